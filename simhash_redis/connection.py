@@ -1,0 +1,57 @@
+"""Making redis-py clients from URLs, and keeping credentials out of every message."""
+
+from __future__ import annotations
+
+import re
+
+import redis
+
+from . import defaults
+from .errors import InvalidArgument, InvalidType
+
+__all__ = ["client_from_url", "redact_url"]
+
+_CREDENTIALS = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#]*)@")
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced by '***', fit for logs and error messages.
+
+    Args:
+        url: a Redis URL such as redis://user:secret@host:6379/0.
+    """
+
+    def hide(match: re.Match[str]) -> str:
+        user, sep, _ = match.group("userinfo").partition(":")
+        return (
+            f"{match.group('scheme')}{user}{':***' if sep else ''}@"
+            if user
+            else f"{match.group('scheme')}***@"
+        )
+
+    return _CREDENTIALS.sub(hide, url, count=1)
+
+
+def client_from_url(url: str, **options: object) -> redis.Redis:
+    """A redis-py client for a redis://, rediss:// or unix:// URL, with the library's timeouts.
+
+    Args:
+        url: the server's URL; credentials and TLS settings come from it.
+        **options: extra redis-py options, overriding the defaults.
+
+    Raises:
+        InvalidType: url is not a str.
+        InvalidArgument: the URL is malformed (the message shows it without its password).
+    """
+    if not isinstance(url, str):
+        raise InvalidType(f"url must be a str, got {type(url).__name__}")
+    settings: dict[str, object] = {
+        "socket_timeout": defaults.SOCKET_TIMEOUT,
+        "socket_connect_timeout": defaults.CONNECT_TIMEOUT,
+    }
+    settings.update(options)
+    try:
+        return redis.Redis.from_url(url, **settings)
+    except (ValueError, TypeError) as exc:
+        reason = str(exc).replace(url, redact_url(url))
+        raise InvalidArgument(f"url {redact_url(url)!r} is not a valid Redis URL: {reason}") from None

@@ -1,0 +1,104 @@
+"""Every error simhash-redis raises, under one root.
+
+The tree::
+
+    SimhashRedisError
+    ├── InvalidArgument (ValueError)      an argument is out of range or malformed; the message names it
+    │   └── InvalidFingerprint            an int that does not fit the index's f bits
+    ├── InvalidType (TypeError)           an argument of the wrong type; the message names it
+    ├── ConfigurationMismatch             the stored index has another f, k, layout or scheme
+    ├── IndexCorrupted                    stored data this version cannot read (meta, format)
+    ├── InputError                        a malformed record in bulk input; carries source and line number
+    └── RedisUnavailable                  the server could not be reached or did not answer in time
+        ├── RedisAuthError                the server refused the credentials (ACL user / password)
+        ├── RedisTimeout                  no reply within the socket timeout (a paused or stuck server)
+        └── RedisOutOfMemory              maxmemory reached under noeviction; nothing was half-applied
+
+Messages never contain a Redis URL's password: use `redact_url` on anything that came from a URL.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationMismatch",
+    "IndexCorrupted",
+    "InputError",
+    "InvalidArgument",
+    "InvalidFingerprint",
+    "InvalidType",
+    "RedisAuthError",
+    "RedisOutOfMemory",
+    "RedisTimeout",
+    "RedisUnavailable",
+    "SimhashRedisError",
+]
+
+
+class SimhashRedisError(Exception):
+    """The root of every exception simhash-redis raises."""
+
+
+class InvalidArgument(SimhashRedisError, ValueError):
+    """An argument's value is out of range or malformed; the message names the argument."""
+
+
+class InvalidFingerprint(InvalidArgument):
+    """A fingerprint is negative or has bits above the index's f."""
+
+
+class InvalidType(SimhashRedisError, TypeError):
+    """An argument has the wrong type; the message names the argument and the types accepted."""
+
+
+class ConfigurationMismatch(SimhashRedisError):
+    """The index stored in Redis was created with another configuration.
+
+    Mixing fingerprints of different f, k, layouts or schemes in one index would silently return wrong
+    answers, so opening such an index is refused. Open it without configuration arguments to adopt the
+    stored one, or use another index name.
+    """
+
+
+class IndexCorrupted(SimhashRedisError):
+    """The index's stored data cannot be read by this version (unknown format version, malformed meta)."""
+
+
+class InputError(SimhashRedisError, ValueError):
+    """A record of bulk input is malformed.
+
+    Attributes:
+        source: the file name (or ``<stdin>``) the record came from.
+        line: the 1-based line number of the record, or None where lines do not apply.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, source: str, line: int | None, reason: str) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {reason}")
+
+
+class RedisUnavailable(SimhashRedisError, ConnectionError):
+    """The Redis server could not be reached, or closed the connection, after the configured retries.
+
+    Every write simhash-redis makes is idempotent, so the operation that raised this can be repeated
+    as a whole once the server is back.
+    """
+
+
+class RedisAuthError(RedisUnavailable):
+    """The server refused the connection's credentials (wrong password or unknown ACL user)."""
+
+
+class RedisTimeout(RedisUnavailable, TimeoutError):
+    """The server did not answer within the socket timeout (for example while paused by CLIENT PAUSE)."""
+
+
+class RedisOutOfMemory(RedisUnavailable):
+    """The server reached ``maxmemory`` under the ``noeviction`` policy and refused a write.
+
+    Each document's writes are applied atomically on a standalone server, so no document is left
+    half-written; free memory (or raise maxmemory) and run the same operation again to resume.
+    """

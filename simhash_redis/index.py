@@ -1,0 +1,518 @@
+"""The shared, persistent Hamming index: block tables of fingerprints in Redis sets."""
+
+from __future__ import annotations
+
+import enum
+import operator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import redis
+
+from . import defaults
+from .codec import decode_fp, decode_ids, encode_fp
+from .config import IndexConfig
+from .connection import client_from_url
+from .errors import (
+    InvalidArgument,
+    InvalidFingerprint,
+    InvalidType,
+    SimhashRedisError,
+)
+from .keys import KeySchema, validate_name
+from .layout import Layout
+from .retry import Backoff
+from .scheme import Scheme
+from .scripts import Script
+from .transport import Command, Transport
+
+__all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
+
+#: What can be added or queried: a text (str or bytes), pre-segmented tokens, weighted features
+#: (a mapping or (token, weight) pairs), or a precomputed int fingerprint.
+Document = str | bytes | int | Sequence[str] | Mapping[str, float] | Iterable[tuple[str, float]]
+
+_WRITE = Script("write")
+_CREATE_META = Script("create_meta")
+# Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
+_CONFLICT_ROUNDS = 16
+_SCAN_COUNT = 1000
+
+
+class Match(NamedTuple):
+    """A stored document within the query's distance."""
+
+    id: str
+    fingerprint: int
+    distance: int
+
+
+class Outcome(str, enum.Enum):
+    """What a write did to one document id."""
+
+    ADDED = "added"
+    REPLACED = "replaced"
+    UNCHANGED = "unchanged"
+    REMOVED = "removed"
+    MISSING = "missing"
+
+
+_OUTCOMES = {
+    b"a": Outcome.ADDED,
+    b"r": Outcome.REPLACED,
+    b"u": Outcome.UNCHANGED,
+    b"d": Outcome.REMOVED,
+    b"n": Outcome.MISSING,
+}
+
+
+class SimhashIndex:
+    """A near-duplicate index that any number of processes share through one Redis.
+
+    Opening an index that exists adopts its stored configuration; arguments given explicitly must agree
+    with it. Opening one that does not exist creates it from the arguments and the defaults.
+
+    Args:
+        client: a redis-py client (decode_responses may be either).
+        name: the index name; its keys are `{prefix}:{name}:...`.
+        k: the largest Hamming distance near() answers for (default 3).
+        f: fingerprint width in bits: 32, 64 (default) or 128.
+        layout: which bits form each table's key (default: k+1 pigeonhole tables).
+        scheme: how text becomes a fingerprint (default: `Scheme()` at width f).
+        prefix: the first part of every key name.
+        id_buckets: buckets of the id map (only when creating).
+        backoff: how to wait between retries after a connection error.
+        batch_size: documents per round trip in the batch methods.
+
+    Raises:
+        ConfigurationMismatch: the stored index disagrees with an explicitly given argument.
+        IndexCorrupted: the stored meta cannot be read.
+        InvalidArgument, InvalidType: an argument is malformed.
+        RedisUnavailable: the server cannot be reached.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        name: str,
+        *,
+        k: int | None = None,
+        f: int | None = None,
+        layout: Layout | None = None,
+        scheme: Scheme | None = None,
+        prefix: str = defaults.PREFIX,
+        id_buckets: int | None = None,
+        backoff: Backoff | None = None,
+        batch_size: int = defaults.BATCH_SIZE,
+    ) -> None:
+        if not isinstance(client, redis.Redis):
+            raise InvalidType(f"client must be a redis.Redis client, got {type(client).__name__}")
+        self.name = validate_name(name, "name")
+        self.prefix = validate_name(prefix, "prefix")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
+        self.batch_size = batch_size
+        self.client = client
+        self._transport = Transport(client, backoff)
+        wanted = IndexConfig.build(k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets)
+        given = {
+            arg
+            for arg, value in (
+                ("k", k),
+                ("f", f),
+                ("layout", layout),
+                ("scheme", scheme),
+                ("id_buckets", id_buckets),
+            )
+            if value is not None
+        }
+        self.config = self._open(wanted, given)
+        self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
+        self._mask = (1 << self.f) - 1
+
+    @classmethod
+    def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
+        """Open an index on the server at a redis://, rediss:// or unix:// URL.
+
+        Args:
+            url: the server's URL (credentials in it never appear in messages).
+            name: the index name.
+            **kwargs: the other arguments of `SimhashIndex`.
+
+        Raises:
+            InvalidArgument: the URL is malformed.
+            RedisUnavailable: the server cannot be reached.
+        """
+        return cls(client_from_url(url), name, **kwargs)
+
+    def _open(self, wanted: IndexConfig, given: set[str]) -> IndexConfig:
+        meta_key = f"{self.prefix}:{self.name}:meta".encode()
+        fields = [item for pair in wanted.to_meta().items() for item in pair]
+        reply = _CREATE_META.run(
+            self._transport, [_CREATE_META.command([meta_key], [f.encode() for f in fields])]
+        )
+        flat = reply[0]
+        stored = IndexConfig.from_meta(
+            {flat[i].decode(): flat[i + 1].decode() for i in range(0, len(flat), 2)}
+        )
+        wanted.check_against(stored, given, self.name)
+        return stored
+
+    # -- configuration ------------------------------------------------------------------------------
+
+    @property
+    def f(self) -> int:
+        """Fingerprint width in bits."""
+        return self.config.f
+
+    @property
+    def k(self) -> int:
+        """The largest distance near() answers for."""
+        return self.config.k
+
+    @property
+    def layout(self) -> Layout:
+        """The table layout."""
+        return self.config.layout
+
+    @property
+    def scheme(self) -> Scheme:
+        """The fingerprint scheme every worker of this index uses."""
+        return self.config.scheme
+
+    def __repr__(self) -> str:
+        return (
+            f"SimhashIndex(name={self.name!r}, prefix={self.prefix!r}, f={self.f}, k={self.k}, "
+            f"{self.layout.describe()})"
+        )
+
+    # -- fingerprints and arguments -------------------------------------------------------------------
+
+    def fingerprint(self, doc: Document) -> int:
+        """The fingerprint this index stores for a document.
+
+        Args:
+            doc: text, tokens, weighted features, or an int fingerprint (checked and returned).
+
+        Raises:
+            InvalidFingerprint: an int outside [0, 2**f).
+            InvalidType: a document of an unsupported type.
+        """
+        if isinstance(doc, int) or _is_integer(doc):
+            return self._check_fp(doc)
+        return self.scheme.fingerprint(doc)
+
+    def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
+        """Fingerprints for many documents, texts fingerprinted in one vectorised batch.
+
+        Args:
+            docs: the documents.
+
+        Raises:
+            InvalidFingerprint: an int outside [0, 2**f).
+            InvalidType: a document of an unsupported type.
+        """
+        out: list[int | None] = [None] * len(docs)
+        texts: list[Any] = []
+        where: list[int] = []
+        for i, doc in enumerate(docs):
+            if isinstance(doc, int) or _is_integer(doc):
+                out[i] = self._check_fp(doc)
+            else:
+                texts.append(doc)
+                where.append(i)
+        for i, fp in zip(where, self.scheme.fingerprint_many(texts), strict=True):
+            out[i] = fp
+        return out  # type: ignore[return-value]
+
+    def _check_fp(self, value: Any, argument: str = "fingerprint") -> int:
+        if isinstance(value, bool):
+            raise InvalidType(f"{argument} must be an int or a document, got bool")
+        fp = operator.index(value)
+        if not 0 <= fp <= self._mask:
+            raise InvalidFingerprint(f"{argument} must be in 0..2**{self.f}-1 for this index, got {fp}")
+        return fp
+
+    def _check_k(self, k: int | None) -> int:
+        if k is None:
+            return self.k
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise InvalidType(f"k must be an int, got {type(k).__name__}")
+        if not 0 <= k <= self.k:
+            raise InvalidArgument(f"k must be in 0..{self.k} (the index's k), got {k}")
+        return k
+
+    # -- reads ----------------------------------------------------------------------------------------
+
+    def near(self, query: Document, k: int | None = None) -> list[Match]:
+        """Every stored document within distance k of the query, nearest first, then by id.
+
+        Args:
+            query: text, tokens, weighted features or an int fingerprint.
+            k: the largest distance, at most the index's k (default: the index's k).
+
+        Raises:
+            InvalidArgument: k is out of range.
+            InvalidFingerprint: an int query outside [0, 2**f).
+            RedisUnavailable: the server cannot be reached.
+        """
+        return self.near_many([query], k)[0]
+
+    def near_many(self, queries: Sequence[Document], k: int | None = None) -> list[list[Match]]:
+        """near() for many queries: one round trip for the tables, one more for ids if anything matched.
+
+        Args:
+            queries: the queries.
+            k: the largest distance, at most the index's k.
+
+        Raises:
+            InvalidArgument: k is out of range.
+            InvalidFingerprint: an int query outside [0, 2**f).
+            RedisUnavailable: the server cannot be reached.
+        """
+        limit = self._check_k(k)
+        fps = self.fingerprint_many(queries)
+        results: list[list[Match]] = []
+        for start in range(0, len(fps), self.batch_size):
+            results.extend(self._near_batch(fps[start : start + self.batch_size], limit))
+        return results
+
+    def _near_batch(self, fps: list[int], k: int) -> list[list[Match]]:
+        tables = len(self.layout.tables)
+        commands: list[Command] = [(b"SMEMBERS", key) for fp in fps for key in self.keys.tables(fp)]
+        replies = self._transport.execute(commands)
+        hits: list[list[tuple[bytes, int, int]]] = []
+        wanted: dict[bytes, None] = {}
+        for q, fp in enumerate(fps):
+            seen: set[bytes] = set()
+            found = []
+            for members in replies[q * tables : (q + 1) * tables]:
+                for raw in members:
+                    if raw in seen:
+                        continue
+                    seen.add(raw)
+                    candidate = decode_fp(raw, self.f)
+                    d = (candidate ^ fp).bit_count()
+                    if d <= k:
+                        found.append((raw, candidate, d))
+                        wanted[raw] = None
+            hits.append(found)
+        if not wanted:
+            return [[] for _ in fps]
+        order = list(wanted)
+        id_replies = self._transport.execute([(b"HGET", self.keys.fp_bucket(raw), raw) for raw in order])
+        ids_of = {
+            raw: decode_ids(reply) for raw, reply in zip(order, id_replies, strict=True) if reply is not None
+        }
+        results = []
+        for found in hits:
+            matches = [
+                Match(doc_id, candidate, d) for raw, candidate, d in found for doc_id in ids_of.get(raw, ())
+            ]
+            matches.sort(key=lambda m: (m.distance, m.id))
+            results.append(matches)
+        return results
+
+    def get(self, doc_id: str) -> int | None:
+        """The fingerprint stored for an id, or None.
+
+        Args:
+            doc_id: the document id.
+
+        Raises:
+            InvalidArgument, InvalidType: the id is malformed.
+        """
+        return self.get_many([doc_id])[0]
+
+    def get_many(self, ids: Sequence[str]) -> list[int | None]:
+        """The fingerprints stored for many ids (None where absent), in one round trip.
+
+        Args:
+            ids: the document ids.
+
+        Raises:
+            InvalidArgument, InvalidType: an id is malformed.
+        """
+        raw_ids = [_encode_id(doc_id) for doc_id in ids]
+        replies = self._transport.execute([(b"HGET", self.keys.id_bucket(raw), raw) for raw in raw_ids])
+        return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and self.get(doc_id) is not None
+
+    def __len__(self) -> int:
+        return self.count()[0]
+
+    def count(self) -> tuple[int, int]:
+        """The number of documents and of distinct fingerprints stored."""
+        docs, fps = self._transport.execute([(b"HMGET", self.keys.counts, b"docs", b"fingerprints")])[0]
+        return int(docs or 0), int(fps or 0)
+
+    # -- writes ---------------------------------------------------------------------------------------
+
+    def add(self, doc_id: str, doc: Document) -> Outcome:
+        """Store a document under an id, replacing the id's previous fingerprint if it had another.
+
+        Args:
+            doc_id: the document id (1-512 UTF-8 bytes).
+            doc: text, tokens, weighted features, or a precomputed int fingerprint.
+
+        Returns:
+            ADDED, REPLACED or UNCHANGED.
+
+        Raises:
+            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
+            RedisUnavailable: the server cannot be reached; nothing of the document was half-written.
+        """
+        return self.add_many([(doc_id, doc)])[0]
+
+    def add_many(self, items: Iterable[tuple[str, Document]]) -> list[Outcome]:
+        """Store many documents; each batch is one atomic script call.
+
+        Args:
+            items: (id, document) pairs; a later pair for the same id wins.
+
+        Returns:
+            The outcome of each pair, in order.
+
+        Raises:
+            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (checked for
+                the whole batch before anything of it is written).
+            RedisUnavailable: the server cannot be reached; batches already acknowledged are stored,
+                and no document is half-written.
+        """
+        outcomes: list[Outcome] = []
+        for batch in _chunks(items, self.batch_size):
+            ids = [_encode_id(doc_id) for doc_id, _ in _check_pairs(batch)]
+            fps = self.fingerprint_many([doc for _, doc in batch])
+            outcomes.extend(self._write([(i, encode_fp(fp, self.f)) for i, fp in zip(ids, fps, strict=True)]))
+        return outcomes
+
+    def remove(self, doc_id: str) -> bool:
+        """Remove a document id; its fingerprint leaves the tables unless another id still has it.
+
+        Args:
+            doc_id: the document id.
+
+        Returns:
+            True if the id was stored, False if it was unknown (nothing changed).
+
+        Raises:
+            InvalidArgument, InvalidType: the id is malformed.
+        """
+        return self.remove_many([doc_id])[0]
+
+    def remove_many(self, ids: Iterable[str]) -> list[bool]:
+        """Remove many ids, batch by batch.
+
+        Args:
+            ids: the document ids.
+
+        Returns:
+            For each id, whether it was stored.
+
+        Raises:
+            InvalidArgument, InvalidType: an id is malformed.
+        """
+        removed: list[bool] = []
+        for batch in _chunks(ids, self.batch_size):
+            ops = [(_encode_id(doc_id), b"") for doc_id in batch]
+            removed.extend(o is Outcome.REMOVED for o in self._write(ops))
+        return removed
+
+    def _write(self, ops: list[tuple[bytes, bytes]]) -> list[Outcome]:
+        """Apply (id, new stored fingerprint or b'' to remove) pairs atomically, resolving conflicts.
+
+        The first attempt assumes each id is new; an id that already has another fingerprint comes back
+        as a conflict carrying that fingerprint, and is resent with the keys needed to move it.
+        """
+        outcomes: list[Outcome | None] = [None] * len(ops)
+        pending = [(i, doc_id, new, b"") for i, (doc_id, new) in enumerate(ops)]
+        for _ in range(_CONFLICT_ROUNDS):
+            keys: list[bytes] = [self.keys.counts]
+            args: list[bytes | int] = [len(self.layout.tables)]
+            for _, doc_id, new, old in pending:
+                keys.append(self.keys.id_bucket(doc_id))
+                if new:
+                    keys.append(self.keys.fp_bucket(new))
+                    keys.extend(self.keys.tables(decode_fp(new, self.f)))
+                if old and old != new:
+                    keys.append(self.keys.fp_bucket(old))
+                    keys.extend(self.keys.tables(decode_fp(old, self.f)))
+                args.extend((doc_id, new, old))
+            reply = _WRITE.run(self._transport, [_WRITE.command(keys, args)])[0]
+            retry = []
+            for (i, doc_id, new, _), status in zip(pending, reply, strict=True):
+                if status[:1] == b"c":
+                    retry.append((i, doc_id, new, status[1:]))
+                else:
+                    outcomes[i] = _OUTCOMES[status]
+            if not retry:
+                return outcomes  # type: ignore[return-value]
+            pending = retry
+        raise SimhashRedisError(
+            f"{len(pending)} documents kept changing under concurrent writers; nothing of them was written"
+        )
+
+    def drop(self) -> int:
+        """Delete every key of this index (and only this index), meta last.
+
+        Returns:
+            The number of keys deleted.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached; run drop again to finish.
+        """
+        deleted = 0
+        for keys in self._scan_batches(self.keys.pattern):
+            data = [key for key in keys if key != self.keys.meta]
+            if data:
+                deleted += self.client.unlink(*data)
+        deleted += self.client.unlink(self.keys.meta)
+        return deleted
+
+    def _scan_batches(self, pattern: str) -> Iterator[list[bytes]]:
+        cursor = 0
+        while True:
+            cursor, keys = self.client.scan(cursor, match=pattern, count=_SCAN_COUNT)
+            if keys:
+                yield [k if isinstance(k, bytes) else k.encode() for k in keys]
+            if not cursor:
+                return
+
+
+def _is_integer(value: object) -> bool:
+    # numpy integers and other int-like scalars, but not bool and not documents.
+    if isinstance(value, (str, bytes, bool)):
+        return False
+    return hasattr(value, "__index__")
+
+
+def _encode_id(doc_id: object) -> bytes:
+    if not isinstance(doc_id, str):
+        raise InvalidType(f"id must be a str, got {type(doc_id).__name__}")
+    try:
+        raw = doc_id.encode()
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"id {doc_id!r} is not valid Unicode (lone surrogate)") from None
+    if not 1 <= len(raw) <= defaults.MAX_ID_BYTES:
+        raise InvalidArgument(f"id must be 1..{defaults.MAX_ID_BYTES} UTF-8 bytes, got {len(raw)}")
+    return raw
+
+
+def _check_pairs(batch: list[Any]) -> list[tuple[str, Document]]:
+    for item in batch:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise InvalidType(f"items must be (id, document) pairs, got {type(item).__name__}")
+    return batch
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,59 @@
+"""The Lua scripts the index runs server-side, loaded once per connection pool and called by SHA."""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from typing import Any
+
+import redis.exceptions as rex
+
+from .transport import Command, Transport, translate_error
+
+__all__ = ["Script"]
+
+
+class Script:
+    """A Lua script from the package's lua/ folder, called with EVALSHA.
+
+    Args:
+        name: the file name without '.lua'.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.source = resources.files(__package__).joinpath(f"lua/{name}.lua").read_bytes()
+        self.sha = hashlib.sha1(self.source).hexdigest().encode()
+
+    def command(self, keys: list[bytes], args: list[bytes | int]) -> Command:
+        """The EVALSHA command for one call.
+
+        Args:
+            keys: the keys the script touches.
+            args: its other arguments.
+        """
+        return [b"EVALSHA", self.sha, len(keys), *keys, *args]
+
+    def run(self, transport: Transport, calls: list[Command]) -> list[Any]:
+        """Run script calls in one round trip, loading the script first where the server lacks it.
+
+        Args:
+            transport: where to send the calls.
+            calls: commands built by `command`.
+
+        Raises:
+            SimhashRedisError: an error reply other than a missing script.
+        """
+        replies = transport.execute(calls, raise_on_error=False)
+        if any(isinstance(r, rex.NoScriptError) for r in replies):
+            # A restarted or failed-over server forgets loaded scripts; the calls are idempotent,
+            # so the missing ones are simply sent again once the script is loaded.
+            transport.execute([[b"SCRIPT", b"LOAD", self.source]])
+            missing = [i for i, r in enumerate(replies) if isinstance(r, rex.NoScriptError)]
+            again = transport.execute([calls[i] for i in missing], raise_on_error=False)
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
+        for reply in replies:
+            if isinstance(reply, rex.ResponseError):
+                raise translate_error(reply) from None
+        return replies

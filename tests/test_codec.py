@@ -1,0 +1,35 @@
+"""Stored forms: signed 64-bit decimals for intsets, netstring id lists."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simhash_redis.codec import decode_fp, decode_ids, encode_fp, encode_ids
+
+
+@given(fp=st.integers(0, 2**64 - 1))
+def test_fp64_round_trip_fits_int64(fp: int) -> None:
+    raw = encode_fp(fp, 64)
+    assert -(2**63) <= int(raw) < 2**63
+    assert decode_fp(raw, 64) == fp
+
+
+@given(fp=st.integers(0, 2**128 - 1))
+def test_fp128_round_trip(fp: int) -> None:
+    assert decode_fp(encode_fp(fp, 128), 128) == fp
+
+
+def test_edges() -> None:
+    assert encode_fp(0, 64) == b"0"
+    assert encode_fp(2**64 - 1, 64) == b"-1"
+    assert encode_fp(2**63, 64) == b"-9223372036854775808"
+
+
+@given(ids=st.lists(st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=20)))
+def test_ids_round_trip(ids: list[str]) -> None:
+    assert decode_ids(encode_ids(ids)) == ids
+
+
+def test_ids_readable() -> None:
+    assert encode_ids(["doc-1", "d:2", "新闻"]) == "5:doc-13:d:26:新闻".encode()
