@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from . import defaults
 from .errors import InvalidArgument, InvalidType
@@ -48,6 +50,9 @@ def client_from_url(url: str, **options: object) -> redis.Redis:
     settings: dict[str, object] = {
         "socket_timeout": defaults.SOCKET_TIMEOUT,
         "socket_connect_timeout": defaults.CONNECT_TIMEOUT,
+        # The index retries whole batches itself (see retry.Backoff); redis-py's own retries would
+        # multiply with those and make a wrong password take seconds to report.
+        "retry": Retry(NoBackoff(), 0),
     }
     settings.update(options)
     try:

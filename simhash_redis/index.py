@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import enum
 import operator
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import redis
 
@@ -36,6 +37,7 @@ _WRITE = Script("write")
 _CREATE_META = Script("create_meta")
 # Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
 _CONFLICT_ROUNDS = 16
+_CONTENTION_BACKOFF = Backoff(retries=_CONFLICT_ROUNDS, base=0.0005, cap=0.05)
 _SCAN_COUNT = 1000
 
 
@@ -278,16 +280,24 @@ class SimhashIndex:
         return results
 
     def _near_batch(self, fps: list[int], k: int) -> list[list[Match]]:
+        return self._matches(fps, self._read_tables(fps), k)
+
+    def _read_tables(self, fps: list[int]) -> list[list[list[bytes]]]:
+        """The members of every table set of each fingerprint, in one round trip."""
         tables = len(self.layout.tables)
         commands: list[Command] = [(b"SMEMBERS", key) for fp in fps for key in self.keys.tables(fp)]
         replies = self._transport.execute(commands)
+        return [replies[q * tables : (q + 1) * tables] for q in range(len(fps))]
+
+    def _matches(self, fps: list[int], members: list[list[list[bytes]]], k: int) -> list[list[Match]]:
+        """The stored documents within distance k, from the table sets read for each fingerprint."""
         hits: list[list[tuple[bytes, int, int]]] = []
         wanted: dict[bytes, None] = {}
-        for q, fp in enumerate(fps):
+        for fp, sets in zip(fps, members, strict=True):
             seen: set[bytes] = set()
             found = []
-            for members in replies[q * tables : (q + 1) * tables]:
-                for raw in members:
+            for raws in sets:
+                for raw in raws:
                     if raw in seen:
                         continue
                     seen.add(raw)
@@ -366,14 +376,29 @@ class SimhashIndex:
         """
         return self.add_many([(doc_id, doc)])[0]
 
-    def add_many(self, items: Iterable[tuple[str, Document]]) -> list[Outcome]:
+    @overload
+    def add_many(
+        self, items: Iterable[tuple[str, Document]], *, unique: Literal[False] = False
+    ) -> list[Outcome]: ...
+
+    @overload
+    def add_many(
+        self, items: Iterable[tuple[str, Document]], *, unique: Literal[True]
+    ) -> list[Outcome | Match]: ...
+
+    def add_many(
+        self, items: Iterable[tuple[str, Document]], *, unique: bool = False
+    ) -> list[Outcome] | list[Outcome | Match]:
         """Store many documents; each batch is one atomic script call.
 
         Args:
             items: (id, document) pairs; a later pair for the same id wins.
+            unique: store a document only if no near-duplicate (distance <= k) is stored, as
+                `add_if_new` does, also against the documents earlier in the same call.
 
         Returns:
-            The outcome of each pair, in order.
+            The outcome of each pair, in order; with unique, the nearest stored near-duplicate (a Match)
+            in place of the outcome for each document that was not stored.
 
         Raises:
             InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (checked for
@@ -381,12 +406,70 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached; batches already acknowledged are stored,
                 and no document is half-written.
         """
-        outcomes: list[Outcome] = []
+        outcomes: list[Any] = []
         for batch in _chunks(items, self.batch_size):
             ids = [_encode_id(doc_id) for doc_id, _ in _check_pairs(batch)]
             fps = self.fingerprint_many([doc for _, doc in batch])
-            outcomes.extend(self._write([(i, encode_fp(fp, self.f)) for i, fp in zip(ids, fps, strict=True)]))
+            if unique:
+                outcomes.extend(self._add_unique(ids, fps))
+            else:
+                outcomes.extend(
+                    self._write([(i, encode_fp(fp, self.f), None) for i, fp in zip(ids, fps, strict=True)])
+                )
         return outcomes
+
+    def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
+        """Store a document unless a near-duplicate (distance <= k) is already stored, atomically.
+
+        On a standalone server the check and the write cannot interleave with another worker's: of
+        several workers racing to add near-duplicates of each other, exactly one stores its document.
+
+        Args:
+            doc_id: the document id.
+            doc: text, tokens, weighted features, or a precomputed int fingerprint.
+
+        Returns:
+            None if the document was stored (or already was, with this very fingerprint); otherwise the
+            nearest stored near-duplicate, which may be this id itself holding a nearby fingerprint.
+
+        Raises:
+            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
+            RedisUnavailable: the server cannot be reached.
+        """
+        result = self.add_many([(doc_id, doc)], unique=True)[0]
+        return result if isinstance(result, Match) else None
+
+    def _add_unique(self, ids: list[bytes], fps: list[int]) -> list[Outcome | Match]:
+        results: list[Outcome | Match | None] = [None] * len(ids)
+        pending = list(range(len(ids)))
+        pause = _CONTENTION_BACKOFF.delays()
+        for attempt in range(_CONFLICT_ROUNDS):
+            if attempt:
+                # Others keep writing into these tables: let them finish before reading again.
+                time.sleep(next(pause, _CONTENTION_BACKOFF.cap))
+            members = self._read_tables([fps[i] for i in pending])
+            found = self._matches([fps[i] for i in pending], members, self.k)
+            writes: list[tuple[bytes, bytes, list[list[bytes]] | None]] = []
+            writing: list[int] = []
+            for i, sets, matches in zip(pending, members, found, strict=True):
+                if matches:
+                    results[i] = matches[0]
+                else:
+                    writes.append((ids[i], encode_fp(fps[i], self.f), sets))
+                    writing.append(i)
+            # A None outcome means a table set changed since it was read: read it again.
+            pending = []
+            for i, outcome in zip(writing, self._write(writes), strict=True):
+                if outcome is None:
+                    pending.append(i)
+                else:
+                    results[i] = outcome
+            if not pending:
+                return results  # type: ignore[return-value]
+        raise SimhashRedisError(
+            f"{len(pending)} documents kept meeting concurrent writes to their tables; "
+            "nothing of them was written"
+        )
 
     def remove(self, doc_id: str) -> bool:
         """Remove a document id; its fingerprint leaves the tables unless another id still has it.
@@ -416,22 +499,26 @@ class SimhashIndex:
         """
         removed: list[bool] = []
         for batch in _chunks(ids, self.batch_size):
-            ops = [(_encode_id(doc_id), b"") for doc_id in batch]
+            ops: list[tuple[bytes, bytes, list[list[bytes]] | None]] = [
+                (_encode_id(doc_id), b"", None) for doc_id in batch
+            ]
             removed.extend(o is Outcome.REMOVED for o in self._write(ops))
         return removed
 
-    def _write(self, ops: list[tuple[bytes, bytes]]) -> list[Outcome]:
-        """Apply (id, new stored fingerprint or b'' to remove) pairs atomically, resolving conflicts.
+    def _write(self, ops: list[tuple[bytes, bytes, list[list[bytes]] | None]]) -> list[Outcome | None]:
+        """Apply (id, new stored fingerprint or b'' to remove, guard) atomically, resolving conflicts.
 
         The first attempt assumes each id is new; an id that already has another fingerprint comes back
-        as a conflict carrying that fingerprint, and is resent with the keys needed to move it.
+        as a conflict carrying that fingerprint, and is resent with the keys needed to move it. A
+        document with a guard (the members read from its table sets) is written only if those sets are
+        unchanged; where they changed its outcome is None.
         """
         outcomes: list[Outcome | None] = [None] * len(ops)
-        pending = [(i, doc_id, new, b"") for i, (doc_id, new) in enumerate(ops)]
+        pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
         for _ in range(_CONFLICT_ROUNDS):
             keys: list[bytes] = [self.keys.counts]
             args: list[bytes | int] = [len(self.layout.tables)]
-            for _, doc_id, new, old in pending:
+            for _, doc_id, new, old, guard in pending:
                 keys.append(self.keys.id_bucket(doc_id))
                 if new:
                     keys.append(self.keys.fp_bucket(new))
@@ -439,16 +526,20 @@ class SimhashIndex:
                 if old and old != new:
                     keys.append(self.keys.fp_bucket(old))
                     keys.extend(self.keys.tables(decode_fp(old, self.f)))
-                args.extend((doc_id, new, old))
+                args.extend((doc_id, new, old, b"1" if guard is not None else b""))
+                if guard is not None:
+                    args.extend(len(members) for members in guard)
+                    for members in guard:
+                        args.extend(members)
             reply = _WRITE.run(self._transport, [_WRITE.command(keys, args)])[0]
             retry = []
-            for (i, doc_id, new, _), status in zip(pending, reply, strict=True):
+            for (i, doc_id, new, _, guard), status in zip(pending, reply, strict=True):
                 if status[:1] == b"c":
-                    retry.append((i, doc_id, new, status[1:]))
-                else:
+                    retry.append((i, doc_id, new, status[1:], guard))
+                elif status != b"g":
                     outcomes[i] = _OUTCOMES[status]
             if not retry:
-                return outcomes  # type: ignore[return-value]
+                return outcomes
             pending = retry
         raise SimhashRedisError(
             f"{len(pending)} documents kept changing under concurrent writers; nothing of them was written"

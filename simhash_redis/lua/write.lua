@@ -1,8 +1,13 @@
 -- Applies a batch of document writes atomically: add, replace or remove ids.
 --
--- ARGV[1] = number of tables T; then per document three values: id, new, old.
+-- ARGV[1] = number of tables T; then per document: id, new, old, guard.
 --   new: the stored fingerprint to give the id ('' removes the id).
 --   old: the fingerprint the client believes the id has now ('' = none).
+--   guard: '' or '1'. With '1', T counts follow, then the members the client read from each of new's
+--     T table sets. The document is written only if every one of those sets still holds exactly those
+--     members; otherwise it is reported as 'g' and the client reads again. Any fingerprint within
+--     distance k of new shares at least one table set with it, so an unchanged set of tables means no
+--     near-duplicate arrived since the client checked (add-if-new without a race).
 -- KEYS[1] = the counts hash; then per document: the id-map hash, [if new ~= '': the fingerprint-map
 -- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old].
 --
@@ -34,11 +39,40 @@ local function without(raw, id)
   return table.concat(kept), found
 end
 
+-- Whether table set `key` holds exactly the `count` members starting at ARGV[at].
+local function unchanged(key, count, at)
+  if redis.call('SCARD', key) ~= count then
+    return false
+  end
+  if count == 0 then
+    return true
+  end
+  -- In slices: unpack() of thousands of values would overflow Lua's C stack.
+  for first = at, at + count - 1, 1000 do
+    local last = math.min(first + 999, at + count - 1)
+    local present = redis.call('SMISMEMBER', key, unpack(ARGV, first, last))
+    for i = 1, #present do
+      if present[i] == 0 then
+        return false
+      end
+    end
+  end
+  return true
+end
+
 local out = {}
 local doc_delta, fp_delta = 0, 0
 local k = 2
-for a = 2, #ARGV, 3 do
-  local id, new, old = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+local a = 2
+while a <= #ARGV do
+  local id, new, old, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  a = a + 4
+  local guard_counts, guard_members = a, a + T
+  if guard ~= '' then
+    for t = 0, T - 1 do
+      a = a + 1 + tonumber(ARGV[guard_counts + t])
+    end
+  end
   local id_key = KEYS[k]
   k = k + 1
   local new_at, old_at
@@ -51,8 +85,21 @@ for a = 2, #ARGV, 3 do
     k = k + 1 + T
   end
   local cur = redis.call('HGET', id_key, id) or ''
+  local intact = true
+  if guard ~= '' and cur ~= new then
+    local at = guard_members
+    for t = 1, T do
+      local count = tonumber(ARGV[guard_counts + t - 1])
+      if intact and not unchanged(KEYS[new_at + t], count, at) then
+        intact = false
+      end
+      at = at + count
+    end
+  end
   if cur == new then
     out[#out + 1] = (new == '') and 'n' or 'u'
+  elseif not intact then
+    out[#out + 1] = 'g'
   elseif cur ~= old then
     out[#out + 1] = 'c' .. cur
   else

