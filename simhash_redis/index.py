@@ -26,6 +26,7 @@ from .retry import Backoff
 from .scheme import Scheme
 from .scripts import Script
 from .transport import Command, Transport
+from .verify import VerifyReport, verify_index
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
@@ -544,6 +545,17 @@ class SimhashIndex:
         raise SimhashRedisError(
             f"{len(pending)} documents kept changing under concurrent writers; nothing of them was written"
         )
+
+    def verify(self, repair: bool = False) -> VerifyReport:
+        """Check that the id map, the fingerprint map, the tables and the counts agree.
+
+        Args:
+            repair: also fix what is found, following the id map (see `simhash_redis.verify`).
+
+        Raises:
+            RedisUnavailable: the server cannot be reached; run it again.
+        """
+        return verify_index(self, repair)
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last.
