@@ -22,8 +22,6 @@ ID_BUCKETS = 1 << 17
 BATCH_SIZE = 1000
 #: Longest document id accepted, in UTF-8 bytes.
 MAX_ID_BYTES = 512
-#: Characters of a text fingerprinted at most; the rest is ignored, keeping memory bounded.
-MAX_TEXT_CHARS = 4_000_000
 #: Socket timeout in seconds for every Redis command; a stalled server raises RedisTimeout.
 SOCKET_TIMEOUT = 10.0
 #: Connect timeout in seconds.

@@ -1,0 +1,295 @@
+"""The `Scheme` value object: everything that decides a document's fingerprint bits, with a stable name.
+
+Two fingerprints are comparable only when made with the same scheme; ``a.to_meta() == b.to_meta()`` is
+the compatibility check, and the meta string is what an index stores next to its fingerprints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import xxhash
+
+from . import defaults
+from .errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
+from .features import FEATURE_KINDS, normalize
+
+if TYPE_CHECKING:
+    from .fingerprint import Document
+
+__all__ = ["DEFAULT_SCHEME", "MAX_N", "SCHEME_VERSION", "WEIGHTINGS", "Scheme", "stopwords_digest"]
+
+#: The only scheme version this library computes; bumped whenever any bit of any fingerprint changes.
+SCHEME_VERSION = 1
+#: Weightings: term frequency, or 1 for each distinct feature.
+WEIGHTINGS = ("tf", "binary")
+#: Longest shingle or character n-gram, in tokens or characters.
+MAX_N = 16
+_META_PREFIX = "simhash-redis/"
+_META_KEYS = ("features", "n", "f", "weighting", "hash", "seed", "norm", "stopwords")
+_HASH_NAME = "xxh3"
+_NORM_NAME = "nfkc-casefold"
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> int:
+    """Check that an argument is an int (not a bool) within [low, high].
+
+    Args:
+        name: the argument's name, for the message.
+        value: its value.
+        low: smallest value allowed.
+        high: largest value allowed.
+
+    Returns:
+        The value.
+
+    Raises:
+        InvalidType: value is not an int, or is a bool.
+        InvalidArgument: value is out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidArgument(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
+    """Check that an argument is a str among the allowed choices.
+
+    Args:
+        name: the argument's name, for the message.
+        value: its value.
+        choices: the allowed values.
+
+    Raises:
+        InvalidType: value is not a str.
+        InvalidArgument: value is not one of the choices.
+    """
+    if not isinstance(value, str):
+        raise InvalidType(f"{name} must be a str, got {type(value).__name__}")
+    allowed = tuple(choices)
+    if value not in allowed:
+        raise InvalidArgument(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+
+
+def _normalize_stopwords(stopwords: object) -> tuple[str, ...]:
+    """Normalise a stopword collection into the sorted tuple of distinct normalised words.
+
+    Args:
+        stopwords: an iterable of str (not a str itself).
+
+    Returns:
+        The sorted, de-duplicated, normalised words.
+
+    Raises:
+        InvalidType: stopwords is a str or not iterable, or holds a non-str.
+        InvalidArgument: a word is empty once normalised.
+    """
+    if isinstance(stopwords, (str, bytes)) or not isinstance(stopwords, Iterable):
+        raise InvalidType(f"stopwords must be an iterable of str, got {type(stopwords).__name__}")
+    words = set()
+    for word in stopwords:
+        if not isinstance(word, str):
+            raise InvalidType(f"stopwords must hold str only, got {type(word).__name__}")
+        norm = normalize(word)
+        if not norm:
+            raise InvalidArgument(f"stopwords must not hold empty words, got {word!r}")
+        words.add(norm)
+    return tuple(sorted(words))
+
+
+def stopwords_digest(stopwords: tuple[str, ...]) -> str:
+    """Digest a normalised, sorted stopword tuple for the meta string.
+
+    Args:
+        stopwords: the words, as `Scheme.stopwords` holds them.
+
+    Returns:
+        "none" for no words, else the xxh64 (seed 0) hex digest of the words' UTF-8 encodings,
+        each preceded by its length as 4 little-endian bytes.
+    """
+    if not stopwords:
+        return "none"
+    digest = xxhash.xxh64(seed=0)
+    for word in stopwords:
+        data = word.encode("utf-8")
+        digest.update(len(data).to_bytes(4, "little") + data)
+    return str(digest.hexdigest())
+
+
+@dataclasses.dataclass(frozen=True)
+class Scheme:
+    """How documents become fingerprints: features, shingle size, width, weighting, seed and stopwords.
+
+    Attributes:
+        features: "shingles" (word n-grams, the default), "words" or "chars" (character n-grams).
+        n: tokens per shingle, or characters per n-gram; 1 to 16 (ignored by "words", still recorded).
+        f: fingerprint width in bits: 32, 64 or 128.
+        weighting: "tf" (a feature counts once per occurrence) or "binary" (once per document).
+        seed: the xxh3 seed, 0 to 2**64-1.
+        stopwords: tokens dropped before features are built; given as any iterable of str, stored
+            normalised, de-duplicated and sorted. Not allowed with "chars".
+        version: the scheme version; only 1 exists.
+    """
+
+    features: str = defaults.FEATURES
+    n: int = defaults.SHINGLE_SIZE
+    f: int = defaults.F
+    weighting: str = "tf"
+    seed: int = defaults.SEED
+    stopwords: tuple[str, ...] = ()
+    version: int = SCHEME_VERSION
+
+    def __post_init__(self) -> None:
+        """Validate every field and normalise the stopwords.
+
+        Raises:
+            InvalidType: a field has the wrong type; the message names it.
+            InvalidArgument: a field is out of range; the message names it.
+        """
+        _check_choice("features", self.features, FEATURE_KINDS)
+        _check_int("n", self.n, 1, MAX_N)
+        _check_int("f", self.f, min(defaults.SUPPORTED_F), max(defaults.SUPPORTED_F))
+        if self.f not in defaults.SUPPORTED_F:
+            raise InvalidArgument(f"f must be one of {defaults.SUPPORTED_F}, got {self.f}")
+        _check_choice("weighting", self.weighting, WEIGHTINGS)
+        _check_int("seed", self.seed, 0, (1 << 64) - 1)
+        _check_int("version", self.version, SCHEME_VERSION, SCHEME_VERSION)
+        words = _normalize_stopwords(self.stopwords)
+        if words and self.features == "chars":
+            raise InvalidArgument('stopwords apply to tokens; features="chars" cannot use them')
+        object.__setattr__(self, "stopwords", words)
+
+    def to_meta(self) -> str:
+        """Render the scheme as its compact, stable meta string.
+
+        Returns:
+            For example "simhash-redis/1;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;
+            norm=nfkc-casefold;stopwords=none" (one line).
+        """
+        return (
+            f"{_META_PREFIX}{self.version};features={self.features};n={self.n};f={self.f};"
+            f"weighting={self.weighting};hash={_HASH_NAME};seed={self.seed};norm={_NORM_NAME};"
+            f"stopwords={stopwords_digest(self.stopwords)}"
+        )
+
+    @classmethod
+    def from_meta(cls, meta: str | bytes, stopwords: Iterable[str] | None = None) -> Scheme:
+        """Rebuild a scheme from its meta string.
+
+        Args:
+            meta: a string made by `to_meta` (bytes are decoded as UTF-8).
+            stopwords: the stopword list, needed when the meta records one (it keeps only a digest).
+
+        Returns:
+            The scheme, whose ``to_meta()`` equals meta.
+
+        Raises:
+            InvalidType: meta is not str or bytes.
+            IndexCorrupted: meta is not a meta string this version can read.
+            ConfigurationMismatch: the stopwords are missing, or do not match the recorded digest.
+        """
+        if isinstance(meta, bytes):
+            try:
+                meta = meta.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise IndexCorrupted(f"scheme meta is not UTF-8: {meta[:80]!r}") from exc
+        if not isinstance(meta, str):
+            raise InvalidType(f"meta must be a str, got {type(meta).__name__}")
+        fields = _parse_meta(meta)
+        digest = fields.pop("stopwords")
+        words: tuple[str, ...] = () if stopwords is None else _normalize_stopwords(stopwords)
+        if stopwords_digest(words) != digest:
+            if digest != "none" and stopwords is None:
+                raise ConfigurationMismatch(
+                    f"the scheme uses a stopword list (digest {digest}) that its meta cannot hold: "
+                    "pass the same list as Scheme.from_meta(meta, stopwords=...)"
+                )
+            raise ConfigurationMismatch(
+                f"the stopwords given (digest {stopwords_digest(words)}) are not the scheme's "
+                f"(digest {digest})"
+            )
+        try:
+            scheme = cls(stopwords=words, **fields)
+        except (InvalidArgument, InvalidType) as exc:
+            raise IndexCorrupted(f"scheme meta holds an invalid value: {exc}") from exc
+        if scheme.to_meta() != meta:
+            raise IndexCorrupted(f"scheme meta is not in canonical form: {meta[:200]!r}")
+        return scheme
+
+    def fingerprint(self, doc: Document) -> int:
+        """Fingerprint one document with this scheme; see `simhash_redis.fingerprint.fingerprint`.
+
+        Args:
+            doc: text, bytes, tokens or weighted features.
+
+        Returns:
+            The fingerprint, an int in [0, 2**f).
+        """
+        from .fingerprint import fingerprint
+
+        return fingerprint(doc, self)
+
+    def fingerprint_many(self, docs: Iterable[Document]) -> list[int]:
+        """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint.fingerprint_many`.
+
+        Args:
+            docs: documents, each in any form `fingerprint` accepts.
+
+        Returns:
+            Their fingerprints, in order.
+        """
+        from .fingerprint import fingerprint_many
+
+        return fingerprint_many(docs, self)
+
+
+def _parse_meta(meta: str) -> dict[str, Any]:
+    """Split a meta string into Scheme keyword arguments plus the stopwords digest.
+
+    Args:
+        meta: the meta string.
+
+    Returns:
+        features, n, f, weighting, seed, version and stopwords (the digest string).
+
+    Raises:
+        IndexCorrupted: the string is malformed or names a hash or normalisation this version lacks.
+    """
+    head, _, rest = meta.partition(";")
+    if not head.startswith(_META_PREFIX) or not rest:
+        raise IndexCorrupted(f"not a simhash-redis scheme meta: {meta[:200]!r}")
+    version_text = head[len(_META_PREFIX) :]
+    if not version_text.isdigit() or not version_text.isascii():
+        raise IndexCorrupted(f"scheme meta has a malformed version: {meta[:200]!r}")
+    if int(version_text) != SCHEME_VERSION:
+        raise IndexCorrupted(
+            f"scheme version {int(version_text)} is not supported (this library computes version "
+            f"{SCHEME_VERSION}): upgrade simhash-redis"
+        )
+    pairs = [item.partition("=") for item in rest.split(";")]
+    keys = tuple(key for key, _, _ in pairs)
+    if keys != _META_KEYS or any(not sep for _, sep, _ in pairs):
+        raise IndexCorrupted(f"scheme meta has unexpected fields: {meta[:200]!r}")
+    values = {key: value for key, _, value in pairs}
+    if values["hash"] != _HASH_NAME or values["norm"] != _NORM_NAME:
+        raise IndexCorrupted(f"scheme meta names an unknown hash or normalisation: {meta[:200]!r}")
+    numbers = {}
+    for key in ("n", "f", "seed"):
+        if not values[key].isascii() or not values[key].isdigit():
+            raise IndexCorrupted(f"scheme meta has a malformed {key}: {meta[:200]!r}")
+        numbers[key] = int(values[key])
+    return {
+        "features": values["features"],
+        "weighting": values["weighting"],
+        "version": SCHEME_VERSION,
+        "stopwords": values["stopwords"],
+        **numbers,
+    }
+
+
+#: The default scheme: word 3-shingles, 64 bits, term frequency, seed 0, no stopwords.
+DEFAULT_SCHEME = Scheme()
