@@ -10,7 +10,7 @@ The tree::
     ├── IndexCorrupted                    stored data this version cannot read (meta, format)
     ├── InputError                        a malformed record in bulk input; carries source and line number
     └── RedisUnavailable                  the server could not be reached or did not answer in time
-        ├── RedisAuthError                the server refused the credentials (ACL user / password)
+        ├── RedisAuthError                credentials refused, or the ACL user lacks a permission
         ├── RedisTimeout                  no reply within the socket timeout (a paused or stuck server)
         └── RedisOutOfMemory              maxmemory reached under noeviction; nothing was half-applied
 
@@ -89,7 +89,7 @@ class RedisUnavailable(SimhashRedisError, ConnectionError):
 
 
 class RedisAuthError(RedisUnavailable):
-    """The server refused the connection's credentials (wrong password or unknown ACL user)."""
+    """The server refused the credentials, or the ACL user lacks a command or key the index needs."""
 
 
 class RedisTimeout(RedisUnavailable, TimeoutError):

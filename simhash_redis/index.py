@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import enum
+import itertools
 import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, Literal, overload
 
+import numpy as np
 import redis
+from redis.cluster import RedisCluster
 
-from . import defaults
+from . import defaults, wire
+from .cluster import ClusterTransport
 from .codec import decode_fp, decode_ids, encode_fp
 from .config import IndexConfig
 from .connection import client_from_url
@@ -22,11 +25,14 @@ from .errors import (
 )
 from .keys import KeySchema, validate_name
 from .layout import Layout
+from .locks import BucketLocks
+from .results import Match, Outcome
 from .retry import Backoff
 from .scheme import Scheme
 from .scripts import Script
-from .transport import Command, Transport
+from .transport import Sender, Transport
 from .verify import VerifyReport, verify_index
+from .writes import AtomicWrites, OrderedWrites, Write, Writes
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
@@ -34,39 +40,11 @@ __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 #: (a mapping or (token, weight) pairs), or a precomputed int fingerprint.
 Document = str | bytes | int | Sequence[str] | Mapping[str, float] | Iterable[tuple[str, float]]
 
-_WRITE = Script("write")
 _CREATE_META = Script("create_meta")
-# Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
-_CONFLICT_ROUNDS = 16
-_CONTENTION_BACKOFF = Backoff(retries=_CONFLICT_ROUNDS, base=0.0005, cap=0.05)
+# Read-check-write rounds of add-if-new while other workers keep writing into the same tables.
+_UNIQUE_ROUNDS = 40
+_CONTENTION_BACKOFF = Backoff(retries=_UNIQUE_ROUNDS, base=0.0005, cap=0.25)
 _SCAN_COUNT = 1000
-
-
-class Match(NamedTuple):
-    """A stored document within the query's distance."""
-
-    id: str
-    fingerprint: int
-    distance: int
-
-
-class Outcome(str, enum.Enum):
-    """What a write did to one document id."""
-
-    ADDED = "added"
-    REPLACED = "replaced"
-    UNCHANGED = "unchanged"
-    REMOVED = "removed"
-    MISSING = "missing"
-
-
-_OUTCOMES = {
-    b"a": Outcome.ADDED,
-    b"r": Outcome.REPLACED,
-    b"u": Outcome.UNCHANGED,
-    b"d": Outcome.REMOVED,
-    b"n": Outcome.MISSING,
-}
 
 
 class SimhashIndex:
@@ -96,7 +74,7 @@ class SimhashIndex:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | RedisCluster,
         name: str,
         *,
         k: int | None = None,
@@ -108,15 +86,23 @@ class SimhashIndex:
         backoff: Backoff | None = None,
         batch_size: int = defaults.BATCH_SIZE,
     ) -> None:
-        if not isinstance(client, redis.Redis):
-            raise InvalidType(f"client must be a redis.Redis client, got {type(client).__name__}")
+        if not isinstance(client, (redis.Redis, RedisCluster)):
+            raise InvalidType(
+                f"client must be a redis.Redis or redis.cluster.RedisCluster, got {type(client).__name__}"
+            )
         self.name = validate_name(name, "name")
         self.prefix = validate_name(prefix, "prefix")
+        if backoff is not None and not isinstance(backoff, Backoff):
+            raise InvalidType(f"backoff must be a simhash_redis.Backoff, got {type(backoff).__name__}")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         self.batch_size = batch_size
         self.client = client
-        self._transport = Transport(client, backoff)
+        self._transport: Sender = (
+            ClusterTransport(client, backoff)
+            if isinstance(client, RedisCluster)
+            else Transport(client, backoff)
+        )
         wanted = IndexConfig.build(k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets)
         given = {
             arg
@@ -131,6 +117,11 @@ class SimhashIndex:
         }
         self.config = self._open(wanted, given)
         self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
+        self._writes: Writes = (
+            OrderedWrites(self._transport, self.keys, self.f)
+            if self.cluster
+            else AtomicWrites(self._transport, self.keys, self.f, len(self.layout.tables))
+        )
         self._mask = (1 << self.f) - 1
 
     @classmethod
@@ -162,6 +153,11 @@ class SimhashIndex:
         return stored
 
     # -- configuration ------------------------------------------------------------------------------
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the index runs on Redis Cluster."""
+        return self._transport.cluster
 
     @property
     def f(self) -> int:
@@ -215,6 +211,7 @@ class SimhashIndex:
             InvalidFingerprint: an int outside [0, 2**f).
             InvalidType: a document of an unsupported type.
         """
+        docs = _batch(docs, "docs")
         out: list[int | None] = [None] * len(docs)
         texts: list[Any] = []
         where: list[int] = []
@@ -274,53 +271,68 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached.
         """
         limit = self._check_k(k)
-        fps = self.fingerprint_many(queries)
+        fps = self.fingerprint_many(_batch(queries, "queries"))
         results: list[list[Match]] = []
         for start in range(0, len(fps), self.batch_size):
             results.extend(self._near_batch(fps[start : start + self.batch_size], limit))
         return results
 
     def _near_batch(self, fps: list[int], k: int) -> list[list[Match]]:
-        return self._matches(fps, self._read_tables(fps), k)
+        return self._find(fps, self._read_flat(fps), k)
+
+    def _read_flat(self, fps: list[int]) -> list[list[bytes]]:
+        """The members of every table set of each fingerprint, query-major, in one round trip."""
+        tables = self.keys.tables
+        keys: list[bytes] = []
+        extend = keys.extend
+        for fp in fps:
+            extend(tables(fp))
+        return self._transport.execute(wire.Same(b"SMEMBERS", keys))
 
     def _read_tables(self, fps: list[int]) -> list[list[list[bytes]]]:
         """The members of every table set of each fingerprint, in one round trip."""
         tables = len(self.layout.tables)
-        commands: list[Command] = [(b"SMEMBERS", key) for fp in fps for key in self.keys.tables(fp)]
-        replies = self._transport.execute(commands)
+        replies = self._read_flat(fps)
         return [replies[q * tables : (q + 1) * tables] for q in range(len(fps))]
 
     def _matches(self, fps: list[int], members: list[list[list[bytes]]], k: int) -> list[list[Match]]:
         """The stored documents within distance k, from the table sets read for each fingerprint."""
-        hits: list[list[tuple[bytes, int, int]]] = []
+        return self._find(fps, [raws for sets in members for raws in sets], k)
+
+    def _find(self, fps: list[int], replies: list[list[bytes]], k: int) -> list[list[Match]]:
+        """The stored documents within distance k, from the flat query-major table replies.
+
+        Candidates are decoded and compared in one vectorised pass when there are many of them (and
+        the stored values fit an int64), else one by one; both give the same exact result.
+        """
+        tables = len(self.layout.tables)
+        hits: list[dict[bytes, tuple[int, int]]]
+        if self.f <= 64 and sum(map(len, replies)) >= _VECTOR_MIN:
+            hits = _hits_vectorised(fps, replies, tables, k, self.f)
+        else:
+            hits = _hits_scalar(fps, replies, tables, k, self.f)
         wanted: dict[bytes, None] = {}
-        for fp, sets in zip(fps, members, strict=True):
-            seen: set[bytes] = set()
-            found = []
-            for raws in sets:
-                for raw in raws:
-                    if raw in seen:
-                        continue
-                    seen.add(raw)
-                    candidate = decode_fp(raw, self.f)
-                    d = (candidate ^ fp).bit_count()
-                    if d <= k:
-                        found.append((raw, candidate, d))
-                        wanted[raw] = None
-            hits.append(found)
+        for found in hits:
+            wanted.update(dict.fromkeys(found))
         if not wanted:
             return [[] for _ in fps]
         order = list(wanted)
-        id_replies = self._transport.execute([(b"HGET", self.keys.fp_bucket(raw), raw) for raw in order])
+        fp_bucket = self.keys.fp_bucket
+        id_replies = self._transport.execute([(b"HGET", fp_bucket(raw), raw) for raw in order])
         ids_of = {
             raw: decode_ids(reply) for raw, reply in zip(order, id_replies, strict=True) if reply is not None
         }
-        results = []
+        results: list[list[Match]] = []
         for found in hits:
+            if not found:
+                results.append([])
+                continue
             matches = [
-                Match(doc_id, candidate, d) for raw, candidate, d in found for doc_id in ids_of.get(raw, ())
+                Match(doc_id, candidate, d)
+                for raw, (candidate, d) in found.items()
+                for doc_id in ids_of.get(raw, ())
             ]
-            matches.sort(key=lambda m: (m.distance, m.id))
+            matches.sort(key=_match_order)
             results.append(matches)
         return results
 
@@ -344,7 +356,7 @@ class SimhashIndex:
         Raises:
             InvalidArgument, InvalidType: an id is malformed.
         """
-        raw_ids = [_encode_id(doc_id) for doc_id in ids]
+        raw_ids = [_encode_id(doc_id) for doc_id in _batch(ids, "ids")]
         replies = self._transport.execute([(b"HGET", self.keys.id_bucket(raw), raw) for raw in raw_ids])
         return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
 
@@ -355,9 +367,21 @@ class SimhashIndex:
         return self.count()[0]
 
     def count(self) -> tuple[int, int]:
-        """The number of documents and of distinct fingerprints stored."""
-        docs, fps = self._transport.execute([(b"HMGET", self.keys.counts, b"docs", b"fingerprints")])[0]
-        return int(docs or 0), int(fps or 0)
+        """The number of documents and of distinct fingerprints stored.
+
+        On a standalone server the write script keeps these in the counts hash. On a cluster no script
+        can span a document's slots, so they are summed from the sizes of the id and fingerprint maps:
+        2 x id_buckets HLENs, spread over the nodes (tens of milliseconds, not for a hot path).
+        """
+        if not self.cluster:
+            docs, fps = self._transport.execute([(b"HMGET", self.keys.counts, b"docs", b"fingerprints")])[0]
+            return int(docs or 0), int(fps or 0)
+        sizes = []
+        for bucket_of in (self.keys.id_bucket_key, self.keys.fp_bucket_key):
+            sizes.append(
+                sum(self._transport.execute([(b"HLEN", bucket_of(b)) for b in range(self.keys.id_buckets)]))
+            )
+        return sizes[0], sizes[1]
 
     # -- writes ---------------------------------------------------------------------------------------
 
@@ -408,14 +432,16 @@ class SimhashIndex:
                 and no document is half-written.
         """
         outcomes: list[Any] = []
-        for batch in _chunks(items, self.batch_size):
+        for batch in _chunks(_batch(items, "items"), self.batch_size):
             ids = [_encode_id(doc_id) for doc_id, _ in _check_pairs(batch)]
             fps = self.fingerprint_many([doc for _, doc in batch])
             if unique:
                 outcomes.extend(self._add_unique(ids, fps))
             else:
                 outcomes.extend(
-                    self._write([(i, encode_fp(fp, self.f), None) for i, fp in zip(ids, fps, strict=True)])
+                    self._writes.apply(
+                        [(i, encode_fp(fp, self.f), None) for i, fp in zip(ids, fps, strict=True)]
+                    )
                 )
         return outcomes
 
@@ -441,30 +467,45 @@ class SimhashIndex:
         return result if isinstance(result, Match) else None
 
     def _add_unique(self, ids: list[bytes], fps: list[int]) -> list[Outcome | Match]:
+        """Read, check and write until every document is stored or found to have a near-duplicate.
+
+        On a standalone server the write script re-checks the table sets the client read (the guard);
+        on a cluster the documents' table buckets are locked from the read to the write instead.
+        """
         results: list[Outcome | Match | None] = [None] * len(ids)
         pending = list(range(len(ids)))
         pause = _CONTENTION_BACKOFF.delays()
-        for attempt in range(_CONFLICT_ROUNDS):
+        locks = BucketLocks(self._transport, self.keys) if self.cluster else None
+        for attempt in range(_UNIQUE_ROUNDS):
             if attempt:
                 # Others keep writing into these tables: let them finish before reading again.
                 time.sleep(next(pause, _CONTENTION_BACKOFF.cap))
-            members = self._read_tables([fps[i] for i in pending])
-            found = self._matches([fps[i] for i in pending], members, self.k)
-            writes: list[tuple[bytes, bytes, list[list[bytes]] | None]] = []
-            writing: list[int] = []
-            for i, sets, matches in zip(pending, members, found, strict=True):
-                if matches:
-                    results[i] = matches[0]
-                else:
-                    writes.append((ids[i], encode_fp(fps[i], self.f), sets))
-                    writing.append(i)
-            # A None outcome means a table set changed since it was read: read it again.
-            pending = []
-            for i, outcome in zip(writing, self._write(writes), strict=True):
-                if outcome is None:
-                    pending.append(i)
-                else:
-                    results[i] = outcome
+            ready, waiting, held = pending, [], list[bytes]()
+            if locks is not None:
+                got, held = locks.acquire([self.keys.tables(fps[i]) for i in pending])
+                ready = [i for i, ok in zip(pending, got, strict=True) if ok]
+                waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
+            try:
+                members = self._read_tables([fps[i] for i in ready])
+                found = self._matches([fps[i] for i in ready], members, self.k)
+                writes: list[Write] = []
+                writing: list[int] = []
+                for i, sets, matches in zip(ready, members, found, strict=True):
+                    if matches:
+                        results[i] = matches[0]
+                    else:
+                        writes.append((ids[i], encode_fp(fps[i], self.f), None if locks else sets))
+                        writing.append(i)
+                changed = []
+                for i, outcome in zip(writing, self._writes.apply(writes), strict=True):
+                    if outcome is None:  # a table set changed since it was read: read it again
+                        changed.append(i)
+                    else:
+                        results[i] = outcome
+            finally:
+                if locks is not None:
+                    locks.release(held)
+            pending = changed + waiting
             if not pending:
                 return results  # type: ignore[return-value]
         raise SimhashRedisError(
@@ -499,52 +540,10 @@ class SimhashIndex:
             InvalidArgument, InvalidType: an id is malformed.
         """
         removed: list[bool] = []
-        for batch in _chunks(ids, self.batch_size):
-            ops: list[tuple[bytes, bytes, list[list[bytes]] | None]] = [
-                (_encode_id(doc_id), b"", None) for doc_id in batch
-            ]
-            removed.extend(o is Outcome.REMOVED for o in self._write(ops))
+        for batch in _chunks(_batch(ids, "ids"), self.batch_size):
+            ops: list[Write] = [(_encode_id(doc_id), b"", None) for doc_id in batch]
+            removed.extend(o is Outcome.REMOVED for o in self._writes.apply(ops))
         return removed
-
-    def _write(self, ops: list[tuple[bytes, bytes, list[list[bytes]] | None]]) -> list[Outcome | None]:
-        """Apply (id, new stored fingerprint or b'' to remove, guard) atomically, resolving conflicts.
-
-        The first attempt assumes each id is new; an id that already has another fingerprint comes back
-        as a conflict carrying that fingerprint, and is resent with the keys needed to move it. A
-        document with a guard (the members read from its table sets) is written only if those sets are
-        unchanged; where they changed its outcome is None.
-        """
-        outcomes: list[Outcome | None] = [None] * len(ops)
-        pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
-        for _ in range(_CONFLICT_ROUNDS):
-            keys: list[bytes] = [self.keys.counts]
-            args: list[bytes | int] = [len(self.layout.tables)]
-            for _, doc_id, new, old, guard in pending:
-                keys.append(self.keys.id_bucket(doc_id))
-                if new:
-                    keys.append(self.keys.fp_bucket(new))
-                    keys.extend(self.keys.tables(decode_fp(new, self.f)))
-                if old and old != new:
-                    keys.append(self.keys.fp_bucket(old))
-                    keys.extend(self.keys.tables(decode_fp(old, self.f)))
-                args.extend((doc_id, new, old, b"1" if guard is not None else b""))
-                if guard is not None:
-                    args.extend(len(members) for members in guard)
-                    for members in guard:
-                        args.extend(members)
-            reply = _WRITE.run(self._transport, [_WRITE.command(keys, args)])[0]
-            retry = []
-            for (i, doc_id, new, _, guard), status in zip(pending, reply, strict=True):
-                if status[:1] == b"c":
-                    retry.append((i, doc_id, new, status[1:], guard))
-                elif status != b"g":
-                    outcomes[i] = _OUTCOMES[status]
-            if not retry:
-                return outcomes
-            pending = retry
-        raise SimhashRedisError(
-            f"{len(pending)} documents kept changing under concurrent writers; nothing of them was written"
-        )
 
     def verify(self, repair: bool = False) -> VerifyReport:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
@@ -568,20 +567,25 @@ class SimhashIndex:
         """
         deleted = 0
         for keys in self._scan_batches(self.keys.pattern):
-            data = [key for key in keys if key != self.keys.meta]
-            if data:
-                deleted += self.client.unlink(*data)
-        deleted += self.client.unlink(self.keys.meta)
-        return deleted
+            # One key per command, so no command spans hash slots on a cluster.
+            deleted += sum(
+                self._transport.execute([(b"UNLINK", key) for key in keys if key != self.keys.meta])
+            )
+        deleted += sum(self._transport.execute([(b"UNLINK", self.keys.meta)]))
+        return int(deleted)
 
     def _scan_batches(self, pattern: str) -> Iterator[list[bytes]]:
-        cursor = 0
-        while True:
-            cursor, keys = self.client.scan(cursor, match=pattern, count=_SCAN_COUNT)
-            if keys:
-                yield [k if isinstance(k, bytes) else k.encode() for k in keys]
-            if not cursor:
-                return
+        """Keys matching a pattern, in batches (on a cluster, from every primary)."""
+        return self._transport.scan(pattern, _SCAN_COUNT)
+
+
+def _batch(value: object, argument: str) -> list[Any]:
+    """A batch argument as a list; a str, bytes or non-iterable is refused rather than split up."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidType(
+            f"{argument} must be a list (or other iterable) of items, got {type(value).__name__}"
+        )
+    return list(value)
 
 
 def _is_integer(value: object) -> bool:
@@ -619,3 +623,60 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
             batch = []
     if batch:
         yield batch
+
+
+# Below this many candidates in a batch, decoding them one by one beats numpy's fixed costs.
+_VECTOR_MIN = 48
+_SIGN = 1 << 63
+_WRAP = 1 << 64
+
+
+def _match_order(match: Match) -> tuple[int, str]:
+    return (match.distance, match.id)
+
+
+def _hits_scalar(
+    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
+) -> list[dict[bytes, tuple[int, int]]]:
+    """For each query, {stored value: (fingerprint, distance)} of the candidates within distance k."""
+    hits = []
+    for q, fp in enumerate(fps):
+        found: dict[bytes, tuple[int, int]] = {}
+        for raws in replies[q * tables : (q + 1) * tables]:
+            for raw in raws:
+                if raw in found:
+                    continue
+                candidate = decode_fp(raw, f)
+                d = (candidate ^ fp).bit_count()
+                if d <= k:
+                    found[raw] = (candidate, d)
+        hits.append(found)
+    return hits
+
+
+def _hits_vectorised(
+    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
+) -> list[dict[bytes, tuple[int, int]]]:
+    """`_hits_scalar` for many candidates: one int64 array, XOR and popcount for the whole batch."""
+    flat = list(itertools.chain.from_iterable(replies))
+    values = np.fromstring(b" ".join(flat), dtype=np.int64, sep=" ")
+    if len(values) != len(flat):  # not all plain decimals (never written by this library)
+        return _hits_scalar(fps, replies, tables, k, f)
+    per_query = np.add.reduceat(
+        np.fromiter(map(len, replies), dtype=np.int64, count=len(replies)),
+        np.arange(0, len(replies), tables),
+    )
+    signed = [fp - _WRAP if fp >= _SIGN else fp for fp in fps]
+    queries = np.repeat(np.array(signed, dtype=np.int64), per_query)
+    distances = np.bitwise_count((values ^ queries).view(np.uint64))
+    where = np.flatnonzero(distances <= k)
+    hits: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
+    if len(where):
+        ends = np.cumsum(per_query)
+        owners = np.searchsorted(ends, where, side="right").tolist()
+        for i, q, d in zip(where.tolist(), owners, distances[where].tolist(), strict=True):
+            raw = flat[i]
+            found = hits[q]
+            if raw not in found:
+                found[raw] = (decode_fp(raw, f), d)
+    return hits

@@ -7,6 +7,7 @@ For an index `news` under the default prefix::
     simhash:news:t{i}:{key hex}  set    fingerprints whose table-i key is {key hex}
     simhash:news:id:{bucket}     hash   document id -> fingerprint
     simhash:news:fp:{bucket}     hash   fingerprint -> ids having it (netstrings)
+    simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
 
 Names and prefixes may not contain ':' or glob characters, so the pattern `simhash:news:*` matches this
 index's keys and no other index's.
@@ -15,6 +16,8 @@ index's keys and no other index's.
 from __future__ import annotations
 
 import re
+import weakref
+from collections.abc import Callable
 
 import xxhash
 
@@ -69,6 +72,8 @@ class KeySchema:
         self._id_prefix = f"{self.base}:id:".encode()
         self._fp_prefix = f"{self.base}:fp:".encode()
         self._layout = layout
+        self._lock_prefix = f"{self.base}:lock:".encode()
+        self._base_len = len(self.base) + 1
 
     def tables(self, fingerprint: int) -> list[bytes]:
         """The table key of each table for a fingerprint.
@@ -76,8 +81,10 @@ class KeySchema:
         Args:
             fingerprint: an int in [0, 2**f).
         """
-        values = self._layout.keys_of(fingerprint)
-        return [fmt % value for fmt, value in zip(self._table_formats, values, strict=True)]
+        build = _TABLES.get(self)
+        if build is None:
+            build = _TABLES[self] = _compile_tables(self._table_formats, self._layout)
+        return build(fingerprint)
 
     def table(self, table: int, value: int) -> bytes:
         """The key of one table bucket.
@@ -96,6 +103,14 @@ class KeySchema:
         """
         return f"{self.base}:t{table}:*"
 
+    def lock(self, table_key: bytes) -> bytes:
+        """The add-if-new lock of one table bucket (outside the table pattern, so scans skip it).
+
+        Args:
+            table_key: the bucket's key.
+        """
+        return self._lock_prefix + table_key[self._base_len :]
+
     def id_bucket(self, doc_id: bytes) -> bytes:
         """The id-map hash holding a document id.
 
@@ -104,6 +119,22 @@ class KeySchema:
         """
         return self._id_prefix + b"%d" % (xxhash.xxh3_64_intdigest(doc_id) % self.id_buckets)
 
+    def id_bucket_key(self, bucket: int) -> bytes:
+        """The key of id-map bucket number `bucket`.
+
+        Args:
+            bucket: in 0..id_buckets-1.
+        """
+        return self._id_prefix + b"%d" % bucket
+
+    def fp_bucket_key(self, bucket: int) -> bytes:
+        """The key of fingerprint-map bucket number `bucket`.
+
+        Args:
+            bucket: in 0..id_buckets-1.
+        """
+        return self._fp_prefix + b"%d" % bucket
+
     def fp_bucket(self, stored_fp: bytes) -> bytes:
         """The fingerprint-map hash holding a stored fingerprint.
 
@@ -111,3 +142,28 @@ class KeySchema:
             stored_fp: the fingerprint as written by `codec.encode_fp`.
         """
         return self._fp_prefix + b"%d" % (xxhash.xxh3_64_intdigest(stored_fp) % self.id_buckets)
+
+
+# KeySchema.tables() of each schema, compiled on first use (kept outside the instance, so it stays
+# picklable and its attributes unchanged).
+_TABLES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
+
+
+def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], list[bytes]]:
+    """One expression building every table key of a fingerprint: about 4x faster than a loop.
+
+    The generated source holds only the layout's shift and mask integers; the key formats are passed
+    in as variables.
+    """
+    names: dict[str, object] = {}
+    parts = []
+    for t, (fmt, table) in enumerate(zip(formats, layout.tables, strict=True)):
+        names[f"f{t}"] = fmt
+        position = sum(layout.blocks[b] for b in table)
+        terms = []
+        for b in table:
+            position -= layout.blocks[b]
+            shift, mask = layout.offsets[b], (1 << layout.blocks[b]) - 1
+            terms.append(f"((fp >> {int(shift)} & {int(mask)}) << {int(position)})")
+        parts.append(f"f{t} % ({' | '.join(terms)})")
+    return eval(f"lambda fp: [{', '.join(parts)}]", names)  # type: ignore[no-any-return]

@@ -148,6 +148,10 @@ class Layout:
         """
         out = []
         for plan in self._extract:
+            if len(plan) == 1:  # one block per table (the default layout): no loop
+                shift, mask, _ = plan[0]
+                out.append((fingerprint >> shift) & mask)
+                continue
             value = 0
             for shift, mask, position in plan:
                 value |= ((fingerprint >> shift) & mask) << position

@@ -31,4 +31,5 @@ class Backoff:
     def delays(self) -> Iterator[float]:
         """The delay before each retry, in seconds."""
         for attempt in range(self.retries):
-            yield random.uniform(0, min(self.cap, self.base * (2**attempt)))
+            # The exponent stops growing long before a float would overflow; the cap rules by then.
+            yield random.uniform(0, min(self.cap, self.base * 2.0 ** min(attempt, 64)))

@@ -8,7 +8,7 @@ from typing import Any
 
 import redis.exceptions as rex
 
-from .transport import Command, Transport, translate_error
+from .transport import Command, Sender, translate_error
 
 __all__ = ["Script"]
 
@@ -34,23 +34,24 @@ class Script:
         """
         return [b"EVALSHA", self.sha, len(keys), *keys, *args]
 
-    def run(self, transport: Transport, calls: list[Command]) -> list[Any]:
+    def run(self, transport: Sender, calls: list[Command], *, durable: bool = False) -> list[Any]:
         """Run script calls in one round trip, loading the script first where the server lacks it.
 
         Args:
             transport: where to send the calls.
             calls: commands built by `command`.
+            durable: on a cluster, wait for a replica to have the writes (see ClusterTransport).
 
         Raises:
             SimhashRedisError: an error reply other than a missing script.
         """
-        replies = transport.execute(calls, raise_on_error=False)
+        replies = transport.execute(calls, raise_on_error=False, durable=durable)
         if any(isinstance(r, rex.NoScriptError) for r in replies):
             # A restarted or failed-over server forgets loaded scripts; the calls are idempotent,
             # so the missing ones are simply sent again once the script is loaded.
-            transport.execute([[b"SCRIPT", b"LOAD", self.source]])
+            transport.broadcast([b"SCRIPT", b"LOAD", self.source])
             missing = [i for i, r in enumerate(replies) if isinstance(r, rex.NoScriptError)]
-            again = transport.execute([calls[i] for i in missing], raise_on_error=False)
+            again = transport.execute([calls[i] for i in missing], raise_on_error=False, durable=durable)
             for i, reply in zip(missing, again, strict=True):
                 replies[i] = reply
         for reply in replies:

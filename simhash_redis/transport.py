@@ -8,18 +8,39 @@ translated into the library's exception tree here and nowhere else.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 import redis
 import redis.exceptions as rex
 
+from . import wire
 from .errors import RedisAuthError, RedisOutOfMemory, RedisTimeout, RedisUnavailable, SimhashRedisError
 from .retry import Backoff
 
-__all__ = ["Command", "Transport", "translate_error"]
+__all__ = ["Command", "Sender", "Transport", "translate_error"]
 
 Command = Sequence[bytes | str | int]
+
+
+class Sender(Protocol):
+    """Sends batches of commands: `Transport` on a standalone server, `ClusterTransport` on a cluster."""
+
+    cluster: bool
+
+    def execute(
+        self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
+    ) -> list[Any]:
+        """Send the commands in one round trip (per node) and return their raw replies in order."""
+        ...
+
+    def broadcast(self, command: Command) -> None:
+        """Send a keyless command to every server that runs the index's keys."""
+        ...
+
+    def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
+        """The keys matching a pattern, in batches, from every server holding keys."""
+        ...
 
 
 def translate_error(exc: Exception) -> SimhashRedisError:
@@ -29,11 +50,16 @@ def translate_error(exc: Exception) -> SimhashRedisError:
         exc: the exception redis-py raised.
     """
     message = str(exc)
-    if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS", "NOPERM")):
+    if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS")):
         return RedisAuthError(f"Redis refused the credentials: {message}")
+    if isinstance(exc, rex.NoPermissionError) or message.startswith("NOPERM") or "ACL failure" in message:
+        return RedisAuthError(
+            "the Redis user lacks a permission the index needs (docs/operations.md lists the ACL): "
+            f"{message}"
+        )
     if isinstance(exc, rex.TimeoutError):
         return RedisTimeout(f"Redis did not answer in time: {message}")
-    if message.startswith("OOM") or "OOM command not allowed" in message:
+    if message.startswith("OOM") or "OOM command not allowed" in message or "> 'maxmemory'" in message:
         return RedisOutOfMemory(
             "Redis is out of memory (maxmemory with noeviction); nothing of this batch was written. "
             "Free memory or raise maxmemory, then run the same operation again."
@@ -51,6 +77,8 @@ class Transport:
         backoff: how to wait between attempts after a connection error or timeout.
     """
 
+    cluster = False
+
     def __init__(self, client: redis.Redis, backoff: Backoff | None = None) -> None:
         self.client = client
         self.pool = client.connection_pool
@@ -62,13 +90,16 @@ class Transport:
         except TypeError:  # redis-py < 5.3 requires a command name
             return self.pool.get_connection("EXECUTE")
 
-    def execute(self, commands: Sequence[Command], *, raise_on_error: bool = True) -> list[Any]:
+    def execute(
+        self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
+    ) -> list[Any]:
         """Send the commands in one round trip and return their raw replies in order.
 
         Args:
             commands: the commands, each a sequence of arguments.
             raise_on_error: raise the first error reply; otherwise error replies are returned as
                 redis-py ResponseError objects in their place.
+            durable: unused on a standalone server, whose durability is its persistence settings.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -94,20 +125,48 @@ class Transport:
                     raise translate_error(reply) from None
         return replies
 
+    def broadcast(self, command: Command) -> None:
+        """Send a keyless command (SCRIPT LOAD) to the server.
+
+        Args:
+            command: the command.
+
+        Raises:
+            RedisUnavailable: the server could not be reached after the retries.
+        """
+        self.execute([command])
+
+    def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
+        """The keys matching a pattern, a SCAN page at a time (a key may come twice, as SCAN allows).
+
+        Args:
+            pattern: a SCAN MATCH pattern.
+            count: the COUNT hint of each page.
+
+        Raises:
+            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
+        """
+        cursor = b"0"
+        while True:
+            cursor, keys = self.execute([(b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count)])[0]
+            if keys:
+                yield list(keys)
+            if cursor in (b"0", 0):
+                return
+
     def _round_trip(self, commands: Sequence[Command]) -> list[Any]:
-        connection = self._connection()
+        keeper = self.__dict__.get("_keeper")
+        if keeper is None or keeper.pool is not self.pool:
+            keeper = self.__dict__["_keeper"] = wire.Keeper(self.pool)
+        connection = keeper.take()
+        clean = False
         try:
-            connection.send_packed_command(connection.pack_commands(commands), check_health=False)
-            replies: list[Any] = []
-            for _ in commands:
-                try:
-                    replies.append(connection.read_response(disable_decoding=True))
-                except rex.ResponseError as exc:
-                    replies.append(exc)
+            replies = wire.round_trip(connection, commands)
+            clean = True
             return replies
         except BaseException:
             # The connection may hold unread replies: never return it to the pool in that state.
             connection.disconnect()
             raise
         finally:
-            self.pool.release(connection)
+            keeper.give(connection, clean)

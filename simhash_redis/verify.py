@@ -7,7 +7,8 @@ repair follow the id map, which is the commit record of a document:
 
 - an id whose fingerprint lacks the fingerprint-map entry or a table membership is completed;
 - a fingerprint-map entry listing an id that the id map does not give that fingerprint loses that id;
-- a table member with no fingerprint-map entry is removed (an uncommitted write);
+- a table member with no fingerprint-map entry is removed (an uncommitted write; on a cluster also the
+  normal leftover of a fingerprint whose last id left, counted as garbage rather than a problem);
 - the counts are set to what the data holds.
 """
 
@@ -38,13 +39,15 @@ class VerifyReport:
         fingerprints: distinct fingerprints in the fingerprint map.
         problems: how many of each kind of inconsistency were found.
         examples: a few of them, described.
-        repaired: whether the problems were fixed.
+        garbage: orphan table members on a cluster, which near() ignores and repair removes.
+        repaired: whether the problems (and garbage) were fixed.
     """
 
     docs: int = 0
     fingerprints: int = 0
     problems: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
+    garbage: int = 0
     repaired: bool = False
 
     @property
@@ -65,6 +68,7 @@ class VerifyReport:
             "fingerprints": self.fingerprints,
             "problems": dict(self.problems),
             "examples": self.examples,
+            "garbage": self.garbage,
             "repaired": self.repaired,
         }
 
@@ -154,9 +158,13 @@ def verify_index(index: SimhashIndex, repair: bool = False) -> VerifyReport:
                 fixes = []
                 for (key, fp), exists in zip(chunk, known, strict=True):
                     misplaced = keys.tables(decode_fp(fp, index.f))[t] != key
-                    if not exists or misplaced:
-                        kind = "misplaced table member" if misplaced else "orphan table member"
-                        report._found(kind, f"{fp.decode()} in {key.decode()}")
+                    if misplaced:
+                        report._found("misplaced table member", f"{fp.decode()} in {key.decode()}")
+                    elif not exists and index.cluster:
+                        report.garbage += 1
+                    elif not exists:
+                        report._found("orphan table member", f"{fp.decode()} in {key.decode()}")
+                    if misplaced or not exists:
                         fixes.append((b"SREM", key, fp))
                 if repair and fixes:
                     run(fixes)

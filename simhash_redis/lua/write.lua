@@ -62,6 +62,22 @@ end
 
 local out = {}
 local doc_delta, fp_delta = 0, 0
+
+-- Adds `id` to the ids of fingerprint `fp` (map hash KEYS[at], tables KEYS[at + 1 .. at + T]).
+local function attach(at, fp, id)
+  if redis.call('HSETNX', KEYS[at], fp, netstring(id)) == 1 then
+    for t = 1, T do
+      redis.call('SADD', KEYS[at + t], fp)
+    end
+    fp_delta = fp_delta + 1
+    return
+  end
+  local raw = redis.call('HGET', KEYS[at], fp)
+  local _, found = without(raw, id)
+  if not found then
+    redis.call('HSET', KEYS[at], fp, raw .. netstring(id))
+  end
+end
 local k = 2
 local a = 2
 while a <= #ARGV do
@@ -84,7 +100,9 @@ while a <= #ARGV do
     old_at = k
     k = k + 1 + T
   end
-  local cur = redis.call('HGET', id_key, id) or ''
+  -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
+  local fresh = old == '' and new ~= '' and guard == '' and redis.call('HSETNX', id_key, id, new) == 1
+  local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
   local intact = true
   if guard ~= '' and cur ~= new then
     local at = guard_members
@@ -117,21 +135,10 @@ while a <= #ARGV do
       end
     end
     if new ~= '' then
-      redis.call('HSET', id_key, id, new)
-      local fp_key = KEYS[new_at]
-      local raw = redis.call('HGET', fp_key, new)
-      if raw then
-        local _, found = without(raw, id)
-        if not found then
-          redis.call('HSET', fp_key, new, raw .. netstring(id))
-        end
-      else
-        redis.call('HSET', fp_key, new, netstring(id))
-        for t = 1, T do
-          redis.call('SADD', KEYS[new_at + t], new)
-        end
-        fp_delta = fp_delta + 1
+      if not fresh then
+        redis.call('HSET', id_key, id, new)
       end
+      attach(new_at, new, id)
     else
       redis.call('HDEL', id_key, id)
     end

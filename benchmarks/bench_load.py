@@ -1,0 +1,170 @@
+"""Bulk-load speed: precomputed fingerprints through add_many, and text end to end through the CLI.
+
+Run from the repository root::
+
+    python -m benchmarks.bench_load [--n 1000000] [--docs 20000] [--quick]
+
+* Precomputed fingerprints: `SimhashIndex.add_many` of (16-byte id, int fingerprint) pairs, batches of
+  1000, each batch one atomic Lua script call (id map, fingerprint map, 4 tables, counts), against a
+  redis-py pipeline of the 4 SADDs per fingerprint alone (tables only, no ids: less work than ours),
+  both on one client core.
+* Text, end to end: ``simhash-redis load docs.jsonl`` of real 3.5 KB documents, half English and half
+  Chinese, fingerprinting on all cores, wall clock of the whole command (process start included),
+  against the `simhash` package fingerprinting the same documents and adding them to its in-memory
+  ``SimhashIndex`` in one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks import Figure, corpus, rate
+from simhash_redis import SimhashIndex
+from simhash_redis.codec import encode_fp
+
+BATCH = 1000
+
+
+def load_index(index: SimhashIndex, fps: list[int], start: int = 0, batch: int = BATCH) -> float:
+    """Add fingerprints under ids doc:{start+i}; returns the seconds it took."""
+    id_of = corpus.id_of
+    begin = time.perf_counter()
+    for offset in range(0, len(fps), batch):
+        chunk = fps[offset : offset + batch]
+        base = start + offset
+        index.add_many([(id_of(base + i), fp) for i, fp in enumerate(chunk)])
+    return time.perf_counter() - begin
+
+
+def redis_py_sadds(index: SimhashIndex, fps: list[int], batch: int = BATCH) -> float:
+    """The plain redis-py way: a pipeline of SADDs into the 4 table sets per fingerprint."""
+    client = index.client
+    tables = index.keys.tables
+    begin = time.perf_counter()
+    for offset in range(0, len(fps), batch):
+        pipe = client.pipeline(transaction=False)
+        for fp in fps[offset : offset + batch]:
+            raw = encode_fp(fp, 64)
+            for key in tables(fp):
+                pipe.sadd(key, raw)
+        pipe.execute()
+    return time.perf_counter() - begin
+
+
+def bulk(n: int, command: str) -> tuple[list[Figure], SimhashIndex, list[int], object]:
+    """Load n fingerprints both ways; returns the figures and our loaded index (server kept running)."""
+    ctx = corpus.server()
+    server = ctx.__enter__()
+    client = server.client()
+    corpus.pin(0)
+    fps = corpus.fingerprints(n)
+    theirs_n = min(n, 200_000)
+    other = SimhashIndex(client, "plain", k=3)
+    their_s = redis_py_sadds(other, fps[:theirs_n])
+    other.drop()
+    index = SimhashIndex(client, "bench", k=3)
+    print(f"  loading {n:,} fingerprints with add_many ...", flush=True)
+    ours_s = load_index(index, fps)
+    ours = rate(n, ours_s)
+    figure = Figure(
+        f"bulk load of precomputed fingerprints, N={n:,}",
+        ours,
+        "fps/s",
+        "redis-py pipeline of SADDs",
+        rate(theirs_n, their_s),
+        target=">= 150,000 fps/s",
+        met=ours >= 150_000,
+        command=command,
+        extra={"seconds": ours_s, "docs_stored": index.count()[0]},
+    )
+    return [figure], index, fps, ctx
+
+
+def text_load(docs_count: int, command: str) -> list[Figure]:
+    """`simhash-redis load` of real text, end to end, against simhash + SimhashIndex."""
+    exe = shutil.which("simhash-redis", path=str(Path(sys.executable).parent)) or shutil.which(
+        "simhash-redis"
+    )
+    half = docs_count // 2
+    docs = corpus.documents("en", half) + corpus.documents("zh", docs_count - half)
+    figures: list[Figure] = []
+    with tempfile.TemporaryDirectory(prefix="simhash-bench-") as tmp, corpus.server(cpu=None) as server:
+        path = Path(tmp) / "docs.jsonl"
+        with path.open("w", encoding="utf-8") as out:
+            for i, doc in enumerate(docs):
+                out.write(json.dumps({"id": corpus.id_of(i), "text": doc}, ensure_ascii=False) + "\n")
+        if exe is None:
+            print("  simhash-redis command not found: end-to-end load not measured")
+            ours = None
+        else:
+            start = time.perf_counter()
+            done = subprocess.run(
+                [exe, "--redis-url", server.url, "--index", "textload", "load", str(path), "--json", "-q"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            seconds = time.perf_counter() - start
+            ours = rate(len(docs), seconds)
+            if done.returncode != 0:
+                print(f"  simhash-redis load failed ({done.returncode}): {done.stderr[-500:]}")
+                ours = None
+        try:
+            from simhash import Simhash  # type: ignore[import-untyped]
+            from simhash import SimhashIndex as TheirIndex
+        except ImportError:
+            theirs = None
+        else:
+            import logging
+
+            logging.getLogger("simhash").setLevel(logging.ERROR)
+            sample = docs[: max(200, min(2000, len(docs) // 10)) : 1]
+            sample = sample[: len(sample) // 2] + docs[half : half + len(sample) // 2]
+            index = TheirIndex([], f=64, k=3)
+            start = time.perf_counter()
+            for i, doc in enumerate(sample):
+                index.add(str(i), Simhash(doc))
+            theirs = rate(len(sample), time.perf_counter() - start)
+        if ours is not None:
+            figures.append(
+                Figure(
+                    f"simhash-redis load of text, end to end, {os.cpu_count()} cores, {len(docs):,} docs",
+                    ours,
+                    "docs/s",
+                    "simhash + SimhashIndex (1 process)",
+                    theirs,
+                    target=">= 15,000 docs/s",
+                    met=ours >= 15_000,
+                    command=command,
+                    extra={"docs": len(docs), "bytes_per_doc": 3500, "summary": done.stdout[-2000:]},
+                )
+            )
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=1_000_000, help="precomputed fingerprints to load")
+    parser.add_argument("--docs", type=int, default=20_000, help="3.5 KB documents for the text load")
+    parser.add_argument("--quick", action="store_true", help="N=100,000 and 4,000 documents")
+    args = parser.parse_args()
+    n, docs = (100_000, 4_000) if args.quick else (args.n, args.docs)
+    figures, _, _, ctx = bulk(n, "python -m benchmarks.bench_load")
+    ctx.__exit__(None, None, None)  # type: ignore[attr-defined]
+    figures += text_load(docs, "python -m benchmarks.bench_load")
+    for figure in figures:
+        print(figure.line())
+
+
+if __name__ == "__main__":
+    main()

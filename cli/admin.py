@@ -1,0 +1,182 @@
+"""`stats`, `export`, `import` and `drop`: whole-index operations."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+
+from simhash_redis.connection import client_from_url
+from simhash_redis.dump import export_index, import_index
+from simhash_redis.stats import IndexStats, collect
+
+from .common import ExitCode, echo_json, fail, settings, stdin_is_terminal
+from .progress import Progress
+
+__all__ = ["drop", "export", "import_", "register", "stats"]
+
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def _print_stats(s: IndexStats) -> None:
+    typer.echo(f"index          {s.name}")
+    typer.echo(f"documents      {s.documents:,}")
+    typer.echo(f"fingerprints   {s.fingerprints:,}")
+    typer.echo(f"configuration  f={s.config.get('f')} k={s.config.get('k')} layout={s.config.get('layout')}")
+    typer.echo(f"scheme         {s.config.get('scheme')}")
+    how = (
+        "exact" if s.memory.exact else f"estimated from {s.memory.sampled_keys:,} sampled keys (MEMORY USAGE)"
+    )
+    typer.echo(f"memory         {_mib(s.memory.bytes)} in {s.memory.total_keys:,} keys, {how}")
+    if s.server_used_memory is not None:
+        typer.echo(f"server memory  {_mib(s.server_used_memory)} used by the whole server")
+    typer.echo(f"id map         {s.id_map_keys:,} hashes; fingerprint map {s.fp_map_keys:,} hashes")
+    for t in s.tables:
+        typer.echo(f"table {t.table:<8} {t.keys:,} buckets, largest {t.largest:,}, mean {t.mean:g}")
+    if s.bucket_sizes:
+        typer.echo("bucket sizes   " + ", ".join(f"{rng}: {n:,}" for rng, n in s.bucket_sizes.items()))
+    if s.largest:
+        typer.echo("largest buckets (each lookup reads one bucket per table: big ones make lookups slow)")
+        for b in s.largest:
+            typer.echo(f"  t{b.table}:{b.key}  {b.size:,}")
+
+
+def stats(
+    ctx: typer.Context,
+    json_out: JsonOut = False,
+    sample: Annotated[
+        int, typer.Option("--sample", min=1, help="Keys of each kind measured for memory.")
+    ] = 2000,
+    top: Annotated[int, typer.Option("--top", min=0, help="How many of the largest buckets to list.")] = 10,
+) -> None:
+    """Print documents, fingerprints, keys per table, bucket sizes, the largest buckets, memory and config.
+
+    \b
+    Example:
+      simhash-redis --index news stats --json
+    """
+    result = collect(settings(ctx).open_index(create=False), sample=sample, top=top)
+    if json_out:
+        echo_json(result.as_dict())
+    else:
+        _print_stats(result)
+
+
+def export(
+    ctx: typer.Context,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.", show_default=False)
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary on stderr.")] = False,
+) -> None:
+    """Write the whole index (configuration, then every id and fingerprint) as a msgpack stream.
+
+    \b
+    Examples:
+      simhash-redis --index news export -o news.dump
+      simhash-redis --index news export | simhash-redis --redis-url redis://other:6379 import
+    """
+    to_stdout = output is None or str(output) == "-"
+    if to_stdout and sys.stdout.isatty():
+        raise fail(
+            "refusing to write a binary dump to a terminal: pass -o FILE or redirect stdout", ExitCode.USAGE
+        )
+    index = settings(ctx).open_index(create=False)
+    progress = Progress(index.count()[0], enabled=not quiet, unit="records")
+    out: IO[bytes]
+    if to_stdout:
+        out = typer.get_binary_stream("stdout")
+        count = export_index(index, out, on_progress=progress.update)
+    else:
+        assert output is not None
+        with output.open("wb") as out:
+            count = export_index(index, out, on_progress=progress.update)
+    progress.close()
+    if not quiet:
+        typer.echo(f"exported {count:,} records of index {index.name!r}", err=True)
+
+
+def import_(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(help="A dump written by export (- for stdin).")] = "-",
+    json_out: JsonOut = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary on stderr.")] = False,
+) -> None:
+    """Recreate an index from an export stream, under --index or else the dump's own name.
+
+    An existing index with another configuration is refused (exit code 5); importing the same dump
+    again, or after an interruption, is safe and stores nothing twice.
+
+    \b
+    Examples:
+      simhash-redis import news.dump
+      simhash-redis --index news-copy import news.dump
+    """
+    state = settings(ctx)
+    client = client_from_url(state.url())
+    progress = Progress(None, enabled=not quiet, unit="records")
+    source_name = "<stdin>" if file == "-" else file
+    if file == "-":
+        result = import_index(
+            client,
+            typer.get_binary_stream("stdin"),
+            name=state.index,
+            source_name=source_name,
+            on_progress=progress.update,
+        )
+    else:
+        with open(file, "rb") as fh:
+            result = import_index(
+                client, fh, name=state.index, source_name=source_name, on_progress=progress.update
+            )
+    progress.close()
+    if json_out:
+        echo_json(vars(result))
+    elif not quiet:
+        typer.echo(
+            f"imported {result.records:,} records into index {result.name!r}: {result.added:,} added, "
+            f"{result.replaced:,} replaced, {result.unchanged:,} unchanged",
+            err=True,
+        )
+
+
+def drop(
+    ctx: typer.Context,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete an index: every key of it, and nothing else. Asks first unless --yes.
+
+    Without --yes and with no terminal on stdin it refuses (exit code 2) rather than guess.
+
+    \b
+    Example:
+      simhash-redis --index scratch drop --yes
+    """
+    state = settings(ctx)
+    index = state.open_index(create=False)
+    docs = index.count()[0]
+    if not yes:
+        if not stdin_is_terminal():
+            raise fail("drop needs --yes when stdin is not a terminal (nothing was deleted)", ExitCode.USAGE)
+        if not typer.confirm(f"delete index {index.name!r} ({docs:,} documents) at {state.shown_url()}?"):
+            raise fail("nothing was deleted")
+    deleted = index.drop()
+    typer.echo(f"dropped index {index.name!r}: {docs:,} documents, {deleted:,} keys")
+
+
+def register(app: typer.Typer) -> None:
+    """Add stats, export, import and drop to the app.
+
+    Args:
+        app: the Typer app.
+    """
+    app.command("stats")(stats)
+    app.command("export")(export)
+    app.command("import")(import_)
+    app.command("drop")(drop)

@@ -1,0 +1,187 @@
+"""The Typer app: global options, command registration, and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Annotated, Any
+
+import redis
+import typer
+from typer.core import TyperGroup
+
+from simhash_redis import __version__
+from simhash_redis.defaults import URL_ENV
+from simhash_redis.errors import (
+    ConfigurationMismatch,
+    InputError,
+    InvalidArgument,
+    InvalidType,
+    RedisAuthError,
+    RedisOutOfMemory,
+    RedisUnavailable,
+    SimhashRedisError,
+)
+from simhash_redis.loader import TooManyErrors
+from simhash_redis.transport import translate_error
+
+from .common import ExitCode, Settings
+
+__all__ = ["COMMAND_MODULES", "app", "main"]
+
+#: Command modules of this package, in help order; each defines ``register(app: typer.Typer)``.
+#: Adding a command group is one more name here; ``demo``, the README's main job, comes first.
+COMMAND_MODULES = (
+    "demo",
+    "load",
+    "dedupe",
+    "query",
+    "fingerprint",
+    "admin",
+    "verify",
+    "server",
+)
+
+#: Modules that define one command function rather than ``register``: (module, function, command).
+SINGLE_COMMANDS = (
+    ("plan", "plan", "plan"),
+    ("eval", "eval_command", "eval"),
+)
+
+EPILOG = """\b
+Exit codes:
+  0    success
+  1    error (see the message), e.g. an unknown index or an unreadable file
+  2    usage error: a bad option or argument
+  3    bad input: more bad records than --max-errors, or a malformed dump
+  4    Redis unavailable: unreachable, wrong password, timeout, out of memory
+  5    the index exists with another configuration (--k, f, layout or scheme)
+  130  interrupted (Ctrl-C); rerun the same command to resume a load or import
+\b
+Docs: docs/cli.md. Example:
+  simhash-redis --index news load articles.jsonl.gz
+  simhash-redis --index news near "text of an article"
+"""
+
+
+_OOM_REPLY = "used memory > 'maxmemory'"
+
+
+def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, str]:
+    """The exit code and the one-line message for a library error."""
+    where = state.shown_url() if state is not None else "Redis"
+    if isinstance(exc, RedisAuthError):
+        return ExitCode.UNAVAILABLE, (
+            f"Redis at {where} refused the credentials ({exc}): check the user and password in "
+            f"--redis-url or {URL_ENV}"
+        )
+    if isinstance(exc, RedisOutOfMemory) or _OOM_REPLY in str(exc):
+        # a script's OOM refusal comes back as a plain error reply: recognise it by its text too
+        return ExitCode.UNAVAILABLE, (
+            f"Redis at {where} is out of memory (maxmemory with noeviction): free memory or raise "
+            "maxmemory, then run the same command again"
+        )
+    if isinstance(exc, RedisUnavailable):
+        return ExitCode.UNAVAILABLE, (
+            f"cannot reach Redis at {where} ({exc}): check --redis-url or {URL_ENV}, or leave both "
+            "unset to use the embedded server (simhash-redis server start)"
+        )
+    if isinstance(exc, ConfigurationMismatch):
+        return ExitCode.MISMATCH, f"{exc} (on the command line: leave out --k, or pass another --index)"
+    if isinstance(exc, (InputError, TooManyErrors)):
+        return ExitCode.INPUT, str(exc)
+    if isinstance(exc, (InvalidArgument, InvalidType)):
+        return ExitCode.USAGE, str(exc)
+    return ExitCode.ERROR, str(exc)
+
+
+class _Group(TyperGroup):
+    """Turns every user-facing failure into one line on stderr and a documented exit code."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
+        except redis.RedisError as exc:
+            code, message = _message(translate_error(exc), ctx.find_object(Settings))
+        except SimhashRedisError as exc:
+            code, message = _message(exc, ctx.find_object(Settings))
+        except BrokenPipeError:
+            # stdout went away (| head): leave quietly, without a second error while flushing
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(ExitCode.ERROR) from None
+        except OSError as exc:
+            name = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+            code, message = ExitCode.ERROR, f"cannot read or write{name}: {exc.strerror or exc}"
+        typer.echo(f"error: {message}", err=True)
+        raise typer.Exit(code)
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="simhash-redis",
+    help="Find near-duplicate documents at scale with SimHash fingerprints in a shared Redis index.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"simhash-redis {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    redis_url: Annotated[
+        str | None,
+        typer.Option(
+            "--redis-url",
+            envvar=URL_ENV,
+            show_envvar=True,
+            help="Redis URL (redis://[user:password@]host:port/db, rediss://, unix://). "
+            "Default: the embedded server, started on first use.",
+        ),
+    ] = None,
+    index: Annotated[
+        str | None, typer.Option("--index", help="Index name (default: 'default').", show_default=False)
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k",
+            min=0,
+            help="Largest Hamming distance, used when the index is created; an existing index must "
+            "agree (default: the stored one, or 3 for a new index).",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Find near-duplicate documents with SimHash fingerprints in a shared Redis index."""
+    ctx.obj = Settings(redis_url=redis_url, index=index, k=k)
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"{__package__}.{_name}").register(app)
+for _module, _function, _command in SINGLE_COMMANDS:
+    app.command(_command)(getattr(importlib.import_module(f"{__package__}.{_module}"), _function))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line (the ``simhash-redis`` console script).
+
+    Args:
+        argv: the arguments; default sys.argv[1:].
+    """
+    app(args=argv, prog_name="simhash-redis")

@@ -1,0 +1,149 @@
+"""What every command shares: exit codes, the global settings, opening the index, and output helpers."""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+
+from simhash_redis import SimhashIndex
+from simhash_redis.connection import client_from_url, redact_url
+from simhash_redis.defaults import PREFIX, URL_ENV
+from simhash_redis.errors import SimhashRedisError
+from simhash_redis.keys import validate_name
+
+__all__ = [
+    "DEFAULT_INDEX",
+    "ExitCode",
+    "IndexNotFound",
+    "Settings",
+    "echo_json",
+    "fail",
+    "settings",
+]
+
+#: The index used when --index is not given.
+DEFAULT_INDEX = "default"
+
+
+class ExitCode(enum.IntEnum):
+    """The exit codes of every command (also listed in the help epilog and docs/cli.md)."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    INPUT = 3
+    UNAVAILABLE = 4
+    MISMATCH = 5
+    INTERRUPTED = 130
+
+
+class IndexNotFound(SimhashRedisError):
+    """A command that only reads an index was pointed at a name that does not exist."""
+
+
+@dataclass
+class Settings:
+    """The global options, resolved lazily so commands that need no Redis never touch it.
+
+    Attributes:
+        redis_url: --redis-url or SIMHASH_REDIS_URL; None means the embedded default server.
+        index: --index, or None for the default (or, for import, the dump's name).
+        k: --k, used when an index is created (and checked against an existing one).
+    """
+
+    redis_url: str | None = None
+    index: str | None = None
+    k: int | None = None
+    _resolved: str | None = None
+
+    @property
+    def index_name(self) -> str:
+        """The index name to use."""
+        return self.index or DEFAULT_INDEX
+
+    def url(self) -> str:
+        """The Redis URL: --redis-url, else SIMHASH_REDIS_URL, else the embedded server (started now).
+
+        Raises:
+            RedisUnavailable: the embedded server cannot be started.
+        """
+        if self._resolved is None:
+            if self.redis_url:
+                self._resolved = self.redis_url
+            else:
+                from simhash_redis.server import ensure_running
+
+                self._resolved = ensure_running()
+        return self._resolved
+
+    def shown_url(self) -> str:
+        """The URL for messages, without its password ("the embedded server" before it is known)."""
+        if self._resolved is None and not self.redis_url:
+            return "the embedded server"
+        return redact_url(self._resolved or self.redis_url or "")
+
+    def open_index(self, *, create: bool, name: str | None = None) -> SimhashIndex:
+        """Open the index, creating it (with --k) only when create is true.
+
+        Args:
+            create: whether a missing index may be created; else IndexNotFound is raised.
+            name: another index name than --index.
+
+        Raises:
+            IndexNotFound: the index does not exist and create is false.
+            ConfigurationMismatch: --k disagrees with the stored index.
+            RedisUnavailable: the server cannot be reached.
+        """
+        index_name = validate_name(name or self.index_name, "--index")
+        client = client_from_url(self.url())
+        if not create and not client.exists(f"{PREFIX}:{index_name}:meta"):
+            client.close()
+            raise IndexNotFound(
+                f"no index named {index_name!r} at {self.shown_url()}: check --index, or load documents "
+                "first (simhash-redis --index NAME load FILE)"
+            )
+        return SimhashIndex(client, index_name, k=self.k)
+
+
+def settings(ctx: typer.Context) -> Settings:
+    """The global settings stored by the app's callback.
+
+    Args:
+        ctx: the command's context.
+    """
+    found = ctx.find_object(Settings)
+    return found if found is not None else Settings(redis_url=os.environ.get(URL_ENV))
+
+
+def echo_json(value: Any) -> None:
+    """Print a value as one line of JSON on stdout.
+
+    Args:
+        value: anything json can encode.
+    """
+    typer.echo(json.dumps(value, ensure_ascii=False))
+
+
+def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
+    """Print "error: message" on stderr and return the Exit to raise.
+
+    Args:
+        message: what went wrong and what to do.
+        code: the exit code.
+    """
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(int(code))
+
+
+def stdin_is_terminal() -> bool:
+    """Whether standard input is an interactive terminal."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,117 @@
+"""`dedupe`: the news job, streaming documents against the index and each other."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from simhash_redis.dedupe import Pair, groups
+from simhash_redis.loader import ReadOptions
+
+from .common import echo_json
+from .load import (
+    BatchSize,
+    Files,
+    FormatOpt,
+    FpBase,
+    FpBaseOpt,
+    FpField,
+    IdField,
+    IdPrefix,
+    LoadRun,
+    MaxErrors,
+    NoHeader,
+    ProgressEvery,
+    Quiet,
+    TextField,
+    Workers,
+    format_pair,
+    run_load,
+)
+
+__all__ = ["dedupe", "register"]
+
+
+def dedupe(
+    ctx: typer.Context,
+    files: Files,
+    show_groups: Annotated[
+        bool,
+        typer.Option("--groups", help="Print groups of near-duplicates (largest first) instead of pairs."),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Write nothing: check against the index and this run's documents only."
+        ),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    fmt: FormatOpt = None,
+    id_field: IdField = "id",
+    text_field: TextField = "text",
+    fingerprint_field: FpField = None,
+    no_header: NoHeader = False,
+    id_prefix: IdPrefix = None,
+    fp_base: FpBaseOpt = FpBase.auto,
+    workers: Workers = None,
+    batch_size: BatchSize = 1000,
+    max_errors: MaxErrors = 100,
+    quiet: Quiet = False,
+    progress_every: ProgressEvery = 10.0,
+) -> None:
+    """Find near-duplicates of new documents in the index and among themselves, and store the new ones.
+
+    Each document is checked against the index and the documents before it: a near-duplicate is
+    printed as a pair 'new<TAB>existing<TAB>distance' and not stored; every other document is stored,
+    so tomorrow's run finds today's stories (use --dry-run to store nothing). --groups prints
+    connected components instead: 'SIZE<TAB>FIRST<TAB>COPY,COPY,...', where FIRST is the stored one.
+    Running it again on the same input stores nothing new.
+
+    \b
+    Examples:
+      simhash-redis --index news dedupe today.jsonl
+      simhash-redis --index news dedupe --groups --json today.jsonl > stories.jsonl
+      simhash-redis --index news dedupe --dry-run candidates.csv
+    """
+    run = LoadRun(
+        files=files,
+        fmt=fmt.value if fmt is not None else None,
+        read=ReadOptions(
+            id_field=id_field,
+            text_field=text_field,
+            fingerprint_field=fingerprint_field,
+            header=not no_header,
+            id_prefix=id_prefix,
+            fp_base=fp_base.value,
+        ),
+        fp_base=fp_base.value,
+        workers=workers,
+        batch_size=batch_size,
+        max_errors=max_errors,
+        quiet=quiet,
+        progress_every=progress_every,
+    )
+    found: list[Pair] = []
+
+    def emit(pair: Pair) -> None:
+        if show_groups:
+            found.append(pair)
+        else:
+            typer.echo(format_pair(pair, json_out))
+
+    run_load(ctx, run, unique=True, dry_run=dry_run, on_duplicate=emit, verb="checked")
+    for group in groups(found):
+        if json_out:
+            echo_json({"id": group.id, "size": group.size, "copies": list(group.copies)})
+        else:
+            typer.echo(f"{group.size}\t{group.id}\t{','.join(group.copies)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the dedupe command to the app.
+
+    Args:
+        app: the Typer app.
+    """
+    app.command("dedupe")(dedupe)

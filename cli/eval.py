@@ -1,0 +1,110 @@
+"""`simhash-redis eval`: precision, recall and F1 of fingerprint settings against exact Jaccard truth."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simhash_redis.errors import SimhashRedisError
+from simhash_redis.evaluation import (
+    Setting,
+    evaluate,
+    format_report,
+    load_corpus,
+    load_pairs,
+    scheme_setting,
+    standard_settings,
+)
+from simhash_redis.scheme import Scheme
+
+__all__ = ["eval_command"]
+
+
+def _jieba_settings() -> list[Setting]:
+    """jieba-segmented Chinese settings (jieba is an optional, evaluation-only dependency).
+
+    Returns:
+        jieba words and jieba word 2- and 3-shingles, tf weighted.
+
+    Raises:
+        typer.BadParameter: jieba is not installed.
+    """
+    try:
+        import jieba  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError:
+        raise typer.BadParameter("--jieba needs the jieba package: pip install jieba") from None
+    jieba.setLogLevel(60)
+
+    def cut(text: str) -> list[str]:
+        # Given tokens are hashed as they are: drop jieba's space and punctuation tokens.
+        return [t for t in jieba.lcut(text) if any(c.isalnum() for c in t)]
+
+    return [
+        scheme_setting("jieba-words/tf", Scheme("words", 1), cut),
+        scheme_setting("jieba-shingles-2/tf", Scheme("shingles", 2), cut),
+        scheme_setting("jieba-shingles-3/tf", Scheme("shingles", 3), cut),
+    ]
+
+
+def _chooser(names: Sequence[str], jieba: bool) -> Callable[[str], list[Setting]]:
+    extra = _jieba_settings() if jieba else []
+
+    def choose(lang: str) -> list[Setting]:
+        found = standard_settings(lang) + (extra if lang == "zh" else [])
+        if names:
+            unknown = set(names) - {s.name for s in found}
+            if unknown:
+                known = ", ".join(s.name for s in found)
+                raise typer.BadParameter(f"unknown setting(s) {', '.join(sorted(unknown))}; known: {known}")
+            found = [s for s in found if s.name in names]
+        return found
+
+    return choose
+
+
+def eval_command(
+    corpus: Annotated[
+        Path, typer.Argument(help="JSON Lines corpus (optionally .gz): id, text, optional lang.")
+    ],
+    pairs: Annotated[
+        Path | None,
+        typer.Option(help="Labelled pairs (JSONL or CSV id_a,id_b[,label]) instead of a Jaccard threshold."),
+    ] = None,
+    threshold: Annotated[float, typer.Option(help="Near-duplicate = Jaccard of shingle sets >= this.")] = 0.8,
+    max_k: Annotated[int, typer.Option(help="Score k = 0..max_k.")] = 8,
+    truth_n: Annotated[int, typer.Option(help="Tokens per ground-truth shingle.")] = 3,
+    lang: Annotated[list[str] | None, typer.Option(help="Only these language groups (repeatable).")] = None,
+    setting: Annotated[
+        list[str] | None, typer.Option(help="Only these settings, e.g. shingles-3/tf (repeatable).")
+    ] = None,
+    k: Annotated[list[int] | None, typer.Option("--k", help="Columns shown (default: all k).")] = None,
+    jieba: Annotated[bool, typer.Option(help="Also score jieba-segmented settings on Chinese.")] = False,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the full report as JSON.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress messages on stderr.")] = False,
+) -> None:
+    """Measure how well "distance <= k" finds near-duplicates, per setting and k, against exact truth."""
+    try:
+        docs = load_corpus(corpus)
+        pair_rows = load_pairs(pairs) if pairs is not None else None
+        report = evaluate(
+            docs,
+            _chooser(setting or [], jieba),
+            threshold=threshold,
+            pairs=pair_rows,
+            max_k=max_k,
+            truth_n=truth_n,
+            langs=lang or None,
+            progress=None if quiet else (lambda message: typer.echo(message, err=True)),
+        )
+    except (SimhashRedisError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if json_out is not None:
+        json_out.write_text(json.dumps(report.to_dict(), indent=1))
+    typer.echo(format_report(report, ks=k or None), nl=False)

@@ -1,0 +1,86 @@
+"""`fingerprint`: a text's fingerprint in hex, computed locally (no Redis)."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simhash_redis import Scheme
+from simhash_redis.features import FEATURE_KINDS
+from simhash_redis.loader import format_fingerprint
+
+from .common import ExitCode, echo_json, fail
+
+__all__ = ["fingerprint", "read_text", "register"]
+
+Features = enum.Enum("Features", {name: name for name in FEATURE_KINDS}, type=str)  # type: ignore[misc]
+
+
+def read_text(text: str | None, file: Path | None) -> str:
+    """The query or document text: the argument, else the file ('-': stdin), else stdin.
+
+    Args:
+        text: the TEXT argument.
+        file: the --file option.
+
+    Raises:
+        typer.Exit: both given, neither given while stdin is a terminal, or the text is empty (usage).
+        OSError: the file cannot be read.
+    """
+    if text is not None and file is not None:
+        raise fail("give TEXT or --file, not both", ExitCode.USAGE)
+    if text is None and file is None and sys.stdin.isatty():
+        raise fail("give TEXT, --file FILE, or pipe the text into stdin", ExitCode.USAGE)
+    if text is None:
+        text = file.read_text(encoding="utf-8") if file is not None and str(file) != "-" else sys.stdin.read()
+    if not text.strip():
+        raise fail("the text is empty", ExitCode.USAGE)
+    return text
+
+
+def fingerprint(
+    text: Annotated[
+        str | None, typer.Argument(help="The text (default: --file, else stdin).", show_default=False)
+    ] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="Read the text from this file (- for stdin).", show_default=False),
+    ] = None,
+    features: Annotated[Features, typer.Option("--features", help="Feature kind.")] = Features.shingles,  # type: ignore[attr-defined]
+    n: Annotated[
+        int, typer.Option("--n", "-n", min=1, max=16, help="Tokens per shingle, or characters per n-gram.")
+    ] = 3,
+    bits: Annotated[int, typer.Option("--bits", help="Fingerprint width: 32, 64 or 128.")] = 64,
+    json_out: Annotated[
+        bool, typer.Option("--json", help='Print {"fingerprint", "scheme"} as JSON.')
+    ] = False,
+) -> None:
+    """Print a text's fingerprint in hex (0x-prefixed, zero-padded), computed locally without Redis.
+
+    The defaults are the default scheme, so the result matches an index created with default
+    options; an index with another scheme fingerprints differently.
+
+    \b
+    Examples:
+      simhash-redis fingerprint "the text of a document"
+      simhash-redis fingerprint --file article.txt --bits 128
+    """
+    scheme = Scheme(features=features.value, n=n, f=bits)
+    value = scheme.fingerprint(read_text(text, file))
+    if json_out:
+        echo_json({"fingerprint": format_fingerprint(value, bits), "scheme": scheme.to_meta()})
+    else:
+        typer.echo(format_fingerprint(value, bits))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the fingerprint command to the app.
+
+    Args:
+        app: the Typer app.
+    """
+    app.command("fingerprint")(fingerprint)

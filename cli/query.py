@@ -1,0 +1,157 @@
+"""`near`, `add`, `get` and `remove`: one document at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simhash_redis import Match
+from simhash_redis.loader import format_fingerprint, parse_fingerprint
+
+from .common import ExitCode, echo_json, fail, settings
+from .fingerprint import read_text
+
+__all__ = ["add", "get", "near", "register", "remove"]
+
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def near(
+    ctx: typer.Context,
+    text: Annotated[str | None, typer.Argument(help="The query text.", show_default=False)] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="Read the query text from this file (- for stdin).", show_default=False),
+    ] = None,
+    fingerprint: Annotated[
+        str | None,
+        typer.Option(
+            "--fingerprint", help="Query by a fingerprint (hex, 0x-hex or decimal).", show_default=False
+        ),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "-k", "--distance", min=0, help="Largest distance (default: the index's k).", show_default=False
+        ),
+    ] = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Print the stored documents near a text or fingerprint, nearest first: 'ID<TAB>DISTANCE<TAB>HEX'.
+
+    \b
+    Examples:
+      simhash-redis --index news near "text of an article"
+      simhash-redis --index news near --fingerprint 0x8ffffffffffffff1 -k 2 --json
+    """
+    index = settings(ctx).open_index(create=False)
+    if fingerprint is not None:
+        if text is not None or file is not None:
+            raise fail("give TEXT, --file or --fingerprint, only one", ExitCode.USAGE)
+        matches = index.near(parse_fingerprint(fingerprint, index.f), k)
+    else:
+        matches = index.near(read_text(text, file), k)
+    _print_matches(matches, index.f, json_out)
+
+
+def _print_matches(matches: list[Match], f: int, json_out: bool) -> None:
+    if json_out:
+        echo_json(
+            [
+                {"id": m.id, "distance": m.distance, "fingerprint": format_fingerprint(m.fingerprint, f)}
+                for m in matches
+            ]
+        )
+        return
+    for m in matches:
+        typer.echo(f"{m.id}\t{m.distance}\t{format_fingerprint(m.fingerprint, f)}")
+
+
+def add(
+    ctx: typer.Context,
+    doc_id: Annotated[str, typer.Argument(metavar="ID", help="The document id.", show_default=False)],
+    text: Annotated[
+        str | None, typer.Argument(help="The text (default: --file, else stdin).", show_default=False)
+    ] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="Read the text from this file (- for stdin).", show_default=False),
+    ] = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Store one document (replacing the id's previous fingerprint); print added, replaced or unchanged.
+
+    \b
+    Example:
+      simhash-redis --index news add story-1 "text of the story"
+    """
+    index = settings(ctx).open_index(create=True)
+    outcome = index.add(doc_id, read_text(text, file))
+    if json_out:
+        echo_json(
+            {
+                "id": doc_id,
+                "outcome": outcome.value,
+                "fingerprint": format_fingerprint(index.get(doc_id) or 0, index.f),
+            }
+        )
+    else:
+        typer.echo(outcome.value)
+
+
+def get(
+    ctx: typer.Context,
+    doc_id: Annotated[str, typer.Argument(metavar="ID", help="The document id.", show_default=False)],
+    json_out: JsonOut = False,
+) -> None:
+    """Print the fingerprint stored for an id (hex); exit code 1 if the id is not stored.
+
+    \b
+    Example:
+      simhash-redis --index news get story-1
+    """
+    index = settings(ctx).open_index(create=False)
+    value = index.get(doc_id)
+    if json_out:
+        echo_json(
+            {"id": doc_id, "fingerprint": None if value is None else format_fingerprint(value, index.f)}
+        )
+    elif value is not None:
+        typer.echo(format_fingerprint(value, index.f))
+    if value is None:
+        raise fail(f"no document with id {doc_id!r} in index {index.name!r}")
+
+
+def remove(
+    ctx: typer.Context,
+    ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The document ids.", show_default=False)],
+    json_out: JsonOut = False,
+) -> None:
+    """Remove documents; print how many were stored (unknown ids are not an error).
+
+    \b
+    Example:
+      simhash-redis --index news remove story-1 story-2
+    """
+    index = settings(ctx).open_index(create=False)
+    removed = index.remove_many(ids)
+    if json_out:
+        echo_json(
+            {"removed": sum(removed), "missing": [i for i, r in zip(ids, removed, strict=True) if not r]}
+        )
+    else:
+        typer.echo(f"removed {sum(removed)} of {len(ids)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add near, add, get and remove to the app.
+
+    Args:
+        app: the Typer app.
+    """
+    app.command("near")(near)
+    app.command("add")(add)
+    app.command("get")(get)
+    app.command("remove")(remove)

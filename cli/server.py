@@ -1,0 +1,84 @@
+"""`server start|stop|status|url`: the embedded default server."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from simhash_redis.server import EmbeddedServer
+
+from .common import echo_json, fail
+
+__all__ = ["register", "server_app"]
+
+server_app = typer.Typer(
+    help="Manage the embedded server used when neither --redis-url nor SIMHASH_REDIS_URL is given.",
+    no_args_is_help=True,
+)
+
+
+@server_app.command("start")
+def start(
+    port: Annotated[
+        int | None, typer.Option("--port", min=1, max=65535, help="Port (default 6390, or a free one).")
+    ] = None,
+) -> None:
+    """Start the embedded server (or find it running) and print its URL.
+
+    \b
+    Example:
+      simhash-redis server start
+    """
+    typer.echo(EmbeddedServer().start(port))
+
+
+@server_app.command("stop")
+def stop() -> None:
+    """Stop the embedded server (its data stays on disk for the next start)."""
+    typer.echo("stopped" if EmbeddedServer().stop() else "not running")
+
+
+@server_app.command("status")
+def status(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Print whether the embedded server runs, its pid, URL, version and data directory."""
+    s = EmbeddedServer().status()
+    if json_out:
+        echo_json(
+            {
+                "running": s.running,
+                "pid": s.pid,
+                "port": s.port,
+                "url": s.url,
+                "version": s.version,
+                "data_dir": str(s.data_dir),
+            }
+        )
+        return
+    if s.running:
+        typer.echo(f"running: pid {s.pid}, {s.url}, version {s.version}, data in {s.data_dir}")
+    else:
+        typer.echo(f"not running (data in {s.data_dir})")
+
+
+@server_app.command("url")
+def url() -> None:
+    """Print the embedded server's URL; exit code 1 when it is not running.
+
+    \b
+    Example:
+      export SIMHASH_REDIS_URL=$(simhash-redis server url)
+    """
+    found = EmbeddedServer().url()
+    if found is None:
+        raise fail("the embedded server is not running: simhash-redis server start")
+    typer.echo(found)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the server command group to the app.
+
+    Args:
+        app: the Typer app.
+    """
+    app.add_typer(server_app, name="server")

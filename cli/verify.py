@@ -1,0 +1,68 @@
+"""`verify`: check an index's internal consistency, and optionally repair it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import ExitCode, echo_json, fail, settings
+
+__all__ = ["register", "verify"]
+
+
+def verify(
+    ctx: typer.Context,
+    repair: Annotated[
+        bool,
+        typer.Option("--repair", help="Fix what is found, following the id map, then check again."),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Check that the id map, the fingerprint map, the tables and the counts of an index agree.
+
+    Exits 0 when the index is consistent (after --repair: when it is consistent now), 1 when problems
+    remain. Run it while no worker writes to the index: a write in flight can look like a problem.
+    A crash of the server (kill -9, power loss) cannot half-write a document, so verify after a crash
+    should find nothing; --repair is for damage from outside (a partial restore, a hand edit).
+
+    \b
+    Examples:
+      simhash-redis --index news verify
+      simhash-redis --index news verify --repair --json
+    """
+    index = settings(ctx).open_index(create=False)
+    report = index.verify(repair=repair)
+    after = index.verify() if repair and not report.ok else report
+    if json_out:
+        result = report.as_dict()
+        if repair:
+            result["ok_after_repair"] = after.ok
+        echo_json(result)
+    else:
+        state = "consistent" if report.ok else f"{sum(report.problems.values()):,} problems"
+        typer.echo(
+            f"index {index.name!r}: {report.docs:,} documents, {report.fingerprints:,} fingerprints: {state}"
+        )
+        for kind, count in sorted(report.problems.items()):
+            typer.echo(f"  {kind}: {count:,}")
+        for example in report.examples:
+            typer.echo(f"    e.g. {example}")
+        if repair and not report.ok:
+            typer.echo("repaired: the index is consistent now" if after.ok else "repaired; problems remain")
+    if not after.ok:
+        hint = (
+            "run verify --repair again while no worker writes to the index"
+            if repair
+            else f"run: simhash-redis --index {index.name} verify --repair (while no worker writes to it)"
+        )
+        raise fail(f"index {index.name!r} is inconsistent: {hint}", ExitCode.ERROR)
+
+
+def register(app: typer.Typer) -> None:
+    """Add verify to the app.
+
+    Args:
+        app: the Typer app.
+    """
+    app.command("verify")(verify)

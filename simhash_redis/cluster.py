@@ -1,0 +1,244 @@
+"""Running the index on Redis Cluster: per-node round trips, redirections and failover.
+
+Every command the index sends on a cluster names exactly one key (scripts included), so no command ever
+spans hash slots. A batch is split by the node that owns each key's slot; all nodes' shares are sent
+before any reply is read, so the nodes work on them concurrently and a batch costs one round trip to the
+slowest node. MOVED (a slot changed owner) refreshes the slot map and resends; ASK (a slot is being
+migrated) resends the command to the importing node after ASKING; a lost node (failover) refreshes the
+slot map with backoff and resends. Resending is safe because every write is idempotent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import redis.exceptions as rex
+from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
+
+from . import wire
+from .errors import RedisUnavailable
+from .retry import Backoff
+from .transport import Command, translate_error
+
+__all__ = ["CLUSTER_BACKOFF", "ClusterTransport", "command_keys"]
+
+#: A failover takes a few seconds (node timeout plus election): keep retrying for about that long.
+CLUSTER_BACKOFF = Backoff(retries=12, base=0.05, cap=2.0)
+_REDIRECTIONS = 16
+# Wait for one replica, at most a second: with no replica reachable the write still counts as done.
+_WAIT: Command = (b"WAIT", 1, 1000)
+
+
+def command_keys(command: Command) -> list[bytes]:
+    """The keys a command touches (scripts declare theirs; every other command has its key first).
+
+    Args:
+        command: the command's arguments.
+    """
+    name = _as_bytes(command[0]).upper()
+    if name in (b"EVALSHA", b"EVAL"):
+        numkeys = int(command[2])
+        return [_as_bytes(k) for k in command[3 : 3 + numkeys]]
+    if name in (b"SCRIPT", b"PING", b"ASKING"):
+        return []
+    return [_as_bytes(command[1])]
+
+
+def _as_bytes(value: bytes | str | int) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode()
+
+
+class ClusterTransport:
+    """One concurrent round trip per batch over the nodes of a Redis Cluster.
+
+    Args:
+        client: the redis-py cluster client (its slot map and per-node connection pools are used).
+        backoff: how to wait between attempts while the cluster fails over or reshards.
+    """
+
+    cluster = True
+
+    def __init__(self, client: RedisCluster, backoff: Backoff | None = None) -> None:
+        self.client = client
+        self.backoff = backoff or CLUSTER_BACKOFF
+
+    def execute(
+        self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
+    ) -> list[Any]:
+        """Send the commands, each to the node owning its key's slot, and return the replies in order.
+
+        Args:
+            commands: single-key commands (or scripts declaring keys of one slot).
+            raise_on_error: raise the first error reply instead of returning it in place.
+            durable: for writes: each node's share ends with WAIT for one replica, on the same
+                connection, so an acknowledged write survives the failover of its primary.
+
+        Raises:
+            RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
+            SimhashRedisError: an error reply, when raise_on_error is set.
+        """
+        replies: list[Any] = [None] * len(commands)
+        pending = list(range(len(commands)))
+        delays = self.backoff.delays()
+        redirections = 0
+        while pending:
+            failed, redirected, last_error = self._attempt(commands, pending, replies, durable)
+            if failed:
+                delay = next(delays, None)
+                if delay is None:
+                    raise translate_error(last_error or RedisUnavailable("cluster unavailable")) from None
+                time.sleep(delay)
+                self._refresh()
+            elif redirected:
+                redirections += 1
+                if redirections > _REDIRECTIONS:
+                    raise RedisUnavailable("the cluster kept redirecting commands; is it resharding?")
+                self._refresh()
+            pending = failed + redirected
+        if raise_on_error:
+            for reply in replies:
+                if isinstance(reply, rex.ResponseError):
+                    raise translate_error(reply) from None
+        return replies
+
+    def broadcast(self, command: Command) -> None:
+        """Send a keyless command (SCRIPT LOAD) to every primary.
+
+        Args:
+            command: the command.
+
+        Raises:
+            RedisUnavailable: a primary could not be reached.
+        """
+        for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
+            self._node_round_trip(node, [command])
+
+    def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
+        """The keys matching a pattern, a SCAN page at a time, from every primary.
+
+        Args:
+            pattern: a SCAN MATCH pattern.
+            count: the COUNT hint of each page.
+
+        Raises:
+            RedisUnavailable: (or a subclass) a primary could not be reached.
+        """
+        for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
+            cursor: bytes | int = b"0"
+            while True:
+                try:
+                    reply = self._node_round_trip(
+                        node, [(b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count)]
+                    )
+                except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                    raise translate_error(exc) from None
+                cursor, keys = reply[0]
+                if keys:
+                    yield list(keys)
+                if cursor in (b"0", 0):
+                    break
+
+    def _attempt(
+        self, commands: Sequence[Command], pending: list[int], replies: list[Any], durable: bool
+    ) -> tuple[list[int], list[int], Exception | None]:
+        groups: dict[str, tuple[ClusterNode, list[int]]] = {}
+        for i in pending:
+            keys = command_keys(commands[i])
+            node = self.client.nodes_manager.get_node_from_slot(key_slot(keys[0]))
+            groups.setdefault(node.name, (node, []))[1].append(i)
+        failed: list[int] = []
+        redirected: list[int] = []
+        last_error: Exception | None = None
+        sent = []
+        for node, indexes in groups.values():
+            batch = [commands[i] for i in indexes]
+            if durable and self._has_replica(commands[indexes[0]]):
+                batch.append(_WAIT)
+            try:
+                connection = self._send(node, batch)
+                sent.append((node, indexes, connection, len(batch)))
+            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                failed.extend(indexes)
+                last_error = exc
+        asks: dict[str, list[int]] = defaultdict(list)
+        for node, indexes, connection, count in sent:
+            try:
+                for i, reply in zip(
+                    indexes, self._read(node, connection, count)[: len(indexes)], strict=True
+                ):
+                    if isinstance(reply, rex.AskError):
+                        asks[_redirect_target(reply)].append(i)
+                    elif isinstance(reply, (rex.MovedError, rex.TryAgainError, rex.ClusterDownError)):
+                        redirected.append(i)
+                    else:
+                        replies[i] = reply
+            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                failed.extend(indexes)
+                last_error = exc
+        for target, indexes in asks.items():
+            host, _, port = target.rpartition(":")
+            node = self.client.get_node(host=host, port=int(port))  # type: ignore[no-untyped-call]
+            node = node or ClusterNode(host, int(port))  # type: ignore[no-untyped-call]
+            for i in indexes:
+                try:
+                    reply = self._node_round_trip(node, [[b"ASKING"], commands[i]])[1]
+                except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                    failed.append(i)
+                    last_error = exc
+                    continue
+                if isinstance(reply, (rex.AskError, rex.MovedError, rex.TryAgainError)):
+                    redirected.append(i)
+                else:
+                    replies[i] = reply
+        return failed, redirected, last_error
+
+    def _has_replica(self, command: Command) -> bool:
+        # A primary whose replica is gone (just after a failover) would make WAIT sit out its timeout.
+        slot = key_slot(command_keys(command)[0])
+        return len(self.client.nodes_manager.slots_cache.get(slot, ())) > 1
+
+    def _pool(self, node: ClusterNode) -> Any:
+        connection = node.redis_connection or self.client.get_redis_connection(node)
+        return connection.connection_pool
+
+    def _send(self, node: ClusterNode, commands: list[Command]) -> Any:
+        pool = self._pool(node)
+        connection = pool.get_connection()
+        try:
+            wire.send(connection, commands)
+        except BaseException:
+            connection.disconnect()
+            pool.release(connection)
+            raise
+        return connection
+
+    def _read(self, node: ClusterNode, connection: Any, count: int) -> list[Any]:
+        pool = self._pool(node)
+        try:
+            return wire.read(connection, count)
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            pool.release(connection)
+
+    def _node_round_trip(self, node: ClusterNode, commands: list[Command]) -> list[Any]:
+        return self._read(node, self._send(node, commands), len(commands))
+
+    def _refresh(self) -> None:
+        # The slot map is stale (failover, reshard): ask the cluster again; while it is still electing
+        # a new primary this may fail, and the next attempt retries after a backoff delay.
+        with contextlib.suppress(rex.RedisError, rex.RedisClusterException, OSError):
+            self.client.nodes_manager.initialize()
+
+
+def _redirect_target(error: rex.ResponseError) -> str:
+    # "ASK 3999 127.0.0.1:6381" -> "127.0.0.1:6381"
+    return str(error).split()[-1]

@@ -1,0 +1,178 @@
+"""Near-duplicate pairs and groups: unique adds, a dry-run check, and connected components of pairs.
+
+The news job streams documents against the index: a document with a near-duplicate already stored (or
+earlier in the same stream) is reported as a `Pair` and not stored, every other one is stored, so the
+next run sees it. `groups` turns the pairs into connected components ("12 copies of this story").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from .index import Match, Outcome, SimhashIndex
+from .layout import Layout
+
+__all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "add_unique", "groups"]
+
+
+class Pair(NamedTuple):
+    """A near-duplicate: a new document and the stored (or earlier) one it matched."""
+
+    new_id: str
+    existing_id: str
+    distance: int
+
+
+class Group(NamedTuple):
+    """A connected component of pairs: the document that was stored first, and its copies."""
+
+    id: str
+    copies: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        """Documents in the group, the stored one included."""
+        return 1 + len(self.copies)
+
+
+class MemoryIndex:
+    """A small in-process Hamming index over the same tables as a Redis index (for one batch or run).
+
+    Args:
+        layout: the Redis index's table layout; its pigeonhole guarantee holds here too.
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self._tables: list[dict[int, list[tuple[int, str]]]] = [{} for _ in layout.tables]
+
+    def add(self, doc_id: str, fp: int) -> None:
+        """Store a fingerprint under an id.
+
+        Args:
+            doc_id: the id.
+            fp: the fingerprint.
+        """
+        for table, key in zip(self._tables, self.layout.keys_of(fp), strict=True):
+            table.setdefault(key, []).append((fp, doc_id))
+
+    def nearest(self, fp: int, k: int) -> Match | None:
+        """The nearest stored fingerprint within distance k (ties: the smallest id), or None.
+
+        Args:
+            fp: the query fingerprint.
+            k: the largest distance.
+        """
+        best: Match | None = None
+        for table, key in zip(self._tables, self.layout.keys_of(fp), strict=True):
+            for other, doc_id in table.get(key, ()):
+                d = (other ^ fp).bit_count()
+                if d <= k and (best is None or (d, doc_id) < (best.distance, best.id)):
+                    best = Match(doc_id, other, d)
+        return best
+
+
+def add_unique(index: SimhashIndex, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
+    """Store the documents that have no near-duplicate in the index or earlier in items, atomically.
+
+    A thin wrapper over ``index.add_many(items, unique=True)``, the one `DryRun` imitates.
+
+    Args:
+        index: the index.
+        items: (id, fingerprint) pairs.
+
+    Returns:
+        For each item: its Outcome if stored, else the nearest near-duplicate's Match (possibly its
+        own id, when it is already stored within distance k; nothing is written then).
+
+    Raises:
+        RedisUnavailable: the server cannot be reached; the batches acknowledged before are stored.
+    """
+    return index.add_many(items, unique=True)
+
+
+def _pick(doc_id: str, found: list[Match]) -> Match | None:
+    """The document's own stored entry if it is among the matches (a resumed run), else the nearest."""
+    return next((m for m in found if m.id == doc_id), found[0] if found else None)
+
+
+class DryRun:
+    """`add_unique` that writes nothing: new documents are remembered in memory instead of stored.
+
+    Args:
+        index: the index to check against (read only).
+    """
+
+    def __init__(self, index: SimhashIndex) -> None:
+        self.index = index
+        self.memory = MemoryIndex(index.layout)
+
+    def __call__(self, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
+        """Classify items as `add_unique` would, without writing.
+
+        Args:
+            items: (id, fingerprint) pairs.
+
+        Returns:
+            Outcome.ADDED for each document that would be stored, else the Match that prevents it.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        out: list[Outcome | Match] = []
+        for (doc_id, fp), found in zip(items, self.index.near_many([fp for _, fp in items]), strict=True):
+            match = _pick(doc_id, found) or self.memory.nearest(fp, self.index.k)
+            if match is None:
+                self.memory.add(doc_id, fp)
+                out.append(Outcome.ADDED)
+            else:
+                out.append(match)
+        return out
+
+
+def groups(pairs: Iterable[Pair]) -> list[Group]:
+    """Connected components of near-duplicate pairs, largest first.
+
+    Each group is named by the document its members matched that was not itself a duplicate (the
+    stored one); copies are listed in the order they were met.
+
+    Args:
+        pairs: the pairs, in the order found.
+
+    Returns:
+        The groups, by descending size, then by id.
+    """
+    parent: dict[str, str] = {}
+    order: dict[str, int] = {}
+    copies: set[str] = set()
+
+    def find(x: str) -> str:
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:  # path compression keeps long chains cheap
+            parent[x], x = root, parent[x]
+        return root
+
+    for pair in pairs:
+        for doc_id in (pair.existing_id, pair.new_id):
+            if doc_id not in parent:
+                parent[doc_id] = doc_id
+                order[doc_id] = len(order)
+        copies.add(pair.new_id)
+        a, b = find(pair.existing_id), find(pair.new_id)
+        if a != b:
+            # the earlier-met root stays the root, so a stored document names its group
+            first, second = (a, b) if order[a] <= order[b] else (b, a)
+            parent[second] = first
+    members: dict[str, list[str]] = {}
+    for doc_id in sorted(parent, key=order.__getitem__):
+        members.setdefault(find(doc_id), []).append(doc_id)
+    result = []
+    for ids in members.values():
+        heads = [i for i in ids if i not in copies] or ids[:1]
+        head = heads[0]
+        result.append(Group(head, tuple(i for i in ids if i != head)))
+    result.sort(key=lambda g: (-g.size, g.id))
+    return result

@@ -1,0 +1,332 @@
+"""The demo job: load the bundled sample of real documents into an index and report its near-duplicates.
+
+The sample (``simhash_redis/data/sample.jsonl.gz``, described in ``data/SOURCES.md``) holds licence texts
+and successive PyPI READMEs: real near-duplicates, and unrelated documents. `run` stores every document,
+asks the index for each one's neighbours within k (one `SimhashIndex.near_many` call), and joins the
+pairs into connected components with `simhash_redis.dedupe.groups`; `report_lines` renders the result.
+"""
+
+from __future__ import annotations
+
+import difflib
+import gzip
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import redis
+
+from .dedupe import Pair, groups
+from .defaults import PREFIX
+from .errors import InputError
+from .index import SimhashIndex
+
+__all__ = [
+    "DEMO_INDEX",
+    "MARKER",
+    "DemoGroup",
+    "DemoReport",
+    "SampleDoc",
+    "difference",
+    "fresh_index",
+    "read_sample",
+    "report_lines",
+    "run",
+]
+
+#: The index the demo writes to (and drops first) unless told otherwise.
+DEMO_INDEX = "demo"
+#: The start of the last line of the report, followed by the number of groups (stable, for scripts).
+MARKER = "near-duplicate groups found:"
+_SAMPLE = "sample.jsonl.gz"
+
+
+@dataclass(frozen=True)
+class SampleDoc:
+    """One document of the sample."""
+
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class DemoGroup:
+    """A connected component of near-duplicate pairs.
+
+    Attributes:
+        ids: its documents, in sample order.
+        low: the smallest distance of a pair in it.
+        high: the largest distance of a pair in it.
+    """
+
+    ids: tuple[str, ...]
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class DemoReport:
+    """What the demo found.
+
+    Attributes:
+        documents: documents loaded.
+        pairs: every pair within k, the later document (in sample order) first.
+        groups: the connected components of the pairs, largest first.
+        load_seconds: time spent fingerprinting and storing the documents.
+        query_seconds: time spent querying every document's neighbours.
+        texts: id -> text, to show what differs between near-duplicates.
+    """
+
+    documents: int
+    pairs: tuple[Pair, ...]
+    groups: tuple[DemoGroup, ...]
+    load_seconds: float
+    query_seconds: float
+    texts: dict[str, str]
+
+    @property
+    def grouped(self) -> int:
+        """Documents that have at least one near-duplicate."""
+        return sum(len(g.ids) for g in self.groups)
+
+
+def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
+    """Read the bundled sample, or another JSON Lines file (gzipped or not) of ``{"id", "text"}`` objects.
+
+    Args:
+        path: the file; default the sample shipped in the package.
+
+    Returns:
+        The documents, in file order.
+
+    Raises:
+        InputError: a line is not a JSON object with string "id" and "text" fields.
+        OSError: the file cannot be read.
+    """
+    if path is None:
+        raw = resources.files(__package__).joinpath(f"data/{_SAMPLE}").read_bytes()
+        source = _SAMPLE
+    else:
+        raw = Path(path).read_bytes()
+        source = str(path)
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    docs = []
+    for number, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise InputError(source, number, f"not valid JSON ({exc})") from None
+        if (
+            not isinstance(obj, dict)
+            or not isinstance(obj.get("id"), str)
+            or not isinstance(obj.get("text"), str)
+        ):
+            raise InputError(source, number, 'expected an object with string "id" and "text" fields')
+        docs.append(SampleDoc(obj["id"], obj["text"]))
+    return docs
+
+
+def fresh_index(client: redis.Redis, name: str = DEMO_INDEX, *, k: int | None = None) -> SimhashIndex:
+    """Drop the index if it exists, then create it empty.
+
+    Args:
+        client: a client of the server.
+        name: the index name.
+        k: the new index's k (default: the library default).
+
+    Returns:
+        The new, empty index.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached.
+    """
+    if client.exists(f"{PREFIX}:{name}:meta"):
+        SimhashIndex(client, name).drop()
+    return SimhashIndex(client, name, k=k)
+
+
+def run(index: SimhashIndex, docs: Sequence[SampleDoc]) -> DemoReport:
+    """Store the documents, find every pair within the index's k, and group the pairs.
+
+    Args:
+        index: the index to load (normally empty).
+        docs: the documents; ids must be distinct.
+
+    Returns:
+        The report.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached.
+    """
+    started = time.perf_counter()
+    fps = index.fingerprint_many([d.text for d in docs])
+    index.add_many([(d.id, fp) for d, fp in zip(docs, fps, strict=True)])
+    loaded = time.perf_counter()
+    found = index.near_many(fps)
+    queried = time.perf_counter()
+    position = {d.id: i for i, d in enumerate(docs)}
+    pairs = [
+        Pair(doc.id, match.id, match.distance)
+        for doc, matches in zip(docs, found, strict=True)
+        for match in matches
+        if position.get(match.id, len(docs)) < position[doc.id]
+    ]
+    distances: dict[str, list[int]] = {}
+    components = groups(pairs)
+    root_of = {doc_id: g.id for g in components for doc_id in (g.id, *g.copies)}
+    for pair in pairs:
+        distances.setdefault(root_of[pair.new_id], []).append(pair.distance)
+    demo_groups = tuple(
+        DemoGroup(
+            ids=tuple(sorted((g.id, *g.copies), key=position.__getitem__)),
+            low=min(distances[g.id]),
+            high=max(distances[g.id]),
+        )
+        for g in components
+    )
+    return DemoReport(
+        documents=len(docs),
+        pairs=tuple(pairs),
+        groups=demo_groups,
+        load_seconds=loaded - started,
+        query_seconds=queried - loaded,
+        texts={d.id: d.text for d in docs},
+    )
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+
+
+def _id_list(ids: Sequence[str], width: int) -> str:
+    """Ids joined by ', ', as many as fit in width, then '+N more'."""
+    shown: list[str] = []
+    for i, doc_id in enumerate(ids):
+        rest = len(ids) - i - 1
+        tail = f", +{rest} more" if rest else ""
+        candidate = ", ".join([*shown, doc_id])
+        if shown and len(candidate + tail) > width:
+            return ", ".join(shown) + f", +{len(ids) - i} more"
+        shown.append(doc_id)
+    return ", ".join(shown)
+
+
+def difference(a: str, b: str, width: int = 90, context: int = 6) -> tuple[str, str, int]:
+    """Where two texts first differ, word by word: some common context, then each text's differing words.
+
+    Args:
+        a: the first text.
+        b: the second text.
+        width: the longest line returned.
+        context: words of common context shown before the difference.
+
+    Returns:
+        A line for each text, with the differing words in [brackets], and the number of places where
+        the texts differ; ("(identical text)", "(identical text)", 0) when they are equal word for word.
+    """
+    wa, wb = a.split(), b.split()
+    changes = [
+        op for op in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes() if op[0] != "equal"
+    ]
+    if not changes:
+        return "(identical text)", "(identical text)", 0
+    _, i1, i2, j1, j2 = changes[0]
+    lead = ("... " if i1 > context else "") + " ".join(wa[max(i1 - context, 0) : i1])
+
+    def side(changed: list[str], after: list[str]) -> str:
+        shown = " ".join(changed[:16]) + (" ..." if len(changed) > 16 else "")
+        return _clip(f"{lead} [{shown}] {' '.join(after)}".strip(), width)
+
+    return side(wa[i1:i2], wa[i2 : i2 + context]), side(wb[j1:j2], wb[j2 : j2 + context]), len(changes)
+
+
+def _examples(report: DemoReport, count: int) -> list[Pair]:
+    """One pair per group, the most distant (ties: the first found), the most distant groups first."""
+    best: dict[str, Pair] = {}
+    group_of = {doc_id: g.ids[0] for g in report.groups for doc_id in g.ids}
+    for pair in report.pairs:
+        root = group_of[pair.new_id]
+        if root not in best or pair.distance > best[root].distance:
+            best[root] = pair
+    order = {g.ids[0]: i for i, g in enumerate(report.groups)}
+    ranked = sorted(best.items(), key=lambda item: (-item[1].distance, order[item[0]]))
+    return [pair for _, pair in ranked[:count]]
+
+
+def report_lines(
+    report: DemoReport,
+    *,
+    index: SimhashIndex,
+    where: str,
+    elapsed: float,
+    max_groups: int = 8,
+    max_examples: int = 3,
+    width: int = 100,
+) -> list[str]:
+    """The demo's printed report: the setup, the largest groups, a few examples, totals, the marker line.
+
+    Args:
+        report: what `run` found.
+        index: the index it ran on.
+        where: a description of the server, e.g. "embedded server redis://127.0.0.1:6390".
+        elapsed: seconds since the demo started, server start included.
+        max_groups: groups listed at most.
+        max_examples: example pairs shown at most.
+        width: the longest line (ids are elided to fit).
+
+    Returns:
+        The lines, the last one starting with `MARKER`.
+    """
+    lines = [
+        f"simhash-redis demo: {report.documents} documents (licence texts and successive PyPI READMEs)",
+        f"Redis: {where}",
+        f"index {index.name!r}: f={index.f}, k={index.k}, {index.layout.describe()}",
+        f"stored {report.documents} documents in {report.load_seconds:.2f} s; "
+        f"{report.documents} near() queries in {report.query_seconds:.2f} s",
+        "",
+    ]
+    if report.groups:
+        lines.append(f"Near-duplicate groups (distance <= {index.k}), largest first:")
+        for group in report.groups[:max_groups]:
+            head = f"  {len(group.ids)} copies: "
+            span = (
+                f" (distance {group.low}-{group.high})"
+                if group.low != group.high
+                else f" (distance {group.low})"
+            )
+            lines.append(head + _id_list(group.ids, width - len(head) - len(span)) + span)
+        hidden = report.groups[max_groups:]
+        if hidden:
+            sizes = sorted({len(g.ids) for g in hidden})
+            size_text = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+            lines.append(f"  ... and {len(hidden)} more groups of {size_text}")
+        examples = _examples(report, max_examples)
+        if examples:
+            lines += ["", "What differs between near-duplicates ([...] marks the first change):"]
+        for pair in examples:
+            old, new, places = difference(
+                report.texts[pair.existing_id], report.texts[pair.new_id], width - 6
+            )
+            where_ = (
+                "identical words"
+                if not places
+                else f"{places} place{'s differ' if places > 1 else ' differs'}"
+            )
+            lines.append(f"  {pair.existing_id} ~ {pair.new_id}: distance {pair.distance}, {where_}")
+            lines.append(f"    - {old}")
+            lines.append(f"    + {new}")
+    else:
+        lines.append(f"No two documents are within distance {index.k}.")
+    lines += [
+        "",
+        f"documents: {report.documents}, with a near-duplicate: {report.grouped}, "
+        f"without: {report.documents - report.grouped}; elapsed {elapsed:.1f} s",
+        f"{MARKER} {len(report.groups)}",
+    ]
+    return lines

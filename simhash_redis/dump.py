@@ -1,0 +1,246 @@
+"""Export and import a whole index as a msgpack stream: for backups, and moving between deployments.
+
+The stream is a sequence of msgpack objects::
+
+    {"type": "simhash-redis-dump", "version": 1, "name": ..., "meta": {...}, "documents": n, ...}
+    [id, fingerprint]          one per document (fingerprint: an int; 16 big-endian bytes for f=128)
+    ...
+    {"type": "end", "records": n}
+
+Export SCANs the id-map buckets, so it uses bounded memory and never blocks the server; it is not a
+point-in-time snapshot when other processes write meanwhile. Import recreates the index from the
+header's configuration (an existing index with another configuration is refused) and adds the records
+with idempotent writes, so importing the same stream twice, or again after an interruption, is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import msgpack
+import redis
+
+from .config import IndexConfig
+from .errors import InputError, SimhashRedisError
+from .index import Outcome, SimhashIndex
+from .transport import translate_error
+
+__all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
+
+#: The header's "type" field.
+DUMP_TYPE = "simhash-redis-dump"
+#: The stream format version this module writes and reads.
+DUMP_VERSION = 1
+_END_TYPE = "end"
+_SCAN_COUNT = 200
+_MAX_RECORD = 16 * 1024 * 1024
+
+
+def _encode(fp: int, f: int) -> int | bytes:
+    # msgpack integers stop at 64 bits
+    return fp if f <= 64 else fp.to_bytes(f // 8, "big")
+
+
+def _decode(value: object, f: int) -> int:
+    if isinstance(value, bytes) and len(value) == f // 8:
+        return int.from_bytes(value, "big")
+    if isinstance(value, int) and not isinstance(value, bool) and f <= 64:
+        return value
+    raise ValueError(f"not a {f}-bit fingerprint: {value!r}"[:120])
+
+
+def _id_buckets(index: SimhashIndex) -> Iterator[list[bytes]]:
+    # scan_iter, unlike scan, also walks every primary of a cluster
+    batch: list[bytes] = []
+    for key in index.client.scan_iter(match=f"{index.keys.base}:id:*", count=_SCAN_COUNT):
+        batch.append(key if isinstance(key, bytes) else key.encode())
+        if len(batch) >= _SCAN_COUNT:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def export_index(
+    index: SimhashIndex, out: IO[bytes], *, on_progress: Callable[[int], None] | None = None
+) -> int:
+    """Write an index's configuration and every (id, fingerprint) to a msgpack stream.
+
+    Args:
+        index: the index to export.
+        out: a binary stream.
+        on_progress: called with the number of records written so far, after each SCAN batch.
+
+    Returns:
+        The number of records written.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached (the stream lacks its end record then).
+    """
+    packer = msgpack.Packer(use_bin_type=True)
+    try:
+        docs, fps = index.count()
+        header = {
+            "type": DUMP_TYPE,
+            "version": DUMP_VERSION,
+            "name": index.name,
+            "meta": index.config.to_meta(),
+            "documents": docs,
+            "fingerprints": fps,
+        }
+        out.write(packer.pack(header))
+        written = 0
+        for keys in _id_buckets(index):
+            with index.client.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.hgetall(key)
+                buckets = pipe.execute()
+            chunk = bytearray()
+            for bucket in buckets:
+                for raw_id, raw_fp in bucket.items():
+                    doc_id = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
+                    fp = int(raw_fp) % (1 << index.f)  # stored signed, see codec
+                    chunk += packer.pack([doc_id, _encode(fp, index.f)])
+                    written += 1
+            out.write(bytes(chunk))
+            if on_progress is not None:
+                on_progress(written)
+    except redis.RedisError as exc:
+        raise translate_error(exc) from None
+    out.write(packer.pack({"type": _END_TYPE, "records": written}))
+    out.flush()
+    return written
+
+
+@dataclass
+class ImportResult:
+    """What an import did.
+
+    Attributes:
+        name: the index imported into.
+        records: records read.
+        added, replaced, unchanged: the write outcomes.
+    """
+
+    name: str
+    records: int = 0
+    added: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+
+
+def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:
+    try:
+        header = next(unpacker)
+    except StopIteration:
+        raise InputError(source, None, "empty input: not a simhash-redis dump") from None
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise InputError(source, None, f"not a simhash-redis dump ({exc})") from None
+    if not isinstance(header, dict) or header.get("type") != DUMP_TYPE:
+        raise InputError(source, None, "not a simhash-redis dump (no header record)")
+    if header.get("version") != DUMP_VERSION:
+        raise InputError(
+            source, None, f"dump version {header.get('version')!r} is not supported (this version reads 1)"
+        )
+    if not isinstance(header.get("meta"), dict) or not isinstance(header.get("name"), str):
+        raise InputError(source, None, "malformed dump header")
+    return header
+
+
+def import_index(
+    client: redis.Redis,
+    source: IO[bytes],
+    *,
+    name: str | None = None,
+    source_name: str = "<stdin>",
+    batch_size: int = 1000,
+    on_progress: Callable[[int], None] | None = None,
+) -> ImportResult:
+    """Recreate an index from a stream written by `export_index`.
+
+    Args:
+        client: the destination server.
+        source: the binary stream.
+        name: the index name to import into (default: the name in the dump).
+        source_name: the stream's name, for error messages.
+        batch_size: records per write batch.
+        on_progress: called with the number of records imported so far, after each batch.
+
+    Returns:
+        What was imported.
+
+    Raises:
+        InputError: the stream is not a dump, is malformed or truncated (records before the fault
+            are imported; importing a complete stream again finishes the job).
+        ConfigurationMismatch: the destination index exists with another configuration.
+        IndexCorrupted: the dump's configuration cannot be read by this version.
+        RedisUnavailable: the server cannot be reached.
+    """
+    unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
+    header = _header(unpacker, source_name)
+    config = IndexConfig.from_meta({str(k): str(v) for k, v in header["meta"].items()})
+    index = SimhashIndex(
+        client,
+        name or header["name"],
+        layout=config.layout,
+        scheme=config.scheme,
+        id_buckets=config.id_buckets,
+        batch_size=batch_size,
+    )
+    result = ImportResult(index.name)
+    batch: list[tuple[str, int]] = []
+    end: dict[str, Any] | None = None
+    try:
+        for record in unpacker:
+            if isinstance(record, dict) and record.get("type") == _END_TYPE:
+                end = record
+                break
+            number = result.records + len(batch) + 1
+            if not (isinstance(record, list) and len(record) == 2 and isinstance(record[0], str)):
+                raise InputError(source_name, None, f"record {number} is malformed: {record!r}"[:200])
+            try:
+                batch.append((record[0], _decode(record[1], index.f)))
+            except ValueError as exc:
+                raise InputError(source_name, None, f"record {number}: {exc}") from None
+            if len(batch) >= batch_size:
+                _flush(index, batch, result, on_progress)
+        _flush(index, batch, result, on_progress)
+    except (ValueError, msgpack.UnpackException) as exc:
+        if isinstance(exc, SimhashRedisError):
+            raise
+        _flush(index, batch, result, on_progress)
+        raise InputError(source_name, None, f"corrupt dump after {result.records} records ({exc})") from None
+    if end is None:
+        raise InputError(
+            source_name,
+            None,
+            f"truncated dump: no end record after {result.records} records (those are imported)",
+        )
+    if end.get("records") != result.records:
+        raise InputError(
+            source_name, None, f"the dump says {end.get('records')} records but holds {result.records}"
+        )
+    return result
+
+
+def _flush(
+    index: SimhashIndex,
+    batch: list[tuple[str, int]],
+    result: ImportResult,
+    on_progress: Callable[[int], None] | None,
+) -> None:
+    if not batch:
+        return
+    for outcome in index.add_many(batch):
+        if outcome is Outcome.ADDED:
+            result.added += 1
+        elif outcome is Outcome.REPLACED:
+            result.replaced += 1
+        else:
+            result.unchanged += 1
+    result.records += len(batch)
+    batch.clear()
+    if on_progress is not None:
+        on_progress(result.records)

@@ -1,0 +1,69 @@
+"""Table-bucket locks: how add-if-new stays race-free on Redis Cluster, where no script spans slots.
+
+Any two fingerprints within distance k share at least one table bucket (pigeonhole), so a worker that
+holds the locks of all its document's buckets while it checks and writes cannot race another add-if-new
+of a near-duplicate. Locks are SET NX PX keys with a random token and a time to live, so a crashed
+worker's locks expire; a worker stalled for longer than the time to live loses that guarantee.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from .keys import KeySchema
+from .scripts import Script
+from .transport import Command, Sender
+
+__all__ = ["BucketLocks"]
+
+_UNLOCK = Script("unlock")
+
+
+class BucketLocks:
+    """Acquires and releases the locks of the table buckets of a batch of documents.
+
+    Args:
+        transport: where commands go.
+        keys: the index's key names.
+        ttl_ms: how long a lock lives if its holder never releases it.
+    """
+
+    def __init__(self, transport: Sender, keys: KeySchema, ttl_ms: int = 5000) -> None:
+        self.transport, self.keys, self.ttl_ms = transport, keys, ttl_ms
+        self.token = secrets.token_hex(16).encode()
+
+    def acquire(self, buckets: list[list[bytes]]) -> tuple[list[bool], list[bytes]]:
+        """Try to lock every bucket of each document, at most one document per bucket.
+
+        Args:
+            buckets: each document's table keys.
+
+        Returns:
+            Whether each document got all its locks, and every lock taken (to release).
+        """
+        claimed: dict[bytes, int] = {}
+        wanted: list[bool] = []
+        for doc, keys in enumerate(buckets):
+            # Two documents of one batch that share a bucket must not be checked in the same round.
+            free = all(self.keys.lock(key) not in claimed for key in keys)
+            wanted.append(free)
+            if free:
+                for key in keys:
+                    claimed[self.keys.lock(key)] = doc
+        locks = list(claimed)
+        commands: list[Command] = [(b"SET", lock, self.token, b"NX", b"PX", self.ttl_ms) for lock in locks]
+        taken = {lock for lock, reply in zip(locks, self.transport.execute(commands), strict=True) if reply}
+        got = [
+            ok and all(self.keys.lock(key) in taken for key in keys)
+            for ok, keys in zip(wanted, buckets, strict=True)
+        ]
+        return got, sorted(taken)
+
+    def release(self, locks: list[bytes]) -> None:
+        """Release locks taken by `acquire`.
+
+        Args:
+            locks: the locks.
+        """
+        if locks:
+            _UNLOCK.run(self.transport, [_UNLOCK.command([lock], [self.token]) for lock in locks])

@@ -1,0 +1,31 @@
+-- Adds ('+') or removes ('-') one id in the netstring list of ids having a fingerprint; idempotent.
+-- Used on Redis Cluster, one key per call. KEYS[1] = the fingerprint-map hash; ARGV = op, fp, id.
+-- Returns the number of ids left with the fingerprint.
+local op, fp, id = ARGV[1], ARGV[2], ARGV[3]
+local raw = redis.call('HGET', KEYS[1], fp) or ''
+local kept, found, count, pos, n = {}, false, 0, 1, #raw
+while pos <= n do
+  local colon = string.find(raw, ':', pos, true)
+  local len = tonumber(string.sub(raw, pos, colon - 1))
+  local item = string.sub(raw, colon + 1, colon + len)
+  if item == id then
+    found = true
+  end
+  if item ~= id or op == '+' then
+    kept[#kept + 1] = #item .. ':' .. item
+    count = count + 1
+  end
+  pos = colon + len + 1
+end
+if op == '+' and not found then
+  redis.call('HSET', KEYS[1], fp, raw .. #id .. ':' .. id)
+  return count + 1
+end
+if op == '-' and found then
+  if count == 0 then
+    redis.call('HDEL', KEYS[1], fp)
+  else
+    redis.call('HSET', KEYS[1], fp, table.concat(kept))
+  end
+end
+return count

@@ -1,0 +1,274 @@
+"""b-bit MinHash sketches of shingle sets, vectorised with numpy: compact per-document Jaccard estimates.
+
+A sketch keeps, for each of `num_perm` hash permutations, `bits` bits of the smallest permuted shingle
+hash. Two sketches agree at a position with probability C + (1 - C) * J, where J is the Jaccard
+similarity of the shingle sets and C = 2**-bits the chance that two different minima share their bits
+(Li and König, "b-Bit Minwise Hashing", WWW 2010); `MinHasher.estimate` inverts that.
+
+Shingles are the same as the fingerprint's: the library's CJK-aware tokens (`features.tokenize`), taken
+n at a time; a document with fewer than n tokens is one shingle of all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from .errors import InvalidArgument, InvalidType
+from .features import tokenize
+
+__all__ = ["BITS", "MinHasher", "shingle_hashes"]
+
+#: Bits kept per permutation: whole bytes, so sketches compare with one numpy equality.
+BITS = (8, 16)
+
+_U64 = npt.NDArray[np.uint64]
+_MASK = (1 << 64) - 1
+# splitmix64 finaliser constants: mixes every input bit into every output bit.
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# Shingles per block of the (shingles x permutations) product, bounding memory to ~8 MB.
+_BLOCK = 4096
+
+
+def _mix(z: _U64) -> _U64:
+    """Apply the splitmix64 finaliser elementwise (wrapping uint64 arithmetic).
+
+    Args:
+        z: values.
+
+    Returns:
+        Mixed values, same shape.
+    """
+    z = (z ^ (z >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    out: _U64 = z ^ (z >> np.uint64(31))
+    return out
+
+
+def _doc_tokens(doc: object, name: str) -> list[str]:
+    """Tokens of a document given as text, UTF-8 bytes or a sequence of str tokens.
+
+    Args:
+        doc: the document.
+        name: its name, for messages.
+
+    Returns:
+        Its normalised tokens (given tokens are normalised and tokenised too, dropping empty ones).
+
+    Raises:
+        InvalidType: doc is of another type, or holds a non-str token.
+    """
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        doc = bytes(doc).decode("utf-8", errors="replace")
+    if isinstance(doc, str):
+        return tokenize(doc)
+    if isinstance(doc, Sequence):
+        out: list[str] = []
+        for token in doc:
+            if not isinstance(token, str):
+                raise InvalidType(f"{name} must hold str tokens only, got {type(token).__name__}")
+            # A given token stays one token even if it has inner spaces, as in the fingerprint.
+            out.append(" ".join(tokenize(token)))
+        return [token for token in out if token]
+    raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
+
+
+def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
+    """The distinct 64-bit hashes of a token sequence's n-shingles, sorted.
+
+    Args:
+        tokens: normalised tokens.
+        n: tokens per shingle, >= 1.
+        seed: xxh3 seed of the token hashes.
+
+    Returns:
+        Sorted unique shingle hashes; one hash for 1..n-1 tokens, none for no token.
+    """
+    if not tokens:
+        return np.zeros(0, dtype=np.uint64)
+    cache: dict[str, int] = {}
+    ids = np.fromiter(
+        (
+            cache.get(t) or cache.setdefault(t, xxhash.xxh3_64_intdigest(t.encode("utf-8"), seed))
+            for t in tokens
+        ),
+        dtype=np.uint64,
+        count=len(tokens),
+    )
+    width = min(n, len(ids))
+    count = len(ids) - width + 1
+    acc = np.full(count, _GOLDEN, dtype=np.uint64)
+    for offset in range(width):
+        # Order-dependent: mixing after each step makes (a, b) and (b, a) hash differently.
+        acc = _mix(acc * _GOLDEN + ids[offset : offset + count])
+    return np.unique(acc)
+
+
+class MinHasher:
+    """Makes and compares b-bit MinHash sketches of documents' word (or CJK character) shingle sets.
+
+    Args:
+        num_perm: permutations, 16 to 4096 (default 256).
+        bits: bits kept per permutation, 8 or 16 (default 8).
+        n: tokens per shingle (default 3).
+        seed: seed of the token hashes and of the permutations.
+
+    Raises:
+        InvalidArgument: an argument is out of range.
+        InvalidType: an argument is not an int.
+    """
+
+    def __init__(self, num_perm: int = 256, bits: int = 8, n: int = 3, seed: int = 0) -> None:
+        for name, value in (("num_perm", num_perm), ("bits", bits), ("n", n), ("seed", seed)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
+        if not 16 <= num_perm <= 4096:
+            raise InvalidArgument(f"num_perm must be in 16..4096, got {num_perm}")
+        if bits not in BITS:
+            raise InvalidArgument(f"bits must be one of {BITS}, got {bits}")
+        if not 1 <= n <= 16:
+            raise InvalidArgument(f"n must be in 1..16, got {n}")
+        if not 0 <= seed <= _MASK:
+            raise InvalidArgument(f"seed must be in 0..2**64-1, got {seed}")
+        self.num_perm = num_perm
+        self.bits = bits
+        self.n = n
+        self.seed = seed
+        rng = np.random.default_rng(seed)
+        # Odd multipliers make x -> a*x + b a bijection of uint64, i.e. a permutation of hash values.
+        self._a = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        self._b = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64)
+        self._dtype = np.dtype(np.uint8) if bits == 8 else np.dtype("<u2")
+        self._chance = 2.0**-bits
+
+    @property
+    def sketch_bytes(self) -> int:
+        """Size of one sketch in bytes."""
+        return self.num_perm * self.bits // 8
+
+    def describe(self) -> str:
+        """A stable description of the sketch parameters, to store next to sketches.
+
+        Returns:
+            For example "minhash;perm=256;bits=8;n=3;seed=0".
+        """
+        return f"minhash;perm={self.num_perm};bits={self.bits};n={self.n};seed={self.seed}"
+
+    def signature(self, hashes: _U64) -> _U64:
+        """The full 64-bit MinHash signature of a set of shingle hashes.
+
+        Args:
+            hashes: the set's shingle hashes (duplicates allowed).
+
+        Returns:
+            num_perm minima; all 2**64-1 for the empty set.
+        """
+        mins = np.full(self.num_perm, np.uint64(_MASK), dtype=np.uint64)
+        for start in range(0, len(hashes), _BLOCK):
+            block = hashes[start : start + _BLOCK, None]
+            np.minimum(mins, (block * self._a + self._b).min(axis=0), out=mins)
+        return mins
+
+    def sketch_of_hashes(self, hashes: _U64) -> bytes:
+        """The b-bit sketch of a set of shingle hashes.
+
+        Args:
+            hashes: the set's shingle hashes.
+
+        Returns:
+            sketch_bytes bytes.
+        """
+        # Keep high bits of a re-mixed minimum: the minimum's own high bits are biased towards zero.
+        top = _mix(self.signature(hashes)) >> np.uint64(64 - self.bits)
+        return bytes(top.astype(self._dtype).tobytes())
+
+    def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
+        """The sketch of one document.
+
+        Args:
+            doc: text, UTF-8 bytes, or a sequence of str tokens.
+
+        Returns:
+            sketch_bytes bytes.
+
+        Raises:
+            InvalidType: doc is of another type.
+        """
+        return self.sketch_of_hashes(shingle_hashes(_doc_tokens(doc, "doc"), self.n, self.seed))
+
+    def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
+        """Sketches of many documents.
+
+        Args:
+            docs: documents, each as `sketch` accepts.
+
+        Returns:
+            The sketches, in order.
+
+        Raises:
+            InvalidType: a document is of another type; the message names it.
+        """
+        return [
+            self.sketch_of_hashes(shingle_hashes(_doc_tokens(doc, f"docs[{i}]"), self.n, self.seed))
+            for i, doc in enumerate(docs)
+        ]
+
+    def _values(self, sketch: bytes) -> npt.NDArray[np.unsignedinteger]:
+        """Decode a sketch into its per-permutation values.
+
+        Args:
+            sketch: a sketch made with these parameters.
+
+        Returns:
+            num_perm values.
+
+        Raises:
+            InvalidArgument: the sketch has the wrong length.
+        """
+        if len(sketch) != self.sketch_bytes:
+            raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
+        return np.frombuffer(sketch, dtype=self._dtype)
+
+    def estimate(self, a: bytes, b: bytes) -> float:
+        """Estimate the Jaccard similarity of two documents from their sketches.
+
+        Args:
+            a: a sketch.
+            b: another, made with the same parameters.
+
+        Returns:
+            The estimate, clipped to [0, 1].
+
+        Raises:
+            InvalidArgument: a sketch has the wrong length.
+        """
+        return float(self.estimate_many(a, [b])[0])
+
+    def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
+        """Estimate the Jaccard similarity of one document with many others, in one numpy pass.
+
+        Args:
+            query: the query's sketch.
+            others: the other sketches.
+
+        Returns:
+            The estimates, in order, clipped to [0, 1].
+
+        Raises:
+            InvalidArgument: a sketch has the wrong length.
+        """
+        mine = self._values(query)
+        if not others:
+            return np.zeros(0, dtype=np.float64)
+        for sketch in others:
+            if len(sketch) != self.sketch_bytes:
+                raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
+        theirs = np.frombuffer(b"".join(others), dtype=self._dtype).reshape(len(others), self.num_perm)
+        agree = (theirs == mine).mean(axis=1)
+        out: npt.NDArray[np.float64] = np.clip((agree - self._chance) / (1.0 - self._chance), 0.0, 1.0)
+        return out

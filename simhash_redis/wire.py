@@ -1,0 +1,350 @@
+"""Hand-built RESP commands and hiredis-parsed replies over a pooled redis-py connection.
+
+This is the one module that reaches under redis-py's public API. The index's hot paths send thousands of
+small commands per round trip; redis-py's `pack_commands` costs microseconds per command and
+`read_response` adds a Python call chain per reply. Here commands are packed with byte templates
+(`pack`, and `Same` for a run of one single-key command, packed with a single join), and replies are
+read straight off the connection's socket into the connection's own `hiredis.Reader`, in a tight loop.
+
+It is used only when the connection is a plain redis-py connection whose parser is hiredis and whose
+socket is a real (plain or TLS) socket; anything else (fakeredis, the pure-Python parser) goes through
+redis-py's own `pack_commands` / `read_response`, with the same results. Either way, error replies come
+back as redis-py `ResponseError` objects in their place, and a reply the connection cannot parse or a
+lost connection raises. The caller must disconnect the connection when anything raises, as
+`Transport` and `ClusterTransport` do, so no half-read connection goes back to a pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import redis
+import redis.exceptions as rex
+
+try:  # redis-py's hiredis parser: the reader's "not enough data" sentinel and the parser class
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA
+    from redis._parsers.hiredis import _HiredisParser as _Hiredis
+
+    _HIREDIS_PARSER: type | None = _Hiredis
+except ImportError:  # pragma: no cover - a redis-py without it: always take the fallback
+    NOT_ENOUGH_DATA = None
+    _HIREDIS_PARSER = None
+
+try:
+    import hiredis as _hiredis_module
+
+    _PUSH: type | None = getattr(_hiredis_module, "PushNotification", None)
+except ImportError:  # pragma: no cover
+    _PUSH = None
+
+__all__ = ["Keeper", "Same", "fast", "pack", "read", "round_trip", "send"]
+
+Arg = bytes | str | int | float
+Command = Sequence[Arg]
+
+_CLOSED = "Connection closed by server."
+_CRLF = b"\r\n"
+
+
+class Same(Sequence[tuple[bytes, bytes]]):
+    """The commands `(name, key)` for each key: e.g. SMEMBERS of every table key of a batch.
+
+    It is a sequence of those commands, so every sender accepts it; `pack` packs it with one join
+    when the keys have equal length (table keys do: fixed-width hex).
+
+    Args:
+        name: the command name, e.g. b"SMEMBERS".
+        keys: one key per command.
+    """
+
+    __slots__ = ("keys", "name")
+
+    def __init__(self, name: bytes, keys: list[bytes]) -> None:
+        self.name = name
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[bytes, bytes]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Same: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[bytes, bytes] | Same:
+        if isinstance(i, slice):
+            return Same(self.name, self.keys[i])
+        return (self.name, self.keys[i])
+
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
+        name = self.name
+        for key in self.keys:
+            yield (name, key)
+
+    def __repr__(self) -> str:
+        return f"Same({self.name!r}, {len(self.keys)} keys)"
+
+    def packed(self) -> bytes:
+        """The RESP form of all the commands."""
+        keys = self.keys
+        if not keys:
+            return b""
+        name = self.name
+        if b" " in name:  # redis-py sends "SCRIPT LOAD" as two arguments: so do we
+            return pack(list(self))
+        head = b"*2\r\n$%d\r\n%s\r\n" % (len(name), name)
+        width = len(keys[0])
+        if all(len(key) == width for key in keys):
+            # Every command is head + "$width\r\n" + key + "\r\n": join the keys with what lies between.
+            prefix = b"$%d\r\n" % width
+            return head + prefix + (_CRLF + head + prefix).join(keys) + _CRLF
+        template = head + b"$%d\r\n%s\r\n"
+        return b"".join([template % (len(key), key) for key in keys])
+
+
+def _encode(arg: Any) -> bytes:
+    """One argument as redis-py's packers write it (bytes as is, str UTF-8, numbers as repr)."""
+    if isinstance(arg, bytes):
+        return arg
+    if isinstance(arg, str):
+        return arg.encode()
+    if isinstance(arg, bool):
+        raise rex.DataError("Invalid input of type: 'bool'. Convert to a bytes, string, int or float first.")
+    if isinstance(arg, int):
+        return b"%d" % arg
+    if isinstance(arg, float):
+        return repr(arg).encode()
+    if isinstance(arg, (bytearray, memoryview)):
+        return bytes(arg)
+    raise rex.DataError(
+        f"Invalid input of type: '{type(arg).__name__}'. Convert to a bytes, string, int or float first."
+    )
+
+
+def pack(commands: Sequence[Command]) -> bytes:
+    """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends.
+
+    Args:
+        commands: each a sequence of bytes / str / int / float arguments, the command name first (a
+            name with spaces, like b"SCRIPT LOAD", is split into arguments as redis-py does).
+
+    Raises:
+        redis.exceptions.DataError: an argument of another type (bool included).
+    """
+    if isinstance(commands, Same):
+        return commands.packed()
+    out: list[bytes] = []
+    append = out.append
+    extend = out.extend
+    for command in commands:
+        first = command[0]
+        if isinstance(first, str) or b" " in first:  # type: ignore[operator]
+            command = (*_encode(first).split(), *command[1:])
+        append(b"*%d\r\n" % len(command))
+        extend([_BULK % (len(a), a) if type(a) is bytes else _bulk(a) for a in command])
+    return b"".join(out)
+
+
+_BULK = b"$%d\r\n%s\r\n"
+
+
+def _bulk(arg: Any) -> bytes:
+    raw = _encode(arg)
+    return _BULK % (len(raw), raw)
+
+
+def fast(connection: Any) -> bool:
+    """Whether replies can be read straight off this connection's socket with its hiredis reader.
+
+    Args:
+        connection: a connected redis-py connection (or anything with its interface).
+    """
+    parser = getattr(connection, "_parser", None)
+    return (
+        _HIREDIS_PARSER is not None
+        and type(parser) is _HIREDIS_PARSER
+        and getattr(parser, "_reader", None) is not None
+        and isinstance(getattr(parser, "_sock", None), socket.socket)
+    )
+
+
+def send(connection: Any, commands: Sequence[Command]) -> None:
+    """Send the commands on the connection (connecting it first if needed).
+
+    Args:
+        connection: a redis-py connection taken from a pool.
+        commands: the commands.
+
+    Raises:
+        redis.exceptions.ConnectionError, TimeoutError: the send failed (redis-py has disconnected).
+        redis.exceptions.DataError: an argument of an unsupported type.
+    """
+    payload = [pack(commands)] if _plain_packer(connection) else connection.pack_commands(commands)
+    connection.send_packed_command(payload, check_health=False)
+
+
+def _plain_packer(connection: Any) -> bool:
+    # Our packer writes what redis-py's hiredis packer writes; a connection with its own packer (or a
+    # non-UTF-8 encoder for str arguments) keeps its own.
+    packer = type(getattr(connection, "_command_packer", None)).__name__
+    encoder = getattr(connection, "encoder", None)
+    return packer in ("HiredisRespSerializer", "PythonRespSerializer") and (
+        encoder is None or (encoder.encoding in ("utf-8", "utf8") and encoder.encoding_errors == "strict")
+    )
+
+
+def read(connection: Any, count: int) -> list[Any]:
+    """Read `count` replies, raw (bytes, not decoded), error replies as ResponseError objects in place.
+
+    Args:
+        connection: the connection the commands were sent on.
+        count: how many replies to read.
+
+    Raises:
+        redis.exceptions.ConnectionError: the connection was lost or answered a connection error.
+        redis.exceptions.TimeoutError: no reply within the connection's socket timeout.
+    """
+    if not fast(connection):
+        return _read_slow(connection, count)
+    parser = connection._parser
+    reader = parser._reader
+    sock = parser._sock
+    buffer = parser._buffer
+    gets = reader.gets
+    feed = reader.feed
+    recv_into = sock.recv_into
+    out: list[Any] = []
+    append = out.append
+    remaining = count
+    try:
+        while remaining:
+            reply = gets(False)
+            if reply is NOT_ENOUGH_DATA:
+                received = recv_into(buffer)
+                if not received:
+                    raise rex.ConnectionError(_CLOSED)
+                feed(buffer, 0, received)
+                continue
+            kind = type(reply)
+            if kind is list:
+                if reply and type(reply[0]) is not bytes and isinstance(reply[0], rex.ConnectionError):
+                    raise reply[0]
+            elif kind is not bytes:
+                if _PUSH is not None and isinstance(reply, _PUSH):
+                    # RESP3 out-of-band message (e.g. a client-side-cache invalidation): not a reply.
+                    parser.handle_push_response(reply)
+                    continue
+                if isinstance(reply, rex.ConnectionError):
+                    raise reply
+            append(reply)
+            remaining -= 1
+    except TimeoutError:
+        raise rex.TimeoutError(f"Timeout reading from {_where(connection)}") from None
+    except rex.RedisError:
+        raise
+    except OSError as exc:
+        raise rex.ConnectionError(f"Error while reading from {_where(connection)}: {exc.args}") from None
+    return out
+
+
+def _read_slow(connection: Any, count: int) -> list[Any]:
+    out: list[Any] = []
+    for _ in range(count):
+        try:
+            out.append(connection.read_response(disable_decoding=True))
+        except rex.ResponseError as exc:
+            out.append(exc)
+    return out
+
+
+def round_trip(connection: Any, commands: Sequence[Command]) -> list[Any]:
+    """Send the commands and read their replies (see `send` and `read`).
+
+    The caller disconnects the connection if this raises.
+    """
+    send(connection, commands)
+    return read(connection, len(commands))
+
+
+def _where(connection: Any) -> str:
+    try:
+        return str(connection._host_error())
+    except Exception:
+        return "Redis"
+
+
+class Keeper:
+    """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
+
+    Taking a connection from a redis-py pool and giving it back costs more than a small round trip
+    (locks, observability counters, a readiness poll). A keeper holds the connection of its last
+    successful round trip and hands it out again after the same cheap readiness check the pool makes
+    (nothing unread, not closed by the server); anything else comes from and goes back to the pool.
+    It only holds a connection of a plain `redis.ConnectionPool` (not a blocking one) while at most a
+    quarter of the pool's connection limit is in use, only one that is read with the fast path; it
+    lets go of it when garbage-collected, and never uses it in a forked child.
+
+    Args:
+        pool: the redis-py connection pool.
+    """
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self._held: list[Any] = []
+        self._pid = os.getpid()
+        self._enabled = type(pool) is redis.ConnectionPool
+        weakref.finalize(self, _release_all, pool, self._held, self._pid)
+
+    def take(self) -> Any:
+        """A connection: the held one if it is still clean, else one from the pool."""
+        if self._held and os.getpid() == self._pid:
+            try:
+                connection = self._held.pop()
+            except IndexError:  # another thread took it
+                pass
+            else:
+                try:
+                    if fast(connection) and not connection._parser.can_read(0):
+                        return connection
+                except (rex.ConnectionError, OSError):
+                    pass
+                connection.disconnect()
+                self.pool.release(connection)
+        try:
+            return self.pool.get_connection()
+        except TypeError:  # redis-py < 5.3 requires a command name
+            return self.pool.get_connection("EXECUTE")
+
+    def give(self, connection: Any, clean: bool) -> None:
+        """Take back a connection after a round trip; `clean`: every reply was read, nothing raised."""
+        if (
+            clean
+            and self._enabled
+            and not self._held
+            and os.getpid() == self._pid
+            and fast(connection)
+            and self._roomy()
+        ):
+            self._held.append(connection)
+        else:
+            self.pool.release(connection)
+
+    def _roomy(self) -> bool:
+        # Hold a connection only while the pool has plenty left for everyone else.
+        limit = self.pool.max_connections
+        in_use = getattr(self.pool, "_in_use_connections", None)
+        return in_use is not None and (limit is None or len(in_use) <= limit // 4)
+
+
+def _release_all(pool: Any, held: list[Any], pid: int) -> None:
+    if os.getpid() != pid:
+        return
+    while held:
+        with contextlib.suppress(Exception):  # the pool may be half torn down at interpreter exit
+            pool.release(held.pop())

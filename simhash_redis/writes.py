@@ -1,0 +1,182 @@
+"""How a batch of document writes reaches Redis: atomically on a standalone server, in a safe order on
+a cluster.
+
+A write is (id, new stored fingerprint or b'' to remove, guard). The guard, used by add-if-new, lists
+the members the client read from each of the new fingerprint's table sets; a guarded document is only
+written while those sets are unchanged (its outcome is None otherwise, and the caller reads again).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .codec import decode_fp
+from .errors import SimhashRedisError
+from .keys import KeySchema
+from .results import Outcome
+from .scripts import Script
+from .transport import Command, Sender
+
+__all__ = ["AtomicWrites", "Guard", "OrderedWrites", "Write", "Writes"]
+
+#: The members read from each table set of a document's fingerprint.
+Guard = list[list[bytes]]
+Write = tuple[bytes, bytes, Guard | None]
+
+_OUTCOMES = {
+    b"a": Outcome.ADDED,
+    b"r": Outcome.REPLACED,
+    b"u": Outcome.UNCHANGED,
+    b"d": Outcome.REMOVED,
+    b"n": Outcome.MISSING,
+}
+# Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
+_CONFLICT_ROUNDS = 16
+
+
+class Writes(Protocol):
+    """Applies batches of document writes."""
+
+    def apply(self, ops: list[Write]) -> list[Outcome | None]:
+        """Apply the writes; None for a guarded write whose tables changed since they were read."""
+        ...
+
+
+class AtomicWrites:
+    """A standalone server: each batch is one Lua script call, so a document is never half-written.
+
+    Args:
+        transport: where commands go.
+        keys: the index's key names.
+        f: fingerprint width.
+        tables: number of tables.
+    """
+
+    _SCRIPT = Script("write")
+
+    def __init__(self, transport: Sender, keys: KeySchema, f: int, tables: int) -> None:
+        self.transport, self.keys, self.f, self.tables = transport, keys, f, tables
+
+    def apply(self, ops: list[Write]) -> list[Outcome | None]:
+        """Apply the writes in one script call per round; see the module docstring.
+
+        The first round assumes each id is new; an id that already has another fingerprint comes back
+        as a conflict carrying that fingerprint, and is resent with the keys needed to move it.
+
+        Args:
+            ops: the writes.
+
+        Raises:
+            SimhashRedisError: documents kept changing under concurrent writers (nothing of them written).
+        """
+        outcomes: list[Outcome | None] = [None] * len(ops)
+        pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
+        for _ in range(_CONFLICT_ROUNDS):
+            keys: list[bytes] = [self.keys.counts]
+            args: list[bytes | int] = [self.tables]
+            for _, doc_id, new, old, guard in pending:
+                keys.append(self.keys.id_bucket(doc_id))
+                for fp in (new, old if old != new else b""):
+                    if fp:
+                        keys.append(self.keys.fp_bucket(fp))
+                        keys.extend(self.keys.tables(decode_fp(fp, self.f)))
+                args.extend((doc_id, new, old, b"1" if guard is not None else b""))
+                if guard is not None:
+                    args.extend(len(members) for members in guard)
+                    for members in guard:
+                        args.extend(members)
+            reply = self._SCRIPT.run(self.transport, [self._SCRIPT.command(keys, args)])[0]
+            retry = []
+            for (i, doc_id, new, old, guard), status in zip(pending, reply, strict=True):
+                if status[:1] == b"c":
+                    retry.append((i, doc_id, new, status[1:], guard))
+                elif status != b"g":
+                    outcomes[i] = _outcome(status, old)
+            if not retry:
+                return outcomes
+            pending = retry
+        raise _too_many(len(pending))
+
+
+class OrderedWrites:
+    """A cluster: single-key steps in an order that never shows a half-written document to near().
+
+    A document's keys live in different slots, so no one script can write them all. Its steps are:
+    the fingerprint into every table (invisible until ids are attached), the id's entry in the id map
+    (the commit point, compare-and-set against the fingerprint read), the id into the fingerprint's id
+    list; for a replacement, the id leaves the old fingerprint's list before the commit. Every step is
+    idempotent, so a batch interrupted anywhere is completed by sending it again. A fingerprint whose
+    last id leaves stays in the tables as an orphan that near() ignores; `verify(repair=True)` removes
+    orphans. Guards are not used here: add-if-new on a cluster takes bucket locks instead.
+
+    Args:
+        transport: where commands go (a ClusterTransport).
+        keys: the index's key names.
+        f: fingerprint width.
+    """
+
+    _CAS = Script("id_cas")
+    _IDS = Script("fp_ids")
+
+    def __init__(self, transport: Sender, keys: KeySchema, f: int) -> None:
+        self.transport, self.keys, self.f = transport, keys, f
+
+    def apply(self, ops: list[Write]) -> list[Outcome | None]:
+        """Apply the writes in the order the class docstring gives.
+
+        Args:
+            ops: the writes (guards ignored).
+
+        Raises:
+            SimhashRedisError: documents kept changing under concurrent writers.
+        """
+        tables: list[Command] = [
+            (b"SADD", key, new)
+            for _, new, _ in ops
+            if new
+            for key in self.keys.tables(decode_fp(new, self.f))
+        ]
+        self.transport.execute(tables, durable=True)
+        outcomes: list[Outcome | None] = [None] * len(ops)
+        pending = [(i, doc_id, new, b"") for i, (doc_id, new, _) in enumerate(ops)]
+        for _ in range(_CONFLICT_ROUNDS):
+            calls = [
+                self._CAS.command([self.keys.id_bucket(doc_id)], [doc_id, new, old])
+                for _, doc_id, new, old in pending
+            ]
+            retry = []
+            replies = self._CAS.run(self.transport, calls, durable=True)
+            for (i, doc_id, new, old), status in zip(pending, replies, strict=True):
+                if status[:1] == b"c":
+                    retry.append((i, doc_id, new, status[1:]))
+                else:
+                    outcomes[i] = _outcome(status, old)
+            if retry:
+                # Detach each id from the fingerprint it has now before committing the new one, so a
+                # lost reply (resent, answered 'unchanged') cannot leave it listed under both.
+                self._ids(b"-", [(doc_id, old) for _, doc_id, _, old in retry if old])
+            pending = retry
+            if not pending:
+                break
+        else:
+            raise _too_many(len(pending))
+        self._ids(b"+", [(doc_id, new) for doc_id, new, _ in ops if new])
+        return outcomes
+
+    def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes]]) -> None:
+        calls = [self._IDS.command([self.keys.fp_bucket(fp)], [op, fp, doc_id]) for doc_id, fp in pairs]
+        self._IDS.run(self.transport, calls, durable=True)
+
+
+def _outcome(status: bytes, old: bytes) -> Outcome:
+    # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
+    # that earlier attempt of ours whose reply was lost and resent.
+    if status == b"n" and old:
+        return Outcome.REMOVED
+    return _OUTCOMES[status]
+
+
+def _too_many(count: int) -> SimhashRedisError:
+    return SimhashRedisError(
+        f"{count} documents kept changing under concurrent writers; nothing of them was written"
+    )

@@ -1,0 +1,400 @@
+"""Every command through CliRunner against the suite's real server, and every error path."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgpack
+import pytest
+from simhash_redis.cli import admin
+from simhash_redis.cli.app import app
+from typer.testing import CliRunner
+
+from simhash_redis import Scheme
+from simhash_redis.loader import format_fingerprint
+from tests.cli.conftest import Invoke, article, write_jsonl
+from tests.servers import ServerProcess
+
+COMMANDS = [
+    "load",
+    "dedupe",
+    "near",
+    "add",
+    "get",
+    "remove",
+    "fingerprint",
+    "stats",
+    "export",
+    "import",
+    "drop",
+]
+
+
+def _news(tmp_path: Path, n: int = 200, copies: int = 0, name: str = "news.jsonl") -> Path:
+    rows = [{"id": f"a{i}", "text": article(i)} for i in range(n)]
+    rows += [{"id": f"a{i}-copy{c}", "text": article(i, c)} for c in range(1, copies + 1) for i in range(n)]
+    return write_jsonl(tmp_path / name, rows)
+
+
+# -- help and version -------------------------------------------------------------------------------
+
+
+def test_help_lists_commands_and_exit_codes() -> None:
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for name in [*COMMANDS, "server"]:
+        assert name in result.stdout
+    assert "Exit codes" in result.stdout and "130" in result.stdout
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "server start", "server status"])
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = CliRunner().invoke(app, [*command.split(), "--help"])
+    assert result.exit_code == 0, result.output
+    assert "simhash-redis" in result.stdout or command.startswith("server s")
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.startswith("simhash-redis ")
+
+
+# -- load -------------------------------------------------------------------------------------------
+
+
+def test_load_jsonl_reports_bad_lines_and_summary(invoke: Invoke, tmp_path: Path) -> None:
+    path = _news(tmp_path)
+    with path.open("a") as fh:
+        fh.write("this is not json\n")
+        fh.write('{"id": "x"}\n')
+    result = invoke("load", str(path), "--json", "-j", "2")
+    assert result.exit_code == 0, result.output
+    assert f"{path}:201: not valid JSON" in result.stderr
+    assert f"{path}:202: no 'text' field" in result.stderr
+    assert "loaded: 200 documents" in result.stderr and "2 errors" in result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["added"], summary["errors"]) == (200, 2)
+    again = json.loads(invoke("load", str(path), "--json", "-q").stdout)
+    assert (again["added"], again["unchanged"]) == (0, 200)
+    assert invoke("get", "a3").stdout.strip() == format_fingerprint(Scheme().fingerprint(article(3)), 64)
+
+
+def test_load_every_format(invoke: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_text(
+        "url,body\nc1,first csv text here\nc2,second csv text\n", encoding="utf-8"
+    )
+    (tmp_path / "b.tsv.gz").write_bytes(gzip.compress(b"t1\ttab separated text\n"))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "one.txt").write_text("a file per document", encoding="utf-8")
+    (tmp_path / "c.fp").write_text("f1\t0x00000000000000ff\nf2 18446744073709551615\n", encoding="utf-8")
+    assert invoke("load", "--id-field", "url", "--text-field", "body", str(tmp_path / "a.csv")).exit_code == 0
+    assert (
+        invoke(
+            "load", "--no-header", "--id-field", "1", "--text-field", "2", str(tmp_path / "b.tsv.gz")
+        ).exit_code
+        == 0
+    )
+    assert invoke("load", str(tmp_path / "docs")).exit_code == 0
+    assert invoke("load", str(tmp_path / "c.fp")).exit_code == 0
+    lines = invoke(
+        "load", "--format", "lines", "--id-prefix", "in:", "-", input="line one text\n\nline three\n"
+    )
+    assert lines.exit_code == 0, lines.output
+    for doc_id in ("c1", "c2", "t1", "one.txt", "f1", "f2", "in:1", "in:3"):
+        assert invoke("get", doc_id).exit_code == 0, doc_id
+    assert invoke("get", "f1").stdout.strip() == "0x00000000000000ff"
+    assert invoke("get", "f2").stdout.strip() == "0x" + "f" * 16
+
+
+def test_load_fingerprint_field(invoke: Invoke, tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "fp.jsonl", [{"id": "a", "fp": "0x10"}, {"id": "b", "fp": 255}, {"id": "c", "fp": "zz"}]
+    )
+    result = invoke("load", "--fingerprint-field", "fp", str(path))
+    assert result.exit_code == 0 and f"{path}:3:" in result.stderr
+    assert invoke("get", "b").stdout.strip() == "0x00000000000000ff"
+
+
+def test_load_max_errors_exit_3(invoke: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(f"bad {i}\n" for i in range(10)), encoding="utf-8")
+    result = invoke("load", "--max-errors", "3", str(path))
+    assert result.exit_code == 3
+    assert result.stderr.count("not valid JSON") == 4
+    assert "error: stopped after 4 bad records" in result.stderr and "Traceback" not in result.output
+
+
+def test_load_usage_errors(invoke: Invoke, tmp_path: Path) -> None:
+    missing = invoke("load", str(tmp_path / "nope.jsonl"))
+    assert missing.exit_code == 1 and "no such file" in missing.stderr
+    (tmp_path / "a.docx").write_text("x", encoding="utf-8")
+    unknown = invoke("load", str(tmp_path / "a.docx"))
+    assert unknown.exit_code == 2 and "--format" in unknown.stderr
+    (tmp_path / "a.csv").write_text("id,text\n1,x\n", encoding="utf-8")
+    column = invoke("load", "--text-field", "body", str(tmp_path / "a.csv"))
+    assert column.exit_code == 2 and "no column 'body'" in column.stderr
+    assert invoke("load", "--pairs", "p.tsv", str(tmp_path / "a.csv")).exit_code == 2
+    assert invoke("load", "--format", "xml", str(tmp_path / "a.csv")).exit_code == 2
+    for result in (missing, unknown, column):
+        assert "Traceback" not in result.output
+
+
+def test_load_interrupted_prints_summary_and_resumes(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _news(tmp_path, 500)
+    calls = {"n": 0}
+
+    def interrupt(self: object, done: int, *, force: bool = False) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("simhash_redis.cli.load.Progress.update", interrupt)
+    result = invoke("load", "--batch-size", "100", "-j", "1", str(path))
+    assert result.exit_code == 130
+    assert "interrupted: 200 documents" in result.stderr and "run the same command again" in result.stderr
+    monkeypatch.undo()
+    resumed = json.loads(invoke("load", "--json", str(path)).stdout)
+    assert (resumed["added"], resumed["unchanged"]) == (300, 200)
+
+
+def test_load_dedupe_writes_pairs(invoke: Invoke, tmp_path: Path) -> None:
+    base = _news(tmp_path, 50)
+    assert invoke("load", str(base)).exit_code == 0
+    more = _news(tmp_path, 60, copies=1, name="more.jsonl")
+    pairs = tmp_path / "pairs.tsv"
+    result = invoke("load", "--dedupe", "--pairs", str(pairs), "--json", str(more))
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["added"], summary["unchanged"], summary["duplicates"]) == (10, 50, 60)
+    rows = [line.split("\t") for line in pairs.read_text().splitlines()]
+    assert len(rows) == 60 and rows[7][:2] == ["a7-copy1", "a7"] and int(rows[7][2]) <= 3
+    to_stdout = invoke("load", "--dedupe", str(more))
+    assert to_stdout.exit_code == 0 and len(to_stdout.stdout.splitlines()) == 60
+
+
+# -- dedupe -----------------------------------------------------------------------------------------
+
+
+def test_dedupe_pairs_groups_and_dry_run(invoke: Invoke, tmp_path: Path) -> None:
+    assert invoke("load", str(_news(tmp_path, 10))).exit_code == 0
+    batch = _news(tmp_path, 20, copies=2, name="today.jsonl")
+    dry = invoke("dedupe", "--dry-run", "--json", "-q", str(batch))
+    pairs = [json.loads(line) for line in dry.stdout.splitlines()]
+    assert dry.exit_code == 0 and len(pairs) == 40
+    assert {"id": "a12-copy1", "duplicate_of": "a12"}.items() <= pairs[12].items()
+    assert invoke("get", "a12").exit_code == 1  # the dry run stored nothing
+    grouped = invoke("dedupe", "--groups", str(batch))
+    assert grouped.exit_code == 0 and "checked: 60 documents" in grouped.stderr
+    lines = grouped.stdout.splitlines()
+    assert len(lines) == 20 and lines[0].split("\t")[0] == "3"
+    assert "a0\ta0-copy1,a0-copy2" in grouped.stdout
+    assert invoke("get", "a12").exit_code == 0 and invoke("get", "a12-copy1").exit_code == 1
+    json_groups = invoke("dedupe", "--groups", "--json", "-q", str(batch))
+    assert json.loads(json_groups.stdout.splitlines()[0])["size"] == 3
+
+
+# -- near, add, get, remove, fingerprint -------------------------------------------------------------
+
+
+def test_add_near_get_remove(invoke: Invoke, tmp_path: Path) -> None:
+    assert invoke("add", "s1", article(1)).stdout.strip() == "added"
+    assert invoke("add", "s1", article(1)).stdout.strip() == "unchanged"
+    assert invoke("add", "s2", article(1, 1)).exit_code == 0
+    near = invoke("near", article(1))
+    assert near.exit_code == 0 and near.stdout.splitlines()[0].startswith("s1\t0\t")
+    assert len(near.stdout.splitlines()) == 2
+    (tmp_path / "q.txt").write_text(article(1), encoding="utf-8")
+    by_file = json.loads(invoke("near", "--file", str(tmp_path / "q.txt"), "--json").stdout)
+    assert by_file[0] == {
+        "id": "s1",
+        "distance": 0,
+        "fingerprint": format_fingerprint(Scheme().fingerprint(article(1)), 64),
+    }
+    fp = by_file[0]["fingerprint"]
+    assert json.loads(invoke("near", "--fingerprint", fp, "-k", "0", "--json").stdout) == by_file
+    assert json.loads(invoke("near", "--fingerprint", "0x" + fp, "--json").stdout)[0]["id"] == "s1"
+    assert invoke("near", "nothing like it at all, completely different words here").stdout == ""
+    assert json.loads(invoke("get", "s1", "--json").stdout) == {"id": "s1", "fingerprint": fp}
+    assert invoke("remove", "s1", "zz").stdout.strip() == "removed 1 of 2"
+    assert json.loads(invoke("remove", "s2", "--json").stdout) == {"removed": 1, "missing": []}
+    missing = invoke("get", "s1")
+    assert missing.exit_code == 1 and "no document with id 's1'" in missing.stderr
+    assert json.loads(invoke("get", "s1", "--json").stdout)["fingerprint"] is None
+
+
+def test_query_usage_errors(invoke: Invoke) -> None:
+    invoke("add", "s1", "some text to have an index")
+    both = invoke("near", "text", "--fingerprint", "ff")
+    assert both.exit_code == 2 and "only one" in both.stderr
+    bad_fp = invoke("near", "--fingerprint", "xyz")
+    assert bad_fp.exit_code == 2 and "not a hex or decimal fingerprint" in bad_fp.stderr
+    too_far = invoke("near", "text", "-k", "9")
+    assert too_far.exit_code == 2 and "k must be in 0..3" in too_far.stderr
+    nothing = invoke("near")
+    assert nothing.exit_code == 2
+
+
+def test_unknown_index(invoke: Invoke) -> None:
+    for args in (["get", "x"], ["near", "text"], ["stats"], ["remove", "x"], ["export"], ["drop", "--yes"]):
+        result = invoke(*args, index="nosuch")
+        assert result.exit_code == 1, args
+        assert "no index named 'nosuch'" in result.stderr
+
+
+def test_fingerprint_command() -> None:
+    runner = CliRunner()
+    expected = format_fingerprint(Scheme().fingerprint("hello big world"), 64)
+    assert runner.invoke(app, ["fingerprint", "hello big world"]).stdout.strip() == expected
+    assert runner.invoke(app, ["fingerprint"], input="hello big world").stdout.strip() == expected
+    wide = runner.invoke(
+        app, ["fingerprint", "--bits", "128", "--features", "chars", "-n", "4", "--json", "abc def"]
+    )
+    data = json.loads(wide.stdout)
+    assert len(data["fingerprint"]) == 2 + 32 and "features=chars;n=4;f=128" in data["scheme"]
+    bad = runner.invoke(app, ["fingerprint", "--bits", "48", "x"])
+    assert bad.exit_code == 2 and "f must be one of" in bad.stderr
+
+
+def test_fingerprint_file(tmp_path: Path) -> None:
+    (tmp_path / "t.txt").write_text("hello big world", encoding="utf-8")
+    result = CliRunner().invoke(app, ["fingerprint", "--file", str(tmp_path / "t.txt")])
+    assert result.stdout.strip() == format_fingerprint(Scheme().fingerprint("hello big world"), 64)
+    missing = CliRunner().invoke(app, ["fingerprint", "--file", str(tmp_path / "nope.txt")])
+    assert missing.exit_code == 1 and "nope.txt" in missing.stderr and "Traceback" not in missing.output
+
+
+# -- stats, export, import, drop --------------------------------------------------------------------
+
+
+def test_stats(invoke: Invoke, tmp_path: Path) -> None:
+    invoke("load", str(_news(tmp_path, 100)))
+    text = invoke("stats")
+    assert text.exit_code == 0 and "documents      100" in text.stdout and "largest buckets" in text.stdout
+    assert "sampled keys" in text.stdout or "exact" in text.stdout
+    data = json.loads(invoke("stats", "--json", "--sample", "10").stdout)
+    assert data["documents"] == 100 and data["memory"]["exact"] is False and data["config"]["k"] == "3"
+
+
+def test_export_import(invoke: Invoke, tmp_path: Path) -> None:
+    invoke("load", str(_news(tmp_path, 100)), index="src")
+    dump = tmp_path / "src.dump"
+    exported = invoke("export", "-o", str(dump), index="src")
+    assert exported.exit_code == 0 and "exported 100 records" in exported.stderr
+    to_stdout = invoke("export", index="src")
+    assert to_stdout.stdout_bytes == dump.read_bytes()
+    imported = invoke("import", str(dump), "--json", index="copy")
+    assert imported.exit_code == 0 and json.loads(imported.stdout)["added"] == 100
+    from_stdin = invoke("import", "-", "--json", input=dump.read_bytes(), index="copy")
+    assert json.loads(from_stdin.stdout)["unchanged"] == 100
+    by_name = invoke("import", str(dump))  # no --index: the dump's own name
+    assert by_name.exit_code == 0 and "into index 'src'" in by_name.stderr
+    assert invoke("export", index="copy").stdout_bytes.count(b"a99") == 1
+    mismatched = invoke("--k", "2", "add", "x", "text here", index="other")
+    assert mismatched.exit_code == 0
+    refused = invoke("import", str(dump), index="other")
+    assert refused.exit_code == 5 and "error:" in refused.stderr
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"\x00\x01 not a dump")
+    bad = invoke("import", str(garbage), index="g")
+    assert bad.exit_code == 3 and "not a simhash-redis dump" in bad.stderr
+
+
+def test_export_round_trip_equals(invoke: Invoke, tmp_path: Path) -> None:
+    invoke("load", str(_news(tmp_path, 30)), index="a")
+    first = invoke("export", index="a").stdout_bytes
+    invoke("drop", "--yes", index="a")
+    invoke("import", "-", input=first)
+    second = invoke("export", index="a").stdout_bytes
+    assert sorted(list(msgpack.Unpacker(io.BytesIO(first)))[1:-1]) == sorted(
+        list(msgpack.Unpacker(io.BytesIO(second)))[1:-1]
+    )
+
+
+def test_drop(invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
+    invoke("add", "a", "some text in the index")
+    refused = invoke("drop")
+    assert refused.exit_code == 2 and "needs --yes" in refused.stderr
+    monkeypatch.setattr(admin, "stdin_is_terminal", lambda: True)
+    declined = invoke("drop", input="n\n")
+    assert declined.exit_code == 1 and "nothing was deleted" in declined.stderr
+    confirmed = invoke("drop", input="y\n")
+    assert confirmed.exit_code == 0 and "dropped index 'default': 1 documents" in confirmed.stdout
+    assert invoke("get", "a").exit_code == 1
+
+
+# -- Redis errors -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[ServerProcess]:
+    with ServerProcess({"requirepass": "s3cret-pw"}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def full() -> Iterator[ServerProcess]:
+    with ServerProcess({"maxmemory": "1mb", "maxmemory-policy": "noeviction"}) as server:
+        yield server
+
+
+def test_redis_unreachable(invoke: Invoke) -> None:
+    result = invoke("get", "x", url="redis://127.0.0.1:1/0")
+    assert result.exit_code == 4
+    assert result.stderr.startswith("error: cannot reach Redis at redis://127.0.0.1:1/0")
+    assert "Traceback" not in result.output
+
+
+def test_wrong_password_is_never_printed(invoke: Invoke, secured: ServerProcess) -> None:
+    url = f"redis://:wrong-pw@127.0.0.1:{secured.port}/0"
+    result = invoke("add", "x", "text", url=url)
+    assert result.exit_code == 4 and "refused the credentials" in result.stderr
+    assert "wrong-pw" not in result.output and "***" in result.stderr
+    good = invoke("add", "x", "some text", url=f"redis://:s3cret-pw@127.0.0.1:{secured.port}/0")
+    assert good.exit_code == 0 and "s3cret" not in good.output
+
+
+def test_out_of_memory(invoke: Invoke, full: ServerProcess, tmp_path: Path) -> None:
+    result = invoke("load", str(_news(tmp_path, 3000)), url=full.url)
+    assert result.exit_code == 4 and "out of memory" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_configuration_mismatch(invoke: Invoke) -> None:
+    assert invoke("--k", "3", "add", "a", "text of a doc").exit_code == 0
+    result = invoke("--k", "2", "add", "b", "text of b")
+    assert result.exit_code == 5 and "k=" in result.stderr and "leave out --k" in result.stderr
+
+
+def test_bad_index_name(invoke: Invoke) -> None:
+    result = invoke("get", "x", index="bad name!")
+    assert result.exit_code == 2 and "--index" in result.stderr
+
+
+# -- server -----------------------------------------------------------------------------------------
+
+
+def test_server_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIMHASH_REDIS_HOME", str(tmp_path))
+    runner = CliRunner()
+    assert runner.invoke(app, ["server", "status"]).stdout.startswith("not running")
+    assert runner.invoke(app, ["server", "url"]).exit_code == 1
+    started = runner.invoke(app, ["server", "start"])
+    try:
+        assert started.exit_code == 0, started.output
+        url = started.stdout.strip()
+        assert runner.invoke(app, ["server", "url"]).stdout.strip() == url
+        status = json.loads(runner.invoke(app, ["server", "status", "--json"]).stdout)
+        assert status["running"] and status["url"] == url
+        monkeypatch.delenv("SIMHASH_REDIS_URL", raising=False)
+        added = runner.invoke(app, ["add", "doc", "the embedded server is used by default"])
+        assert added.exit_code == 0 and added.stdout.strip() == "added"
+    finally:
+        stopped = runner.invoke(app, ["server", "stop"])
+    assert stopped.stdout.strip() == "stopped"
+    assert runner.invoke(app, ["server", "stop"]).stdout.strip() == "not running"

@@ -1,0 +1,215 @@
+"""The index on a local Redis Cluster (3 primaries + 3 replicas): contract, slots, failover, resharding."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+
+from simhash_redis import Match, Outcome, SimhashIndex, distance
+from simhash_redis.cluster import ClusterTransport, command_keys
+from tests.servers import ClusterProcess
+
+pytestmark = pytest.mark.cluster
+
+A = 0x0123456789ABCDEF
+# Few id buckets keep count(), which sums bucket sizes on a cluster, quick in tests.
+BUCKETS = 1024
+
+
+def fps(n: int, seed: int = 7) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.getrandbits(64) for _ in range(n)]
+
+
+def test_contract_on_cluster(redis_cluster_client: RedisCluster) -> None:
+    index = SimhashIndex(redis_cluster_client, "c", k=3, id_buckets=BUCKETS)
+    assert index.cluster
+    assert index.add_many([("a", A), ("b", A ^ 0b111), ("c", A ^ 0b1111), ("d", A)]) == [Outcome.ADDED] * 4
+    assert index.near(A) == [Match("a", A, 0), Match("d", A, 0), Match("b", A ^ 0b111, 3)]
+    assert index.add("a", A) is Outcome.UNCHANGED
+    assert index.add("a", 5) is Outcome.REPLACED
+    assert index.near(A, k=0) == [Match("d", A, 0)]
+    assert index.remove("d") is True
+    assert index.remove("d") is False
+    assert index.near(A, k=0) == []
+    assert index.get("a") == 5
+    assert index.count() == (3, 3)
+    assert index.add_if_new("e", A ^ 0b11) == Match("b", A ^ 0b111, 1)
+    assert index.add_if_new("f", 2**64 - 1) is None
+    report = index.verify()
+    assert report.ok, report.examples
+    assert report.garbage == 4  # A's table entries, left when its last id went; near() ignores them
+    assert index.verify(repair=True).garbage == 4
+    assert index.verify().garbage == 0
+    assert SimhashIndex(redis_cluster_client, "c").config == index.config
+    index.drop()
+    assert list(redis_cluster_client.scan_iter(match="simhash:c:*")) == []
+
+
+def test_near_equals_brute_force_on_cluster(redis_cluster_client: RedisCluster) -> None:
+    index = SimhashIndex(redis_cluster_client, "bf", k=3, id_buckets=BUCKETS)
+    rng = random.Random(3)
+    centres = fps(30)
+    stored = {
+        f"s{i}": c ^ sum(1 << rng.randrange(64) for _ in range(rng.randrange(5)))
+        for i, c in enumerate(centres * 4)
+    }
+    index.add_many(stored.items())
+    queries = [c ^ (1 << rng.randrange(64)) for c in centres]
+    for query, got in zip(queries, index.near_many(queries), strict=True):
+        want = sorted(
+            (Match(i, fp, distance(fp, query)) for i, fp in stored.items() if distance(fp, query) <= 3),
+            key=lambda m: (m.distance, m.id),
+        )
+        assert got == want
+
+
+def test_no_command_spans_slots(redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[bytes]] = []
+    original = ClusterTransport.execute
+
+    def recording(self: ClusterTransport, commands: list, **kwargs: object) -> list:  # type: ignore[type-arg]
+        seen.extend(command_keys(c) for c in commands)
+        return original(self, commands, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ClusterTransport, "execute", recording)
+    index = SimhashIndex(redis_cluster_client, "slots", k=3, id_buckets=BUCKETS)
+    index.add_many([(f"d{i}", fp) for i, fp in enumerate(fps(300))])
+    index.add_many([(f"d{i}", fp) for i, fp in enumerate(fps(300, seed=8))])  # replacements
+    index.add_many([(f"u{i}", fp) for i, fp in enumerate(fps(50))], unique=True)
+    index.near_many(fps(50))
+    index.remove_many([f"d{i}" for i in range(100)])
+    index.count()
+    index.verify(repair=True)
+    index.drop()
+    assert len(seen) > 3000
+    for keys in seen:
+        assert len({key_slot(k) for k in keys}) <= 1, keys
+
+
+LOADER = textwrap.dedent(
+    """
+    import random, sys
+    from redis.cluster import RedisCluster, ClusterNode
+    from simhash_redis import SimhashIndex
+    ports = [int(p) for p in sys.argv[1].split(",")]
+    client = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in ports], socket_timeout=2)
+    index = SimhashIndex(client, "load", k=3, id_buckets=1024, batch_size=200)
+    rng = random.Random(11)
+    docs = [(f"doc{i}", rng.getrandbits(64)) for i in range(int(sys.argv[2]))]
+    for start in range(0, len(docs), 200):
+        index.add_many(docs[start:start + 200])
+        print(start + 200, flush=True)
+    """
+)
+
+
+def _load_in_background(cluster: ClusterProcess, count: int) -> tuple[subprocess.Popen[str], list[int]]:
+    """Start a loader process; `acked` collects the counts it reports after each acknowledged batch."""
+    ports = ",".join(str(p) for p in cluster.primaries())
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LOADER, ports, str(count)], stdout=subprocess.PIPE, text=True
+    )
+    acked: list[int] = []
+
+    def follow() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            acked.append(int(line))
+
+    threading.Thread(target=follow, daemon=True).start()
+    return proc, acked
+
+
+def _finish(proc: subprocess.Popen[str]) -> int:
+    code = proc.wait(timeout=120)
+    assert proc.stdout is not None
+    time.sleep(0.1)  # let the reader thread take the last line
+    proc.stdout.close()
+    return code
+
+
+def _wait_for(acked: list[int], count: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while (not acked or acked[-1] < count) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _check_loaded(client: RedisCluster, count: int, acked: int) -> None:
+    index = SimhashIndex(client, "load")
+    rng = random.Random(11)
+    expected = {f"doc{i}": rng.getrandbits(64) for i in range(count)}
+    ids = list(expected)[:acked]
+    assert index.get_many(ids) == [expected[i] for i in ids]
+    report = index.verify()
+    assert report.ok, report.examples
+    assert report.docs == len(expected)
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[ClusterProcess]:
+    """A cluster of this test's own, since the test kills or reshapes it."""
+    with ClusterProcess() as cluster:
+        yield cluster
+
+
+def test_primary_killed_during_load(own_cluster: ClusterProcess) -> None:
+    proc, acked = _load_in_background(own_cluster, 20_000)
+    _wait_for(acked, 4000)
+    victim = own_cluster.primaries()[0]
+    own_cluster.kill9(victim)
+    assert _finish(proc) == 0, "the load did not survive the failover"
+    own_cluster.wait_ok()
+    assert acked[-1] == 20_000
+    _check_loaded(own_cluster.client(), 20_000, acked[-1])
+
+
+def _migrate(source: redis.Redis, target: redis.Redis, slot: int) -> None:
+    """Move one slot between primaries the way redis-cli --cluster reshard does."""
+    source_id = source.execute_command("CLUSTER MYID")
+    target_id = target.execute_command("CLUSTER MYID")
+    target.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", source_id)
+    source.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", target_id)
+    port = target.connection_pool.connection_kwargs["port"]
+    while keys := source.execute_command("CLUSTER GETKEYSINSLOT", slot, 100):
+        source.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", *keys)
+    for node in (target, source):
+        node.execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
+
+
+def test_live_reshard_during_load(own_cluster: ClusterProcess) -> None:
+    proc, acked = _load_in_background(own_cluster, 20_000)
+    _wait_for(acked, 2000)
+    first, second = own_cluster.primaries()[:2]
+    source = redis.Redis(port=first)
+    target = redis.Redis(port=second)
+    mine = [
+        slot
+        for start, end, primary, *_ in source.execute_command("CLUSTER SLOTS")
+        if int(primary[1]) == first
+        for slot in range(int(start), int(end) + 1)
+    ][:300]
+    for slot in mine:
+        _migrate(source, target, slot)
+    assert _finish(proc) == 0
+    assert _owner(source, mine[-1]) == second
+    source.close()
+    target.close()
+    _check_loaded(own_cluster.client(), 20_000, acked[-1])
+
+
+def _owner(client: redis.Redis, slot: int) -> int:
+    for start, end, primary, *_ in client.execute_command("CLUSTER SLOTS"):
+        if int(start) <= slot <= int(end):
+            return int(primary[1])
+    raise AssertionError(f"slot {slot} has no owner")

@@ -1,0 +1,75 @@
+"""docker/: the compose file validates, the Dockerfile has its essentials, and the example worker works."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKER = ROOT / "docker"
+
+
+def _compose_command() -> list[str] | None:
+    """`docker compose` (the v2 plugin) if it works, else `docker-compose` (v1, from Debian), else None."""
+    docker = shutil.which("docker")
+    if docker:
+        probe = subprocess.run([docker, "compose", "version"], capture_output=True, check=False)
+        if probe.returncode == 0:
+            return [docker, "compose"]
+    legacy = shutil.which("docker-compose")
+    return [legacy] if legacy else None
+
+
+def test_compose_file_validates() -> None:
+    command = _compose_command()
+    if command is None:
+        pytest.skip(
+            "neither `docker compose` nor `docker-compose` is installed (apt-get install docker-compose)"
+        )
+    done = subprocess.run(
+        [*command, "-f", str(DOCKER / "compose.yml"), "config"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "SIMHASH_INPUT": str(ROOT / "simhash_redis" / "data")},
+    )
+    assert done.returncode == 0, done.stderr
+    expected = ("redis:7", "--appendonly", "redis-data", "healthcheck", "service_healthy", "load", "worker")
+    for text in expected:
+        assert text in done.stdout
+
+
+def test_dockerfile_essentials() -> None:
+    text = (DOCKER / "Dockerfile").read_text()
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    assert lines[0].startswith("FROM python:") and lines[0].endswith("-slim")
+    assert any(line.startswith("RUN pip install .") for line in lines)
+    users = [line for line in lines if line.startswith("USER ")]
+    assert users and users[-1] not in ("USER root", "USER 0")
+    assert 'ENTRYPOINT ["simhash-redis"]' in lines
+    for copied in ("pyproject.toml", "simhash_redis", "cli", "docker/worker_example.py"):
+        assert copied in text
+
+
+def test_worker_example_reports_duplicates(redis_url: str, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("storm closes coastal roads as heavy rain hits the region on monday")
+    (tmp_path / "b.txt").write_text("Storm closes coastal roads as heavy rain hits the region on Monday!")
+    (tmp_path / "c.txt").write_text("the central bank kept interest rates unchanged and signalled patience")
+    command = [sys.executable, str(DOCKER / "worker_example.py"), "--redis-url", redis_url, "--index", "w"]
+    first = subprocess.run([*command, str(tmp_path)], capture_output=True, text=True, check=False)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == ["duplicate\tb.txt\ta.txt\t0"]
+    assert "stored 2, duplicates 1" in first.stderr
+    piped = subprocess.run(
+        [*command, "-"],
+        input="the central bank kept interest rates unchanged and signalled patience\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert piped.returncode == 0 and piped.stdout.splitlines() == ["duplicate\tstdin:1\tc.txt\t0"]

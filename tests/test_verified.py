@@ -1,0 +1,92 @@
+"""The verified index contract on a real server: sketches stored with documents, near() verified."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from simhash_redis import Layout, Outcome, SimhashIndex
+from simhash_redis.errors import InvalidArgument, InvalidType
+from simhash_redis.verified import VerifiedIndex, VerifiedMatch
+
+_RNG = random.Random(7)
+_VOCAB = [f"word{i}" for i in range(2000)]
+BASE = " ".join(_RNG.choice(_VOCAB) for _ in range(300))
+
+
+def _edit(text: str, rate: float, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(w if rng.random() > rate else rng.choice(_VOCAB) for w in text.split())
+
+
+@pytest.fixture
+def verified(redis_client: redis.Redis) -> VerifiedIndex:
+    index = SimhashIndex(redis_client, "ver", k=8, layout=Layout.permuted(64, 8, blocks=10), id_buckets=64)
+    return VerifiedIndex(index)
+
+
+def test_add_stores_sketch_in_index_key_space(verified: VerifiedIndex, redis_client: redis.Redis) -> None:
+    assert verified.add("a", BASE) is Outcome.ADDED
+    sketch = verified.sketch_of("a")
+    assert sketch is not None and len(sketch) == verified.hasher.sketch_bytes
+    key = verified.sketch_key("a")
+    assert key.startswith(f"{verified.index.keys.base}:sk:".encode())
+    assert redis_client.hget(key, "a") == sketch
+    assert verified.index.get("a") == verified.index.fingerprint(BASE)
+
+
+def test_near_confirms_near_duplicates_and_rejects_others(verified: VerifiedIndex) -> None:
+    verified.add_many([("orig", BASE), ("other", " ".join(_RNG.choice(_VOCAB) for _ in range(300)))])
+    near = verified.near(_edit(BASE, 0.01, 1), threshold=0.8)
+    assert [m.id for m in near] == ["orig"]
+    assert isinstance(near[0], VerifiedMatch) and 0.8 <= near[0].jaccard <= 1.0
+    assert verified.near(BASE, threshold=1.0)[0].jaccard == 1.0
+    # A high threshold rejects a candidate the Hamming search found.
+    edited = _edit(BASE, 0.01, 2)
+    assert [m.id for m in verified.index.near(edited)] == ["orig"]
+    assert verified.near(edited, threshold=0.999) == []
+
+
+def test_near_many_and_ordering(verified: VerifiedIndex) -> None:
+    verified.add_many([("a", BASE), ("b", _edit(BASE, 0.02, 3)), ("c", _edit(BASE, 0.04, 4))])
+    results = verified.near_many([BASE, "unrelated text entirely"], threshold=0.5)
+    assert results[1] == []
+    sims = [m.jaccard for m in results[0]]
+    assert sims == sorted(sims, reverse=True) and results[0][0].id == "a"
+
+
+def test_remove_deletes_sketch_and_drop_covers_it(verified: VerifiedIndex, redis_client: redis.Redis) -> None:
+    verified.add_many([("a", BASE), ("b", "some other text here")])
+    assert verified.remove_many(["a", "zz"]) == [True, False]
+    assert verified.sketch_of("a") is None and verified.index.get("a") is None
+    assert verified.sketch_of("b") is not None
+    verified.index.drop()
+    assert redis_client.keys(f"{verified.index.keys.base}:*") == []
+
+
+def test_candidate_without_sketch_is_dropped(verified: VerifiedIndex) -> None:
+    verified.index.add("plain", BASE)
+    assert verified.near(BASE) == []
+
+
+def test_arguments_are_checked(verified: VerifiedIndex) -> None:
+    with pytest.raises(InvalidType):
+        verified.add("a", 123)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument):
+        verified.near(BASE, threshold=1.5)
+    with pytest.raises(InvalidType):
+        VerifiedIndex("not an index")  # type: ignore[arg-type]
+    assert verified.sketch_of("a") is None
+
+
+def test_verified_index_on_cluster(redis_cluster_client: RedisCluster) -> None:
+    verified = VerifiedIndex(
+        SimhashIndex(redis_cluster_client, "vc", k=8, layout=Layout.permuted(64, 8, blocks=10))
+    )
+    verified.add_many([("a", BASE), ("b", "some other text here")])
+    assert [m.id for m in verified.near(_edit(BASE, 0.01, 5))] == ["a"]
+    assert verified.remove_many(["a", "zz"]) == [True, False]
+    assert verified.sketch_of("a") is None and verified.sketch_of("b") is not None
