@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 
 import redis
+import redis.exceptions as rex
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from . import defaults
 from .errors import InvalidArgument, InvalidType
+from .transport import translate_error
 
 __all__ = ["client_from_url", "redact_url"]
 
@@ -34,16 +37,20 @@ def redact_url(url: str) -> str:
     return _CREDENTIALS.sub(hide, url, count=1)
 
 
-def client_from_url(url: str, **options: object) -> redis.Redis:
+def client_from_url(
+    url: str, *, cluster: bool | None = None, **options: object
+) -> redis.Redis | RedisCluster:
     """A redis-py client for a redis://, rediss:// or unix:// URL, with the library's timeouts.
 
     Args:
-        url: the server's URL; credentials and TLS settings come from it.
+        url: the server's URL (any node of a cluster); credentials and TLS settings come from it.
+        cluster: whether the server is a Redis Cluster; None asks the server (INFO cluster).
         **options: extra redis-py options, overriding the defaults.
 
     Raises:
         InvalidType: url is not a str.
         InvalidArgument: the URL is malformed (the message shows it without its password).
+        RedisUnavailable: cluster is None and the server cannot be reached to ask.
     """
     if not isinstance(url, str):
         raise InvalidType(f"url must be a str, got {type(url).__name__}")
@@ -56,7 +63,22 @@ def client_from_url(url: str, **options: object) -> redis.Redis:
     }
     settings.update(options)
     try:
-        return redis.Redis.from_url(url, **settings)
+        client = redis.Redis.from_url(url, **settings)
+        if cluster is None and not url.startswith("unix:"):
+            cluster = _is_cluster(client)
+        if not cluster:
+            return client
+        client.close()
+        settings.pop("retry")
+        return RedisCluster.from_url(url, **settings)
     except (ValueError, TypeError) as exc:
         reason = str(exc).replace(url, redact_url(url))
         raise InvalidArgument(f"url {redact_url(url)!r} is not a valid Redis URL: {reason}") from None
+
+
+def _is_cluster(client: redis.Redis) -> bool:
+    try:
+        info = client.info("cluster")
+    except (rex.RedisError, OSError) as exc:
+        raise translate_error(exc) from None
+    return bool(info.get("cluster_enabled"))

@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 import redis
+from redis.cluster import RedisCluster
 
 from .dedupe import Pair, groups
 from .defaults import PREFIX
@@ -132,7 +133,9 @@ def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
     return docs
 
 
-def fresh_index(client: redis.Redis, name: str = DEMO_INDEX, *, k: int | None = None) -> SimhashIndex:
+def fresh_index(
+    client: redis.Redis | RedisCluster, name: str = DEMO_INDEX, *, k: int | None = None
+) -> SimhashIndex:
     """Drop the index if it exists, then create it empty.
 
     Args:

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import msgpack
 import redis
+from redis.cluster import RedisCluster
 
 from .config import IndexConfig
 from .errors import InputError, SimhashRedisError
@@ -150,7 +151,7 @@ def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:
 
 
 def import_index(
-    client: redis.Redis,
+    client: redis.Redis | RedisCluster,
     source: IO[bytes],
     *,
     name: str | None = None,

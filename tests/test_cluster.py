@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -9,11 +10,14 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
+from simhash_redis.cli.app import app
+from typer.testing import CliRunner
 
 from simhash_redis import Match, Outcome, SimhashIndex, distance
 from simhash_redis.cluster import ClusterTransport, command_keys
@@ -213,3 +217,31 @@ def _owner(client: redis.Redis, slot: int) -> int:
         if int(start) <= slot <= int(end):
             return int(primary[1])
     raise AssertionError(f"slot {slot} has no owner")
+
+
+def test_a_cluster_url_opens_a_cluster_index(redis_cluster: ClusterProcess) -> None:
+    redis_cluster.flushall()
+    index = SimhashIndex.from_url(redis_cluster.url, "byurl", id_buckets=BUCKETS)
+    assert index.cluster
+    index.add("a", A)
+    assert index.near(A) == [Match("a", A, 0)]
+
+
+def test_cli_on_a_cluster(redis_cluster: ClusterProcess, tmp_path: Path) -> None:
+    redis_cluster.flushall()
+    source = tmp_path / "docs.jsonl"
+    source.write_text(
+        "\n".join(
+            json.dumps({"id": f"d{i}", "text": f"story number {i} about the harbour and the ships {i % 3}"})
+            for i in range(50)
+        )
+    )
+    base = ["--redis-url", redis_cluster.url, "--index", "clicl"]
+    runner = CliRunner()
+    loaded = runner.invoke(app, [*base, "load", str(source)])
+    assert loaded.exit_code == 0, loaded.output
+    near = runner.invoke(app, [*base, "near", "story number 7 about the harbour and the ships 1", "--json"])
+    assert near.exit_code == 0, near.output
+    assert "d7" in near.stdout
+    verified = runner.invoke(app, [*base, "verify"])
+    assert verified.exit_code == 0, verified.output
