@@ -43,6 +43,16 @@ class Figure:
     met: bool | None = None
     command: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    ratio_target: float | None = None
+    ratio_basis: str = ""
+
+    @property
+    def ratio_met(self) -> bool | None:
+        """Whether the ratio reaches the ratio the target implies against the anchors (None: no such)."""
+        ratio = self.ratio
+        if self.ratio_target is None or ratio is None:
+            return None
+        return ratio >= self.ratio_target
 
     @property
     def ratio(self) -> float | None:
@@ -58,13 +68,22 @@ class Figure:
         ratio_text = "" if ratio is None else f"  ratio {ratio:.1f}x"
         met = "" if self.met is None else ("  MET" if self.met else "  NOT MET")
         target = f"  target {self.target}" if self.target else ""
+        if self.ratio_target is not None:
+            target += f" (= ratio >= {self.ratio_target:.1f}x: {'met' if self.ratio_met else 'NOT met'})"
         return f"{self.name:48} {_fmt(self.ours):>10} {self.unit:8} {theirs}{ratio_text}{target}{met}"
 
     def to_json(self) -> dict[str, Any]:
         """The figure as a JSON-ready dict."""
         out = asdict(self)
         out["ratio"] = self.ratio
+        out["ratio_met"] = self.ratio_met
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Figure:
+        """A figure written by `to_json`."""
+        fields = {k: v for k, v in data.items() if k not in ("ratio", "ratio_met")}
+        return cls(**fields)
 
 
 def _fmt(value: float) -> str:

@@ -12,6 +12,7 @@ memory per document, and the p50 of a numpy scan of all N fingerprints (XOR + po
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from benchmarks import Figure, corpus, percentile
@@ -84,11 +85,18 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--max", type=int, default=1_000_000, help="largest N (10000000 adds 10^7)")
+    parser.add_argument("--json", help="also write the rows and figures to this JSON file")
     args = parser.parse_args()
     sizes = tuple(n for n in (10_000, 100_000, 1_000_000, 10_000_000) if n <= args.max)
-    figures, _ = run(sizes)
+    command = "python -m benchmarks.bench_growth" + (f" --max {args.max}" if args.max != 1_000_000 else "")
+    figures, rows = run(sizes, command=command)
     for figure in figures:
         print(figure.line())
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(
+                {"command": command, "growth": rows, "figures": [f.to_json() for f in figures]}, out, indent=1
+            )
 
 
 if __name__ == "__main__":

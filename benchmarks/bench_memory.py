@@ -13,6 +13,7 @@ the fingerprint map, with the encodings Redis chose (intset / listpack / hashtab
 from __future__ import annotations
 
 import argparse
+import json
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -116,8 +117,14 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--n", type=int, default=1_000_000, help="documents")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
-    for figure in run(args.n):
+    command = "python -m benchmarks.bench_memory" + (f" --n {args.n}" if args.n != 1_000_000 else "")
+    figures = run(args.n, command)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump({"command": command, "figures": [f.to_json() for f in figures]}, out, indent=1)
+    for figure in figures:
         print(figure.line())
         if figure.extra:
             print("   keys:", figure.extra["keys"], "encodings:", figure.extra["encodings"])

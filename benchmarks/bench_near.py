@@ -224,7 +224,7 @@ def run(
         ours_rate = rate(total, ours_s)
         figures.append(
             Figure(
-                f"near_many throughput, batches of {batch}, 1 core",
+                f"near_many throughput, batches of {batch}, 1 core, N={n:,}",
                 ours_rate,
                 "q/s",
                 "redis-py pipeline",
@@ -239,7 +239,7 @@ def run(
             their_s = timed(lambda objs=objs, t=theirs: [t.get_near_dups(o) for o in objs], 1)
             figures.append(
                 Figure(
-                    f"near_many throughput vs SimhashIndex, batches of {batch}",
+                    f"near_many throughput vs SimhashIndex, batches of {batch}, N={n:,}",
                     ours_rate,
                     "q/s",
                     "simhash.SimhashIndex",

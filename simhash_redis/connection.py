@@ -12,7 +12,6 @@ from redis.retry import Retry
 
 from . import defaults
 from .errors import InvalidArgument, InvalidType
-from .transport import translate_error
 
 __all__ = ["client_from_url", "redact_url"]
 
@@ -44,13 +43,14 @@ def client_from_url(
 
     Args:
         url: the server's URL (any node of a cluster); credentials and TLS settings come from it.
-        cluster: whether the server is a Redis Cluster; None asks the server (INFO cluster).
+        cluster: whether the server is a Redis Cluster; None asks it (INFO cluster) and takes a server
+            that cannot be asked (unreachable, or an ACL user without INFO) as standalone, so that
+            errors surface at first use as with any redis-py client.
         **options: extra redis-py options, overriding the defaults.
 
     Raises:
         InvalidType: url is not a str.
         InvalidArgument: the URL is malformed (the message shows it without its password).
-        RedisUnavailable: cluster is None and the server cannot be reached to ask.
     """
     if not isinstance(url, str):
         raise InvalidType(f"url must be a str, got {type(url).__name__}")
@@ -79,6 +79,6 @@ def client_from_url(
 def _is_cluster(client: redis.Redis) -> bool:
     try:
         info = client.info("cluster")
-    except (rex.RedisError, OSError) as exc:
-        raise translate_error(exc) from None
+    except (rex.RedisError, OSError):
+        return False
     return bool(info.get("cluster_enabled"))

@@ -23,6 +23,7 @@ from .errors import (
     InvalidType,
     SimhashRedisError,
 )
+from .fingerprint import Document as TextDocument
 from .keys import KeySchema, validate_name
 from .layout import Layout
 from .locks import BucketLocks
@@ -36,9 +37,9 @@ from .writes import AtomicWrites, OrderedWrites, Write, Writes
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
-#: What can be added or queried: a text (str or bytes), pre-segmented tokens, weighted features
-#: (a mapping or (token, weight) pairs), or a precomputed int fingerprint.
-Document = str | bytes | int | Sequence[str] | Mapping[str, float] | Iterable[tuple[str, float]]
+#: What can be added or queried: anything `fingerprint()` takes (a text, pre-segmented tokens, weighted
+#: features), or a precomputed int fingerprint.
+Document = TextDocument | int
 
 _CREATE_META = Script("create_meta")
 # Read-check-write rounds of add-if-new while other workers keep writing into the same tables.
@@ -271,7 +272,11 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached.
         """
         limit = self._check_k(k)
-        fps = self.fingerprint_many(_batch(queries, "queries"))
+        batch = _batch(queries, "queries")
+        if all(type(q) is int for q in batch):  # precomputed fingerprints: no text engine to set up
+            fps = [self._check_fp(q) for q in batch]
+        else:
+            fps = self.fingerprint_many(batch)
         results: list[list[Match]] = []
         for start in range(0, len(fps), self.batch_size):
             results.extend(self._near_batch(fps[start : start + self.batch_size], limit))

@@ -126,7 +126,8 @@ class Scheme:
 
     Attributes:
         features: "shingles" (word n-grams, the default), "words" or "chars" (character n-grams).
-        n: tokens per shingle, or characters per n-gram; 1 to 16 (ignored by "words", still recorded).
+        n: tokens per shingle, or characters per n-gram; 1 to 16. "words" has no n: it is stored as 1,
+            so schemes that differ only in an unused n are equal and their indexes compatible.
         f: fingerprint width in bits: 32, 64 or 128.
         weighting: "tf" (a feature counts once per occurrence) or "binary" (once per document).
         seed: the xxh3 seed, 0 to 2**64-1.
@@ -162,6 +163,8 @@ class Scheme:
         if words and self.features == "chars":
             raise InvalidArgument('stopwords apply to tokens; features="chars" cannot use them')
         object.__setattr__(self, "stopwords", words)
+        if self.features == "words":
+            object.__setattr__(self, "n", 1)
 
     def to_meta(self) -> str:
         """Render the scheme as its compact, stable meta string.

@@ -57,6 +57,11 @@ def translate_error(exc: Exception) -> SimhashRedisError:
             "the Redis user lacks a permission the index needs (docs/operations.md lists the ACL): "
             f"{message}"
         )
+    if isinstance(exc, rex.MovedError):
+        return SimhashRedisError(
+            f"the server is a Redis Cluster node (MOVED {message}): pass a redis.cluster.RedisCluster "
+            "client, or let the ACL user run INFO so that from_url can tell"
+        )
     if isinstance(exc, rex.TimeoutError):
         return RedisTimeout(f"Redis did not answer in time: {message}")
     if message.startswith("OOM") or "OOM command not allowed" in message or "> 'maxmemory'" in message:

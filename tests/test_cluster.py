@@ -19,7 +19,7 @@ from redis.crc import key_slot
 from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
-from simhash_redis import Match, Outcome, SimhashIndex, distance
+from simhash_redis import Match, Outcome, SimhashIndex, SimhashRedisError, distance
 from simhash_redis.cluster import ClusterTransport, command_keys
 from tests.servers import ClusterProcess
 
@@ -245,3 +245,13 @@ def test_cli_on_a_cluster(redis_cluster: ClusterProcess, tmp_path: Path) -> None
     assert "d7" in near.stdout
     verified = runner.invoke(app, [*base, "verify"])
     assert verified.exit_code == 0, verified.output
+
+
+def test_a_plain_client_to_a_cluster_node_gets_a_clear_error(redis_cluster: ClusterProcess) -> None:
+    slot = key_slot(b"simhash:plain:meta")
+    owner = redis_cluster.client().nodes_manager.get_node_from_slot(slot).port
+    other = next(port for port in redis_cluster.primaries() if port != owner)
+    client = redis.Redis(port=other)
+    with pytest.raises(SimhashRedisError, match="Redis Cluster node"):
+        SimhashIndex(client, "plain")
+    client.close()

@@ -158,3 +158,9 @@ def test_schemes_differ_in_meta_when_bits_may_differ() -> None:
         Scheme(stopwords=("a",)).to_meta(),
     }
     assert len(metas) == 7
+
+
+def test_words_has_no_n() -> None:
+    """An unused n must not make two otherwise equal schemes (and their indexes) incompatible."""
+    assert Scheme(features="words", n=3) == Scheme(features="words", n=1)
+    assert Scheme(features="words", n=5).to_meta() == Scheme(features="words").to_meta()
