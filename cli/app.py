@@ -65,9 +65,6 @@ Docs: docs/cli.md. Example:
 """
 
 
-_OOM_REPLY = "used memory > 'maxmemory'"
-
-
 def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, str]:
     """The exit code and the one-line message for a library error."""
     where = state.shown_url() if state is not None else "Redis"
@@ -76,8 +73,7 @@ def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, 
             f"Redis at {where} refused the credentials ({exc}): check the user and password in "
             f"--redis-url or {URL_ENV}"
         )
-    if isinstance(exc, RedisOutOfMemory) or _OOM_REPLY in str(exc):
-        # a script's OOM refusal comes back as a plain error reply: recognise it by its text too
+    if isinstance(exc, RedisOutOfMemory):
         return ExitCode.UNAVAILABLE, (
             f"Redis at {where} is out of memory (maxmemory with noeviction): free memory or raise "
             "maxmemory, then run the same command again"

@@ -6,7 +6,7 @@ import enum
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import typer
@@ -57,10 +57,11 @@ class Settings:
         k: --k, used when an index is created (and checked against an existing one).
     """
 
-    redis_url: str | None = None
+    # URLs carry passwords: keep them out of the repr (tracebacks, debuggers, logs).
+    redis_url: str | None = field(default=None, repr=False)
     index: str | None = None
     k: int | None = None
-    _resolved: str | None = None
+    _resolved: str | None = field(default=None, repr=False)
 
     @property
     def index_name(self) -> str:

@@ -88,14 +88,11 @@ def add(
       simhash-redis --index news add story-1 "text of the story"
     """
     index = settings(ctx).open_index(create=True)
-    outcome = index.add(doc_id, read_text(text, file))
+    fingerprint = index.fingerprint(read_text(text, file))
+    outcome = index.add(doc_id, fingerprint)
     if json_out:
         echo_json(
-            {
-                "id": doc_id,
-                "outcome": outcome.value,
-                "fingerprint": format_fingerprint(index.get(doc_id) or 0, index.f),
-            }
+            {"id": doc_id, "outcome": outcome.value, "fingerprint": format_fingerprint(fingerprint, index.f)}
         )
     else:
         typer.echo(outcome.value)

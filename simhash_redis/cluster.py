@@ -23,7 +23,7 @@ from redis.crc import key_slot
 from . import wire
 from .errors import RedisUnavailable
 from .retry import Backoff
-from .transport import Command, translate_error
+from .transport import Command, raise_first_error, translate_error
 
 __all__ = ["CLUSTER_BACKOFF", "ClusterTransport", "command_keys"]
 
@@ -103,9 +103,7 @@ class ClusterTransport:
                 self._refresh()
             pending = failed + redirected
         if raise_on_error:
-            for reply in replies:
-                if isinstance(reply, rex.ResponseError):
-                    raise translate_error(reply) from None
+            raise_first_error(replies)
         return replies
 
     def broadcast(self, command: Command) -> None:
@@ -118,7 +116,11 @@ class ClusterTransport:
             RedisUnavailable: a primary could not be reached.
         """
         for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
-            self._node_round_trip(node, [command])
+            try:
+                replies = self._node_round_trip(node, [command])
+            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                raise translate_error(exc) from None
+            raise_first_error(replies)
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
         """The keys matching a pattern, a SCAN page at a time, from every primary.
@@ -149,13 +151,18 @@ class ClusterTransport:
         self, commands: Sequence[Command], pending: list[int], replies: list[Any], durable: bool
     ) -> tuple[list[int], list[int], Exception | None]:
         groups: dict[str, tuple[ClusterNode, list[int]]] = {}
-        for i in pending:
-            keys = command_keys(commands[i])
-            node = self.client.nodes_manager.get_node_from_slot(key_slot(keys[0]))
-            groups.setdefault(node.name, (node, []))[1].append(i)
         failed: list[int] = []
         redirected: list[int] = []
         last_error: Exception | None = None
+        for i in pending:
+            keys = command_keys(commands[i])
+            try:
+                node = self.client.nodes_manager.get_node_from_slot(key_slot(keys[0]))
+            except rex.RedisClusterException as exc:  # the slot has no known owner right now
+                failed.append(i)
+                last_error = exc
+                continue
+            groups.setdefault(node.name, (node, []))[1].append(i)
         sent = []
         for node, indexes in groups.values():
             batch = [commands[i] for i in indexes]
@@ -175,8 +182,12 @@ class ClusterTransport:
                 ):
                     if isinstance(reply, rex.AskError):
                         asks[_redirect_target(reply)].append(i)
-                    elif isinstance(reply, (rex.MovedError, rex.TryAgainError, rex.ClusterDownError)):
+                    elif isinstance(reply, rex.MovedError):
                         redirected.append(i)
+                    elif isinstance(reply, (rex.TryAgainError, rex.ClusterDownError)):
+                        # Lasts until a failover or a migration completes: wait with backoff.
+                        failed.append(i)
+                        last_error = reply
                     else:
                         replies[i] = reply
             except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:

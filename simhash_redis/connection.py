@@ -11,29 +11,32 @@ from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from . import defaults
-from .errors import InvalidArgument, InvalidType
+from .errors import InvalidArgument, InvalidType, RedisUnavailable
 
 __all__ = ["client_from_url", "redact_url"]
 
-_CREDENTIALS = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#]*)@")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def redact_url(url: str) -> str:
     """The URL with its password replaced by '***', fit for logs and error messages.
 
+    Everything before the last '@' of the URL counts as credentials, so a password holding '/', '?',
+    '#' or '@' is hidden too (at worst, more than the password is hidden).
+
     Args:
         url: a Redis URL such as redis://user:secret@host:6379/0.
     """
-
-    def hide(match: re.Match[str]) -> str:
-        user, sep, _ = match.group("userinfo").partition(":")
-        return (
-            f"{match.group('scheme')}{user}{':***' if sep else ''}@"
-            if user
-            else f"{match.group('scheme')}***@"
-        )
-
-    return _CREDENTIALS.sub(hide, url, count=1)
+    scheme = _SCHEME.match(url)
+    if not scheme:
+        return url
+    rest = url[scheme.end() :]
+    at = rest.rfind("@")
+    if at < 0:
+        return url
+    user, sep, _ = rest[:at].partition(":")
+    shown = f"{user}:***" if sep and user else "***"
+    return f"{scheme.group()}{shown}@{rest[at + 1 :]}"
 
 
 def client_from_url(
@@ -51,6 +54,7 @@ def client_from_url(
     Raises:
         InvalidType: url is not a str.
         InvalidArgument: the URL is malformed (the message shows it without its password).
+        RedisUnavailable: the URL names a cluster whose nodes cannot be reached.
     """
     if not isinstance(url, str):
         raise InvalidType(f"url must be a str, got {type(url).__name__}")
@@ -71,9 +75,13 @@ def client_from_url(
         client.close()
         settings.pop("retry")
         return RedisCluster.from_url(url, **settings)
+    except rex.RedisClusterException as exc:  # e.g. the nodes announce addresses this host cannot reach
+        raise RedisUnavailable(f"cannot reach the Redis Cluster at {redact_url(url)}: {exc}") from None
     except (ValueError, TypeError) as exc:
-        reason = str(exc).replace(url, redact_url(url))
-        raise InvalidArgument(f"url {redact_url(url)!r} is not a valid Redis URL: {reason}") from None
+        # redis-py's reason may quote pieces of the password; it is only shown for URLs without one.
+        shown = redact_url(url)
+        reason = f": {exc}" if shown == url else ""
+        raise InvalidArgument(f"url {shown!r} is not a valid Redis URL{reason}") from None
 
 
 def _is_cluster(client: redis.Redis) -> bool:

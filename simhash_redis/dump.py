@@ -15,7 +15,7 @@ with idempotent writes, so importing the same stream twice, or again after an in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -23,10 +23,12 @@ import msgpack
 import redis
 from redis.cluster import RedisCluster
 
+from .codec import decode_fp
 from .config import IndexConfig
 from .errors import InputError, SimhashRedisError
 from .index import Outcome, SimhashIndex
 from .transport import translate_error
+from .verify import pairs
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
 
@@ -50,18 +52,6 @@ def _decode(value: object, f: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and f <= 64:
         return value
     raise ValueError(f"not a {f}-bit fingerprint: {value!r}"[:120])
-
-
-def _id_buckets(index: SimhashIndex) -> Iterator[list[bytes]]:
-    # scan_iter, unlike scan, also walks every primary of a cluster
-    batch: list[bytes] = []
-    for key in index.client.scan_iter(match=f"{index.keys.base}:id:*", count=_SCAN_COUNT):
-        batch.append(key if isinstance(key, bytes) else key.encode())
-        if len(batch) >= _SCAN_COUNT:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def export_index(
@@ -93,17 +83,12 @@ def export_index(
         }
         out.write(packer.pack(header))
         written = 0
-        for keys in _id_buckets(index):
-            with index.client.pipeline(transaction=False) as pipe:
-                for key in keys:
-                    pipe.hgetall(key)
-                buckets = pipe.execute()
+        for keys in index._scan_batches(f"{index.keys.base}:id:*"):
+            buckets = index._transport.execute([(b"HGETALL", key) for key in keys])
             chunk = bytearray()
             for bucket in buckets:
-                for raw_id, raw_fp in bucket.items():
-                    doc_id = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
-                    fp = int(raw_fp) % (1 << index.f)  # stored signed, see codec
-                    chunk += packer.pack([doc_id, _encode(fp, index.f)])
+                for raw_id, raw_fp in pairs(bucket):
+                    chunk += packer.pack([raw_id.decode(), _encode(decode_fp(raw_fp, index.f), index.f)])
                     written += 1
             out.write(bytes(chunk))
             if on_progress is not None:

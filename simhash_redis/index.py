@@ -24,7 +24,7 @@ from .errors import (
     SimhashRedisError,
 )
 from .fingerprint import Document as TextDocument
-from .keys import KeySchema, validate_name
+from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
 from .results import Match, Outcome
@@ -361,12 +361,15 @@ class SimhashIndex:
         Raises:
             InvalidArgument, InvalidType: an id is malformed.
         """
-        raw_ids = [_encode_id(doc_id) for doc_id in _batch(ids, "ids")]
+        raw_ids = [encode_id(doc_id) for doc_id in _batch(ids, "ids")]
         replies = self._transport.execute([(b"HGET", self.keys.id_bucket(raw), raw) for raw in raw_ids])
         return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
 
     def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and self.get(doc_id) is not None
+        try:
+            return isinstance(doc_id, str) and self.get(doc_id) is not None
+        except InvalidArgument:  # an id that cannot be stored is not stored
+            return False
 
     def __len__(self) -> int:
         return self.count()[0]
@@ -427,8 +430,8 @@ class SimhashIndex:
                 `add_if_new` does, also against the documents earlier in the same call.
 
         Returns:
-            The outcome of each pair, in order; with unique, the nearest stored near-duplicate (a Match)
-            in place of the outcome for each document that was not stored.
+            The outcome of each pair, in order; with unique, a stored near-duplicate (a Match, chosen
+            as `add_if_new` does) in place of the outcome for each document that was not stored.
 
         Raises:
             InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (checked for
@@ -438,7 +441,7 @@ class SimhashIndex:
         """
         outcomes: list[Any] = []
         for batch in _chunks(_batch(items, "items"), self.batch_size):
-            ids = [_encode_id(doc_id) for doc_id, _ in _check_pairs(batch)]
+            ids = [encode_id(doc_id) for doc_id, _ in _check_pairs(batch)]
             fps = self.fingerprint_many([doc for _, doc in batch])
             if unique:
                 outcomes.extend(self._add_unique(ids, fps))
@@ -461,8 +464,9 @@ class SimhashIndex:
             doc: text, tokens, weighted features, or a precomputed int fingerprint.
 
         Returns:
-            None if the document was stored (or already was, with this very fingerprint); otherwise the
-            nearest stored near-duplicate, which may be this id itself holding a nearby fingerprint.
+            None if the document was stored; otherwise a stored near-duplicate: the id's own entry when
+            this id is already stored with a fingerprint within k (so a resumed load can tell "already
+            stored" from "duplicate of another"), else the nearest (ties by id).
 
         Raises:
             InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
@@ -497,7 +501,9 @@ class SimhashIndex:
                 writing: list[int] = []
                 for i, sets, matches in zip(ready, members, found, strict=True):
                     if matches:
-                        results[i] = matches[0]
+                        # Its own stored entry, when present, tells a resumed load "already stored".
+                        own = ids[i].decode()
+                        results[i] = next((m for m in matches if m.id == own), matches[0])
                     else:
                         writes.append((ids[i], encode_fp(fps[i], self.f), None if locks else sets))
                         writing.append(i)
@@ -546,8 +552,12 @@ class SimhashIndex:
         """
         removed: list[bool] = []
         for batch in _chunks(_batch(ids, "ids"), self.batch_size):
-            ops: list[Write] = [(_encode_id(doc_id), b"", None) for doc_id in batch]
-            removed.extend(o is Outcome.REMOVED for o in self._writes.apply(ops))
+            # An id named twice is removed once: the repeat reports False, as it would in a later call.
+            unique = list(dict.fromkeys(encode_id(doc_id) for doc_id in batch))
+            outcomes = self._writes.apply([(raw, b"", None) for raw in unique])
+            first = {raw: outcome is Outcome.REMOVED for raw, outcome in zip(unique, outcomes, strict=True)}
+            for doc_id in batch:
+                removed.append(first.pop(encode_id(doc_id), False))
         return removed
 
     def verify(self, repair: bool = False) -> VerifyReport:
@@ -598,18 +608,6 @@ def _is_integer(value: object) -> bool:
     if isinstance(value, (str, bytes, bool)):
         return False
     return hasattr(value, "__index__")
-
-
-def _encode_id(doc_id: object) -> bytes:
-    if not isinstance(doc_id, str):
-        raise InvalidType(f"id must be a str, got {type(doc_id).__name__}")
-    try:
-        raw = doc_id.encode()
-    except UnicodeEncodeError:
-        raise InvalidArgument(f"id {doc_id!r} is not valid Unicode (lone surrogate)") from None
-    if not 1 <= len(raw) <= defaults.MAX_ID_BYTES:
-        raise InvalidArgument(f"id must be 1..{defaults.MAX_ID_BYTES} UTF-8 bytes, got {len(raw)}")
-    return raw
 
 
 def _check_pairs(batch: list[Any]) -> list[tuple[str, Document]]:

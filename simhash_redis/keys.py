@@ -21,10 +21,11 @@ from collections.abc import Callable
 
 import xxhash
 
+from . import defaults
 from .errors import InvalidArgument, InvalidType
 from .layout import Layout
 
-__all__ = ["KeySchema", "validate_name"]
+__all__ = ["KeySchema", "encode_id", "validate_name"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -48,6 +49,27 @@ def validate_name(value: object, argument: str) -> str:
             f"{argument} must be 1-100 characters of letters, digits, '.', '_' or '-', got {value!r}"
         )
     return value
+
+
+def encode_id(doc_id: object) -> bytes:
+    """A document id as the UTF-8 bytes stored in Redis, checked.
+
+    Args:
+        doc_id: the id.
+
+    Raises:
+        InvalidType: the id is not a str.
+        InvalidArgument: the id is empty, longer than MAX_ID_BYTES, or holds a lone surrogate.
+    """
+    if not isinstance(doc_id, str):
+        raise InvalidType(f"id must be a str, got {type(doc_id).__name__}")
+    try:
+        raw = doc_id.encode()
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"id {doc_id!r} is not valid Unicode (lone surrogate)") from None
+    if not 1 <= len(raw) <= defaults.MAX_ID_BYTES:
+        raise InvalidArgument(f"id must be 1..{defaults.MAX_ID_BYTES} UTF-8 bytes, got {len(raw)}")
+    return raw
 
 
 class KeySchema:

@@ -15,6 +15,7 @@ import io
 import json
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import threading
@@ -112,6 +113,10 @@ class ReadOptions:
 # -- fingerprints as text ----------------------------------------------------------------------------
 
 
+_HEX = re.compile(r"^[0-9a-f]+$")
+_DECIMAL = re.compile(r"^-?[0-9]+$")
+
+
 def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
     """Read a fingerprint written in hex or decimal by this or another system.
 
@@ -132,19 +137,16 @@ def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
         raise InvalidArgument(f"fp_base must be auto, hex or dec, got {base!r}")
     raw = text.strip()
     lowered = raw.lower()
-    try:
-        if base == "hex" or lowered.startswith("0x"):
-            value = int(lowered.removeprefix("0x"), 16)
-            if lowered.startswith(("-", "+")):
-                raise ValueError
-        elif base == "dec" or lowered.lstrip("-").isdigit():
-            value = int(lowered, 10)
-        else:
-            value = int(lowered, 16)
-            if lowered.startswith(("-", "+")):
-                raise ValueError
-    except ValueError:
-        raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint") from None
+    digits = lowered.removeprefix("0x")
+    # int() alone would also take '_' separators, '+', and a sign after '0x'.
+    if base == "hex" or lowered.startswith("0x") or (base == "auto" and not _DECIMAL.match(lowered)):
+        if not _HEX.match(digits):
+            raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
+        value = int(digits, 16)
+    else:
+        if not _DECIMAL.match(lowered):
+            raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
+        value = int(lowered, 10)
     if -(1 << (f - 1)) <= value < 0:
         value += 1 << f
     if not 0 <= value < 1 << f:

@@ -39,25 +39,28 @@ class BucketLocks:
             buckets: each document's table keys.
 
         Returns:
-            Whether each document got all its locks, and every lock taken (to release).
+            Whether each document got all its locks, and the locks to release afterwards.
         """
-        claimed: dict[bytes, int] = {}
-        wanted: list[bool] = []
-        for doc, keys in enumerate(buckets):
+        claimed: set[bytes] = set()
+        wanted: list[list[bytes] | None] = []
+        for keys in buckets:
+            locks = [self.keys.lock(key) for key in keys]
             # Two documents of one batch that share a bucket must not be checked in the same round.
-            free = all(self.keys.lock(key) not in claimed for key in keys)
-            wanted.append(free)
-            if free:
-                for key in keys:
-                    claimed[self.keys.lock(key)] = doc
-        locks = list(claimed)
-        commands: list[Command] = [(b"SET", lock, self.token, b"NX", b"PX", self.ttl_ms) for lock in locks]
-        taken = {lock for lock, reply in zip(locks, self.transport.execute(commands), strict=True) if reply}
-        got = [
-            ok and all(self.keys.lock(key) in taken for key in keys)
-            for ok, keys in zip(wanted, buckets, strict=True)
+            if claimed.isdisjoint(locks):
+                claimed.update(locks)
+                wanted.append(locks)
+            else:
+                wanted.append(None)
+        attempted = list(claimed)
+        commands: list[Command] = [
+            (b"SET", lock, self.token, b"NX", b"PX", self.ttl_ms) for lock in attempted
         ]
-        return got, sorted(taken)
+        replies = self.transport.execute(commands)
+        taken = {lock for lock, reply in zip(attempted, replies, strict=True) if reply}
+        got = [locks is not None and taken.issuperset(locks) for locks in wanted]
+        # Every attempted lock is released, not only those reported taken: a SET resent after a lost
+        # reply answers nil for a lock this worker already holds. Releasing checks the token.
+        return got, attempted
 
     def release(self, locks: list[bytes]) -> None:
         """Release locks taken by `acquire`.

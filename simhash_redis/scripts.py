@@ -8,7 +8,7 @@ from typing import Any
 
 import redis.exceptions as rex
 
-from .transport import Command, Sender, translate_error
+from .transport import Command, Sender, raise_first_error
 
 __all__ = ["Script"]
 
@@ -54,7 +54,5 @@ class Script:
             again = transport.execute([calls[i] for i in missing], raise_on_error=False, durable=durable)
             for i, reply in zip(missing, again, strict=True):
                 replies[i] = reply
-        for reply in replies:
-            if isinstance(reply, rex.ResponseError):
-                raise translate_error(reply) from None
+        raise_first_error(replies)
         return replies

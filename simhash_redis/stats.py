@@ -9,7 +9,6 @@ index has no more keys than the sample).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -103,18 +102,6 @@ def _size_range(size: int) -> str:
     return str(low) if low == high else f"{low}-{high}"
 
 
-def _scan(client: Client, pattern: str) -> Iterator[list[bytes]]:
-    # scan_iter, unlike scan, also walks every primary of a cluster
-    batch: list[bytes] = []
-    for key in client.scan_iter(match=pattern, count=_SCAN_COUNT):
-        batch.append(key if isinstance(key, bytes) else key.encode())
-        if len(batch) >= _PIPELINE:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 class _Reservoir:
     """A uniform random sample of at most `size` keys of one kind, and how many were seen."""
 
@@ -163,7 +150,7 @@ def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
     sizes: list[list[int]] = [[] for _ in range(n_tables)]
     largest: list[Bucket] = []
     histogram: dict[int, int] = {}
-    for keys in _scan(client, index.keys.pattern):
+    for keys in index._scan_batches(index.keys.pattern):
         table_keys: list[tuple[int, bytes]] = []
         for key in keys:
             rest = key[len(base) :]

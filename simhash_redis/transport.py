@@ -18,9 +18,23 @@ from . import wire
 from .errors import RedisAuthError, RedisOutOfMemory, RedisTimeout, RedisUnavailable, SimhashRedisError
 from .retry import Backoff
 
-__all__ = ["Command", "Sender", "Transport", "translate_error"]
+__all__ = ["Command", "Sender", "Transport", "raise_first_error", "translate_error"]
 
 Command = Sequence[bytes | str | int]
+
+
+def raise_first_error(replies: list[Any]) -> None:
+    """Raise the library exception for the first error reply among a batch's replies, if any.
+
+    Args:
+        replies: replies as returned with raise_on_error=False.
+
+    Raises:
+        SimhashRedisError: (or a subclass) for the first error reply.
+    """
+    for reply in replies:
+        if isinstance(reply, rex.ResponseError):
+            raise translate_error(reply) from None
 
 
 class Sender(Protocol):
@@ -66,8 +80,9 @@ def translate_error(exc: Exception) -> SimhashRedisError:
         return RedisTimeout(f"Redis did not answer in time: {message}")
     if message.startswith("OOM") or "OOM command not allowed" in message or "> 'maxmemory'" in message:
         return RedisOutOfMemory(
-            "Redis is out of memory (maxmemory with noeviction); nothing of this batch was written. "
-            "Free memory or raise maxmemory, then run the same operation again."
+            "Redis is out of memory (maxmemory with noeviction): no document was half-written, but the "
+            "batch may be partly stored. Free memory or raise maxmemory, then run the same operation "
+            "again: it completes what is missing."
         )
     if isinstance(exc, (rex.ConnectionError, OSError)):
         return RedisUnavailable(f"cannot reach Redis: {message}")
@@ -88,12 +103,6 @@ class Transport:
         self.client = client
         self.pool = client.connection_pool
         self.backoff = backoff or Backoff()
-
-    def _connection(self) -> Any:
-        try:
-            return self.pool.get_connection()
-        except TypeError:  # redis-py < 5.3 requires a command name
-            return self.pool.get_connection("EXECUTE")
 
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
@@ -125,9 +134,7 @@ class Transport:
                     raise translate_error(exc) from None
                 time.sleep(delay)
         if raise_on_error:
-            for reply in replies:
-                if isinstance(reply, rex.ResponseError):
-                    raise translate_error(reply) from None
+            raise_first_error(replies)
         return replies
 
     def broadcast(self, command: Command) -> None:

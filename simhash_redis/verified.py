@@ -19,14 +19,13 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import xxhash
-from redis.cluster import RedisCluster
-from redis.commands.core import Script
 
-from .cluster import ClusterTransport
 from .errors import InvalidArgument, InvalidType
 from .index import Outcome, SimhashIndex
+from .keys import encode_id
 from .minhash import MinHasher
-from .transport import Command, Sender, Transport
+from .scripts import Script
+from .transport import Command
 
 __all__ = ["VerifiedIndex", "VerifiedMatch"]
 
@@ -34,12 +33,7 @@ __all__ = ["VerifiedIndex", "VerifiedMatch"]
 VerifiedDocument = str | bytes | Sequence[str]
 
 # Deletes a sketch only while its id is absent from the id map: a concurrent re-add keeps its sketch.
-_DELETE_IF_ABSENT = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
-    return redis.call('HDEL', KEYS[2], ARGV[1])
-end
-return 0
-"""
+_DROP_SKETCH = Script("drop_sketch")
 
 
 class VerifiedMatch(NamedTuple):
@@ -73,14 +67,9 @@ class VerifiedIndex:
             raise InvalidType(f"hasher must be a MinHasher, got {type(hasher).__name__}")
         self.index = index
         self.hasher = hasher or MinHasher()
-        client = index.client
-        self._transport: Sender = (
-            ClusterTransport(client) if isinstance(client, RedisCluster) else Transport(client)
-        )
+        # The index's own transport: its retries, backoff and error translation apply here too.
+        self._transport = index._transport
         self._sketch_prefix = f"{index.keys.base}:sk:".encode()
-        self._delete: Script | None = (
-            None if isinstance(client, RedisCluster) else client.register_script(_DELETE_IF_ABSENT)
-        )
 
     def sketch_key(self, doc_id: str) -> bytes:
         """The hash holding a document's sketch.
@@ -139,8 +128,9 @@ class VerifiedIndex:
         for start in range(0, len(pairs), size):
             batch = pairs[start : start + size]
             for item in batch:
-                if not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], str):
+                if not isinstance(item, tuple) or len(item) != 2:
                     raise InvalidType("items must be (str id, document) pairs")
+                encode_id(item[0])  # a malformed id is refused before any sketch is written
             docs = self._docs([doc for _, doc in batch])
             # Fingerprint first so a document the index would refuse leaves no sketch behind.
             fps = self.index.fingerprint_many(docs)
@@ -184,8 +174,7 @@ class VerifiedIndex:
             RedisUnavailable: the server cannot be reached.
         """
         removed = self.index.remove_many(ids)
-        delete = self._delete
-        if delete is None:
+        if self.index.cluster:
             # Cluster: the id map and the sketch hash are in different slots, so no script can check
             # and delete atomically; a re-add racing this remove may lose its sketch (it is then
             # unverifiable, never wrongly matched).
@@ -196,11 +185,11 @@ class VerifiedIndex:
             ]
             self._transport.execute(gone)
             return removed
-        pipe = self.index.client.pipeline(transaction=False)
-        for doc_id in ids:
-            raw = doc_id.encode()
-            delete(keys=[self.index.keys.id_bucket(raw), self.sketch_key(doc_id)], args=[raw], client=pipe)
-        pipe.execute()
+        calls = [
+            _DROP_SKETCH.command([self.index.keys.id_bucket(raw), self.sketch_key(doc_id)], [raw])
+            for doc_id, raw in ((doc_id, doc_id.encode()) for doc_id in ids)
+        ]
+        _DROP_SKETCH.run(self._transport, calls)
         return removed
 
     def sketch_of(self, doc_id: str) -> bytes | None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .codec import decode_fp, decode_ids, encode_ids
+from .scripts import Script
+from .transport import raise_first_error
 
 if TYPE_CHECKING:
     from .index import SimhashIndex
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["VerifyReport", "verify_index"]
 
 _BATCH = 500
+_FP_IDS = Script("fp_ids")
 _EXAMPLES = 20
 
 
@@ -89,85 +92,41 @@ def verify_index(index: SimhashIndex, repair: bool = False) -> VerifyReport:
     run = index._transport.execute
     keys = index.keys
     tables = len(index.layout.tables)
+    report.fingerprints = 0
 
     # 1. The id map: each id's fingerprint must be in the fingerprint map under that id, and in the tables.
     for bucket_keys in _scan(index, f"{keys.base}:id:*"):
-        contents = run([(b"HGETALL", key) for key in bucket_keys])
-        entries = [pair for reply in contents for pair in _pairs(reply)]
+        contents = _typed(
+            report, bucket_keys, run([(b"HGETALL", key) for key in bucket_keys], raise_on_error=False)
+        )
+        entries = []
+        for doc_id, fp in (pair for reply in contents for pair in pairs(reply)):
+            if _fingerprint(fp, index.f) is None:
+                report._found("malformed id-map entry", f"{doc_id!r} -> {fp!r} (not repaired)")
+            else:
+                entries.append((doc_id, fp))
         report.docs += len(entries)
         for start in range(0, len(entries), _BATCH):
-            chunk = entries[start : start + _BATCH]
-            lists = run([(b"HGET", keys.fp_bucket(fp), fp) for _, fp in chunk])
-            member = run(
-                [(b"SISMEMBER", t, fp) for _, fp in chunk for t in keys.tables(decode_fp(fp, index.f))]
-            )
-            fixes: list[Any] = []
-            for n, ((doc_id, fp), raw) in enumerate(zip(chunk, lists, strict=True)):
-                ids = decode_ids(raw) if raw is not None else []
-                if doc_id.decode() not in ids:
-                    report._found("id missing from fingerprint map", f"{doc_id!r} -> {fp.decode()}")
-                    fixes.append(
-                        (b"HSET", keys.fp_bucket(fp), fp, (raw or b"") + encode_ids([doc_id.decode()]))
-                    )
-                for t, key in enumerate(keys.tables(decode_fp(fp, index.f))):
-                    if not member[n * tables + t]:
-                        report._found(
-                            "fingerprint missing from table", f"{fp.decode()} not in {key.decode()}"
-                        )
-                        fixes.append((b"SADD", key, fp))
-            if repair and fixes:
-                run(fixes)
+            _check_ids(index, report, entries[start : start + _BATCH], repair)
 
     # 2. The fingerprint map: every listed id must map back to it; tables must hold it.
-    fingerprints = 0
     for bucket_keys in _scan(index, f"{keys.base}:fp:*"):
-        contents = run([(b"HGETALL", key) for key in bucket_keys])
-        entries = [pair for reply in contents for pair in _pairs(reply)]
+        contents = _typed(
+            report, bucket_keys, run([(b"HGETALL", key) for key in bucket_keys], raise_on_error=False)
+        )
+        entries = [pair for reply in contents for pair in pairs(reply)]
         for start in range(0, len(entries), _BATCH):
-            chunk = entries[start : start + _BATCH]
-            flat_ids = [(fp, doc_id) for fp, raw in chunk for doc_id in decode_ids(raw)]
-            owners = run([(b"HGET", keys.id_bucket(d.encode()), d.encode()) for _, d in flat_ids])
-            stale: dict[bytes, set[str]] = {}
-            for (fp, listed), owner in zip(flat_ids, owners, strict=True):
-                if owner != fp:
-                    report._found("stale id in fingerprint map", f"{listed!r} listed under {fp.decode()}")
-                    stale.setdefault(fp, set()).add(listed)
-            fixes = []
-            for fp, raw in chunk:
-                kept = [d for d in decode_ids(raw) if d not in stale.get(fp, ())]
-                if kept:
-                    fingerprints += 1
-                if fp in stale and repair:
-                    if kept:
-                        fixes.append((b"HSET", keys.fp_bucket(fp), fp, encode_ids(kept)))
-                    else:
-                        fixes.append((b"HDEL", keys.fp_bucket(fp), fp))
-                        fixes.extend((b"SREM", t, fp) for t in keys.tables(decode_fp(fp, index.f)))
-            if fixes:
-                run(fixes)
-    report.fingerprints = fingerprints
+            report.fingerprints += _check_fingerprints(index, report, entries[start : start + _BATCH], repair)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
         for table_keys in _scan(index, keys.table_pattern(t), once=False):
-            members = run([(b"SMEMBERS", key) for key in table_keys])
-            pairs = [(key, fp) for key, fps in zip(table_keys, members, strict=True) for fp in fps]
-            for start in range(0, len(pairs), _BATCH):
-                chunk = pairs[start : start + _BATCH]
-                known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
-                fixes = []
-                for (key, fp), exists in zip(chunk, known, strict=True):
-                    misplaced = keys.tables(decode_fp(fp, index.f))[t] != key
-                    if misplaced:
-                        report._found("misplaced table member", f"{fp.decode()} in {key.decode()}")
-                    elif not exists and index.cluster:
-                        report.garbage += 1
-                    elif not exists:
-                        report._found("orphan table member", f"{fp.decode()} in {key.decode()}")
-                    if misplaced or not exists:
-                        fixes.append((b"SREM", key, fp))
-                if repair and fixes:
-                    run(fixes)
+            members = _typed(
+                report, table_keys, run([(b"SMEMBERS", key) for key in table_keys], raise_on_error=False)
+            )
+            found = [(key, fp) for key, fps in zip(table_keys, members, strict=True) for fp in fps]
+            for start in range(0, len(found), _BATCH):
+                _check_tables(index, report, t, found[start : start + _BATCH], repair)
 
     docs, fps = index.count()
     if (docs, fps) != (report.docs, report.fingerprints):
@@ -177,8 +136,133 @@ def verify_index(index: SimhashIndex, repair: bool = False) -> VerifyReport:
     return report
 
 
-def _pairs(reply: Any) -> list[tuple[bytes, bytes]]:
-    # HGETALL is a map under RESP3 and a flat list under RESP2.
+def _check_ids(
+    index: SimhashIndex, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
+) -> None:
+    """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
+    keys, run, tables = index.keys, index._transport.execute, len(index.layout.tables)
+    lists = run([(b"HGET", keys.fp_bucket(fp), fp) for _, fp in chunk])
+    # A table key of the wrong type answers WRONGTYPE here; step 3 reports it.
+    member = run(
+        [(b"SISMEMBER", t, fp) for _, fp in chunk for t in keys.tables(decode_fp(fp, index.f))],
+        raise_on_error=False,
+    )
+    resets: list[Any] = []
+    additions: list[tuple[bytes, bytes]] = []
+    table_fixes: list[Any] = []
+    malformed: set[bytes] = set()
+    for n, ((doc_id, fp), raw) in enumerate(zip(chunk, lists, strict=True)):
+        ids = _ids(raw) if raw is not None else []
+        if ids is None and fp not in malformed:
+            malformed.add(fp)
+            report._found("malformed fingerprint-map entry", f"{fp.decode()}: {raw!r}")
+            resets.append((b"HDEL", keys.fp_bucket(fp), fp))
+        if ids is None or doc_id.decode() not in ids:
+            if ids is not None:
+                report._found("id missing from fingerprint map", f"{doc_id!r} -> {fp.decode()}")
+            additions.append((doc_id, fp))
+        for t, key in enumerate(keys.tables(decode_fp(fp, index.f))):
+            if member[n * tables + t] == 0:
+                report._found("fingerprint missing from table", f"{fp.decode()} not in {key.decode()}")
+                table_fixes.append((b"SADD", key, fp))
+    if repair:
+        # Ids are added one by one with the idempotent script, so several missing ids of one fingerprint
+        # all land (rewriting the list from a stale read would keep only the last).
+        run(resets + table_fixes)
+        calls = [_FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id]) for doc_id, fp in additions]
+        _FP_IDS.run(index._transport, calls)
+
+
+def _check_fingerprints(
+    index: SimhashIndex, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
+) -> int:
+    """Step 2 for a chunk of (stored fingerprint, id list) entries; returns how many are in use."""
+    keys, run = index.keys, index._transport.execute
+    parsed = []
+    fixes: list[Any] = []
+    for fp, raw in chunk:
+        ids = _ids(raw)
+        if ids is None or _fingerprint(fp, index.f) is None:
+            report._found("malformed fingerprint-map entry", f"{fp!r}: {raw!r}")
+            fixes.append((b"HDEL", keys.fp_bucket(fp), fp))
+        else:
+            parsed.append((fp, ids))
+    flat_ids = [(fp, doc_id) for fp, ids in parsed for doc_id in ids]
+    owners = run([(b"HGET", keys.id_bucket(d.encode()), d.encode()) for _, d in flat_ids])
+    stale: dict[bytes, set[str]] = {}
+    for (fp, listed), owner in zip(flat_ids, owners, strict=True):
+        if owner != fp:
+            report._found("stale id in fingerprint map", f"{listed!r} listed under {fp.decode()}")
+            stale.setdefault(fp, set()).add(listed)
+    in_use = 0
+    for fp, ids in parsed:
+        kept = [d for d in ids if d not in stale.get(fp, ())]
+        in_use += bool(kept)
+        if fp in stale:
+            if kept:
+                fixes.append((b"HSET", keys.fp_bucket(fp), fp, encode_ids(kept)))
+            else:
+                fixes.append((b"HDEL", keys.fp_bucket(fp), fp))
+                fixes.extend((b"SREM", t, fp) for t in keys.tables(decode_fp(fp, index.f)))
+    if repair and fixes:
+        run(fixes)
+    return in_use
+
+
+def _check_tables(
+    index: SimhashIndex, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]], repair: bool
+) -> None:
+    """Step 3 for a chunk of (table key, member) pairs of one table."""
+    keys, run = index.keys, index._transport.execute
+    known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
+    fixes = []
+    for (key, fp), exists in zip(chunk, known, strict=True):
+        value = _fingerprint(fp, index.f)
+        misplaced = value is not None and keys.tables(value)[table] != key
+        if value is None:
+            report._found("malformed table member", f"{fp!r} in {key.decode()}")
+        elif misplaced:
+            report._found("misplaced table member", f"{fp.decode()} in {key.decode()}")
+        elif not exists and index.cluster:
+            report.garbage += 1
+        elif not exists:
+            report._found("orphan table member", f"{fp.decode()} in {key.decode()}")
+        if value is None or misplaced or not exists:
+            fixes.append((b"SREM", key, fp))
+    if repair and fixes:
+        run(fixes)
+
+
+def _ids(raw: bytes) -> list[str] | None:
+    try:
+        return decode_ids(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _fingerprint(raw: bytes, f: int) -> int | None:
+    try:
+        value = decode_fp(raw, f)
+    except ValueError:
+        return None
+    return value if 0 <= value < 1 << f else None
+
+
+def _typed(report: VerifyReport, keys: list[bytes], replies: list[Any]) -> list[Any]:
+    """Replies with those of keys holding the wrong type (WRONGTYPE) reported and read as empty."""
+    out = []
+    for key, reply in zip(keys, replies, strict=True):
+        if isinstance(reply, Exception):
+            if not str(reply).startswith("WRONGTYPE"):
+                raise_first_error([reply])
+            report._found("key of the wrong type", f"{key.decode()} (delete it by hand)")
+            reply = []
+        out.append(reply)
+    return out
+
+
+def pairs(reply: Any) -> list[tuple[bytes, bytes]]:
+    """The (field, value) pairs of an HGETALL reply, a map under RESP3 and a flat list under RESP2."""
     if isinstance(reply, dict):
         return list(reply.items())
     return [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]

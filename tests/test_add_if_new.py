@@ -112,3 +112,9 @@ def test_eight_processes_racing(redis_url: str, redis_client: redis.Redis, mode:
 def test_the_race_catches_check_then_insert(redis_url: str, redis_client: redis.Redis) -> None:
     with pytest.raises(AssertionError):
         race(redis_url, redis_client, "naive", groups=200)
+
+
+def test_its_own_entry_comes_before_a_nearer_other(any_client: redis.Redis) -> None:
+    index = SimhashIndex(any_client, "uniq", k=3)
+    index.add_many([("b", A), ("a", A ^ 1)])
+    assert index.add_if_new("a", A) == Match("a", A ^ 1, 1)

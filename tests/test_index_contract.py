@@ -201,3 +201,10 @@ def test_distance_to_brute_force_tie_order(index: SimhashIndex) -> None:
         key=lambda m: (m.distance, m.id),
     )
     assert got == [m for m in want if m.distance <= 3]
+
+
+def test_remove_many_names_an_id_twice(index: SimhashIndex) -> None:
+    index.add("a", A)
+    assert index.remove_many(["a", "a", "zz"]) == [True, False, False]
+    assert "a" not in index
+    assert "" not in index

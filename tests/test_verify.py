@@ -58,3 +58,28 @@ def test_every_inconsistency_is_found_and_repaired(any_client: redis.Redis) -> N
     assert index.verify().ok
     assert snapshot(index) == clean
     assert index.near(5, k=0) == [Match("c", 5, 0)]
+
+
+def test_repair_restores_every_missing_id_of_one_fingerprint(any_client: redis.Redis) -> None:
+    index = SimhashIndex(any_client, "v")
+    index.add_many([("a", 5), ("b", 5), ("c", 5)])
+    stored = encode_fp(5, 64)
+    any_client.hdel(index.keys.fp_bucket(stored), stored)
+    assert index.verify().problems["id missing from fingerprint map"] == 3
+    index.verify(repair=True)
+    assert index.verify().ok
+    assert [m.id for m in index.near(5)] == ["a", "b", "c"]
+
+
+def test_malformed_entries_are_reported_not_raised(any_client: redis.Redis) -> None:
+    index = SimhashIndex(any_client, "v")
+    index.add_many([("a", 5), ("b", 7)])
+    stored = encode_fp(5, 64)
+    any_client.hset(index.keys.fp_bucket(stored), stored, b"zz:garbage")
+    any_client.sadd(index.keys.tables(7)[0], b"not-a-number")
+    report = index.verify()
+    assert report.problems["malformed fingerprint-map entry"] >= 1
+    assert report.problems["malformed table member"] == 1
+    index.verify(repair=True)
+    assert index.verify().ok
+    assert [m.id for m in index.near(5, k=0)] == ["a"]

@@ -6,7 +6,10 @@ local raw = redis.call('HGET', KEYS[1], fp) or ''
 local kept, found, count, pos, n = {}, false, 0, 1, #raw
 while pos <= n do
   local colon = string.find(raw, ':', pos, true)
-  local len = tonumber(string.sub(raw, pos, colon - 1))
+  local len = colon and tonumber(string.sub(raw, pos, colon - 1))
+  if not len or colon + len > n then
+    break  -- a malformed list is cut at the fault; verify() reports it
+  end
   local item = string.sub(raw, colon + 1, colon + len)
   if item == id then
     found = true

@@ -23,11 +23,16 @@ local function netstring(id)
 end
 
 -- The netstring list `raw` without `id`, and whether `id` was in it.
+-- A malformed list (a bad restore, a hand edit) is cut at the fault rather than raising an error in the
+-- middle of a document; verify() reports such entries.
 local function without(raw, id)
   local kept, found, pos, n = {}, false, 1, #raw
   while pos <= n do
     local colon = string.find(raw, ':', pos, true)
-    local len = tonumber(string.sub(raw, pos, colon - 1))
+    local len = colon and tonumber(string.sub(raw, pos, colon - 1))
+    if not len or colon + len > n then
+      break
+    end
     local item = string.sub(raw, colon + 1, colon + len)
     if item == id then
       found = true
@@ -80,83 +85,90 @@ local function attach(at, fp, id)
 end
 local k = 2
 local a = 2
-while a <= #ARGV do
-  local id, new, old, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  a = a + 4
-  local guard_counts, guard_members = a, a + T
-  if guard ~= '' then
-    for t = 0, T - 1 do
-      a = a + 1 + tonumber(ARGV[guard_counts + t])
-    end
-  end
-  local id_key = KEYS[k]
-  k = k + 1
-  local new_at, old_at
-  if new ~= '' then
-    new_at = k
-    k = k + 1 + T
-  end
-  if old ~= '' and old ~= new then
-    old_at = k
-    k = k + 1 + T
-  end
-  -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
-  local fresh = old == '' and new ~= '' and guard == '' and redis.call('HSETNX', id_key, id, new) == 1
-  local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
-  local intact = true
-  if guard ~= '' and cur ~= new then
-    local at = guard_members
-    for t = 1, T do
-      local count = tonumber(ARGV[guard_counts + t - 1])
-      if intact and not unchanged(KEYS[new_at + t], count, at) then
-        intact = false
-      end
-      at = at + count
-    end
-  end
-  if cur == new then
-    out[#out + 1] = (new == '') and 'n' or 'u'
-  elseif not intact then
-    out[#out + 1] = 'g'
-  elseif cur ~= old then
-    out[#out + 1] = 'c' .. cur
-  else
-    if old ~= '' then
-      local fp_key = KEYS[old_at]
-      local rest = without(redis.call('HGET', fp_key, old) or '', id)
-      if rest == '' then
-        redis.call('HDEL', fp_key, old)
-        for t = 1, T do
-          redis.call('SREM', KEYS[old_at + t], old)
-        end
-        fp_delta = fp_delta - 1
-      else
-        redis.call('HSET', fp_key, old, rest)
+-- Documents are applied one after another; if one fails (a key of the wrong type, say), those before it
+-- stay applied, so their counts are written before the error is returned.
+local ok, err = pcall(function()
+  while a <= #ARGV do
+    local id, new, old, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+    a = a + 4
+    local guard_counts, guard_members = a, a + T
+    if guard ~= '' then
+      for t = 0, T - 1 do
+        a = a + 1 + tonumber(ARGV[guard_counts + t])
       end
     end
+    local id_key = KEYS[k]
+    k = k + 1
+    local new_at, old_at
     if new ~= '' then
-      if not fresh then
-        redis.call('HSET', id_key, id, new)
-      end
-      attach(new_at, new, id)
-    else
-      redis.call('HDEL', id_key, id)
+      new_at = k
+      k = k + 1 + T
     end
-    if old == '' then
-      doc_delta = doc_delta + 1
-      out[#out + 1] = 'a'
-    elseif new == '' then
-      doc_delta = doc_delta - 1
-      out[#out + 1] = 'd'
+    if old ~= '' and old ~= new then
+      old_at = k
+      k = k + 1 + T
+    end
+    -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
+    local fresh = old == '' and new ~= '' and guard == '' and redis.call('HSETNX', id_key, id, new) == 1
+    local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
+    local intact = true
+    if guard ~= '' and cur ~= new then
+      local at = guard_members
+      for t = 1, T do
+        local count = tonumber(ARGV[guard_counts + t - 1])
+        if intact and not unchanged(KEYS[new_at + t], count, at) then
+          intact = false
+        end
+        at = at + count
+      end
+    end
+    if cur == new then
+      out[#out + 1] = (new == '') and 'n' or 'u'
+    elseif not intact then
+      out[#out + 1] = 'g'
+    elseif cur ~= old then
+      out[#out + 1] = 'c' .. cur
     else
-      out[#out + 1] = 'r'
+      if old ~= '' then
+        local fp_key = KEYS[old_at]
+        local rest = without(redis.call('HGET', fp_key, old) or '', id)
+        if rest == '' then
+          redis.call('HDEL', fp_key, old)
+          for t = 1, T do
+            redis.call('SREM', KEYS[old_at + t], old)
+          end
+          fp_delta = fp_delta - 1
+        else
+          redis.call('HSET', fp_key, old, rest)
+        end
+      end
+      if new ~= '' then
+        if not fresh then
+          redis.call('HSET', id_key, id, new)
+        end
+        attach(new_at, new, id)
+      else
+        redis.call('HDEL', id_key, id)
+      end
+      if old == '' then
+        doc_delta = doc_delta + 1
+        out[#out + 1] = 'a'
+      elseif new == '' then
+        doc_delta = doc_delta - 1
+        out[#out + 1] = 'd'
+      else
+        out[#out + 1] = 'r'
+      end
     end
   end
-end
+end)
 if doc_delta ~= 0 then
   redis.call('HINCRBY', counts, 'docs', doc_delta)
 end
 if fp_delta ~= 0 then
   redis.call('HINCRBY', counts, 'fingerprints', fp_delta)
+end
+if not ok then
+  return redis.error_reply(type(err) == 'table' and err.err or tostring(err))
 end
 return out

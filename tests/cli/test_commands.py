@@ -218,7 +218,7 @@ def test_add_near_get_remove(invoke: Invoke, tmp_path: Path) -> None:
     }
     fp = by_file[0]["fingerprint"]
     assert json.loads(invoke("near", "--fingerprint", fp, "-k", "0", "--json").stdout) == by_file
-    assert json.loads(invoke("near", "--fingerprint", "0x" + fp, "--json").stdout)[0]["id"] == "s1"
+    assert json.loads(invoke("near", "--fingerprint", fp.upper(), "--json").stdout)[0]["id"] == "s1"
     assert invoke("near", "nothing like it at all, completely different words here").stdout == ""
     assert json.loads(invoke("get", "s1", "--json").stdout) == {"id": "s1", "fingerprint": fp}
     assert invoke("remove", "s1", "zz").stdout.strip() == "removed 1 of 2"

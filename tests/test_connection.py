@@ -1,0 +1,28 @@
+"""URLs: passwords never shown, whatever characters they hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from simhash_redis import InvalidArgument
+from simhash_redis.connection import client_from_url, redact_url
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://u:s3cr/et@127.0.0.1:6379/0", "redis://u:***@127.0.0.1:6379/0"),
+        ("rediss://user:p@ss#w?rd@h/0?ssl_cert_reqs=required", "rediss://user:***@h/0?ssl_cert_reqs=required"),
+        ("redis://:pw@h:1/0", "redis://***@h:1/0"),
+        ("redis://h:1/0", "redis://h:1/0"),
+        ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+    ],
+)
+def test_redact_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_a_malformed_url_never_quotes_its_password() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        client_from_url("redis://u:s3cr/et@127.0.0.1:6379/0")
+    assert "s3cr" not in str(caught.value)
