@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from .connection import redact_url
 from .errors import (
     ConfigurationMismatch,
     IndexCorrupted,
@@ -27,6 +28,8 @@ from .index import Document, Match, Outcome, SimhashIndex
 from .layout import Layout
 from .retry import Backoff
 from .scheme import Scheme
+from .verified import VerifiedIndex
+from .verify import VerifyReport
 
 __version__ = "0.1.0"
 
@@ -49,8 +52,11 @@ __all__ = [
     "Scheme",
     "SimhashIndex",
     "SimhashRedisError",
+    "VerifiedIndex",
+    "VerifyReport",
     "__version__",
     "distance",
     "fingerprint",
     "fingerprint_many",
+    "redact_url",
 ]

@@ -31,10 +31,13 @@ PUBLIC = [
     "Scheme",
     "SimhashIndex",
     "SimhashRedisError",
+    "VerifiedIndex",
+    "VerifyReport",
     "__version__",
     "distance",
     "fingerprint",
     "fingerprint_many",
+    "redact_url",
 ]
 
 
