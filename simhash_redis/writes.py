@@ -124,12 +124,30 @@ class OrderedWrites:
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
         """Apply the writes in the order the class docstring gives.
 
+        An id named several times in one batch is written in successive waves, each holding an id
+        once, so the outcome is the one of applying the writes one after another.
+
         Args:
             ops: the writes (guards ignored).
 
         Raises:
             SimhashRedisError: documents kept changing under concurrent writers.
         """
+        waves: list[list[int]] = []
+        seen: dict[bytes, int] = {}
+        for i, (doc_id, _, _) in enumerate(ops):
+            wave = seen.get(doc_id, 0)
+            seen[doc_id] = wave + 1
+            if wave == len(waves):
+                waves.append([])
+            waves[wave].append(i)
+        outcomes: list[Outcome | None] = [None] * len(ops)
+        for wave_ops in waves:
+            for i, outcome in zip(wave_ops, self._apply_unique([ops[i] for i in wave_ops]), strict=True):
+                outcomes[i] = outcome
+        return outcomes
+
+    def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
         tables: list[Command] = [
             (b"SADD", key, new)
             for _, new, _ in ops

@@ -9,14 +9,24 @@ import textwrap
 
 import pytest
 import redis
+from redis.cluster import RedisCluster
 
 from simhash_redis import Match, Outcome, SimhashIndex
+from tests.servers import ClusterProcess
 
 A = 0x0123456789ABCDEF
+_CLIENTS = {"real": "redis_client", "fake": "fake_client", "cluster": "redis_cluster_client"}
 
 
-def test_add_if_new_contract(any_client: redis.Redis) -> None:
-    index = SimhashIndex(any_client, "uniq", k=3)
+@pytest.fixture(params=sorted(_CLIENTS))
+def client(request: pytest.FixtureRequest) -> redis.Redis:
+    """A real server (the guarded script), fakeredis, and a local Redis Cluster (bucket locks)."""
+    found: redis.Redis = request.getfixturevalue(_CLIENTS[request.param])
+    return found
+
+
+def test_add_if_new_contract(client: redis.Redis) -> None:
+    index = SimhashIndex(client, "uniq", k=3, id_buckets=1024)
     assert index.add_if_new("a", A) is None
     assert index.add_if_new("b", A ^ 0b111) == Match("a", A, 3)  # distance exactly k is a duplicate
     assert index.add_if_new("c", A ^ 0b1111) is None  # distance 4 is not
@@ -25,8 +35,8 @@ def test_add_if_new_contract(any_client: redis.Redis) -> None:
     assert index.get("b") is None
 
 
-def test_unique_batch_checks_earlier_documents_of_the_same_batch(any_client: redis.Redis) -> None:
-    index = SimhashIndex(any_client, "uniq", k=3, batch_size=4)
+def test_unique_batch_checks_earlier_documents_of_the_same_batch(client: redis.Redis) -> None:
+    index = SimhashIndex(client, "uniq", k=3, batch_size=4, id_buckets=1024)
     items = [("x1", A), ("x2", A ^ 1), ("y1", 0), ("x3", A ^ 0b11), ("y2", 0b1), ("z", 2**64 - 1)]
     results = index.add_many(items, unique=True)
     assert results[0] is Outcome.ADDED
@@ -38,8 +48,8 @@ def test_unique_batch_checks_earlier_documents_of_the_same_batch(any_client: red
     assert len(index) == 3
 
 
-def test_unique_replacement_of_far_fingerprint(any_client: redis.Redis) -> None:
-    index = SimhashIndex(any_client, "uniq", k=3)
+def test_unique_replacement_of_far_fingerprint(client: redis.Redis) -> None:
+    index = SimhashIndex(client, "uniq", k=3, id_buckets=1024)
     index.add("a", A)
     assert index.add_many([("a", A ^ (2**64 - 1))], unique=True) == [Outcome.REPLACED]
     assert index.near(A) == []
@@ -48,11 +58,11 @@ def test_unique_replacement_of_far_fingerprint(any_client: redis.Redis) -> None:
 RACER = textwrap.dedent(
     """
     import json, random, sys, time
-    import redis
     from simhash_redis import SimhashIndex
+    from simhash_redis.connection import client_from_url
     url, me, groups, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    client = redis.Redis.from_url(url)
-    index = SimhashIndex(client, "race", k=3, batch_size=4)
+    client = client_from_url(url)  # a cluster URL gives a cluster client
+    index = SimhashIndex(client, "race", k=3, batch_size=4, id_buckets=1024)
     rng = random.Random(1234)
     centres = [rng.getrandbits(64) for _ in range(groups)]
     stored = 0
@@ -76,7 +86,7 @@ RACER = textwrap.dedent(
 )
 
 
-def race(url: str, client: redis.Redis, mode: str, groups: int) -> None:
+def race(url: str, client: redis.Redis | RedisCluster, mode: str, groups: int) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", RACER, url, str(p), str(groups), mode], stdout=subprocess.PIPE
@@ -109,12 +119,21 @@ def test_eight_processes_racing(redis_url: str, redis_client: redis.Redis, mode:
     race(redis_url, redis_client, mode, groups=200)
 
 
+@pytest.mark.parametrize("mode", ["single", "batch"])
+def test_eight_processes_racing_on_a_cluster(redis_cluster: ClusterProcess, mode: str) -> None:
+    """On a cluster the check and the write hold the documents' bucket locks instead of a guard."""
+    redis_cluster.flushall()
+    client = redis_cluster.client()
+    race(redis_cluster.url, client, mode, groups=100)
+    client.close()
+
+
 def test_the_race_catches_check_then_insert(redis_url: str, redis_client: redis.Redis) -> None:
     with pytest.raises(AssertionError):
         race(redis_url, redis_client, "naive", groups=200)
 
 
-def test_its_own_entry_comes_before_a_nearer_other(any_client: redis.Redis) -> None:
-    index = SimhashIndex(any_client, "uniq", k=3)
+def test_its_own_entry_comes_before_a_nearer_other(client: redis.Redis) -> None:
+    index = SimhashIndex(client, "uniq", k=3, id_buckets=1024)
     index.add_many([("b", A), ("a", A ^ 1)])
     assert index.add_if_new("a", A) == Match("a", A ^ 1, 1)

@@ -29,9 +29,15 @@ def flip(fp: int, *bits: int) -> int:
     return fp
 
 
-@pytest.fixture
-def index(any_client: redis.Redis) -> SimhashIndex:
-    return SimhashIndex(any_client, name="contract", k=3)
+_CLIENTS = {"real": "redis_client", "fake": "fake_client", "cluster": "redis_cluster_client"}
+
+
+@pytest.fixture(params=sorted(_CLIENTS))
+def index(request: pytest.FixtureRequest) -> SimhashIndex:
+    """The contract on a real server, on fakeredis and on a local Redis Cluster."""
+    client = request.getfixturevalue(_CLIENTS[request.param])
+    # Few id buckets keep count(), which sums bucket sizes on a cluster, quick.
+    return SimhashIndex(client, name="contract", k=3, id_buckets=1024 if request.param == "cluster" else None)
 
 
 def test_add_near_get_remove(index: SimhashIndex) -> None:
