@@ -192,9 +192,10 @@ def markdown(
     lines = [
         "# Benchmarks",
         "",
-        f"Produced by `{command}` in {seconds / 60:.0f} minutes "
-        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). Each figure was measured in the same "
-        "run as its alternative; on a loaded machine absolute times drift, the ratios hold. Reproduce "
+        f"Produced by `{command}` ({seconds:.0f} s by the process clock, "
+        f"written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). "
+        "Each figure was measured in the same run as its alternative; on a loaded machine absolute "
+        "times drift, the ratios hold. Reproduce "
         "with `make bench` (`python -m benchmarks`), `python -m benchmarks --quick` (N=100k) or "
         "`python -m benchmarks --full --write-docs` (adds N=10^7). Each `benchmarks/bench_*.py` also "
         "runs alone (`python -m benchmarks.bench_near --help`).",

@@ -18,6 +18,7 @@ from .codec import decode_fp, decode_ids, encode_fp
 from .config import IndexConfig
 from .connection import client_from_url
 from .errors import (
+    IndexCorrupted,
     InvalidArgument,
     InvalidFingerprint,
     InvalidType,
@@ -283,7 +284,14 @@ class SimhashIndex:
         return results
 
     def _near_batch(self, fps: list[int], k: int) -> list[list[Match]]:
-        return self._find(fps, self._read_flat(fps), k)
+        replies = self._read_flat(fps)
+        try:
+            return self._find(fps, replies, k)
+        except (ValueError, UnicodeDecodeError) as exc:  # stored data this code did not write
+            raise IndexCorrupted(
+                f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
+                "(simhash-redis verify --repair)"
+            ) from None
 
     def _read_flat(self, fps: list[int]) -> list[list[bytes]]:
         """The members of every table set of each fingerprint, query-major, in one round trip."""

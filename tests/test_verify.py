@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 
-from simhash_redis import Match, SimhashIndex
+from simhash_redis import IndexCorrupted, Match, SimhashIndex
 from simhash_redis.codec import encode_fp, encode_ids
 
 A = 0x0123456789ABCDEF
@@ -83,3 +84,14 @@ def test_malformed_entries_are_reported_not_raised(any_client: redis.Redis) -> N
     index.verify(repair=True)
     assert index.verify().ok
     assert [m.id for m in index.near(5, k=0)] == ["a"]
+
+
+@pytest.mark.parametrize("neighbours", [0, 100])  # the one-by-one and the vectorised candidate paths
+def test_near_on_malformed_data_is_a_typed_error(any_client: redis.Redis, neighbours: int) -> None:
+    index = SimhashIndex(any_client, "v")
+    index.add_many([(f"n{i}", (5 << 16) | i) for i in range(neighbours)] + [("a", 5)])
+    any_client.sadd(index.keys.tables(5)[0], b"not-a-number")
+    with pytest.raises(IndexCorrupted, match="verify"):
+        index.near(5)
+    index.verify(repair=True)
+    assert index.near(5, k=0)[0].id == "a"
