@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import numbers
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -150,37 +151,25 @@ _cp_tables: dict[tuple[int, int], _CodePointTable] = {}
 _tables_lock = threading.Lock()
 
 
-def _table(scheme: Scheme) -> _HashTable:
-    """Return the process-wide token hash cache for a scheme's seed and width.
+_T = TypeVar("_T")
+
+
+def _shared(registry: dict[tuple[int, int], _T], factory: Callable[[int, int], _T], scheme: Scheme) -> _T:
+    """Return the process-wide hash table of one kind for a scheme's seed and width, made once.
 
     Args:
-        scheme: the scheme.
-
-    Returns:
-        The cache.
-    """
-    key = (scheme.seed, 2 if scheme.f == 128 else 1)
-    table = _tables.get(key)
-    if table is None:
-        with _tables_lock:
-            table = _tables.setdefault(key, _HashTable(*key))
-    return table
-
-
-def _cp_table(scheme: Scheme) -> _CodePointTable:
-    """Return the process-wide CJK code point hash table for a scheme's seed and width.
-
-    Args:
+        registry: the tables of that kind made so far.
+        factory: makes one from (seed, lanes).
         scheme: the scheme.
 
     Returns:
         The table.
     """
     key = (scheme.seed, 2 if scheme.f == 128 else 1)
-    table = _cp_tables.get(key)
+    table = registry.get(key)
     if table is None:
         with _tables_lock:
-            table = _cp_tables.setdefault(key, _CodePointTable(*key))
+            table = registry.setdefault(key, factory(*key))
     return table
 
 
@@ -314,7 +303,7 @@ class _Engine:
     def __init__(self, scheme: Scheme) -> None:
         self.scheme = scheme
         self.lanes = 2 if scheme.f == 128 else 1
-        self.table = _table(scheme)
+        self.table = _shared(_tables, _HashTable, scheme)
         self.n = 1 if scheme.features == "words" else scheme.n
         self.stop: frozenset[bytes] = frozenset(word.encode("utf-8") for word in scheme.stopwords)
         single = [ord(word) for word in scheme.stopwords if len(word) == 1]
@@ -447,7 +436,7 @@ class _Engine:
             return self.hashes(list(words)), keep
         out = np.empty((len(is_cjk), self.lanes), dtype=np.uint64)
         out[~is_cjk] = self.hashes(list(words))
-        out[is_cjk] = _cp_table(self.scheme).lookup(cjk)
+        out[is_cjk] = _shared(_cp_tables, _CodePointTable, self.scheme).lookup(cjk)
         return out, keep
 
     def given_tokens(self, tokens: list[str], name: str) -> _U64:
