@@ -34,6 +34,7 @@ from simhash_redis.evaluation import (
     format_report,
     hamming_pairs,
     jaccard_join,
+    jieba_settings,
     load_corpus,
     scheme_setting,
     shingle_sets,
@@ -65,28 +66,6 @@ def simhash_package_setting() -> Setting:
     from simhash import Simhash
 
     return Setting("simhash-pkg", lambda texts: [int(Simhash(t).value) for t in texts], 64)
-
-
-def jieba_settings() -> list[Setting]:
-    """Chinese word segmentation by jieba, passed to the library as tokens.
-
-    Returns:
-        jieba words and word 2-/3-shingles, tf.
-    """
-    import jieba
-
-    jieba.setLogLevel(60)
-
-    def cut(text: str) -> list[str]:
-        # jieba returns spaces and punctuation as tokens; the library keeps given tokens as they are,
-        # so they are dropped here as its own tokenizer drops them.
-        return [t for t in jieba.lcut(text) if any(c.isalnum() for c in t)]
-
-    return [
-        scheme_setting("jieba-words/tf", Scheme("words", 1), cut),
-        scheme_setting("jieba-shingles-2/tf", Scheme("shingles", 2), cut),
-        scheme_setting("jieba-shingles-3/tf", Scheme("shingles", 3), cut),
-    ]
 
 
 def settings_for(lang: str) -> list[Setting]:

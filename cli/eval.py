@@ -14,40 +14,20 @@ from simhash_redis.evaluation import (
     Setting,
     evaluate,
     format_report,
+    jieba_settings,
     load_corpus,
     load_pairs,
-    scheme_setting,
     standard_settings,
 )
-from simhash_redis.scheme import Scheme
 
 __all__ = ["eval_command"]
 
 
 def _jieba_settings() -> list[Setting]:
-    """jieba-segmented Chinese settings (jieba is an optional, evaluation-only dependency).
-
-    Returns:
-        jieba words and jieba word 2- and 3-shingles, tf weighted.
-
-    Raises:
-        typer.BadParameter: jieba is not installed.
-    """
     try:
-        import jieba  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        return jieba_settings()
     except ImportError:
         raise typer.BadParameter("--jieba needs the jieba package: pip install jieba") from None
-    jieba.setLogLevel(60)
-
-    def cut(text: str) -> list[str]:
-        # Given tokens are hashed as they are: drop jieba's space and punctuation tokens.
-        return [t for t in jieba.lcut(text) if any(c.isalnum() for c in t)]
-
-    return [
-        scheme_setting("jieba-words/tf", Scheme("words", 1), cut),
-        scheme_setting("jieba-shingles-2/tf", Scheme("shingles", 2), cut),
-        scheme_setting("jieba-shingles-3/tf", Scheme("shingles", 3), cut),
-    ]
 
 
 def _chooser(names: Sequence[str], jieba: bool) -> Callable[[str], list[Setting]]:

@@ -468,6 +468,31 @@ class LanguageTruth:
     mode: str
 
 
+def jieba_settings() -> list[Setting]:
+    """Chinese segmented by jieba and passed to the library as tokens (jieba: evaluation only).
+
+    Returns:
+        jieba words and jieba word 2- and 3-shingles, tf weighted.
+
+    Raises:
+        ImportError: jieba is not installed.
+    """
+    import jieba  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    jieba.setLogLevel(60)
+
+    def cut(text: str) -> list[str]:
+        # Given tokens are hashed as they are: drop jieba's space and punctuation tokens, as the
+        # library's own tokenizer does.
+        return [t for t in jieba.lcut(text) if any(c.isalnum() for c in t)]
+
+    return [
+        scheme_setting("jieba-words/tf", Scheme("words", 1), cut),
+        scheme_setting("jieba-shingles-2/tf", Scheme("shingles", 2), cut),
+        scheme_setting("jieba-shingles-3/tf", Scheme("shingles", 3), cut),
+    ]
+
+
 @dataclasses.dataclass(frozen=True)
 class SettingReport:
     """One setting's results on one language group.
