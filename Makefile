@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench compat clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,17 @@ lint: $(BIN)/.installed
 test: lint
 	$(BIN)/python -m pytest
 
+# The oldest redis-py the project supports, on the tests that reach into redis-py's connections.
+COMPAT := .venv-redis5
+compat:
+	$(PYTHON) -m venv $(COMPAT)
+	$(COMPAT)/bin/python -m pip install --quiet -e '.[test]' 'redis==5.0.8'
+	$(COMPAT)/bin/python -m pytest -q tests/test_index_contract.py tests/test_index_property.py \
+		tests/test_add_if_new.py tests/test_verify.py tests/test_wire.py tests/test_cluster.py \
+		tests/test_lost_replies.py tests/test_stalls.py tests/test_security.py
+
 bench: $(BIN)/.installed
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(COMPAT) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -221,7 +221,7 @@ class ClusterTransport:
 
     def _send(self, node: ClusterNode, commands: list[Command]) -> Any:
         pool = self._pool(node)
-        connection = pool.get_connection()
+        connection = wire.checkout(pool)
         try:
             wire.send(connection, commands)
         except BaseException:

@@ -71,10 +71,11 @@ def translate_error(exc: Exception) -> SimhashRedisError:
             "the Redis user lacks a permission the index needs (docs/operations.md lists the ACL): "
             f"{message}"
         )
-    if isinstance(exc, rex.MovedError):
+    if isinstance(exc, rex.MovedError) or message.startswith("MOVED "):  # redis-py < 5.1 does not parse it
+        slot, _, node = message.removeprefix("MOVED ").partition(" ")
         return SimhashRedisError(
-            f"the server is a Redis Cluster node (MOVED {message}): pass a redis.cluster.RedisCluster "
-            "client, or let the ACL user run INFO so that from_url can tell"
+            f"the server is a Redis Cluster node (slot {slot} is served by {node}): pass a "
+            "redis.cluster.RedisCluster client, or let the ACL user run INFO so that from_url can tell"
         )
     if isinstance(exc, rex.TimeoutError):
         return RedisTimeout(f"Redis did not answer in time: {message}")

@@ -279,6 +279,18 @@ def _where(connection: Any) -> str:
         return "Redis"
 
 
+def checkout(pool: Any) -> Any:
+    """A connection from a redis-py pool, whatever the redis-py version.
+
+    Args:
+        pool: the connection pool.
+    """
+    try:
+        return pool.get_connection()
+    except TypeError:  # redis-py < 5.3 requires a command name (and 5.3+ warns when given one)
+        return pool.get_connection("EXECUTE")
+
+
 class Keeper:
     """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
 
@@ -316,10 +328,7 @@ class Keeper:
                     pass
                 connection.disconnect()
                 self.pool.release(connection)
-        try:
-            return self.pool.get_connection()
-        except TypeError:  # redis-py < 5.3 requires a command name
-            return self.pool.get_connection("EXECUTE")
+        return checkout(self.pool)
 
     def give(self, connection: Any, clean: bool) -> None:
         """Take back a connection after a round trip; `clean`: every reply was read, nothing raised."""

@@ -119,7 +119,7 @@ def test_reader_reads_what_redis_py_reads(redis_server: ServerProcess, protocol:
     client = redis_server.client(protocol=protocol, decode_responses=decode)
     try:
         _setup(client)
-        connection = client.connection_pool.get_connection()
+        connection = wire.checkout(client.connection_pool)
         try:
             commands = _script_commands()
             theirs = _by_redis_py(connection, commands)
@@ -141,7 +141,7 @@ def test_reader_reads_what_redis_py_reads(redis_server: ServerProcess, protocol:
 
 def test_reader_handles_replies_split_across_reads(redis_client: redis.Redis) -> None:
     _setup(redis_client)
-    connection = redis_client.connection_pool.get_connection()
+    connection = wire.checkout(redis_client.connection_pool)
     try:
         connection._parser._buffer = bytearray(7)  # every reply arrives in many tiny reads
         commands = _script_commands()
@@ -154,7 +154,7 @@ def test_reader_handles_replies_split_across_reads(redis_client: redis.Redis) ->
 
 
 def test_reader_raises_on_a_closed_connection(redis_client: redis.Redis) -> None:
-    connection = redis_client.connection_pool.get_connection()
+    connection = wire.checkout(redis_client.connection_pool)
     try:
         wire.send(connection, [(b"PING",)])
         connection._parser._sock.shutdown(socket.SHUT_RD)
@@ -170,7 +170,7 @@ def test_reader_raises_on_a_closed_connection(redis_client: redis.Redis) -> None
 
 def test_fallback_on_fakeredis(fake_client: redis.Redis) -> None:
     fake_client.sadd(b"s", 1, 2)
-    connection = fake_client.connection_pool.get_connection()
+    connection = wire.checkout(fake_client.connection_pool)
     try:
         assert not wire.fast(connection)
         replies = wire.round_trip(connection, [(b"SMEMBERS", b"s"), (b"GET", b"s"), (b"PING",)])
