@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from simhash_redis import SimhashIndex, SimhashRedisError
+from simhash_redis import Outcome, SimhashIndex, SimhashRedisError
 from simhash_redis.codec import encode_fp
 
 
@@ -31,6 +31,6 @@ def test_a_malformed_id_list_does_not_break_writes(any_client: redis.Redis) -> N
     index.add("a", 5)
     stored = encode_fp(5, 64)
     any_client.hset(index.keys.fp_bucket(stored), stored, b"9:a")  # truncated netstring
-    assert index.add_many([("n1", 1 << 50), ("b", 5)])
+    assert index.add_many([("n1", 1 << 50), ("b", 5)]) == [Outcome.ADDED, Outcome.ADDED]
     assert index.count() == (3, 2)
     assert index.get("n1") == 1 << 50
