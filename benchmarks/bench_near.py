@@ -145,6 +145,10 @@ def run(
     kinds = [i % 2 == 0 for i in range(len(queries))]
     hit_lat = [x for x, h in zip(lat, kinds, strict=True) if h]
     miss_lat = [x for x, h in zip(lat, kinds, strict=True) if not h]
+    # An exact copy (distance 0) gets its ids in the first round trip; other hits need a second one.
+    stored_set = set(stored)
+    exact_lat = [x for x, q, h in zip(lat, queries, kinds, strict=True) if h and q in stored_set]
+    near_lat = [x for x, q, h in zip(lat, queries, kinds, strict=True) if h and q not in stored_set]
     sample = queries[: max(200, count // 10)]
     proto_lat = latencies(proto.near, sample)
     scan_lat = latencies(scan.near, sample[: max(100, len(sample) // 4)])
@@ -170,6 +174,9 @@ def run(
             command=command,
             extra={
                 "p50_hits_us": percentile(hit_lat, 50),
+                "p50_exact_hits_us": percentile(exact_lat, 50),
+                "p50_hits_at_distance_1_to_k_us": percentile(near_lat, 50),
+                "exact_hit_share": len(exact_lat) / len(lat),
                 "p50_misses_us": percentile(miss_lat, 50),
                 "p99_hits_us": percentile(hit_lat, 99),
                 "p99_misses_us": percentile(miss_lat, 99),
@@ -211,6 +218,15 @@ def run(
             "us",
             "misses only",
             percentile(miss_lat, 50),
+            higher_is_better=False,
+            command=command,
+        ),
+        Figure(
+            f"near() p50, hits at distance 1..k / exact copies, N={n:,}",
+            percentile(near_lat, 50),
+            "us",
+            "exact copies",
+            percentile(exact_lat, 50),
             higher_is_better=False,
             command=command,
         ),

@@ -32,7 +32,7 @@ from .results import Match, Outcome
 from .retry import Backoff
 from .scheme import Scheme
 from .scripts import Script
-from .transport import Sender, Transport
+from .transport import Sender, Transport, raise_first_error
 from .verify import VerifyReport, verify_index
 from .writes import AtomicWrites, OrderedWrites, Write, Writes
 
@@ -258,7 +258,9 @@ class SimhashIndex:
             InvalidFingerprint: an int query outside [0, 2**f).
             RedisUnavailable: the server cannot be reached.
         """
-        return self.near_many([query], k)[0]
+        limit = self._check_k(k)
+        fp = self._check_fp(query) if type(query) is int else self.fingerprint(query)
+        return self._near_batch([fp], limit)[0]
 
     def near_many(self, queries: Sequence[Document], k: int | None = None) -> list[list[Match]]:
         """near() for many queries: one round trip for the tables, one more for ids if anything matched.
@@ -284,14 +286,64 @@ class SimhashIndex:
         return results
 
     def _near_batch(self, fps: list[int], k: int) -> list[list[Match]]:
-        replies = self._read_flat(fps)
         try:
-            return self._find(fps, replies, k)
+            if isinstance(self._transport, Transport):
+                return self._transport.converse(lambda exchange: self._near_talk(exchange, fps, k))
+            return self._find(fps, self._read_flat(fps), k)
         except (ValueError, UnicodeDecodeError) as exc:  # stored data this code did not write
             raise IndexCorrupted(
                 f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
                 "(simhash-redis verify --repair)"
             ) from None
+
+    def _near_talk(self, exchange: wire.Exchange, fps: list[int], k: int) -> list[list[Match]]:
+        """near() for a batch on one connection, overlapping the client's work with the server's.
+
+        Every SMEMBERS goes out in one write; the replies are checked a slice of queries at a time
+        while the server still answers the rest, and the HGETs for the ids of each slice's matches
+        go out as soon as it is checked, so only the last slice's ids cost a round trip of their own.
+        A single query also asks, in the first write, for the ids of its own exact fingerprint:
+        exact copies are the commonest near-duplicates, and then need no second round trip.
+        """
+        tables = len(self.layout.tables)
+        keys: list[bytes] = []
+        extend = keys.extend
+        table_keys = self.keys.tables
+        for fp in fps:
+            extend(table_keys(fp))
+        exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
+        if exact is None:
+            exchange.send(wire.Same(b"SMEMBERS", keys))
+        else:
+            exchange.send(wire.Same(b"SMEMBERS", keys), [(b"HGET", self.keys.fp_bucket(exact), exact)])
+        step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
+        fp_bucket = self.keys.fp_bucket
+        hits: list[dict[bytes, tuple[int, int]]] = []
+        asked: dict[bytes, None] = {}
+        ids_of: dict[bytes, list[str]] = {}
+        for start in range(0, len(fps), step):
+            chunk = fps[start : start + step]
+            replies = exchange.read(len(chunk) * tables)
+            raise_first_error(replies)
+            found = _hits(chunk, replies, tables, k, self.f)
+            hits.extend(found)
+            if exact is not None:
+                reply = exchange.read(1)[0]
+                raise_first_error([reply])
+                ids_of[exact] = decode_ids(reply) if reply is not None else []
+            wanted = list(
+                dict.fromkeys(raw for one in found for raw in one if raw not in asked and raw not in ids_of)
+            )
+            if wanted:
+                asked.update(dict.fromkeys(wanted))
+                exchange.send([(b"HGET", fp_bucket(raw), raw) for raw in wanted])
+        if asked:
+            id_replies = exchange.read(len(asked))
+            raise_first_error(id_replies)
+            for raw, reply in zip(asked, id_replies, strict=True):
+                if reply is not None:
+                    ids_of[raw] = decode_ids(reply)
+        return [_matches_of(found, ids_of) for found in hits]
 
     def _read_flat(self, fps: list[int]) -> list[list[bytes]]:
         """The members of every table set of each fingerprint, query-major, in one round trip."""
@@ -319,11 +371,7 @@ class SimhashIndex:
         the stored values fit an int64), else one by one; both give the same exact result.
         """
         tables = len(self.layout.tables)
-        hits: list[dict[bytes, tuple[int, int]]]
-        if self.f <= 64 and sum(map(len, replies)) >= _VECTOR_MIN:
-            hits = _hits_vectorised(fps, replies, tables, k, self.f)
-        else:
-            hits = _hits_scalar(fps, replies, tables, k, self.f)
+        hits = _hits(fps, replies, tables, k, self.f)
         wanted: dict[bytes, None] = {}
         for found in hits:
             wanted.update(dict.fromkeys(found))
@@ -335,19 +383,7 @@ class SimhashIndex:
         ids_of = {
             raw: decode_ids(reply) for raw, reply in zip(order, id_replies, strict=True) if reply is not None
         }
-        results: list[list[Match]] = []
-        for found in hits:
-            if not found:
-                results.append([])
-                continue
-            matches = [
-                Match(doc_id, candidate, d)
-                for raw, (candidate, d) in found.items()
-                for doc_id in ids_of.get(raw, ())
-            ]
-            matches.sort(key=_match_order)
-            results.append(matches)
-        return results
+        return [_matches_of(found, ids_of) for found in hits]
 
     def get(self, doc_id: str) -> int | None:
         """The fingerprint stored for an id, or None.
@@ -638,8 +674,36 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 # Below this many candidates in a batch, decoding them one by one beats numpy's fixed costs.
 _VECTOR_MIN = 48
+# Queries checked per slice of a batch's replies while the server answers the rest (see _near_talk).
+_SLICE = 64
 _SIGN = 1 << 63
 _WRAP = 1 << 64
+
+
+def _hits(
+    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
+) -> list[dict[bytes, tuple[int, int]]]:
+    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
+
+    Candidates are decoded and compared in one vectorised pass when there are many of them (and the
+    stored values fit an int64), else one by one; both give the same exact result.
+    """
+    if f <= 64 and sum(map(len, replies)) >= _VECTOR_MIN:
+        if len(fps) == 1:
+            return [_hits_one(fps[0], replies, k, f)]
+        return _hits_vectorised(fps, replies, tables, k, f)
+    return _hits_scalar(fps, replies, tables, k, f)
+
+
+def _matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
+    """The matches of one query, nearest first, then by id, from its hits and the ids of each."""
+    if not found:
+        return []
+    matches = [
+        Match(doc_id, candidate, d) for raw, (candidate, d) in found.items() for doc_id in ids_of.get(raw, ())
+    ]
+    matches.sort(key=_match_order)
+    return matches
 
 
 def _match_order(match: Match) -> tuple[int, str]:
@@ -691,3 +755,19 @@ def _hits_vectorised(
             if raw not in found:
                 found[raw] = (decode_fp(raw, f), d)
     return hits
+
+
+def _hits_one(fp: int, replies: list[list[bytes]], k: int, f: int) -> dict[bytes, tuple[int, int]]:
+    """`_hits_scalar` for one query's many candidates: no per-query bookkeeping, a few numpy calls."""
+    flat = list(itertools.chain.from_iterable(replies))
+    values = np.fromstring(b" ".join(flat), dtype=np.int64, sep=" ")
+    if len(values) != len(flat):  # not all plain decimals (never written by this library)
+        return _hits_scalar([fp], replies, len(replies), k, f)[0]
+    distances = np.bitwise_count((values ^ np.int64(fp - _WRAP if fp >= _SIGN else fp)).view(np.uint64))
+    where = np.flatnonzero(distances <= k)
+    found: dict[bytes, tuple[int, int]] = {}
+    for i, d in zip(where.tolist(), distances[where].tolist(), strict=True):
+        raw = flat[i]
+        if raw not in found:
+            found[raw] = (decode_fp(raw, f), d)
+    return found

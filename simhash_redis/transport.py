@@ -8,8 +8,8 @@ translated into the library's exception tree here and nowhere else.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
 import redis
 import redis.exceptions as rex
@@ -21,6 +21,7 @@ from .retry import Backoff
 __all__ = ["Command", "Sender", "Transport", "raise_first_error", "translate_error"]
 
 Command = Sequence[bytes | str | int]
+T = TypeVar("T")
 
 
 def raise_first_error(replies: list[Any]) -> None:
@@ -122,11 +123,29 @@ class Transport:
         """
         if not commands:
             return []
+        replies = self.converse(lambda exchange: exchange.round_trip(commands))
+        if raise_on_error:
+            raise_first_error(replies)
+        return replies
+
+    def converse(self, talk: Callable[[wire.Exchange], T]) -> T:
+        """Run a conversation on one connection, again from the start on a new one after a lost connection.
+
+        `talk` sends commands and reads their replies through the exchange in whatever interleaving
+        it likes (a long read can send follow-up commands while the server is still answering); it
+        must be safe to run again from the start. Replies it has not read when it returns or raises
+        are never seen by anyone else: the connection is closed.
+
+        Args:
+            talk: the conversation; its result is returned.
+
+        Raises:
+            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
+        """
         delays = self.backoff.delays()
         while True:
             try:
-                replies = self._round_trip(commands)
-                break
+                return self._on_connection(talk)
             except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                 if isinstance(exc, rex.AuthenticationError):
                     raise translate_error(exc) from None
@@ -134,9 +153,6 @@ class Transport:
                 if delay is None:
                     raise translate_error(exc) from None
                 time.sleep(delay)
-        if raise_on_error:
-            raise_first_error(replies)
-        return replies
 
     def broadcast(self, command: Command) -> None:
         """Send a keyless command (SCRIPT LOAD) to the server.
@@ -167,19 +183,19 @@ class Transport:
             if cursor in (b"0", 0):
                 return
 
-    def _round_trip(self, commands: Sequence[Command]) -> list[Any]:
+    def _on_connection(self, talk: Callable[[wire.Exchange], T]) -> T:
         keeper = self.__dict__.get("_keeper")
         if keeper is None or keeper.pool is not self.pool:
             keeper = self.__dict__["_keeper"] = wire.Keeper(self.pool)
         connection = keeper.take()
+        exchange = wire.Exchange(connection)
         clean = False
         try:
-            replies = wire.round_trip(connection, commands)
-            clean = True
-            return replies
-        except BaseException:
-            # The connection may hold unread replies: never return it to the pool in that state.
-            connection.disconnect()
-            raise
+            result = talk(exchange)
+            clean = exchange.unread == 0
+            return result
         finally:
+            if not clean:
+                # Unread replies (or an exception midway): never hand this connection to anyone else.
+                connection.disconnect()
             keeper.give(connection, clean)

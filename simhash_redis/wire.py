@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
 import weakref
 from collections.abc import Iterator, Sequence
@@ -42,7 +43,7 @@ try:
 except ImportError:  # pragma: no cover
     _PUSH = None
 
-__all__ = ["Keeper", "Same", "fast", "pack", "read", "round_trip", "send"]
+__all__ = ["Exchange", "Keeper", "Same", "fast", "pack", "read", "round_trip", "send"]
 
 Arg = bytes | str | int | float
 Command = Sequence[Arg]
@@ -99,8 +100,9 @@ class Same(Sequence[tuple[bytes, bytes]]):
         if b" " in name:  # redis-py sends "SCRIPT LOAD" as two arguments: so do we
             return pack(list(self))
         head = b"*2\r\n$%d\r\n%s\r\n" % (len(name), name)
-        width = len(keys[0])
-        if all(len(key) == width for key in keys):
+        widths = set(map(len, keys))
+        if len(widths) == 1:
+            width = widths.pop()
             # Every command is head + "$width\r\n" + key + "\r\n": join the keys with what lies between.
             prefix = b"$%d\r\n" % width
             return head + prefix + (_CRLF + head + prefix).join(keys) + _CRLF
@@ -291,16 +293,67 @@ def checkout(pool: Any) -> Any:
         return pool.get_connection("EXECUTE")
 
 
+class Exchange:
+    """Commands sent and replies read on one connection, in any interleaving the caller chooses.
+
+    A conversation can read the first replies of a long batch and send follow-up commands while the
+    server is still answering the rest, so client and server work at the same time. Replies come back
+    in the order the commands were sent, raw, error replies in place (as `read` returns them).
+
+    Args:
+        connection: a connected redis-py connection, owned by the caller for the conversation.
+    """
+
+    __slots__ = ("connection", "unread")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.unread = 0
+
+    def send(self, *batches: Sequence[Command]) -> None:
+        """Send batches of commands in one write.
+
+        Raises:
+            redis.exceptions.ConnectionError, TimeoutError: the send failed.
+            redis.exceptions.DataError: an argument of an unsupported type.
+        """
+        connection = self.connection
+        if _plain_packer(connection):
+            payload = [b"".join([pack(batch) for batch in batches])]
+        else:
+            payload = [part for batch in batches for part in connection.pack_commands(batch)]
+        self.unread += sum(map(len, batches))
+        connection.send_packed_command(payload, check_health=False)
+
+    def read(self, count: int) -> list[Any]:
+        """The next `count` replies.
+
+        Raises:
+            redis.exceptions.ConnectionError, TimeoutError: see `read`.
+        """
+        if count > self.unread:
+            raise ValueError(f"{count} replies asked for, {self.unread} due")
+        replies = read(self.connection, count)
+        self.unread -= count
+        return replies
+
+    def round_trip(self, commands: Sequence[Command]) -> list[Any]:
+        """Send the commands and read all their replies."""
+        self.send(commands)
+        return self.read(len(commands))
+
+
 class Keeper:
     """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
 
     Taking a connection from a redis-py pool and giving it back costs more than a small round trip
-    (locks, observability counters, a readiness poll). A keeper holds the connection of its last
-    successful round trip and hands it out again after the same cheap readiness check the pool makes
-    (nothing unread, not closed by the server); anything else comes from and goes back to the pool.
-    It only holds a connection of a plain `redis.ConnectionPool` (not a blocking one) while at most a
-    quarter of the pool's connection limit is in use, only one that is read with the fast path; it
-    lets go of it when garbage-collected, and never uses it in a forked child.
+    (locks, observability counters, a readiness poll that allocates a poller each time). A keeper holds
+    the connection of its last successful round trip and hands it out again after a cheaper check of the
+    same thing (nothing buffered, nothing unread on the socket, not closed by the server: one poll with
+    a poller kept for that socket); anything else comes from and goes back to the pool. It only holds a
+    connection of a plain `redis.ConnectionPool` (not a blocking one) while at most a quarter of the
+    pool's connection limit is in use, only one that is read with the fast path; it lets go of it when
+    garbage-collected, and a forked child forgets it (the socket belongs to the parent).
 
     Args:
         pool: the redis-py connection pool.
@@ -309,22 +362,23 @@ class Keeper:
     def __init__(self, pool: Any) -> None:
         self.pool = pool
         self._held: list[Any] = []
-        self._pid = os.getpid()
+        self._poller: tuple[Any, Any] | None = None
         self._enabled = type(pool) is redis.ConnectionPool
-        weakref.finalize(self, _release_all, pool, self._held, self._pid)
+        _KEEPERS.add(self)
+        weakref.finalize(self, _release_all, pool, self._held, os.getpid())
 
     def take(self) -> Any:
         """A connection: the held one if it is still clean, else one from the pool."""
-        if self._held and os.getpid() == self._pid:
+        if self._held:
             try:
                 connection = self._held.pop()
             except IndexError:  # another thread took it
                 pass
             else:
                 try:
-                    if fast(connection) and not connection._parser.can_read(0):
+                    if self._idle(connection):
                         return connection
-                except (rex.ConnectionError, OSError):
+                except (rex.ConnectionError, OSError, ValueError):
                     pass
                 connection.disconnect()
                 self.pool.release(connection)
@@ -332,23 +386,52 @@ class Keeper:
 
     def give(self, connection: Any, clean: bool) -> None:
         """Take back a connection after a round trip; `clean`: every reply was read, nothing raised."""
-        if (
-            clean
-            and self._enabled
-            and not self._held
-            and os.getpid() == self._pid
-            and fast(connection)
-            and self._roomy()
-        ):
+        if clean and self._enabled and not self._held and fast(connection) and self._roomy():
             self._held.append(connection)
         else:
             self.pool.release(connection)
+
+    def forget(self) -> None:
+        """Drop the held connection without touching it (in a forked child it is the parent's)."""
+        self._held.clear()
+        self._poller = None
+
+    def _idle(self, connection: Any) -> bool:
+        # What redis-py's can_read(0) checks, without allocating a poller on every call.
+        parser = connection._parser
+        sock, reader = getattr(parser, "_sock", None), getattr(parser, "_reader", None)
+        if sock is None or reader is None or reader.has_data():
+            return False
+        pending = getattr(sock, "pending", None)  # TLS: decrypted bytes above the socket
+        if pending is not None and pending():
+            return False
+        if not _HAS_POLL:
+            return not parser.can_read(0)
+        cached = self._poller
+        if cached is None or cached[0] is not sock:
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            cached = self._poller = (sock, poller)
+        return not cached[1].poll(0)
 
     def _roomy(self) -> bool:
         # Hold a connection only while the pool has plenty left for everyone else.
         limit = self.pool.max_connections
         in_use = getattr(self.pool, "_in_use_connections", None)
         return in_use is not None and (limit is None or len(in_use) <= limit // 4)
+
+
+_HAS_POLL = hasattr(select, "poll")
+_KEEPERS: weakref.WeakSet[Keeper] = weakref.WeakSet()
+
+
+def _forget_all() -> None:
+    for keeper in list(_KEEPERS):
+        keeper.forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_all)
 
 
 def _release_all(pool: Any, held: list[Any], pid: int) -> None:

@@ -1,0 +1,161 @@
+"""near() on one connection: replies checked in slices while the server answers, ids fetched early."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+import redis
+import redis.exceptions as rex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simhash_redis import Layout, SimhashIndex, wire
+from simhash_redis import index as index_module
+from simhash_redis.errors import IndexCorrupted, SimhashRedisError
+from simhash_redis.transport import Transport
+from tests.test_index_property import brute_force, clustered
+
+_names = itertools.count()
+BASE = 0xF0F0_F0F0_1234_5678
+
+
+def _hgets(client: redis.Redis) -> int:
+    return int(client.info("commandstats").get("cmdstat_hget", {}).get("calls", 0))
+
+
+@pytest.mark.parametrize("vector_min", [0, 10**9])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_sliced_batches_equal_brute_force(
+    any_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, vector_min: int, data: st.DataObject
+) -> None:
+    # Slices of 2 queries, so even small batches are read in many slices with early id lookups.
+    monkeypatch.setattr(index_module, "_SLICE", 2)
+    monkeypatch.setattr(index_module, "_VECTOR_MIN", vector_min)
+    layout = data.draw(st.sampled_from([Layout.pigeonhole(64, 3), Layout.permuted(64, 3, blocks=5)]))
+    index = SimhashIndex(any_client, f"slices{next(_names)}", layout=layout)
+    try:
+        stored = {f"id{i}": fp for i, fp in enumerate(data.draw(clustered(64, 5)))}
+        stored.update({f"twin{i}": fp for i, fp in enumerate(list(stored.values())[:3])})
+        index.add_many(stored.items())
+        probes = data.draw(clustered(64, 5)) + list(stored.values())[:5]
+        for k in range(4):
+            expected = [brute_force(stored, q, k) for q in probes]
+            assert index.near_many(probes, k=k) == expected
+            assert [index.near(q, k=k) for q in probes] == expected
+    finally:
+        index.drop()
+
+
+def test_an_exact_copy_needs_no_second_round_trip(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "exact", k=3)
+    index.add_many([("a", BASE), ("b", BASE), ("c", BASE ^ 0b111), ("far", BASE ^ 0xFFFF_FFFF)])
+    before = _hgets(redis_client)
+    assert [m.id for m in index.near(BASE ^ 0b111)] == ["c", "a", "b"]
+    assert _hgets(redis_client) - before == 2  # the speculative exact HGET, then the others' ids
+    before = _hgets(redis_client)
+    only_copies = index.near(BASE ^ 0xFFFF_FFFF)
+    assert [(m.id, m.distance) for m in only_copies] == [("far", 0)]
+    assert _hgets(redis_client) - before == 1
+    before = _hgets(redis_client)
+    assert index.near(12345) == []
+    assert _hgets(redis_client) - before == 1
+
+
+def test_a_stored_fingerprint_without_ids_is_ignored(redis_client: redis.Redis) -> None:
+    # An orphan (a cluster write interrupted before its ids were attached): in the tables, not in
+    # the fingerprint map. near() ignores it whether it is the query itself or another candidate.
+    index = SimhashIndex(redis_client, "orphan", k=3)
+    index.add("a", BASE ^ 1)
+    for key in index.keys.tables(BASE):
+        redis_client.sadd(key, index_module.encode_fp(BASE, 64))
+    assert [m.id for m in index.near(BASE)] == ["a"]
+    assert [[m.id for m in ms] for ms in index.near_many([BASE, BASE ^ 1])] == [["a"], ["a"]]
+
+
+def test_malformed_members_are_reported_and_the_connection_is_dropped(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "bad", k=3)
+    index.add("a", BASE)
+    redis_client.sadd(index.keys.tables(BASE)[0], b"not-a-number")
+    with pytest.raises(IndexCorrupted):
+        index.near(BASE)
+    # The connection that raised had unread replies; the next call must not see them.
+    redis_client.srem(index.keys.tables(BASE)[0], b"not-a-number")
+    assert [m.id for m in index.near(BASE)] == ["a"]
+
+
+def test_exchange_interleaves_sends_and_reads(redis_client: redis.Redis) -> None:
+    connection = wire.checkout(redis_client.connection_pool)
+    try:
+        exchange = wire.Exchange(connection)
+        exchange.send([(b"SET", b"k", b"1"), (b"GET", b"k")], [(b"PING",)])
+        assert exchange.read(1) == [b"OK"]
+        exchange.send([(b"GET", b"k")])
+        assert exchange.unread == 3
+        with pytest.raises(ValueError, match="4 replies asked for, 3 due"):
+            exchange.read(4)
+        assert exchange.read(3) == [b"1", b"PONG", b"1"]
+        assert exchange.round_trip([(b"HGET", b"k", b"f")])[0].args[0].startswith("WRONGTYPE")
+        assert exchange.unread == 0
+    finally:
+        redis_client.connection_pool.release(connection)
+
+
+def test_a_conversation_that_leaves_replies_unread_closes_its_connection(redis_client: redis.Redis) -> None:
+    transport = Transport(redis_client)
+    assert transport.execute([(b"PING",)]) == [b"PONG"]
+    held = transport.__dict__["_keeper"]._held
+    first = held[0]
+
+    def sloppy(exchange: wire.Exchange) -> None:
+        exchange.send([(b"PING",), (b"PING",)])
+        exchange.read(1)
+
+    transport.converse(sloppy)
+    assert held == [] and first._sock is None
+    assert transport.execute([(b"ECHO", b"x")]) == [b"x"]
+
+    def failing(exchange: wire.Exchange) -> None:
+        exchange.send([(b"PING",), (b"PING",)])
+        raise SimhashRedisError("midway")
+
+    with pytest.raises(SimhashRedisError, match="midway"):
+        transport.converse(failing)
+    assert transport.execute([(b"ECHO", b"y")]) == [b"y"]
+
+
+def test_a_conversation_is_run_again_after_a_lost_connection(redis_client: redis.Redis) -> None:
+    transport = Transport(redis_client)
+    runs = []
+
+    def talk(exchange: wire.Exchange) -> list[object]:
+        runs.append(1)
+        if len(runs) == 1:
+            exchange.connection.disconnect()
+            raise rex.ConnectionError("lost")
+        return exchange.round_trip([(b"PING",)])
+
+    assert transport.converse(talk) == [b"PONG"]
+    assert len(runs) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_does_not_use_the_parents_connection(redis_client: redis.Redis) -> None:
+    transport = Transport(redis_client)
+    assert transport.execute([(b"PING",)]) == [b"PONG"]
+    keeper = transport.__dict__["_keeper"]
+    parent_connection = keeper._held[0]
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        ok = keeper._held == [] and keeper.take() is not parent_connection
+        os.write(write_end, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write_end)
+    assert os.read(read_end, 1) == b"1"
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    assert keeper._held == [parent_connection]
+    assert transport.execute([(b"PING",)]) == [b"PONG"]
