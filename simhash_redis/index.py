@@ -758,16 +758,17 @@ def _hits_vectorised(
 
 
 def _hits_one(fp: int, replies: list[list[bytes]], k: int, f: int) -> dict[bytes, tuple[int, int]]:
-    """`_hits_scalar` for one query's many candidates: no per-query bookkeeping, a few numpy calls."""
-    flat = list(itertools.chain.from_iterable(replies))
-    values = np.fromstring(b" ".join(flat), dtype=np.int64, sep=" ")
-    if len(values) != len(flat):  # not all plain decimals (never written by this library)
+    """`_hits_scalar` for one query's many candidates: a few numpy calls, fewest when nothing is near."""
+    values = np.fromstring(b" ".join([b" ".join(raws) for raws in replies]), dtype=np.int64, sep=" ")
+    if len(values) != sum(map(len, replies)):  # not all plain decimals (never written by this library)
         return _hits_scalar([fp], replies, len(replies), k, f)[0]
-    distances = np.bitwise_count((values ^ np.int64(fp - _WRAP if fp >= _SIGN else fp)).view(np.uint64))
-    where = np.flatnonzero(distances <= k)
+    near = np.bitwise_count((values ^ np.int64(fp - _WRAP if fp >= _SIGN else fp)).view(np.uint64)) <= k
     found: dict[bytes, tuple[int, int]] = {}
-    for i, d in zip(where.tolist(), distances[where].tolist(), strict=True):
-        raw = flat[i]
-        if raw not in found:
-            found[raw] = (decode_fp(raw, f), d)
+    if near.any():
+        flat = list(itertools.chain.from_iterable(replies))
+        for i in near.nonzero()[0].tolist():
+            raw = flat[i]
+            if raw not in found:
+                candidate = decode_fp(raw, f)
+                found[raw] = (candidate, (candidate ^ fp).bit_count())
     return found
