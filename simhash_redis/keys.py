@@ -103,10 +103,14 @@ class KeySchema:
         Args:
             fingerprint: an int in [0, 2**f).
         """
+        return self.table_builder()(fingerprint)
+
+    def table_builder(self) -> Callable[[int], list[bytes]]:
+        """`tables` as a plain function, for loops that call it once per document."""
         build = _TABLES.get(self)
         if build is None:
             build = _TABLES[self] = _compile_tables(self._table_formats, self._layout)
-        return build(fingerprint)
+        return build
 
     def table(self, table: int, value: int) -> bytes:
         """The key of one table bucket.

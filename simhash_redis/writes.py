@@ -22,6 +22,9 @@ __all__ = ["AtomicWrites", "Guard", "OrderedWrites", "Write", "Writes"]
 #: The members read from each table set of a document's fingerprint.
 Guard = list[list[bytes]]
 Write = tuple[bytes, bytes, Guard | None]
+# A document of a script call: its position in the batch, id, new and old fingerprints, guard.
+_Pending = tuple[int, bytes, bytes, bytes, Guard | None]
+_WRAP = 1 << 64
 
 _OUTCOMES = {
     b"a": Outcome.ADDED,
@@ -69,32 +72,67 @@ class AtomicWrites:
         Raises:
             SimhashRedisError: documents kept changing under concurrent writers (nothing of them written).
         """
-        outcomes: list[Outcome | None] = [None] * len(ops)
         pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
+        return self._finish(pending, self._run(self._call(ops)))
+
+    def _call(self, ops: list[Write]) -> Command:
+        """The first round's script call: every document as if its id were new."""
+        if not all(new and guard is None for _, new, guard in ops):
+            return self._command([(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)])
+        # A bulk load's adds: arguments id, new per document (format 'a'), keys built inline.
+        keys = self.keys
+        id_bucket, fp_bucket, tables = keys.id_bucket, keys.fp_bucket, keys.table_builder()
+        key_list: list[bytes] = [keys.counts]
+        args: list[bytes | int] = [self.tables, b"a"]
+        add_keys, add_args = key_list.append, args.extend
+        wide = self.f == 64
+        for doc_id, new, _ in ops:
+            fp = int(new)
+            if fp < 0 and wide:
+                fp += _WRAP
+            add_keys(id_bucket(doc_id))
+            add_keys(fp_bucket(new))
+            key_list += tables(fp)
+            add_args((doc_id, new))
+        return self._SCRIPT.command(key_list, args)
+
+    def _command(self, pending: list[_Pending]) -> Command:
+        """A script call in the general argument format (id, new, old, guard per document)."""
+        keys: list[bytes] = [self.keys.counts]
+        args: list[bytes | int] = [self.tables, b""]
+        for _, doc_id, new, old, guard in pending:
+            keys.append(self.keys.id_bucket(doc_id))
+            for fp in (new, old if old != new else b""):
+                if fp:
+                    keys.append(self.keys.fp_bucket(fp))
+                    keys.extend(self.keys.tables(decode_fp(fp, self.f)))
+            args.extend((doc_id, new, old, b"1" if guard is not None else b""))
+            if guard is not None:
+                args.extend(len(members) for members in guard)
+                for members in guard:
+                    args.extend(members)
+        return self._SCRIPT.command(keys, args)
+
+    def _run(self, call: Command) -> list[bytes]:
+        reply: list[bytes] = self._SCRIPT.run(self.transport, [call])[0]
+        return reply
+
+    def _finish(self, pending: list[_Pending], reply: list[bytes]) -> list[Outcome | None]:
+        """The outcomes, after resending the conflicts of the first round's `reply` until none is left."""
+        outcomes: list[Outcome | None] = [None] * len(pending)
         for _ in range(_CONFLICT_ROUNDS):
-            keys: list[bytes] = [self.keys.counts]
-            args: list[bytes | int] = [self.tables]
-            for _, doc_id, new, old, guard in pending:
-                keys.append(self.keys.id_bucket(doc_id))
-                for fp in (new, old if old != new else b""):
-                    if fp:
-                        keys.append(self.keys.fp_bucket(fp))
-                        keys.extend(self.keys.tables(decode_fp(fp, self.f)))
-                args.extend((doc_id, new, old, b"1" if guard is not None else b""))
-                if guard is not None:
-                    args.extend(len(members) for members in guard)
-                    for members in guard:
-                        args.extend(members)
-            reply = self._SCRIPT.run(self.transport, [self._SCRIPT.command(keys, args)])[0]
             retry = []
             for (i, doc_id, new, old, guard), status in zip(pending, reply, strict=True):
-                if status[:1] == b"c":
+                if status == b"a":
+                    outcomes[i] = Outcome.ADDED
+                elif status[:1] == b"c":
                     retry.append((i, doc_id, new, status[1:], guard))
                 elif status != b"g":
                     outcomes[i] = _outcome(status, old)
             if not retry:
                 return outcomes
             pending = retry
+            reply = self._run(self._command(pending))
         raise _too_many(len(pending))
 
 

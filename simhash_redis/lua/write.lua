@@ -1,6 +1,7 @@
 -- Applies a batch of document writes atomically: add, replace or remove ids.
 --
--- ARGV[1] = number of tables T; then per document: id, new, old, guard.
+-- ARGV[1] = number of tables T; ARGV[2] = the argument format: 'a' (a bulk load's adds: per document id,
+-- new, with old = '' and no guard) or '' (per document: id, new, old, guard).
 --   new: the stored fingerprint to give the id ('' removes the id).
 --   old: the fingerprint the client believes the id has now ('' = none).
 --   guard: '' or '1'. With '1', T counts follow, then the members the client read from each of new's
@@ -67,6 +68,7 @@ end
 
 local out = {}
 local doc_delta, fp_delta = 0, 0
+local k = 2
 
 -- Adds `id` to the ids of fingerprint `fp` (map hash KEYS[at], tables KEYS[at + 1 .. at + T]).
 local function attach(at, fp, id)
@@ -83,83 +85,95 @@ local function attach(at, fp, id)
     redis.call('HSET', KEYS[at], fp, raw .. netstring(id))
   end
 end
-local k = 2
-local a = 2
+-- Applies one document; its keys start at KEYS[k], its guard (if any) at ARGV[guard_counts].
+local function write(id, new, old, guard, guard_counts)
+  local guard_members = guard_counts + T
+  local id_key = KEYS[k]
+  k = k + 1
+  local new_at, old_at
+  if new ~= '' then
+    new_at = k
+    k = k + 1 + T
+  end
+  if old ~= '' and old ~= new then
+    old_at = k
+    k = k + 1 + T
+  end
+  -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
+  local fresh = old == '' and new ~= '' and guard == '' and redis.call('HSETNX', id_key, id, new) == 1
+  local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
+  local intact = true
+  if guard ~= '' and cur ~= new then
+    local at = guard_members
+    for t = 1, T do
+      local count = tonumber(ARGV[guard_counts + t - 1])
+      if intact and not unchanged(KEYS[new_at + t], count, at) then
+        intact = false
+      end
+      at = at + count
+    end
+  end
+  if cur == new then
+    out[#out + 1] = (new == '') and 'n' or 'u'
+  elseif not intact then
+    out[#out + 1] = 'g'
+  elseif cur ~= old then
+    out[#out + 1] = 'c' .. cur
+  else
+    if old ~= '' then
+      local fp_key = KEYS[old_at]
+      local rest = without(redis.call('HGET', fp_key, old) or '', id)
+      if rest == '' then
+        redis.call('HDEL', fp_key, old)
+        for t = 1, T do
+          redis.call('SREM', KEYS[old_at + t], old)
+        end
+        fp_delta = fp_delta - 1
+      else
+        redis.call('HSET', fp_key, old, rest)
+      end
+    end
+    if new ~= '' then
+      if not fresh then
+        redis.call('HSET', id_key, id, new)
+      end
+      attach(new_at, new, id)
+    else
+      redis.call('HDEL', id_key, id)
+    end
+    if old == '' then
+      doc_delta = doc_delta + 1
+      out[#out + 1] = 'a'
+    elseif new == '' then
+      doc_delta = doc_delta - 1
+      out[#out + 1] = 'd'
+    else
+      out[#out + 1] = 'r'
+    end
+  end
+end
+
 -- Documents are applied one after another; if one fails (a key of the wrong type, say), those before it
 -- stay applied, so their counts are written before the error is returned.
 local ok, err = pcall(function()
-  while a <= #ARGV do
+  local n = #ARGV
+  if ARGV[2] == 'a' then
+    for a = 3, n, 2 do
+      write(ARGV[a], ARGV[a + 1], '', '', 0)
+    end
+    return
+  end
+  local a = 3
+  while a <= n do
     local id, new, old, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
     a = a + 4
-    local guard_counts, guard_members = a, a + T
+    local guard_counts = a
     if guard ~= '' then
       for t = 0, T - 1 do
         a = a + 1 + tonumber(ARGV[guard_counts + t])
       end
     end
-    local id_key = KEYS[k]
-    k = k + 1
-    local new_at, old_at
-    if new ~= '' then
-      new_at = k
-      k = k + 1 + T
-    end
-    if old ~= '' and old ~= new then
-      old_at = k
-      k = k + 1 + T
-    end
-    -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
-    local fresh = old == '' and new ~= '' and guard == '' and redis.call('HSETNX', id_key, id, new) == 1
-    local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
-    local intact = true
-    if guard ~= '' and cur ~= new then
-      local at = guard_members
-      for t = 1, T do
-        local count = tonumber(ARGV[guard_counts + t - 1])
-        if intact and not unchanged(KEYS[new_at + t], count, at) then
-          intact = false
-        end
-        at = at + count
-      end
-    end
-    if cur == new then
-      out[#out + 1] = (new == '') and 'n' or 'u'
-    elseif not intact then
-      out[#out + 1] = 'g'
-    elseif cur ~= old then
-      out[#out + 1] = 'c' .. cur
-    else
-      if old ~= '' then
-        local fp_key = KEYS[old_at]
-        local rest = without(redis.call('HGET', fp_key, old) or '', id)
-        if rest == '' then
-          redis.call('HDEL', fp_key, old)
-          for t = 1, T do
-            redis.call('SREM', KEYS[old_at + t], old)
-          end
-          fp_delta = fp_delta - 1
-        else
-          redis.call('HSET', fp_key, old, rest)
-        end
-      end
-      if new ~= '' then
-        if not fresh then
-          redis.call('HSET', id_key, id, new)
-        end
-        attach(new_at, new, id)
-      else
-        redis.call('HDEL', id_key, id)
-      end
-      if old == '' then
-        doc_delta = doc_delta + 1
-        out[#out + 1] = 'a'
-      elseif new == '' then
-        doc_delta = doc_delta - 1
-        out[#out + 1] = 'd'
-      else
-        out[#out + 1] = 'r'
-      end
-    end
+    write(id, new, old, guard, guard_counts)
   end
 end)
 if doc_delta ~= 0 then
