@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import redis.exceptions as rex
+
+from . import wire
 from .codec import decode_fp
 from .errors import SimhashRedisError
 from .keys import KeySchema
 from .results import Outcome
 from .scripts import Script
-from .transport import Command, Sender
+from .transport import Command, Sender, Transport, raise_first_error
 
 __all__ = ["AtomicWrites", "Guard", "OrderedWrites", "Write", "Writes"]
 
@@ -33,6 +36,8 @@ _OUTCOMES = {
     b"d": Outcome.REMOVED,
     b"n": Outcome.MISSING,
 }
+# Documents per script call when a large batch of adds is sent as parts (see AtomicWrites._run_parts).
+_PART = 250
 # Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
 _CONFLICT_ROUNDS = 16
 
@@ -73,11 +78,50 @@ class AtomicWrites:
             SimhashRedisError: documents kept changing under concurrent writers (nothing of them written).
         """
         pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
+        if len(ops) >= 2 * _PART and isinstance(self.transport, Transport) and _all_adds(ops):
+            parts = [ops[i : i + _PART] for i in range(0, len(ops), _PART)]
+            return self._finish(pending, self._run_parts(parts))
         return self._finish(pending, self._run(self._call(ops)))
+
+    def _run_parts(self, parts: list[list[Write]]) -> list[bytes]:
+        """The first round of a large batch of adds, as one script call per part on one connection.
+
+        Each part's call is built while the server runs the previous one, and sent as soon as that
+        one's reply is read, so the client's work overlaps the server's. Every part is atomic, as a
+        batch of that size would be; conflicts are resolved after the last part (`_finish`), in
+        batch order. After a lost connection the conversation resumes at the first unacknowledged
+        part (resending it is idempotent).
+        """
+        transport: Transport = self.transport  # type: ignore[assignment]
+        replies: list[list[bytes]] = []  # acknowledged parts: they survive a rerun of the conversation
+
+        def talk(exchange: wire.Exchange) -> None:
+            if len(replies) == len(parts):
+                return
+            call = self._call(parts[len(replies)])
+            exchange.send([call])
+            while True:
+                following = len(replies) + 1
+                prepared = self._call(parts[following]) if following < len(parts) else None
+                reply = exchange.read(1)[0]
+                if isinstance(reply, rex.NoScriptError):
+                    # A restarted server forgets its scripts: load it, then the same call again.
+                    exchange.send([[b"SCRIPT", b"LOAD", self._SCRIPT.source], call])
+                    loaded, reply = exchange.read(2)
+                    raise_first_error([loaded])
+                raise_first_error([reply])
+                replies.append(reply)
+                if prepared is None:
+                    return
+                call = prepared
+                exchange.send([call])
+
+        transport.converse(talk)
+        return [status for reply in replies for status in reply]
 
     def _call(self, ops: list[Write]) -> Command:
         """The first round's script call: every document as if its id were new."""
-        if not all(new and guard is None for _, new, guard in ops):
+        if not _all_adds(ops):
             return self._command([(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)])
         # A bulk load's adds: arguments id, new per document (format 'a'), keys built inline.
         keys = self.keys
@@ -222,6 +266,10 @@ class OrderedWrites:
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes]]) -> None:
         calls = [self._IDS.command([self.keys.fp_bucket(fp)], [op, fp, doc_id]) for doc_id, fp in pairs]
         self._IDS.run(self.transport, calls, durable=True)
+
+
+def _all_adds(ops: list[Write]) -> bool:
+    return all(new and guard is None for _, new, guard in ops)
 
 
 def _outcome(status: bytes, old: bytes) -> Outcome:
