@@ -466,7 +466,7 @@ class SimhashIndex:
     def add_many(
         self, items: Iterable[tuple[str, Document]], *, unique: bool = False
     ) -> list[Outcome] | list[Outcome | Match]:
-        """Store many documents; each batch is one atomic script call.
+        """Store many documents, each batch in one atomic script call (a large one of adds: parts of 250).
 
         Args:
             items: (id, document) pairs; a later pair for the same id wins.
