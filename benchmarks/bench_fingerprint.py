@@ -122,23 +122,18 @@ def cut(text: str, size: int, limit: int) -> list[str]:
     return docs
 
 
-def best_rate(run: Callable[[], object], count: int, repeat: int) -> float:
-    """Time a run several times.
+def seconds(run: Callable[[], object]) -> float:
+    """Time one run in CPU seconds of this process.
 
     Args:
         run: the work.
-        count: documents it handles.
-        repeat: runs.
 
     Returns:
-        The best rate, in documents per second.
+        The CPU time it took.
     """
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        run()
-        best = min(best, time.process_time() - start)
-    return count / best
+    start = time.process_time()
+    run()
+    return time.process_time() - start
 
 
 def bench(label: str, docs: Sequence[str], repeat: int, theirs_docs: int) -> None:
@@ -147,21 +142,34 @@ def bench(label: str, docs: Sequence[str], repeat: int, theirs_docs: int) -> Non
     Args:
         label: the corpus name.
         docs: its documents.
-        repeat: timing runs.
+        repeat: timing rounds; the best of each contender counts.
         theirs_docs: documents given to the slower `simhash` package.
     """
     fingerprint_many(docs[:50])  # builds lookup tables and warms the token cache outside the timing
-    many = best_rate(lambda: fingerprint_many(docs), len(docs), repeat)
-    single = best_rate(lambda: [fingerprint(doc) for doc in docs], len(docs), repeat)
-    line = f"{label:8} {len(docs):5} docs  many {many:9.0f} docs/s  single {single:9.0f} docs/s"
+    runs: dict[str, tuple[Callable[[], object], int]] = {
+        "many": (lambda: fingerprint_many(docs), len(docs)),
+        "single": (lambda: [fingerprint(doc) for doc in docs], len(docs)),
+    }
     try:
         from simhash import Simhash  # type: ignore[import-untyped]
     except ImportError:
+        Simhash = None
+    else:
+        subset = docs[:theirs_docs]
+        runs["simhash"] = (lambda: [Simhash(doc).value for doc in subset], len(subset))
+    best = dict.fromkeys(runs, float("inf"))
+    # Rounds interleave the contenders, so that a change of load on a shared machine hits them alike.
+    for _ in range(repeat):
+        for name, (run, _count) in runs.items():
+            best[name] = min(best[name], seconds(run))
+    rate = {name: count / best[name] for name, (_run, count) in runs.items()}
+    line = f"{label:8} {len(docs):5} docs  many {rate['many']:9.0f} docs/s"
+    line += f"  single {rate['single']:9.0f} docs/s"
+    if Simhash is None:
         print(line + "  simhash: not installed (pip install simhash==2.1.2)")
         return
-    subset = docs[:theirs_docs]
-    theirs = best_rate(lambda: [Simhash(doc).value for doc in subset], len(subset), max(1, repeat // 2))
-    ratios = f"ratio many {many / theirs:5.1f}x single {single / theirs:5.1f}x"
+    theirs = rate["simhash"]
+    ratios = f"ratio many {rate['many'] / theirs:5.1f}x single {rate['single'] / theirs:5.1f}x"
     print(f"{line}  simhash {theirs:7.0f} docs/s  {ratios}")
 
 
@@ -172,7 +180,7 @@ def main() -> None:
     )
     parser.add_argument("--docs", type=int, default=2000, help="documents per corpus")
     parser.add_argument("--size", type=int, default=3500, help="UTF-8 bytes per document")
-    parser.add_argument("--repeat", type=int, default=5, help="timing runs; the best counts")
+    parser.add_argument("--repeat", type=int, default=5, help="timing rounds; the best counts")
     parser.add_argument("--theirs", type=int, default=300, help="documents given to the simhash package")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
