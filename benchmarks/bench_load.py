@@ -98,6 +98,18 @@ def bulk(n: int, command: str) -> tuple[list[Figure], SimhashIndex, list[int], o
     return [figure], index, fps, ctx
 
 
+def _summary(stdout: str) -> dict[str, Any]:
+    """The JSON summary `simhash-redis load --json` printed last ({} if there is none)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                parsed: dict[str, Any] = json.loads(line)
+            except ValueError:
+                return {}
+            return parsed
+    return {}
+
+
 def _server_cpu(client: Any) -> float:
     """The server's CPU seconds so far (user + sys, from INFO cpu)."""
     info = client.info("cpu")
@@ -163,6 +175,21 @@ def text_load(docs_count: int, command: str) -> list[Figure]:
                     extra={"docs": len(docs), "bytes_per_doc": 3500, "summary": done.stdout[-2000:]},
                 )
             )
+            summary = _summary(done.stdout)
+            if summary.get("docs_per_s"):
+                # The same run without the process start (interpreter, imports, worker pool): what a
+                # long load sustains.
+                figures.append(
+                    Figure(
+                        f"simhash-redis load of text, loading only, {os.cpu_count()} cores",
+                        float(summary["docs_per_s"]),
+                        "docs/s",
+                        "simhash + SimhashIndex (1 process)",
+                        theirs,
+                        command=command,
+                        extra={"startup_s": round(seconds - float(summary["elapsed"]), 3)},
+                    )
+                )
     return figures
 
 

@@ -255,9 +255,14 @@ def _doc(value: object, source: str, line: int | None, options: ReadOptions) -> 
         return str(value)
     if not isinstance(value, str):
         return InputError(source, line, f"the {what} must be a string, got {type(value).__name__}")
-    if not value.strip():
+    if _blank(value):
         return InputError(source, line, f"empty {what}")
     return value
+
+
+def _blank(text: str) -> bool:
+    # Not `not text.strip()`: that copies every multi-kilobyte document just to test it.
+    return not text or text.isspace()
 
 
 def _read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
@@ -266,7 +271,7 @@ def _read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterato
         if isinstance(text, InputError):
             yield text
             continue
-        if not text.strip():
+        if _blank(text):
             continue
         try:
             obj = json.loads(text)
