@@ -29,7 +29,8 @@ compat:
 	$(COMPAT)/bin/python -m pip install --quiet -e '.[test]' 'redis==5.0.8'
 	$(COMPAT)/bin/python -m pytest -q tests/test_index_contract.py tests/test_index_property.py \
 		tests/test_add_if_new.py tests/test_verify.py tests/test_wire.py tests/test_cluster.py \
-		tests/test_lost_replies.py tests/test_stalls.py tests/test_security.py
+		tests/test_lost_replies.py tests/test_stalls.py tests/test_security.py \
+		tests/test_near_conversation.py tests/test_write_formats.py
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m benchmarks

@@ -400,13 +400,18 @@ class Keeper:
         # What redis-py's can_read(0) checks, without allocating a poller on every call.
         parser = connection._parser
         sock, reader = getattr(parser, "_sock", None), getattr(parser, "_reader", None)
-        if sock is None or reader is None or reader.has_data():
+        if sock is None or reader is None:
+            return False
+        if getattr(parser, "_next_response", NOT_ENOUGH_DATA) is not NOT_ENOUGH_DATA:
+            return False  # redis-py < 5.1 keeps a reply its can_read() took from the reader
+        buffered = getattr(reader, "has_data", None)  # hiredis >= 2.1
+        if not _HAS_POLL or buffered is None:
+            return not parser.can_read(0)
+        if buffered():
             return False
         pending = getattr(sock, "pending", None)  # TLS: decrypted bytes above the socket
         if pending is not None and pending():
             return False
-        if not _HAS_POLL:
-            return not parser.can_read(0)
         cached = self._poller
         if cached is None or cached[0] is not sock:
             poller = select.poll()
