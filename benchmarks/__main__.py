@@ -41,7 +41,12 @@ RATIO_TARGETS = [
     ("near_many throughput, batches", "redis-py", 50_000 / 22_000, "50k q/s / redis-py pipelines 22k q/s"),
     ("near_many throughput vs SimhashIndex", "simhash", 50_000 / 4_200, "50k q/s / SimhashIndex 4.2k q/s"),
     ("bulk load", "redis-py", 150_000 / 48_000, "150k fps/s / redis-py pipelines 38-48k fps/s"),
-    ("simhash-redis load of text, end to end", "simhash", 15_000 / 560, "15k docs/s / simhash 420-700 docs/s (midpoint)"),
+    (
+        "simhash-redis load of text, end to end",
+        "simhash",
+        15_000 / 560,
+        "15k docs/s / simhash 420-700 docs/s (midpoint)",
+    ),
     ("growth: near() p50 at N=10,000,000", "numpy", 15_600 / 300, "numpy scan 15.6 ms at 10M / 300 us"),
 ]
 

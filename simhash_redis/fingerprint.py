@@ -3,9 +3,9 @@
 Each feature is hashed to f bits; bit j's counter gains the feature's weight where the hash has a 1 and
 loses it where it has a 0; the fingerprint has bit j set where the counter is > 0. Token hashes come
 from xxh3 (cached per process, or for 64-bit word tokens of large batches computed in numpy, bit for
-bit as xxhash does); shingle hashes combine them with a fixed 64-bit mixer in numpy, and the counters
-are summed as bit-sliced counters (byte lanes of uint64 words for small batches). docs/fingerprints.md
-defines every bit.
+bit as xxhash does: `simhash_redis.xxh3`); shingle hashes combine them with a fixed 64-bit mixer in
+numpy, and the counters are summed as bit-sliced counters (byte lanes of uint64 words for small
+batches: `simhash_redis.bitsums`). docs/fingerprints.md defines every bit.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
-import xxhash
 
 from . import features as _features
+from .bitsums import bit_sums
 from .errors import InvalidArgument, InvalidType
 from .features import (
     ascii_word_spans,
@@ -35,6 +35,7 @@ from .features import (
     token_spans_of,
 )
 from .scheme import DEFAULT_SCHEME, Scheme
+from .xxh3 import VECTOR_MAX, digest, hash_spans
 
 __all__ = ["DEFAULT_SCHEME", "Document", "Scheme", "distance", "fingerprint", "fingerprint_many"]
 
@@ -67,21 +68,6 @@ _K, _C1, _C2 = np.uint64(MIX_K), np.uint64(MIX_C1), np.uint64(MIX_C2)
 _S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
 # Tokens mixed per chunk: 256 KiB per array, which stays in the CPU cache.
 _MIX_CHUNK = 1 << 15
-# Byte-lane counters of a uint64 word overflow past 255, so lanes are summed over at most this many rows.
-_LANE_ROWS = 255
-# Fewest features for which `_sliced_sums` beats `_lane_sums`.
-_SLICED_MIN_ROWS = 1 << 13
-# At most 2**7 = 128 rows per block: a block's counts then fit the 8 bit planes of one byte.
-_MAX_DEPTH = 7
-# (keep, move, shift) of the three steps of an 8x8 bit matrix transpose (Hacker's Delight, 7-3).
-_TRANSPOSE_STEPS = tuple(
-    (np.uint64(keep), np.uint64(move), np.uint64(shift))
-    for keep, move, shift in (
-        (0xAA55AA55AA55AA55, 0x00AA00AA00AA00AA, 7),
-        (0xCCCC3333CCCC3333, 0x0000CCCC0000CCCC, 14),
-        (0xF0F0F0F00F0F0F0F, 0x00000000F0F0F0F0, 28),
-    )
-)
 
 
 class _HashTable(dict[_Key, int]):
@@ -106,7 +92,7 @@ class _HashTable(dict[_Key, int]):
         start = len(self) - len(self.pending)
         data = [key.encode("utf-8") if isinstance(key, str) else key for key in self.pending]
         self.pending = []
-        rows = _digest(data, self.seed, self.lanes)
+        rows = digest(data, self.seed, self.lanes)
         if len(self) > len(self.hashes):
             grown = np.zeros((max(len(self), 2 * len(self.hashes)), self.lanes), dtype=np.uint64)
             grown[:start] = self.hashes[:start]
@@ -155,7 +141,7 @@ class _CodePointTable:
             if not np.take(self.known, cps).all():
                 missing = np.unique(cps[~np.take(self.known, cps)])
                 data = [chr(cp).encode("utf-8") for cp in missing.tolist()]
-                self.hashes[missing] = _digest(data, self.seed, self.lanes)
+                self.hashes[missing] = digest(data, self.seed, self.lanes)
                 self.known[missing] = True
             return self.hashes
 
@@ -173,277 +159,9 @@ class _CodePointTable:
             missing = _NO_CPS if known.all() else np.unique(cps[~known])
             if len(missing):
                 data = [chr(cp).encode("utf-8") for cp in missing.tolist()]
-                self.hashes[missing] = _digest(data, self.seed, self.lanes)
+                self.hashes[missing] = digest(data, self.seed, self.lanes)
                 self.known[missing] = True
             return self.hashes[cps]
-
-
-def _digest(data: list[bytes], seed: int, lanes: int) -> _U64:
-    """Hash byte strings with xxh3: 64 bits, or 128 bits as (low, high) 64-bit lanes.
-
-    Args:
-        data: the byte strings.
-        seed: the xxh3 seed.
-        lanes: 1 for xxh3_64, 2 for xxh3_128.
-
-    Returns:
-        A (len(data), lanes) uint64 array.
-    """
-    if lanes == 1:
-        digest64 = xxhash.xxh3_64_intdigest
-        return np.array([digest64(item, seed) for item in data], dtype=np.uint64).reshape(-1, 1)
-    digest128 = xxhash.xxh3_128_intdigest
-    mask = (1 << 64) - 1
-    wide = [digest128(item, seed) for item in data]
-    return np.array([(v & mask, v >> 64) for v in wide], dtype=np.uint64).reshape(-1, 2)
-
-
-# xxh3's default secret, its first 128 bytes: all that inputs of up to 128 bytes read.
-_XXH3_SECRET = bytes.fromhex(
-    "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671f"
-    "cb79e64eccc0e578825ad07dccff7221b8084674f743248ee03590e6813a264c"
-    "3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
-    "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364"
-)
-#: Longest input `_xxh3_spans` hashes itself; longer ones go through the xxhash package.
-XXH3_VECTOR_MAX = 128
-_U64_MASK = (1 << 64) - 1
-_M32 = np.uint64(0xFFFFFFFF)
-_P64_1, _P64_2, _P64_3 = (
-    np.uint64(0x9E3779B185EBCA87),
-    np.uint64(0xC2B2AE3D27D4EB4F),
-    np.uint64(0x165667B19E3779F9),
-)
-_MX1, _MX2 = np.uint64(0x165667919E3779F9), np.uint64(0x9FB21C651E98DF25)
-
-
-def _secret64(offset: int) -> int:
-    """Read a little-endian 64-bit word of the xxh3 secret.
-
-    Args:
-        offset: its byte offset.
-
-    Returns:
-        The word.
-    """
-    return int.from_bytes(_XXH3_SECRET[offset : offset + 8], "little")
-
-
-def _fold64(a: _U64, b: _U64) -> _U64:
-    """Multiply as 128-bit products and fold each to 64 bits (low XOR high), xxh3's mul128_fold64.
-
-    Args:
-        a: uint64 values.
-        b: as many.
-
-    Returns:
-        The folded products.
-    """
-    # numpy has no 64x64 -> 128-bit product: build it from 32-bit halves.
-    a_lo, a_hi = a & _M32, a >> np.uint64(32)
-    b_lo, b_hi = b & _M32, b >> np.uint64(32)
-    lo_lo = a_lo * b_lo
-    hi_lo = a_hi * b_lo
-    cross = (lo_lo >> np.uint64(32)) + (hi_lo & _M32) + a_lo * b_hi
-    upper = (hi_lo >> np.uint64(32)) + (cross >> np.uint64(32)) + a_hi * b_hi
-    lower = (cross << np.uint64(32)) | (lo_lo & _M32)
-    folded: _U64 = lower ^ upper
-    return folded
-
-
-def _xxh3_avalanche(h: _U64) -> _U64:
-    """Apply xxh3's final avalanche in place.
-
-    Args:
-        h: uint64 values.
-
-    Returns:
-        h, mixed.
-    """
-    h ^= h >> np.uint64(37)
-    h *= _MX1
-    h ^= h >> np.uint64(32)
-    return h
-
-
-def _xxh3_1to3(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
-) -> _U64:
-    """xxh3-64 of inputs of 1 to 3 bytes.
-
-    Args:
-        buf: the bytes holding the inputs.
-        starts: each input's offset in buf.
-        lengths: each input's length.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes.
-    """
-    c1 = buf[starts].astype(np.uint64)
-    c2 = buf[starts + (lengths >> 1)].astype(np.uint64)
-    c3 = buf[starts + lengths - 1].astype(np.uint64)
-    h: _U64 = (c1 << np.uint64(16)) | (c2 << np.uint64(24)) | c3 | (lengths.astype(np.uint64) << np.uint64(8))
-    h ^= np.uint64(((_secret64(0) & 0xFFFFFFFF) ^ (_secret64(4) & 0xFFFFFFFF)) + seed & _U64_MASK)
-    # xxh64's avalanche.
-    h ^= h >> np.uint64(33)
-    h *= _P64_2
-    h ^= h >> np.uint64(29)
-    h *= _P64_3
-    h ^= h >> np.uint64(32)
-    return h
-
-
-def _xxh3_4to8(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
-) -> _U64:
-    """xxh3-64 of inputs of 4 to 8 bytes.
-
-    Args:
-        buf: the bytes holding the inputs.
-        starts: each input's offset in buf.
-        lengths: each input's length.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes.
-    """
-    words = _words32(buf)
-    first = words[starts].astype(np.uint64)
-    last = words[starts + lengths - 4].astype(np.uint64)
-    swapped = int.from_bytes((seed & 0xFFFFFFFF).to_bytes(4, "little"), "big")
-    flip = (_secret64(8) ^ _secret64(16)) - (seed ^ swapped << 32) & _U64_MASK
-    h: _U64 = (last + (first << np.uint64(32))) ^ np.uint64(flip)
-    # rrmxmx
-    h ^= ((h << np.uint64(49)) | (h >> np.uint64(15))) ^ ((h << np.uint64(24)) | (h >> np.uint64(40)))
-    h *= _MX2
-    h ^= (h >> np.uint64(35)) + lengths.astype(np.uint64)
-    h *= _MX2
-    h ^= h >> np.uint64(28)
-    return h
-
-
-def _xxh3_9to16(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
-) -> _U64:
-    """xxh3-64 of inputs of 9 to 16 bytes.
-
-    Args:
-        buf: the bytes holding the inputs.
-        starts: each input's offset in buf.
-        lengths: each input's length.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes.
-    """
-    words = _words64(buf)
-    low = words[starts] ^ np.uint64((_secret64(24) ^ _secret64(32)) + seed & _U64_MASK)
-    high = words[starts + lengths - 8] ^ np.uint64((_secret64(40) ^ _secret64(48)) - seed & _U64_MASK)
-    acc = lengths.astype(np.uint64) + low.byteswap() + high + _fold64(low, high)
-    return _xxh3_avalanche(acc)
-
-
-def _mix16(words: npt.NDArray[np.uint64], at: npt.NDArray[np.intp], secret: int, seed: int) -> _U64:
-    """xxh3's mix16B: fold 16 input bytes keyed by 16 secret bytes.
-
-    Args:
-        words: the input bytes as unaligned little-endian uint64 at every offset.
-        at: each input's offset of the 16 bytes.
-        secret: the offset in the secret.
-        seed: the xxh3 seed.
-
-    Returns:
-        The folded values.
-    """
-    low = words[at] ^ np.uint64(_secret64(secret) + seed & _U64_MASK)
-    high = words[at + 8] ^ np.uint64(_secret64(secret + 8) - seed & _U64_MASK)
-    return _fold64(low, high)
-
-
-def _xxh3_17to128(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
-) -> _U64:
-    """xxh3-64 of inputs of 17 to 128 bytes.
-
-    Args:
-        buf: the bytes holding the inputs.
-        starts: each input's offset in buf.
-        lengths: each input's length.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes.
-    """
-    words = _words64(buf)
-    acc = lengths.astype(np.uint64) * _P64_1
-    acc += _mix16(words, starts, 0, seed) + _mix16(words, starts + lengths - 16, 16, seed)
-    # Longer inputs mix 16 more bytes from each end per 32 bytes past 32, with the next secret bytes.
-    for level in range(1, 4):
-        chosen = np.flatnonzero(lengths > 32 * level)
-        if not len(chosen):
-            break
-        first, size = starts[chosen], lengths[chosen]
-        acc[chosen] += _mix16(words, first + 16 * level, 32 * level, seed) + _mix16(
-            words, first + size - 16 * (level + 1), 32 * level + 16, seed
-        )
-    return _xxh3_avalanche(acc)
-
-
-def _words64(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
-    """View bytes as the little-endian uint64 starting at every offset (overlapping, unaligned).
-
-    Args:
-        buf: the bytes.
-
-    Returns:
-        The view: item i is made of buf[i : i + 8].
-    """
-    view: npt.NDArray[np.uint64] = np.ndarray((max(0, len(buf) - 7),), dtype="<u8", buffer=buf, strides=(1,))
-    return view
-
-
-def _words32(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
-    """View bytes as the little-endian uint32 starting at every offset (overlapping, unaligned).
-
-    Args:
-        buf: the bytes.
-
-    Returns:
-        The view: item i is made of buf[i : i + 4].
-    """
-    view: npt.NDArray[np.uint32] = np.ndarray((max(0, len(buf) - 3),), dtype="<u4", buffer=buf, strides=(1,))
-    return view
-
-
-def _xxh3_spans(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
-) -> _U64:
-    """Hash many byte strings of 1 to `XXH3_VECTOR_MAX` bytes with xxh3-64, bit for bit as xxhash does.
-
-    The xxh3 formulas for short inputs, vectorised: one numpy pass per step instead of one Python
-    call (about 100 ns) per string.
-
-    Args:
-        buf: the bytes holding the strings.
-        starts: each string's offset in buf.
-        lengths: each string's length, 1 to `XXH3_VECTOR_MAX`.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes, a 1-D uint64 array.
-    """
-    out = np.empty(len(starts), dtype=np.uint64)
-    for low, high, formula in (
-        (1, 3, _xxh3_1to3),
-        (4, 8, _xxh3_4to8),
-        (9, 16, _xxh3_9to16),
-        (17, 128, _xxh3_17to128),
-    ):
-        chosen = np.flatnonzero((lengths >= low) & (lengths <= high))
-        if len(chosen):
-            out[chosen] = formula(buf, starts[chosen], lengths[chosen], seed)
-    return out
 
 
 _NO_CPS = np.zeros(0, dtype=np.uint32)
@@ -574,136 +292,6 @@ def _features_of(
             if len(wanted):
                 feats[firsts[wanted], lane] = _combine_short(column, starts[wanted], j)
     return feats, counts
-
-
-def _transpose8(words: _U64) -> _U64:
-    """Transpose each uint64 as an 8x8 bit matrix: bit 8 * i + j goes to bit 8 * j + i.
-
-    Args:
-        words: uint64 values.
-
-    Returns:
-        The transposed values (a new array).
-    """
-    for keep, move, shift in _TRANSPOSE_STEPS:
-        words = (words & keep) | ((words & move) << shift) | ((words >> shift) & move)
-    return words
-
-
-def _add_planes(a: list[_U64], b: list[_U64]) -> list[_U64]:
-    """Add two sets of bit-sliced counters: plane i holds bit i of a counter in each bit position.
-
-    Args:
-        a: the planes of one set, low bit first.
-        b: the planes of the other, as many, of the same shapes.
-
-    Returns:
-        The planes of the sums, one more than given.
-    """
-    total = [a[0] ^ b[0]]
-    carry = a[0] & b[0]
-    for plane_a, plane_b in zip(a[1:], b[1:], strict=True):
-        half = plane_a ^ plane_b
-        out_carry = plane_a & plane_b
-        out_carry |= carry & half
-        half ^= carry
-        total.append(half)
-        carry = out_carry
-    total.append(carry)
-    return total
-
-
-def _bit_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
-    """Count, per document and bit, the features whose hash has that bit set.
-
-    Args:
-        feats: feature hashes (M, lanes), each document's contiguously.
-        per_doc: features per document.
-        f: fingerprint width.
-
-    Returns:
-        A (documents, f) array of counts.
-    """
-    # The bit-sliced sum makes about a hundred numpy calls: faster from some thousands of features on.
-    if len(feats) < _SLICED_MIN_ROWS:
-        return _lane_sums(feats, per_doc, f)
-    return _sliced_sums(feats, per_doc, f)
-
-
-def _lane_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
-    """Count, per document and bit, the features whose hash has that bit set: bits unpacked to bytes.
-
-    Args:
-        feats: feature hashes (M, lanes), each document's contiguously.
-        per_doc: features per document.
-        f: fingerprint width.
-
-    Returns:
-        A (documents, f) array of counts.
-    """
-    sums = np.zeros((len(per_doc), f), dtype=np.int64)
-    if not len(feats):
-        return sums
-    # Bit j of a feature is (hash >> j) & 1 on every platform: little-endian bytes, little bit order.
-    octets = feats.astype("<u8", copy=False).view(np.uint8).reshape(len(feats), -1)[:, : f // 8]
-    bits = np.unpackbits(octets, axis=1, bitorder="little")
-    # Eight 0/1 bytes per uint64: adding up to 255 rows never carries from one byte into the next.
-    lanes = bits.view(np.uint64)
-    nonempty = np.flatnonzero(per_doc)
-    doc_starts = (np.cumsum(per_doc) - per_doc)[nonempty]
-    cuts = np.union1d(doc_starts, np.arange(0, len(feats), _LANE_ROWS, dtype=np.intp))
-    partial = np.add.reduceat(lanes, cuts, axis=0)
-    counts = partial.view(np.uint8).reshape(len(cuts), f).astype(np.int64)
-    sums[nonempty] = np.add.reduceat(counts, np.searchsorted(cuts, doc_starts), axis=0)
-    return sums
-
-
-def _sliced_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
-    """Count, per document and bit, the features whose hash has that bit set: bit-sliced adders.
-
-    Each document's features are laid out in blocks of up to 128 rows, padded with zero rows (which
-    add nothing). A block's rows are added as bit-sliced counters, halving the rows at each step with
-    word-wide XOR/AND, until one row of 8 bit planes is left; transposing those 8x8 bit matrices gives
-    each bit's count in one byte. Bit j of a feature is (hash >> j) & 1 on every platform.
-
-    Args:
-        feats: feature hashes (M, lanes), each document's contiguously.
-        per_doc: features per document.
-        f: fingerprint width.
-
-    Returns:
-        A (documents, f) array of counts.
-    """
-    sums = np.zeros((len(per_doc), f), dtype=np.int64)
-    nonempty = np.flatnonzero(per_doc)
-    if not len(nonempty):
-        return sums
-    m, lanes = feats.shape
-    # Blocks of about half a document, at most 128 rows, so that padding costs little.
-    depth = min(_MAX_DEPTH, max(0, int(m / len(nonempty)).bit_length() - 2))
-    size = 1 << depth
-    blocks = (per_doc + size - 1) >> depth
-    nblocks = int(blocks.sum())
-    first_block = np.cumsum(blocks) - blocks
-    # Row r of every block side by side: the halves added at each step are then contiguous.
-    at = np.arange(m, dtype=np.intp) - np.repeat(np.cumsum(per_doc) - per_doc, per_doc)
-    grid = np.zeros((size * nblocks, lanes), dtype=np.uint64)
-    grid[(at & (size - 1)) * nblocks + np.repeat(first_block, per_doc) + (at >> depth)] = feats
-    sliced = [grid.reshape(size, nblocks * lanes)]
-    while len(sliced[0]) > 1:
-        half = len(sliced[0]) // 2
-        sliced = _add_planes([p[:half] for p in sliced], [p[half:] for p in sliced])
-    planes = np.zeros((nblocks, 8, lanes), dtype="<u8")
-    for index, plane in enumerate(sliced):
-        planes[:, index] = plane.reshape(nblocks, lanes)
-    # Byte k of plane i, for i = 0..7, make one uint64; transposed, its byte j is the count of bit 8k + j.
-    octets = planes.view(np.uint8).reshape(nblocks, 8, lanes * 8).transpose(0, 2, 1)
-    words = np.ascontiguousarray(octets).view("<u8").reshape(nblocks, lanes * 8)
-    counts = _transpose8(words).view(np.uint8).reshape(nblocks, lanes * 64)[:, :f]
-    # Per-document totals fit in 32 bits unless a document has 2**32 features or more.
-    wide = np.int64 if int(per_doc.max()) >= 1 << 32 else np.uint32
-    sums[nonempty] = np.add.reduceat(counts.astype(wide), first_block[nonempty], axis=0)
-    return sums
 
 
 def _to_ints(bits: npt.NDArray[np.bool_], f: int) -> list[int]:
@@ -866,7 +454,7 @@ class _Engine:
         """
         if self.scheme.weighting == "binary":
             feats, per_doc = _dedupe(feats, per_doc)
-        sums = _bit_sums(feats, per_doc, self.scheme.f)
+        sums = bit_sums(feats, per_doc, self.scheme.f)
         return self.finish(sums, per_doc.astype(np.int64))
 
     def text_tokens(self, norm: str) -> _U64:
@@ -894,8 +482,8 @@ class _Engine:
             A (len(starts), 1) uint64 array.
         """
         lengths = ends - starts
-        out = _xxh3_spans(buf, starts, lengths, self.scheme.seed)
-        longer = np.flatnonzero(lengths > XXH3_VECTOR_MAX)
+        out = hash_spans(buf, starts, lengths, self.scheme.seed)
+        longer = np.flatnonzero(lengths > VECTOR_MAX)
         if len(longer):
             keys: list[_Key] = [buf[starts[i] : ends[i]].tobytes() for i in longer.tolist()]
             out[longer] = self.hashes(keys)[:, 0]
@@ -1137,18 +725,18 @@ def _stream(engine: _Engine, pieces: Iterator[_U64]) -> int:
         if engine.scheme.weighting == "binary":
             distinct.append(np.unique(feats, axis=0))
         else:
-            sums += _bit_sums(feats, per_doc, f)
+            sums += bit_sums(feats, per_doc, f)
             total += int(per_doc[0])
         carry = unit[max(0, len(unit) - n + 1) :] if n > 1 else carry
     if 0 < seen < n:
         feats, per_doc = engine.features([carry], [True], [0], 1)
         distinct.append(feats)
         if engine.scheme.weighting != "binary":
-            sums += _bit_sums(feats, per_doc, f)
+            sums += bit_sums(feats, per_doc, f)
             total += int(per_doc[0])
     if engine.scheme.weighting == "binary" and distinct:
         feats = np.unique(np.concatenate(distinct), axis=0)
-        sums = _bit_sums(feats, np.array([len(feats)], dtype=np.intp), f)
+        sums = bit_sums(feats, np.array([len(feats)], dtype=np.intp), f)
         total = len(feats)
     return engine.finish(sums, np.array([total], dtype=np.int64))[0]
 

@@ -18,7 +18,7 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_redis import features
+from simhash_redis import bitsums, features, xxh3
 from simhash_redis.fingerprint import fingerprint, fingerprint_many
 from simhash_redis.scheme import Scheme
 
@@ -67,11 +67,11 @@ def _spans(rng: random.Random, lengths: list[int]) -> tuple[np.ndarray, np.ndarr
 @pytest.mark.parametrize("seed", SEEDS)
 def test_vectorised_xxh3_is_xxhash(seed: int) -> None:
     rng = random.Random(seed)
-    lengths = [length for length in range(1, fp_module.XXH3_VECTOR_MAX + 1) for _ in range(8)]
+    lengths = [length for length in range(1, xxh3.VECTOR_MAX + 1) for _ in range(8)]
     lengths += [rng.randint(1, 16) for _ in range(3000)]
     rng.shuffle(lengths)
     buf, starts, sizes, data = _spans(rng, lengths)
-    got = fp_module._xxh3_spans(buf, starts, sizes, seed)
+    got = xxh3.hash_spans(buf, starts, sizes, seed)
     want = [
         xxhash.xxh3_64_intdigest(data[a : a + n], seed) for a, n in zip(starts.tolist(), lengths, strict=True)
     ]
@@ -79,10 +79,10 @@ def test_vectorised_xxh3_is_xxhash(seed: int) -> None:
 
 
 def test_vectorised_xxh3_reads_nothing_past_a_string_at_the_end() -> None:
-    for length in range(1, fp_module.XXH3_VECTOR_MAX + 1):
+    for length in range(1, xxh3.VECTOR_MAX + 1):
         data = bytes(range(length))
         buf = np.frombuffer(data, dtype=np.uint8)
-        got = fp_module._xxh3_spans(buf, np.array([0]), np.array([length]), 0)
+        got = xxh3.hash_spans(buf, np.array([0]), np.array([length]), 0)
         assert int(got[0]) == xxhash.xxh3_64_intdigest(data, 0)
 
 
@@ -95,10 +95,10 @@ def test_bit_sliced_sums_are_the_unpacked_sums(f: int) -> None:
         per_doc[0] = 0
         feats = rng.integers(0, MASK, (int(per_doc.sum()), lanes), dtype=np.uint64, endpoint=True)
         feats[: len(feats) // 3] = np.uint64(MASK)  # every counter at its largest in some blocks
-        expected = fp_module._lane_sums(feats, per_doc, f)
-        assert (fp_module._sliced_sums(feats, per_doc, f) == expected).all()
+        expected = bitsums.lane_sums(feats, per_doc, f)
+        assert (bitsums.sliced_sums(feats, per_doc, f) == expected).all()
     empty = np.zeros((0, lanes), dtype=np.uint64)
-    assert not fp_module._sliced_sums(empty, np.zeros(3, dtype=np.intp), f).any()
+    assert not bitsums.sliced_sums(empty, np.zeros(3, dtype=np.intp), f).any()
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
@@ -200,12 +200,12 @@ def test_no_astral_composite_has_a_bmp_second_part() -> None:
 
 def _slow_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fp_module, "VECTOR_MIN_CHARS", 1 << 62)
-    monkeypatch.setattr(fp_module, "_SLICED_MIN_ROWS", 1 << 62)
+    monkeypatch.setattr(bitsums, "SLICED_MIN_ROWS", 1 << 62)
 
 
 def _fast_paths(monkeypatch: pytest.MonkeyPatch, few_spans: int) -> None:
     monkeypatch.setattr(fp_module, "VECTOR_MIN_CHARS", 0)
-    monkeypatch.setattr(fp_module, "_SLICED_MIN_ROWS", 0)
+    monkeypatch.setattr(bitsums, "SLICED_MIN_ROWS", 0)
     monkeypatch.setattr(fp_module, "_FEW_SPANS", few_spans)
 
 
@@ -256,10 +256,11 @@ def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest
         docs.append(" ".join([english] * rng.randint(0, 6)))
     assert sum(len(doc) for doc in docs if doc.isascii()) > fp_module.VECTOR_MIN_CHARS
     assert sum(len(doc) for doc in docs if not doc.isascii()) > fp_module.VECTOR_MIN_CHARS
-    calls = {"_xxh3_spans": 0, "_sliced_sums": 0}
-    for name in calls:
-        monkeypatch.setattr(fp_module, name, _counting(getattr(fp_module, name), calls, name))
+    calls = {"hash_spans": 0, "sliced_sums": 0}
+    # Each patched where it is looked up: fingerprint calls hash_spans, bitsums.bit_sums calls sliced_sums.
+    for module, name in ((fp_module, "hash_spans"), (bitsums, "sliced_sums")):
+        monkeypatch.setattr(module, name, _counting(getattr(module, name), calls, name))
     for scheme in (Scheme(), Scheme(f=32, seed=11), Scheme(n=4)):
         assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs]
-    assert calls["_xxh3_spans"] >= 6
-    assert calls["_sliced_sums"] >= 3
+    assert calls["hash_spans"] >= 6
+    assert calls["sliced_sums"] >= 3
