@@ -1,12 +1,11 @@
 """The reproducible data every benchmark uses, and the private server they run against.
 
-Texts: real English and Chinese text, never random words. English comes from the licence texts and
-package copyright files under /usr/share, Chinese from the zh_CN message catalogues of installed
-packages (both read by `benchmarks.bench_fingerprint`, in a fixed order, with its fallbacks); when the
-evaluation corpus `benchmarks/data/eval_corpus.jsonl.gz` (Debian manuals and PyPI sdists, built by
-`benchmarks/eval_corpus.py`) is present, its texts of the same language are appended. Texts are cut
-into documents of `size` UTF-8 bytes; when more documents are asked for than the text holds, further
-passes start at shifted offsets, so every document is still real, contiguous text.
+Texts: real English and Chinese text, never random words, and the same on every machine: the
+versioned evaluation corpus `benchmarks/data/eval_corpus.jsonl.gz` (built by `benchmarks/eval_corpus.py`
+from Debian packages and PyPI sdists, sources and licences in `benchmarks/data/SOURCES.md`), its
+original documents only (not the synthetic near-duplicates), in file order. Texts are cut into
+documents of `size` UTF-8 bytes; when more documents are asked for than the text holds, further passes
+start at shifted offsets, so every document is still real, contiguous text.
 
 Fingerprints for the index benchmarks: 64-bit values from a seeded numpy generator (the index's cost
 depends on how many fingerprints share a table key, which for SimHash of distinct documents is close
@@ -31,7 +30,6 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import bench_fingerprint  # noqa: E402
 from tests.servers import ServerProcess  # noqa: E402
 
 __all__ = [
@@ -47,19 +45,22 @@ __all__ = [
 
 _EVAL = ROOT / "benchmarks" / "data" / "eval_corpus.jsonl.gz"
 SEED = 20240601
+# Offset step between passes over the text (a prime, so documents of one pass are not aligned with
+# another's); size / _SHIFT passes are possible.
+_SHIFT = 61
 
 
 @functools.cache
 def text(lang: str) -> str:
     """All the real text of one language ("en" or "zh"), in a fixed order."""
-    base = bench_fingerprint.english_text() if lang == "en" else bench_fingerprint.chinese_text()
-    parts = [base]
-    if _EVAL.exists():
-        with gzip.open(_EVAL, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                if record.get("lang") == lang and record.get("kind") != "variant":
-                    parts.append(record["text"])
+    parts = []
+    with gzip.open(_EVAL, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if record.get("lang") == lang and record.get("kind") != "variant":
+                parts.append(record["text"])
+    if not parts:
+        raise ValueError(f"no {lang!r} text in {_EVAL}")
     return "\n".join(parts)
 
 
@@ -84,7 +85,7 @@ def documents(lang: str, count: int, size: int = 3500) -> list[str]:
                 start += 1
             docs.append(data[start:end].decode("utf-8"))
             start = end
-        shift += 257  # the next pass cuts the same text at other places
+        shift += _SHIFT  # the next pass cuts the same text at other places
         if shift >= size:
             raise ValueError(f"not enough {lang} text for {count} documents of {size} bytes")
     return docs
