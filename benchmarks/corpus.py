@@ -41,6 +41,7 @@ __all__ = [
     "queries",
     "server",
     "text",
+    "unpin",
 ]
 
 _EVAL = ROOT / "benchmarks" / "data" / "eval_corpus.jsonl.gz"
@@ -124,6 +125,13 @@ def pin(cpu: int) -> None:
     if hasattr(os, "sched_setaffinity"):
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, {cpu % (os.cpu_count() or 1)})
+
+
+def unpin() -> None:
+    """Let this process (and what it starts from now on) run on every CPU again."""
+    if hasattr(os, "sched_setaffinity"):
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, range(os.cpu_count() or 1))
 
 
 @contextlib.contextmanager
