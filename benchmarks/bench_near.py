@@ -266,6 +266,45 @@ def run(
     return figures
 
 
+def breakdown(n: int, count: int) -> None:
+    """Print where one miss's time goes: raw socket, transport, whole near(), p50 of `count` each."""
+    import socket
+
+    from simhash_redis import wire
+
+    with corpus.server() as server:
+        index = SimhashIndex(server.client(), "bench", k=K)
+        stored = corpus.fingerprints(n)
+        print(f"  loading {n:,} fingerprints ...", flush=True)
+        load_index(index, stored)
+        corpus.pin(0)
+        misses = corpus.queries(stored, 2 * count)[1::2]
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buffer = bytearray(1 << 16)
+
+        ping = b"*1\r\n$4\r\nPING\r\n"
+
+        def raw(payload: bytes) -> None:
+            # The commands, then a PING: everything has been answered when the buffer ends in PONG.
+            sock.sendall(payload + ping)
+            got = 0
+            while not buffer[:got].endswith(b"+PONG\r\n"):
+                got += sock.recv_into(memoryview(buffer)[got:])
+
+        smembers = [wire.pack(wire.Same(b"SMEMBERS", index.keys.tables(q))) for q in misses]
+        steps: list[tuple[str, Callable[[int], object]]] = [
+            ("raw socket PING", lambda i: raw(b"")),
+            ("raw socket 4 SMEMBERS (+PING), replies not parsed", lambda i: raw(smembers[i])),
+            ("4 SMEMBERS through the transport", lambda i: index._read_flat([misses[i]])),
+            ("near() of the same miss", lambda i: index.near(misses[i])),
+        ]
+        for name, step in steps:
+            lat = latencies(step, range(len(misses)))
+            print(f"  {name:45} p50 {percentile(lat, 50):7.1f} us  p99 {percentile(lat, 99):7.1f} us")
+        sock.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -273,8 +312,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000, help="stored fingerprints")
     parser.add_argument("--queries", type=int, default=20_000, help="single queries timed")
     parser.add_argument("--quick", action="store_true", help="N=100,000 and fewer queries")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="only where one miss's time goes (raw socket to near())"
+    )
     args = parser.parse_args()
     n, count = (100_000, 5_000) if args.quick else (args.n, args.queries)
+    if args.breakdown:
+        breakdown(n, min(count, 5_000))
+        return
     for figure in run(n, count, quick=args.quick):
         print(figure.line())
 
