@@ -328,6 +328,8 @@ class SimhashIndex:
             found = _hits(chunk, replies, tables, k, self.f)
             hits.extend(found)
             if exact is not None:
+                # A single query, so a single slice: its exact-copy HGET was sent right after its
+                # SMEMBERS, and is read before any id is asked for, so that it is not asked for twice.
                 reply = exchange.read(1)[0]
                 raise_first_error([reply])
                 ids_of[exact] = decode_ids(reply) if reply is not None else []

@@ -141,11 +141,16 @@ class Transport:
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
+            Exception: whatever else `talk` raises (a translated error reply, say), at once.
         """
         delays = self.backoff.delays()
         while True:
             try:
                 return self._on_connection(talk)
+            except SimhashRedisError:
+                # An error reply the conversation translated (NOPERM, OOM, ...): not a lost connection,
+                # even though RedisUnavailable and its kin are OSErrors.
+                raise
             except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                 if isinstance(exc, rex.AuthenticationError):
                     raise translate_error(exc) from None
@@ -189,13 +194,13 @@ class Transport:
             keeper = self.__dict__["_keeper"] = wire.Keeper(self.pool)
         connection = keeper.take()
         exchange = wire.Exchange(connection)
-        clean = False
         try:
-            result = talk(exchange)
-            clean = exchange.unread == 0
-            return result
+            return talk(exchange)
         finally:
+            # `unread` counts a batch before it is sent and drops only after its replies are read, so
+            # zero means nothing is left on the wire, even when `talk` raised (an error reply, say).
+            clean = exchange.unread == 0
             if not clean:
-                # Unread replies (or an exception midway): never hand this connection to anyone else.
+                # Unread replies, or a send or read cut short: never hand this connection to anyone.
                 connection.disconnect()
             keeper.give(connection, clean)

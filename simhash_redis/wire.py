@@ -330,9 +330,10 @@ class Exchange:
 
         Raises:
             redis.exceptions.ConnectionError, TimeoutError: see `read`.
+            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
         """
         if count > self.unread:
-            raise ValueError(f"{count} replies asked for, {self.unread} due")
+            raise RuntimeError(f"{count} replies asked for, {self.unread} due")
         replies = read(self.connection, count)
         self.unread -= count
         return replies

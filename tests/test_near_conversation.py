@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from simhash_redis import Layout, SimhashIndex, wire
 from simhash_redis import index as index_module
-from simhash_redis.errors import IndexCorrupted, SimhashRedisError
+from simhash_redis import writes as writes_module
+from simhash_redis.errors import IndexCorrupted, RedisAuthError, SimhashRedisError
 from simhash_redis.transport import Transport
+from tests.servers import ServerProcess
 from tests.test_index_property import brute_force, clustered
 
 _names = itertools.count()
@@ -94,7 +96,7 @@ def test_exchange_interleaves_sends_and_reads(redis_client: redis.Redis) -> None
         assert exchange.read(1) == [b"OK"]
         exchange.send([(b"GET", b"k")])
         assert exchange.unread == 3
-        with pytest.raises(ValueError, match="4 replies asked for, 3 due"):
+        with pytest.raises(RuntimeError, match="4 replies asked for, 3 due"):
             exchange.read(4)
         assert exchange.read(3) == [b"1", b"PONG", b"1"]
         assert exchange.round_trip([(b"HGET", b"k", b"f")])[0].args[0].startswith("WRONGTYPE")
@@ -159,3 +161,51 @@ def test_a_forked_child_does_not_use_the_parents_connection(redis_client: redis.
     os.waitpid(pid, 0)
     assert keeper._held == [parent_connection]
     assert transport.execute([(b"PING",)]) == [b"PONG"]
+
+
+def _rejected(client: redis.Redis, command: str) -> int:
+    return int(client.info("commandstats").get(f"cmdstat_{command}", {}).get("rejected_calls", 0))
+
+
+def test_an_error_reply_in_a_conversation_is_raised_at_once_with_its_own_type(
+    redis_server: ServerProcess, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Typed errors (RedisAuthError, RedisOutOfMemory) are OSErrors like a lost connection: they must
+    # not be retried and re-labelled "cannot reach Redis".
+    monkeypatch.setattr(writes_module, "_PART", 2)
+    SimhashIndex(redis_client, "acl", k=3).add("a", BASE)
+    redis_client.execute_command("ACL", "SETUSER", "nosmembers", "on", ">pw", "~*", "+@all", "-smembers")
+    limited = redis_server.client(username="nosmembers", password="pw")
+    try:
+        index = SimhashIndex(limited, "acl")
+        redis_client.execute_command("ACL", "SETUSER", "nosmembers", "-evalsha")
+        before = _rejected(redis_client, "smembers")
+        with pytest.raises(RedisAuthError):
+            index.near(BASE)
+        assert _rejected(redis_client, "smembers") - before == 4  # one attempt, one per table
+        with pytest.raises(RedisAuthError):
+            index.near_many([BASE ^ i for i in range(200)])
+        before = _rejected(redis_client, "evalsha")
+        with pytest.raises(RedisAuthError):
+            index.add_many([(f"d{i}", BASE ^ (i << 20)) for i in range(10)])  # sent as parts of 2
+        assert _rejected(redis_client, "evalsha") - before == 1
+    finally:
+        limited.close()
+        redis_client.execute_command("ACL", "DELUSER", "nosmembers")
+
+
+def test_a_conversation_that_read_everything_keeps_its_connection_after_raising(
+    redis_client: redis.Redis,
+) -> None:
+    transport = Transport(redis_client)
+    assert transport.execute([(b"PING",)]) == [b"PONG"]
+    held = transport.__dict__["_keeper"]._held
+    first = held[0]
+
+    def read_then_fail(exchange: wire.Exchange) -> None:
+        exchange.round_trip([(b"PING",)])
+        raise SimhashRedisError("after reading")
+
+    with pytest.raises(SimhashRedisError, match="after reading"):
+        transport.converse(read_then_fail)
+    assert held == [first] and first._sock is not None
