@@ -8,6 +8,7 @@ written while those sets are unchanged (its outcome is None otherwise, and the c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import redis.exceptions as rex
@@ -66,10 +67,12 @@ class AtomicWrites:
         self.transport, self.keys, self.f, self.tables = transport, keys, f, tables
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes in one script call per round; see the module docstring.
+        """Apply the writes: one script call per round (a large batch of adds: parts of `_PART`).
 
         The first round assumes each id is new; an id that already has another fingerprint comes back
-        as a conflict carrying that fingerprint, and is resent with the keys needed to move it.
+        as a conflict carrying that fingerprint, and is resent with the keys needed to move it. An id
+        named several times is written in successive waves, each holding an id once, so the outcome is
+        the one of applying the writes one after another (a later pair for the same id wins).
 
         Args:
             ops: the writes.
@@ -77,6 +80,9 @@ class AtomicWrites:
         Raises:
             SimhashRedisError: documents kept changing under concurrent writers (nothing of them written).
         """
+        return _in_waves(ops, self._apply_once)
+
+    def _apply_once(self, ops: list[Write]) -> list[Outcome | None]:
         pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
         if len(ops) >= 2 * _PART and isinstance(self.transport, Transport) and _all_adds(ops):
             parts = [ops[i : i + _PART] for i in range(0, len(ops), _PART)]
@@ -215,19 +221,7 @@ class OrderedWrites:
         Raises:
             SimhashRedisError: documents kept changing under concurrent writers.
         """
-        waves: list[list[int]] = []
-        seen: dict[bytes, int] = {}
-        for i, (doc_id, _, _) in enumerate(ops):
-            wave = seen.get(doc_id, 0)
-            seen[doc_id] = wave + 1
-            if wave == len(waves):
-                waves.append([])
-            waves[wave].append(i)
-        outcomes: list[Outcome | None] = [None] * len(ops)
-        for wave_ops in waves:
-            for i, outcome in zip(wave_ops, self._apply_unique([ops[i] for i in wave_ops]), strict=True):
-                outcomes[i] = outcome
-        return outcomes
+        return _in_waves(ops, self._apply_unique)
 
     def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
         tables: list[Command] = [
@@ -266,6 +260,29 @@ class OrderedWrites:
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes]]) -> None:
         calls = [self._IDS.command([self.keys.fp_bucket(fp)], [op, fp, doc_id]) for doc_id, fp in pairs]
         self._IDS.run(self.transport, calls, durable=True)
+
+
+def _in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
+    """`apply` the writes, in waves that each hold an id once when some id is named several times.
+
+    A conflict is resolved after the first round of the whole call, so two writes of one id in one
+    call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
+    """
+    waves: list[list[int]] = []
+    seen: dict[bytes, int] = {}
+    for i, (doc_id, _, _) in enumerate(ops):
+        wave = seen.get(doc_id, 0)
+        seen[doc_id] = wave + 1
+        if wave == len(waves):
+            waves.append([])
+        waves[wave].append(i)
+    if len(waves) <= 1:
+        return apply(ops)
+    outcomes: list[Outcome | None] = [None] * len(ops)
+    for members in waves:
+        for i, outcome in zip(members, apply([ops[i] for i in members]), strict=True):
+            outcomes[i] = outcome
+    return outcomes
 
 
 def _all_adds(ops: list[Write]) -> bool:

@@ -126,3 +126,23 @@ def test_an_error_in_a_part_keeps_the_parts_before_it(
     # back); the key of the wrong type is corruption that verify() reports.
     assert index.count()[1] == 4
     assert not index.verify().ok
+
+
+@pytest.mark.parametrize("part", [2, 10**9])
+def test_a_later_pair_for_the_same_id_wins(
+    any_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, part: int
+) -> None:
+    monkeypatch.setattr(writes_module, "_PART", part)
+    index = SimhashIndex(any_client, "later", k=3)
+    pairs = [("x", 1), ("y", 7), ("x", 2), ("x", 1), ("z", 9), ("y", 7)]
+    assert index.add_many(pairs) == [
+        Outcome.ADDED,
+        Outcome.ADDED,
+        Outcome.REPLACED,
+        Outcome.REPLACED,
+        Outcome.ADDED,
+        Outcome.UNCHANGED,
+    ]
+    assert [index.get(i) for i in "xyz"] == [1, 7, 9]
+    assert index.count() == (3, 3)
+    assert index.verify().ok
