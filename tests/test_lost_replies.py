@@ -23,6 +23,7 @@ import pytest
 import redis
 
 from simhash_redis import Outcome, SimhashIndex
+from simhash_redis import writes as writes_module
 from simhash_redis.retry import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
@@ -312,3 +313,22 @@ def test_lost_reply_to_add_if_new(proxied: tuple[SimhashIndex, FaultProxy, redis
     assert proxy.dropped_after_write == 1
     assert index.add_if_new("y", A ^ 1) is not None
     assert_consistent(index, {"x": A, "y": None})
+
+
+@pytest.mark.parametrize("lost_part", range(4))
+def test_lost_reply_to_one_part_of_a_large_batch(
+    proxied: tuple[SimhashIndex, FaultProxy, redis.Redis], monkeypatch: pytest.MonkeyPatch, lost_part: int
+) -> None:
+    # A large batch of adds goes as parts (here of 3); the reply to one part is lost after the server
+    # applied it: the conversation resumes at that part, and nothing is stored or counted twice.
+    monkeypatch.setattr(writes_module, "_PART", 3)
+    index, proxy, _ = proxied
+    index.add("warm", B)  # the script is loaded: the armed drop hits a part, not a NOSCRIPT reply
+    docs = {f"p{i}": (A ^ (i << 40)) + i for i in range(12)}
+    proxy.arm(skip=lost_part)
+    outcomes = index.add_many(docs.items())
+    assert proxy.dropped_after_write == 1
+    lost = outcomes[3 * lost_part : 3 * lost_part + 3]
+    assert all(o is Outcome.UNCHANGED for o in lost)  # judged against what the lost attempt stored
+    assert [o for i, o in enumerate(outcomes) if i // 3 != lost_part] == [Outcome.ADDED] * 9
+    assert_consistent(index, {"warm": B, **docs})
