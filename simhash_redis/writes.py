@@ -268,6 +268,8 @@ def _in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | No
     A conflict is resolved after the first round of the whole call, so two writes of one id in one
     call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
     """
+    if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
+        return apply(ops)
     waves: list[list[int]] = []
     seen: dict[bytes, int] = {}
     for i, (doc_id, _, _) in enumerate(ops):
@@ -276,8 +278,6 @@ def _in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | No
         if wave == len(waves):
             waves.append([])
         waves[wave].append(i)
-    if len(waves) <= 1:
-        return apply(ops)
     outcomes: list[Outcome | None] = [None] * len(ops)
     for members in waves:
         for i, outcome in zip(members, apply([ops[i] for i in members]), strict=True):
