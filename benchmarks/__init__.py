@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Figure", "percentile", "rate", "timed"]
+__all__ = ["Figure", "percentile", "rate", "server_cpu", "timed"]
 
 
 @dataclass
@@ -117,3 +117,13 @@ def rate(count: int, seconds: float) -> float:
 def median(values: list[float]) -> float:
     """The median."""
     return statistics.median(values)
+
+
+def server_cpu(client: Any) -> float:
+    """The server's CPU seconds so far, user + sys (INFO cpu): deltas give its CPU per operation.
+
+    Args:
+        client: a redis-py client of the server.
+    """
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])

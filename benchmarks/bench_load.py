@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import Figure, corpus, rate
+from benchmarks import Figure, corpus, rate, server_cpu
 from simhash_redis import SimhashIndex
 from simhash_redis.codec import encode_fp
 
@@ -73,12 +73,12 @@ def bulk(n: int, command: str) -> tuple[list[Figure], SimhashIndex, list[int], o
     other.drop()
     index = SimhashIndex(client, "bench", k=3)
     print(f"  loading {n:,} fingerprints with add_many ...", flush=True)
-    server_cpu, client_cpu = _server_cpu(client), time.process_time()
+    server_start, client_start = server_cpu(client), time.process_time()
     ours_s = load_index(index, fps)
     ours = rate(n, ours_s)
     # Where the time went (benchmarks/bench_write_cost.py breaks it down further).
-    server_us = (_server_cpu(client) - server_cpu) / n * 1e6
-    client_us = (time.process_time() - client_cpu) / n * 1e6
+    server_us = (server_cpu(client) - server_start) / n * 1e6
+    client_us = (time.process_time() - client_start) / n * 1e6
     figure = Figure(
         f"bulk load of precomputed fingerprints, N={n:,}",
         ours,
@@ -110,10 +110,6 @@ def _summary(stdout: str) -> dict[str, Any]:
     return {}
 
 
-def _server_cpu(client: Any) -> float:
-    """The server's CPU seconds so far (user + sys, from INFO cpu)."""
-    info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def text_load(docs_count: int, command: str) -> list[Figure]:

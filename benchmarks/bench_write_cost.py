@@ -34,7 +34,7 @@ from typing import Any
 
 import redis
 
-from benchmarks import corpus
+from benchmarks import corpus, server_cpu
 from simhash_redis import SimhashIndex, wire
 from simhash_redis.codec import encode_fp
 from simhash_redis.keys import encode_id
@@ -43,9 +43,6 @@ from simhash_redis.writes import AtomicWrites, Write
 VARIANTS = ("add_many", "prep_seq", "apply", "pack", "raw", "raw_sadd", "redis_py")
 
 
-def _server_cpu(client: redis.Redis) -> float:
-    info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def _evalsha_usec(client: redis.Redis) -> tuple[int, int]:
@@ -152,13 +149,13 @@ def measure(name: str, client: redis.Redis, fps: list[int], batch: int) -> dict[
                 pipe.execute()
     else:
         raise SystemExit(f"unknown variant {name}")
-    server0 = _server_cpu(client)
+    server0 = server_cpu(client)
     cpu0 = time.process_time()
     wall0 = time.perf_counter()
     run()
     wall = time.perf_counter() - wall0
     cpu = time.process_time() - cpu0
-    server = _server_cpu(client) - server0
+    server = server_cpu(client) - server0
     usec, calls = _evalsha_usec(client)
     dbsize = client.dbsize()
     out = {
