@@ -264,3 +264,8 @@ def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest
         assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs]
     assert calls["hash_spans"] >= 6
     assert calls["sliced_sums"] >= 3
+
+
+def test_bmp_classes_equal_class_of_every_code_point() -> None:
+    expected = np.array([features._class_of(cp) for cp in range(0x10000)], dtype=np.uint8)
+    assert np.array_equal(features._bmp_classes(), expected)
