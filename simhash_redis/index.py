@@ -263,7 +263,7 @@ class SimhashIndex:
         return self._near_batch([fp], limit)[0]
 
     def near_many(self, queries: Sequence[Document], k: int | None = None) -> list[list[Match]]:
-        """near() for many queries: one round trip for the tables, one more for ids if anything matched.
+        """near() for many queries, each batch in one conversation: tables first, ids of matches as found.
 
         Args:
             queries: the queries.
