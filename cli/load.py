@@ -19,7 +19,6 @@ from simhash_redis.loader import (
     LoadStats,
     ReadOptions,
     estimate_total,
-    read_all,
 )
 
 from .common import ExitCode, echo_json, fail, settings
@@ -187,7 +186,7 @@ def run_load(
     )
     loader.stats.total = total
     try:
-        loader.run(read_all(run.files, run.fmt, run.read))
+        loader.load(run.files, run.fmt, run.read)
     except KeyboardInterrupt:
         progress.close()
         typer.echo(_summary(loader.stats, "interrupted"), err=True)

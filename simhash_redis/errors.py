@@ -79,6 +79,11 @@ class InputError(SimhashRedisError, ValueError):
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, int | None, str]]:
+        # Found in a loader's worker process and sent back: BaseException's own pickling would call
+        # __init__ with the message alone.
+        return type(self), (self.source, self.line, self.reason)
+
 
 class RedisUnavailable(SimhashRedisError, ConnectionError):
     """The Redis server could not be reached, or closed the connection, after the configured retries.

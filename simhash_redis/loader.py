@@ -1,8 +1,8 @@
 """Bulk loading: readers for every input format, parallel fingerprinting and pipelined, idempotent writes.
 
 Readers yield `Record`s, or an `InputError` for a bad record so that one bad line never stops the good
-ones. `Loader` fingerprints texts in a process pool (the index's scheme is pickled to each worker) and
-writes batches with `SimhashIndex.add_many`. Every write is idempotent (re-adding an id with the same
+ones. `Loader` fingerprints texts in a process pool (the index's scheme is pickled to each worker;
+`Loader.load` sends JSON Lines there unparsed, so that parsing runs on every core too) and writes batches with `SimhashIndex.add_many`. Every write is idempotent (re-adding an id with the same
 fingerprint is UNCHANGED), so an interrupted load is resumed by running it again: the loader keeps no
 state between runs and needs none.
 """
@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing.pool import AsyncResult, Pool
+from multiprocessing.pool import Pool
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -266,33 +266,37 @@ def _blank(text: str) -> bool:
 
 
 def _read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
+    for number, raw in enumerate(stream, 1):
+        item = _jsonl_record(raw, number, source, options)
+        if item is not None:
+            yield item
+
+
+def _jsonl_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
+    """The record of one JSON line as read from the input (line end included), None for a blank line."""
+    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    text = _decode(raw.rstrip(b"\r\n"), source, number)
+    if isinstance(text, InputError):
+        return text
+    if _blank(text):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return InputError(source, number, f"not valid JSON ({exc})")
+    if not isinstance(obj, dict):
+        return InputError(source, number, f"expected a JSON object, got {type(obj).__name__}")
     doc_field = options.fingerprint_field or options.text_field
-    for number, text in _lines(stream, source):
-        if isinstance(text, InputError):
-            yield text
-            continue
-        if _blank(text):
-            continue
-        try:
-            obj = json.loads(text)
-        except ValueError as exc:
-            yield InputError(source, number, f"not valid JSON ({exc})")
-            continue
-        if not isinstance(obj, dict):
-            yield InputError(source, number, f"expected a JSON object, got {type(obj).__name__}")
-            continue
-        missing = [name for name in (options.id_field, doc_field) if name not in obj]
-        if missing:
-            yield InputError(source, number, f"no {missing[0]!r} field")
-            continue
-        doc_id = _doc_id(obj[options.id_field], source, number)
-        doc = _doc(obj[doc_field], source, number, options)
-        bad = doc_id if isinstance(doc_id, InputError) else doc
-        yield (
-            bad
-            if isinstance(bad, InputError)
-            else Record(source, number, str(doc_id), str(doc), options.fingerprint_field is not None)
-        )
+    missing = [name for name in (options.id_field, doc_field) if name not in obj]
+    if missing:
+        return InputError(source, number, f"no {missing[0]!r} field")
+    doc_id = _doc_id(obj[options.id_field], source, number)
+    doc = _doc(obj[doc_field], source, number, options)
+    bad = doc_id if isinstance(doc_id, InputError) else doc
+    if isinstance(bad, InputError):
+        return bad
+    return Record(source, number, str(doc_id), str(doc), options.fingerprint_field is not None)
 
 
 def _column(spec: str, header: list[str] | None, source: str) -> int:
@@ -441,16 +445,10 @@ def read(
         OSError: the input cannot be opened (a missing file, a permission problem).
     """
     options = options or ReadOptions()
-    fmt = fmt or detect_format(path)
-    if fmt not in FORMATS:
-        raise InvalidArgument(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    fmt = _checked_format(path, fmt)
     if fmt == "dir":
-        if not os.path.isdir(path):
-            raise InvalidArgument(f"{path!r} is not a directory (format dir)")
         yield from _read_dir(path)
         return
-    if os.path.isdir(path):
-        raise InvalidArgument(f"{path!r} is a directory; pass --format dir or leave --format out")
     source = _source_name(path)
     with _open_binary(path) as stream:
         try:
@@ -463,7 +461,22 @@ def read(
             else:
                 yield from _read_fingerprints(stream, source)
         except (EOFError, gzip.BadGzipFile) as exc:
-            yield InputError(source, None, f"truncated or corrupt gzip data: {exc}")
+            yield _gzip_fault(source, exc)
+
+
+def _checked_format(path: str, fmt: str | None) -> str:
+    fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise InvalidArgument(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "dir" and not os.path.isdir(path):
+        raise InvalidArgument(f"{path!r} is not a directory (format dir)")
+    if fmt != "dir" and os.path.isdir(path):
+        raise InvalidArgument(f"{path!r} is a directory; pass --format dir or leave --format out")
+    return fmt
+
+
+def _gzip_fault(source: str, exc: Exception) -> InputError:
+    return InputError(source, None, f"truncated or corrupt gzip data: {exc}")
 
 
 def read_all(
@@ -480,13 +493,59 @@ def read_all(
         InvalidArgument: as `read`, checked for every input before the first record.
         OSError: an input cannot be opened.
     """
+    _check_inputs(paths, fmt)
+    for path in paths:
+        yield from read(path, fmt, options)
+
+
+def _check_inputs(paths: Sequence[str], fmt: str | None) -> None:
     for path in paths:  # fail fast on a typo in the last file name, before loading the first
         if path != STDIN and not os.path.exists(path):
             raise FileNotFoundError(f"no such file or directory: {path!r}")
         if fmt is None:
             detect_format(path)
+
+
+class _Lines(NamedTuple):
+    """Consecutive raw lines of a JSON Lines input, parsed where they are fingerprinted."""
+
+    source: str
+    first: int  # the line number of raws[0]
+    raws: list[bytes]
+    options: ReadOptions
+
+
+def _read_units(
+    paths: Sequence[str], fmt: str | None, options: ReadOptions, size: int
+) -> Iterator[Record | InputError | _Lines]:
+    """`read_all` (whose input checks the caller makes), but JSON Lines come as runs of `size` raw lines."""
     for path in paths:
-        yield from read(path, fmt, options)
+        kind = _checked_format(path, fmt)
+        if kind != "jsonl":
+            yield from read(path, kind, options)
+            continue
+        with _open_binary(path) as stream:
+            yield from _jsonl_chunks(stream, _source_name(path), options, size)
+
+
+def _jsonl_chunks(
+    stream: IO[bytes], source: str, options: ReadOptions, size: int
+) -> Iterator[_Lines | InputError]:
+    first, raws = 1, []
+    fault = None
+    try:
+        for raw in stream:
+            raws.append(raw)
+            if len(raws) == size:
+                yield _Lines(source, first, raws, options)
+                first += size
+                raws = []
+    except (EOFError, gzip.BadGzipFile) as exc:
+        fault = _gzip_fault(source, exc)
+    if raws:
+        yield _Lines(source, first, raws, options)
+    if fault is not None:
+        yield fault
 
 
 def estimate_total(
@@ -542,6 +601,51 @@ def _init_worker(scheme: Scheme) -> None:
 def _fingerprint_texts(texts: list[str]) -> list[int]:
     assert _worker_scheme is not None
     return _worker_scheme.fingerprint_many(texts)
+
+
+def _parse_in_worker(lines: _Lines, f: int, fp_base: str) -> list[Record | InputError]:
+    assert _worker_scheme is not None
+    return _parse_lines(lines, _worker_scheme, f, fp_base)
+
+
+def _parse_lines(lines: _Lines, scheme: Scheme, f: int, fp_base: str) -> list[Record | InputError]:
+    """The records of a run of JSON lines with their fingerprints computed, errors in place."""
+    items: list[Record | InputError] = []
+    for number, raw in enumerate(lines.raws, lines.first):
+        item = _jsonl_record(raw, number, lines.source, lines.options)
+        if item is not None:
+            items.append(item if isinstance(item, InputError) else _parsed(item, f, fp_base))
+    return _with_fingerprints(items, scheme.fingerprint_many)
+
+
+def _parsed(record: Record, f: int, fp_base: str) -> Record | InputError:
+    """The record with a precomputed fingerprint's text read (other records as they are)."""
+    if not (record.is_fingerprint and isinstance(record.doc, str)):
+        return record
+    try:
+        return record._replace(doc=parse_fingerprint(record.doc, f, fp_base))
+    except InvalidArgument as exc:
+        return InputError(record.source, record.line, str(exc))
+
+
+def _texts(items: list[Record | InputError]) -> list[str]:
+    return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
+
+
+def _with_fingerprints(
+    items: list[Record | InputError], fingerprint_many: Callable[[list[str]], list[int]]
+) -> list[Record | InputError]:
+    """The items with every text replaced by its fingerprint, in one call of `fingerprint_many`."""
+    texts = _texts(items)
+    return _filled(items, fingerprint_many(texts)) if texts else items
+
+
+def _filled(items: list[Record | InputError], fps: list[int]) -> list[Record | InputError]:
+    computed = iter(fps)
+    return [
+        item._replace(doc=next(computed)) if isinstance(item, Record) and isinstance(item.doc, str) else item
+        for item in items
+    ]
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -671,69 +775,123 @@ class Loader:
             The final stats (also in `self.stats`, which stays current if this raises).
 
         Raises:
-            TooManyErrors: more than max_errors bad records; the batches before are written.
+            TooManyErrors: more than max_errors bad records; the records before the last one are written.
             RedisUnavailable: the server failed; run the same load again to resume.
             KeyboardInterrupt: passed on after the pool is stopped; `self.stats` tells what was done.
         """
-        pending: deque[tuple[list[Record], AsyncResult[list[int]] | None, list[int]]] = deque()
+        return self._run(records)
+
+    def load(
+        self, paths: Sequence[str], fmt: str | None = None, options: ReadOptions | None = None
+    ) -> LoadStats:
+        """Read and load the inputs; JSON Lines are parsed by the fingerprinting workers, not this process.
+
+        The same records, errors (in input order) and stats as ``run(read_all(paths, fmt, options))``,
+        with this process left to read lines and write batches.
+
+        Args:
+            paths: the inputs, as for `read_all`.
+            fmt: one of `FORMATS`, or None to detect each input's own.
+            options: where ids, texts and fingerprints are found.
+
+        Raises:
+            InvalidArgument, OSError: as `read_all`, before anything is loaded.
+            TooManyErrors, RedisUnavailable, KeyboardInterrupt: as `run`.
+        """
+        units = _read_units(paths, fmt, options or ReadOptions(), self.batch_size)
+        _check_inputs(paths, fmt)  # at once, not at the first record
+        return self._run(units)
+
+    def _run(self, units: Iterable[Record | InputError | _Lines]) -> LoadStats:
+        # Batches are fingerprinted (and JSON lines parsed) up to `window` ahead of the one being
+        # written; every item is accounted for in input order when its batch comes back.
+        pending: deque[Callable[[], list[Record | InputError]]] = deque()
         window = 2 * self.workers
         try:
-            for batch in self._batches(records):
-                pending.append(self._submit(batch))
-                while len(pending) > window:
-                    self._write(*pending.popleft())
-                if self.max_errors is not None and self.stats.errors > self.max_errors:
+            for unit in self._batches(units):
+                pending.append(self._submit(unit))
+                while len(pending) > window and not self._too_many():
+                    self._finish(pending.popleft()())
+                if self._too_many():
                     break
-            while pending:
-                self._write(*pending.popleft())
+            while pending and not self._too_many():
+                self._finish(pending.popleft()())
         finally:
             self._close_pool()
-        if self.max_errors is not None and self.stats.errors > self.max_errors:
+        if self._too_many():
             raise TooManyErrors(
                 f"stopped after {self.stats.errors} bad records (more than --max-errors {self.max_errors})"
             )
         return self.stats
 
-    def _batches(self, records: Iterable[Record | InputError]) -> Iterator[list[Record]]:
-        batch: list[Record] = []
-        for item in records:
-            if isinstance(item, InputError):
-                self._error(item)
-                if self.max_errors is not None and self.stats.errors > self.max_errors:
-                    break
+    def _batches(
+        self, units: Iterable[Record | InputError | _Lines]
+    ) -> Iterator[list[Record | InputError] | _Lines]:
+        # Errors travel in their batch, so they are reported in input order with the records around them.
+        batch: list[Record | InputError] = []
+        for unit in units:
+            if isinstance(unit, _Lines):
+                if batch:
+                    yield batch
+                    batch = []
+                yield unit
                 continue
-            if item.is_fingerprint and isinstance(item.doc, str):
-                try:
-                    item = item._replace(doc=parse_fingerprint(item.doc, self.index.f, self.fp_base))
-                except InvalidArgument as exc:
-                    self._error(InputError(item.source, item.line, str(exc)))
-                    continue
-            self.stats.read += 1
-            batch.append(item)
+            batch.append(unit)
             if len(batch) >= self.batch_size:
                 yield batch
                 batch = []
         if batch:
             yield batch
 
+    def _too_many(self) -> bool:
+        return self.max_errors is not None and self.stats.errors > self.max_errors
+
+    def _submit(self, unit: list[Record | InputError] | _Lines) -> Callable[[], list[Record | InputError]]:
+        """What gives the unit's items with their fingerprints: a result of the pool, or computed here."""
+        f, scheme = self.index.f, self.index.scheme
+        if isinstance(unit, _Lines):
+            if self._parallel(len(unit.raws)):
+                return self._pool_of().apply_async(_parse_in_worker, (unit, f, self.fp_base)).get
+            done = _parse_lines(unit, scheme, f, self.fp_base)
+            return lambda: done
+        items = [item if isinstance(item, InputError) else _parsed(item, f, self.fp_base) for item in unit]
+        texts = _texts(items)
+        if self._parallel(len(texts)):
+            result = self._pool_of().apply_async(_fingerprint_texts, (texts,))
+            return lambda: _filled(items, result.get())
+        done = _with_fingerprints(items, scheme.fingerprint_many)
+        return lambda: done
+
+    def _parallel(self, size: int) -> bool:
+        # A handful of documents is not worth starting (or waiting on) the pool.
+        return self.workers > 1 and size >= 64
+
+    def _pool_of(self) -> Pool:
+        if self._pool is None:
+            self._pool = _pool_context().Pool(self.workers, _init_worker, (self.index.scheme,))
+        return self._pool
+
+    def _finish(self, items: list[Record | InputError]) -> None:
+        """Report a batch's errors and write its records, up to the error that exceeds max_errors."""
+        good: list[tuple[str, int]] = []
+        for item in items:
+            if isinstance(item, InputError):
+                self._error(item)
+                if self._too_many():
+                    break
+                continue
+            self.stats.read += 1
+            assert isinstance(item.doc, int)
+            good.append((item.id, item.doc))
+        if good:
+            self._write(good)
+
     def _error(self, error: InputError) -> None:
         self.stats.errors += 1
         if self.on_error is not None:
             self.on_error(error)
 
-    def _submit(self, batch: list[Record]) -> tuple[list[Record], AsyncResult[list[int]] | None, list[int]]:
-        texts = [r.doc for r in batch if isinstance(r.doc, str)]
-        if not texts:
-            return batch, None, []
-        if self.workers == 1 or len(texts) < 64:
-            return batch, None, self.index.scheme.fingerprint_many(texts)
-        if self._pool is None:
-            self._pool = _pool_context().Pool(self.workers, _init_worker, (self.index.scheme,))
-        return batch, self._pool.apply_async(_fingerprint_texts, (texts,)), []
-
-    def _write(self, batch: list[Record], result: AsyncResult[list[int]] | None, fps: list[int]) -> None:
-        computed = iter(result.get() if result is not None else fps)
-        items = [(r.id, r.doc if isinstance(r.doc, int) else next(computed)) for r in batch]
+    def _write(self, items: list[tuple[str, int]]) -> None:
         if self.unique:
             outcomes = self.dry_run(items) if self.dry_run is not None else add_unique(self.index, items)
         else:
