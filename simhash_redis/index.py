@@ -308,7 +308,7 @@ class SimhashIndex:
         tables = len(self.layout.tables)
         keys: list[bytes] = []
         extend = keys.extend
-        table_keys = self.keys.tables
+        table_keys = self.keys.table_builder()
         for fp in fps:
             extend(table_keys(fp))
         exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
@@ -349,7 +349,7 @@ class SimhashIndex:
 
     def _read_flat(self, fps: list[int]) -> list[list[bytes]]:
         """The members of every table set of each fingerprint, query-major, in one round trip."""
-        tables = self.keys.tables
+        tables = self.keys.table_builder()
         keys: list[bytes] = []
         extend = keys.extend
         for fp in fps:
