@@ -22,6 +22,10 @@ Variants:
 * ``raw``: a hand-packed pipeline of the equivalent plain commands per document, HSETNX id map,
   HSETNX fingerprint map, 4 SADD (no atomicity, no counts): the server's ceiling for this data model;
 * ``raw_sadd``: the 4 SADDs per document only (the anchor the issue quotes);
+* ``raw_grouped``: the writes of ``raw`` grouped by key over all n documents, one variadic HSET or SADD
+  per key (no atomicity, no counts, HSET instead of HSETNX, grouping included in the time): the server's
+  ceiling for a non-atomic bulk import of this data model. Keys are shared by n/65,536 documents per
+  table and n/131,072 per map bucket, so it gains with n;
 * ``redis_py``: a redis-py pipeline of the 4 SADDs (what bench_load compares with).
 """
 
@@ -40,9 +44,7 @@ from simhash_redis.codec import encode_fp
 from simhash_redis.keys import encode_id
 from simhash_redis.writes import AtomicWrites, Write
 
-VARIANTS = ("add_many", "prep_seq", "apply", "pack", "raw", "raw_sadd", "redis_py")
-
-
+VARIANTS = ("add_many", "prep_seq", "apply", "pack", "raw", "raw_sadd", "raw_grouped", "redis_py")
 
 
 def _evalsha_usec(client: redis.Redis) -> tuple[int, int]:
@@ -71,6 +73,28 @@ def _raw_pipeline(
                     commands.append((b"HSETNX", keys.fp_bucket(raw), raw, b"%d:%s" % (len(doc_id), doc_id)))
                 commands.extend((b"SADD", key, raw) for key in tables(fp))
             wire.round_trip(connection, commands)
+    finally:
+        index.client.connection_pool.release(connection)
+
+
+def _raw_grouped(
+    index: SimhashIndex, ids: list[bytes], stored: list[bytes], fps: list[int], batch: int
+) -> None:
+    keys = index.keys
+    tables = keys.table_builder()
+    maps: dict[bytes, list[bytes]] = {}
+    sets: dict[bytes, list[bytes]] = {}
+    for doc_id, raw, fp in zip(ids, stored, fps, strict=True):
+        maps.setdefault(keys.id_bucket(doc_id), []).extend((doc_id, raw))
+        maps.setdefault(keys.fp_bucket(raw), []).extend((raw, b"%d:%s" % (len(doc_id), doc_id)))
+        for key in tables(fp):
+            sets.setdefault(key, []).append(raw)
+    commands = [(b"HSET", key, *pairs) for key, pairs in maps.items()]
+    commands += [(b"SADD", key, *members) for key, members in sets.items()]
+    connection = wire.checkout(index.client.connection_pool)
+    try:
+        for start in range(0, len(commands), batch):
+            wire.round_trip(connection, commands[start : start + batch])
     finally:
         index.client.connection_pool.release(connection)
 
@@ -137,6 +161,10 @@ def measure(name: str, client: redis.Redis, fps: list[int], batch: int) -> dict[
 
         def run() -> None:
             _raw_pipeline(index, ids, stored, fps, batch, with_maps=name == "raw")
+    elif name == "raw_grouped":
+
+        def run() -> None:
+            _raw_grouped(index, ids, stored, fps, batch)
     elif name == "redis_py":
 
         def run() -> None:

@@ -2,7 +2,8 @@
 
 Readers yield `Record`s, or an `InputError` for a bad record so that one bad line never stops the good
 ones. `Loader` fingerprints texts in a process pool (the index's scheme is pickled to each worker;
-`Loader.load` sends JSON Lines there unparsed, so that parsing runs on every core too) and writes batches with `SimhashIndex.add_many`. Every write is idempotent (re-adding an id with the same
+`Loader.load` sends JSON Lines there unparsed, so that parsing runs on every core too) and writes
+batches with `SimhashIndex.add_many`. Every write is idempotent (re-adding an id with the same
 fingerprint is UNCHANGED), so an interrupted load is resumed by running it again: the loader keeps no
 state between runs and needs none.
 """
