@@ -228,9 +228,14 @@ def _decode(raw: bytes, source: str, line: int | None) -> str | InputError:
 def _lines(stream: IO[bytes], source: str) -> Iterator[tuple[int, str | InputError]]:
     """Numbered, decoded lines without their line ends (a leading BOM is dropped)."""
     for number, raw in enumerate(stream, 1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        yield number, _decode(raw.rstrip(b"\r\n"), source, number)
+        yield number, _line_text(raw, number, source)
+
+
+def _line_text(raw: bytes, number: int, source: str) -> str | InputError:
+    """Line `number` as read (line end included), decoded, without its line end or a leading BOM."""
+    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    return _decode(raw.rstrip(b"\r\n"), source, number)
 
 
 # -- readers -------------------------------------------------------------------------------------------
@@ -275,9 +280,7 @@ def _read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterato
 
 def _jsonl_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
     """The record of one JSON line as read from the input (line end included), None for a blank line."""
-    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    text = _decode(raw.rstrip(b"\r\n"), source, number)
+    text = _line_text(raw, number, source)
     if isinstance(text, InputError):
         return text
     if _blank(text):
