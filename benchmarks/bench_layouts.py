@@ -37,9 +37,9 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simhash_redis import Layout, SimhashIndex
-from simhash_redis import planner as planner_mod
 from simhash_redis.codec import encode_fp, encode_ids
-from simhash_redis.keys import KeySchema
+from simhash_redis.store.keys import KeySchema
+from simhash_redis.tools import planner as planner_mod
 from tests.servers import HOST, ServerProcess
 
 _LOAD_BATCH = 10_000

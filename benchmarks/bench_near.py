@@ -270,7 +270,7 @@ def breakdown(n: int, count: int) -> None:
     """Print where one miss's time goes: raw socket, transport, whole near(), p50 of `count` each."""
     import socket
 
-    from simhash_redis import wire
+    from simhash_redis.transport import wire
 
     with corpus.server() as server:
         index = SimhashIndex(server.client(), "bench", k=K)

@@ -39,10 +39,11 @@ from typing import Any
 import redis
 
 from benchmarks import corpus, server_cpu
-from simhash_redis import SimhashIndex, wire
+from simhash_redis import SimhashIndex
 from simhash_redis.codec import encode_fp
-from simhash_redis.keys import encode_id
-from simhash_redis.writes import AtomicWrites, Write
+from simhash_redis.store.keys import encode_id
+from simhash_redis.store.writes import AtomicWrites, Write
+from simhash_redis.transport import wire
 
 VARIANTS = ("add_many", "prep_seq", "apply", "pack", "raw", "raw_sadd", "raw_grouped", "redis_py")
 

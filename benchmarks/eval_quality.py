@@ -26,7 +26,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simhash_redis import Layout, SimhashIndex
-from simhash_redis.evaluation import (
+from simhash_redis.features import tokenize
+from simhash_redis.index.verified_index import VerifiedIndex
+from simhash_redis.minhash import MinHasher
+from simhash_redis.scheme import Scheme
+from simhash_redis.tools.evaluation import (
     Doc,
     Report,
     Setting,
@@ -40,10 +44,6 @@ from simhash_redis.evaluation import (
     shingle_sets,
     standard_settings,
 )
-from simhash_redis.features import tokenize
-from simhash_redis.minhash import MinHasher
-from simhash_redis.scheme import Scheme
-from simhash_redis.verified import VerifiedIndex
 
 _ROOT = Path(__file__).resolve().parent.parent
 _MAIN = (

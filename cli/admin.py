@@ -8,9 +8,9 @@ from typing import IO, Annotated
 
 import typer
 
-from simhash_redis.connection import client_from_url
-from simhash_redis.dump import export_index, import_index
-from simhash_redis.stats import IndexStats, collect
+from simhash_redis.jobs.dump import export_index, import_index
+from simhash_redis.jobs.stats import IndexStats, collect
+from simhash_redis.transport.connection import client_from_url
 
 from .common import ExitCode, echo_json, fail, settings, stdin_is_terminal
 from .progress import Progress

@@ -23,8 +23,8 @@ from simhash_redis.errors import (
     RedisUnavailable,
     SimhashRedisError,
 )
-from simhash_redis.loader import TooManyErrors
-from simhash_redis.transport import translate_error
+from simhash_redis.jobs.loader import TooManyErrors
+from simhash_redis.transport.standalone import translate_error
 
 from .common import ExitCode, Settings
 

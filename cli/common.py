@@ -12,10 +12,10 @@ from typing import Any
 import typer
 
 from simhash_redis import SimhashIndex
-from simhash_redis.connection import client_from_url, redact_url
 from simhash_redis.defaults import PREFIX, URL_ENV
 from simhash_redis.errors import SimhashRedisError
-from simhash_redis.keys import validate_name
+from simhash_redis.store.keys import validate_name
+from simhash_redis.transport.connection import client_from_url, redact_url
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -78,7 +78,7 @@ class Settings:
             if self.redis_url:
                 self._resolved = self.redis_url
             else:
-                from simhash_redis.server import ensure_running
+                from simhash_redis.tools.server import ensure_running
 
                 self._resolved = ensure_running()
         return self._resolved

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from simhash_redis.dedupe import Pair, groups
-from simhash_redis.loader import ReadOptions
+from simhash_redis.jobs.dedupe import Pair, groups
+from simhash_redis.jobs.loader import ReadOptions
 
 from .common import echo_json
 from .load import (

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from simhash_redis import demo as demo_job
-from simhash_redis.connection import client_from_url
 from simhash_redis.defaults import PREFIX
-from simhash_redis.keys import validate_name
+from simhash_redis.store.keys import validate_name
+from simhash_redis.tools import demo as demo_job
+from simhash_redis.transport.connection import client_from_url
 
 from .common import fail, settings
 
@@ -61,7 +61,7 @@ def demo(
     url = state.url()
     where = state.shown_url() if state.redis_url else f"embedded server {url}"
     if not state.redis_url:
-        from simhash_redis.server import EmbeddedServer
+        from simhash_redis.tools.server import EmbeddedServer
 
         where += f" (data in {EmbeddedServer().data_dir})"
     client = client_from_url(url)

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from simhash_redis.errors import SimhashRedisError
-from simhash_redis.evaluation import (
+from simhash_redis.tools.evaluation import (
     Setting,
     evaluate,
     format_report,

@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from simhash_redis.dedupe import Pair
 from simhash_redis.errors import InputError, SimhashRedisError
-from simhash_redis.loader import (
+from simhash_redis.jobs.dedupe import Pair
+from simhash_redis.jobs.loader import (
     FORMATS,
     Loader,
     LoadStats,

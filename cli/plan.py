@@ -6,8 +6,9 @@ import json
 
 import typer
 
-from simhash_redis import defaults, planner
+from simhash_redis import defaults
 from simhash_redis.errors import InvalidArgument
+from simhash_redis.tools import planner
 
 __all__ = ["format_bytes", "plan", "render"]
 

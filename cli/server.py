@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from simhash_redis.server import EmbeddedServer
+from simhash_redis.tools.server import EmbeddedServer
 
 from .common import echo_json, fail
 

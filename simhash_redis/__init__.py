@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from .connection import redact_url
+from . import _moved
 from .errors import (
     ConfigurationMismatch,
     IndexCorrupted,
@@ -24,14 +24,17 @@ from .errors import (
     SimhashRedisError,
 )
 from .fingerprint import distance, fingerprint, fingerprint_many
-from .index import Document, Match, Outcome, SimhashIndex
-from .layout import Layout
-from .retry import Backoff
+from .index.consistency import VerifyReport
+from .index.simhash_index import Document, Match, Outcome, SimhashIndex
+from .index.verified_index import VerifiedIndex
 from .scheme import Scheme
-from .verified import VerifiedIndex
-from .verify import VerifyReport
+from .store.layout import Layout
+from .transport.connection import redact_url
+from .transport.retry import Backoff
 
 __version__ = "0.1.0"
+
+_moved.install()
 
 __all__ = [
     "Backoff",

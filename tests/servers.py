@@ -37,7 +37,7 @@ from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
-from simhash_redis.server import find_server_binary
+from simhash_redis.tools.server import find_server_binary
 
 __all__ = [
     "HOST",

@@ -59,7 +59,7 @@ RACER = textwrap.dedent(
     """
     import json, random, sys, time
     from simhash_redis import SimhashIndex
-    from simhash_redis.connection import client_from_url
+    from simhash_redis.transport.connection import client_from_url
     url, me, groups, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     client = client_from_url(url)  # a cluster URL gives a cluster client
     index = SimhashIndex(client, "race", k=3, batch_size=4, id_buckets=1024)

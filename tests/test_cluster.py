@@ -20,7 +20,7 @@ from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
 from simhash_redis import Match, Outcome, SimhashIndex, SimhashRedisError, distance
-from simhash_redis.cluster import ClusterTransport, command_keys
+from simhash_redis.transport.cluster import ClusterTransport, command_keys
 from tests.servers import ClusterProcess
 
 pytestmark = pytest.mark.cluster

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simhash_redis import InvalidArgument
-from simhash_redis.connection import client_from_url, redact_url
+from simhash_redis.transport.connection import client_from_url, redact_url
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,9 @@ from simhash_redis.cli.demo import register
 from typer.testing import CliRunner
 
 from simhash_redis import SimhashIndex, distance, fingerprint_many
-from simhash_redis import demo as demo_job
 from simhash_redis.errors import InputError
-from simhash_redis.server import EmbeddedServer
+from simhash_redis.tools import demo as demo_job
+from simhash_redis.tools.server import EmbeddedServer
 
 SAMPLE = resources.files("simhash_redis").joinpath("data/sample.jsonl.gz")
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from simhash_redis import distance, fingerprint
 from simhash_redis.errors import InputError, InvalidArgument
-from simhash_redis.evaluation import (
+from simhash_redis.tools.evaluation import (
     Doc,
     brute_force_join,
     detect_lang,

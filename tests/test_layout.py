@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_redis.errors import IndexCorrupted, InvalidArgument
-from simhash_redis.layout import Layout
+from simhash_redis.store.layout import Layout
 
 
 def bits_of(fp: int, f: int) -> str:

@@ -23,8 +23,8 @@ import pytest
 import redis
 
 from simhash_redis import Outcome, SimhashIndex
-from simhash_redis import writes as writes_module
-from simhash_redis.retry import Backoff
+from simhash_redis.store import writes as writes_module
+from simhash_redis.transport.retry import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
 

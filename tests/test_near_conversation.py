@@ -11,11 +11,12 @@ import redis.exceptions as rex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_redis import Layout, SimhashIndex, wire
-from simhash_redis import index as index_module
-from simhash_redis import writes as writes_module
+from simhash_redis import Layout, SimhashIndex
 from simhash_redis.errors import IndexCorrupted, RedisAuthError, SimhashRedisError
-from simhash_redis.transport import Transport
+from simhash_redis.index import simhash_index as index_module
+from simhash_redis.store import writes as writes_module
+from simhash_redis.transport import wire
+from simhash_redis.transport.standalone import Transport
 from tests.servers import ServerProcess
 from tests.test_index_property import brute_force, clustered
 

@@ -12,8 +12,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from simhash_redis import Layout, planner
+from simhash_redis import Layout
 from simhash_redis.errors import InvalidArgument
+from simhash_redis.tools import planner
 
 
 def _plan_module() -> ModuleType:

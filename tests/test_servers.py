@@ -17,9 +17,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from simhash_redis import server as server_module
 from simhash_redis.errors import RedisUnavailable
-from simhash_redis.server import EmbeddedServer, ensure_running, find_server_binary
+from simhash_redis.tools import server as server_module
+from simhash_redis.tools.server import EmbeddedServer, ensure_running, find_server_binary
 from tests.servers import ClusterProcess, ServerProcess, free_port, server_supports_tls
 
 REPO = Path(__file__).resolve().parents[1]
@@ -245,7 +245,7 @@ def test_ensure_running_starts_then_reuses(tmp_path: Path, monkeypatch: pytest.M
 _STARTER = textwrap.dedent(
     """
     import json, os, sys, time
-    from simhash_redis.server import EmbeddedServer
+    from simhash_redis.tools.server import EmbeddedServer
     go = sys.argv[2]
     while not os.path.exists(go):
         time.sleep(0.005)

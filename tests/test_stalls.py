@@ -19,9 +19,9 @@ import pytest
 import redis
 
 from simhash_redis import SimhashIndex, defaults
-from simhash_redis.connection import client_from_url
 from simhash_redis.errors import RedisTimeout, RedisUnavailable, SimhashRedisError
-from simhash_redis.retry import Backoff
+from simhash_redis.transport.connection import client_from_url
+from simhash_redis.transport.retry import Backoff
 from tests.servers import ServerProcess
 
 TIMEOUT = 0.3

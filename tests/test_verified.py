@@ -10,7 +10,7 @@ from redis.cluster import RedisCluster
 
 from simhash_redis import Layout, Outcome, SimhashIndex
 from simhash_redis.errors import InvalidArgument, InvalidType
-from simhash_redis.verified import VerifiedIndex, VerifiedMatch
+from simhash_redis.index.verified_index import VerifiedIndex, VerifiedMatch
 
 _RNG = random.Random(7)
 _VOCAB = [f"word{i}" for i in range(2000)]

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.connection import Connection, PythonRespSerializer
 
-from simhash_redis import SimhashIndex, wire
-from simhash_redis import index as index_module
-from simhash_redis.transport import Transport
+from simhash_redis import SimhashIndex
+from simhash_redis.index import simhash_index as index_module
+from simhash_redis.transport import wire
+from simhash_redis.transport.standalone import Transport
 from tests.servers import ServerProcess
 
 _args = st.one_of(

@@ -9,9 +9,9 @@ import pytest
 import redis
 
 from simhash_redis import Outcome, SimhashIndex, SimhashRedisError
-from simhash_redis import writes as writes_module
 from simhash_redis.codec import encode_fp
-from simhash_redis.writes import AtomicWrites, Write
+from simhash_redis.store import writes as writes_module
+from simhash_redis.store.writes import AtomicWrites, Write
 
 
 def _writes(index: SimhashIndex) -> AtomicWrites:

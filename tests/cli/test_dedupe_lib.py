@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis
 
 from simhash_redis import Layout, Match, Outcome, SimhashIndex
-from simhash_redis.dedupe import DryRun, MemoryIndex, Pair, add_unique, groups
+from simhash_redis.jobs.dedupe import DryRun, MemoryIndex, Pair, add_unique, groups
 
 FAR = 0xFFFFFFFF << 32
 

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from simhash_redis import InputError, InvalidArgument, Scheme, SimhashIndex
-from simhash_redis.loader import (
+from simhash_redis.jobs.loader import (
     Loader,
     ReadOptions,
     Record,

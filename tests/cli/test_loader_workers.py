@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from simhash_redis import InputError, SimhashIndex
-from simhash_redis.loader import Loader, LoadStats, ReadOptions, TooManyErrors, read_all
+from simhash_redis.jobs.loader import Loader, LoadStats, ReadOptions, TooManyErrors, read_all
 from tests.cli.conftest import article
 
 

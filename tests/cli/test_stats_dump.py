@@ -10,8 +10,8 @@ import pytest
 import redis
 
 from simhash_redis import ConfigurationMismatch, InputError, SimhashIndex
-from simhash_redis.dump import export_index, import_index
-from simhash_redis.stats import collect
+from simhash_redis.jobs.dump import export_index, import_index
+from simhash_redis.jobs.stats import collect
 
 
 def _fill(index: SimhashIndex, n: int = 500) -> None:

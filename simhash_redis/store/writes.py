@@ -13,13 +13,13 @@ from typing import Protocol
 
 import redis.exceptions as rex
 
-from . import wire
-from .codec import decode_fp
-from .errors import SimhashRedisError
+from ..codec import decode_fp
+from ..errors import SimhashRedisError
+from ..results import Outcome
+from ..transport import wire
+from ..transport.standalone import Command, Sender, Transport, raise_first_error
 from .keys import KeySchema
-from .results import Outcome
 from .scripts import Script
-from .transport import Command, Sender, Transport, raise_first_error
 
 __all__ = ["AtomicWrites", "Guard", "OrderedWrites", "Write", "Writes"]
 

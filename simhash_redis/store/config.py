@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from . import defaults
-from .errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
+from .. import defaults
+from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
+from ..scheme import Scheme
 from .layout import Layout
-from .scheme import Scheme
 
 __all__ = ["FORMAT_VERSION", "IndexConfig"]
 

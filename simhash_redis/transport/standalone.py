@@ -14,8 +14,8 @@ from typing import Any, Protocol, TypeVar
 import redis
 import redis.exceptions as rex
 
+from ..errors import RedisAuthError, RedisOutOfMemory, RedisTimeout, RedisUnavailable, SimhashRedisError
 from . import wire
-from .errors import RedisAuthError, RedisOutOfMemory, RedisTimeout, RedisUnavailable, SimhashRedisError
 from .retry import Backoff
 
 __all__ = ["Command", "Sender", "Transport", "raise_first_error", "translate_error"]

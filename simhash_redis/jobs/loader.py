@@ -29,11 +29,11 @@ from multiprocessing.pool import Pool
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from . import defaults
+from .. import defaults
+from ..errors import InputError, InvalidArgument, SimhashRedisError
+from ..index.simhash_index import Match, Outcome, SimhashIndex
+from ..scheme import Scheme
 from .dedupe import DryRun, Pair, add_unique
-from .errors import InputError, InvalidArgument, SimhashRedisError
-from .index import Match, Outcome, SimhashIndex
-from .scheme import Scheme
 
 __all__ = [
     "FORMATS",

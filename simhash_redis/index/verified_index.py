@@ -20,12 +20,12 @@ from typing import NamedTuple
 
 import xxhash
 
-from .errors import InvalidArgument, InvalidType
-from .index import Outcome, SimhashIndex
-from .keys import encode_id
-from .minhash import MinHasher
-from .scripts import Script
-from .transport import Command
+from ..errors import InvalidArgument, InvalidType
+from ..minhash import MinHasher
+from ..store.keys import encode_id
+from ..store.scripts import Script
+from ..transport.standalone import Command
+from .simhash_index import Outcome, SimhashIndex
 
 __all__ = ["VerifiedIndex", "VerifiedMatch"]
 

@@ -15,8 +15,8 @@ from typing import Any
 import redis
 from redis.cluster import RedisCluster
 
-from .index import SimhashIndex
-from .transport import translate_error
+from ..index.simhash_index import SimhashIndex
+from ..transport.standalone import translate_error
 
 __all__ = ["Bucket", "IndexStats", "MemoryEstimate", "TableStats", "collect"]
 

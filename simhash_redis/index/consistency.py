@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .codec import decode_fp, decode_ids, encode_ids
-from .scripts import Script
-from .transport import raise_first_error
+from ..codec import decode_fp, decode_ids, encode_ids
+from ..store.scripts import Script
+from ..transport.standalone import raise_first_error
 
 if TYPE_CHECKING:
-    from .index import SimhashIndex
+    from .simhash_index import SimhashIndex
 
 __all__ = ["VerifyReport", "verify_index"]
 

@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 import xxhash
 
-from . import defaults
-from .errors import InvalidArgument, InvalidType
+from .. import defaults
+from ..errors import InvalidArgument, InvalidType
 from .layout import Layout
 
 __all__ = ["KeySchema", "encode_id", "validate_name"]

@@ -23,12 +23,12 @@ import msgpack
 import redis
 from redis.cluster import RedisCluster
 
-from .codec import decode_fp
-from .config import IndexConfig
-from .errors import InputError, SimhashRedisError
-from .index import Outcome, SimhashIndex
-from .transport import translate_error
-from .verify import pairs
+from ..codec import decode_fp
+from ..errors import InputError, SimhashRedisError
+from ..index.consistency import pairs
+from ..index.simhash_index import Outcome, SimhashIndex
+from ..store.config import IndexConfig
+from ..transport.standalone import translate_error
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
 

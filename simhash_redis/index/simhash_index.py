@@ -12,29 +12,30 @@ import numpy as np
 import redis
 from redis.cluster import RedisCluster
 
-from . import defaults, wire
-from .cluster import ClusterTransport
-from .codec import decode_fp, decode_ids, encode_fp
-from .config import IndexConfig
-from .connection import client_from_url
-from .errors import (
+from .. import defaults
+from ..codec import decode_fp, decode_ids, encode_fp
+from ..errors import (
     IndexCorrupted,
     InvalidArgument,
     InvalidFingerprint,
     InvalidType,
     SimhashRedisError,
 )
-from .fingerprint import Document as TextDocument
-from .keys import KeySchema, encode_id, validate_name
-from .layout import Layout
-from .locks import BucketLocks
-from .results import Match, Outcome
-from .retry import Backoff
-from .scheme import Scheme
-from .scripts import Script
-from .transport import Sender, Transport, raise_first_error
-from .verify import VerifyReport, verify_index
-from .writes import AtomicWrites, OrderedWrites, Write, Writes
+from ..fingerprint import Document as TextDocument
+from ..results import Match, Outcome
+from ..scheme import Scheme
+from ..store.config import IndexConfig
+from ..store.keys import KeySchema, encode_id, validate_name
+from ..store.layout import Layout
+from ..store.locks import BucketLocks
+from ..store.scripts import Script
+from ..store.writes import AtomicWrites, OrderedWrites, Write, Writes
+from ..transport import wire
+from ..transport.cluster import ClusterTransport
+from ..transport.connection import client_from_url
+from ..transport.retry import Backoff
+from ..transport.standalone import Sender, Transport, raise_first_error
+from .consistency import VerifyReport, verify_index
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .errors import InputError, InvalidArgument
-from .features import CJK_RANGES, tokenize
-from .scheme import Scheme
+from ..errors import InputError, InvalidArgument
+from ..features import CJK_RANGES, tokenize
+from ..scheme import Scheme
 
 __all__ = [
     "CHINESE_STOPWORDS",

@@ -6,7 +6,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from . import defaults
+from .. import defaults
 
 __all__ = ["Backoff"]
 

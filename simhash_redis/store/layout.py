@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from .defaults import SUPPORTED_F
-from .errors import IndexCorrupted, InvalidArgument
+from ..defaults import SUPPORTED_F
+from ..errors import IndexCorrupted, InvalidArgument
 
 __all__ = ["Layout"]
 

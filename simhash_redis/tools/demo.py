@@ -20,10 +20,10 @@ from pathlib import Path
 import redis
 from redis.cluster import RedisCluster
 
-from .dedupe import Pair, groups
-from .defaults import PREFIX
-from .errors import InputError
-from .index import SimhashIndex
+from ..defaults import PREFIX
+from ..errors import InputError
+from ..index.simhash_index import SimhashIndex
+from ..jobs.dedupe import Pair, groups
 
 __all__ = [
     "DEMO_INDEX",
@@ -108,7 +108,7 @@ def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
         OSError: the file cannot be read.
     """
     if path is None:
-        raw = resources.files(__package__).joinpath(f"data/{_SAMPLE}").read_bytes()
+        raw = resources.files("simhash_redis.data").joinpath(_SAMPLE).read_bytes()
         source = _SAMPLE
     else:
         raw = Path(path).read_bytes()

@@ -20,10 +20,10 @@ import redis.exceptions as rex
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
+from ..errors import RedisUnavailable
 from . import wire
-from .errors import RedisUnavailable
 from .retry import Backoff
-from .transport import Command, raise_first_error, translate_error
+from .standalone import Command, raise_first_error, translate_error
 
 __all__ = ["CLUSTER_BACKOFF", "ClusterTransport", "command_keys"]
 

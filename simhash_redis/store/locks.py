@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import secrets
 
+from ..transport.standalone import Command, Sender
 from .keys import KeySchema
 from .scripts import Script
-from .transport import Command, Sender
 
 __all__ = ["BucketLocks"]
 

@@ -14,9 +14,9 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from . import defaults
-from .errors import InvalidArgument
-from .layout import Layout
+from .. import defaults
+from ..errors import InvalidArgument
+from ..store.layout import Layout
 
 __all__ = [
     "DEFAULT_BUDGET",

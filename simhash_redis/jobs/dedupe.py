@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from .index import Match, Outcome, SimhashIndex
-from .layout import Layout
+from ..index.simhash_index import Match, Outcome, SimhashIndex
+from ..store.layout import Layout
 
 __all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "add_unique", "groups"]
 

@@ -10,8 +10,8 @@ from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
-from . import defaults
-from .errors import InvalidArgument, InvalidType, RedisUnavailable
+from .. import defaults
+from ..errors import InvalidArgument, InvalidType, RedisUnavailable
 
 __all__ = ["client_from_url", "redact_url"]
 
