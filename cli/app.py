@@ -22,8 +22,8 @@ from simhash_redis.errors import (
     RedisOutOfMemory,
     RedisUnavailable,
     SimhashRedisError,
+    TooManyErrors,
 )
-from simhash_redis.jobs.loader import TooManyErrors
 from simhash_redis.transport.standalone import translate_error
 
 from .common import ExitCode, Settings

@@ -13,14 +13,13 @@ import typer
 
 from simhash_redis import SimhashIndex
 from simhash_redis.defaults import PREFIX, URL_ENV
-from simhash_redis.errors import SimhashRedisError
+from simhash_redis.errors import IndexNotFound
 from simhash_redis.store.keys import validate_name
 from simhash_redis.transport.connection import client_from_url, redact_url
 
 __all__ = [
     "DEFAULT_INDEX",
     "ExitCode",
-    "IndexNotFound",
     "Settings",
     "echo_json",
     "fail",
@@ -41,10 +40,6 @@ class ExitCode(enum.IntEnum):
     UNAVAILABLE = 4
     MISMATCH = 5
     INTERRUPTED = 130
-
-
-class IndexNotFound(SimhashRedisError):
-    """A command that only reads an index was pointed at a name that does not exist."""
 
 
 @dataclass

@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from simhash_redis import Scheme
+from simhash_redis.codec import format_fingerprint
 from simhash_redis.features import FEATURE_KINDS
-from simhash_redis.jobs.loader import format_fingerprint
 
 from .common import ExitCode, echo_json, fail
 

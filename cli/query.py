@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from simhash_redis import Match
-from simhash_redis.jobs.loader import format_fingerprint, parse_fingerprint
+from simhash_redis.codec import format_fingerprint, parse_fingerprint
 
 from .common import ExitCode, echo_json, fail, settings
 from .fingerprint import read_text

@@ -1,17 +1,43 @@
-"""How fingerprints and id lists are written in Redis values.
+"""Every stored or printed form of a fingerprint, and of the id lists stored with them.
 
-Fingerprints of up to 64 bits are stored as signed 64-bit decimal integers (two's complement), so Redis
-keeps small sets in its compact intset encoding and hash fields in listpack integer form; 128-bit
-fingerprints are stored as unsigned decimals. The ids that share one fingerprint are a concatenation of
-netstrings (`5:doc-1` followed by `5:doc-2`), readable with redis-cli and parsable from Lua.
+* In Redis: fingerprints of up to 64 bits are signed 64-bit decimal integers (two's complement), so
+  Redis keeps small sets in its compact intset encoding and hash fields in listpack integer form; 128-bit
+  fingerprints are unsigned decimals. The ids that share one fingerprint are a concatenation of
+  netstrings (`5:doc-1` followed by `5:doc-2`), readable with redis-cli and parsable from Lua.
+* As text (CLI output, input files): 0x-prefixed hex; hex or decimal (negative: two's complement) read.
+* In a dump: a msgpack integer up to 64 bits, else f/8 big-endian bytes.
 """
 
 from __future__ import annotations
 
-__all__ = ["decode_fp", "decode_ids", "encode_fp", "encode_ids"]
+import re
+
+from .checks import is_int
+from .errors import InvalidArgument
+
+__all__ = [
+    "decode_fp",
+    "decode_ids",
+    "dump_fp",
+    "encode_fp",
+    "encode_ids",
+    "format_fingerprint",
+    "parse_fingerprint",
+    "signed64",
+    "undump_fp",
+]
 
 _SIGN = 1 << 63
 _WRAP = 1 << 64
+
+
+def signed64(fingerprint: int) -> int:
+    """A fingerprint of up to 64 bits as the signed 64-bit integer Redis stores for it.
+
+    Args:
+        fingerprint: an int in [0, 2**64).
+    """
+    return fingerprint - _WRAP if fingerprint >= _SIGN else fingerprint
 
 
 def encode_fp(fingerprint: int, f: int) -> bytes:
@@ -21,9 +47,7 @@ def encode_fp(fingerprint: int, f: int) -> bytes:
         fingerprint: an int in [0, 2**f), already validated.
         f: the index's fingerprint width.
     """
-    if f == 64 and fingerprint >= _SIGN:
-        return b"%d" % (fingerprint - _WRAP)
-    return b"%d" % fingerprint
+    return b"%d" % (signed64(fingerprint) if f == 64 else fingerprint)
 
 
 def decode_fp(raw: bytes | int, f: int) -> int:
@@ -72,3 +96,83 @@ def decode_ids(raw: bytes) -> list[str]:
         ids.append(raw[start : start + length].decode())
         pos = start + length
     return ids
+
+
+_HEX = re.compile(r"^[0-9a-f]+$")
+_DECIMAL = re.compile(r"^-?[0-9]+$")
+
+
+def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
+    """Read a fingerprint written in hex or decimal by this or another system.
+
+    Negative decimals are read as f-bit two's complement (as Java longs and Redis store them).
+
+    Args:
+        text: the fingerprint, e.g. ``0x8ffffffffffffff1``, ``8ffffffffffffff1`` or ``-42``.
+        f: the fingerprint width in bits.
+        base: "auto", "hex" or "dec"; auto reads digits-only text as decimal.
+
+    Returns:
+        The fingerprint, an int in [0, 2**f).
+
+    Raises:
+        InvalidArgument: malformed, or out of range for f bits.
+    """
+    if base not in ("auto", "hex", "dec"):
+        raise InvalidArgument(f"fp_base must be auto, hex or dec, got {base!r}")
+    raw = text.strip()
+    lowered = raw.lower()
+    digits = lowered.removeprefix("0x")
+    # int() alone would also take '_' separators, '+', and a sign after '0x'.
+    if base == "hex" or lowered.startswith("0x") or (base == "auto" and not _DECIMAL.match(lowered)):
+        if not _HEX.match(digits):
+            raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
+        value = int(digits, 16)
+    else:
+        if not _DECIMAL.match(lowered):
+            raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
+        value = int(lowered, 10)
+    if -(1 << (f - 1)) <= value < 0:
+        value += 1 << f
+    if not 0 <= value < 1 << f:
+        raise InvalidArgument(f"fingerprint {raw[:80]!r} does not fit in {f} bits")
+    return value
+
+
+def format_fingerprint(value: int, f: int) -> str:
+    """A fingerprint as 0x-prefixed, zero-padded lower-case hex (0x and 16 digits for f=64).
+
+    The prefix keeps it unambiguous: `parse_fingerprint` reads digits-only text as decimal.
+
+    Args:
+        value: the fingerprint.
+        f: its width in bits.
+    """
+    return f"0x{value:0{f // 4}x}"
+
+
+def dump_fp(fingerprint: int, f: int) -> int | bytes:
+    """A fingerprint as a dump record holds it (msgpack integers stop at 64 bits).
+
+    Args:
+        fingerprint: an int in [0, 2**f).
+        f: its width in bits.
+    """
+    return fingerprint if f <= 64 else fingerprint.to_bytes(f // 8, "big")
+
+
+def undump_fp(value: object, f: int) -> int:
+    """The fingerprint of a dump record's value written by `dump_fp`.
+
+    Args:
+        value: the decoded msgpack value.
+        f: the index's width in bits.
+
+    Raises:
+        ValueError: the value is not an f-bit fingerprint.
+    """
+    if isinstance(value, bytes) and len(value) == f // 8:
+        return int.from_bytes(value, "big")
+    if is_int(value) and f <= 64:
+        return value
+    raise ValueError(f"not a {f}-bit fingerprint: {value!r}"[:120])

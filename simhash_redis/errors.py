@@ -7,8 +7,11 @@ The tree::
     │   └── InvalidFingerprint            an int that does not fit the index's f bits
     ├── InvalidType (TypeError)           an argument of the wrong type; the message names it
     ├── ConfigurationMismatch             the stored index has another f, k, layout or scheme
+    ├── IndexNotFound                     no index of that name exists (and the call may not create one)
     ├── IndexCorrupted                    stored data this version cannot read (meta, format)
-    ├── InputError                        a malformed record in bulk input; carries source and line number
+    ├── WriteContention                   documents kept changing under concurrent writers; none written
+    ├── InputError (ValueError)           a malformed record in bulk input; carries source and line number
+    ├── TooManyErrors                     a bulk load met more bad records than it was allowed
     └── RedisUnavailable                  the server could not be reached or did not answer in time
         ├── RedisAuthError                credentials refused, or the ACL user lacks a permission
         ├── RedisTimeout                  no reply within the socket timeout (a paused or stuck server)
@@ -22,6 +25,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigurationMismatch",
     "IndexCorrupted",
+    "IndexNotFound",
     "InputError",
     "InvalidArgument",
     "InvalidFingerprint",
@@ -31,6 +35,8 @@ __all__ = [
     "RedisTimeout",
     "RedisUnavailable",
     "SimhashRedisError",
+    "TooManyErrors",
+    "WriteContention",
 ]
 
 
@@ -59,8 +65,19 @@ class ConfigurationMismatch(SimhashRedisError):
     """
 
 
+class IndexNotFound(SimhashRedisError):
+    """No index of that name exists, and the call was one that only reads an index."""
+
+
 class IndexCorrupted(SimhashRedisError):
     """The index's stored data cannot be read by this version (unknown format version, malformed meta)."""
+
+
+class WriteContention(SimhashRedisError):
+    """Documents kept meeting concurrent writes to the same ids or tables; nothing of them was written.
+
+    Every write is idempotent: run the same operation again once the other writers have moved on.
+    """
 
 
 class InputError(SimhashRedisError, ValueError):
@@ -83,6 +100,10 @@ class InputError(SimhashRedisError, ValueError):
         # Found in a loader's worker process and sent back: BaseException's own pickling would call
         # __init__ with the message alone.
         return type(self), (self.source, self.line, self.reason)
+
+
+class TooManyErrors(SimhashRedisError):
+    """A bulk load met more bad records than its max_errors allowed; what came before them is stored."""
 
 
 class RedisUnavailable(SimhashRedisError, ConnectionError):

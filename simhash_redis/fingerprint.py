@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from . import features as _features
 from .bitsums import bit_sums
+from .checks import is_int
 from .errors import InvalidArgument, InvalidType
 from .features import (
     ascii_word_spans,
@@ -996,7 +997,7 @@ def distance(a: int, b: int) -> int:
         InvalidArgument: a or b is negative.
     """
     for name, value in (("a", a), ("b", b)):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_int(value):
             raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
         if value < 0:
             raise InvalidArgument(f"{name} must be a non-negative fingerprint, got {value}")

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from .checks import is_int
 from .errors import InvalidArgument, InvalidType
 from .features import tokenize
 
@@ -125,7 +126,7 @@ class MinHasher:
 
     def __init__(self, num_perm: int = 256, bits: int = 8, n: int = 3, seed: int = 0) -> None:
         for name, value in (("num_perm", num_perm), ("bits", bits), ("n", n), ("seed", seed)):
-            if isinstance(value, bool) or not isinstance(value, int):
+            if not is_int(value):
                 raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
         if not 16 <= num_perm <= 4096:
             raise InvalidArgument(f"num_perm must be in 16..4096, got {num_perm}")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import xxhash
 
 from . import defaults
+from .checks import check_int
 from .errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
 from .features import FEATURE_KINDS, normalize
 
@@ -31,29 +32,6 @@ _META_PREFIX = "simhash-redis/"
 _META_KEYS = ("features", "n", "f", "weighting", "hash", "seed", "norm", "stopwords")
 _HASH_NAME = "xxh3"
 _NORM_NAME = "nfkc-casefold"
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> int:
-    """Check that an argument is an int (not a bool) within [low, high].
-
-    Args:
-        name: the argument's name, for the message.
-        value: its value.
-        low: smallest value allowed.
-        high: largest value allowed.
-
-    Returns:
-        The value.
-
-    Raises:
-        InvalidType: value is not an int, or is a bool.
-        InvalidArgument: value is out of range.
-    """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
-    if not low <= value <= high:
-        raise InvalidArgument(f"{name} must be between {low} and {high}, got {value}")
-    return value
 
 
 def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
@@ -152,13 +130,13 @@ class Scheme:
             InvalidArgument: a field is out of range; the message names it.
         """
         _check_choice("features", self.features, FEATURE_KINDS)
-        _check_int("n", self.n, 1, MAX_N)
-        _check_int("f", self.f, min(defaults.SUPPORTED_F), max(defaults.SUPPORTED_F))
+        check_int("n", self.n, 1, MAX_N)
+        check_int("f", self.f, min(defaults.SUPPORTED_F), max(defaults.SUPPORTED_F))
         if self.f not in defaults.SUPPORTED_F:
             raise InvalidArgument(f"f must be one of {defaults.SUPPORTED_F}, got {self.f}")
         _check_choice("weighting", self.weighting, WEIGHTINGS)
-        _check_int("seed", self.seed, 0, (1 << 64) - 1)
-        _check_int("version", self.version, SCHEME_VERSION, SCHEME_VERSION)
+        check_int("seed", self.seed, 0, (1 << 64) - 1)
+        check_int("version", self.version, SCHEME_VERSION, SCHEME_VERSION)
         words = _normalize_stopwords(self.stopwords)
         if words and self.features == "chars":
             raise InvalidArgument('stopwords apply to tokens; features="chars" cannot use them')

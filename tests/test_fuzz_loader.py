@@ -28,8 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_redis import Scheme, defaults
+from simhash_redis.codec import parse_fingerprint
 from simhash_redis.errors import InputError, InvalidArgument
-from simhash_redis.jobs.loader import ReadOptions, Record, parse_fingerprint, read
+from simhash_redis.jobs.loader import ReadOptions, Record, read
 
 FORMATS = ("jsonl", "csv", "tsv", "lines", "fingerprints")
 SHORT = settings(
@@ -263,7 +264,7 @@ def test_lone_surrogates_in_json_texts_are_fingerprinted(workdir: Path) -> None:
 def test_printed_fingerprints_read_back_unchanged(value: int) -> None:
     """Found by this file: `get` prints zero-padded hex without a prefix, and the 'auto' base read
     digits-only text (0000000000001234) as decimal."""
-    from simhash_redis.jobs.loader import format_fingerprint
+    from simhash_redis.codec import format_fingerprint
 
     assert parse_fingerprint(format_fingerprint(value, 64), 64) == value
 

@@ -13,6 +13,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from .. import defaults
+from ..checks import is_int
 from ..codec import decode_fp, decode_ids, encode_fp
 from ..errors import (
     IndexCorrupted,
@@ -97,7 +98,7 @@ class SimhashIndex:
         self.prefix = validate_name(prefix, "prefix")
         if backoff is not None and not isinstance(backoff, Backoff):
             raise InvalidType(f"backoff must be a simhash_redis.Backoff, got {type(backoff).__name__}")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        if not is_int(batch_size) or batch_size < 1:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         self.batch_size = batch_size
         self.client = client
@@ -239,7 +240,7 @@ class SimhashIndex:
     def _check_k(self, k: int | None) -> int:
         if k is None:
             return self.k
-        if not isinstance(k, int) or isinstance(k, bool):
+        if not is_int(k):
             raise InvalidType(f"k must be an int, got {type(k).__name__}")
         if not 0 <= k <= self.k:
             raise InvalidArgument(f"k must be in 0..{self.k} (the index's k), got {k}")

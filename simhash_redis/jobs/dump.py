@@ -23,7 +23,7 @@ import msgpack
 import redis
 from redis.cluster import RedisCluster
 
-from ..codec import decode_fp
+from ..codec import decode_fp, dump_fp, undump_fp
 from ..errors import InputError, SimhashRedisError
 from ..index.consistency import pairs
 from ..index.simhash_index import Outcome, SimhashIndex
@@ -39,19 +39,6 @@ DUMP_VERSION = 1
 _END_TYPE = "end"
 _SCAN_COUNT = 200
 _MAX_RECORD = 16 * 1024 * 1024
-
-
-def _encode(fp: int, f: int) -> int | bytes:
-    # msgpack integers stop at 64 bits
-    return fp if f <= 64 else fp.to_bytes(f // 8, "big")
-
-
-def _decode(value: object, f: int) -> int:
-    if isinstance(value, bytes) and len(value) == f // 8:
-        return int.from_bytes(value, "big")
-    if isinstance(value, int) and not isinstance(value, bool) and f <= 64:
-        return value
-    raise ValueError(f"not a {f}-bit fingerprint: {value!r}"[:120])
 
 
 def export_index(
@@ -88,7 +75,7 @@ def export_index(
             chunk = bytearray()
             for bucket in buckets:
                 for raw_id, raw_fp in pairs(bucket):
-                    chunk += packer.pack([raw_id.decode(), _encode(decode_fp(raw_fp, index.f), index.f)])
+                    chunk += packer.pack([raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)])
                     written += 1
             out.write(bytes(chunk))
             if on_progress is not None:
@@ -187,7 +174,7 @@ def import_index(
             if not (isinstance(record, list) and len(record) == 2 and isinstance(record[0], str)):
                 raise InputError(source_name, None, f"record {number} is malformed: {record!r}"[:200])
             try:
-                batch.append((record[0], _decode(record[1], index.f)))
+                batch.append((record[0], undump_fp(record[1], index.f)))
             except ValueError as exc:
                 raise InputError(source_name, None, f"record {number}: {exc}") from None
             if len(batch) >= batch_size:

@@ -16,7 +16,6 @@ import io
 import json
 import multiprocessing
 import os
-import re
 import signal
 import sys
 import threading
@@ -30,7 +29,9 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from .. import defaults
-from ..errors import InputError, InvalidArgument, SimhashRedisError
+from ..checks import is_int
+from ..codec import parse_fingerprint
+from ..errors import InputError, InvalidArgument, TooManyErrors
 from ..index.simhash_index import Match, Outcome, SimhashIndex
 from ..scheme import Scheme
 from .dedupe import DryRun, Pair, add_unique
@@ -43,11 +44,8 @@ __all__ = [
     "Pair",
     "ReadOptions",
     "Record",
-    "TooManyErrors",
     "detect_format",
     "estimate_total",
-    "format_fingerprint",
-    "parse_fingerprint",
     "read",
     "read_all",
 ]
@@ -109,62 +107,6 @@ class ReadOptions:
     header: bool = True
     id_prefix: str | None = None
     fp_base: str = "auto"
-
-
-# -- fingerprints as text ----------------------------------------------------------------------------
-
-
-_HEX = re.compile(r"^[0-9a-f]+$")
-_DECIMAL = re.compile(r"^-?[0-9]+$")
-
-
-def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
-    """Read a fingerprint written in hex or decimal by this or another system.
-
-    Negative decimals are read as f-bit two's complement (as Java longs and Redis store them).
-
-    Args:
-        text: the fingerprint, e.g. ``0x8ffffffffffffff1``, ``8ffffffffffffff1`` or ``-42``.
-        f: the fingerprint width in bits.
-        base: "auto", "hex" or "dec"; auto reads digits-only text as decimal.
-
-    Returns:
-        The fingerprint, an int in [0, 2**f).
-
-    Raises:
-        InvalidArgument: malformed, or out of range for f bits.
-    """
-    if base not in ("auto", "hex", "dec"):
-        raise InvalidArgument(f"fp_base must be auto, hex or dec, got {base!r}")
-    raw = text.strip()
-    lowered = raw.lower()
-    digits = lowered.removeprefix("0x")
-    # int() alone would also take '_' separators, '+', and a sign after '0x'.
-    if base == "hex" or lowered.startswith("0x") or (base == "auto" and not _DECIMAL.match(lowered)):
-        if not _HEX.match(digits):
-            raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
-        value = int(digits, 16)
-    else:
-        if not _DECIMAL.match(lowered):
-            raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
-        value = int(lowered, 10)
-    if -(1 << (f - 1)) <= value < 0:
-        value += 1 << f
-    if not 0 <= value < 1 << f:
-        raise InvalidArgument(f"fingerprint {raw[:80]!r} does not fit in {f} bits")
-    return value
-
-
-def format_fingerprint(value: int, f: int) -> str:
-    """A fingerprint as 0x-prefixed, zero-padded lower-case hex (0x and 16 digits for f=64).
-
-    The prefix keeps it unambiguous: `parse_fingerprint` reads digits-only text as decimal.
-
-    Args:
-        value: the fingerprint.
-        f: its width in bits.
-    """
-    return f"0x{value:0{f // 4}x}"
 
 
 # -- opening input -------------------------------------------------------------------------------------
@@ -257,7 +199,7 @@ def _doc_id(value: object, source: str, line: int | None) -> str | InputError:
 def _doc(value: object, source: str, line: int | None, options: ReadOptions) -> str | InputError:
     """The text (or, with fingerprint_field, the fingerprint's text) of a record, checked."""
     what = "fingerprint" if options.fingerprint_field else "text"
-    if options.fingerprint_field and isinstance(value, int) and not isinstance(value, bool):
+    if options.fingerprint_field and is_int(value):
         return str(value)
     if not isinstance(value, str):
         return InputError(source, line, f"the {what} must be a string, got {type(value).__name__}")
@@ -712,10 +654,6 @@ class LoadStats:
             "elapsed": round(self.elapsed, 3),
             "docs_per_s": round(self.rate, 1),
         }
-
-
-class TooManyErrors(SimhashRedisError):
-    """A load met more bad records than its max_errors allowed; what came before them is stored."""
 
 
 class Loader:

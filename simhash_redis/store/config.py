@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 
 from .. import defaults
+from ..checks import is_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
 from ..scheme import Scheme
 from .layout import Layout
@@ -69,7 +70,7 @@ class IndexConfig:
         if scheme is not None and not isinstance(scheme, Scheme):
             raise InvalidType(f"scheme must be a Scheme, got {type(scheme).__name__}")
         for arg, value in (("k", k), ("f", f), ("id_buckets", id_buckets)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            if value is not None and (not is_int(value)):
                 raise InvalidType(f"{arg} must be an int, got {type(value).__name__}")
         widths = {w for w in (f, layout.f if layout else None, scheme.f if scheme else None) if w is not None}
         if len(widths) > 1:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from ..checks import is_int
 from ..defaults import SUPPORTED_F
 from ..errors import IndexCorrupted, InvalidArgument
 
@@ -89,7 +90,7 @@ class Layout:
         Raises:
             InvalidArgument: k is out of range for f.
         """
-        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < min(f, 64):
+        if not is_int(k) or not 0 <= k < min(f, 64):
             raise InvalidArgument(f"k must be an int in 0..{min(f, 64) - 1}, got {k!r}")
         blocks = _split_bits(f, k + 1)
         return cls(f=f, k=k, blocks=blocks, tables=tuple((i,) for i in range(k + 1)))
@@ -106,7 +107,7 @@ class Layout:
         Raises:
             InvalidArgument: blocks <= k, or the keys would be wider than 64 bits.
         """
-        if not isinstance(blocks, int) or isinstance(blocks, bool) or not k < blocks <= f:
+        if not is_int(blocks) or not k < blocks <= f:
             raise InvalidArgument(f"blocks must be an int in {k + 1}..{f} for k={k}, got {blocks!r}")
         widths = _split_bits(f, blocks)
         tables = tuple(itertools.combinations(range(blocks), blocks - k))

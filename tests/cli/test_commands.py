@@ -15,7 +15,7 @@ from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
 from simhash_redis import Scheme
-from simhash_redis.jobs.loader import format_fingerprint
+from simhash_redis.codec import format_fingerprint
 from tests.cli.conftest import Invoke, article, write_jsonl
 from tests.servers import ServerProcess
 

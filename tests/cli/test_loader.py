@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from simhash_redis import InputError, InvalidArgument, Scheme, SimhashIndex
+from simhash_redis.codec import format_fingerprint, parse_fingerprint
 from simhash_redis.jobs.loader import (
     Loader,
     ReadOptions,
@@ -18,8 +19,6 @@ from simhash_redis.jobs.loader import (
     TooManyErrors,
     detect_format,
     estimate_total,
-    format_fingerprint,
-    parse_fingerprint,
     read,
     read_all,
 )

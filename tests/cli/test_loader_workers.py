@@ -11,7 +11,8 @@ import pytest
 import redis
 
 from simhash_redis import InputError, SimhashIndex
-from simhash_redis.jobs.loader import Loader, LoadStats, ReadOptions, TooManyErrors, read_all
+from simhash_redis.errors import TooManyErrors
+from simhash_redis.jobs.loader import Loader, LoadStats, ReadOptions, read_all
 from tests.cli.conftest import article
 
 
