@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-__all__ = ["Match", "Outcome"]
+__all__ = ["Match", "Outcome", "duplicate_of"]
 
 
 class Match(NamedTuple):
@@ -24,3 +24,16 @@ class Outcome(str, enum.Enum):
     UNCHANGED = "unchanged"
     REMOVED = "removed"
     MISSING = "missing"
+
+
+def duplicate_of(doc_id: str, matches: list[Match]) -> Match | None:
+    """The stored near-duplicate to report for a document that was not stored.
+
+    Its own entry when its id is among the matches (a resumed load can tell "already stored" from "a
+    copy of another"), else the nearest, ties by id (the order `near` returns).
+
+    Args:
+        doc_id: the document's id.
+        matches: its matches, nearest first.
+    """
+    return next((m for m in matches if m.id == doc_id), matches[0] if matches else None)

@@ -17,13 +17,14 @@ from ..checks import is_int
 from ..codec import decode_fp, decode_ids, encode_fp
 from ..errors import (
     IndexCorrupted,
+    IndexNotFound,
     InvalidArgument,
     InvalidFingerprint,
     InvalidType,
     SimhashRedisError,
 )
 from ..fingerprint import Document as TextDocument
-from ..results import Match, Outcome
+from ..results import Match, Outcome, duplicate_of
 from ..scheme import Scheme
 from ..store.config import IndexConfig
 from ..store.keys import KeySchema, encode_id, validate_name
@@ -36,7 +37,7 @@ from ..transport.cluster import ClusterTransport
 from ..transport.connection import client_from_url
 from ..transport.retry import Backoff
 from ..transport.standalone import Sender, Transport, raise_first_error
-from .consistency import VerifyReport, verify_index
+from .consistency import VerifyReport, pairs, verify_index
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
@@ -68,9 +69,11 @@ class SimhashIndex:
         id_buckets: buckets of the id map (only when creating).
         backoff: how to wait between retries after a connection error.
         batch_size: documents per round trip in the batch methods.
+        create: create the index when it does not exist (else IndexNotFound is raised).
 
     Raises:
         ConfigurationMismatch: the stored index disagrees with an explicitly given argument.
+        IndexNotFound: the index does not exist and create is false.
         IndexCorrupted: the stored meta cannot be read.
         InvalidArgument, InvalidType: an argument is malformed.
         RedisUnavailable: the server cannot be reached.
@@ -89,6 +92,7 @@ class SimhashIndex:
         id_buckets: int | None = None,
         backoff: Backoff | None = None,
         batch_size: int = defaults.BATCH_SIZE,
+        create: bool = True,
     ) -> None:
         if not isinstance(client, (redis.Redis, RedisCluster)):
             raise InvalidType(
@@ -102,11 +106,7 @@ class SimhashIndex:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         self.batch_size = batch_size
         self.client = client
-        self._transport: Sender = (
-            ClusterTransport(client, backoff)
-            if isinstance(client, RedisCluster)
-            else Transport(client, backoff)
-        )
+        self._transport = _sender(client, backoff)
         wanted = IndexConfig.build(k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets)
         given = {
             arg
@@ -119,7 +119,7 @@ class SimhashIndex:
             )
             if value is not None
         }
-        self.config = self._open(wanted, given)
+        self.config = self._open(wanted, given, create)
         self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
         self._writes: Writes = (
             OrderedWrites(self._transport, self.keys, self.f)
@@ -143,16 +143,34 @@ class SimhashIndex:
         """
         return cls(client_from_url(url), name, **kwargs)
 
-    def _open(self, wanted: IndexConfig, given: set[str]) -> IndexConfig:
-        meta_key = f"{self.prefix}:{self.name}:meta".encode()
-        fields = [item for pair in wanted.to_meta().items() for item in pair]
-        reply = _CREATE_META.run(
-            self._transport, [_CREATE_META.command([meta_key], [f.encode() for f in fields])]
-        )
-        flat = reply[0]
-        stored = IndexConfig.from_meta(
-            {flat[i].decode(): flat[i + 1].decode() for i in range(0, len(flat), 2)}
-        )
+    @classmethod
+    def exists(cls, client: redis.Redis | RedisCluster, name: str, *, prefix: str = defaults.PREFIX) -> bool:
+        """Tell whether an index of that name exists on the server.
+
+        Args:
+            client: a redis-py client.
+            name: the index name.
+            prefix: the key prefix it was created with.
+
+        Raises:
+            InvalidArgument, InvalidType: a malformed name or prefix.
+            RedisUnavailable: the server cannot be reached.
+        """
+        meta_key = KeySchema.meta_key(validate_name(prefix, "prefix"), validate_name(name, "name"))
+        return bool(_sender(client, None).execute([(b"EXISTS", meta_key)])[0])
+
+    def _open(self, wanted: IndexConfig, given: set[str], create: bool) -> IndexConfig:
+        meta_key = KeySchema.meta_key(self.prefix, self.name)
+        if create:
+            fields = [item for pair in wanted.to_meta().items() for item in pair]
+            reply = _CREATE_META.run(
+                self._transport, [_CREATE_META.command([meta_key], [f.encode() for f in fields])]
+            )
+        else:
+            reply = self._transport.execute([(b"HGETALL", meta_key)])
+            if not reply[0]:
+                raise IndexNotFound(f"no index named {self.name!r}")
+        stored = IndexConfig.from_meta({field.decode(): value.decode() for field, value in pairs(reply[0])})
         wanted.check_against(stored, given, self.name)
         return stored
 
@@ -549,9 +567,7 @@ class SimhashIndex:
                 writing: list[int] = []
                 for i, sets, matches in zip(ready, members, found, strict=True):
                     if matches:
-                        # Its own stored entry, when present, tells a resumed load "already stored".
-                        own = ids[i].decode()
-                        results[i] = next((m for m in matches if m.id == own), matches[0])
+                        results[i] = duplicate_of(ids[i].decode(), matches)
                     else:
                         writes.append((ids[i], encode_fp(fps[i], self.f), None if locks else sets))
                         writing.append(i)
@@ -640,6 +656,12 @@ class SimhashIndex:
     def _scan_batches(self, pattern: str) -> Iterator[list[bytes]]:
         """Keys matching a pattern, in batches (on a cluster, from every primary)."""
         return self._transport.scan(pattern, _SCAN_COUNT)
+
+
+def _sender(client: redis.Redis | RedisCluster, backoff: Backoff | None) -> Sender:
+    if isinstance(client, RedisCluster):
+        return ClusterTransport(client, backoff)
+    return Transport(client, backoff)
 
 
 def _batch(value: object, argument: str) -> list[Any]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from ..index.simhash_index import Match, Outcome, SimhashIndex
+from ..index import Match, Outcome, SimhashIndex
+from ..results import duplicate_of
 from ..store.layout import Layout
 
 __all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "add_unique", "groups"]
@@ -92,11 +93,6 @@ def add_unique(index: SimhashIndex, items: Sequence[tuple[str, int]]) -> list[Ou
     return index.add_many(items, unique=True)
 
 
-def _pick(doc_id: str, found: list[Match]) -> Match | None:
-    """The document's own stored entry if it is among the matches (a resumed run), else the nearest."""
-    return next((m for m in found if m.id == doc_id), found[0] if found else None)
-
-
 class DryRun:
     """`add_unique` that writes nothing: new documents are remembered in memory instead of stored.
 
@@ -122,7 +118,7 @@ class DryRun:
         """
         out: list[Outcome | Match] = []
         for (doc_id, fp), found in zip(items, self.index.near_many([fp for _, fp in items]), strict=True):
-            match = _pick(doc_id, found) or self.memory.nearest(fp, self.index.k)
+            match = duplicate_of(doc_id, found) or self.memory.nearest(fp, self.index.k)
             if match is None:
                 self.memory.add(doc_id, fp)
                 out.append(Outcome.ADDED)

@@ -84,7 +84,7 @@ class KeySchema:
 
     def __init__(self, prefix: str, name: str, layout: Layout, id_buckets: int) -> None:
         self.base = f"{prefix}:{name}"
-        self.meta = f"{self.base}:meta".encode()
+        self.meta = self.meta_key(prefix, name)
         self.counts = f"{self.base}:counts".encode()
         self.pattern = f"{self.base}:*"
         self.id_buckets = id_buckets
@@ -96,6 +96,16 @@ class KeySchema:
         self._layout = layout
         self._lock_prefix = f"{self.base}:lock:".encode()
         self._base_len = len(self.base) + 1
+
+    @staticmethod
+    def meta_key(prefix: str, name: str) -> bytes:
+        """The meta hash of an index: known before its layout, since it is where the layout is read.
+
+        Args:
+            prefix: the key prefix.
+            name: the index name.
+        """
+        return f"{prefix}:{name}:meta".encode()
 
     def tables(self, fingerprint: int) -> list[bytes]:
         """The table key of each table for a fingerprint.
