@@ -109,7 +109,7 @@ def measure(name: str, client: redis.Redis, fps: list[int], batch: int) -> dict[
     ids_str = [corpus.id_of(i) for i in range(n)]
     ids = [i.encode() for i in ids_str]
     stored = [encode_fp(fp, 64) for fp in fps]
-    writes = AtomicWrites(index._transport, index.keys, 64, len(index.layout.tables))
+    writes = AtomicWrites(index.store, 64, len(index.layout.tables))
     run: Callable[[], None]
     if name == "add_many":
 

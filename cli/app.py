@@ -24,7 +24,7 @@ from simhash_redis.errors import (
     SimhashRedisError,
     TooManyErrors,
 )
-from simhash_redis.transport.standalone import translate_error
+from simhash_redis.transport import translate_error
 
 from .common import ExitCode, Settings
 

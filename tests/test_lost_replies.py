@@ -283,7 +283,7 @@ def test_lost_reply_to_a_replacement(proxied: tuple[SimhashIndex, FaultProxy, re
     index, proxy, _ = proxied
     for skip in each_write_reply_lost(proxy):
         index.drop()
-        index = SimhashIndex(index.client, NAME, k=3, backoff=index._transport.backoff)
+        index = SimhashIndex(index.client, NAME, k=3, backoff=index.store.sender.backoff)
         index.add_many([("x", A), ("y", A)])
         proxy.arm(skip)
         index.add("x", B)
@@ -295,7 +295,7 @@ def test_lost_reply_to_a_removal(proxied: tuple[SimhashIndex, FaultProxy, redis.
     index, proxy, _ = proxied
     for skip in each_write_reply_lost(proxy):
         index.drop()
-        index = SimhashIndex(index.client, NAME, k=3, backoff=index._transport.backoff)
+        index = SimhashIndex(index.client, NAME, k=3, backoff=index.store.sender.backoff)
         index.add_many([("x", A), ("y", B), ("z", B)])
         proxy.arm(skip)
         assert index.remove("x") is True  # even when the reply to the removal itself was lost

@@ -12,8 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_redis import Layout, SimhashIndex
+from simhash_redis.codec import encode_fp
 from simhash_redis.errors import IndexCorrupted, RedisAuthError, SimhashRedisError
-from simhash_redis.index import simhash_index as index_module
+from simhash_redis.store import candidates as candidates_module
+from simhash_redis.store import reads as reads_module
 from simhash_redis.store import writes as writes_module
 from simhash_redis.transport import wire
 from simhash_redis.transport.standalone import Transport
@@ -35,8 +37,8 @@ def test_sliced_batches_equal_brute_force(
     any_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, vector_min: int, data: st.DataObject
 ) -> None:
     # Slices of 2 queries, so even small batches are read in many slices with early id lookups.
-    monkeypatch.setattr(index_module, "_SLICE", 2)
-    monkeypatch.setattr(index_module, "_VECTOR_MIN", vector_min)
+    monkeypatch.setattr(reads_module, "_SLICE", 2)
+    monkeypatch.setattr(candidates_module, "_VECTOR_MIN", vector_min)
     layout = data.draw(st.sampled_from([Layout.pigeonhole(64, 3), Layout.permuted(64, 3, blocks=5)]))
     index = SimhashIndex(any_client, f"slices{next(_names)}", layout=layout)
     try:
@@ -73,7 +75,7 @@ def test_a_stored_fingerprint_without_ids_is_ignored(redis_client: redis.Redis) 
     index = SimhashIndex(redis_client, "orphan", k=3)
     index.add("a", BASE ^ 1)
     for key in index.keys.tables(BASE):
-        redis_client.sadd(key, index_module.encode_fp(BASE, 64))
+        redis_client.sadd(key, encode_fp(BASE, 64))
     assert [m.id for m in index.near(BASE)] == ["a"]
     assert [[m.id for m in ms] for ms in index.near_many([BASE, BASE ^ 1])] == [["a"], ["a"]]
 

@@ -15,13 +15,12 @@ repair follow the id map, which is the commit record of a document:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..codec import decode_fp, decode_ids, encode_ids
 from ..store.scripts import Script
-from ..transport.standalone import raise_first_error
+from ..transport import raise_first_error
 
 if TYPE_CHECKING:
     from .simhash_index import SimhashIndex
@@ -89,18 +88,15 @@ def verify_index(index: SimhashIndex, repair: bool = False) -> VerifyReport:
         RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
     """
     report = VerifyReport(repaired=repair)
-    run = index._transport.execute
-    keys = index.keys
+    store = index.store
     tables = len(index.layout.tables)
     report.fingerprints = 0
 
     # 1. The id map: each id's fingerprint must be in the fingerprint map under that id, and in the tables.
-    for bucket_keys in _scan(index, f"{keys.base}:id:*"):
-        contents = _typed(
-            report, bucket_keys, run([(b"HGETALL", key) for key in bucket_keys], raise_on_error=False)
-        )
+    for bucket_keys in store.scan("id"):
+        contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
         entries = []
-        for doc_id, fp in (pair for reply in contents for pair in pairs(reply)):
+        for doc_id, fp in (pair for reply in contents for pair in reply):
             if _fingerprint(fp, index.f) is None:
                 report._found("malformed id-map entry", f"{doc_id!r} -> {fp!r} (not repaired)")
             else:
@@ -110,29 +106,26 @@ def verify_index(index: SimhashIndex, repair: bool = False) -> VerifyReport:
             _check_ids(index, report, entries[start : start + _BATCH], repair)
 
     # 2. The fingerprint map: every listed id must map back to it; tables must hold it.
-    for bucket_keys in _scan(index, f"{keys.base}:fp:*"):
-        contents = _typed(
-            report, bucket_keys, run([(b"HGETALL", key) for key in bucket_keys], raise_on_error=False)
-        )
-        entries = [pair for reply in contents for pair in pairs(reply)]
+    for bucket_keys in store.scan("fp"):
+        contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
+        entries = [pair for reply in contents for pair in reply]
         for start in range(0, len(entries), _BATCH):
             report.fingerprints += _check_fingerprints(index, report, entries[start : start + _BATCH], repair)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
-        for table_keys in _scan(index, keys.table_pattern(t), once=False):
-            members = _typed(
-                report, table_keys, run([(b"SMEMBERS", key) for key in table_keys], raise_on_error=False)
-            )
+        for table_keys in store.scan_table(t):
+            replies = store.execute([(b"SMEMBERS", key) for key in table_keys], raise_on_error=False)
+            members = _typed(report, table_keys, replies)
             found = [(key, fp) for key, fps in zip(table_keys, members, strict=True) for fp in fps]
             for start in range(0, len(found), _BATCH):
                 _check_tables(index, report, t, found[start : start + _BATCH], repair)
 
-    docs, fps = index.count()
+    docs, fps = store.counts()
     if (docs, fps) != (report.docs, report.fingerprints):
         report._found("counts differ from data", f"counts say {docs} docs/{fps} fingerprints")
         if repair:
-            run([(b"HSET", keys.counts, b"docs", report.docs, b"fingerprints", report.fingerprints)])
+            store.set_counts(report.docs, report.fingerprints)
     return report
 
 
@@ -140,7 +133,7 @@ def _check_ids(
     index: SimhashIndex, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
 ) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
-    keys, run, tables = index.keys, index._transport.execute, len(index.layout.tables)
+    keys, run, tables = index.keys, index.store.execute, len(index.layout.tables)
     lists = run([(b"HGET", keys.fp_bucket(fp), fp) for _, fp in chunk])
     # A table key of the wrong type answers WRONGTYPE here; step 3 reports it.
     member = run(
@@ -170,14 +163,14 @@ def _check_ids(
         # all land (rewriting the list from a stale read would keep only the last).
         run(resets + table_fixes)
         calls = [_FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id]) for doc_id, fp in additions]
-        _FP_IDS.run(index._transport, calls)
+        index.store.run_script(_FP_IDS, calls)
 
 
 def _check_fingerprints(
     index: SimhashIndex, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
 ) -> int:
     """Step 2 for a chunk of (stored fingerprint, id list) entries; returns how many are in use."""
-    keys, run = index.keys, index._transport.execute
+    keys, run = index.keys, index.store.execute
     parsed = []
     fixes: list[Any] = []
     for fp, raw in chunk:
@@ -213,7 +206,7 @@ def _check_tables(
     index: SimhashIndex, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]], repair: bool
 ) -> None:
     """Step 3 for a chunk of (table key, member) pairs of one table."""
-    keys, run = index.keys, index._transport.execute
+    keys, run = index.keys, index.store.execute
     known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
     fixes = []
     for (key, fp), exists in zip(chunk, known, strict=True):
@@ -259,22 +252,3 @@ def _typed(report: VerifyReport, keys: list[bytes], replies: list[Any]) -> list[
             reply = []
         out.append(reply)
     return out
-
-
-def pairs(reply: Any) -> list[tuple[bytes, bytes]]:
-    """The (field, value) pairs of an HGETALL reply, a map under RESP3 and a flat list under RESP2."""
-    if isinstance(reply, dict):
-        return list(reply.items())
-    return [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
-
-
-def _scan(index: SimhashIndex, pattern: str, *, once: bool = True) -> Iterator[list[bytes]]:
-    # SCAN may return a key twice. Where keys are counted, each is read once; table keys can be too
-    # many to remember and checking one twice is harmless.
-    seen: set[bytes] = set()
-    for batch in index._scan_batches(pattern):
-        if once:
-            batch = [key for key in batch if key not in seen]
-            seen.update(batch)
-        if batch:
-            yield batch

@@ -2,42 +2,37 @@
 
 from __future__ import annotations
 
-import itertools
 import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
-import numpy as np
 import redis
 from redis.cluster import RedisCluster
 
 from .. import defaults
 from ..checks import is_int
-from ..codec import decode_fp, decode_ids, encode_fp
-from ..errors import (
-    IndexCorrupted,
-    IndexNotFound,
-    InvalidArgument,
-    InvalidFingerprint,
-    InvalidType,
-    SimhashRedisError,
-)
+from ..codec import decode_fp, encode_fp
+from ..errors import IndexNotFound, InvalidArgument, InvalidFingerprint, InvalidType, WriteContention
 from ..fingerprint import Document as TextDocument
 from ..results import Match, Outcome, duplicate_of
 from ..scheme import Scheme
-from ..store.config import IndexConfig
-from ..store.keys import KeySchema, encode_id, validate_name
-from ..store.layout import Layout
-from ..store.locks import BucketLocks
-from ..store.scripts import Script
-from ..store.writes import AtomicWrites, OrderedWrites, Write, Writes
-from ..transport import wire
-from ..transport.cluster import ClusterTransport
-from ..transport.connection import client_from_url
-from ..transport.retry import Backoff
-from ..transport.standalone import Sender, Transport, raise_first_error
-from .consistency import VerifyReport, pairs, verify_index
+from ..store import (
+    BucketLocks,
+    IndexConfig,
+    KeySchema,
+    Layout,
+    Reads,
+    Store,
+    Write,
+    Writes,
+    encode_id,
+    open_meta,
+    validate_name,
+    writes_for,
+)
+from ..transport import Backoff, Sender, client_from_url, open_sender
+from .consistency import VerifyReport, verify_index
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
@@ -45,11 +40,9 @@ __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 #: features), or a precomputed int fingerprint.
 Document = TextDocument | int
 
-_CREATE_META = Script("create_meta")
 # Read-check-write rounds of add-if-new while other workers keep writing into the same tables.
 _UNIQUE_ROUNDS = 40
 _CONTENTION_BACKOFF = Backoff(retries=_UNIQUE_ROUNDS, base=0.0005, cap=0.25)
-_SCAN_COUNT = 1000
 
 
 class SimhashIndex:
@@ -106,7 +99,7 @@ class SimhashIndex:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         self.batch_size = batch_size
         self.client = client
-        self._transport = _sender(client, backoff)
+        sender = open_sender(client, backoff)
         wanted = IndexConfig.build(k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets)
         given = {
             arg
@@ -119,13 +112,12 @@ class SimhashIndex:
             )
             if value is not None
         }
-        self.config = self._open(wanted, given, create)
+        self.config = self._open(sender, wanted, given, create)
         self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
-        self._writes: Writes = (
-            OrderedWrites(self._transport, self.keys, self.f)
-            if self.cluster
-            else AtomicWrites(self._transport, self.keys, self.f, len(self.layout.tables))
-        )
+        #: The index's Redis half: every command of this index (and of what works on it) goes through it.
+        self.store = Store(sender, self.keys)
+        self._reads = Reads(self.store, self.name, self.f, len(self.layout.tables))
+        self._writes: Writes = writes_for(self.store, self.f, len(self.layout.tables))
         self._mask = (1 << self.f) - 1
 
     @classmethod
@@ -157,20 +149,14 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached.
         """
         meta_key = KeySchema.meta_key(validate_name(prefix, "prefix"), validate_name(name, "name"))
-        return bool(_sender(client, None).execute([(b"EXISTS", meta_key)])[0])
+        return bool(open_sender(client).execute([(b"EXISTS", meta_key)])[0])
 
-    def _open(self, wanted: IndexConfig, given: set[str], create: bool) -> IndexConfig:
+    def _open(self, sender: Sender, wanted: IndexConfig, given: set[str], create: bool) -> IndexConfig:
         meta_key = KeySchema.meta_key(self.prefix, self.name)
-        if create:
-            fields = [item for pair in wanted.to_meta().items() for item in pair]
-            reply = _CREATE_META.run(
-                self._transport, [_CREATE_META.command([meta_key], [f.encode() for f in fields])]
-            )
-        else:
-            reply = self._transport.execute([(b"HGETALL", meta_key)])
-            if not reply[0]:
-                raise IndexNotFound(f"no index named {self.name!r}")
-        stored = IndexConfig.from_meta({field.decode(): value.decode() for field, value in pairs(reply[0])})
+        meta = open_meta(sender, meta_key, wanted.to_meta() if create else None)
+        if meta is None:
+            raise IndexNotFound(f"no index named {self.name!r}")
+        stored = IndexConfig.from_meta(meta)
         wanted.check_against(stored, given, self.name)
         return stored
 
@@ -179,7 +165,7 @@ class SimhashIndex:
     @property
     def cluster(self) -> bool:
         """Whether the index runs on Redis Cluster."""
-        return self._transport.cluster
+        return self.store.cluster
 
     @property
     def f(self) -> int:
@@ -280,7 +266,7 @@ class SimhashIndex:
         """
         limit = self._check_k(k)
         fp = self._check_fp(query) if type(query) is int else self.fingerprint(query)
-        return self._near_batch([fp], limit)[0]
+        return self._reads.near([fp], limit)[0]
 
     def near_many(self, queries: Sequence[Document], k: int | None = None) -> list[list[Match]]:
         """near() for many queries, each batch in one conversation: tables first, ids of matches as found.
@@ -302,110 +288,8 @@ class SimhashIndex:
             fps = self.fingerprint_many(batch)
         results: list[list[Match]] = []
         for start in range(0, len(fps), self.batch_size):
-            results.extend(self._near_batch(fps[start : start + self.batch_size], limit))
+            results.extend(self._reads.near(fps[start : start + self.batch_size], limit))
         return results
-
-    def _near_batch(self, fps: list[int], k: int) -> list[list[Match]]:
-        try:
-            if isinstance(self._transport, Transport):
-                return self._transport.converse(lambda exchange: self._near_talk(exchange, fps, k))
-            return self._find(fps, self._read_flat(fps), k)
-        except (ValueError, UnicodeDecodeError) as exc:  # stored data this code did not write
-            raise IndexCorrupted(
-                f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
-                "(simhash-redis verify --repair)"
-            ) from None
-
-    def _near_talk(self, exchange: wire.Exchange, fps: list[int], k: int) -> list[list[Match]]:
-        """near() for a batch on one connection, overlapping the client's work with the server's.
-
-        Every SMEMBERS goes out in one write; the replies are checked a slice of queries at a time
-        while the server still answers the rest, and the HGETs for the ids of each slice's matches
-        go out as soon as it is checked, so only the last slice's ids cost a round trip of their own.
-        A single query also asks, in the first write, for the ids of its own exact fingerprint:
-        exact copies are the commonest near-duplicates, and then need no second round trip.
-        """
-        tables = len(self.layout.tables)
-        keys: list[bytes] = []
-        extend = keys.extend
-        table_keys = self.keys.table_builder()
-        for fp in fps:
-            extend(table_keys(fp))
-        exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
-        if exact is None:
-            exchange.send(wire.Same(b"SMEMBERS", keys))
-        else:
-            exchange.send(wire.Same(b"SMEMBERS", keys), [(b"HGET", self.keys.fp_bucket(exact), exact)])
-        step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
-        fp_bucket = self.keys.fp_bucket
-        hits: list[dict[bytes, tuple[int, int]]] = []
-        asked: dict[bytes, None] = {}
-        ids_of: dict[bytes, list[str]] = {}
-        for start in range(0, len(fps), step):
-            chunk = fps[start : start + step]
-            replies = exchange.read(len(chunk) * tables)
-            raise_first_error(replies)
-            found = _hits(chunk, replies, tables, k, self.f)
-            hits.extend(found)
-            if exact is not None:
-                # A single query, so a single slice: its exact-copy HGET was sent right after its
-                # SMEMBERS, and is read before any id is asked for, so that it is not asked for twice.
-                reply = exchange.read(1)[0]
-                raise_first_error([reply])
-                ids_of[exact] = decode_ids(reply) if reply is not None else []
-            wanted = list(
-                dict.fromkeys(raw for one in found for raw in one if raw not in asked and raw not in ids_of)
-            )
-            if wanted:
-                asked.update(dict.fromkeys(wanted))
-                exchange.send([(b"HGET", fp_bucket(raw), raw) for raw in wanted])
-        if asked:
-            id_replies = exchange.read(len(asked))
-            raise_first_error(id_replies)
-            for raw, reply in zip(asked, id_replies, strict=True):
-                if reply is not None:
-                    ids_of[raw] = decode_ids(reply)
-        return [_matches_of(found, ids_of) for found in hits]
-
-    def _read_flat(self, fps: list[int]) -> list[list[bytes]]:
-        """The members of every table set of each fingerprint, query-major, in one round trip."""
-        tables = self.keys.table_builder()
-        keys: list[bytes] = []
-        extend = keys.extend
-        for fp in fps:
-            extend(tables(fp))
-        return self._transport.execute(wire.Same(b"SMEMBERS", keys))
-
-    def _read_tables(self, fps: list[int]) -> list[list[list[bytes]]]:
-        """The members of every table set of each fingerprint, in one round trip."""
-        tables = len(self.layout.tables)
-        replies = self._read_flat(fps)
-        return [replies[q * tables : (q + 1) * tables] for q in range(len(fps))]
-
-    def _matches(self, fps: list[int], members: list[list[list[bytes]]], k: int) -> list[list[Match]]:
-        """The stored documents within distance k, from the table sets read for each fingerprint."""
-        return self._find(fps, [raws for sets in members for raws in sets], k)
-
-    def _find(self, fps: list[int], replies: list[list[bytes]], k: int) -> list[list[Match]]:
-        """The stored documents within distance k, from the flat query-major table replies.
-
-        Candidates are decoded and compared in one vectorised pass when there are many of them (and
-        the stored values fit an int64), else one by one; both give the same exact result.
-        """
-        tables = len(self.layout.tables)
-        hits = _hits(fps, replies, tables, k, self.f)
-        wanted: dict[bytes, None] = {}
-        for found in hits:
-            wanted.update(dict.fromkeys(found))
-        if not wanted:
-            return [[] for _ in fps]
-        order = list(wanted)
-        fp_bucket = self.keys.fp_bucket
-        id_replies = self._transport.execute([(b"HGET", fp_bucket(raw), raw) for raw in order])
-        ids_of = {
-            raw: decode_ids(reply) for raw, reply in zip(order, id_replies, strict=True) if reply is not None
-        }
-        return [_matches_of(found, ids_of) for found in hits]
 
     def get(self, doc_id: str) -> int | None:
         """The fingerprint stored for an id, or None.
@@ -428,7 +312,7 @@ class SimhashIndex:
             InvalidArgument, InvalidType: an id is malformed.
         """
         raw_ids = [encode_id(doc_id) for doc_id in _batch(ids, "ids")]
-        replies = self._transport.execute([(b"HGET", self.keys.id_bucket(raw), raw) for raw in raw_ids])
+        replies = self.store.execute([(b"HGET", self.keys.id_bucket(raw), raw) for raw in raw_ids])
         return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
 
     def __contains__(self, doc_id: object) -> bool:
@@ -443,19 +327,13 @@ class SimhashIndex:
     def count(self) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored.
 
-        On a standalone server the write script keeps these in the counts hash. On a cluster no script
-        can span a document's slots, so they are summed from the sizes of the id and fingerprint maps:
-        2 x id_buckets HLENs, spread over the nodes (tens of milliseconds, not for a hot path).
+        On a standalone server the write script keeps these in the counts hash; on a cluster they are
+        summed from the sizes of the id and fingerprint maps (tens of milliseconds, not for a hot path).
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
         """
-        if not self.cluster:
-            docs, fps = self._transport.execute([(b"HMGET", self.keys.counts, b"docs", b"fingerprints")])[0]
-            return int(docs or 0), int(fps or 0)
-        sizes = []
-        for bucket_of in (self.keys.id_bucket_key, self.keys.fp_bucket_key):
-            sizes.append(
-                sum(self._transport.execute([(b"HLEN", bucket_of(b)) for b in range(self.keys.id_buckets)]))
-            )
-        return sizes[0], sizes[1]
+        return self.store.counts()
 
     # -- writes ---------------------------------------------------------------------------------------
 
@@ -550,7 +428,7 @@ class SimhashIndex:
         results: list[Outcome | Match | None] = [None] * len(ids)
         pending = list(range(len(ids)))
         pause = _CONTENTION_BACKOFF.delays()
-        locks = BucketLocks(self._transport, self.keys) if self.cluster else None
+        locks = BucketLocks(self.store) if self.cluster else None
         for attempt in range(_UNIQUE_ROUNDS):
             if attempt:
                 # Others keep writing into these tables: let them finish before reading again.
@@ -561,8 +439,8 @@ class SimhashIndex:
                 ready = [i for i, ok in zip(pending, got, strict=True) if ok]
                 waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
             try:
-                members = self._read_tables([fps[i] for i in ready])
-                found = self._matches([fps[i] for i in ready], members, self.k)
+                members = self._reads.members([fps[i] for i in ready])
+                found = self._reads.matches([fps[i] for i in ready], members, self.k)
                 writes: list[Write] = []
                 writing: list[int] = []
                 for i, sets, matches in zip(ready, members, found, strict=True):
@@ -583,7 +461,7 @@ class SimhashIndex:
             pending = changed + waiting
             if not pending:
                 return results  # type: ignore[return-value]
-        raise SimhashRedisError(
+        raise WriteContention(
             f"{len(pending)} documents kept meeting concurrent writes to their tables; "
             "nothing of them was written"
         )
@@ -644,24 +522,7 @@ class SimhashIndex:
         Raises:
             RedisUnavailable: the server cannot be reached; run drop again to finish.
         """
-        deleted = 0
-        for keys in self._scan_batches(self.keys.pattern):
-            # One key per command, so no command spans hash slots on a cluster.
-            deleted += sum(
-                self._transport.execute([(b"UNLINK", key) for key in keys if key != self.keys.meta])
-            )
-        deleted += sum(self._transport.execute([(b"UNLINK", self.keys.meta)]))
-        return int(deleted)
-
-    def _scan_batches(self, pattern: str) -> Iterator[list[bytes]]:
-        """Keys matching a pattern, in batches (on a cluster, from every primary)."""
-        return self._transport.scan(pattern, _SCAN_COUNT)
-
-
-def _sender(client: redis.Redis | RedisCluster, backoff: Backoff | None) -> Sender:
-    if isinstance(client, RedisCluster):
-        return ClusterTransport(client, backoff)
-    return Transport(client, backoff)
+        return self.store.drop()
 
 
 def _batch(value: object, argument: str) -> list[Any]:
@@ -696,105 +557,3 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
             batch = []
     if batch:
         yield batch
-
-
-# Below this many candidates in a batch, decoding them one by one beats numpy's fixed costs.
-_VECTOR_MIN = 48
-# Queries checked per slice of a batch's replies while the server answers the rest (see _near_talk).
-_SLICE = 64
-_SIGN = 1 << 63
-_WRAP = 1 << 64
-
-
-def _hits(
-    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]]:
-    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
-
-    Candidates are decoded and compared in one vectorised pass when there are many of them (and the
-    stored values fit an int64), else one by one; both give the same exact result.
-    """
-    if f <= 64 and sum(map(len, replies)) >= _VECTOR_MIN:
-        if len(fps) == 1:
-            return [_hits_one(fps[0], replies, k, f)]
-        return _hits_vectorised(fps, replies, tables, k, f)
-    return _hits_scalar(fps, replies, tables, k, f)
-
-
-def _matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
-    """The matches of one query, nearest first, then by id, from its hits and the ids of each."""
-    if not found:
-        return []
-    matches = [
-        Match(doc_id, candidate, d) for raw, (candidate, d) in found.items() for doc_id in ids_of.get(raw, ())
-    ]
-    matches.sort(key=_match_order)
-    return matches
-
-
-def _match_order(match: Match) -> tuple[int, str]:
-    return (match.distance, match.id)
-
-
-def _hits_scalar(
-    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]]:
-    """For each query, {stored value: (fingerprint, distance)} of the candidates within distance k."""
-    hits = []
-    for q, fp in enumerate(fps):
-        found: dict[bytes, tuple[int, int]] = {}
-        for raws in replies[q * tables : (q + 1) * tables]:
-            for raw in raws:
-                if raw in found:
-                    continue
-                candidate = decode_fp(raw, f)
-                d = (candidate ^ fp).bit_count()
-                if d <= k:
-                    found[raw] = (candidate, d)
-        hits.append(found)
-    return hits
-
-
-def _hits_vectorised(
-    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]]:
-    """`_hits_scalar` for many candidates: one int64 array, XOR and popcount for the whole batch."""
-    flat = list(itertools.chain.from_iterable(replies))
-    values = np.fromstring(b" ".join(flat), dtype=np.int64, sep=" ")
-    if len(values) != len(flat):  # not all plain decimals (never written by this library)
-        return _hits_scalar(fps, replies, tables, k, f)
-    per_query = np.add.reduceat(
-        np.fromiter(map(len, replies), dtype=np.int64, count=len(replies)),
-        np.arange(0, len(replies), tables),
-    )
-    signed = [fp - _WRAP if fp >= _SIGN else fp for fp in fps]
-    queries = np.repeat(np.array(signed, dtype=np.int64), per_query)
-    distances = np.bitwise_count((values ^ queries).view(np.uint64))
-    where = np.flatnonzero(distances <= k)
-    hits: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
-    if len(where):
-        ends = np.cumsum(per_query)
-        owners = np.searchsorted(ends, where, side="right").tolist()
-        for i, q, d in zip(where.tolist(), owners, distances[where].tolist(), strict=True):
-            raw = flat[i]
-            found = hits[q]
-            if raw not in found:
-                found[raw] = (decode_fp(raw, f), d)
-    return hits
-
-
-def _hits_one(fp: int, replies: list[list[bytes]], k: int, f: int) -> dict[bytes, tuple[int, int]]:
-    """`_hits_scalar` for one query's many candidates: a few numpy calls, fewest when nothing is near."""
-    values = np.fromstring(b" ".join([b" ".join(raws) for raws in replies]), dtype=np.int64, sep=" ")
-    if len(values) != sum(map(len, replies)):  # not all plain decimals (never written by this library)
-        return _hits_scalar([fp], replies, len(replies), k, f)[0]
-    near = np.bitwise_count((values ^ np.int64(fp - _WRAP if fp >= _SIGN else fp)).view(np.uint64)) <= k
-    found: dict[bytes, tuple[int, int]] = {}
-    if near.any():
-        flat = list(itertools.chain.from_iterable(replies))
-        for i in near.nonzero()[0].tolist():
-            raw = flat[i]
-            if raw not in found:
-                candidate = decode_fp(raw, f)
-                found[raw] = (candidate, (candidate ^ fp).bit_count())
-    return found

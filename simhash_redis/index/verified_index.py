@@ -18,13 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-import xxhash
-
 from ..errors import InvalidArgument, InvalidType
 from ..minhash import MinHasher
 from ..store.keys import encode_id
 from ..store.scripts import Script
-from ..transport.standalone import Command
+from ..transport import Command
 from .simhash_index import Outcome, SimhashIndex
 
 __all__ = ["VerifiedIndex", "VerifiedMatch"]
@@ -67,9 +65,8 @@ class VerifiedIndex:
             raise InvalidType(f"hasher must be a MinHasher, got {type(hasher).__name__}")
         self.index = index
         self.hasher = hasher or MinHasher()
-        # The index's own transport: its retries, backoff and error translation apply here too.
-        self._transport = index._transport
-        self._sketch_prefix = f"{index.keys.base}:sk:".encode()
+        # The index's own store: its retries, backoff, error translation and key names apply here too.
+        self.store = index.store
 
     def sketch_key(self, doc_id: str) -> bytes:
         """The hash holding a document's sketch.
@@ -80,9 +77,7 @@ class VerifiedIndex:
         Returns:
             ``{base}:sk:{xxh3_64(id) mod id_buckets}``.
         """
-        return self._sketch_prefix + b"%d" % (
-            xxhash.xxh3_64_intdigest(doc_id.encode()) % self.index.keys.id_buckets
-        )
+        return self.store.keys.sketch_bucket(doc_id.encode())
 
     def _docs(self, docs: Sequence[object]) -> list[VerifiedDocument]:
         for i, doc in enumerate(docs):
@@ -139,7 +134,7 @@ class VerifiedIndex:
                 (b"HSET", self.sketch_key(doc_id), doc_id.encode(), sketch)
                 for (doc_id, _), sketch in zip(batch, sketches, strict=True)
             ]
-            self._transport.execute(commands)
+            self.store.execute(commands)
             outcomes.extend(
                 self.index.add_many([(doc_id, fp) for (doc_id, _), fp in zip(batch, fps, strict=True)])
             )
@@ -179,17 +174,17 @@ class VerifiedIndex:
             # and delete atomically; a re-add racing this remove may lose its sketch (it is then
             # unverifiable, never wrongly matched).
             raws = [doc_id.encode() for doc_id in ids]
-            present = self._transport.execute([(b"HEXISTS", self.index.keys.id_bucket(r), r) for r in raws])
+            present = self.store.execute([(b"HEXISTS", self.index.keys.id_bucket(r), r) for r in raws])
             gone: list[Command] = [
                 (b"HDEL", self.sketch_key(r.decode()), r) for r, p in zip(raws, present, strict=True) if not p
             ]
-            self._transport.execute(gone)
+            self.store.execute(gone)
             return removed
         calls = [
             _DROP_SKETCH.command([self.index.keys.id_bucket(raw), self.sketch_key(doc_id)], [raw])
             for doc_id, raw in ((doc_id, doc_id.encode()) for doc_id in ids)
         ]
-        _DROP_SKETCH.run(self._transport, calls)
+        self.store.run_script(_DROP_SKETCH, calls)
         return removed
 
     def sketch_of(self, doc_id: str) -> bytes | None:
@@ -201,7 +196,7 @@ class VerifiedIndex:
         Returns:
             The sketch bytes.
         """
-        reply = self._transport.execute([(b"HGET", self.sketch_key(doc_id), doc_id.encode())])[0]
+        reply = self.store.execute([(b"HGET", self.sketch_key(doc_id), doc_id.encode())])[0]
         return None if reply is None else bytes(reply)
 
     def near(
@@ -251,7 +246,7 @@ class VerifiedIndex:
         wanted = list(dict.fromkeys(m.id for found in candidates for m in found))
         if not wanted:
             return [[] for _ in docs]
-        replies = self._transport.execute([(b"HGET", self.sketch_key(i), i.encode()) for i in wanted])
+        replies = self.store.execute([(b"HGET", self.sketch_key(i), i.encode()) for i in wanted])
         sketches = {i: bytes(r) for i, r in zip(wanted, replies, strict=True) if r is not None}
         results: list[list[VerifiedMatch]] = []
         for doc, found in zip(docs, candidates, strict=True):

@@ -25,10 +25,8 @@ from redis.cluster import RedisCluster
 
 from ..codec import decode_fp, dump_fp, undump_fp
 from ..errors import InputError, SimhashRedisError
-from ..index.consistency import pairs
-from ..index.simhash_index import Outcome, SimhashIndex
-from ..store.config import IndexConfig
-from ..transport.standalone import translate_error
+from ..index import Outcome, SimhashIndex
+from ..store import IndexConfig
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
 
@@ -37,7 +35,6 @@ DUMP_TYPE = "simhash-redis-dump"
 #: The stream format version this module writes and reads.
 DUMP_VERSION = 1
 _END_TYPE = "end"
-_SCAN_COUNT = 200
 _MAX_RECORD = 16 * 1024 * 1024
 
 
@@ -58,30 +55,26 @@ def export_index(
         RedisUnavailable: the server cannot be reached (the stream lacks its end record then).
     """
     packer = msgpack.Packer(use_bin_type=True)
-    try:
-        docs, fps = index.count()
-        header = {
-            "type": DUMP_TYPE,
-            "version": DUMP_VERSION,
-            "name": index.name,
-            "meta": index.config.to_meta(),
-            "documents": docs,
-            "fingerprints": fps,
-        }
-        out.write(packer.pack(header))
-        written = 0
-        for keys in index._scan_batches(f"{index.keys.base}:id:*"):
-            buckets = index._transport.execute([(b"HGETALL", key) for key in keys])
-            chunk = bytearray()
-            for bucket in buckets:
-                for raw_id, raw_fp in pairs(bucket):
-                    chunk += packer.pack([raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)])
-                    written += 1
-            out.write(bytes(chunk))
-            if on_progress is not None:
-                on_progress(written)
-    except redis.RedisError as exc:
-        raise translate_error(exc) from None
+    docs, fps = index.count()
+    header = {
+        "type": DUMP_TYPE,
+        "version": DUMP_VERSION,
+        "name": index.name,
+        "meta": index.config.to_meta(),
+        "documents": docs,
+        "fingerprints": fps,
+    }
+    out.write(packer.pack(header))
+    written = 0
+    for keys in index.store.scan("id"):
+        chunk = bytearray()
+        for bucket in index.store.hashes(keys):
+            for raw_id, raw_fp in bucket:
+                chunk += packer.pack([raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)])
+                written += 1
+        out.write(bytes(chunk))
+        if on_progress is not None:
+            on_progress(written)
     out.write(packer.pack({"type": _END_TYPE, "records": written}))
     out.flush()
     return written

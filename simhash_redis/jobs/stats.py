@@ -12,17 +12,11 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import redis
-from redis.cluster import RedisCluster
-
-from ..index.simhash_index import SimhashIndex
-from ..transport.standalone import translate_error
+from ..index import SimhashIndex
+from ..store import Store
 
 __all__ = ["Bucket", "IndexStats", "MemoryEstimate", "TableStats", "collect"]
 
-_SCAN_COUNT = 1000
-_PIPELINE = 1000
-Client = redis.Redis | RedisCluster
 
 
 @dataclass(frozen=True)
@@ -135,14 +129,11 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
     Raises:
         RedisUnavailable: the server cannot be reached.
     """
-    try:
-        return _collect(index, max(1, sample), top)
-    except redis.RedisError as exc:
-        raise translate_error(exc) from None
+    return _collect(index, max(1, sample), top)
 
 
 def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
-    client = index.client
+    store = index.store
     base = index.keys.base.encode() + b":"
     rng = random.Random(0)
     kinds = {kind: _Reservoir(sample, rng) for kind in ("tables", "id", "fp", "other")}
@@ -150,7 +141,7 @@ def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
     sizes: list[list[int]] = [[] for _ in range(n_tables)]
     largest: list[Bucket] = []
     histogram: dict[int, int] = {}
-    for keys in index._scan_batches(index.keys.pattern):
+    for keys in store.scan("all"):
         table_keys: list[tuple[int, bytes]] = []
         for key in keys:
             rest = key[len(base) :]
@@ -164,10 +155,7 @@ def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
                 kinds["fp"].offer(key)
             else:
                 kinds["other"].offer(key)
-        with client.pipeline(transaction=False) as pipe:
-            for _, key in table_keys:
-                pipe.scard(key)
-            cards = pipe.execute()
+        cards = store.execute([(b"SCARD", key) for _, key in table_keys])
         for (table, key), card in zip(table_keys, cards, strict=True):
             size = int(card)
             if size == 0:
@@ -185,8 +173,6 @@ def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
         TableStats(i, len(s), max(s, default=0), round(sum(s) / len(s), 3) if s else 0.0)
         for i, s in enumerate(sizes)
     ]
-    info = client.info("memory")
-    used = info.get("used_memory") if isinstance(info, dict) else None  # a cluster answers per node
     return IndexStats(
         name=index.name,
         documents=docs,
@@ -196,22 +182,20 @@ def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
         largest=largest[:top],
         id_map_keys=kinds["id"].seen,
         fp_map_keys=kinds["fp"].seen,
-        memory=_memory(client, list(kinds.values())),
-        server_used_memory=int(used) if used is not None else None,
+        memory=_memory(store, list(kinds.values())),
+        server_used_memory=store.used_memory(),
         config=index.config.to_meta(),
     )
 
 
-def _memory(client: Client, kinds: list[_Reservoir]) -> MemoryEstimate:
+def _memory(store: Store, kinds: list[_Reservoir]) -> MemoryEstimate:
     total = 0.0
     sampled = seen = 0
     for kind in kinds:
         if not kind.keys:
             continue
-        with client.pipeline(transaction=False) as pipe:
-            for key in kind.keys:
-                pipe.memory_usage(key, samples=0)
-            usages = [int(u) for u in pipe.execute() if u is not None]
+        replies = store.execute([(b"MEMORY", b"USAGE", key, b"SAMPLES", 0) for key in kind.keys])
+        usages = [int(u) for u in replies if u is not None]
         if usages:
             total += sum(usages) / len(usages) * kind.seen
         sampled += len(kind.keys)

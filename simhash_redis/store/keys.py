@@ -7,6 +7,7 @@ For an index `news` under the default prefix::
     simhash:news:t{i}:{key hex}  set    fingerprints whose table-i key is {key hex}
     simhash:news:id:{bucket}     hash   document id -> fingerprint
     simhash:news:fp:{bucket}     hash   fingerprint -> ids having it (netstrings)
+    simhash:news:sk:{bucket}     hash   document id -> MinHash sketch (verified mode)
     simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
 
 Names and prefixes may not contain ':' or glob characters, so the pattern `simhash:news:*` matches this
@@ -93,6 +94,7 @@ class KeySchema:
         ]
         self._id_prefix = f"{self.base}:id:".encode()
         self._fp_prefix = f"{self.base}:fp:".encode()
+        self._sketch_prefix = f"{self.base}:sk:".encode()
         self._layout = layout
         self._lock_prefix = f"{self.base}:lock:".encode()
         self._base_len = len(self.base) + 1
@@ -131,6 +133,17 @@ class KeySchema:
         """
         return self._table_formats[table] % value
 
+    def pattern_of(self, kind: str) -> str:
+        """The SCAN pattern of every key of one kind.
+
+        Args:
+            kind: "all", "id" (the id map), "fp" (the fingerprint map) or "sketch".
+
+        Raises:
+            KeyError: an unknown kind.
+        """
+        return f"{self.base}:" + {"all": "*", "id": "id:*", "fp": "fp:*", "sketch": "sk:*"}[kind]
+
     def table_pattern(self, table: int) -> str:
         """The SCAN pattern of every bucket of one table.
 
@@ -153,7 +166,7 @@ class KeySchema:
         Args:
             doc_id: the UTF-8 encoded id.
         """
-        return self._id_prefix + b"%d" % (xxhash.xxh3_64_intdigest(doc_id) % self.id_buckets)
+        return self._id_prefix + self._bucket(doc_id)
 
     def id_bucket_key(self, bucket: int) -> bytes:
         """The key of id-map bucket number `bucket`.
@@ -177,7 +190,18 @@ class KeySchema:
         Args:
             stored_fp: the fingerprint as written by `codec.encode_fp`.
         """
-        return self._fp_prefix + b"%d" % (xxhash.xxh3_64_intdigest(stored_fp) % self.id_buckets)
+        return self._fp_prefix + self._bucket(stored_fp)
+
+    def sketch_bucket(self, doc_id: bytes) -> bytes:
+        """The hash holding a document's MinHash sketch (bucketed like the id map).
+
+        Args:
+            doc_id: the UTF-8 encoded id.
+        """
+        return self._sketch_prefix + self._bucket(doc_id)
+
+    def _bucket(self, raw: bytes) -> bytes:
+        return b"%d" % (xxhash.xxh3_64_intdigest(raw) % self.id_buckets)
 
 
 # KeySchema.tables() of each schema, compiled on first use (kept outside the instance, so it stays

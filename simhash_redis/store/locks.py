@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import secrets
 
-from ..transport.standalone import Command, Sender
-from .keys import KeySchema
+from ..transport import Command
 from .scripts import Script
+from .store import Store
 
 __all__ = ["BucketLocks"]
 
@@ -23,13 +23,12 @@ class BucketLocks:
     """Acquires and releases the locks of the table buckets of a batch of documents.
 
     Args:
-        transport: where commands go.
-        keys: the index's key names.
+        store: the index's keys and sender.
         ttl_ms: how long a lock lives if its holder never releases it.
     """
 
-    def __init__(self, transport: Sender, keys: KeySchema, ttl_ms: int = 5000) -> None:
-        self.transport, self.keys, self.ttl_ms = transport, keys, ttl_ms
+    def __init__(self, store: Store, ttl_ms: int = 5000) -> None:
+        self.store, self.keys, self.ttl_ms = store, store.keys, ttl_ms
         self.token = secrets.token_hex(16).encode()
 
     def acquire(self, buckets: list[list[bytes]]) -> tuple[list[bool], list[bytes]]:
@@ -55,7 +54,7 @@ class BucketLocks:
         commands: list[Command] = [
             (b"SET", lock, self.token, b"NX", b"PX", self.ttl_ms) for lock in attempted
         ]
-        replies = self.transport.execute(commands)
+        replies = self.store.execute(commands)
         taken = {lock for lock, reply in zip(attempted, replies, strict=True) if reply}
         got = [locks is not None and taken.issuperset(locks) for locks in wanted]
         # Every attempted lock is released, not only those reported taken: a SET resent after a lost
@@ -69,4 +68,4 @@ class BucketLocks:
             locks: the locks.
         """
         if locks:
-            _UNLOCK.run(self.transport, [_UNLOCK.command([lock], [self.token]) for lock in locks])
+            self.store.run_script(_UNLOCK, [_UNLOCK.command([lock], [self.token]) for lock in locks])

@@ -8,7 +8,7 @@ from typing import Any
 
 import redis.exceptions as rex
 
-from ..transport.standalone import Command, Sender, raise_first_error
+from ..transport import Command, Sender, raise_first_error
 
 __all__ = ["Script"]
 

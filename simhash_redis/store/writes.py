@@ -14,14 +14,13 @@ from typing import Protocol
 import redis.exceptions as rex
 
 from ..codec import decode_fp
-from ..errors import SimhashRedisError
+from ..errors import WriteContention
 from ..results import Outcome
-from ..transport import wire
-from ..transport.standalone import Command, Sender, Transport, raise_first_error
-from .keys import KeySchema
+from ..transport import Command, Exchange, raise_first_error
 from .scripts import Script
+from .store import Store
 
-__all__ = ["AtomicWrites", "Guard", "OrderedWrites", "Write", "Writes"]
+__all__ = ["AtomicWrites", "Guard", "OrderedWrites", "Write", "Writes", "writes_for"]
 
 #: The members read from each table set of a document's fingerprint.
 Guard = list[list[bytes]]
@@ -55,16 +54,15 @@ class AtomicWrites:
     """A standalone server: each batch is one Lua script call, so a document is never half-written.
 
     Args:
-        transport: where commands go.
-        keys: the index's key names.
+        store: the index's keys and sender.
         f: fingerprint width.
         tables: number of tables.
     """
 
     _SCRIPT = Script("write")
 
-    def __init__(self, transport: Sender, keys: KeySchema, f: int, tables: int) -> None:
-        self.transport, self.keys, self.f, self.tables = transport, keys, f, tables
+    def __init__(self, store: Store, f: int, tables: int) -> None:
+        self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
         """Apply the writes: one script call per round (a large batch of adds: parts of `_PART`).
@@ -78,13 +76,13 @@ class AtomicWrites:
             ops: the writes.
 
         Raises:
-            SimhashRedisError: documents kept changing under concurrent writers (nothing of them written).
+            WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
         return _in_waves(ops, self._apply_once)
 
     def _apply_once(self, ops: list[Write]) -> list[Outcome | None]:
         pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
-        if len(ops) >= 2 * _PART and isinstance(self.transport, Transport) and _all_adds(ops):
+        if len(ops) >= 2 * _PART and _all_adds(ops):
             parts = [ops[i : i + _PART] for i in range(0, len(ops), _PART)]
             return self._finish(pending, self._run_parts(parts))
         return self._finish(pending, self._run(self._call(ops)))
@@ -98,10 +96,9 @@ class AtomicWrites:
         batch order. After a lost connection the conversation resumes at the first unacknowledged
         part (resending it is idempotent).
         """
-        transport: Transport = self.transport  # type: ignore[assignment]
         replies: list[list[bytes]] = []  # acknowledged parts: they survive a rerun of the conversation
 
-        def talk(exchange: wire.Exchange) -> None:
+        def talk(exchange: Exchange) -> None:
             if len(replies) == len(parts):
                 return
             call = self._call(parts[len(replies)])
@@ -122,7 +119,7 @@ class AtomicWrites:
                 call = prepared
                 exchange.send([call])
 
-        transport.converse(talk)
+        self.store.converse(talk)
         return [status for reply in replies for status in reply]
 
     def _call(self, ops: list[Write]) -> Command:
@@ -164,7 +161,7 @@ class AtomicWrites:
         return self._SCRIPT.command(keys, args)
 
     def _run(self, call: Command) -> list[bytes]:
-        reply: list[bytes] = self._SCRIPT.run(self.transport, [call])[0]
+        reply: list[bytes] = self.store.run_script(self._SCRIPT, [call])[0]
         return reply
 
     def _finish(self, pending: list[_Pending], reply: list[bytes]) -> list[Outcome | None]:
@@ -198,16 +195,15 @@ class OrderedWrites:
     orphans. Guards are not used here: add-if-new on a cluster takes bucket locks instead.
 
     Args:
-        transport: where commands go (a ClusterTransport).
-        keys: the index's key names.
+        store: the index's keys and sender (on a cluster).
         f: fingerprint width.
     """
 
     _CAS = Script("id_cas")
     _IDS = Script("fp_ids")
 
-    def __init__(self, transport: Sender, keys: KeySchema, f: int) -> None:
-        self.transport, self.keys, self.f = transport, keys, f
+    def __init__(self, store: Store, f: int) -> None:
+        self.store, self.keys, self.f = store, store.keys, f
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
         """Apply the writes in the order the class docstring gives.
@@ -219,7 +215,7 @@ class OrderedWrites:
             ops: the writes (guards ignored).
 
         Raises:
-            SimhashRedisError: documents kept changing under concurrent writers.
+            WriteContention: documents kept changing under concurrent writers.
         """
         return _in_waves(ops, self._apply_unique)
 
@@ -230,7 +226,7 @@ class OrderedWrites:
             if new
             for key in self.keys.tables(decode_fp(new, self.f))
         ]
-        self.transport.execute(tables, durable=True)
+        self.store.execute(tables, durable=True)
         outcomes: list[Outcome | None] = [None] * len(ops)
         pending = [(i, doc_id, new, b"") for i, (doc_id, new, _) in enumerate(ops)]
         for _ in range(_CONFLICT_ROUNDS):
@@ -239,7 +235,7 @@ class OrderedWrites:
                 for _, doc_id, new, old in pending
             ]
             retry = []
-            replies = self._CAS.run(self.transport, calls, durable=True)
+            replies = self.store.run_script(self._CAS, calls, durable=True)
             for (i, doc_id, new, old), status in zip(pending, replies, strict=True):
                 if status[:1] == b"c":
                     retry.append((i, doc_id, new, status[1:]))
@@ -259,7 +255,18 @@ class OrderedWrites:
 
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes]]) -> None:
         calls = [self._IDS.command([self.keys.fp_bucket(fp)], [op, fp, doc_id]) for doc_id, fp in pairs]
-        self._IDS.run(self.transport, calls, durable=True)
+        self.store.run_script(self._IDS, calls, durable=True)
+
+
+def writes_for(store: Store, f: int, tables: int) -> Writes:
+    """The write strategy of an index: one atomic script per batch, or ordered steps on a cluster.
+
+    Args:
+        store: the index's keys and sender.
+        f: fingerprint width.
+        tables: number of tables.
+    """
+    return OrderedWrites(store, f) if store.cluster else AtomicWrites(store, f, tables)
 
 
 def _in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
@@ -297,7 +304,7 @@ def _outcome(status: bytes, old: bytes) -> Outcome:
     return _OUTCOMES[status]
 
 
-def _too_many(count: int) -> SimhashRedisError:
-    return SimhashRedisError(
+def _too_many(count: int) -> WriteContention:
+    return WriteContention(
         f"{count} documents kept changing under concurrent writers; nothing of them was written"
     )

@@ -11,10 +11,10 @@ slot map with backoff and resends. Resending is safe because every write is idem
 from __future__ import annotations
 
 import contextlib
-import time
+import functools
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import redis.exceptions as rex
 from redis.cluster import ClusterNode, RedisCluster
@@ -23,7 +23,8 @@ from redis.crc import key_slot
 from ..errors import RedisUnavailable
 from . import wire
 from .retry import Backoff
-from .standalone import Command, raise_first_error, translate_error
+from .sender import Command, Exchange, scan_pages
+from .translate import raise_first_error, translate_error
 
 __all__ = ["CLUSTER_BACKOFF", "ClusterTransport", "command_keys"]
 
@@ -32,6 +33,8 @@ CLUSTER_BACKOFF = Backoff(retries=12, base=0.05, cap=2.0)
 _REDIRECTIONS = 16
 # Wait for one replica, at most a second: with no replica reachable the write still counts as done.
 _WAIT: Command = (b"WAIT", 1, 1000)
+
+T = TypeVar("T")
 
 
 def command_keys(command: Command) -> list[bytes]:
@@ -49,7 +52,7 @@ def command_keys(command: Command) -> list[bytes]:
     return [_as_bytes(command[1])]
 
 
-def _as_bytes(value: bytes | str | int) -> bytes:
+def _as_bytes(value: bytes | str | int | float) -> bytes:
     if isinstance(value, bytes):
         return value
     return str(value).encode()
@@ -86,25 +89,48 @@ class ClusterTransport:
         """
         replies: list[Any] = [None] * len(commands)
         pending = list(range(len(commands)))
-        delays = self.backoff.delays()
         redirections = 0
-        while pending:
-            failed, redirected, last_error = self._attempt(commands, pending, replies, durable)
-            if failed:
-                delay = next(delays, None)
-                if delay is None:
-                    raise translate_error(last_error or RedisUnavailable("cluster unavailable")) from None
-                time.sleep(delay)
-                self._refresh()
-            elif redirected:
-                redirections += 1
-                if redirections > _REDIRECTIONS:
-                    raise RedisUnavailable("the cluster kept redirecting commands; is it resharding?")
-                self._refresh()
-            pending = failed + redirected
+
+        def attempt() -> None:
+            # Redirected commands are resent at once after a slot map refresh; unreachable ones
+            # (a node down, a slot without owner) wait for the next attempt of the retry loop.
+            nonlocal pending, redirections
+            while pending:
+                failed, redirected, last_error = self._attempt(commands, pending, replies, durable)
+                pending = failed + redirected
+                if failed:
+                    raise _Unreached(last_error)
+                if redirected:
+                    redirections += 1
+                    if redirections > _REDIRECTIONS:
+                        raise RedisUnavailable("the cluster kept redirecting commands; is it resharding?")
+                    self._refresh()
+
+        try:
+            self.backoff.call_with_retry(
+                attempt, lambda exc: isinstance(exc, _Unreached), lambda _: self._refresh()
+            )
+        except _Unreached as exc:
+            raise translate_error(exc.cause or RedisUnavailable("cluster unavailable")) from None
         if raise_on_error:
             raise_first_error(replies)
         return replies
+
+    def converse(self, talk: Callable[[Exchange], T]) -> T:
+        """Run a conversation whose sends are queued and whose reads send the queue when they need it.
+
+        A read that needs more replies than are buffered sends the queue as one concurrent round trip
+        over the nodes, with `execute`'s retries. A cluster has no single connection to keep a
+        conversation on, so it costs one round trip per read that outruns the buffer: the same replies,
+        in the same order, as on a standalone server.
+
+        Args:
+            talk: the conversation; its result is returned.
+
+        Raises:
+            RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
+        """
+        return talk(_QueuedExchange(self))
 
     def broadcast(self, command: Command) -> None:
         """Send a keyless command (SCRIPT LOAD) to every primary.
@@ -116,11 +142,7 @@ class ClusterTransport:
             RedisUnavailable: a primary could not be reached.
         """
         for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
-            try:
-                replies = self._node_round_trip(node, [command])
-            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
-                raise translate_error(exc) from None
-            raise_first_error(replies)
+            raise_first_error([self._node_command(node, command)])
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
         """The keys matching a pattern, a SCAN page at a time, from every primary.
@@ -133,19 +155,7 @@ class ClusterTransport:
             RedisUnavailable: (or a subclass) a primary could not be reached.
         """
         for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
-            cursor: bytes | int = b"0"
-            while True:
-                try:
-                    reply = self._node_round_trip(
-                        node, [(b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count)]
-                    )
-                except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
-                    raise translate_error(exc) from None
-                cursor, keys = reply[0]
-                if keys:
-                    yield list(keys)
-                if cursor in (b"0", 0):
-                    break
+            yield from scan_pages(functools.partial(self._node_command, node), pattern, count)
 
     def _attempt(
         self, commands: Sequence[Command], pending: list[int], replies: list[Any], durable: bool
@@ -243,6 +253,12 @@ class ClusterTransport:
     def _node_round_trip(self, node: ClusterNode, commands: list[Command]) -> list[Any]:
         return self._read(node, self._send(node, commands), len(commands))
 
+    def _node_command(self, node: ClusterNode, command: Command) -> Any:
+        try:
+            return self._node_round_trip(node, [command])[0]
+        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            raise translate_error(exc) from None
+
     def _refresh(self) -> None:
         # The slot map is stale (failover, reshard): ask the cluster again; while it is still electing
         # a new primary this may fail, and the next attempt retries after a backoff delay.
@@ -253,3 +269,46 @@ class ClusterTransport:
 def _redirect_target(error: rex.ResponseError) -> str:
     # "ASK 3999 127.0.0.1:6381" -> "127.0.0.1:6381"
     return str(error).split()[-1]
+
+
+class _Unreached(Exception):
+    """Some commands of a batch could not reach their node this attempt."""
+
+    def __init__(self, cause: Exception | None) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _QueuedExchange:
+    """An exchange over a cluster: sends are queued, reads send the queue when the buffer runs dry."""
+
+    __slots__ = ("_buffer", "_queue", "_transport")
+
+    def __init__(self, transport: ClusterTransport) -> None:
+        self._transport = transport
+        self._queue: list[Command] = []
+        self._buffer: list[Any] = []
+
+    def send(self, *batches: Sequence[Command]) -> None:
+        """Queue batches of commands."""
+        for batch in batches:
+            self._queue.extend(batch)
+
+    def read(self, count: int) -> list[Any]:
+        """The next `count` replies, error replies in place.
+
+        Raises:
+            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
+        """
+        if count > len(self._buffer) + len(self._queue):
+            raise RuntimeError(f"{count} replies asked for, {len(self._buffer) + len(self._queue)} due")
+        if count > len(self._buffer):
+            queued, self._queue = self._queue, []
+            self._buffer.extend(self._transport.execute(queued, raise_on_error=False))
+        replies, self._buffer = self._buffer[:count], self._buffer[count:]
+        return replies
+
+    def round_trip(self, commands: Sequence[Command]) -> list[Any]:
+        """Send the commands and read all their replies."""
+        self.send(commands)
+        return self.read(len(commands))

@@ -1,14 +1,18 @@
-"""How simhash-redis waits between attempts after a lost connection or a timeout."""
+"""How simhash-redis retries after a lost connection or a timeout: the one retry loop, and its backoff."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .. import defaults
 
 __all__ = ["Backoff"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -33,3 +37,33 @@ class Backoff:
         for attempt in range(self.retries):
             # The exponent stops growing long before a float would overflow; the cap rules by then.
             yield random.uniform(0, min(self.cap, self.base * 2.0 ** min(attempt, 64)))
+
+    def call_with_retry(
+        self,
+        do: Callable[[], T],
+        retryable: Callable[[Exception], bool],
+        before_retry: Callable[[Exception], None] | None = None,
+    ) -> T:
+        """Call `do` until it returns, waiting a delay between attempts while what it raises is retryable.
+
+        Args:
+            do: the attempt; it must be safe to repeat (every command sent is a read or idempotent).
+            retryable: whether an error is worth another attempt (a lost connection, a failover).
+            before_retry: called after the delay, before the next attempt (to refresh a slot map).
+
+        Raises:
+            Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.
+        """
+        delays = self.delays()
+        while True:
+            try:
+                return do()
+            except Exception as exc:
+                if not retryable(exc):
+                    raise
+                delay = next(delays, None)
+                if delay is None:
+                    raise
+                time.sleep(delay)
+                if before_retry is not None:
+                    before_retry(exc)

@@ -1,94 +1,26 @@
-"""Sends batches of commands to Redis in one round trip and reads the raw replies.
+"""The standalone server's transport: one round trip per batch over a pooled redis-py connection.
 
 redis-py's Pipeline object costs tens of microseconds of client CPU per call; the index's hot paths pack
-their commands once and read hiredis-parsed replies straight from a pooled connection instead. Errors are
-translated into the library's exception tree here and nowhere else.
+their commands once and read hiredis-parsed replies straight from a pooled connection instead.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import redis
 import redis.exceptions as rex
 
-from ..errors import RedisAuthError, RedisOutOfMemory, RedisTimeout, RedisUnavailable, SimhashRedisError
+from ..errors import SimhashRedisError
 from . import wire
 from .retry import Backoff
+from .sender import Command, Exchange, scan_pages
+from .translate import raise_first_error, translate_error
 
-__all__ = ["Command", "Sender", "Transport", "raise_first_error", "translate_error"]
+__all__ = ["Transport"]
 
-Command = Sequence[bytes | str | int]
 T = TypeVar("T")
-
-
-def raise_first_error(replies: list[Any]) -> None:
-    """Raise the library exception for the first error reply among a batch's replies, if any.
-
-    Args:
-        replies: replies as returned with raise_on_error=False.
-
-    Raises:
-        SimhashRedisError: (or a subclass) for the first error reply.
-    """
-    for reply in replies:
-        if isinstance(reply, rex.ResponseError):
-            raise translate_error(reply) from None
-
-
-class Sender(Protocol):
-    """Sends batches of commands: `Transport` on a standalone server, `ClusterTransport` on a cluster."""
-
-    cluster: bool
-
-    def execute(
-        self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
-    ) -> list[Any]:
-        """Send the commands in one round trip (per node) and return their raw replies in order."""
-        ...
-
-    def broadcast(self, command: Command) -> None:
-        """Send a keyless command to every server that runs the index's keys."""
-        ...
-
-    def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
-        """The keys matching a pattern, in batches, from every server holding keys."""
-        ...
-
-
-def translate_error(exc: Exception) -> SimhashRedisError:
-    """The library exception for a redis-py exception (messages carry no credentials).
-
-    Args:
-        exc: the exception redis-py raised.
-    """
-    message = str(exc)
-    if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS")):
-        return RedisAuthError(f"Redis refused the credentials: {message}")
-    if isinstance(exc, rex.NoPermissionError) or message.startswith("NOPERM") or "ACL failure" in message:
-        return RedisAuthError(
-            "the Redis user lacks a permission the index needs (docs/operations.md lists the ACL): "
-            f"{message}"
-        )
-    if isinstance(exc, rex.MovedError) or message.startswith("MOVED "):  # redis-py < 5.1 does not parse it
-        slot, _, node = message.removeprefix("MOVED ").partition(" ")
-        return SimhashRedisError(
-            f"the server is a Redis Cluster node (slot {slot} is served by {node}): pass a "
-            "redis.cluster.RedisCluster client, or let the ACL user run INFO so that from_url can tell"
-        )
-    if isinstance(exc, rex.TimeoutError):
-        return RedisTimeout(f"Redis did not answer in time: {message}")
-    if message.startswith("OOM") or "OOM command not allowed" in message or "> 'maxmemory'" in message:
-        return RedisOutOfMemory(
-            "Redis is out of memory (maxmemory with noeviction): no document was half-written, but the "
-            "batch may be partly stored. Free memory or raise maxmemory, then run the same operation "
-            "again: it completes what is missing."
-        )
-    if isinstance(exc, (rex.ConnectionError, OSError)):
-        return RedisUnavailable(f"cannot reach Redis: {message}")
-    return SimhashRedisError(f"Redis error: {message}")
 
 
 class Transport:
@@ -128,7 +60,7 @@ class Transport:
             raise_first_error(replies)
         return replies
 
-    def converse(self, talk: Callable[[wire.Exchange], T]) -> T:
+    def converse(self, talk: Callable[[Exchange], T]) -> T:
         """Run a conversation on one connection, again from the start on a new one after a lost connection.
 
         `talk` sends commands and reads their replies through the exchange in whatever interleaving
@@ -143,21 +75,12 @@ class Transport:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
             Exception: whatever else `talk` raises (a translated error reply, say), at once.
         """
-        delays = self.backoff.delays()
-        while True:
-            try:
-                return self._on_connection(talk)
-            except SimhashRedisError:
-                # An error reply the conversation translated (NOPERM, OOM, ...): not a lost connection,
-                # even though RedisUnavailable and its kin are OSErrors.
-                raise
-            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
-                if isinstance(exc, rex.AuthenticationError):
-                    raise translate_error(exc) from None
-                delay = next(delays, None)
-                if delay is None:
-                    raise translate_error(exc) from None
-                time.sleep(delay)
+        try:
+            return self.backoff.call_with_retry(lambda: self._on_connection(talk), _lost_connection)
+        except SimhashRedisError:
+            raise
+        except (rex.RedisError, OSError) as exc:
+            raise translate_error(exc) from None
 
     def broadcast(self, command: Command) -> None:
         """Send a keyless command (SCRIPT LOAD) to the server.
@@ -180,15 +103,9 @@ class Transport:
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
         """
-        cursor = b"0"
-        while True:
-            cursor, keys = self.execute([(b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count)])[0]
-            if keys:
-                yield list(keys)
-            if cursor in (b"0", 0):
-                return
+        return scan_pages(lambda command: self.execute([command])[0], pattern, count)
 
-    def _on_connection(self, talk: Callable[[wire.Exchange], T]) -> T:
+    def _on_connection(self, talk: Callable[[Exchange], T]) -> T:
         keeper = self.__dict__.get("_keeper")
         if keeper is None or keeper.pool is not self.pool:
             keeper = self.__dict__["_keeper"] = wire.Keeper(self.pool)
@@ -204,3 +121,11 @@ class Transport:
                 # Unread replies, or a send or read cut short: never hand this connection to anyone.
                 connection.disconnect()
             keeper.give(connection, clean)
+
+
+def _lost_connection(exc: Exception) -> bool:
+    # An error reply a conversation translated (NOPERM, OOM, ...) is no lost connection, although
+    # RedisUnavailable and its kin are OSErrors; refused credentials will not get better by retrying.
+    if isinstance(exc, (SimhashRedisError, rex.AuthenticationError)):
+        return False
+    return isinstance(exc, (rex.ConnectionError, rex.TimeoutError, OSError))

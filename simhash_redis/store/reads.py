@@ -1,0 +1,156 @@
+"""The read protocol of an index: table sets read, candidates filtered, ids of the hits fetched."""
+
+from __future__ import annotations
+
+from ..codec import decode_ids, encode_fp
+from ..errors import IndexCorrupted
+from ..results import Match
+from ..transport import Exchange, raise_first_error, wire
+from .candidates import hits, matches_of
+from .store import Store
+
+__all__ = ["Reads"]
+
+# Queries checked per slice of a batch's replies while the server answers the rest (see Reads._talk).
+_SLICE = 64
+
+
+class Reads:
+    """Lookups of fingerprints in an index's tables.
+
+    Args:
+        store: the index's keys and sender.
+        name: the index name, for messages.
+        f: the fingerprint width.
+        tables: the number of tables.
+    """
+
+    def __init__(self, store: Store, name: str, f: int, tables: int) -> None:
+        self.store, self.name, self.f, self.tables = store, name, f, tables
+
+    def near(self, fps: list[int], k: int) -> list[list[Match]]:
+        """The stored documents within distance k of each fingerprint, in one conversation.
+
+        Args:
+            fps: the fingerprints.
+            k: the largest distance.
+
+        Raises:
+            IndexCorrupted: the index holds an entry this library did not write.
+            RedisUnavailable: the server cannot be reached.
+        """
+        try:
+            return self.store.converse(lambda exchange: self._talk(exchange, fps, k))
+        except (ValueError, UnicodeDecodeError) as exc:  # stored data this code did not write
+            raise IndexCorrupted(
+                f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
+                "(simhash-redis verify --repair)"
+            ) from None
+
+    def _talk(self, exchange: Exchange, fps: list[int], k: int) -> list[list[Match]]:
+        """near() for a batch on one connection, overlapping the client's work with the server's.
+
+        Every SMEMBERS goes out in one write; the replies are checked a slice of queries at a time
+        while the server still answers the rest, and the HGETs for the ids of each slice's matches
+        go out as soon as it is checked, so only the last slice's ids cost a round trip of their own.
+        A single query also asks, in the first write, for the ids of its own exact fingerprint:
+        exact copies are the commonest near-duplicates, and then need no second round trip.
+        """
+        tables = self.tables
+        keys: list[bytes] = []
+        extend = keys.extend
+        table_keys = self.store.keys.table_builder()
+        for fp in fps:
+            extend(table_keys(fp))
+        exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
+        if exact is None:
+            exchange.send(wire.Same(b"SMEMBERS", keys))
+        else:
+            exchange.send(wire.Same(b"SMEMBERS", keys), [(b"HGET", self.store.keys.fp_bucket(exact), exact)])
+        step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
+        fp_bucket = self.store.keys.fp_bucket
+        per_query: list[dict[bytes, tuple[int, int]]] = []
+        asked: dict[bytes, None] = {}
+        ids_of: dict[bytes, list[str]] = {}
+        for start in range(0, len(fps), step):
+            chunk = fps[start : start + step]
+            replies = exchange.read(len(chunk) * tables)
+            raise_first_error(replies)
+            found = hits(chunk, replies, tables, k, self.f)
+            per_query.extend(found)
+            if exact is not None:
+                # A single query, so a single slice: its exact-copy HGET was sent right after its
+                # SMEMBERS, and is read before any id is asked for, so that it is not asked for twice.
+                reply = exchange.read(1)[0]
+                raise_first_error([reply])
+                ids_of[exact] = decode_ids(reply) if reply is not None else []
+            wanted = list(
+                dict.fromkeys(raw for one in found for raw in one if raw not in asked and raw not in ids_of)
+            )
+            if wanted:
+                asked.update(dict.fromkeys(wanted))
+                exchange.send([(b"HGET", fp_bucket(raw), raw) for raw in wanted])
+        if asked:
+            id_replies = exchange.read(len(asked))
+            raise_first_error(id_replies)
+            for raw, reply in zip(asked, id_replies, strict=True):
+                if reply is not None:
+                    ids_of[raw] = decode_ids(reply)
+        return [matches_of(found, ids_of) for found in per_query]
+
+    def _members_flat(self, fps: list[int]) -> list[list[bytes]]:
+        """The members of every table set of each fingerprint, query-major, in one round trip."""
+        tables = self.store.keys.table_builder()
+        keys: list[bytes] = []
+        extend = keys.extend
+        for fp in fps:
+            extend(tables(fp))
+        return self.store.execute(wire.Same(b"SMEMBERS", keys))
+
+    def members(self, fps: list[int]) -> list[list[list[bytes]]]:
+        """The members of every table set of each fingerprint, in one round trip.
+
+        Args:
+            fps: the fingerprints.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        tables = self.tables
+        replies = self._members_flat(fps)
+        return [replies[q * tables : (q + 1) * tables] for q in range(len(fps))]
+
+    def matches(self, fps: list[int], members: list[list[list[bytes]]], k: int) -> list[list[Match]]:
+        """The stored documents within distance k, from the table sets read for each fingerprint.
+
+        Args:
+            fps: the fingerprints.
+            members: what `members` read for them.
+            k: the largest distance.
+
+        Raises:
+            ValueError, UnicodeDecodeError: a stored entry this library did not write.
+            RedisUnavailable: the server cannot be reached.
+        """
+        return self._find(fps, [raws for sets in members for raws in sets], k)
+
+    def _find(self, fps: list[int], replies: list[list[bytes]], k: int) -> list[list[Match]]:
+        """The stored documents within distance k, from the flat query-major table replies.
+
+        Candidates are decoded and compared in one vectorised pass when there are many of them (and
+        the stored values fit an int64), else one by one; both give the same exact result.
+        """
+        tables = self.tables
+        per_query = hits(fps, replies, tables, k, self.f)
+        wanted: dict[bytes, None] = {}
+        for found in per_query:
+            wanted.update(dict.fromkeys(found))
+        if not wanted:
+            return [[] for _ in fps]
+        order = list(wanted)
+        fp_bucket = self.store.keys.fp_bucket
+        id_replies = self.store.execute([(b"HGET", fp_bucket(raw), raw) for raw in order])
+        ids_of = {
+            raw: decode_ids(reply) for raw, reply in zip(order, id_replies, strict=True) if reply is not None
+        }
+        return [matches_of(found, ids_of) for found in per_query]

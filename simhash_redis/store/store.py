@@ -1,0 +1,224 @@
+"""The index's Redis half: its sender and its key schema, through which every command of an index goes.
+
+Everything above (the index, its consistency check, verified mode, stats, dumps) reads and writes Redis
+through a `Store`, so retries, error translation and key names each have one owner: the transport for
+the first two, `KeySchema` for the last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal, TypeVar
+
+from ..transport import Command, Exchange, Sender
+from .keys import KeySchema
+from .scripts import Script
+
+__all__ = ["KeyKind", "Store", "hash_pairs", "open_meta"]
+
+T = TypeVar("T")
+
+#: The kinds of key an index has, as `Store.scan` finds them.
+KeyKind = Literal["all", "id", "fp", "sketch"]
+
+_CREATE_META = Script("create_meta")
+_SCAN_COUNT = 1000
+
+
+def hash_pairs(reply: Any) -> list[tuple[bytes, bytes]]:
+    """The (field, value) pairs of an HGETALL reply, a map under RESP3 and a flat list under RESP2.
+
+    Args:
+        reply: the raw reply.
+    """
+    if isinstance(reply, dict):
+        return list(reply.items())
+    return [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
+
+
+def open_meta(sender: Sender, meta_key: bytes, fields: dict[str, str] | None) -> dict[str, str] | None:
+    """Read an index's meta hash, creating it from `fields` first when it does not exist.
+
+    Args:
+        sender: where commands go.
+        meta_key: the meta hash's key (`KeySchema.meta_key`).
+        fields: the configuration to create the index with; None to only read.
+
+    Returns:
+        The stored fields, or None when the index does not exist (and fields was None).
+
+    Raises:
+        RedisUnavailable: the server cannot be reached.
+    """
+    if fields is None:
+        reply = sender.execute([(b"HGETALL", meta_key)])[0]
+    else:
+        args: list[bytes | int] = [item.encode() for pair in fields.items() for item in pair]
+        reply = _CREATE_META.run(sender, [_CREATE_META.command([meta_key], args)])[0]
+    stored = {field.decode(): value.decode() for field, value in hash_pairs(reply)}
+    return stored or None
+
+
+class Store:
+    """One index's keys on one server or cluster.
+
+    Args:
+        sender: where commands go (from `transport.open_sender`).
+        keys: the index's key names.
+    """
+
+    def __init__(self, sender: Sender, keys: KeySchema) -> None:
+        self.sender = sender
+        self.keys = keys
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the keys live on a Redis Cluster."""
+        return self.sender.cluster
+
+    def execute(
+        self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
+    ) -> list[Any]:
+        """Send commands in one round trip (per node) and return their raw replies in order.
+
+        Args:
+            commands: the commands.
+            raise_on_error: raise the first error reply; else error replies come back in place.
+            durable: on a cluster, wait for a replica to have the writes.
+
+        Raises:
+            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
+            SimhashRedisError: an error reply, when raise_on_error is set.
+        """
+        return self.sender.execute(commands, raise_on_error=raise_on_error, durable=durable)
+
+    def converse(self, talk: Callable[[Exchange], T]) -> T:
+        """Run a conversation (see `Sender.converse`).
+
+        Args:
+            talk: the conversation, safe to run again from the start.
+
+        Raises:
+            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
+        """
+        return self.sender.converse(talk)
+
+    def run_script(self, script: Script, calls: list[Command], *, durable: bool = False) -> list[Any]:
+        """Run calls of a Lua script in one round trip (see `Script.run`).
+
+        Args:
+            script: the script.
+            calls: commands built by `script.command`.
+            durable: on a cluster, wait for a replica to have the writes.
+
+        Raises:
+            SimhashRedisError: an error reply.
+        """
+        return script.run(self.sender, calls, durable=durable)
+
+    def scan(self, kind: KeyKind = "all", *, once: bool = True) -> Iterator[list[bytes]]:
+        """The index's keys of one kind, in batches (on a cluster, from every primary).
+
+        Args:
+            kind: "all" keys of the index, or those of the id map, fingerprint map or sketches.
+            once: drop keys SCAN already gave (it may give one twice); off, nothing is remembered.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        return self._scan(self.keys.pattern_of(kind), once)
+
+    def scan_table(self, table: int) -> Iterator[list[bytes]]:
+        """The bucket keys of one table, in batches; a key may come twice (too many to remember).
+
+        Args:
+            table: the table number.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        return self._scan(self.keys.table_pattern(table), False)
+
+    def hashes(self, keys: list[bytes], *, raise_on_error: bool = True) -> list[Any]:
+        """The (field, value) pairs of each hash, in one round trip (error replies in place if asked).
+
+        Args:
+            keys: the hashes' keys.
+            raise_on_error: raise the first error reply (a key of another type, say).
+
+        Raises:
+            SimhashRedisError: an error reply, when raise_on_error is set.
+        """
+        replies = self.execute([(b"HGETALL", key) for key in keys], raise_on_error=raise_on_error)
+        return [reply if isinstance(reply, Exception) else hash_pairs(reply) for reply in replies]
+
+    def counts(self) -> tuple[int, int]:
+        """The number of documents and of distinct fingerprints stored.
+
+        On a standalone server the write script keeps these in the counts hash. On a cluster no script
+        can span a document's slots, so they are summed from the sizes of the id and fingerprint maps:
+        2 x id_buckets HLENs, spread over the nodes (tens of milliseconds, not for a hot path).
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        keys = self.keys
+        if not self.cluster:
+            docs, fps = self.execute([(b"HMGET", keys.counts, b"docs", b"fingerprints")])[0]
+            return int(docs or 0), int(fps or 0)
+        sizes = []
+        for bucket_of in (keys.id_bucket_key, keys.fp_bucket_key):
+            sizes.append(sum(self.execute([(b"HLEN", bucket_of(b)) for b in range(keys.id_buckets)])))
+        return sizes[0], sizes[1]
+
+    def set_counts(self, docs: int, fingerprints: int) -> None:
+        """Set the counts hash to what the data holds (after a check, an import).
+
+        Args:
+            docs: documents in the id map.
+            fingerprints: fingerprints in use.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        self.execute([(b"HSET", self.keys.counts, b"docs", docs, b"fingerprints", fingerprints)])
+
+    def used_memory(self) -> int | None:
+        """The server's used_memory, or None on a cluster (whose nodes each have their own).
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        if self.cluster:
+            return None
+        info = self.execute([(b"INFO", b"memory")])[0]
+        for line in bytes(info).splitlines():
+            if line.startswith(b"used_memory:"):
+                return int(line.partition(b":")[2])
+        return None
+
+    def drop(self) -> int:
+        """Delete every key of the index (and only the index), meta last.
+
+        Returns:
+            The number of keys deleted.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached; run drop again to finish.
+        """
+        meta = self.keys.meta
+        deleted = 0
+        for keys in self.scan("all"):
+            # One key per command, so no command spans hash slots on a cluster.
+            deleted += sum(self.execute([(b"UNLINK", key) for key in keys if key != meta]))
+        deleted += sum(self.execute([(b"UNLINK", meta)]))
+        return int(deleted)
+
+    def _scan(self, pattern: str, once: bool) -> Iterator[list[bytes]]:
+        seen: set[bytes] = set()
+        for batch in self.sender.scan(pattern, _SCAN_COUNT):
+            if once:
+                batch = [key for key in batch if key not in seen]
+                seen.update(batch)
+            if batch:
+                yield batch

@@ -1,0 +1,73 @@
+"""What the floors above send through: commands, a conversation's exchange, and the Sender protocol.
+
+A `Sender` is `Transport` on a standalone server or `ClusterTransport` on a cluster; callers use only
+this protocol, never the concrete type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+from .wire import Command
+
+__all__ = ["Command", "Exchange", "Sender", "scan_pages"]
+
+T = TypeVar("T")
+
+
+class Exchange(Protocol):
+    """Commands sent and replies read in one conversation, replies in the order commands were sent."""
+
+    def send(self, *batches: Sequence[Command]) -> None:
+        """Send batches of commands (error replies will come back in place, untranslated)."""
+        ...
+
+    def read(self, count: int) -> list[Any]:
+        """The next `count` replies."""
+        ...
+
+    def round_trip(self, commands: Sequence[Command]) -> list[Any]:
+        """Send the commands and read all their replies."""
+        ...
+
+
+class Sender(Protocol):
+    """Sends batches of commands to the server (or the cluster's nodes) that hold an index's keys."""
+
+    cluster: bool
+
+    def execute(
+        self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
+    ) -> list[Any]:
+        """Send the commands in one round trip (per node) and return their raw replies in order."""
+        ...
+
+    def converse(self, talk: Callable[[Exchange], T]) -> T:
+        """Run a conversation, again from the start after a lost connection; `talk` must allow that."""
+        ...
+
+    def broadcast(self, command: Command) -> None:
+        """Send a keyless command to every server that runs the index's keys."""
+        ...
+
+    def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
+        """The keys matching a pattern, in batches, from every server holding keys."""
+        ...
+
+
+def scan_pages(round_trip: Callable[[Command], Any], pattern: str, count: int) -> Iterator[list[bytes]]:
+    """The keys matching a pattern on one server, a SCAN page at a time (a key may come twice).
+
+    Args:
+        round_trip: sends one command to that server and returns its reply.
+        pattern: a SCAN MATCH pattern.
+        count: the COUNT hint of each page.
+    """
+    cursor: bytes | int = b"0"
+    while True:
+        cursor, keys = round_trip((b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count))
+        if keys:
+            yield list(keys)
+        if cursor in (b"0", 0):
+            return

@@ -1,0 +1,61 @@
+"""Error replies and redis-py exceptions translated into the library's exception tree: here and nowhere else.
+
+Messages carry no credentials: redis-py's messages name hosts and ports, never passwords.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis.exceptions as rex
+
+from ..errors import RedisAuthError, RedisOutOfMemory, RedisTimeout, RedisUnavailable, SimhashRedisError
+
+__all__ = ["raise_first_error", "translate_error"]
+
+
+def raise_first_error(replies: list[Any]) -> None:
+    """Raise the library exception for the first error reply among a batch's replies, if any.
+
+    Args:
+        replies: replies as returned with raise_on_error=False.
+
+    Raises:
+        SimhashRedisError: (or a subclass) for the first error reply.
+    """
+    for reply in replies:
+        if isinstance(reply, rex.ResponseError):
+            raise translate_error(reply) from None
+
+
+def translate_error(exc: Exception) -> SimhashRedisError:
+    """The library exception for a redis-py exception (messages carry no credentials).
+
+    Args:
+        exc: the exception redis-py raised.
+    """
+    message = str(exc)
+    if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS")):
+        return RedisAuthError(f"Redis refused the credentials: {message}")
+    if isinstance(exc, rex.NoPermissionError) or message.startswith("NOPERM") or "ACL failure" in message:
+        return RedisAuthError(
+            "the Redis user lacks a permission the index needs (docs/operations.md lists the ACL): "
+            f"{message}"
+        )
+    if isinstance(exc, rex.MovedError) or message.startswith("MOVED "):  # redis-py < 5.1 does not parse it
+        slot, _, node = message.removeprefix("MOVED ").partition(" ")
+        return SimhashRedisError(
+            f"the server is a Redis Cluster node (slot {slot} is served by {node}): pass a "
+            "redis.cluster.RedisCluster client, or let the ACL user run INFO so that from_url can tell"
+        )
+    if isinstance(exc, rex.TimeoutError):
+        return RedisTimeout(f"Redis did not answer in time: {message}")
+    if message.startswith("OOM") or "OOM command not allowed" in message or "> 'maxmemory'" in message:
+        return RedisOutOfMemory(
+            "Redis is out of memory (maxmemory with noeviction): no document was half-written, but the "
+            "batch may be partly stored. Free memory or raise maxmemory, then run the same operation "
+            "again: it completes what is missing."
+        )
+    if isinstance(exc, (rex.ConnectionError, OSError)):
+        return RedisUnavailable(f"cannot reach Redis: {message}")
+    return SimhashRedisError(f"Redis error: {message}")
