@@ -36,7 +36,6 @@ MOVED = {
         "scripts": "store.scripts",
         "server": "tools.server",
         "stats": "jobs.stats",
-        "transport": "transport.standalone",
         "verified": "index.verified_index",
         "verify": "index.consistency",
         "wire": "transport.wire",

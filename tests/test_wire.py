@@ -125,7 +125,7 @@ def test_reader_reads_what_redis_py_reads(redis_server: ServerProcess, protocol:
             commands = _script_commands()
             theirs = _by_redis_py(connection, commands)
             assert wire.fast(connection)
-            ours = wire.round_trip(connection, commands)
+            ours = wire.Exchange(connection).round_trip(commands)
             # INCR differs by one between the two runs; everything else is the same reply.
             assert ours[9] == theirs[9] + 1
             del ours[9], theirs[9]
@@ -133,7 +133,7 @@ def test_reader_reads_what_redis_py_reads(redis_server: ServerProcess, protocol:
             assert isinstance(ours[6], rex.ResponseError) and isinstance(ours[7], rex.NoScriptError)
             assert isinstance(ours[8][2], rex.ResponseError)
             assert not connection._parser.can_read(0)  # nothing left unread
-            assert wire.round_trip(connection, [(b"PING",)]) == [b"PONG"]
+            assert wire.Exchange(connection).round_trip([(b"PING",)]) == [b"PONG"]
         finally:
             client.connection_pool.release(connection)
     finally:
@@ -146,7 +146,7 @@ def test_reader_handles_replies_split_across_reads(redis_client: redis.Redis) ->
     try:
         connection._parser._buffer = bytearray(7)  # every reply arrives in many tiny reads
         commands = _script_commands()
-        replies = wire.round_trip(connection, commands)
+        replies = wire.Exchange(connection).round_trip(commands)
         assert sorted(int(x) for x in replies[13]) == list(range(-3000, 3000))
         assert replies[12] == b"x" * 300_000
     finally:
@@ -174,7 +174,7 @@ def test_fallback_on_fakeredis(fake_client: redis.Redis) -> None:
     connection = wire.checkout(fake_client.connection_pool)
     try:
         assert not wire.fast(connection)
-        replies = wire.round_trip(connection, [(b"SMEMBERS", b"s"), (b"GET", b"s"), (b"PING",)])
+        replies = wire.Exchange(connection).round_trip([(b"SMEMBERS", b"s"), (b"GET", b"s"), (b"PING",)])
         assert sorted(replies[0]) == [b"1", b"2"]
         assert isinstance(replies[1], rex.ResponseError)
         assert replies[2] in (b"PONG", True)

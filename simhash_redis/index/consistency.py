@@ -16,16 +16,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, encode_ids
+from ..store import KeySchema, Store
 from ..store.scripts import Script
 from ..transport import raise_first_error
 
-if TYPE_CHECKING:
-    from .simhash_index import SimhashIndex
-
-__all__ = ["VerifyReport", "verify_index"]
+__all__ = ["VerifyReport", "check_consistency"]
 
 _BATCH = 500
 _FP_IDS = Script("fp_ids")
@@ -57,7 +55,13 @@ class VerifyReport:
         """True when nothing was inconsistent."""
         return not self.problems
 
-    def _found(self, kind: str, detail: str) -> None:
+    def found(self, kind: str, detail: str) -> None:
+        """Count a problem of a kind, and keep its description while there are few.
+
+        Args:
+            kind: the kind of inconsistency.
+            detail: which entry, described.
+        """
         self.problems[kind] += 1
         if len(self.examples) < _EXAMPLES:
             self.examples.append(f"{kind}: {detail}")
@@ -75,21 +79,40 @@ class VerifyReport:
         }
 
 
-def verify_index(index: SimhashIndex, repair: bool = False) -> VerifyReport:
+class _Target(NamedTuple):
+    """The index being checked: its store, width and number of tables."""
+
+    store: Store
+    f: int
+    tables: int
+
+    @property
+    def keys(self) -> KeySchema:
+        """The index's key names."""
+        return self.store.keys
+
+    @property
+    def cluster(self) -> bool:
+        """Whether it runs on a cluster."""
+        return self.store.cluster
+
+
+def check_consistency(store: Store, f: int, tables: int, repair: bool = False) -> VerifyReport:
     """Check every id, fingerprint and table entry of an index against the others.
 
     Run it while no worker writes to the index: a write in flight can look like an inconsistency.
 
     Args:
-        index: the index.
+        store: the index's store.
+        f: its fingerprint width.
+        tables: its number of tables.
         repair: also fix what is found, following the id map.
 
     Raises:
         RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
     """
     report = VerifyReport(repaired=repair)
-    store = index.store
-    tables = len(index.layout.tables)
+    target = _Target(store, f, tables)
     report.fingerprints = 0
 
     # 1. The id map: each id's fingerprint must be in the fingerprint map under that id, and in the tables.
@@ -97,20 +120,21 @@ def verify_index(index: SimhashIndex, repair: bool = False) -> VerifyReport:
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
         entries = []
         for doc_id, fp in (pair for reply in contents for pair in reply):
-            if _fingerprint(fp, index.f) is None:
-                report._found("malformed id-map entry", f"{doc_id!r} -> {fp!r} (not repaired)")
+            if _fingerprint(fp, target.f) is None:
+                report.found("malformed id-map entry", f"{doc_id!r} -> {fp!r} (not repaired)")
             else:
                 entries.append((doc_id, fp))
         report.docs += len(entries)
         for start in range(0, len(entries), _BATCH):
-            _check_ids(index, report, entries[start : start + _BATCH], repair)
+            _check_ids(target, report, entries[start : start + _BATCH], repair)
 
     # 2. The fingerprint map: every listed id must map back to it; tables must hold it.
     for bucket_keys in store.scan("fp"):
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
         entries = [pair for reply in contents for pair in reply]
         for start in range(0, len(entries), _BATCH):
-            report.fingerprints += _check_fingerprints(index, report, entries[start : start + _BATCH], repair)
+            chunk = entries[start : start + _BATCH]
+            report.fingerprints += _check_fingerprints(target, report, chunk, repair)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
@@ -119,25 +143,25 @@ def verify_index(index: SimhashIndex, repair: bool = False) -> VerifyReport:
             members = _typed(report, table_keys, replies)
             found = [(key, fp) for key, fps in zip(table_keys, members, strict=True) for fp in fps]
             for start in range(0, len(found), _BATCH):
-                _check_tables(index, report, t, found[start : start + _BATCH], repair)
+                _check_tables(target, report, t, found[start : start + _BATCH], repair)
 
     docs, fps = store.counts()
     if (docs, fps) != (report.docs, report.fingerprints):
-        report._found("counts differ from data", f"counts say {docs} docs/{fps} fingerprints")
+        report.found("counts differ from data", f"counts say {docs} docs/{fps} fingerprints")
         if repair:
             store.set_counts(report.docs, report.fingerprints)
     return report
 
 
 def _check_ids(
-    index: SimhashIndex, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
+    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
 ) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
-    keys, run, tables = index.keys, index.store.execute, len(index.layout.tables)
+    keys, run, tables = target.keys, target.store.execute, target.tables
     lists = run([(b"HGET", keys.fp_bucket(fp), fp) for _, fp in chunk])
     # A table key of the wrong type answers WRONGTYPE here; step 3 reports it.
     member = run(
-        [(b"SISMEMBER", t, fp) for _, fp in chunk for t in keys.tables(decode_fp(fp, index.f))],
+        [(b"SISMEMBER", t, fp) for _, fp in chunk for t in keys.tables(decode_fp(fp, target.f))],
         raise_on_error=False,
     )
     resets: list[Any] = []
@@ -148,35 +172,35 @@ def _check_ids(
         ids = _ids(raw) if raw is not None else []
         if ids is None and fp not in malformed:
             malformed.add(fp)
-            report._found("malformed fingerprint-map entry", f"{fp.decode()}: {raw!r}")
+            report.found("malformed fingerprint-map entry", f"{fp.decode()}: {raw!r}")
             resets.append((b"HDEL", keys.fp_bucket(fp), fp))
         if ids is None or doc_id.decode() not in ids:
             if ids is not None:
-                report._found("id missing from fingerprint map", f"{doc_id!r} -> {fp.decode()}")
+                report.found("id missing from fingerprint map", f"{doc_id!r} -> {fp.decode()}")
             additions.append((doc_id, fp))
-        for t, key in enumerate(keys.tables(decode_fp(fp, index.f))):
+        for t, key in enumerate(keys.tables(decode_fp(fp, target.f))):
             if member[n * tables + t] == 0:
-                report._found("fingerprint missing from table", f"{fp.decode()} not in {key.decode()}")
+                report.found("fingerprint missing from table", f"{fp.decode()} not in {key.decode()}")
                 table_fixes.append((b"SADD", key, fp))
     if repair:
         # Ids are added one by one with the idempotent script, so several missing ids of one fingerprint
         # all land (rewriting the list from a stale read would keep only the last).
         run(resets + table_fixes)
         calls = [_FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id]) for doc_id, fp in additions]
-        index.store.run_script(_FP_IDS, calls)
+        target.store.run_script(_FP_IDS, calls)
 
 
 def _check_fingerprints(
-    index: SimhashIndex, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
+    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
 ) -> int:
     """Step 2 for a chunk of (stored fingerprint, id list) entries; returns how many are in use."""
-    keys, run = index.keys, index.store.execute
+    keys, run = target.keys, target.store.execute
     parsed = []
     fixes: list[Any] = []
     for fp, raw in chunk:
         ids = _ids(raw)
-        if ids is None or _fingerprint(fp, index.f) is None:
-            report._found("malformed fingerprint-map entry", f"{fp!r}: {raw!r}")
+        if ids is None or _fingerprint(fp, target.f) is None:
+            report.found("malformed fingerprint-map entry", f"{fp!r}: {raw!r}")
             fixes.append((b"HDEL", keys.fp_bucket(fp), fp))
         else:
             parsed.append((fp, ids))
@@ -185,7 +209,7 @@ def _check_fingerprints(
     stale: dict[bytes, set[str]] = {}
     for (fp, listed), owner in zip(flat_ids, owners, strict=True):
         if owner != fp:
-            report._found("stale id in fingerprint map", f"{listed!r} listed under {fp.decode()}")
+            report.found("stale id in fingerprint map", f"{listed!r} listed under {fp.decode()}")
             stale.setdefault(fp, set()).add(listed)
     in_use = 0
     for fp, ids in parsed:
@@ -196,30 +220,30 @@ def _check_fingerprints(
                 fixes.append((b"HSET", keys.fp_bucket(fp), fp, encode_ids(kept)))
             else:
                 fixes.append((b"HDEL", keys.fp_bucket(fp), fp))
-                fixes.extend((b"SREM", t, fp) for t in keys.tables(decode_fp(fp, index.f)))
+                fixes.extend((b"SREM", t, fp) for t in keys.tables(decode_fp(fp, target.f)))
     if repair and fixes:
         run(fixes)
     return in_use
 
 
 def _check_tables(
-    index: SimhashIndex, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]], repair: bool
+    target: _Target, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]], repair: bool
 ) -> None:
     """Step 3 for a chunk of (table key, member) pairs of one table."""
-    keys, run = index.keys, index.store.execute
+    keys, run = target.keys, target.store.execute
     known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
     fixes = []
     for (key, fp), exists in zip(chunk, known, strict=True):
-        value = _fingerprint(fp, index.f)
+        value = _fingerprint(fp, target.f)
         misplaced = value is not None and keys.tables(value)[table] != key
         if value is None:
-            report._found("malformed table member", f"{fp!r} in {key.decode()}")
+            report.found("malformed table member", f"{fp!r} in {key.decode()}")
         elif misplaced:
-            report._found("misplaced table member", f"{fp.decode()} in {key.decode()}")
-        elif not exists and index.cluster:
+            report.found("misplaced table member", f"{fp.decode()} in {key.decode()}")
+        elif not exists and target.cluster:
             report.garbage += 1
         elif not exists:
-            report._found("orphan table member", f"{fp.decode()} in {key.decode()}")
+            report.found("orphan table member", f"{fp.decode()} in {key.decode()}")
         if value is None or misplaced or not exists:
             fixes.append((b"SREM", key, fp))
     if repair and fixes:
@@ -248,7 +272,7 @@ def _typed(report: VerifyReport, keys: list[bytes], replies: list[Any]) -> list[
         if isinstance(reply, Exception):
             if not str(reply).startswith("WRONGTYPE"):
                 raise_first_error([reply])
-            report._found("key of the wrong type", f"{key.decode()} (delete it by hand)")
+            report.found("key of the wrong type", f"{key.decode()} (delete it by hand)")
             reply = []
         out.append(reply)
     return out

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import operator
-import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, overload
 
 import redis
@@ -13,18 +12,16 @@ from redis.cluster import RedisCluster
 from .. import defaults
 from ..checks import is_int
 from ..codec import decode_fp, encode_fp
-from ..errors import IndexNotFound, InvalidArgument, InvalidFingerprint, InvalidType, WriteContention
+from ..errors import IndexNotFound, InvalidArgument, InvalidFingerprint, InvalidType
 from ..fingerprint import Document as TextDocument
-from ..results import Match, Outcome, duplicate_of
+from ..results import Match, Outcome
 from ..scheme import Scheme
 from ..store import (
-    BucketLocks,
     IndexConfig,
     KeySchema,
     Layout,
     Reads,
     Store,
-    Write,
     Writes,
     encode_id,
     open_meta,
@@ -32,7 +29,9 @@ from ..store import (
     writes_for,
 )
 from ..transport import Backoff, Sender, client_from_url, open_sender
-from .consistency import VerifyReport, verify_index
+from .arguments import as_batch, check_pairs, chunks, is_integer
+from .consistency import VerifyReport, check_consistency
+from .unique import UniqueWrites
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
@@ -40,9 +39,6 @@ __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 #: features), or a precomputed int fingerprint.
 Document = TextDocument | int
 
-# Read-check-write rounds of add-if-new while other workers keep writing into the same tables.
-_UNIQUE_ROUNDS = 40
-_CONTENTION_BACKOFF = Backoff(retries=_UNIQUE_ROUNDS, base=0.0005, cap=0.25)
 
 
 class SimhashIndex:
@@ -118,6 +114,7 @@ class SimhashIndex:
         self.store = Store(sender, self.keys)
         self._reads = Reads(self.store, self.name, self.f, len(self.layout.tables))
         self._writes: Writes = writes_for(self.store, self.f, len(self.layout.tables))
+        self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
         self._mask = (1 << self.f) - 1
 
     @classmethod
@@ -205,7 +202,7 @@ class SimhashIndex:
             InvalidFingerprint: an int outside [0, 2**f).
             InvalidType: a document of an unsupported type.
         """
-        if isinstance(doc, int) or _is_integer(doc):
+        if isinstance(doc, int) or is_integer(doc):
             return self._check_fp(doc)
         return self.scheme.fingerprint(doc)
 
@@ -219,12 +216,12 @@ class SimhashIndex:
             InvalidFingerprint: an int outside [0, 2**f).
             InvalidType: a document of an unsupported type.
         """
-        docs = _batch(docs, "docs")
+        docs = as_batch(docs, "docs")
         out: list[int | None] = [None] * len(docs)
         texts: list[Any] = []
         where: list[int] = []
         for i, doc in enumerate(docs):
-            if isinstance(doc, int) or _is_integer(doc):
+            if isinstance(doc, int) or is_integer(doc):
                 out[i] = self._check_fp(doc)
             else:
                 texts.append(doc)
@@ -281,7 +278,7 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached.
         """
         limit = self._check_k(k)
-        batch = _batch(queries, "queries")
+        batch = as_batch(queries, "queries")
         if all(type(q) is int for q in batch):  # precomputed fingerprints: no text engine to set up
             fps = [self._check_fp(q) for q in batch]
         else:
@@ -311,7 +308,7 @@ class SimhashIndex:
         Raises:
             InvalidArgument, InvalidType: an id is malformed.
         """
-        raw_ids = [encode_id(doc_id) for doc_id in _batch(ids, "ids")]
+        raw_ids = [encode_id(doc_id) for doc_id in as_batch(ids, "ids")]
         replies = self.store.execute([(b"HGET", self.keys.id_bucket(raw), raw) for raw in raw_ids])
         return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
 
@@ -384,11 +381,11 @@ class SimhashIndex:
                 and no document is half-written.
         """
         outcomes: list[Any] = []
-        for batch in _chunks(_batch(items, "items"), self.batch_size):
-            ids = [encode_id(doc_id) for doc_id, _ in _check_pairs(batch)]
+        for batch in chunks(as_batch(items, "items"), self.batch_size):
+            ids = [encode_id(doc_id) for doc_id, _ in check_pairs(batch)]
             fps = self.fingerprint_many([doc for _, doc in batch])
             if unique:
-                outcomes.extend(self._add_unique(ids, fps))
+                outcomes.extend(self._unique.add(ids, fps))
             else:
                 outcomes.extend(
                     self._writes.apply(
@@ -419,53 +416,6 @@ class SimhashIndex:
         result = self.add_many([(doc_id, doc)], unique=True)[0]
         return result if isinstance(result, Match) else None
 
-    def _add_unique(self, ids: list[bytes], fps: list[int]) -> list[Outcome | Match]:
-        """Read, check and write until every document is stored or found to have a near-duplicate.
-
-        On a standalone server the write script re-checks the table sets the client read (the guard);
-        on a cluster the documents' table buckets are locked from the read to the write instead.
-        """
-        results: list[Outcome | Match | None] = [None] * len(ids)
-        pending = list(range(len(ids)))
-        pause = _CONTENTION_BACKOFF.delays()
-        locks = BucketLocks(self.store) if self.cluster else None
-        for attempt in range(_UNIQUE_ROUNDS):
-            if attempt:
-                # Others keep writing into these tables: let them finish before reading again.
-                time.sleep(next(pause, _CONTENTION_BACKOFF.cap))
-            ready, waiting, held = pending, [], list[bytes]()
-            if locks is not None:
-                got, held = locks.acquire([self.keys.tables(fps[i]) for i in pending])
-                ready = [i for i, ok in zip(pending, got, strict=True) if ok]
-                waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
-            try:
-                members = self._reads.members([fps[i] for i in ready])
-                found = self._reads.matches([fps[i] for i in ready], members, self.k)
-                writes: list[Write] = []
-                writing: list[int] = []
-                for i, sets, matches in zip(ready, members, found, strict=True):
-                    if matches:
-                        results[i] = duplicate_of(ids[i].decode(), matches)
-                    else:
-                        writes.append((ids[i], encode_fp(fps[i], self.f), None if locks else sets))
-                        writing.append(i)
-                changed = []
-                for i, outcome in zip(writing, self._writes.apply(writes), strict=True):
-                    if outcome is None:  # a table set changed since it was read: read it again
-                        changed.append(i)
-                    else:
-                        results[i] = outcome
-            finally:
-                if locks is not None:
-                    locks.release(held)
-            pending = changed + waiting
-            if not pending:
-                return results  # type: ignore[return-value]
-        raise WriteContention(
-            f"{len(pending)} documents kept meeting concurrent writes to their tables; "
-            "nothing of them was written"
-        )
-
     def remove(self, doc_id: str) -> bool:
         """Remove a document id; its fingerprint leaves the tables unless another id still has it.
 
@@ -493,7 +443,7 @@ class SimhashIndex:
             InvalidArgument, InvalidType: an id is malformed.
         """
         removed: list[bool] = []
-        for batch in _chunks(_batch(ids, "ids"), self.batch_size):
+        for batch in chunks(as_batch(ids, "ids"), self.batch_size):
             # An id named twice is removed once: the repeat reports False, as it would in a later call.
             unique = list(dict.fromkeys(encode_id(doc_id) for doc_id in batch))
             outcomes = self._writes.apply([(raw, b"", None) for raw in unique])
@@ -511,7 +461,7 @@ class SimhashIndex:
         Raises:
             RedisUnavailable: the server cannot be reached; run it again.
         """
-        return verify_index(self, repair)
+        return check_consistency(self.store, self.f, len(self.layout.tables), repair)
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last.
@@ -523,37 +473,3 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached; run drop again to finish.
         """
         return self.store.drop()
-
-
-def _batch(value: object, argument: str) -> list[Any]:
-    """A batch argument as a list; a str, bytes or non-iterable is refused rather than split up."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise InvalidType(
-            f"{argument} must be a list (or other iterable) of items, got {type(value).__name__}"
-        )
-    return list(value)
-
-
-def _is_integer(value: object) -> bool:
-    # numpy integers and other int-like scalars, but not bool and not documents.
-    if isinstance(value, (str, bytes, bool)):
-        return False
-    return hasattr(value, "__index__")
-
-
-def _check_pairs(batch: list[Any]) -> list[tuple[str, Document]]:
-    for item in batch:
-        if not isinstance(item, tuple) or len(item) != 2:
-            raise InvalidType(f"items must be (id, document) pairs, got {type(item).__name__}")
-    return batch
-
-
-def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -27,7 +27,6 @@ Guard = list[list[bytes]]
 Write = tuple[bytes, bytes, Guard | None]
 # A document of a script call: its position in the batch, id, new and old fingerprints, guard.
 _Pending = tuple[int, bytes, bytes, bytes, Guard | None]
-_WRAP = 1 << 64
 
 _OUTCOMES = {
     b"a": Outcome.ADDED,
@@ -132,11 +131,9 @@ class AtomicWrites:
         key_list: list[bytes] = [keys.counts]
         args: list[bytes | int] = [self.tables, b"a"]
         add_keys, add_args = key_list.append, args.extend
-        wide = self.f == 64
+        f = self.f
         for doc_id, new, _ in ops:
-            fp = int(new)
-            if fp < 0 and wide:
-                fp += _WRAP
+            fp = decode_fp(new, f)
             add_keys(id_bucket(doc_id))
             add_keys(fp_bucket(new))
             key_list += tables(fp)

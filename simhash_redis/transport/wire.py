@@ -43,7 +43,7 @@ try:
 except ImportError:  # pragma: no cover
     _PUSH = None
 
-__all__ = ["Exchange", "Keeper", "Same", "fast", "pack", "read", "round_trip", "send"]
+__all__ = ["Exchange", "Keeper", "Same", "fast", "pack", "read", "send"]
 
 Arg = bytes | str | int | float
 Command = Sequence[Arg]
@@ -263,15 +263,6 @@ def _read_slow(connection: Any, count: int) -> list[Any]:
         except rex.ResponseError as exc:
             out.append(exc)
     return out
-
-
-def round_trip(connection: Any, commands: Sequence[Command]) -> list[Any]:
-    """Send the commands and read their replies (see `send` and `read`).
-
-    The caller disconnects the connection if this raises.
-    """
-    send(connection, commands)
-    return read(connection, len(commands))
 
 
 def _where(connection: Any) -> str:

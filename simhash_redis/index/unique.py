@@ -1,0 +1,90 @@
+"""Add-if-new: read, check and write until each document is stored or found to have a near-duplicate."""
+
+from __future__ import annotations
+
+import time
+
+from ..codec import encode_fp
+from ..errors import WriteContention
+from ..results import Match, Outcome, duplicate_of
+from ..store import BucketLocks, Reads, Store, Write, Writes
+from ..transport import Backoff
+
+__all__ = ["UniqueWrites"]
+
+# Read-check-write rounds of add-if-new while other workers keep writing into the same tables.
+_UNIQUE_ROUNDS = 40
+_CONTENTION_BACKOFF = Backoff(retries=_UNIQUE_ROUNDS, base=0.0005, cap=0.25)
+
+
+class UniqueWrites:
+    """Stores documents only where no near-duplicate is stored, race-free among workers.
+
+    Args:
+        store: the index's keys and sender.
+        reads: its read protocol.
+        writes: its write strategy.
+        f: the fingerprint width.
+        k: the largest distance that counts as a near-duplicate.
+    """
+
+    def __init__(self, store: Store, reads: Reads, writes: Writes, f: int, k: int) -> None:
+        self.store, self.reads, self.writes, self.f, self.k = store, reads, writes, f, k
+
+    def add(self, ids: list[bytes], fps: list[int]) -> list[Outcome | Match]:
+        """Read, check and write until every document is stored or found to have a near-duplicate.
+
+        On a standalone server the write script re-checks the table sets the client read (the guard);
+        on a cluster the documents' table buckets are locked from the read to the write instead.
+
+        Args:
+            ids: the encoded ids.
+            fps: their fingerprints.
+
+        Returns:
+            For each document, its outcome if stored, else the stored near-duplicate reported.
+
+        Raises:
+            WriteContention: documents kept meeting concurrent writes (nothing of them was written).
+            RedisUnavailable: the server cannot be reached.
+        """
+        results: list[Outcome | Match | None] = [None] * len(ids)
+        pending = list(range(len(ids)))
+        pause = _CONTENTION_BACKOFF.delays()
+        locks = BucketLocks(self.store) if self.store.cluster else None
+        for attempt in range(_UNIQUE_ROUNDS):
+            if attempt:
+                # Others keep writing into these tables: let them finish before reading again.
+                time.sleep(next(pause, _CONTENTION_BACKOFF.cap))
+            ready, waiting, held = pending, [], list[bytes]()
+            if locks is not None:
+                got, held = locks.acquire([self.store.keys.tables(fps[i]) for i in pending])
+                ready = [i for i, ok in zip(pending, got, strict=True) if ok]
+                waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
+            try:
+                members = self.reads.members([fps[i] for i in ready])
+                found = self.reads.matches([fps[i] for i in ready], members, self.k)
+                writes: list[Write] = []
+                writing: list[int] = []
+                for i, sets, matches in zip(ready, members, found, strict=True):
+                    if matches:
+                        results[i] = duplicate_of(ids[i].decode(), matches)
+                    else:
+                        writes.append((ids[i], encode_fp(fps[i], self.f), None if locks else sets))
+                        writing.append(i)
+                changed = []
+                for i, outcome in zip(writing, self.writes.apply(writes), strict=True):
+                    if outcome is None:  # a table set changed since it was read: read it again
+                        changed.append(i)
+                    else:
+                        results[i] = outcome
+            finally:
+                if locks is not None:
+                    locks.release(held)
+            pending = changed + waiting
+            if not pending:
+                return results  # type: ignore[return-value]
+        raise WriteContention(
+            f"{len(pending)} documents kept meeting concurrent writes to their tables; "
+            "nothing of them was written"
+        )
