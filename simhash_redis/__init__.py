@@ -13,6 +13,7 @@ from . import _moved
 from .errors import (
     ConfigurationMismatch,
     IndexCorrupted,
+    IndexNotFound,
     InputError,
     InvalidArgument,
     InvalidFingerprint,
@@ -22,11 +23,14 @@ from .errors import (
     RedisTimeout,
     RedisUnavailable,
     SimhashRedisError,
+    TooManyErrors,
+    WriteContention,
 )
 from .fingerprint import distance, fingerprint, fingerprint_many
 from .index.consistency import VerifyReport
 from .index.simhash_index import Document, Match, Outcome, SimhashIndex
-from .index.verified_index import VerifiedIndex
+from .index.verified_index import VerifiedIndex, VerifiedMatch
+from .minhash import MinHasher
 from .scheme import Scheme
 from .store.layout import Layout
 from .transport.connection import redact_url
@@ -41,12 +45,14 @@ __all__ = [
     "ConfigurationMismatch",
     "Document",
     "IndexCorrupted",
+    "IndexNotFound",
     "InputError",
     "InvalidArgument",
     "InvalidFingerprint",
     "InvalidType",
     "Layout",
     "Match",
+    "MinHasher",
     "Outcome",
     "RedisAuthError",
     "RedisOutOfMemory",
@@ -55,8 +61,11 @@ __all__ = [
     "Scheme",
     "SimhashIndex",
     "SimhashRedisError",
+    "TooManyErrors",
     "VerifiedIndex",
+    "VerifiedMatch",
     "VerifyReport",
+    "WriteContention",
     "__version__",
     "distance",
     "fingerprint",
