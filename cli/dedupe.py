@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from simhash_redis.jobs.dedupe import Pair, groups
-from simhash_redis.jobs.loader import ReadOptions
+from simhash_redis.jobs.readers import ReadOptions
 
 from .common import echo_json
 from .load import (
@@ -83,7 +83,6 @@ def dedupe(
             fingerprint_field=fingerprint_field,
             header=not no_header,
             id_prefix=id_prefix,
-            fp_base=fp_base.value,
         ),
         fp_base=fp_base.value,
         workers=workers,

@@ -13,13 +13,8 @@ import typer
 
 from simhash_redis.errors import InputError, SimhashRedisError
 from simhash_redis.jobs.dedupe import Pair
-from simhash_redis.jobs.loader import (
-    FORMATS,
-    Loader,
-    LoadStats,
-    ReadOptions,
-    estimate_total,
-)
+from simhash_redis.jobs.loader import Loader, LoadStats
+from simhash_redis.jobs.readers import FORMATS, ReadOptions, estimate_total
 
 from .common import ExitCode, echo_json, fail, settings
 from .progress import Progress
@@ -281,7 +276,6 @@ def load(
             fingerprint_field=fingerprint_field,
             header=not no_header,
             id_prefix=id_prefix,
-            fp_base=fp_base.value,
         ),
         fp_base=fp_base.value,
         workers=workers,

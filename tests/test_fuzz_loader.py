@@ -1,7 +1,7 @@
-"""Bulk-load input fuzzed: the readers of simhash_redis.loader never crash on bad bytes.
+"""Bulk-load input fuzzed: the readers of simhash_redis.jobs.readers never crash on bad bytes.
 
 Random bytes, broken UTF-8, broken JSON, CSV quoting, huge lines and gzip garbage go through
-`loader.read` for every format. The only failures allowed are the documented ones: an `InputError` per
+`readers.read` for every format. The only failures allowed are the documented ones: an `InputError` per
 bad record (yielded, with source and line), and for CSV/TSV an `InvalidArgument` naming the header
 problem (a missing column) that stops the whole file. Every record a reader accepts must also be
 accepted by the next stages of a load: its id by the index (1..512 UTF-8 bytes, encodable), its text by
@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from simhash_redis import Scheme, defaults
 from simhash_redis.codec import parse_fingerprint
 from simhash_redis.errors import InputError, InvalidArgument
-from simhash_redis.jobs.loader import ReadOptions, Record, read
+from simhash_redis.jobs.readers import ReadOptions, Record, read
 
 FORMATS = ("jsonl", "csv", "tsv", "lines", "fingerprints")
 SHORT = settings(

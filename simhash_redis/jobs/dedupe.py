@@ -14,7 +14,7 @@ from ..index import Match, Outcome, SimhashIndex
 from ..results import duplicate_of
 from ..store.layout import Layout
 
-__all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "add_unique", "groups"]
+__all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "groups"]
 
 
 class Pair(NamedTuple):
@@ -74,27 +74,8 @@ class MemoryIndex:
         return best
 
 
-def add_unique(index: SimhashIndex, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
-    """Store the documents that have no near-duplicate in the index or earlier in items, atomically.
-
-    A thin wrapper over ``index.add_many(items, unique=True)``, the one `DryRun` imitates.
-
-    Args:
-        index: the index.
-        items: (id, fingerprint) pairs.
-
-    Returns:
-        For each item: its Outcome if stored, else the nearest near-duplicate's Match (possibly its
-        own id, when it is already stored within distance k; nothing is written then).
-
-    Raises:
-        RedisUnavailable: the server cannot be reached; the batches acknowledged before are stored.
-    """
-    return index.add_many(items, unique=True)
-
-
 class DryRun:
-    """`add_unique` that writes nothing: new documents are remembered in memory instead of stored.
+    """``index.add_many(items, unique=True)`` that writes nothing: new documents are remembered in memory.
 
     Args:
         index: the index to check against (read only).
@@ -105,7 +86,7 @@ class DryRun:
         self.memory = MemoryIndex(index.layout)
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
-        """Classify items as `add_unique` would, without writing.
+        """Classify items as ``index.add_many(items, unique=True)`` would, without writing.
 
         Args:
             items: (id, fingerprint) pairs.

@@ -1,11 +1,11 @@
-"""simhash_redis.dedupe: groups, the in-memory index, unique adds and the dry run."""
+"""simhash_redis.jobs.dedupe: groups, the in-memory index, unique adds and the dry run."""
 
 from __future__ import annotations
 
 import redis
 
 from simhash_redis import Layout, Match, Outcome, SimhashIndex
-from simhash_redis.jobs.dedupe import DryRun, MemoryIndex, Pair, add_unique, groups
+from simhash_redis.jobs.dedupe import DryRun, MemoryIndex, Pair, groups
 
 FAR = 0xFFFFFFFF << 32
 
@@ -29,7 +29,7 @@ def test_memory_index_nearest() -> None:
 def test_add_unique(redis_client: redis.Redis) -> None:
     index = SimhashIndex(redis_client, "u")
     index.add("old", 0b1)
-    out = add_unique(index, [("new", 0b11), ("fresh", FAR), ("copy", (FAR) | 1), ("old", 0b1)])
+    out = index.add_many([("new", 0b11), ("fresh", FAR), ("copy", (FAR) | 1), ("old", 0b1)], unique=True)
     assert out[0] == Match("old", 0b1, 1)
     assert out[1] is Outcome.ADDED
     assert out[2] == Match("fresh", FAR, 1)

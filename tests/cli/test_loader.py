@@ -12,11 +12,11 @@ import redis
 
 from simhash_redis import InputError, InvalidArgument, Scheme, SimhashIndex
 from simhash_redis.codec import format_fingerprint, parse_fingerprint
-from simhash_redis.jobs.loader import (
-    Loader,
+from simhash_redis.errors import TooManyErrors
+from simhash_redis.jobs.loader import Loader
+from simhash_redis.jobs.readers import (
     ReadOptions,
     Record,
-    TooManyErrors,
     detect_format,
     estimate_total,
     read,

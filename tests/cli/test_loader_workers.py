@@ -12,7 +12,8 @@ import redis
 
 from simhash_redis import InputError, SimhashIndex
 from simhash_redis.errors import TooManyErrors
-from simhash_redis.jobs.loader import Loader, LoadStats, ReadOptions, read_all
+from simhash_redis.jobs.loader import Loader, LoadStats
+from simhash_redis.jobs.readers import ReadOptions, read_all
 from tests.cli.conftest import article
 
 

@@ -1,0 +1,494 @@
+"""Readers of every input format: JSON Lines, CSV, TSV, plain text, a directory of files, fingerprints.
+
+Readers yield `Record`s, or an `InputError` for a bad record, so that one bad line never stops the good
+ones. The JSON Lines reader here is the package's only one: the loader, the demo's sample and the
+quality evaluation's corpus all read JSON Lines through it.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+from ..errors import InputError, InvalidArgument
+from .records import (
+    GZIP_MAGIC,
+    STDIN,
+    ReadOptions,
+    Record,
+    checked_doc,
+    checked_id,
+    decode,
+    gunzipped,
+    is_blank,
+    line_text,
+    numbered_lines,
+    open_input,
+    source_name,
+)
+
+__all__ = [
+    "FORMATS",
+    "STDIN",
+    "JsonLine",
+    "JsonLines",
+    "ReadOptions",
+    "Record",
+    "check_inputs",
+    "detect_format",
+    "estimate_total",
+    "read",
+    "read_all",
+    "read_chunks",
+    "read_json_lines",
+]
+
+#: Input formats: JSON Lines, CSV, TSV, plain text (a document per line), a directory of text files,
+#: and precomputed fingerprints (``id<TAB>fingerprint`` lines).
+FORMATS = ("jsonl", "csv", "tsv", "lines", "dir", "fingerprints")
+_EXTENSIONS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".txt": "lines",
+    ".text": "lines",
+    ".fp": "fingerprints",
+    ".fps": "fingerprints",
+    ".fingerprints": "fingerprints",
+}
+# csv's default field limit (128 KiB) would reject ordinary long articles.
+_CSV_FIELD_LIMIT = 64 * 1024 * 1024
+
+
+def detect_format(path: str) -> str:
+    """The input format of a path, from its extension (``.gz`` is looked through).
+
+    Args:
+        path: a file or directory path, or "-" for standard input (JSON Lines unless told otherwise).
+
+    Raises:
+        InvalidArgument: the extension is not one of a known format.
+    """
+    if path == STDIN:
+        return "jsonl"
+    if os.path.isdir(path):
+        return "dir"
+    name = path.lower().removesuffix(".gz")
+    fmt = _EXTENSIONS.get(os.path.splitext(name)[1])
+    if fmt is None:
+        known = ", ".join(sorted(_EXTENSIONS))
+        raise InvalidArgument(
+            f"cannot tell the format of {path!r} from its extension (known: {known}); pass --format"
+        )
+    return fmt
+
+
+# -- JSON Lines ----------------------------------------------------------------------------------------
+
+
+class JsonLine(NamedTuple):
+    """One JSON object of a JSON Lines input, and its line number."""
+
+    line: int
+    value: dict[str, Any]
+
+
+def _json_object(raw: bytes, number: int, source: str) -> dict[str, Any] | InputError | None:
+    """The object on one line as read (line end included), an InputError, or None for a blank line."""
+    text = line_text(raw, number, source)
+    if isinstance(text, InputError):
+        return text
+    if is_blank(text):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return InputError(source, number, f"not valid JSON ({exc})")
+    if not isinstance(obj, dict):
+        return InputError(source, number, f"expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def read_json_lines(
+    path: str | os.PathLike[str], source: str | None = None
+) -> Iterator[JsonLine | InputError]:
+    """The objects of a JSON Lines file (gzipped or not), and an InputError for each bad line.
+
+    Blank lines are skipped; a leading BOM and CRLF line ends are allowed.
+
+    Args:
+        path: the file.
+        source: the name errors give for it (default: the path).
+
+    Raises:
+        OSError: the file cannot be opened.
+        EOFError, gzip.BadGzipFile: the gzip data is truncated or corrupt.
+    """
+    name = source if source is not None else str(path)
+    with open(path, "rb") as file, gunzipped(file) as stream:
+        for number, raw in enumerate(stream, 1):
+            obj = _json_object(raw, number, name)
+            if isinstance(obj, dict):
+                yield JsonLine(number, obj)
+            elif obj is not None:
+                yield obj
+
+
+def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
+    """The record of one JSON line as read from the input (line end included), None for a blank line."""
+    obj = _json_object(raw, number, source)
+    if not isinstance(obj, dict):
+        return obj
+    doc_field = options.fingerprint_field or options.text_field
+    missing = [name for name in (options.id_field, doc_field) if name not in obj]
+    if missing:
+        return InputError(source, number, f"no {missing[0]!r} field")
+    doc_id = checked_id(obj[options.id_field], source, number)
+    doc = checked_doc(obj[doc_field], source, number, options)
+    bad = doc_id if isinstance(doc_id, InputError) else doc
+    if isinstance(bad, InputError):
+        return bad
+    return Record(source, number, str(doc_id), str(doc), options.fingerprint_field is not None)
+
+
+def _read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
+    for number, raw in enumerate(stream, 1):
+        item = _json_record(raw, number, source, options)
+        if item is not None:
+            yield item
+
+
+class JsonLines(NamedTuple):
+    """Consecutive raw lines of a JSON Lines input, to be parsed where they are fingerprinted."""
+
+    source: str
+    #: The line number of raws[0].
+    first: int
+    raws: list[bytes]
+    options: ReadOptions
+
+    def records(self) -> list[Record | InputError]:
+        """The lines' records and errors, in input order (blank lines left out)."""
+        items = (
+            _json_record(raw, number, self.source, self.options)
+            for number, raw in enumerate(self.raws, self.first)
+        )
+        return [item for item in items if item is not None]
+
+
+def _jsonl_chunks(
+    stream: IO[bytes], source: str, options: ReadOptions, size: int
+) -> Iterator[JsonLines | InputError]:
+    first, raws = 1, []
+    fault = None
+    try:
+        for raw in stream:
+            raws.append(raw)
+            if len(raws) == size:
+                yield JsonLines(source, first, raws, options)
+                first += size
+                raws = []
+    except (EOFError, gzip.BadGzipFile) as exc:
+        fault = _gzip_fault(source, exc)
+    if raws:
+        yield JsonLines(source, first, raws, options)
+    if fault is not None:
+        yield fault
+
+
+# -- CSV and TSV ---------------------------------------------------------------------------------------
+
+
+def _column(spec: str, header: list[str] | None, source: str) -> int:
+    if spec.isdigit() and int(spec) >= 1:
+        return int(spec) - 1
+    if header is None:
+        raise InvalidArgument(f"{source}: column {spec!r} is not a number and the input has no header row")
+    if spec not in header:
+        raise InvalidArgument(f"{source}: no column {spec!r} in the header (columns: {', '.join(header)})")
+    return header.index(spec)
+
+
+def _read_table(
+    stream: IO[bytes], source: str, options: ReadOptions, delimiter: str
+) -> Iterator[Record | InputError]:
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    try:
+        yield from _table_rows(csv.reader(text, delimiter=delimiter), source, options, delimiter)
+    finally:
+        text.detach()  # the caller closes the byte stream; the wrapper must not (nor warn about it)
+
+
+def _table_rows(
+    reader: Any, source: str, options: ReadOptions, delimiter: str
+) -> Iterator[Record | InputError]:
+    header: list[str] | None = None
+    if options.header:
+        try:
+            header = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise InvalidArgument(f"{source}:1: unreadable header row ({exc})") from None
+    id_col = _column(options.id_field, header, source)
+    doc_col = _column(options.fingerprint_field or options.text_field, header, source)
+    need = max(id_col, doc_col) + 1
+    kind = "CSV" if delimiter == "," else "TSV"
+    is_fp = options.fingerprint_field is not None
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield InputError(source, reader.line_num, f"malformed {kind}: {exc}")
+            continue
+        number = reader.line_num
+        if not row or row == [""]:
+            continue
+        if len(row) < need:
+            yield InputError(source, number, f"has {len(row)} columns, need at least {need}")
+            continue
+        fields = (row[id_col], row[doc_col])
+        if any(_has_surrogates(value) for value in fields):
+            yield InputError(source, number, "not valid UTF-8")
+            continue
+        doc_id = checked_id(fields[0], source, number)
+        doc = checked_doc(fields[1], source, number, options)
+        bad = doc_id if isinstance(doc_id, InputError) else doc
+        yield bad if isinstance(bad, InputError) else Record(source, number, str(doc_id), str(doc), is_fp)
+
+
+def _has_surrogates(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+# -- plain text, fingerprints, directories -------------------------------------------------------------
+
+
+def _read_lines(
+    stream: IO[bytes], source: str, path: str, options: ReadOptions
+) -> Iterator[Record | InputError]:
+    default = "stdin:" if path == STDIN else f"{path}:"
+    prefix = options.id_prefix if options.id_prefix is not None else default
+    for number, text in numbered_lines(stream, source):
+        if isinstance(text, InputError):
+            yield text
+        elif text.strip():
+            doc_id = checked_id(f"{prefix}{number}", source, number)
+            yield doc_id if isinstance(doc_id, InputError) else Record(source, number, doc_id, text)
+
+
+def _read_fingerprints(stream: IO[bytes], source: str) -> Iterator[Record | InputError]:
+    for number, text in numbered_lines(stream, source):
+        if isinstance(text, InputError):
+            yield text
+            continue
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        sep = "\t" if "\t" in stripped else ("," if "," in stripped else None)
+        parts = stripped.rsplit(sep, 1)
+        if len(parts) != 2 or not parts[0].strip():
+            yield InputError(
+                source, number, "expected an id and a fingerprint separated by a tab, comma or space"
+            )
+            continue
+        doc_id = checked_id(parts[0].strip(), source, number)
+        yield (
+            doc_id
+            if isinstance(doc_id, InputError)
+            else Record(source, number, doc_id, parts[1].strip(), True)
+        )
+
+
+def _read_dir(path: str) -> Iterator[Record | InputError]:
+    root = Path(path)
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            file = Path(folder) / name
+            rel = file.relative_to(root).as_posix()
+            source = str(file)
+            try:
+                with open_input(source) as stream:
+                    data = stream.read()
+            except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                yield InputError(source, None, f"cannot read: {exc}")
+                continue
+            text = decode(data.removeprefix(b"\xef\xbb\xbf"), source, None)
+            if isinstance(text, InputError):
+                yield text
+            elif not text.strip():
+                yield InputError(source, None, "empty file")
+            else:
+                doc_id = checked_id(rel, source, None)
+                yield doc_id if isinstance(doc_id, InputError) else Record(source, None, doc_id, text)
+
+
+# -- any format ----------------------------------------------------------------------------------------
+
+
+def read(
+    path: str, fmt: str | None = None, options: ReadOptions | None = None
+) -> Iterator[Record | InputError]:
+    """The records of one input, and an `InputError` for each bad one, in input order.
+
+    Args:
+        path: a file (optionally gzipped), a directory, or "-" for standard input.
+        fmt: one of `FORMATS`; default: `detect_format`.
+        options: where ids, texts and fingerprints are found.
+
+    Raises:
+        InvalidArgument: unknown format, or a column that the header does not have.
+        OSError: the input cannot be opened (a missing file, a permission problem).
+    """
+    options = options or ReadOptions()
+    fmt = _checked_format(path, fmt)
+    if fmt == "dir":
+        yield from _read_dir(path)
+        return
+    source = source_name(path)
+    with open_input(path) as stream:
+        try:
+            if fmt == "jsonl":
+                yield from _read_jsonl(stream, source, options)
+            elif fmt in ("csv", "tsv"):
+                yield from _read_table(stream, source, options, "," if fmt == "csv" else "\t")
+            elif fmt == "lines":
+                yield from _read_lines(stream, source, path, options)
+            else:
+                yield from _read_fingerprints(stream, source)
+        except (EOFError, gzip.BadGzipFile) as exc:
+            yield _gzip_fault(source, exc)
+
+
+def _checked_format(path: str, fmt: str | None) -> str:
+    fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise InvalidArgument(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "dir" and not os.path.isdir(path):
+        raise InvalidArgument(f"{path!r} is not a directory (format dir)")
+    if fmt != "dir" and os.path.isdir(path):
+        raise InvalidArgument(f"{path!r} is a directory; pass --format dir or leave --format out")
+    return fmt
+
+
+def _gzip_fault(source: str, exc: Exception) -> InputError:
+    return InputError(source, None, f"truncated or corrupt gzip data: {exc}")
+
+
+def read_all(
+    paths: Sequence[str], fmt: str | None = None, options: ReadOptions | None = None
+) -> Iterator[Record | InputError]:
+    """`read` over several inputs in turn; a format given applies to all of them.
+
+    Args:
+        paths: the inputs.
+        fmt: one of `FORMATS`, or None to detect each input's own.
+        options: where ids, texts and fingerprints are found.
+
+    Raises:
+        InvalidArgument: as `read`, checked for every input before the first record.
+        OSError: an input cannot be opened.
+    """
+    check_inputs(paths, fmt)
+    for path in paths:
+        yield from read(path, fmt, options)
+
+
+def check_inputs(paths: Sequence[str], fmt: str | None) -> None:
+    """Check that every input exists and, with no format given, that its format is known.
+
+    Fails fast on a typo in the last file name, before the first is loaded.
+
+    Args:
+        paths: the inputs.
+        fmt: the format given, or None.
+
+    Raises:
+        FileNotFoundError: an input does not exist.
+        InvalidArgument: an input's format cannot be told from its extension.
+    """
+    for path in paths:
+        if path != STDIN and not os.path.exists(path):
+            raise FileNotFoundError(f"no such file or directory: {path!r}")
+        if fmt is None:
+            detect_format(path)
+
+
+def read_chunks(
+    paths: Sequence[str], fmt: str | None, options: ReadOptions, size: int
+) -> Iterator[Record | InputError | JsonLines]:
+    """`read_all` without its input checks, but JSON Lines come as `JsonLines` runs of `size` raw lines.
+
+    Args:
+        paths: the inputs (see `check_inputs`).
+        fmt: one of `FORMATS`, or None to detect each input's own.
+        options: where ids, texts and fingerprints are found.
+        size: raw lines per run.
+
+    Raises:
+        InvalidArgument, OSError: as `read`.
+    """
+    for path in paths:
+        kind = _checked_format(path, fmt)
+        if kind != "jsonl":
+            yield from read(path, kind, options)
+            continue
+        with open_input(path) as stream:
+            yield from _jsonl_chunks(stream, source_name(path), options, size)
+
+
+def estimate_total(
+    paths: Sequence[str], fmt: str | None = None, options: ReadOptions | None = None
+) -> int | None:
+    """Roughly how many records the inputs hold (lines or files), or None if it cannot be known cheaply.
+
+    Standard input and gzipped files make it unknown; blank lines and multi-line CSV fields make it
+    a slight over-estimate.
+
+    Args:
+        paths: the inputs.
+        fmt: the format given, or None.
+        options: the read options (whether CSV has a header).
+    """
+    options = options or ReadOptions()
+    total = 0
+    for path in paths:
+        if path == STDIN:
+            return None
+        kind = fmt or detect_format(path)
+        if kind == "dir":
+            total += sum(len([n for n in files if not n.startswith(".")]) for _, _, files in os.walk(path))
+            continue
+        try:
+            with open(path, "rb") as fh:
+                if fh.read(2) == GZIP_MAGIC:
+                    return None
+                fh.seek(0)
+                count, last = 0, b"\n"
+                while chunk := fh.read(1 << 20):
+                    count += chunk.count(b"\n")
+                    last = chunk[-1:]
+        except OSError:
+            return None
+        count += last != b"\n"
+        total += count - (1 if kind in ("csv", "tsv") and options.header and count else 0)
+    return total

@@ -1,0 +1,204 @@
+"""What every input reader shares: the `Record` it yields, its `ReadOptions`, and the checks of a record.
+
+An input is opened as a byte stream (gunzipped when it starts with the gzip magic number), its lines
+decoded one by one, so that a bad line is one `InputError` and never stops the good ones. A record's
+id and document are checked here, the same way for every format.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, NamedTuple
+
+from .. import defaults
+from ..checks import is_int
+from ..errors import InputError
+
+__all__ = [
+    "GZIP_MAGIC",
+    "STDIN",
+    "ReadOptions",
+    "Record",
+    "checked_doc",
+    "checked_id",
+    "decode",
+    "gunzipped",
+    "is_blank",
+    "line_text",
+    "numbered_lines",
+    "open_input",
+    "source_name",
+]
+
+#: The name that means standard input.
+STDIN = "-"
+#: The first two bytes of gzip data.
+GZIP_MAGIC = b"\x1f\x8b"
+_STDIN_NAME = "<stdin>"
+_BOM = b"\xef\xbb\xbf"
+
+
+class Record(NamedTuple):
+    """One document of bulk input."""
+
+    source: str
+    line: int | None
+    id: str
+    doc: str | int
+    #: doc is a precomputed fingerprint's text (hex or decimal), not a document's text.
+    is_fingerprint: bool = False
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How records are found in the input.
+
+    Attributes:
+        id_field: JSON field, or CSV/TSV column (a header name, or a 1-based number), holding the id.
+        text_field: field or column holding the text.
+        fingerprint_field: when set, the field or column holding a precomputed fingerprint, read
+            instead of a text.
+        header: whether CSV/TSV input starts with a header row.
+        id_prefix: plain text: ids are this prefix plus the line number (default: the file name as
+            given plus ':', so line 7 of news.txt is ``news.txt:7``; ``stdin:7`` for standard input).
+    """
+
+    id_field: str = "id"
+    text_field: str = "text"
+    fingerprint_field: str | None = None
+    header: bool = True
+    id_prefix: str | None = None
+
+
+@contextmanager
+def open_input(path: str) -> Iterator[IO[bytes]]:
+    """Open an input as a byte stream, gunzipped when it starts with the gzip magic number.
+
+    Args:
+        path: a file path, or "-" for standard input (left open when done).
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+    if path == STDIN:
+        with gunzipped(sys.stdin.buffer) as stream:
+            yield stream
+    else:
+        with open(path, "rb") as raw, gunzipped(raw) as stream:
+            yield stream
+
+
+@contextmanager
+def gunzipped(raw: IO[bytes]) -> Iterator[IO[bytes]]:
+    """A byte stream read through gzip when it starts with the gzip magic number, else as it is.
+
+    Args:
+        raw: the stream; the caller closes it.
+    """
+    buffered: io.BufferedReader = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    if buffered.peek(2)[:2] == GZIP_MAGIC:
+        with gzip.GzipFile(fileobj=buffered, mode="rb") as unzipped:
+            yield unzipped  # type: ignore[misc]
+    else:
+        yield buffered
+
+
+def source_name(path: str) -> str:
+    """The name an input's errors carry: the path as given, or ``<stdin>``.
+
+    Args:
+        path: a file path, or "-" for standard input.
+    """
+    return _STDIN_NAME if path == STDIN else path
+
+
+def decode(raw: bytes, source: str, line: int | None) -> str | InputError:
+    """Bytes of the input as text, or the InputError that says they are not UTF-8.
+
+    Args:
+        raw: the bytes (a line without its line end, or a whole file).
+        source: the input's name.
+        line: the line number, or None for a whole file.
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return InputError(source, line, f"not valid UTF-8 (byte {exc.start})")
+
+
+def line_text(raw: bytes, number: int, source: str) -> str | InputError:
+    """Line `number` as read (line end included), decoded, without its line end or a leading BOM.
+
+    Args:
+        raw: the line's bytes.
+        number: its 1-based line number (a BOM is only looked for on line 1).
+        source: the input's name.
+    """
+    if number == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    return decode(raw.rstrip(b"\r\n"), source, number)
+
+
+def numbered_lines(stream: IO[bytes], source: str) -> Iterator[tuple[int, str | InputError]]:
+    """Numbered, decoded lines without their line ends (a leading BOM is dropped).
+
+    Args:
+        stream: the input.
+        source: its name.
+    """
+    for number, raw in enumerate(stream, 1):
+        yield number, line_text(raw, number, source)
+
+
+def is_blank(text: str) -> bool:
+    """Tell whether a text is empty or only white space.
+
+    Args:
+        text: the text.
+    """
+    # Not `not text.strip()`: that copies every multi-kilobyte document just to test it.
+    return not text or text.isspace()
+
+
+def checked_id(value: object, source: str, line: int | None) -> str | InputError:
+    """A record's id as a string, or the InputError that says why it cannot be one.
+
+    Args:
+        value: the id as read (a string, or an integer from JSON).
+        source: the input's name.
+        line: the record's line number, or None.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return InputError(source, line, f"the id must be a string or an integer, got {type(value).__name__}")
+    doc_id = str(value)
+    try:
+        size = len(doc_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        return InputError(source, line, "the id is not valid Unicode (it contains a lone surrogate)")
+    if not 1 <= size <= defaults.MAX_ID_BYTES:
+        return InputError(source, line, f"the id must be 1..{defaults.MAX_ID_BYTES} UTF-8 bytes, got {size}")
+    return doc_id
+
+
+def checked_doc(value: object, source: str, line: int | None, options: ReadOptions) -> str | InputError:
+    """The text (or, with fingerprint_field, the fingerprint's text) of a record, checked.
+
+    Args:
+        value: the field's value as read.
+        source: the input's name.
+        line: the record's line number, or None.
+        options: whether a fingerprint is read instead of a text.
+    """
+    what = "fingerprint" if options.fingerprint_field else "text"
+    if options.fingerprint_field and is_int(value):
+        return str(value)
+    if not isinstance(value, str):
+        return InputError(source, line, f"the {what} must be a string, got {type(value).__name__}")
+    if is_blank(value):
+        return InputError(source, line, f"empty {what}")
+    return value
