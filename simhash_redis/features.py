@@ -721,3 +721,12 @@ def split_chunks(text: str) -> Iterator[str]:
         yield text[start : found.start()]
         start = found.start()
     yield text[start:]
+
+
+def is_cjk(cp: int) -> bool:
+    """Tell whether a code point lies in `CJK_RANGES`: a letter there is a token by itself.
+
+    Args:
+        cp: a code point.
+    """
+    return cp >= CJK_RANGES[0][0] and any(lo <= cp <= hi for lo, hi in CJK_RANGES)
