@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gzip
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -30,6 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from simhash_redis.errors import InputError  # noqa: E402
+from simhash_redis.jobs.readers import read_json_lines  # noqa: E402
 from tests.servers import ServerProcess  # noqa: E402
 
 __all__ = [
@@ -55,11 +55,11 @@ _SHIFT = 61
 def text(lang: str) -> str:
     """All the real text of one language ("en" or "zh"), in a fixed order."""
     parts = []
-    with gzip.open(_EVAL, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            if record.get("lang") == lang and record.get("kind") != "variant":
-                parts.append(record["text"])
+    for item in read_json_lines(_EVAL):
+        if isinstance(item, InputError):
+            raise item
+        if item.value.get("lang") == lang and item.value.get("kind") != "variant":
+            parts.append(item.value["text"])
     if not parts:
         raise ValueError(f"no {lang!r} text in {_EVAL}")
     return "\n".join(parts)

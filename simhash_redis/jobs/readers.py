@@ -96,8 +96,9 @@ def detect_format(path: str) -> str:
 
 
 class JsonLine(NamedTuple):
-    """One JSON object of a JSON Lines input, and its line number."""
+    """One JSON object of a JSON Lines input, and where it was found."""
 
+    source: str
     line: int
     value: dict[str, Any]
 
@@ -138,7 +139,7 @@ def read_json_lines(
         for number, raw in enumerate(stream, 1):
             obj = _json_object(raw, number, name)
             if isinstance(obj, dict):
-                yield JsonLine(number, obj)
+                yield JsonLine(name, number, obj)
             elif obj is not None:
                 yield obj
 

@@ -3,16 +3,14 @@
 The sample (``simhash_redis/data/sample.jsonl.gz``, described in ``data/SOURCES.md``) holds licence texts
 and successive PyPI READMEs: real near-duplicates, and unrelated documents. `run` stores every document,
 asks the index for each one's neighbours within k (one `SimhashIndex.near_many` call), and joins the
-pairs into connected components with `simhash_redis.dedupe.groups`; `report_lines` renders the result.
+pairs into connected components with `simhash_redis.jobs.dedupe.groups`; `report_lines` renders the result.
 """
 
 from __future__ import annotations
 
 import difflib
-import gzip
-import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,10 +18,10 @@ from pathlib import Path
 import redis
 from redis.cluster import RedisCluster
 
-from ..defaults import PREFIX
 from ..errors import InputError
-from ..index.simhash_index import SimhashIndex
+from ..index import SimhashIndex
 from ..jobs.dedupe import Pair, groups
+from ..jobs.readers import JsonLine, read_json_lines
 
 __all__ = [
     "DEMO_INDEX",
@@ -108,28 +106,20 @@ def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
         OSError: the file cannot be read.
     """
     if path is None:
-        raw = resources.files("simhash_redis.data").joinpath(_SAMPLE).read_bytes()
-        source = _SAMPLE
-    else:
-        raw = Path(path).read_bytes()
-        source = str(path)
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        with resources.as_file(resources.files("simhash_redis.data").joinpath(_SAMPLE)) as bundled:
+            return _documents(read_json_lines(bundled, _SAMPLE))
+    return _documents(read_json_lines(path))
+
+
+def _documents(lines: Iterable[JsonLine | InputError]) -> list[SampleDoc]:
     docs = []
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise InputError(source, number, f"not valid JSON ({exc})") from None
-        if (
-            not isinstance(obj, dict)
-            or not isinstance(obj.get("id"), str)
-            or not isinstance(obj.get("text"), str)
-        ):
-            raise InputError(source, number, 'expected an object with string "id" and "text" fields')
-        docs.append(SampleDoc(obj["id"], obj["text"]))
+    for item in lines:
+        if isinstance(item, InputError):
+            raise item
+        doc_id, text = item.value.get("id"), item.value.get("text")
+        if not isinstance(doc_id, str) or not isinstance(text, str):
+            raise InputError(item.source, item.line, 'expected an object with string "id" and "text" fields')
+        docs.append(SampleDoc(doc_id, text))
     return docs
 
 
@@ -149,7 +139,7 @@ def fresh_index(
     Raises:
         RedisUnavailable: the server cannot be reached.
     """
-    if client.exists(f"{PREFIX}:{name}:meta"):
+    if SimhashIndex.exists(client, name):
         SimhashIndex(client, name).drop()
     return SimhashIndex(client, name, k=k)
 

@@ -1,0 +1,133 @@
+"""The evaluation's inputs: a JSON Lines corpus of documents, and optional labelled pairs."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+from ...errors import InputError
+from ...features import is_cjk
+from ...jobs.readers import JsonLine, read_json_lines
+from ...jobs.records import gunzipped
+
+__all__ = ["Doc", "detect_lang", "load_corpus", "load_pairs"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Doc:
+    """One corpus document: id, text and language ("en", "zh", ...)."""
+
+    id: str
+    text: str
+    lang: str
+
+
+def detect_lang(text: str) -> str:
+    """Guess a document's language group from its script.
+
+    Args:
+        text: the text.
+
+    Returns:
+        "zh" when CJK characters are at least a fifth of its letters, else "en".
+    """
+    letters = [ord(c) for c in text if c.isalnum()]
+    if not letters:
+        return "en"
+    cjk = sum(1 for cp in letters if is_cjk(cp))
+    return "zh" if cjk * 5 >= len(letters) else "en"
+
+
+def _objects(path: str | Path) -> Iterator[JsonLine]:
+    """The objects of a JSON Lines file; its first bad line raises."""
+    for item in read_json_lines(path):
+        if isinstance(item, InputError):
+            raise item
+        yield item
+
+
+def load_corpus(path: str | Path) -> list[Doc]:
+    """Read a JSON Lines corpus (optionally gzipped): one object per line with id, text and optional lang.
+
+    Args:
+        path: the file; gzipped data is recognised by its first bytes.
+
+    Returns:
+        The documents in file order; a missing lang is guessed with `detect_lang`.
+
+    Raises:
+        InputError: the file is malformed, an id repeats, or a field has the wrong type; the message
+            names the line.
+        OSError: the file cannot be read.
+    """
+    docs: list[Doc] = []
+    seen: set[str] = set()
+    for source, number, row in _objects(path):
+        doc_id, text, lang = row.get("id"), row.get("text"), row.get("lang")
+        if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
+            raise InputError(source, number, "id must be a string")
+        if not isinstance(text, str):
+            raise InputError(source, number, "text must be a string")
+        if lang is not None and not isinstance(lang, str):
+            raise InputError(source, number, "lang must be a string")
+        doc_id = str(doc_id)
+        if doc_id in seen:
+            raise InputError(source, number, f"id {doc_id!r} repeats")
+        seen.add(doc_id)
+        docs.append(Doc(doc_id, text, lang or detect_lang(text)))
+    return docs
+
+
+def _label(value: object, source: str, line: int) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "dup", "duplicate", "1.0"):
+        return 1
+    if text in ("0", "false", "no", "0.0"):
+        return 0
+    raise InputError(source, line, f"label must be 1/0 or true/false, got {value!r}")
+
+
+def load_pairs(path: str | Path) -> list[tuple[str, str, int | None]]:
+    """Read labelled pairs: JSON Lines objects {id_a, id_b, label?}, or CSV rows id_a,id_b[,label].
+
+    A CSV header row naming id_a is skipped.
+
+    Args:
+        path: the file; .jsonl/.json(.gz) is read as JSON Lines, anything else as CSV.
+
+    Returns:
+        (id_a, id_b, label) triples; label is 1, 0 or None (not given).
+
+    Raises:
+        InputError: a row is malformed; the message names it.
+        OSError: the file cannot be read.
+    """
+    path = Path(path)
+    if ".jsonl" in path.suffixes or ".json" in path.suffixes:
+        out = []
+        for source, number, row in _objects(path):
+            if "id_a" not in row or "id_b" not in row:
+                raise InputError(source, number, "expected an object with id_a and id_b")
+            out.append((str(row["id_a"]), str(row["id_b"]), _label(row.get("label"), source, number)))
+        return out
+    return _csv_pairs(path)
+
+
+def _csv_pairs(path: Path) -> list[tuple[str, str, int | None]]:
+    out: list[tuple[str, str, int | None]] = []
+    with path.open("rb") as raw, gunzipped(raw) as data, io.TextIOWrapper(data, encoding="utf-8") as text:
+        for number, fields in enumerate(csv.reader(text), 1):
+            if not fields or (number == 1 and fields[0].strip() == "id_a"):
+                continue
+            if len(fields) not in (2, 3):
+                raise InputError(str(path), number, "expected id_a,id_b[,label]")
+            label = _label(fields[2], str(path), number) if len(fields) == 3 else None
+            out.append((fields[0].strip(), fields[1].strip(), label))
+    return out

@@ -1,0 +1,109 @@
+"""The fingerprint settings an evaluation compares: the library's schemes, on its own tokens or on others'."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from ...scheme import Scheme
+
+__all__ = [
+    "CHINESE_STOPWORDS",
+    "ENGLISH_STOPWORDS",
+    "Setting",
+    "jieba_settings",
+    "scheme_setting",
+    "standard_settings",
+]
+
+#: A small English function-word list for the "with stopwords" settings.
+_ENGLISH = (
+    "a about above after again all also am an and any are as at be because been before being below "
+    "between both but by can could did do does doing down during each few for from further had has have "
+    "having he her here hers him his how i if in into is it its itself just me more most my no nor not "
+    "now of off on once only or other our ours out over own same she should so some such than that the "
+    "their theirs them then there these they this those through to too under until up very was we were "
+    "what when where which while who whom why will with would you your yours "
+)
+ENGLISH_STOPWORDS = tuple(_ENGLISH.split())
+#: A small Chinese function-word list (single characters: the library makes each Han character a token).
+_CHINESE = "的 了 是 在 和 与 及 或 也 就 都 而 之 其 这 那 个 为 以 于 被 把 对 从 中 上 下"
+CHINESE_STOPWORDS = tuple(_CHINESE.split())
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """A way to fingerprint texts: a name, a batch function texts -> fingerprints, and its width."""
+
+    name: str
+    fingerprint_many: Callable[[Sequence[str]], Sequence[int]]
+    f: int = 64
+
+
+def scheme_setting(name: str, scheme: Scheme, tokenizer: Callable[[str], list[str]] | None = None) -> Setting:
+    """A setting fingerprinting with a library scheme, optionally on tokens from another tokenizer.
+
+    Args:
+        name: the setting's name in reports.
+        scheme: the scheme.
+        tokenizer: if given, each text is segmented by it and passed as tokens (e.g. jieba.lcut).
+
+    Returns:
+        The setting.
+    """
+
+    def run(texts: Sequence[str]) -> list[int]:
+        if tokenizer is None:
+            return scheme.fingerprint_many(texts)
+        return scheme.fingerprint_many([tokenizer(text) for text in texts])
+
+    return Setting(name, run, scheme.f)
+
+
+def standard_settings(lang: str, f: int = 64) -> list[Setting]:
+    """The feature settings compared for one language: character n-grams, words and word shingles.
+
+    Args:
+        lang: "zh" uses the Chinese stopword list, anything else the English one.
+        f: fingerprint width.
+
+    Returns:
+        chars n=2..5, words and shingles n=2..4, each with tf and binary weights, plus words and
+        3-shingles with stopwords removed (tf).
+    """
+    stop = CHINESE_STOPWORDS if lang == "zh" else ENGLISH_STOPWORDS
+    out = []
+    for weighting in ("tf", "binary"):
+        for n in (2, 3, 4):
+            out.append(scheme_setting(f"shingles-{n}/{weighting}", Scheme("shingles", n, f, weighting)))
+        out.append(scheme_setting(f"words/{weighting}", Scheme("words", 1, f, weighting)))
+        for n in (2, 3, 4, 5):
+            out.append(scheme_setting(f"chars-{n}/{weighting}", Scheme("chars", n, f, weighting)))
+    out.append(scheme_setting("shingles-3/tf+stop", Scheme("shingles", 3, f, "tf", stopwords=stop)))
+    out.append(scheme_setting("words/tf+stop", Scheme("words", 1, f, "tf", stopwords=stop)))
+    return out
+
+
+def jieba_settings() -> list[Setting]:
+    """Chinese segmented by jieba and passed to the library as tokens (jieba: evaluation only).
+
+    Returns:
+        jieba words and jieba word 2- and 3-shingles, tf weighted.
+
+    Raises:
+        ImportError: jieba is not installed.
+    """
+    import jieba  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    jieba.setLogLevel(60)
+
+    def cut(text: str) -> list[str]:
+        # Given tokens are hashed as they are: drop jieba's space and punctuation tokens, as the
+        # library's own tokenizer does.
+        return [t for t in jieba.lcut(text) if any(c.isalnum() for c in t)]
+
+    return [
+        scheme_setting("jieba-words/tf", Scheme("words", 1), cut),
+        scheme_setting("jieba-shingles-2/tf", Scheme("shingles", 2), cut),
+        scheme_setting("jieba-shingles-3/tf", Scheme("shingles", 3), cut),
+    ]
