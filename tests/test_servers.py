@@ -19,6 +19,7 @@ from redis.retry import Retry
 
 from simhash_redis.errors import RedisUnavailable
 from simhash_redis.tools import server as server_module
+from simhash_redis.tools.daemon import pid_alive
 from simhash_redis.tools.server import EmbeddedServer, ensure_running, find_server_binary
 from tests.servers import ClusterProcess, ServerProcess, free_port, server_supports_tls
 
@@ -184,7 +185,7 @@ def test_start_reuse_status_stop(embedded: EmbeddedServer) -> None:
     assert (after.running, after.pid, after.port, after.url) == (False, None, None, None)
     assert not embedded.state_file.exists()
     assert embedded.stop() is False
-    assert not server_module._pid_alive(first.pid)  # gone (a zombie until init reaps it at most)
+    assert not pid_alive(first.pid)  # gone (a zombie until init reaps it at most)
     # the AOF brings the data back after a stop/start
     url = embedded.start(port)
     with redis.Redis.from_url(url) as client:

