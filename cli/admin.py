@@ -10,14 +10,12 @@ import typer
 
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import IndexStats, collect
-from simhash_redis.transport.connection import client_from_url
 
-from .common import ExitCode, echo_json, fail, settings, stdin_is_terminal
+from .common import ExitCode, echo_json, fail, registrar, settings, stdin_is_terminal
+from .options import JsonOut, Quiet
 from .progress import Progress
 
 __all__ = ["drop", "export", "import_", "register", "stats"]
-
-JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _mib(n: int) -> str:
@@ -73,7 +71,7 @@ def export(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.", show_default=False)
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary on stderr.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Write the whole index (configuration, then every id and fingerprint) as a msgpack stream.
 
@@ -106,7 +104,7 @@ def import_(
     ctx: typer.Context,
     file: Annotated[str, typer.Argument(help="A dump written by export (- for stdin).")] = "-",
     json_out: JsonOut = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary on stderr.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Recreate an index from an export stream, under --index or else the dump's own name.
 
@@ -119,7 +117,7 @@ def import_(
       simhash-redis --index news-copy import news.dump
     """
     state = settings(ctx)
-    client = client_from_url(state.url())
+    client = state.client()
     progress = Progress(None, enabled=not quiet, unit="records")
     source_name = "<stdin>" if file == "-" else file
     if file == "-":
@@ -170,13 +168,5 @@ def drop(
     typer.echo(f"dropped index {index.name!r}: {docs:,} documents, {deleted:,} keys")
 
 
-def register(app: typer.Typer) -> None:
-    """Add stats, export, import and drop to the app.
-
-    Args:
-        app: the Typer app.
-    """
-    app.command("stats")(stats)
-    app.command("export")(export)
-    app.command("import")(import_)
-    app.command("drop")(drop)
+#: Adds this module's commands to the app.
+register = registrar({"stats": stats, "export": export, "import": import_, "drop": drop})

@@ -7,7 +7,6 @@ import os
 import sys
 from typing import Annotated, Any
 
-import redis
 import typer
 from typer.core import TyperGroup
 
@@ -24,14 +23,14 @@ from simhash_redis.errors import (
     SimhashRedisError,
     TooManyErrors,
 )
-from simhash_redis.transport import translate_error
 
 from .common import ExitCode, Settings
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
-#: Command modules of this package, in help order; each defines ``register(app: typer.Typer)``.
-#: Adding a command group is one more name here; ``demo``, the README's main job, comes first.
+#: Command modules of this package, in help order; each defines ``register(app: typer.Typer)``, the one
+#: way a command joins the app. Adding a command group is one more name here; ``demo``, the README's
+#: main job, comes first.
 COMMAND_MODULES = (
     "demo",
     "load",
@@ -41,12 +40,8 @@ COMMAND_MODULES = (
     "admin",
     "verify",
     "server",
-)
-
-#: Modules that define one command function rather than ``register``: (module, function, command).
-SINGLE_COMMANDS = (
-    ("plan", "plan", "plan"),
-    ("eval", "eval_command", "eval"),
+    "plan",
+    "eval",
 )
 
 EPILOG = """\b
@@ -101,8 +96,6 @@ class _Group(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(ExitCode.INTERRUPTED) from None
-        except redis.RedisError as exc:
-            code, message = _message(translate_error(exc), ctx.find_object(Settings))
         except SimhashRedisError as exc:
             code, message = _message(exc, ctx.find_object(Settings))
         except BrokenPipeError:
@@ -170,8 +163,6 @@ def _root(
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__package__}.{_name}").register(app)
-for _module, _function, _command in SINGLE_COMMANDS:
-    app.command(_command)(getattr(importlib.import_module(f"{__package__}.{_module}"), _function))
 
 
 def main(argv: list[str] | None = None) -> None:

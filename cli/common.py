@@ -6,16 +6,21 @@ import enum
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from simhash_redis import SimhashIndex
-from simhash_redis.defaults import PREFIX, URL_ENV
+from simhash_redis import SimhashIndex, redact_url
+from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import IndexNotFound
-from simhash_redis.store.keys import validate_name
-from simhash_redis.transport.connection import client_from_url, redact_url
+from simhash_redis.store import validate_name
+from simhash_redis.transport import client_from_url
+
+if TYPE_CHECKING:
+    import redis
+    from redis.cluster import RedisCluster
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -23,7 +28,9 @@ __all__ = [
     "Settings",
     "echo_json",
     "fail",
+    "registrar",
     "settings",
+    "stdin_is_terminal",
 ]
 
 #: The index used when --index is not given.
@@ -98,13 +105,23 @@ class Settings:
         """
         index_name = validate_name(name or self.index_name, "--index")
         client = client_from_url(self.url())
-        if not create and not client.exists(f"{PREFIX}:{index_name}:meta"):
+        try:
+            return SimhashIndex(client, index_name, k=self.k, create=create)
+        except IndexNotFound:
             client.close()
             raise IndexNotFound(
                 f"no index named {index_name!r} at {self.shown_url()}: check --index, or load documents "
                 "first (simhash-redis --index NAME load FILE)"
-            )
-        return SimhashIndex(client, index_name, k=self.k)
+            ) from None
+
+    def client(self) -> redis.Redis | RedisCluster:
+        """A client of the server at `url` (for the commands that work on a server, not one index).
+
+        Raises:
+            InvalidArgument: the URL is malformed.
+            RedisUnavailable: the embedded server cannot be started, or a cluster cannot be reached.
+        """
+        return client_from_url(self.url())
 
 
 def settings(ctx: typer.Context) -> Settings:
@@ -143,3 +160,20 @@ def stdin_is_terminal() -> bool:
         return sys.stdin.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def registrar(commands: Mapping[str, Callable[..., None] | typer.Typer]) -> Callable[[typer.Typer], None]:
+    """The ``register(app)`` of a command module: what adds its commands to the app, under their names.
+
+    Args:
+        commands: command name -> the command's function, or a Typer app of subcommands.
+    """
+
+    def register(app: typer.Typer) -> None:
+        for name, command in commands.items():
+            if isinstance(command, typer.Typer):
+                app.add_typer(command, name=name)
+            else:
+                app.command(name)(command)
+
+    return register

@@ -7,10 +7,10 @@ from typing import Annotated
 import typer
 
 from simhash_redis.jobs.dedupe import Pair, groups
-from simhash_redis.jobs.readers import ReadOptions
 
-from .common import echo_json
-from .load import (
+from .common import echo_json, registrar
+from .load import LoadRun, format_pair, run_load
+from .options import (
     BatchSize,
     Files,
     FormatOpt,
@@ -19,15 +19,12 @@ from .load import (
     FpField,
     IdField,
     IdPrefix,
-    LoadRun,
     MaxErrors,
     NoHeader,
     ProgressEvery,
     Quiet,
     TextField,
     Workers,
-    format_pair,
-    run_load,
 )
 
 __all__ = ["dedupe", "register"]
@@ -74,23 +71,7 @@ def dedupe(
       simhash-redis --index news dedupe --groups --json today.jsonl > stories.jsonl
       simhash-redis --index news dedupe --dry-run candidates.csv
     """
-    run = LoadRun(
-        files=files,
-        fmt=fmt.value if fmt is not None else None,
-        read=ReadOptions(
-            id_field=id_field,
-            text_field=text_field,
-            fingerprint_field=fingerprint_field,
-            header=not no_header,
-            id_prefix=id_prefix,
-        ),
-        fp_base=fp_base.value,
-        workers=workers,
-        batch_size=batch_size,
-        max_errors=max_errors,
-        quiet=quiet,
-        progress_every=progress_every,
-    )
+    run = LoadRun.from_params(ctx.params)
     found: list[Pair] = []
 
     def emit(pair: Pair) -> None:
@@ -107,10 +88,5 @@ def dedupe(
             typer.echo(f"{group.size}\t{group.id}\t{','.join(group.copies)}")
 
 
-def register(app: typer.Typer) -> None:
-    """Add the dedupe command to the app.
-
-    Args:
-        app: the Typer app.
-    """
-    app.command("dedupe")(dedupe)
+#: Adds this module's commands to the app.
+register = registrar({"dedupe": dedupe})

@@ -8,12 +8,11 @@ from typing import Annotated
 
 import typer
 
-from simhash_redis.defaults import PREFIX
-from simhash_redis.store.keys import validate_name
+from simhash_redis import SimhashIndex
+from simhash_redis.store import validate_name
 from simhash_redis.tools import demo as demo_job
-from simhash_redis.transport.connection import client_from_url
 
-from .common import fail, settings
+from .common import fail, registrar, settings
 
 __all__ = ["demo", "register"]
 
@@ -64,9 +63,9 @@ def demo(
         from simhash_redis.tools.server import EmbeddedServer
 
         where += f" (data in {EmbeddedServer().data_dir})"
-    client = client_from_url(url)
+    client = state.client()
     try:
-        if name != demo_job.DEMO_INDEX and not replace and client.exists(f"{PREFIX}:{name}:meta"):
+        if name != demo_job.DEMO_INDEX and not replace and SimhashIndex.exists(client, name):
             raise fail(
                 f"the demo drops its index first, and index {name!r} exists: pass --replace to drop it, "
                 f"or leave out --index to use {demo_job.DEMO_INDEX!r}"
@@ -87,10 +86,5 @@ def demo(
         typer.echo(line)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the demo command to the app.
-
-    Args:
-        app: the Typer app.
-    """
-    app.command("demo")(demo)
+#: Adds this module's commands to the app.
+register = registrar({"demo": demo})

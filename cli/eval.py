@@ -20,7 +20,9 @@ from simhash_redis.tools.evaluation import (
     standard_settings,
 )
 
-__all__ = ["eval_command"]
+from .common import registrar
+
+__all__ = ["eval_command", "register"]
 
 
 def _jieba_settings() -> list[Setting]:
@@ -88,3 +90,7 @@ def eval_command(
     if json_out is not None:
         json_out.write_text(json.dumps(report.to_dict(), indent=1))
     typer.echo(format_report(report, ks=k or None), nl=False)
+
+
+#: Adds this module's commands to the app.
+register = registrar({"eval": eval_command})

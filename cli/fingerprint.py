@@ -13,7 +13,8 @@ from simhash_redis import Scheme
 from simhash_redis.codec import format_fingerprint
 from simhash_redis.features import FEATURE_KINDS
 
-from .common import ExitCode, echo_json, fail
+from .common import ExitCode, echo_json, fail, registrar
+from .options import TextArg, TextFile
 
 __all__ = ["fingerprint", "read_text", "register"]
 
@@ -43,13 +44,8 @@ def read_text(text: str | None, file: Path | None) -> str:
 
 
 def fingerprint(
-    text: Annotated[
-        str | None, typer.Argument(help="The text (default: --file, else stdin).", show_default=False)
-    ] = None,
-    file: Annotated[
-        Path | None,
-        typer.Option("--file", help="Read the text from this file (- for stdin).", show_default=False),
-    ] = None,
+    text: TextArg = None,
+    file: TextFile = None,
     features: Annotated[Features, typer.Option("--features", help="Feature kind.")] = Features.shingles,  # type: ignore[attr-defined]
     n: Annotated[
         int, typer.Option("--n", "-n", min=1, max=16, help="Tokens per shingle, or characters per n-gram.")
@@ -77,10 +73,5 @@ def fingerprint(
         typer.echo(format_fingerprint(value, bits))
 
 
-def register(app: typer.Typer) -> None:
-    """Add the fingerprint command to the app.
-
-    Args:
-        app: the Typer app.
-    """
-    app.command("fingerprint")(fingerprint)
+#: Adds this module's commands to the app.
+register = registrar({"fingerprint": fingerprint})

@@ -4,107 +4,38 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from simhash_redis.errors import InputError, SimhashRedisError
 from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import Loader, LoadStats
-from simhash_redis.jobs.readers import FORMATS, ReadOptions, estimate_total
+from simhash_redis.jobs.readers import ReadOptions, estimate_total
 
-from .common import ExitCode, echo_json, fail, settings
+from .common import ExitCode, echo_json, fail, registrar, settings
+from .options import (
+    BatchSize,
+    Files,
+    FormatOpt,
+    FpBase,
+    FpBaseOpt,
+    FpField,
+    IdField,
+    IdPrefix,
+    MaxErrors,
+    NoHeader,
+    ProgressEvery,
+    Quiet,
+    TextField,
+    Workers,
+)
 from .progress import Progress
 
-__all__ = ["LoadRun", "format_pair", "register", "run_load"]
-
-Format = enum.Enum("Format", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]
-
-
-class FpBase(str, enum.Enum):
-    """How precomputed fingerprints are written."""
-
-    auto = "auto"
-    hex = "hex"
-    dec = "dec"
-
-
-Files = Annotated[
-    list[str],
-    typer.Argument(
-        help="Input files (optionally .gz), directories of text files, or - for stdin.",
-        metavar="FILE...",
-        show_default=False,
-    ),
-]
-FormatOpt = Annotated[
-    Format | None,
-    typer.Option(
-        "--format",
-        help="Input format; default: from each file's extension (.jsonl/.ndjson/.json, .csv, .tsv, "
-        ".txt, .fp; a directory is dir; stdin is jsonl).",
-        show_default=False,
-    ),
-]
-IdField = Annotated[
-    str, typer.Option("--id-field", help="JSON field, or CSV/TSV column name or 1-based number, of the id.")
-]
-TextField = Annotated[str, typer.Option("--text-field", help="JSON field or CSV/TSV column of the text.")]
-FpField = Annotated[
-    str | None,
-    typer.Option(
-        "--fingerprint-field",
-        help="Read a precomputed fingerprint (hex or decimal) from this field or column instead of a text.",
-        show_default=False,
-    ),
-]
-NoHeader = Annotated[
-    bool, typer.Option("--no-header", help="CSV/TSV input has no header row (columns by number).")
-]
-IdPrefix = Annotated[
-    str | None,
-    typer.Option(
-        "--id-prefix",
-        help="Plain text: ids are this prefix plus the line number (default: the file name as given "
-        "plus ':', e.g. news.txt:7; stdin:7 for stdin).",
-        show_default=False,
-    ),
-]
-FpBaseOpt = Annotated[
-    FpBase,
-    typer.Option(
-        "--fp-base",
-        help="Precomputed fingerprints: auto (0x or a-f: hex; digits only: decimal, negative as "
-        "two's complement), hex or dec.",
-    ),
-]
-Workers = Annotated[
-    int | None,
-    typer.Option(
-        "--workers", "-j", min=1, help="Fingerprinting processes (default: all cores).", show_default=False
-    ),
-]
-BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Documents per write batch.")]
-MaxErrors = Annotated[
-    int,
-    typer.Option(
-        "--max-errors",
-        min=-1,
-        help="Stop with exit code 3 after more than this many bad records (-1: never stop).",
-    ),
-]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary on stderr.")]
-ProgressEvery = Annotated[
-    float,
-    typer.Option(
-        "--progress-every",
-        min=0.0,
-        help="Seconds between progress lines when stderr is not a terminal (a terminal gets a live bar).",
-    ),
-]
+__all__ = ["LoadRun", "format_pair", "load", "register", "run_load"]
 
 
 @dataclass
@@ -120,6 +51,35 @@ class LoadRun:
     max_errors: int
     quiet: bool
     progress_every: float
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> LoadRun:
+        """The shared options of a command that declares them all (see `load`), from its parsed values.
+
+        Args:
+            params: the command's parameters by name (``ctx.params``).
+        """
+
+        def plain(value: Any) -> Any:
+            return value.value if isinstance(value, enum.Enum) else value
+
+        return cls(
+            files=list(params["files"]),
+            fmt=plain(params["fmt"]),
+            read=ReadOptions(
+                id_field=params["id_field"],
+                text_field=params["text_field"],
+                fingerprint_field=params["fingerprint_field"],
+                header=not params["no_header"],
+                id_prefix=params["id_prefix"],
+            ),
+            fp_base=plain(params["fp_base"]),
+            workers=params["workers"],
+            batch_size=params["batch_size"],
+            max_errors=params["max_errors"],
+            quiet=params["quiet"],
+            progress_every=params["progress_every"],
+        )
 
 
 def _summary(stats: LoadStats, verb: str) -> str:
@@ -267,23 +227,7 @@ def load(
         raise fail("--pairs needs --dedupe", ExitCode.USAGE)
     if json_out and dedupe and (pairs is None or str(pairs) == "-"):
         raise fail("--json with --dedupe needs --pairs FILE (stdout carries the summary)", ExitCode.USAGE)
-    run = LoadRun(
-        files=files,
-        fmt=fmt.value if fmt is not None else None,
-        read=ReadOptions(
-            id_field=id_field,
-            text_field=text_field,
-            fingerprint_field=fingerprint_field,
-            header=not no_header,
-            id_prefix=id_prefix,
-        ),
-        fp_base=fp_base.value,
-        workers=workers,
-        batch_size=batch_size,
-        max_errors=max_errors,
-        quiet=quiet,
-        progress_every=progress_every,
-    )
+    run = LoadRun.from_params(ctx.params)
     if not dedupe:
         stats = run_load(ctx, run)
     elif pairs is None or str(pairs) == "-":
@@ -299,10 +243,5 @@ def load(
         echo_json(stats.as_dict())
 
 
-def register(app: typer.Typer) -> None:
-    """Add the load command to the app.
-
-    Args:
-        app: the Typer app.
-    """
-    app.command("load")(load)
+#: Adds this module's commands to the app.
+register = registrar({"load": load})

@@ -10,7 +10,9 @@ from simhash_redis import defaults
 from simhash_redis.errors import InvalidArgument
 from simhash_redis.tools import planner
 
-__all__ = ["format_bytes", "plan", "render"]
+from .common import registrar
+
+__all__ = ["format_bytes", "plan", "register", "render"]
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -124,3 +126,7 @@ def plan(
     else:
         typer.echo(f"Layouts for N = {n:,.0f} fingerprints, f = {f}, k = {k}\n")
         typer.echo(render(plans, n, budget))
+
+
+#: Adds this module's commands to the app.
+register = registrar({"plan": plan})

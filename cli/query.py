@@ -10,12 +10,11 @@ import typer
 from simhash_redis import Match
 from simhash_redis.codec import format_fingerprint, parse_fingerprint
 
-from .common import ExitCode, echo_json, fail, settings
+from .common import ExitCode, echo_json, fail, registrar, settings
 from .fingerprint import read_text
+from .options import DocId, JsonOut, TextArg, TextFile
 
 __all__ = ["add", "get", "near", "register", "remove"]
-
-JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def near(
@@ -71,14 +70,9 @@ def _print_matches(matches: list[Match], f: int, json_out: bool) -> None:
 
 def add(
     ctx: typer.Context,
-    doc_id: Annotated[str, typer.Argument(metavar="ID", help="The document id.", show_default=False)],
-    text: Annotated[
-        str | None, typer.Argument(help="The text (default: --file, else stdin).", show_default=False)
-    ] = None,
-    file: Annotated[
-        Path | None,
-        typer.Option("--file", help="Read the text from this file (- for stdin).", show_default=False),
-    ] = None,
+    doc_id: DocId,
+    text: TextArg = None,
+    file: TextFile = None,
     json_out: JsonOut = False,
 ) -> None:
     """Store one document (replacing the id's previous fingerprint); print added, replaced or unchanged.
@@ -100,7 +94,7 @@ def add(
 
 def get(
     ctx: typer.Context,
-    doc_id: Annotated[str, typer.Argument(metavar="ID", help="The document id.", show_default=False)],
+    doc_id: DocId,
     json_out: JsonOut = False,
 ) -> None:
     """Print the fingerprint stored for an id (hex); exit code 1 if the id is not stored.
@@ -142,13 +136,5 @@ def remove(
         typer.echo(f"removed {sum(removed)} of {len(ids)}")
 
 
-def register(app: typer.Typer) -> None:
-    """Add near, add, get and remove to the app.
-
-    Args:
-        app: the Typer app.
-    """
-    app.command("near")(near)
-    app.command("add")(add)
-    app.command("get")(get)
-    app.command("remove")(remove)
+#: Adds this module's commands to the app.
+register = registrar({"near": near, "add": add, "get": get, "remove": remove})

@@ -8,7 +8,8 @@ import typer
 
 from simhash_redis.tools.server import EmbeddedServer
 
-from .common import echo_json, fail
+from .common import echo_json, fail, registrar
+from .options import JsonOut
 
 __all__ = ["register", "server_app"]
 
@@ -40,7 +41,7 @@ def stop() -> None:
 
 
 @server_app.command("status")
-def status(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def status(json_out: JsonOut = False) -> None:
     """Print whether the embedded server runs, its pid, URL, version and data directory."""
     s = EmbeddedServer().status()
     if json_out:
@@ -75,10 +76,5 @@ def url() -> None:
     typer.echo(found)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the server command group to the app.
-
-    Args:
-        app: the Typer app.
-    """
-    app.add_typer(server_app, name="server")
+#: Adds this module's commands to the app.
+register = registrar({"server": server_app})

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import ExitCode, echo_json, fail, settings
+from .common import ExitCode, echo_json, fail, registrar, settings
 
 __all__ = ["register", "verify"]
 
@@ -59,10 +59,5 @@ def verify(
         raise fail(f"index {index.name!r} is inconsistent: {hint}", ExitCode.ERROR)
 
 
-def register(app: typer.Typer) -> None:
-    """Add verify to the app.
-
-    Args:
-        app: the Typer app.
-    """
-    app.command("verify")(verify)
+#: Adds this module's commands to the app.
+register = registrar({"verify": verify})
