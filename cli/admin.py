@@ -58,6 +58,16 @@ def stats(
     \b
     Example:
       simhash-redis --index news stats --json
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        json_out: print JSON.
+        sample: keys of each kind measured for memory.
+        top: how many of the largest buckets to list.
+
+    Raises:
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     result = collect(settings(ctx).open_index(create=False), sample=sample, top=top)
     if json_out:
@@ -79,6 +89,16 @@ def export(
     Examples:
       simhash-redis --index news export -o news.dump
       simhash-redis --index news export | simhash-redis --redis-url redis://other:6379 import
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        output: the dump file; default stdout.
+        quiet: no progress or summary.
+
+    Raises:
+        typer.Exit: stdout is a terminal (usage).
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     to_stdout = output is None or str(output) == "-"
     if to_stdout and sys.stdout.isatty():
@@ -115,6 +135,16 @@ def import_(
     Examples:
       simhash-redis import news.dump
       simhash-redis --index news-copy import news.dump
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        file: the dump, or - for stdin.
+        json_out: print the result as JSON.
+        quiet: no progress or summary.
+
+    Raises:
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
     client = state.client()
@@ -155,6 +185,15 @@ def drop(
     \b
     Example:
       simhash-redis --index scratch drop --yes
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        yes: do not ask for confirmation.
+
+    Raises:
+        typer.Exit: no --yes without a terminal (usage), or the answer was no.
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
     index = state.open_index(create=False)

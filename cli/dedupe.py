@@ -70,6 +70,20 @@ def dedupe(
       simhash-redis --index news dedupe today.jsonl
       simhash-redis --index news dedupe --groups --json today.jsonl > stories.jsonl
       simhash-redis --index news dedupe --dry-run candidates.csv
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        files: the inputs.
+        show_groups: print groups instead of pairs.
+        dry_run: write nothing.
+        json_out: print JSON lines.
+        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, fp_base, workers,
+            batch_size, max_errors, quiet, progress_every: the options `load` has too (see `LoadRun`).
+
+    Raises:
+        typer.Exit: 130 after Ctrl-C.
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     run = LoadRun.from_params(ctx.params)
     found: list[Pair] = []

@@ -52,6 +52,18 @@ def demo(
       simhash-redis demo
       simhash-redis --k 5 demo --groups 20
       simhash-redis --redis-url redis://localhost:6379/0 demo
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        sample: a JSON Lines file to use instead of the bundled sample.
+        max_groups: groups to list at most.
+        max_examples: pairs whose differences are shown.
+        replace: allow dropping an existing index not named 'demo'.
+
+    Raises:
+        typer.Exit: another index of that name exists and --replace is not given.
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     started = time.perf_counter()
     state = settings(ctx)

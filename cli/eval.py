@@ -70,7 +70,26 @@ def eval_command(
     ] = None,
     quiet: Annotated[bool, typer.Option(help="No progress messages on stderr.")] = False,
 ) -> None:
-    """Measure how well "distance <= k" finds near-duplicates, per setting and k, against exact truth."""
+    """Measure how well "distance <= k" finds near-duplicates, per setting and k, against exact truth.
+
+    \f
+    Args:
+        corpus: the JSON Lines corpus.
+        pairs: labelled pairs instead of a Jaccard threshold.
+        threshold: the Jaccard threshold of a near-duplicate.
+        max_k: scores are given for k = 0..max_k.
+        truth_n: tokens per ground-truth shingle.
+        lang: only these language groups.
+        setting: only these settings.
+        k: the k columns shown.
+        jieba: also score jieba-segmented settings on Chinese.
+        json_out: also write the full report as JSON here.
+        quiet: no progress messages.
+
+    Raises:
+        typer.Exit: 2, the corpus or the pairs cannot be read or are malformed.
+        typer.BadParameter: an unknown setting, or --jieba without jieba.
+    """
     try:
         docs = load_corpus(corpus)
         pair_rows = load_pairs(pairs) if pairs is not None else None

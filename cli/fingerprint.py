@@ -64,6 +64,18 @@ def fingerprint(
     Examples:
       simhash-redis fingerprint "the text of a document"
       simhash-redis fingerprint --file article.txt --bits 128
+
+    \f
+    Args:
+        text: the text.
+        file: read the text from this file.
+        features: the feature kind.
+        n: tokens per shingle, or characters per n-gram.
+        bits: the fingerprint width.
+        json_out: print JSON.
+
+    Raises:
+        typer.Exit: no text, or both TEXT and --file (usage).
     """
     scheme = Scheme(features=features.value, n=n, f=bits)
     value = scheme.fingerprint(read_text(text, file))

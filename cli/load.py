@@ -222,6 +222,20 @@ def load(
       simhash-redis load --format csv --id-field url --text-field body export.csv
       simhash-redis load --fingerprint-field fp other-system.tsv
       zcat dump.gz | simhash-redis load --format lines --id-prefix dump: -
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        files: the inputs.
+        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, fp_base, workers,
+            batch_size, max_errors, quiet, progress_every: the options `dedupe` has too (see `LoadRun`).
+        dedupe: store only documents without a near-duplicate.
+        pairs: where --dedupe writes its pairs.
+        json_out: print the summary as JSON.
+
+    Raises:
+        typer.Exit: --pairs or --json given where they do not apply (usage), or 130 after Ctrl-C.
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     if pairs is not None and not dedupe:
         raise fail("--pairs needs --dedupe", ExitCode.USAGE)

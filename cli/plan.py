@@ -101,6 +101,7 @@ def plan(
 ) -> None:
     """Compare table layouts for N fingerprints: tables, candidates per query, Redis memory.
 
+    \f
     Args:
         n: expected number of stored fingerprints.
         k: the largest distance to find.

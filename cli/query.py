@@ -44,6 +44,19 @@ def near(
     Examples:
       simhash-redis --index news near "text of an article"
       simhash-redis --index news near --fingerprint 0x8ffffffffffffff1 -k 2 --json
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        text: the query text.
+        file: read the query text from this file.
+        fingerprint: query by this fingerprint instead.
+        k: the largest distance.
+        json_out: print JSON.
+
+    Raises:
+        typer.Exit: no text, or more than one query given (usage).
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     index = settings(ctx).open_index(create=False)
     if fingerprint is not None:
@@ -80,6 +93,18 @@ def add(
     \b
     Example:
       simhash-redis --index news add story-1 "text of the story"
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        doc_id: the document id.
+        text: the text.
+        file: read the text from this file.
+        json_out: print JSON.
+
+    Raises:
+        typer.Exit: no text, or both TEXT and --file (usage).
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     index = settings(ctx).open_index(create=True)
     fingerprint = index.fingerprint(read_text(text, file))
@@ -102,6 +127,16 @@ def get(
     \b
     Example:
       simhash-redis --index news get story-1
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        doc_id: the document id.
+        json_out: print JSON.
+
+    Raises:
+        typer.Exit: 1, the id is not stored.
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     index = settings(ctx).open_index(create=False)
     value = index.get(doc_id)
@@ -125,6 +160,15 @@ def remove(
     \b
     Example:
       simhash-redis --index news remove story-1 story-2
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        ids: the document ids.
+        json_out: print JSON.
+
+    Raises:
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     index = settings(ctx).open_index(create=False)
     removed = index.remove_many(ids)

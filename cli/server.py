@@ -30,6 +30,13 @@ def start(
     \b
     Example:
       simhash-redis server start
+
+    \f
+    Args:
+        port: the port of a newly started server.
+
+    Raises:
+        RedisUnavailable: the server cannot be started.
     """
     typer.echo(EmbeddedServer().start(port))
 
@@ -42,7 +49,12 @@ def stop() -> None:
 
 @server_app.command("status")
 def status(json_out: JsonOut = False) -> None:
-    """Print whether the embedded server runs, its pid, URL, version and data directory."""
+    """Print whether the embedded server runs, its pid, URL, version and data directory.
+
+    \f
+    Args:
+        json_out: print JSON.
+    """
     s = EmbeddedServer().status()
     if json_out:
         echo_json(
@@ -69,6 +81,10 @@ def url() -> None:
     \b
     Example:
       export SIMHASH_REDIS_URL=$(simhash-redis server url)
+
+    \f
+    Raises:
+        typer.Exit: 1, the server is not running.
     """
     found = EmbeddedServer().url()
     if found is None:

@@ -30,6 +30,16 @@ def verify(
     Examples:
       simhash-redis --index news verify
       simhash-redis --index news verify --repair --json
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        repair: fix what is found, then check again.
+        json_out: print the report as JSON.
+
+    Raises:
+        typer.Exit: 1, problems remain.
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     index = settings(ctx).open_index(create=False)
     report = index.verify(repair=repair)

@@ -1,0 +1,1 @@
+"""The jobs floor: readers of every input format, the bulk loader, dedupe, dump and stats."""

@@ -1,0 +1,1 @@
+"""The tools floor: the demo, the quality evaluation, the layout planner and the embedded server."""

@@ -96,6 +96,9 @@ def free_port(preferred: int | None = None) -> int:
 
     Args:
         preferred: the port wanted, or None for any.
+
+    Raises:
+        RedisUnavailable: no port can be bound on the loopback address.
     """
     for port in (preferred, 0):
         if port is None:
