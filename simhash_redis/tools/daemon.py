@@ -35,7 +35,6 @@ __all__ = [
     "pid_alive",
     "probe",
     "server_version",
-    "tail",
     "url_of",
 ]
 
@@ -162,14 +161,8 @@ def read_pid(path: Path) -> int | None:
         return None
 
 
-def tail(path: Path, offset: int = 0, lines: int = 25) -> str:
-    """The last lines of a log written since offset, for error messages.
-
-    Args:
-        path: the log file.
-        offset: where the part of interest starts, in bytes.
-        lines: how many lines at most.
-    """
+def _tail(path: Path, offset: int = 0, lines: int = 25) -> str:
+    """The last lines of a log written since offset, for error messages."""
     try:
         with path.open("rb") as fh:
             fh.seek(offset)
@@ -292,7 +285,7 @@ class Daemon:
                 message = err.read().decode(errors="replace").strip()
                 raise RedisUnavailable(
                     f"{binary} exited with status {proc.returncode}:\n"
-                    f"{message or tail(self.log_file, log_offset)}"
+                    f"{message or _tail(self.log_file, log_offset)}"
                 )
         deadline = time.monotonic() + self.start_timeout
         pid: int | None = None
@@ -302,7 +295,7 @@ class Daemon:
                 if time.monotonic() > deadline:
                     raise RedisUnavailable(
                         f"the server on port {port} did not start within {self.start_timeout:g}s; "
-                        f"end of {self.log_file}:\n{tail(self.log_file, log_offset)}"
+                        f"end of {self.log_file}:\n{_tail(self.log_file, log_offset)}"
                     )
                 time.sleep(_POLL)
         try:
@@ -332,7 +325,7 @@ class Daemon:
         answered = False
         while True:
             if not pid_alive(pid):
-                log = tail(self.log_file, log_offset)
+                log = _tail(self.log_file, log_offset)
                 with contextlib.suppress(FileNotFoundError):
                     self.pid_file.unlink()
                 if "Address already in use" in log:
@@ -349,7 +342,7 @@ class Daemon:
                 what = "finish loading its data" if answered else "answer"
                 raise RedisUnavailable(
                     f"the server (pid {pid}) on port {port} did not {what} in time; "
-                    f"end of {self.log_file}:\n{tail(self.log_file, log_offset)}"
+                    f"end of {self.log_file}:\n{_tail(self.log_file, log_offset)}"
                 )
             time.sleep(_POLL)
 
