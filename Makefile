@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench compat clean
+.PHONY: demo test test-pure lint lint-native native bench compat clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,15 +12,42 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-demo: $(BIN)/.installed
+# The compiled core (Rust, built by maturin from PyPI): optional, the pure engine runs without it.
+NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs)
+$(BIN)/.native: $(BIN)/.installed $(NATIVE_SOURCES)
+	@if command -v cargo >/dev/null 2>&1; then \
+		$(BIN)/python -m pip install --quiet ./native && touch $@; \
+	else \
+		echo "cargo not found: the pure Python engine runs (install Rust, then make native, for the compiled core)"; \
+	fi
+
+native: $(BIN)/.native
+
+demo: $(BIN)/.native
 	$(BIN)/simhash-redis demo
 
-lint: $(BIN)/.installed
+lint: $(BIN)/.native
 	$(BIN)/ruff check simhash_redis cli tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+# The Rust crate's own checks, where cargo is present.
+lint-native:
+	@if command -v cargo >/dev/null 2>&1; then \
+		cd native && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings && cargo test --quiet; \
+	else \
+		echo "cargo not found: the Rust crate is not checked"; \
+	fi
+
+test: lint lint-native
 	$(BIN)/python -m pytest
+
+# The pure engine on the tests of fingerprints, sketches and the index's reads (the compiled core is
+# used whenever it is installed, so `make test` alone would leave the fallback untested).
+PURE_TESTS := tests/test_fingerprint.py tests/test_fingerprint_speed_exact.py tests/test_features.py \
+	tests/test_scheme.py tests/test_minhash.py tests/test_verified.py tests/test_index_contract.py \
+	tests/test_index_property.py tests/test_near_conversation.py tests/test_wire.py tests/test_moved.py
+test-pure: $(BIN)/.native
+	SIMHASH_REDIS_ENGINE=python $(BIN)/python -m pytest -q $(PURE_TESTS)
 
 # The oldest redis-py the project supports, on the tests that reach into redis-py's connections.
 COMPAT := .venv-redis5
@@ -36,4 +63,4 @@ bench: $(BIN)/.installed
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(COMPAT) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(COMPAT) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis native/target

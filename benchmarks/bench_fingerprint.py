@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import corpus
-from simhash_redis.fingerprint import fingerprint, fingerprint_many
+from simhash_redis.fingerprinting import fingerprint, fingerprint_many
 
 
 def seconds(run: Callable[[], object]) -> float:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simhash_redis.features import tokenize
+from simhash_redis.fingerprinting.tokens import tokenize
 
 _ROOT = Path(__file__).resolve().parent
 _DEFAULT_OUT = _ROOT / "data" / "eval_corpus.jsonl.gz"

@@ -26,10 +26,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from simhash_redis import Layout, SimhashIndex
-from simhash_redis.features import tokenize
+from simhash_redis.fingerprinting.minhash import MinHasher
+from simhash_redis.fingerprinting.scheme import Scheme
+from simhash_redis.fingerprinting.tokens import tokenize
 from simhash_redis.index.verified_index import VerifiedIndex
-from simhash_redis.minhash import MinHasher
-from simhash_redis.scheme import Scheme
 from simhash_redis.tools.evaluation import (
     Doc,
     Report,

@@ -11,7 +11,7 @@ import typer
 
 from simhash_redis import Scheme
 from simhash_redis.codec import format_fingerprint
-from simhash_redis.features import FEATURE_KINDS
+from simhash_redis.fingerprinting.tokens import FEATURE_KINDS
 
 from .common import ExitCode, echo_json, fail, registrar
 from .options import TextArg, TextFile

@@ -26,12 +26,10 @@ from .errors import (
     TooManyErrors,
     WriteContention,
 )
-from .fingerprint import distance, fingerprint, fingerprint_many
+from .fingerprinting import MinHasher, Scheme, distance, engine, fingerprint, fingerprint_many
 from .index.consistency import VerifyReport
 from .index.simhash_index import Document, Match, Outcome, SimhashIndex
 from .index.verified_index import VerifiedIndex, VerifiedMatch
-from .minhash import MinHasher
-from .scheme import Scheme
 from .store.layout import Layout
 from .transport.connection import redact_url
 from .transport.retry import Backoff
@@ -68,6 +66,7 @@ __all__ = [
     "WriteContention",
     "__version__",
     "distance",
+    "engine",
     "fingerprint",
     "fingerprint_many",
     "redact_url",

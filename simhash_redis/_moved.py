@@ -14,7 +14,7 @@ import sys
 import warnings
 from types import ModuleType
 
-__all__ = ["MOVED", "install"]
+__all__ = ["EAGER", "MOVED", "install"]
 
 #: Old module path -> new module path.
 MOVED = {
@@ -26,13 +26,17 @@ MOVED = {
         "dedupe": "jobs.dedupe",
         "demo": "tools.demo",
         "dump": "jobs.dump",
+        "bitsums": "fingerprinting.bitsums",
         "evaluation": "tools.evaluation",
+        "features": "fingerprinting.tokens",
         "keys": "store.keys",
         "layout": "store.layout",
         "loader": "jobs.loader",
         "locks": "store.locks",
+        "minhash": "fingerprinting.minhash",
         "planner": "tools.planner",
         "retry": "transport.retry",
+        "scheme": "fingerprinting.scheme",
         "scripts": "store.scripts",
         "server": "tools.server",
         "stats": "jobs.stats",
@@ -40,6 +44,7 @@ MOVED = {
         "verify": "index.consistency",
         "wire": "transport.wire",
         "writes": "store.writes",
+        "xxh3": "fingerprinting.xxh3",
     }.items()
 }
 
@@ -67,7 +72,14 @@ class _Aliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         """Nothing to run: the module was imported at its new path."""
 
 
+#: Old paths that are also names of the package's public face (`simhash_redis.fingerprint` is the
+#: function): registered up front, since importing an alias would rebind the package's attribute.
+EAGER = {"simhash_redis.fingerprint": "simhash_redis.fingerprinting.simhash"}
+
+
 def install() -> None:
     """Put the alias finder last on sys.meta_path (once), after every real module has had its turn."""
+    for old, new in EAGER.items():
+        sys.modules.setdefault(old, importlib.import_module(new))
     if not any(isinstance(finder, _Aliases) for finder in sys.meta_path):
         sys.meta_path.append(_Aliases())

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_redis import features
 from simhash_redis.errors import InvalidType
-from simhash_redis.features import (
+from simhash_redis.fingerprinting import tokens as features
+from simhash_redis.fingerprinting.normalize import normalize
+from simhash_redis.fingerprinting.tokens import (
     collapse_whitespace,
     has_token,
-    normalize,
     split_chunks,
     token_bytes,
     tokenize,

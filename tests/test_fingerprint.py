@@ -12,14 +12,16 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_redis import features
 from simhash_redis.errors import InvalidArgument, InvalidType
-from simhash_redis.features import collapse_whitespace, has_token, normalize, tokenize
-from simhash_redis.fingerprint import DEFAULT_SCHEME, Document, distance, fingerprint, fingerprint_many
-from simhash_redis.scheme import Scheme
+from simhash_redis.fingerprinting import DEFAULT_SCHEME, Document, distance, fingerprint, fingerprint_many
+from simhash_redis.fingerprinting import tokens as features
+from simhash_redis.fingerprinting.normalize import normalize
+from simhash_redis.fingerprinting.scheme import Scheme
+from simhash_redis.fingerprinting.tokens import collapse_whitespace, has_token, tokenize
 
 # By module path: the package re-exports a function under the name "fingerprint".
-fp_module = importlib.import_module("simhash_redis.fingerprint")
+fp_module = importlib.import_module("simhash_redis.fingerprinting.hashing")
+documents_module = importlib.import_module("simhash_redis.fingerprinting.documents")
 MASK = (1 << 64) - 1
 # Real-ish text with CJK, emoji, combining marks, compatibility forms and punctuation mixed in.
 _EXTRA = list("中文日本語カタカナひらがな한국어😀👍🏽\u0301\u0308\u200d ,.!?;:ＡＢＣｱｲ\u3000\n\tß İ_-'")
@@ -283,7 +285,7 @@ def test_weight_sums_do_not_depend_on_block_size(monkeypatch: pytest.MonkeyPatch
     weights = {f"w{i}": rng.choice([1e16, -1e16, 1.0, -1.0, 0.1, 3.3e-3]) for i in range(300)}
     whole = fingerprint(weights)
     assert whole == weighted_reference(weights, DEFAULT_SCHEME)
-    monkeypatch.setattr(fp_module, "WEIGHT_BLOCK", 7)
+    monkeypatch.setattr(documents_module, "WEIGHT_BLOCK", 7)
     assert fingerprint(weights) == whole
 
 
@@ -348,9 +350,9 @@ def test_many_equals_single(docs: list[Document], scheme: Scheme) -> None:
 def test_many_across_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     docs = [PARAGRAPH[i:] for i in range(0, 400, 7)] + [CHINESE, "", "x", UNRELATED]
     expected = [fingerprint(d) for d in docs]
-    monkeypatch.setattr(fp_module, "BATCH_TOKENS", 50)
+    monkeypatch.setattr(documents_module, "BATCH_TOKENS", 50)
     assert fingerprint_many(docs) == expected
-    monkeypatch.setattr(fp_module, "BATCH_DOCS", 3)
+    monkeypatch.setattr(documents_module, "BATCH_DOCS", 3)
     assert fingerprint_many(iter(docs)) == expected
     assert DEFAULT_SCHEME.fingerprint_many(docs) == expected
 

@@ -18,12 +18,21 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_redis import bitsums, features, xxh3
-from simhash_redis.fingerprint import fingerprint, fingerprint_many
-from simhash_redis.scheme import Scheme
+from simhash_redis.fingerprinting import bitsums, charclass, fingerprint, fingerprint_many, xxh3
+from simhash_redis.fingerprinting import normalize as normalize_module
+from simhash_redis.fingerprinting.scheme import Scheme
 
 # By module path: the package re-exports a function under the name "fingerprint".
-fp_module = importlib.import_module("simhash_redis.fingerprint")
+fp_module = importlib.import_module("simhash_redis.fingerprinting.hashing")
+documents_module = importlib.import_module("simhash_redis.fingerprinting.documents")
+engine_module = importlib.import_module("simhash_redis.fingerprinting.engine")
+engines = importlib.import_module("simhash_redis.fingerprinting.engines")
+
+
+@pytest.fixture(autouse=True)
+def pure_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests check the pure engine's fast paths: run it even where the compiled core is in use."""
+    monkeypatch.setattr(engines, "native", None)
 MASK = (1 << 64) - 1
 SEEDS = [0, 1, 7, 0xFFFFFFFF, 1 << 32, 0x123456789ABCDEF0, MASK]
 _EXTRA = list(
@@ -118,7 +127,7 @@ def test_windows_combined_in_chunks_are_the_plain_combination(
             z = ((z ^ (z >> 27)) * fp_module.MIX_C2) & MASK
             h = z ^ (z >> 31)
         expected.append(h)
-    assert fp_module._combine_windows(column, n).tolist() == expected
+    assert fp_module.combine_windows(column, n).tolist() == expected
 
 
 @pytest.mark.parametrize(
@@ -138,11 +147,11 @@ def test_windows_combined_in_chunks_are_the_plain_combination(
     ],
 )
 def test_table_normalisation_is_normalize(text: str) -> None:
-    cps, classes = features.classified_code_points(text)
-    expected = features._code_points(features.normalize(text))
+    cps, classes = normalize_module.classified_code_points(text)
+    expected = normalize_module.code_points(normalize_module.normalize(text))
     assert cps.tolist() == expected.tolist()
     if classes is not None:
-        assert classes.tolist() == features._classes(expected).tolist()
+        assert classes.tolist() == charclass.classes_of(expected).tolist()
 
 
 @FAST
@@ -191,7 +200,7 @@ def test_table_normalisation_is_normalize_on_random_tricky_text() -> None:
 
 
 def test_no_astral_composite_has_a_bmp_second_part() -> None:
-    # `features._composing` looks at BMP code points only: right for BMP texts while this holds.
+    # `normalize.composing_flags` looks at BMP code points only: right for BMP texts while this holds.
     for cp in range(0x10000, 0x110000):
         decomposition = unicodedata.decomposition(chr(cp))
         if decomposition and not decomposition.startswith("<"):
@@ -199,12 +208,12 @@ def test_no_astral_composite_has_a_bmp_second_part() -> None:
 
 
 def _slow_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fp_module, "VECTOR_MIN_CHARS", 1 << 62)
+    monkeypatch.setattr(documents_module, "VECTOR_MIN_CHARS", 1 << 62)
     monkeypatch.setattr(bitsums, "SLICED_MIN_ROWS", 1 << 62)
 
 
 def _fast_paths(monkeypatch: pytest.MonkeyPatch, few_spans: int) -> None:
-    monkeypatch.setattr(fp_module, "VECTOR_MIN_CHARS", 0)
+    monkeypatch.setattr(documents_module, "VECTOR_MIN_CHARS", 0)
     monkeypatch.setattr(bitsums, "SLICED_MIN_ROWS", 0)
     monkeypatch.setattr(fp_module, "_FEW_SPANS", few_spans)
 
@@ -254,11 +263,11 @@ def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest
         rng.shuffle(parts)
         docs.append(" ".join(parts))
         docs.append(" ".join([english] * rng.randint(0, 6)))
-    assert sum(len(doc) for doc in docs if doc.isascii()) > fp_module.VECTOR_MIN_CHARS
-    assert sum(len(doc) for doc in docs if not doc.isascii()) > fp_module.VECTOR_MIN_CHARS
+    assert sum(len(doc) for doc in docs if doc.isascii()) > documents_module.VECTOR_MIN_CHARS
+    assert sum(len(doc) for doc in docs if not doc.isascii()) > documents_module.VECTOR_MIN_CHARS
     calls = {"hash_spans": 0, "sliced_sums": 0}
     # Each patched where it is looked up: fingerprint calls hash_spans, bitsums.bit_sums calls sliced_sums.
-    for module, name in ((fp_module, "hash_spans"), (bitsums, "sliced_sums")):
+    for module, name in ((engine_module, "hash_spans"), (bitsums, "sliced_sums")):
         monkeypatch.setattr(module, name, _counting(getattr(module, name), calls, name))
     for scheme in (Scheme(), Scheme(f=32, seed=11), Scheme(n=4)):
         assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs]
@@ -267,5 +276,5 @@ def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest
 
 
 def test_bmp_classes_equal_class_of_every_code_point() -> None:
-    expected = np.array([features._class_of(cp) for cp in range(0x10000)], dtype=np.uint8)
-    assert np.array_equal(features._bmp_classes(), expected)
+    expected = np.array([charclass.class_of(cp) for cp in range(0x10000)], dtype=np.uint8)
+    assert np.array_equal(charclass.bmp_classes(), expected)

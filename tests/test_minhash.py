@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from simhash_redis.errors import InvalidArgument, InvalidType
-from simhash_redis.minhash import MinHasher, shingle_hashes
+from simhash_redis.fingerprinting.minhash import MinHasher, shingle_hashes
 
 
 def _jaccard(a: list[str], b: list[str], n: int = 3) -> float:

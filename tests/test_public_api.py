@@ -40,6 +40,7 @@ PUBLIC = [
     "WriteContention",
     "__version__",
     "distance",
+    "engine",
     "fingerprint",
     "fingerprint_many",
     "redact_url",

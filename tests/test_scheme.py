@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_redis.errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
-from simhash_redis.fingerprint import Document, fingerprint, fingerprint_many
-from simhash_redis.scheme import DEFAULT_SCHEME, Scheme, stopwords_digest
+from simhash_redis.fingerprinting import Document, fingerprint, fingerprint_many
+from simhash_redis.fingerprinting.scheme import DEFAULT_SCHEME, Scheme, stopwords_digest
 
 DEFAULT_META = (
     "simhash-redis/1;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;"

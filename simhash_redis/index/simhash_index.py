@@ -13,9 +13,9 @@ from .. import defaults
 from ..checks import is_int
 from ..codec import decode_fp, encode_fp
 from ..errors import IndexNotFound, InvalidArgument, InvalidFingerprint, InvalidType
-from ..fingerprint import Document as TextDocument
+from ..fingerprinting import Document as TextDocument
+from ..fingerprinting import Scheme
 from ..results import Match, Outcome
-from ..scheme import Scheme
 from ..store import (
     IndexConfig,
     KeySchema,

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from ..errors import InvalidArgument, InvalidType
-from ..minhash import MinHasher
+from ..fingerprinting import MinHasher
 from ..store.keys import encode_id
 from ..store.scripts import Script
 from ..transport import Command

@@ -22,8 +22,8 @@ from multiprocessing.pool import Pool
 
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, TooManyErrors
+from ..fingerprinting import Scheme
 from ..index import Match, Outcome, SimhashIndex
-from ..scheme import Scheme
 from .dedupe import DryRun, Pair
 from .readers import (
     FORMATS,

@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 
 from ..codec import decode_fp, signed64
+from ..fingerprinting import engines
 from ..results import Match
 
 __all__ = ["hits", "matches_of"]
@@ -20,8 +21,9 @@ def hits(
 ) -> list[dict[bytes, tuple[int, int]]]:
     """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
 
-    Candidates are decoded and compared in one vectorised pass when there are many of them (and the
-    stored values fit an int64), else one by one; both give the same exact result.
+    The compiled core does it when it runs (`fingerprinting.engine()`); otherwise candidates are
+    decoded and compared in one vectorised numpy pass when there are many of them (and the stored values
+    fit an int64), else one by one. All give the same exact result.
 
     Args:
         fps: the query fingerprints.
@@ -33,6 +35,10 @@ def hits(
     Raises:
         ValueError: a member is not a decimal integer (stored data this library did not write).
     """
+    if engines.native is not None:
+        found: list[dict[bytes, tuple[int, int]]] | None = engines.native.hits(fps, replies, tables, k, f)
+        if found is not None:
+            return found
     if f <= 64 and sum(map(len, replies)) >= _VECTOR_MIN:
         if len(fps) == 1:
             return [_hits_one(fps[0], replies, k, f)]

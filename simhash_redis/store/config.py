@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .. import defaults
 from ..checks import is_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
-from ..scheme import Scheme
+from ..fingerprinting import Scheme
 from .layout import Layout
 
 __all__ = ["FORMAT_VERSION", "IndexConfig"]

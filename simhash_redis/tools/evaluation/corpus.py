@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...errors import InputError
-from ...features import is_cjk
+from ...fingerprinting.charclass import is_cjk
 from ...jobs.readers import JsonLine, read_json_lines
 from ...jobs.records import gunzipped
 

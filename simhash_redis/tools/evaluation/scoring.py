@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InvalidArgument
-from ...features import tokenize
+from ...fingerprinting.tokens import tokenize
 from .corpus import Doc
 from .joins import (
     check_threshold,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from ...scheme import Scheme
+from ...fingerprinting import Scheme
 
 __all__ = [
     "CHINESE_STOPWORDS",

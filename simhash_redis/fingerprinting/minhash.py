@@ -17,9 +17,11 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from .checks import is_int
-from .errors import InvalidArgument, InvalidType
-from .features import tokenize
+from ..checks import is_int
+from ..errors import InvalidArgument, InvalidType
+from . import engines
+from .hashing import mix
+from .tokens import tokenize
 
 __all__ = ["BITS", "MinHasher", "shingle_hashes"]
 
@@ -28,27 +30,14 @@ BITS = (8, 16)
 
 _U64 = npt.NDArray[np.uint64]
 _MASK = (1 << 64) - 1
-# splitmix64 finaliser constants: mixes every input bit into every output bit.
-_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX_2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # Shingles per block of the (shingles x permutations) product, bounding memory to ~8 MB.
 _BLOCK = 4096
 
 
-def _mix(z: _U64) -> _U64:
-    """Apply the splitmix64 finaliser elementwise (wrapping uint64 arithmetic).
-
-    Args:
-        z: values.
-
-    Returns:
-        Mixed values, same shape.
-    """
-    z = (z ^ (z >> np.uint64(30))) * _MIX_1
-    z = (z ^ (z >> np.uint64(27))) * _MIX_2
-    out: _U64 = z ^ (z >> np.uint64(31))
-    return out
+def _mixed(z: _U64) -> _U64:
+    """The splitmix64 finaliser of fresh values (mixed in place: the caller's temporary)."""
+    return mix(z, np.empty_like(z))
 
 
 def _doc_tokens(doc: object, name: str) -> list[str]:
@@ -106,7 +95,7 @@ def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
     acc = np.full(count, _GOLDEN, dtype=np.uint64)
     for offset in range(width):
         # Order-dependent: mixing after each step makes (a, b) and (b, a) hash differently.
-        acc = _mix(acc * _GOLDEN + ids[offset : offset + count])
+        acc = _mixed(acc * _GOLDEN + ids[offset : offset + count])
     return np.unique(acc)
 
 
@@ -118,6 +107,10 @@ class MinHasher:
         bits: bits kept per permutation, 8 or 16 (default 8).
         n: tokens per shingle (default 3).
         seed: seed of the token hashes and of the permutations.
+
+    Attributes:
+        a, b: the permutations x -> a*x + b of the hash values (uint64 arrays, one pair per
+            permutation; read-only: the compiled core reads them too).
 
     Raises:
         InvalidArgument: an argument is out of range.
@@ -142,8 +135,8 @@ class MinHasher:
         self.seed = seed
         rng = np.random.default_rng(seed)
         # Odd multipliers make x -> a*x + b a bijection of uint64, i.e. a permutation of hash values.
-        self._a = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-        self._b = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64)
+        self.a = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        self.b = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64)
         self._dtype = np.dtype(np.uint8) if bits == 8 else np.dtype("<u2")
         self._chance = 2.0**-bits
 
@@ -172,7 +165,7 @@ class MinHasher:
         mins = np.full(self.num_perm, np.uint64(_MASK), dtype=np.uint64)
         for start in range(0, len(hashes), _BLOCK):
             block = hashes[start : start + _BLOCK, None]
-            np.minimum(mins, (block * self._a + self._b).min(axis=0), out=mins)
+            np.minimum(mins, (block * self.a + self.b).min(axis=0), out=mins)
         return mins
 
     def sketch_of_hashes(self, hashes: _U64) -> bytes:
@@ -185,7 +178,7 @@ class MinHasher:
             sketch_bytes bytes.
         """
         # Keep high bits of a re-mixed minimum: the minimum's own high bits are biased towards zero.
-        top = _mix(self.signature(hashes)) >> np.uint64(64 - self.bits)
+        top = _mixed(self.signature(hashes)) >> np.uint64(64 - self.bits)
         return bytes(top.astype(self._dtype).tobytes())
 
     def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
@@ -200,6 +193,8 @@ class MinHasher:
         Raises:
             InvalidType: doc is of another type.
         """
+        if engines.native is not None:
+            return engines.native.sketch(self, doc)  # type: ignore[no-any-return]
         return self.sketch_of_hashes(shingle_hashes(_doc_tokens(doc, "doc"), self.n, self.seed))
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
@@ -214,6 +209,8 @@ class MinHasher:
         Raises:
             InvalidType: a document is of another type; the message names it.
         """
+        if engines.native is not None:
+            return engines.native.sketch_many(self, docs)  # type: ignore[no-any-return]
         return [
             self.sketch_of_hashes(shingle_hashes(_doc_tokens(doc, f"docs[{i}]"), self.n, self.seed))
             for i, doc in enumerate(docs)

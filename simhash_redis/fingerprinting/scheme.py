@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import xxhash
 
-from . import defaults
-from .checks import check_int
-from .errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
-from .features import FEATURE_KINDS, normalize
+from .. import defaults
+from ..checks import check_int
+from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
+from . import engines
+from .normalize import normalize
+from .tokens import FEATURE_KINDS
 
 if TYPE_CHECKING:
-    from .fingerprint import Document
+    from .documents import Document
 
 __all__ = ["DEFAULT_SCHEME", "MAX_N", "SCHEME_VERSION", "WEIGHTINGS", "Scheme", "stopwords_digest"]
 
@@ -210,9 +212,7 @@ class Scheme:
         Returns:
             The fingerprint, an int in [0, 2**f).
         """
-        from .fingerprint import fingerprint
-
-        return fingerprint(doc, self)
+        return engines.fingerprint(doc, self)
 
     def fingerprint_many(self, docs: Iterable[Document]) -> list[int]:
         """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint.fingerprint_many`.
@@ -223,9 +223,7 @@ class Scheme:
         Returns:
             Their fingerprints, in order.
         """
-        from .fingerprint import fingerprint_many
-
-        return fingerprint_many(docs, self)
+        return engines.fingerprint_many(docs, self)
 
 
 def _parse_meta(meta: str) -> dict[str, Any]:

@@ -1,0 +1,88 @@
+"""The compiled core of simhash-redis: the typed boundary of the extension module.
+
+Every function is bit for bit what the pure engine computes; the adapter (`native/adapter.py`)
+validates and prepares arguments exactly as the pure functions do before calling in here.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Final, TypeAlias
+
+__version__: Final[str]
+#: Tag of a prepared token document: ``(TOKENS, tokens, name)``.
+TOKENS: Final[int]
+#: Tag of a prepared weighted document: ``(WEIGHTED, names, weights)``.
+WEIGHTED: Final[int]
+
+#: A document as the engine takes it: text, UTF-8 bytes, or a tuple prepared by the adapter.
+PreparedDoc: TypeAlias = (
+    str | bytes | tuple[int, list[str] | tuple[str, ...], str] | tuple[int, list[str], list[float]]
+)
+#: What `features._image_parts` gives, as lists, plus the code point's NFKC image.
+ImageParts: TypeAlias = tuple[list[int], list[int], bool, list[int]] | None
+
+class Unicode:
+    """The running Python's Unicode tables and the callbacks that complete them."""
+
+    def __init__(
+        self,
+        load_tables: Callable[[], tuple[bytes, bytes, bytes]],
+        image_parts: Callable[[int], ImageParts],
+        normalize: Callable[[str], str],
+        char_info: Callable[[int], tuple[int, bool]],
+        is_normalized: Callable[[str], bool],
+    ) -> None: ...
+    def loaded(self) -> bool:
+        """Tell whether the tables are loaded."""
+    def load(self) -> None:
+        """Load the tables now (they are loaded on first non-ASCII text otherwise)."""
+
+class Engine:
+    """The fingerprint engine of one (validated) scheme."""
+
+    def __init__(
+        self,
+        unicode: Unicode,
+        features: str,
+        n: int,
+        f: int,
+        binary: bool,
+        seed: int,
+        stopwords: Sequence[str],
+    ) -> None: ...
+    @property
+    def f(self) -> int:
+        """The fingerprint width."""
+    def fingerprint(self, doc: PreparedDoc, chunk_chars: int) -> int:
+        """Fingerprint one prepared document; texts are cut in chunks past chunk_chars characters."""
+    def fingerprint_many(self, docs: list[PreparedDoc], chunk_chars: int) -> list[int]:
+        """Fingerprint prepared documents, detached from Python where the tables suffice."""
+
+class MinHash:
+    """The sketches of one `MinHasher`."""
+
+    def __init__(
+        self, unicode: Unicode, num_perm: int, bits: int, n: int, seed: int, a: bytes, b: bytes
+    ) -> None: ...
+    def sketch(self, doc: str | bytes | list[str] | tuple[str, ...], name: str = "doc") -> bytes:
+        """The sketch of one document."""
+    def sketch_many(self, docs: list[str | bytes | list[str] | tuple[str, ...]]) -> list[bytes]:
+        """The sketches of many documents, detached from Python where the tables suffice."""
+    def estimate(self, a: bytes, b: bytes) -> float:
+        """The Jaccard estimate of two sketches of this hasher."""
+
+def check_tokens(tokens: list[object] | tuple[object, ...], name: str) -> None:
+    """Raise the wrong-type error unless every token is a str."""
+
+def hits(
+    fps: list[int],
+    replies: list[list[bytes]],
+    tables: int,
+    k_fast: int,
+    k: int,
+    wrap64: bool,
+    slow: Callable[[object, int], tuple[int, int]],
+) -> list[dict[bytes, tuple[int, int]]]:
+    """For each query, {stored value: (fingerprint, distance)} of its candidates within k."""
+
+def set_error_types(value_error: type[ValueError], type_error: type[TypeError]) -> bool:
+    """Make bad arguments raise these types; False when types were set already."""

@@ -1,0 +1,307 @@
+"""The pure (numpy) fingerprint engine of one scheme: tokens of texts hashed into features, summed to bits."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidType
+from .bitsums import bit_sums
+from .hashing import (
+    U64,
+    CodePointTable,
+    HashTable,
+    Key,
+    _cp_token_tables,
+    _token_tables,
+    counts_between,
+    dedupe,
+    features_of,
+    shared,
+    span_keys,
+    to_ints,
+)
+from .normalize import classified_code_points, normalize
+from .tokens import (
+    ascii_word_spans,
+    collapse_whitespace,
+    has_token,
+    token_parts,
+    token_parts_at,
+    token_parts_of,
+    token_spans_of,
+)
+from .xxh3 import VECTOR_MAX, hash_spans
+
+if TYPE_CHECKING:
+    from .scheme import Scheme
+
+__all__ = ["Engine"]
+
+
+class Engine:
+    """Fingerprints batches of token units for one scheme; a unit is the token hashes of a text."""
+
+    def __init__(self, scheme: Scheme) -> None:
+        self.scheme = scheme
+        self.lanes = 2 if scheme.f == 128 else 1
+        self.table = shared(_token_tables, HashTable, scheme)
+        self.n = 1 if scheme.features == "words" else scheme.n
+        self.stop: frozenset[bytes] = frozenset(word.encode("utf-8") for word in scheme.stopwords)
+        single = [ord(word) for word in scheme.stopwords if len(word) == 1]
+        self.stop_cps = np.array(single, dtype=np.uint32)
+        # Word tokens are hashed by the vectorised xxh3 when the hashes are 64-bit and none is dropped.
+        self.vector_words = self.lanes == 1 and not self.stop
+
+    def hashes(self, keys: list[Key]) -> U64:
+        """Look up the hashes of tokens.
+
+        Args:
+            keys: the tokens, str or UTF-8 bytes.
+
+        Returns:
+            A (len(keys), lanes) uint64 array.
+        """
+        return self.table.lookup(keys, len(keys))
+
+    def features(
+        self, units: list[U64], short: list[bool], owners: list[int], ndocs: int
+    ) -> tuple[U64, npt.NDArray[np.intp]]:
+        """Return the features of token units, grouped by document.
+
+        Args:
+            units: token hash arrays; the units of one document are consecutive.
+            short: per unit, whether the short-document rule applies.
+            owners: per unit, its document's index in [0, ndocs).
+            ndocs: number of documents.
+
+        Returns:
+            The feature hashes, each document's contiguously, and their count per document.
+        """
+        lengths = np.fromiter(map(len, units), dtype=np.intp, count=len(units))
+        hashes = units[0] if len(units) == 1 else np.concatenate(units)
+        feats, counts = features_of(hashes, lengths, np.array(short, dtype=bool), self.n)
+        per_doc = np.bincount(np.array(owners, dtype=np.intp), weights=counts, minlength=ndocs)
+        return feats, per_doc.astype(np.intp)
+
+    def finish(self, sums: npt.NDArray[np.int64], totals: npt.NDArray[np.int64]) -> list[int]:
+        """Turn bit counts into fingerprints: bit j is set where 2 * sums[j] > total.
+
+        Args:
+            sums: (documents, f) counts of features with each bit set.
+            totals: features per document.
+
+        Returns:
+            The fingerprints.
+        """
+        return to_ints(2 * sums > totals[:, None], self.scheme.f)
+
+    def run_joined(self, hashes: U64, lengths: npt.NDArray[np.intp]) -> list[int]:
+        """Fingerprint whole documents given as one token unit each, their units concatenated.
+
+        Args:
+            hashes: the token hashes of all documents, one after the other.
+            lengths: tokens per document.
+
+        Returns:
+            The fingerprints, in order.
+        """
+        feats, per_doc = features_of(hashes, lengths, lengths < self.n, self.n)
+        return self._count(feats, per_doc)
+
+    def _count(self, feats: U64, per_doc: npt.NDArray[np.intp]) -> list[int]:
+        """Fingerprint documents from their features.
+
+        Args:
+            feats: the feature hashes, each document's contiguously.
+            per_doc: features per document.
+
+        Returns:
+            The fingerprints, by document index.
+        """
+        if self.scheme.weighting == "binary":
+            feats, per_doc = dedupe(feats, per_doc)
+        sums = bit_sums(feats, per_doc, self.scheme.f)
+        return self.finish(sums, per_doc.astype(np.int64))
+
+    def text_tokens(self, norm: str) -> U64:
+        """Tokenise a normalised text, drop stopwords and hash the tokens.
+
+        Args:
+            norm: the normalised text.
+
+        Returns:
+            The token hashes in text order.
+        """
+        return self._hash_parts(*token_parts(norm))[0]
+
+    def span_hashes(
+        self, buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], ends: npt.NDArray[np.intp]
+    ) -> U64:
+        """Hash tokens given as spans of a byte buffer (for `vector_words` engines only).
+
+        Args:
+            buf: the bytes.
+            starts: each token's first byte index.
+            ends: each token's past-the-end byte index; tokens are not empty.
+
+        Returns:
+            A (len(starts), 1) uint64 array.
+        """
+        lengths = ends - starts
+        out = hash_spans(buf, starts, lengths, self.scheme.seed)
+        longer = np.flatnonzero(lengths > VECTOR_MAX)
+        if len(longer):
+            keys: list[Key] = [buf[starts[i] : ends[i]].tobytes() for i in longer.tolist()]
+            out[longer] = self.hashes(keys)[:, 0]
+        return out.reshape(-1, 1)
+
+    def ascii_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
+        """Normalise, tokenise and hash many ASCII texts in one pass (for `vector_words` engines only).
+
+        Args:
+            texts: the raw texts, all ASCII.
+
+        Returns:
+            The token hashes of all texts, one after the other, and the number of tokens of each.
+        """
+        # A space separates tokens, so the texts joined by spaces tokenise as each would alone.
+        buf, starts, ends = ascii_word_spans(" ".join(texts))
+        lengths = np.fromiter(map(len, texts), dtype=np.intp, count=len(texts)) + 1
+        return self.span_hashes(buf, starts, ends), counts_between(starts, np.cumsum(lengths)[:-1] - 1)
+
+    def texts_tokens(self, texts: list[str], vector: bool = True) -> tuple[U64, npt.NDArray[np.intp]]:
+        """Normalise and tokenise many raw texts in one pass, drop stopwords and hash the tokens.
+
+        Args:
+            texts: the raw texts.
+            vector: whether word tokens may be hashed by the vectorised xxh3 (see `vector_words`).
+
+        Returns:
+            The token hashes of all texts, one after the other, and the number of tokens of each.
+        """
+        # NUL separates tokens, never composes under NFKC and is never made or removed by it, so the
+        # texts joined by NUL normalise and tokenise exactly as each would alone.
+        joined = "\x00".join(texts)
+        if joined.count("\x00") == len(texts) - 1:
+            cps, classes = classified_code_points(joined)
+            ends = np.flatnonzero(cps == 0)
+            firsts = np.concatenate([[0], ends + 1])
+            if vector and self.vector_words:
+                found = self._vector_text(cps, classes)
+                if found is not None:
+                    return found[0], counts_between(found[1], ends)
+            words, cjk, is_cjk, starts = token_parts_of(cps, classes)
+        else:
+            norms = [normalize(text) for text in texts]
+            norm = "\n".join(norms)
+            lengths = np.fromiter(map(len, norms), dtype=np.intp, count=len(norms)) + 1
+            firsts = np.cumsum(lengths) - lengths
+            ends = firsts[1:] - 1
+            words, cjk, is_cjk, starts = token_parts_at(norm)
+        hashes, keep = self._hash_parts(words, cjk, is_cjk)
+        if keep is not None:
+            owner = np.searchsorted(firsts, starts[keep], side="right") - 1
+            return hashes, np.bincount(owner, minlength=len(texts)).astype(np.intp)
+        return hashes, counts_between(starts, ends)
+
+    def _vector_text(
+        self, cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32], classes: npt.NDArray[np.uint8] | None
+    ) -> tuple[U64, npt.NDArray[np.intp]] | None:
+        """Tokenise a normalised text and hash its tokens, word tokens by the vectorised xxh3.
+
+        Args:
+            cps: the text's code points.
+            classes: their classes, if known already.
+
+        Returns:
+            The token hashes in text order and each token's first code point index; None when more
+            than a quarter of the word tokens are not ASCII, which the bytes path does faster.
+        """
+        word_starts, word_ends, wide, firsts, is_cjk, starts = token_spans_of(cps, classes)
+        wide_at = np.flatnonzero(wide)
+        if 4 * len(wide_at) > len(wide):
+            return None
+        # Below 128 a code point is its own UTF-8 byte; the bytes of wider ones are never read.
+        word_hashes = self.span_hashes(cps.astype(np.uint8), word_starts, word_ends)
+        if len(wide_at):
+            word_hashes[wide_at] = self.hashes(span_keys(cps, word_starts[wide_at], word_ends[wide_at]))
+        if len(word_starts) == len(starts):
+            return word_hashes, starts
+        table = shared(_cp_token_tables, CodePointTable, self.scheme).filled(firsts[is_cjk])
+        # Every token looked up by its first code point, the words' rows then overwritten: fewer passes
+        # than putting CJK and word hashes in place each through a mask.
+        out = np.take(table[:, 0], firsts, mode="clip")
+        out[np.flatnonzero(~is_cjk)] = word_hashes[:, 0]
+        return out.reshape(-1, 1), starts
+
+    def _hash_parts(
+        self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]
+    ) -> tuple[U64, npt.NDArray[np.bool_] | None]:
+        """Drop stopwords from tokens given as `features.token_parts` returns them, and hash the rest.
+
+        Args:
+            words: word tokens.
+            cjk: CJK tokens' code points.
+            is_cjk: per token in text order, whether it is CJK.
+
+        Returns:
+            The token hashes in text order, and which tokens were kept (None: all).
+        """
+        keep = None
+        if self.stop:
+            kept_words = [word not in self.stop for word in words]
+            kept_cjk = ~np.isin(cjk, self.stop_cps)
+            words = [word for word, kept in zip(words, kept_words, strict=True) if kept]
+            cjk = cjk[kept_cjk]
+            keep = np.empty(len(is_cjk), dtype=bool)
+            keep[~is_cjk] = kept_words
+            keep[is_cjk] = kept_cjk
+            is_cjk = is_cjk[keep]
+        if not len(cjk):
+            return self.hashes(list(words)), keep
+        out = np.empty((len(is_cjk), self.lanes), dtype=np.uint64)
+        out[~is_cjk] = self.hashes(list(words))
+        out[is_cjk] = shared(_cp_token_tables, CodePointTable, self.scheme).lookup(cjk)
+        return out, keep
+
+    def given_tokens(self, tokens: list[str], name: str) -> U64:
+        """Normalise caller-given tokens, drop empty ones and stopwords, and hash them.
+
+        Args:
+            tokens: the tokens.
+            name: the argument's name, for messages.
+
+        Returns:
+            The token hashes.
+
+        Raises:
+            InvalidType: a token is not a str.
+        """
+        try:
+            joined = "\x00".join(tokens)
+        except TypeError:
+            bad = next(token for token in tokens if not isinstance(token, str))
+            raise InvalidType(f"{name} must hold str tokens only, got {type(bad).__name__}") from None
+        # NUL never composes under NFKC, so normalising the joined tokens normalises each on its own.
+        if joined.count("\x00") == len(tokens) - 1:
+            parts = normalize(joined).encode("utf-8").split(b"\x00")
+        else:
+            parts = [normalize(token).encode("utf-8") for token in tokens]
+        return self.hashes([part for part in parts if part and part not in self.stop])
+
+    def text_unit(self, norm: str) -> U64:
+        """Return the token hashes of a normalised text under the scheme's feature kind.
+
+        Args:
+            norm: the normalised text.
+
+        Returns:
+            Token hashes, or for "chars" the hashes of the whitespace-collapsed text's characters
+            (none when the text has no token).
+        """
+        if self.scheme.features != "chars":
+            return self.text_tokens(norm)
+        return self.hashes(list(collapse_whitespace(norm)) if has_token(norm) else [])

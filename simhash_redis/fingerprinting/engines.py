@@ -1,0 +1,91 @@
+"""Which engine computes fingerprints, MinHash sketches and the candidate filter: native or pure.
+
+The compiled core (`simhash_redis_native`, `pip install 'simhash-redis[fast]'`) is used when it can be
+imported, the pure numpy engine otherwise; both give the same results bit for bit. The environment
+variable SIMHASH_REDIS_ENGINE=python forces the pure engine (tests, debugging); =native makes a missing
+compiled core an error instead of a silent fallback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from ..errors import SimhashRedisError
+from . import documents
+
+if TYPE_CHECKING:
+    from .documents import Document
+    from .scheme import Scheme
+
+__all__ = ["ENGINE_ENV", "engine", "fingerprint", "fingerprint_many", "native"]
+
+#: The environment variable that chooses the engine: "native", "python", or unset (native if installed).
+ENGINE_ENV = "SIMHASH_REDIS_ENGINE"
+
+
+def _load_native() -> ModuleType | None:
+    """Import the native adapter when the environment allows it and the compiled core is installed.
+
+    Raises:
+        SimhashRedisError: SIMHASH_REDIS_ENGINE is neither "native", "python" nor empty, or it is
+            "native" and the compiled core cannot be imported.
+    """
+    choice = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if choice not in ("", "native", "python"):
+        raise SimhashRedisError(f"{ENGINE_ENV} must be 'native' or 'python', got {choice!r}")
+    if choice == "python":
+        return None
+    try:
+        from . import native as adapter
+    except ImportError as exc:
+        if choice == "native":
+            raise SimhashRedisError(
+                f"{ENGINE_ENV}=native, but the compiled core cannot be imported ({exc}): "
+                "pip install 'simhash-redis[fast]', or build it with `make native`"
+            ) from None
+        return None
+    return adapter
+
+
+#: The native adapter module, or None when the pure engine runs.
+native = _load_native()
+
+
+def engine() -> str:
+    """The engine in use: "native" (the compiled core) or "python" (the pure numpy engine)."""
+    return "python" if native is None else "native"
+
+
+def fingerprint(doc: Document, scheme: Scheme) -> int:
+    """Fingerprint one document with the engine in use.
+
+    Args:
+        doc: a document in any accepted form.
+        scheme: a validated scheme.
+
+    Raises:
+        InvalidType: doc is of no accepted type.
+        InvalidArgument: a weight is NaN or infinite.
+    """
+    if native is not None:
+        return native.fingerprint(doc, scheme)  # type: ignore[no-any-return]
+    return documents.fingerprint(doc, scheme)
+
+
+def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
+    """Fingerprint many documents with the engine in use.
+
+    Args:
+        docs: documents in any accepted form.
+        scheme: a validated scheme.
+
+    Raises:
+        InvalidType: docs or a document is of no accepted type.
+        InvalidArgument: a weight is NaN or infinite.
+    """
+    if native is not None:
+        return native.fingerprint_many(docs, scheme)  # type: ignore[no-any-return]
+    return documents.fingerprint_many(docs, scheme)

@@ -1,0 +1,362 @@
+"""Feature hashing for SimHash: token hash caches, the shingle combiner (splitmix64) and bit sums to ints."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from .charclass import CJK_RANGES
+from .xxh3 import digest
+
+if TYPE_CHECKING:
+    from .scheme import Scheme
+
+__all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K"]
+
+
+#: Multiplier of the shingle combiner (2**64 / golden ratio).
+MIX_K = 0x9E3779B97F4A7C15
+
+
+#: Multipliers of the splitmix64 finaliser.
+MIX_C1 = 0xBF58476D1CE4E5B9
+
+
+MIX_C2 = 0x94D049BB133111EB
+
+
+#: Token hashes kept per (seed, width) before the cache is cleared; bounds memory in long-running processes.
+CACHE_MAX = 1 << 18
+
+
+# Spans of `span_keys` cut one by one below this count, else from the text decoded once.
+_FEW_SPANS = 64
+
+
+U64 = npt.NDArray[np.uint64]
+
+
+Key = str | bytes
+
+
+# The mixing constants and shifts as numpy scalars, made once.
+_K, _C1, _C2 = np.uint64(MIX_K), np.uint64(MIX_C1), np.uint64(MIX_C2)
+
+
+_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
+
+
+# Tokens mixed per chunk: 256 KiB per array, which stays in the CPU cache.
+_MIX_CHUNK = 1 << 15
+
+
+class HashTable(dict[Key, int]):
+    """Token → row of `hashes`, the token's xxh3 hash (one uint64 lane, or two for f=128)."""
+
+    def __init__(self, seed: int, lanes: int) -> None:
+        super().__init__()
+        self.seed = seed
+        self.lanes = lanes
+        self.hashes: U64 = np.zeros((1024, lanes), dtype=np.uint64)
+        self.pending: list[Key] = []
+        self.lock = threading.Lock()
+
+    def __missing__(self, key: Key) -> int:
+        row = len(self)
+        self[key] = row
+        self.pending.append(key)
+        return row
+
+    def _flush(self) -> None:
+        """Hash the tokens met since the last flush into `hashes`."""
+        start = len(self) - len(self.pending)
+        data = [key.encode("utf-8") if isinstance(key, str) else key for key in self.pending]
+        self.pending = []
+        rows = digest(data, self.seed, self.lanes)
+        if len(self) > len(self.hashes):
+            grown = np.zeros((max(len(self), 2 * len(self.hashes)), self.lanes), dtype=np.uint64)
+            grown[:start] = self.hashes[:start]
+            self.hashes = grown
+        self.hashes[start : len(self)] = rows
+
+    def lookup(self, keys: Iterable[Key], count: int) -> U64:
+        """Return the hashes of some tokens, hashing the ones not cached yet.
+
+        Args:
+            keys: tokens (str, or their UTF-8 bytes).
+            count: how many.
+
+        Returns:
+            A (len(keys), lanes) uint64 array.
+        """
+        with self.lock:
+            if len(self) > CACHE_MAX:
+                self.clear()
+            rows = np.fromiter(map(self.__getitem__, keys), dtype=np.intp, count=count)
+            if self.pending:
+                self._flush()
+            return self.hashes[rows]
+
+
+class CodePointTable:
+    """Code point → xxh3 hash of its UTF-8, for CJK single-character tokens, filled on first sight."""
+
+    def __init__(self, seed: int, lanes: int) -> None:
+        self.seed = seed
+        self.lanes = lanes
+        self.hashes: U64 = np.zeros((CJK_RANGES[-1][1] + 1, lanes), dtype=np.uint64)
+        self.known = np.zeros(len(self.hashes), dtype=bool)
+        self.lock = threading.Lock()
+
+    def filled(self, cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32]) -> U64:
+        """Hash the CJK code points not hashed yet, and return the whole table.
+
+        Args:
+            cps: code points, each within `features.CJK_RANGES`.
+
+        Returns:
+            The (code points, lanes) uint64 table, filled at least for cps.
+        """
+        with self.lock:
+            if not np.take(self.known, cps).all():
+                missing = np.unique(cps[~np.take(self.known, cps)])
+                data = [chr(cp).encode("utf-8") for cp in missing.tolist()]
+                self.hashes[missing] = digest(data, self.seed, self.lanes)
+                self.known[missing] = True
+            return self.hashes
+
+    def lookup(self, cps: npt.NDArray[np.uint32]) -> U64:
+        """Return the hashes of CJK code points.
+
+        Args:
+            cps: code points, each within `features.CJK_RANGES`.
+
+        Returns:
+            A (len(cps), lanes) uint64 array.
+        """
+        with self.lock:
+            known = self.known[cps]
+            missing = _NO_CPS if known.all() else np.unique(cps[~known])
+            if len(missing):
+                data = [chr(cp).encode("utf-8") for cp in missing.tolist()]
+                self.hashes[missing] = digest(data, self.seed, self.lanes)
+                self.known[missing] = True
+            return self.hashes[cps]
+
+
+_NO_CPS = np.zeros(0, dtype=np.uint32)
+
+
+_token_tables: dict[tuple[int, int], HashTable] = {}
+
+
+_cp_token_tables: dict[tuple[int, int], CodePointTable] = {}
+
+
+_tables_lock = threading.Lock()
+
+
+_T = TypeVar("_T")
+
+
+def shared(registry: dict[tuple[int, int], _T], factory: Callable[[int, int], _T], scheme: Scheme) -> _T:
+    """Return the process-wide hash table of one kind for a scheme's seed and width, made once.
+
+    Args:
+        registry: the tables of that kind made so far.
+        factory: makes one from (seed, lanes).
+        scheme: the scheme.
+
+    Returns:
+        The table.
+    """
+    key = (scheme.seed, 2 if scheme.f == 128 else 1)
+    table = registry.get(key)
+    if table is None:
+        with _tables_lock:
+            table = registry.setdefault(key, factory(*key))
+    return table
+
+
+def mix(z: U64, scratch: U64) -> U64:
+    """Apply the splitmix64 finaliser in place.
+
+    Args:
+        z: uint64 values.
+        scratch: a uint64 array of the same shape, overwritten.
+
+    Returns:
+        z, mixed.
+    """
+    # In place with a scratch array: no temporary allocated per step.
+    for shift, multiplier in ((_S30, _C1), (_S27, _C2)):
+        np.right_shift(z, shift, out=scratch)
+        z ^= scratch
+        z *= multiplier
+    np.right_shift(z, _S31, out=scratch)
+    z ^= scratch
+    return z
+
+
+def combine_windows(column: U64, n: int) -> U64:
+    """Combine every window of n consecutive token hashes of one lane, as if zeros followed the last.
+
+    Args:
+        column: one lane of the token hashes, 1-D.
+        n: window length, at least 2.
+
+    Returns:
+        For each token, the combined hash of the window starting there.
+    """
+    size = len(column)
+    out = np.empty(size, dtype=np.uint64)
+    scratch = np.empty(min(size, _MIX_CHUNK), dtype=np.uint64)
+    # Chunks small enough to stay in the CPU cache through all n-1 rounds: about twice as fast.
+    for start in range(0, size, _MIX_CHUNK):
+        stop = min(size, start + _MIX_CHUNK)
+        state = out[start:stop]
+        state[:] = column[start:stop]
+        for j in range(1, n):
+            state *= _K
+            # Windows running past the last token add nothing for the missing tokens.
+            inside = max(0, min(size, stop + j) - start - j)
+            state[:inside] += column[start + j : start + j + inside]
+            mix(state, scratch[: stop - start])
+    return out
+
+
+def combine_short(column: U64, firsts: npt.NDArray[np.intp], length: int) -> U64:
+    """Combine all the tokens of short units of one length, one lane.
+
+    Args:
+        column: one lane of the token hashes, 1-D.
+        firsts: the index of each unit's first token.
+        length: their token count, at least 1.
+
+    Returns:
+        Each unit's combined hash.
+    """
+    state = column[firsts]
+    scratch = np.empty_like(state)
+    for j in range(1, length):
+        state *= _K
+        state += column[firsts + j]
+        mix(state, scratch)
+    return state
+
+
+def features_of(
+    hashes: U64, lengths: npt.NDArray[np.intp], short: npt.NDArray[np.bool_], n: int
+) -> tuple[U64, npt.NDArray[np.intp]]:
+    """Build the feature hashes of consecutive token units: every window of n tokens.
+
+    A short unit (a whole document with fewer than n tokens) gives one feature of all its tokens.
+
+    Args:
+        hashes: the token hashes of all units, concatenated, shape (T, lanes).
+        lengths: tokens per unit.
+        short: per unit, whether the short-document rule applies.
+        n: window length.
+
+    Returns:
+        The feature hashes (M, lanes), each unit's contiguously, and the feature count of each unit.
+    """
+    counts = np.where(short, lengths > 0, np.maximum(lengths - n + 1, 0)).astype(np.intp)
+    total = int(counts.sum())
+    firsts = np.cumsum(counts) - counts
+    starts = np.cumsum(lengths) - lengths
+    windows = np.repeat(starts - firsts, counts) + np.arange(total, dtype=np.intp)
+    if n == 1:
+        return hashes[windows], counts
+    lanes = hashes.shape[1]
+    feats = np.empty((total, lanes), dtype=np.uint64)
+    for lane in range(lanes):
+        column = np.ascontiguousarray(hashes[:, lane])
+        feats[:, lane] = np.take(combine_windows(column, n), windows)
+        for j in range(1, n):
+            wanted = np.flatnonzero(short & (lengths == j))
+            if len(wanted):
+                feats[firsts[wanted], lane] = combine_short(column, starts[wanted], j)
+    return feats, counts
+
+
+def to_ints(bits: npt.NDArray[np.bool_], f: int) -> list[int]:
+    """Pack rows of f booleans (bit j in column j) into ints.
+
+    Args:
+        bits: a (documents, f) boolean array.
+        f: fingerprint width.
+
+    Returns:
+        One int per row.
+    """
+    packed = np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little"))
+    if f == 32:
+        return [int(v) for v in packed.view("<u4").ravel().tolist()]
+    words = packed.view("<u8").reshape(len(bits), f // 64).tolist()
+    if f == 64:
+        return [int(row[0]) for row in words]
+    return [int(lo) | int(hi) << 64 for lo, hi in words]
+
+
+def dedupe(feats: U64, per_doc: npt.NDArray[np.intp]) -> tuple[U64, npt.NDArray[np.intp]]:
+    """Keep each document's distinct features once (binary weighting).
+
+    Args:
+        feats: feature hashes (M, lanes), each document's contiguously.
+        per_doc: features per document.
+
+    Returns:
+        The distinct features, each document's contiguously, and their count per document.
+    """
+    if not len(feats):
+        return feats, per_doc
+    owner = np.repeat(np.arange(len(per_doc), dtype=np.intp), per_doc)
+    order = np.lexsort([feats[:, lane] for lane in range(feats.shape[1])] + [owner])
+    feats, owner = feats[order], owner[order]
+    first = np.ones(len(feats), dtype=bool)
+    first[1:] = (owner[1:] != owner[:-1]) | (feats[1:] != feats[:-1]).any(axis=1)
+    return feats[first], np.bincount(owner[first], minlength=len(per_doc)).astype(np.intp)
+
+
+def span_keys(
+    cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.intp],
+    ends: npt.NDArray[np.intp],
+) -> list[Key]:
+    """Return the UTF-8 of some spans of a text given as code points.
+
+    Args:
+        cps: the text's code points.
+        starts: each span's first index.
+        ends: each span's past-the-end index.
+
+    Returns:
+        The spans' UTF-8 bytes.
+    """
+    if len(starts) <= _FEW_SPANS:
+        return [
+            cps[a:b].astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
+            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
+    # Many spans: decoding the whole text once is cheaper than a few numpy calls per span.
+    text = cps.astype("<u4").tobytes().decode("utf-32-le")
+    return [text[a:b].encode("utf-8") for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+def counts_between(starts: npt.NDArray[np.intp], cuts: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """Count the tokens of each text of a joined text.
+
+    Args:
+        starts: each token's first index in the joined text, ascending.
+        cuts: the index of each separator between two texts, ascending.
+
+    Returns:
+        The number of tokens of each text: len(cuts) + 1 counts.
+    """
+    before = np.searchsorted(starts, cuts)
+    return np.diff(before, prepend=0, append=len(starts)).astype(np.intp)

@@ -1,0 +1,433 @@
+"""The compiled core (`simhash_redis_native`) behind the pure engine's API, bit for bit.
+
+Each function here has exactly the semantics, accepted types and exceptions (types and messages) of its
+pure twin (`documents.fingerprint` / `fingerprint_many`, `MinHasher.sketch` / `sketch_many` /
+`estimate`, the read path's candidate filter `store.candidates`) and returns the same values. Documents
+are checked and prepared with the pure engine's own helpers (weighted features through
+`documents.weights_of`); the work is done in Rust, with the GIL released for batches.
+
+Normalisation stays the running Python's: the native engine maps text through the very lookup tables
+that `normalize` builds from `unicodedata` and `str.casefold` (handed over once, at the first non-ASCII
+text), and asks Python (``normalize``, ``image_parts``, ``class_of``, ``unicodedata.is_normalized``)
+wherever `normalize.classified_code_points` would.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import simhash_redis_native as _native
+
+from ..codec import decode_fp
+from ..errors import InvalidArgument, InvalidType
+from . import tokens
+from .charclass import class_of
+from .documents import Document, weighted, weights_of
+from .engine import Engine
+from .normalize import bmp16_tables, bmp_tables, image_parts, nfkc_image, normalize
+
+if TYPE_CHECKING:
+    from .minhash import MinHasher
+    from .scheme import Scheme
+
+__all__ = ["fingerprint", "fingerprint_many", "hits", "sketch", "sketch_many"]
+
+#: Documents handed to the native engine per call of `fingerprint_many`.
+BATCH_DOCS = 4096
+#: Characters of text handed to the native engine per call of `fingerprint_many`, at most about.
+BATCH_CHARS = 1 << 22
+_ENGINES_MAX = 64
+# Weighted documents whose absolute weights add up to more than this may overflow float64 sums: they go
+# through the pure engine, so that numpy's own floating point error handling (warnings) applies.
+_SAFE_WEIGHTS = 1e300
+_WIDEST = 1 << 128
+
+_native.set_error_types(InvalidArgument, InvalidType)
+
+
+def _load_tables() -> tuple[bytes, bytes, bytes]:
+    """Build the Unicode lookup tables of the running Python, as the native engine takes them.
+
+    Returns:
+        `features._bmp16_tables()[0]` as little-endian uint64 bytes, the class of every BMP code point
+        (`features._bmp_tables()[0]`), and a byte per BMP code point, 1 where ``chr(cp).isspace()``.
+    """
+    raw = bmp16_tables()[0]
+    classes = bmp_tables()[0]
+    space = bytes(1 if chr(cp).isspace() else 0 for cp in range(0x10000))
+    return raw.astype("<u8").tobytes(), classes.astype(np.uint8).tobytes(), space
+
+
+def _image_parts(cp: int) -> tuple[list[int], list[int], bool, list[int]] | None:
+    """Return `features._image_parts` of a BMP code point as lists, plus its NFKC image.
+
+    Args:
+        cp: a BMP code point whose entry in the packed table asks for a closer look.
+
+    Returns:
+        The casefold images and classes of its NFKC image's code points, whether one may compose, and
+        the NFKC image's code points; None where the pure engine normalises the whole text instead.
+    """
+    parts = image_parts(cp)
+    if parts is None:
+        return None
+    image = [ord(char) for char in nfkc_image(cp)]
+    return [int(v) for v in parts[0].tolist()], [int(v) for v in parts[1].tolist()], bool(parts[2]), image
+
+
+def _char_info(cp: int) -> tuple[int, bool]:
+    """Classify a code point outside the BMP for tokenisation and whitespace.
+
+    Args:
+        cp: the code point.
+
+    Returns:
+        Its class (`features._class_of`) and whether it is whitespace.
+    """
+    return class_of(cp), chr(cp).isspace()
+
+
+def _normalize(text: str) -> str:
+    """Normalise a text with the pure engine's `features.normalize`.
+
+    Args:
+        text: the text.
+
+    Returns:
+        The normalised text.
+    """
+    return normalize(text)
+
+
+_UNICODE = _native.Unicode(
+    _load_tables, _image_parts, _normalize, _char_info, functools.partial(unicodedata.is_normalized, "NFKC")
+)
+_lock = threading.Lock()
+_engines: dict[int, tuple[Scheme, _native.Engine]] = {}
+_SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
+_sketchers: dict[int, tuple[MinHasher, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
+
+
+def _engine(scheme: Scheme) -> _native.Engine:
+    """Return the native engine of a scheme, made once per scheme object.
+
+    Args:
+        scheme: a validated scheme.
+
+    Returns:
+        Its engine.
+    """
+    entry = _engines.get(id(scheme))
+    if entry is not None and entry[0] is scheme:
+        return entry[1]
+    engine = _native.Engine(
+        _UNICODE,
+        scheme.features,
+        scheme.n,
+        scheme.f,
+        scheme.weighting == "binary",
+        scheme.seed,
+        list(scheme.stopwords),
+    )
+    with _lock:
+        if len(_engines) >= _ENGINES_MAX:
+            _engines.clear()
+        _engines[id(scheme)] = (scheme, engine)
+    return engine
+
+
+def _weighted_doc(totals: dict[str, float], scheme: Scheme) -> _native.PreparedDoc | int:
+    """Prepare validated weighted features for the native engine.
+
+    Args:
+        totals: normalised feature → summed weight, in first-seen order.
+        scheme: the scheme.
+
+    Returns:
+        The prepared document; or, for weights so large that a sum may overflow, the pure engine's
+        fingerprint (numpy then warns, or raises, as its error state says).
+    """
+    weights = list(totals.values())
+    if sum(map(abs, weights)) > _SAFE_WEIGHTS:
+        return weighted(totals, Engine(scheme))
+    return (_native.WEIGHTED, list(totals), weights)
+
+
+def _prepare(doc: object, name: str, scheme: Scheme) -> _native.PreparedDoc | int:
+    """Check a document and put it in the form the native engine takes, as `_Batch.add` reads it.
+
+    Args:
+        doc: the document.
+        name: its name in messages ("doc", or "docs[i]").
+        scheme: the scheme.
+
+    Returns:
+        A str, bytes, or a prepared token or weighted document; or the fingerprint itself, where the
+        pure engine computes it (see `_weighted_doc`).
+
+    Raises:
+        InvalidType: doc is of no accepted form, or holds a non-str token, a non-str feature or a
+            non-real (or bool) weight; the message names it.
+        InvalidArgument: a weight is NaN or infinite.
+    """
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        return doc if type(doc) is bytes else bytes(doc)
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, Mapping):
+        return _weighted_doc(weights_of(doc, name), scheme)
+    if not isinstance(doc, Iterable):
+        raise InvalidType(
+            f"{name} must be str, bytes, a sequence of str tokens or (feature, weight) pairs, "
+            f"got {type(doc).__name__}"
+        )
+    items: list[object] | tuple[object, ...] = doc if isinstance(doc, (list, tuple)) else list(doc)
+    if items and not isinstance(items[0], str):
+        return _weighted_doc(weights_of(items, name), scheme)
+    step = tokens.CHUNK_CHARS
+    if scheme.features != "chars" and step <= 0 < len(items):
+        # The pure engine streams token lists longer than CHUNK_CHARS in slices of that many: with a
+        # step below 1 (only ever set by hand) range() refuses 0 and gives no slice at all below it.
+        range(0, len(items), step)
+        return (_native.TOKENS, [], name)
+    _native.check_tokens(items, name)
+    return (_native.TOKENS, items, name)  # type: ignore[return-value]  # checked: str tokens only
+
+
+def fingerprint(doc: Document, scheme: Scheme) -> int:
+    """Fingerprint one document natively; `simhash_redis.fingerprint.fingerprint`, bit for bit.
+
+    Args:
+        doc: a text (str); UTF-8 bytes (invalid bytes become U+FFFD); a sequence of str tokens; or
+            weighted features, a mapping feature → weight or an iterable of (feature, weight) pairs.
+        scheme: the scheme, validated.
+
+    Returns:
+        The fingerprint, an int in [0, 2**scheme.f); 0 for a document without any token.
+
+    Raises:
+        InvalidType: doc is of no accepted type; the message names it.
+        InvalidArgument: a weight is NaN or infinite.
+    """
+    engine = _engine(scheme)
+    if type(doc) is str:
+        return engine.fingerprint(doc, tokens.CHUNK_CHARS)
+    prepared = _prepare(doc, "doc", scheme)
+    if isinstance(prepared, int):
+        return prepared
+    return engine.fingerprint(prepared, tokens.CHUNK_CHARS)
+
+
+def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
+    """Fingerprint many documents natively; `simhash_redis.fingerprint.fingerprint_many`, bit for bit.
+
+    Args:
+        docs: documents, each in any form `fingerprint` accepts; any iterable, consumed once.
+        scheme: the scheme, validated.
+
+    Returns:
+        The fingerprints, in the order of docs.
+
+    Raises:
+        InvalidType: docs is not an iterable of documents, or a document's type is wrong; the message
+            names it (``docs[i]``).
+        InvalidArgument: a weight is NaN or infinite.
+    """
+    engine = _engine(scheme)
+    if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
+        raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
+    out: list[int] = []
+    batch: list[_native.PreparedDoc] = []
+    done: dict[int, int] = {}
+    chars = 0
+    for index, doc in enumerate(docs):
+        if type(doc) is str:
+            batch.append(doc)
+            chars += len(doc)
+        else:
+            prepared = _prepare(doc, f"docs[{index}]", scheme)
+            if isinstance(prepared, int):
+                done[len(batch)] = prepared
+                prepared = ""
+            batch.append(prepared)
+            chars += len(prepared[1]) if isinstance(prepared, tuple) else len(prepared)
+        if len(batch) >= BATCH_DOCS or chars >= BATCH_CHARS:
+            out += _run(engine, batch, done)
+            batch, done, chars = [], {}, 0
+    if batch:
+        out += _run(engine, batch, done)
+    return out
+
+
+def _run(engine: _native.Engine, batch: list[_native.PreparedDoc], done: dict[int, int]) -> list[int]:
+    """Fingerprint a batch of prepared documents natively, some of them known already.
+
+    Args:
+        engine: the scheme's engine.
+        batch: the prepared documents (an empty text in place of each known one).
+        done: the fingerprints known already, by position in the batch.
+
+    Returns:
+        The fingerprints, in order.
+    """
+    results = engine.fingerprint_many(batch, tokens.CHUNK_CHARS)
+    for at, value in done.items():
+        results[at] = value
+    return results
+
+
+def _sketcher(hasher: MinHasher) -> _native.MinHash:
+    """Return the native sketcher of a MinHasher, made once per hasher (and its current parameters).
+
+    Args:
+        hasher: a MinHasher.
+
+    Returns:
+        Its native sketcher.
+    """
+    params = (hasher.num_perm, hasher.bits, hasher.n, hasher.seed)
+    entry = _sketchers.get(id(hasher))
+    if (
+        entry is not None
+        and entry[0] is hasher
+        and entry[1] is hasher.a
+        and entry[2] is hasher.b
+        and entry[3] == params
+    ):
+        return entry[4]
+    made = _native.MinHash(
+        _UNICODE,
+        hasher.num_perm,
+        hasher.bits,
+        hasher.n,
+        hasher.seed,
+        hasher.a.astype("<u8").tobytes(),
+        hasher.b.astype("<u8").tobytes(),
+    )
+    with _lock:
+        if len(_sketchers) >= _ENGINES_MAX:
+            _sketchers.clear()
+        _sketchers[id(hasher)] = (hasher, hasher.a, hasher.b, params, made)
+    return made
+
+
+def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, ...]:
+    """Check a MinHash document and put it in the form the native sketcher takes.
+
+    Args:
+        doc: text, UTF-8 bytes, or a sequence of str tokens.
+        name: its name in messages.
+
+    Returns:
+        The str, bytes, list or tuple to sketch.
+
+    Raises:
+        InvalidType: doc is of another type, or holds a non-str token.
+    """
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        return doc if type(doc) is bytes else bytes(doc)
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, Sequence):
+        tokens = doc if isinstance(doc, (list, tuple)) else list(doc)
+        _native.check_tokens(tokens, name)
+        return tokens  # checked: str tokens only
+    raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
+
+
+def sketch(hasher: MinHasher, doc: str | bytes | Sequence[str]) -> bytes:
+    """The MinHash sketch of one document, natively; `MinHasher.sketch`, byte for byte.
+
+    Args:
+        hasher: the MinHasher whose parameters and permutations are used.
+        doc: text, UTF-8 bytes, or a sequence of str tokens.
+
+    Returns:
+        hasher.sketch_bytes bytes.
+
+    Raises:
+        InvalidType: hasher is not a MinHasher, or doc is of another type.
+    """
+    made = _sketcher(hasher)
+    return made.sketch(_sketch_doc(doc, "doc"), "doc")
+
+
+def sketch_many(hasher: MinHasher, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
+    """The MinHash sketches of many documents, natively; `MinHasher.sketch_many`, byte for byte.
+
+    Args:
+        hasher: the MinHasher whose parameters and permutations are used.
+        docs: documents, each as `sketch` accepts.
+
+    Returns:
+        The sketches, in order.
+
+    Raises:
+        InvalidType: hasher is not a MinHasher, or a document is of another type; the message names it.
+    """
+    made = _sketcher(hasher)
+    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
+    return made.sketch_many(batch)
+
+
+def _slow_candidate(f: object) -> Callable[[object, int], tuple[int, int]]:
+    """Make the decoder of stored values that are not plain decimal bytes.
+
+    Args:
+        f: the index's fingerprint width.
+
+    Returns:
+        A function of (stored value, query) giving (fingerprint, distance) as `_hits_scalar` computes
+        them, raising as `codec.decode_fp` does.
+    """
+
+    def slow(raw: object, fp: int) -> tuple[int, int]:
+        candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
+        return candidate, (candidate ^ fp).bit_count()
+
+    return slow
+
+
+def hits(
+    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
+) -> list[dict[bytes, tuple[int, int]]] | None:
+    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
+
+    Exactly `simhash_redis.index._hits_scalar`: values are decoded by `codec.decode_fp` (signed 64-bit
+    decimals for f = 64 wrap to unsigned), each distinct value of a query counted once, in the order
+    met; a value that is not a decimal raises the ValueError of ``int()``.
+
+    Args:
+        fps: the query fingerprints.
+        replies: the SMEMBERS replies (lists of stored values), `tables` per query, query after query.
+        tables: replies per query.
+        k: the largest distance that counts.
+        f: the index's fingerprint width.
+
+    Returns:
+        One dict per query; None for arguments outside the native kernel's types (the caller's pure
+        filter then answers).
+
+    Raises:
+        ValueError: a stored value is not an integer literal.
+    """
+    if (
+        type(fps) is list
+        and type(replies) is list
+        and type(tables) is int
+        and tables >= 1
+        and type(k) is int
+        and all(type(fp) is int and 0 <= fp < _WIDEST for fp in fps)
+    ):
+        slow = _SLOW.get(f) if type(f) is int else None
+        if slow is None:
+            slow = _slow_candidate(f)
+            if type(f) is int and len(_SLOW) < 8:
+                _SLOW[f] = slow
+        return _native.hits(fps, replies, tables, min(max(k, -1), 129), k, f == 64, slow)
+    return None

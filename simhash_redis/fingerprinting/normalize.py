@@ -1,0 +1,341 @@
+"""Normalisation of texts (surrogates to U+FFFD, NFKC, casefold), by table lookups where they are exact."""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+import numpy as np
+import numpy.typing as npt
+
+from .charclass import CodePoints, bmp_classes
+
+__all__ = ["classified_code_points", "normalize", "normalized_code_points"]
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+@functools.lru_cache(maxsize=1)
+def bmp_tables() -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+    """Build the BMP lookup tables on first use of a non-ASCII text (about 25 ms, once per process).
+
+    Returns:
+        The class of every BMP code point, its single-code-point NFKC image (or itself), and whether
+        its NFKC image is longer than one code point (see `_NFKC_IMAGES`).
+    """
+    classes = bmp_classes()
+    premap = np.arange(0x10000, dtype=np.uint32)
+    long_image = np.zeros(0x10000, dtype=bool)
+    for cp in range(0x80, 0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        image = unicodedata.normalize("NFKC", chr(cp))
+        if len(image) == 1:
+            premap[cp] = ord(image)
+        else:
+            long_image[cp] = True
+    return classes, premap, long_image
+
+
+@functools.lru_cache(maxsize=1)
+def bmp16_tables() -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+    """Build the packed tables of `classified_code_points` on first use (about 25 ms more, once per process).
+
+    Returns:
+        Per BMP code point of a text mapped to NFKC images: bits 0-15 its casefold image (or itself),
+        bits 16-17 that image's class, bit 18 set where the casefold image is longer or outside the
+        BMP, bit 19 set where the code point may compose with what precedes it (see `composing_flags`).
+        Per BMP code point of a raw text: bits 0-15 its single-code-point NFKC image (or itself), bits
+        16-35 that image's entry in the first table, bit 36 set where the NFKC image is longer or
+        outside the BMP or its casefold image is (a closer look is needed).
+    """
+    classes, premap, long_image = bmp_tables()
+    odd = long_image | (premap > 0xFFFF)
+    premap16 = np.where(odd, np.arange(0x10000, dtype=np.uint32), premap).astype(np.uint16)
+    fold = np.arange(0x10000, dtype=np.uint16)
+    multi = np.zeros(0x10000, dtype=bool)
+    for cp in range(0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        image = chr(cp).casefold()
+        if len(image) == 1 and ord(image) <= 0xFFFF:
+            fold[cp] = ord(image)
+        else:
+            multi[cp] = True
+    folded = (
+        fold.astype(np.uint32)
+        | classes[fold].astype(np.uint32) << 16
+        | multi.astype(np.uint32) << 18
+        | composing_flags().astype(np.uint32) << 19
+    )
+    closer = odd | multi[premap16]
+    raw = (
+        premap16.astype(np.uint64) | folded[premap16].astype(np.uint64) << 16 | closer.astype(np.uint64) << 36
+    )
+    return raw.astype(np.uint64), folded.astype(np.uint32)
+
+
+def composing_flags() -> npt.NDArray[np.bool_]:
+    """Tell which BMP code points may compose with what precedes them, or reorder, under NFKC.
+
+    These are the ones NFKC's quick check does not pass as they stand: a combining class other than 0,
+    or a second part of a canonical decomposition (a superset of the "maybe" ones, which can be the
+    second part of a primary composite), or a Hangul jamo (composed algorithmically). No code point
+    outside the BMP has a canonical decomposition with a second part inside it, so BMP ones suffice
+    for BMP texts.
+
+    Returns:
+        One flag per BMP code point.
+    """
+    composing = np.zeros(0x10000, dtype=bool)
+    composing[0x1100:0x1200] = True
+    for cp in range(0x10000):
+        char = chr(cp)
+        if unicodedata.combining(char):
+            composing[cp] = True
+        decomposition = unicodedata.decomposition(char)
+        if decomposition and not decomposition.startswith("<"):
+            for part in decomposition.split()[1:]:
+                if int(part, 16) <= 0xFFFF:
+                    composing[int(part, 16)] = True
+    return composing
+
+
+def nfkc_image(cp: int) -> str:
+    """Return the NFKC image of one code point, cached.
+
+    Args:
+        cp: the code point.
+
+    Returns:
+        NFKC of the character alone.
+    """
+    image = _NFKC_IMAGES.get(cp)
+    if image is None:
+        image = _NFKC_IMAGES[cp] = unicodedata.normalize("NFKC", chr(cp))
+    return image
+
+
+_NFKC_IMAGES: dict[int, str] = {}
+
+
+def _premap(text: str) -> str:
+    """Replace each character by its own NFKC image, which leaves the text's NFKC unchanged.
+
+    NFKD(NFKC(c)) == NFKD(c), so the text's NFKD, hence its NFKC, is the same afterwards; but the
+    result is usually already normalised, and CPython's NFKC is slow on text that is not.
+
+    Args:
+        text: a surrogate-free text.
+
+    Returns:
+        The mapped text.
+    """
+    cps = code_points(text)
+    _, premap, long_image = bmp_tables()
+    bmp = np.minimum(cps, 0xFFFF)
+    astral = cps > 0xFFFF
+    mapped = np.where(astral, cps, premap[bmp])
+    odd = long_image[bmp] & ~astral
+    if astral.any():
+        for index in np.flatnonzero(astral).tolist():
+            image = nfkc_image(int(cps[index]))
+            if len(image) == 1:
+                mapped[index] = ord(image)
+            else:
+                odd[index] = True
+    text = mapped.astype("<u4").tobytes().decode("utf-32-le")
+    if not odd.any():
+        return text
+    return _splice_images(text, np.flatnonzero(odd).tolist(), cps)
+
+
+def _splice_images(text: str, at: list[int], cps: CodePoints) -> str:
+    """Put the NFKC images of some original code points in place of the characters at their indices.
+
+    Args:
+        text: the text mapped so far, as long as the original.
+        at: the indices to replace, ascending.
+        cps: the original code points.
+
+    Returns:
+        The text with the images spliced in.
+    """
+    pieces = []
+    last = 0
+    for index in at:
+        pieces += [text[last:index], nfkc_image(int(cps[index]))]
+        last = index + 1
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def code_points(text: str) -> npt.NDArray[np.uint32]:
+    """Return the code points of a surrogate-free text.
+
+    Args:
+        text: the text.
+
+    Returns:
+        Its code points as a uint32 array.
+    """
+    return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
+
+
+def normalize(text: str) -> str:
+    """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold.
+
+    Args:
+        text: the text.
+
+    Returns:
+        The normalised text.
+    """
+    if text.isascii():
+        return text.lower()
+    if _has_surrogates(text):
+        text = _SURROGATES.sub("\ufffd", text)
+    if not unicodedata.is_normalized("NFKC", text):
+        text = _premap(text)
+        if not unicodedata.is_normalized("NFKC", text):
+            # What is left to compose (combining marks, jamo) is normalised line by line: a newline
+            # composes with nothing, and untouched lines keep CPython on its fast quick-check path.
+            lines = text.split("\n")
+            text = "\n".join(
+                line if unicodedata.is_normalized("NFKC", line) else unicodedata.normalize("NFKC", line)
+                for line in lines
+            )
+    return text.casefold()
+
+
+def _has_surrogates(text: str) -> bool:
+    """Tell whether a text holds a surrogate code point.
+
+    Args:
+        text: the text.
+
+    Returns:
+        True when it does.
+    """
+    try:
+        # Several times faster than a regular expression search, and strict UTF-16 refuses surrogates.
+        text.encode("utf-16-le")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def normalized_code_points(text: str) -> CodePoints:
+    """Return the code points of ``normalize(text)``.
+
+    Args:
+        text: the raw text.
+
+    Returns:
+        The code points: 16-bit when they come from the tables of `classified_code_points`, else 32-bit.
+    """
+    return classified_code_points(text)[0]
+
+
+def classified_code_points(text: str) -> tuple[CodePoints, npt.NDArray[np.uint8] | None]:
+    """Return the code points of ``normalize(text)`` and their classes, by table lookups when possible.
+
+    A text of BMP characters is mapped character by character: to its NFKC image, which leaves the
+    text's NFKC unchanged (see `_premap`), and when the result is NFKC already, to its casefold image,
+    which is what ``str.casefold`` does character by character. One lookup in a packed table gives
+    both images, the class and whether a closer look is needed. Any other text goes through
+    `normalize`.
+
+    Args:
+        text: the raw text.
+
+    Returns:
+        The code points (16-bit when they come from the tables, else 32-bit) and their classes (None
+        when not computed on the way).
+    """
+    try:
+        data = text.encode("utf-16-le")
+    except UnicodeEncodeError:  # a surrogate
+        return code_points(normalize(text)), None
+    if len(data) != 2 * len(text):  # surrogate pairs: astral characters
+        return code_points(normalize(text)), None
+    raw = bmp16_tables()[0]
+    cps = np.frombuffer(data, dtype="<u2")
+    # np.take with an intp index: several times faster than fancy indexing with 16-bit indices.
+    fields = np.take(raw, cps.astype(np.intp)).astype("<u8", copy=False).view("<u2").reshape(-1, 4)
+    flags = fields[:, 2]
+    norm, classes = fields[:, 1], flags & np.uint16(3)
+    composing = bool((flags & 8).any())
+    flagged = np.flatnonzero(flags & 16).tolist()
+    if flagged:
+        # The table keeps a code point itself where its NFKC image is long or astral, or where a
+        # casefold image is: splice the long images in; leave the rest to `normalize`.
+        parts = [part for part in map(image_parts, cps[flagged].tolist()) if part is not None]
+        if len(parts) < len(flagged):
+            return code_points(normalize(text)), None
+        norm, classes = _splice_parts(norm, classes, flagged, parts)
+        composing = composing or any(part[2] for part in parts)
+    # Characters each of which is some NFKC image make a text that NFKC's quick check passes when
+    # none may compose with what precedes it; otherwise the mapped text is checked in full.
+    if composing:
+        mapped_text = fields[:, 0].tobytes().decode("utf-16-le")
+        if flagged:
+            mapped_text = _splice_images(mapped_text, flagged, cps)
+        if not unicodedata.is_normalized("NFKC", mapped_text):
+            return code_points(normalize(text)), None
+    return np.ascontiguousarray(norm), classes.astype(np.uint8)
+
+
+@functools.cache
+def image_parts(cp: int) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool] | None:
+    """Return the casefold images and classes of the code points of a BMP code point's long NFKC image.
+
+    Cached: there are a few thousand such code points in the BMP.
+
+    Args:
+        cp: the code point, whose NFKC image is not a single BMP code point.
+
+    Returns:
+        The images, their classes and whether one of the image's code points may compose with what
+        precedes it; or None when the NFKC image is a single code point, has an astral one, or has
+        one whose casefold image is not a single BMP code point.
+    """
+    image = nfkc_image(cp)
+    data = image.encode("utf-16-le")
+    if len(image) == 1 or len(data) != 2 * len(image):
+        return None
+    entries = np.take(bmp16_tables()[1], np.frombuffer(data, dtype="<u2").astype(np.intp))
+    if (entries & (1 << 18)).any():
+        return None
+    composing = bool((entries & (1 << 19)).any())
+    return (entries & 0xFFFF).astype(np.uint16), (entries >> 16 & 3).astype(np.uint16), composing
+
+
+def _splice_parts(
+    norm: npt.NDArray[np.uint16],
+    classes: npt.NDArray[np.uint16],
+    at: list[int],
+    parts: list[tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]],
+) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
+    """Put the normalised code points and classes of long images in place of single entries.
+
+    Args:
+        norm: the normalised code points, one per original code point.
+        classes: their classes.
+        at: the indices to replace, ascending.
+        parts: the images' code points and classes for each index, as `image_parts` gives them.
+
+    Returns:
+        The spliced code points and classes.
+    """
+    cps_pieces, class_pieces = [], []
+    last = 0
+    for index, part in zip(at, parts, strict=True):
+        cps_pieces += [norm[last:index], part[0]]
+        class_pieces += [classes[last:index], part[1]]
+        last = index + 1
+    cps_pieces.append(norm[last:])
+    class_pieces.append(classes[last:])
+    return np.concatenate(cps_pieces), np.concatenate(class_pieces)

@@ -1,0 +1,102 @@
+"""SimHash fingerprints (Charikar): `fingerprint`, the batched `fingerprint_many`, and `distance`.
+
+Each feature is hashed to f bits; bit j's counter gains the feature's weight where the hash has a 1 and
+loses it where it has a 0; the fingerprint has bit j set where the counter is > 0. docs/fingerprints.md
+defines every bit; `engines` says which engine computes them (native or pure: the same bits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..checks import is_int
+from ..errors import InvalidArgument, InvalidType
+from . import engines
+from .documents import Document
+from .scheme import DEFAULT_SCHEME, Scheme
+
+__all__ = [
+    "DEFAULT_SCHEME",
+    "Document",
+    "Scheme",
+    "check_scheme",
+    "distance",
+    "fingerprint",
+    "fingerprint_many",
+]
+
+
+def check_scheme(scheme: object) -> Scheme:
+    """Resolve a scheme argument.
+
+    Args:
+        scheme: a Scheme, or None for `DEFAULT_SCHEME`.
+
+    Raises:
+        InvalidType: scheme is neither.
+    """
+    if scheme is None:
+        return DEFAULT_SCHEME
+    if not isinstance(scheme, Scheme):
+        raise InvalidType(f"scheme must be a Scheme, got {type(scheme).__name__}")
+    return scheme
+
+
+def fingerprint(doc: Document, scheme: Scheme | None = None) -> int:
+    """Fingerprint one document.
+
+    Args:
+        doc: a text (str); UTF-8 bytes (invalid bytes become U+FFFD); a sequence of str tokens
+            (already segmented: normalised, stopwords dropped, then made into the scheme's features);
+            or weighted features, a mapping feature → weight or an iterable of (feature, weight) pairs
+            (normalised, duplicates summed, hashed as given).
+        scheme: the scheme; None for `DEFAULT_SCHEME`.
+
+    Returns:
+        The fingerprint, an int in [0, 2**scheme.f); 0 for a document without any token.
+
+    Raises:
+        InvalidType: doc or scheme is of no accepted type; the message names it.
+        InvalidArgument: a weight is NaN or infinite.
+    """
+    return engines.fingerprint(doc, check_scheme(scheme))
+
+
+def fingerprint_many(docs: Iterable[Document], scheme: Scheme | None = None) -> list[int]:
+    """Fingerprint many documents, batched; equal to ``[fingerprint(d, scheme) for d in docs]``.
+
+    Args:
+        docs: documents, each in any form `fingerprint` accepts; any iterable, consumed once.
+        scheme: the scheme; None for `DEFAULT_SCHEME`.
+
+    Returns:
+        The fingerprints, in the order of docs.
+
+    Raises:
+        InvalidType: docs is not an iterable of documents, or a document's type is wrong; the message
+            names it (``docs[i]``).
+        InvalidArgument: a weight is NaN or infinite.
+    """
+    return engines.fingerprint_many(docs, check_scheme(scheme))
+
+
+def distance(a: int, b: int) -> int:
+    """Return the Hamming distance between two fingerprints.
+
+    Args:
+        a: a fingerprint, a non-negative int.
+        b: another.
+
+    Returns:
+        The number of bits in which they differ.
+
+    Raises:
+        InvalidType: a or b is not an int (bools are refused).
+        InvalidArgument: a or b is negative.
+    """
+    for name, value in (("a", a), ("b", b)):
+        if not is_int(value):
+            raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
+        if value < 0:
+            raise InvalidArgument(f"{name} must be a non-negative fingerprint, got {value}")
+    return (a ^ b).bit_count()

@@ -1,0 +1,301 @@
+"""Tokenisation and chunking of normalised texts: word tokens, CJK single-character tokens, safe cuts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints, classes_of
+from .normalize import code_points, normalize
+
+__all__ = [
+    "CHUNK_CHARS",
+    "FEATURE_KINDS",
+    "ascii_word_spans",
+    "collapse_whitespace",
+    "has_token",
+    "split_chunks",
+    "token_bytes",
+    "token_parts",
+    "token_parts_at",
+    "token_parts_of",
+    "token_spans_of",
+    "tokenize",
+]
+
+
+#: Feature kinds a `Scheme` accepts: character n-grams, word tokens, word shingles.
+FEATURE_KINDS = ("chars", "shingles", "words")
+
+
+#: Texts longer than this many characters are processed in chunks, keeping memory bounded.
+#: Read at call time, so tests may monkeypatch it small.
+CHUNK_CHARS = 1 << 20
+
+
+_SPACE = 0x20
+
+
+# A chunk may end before one of these: each is its own NFKC boundary and separates (or is) a token.
+_SAFE_CUT = re.compile("[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f\u3001\u3002\u4e00-\u9fff]")
+
+
+# ASCII fast path: letters and digits kept (upper case folded), every other byte becomes a space.
+_ASCII_TOKEN_TABLE = bytes(
+    c + 32 if 65 <= c <= 90 else c if (48 <= c <= 57 or 97 <= c <= 122) else _SPACE for c in range(256)
+)
+
+
+_NO_CODE_POINTS = np.zeros(0, dtype=np.uint32)
+
+
+def token_parts(norm: str) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+    """Tokenise a normalised text into word tokens and CJK single-character tokens, kept apart.
+
+    CJK tokens stay code points so that their hashes can be looked up in bulk, without a Python
+    object per character.
+
+    Args:
+        norm: a text already passed through `normalize`.
+
+    Returns:
+        The word tokens (UTF-8, in text order), the CJK tokens' code points (in text order), and for
+        each token in text order whether it is a CJK one.
+    """
+    if norm.isascii():
+        words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
+        return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
+    words, cjk, is_cjk, _ = token_parts_at(norm)
+    return words, cjk, is_cjk
+
+
+def token_parts_at(
+    norm: str,
+) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """Like `token_parts`, also giving where each token starts; one numpy pass, however long the text.
+
+    Args:
+        norm: a text already passed through `normalize`.
+
+    Returns:
+        As `token_parts`, plus each token's first code point index, in text order.
+    """
+    return token_parts_of(code_points(norm))
+
+
+def token_parts_of(
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None = None
+) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """Like `token_parts_at`, for a normalised text given as its code points.
+
+    Args:
+        cps: the code points of a normalised text, as `normalized_code_points` returns them.
+        classes: their classes, if known already (`classified_code_points` gives them).
+
+    Returns:
+        As `token_parts_at`.
+    """
+    keep, after, cjk_mask, starts = _scan(cps, classes)
+    words = _words(cps, keep, after)
+    is_cjk = np.take(cjk_mask, starts)
+    return words, cps[starts[is_cjk]].astype(np.uint32), is_cjk, starts
+
+
+def token_spans_of(
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None = None
+) -> tuple[
+    npt.NDArray[np.intp],
+    npt.NDArray[np.intp],
+    npt.NDArray[np.bool_],
+    CodePoints,
+    npt.NDArray[np.bool_],
+    npt.NDArray[np.intp],
+]:
+    """Like `token_parts_of`, giving word tokens as spans of code points rather than as bytes.
+
+    Args:
+        cps: the code points of a normalised text, as `normalized_code_points` returns them.
+        classes: their classes, if known already (`classified_code_points` gives them).
+
+    Returns:
+        Each word token's first and past-the-end code point indices (in text order) and whether it
+        has a code point of 128 or more; then for each token in text order, its first code point,
+        whether it is a CJK one, and the index of its first code point.
+    """
+    keep, after, cjk_mask, starts = _scan(cps, classes)
+    # Word tokens are the runs of kept code points: each run starts and ends where `keep` changes.
+    edges = np.flatnonzero(keep != after)
+    if len(keep) and keep[-1]:
+        edges = np.append(edges, len(keep))
+    wide = np.zeros(len(edges) // 2, dtype=bool)
+    wide_at = np.flatnonzero(keep & (cps >= 0x80))
+    if len(wide_at):
+        # The word holding a code point is the last one starting at or before it.
+        wide[np.searchsorted(edges[0::2], wide_at, side="right") - 1] = True
+    return edges[0::2], edges[1::2], wide, cps[starts], np.take(cjk_mask, starts), starts
+
+
+def ascii_word_spans(
+    text: str,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Normalise and tokenise an ASCII text into spans of its token bytes, in one numpy pass.
+
+    Args:
+        text: an ASCII text, raw or normalised.
+
+    Returns:
+        The text's bytes with letters lower-cased and every separator made a space, and each token's
+        first and past-the-end byte index, in text order.
+    """
+    data = np.frombuffer(text.encode("ascii").translate(_ASCII_TOKEN_TABLE), dtype=np.uint8)
+    # Tokens are the runs of non-space bytes: each starts and ends where that changes.
+    edges = np.flatnonzero(np.diff(data != _SPACE, prepend=False, append=False))
+    return data, edges[0::2], edges[1::2]
+
+
+def _scan(
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None = None
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """Classify the code points of a normalised text for tokenisation.
+
+    Args:
+        cps: its code points.
+        classes: their classes, if known already.
+
+    Returns:
+        Which code points belong to word tokens, which follow one that does, which are CJK tokens,
+        and the index of every token's first code point, in text order.
+    """
+    if classes is None:
+        classes = classes_of(cps)
+    keep = classes == LETTER
+    marks = classes == MARK
+    if marks.any():
+        # A mark belongs to the token of the nearest preceding non-mark code point, if that is a letter.
+        index = np.arange(len(cps))
+        owner = np.maximum.accumulate(np.where(marks, -1, index))
+        owner_class = np.where(owner >= 0, classes[np.maximum(owner, 0)], SEPARATOR)
+        keep |= marks & (owner_class == LETTER)
+    after = np.zeros(len(keep), dtype=bool)
+    after[1:] = keep[:-1]
+    cjk_mask = classes == CJK
+    # A token starts at a CJK letter or at a kept code point that does not follow one.
+    return keep, after, cjk_mask, np.flatnonzero(cjk_mask | (keep & ~after))
+
+
+def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.bool_]) -> list[bytes]:
+    """Cut the word tokens out of a normalised text.
+
+    Args:
+        cps: its code points.
+        keep: which code points belong to word tokens.
+        after: which code points follow one that does.
+
+    Returns:
+        The word tokens, UTF-8, in text order.
+    """
+    # Only word code points and the one separator after each word are decoded: CJK text has few words.
+    chosen = keep | after
+    kept = cps[chosen]
+    kept[~keep[chosen]] = _SPACE
+    if kept.dtype == np.uint16:
+        # No surrogate code units: `normalized_code_points` gives 16 bits for BMP texts only.
+        text = kept.astype("<u2", copy=False).tobytes().decode("utf-16-le")
+    else:
+        text = kept.astype("<u4", copy=False).tobytes().decode("utf-32-le")
+    # bytes.split() splits on ASCII whitespace only, which is all that separators have become.
+    return text.encode("utf-8").split()
+
+
+def token_bytes(norm: str) -> list[bytes]:
+    """Tokenise a normalised text into UTF-8 tokens.
+
+    Args:
+        norm: a text already passed through `normalize`.
+
+    Returns:
+        The tokens in text order, UTF-8 encoded.
+    """
+    words, cjk, is_cjk = token_parts(norm)
+    if not len(cjk):
+        return words
+    tokens: list[bytes] = [b""] * len(is_cjk)
+    for index, word in zip(np.flatnonzero(~is_cjk).tolist(), words, strict=True):
+        tokens[index] = word
+    for index, cp in zip(np.flatnonzero(is_cjk).tolist(), cjk.tolist(), strict=True):
+        tokens[index] = chr(cp).encode("utf-8")
+    return tokens
+
+
+def has_token(norm: str) -> bool:
+    """Tell whether a normalised text holds at least one token.
+
+    Args:
+        norm: a text already passed through `normalize`.
+
+    Returns:
+        True when it has a letter or digit.
+    """
+    if norm.isascii():
+        return bool(norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).strip())
+    classes = classes_of(code_points(norm))
+    return bool(((classes == LETTER) | (classes == CJK)).any())
+
+
+def tokenize(text: str) -> list[str]:
+    """Normalise and tokenise a text, the way text documents are tokenised before hashing.
+
+    Args:
+        text: the text.
+
+    Returns:
+        Its tokens, normalised.
+
+    Raises:
+        InvalidType: text is not a str.
+    """
+    if not isinstance(text, str):
+        from ..errors import InvalidType
+
+        raise InvalidType(f"text must be a str, got {type(text).__name__}")
+    return [token.decode("utf-8") for token in token_bytes(normalize(text))]
+
+
+def collapse_whitespace(norm: str) -> str:
+    """Collapse each run of whitespace to one space and strip both ends (the text of "chars" features).
+
+    Args:
+        norm: a normalised text.
+
+    Returns:
+        The collapsed text.
+    """
+    return " ".join(norm.split())
+
+
+def split_chunks(text: str) -> Iterator[str]:
+    """Cut a raw text into pieces of about `CHUNK_CHARS` characters at boundaries safe for every rule.
+
+    Each cut falls just before an ASCII non-alphanumeric character, an ideographic comma or full stop,
+    or a CJK unified ideograph: none of them composes under NFKC with what precedes it, and each either
+    separates tokens or is a token of its own. So normalising and tokenising the pieces one by one gives
+    the tokens of the whole text. A piece runs on to the next such character, however far.
+
+    Args:
+        text: a raw (not yet normalised) text.
+
+    Yields:
+        Consecutive pieces whose concatenation is the text.
+    """
+    size = max(1, CHUNK_CHARS)
+    start = 0
+    while len(text) - start > size:
+        found = _SAFE_CUT.search(text, start + size)
+        if found is None:
+            break
+        yield text[start : found.start()]
+        start = found.start()
+    yield text[start:]
