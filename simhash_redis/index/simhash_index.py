@@ -30,6 +30,7 @@ from ..store import (
 )
 from ..transport import Backoff, Sender, client_from_url, open_sender
 from .arguments import as_batch, check_pairs, chunks, is_integer
+from .bulk import DEFAULT_WINDOW, Progress, bulk_add
 from .consistency import VerifyReport, check_consistency
 from .unique import UniqueWrites
 
@@ -393,6 +394,28 @@ class SimhashIndex:
                     )
                 )
         return outcomes
+
+    def bulk_add(
+        self,
+        items: Iterable[tuple[str, Document]],
+        *,
+        window: int = DEFAULT_WINDOW,
+        on_progress: Progress | None = None,
+    ) -> list[Outcome]:
+        """Store many documents, one command per key and window (a bulk load); each pair's outcome, in order.
+
+        Never half-visible to near(); others must not write its ids meanwhile (docs/guarantees.md).
+
+        Args:
+            items: (id, document) pairs, read lazily; a later pair for the same id wins.
+            window: pairs grouped per round of commands (the larger, the more entries share a key).
+            on_progress: called after each window with the pairs done so far and that window's outcomes.
+
+        Raises:
+            InvalidArgument, InvalidType, InvalidFingerprint: a malformed argument, id or document.
+            RedisUnavailable: earlier windows are stored; running the same load again completes it.
+        """
+        return bulk_add(self, self._writes, items, window, on_progress)
 
     def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
         """Store a document unless a near-duplicate (distance <= k) is already stored, atomically.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .bulk import BulkWrites
 from .config import IndexConfig
 from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
@@ -12,6 +13,7 @@ from .writes import Write, Writes, writes_for
 
 __all__ = [
     "BucketLocks",
+    "BulkWrites",
     "IndexConfig",
     "KeySchema",
     "Layout",

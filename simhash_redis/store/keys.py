@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import xxhash
 
 from .. import defaults
@@ -133,6 +134,14 @@ class KeySchema:
         """
         return self._table_formats[table] % value
 
+    def table_format(self, table: int) -> bytes:
+        """The %-format of one table's bucket keys: `table(t, value)` is `table_format(t) % value`.
+
+        Args:
+            table: the table number.
+        """
+        return self._table_formats[table]
+
     def pattern_of(self, kind: str) -> str:
         """The SCAN pattern of every key of one kind.
 
@@ -199,6 +208,16 @@ class KeySchema:
             doc_id: the UTF-8 encoded id.
         """
         return self._sketch_prefix + self._bucket(doc_id)
+
+    def bucket_numbers(self, raws: Sequence[bytes]) -> np.ndarray:
+        """The bucket number of each id or stored fingerprint, as `id_bucket` and `fp_bucket` place them.
+
+        Args:
+            raws: UTF-8 encoded ids, or fingerprints as written by `codec.encode_fp`.
+        """
+        hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, raws), dtype=np.uint64, count=len(raws))
+        buckets: np.ndarray = hashes % np.uint64(self.id_buckets)
+        return buckets
 
     def _bucket(self, raw: bytes) -> bytes:
         return b"%d" % (xxhash.xxh3_64_intdigest(raw) % self.id_buckets)

@@ -1,0 +1,107 @@
+"""`SimhashIndex.bulk_add`'s half on the index floor: pairs read a window at a time, checked and
+fingerprinted, then written by the store's grouped bulk path (`store.bulk.BulkWrites`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from .. import defaults
+from ..checks import is_int
+from ..errors import InvalidArgument, InvalidType
+from ..results import Outcome
+from ..store import BulkWrites, Layout, Store, Writes, encode_id
+from .arguments import check_pairs, chunks
+
+__all__ = ["DEFAULT_WINDOW", "Progress", "Target", "bulk_add"]
+
+#: Documents per window of a bulk load: enough that most keys get several entries per command.
+DEFAULT_WINDOW = 1_000_000
+#: Called after each window: pairs done so far, and that window's outcomes.
+Progress = Callable[[int, list[Outcome]], None]
+
+
+class Target(Protocol):
+    """What a bulk load needs of the index it writes to (a `SimhashIndex`)."""
+
+    store: Store
+    batch_size: int
+
+    @property
+    def layout(self) -> Layout: ...
+
+    def fingerprint_many(self, docs: Sequence[Any]) -> list[int]: ...
+
+
+def bulk_add(
+    index: Target,
+    writes: Writes,
+    items: Iterable[tuple[str, Any]],
+    window: int = DEFAULT_WINDOW,
+    on_progress: Progress | None = None,
+) -> list[Outcome]:
+    """Write (id, document) pairs a window at a time, then set the counts from the data.
+
+    Args:
+        index: the index.
+        writes: its atomic write path (for replacements and ids named twice in a window).
+        items: (id, document) pairs, read lazily.
+        window: pairs per window.
+        on_progress: called after each window is written.
+
+    Raises:
+        InvalidArgument, InvalidType, InvalidFingerprint: a malformed argument, id or document (a window
+            is checked before anything of it is written).
+        RedisUnavailable: the windows before are stored; running the same load again completes it.
+    """
+    if not is_int(window) or window < 1:
+        raise InvalidArgument(f"window must be a positive int, got {window!r}")
+    if on_progress is not None and not callable(on_progress):
+        raise InvalidType(f"on_progress must be callable, got {type(on_progress).__name__}")
+    bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
+    outcomes: list[Outcome] = []
+    for batch in chunks(_pairs(items), window):
+        ids = _encode_ids([doc_id for doc_id, _ in check_pairs(batch)])
+        done = bulk.write(ids, _fingerprints([doc for _, doc in batch], bulk.f, index.fingerprint_many))
+        outcomes.extend(done)
+        if on_progress is not None:
+            on_progress(len(outcomes), done)
+    if outcomes:
+        bulk.recount()
+    return outcomes
+
+
+def _pairs(items: object) -> Iterator[Any]:
+    """The items, refusing what `as_batch` refuses, without reading them all at once."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InvalidType(f"items must be a list (or other iterable) of items, got {type(items).__name__}")
+    return iter(items)
+
+
+def _encode_ids(ids: list[Any]) -> list[bytes]:
+    """The window's ids encoded: plain str ids of a valid length in one pass, else `encode_id` each."""
+    if all(type(doc_id) is str for doc_id in ids):
+        try:
+            raw = [doc_id.encode() for doc_id in ids]
+        except UnicodeEncodeError:  # a lone surrogate: encode_id says which id
+            return [encode_id(doc_id) for doc_id in ids]
+        lengths = set(map(len, raw))
+        if min(lengths) >= 1 and max(lengths) <= defaults.MAX_ID_BYTES:
+            return raw
+    return [encode_id(doc_id) for doc_id in ids]
+
+
+def _fingerprints(
+    docs: list[Any], f: int, fingerprint_many: Callable[[Sequence[Any]], list[int]]
+) -> np.ndarray | list[int]:
+    """The window's fingerprints: precomputed ints checked in one numpy pass, else `fingerprint_many`."""
+    if f <= 64 and all(type(doc) is int for doc in docs):
+        try:
+            values = np.fromiter(docs, dtype=np.uint64, count=len(docs))
+        except OverflowError:  # negative or too large: fingerprint_many says which one
+            return fingerprint_many(docs)
+        if f == 64 or not len(values) or int(values.max()) >> f == 0:
+            return values
+    return fingerprint_many(docs)

@@ -1,0 +1,97 @@
+-- Attaches ids to their fingerprints in the fingerprint map, for a bulk load (store/bulk.py): each id is
+-- appended to its fingerprint's netstring list unless the list holds it already, so running a call
+-- again changes nothing more (fp_ids.lua's '+', for many fingerprints at once). This is the commit point
+-- of a bulk-loaded document for near(): readers skip a table member that has no ids here.
+--
+-- KEYS = fingerprint-map hashes (on a cluster, one per call); ARGV = for each key in turn: the number m of
+-- its fingerprints (each once per key), the m fingerprints, then m pairs: a fingerprint and the netstring
+-- list of the ids to attach to it (the fingerprints come twice so that the common case, none of them has
+-- an entry yet, is one HMGET and one HSET of ARGV slices, with no work per fingerprint in Lua).
+-- Returns how many fingerprints got an entry they did not have.
+
+-- Each netstring of the list `raw`, as (the netstring, its id); a malformed list is read up to the fault
+-- (verify() reports it).
+local function items(raw)
+  local pos, size = 1, #raw
+  return function()
+    if pos > size then
+      return nil
+    end
+    local colon = string.find(raw, ':', pos, true)
+    local len = colon and tonumber(string.sub(raw, pos, colon - 1))
+    if not len or colon + len > size then
+      pos = size + 1
+      return nil
+    end
+    local start = pos
+    pos = colon + len + 1
+    return string.sub(raw, start, colon + len), string.sub(raw, colon + 1, colon + len)
+  end
+end
+
+-- Calls `command` on `key` with ARGV[first .. last], in slices (unpack() of thousands of values would
+-- overflow Lua's C stack); returns the replies concatenated.
+local function call(command, key, first, last, step)
+  if last - first < step then
+    return redis.call(command, key, unpack(ARGV, first, last))
+  end
+  local out = {}
+  for from = first, last, step do
+    local part = redis.call(command, key, unpack(ARGV, from, math.min(from + step - 1, last)))
+    if type(part) == 'table' then
+      for j = 1, #part do
+        out[#out + 1] = part[j]
+      end
+    end
+  end
+  return out
+end
+
+local a, created = 1, 0
+for k = 1, #KEYS do
+  local key, m = KEYS[k], tonumber(ARGV[a])
+  local at = a + 1 + m -- the pairs
+  local got = call('HMGET', key, a + 1, a + m, 1000)
+  local fresh = true
+  for i = 1, m do
+    if got[i] then
+      fresh = false
+      break
+    end
+  end
+  if fresh then
+    call('HSET', key, at, at + 2 * m - 1, 1000)
+    created = created + m
+  else
+    local out = {}
+    for i = 1, m do
+      local fp, list, raw = ARGV[at + 2 * i - 2], ARGV[at + 2 * i - 1], got[i]
+      if not raw then
+        out[#out + 1] = fp
+        out[#out + 1] = list
+        created = created + 1
+      else
+        local listed = {}
+        for _, id in items(raw) do
+          listed[id] = true
+        end
+        local grown = raw
+        for item, id in items(list) do
+          if not listed[id] then
+            listed[id] = true
+            grown = grown .. item
+          end
+        end
+        if grown ~= raw then
+          out[#out + 1] = fp
+          out[#out + 1] = grown
+        end
+      end
+    end
+    for from = 1, #out, 1000 do
+      redis.call('HSET', key, unpack(out, from, math.min(from + 999, #out)))
+    end
+  end
+  a = at + 2 * m
+end
+return created

@@ -1,0 +1,163 @@
+"""bulk_add under kill -9: of the loading process, and of the server (appendonly yes, appendfsync always),
+in the middle of each step of a window.
+
+A loader subprocess runs a load of three windows and is stopped at a chosen point: when it is about to
+send the n-th chunk of a step of the second window, two earlier chunks of that step still unanswered.
+It either kills itself (SIGKILL), or waits while the test kills the server, then fails. Afterwards
+nothing half-written may be visible to near(), and running the same load again must give exactly the
+index a clean load gives.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from simhash_redis import SimhashIndex
+from tests.bulk_helpers import Content, assert_nothing_half_visible, assert_same, content, load
+from tests.servers import ServerProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "crash"
+TOTAL = 3000
+WINDOW = 1000
+CHUNK_ARGS = 800
+# The chunked steps of a window, in the order they are sent.
+STEPS = {"read": 1, "tables": 2, "id map": 3, "fingerprint map": 4, "table check": 5}
+
+LOADER = textwrap.dedent(
+    """
+    import os, signal, sys
+    import redis
+    from simhash_redis import SimhashIndex
+    from simhash_redis.store import bulk, chunks
+    from tests.test_bulk_crash import CHUNK_ARGS, NAME, WINDOW, items, open_index
+    url, mode, stop_send, stop_chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    chunks.CHUNK_ARGS, bulk.ATTACH_PAIRS = CHUNK_ARGS, 64
+    sends = 0
+    split = chunks.chunks
+
+    def stopping(pieces, packed):
+        global sends
+        sends += 1
+        for number, chunk in enumerate(split(pieces, packed)):
+            if sends == stop_send and number == stop_chunk:
+                if mode == "kill":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                print("stopped", flush=True)
+                sys.stdin.readline()  # the server is gone now
+            yield chunk
+
+    chunks.chunks = stopping
+    index = open_index(redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2))
+    index.bulk_add(items(), window=WINDOW, on_progress=lambda done, _: print("done", done, flush=True))
+    print("complete", flush=True)
+    """
+)
+
+
+def items() -> list[tuple[str, int]]:
+    """The load: three windows, with shared fingerprints, ids named twice and replacements."""
+    first = load(TOTAL, seed=21)
+    return first + [(doc_id, fp ^ 5) for doc_id, fp in first[:300:3]]
+
+
+def open_index(client: redis.Redis, name: str = NAME) -> SimhashIndex:
+    """The index every run of the load writes to."""
+    from simhash_redis.transport.retry import Backoff
+
+    return SimhashIndex(
+        client, name, k=3, id_buckets=64, batch_size=50, backoff=Backoff(retries=2, base=0.01, cap=0.05)
+    )
+
+
+def start(url: str, mode: str, send: int, chunk: int) -> subprocess.Popen[str]:
+    """The loader, stopping at the `chunk`-th chunk of its `send`-th step ("kill" or "pause")."""
+    return subprocess.Popen(
+        [sys.executable, "-c", LOADER, url, mode, str(send), str(chunk)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.fixture(scope="module")
+def durable() -> Iterator[ServerProcess]:
+    """A private server that fsyncs its append-only file before every reply."""
+    with ServerProcess({"appendonly": "yes", "appendfsync": "always"}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def clean(durable: ServerProcess) -> Content:
+    """What a clean run of the load leaves."""
+    durable.flushall()
+    with durable.client() as client:
+        index = open_index(client, "crash")
+        index.add_many(items()[:200])
+        index.bulk_add(items(), window=WINDOW)
+        return content(index)
+
+
+def prepared(server: ServerProcess) -> None:
+    """An emptied server holding the load's first 200 pairs (so the load replaces and keeps some)."""
+    server.flushall()
+    with server.client() as client:
+        open_index(client).add_many(items()[:200])
+
+
+# What verify() must find after a stop before each step's third chunk (proof that the load really was
+# cut in the middle of the step), all of it invisible to near().
+LEFT = {
+    "tables": "orphan table member",
+    "id map": "orphan table member",
+    "fingerprint map": "id missing from fingerprint map",
+    "table check": "counts differ from data",
+}
+
+
+def rerun_and_compare(server: ServerProcess, clean: Content, step: str) -> None:
+    """Nothing half-visible, but something unfinished; then the same load again gives the clean index."""
+    with server.client() as client:
+        index = open_index(client)
+        assert LEFT[step] in assert_nothing_half_visible(index)
+        index.bulk_add(items(), window=WINDOW)
+        assert_same(clean, content(index))
+
+
+@pytest.mark.parametrize("step", ["tables", "id map", "fingerprint map", "table check"])
+def test_kill9_of_the_loader(durable: ServerProcess, clean: Content, step: str) -> None:
+    prepared(durable)
+    loader = start(durable.url, "kill", len(STEPS) + STEPS[step], 2)
+    out, err = loader.communicate(timeout=120)
+    assert loader.returncode == -signal.SIGKILL, err[-2000:]
+    assert out.splitlines() == [f"done {WINDOW}"], out  # killed in the second window
+    rerun_and_compare(durable, clean, step)
+
+
+@pytest.mark.parametrize("step", ["tables", "id map", "fingerprint map"])
+def test_kill9_of_the_server(durable: ServerProcess, clean: Content, step: str) -> None:
+    prepared(durable)
+    loader = start(durable.url, "pause", len(STEPS) + STEPS[step], 2)
+    assert loader.stdout is not None and loader.stdin is not None
+    assert loader.stdout.readline() == f"done {WINDOW}\n"
+    assert loader.stdout.readline() == "stopped\n"
+    durable.kill9()
+    loader.stdin.write("go on\n")
+    loader.stdin.flush()
+    out, err = loader.communicate(timeout=120)
+    assert loader.returncode != 0 and "complete" not in out
+    assert "RedisUnavailable" in err or "RedisTimeout" in err, err[-2000:]
+    durable.restart()  # the append-only file is read again
+    rerun_and_compare(durable, clean, step)
