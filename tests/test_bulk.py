@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 import redis
 
-from simhash_redis import InvalidArgument, InvalidFingerprint, InvalidType, Match, Outcome, SimhashIndex
+from simhash_redis import (
+    InvalidArgument,
+    InvalidFingerprint,
+    InvalidType,
+    Layout,
+    Match,
+    Outcome,
+    SimhashIndex,
+)
 from simhash_redis.errors import RedisOutOfMemory
 from simhash_redis.store import bulk as bulk_module
 from simhash_redis.store import chunks as chunks_module
@@ -96,6 +104,18 @@ def test_same_end_state_as_add_many(redis_client: redis.Redis, f: int, seed: int
     assert_same(content(atomic), content(bulk))
     assert_model(bulk, final_state(first + second))
     assert bulk.verify().ok
+
+
+def test_a_permuted_layout(redis_client: redis.Redis) -> None:
+    """Tables keyed by several blocks (32-bit keys here), 20 of them."""
+    layout = Layout.permuted(64, 3, 6)
+    items = load(700, seed=18)
+    atomic, bulk = (
+        index_on(redis_client, "atomic", layout=layout),
+        index_on(redis_client, "bulk", layout=layout),
+    )
+    assert bulk.bulk_add(items, window=300) == atomic.add_many(items)
+    assert_same(content(atomic), content(bulk))
 
 
 def test_outcomes_match_add_many_without_ids_named_twice(redis_client: redis.Redis) -> None:

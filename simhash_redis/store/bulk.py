@@ -228,7 +228,7 @@ class BulkWrites:
                     len(numkeys),
                     numkeys,
                 )
-                yield count, 1, head + b"".join(keys) + b"".join(argv)
+                yield count, 1, [head, *keys, *argv]
                 keys, argv, pairs = [], [], 0
 
     def _check_tables(self, window: _Window, first: tuple[_Groups, list[Any]]) -> None:
@@ -266,16 +266,13 @@ class BulkWrites:
             return
         prefix = b"".join([BULK % (len(arg), arg) for arg in head])
         fixed = len(head) + 1
-        join = b"".join
         for j, value in enumerate(groups.heads):
             start, end = bounds[j], bounds[j + 1]
             key = key_of(value)
             count = fixed + (end - start) * per
-            yield (
-                count,
-                1,
-                b"*%d\r\n%b$%d\r\n%b\r\n" % (count, prefix, len(key), key) + join(units[start:end]),
-            )
+            piece = units[start:end]
+            piece.insert(0, b"*%d\r\n%b$%d\r\n%b\r\n" % (count, prefix, len(key), key))
+            yield count, 1, piece
 
     def _key_builder(self, groups: _Groups) -> Any:
         if groups.fmt is not None:
@@ -331,7 +328,7 @@ class _Window:
     def set_units(self) -> np.ndarray:
         """bulk_fp.lua's units: a fingerprint and the list of the window's ids that have it (after
         `attachments`)."""
-        lists = [_netstring(doc_id) for doc_id in self.ids]
+        lists = [b"%d:%b" % (len(doc_id), doc_id) for doc_id in self.ids]  # as _netstring
         for position, joined in self._lists.items():
             lists[position] = joined
         if self.packed:

@@ -28,8 +28,8 @@ CHUNK_ARGS = 16_384
 IN_FLIGHT = 2
 #: The RESP form of one argument.
 BULK = b"$%d\r\n%b\r\n"
-#: A piece of a step: (arguments, commands, the commands packed) on a standalone server, (arguments,
-#: commands, the list of the commands) on a cluster.
+#: A piece of a step: (arguments, commands, the byte strings whose concatenation is the commands packed)
+#: on a standalone server, (arguments, commands, the list of the commands) on a cluster.
 Piece = tuple[int, int, Any]
 
 
@@ -165,10 +165,7 @@ def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]
     parts: list[Any] = []
     args = commands = 0
     for count, number, piece in pieces:
-        if packed:
-            parts.append(piece)
-        else:
-            parts.extend(piece)
+        parts.extend(piece)
         args += count
         commands += number
         if args >= CHUNK_ARGS:
