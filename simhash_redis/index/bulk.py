@@ -63,7 +63,9 @@ def bulk_add(
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
     outcomes: list[Outcome] = []
     for batch in chunks(_pairs(items), window):
-        ids = _encode_ids([doc_id for doc_id, _ in check_pairs(batch)])
+        if set(map(type, batch)) != {tuple} or set(map(len, batch)) != {2}:
+            check_pairs(batch)  # says which item is not a pair
+        ids = _encode_ids([doc_id for doc_id, _ in batch])
         done = bulk.write(ids, _fingerprints([doc for _, doc in batch], bulk.f, index.fingerprint_many))
         outcomes.extend(done)
         if on_progress is not None:
@@ -82,7 +84,7 @@ def _pairs(items: object) -> Iterator[Any]:
 
 def _encode_ids(ids: list[Any]) -> list[bytes]:
     """The window's ids encoded: plain str ids of a valid length in one pass, else `encode_id` each."""
-    if all(type(doc_id) is str for doc_id in ids):
+    if set(map(type, ids)) == {str}:
         try:
             raw = [doc_id.encode() for doc_id in ids]
         except UnicodeEncodeError:  # a lone surrogate: encode_id says which id
@@ -97,7 +99,7 @@ def _fingerprints(
     docs: list[Any], f: int, fingerprint_many: Callable[[Sequence[Any]], list[int]]
 ) -> np.ndarray | list[int]:
     """The window's fingerprints: precomputed ints checked in one numpy pass, else `fingerprint_many`."""
-    if f <= 64 and all(type(doc) is int for doc in docs):
+    if f <= 64 and set(map(type, docs)) == {int}:
         try:
             values = np.fromiter(docs, dtype=np.uint64, count=len(docs))
         except OverflowError:  # negative or too large: fingerprint_many says which one
