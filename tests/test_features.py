@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001  (full-width and look-alike characters are what these tests are about)
-"""Tests of simhash_redis.features: normalisation, CJK-aware tokenisation and safe chunking."""
+"""Tests of normalisation, CJK-aware tokenisation and safe chunking (simhash_redis.fingerprinting)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001  (full-width and look-alike characters are what these tests are about)
-"""Tests of simhash_redis.fingerprint: the scheme's bits, the document forms, edge cases and batching."""
+"""Tests of fingerprints (fingerprinting floor): the bits, the document forms, edge cases, batching."""
 
 from __future__ import annotations
 

@@ -155,7 +155,7 @@ def test_cli_load_reports_out_of_memory_with_exit_code_4(small: ServerProcess, t
 
 def test_oom_reply_maps_to_the_typed_error() -> None:
     """The translation itself, for the two forms of the reply (plain and from inside a script)."""
-    from simhash_redis.transport.standalone import translate_error
+    from simhash_redis.transport import translate_error
 
     plain = redis.exceptions.OutOfMemoryError("command not allowed when used memory > 'maxmemory'.")
     scripted = redis.exceptions.ResponseError(

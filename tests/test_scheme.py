@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001  (full-width and look-alike characters are what these tests are about)
-"""Tests of simhash_redis.scheme: validation, the meta string and its round trip."""
+"""Tests of simhash_redis.fingerprinting.scheme: validation, the meta string and its round trip."""
 
 from __future__ import annotations
 

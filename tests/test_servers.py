@@ -1,4 +1,4 @@
-"""Test servers (tests/servers.py), the fixtures, and the embedded default server (simhash_redis.server)."""
+"""Test servers (tests/servers.py), the fixtures, and the embedded default server (tools.server)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_fake_clients_do_not_share_state(fake_client: redis.Redis) -> None:
     fake_client.set("k", 1)
 
 
-# -- simhash_redis.server ----------------------------------------------------------------------
+# -- simhash_redis.tools.server ----------------------------------------------------------------------
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""simhash_redis.wire: the packer writes what redis-py writes, the reader reads what redis-py reads."""
+"""transport.wire: the packer writes what redis-py writes, the reader reads what redis-py reads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""simhash_redis.stats and simhash_redis.dump against the real server."""
+"""simhash_redis.jobs.stats and simhash_redis.jobs.dump against the real server."""
 
 from __future__ import annotations
 
