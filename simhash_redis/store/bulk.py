@@ -110,7 +110,9 @@ class BulkWrites:
                 else:
                     replaced.append(pos)
             chosen = np.flatnonzero(grouped)
-        atomic = sorted(replaced + [i for i, doc_id in enumerate(ids) if doc_id in twice])
+        if twice:  # every pair of an id named twice goes the atomic way, in the window's order
+            replaced = sorted(replaced + [i for i, doc_id in enumerate(ids) if doc_id in twice])
+        atomic = replaced
         for start in range(0, len(atomic), self.batch_size):  # step 2
             part = atomic[start : start + self.batch_size]
             ops: list[Write] = [(ids[p], stored[p], None) for p in part]

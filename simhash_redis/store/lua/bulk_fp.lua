@@ -51,7 +51,9 @@ local a, created = 1, 0
 for k = 1, #KEYS do
   local key, m = KEYS[k], tonumber(ARGV[a])
   local at = a + 1 + m -- the pairs
-  local got = call('HMGET', key, a + 1, a + m, 1000)
+  -- A key with one fingerprint (small windows): one HSETNX, unless the entry exists.
+  local done = m == 1 and redis.call('HSETNX', key, ARGV[at], ARGV[at + 1]) == 1
+  local got = done and {} or call('HMGET', key, a + 1, a + m, 1000)
   local fresh = true
   for i = 1, m do
     if got[i] then
@@ -59,7 +61,9 @@ for k = 1, #KEYS do
       break
     end
   end
-  if fresh then
+  if done then
+    created = created + 1
+  elseif fresh then
     call('HSET', key, at, at + 2 * m - 1, 1000)
     created = created + m
   else
