@@ -73,7 +73,7 @@ def _raw_pipeline(
                     commands.append((b"HSETNX", keys.id_bucket(doc_id), doc_id, raw))
                     commands.append((b"HSETNX", keys.fp_bucket(raw), raw, b"%d:%s" % (len(doc_id), doc_id)))
                 commands.extend((b"SADD", key, raw) for key in tables(fp))
-            wire.round_trip(connection, commands)
+            wire.Exchange(connection).round_trip(commands)
     finally:
         index.client.connection_pool.release(connection)
 
@@ -95,7 +95,7 @@ def _raw_grouped(
     connection = wire.checkout(index.client.connection_pool)
     try:
         for start in range(0, len(commands), batch):
-            wire.round_trip(connection, commands[start : start + batch])
+            wire.Exchange(connection).round_trip(commands[start : start + batch])
     finally:
         index.client.connection_pool.release(connection)
 
