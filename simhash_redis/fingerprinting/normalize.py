@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from .charclass import CodePoints, bmp_classes
 
-__all__ = ["classified_code_points", "normalize", "normalized_code_points"]
+__all__ = ["classified_code_points", "normalize"]
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -225,18 +225,6 @@ def _has_surrogates(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-def normalized_code_points(text: str) -> CodePoints:
-    """Return the code points of ``normalize(text)``.
-
-    Args:
-        text: the raw text.
-
-    Returns:
-        The code points: 16-bit when they come from the tables of `classified_code_points`, else 32-bit.
-    """
-    return classified_code_points(text)[0]
 
 
 def classified_code_points(text: str) -> tuple[CodePoints, npt.NDArray[np.uint8] | None]:

@@ -92,7 +92,7 @@ def token_parts_of(
     """Like `token_parts_at`, for a normalised text given as its code points.
 
     Args:
-        cps: the code points of a normalised text, as `normalized_code_points` returns them.
+        cps: the code points of a normalised text, as `classified_code_points` returns them.
         classes: their classes, if known already (`classified_code_points` gives them).
 
     Returns:
@@ -117,7 +117,7 @@ def token_spans_of(
     """Like `token_parts_of`, giving word tokens as spans of code points rather than as bytes.
 
     Args:
-        cps: the code points of a normalised text, as `normalized_code_points` returns them.
+        cps: the code points of a normalised text, as `classified_code_points` returns them.
         classes: their classes, if known already (`classified_code_points` gives them).
 
     Returns:
@@ -202,7 +202,7 @@ def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.b
     kept = cps[chosen]
     kept[~keep[chosen]] = _SPACE
     if kept.dtype == np.uint16:
-        # No surrogate code units: `normalized_code_points` gives 16 bits for BMP texts only.
+        # No surrogate code units: `classified_code_points` gives 16 bits for BMP texts only.
         text = kept.astype("<u2", copy=False).tobytes().decode("utf-16-le")
     else:
         text = kept.astype("<u4", copy=False).tobytes().decode("utf-32-le")
