@@ -9,11 +9,11 @@ compiled core an error instead of a silent fallback.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ..errors import SimhashRedisError
+from ..errors import InvalidType, SimhashRedisError
 from . import documents
 
 if TYPE_CHECKING:
@@ -86,6 +86,8 @@ def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
         InvalidType: docs or a document is of no accepted type.
         InvalidArgument: a weight is NaN or infinite.
     """
+    if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
+        raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
     if native is not None:
         return native.fingerprint_many(docs, scheme)  # type: ignore[no-any-return]
     return documents.fingerprint_many(docs, scheme)

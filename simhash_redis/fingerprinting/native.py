@@ -227,20 +227,17 @@ def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
     """Fingerprint many documents natively; `simhash_redis.fingerprint.fingerprint_many`, bit for bit.
 
     Args:
-        docs: documents, each in any form `fingerprint` accepts; any iterable, consumed once.
+        docs: documents, each in any form `fingerprint` accepts; an iterable (checked), consumed once.
         scheme: the scheme, validated.
 
     Returns:
         The fingerprints, in the order of docs.
 
     Raises:
-        InvalidType: docs is not an iterable of documents, or a document's type is wrong; the message
-            names it (``docs[i]``).
+        InvalidType: a document's type is wrong; the message names it (``docs[i]``).
         InvalidArgument: a weight is NaN or infinite.
     """
     engine = _engine(scheme)
-    if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
-        raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
     out: list[int] = []
     batch: list[_native.PreparedDoc] = []
     done: dict[int, int] = {}
