@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
-from collections.abc import Callable, Mapping
+import signal
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,8 +14,9 @@ from typing import Annotated, Any
 import typer
 
 from simhash_redis.errors import InputError, SimhashRedisError
+from simhash_redis.index.bulk import DEFAULT_WINDOW
 from simhash_redis.jobs.dedupe import Pair
-from simhash_redis.jobs.loader import Loader, LoadStats
+from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
 from simhash_redis.jobs.readers import ReadOptions, estimate_total
 
 from .common import ExitCode, echo_json, fail, registrar, settings
@@ -51,6 +54,8 @@ class LoadRun:
     max_errors: int
     quiet: bool
     progress_every: float
+    bulk: Bulk = Bulk.AUTO
+    window: int = DEFAULT_WINDOW
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> LoadRun:
@@ -79,7 +84,33 @@ class LoadRun:
             max_errors=params["max_errors"],
             quiet=params["quiet"],
             progress_every=params["progress_every"],
+            bulk={None: Bulk.AUTO, True: Bulk.ON, False: Bulk.OFF}[params.get("bulk")],
+            window=params.get("window", DEFAULT_WINDOW),
         )
+
+
+#: Exit status after SIGTERM, as a shell reports a process the signal ended.
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (docker stop, systemd, Kubernetes), raised where Ctrl-C would be, to stop the same way."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (an embedding program): leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _summary(stats: LoadStats, verb: str) -> str:
@@ -90,6 +121,17 @@ def _summary(stats: LoadStats, verb: str) -> str:
     return (
         f"{verb}: {stats.written:,} documents in {stats.elapsed:.2f} s ({stats.rate:,.0f} docs/s): "
         + ", ".join(parts)
+    )
+
+
+def _unfinished(stats: LoadStats) -> str:
+    """What an interrupted or failed load left: the acknowledged count is exact, the rest may be stored."""
+    if not stats.in_flight:
+        return ""
+    what = "the bulk window" if stats.bulk else "the batch"
+    return (
+        f"; {stats.in_flight:,} more documents ({what} in flight) were not acknowledged: "
+        "some may be stored, none is half-visible"
     )
 
 
@@ -116,7 +158,7 @@ def run_load(
         The final stats.
 
     Raises:
-        typer.Exit: 130 after Ctrl-C, with the summary so far and how to resume.
+        typer.Exit: 130 after Ctrl-C (143 after SIGTERM), with the summary so far and how to resume.
         SimhashRedisError: passed on (after the summary so far) for the app's handler to report.
     """
     index = settings(ctx).open_index(create=not dry_run)
@@ -135,26 +177,31 @@ def run_load(
         unique=unique,
         dry_run=dry_run,
         fp_base=run.fp_base,
+        bulk=run.bulk,
+        window=run.window,
         on_error=report,
         on_progress=lambda stats: progress.update(stats.written),
         on_duplicate=on_duplicate,
     )
     loader.stats.total = total
     try:
-        loader.load(run.files, run.fmt, run.read)
-    except KeyboardInterrupt:
+        with _sigterm_as_interrupt():
+            loader.load(run.files, run.fmt, run.read)
+    except KeyboardInterrupt as exc:
         progress.close()
-        typer.echo(_summary(loader.stats, "interrupted"), err=True)
+        terminated = isinstance(exc, Terminated)
+        verb = "terminated" if terminated else "interrupted"
+        typer.echo(_summary(loader.stats, verb) + _unfinished(loader.stats), err=True)
         typer.echo(
             "to resume, run the same command again: documents already stored come back as unchanged, "
             "nothing is lost or stored twice",
             err=True,
         )
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
+        raise typer.Exit(EXIT_TERMINATED if terminated else ExitCode.INTERRUPTED) from None
     except SimhashRedisError:
         progress.close()
         if not run.quiet:
-            typer.echo(_summary(loader.stats, "stopped"), err=True)
+            typer.echo(_summary(loader.stats, "stopped") + _unfinished(loader.stats), err=True)
             typer.echo("fix the problem, then run the same command again to resume", err=True)
         raise
     progress.close()
@@ -209,11 +256,32 @@ def load(
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     quiet: Quiet = False,
     progress_every: ProgressEvery = 10.0,
+    bulk: Annotated[
+        bool | None,
+        typer.Option(
+            "--bulk/--no-bulk",
+            help="Write with grouped commands, a window of documents at a time (default: for loads from "
+            f"files of {BULK_MIN:,} documents or more). --no-bulk when other workers may write the same "
+            "ids during the load.",
+            show_default=False,
+        ),
+    ] = None,
+    window: Annotated[
+        int,
+        typer.Option(
+            "--window",
+            min=1,
+            help="Documents per bulk window: larger groups more entries per command; the client holds "
+            "about 0.5 KB per document of a window.",
+        ),
+    ] = DEFAULT_WINDOW,
 ) -> None:
     """Bulk-import documents: JSON Lines, CSV, TSV, plain text, a directory, or precomputed fingerprints.
 
-    Texts are fingerprinted on all cores and written in pipelined batches. Bad records are reported
-    as FILE:LINE: reason and skipped. Loading is idempotent: after Ctrl-C, kill -9 or a Redis
+    Texts are fingerprinted on all cores. Large loads from files are written a window of documents at
+    a time with one command per key (--bulk), others in pipelined atomic batches; either way a
+    document becomes visible to near only once all of it is written. Bad records are reported as
+    FILE:LINE: reason and skipped. Loading is idempotent: after Ctrl-C, SIGTERM, kill -9 or a Redis
     restart, run the same command again to complete it, with nothing lost or stored twice.
 
     \b
@@ -232,13 +300,20 @@ def load(
         dedupe: store only documents without a near-duplicate.
         pairs: where --dedupe writes its pairs.
         json_out: print the summary as JSON.
+        bulk: the write path: True grouped, False atomic batches, None by the input.
+        window: documents per bulk window.
 
     Raises:
-        typer.Exit: --pairs or --json given where they do not apply (usage), or 130 after Ctrl-C.
+        typer.Exit: --pairs, --json or --bulk given where they do not apply (usage), 130 after Ctrl-C,
+            143 after SIGTERM.
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     if pairs is not None and not dedupe:
         raise fail("--pairs needs --dedupe", ExitCode.USAGE)
+    if bulk and dedupe:
+        raise fail(
+            "--bulk cannot go with --dedupe: each document is checked against the index", ExitCode.USAGE
+        )
     if json_out and dedupe and (pairs is None or str(pairs) == "-"):
         raise fail("--json with --dedupe needs --pairs FILE (stdout carries the summary)", ExitCode.USAGE)
     run = LoadRun.from_params(ctx.params)

@@ -1,30 +1,28 @@
-"""Bulk loading: parallel fingerprinting and pipelined, idempotent writes of what the readers yield.
+"""Bulk loading: parallel fingerprinting and idempotent writes of what the readers yield.
 
-`Loader` fingerprints texts in a process pool (the index's scheme is pickled to each worker;
-`Loader.load` sends JSON Lines there unparsed, so that parsing runs on every core too) and writes
-batches with `SimhashIndex.add_many`. Every write is idempotent (re-adding an id with the same
-fingerprint is UNCHANGED), so an interrupted load is resumed by running it again: the loader keeps no
-state between runs and needs none.
+`Loader` fingerprints texts on every core (`Fingerprinter`) and writes them through one of two paths:
+`SimhashIndex.bulk_add`, one variadic command per key for a window of many documents (large loads from
+files), or `SimhashIndex.add_many`, one atomic script call per batch (small loads, standard input,
+unique loads). Every write is idempotent (re-adding an id with the same fingerprint is UNCHANGED), so
+an interrupted load is resumed by running it again: the loader keeps no state between runs and needs
+none.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import enum
+import itertools
 import os
-import signal
-import sys
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.pool import Pool
 
-from ..codec import parse_fingerprint
-from ..errors import InputError, InvalidArgument, TooManyErrors
-from ..fingerprinting import Scheme
+from ..checks import is_int
+from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
 from ..index import Match, Outcome, SimhashIndex
+from ..index.bulk import DEFAULT_WINDOW
 from .dedupe import DryRun, Pair
+from .fingerprinter import Batch, Fingerprinter
 from .readers import (
     FORMATS,
     STDIN,
@@ -40,9 +38,11 @@ from .readers import (
 )
 
 __all__ = [
+    "BULK_MIN",
     # The readers' names, kept here for code written against simhash-redis 0.1's loader module.
     "FORMATS",
     "STDIN",
+    "Bulk",
     "LoadStats",
     "Loader",
     "Pair",
@@ -55,73 +55,26 @@ __all__ = [
 ]
 
 
-# -- parallel fingerprinting ---------------------------------------------------------------------------
-
-_worker_scheme: Scheme | None = None
-
-
-def _init_worker(scheme: Scheme) -> None:
-    # Ctrl-C reaches the whole process group: only the parent reacts, and it stops the pool.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    global _worker_scheme
-    _worker_scheme = scheme
-
-
-def _fingerprint_texts(texts: list[str]) -> list[int]:
-    assert _worker_scheme is not None
-    return _worker_scheme.fingerprint_many(texts)
-
-
-def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> list[Record | InputError]:
-    assert _worker_scheme is not None
-    return _parse_lines(lines, _worker_scheme, f, fp_base)
-
-
-def _parse_lines(lines: JsonLines, scheme: Scheme, f: int, fp_base: str) -> list[Record | InputError]:
-    """The records of a run of JSON lines with their fingerprints computed, errors in place."""
-    items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base) for item in lines.records()]
-    return _with_fingerprints(items, scheme.fingerprint_many)
-
-
-def _parsed(record: Record, f: int, fp_base: str) -> Record | InputError:
-    """The record with a precomputed fingerprint's text read (other records as they are)."""
-    if not (record.is_fingerprint and isinstance(record.doc, str)):
-        return record
-    try:
-        return record._replace(doc=parse_fingerprint(record.doc, f, fp_base))
-    except InvalidArgument as exc:
-        return InputError(record.source, record.line, str(exc))
-
-
-def _texts(items: list[Record | InputError]) -> list[str]:
-    return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
-
-
-def _with_fingerprints(
-    items: list[Record | InputError], fingerprint_many: Callable[[list[str]], list[int]]
-) -> list[Record | InputError]:
-    """The items with every text replaced by its fingerprint, in one call of `fingerprint_many`."""
-    texts = _texts(items)
-    return _filled(items, fingerprint_many(texts)) if texts else items
-
-
-def _filled(items: list[Record | InputError], fps: list[int]) -> list[Record | InputError]:
-    computed = iter(fps)
-    return [
-        item._replace(doc=next(computed)) if isinstance(item, Record) and isinstance(item.doc, str) else item
-        for item in items
-    ]
-
-
-def _pool_context() -> multiprocessing.context.BaseContext:
-    # fork is fastest, but forking a process that runs other threads can deadlock the child.
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1 and sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-
-
 # -- loading -------------------------------------------------------------------------------------------
+
+
+#: Documents a load from files must reach before `Bulk.AUTO` takes the bulk path: below it the grouped
+#: commands carry about one entry per key, and the atomic path is as fast and keeps the counts current.
+BULK_MIN = 100_000
+
+
+class Bulk(enum.Enum):
+    """Which write path a load takes.
+
+    AUTO: `bulk_add` for a load from files that reaches `BULK_MIN` documents (they are held until then),
+    `add_many` otherwise, and always for standard input, whose documents may trickle in. ON: `bulk_add`.
+    OFF: `add_many`, batch by batch, when other writers may write the same ids during the load
+    (docs/guarantees.md).
+    """
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
 
 
 @dataclass
@@ -135,8 +88,10 @@ class LoadStats:
         unchanged: ids already stored with the same fingerprint (all of them, when a load is resumed).
         duplicates: documents not stored because a near-duplicate was (unique loads only).
         errors: bad records reported.
-        written: documents whose batch Redis has acknowledged.
+        written: documents whose batch (or bulk window) Redis has acknowledged.
+        sent: documents handed to a write (written, or being written).
         total: the expected number of records, when known.
+        bulk: whether the load took the bulk path.
         started: time.monotonic() at the start.
     """
 
@@ -147,7 +102,9 @@ class LoadStats:
     duplicates: int = 0
     errors: int = 0
     written: int = 0
+    sent: int = 0
     total: int | None = None
+    bulk: bool = False
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -160,7 +117,12 @@ class LoadStats:
         """Documents written per second."""
         return self.written / self.elapsed if self.elapsed > 0 else 0.0
 
-    def as_dict(self) -> dict[str, float | int | None]:
+    @property
+    def in_flight(self) -> int:
+        """Documents being written but not acknowledged: after an interruption, some may be stored."""
+        return self.sent - self.written
+
+    def as_dict(self) -> dict[str, float | int | bool | None]:
         """The counts, elapsed seconds and docs/s, for JSON output."""
         return {
             "read": self.read,
@@ -170,29 +132,32 @@ class LoadStats:
             "duplicates": self.duplicates,
             "errors": self.errors,
             "written": self.written,
+            "bulk": self.bulk,
             "elapsed": round(self.elapsed, 3),
             "docs_per_s": round(self.rate, 1),
         }
 
 
 class Loader:
-    """Loads records into an index: texts fingerprinted in parallel, writes batched and idempotent.
+    """Loads records into an index: texts fingerprinted in parallel, writes grouped or batched, idempotent.
 
     Args:
         index: the index to write to.
         workers: fingerprinting processes (default: every core); 1 fingerprints in this process.
-        batch_size: documents per fingerprinting chunk and per write batch.
+        batch_size: documents per fingerprinting chunk and per `add_many` batch.
         max_errors: stop (raising TooManyErrors) when more records than this are bad; None: never.
         unique: store only documents with no near-duplicate in the index or earlier in the load
             (`SimhashIndex.add_many(unique=True)`); the others are reported through on_duplicate.
         dry_run: with unique, write nothing: check against the index and the load's own documents.
         fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
+        bulk: the write path (see `Bulk`); unique loads always take `add_many`.
+        window: documents per `bulk_add` window.
         on_error: called with each bad record's InputError.
-        on_progress: called with the stats after each acknowledged batch.
+        on_progress: called with the stats after each acknowledged batch or window.
         on_duplicate: called with each near-duplicate pair (unique loads).
 
     Raises:
-        InvalidArgument: an argument is out of range.
+        InvalidArgument: an argument is out of range, or bulk=ON with unique.
     """
 
     def __init__(
@@ -205,6 +170,8 @@ class Loader:
         unique: bool = False,
         dry_run: bool = False,
         fp_base: str = "auto",
+        bulk: Bulk = Bulk.AUTO,
+        window: int = DEFAULT_WINDOW,
         on_error: Callable[[InputError], None] | None = None,
         on_progress: Callable[[LoadStats], None] | None = None,
         on_duplicate: Callable[[Pair], None] | None = None,
@@ -214,61 +181,51 @@ class Loader:
         self.batch_size = batch_size or index.batch_size
         if self.workers < 1 or self.batch_size < 1:
             raise InvalidArgument("workers and batch_size must be at least 1")
+        if not is_int(window) or window < 1:
+            raise InvalidArgument(f"window must be a positive int, got {window!r}")
         if dry_run and not unique:
             raise InvalidArgument("dry_run needs unique")
+        if unique and bulk is Bulk.ON:
+            raise InvalidArgument("a unique load checks every document against the index: it cannot be bulk")
         self.max_errors = max_errors
         self.unique = unique
         self.dry_run = DryRun(index) if dry_run else None
-        self.fp_base = fp_base
+        self.bulk = Bulk.OFF if unique else Bulk(bulk)
+        self.window = window
         self.on_error = on_error
         self.on_progress = on_progress
         self.on_duplicate = on_duplicate
         self.stats = LoadStats()
-        self._pool: Pool | None = None
+        self._fingerprinter = Fingerprinter(index.scheme, index.f, fp_base, self.workers, self.batch_size)
+        self._checked = time.monotonic()
 
     def run(self, records: Iterable[Record | InputError | JsonLines]) -> LoadStats:
         """Load every record; bad ones are reported and skipped.
 
         Args:
             records: what `read_all` yields (or `read_chunks`: runs of JSON lines are parsed by the
-                fingerprinting workers).
+                fingerprinting workers). With `Bulk.AUTO`, records given here are treated as a stream
+                (the `add_many` path); `load` decides from the inputs.
 
         Returns:
             The final stats (also in `self.stats`, which stays current if this raises).
 
         Raises:
             TooManyErrors: more than max_errors bad records; the records before the last one are written.
+            IndexNotFound: the index was dropped (or its meta key deleted) during the load.
             RedisUnavailable: the server failed; run the same load again to resume.
-            KeyboardInterrupt: passed on after the pool is stopped; `self.stats` tells what was done.
+            SimhashRedisError: a fingerprinting worker process died.
+            KeyboardInterrupt: passed on after the workers are stopped; `self.stats` tells what was done.
         """
-        # Batches are fingerprinted (and JSON lines parsed) up to `window` ahead of the one being
-        # written; every item is accounted for in input order when its batch comes back.
-        pending: deque[Callable[[], list[Record | InputError]]] = deque()
-        window = 2 * self.workers
-        try:
-            for unit in self._batches(records):
-                pending.append(self._submit(unit))
-                while len(pending) > window and not self._too_many():
-                    self._finish(pending.popleft()())
-                if self._too_many():
-                    break
-            while pending and not self._too_many():
-                self._finish(pending.popleft()())
-        finally:
-            self._close_pool()
-        if self._too_many():
-            raise TooManyErrors(
-                f"stopped after {self.stats.errors} bad records (more than --max-errors {self.max_errors})"
-            )
-        return self.stats
+        return self._run(records, self.bulk if self.bulk is not Bulk.AUTO or self.unique else Bulk.OFF)
 
     def load(
         self, paths: Sequence[str], fmt: str | None = None, options: ReadOptions | None = None
     ) -> LoadStats:
         """Read and load the inputs; JSON Lines are parsed by the fingerprinting workers, not this process.
 
-        The same records, errors (in input order) and stats as ``run(read_all(paths, fmt, options))``,
-        with this process left to read lines and write batches.
+        The same records, errors (in input order), stats and end state as
+        ``run(read_all(paths, fmt, options))``, with this process left to read lines and write.
 
         Args:
             paths: the inputs, as for `read_all`.
@@ -277,73 +234,78 @@ class Loader:
 
         Raises:
             InvalidArgument, OSError: as `read_all`, before anything is loaded.
-            TooManyErrors, RedisUnavailable, KeyboardInterrupt: as `run`.
+            TooManyErrors, IndexNotFound, RedisUnavailable, SimhashRedisError, KeyboardInterrupt: as `run`.
         """
         chunks = read_chunks(paths, fmt, options or ReadOptions(), self.batch_size)
         check_inputs(paths, fmt)  # at once, not at the first record
-        return self.run(chunks)
+        mode = self.bulk
+        if mode is Bulk.AUTO and STDIN in paths:
+            mode = Bulk.OFF
+        return self._run(chunks, mode)
 
-    def _batches(
-        self, units: Iterable[Record | InputError | JsonLines]
-    ) -> Iterator[list[Record | InputError] | JsonLines]:
-        # Errors travel in their batch, so they are reported in input order with the records around them.
-        batch: list[Record | InputError] = []
-        for unit in units:
-            if isinstance(unit, JsonLines):
-                if batch:
-                    yield batch
-                    batch = []
-                yield unit
-                continue
-            batch.append(unit)
-            if len(batch) >= self.batch_size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+    def _run(self, records: Iterable[Record | InputError | JsonLines], mode: Bulk) -> LoadStats:
+        try:
+            pairs = self._good_pairs(self._fingerprinter.batches(records))
+            if mode is Bulk.OFF:
+                for batch in pairs:
+                    self._write(batch)
+            else:
+                self._write_bulk(itertools.chain.from_iterable(pairs), mode)
+            if self.stats.written and self.dry_run is None:
+                self._check_index()
+        finally:
+            self._fingerprinter.close()
+        if self._too_many():
+            raise TooManyErrors(
+                f"stopped after {self.stats.errors} bad records (more than --max-errors {self.max_errors})"
+            )
+        return self.stats
+
+    def _good_pairs(self, batches: Iterator[Batch]) -> Iterator[list[tuple[str, int]]]:
+        """Each batch's (id, fingerprint) pairs, its errors reported, up to the error beyond max_errors."""
+        for items in batches:
+            good: list[tuple[str, int]] = []
+            for item in items:
+                if isinstance(item, InputError):
+                    self._error(item)
+                    if self._too_many():
+                        break
+                    continue
+                assert isinstance(item.doc, int)
+                good.append((item.id, item.doc))
+            self.stats.read += len(good)
+            if good:
+                yield good
+            if self._too_many():
+                return
+
+    def _write_bulk(self, pairs: Iterator[tuple[str, int]], mode: Bulk) -> None:
+        if mode is Bulk.AUTO:
+            head = list(itertools.islice(pairs, BULK_MIN))
+            if len(head) < BULK_MIN:
+                for start in range(0, len(head), self.batch_size):
+                    self._write(head[start : start + self.batch_size])
+                return
+            pairs = itertools.chain(head, pairs)
+        self.stats.bulk = True
+        self.index.bulk_add(self._sent(pairs), window=self.window, on_progress=self._window_done)
+
+    def _sent(self, pairs: Iterator[tuple[str, int]]) -> Iterator[tuple[str, int]]:
+        for pair in pairs:
+            self.stats.sent += 1
+            yield pair
+
+    def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
+        # Runs before bulk_add's closing recount: a vanished index stops the load before it writes again.
+        self._check_index()
+        for outcome in outcomes:
+            self._count_outcome(outcome)
+        self.stats.written += len(outcomes)
+        if self.on_progress is not None:
+            self.on_progress(self.stats)
 
     def _too_many(self) -> bool:
         return self.max_errors is not None and self.stats.errors > self.max_errors
-
-    def _submit(self, unit: list[Record | InputError] | JsonLines) -> Callable[[], list[Record | InputError]]:
-        """What gives the unit's items with their fingerprints: a result of the pool, or computed here."""
-        f, scheme = self.index.f, self.index.scheme
-        if isinstance(unit, JsonLines):
-            if self._parallel(len(unit.raws)):
-                return self._pool_of().apply_async(_parse_in_worker, (unit, f, self.fp_base)).get
-            done = _parse_lines(unit, scheme, f, self.fp_base)
-            return lambda: done
-        items = [item if isinstance(item, InputError) else _parsed(item, f, self.fp_base) for item in unit]
-        texts = _texts(items)
-        if self._parallel(len(texts)):
-            result = self._pool_of().apply_async(_fingerprint_texts, (texts,))
-            return lambda: _filled(items, result.get())
-        done = _with_fingerprints(items, scheme.fingerprint_many)
-        return lambda: done
-
-    def _parallel(self, size: int) -> bool:
-        # A handful of documents is not worth starting (or waiting on) the pool.
-        return self.workers > 1 and size >= 64
-
-    def _pool_of(self) -> Pool:
-        if self._pool is None:
-            self._pool = _pool_context().Pool(self.workers, _init_worker, (self.index.scheme,))
-        return self._pool
-
-    def _finish(self, items: list[Record | InputError]) -> None:
-        """Report a batch's errors and write its records, up to the error that exceeds max_errors."""
-        good: list[tuple[str, int]] = []
-        for item in items:
-            if isinstance(item, InputError):
-                self._error(item)
-                if self._too_many():
-                    break
-                continue
-            self.stats.read += 1
-            assert isinstance(item.doc, int)
-            good.append((item.id, item.doc))
-        if good:
-            self._write(good)
 
     def _error(self, error: InputError) -> None:
         self.stats.errors += 1
@@ -352,35 +314,51 @@ class Loader:
 
     def _write(self, items: list[tuple[str, int]]) -> None:
         outcomes: Sequence[Outcome | Match]
+        self.stats.sent += len(items)
         if self.dry_run is not None:
             outcomes = self.dry_run(items)
-        elif self.unique:
-            outcomes = self.index.add_many(items, unique=True)
         else:
-            outcomes = self.index.add_many(items)
+            outcomes = self.index.add_many(items, unique=True) if self.unique else self.index.add_many(items)
+            self._check_index(now=False)
         self._count(items, outcomes)
         self.stats.written += len(items)
         if self.on_progress is not None:
             self.on_progress(self.stats)
 
+    def _check_index(self, *, now: bool = True) -> None:
+        """Raise if the index's meta is gone: writes would go on, but no worker could open the index again.
+
+        Args:
+            now: check at once; False: only if the last check is a second old (one round trip a second).
+
+        Raises:
+            IndexNotFound: the meta key is gone.
+        """
+        if not now and time.monotonic() - self._checked < 1.0:
+            return
+        self._checked = time.monotonic()
+        if not SimhashIndex.exists(self.index.client, self.index.name, prefix=self.index.prefix):
+            raise IndexNotFound(
+                f"index {self.index.name!r} vanished during the load (dropped, its meta key deleted or the "
+                f"database flushed); {self.stats.written:,} documents acknowledged before may be gone: "
+                "run `verify` to see what is left, then create the index and load again"
+            )
+
     def _count(self, items: list[tuple[str, int]], outcomes: Sequence[Outcome | Match]) -> None:
         for (doc_id, _), outcome in zip(items, outcomes, strict=True):
-            if isinstance(outcome, Match):
-                if outcome.id == doc_id:
-                    self.stats.unchanged += 1  # already stored by an earlier (interrupted) run
-                    continue
+            if not isinstance(outcome, Match):
+                self._count_outcome(outcome)
+            elif outcome.id == doc_id:
+                self.stats.unchanged += 1  # already stored by an earlier (interrupted) run
+            else:
                 self.stats.duplicates += 1
                 if self.on_duplicate is not None:
                     self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance))
-            elif outcome is Outcome.ADDED:
-                self.stats.added += 1
-            elif outcome is Outcome.REPLACED:
-                self.stats.replaced += 1
-            else:
-                self.stats.unchanged += 1
 
-    def _close_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+    def _count_outcome(self, outcome: Outcome) -> None:
+        if outcome is Outcome.ADDED:
+            self.stats.added += 1
+        elif outcome is Outcome.REPLACED:
+            self.stats.replaced += 1
+        else:
+            self.stats.unchanged += 1

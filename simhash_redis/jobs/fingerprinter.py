@@ -1,0 +1,203 @@
+"""Parallel fingerprinting of what the readers yield: batches come back in input order, errors in place.
+
+The index's scheme is pickled to each worker process once; runs of JSON lines are sent there unparsed,
+so that parsing runs on every core too. A worker that dies (killed, out of memory) ends the load with
+an error instead of leaving it waiting forever for that worker's batch.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+from ..codec import parse_fingerprint
+from ..errors import InputError, InvalidArgument, SimhashRedisError
+from ..fingerprinting import Scheme
+from .readers import JsonLines, Record
+
+__all__ = ["Batch", "Fingerprinter"]
+
+#: A batch as the loader writes it: records whose documents are int fingerprints, and bad records.
+Batch = list[Record | InputError]
+
+_T = TypeVar("_T")
+
+_worker_scheme: Scheme | None = None
+
+
+def _init_worker(scheme: Scheme) -> None:
+    # Ctrl-C reaches the whole process group: only the parent reacts, and it stops the pool. A SIGTERM
+    # sent to every process (systemd, Kubernetes) ends a worker quietly, without a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    global _worker_scheme
+    _worker_scheme = scheme
+
+
+def _fingerprint_texts(texts: list[str]) -> list[int]:
+    assert _worker_scheme is not None
+    return _worker_scheme.fingerprint_many(texts)
+
+
+def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Batch:
+    assert _worker_scheme is not None
+    return _parse_lines(lines, _worker_scheme, f, fp_base)
+
+
+def _parse_lines(lines: JsonLines, scheme: Scheme, f: int, fp_base: str) -> Batch:
+    """The records of a run of JSON lines with their fingerprints computed, errors in place."""
+    items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base) for item in lines.records()]
+    return _with_fingerprints(items, scheme.fingerprint_many)
+
+
+def _parsed(record: Record, f: int, fp_base: str) -> Record | InputError:
+    """The record with a precomputed fingerprint's text read (other records as they are)."""
+    if not (record.is_fingerprint and isinstance(record.doc, str)):
+        return record
+    try:
+        return record._replace(doc=parse_fingerprint(record.doc, f, fp_base))
+    except InvalidArgument as exc:
+        return InputError(record.source, record.line, str(exc))
+
+
+def _texts(items: Batch) -> list[str]:
+    return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
+
+
+def _with_fingerprints(items: Batch, fingerprint_many: Callable[[list[str]], list[int]]) -> Batch:
+    """The items with every text replaced by its fingerprint, in one call of `fingerprint_many`."""
+    texts = _texts(items)
+    return _filled(items, fingerprint_many(texts)) if texts else items
+
+
+def _filled(items: Batch, fps: list[int]) -> Batch:
+    computed = iter(fps)
+    return [
+        item._replace(doc=next(computed)) if isinstance(item, Record) and isinstance(item.doc, str) else item
+        for item in items
+    ]
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    # fork is fastest, but forking a process that runs other threads can deadlock the child.
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1 and sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _result(future: Future[_T]) -> _T:
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise _worker_died() from None
+
+
+def _worker_died() -> SimhashRedisError:
+    return SimhashRedisError(
+        "a fingerprinting worker process died (killed, or out of memory?); documents acknowledged "
+        "so far are stored: run the same command again to resume (--workers 1 uses no worker process)"
+    )
+
+
+class Fingerprinter:
+    """Fingerprints batches of records, on worker processes when there are several cores.
+
+    Args:
+        scheme: the index's feature scheme.
+        f: the index's fingerprint width (precomputed fingerprints are checked against it).
+        fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
+        workers: worker processes; 1 fingerprints in this process.
+        batch_size: records per batch.
+    """
+
+    def __init__(self, scheme: Scheme, f: int, fp_base: str, workers: int, batch_size: int) -> None:
+        self.scheme = scheme
+        self.f = f
+        self.fp_base = fp_base
+        self.workers = workers
+        self.batch_size = batch_size
+        self._executor: ProcessPoolExecutor | None = None
+
+    def batches(self, units: Iterable[Record | InputError | JsonLines]) -> Iterator[Batch]:
+        """The units in batches with their fingerprints, in input order, computed ahead of the caller.
+
+        Args:
+            units: what `read_all` or `read_chunks` yields.
+
+        Raises:
+            SimhashRedisError: a worker process died.
+        """
+        # Up to two batches a worker are in the pool while the caller writes the one it was given.
+        pending: deque[Callable[[], Batch]] = deque()
+        ahead = 2 * self.workers
+        for unit in self._grouped(units):
+            pending.append(self._submit(unit))
+            if len(pending) > ahead:
+                yield pending.popleft()()
+        while pending:
+            yield pending.popleft()()
+
+    def close(self) -> None:
+        """Stop the worker processes: batches not started are dropped, running ones end on their own."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    def _grouped(self, units: Iterable[Record | InputError | JsonLines]) -> Iterator[Batch | JsonLines]:
+        # Errors travel in their batch, so they are reported in input order with the records around them.
+        batch: Batch = []
+        for unit in units:
+            if isinstance(unit, JsonLines):
+                if batch:
+                    yield batch
+                    batch = []
+                yield unit
+                continue
+            batch.append(unit)
+            if len(batch) >= self.batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def _submit(self, unit: Batch | JsonLines) -> Callable[[], Batch]:
+        """What gives the unit's items with their fingerprints: a worker's result, or computed here."""
+        if isinstance(unit, JsonLines):
+            if self._parallel(len(unit.raws)):
+                future = self._run(_parse_in_worker, unit, self.f, self.fp_base)
+                return lambda: _result(future)
+            done = _parse_lines(unit, self.scheme, self.f, self.fp_base)
+            return lambda: done
+        f, fp_base = self.f, self.fp_base
+        items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base) for item in unit]
+        texts = _texts(items)
+        if self._parallel(len(texts)):
+            result = self._run(_fingerprint_texts, texts)
+            return lambda: _filled(items, _result(result))
+        done = _with_fingerprints(items, self.scheme.fingerprint_many)
+        return lambda: done
+
+    def _parallel(self, size: int) -> bool:
+        # A handful of documents is not worth starting (or waiting on) the pool.
+        return self.workers > 1 and size >= 64
+
+    def _run(self, function: Callable[..., _T], *args: object) -> Future[_T]:
+        try:
+            return self._executor_of().submit(function, *args)
+        except BrokenProcessPool:
+            raise _worker_died() from None
+
+    def _executor_of(self) -> ProcessPoolExecutor:
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(
+                self.workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(self.scheme,)
+            )
+        return self._executor

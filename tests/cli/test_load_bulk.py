@@ -1,0 +1,225 @@
+"""`load` on the bulk path: when it is taken, the same end state as the atomic path, and what stops it.
+
+Real server throughout; `BULK_MIN` is lowered so that small inputs reach the bulk path.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from simhash_redis import SimhashIndex
+from simhash_redis.errors import IndexNotFound, SimhashRedisError
+from simhash_redis.jobs import fingerprinter, loader
+from simhash_redis.jobs.fingerprinter import Fingerprinter
+from simhash_redis.jobs.loader import Bulk, Loader
+from simhash_redis.jobs.readers import Record
+from tests.bulk_helpers import assert_model, assert_same, content, final_state
+from tests.bulk_helpers import load as bulk_pairs
+from tests.cli.conftest import Invoke, article, write_jsonl
+
+
+def _fp_rows(pairs: list[tuple[str, int]]) -> list[dict[str, object]]:
+    return [{"id": doc_id, "fp": format(fp, "016x")} for doc_id, fp in pairs]
+
+
+@pytest.fixture
+def low_bulk_min(monkeypatch: pytest.MonkeyPatch) -> int:
+    monkeypatch.setattr(loader, "BULK_MIN", 500)
+    return 500
+
+
+def test_auto_takes_the_bulk_path_for_large_file_loads_with_the_atomic_paths_end_state(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path, low_bulk_min: int
+) -> None:
+    pairs = bulk_pairs(3 * low_bulk_min)  # shared fingerprints and ids named twice included
+    path = write_jsonl(tmp_path / "fps.jsonl", _fp_rows(pairs))
+    bulk = invoke(
+        "load", str(path), "--fingerprint-field", "fp", "--json", "-q", "--window", "400", index="b"
+    )
+    atomic = invoke("load", str(path), "--fingerprint-field", "fp", "--json", "-q", "--no-bulk", index="a")
+    assert bulk.exit_code == 0, bulk.output
+    assert atomic.exit_code == 0, atomic.output
+    by_bulk, by_atomic = json.loads(bulk.stdout), json.loads(atomic.stdout)
+    assert by_bulk["bulk"] is True and by_atomic["bulk"] is False
+    for key in ("read", "added", "replaced", "unchanged", "written"):
+        assert by_bulk[key] == by_atomic[key], key
+    index_b, index_a = SimhashIndex(redis_client, "b"), SimhashIndex(redis_client, "a")
+    assert_model(index_b, final_state(pairs))
+    assert_same(content(index_a), content(index_b))
+    # Run again: nothing new, and the same index.
+    again = invoke("load", str(path), "--fingerprint-field", "fp", "--json", "-q", index="b")
+    assert json.loads(again.stdout)["added"] == 0  # ids named twice replace each other again
+    assert_same(content(index_a), content(index_b))
+
+
+def test_small_file_loads_and_stdin_stay_on_the_atomic_path(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path, low_bulk_min: int
+) -> None:
+    pairs = bulk_pairs(low_bulk_min - 1, twice=0)
+    path = write_jsonl(tmp_path / "fps.jsonl", _fp_rows(pairs))
+    small = invoke("load", str(path), "--fingerprint-field", "fp", "--json", "-q", index="s")
+    assert json.loads(small.stdout)["bulk"] is False
+    many = bulk_pairs(2 * low_bulk_min, twice=0, prefix="p")
+    piped = "".join(json.dumps(row) + "\n" for row in _fp_rows(many))
+    stdin = invoke("load", "-", "--format", "jsonl", "--fingerprint-field", "fp", "--json", "-q", input=piped)
+    assert stdin.exit_code == 0, stdin.output
+    assert json.loads(stdin.stdout)["bulk"] is False
+    forced = invoke(
+        "load",
+        "-",
+        "--format",
+        "jsonl",
+        "--fingerprint-field",
+        "fp",
+        "--json",
+        "-q",
+        "--bulk",
+        input=piped,
+        index="f",
+    )
+    assert json.loads(forced.stdout)["bulk"] is True
+    assert_model(SimhashIndex(redis_client, "f"), final_state(many))
+
+
+def test_bulk_with_dedupe_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "t.jsonl", [{"id": "a", "text": article(1)}])
+    result = invoke("load", str(path), "--dedupe", "--bulk")
+    assert result.exit_code == 2
+    assert "--bulk" in result.output and "Traceback" not in result.output
+
+
+def test_text_load_on_the_bulk_path_matches_the_atomic_one(
+    redis_client: redis.Redis, tmp_path: Path, low_bulk_min: int
+) -> None:
+    rows = [{"id": f"t{i}", "text": article(i % 700, copy=i // 700)} for i in range(2 * low_bulk_min)]
+    path = str(write_jsonl(tmp_path / "t.jsonl", rows))
+    indexes = []
+    for name, mode in (("tb", Bulk.ON), ("ta", Bulk.OFF)):
+        index = SimhashIndex(redis_client, name)
+        stats = Loader(index, workers=2, batch_size=100, bulk=mode, window=300).load([path])
+        assert stats.bulk is (mode is Bulk.ON)
+        assert stats.written == stats.read == len(rows)
+        indexes.append(index)
+    assert_same(content(indexes[1]), content(indexes[0]))
+
+
+@pytest.mark.parametrize("mode", [Bulk.ON, Bulk.OFF])
+def test_a_load_stops_when_the_index_vanishes(redis_client: redis.Redis, mode: Bulk) -> None:
+    index = SimhashIndex(redis_client, "gone")
+    pairs = bulk_pairs(3000, twice=0)
+    records = (Record("in", i + 1, doc_id, fp) for i, (doc_id, fp) in enumerate(pairs))
+    deleted = []
+
+    def delete_meta(stats: loader.LoadStats) -> None:
+        if not deleted:
+            deleted.append(stats.written)
+            redis_client.delete(index.keys.meta_key(index.prefix, index.name))
+
+    load = Loader(index, workers=1, batch_size=500, bulk=mode, window=1000, on_progress=delete_meta)
+    with pytest.raises(IndexNotFound, match="vanished during the load"):
+        load.run(records)
+    # The bulk path checks after every window; the atomic one at most once a second, and at the end.
+    assert load.stats.written == (1000 if mode is Bulk.ON else len(pairs))
+
+
+def test_interrupted_summary_names_what_was_in_flight(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while a batch is being written: the acknowledged count, and the batch that may be stored."""
+    rows = [{"id": f"i{i}", "text": article(i)} for i in range(300)]
+    path = write_jsonl(tmp_path / "t.jsonl", rows)
+    original = SimhashIndex.add_many
+    calls = []
+
+    def interrupt_second_batch(self: SimhashIndex, items: object, **kwargs: object) -> object:
+        calls.append(1)
+        result = original(self, items, **kwargs)  # type: ignore[call-overload]
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the reply came, but the loader never heard it
+        return result
+
+    monkeypatch.setattr(SimhashIndex, "add_many", interrupt_second_batch)
+    result = invoke("load", str(path), "--batch-size", "100", "--workers", "1", index="int")
+    assert result.exit_code == 130
+    assert "interrupted: 100 documents" in result.output
+    assert "100 more documents (the batch in flight) were not acknowledged" in result.output
+
+
+def _slow_stdin_load(url: str, index: str, *, new_session: bool) -> subprocess.Popen[bytes]:
+    exe = Path(sys.executable).parent / "simhash-redis"
+    return subprocess.Popen(
+        [
+            str(exe),
+            "--redis-url",
+            url,
+            "--index",
+            index,
+            "load",
+            "-",
+            "--format",
+            "jsonl",
+            "--batch-size",
+            "100",
+        ],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=new_session,
+    )
+
+
+@pytest.mark.parametrize("whole_group", [False, True], ids=["docker-stop", "systemd"])
+def test_sigterm_stops_a_load_like_ctrl_c(
+    redis_url: str, redis_client: redis.Redis, whole_group: bool
+) -> None:
+    """docker stop signals the loader only; systemd and Kubernetes signal its workers as well."""
+    proc = _slow_stdin_load(redis_url, "term", new_session=whole_group)
+    assert proc.stdin is not None
+    # Ten batches: the loader writes a batch once the workers have the next few.
+    rows = "".join(json.dumps({"id": f"s{i}", "text": article(i)}) + "\n" for i in range(1000))
+    proc.stdin.write(rows.encode())
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not (
+        SimhashIndex.exists(redis_client, "term") and SimhashIndex(redis_client, "term").count()[0] >= 300
+    ):
+        assert time.monotonic() < deadline, "the load did not start"
+        time.sleep(0.05)
+    if whole_group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    stderr = err.decode()
+    assert proc.returncode == 143, stderr
+    assert "terminated: " in stderr and "run the same command again" in stderr
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+def test_a_killed_worker_ends_the_load_with_an_error_not_a_hang(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Forked workers are this process's children, which the test can find and kill (the suite's threads
+    # would otherwise make the pool use a forkserver).
+    monkeypatch.setattr(fingerprinter, "_pool_context", lambda: multiprocessing.get_context("fork"))
+    index = SimhashIndex(redis_client, "killed")
+    units = [Record("in", i + 1, f"k{i}", article(i)) for i in range(40 * 100)]
+    worker = Fingerprinter(index.scheme, index.f, "auto", 2, 100)
+    batches = worker.batches(iter(units))
+    next(batches)
+    for child in multiprocessing.active_children():
+        os.kill(child.pid or 0, signal.SIGKILL)
+    with pytest.raises(SimhashRedisError, match="worker process died"):
+        for _ in batches:
+            pass
+    worker.close()
