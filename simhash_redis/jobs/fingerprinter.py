@@ -15,17 +15,45 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
 from ..fingerprinting import Scheme
 from .readers import JsonLines, Record
 
-__all__ = ["Batch", "Fingerprinter"]
+__all__ = ["Batch", "Fingerprinted", "Fingerprinter"]
 
-#: A batch as the loader writes it: records whose documents are int fingerprints, and bad records.
+#: Records and bad records in input order, as the readers give them.
 Batch = list[Record | InputError]
+
+
+class Fingerprinted(NamedTuple):
+    """A batch fingerprinted, in the compact form that comes back from a worker cheaply.
+
+    Attributes:
+        ids: the good records' ids, in input order.
+        fps: their fingerprints.
+        errors: the bad records, each with the number of good records before it in the batch.
+    """
+
+    ids: list[str]
+    fps: list[int]
+    errors: list[tuple[int, InputError]]
+
+
+def _compact(items: Batch) -> Fingerprinted:
+    ids: list[str] = []
+    fps: list[int] = []
+    errors: list[tuple[int, InputError]] = []
+    for item in items:
+        if isinstance(item, InputError):
+            errors.append((len(ids), item))
+        else:
+            assert isinstance(item.doc, int)
+            ids.append(item.id)
+            fps.append(item.doc)
+    return Fingerprinted(ids, fps, errors)
 
 _T = TypeVar("_T")
 
@@ -46,9 +74,9 @@ def _fingerprint_texts(texts: list[str]) -> list[int]:
     return _worker_scheme.fingerprint_many(texts)
 
 
-def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Batch:
+def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Fingerprinted:
     assert _worker_scheme is not None
-    return _parse_lines(lines, _worker_scheme, f, fp_base)
+    return _compact(_parse_lines(lines, _worker_scheme, f, fp_base))
 
 
 def _parse_lines(lines: JsonLines, scheme: Scheme, f: int, fp_base: str) -> Batch:
@@ -126,7 +154,7 @@ class Fingerprinter:
         self.batch_size = batch_size
         self._executor: ProcessPoolExecutor | None = None
 
-    def batches(self, units: Iterable[Record | InputError | JsonLines]) -> Iterator[Batch]:
+    def batches(self, units: Iterable[Record | InputError | JsonLines]) -> Iterator[Fingerprinted]:
         """The units in batches with their fingerprints, in input order, computed ahead of the caller.
 
         Args:
@@ -136,7 +164,7 @@ class Fingerprinter:
             SimhashRedisError: a worker process died.
         """
         # Up to two batches a worker are in the pool while the caller writes the one it was given.
-        pending: deque[Callable[[], Batch]] = deque()
+        pending: deque[Callable[[], Fingerprinted]] = deque()
         ahead = 2 * self.workers
         for unit in self._grouped(units):
             pending.append(self._submit(unit))
@@ -168,22 +196,22 @@ class Fingerprinter:
         if batch:
             yield batch
 
-    def _submit(self, unit: Batch | JsonLines) -> Callable[[], Batch]:
+    def _submit(self, unit: Batch | JsonLines) -> Callable[[], Fingerprinted]:
         """What gives the unit's items with their fingerprints: a worker's result, or computed here."""
         if isinstance(unit, JsonLines):
             if self._parallel(len(unit.raws)):
                 future = self._run(_parse_in_worker, unit, self.f, self.fp_base)
                 return lambda: _result(future)
-            done = _parse_lines(unit, self.scheme, self.f, self.fp_base)
+            done = _compact(_parse_lines(unit, self.scheme, self.f, self.fp_base))
             return lambda: done
         f, fp_base = self.f, self.fp_base
         items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base) for item in unit]
         texts = _texts(items)
         if self._parallel(len(texts)):
             result = self._run(_fingerprint_texts, texts)
-            return lambda: _filled(items, _result(result))
-        done = _with_fingerprints(items, self.scheme.fingerprint_many)
-        return lambda: done
+            return lambda: _compact(_filled(items, _result(result)))
+        fingerprinted = _compact(_with_fingerprints(items, self.scheme.fingerprint_many))
+        return lambda: fingerprinted
 
     def _parallel(self, size: int) -> bool:
         # A handful of documents is not worth starting (or waiting on) the pool.

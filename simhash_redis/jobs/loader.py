@@ -22,7 +22,7 @@ from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
 from ..index import Match, Outcome, SimhashIndex
 from ..index.bulk import DEFAULT_WINDOW
 from .dedupe import DryRun, Pair
-from .fingerprinter import Batch, Fingerprinter
+from .fingerprinter import Fingerprinted, Fingerprinter
 from .readers import (
     FORMATS,
     STDIN,
@@ -261,21 +261,17 @@ class Loader:
             )
         return self.stats
 
-    def _good_pairs(self, batches: Iterator[Batch]) -> Iterator[list[tuple[str, int]]]:
+    def _good_pairs(self, batches: Iterator[Fingerprinted]) -> Iterator[list[tuple[str, int]]]:
         """Each batch's (id, fingerprint) pairs, its errors reported, up to the error beyond max_errors."""
-        for items in batches:
-            good: list[tuple[str, int]] = []
-            for item in items:
-                if isinstance(item, InputError):
-                    self._error(item)
-                    if self._too_many():
-                        break
-                    continue
-                assert isinstance(item.doc, int)
-                good.append((item.id, item.doc))
-            self.stats.read += len(good)
-            if good:
-                yield good
+        for ids, fps, errors in batches:
+            for position, error in errors:
+                self._error(error)
+                if self._too_many():
+                    del ids[position:], fps[position:]
+                    break
+            self.stats.read += len(ids)
+            if ids:
+                yield list(zip(ids, fps, strict=True))
             if self._too_many():
                 return
 
