@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Lowest first. A module may import from its own floor and the ones below it.
-FLOORS = ["base", "fingerprinting", "transport", "store", "index", "jobs", "tools", "cli"]
+FLOORS = ["base", "fingerprinting", "transport", "store", "index", "jobs", "tools", "contrib", "cli"]
 BASE = {"errors", "defaults", "checks", "codec", "results", "_moved", "data"}
 # The one module that reaches under redis-py's public API (see its docstring), and NamedTuple's API.
 PRIVATE_ALLOWED = {"simhash_redis/transport/wire.py"}

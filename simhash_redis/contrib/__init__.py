@@ -1,0 +1,1 @@
+"""Integrations with other frameworks, each behind an optional dependency (`simhash-redis[scrapy]`)."""

@@ -1,0 +1,165 @@
+"""A Scrapy item pipeline that drops near-duplicate items, with one index shared by every spider.
+
+Enable it in the project's settings::
+
+    ITEM_PIPELINES = {"simhash_redis.contrib.scrapy.NearDuplicatePipeline": 300}
+    SIMHASH_REDIS_URL = "redis://localhost:6379/0"
+    SIMHASH_REDIS_INDEX = "pages"
+    SIMHASH_REDIS_TEXT_FIELD = "text"       # or a callable item -> str, or its dotted path
+
+Each item's text is stored with `SimhashIndex.add_if_new`, which checks and writes in one atomic step:
+of many spiders on many machines that meet copies of one page, exactly one keeps its item; the others
+raise DropItem naming the stored copy. The crawl's stats count what was stored and dropped
+(``simhash_redis/stored``, ``simhash_redis/dropped``, ``simhash_redis/no_text``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from itemadapter import ItemAdapter
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.misc import load_object
+
+from .. import defaults
+from ..index import SimhashIndex
+
+__all__ = ["NearDuplicatePipeline"]
+
+#: Stats keys, under the crawl's stats.
+STORED, DROPPED, NO_TEXT = "simhash_redis/stored", "simhash_redis/dropped", "simhash_redis/no_text"
+
+
+def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
+    """How an item's text is found: a callable (or its dotted path) if given, else the item's field."""
+    if setting is None:
+        return lambda item: ItemAdapter(item).get(field)
+    getter: object = load_object(setting) if isinstance(setting, str) else setting
+    if not callable(getter):
+        raise NotConfigured(f"SIMHASH_REDIS_TEXT must be a callable or its dotted path, got {setting!r}")
+    return getter
+
+
+class NearDuplicatePipeline:
+    """Drops an item whose text is a near-duplicate of one already stored; stores the others' fingerprints.
+
+    Args:
+        url: the Redis server's URL (credentials never appear in messages or logs).
+        index: the index name, shared by every spider that should see the same pages.
+        text: gives an item's text.
+        id_field: the item field naming a document (default "url"); an item without it is named by a
+            hash of its text, one whose id is too long to store by a hash of the id.
+        k: the largest distance of a near-duplicate, used when the index is created (an existing index
+            keeps its own; another value given here is refused).
+        prefix: the key prefix.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        index: str,
+        text: Callable[[Any], object],
+        *,
+        id_field: str = "url",
+        k: int | None = None,
+        prefix: str = defaults.PREFIX,
+    ) -> None:
+        self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
+        self.k, self.prefix = k, prefix
+        self.index: SimhashIndex | None = None
+        self.stats: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
+        """The pipeline as the crawl's settings describe it (SIMHASH_REDIS_*).
+
+        Args:
+            crawler: the crawler.
+
+        Raises:
+            NotConfigured: SIMHASH_REDIS_TEXT is neither a callable nor its dotted path.
+        """
+        settings = crawler.settings
+        pipeline = cls(
+            settings.get("SIMHASH_REDIS_URL", "redis://localhost:6379/0"),
+            settings.get("SIMHASH_REDIS_INDEX", "scrapy"),
+            _text_getter(
+                settings.get("SIMHASH_REDIS_TEXT"), settings.get("SIMHASH_REDIS_TEXT_FIELD", "text")
+            ),
+            id_field=settings.get("SIMHASH_REDIS_ID_FIELD", "url"),
+            k=settings.getint("SIMHASH_REDIS_K") or None,
+            prefix=settings.get("SIMHASH_REDIS_PREFIX", defaults.PREFIX),
+        )
+        pipeline.stats = crawler.stats
+        return pipeline
+
+    def open_spider(self, spider: Any) -> None:
+        """Open (or create) the index.
+
+        Args:
+            spider: the spider.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+            ConfigurationMismatch: the index exists with another k.
+        """
+        options: dict[str, Any] = {"prefix": self.prefix}
+        if self.k is not None:
+            options["k"] = self.k
+        self.index = SimhashIndex.from_url(self.url, self.index_name, **options)
+
+    def close_spider(self, spider: Any) -> None:
+        """Close the connections.
+
+        Args:
+            spider: the spider.
+        """
+        if self.index is not None:
+            self.index.client.close()
+            self.index = None
+
+    def process_item(self, item: Any, spider: Any) -> Any:
+        """Store the item's fingerprint and pass the item on, or drop it as a near-duplicate.
+
+        Args:
+            item: the item.
+            spider: the spider.
+
+        Raises:
+            DropItem: a near-duplicate is stored (its id and distance in the message), or this id was
+                stored before with a near-identical text.
+            RedisUnavailable: the server cannot be reached.
+        """
+        assert self.index is not None, "open_spider was not called"
+        text = self.text(item)
+        if not isinstance(text, str) or not text.strip():
+            self._inc(NO_TEXT)
+            return item
+        doc_id = self._doc_id(ItemAdapter(item).get(self.id_field), text)
+        match = self.index.add_if_new(doc_id, text)
+        if match is None:
+            self._inc(STORED)
+            return item
+        self._inc(DROPPED)
+        if match.id == doc_id:
+            raise DropItem(f"{doc_id} is already stored (distance {match.distance})")
+        raise DropItem(f"near-duplicate of {match.id} (distance {match.distance})")
+
+    @staticmethod
+    def _doc_id(value: object, text: str) -> str:
+        """The item's id field if it can be stored as one, else a hash of it (or of the text, if none)."""
+        if isinstance(value, str) and value:
+            try:
+                if len(value.encode()) <= defaults.MAX_ID_BYTES:
+                    return value
+            except UnicodeEncodeError:  # a lone surrogate
+                pass
+            return "sha1:" + hashlib.sha1(value.encode("utf-8", "surrogatepass")).hexdigest()
+        return "sha1:" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _inc(self, key: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key)

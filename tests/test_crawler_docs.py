@@ -1,0 +1,39 @@
+"""The examples of docs/crawlers.md, run as written against a real server."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import redis
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "crawlers.md"
+
+
+def _blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
+
+
+def test_the_scrapy_settings_are_the_ones_the_pipeline_reads() -> None:
+    pytest.importorskip("scrapy")
+    from simhash_redis.contrib import scrapy as pipeline_module
+
+    settings = _blocks()[0]
+    named = set(re.findall(r"SIMHASH_REDIS_[A-Z_]+", settings))
+    source = Path(pipeline_module.__file__).read_text()
+    assert named and named <= set(re.findall(r"SIMHASH_REDIS_[A-Z_]+", source))
+    assert '"simhash_redis.contrib.scrapy.NearDuplicatePipeline"' in settings
+
+
+def test_the_worker_loop_runs_as_written(
+    redis_url: str, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namespace: dict[str, object] = {"REDIS_URL": redis_url}
+    exec(_blocks()[1], namespace)
+    handle = namespace["handle"]
+    story = "the council approved the new budget on tuesday after a long debate about school funding"
+    assert handle("s1", story) is True  # type: ignore[operator]
+    assert handle("s2", story.upper() + "!") is False  # type: ignore[operator]
+    assert handle("s1", story) is False  # type: ignore[operator]  # a retry: already stored
+    assert "s2: copy of s1 (distance 0)" in capsys.readouterr().out

@@ -1,0 +1,175 @@
+"""The Scrapy pipeline in a real `scrapy crawl` of a site this test serves on a loopback port.
+
+The site has five pages: two copies of one story (one with other case, spacing and punctuation), a story
+and a republished copy with one word changed, and a distinct story. The crawl keeps one page of each
+group and drops the other, naming the kept one; a second crawl of the same site drops every page as
+already stored; the crawl log's stats count both.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import random
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from simhash_redis import SimhashIndex, distance, fingerprint
+
+pytest.importorskip("scrapy")
+
+_VOCABULARY = """
+    council approved budget tuesday debate school funding storm heavy rain strong winds coast roads region
+    football club signed young striker division undisclosed fee week scientists reported species frog
+    mountain forests survey spring central bank interest rates inflation mayor minister police hospital
+    market election voters river bridge airport company shares profit workers strike union museum
+    festival harbour ferry railway station tunnel farmers harvest prices drought
+"""
+WORDS = _VOCABULARY.split()
+
+SPIDER = textwrap.dedent(
+    """
+    import scrapy
+
+    class Pages(scrapy.Spider):
+        name = "pages"
+
+        def __init__(self, start, **kwargs):
+            super().__init__(**kwargs)
+            self.start_urls = [start]
+
+        def parse(self, response):
+            for href in response.css("a::attr(href)").getall():
+                yield response.follow(href, self.page)
+
+        def page(self, response):
+            yield {"url": response.url, "text": " ".join(response.css("p::text").getall())}
+    """
+)
+
+
+def _story(seed: int, words: int = 320) -> list[str]:
+    rng = random.Random(seed)
+    return [rng.choice(WORDS) for _ in range(words)]
+
+
+def _one_word_edit(story: list[str]) -> list[str]:
+    """The story with one word changed, at the first position where the default index finds the copy."""
+    original = fingerprint(" ".join(story))
+    for position in range(len(story)):
+        edited = [*story[:position], "yesterday", *story[position + 1 :]]
+        if 0 < distance(original, fingerprint(" ".join(edited))) <= 3:
+            return edited
+    raise AssertionError("no one-word edit within k = 3")
+
+
+def _pages() -> dict[str, str]:
+    a, c, e = _story(1), _story(2), _story(3)
+    copy_of_a = "  ".join(word.upper() if i % 7 == 0 else word for i, word in enumerate(a)) + "!"
+    texts = {
+        "a": " ".join(a),
+        "b": copy_of_a,
+        "c": " ".join(c),
+        "d": " ".join(_one_word_edit(c)),
+        "e": " ".join(e),
+    }
+    pages = {f"/{name}.html": f"<html><body><p>{text}</p></body></html>" for name, text in texts.items()}
+    links = "".join(f'<a href="{path}">{path}</a>' for path in pages)
+    pages["/"] = f"<html><body>{links}</body></html>"
+    return pages
+
+
+class _Site(http.server.BaseHTTPRequestHandler):
+    def __init__(self, pages: dict[str, str], *args: object) -> None:
+        self.pages = pages
+        super().__init__(*args)  # type: ignore[arg-type]
+
+    def do_GET(self) -> None:
+        body = self.pages.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.end_headers()
+        self.wfile.write((body or "").encode())
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Site, _pages()))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _crawl(tmp_path: Path, site: str, redis_url: str, run: int) -> tuple[list[dict[str, str]], str]:
+    spider = tmp_path / "pages.py"
+    spider.write_text(SPIDER)
+    out = tmp_path / f"items{run}.jsonl"
+    pipelines = json.dumps({"simhash_redis.contrib.scrapy.NearDuplicatePipeline": 300})
+    settings = {
+        "ITEM_PIPELINES": pipelines,
+        "SIMHASH_REDIS_URL": redis_url,
+        "SIMHASH_REDIS_INDEX": "crawl",
+        "LOG_LEVEL": "INFO",
+        "ROBOTSTXT_OBEY": "False",
+        "TELNETCONSOLE_ENABLED": "False",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "runspider",
+        str(spider),
+        "-a",
+        f"start={site}/",
+        "-o",
+        str(out),
+    ]
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    items = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return items, done.stderr
+
+
+def test_a_crawl_keeps_one_page_of_each_group_and_drops_the_copies(
+    tmp_path: Path, site: str, redis_url: str, redis_client: redis.Redis
+) -> None:
+    items, log = _crawl(tmp_path, site, redis_url, 1)
+    kept = {item["url"].rsplit("/", 1)[1] for item in items}
+    assert len(kept) == 3 and "e.html" in kept, kept
+    assert len(kept & {"a.html", "b.html"}) == 1 and len(kept & {"c.html", "d.html"}) == 1, kept
+    for dropped in {"a.html", "b.html", "c.html", "d.html"} - kept:
+        other = {"a.html": "b.html", "b.html": "a.html", "c.html": "d.html", "d.html": "c.html"}[dropped]
+        assert f"near-duplicate of {site}/{other}" in log, log[-3000:]
+    assert "'simhash_redis/stored': 3" in log and "'simhash_redis/dropped': 2" in log
+    index = SimhashIndex(redis_client, "crawl", create=False)
+    assert index.count() == (3, 3)
+
+    again, log = _crawl(tmp_path, site, redis_url, 2)
+    assert again == []
+    assert "'simhash_redis/dropped': 5" in log and "is already stored" in log
+    assert redis_url not in log  # URLs carry passwords
+
+
+def test_pages_without_text_pass_through(tmp_path: Path) -> None:
+    from scrapy.utils.test import get_crawler
+
+    from simhash_redis.contrib.scrapy import NearDuplicatePipeline
+
+    crawler = get_crawler(settings_dict={"SIMHASH_REDIS_TEXT": "builtins.str"})
+    pipeline = NearDuplicatePipeline.from_crawler(crawler)
+    assert pipeline.text(42) == "42"  # a dotted path names the callable that gives the text
