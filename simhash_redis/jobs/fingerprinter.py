@@ -7,7 +7,9 @@ an error instead of leaving it waiting forever for that worker's batch.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import signal
 import sys
 import threading
@@ -56,17 +58,34 @@ def _compact(items: Batch) -> Fingerprinted:
     return Fingerprinted(ids, fps, errors)
 
 _T = TypeVar("_T")
+#: prctl(2) option: the signal this process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
 
 _worker_scheme: Scheme | None = None
 
 
-def _init_worker(scheme: Scheme) -> None:
+def _init_worker(scheme: Scheme, parent: int) -> None:
     # Ctrl-C reaches the whole process group: only the parent reacts, and it stops the pool. A SIGTERM
     # sent to every process (systemd, Kubernetes) ends a worker quietly, without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _end_with(parent)
     global _worker_scheme
     _worker_scheme = scheme
+
+
+def _end_with(parent: int) -> None:
+    """End this worker when the process that started it dies (kill -9, OOM killer), instead of waiting
+    forever for work: its siblings keep the work queue open, so it would never see an end of file."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl: the worker outlives a killed loader, as elsewhere
+        return
+    if parent > 0 and os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
 
 
 def _fingerprint_texts(texts: list[str]) -> list[int]:
@@ -225,7 +244,10 @@ class Fingerprinter:
 
     def _executor_of(self) -> ProcessPoolExecutor:
         if self._executor is None:
+            context = _pool_context()
+            # A forked worker's parent is this process; a forkserver's child is the forkserver's.
+            parent = os.getpid() if context.get_start_method() == "fork" else -1
             self._executor = ProcessPoolExecutor(
-                self.workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(self.scheme,)
+                self.workers, mp_context=context, initializer=_init_worker, initargs=(self.scheme, parent)
             )
         return self._executor

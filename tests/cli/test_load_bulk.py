@@ -223,3 +223,35 @@ def test_a_killed_worker_ends_the_load_with_an_error_not_a_hang(
         for _ in batches:
             pass
     worker.close()
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+def test_workers_end_when_the_loader_is_killed(redis_url: str, redis_client: redis.Redis) -> None:
+    proc = _slow_stdin_load(redis_url, "orphans", new_session=True)
+    assert proc.stdin is not None
+    rows = "".join(json.dumps({"id": f"o{i}", "text": article(i)}) + "\n" for i in range(1000))
+    proc.stdin.write(rows.encode())
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while len(workers := _children(proc.pid)) < 2:
+        assert time.monotonic() < deadline, "no worker processes started"
+        time.sleep(0.05)
+    proc.kill()  # kill -9: no chance to stop the workers itself
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while alive := [pid for pid in workers if Path(f"/proc/{pid}").exists()]:
+        assert time.monotonic() < deadline, f"workers outlived the loader: {alive}"
+        time.sleep(0.05)
