@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import subprocess
 import sys
 import textwrap
@@ -176,6 +178,30 @@ def test_primary_killed_during_load(own_cluster: ClusterProcess) -> None:
     own_cluster.wait_ok()
     assert acked[-1] == 20_000
     _check_loaded(own_cluster.client(), 20_000, acked[-1])
+
+
+def test_an_acknowledged_write_waits_for_a_lagging_replica(own_cluster: ClusterProcess) -> None:
+    """A replica that lags past WAIT's first second (a loaded machine) still gets the write before it is
+    acknowledged: otherwise the failover of its primary would lose an acknowledged document."""
+    index = SimhashIndex(own_cluster.client(), "lag", k=3)
+    stopped = [own_cluster.nodes[port].pid for port in own_cluster.replicas()]
+    resumed: list[float] = []
+
+    def resume() -> None:
+        resumed.append(time.monotonic())
+        for pid in stopped:
+            os.kill(pid or 0, signal.SIGCONT)
+
+    for pid in stopped:
+        os.kill(pid or 0, signal.SIGSTOP)
+    timer = threading.Timer(2.5, resume)
+    timer.start()
+    try:
+        assert index.add("doc", 0x1234_5678_9ABC_DEF0) is Outcome.ADDED
+        acknowledged = time.monotonic()
+    finally:
+        timer.join()
+    assert resumed and acknowledged > resumed[0]
 
 
 def _migrate(source: redis.Redis, target: redis.Redis, slot: int) -> None:

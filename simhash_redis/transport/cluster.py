@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -31,8 +32,11 @@ __all__ = ["CLUSTER_BACKOFF", "ClusterTransport", "command_keys"]
 #: A failover takes a few seconds (node timeout plus election): keep retrying for about that long.
 CLUSTER_BACKOFF = Backoff(retries=12, base=0.05, cap=2.0)
 _REDIRECTIONS = 16
-# Wait for one replica, at most a second: with no replica reachable the write still counts as done.
+# Wait for one replica, a second at a time: a write counts as done once a replica has it. A replica
+# that lags (a loaded machine) gets _WAIT_ROUNDS more seconds on the same connection; a slot with no
+# live replica left (a failover in progress) fails the attempt, and the retry refreshes the slot map.
 _WAIT: Command = (b"WAIT", 1, 1000)
+_WAIT_ROUNDS = 5
 
 T = TypeVar("T")
 
@@ -71,6 +75,8 @@ class ClusterTransport:
     def __init__(self, client: RedisCluster, backoff: Backoff | None = None) -> None:
         self.client = client
         self.backoff = backoff or CLUSTER_BACKOFF
+        # Each primary's connected replicas, as its INFO said when first needed since the last refresh.
+        self._replicas: dict[str, int] = {}
 
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
@@ -176,20 +182,24 @@ class ClusterTransport:
         sent = []
         for node, indexes in groups.values():
             batch = [commands[i] for i in indexes]
-            if durable and self._has_replica(commands[indexes[0]]):
+            waits = durable and self._has_replica(node)
+            if waits:
                 batch.append(_WAIT)
             try:
                 connection = self._send(node, batch)
-                sent.append((node, indexes, connection, len(batch)))
+                sent.append((node, indexes, connection, len(batch), waits))
             except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                 failed.extend(indexes)
                 last_error = exc
         asks: dict[str, list[int]] = defaultdict(list)
-        for node, indexes, connection, count in sent:
+        for node, indexes, connection, count, waits in sent:
             try:
-                for i, reply in zip(
-                    indexes, self._read(node, connection, count)[: len(indexes)], strict=True
-                ):
+                node_replies = self._read(node, connection, count, waits)
+                if waits and node_replies[-1] == 0:
+                    failed.extend(indexes)
+                    last_error = RedisUnavailable(f"no replica of {node.name} confirmed the writes")
+                    continue
+                for i, reply in zip(indexes, node_replies[: len(indexes)], strict=True):
                     if isinstance(reply, rex.AskError):
                         asks[_redirect_target(reply)].append(i)
                     elif isinstance(reply, rex.MovedError):
@@ -220,10 +230,18 @@ class ClusterTransport:
                     replies[i] = reply
         return failed, redirected, last_error
 
-    def _has_replica(self, command: Command) -> bool:
-        # A primary whose replica is gone (just after a failover) would make WAIT sit out its timeout.
-        slot = key_slot(command_keys(command)[0])
-        return len(self.client.nodes_manager.slots_cache.get(slot, ())) > 1
+    def _has_replica(self, node: ClusterNode) -> bool:
+        # WAIT on a primary without replicas would sit out its timeout. The slot map cannot tell: a
+        # replica that has received nothing yet is left out of CLUSTER SLOTS; the primary's INFO can.
+        if node.name not in self._replicas:
+            try:
+                info = self._node_command(node, (b"INFO", b"replication"))
+            except RedisUnavailable:
+                return False  # the write to it fails too, and the retry asks again
+            text = info.decode() if isinstance(info, bytes) else str(info)
+            found = re.search(r"^connected_slaves:(\d+)", text, flags=re.M)
+            self._replicas[node.name] = int(found.group(1)) if found else 0
+        return self._replicas[node.name] > 0
 
     def _pool(self, node: ClusterNode) -> Any:
         connection = node.redis_connection or self.client.get_redis_connection(node)
@@ -240,10 +258,17 @@ class ClusterTransport:
             raise
         return connection
 
-    def _read(self, node: ClusterNode, connection: Any, count: int) -> list[Any]:
+    def _read(self, node: ClusterNode, connection: Any, count: int, waits: bool = False) -> list[Any]:
         pool = self._pool(node)
         try:
-            return wire.read(connection, count)
+            replies = wire.read(connection, count)
+            # WAIT counts the replicas that have this connection's writes: asked again on the same one.
+            for _ in range(_WAIT_ROUNDS if waits else 0):
+                if replies[-1] != 0:
+                    break
+                wire.send(connection, [_WAIT])
+                replies[-1] = wire.read(connection, 1)[0]
+            return replies
         except BaseException:
             connection.disconnect()
             raise
@@ -262,6 +287,7 @@ class ClusterTransport:
     def _refresh(self) -> None:
         # The slot map is stale (failover, reshard): ask the cluster again; while it is still electing
         # a new primary this may fail, and the next attempt retries after a backoff delay.
+        self._replicas.clear()
         with contextlib.suppress(rex.RedisError, rex.RedisClusterException, OSError):
             self.client.nodes_manager.initialize()
 
