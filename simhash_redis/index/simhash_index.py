@@ -11,7 +11,7 @@ from redis.cluster import RedisCluster
 
 from .. import defaults
 from ..checks import is_int
-from ..codec import decode_fp, encode_fp
+from ..codec import decode_fp
 from ..errors import IndexNotFound, InvalidArgument, InvalidFingerprint, InvalidType
 from ..fingerprinting import Document as TextDocument
 from ..fingerprinting import Scheme
@@ -29,7 +29,9 @@ from ..store import (
     writes_for,
 )
 from ..transport import Backoff, Sender, client_from_url, open_sender
-from .arguments import as_batch, check_pairs, chunks, is_integer
+from . import batches
+from .arguments import as_batch, is_integer
+from .batches import BatchProgress, check_progress
 from .bulk import DEFAULT_WINDOW, Progress, bulk_add
 from .consistency import VerifyReport, check_consistency
 from .unique import UniqueWrites
@@ -266,28 +268,28 @@ class SimhashIndex:
         fp = self._check_fp(query) if type(query) is int else self.fingerprint(query)
         return self._reads.near([fp], limit)[0]
 
-    def near_many(self, queries: Sequence[Document], k: int | None = None) -> list[list[Match]]:
+    def near_many(
+        self, queries: Sequence[Document], k: int | None = None, *, on_progress: BatchProgress | None = None
+    ) -> list[list[Match]]:
         """near() for many queries, each batch in one conversation: tables first, ids of matches as found.
 
         Args:
             queries: the queries.
             k: the largest distance, at most the index's k.
+            on_progress: called after each batch with the queries done so far and that batch's results.
 
         Raises:
             InvalidArgument: k is out of range.
             InvalidFingerprint: an int query outside [0, 2**f).
             RedisUnavailable: the server cannot be reached.
         """
-        limit = self._check_k(k)
+        limit, on_progress = self._check_k(k), check_progress(on_progress)
         batch = as_batch(queries, "queries")
         if all(type(q) is int for q in batch):  # precomputed fingerprints: no text engine to set up
             fps = [self._check_fp(q) for q in batch]
         else:
             fps = self.fingerprint_many(batch)
-        results: list[list[Match]] = []
-        for start in range(0, len(fps), self.batch_size):
-            results.extend(self._reads.near(fps[start : start + self.batch_size], limit))
-        return results
+        return batches.near_many(self, self._reads, fps, limit, on_progress)
 
     def get(self, doc_id: str) -> int | None:
         """The fingerprint stored for an id, or None.
@@ -353,16 +355,28 @@ class SimhashIndex:
 
     @overload
     def add_many(
-        self, items: Iterable[tuple[str, Document]], *, unique: Literal[False] = False
+        self,
+        items: Iterable[tuple[str, Document]],
+        *,
+        unique: Literal[False] = False,
+        on_progress: BatchProgress | None = None,
     ) -> list[Outcome]: ...
 
     @overload
     def add_many(
-        self, items: Iterable[tuple[str, Document]], *, unique: Literal[True]
+        self,
+        items: Iterable[tuple[str, Document]],
+        *,
+        unique: Literal[True],
+        on_progress: BatchProgress | None = None,
     ) -> list[Outcome | Match]: ...
 
     def add_many(
-        self, items: Iterable[tuple[str, Document]], *, unique: bool = False
+        self,
+        items: Iterable[tuple[str, Document]],
+        *,
+        unique: bool = False,
+        on_progress: BatchProgress | None = None,
     ) -> list[Outcome] | list[Outcome | Match]:
         """Store many documents, each batch in one atomic script call (a large one of adds: parts of 250).
 
@@ -370,30 +384,20 @@ class SimhashIndex:
             items: (id, document) pairs; a later pair for the same id wins.
             unique: store a document only if no near-duplicate (distance <= k) is stored, as
                 `add_if_new` does, also against the documents earlier in the same call.
+            on_progress: called after each batch with the pairs done so far and that batch's outcomes.
 
         Returns:
             The outcome of each pair, in order; with unique, a stored near-duplicate (a Match, chosen
             as `add_if_new` does) in place of the outcome for each document that was not stored.
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (checked for
-                the whole batch before anything of it is written).
+            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (the whole call
+                is checked before anything of it is written).
             RedisUnavailable: the server cannot be reached; batches already acknowledged are stored,
                 and no document is half-written.
         """
-        outcomes: list[Any] = []
-        for batch in chunks(as_batch(items, "items"), self.batch_size):
-            ids = [encode_id(doc_id) for doc_id, _ in check_pairs(batch)]
-            fps = self.fingerprint_many([doc for _, doc in batch])
-            if unique:
-                outcomes.extend(self._unique.add(ids, fps))
-            else:
-                outcomes.extend(
-                    self._writes.apply(
-                        [(i, encode_fp(fp, self.f), None) for i, fp in zip(ids, fps, strict=True)]
-                    )
-                )
-        return outcomes
+        progress = check_progress(on_progress)
+        return batches.add_many(self, self._writes, self._unique if unique else None, items, progress)
 
     def bulk_add(
         self,
@@ -453,27 +457,20 @@ class SimhashIndex:
         """
         return self.remove_many([doc_id])[0]
 
-    def remove_many(self, ids: Iterable[str]) -> list[bool]:
+    def remove_many(self, ids: Iterable[str], *, on_progress: BatchProgress | None = None) -> list[bool]:
         """Remove many ids, batch by batch.
 
         Args:
             ids: the document ids.
+            on_progress: called after each batch with the ids done so far and that batch's results.
 
         Returns:
             For each id, whether it was stored.
 
         Raises:
-            InvalidArgument, InvalidType: an id is malformed.
+            InvalidArgument, InvalidType: an id is malformed (the whole call is checked first).
         """
-        removed: list[bool] = []
-        for batch in chunks(as_batch(ids, "ids"), self.batch_size):
-            # An id named twice is removed once: the repeat reports False, as it would in a later call.
-            unique = list(dict.fromkeys(encode_id(doc_id) for doc_id in batch))
-            outcomes = self._writes.apply([(raw, b"", None) for raw in unique])
-            first = {raw: outcome is Outcome.REMOVED for raw, outcome in zip(unique, outcomes, strict=True)}
-            for doc_id in batch:
-                removed.append(first.pop(encode_id(doc_id), False))
-        return removed
+        return batches.remove_many(self, self._writes, ids, check_progress(on_progress))
 
     def verify(self, repair: bool = False) -> VerifyReport:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
