@@ -12,10 +12,20 @@ from simhash_redis.transport.connection import client_from_url, redact_url
     ("url", "shown"),
     [
         ("redis://u:s3cr/et@127.0.0.1:6379/0", "redis://u:***@127.0.0.1:6379/0"),
-        ("rediss://user:p@ss#w?rd@h/0?ssl_cert_reqs=required", "rediss://user:***@h/0?ssl_cert_reqs=required"),
+        (
+            "rediss://user:p@ss#w?rd@h/0?ssl_cert_reqs=required",
+            "rediss://user:***@h/0?ssl_cert_reqs=required",
+        ),
         ("redis://:pw@h:1/0", "redis://***@h:1/0"),
         ("redis://h:1/0", "redis://h:1/0"),
         ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+        ("redis://h:1/0?password=s3cret", "redis://h:1/0?password=***"),
+        (
+            "rediss://h/0?ssl_cert_reqs=none&username=u&password=p%40ss&db=1",
+            "rediss://h/0?ssl_cert_reqs=none&username=u&password=***&db=1",
+        ),
+        ("redis://u:pw@h/0?PASSWORD=x", "redis://u:***@h/0?PASSWORD=***"),
+        ("unix:///run/redis.sock?password=q&db=0", "unix:///run/redis.sock?password=***&db=0"),
     ],
 )
 def test_redact_url(url: str, shown: str) -> None:

@@ -384,6 +384,40 @@ def test_library_logs_never_show_the_password(server: TLSServer, caplog: pytest.
     no_secret(caplog.text)
 
 
+def _query_form(url: str) -> str:
+    """The same URL with its credentials as username= and password= query parameters."""
+    scheme, rest = url.split("://", 1)
+    userinfo, tail = rest.rsplit("@", 1)
+    user, password = userinfo.split(":", 1)
+    return f"{scheme}://{tail}&username={user}&password={password}"
+
+
+def test_a_password_in_the_query_is_hidden_everywhere(
+    server: TLSServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    url = _query_form(server.url("stats", PASSWORD))
+    index = SimhashIndex.from_url(url, "secure-query", k=3)
+    index.add_many([(f"d{i}", A ^ (1 << i)) for i in range(10)])
+    no_secret(repr(index), redact_url(url))
+    result = cli("--redis-url", url, "--index", "secure-query", "stats")
+    assert result.exit_code == 0, result.output
+    no_secret(result.output)
+    for bad in (
+        _query_form(server.url("stats", "wrong-" + PASSWORD)),
+        f"redis://{HOST}:{free_port()}/0?password={quote(PASSWORD, safe='')}",
+    ):
+        result = cli("--redis-url", bad, "--index", "secure-query", "stats")
+        assert result.exit_code == 4, result.output
+        no_secret(result.output)
+        assert "wrong-" not in result.output
+        with pytest.raises(SimhashRedisError) as info:
+            SimhashIndex.from_url(bad, "secure-query", backoff=Backoff(retries=0))
+        for exc in chain(info.value):
+            no_secret(str(exc), repr(exc), exc.args)
+    no_secret(caplog.text)
+
+
 def cli(*args: str, env_url: str | None = None) -> Any:
     """Run the CLI in-process; with env_url the URL comes from SIMHASH_REDIS_URL."""
     from simhash_redis.cli.app import app

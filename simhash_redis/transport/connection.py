@@ -16,27 +16,31 @@ from ..errors import InvalidArgument, InvalidType, RedisUnavailable
 __all__ = ["client_from_url", "redact_url"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# A password query parameter (redis-py reads it, as it reads the userinfo's): its value, up to the next
+# parameter or fragment; case-insensitively, since a server's parser may be lenient.
+_QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#]*", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:
     """The URL with its password replaced by '***', fit for logs and error messages.
 
-    Everything before the last '@' of the URL counts as credentials, so a password holding '/', '?',
-    '#' or '@' is hidden too (at worst, more than the password is hidden).
+    Both forms redis-py reads a password from are hidden: the userinfo (everything before the last '@'
+    counts as credentials, so a password holding '/', '?', '#' or '@' is hidden too; at worst, more
+    than the password is hidden) and a ``password=`` query parameter. User names stay visible.
 
     Args:
-        url: a Redis URL such as redis://user:secret@host:6379/0.
+        url: a Redis URL such as redis://user:secret@host:6379/0 or redis://host/0?password=secret.
     """
     scheme = _SCHEME.match(url)
     if not scheme:
         return url
     rest = url[scheme.end() :]
     at = rest.rfind("@")
-    if at < 0:
-        return url
-    user, sep, _ = rest[:at].partition(":")
-    shown = f"{user}:***" if sep and user else "***"
-    return f"{scheme.group()}{shown}@{rest[at + 1 :]}"
+    if at >= 0:
+        user, sep, _ = rest[:at].partition(":")
+        shown = f"{user}:***" if sep and user else "***"
+        rest = f"{shown}@{rest[at + 1 :]}"
+    return scheme.group() + _QUERY_PASSWORD.sub(r"\1***", rest)
 
 
 def client_from_url(
