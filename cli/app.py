@@ -19,6 +19,7 @@ from simhash_redis.errors import (
     InvalidType,
     RedisAuthError,
     RedisOutOfMemory,
+    RedisPermissionError,
     RedisUnavailable,
     SimhashRedisError,
     TooManyErrors,
@@ -63,6 +64,11 @@ Docs: docs/cli.md. Example:
 def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, str]:
     """The exit code and the one-line message for a library error."""
     where = state.shown_url() if state is not None else "Redis"
+    if isinstance(exc, RedisPermissionError):
+        return ExitCode.UNAVAILABLE, (
+            f"Redis at {where} accepted the credentials, but its ACL user may not run every command the "
+            f"index needs ({exc}): grant it (docs/security.md lists the minimal ACL)"
+        )
     if isinstance(exc, RedisAuthError):
         return ExitCode.UNAVAILABLE, (
             f"Redis at {where} refused the credentials ({exc}): check the user and password in "

@@ -14,6 +14,7 @@ The tree::
     ├── TooManyErrors                     a bulk load met more bad records than it was allowed
     └── RedisUnavailable                  the server could not be reached or did not answer in time
         ├── RedisAuthError                credentials refused, or the ACL user lacks a permission
+        │   └── RedisPermissionError      the ACL user may not run a command (named when the server says)
         ├── RedisTimeout                  no reply within the socket timeout (a paused or stuck server)
         └── RedisOutOfMemory              maxmemory reached under noeviction; nothing was half-applied
 
@@ -32,6 +33,7 @@ __all__ = [
     "InvalidType",
     "RedisAuthError",
     "RedisOutOfMemory",
+    "RedisPermissionError",
     "RedisTimeout",
     "RedisUnavailable",
     "SimhashRedisError",
@@ -116,6 +118,22 @@ class RedisUnavailable(SimhashRedisError, ConnectionError):
 
 class RedisAuthError(RedisUnavailable):
     """The server refused the credentials, or the ACL user lacks a command or key the index needs."""
+
+
+class RedisPermissionError(RedisAuthError):
+    """The credentials were accepted, but the ACL user may not run a command (or reach a key) the index needs.
+
+    Attributes:
+        command: the refused command as the server named it, or None (Redis 7.0 does not name a command
+            refused inside a script).
+    """
+
+    def __init__(self, message: str, command: str | None = None) -> None:
+        super().__init__(message)
+        self.command = command
+
+    def __reduce__(self) -> tuple[type[RedisPermissionError], tuple[str, str | None]]:
+        return (type(self), (str(self), self.command))
 
 
 class RedisTimeout(RedisUnavailable, TimeoutError):

@@ -28,6 +28,7 @@ PUBLIC = [
     "Outcome",
     "RedisAuthError",
     "RedisOutOfMemory",
+    "RedisPermissionError",
     "RedisTimeout",
     "RedisUnavailable",
     "Scheme",

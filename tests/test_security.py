@@ -30,7 +30,7 @@ import pytest
 import redis
 
 from simhash_redis import SimhashIndex
-from simhash_redis.errors import RedisAuthError, RedisUnavailable, SimhashRedisError
+from simhash_redis.errors import RedisAuthError, RedisPermissionError, RedisUnavailable, SimhashRedisError
 from simhash_redis.transport.connection import client_from_url, redact_url
 from simhash_redis.transport.retry import Backoff
 from tests.servers import HOST, ServerProcess, ServerStartError, free_port, server_supports_tls
@@ -317,6 +317,42 @@ def test_a_user_without_evalsha_gets_a_typed_error(server: TLSServer) -> None:
         SimhashIndex.from_url(server.url("noscript", PASSWORD), "secure", backoff=Backoff(retries=0))
     assert isinstance(info.value, RedisUnavailable) and isinstance(info.value, SimhashRedisError)
     no_secret(*(str(e) for e in chain(info.value)), *(repr(e) for e in chain(info.value)))
+
+
+def test_a_command_refused_inside_a_script_is_a_typed_permission_error(server: TLSServer) -> None:
+    """Redis 7.0 words it "The user executing the script can't run this command or subcommand", without
+    NOPERM: still a RedisPermissionError (a RedisAuthError), and the CLI says what to grant, not to check
+    the password, with the connection's exit code."""
+    with server.admin() as admin:
+        admin.execute_command(
+            "ACL", "SETUSER", "nosadd", "on", f">{PASSWORD}", "~simhash:*", "+@all", "-sadd"
+        )
+    url = server.url("nosadd", PASSWORD)
+    index = SimhashIndex.from_url(url, "perm", backoff=Backoff(retries=0))
+    with pytest.raises(RedisPermissionError) as info:
+        index.add("d", A)
+    assert isinstance(info.value, RedisAuthError)
+    assert "may not run" in str(info.value)
+    no_secret(str(info.value), repr(info.value))
+    result = cli("--redis-url", url, "--index", "perm", "add", "d2", "some text")
+    assert result.exit_code == 4, result.output
+    assert "may not run" in result.output and "check the user and password" not in result.output
+    no_secret(result.output)
+
+
+def test_a_refused_command_is_named_when_the_server_names_it() -> None:
+    from simhash_redis.transport import translate_error
+
+    valkey = redis.exceptions.NoPermissionError("User w has no permissions to run the 'hset' command")
+    error = translate_error(valkey)
+    assert isinstance(error, RedisPermissionError) and error.command == "hset"
+    assert "'hset'" in str(error)
+    redis70 = redis.exceptions.ResponseError(
+        "Error running script (call to f_1): @user_script:12: The user executing the script can't run this "
+        "command or subcommand script: 1, on @user_script:12."
+    )
+    error = translate_error(redis70)
+    assert isinstance(error, RedisPermissionError) and error.command is None
 
 
 def test_wrong_password_is_an_auth_error_without_the_password(server: TLSServer) -> None:

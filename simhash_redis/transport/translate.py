@@ -5,13 +5,26 @@ Messages carry no credentials: redis-py's messages name hosts and ports, never p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import redis.exceptions as rex
 
-from ..errors import RedisAuthError, RedisOutOfMemory, RedisTimeout, RedisUnavailable, SimhashRedisError
+from ..errors import (
+    RedisAuthError,
+    RedisOutOfMemory,
+    RedisPermissionError,
+    RedisTimeout,
+    RedisUnavailable,
+    SimhashRedisError,
+)
 
 __all__ = ["raise_first_error", "translate_error"]
+
+# How servers word an ACL refusal: NOPERM (Redis 6.2+, Valkey), "ACL failure" (some in-script errors),
+# and Redis 7.0's in-script form, which names no command.
+_REFUSED = ("NOPERM", "ACL failure", "can't run this command or subcommand", "has no permissions to run")
+_COMMAND = re.compile(r"permissions to run the '([^']+)' command", re.IGNORECASE)
 
 
 def raise_first_error(replies: list[Any]) -> None:
@@ -37,10 +50,12 @@ def translate_error(exc: Exception) -> SimhashRedisError:
     message = str(exc)
     if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS")):
         return RedisAuthError(f"Redis refused the credentials: {message}")
-    if isinstance(exc, rex.NoPermissionError) or message.startswith("NOPERM") or "ACL failure" in message:
-        return RedisAuthError(
-            "the Redis user lacks a permission the index needs (docs/operations.md lists the ACL): "
-            f"{message}"
+    if isinstance(exc, rex.NoPermissionError) or any(sign in message for sign in _REFUSED):
+        named = _COMMAND.search(message)
+        command = named.group(1).lower() if named else None
+        what = f"the {command!r} command" if command else "a command of the index's scripts"
+        return RedisPermissionError(
+            f"the Redis user may not run {what} (docs/security.md lists the minimal ACL): {message}", command
         )
     if isinstance(exc, rex.MovedError) or message.startswith("MOVED "):  # redis-py < 5.1 does not parse it
         slot, _, node = message.removeprefix("MOVED ").partition(" ")
