@@ -61,12 +61,22 @@ def verify(
         if repair and not report.ok:
             typer.echo("repaired: the index is consistent now" if after.ok else "repaired; problems remain")
     if not after.ok:
-        hint = (
-            "run verify --repair again while no worker writes to the index"
-            if repair
-            else f"run: simhash-redis --index {index.name} verify --repair (while no worker writes to it)"
+        raise fail(
+            f"index {index.name!r} is inconsistent: {_hint(index.name, after.problems, repair)}",
+            ExitCode.ERROR,
         )
-        raise fail(f"index {index.name!r} is inconsistent: {hint}", ExitCode.ERROR)
+
+
+#: What --repair cannot fix: keys written by another program, which only a person may delete.
+_BY_HAND = "key of the wrong type"
+
+
+def _hint(name: str, problems: dict[str, int], repaired: bool) -> str:
+    """What to do about the problems left: keys of the wrong type by hand first, then a repair."""
+    repair = f"simhash-redis --index {name} verify --repair (while no worker writes to the index)"
+    if _BY_HAND in problems:  # no repair can help before they are gone, so none is suggested alone
+        return f"delete the keys of the wrong type listed above (redis-cli DEL KEY), then run: {repair}"
+    return f"run again: {repair}" if repaired else f"run: {repair}"
 
 
 #: Adds this module's commands to the app.

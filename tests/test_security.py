@@ -29,7 +29,7 @@ from urllib.parse import quote
 import pytest
 import redis
 
-from simhash_redis import SimhashIndex
+from simhash_redis import Outcome, SimhashIndex
 from simhash_redis.errors import RedisAuthError, RedisPermissionError, RedisUnavailable, SimhashRedisError
 from simhash_redis.transport.connection import client_from_url, redact_url
 from simhash_redis.transport.retry import Backoff
@@ -42,7 +42,7 @@ MINIMAL_ACL = (
     "resetkeys ~simhash:* resetchannels -@all "
     "+evalsha +script|load "
     "+hget +hmget +hgetall +hexists +hlen +smembers +sismember +smismember +scard +exists "
-    "+hset +hsetnx +hdel +hincrby +sadd +srem "
+    "+hset +hsetnx +hdel +hincrby +sadd +srem +type "
     "+scan +unlink +ping"
 )
 #: What the CLI's `stats` adds to it: server memory and per-key memory usage.
@@ -334,10 +334,17 @@ def test_a_command_refused_inside_a_script_is_a_typed_permission_error(server: T
     assert isinstance(info.value, RedisAuthError)
     assert "may not run" in str(info.value)
     no_secret(str(info.value), repr(info.value))
+    # Nothing of the document is left half-written (its id map entry was written before the refused
+    # SADD, and undone), and once the user may run SADD the same call stores it.
+    assert index.get("d") is None and index.count() == (0, 0)
     result = cli("--redis-url", url, "--index", "perm", "add", "d2", "some text")
     assert result.exit_code == 4, result.output
     assert "may not run" in result.output and "check the user and password" not in result.output
     no_secret(result.output)
+    with server.admin() as admin:
+        admin.execute_command("ACL", "SETUSER", "nosadd", "+sadd")
+    assert index.add("d", A) is Outcome.ADDED
+    assert index.verify().ok
 
 
 def test_a_refused_command_is_named_when_the_server_names_it() -> None:

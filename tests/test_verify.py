@@ -95,3 +95,27 @@ def test_near_on_malformed_data_is_a_typed_error(any_client: redis.Redis, neighb
         index.near(5)
     index.verify(repair=True)
     assert index.near(5, k=0)[0].id == "a"
+
+
+def test_the_cli_says_to_delete_a_key_of_the_wrong_type_instead_of_repairing_in_a_loop(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    from simhash_redis.cli.app import app
+    from typer.testing import CliRunner
+
+    index = SimhashIndex(redis_client, "wrongtype", k=3)
+    index.add_many([("a", 1), ("b", 2)])
+    key = index.keys.tables(2)[1]
+    redis_client.delete(key)
+    redis_client.set(key, "another program's string")
+    run = CliRunner()
+    for args in (["verify"], ["verify", "--repair"]):
+        result = run.invoke(app, ["--redis-url", redis_url, "--index", "wrongtype", *args])
+        assert result.exit_code == 1, result.output
+        assert "key of the wrong type: 1" in result.output
+        assert "delete the keys of the wrong type" in result.output and "Traceback" not in result.output
+        assert "run again" not in result.output
+    redis_client.delete(key)
+    result = run.invoke(app, ["--redis-url", redis_url, "--index", "wrongtype", "verify", "--repair"])
+    assert result.exit_code == 0, result.output
+    assert index.verify().ok

@@ -11,6 +11,7 @@ from typing import Any
 import redis.exceptions as rex
 
 from ..errors import (
+    IndexCorrupted,
     RedisAuthError,
     RedisOutOfMemory,
     RedisPermissionError,
@@ -62,6 +63,12 @@ def translate_error(exc: Exception) -> SimhashRedisError:
         return SimhashRedisError(
             f"the server is a Redis Cluster node (slot {slot} is served by {node}): pass a "
             "redis.cluster.RedisCluster client, or let the ACL user run INFO so that from_url can tell"
+        )
+    if "WRONGTYPE" in message:
+        return IndexCorrupted(
+            "a key in the index's key space holds the wrong type of value (another program wrote there?); "
+            f"no document was half-written: run verify to find it, delete it, then run the same operation "
+            f"again: {message}"
         )
     if isinstance(exc, rex.TimeoutError):
         return RedisTimeout(f"Redis did not answer in time: {message}")

@@ -19,6 +19,13 @@
 local T = tonumber(ARGV[1])
 local counts = KEYS[1]
 
+-- The counts move after the documents: a counts key of the wrong type would fail the script once they
+-- are written, so it is refused before anything is.
+local counts_type = redis.call('TYPE', counts)['ok']
+if counts_type ~= 'hash' and counts_type ~= 'none' then
+  return redis.error_reply('WRONGTYPE the counts key ' .. counts .. ' holds a ' .. counts_type .. ', not a hash')
+end
+
 local function netstring(id)
   return #id .. ':' .. id
 end
@@ -70,23 +77,75 @@ local out = {}
 local doc_delta, fp_delta = 0, 0
 local k = 2
 
+-- What the current document has changed, to undo if one of its commands fails (a key of the wrong type,
+-- a command the ACL user may not run): each document is written whole or not at all. Flat arrays reused
+-- from one document to the next: a table per entry would cost the server more than the writes.
+local j_kind, j_key, j_field, j_prev, j_n = {}, {}, {}, {}, 0
+local function log(kind, key, field, prev)
+  j_n = j_n + 1
+  j_kind[j_n], j_key[j_n], j_field[j_n], j_prev[j_n] = kind, key, field, prev
+end
+local function hset(key, field, value, prev)
+  redis.call('HSET', key, field, value)
+  log('h', key, field, prev)
+end
+local function hsetnx(key, field, value)
+  local set = redis.call('HSETNX', key, field, value)
+  if set == 1 then
+    log('h', key, field, false)
+  end
+  return set
+end
+local function hdel(key, field, prev)
+  redis.call('HDEL', key, field)
+  log('h', key, field, prev)
+end
+local function sadd(key, member)
+  if redis.call('SADD', key, member) == 1 then
+    log('s', key, member, false)
+  end
+end
+local function srem(key, member)
+  if redis.call('SREM', key, member) == 1 then
+    log('s', key, member, true)
+  end
+end
+-- Puts back, newest first, what the journal says was there before.
+local function undo()
+  for i = j_n, 1, -1 do
+    local key, field, prev = j_key[i], j_field[i], j_prev[i]
+    if j_kind[i] == 'h' then
+      if prev then
+        redis.call('HSET', key, field, prev)
+      else
+        redis.call('HDEL', key, field)
+      end
+    elseif prev then
+      redis.call('SADD', key, field)
+    else
+      redis.call('SREM', key, field)
+    end
+  end
+end
+
 -- Adds `id` to the ids of fingerprint `fp` (map hash KEYS[at], tables KEYS[at + 1 .. at + T]).
 local function attach(at, fp, id)
-  if redis.call('HSETNX', KEYS[at], fp, netstring(id)) == 1 then
+  if hsetnx(KEYS[at], fp, netstring(id)) == 1 then
     for t = 1, T do
-      redis.call('SADD', KEYS[at + t], fp)
+      sadd(KEYS[at + t], fp)
     end
-    fp_delta = fp_delta + 1
-    return
+    return 1
   end
   local raw = redis.call('HGET', KEYS[at], fp)
   local _, found = without(raw, id)
   if not found then
-    redis.call('HSET', KEYS[at], fp, raw .. netstring(id))
+    hset(KEYS[at], fp, raw .. netstring(id), raw)
   end
+  return 0
 end
 -- Applies one document; its keys start at KEYS[k], its guard (if any) at ARGV[guard_counts].
 local function write(id, new, old, guard, guard_counts)
+  j_n = 0
   local guard_members = guard_counts + T
   local id_key = KEYS[k]
   k = k + 1
@@ -100,7 +159,7 @@ local function write(id, new, old, guard, guard_counts)
     k = k + 1 + T
   end
   -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
-  local fresh = old == '' and new ~= '' and guard == '' and redis.call('HSETNX', id_key, id, new) == 1
+  local fresh = old == '' and new ~= '' and guard == '' and hsetnx(id_key, id, new) == 1
   local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
   local intact = true
   if guard ~= '' and cur ~= new then
@@ -120,27 +179,31 @@ local function write(id, new, old, guard, guard_counts)
   elseif cur ~= old then
     out[#out + 1] = 'c' .. cur
   else
+    local fps = 0
     if old ~= '' then
       local fp_key = KEYS[old_at]
-      local rest = without(redis.call('HGET', fp_key, old) or '', id)
+      local raw = redis.call('HGET', fp_key, old) or ''
+      local rest = without(raw, id)
       if rest == '' then
-        redis.call('HDEL', fp_key, old)
+        hdel(fp_key, old, raw ~= '' and raw)
         for t = 1, T do
-          redis.call('SREM', KEYS[old_at + t], old)
+          srem(KEYS[old_at + t], old)
         end
-        fp_delta = fp_delta - 1
+        fps = fps - 1
       else
-        redis.call('HSET', fp_key, old, rest)
+        hset(fp_key, old, rest, raw)
       end
     end
     if new ~= '' then
       if not fresh then
-        redis.call('HSET', id_key, id, new)
+        hset(id_key, id, new, cur ~= '' and cur)
       end
-      attach(new_at, new, id)
+      fps = fps + attach(new_at, new, id)
     else
-      redis.call('HDEL', id_key, id)
+      hdel(id_key, id, cur)
     end
+    -- The document is whole: only now do its counts move.
+    fp_delta = fp_delta + fps
     if old == '' then
       doc_delta = doc_delta + 1
       out[#out + 1] = 'a'
@@ -153,8 +216,9 @@ local function write(id, new, old, guard, guard_counts)
   end
 end
 
--- Documents are applied one after another; if one fails (a key of the wrong type, say), those before it
--- stay applied, so their counts are written before the error is returned.
+-- Documents are applied one after another, each whole or not at all: if one fails (a key of the wrong
+-- type, a command the ACL user may not run), its own changes are undone, those before it stay applied,
+-- and their counts are written before the error is returned.
 local ok, err = pcall(function()
   local n = #ARGV
   if ARGV[2] == 'a' then
@@ -176,6 +240,9 @@ local ok, err = pcall(function()
     write(id, new, old, guard, guard_counts)
   end
 end)
+if not ok then
+  pcall(undo)  -- the failed document's own changes; those before it are complete
+end
 if doc_delta ~= 0 then
   redis.call('HINCRBY', counts, 'docs', doc_delta)
 end
