@@ -8,6 +8,8 @@ from typing import IO, Annotated
 
 import typer
 
+from simhash_redis import SimhashIndex, drop_index
+from simhash_redis.errors import IndexCorrupted
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import IndexStats, collect
 
@@ -15,7 +17,7 @@ from .common import ExitCode, echo_json, fail, registrar, settings, stdin_is_ter
 from .options import JsonOut, Quiet
 from .progress import Progress
 
-__all__ = ["drop", "export", "import_", "register", "stats"]
+__all__ = ["drop", "export", "import_", "register", "restore_meta", "stats"]
 
 
 def _mib(n: int) -> str:
@@ -196,16 +198,57 @@ def drop(
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
-    index = state.open_index(create=False)
+    try:
+        index = state.open_index(create=False)
+    except IndexCorrupted:  # its meta is lost or unreadable: delete its keys by name
+        _confirm(
+            yes,
+            f"delete every key of index {state.index_name!r} (meta unreadable) at {state.shown_url()}?",
+        )
+        deleted = drop_index(state.client(), state.index_name)
+        typer.echo(f"dropped index {state.index_name!r} (its meta was lost or unreadable): {deleted:,} keys")
+        return
     docs = index.count()[0]
-    if not yes:
-        if not stdin_is_terminal():
-            raise fail("drop needs --yes when stdin is not a terminal (nothing was deleted)", ExitCode.USAGE)
-        if not typer.confirm(f"delete index {index.name!r} ({docs:,} documents) at {state.shown_url()}?"):
-            raise fail("nothing was deleted")
+    _confirm(yes, f"delete index {index.name!r} ({docs:,} documents) at {state.shown_url()}?")
     deleted = index.drop()
     typer.echo(f"dropped index {index.name!r}: {docs:,} documents, {deleted:,} keys")
 
 
+def _confirm(yes: bool, question: str) -> None:
+    if yes:
+        return
+    if not stdin_is_terminal():
+        raise fail("drop needs --yes when stdin is not a terminal (nothing was deleted)", ExitCode.USAGE)
+    if not typer.confirm(question):
+        raise fail("nothing was deleted")
+
+
+def restore_meta(ctx: typer.Context) -> None:
+    """Write back the lost meta key of an index whose data is still there, from --k (and defaults).
+
+    The configuration must be the one the index was created with (an export's first line names it):
+    a sample of the stored documents is checked against it first, and a mismatch is refused.
+
+    \b
+    Example:
+      simhash-redis --index news --k 5 restore-meta
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+
+    Raises:
+        typer.Exit: --k is missing (usage).
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
+    """
+    state = settings(ctx)
+    if state.k is None:
+        raise fail("restore-meta needs --k, the k the index was created with", ExitCode.USAGE)
+    index = SimhashIndex.restore(state.client(), state.index_name, k=state.k)
+    typer.echo(f"index {index.name!r}: meta restored (f={index.f} k={index.k}); run verify to check the rest")
+
+
 #: Adds this module's commands to the app.
-register = registrar({"stats": stats, "export": export, "import": import_, "drop": drop})
+register = registrar(
+    {"stats": stats, "export": export, "import": import_, "drop": drop, "restore-meta": restore_meta}
+)

@@ -29,6 +29,7 @@ from .errors import (
 )
 from .fingerprinting import MinHasher, Scheme, distance, engine, fingerprint, fingerprint_many
 from .index.consistency import VerifyReport
+from .index.lifecycle import drop_index
 from .index.simhash_index import Document, Match, Outcome, SimhashIndex
 from .index.verified_index import VerifiedIndex, VerifiedMatch
 from .store.layout import Layout
@@ -68,6 +69,7 @@ __all__ = [
     "WriteContention",
     "__version__",
     "distance",
+    "drop_index",
     "engine",
     "fingerprint",
     "fingerprint_many",

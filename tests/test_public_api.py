@@ -41,6 +41,7 @@ PUBLIC = [
     "WriteContention",
     "__version__",
     "distance",
+    "drop_index",
     "engine",
     "fingerprint",
     "fingerprint_many",

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from ..results import Match, Outcome
 from .consistency import VerifyReport
+from .lifecycle import drop_index
 from .simhash_index import Document, SimhashIndex
 from .verified_index import VerifiedIndex, VerifiedMatch
 
-__all__ = ["Document", "Match", "Outcome", "SimhashIndex", "VerifiedIndex", "VerifiedMatch", "VerifyReport"]
+__all__ = [
+    "Document",
+    "Match",
+    "Outcome",
+    "SimhashIndex",
+    "VerifiedIndex",
+    "VerifiedMatch",
+    "VerifyReport",
+    "drop_index",
+]

@@ -12,24 +12,22 @@ from redis.cluster import RedisCluster
 from .. import defaults
 from ..checks import is_int
 from ..codec import decode_fp
-from ..errors import IndexNotFound, InvalidArgument, InvalidFingerprint, InvalidType
+from ..errors import InvalidArgument, InvalidFingerprint, InvalidType
 from ..fingerprinting import Document as TextDocument
 from ..fingerprinting import Scheme
 from ..results import Match, Outcome
 from ..store import (
-    IndexConfig,
     KeySchema,
     Layout,
     Reads,
     Store,
     Writes,
     encode_id,
-    open_meta,
     validate_name,
     writes_for,
 )
-from ..transport import Backoff, Sender, client_from_url, open_sender
-from . import batches
+from ..transport import Backoff, client_from_url, open_sender
+from . import batches, lifecycle
 from .arguments import as_batch, is_integer
 from .batches import BatchProgress, check_progress
 from .bulk import DEFAULT_WINDOW, Progress, bulk_add
@@ -41,7 +39,6 @@ __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 #: What can be added or queried: anything `fingerprint()` takes (a text, pre-segmented tokens, weighted
 #: features), or a precomputed int fingerprint.
 Document = TextDocument | int
-
 
 
 class SimhashIndex:
@@ -99,19 +96,8 @@ class SimhashIndex:
         self.batch_size = batch_size
         self.client = client
         sender = open_sender(client, backoff)
-        wanted = IndexConfig.build(k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets)
-        given = {
-            arg
-            for arg, value in (
-                ("k", k),
-                ("f", f),
-                ("layout", layout),
-                ("scheme", scheme),
-                ("id_buckets", id_buckets),
-            )
-            if value is not None
-        }
-        self.config = self._open(sender, wanted, given, create)
+        wanted, given = lifecycle.requested(k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets)
+        self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
         self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
         #: The index's Redis half: every command of this index (and of what works on it) goes through it.
         self.store = Store(sender, self.keys)
@@ -151,14 +137,26 @@ class SimhashIndex:
         meta_key = KeySchema.meta_key(validate_name(prefix, "prefix"), validate_name(name, "name"))
         return bool(open_sender(client).execute([(b"EXISTS", meta_key)])[0])
 
-    def _open(self, sender: Sender, wanted: IndexConfig, given: set[str], create: bool) -> IndexConfig:
-        meta_key = KeySchema.meta_key(self.prefix, self.name)
-        meta = open_meta(sender, meta_key, wanted.to_meta() if create else None)
-        if meta is None:
-            raise IndexNotFound(f"no index named {self.name!r}")
-        stored = IndexConfig.from_meta(meta)
-        wanted.check_against(stored, given, self.name)
-        return stored
+    @classmethod
+    def restore(cls, client: redis.Redis | RedisCluster, name: str, **config: Any) -> SimhashIndex:
+        """Open an index whose meta key was lost, writing it anew from the configuration stated here.
+
+        The configuration (k, and f, layout, scheme, id_buckets if not the defaults) must be the one the
+        index was created with: a sample of the stored documents is checked against it first.
+
+        Args:
+            client: a redis-py client.
+            name: the index name.
+            **config: the other arguments of `SimhashIndex` (k is required).
+
+        Raises:
+            InvalidArgument: k is not given.
+            ConfigurationMismatch: the stored data does not fit the stated configuration.
+            IndexCorrupted: there is no data to check it against.
+            RedisUnavailable: the server cannot be reached.
+        """
+        lifecycle.restore(client, name, config)
+        return cls(client, name, **config, create=False)
 
     # -- configuration ------------------------------------------------------------------------------
 

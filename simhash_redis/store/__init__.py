@@ -7,8 +7,10 @@ from .config import IndexConfig
 from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
+from .meta import drop_keys, find_data, open_meta, restore_meta
 from .reads import Reads
-from .store import Store, hash_pairs, open_meta
+from .replies import hash_pairs
+from .store import Store
 from .writes import Write, Writes, writes_for
 
 __all__ = [
@@ -21,9 +23,12 @@ __all__ = [
     "Store",
     "Write",
     "Writes",
+    "drop_keys",
     "encode_id",
+    "find_data",
     "hash_pairs",
     "open_meta",
+    "restore_meta",
     "validate_name",
     "writes_for",
 ]

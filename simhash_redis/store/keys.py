@@ -85,6 +85,7 @@ class KeySchema:
     """
 
     def __init__(self, prefix: str, name: str, layout: Layout, id_buckets: int) -> None:
+        self.prefix, self.name = prefix, name
         self.base = f"{prefix}:{name}"
         self.meta = self.meta_key(prefix, name)
         self.counts = f"{self.base}:counts".encode()

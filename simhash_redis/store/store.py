@@ -12,51 +12,18 @@ from typing import Any, Literal, TypeVar
 
 from ..transport import Command, Exchange, Sender
 from .keys import KeySchema
+from .meta import drop_keys
+from .replies import hash_pairs
 from .scripts import Script
 
-__all__ = ["KeyKind", "Store", "hash_pairs", "open_meta"]
+__all__ = ["KeyKind", "Store"]
 
 T = TypeVar("T")
 
 #: The kinds of key an index has, as `Store.scan` finds them.
 KeyKind = Literal["all", "id", "fp", "sketch"]
 
-_CREATE_META = Script("create_meta")
 _SCAN_COUNT = 1000
-
-
-def hash_pairs(reply: Any) -> list[tuple[bytes, bytes]]:
-    """The (field, value) pairs of an HGETALL reply, a map under RESP3 and a flat list under RESP2.
-
-    Args:
-        reply: the raw reply.
-    """
-    if isinstance(reply, dict):
-        return list(reply.items())
-    return [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
-
-
-def open_meta(sender: Sender, meta_key: bytes, fields: dict[str, str] | None) -> dict[str, str] | None:
-    """Read an index's meta hash, creating it from `fields` first when it does not exist.
-
-    Args:
-        sender: where commands go.
-        meta_key: the meta hash's key (`KeySchema.meta_key`).
-        fields: the configuration to create the index with; None to only read.
-
-    Returns:
-        The stored fields, or None when the index does not exist (and fields was None).
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
-    if fields is None:
-        reply = sender.execute([(b"HGETALL", meta_key)])[0]
-    else:
-        args: list[bytes | int] = [item.encode() for pair in fields.items() for item in pair]
-        reply = _CREATE_META.run(sender, [_CREATE_META.command([meta_key], args)])[0]
-    stored = {field.decode(): value.decode() for field, value in hash_pairs(reply)}
-    return stored or None
 
 
 class Store:
@@ -206,15 +173,7 @@ class Store:
         Raises:
             RedisUnavailable: the server cannot be reached; run drop again to finish.
         """
-        meta = self.keys.meta
-        deleted = 0
-        # Not remembering what SCAN gave: a key unlinked twice costs nothing, a set of every key of a
-        # large index would.
-        for keys in self.scan("all", once=False):
-            # One key per command, so no command spans hash slots on a cluster.
-            deleted += sum(self.execute([(b"UNLINK", key) for key in keys if key != meta]))
-        deleted += sum(self.execute([(b"UNLINK", meta)]))
-        return int(deleted)
+        return drop_keys(self.sender, self.keys.prefix, self.keys.name)
 
     def _scan(self, pattern: str, once: bool) -> Iterator[list[bytes]]:
         seen: set[bytes] = set()

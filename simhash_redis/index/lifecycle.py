@@ -1,0 +1,100 @@
+"""An index's life: the configuration a worker asks for, checked against the meta; a lost meta restored;
+an index deleted by name whatever state its meta is in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from redis.cluster import RedisCluster
+
+from .. import defaults
+from ..errors import IndexNotFound, InvalidArgument
+from ..store import IndexConfig, KeySchema, drop_keys, open_meta, restore_meta, validate_name
+from ..transport import Sender, open_sender
+
+__all__ = ["CONFIG_ARGS", "drop_index", "open_config", "requested", "restore"]
+
+#: The arguments of `SimhashIndex` that make up an index's configuration.
+CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets")
+
+
+def requested(**args: Any) -> tuple[IndexConfig, set[str]]:
+    """The configuration a worker asks for, and which of its parts it named.
+
+    Args:
+        **args: the configuration arguments (None for those not given).
+
+    Raises:
+        InvalidArgument, InvalidType: the arguments contradict each other or are malformed.
+    """
+    return IndexConfig.build(**args), {arg for arg, value in args.items() if value is not None}
+
+
+def open_config(
+    sender: Sender, prefix: str, name: str, wanted: IndexConfig, given: set[str], create: bool
+) -> IndexConfig:
+    """The stored configuration of an index (created from `wanted` if allowed and missing), checked.
+
+    Args:
+        sender: where commands go.
+        prefix: the key prefix.
+        name: the index name.
+        wanted: the configuration asked for.
+        given: which parts of it the caller named (only those must agree with the stored ones).
+        create: whether a missing index may be created.
+
+    Raises:
+        IndexNotFound: the index does not exist and create is false.
+        IndexCorrupted: the meta is missing while the index's data is there, or unreadable.
+        ConfigurationMismatch: a named part disagrees with the stored configuration.
+        RedisUnavailable: the server cannot be reached.
+    """
+    meta = open_meta(sender, prefix, name, wanted.to_meta() if create else None)
+    if meta is None:
+        raise IndexNotFound(f"no index named {name!r}")
+    stored = IndexConfig.from_meta(meta)
+    wanted.check_against(stored, given, name)
+    return stored
+
+
+def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any]) -> None:
+    """Write a lost meta key from a stated configuration, once a sample of the data fits it.
+
+    Args:
+        client: a redis-py client.
+        name: the index name.
+        config: the arguments of `SimhashIndex` (k required).
+
+    Raises:
+        InvalidArgument: k is not given.
+        ConfigurationMismatch: the stored data does not fit the stated configuration.
+        IndexCorrupted: there is no data to check it against.
+        RedisUnavailable: the server cannot be reached.
+    """
+    if config.get("k") is None:
+        raise InvalidArgument("restoring an index needs the k it was created with")
+    wanted, _ = requested(**{arg: config.get(arg) for arg in CONFIG_ARGS})
+    prefix = validate_name(config.get("prefix", defaults.PREFIX), "prefix")
+    keys = KeySchema(prefix, validate_name(name, "name"), wanted.layout, wanted.id_buckets)
+    restore_meta(open_sender(client, config.get("backoff")), keys, wanted.layout.f, wanted.to_meta())
+
+
+def drop_index(client: redis.Redis | RedisCluster, name: str, *, prefix: str = defaults.PREFIX) -> int:
+    """Delete every key of an index by its name, also when its meta is lost or unreadable.
+
+    `SimhashIndex.drop` does the same for an index that opens; this is for one that does not.
+
+    Args:
+        client: a redis-py client.
+        name: the index name.
+        prefix: the key prefix.
+
+    Returns:
+        The number of keys deleted.
+
+    Raises:
+        InvalidArgument, InvalidType: a malformed name or prefix.
+        RedisUnavailable: the server cannot be reached; run it again to finish.
+    """
+    return drop_keys(open_sender(client), validate_name(prefix, "prefix"), validate_name(name, "name"))

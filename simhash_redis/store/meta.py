@@ -1,0 +1,180 @@
+"""An index's meta hash: read, created, and refused when the index's data is there without it.
+
+The meta hash names an index's configuration (f, k, layout, scheme, id buckets). Creating it anew over
+data stored under another configuration would make that data unfindable and let copies of it in, so a
+missing meta is only created where the index holds no data; otherwise the configuration must be stated
+and is checked against a sample of the data first (`restore`).
+"""
+
+from __future__ import annotations
+
+from ..codec import decode_fp, decode_ids
+from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
+from ..transport import Sender
+from .keys import KeySchema
+from .replies import hash_pairs
+from .scripts import Script
+
+__all__ = ["drop_keys", "find_data", "open_meta", "restore_meta"]
+
+_CREATE_META = Script("create_meta")
+#: Keys SCAN is asked for per page while looking for data of an index without meta.
+_SCAN_COUNT = 10_000
+#: Id-map entries a restore checks against the stated configuration.
+_SAMPLE = 200
+
+
+def open_meta(sender: Sender, prefix: str, name: str, fields: dict[str, str] | None) -> dict[str, str] | None:
+    """Read an index's meta hash, creating it from `fields` first when it does not exist.
+
+    Args:
+        sender: where commands go.
+        prefix: the key prefix.
+        name: the index name.
+        fields: the configuration to create the index with; None to only read.
+
+    Returns:
+        The stored fields, or None when the index does not exist (and fields was None).
+
+    Raises:
+        IndexCorrupted: the meta is missing but the index's data is there (see `restore_meta`).
+        RedisUnavailable: the server cannot be reached.
+    """
+    meta_key = KeySchema.meta_key(prefix, name)
+    stored = _read(sender, meta_key)
+    if stored or fields is None:
+        return stored
+    found = find_data(sender, prefix, name)
+    if found is not None:
+        raise IndexCorrupted(
+            f"index {name!r} has data ({found.decode(errors='replace')}) but no meta key: it was deleted, or "
+            "the index was flushed half-way. Creating it anew could mix configurations. Restore the meta "
+            "with the configuration the index was created with (SimhashIndex.restore, or simhash-redis "
+            f"--index {name} restore-meta --k K; an export's first line names it), or drop the index"
+        )
+    return _create(sender, meta_key, fields)
+
+
+def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
+    """A key of the index's data, if any exists (its counts hash, or any key under its name but the meta).
+
+    On a server that holds other data too, an index without a counts hash (a cluster's) is looked for
+    with SCAN over the whole key space: a second or so per hundred million keys, once, when an index
+    is first created.
+
+    Args:
+        sender: where commands go.
+        prefix: the key prefix.
+        name: the index name.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached.
+    """
+    counts = f"{prefix}:{name}:counts".encode()
+    if sender.execute([(b"EXISTS", counts)])[0]:
+        return counts
+    meta, locks = KeySchema.meta_key(prefix, name), f"{prefix}:{name}:lock:".encode()
+    for keys in sender.scan(f"{prefix}:{name}:*", _SCAN_COUNT):
+        for key in keys:
+            if key != meta and not key.startswith(locks):  # a lock is a writer's, not data
+                return bytes(key)
+    return None
+
+
+def drop_keys(sender: Sender, prefix: str, name: str) -> int:
+    """Delete every key under an index's name, the meta last (whatever state the meta is in).
+
+    Args:
+        sender: where commands go.
+        prefix: the key prefix.
+        name: the index name.
+
+    Returns:
+        The number of keys deleted.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached; run it again to finish.
+    """
+    meta, deleted = KeySchema.meta_key(prefix, name), 0
+    # Not remembering what SCAN gave: a key unlinked twice costs nothing, a set of every key of a large
+    # index would. One key per command, so no command spans hash slots on a cluster.
+    for keys in sender.scan(f"{prefix}:{name}:*", _SCAN_COUNT):
+        deleted += sum(sender.execute([(b"UNLINK", key) for key in keys if key != meta]))
+    return deleted + int(sender.execute([(b"UNLINK", meta)])[0])
+
+
+def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]) -> dict[str, str]:
+    """Write a missing meta hash for data stored under the stated configuration, after checking a sample.
+
+    Up to a few hundred id-map entries must each be in the id bucket the configuration gives, with their
+    fingerprint's entry listing them and the fingerprint in each of its tables.
+
+    Args:
+        sender: where commands go.
+        keys: the index's key names under the stated configuration.
+        f: the stated fingerprint width.
+        fields: the stated configuration, as stored in the meta.
+
+    Returns:
+        The stored fields (an existing meta is left as it is).
+
+    Raises:
+        ConfigurationMismatch: the data does not fit the stated configuration (an example is named).
+        IndexCorrupted: there is no data to check the configuration against.
+        RedisUnavailable: the server cannot be reached.
+    """
+    stored = _read(sender, keys.meta)
+    if stored:
+        return stored
+    sample = _sample(sender, keys)
+    if not sample:
+        raise IndexCorrupted(
+            "no documents to check the stated configuration against: create the index instead"
+        )
+    for doc_id, fp in sample:
+        problem = _misfit(sender, keys, f, doc_id, fp)
+        if problem:
+            raise ConfigurationMismatch(f"the stated configuration does not fit the stored data: {problem}")
+    return _create(sender, keys.meta, fields)
+
+
+def _read(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
+    reply = sender.execute([(b"HGETALL", meta_key)])[0]
+    return {field.decode(): value.decode() for field, value in hash_pairs(reply)} or None
+
+
+def _create(sender: Sender, meta_key: bytes, fields: dict[str, str]) -> dict[str, str]:
+    args: list[bytes | int] = [item.encode() for pair in fields.items() for item in pair]
+    reply = _CREATE_META.run(sender, [_CREATE_META.command([meta_key], args)])[0]
+    return {field.decode(): value.decode() for field, value in hash_pairs(reply)}
+
+
+def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:
+    """Up to _SAMPLE (id, stored fingerprint) entries of the id map, from whatever buckets SCAN gives."""
+    sample: list[tuple[bytes, bytes]] = []
+    for bucket_keys in sender.scan(keys.pattern_of("id"), _SCAN_COUNT):
+        for reply in sender.execute([(b"HGETALL", key) for key in bucket_keys[:_SAMPLE]]):
+            sample.extend(hash_pairs(reply))
+        if len(sample) >= _SAMPLE:
+            break
+    return sample[:_SAMPLE]
+
+
+def _misfit(sender: Sender, keys: KeySchema, f: int, doc_id: bytes, fp: bytes) -> str | None:
+    """Why an id-map entry does not fit the key schema (None when it does)."""
+    try:
+        tables = keys.tables(decode_fp(fp, f))
+    except (ValueError, InvalidArgument):
+        return f"id {doc_id!r} holds {fp!r}, not a {f}-bit fingerprint"
+    replies = sender.execute(
+        [(b"HEXISTS", keys.id_bucket(doc_id), doc_id), (b"HGET", keys.fp_bucket(fp), fp)]
+        + [(b"SISMEMBER", table, fp) for table in tables]
+    )
+    if not replies[0]:
+        return f"id {doc_id!r} is not in the id bucket these id_buckets give"
+    if replies[1] is None or doc_id.decode(errors="replace") not in decode_ids(bytes(replies[1])):
+        return f"fingerprint {fp!r} of id {doc_id!r} has no fingerprint-map entry naming it here"
+    missing = [table.decode() for table, member in zip(tables, replies[2:], strict=True) if not member]
+    if missing:
+        return f"fingerprint {fp!r} of id {doc_id!r} is not in table key {missing[0]} of this layout"
+    return None

@@ -1,0 +1,101 @@
+"""A lost meta key: the index is refused rather than re-created with defaults, and can be restored.
+
+Before, `DEL simhash:<name>:meta` made the next worker's open create a new meta with k = 3 over data
+stored with k = 5: stored documents became unfindable, exact copies were admitted, and
+`verify --repair` rebuilt towards the wrong layout. Real servers (standalone and a cluster).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import redis
+from simhash_redis.cli.app import app
+from typer.testing import CliRunner
+
+from simhash_redis import ConfigurationMismatch, IndexCorrupted, SimhashIndex, drop_index
+from tests.servers import ClusterProcess
+
+
+def _docs(count: int = 300) -> list[tuple[str, int]]:
+    rng = random.Random(17)
+    return [(f"d{i}", rng.getrandbits(64)) for i in range(count)]
+
+
+@pytest.mark.parametrize("path", ["add_many", "bulk_add"])
+def test_an_index_without_meta_is_refused_then_restored(redis_client: redis.Redis, path: str) -> None:
+    index = SimhashIndex(redis_client, "lost", k=5)
+    docs = _docs()
+    getattr(index, path)(docs)
+    redis_client.delete(index.keys.meta)
+    if path == "bulk_add":  # an interrupted bulk load has not written its counts yet: the data is found
+        redis_client.delete(index.keys.counts)
+    for kwargs in ({}, {"k": 3}, {"k": 5}):
+        with pytest.raises(IndexCorrupted, match="no meta key"):
+            SimhashIndex(redis_client, "lost", **kwargs)
+    assert not redis_client.exists(index.keys.meta)
+    with pytest.raises(ConfigurationMismatch, match="does not fit"):
+        SimhashIndex.restore(redis_client, "lost", k=3)
+    with pytest.raises(ConfigurationMismatch, match="id bucket"):
+        SimhashIndex.restore(redis_client, "lost", k=5, id_buckets=1024)
+    assert not redis_client.exists(index.keys.meta)
+    restored = SimhashIndex.restore(redis_client, "lost", k=5)
+    assert restored.k == 5
+    assert restored.get_many([doc_id for doc_id, _ in docs]) == [fp for _, fp in docs]
+    assert all(restored.near_many([fp for _, fp in docs[:20]], k=0))
+    assert restored.add_if_new("copy", docs[0][1]) is not None  # an exact copy is not admitted
+
+
+def test_a_new_index_beside_other_data_is_created(redis_client: redis.Redis) -> None:
+    redis_client.set("simhash:other:counts", "x")
+    redis_client.set("simhash:news2", "a key that merely starts with the name")
+    index = SimhashIndex(redis_client, "news", k=4)
+    assert index.k == 4
+
+
+def test_the_cli_says_how_to_restore_and_drop_works_without_meta(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    index = SimhashIndex(redis_client, "cli-lost", k=5)
+    index.add_many(_docs(50))
+    redis_client.delete(index.keys.meta)
+    run = CliRunner()
+    added = run.invoke(app, ["--redis-url", redis_url, "--index", "cli-lost", "add", "x", "some text"])
+    assert added.exit_code != 0 and "restore-meta" in added.output and "Traceback" not in added.output
+    usage = run.invoke(app, ["--redis-url", redis_url, "--index", "cli-lost", "restore-meta"])
+    assert usage.exit_code == 2, usage.output
+    wrong = run.invoke(app, ["--redis-url", redis_url, "--index", "cli-lost", "--k", "3", "restore-meta"])
+    assert wrong.exit_code == 5, wrong.output
+    restored = run.invoke(app, ["--redis-url", redis_url, "--index", "cli-lost", "--k", "5", "restore-meta"])
+    assert restored.exit_code == 0, restored.output
+    assert SimhashIndex(redis_client, "cli-lost").count()[0] == 50
+    # A meta that is not a hash at all: drop still deletes the index.
+    redis_client.delete(index.keys.meta)
+    redis_client.set(index.keys.meta, "not a hash")
+    with pytest.raises(IndexCorrupted):
+        SimhashIndex(redis_client, "cli-lost")
+    dropped = run.invoke(app, ["--redis-url", redis_url, "--index", "cli-lost", "drop", "--yes"])
+    assert dropped.exit_code == 0, dropped.output
+    assert redis_client.keys("simhash:cli-lost:*") == []
+
+
+def test_drop_index_deletes_every_key_whatever_the_meta(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "gone", k=3)
+    index.add_many(_docs(20))
+    redis_client.delete(index.keys.meta)
+    assert drop_index(redis_client, "gone") > 0
+    assert redis_client.keys("simhash:gone:*") == []
+
+
+def test_on_a_cluster_too(redis_cluster: ClusterProcess) -> None:
+    client = redis_cluster.client()
+    index = SimhashIndex(client, "lost-c", k=5)
+    docs = _docs(100)
+    index.add_many(docs)
+    client.delete(index.keys.meta)
+    with pytest.raises(IndexCorrupted, match="no meta key"):
+        SimhashIndex(client, "lost-c")
+    restored = SimhashIndex.restore(client, "lost-c", k=5)
+    assert restored.get_many([doc_id for doc_id, _ in docs]) == [fp for _, fp in docs]
+    restored.drop()
