@@ -20,6 +20,7 @@ from simhash_redis.errors import (
     RedisAuthError,
     RedisOutOfMemory,
     RedisPermissionError,
+    RedisTimeout,
     RedisUnavailable,
     SimhashRedisError,
     TooManyErrors,
@@ -54,6 +55,7 @@ Exit codes:
   4    Redis unavailable: unreachable, wrong password, timeout, out of memory
   5    the index exists with another configuration (--k, f, layout or scheme)
   130  interrupted (Ctrl-C); rerun the same command to resume a load or import
+  143  terminated (SIGTERM: docker stop, systemd); rerun the same command to resume
 \b
 Docs: docs/cli.md. Example:
   simhash-redis --index news load articles.jsonl.gz
@@ -80,8 +82,12 @@ def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, 
             "maxmemory, then run the same command again"
         )
     if isinstance(exc, RedisUnavailable):
+        tls = ""
+        if isinstance(exc, RedisTimeout) and where.startswith("rediss://"):
+            # A TLS handshake sent to a port that does not speak TLS waits for an answer that never comes.
+            tls = " (a rediss:// URL to a port without TLS times out like this: check scheme and port)"
         return ExitCode.UNAVAILABLE, (
-            f"cannot reach Redis at {where} ({exc}): check --redis-url or {URL_ENV}, or leave both "
+            f"cannot reach Redis at {where} ({exc}){tls}: check --redis-url or {URL_ENV}, or leave both "
             "unset to use the embedded server (simhash-redis server start)"
         )
     if isinstance(exc, ConfigurationMismatch):

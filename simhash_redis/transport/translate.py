@@ -12,6 +12,7 @@ import redis.exceptions as rex
 
 from ..errors import (
     IndexCorrupted,
+    InvalidArgument,
     RedisAuthError,
     RedisOutOfMemory,
     RedisPermissionError,
@@ -69,6 +70,22 @@ def translate_error(exc: Exception) -> SimhashRedisError:
             "a key in the index's key space holds the wrong type of value (another program wrote there?); "
             f"no document was half-written: run verify to find it, delete it, then run the same operation "
             f"again: {message}"
+        )
+    if isinstance(exc, (rex.ClusterDownError, rex.TryAgainError)) or message.startswith(
+        ("CLUSTERDOWN", "TRYAGAIN")
+    ):
+        return RedisUnavailable(
+            f"the Redis Cluster cannot serve the request now (a failover or a reshard?): {message}"
+        )
+    if "DB index is out of range" in message:
+        return InvalidArgument(
+            "the URL names a database number this server does not have (the path of redis://host:port/N; "
+            f"0 is the default): {message}"
+        )
+    if isinstance(exc, rex.InvalidResponse) or message.startswith("Protocol error"):
+        return RedisUnavailable(
+            "the server at that address does not speak the Redis protocol (an HTTP server? a TLS port "
+            f"given a redis:// URL?): {message}"
         )
     if isinstance(exc, rex.TimeoutError):
         return RedisTimeout(f"Redis did not answer in time: {message}")
