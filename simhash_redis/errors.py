@@ -89,19 +89,22 @@ class InputError(SimhashRedisError, ValueError):
         source: the file name (or ``<stdin>``) the record came from.
         line: the 1-based line number of the record, or None where lines do not apply.
         reason: what is wrong with it.
+        fatal: the input cannot be read past this point (truncated or corrupt compressed data): a load
+            stops there and fails, rather than counting it as one bad record.
     """
 
-    def __init__(self, source: str, line: int | None, reason: str) -> None:
+    def __init__(self, source: str, line: int | None, reason: str, fatal: bool = False) -> None:
         self.source = source
         self.line = line
         self.reason = reason
+        self.fatal = fatal
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {reason}")
 
-    def __reduce__(self) -> tuple[type[InputError], tuple[str, int | None, str]]:
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, int | None, str, bool]]:
         # Found in a loader's worker process and sent back: BaseException's own pickling would call
         # __init__ with the message alone.
-        return type(self), (self.source, self.line, self.reason)
+        return type(self), (self.source, self.line, self.reason, self.fatal)
 
 
 class TooManyErrors(SimhashRedisError):

@@ -198,6 +198,7 @@ class Loader:
         self.stats = LoadStats()
         self._fingerprinter = Fingerprinter(index.scheme, index.f, fp_base, self.workers, self.batch_size)
         self._checked = time.monotonic()
+        self._fatal: InputError | None = None
 
     def run(self, records: Iterable[Record | InputError | JsonLines]) -> LoadStats:
         """Load every record; bad ones are reported and skipped.
@@ -212,6 +213,8 @@ class Loader:
 
         Raises:
             TooManyErrors: more than max_errors bad records; the records before the last one are written.
+            InputError: an input could not be read to its end (truncated gzip data): reported like any bad
+                record, then raised once everything else is loaded.
             IndexNotFound: the index was dropped (or its meta key deleted) during the load.
             RedisUnavailable: the server failed; run the same load again to resume.
             SimhashRedisError: a fingerprinting worker process died.
@@ -259,6 +262,14 @@ class Loader:
             raise TooManyErrors(
                 f"stopped after {self.stats.errors} bad records (more than --max-errors {self.max_errors})"
             )
+        if self._fatal is not None:
+            raise InputError(
+                self._fatal.source,
+                self._fatal.line,
+                "this input could not be read to its end (truncated or corrupt); everything else was "
+                "loaded: replace it, then run the same command again",
+                fatal=True,
+            )
         return self.stats
 
     def _good_pairs(self, batches: Iterator[Fingerprinted]) -> Iterator[list[tuple[str, int]]]:
@@ -266,6 +277,8 @@ class Loader:
         for ids, fps, errors in batches:
             for position, error in errors:
                 self._error(error)
+                if error.fatal:  # the rest of that input is lost: the load goes on, then fails
+                    self._fatal = self._fatal or error
                 if self._too_many():
                     del ids[position:], fps[position:]
                     break

@@ -1,0 +1,93 @@
+"""Damaged input files: a stray CSV quote, multi-line records, a FIFO in a directory, truncated gzip."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from simhash_redis.errors import InputError
+from simhash_redis.jobs.readers import ReadOptions, read_all
+from tests.cli.conftest import Invoke, article
+
+
+def _csv(rows: list[str]) -> str:
+    return "id,text\n" + "".join(row + "\n" for row in rows)
+
+
+def test_a_stray_quote_is_an_error_at_its_line_and_the_rows_after_it_are_read(tmp_path: Path) -> None:
+    rows = [f"r{i},{article(i)}" for i in range(1000)]
+    rows[9] = 'r9,"an unterminated quoted field'
+    path = tmp_path / "stray.csv"
+    path.write_text(_csv(rows))
+    items = list(read_all([str(path)]))
+    errors = [item for item in items if isinstance(item, InputError)]
+    records = [item for item in items if not isinstance(item, InputError)]
+    assert [(e.line, "never closed" in e.reason) for e in errors] == [(11, True)]  # line 11: header + 10
+    assert len(records) == 999
+    assert records[9].id == "r10" and records[9].line == 12
+    assert max(len(r.doc) for r in records) < 1000
+
+
+def test_a_runaway_quoted_field_closed_by_a_later_quote_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simhash_redis.jobs import readers
+
+    monkeypatch.setattr(readers._Rows, "MAX_FIELD_LINES", 50)
+    rows = [f"r{i},{article(i)}" for i in range(300)]
+    rows[5] = 'r5,"stray'
+    rows[200] = 'r200,"quoted, with a comma"'
+    path = tmp_path / "runaway.csv"
+    path.write_text(_csv(rows))
+    items = list(read_all([str(path)]))
+    errors = [item for item in items if isinstance(item, InputError)]
+    assert errors and errors[0].line == 7 and "never closed" in errors[0].reason
+    ids = {item.id for item in items if not isinstance(item, InputError)}
+    assert {"r6", "r100", "r199", "r201", "r299"} <= ids
+
+
+def test_a_multi_line_record_is_reported_at_its_first_line(tmp_path: Path) -> None:
+    path = tmp_path / "multi.csv"
+    path.write_text('id,text\nok,fine\n"","first line\nsecond line\nthird line"\nlast,row\n')
+    items = list(read_all([str(path)]))
+    errors = [item for item in items if isinstance(item, InputError)]
+    assert [e.line for e in errors] == [3]
+    good = [item for item in items if not isinstance(item, InputError)]
+    assert [(r.id, r.line) for r in good] == [("ok", 2), ("last", 6)]
+    path.write_text('id,text\n"a","para one\n\npara two"\nb,x\n')
+    assert [(r.id, r.line, r.doc.count(chr(10))) for r in read_all([str(path)])] == [("a", 2, 2), ("b", 5, 0)]  # type: ignore[union-attr]
+
+
+def test_a_fifo_in_a_directory_is_skipped_not_waited_on(tmp_path: Path, invoke: Invoke) -> None:
+    folder = tmp_path / "posts"
+    folder.mkdir()
+    (folder / "a.txt").write_text(article(1))
+    os.mkfifo(folder / "pipe")
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(list(read_all([str(folder)]))), daemon=True)
+    thread.start()
+    thread.join(20)
+    assert not thread.is_alive(), "reading the directory waited on the FIFO"
+    items = result[0]
+    assert isinstance(items, list)
+    errors = [item for item in items if isinstance(item, InputError)]
+    assert len(items) == 2 and len(errors) == 1 and "not a regular file" in errors[0].reason
+
+
+def test_a_truncated_gzip_fails_the_run_with_its_line(tmp_path: Path, invoke: Invoke) -> None:
+    data = "".join(json.dumps({"id": f"g{i}", "text": article(i)}) + "\n" for i in range(3000)).encode()
+    packed = gzip.compress(data)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    result = invoke("load", str(path), "--json", index="cut")
+    assert result.exit_code == 3, result.output
+    assert "truncated or corrupt gzip data" in result.output and "after line" in result.output
+    assert "Traceback" not in result.output
+    items = list(read_all([str(path)], None, ReadOptions()))
+    fault = [item for item in items if isinstance(item, InputError)]
+    assert len(fault) == 1 and fault[0].line is not None and fault[0].line > 1
