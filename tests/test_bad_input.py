@@ -159,3 +159,23 @@ def test_backoff_of_the_wrong_type_is_refused(redis_client: redis.Redis) -> None
     """Refused when the index is opened, not with an AttributeError on the first retry."""
     with pytest.raises(InvalidType, match="backoff"):
         SimhashIndex(redis_client, "bad", backoff="fast")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["-", ".", "..", "..."])
+def test_names_that_read_as_paths_or_stdin_are_refused(redis_client: redis.Redis, name: str) -> None:
+    with pytest.raises(InvalidArgument, match="only dots"):
+        SimhashIndex(redis_client, name)
+    with pytest.raises(InvalidArgument, match="only dots"):
+        SimhashIndex(redis_client, "ok", prefix=name)
+
+
+def test_weights_past_float_range_saturate_without_a_warning() -> None:
+    import warnings
+
+    from simhash_redis import fingerprint
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fingerprint({"a": 1e308, "b": 1e308, "c": 1.0}) == fingerprint(
+            {"a": 1e308, "b": 1e308, "c": 2.0}
+        )

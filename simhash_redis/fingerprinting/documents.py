@@ -108,9 +108,12 @@ def weighted(totals: dict[str, float], engine: Engine) -> int:
         octets = hashes.astype("<u8", copy=False).view(np.uint8).reshape(len(hashes), -1)[:, : f // 8]
         bits = np.unpackbits(octets, axis=1, bitorder="little").astype(bool)
         block = weights[start : start + WEIGHT_BLOCK, None]
-        # Reducing along axis 0 adds row after row, so the sum is the same in any block size.
+        # Reducing along axis 0 adds row after row, so the sum is the same in any block size. Sums past
+        # float64's range saturate to +-inf, as IEEE 754 says (inf - inf is NaN: the bit is 0); that is the
+        # documented result, not a warning to print (docs/fingerprints.md, "Edge cases").
         signed = np.concatenate([counter, np.where(bits, block, -block)])
-        counter = np.add.reduce(signed, axis=0, keepdims=True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            counter = np.add.reduce(signed, axis=0, keepdims=True)
     return to_ints(counter > 0, f)[0]
 
 

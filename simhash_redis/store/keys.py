@@ -41,8 +41,8 @@ def validate_name(value: object, argument: str) -> str:
 
     Raises:
         InvalidType: the value is not a str.
-        InvalidArgument: empty, longer than 100 characters, or containing characters other than
-            letters, digits, '.', '_' and '-'.
+        InvalidArgument: empty, longer than 100 characters, containing characters other than
+            letters, digits, '.', '_' and '-', or '-' alone or only dots.
     """
     if not isinstance(value, str):
         raise InvalidType(f"{argument} must be a str, got {type(value).__name__}")
@@ -50,6 +50,8 @@ def validate_name(value: object, argument: str) -> str:
         raise InvalidArgument(
             f"{argument} must be 1-100 characters of letters, digits, '.', '_' or '-', got {value!r}"
         )
+    if value == "-" or not value.strip("."):
+        raise InvalidArgument(f"{argument} may not be '-' (standard input) or only dots, got {value!r}")
     return value
 
 
