@@ -347,6 +347,32 @@ def test_a_command_refused_inside_a_script_is_a_typed_permission_error(server: T
     assert index.verify().ok
 
 
+@pytest.mark.parametrize("missing", ["hset", "hsetnx", "hincrby", "sadd"])
+def test_a_write_refused_half_way_leaves_nothing_half_written(server: TLSServer, missing: str) -> None:
+    user = f"no{missing}"
+    with server.admin() as admin:
+        admin.execute_command(
+            "ACL", "SETUSER", user, "on", f">{PASSWORD}", "~simhash:*", "+@all", f"-{missing}"
+        )
+        admin.delete(*(admin.keys(f"simhash:{user}:*") or [b"none"]))
+    SimhashIndex.from_url(server.url(), user)  # created by the admin: creating needs HSET
+    index = SimhashIndex.from_url(server.url(user, PASSWORD), user, backoff=Backoff(retries=0))
+    first = index.add("shared", A) if missing == "hset" else None  # HSET is needed for a second id only
+    with pytest.raises(RedisPermissionError):
+        index.add_many([("d", A ^ 0xFF), ("e", A)])
+    # Without HSET only "e" fails (its fingerprint's id list already holds "shared"): "d" before it is
+    # whole; otherwise the first document fails, or the script before writing anything.
+    d_stored = missing == "hset"
+    assert index.get_many(["d", "e"]) == [A ^ 0xFF if d_stored else None, None]
+    assert index.verify().ok
+    with server.admin() as admin:
+        admin.execute_command("ACL", "SETUSER", user, f"+{missing}")
+    added = index.add_many([("d", A ^ 0xFF), ("e", A)])
+    assert added == [Outcome.UNCHANGED if d_stored else Outcome.ADDED, Outcome.ADDED]
+    assert index.verify().ok
+    assert index.count() == (3 if first else 2, 2)
+
+
 def test_a_refused_command_is_named_when_the_server_names_it() -> None:
     from simhash_redis.transport import translate_error
 

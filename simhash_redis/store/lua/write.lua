@@ -25,6 +25,8 @@ local counts_type = redis.call('TYPE', counts)['ok']
 if counts_type ~= 'hash' and counts_type ~= 'none' then
   return redis.error_reply('WRONGTYPE the counts key ' .. counts .. ' holds a ' .. counts_type .. ', not a hash')
 end
+-- The same for an ACL user that may not run HINCRBY: an increment by nothing finds out first.
+redis.call('HINCRBY', counts, 'docs', 0)
 
 local function netstring(id)
   return #id .. ':' .. id
