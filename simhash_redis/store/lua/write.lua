@@ -25,8 +25,15 @@ local counts_type = redis.call('TYPE', counts)['ok']
 if counts_type ~= 'hash' and counts_type ~= 'none' then
   return redis.error_reply('WRONGTYPE the counts key ' .. counts .. ' holds a ' .. counts_type .. ', not a hash')
 end
--- The same for an ACL user that may not run HINCRBY: an increment by nothing finds out first.
-redis.call('HINCRBY', counts, 'docs', 0)
+-- The same for an ACL user that may not run HINCRBY: an increment by nothing finds out first. Out of
+-- memory it is refused too, but a batch of removals frees memory before its counts move: go on then.
+local counted, refusal = pcall(redis.call, 'HINCRBY', counts, 'docs', 0)
+if not counted then
+  local reason = type(refusal) == 'table' and refusal.err or tostring(refusal)
+  if not string.find(reason, 'OOM', 1, true) then
+    return redis.error_reply(reason)
+  end
+end
 
 local function netstring(id)
   return #id .. ':' .. id
