@@ -20,7 +20,8 @@ from simhash_redis.tools.evaluation import (
     standard_settings,
 )
 
-from .common import registrar
+from .common import echo_json, registrar
+from .options import JsonOut, Quiet
 
 __all__ = ["eval_command", "register"]
 
@@ -65,10 +66,11 @@ def eval_command(
     ] = None,
     k: Annotated[list[int] | None, typer.Option("--k", help="Columns shown (default: all k).")] = None,
     jieba: Annotated[bool, typer.Option(help="Also score jieba-segmented settings on Chinese.")] = False,
-    json_out: Annotated[
-        Path | None, typer.Option("--json", help="Also write the full report as JSON.")
+    json_out: JsonOut = False,
+    report_file: Annotated[
+        Path | None, typer.Option("--report", help="Also write the full report as JSON to this file.")
     ] = None,
-    quiet: Annotated[bool, typer.Option(help="No progress messages on stderr.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Measure how well "distance <= k" finds near-duplicates, per setting and k, against exact truth.
 
@@ -83,7 +85,8 @@ def eval_command(
         setting: only these settings.
         k: the k columns shown.
         jieba: also score jieba-segmented settings on Chinese.
-        json_out: also write the full report as JSON here.
+        json_out: print the full report as JSON instead of the tables.
+        report_file: also write the full report as JSON to this file.
         quiet: no progress messages.
 
     Raises:
@@ -106,9 +109,12 @@ def eval_command(
     except (SimhashRedisError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    if json_out is not None:
-        json_out.write_text(json.dumps(report.to_dict(), indent=1))
-    typer.echo(format_report(report, ks=k or None), nl=False)
+    if report_file is not None:
+        report_file.write_text(json.dumps(report.to_dict(), indent=1))
+    if json_out:
+        echo_json(report.to_dict())
+    else:
+        typer.echo(format_report(report, ks=k or None), nl=False)
 
 
 #: Adds this module's commands to the app.

@@ -150,11 +150,15 @@ def test_cli_eval_command(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     runner = CliRunner()
     result = runner.invoke(
-        app, ["eval", str(corpus), "--setting", "shingles-3/tf", "--k", "3", "--json", str(out)]
+        app, ["eval", str(corpus), "--setting", "shingles-3/tf", "--k", "3", "--report", str(out)]
     )
     assert result.exit_code == 0, result.output
     assert "| shingles-3/tf |" in result.stdout and "k=3" in result.stdout
     assert json.loads(out.read_text())["threshold"] == 0.8
+    # --json is a flag, as for every other command: the report on stdout instead of the tables.
+    as_json = runner.invoke(app, ["eval", str(corpus), "--setting", "shingles-3/tf", "--json", "-q"])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout)["threshold"] == 0.8
     bad = runner.invoke(app, ["eval", str(tmp_path / "missing.jsonl")])
     assert bad.exit_code == 2
     unknown = runner.invoke(app, ["eval", str(corpus), "--setting", "nope", "--quiet"])
