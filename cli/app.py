@@ -99,8 +99,46 @@ def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, 
     return ExitCode.ERROR, str(exc)
 
 
+#: The global options that take a value, accepted after the command too (`load f.jsonl --index x`).
+_GLOBAL_OPTIONS = frozenset({"--redis-url", "--index", "--k"})
+
+
+def _hoisted(group: TyperGroup, args: list[str]) -> list[str]:
+    """The arguments with global options given after the command moved before it, except where the
+    command has an option of that name itself (`plan --k`, `eval --k`)."""
+    at = 0
+    while at < len(args):  # the command: the first argument that is not an option or a global's value
+        if args[at] == "--" or not args[at].startswith("-"):
+            break
+        at += 2 if args[at] in _GLOBAL_OPTIONS else 1
+    command = group.commands.get(args[at]) if at < len(args) else None
+    if command is None:
+        return args
+    own = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+    moved: list[str] = []
+    kept: list[str] = []
+    rest = args[at + 1 :]
+    i = 0
+    while i < len(rest):
+        name = rest[i].split("=", 1)[0]
+        if rest[i] == "--":
+            kept += rest[i:]
+            break
+        if name in _GLOBAL_OPTIONS and name not in own and ("=" in rest[i] or i + 1 < len(rest)):
+            width = 1 if "=" in rest[i] else 2
+            moved += rest[i : i + width]
+            i += width
+            continue
+        kept.append(rest[i])
+        i += 1
+    return [*args[:at], *moved, args[at], *kept]
+
+
 class _Group(TyperGroup):
     """Turns every user-facing failure into one line on stderr and a documented exit code."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _hoisted(self, list(args)))
 
     def invoke(self, ctx: Any) -> Any:
         try:

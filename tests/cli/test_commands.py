@@ -398,3 +398,19 @@ def test_server_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         stopped = runner.invoke(app, ["server", "stop"])
     assert stopped.stdout.strip() == "stopped"
     assert runner.invoke(app, ["server", "stop"]).stdout.strip() == "not running"
+
+
+def test_global_options_after_the_command(invoke: Invoke, tmp_path: Path, redis_url: str) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": article(1)}) + "\n")
+    from simhash_redis.cli.app import app
+    from typer.testing import CliRunner
+
+    run = CliRunner()
+    loaded = run.invoke(app, ["load", str(path), "--index", "after", "--redis-url", redis_url, "-q"])
+    assert loaded.exit_code == 0, loaded.output
+    got = run.invoke(app, ["get", "a", f"--redis-url={redis_url}", "--index=after"])
+    assert got.exit_code == 0 and got.output.strip(), got.output
+    # A command's own option of the same name keeps its meaning.
+    planned = run.invoke(app, ["plan", "--n", "1e6", "--k", "5"])
+    assert planned.exit_code == 0 and "k = 5" in planned.output, planned.output
