@@ -127,11 +127,20 @@ def import_(
     file: Annotated[str, typer.Argument(help="A dump written by export (- for stdin).")] = "-",
     json_out: JsonOut = False,
     quiet: Quiet = False,
+    merge: Annotated[
+        bool,
+        typer.Option(
+            "--merge",
+            help="Import into an index that already holds documents: to merge, or to resume an "
+            "interrupted import of the same dump.",
+        ),
+    ] = False,
 ) -> None:
     """Recreate an index from an export stream, under --index or else the dump's own name.
 
-    An existing index with another configuration is refused (exit code 5); importing the same dump
-    again, or after an interruption, is safe and stores nothing twice.
+    An index that already holds documents is refused unless --merge (exit code 2), one with another
+    configuration always (exit code 5). With --merge, importing the same dump again, or after an
+    interruption, is safe and stores nothing twice.
 
     \b
     Examples:
@@ -144,6 +153,7 @@ def import_(
         file: the dump, or - for stdin.
         json_out: print the result as JSON.
         quiet: no progress or summary.
+        merge: import into an index that already holds documents.
 
     Raises:
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
@@ -159,11 +169,17 @@ def import_(
             name=state.index,
             source_name=source_name,
             on_progress=progress.update,
+            merge=merge,
         )
     else:
         with open(file, "rb") as fh:
             result = import_index(
-                client, fh, name=state.index, source_name=source_name, on_progress=progress.update
+                client,
+                fh,
+                name=state.index,
+                source_name=source_name,
+                on_progress=progress.update,
+                merge=merge,
             )
     progress.close()
     if json_out:

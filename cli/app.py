@@ -54,7 +54,7 @@ Exit codes:
   3    bad input: more bad records than --max-errors, or a malformed dump
   4    Redis unavailable: unreachable, wrong password, timeout, out of memory
   5    the index exists with another configuration (--k, f, layout or scheme)
-  130  interrupted (Ctrl-C); rerun the same command to resume a load or import
+  130  interrupted (Ctrl-C); rerun the same command to resume a load (an import with --merge)
   143  terminated (SIGTERM: docker stop, systemd); rerun the same command to resume
 \b
 Docs: docs/cli.md. Example:

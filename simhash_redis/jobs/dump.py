@@ -24,7 +24,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from ..codec import decode_fp, dump_fp, undump_fp
-from ..errors import InputError, SimhashRedisError
+from ..errors import InputError, InvalidArgument, SimhashRedisError
 from ..index import Outcome, SimhashIndex
 from ..store import IndexConfig
 
@@ -123,6 +123,7 @@ def import_index(
     source_name: str = "<stdin>",
     batch_size: int = 1000,
     on_progress: Callable[[int], None] | None = None,
+    merge: bool = False,
 ) -> ImportResult:
     """Recreate an index from a stream written by `export_index`.
 
@@ -133,11 +134,14 @@ def import_index(
         source_name: the stream's name, for error messages.
         batch_size: records per write batch.
         on_progress: called with the number of records imported so far, after each batch.
+        merge: import into an index that already holds documents (else refused): to merge two
+            indexes, or to resume an interrupted import of the same dump.
 
     Returns:
         What was imported.
 
     Raises:
+        InvalidArgument: the index already holds documents and merge is false (nothing is written).
         InputError: the stream is not a dump, is malformed or truncated (records before the fault
             are imported; importing a complete stream again finishes the job).
         ConfigurationMismatch: the destination index exists with another configuration.
@@ -147,14 +151,23 @@ def import_index(
     unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
     header = _header(unpacker, source_name)
     config = IndexConfig.from_meta({str(k): str(v) for k, v in header["meta"].items()})
+    target = name or header["name"]
+    existed = SimhashIndex.exists(client, target)
     index = SimhashIndex(
         client,
-        name or header["name"],
+        target,
         layout=config.layout,
         scheme=config.scheme,
         id_buckets=config.id_buckets,
         batch_size=batch_size,
     )
+    held = index.count()[0] if existed and not merge else 0
+    if held:
+        raise InvalidArgument(
+            f"index {target!r} already holds {held:,} documents: importing would merge the dump into them. "
+            "Give --merge (merge=True) to do that, or to resume an interrupted import of this dump; or "
+            "import under another --index"
+        )
     result = ImportResult(index.name)
     batch: list[tuple[str, int]] = []
     end: dict[str, Any] | None = None

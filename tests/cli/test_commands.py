@@ -290,9 +290,11 @@ def test_export_import(invoke: Invoke, tmp_path: Path) -> None:
     assert to_stdout.stdout_bytes == dump.read_bytes()
     imported = invoke("import", str(dump), "--json", index="copy")
     assert imported.exit_code == 0 and json.loads(imported.stdout)["added"] == 100
-    from_stdin = invoke("import", "-", "--json", input=dump.read_bytes(), index="copy")
+    into_full = invoke("import", "-", input=dump.read_bytes(), index="copy")
+    assert into_full.exit_code == 2 and "--merge" in into_full.stderr and "Traceback" not in into_full.output
+    from_stdin = invoke("import", "-", "--json", "--merge", input=dump.read_bytes(), index="copy")
     assert json.loads(from_stdin.stdout)["unchanged"] == 100
-    by_name = invoke("import", str(dump))  # no --index: the dump's own name
+    by_name = invoke("import", str(dump), "--merge")  # no --index: the dump's own name
     assert by_name.exit_code == 0 and "into index 'src'" in by_name.stderr
     assert invoke("export", index="copy").stdout_bytes.count(b"a99") == 1
     mismatched = invoke("--k", "2", "add", "x", "text here", index="other")

@@ -10,6 +10,7 @@ import pytest
 import redis
 
 from simhash_redis import ConfigurationMismatch, InputError, SimhashIndex
+from simhash_redis.errors import InvalidArgument
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
 
@@ -54,7 +55,10 @@ def test_export_import_round_trip(redis_client: redis.Redis, f: int) -> None:
     assert header["name"] == "src" and end == {"type": "end", "records": 500}
     result = import_index(redis_client, io.BytesIO(data), name="dst")
     assert (result.records, result.added) == (500, 500)
-    again = import_index(redis_client, io.BytesIO(data), name="dst")
+    # Again into the now full index: refused unless merging (or resuming), which stores nothing twice.
+    with pytest.raises(InvalidArgument, match="--merge"):
+        import_index(redis_client, io.BytesIO(data), name="dst")
+    again = import_index(redis_client, io.BytesIO(data), name="dst", merge=True)
     assert (again.added, again.unchanged) == (0, 500)
     copy = SimhashIndex(redis_client, "dst")
     assert copy.config == source.config
