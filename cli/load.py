@@ -89,6 +89,8 @@ class LoadRun:
         )
 
 
+#: Replacements in one run from which the run warns (with a tenth of its documents at least).
+_MANY_REPLACED = 10
 #: Exit status after SIGTERM, as a shell reports a process the signal ended.
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
@@ -207,6 +209,16 @@ def run_load(
     progress.close()
     if not run.quiet:
         typer.echo(_summary(loader.stats, verb), err=True)
+    stats = loader.stats
+    if stats.replaced >= _MANY_REPLACED and stats.replaced * 10 >= stats.written:
+        # Replacing is right for an updated document, but this many usually means ids that repeat
+        # from run to run (line numbers, a counter), and yesterday's documents are gone.
+        typer.echo(
+            f"warning: {stats.replaced:,} of {stats.written:,} documents replaced stored ones of the same id "
+            "with another text. If this input's ids repeat across runs (line numbers, counters), give "
+            "each run's documents their own ids (--id-field, or --id-prefix with a date).",
+            err=True,
+        )
     return loader.stats
 
 

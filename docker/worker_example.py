@@ -1,6 +1,7 @@
 """A minimal simhash-redis worker: store each new document unless a near-duplicate is already indexed.
 
-Reads documents from standard input (one per line, ids ``stdin:LINE``) or from folders of text files
+Reads documents from standard input (one per line, ids ``stdin:<hash of the line>``, so that the next
+batch piped in does not take this one's ids) or from folders of text files
 (one document per file, ids = paths relative to the folder), calls `SimhashIndex.add_if_new` for each,
 and prints ``duplicate<TAB>id<TAB>existing id<TAB>distance`` for every document it did not store. Any
 number of these workers, on any number of machines, can share one index: add_if_new is atomic, so of
@@ -9,6 +10,7 @@ two workers racing with near-duplicates exactly one stores its document.
 Usage::
 
     SIMHASH_REDIS_URL=redis://localhost:6379/0 python docker/worker_example.py --index docs FOLDER...
+    SIMHASH_REDIS_INDEX=docs python docker/worker_example.py -      # the index from the environment
     some-producer | python docker/worker_example.py --index docs -
 
 It uses only the public API (``from simhash_redis import SimhashIndex``).
@@ -21,6 +23,8 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+import xxhash
 
 from simhash_redis import SimhashIndex, SimhashRedisError
 
@@ -36,9 +40,10 @@ def documents(sources: list[str]) -> Iterator[tuple[str, str]]:
     """
     for source in sources:
         if source == "-":
-            for number, line in enumerate(sys.stdin, 1):
+            for line in sys.stdin:
                 if line.strip():
-                    yield f"stdin:{number}", line.rstrip("\n")
+                    text = line.rstrip("\n")
+                    yield f"stdin:{xxhash.xxh3_64_hexdigest(text.encode())}", text
             continue
         root = Path(source)
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
@@ -64,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--redis-url", default=os.environ.get("SIMHASH_REDIS_URL"), help="default: $SIMHASH_REDIS_URL"
     )
-    parser.add_argument("--index", default="default", help="index name (default: default)")
+    parser.add_argument(
+        "--index",
+        default=os.environ.get("SIMHASH_REDIS_INDEX", "default"),
+        help="index name (default: $SIMHASH_REDIS_INDEX, else default)",
+    )
     parser.add_argument("--k", type=int, default=None, help="largest distance, when creating the index")
     args = parser.parse_args(argv)
     if not args.redis_url:

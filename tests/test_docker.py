@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import xxhash
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKER = ROOT / "docker"
@@ -61,16 +62,25 @@ def test_worker_example_reports_duplicates(redis_url: str, tmp_path: Path) -> No
     (tmp_path / "a.txt").write_text("storm closes coastal roads as heavy rain hits the region on monday")
     (tmp_path / "b.txt").write_text("Storm closes coastal roads as heavy rain hits the region on Monday!")
     (tmp_path / "c.txt").write_text("the central bank kept interest rates unchanged and signalled patience")
-    command = [sys.executable, str(DOCKER / "worker_example.py"), "--redis-url", redis_url, "--index", "w"]
-    first = subprocess.run([*command, str(tmp_path)], capture_output=True, text=True, check=False)
+    command = [sys.executable, str(DOCKER / "worker_example.py"), "--redis-url", redis_url]
+    env = {**os.environ, "SIMHASH_REDIS_INDEX": "w"}  # as compose sets it: `run -T worker -` keeps it
+    first = subprocess.run([*command, str(tmp_path)], capture_output=True, text=True, check=False, env=env)
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines() == ["duplicate\tb.txt\ta.txt\t0"]
     assert "stored 2, duplicates 1" in first.stderr
+    line = "the central bank kept interest rates unchanged and signalled patience"
     piped = subprocess.run(
-        [*command, "-"],
-        input="the central bank kept interest rates unchanged and signalled patience\n",
-        capture_output=True,
-        text=True,
-        check=False,
+        [*command, "-"], input=line + "\n", capture_output=True, text=True, check=False, env=env
     )
-    assert piped.returncode == 0 and piped.stdout.splitlines() == ["duplicate\tstdin:1\tc.txt\t0"]
+    named = f"stdin:{xxhash.xxh3_64_hexdigest(line.encode())}"
+    assert piped.returncode == 0 and piped.stdout.splitlines() == [f"duplicate\t{named}\tc.txt\t0"]
+    # The next day's batch, piped the same way, keeps the first one's documents (ids name the text).
+    other = "a new story about the harbour ferry strike that closed the port for a day"
+    again = subprocess.run(
+        [*command, "-"], input=other + "\n", capture_output=True, text=True, check=False, env=env
+    )
+    assert again.returncode == 0 and "stored 1" in again.stderr
+    check = subprocess.run(
+        [*command, "-"], input=line + "\n", capture_output=True, text=True, check=False, env=env
+    )
+    assert check.stdout.splitlines() == [f"duplicate\t{named}\tc.txt\t0"]

@@ -15,6 +15,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+import xxhash
+
 from ..errors import InputError, InvalidArgument
 from .delimited import read_table
 from .records import (
@@ -210,13 +212,17 @@ def _jsonl_chunks(
 def _read_lines(
     stream: IO[bytes], source: str, path: str, options: ReadOptions
 ) -> Iterator[Record | InputError]:
-    default = "stdin:" if path == STDIN else f"{path}:"
-    prefix = options.id_prefix if options.id_prefix is not None else default
+    # Default ids name the line's text, not its number: tomorrow's batch piped in the same way must not
+    # replace today's documents line for line. --id-prefix keeps numbered ids, for inputs that are
+    # stable files.
+    numbered = options.id_prefix is not None
+    prefix = options.id_prefix if numbered else ("stdin:" if path == STDIN else f"{path}:")
     for number, text in numbered_lines(stream, source):
         if isinstance(text, InputError):
             yield text
         elif text.strip():
-            doc_id = checked_id(f"{prefix}{number}", source, number)
+            name = number if numbered else xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
+            doc_id = checked_id(f"{prefix}{name}", source, number)
             yield doc_id if isinstance(doc_id, InputError) else Record(source, number, doc_id, text)
 
 

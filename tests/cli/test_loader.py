@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import redis
+import xxhash
 
 from simhash_redis import InputError, InvalidArgument, Scheme, SimhashIndex
 from simhash_redis.codec import format_fingerprint, parse_fingerprint
@@ -95,10 +96,16 @@ def test_tsv_without_header(tmp_path: Path) -> None:
         list(read(str(path), options=ReadOptions(header=False)))
 
 
+def _named(text: str) -> str:
+    return xxhash.xxh3_64_hexdigest(text.encode())
+
+
 def test_lines_ids(tmp_path: Path) -> None:
+    """Default ids name the text, so the next run's line 1 is not taken for this run's line 1."""
     path = tmp_path / "news.txt"
     path.write_text("first\n\nthird\n", encoding="utf-8")
-    assert [r.id for r in read(str(path)) if isinstance(r, Record)] == [f"{path}:1", f"{path}:3"]
+    ids = [r.id for r in read(str(path)) if isinstance(r, Record)]
+    assert ids == [f"{path}:{_named('first')}", f"{path}:{_named('third')}"]
     custom = read(str(path), options=ReadOptions(id_prefix="n-"))
     assert [r.id for r in custom if isinstance(r, Record)] == ["n-1", "n-3"]
 
@@ -108,8 +115,8 @@ def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", fake)
     records = list(read("-", "lines"))
     assert [(r.source, r.id) for r in records if isinstance(r, Record)] == [
-        ("<stdin>", "stdin:1"),
-        ("<stdin>", "stdin:2"),
+        ("<stdin>", f"stdin:{_named('one')}"),
+        ("<stdin>", f"stdin:{_named('two')}"),
     ]
 
 
