@@ -255,3 +255,14 @@ def test_workers_end_when_the_loader_is_killed(redis_url: str, redis_client: red
     while alive := [pid for pid in workers if Path(f"/proc/{pid}").exists()]:
         assert time.monotonic() < deadline, f"workers outlived the loader: {alive}"
         time.sleep(0.05)
+
+
+def test_a_run_that_replaces_many_ids_warns(invoke: Invoke, tmp_path: Path) -> None:
+    today = write_jsonl(tmp_path / "today.jsonl", [{"id": f"n{i}", "text": article(i)} for i in range(50)])
+    tomorrow = write_jsonl(
+        tmp_path / "next.jsonl", [{"id": f"n{i}", "text": article(i + 500)} for i in range(50)]
+    )
+    assert "warning" not in invoke("load", str(today), index="warn").stderr
+    second = invoke("load", str(tomorrow), index="warn")
+    assert second.exit_code == 0, second.output
+    assert "warning: 50 of 50 documents replaced" in second.stderr
