@@ -17,7 +17,7 @@ from simhash_redis.errors import InputError, SimhashRedisError
 from simhash_redis.index.bulk import DEFAULT_WINDOW
 from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
-from simhash_redis.jobs.readers import ReadOptions, estimate_total
+from simhash_redis.jobs.readers import STDIN, ReadOptions, detect_format, estimate_total
 
 from .common import ExitCode, echo_json, fail, registrar, settings
 from .options import (
@@ -137,6 +137,21 @@ def _unfinished(stats: LoadStats) -> str:
     )
 
 
+def _warn_if_files_look_like_documents(run: LoadRun) -> None:
+    """Warn when several text files were given line by line but look like one document each (a shell
+    glob of posts: `load posts/*.txt` made 6,372 one-line documents of 147 posts)."""
+    paths = [path for path in run.files if path != STDIN]
+    if run.fmt is not None or len(paths) < 2 or any(detect_format(path) != "lines" for path in paths):
+        return
+    lines = estimate_total(paths, "lines", run.read) or 0
+    if lines >= 3 * len(paths):
+        typer.echo(
+            f"warning: {len(paths):,} text files give {lines:,} documents, one per line. If each file is one "
+            "document (a post, an article), run again with --format files (or load their folder).",
+            err=True,
+        )
+
+
 def run_load(
     ctx: typer.Context,
     run: LoadRun,
@@ -165,6 +180,7 @@ def run_load(
     """
     index = settings(ctx).open_index(create=not dry_run)
     total = None if run.quiet else estimate_total(run.files, run.fmt, run.read)
+    _warn_if_files_look_like_documents(run)
     progress = Progress(total, enabled=not run.quiet, interval=run.progress_every)
 
     def report(error: InputError) -> None:

@@ -53,7 +53,7 @@ __all__ = [
 
 #: Input formats: JSON Lines, CSV, TSV, plain text (a document per line), a directory of text files,
 #: and precomputed fingerprints (``id<TAB>fingerprint`` lines).
-FORMATS = ("jsonl", "csv", "tsv", "lines", "dir", "fingerprints")
+FORMATS = ("jsonl", "csv", "tsv", "lines", "files", "dir", "fingerprints")
 _EXTENSIONS = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -254,33 +254,31 @@ def _read_dir(path: str) -> Iterator[Record | InputError]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if name.startswith("."):
-                continue
-            file = Path(folder) / name
-            rel = file.relative_to(root).as_posix()
-            source = str(file)
-            try:
-                regular = stat.S_ISREG(file.stat().st_mode)
-            except OSError as exc:
-                yield InputError(source, None, f"cannot read: {exc}")
-                continue
-            if not regular:  # opening a FIFO would wait for a writer forever
-                yield InputError(source, None, "not a regular file (a FIFO, socket or device): skipped")
-                continue
-            try:
-                with open_input(source) as stream:
-                    data = stream.read()
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                yield InputError(source, None, f"cannot read: {exc}")
-                continue
-            text = decode(data.removeprefix(b"\xef\xbb\xbf"), source, None)
-            if isinstance(text, InputError):
-                yield text
-            elif not text.strip():
-                yield InputError(source, None, "empty file")
-            else:
-                doc_id = checked_id(rel, source, None)
-                yield doc_id if isinstance(doc_id, InputError) else Record(source, None, doc_id, text)
+            if not name.startswith("."):
+                file = Path(folder) / name
+                yield _read_file(str(file), file.relative_to(root).as_posix())
+
+
+def _read_file(source: str, doc_id: str) -> Record | InputError:
+    """A whole file as one document."""
+    try:
+        regular = stat.S_ISREG(os.stat(source).st_mode)
+    except OSError as exc:
+        return InputError(source, None, f"cannot read: {exc}")
+    if not regular:  # opening a FIFO would wait for a writer forever
+        return InputError(source, None, "not a regular file (a FIFO, socket or device): skipped")
+    try:
+        with open_input(source) as stream:
+            data = stream.read()
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        return InputError(source, None, f"cannot read: {exc}")
+    text = decode(data.removeprefix(b"\xef\xbb\xbf"), source, None)
+    if isinstance(text, InputError):
+        return text
+    if not text.strip():
+        return InputError(source, None, "empty file")
+    checked = checked_id(doc_id, source, None)
+    return checked if isinstance(checked, InputError) else Record(source, None, checked, text)
 
 
 # -- any format ----------------------------------------------------------------------------------------
@@ -304,6 +302,9 @@ def read(
     fmt = _checked_format(path, fmt)
     if fmt == "dir":
         yield from _read_dir(path)
+        return
+    if fmt == "files":  # each file one document, named by its path as given
+        yield _read_file(path, path)
         return
     source = source_name(path)
     last = 0  # the last line read, for the message of a truncated input
@@ -422,6 +423,9 @@ def estimate_total(
         if path == STDIN:
             return None
         kind = fmt or detect_format(path)
+        if kind == "files":
+            total += 1
+            continue
         if kind == "dir":
             total += sum(len([n for n in files if not n.startswith(".")]) for _, _, files in os.walk(path))
             continue

@@ -91,3 +91,19 @@ def test_a_truncated_gzip_fails_the_run_with_its_line(tmp_path: Path, invoke: In
     items = list(read_all([str(path)], None, ReadOptions()))
     fault = [item for item in items if isinstance(item, InputError)]
     assert len(fault) == 1 and fault[0].line is not None and fault[0].line > 1
+
+
+def test_a_list_of_text_files_can_be_one_document_each(tmp_path: Path, invoke: Invoke) -> None:
+    posts = []
+    for i in range(4):
+        post = tmp_path / f"post{i}.txt"
+        post.write_text("\n".join(article(i * 10 + j) for j in range(5)) + "\n")
+        posts.append(str(post))
+    by_line = invoke("load", *posts, "--json", index="posts-lines")
+    assert json.loads(by_line.stdout)["written"] == 20
+    assert "warning: 4 text files give 20 documents" in by_line.stderr and "--format files" in by_line.stderr
+    by_file = invoke("load", "--format", "files", *posts, "--json", index="posts")
+    assert by_file.exit_code == 0, by_file.output
+    assert json.loads(by_file.stdout)["written"] == 4 and "warning" not in by_file.stderr
+    got = invoke("get", posts[0], index="posts")
+    assert got.exit_code == 0 and got.stdout.strip(), got.output
