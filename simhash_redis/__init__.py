@@ -33,6 +33,7 @@ from .index.lifecycle import drop_index
 from .index.simhash_index import Document, Match, Outcome, SimhashIndex
 from .index.verified_index import VerifiedIndex, VerifiedMatch
 from .store.layout import Layout
+from .tools.connect import open_index
 from .transport.connection import redact_url
 from .transport.retry import Backoff
 
@@ -73,5 +74,6 @@ __all__ = [
     "engine",
     "fingerprint",
     "fingerprint_many",
+    "open_index",
     "redact_url",
 ]

@@ -45,6 +45,7 @@ PUBLIC = [
     "engine",
     "fingerprint",
     "fingerprint_many",
+    "open_index",
     "redact_url",
 ]
 
