@@ -9,7 +9,8 @@ from typing import IO, Annotated
 import typer
 
 from simhash_redis import SimhashIndex, drop_index
-from simhash_redis.errors import IndexCorrupted
+from simhash_redis.errors import IndexCorrupted, SimhashRedisError
+from simhash_redis.index import list_indexes
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import IndexStats, collect
 
@@ -17,7 +18,7 @@ from .common import ExitCode, echo_json, fail, registrar, settings, stdin_is_ter
 from .options import JsonOut, Quiet
 from .progress import Progress
 
-__all__ = ["drop", "export", "import_", "register", "restore_meta", "stats"]
+__all__ = ["drop", "export", "import_", "indexes", "register", "restore_meta", "stats"]
 
 
 def _mib(n: int) -> str:
@@ -239,6 +240,38 @@ def _confirm(yes: bool, question: str) -> None:
         raise fail("nothing was deleted")
 
 
+def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
+    """List the indexes on the server: name, documents, k.
+
+    \b
+    Example:
+      simhash-redis indexes --json
+
+    \f
+    Args:
+        ctx: the command's context (global settings).
+        json_out: print JSON lines.
+
+    Raises:
+        SimhashRedisError: passed on, for the app to print and turn into an exit code.
+    """
+    state = settings(ctx)
+    client = state.client()
+    for name in list_indexes(client):
+        try:
+            index = SimhashIndex(client, name, create=False)
+        except SimhashRedisError as exc:  # one unreadable meta does not hide the others
+            row: dict[str, object] = {"name": name, "error": str(exc)}
+        else:
+            row = {"name": name, "documents": index.count()[0], "k": index.k, "f": index.f}
+        if json_out:
+            echo_json(row)
+        elif "error" in row:
+            typer.echo(f"{name}\t(unreadable: {row['error']})")
+        else:
+            typer.echo(f"{name}\t{row['documents']:,} documents\tk={row['k']} f={row['f']}")
+
+
 def restore_meta(ctx: typer.Context) -> None:
     """Write back the lost meta key of an index whose data is still there, from --k (and defaults).
 
@@ -266,5 +299,12 @@ def restore_meta(ctx: typer.Context) -> None:
 
 #: Adds this module's commands to the app.
 register = registrar(
-    {"stats": stats, "export": export, "import": import_, "drop": drop, "restore-meta": restore_meta}
+    {
+        "stats": stats,
+        "indexes": indexes,
+        "export": export,
+        "import": import_,
+        "drop": drop,
+        "restore-meta": restore_meta,
+    }
 )

@@ -1,11 +1,13 @@
-"""`server start|stop|status|url`: the embedded default server."""
+"""`server start|stop|status|url|cli`: the embedded default server."""
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 
+from simhash_redis.tools.daemon import find_client_binary, find_server_binary
 from simhash_redis.tools.server import EmbeddedServer
 
 from .common import echo_json, fail, registrar
@@ -90,6 +92,37 @@ def url() -> None:
     if found is None:
         raise fail("the embedded server is not running: simhash-redis server start")
     typer.echo(found)
+
+
+@server_app.command(
+    "cli", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
+def cli(ctx: typer.Context) -> None:
+    """Open the bundled valkey-cli (or redis-cli) on the embedded server; arguments go to it.
+
+    The docs' redis-cli recipes work as written this way, with no client installed.
+
+    \b
+    Examples:
+      simhash-redis server cli
+      simhash-redis server cli --scan --pattern 'simhash:news:t0:*'
+      simhash-redis server cli HGETALL simhash:news:meta
+
+    \f
+    Args:
+        ctx: the command's context; its extra arguments are the client's.
+
+    Raises:
+        typer.Exit: 1, the server is not running or no client is installed.
+    """
+    server = EmbeddedServer()
+    found = server.status()
+    if not found.running or found.port is None:
+        raise fail("the embedded server is not running: simhash-redis server start")
+    client = find_client_binary(find_server_binary())
+    if client is None:
+        raise fail("no valkey-cli or redis-cli found beside the server or on PATH")
+    os.execv(client, [client, "-h", "127.0.0.1", "-p", str(found.port), *ctx.args])
 
 
 #: Adds this module's commands to the app.

@@ -195,6 +195,7 @@ def test_start_reuse_status_stop(embedded: EmbeddedServer) -> None:
 def test_start_prefers_the_default_port(embedded: EmbeddedServer, monkeypatch: pytest.MonkeyPatch) -> None:
     preferred = free_port()
     monkeypatch.setattr(server_module, "DEFAULT_PORT", preferred)
+    monkeypatch.setattr(server_module, "_default_data_dir", lambda: embedded.data_dir)
     assert embedded.start() == f"redis://127.0.0.1:{preferred}"
 
 
@@ -204,9 +205,30 @@ def test_start_avoids_a_taken_default_port(embedded: EmbeddedServer, monkeypatch
         taken.listen()
         taken_port = taken.getsockname()[1]
         monkeypatch.setattr(server_module, "DEFAULT_PORT", taken_port)
+        monkeypatch.setattr(server_module, "_default_data_dir", lambda: embedded.data_dir)
         url = embedded.start()
     assert url != f"redis://127.0.0.1:{taken_port}"
     assert embedded.status().running
+
+
+def test_the_url_stays_the_same_from_start_to_start(
+    embedded: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even when the first start could not have its preferred port, the next start takes the same one,
+    so a URL exported after the first start stays valid."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        monkeypatch.setattr(server_module, "DEFAULT_PORT", taken.getsockname()[1])
+        monkeypatch.setattr(server_module, "_default_data_dir", lambda: embedded.data_dir)
+        first = embedded.start()
+    embedded.stop()
+    assert embedded.start() == first
+    other = EmbeddedServer(embedded.data_dir.parent / "elsewhere")  # another directory: its own port
+    try:
+        assert other.start() != first
+    finally:
+        other.stop()
 
 
 def test_start_on_a_taken_port_fails_with_the_log(embedded: EmbeddedServer) -> None:
@@ -344,3 +366,24 @@ def test_cluster_fails_over_after_kill9() -> None:
         assert time.monotonic() - started < 20
         assert victim not in cluster.primaries() and len(cluster.primaries()) == 3
         assert [client.get(k) for k in keys] == [k.encode() for k in keys]
+
+
+def test_server_cli_opens_the_bundled_client_on_the_right_port(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SIMHASH_REDIS_HOME": str(tmp_path)}
+    exe = str(Path(sys.executable).parent / "simhash-redis")
+    try:
+        subprocess.run([exe, "server", "start"], env=env, check=True, capture_output=True, timeout=60)
+        done = subprocess.run(
+            [exe, "server", "cli", "PING"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0 and done.stdout.strip() == "PONG", done.stderr
+    finally:
+        subprocess.run([exe, "server", "stop"], env=env, capture_output=True, timeout=60)
+    stopped = subprocess.run(
+        [exe, "server", "cli", "PING"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert stopped.returncode == 1 and "not running" in stopped.stderr

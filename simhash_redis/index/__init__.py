@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..results import Match, Outcome
 from .consistency import VerifyReport
-from .lifecycle import drop_index
+from .lifecycle import drop_index, list_indexes
 from .simhash_index import Document, SimhashIndex
 from .verified_index import VerifiedIndex, VerifiedMatch
 
@@ -17,4 +17,5 @@ __all__ = [
     "VerifiedMatch",
     "VerifyReport",
     "drop_index",
+    "list_indexes",
 ]

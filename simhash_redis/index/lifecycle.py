@@ -13,7 +13,7 @@ from ..errors import IndexNotFound, InvalidArgument
 from ..store import IndexConfig, KeySchema, drop_keys, open_meta, restore_meta, validate_name
 from ..transport import Sender, open_sender
 
-__all__ = ["CONFIG_ARGS", "drop_index", "open_config", "requested", "restore"]
+__all__ = ["CONFIG_ARGS", "drop_index", "list_indexes", "open_config", "requested", "restore"]
 
 #: The arguments of `SimhashIndex` that make up an index's configuration.
 CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets")
@@ -98,3 +98,24 @@ def drop_index(client: redis.Redis | RedisCluster, name: str, *, prefix: str = d
         RedisUnavailable: the server cannot be reached; run it again to finish.
     """
     return drop_keys(open_sender(client), validate_name(prefix, "prefix"), validate_name(name, "name"))
+
+
+def list_indexes(client: redis.Redis | RedisCluster, *, prefix: str = defaults.PREFIX) -> list[str]:
+    """The names of the indexes on a server (those with a meta key under the prefix), sorted.
+
+    Args:
+        client: a redis-py client.
+        prefix: the key prefix.
+
+    Raises:
+        InvalidArgument, InvalidType: a malformed prefix.
+        RedisUnavailable: the server cannot be reached.
+    """
+    head = validate_name(prefix, "prefix") + ":"
+    names = set()
+    for keys in open_sender(client).scan(f"{head}*:meta", 10_000):
+        for key in keys:
+            name = bytes(key).decode(errors="replace")[len(head) : -len(":meta")]
+            if name and ":" not in name:  # another prefix's keys that happen to match the pattern
+                names.add(name)
+    return sorted(names)

