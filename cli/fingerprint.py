@@ -14,22 +14,27 @@ from simhash_redis.codec import format_fingerprint
 from simhash_redis.fingerprinting.tokens import FEATURE_KINDS
 
 from .common import ExitCode, echo_json, fail, registrar
-from .options import TextArg, TextFile
+from .options import Encoding, TextArg, TextFile
 
 __all__ = ["fingerprint", "read_text", "register"]
 
 Features = enum.Enum("Features", {name: name for name in FEATURE_KINDS}, type=str)  # type: ignore[misc]
 
 
-def read_text(text: str | None, file: Path | None) -> str:
+def read_text(text: str | None, file: Path | None, encoding: str = "utf-8") -> str:
     """The query or document text: the argument, else the file ('-': stdin), else stdin.
+
+    A file and stdin follow one rule: their bytes are decoded with `encoding`, and bytes that do not
+    decode are an error naming where, never replaced.
 
     Args:
         text: the TEXT argument.
         file: the --file option.
+        encoding: the --encoding option.
 
     Raises:
-        typer.Exit: both given, neither given while stdin is a terminal, or the text is empty (usage).
+        typer.Exit: both given, neither given while stdin is a terminal, the text is empty or the
+            encoding unknown (usage), or bytes that do not decode (bad input).
         OSError: the file cannot be read.
     """
     if text is not None and file is not None:
@@ -37,15 +42,31 @@ def read_text(text: str | None, file: Path | None) -> str:
     if text is None and file is None and sys.stdin.isatty():
         raise fail("give TEXT, --file FILE, or pipe the text into stdin", ExitCode.USAGE)
     if text is None:
-        text = file.read_text(encoding="utf-8") if file is not None and str(file) != "-" else sys.stdin.read()
+        from_file = file is not None and str(file) != "-"
+        data = file.read_bytes() if from_file and file is not None else sys.stdin.buffer.read()
+        text = _decoded(data, str(file) if from_file else "<stdin>", encoding)
     if not text.strip():
         raise fail("the text is empty", ExitCode.USAGE)
     return text
 
 
+def _decoded(data: bytes, source: str, encoding: str) -> str:
+    try:
+        return data.decode(encoding)
+    except LookupError:
+        raise fail(f"unknown --encoding {encoding!r}", ExitCode.USAGE) from None
+    except UnicodeDecodeError as exc:
+        raise fail(
+            f"{source}: not valid {encoding} (byte {exc.start}); give its encoding with --encoding, "
+            "e.g. --encoding latin-1",
+            ExitCode.INPUT,
+        ) from None
+
+
 def fingerprint(
     text: TextArg = None,
     file: TextFile = None,
+    encoding: Encoding = "utf-8",
     features: Annotated[Features, typer.Option("--features", help="Feature kind.")] = Features.shingles,  # type: ignore[attr-defined]
     n: Annotated[
         int, typer.Option("--n", "-n", min=1, max=16, help="Tokens per shingle, or characters per n-gram.")
@@ -69,6 +90,7 @@ def fingerprint(
     Args:
         text: the text.
         file: read the text from this file.
+        encoding: how the file or stdin is encoded.
         features: the feature kind.
         n: tokens per shingle, or characters per n-gram.
         bits: the fingerprint width.
@@ -78,7 +100,7 @@ def fingerprint(
         typer.Exit: no text, or both TEXT and --file (usage).
     """
     scheme = Scheme(features=features.value, n=n, f=bits)
-    value = scheme.fingerprint(read_text(text, file))
+    value = scheme.fingerprint(read_text(text, file, encoding))
     if json_out:
         echo_json({"fingerprint": format_fingerprint(value, bits), "scheme": scheme.to_meta()})
     else:

@@ -13,6 +13,7 @@ from simhash_redis.jobs.readers import FORMATS
 __all__ = [
     "BatchSize",
     "DocId",
+    "Encoding",
     "Files",
     "Format",
     "FormatOpt",
@@ -57,6 +58,14 @@ TextArg = Annotated[
 TextFile = Annotated[
     Path | None,
     typer.Option("--file", help="Read the text from this file (- for stdin).", show_default=False),
+]
+Encoding = Annotated[
+    str,
+    typer.Option(
+        "--encoding",
+        help="How the text of --file or stdin is encoded (any Python codec, e.g. latin-1); bytes that do "
+        "not decode are an error, never silently replaced.",
+    ),
 ]
 
 # -- bulk input (load, dedupe) -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from simhash_redis.codec import format_fingerprint, parse_fingerprint
 
 from .common import ExitCode, echo_json, fail, registrar, settings
 from .fingerprint import read_text
-from .options import DocId, JsonOut, TextArg, TextFile
+from .options import DocId, Encoding, JsonOut, TextArg, TextFile
 
 __all__ = ["add", "get", "near", "register", "remove"]
 
@@ -37,6 +37,7 @@ def near(
         ),
     ] = None,
     json_out: JsonOut = False,
+    encoding: Encoding = "utf-8",
 ) -> None:
     """Print the stored documents near a text or fingerprint, nearest first: 'ID<TAB>DISTANCE<TAB>HEX'.
 
@@ -53,6 +54,7 @@ def near(
         fingerprint: query by this fingerprint instead.
         k: the largest distance.
         json_out: print JSON.
+        encoding: how the file or stdin is encoded.
 
     Raises:
         typer.Exit: no text, or more than one query given (usage).
@@ -64,7 +66,7 @@ def near(
             raise fail("give TEXT, --file or --fingerprint, only one", ExitCode.USAGE)
         matches = index.near(parse_fingerprint(fingerprint, index.f), k)
     else:
-        matches = index.near(read_text(text, file), k)
+        matches = index.near(read_text(text, file, encoding), k)
     _print_matches(matches, index.f, json_out)
 
 
@@ -87,6 +89,7 @@ def add(
     text: TextArg = None,
     file: TextFile = None,
     json_out: JsonOut = False,
+    encoding: Encoding = "utf-8",
 ) -> None:
     """Store one document (replacing the id's previous fingerprint); print added, replaced or unchanged.
 
@@ -101,13 +104,14 @@ def add(
         text: the text.
         file: read the text from this file.
         json_out: print JSON.
+        encoding: how the file or stdin is encoded.
 
     Raises:
         typer.Exit: no text, or both TEXT and --file (usage).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     index = settings(ctx).open_index(create=True)
-    fingerprint = index.fingerprint(read_text(text, file))
+    fingerprint = index.fingerprint(read_text(text, file, encoding))
     outcome = index.add(doc_id, fingerprint)
     if json_out:
         echo_json(

@@ -427,3 +427,22 @@ def test_indexes_lists_every_index(invoke: Invoke, redis_client: redis.Redis) ->
     assert listed.stdout.splitlines() == ["alpha\t1 documents\tk=4 f=64", "beta\t0 documents\tk=3 f=64"]
     rows = [json.loads(line) for line in invoke("indexes", "--json").stdout.splitlines()]
     assert [row["name"] for row in rows] == ["alpha", "beta"] and rows[0]["k"] == 4
+
+
+def test_text_that_is_not_utf8_is_an_error_unless_its_encoding_is_given(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("café au lait et croissant".encode("latin-1"))
+    expected = invoke("fingerprint", "café au lait et croissant").stdout
+    for args, stdin in ((["--file", str(latin)], None), ([], latin.read_bytes())):
+        refused = invoke("fingerprint", *args, input=stdin)
+        assert refused.exit_code == 3 and "not valid utf-8 (byte 3)" in refused.stderr, refused.output
+        assert "Traceback" not in refused.output
+        decoded = invoke("fingerprint", *args, "--encoding", "latin-1", input=stdin)
+        assert decoded.exit_code == 0 and decoded.stdout == expected
+    for command in (["add", "x"], ["near"]):
+        result = invoke(*command, "--file", str(latin), index="enc")
+        assert result.exit_code == 3 and "--encoding" in result.stderr, result.output
+    unknown = invoke("fingerprint", "--file", str(latin), "--encoding", "no-such-codec")
+    assert unknown.exit_code == 2 and "unknown --encoding" in unknown.stderr
