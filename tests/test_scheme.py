@@ -14,6 +14,11 @@ from simhash_redis.fingerprinting import Document, fingerprint, fingerprint_many
 from simhash_redis.fingerprinting.scheme import DEFAULT_SCHEME, Scheme, stopwords_digest
 
 DEFAULT_META = (
+    "simhash-redis/2;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;"
+    "norm=nfkc-casefold;unicode=15.1;stopwords=none"
+)
+# The default scheme's meta before version 2: indexes holding it keep working as they are.
+VERSION_1_META = (
     "simhash-redis/1;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;"
     "norm=nfkc-casefold;stopwords=none"
 )
@@ -29,7 +34,7 @@ def test_defaults() -> None:
         0,
     )
     assert scheme.stopwords == ()
-    assert scheme.version == 1
+    assert scheme.version == 2
     assert scheme == DEFAULT_SCHEME
     assert scheme.to_meta() == DEFAULT_META
 
@@ -76,6 +81,19 @@ def test_from_meta_with_stopwords() -> None:
     assert Scheme.from_meta(DEFAULT_META, stopwords=[]) == DEFAULT_SCHEME
 
 
+def test_version_1_meta_reads_as_version_1() -> None:
+    scheme = Scheme.from_meta(VERSION_1_META)
+    assert (scheme.version, scheme.unicode, scheme.to_meta()) == (1, "python", VERSION_1_META)
+    assert Scheme(version=1, stopwords=["The"]).stopwords == ("the",)
+    # A meta string mixing the versions' fields is refused.
+    with pytest.raises(IndexCorrupted, match="unexpected fields"):
+        Scheme.from_meta(VERSION_1_META.replace("stopwords=", "unicode=15.1;stopwords="))
+    with pytest.raises(IndexCorrupted, match="unexpected fields"):
+        Scheme.from_meta(DEFAULT_META.replace("unicode=15.1;", ""))
+    with pytest.raises(IndexCorrupted, match="Unicode version"):
+        Scheme.from_meta(DEFAULT_META.replace("unicode=15.1", "unicode=16.0"))
+
+
 @pytest.mark.parametrize(
     "meta",
     [
@@ -83,8 +101,9 @@ def test_from_meta_with_stopwords() -> None:
         "garbage",
         "simhash-redis/1",
         "simhash-redis/x;features=shingles",
-        DEFAULT_META.replace("simhash-redis/1", "simhash-redis/2"),
-        DEFAULT_META.replace("simhash-redis/1", "other/1"),
+        DEFAULT_META.replace("simhash-redis/2", "simhash-redis/3"),
+        VERSION_1_META.replace("simhash-redis/1", "simhash-redis/2"),
+        DEFAULT_META.replace("simhash-redis/2", "other/2"),
         DEFAULT_META.replace("hash=xxh3", "hash=md5"),
         DEFAULT_META.replace("norm=nfkc-casefold", "norm=nfc"),
         DEFAULT_META.replace("n=3", "n=03"),
@@ -128,7 +147,8 @@ def test_from_meta_rejects_bad_bytes_and_types() -> None:
         ({"seed": -1}, InvalidArgument, "seed"),
         ({"seed": 1 << 64}, InvalidArgument, "seed"),
         ({"seed": False}, InvalidType, "seed"),
-        ({"version": 2}, InvalidArgument, "version"),
+        ({"version": 3}, InvalidArgument, "version"),
+        ({"version": 0}, InvalidArgument, "version"),
         ({"stopwords": "the"}, InvalidType, "stopwords"),
         ({"stopwords": ["ok", 3]}, InvalidType, "stopwords"),
         ({"stopwords": [""]}, InvalidArgument, "stopwords"),

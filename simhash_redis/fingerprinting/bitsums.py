@@ -146,7 +146,7 @@ def sliced_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArr
     at = np.arange(m, dtype=np.intp) - np.repeat(np.cumsum(per_doc) - per_doc, per_doc)
     grid = np.zeros((size * nblocks, lanes), dtype=np.uint64)
     grid[(at & (size - 1)) * nblocks + np.repeat(first_block, per_doc) + (at >> depth)] = feats
-    sliced = [grid.reshape(size, nblocks * lanes)]
+    sliced: list[npt.NDArray[np.uint64]] = [grid.reshape(size, nblocks * lanes)]
     while len(sliced[0]) > 1:
         half = len(sliced[0]) // 2
         sliced = _add_planes([p[:half] for p in sliced], [p[half:] for p in sliced])

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-import threading
-import unicodedata
-
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CJK_RANGES", "is_cjk"]
+__all__ = ["CJK_RANGES", "class_of_kind", "classes_from_kinds", "is_cjk"]
 
 
 #: Inclusive code point ranges whose letters are single-character tokens (Han, Hiragana, Katakana, Hangul).
@@ -41,74 +37,42 @@ SEPARATOR, LETTER, MARK, CJK = 0, 1, 2, 3
 CodePoints = npt.NDArray[np.uint16] | npt.NDArray[np.uint32]
 
 
-_astral_lock = threading.Lock()
+def classes_from_kinds(kinds: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """Classify the BMP code points from their kinds (`ucd.UnicodeData.kind`).
+
+    Args:
+        kinds: the kind of every BMP code point, as ASCII codes.
+
+    Returns:
+        The class of each of the 65,536 code points.
+    """
+    cjk = np.zeros(0x10000, dtype=bool)
+    for lo, hi in CJK_RANGES:
+        cjk[lo : min(hi, 0xFFFF) + 1] = True
+    letters = kinds == ord("L")
+    classes = np.full(0x10000, SEPARATOR, dtype=np.uint8)
+    classes[letters] = LETTER
+    classes[letters & cjk] = CJK
+    classes[kinds == ord("M")] = MARK
+    classes[0xD800:0xE000] = SEPARATOR
+    return classes
 
 
-_astral_class: dict[int, int] = {}
-
-
-def class_of(cp: int) -> int:
-    """Classify one code point by the tokenisation rules.
+def class_of_kind(cp: int, kind: str) -> int:
+    """Classify one code point by the tokenisation rules, from its kind.
 
     Args:
         cp: a code point.
+        kind: its kind (`ucd.UnicodeData.kind`).
 
     Returns:
         One of the module's class codes (separator, letter, mark, CJK letter).
     """
     if 0xD800 <= cp <= 0xDFFF:
         return SEPARATOR
-    major = unicodedata.category(chr(cp))[0]
-    if major in "LN":
+    if kind == "L":
         return CJK if is_cjk(cp) else LETTER
-    return MARK if major == "M" else SEPARATOR
-
-
-@functools.lru_cache(maxsize=1)
-def bmp_classes() -> npt.NDArray[np.uint8]:
-    """`class_of` of every BMP code point, from one category lookup each (a loop of `class_of`
-    costs several times more: its CJK range test runs in Python for every letter).
-
-    Returns:
-        The class of each of the 65,536 code points.
-    """
-    majors = np.frombuffer(
-        "".join([unicodedata.category(chr(cp))[0] for cp in range(0x10000)]).encode("ascii"), dtype=np.uint8
-    )
-    cjk = np.zeros(0x10000, dtype=bool)
-    for lo, hi in CJK_RANGES:
-        cjk[lo : min(hi, 0xFFFF) + 1] = True
-    letters = (majors == ord("L")) | (majors == ord("N"))
-    classes = np.full(0x10000, SEPARATOR, dtype=np.uint8)
-    classes[letters] = LETTER
-    classes[letters & cjk] = CJK
-    classes[majors == ord("M")] = MARK
-    classes[0xD800:0xE000] = SEPARATOR
-    return classes
-
-
-def classes_of(cps: CodePoints) -> npt.NDArray[np.uint8]:
-    """Classify an array of code points.
-
-    Args:
-        cps: code points.
-
-    Returns:
-        The class code of each.
-    """
-    table = bmp_classes()
-    if cps.dtype == np.uint16:
-        return np.take(table, cps)
-    astral = cps > 0xFFFF
-    classes = table[np.where(astral, 0, cps)]
-    if astral.any():
-        with _astral_lock:
-            for cp in np.unique(cps[astral]).tolist():
-                if cp not in _astral_class:
-                    _astral_class[cp] = class_of(cp)
-            lookup = _astral_class
-            classes[astral] = [lookup[cp] for cp in cps[astral].tolist()]
-    return classes
+    return MARK if kind == "M" else SEPARATOR
 
 
 def is_cjk(cp: int) -> bool:

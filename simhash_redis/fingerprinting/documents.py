@@ -8,13 +8,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InvalidArgument, InvalidType
 from . import tokens
 from .bitsums import bit_sums
 from .engine import Engine
 from .hashing import U64, Key, to_ints
-from .normalize import normalize
+from .normalize import Normalizer
 from .tokens import (
     collapse_whitespace,
     has_token,
@@ -56,12 +57,13 @@ VECTOR_MIN_CHARS = 1 << 14
 WEIGHT_BLOCK = 1 << 15
 
 
-def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
+def weights_of(doc: Iterable[object], name: str, uni: Normalizer) -> dict[str, float]:
     """Validate weighted features, normalise them and sum duplicates, keeping first-seen order.
 
     Args:
         doc: a mapping of feature → weight, or an iterable of (feature, weight) pairs.
         name: the argument's name, for messages.
+        uni: the scheme's Unicode rules.
 
     Returns:
         Normalised feature → total weight; empty features are dropped.
@@ -83,7 +85,7 @@ def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
         value = float(weight)
         if not math.isfinite(value):
             raise InvalidArgument(f"{name} weight must be finite, got {value} for {key!r}")
-        norm = normalize(key)
+        norm = uni.normalize(key)
         if norm:
             totals[norm] = totals.get(norm, 0.0) + value
     return totals
@@ -132,9 +134,9 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
     """
     n = engine.n
     f = engine.scheme.f
-    carry = np.zeros((0, engine.lanes), dtype=np.uint64)
+    carry: U64 = np.zeros((0, engine.lanes), dtype=np.uint64)
     seen = 0
-    sums = np.zeros((1, f), dtype=np.int64)
+    sums: npt.NDArray[np.int64] = np.zeros((1, f), dtype=np.int64)
     total = 0
     distinct: list[U64] = []
     for piece in pieces:
@@ -173,13 +175,15 @@ def _long_text(engine: Engine, text: str) -> int:
         The fingerprint.
     """
     if engine.scheme.features != "chars":
-        return _stream(engine, (engine.text_tokens(normalize(chunk)) for chunk in split_chunks(text)))
+        return _stream(
+            engine, (engine.text_tokens(engine.uni.normalize(chunk)) for chunk in split_chunks(text))
+        )
     state = {"any": False, "started": False, "space": False}
 
     def pieces() -> Iterator[U64]:
         for chunk in split_chunks(text):
-            norm = normalize(chunk)
-            state["any"] = state["any"] or has_token(norm)
+            norm = engine.uni.normalize(chunk)
+            state["any"] = state["any"] or has_token(norm, engine.uni)
             collapsed = collapse_whitespace(norm)
             # A whitespace run cut by a chunk boundary still collapses to one space between the pieces.
             lead = " " if state["started"] and (state["space"] or norm[:1].isspace()) and collapsed else ""
@@ -244,7 +248,7 @@ class _Batch:
                 return
             ascii_text = doc.isascii()
             if engine.scheme.features == "chars" or (ascii_text and not engine.vector_words):
-                self._unit(engine.text_unit(normalize(doc)))
+                self._unit(engine.text_unit(engine.uni.normalize(doc)))
                 return
             # Other texts are normalised and tokenised together at run time: numpy's per-call cost
             # would dominate on texts of a few kilobytes. ASCII ones have a faster way of their own.
@@ -254,7 +258,7 @@ class _Batch:
             self.tokens += len(doc)
             return
         if isinstance(doc, Mapping):
-            self.results.append(weighted(weights_of(doc, name), engine))
+            self.results.append(weighted(weights_of(doc, name, engine.uni), engine))
             return
         if not isinstance(doc, Iterable):
             raise InvalidType(
@@ -263,10 +267,10 @@ class _Batch:
             )
         items = doc if isinstance(doc, (list, tuple)) else list(doc)
         if items and not isinstance(items[0], str):
-            self.results.append(weighted(weights_of(items, name), engine))
+            self.results.append(weighted(weights_of(items, name, engine.uni), engine))
             return
         if engine.scheme.features == "chars":
-            self._unit(engine.text_unit(normalize(_join_tokens(items, name))))
+            self._unit(engine.text_unit(engine.uni.normalize(_join_tokens(items, name))))
             return
         if len(items) > tokens.CHUNK_CHARS:
             step = tokens.CHUNK_CHARS
@@ -309,7 +313,7 @@ class _Batch:
         vector = sum(map(len, self.texts)) >= VECTOR_MIN_CHARS
         if sum(map(len, self.ascii_texts)) < VECTOR_MIN_CHARS:
             for slot, text in zip(self.ascii_slots, self.ascii_texts, strict=True):
-                self._unit(engine.text_unit(normalize(text)), slot)
+                self._unit(engine.text_unit(engine.uni.normalize(text)), slot)
             self.ascii_texts = []
         # Every queued document is one token unit: units and tokenised texts are fingerprinted together,
         # their token hashes concatenated once.

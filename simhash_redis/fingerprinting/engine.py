@@ -23,7 +23,6 @@ from .hashing import (
     span_keys,
     to_ints,
 )
-from .normalize import classified_code_points, normalize
 from .tokens import (
     ascii_word_spans,
     collapse_whitespace,
@@ -47,6 +46,7 @@ class Engine:
     def __init__(self, scheme: Scheme) -> None:
         self.scheme = scheme
         self.lanes = 2 if scheme.f == 128 else 1
+        self.uni = scheme.normalizer
         self.table = shared(_token_tables, HashTable, scheme)
         self.n = 1 if scheme.features == "words" else scheme.n
         self.stop: frozenset[bytes] = frozenset(word.encode("utf-8") for word in scheme.stopwords)
@@ -135,7 +135,7 @@ class Engine:
         Returns:
             The token hashes in text order.
         """
-        return self._hash_parts(*token_parts(norm))[0]
+        return self._hash_parts(*token_parts(norm, self.uni))[0]
 
     def span_hashes(
         self, buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], ends: npt.NDArray[np.intp]
@@ -186,21 +186,21 @@ class Engine:
         # texts joined by NUL normalise and tokenise exactly as each would alone.
         joined = "\x00".join(texts)
         if joined.count("\x00") == len(texts) - 1:
-            cps, classes = classified_code_points(joined)
+            cps, classes = self.uni.classified_code_points(joined)
             ends = np.flatnonzero(cps == 0)
             firsts = np.concatenate([[0], ends + 1])
             if vector and self.vector_words:
                 found = self._vector_text(cps, classes)
                 if found is not None:
                     return found[0], counts_between(found[1], ends)
-            words, cjk, is_cjk, starts = token_parts_of(cps, classes)
+            words, cjk, is_cjk, starts = token_parts_of(cps, classes, self.uni)
         else:
-            norms = [normalize(text) for text in texts]
+            norms = [self.uni.normalize(text) for text in texts]
             norm = "\n".join(norms)
             lengths = np.fromiter(map(len, norms), dtype=np.intp, count=len(norms)) + 1
             firsts = np.cumsum(lengths) - lengths
             ends = firsts[1:] - 1
-            words, cjk, is_cjk, starts = token_parts_at(norm)
+            words, cjk, is_cjk, starts = token_parts_at(norm, self.uni)
         hashes, keep = self._hash_parts(words, cjk, is_cjk)
         if keep is not None:
             owner = np.searchsorted(firsts, starts[keep], side="right") - 1
@@ -220,7 +220,7 @@ class Engine:
             The token hashes in text order and each token's first code point index; None when more
             than a quarter of the word tokens are not ASCII, which the bytes path does faster.
         """
-        word_starts, word_ends, wide, firsts, is_cjk, starts = token_spans_of(cps, classes)
+        word_starts, word_ends, wide, firsts, is_cjk, starts = token_spans_of(cps, classes, self.uni)
         wide_at = np.flatnonzero(wide)
         if 4 * len(wide_at) > len(wide):
             return None
@@ -287,9 +287,9 @@ class Engine:
             raise InvalidType(f"{name} must hold str tokens only, got {type(bad).__name__}") from None
         # NUL never composes under NFKC, so normalising the joined tokens normalises each on its own.
         if joined.count("\x00") == len(tokens) - 1:
-            parts = normalize(joined).encode("utf-8").split(b"\x00")
+            parts = self.uni.normalize(joined).encode("utf-8").split(b"\x00")
         else:
-            parts = [normalize(token).encode("utf-8") for token in tokens]
+            parts = [self.uni.normalize(token).encode("utf-8") for token in tokens]
         return self.hashes([part for part in parts if part and part not in self.stop])
 
     def text_unit(self, norm: str) -> U64:
@@ -304,4 +304,4 @@ class Engine:
         """
         if self.scheme.features != "chars":
             return self.text_tokens(norm)
-        return self.hashes(list(collapse_whitespace(norm)) if has_token(norm) else [])
+        return self.hashes(list(collapse_whitespace(norm)) if has_token(norm, self.uni) else [])

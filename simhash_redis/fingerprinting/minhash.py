@@ -92,7 +92,7 @@ def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
     )
     width = min(n, len(ids))
     count = len(ids) - width + 1
-    acc = np.full(count, _GOLDEN, dtype=np.uint64)
+    acc: _U64 = np.full(count, _GOLDEN, dtype=np.uint64)
     for offset in range(width):
         # Order-dependent: mixing after each step makes (a, b) and (b, a) hash differently.
         acc = _mixed(acc * _GOLDEN + ids[offset : offset + count])

@@ -6,17 +6,15 @@ pure twin (`documents.fingerprint` / `fingerprint_many`, `MinHasher.sketch` / `s
 are checked and prepared with the pure engine's own helpers (weighted features through
 `documents.weights_of`); the work is done in Rust, with the GIL released for batches.
 
-Normalisation stays the running Python's: the native engine maps text through the very lookup tables
-that `normalize` builds from `unicodedata` and `str.casefold` (handed over once, at the first non-ASCII
-text), and asks Python (``normalize``, ``image_parts``, ``class_of``, ``unicodedata.is_normalized``)
-wherever `normalize.classified_code_points` would.
+Normalisation is the scheme's (`normalize.Normalizer`: Unicode 15.1, or the running Python's for scheme
+1): the native engine maps text through the very lookup tables the normalizer builds (handed over once,
+at the first non-ASCII text), and asks it (``normalize``, ``image_parts``, ``class_of``, ``is_nfkc``)
+wherever `Normalizer.classified_code_points` would. Sketches use Unicode 15.1.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -26,10 +24,9 @@ import simhash_redis_native as _native
 from ..codec import decode_fp
 from ..errors import InvalidArgument, InvalidType
 from . import tokens
-from .charclass import class_of
 from .documents import Document, weighted, weights_of
 from .engine import Engine
-from .normalize import bmp16_tables, bmp_tables, image_parts, nfkc_image, normalize
+from .normalize import PINNED, PYTHON, Normalizer
 
 if TYPE_CHECKING:
     from .minhash import MinHasher
@@ -50,63 +47,38 @@ _WIDEST = 1 << 128
 _native.set_error_types(InvalidArgument, InvalidType)
 
 
-def _load_tables() -> tuple[bytes, bytes, bytes]:
-    """Build the Unicode lookup tables of the running Python, as the native engine takes them.
-
-    Returns:
-        `features._bmp16_tables()[0]` as little-endian uint64 bytes, the class of every BMP code point
-        (`features._bmp_tables()[0]`), and a byte per BMP code point, 1 where ``chr(cp).isspace()``.
-    """
-    raw = bmp16_tables()[0]
-    classes = bmp_tables()[0]
-    space = bytes(1 if chr(cp).isspace() else 0 for cp in range(0x10000))
-    return raw.astype("<u8").tobytes(), classes.astype(np.uint8).tobytes(), space
-
-
-def _image_parts(cp: int) -> tuple[list[int], list[int], bool, list[int]] | None:
-    """Return `features._image_parts` of a BMP code point as lists, plus its NFKC image.
+def _native_unicode(uni: Normalizer) -> _native.Unicode:
+    """Hand one set of Unicode rules to the native engine: its tables and the questions Rust asks back.
 
     Args:
-        cp: a BMP code point whose entry in the packed table asks for a closer look.
+        uni: the rules (a scheme's `normalizer`).
 
     Returns:
-        The casefold images and classes of its NFKC image's code points, whether one may compose, and
-        the NFKC image's code points; None where the pure engine normalises the whole text instead.
+        The native engine's view of them, shared by every engine of those rules.
     """
-    parts = image_parts(cp)
-    if parts is None:
-        return None
-    image = [ord(char) for char in nfkc_image(cp)]
-    return [int(v) for v in parts[0].tolist()], [int(v) for v in parts[1].tolist()], bool(parts[2]), image
+
+    def load_tables() -> tuple[bytes, bytes, bytes]:
+        # The packed raw table, the class of every BMP code point, and 1 per BMP whitespace code point.
+        raw = uni.bmp16_tables[0]
+        space = bytes(1 if uni.isspace(cp) else 0 for cp in range(0x10000))
+        return raw.astype("<u8").tobytes(), uni.bmp_classes.astype(np.uint8).tobytes(), space
+
+    def image_parts(cp: int) -> tuple[list[int], list[int], bool, list[int]] | None:
+        # `Normalizer.image_parts` as lists, plus the NFKC image; None where Python normalises instead.
+        parts = uni.image_parts(cp)
+        if parts is None:
+            return None
+        image = [ord(char) for char in uni.nfkc_image(cp)]
+        return [int(v) for v in parts[0].tolist()], [int(v) for v in parts[1].tolist()], bool(parts[2]), image
+
+    def char_info(cp: int) -> tuple[int, bool]:
+        # The class and whitespace flag of a code point outside the BMP.
+        return uni.class_of(cp), uni.isspace(cp)
+
+    return _native.Unicode(load_tables, image_parts, uni.normalize, char_info, uni.is_nfkc)
 
 
-def _char_info(cp: int) -> tuple[int, bool]:
-    """Classify a code point outside the BMP for tokenisation and whitespace.
-
-    Args:
-        cp: the code point.
-
-    Returns:
-        Its class (`features._class_of`) and whether it is whitespace.
-    """
-    return class_of(cp), chr(cp).isspace()
-
-
-def _normalize(text: str) -> str:
-    """Normalise a text with the pure engine's `features.normalize`.
-
-    Args:
-        text: the text.
-
-    Returns:
-        The normalised text.
-    """
-    return normalize(text)
-
-
-_UNICODE = _native.Unicode(
-    _load_tables, _image_parts, _normalize, _char_info, functools.partial(unicodedata.is_normalized, "NFKC")
-)
+_UNICODE = {uni.version: _native_unicode(uni) for uni in (PINNED, PYTHON)}
 _lock = threading.Lock()
 _engines: dict[int, tuple[Scheme, _native.Engine]] = {}
 _SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
@@ -126,7 +98,7 @@ def _engine(scheme: Scheme) -> _native.Engine:
     if entry is not None and entry[0] is scheme:
         return entry[1]
     engine = _native.Engine(
-        _UNICODE,
+        _UNICODE[scheme.unicode],
         scheme.features,
         scheme.n,
         scheme.f,
@@ -180,7 +152,7 @@ def _prepare(doc: object, name: str, scheme: Scheme) -> _native.PreparedDoc | in
     if isinstance(doc, str):
         return doc
     if isinstance(doc, Mapping):
-        return _weighted_doc(weights_of(doc, name), scheme)
+        return _weighted_doc(weights_of(doc, name, scheme.normalizer), scheme)
     if not isinstance(doc, Iterable):
         raise InvalidType(
             f"{name} must be str, bytes, a sequence of str tokens or (feature, weight) pairs, "
@@ -188,7 +160,7 @@ def _prepare(doc: object, name: str, scheme: Scheme) -> _native.PreparedDoc | in
         )
     items: list[object] | tuple[object, ...] = doc if isinstance(doc, (list, tuple)) else list(doc)
     if items and not isinstance(items[0], str):
-        return _weighted_doc(weights_of(items, name), scheme)
+        return _weighted_doc(weights_of(items, name, scheme.normalizer), scheme)
     step = tokens.CHUNK_CHARS
     if scheme.features != "chars" and step <= 0 < len(items):
         # The pure engine streams token lists longer than CHUNK_CHARS in slices of that many: with a
@@ -298,7 +270,7 @@ def _sketcher(hasher: MinHasher) -> _native.MinHash:
     ):
         return entry[4]
     made = _native.MinHash(
-        _UNICODE,
+        _UNICODE[PINNED.version],
         hasher.num_perm,
         hasher.bits,
         hasher.n,

@@ -1,175 +1,367 @@
-"""Normalisation of texts (surrogates to U+FFFD, NFKC, casefold), by table lookups where they are exact."""
+"""Normalisation of texts (surrogates to U+FFFD, NFKC, casefold), by table lookups where they are exact.
+
+A `Normalizer` answers from one source of Unicode data (`ucd`): `PINNED` from Unicode 15.1, the same on
+every Python (fingerprint scheme 2), or `PYTHON` from the running interpreter (scheme 1).
+"""
 
 from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 
 import numpy as np
 import numpy.typing as npt
 
-from .charclass import CodePoints, bmp_classes
+from .charclass import CodePoints, class_of_kind, classes_from_kinds
+from .ucd import PinnedUnicode, UnicodeData
 
-__all__ = ["classified_code_points", "normalize"]
+__all__ = ["PINNED", "PYTHON", "Normalizer", "classified_code_points", "code_points", "normalize"]
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
+Parts = tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]
 
-@functools.lru_cache(maxsize=1)
-def bmp_tables() -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
-    """Build the BMP lookup tables on first use of a non-ASCII text (about 25 ms, once per process).
 
-    Returns:
-        The class of every BMP code point, its single-code-point NFKC image (or itself), and whether
-        its NFKC image is longer than one code point (see `_NFKC_IMAGES`).
+class Normalizer:
+    """Normalises and classifies text by one source of Unicode data; tables built on first use.
+
+    Args:
+        data: the Unicode data.
     """
-    classes = bmp_classes()
-    premap = np.arange(0x10000, dtype=np.uint32)
-    long_image = np.zeros(0x10000, dtype=bool)
-    for cp in range(0x80, 0x10000):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        image = unicodedata.normalize("NFKC", chr(cp))
-        if len(image) == 1:
-            premap[cp] = ord(image)
-        else:
-            long_image[cp] = True
-    return classes, premap, long_image
 
+    def __init__(self, data: UnicodeData) -> None:
+        self.data = data
+        self._nfkc_images: dict[int, str] = {}
+        self._parts: dict[int, Parts | None] = {}
+        self._astral_class: dict[int, int] = {}
+        self._lock = threading.Lock()
 
-@functools.lru_cache(maxsize=1)
-def bmp16_tables() -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
-    """Build the packed tables of `classified_code_points` on first use (about 25 ms more, once per process).
+    @property
+    def version(self) -> str:
+        """The Unicode version of the data, or "python" for the running interpreter's."""
+        return self.data.version
 
-    Returns:
+    @functools.cached_property
+    def bmp_classes(self) -> npt.NDArray[np.uint8]:
+        """The tokenisation class of every BMP code point (`charclass`)."""
+        return classes_from_kinds(self.data.bmp_kinds())
+
+    def class_of(self, cp: int) -> int:
+        """Classify one code point by the tokenisation rules.
+
+        Args:
+            cp: a code point.
+
+        Returns:
+            One of `charclass`'s class codes (separator, letter, mark, CJK letter).
+        """
+        if cp <= 0xFFFF:
+            return int(self.bmp_classes[cp])
+        known = self._astral_class.get(cp)
+        if known is None:
+            known = self._astral_class[cp] = class_of_kind(cp, self.data.kind(cp))
+        return known
+
+    def classes_of(self, cps: CodePoints) -> npt.NDArray[np.uint8]:
+        """Classify an array of code points.
+
+        Args:
+            cps: code points.
+
+        Returns:
+            The class code of each.
+        """
+        table = self.bmp_classes
+        if cps.dtype == np.uint16:
+            return np.take(table, cps)
+        astral = cps > 0xFFFF
+        classes: npt.NDArray[np.uint8] = table[np.where(astral, 0, cps)]
+        if astral.any():
+            with self._lock:
+                classes[astral] = [self.class_of(cp) for cp in cps[astral].tolist()]
+        return classes
+
+    def isspace(self, cp: int) -> bool:
+        """Tell whether a code point is whitespace.
+
+        Args:
+            cp: a code point.
+        """
+        return self.data.isspace(cp)
+
+    @functools.cached_property
+    def special_bmp(self) -> npt.NDArray[np.bool_]:
+        """Per BMP code point, whether the data answers for texts holding it by its own rules."""
+        return self.data.special_bmp()
+
+    @functools.cached_property
+    def _bmp_images(self) -> tuple[list[str], list[str]]:
+        return self.data.bmp_images()
+
+    @functools.cached_property
+    def bmp_tables(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+        """The BMP lookup tables, built on first use of a non-ASCII text (about 25 ms, once per process).
+
+        The class of every BMP code point, its single-code-point NFKC image (or itself), and whether
+        its NFKC image is longer than one code point (see `nfkc_image`).
+        """
+        images = self._bmp_images[0]
+        premap = np.arange(0x10000, dtype=np.uint32)
+        long_image = np.zeros(0x10000, dtype=bool)
+        for cp in range(0x80, 0x10000):
+            if 0xD800 <= cp <= 0xDFFF:
+                continue
+            image = images[cp]
+            if len(image) == 1:
+                premap[cp] = ord(image)
+            else:
+                long_image[cp] = True
+        return self.bmp_classes, premap, long_image
+
+    @functools.cached_property
+    def bmp16_tables(self) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+        """The packed tables of `classified_code_points`, built on first use (about 25 ms more).
+
         Per BMP code point of a text mapped to NFKC images: bits 0-15 its casefold image (or itself),
         bits 16-17 that image's class, bit 18 set where the casefold image is longer or outside the
         BMP, bit 19 set where the code point may compose with what precedes it (see `composing_flags`).
         Per BMP code point of a raw text: bits 0-15 its single-code-point NFKC image (or itself), bits
         16-35 that image's entry in the first table, bit 36 set where the NFKC image is longer or
-        outside the BMP or its casefold image is (a closer look is needed).
-    """
-    classes, premap, long_image = bmp_tables()
-    odd = long_image | (premap > 0xFFFF)
-    premap16 = np.where(odd, np.arange(0x10000, dtype=np.uint32), premap).astype(np.uint16)
-    fold = np.arange(0x10000, dtype=np.uint16)
-    multi = np.zeros(0x10000, dtype=bool)
-    for cp in range(0x10000):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        image = chr(cp).casefold()
-        if len(image) == 1 and ord(image) <= 0xFFFF:
-            fold[cp] = ord(image)
-        else:
-            multi[cp] = True
-    folded = (
-        fold.astype(np.uint32)
-        | classes[fold].astype(np.uint32) << 16
-        | multi.astype(np.uint32) << 18
-        | composing_flags().astype(np.uint32) << 19
-    )
-    closer = odd | multi[premap16]
-    raw = (
-        premap16.astype(np.uint64) | folded[premap16].astype(np.uint64) << 16 | closer.astype(np.uint64) << 36
-    )
-    return raw.astype(np.uint64), folded.astype(np.uint32)
-
-
-def composing_flags() -> npt.NDArray[np.bool_]:
-    """Tell which BMP code points may compose with what precedes them, or reorder, under NFKC.
-
-    These are the ones NFKC's quick check does not pass as they stand: a combining class other than 0,
-    or a second part of a canonical decomposition (a superset of the "maybe" ones, which can be the
-    second part of a primary composite), or a Hangul jamo (composed algorithmically). No code point
-    outside the BMP has a canonical decomposition with a second part inside it, so BMP ones suffice
-    for BMP texts.
-
-    Returns:
-        One flag per BMP code point.
-    """
-    composing = np.zeros(0x10000, dtype=bool)
-    composing[0x1100:0x1200] = True
-    for cp in range(0x10000):
-        char = chr(cp)
-        if unicodedata.combining(char):
-            composing[cp] = True
-        decomposition = unicodedata.decomposition(char)
-        if decomposition and not decomposition.startswith("<"):
-            for part in decomposition.split()[1:]:
-                if int(part, 16) <= 0xFFFF:
-                    composing[int(part, 16)] = True
-    return composing
-
-
-def nfkc_image(cp: int) -> str:
-    """Return the NFKC image of one code point, cached.
-
-    Args:
-        cp: the code point.
-
-    Returns:
-        NFKC of the character alone.
-    """
-    image = _NFKC_IMAGES.get(cp)
-    if image is None:
-        image = _NFKC_IMAGES[cp] = unicodedata.normalize("NFKC", chr(cp))
-    return image
-
-
-_NFKC_IMAGES: dict[int, str] = {}
-
-
-def _premap(text: str) -> str:
-    """Replace each character by its own NFKC image, which leaves the text's NFKC unchanged.
-
-    NFKD(NFKC(c)) == NFKD(c), so the text's NFKD, hence its NFKC, is the same afterwards; but the
-    result is usually already normalised, and CPython's NFKC is slow on text that is not.
-
-    Args:
-        text: a surrogate-free text.
-
-    Returns:
-        The mapped text.
-    """
-    cps = code_points(text)
-    _, premap, long_image = bmp_tables()
-    bmp = np.minimum(cps, 0xFFFF)
-    astral = cps > 0xFFFF
-    mapped = np.where(astral, cps, premap[bmp])
-    odd = long_image[bmp] & ~astral
-    if astral.any():
-        for index in np.flatnonzero(astral).tolist():
-            image = nfkc_image(int(cps[index]))
-            if len(image) == 1:
-                mapped[index] = ord(image)
+        outside the BMP or its casefold image is, or where the code point is one the data answers for
+        by its own rules (`UnicodeData.special_bmp`): a closer look is needed.
+        """
+        classes, premap, long_image = self.bmp_tables
+        odd = long_image | (premap > 0xFFFF) | self.special_bmp
+        premap16 = np.where(odd, np.arange(0x10000, dtype=np.uint32), premap).astype(np.uint16)
+        fold = np.arange(0x10000, dtype=np.uint16)
+        multi = np.zeros(0x10000, dtype=bool)
+        images = self._bmp_images[1]
+        for cp in range(0x10000):
+            if 0xD800 <= cp <= 0xDFFF:
+                continue
+            image = images[cp]
+            if len(image) == 1 and ord(image) <= 0xFFFF:
+                fold[cp] = ord(image)
             else:
-                odd[index] = True
-    text = mapped.astype("<u4").tobytes().decode("utf-32-le")
-    if not odd.any():
-        return text
-    return _splice_images(text, np.flatnonzero(odd).tolist(), cps)
+                multi[cp] = True
+        folded = (
+            fold.astype(np.uint32)
+            | classes[fold].astype(np.uint32) << 16
+            | multi.astype(np.uint32) << 18
+            | self.composing_flags().astype(np.uint32) << 19
+        )
+        closer = odd | multi[premap16]
+        raw = (
+            premap16.astype(np.uint64)
+            | folded[premap16].astype(np.uint64) << 16
+            | closer.astype(np.uint64) << 36
+        )
+        return raw.astype(np.uint64), folded.astype(np.uint32)
 
+    def composing_flags(self) -> npt.NDArray[np.bool_]:
+        """Tell which BMP code points may compose with what precedes them, or reorder, under NFKC.
 
-def _splice_images(text: str, at: list[int], cps: CodePoints) -> str:
-    """Put the NFKC images of some original code points in place of the characters at their indices.
+        These are the ones NFKC's quick check does not pass as they stand: a combining class other than
+        0, or a second part of a canonical decomposition (a superset of the "maybe" ones, which can be
+        the second part of a primary composite), or a Hangul jamo (composed algorithmically). No code
+        point outside the BMP has a canonical decomposition with a second part inside it, so BMP ones
+        suffice for BMP texts.
 
-    Args:
-        text: the text mapped so far, as long as the original.
-        at: the indices to replace, ascending.
-        cps: the original code points.
+        Returns:
+            One flag per BMP code point.
+        """
+        composing = np.zeros(0x10000, dtype=bool)
+        composing[0x1100:0x1200] = True
+        combining, decompositions = self.data.bmp_composition_data()
+        composing[list(combining)] = True
+        for decomposition in decompositions.values():
+            if not decomposition.startswith("<"):
+                for part in decomposition.split()[1:]:
+                    if int(part, 16) <= 0xFFFF:
+                        composing[int(part, 16)] = True
+        return composing
 
-    Returns:
-        The text with the images spliced in.
-    """
-    pieces = []
-    last = 0
-    for index in at:
-        pieces += [text[last:index], nfkc_image(int(cps[index]))]
-        last = index + 1
-    pieces.append(text[last:])
-    return "".join(pieces)
+    def nfkc_image(self, cp: int) -> str:
+        """Return the NFKC image of one code point, cached.
+
+        Args:
+            cp: the code point.
+
+        Returns:
+            NFKC of the character alone.
+        """
+        image = self._nfkc_images.get(cp)
+        if image is None:
+            image = self._nfkc_images[cp] = self.data.nfkc_char(cp)
+        return image
+
+    def is_nfkc(self, text: str) -> bool:
+        """Tell whether a surrogate-free text is in NFKC form.
+
+        Args:
+            text: the text.
+        """
+        return self.data.is_nfkc(text)
+
+    def _premap(self, text: str) -> str:
+        """Replace each character by its own NFKC image, which leaves the text's NFKC unchanged.
+
+        NFKD(NFKC(c)) == NFKD(c), so the text's NFKD, hence its NFKC, is the same afterwards; but the
+        result is usually already normalised, and CPython's NFKC is slow on text that is not.
+
+        Args:
+            text: a surrogate-free text.
+
+        Returns:
+            The mapped text.
+        """
+        cps = code_points(text)
+        _, premap, long_image = self.bmp_tables
+        bmp = np.minimum(cps, 0xFFFF)
+        astral = cps > 0xFFFF
+        mapped = np.where(astral, cps, premap[bmp])
+        odd = long_image[bmp] & ~astral
+        if astral.any():
+            for index in np.flatnonzero(astral).tolist():
+                image = self.nfkc_image(int(cps[index]))
+                if len(image) == 1:
+                    mapped[index] = ord(image)
+                else:
+                    odd[index] = True
+        text = mapped.astype("<u4").tobytes().decode("utf-32-le")
+        if not odd.any():
+            return text
+        return self._splice_images(text, np.flatnonzero(odd).tolist(), cps)
+
+    def _splice_images(self, text: str, at: list[int], cps: CodePoints) -> str:
+        """Put the NFKC images of some original code points in place of the characters at their indices.
+
+        Args:
+            text: the text mapped so far, as long as the original.
+            at: the indices to replace, ascending.
+            cps: the original code points.
+
+        Returns:
+            The text with the images spliced in.
+        """
+        pieces = []
+        last = 0
+        for index in at:
+            pieces += [text[last:index], self.nfkc_image(int(cps[index]))]
+            last = index + 1
+        pieces.append(text[last:])
+        return "".join(pieces)
+
+    def normalize(self, text: str) -> str:
+        """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold.
+
+        Args:
+            text: the text.
+
+        Returns:
+            The normalised text.
+        """
+        if text.isascii():
+            return text.lower()
+        if _has_surrogates(text):
+            text = _SURROGATES.sub("\ufffd", text)
+        if self.data.is_special(text):
+            return self.data.own_normalize(text)
+        # Only code points that both the data and the interpreter assign: the interpreter's answer.
+        if not unicodedata.is_normalized("NFKC", text):
+            text = self._premap(text)
+            if not unicodedata.is_normalized("NFKC", text):
+                # What is left to compose (combining marks, jamo) is normalised line by line: a newline
+                # composes with nothing, and untouched lines keep CPython on its fast quick-check path.
+                lines = text.split("\n")
+                text = "\n".join(
+                    line if unicodedata.is_normalized("NFKC", line) else unicodedata.normalize("NFKC", line)
+                    for line in lines
+                )
+        return text.casefold()
+
+    def classified_code_points(self, text: str) -> tuple[CodePoints, npt.NDArray[np.uint8] | None]:
+        """Return the code points of ``normalize(text)`` and their classes, by table lookups when possible.
+
+        A text of BMP characters is mapped character by character: to its NFKC image, which leaves the
+        text's NFKC unchanged (see `_premap`), and when the result is NFKC already, to its casefold
+        image, which is what ``str.casefold`` does character by character. One lookup in a packed table
+        gives both images, the class and whether a closer look is needed. Any other text goes through
+        `normalize`.
+
+        Args:
+            text: the raw text.
+
+        Returns:
+            The code points (16-bit when they come from the tables, else 32-bit) and their classes (None
+            when not computed on the way).
+        """
+        try:
+            data = text.encode("utf-16-le")
+        except UnicodeEncodeError:  # a surrogate
+            return code_points(self.normalize(text)), None
+        if len(data) != 2 * len(text):  # surrogate pairs: astral characters
+            return code_points(self.normalize(text)), None
+        raw = self.bmp16_tables[0]
+        cps = np.frombuffer(data, dtype="<u2")
+        # np.take with an intp index: several times faster than fancy indexing with 16-bit indices.
+        fields = np.take(raw, cps.astype(np.intp)).astype("<u8", copy=False).view("<u2").reshape(-1, 4)
+        flags = fields[:, 2]
+        norm, classes = fields[:, 1], flags & np.uint16(3)
+        composing = bool((flags & 8).any())
+        flagged = np.flatnonzero(flags & 16).tolist()
+        if flagged:
+            # The table keeps a code point itself where its NFKC image is long or astral, or where a
+            # casefold image is: splice the long images in; leave the rest to `normalize`.
+            parts = [part for part in map(self.image_parts, cps[flagged].tolist()) if part is not None]
+            if len(parts) < len(flagged):
+                return code_points(self.normalize(text)), None
+            norm, classes = _splice_parts(norm, classes, flagged, parts)
+            composing = composing or any(part[2] for part in parts)
+        # Characters each of which is some NFKC image make a text that NFKC's quick check passes when
+        # none may compose with what precedes it; otherwise the mapped text is checked in full.
+        if composing:
+            mapped_text = fields[:, 0].tobytes().decode("utf-16-le")
+            if flagged:
+                mapped_text = self._splice_images(mapped_text, flagged, cps)
+            # No code point the data answers for by its own rules is left (`image_parts`).
+            if not unicodedata.is_normalized("NFKC", mapped_text):
+                return code_points(self.normalize(text)), None
+        return np.ascontiguousarray(norm), classes.astype(np.uint8)
+
+    def image_parts(self, cp: int) -> Parts | None:
+        """Return the casefold images and classes of the code points of a BMP code point's long NFKC image.
+
+        Cached: there are a few thousand such code points in the BMP.
+
+        Args:
+            cp: the code point, whose entry in the packed table asks for a closer look.
+
+        Returns:
+            The images, their classes and whether one of the image's code points may compose with what
+            precedes it; or None when the NFKC image is a single code point, has an astral one, or has
+            one whose casefold image is not a single BMP code point, or when the code point is one the
+            data answers for by its own rules.
+        """
+        if cp in self._parts:
+            return self._parts[cp]
+        parts = None if self.special_bmp[cp] else self._image_parts(cp)
+        self._parts[cp] = parts
+        return parts
+
+    def _image_parts(self, cp: int) -> Parts | None:
+        image = self.nfkc_image(cp)
+        data = image.encode("utf-16-le")
+        if len(image) == 1 or len(data) != 2 * len(image):
+            return None
+        entries = np.take(self.bmp16_tables[1], np.frombuffer(data, dtype="<u2").astype(np.intp))
+        if (entries & (1 << 18)).any():
+            return None
+        composing = bool((entries & (1 << 19)).any())
+        return (entries & 0xFFFF).astype(np.uint16), (entries >> 16 & 3).astype(np.uint16), composing
 
 
 def code_points(text: str) -> npt.NDArray[np.uint32]:
@@ -182,32 +374,6 @@ def code_points(text: str) -> npt.NDArray[np.uint32]:
         Its code points as a uint32 array.
     """
     return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
-
-
-def normalize(text: str) -> str:
-    """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold.
-
-    Args:
-        text: the text.
-
-    Returns:
-        The normalised text.
-    """
-    if text.isascii():
-        return text.lower()
-    if _has_surrogates(text):
-        text = _SURROGATES.sub("\ufffd", text)
-    if not unicodedata.is_normalized("NFKC", text):
-        text = _premap(text)
-        if not unicodedata.is_normalized("NFKC", text):
-            # What is left to compose (combining marks, jamo) is normalised line by line: a newline
-            # composes with nothing, and untouched lines keep CPython on its fast quick-check path.
-            lines = text.split("\n")
-            text = "\n".join(
-                line if unicodedata.is_normalized("NFKC", line) else unicodedata.normalize("NFKC", line)
-                for line in lines
-            )
-    return text.casefold()
 
 
 def _has_surrogates(text: str) -> bool:
@@ -225,80 +391,6 @@ def _has_surrogates(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-def classified_code_points(text: str) -> tuple[CodePoints, npt.NDArray[np.uint8] | None]:
-    """Return the code points of ``normalize(text)`` and their classes, by table lookups when possible.
-
-    A text of BMP characters is mapped character by character: to its NFKC image, which leaves the
-    text's NFKC unchanged (see `_premap`), and when the result is NFKC already, to its casefold image,
-    which is what ``str.casefold`` does character by character. One lookup in a packed table gives
-    both images, the class and whether a closer look is needed. Any other text goes through
-    `normalize`.
-
-    Args:
-        text: the raw text.
-
-    Returns:
-        The code points (16-bit when they come from the tables, else 32-bit) and their classes (None
-        when not computed on the way).
-    """
-    try:
-        data = text.encode("utf-16-le")
-    except UnicodeEncodeError:  # a surrogate
-        return code_points(normalize(text)), None
-    if len(data) != 2 * len(text):  # surrogate pairs: astral characters
-        return code_points(normalize(text)), None
-    raw = bmp16_tables()[0]
-    cps = np.frombuffer(data, dtype="<u2")
-    # np.take with an intp index: several times faster than fancy indexing with 16-bit indices.
-    fields = np.take(raw, cps.astype(np.intp)).astype("<u8", copy=False).view("<u2").reshape(-1, 4)
-    flags = fields[:, 2]
-    norm, classes = fields[:, 1], flags & np.uint16(3)
-    composing = bool((flags & 8).any())
-    flagged = np.flatnonzero(flags & 16).tolist()
-    if flagged:
-        # The table keeps a code point itself where its NFKC image is long or astral, or where a
-        # casefold image is: splice the long images in; leave the rest to `normalize`.
-        parts = [part for part in map(image_parts, cps[flagged].tolist()) if part is not None]
-        if len(parts) < len(flagged):
-            return code_points(normalize(text)), None
-        norm, classes = _splice_parts(norm, classes, flagged, parts)
-        composing = composing or any(part[2] for part in parts)
-    # Characters each of which is some NFKC image make a text that NFKC's quick check passes when
-    # none may compose with what precedes it; otherwise the mapped text is checked in full.
-    if composing:
-        mapped_text = fields[:, 0].tobytes().decode("utf-16-le")
-        if flagged:
-            mapped_text = _splice_images(mapped_text, flagged, cps)
-        if not unicodedata.is_normalized("NFKC", mapped_text):
-            return code_points(normalize(text)), None
-    return np.ascontiguousarray(norm), classes.astype(np.uint8)
-
-
-@functools.cache
-def image_parts(cp: int) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool] | None:
-    """Return the casefold images and classes of the code points of a BMP code point's long NFKC image.
-
-    Cached: there are a few thousand such code points in the BMP.
-
-    Args:
-        cp: the code point, whose NFKC image is not a single BMP code point.
-
-    Returns:
-        The images, their classes and whether one of the image's code points may compose with what
-        precedes it; or None when the NFKC image is a single code point, has an astral one, or has
-        one whose casefold image is not a single BMP code point.
-    """
-    image = nfkc_image(cp)
-    data = image.encode("utf-16-le")
-    if len(image) == 1 or len(data) != 2 * len(image):
-        return None
-    entries = np.take(bmp16_tables()[1], np.frombuffer(data, dtype="<u2").astype(np.intp))
-    if (entries & (1 << 18)).any():
-        return None
-    composing = bool((entries & (1 << 19)).any())
-    return (entries & 0xFFFF).astype(np.uint16), (entries >> 16 & 3).astype(np.uint16), composing
 
 
 def _splice_parts(
@@ -327,3 +419,12 @@ def _splice_parts(
     cps_pieces.append(norm[last:])
     class_pieces.append(classes[last:])
     return np.concatenate(cps_pieces), np.concatenate(class_pieces)
+
+
+#: Unicode 15.1, the same on every Python: fingerprint scheme 2 and MinHash sketches.
+PINNED = Normalizer(PinnedUnicode())
+#: The running interpreter's Unicode data: fingerprint scheme 1.
+PYTHON = Normalizer(UnicodeData())
+
+normalize = PINNED.normalize
+classified_code_points = PINNED.classified_code_points

@@ -16,22 +16,40 @@ from .. import defaults
 from ..checks import check_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
 from . import engines
-from .normalize import normalize
+from .normalize import PINNED, PYTHON, Normalizer
 from .tokens import FEATURE_KINDS
 
 if TYPE_CHECKING:
     from .documents import Document
 
-__all__ = ["DEFAULT_SCHEME", "MAX_N", "SCHEME_VERSION", "WEIGHTINGS", "Scheme", "stopwords_digest"]
+__all__ = [
+    "DEFAULT_SCHEME",
+    "MAX_N",
+    "SCHEME_VERSION",
+    "SCHEME_VERSIONS",
+    "WEIGHTINGS",
+    "Scheme",
+    "stopwords_digest",
+]
 
-#: The only scheme version this library computes; bumped whenever any bit of any fingerprint changes.
-SCHEME_VERSION = 1
+#: The scheme version of new schemes; bumped whenever any bit of any fingerprint changes. Version 2
+#: normalises and classifies text by Unicode 15.1 on every Python; version 1 by the running
+#: interpreter's Unicode data (the same on every Python except for characters assigned after 13.0).
+SCHEME_VERSION = 2
+#: The scheme versions this library computes: indexes made with an older one keep working.
+SCHEME_VERSIONS = (1, 2)
+#: The Unicode version each scheme version normalises and classifies text by ("python": the
+#: interpreter's own).
+UNICODE_OF_VERSION = {1: "python", 2: PINNED.version}
 #: Weightings: term frequency, or 1 for each distinct feature.
 WEIGHTINGS = ("tf", "binary")
 #: Longest shingle or character n-gram, in tokens or characters.
 MAX_N = 16
 _META_PREFIX = "simhash-redis/"
-_META_KEYS = ("features", "n", "f", "weighting", "hash", "seed", "norm", "stopwords")
+_META_KEYS = {
+    1: ("features", "n", "f", "weighting", "hash", "seed", "norm", "stopwords"),
+    2: ("features", "n", "f", "weighting", "hash", "seed", "norm", "unicode", "stopwords"),
+}
 _HASH_NAME = "xxh3"
 _NORM_NAME = "nfkc-casefold"
 
@@ -55,11 +73,12 @@ def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
         raise InvalidArgument(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
 
 
-def _normalize_stopwords(stopwords: object) -> tuple[str, ...]:
+def _normalize_stopwords(stopwords: object, uni: Normalizer) -> tuple[str, ...]:
     """Normalise a stopword collection into the sorted tuple of distinct normalised words.
 
     Args:
         stopwords: an iterable of str (not a str itself).
+        uni: the scheme's Unicode rules.
 
     Returns:
         The sorted, de-duplicated, normalised words.
@@ -74,7 +93,7 @@ def _normalize_stopwords(stopwords: object) -> tuple[str, ...]:
     for word in stopwords:
         if not isinstance(word, str):
             raise InvalidType(f"stopwords must hold str only, got {type(word).__name__}")
-        norm = normalize(word)
+        norm = uni.normalize(word)
         if not norm:
             raise InvalidArgument(f"stopwords must not hold empty words, got {word!r}")
         words.add(norm)
@@ -113,7 +132,8 @@ class Scheme:
         seed: the xxh3 seed, 0 to 2**64-1.
         stopwords: tokens dropped before features are built; given as any iterable of str, stored
             normalised, de-duplicated and sorted. Not allowed with "chars".
-        version: the scheme version; only 1 exists.
+        version: the scheme version, 2 (the default: text normalised by Unicode 15.1 on every Python)
+            or 1 (by the running interpreter's Unicode data), for indexes made before version 2.
     """
 
     features: str = defaults.FEATURES
@@ -138,24 +158,35 @@ class Scheme:
             raise InvalidArgument(f"f must be one of {defaults.SUPPORTED_F}, got {self.f}")
         _check_choice("weighting", self.weighting, WEIGHTINGS)
         check_int("seed", self.seed, 0, (1 << 64) - 1)
-        check_int("version", self.version, SCHEME_VERSION, SCHEME_VERSION)
-        words = _normalize_stopwords(self.stopwords)
+        check_int("version", self.version, min(SCHEME_VERSIONS), max(SCHEME_VERSIONS))
+        words = _normalize_stopwords(self.stopwords, self.normalizer)
         if words and self.features == "chars":
             raise InvalidArgument('stopwords apply to tokens; features="chars" cannot use them')
         object.__setattr__(self, "stopwords", words)
         if self.features == "words":
             object.__setattr__(self, "n", 1)
 
+    @property
+    def normalizer(self) -> Normalizer:
+        """The Unicode rules of the scheme's version."""
+        return PYTHON if self.version == 1 else PINNED
+
+    @property
+    def unicode(self) -> str:
+        """The Unicode version the scheme normalises text by; "python" for the running interpreter's."""
+        return UNICODE_OF_VERSION[self.version]
+
     def to_meta(self) -> str:
         """Render the scheme as its compact, stable meta string.
 
         Returns:
-            For example "simhash-redis/1;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;
-            norm=nfkc-casefold;stopwords=none" (one line).
+            For example "simhash-redis/2;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;
+            norm=nfkc-casefold;unicode=15.1;stopwords=none" (one line; version 1 has no unicode field).
         """
+        unicode = f"unicode={self.unicode};" if self.version > 1 else ""
         return (
             f"{_META_PREFIX}{self.version};features={self.features};n={self.n};f={self.f};"
-            f"weighting={self.weighting};hash={_HASH_NAME};seed={self.seed};norm={_NORM_NAME};"
+            f"weighting={self.weighting};hash={_HASH_NAME};seed={self.seed};norm={_NORM_NAME};{unicode}"
             f"stopwords={stopwords_digest(self.stopwords)}"
         )
 
@@ -184,7 +215,8 @@ class Scheme:
             raise InvalidType(f"meta must be a str, got {type(meta).__name__}")
         fields = _parse_meta(meta)
         digest = fields.pop("stopwords")
-        words: tuple[str, ...] = () if stopwords is None else _normalize_stopwords(stopwords)
+        uni = PYTHON if fields["version"] == 1 else PINNED
+        words: tuple[str, ...] = () if stopwords is None else _normalize_stopwords(stopwords, uni)
         if stopwords_digest(words) != digest:
             if digest != "none" and stopwords is None:
                 raise ConfigurationMismatch(
@@ -236,7 +268,7 @@ def _parse_meta(meta: str) -> dict[str, Any]:
         features, n, f, weighting, seed, version and stopwords (the digest string).
 
     Raises:
-        IndexCorrupted: the string is malformed or names a hash or normalisation this version lacks.
+        IndexCorrupted: the string is malformed or names a hash, normalisation or version this library lacks.
     """
     head, _, rest = meta.partition(";")
     if not head.startswith(_META_PREFIX) or not rest:
@@ -244,18 +276,25 @@ def _parse_meta(meta: str) -> dict[str, Any]:
     version_text = head[len(_META_PREFIX) :]
     if not version_text.isdigit() or not version_text.isascii():
         raise IndexCorrupted(f"scheme meta has a malformed version: {meta[:200]!r}")
-    if int(version_text) != SCHEME_VERSION:
+    version = int(version_text)
+    if version not in SCHEME_VERSIONS:
         raise IndexCorrupted(
-            f"scheme version {int(version_text)} is not supported (this library computes version "
-            f"{SCHEME_VERSION}): upgrade simhash-redis"
+            f"scheme version {version} is not supported (this library computes versions "
+            f"{', '.join(map(str, SCHEME_VERSIONS))}): upgrade simhash-redis"
         )
     pairs = [item.partition("=") for item in rest.split(";")]
     keys = tuple(key for key, _, _ in pairs)
-    if keys != _META_KEYS or any(not sep for _, sep, _ in pairs):
+    if keys != _META_KEYS[version] or any(not sep for _, sep, _ in pairs):
         raise IndexCorrupted(f"scheme meta has unexpected fields: {meta[:200]!r}")
     values = {key: value for key, _, value in pairs}
-    if values["hash"] != _HASH_NAME or values["norm"] != _NORM_NAME:
-        raise IndexCorrupted(f"scheme meta names an unknown hash or normalisation: {meta[:200]!r}")
+    if (
+        values["hash"] != _HASH_NAME
+        or values["norm"] != _NORM_NAME
+        or values.get("unicode", "python") != (UNICODE_OF_VERSION[version])
+    ):
+        raise IndexCorrupted(
+            f"scheme meta names an unknown hash, normalisation or Unicode version: {meta[:200]!r}"
+        )
     numbers = {}
     for key in ("n", "f", "seed"):
         if not values[key].isascii() or not values[key].isdigit():
@@ -264,7 +303,7 @@ def _parse_meta(meta: str) -> dict[str, Any]:
     return {
         "features": values["features"],
         "weighting": values["weighting"],
-        "version": SCHEME_VERSION,
+        "version": version,
         "stopwords": values["stopwords"],
         **numbers,
     }

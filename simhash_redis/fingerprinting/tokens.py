@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints, classes_of
-from .normalize import code_points, normalize
+from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints
+from .normalize import PINNED, Normalizer, code_points
 
 __all__ = [
     "CHUNK_CHARS",
@@ -52,7 +52,9 @@ _ASCII_TOKEN_TABLE = bytes(
 _NO_CODE_POINTS = np.zeros(0, dtype=np.uint32)
 
 
-def token_parts(norm: str) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+def token_parts(
+    norm: str, uni: Normalizer = PINNED
+) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
     """Tokenise a normalised text into word tokens and CJK single-character tokens, kept apart.
 
     CJK tokens stay code points so that their hashes can be looked up in bulk, without a Python
@@ -60,6 +62,7 @@ def token_parts(norm: str) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDA
 
     Args:
         norm: a text already passed through `normalize`.
+        uni: the Unicode rules it was normalised by.
 
     Returns:
         The word tokens (UTF-8, in text order), the CJK tokens' code points (in text order), and for
@@ -68,44 +71,46 @@ def token_parts(norm: str) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDA
     if norm.isascii():
         words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
         return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
-    words, cjk, is_cjk, _ = token_parts_at(norm)
+    words, cjk, is_cjk, _ = token_parts_at(norm, uni)
     return words, cjk, is_cjk
 
 
 def token_parts_at(
-    norm: str,
+    norm: str, uni: Normalizer = PINNED
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
     """Like `token_parts`, also giving where each token starts; one numpy pass, however long the text.
 
     Args:
         norm: a text already passed through `normalize`.
+        uni: the Unicode rules it was normalised by.
 
     Returns:
         As `token_parts`, plus each token's first code point index, in text order.
     """
-    return token_parts_of(code_points(norm))
+    return token_parts_of(code_points(norm), None, uni)
 
 
 def token_parts_of(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None = None
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
     """Like `token_parts_at`, for a normalised text given as its code points.
 
     Args:
         cps: the code points of a normalised text, as `classified_code_points` returns them.
         classes: their classes, if known already (`classified_code_points` gives them).
+        uni: the Unicode rules the text was normalised by.
 
     Returns:
         As `token_parts_at`.
     """
-    keep, after, cjk_mask, starts = _scan(cps, classes)
+    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
     words = _words(cps, keep, after)
     is_cjk = np.take(cjk_mask, starts)
     return words, cps[starts[is_cjk]].astype(np.uint32), is_cjk, starts
 
 
 def token_spans_of(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None = None
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
 ) -> tuple[
     npt.NDArray[np.intp],
     npt.NDArray[np.intp],
@@ -119,13 +124,14 @@ def token_spans_of(
     Args:
         cps: the code points of a normalised text, as `classified_code_points` returns them.
         classes: their classes, if known already (`classified_code_points` gives them).
+        uni: the Unicode rules the text was normalised by.
 
     Returns:
         Each word token's first and past-the-end code point indices (in text order) and whether it
         has a code point of 128 or more; then for each token in text order, its first code point,
         whether it is a CJK one, and the index of its first code point.
     """
-    keep, after, cjk_mask, starts = _scan(cps, classes)
+    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
     # Word tokens are the runs of kept code points: each run starts and ends where `keep` changes.
     edges = np.flatnonzero(keep != after)
     if len(keep) and keep[-1]:
@@ -157,20 +163,18 @@ def ascii_word_spans(
 
 
 def _scan(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None = None
+    cps: CodePoints, classes: npt.NDArray[np.uint8]
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
     """Classify the code points of a normalised text for tokenisation.
 
     Args:
         cps: its code points.
-        classes: their classes, if known already.
+        classes: their classes.
 
     Returns:
         Which code points belong to word tokens, which follow one that does, which are CJK tokens,
         and the index of every token's first code point, in text order.
     """
-    if classes is None:
-        classes = classes_of(cps)
     keep = classes == LETTER
     marks = classes == MARK
     if marks.any():
@@ -210,16 +214,17 @@ def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.b
     return text.encode("utf-8").split()
 
 
-def token_bytes(norm: str) -> list[bytes]:
+def token_bytes(norm: str, uni: Normalizer = PINNED) -> list[bytes]:
     """Tokenise a normalised text into UTF-8 tokens.
 
     Args:
         norm: a text already passed through `normalize`.
+        uni: the Unicode rules it was normalised by.
 
     Returns:
         The tokens in text order, UTF-8 encoded.
     """
-    words, cjk, is_cjk = token_parts(norm)
+    words, cjk, is_cjk = token_parts(norm, uni)
     if not len(cjk):
         return words
     tokens: list[bytes] = [b""] * len(is_cjk)
@@ -230,26 +235,28 @@ def token_bytes(norm: str) -> list[bytes]:
     return tokens
 
 
-def has_token(norm: str) -> bool:
+def has_token(norm: str, uni: Normalizer = PINNED) -> bool:
     """Tell whether a normalised text holds at least one token.
 
     Args:
         norm: a text already passed through `normalize`.
+        uni: the Unicode rules it was normalised by.
 
     Returns:
         True when it has a letter or digit.
     """
     if norm.isascii():
         return bool(norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).strip())
-    classes = classes_of(code_points(norm))
+    classes = uni.classes_of(code_points(norm))
     return bool(((classes == LETTER) | (classes == CJK)).any())
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, uni: Normalizer = PINNED) -> list[str]:
     """Normalise and tokenise a text, the way text documents are tokenised before hashing.
 
     Args:
         text: the text.
+        uni: the Unicode rules (default: Unicode 15.1, as fingerprint scheme 2 and sketches use).
 
     Returns:
         Its tokens, normalised.
@@ -261,7 +268,7 @@ def tokenize(text: str) -> list[str]:
         from ..errors import InvalidType
 
         raise InvalidType(f"text must be a str, got {type(text).__name__}")
-    return [token.decode("utf-8") for token in token_bytes(normalize(text))]
+    return [token.decode("utf-8") for token in token_bytes(uni.normalize(text), uni)]
 
 
 def collapse_whitespace(norm: str) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import defaults
 from ..checks import is_int
@@ -97,7 +98,7 @@ def _encode_ids(ids: list[Any]) -> list[bytes]:
 
 def _fingerprints(
     docs: list[Any], f: int, fingerprint_many: Callable[[Sequence[Any]], list[int]]
-) -> np.ndarray | list[int]:
+) -> npt.NDArray[Any] | list[int]:
     """The window's fingerprints: precomputed ints checked in one numpy pass, else `fingerprint_many`."""
     if f <= 64 and set(map(type, docs)) == {int}:
         try:

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from ..codec import decode_fp
 from ..results import Outcome
@@ -70,7 +71,7 @@ class BulkWrites:
 
     # -- a window --------------------------------------------------------------------------------------
 
-    def write(self, ids: list[bytes], fps: Sequence[int] | np.ndarray) -> list[Outcome]:
+    def write(self, ids: list[bytes], fps: Sequence[int] | npt.NDArray[Any]) -> list[Outcome]:
         """Write one window of documents, in the steps of the module docstring.
 
         Args:
@@ -146,7 +147,7 @@ class BulkWrites:
 
     # -- the steps -------------------------------------------------------------------------------------
 
-    def _read(self, window: _Window, single: np.ndarray) -> list[bytes | None] | None:
+    def _read(self, window: _Window, single: npt.NDArray[Any]) -> list[bytes | None] | None:
         """Step 1: the stored fingerprint of each id at `single`, one HMGET per id bucket; None when none
         of them is stored (a new window)."""
         groups = _group(window.id_buckets, single)
@@ -159,7 +160,7 @@ class BulkWrites:
         current[groups.rows] = np.fromiter(flat, dtype=object, count=len(flat))
         return current[single].tolist()  # type: ignore[no-any-return]
 
-    def _tables(self, window: _Window, chosen: np.ndarray) -> tuple[_Groups, list[Any]]:
+    def _tables(self, window: _Window, chosen: npt.NDArray[Any]) -> tuple[_Groups, list[Any]]:
         """Step 3: one SADD per table key, table by table, table 0's keys first (see `_check_tables`).
         Returns table 0's groups and members, for that check."""
         groups = [
@@ -175,13 +176,13 @@ class BulkWrites:
         self._send(commands(), keep=False, durable=True)
         return groups[0], first
 
-    def _id_map(self, window: _Window, chosen: np.ndarray) -> None:
+    def _id_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 4: one HSET id -> fingerprint per id bucket."""
         groups = _group(window.id_buckets, chosen)
         units = window.pair_units()[groups.rows].ravel().tolist()
         self._send(self._commands((b"HSET",), groups, units, 2), keep=False, durable=True)
 
-    def _fp_map(self, window: _Window, chosen: np.ndarray) -> None:
+    def _fp_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 5: each id into its fingerprint's id list, by lua/bulk_fp.lua: one call per bucket on a
         cluster, per run of buckets of about ATTACH_PAIRS fingerprints on a standalone server (a call costs
         the server about as much as a few dozen entries)."""
@@ -297,7 +298,12 @@ class _Window:
     and dropped after, to keep a window of a million documents in a few hundred MB."""
 
     def __init__(
-        self, ids: list[bytes], fps: Sequence[int] | np.ndarray, layout: Layout, keys: KeySchema, packed: bool
+        self,
+        ids: list[bytes],
+        fps: Sequence[int] | npt.NDArray[Any],
+        layout: Layout,
+        keys: KeySchema,
+        packed: bool,
     ) -> None:
         self.ids, self.packed = ids, packed
         self.values, self.stored = _encode(fps, layout)
@@ -306,19 +312,19 @@ class _Window:
         self.fp_buckets = keys.bucket_numbers(self.stored)
         # SADD, SMISMEMBER, bulk_fp.lua's fields: the fingerprint.
         self.fp_units = _objects([BULK % (len(raw), raw) for raw in self.stored] if packed else self.stored)
-        self._id_units: np.ndarray | None = None
+        self._id_units: npt.NDArray[Any] | None = None
         self._lists: dict[
             int, bytes
         ] = {}  # the id lists of fingerprints that several ids of the window share
 
-    def id_units(self) -> np.ndarray:
+    def id_units(self) -> npt.NDArray[Any]:
         """HMGET's units: the id (kept for `pair_units`)."""
         if self._id_units is None:
             ids = self.ids
             self._id_units = _objects([BULK % (len(i), i) for i in ids] if self.packed else ids)
         return self._id_units
 
-    def pair_units(self) -> np.ndarray:
+    def pair_units(self) -> npt.NDArray[Any]:
         """HSET's units: the id and its fingerprint (a row of two arguments, plain)."""
         ids, self._id_units = self.id_units(), None
         if self.packed:
@@ -327,7 +333,7 @@ class _Window:
         pairs[:, 0], pairs[:, 1] = ids, self.fp_units
         return pairs
 
-    def set_units(self) -> np.ndarray:
+    def set_units(self) -> npt.NDArray[Any]:
         """bulk_fp.lua's units: a fingerprint and the list of the window's ids that have it (after
         `attachments`)."""
         lists = [b"%d:%b" % (len(doc_id), doc_id) for doc_id in self.ids]  # as _netstring
@@ -344,7 +350,7 @@ class _Window:
         units[:, 0], units[:, 1] = self.fp_units, lists
         return units
 
-    def attachments(self, chosen: np.ndarray) -> np.ndarray:
+    def attachments(self, chosen: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """The first of the positions `chosen` of each fingerprint; where several share one, `set_units`
         gives it the list of all of their ids, in the window's order."""
         if self.fps is not None:
@@ -366,14 +372,16 @@ class _Window:
         return np.array(keep, dtype=np.intp)
 
 
-def _objects(items: list[Any]) -> np.ndarray:
+def _objects(items: list[Any]) -> npt.NDArray[Any]:
     """A list as a numpy array of objects (gathered by index arrays in one call)."""
     out = np.empty(len(items), dtype=object)
     out[:] = items
     return out
 
 
-def _encode(fps: Sequence[int] | np.ndarray, layout: Layout) -> tuple[list[np.ndarray], list[bytes]]:
+def _encode(
+    fps: Sequence[int] | npt.NDArray[Any], layout: Layout
+) -> tuple[list[npt.NDArray[Any]], list[bytes]]:
     """Each table's key value per document (narrow uint arrays), and each fingerprint's stored form."""
     if layout.f > 64:
         ints = [int(fp) for fp in fps]
@@ -402,14 +410,16 @@ class _Groups(NamedTuple):
     """Window positions grouped by key: the positions in group order, where each group starts (and the
     last ends), each group's value, and how a value becomes a key (a table format, or a map bucket)."""
 
-    rows: np.ndarray
+    rows: npt.NDArray[Any]
     bounds: list[int]
     heads: list[int]
     fmt: bytes | None = None
     fp_map: bool = False
 
 
-def _group(column: np.ndarray, rows: np.ndarray, fmt: bytes | None = None, fp_map: bool = False) -> _Groups:
+def _group(
+    column: npt.NDArray[Any], rows: npt.NDArray[Any], fmt: bytes | None = None, fp_map: bool = False
+) -> _Groups:
     """The window positions `rows` grouped by their value in `column`, each group in the window's order
     (a stable sort)."""
     values = column[rows]

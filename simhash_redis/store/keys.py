@@ -19,8 +19,10 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import xxhash
 
 from .. import defaults
@@ -212,14 +214,14 @@ class KeySchema:
         """
         return self._sketch_prefix + self._bucket(doc_id)
 
-    def bucket_numbers(self, raws: Sequence[bytes]) -> np.ndarray:
+    def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
         """The bucket number of each id or stored fingerprint, as `id_bucket` and `fp_bucket` place them.
 
         Args:
             raws: UTF-8 encoded ids, or fingerprints as written by `codec.encode_fp`.
         """
         hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, raws), dtype=np.uint64, count=len(raws))
-        buckets: np.ndarray = hashes % np.uint64(self.id_buckets)
+        buckets: npt.NDArray[Any] = hashes % np.uint64(self.id_buckets)
         return buckets
 
     def _bucket(self, raw: bytes) -> bytes:

@@ -1,0 +1,382 @@
+"""The Unicode data behind normalisation and tokenisation: the running Python's, or a pinned version's.
+
+Fingerprint scheme 1 asks the running interpreter (`unicodedata`, `str.casefold`), so its fingerprints
+of text holding recently assigned characters depend on the Python version. Scheme 2 pins Unicode 15.1:
+its data ships in ``simhash_redis/data/unicode-15.1.json.gz`` (made by ``scripts/gen_unicode_data.py``)
+and answers every question the same way on every Python.
+
+Pinning costs nothing on the common path. Unicode's stability policies keep a code point's NFKC
+image, case folding, combining class and composition unchanged once it is assigned, and the generator
+checks that for every supported version; so where a text holds only code points that both the pinned
+version and the interpreter assign, the interpreter's fast C code gives the pinned answer. A text with
+any other code point ("special") is normalised by this module's own NFKC over the pinned tables.
+Character kinds (letter, mark, ...) come from the pinned tables always: general categories do change.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import gzip
+import json
+import unicodedata
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["PINNED_VERSION", "InterpreterUnicode", "PinnedUnicode", "UnicodeData"]
+
+#: The Unicode version that scheme 2 pins.
+PINNED_VERSION = "15.1"
+
+# Hangul syllables compose and decompose by arithmetic (Unicode section 3.12).
+_S_BASE, _L_BASE, _V_BASE, _T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
+_L_COUNT, _V_COUNT, _T_COUNT = 19, 21, 28
+_N_COUNT = _V_COUNT * _T_COUNT
+_S_COUNT = _L_COUNT * _N_COUNT
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    """Parse "15.1.0" or "15.1" into integers for comparison."""
+    return tuple(int(part) for part in version.split("."))
+
+
+class UnicodeData:
+    """The questions normalisation and tokenisation ask of Unicode; answered by the interpreter here.
+
+    Attributes:
+        version: "python" for the running interpreter's data, else the pinned Unicode version.
+    """
+
+    version = "python"
+
+    def kind(self, cp: int) -> str:
+        """Return "L" (letter or number), "M" (mark), "O" (other assigned) or "U" (unassigned)."""
+        category = unicodedata.category(chr(cp))
+        if category == "Cn":
+            return "U"
+        return "L" if category[0] in "LN" else ("M" if category[0] == "M" else "O")
+
+    def bmp_kinds(self) -> npt.NDArray[np.uint8]:
+        """Return `kind` of every BMP code point, as ASCII codes."""
+        return np.frombuffer(
+            "".join([self.kind(cp) for cp in range(0x10000)]).encode("ascii"), dtype=np.uint8
+        )
+
+    def nfkc(self, text: str) -> str:
+        """Return the NFKC form of a surrogate-free text."""
+        return unicodedata.normalize("NFKC", text)
+
+    def is_nfkc(self, text: str) -> bool:
+        """Tell whether a surrogate-free text is in NFKC form."""
+        return unicodedata.is_normalized("NFKC", text)
+
+    def nfkc_char(self, cp: int) -> str:
+        """Return the NFKC image of one code point (not a surrogate)."""
+        return unicodedata.normalize("NFKC", chr(cp))
+
+    def casefold_char(self, cp: int) -> str:
+        """Return the full case folding of one code point (not a surrogate)."""
+        return chr(cp).casefold()
+
+    def bmp_images(self) -> tuple[list[str], list[str]]:
+        """Return the NFKC images and the case foldings of the BMP code points (surrogates: themselves)."""
+        nfkc, chars = unicodedata.normalize, [chr(cp) for cp in range(0x10000)]
+        chars[0xD800:0xE000] = ["\x00"] * 0x800
+        images, folds = [nfkc("NFKC", char) for char in chars], [char.casefold() for char in chars]
+        images[0xD800:0xE000] = folds[0xD800:0xE000] = [chr(cp) for cp in range(0xD800, 0xE000)]
+        return images, folds
+
+    def bmp_composition_data(self) -> tuple[dict[int, int], dict[int, str]]:
+        """Return the BMP code points' non-zero combining classes and their decomposition mappings."""
+        combining = {cp: unicodedata.combining(chr(cp)) for cp in range(0x10000)}
+        decompositions = {cp: unicodedata.decomposition(chr(cp)) for cp in range(0x10000)}
+        return (
+            {cp: value for cp, value in combining.items() if value},
+            {cp: value for cp, value in decompositions.items() if value},
+        )
+
+    def casefold(self, text: str) -> str:
+        """Return the full case folding of a text."""
+        return text.casefold()
+
+    def combining(self, cp: int) -> int:
+        """Return the canonical combining class of a code point."""
+        return unicodedata.combining(chr(cp))
+
+    def decomposition(self, cp: int) -> str:
+        """Return the decomposition mapping of a code point, as `unicodedata.decomposition` gives it."""
+        return unicodedata.decomposition(chr(cp))
+
+    def isspace(self, cp: int) -> bool:
+        """Tell whether a code point is whitespace (what `str.split` splits on)."""
+        return chr(cp).isspace()
+
+    def special_bmp(self) -> npt.NDArray[np.bool_]:
+        """Return, per BMP code point, whether texts holding it need this class's own normalisation."""
+        return np.zeros(0x10000, dtype=bool)
+
+    def is_special(self, text: str) -> bool:
+        """Tell whether a text holds a code point the interpreter may answer for differently."""
+        return False
+
+    def own_normalize(self, text: str) -> str:
+        """Return the case folding of the NFKC form of a surrogate-free text, by this data's own rules."""
+        return self.casefold(self.nfkc(text))
+
+
+InterpreterUnicode = UnicodeData
+
+
+class PinnedUnicode(UnicodeData):
+    """A pinned Unicode version's data, from the file the generator made.
+
+    Args:
+        version: the Unicode version, "major.minor", whose data file ships with the package.
+    """
+
+    def __init__(self, version: str = PINNED_VERSION) -> None:
+        self.version = version
+        self._file = f"unicode-{version}.json.gz"
+
+    @functools.cached_property
+    def _data(self) -> dict[str, Any]:
+        """The data file's content, read on first use."""
+        raw = resources.files("simhash_redis.data").joinpath(self._file).read_bytes()
+        data: dict[str, Any] = json.loads(gzip.decompress(raw))
+        return data
+
+    @functools.cached_property
+    def _kinds(self) -> tuple[list[int], str]:
+        """The runs of code point kinds: their first code points and their kinds."""
+        runs = self._data["kinds"]
+        return [start for start, _ in runs], "".join(kind for _, kind in runs)
+
+    @functools.cached_property
+    def _space(self) -> frozenset[int]:
+        return frozenset(self._data["space"])
+
+    @functools.cached_property
+    def _combining(self) -> dict[int, int]:
+        return {int(cp): value for cp, value in self._data["combining"].items()}
+
+    @functools.cached_property
+    def _decompositions(self) -> dict[int, str]:
+        return {int(cp): value for cp, value in self._data["decompositions"].items()}
+
+    @functools.cached_property
+    def _fold(self) -> dict[int, str]:
+        return {int(cp): value for cp, value in self._data["casefold"].items()}
+
+    @functools.cached_property
+    def _composites(self) -> dict[tuple[int, int], int]:
+        pairs = {}
+        for cp in self._data["composites"]:
+            first, second = (int(part, 16) for part in self._decompositions[cp].split())
+            pairs[first, second] = cp
+        return pairs
+
+    @functools.cached_property
+    def _full(self) -> dict[int, tuple[int, ...]]:
+        """Full compatibility decompositions found so far (filled on demand by `_expand`)."""
+        return {}
+
+    def _expand(self, cp: int) -> tuple[int, ...]:
+        """Return a code point's full compatibility decomposition (Hangul syllables aside).
+
+        Args:
+            cp: the code point.
+        """
+        found = self._full.get(cp)
+        if found is None:
+            mapping = self._decompositions.get(cp)
+            if not mapping:
+                return (cp,)
+            parts = [int(part, 16) for part in mapping.split() if not part.startswith("<")]
+            found = self._full[cp] = tuple(sub for part in parts for sub in self._expand(part))
+        return found
+
+    @functools.cached_property
+    def _special(self) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+        """The inclusive ranges of code points the interpreter may answer for differently, sorted."""
+        here = _version_tuple(unicodedata.unidata_version)
+        pinned = _version_tuple(self._data["version"])
+        if here == pinned:
+            ranges: list[list[int]] = []
+        elif here > pinned:
+            # A newer interpreter assigns some code points that are unassigned here.
+            starts, kinds = self._kinds
+            ends = [*starts[1:], 0x110000]
+            ranges = [[lo, hi - 1] for lo, hi, kind in zip(starts, ends, kinds, strict=True) if kind == "U"]
+        elif unicodedata.unidata_version in self._data["unassigned_in"]:
+            ranges = self._data["unassigned_in"][unicodedata.unidata_version]
+        else:
+            ranges = [[cp, cp] for cp in range(0x110000) if self._differs(cp)]
+        lows = np.array([lo for lo, _ in ranges], dtype=np.uint32)
+        highs = np.array([hi for _, hi in ranges], dtype=np.uint32)
+        return lows, highs
+
+    def _differs(self, cp: int) -> bool:
+        """Tell whether the interpreter and the pinned data disagree on whether a code point is assigned."""
+        return (unicodedata.category(chr(cp)) == "Cn") != (self.kind(cp) == "U")
+
+    def kind(self, cp: int) -> str:
+        starts, kinds = self._kinds
+        return kinds[bisect.bisect_right(starts, cp) - 1]
+
+    def bmp_kinds(self) -> npt.NDArray[np.uint8]:
+        starts, kinds = self._kinds
+        bounds = np.array([*starts, 0x110000], dtype=np.int64).clip(max=0x10000)
+        codes = np.frombuffer(kinds.encode("ascii"), dtype=np.uint8)
+        return np.repeat(codes, np.diff(bounds))
+
+    def combining(self, cp: int) -> int:
+        return self._combining.get(cp, 0)
+
+    def decomposition(self, cp: int) -> str:
+        return self._decompositions.get(cp, "")
+
+    def isspace(self, cp: int) -> bool:
+        return cp in self._space
+
+    def special_bmp(self) -> npt.NDArray[np.bool_]:
+        table: npt.NDArray[np.bool_] = self._special_table[:0x10000].copy()
+        return table
+
+    def is_special(self, text: str) -> bool:
+        """Tell whether a surrogate-free text holds a code point the interpreter may answer for differently.
+
+        Args:
+            text: the text.
+        """
+        if not len(self._special[0]) or text.isascii():
+            return False
+        if len(text) <= 8:
+            return any(self._special_cp(ord(char)) for char in text)
+        return bool(np.take(self._special_table, np.frombuffer(text.encode("utf-32-le"), dtype="<u4")).any())
+
+    def own_normalize(self, text: str) -> str:
+        fold = self._fold
+        return "".join([fold.get(ord(char), char) for char in self._nfkc(text)])
+
+    def nfkc(self, text: str) -> str:
+        return self._nfkc(text) if self.is_special(text) else unicodedata.normalize("NFKC", text)
+
+    def nfkc_char(self, cp: int) -> str:
+        return self._nfkc(chr(cp)) if self._special_cp(cp) else unicodedata.normalize("NFKC", chr(cp))
+
+    def casefold_char(self, cp: int) -> str:
+        return self._fold.get(cp, chr(cp)) if self._special_cp(cp) else chr(cp).casefold()
+
+    def bmp_images(self) -> tuple[list[str], list[str]]:
+        images, folds = super().bmp_images()
+        for cp in np.flatnonzero(self.special_bmp()).tolist():
+            images[cp], folds[cp] = self._nfkc(chr(cp)), self._fold.get(cp, chr(cp))
+        return images, folds
+
+    def bmp_composition_data(self) -> tuple[dict[int, int], dict[int, str]]:
+        return (
+            {cp: value for cp, value in self._combining.items() if cp <= 0xFFFF},
+            {cp: value for cp, value in self._decompositions.items() if cp <= 0xFFFF},
+        )
+
+    @functools.cached_property
+    def _special_table(self) -> npt.NDArray[np.bool_]:
+        # One flag per code point (1.1 MB): a single lookup per character is the fastest check.
+        table = np.zeros(0x110000, dtype=bool)
+        for lo, hi in zip(*self._special, strict=True):
+            table[lo : hi + 1] = True
+        return table
+
+    def _special_cp(self, cp: int) -> bool:
+        """Tell whether the interpreter may answer for one code point differently."""
+        return bool(self._special_table[cp])
+
+    def is_nfkc(self, text: str) -> bool:
+        return self._nfkc(text) == text if self.is_special(text) else unicodedata.is_normalized("NFKC", text)
+
+    def casefold(self, text: str) -> str:
+        if not self.is_special(text):
+            return text.casefold()
+        fold = self._fold
+        return "".join([fold.get(ord(char), char) for char in text])
+
+    def _nfkc(self, text: str) -> str:
+        """NFKC by the pinned tables (Unicode Standard Annex 15): decompose, reorder, compose.
+
+        Args:
+            text: a surrogate-free text.
+
+        Returns:
+            Its NFKC form.
+        """
+        ccc = self._combining
+        decomposed: list[int] = []
+        for char in text:
+            cp = ord(char)
+            if _S_BASE <= cp < _S_BASE + _S_COUNT:
+                index = cp - _S_BASE
+                decomposed += [_L_BASE + index // _N_COUNT, _V_BASE + index % _N_COUNT // _T_COUNT]
+                if index % _T_COUNT:
+                    decomposed.append(_T_BASE + index % _T_COUNT)
+            else:
+                decomposed.extend(self._expand(cp))
+        ordered: list[int] = []
+        run: list[int] = []
+        for cp in decomposed:
+            if ccc.get(cp, 0):
+                run.append(cp)
+                continue
+            if run:
+                ordered += sorted(run, key=ccc.__getitem__)
+                run = []
+            ordered.append(cp)
+        ordered += sorted(run, key=ccc.__getitem__)
+        return "".join(map(chr, self._compose(ordered)))
+
+    def _compose(self, cps: list[int]) -> list[int]:
+        """The canonical composition of a canonically ordered, fully decomposed sequence.
+
+        Args:
+            cps: the code points.
+
+        Returns:
+            The composed code points.
+        """
+        ccc, pairs = self._combining, self._composites
+        out: list[int] = []
+        starter = -1
+        last = -1  # the combining class of the last code point kept after the starter; -1: none
+        for cp in cps:
+            cc = ccc.get(cp, 0)
+            if starter >= 0 and (last == -1 or 0 < last < cc):
+                composite = _hangul_pair(out[starter], cp) or pairs.get((out[starter], cp))
+                if composite:
+                    out[starter] = composite
+                    continue
+            if cc == 0:
+                starter, last = len(out), -1
+            else:
+                last = cc
+            out.append(cp)
+        return out
+
+
+def _hangul_pair(first: int, second: int) -> int | None:
+    """Return the Hangul syllable that a leading and a following jamo (or syllable) compose to, if any.
+
+    Args:
+        first: a leading consonant or an LV syllable.
+        second: a vowel or a trailing consonant.
+    """
+    if _L_BASE <= first < _L_BASE + _L_COUNT and _V_BASE <= second < _V_BASE + _V_COUNT:
+        return _S_BASE + ((first - _L_BASE) * _V_COUNT + second - _V_BASE) * _T_COUNT
+    if (
+        _S_BASE <= first < _S_BASE + _S_COUNT
+        and (first - _S_BASE) % _T_COUNT == 0
+        and _T_BASE < second < _T_BASE + _T_COUNT
+    ):
+        return first + second - _T_BASE
+    return None
