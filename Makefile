@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-pure lint lint-native native bench compat clean
+.PHONY: demo test test-pure lint lint-native native bench compat matrix clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,8 +59,13 @@ compat:
 		tests/test_lost_replies.py tests/test_stalls.py tests/test_security.py \
 		tests/test_near_conversation.py tests/test_write_formats.py
 
+# Every other supported Python (3.10 with the oldest numpy, 3.12, 3.13) and server (Redis 6.2, Redis 7.0,
+# Valkey 9.1): see scripts/matrix.sh.
+matrix: $(BIN)/.native
+	bash scripts/matrix.sh
+
 bench: $(BIN)/.installed
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(COMPAT) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis native/target
+	rm -rf $(VENV) $(COMPAT) .venv-3.* .venv-servers build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis native/target

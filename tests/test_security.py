@@ -119,6 +119,8 @@ def make_certificates(folder: Path) -> Certificates:
             .add_extension(
                 x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
             )
+            # Python 3.13's strict X.509 checks (VERIFY_X509_STRICT) require the key identifiers.
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .sign(key, hashes.SHA256())
         )
         return key, cert
@@ -142,6 +144,10 @@ def make_certificates(folder: Path) -> Certificates:
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(server_key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )
     pem = serialization.Encoding.PEM

@@ -12,6 +12,7 @@ n at a time; a document with fewer than n tokens is one shingle of all of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -216,7 +217,7 @@ class MinHasher:
             for i, doc in enumerate(docs)
         ]
 
-    def _values(self, sketch: bytes) -> npt.NDArray[np.unsignedinteger]:
+    def _values(self, sketch: bytes) -> npt.NDArray[np.unsignedinteger[Any]]:
         """Decode a sketch into its per-permutation values.
 
         Args:

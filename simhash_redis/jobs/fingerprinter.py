@@ -57,6 +57,7 @@ def _compact(items: Batch) -> Fingerprinted:
             fps.append(item.doc)
     return Fingerprinted(ids, fps, errors)
 
+
 _T = TypeVar("_T")
 #: prctl(2) option: the signal this process gets when its parent dies.
 _PR_SET_PDEATHSIG = 1
@@ -147,6 +148,21 @@ def _result(future: Future[_T]) -> _T:
         raise _worker_died() from None
 
 
+def _unblock_broken(executor: ProcessPoolExecutor) -> None:
+    """Let a pool whose worker died finish: close the reading end of its call queue's pipe.
+
+    Python 3.10 lacks the fix of CPython gh-94777 (3.11.1, 3.12): the broken pool joins the queue's
+    feeder thread, which blocks for ever writing to a pipe no worker reads any more, and so does the
+    interpreter's exit. With the reading end closed the write fails and the pool winds down.
+
+    Args:
+        executor: the broken pool.
+    """
+    reader = getattr(getattr(executor, "_call_queue", None), "_reader", None)
+    if reader is not None:
+        reader.close()
+
+
 def _worker_died() -> SimhashRedisError:
     return SimhashRedisError(
         "a fingerprinting worker process died (killed, or out of memory?); documents acknowledged "
@@ -195,6 +211,8 @@ class Fingerprinter:
     def close(self) -> None:
         """Stop the worker processes: batches not started are dropped, running ones end on their own."""
         if self._executor is not None:
+            if getattr(self._executor, "_broken", False):
+                _unblock_broken(self._executor)
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
+import numpy.typing as npt
 
 from ..codec import decode_fp, signed64
 from ..fingerprinting import engines
@@ -85,13 +87,52 @@ def _hits_scalar(
     return hits
 
 
+def _fromstring_warns() -> bool:
+    """Tell whether this numpy warns (before 2.3) rather than raises on text it cannot parse to the end."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            np.fromstring(b"1 x", dtype=np.int64, sep=" ")
+        except DeprecationWarning:
+            return True
+        except ValueError:
+            return False
+    return False
+
+
+_FROMSTRING_WARNS = _fromstring_warns()
+
+
+def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
+    """Parse space-separated decimal int64s, the same on every numpy.
+
+    Args:
+        data: the numbers, separated by single spaces.
+        count: how many there are.
+
+    Returns:
+        The numbers, or None when they are not all plain decimals.
+    """
+    try:
+        if _FROMSTRING_WARNS:
+            # Only where numpy warns: catch_warnings is process-wide state, not for the hot path.
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", DeprecationWarning)
+                values = np.fromstring(data, dtype=np.int64, sep=" ")
+        else:
+            values = np.fromstring(data, dtype=np.int64, sep=" ")
+    except (ValueError, DeprecationWarning):
+        return None
+    return values if len(values) == count else None
+
+
 def _hits_vectorised(
     fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]]:
     """`_hits_scalar` for many candidates: one int64 array, XOR and popcount for the whole batch."""
     flat = list(itertools.chain.from_iterable(replies))
-    values = np.fromstring(b" ".join(flat), dtype=np.int64, sep=" ")
-    if len(values) != len(flat):  # not all plain decimals (never written by this library)
+    values = _decimals(b" ".join(flat), len(flat))
+    if values is None:  # not all plain decimals (never written by this library)
         return _hits_scalar(fps, replies, tables, k, f)
     per_query = np.add.reduceat(
         np.fromiter(map(len, replies), dtype=np.int64, count=len(replies)),
@@ -115,8 +156,8 @@ def _hits_vectorised(
 
 def _hits_one(fp: int, replies: list[list[bytes]], k: int, f: int) -> dict[bytes, tuple[int, int]]:
     """`_hits_scalar` for one query's many candidates: a few numpy calls, fewest when nothing is near."""
-    values = np.fromstring(b" ".join([b" ".join(raws) for raws in replies]), dtype=np.int64, sep=" ")
-    if len(values) != sum(map(len, replies)):  # not all plain decimals (never written by this library)
+    values = _decimals(b" ".join([b" ".join(raws) for raws in replies]), sum(map(len, replies)))
+    if values is None:  # not all plain decimals (never written by this library)
         return _hits_scalar([fp], replies, len(replies), k, f)[0]
     near = np.bitwise_count((values ^ np.int64(signed64(fp))).view(np.uint64)) <= k
     found: dict[bytes, tuple[int, int]] = {}

