@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from simhash_redis import SimhashIndex, redact_url
+from simhash_redis import SimhashIndex, defaults, redact_url
 from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import IndexNotFound
 from simhash_redis.store import validate_name
+from simhash_redis.tools import planner
 from simhash_redis.transport import client_from_url
 
 if TYPE_CHECKING:
@@ -57,12 +58,14 @@ class Settings:
         redis_url: --redis-url or SIMHASH_REDIS_URL; None means the embedded default server.
         index: --index, or None for the default (or, for import, the dump's name).
         k: --k, used when an index is created (and checked against an existing one).
+        layout: --layout, likewise: a layout label as `plan` prints them.
     """
 
     # URLs carry passwords: keep them out of the repr (tracebacks, debuggers, logs).
     redis_url: str | None = field(default=None, repr=False)
     index: str | None = None
     k: int | None = None
+    layout: str | None = None
     _resolved: str | None = field(default=None, repr=False)
 
     @property
@@ -100,13 +103,18 @@ class Settings:
 
         Raises:
             IndexNotFound: the index does not exist and create is false.
-            ConfigurationMismatch: --k disagrees with the stored index.
+            ConfigurationMismatch: --k or --layout disagrees with the stored index.
+            InvalidArgument: --layout names no layout for this k.
             RedisUnavailable: the server cannot be reached.
         """
         index_name = validate_name(name or self.index_name, "--index")
+        layout = None
+        if self.layout is not None:
+            k = defaults.K if self.k is None else self.k
+            layout = planner.layout_named(self.layout, defaults.F, k)
         client = client_from_url(self.url())
         try:
-            return SimhashIndex(client, index_name, k=self.k, create=create)
+            return SimhashIndex(client, index_name, k=self.k, layout=layout, create=create)
         except IndexNotFound:
             client.close()
             raise IndexNotFound(

@@ -72,9 +72,16 @@ def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
     out = [line(headers), line(tuple("-" * w for w in widths)), *(line(r) for r in rows)]
     best = next(p for p in plans if p.recommended)
     out.append("")
+    if best.candidates <= budget:
+        why = f"the fewest tables with at most {budget:g} candidates per query"
+    else:
+        why = (
+            f"no listed layout stays within {budget:g} candidates per query, and this one reads the "
+            f"fewest ({_count(best.candidates)}); a smaller k, or verified mode, costs far less"
+        )
     out.append(
-        f"* recommended: {best.label}, {best.layout.describe()}: the fewest tables with at most "
-        f"{budget:g} candidates per query. A lookup is {best.commands} (2 round trips)."
+        f"* recommended: {best.label}, {best.layout.describe()}: {why}. A lookup is {best.commands} "
+        f"(2 round trips). Create it with --k {best.layout.k} --layout {best.label}."
     )
     out.append(
         "Memory is measured Redis used_memory (tables + id/fingerprint maps, short ids) scaled to N; "

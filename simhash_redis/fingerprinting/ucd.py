@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PINNED_VERSION", "InterpreterUnicode", "PinnedUnicode", "UnicodeData"]
+__all__ = ["PINNED_VERSION", "PinnedUnicode", "UnicodeData"]
 
 #: The Unicode version that scheme 2 pins.
 PINNED_VERSION = "15.1"
@@ -77,10 +77,6 @@ class UnicodeData:
         """Return the NFKC image of one code point (not a surrogate)."""
         return unicodedata.normalize("NFKC", chr(cp))
 
-    def casefold_char(self, cp: int) -> str:
-        """Return the full case folding of one code point (not a surrogate)."""
-        return chr(cp).casefold()
-
     def bmp_images(self) -> tuple[list[str], list[str]]:
         """Return the NFKC images and the case foldings of the BMP code points (surrogates: themselves)."""
         nfkc, chars = unicodedata.normalize, [chr(cp) for cp in range(0x10000)]
@@ -125,9 +121,6 @@ class UnicodeData:
     def own_normalize(self, text: str) -> str:
         """Return the case folding of the NFKC form of a surrogate-free text, by this data's own rules."""
         return self.casefold(self.nfkc(text))
-
-
-InterpreterUnicode = UnicodeData
 
 
 class PinnedUnicode(UnicodeData):
@@ -266,9 +259,6 @@ class PinnedUnicode(UnicodeData):
 
     def nfkc_char(self, cp: int) -> str:
         return self._nfkc(chr(cp)) if self._special_cp(cp) else unicodedata.normalize("NFKC", chr(cp))
-
-    def casefold_char(self, cp: int) -> str:
-        return self._fold.get(cp, chr(cp)) if self._special_cp(cp) else chr(cp).casefold()
 
     def bmp_images(self) -> tuple[list[str], list[str]]:
         images, folds = super().bmp_images()

@@ -15,6 +15,9 @@ from ..transport import Sender, open_sender
 
 __all__ = ["CONFIG_ARGS", "drop_index", "list_indexes", "open_config", "requested", "restore"]
 
+#: New indexes whose layout makes a query read back this share of the stored fingerprints or more are
+#: refused (`Layout.read_fraction`): pigeonhole tables at f = 64 reach it at k = 11 (a quarter).
+MAX_READ_FRACTION = 0.25
 #: The arguments of `SimhashIndex` that make up an index's configuration.
 CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets")
 
@@ -46,11 +49,22 @@ def open_config(
 
     Raises:
         IndexNotFound: the index does not exist and create is false.
+        InvalidArgument: the index does not exist and the layout would make every query read back at
+            a large part of what it holds (`MAX_READ_FRACTION`).
         IndexCorrupted: the meta is missing while the index's data is there, or unreadable.
         ConfigurationMismatch: a named part disagrees with the stored configuration.
         RedisUnavailable: the server cannot be reached.
     """
-    meta = open_meta(sender, prefix, name, wanted.to_meta() if create else None)
+    # A layout whose every query reads a large part of the index is refused for new indexes only: an
+    # existing one keeps working as it was made.
+    refused = create and wanted.layout.read_fraction >= MAX_READ_FRACTION
+    meta = open_meta(sender, prefix, name, wanted.to_meta() if create and not refused else None)
+    if meta is None and refused:
+        raise InvalidArgument(
+            f"k={wanted.layout.k} with {wanted.layout.describe()} makes every query read back "
+            f"{wanted.layout.read_fraction:.0%} of the index (new indexes allow under "
+            f"{MAX_READ_FRACTION:.0%}): choose a smaller k, or a layout from `simhash-redis plan`"
+        )
     if meta is None:
         raise IndexNotFound(f"no index named {name!r}")
     stored = IndexConfig.from_meta(meta)

@@ -151,9 +151,10 @@ def _result(future: Future[_T]) -> _T:
 def _unblock_broken(executor: ProcessPoolExecutor) -> None:
     """Let a pool whose worker died finish: close the reading end of its call queue's pipe.
 
-    Python 3.10 lacks the fix of CPython gh-94777 (3.11.1, 3.12): the broken pool joins the queue's
-    feeder thread, which blocks for ever writing to a pipe no worker reads any more, and so does the
-    interpreter's exit. With the reading end closed the write fails and the pool winds down.
+    Python 3.10 lacks the fix of CPython gh-94777 (in 3.11 and later, which close it themselves, under
+    their own locks): the broken pool joins the queue's feeder thread, which blocks for ever writing to
+    a pipe no worker reads any more, and so does the interpreter's exit. With the reading end closed the
+    write fails and the pool winds down.
 
     Args:
         executor: the broken pool.
@@ -211,7 +212,7 @@ class Fingerprinter:
     def close(self) -> None:
         """Stop the worker processes: batches not started are dropped, running ones end on their own."""
         if self._executor is not None:
-            if getattr(self._executor, "_broken", False):
+            if sys.version_info < (3, 11) and getattr(self._executor, "_broken", False):
                 _unblock_broken(self._executor)
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None

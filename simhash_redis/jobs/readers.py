@@ -8,7 +8,6 @@ quality evaluation's corpus all read JSON Lines through it.
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -19,6 +18,7 @@ import xxhash
 
 from ..errors import InputError, InvalidArgument
 from .delimited import read_table
+from .jsontext import loads
 from .records import (
     GZIP_MAGIC,
     STDIN,
@@ -111,7 +111,7 @@ def _json_object(raw: bytes, number: int, source: str) -> dict[str, Any] | Input
     if is_blank(text):
         return None
     try:
-        obj = json.loads(text)
+        obj = loads(text)
     except ValueError as exc:
         return InputError(source, number, f"not valid JSON ({exc})")
     if not isinstance(obj, dict):

@@ -128,6 +128,15 @@ class Layout:
         """The width in bits of each table's key."""
         return tuple(sum(self.blocks[b] for b in t) for t in self.tables)
 
+    @property
+    def read_fraction(self) -> float:
+        """The share of the stored fingerprints a query reads back, uniformly spread ones assumed.
+
+        Each table's bucket holds 2**-bits of them. At 1 or more a query reads at least as many
+        candidates as the index holds: a brute-force scan would be cheaper.
+        """
+        return sum(2.0**-bits for bits in self.key_bits)
+
     @cached_property
     def _extract(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
         # Per table: (shift, mask, position in key) for each block, precomputed for the hot path.

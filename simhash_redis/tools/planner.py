@@ -26,6 +26,7 @@ __all__ = [
     "candidate_layouts",
     "distinct_candidate_probability",
     "estimate",
+    "layout_named",
     "map_bytes_per_doc",
     "plan",
     "table_bytes_per_fp",
@@ -240,6 +241,25 @@ def candidate_layouts(
             break
         out.append((f"permuted-{blocks}", layout))
     return out
+
+
+def layout_named(label: str, f: int, k: int) -> Layout:
+    """The layout a `plan` row names: "pigeonhole" (k+1 tables) or "permuted-B" (B blocks).
+
+    Args:
+        label: the row's label.
+        f: fingerprint width.
+        k: the largest distance to find.
+
+    Raises:
+        InvalidArgument: the label names no layout, or not one for this f and k.
+    """
+    if label == "pigeonhole":
+        return Layout.pigeonhole(f, k)
+    prefix, _, blocks = label.partition("-")
+    if prefix != "permuted" or not blocks.isascii() or not blocks.isdigit():
+        raise InvalidArgument(f"layout must be 'pigeonhole' or 'permuted-B' (B blocks), got {label!r}")
+    return Layout.permuted(f, k, int(blocks))
 
 
 def estimate(label: str, layout: Layout, n: float, *, id_buckets: int = defaults.ID_BUCKETS) -> LayoutPlan:

@@ -15,8 +15,9 @@ from simhash_redis.cli import admin
 from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
-from simhash_redis import Scheme, SimhashIndex
+from simhash_redis import InvalidArgument, Scheme, SimhashIndex
 from simhash_redis.codec import format_fingerprint
+from simhash_redis.index import lifecycle
 from tests.cli.conftest import Invoke, article, write_jsonl
 from tests.servers import ServerProcess
 
@@ -453,3 +454,35 @@ def test_text_that_is_not_utf8_is_an_error_unless_its_encoding_is_given(
         assert result.exit_code == 3 and "--encoding" in result.stderr, result.output
     unknown = invoke("fingerprint", "--file", str(latin), "--encoding", "no-such-codec")
     assert unknown.exit_code == 2 and "unknown --encoding" in unknown.stderr
+
+
+def test_layout_recommended_by_plan_can_be_created(invoke: Invoke, redis_client: redis.Redis) -> None:
+    plan = invoke("plan", "--n", "1e7", "--k", "8")
+    assert plan.exit_code == 0 and "no listed layout stays within 256" in plan.stdout
+    assert "Create it with --k 8 --layout permuted-10." in plan.stdout
+    made = invoke("--k", "4", "--layout", "permuted-6", "add", "a", "one two three four", index="perm")
+    assert made.exit_code == 0, made.output
+    index = SimhashIndex(redis_client, "perm")
+    assert (index.k, len(index.layout.tables), index.layout.blocks) == (4, 15, (11, 11, 11, 11, 10, 10))
+    # Another layout for the same index is a configuration mismatch (exit 5), not a silent mix.
+    other = invoke("--k", "4", "--layout", "pigeonhole", "near", "one two", index="perm")
+    assert other.exit_code == 5 and "Traceback" not in other.output
+    bad = invoke("--layout", "permuted-x", "add", "b", "x", index="perm2")
+    assert bad.exit_code == 2 and "permuted-B" in bad.output
+
+
+def test_a_layout_reading_much_of_the_index_is_refused_at_creation(
+    invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused = invoke("--k", "63", "add", "a", "one two three", index="wide")
+    assert refused.exit_code == 2 and "of the index" in refused.output and "Traceback" not in refused.output
+    assert not redis_client.keys("simhash:wide:*")
+    SimhashIndex(redis_client, "narrow", k=10)
+    with pytest.raises(InvalidArgument, match="k=11"):
+        SimhashIndex(redis_client, "wider", k=11)
+    # An index made before the rule keeps working: only creation is refused.
+    monkeypatch.setattr(lifecycle, "MAX_READ_FRACTION", 1.0)
+    SimhashIndex(redis_client, "old", k=12).add("a", 1)
+    monkeypatch.undo()
+    assert SimhashIndex(redis_client, "old", k=12).near(1)[0].id == "a"
+    assert invoke("get", "a", index="old").exit_code == 0
