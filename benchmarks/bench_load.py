@@ -112,8 +112,15 @@ def _summary(stdout: str) -> dict[str, Any]:
 
 
 def _run_load(exe: str, url: str, index: str, path: Path, engine: str) -> tuple[float, dict[str, Any]]:
-    """One `simhash-redis load` of the file with the given engine: wall seconds and its JSON summary."""
+    """One `simhash-redis load` of the file with the given engine: wall seconds and its JSON summary.
+
+    The command runs as an installed one does: with its modules' bytecode cached (a pip install compiles
+    it; an editable one writes it on first use, which the untimed `--version` run here does), since some
+    environments set PYTHONDONTWRITEBYTECODE and would otherwise compile every module at every start.
+    """
     env = dict(os.environ, SIMHASH_REDIS_ENGINE=engine)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([exe, "--version"], capture_output=True, check=True, env=env)
     start = time.perf_counter()
     done = subprocess.run(
         [exe, "--redis-url", url, "--index", index, "load", str(path), "--json", "-q"],

@@ -93,6 +93,32 @@ class RedisPyPrototype:
         return self.near_many([fp])[0]
 
 
+class RawSocket:
+    """The floor of a lookup: its commands written to a plain socket, the replies read but not parsed."""
+
+    _PING = b"*1\r\n$4\r\nPING\r\n"
+
+    def __init__(self, port: int) -> None:
+        import socket
+
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = bytearray(1 << 16)
+
+    def round_trip(self, payload: bytes) -> None:
+        """Send the commands, then a PING: everything is answered when the buffer ends in PONG."""
+        self.sock.sendall(payload + self._PING)
+        got = 0
+        while not self.buffer[:got].endswith(b"+PONG\r\n"):
+            if got == len(self.buffer):
+                got = 0  # only the end matters
+            got += self.sock.recv_into(memoryview(self.buffer)[got:])
+
+    def close(self) -> None:
+        """Close the socket."""
+        self.sock.close()
+
+
 def simhash_index(fps: list[int]) -> Any:
     """The `simhash` package's in-memory index of the same fingerprints (None if not installed)."""
     try:
@@ -162,6 +188,7 @@ def run(
         their_lat = latencies(lambda i, t=theirs: t.get_near_dups(objs[i]), range(len(objs)))  # type: ignore[arg-type]
     p50, p99 = percentile(lat, 50), percentile(lat, 99)
     figures = [
+        *_floor_and_text(index, queries),
         Figure(
             f"near() p50 latency, N={n:,}",
             p50,
@@ -266,10 +293,62 @@ def run(
     return figures
 
 
+def _floor_and_text(index: SimhashIndex, queries: list[int]) -> list[Figure]:
+    """near() against the raw socket floor of its own SMEMBERS, and near(text) of real documents."""
+    from simhash_redis import fingerprint
+    from simhash_redis.transport import wire
+
+    port = index.client.connection_pool.connection_kwargs["port"]
+    floor = RawSocket(port)
+    sample = queries[:4000]
+    packed = [wire.pack(wire.Same(b"SMEMBERS", index.keys.tables(q))) for q in sample]
+    # Interleaved, so that both see the same machine load.
+    ours: list[float] = []
+    raw: list[float] = []
+    clock = time.perf_counter_ns
+    for i, q in enumerate(sample):
+        t0 = clock()
+        floor.round_trip(packed[i])
+        t1 = clock()
+        index.near(q)
+        raw.append((t1 - t0) / 1000)
+        ours.append((clock() - t1) / 1000)
+    ping = latencies(lambda i: floor.round_trip(b""), range(2000))
+    floor.close()
+    docs = corpus.documents("en", 700) + corpus.documents("zh", 300)
+    for doc in docs[:50]:
+        index.near(fingerprint(doc))  # warm up: the Unicode tables
+    text_lat = latencies(lambda i: index.near(fingerprint(docs[i % len(docs)])), range(3000))
+    ratio = percentile(ours, 50) / percentile(raw, 50)
+    return [
+        Figure(
+            "near() p50 vs the raw socket floor of its own 4 SMEMBERS",
+            percentile(ours, 50),
+            "us",
+            "raw socket p50",
+            percentile(raw, 50),
+            higher_is_better=False,
+            target="<= 1.5x the floor",
+            met=ratio <= 1.5,
+            command="python -m benchmarks.bench_near",
+            extra={"raw_ping_p50_us": percentile(ping, 50)},
+        ),
+        Figure(
+            "near(text) p50 end to end (fingerprint + near), 3.5 KB documents, 70% English",
+            percentile(text_lat, 50),
+            "us",
+            "raw socket PING p50",
+            percentile(ping, 50),
+            higher_is_better=False,
+            target="<= 100 us (idle machine)",
+            met=percentile(text_lat, 50) <= 100,
+            command="python -m benchmarks.bench_near",
+        ),
+    ]
+
+
 def breakdown(n: int, count: int) -> None:
     """Print where one miss's time goes: raw socket, transport, whole near(), p50 of `count` each."""
-    import socket
-
     from simhash_redis.transport import wire
 
     with corpus.server() as server:
@@ -279,19 +358,8 @@ def breakdown(n: int, count: int) -> None:
         load_index(index, stored)
         corpus.pin(0)
         misses = corpus.queries(stored, 2 * count)[1::2]
-        sock = socket.create_connection(("127.0.0.1", server.port))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        buffer = bytearray(1 << 16)
-
-        ping = b"*1\r\n$4\r\nPING\r\n"
-
-        def raw(payload: bytes) -> None:
-            # The commands, then a PING: everything has been answered when the buffer ends in PONG.
-            sock.sendall(payload + ping)
-            got = 0
-            while not buffer[:got].endswith(b"+PONG\r\n"):
-                got += sock.recv_into(memoryview(buffer)[got:])
-
+        floor = RawSocket(server.port)
+        raw = floor.round_trip
         smembers = [wire.pack(wire.Same(b"SMEMBERS", index.keys.tables(q))) for q in misses]
         steps: list[tuple[str, Callable[[int], object]]] = [
             ("raw socket PING", lambda i: raw(b"")),
@@ -305,7 +373,7 @@ def breakdown(n: int, count: int) -> None:
         for name, step in steps:
             lat = latencies(step, range(len(misses)))
             print(f"  {name:45} p50 {percentile(lat, 50):7.1f} us  p99 {percentile(lat, 99):7.1f} us")
-        sock.close()
+        floor.close()
 
 
 def main() -> None:
