@@ -53,7 +53,7 @@ Exit codes:
   2    usage error: a bad option or argument
   3    bad input: more bad records than --max-errors, or a malformed dump
   4    Redis unavailable: unreachable, wrong password, timeout, out of memory
-  5    the index exists with another configuration (--k, --layout, f or scheme)
+  5    the index exists with another configuration (--k, --layout, --scheme or --f)
   130  interrupted (Ctrl-C); rerun the same command to resume a load (an import with --merge)
   143  terminated (SIGTERM: docker stop, systemd); rerun the same command to resume
 \b
@@ -100,7 +100,7 @@ def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, 
 
 
 #: The global options that take a value, accepted after the command too (`load f.jsonl --index x`).
-_GLOBAL_OPTIONS = frozenset({"--redis-url", "--index", "--k", "--layout"})
+_GLOBAL_OPTIONS = frozenset({"--redis-url", "--index", "--k", "--layout", "--scheme", "--f"})
 
 
 def _hoisted(group: TyperGroup, args: list[str]) -> list[str]:
@@ -212,12 +212,31 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    scheme: Annotated[
+        str | None,
+        typer.Option(
+            "--scheme",
+            help="Fingerprint features, used when the index is created; an existing index must agree: "
+            "'shingles-N/W', 'words/W' or 'chars-N/W' (W: tf or binary), as `eval` names its settings "
+            "(default: shingles-3/tf).",
+            show_default=False,
+        ),
+    ] = None,
+    f: Annotated[
+        int | None,
+        typer.Option(
+            "--f",
+            help="Fingerprint width in bits (32, 64 or 128), used when the index is created; an existing "
+            "index must agree (default: 64).",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Find near-duplicate documents with SimHash fingerprints in a shared Redis index."""
-    ctx.obj = Settings(redis_url=redis_url, index=index, k=k, layout=layout)
+    ctx.obj = Settings(redis_url=redis_url, index=index, k=k, layout=layout, scheme=scheme, f=f)
 
 
 for _name in COMMAND_MODULES:

@@ -17,6 +17,7 @@ from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import IndexNotFound
 from simhash_redis.store import validate_name
 from simhash_redis.tools import planner
+from simhash_redis.tools.evaluation.settings import scheme_named
 from simhash_redis.transport import client_from_url
 
 if TYPE_CHECKING:
@@ -50,6 +51,10 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
+#: The scheme of a new index when --f is given without --scheme: the default scheme's features.
+DEFAULT_SETTING = "shingles-3/tf"
+
+
 @dataclass
 class Settings:
     """The global options, resolved lazily so commands that need no Redis never touch it.
@@ -59,6 +64,8 @@ class Settings:
         index: --index, or None for the default (or, for import, the dump's name).
         k: --k, used when an index is created (and checked against an existing one).
         layout: --layout, likewise: a layout label as `plan` prints them.
+        scheme: --scheme, likewise: a setting label as `eval` prints them.
+        f: --f, likewise: the fingerprint width.
     """
 
     # URLs carry passwords: keep them out of the repr (tracebacks, debuggers, logs).
@@ -66,6 +73,8 @@ class Settings:
     index: str | None = None
     k: int | None = None
     layout: str | None = None
+    scheme: str | None = None
+    f: int | None = None
     _resolved: str | None = field(default=None, repr=False)
 
     @property
@@ -103,18 +112,21 @@ class Settings:
 
         Raises:
             IndexNotFound: the index does not exist and create is false.
-            ConfigurationMismatch: --k or --layout disagrees with the stored index.
-            InvalidArgument: --layout names no layout for this k.
+            ConfigurationMismatch: --k, --layout, --scheme or --f disagrees with the stored index.
+            InvalidArgument: --layout or --scheme names nothing, or --f is not a supported width.
             RedisUnavailable: the server cannot be reached.
         """
         index_name = validate_name(name or self.index_name, "--index")
-        layout = None
+        width = defaults.F if self.f is None else self.f
+        layout = scheme = None
         if self.layout is not None:
             k = defaults.K if self.k is None else self.k
-            layout = planner.layout_named(self.layout, defaults.F, k)
+            layout = planner.layout_named(self.layout, width, k)
+        if self.scheme is not None or self.f is not None:
+            scheme = scheme_named(self.scheme or DEFAULT_SETTING, width)
         client = client_from_url(self.url())
         try:
-            return SimhashIndex(client, index_name, k=self.k, layout=layout, create=create)
+            return SimhashIndex(client, index_name, k=self.k, layout=layout, scheme=scheme, create=create)
         except IndexNotFound:
             client.close()
             raise IndexNotFound(

@@ -486,3 +486,19 @@ def test_a_layout_reading_much_of_the_index_is_refused_at_creation(
     monkeypatch.undo()
     assert SimhashIndex(redis_client, "old", k=12).near(1)[0].id == "a"
     assert invoke("get", "a", index="old").exit_code == 0
+
+
+def test_scheme_and_width_at_creation(invoke: Invoke, redis_client: redis.Redis) -> None:
+    text = "the quick brown fox jumps over the lazy dog"
+    made = invoke("--scheme", "chars-4/binary", "--f", "128", "add", "a", text, index="chars")
+    assert made.exit_code == 0, made.output
+    index = SimhashIndex(redis_client, "chars")
+    assert index.scheme == Scheme("chars", 4, 128, "binary") and index.f == 128
+    assert index.get("a") == Scheme("chars", 4, 128, "binary").fingerprint(text)
+    # Workers that name nothing adopt it; naming another one is refused (exit 5).
+    assert invoke("near", text, index="chars").exit_code == 0
+    assert invoke("--scheme", "words/tf", "near", text, index="chars").exit_code == 5
+    assert invoke("--f", "64", "near", text, index="chars").exit_code == 5
+    bad = invoke("--scheme", "lines-2/tf", "add", "b", text, index="other")
+    assert bad.exit_code == 2 and "eval names its settings" in bad.output and "Traceback" not in bad.output
+    assert invoke("--f", "48", "add", "b", text, index="other").exit_code == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from ...errors import InvalidArgument
 from ...fingerprinting import Scheme
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "ENGLISH_STOPWORDS",
     "Setting",
     "jieba_settings",
+    "scheme_named",
     "scheme_setting",
     "standard_settings",
 ]
@@ -58,6 +60,29 @@ def scheme_setting(name: str, scheme: Scheme, tokenizer: Callable[[str], list[st
         return scheme.fingerprint_many([tokenizer(text) for text in texts])
 
     return Setting(name, run, scheme.f)
+
+
+def scheme_named(label: str, f: int = 64) -> Scheme:
+    """The scheme an `eval` setting names: "shingles-N/W", "words/W" or "chars-N/W" (W: tf or binary).
+
+    Args:
+        label: the setting's name, as `eval` prints it (settings with stopwords or jieba excepted).
+        f: fingerprint width.
+
+    Raises:
+        InvalidArgument: the label names no such setting, or a value is out of range.
+    """
+    kind, _, weighting = label.partition("/")
+    features, _, n_text = kind.partition("-")
+    n = 1
+    if features in ("shingles", "chars") and n_text.isascii() and n_text.isdigit():
+        n = int(n_text)
+    elif not (features == "words" and not n_text):
+        raise InvalidArgument(
+            f"scheme must be 'shingles-N/W', 'words/W' or 'chars-N/W' (W: tf or binary), as eval names "
+            f"its settings; got {label!r}"
+        )
+    return Scheme(features, n, f, weighting)
 
 
 def standard_settings(lang: str, f: int = 64) -> list[Setting]:
