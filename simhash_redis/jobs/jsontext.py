@@ -47,10 +47,12 @@ def loads(text: str) -> Any:
 
 def _has_float(value: Any) -> bool:
     """Tell whether a parsed JSON value holds a float anywhere."""
-    if isinstance(value, float):
-        return True
-    if isinstance(value, dict):
-        return any(map(_has_float, value.values()))
-    if isinstance(value, list):
-        return any(map(_has_float, value))
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return kind is float
+    # Records are flat objects of strings: one pass over their values, containers looked into.
+    for item in value.values() if kind is dict else value:
+        kind = type(item)
+        if kind is float or ((kind is dict or kind is list) and _has_float(item)):
+            return True
     return False
