@@ -14,7 +14,7 @@ import typer
 
 from simhash_redis import SimhashIndex, defaults, redact_url
 from simhash_redis.defaults import URL_ENV
-from simhash_redis.errors import IndexNotFound
+from simhash_redis.errors import IndexNotFound, InvalidArgument
 from simhash_redis.store import validate_name
 from simhash_redis.tools import planner
 from simhash_redis.tools.evaluation.settings import scheme_named
@@ -49,10 +49,6 @@ class ExitCode(enum.IntEnum):
     UNAVAILABLE = 4
     MISMATCH = 5
     INTERRUPTED = 130
-
-
-#: The scheme of a new index when --f is given without --scheme: the default scheme's features.
-DEFAULT_SETTING = "shingles-3/tf"
 
 
 @dataclass
@@ -120,13 +116,17 @@ class Settings:
         width = defaults.F if self.f is None else self.f
         layout = scheme = None
         if self.layout is not None:
-            k = defaults.K if self.k is None else self.k
-            layout = planner.layout_named(self.layout, width, k)
-        if self.scheme is not None or self.f is not None:
-            scheme = scheme_named(self.scheme or DEFAULT_SETTING, width)
+            if self.k is None:
+                # The layout is cut for one k: a default k would not be the stored index's.
+                raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {self.layout}")
+            layout = planner.layout_named(self.layout, width, self.k)
+        if self.scheme is not None:
+            scheme = scheme_named(self.scheme, width)
         client = client_from_url(self.url())
         try:
-            return SimhashIndex(client, index_name, k=self.k, layout=layout, scheme=scheme, create=create)
+            return SimhashIndex(
+                client, index_name, k=self.k, f=self.f, layout=layout, scheme=scheme, create=create
+            )
         except IndexNotFound:
             client.close()
             raise IndexNotFound(

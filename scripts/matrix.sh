@@ -52,6 +52,8 @@ trap 'rm -rf "$wheels"' EXIT
 if [[ -n "$PYTHONS" ]] && command -v cargo >/dev/null; then
   .venv/bin/python -m pip wheel --quiet --no-deps --wheel-dir "$wheels" ./native
 fi
+shopt -s nullglob
+native=("$wheels"/*.whl)   # none without cargo: the pure engine runs
 
 for version in $PYTHONS; do
   python=$(find_python "$version") || { echo "matrix: Python $version not found" >&2; exit 1; }
@@ -62,7 +64,7 @@ for version in $PYTHONS; do
   [[ "$version" == "3.10" ]] && pins=("$OLDEST_NUMPY")
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   # redis named: the newest, for mypy, also where an earlier run left the oldest in place
-  "$venv/bin/python" -m pip install --quiet --upgrade -e '.[dev]' redis "${pins[@]}" "$wheels"/*.whl
+  "$venv/bin/python" -m pip install --quiet --upgrade -e '.[dev]' redis "${pins[@]}" "${native[@]}"
   "$venv/bin/mypy" --python-version "$version" --cache-dir "$venv/.mypy_cache"
   if [[ "$version" == "3.12" ]]; then   # after mypy: redis-py 5.0's annotations are less complete
     "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"

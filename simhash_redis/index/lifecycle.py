@@ -49,22 +49,22 @@ def open_config(
 
     Raises:
         IndexNotFound: the index does not exist and create is false.
-        InvalidArgument: the index does not exist and the layout would make every query read back at
-            a large part of what it holds (`MAX_READ_FRACTION`).
+        InvalidArgument: the index does not exist and the layout would make every query read back a
+            large part of what it holds (`MAX_READ_FRACTION`).
         IndexCorrupted: the meta is missing while the index's data is there, or unreadable.
         ConfigurationMismatch: a named part disagrees with the stored configuration.
         RedisUnavailable: the server cannot be reached.
     """
     # A layout whose every query reads a large part of the index is refused for new indexes only: an
     # existing one keeps working as it was made.
-    refused = create and wanted.layout.read_fraction >= MAX_READ_FRACTION
-    meta = open_meta(sender, prefix, name, wanted.to_meta() if create and not refused else None)
-    if meta is None and refused:
-        raise InvalidArgument(
+    refusal = None
+    if wanted.layout.read_fraction >= MAX_READ_FRACTION:
+        refusal = InvalidArgument(
             f"k={wanted.layout.k} with {wanted.layout.describe()} makes every query read back "
             f"{wanted.layout.read_fraction:.0%} of the index (new indexes allow under "
             f"{MAX_READ_FRACTION:.0%}): choose a smaller k, or a layout from `simhash-redis plan`"
         )
+    meta = open_meta(sender, prefix, name, wanted.to_meta() if create else None, refusal)
     if meta is None:
         raise IndexNotFound(f"no index named {name!r}")
     stored = IndexConfig.from_meta(meta)

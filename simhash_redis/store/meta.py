@@ -24,7 +24,13 @@ _SCAN_COUNT = 10_000
 _SAMPLE = 200
 
 
-def open_meta(sender: Sender, prefix: str, name: str, fields: dict[str, str] | None) -> dict[str, str] | None:
+def open_meta(
+    sender: Sender,
+    prefix: str,
+    name: str,
+    fields: dict[str, str] | None,
+    refusal: Exception | None = None,
+) -> dict[str, str] | None:
     """Read an index's meta hash, creating it from `fields` first when it does not exist.
 
     Args:
@@ -32,6 +38,7 @@ def open_meta(sender: Sender, prefix: str, name: str, fields: dict[str, str] | N
         prefix: the key prefix.
         name: the index name.
         fields: the configuration to create the index with; None to only read.
+        refusal: raised instead of creating the index (an existing one is read as usual).
 
     Returns:
         The stored fields, or None when the index does not exist (and fields was None).
@@ -39,6 +46,7 @@ def open_meta(sender: Sender, prefix: str, name: str, fields: dict[str, str] | N
     Raises:
         IndexCorrupted: the meta is missing but the index's data is there (see `restore_meta`).
         RedisUnavailable: the server cannot be reached.
+        Exception: `refusal`, when the index would be created.
     """
     meta_key = KeySchema.meta_key(prefix, name)
     stored = _read(sender, meta_key)
@@ -52,6 +60,8 @@ def open_meta(sender: Sender, prefix: str, name: str, fields: dict[str, str] | N
             "with the configuration the index was created with (SimhashIndex.restore, or simhash-redis "
             f"--index {name} restore-meta --k K; an export's first line names it), or drop the index"
         )
+    if refusal is not None:
+        raise refusal
     return _create(sender, meta_key, fields)
 
 

@@ -15,7 +15,7 @@ from simhash_redis.cli import admin
 from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
-from simhash_redis import InvalidArgument, Scheme, SimhashIndex
+from simhash_redis import IndexCorrupted, InvalidArgument, Scheme, SimhashIndex
 from simhash_redis.codec import format_fingerprint
 from simhash_redis.index import lifecycle
 from tests.cli.conftest import Invoke, article, write_jsonl
@@ -467,8 +467,11 @@ def test_layout_recommended_by_plan_can_be_created(invoke: Invoke, redis_client:
     # Another layout for the same index is a configuration mismatch (exit 5), not a silent mix.
     other = invoke("--k", "4", "--layout", "pigeonhole", "near", "one two", index="perm")
     assert other.exit_code == 5 and "Traceback" not in other.output
-    bad = invoke("--layout", "permuted-x", "add", "b", "x", index="perm2")
+    bad = invoke("--k", "4", "--layout", "permuted-x", "add", "b", "x", index="perm2")
     assert bad.exit_code == 2 and "permuted-B" in bad.output
+    # A layout is cut for one k: without --k it would be the default k's, not the stored index's.
+    alone = invoke("--layout", "permuted-6", "near", "one two", index="perm")
+    assert alone.exit_code == 2 and "--layout needs --k" in alone.output
 
 
 def test_a_layout_reading_much_of_the_index_is_refused_at_creation(
@@ -486,6 +489,11 @@ def test_a_layout_reading_much_of_the_index_is_refused_at_creation(
     monkeypatch.undo()
     assert SimhashIndex(redis_client, "old", k=12).near(1)[0].id == "a"
     assert invoke("get", "a", index="old").exit_code == 0
+    # An index whose meta is lost says so, whatever layout the caller names.
+    SimhashIndex(redis_client, "ghost", k=3).add("a", 1)
+    redis_client.delete("simhash:ghost:meta")
+    with pytest.raises(IndexCorrupted, match="no meta key"):
+        SimhashIndex(redis_client, "ghost", k=12)
 
 
 def test_scheme_and_width_at_creation(invoke: Invoke, redis_client: redis.Redis) -> None:
@@ -499,6 +507,7 @@ def test_scheme_and_width_at_creation(invoke: Invoke, redis_client: redis.Redis)
     assert invoke("near", text, index="chars").exit_code == 0
     assert invoke("--scheme", "words/tf", "near", text, index="chars").exit_code == 5
     assert invoke("--f", "64", "near", text, index="chars").exit_code == 5
+    assert invoke("--f", "128", "near", text, index="chars").exit_code == 0  # --f alone checks the width
     bad = invoke("--scheme", "lines-2/tf", "add", "b", text, index="other")
     assert bad.exit_code == 2 and "eval names its settings" in bad.output and "Traceback" not in bad.output
     assert invoke("--f", "48", "add", "b", text, index="other").exit_code == 2
