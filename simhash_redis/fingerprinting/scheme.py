@@ -54,6 +54,11 @@ _HASH_NAME = "xxh3"
 _NORM_NAME = "nfkc-casefold"
 
 
+def _normalizer_of(version: int) -> Normalizer:
+    """The Unicode rules of a scheme version: the interpreter's for 1, Unicode 15.1 from 2 on."""
+    return PYTHON if version == 1 else PINNED
+
+
 def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
     """Check that an argument is a str among the allowed choices.
 
@@ -169,7 +174,7 @@ class Scheme:
     @property
     def normalizer(self) -> Normalizer:
         """The Unicode rules of the scheme's version."""
-        return PYTHON if self.version == 1 else PINNED
+        return _normalizer_of(self.version)
 
     @property
     def unicode(self) -> str:
@@ -215,7 +220,7 @@ class Scheme:
             raise InvalidType(f"meta must be a str, got {type(meta).__name__}")
         fields = _parse_meta(meta)
         digest = fields.pop("stopwords")
-        uni = PYTHON if fields["version"] == 1 else PINNED
+        uni = _normalizer_of(fields["version"])
         words: tuple[str, ...] = () if stopwords is None else _normalize_stopwords(stopwords, uni)
         if stopwords_digest(words) != digest:
             if digest != "none" and stopwords is None:
