@@ -59,6 +59,8 @@ def _compact(items: Batch) -> Fingerprinted:
 
 
 _T = TypeVar("_T")
+#: Seconds `Fingerprinter.close` waits for the pool to wind down (its running batches end on their own).
+_CLOSE_WAIT = 5.0
 #: prctl(2) option: the signal this process gets when its parent dies.
 _PR_SET_PDEATHSIG = 1
 
@@ -214,8 +216,14 @@ class Fingerprinter:
         if self._executor is not None:
             if sys.version_info < (3, 11) and getattr(self._executor, "_broken", False):
                 _unblock_broken(self._executor)
+            manager = getattr(self._executor, "_executor_manager_thread", None)
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
+            if manager is not None:
+                # The pool's clean-up closes a pipe that its exit hook writes to: were the interpreter to
+                # exit meanwhile, that hook would print an OSError traceback. Bounded, so that a stuck
+                # worker cannot hang the exit.
+                manager.join(timeout=_CLOSE_WAIT)
 
     def _grouped(self, units: Iterable[Record | InputError | JsonLines]) -> Iterator[Batch | JsonLines]:
         # Errors travel in their batch, so they are reported in input order with the records around them.
