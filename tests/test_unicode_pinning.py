@@ -8,8 +8,11 @@ next), unassigned code points, and text that composes under NFKC.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 import redis
 from hypothesis import given, settings
@@ -18,7 +21,7 @@ from hypothesis import strategies as st
 import simhash_redis
 from simhash_redis.fingerprinting import tokens
 from simhash_redis.fingerprinting.minhash import MinHasher
-from simhash_redis.fingerprinting.normalize import PYTHON
+from simhash_redis.fingerprinting.normalize import PINNED, PYTHON, Normalizer
 from simhash_redis.fingerprinting.scheme import Scheme
 from simhash_redis.fingerprinting.ucd import PinnedUnicode
 
@@ -196,3 +199,52 @@ def test_an_index_of_scheme_1_keeps_working_as_it_is(redis_client: redis.Redis) 
     # Naming the new scheme is refused rather than silently mixing the two.
     with pytest.raises(simhash_redis.ConfigurationMismatch):
         simhash_redis.SimhashIndex(redis_client, "pin-old", k=3, scheme=Scheme())
+
+
+class _MoreSpecial(PinnedUnicode):
+    """Pinned data that also answers by its own rules for some common code points, to exercise the cuts."""
+
+    @functools.cached_property
+    def _special_table(self) -> npt.NDArray[np.bool_]:
+        table = super()._special_table.copy()
+        for cp in (
+            *range(ord("a"), ord("f")),
+            0x00E9,
+            0x0301,
+            0x4E2D,
+            0xAC00,
+            0x1161,
+            0x3099,
+            0xFF9E,
+            0x2460,
+        ):
+            table[cp] = True
+        return table
+
+
+_MIXED = Normalizer(_MoreSpecial())
+_MIXED_TEXT = st.text(
+    st.one_of(
+        st.sampled_from(
+            [
+                *"abcdefxyz \u00e9\u0301\u0308\u4e2d\u6587\uac00\u1100\u1161\u11a8",
+                *"\u30ab\u3099\uff76\uff9e\u2460\u2026\n.",
+                "\U00031350",
+            ]
+        ),
+        st.characters(exclude_categories=["Cs"]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MIXED_TEXT)
+def test_texts_cut_around_special_code_points_normalise_as_a_whole(text: str) -> None:
+    assert _MIXED.normalize(text) == _MIXED.data.own_normalize(text)
+
+
+def test_a_rare_character_costs_only_its_own_stretch() -> None:
+    text = "中文新闻报道。" * 200 + "\U00031350" + "今天发布了新的消息。" * 200
+    assert _MIXED.normalize(text) == _MIXED.data.own_normalize(text)
+    assert PINNED.normalize(text) == PINNED.data.own_normalize(text)

@@ -269,8 +269,12 @@ class Normalizer:
         if _has_surrogates(text):
             text = _SURROGATES.sub("\ufffd", text)
         if self.data.is_special(text):
-            return self.data.own_normalize(text)
-        # Only code points that both the data and the interpreter assign: the interpreter's answer.
+            return self._mixed(text)
+        return self._plain(text)
+
+    def _plain(self, text: str) -> str:
+        """`normalize` of a surrogate-free text whose code points both the data and the interpreter assign:
+        the interpreter's answer, which is the data's (`ucd`)."""
         if not unicodedata.is_normalized("NFKC", text):
             text = self._premap(text)
             if not unicodedata.is_normalized("NFKC", text):
@@ -282,6 +286,49 @@ class Normalizer:
                     for line in lines
                 )
         return text.casefold()
+
+    def _mixed(self, text: str) -> str:
+        """`normalize` of a surrogate-free text holding code points the data answers for by its own rules.
+
+        Only the stretch around each such code point goes through those rules (pure Python, about a
+        microsecond a character); the rest through `_plain`. A text may be cut before a stable starter
+        (`stable_starters`): NFKC then works on each piece alone, and case folding works per character.
+
+        Args:
+            text: the text.
+        """
+        cps = code_points(text)
+        special = self.data.special_of(cps)
+        cuts = np.flatnonzero(self.stable_starters[np.minimum(cps, 0xFFFF)] & (cps < 0xFFFF) & ~special)
+        pieces: list[str] = []
+        done = 0
+        for at in np.flatnonzero(special).tolist():
+            if at < done:
+                continue  # within the last stretch already
+            where = int(np.searchsorted(cuts, at, side="right"))
+            start = int(cuts[where - 1]) if where else 0
+            end = int(cuts[where]) if where < len(cuts) else len(text)
+            if start > done:
+                pieces.append(self._plain(text[done:start]))
+            pieces.append(self.data.own_normalize(text[max(start, done) : end]))
+            done = end
+        if done < len(text):
+            pieces.append(self._plain(text[done:]))
+        return "".join(pieces)
+
+    @functools.cached_property
+    def stable_starters(self) -> npt.NDArray[np.bool_]:
+        """Per BMP code point, whether a text may be cut before it without changing its NFKC.
+
+        A stable starter has combining class 0, is its own NFKC image, and is no second part of a
+        composition (nor a Hangul jamo): nothing before it composes with it or reorders across it.
+        """
+        _, premap, long_image = self.bmp_tables
+        combining, _ = self.data.bmp_composition_data()
+        stable: npt.NDArray[np.bool_] = (premap == np.arange(0x10000)) & ~long_image & ~self.composing_flags()
+        stable[list(combining)] = False
+        stable[0xD800:0xE000] = False
+        return stable
 
     def classified_code_points(self, text: str) -> tuple[CodePoints, npt.NDArray[np.uint8] | None]:
         """Return the code points of ``normalize(text)`` and their classes, by table lookups when possible.

@@ -122,6 +122,10 @@ class UnicodeData:
         """Return the case folding of the NFKC form of a surrogate-free text, by this data's own rules."""
         return self.casefold(self.nfkc(text))
 
+    def special_of(self, cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
+        """Tell, per code point, whether the interpreter may answer for it differently (`is_special`)."""
+        return np.zeros(len(cps), dtype=bool)
+
 
 class PinnedUnicode(UnicodeData):
     """A pinned Unicode version's data, from the file the generator made.
@@ -249,6 +253,10 @@ class PinnedUnicode(UnicodeData):
         if len(text) <= 8:
             return any(self._special_cp(ord(char)) for char in text)
         return bool(np.take(self._special_table, np.frombuffer(text.encode("utf-32-le"), dtype="<u4")).any())
+
+    def special_of(self, cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
+        found: npt.NDArray[np.bool_] = np.take(self._special_table, cps)
+        return found
 
     def own_normalize(self, text: str) -> str:
         fold = self._fold
