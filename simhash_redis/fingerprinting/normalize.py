@@ -159,6 +159,7 @@ class Normalizer:
             | folded[premap16].astype(np.uint64) << 16
             | closer.astype(np.uint64) << 36
         )
+        self.__dict__.pop("_bmp_images", None)  # 131,072 strings, needed by neither table any more
         return raw.astype(np.uint64), folded.astype(np.uint32)
 
     def composing_flags(self) -> npt.NDArray[np.bool_]:
