@@ -8,8 +8,9 @@ and answers every question the same way on every Python.
 Pinning costs nothing on the common path. Unicode's stability policies keep a code point's NFKC
 image, case folding, combining class and composition unchanged once it is assigned, and the generator
 checks that for every supported version; so where a text holds only code points that both the pinned
-version and the interpreter assign, the interpreter's fast C code gives the pinned answer. A text with
-any other code point ("special") is normalised by this module's own NFKC over the pinned tables.
+version and the interpreter assign, the interpreter's fast C code gives the pinned answer. Around any
+other code point ("special") a text is normalised by this module's own NFKC over the pinned tables
+(`normalize.Normalizer` cuts it so that the rest still takes the fast path).
 Character kinds (letter, mark, ...) come from the pinned tables always: general categories do change.
 """
 
@@ -94,10 +95,6 @@ class UnicodeData:
             {cp: value for cp, value in decompositions.items() if value},
         )
 
-    def casefold(self, text: str) -> str:
-        """Return the full case folding of a text."""
-        return text.casefold()
-
     def combining(self, cp: int) -> int:
         """Return the canonical combining class of a code point."""
         return unicodedata.combining(chr(cp))
@@ -120,7 +117,7 @@ class UnicodeData:
 
     def own_normalize(self, text: str) -> str:
         """Return the case folding of the NFKC form of a surrogate-free text, by this data's own rules."""
-        return self.casefold(self.nfkc(text))
+        return unicodedata.normalize("NFKC", text).casefold()
 
     def special_of(self, cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
         """Tell, per code point, whether the interpreter may answer for it differently (`is_special`)."""
@@ -294,12 +291,6 @@ class PinnedUnicode(UnicodeData):
 
     def is_nfkc(self, text: str) -> bool:
         return self._nfkc(text) == text if self.is_special(text) else unicodedata.is_normalized("NFKC", text)
-
-    def casefold(self, text: str) -> str:
-        if not self.is_special(text):
-            return text.casefold()
-        fold = self._fold
-        return "".join([fold.get(ord(char), char) for char in text])
 
     def _nfkc(self, text: str) -> str:
         """NFKC by the pinned tables (Unicode Standard Annex 15): decompose, reorder, compose.
