@@ -612,7 +612,9 @@ class ClusterProcess:
                     f"node {replica.port} to replicate {primary.port}",
                 )
             self.wait_ok(max(1.0, deadline - time.monotonic()))
-            self._wait(self._replicated, deadline, "replicas to sync")
+            self._wait(
+                functools.partial(self._replicated, len(replicas)), deadline, "replicas to sync"
+            )
         except BaseException:
             self.close()
             raise
@@ -677,9 +679,8 @@ class ClusterProcess:
         return [n["port"] for n in sorted(owners, key=lambda n: n["slots"][0][0])]
 
     def replicas(self) -> list[int]:
-        """Ports of the live replicas."""
-        alive = {node.port for node in self._alive()}
-        return sorted(n["port"] for n in self._view() if "slave" in n["flags"] and n["port"] in alive)
+        """Ports of the live replicas, as each node says of itself (another node's view may lag)."""
+        return sorted(port for port, info in self._replication().items() if info.get("role") == "slave")
 
     @property
     def url(self) -> str:
@@ -749,18 +750,26 @@ class ClusterProcess:
             owners = mine
         return owners is not None
 
-    def _replicated(self) -> bool:
-        view = self._view()
-        by_id = {n["id"]: n["port"] for n in view}
-        alive = {node.port for node in self._alive()}
-        for n in view:
-            primary = by_id.get(n["master"]) if "slave" in n["flags"] else None
-            if primary is None or n["port"] not in alive or primary not in alive:
+    def _replication(self) -> dict[int, dict[str, str]]:
+        """Each live node's own INFO replication, by port."""
+        found = {}
+        for node in self._alive():
+            with contextlib.suppress(redis.RedisError, OSError), _probe_client(node.port) as client:
+                found[node.port] = _info(client, "replication")
+        return found
+
+    def _replicated(self, expected: int = 0) -> bool:
+        """Every live replica is linked to a live primary and has its writes so far; at least
+        expected replicas say so of themselves."""
+        nodes = self._replication()
+        replicas = {port: info for port, info in nodes.items() if info.get("role") == "slave"}
+        if len(replicas) < expected:
+            return False
+        for info in replicas.values():
+            primary = nodes.get(int(info.get("master_port", "0")))
+            if primary is None:
                 continue
-            with _probe_client(primary) as client:
-                target = int(_info(client, "replication").get("master_repl_offset", "0"))
-            with _probe_client(n["port"]) as client:
-                info = _info(client, "replication")
+            target = int(primary.get("master_repl_offset", "0"))
             if info.get("master_link_status") != "up" or int(info.get("slave_repl_offset", "-1")) < target:
                 return False
         return True

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from simhash_redis import Match, Outcome, SimhashIndex, SimhashRedisError, distance
 from simhash_redis.transport.cluster import ClusterTransport, command_keys
-from tests.servers import ClusterProcess, server_version
+from tests.servers import ClusterProcess
 
 pytestmark = pytest.mark.cluster
 
@@ -180,10 +180,6 @@ def test_primary_killed_during_load(own_cluster: ClusterProcess) -> None:
     _check_loaded(own_cluster.client(), 20_000, acked[-1])
 
 
-@pytest.mark.skipif(
-    server_version() < (7, 0),
-    reason="Redis 6.2 Cluster: WAIT after a script returns at once, without the replica's acknowledgement",
-)
 def test_an_acknowledged_write_waits_for_a_lagging_replica(own_cluster: ClusterProcess) -> None:
     """A replica that lags past WAIT's first second (a loaded machine) still gets the write before it is
     acknowledged: otherwise the failover of its primary would lose an acknowledged document."""
