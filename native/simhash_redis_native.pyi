@@ -84,5 +84,50 @@ def hits(
 ) -> list[dict[bytes, tuple[int, int]]]:
     """For each query, {stored value: (fingerprint, distance)} of its candidates within k."""
 
+#: A column of entries: (the entries end to end, their ends as a uint64 array's bytes), or
+#: (fingerprints as a uint64 array's bytes, signed) whose entries are their stored forms.
+Column: TypeAlias = tuple[bytes, bytes] | tuple[bytes, bool]
+
+class GroupedCommands:
+    """One command per group (`head`, its key, its positions' entries): chunks of (RESP, commands)."""
+
+    def __init__(
+        self,
+        head: bytes,
+        head_args: int,
+        key: tuple[bytes, int],
+        groups: tuple[bytes, bytes, bytes],
+        columns: list[Column],
+        chunk_args: int,
+    ) -> None: ...
+    def __iter__(self) -> GroupedCommands: ...
+    def __next__(self) -> tuple[bytes, int]: ...
+
+class AttachCalls:
+    """The calls of lua/bulk_fp.lua for runs of groups: chunks of (RESP, commands)."""
+
+    def __init__(
+        self,
+        sha: bytes,
+        prefix: bytes,
+        groups: tuple[bytes, bytes, bytes],
+        fps: Column,
+        ids: Column,
+        joined: dict[int, bytes],
+        call_pairs: int,
+        chunk_args: int,
+    ) -> None: ...
+    def __iter__(self) -> AttachCalls: ...
+    def __next__(self) -> tuple[bytes, int]: ...
+
+def pack_column(items: list[bytes]) -> Column:
+    """A list of bytes as a column."""
+
+def unpack_column(column: Column) -> list[bytes]:
+    """A column's entries as a list."""
+
+def column_buckets(column: Column, buckets: int) -> bytes:
+    """xxh3_64 of each entry of a column modulo buckets, as a uint64 array's bytes."""
+
 def set_error_types(value_error: type[ValueError], type_error: type[TypeError]) -> bool:
     """Make bad arguments raise these types; False when types were set already."""

@@ -43,20 +43,25 @@ LOADER = textwrap.dedent(
     url, mode, stop_send, stop_chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     chunks.CHUNK_ARGS, bulk.ATTACH_PAIRS = CHUNK_ARGS, 64
     sends = 0
-    split = chunks.chunks
+    send_step = bulk.send_step
 
-    def stopping(pieces, packed):
+    def stopping(store, parts, **options):
         global sends
         sends += 1
-        for number, chunk in enumerate(split(pieces, packed)):
-            if sends == stop_send and number == stop_chunk:
-                if mode == "kill":
-                    os.kill(os.getpid(), signal.SIGKILL)
-                print("stopped", flush=True)
-                sys.stdin.readline()  # the server is gone now
-            yield chunk
+        step = sends
 
-    chunks.chunks = stopping
+        def watched():
+            for number, chunk in enumerate(parts):
+                if step == stop_send and number == stop_chunk:
+                    if mode == "kill":
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    print("stopped", flush=True)
+                    sys.stdin.readline()  # the server is gone now
+                yield chunk
+
+        return send_step(store, watched(), **options)
+
+    bulk.send_step = stopping
     index = open_index(redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2))
     index.bulk_add(items(), window=WINDOW, on_progress=lambda done, _: print("done", done, flush=True))
     print("complete", flush=True)

@@ -32,7 +32,18 @@ if TYPE_CHECKING:
     from .minhash import MinHasher
     from .scheme import Scheme
 
-__all__ = ["fingerprint", "fingerprint_many", "hits", "sketch", "sketch_many"]
+__all__ = [
+    "AttachCalls",
+    "GroupedCommands",
+    "column_buckets",
+    "fingerprint",
+    "fingerprint_many",
+    "hits",
+    "pack_column",
+    "sketch",
+    "sketch_many",
+    "unpack_column",
+]
 
 #: Documents handed to the native engine per call of `fingerprint_many`.
 BATCH_DOCS = 4096
@@ -45,6 +56,13 @@ _SAFE_WEIGHTS = 1e300
 _WIDEST = 1 << 128
 
 _native.set_error_types(InvalidArgument, InvalidType)
+
+# The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.
+GroupedCommands = _native.GroupedCommands
+AttachCalls = _native.AttachCalls
+pack_column = _native.pack_column
+unpack_column = _native.unpack_column
+column_buckets = _native.column_buckets
 
 
 def _native_unicode(uni: Normalizer) -> _native.Unicode:

@@ -34,13 +34,18 @@ Piece = tuple[int, int, Any]
 
 
 def send_step(
-    store: Store, pieces: Iterator[Piece], *, keep: bool, durable: bool, script: Script | None = None
+    store: Store,
+    parts: Iterator[Sequence[Command]],
+    *,
+    keep: bool,
+    durable: bool,
+    script: Script | None = None,
 ) -> list[Any]:
-    """Send a step's commands in chunks of about CHUNK_ARGS arguments; their replies if `keep`.
+    """Send a step's chunks of commands (`chunks`), in order; their replies if `keep`.
 
     Args:
         store: where they go.
-        pieces: the step's commands, packed on a standalone server.
+        parts: the step's chunks, packed on a standalone server.
         keep: return the replies (else only check them).
         durable: on a cluster, wait for a replica to have the writes.
         script: the Lua script the commands call, if they do (loaded where the server lacks it).
@@ -50,7 +55,6 @@ def send_step(
             sent after it.
         RedisUnavailable: the server cannot be reached.
     """
-    parts = chunks(pieces, packed=not store.cluster)
     if not store.cluster:
         return Stream(parts, keep, script).run(store)
     out: list[Any] = []

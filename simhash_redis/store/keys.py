@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -27,11 +27,31 @@ import xxhash
 
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType
+from ..fingerprinting import engines
 from .layout import Layout
 
-__all__ = ["KeySchema", "encode_id", "validate_name"]
+__all__ = ["KeyForm", "KeySchema", "encode_id", "validate_name"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+
+
+class KeyForm(NamedTuple):
+    """How a number becomes the key of a table or map bucket: the prefix, then the number in lowercase
+    hexadecimal padded with zeros to `hex_width` digits (a table bucket), or in decimal when `hex_width`
+    is 0 (a map bucket)."""
+
+    prefix: bytes
+    hex_width: int
+
+    def key(self, value: int) -> bytes:
+        """The key of one bucket.
+
+        Args:
+            value: the bucket's number (a table key value or a map bucket).
+        """
+        if self.hex_width:
+            return self.prefix + b"%0*x" % (self.hex_width, value)
+        return self.prefix + b"%d" % value
 
 
 def validate_name(value: object, argument: str) -> str:
@@ -139,6 +159,25 @@ class KeySchema:
         """
         return self._table_formats[table] % value
 
+    def table_form(self, table: int) -> KeyForm:
+        """How a table's key values become its bucket keys.
+
+        Args:
+            table: the table number.
+        """
+        width = self._layout.hex_widths[table]
+        return KeyForm(self._table_formats[table][: -len(b"%%0%dx" % width)], width)
+
+    @property
+    def id_form(self) -> KeyForm:
+        """How bucket numbers become id-map keys."""
+        return KeyForm(self._id_prefix, 0)
+
+    @property
+    def fp_form(self) -> KeyForm:
+        """How bucket numbers become fingerprint-map keys."""
+        return KeyForm(self._fp_prefix, 0)
+
     def table_format(self, table: int) -> bytes:
         """The %-format of one table's bucket keys: `table(t, value)` is `table_format(t) % value`.
 
@@ -223,6 +262,20 @@ class KeySchema:
         hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, raws), dtype=np.uint64, count=len(raws))
         buckets: npt.NDArray[Any] = hashes % np.uint64(self.id_buckets)
         return buckets
+
+    def native_bucket_numbers(self, column: tuple[bytes, bytes] | tuple[bytes, bool]) -> npt.NDArray[Any]:
+        """`bucket_numbers` of a column in the compiled core's form (`store.grouped.NativeColumn`).
+
+        Args:
+            column: the entries.
+
+        Raises:
+            RuntimeError: the compiled core is not in use.
+        """
+        if engines.native is None:
+            raise RuntimeError("this form needs the compiled core")
+        numbers = engines.native.column_buckets(column, self.id_buckets)
+        return np.frombuffer(numbers, dtype=np.uint64)
 
     def _bucket(self, raw: bytes) -> bytes:
         return b"%d" % (xxhash.xxh3_64_intdigest(raw) % self.id_buckets)

@@ -1,0 +1,313 @@
+"""The bulk path's grouped commands: one command per key, carrying every entry of a window for that key.
+
+`group` sorts a window's positions by key value; `commands` and `attach_calls` turn the groups into
+chunks of commands of at least `chunks.CHUNK_ARGS` arguments. On a standalone server the chunks are
+packed into their RESP form once: by the compiled core when it runs, else here, byte for byte the same
+(tests/native compares them). On a cluster they stay argument tuples, which its transport routes per
+node.
+
+A `Column` holds one entry per window position (an id, or a fingerprint's stored form); the commands
+gather entries by position, so one column serves every step of a window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from ..fingerprinting import engines
+from ..transport import Command
+from . import chunks
+from .chunks import BULK, Packed, Piece
+from .keys import KeyForm, KeySchema
+
+__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "netstring"]
+
+#: A column as the compiled core takes it: (entries end to end, their ends as a uint64 array's bytes),
+#: or (fingerprints as a uint64 array's bytes, signed) whose entries are their stored forms.
+NativeColumn = tuple[bytes, bytes] | tuple[bytes, bool]
+
+
+class Groups(NamedTuple):
+    """Window positions grouped by key: the positions in group order, where each group starts (and the
+    last ends), each group's key value, and how a value becomes its key."""
+
+    rows: npt.NDArray[np.intp]
+    bounds: npt.NDArray[np.int64]
+    heads: npt.NDArray[np.uint64]
+    form: KeyForm
+
+    def spans(self) -> Iterator[tuple[int, int, int]]:
+        """(key value, start, end) of each group, as Python ints."""
+        bounds = self.bounds.tolist()
+        for j, head in enumerate(self.heads.tolist()):
+            yield head, bounds[j], bounds[j + 1]
+
+
+def group(column: npt.NDArray[Any], rows: npt.NDArray[Any], form: KeyForm) -> Groups:
+    """The window positions `rows` grouped by their value in `column`, each group in the window's order
+    (a stable sort).
+
+    Args:
+        column: each window position's key value (unsigned ints).
+        rows: the positions to group.
+        form: how a value becomes its key.
+    """
+    values = column[rows]
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    if not len(ordered):
+        return Groups(np.zeros(0, dtype=np.intp), np.zeros(1, dtype=np.int64), np.zeros(0, np.uint64), form)
+    bounds = np.concatenate(([0], starts, [len(ordered)])).astype(np.int64)
+    heads = ordered[bounds[:-1]].astype(np.uint64)
+    return Groups(np.asarray(rows[order], dtype=np.intp), bounds, heads, form)
+
+
+class Column:
+    """One entry per window position, as a list of bytes (`raw`) or in the compiled core's form
+    (`native`): entries end to end with their ends, or fingerprints whose entries are their stored forms
+    (8 bytes an entry instead of about 20: a window's columns are larger than the caches, and the packer
+    visits them in random order). Each form is built from the other when first asked for, and the pure
+    packer's RESP bulk strings from `raw`.
+
+    Args:
+        raw: the entries.
+        native: the compiled core's form.
+    """
+
+    def __init__(self, raw: list[bytes] | None = None, native: NativeColumn | None = None) -> None:
+        self._raw, self._native = raw, native
+        self._objects: npt.NDArray[Any] | None = None
+        self._bulks: npt.NDArray[Any] | None = None
+
+    @classmethod
+    def of_fingerprints(cls, fps: Sequence[int] | npt.NDArray[Any], f: int) -> Column:
+        """The stored forms (`codec.encode_fp`) of fingerprints.
+
+        Args:
+            fps: checked fingerprints of f bits (ints, or a uint64 array for f <= 64).
+            f: their width.
+        """
+        if f > 64:
+            return cls([b"%d" % int(fp) for fp in fps])
+        arr = np.asarray(fps, dtype=np.uint64)
+        if engines.native is not None:
+            return cls(native=(arr.tobytes(), f == 64))
+        return cls([b"%d" % fp for fp in (arr.view(np.int64) if f == 64 else arr).tolist()])
+
+    @property
+    def raw(self) -> list[bytes]:
+        """The entries."""
+        if self._raw is None:
+            assert self._native is not None and engines.native is not None  # made only by the core
+            self._raw = engines.native.unpack_column(self._native)
+        return self._raw
+
+    def native(self) -> NativeColumn:
+        """The compiled core's form.
+
+        Raises:
+            RuntimeError: the compiled core is not in use.
+        """
+        if self._native is None:
+            if engines.native is None:
+                raise RuntimeError("this form needs the compiled core")
+            self._native = engines.native.pack_column(self.raw)
+        return self._native
+
+    def buckets(self, keys: KeySchema) -> npt.NDArray[Any]:
+        """Each entry's map bucket (`KeySchema.bucket_numbers`).
+
+        Args:
+            keys: the index's key schema.
+        """
+        if engines.native is not None:
+            return keys.native_bucket_numbers(self.native())
+        return keys.bucket_numbers(self.raw)
+
+    def objects(self) -> npt.NDArray[Any]:
+        """The entries as an array of objects (gathered by index arrays in one call)."""
+        if self._objects is None:
+            self._objects = _objects(self.raw)
+        return self._objects
+
+    def bulks(self) -> npt.NDArray[Any]:
+        """The entries' RESP bulk strings, as an array of objects."""
+        if self._bulks is None:
+            self._bulks = _objects([BULK % (len(raw), raw) for raw in self.raw])
+        return self._bulks
+
+
+def commands(
+    head: tuple[bytes, ...], groups: Groups, columns: Sequence[Column], packed: bool
+) -> Iterator[Sequence[Command]]:
+    """For each group, the command `head`, the group's key, then for each of its positions that
+    position's entry of every column, in chunks.
+
+    Args:
+        head: the command's name (and any argument before the key).
+        groups: the groups.
+        columns: where the entries come from.
+        packed: pack the chunks into their RESP form (a standalone server).
+    """
+    native = engines.native
+    if packed and native is not None:
+        found = native.GroupedCommands(
+            b"".join([BULK % (len(arg), arg) for arg in head]),
+            len(head),
+            (groups.form.prefix, groups.form.hex_width),
+            _numbers(groups),
+            [column.native() for column in columns],
+            chunks.CHUNK_ARGS,
+        )
+        yield from (Packed(data, count) for data, count in found)
+        return
+    yield from chunks.chunks(_pieces(head, groups, columns, packed), packed)
+
+
+def _pieces(
+    head: tuple[bytes, ...], groups: Groups, columns: Sequence[Column], packed: bool
+) -> Iterator[Piece]:
+    per, rows, key_of = len(columns), groups.rows, groups.form.key
+    if not packed:
+        units = _interleaved([column.objects()[rows] for column in columns])
+        for value, start, end in groups.spans():
+            yield (
+                len(head) + 1 + (end - start) * per,
+                1,
+                [(*head, key_of(value), *units[start * per : end * per])],
+            )
+        return
+    gathered = [column.bulks()[rows].tolist() for column in columns]
+    joined = gathered[0] if per == 1 else [b"".join(parts) for parts in zip(*gathered, strict=True)]
+    prefix = b"".join([BULK % (len(arg), arg) for arg in head])
+    fixed = len(head) + 1
+    for value, start, end in groups.spans():
+        key = key_of(value)
+        count = fixed + (end - start) * per
+        piece = joined[start:end]
+        piece.insert(0, b"*%d\r\n%b$%d\r\n%b\r\n" % (count, prefix, len(key), key))
+        yield count, 1, piece
+
+
+def attach_calls(
+    sha: bytes,
+    groups: Groups,
+    fps: Column,
+    ids: Column,
+    joined: dict[int, bytes],
+    call_pairs: int,
+    packed: bool,
+) -> Iterator[Sequence[Command]]:
+    """The calls of lua/bulk_fp.lua: on a standalone server each call takes a run of groups holding about
+    `call_pairs` fingerprints, on a cluster one group (one key); each group gives its key and, in argv,
+    its size, its fingerprints, then each fingerprint again with its id list, in chunks.
+
+    Args:
+        sha: the script's SHA1.
+        groups: the positions grouped by fingerprint-map bucket.
+        fps: the stored fingerprints.
+        ids: the ids, whose netstring is the id list of their fingerprint...
+        joined: ...except at these positions, whose fingerprint several ids of the window share.
+        call_pairs: fingerprints per call, at least (standalone).
+        packed: pack the chunks into their RESP form (a standalone server).
+    """
+    native = engines.native
+    if packed and native is not None:
+        found = native.AttachCalls(
+            sha,
+            groups.form.prefix,
+            _numbers(groups),
+            fps.native(),
+            ids.native(),
+            joined,
+            call_pairs,
+            chunks.CHUNK_ARGS,
+        )
+        yield from (Packed(data, count) for data, count in found)
+        return
+    yield from chunks.chunks(_attach_pieces(sha, groups, fps, ids, joined, call_pairs, packed), packed)
+
+
+def _attach_pieces(
+    sha: bytes,
+    groups: Groups,
+    fps: Column,
+    ids: Column,
+    joined: dict[int, bytes],
+    call_pairs: int,
+    packed: bool,
+) -> Iterator[Piece]:
+    rows = groups.rows.tolist()
+    lists = [joined.get(p) or netstring(ids.raw[p]) for p in rows]
+    key_of = groups.form.key
+    if not packed:
+        raw = fps.raw
+        for value, start, end in groups.spans():
+            fields = [raw[p] for p in rows[start:end]]
+            entries = _interleaved([_objects(fields), _objects(lists[start:end])])
+            call = (b"EVALSHA", sha, b"1", key_of(value), end - start, *fields, *entries)
+            yield len(call), 1, [call]
+        return
+    bulks = fps.bulks()[groups.rows].tolist()
+    keys: list[bytes] = []
+    argv: list[bytes] = []
+    pairs = 0
+    spans = list(groups.spans())
+    for j, (value, start, end) in enumerate(spans):
+        key, size = key_of(value), b"%d" % (end - start)
+        keys.append(BULK % (len(key), key))
+        argv.append(BULK % (len(size), size))
+        argv.extend(bulks[start:end])
+        argv.extend(
+            b"%b$%d\r\n%b\r\n" % (s, len(one), one)
+            for s, one in zip(bulks[start:end], lists[start:end], strict=True)
+        )
+        pairs += end - start
+        if pairs >= call_pairs or j == len(spans) - 1:
+            count, numkeys = 3 + 2 * len(keys) + 3 * pairs, b"%d" % len(keys)
+            head = b"*%d\r\n$7\r\nEVALSHA\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (
+                count,
+                len(sha),
+                sha,
+                len(numkeys),
+                numkeys,
+            )
+            yield count, 1, [head, *keys, *argv]
+            keys, argv, pairs = [], [], 0
+
+
+def netstring(doc_id: bytes) -> bytes:
+    """An id as an item of a fingerprint's id list.
+
+    Args:
+        doc_id: the encoded id.
+    """
+    return b"%d:%b" % (len(doc_id), doc_id)
+
+
+def _numbers(groups: Groups) -> tuple[bytes, bytes, bytes]:
+    """A group's numbers as the compiled core takes them: heads, bounds and rows as 8-byte ints."""
+    heads = groups.heads.astype(np.uint64).tobytes()
+    return heads, groups.bounds.astype(np.int64).tobytes(), groups.rows.astype(np.int64).tobytes()
+
+
+def _interleaved(parts: list[npt.NDArray[Any]]) -> list[Any]:
+    """Equal-length arrays as one flat list, entry by entry: a0, b0, a1, b1, ..."""
+    if len(parts) == 1:
+        return parts[0].tolist()  # type: ignore[no-any-return]
+    table = np.empty((len(parts[0]), len(parts)), dtype=object)
+    for c, part in enumerate(parts):
+        table[:, c] = part
+    return table.ravel().tolist()  # type: ignore[no-any-return]
+
+
+def _objects(items: list[Any]) -> npt.NDArray[Any]:
+    """A list as a numpy array of objects."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
