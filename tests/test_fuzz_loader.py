@@ -22,6 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -283,3 +284,44 @@ def test_readers_survive_bad_input_long(workdir: Path, fmt: str, pytestconfig: p
         fuzz_one(workdir, data, fmt, options)
 
     run()
+
+
+json_values = st.one_of(
+    st.text(max_size=24),
+    st.text(alphabet="0123456789abcdefABCDEFx_ -+", max_size=24),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False),
+    st.lists(st.integers(), max_size=2),
+)
+fingerprint_lines = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"id": json_values, "fp": json_values}).map(json.dumps),
+        st.fixed_dictionaries({"id": json_values}).map(json.dumps),
+        st.text(max_size=30),
+    ).map(lambda line: line.encode("utf-8", "surrogatepass") + b"\n"),
+    max_size=30,
+)
+
+
+@SHORT
+@given(
+    lines=fingerprint_lines,
+    f=st.sampled_from([64, 32, 128]),
+    base=st.sampled_from(["auto", "hex", "dec"]),
+    first=st.integers(1, 3),
+)
+def test_fingerprint_lines_short_way_matches_the_records(
+    lines: list[bytes], f: int, base: str, first: int
+) -> None:
+    """A worker reads lines of precomputed fingerprints without a record per line: the same ids,
+    fingerprints and errors as the records parsed one by one."""
+    from simhash_redis.jobs.fingerprinter import _compact, _parse_lines
+    from simhash_redis.jobs.readers import JsonLines
+
+    def plain(ids: list[str], fps: list[int], errors: list[tuple[int, InputError]]) -> Any:
+        return ids, fps, [(at, str(error), error.line) for at, error in errors]
+
+    chunk = JsonLines("in.jsonl", first, lines, ReadOptions(fingerprint_field="fp"))
+    assert plain(*chunk.fingerprints(f, base)) == plain(*_compact(_parse_lines(chunk, SCHEME, f, base)))

@@ -98,6 +98,8 @@ def _fingerprint_texts(texts: list[str]) -> list[int]:
 
 def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Fingerprinted:
     assert _worker_scheme is not None
+    if lines.options.fingerprint_field is not None:
+        return Fingerprinted(*lines.fingerprints(f, fp_base))
     return _compact(_parse_lines(lines, _worker_scheme, f, fp_base))
 
 

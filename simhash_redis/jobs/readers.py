@@ -16,6 +16,8 @@ from typing import IO, Any, NamedTuple
 
 import xxhash
 
+from .. import defaults
+from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
 from .delimited import read_table
 from .jsontext import loads
@@ -149,6 +151,11 @@ def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> 
     obj = _json_object(raw, number, source)
     if not isinstance(obj, dict):
         return obj
+    return _record_of(obj, number, source, options)
+
+
+def _record_of(obj: dict[str, Any], number: int, source: str, options: ReadOptions) -> Record | InputError:
+    """The record of one JSON line's object."""
     doc_field = options.fingerprint_field or options.text_field
     missing = [name for name in (options.id_field, doc_field) if name not in obj]
     if missing:
@@ -184,6 +191,44 @@ class JsonLines(NamedTuple):
             for number, raw in enumerate(self.raws, self.first)
         )
         return [item for item in items if item is not None]
+
+    def fingerprints(self, f: int, fp_base: str) -> tuple[list[str], list[int], list[tuple[int, InputError]]]:
+        """The ids and precomputed fingerprints of lines read with `fingerprint_field`, and each error
+        with the number of good lines before it: what `records` and `codec.parse_fingerprint` give, without
+        a record per line (an ASCII id and a fingerprint string take the short way, anything else the
+        general one, so every error is the same).
+
+        Args:
+            f: the fingerprints' width.
+            fp_base: how their strings are read (`parse_fingerprint`).
+        """
+        options, source = self.options, self.source
+        id_field, fp_field = options.id_field, options.fingerprint_field or options.text_field
+        ids: list[str] = []
+        fps: list[int] = []
+        errors: list[tuple[int, InputError]] = []
+        for number, raw in enumerate(self.raws, self.first):
+            obj = _json_object(raw, number, source)
+            if obj is None:
+                continue
+            if isinstance(obj, InputError):
+                errors.append((len(ids), obj))
+                continue
+            doc_id, text = obj.get(id_field), obj.get(fp_field)
+            fast = type(doc_id) is str and doc_id.isascii() and 0 < len(doc_id) <= defaults.MAX_ID_BYTES
+            if not (fast and type(text) is str and not is_blank(text)) or not isinstance(doc_id, str):
+                record = _record_of(obj, number, source, options)
+                if isinstance(record, InputError):
+                    errors.append((len(ids), record))
+                    continue
+                doc_id, text = record.id, str(record.doc)
+            try:
+                fps.append(parse_fingerprint(text, f, fp_base))
+            except InvalidArgument as exc:
+                errors.append((len(ids), InputError(source, number, str(exc))))
+                continue
+            ids.append(doc_id)
+        return ids, fps, errors
 
 
 def _jsonl_chunks(

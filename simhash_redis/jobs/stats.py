@@ -18,7 +18,6 @@ from ..store import Store
 __all__ = ["Bucket", "IndexStats", "MemoryEstimate", "TableStats", "collect"]
 
 
-
 @dataclass(frozen=True)
 class Bucket:
     """One table bucket: the table number, its key value (hex, as in the key name) and its size."""
