@@ -77,3 +77,26 @@ def test_without_orjson_the_stdlib_parses(monkeypatch: pytest.MonkeyPatch) -> No
     assert jsontext.loads('{"id": "a", "fp": 5}') == {"id": "a", "fp": 5}
     with pytest.raises(ValueError, match="Expecting"):
         jsontext.loads("{")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        _VALUES.map(json.dumps).map(lambda text: text.encode("utf-8", "surrogatepass")),
+        st.dictionaries(st.text(max_size=5), _VALUES, max_size=4).map(lambda obj: json.dumps(obj).encode()),
+        st.binary(max_size=40),
+    ),
+    st.sampled_from([b"", b"\n", b"\r\n"]),
+    st.booleans(),
+)
+def test_line_bytes_give_the_general_ways_object(body: bytes, end: bytes, bom: bool) -> None:
+    """A line's bytes read by orjson directly: an object only where decoding the line and reading it
+    with the stdlib gives that very object."""
+    from simhash_redis.jobs.readers import _json_object
+
+    raw = (b"\xef\xbb\xbf" if bom else b"") + body + end
+    fast = jsontext.loads_object(raw)
+    if fast is not None:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(jsontext, "_ORJSON", None)
+            assert _same(fast, _json_object(raw, 1, "in.jsonl"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -60,11 +61,6 @@ def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         items: the items.
         size: the chunk size.
     """
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
+    source = iter(items)
+    while batch := list(itertools.islice(source, size)):
         yield batch

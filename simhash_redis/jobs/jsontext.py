@@ -7,7 +7,7 @@ import json
 from types import ModuleType
 from typing import Any
 
-__all__ = ["loads"]
+__all__ = ["loads", "loads_object"]
 
 
 def _orjson() -> ModuleType | None:
@@ -43,6 +43,23 @@ def loads(text: str) -> Any:
             if not _has_float(value):
                 return value
     return json.loads(text)
+
+
+def loads_object(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object in a line's bytes when orjson reads it as the stdlib reads the decoded line (no
+    float anywhere), else None: the caller then decodes and reads the line the general way, whose value
+    or error is the one given (invalid UTF-8, a BOM, lone surrogates and blank lines all go that way).
+
+    Args:
+        raw: one line, its line end included or not.
+    """
+    if _ORJSON is None:
+        return None
+    try:
+        value = _ORJSON.loads(raw)
+    except _ORJSON.JSONDecodeError:
+        return None
+    return value if type(value) is dict and not _has_float(value) else None
 
 
 def _has_float(value: Any) -> bool:

@@ -14,6 +14,7 @@ import enum
 import itertools
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -307,8 +308,8 @@ class Loader:
     def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
         # Runs before bulk_add's closing recount: a vanished index stops the load before it writes again.
         self._check_index()
-        for outcome in outcomes:
-            self._count_outcome(outcome)
+        for outcome, times in Counter(outcomes).items():
+            self._count_outcome(outcome, times)
         self.stats.written += len(outcomes)
         if self.on_progress is not None:
             self.on_progress(self.stats)
@@ -364,10 +365,10 @@ class Loader:
                 if self.on_duplicate is not None:
                     self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance))
 
-    def _count_outcome(self, outcome: Outcome) -> None:
+    def _count_outcome(self, outcome: Outcome, times: int = 1) -> None:
         if outcome is Outcome.ADDED:
-            self.stats.added += 1
+            self.stats.added += times
         elif outcome is Outcome.REPLACED:
-            self.stats.replaced += 1
+            self.stats.replaced += times
         else:
-            self.stats.unchanged += 1
+            self.stats.unchanged += times

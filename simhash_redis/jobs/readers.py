@@ -20,7 +20,7 @@ from .. import defaults
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
 from .delimited import read_table
-from .jsontext import loads
+from .jsontext import loads, loads_object
 from .records import (
     GZIP_MAGIC,
     STDIN,
@@ -107,6 +107,9 @@ class JsonLine(NamedTuple):
 
 def _json_object(raw: bytes, number: int, source: str) -> dict[str, Any] | InputError | None:
     """The object on one line as read (line end included), an InputError, or None for a blank line."""
+    obj = loads_object(raw)
+    if obj is not None:
+        return obj
     text = line_text(raw, number, source)
     if isinstance(text, InputError):
         return text
