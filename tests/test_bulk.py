@@ -186,6 +186,36 @@ def test_arguments_are_checked_before_anything_is_written(redis_client: redis.Re
     assert index.get_many(["a", "b", "c"]) == [1, 2, None]
 
 
+@pytest.mark.parametrize(("sizes", "window"), [((7, 300, 1, 92), 50), ((400,), 400), ((150, 250), 1000)])
+def test_column_batches_are_windowed_across_batches(
+    redis_client: redis.Redis, sizes: tuple[int, ...], window: int
+) -> None:
+    """bulk_add_columns gives bulk_add's outcomes and end state, whatever the batches' sizes."""
+    items = load(400, seed=9)
+    batches, start = [], 0
+    for size in sizes:
+        part = items[start : start + size]
+        batches.append(([doc_id for doc_id, _ in part], [fp for _, fp in part]))
+        start += size
+    pairs, columns = index_on(redis_client, "pairs"), index_on(redis_client, "columns")
+    done: list[int] = []
+    outcomes = columns.bulk_add_columns(iter(batches), window=window, on_progress=lambda n, _: done.append(n))
+    assert outcomes == pairs.bulk_add(items, window=window)
+    assert done == [min(n, 400) for n in range(window, 400 + window, window)]
+    assert_same(content(pairs), content(columns))
+
+
+def test_column_batches_are_checked(redis_client: redis.Redis) -> None:
+    index = index_on(redis_client)
+    bad: list[Any] = ["ab", [["a"]], [(["a", "b"], [1])], [(["a"], [1], [2])], 5]
+    for batches in bad:
+        with pytest.raises((InvalidArgument, InvalidType)):
+            index.bulk_add_columns(batches)
+    with pytest.raises(InvalidFingerprint):
+        index.bulk_add_columns([(["a", "b"], [1, -1])])
+    assert index.count() == (0, 0)
+
+
 def test_a_connection_that_packs_its_own_commands(redis_server: ServerProcess) -> None:
     """A client with another encoding packs commands itself: the pre-packed chunks are parsed back."""
     redis_server.flushall()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import InvalidType
+from ..checks import is_int
+from ..errors import InvalidArgument, InvalidFingerprint, InvalidType
 
-__all__ = ["as_batch", "check_pairs", "chunks", "is_integer"]
+__all__ = ["as_batch", "check_fp", "check_k", "check_pairs", "chunks", "is_integer"]
 
 
 def as_batch(value: object, argument: str) -> list[Any]:
@@ -64,3 +66,43 @@ def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     source = iter(items)
     while batch := list(itertools.islice(source, size)):
         yield batch
+
+
+def check_fp(value: Any, f: int, argument: str = "fingerprint") -> int:
+    """A fingerprint given as an int, checked against the index's width.
+
+    Args:
+        value: the int.
+        f: the index's fingerprint width.
+        argument: the argument's name, for the error message.
+
+    Raises:
+        InvalidType: a bool, or not an int.
+        InvalidFingerprint: outside 0..2**f-1.
+    """
+    if isinstance(value, bool):
+        raise InvalidType(f"{argument} must be an int or a document, got bool")
+    fp = operator.index(value)
+    if not 0 <= fp < 1 << f:
+        raise InvalidFingerprint(f"{argument} must be in 0..2**{f}-1 for this index, got {fp}")
+    return fp
+
+
+def check_k(k: int | None, index_k: int) -> int:
+    """The distance a query asks for: its own k, or the index's.
+
+    Args:
+        k: the query's k, or None.
+        index_k: the index's k (the largest a query may ask for).
+
+    Raises:
+        InvalidType: not an int.
+        InvalidArgument: outside 0..index_k.
+    """
+    if k is None:
+        return index_k
+    if not is_int(k):
+        raise InvalidType(f"k must be an int, got {type(k).__name__}")
+    if not 0 <= k <= index_k:
+        raise InvalidArgument(f"k must be in 0..{index_k} (the index's k), got {k}")
+    return k

@@ -16,7 +16,7 @@ from ..results import Outcome
 from ..store import BulkWrites, Layout, Store, Writes, encode_id
 from .arguments import check_pairs, chunks
 
-__all__ = ["DEFAULT_WINDOW", "Progress", "Target", "bulk_add"]
+__all__ = ["DEFAULT_WINDOW", "Progress", "Target", "bulk_add", "bulk_add_columns"]
 
 #: Documents per window of a bulk load: enough that most keys get several entries per command.
 DEFAULT_WINDOW = 1_000_000
@@ -57,23 +57,87 @@ def bulk_add(
             is checked before anything of it is written).
         RedisUnavailable: the windows before are stored; running the same load again completes it.
     """
-    if not is_int(window) or window < 1:
-        raise InvalidArgument(f"window must be a positive int, got {window!r}")
-    if on_progress is not None and not callable(on_progress):
-        raise InvalidType(f"on_progress must be callable, got {type(on_progress).__name__}")
+    _check(window, on_progress)
+    columns = (_unzipped(batch) for batch in chunks(_pairs(items), window))
+    return bulk_add_columns(index, writes, columns, window, on_progress)
+
+
+def bulk_add_columns(
+    index: Target,
+    writes: Writes,
+    batches: Iterable[tuple[Sequence[Any], Sequence[Any]]],
+    window: int = DEFAULT_WINDOW,
+    on_progress: Progress | None = None,
+) -> list[Outcome]:
+    """`bulk_add` of documents given as batches of two parallel lists, ids and documents.
+
+    Args:
+        index: the index.
+        writes: its atomic write path.
+        batches: (ids, documents) of equal length, read lazily; windows are cut across them.
+        window: documents per window.
+        on_progress: called after each window is written.
+
+    Raises:
+        InvalidArgument, InvalidType, InvalidFingerprint: as `bulk_add`; a batch that is not two lists of
+            one length.
+        RedisUnavailable: as `bulk_add`.
+    """
+    _check(window, on_progress)
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
     outcomes: list[Outcome] = []
-    for batch in chunks(_pairs(items), window):
-        if set(map(type, batch)) != {tuple} or set(map(len, batch)) != {2}:
-            check_pairs(batch)  # says which item is not a pair
-        ids = _encode_ids([doc_id for doc_id, _ in batch])
-        done = bulk.write(ids, _fingerprints([doc for _, doc in batch], bulk.f, index.fingerprint_many))
+    for ids, docs in _windows(batches, window):
+        done = bulk.write(_encode_ids(ids), _fingerprints(docs, bulk.f, index.fingerprint_many))
         outcomes.extend(done)
         if on_progress is not None:
             on_progress(len(outcomes), done)
     if outcomes:
         bulk.recount()
     return outcomes
+
+
+def _check(window: object, on_progress: object) -> None:
+    if not is_int(window) or window < 1:
+        raise InvalidArgument(f"window must be a positive int, got {window!r}")
+    if on_progress is not None and not callable(on_progress):
+        raise InvalidType(f"on_progress must be callable, got {type(on_progress).__name__}")
+
+
+def _unzipped(batch: list[Any]) -> tuple[list[Any], list[Any]]:
+    """A window of pairs as two lists, ids and documents."""
+    if set(map(type, batch)) != {tuple} or set(map(len, batch)) != {2}:
+        check_pairs(batch)  # says which item is not a pair
+    ids, docs = zip(*batch, strict=True)
+    return list(ids), list(docs)
+
+
+def _windows(
+    batches: Iterable[tuple[Sequence[Any], Sequence[Any]]], window: int
+) -> Iterator[tuple[list[Any], list[Any]]]:
+    """The batches' ids and documents cut into windows of `window` (the last may be shorter)."""
+    if isinstance(batches, (str, bytes, Mapping)) or not isinstance(batches, Iterable):
+        raise InvalidType(f"batches must be an iterable of (ids, documents), got {type(batches).__name__}")
+    ids: list[Any] = []
+    docs: list[Any] = []
+    for batch in batches:
+        if not isinstance(batch, tuple) or len(batch) != 2:
+            raise InvalidType(
+                f"batches must hold (ids, documents) pairs of lists, got {type(batch).__name__}"
+            )
+        more_ids, more_docs = batch
+        if len(more_ids) != len(more_docs):
+            raise InvalidArgument(f"a batch holds {len(more_ids)} ids and {len(more_docs)} documents")
+        start = 0
+        while start < len(more_ids):
+            take = min(window - len(ids), len(more_ids) - start)
+            ids.extend(more_ids[start : start + take])
+            docs.extend(more_docs[start : start + take])
+            start += take
+            if len(ids) == window:
+                yield ids, docs
+                ids, docs = [], []
+    if ids:
+        yield ids, docs
 
 
 def _pairs(items: object) -> Iterator[Any]:

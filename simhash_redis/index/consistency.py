@@ -153,9 +153,7 @@ def check_consistency(store: Store, f: int, tables: int, repair: bool = False) -
     return report
 
 
-def _check_ids(
-    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
-) -> None:
+def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
     keys, run, tables = target.keys, target.store.execute, target.tables
     lists = run([(b"HGET", keys.fp_bucket(fp), fp) for _, fp in chunk])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, overload
 
@@ -12,7 +11,7 @@ from redis.cluster import RedisCluster
 from .. import defaults
 from ..checks import is_int
 from ..codec import decode_fp
-from ..errors import InvalidArgument, InvalidFingerprint, InvalidType
+from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import Document as TextDocument
 from ..fingerprinting import Scheme
 from ..results import Match, Outcome
@@ -28,9 +27,9 @@ from ..store import (
 )
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
-from .arguments import as_batch, is_integer
+from .arguments import as_batch, check_fp, check_k, is_integer
 from .batches import BatchProgress, check_progress
-from .bulk import DEFAULT_WINDOW, Progress, bulk_add
+from .bulk import DEFAULT_WINDOW, Progress, bulk_add, bulk_add_columns
 from .consistency import VerifyReport, check_consistency
 from .unique import UniqueWrites
 
@@ -104,7 +103,6 @@ class SimhashIndex:
         self._reads = Reads(self.store, self.name, self.f, len(self.layout.tables))
         self._writes: Writes = writes_for(self.store, self.f, len(self.layout.tables))
         self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
-        self._mask = (1 << self.f) - 1
 
     @classmethod
     def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
@@ -204,7 +202,7 @@ class SimhashIndex:
             InvalidType: a document of an unsupported type.
         """
         if isinstance(doc, int) or is_integer(doc):
-            return self._check_fp(doc)
+            return check_fp(doc, self.f)
         return self.scheme.fingerprint(doc)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
@@ -223,30 +221,13 @@ class SimhashIndex:
         where: list[int] = []
         for i, doc in enumerate(docs):
             if isinstance(doc, int) or is_integer(doc):
-                out[i] = self._check_fp(doc)
+                out[i] = check_fp(doc, self.f)
             else:
                 texts.append(doc)
                 where.append(i)
         for i, fp in zip(where, self.scheme.fingerprint_many(texts), strict=True):
             out[i] = fp
         return out  # type: ignore[return-value]
-
-    def _check_fp(self, value: Any, argument: str = "fingerprint") -> int:
-        if isinstance(value, bool):
-            raise InvalidType(f"{argument} must be an int or a document, got bool")
-        fp = operator.index(value)
-        if not 0 <= fp <= self._mask:
-            raise InvalidFingerprint(f"{argument} must be in 0..2**{self.f}-1 for this index, got {fp}")
-        return fp
-
-    def _check_k(self, k: int | None) -> int:
-        if k is None:
-            return self.k
-        if not is_int(k):
-            raise InvalidType(f"k must be an int, got {type(k).__name__}")
-        if not 0 <= k <= self.k:
-            raise InvalidArgument(f"k must be in 0..{self.k} (the index's k), got {k}")
-        return k
 
     # -- reads ----------------------------------------------------------------------------------------
 
@@ -262,8 +243,8 @@ class SimhashIndex:
             InvalidFingerprint: an int query outside [0, 2**f).
             RedisUnavailable: the server cannot be reached.
         """
-        limit = self._check_k(k)
-        fp = self._check_fp(query) if type(query) is int else self.fingerprint(query)
+        limit = check_k(k, self.k)
+        fp = check_fp(query, self.f) if type(query) is int else self.fingerprint(query)
         return self._reads.near([fp], limit)[0]
 
     def near_many(
@@ -281,10 +262,10 @@ class SimhashIndex:
             InvalidFingerprint: an int query outside [0, 2**f).
             RedisUnavailable: the server cannot be reached.
         """
-        limit, on_progress = self._check_k(k), check_progress(on_progress)
+        limit, on_progress = check_k(k, self.k), check_progress(on_progress)
         batch = as_batch(queries, "queries")
         if all(type(q) is int for q in batch):  # precomputed fingerprints: no text engine to set up
-            fps = [self._check_fp(q) for q in batch]
+            fps = [check_fp(q, self.f) for q in batch]
         else:
             fps = self.fingerprint_many(batch)
         return batches.near_many(self, self._reads, fps, limit, on_progress)
@@ -418,6 +399,25 @@ class SimhashIndex:
             RedisUnavailable: earlier windows are stored; running the same load again completes it.
         """
         return bulk_add(self, self._writes, items, window, on_progress)
+
+    def bulk_add_columns(
+        self,
+        batches: Iterable[tuple[Sequence[str], Sequence[Document]]],
+        *,
+        window: int = DEFAULT_WINDOW,
+        on_progress: Progress | None = None,
+    ) -> list[Outcome]:
+        """`bulk_add` of batches of two parallel lists, ids and documents (no pair per document).
+
+        Args:
+            batches: (ids, documents) of equal length, read lazily; windows are cut across them.
+            window, on_progress: as `bulk_add`.
+
+        Raises:
+            InvalidArgument, InvalidType, InvalidFingerprint, RedisUnavailable: as `bulk_add`; also a
+                batch that is not two sequences of one length.
+        """
+        return bulk_add_columns(self, self._writes, batches, window, on_progress)
 
     def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
         """Store a document unless a near-duplicate (distance <= k) is already stored, atomically.

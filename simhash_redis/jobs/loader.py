@@ -249,12 +249,12 @@ class Loader:
 
     def _run(self, records: Iterable[Record | InputError | JsonLines], mode: Bulk) -> LoadStats:
         try:
-            pairs = self._good_pairs(self._fingerprinter.batches(records))
+            batches = self._good_batches(self._fingerprinter.batches(records))
             if mode is Bulk.OFF:
-                for batch in pairs:
-                    self._write(batch)
+                for ids, fps in batches:
+                    self._write(list(zip(ids, fps, strict=True)))
             else:
-                self._write_bulk(itertools.chain.from_iterable(pairs), mode)
+                self._write_bulk(batches, mode)
             if self.stats.written and self.dry_run is None:
                 self._check_index()
         finally:
@@ -273,8 +273,8 @@ class Loader:
             )
         return self.stats
 
-    def _good_pairs(self, batches: Iterator[Fingerprinted]) -> Iterator[list[tuple[str, int]]]:
-        """Each batch's (id, fingerprint) pairs, its errors reported, up to the error beyond max_errors."""
+    def _good_batches(self, batches: Iterator[Fingerprinted]) -> Iterator[tuple[list[str], list[int]]]:
+        """Each batch's ids and fingerprints, its errors reported, up to the error beyond max_errors."""
         for ids, fps, errors in batches:
             for position, error in errors:
                 self._error(error)
@@ -285,25 +285,31 @@ class Loader:
                     break
             self.stats.read += len(ids)
             if ids:
-                yield list(zip(ids, fps, strict=True))
+                yield ids, fps
             if self._too_many():
                 return
 
-    def _write_bulk(self, pairs: Iterator[tuple[str, int]], mode: Bulk) -> None:
+    def _write_bulk(self, batches: Iterator[tuple[list[str], list[int]]], mode: Bulk) -> None:
         if mode is Bulk.AUTO:
-            head = list(itertools.islice(pairs, BULK_MIN))
-            if len(head) < BULK_MIN:
-                for start in range(0, len(head), self.batch_size):
-                    self._write(head[start : start + self.batch_size])
+            head, held = [], 0
+            for batch in batches:
+                head.append(batch)
+                held += len(batch[0])
+                if held >= BULK_MIN:
+                    break
+            if held < BULK_MIN:
+                pairs = [pair for ids, fps in head for pair in zip(ids, fps, strict=True)]
+                for start in range(0, len(pairs), self.batch_size):
+                    self._write(pairs[start : start + self.batch_size])
                 return
-            pairs = itertools.chain(head, pairs)
+            batches = itertools.chain(head, batches)
         self.stats.bulk = True
-        self.index.bulk_add(self._sent(pairs), window=self.window, on_progress=self._window_done)
+        self.index.bulk_add_columns(self._sent(batches), window=self.window, on_progress=self._window_done)
 
-    def _sent(self, pairs: Iterator[tuple[str, int]]) -> Iterator[tuple[str, int]]:
-        for pair in pairs:
-            self.stats.sent += 1
-            yield pair
+    def _sent(self, batches: Iterator[tuple[list[str], list[int]]]) -> Iterator[tuple[list[str], list[int]]]:
+        for batch in batches:
+            self.stats.sent += len(batch[0])
+            yield batch
 
     def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
         # Runs before bulk_add's closing recount: a vanished index stops the load before it writes again.
