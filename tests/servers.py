@@ -612,9 +612,7 @@ class ClusterProcess:
                     f"node {replica.port} to replicate {primary.port}",
                 )
             self.wait_ok(max(1.0, deadline - time.monotonic()))
-            self._wait(
-                functools.partial(self._replicated, len(replicas)), deadline, "replicas to sync"
-            )
+            self._wait(functools.partial(self._replicated, len(replicas)), deadline, "replicas to sync")
         except BaseException:
             self.close()
             raise
@@ -762,6 +760,8 @@ class ClusterProcess:
         """Every live replica is linked to a live primary and has its writes so far; at least
         expected replicas say so of themselves."""
         nodes = self._replication()
+        if len(nodes) < len(self._alive()):
+            return False  # a live node that does not answer (stopped, or busy) is not caught up
         replicas = {port: info for port, info in nodes.items() if info.get("role") == "slave"}
         if len(replicas) < expected:
             return False

@@ -207,7 +207,16 @@ def test_column_batches_are_windowed_across_batches(
 
 def test_column_batches_are_checked(redis_client: redis.Redis) -> None:
     index = index_on(redis_client)
-    bad: list[Any] = ["ab", [["a"]], [(["a", "b"], [1])], [(["a"], [1], [2])], 5]
+    bad: list[Any] = [
+        "ab",
+        [["a"]],
+        [(["a", "b"], [1])],
+        [(["a"], [1], [2])],
+        5,
+        [("ab", [1, 2])],
+        [(iter(["a"]), [1])],
+        [[["a"], [1]]],
+    ]
     for batches in bad:
         with pytest.raises((InvalidArgument, InvalidType)):
             index.bulk_add_columns(batches)

@@ -10,6 +10,11 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::pyglue::{type_error, type_name, value_error};
 use crate::resp::{self, Chunk, Column, Groups, KeyForm, Lists, Refusal};
 
+/// The widest hexadecimal key value (a table key has at most 64 bits: 16 digits).
+const MAX_HEX_WIDTH: usize = 16;
+/// The most arguments a command may have before its key, and the most columns it may carry.
+const MAX_HEAD_ARGS: usize = 16;
+
 /// The numbers in the bytes of a numpy array of (u)int64s, in the machine's byte order.
 fn words(py: Python<'_>, data: &[u8], name: &str) -> PyResult<Vec<u64>> {
     if data.len() % 8 != 0 {
@@ -116,6 +121,12 @@ impl HeldGroups {
         (prefix, hex_width, heads, bounds, rows): (Vec<u8>, usize, &[u8], &[u8], &[u8]),
         positions_held: usize,
     ) -> PyResult<Self> {
+        if hex_width > MAX_HEX_WIDTH {
+            return Err(value_error(
+                py,
+                format!("hex_width must be at most {MAX_HEX_WIDTH}, got {hex_width}"),
+            ));
+        }
         let held = Self {
             prefix,
             hex_width,
@@ -185,6 +196,14 @@ impl GroupedCommands {
         columns: Vec<ColumnArg<'_>>,
         chunk_args: usize,
     ) -> PyResult<Self> {
+        if head_args > MAX_HEAD_ARGS || columns.len() > MAX_HEAD_ARGS {
+            return Err(value_error(
+                py,
+                format!(
+                    "at most {MAX_HEAD_ARGS} arguments before the key and {MAX_HEAD_ARGS} columns"
+                ),
+            ));
+        }
         let columns = columns
             .into_iter()
             .map(|column| Held::new(py, column))

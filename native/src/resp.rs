@@ -201,7 +201,7 @@ pub fn pack_groups(
     };
     let mut args = 0;
     let mut end = from;
-    while end < groups.len() && args < chunk_args {
+    while end < groups.len() && (end == from || args < chunk_args) {
         args += head_args + 1 + groups.rows_of(end).len() * columns.len();
         end += 1;
     }
@@ -276,7 +276,7 @@ pub fn pack_attach(
         next: from,
     };
     let mut args = 0;
-    while chunk.next < groups.len() && args < chunk_args {
+    while chunk.next < groups.len() && (chunk.commands == 0 || args < chunk_args) {
         let start = chunk.next;
         let mut end = start;
         let mut pairs = 0;

@@ -16,7 +16,7 @@ from ..results import Outcome
 from ..store import BulkWrites, Layout, Store, Writes, encode_id
 from .arguments import check_pairs, chunks
 
-__all__ = ["DEFAULT_WINDOW", "Progress", "Target", "bulk_add", "bulk_add_columns"]
+__all__ = ["DEFAULT_WINDOW", "Progress", "Target", "bulk_add", "bulk_add_columns", "windows"]
 
 #: Documents per window of a bulk load: enough that most keys get several entries per command.
 DEFAULT_WINDOW = 1_000_000
@@ -86,7 +86,7 @@ def bulk_add_columns(
     _check(window, on_progress)
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
     outcomes: list[Outcome] = []
-    for ids, docs in _windows(batches, window):
+    for ids, docs in windows(batches, window):
         done = bulk.write(_encode_ids(ids), _fingerprints(docs, bulk.f, index.fingerprint_many))
         outcomes.extend(done)
         if on_progress is not None:
@@ -111,19 +111,26 @@ def _unzipped(batch: list[Any]) -> tuple[list[Any], list[Any]]:
     return list(ids), list(docs)
 
 
-def _windows(
+def windows(
     batches: Iterable[tuple[Sequence[Any], Sequence[Any]]], window: int
 ) -> Iterator[tuple[list[Any], list[Any]]]:
-    """The batches' ids and documents cut into windows of `window` (the last may be shorter)."""
+    """The batches' ids and documents cut into windows of `window` (the last may be shorter).
+
+    Args:
+        batches: (ids, documents) tuples of two sequences of one length.
+        window: documents per window.
+
+    Raises:
+        InvalidType: not an iterable of such tuples.
+        InvalidArgument: a batch's two sequences differ in length.
+    """
     if isinstance(batches, (str, bytes, Mapping)) or not isinstance(batches, Iterable):
         raise InvalidType(f"batches must be an iterable of (ids, documents), got {type(batches).__name__}")
     ids: list[Any] = []
     docs: list[Any] = []
     for batch in batches:
-        if not isinstance(batch, tuple) or len(batch) != 2:
-            raise InvalidType(
-                f"batches must hold (ids, documents) pairs of lists, got {type(batch).__name__}"
-            )
+        if not isinstance(batch, tuple) or len(batch) != 2 or not all(map(_is_list_like, batch)):
+            raise InvalidType(f"batches must hold (ids, documents) tuples of two lists, got {_shape(batch)}")
         more_ids, more_docs = batch
         if len(more_ids) != len(more_docs):
             raise InvalidArgument(f"a batch holds {len(more_ids)} ids and {len(more_docs)} documents")
@@ -145,6 +152,17 @@ def _pairs(items: object) -> Iterator[Any]:
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
         raise InvalidType(f"items must be a list (or other iterable) of items, got {type(items).__name__}")
     return iter(items)
+
+
+def _is_list_like(value: object) -> bool:
+    """A list, tuple or other sequence of items (not a string, bytes or a mapping)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+def _shape(batch: object) -> str:
+    if isinstance(batch, tuple):
+        return "(" + ", ".join(type(part).__name__ for part in batch) + ")"
+    return type(batch).__name__
 
 
 def _encode_ids(ids: list[Any]) -> list[bytes]:

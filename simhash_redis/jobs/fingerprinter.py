@@ -98,9 +98,14 @@ def _fingerprint_texts(texts: list[str]) -> list[int]:
 
 def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Fingerprinted:
     assert _worker_scheme is not None
+    return _fingerprinted_lines(lines, _worker_scheme, f, fp_base)
+
+
+def _fingerprinted_lines(lines: JsonLines, scheme: Scheme, f: int, fp_base: str) -> Fingerprinted:
+    """A run of JSON lines parsed and fingerprinted (lines of precomputed fingerprints the short way)."""
     if lines.options.fingerprint_field is not None:
         return Fingerprinted(*lines.fingerprints(f, fp_base))
-    return _compact(_parse_lines(lines, _worker_scheme, f, fp_base))
+    return _compact(_parse_lines(lines, scheme, f, fp_base))
 
 
 def _parse_lines(lines: JsonLines, scheme: Scheme, f: int, fp_base: str) -> Batch:
@@ -250,7 +255,7 @@ class Fingerprinter:
             if self._parallel(len(unit.raws)):
                 future = self._run(_parse_in_worker, unit, self.f, self.fp_base)
                 return lambda: _result(future)
-            done = _compact(_parse_lines(unit, self.scheme, self.f, self.fp_base))
+            done = _fingerprinted_lines(unit, self.scheme, self.f, self.fp_base)
             return lambda: done
         f, fp_base = self.f, self.fp_base
         items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base) for item in unit]

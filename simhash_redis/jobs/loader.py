@@ -17,11 +17,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..checks import is_int
 from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
 from ..index import Match, Outcome, SimhashIndex
-from ..index.bulk import DEFAULT_WINDOW
+from ..index.bulk import DEFAULT_WINDOW, windows
 from .dedupe import DryRun, Pair
 from .fingerprinter import Fingerprinted, Fingerprinter
 from .readers import (
@@ -306,13 +307,14 @@ class Loader:
         self.stats.bulk = True
         self.index.bulk_add_columns(self._sent(batches), window=self.window, on_progress=self._window_done)
 
-    def _sent(self, batches: Iterator[tuple[list[str], list[int]]]) -> Iterator[tuple[list[str], list[int]]]:
-        for batch in batches:
-            self.stats.sent += len(batch[0])
-            yield batch
+    def _sent(self, batches: Iterator[tuple[list[str], list[int]]]) -> Iterator[tuple[list[Any], list[Any]]]:
+        # Whole windows, counted as sent when bulk_add_columns takes one (and writes it at once).
+        for ids, fps in windows(batches, self.window):
+            self.stats.sent += len(ids)
+            yield ids, fps
 
     def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
-        # Runs before bulk_add's closing recount: a vanished index stops the load before it writes again.
+        # Runs before the closing recount: a vanished index stops the load before it writes again.
         self._check_index()
         for outcome, times in Counter(outcomes).items():
             self._count_outcome(outcome, times)

@@ -218,8 +218,15 @@ class JsonLines(NamedTuple):
                 errors.append((len(ids), obj))
                 continue
             doc_id, text = obj.get(id_field), obj.get(fp_field)
-            fast = type(doc_id) is str and doc_id.isascii() and 0 < len(doc_id) <= defaults.MAX_ID_BYTES
-            if not (fast and type(text) is str and not is_blank(text)) or not isinstance(doc_id, str):
+            if (
+                isinstance(doc_id, str)
+                and doc_id.isascii()
+                and 0 < len(doc_id) <= defaults.MAX_ID_BYTES
+                and isinstance(text, str)
+                and not is_blank(text)
+            ):
+                pass  # the short way: what _record_of would give
+            else:
                 record = _record_of(obj, number, source, options)
                 if isinstance(record, InputError):
                     errors.append((len(ids), record))

@@ -243,7 +243,7 @@ def _attach_pieces(
     packed: bool,
 ) -> Iterator[Piece]:
     rows = groups.rows.tolist()
-    lists = [joined.get(p) or netstring(ids.raw[p]) for p in rows]
+    lists = [joined[p] if p in joined else netstring(ids.raw[p]) for p in rows]
     key_of = groups.form.key
     if not packed:
         raw = fps.raw

@@ -178,14 +178,6 @@ class KeySchema:
         """How bucket numbers become fingerprint-map keys."""
         return KeyForm(self._fp_prefix, 0)
 
-    def table_format(self, table: int) -> bytes:
-        """The %-format of one table's bucket keys: `table(t, value)` is `table_format(t) % value`.
-
-        Args:
-            table: the table number.
-        """
-        return self._table_formats[table]
-
     def pattern_of(self, kind: str) -> str:
         """The SCAN pattern of every key of one kind.
 

@@ -132,6 +132,36 @@ def test_a_load_stops_when_the_index_vanishes(redis_client: redis.Redis, mode: B
     assert load.stats.written == (1000 if mode is Bulk.ON else len(pairs))
 
 
+def test_in_flight_on_the_bulk_path_is_the_window_being_written(redis_client: redis.Redis) -> None:
+    """Batches of 700 and windows of 1000: the documents counted in flight are those of the window whose
+    write was under way, never the rest of the batch that filled it."""
+    index = SimhashIndex(redis_client, "flight")
+    pairs = bulk_pairs(2500, twice=0)
+    records = (Record("in", i + 1, doc_id, fp) for i, (doc_id, fp) in enumerate(pairs))
+    seen: list[tuple[int, int]] = []
+
+    def watch(stats: loader.LoadStats) -> None:
+        seen.append((stats.written, stats.in_flight))
+
+    load = Loader(index, workers=1, batch_size=700, bulk=Bulk.ON, window=1000, on_progress=watch)
+    original = load.index.bulk_add_columns
+
+    def interrupted(batches: object, **options: object) -> object:
+        def stop_in_second_window(done: int, outcomes: object) -> None:
+            on_progress(done, outcomes)
+            if done == 2000:
+                raise KeyboardInterrupt
+
+        on_progress = options.pop("on_progress")
+        return original(batches, on_progress=stop_in_second_window, **options)  # type: ignore[arg-type]
+
+    load.index.bulk_add_columns = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        load.run(records)
+    assert seen == [(1000, 0), (2000, 0)]
+    assert load.stats.sent == 2000
+
+
 def test_interrupted_summary_names_what_was_in_flight(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,7 +52,7 @@ windows = st.integers(min_value=0, max_value=60).flatmap(
 
 
 @settings(max_examples=300, deadline=None)
-@given(window=windows, width=st.sampled_from([0, 1, 4]), chunk_args=st.integers(min_value=1, max_value=40))
+@given(window=windows, width=st.sampled_from([0, 1, 4]), chunk_args=st.integers(min_value=0, max_value=40))
 def test_grouped_commands(
     window: tuple[list[bytes], list[int], list[int], int], width: int, chunk_args: int
 ) -> None:
@@ -72,7 +72,7 @@ def test_grouped_commands(
 
 
 @settings(max_examples=300, deadline=None)
-@given(window=windows, pairs=st.integers(min_value=1, max_value=9), chunk_args=st.integers(1, 60))
+@given(window=windows, pairs=st.integers(min_value=1, max_value=9), chunk_args=st.integers(0, 60))
 def test_attach_calls(
     window: tuple[list[bytes], list[int], list[int], int], pairs: int, chunk_args: int
 ) -> None:
@@ -118,6 +118,10 @@ def test_bad_arguments_are_typed_errors() -> None:
         core.GroupedCommands(b"", 1, (b"k", 0), (heads.tobytes(), b"\0" * 8, rows.tobytes()), [column], 10)
     with pytest.raises(InvalidArgument, match="ends"):
         core.GroupedCommands(b"", 1, (b"k", 0), numbers, [(b"ab", np.array([3], np.uint64).tobytes())], 10)
+    with pytest.raises(InvalidArgument, match="hex_width"):
+        core.GroupedCommands(b"", 1, (b"k", 70_000), numbers, [column], 10)
+    with pytest.raises(InvalidArgument, match="before the key"):
+        core.GroupedCommands(b"", 2**40, (b"k", 0), numbers, [column], 10)
     with pytest.raises(InvalidArgument, match="8-byte"):
         core.column_buckets((b"123", True), 7)
     with pytest.raises(InvalidType, match="bytes"):
