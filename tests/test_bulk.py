@@ -225,6 +225,27 @@ def test_column_batches_are_checked(redis_client: redis.Redis) -> None:
     assert index.count() == (0, 0)
 
 
+def test_a_first_load_skips_reading_the_empty_id_map(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One EXISTS finds none of the window's id buckets: no HMGET step; a second load reads them."""
+    index = index_on(redis_client)
+    items = load(500, seed=12, twice=0)
+    sent: list[bytes] = []
+    commands = bulk_module.commands
+
+    def spy(head: tuple[bytes, ...], *args: Any, **kwargs: Any) -> Any:
+        sent.append(head[0])
+        return commands(head, *args, **kwargs)
+
+    monkeypatch.setattr(bulk_module, "commands", spy)
+    assert index.bulk_add(items[:300], window=1000) == [Outcome.ADDED] * 300
+    assert b"HMGET" not in sent and b"SADD" in sent
+    outcomes = index.bulk_add(items, window=1000)
+    assert b"HMGET" in sent
+    assert outcomes == [Outcome.UNCHANGED] * 300 + [Outcome.ADDED] * 200
+
+
 def test_a_connection_that_packs_its_own_commands(redis_server: ServerProcess) -> None:
     """A client with another encoding packs commands itself: the pre-packed chunks are parsed back."""
     redis_server.flushall()

@@ -5,7 +5,8 @@ many entries share a key: with 2^16 keys per table and 2^17 map buckets, a windo
 puts 8-15 entries on each key, a window of ten thousand about one. The steps of a window, each finished
 (every reply read and checked) before the next starts:
 
-1. read the id map: one HMGET per id bucket with all the window's ids in it;
+1. read the id map: one HMGET per id bucket with all the window's ids in it (skipped on a standalone
+   server when none of those buckets exists: one EXISTS names them all);
 2. ids stored with another fingerprint (replacements), and every pair of an id named twice in the window,
    go through the atomic path (`Writes.apply`, a batch at a time: the last pair wins);
 3. tables: one SADD per table key with all the window's members for it, table 0's keys first;
@@ -151,6 +152,8 @@ class BulkWrites:
         """Step 1: the stored fingerprint of each id at `single`, one HMGET per id bucket; None when none
         of them is stored (a new window)."""
         groups = group(window.id_buckets, single, self.keys.id_form)
+        if self._packed and not self._any_exists(groups):
+            return None
         asked = commands((b"HMGET",), groups, [window.ids], self._packed)
         flat = list(itertools.chain.from_iterable(self._send(asked, keep=True, durable=False)))
         if flat.count(None) == len(flat):
@@ -158,6 +161,14 @@ class BulkWrites:
         current = np.empty(len(window.ids.raw), dtype=object)
         current[groups.rows] = np.fromiter(flat, dtype=object, count=len(flat))
         return current[single].tolist()  # type: ignore[no-any-return]
+
+    def _any_exists(self, groups: Groups) -> bool:
+        """Whether any of the groups' id buckets exists: one EXISTS for all of them, so that a window
+        into an empty id map (a first load) skips the HMGETs of step 1 (a standalone server: one
+        command may name keys of any slot)."""
+        key_of = groups.form.key
+        keys = [key_of(value) for value in groups.heads.tolist()]
+        return bool(keys) and int(self.store.execute([(b"EXISTS", *keys)])[0]) > 0
 
     def _tables(self, window: _Window, chosen: npt.NDArray[Any]) -> Groups:
         """Step 3: one SADD per table key, table by table, table 0's keys first (see `_check_tables`).

@@ -299,11 +299,13 @@ def _numbers(groups: Groups) -> tuple[bytes, bytes, bytes]:
 def _interleaved(parts: list[npt.NDArray[Any]]) -> list[Any]:
     """Equal-length arrays as one flat list, entry by entry: a0, b0, a1, b1, ..."""
     if len(parts) == 1:
-        return parts[0].tolist()  # type: ignore[no-any-return]
+        single: list[Any] = parts[0].tolist()
+        return single
     table = np.empty((len(parts[0]), len(parts)), dtype=object)
     for c, part in enumerate(parts):
         table[:, c] = part
-    return table.ravel().tolist()  # type: ignore[no-any-return]
+    flat: list[Any] = table.ravel().tolist()
+    return flat
 
 
 def _objects(items: list[Any]) -> npt.NDArray[Any]:
