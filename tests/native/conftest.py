@@ -6,6 +6,9 @@ SIMHASH_REDIS_ENGINE is not "python".
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 
 from simhash_redis.fingerprinting import engines
@@ -15,3 +18,13 @@ if engines.native is None:
         "the compiled core is not in use (not installed, or SIMHASH_REDIS_ENGINE=python)",
         allow_module_level=True,
     )
+
+
+@contextlib.contextmanager
+def pure_engine() -> Iterator[None]:
+    """Run the pure engine for the duration (every dispatch point reads `engines.native` per call)."""
+    saved, engines.native = engines.native, None
+    try:
+        yield
+    finally:
+        engines.native = saved

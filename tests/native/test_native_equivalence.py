@@ -9,7 +9,6 @@ outcomes: the value, or the exception's type and message. The pure engine is the
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import random
@@ -28,20 +27,11 @@ from hypothesis import strategies as st
 from simhash_redis import fingerprinting
 from simhash_redis.codec import encode_fp
 from simhash_redis.errors import InvalidArgument, InvalidType
-from simhash_redis.fingerprinting import MinHasher, Scheme, engines
+from simhash_redis.fingerprinting import MinHasher, Scheme
 from simhash_redis.fingerprinting import native as native_module
 from simhash_redis.fingerprinting import tokens as features
 from simhash_redis.store import candidates
-
-
-@contextlib.contextmanager
-def pure_engine() -> Iterator[None]:
-    """Run the pure engine for the duration (every dispatch point reads `engines.native` per call)."""
-    saved, engines.native = engines.native, None
-    try:
-        yield
-    finally:
-        engines.native = saved
+from tests.native.conftest import pure_engine
 
 
 def fingerprint(doc: Any, scheme: Scheme | None = None) -> int:

@@ -7,7 +7,6 @@ and without it, on a standalone server's packed form.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,18 +21,9 @@ from simhash_redis.store import chunks
 from simhash_redis.store.grouped import Column, attach_calls, commands, group
 from simhash_redis.store.keys import KeyForm, KeySchema
 from simhash_redis.store.layout import Layout
+from tests.native.conftest import pure_engine
 
 SHA = b"0123456789abcdef0123456789abcdef01234567"
-
-
-@contextlib.contextmanager
-def pure_engine() -> Iterator[None]:
-    """Run the pure code for the duration (`store.grouped` reads `engines.native` per call)."""
-    saved, engines.native = engines.native, None
-    try:
-        yield
-    finally:
-        engines.native = saved
 
 
 def sent(parts: Iterator[Any]) -> list[tuple[bytes, int]]:
