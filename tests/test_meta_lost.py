@@ -39,7 +39,7 @@ def test_an_index_without_meta_is_refused_then_restored(redis_client: redis.Redi
         SimhashIndex.restore(redis_client, "lost", k=3)
     # Under 1024 buckets an id lands in the bucket of the same number as under 131,072 one time in 128:
     # then its fingerprint's bucket is the misfit the sample finds first.
-    with pytest.raises(ConfigurationMismatch, match="id bucket|fingerprint-map entry"):
+    with pytest.raises(ConfigurationMismatch, match=r"id bucket|fingerprint-map entry"):
         SimhashIndex.restore(redis_client, "lost", k=5, id_buckets=1024)
     assert not redis_client.exists(index.keys.meta)
     restored = SimhashIndex.restore(redis_client, "lost", k=5)
