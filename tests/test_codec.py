@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_redis.codec import _parse_any, decode_fp, decode_ids, encode_fp, encode_ids, parse_fingerprint
 from simhash_redis.errors import InvalidArgument
+from simhash_redis.fingerprinting import engines
+from simhash_redis.store import candidates
 
 
 @given(fp=st.integers(0, 2**64 - 1))
@@ -57,3 +60,18 @@ def test_parse_fingerprint_short_way(text: str, f: int, base: str) -> None:
             return str(exc)
 
     assert outcome(parse_fingerprint) == outcome(_parse_any)
+
+
+@pytest.mark.parametrize(
+    "member",
+    [b"-18446744073709551616", b"99999999999999999999", b"9223372036854775808", b"-9223372036854775809"],
+)
+def test_the_vectorised_filter_believes_no_saturated_number(
+    member: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numpy reads a number beyond int64 as one of its bounds: the many-candidate filter must not."""
+    monkeypatch.setattr(engines, "native", None)
+    replies = [[member, b"9223372036854775807", b"-9223372036854775808"] + [b"%d" % i for i in range(60)]]
+    for fps in ([0], [0, 5]):
+        many = replies * len(fps)
+        assert candidates.hits(fps, many, 1, 64, 64) == candidates._hits_scalar(fps, many, 1, 64, 64)

@@ -101,6 +101,7 @@ def _fromstring_warns() -> bool:
 
 
 _FROMSTRING_WARNS = _fromstring_warns()
+_INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 
 def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
@@ -123,7 +124,15 @@ def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
             values = np.fromstring(data, dtype=np.int64, sep=" ")
     except (ValueError, DeprecationWarning):
         return None
-    return values if len(values) == count else None
+    if len(values) != count:
+        return None
+    # numpy saturates a number beyond int64 to its bounds: a bound is believed only where it is written.
+    bounds = np.flatnonzero((values == _INT64_MIN) | (values == _INT64_MAX))
+    if len(bounds):
+        tokens = data.split(b" ")
+        if any(int(tokens[i]) != int(values[i]) for i in bounds.tolist()):
+            return None
+    return values
 
 
 def _hits_vectorised(
