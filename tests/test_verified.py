@@ -67,8 +67,12 @@ def test_remove_deletes_sketch_and_drop_covers_it(verified: VerifiedIndex, redis
     assert redis_client.keys(f"{verified.index.keys.base}:*") == []
 
 
-def test_candidate_without_sketch_is_dropped(verified: VerifiedIndex) -> None:
-    verified.index.add("plain", BASE)
+def test_candidate_without_sketch_is_dropped(redis_client: redis.Redis) -> None:
+    # Written plainly before the index became verified: it has no sketch and cannot be verified.
+    index = SimhashIndex(redis_client, "ver", k=8, layout=Layout.permuted(64, 8, blocks=10), id_buckets=64)
+    index.add("plain", BASE)
+    verified = VerifiedIndex(index)
+    assert [m.id for m in index.near(BASE)] == ["plain"]
     assert verified.near(BASE) == []
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidFingerprint, InvalidType
 
-__all__ = ["as_batch", "check_fp", "check_k", "check_pairs", "chunks", "is_integer"]
+__all__ = ["as_batch", "check_fp", "check_k", "check_pairs", "chunks", "fingerprints", "is_integer"]
 
 
 def as_batch(value: object, argument: str) -> list[Any]:
@@ -106,3 +106,30 @@ def check_k(k: int | None, index_k: int) -> int:
     if not 0 <= k <= index_k:
         raise InvalidArgument(f"k must be in 0..{index_k} (the index's k), got {k}")
     return k
+
+
+def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], list[int]]) -> list[int]:
+    """The fingerprints of documents: ints checked, the others fingerprinted in one batch.
+
+    Args:
+        docs: the documents (a batch argument, checked).
+        f: the fingerprint width.
+        of_texts: fingerprints the documents that are not ints, in one call.
+
+    Raises:
+        InvalidFingerprint: an int outside [0, 2**f).
+        InvalidType: a document of an unsupported type.
+    """
+    docs = as_batch(docs, "docs")
+    out: list[int | None] = [None] * len(docs)
+    texts: list[Any] = []
+    where: list[int] = []
+    for i, doc in enumerate(docs):
+        if isinstance(doc, int) or is_integer(doc):
+            out[i] = check_fp(doc, f)
+        else:
+            texts.append(doc)
+            where.append(i)
+    for i, fp in zip(where, of_texts(texts), strict=True):
+        out[i] = fp
+    return out  # type: ignore[return-value]

@@ -3,23 +3,55 @@ an index deleted by name whatever state its meta is in."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import redis
 from redis.cluster import RedisCluster
 
 from .. import defaults
-from ..errors import IndexNotFound, InvalidArgument
+from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from ..store import IndexConfig, KeySchema, drop_keys, open_meta, restore_meta, validate_name
 from ..transport import Sender, open_sender
 
-__all__ = ["CONFIG_ARGS", "drop_index", "list_indexes", "open_config", "requested", "restore"]
+__all__ = [
+    "CONFIG_ARGS",
+    "drop_index",
+    "list_indexes",
+    "open_config",
+    "requested",
+    "restore",
+    "writes_documents",
+]
 
 #: New indexes whose layout makes a query read back this share of the stored fingerprints or more are
 #: refused (`Layout.read_fraction`): pigeonhole tables at f = 64 reach it at k = 11 (a quarter).
 MAX_READ_FRACTION = 0.25
 #: The arguments of `SimhashIndex` that make up an index's configuration.
-CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets")
+CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification")
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def writes_documents(method: _Method) -> _Method:
+    """Mark an index method that writes documents: refused on a verified index opened without sketches.
+
+    A verified index's documents each need a MinHash sketch; one written without would never be found
+    as anyone's near-duplicate, so a plain `SimhashIndex` of it only reads (`VerifiedIndex` writes
+    through the index's write paths themselves, with the sketches).
+    """
+
+    @functools.wraps(method)
+    def checked(index: Any, *args: Any, **kwargs: Any) -> Any:
+        if index.config.verification is not None:
+            raise ConfigurationMismatch(
+                f"index {index.name!r} is verified (its documents carry MinHash sketches): write to it "
+                "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
+            )
+        return method(index, *args, **kwargs)
+
+    return checked  # type: ignore[return-value]
 
 
 def requested(**args: Any) -> tuple[IndexConfig, set[str]]:

@@ -20,6 +20,7 @@ from ..store import (
     Layout,
     Reads,
     Store,
+    Verification,
     Writes,
     encode_id,
     validate_name,
@@ -27,10 +28,11 @@ from ..store import (
 )
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
-from .arguments import as_batch, check_fp, check_k, is_integer
+from .arguments import as_batch, check_fp, check_k, fingerprints, is_integer
 from .batches import BatchProgress, check_progress
 from .bulk import DEFAULT_WINDOW, Progress, bulk_add, bulk_add_columns
 from .consistency import VerifyReport, check_consistency
+from .lifecycle import writes_documents
 from .unique import UniqueWrites
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
@@ -56,6 +58,8 @@ class SimhashIndex:
         prefix: the first part of every key name.
         id_buckets: buckets of the id map (only when creating).
         backoff: how to wait between retries after a connection error.
+        verification: verified mode, pinned when the index is created; a verified index is written
+            only through `VerifiedIndex` (its documents need sketches), read through either.
         batch_size: documents per round trip in the batch methods.
         create: create the index when it does not exist (else IndexNotFound is raised).
 
@@ -81,6 +85,7 @@ class SimhashIndex:
         backoff: Backoff | None = None,
         batch_size: int = defaults.BATCH_SIZE,
         create: bool = True,
+        verification: Verification | None = None,
     ) -> None:
         if not isinstance(client, (redis.Redis, RedisCluster)):
             raise InvalidType(
@@ -95,7 +100,9 @@ class SimhashIndex:
         self.batch_size = batch_size
         self.client = client
         sender = open_sender(client, backoff)
-        wanted, given = lifecycle.requested(k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets)
+        wanted, given = lifecycle.requested(
+            k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets, verification=verification
+        )
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
         self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
         #: The index's Redis half: every command of this index (and of what works on it) goes through it.
@@ -215,19 +222,7 @@ class SimhashIndex:
             InvalidFingerprint: an int outside [0, 2**f).
             InvalidType: a document of an unsupported type.
         """
-        docs = as_batch(docs, "docs")
-        out: list[int | None] = [None] * len(docs)
-        texts: list[Any] = []
-        where: list[int] = []
-        for i, doc in enumerate(docs):
-            if isinstance(doc, int) or is_integer(doc):
-                out[i] = check_fp(doc, self.f)
-            else:
-                texts.append(doc)
-                where.append(i)
-        for i, fp in zip(where, self.scheme.fingerprint_many(texts), strict=True):
-            out[i] = fp
-        return out  # type: ignore[return-value]
+        return fingerprints(docs, self.f, self.scheme.fingerprint_many)
 
     # -- reads ----------------------------------------------------------------------------------------
 
@@ -350,6 +345,7 @@ class SimhashIndex:
         on_progress: BatchProgress | None = None,
     ) -> list[Outcome | Match]: ...
 
+    @writes_documents
     def add_many(
         self,
         items: Iterable[tuple[str, Document]],
@@ -378,6 +374,7 @@ class SimhashIndex:
         progress = check_progress(on_progress)
         return batches.add_many(self, self._writes, self._unique if unique else None, items, progress)
 
+    @writes_documents
     def bulk_add(
         self,
         items: Iterable[tuple[str, Document]],
@@ -400,6 +397,7 @@ class SimhashIndex:
         """
         return bulk_add(self, self._writes, items, window, on_progress)
 
+    @writes_documents
     def bulk_add_columns(
         self,
         batches: Iterable[tuple[Sequence[str], Sequence[Document]]],
@@ -455,6 +453,7 @@ class SimhashIndex:
         """
         return self.remove_many([doc_id])[0]
 
+    @writes_documents
     def remove_many(self, ids: Iterable[str], *, on_progress: BatchProgress | None = None) -> list[bool]:
         """Remove many ids, batch by batch.
 

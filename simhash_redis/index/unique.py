@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Protocol
 
 from ..codec import encode_fp
 from ..errors import WriteContention
@@ -10,11 +12,31 @@ from ..results import Match, Outcome, duplicate_of
 from ..store import BucketLocks, Reads, Store, Write, Writes
 from ..transport import Backoff
 
-__all__ = ["UniqueWrites"]
+__all__ = ["Judge", "UniqueWrites"]
 
 # Read-check-write rounds of add-if-new while other workers keep writing into the same tables.
 _UNIQUE_ROUNDS = 40
 _CONTENTION_BACKOFF = Backoff(retries=_UNIQUE_ROUNDS, base=0.0005, cap=0.25)
+
+
+class Judge(Protocol):
+    """Decides which candidates within distance k count as near-duplicates, and what goes with a write.
+
+    The verified mode's judge keeps the candidates whose sketch estimates a Jaccard similarity at its
+    threshold, and writes each stored document's sketch before its fingerprint.
+    """
+
+    def duplicates(self, docs: list[int], found: list[list[Match]]) -> Sequence[Sequence[Match]]:
+        """The near-duplicates among each document's candidates (docs: positions in the batch)."""
+        ...
+
+    def before_write(self, docs: list[int]) -> None:
+        """Called before the documents at these positions are written."""
+        ...
+
+    def not_written(self, docs: list[int]) -> None:
+        """Called for those whose guarded write was refused: they will be read and judged again."""
+        ...
 
 
 class UniqueWrites:
@@ -31,7 +53,7 @@ class UniqueWrites:
     def __init__(self, store: Store, reads: Reads, writes: Writes, f: int, k: int) -> None:
         self.store, self.reads, self.writes, self.f, self.k = store, reads, writes, f, k
 
-    def add(self, ids: list[bytes], fps: list[int]) -> list[Outcome | Match]:
+    def add(self, ids: list[bytes], fps: list[int], judge: Judge | None = None) -> list[Outcome | Match]:
         """Read, check and write until every document is stored or found to have a near-duplicate.
 
         On a standalone server the write script re-checks the table sets the client read (the guard);
@@ -40,6 +62,7 @@ class UniqueWrites:
         Args:
             ids: the encoded ids.
             fps: their fingerprints.
+            judge: which candidates count (default: every one within distance k).
 
         Returns:
             For each document, its outcome if stored, else the stored near-duplicate reported.
@@ -63,21 +86,29 @@ class UniqueWrites:
                 waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
             try:
                 members = self.reads.members([fps[i] for i in ready])
-                found = self.reads.matches([fps[i] for i in ready], members, self.k)
+                found: Sequence[Sequence[Match]] = self.reads.matches(
+                    [fps[i] for i in ready], members, self.k
+                )
+                if judge is not None:
+                    found = judge.duplicates(ready, list(map(list, found)))
                 writes: list[Write] = []
                 writing: list[int] = []
                 for i, sets, matches in zip(ready, members, found, strict=True):
                     if matches:
-                        results[i] = duplicate_of(ids[i].decode(), matches)
+                        results[i] = duplicate_of(ids[i].decode(), list(matches))
                     else:
                         writes.append((ids[i], encode_fp(fps[i], self.f), None if locks else sets))
                         writing.append(i)
+                if judge is not None and writing:
+                    judge.before_write(writing)
                 changed = []
                 for i, outcome in zip(writing, self.writes.apply(writes), strict=True):
                     if outcome is None:  # a table set changed since it was read: read it again
                         changed.append(i)
                     else:
                         results[i] = outcome
+                if judge is not None and changed:
+                    judge.not_written(changed)
             finally:
                 if locks is not None:
                     locks.release(held)

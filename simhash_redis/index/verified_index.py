@@ -11,19 +11,27 @@ Sketches live in the wrapped index's own key space, in hashes bucketed like its 
 so ``SimhashIndex.drop`` and the pattern ``{prefix}:{name}:*`` cover them. A sketch is written before
 the document's fingerprint, and removed after it (only if the id is still absent, checked atomically by a
 script on a standalone server), so every stored document has its sketch even with concurrent writers.
+
+The mode (the sketch's parameters and the threshold) is pinned in the index's meta (field ``verified``),
+so every worker verifies alike, and a plain `SimhashIndex` of a verified index only reads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from ..errors import InvalidArgument, InvalidType
+from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType
 from ..fingerprinting import MinHasher
+from ..results import Match
+from ..store import Reads, Verification, writes_for
 from ..store.keys import encode_id
 from ..store.scripts import Script
 from ..transport import Command
+from . import batches
 from .simhash_index import Outcome, SimhashIndex
+from .unique import UniqueWrites
 
 __all__ = ["VerifiedIndex", "VerifiedMatch"]
 
@@ -48,25 +56,104 @@ class VerifiedIndex:
 
     Open the wrapped index with a k large enough for the recall wanted, with a layout that keeps that
     k affordable, e.g. ``SimhashIndex(client, "news", k=8, layout=Layout.permuted(64, 8, blocks=10))``.
+    The first `VerifiedIndex` of an index pins its mode (sketch parameters, threshold) in the meta; later
+    ones adopt it, and refuse parameters that differ.
 
     Args:
         index: the wrapped index (its k bounds the candidates).
-        hasher: the sketch parameters (default: 256 permutations of 8 bits over word 3-shingles);
-            every process of one index must use the same.
+        hasher: the sketch parameters (default: the pinned ones, else 256 permutations of 8 bits over
+            word 3-shingles).
+        threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate (default:
+            the pinned one, else 0.8).
 
     Raises:
+        ConfigurationMismatch: hasher or threshold differs from the mode pinned in the index's meta.
+        InvalidArgument: threshold is out of (0, 1].
         InvalidType: index or hasher is of the wrong type.
+        RedisUnavailable: the server cannot be reached.
     """
 
-    def __init__(self, index: SimhashIndex, hasher: MinHasher | None = None) -> None:
+    def __init__(
+        self, index: SimhashIndex, hasher: MinHasher | None = None, threshold: float | None = None
+    ) -> None:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
-        if hasher is not None and not isinstance(hasher, MinHasher):
-            raise InvalidType(f"hasher must be a MinHasher, got {type(hasher).__name__}")
+        asked = Verification.of(hasher, 0.8 if threshold is None else threshold)
         self.index = index
-        self.hasher = hasher or MinHasher()
         # The index's own store: its retries, backoff, error translation and key names apply here too.
         self.store = index.store
+        self.verification = self._pinned(index.config.verification or self._pin(asked), hasher, threshold)
+        self.hasher = self.verification.hasher()
+        self.threshold = self.verification.threshold
+        # The index's own write paths, which its public methods refuse to use on a verified index.
+        tables = len(index.layout.tables)
+        self._writes = writes_for(self.store, index.f, tables)
+        reads = Reads(self.store, index.name, index.f, tables)
+        self._unique = UniqueWrites(self.store, reads, self._writes, index.f, index.k)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        name: str,
+        *,
+        hasher: MinHasher | None = None,
+        threshold: float | None = None,
+        **kwargs: Any,
+    ) -> VerifiedIndex:
+        """Open or create a verified index on the server at a URL.
+
+        Args:
+            url: the server's URL (credentials in it never appear in messages).
+            name: the index name.
+            hasher, threshold: as the class.
+            **kwargs: the arguments of `SimhashIndex` (k, layout, ...).
+
+        Raises:
+            ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType, RedisUnavailable: as
+                `SimhashIndex` and the class.
+        """
+        create = kwargs.pop("create", True)
+        try:
+            index = SimhashIndex.from_url(url, name, create=False, **kwargs)
+        except IndexNotFound:
+            if not create:
+                raise
+            # Created verified from the start: no plain writer can come between creation and pinning.
+            mode = Verification.of(hasher, 0.8 if threshold is None else threshold)
+            index = SimhashIndex.from_url(url, name, verification=mode, **kwargs)
+        return cls(index, hasher, threshold)
+
+    def _pin(self, mode: Verification) -> Verification:
+        """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile)."""
+        meta = self.index.keys.meta
+        _, stored = self.store.execute(
+            [(b"HSETNX", meta, b"verified", mode.to_meta()), (b"HGET", meta, b"verified")]
+        )
+        try:
+            pinned = Verification.from_meta(bytes(stored).decode())
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationMismatch(
+                f"index {self.index.name!r} has a malformed verified mode: {exc}"
+            ) from None
+        self.index.config = dataclasses.replace(self.index.config, verification=pinned)
+        return pinned
+
+    def _pinned(
+        self, pinned: Verification, hasher: MinHasher | None, threshold: float | None
+    ) -> Verification:
+        """The pinned mode, unless a hasher or threshold given explicitly differs from it."""
+        if (hasher is not None and hasher.describe() != pinned.hasher().describe()) or (
+            threshold is not None and threshold != pinned.threshold
+        ):
+            given = Verification.of(
+                hasher or pinned.hasher(), pinned.threshold if threshold is None else threshold
+            )
+            raise ConfigurationMismatch(
+                f"index {self.index.name!r} is verified with {pinned.to_meta()!r}, not {given.to_meta()!r}; "
+                "open it without hasher and threshold to use the pinned mode"
+            )
+        return pinned
 
     def sketch_key(self, doc_id: str) -> bytes:
         """The hash holding a document's sketch.
@@ -136,7 +223,13 @@ class VerifiedIndex:
             ]
             self.store.execute(commands)
             outcomes.extend(
-                self.index.add_many([(doc_id, fp) for (doc_id, _), fp in zip(batch, fps, strict=True)])
+                batches.add_many(
+                    self.index,
+                    self._writes,
+                    None,
+                    [(doc_id, fp) for (doc_id, _), fp in zip(batch, fps, strict=True)],
+                    None,
+                )
             )
         return outcomes
 
@@ -168,7 +261,7 @@ class VerifiedIndex:
             InvalidArgument, InvalidType: an id is malformed.
             RedisUnavailable: the server cannot be reached.
         """
-        removed = self.index.remove_many(ids)
+        removed = batches.remove_many(self.index, self._writes, ids, None)
         if self.index.cluster:
             # Cluster: the id map and the sketch hash are in different slots, so no script can check
             # and delete atomically; a re-add racing this remove may lose its sketch (it is then
@@ -200,13 +293,13 @@ class VerifiedIndex:
         return None if reply is None else bytes(reply)
 
     def near(
-        self, query: VerifiedDocument, threshold: float = 0.8, k: int | None = None
+        self, query: VerifiedDocument, threshold: float | None = None, k: int | None = None
     ) -> list[VerifiedMatch]:
         """Stored documents whose estimated Jaccard similarity with the query is >= threshold.
 
         Args:
             query: text, UTF-8 bytes or tokens.
-            threshold: the Jaccard threshold, in [0, 1].
+            threshold: the Jaccard threshold, in [0, 1] (default: the index's).
             k: the candidates' largest Hamming distance (default and at most: the index's k).
 
         Returns:
@@ -219,7 +312,7 @@ class VerifiedIndex:
         return self.near_many([query], threshold, k)[0]
 
     def near_many(
-        self, queries: Sequence[VerifiedDocument], threshold: float = 0.8, k: int | None = None
+        self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
         """near() for many queries: the index's two round trips, plus one for all candidates' sketches.
 
@@ -228,7 +321,7 @@ class VerifiedIndex:
 
         Args:
             queries: the queries.
-            threshold: the Jaccard threshold, in [0, 1].
+            threshold: the Jaccard threshold, in [0, 1] (default: the index's).
             k: the candidates' largest Hamming distance.
 
         Returns:
@@ -238,6 +331,8 @@ class VerifiedIndex:
             InvalidArgument: threshold or k is out of range.
             RedisUnavailable: the server cannot be reached.
         """
+        if threshold is None:
+            threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
         docs = self._docs(queries)
@@ -263,3 +358,118 @@ class VerifiedIndex:
             matches.sort(key=lambda m: (-m.jaccard, m.distance, m.id))
             results.append(matches)
         return results
+
+    def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
+        """Store a document unless a verified near-duplicate is stored, atomically.
+
+        A candidate within the index's k counts when its sketch estimates a Jaccard similarity of at
+        least the index's threshold. Of several workers racing to add near-duplicates of each other,
+        exactly one stores its document, as `SimhashIndex.add_if_new` guarantees.
+
+        Args:
+            doc_id: the document id.
+            doc: text, UTF-8 bytes or tokens.
+
+        Returns:
+            None if stored; else the stored near-duplicate: the id's own entry when this id is stored
+            with a confirmed near-duplicate text, else the most similar (then nearest, then by id).
+
+        Raises:
+            InvalidArgument, InvalidType: a malformed id or document.
+            WriteContention: the document kept meeting concurrent writes (nothing of it was written).
+            RedisUnavailable: the server cannot be reached.
+        """
+        return self.add_if_new_many([(doc_id, doc)])[0]
+
+    def add_if_new_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[VerifiedMatch | None]:
+        """`add_if_new` for many documents, a batch at a time; also checked against earlier ones.
+
+        Args:
+            items: (id, document) pairs.
+
+        Returns:
+            For each pair, None if stored, else the stored near-duplicate.
+
+        Raises:
+            InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).
+            WriteContention, RedisUnavailable: as `add_if_new`.
+        """
+        pairs = list(items)
+        results: list[VerifiedMatch | None] = []
+        for start in range(0, len(pairs), self.index.batch_size):
+            batch = pairs[start : start + self.index.batch_size]
+            for item in batch:
+                if not isinstance(item, tuple) or len(item) != 2:
+                    raise InvalidType("items must be (str id, document) pairs")
+            raw_ids = [encode_id(doc_id) for doc_id, _ in batch]
+            docs = self._docs([doc for _, doc in batch])
+            judge = SketchJudge(self, raw_ids, self.hasher.sketch_many(docs))
+            found = self._unique.add(raw_ids, self.index.fingerprint_many(docs), judge)
+            for i, result in enumerate(found):
+                if isinstance(result, Match):
+                    similar = judge.jaccard[(i, result.id)]
+                    results.append(VerifiedMatch(result.id, result.fingerprint, result.distance, similar))
+                else:
+                    results.append(None)
+        return results
+
+
+class SketchJudge:
+    """Add-if-new's judge in verified mode: candidates confirmed by their sketches, sketches written first.
+
+    Args:
+        owner: the verified index.
+        ids: the batch's encoded ids.
+        sketches: their documents' sketches.
+    """
+
+    def __init__(self, owner: VerifiedIndex, ids: list[bytes], sketches: list[bytes]) -> None:
+        self.owner, self.ids, self.sketches = owner, ids, sketches
+        #: (position in the batch, candidate id) -> estimated Jaccard, for the confirmed candidates.
+        self.jaccard: dict[tuple[int, str], float] = {}
+        # Each document's id's sketch as read before its write, put back if the write is refused.
+        self._before: dict[int, bytes | None] = {}
+
+    def duplicates(self, docs: list[int], found: list[list[Match]]) -> list[list[Match]]:
+        """The candidates whose stored sketch estimates a Jaccard similarity at the threshold.
+
+        One round trip reads the candidates' sketches and those the batch's own ids have now.
+        """
+        owner = self.owner
+        wanted = list(
+            dict.fromkeys([m.id for matches in found for m in matches] + [self.ids[i].decode() for i in docs])
+        )
+        replies = owner.store.execute([(b"HGET", owner.sketch_key(i), i.encode()) for i in wanted])
+        stored = {i: bytes(r) for i, r in zip(wanted, replies, strict=True) if r is not None}
+        out: list[list[Match]] = []
+        for i, matches in zip(docs, found, strict=True):
+            self._before[i] = stored.get(self.ids[i].decode())
+            kept = [m for m in matches if m.id in stored]
+            similar: list[float] = []
+            if kept:
+                similar = owner.hasher.estimate_many(self.sketches[i], [stored[m.id] for m in kept]).tolist()
+            confirmed = []
+            for match, estimate in zip(kept, similar, strict=True):
+                if estimate >= owner.threshold:
+                    self.jaccard[(i, match.id)] = float(estimate)
+                    confirmed.append(match)
+            confirmed.sort(key=lambda m: (-self.jaccard[(i, m.id)], m.distance, m.id))
+            out.append(confirmed)
+        return out
+
+    def before_write(self, docs: list[int]) -> None:
+        """Write the documents' sketches: a document is never stored without its sketch."""
+        key = self.owner.sketch_key
+        self.owner.store.execute(
+            [(b"HSET", key(self.ids[i].decode()), self.ids[i], self.sketches[i]) for i in docs]
+        )
+
+    def not_written(self, docs: list[int]) -> None:
+        """Put back the sketches the ids had before (or none), since their documents were not written."""
+        key = self.owner.sketch_key
+        commands: list[Command] = []
+        for i in docs:
+            raw, before = self.ids[i], self._before.get(i)
+            name = key(raw.decode())
+            commands.append((b"HDEL", name, raw) if before is None else (b"HSET", name, raw, before))
+        self.owner.store.execute(commands)

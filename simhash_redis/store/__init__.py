@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .bulk import BulkWrites
-from .config import IndexConfig
+from .config import IndexConfig, Verification
 from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
@@ -21,6 +21,7 @@ __all__ = [
     "Layout",
     "Reads",
     "Store",
+    "Verification",
     "Write",
     "Writes",
     "drop_keys",

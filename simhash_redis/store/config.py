@@ -9,13 +9,84 @@ from dataclasses import dataclass
 from .. import defaults
 from ..checks import is_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
-from ..fingerprinting import Scheme
+from ..fingerprinting import MinHasher, Scheme
 from .layout import Layout
 
-__all__ = ["FORMAT_VERSION", "IndexConfig"]
+__all__ = ["FORMAT_VERSION", "IndexConfig", "Verification"]
 
 #: Version of the Redis data format; a newer format is refused rather than misread.
 FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Verified mode: near-duplicates confirmed by a stored MinHash sketch, pinned in an index's meta.
+
+    Args:
+        threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate, in (0, 1].
+        num_perm, bits, n, seed: the sketch's parameters (see `MinHasher`).
+
+    Raises:
+        InvalidArgument: a value is out of range.
+        InvalidType: a value has the wrong type.
+    """
+
+    threshold: float = 0.8
+    num_perm: int = 256
+    bits: int = 8
+    n: int = 3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        threshold = self.threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise InvalidType(f"threshold must be a number, got {type(threshold).__name__}")
+        if not 0 < threshold <= 1:
+            raise InvalidArgument(f"threshold must be in (0, 1], got {threshold!r}")
+        object.__setattr__(self, "threshold", float(threshold))
+        self.hasher()  # checks the sketch's parameters
+
+    @classmethod
+    def of(cls, hasher: MinHasher | None = None, threshold: float = 0.8) -> Verification:
+        """The verified mode of a hasher (default: `MinHasher()`) and a threshold.
+
+        Raises:
+            InvalidArgument, InvalidType: as the class.
+        """
+        if hasher is not None and not isinstance(hasher, MinHasher):
+            raise InvalidType(f"hasher must be a MinHasher, got {type(hasher).__name__}")
+        h = hasher or MinHasher()
+        return cls(threshold, h.num_perm, h.bits, h.n, h.seed)
+
+    def hasher(self) -> MinHasher:
+        """The MinHasher that makes and compares this mode's sketches."""
+        return MinHasher(self.num_perm, self.bits, self.n, self.seed)
+
+    def to_meta(self) -> str:
+        """The meta field: the sketch's description and the threshold, e.g. "minhash;...;threshold=0.8"."""
+        return f"{self.hasher().describe()};threshold={self.threshold!r}"
+
+    @classmethod
+    def from_meta(cls, text: str) -> Verification:
+        """Read the meta field written by `to_meta`.
+
+        Raises:
+            ValueError: the text is not one `to_meta` writes.
+        """
+        kind, *fields = text.split(";")
+        values = dict(field.split("=", 1) for field in fields)
+        if kind != "minhash" or set(values) != {"perm", "bits", "n", "seed", "threshold"}:
+            raise ValueError(f"unknown verified mode {text!r}")
+        made = cls(
+            float(values["threshold"]),
+            int(values["perm"]),
+            int(values["bits"]),
+            int(values["n"]),
+            int(values["seed"]),
+        )
+        if made.to_meta() != text:
+            raise ValueError(f"verified mode {text!r} is not in its canonical form")
+        return made
 
 
 @dataclass(frozen=True)
@@ -26,11 +97,13 @@ class IndexConfig:
         layout: the table layout (which also fixes f and k).
         scheme: the fingerprint scheme, of the same f.
         id_buckets: buckets of the id and fingerprint maps.
+        verification: verified mode, or None for a plain index.
     """
 
     layout: Layout
     scheme: Scheme
     id_buckets: int = defaults.ID_BUCKETS
+    verification: Verification | None = None
 
     @property
     def f(self) -> int:
@@ -51,6 +124,7 @@ class IndexConfig:
         layout: Layout | None = None,
         scheme: Scheme | None = None,
         id_buckets: int | None = None,
+        verification: Verification | None = None,
     ) -> IndexConfig:
         """The configuration from a worker's arguments, defaults filling the rest.
 
@@ -60,6 +134,7 @@ class IndexConfig:
             layout: the table layout; defaults to k+1 pigeonhole tables.
             scheme: the fingerprint scheme; defaults to the default scheme at width f.
             id_buckets: buckets of the id map.
+            verification: verified mode (default: none).
 
         Raises:
             InvalidArgument: the arguments contradict each other or are out of range.
@@ -69,6 +144,8 @@ class IndexConfig:
             raise InvalidType(f"layout must be a Layout, got {type(layout).__name__}")
         if scheme is not None and not isinstance(scheme, Scheme):
             raise InvalidType(f"scheme must be a Scheme, got {type(scheme).__name__}")
+        if verification is not None and not isinstance(verification, Verification):
+            raise InvalidType(f"verification must be a Verification, got {type(verification).__name__}")
         for arg, value in (("k", k), ("f", f), ("id_buckets", id_buckets)):
             if value is not None and (not is_int(value)):
                 raise InvalidType(f"{arg} must be an int, got {type(value).__name__}")
@@ -85,11 +162,11 @@ class IndexConfig:
         buckets = defaults.ID_BUCKETS if id_buckets is None else id_buckets
         if not 1 <= buckets <= 1 << 30:
             raise InvalidArgument(f"id_buckets must be in 1..2**30, got {buckets!r}")
-        return cls(layout=layout, scheme=scheme or Scheme(f=width), id_buckets=buckets)
+        return cls(layout, scheme or Scheme(f=width), buckets, verification)
 
     def to_meta(self) -> dict[str, str]:
-        """The fields of the meta hash."""
-        return {
+        """The fields of the meta hash ("verified" only for a verified index)."""
+        fields = {
             "format": str(FORMAT_VERSION),
             "f": str(self.f),
             "k": str(self.k),
@@ -98,6 +175,9 @@ class IndexConfig:
             "stopwords": json.dumps(list(self.scheme.stopwords), ensure_ascii=False),
             "id_buckets": str(self.id_buckets),
         }
+        if self.verification is not None:
+            fields["verified"] = self.verification.to_meta()
+        return fields
 
     @classmethod
     def from_meta(cls, meta: dict[str, str]) -> IndexConfig:
@@ -120,7 +200,9 @@ class IndexConfig:
             layout = Layout.from_meta(meta["layout"], f=f, k=k)
             stopwords = json.loads(meta.get("stopwords", "[]"))
             scheme = Scheme.from_meta(meta["scheme"], stopwords=stopwords)
-            return cls(layout=layout, scheme=scheme, id_buckets=int(meta["id_buckets"]))
+            verified = meta.get("verified")
+            verification = None if verified is None else Verification.from_meta(verified)
+            return cls(layout, scheme, int(meta["id_buckets"]), verification)
         except IndexCorrupted:
             raise
         except (KeyError, ValueError, TypeError, InvalidArgument, ConfigurationMismatch) as exc:
@@ -146,12 +228,13 @@ class IndexConfig:
             "layout": ["layout"],
             "scheme": ["scheme", "stopwords"],
             "id_buckets": ["id_buckets"],
+            "verification": ["verified"],
         }
         for arg in sorted(given):
             for field in fields[arg]:
-                if mine[field] != theirs[field]:
+                if mine.get(field) != theirs.get(field):
                     raise ConfigurationMismatch(
-                        f"index {index!r} is stored with {field}={theirs[field]!r} but {arg} asks for "
-                        f"{field}={mine[field]!r}; open it without {arg} to use the stored configuration, "
-                        "or choose another index name"
+                        f"index {index!r} is stored with {field}={theirs.get(field)!r} but {arg} asks for "
+                        f"{field}={mine.get(field)!r}; open it without {arg} to use the stored "
+                        "configuration, or choose another index name"
                     )
