@@ -148,7 +148,7 @@ RACER = textwrap.dedent(
     import json, sys
     from simhash_redis import Layout, SimhashIndex, VerifiedIndex
     from simhash_redis.transport.connection import client_from_url
-    url, me, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    url, me, path, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     groups = json.load(open(path))
     client = client_from_url(url)
     index = VerifiedIndex(SimhashIndex(client, "vrace", batch_size=3))
@@ -158,7 +158,12 @@ RACER = textwrap.dedent(
         while int(client.get(f"arrive:{start}")) < len(groups[0]):
             pass
         docs = [(f"g{g}-p{me}", groups[g][me]) for g in range(start, min(start + 3, len(groups)))]
-        if me % 2:
+        if mode == "naive":  # the check-then-insert this test exists to reject
+            for i, text in docs:
+                if not index.near(text):
+                    index.add(i, text)
+                    stored += 1
+        elif me % 2:
             stored += sum(index.add_if_new(i, text) is None for i, text in docs)
         else:
             stored += sum(r is None for r in index.add_if_new_many(docs))
@@ -184,13 +189,20 @@ def _race_groups(index: VerifiedIndex, groups: int, racers: int) -> list[list[st
     return out
 
 
-def race(url: str, client: redis.Redis | RedisCluster, tmp_path: Path, groups: int, racers: int = 6) -> None:
+def race(
+    url: str,
+    client: redis.Redis | RedisCluster,
+    tmp_path: Path,
+    groups: int,
+    mode: str = "atomic",
+    racers: int = 6,
+) -> None:
     index = VerifiedIndex(SimhashIndex(client, "vrace", **K8))
     texts = _race_groups(index, groups, racers)
     path = tmp_path / "groups.json"
     path.write_text(json.dumps(texts))
     procs = [
-        subprocess.Popen([sys.executable, "-c", RACER, url, str(p), str(path)], stdout=subprocess.PIPE)
+        subprocess.Popen([sys.executable, "-c", RACER, url, str(p), str(path), mode], stdout=subprocess.PIPE)
         for p in range(racers)
     ]
     outs = [p.communicate(timeout=120)[0] for p in procs]
@@ -219,3 +231,10 @@ def test_racing_workers_on_a_cluster_store_one_document_per_group(
     client = redis_cluster.client()
     race(redis_cluster.url, client, tmp_path, groups=30)
     client.close()
+
+
+def test_the_race_catches_check_then_insert(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    with pytest.raises(AssertionError):
+        race(redis_url, redis_client, tmp_path, groups=45, mode="naive")
