@@ -100,7 +100,9 @@ def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, 
 
 
 #: The global options that take a value, accepted after the command too (`load f.jsonl --index x`).
-_GLOBAL_OPTIONS = frozenset({"--redis-url", "--index", "--k", "--layout", "--scheme", "--f"})
+_GLOBAL_OPTIONS = frozenset({"--redis-url", "--index", "--k", "--layout", "--scheme", "--f", "--threshold"})
+#: The global flags, likewise.
+_GLOBAL_FLAGS = frozenset({"--verified"})
 
 
 def _hoisted(group: TyperGroup, args: list[str]) -> list[str]:
@@ -124,6 +126,10 @@ def _hoisted(group: TyperGroup, args: list[str]) -> list[str]:
         if rest[i] == "--":
             kept += rest[i:]
             break
+        if name in _GLOBAL_FLAGS and name not in own:
+            moved.append(rest[i])
+            i += 1
+            continue
         if name in _GLOBAL_OPTIONS and name not in own and ("=" in rest[i] or i + 1 < len(rest)):
             width = 1 if "=" in rest[i] else 2
             moved += rest[i : i + width]
@@ -233,12 +239,40 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    verified: Annotated[
+        bool,
+        typer.Option(
+            "--verified",
+            help="Verified mode, used when the index is created; an existing index must agree: each "
+            "document also stores a MinHash sketch (256 bytes), and a candidate within k counts as a "
+            "near-duplicate only when its estimated Jaccard similarity reaches --threshold. Finds "
+            "one-word edits of articles with a larger --k (docs/quality.md).",
+        ),
+    ] = False,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Verified mode's Jaccard threshold in (0, 1], used when the index is created (implies "
+            "--verified; default 0.8); an existing index must agree.",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Find near-duplicate documents with SimHash fingerprints in a shared Redis index."""
-    ctx.obj = Settings(redis_url=redis_url, index=index, k=k, layout=layout, scheme=scheme, f=f)
+    ctx.obj = Settings(
+        redis_url=redis_url,
+        index=index,
+        k=k,
+        layout=layout,
+        scheme=scheme,
+        f=f,
+        verified=verified,
+        threshold=threshold,
+    )
 
 
 for _name in COMMAND_MODULES:

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from simhash_redis import SimhashIndex, defaults, redact_url
+from simhash_redis import SimhashIndex, VerifiedIndex, defaults, redact_url
 from simhash_redis.defaults import URL_ENV
-from simhash_redis.errors import IndexNotFound, InvalidArgument
-from simhash_redis.store import validate_name
+from simhash_redis.errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
+from simhash_redis.store import Verification, validate_name
 from simhash_redis.tools import planner
 from simhash_redis.tools.evaluation.settings import scheme_named
 from simhash_redis.transport import client_from_url
@@ -62,6 +62,8 @@ class Settings:
         layout: --layout, likewise: a layout label as `plan` prints them.
         scheme: --scheme, likewise: a setting label as `eval` prints them.
         f: --f, likewise: the fingerprint width.
+        verified: --verified, likewise: verified mode (MinHash-confirmed near-duplicates).
+        threshold: --threshold, likewise: verified mode's Jaccard threshold (implies --verified).
     """
 
     # URLs carry passwords: keep them out of the repr (tracebacks, debuggers, logs).
@@ -71,6 +73,8 @@ class Settings:
     layout: str | None = None
     scheme: str | None = None
     f: int | None = None
+    verified: bool = False
+    threshold: float | None = None
     _resolved: str | None = field(default=None, repr=False)
 
     @property
@@ -108,8 +112,10 @@ class Settings:
 
         Raises:
             IndexNotFound: the index does not exist and create is false.
-            ConfigurationMismatch: --k, --layout, --scheme or --f disagrees with the stored index.
-            InvalidArgument: --layout or --scheme names nothing, or --f is not a supported width.
+            ConfigurationMismatch: --k, --layout, --scheme, --f, --verified or --threshold disagrees
+                with the stored index.
+            InvalidArgument: --layout or --scheme names nothing, --f is not a supported width, or
+                --threshold is out of (0, 1].
             RedisUnavailable: the server cannot be reached.
         """
         index_name = validate_name(name or self.index_name, "--index")
@@ -123,16 +129,51 @@ class Settings:
         if self.scheme is not None:
             scheme = scheme_named(self.scheme, width)
         client = client_from_url(self.url())
+        config: dict[str, Any] = {"k": self.k, "f": self.f, "layout": layout, "scheme": scheme}
         try:
-            return SimhashIndex(
-                client, index_name, k=self.k, f=self.f, layout=layout, scheme=scheme, create=create
-            )
+            index = SimhashIndex(client, index_name, create=False, **config)
         except IndexNotFound:
-            client.close()
-            raise IndexNotFound(
-                f"no index named {index_name!r} at {self.shown_url()}: check --index, or load documents "
-                "first (simhash-redis --index NAME load FILE)"
-            ) from None
+            if not create:
+                client.close()
+                raise IndexNotFound(
+                    f"no index named {index_name!r} at {self.shown_url()}: check --index, or load documents "
+                    "first (simhash-redis --index NAME load FILE)"
+                ) from None
+            index = SimhashIndex(client, index_name, verification=self._verification(), **config)
+        self._check_verified(index)
+        return index
+
+    def _verification(self) -> Verification | None:
+        """The verified mode --verified and --threshold ask for a new index (None: a plain one)."""
+        if not self.verified and self.threshold is None:
+            return None
+        return Verification(0.8 if self.threshold is None else self.threshold)
+
+    def _check_verified(self, index: SimhashIndex) -> None:
+        """Refuse --verified for a plain index, and a --threshold other than a verified index's."""
+        stored = index.config.verification
+        if stored is None and (self.verified or self.threshold is not None):
+            raise ConfigurationMismatch(
+                f"index {index.name!r} is not verified: it was created without --verified; create "
+                "another index with it (then load the documents into it)"
+            )
+        if stored is not None and self.threshold is not None and self._verification() != stored:
+            raise ConfigurationMismatch(
+                f"index {index.name!r} is verified with threshold {stored.threshold:g}, not "
+                f"{self.threshold:g}; open it without --threshold to use its own"
+            )
+
+    @staticmethod
+    def verified_of(index: SimhashIndex) -> VerifiedIndex | None:
+        """The verified form of an index that is verified (its writes and near need it), else None.
+
+        Args:
+            index: an index opened by `open_index`.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        return None if index.config.verification is None else VerifiedIndex(index)
 
     def client(self) -> redis.Redis | RedisCluster:
         """A client of the server at `url` (for the commands that work on a server, not one index).

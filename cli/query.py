@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from simhash_redis import Match
+from simhash_redis import Match, VerifiedMatch
 from simhash_redis.codec import format_fingerprint, parse_fingerprint
 
 from .common import ExitCode, echo_json, fail, registrar, settings
@@ -41,6 +41,9 @@ def near(
 ) -> None:
     """Print the stored documents near a text or fingerprint, nearest first: 'ID<TAB>DISTANCE<TAB>HEX'.
 
+    In a verified index (created with --verified), a text's matches are those confirmed by their
+    sketches, most similar first, with a fourth column: the estimated Jaccard similarity.
+
     \b
     Examples:
       simhash-redis --index news near "text of an article"
@@ -60,27 +63,41 @@ def near(
         typer.Exit: no text, or more than one query given (usage).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
-    index = settings(ctx).open_index(create=False)
+    state = settings(ctx)
+    index = state.open_index(create=False)
+    verified = state.verified_of(index)
+    matches: list[Match] | list[VerifiedMatch]
     if fingerprint is not None:
         if text is not None or file is not None:
             raise fail("give TEXT, --file or --fingerprint, only one", ExitCode.USAGE)
+        if verified is not None:
+            raise fail(
+                f"index {index.name!r} is verified: its matches are confirmed from the query's text, so "
+                "give TEXT or --file, not --fingerprint",
+                ExitCode.USAGE,
+            )
         matches = index.near(parse_fingerprint(fingerprint, index.f), k)
+    elif verified is not None:
+        matches = verified.near(read_text(text, file, encoding), k=k)
     else:
         matches = index.near(read_text(text, file, encoding), k)
     _print_matches(matches, index.f, json_out)
 
 
-def _print_matches(matches: list[Match], f: int, json_out: bool) -> None:
+def _print_matches(matches: list[Match] | list[VerifiedMatch], f: int, json_out: bool) -> None:
     if json_out:
-        echo_json(
-            [
-                {"id": m.id, "distance": m.distance, "fingerprint": format_fingerprint(m.fingerprint, f)}
-                for m in matches
-            ]
-        )
+        rows: list[dict[str, object]] = []
+        for m in matches:
+            row: dict[str, object] = {"id": m.id, "distance": m.distance}
+            row["fingerprint"] = format_fingerprint(m.fingerprint, f)
+            if isinstance(m, VerifiedMatch):
+                row["jaccard"] = round(m.jaccard, 4)
+            rows.append(row)
+        echo_json(rows)
         return
     for m in matches:
-        typer.echo(f"{m.id}\t{m.distance}\t{format_fingerprint(m.fingerprint, f)}")
+        similar = f"\t{m.jaccard:.3f}" if isinstance(m, VerifiedMatch) else ""
+        typer.echo(f"{m.id}\t{m.distance}\t{format_fingerprint(m.fingerprint, f)}{similar}")
 
 
 def add(
@@ -110,9 +127,13 @@ def add(
         typer.Exit: no text, or both TEXT and --file (usage).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
-    index = settings(ctx).open_index(create=True)
-    fingerprint = index.fingerprint(read_text(text, file, encoding))
-    outcome = index.add(doc_id, fingerprint)
+    state = settings(ctx)
+    index = state.open_index(create=True)
+    verified = state.verified_of(index)
+    document = read_text(text, file, encoding)
+    fingerprint = index.fingerprint(document)
+    # A verified index stores the text's sketch too, so it takes the text rather than the fingerprint.
+    outcome = index.add(doc_id, fingerprint) if verified is None else verified.add(doc_id, document)
     if json_out:
         echo_json(
             {"id": doc_id, "outcome": outcome.value, "fingerprint": format_fingerprint(fingerprint, index.f)}
@@ -174,8 +195,10 @@ def remove(
     Raises:
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
-    index = settings(ctx).open_index(create=False)
-    removed = index.remove_many(ids)
+    state = settings(ctx)
+    index = state.open_index(create=False)
+    verified = state.verified_of(index)
+    removed = index.remove_many(ids) if verified is None else verified.remove_many(ids)
     if json_out:
         echo_json(
             {"removed": sum(removed), "missing": [i for i, r in zip(ids, removed, strict=True) if not r]}

@@ -9,7 +9,10 @@ repair follow the id map, which is the commit record of a document:
 - a fingerprint-map entry listing an id that the id map does not give that fingerprint loses that id;
 - a table member with no fingerprint-map entry is removed (an uncommitted write; on a cluster also the
   normal leftover of a fingerprint whose last id left, counted as garbage rather than a problem);
-- the counts are set to what the data holds.
+- the counts are set to what the data holds;
+- in a verified index, a sketch whose id is not stored is removed (a write that failed after its sketch),
+  while a document without a sketch, or with one of the wrong size, is reported only: its text, which
+  a sketch is made from, is not stored.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, encode_ids
-from ..store import KeySchema, Store
+from ..store import KeySchema, Store, Verification
 from ..store.scripts import Script
 from ..transport import raise_first_error
 
@@ -97,7 +100,9 @@ class _Target(NamedTuple):
         return self.store.cluster
 
 
-def check_consistency(store: Store, f: int, tables: int, repair: bool = False) -> VerifyReport:
+def check_consistency(
+    store: Store, f: int, tables: int, repair: bool = False, verification: Verification | None = None
+) -> VerifyReport:
     """Check every id, fingerprint and table entry of an index against the others.
 
     Run it while no worker writes to the index: a write in flight can look like an inconsistency.
@@ -107,6 +112,7 @@ def check_consistency(store: Store, f: int, tables: int, repair: bool = False) -
         f: its fingerprint width.
         tables: its number of tables.
         repair: also fix what is found, following the id map.
+        verification: the index's verified mode: its sketches are checked too.
 
     Raises:
         RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
@@ -145,12 +151,44 @@ def check_consistency(store: Store, f: int, tables: int, repair: bool = False) -
             for start in range(0, len(found), _BATCH):
                 _check_tables(target, report, t, found[start : start + _BATCH], repair)
 
+    if verification is not None:
+        _check_sketches(store, report, verification.sketch_bytes, repair)
+
     docs, fps = store.counts()
     if (docs, fps) != (report.docs, report.fingerprints):
         report.found("counts differ from data", f"counts say {docs} docs/{fps} fingerprints")
         if repair:
             store.set_counts(report.docs, report.fingerprints)
     return report
+
+
+def _check_sketches(store: Store, report: VerifyReport, size: int, repair: bool) -> None:
+    """Step 4 (verified mode): each stored id has a sketch of the right size, each sketch a stored id."""
+    keys, with_sketch = store.keys, 0
+    for sketch_keys in store.scan("sketch"):
+        contents = _typed(report, sketch_keys, store.hashes(sketch_keys, raise_on_error=False))
+        entries = [pair for reply in contents for pair in reply]
+        for start in range(0, len(entries), _BATCH):
+            chunk = entries[start : start + _BATCH]
+            stored = store.execute([(b"HEXISTS", keys.id_bucket(doc_id), doc_id) for doc_id, _ in chunk])
+            orphans: list[Any] = []
+            for (doc_id, sketch), present in zip(chunk, stored, strict=True):
+                if not present:
+                    report.found("sketch without a document", f"{doc_id!r}")
+                    orphans.append((b"HDEL", keys.sketch_bucket(doc_id), doc_id))
+                    continue
+                with_sketch += 1
+                if len(sketch) != size:
+                    report.found(
+                        "malformed sketch", f"{doc_id!r}: {len(sketch)} bytes, not {size} (not repaired)"
+                    )
+            if repair and orphans:
+                store.execute(orphans)
+    if with_sketch < report.docs:
+        report.found(
+            "documents without a sketch",
+            f"{report.docs - with_sketch} (not repaired: add them again with their texts)",
+        )
 
 
 def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool) -> None:

@@ -478,7 +478,9 @@ class SimhashIndex:
         Raises:
             RedisUnavailable: the server cannot be reached; run it again.
         """
-        return check_consistency(self.store, self.f, len(self.layout.tables), repair)
+        return check_consistency(
+            self.store, self.f, len(self.layout.tables), repair, self.config.verification
+        )
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last.

@@ -19,7 +19,7 @@ so every worker verifies alike, and a plain `SimhashIndex` of a verified index o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType
@@ -30,7 +30,9 @@ from ..store.keys import encode_id
 from ..store.scripts import Script
 from ..transport import Command
 from . import batches
+from .arguments import check_fp
 from .simhash_index import Outcome, SimhashIndex
+from .sketch_judge import SketchJudge
 from .unique import UniqueWrites
 
 __all__ = ["VerifiedIndex", "VerifiedMatch"]
@@ -204,34 +206,93 @@ class VerifiedIndex:
             InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).
             RedisUnavailable: the server cannot be reached.
         """
-        pairs = list(items)
         outcomes: list[Outcome] = []
-        size = self.index.batch_size
-        for start in range(0, len(pairs), size):
-            batch = pairs[start : start + size]
+        for ids, docs in self._batches(items):
+            # Fingerprint first so a document the index would refuse leaves no sketch behind.
+            fps = self.index.fingerprint_many(docs)
+            outcomes.extend(self._add_batch(ids, fps, self.hasher.sketch_many(docs)))
+        return outcomes
+
+    def add_sketched(
+        self,
+        ids: Sequence[str],
+        fps: Sequence[int],
+        sketches: Sequence[bytes | None],
+        *,
+        unique: bool = False,
+    ) -> list[Outcome | VerifiedMatch]:
+        """Store documents fingerprinted and sketched already (by a loader's worker processes).
+
+        Args:
+            ids: the document ids.
+            fps: their fingerprints, by this index's scheme.
+            sketches: their sketches, by this index's hasher; None stores a document without one (as an
+                export of documents written before the index was verified holds them), never matched.
+            unique: as `add_if_new`: a stored near-duplicate in place of the outcome of each document
+                not stored (every sketch needed).
+
+        Returns:
+            Each document's outcome, or (unique) its stored near-duplicate.
+
+        Raises:
+            InvalidArgument, InvalidType, InvalidFingerprint: malformed or mismatched arguments (nothing
+                of the call is written).
+            WriteContention, RedisUnavailable: as `add_if_new`.
+        """
+        if not len(ids) == len(fps) == len(sketches):
+            raise InvalidArgument("ids, fps and sketches must be of one length")
+        raws = [encode_id(doc_id) for doc_id in ids]
+        checked = [check_fp(fp, self.index.f) for fp in fps]
+        size = self.hasher.sketch_bytes
+        for sketch in sketches:
+            if (sketch is not None or unique) and (not isinstance(sketch, bytes) or len(sketch) != size):
+                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
+        out: list[Outcome | VerifiedMatch] = []
+        step = self.index.batch_size
+        known = [sketch for sketch in sketches if sketch is not None]  # all of them when unique: checked
+        for start in range(0, len(ids), step):
+            part = slice(start, start + step)
+            if unique:
+                out.extend(self._add_if_new_batch(raws[part], checked[part], known[part]))
+            else:
+                out.extend(self._add_batch(list(ids[part]), checked[part], sketches[part]))
+        return out
+
+    def _batches(
+        self, items: Iterable[tuple[str, VerifiedDocument]]
+    ) -> Iterator[tuple[list[str], list[Any]]]:
+        """The pairs a batch at a time, as ids and documents, each batch checked before it is written."""
+        pairs = list(items)
+        for start in range(0, len(pairs), self.index.batch_size):
+            batch = pairs[start : start + self.index.batch_size]
             for item in batch:
                 if not isinstance(item, tuple) or len(item) != 2:
                     raise InvalidType("items must be (str id, document) pairs")
                 encode_id(item[0])  # a malformed id is refused before any sketch is written
-            docs = self._docs([doc for _, doc in batch])
-            # Fingerprint first so a document the index would refuse leaves no sketch behind.
-            fps = self.index.fingerprint_many(docs)
-            sketches = self.hasher.sketch_many(docs)
-            commands: list[Command] = [
-                (b"HSET", self.sketch_key(doc_id), doc_id.encode(), sketch)
-                for (doc_id, _), sketch in zip(batch, sketches, strict=True)
-            ]
+            yield [doc_id for doc_id, _ in batch], self._docs([doc for _, doc in batch])
+
+    def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
+        """One batch: its sketches in one round trip, then its fingerprints in the index's atomic write."""
+        commands: list[Command] = [
+            (b"HSET", self.sketch_key(doc_id), doc_id.encode(), sketch)
+            for doc_id, sketch in zip(ids, sketches, strict=True)
+            if sketch is not None
+        ]
+        if commands:
             self.store.execute(commands)
-            outcomes.extend(
-                batches.add_many(
-                    self.index,
-                    self._writes,
-                    None,
-                    [(doc_id, fp) for (doc_id, _), fp in zip(batch, fps, strict=True)],
-                    None,
-                )
-            )
-        return outcomes
+        return batches.add_many(self.index, self._writes, None, list(zip(ids, fps, strict=True)), None)
+
+    def _add_if_new_batch(self, raws: list[bytes], fps: list[int], sketches: list[bytes]) -> list[Any]:
+        """One batch of add-if-new: each document's outcome, or its confirmed near-duplicate."""
+        judge = SketchJudge(self, raws, sketches)
+        results: list[Outcome | VerifiedMatch] = []
+        for i, result in enumerate(self._unique.add(raws, fps, judge)):
+            if isinstance(result, Match):
+                similar = judge.jaccard[(i, result.id)]
+                results.append(VerifiedMatch(result.id, result.fingerprint, result.distance, similar))
+            else:
+                results.append(result)
+        return results
 
     def remove(self, doc_id: str) -> bool:
         """Remove a document: its fingerprint, then its sketch.
@@ -394,82 +455,11 @@ class VerifiedIndex:
             InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).
             WriteContention, RedisUnavailable: as `add_if_new`.
         """
-        pairs = list(items)
         results: list[VerifiedMatch | None] = []
-        for start in range(0, len(pairs), self.index.batch_size):
-            batch = pairs[start : start + self.index.batch_size]
-            for item in batch:
-                if not isinstance(item, tuple) or len(item) != 2:
-                    raise InvalidType("items must be (str id, document) pairs")
-            raw_ids = [encode_id(doc_id) for doc_id, _ in batch]
-            docs = self._docs([doc for _, doc in batch])
-            judge = SketchJudge(self, raw_ids, self.hasher.sketch_many(docs))
-            found = self._unique.add(raw_ids, self.index.fingerprint_many(docs), judge)
-            for i, result in enumerate(found):
-                if isinstance(result, Match):
-                    similar = judge.jaccard[(i, result.id)]
-                    results.append(VerifiedMatch(result.id, result.fingerprint, result.distance, similar))
-                else:
-                    results.append(None)
+        for ids, docs in self._batches(items):
+            raws = [doc_id.encode() for doc_id in ids]
+            found = self._add_if_new_batch(
+                raws, self.index.fingerprint_many(docs), self.hasher.sketch_many(docs)
+            )
+            results.extend(r if isinstance(r, VerifiedMatch) else None for r in found)
         return results
-
-
-class SketchJudge:
-    """Add-if-new's judge in verified mode: candidates confirmed by their sketches, sketches written first.
-
-    Args:
-        owner: the verified index.
-        ids: the batch's encoded ids.
-        sketches: their documents' sketches.
-    """
-
-    def __init__(self, owner: VerifiedIndex, ids: list[bytes], sketches: list[bytes]) -> None:
-        self.owner, self.ids, self.sketches = owner, ids, sketches
-        #: (position in the batch, candidate id) -> estimated Jaccard, for the confirmed candidates.
-        self.jaccard: dict[tuple[int, str], float] = {}
-        # Each document's id's sketch as read before its write, put back if the write is refused.
-        self._before: dict[int, bytes | None] = {}
-
-    def duplicates(self, docs: list[int], found: list[list[Match]]) -> list[list[Match]]:
-        """The candidates whose stored sketch estimates a Jaccard similarity at the threshold.
-
-        One round trip reads the candidates' sketches and those the batch's own ids have now.
-        """
-        owner = self.owner
-        wanted = list(
-            dict.fromkeys([m.id for matches in found for m in matches] + [self.ids[i].decode() for i in docs])
-        )
-        replies = owner.store.execute([(b"HGET", owner.sketch_key(i), i.encode()) for i in wanted])
-        stored = {i: bytes(r) for i, r in zip(wanted, replies, strict=True) if r is not None}
-        out: list[list[Match]] = []
-        for i, matches in zip(docs, found, strict=True):
-            self._before[i] = stored.get(self.ids[i].decode())
-            kept = [m for m in matches if m.id in stored]
-            similar: list[float] = []
-            if kept:
-                similar = owner.hasher.estimate_many(self.sketches[i], [stored[m.id] for m in kept]).tolist()
-            confirmed = []
-            for match, estimate in zip(kept, similar, strict=True):
-                if estimate >= owner.threshold:
-                    self.jaccard[(i, match.id)] = float(estimate)
-                    confirmed.append(match)
-            confirmed.sort(key=lambda m: (-self.jaccard[(i, m.id)], m.distance, m.id))
-            out.append(confirmed)
-        return out
-
-    def before_write(self, docs: list[int]) -> None:
-        """Write the documents' sketches: a document is never stored without its sketch."""
-        key = self.owner.sketch_key
-        self.owner.store.execute(
-            [(b"HSET", key(self.ids[i].decode()), self.ids[i], self.sketches[i]) for i in docs]
-        )
-
-    def not_written(self, docs: list[int]) -> None:
-        """Put back the sketches the ids had before (or none), since their documents were not written."""
-        key = self.owner.sketch_key
-        commands: list[Command] = []
-        for i in docs:
-            raw, before = self.ids[i], self._before.get(i)
-            name = key(raw.decode())
-            commands.append((b"HDEL", name, raw) if before is None else (b"HSET", name, raw, before))
-        self.owner.store.execute(commands)

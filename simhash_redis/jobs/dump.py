@@ -4,6 +4,8 @@ The stream is a sequence of msgpack objects::
 
     {"type": "simhash-redis-dump", "version": 1, "name": ..., "meta": {...}, "documents": n, ...}
     [id, fingerprint]          one per document (fingerprint: an int; 16 big-endian bytes for f=128)
+    [id, fingerprint, sketch]  the same in a verified index's dump (sketch: bytes, or nil for a
+                               document stored before the index was verified)
     ...
     {"type": "end", "records": n}
 
@@ -25,7 +27,7 @@ from redis.cluster import RedisCluster
 
 from ..codec import decode_fp, dump_fp, undump_fp
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..index import Outcome, SimhashIndex
+from ..index import Outcome, SimhashIndex, VerifiedIndex
 from ..store import IndexConfig
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
@@ -41,7 +43,7 @@ _MAX_RECORD = 16 * 1024 * 1024
 def export_index(
     index: SimhashIndex, out: IO[bytes], *, on_progress: Callable[[int], None] | None = None
 ) -> int:
-    """Write an index's configuration and every (id, fingerprint) to a msgpack stream.
+    """Write an index's configuration and every (id, fingerprint[, sketch]) to a msgpack stream.
 
     Args:
         index: the index to export.
@@ -66,11 +68,17 @@ def export_index(
     }
     out.write(packer.pack(header))
     written = 0
+    verified = index.config.verification is not None
     for keys in index.store.scan("id"):
         chunk = bytearray()
-        for bucket in index.store.hashes(keys):
+        buckets = index.store.hashes(keys)
+        sketches = _sketches(index, buckets) if verified else {}
+        for bucket in buckets:
             for raw_id, raw_fp in bucket:
-                chunk += packer.pack([raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)])
+                record = [raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)]
+                if verified:
+                    record.append(sketches.get(raw_id))
+                chunk += packer.pack(record)
                 written += 1
         out.write(bytes(chunk))
         if on_progress is not None:
@@ -95,6 +103,13 @@ class ImportResult:
     added: int = 0
     replaced: int = 0
     unchanged: int = 0
+
+
+def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
+    """The sketches of the ids in these id-map buckets, in one round trip (each id bucket has one sketch
+    bucket: both are numbered by the id's hash)."""
+    keys = [index.keys.sketch_bucket(bucket[0][0]) for bucket in buckets if bucket]
+    return {raw_id: bytes(sketch) for pairs in index.store.hashes(keys) for raw_id, sketch in pairs}
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:
@@ -160,7 +175,10 @@ def import_index(
         scheme=config.scheme,
         id_buckets=config.id_buckets,
         batch_size=batch_size,
+        verification=config.verification,
     )
+    verified = None if config.verification is None else VerifiedIndex(index)
+    size = 3 if verified is not None else 2
     held = index.count()[0] if existed and not merge else 0
     if held:
         raise InvalidArgument(
@@ -169,7 +187,7 @@ def import_index(
             "import under another --index"
         )
     result = ImportResult(index.name)
-    batch: list[tuple[str, int]] = []
+    batch: list[tuple[str, int, bytes | None]] = []
     end: dict[str, Any] | None = None
     try:
         for record in unpacker:
@@ -177,19 +195,22 @@ def import_index(
                 end = record
                 break
             number = result.records + len(batch) + 1
-            if not (isinstance(record, list) and len(record) == 2 and isinstance(record[0], str)):
+            if not (isinstance(record, list) and len(record) == size and isinstance(record[0], str)):
                 raise InputError(source_name, None, f"record {number} is malformed: {record!r}"[:200])
+            sketch = record[2] if verified is not None else None
+            if sketch is not None and not isinstance(sketch, bytes):
+                raise InputError(source_name, None, f"record {number}: a sketch must be bytes"[:200])
             try:
-                batch.append((record[0], undump_fp(record[1], index.f)))
+                batch.append((record[0], undump_fp(record[1], index.f), sketch))
             except ValueError as exc:
                 raise InputError(source_name, None, f"record {number}: {exc}") from None
             if len(batch) >= batch_size:
-                _flush(index, batch, result, on_progress)
-        _flush(index, batch, result, on_progress)
+                _flush(index, verified, batch, result, on_progress)
+        _flush(index, verified, batch, result, on_progress)
     except (ValueError, msgpack.UnpackException) as exc:
         if isinstance(exc, SimhashRedisError):
             raise
-        _flush(index, batch, result, on_progress)
+        _flush(index, verified, batch, result, on_progress)
         raise InputError(source_name, None, f"corrupt dump after {result.records} records ({exc})") from None
     if end is None:
         raise InputError(
@@ -206,13 +227,21 @@ def import_index(
 
 def _flush(
     index: SimhashIndex,
-    batch: list[tuple[str, int]],
+    verified: VerifiedIndex | None,
+    batch: list[tuple[str, int, bytes | None]],
     result: ImportResult,
     on_progress: Callable[[int], None] | None,
 ) -> None:
     if not batch:
         return
-    for outcome in index.add_many(batch):
+    outcomes: list[Any]
+    if verified is not None:
+        ids = [doc_id for doc_id, _, _ in batch]
+        fps = [fp for _, fp, _ in batch]
+        outcomes = verified.add_sketched(ids, fps, [sketch for _, _, sketch in batch])
+    else:
+        outcomes = index.add_many([(doc_id, fp) for doc_id, fp, _ in batch])
+    for outcome in outcomes:
         if outcome is Outcome.ADDED:
             result.added += 1
         elif outcome is Outcome.REPLACED:

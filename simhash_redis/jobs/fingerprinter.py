@@ -1,8 +1,9 @@
 """Parallel fingerprinting of what the readers yield: batches come back in input order, errors in place.
 
-The index's scheme is pickled to each worker process once; runs of JSON lines are sent there unparsed,
-so that parsing runs on every core too. A worker that dies (killed, out of memory) ends the load with
-an error instead of leaving it waiting forever for that worker's batch.
+The index's scheme (and, for a verified index, its MinHasher) is pickled to each worker process once;
+runs of JSON lines are sent there unparsed, so that parsing runs on every core too. A worker that dies
+(killed, out of memory) ends the load with an error instead of leaving it waiting forever for that
+worker's batch.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import Scheme
+from ..fingerprinting import MinHasher, Scheme
 from .readers import JsonLines, Record
 
 __all__ = ["Batch", "Fingerprinted", "Fingerprinter"]
@@ -37,14 +38,16 @@ class Fingerprinted(NamedTuple):
         ids: the good records' ids, in input order.
         fps: their fingerprints.
         errors: the bad records, each with the number of good records before it in the batch.
+        sketches: the good records' MinHash sketches, for a verified index; else None.
     """
 
     ids: list[str]
     fps: list[int]
     errors: list[tuple[int, InputError]]
+    sketches: list[bytes] | None = None
 
 
-def _compact(items: Batch) -> Fingerprinted:
+def _compact(items: Batch, sketches: list[bytes] | None = None) -> Fingerprinted:
     ids: list[str] = []
     fps: list[int] = []
     errors: list[tuple[int, InputError]] = []
@@ -55,7 +58,7 @@ def _compact(items: Batch) -> Fingerprinted:
             assert isinstance(item.doc, int)
             ids.append(item.id)
             fps.append(item.doc)
-    return Fingerprinted(ids, fps, errors)
+    return Fingerprinted(ids, fps, errors, sketches)
 
 
 _T = TypeVar("_T")
@@ -65,16 +68,17 @@ _CLOSE_WAIT = 5.0
 _PR_SET_PDEATHSIG = 1
 
 _worker_scheme: Scheme | None = None
+_worker_hasher: MinHasher | None = None
 
 
-def _init_worker(scheme: Scheme, parent: int) -> None:
+def _init_worker(scheme: Scheme, parent: int, hasher: MinHasher | None) -> None:
     # Ctrl-C reaches the whole process group: only the parent reacts, and it stops the pool. A SIGTERM
     # sent to every process (systemd, Kubernetes) ends a worker quietly, without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _end_with(parent)
-    global _worker_scheme
-    _worker_scheme = scheme
+    global _worker_scheme, _worker_hasher
+    _worker_scheme, _worker_hasher = scheme, hasher
 
 
 def _end_with(parent: int) -> None:
@@ -91,32 +95,56 @@ def _end_with(parent: int) -> None:
         os._exit(1)
 
 
-def _fingerprint_texts(texts: list[str]) -> list[int]:
+def _fingerprint_texts(texts: list[str]) -> tuple[list[int], list[bytes] | None]:
     assert _worker_scheme is not None
-    return _worker_scheme.fingerprint_many(texts)
+    return _computed(texts, _worker_scheme, _worker_hasher)
+
+
+def _computed(
+    texts: list[str], scheme: Scheme, hasher: MinHasher | None
+) -> tuple[list[int], list[bytes] | None]:
+    """The texts' fingerprints, and their sketches when there is a hasher."""
+    return scheme.fingerprint_many(texts), None if hasher is None else hasher.sketch_many(texts)
 
 
 def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Fingerprinted:
     assert _worker_scheme is not None
-    return _fingerprinted_lines(lines, _worker_scheme, f, fp_base)
+    return _fingerprinted_lines(lines, _worker_scheme, _worker_hasher, f, fp_base)
 
 
-def _fingerprinted_lines(lines: JsonLines, scheme: Scheme, f: int, fp_base: str) -> Fingerprinted:
+def _fingerprinted_lines(
+    lines: JsonLines, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+) -> Fingerprinted:
     """A run of JSON lines parsed and fingerprinted (lines of precomputed fingerprints the short way)."""
-    if lines.options.fingerprint_field is not None:
+    if lines.options.fingerprint_field is not None and hasher is None:
         return Fingerprinted(*lines.fingerprints(f, fp_base))
-    return _compact(_parse_lines(lines, scheme, f, fp_base))
+    return _parse_lines(lines, scheme, hasher, f, fp_base)
 
 
-def _parse_lines(lines: JsonLines, scheme: Scheme, f: int, fp_base: str) -> Batch:
-    """The records of a run of JSON lines with their fingerprints computed, errors in place."""
-    items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base) for item in lines.records()]
-    return _with_fingerprints(items, scheme.fingerprint_many)
+def _parse_lines(
+    lines: JsonLines, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+) -> Fingerprinted:
+    """A run of JSON lines parsed a record at a time and fingerprinted (the general way)."""
+    items = [
+        item if isinstance(item, InputError) else _parsed(item, f, fp_base, hasher)
+        for item in lines.records()
+    ]
+    return _fingerprinted(items, scheme, hasher)
 
 
-def _parsed(record: Record, f: int, fp_base: str) -> Record | InputError:
-    """The record with a precomputed fingerprint's text read (other records as they are)."""
-    if not (record.is_fingerprint and isinstance(record.doc, str)):
+def _parsed(record: Record, f: int, fp_base: str, hasher: MinHasher | None) -> Record | InputError:
+    """The record with a precomputed fingerprint's text read (other records as they are).
+
+    A verified index (hasher given) needs every document's text for its sketch: a precomputed
+    fingerprint is a bad record there.
+    """
+    if not record.is_fingerprint:
+        return record
+    if hasher is not None:
+        return InputError(
+            record.source, record.line, "a verified index needs the document's text, not a fingerprint"
+        )
+    if not isinstance(record.doc, str):
         return record
     try:
         return record._replace(doc=parse_fingerprint(record.doc, f, fp_base))
@@ -128,10 +156,13 @@ def _texts(items: Batch) -> list[str]:
     return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
 
 
-def _with_fingerprints(items: Batch, fingerprint_many: Callable[[list[str]], list[int]]) -> Batch:
-    """The items with every text replaced by its fingerprint, in one call of `fingerprint_many`."""
+def _fingerprinted(items: Batch, scheme: Scheme, hasher: MinHasher | None) -> Fingerprinted:
+    """The items with every text replaced by its fingerprint (and sketched), in one call each."""
     texts = _texts(items)
-    return _filled(items, fingerprint_many(texts)) if texts else items
+    if not texts:
+        return _compact(items, [] if hasher is not None else None)
+    fps, sketches = _computed(texts, scheme, hasher)
+    return _compact(_filled(items, fps), sketches)
 
 
 def _filled(items: Batch, fps: list[int]) -> Batch:
@@ -189,10 +220,21 @@ class Fingerprinter:
         fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
         workers: worker processes; 1 fingerprints in this process.
         batch_size: records per batch.
+        hasher: also sketch each text with it (a verified index); precomputed fingerprints are then
+            bad records.
     """
 
-    def __init__(self, scheme: Scheme, f: int, fp_base: str, workers: int, batch_size: int) -> None:
+    def __init__(
+        self,
+        scheme: Scheme,
+        f: int,
+        fp_base: str,
+        workers: int,
+        batch_size: int,
+        hasher: MinHasher | None = None,
+    ) -> None:
         self.scheme = scheme
+        self.hasher = hasher
         self.f = f
         self.fp_base = fp_base
         self.workers = workers
@@ -255,15 +297,20 @@ class Fingerprinter:
             if self._parallel(len(unit.raws)):
                 future = self._run(_parse_in_worker, unit, self.f, self.fp_base)
                 return lambda: _result(future)
-            done = _fingerprinted_lines(unit, self.scheme, self.f, self.fp_base)
+            done = _fingerprinted_lines(unit, self.scheme, self.hasher, self.f, self.fp_base)
             return lambda: done
-        f, fp_base = self.f, self.fp_base
-        items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base) for item in unit]
+        f, fp_base, hasher = self.f, self.fp_base, self.hasher
+        items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base, hasher) for item in unit]
         texts = _texts(items)
         if self._parallel(len(texts)):
             result = self._run(_fingerprint_texts, texts)
-            return lambda: _compact(_filled(items, _result(result)))
-        fingerprinted = _compact(_with_fingerprints(items, self.scheme.fingerprint_many))
+
+            def collected() -> Fingerprinted:
+                fps, sketches = _result(result)
+                return _compact(_filled(items, fps), sketches)
+
+            return collected
+        fingerprinted = _fingerprinted(items, self.scheme, hasher)
         return lambda: fingerprinted
 
     def _parallel(self, size: int) -> bool:
@@ -282,6 +329,9 @@ class Fingerprinter:
             # A forked worker's parent is this process; a forkserver's child is the forkserver's.
             parent = os.getpid() if context.get_start_method() == "fork" else -1
             self._executor = ProcessPoolExecutor(
-                self.workers, mp_context=context, initializer=_init_worker, initargs=(self.scheme, parent)
+                self.workers,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(self.scheme, parent, self.hasher),
             )
         return self._executor

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..checks import is_int
 from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
-from ..index import Match, Outcome, SimhashIndex
+from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.bulk import DEFAULT_WINDOW, windows
 from .dedupe import DryRun, Pair
 from .fingerprinter import Fingerprinted, Fingerprinter
@@ -152,14 +152,16 @@ class Loader:
             (`SimhashIndex.add_many(unique=True)`); the others are reported through on_duplicate.
         dry_run: with unique, write nothing: check against the index and the load's own documents.
         fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
-        bulk: the write path (see `Bulk`); unique loads always take `add_many`.
+        bulk: the write path (see `Bulk`); unique loads, and loads into a verified index (each document
+            with its MinHash sketch, computed by the workers too), always take `add_many`.
         window: documents per `bulk_add` window.
         on_error: called with each bad record's InputError.
         on_progress: called with the stats after each acknowledged batch or window.
         on_duplicate: called with each near-duplicate pair (unique loads).
 
     Raises:
-        InvalidArgument: an argument is out of range, or bulk=ON with unique.
+        InvalidArgument: an argument is out of range, or bulk=ON with unique or a verified index, or
+            dry_run with a verified index.
     """
 
     def __init__(
@@ -189,16 +191,26 @@ class Loader:
             raise InvalidArgument("dry_run needs unique")
         if unique and bulk is Bulk.ON:
             raise InvalidArgument("a unique load checks every document against the index: it cannot be bulk")
+        #: The index's verified form when it is one: every document is written with its sketch.
+        self.verified = VerifiedIndex(index) if index.config.verification is not None else None
+        if self.verified is not None and (bulk is Bulk.ON or dry_run):
+            raise InvalidArgument(
+                f"index {index.name!r} is verified: its loads write each document with its sketch through "
+                "the atomic path (no bulk), and a dry run is not supported for it"
+            )
         self.max_errors = max_errors
         self.unique = unique
         self.dry_run = DryRun(index) if dry_run else None
-        self.bulk = Bulk.OFF if unique else Bulk(bulk)
+        self.bulk = Bulk.OFF if unique or self.verified is not None else Bulk(bulk)
         self.window = window
         self.on_error = on_error
         self.on_progress = on_progress
         self.on_duplicate = on_duplicate
         self.stats = LoadStats()
-        self._fingerprinter = Fingerprinter(index.scheme, index.f, fp_base, self.workers, self.batch_size)
+        hasher = None if self.verified is None else self.verified.hasher
+        self._fingerprinter = Fingerprinter(
+            index.scheme, index.f, fp_base, self.workers, self.batch_size, hasher
+        )
         self._checked = time.monotonic()
         self._fatal: InputError | None = None
 
@@ -238,9 +250,15 @@ class Loader:
             options: where ids, texts and fingerprints are found.
 
         Raises:
-            InvalidArgument, OSError: as `read_all`, before anything is loaded.
+            InvalidArgument, OSError: as `read_all`, before anything is loaded; also precomputed
+                fingerprints for a verified index (its sketches need the texts).
             TooManyErrors, IndexNotFound, RedisUnavailable, SimhashRedisError, KeyboardInterrupt: as `run`.
         """
+        if self.verified is not None and options is not None and options.fingerprint_field is not None:
+            raise InvalidArgument(
+                f"index {self.index.name!r} is verified: each document's sketch needs its text, so it cannot "
+                "load precomputed fingerprints"
+            )
         chunks = read_chunks(paths, fmt, options or ReadOptions(), self.batch_size)
         check_inputs(paths, fmt)  # at once, not at the first record
         mode = self.bulk
@@ -252,10 +270,10 @@ class Loader:
         try:
             batches = self._good_batches(self._fingerprinter.batches(records))
             if mode is Bulk.OFF:
-                for ids, fps in batches:
-                    self._write(list(zip(ids, fps, strict=True)))
+                for ids, fps, sketches in batches:
+                    self._write(list(zip(ids, fps, strict=True)), sketches)
             else:
-                self._write_bulk(batches, mode)
+                self._write_bulk(((ids, fps) for ids, fps, _ in batches), mode)
             if self.stats.written and self.dry_run is None:
                 self._check_index()
         finally:
@@ -274,19 +292,24 @@ class Loader:
             )
         return self.stats
 
-    def _good_batches(self, batches: Iterator[Fingerprinted]) -> Iterator[tuple[list[str], list[int]]]:
-        """Each batch's ids and fingerprints, its errors reported, up to the error beyond max_errors."""
-        for ids, fps, errors in batches:
+    def _good_batches(
+        self, batches: Iterator[Fingerprinted]
+    ) -> Iterator[tuple[list[str], list[int], list[bytes] | None]]:
+        """Each batch's ids, fingerprints (and sketches), its errors reported, up to the error beyond
+        max_errors."""
+        for ids, fps, errors, sketches in batches:
             for position, error in errors:
                 self._error(error)
                 if error.fatal:  # the rest of that input is lost: the load goes on, then fails
                     self._fatal = self._fatal or error
                 if self._too_many():
                     del ids[position:], fps[position:]
+                    if sketches is not None:
+                        del sketches[position:]
                     break
             self.stats.read += len(ids)
             if ids:
-                yield ids, fps
+                yield ids, fps, sketches
             if self._too_many():
                 return
 
@@ -330,11 +353,15 @@ class Loader:
         if self.on_error is not None:
             self.on_error(error)
 
-    def _write(self, items: list[tuple[str, int]]) -> None:
-        outcomes: Sequence[Outcome | Match]
+    def _write(self, items: list[tuple[str, int]], sketches: list[bytes] | None = None) -> None:
+        outcomes: Sequence[Outcome | Match | VerifiedMatch]
         self.stats.sent += len(items)
         if self.dry_run is not None:
             outcomes = self.dry_run(items)
+        elif self.verified is not None and sketches is not None:
+            ids, fps = [doc_id for doc_id, _ in items], [fp for _, fp in items]
+            outcomes = self.verified.add_sketched(ids, fps, sketches, unique=self.unique)
+            self._check_index(now=False)
         else:
             outcomes = self.index.add_many(items, unique=True) if self.unique else self.index.add_many(items)
             self._check_index(now=False)
@@ -362,9 +389,11 @@ class Loader:
                 "run `verify` to see what is left, then create the index and load again"
             )
 
-    def _count(self, items: list[tuple[str, int]], outcomes: Sequence[Outcome | Match]) -> None:
+    def _count(
+        self, items: list[tuple[str, int]], outcomes: Sequence[Outcome | Match | VerifiedMatch]
+    ) -> None:
         for (doc_id, _), outcome in zip(items, outcomes, strict=True):
-            if not isinstance(outcome, Match):
+            if isinstance(outcome, Outcome):
                 self._count_outcome(outcome)
             elif outcome.id == doc_id:
                 self.stats.unchanged += 1  # already stored by an earlier (interrupted) run

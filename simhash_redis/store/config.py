@@ -58,6 +58,11 @@ class Verification:
         h = hasher or MinHasher()
         return cls(threshold, h.num_perm, h.bits, h.n, h.seed)
 
+    @property
+    def sketch_bytes(self) -> int:
+        """Size of one stored sketch in bytes."""
+        return self.num_perm * self.bits // 8
+
     def hasher(self) -> MinHasher:
         """The MinHasher that makes and compares this mode's sketches."""
         return MinHasher(self.num_perm, self.bits, self.n, self.seed)

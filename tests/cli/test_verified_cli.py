@@ -1,0 +1,110 @@
+"""The command line on a verified index: created with --verified, then used by every command."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import redis
+
+from simhash_redis import SimhashIndex, VerifiedIndex
+from tests.cli.conftest import Invoke, write_jsonl
+
+_VOCAB = [f"word{i}" for i in range(3000)]
+VERIFIED = ("--k", "8", "--layout", "permuted-10", "--verified")
+
+
+def story(seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(_VOCAB) for _ in range(300))
+
+
+def one_word_edit(text: str, seed: int) -> str:
+    words = text.split()
+    rng = random.Random(seed)
+    words[rng.randrange(len(words))] = rng.choice(_VOCAB)
+    return " ".join(words)
+
+
+def test_add_and_near_on_a_verified_index(invoke: Invoke, redis_client: redis.Redis) -> None:
+    text = story(1)
+    assert invoke(*VERIFIED, "add", "a", text, index="v").exit_code == 0
+    assert invoke(*VERIFIED, "add", "b", story(2), index="v").exit_code == 0
+    meta = redis_client.hget(b"simhash:v:meta", b"verified")
+    assert meta == b"minhash;perm=256;bits=8;n=3;seed=0;threshold=0.8"
+    # Any later command adopts the mode; near prints the estimated Jaccard as a fourth column.
+    found = invoke("near", one_word_edit(text, 3), index="v")
+    assert found.exit_code == 0, found.output
+    [line] = found.stdout.splitlines()
+    doc_id, _, _, jaccard = line.split("\t")
+    assert doc_id == "a" and 0.8 <= float(jaccard) <= 1
+    rows = json.loads(invoke("near", text, "--json", index="v").stdout)
+    assert [(r["id"], r["jaccard"]) for r in rows] == [("a", 1.0)]
+    stats = json.loads(invoke("stats", "--json", index="v").stdout)
+    assert stats["config"]["verified"] == meta.decode()
+    removed = invoke("remove", "a", index="v")
+    assert removed.exit_code == 0 and "removed 1 of 1" in removed.stdout
+    assert VerifiedIndex(SimhashIndex(redis_client, "v")).sketch_of("a") is None
+
+
+def test_mismatched_or_impossible_requests_are_refused(invoke: Invoke) -> None:
+    assert invoke("add", "a", story(1), index="plain").exit_code == 0
+    refused = invoke("--verified", "near", story(1), index="plain")
+    assert refused.exit_code == 5 and "is not verified" in refused.stderr
+    assert invoke("--threshold", "0.9", "add", "a", story(1), index="v9").exit_code == 0
+    other = invoke("near", story(1), "--threshold", "0.8", index="v9")
+    assert other.exit_code == 5 and "threshold 0.9" in other.stderr
+    bad = invoke("--threshold", "1.5", "add", "a", story(1), index="v15")
+    assert bad.exit_code == 2 and "threshold" in bad.stderr and "Traceback" not in bad.output
+    by_fp = invoke("near", "--fingerprint", "0x1", index="v9")
+    assert by_fp.exit_code == 2 and "not --fingerprint" in by_fp.stderr
+
+
+def test_load_and_dedupe_write_sketches_from_the_workers(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    originals = [{"id": f"s{i}", "text": story(100 + i)} for i in range(150)]
+    edits = [{"id": f"e{i}", "text": one_word_edit(story(100 + i), i)} for i in range(0, 150, 3)]
+    loaded = invoke(
+        *VERIFIED, "load", str(write_jsonl(tmp_path / "a.jsonl", originals)), "-j", "2", index="n"
+    )
+    assert loaded.exit_code == 0, loaded.output
+    verified = VerifiedIndex(SimhashIndex(redis_client, "n"))
+    assert all(verified.sketch_of(row["id"]) == verified.hasher.sketch(row["text"]) for row in originals)
+    deduped = invoke("dedupe", str(write_jsonl(tmp_path / "e.jsonl", edits)), "-j", "2", index="n")
+    assert deduped.exit_code == 0, deduped.output
+    pairs = sorted(tuple(line.split("\t")[:2]) for line in deduped.stdout.splitlines())
+    assert pairs == sorted((f"e{i}", f"s{i}") for i in range(0, 150, 3))
+    assert verified.sketch_of("e0") is None and len(verified.index) == 150
+    fps = write_jsonl(tmp_path / "fp.jsonl", [{"id": "x", "fp": "0x1"}])
+    refused = invoke("load", str(fps), "--fingerprint-field", "fp", index="n")
+    assert refused.exit_code == 2 and "precomputed fingerprints" in refused.stderr
+    dry = invoke("dedupe", str(fps), "--dry-run", index="n")
+    assert dry.exit_code == 2 and "dry run" in dry.stderr
+
+
+def test_export_import_and_verify_keep_the_sketches(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    rows = [{"id": f"s{i}", "text": story(200 + i)} for i in range(40)]
+    assert (
+        invoke(*VERIFIED, "load", str(write_jsonl(tmp_path / "a.jsonl", rows)), "-q", index="src").exit_code
+        == 0
+    )
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), "-q", index="src").exit_code == 0
+    imported = invoke("import", str(dump), "-q", index="dst")
+    assert imported.exit_code == 0, imported.output
+    source, copy = (VerifiedIndex(SimhashIndex(redis_client, name)) for name in ("src", "dst"))
+    assert copy.verification == source.verification
+    assert all(copy.sketch_of(r["id"]) == source.sketch_of(r["id"]) is not None for r in rows)
+    assert [m.id for m in copy.near(one_word_edit(rows[5]["text"], 1))] == ["s5"]
+    assert json.loads(invoke("verify", "--json", index="dst").stdout)["ok"] is True
+    # A sketch whose document is gone is an orphan that repair removes; a document without its
+    # sketch is reported (its text is not stored to make one again).
+    redis_client.hset(copy.sketch_key("ghost"), "ghost", b"x" * 256)
+    redis_client.hdel(copy.sketch_key("s1"), "s1")
+    report = json.loads(invoke("verify", "--json", "--repair", index="dst").stdout)
+    assert report["problems"] == {"sketch without a document": 1, "documents without a sketch": 1}
+    assert copy.sketch_of("ghost") is None
