@@ -77,7 +77,8 @@ def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
     else:
         why = (
             f"no listed layout stays within {budget:g} candidates per query, and this one reads the "
-            f"fewest ({_count(best.candidates)}); a smaller k, or verified mode, costs far less"
+            f"fewest ({_count(best.candidates)}); a smaller k costs far less (verified mode reads the "
+            "same tables, then the sketches of the matches)"
         )
     out.append(
         f"* recommended: {best.label}, {best.layout.describe()}: {why}. A lookup is {best.commands} "

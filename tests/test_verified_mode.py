@@ -13,7 +13,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from simhash_redis import ConfigurationMismatch, Layout, MinHasher, SimhashIndex, VerifiedIndex
+from simhash_redis import ConfigurationMismatch, IndexNotFound, Layout, MinHasher, SimhashIndex, VerifiedIndex
 from simhash_redis.store import Verification
 from tests.servers import ClusterProcess
 
@@ -238,3 +238,11 @@ def test_the_race_catches_check_then_insert(
 ) -> None:
     with pytest.raises(AssertionError):
         race(redis_url, redis_client, tmp_path, groups=45, mode="naive")
+
+
+def test_pinning_never_recreates_a_dropped_index(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "gone", **K8)
+    index.drop()
+    with pytest.raises(IndexNotFound):
+        VerifiedIndex(index)
+    assert redis_client.exists(index.keys.meta) == 0

@@ -22,10 +22,10 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType
+from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument, InvalidType
 from ..fingerprinting import MinHasher
 from ..results import Match
-from ..store import Reads, Verification, writes_for
+from ..store import Reads, Verification, pin_meta, writes_for
 from ..store.keys import encode_id
 from ..store.scripts import Script
 from ..transport import Command
@@ -70,6 +70,8 @@ class VerifiedIndex:
 
     Raises:
         ConfigurationMismatch: hasher or threshold differs from the mode pinned in the index's meta.
+        IndexNotFound: the index was dropped before its mode could be pinned.
+        IndexCorrupted: the pinned mode is malformed.
         InvalidArgument: threshold is out of (0, 1].
         InvalidType: index or hasher is of the wrong type.
         RedisUnavailable: the server cannot be reached.
@@ -128,16 +130,13 @@ class VerifiedIndex:
 
     def _pin(self, mode: Verification) -> Verification:
         """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile)."""
-        meta = self.index.keys.meta
-        _, stored = self.store.execute(
-            [(b"HSETNX", meta, b"verified", mode.to_meta()), (b"HGET", meta, b"verified")]
-        )
+        stored = pin_meta(self.store.sender, self.index.keys.meta, "verified", mode.to_meta())
+        if stored is None:
+            raise IndexNotFound(f"index {self.index.name!r} was dropped while it was being opened")
         try:
-            pinned = Verification.from_meta(bytes(stored).decode())
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationMismatch(
-                f"index {self.index.name!r} has a malformed verified mode: {exc}"
-            ) from None
+            pinned = Verification.from_meta(stored)
+        except ValueError as exc:
+            raise IndexCorrupted(f"index {self.index.name!r} has a malformed verified mode: {exc}") from None
         self.index.config = dataclasses.replace(self.index.config, verification=pinned)
         return pinned
 

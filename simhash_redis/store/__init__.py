@@ -7,7 +7,7 @@ from .config import IndexConfig, Verification
 from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
-from .meta import drop_keys, find_data, open_meta, restore_meta
+from .meta import drop_keys, find_data, open_meta, pin_meta, restore_meta
 from .reads import Reads
 from .replies import hash_pairs
 from .store import Store
@@ -29,6 +29,7 @@ __all__ = [
     "find_data",
     "hash_pairs",
     "open_meta",
+    "pin_meta",
     "restore_meta",
     "validate_name",
     "writes_for",

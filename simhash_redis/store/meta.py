@@ -15,9 +15,10 @@ from .keys import KeySchema
 from .replies import hash_pairs
 from .scripts import Script
 
-__all__ = ["drop_keys", "find_data", "open_meta", "restore_meta"]
+__all__ = ["drop_keys", "find_data", "open_meta", "pin_meta", "restore_meta"]
 
 _CREATE_META = Script("create_meta")
+_PIN_META = Script("pin_meta")
 #: Keys SCAN is asked for per page while looking for data of an index without meta.
 _SCAN_COUNT = 10_000
 #: Id-map entries a restore checks against the stated configuration.
@@ -63,6 +64,25 @@ def open_meta(
     if refusal is not None:
         raise refusal
     return _create(sender, meta_key, fields)
+
+
+def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | None:
+    """Set a field of an existing meta hash unless another worker set it first.
+
+    Args:
+        sender: where commands go.
+        meta_key: the index's meta hash.
+        field: the field.
+        value: its value.
+
+    Returns:
+        The field's stored value (this one, or the one set first), or None when the meta is gone.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached.
+    """
+    reply = _PIN_META.run(sender, [_PIN_META.command([meta_key], [field.encode(), value.encode()])])[0]
+    return None if reply is None else bytes(reply).decode()
 
 
 def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
