@@ -69,6 +69,24 @@ def test_an_exact_copy_needs_no_second_round_trip(redis_client: redis.Redis) -> 
     assert _hgets(redis_client) - before == 1
 
 
+def _calls(client: redis.Redis) -> dict[str, int]:
+    return {name: int(stat["calls"]) for name, stat in client.info("commandstats").items()}
+
+
+def test_add_if_new_of_a_stored_copy_reads_once_and_writes_nothing(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "copy", k=3)
+    index.add("a", BASE)
+    before = _calls(redis_client)
+    found = index.add_if_new("b", BASE)
+    assert found is not None and found.id == "a"
+    used = {name: n - before.get(name, 0) for name, n in _calls(redis_client).items()}
+    # One conversation: the tables and the copy's ids, no write script, no second round trip.
+    assert {name: n for name, n in used.items() if n and name != "cmdstat_info"} == {
+        "cmdstat_smembers": len(index.layout.tables),
+        "cmdstat_hget": 1,
+    }
+
+
 def test_a_stored_fingerprint_without_ids_is_ignored(redis_client: redis.Redis) -> None:
     # An orphan (a cluster write interrupted before its ids were attached): in the tables, not in
     # the fingerprint map. near() ignores it whether it is the query itself or another candidate.

@@ -85,10 +85,8 @@ class UniqueWrites:
                 ready = [i for i, ok in zip(pending, got, strict=True) if ok]
                 waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
             try:
-                members = self.reads.members([fps[i] for i in ready])
-                found: Sequence[Sequence[Match]] = self.reads.matches(
-                    [fps[i] for i in ready], members, self.k
-                )
+                members, matches_read = self.reads.near_and_members([fps[i] for i in ready], self.k)
+                found: Sequence[Sequence[Match]] = matches_read
                 if judge is not None:
                     found = judge.duplicates(ready, list(map(list, found)))
                 writes: list[Write] = []
@@ -101,8 +99,10 @@ class UniqueWrites:
                         writing.append(i)
                 if judge is not None and writing:
                     judge.before_write(writing)
+                # Every document a near-duplicate: nothing to write, and no write round trip either.
+                applied = self.writes.apply(writes) if writes else []
                 changed = []
-                for i, outcome in zip(writing, self.writes.apply(writes), strict=True):
+                for i, outcome in zip(writing, applied, strict=True):
                     if outcome is None:  # a table set changed since it was read: read it again
                         changed.append(i)
                     else:

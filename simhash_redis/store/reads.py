@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..codec import decode_ids, encode_fp
 from ..errors import IndexCorrupted
 from ..results import Match
@@ -39,15 +41,46 @@ class Reads:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
+        return self._conversation(lambda exchange: self._talk(exchange, fps, k))
+
+    def near_and_members(self, fps: list[int], k: int) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
+        """near() that also returns the members read from each fingerprint's table sets (add-if-new's
+        guard), in the same conversation: a stored copy is found in one round trip.
+
+        Args:
+            fps: the fingerprints.
+            k: the largest distance.
+
+        Returns:
+            For each fingerprint, the members of each of its table sets, and its matches.
+
+        Raises:
+            IndexCorrupted: the index holds an entry this library did not write.
+            RedisUnavailable: the server cannot be reached.
+        """
+        if not fps:
+            return [], []
+        members: list[list[list[bytes]]] = []
+
+        def talk(exchange: Exchange) -> list[list[Match]]:
+            members.clear()  # a conversation run again after a lost connection starts afresh
+            return self._talk(exchange, fps, k, members)
+
+        return members, self._conversation(talk)
+
+    def _conversation(self, talk: Callable[[Exchange], list[list[Match]]]) -> list[list[Match]]:
+        """Run a read conversation, stored data this code did not write reported as IndexCorrupted."""
         try:
-            return self.store.converse(lambda exchange: self._talk(exchange, fps, k))
-        except (ValueError, UnicodeDecodeError) as exc:  # stored data this code did not write
+            return self.store.converse(talk)
+        except (ValueError, UnicodeDecodeError) as exc:
             raise IndexCorrupted(
                 f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
                 "(simhash-redis verify --repair)"
             ) from None
 
-    def _talk(self, exchange: Exchange, fps: list[int], k: int) -> list[list[Match]]:
+    def _talk(
+        self, exchange: Exchange, fps: list[int], k: int, members: list[list[list[bytes]]] | None = None
+    ) -> list[list[Match]]:
         """near() for a batch on one connection, overlapping the client's work with the server's.
 
         Every SMEMBERS goes out in one write; the replies are checked a slice of queries at a time
@@ -55,6 +88,7 @@ class Reads:
         go out as soon as it is checked, so only the last slice's ids cost a round trip of their own.
         A single query also asks, in the first write, for the ids of its own exact fingerprint:
         exact copies are the commonest near-duplicates, and then need no second round trip.
+        When `members` is given, each query's table-set replies are appended to it.
         """
         tables = self.tables
         keys: list[bytes] = []
@@ -76,6 +110,8 @@ class Reads:
             chunk = fps[start : start + step]
             replies = exchange.read(len(chunk) * tables)
             raise_first_error(replies)
+            if members is not None:
+                members.extend(replies[q * tables : (q + 1) * tables] for q in range(len(chunk)))
             found = hits(chunk, replies, tables, k, self.f)
             per_query.extend(found)
             if exact is not None:
@@ -96,61 +132,4 @@ class Reads:
             for raw, reply in zip(asked, id_replies, strict=True):
                 if reply is not None:
                     ids_of[raw] = decode_ids(reply)
-        return [matches_of(found, ids_of) for found in per_query]
-
-    def _members_flat(self, fps: list[int]) -> list[list[bytes]]:
-        """The members of every table set of each fingerprint, query-major, in one round trip."""
-        tables = self.store.keys.table_builder()
-        keys: list[bytes] = []
-        extend = keys.extend
-        for fp in fps:
-            extend(tables(fp))
-        return self.store.execute(wire.Same(b"SMEMBERS", keys))
-
-    def members(self, fps: list[int]) -> list[list[list[bytes]]]:
-        """The members of every table set of each fingerprint, in one round trip.
-
-        Args:
-            fps: the fingerprints.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
-        tables = self.tables
-        replies = self._members_flat(fps)
-        return [replies[q * tables : (q + 1) * tables] for q in range(len(fps))]
-
-    def matches(self, fps: list[int], members: list[list[list[bytes]]], k: int) -> list[list[Match]]:
-        """The stored documents within distance k, from the table sets read for each fingerprint.
-
-        Args:
-            fps: the fingerprints.
-            members: what `members` read for them.
-            k: the largest distance.
-
-        Raises:
-            ValueError, UnicodeDecodeError: a stored entry this library did not write.
-            RedisUnavailable: the server cannot be reached.
-        """
-        return self._find(fps, [raws for sets in members for raws in sets], k)
-
-    def _find(self, fps: list[int], replies: list[list[bytes]], k: int) -> list[list[Match]]:
-        """The stored documents within distance k, from the flat query-major table replies.
-
-        Candidates are decoded and compared in one vectorised pass when there are many of them (and
-        the stored values fit an int64), else one by one; both give the same exact result.
-        """
-        tables = self.tables
-        per_query = hits(fps, replies, tables, k, self.f)
-        wanted: dict[bytes, None] = {}
-        for found in per_query:
-            wanted.update(dict.fromkeys(found))
-        if not wanted:
-            return [[] for _ in fps]
-        order = list(wanted)
-        fp_bucket = self.store.keys.fp_bucket
-        id_replies = self.store.execute([(b"HGET", fp_bucket(raw), raw) for raw in order])
-        ids_of = {
-            raw: decode_ids(reply) for raw, reply in zip(order, id_replies, strict=True) if reply is not None
-        }
         return [matches_of(found, ids_of) for found in per_query]
