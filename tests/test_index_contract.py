@@ -214,3 +214,13 @@ def test_remove_many_names_an_id_twice(index: SimhashIndex) -> None:
     assert index.remove_many(["a", "a", "zz"]) == [True, False, False]
     assert "a" not in index
     assert "" not in index
+
+
+def test_a_client_of_another_kind_is_refused_with_what_to_use() -> None:
+    with pytest.raises(InvalidType, match=r"got builtins\.str"):
+        SimhashIndex("redis://localhost", "x")  # type: ignore[arg-type]
+    import redis.asyncio  # not imported by `import redis` in every supported redis-py
+
+    asyncio_client = redis.asyncio.Redis()  # never connects: refused before any command
+    with pytest.raises(InvalidType, match=r"no asyncio API yet.*asyncio\.to_thread"):
+        SimhashIndex(asyncio_client, "x")  # type: ignore[arg-type]

@@ -7,10 +7,22 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import redis
+from redis.cluster import RedisCluster
+
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidFingerprint, InvalidType
 
-__all__ = ["as_batch", "check_fp", "check_k", "check_pairs", "chunks", "fingerprints", "is_integer"]
+__all__ = [
+    "as_batch",
+    "check_client",
+    "check_fp",
+    "check_k",
+    "check_pairs",
+    "chunks",
+    "fingerprints",
+    "is_integer",
+]
 
 
 def as_batch(value: object, argument: str) -> list[Any]:
@@ -28,6 +40,28 @@ def as_batch(value: object, argument: str) -> list[Any]:
             f"{argument} must be a list (or other iterable) of items, got {type(value).__name__}"
         )
     return list(value)
+
+
+def check_client(client: object) -> None:
+    """Refuse a client the index cannot use, saying what to use instead.
+
+    Args:
+        client: the index's client argument.
+
+    Raises:
+        InvalidType: not a redis.Redis or redis.cluster.RedisCluster (an asyncio client included).
+    """
+    if isinstance(client, (redis.Redis, RedisCluster)):
+        return
+    kind = type(client)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    if kind.__module__.startswith("redis.asyncio"):
+        raise InvalidType(
+            f"client must be a redis.Redis or redis.cluster.RedisCluster, got the asyncio client {name}: "
+            "simhash-redis has no asyncio API yet; open the index with a synchronous client (for example "
+            "SimhashIndex.from_url) and call it from asyncio code with asyncio.to_thread"
+        )
+    raise InvalidType(f"client must be a redis.Redis or redis.cluster.RedisCluster, got {name}")
 
 
 def is_integer(value: object) -> bool:

@@ -28,7 +28,7 @@ from ..store import (
 )
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
-from .arguments import as_batch, check_fp, check_k, fingerprints, is_integer
+from .arguments import as_batch, check_client, check_fp, check_k, fingerprints, is_integer
 from .batches import BatchProgress, check_progress
 from .bulk import DEFAULT_WINDOW, Progress, bulk_add, bulk_add_columns
 from .consistency import VerifyReport, check_consistency
@@ -87,10 +87,7 @@ class SimhashIndex:
         create: bool = True,
         verification: Verification | None = None,
     ) -> None:
-        if not isinstance(client, (redis.Redis, RedisCluster)):
-            raise InvalidType(
-                f"client must be a redis.Redis or redis.cluster.RedisCluster, got {type(client).__name__}"
-            )
+        check_client(client)
         self.name = validate_name(name, "name")
         self.prefix = validate_name(prefix, "prefix")
         if backoff is not None and not isinstance(backoff, Backoff):
