@@ -275,6 +275,8 @@ def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
 def restore_meta(ctx: typer.Context) -> None:
     """Write back the lost meta key of an index whose data is still there, from --k (and defaults).
 
+    Give every option the index was created with (--layout, --scheme, --f, --verified, --threshold).
+
     The configuration must be the one the index was created with (an export's first line names it):
     a sample of the stored documents is checked against it first, and a mismatch is refused.
 
@@ -293,7 +295,8 @@ def restore_meta(ctx: typer.Context) -> None:
     state = settings(ctx)
     if state.k is None:
         raise fail("restore-meta needs --k, the k the index was created with", ExitCode.USAGE)
-    index = SimhashIndex.restore(state.client(), state.index_name, k=state.k)
+    config = {**state.configuration(), "verification": state.verification()}
+    index = SimhashIndex.restore(state.client(), state.index_name, **config)
     typer.echo(f"index {index.name!r}: meta restored (f={index.f} k={index.k}); run verify to check the rest")
 
 

@@ -119,17 +119,8 @@ class Settings:
             RedisUnavailable: the server cannot be reached.
         """
         index_name = validate_name(name or self.index_name, "--index")
-        width = defaults.F if self.f is None else self.f
-        layout = scheme = None
-        if self.layout is not None:
-            if self.k is None:
-                # The layout is cut for one k: a default k would not be the stored index's.
-                raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {self.layout}")
-            layout = planner.layout_named(self.layout, width, self.k)
-        if self.scheme is not None:
-            scheme = scheme_named(self.scheme, width)
+        config = self.configuration()
         client = client_from_url(self.url())
-        config: dict[str, Any] = {"k": self.k, "f": self.f, "layout": layout, "scheme": scheme}
         try:
             index = SimhashIndex(client, index_name, create=False, **config)
         except IndexNotFound:
@@ -139,11 +130,28 @@ class Settings:
                     f"no index named {index_name!r} at {self.shown_url()}: check --index, or load documents "
                     "first (simhash-redis --index NAME load FILE)"
                 ) from None
-            index = SimhashIndex(client, index_name, verification=self._verification(), **config)
+            index = SimhashIndex(client, index_name, verification=self.verification(), **config)
         self._check_verified(index)
         return index
 
-    def _verification(self) -> Verification | None:
+    def configuration(self) -> dict[str, Any]:
+        """The index configuration the options state: k, f, layout and scheme (None where not given).
+
+        Raises:
+            InvalidArgument: --layout without --k, or a label that names nothing.
+        """
+        width = defaults.F if self.f is None else self.f
+        layout = scheme = None
+        if self.layout is not None:
+            if self.k is None:
+                # The layout is cut for one k: a default k would not be the stored index's.
+                raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {self.layout}")
+            layout = planner.layout_named(self.layout, width, self.k)
+        if self.scheme is not None:
+            scheme = scheme_named(self.scheme, width)
+        return {"k": self.k, "f": self.f, "layout": layout, "scheme": scheme}
+
+    def verification(self) -> Verification | None:
         """The verified mode --verified and --threshold ask for a new index (None: a plain one)."""
         if not self.verified and self.threshold is None:
             return None
@@ -157,7 +165,7 @@ class Settings:
                 f"index {index.name!r} is not verified: it was created without --verified; create "
                 "another index with it (then load the documents into it)"
             )
-        if stored is not None and self.threshold is not None and self._verification() != stored:
+        if stored is not None and self.threshold is not None and self.threshold != stored.threshold:
             raise ConfigurationMismatch(
                 f"index {index.name!r} is verified with threshold {stored.threshold:g}, not "
                 f"{self.threshold:g}; open it without --threshold to use its own"

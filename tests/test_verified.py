@@ -9,7 +9,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from simhash_redis import Layout, Outcome, SimhashIndex
-from simhash_redis.errors import InvalidArgument, InvalidType
+from simhash_redis.errors import ConfigurationMismatch, InvalidArgument, InvalidType
 from simhash_redis.index.verified_index import VerifiedIndex, VerifiedMatch
 
 _RNG = random.Random(7)
@@ -68,12 +68,22 @@ def test_remove_deletes_sketch_and_drop_covers_it(verified: VerifiedIndex, redis
 
 
 def test_candidate_without_sketch_is_dropped(redis_client: redis.Redis) -> None:
-    # Written plainly before the index became verified: it has no sketch and cannot be verified.
+    # An index a VerifiedIndex filled before modes were pinned, with one document written plainly: that
+    # one has no sketch and cannot be verified.
     index = SimhashIndex(redis_client, "ver", k=8, layout=Layout.permuted(64, 8, blocks=10), id_buckets=64)
     index.add("plain", BASE)
+    redis_client.hset(index.keys.sketch_bucket(b"old"), b"old", b"\0" * 256)
     verified = VerifiedIndex(index)
     assert [m.id for m in index.near(BASE)] == ["plain"]
     assert verified.near(BASE) == []
+
+
+def test_a_plain_index_with_documents_is_not_made_verified(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "plain", k=8, layout=Layout.permuted(64, 8, blocks=10), id_buckets=64)
+    index.add("a", BASE)
+    with pytest.raises(ConfigurationMismatch, match="without MinHash sketches"):
+        VerifiedIndex(index)
+    assert SimhashIndex(redis_client, "plain").config.verification is None
 
 
 def test_arguments_are_checked(verified: VerifiedIndex) -> None:

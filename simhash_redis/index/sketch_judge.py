@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..results import Match
+from ..store import Guard, SketchedGuard
 from ..transport import Command
 
 if TYPE_CHECKING:
@@ -14,7 +15,9 @@ __all__ = ["SketchJudge"]
 
 
 class SketchJudge:
-    """Add-if-new's judge in verified mode: candidates confirmed by their sketches, sketches written first.
+    """Add-if-new's judge in verified mode: candidates confirmed by their sketches; each document's own
+    sketch stored with it (in the write script's step on a standalone server, just before it under the
+    buckets' locks on a cluster).
 
     Args:
         owner: the verified index.
@@ -26,23 +29,18 @@ class SketchJudge:
         self.owner, self.ids, self.sketches = owner, ids, sketches
         #: (position in the batch, candidate id) -> estimated Jaccard, for the confirmed candidates.
         self.jaccard: dict[tuple[int, str], float] = {}
-        # Each document's id's sketch as read before its write, put back if the write is refused.
-        self._before: dict[int, bytes | None] = {}
 
     def duplicates(self, docs: list[int], found: list[list[Match]]) -> list[list[Match]]:
-        """The candidates whose stored sketch estimates a Jaccard similarity at the threshold.
-
-        One round trip reads the candidates' sketches and those the batch's own ids have now.
-        """
+        """The candidates whose stored sketch estimates a Jaccard similarity at the threshold (one round
+        trip for the candidates' sketches)."""
         owner = self.owner
-        wanted = list(
-            dict.fromkeys([m.id for matches in found for m in matches] + [self.ids[i].decode() for i in docs])
-        )
-        replies = owner.store.execute([(b"HGET", owner.sketch_key(i), i.encode()) for i in wanted])
-        stored = {i: bytes(r) for i, r in zip(wanted, replies, strict=True) if r is not None}
+        wanted = list(dict.fromkeys(m.id for matches in found for m in matches))
+        stored: dict[str, bytes] = {}
+        if wanted:
+            replies = owner.store.execute([(b"HGET", owner.sketch_key(i), i.encode()) for i in wanted])
+            stored = {i: bytes(r) for i, r in zip(wanted, replies, strict=True) if r is not None}
         out: list[list[Match]] = []
         for i, matches in zip(docs, found, strict=True):
-            self._before[i] = stored.get(self.ids[i].decode())
             kept = [m for m in matches if m.id in stored]
             similar: list[float] = []
             if kept:
@@ -56,19 +54,18 @@ class SketchJudge:
             out.append(confirmed)
         return out
 
-    def before_write(self, docs: list[int]) -> None:
-        """Write the documents' sketches: a document is never stored without its sketch."""
-        key = self.owner.sketch_key
-        self.owner.store.execute(
-            [(b"HSET", key(self.ids[i].decode()), self.ids[i], self.sketches[i]) for i in docs]
-        )
+    def guarded(self, doc: int, members: Guard) -> Guard:
+        """The document's guard, carrying its sketch: the write script stores both, or neither."""
+        raw = self.ids[doc]
+        return SketchedGuard(members, self.owner.sketch_key(raw.decode()), self.sketches[doc])
 
-    def not_written(self, docs: list[int]) -> None:
-        """Put back the sketches the ids had before (or none), since their documents were not written."""
+    def before_write(self, docs: list[int]) -> None:
+        """Write the documents' sketches before them, where no script can (a cluster).
+
+        Acknowledged by a replica, like the documents: a failover keeps a stored document's sketch.
+        """
         key = self.owner.sketch_key
-        commands: list[Command] = []
-        for i in docs:
-            raw, before = self.ids[i], self._before.get(i)
-            name = key(raw.decode())
-            commands.append((b"HDEL", name, raw) if before is None else (b"HSET", name, raw, before))
-        self.owner.store.execute(commands)
+        commands: list[Command] = [
+            (b"HSET", key(self.ids[i].decode()), self.ids[i], self.sketches[i]) for i in docs
+        ]
+        self.owner.store.execute(commands, durable=True)

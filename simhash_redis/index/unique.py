@@ -9,7 +9,7 @@ from typing import Protocol
 from ..codec import encode_fp
 from ..errors import WriteContention
 from ..results import Match, Outcome, duplicate_of
-from ..store import BucketLocks, Reads, Store, Write, Writes
+from ..store import BucketLocks, Guard, Reads, Store, Write, Writes
 from ..transport import Backoff
 
 __all__ = ["Judge", "UniqueWrites"]
@@ -23,19 +23,19 @@ class Judge(Protocol):
     """Decides which candidates within distance k count as near-duplicates, and what goes with a write.
 
     The verified mode's judge keeps the candidates whose sketch estimates a Jaccard similarity at its
-    threshold, and writes each stored document's sketch before its fingerprint.
+    threshold, and stores each written document's sketch with it.
     """
 
     def duplicates(self, docs: list[int], found: list[list[Match]]) -> Sequence[Sequence[Match]]:
         """The near-duplicates among each document's candidates (docs: positions in the batch)."""
         ...
 
-    def before_write(self, docs: list[int]) -> None:
-        """Called before the documents at these positions are written."""
+    def guarded(self, doc: int, members: Guard) -> Guard:
+        """The guard to write the document at this position with (a standalone server)."""
         ...
 
-    def not_written(self, docs: list[int]) -> None:
-        """Called for those whose guarded write was refused: they will be read and judged again."""
+    def before_write(self, docs: list[int]) -> None:
+        """Called before the documents at these positions are written without a guard (a cluster)."""
         ...
 
 
@@ -95,9 +95,10 @@ class UniqueWrites:
                     if matches:
                         results[i] = duplicate_of(ids[i].decode(), list(matches))
                     else:
-                        writes.append((ids[i], encode_fp(fps[i], self.f), None if locks else sets))
+                        guard = None if locks else sets if judge is None else judge.guarded(i, sets)
+                        writes.append((ids[i], encode_fp(fps[i], self.f), guard))
                         writing.append(i)
-                if judge is not None and writing:
+                if judge is not None and writing and locks is not None:
                     judge.before_write(writing)
                 # Every document a near-duplicate: nothing to write, and no write round trip either.
                 applied = self.writes.apply(writes) if writes else []
@@ -107,8 +108,6 @@ class UniqueWrites:
                         changed.append(i)
                     else:
                         results[i] = outcome
-                if judge is not None and changed:
-                    judge.not_written(changed)
             finally:
                 if locks is not None:
                     locks.release(held)

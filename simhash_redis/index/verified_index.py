@@ -28,7 +28,7 @@ from ..results import Match
 from ..store import Reads, Verification, pin_meta, writes_for
 from ..store.keys import encode_id
 from ..store.scripts import Script
-from ..transport import Command
+from ..transport import Command, client_from_url
 from . import batches
 from .arguments import check_fp
 from .simhash_index import Outcome, SimhashIndex
@@ -117,19 +117,33 @@ class VerifiedIndex:
             ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType, RedisUnavailable: as
                 `SimhashIndex` and the class.
         """
+        if "verification" in kwargs:
+            raise InvalidArgument("give the verified mode as hasher and threshold, not verification")
         create = kwargs.pop("create", True)
+        mode = Verification.of(hasher, 0.8 if threshold is None else threshold)
+        client = client_from_url(url)
         try:
-            index = SimhashIndex.from_url(url, name, create=False, **kwargs)
+            index = SimhashIndex(client, name, create=False, **kwargs)
         except IndexNotFound:
             if not create:
+                client.close()
                 raise
             # Created verified from the start: no plain writer can come between creation and pinning.
-            mode = Verification.of(hasher, 0.8 if threshold is None else threshold)
-            index = SimhashIndex.from_url(url, name, verification=mode, **kwargs)
+            index = SimhashIndex(client, name, verification=mode, **kwargs)
         return cls(index, hasher, threshold)
 
     def _pin(self, mode: Verification) -> Verification:
-        """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile)."""
+        """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
+
+        An index that holds documents but no sketch was made plain, and stays so: its documents could
+        never be confirmed. One with sketches was made by a `VerifiedIndex` before modes were pinned.
+        """
+        docs = self.index.count()[0]
+        if docs and not any(self.store.scan("sketch")):
+            raise ConfigurationMismatch(
+                f"index {self.index.name!r} holds {docs:,} documents without MinHash sketches: verified mode "
+                "is chosen when an index is created; create a verified index and load the documents into it"
+            )
         stored = pin_meta(self.store.sender, self.index.keys.meta, "verified", mode.to_meta())
         if stored is None:
             raise IndexNotFound(f"index {self.index.name!r} was dropped while it was being opened")
@@ -271,14 +285,19 @@ class VerifiedIndex:
             yield [doc_id for doc_id, _ in batch], self._docs([doc for _, doc in batch])
 
     def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
-        """One batch: its sketches in one round trip, then its fingerprints in the index's atomic write."""
+        """One batch: its sketches in one round trip, then its fingerprints in the index's atomic write.
+
+        A document without a sketch (None) loses any sketch its id had: it is not its text's.
+        """
         commands: list[Command] = [
-            (b"HSET", self.sketch_key(doc_id), doc_id.encode(), sketch)
+            (b"HDEL", self.sketch_key(doc_id), doc_id.encode())
+            if sketch is None
+            else (b"HSET", self.sketch_key(doc_id), doc_id.encode(), sketch)
             for doc_id, sketch in zip(ids, sketches, strict=True)
-            if sketch is not None
         ]
         if commands:
-            self.store.execute(commands)
+            # On a cluster, acknowledged by a replica like the documents after them.
+            self.store.execute(commands, durable=True)
         return batches.add_many(self.index, self._writes, None, list(zip(ids, fps, strict=True)), None)
 
     def _add_if_new_batch(self, raws: list[bytes], fps: list[int], sketches: list[bytes]) -> list[Any]:
@@ -331,7 +350,7 @@ class VerifiedIndex:
             gone: list[Command] = [
                 (b"HDEL", self.sketch_key(r.decode()), r) for r, p in zip(raws, present, strict=True) if not p
             ]
-            self.store.execute(gone)
+            self.store.execute(gone, durable=True)
             return removed
         calls = [
             _DROP_SKETCH.command([self.index.keys.id_bucket(raw), self.sketch_key(doc_id)], [raw])

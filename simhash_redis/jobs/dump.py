@@ -156,7 +156,8 @@ def import_index(
         What was imported.
 
     Raises:
-        InvalidArgument: the index already holds documents and merge is false (nothing is written).
+        InvalidArgument: the index already holds documents and merge is false, or it is verified and
+            the dump is not (nothing is written).
         InputError: the stream is not a dump, is malformed or truncated (records before the fault
             are imported; importing a complete stream again finishes the job).
         ConfigurationMismatch: the destination index exists with another configuration.
@@ -177,6 +178,11 @@ def import_index(
         batch_size=batch_size,
         verification=config.verification,
     )
+    if index.config.verification is not None and config.verification is None:
+        raise InvalidArgument(
+            f"index {target!r} is verified, and this dump is of a plain index: its documents have no "
+            "sketches to import with them; import it under another --index"
+        )
     verified = None if config.verification is None else VerifiedIndex(index)
     size = 3 if verified is not None else 2
     held = index.count()[0] if existed and not merge else 0

@@ -11,15 +11,17 @@ from .meta import drop_keys, find_data, open_meta, pin_meta, restore_meta
 from .reads import Reads
 from .replies import hash_pairs
 from .store import Store
-from .writes import Write, Writes, writes_for
+from .writes import Guard, SketchedGuard, Write, Writes, writes_for
 
 __all__ = [
     "BucketLocks",
     "BulkWrites",
+    "Guard",
     "IndexConfig",
     "KeySchema",
     "Layout",
     "Reads",
+    "SketchedGuard",
     "Store",
     "Verification",
     "Write",

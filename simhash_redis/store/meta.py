@@ -149,13 +149,19 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         The stored fields (an existing meta is left as it is).
 
     Raises:
-        ConfigurationMismatch: the data does not fit the stated configuration (an example is named).
+        ConfigurationMismatch: the data does not fit the stated configuration (an example is named), or
+            it holds MinHash sketches and the configuration is not verified.
         IndexCorrupted: there is no data to check the configuration against.
         RedisUnavailable: the server cannot be reached.
     """
     stored = _read(sender, keys.meta)
     if stored:
         return stored
+    if "verified" not in fields and any(sender.scan(keys.pattern_of("sketch"), _SCAN_COUNT)):
+        raise ConfigurationMismatch(
+            "the index holds MinHash sketches, so it was created in verified mode: state it too "
+            "(verification=..., or --verified and the --threshold it was created with)"
+        )
     sample = _sample(sender, keys)
     if not sample:
         raise IndexCorrupted(

@@ -3,7 +3,9 @@ a cluster.
 
 A write is (id, new stored fingerprint or b'' to remove, guard). The guard, used by add-if-new, lists
 the members the client read from each of the new fingerprint's table sets; a guarded document is only
-written while those sets are unchanged (its outcome is None otherwise, and the caller reads again).
+written while those sets are unchanged (its outcome is None otherwise, and the caller reads again). In
+verified mode the guard also carries the document's sketch (`SketchedGuard`), which the same script
+sets with the document, or not at all.
 """
 
 from __future__ import annotations
@@ -20,10 +22,25 @@ from ..transport import Command, Exchange, raise_first_error
 from .scripts import Script
 from .store import Store
 
-__all__ = ["AtomicWrites", "Guard", "OrderedWrites", "Write", "Writes", "writes_for"]
+__all__ = ["AtomicWrites", "Guard", "OrderedWrites", "SketchedGuard", "Write", "Writes", "writes_for"]
 
 #: The members read from each table set of a document's fingerprint.
 Guard = list[list[bytes]]
+
+
+class SketchedGuard(list[list[bytes]]):
+    """A guard that also carries the document's sketch and its hash, stored with the document.
+
+    Args:
+        members: the members read from each table set.
+        key: the sketch hash of the document's id.
+        sketch: the sketch.
+    """
+
+    def __init__(self, members: Guard, key: bytes, sketch: bytes) -> None:
+        super().__init__(members)
+        self.key, self.sketch = key, sketch
+
 Write = tuple[bytes, bytes, Guard | None]
 # A document of a script call: its position in the batch, id, new and old fingerprints, guard.
 _Pending = tuple[int, bytes, bytes, bytes, Guard | None]
@@ -150,11 +167,15 @@ class AtomicWrites:
                 if fp:
                     keys.append(self.keys.fp_bucket(fp))
                     keys.extend(self.keys.tables(decode_fp(fp, self.f)))
-            args.extend((doc_id, new, old, b"1" if guard is not None else b""))
+            sketched = isinstance(guard, SketchedGuard)
+            args.extend((doc_id, new, old, b"" if guard is None else b"s" if sketched else b"1"))
             if guard is not None:
                 args.extend(len(members) for members in guard)
                 for members in guard:
                     args.extend(members)
+            if isinstance(guard, SketchedGuard):
+                keys.append(guard.key)
+                args.append(guard.sketch)
         return self._SCRIPT.command(keys, args)
 
     def _run(self, call: Command) -> list[bytes]:

@@ -108,3 +108,13 @@ def test_export_import_and_verify_keep_the_sketches(
     report = json.loads(invoke("verify", "--json", "--repair", index="dst").stdout)
     assert report["problems"] == {"sketch without a document": 1, "documents without a sketch": 1}
     assert copy.sketch_of("ghost") is None
+
+
+def test_a_plain_dump_is_not_merged_into_a_verified_index(invoke: Invoke, tmp_path: Path) -> None:
+    assert invoke("add", "a", story(1), index="plain").exit_code == 0
+    dump = tmp_path / "plain.dump"
+    assert invoke("export", "-o", str(dump), "-q", index="plain").exit_code == 0
+    # The same configuration but for the verified mode (a dump's other differences are refused anyway).
+    assert invoke("--verified", "add", "b", story(2), index="v").exit_code == 0
+    refused = invoke("import", str(dump), "--merge", "-q", index="v")
+    assert refused.exit_code == 2 and "dump is of a plain index" in refused.stderr

@@ -4,13 +4,17 @@
 -- new, with old = '' and no guard) or '' (per document: id, new, old, guard).
 --   new: the stored fingerprint to give the id ('' removes the id).
 --   old: the fingerprint the client believes the id has now ('' = none).
---   guard: '' or '1'. With '1', T counts follow, then the members the client read from each of new's
---     T table sets. The document is written only if every one of those sets still holds exactly those
---     members; otherwise it is reported as 'g' and the client reads again. Any fingerprint within
+--   guard: '', '1' or 's'. With '1', T counts follow, then the members the client read from each of
+--     new's T table sets. The document is written only if every one of those sets still holds exactly
+--     those members; otherwise it is reported as 'g' and the client reads again. Any fingerprint within
 --     distance k of new shares at least one table set with it, so an unchanged set of tables means no
---     near-duplicate arrived since the client checked (add-if-new without a race).
+--     near-duplicate arrived since the client checked (add-if-new without a race). With 's' (verified
+--     mode), the same, then the document's MinHash sketch, set for the id in the sketch hash whenever
+--     the document is stored (added, replaced or unchanged), in the same step: never one without the
+--     other, and a refused document leaves the id's sketch as it was.
 -- KEYS[1] = the counts hash; then per document: the id-map hash, [if new ~= '': the fingerprint-map
--- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old].
+-- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old], [if guard is
+-- 's': the sketch hash].
 --
 -- A document whose current fingerprint is not `old` is left untouched and reported as 'c' .. current,
 -- so the client can resend it with the right keys. Each document is checked against the data before it
@@ -137,6 +141,15 @@ local function undo()
   end
 end
 
+-- How many members a document's guard lists, from its T counts at ARGV[guard_counts].
+local function guard_total(guard_counts)
+  local total = 0
+  for t = 0, T - 1 do
+    total = total + tonumber(ARGV[guard_counts + t])
+  end
+  return total
+end
+
 -- Adds `id` to the ids of fingerprint `fp` (map hash KEYS[at], tables KEYS[at + 1 .. at + T]).
 local function attach(at, fp, id)
   if hsetnx(KEYS[at], fp, netstring(id)) == 1 then
@@ -167,6 +180,11 @@ local function write(id, new, old, guard, guard_counts)
     old_at = k
     k = k + 1 + T
   end
+  local sketch_at
+  if guard == 's' then
+    sketch_at = k
+    k = k + 1
+  end
   -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
   local fresh = old == '' and new ~= '' and guard == '' and hsetnx(id_key, id, new) == 1
   local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
@@ -179,6 +197,14 @@ local function write(id, new, old, guard, guard_counts)
         intact = false
       end
       at = at + count
+    end
+  end
+  if sketch_at and intact and (cur == new or cur == old) and new ~= '' then
+    local sketch = ARGV[guard_members + guard_total(guard_counts)]
+    local key = KEYS[sketch_at]
+    local prev = redis.call('HGET', key, id)
+    if prev ~= sketch then
+      hset(key, id, sketch, prev)
     end
   end
   if cur == new then
@@ -242,9 +268,10 @@ local ok, err = pcall(function()
     a = a + 4
     local guard_counts = a
     if guard ~= '' then
-      for t = 0, T - 1 do
-        a = a + 1 + tonumber(ARGV[guard_counts + t])
-      end
+      a = a + T + guard_total(guard_counts)
+    end
+    if guard == 's' then
+      a = a + 1  -- the sketch
     end
     write(id, new, old, guard, guard_counts)
   end
