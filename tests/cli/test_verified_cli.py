@@ -118,3 +118,16 @@ def test_a_plain_dump_is_not_merged_into_a_verified_index(invoke: Invoke, tmp_pa
     assert invoke("--verified", "add", "b", story(2), index="v").exit_code == 0
     refused = invoke("import", str(dump), "--merge", "-q", index="v")
     assert refused.exit_code == 2 and "dump is of a plain index" in refused.stderr
+
+
+def test_restore_meta_keeps_the_verified_mode(invoke: Invoke, redis_client: redis.Redis) -> None:
+    assert invoke(*VERIFIED, "--threshold", "0.85", "add", "a", story(1), index="v").exit_code == 0
+    redis_client.delete(b"simhash:v:meta")
+    plain = invoke("--k", "8", "--layout", "permuted-10", "restore-meta", index="v")
+    assert plain.exit_code == 5 and "MinHash sketches" in plain.stderr
+    assert redis_client.exists(b"simhash:v:meta") == 0
+    again = invoke("--k", "8", "--layout", "permuted-10", "--threshold", "0.85", "restore-meta", index="v")
+    assert again.exit_code == 0, again.output
+    restored = VerifiedIndex(SimhashIndex(redis_client, "v"))
+    assert restored.threshold == 0.85
+    assert [m.id for m in restored.near(one_word_edit(story(1), 5))] == ["a"]
