@@ -15,6 +15,7 @@ from redis.cluster import RedisCluster
 
 from simhash_redis import (
     ConfigurationMismatch,
+    IndexCorrupted,
     IndexNotFound,
     Layout,
     MinHasher,
@@ -22,6 +23,7 @@ from simhash_redis import (
     SimhashIndex,
     VerifiedIndex,
 )
+from simhash_redis.codec import encode_fp
 from simhash_redis.store import Verification
 from simhash_redis.store import reads as reads_module
 from simhash_redis.store import writes as writes_module
@@ -286,4 +288,21 @@ def test_a_refused_write_leaves_the_ids_sketch_as_it_was(
     # second text's sketch beside the first text's fingerprint); the second round stored both.
     assert seen[0] == ([None], index.hasher.sketch(first))
     assert seen[1] == ([Outcome.REPLACED], index.hasher.sketch(second))
+    assert index.sketch_of("y") == index.hasher.sketch(second)
+
+
+def test_add_writes_a_document_and_its_sketch_in_one_step(redis_client: redis.Redis) -> None:
+    index = VerifiedIndex(SimhashIndex(redis_client, "onestep", **K8))
+    first, second = article(30), article(31)
+    assert index.add("y", first) is Outcome.ADDED
+    # The fingerprint map's bucket of the second text's fingerprint is broken (another program's key):
+    # the write fails, and the id keeps its fingerprint and its sketch together.
+    fp = index.index.fingerprint(second)
+    redis_client.set(index.index.keys.fp_bucket(encode_fp(fp, 64)), b"not a hash")
+    with pytest.raises(IndexCorrupted):
+        index.add("y", second)
+    assert index.index.get("y") == index.index.fingerprint(first)
+    assert index.sketch_of("y") == index.hasher.sketch(first)
+    redis_client.delete(index.index.keys.fp_bucket(encode_fp(fp, 64)))
+    assert index.add("y", second) is Outcome.REPLACED
     assert index.sketch_of("y") == index.hasher.sketch(second)

@@ -22,10 +22,11 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from ..codec import encode_fp
 from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument, InvalidType
 from ..fingerprinting import MinHasher
 from ..results import Match
-from ..store import Reads, Verification, pin_meta, writes_for
+from ..store import Reads, SketchedGuard, Verification, Write, pin_meta, writes_for
 from ..store.keys import encode_id
 from ..store.scripts import Script
 from ..transport import Command, client_from_url
@@ -285,10 +286,23 @@ class VerifiedIndex:
             yield [doc_id for doc_id, _ in batch], self._docs([doc for _, doc in batch])
 
     def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
-        """One batch: its sketches in one round trip, then its fingerprints in the index's atomic write.
+        """One batch: each document with its sketch in the index's atomic write (a standalone server),
+        else the sketches in one round trip and the documents after them.
 
         A document without a sketch (None) loses any sketch its id had: it is not its text's.
         """
+        if not self.store.cluster and all(sketch is not None for sketch in sketches):
+            ops: list[Write] = [
+                (
+                    doc_id.encode(),
+                    encode_fp(fp, self.index.f),
+                    SketchedGuard(None, self.sketch_key(doc_id), sketch),
+                )
+                for doc_id, fp, sketch in zip(ids, fps, sketches, strict=True)
+                if sketch is not None
+            ]
+            # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
+            return [outcome for outcome in self._writes.apply(ops) if outcome is not None]
         commands: list[Command] = [
             (b"HDEL", self.sketch_key(doc_id), doc_id.encode())
             if sketch is None

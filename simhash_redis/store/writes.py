@@ -32,13 +32,14 @@ class SketchedGuard(list[list[bytes]]):
     """A guard that also carries the document's sketch and its hash, stored with the document.
 
     Args:
-        members: the members read from each table set.
+        members: the members read from each table set; None for a sketch without a guard.
         key: the sketch hash of the document's id.
         sketch: the sketch.
     """
 
-    def __init__(self, members: Guard, key: bytes, sketch: bytes) -> None:
-        super().__init__(members)
+    def __init__(self, members: Guard | None, key: bytes, sketch: bytes) -> None:
+        super().__init__(members or [])
+        self.checks = members is not None
         self.key, self.sketch = key, sketch
 
 Write = tuple[bytes, bytes, Guard | None]
@@ -168,8 +169,10 @@ class AtomicWrites:
                     keys.append(self.keys.fp_bucket(fp))
                     keys.extend(self.keys.tables(decode_fp(fp, self.f)))
             sketched = isinstance(guard, SketchedGuard)
-            args.extend((doc_id, new, old, b"" if guard is None else b"s" if sketched else b"1"))
-            if guard is not None:
+            checks = guard is not None and (not isinstance(guard, SketchedGuard) or guard.checks)
+            kind = b"" if guard is None else (b"s" if checks else b"k") if sketched else b"1"
+            args.extend((doc_id, new, old, kind))
+            if guard is not None and checks:
                 args.extend(len(members) for members in guard)
                 for members in guard:
                     args.extend(members)

@@ -4,17 +4,18 @@
 -- new, with old = '' and no guard) or '' (per document: id, new, old, guard).
 --   new: the stored fingerprint to give the id ('' removes the id).
 --   old: the fingerprint the client believes the id has now ('' = none).
---   guard: '', '1' or 's'. With '1', T counts follow, then the members the client read from each of
---     new's T table sets. The document is written only if every one of those sets still holds exactly
---     those members; otherwise it is reported as 'g' and the client reads again. Any fingerprint within
---     distance k of new shares at least one table set with it, so an unchanged set of tables means no
---     near-duplicate arrived since the client checked (add-if-new without a race). With 's' (verified
---     mode), the same, then the document's MinHash sketch, set for the id in the sketch hash whenever
---     the document is stored (added, replaced or unchanged), in the same step: never one without the
---     other, and a refused document leaves the id's sketch as it was.
+--   guard: '', '1', 's' or 'k'. With '1', T counts follow, then the members the client read from each
+--     of new's T table sets. The document is written only if every one of those sets still holds
+--     exactly those members; otherwise it is reported as 'g' and the client reads again. Any fingerprint
+--     within distance k of new shares at least one table set with it, so an unchanged set of tables
+--     means no near-duplicate arrived since the client checked (add-if-new without a race). With 's'
+--     (verified mode), the same, then the document's MinHash sketch; with 'k', only the sketch (no
+--     guard). The sketch is set for the id in the sketch hash whenever the document is stored (added,
+--     replaced or unchanged), in the same step: never one without the other, and a document not
+--     written leaves the id's sketch as it was.
 -- KEYS[1] = the counts hash; then per document: the id-map hash, [if new ~= '': the fingerprint-map
 -- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old], [if guard is
--- 's': the sketch hash].
+-- 's' or 'k': the sketch hash].
 --
 -- A document whose current fingerprint is not `old` is left untouched and reported as 'c' .. current,
 -- so the client can resend it with the right keys. Each document is checked against the data before it
@@ -180,8 +181,9 @@ local function write(id, new, old, guard, guard_counts)
     old_at = k
     k = k + 1 + T
   end
+  local guarded = guard == '1' or guard == 's'
   local sketch_at
-  if guard == 's' then
+  if guard == 's' or guard == 'k' then
     sketch_at = k
     k = k + 1
   end
@@ -189,7 +191,7 @@ local function write(id, new, old, guard, guard_counts)
   local fresh = old == '' and new ~= '' and guard == '' and hsetnx(id_key, id, new) == 1
   local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
   local intact = true
-  if guard ~= '' and cur ~= new then
+  if guarded and cur ~= new then
     local at = guard_members
     for t = 1, T do
       local count = tonumber(ARGV[guard_counts + t - 1])
@@ -200,7 +202,7 @@ local function write(id, new, old, guard, guard_counts)
     end
   end
   if sketch_at and intact and (cur == new or cur == old) and new ~= '' then
-    local sketch = ARGV[guard_members + guard_total(guard_counts)]
+    local sketch = guarded and ARGV[guard_members + guard_total(guard_counts)] or ARGV[guard_counts]
     local key = KEYS[sketch_at]
     local prev = redis.call('HGET', key, id)
     if prev ~= sketch then
@@ -267,10 +269,10 @@ local ok, err = pcall(function()
     local id, new, old, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
     a = a + 4
     local guard_counts = a
-    if guard ~= '' then
+    if guard == '1' or guard == 's' then
       a = a + T + guard_total(guard_counts)
     end
-    if guard == 's' then
+    if guard == 's' or guard == 'k' then
       a = a + 1  -- the sketch
     end
     write(id, new, old, guard, guard_counts)
