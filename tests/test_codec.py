@@ -75,3 +75,15 @@ def test_the_vectorised_filter_believes_no_saturated_number(
     for fps in ([0], [0, 5]):
         many = replies * len(fps)
         assert candidates.hits(fps, many, 1, 64, 64) == candidates._hits_scalar(fps, many, 1, 64, 64)
+
+
+def test_the_vectorised_filter_reads_a_bound_beside_an_empty_table_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stored 2**63 (int64's bound, as stored) and an empty table set in one query: found, not refused."""
+    monkeypatch.setattr(engines, "native", None)
+    monkeypatch.setattr(candidates, "_VECTOR_MIN", 0)
+    replies = [[], [b"-9223372036854775808", b"0"], [], [b"9223372036854775807"]]
+    for fps in ([0], [0, 1 << 63]):
+        many = replies * len(fps)
+        assert candidates.hits(fps, many, 4, 64, 64) == candidates._hits_scalar(fps, many, 4, 64, 64)

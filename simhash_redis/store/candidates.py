@@ -129,7 +129,8 @@ def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
     # numpy saturates a number beyond int64 to its bounds: a bound is believed only where it is written.
     bounds = np.flatnonzero((values == _INT64_MIN) | (values == _INT64_MAX))
     if len(bounds):
-        tokens = data.split(b" ")
+        # Split as numpy does: an empty table set leaves two spaces in a row, which make no number.
+        tokens = data.split()
         if any(int(tokens[i]) != int(values[i]) for i in bounds.tolist()):
             return None
     return values
