@@ -19,10 +19,13 @@ from simhash_redis.fingerprinting.tokens import (
     token_bytes,
     tokenize,
 )
+from simhash_redis.fingerprinting.ucd import PinnedUnicode
 
 _EXTRA = list("中文日本語カタカナひらがな한국어😀👍🏽\u0301\u0308\u093f ,.!ＡＢＣｱﾞ\u3000\nßİ_")
 TEXT = st.text(st.one_of(st.characters(codec="utf-8"), st.sampled_from(_EXTRA)), max_size=80)
 FAST = settings(max_examples=80, deadline=None)
+
+_PINNED = PinnedUnicode()
 
 
 @pytest.mark.parametrize(
@@ -65,7 +68,11 @@ def test_normalize() -> None:
 @FAST
 @given(TEXT)
 def test_normalize_matches_plain_nfkc_casefold(text: str) -> None:
-    assert normalize(text) == unicodedata.normalize("NFKC", text).casefold()
+    # Scheme 2 pins Unicode 15.1: the interpreter's own NFKC agrees only where its Unicode version
+    # assigns every code point of the text (Python 3.11 has 14.0; tests/test_unicode_pinning.py covers
+    # the rest).
+    if not _PINNED.is_special("".join(c for c in text if not 0xD800 <= ord(c) <= 0xDFFF)):
+        assert normalize(text) == unicodedata.normalize("NFKC", text).casefold()
     assert normalize(normalize(text)) == normalize(text)
 
 
