@@ -314,7 +314,9 @@ class VerifiedIndex:
             self.store.execute(commands, durable=True)
         return batches.add_many(self.index, self._writes, None, list(zip(ids, fps, strict=True)), None)
 
-    def _add_if_new_batch(self, raws: list[bytes], fps: list[int], sketches: list[bytes]) -> list[Any]:
+    def _add_if_new_batch(
+        self, raws: list[bytes], fps: list[int], sketches: list[bytes]
+    ) -> list[Outcome | VerifiedMatch]:
         """One batch of add-if-new: each document's outcome, or its confirmed near-duplicate."""
         judge = SketchJudge(self, raws, sketches)
         results: list[Outcome | VerifiedMatch] = []
