@@ -8,7 +8,7 @@ from typing import IO, Annotated
 
 import typer
 
-from simhash_redis import SimhashIndex, drop_index
+from simhash_redis import Retention, SimhashIndex, drop_index
 from simhash_redis.errors import IndexCorrupted, SimhashRedisError
 from simhash_redis.index import list_indexes
 from simhash_redis.jobs.dump import export_index, import_index
@@ -31,6 +31,13 @@ def _print_stats(s: IndexStats) -> None:
     typer.echo(f"fingerprints   {s.fingerprints:,}")
     typer.echo(f"configuration  f={s.config.get('f')} k={s.config.get('k')} layout={s.config.get('layout')}")
     typer.echo(f"scheme         {s.config.get('scheme')}")
+    if s.config.get("retention"):
+        typer.echo(f"retention      {Retention.from_meta(s.config['retention']).describe()}")
+    for period in s.periods:
+        typer.echo(
+            f"period         from {period.start}: {period.documents:,} documents, "
+            f"{period.fingerprints:,} fingerprints, expiring at {period.expires}"
+        )
     how = (
         "exact" if s.memory.exact else f"estimated from {s.memory.sampled_keys:,} sampled keys (MEMORY USAGE)"
     )

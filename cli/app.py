@@ -100,7 +100,9 @@ def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, 
 
 
 #: The global options that take a value, accepted after the command too (`load f.jsonl --index x`).
-_GLOBAL_OPTIONS = frozenset({"--redis-url", "--index", "--k", "--layout", "--scheme", "--f", "--threshold"})
+_GLOBAL_OPTIONS = frozenset(
+    {"--redis-url", "--index", "--k", "--layout", "--scheme", "--f", "--threshold", "--retention"}
+)
 #: The global flags, likewise.
 _GLOBAL_FLAGS = frozenset({"--verified"})
 
@@ -258,6 +260,17 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    retention: Annotated[
+        str | None,
+        typer.Option(
+            "--retention",
+            help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w), "
+            "used when the index is created; an existing index must agree. Redis frees the memory by "
+            "itself: a document is found for the retention and gone within a sixth of it more "
+            "(docs/retention.md).",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
@@ -272,6 +285,7 @@ def _root(
         f=f,
         verified=verified,
         threshold=threshold,
+        retention=retention,
     )
 
 

@@ -64,6 +64,7 @@ class Settings:
         f: --f, likewise: the fingerprint width.
         verified: --verified, likewise: verified mode (MinHash-confirmed near-duplicates).
         threshold: --threshold, likewise: verified mode's Jaccard threshold (implies --verified).
+        retention: --retention, likewise: the retention window ("7d", "12h", ...).
     """
 
     # URLs carry passwords: keep them out of the repr (tracebacks, debuggers, logs).
@@ -75,6 +76,7 @@ class Settings:
     f: int | None = None
     verified: bool = False
     threshold: float | None = None
+    retention: str | None = None
     _resolved: str | None = field(default=None, repr=False)
 
     @property
@@ -112,8 +114,8 @@ class Settings:
 
         Raises:
             IndexNotFound: the index does not exist and create is false.
-            ConfigurationMismatch: --k, --layout, --scheme, --f, --verified or --threshold disagrees
-                with the stored index.
+            ConfigurationMismatch: --k, --layout, --scheme, --f, --verified, --threshold or
+                --retention disagrees with the stored index.
             InvalidArgument: --layout or --scheme names nothing, --f is not a supported width, or
                 --threshold is out of (0, 1].
             RedisUnavailable: the server cannot be reached.
@@ -135,7 +137,8 @@ class Settings:
         return index
 
     def configuration(self) -> dict[str, Any]:
-        """The index configuration the options state: k, f, layout and scheme (None where not given).
+        """The index configuration the options state: k, f, layout, scheme and retention (None where
+        not given).
 
         Raises:
             InvalidArgument: --layout without --k, or a label that names nothing.
@@ -149,7 +152,7 @@ class Settings:
             layout = planner.layout_named(self.layout, width, self.k)
         if self.scheme is not None:
             scheme = scheme_named(self.scheme, width)
-        return {"k": self.k, "f": self.f, "layout": layout, "scheme": scheme}
+        return {"k": self.k, "f": self.f, "layout": layout, "scheme": scheme, "retention": self.retention}
 
     def verification(self) -> Verification | None:
         """The verified mode --verified and --threshold ask for a new index (None: a plain one)."""

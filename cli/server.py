@@ -94,9 +94,7 @@ def url() -> None:
     typer.echo(found)
 
 
-@server_app.command(
-    "cli", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
-)
+@server_app.command("cli", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def cli(ctx: typer.Context) -> None:
     """Open the bundled valkey-cli (or redis-cli) on the embedded server; arguments go to it.
 

@@ -40,7 +40,7 @@ COMPAT_TESTS=(
 SERVER_TESTS=(
   tests/test_index_contract.py tests/test_add_if_new.py tests/test_cluster.py tests/test_lost_replies.py
   tests/test_write_script.py tests/test_oom.py tests/test_bulk_crash.py tests/test_meta_lost.py
-  tests/test_verified_mode.py
+  tests/test_verified_mode.py tests/test_retention.py
 )
 
 # An interpreter for "3.X": python3.X on PATH, else pyenv's.

@@ -32,6 +32,7 @@ from .index.consistency import VerifyReport
 from .index.lifecycle import drop_index
 from .index.simhash_index import Document, Match, Outcome, SimhashIndex
 from .index.verified_index import VerifiedIndex, VerifiedMatch
+from .store.config import Retention
 from .store.layout import Layout
 from .tools.connect import open_index
 from .transport.connection import redact_url
@@ -60,6 +61,7 @@ __all__ = [
     "RedisPermissionError",
     "RedisTimeout",
     "RedisUnavailable",
+    "Retention",
     "Scheme",
     "SimhashIndex",
     "SimhashRedisError",

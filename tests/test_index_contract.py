@@ -29,15 +29,23 @@ def flip(fp: int, *bits: int) -> int:
     return fp
 
 
-_CLIENTS = {"real": "redis_client", "fake": "fake_client", "cluster": "redis_cluster_client"}
+_CLIENTS = {
+    "real": "redis_client",
+    "fake": "fake_client",
+    "cluster": "redis_cluster_client",
+    "windowed": "redis_client",
+}
 
 
 @pytest.fixture(params=sorted(_CLIENTS))
 def index(request: pytest.FixtureRequest) -> SimhashIndex:
-    """The contract on a real server, on fakeredis and on a local Redis Cluster."""
+    """The contract on a real server, on fakeredis, on a local Redis Cluster, and with a retention window
+    (a day: nothing expires during a test, but every call goes through the periods' keys)."""
     client = request.getfixturevalue(_CLIENTS[request.param])
+    retention = "1d" if request.param == "windowed" else None
     # Few id buckets keep count(), which sums bucket sizes on a cluster, quick.
-    return SimhashIndex(client, name="contract", k=3, id_buckets=1024 if request.param == "cluster" else None)
+    buckets = 1024 if request.param == "cluster" else None
+    return SimhashIndex(client, name="contract", k=3, id_buckets=buckets, retention=retention)
 
 
 def test_add_near_get_remove(index: SimhashIndex) -> None:

@@ -44,8 +44,14 @@ LAYOUTS = {
 }
 
 
-def check(client: redis.Redis, layout: Layout, stored_fps: list[int], queries: list[int]) -> None:
-    index = SimhashIndex(client, f"prop{next(_names)}", layout=layout, batch_size=7)
+def check(
+    client: redis.Redis,
+    layout: Layout,
+    stored_fps: list[int],
+    queries: list[int],
+    retention: str | None = None,
+) -> None:
+    index = SimhashIndex(client, f"prop{next(_names)}", layout=layout, batch_size=7, retention=retention)
     try:
         stored = {f"id{i}": fp for i, fp in enumerate(stored_fps)}
         index.add_many(stored.items())
@@ -66,6 +72,19 @@ def test_near_equals_brute_force_real(redis_client: redis.Redis, name: str, data
     stored = data.draw(clustered(layout.f, spread))
     queries = data.draw(clustered(layout.f, spread))
     check(redis_client, layout, stored, queries)
+
+
+@pytest.mark.parametrize("name", ["pigeonhole-k3", "permuted-10"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_near_equals_brute_force_with_a_retention_window(
+    redis_client: redis.Redis, name: str, data: st.DataObject
+) -> None:
+    """Every period's tables read as more tables: still exactly the brute-force result."""
+    layout = LAYOUTS[name]
+    stored = data.draw(clustered(layout.f, layout.k + 2))
+    queries = data.draw(clustered(layout.f, layout.k + 2))
+    check(redis_client, layout, stored, queries, retention="1h")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

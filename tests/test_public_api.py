@@ -31,6 +31,7 @@ PUBLIC = [
     "RedisPermissionError",
     "RedisTimeout",
     "RedisUnavailable",
+    "Retention",
     "Scheme",
     "SimhashIndex",
     "SimhashRedisError",

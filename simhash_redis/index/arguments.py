@@ -12,12 +12,14 @@ from redis.cluster import RedisCluster
 
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidFingerprint, InvalidType
+from ..transport import Backoff
 
 __all__ = [
     "as_batch",
     "check_client",
     "check_fp",
     "check_k",
+    "check_options",
     "check_pairs",
     "chunks",
     "fingerprints",
@@ -40,6 +42,24 @@ def as_batch(value: object, argument: str) -> list[Any]:
             f"{argument} must be a list (or other iterable) of items, got {type(value).__name__}"
         )
     return list(value)
+
+
+def check_options(backoff: object, batch_size: object) -> int:
+    """Check an index's backoff and batch size; the batch size.
+
+    Args:
+        backoff: None or a `Backoff`.
+        batch_size: documents per round trip.
+
+    Raises:
+        InvalidType: the backoff is of another type.
+        InvalidArgument: the batch size is not a positive int.
+    """
+    if backoff is not None and not isinstance(backoff, Backoff):
+        raise InvalidType(f"backoff must be a simhash_redis.Backoff, got {type(backoff).__name__}")
+    if not is_int(batch_size) or batch_size < 1:
+        raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
+    return batch_size
 
 
 def check_client(client: object) -> None:

@@ -11,9 +11,10 @@ import numpy.typing as npt
 
 from .. import defaults
 from ..checks import is_int
+from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
 from ..results import Outcome
-from ..store import BulkWrites, Layout, Store, Writes, encode_id
+from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
 from .arguments import check_pairs, chunks
 
 __all__ = ["DEFAULT_WINDOW", "Progress", "Target", "bulk_add", "bulk_add_columns", "windows"]
@@ -28,6 +29,7 @@ class Target(Protocol):
     """What a bulk load needs of the index it writes to (a `SimhashIndex`)."""
 
     store: Store
+    windows: Windows | None
     batch_size: int
 
     @property
@@ -84,6 +86,8 @@ def bulk_add_columns(
         RedisUnavailable: as `bulk_add`.
     """
     _check(window, on_progress)
+    if index.windows is not None:
+        return _through_script(index, writes, batches, window, on_progress)
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
     outcomes: list[Outcome] = []
     for ids, docs in windows(batches, window):
@@ -93,6 +97,32 @@ def bulk_add_columns(
             on_progress(len(outcomes), done)
     if outcomes:
         bulk.recount()
+    return outcomes
+
+
+def _through_script(
+    index: Target,
+    writes: Writes,
+    batches: Iterable[tuple[Sequence[Any], Sequence[Any]]],
+    window: int,
+    on_progress: Progress | None,
+) -> list[Outcome]:
+    """A bulk load into an index with a retention window: atomic script calls, a batch at a time.
+
+    Every key such an index writes must expire with its period, which the grouped commands do not set.
+    """
+    outcomes: list[Outcome] = []
+    f, size = index.layout.f, index.batch_size
+    for ids, docs in windows(batches, window):
+        raws, fps = _encode_ids(ids), _fingerprints(docs, f, index.fingerprint_many)
+        done: list[Outcome] = []
+        for start in range(0, len(raws), size):
+            part = zip(raws[start : start + size], fps[start : start + size], strict=True)
+            applied = writes.apply([(raw, encode_fp(int(fp), f), None) for raw, fp in part])
+            done.extend(outcome for outcome in applied if outcome is not None)
+        outcomes.extend(done)
+        if on_progress is not None:
+            on_progress(len(outcomes), done)
     return outcomes
 
 

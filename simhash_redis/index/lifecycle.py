@@ -12,14 +12,25 @@ from redis.cluster import RedisCluster
 
 from .. import defaults
 from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
-from ..store import IndexConfig, KeySchema, drop_keys, open_meta, restore_meta, validate_name
+from ..store import (
+    IndexConfig,
+    KeySchema,
+    Retention,
+    Windows,
+    drop_keys,
+    open_meta,
+    restore_meta,
+    validate_name,
+)
 from ..transport import Sender, open_sender
 
 __all__ = [
     "CONFIG_ARGS",
+    "as_retention",
     "drop_index",
     "list_indexes",
     "open_config",
+    "open_windows",
     "requested",
     "restore",
     "writes_documents",
@@ -29,7 +40,7 @@ __all__ = [
 #: refused (`Layout.read_fraction`): pigeonhole tables at f = 64 reach it at k = 11 (a quarter).
 MAX_READ_FRACTION = 0.25
 #: The arguments of `SimhashIndex` that make up an index's configuration.
-CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification")
+CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification", "retention")
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -52,6 +63,27 @@ def writes_documents(method: _Method) -> _Method:
         return method(index, *args, **kwargs)
 
     return checked  # type: ignore[return-value]
+
+
+def as_retention(retention: object, cluster: bool) -> Retention | None:
+    """The retention window a worker asks for, in the forms `SimhashIndex` takes.
+
+    Args:
+        retention: None, a `Retention`, a timedelta, seconds, or a string such as "7d".
+        cluster: whether the index is on Redis Cluster.
+
+    Raises:
+        InvalidArgument, InvalidType: a malformed retention, or one on a cluster.
+    """
+    if retention is None:
+        return None
+    if cluster:
+        # The write script moves a rewritten document between periods in one atomic step, which no
+        # script can do across a cluster's slots; a cluster design is not built yet.
+        raise InvalidArgument(
+            "retention windows need a standalone server (Redis Cluster is not supported yet)"
+        )
+    return retention if isinstance(retention, Retention) else Retention.of(retention)
 
 
 def requested(**args: Any) -> tuple[IndexConfig, set[str]]:
@@ -104,6 +136,22 @@ def open_config(
     return stored
 
 
+def open_windows(config: IndexConfig, keys: KeySchema, sender: Sender) -> Windows | None:
+    """The periods of an index with a retention window (None for one without).
+
+    Args:
+        config: the stored configuration.
+        keys: the index's key names.
+        sender: where commands go.
+
+    Raises:
+        InvalidArgument: the index has a retention window and the sender is on a cluster.
+        RedisUnavailable: the server cannot be reached (its clock is read).
+    """
+    retention = as_retention(config.retention, sender.cluster)
+    return None if retention is None else Windows(keys, retention, sender)
+
+
 def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any]) -> None:
     """Write a lost meta key from a stated configuration, once a sample of the data fits it.
 
@@ -120,7 +168,9 @@ def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any
     """
     if config.get("k") is None:
         raise InvalidArgument("restoring an index needs the k it was created with")
-    wanted, _ = requested(**{arg: config.get(arg) for arg in CONFIG_ARGS})
+    stated = {arg: config.get(arg) for arg in CONFIG_ARGS}
+    stated["retention"] = as_retention(stated["retention"], False)
+    wanted, _ = requested(**stated)
     prefix = validate_name(config.get("prefix", defaults.PREFIX), "prefix")
     keys = KeySchema(prefix, validate_name(name, "name"), wanted.layout, wanted.id_buckets)
     restore_meta(open_sender(client, config.get("backoff")), keys, wanted.layout.f, wanted.to_meta())

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from typing import Any, Literal, overload
 
 import redis
 from redis.cluster import RedisCluster
 
 from .. import defaults
-from ..checks import is_int
 from ..codec import decode_fp
-from ..errors import InvalidArgument, InvalidType
+from ..errors import InvalidArgument
 from ..fingerprinting import Document as TextDocument
 from ..fingerprinting import Scheme
 from ..results import Match, Outcome
@@ -19,6 +19,7 @@ from ..store import (
     KeySchema,
     Layout,
     Reads,
+    Retention,
     Store,
     Verification,
     Writes,
@@ -28,12 +29,13 @@ from ..store import (
 )
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
-from .arguments import as_batch, check_client, check_fp, check_k, fingerprints, is_integer
+from .arguments import as_batch, check_client, check_fp, check_k, check_options, fingerprints, is_integer
 from .batches import BatchProgress, check_progress
 from .bulk import DEFAULT_WINDOW, Progress, bulk_add, bulk_add_columns
 from .consistency import VerifyReport, check_consistency
 from .lifecycle import writes_documents
 from .unique import UniqueWrites
+from .windowed import verify_windows
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
@@ -60,6 +62,9 @@ class SimhashIndex:
         backoff: how to wait between retries after a connection error.
         verification: verified mode, pinned when the index is created; a verified index is written
             only through `VerifiedIndex` (its documents need sketches), read through either.
+        retention: forget each document this long after it was last written: a timedelta, seconds,
+            a string such as "7d", "12h" or "90s", or a `Retention` (to choose the period too); pinned
+            when the index is created (docs/retention.md). Standalone servers only, for now.
         batch_size: documents per round trip in the batch methods.
         create: create the index when it does not exist (else IndexNotFound is raised).
 
@@ -86,26 +91,25 @@ class SimhashIndex:
         batch_size: int = defaults.BATCH_SIZE,
         create: bool = True,
         verification: Verification | None = None,
+        retention: Retention | timedelta | str | float | None = None,
     ) -> None:
         check_client(client)
         self.name = validate_name(name, "name")
         self.prefix = validate_name(prefix, "prefix")
-        if backoff is not None and not isinstance(backoff, Backoff):
-            raise InvalidType(f"backoff must be a simhash_redis.Backoff, got {type(backoff).__name__}")
-        if not is_int(batch_size) or batch_size < 1:
-            raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
-        self.batch_size = batch_size
+        self.batch_size = check_options(backoff, batch_size)
         self.client = client
         sender = open_sender(client, backoff)
-        wanted, given = lifecycle.requested(
-            k=k, f=f, layout=layout, scheme=scheme, id_buckets=id_buckets, verification=verification
-        )
+        asked = {"k": k, "f": f, "layout": layout, "scheme": scheme, "id_buckets": id_buckets}
+        windows = lifecycle.as_retention(retention, sender.cluster)
+        wanted, given = lifecycle.requested(**asked, verification=verification, retention=windows)
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
         self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
         #: The index's Redis half: every command of this index (and of what works on it) goes through it.
         self.store = Store(sender, self.keys)
-        self._reads = Reads(self.store, self.name, self.f, len(self.layout.tables))
-        self._writes: Writes = writes_for(self.store, self.f, len(self.layout.tables))
+        #: The periods of an index with a retention window; None for one that keeps its documents.
+        self.windows = lifecycle.open_windows(self.config, self.keys, sender)
+        self._reads = Reads(self.store, self.name, self.f, len(self.layout.tables), self.windows)
+        self._writes: Writes = writes_for(self.store, self.f, len(self.layout.tables), self.windows)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
 
     @classmethod
@@ -282,8 +286,7 @@ class SimhashIndex:
         Raises:
             InvalidArgument, InvalidType: an id is malformed.
         """
-        raw_ids = [encode_id(doc_id) for doc_id in as_batch(ids, "ids")]
-        replies = self.store.execute([(b"HGET", self.keys.id_bucket(raw), raw) for raw in raw_ids])
+        replies = self._reads.stored([encode_id(doc_id) for doc_id in as_batch(ids, "ids")])
         return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
 
     def __contains__(self, doc_id: object) -> bool:
@@ -298,13 +301,17 @@ class SimhashIndex:
     def count(self) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored.
 
-        On a standalone server the write script keeps these in the counts hash; on a cluster they are
-        summed from the sizes of the id and fingerprint maps (tens of milliseconds, not for a hot path).
+        On a standalone server the write script keeps these in the counts hash (one per period of an
+        index with a retention window); on a cluster they are summed from the sizes of the id and
+        fingerprint maps (tens of milliseconds, not for a hot path).
 
         Raises:
             RedisUnavailable: the server cannot be reached.
         """
-        return self.store.counts()
+        if self.windows is None:
+            return self.store.counts()
+        counts = self.windows.counts()
+        return sum(docs for _, docs, _ in counts), sum(fps for _, _, fps in counts)
 
     # -- writes ---------------------------------------------------------------------------------------
 
@@ -475,6 +482,8 @@ class SimhashIndex:
         Raises:
             RedisUnavailable: the server cannot be reached; run it again.
         """
+        if self.windows is not None:
+            return verify_windows(self.store, self.windows, self.f, len(self.layout.tables), repair)
         return check_consistency(
             self.store, self.f, len(self.layout.tables), repair, self.config.verification
         )

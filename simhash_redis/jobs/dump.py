@@ -13,11 +13,13 @@ Export SCANs the id-map buckets, so it uses bounded memory and never blocks the 
 point-in-time snapshot when other processes write meanwhile. Import recreates the index from the
 header's configuration (an existing index with another configuration is refused) and adds the records
 with idempotent writes, so importing the same stream twice, or again after an interruption, is safe.
+An index with a retention window is exported from every live period; imported, its documents are
+written anew, so their retention starts again at the import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -28,7 +30,7 @@ from redis.cluster import RedisCluster
 from ..codec import decode_fp, dump_fp, undump_fp
 from ..errors import InputError, InvalidArgument, SimhashRedisError
 from ..index import Outcome, SimhashIndex, VerifiedIndex
-from ..store import IndexConfig
+from ..store import IndexConfig, Store
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
 
@@ -69,7 +71,7 @@ def export_index(
     out.write(packer.pack(header))
     written = 0
     verified = index.config.verification is not None
-    for keys in index.store.scan("id"):
+    for keys in _id_map_keys(index):
         chunk = bytearray()
         buckets = index.store.hashes(keys)
         sketches = _sketches(index, buckets) if verified else {}
@@ -103,6 +105,16 @@ class ImportResult:
     added: int = 0
     replaced: int = 0
     unchanged: int = 0
+
+
+def _id_map_keys(index: SimhashIndex) -> Iterator[list[bytes]]:
+    """The id-map buckets of the index, a SCAN page at a time: those of every live period of an index
+    with a retention window (a document is in one period: the write script moves it)."""
+    if index.windows is None:
+        yield from index.store.scan("id")
+        return
+    for schema in index.windows.view().schemas:
+        yield from Store(index.store.sender, schema).scan("id")
 
 
 def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
@@ -177,6 +189,7 @@ def import_index(
         id_buckets=config.id_buckets,
         batch_size=batch_size,
         verification=config.verification,
+        retention=config.retention,
     )
     if index.config.verification is not None and config.verification is None:
         raise InvalidArgument(

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from ..index import SimhashIndex
 from ..store import Store
 
-__all__ = ["Bucket", "IndexStats", "MemoryEstimate", "TableStats", "collect"]
+__all__ = ["Bucket", "IndexStats", "MemoryEstimate", "PeriodStats", "TableStats", "collect"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,17 @@ class TableStats:
     keys: int
     largest: int
     mean: float
+
+
+@dataclass(frozen=True)
+class PeriodStats:
+    """One period of an index with a retention window: when it began, when its keys expire (UTC, ISO
+    8601), and the documents and distinct fingerprints written into it that are still there."""
+
+    start: str
+    expires: str
+    documents: int
+    fingerprints: int
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,7 @@ class IndexStats:
         memory: the memory estimate.
         server_used_memory: the whole server's used_memory (all data, not only this index).
         config: the index's meta fields (f, k, layout, scheme, ...).
+        periods: each live period of an index with a retention window, oldest first.
     """
 
     name: str
@@ -83,6 +96,7 @@ class IndexStats:
     memory: MemoryEstimate
     server_used_memory: int | None
     config: dict[str, str] = field(default_factory=dict)
+    periods: list[PeriodStats] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -144,6 +158,8 @@ def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
         table_keys: list[tuple[int, bytes]] = []
         for key in keys:
             rest = key[len(base) :]
+            if rest[:1] == b"w" and index.windows is not None:  # a period's key: w{period}:...
+                rest = rest.partition(b":")[2]
             if rest[:1] == b"t" and b":" in rest:
                 head = rest.partition(b":")[0]
                 table_keys.append((int(head[1:]), key))
@@ -184,7 +200,23 @@ def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
         memory=_memory(store, list(kinds.values())),
         server_used_memory=store.used_memory(),
         config=index.config.to_meta(),
+        periods=_periods(index),
     )
+
+
+def _periods(index: SimhashIndex) -> list[PeriodStats]:
+    windows = index.windows
+    if windows is None:
+        return []
+
+    def moment(ms: int) -> str:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="seconds")
+
+    return [
+        PeriodStats(moment(w * windows.period_ms), moment(windows.expires_at(w)), docs, fps)
+        for w, docs, fps in windows.counts()
+        if docs or fps
+    ]
 
 
 def _memory(store: Store, kinds: list[_Reservoir]) -> MemoryEstimate:

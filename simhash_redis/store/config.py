@@ -4,7 +4,10 @@ against it."""
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 from .. import defaults
 from ..checks import is_int
@@ -12,10 +15,123 @@ from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, Inv
 from ..fingerprinting import MinHasher, Scheme
 from .layout import Layout
 
-__all__ = ["FORMAT_VERSION", "IndexConfig", "Verification"]
+__all__ = ["FORMAT_VERSION", "IndexConfig", "Retention", "Verification"]
 
-#: Version of the Redis data format; a newer format is refused rather than misread.
-FORMAT_VERSION = 1
+#: Version of the Redis data format; a newer format is refused rather than misread. A windowed index
+#: (`Retention`) is written as format 2, so that versions which know nothing of windows refuse it.
+FORMAT_VERSION = 2
+#: The format of an index without windows, readable by every version.
+_PLAIN_FORMAT = 1
+
+_DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+#: Periods a retention is cut into by default: a document lives between retention and 7/6 of it, and
+#: a query reads the table sets of 8 periods (`store.windows`).
+_PERIODS = 6
+
+
+def parse_duration(value: object, argument: str) -> int:
+    """A duration in whole seconds, from a timedelta, a number of seconds, or a string such as "7d".
+
+    Args:
+        value: a timedelta, an int or float of seconds, or "<n>[s|m|h|d|w]".
+        argument: the argument's name, for messages.
+
+    Raises:
+        InvalidType: another type.
+        InvalidArgument: not positive, not whole seconds, or a string of another form.
+    """
+    if isinstance(value, timedelta):
+        seconds: float = value.total_seconds()
+    elif isinstance(value, str):
+        match = _DURATION_RE.match(value)
+        if match is None:
+            raise InvalidArgument(f"{argument} must look like 90s, 30m, 12h, 7d or 2w, got {value!r}")
+        seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value
+    else:
+        raise InvalidType(
+            f"{argument} must be a timedelta, seconds or a string such as '7d', got {type(value).__name__}"
+        )
+    if not math.isfinite(seconds) or seconds != int(seconds) or not 1 <= seconds <= 100 * 365 * 86400:
+        raise InvalidArgument(
+            f"{argument} must be a whole number of seconds from 1 s to 100 years, got {value!r}"
+        )
+    return int(seconds)
+
+
+@dataclass(frozen=True)
+class Retention:
+    """A retention window: each document is forgotten by itself a set time after it was last written.
+
+    Documents are written into periods; every key of a period expires (Redis key expiry, by the server's
+    clock) `seconds` after the period ends. A document written at time t is found until t + seconds and
+    never after t + seconds + period.
+
+    Args:
+        seconds: the retention, in whole seconds (also a timedelta or a string such as "7d" through `of`).
+        period: the length of a period in whole seconds, at most the retention.
+
+    Raises:
+        InvalidArgument: a value is out of range.
+        InvalidType: a value has the wrong type.
+    """
+
+    seconds: int
+    period: int
+
+    def __post_init__(self) -> None:
+        for argument in ("seconds", "period"):
+            value = getattr(self, argument)
+            if not is_int(value):
+                raise InvalidType(f"retention {argument} must be an int, got {type(value).__name__}")
+        if not 1 <= self.period <= self.seconds:
+            raise InvalidArgument(f"the period must be 1 s to the retention, got {self.period} s")
+
+    @classmethod
+    def of(cls, retention: object, period: object = None) -> Retention:
+        """A retention from the forms users write, the period defaulting to a sixth of it.
+
+        Args:
+            retention: a timedelta, seconds, or a string such as "7d", "12h", "90s".
+            period: the same forms; default: the retention / 6, rounded up to whole seconds.
+
+        Raises:
+            InvalidArgument, InvalidType: as the class.
+        """
+        seconds = parse_duration(retention, "retention")
+        if period is not None:
+            return cls(seconds, parse_duration(period, "period"))
+        return cls(seconds, -(-seconds // _PERIODS))
+
+    def to_meta(self) -> str:
+        """The meta field, e.g. "604800;period=100800"."""
+        return f"{self.seconds};period={self.period}"
+
+    @classmethod
+    def from_meta(cls, text: str) -> Retention:
+        """Read the meta field written by `to_meta`.
+
+        Raises:
+            ValueError: the text is not one `to_meta` writes.
+        """
+        seconds, _, period = text.partition(";period=")
+        made = cls(int(seconds), int(period))
+        if made.to_meta() != text:
+            raise ValueError(f"retention {text!r} is not in its canonical form")
+        return made
+
+    def describe(self) -> str:
+        """The retention and period for people, e.g. "7d (periods of 28h)"."""
+        return f"{_human(self.seconds)} (periods of {_human(self.period)})"
+
+
+def _human(seconds: int) -> str:
+    for unit in ("w", "d", "h", "m"):
+        if seconds % _UNIT_SECONDS[unit] == 0:
+            return f"{seconds // _UNIT_SECONDS[unit]}{unit}"
+    return f"{seconds}s"
 
 
 @dataclass(frozen=True)
@@ -103,12 +219,14 @@ class IndexConfig:
         scheme: the fingerprint scheme, of the same f.
         id_buckets: buckets of the id and fingerprint maps.
         verification: verified mode, or None for a plain index.
+        retention: the retention window, or None for an index that keeps its documents.
     """
 
     layout: Layout
     scheme: Scheme
     id_buckets: int = defaults.ID_BUCKETS
     verification: Verification | None = None
+    retention: Retention | None = None
 
     @property
     def f(self) -> int:
@@ -130,6 +248,7 @@ class IndexConfig:
         scheme: Scheme | None = None,
         id_buckets: int | None = None,
         verification: Verification | None = None,
+        retention: Retention | None = None,
     ) -> IndexConfig:
         """The configuration from a worker's arguments, defaults filling the rest.
 
@@ -140,6 +259,7 @@ class IndexConfig:
             scheme: the fingerprint scheme; defaults to the default scheme at width f.
             id_buckets: buckets of the id map.
             verification: verified mode (default: none).
+            retention: the retention window (default: none, documents are kept).
 
         Raises:
             InvalidArgument: the arguments contradict each other or are out of range.
@@ -151,6 +271,10 @@ class IndexConfig:
             raise InvalidType(f"scheme must be a Scheme, got {type(scheme).__name__}")
         if verification is not None and not isinstance(verification, Verification):
             raise InvalidType(f"verification must be a Verification, got {type(verification).__name__}")
+        if retention is not None and not isinstance(retention, Retention):
+            raise InvalidType(f"retention must be a Retention, got {type(retention).__name__}")
+        if retention is not None and verification is not None:
+            raise InvalidArgument("verified mode and a retention window cannot be combined yet")
         for arg, value in (("k", k), ("f", f), ("id_buckets", id_buckets)):
             if value is not None and (not is_int(value)):
                 raise InvalidType(f"{arg} must be an int, got {type(value).__name__}")
@@ -167,12 +291,12 @@ class IndexConfig:
         buckets = defaults.ID_BUCKETS if id_buckets is None else id_buckets
         if not 1 <= buckets <= 1 << 30:
             raise InvalidArgument(f"id_buckets must be in 1..2**30, got {buckets!r}")
-        return cls(layout, scheme or Scheme(f=width), buckets, verification)
+        return cls(layout, scheme or Scheme(f=width), buckets, verification, retention)
 
     def to_meta(self) -> dict[str, str]:
-        """The fields of the meta hash ("verified" only for a verified index)."""
+        """The fields of the meta hash ("verified" and "retention" only for such an index)."""
         fields = {
-            "format": str(FORMAT_VERSION),
+            "format": str(_PLAIN_FORMAT if self.retention is None else FORMAT_VERSION),
             "f": str(self.f),
             "k": str(self.k),
             "layout": self.layout.to_meta(),
@@ -182,6 +306,8 @@ class IndexConfig:
         }
         if self.verification is not None:
             fields["verified"] = self.verification.to_meta()
+        if self.retention is not None:
+            fields["retention"] = self.retention.to_meta()
         return fields
 
     @classmethod
@@ -207,7 +333,11 @@ class IndexConfig:
             scheme = Scheme.from_meta(meta["scheme"], stopwords=stopwords)
             verified = meta.get("verified")
             verification = None if verified is None else Verification.from_meta(verified)
-            return cls(layout, scheme, int(meta["id_buckets"]), verification)
+            windows = meta.get("retention")
+            retention = None if windows is None else Retention.from_meta(windows)
+            if (version == FORMAT_VERSION) != (retention is not None):
+                raise ValueError(f"format {version} with retention {windows!r}")
+            return cls(layout, scheme, int(meta["id_buckets"]), verification, retention)
         except IndexCorrupted:
             raise
         except (KeyError, ValueError, TypeError, InvalidArgument, ConfigurationMismatch) as exc:
@@ -234,6 +364,7 @@ class IndexConfig:
             "scheme": ["scheme", "stopwords"],
             "id_buckets": ["id_buckets"],
             "verification": ["verified"],
+            "retention": ["retention"],
         }
         for arg in sorted(given):
             for field in fields[arg]:

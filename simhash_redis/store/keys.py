@@ -10,6 +10,10 @@ For an index `news` under the default prefix::
     simhash:news:sk:{bucket}     hash   document id -> MinHash sketch (verified mode)
     simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
 
+An index with a retention window keeps its documents in periods: the counts, tables, id, fingerprint
+and sketch keys above live under `simhash:news:w{period}:` (e.g. `simhash:news:w20514:t0:1f2e`), each
+period's keys expiring together (`store.windows`); the meta stays `simhash:news:meta`.
+
 Names and prefixes may not contain ':' or glob characters, so the pattern `simhash:news:*` matches this
 index's keys and no other index's.
 """
@@ -106,11 +110,14 @@ class KeySchema:
         name: the index name.
         layout: the index's table layout (for the width of key values).
         id_buckets: how many buckets the id and fingerprint maps are spread over.
+        window: the period whose keys these are, in an index with a retention window.
     """
 
-    def __init__(self, prefix: str, name: str, layout: Layout, id_buckets: int) -> None:
-        self.prefix, self.name = prefix, name
-        self.base = f"{prefix}:{name}"
+    def __init__(
+        self, prefix: str, name: str, layout: Layout, id_buckets: int, window: int | None = None
+    ) -> None:
+        self.prefix, self.name, self.window = prefix, name, window
+        self.base = f"{prefix}:{name}" if window is None else f"{prefix}:{name}:w{window}"
         self.meta = self.meta_key(prefix, name)
         self.counts = f"{self.base}:counts".encode()
         self.pattern = f"{self.base}:*"
@@ -142,6 +149,14 @@ class KeySchema:
             fingerprint: an int in [0, 2**f).
         """
         return self.table_builder()(fingerprint)
+
+    def in_window(self, window: int) -> KeySchema:
+        """The key names of one period of this index (see `store.windows`).
+
+        Args:
+            window: the period's number (its start in Unix seconds, divided by the period's length).
+        """
+        return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window)
 
     def table_builder(self) -> Callable[[int], list[bytes]]:
         """`tables` as a plain function, for loops that call it once per document."""
@@ -182,12 +197,16 @@ class KeySchema:
         """The SCAN pattern of every key of one kind.
 
         Args:
-            kind: "all", "id" (the id map), "fp" (the fingerprint map) or "sketch".
+            kind: "all", "id" (the id map), "fp" (the fingerprint map), "sketch", or "windows" (every
+                key of every period of an index with a retention window).
 
         Raises:
             KeyError: an unknown kind.
         """
-        return f"{self.base}:" + {"all": "*", "id": "id:*", "fp": "fp:*", "sketch": "sk:*"}[kind]
+        return (
+            f"{self.base}:"
+            + {"all": "*", "id": "id:*", "fp": "fp:*", "sketch": "sk:*", "windows": "w*:*"}[kind]
+        )
 
     def table_pattern(self, table: int) -> str:
         """The SCAN pattern of every bucket of one table.

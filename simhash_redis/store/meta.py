@@ -149,8 +149,9 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         The stored fields (an existing meta is left as it is).
 
     Raises:
-        ConfigurationMismatch: the data does not fit the stated configuration (an example is named), or
-            it holds MinHash sketches and the configuration is not verified.
+        ConfigurationMismatch: the data does not fit the stated configuration (an example is named), it
+            holds MinHash sketches and the configuration is not verified, or it has periods and the
+            configuration states no retention window (or the other way round).
         IndexCorrupted: there is no data to check the configuration against.
         RedisUnavailable: the server cannot be reached.
     """
@@ -162,6 +163,16 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
             "the index holds MinHash sketches, so it was created in verified mode: state it too "
             "(verification=..., or --verified and the --threshold it was created with)"
         )
+    windowed = any(sender.scan(keys.pattern_of("windows"), _SCAN_COUNT))
+    if windowed != ("retention" in fields):
+        raise ConfigurationMismatch(
+            "the index keeps its documents in periods, so it was created with a retention window: state "
+            "it too (retention=..., or --retention)"
+            if windowed
+            else "the index holds no periods, so it was created without a retention window: do not state one"
+        )
+    if windowed:
+        keys = _window_with_data(sender, keys)
     sample = _sample(sender, keys)
     if not sample:
         raise IndexCorrupted(
@@ -183,6 +194,15 @@ def _create(sender: Sender, meta_key: bytes, fields: dict[str, str]) -> dict[str
     args: list[bytes | int] = [item.encode() for pair in fields.items() for item in pair]
     reply = _CREATE_META.run(sender, [_CREATE_META.command([meta_key], args)])[0]
     return {field.decode(): value.decode() for field, value in hash_pairs(reply)}
+
+
+def _window_with_data(sender: Sender, keys: KeySchema) -> KeySchema:
+    """The key names of a period that holds id-map entries (the index's own, if none does)."""
+    head = len(keys.base) + 2  # the key names go on with ":w" and the period's number
+    for page in sender.scan(f"{keys.base}:w*:id:*", _SCAN_COUNT):
+        if page:
+            return keys.in_window(int(page[0][head:].partition(b":")[0]))
+    return keys
 
 
 def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:

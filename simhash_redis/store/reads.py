@@ -10,6 +10,7 @@ from ..results import Match
 from ..transport import Exchange, raise_first_error, wire
 from .candidates import hits, matches_of
 from .store import Store
+from .windows import WindowedSets, Windows
 
 __all__ = ["Reads"]
 
@@ -25,10 +26,11 @@ class Reads:
         name: the index name, for messages.
         f: the fingerprint width.
         tables: the number of tables.
+        windows: the periods of an index with a retention window (each one's tables are read).
     """
 
-    def __init__(self, store: Store, name: str, f: int, tables: int) -> None:
-        self.store, self.name, self.f, self.tables = store, name, f, tables
+    def __init__(self, store: Store, name: str, f: int, tables: int, windows: Windows | None = None) -> None:
+        self.store, self.name, self.f, self.tables, self.windows = store, name, f, tables, windows
 
     def near(self, fps: list[int], k: int) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
@@ -52,7 +54,8 @@ class Reads:
             k: the largest distance.
 
         Returns:
-            For each fingerprint, the members of each of its table sets, and its matches.
+            For each fingerprint, the members of each of its table sets (in an index with a retention
+            window, `WindowedSets`: those of every live period), and its matches.
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
@@ -67,6 +70,26 @@ class Reads:
             return self._talk(exchange, fps, k, members)
 
         return members, self._conversation(talk)
+
+    def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
+        """The stored fingerprint of each id (None where absent), in one round trip.
+
+        Args:
+            raw_ids: the encoded ids.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        if self.windows is None:
+            return self.store.execute([(b"HGET", self.store.keys.id_bucket(raw), raw) for raw in raw_ids])
+        schemas = self.windows.view().schemas
+        replies = self.store.execute([(b"HGET", s.id_bucket(raw), raw) for raw in raw_ids for s in schemas])
+        per = len(schemas)
+        # The newest period that has the id: the write script moves a rewritten id there.
+        return [
+            next((r for r in reversed(replies[n * per : (n + 1) * per]) if r is not None), None)
+            for n in range(len(raw_ids))
+        ]
 
     def _conversation(self, talk: Callable[[Exchange], list[list[Match]]]) -> list[list[Match]]:
         """Run a read conversation, stored data this code did not write reported as IndexCorrupted."""
@@ -89,20 +112,36 @@ class Reads:
         A single query also asks, in the first write, for the ids of its own exact fingerprint:
         exact copies are the commonest near-duplicates, and then need no second round trip.
         When `members` is given, each query's table-set replies are appended to it.
+
+        In an index with a retention window, the table sets of every live period are read as if they
+        were more tables, and a matching fingerprint's ids are asked of each period's map.
         """
-        tables = self.tables
+        windows: tuple[int, ...] = ()
+        if self.windows is None:
+            table_keys = self.store.keys.table_builder()
+            fp_buckets = [self.store.keys.fp_bucket]
+        else:
+            view = self.windows.view()
+            windows, builders = view.windows, [schema.table_builder() for schema in view.schemas]
+            fp_buckets = [schema.fp_bucket for schema in view.schemas]
+
+            def table_keys(fp: int) -> list[bytes]:
+                return [key for build in builders for key in build(fp)]
+
+        tables = self.tables * len(fp_buckets)
         keys: list[bytes] = []
         extend = keys.extend
-        table_keys = self.store.keys.table_builder()
         for fp in fps:
             extend(table_keys(fp))
         exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
         if exact is None:
             exchange.send(wire.Same(b"SMEMBERS", keys))
         else:
-            exchange.send(wire.Same(b"SMEMBERS", keys), [(b"HGET", self.store.keys.fp_bucket(exact), exact)])
+            exchange.send(
+                wire.Same(b"SMEMBERS", keys), [(b"HGET", bucket(exact), exact) for bucket in fp_buckets]
+            )
         step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
-        fp_bucket = self.store.keys.fp_bucket
+        per_map = len(fp_buckets)
         per_query: list[dict[bytes, tuple[int, int]]] = []
         asked: dict[bytes, None] = {}
         ids_of: dict[bytes, list[str]] = {}
@@ -110,26 +149,43 @@ class Reads:
             chunk = fps[start : start + step]
             replies = exchange.read(len(chunk) * tables)
             raise_first_error(replies)
-            if members is not None:
+            if members is not None and self.windows is None:
                 members.extend(replies[q * tables : (q + 1) * tables] for q in range(len(chunk)))
+            elif members is not None:
+                members.extend(
+                    WindowedSets(replies[q * tables : (q + 1) * tables], windows) for q in range(len(chunk))
+                )
             found = hits(chunk, replies, tables, k, self.f)
             per_query.extend(found)
             if exact is not None:
                 # A single query, so a single slice: its exact-copy HGET was sent right after its
                 # SMEMBERS, and is read before any id is asked for, so that it is not asked for twice.
-                reply = exchange.read(1)[0]
-                raise_first_error([reply])
-                ids_of[exact] = decode_ids(reply) if reply is not None else []
+                exact_replies = exchange.read(per_map)
+                raise_first_error(exact_replies)
+                ids_of[exact] = _ids_in(exact_replies)
             wanted = list(
                 dict.fromkeys(raw for one in found for raw in one if raw not in asked and raw not in ids_of)
             )
             if wanted:
                 asked.update(dict.fromkeys(wanted))
-                exchange.send([(b"HGET", fp_bucket(raw), raw) for raw in wanted])
+                exchange.send([(b"HGET", bucket(raw), raw) for raw in wanted for bucket in fp_buckets])
         if asked:
-            id_replies = exchange.read(len(asked))
+            id_replies = exchange.read(len(asked) * per_map)
             raise_first_error(id_replies)
-            for raw, reply in zip(asked, id_replies, strict=True):
-                if reply is not None:
-                    ids_of[raw] = decode_ids(reply)
+            if per_map == 1:
+                for raw, reply in zip(asked, id_replies, strict=True):
+                    if reply is not None:
+                        ids_of[raw] = decode_ids(reply)
+            else:
+                for n, raw in enumerate(asked):
+                    ids_of[raw] = _ids_in(id_replies[n * per_map : (n + 1) * per_map])
         return [matches_of(found, ids_of) for found in per_query]
+
+
+def _ids_in(replies: list[bytes | None]) -> list[str]:
+    """The ids a fingerprint has in the maps of one or more periods (each id once)."""
+    if len(replies) == 1:
+        return decode_ids(replies[0]) if replies[0] is not None else []
+    return list(
+        dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in decode_ids(reply))
+    )

@@ -21,7 +21,7 @@ __all__ = ["KeyKind", "Store"]
 T = TypeVar("T")
 
 #: The kinds of key an index has, as `Store.scan` finds them.
-KeyKind = Literal["all", "id", "fp", "sketch"]
+KeyKind = Literal["all", "id", "fp", "sketch", "windows"]
 
 _SCAN_COUNT = 1000
 
@@ -87,7 +87,8 @@ class Store:
         """The index's keys of one kind, in batches (on a cluster, from every primary).
 
         Args:
-            kind: "all" keys of the index, or those of the id map, fingerprint map or sketches.
+            kind: "all" keys of the index, or those of the id map, fingerprint map, sketches, or
+                "windows" (every period of an index with a retention window).
             once: drop keys SCAN already gave (it may give one twice); off, nothing is remembered.
 
         Raises:

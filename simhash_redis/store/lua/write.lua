@@ -17,12 +17,36 @@
 -- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old], [if guard is
 -- 's' or 'k': the sketch hash].
 --
+-- Format 'w' (an index with a retention window, see store/windows.py): ARGV[3] = the period and
+-- ARGV[4] = the retention, in milliseconds; ARGV[5] = the number W of live periods; ARGV[6] = the
+-- position (1..W) of the current period, into which documents are written; ARGV[7 .. 6 + W] = the
+-- periods' numbers, oldest first. Then per document: id, new, old, the position of old's period ('' with
+-- no old), guard ('' or '1'); with '1', the number G of guarded sets, G counts, their members. KEYS[1 ..
+-- W] = each period's counts hash; then per document: its id-map hash in each period, [if new ~= '':
+-- new's fingerprint-map hash and T tables in the current period], [if old ~= '' and old is not new in
+-- the current period: old's in its period], [the G guarded sets]. The script finds the id in the newest
+-- period that has it; a document written moves there from an older period (its keys there are left to
+-- expire). If the server's clock is not in the current period, nothing is written and the reply is
+-- {'w' .. the server's time in milliseconds}: the client adopts that time and builds the call again.
+-- Every key written in a period expires with it (PEXPIREAT (period + 1) x length + retention).
+--
 -- A document whose current fingerprint is not `old` is left untouched and reported as 'c' .. current,
 -- so the client can resend it with the right keys. Each document is checked against the data before it
 -- is changed, so re-running the script after a lost reply changes nothing more: the counts move only
 -- when an id really appears or disappears.
 local T = tonumber(ARGV[1])
+local windowed = ARGV[2] == 'w'
 local counts = KEYS[1]
+local period, retention, W, ci
+if windowed then
+  period, retention, W, ci = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+  local clock = redis.call('TIME')
+  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  if math.floor(now / period) ~= tonumber(ARGV[6 + ci]) then
+    return {'w' .. now}
+  end
+  counts = KEYS[ci]
+end
 
 -- The counts move after the documents: a counts key of the wrong type would fail the script once they
 -- are written, so it is refused before anything is.
@@ -253,11 +277,137 @@ local function write(id, new, old, guard, guard_counts)
   end
 end
 
+-- Format 'w': a document of an index with a retention window (see the header). Its keys start at
+-- KEYS[k]; `old_w` is the position of old's period; its guard (if any) starts at ARGV[guard_at].
+local w_docs, w_fps = {}, {}
+for w = 1, (W or 0) do
+  w_docs[w], w_fps[w] = 0, 0
+end
+local function expires(w)
+  return (tonumber(ARGV[6 + w]) + 1) * period + retention
+end
+local function write_windowed(id, new, old, old_w, guard, guard_at)
+  j_n = 0
+  local ids_at = k
+  k = k + W
+  local new_at, old_at, sets_at, sets
+  if new ~= '' then
+    new_at = k
+    k = k + 1 + T
+  end
+  if old ~= '' and not (old == new and old_w == ci) then
+    old_at = k
+    k = k + 1 + T
+  end
+  if guard == '1' then
+    sets = tonumber(ARGV[guard_at])
+    sets_at = k
+    k = k + sets
+  end
+  local cur, cur_w = '', 0
+  for w = W, 1, -1 do
+    local value = redis.call('HGET', KEYS[ids_at + w - 1], id)
+    if value then
+      cur, cur_w = value, w
+      break
+    end
+  end
+  local here = cur ~= '' and cur == new and cur_w == ci
+  local intact = true
+  if sets and not here then
+    local at = guard_at + 1 + sets
+    for g = 1, sets do
+      local count = tonumber(ARGV[guard_at + g])
+      if intact and not unchanged(KEYS[sets_at + g - 1], count, at) then
+        intact = false
+      end
+      at = at + count
+    end
+  end
+  if here then
+    out[#out + 1] = 'u'
+  elseif new == '' and cur == '' then
+    out[#out + 1] = 'n'
+  elseif not intact then
+    out[#out + 1] = 'g'
+  elseif cur ~= old or (cur ~= '' and cur_w ~= old_w) then
+    out[#out + 1] = 'c' .. (cur == '' and '' or (cur_w .. ':' .. cur))
+  else
+    local docs, fps = {}, {}
+    if old ~= '' then
+      local fp_key = KEYS[old_at]
+      local raw = redis.call('HGET', fp_key, old) or ''
+      local rest = without(raw, id)
+      if rest == '' then
+        hdel(fp_key, old, raw ~= '' and raw)
+        for t = 1, T do
+          srem(KEYS[old_at + t], old)
+        end
+        fps[old_w] = -1
+      else
+        hset(fp_key, old, rest, raw)
+      end
+      if old_w ~= ci or new == '' then
+        hdel(KEYS[ids_at + old_w - 1], id, cur)
+        docs[old_w] = -1
+      end
+    end
+    if new ~= '' then
+      local id_key = KEYS[ids_at + ci - 1]
+      local stays = old ~= '' and old_w == ci
+      hset(id_key, id, new, stays and cur)
+      fps[ci] = (fps[ci] or 0) + attach(new_at, new, id)
+      if not stays then
+        docs[ci] = (docs[ci] or 0) + 1
+      end
+      local at = expires(ci)
+      redis.call('PEXPIREAT', id_key, at)
+      for i = new_at, new_at + T do
+        redis.call('PEXPIREAT', KEYS[i], at)
+      end
+    end
+    -- The document is whole: only now do its counts move.
+    for w, delta in pairs(docs) do
+      w_docs[w] = w_docs[w] + delta
+    end
+    for w, delta in pairs(fps) do
+      w_fps[w] = w_fps[w] + delta
+    end
+    if old == '' then
+      out[#out + 1] = 'a'
+    elseif new == '' then
+      out[#out + 1] = 'd'
+    elseif old == new then
+      out[#out + 1] = 'u'
+    else
+      out[#out + 1] = 'r'
+    end
+  end
+end
+
 -- Documents are applied one after another, each whole or not at all: if one fails (a key of the wrong
 -- type, a command the ACL user may not run), its own changes are undone, those before it stay applied,
 -- and their counts are written before the error is returned.
 local ok, err = pcall(function()
   local n = #ARGV
+  if windowed then
+    k = W + 1
+    local a = 7 + W
+    while a <= n do
+      local id, new, old, old_w, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+      a = a + 5
+      local guard_at = a
+      if guard == '1' then
+        local sets = tonumber(ARGV[a])
+        a = a + 1 + sets
+        for g = 1, sets do
+          a = a + tonumber(ARGV[guard_at + g])
+        end
+      end
+      write_windowed(id, new, old, tonumber(old_w) or 0, guard, guard_at)
+    end
+    return
+  end
   if ARGV[2] == 'a' then
     for a = 3, n, 2 do
       write(ARGV[a], ARGV[a + 1], '', '', 0)
@@ -280,6 +430,19 @@ local ok, err = pcall(function()
 end)
 if not ok then
   pcall(undo)  -- the failed document's own changes; those before it are complete
+end
+if windowed then
+  for w = 1, W do
+    if w_docs[w] ~= 0 then
+      redis.call('HINCRBY', KEYS[w], 'docs', w_docs[w])
+    end
+    if w_fps[w] ~= 0 then
+      redis.call('HINCRBY', KEYS[w], 'fingerprints', w_fps[w])
+    end
+    if w == ci or w_docs[w] ~= 0 or w_fps[w] ~= 0 then
+      redis.call('PEXPIREAT', KEYS[w], expires(w))
+    end
+  end
 end
 if doc_delta ~= 0 then
   redis.call('HINCRBY', counts, 'docs', doc_delta)

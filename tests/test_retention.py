@@ -1,0 +1,257 @@
+"""Retention windows: documents forgotten by Redis's own key expiry, on a real server.
+
+The short retentions here (seconds) cross period boundaries while a test runs; checks that depend on
+the clock are made against the server's clock (TIME), never against a sleep's length.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import time
+from datetime import timedelta
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from simhash_redis import (
+    ConfigurationMismatch,
+    InvalidArgument,
+    InvalidType,
+    Match,
+    Outcome,
+    Retention,
+    SimhashIndex,
+    VerifiedIndex,
+    distance,
+)
+from simhash_redis.jobs.dump import export_index, import_index
+from simhash_redis.jobs.stats import collect
+from tests.test_add_if_new import race
+
+A = 0x0123456789ABCDEF
+
+
+def server_ms(client: redis.Redis) -> int:
+    seconds, micros = client.time()
+    return seconds * 1000 + micros // 1000
+
+
+def wait_for_next_period(index: SimhashIndex) -> None:
+    assert index.windows is not None
+    start = index.windows.view().current
+    while index.windows.view().current == start:
+        time.sleep(0.02)
+
+
+def brute_force(stored: dict[str, int], query: int, k: int) -> list[Match]:
+    found = [Match(i, fp, distance(fp, query)) for i, fp in stored.items() if distance(fp, query) <= k]
+    return sorted(found, key=lambda m: (m.distance, m.id))
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds", "period"),
+    [
+        ("7d", 7 * 86400, 100800),
+        ("12h", 43200, 7200),
+        ("90s", 90, 15),
+        (" 2w ", 14 * 86400, 201600),
+        ("10", 10, 2),
+        (timedelta(minutes=30), 1800, 300),
+        (3, 3, 1),
+        (7.0, 7, 2),
+    ],
+)
+def test_the_forms_of_a_retention(given: object, seconds: int, period: int) -> None:
+    made = Retention.of(given)
+    assert (made.seconds, made.period) == (seconds, period)
+    assert Retention.from_meta(made.to_meta()) == made
+
+
+@pytest.mark.parametrize("given", ["7x", "", "d", "-1d", 0, -5, 1.5, float("inf"), timedelta(0), "1d 2h"])
+def test_malformed_retentions_are_refused(given: object) -> None:
+    with pytest.raises(InvalidArgument):
+        Retention.of(given)
+
+
+@pytest.mark.parametrize("given", [True, None, [1], b"7d"])
+def test_retentions_of_another_type_are_refused(given: object) -> None:
+    with pytest.raises(InvalidType):
+        Retention.of(given)
+
+
+def test_a_period_longer_than_the_retention_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="period"):
+        Retention(10, 11)
+    assert Retention.of("1h", "10m").period == 600
+
+
+def test_the_retention_is_pinned_in_the_meta(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "kept", retention="7d")
+    meta = redis_client.hgetall(b"simhash:kept:meta")
+    # Format 2: versions that know nothing of periods refuse the index instead of writing beside them.
+    assert meta[b"format"] == b"2" and meta[b"retention"] == b"604800;period=100800"
+    assert SimhashIndex(redis_client, "kept").config.retention == index.config.retention
+    assert SimhashIndex(redis_client, "kept", retention=timedelta(days=7)).config.retention is not None
+    with pytest.raises(ConfigurationMismatch, match="retention"):
+        SimhashIndex(redis_client, "kept", retention="1d")
+    SimhashIndex(redis_client, "plain")
+    with pytest.raises(ConfigurationMismatch, match="retention"):
+        SimhashIndex(redis_client, "plain", retention="1d")
+    assert redis_client.hget(b"simhash:plain:meta", b"format") == b"1"
+
+
+def test_combinations_not_built_yet_are_refused(
+    redis_url: str, redis_client: redis.Redis, redis_cluster_client: RedisCluster
+) -> None:
+    with pytest.raises(InvalidArgument, match="cannot be combined"):
+        VerifiedIndex.from_url(redis_url, "vr", retention="1d")
+    assert not SimhashIndex.exists(redis_client, "vr")
+    with pytest.raises(InvalidArgument, match="standalone"):
+        SimhashIndex(redis_cluster_client, "onacluster", retention="1d")
+    assert not SimhashIndex.exists(redis_cluster_client, "onacluster")
+
+
+def test_a_document_is_found_for_the_retention_and_gone_a_period_later(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "short", retention=Retention(2, 1))
+    before = server_ms(redis_client)
+    assert index.add("a", A) is Outcome.ADDED
+    after = server_ms(redis_client)
+    while True:
+        found = index.near(A)
+        now = server_ms(redis_client)
+        if now >= before + 2000:
+            break
+        assert found == [Match("a", A, 0)] and index.get("a") == A  # found until t + retention
+        time.sleep(0.05)
+    while server_ms(redis_client) < after + 3000:  # t + retention + one period
+        time.sleep(0.05)
+    assert index.near(A) == [] and index.get("a") is None and index.count() == (0, 0)
+    # Redis freed it: no key of any period is left (SCAN does not return expired keys).
+    assert list(redis_client.scan_iter(b"simhash:short:w*")) == []
+    assert index.add_if_new("b", A) is None
+
+
+def test_rewriting_a_document_moves_it_into_the_current_period(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "moves", retention=Retention(60, 1))
+    assert index.windows is not None
+    assert index.add("a", A) is Outcome.ADDED
+    first = index.windows.view().current
+    wait_for_next_period(index)
+    assert index.add("a", A ^ 0xFF00) is Outcome.REPLACED
+    second = index.windows.view().current
+    assert index.near(A) == [] and index.get("a") == A ^ 0xFF00
+    per_period = {w: docs for w, docs, _ in index.windows.counts()}
+    assert per_period[first] == 0 and per_period[second] == 1
+    assert redis_client.pttl(f"simhash:moves:w{second}:counts") > 0
+    wait_for_next_period(index)
+    # The same fingerprint again: unchanged, but it lives on from now (a refresh).
+    assert index.add("a", A ^ 0xFF00) is Outcome.UNCHANGED
+    third = index.windows.view().current
+    per_period = {w: docs for w, docs, _ in index.windows.counts()}
+    assert per_period[second] == 0 and per_period[third] == 1
+    assert index.count() == (1, 1)
+    assert index.remove("a") is True and index.remove("a") is False
+    assert index.count() == (0, 0) and index.verify().ok
+
+
+def test_near_equals_brute_force_across_periods(redis_client: redis.Redis) -> None:
+    """Adds, replacements, moves and removals over four periods, checked against a model."""
+    index = SimhashIndex(redis_client, "model", retention=Retention(60, 1), batch_size=7)
+    rng = random.Random(7)
+    centres = [rng.getrandbits(64) for _ in range(5)]
+    stored: dict[str, int] = {}
+
+    def near_copy() -> int:
+        fp = rng.choice(centres)
+        for _ in range(rng.randrange(6)):
+            fp ^= 1 << rng.randrange(64)
+        return fp
+
+    for phase in range(4):
+        for _ in range(60):
+            doc_id = f"d{rng.randrange(40)}"
+            if rng.random() < 0.2:
+                assert index.remove(doc_id) is (stored.pop(doc_id, None) is not None)
+            else:
+                fp = near_copy()
+                outcome = index.add(doc_id, fp)
+                expected = Outcome.ADDED if doc_id not in stored else Outcome.UNCHANGED
+                if doc_id in stored and stored[doc_id] != fp:
+                    expected = Outcome.REPLACED
+                assert outcome is expected
+                stored[doc_id] = fp
+        pairs = [(f"b{phase}-{n}", near_copy()) for n in range(30)]
+        index.add_many(pairs)
+        stored.update(pairs)
+        probes = [near_copy() for _ in range(20)] + list(stored.values())[:5]
+        for k in range(4):
+            assert index.near_many(probes, k=k) == [brute_force(stored, q, k) for q in probes]
+        assert index.get_many(sorted(stored)) == [stored[i] for i in sorted(stored)]
+        assert index.count()[0] == len(stored)
+        if phase < 3:
+            wait_for_next_period(index)
+    report = index.verify()
+    assert report.ok and report.docs == len(stored), report.examples
+
+
+@pytest.mark.parametrize("mode", ["single", "batch"])
+def test_eight_processes_racing_across_periods(redis_url: str, redis_client: redis.Redis, mode: str) -> None:
+    """Exactly one document per group of near-duplicates, while periods of one second go by."""
+    SimhashIndex(redis_client, "race", k=3, id_buckets=1024, retention=Retention(60, 1))
+    race(redis_url, redis_client, mode, groups=120)
+
+
+def test_verify_finds_and_repairs_a_period(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "checked", retention=Retention(600, 100))
+    assert index.windows is not None
+    index.add_many([(f"d{i}", A ^ (i << 20)) for i in range(10)])
+    assert index.verify().ok
+    window = index.windows.view().current
+    table_key = index.windows.schema(window).tables(A)[0]
+    redis_client.srem(table_key, str(A))
+    redis_client.persist(f"simhash:checked:w{window}:counts")
+    report = index.verify()
+    assert not report.ok
+    assert set(report.problems) == {"fingerprint missing from table", "key without expiry"}, report.problems
+    assert all(example.startswith(("period", "key without expiry")) for example in report.examples)
+    assert index.verify(repair=True).repaired
+    assert index.verify().ok and index.near(A)[0] == Match("d0", A, 0)
+    assert redis_client.pttl(table_key) > 0
+
+
+def test_export_and_import_carry_the_retention(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "dumped", retention="1h")
+    pairs = [(f"d{i}", A ^ (i << 30)) for i in range(50)]
+    index.add_many(pairs)
+    out = io.BytesIO()
+    assert export_index(index, out) == 50
+    index.drop()
+    out.seek(0)
+    result = import_index(redis_client, out)
+    assert result.added == 50
+    again = SimhashIndex(redis_client, "dumped")
+    assert again.config.retention == Retention.of("1h")
+    assert again.get_many([i for i, _ in pairs]) == [fp for _, fp in pairs]
+
+
+def test_stats_list_the_periods(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "counted", retention=Retention(60, 1))
+    index.add_many([(f"d{i}", A ^ (i << 20)) for i in range(3)])
+    wait_for_next_period(index)
+    index.add_many([(f"e{i}", A ^ (i << 40)) for i in range(2)])
+    stats = collect(index)
+    assert [p.documents for p in stats.periods] == [3, 2]
+    assert stats.documents == 5 and sum(t.keys for t in stats.tables) > 0
+    assert stats.periods[0].start < stats.periods[0].expires
+
+
+def test_a_lost_meta_is_restored_with_its_retention(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "lost", retention="1d")
+    index.add_many([(f"d{i}", A ^ (i << 20)) for i in range(5)])
+    redis_client.delete(b"simhash:lost:meta")
+    with pytest.raises(ConfigurationMismatch, match="retention"):
+        SimhashIndex.restore(redis_client, "lost", k=3)
+    restored = SimhashIndex.restore(redis_client, "lost", k=3, retention="1d")
+    assert restored.get("d3") == A ^ (3 << 20)
