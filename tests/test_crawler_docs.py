@@ -37,3 +37,16 @@ def test_the_worker_loop_runs_as_written(
     assert handle("s2", story.upper() + "!") is False  # type: ignore[operator]
     assert handle("s1", story) is False  # type: ignore[operator]  # a retry: already stored
     assert "s2: copy of s1 (distance 0)" in capsys.readouterr().out
+
+
+def test_the_worker_loop_with_a_retention_window_runs_as_written(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    namespace: dict[str, object] = {"REDIS_URL": redis_url}
+    exec(_blocks()[2], namespace)
+    fresh = namespace["fresh"]
+    story = "the storm closed the coastal road on monday and the ferry to the island was cancelled"
+    assert fresh("w1", story) is True  # type: ignore[operator]
+    assert fresh("w2", story.title()) is False  # type: ignore[operator]
+    assert redis_client.hget(b"simhash:wire:meta", b"retention") == b"604800;period=100800"
+    assert all(redis_client.pttl(key) > 0 for key in redis_client.scan_iter(b"simhash:wire:w*"))

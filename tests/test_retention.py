@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import random
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -28,7 +29,11 @@ from simhash_redis import (
 )
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
+from simhash_redis.transport.retry import Backoff
+from tests.faultproxy import FaultProxy
+from tests.servers import ServerProcess
 from tests.test_add_if_new import race
+from tests.test_oom import BATCH, MAXMEMORY, assert_consistent, documents, fill_until_oom
 
 A = 0x0123456789ABCDEF
 
@@ -255,3 +260,56 @@ def test_a_lost_meta_is_restored_with_its_retention(redis_client: redis.Redis) -
         SimhashIndex.restore(redis_client, "lost", k=3)
     restored = SimhashIndex.restore(redis_client, "lost", k=3, retention="1d")
     assert restored.get("d3") == A ^ (3 << 20)
+
+
+# -- faults: lost replies and a full server ---------------------------------------------------------------
+
+
+def test_lost_replies_to_windowed_writes_change_nothing_more(redis_server: ServerProcess) -> None:
+    """Every write reply lost once (the server applied it): the retry finds the work done."""
+    redis_server.flushall()
+    with FaultProxy(redis_server.port) as proxy:
+        client = redis.Redis.from_url(proxy.url, socket_timeout=10)
+        index = SimhashIndex(
+            client, "lost", k=3, retention=Retention(60, 1), backoff=Backoff(retries=3, base=0.001, cap=0.01)
+        )
+        index.add_many([("x", A), ("y", A)])
+        wait_for_next_period(index)
+        for step in (
+            lambda: index.add("x", A ^ 0xFF00),  # a move into the new period and a replacement
+            lambda: index.add_if_new("z", A ^ 0xF0F0_0000_0000),
+            lambda: index.remove("y"),
+        ):
+            proxy.arm()
+            step()
+            assert proxy.dropped_after_write == 1
+            proxy.disarm()
+            proxy.dropped_after_write = 0
+        expected = {"x": A ^ 0xFF00, "y": None, "z": A ^ 0xF0F0_0000_0000}
+        assert dict(zip(expected, index.get_many(list(expected)), strict=True)) == expected
+        assert index.count() == (2, 2) and index.verify().ok
+        assert index.near(A) == []
+        client.close()
+
+
+@pytest.fixture
+def small() -> Iterator[ServerProcess]:
+    """A private server with a few MB of maxmemory and the noeviction policy."""
+    with ServerProcess({"maxmemory": MAXMEMORY, "maxmemory-policy": "noeviction"}) as server:
+        yield server
+
+
+def test_out_of_memory_leaves_nothing_half_written_and_resumes(small: ServerProcess) -> None:
+    docs = documents()
+    with small.client() as client:
+        index = SimhashIndex(
+            client, "oom", k=3, id_buckets=64, retention="1h", backoff=Backoff(retries=1, base=0.01)
+        )
+        refused, _ = fill_until_oom(index, docs)
+        assert refused > 0
+        assert_consistent(index, docs, refused)
+        # Every key written so far expires with its period, whatever was refused.
+        assert index.verify().ok
+        client.config_set("maxmemory", "0")
+        index.add_many(docs[: refused + 5 * BATCH])
+        assert_consistent(index, docs, refused + 5 * BATCH)

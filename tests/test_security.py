@@ -43,12 +43,15 @@ MINIMAL_ACL = (
     "+evalsha +script|load "
     "+hget +hmget +hgetall +hexists +hlen +smembers +sismember +smismember +scard +exists "
     "+hset +hsetnx +hdel +hincrby +sadd +srem +type "
-    "+scan +unlink +ping"
+    "+scan +unlink +ping "
+    "+time +pexpireat +pttl"
 )
 #: What the CLI's `stats` adds to it: server memory and per-key memory usage.
 STATS_ACL = "+info +memory|usage"
 #: The same by categories, for servers whose ACL should follow new library versions without edits.
-CATEGORY_ACL = "resetkeys ~simhash:* resetchannels -@all +@read +@write +@scripting +@connection -@dangerous"
+CATEGORY_ACL = (
+    "resetkeys ~simhash:* resetchannels -@all +@read +@write +@scripting +@connection -@dangerous +time"
+)
 
 PASSWORD = "s3cr3t/p@ss:w0rd?#%"  # URL-hostile characters: they must be quoted in the URL, and never shown
 ADMIN_PASSWORD = "admin-pw-d0e5"
@@ -273,9 +276,13 @@ def chain(exc: BaseException) -> list[BaseException]:
 A = 0x0123456789ABCDEF
 
 
+@pytest.mark.parametrize("retention", [None, "1d"])
 @pytest.mark.parametrize("user", ["worker", "bycategory"])
-def test_index_contract_over_tls_with_the_acl_user(server: TLSServer, user: str) -> None:
-    index = SimhashIndex.from_url(server.url(user, PASSWORD), "secure", k=3, id_buckets=64)
+def test_index_contract_over_tls_with_the_acl_user(
+    server: TLSServer, user: str, retention: str | None
+) -> None:
+    url = server.url(user, PASSWORD)
+    index = SimhashIndex.from_url(url, "secure", k=3, id_buckets=64, retention=retention)
     assert index.add("a", A).value == "added"
     assert index.add_many([("b", A ^ 0b11), ("c", A ^ (2**64 - 1))]) is not None
     assert [m.id for m in index.near(A)] == ["a", "b"]

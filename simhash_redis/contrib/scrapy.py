@@ -55,6 +55,8 @@ class NearDuplicatePipeline:
         k: the largest distance of a near-duplicate, used when the index is created (an existing index
             keeps its own; another value given here is refused).
         prefix: the key prefix.
+        retention: forget a page this long after it was stored ("30d", seconds, a timedelta), used
+            when the index is created, like k; a page met again after that is stored anew.
     """
 
     def __init__(
@@ -66,9 +68,10 @@ class NearDuplicatePipeline:
         id_field: str = "url",
         k: int | None = None,
         prefix: str = defaults.PREFIX,
+        retention: object = None,
     ) -> None:
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
-        self.k, self.prefix = k, prefix
+        self.k, self.prefix, self.retention = k, prefix, retention
         self.index: SimhashIndex | None = None
         self.stats: Any = None
 
@@ -92,6 +95,7 @@ class NearDuplicatePipeline:
             id_field=settings.get("SIMHASH_REDIS_ID_FIELD", "url"),
             k=settings.getint("SIMHASH_REDIS_K") or None,
             prefix=settings.get("SIMHASH_REDIS_PREFIX", defaults.PREFIX),
+            retention=settings.get("SIMHASH_REDIS_RETENTION"),
         )
         pipeline.stats = crawler.stats
         return pipeline
@@ -104,9 +108,9 @@ class NearDuplicatePipeline:
 
         Raises:
             RedisUnavailable: the server cannot be reached.
-            ConfigurationMismatch: the index exists with another k.
+            ConfigurationMismatch: the index exists with another k or retention.
         """
-        options: dict[str, Any] = {"prefix": self.prefix}
+        options: dict[str, Any] = {"prefix": self.prefix, "retention": self.retention}
         if self.k is not None:
             options["k"] = self.k
         self.index = SimhashIndex.from_url(self.url, self.index_name, **options)

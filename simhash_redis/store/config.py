@@ -26,7 +26,7 @@ _PLAIN_FORMAT = 1
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 #: Periods a retention is cut into by default: a document lives between retention and 7/6 of it, and
-#: a query reads the table sets of 8 periods (`store.windows`).
+#: a query reads the table sets of 7 periods (`store.windows`).
 _PERIODS = 6
 
 

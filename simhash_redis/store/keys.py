@@ -165,6 +165,20 @@ class KeySchema:
             build = _TABLES[self] = _compile_tables(self._table_formats, self._layout)
         return build
 
+    def periods_builder(self, windows: Sequence[int]) -> Callable[[int], list[bytes]]:
+        """`tables` of each of several periods, period by period, as one function (each table's key
+        value is computed once, then put after each period's prefix).
+
+        Args:
+            windows: the periods.
+        """
+        suffixes = _SUFFIXES.get(self)
+        if suffixes is None:
+            formats = [f"t{i}:%0{width}x".encode() for i, width in enumerate(self._layout.hex_widths)]
+            suffixes = _SUFFIXES[self] = _compile_tables(formats, self._layout)
+        prefixes = [f"{self.prefix}:{self.name}:w{window}:".encode() for window in windows]
+        return lambda fp: [prefix + suffix for prefix in prefixes for suffix in suffixes(fp)]
+
     def table(self, table: int, value: int) -> bytes:
         """The key of one table bucket.
 
@@ -295,6 +309,8 @@ class KeySchema:
 # KeySchema.tables() of each schema, compiled on first use (kept outside the instance, so it stays
 # picklable and its attributes unchanged).
 _TABLES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
+# The same for the part of a period's table key after its prefix (`periods_builder`).
+_SUFFIXES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
 
 
 def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], list[bytes]]:

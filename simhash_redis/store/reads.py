@@ -122,11 +122,8 @@ class Reads:
             fp_buckets = [self.store.keys.fp_bucket]
         else:
             view = self.windows.view()
-            windows, builders = view.windows, [schema.table_builder() for schema in view.schemas]
+            windows, table_keys = view.windows, view.table_keys
             fp_buckets = [schema.fp_bucket for schema in view.schemas]
-
-            def table_keys(fp: int) -> list[bytes]:
-                return [key for build in builders for key in build(fp)]
 
         tables = self.tables * len(fp_buckets)
         keys: list[bytes] = []

@@ -4,13 +4,14 @@ Documents are written into the period that holds the server's current time, and 
 expires at (p + 1) x period + retention (PEXPIREAT, by the server's clock): a document written at t is
 found until t + retention and is gone by t + retention + period, with no janitor and no SCAN. The write
 script checks the period against the server's clock (`TIME`), so workers whose clocks drift still write
-where the server's clock says. Reads cover every period that can still hold a document, and the next
-one, where a writer may already be when the client's estimate of the server's clock lags a little.
+where the server's clock says. Reads cover every period that can still hold a document, with a margin
+for the error of the worker's estimate of the server's clock.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..transport import Sender
@@ -21,6 +22,10 @@ __all__ = ["View", "WindowedSets", "Windows"]
 
 # Periods whose key names are kept built; a long-lived worker moves on to new ones.
 _SCHEMAS_KEPT = 64
+# How far this worker's estimate of the server's clock may be off (it is read from TIME, to within a
+# round trip, and corrected by every write that lands in another period than expected): reads cover
+# the periods that may be live within this margin of the estimate.
+_MARGIN_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -28,14 +33,16 @@ class View:
     """The periods a call reads and writes, fixed for the call.
 
     Args:
-        windows: the live periods, oldest first, ending with the one after the current.
+        windows: the live periods, oldest first (the current one, and near its end the next one, last).
         current: the period new documents are written into.
         schemas: the key names of each period of `windows`.
+        table_keys: a fingerprint's table keys in each period of `windows`, period by period.
     """
 
     windows: tuple[int, ...]
     current: int
     schemas: tuple[KeySchema, ...]
+    table_keys: Callable[[int], list[bytes]]
 
     @property
     def current_schema(self) -> KeySchema:
@@ -72,6 +79,8 @@ class Windows:
         self.keys, self.retention = keys, retention
         self.period_ms, self.retention_ms = retention.period * 1000, retention.seconds * 1000
         self._offset_ms = 0.0
+        self._view: View
+        self._view_until = 0
         self._schemas: dict[int, KeySchema] = {}
         self._sender = sender
         self.sync()
@@ -95,6 +104,7 @@ class Windows:
             local: the local time it corresponds to (default: now).
         """
         self._offset_ms = server_ms - (time.time() if local is None else local) * 1000
+        self._view_until = 0  # the periods are worked out again by this clock
 
     def now_ms(self) -> int:
         """The server's Unix time in milliseconds, as estimated."""
@@ -109,12 +119,27 @@ class Windows:
         return (window + 1) * self.period_ms + self.retention_ms
 
     def view(self) -> View:
-        """The live periods now: those not yet expired, up to the one after the current."""
+        """The periods a call reads now: every one not expired, up to the current one; within a margin
+        of a boundary (the error this worker's estimate of the server's clock may have), also the one
+        that expires at it, or the next one.
+
+        A write needs none of the margins: the script writes only into the period of the server's clock,
+        and a guard read in other periods is not written with (`WindowedWrites`).
+        """
         now = self.now_ms()
-        current = now // self.period_ms
-        first = (now - self.retention_ms) // self.period_ms - 1
-        windows = tuple(w for w in range(first, current + 2) if self.expires_at(w) > now)
-        return View(windows, current, tuple(self.schema(w) for w in windows))
+        if now < self._view_until:  # the same periods until the next boundary or margin
+            return self._view
+        period, margin = self.period_ms, min(_MARGIN_MS, self.period_ms // 2)
+        current = now // period
+        end = (current + 1) * period
+        last = current + 1 if now >= end - margin else current
+        first = (now - margin - self.retention_ms) // period - 1
+        windows = tuple(w for w in range(first, last + 1) if self.expires_at(w) > now - margin)
+        schemas = tuple(self.schema(w) for w in windows)
+        self._view = View(windows, current, schemas, self.keys.periods_builder(windows))
+        changes = [end, self.expires_at(windows[0]) + margin] + ([end - margin] if last == current else [])
+        self._view_until = min(changes)
+        return self._view
 
     def counts(self) -> list[tuple[int, int, int]]:
         """(period, documents, fingerprints) of each live period, from the counts the write script keeps.
