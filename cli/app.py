@@ -104,7 +104,7 @@ _GLOBAL_OPTIONS = frozenset(
     {"--redis-url", "--index", "--k", "--layout", "--scheme", "--f", "--threshold", "--retention"}
 )
 #: The global flags, likewise.
-_GLOBAL_FLAGS = frozenset({"--verified"})
+_GLOBAL_FLAGS = frozenset({"--verified", "--sliding"})
 
 
 def _hoisted(group: TyperGroup, args: list[str]) -> list[str]:
@@ -271,6 +271,14 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    sliding: Annotated[
+        bool,
+        typer.Option(
+            "--sliding",
+            help="With --retention: a stored document found again as a near-duplicate (add-if-new, "
+            "dedupe, unique loads) is kept another retention from then.",
+        ),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
@@ -286,6 +294,7 @@ def _root(
         verified=verified,
         threshold=threshold,
         retention=retention,
+        sliding=sliding,
     )
 
 

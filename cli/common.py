@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from simhash_redis import SimhashIndex, VerifiedIndex, defaults, redact_url
+from simhash_redis import Retention, SimhashIndex, VerifiedIndex, defaults, redact_url
 from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from simhash_redis.store import Verification, validate_name
@@ -65,6 +65,7 @@ class Settings:
         verified: --verified, likewise: verified mode (MinHash-confirmed near-duplicates).
         threshold: --threshold, likewise: verified mode's Jaccard threshold (implies --verified).
         retention: --retention, likewise: the retention window ("7d", "12h", ...).
+        sliding: --sliding, likewise: the retention window slides when a document is found again.
     """
 
     # URLs carry passwords: keep them out of the repr (tracebacks, debuggers, logs).
@@ -77,6 +78,7 @@ class Settings:
     verified: bool = False
     threshold: float | None = None
     retention: str | None = None
+    sliding: bool = False
     _resolved: str | None = field(default=None, repr=False)
 
     @property
@@ -141,7 +143,8 @@ class Settings:
         not given).
 
         Raises:
-            InvalidArgument: --layout without --k, or a label that names nothing.
+            InvalidArgument: --layout without --k, a label that names nothing, --sliding without
+                --retention, or a malformed --retention.
         """
         width = defaults.F if self.f is None else self.f
         layout = scheme = None
@@ -152,7 +155,12 @@ class Settings:
             layout = planner.layout_named(self.layout, width, self.k)
         if self.scheme is not None:
             scheme = scheme_named(self.scheme, width)
-        return {"k": self.k, "f": self.f, "layout": layout, "scheme": scheme, "retention": self.retention}
+        retention: Retention | str | None = self.retention
+        if self.sliding:
+            if self.retention is None:
+                raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
+            retention = Retention.of(self.retention, sliding=True)
+        return {"k": self.k, "f": self.f, "layout": layout, "scheme": scheme, "retention": retention}
 
     def verification(self) -> Verification | None:
         """The verified mode --verified and --threshold ask for a new index (None: a plain one)."""

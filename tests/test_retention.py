@@ -27,6 +27,7 @@ from simhash_redis import (
     VerifiedIndex,
     distance,
 )
+from simhash_redis.codec import encode_fp
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
 from simhash_redis.transport.retry import Backoff
@@ -313,3 +314,47 @@ def test_out_of_memory_leaves_nothing_half_written_and_resumes(small: ServerProc
         client.config_set("maxmemory", "0")
         index.add_many(docs[: refused + 5 * BATCH])
         assert_consistent(index, docs, refused + 5 * BATCH)
+
+
+# -- a sliding window: seen again, kept another retention ---------------------------------------------------
+
+
+def test_a_sliding_window_keeps_what_is_seen_again(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "sliding", retention=Retention(60, 1, sliding=True))
+    fixed = SimhashIndex(redis_client, "fixed", retention=Retention(60, 1))
+    assert redis_client.hget(b"simhash:sliding:meta", b"retention") == b"60;period=1;sliding"
+    assert index.windows is not None and fixed.windows is not None
+    for each in (index, fixed):
+        each.add_many([("a", A), ("c", A ^ 0xFFFF_0000)])
+    wait_for_next_period(index)
+    for each in (index, fixed):
+        assert each.add_if_new("b", A ^ 1) == Match("a", A, 1)
+        assert each.add_many([("d", A ^ 0xFFFF_0001)], unique=True) == [Match("c", A ^ 0xFFFF_0000, 1)]
+    now = index.windows.view().current
+    assert {w: docs for w, docs, _ in index.windows.counts()}[now] == 2  # a and c moved: seen again
+    assert {w: docs for w, docs, _ in fixed.windows.counts()}.get(now, 0) == 0
+    assert index.verify().ok and index.count() == (2, 2)
+    # Only a document still stored with the fingerprint that was found moves: never one replaced since.
+    wait_for_next_period(index)
+    index.add("a", A ^ 0xFF00_0000_0000)
+    index._writes.seen([(b"a", encode_fp(A, 64)), (b"gone", encode_fp(A, 64))])
+    assert index.get("a") == A ^ 0xFF00_0000_0000 and index.get("gone") is None
+    assert index.verify().ok and index.count() == (2, 2)
+
+
+def test_a_document_seen_again_lives_a_retention_from_then(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "renewed", retention=Retention(2, 1, sliding=True))
+    index.add("a", A)
+    while server_ms(redis_client) % 1000 > 500:  # early in a period, so that the next step is in another
+        time.sleep(0.01)
+    wait_for_next_period(index)
+    seen = server_ms(redis_client)
+    assert index.add_if_new("b", A) == Match("a", A, 0)
+    while server_ms(redis_client) < seen + 1900:
+        time.sleep(0.05)
+    found = index.near(A)
+    if server_ms(redis_client) < seen + 2000:  # the check ran within the retention of the second sight
+        assert found == [Match("a", A, 0)]
+    while server_ms(redis_client) < seen + 3100:
+        time.sleep(0.05)
+    assert index.near(A) == [] and index.count() == (0, 0)

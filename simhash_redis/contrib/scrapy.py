@@ -26,6 +26,7 @@ from scrapy.utils.misc import load_object
 
 from .. import defaults
 from ..index import SimhashIndex
+from ..store import Retention
 
 __all__ = ["NearDuplicatePipeline"]
 
@@ -43,6 +44,13 @@ def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
     return getter
 
 
+def _retention(retention: object, sliding: bool) -> object:
+    """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING."""
+    if sliding and retention is None:
+        raise NotConfigured("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
+    return Retention.of(retention, sliding=True) if sliding else retention
+
+
 class NearDuplicatePipeline:
     """Drops an item whose text is a near-duplicate of one already stored; stores the others' fingerprints.
 
@@ -55,8 +63,9 @@ class NearDuplicatePipeline:
         k: the largest distance of a near-duplicate, used when the index is created (an existing index
             keeps its own; another value given here is refused).
         prefix: the key prefix.
-        retention: forget a page this long after it was stored ("30d", seconds, a timedelta), used
-            when the index is created, like k; a page met again after that is stored anew.
+        retention: forget a page this long after it was stored ("30d", seconds, a timedelta, or a
+            `Retention`, sliding or not), used when the index is created, like k; a page met again
+            after that is stored anew.
     """
 
     def __init__(
@@ -95,7 +104,9 @@ class NearDuplicatePipeline:
             id_field=settings.get("SIMHASH_REDIS_ID_FIELD", "url"),
             k=settings.getint("SIMHASH_REDIS_K") or None,
             prefix=settings.get("SIMHASH_REDIS_PREFIX", defaults.PREFIX),
-            retention=settings.get("SIMHASH_REDIS_RETENTION"),
+            retention=_retention(
+                settings.get("SIMHASH_REDIS_RETENTION"), settings.getbool("SIMHASH_REDIS_SLIDING")
+            ),
         )
         pipeline.stats = crawler.stats
         return pipeline

@@ -91,9 +91,12 @@ class UniqueWrites:
                     found = judge.duplicates(ready, list(map(list, found)))
                 writes: list[Write] = []
                 writing: list[int] = []
+                again: list[tuple[bytes, bytes]] = []
                 for i, sets, matches in zip(ready, members, found, strict=True):
                     if matches:
-                        results[i] = duplicate_of(ids[i].decode(), list(matches))
+                        results[i] = duplicate = duplicate_of(ids[i].decode(), list(matches))
+                        if duplicate is not None:
+                            again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
                     else:
                         guard = None if locks else sets if judge is None else judge.guarded(i, sets)
                         writes.append((ids[i], encode_fp(fps[i], self.f), guard))
@@ -102,6 +105,7 @@ class UniqueWrites:
                     judge.before_write(writing)
                 # Every document a near-duplicate: nothing to write, and no write round trip either.
                 applied = self.writes.apply(writes) if writes else []
+                self.writes.seen(again)
                 changed = []
                 for i, outcome in zip(writing, applied, strict=True):
                     if outcome is None:  # a table set changed since it was read: read it again

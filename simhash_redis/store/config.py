@@ -72,6 +72,8 @@ class Retention:
     Args:
         seconds: the retention, in whole seconds (also a timedelta or a string such as "7d" through `of`).
         period: the length of a period in whole seconds, at most the retention.
+        sliding: a stored document found again as a near-duplicate by `add_if_new` (or a unique add) is
+            kept another retention from then ("seen again"); otherwise only writing it again does that.
 
     Raises:
         InvalidArgument: a value is out of range.
@@ -80,34 +82,37 @@ class Retention:
 
     seconds: int
     period: int
+    sliding: bool = False
 
     def __post_init__(self) -> None:
         for argument in ("seconds", "period"):
             value = getattr(self, argument)
             if not is_int(value):
                 raise InvalidType(f"retention {argument} must be an int, got {type(value).__name__}")
+        if not isinstance(self.sliding, bool):
+            raise InvalidType(f"sliding must be a bool, got {type(self.sliding).__name__}")
         if not 1 <= self.period <= self.seconds:
             raise InvalidArgument(f"the period must be 1 s to the retention, got {self.period} s")
 
     @classmethod
-    def of(cls, retention: object, period: object = None) -> Retention:
+    def of(cls, retention: object, period: object = None, *, sliding: bool = False) -> Retention:
         """A retention from the forms users write, the period defaulting to a sixth of it.
 
         Args:
             retention: a timedelta, seconds, or a string such as "7d", "12h", "90s".
             period: the same forms; default: the retention / 6, rounded up to whole seconds.
+            sliding: as the class.
 
         Raises:
             InvalidArgument, InvalidType: as the class.
         """
         seconds = parse_duration(retention, "retention")
-        if period is not None:
-            return cls(seconds, parse_duration(period, "period"))
-        return cls(seconds, -(-seconds // _PERIODS))
+        length = -(-seconds // _PERIODS) if period is None else parse_duration(period, "period")
+        return cls(seconds, length, sliding)
 
     def to_meta(self) -> str:
-        """The meta field, e.g. "604800;period=100800"."""
-        return f"{self.seconds};period={self.period}"
+        """The meta field, e.g. "604800;period=100800" (and ";sliding" for a sliding one)."""
+        return f"{self.seconds};period={self.period}" + (";sliding" if self.sliding else "")
 
     @classmethod
     def from_meta(cls, text: str) -> Retention:
@@ -116,15 +121,18 @@ class Retention:
         Raises:
             ValueError: the text is not one `to_meta` writes.
         """
-        seconds, _, period = text.partition(";period=")
-        made = cls(int(seconds), int(period))
+        seconds, _, rest = text.partition(";period=")
+        period, _, sliding = rest.partition(";")
+        made = cls(int(seconds), int(period), sliding == "sliding")
         if made.to_meta() != text:
             raise ValueError(f"retention {text!r} is not in its canonical form")
         return made
 
     def describe(self) -> str:
-        """The retention and period for people, e.g. "7d (periods of 28h)"."""
-        return f"{_human(self.seconds)} (periods of {_human(self.period)})"
+        """The retention and period for people, e.g. "7d (periods of 28h)", "7d (periods of 28h), sliding"."""
+        return f"{_human(self.seconds)} (periods of {_human(self.period)})" + (
+            ", sliding" if self.sliding else ""
+        )
 
 
 def _human(seconds: int) -> str:

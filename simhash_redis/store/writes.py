@@ -56,6 +56,8 @@ class SketchedGuard(list[list[bytes]]):
 Write = tuple[bytes, bytes, Guard | None]
 # A document of a script call: its position in the batch, id, new and old fingerprints, guard.
 _Pending = tuple[int, bytes, bytes, bytes, Guard | None]
+# The same in an index with a retention window, old's period after old (0: none known).
+_InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
 
 _OUTCOMES = {
     b"a": Outcome.ADDED,
@@ -77,6 +79,10 @@ class Writes(Protocol):
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
         """Apply the writes; None for a guarded write whose tables changed since they were read."""
+        ...
+
+    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
+        """Stored documents (id, stored fingerprint) found again as near-duplicates by add-if-new."""
         ...
 
 
@@ -109,6 +115,9 @@ class AtomicWrites:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
         return _in_waves(ops, self._apply_once)
+
+    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
+        """Nothing: an index without a retention window keeps its documents anyway."""
 
     def _apply_once(self, ops: list[Write]) -> list[Outcome | None]:
         pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
@@ -253,6 +262,9 @@ class OrderedWrites:
         """
         return _in_waves(ops, self._apply_unique)
 
+    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
+        """Nothing: an index without a retention window keeps its documents anyway."""
+
     def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
         tables: list[Command] = [
             (b"SADD", key, new)
@@ -354,9 +366,40 @@ class WindowedWrites:
             pending = retry
         return outcomes
 
-    def _command(
-        self, view: View, pending: list[tuple[int, bytes, bytes, bytes, int, Guard | None]]
-    ) -> Command:
+    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
+        """In a sliding window, move documents found again into the current period, if still stored so.
+
+        A document is moved only while its id still has that fingerprint: one script call finds it
+        where it is (already in the current period: nothing to do), a second moves it. One that was
+        replaced or removed meanwhile is left alone, never written back.
+
+        Args:
+            docs: (id, stored fingerprint) of each document found again.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached (nothing is half-moved).
+        """
+        if not self.windows.retention.sliding or not docs:
+            return
+        view = self.windows.view()
+        pending: list[_InPeriod] = [
+            (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
+        ]
+        for _ in range(2):
+            reply: list[bytes] = self.store.run_script(self._SCRIPT, [self._command(view, pending)])[0]
+            if reply[:1] and reply[0][:1] == b"w":
+                self.windows.set_server_time(int(reply[0][1:]))
+                return  # a period boundary passed: the documents will be seen again soon enough
+            moved: list[_InPeriod] = []
+            for (i, doc_id, fp, _, _, _), status in zip(pending, reply, strict=True):
+                where, _, current = status[1:].partition(b":")
+                if status[:1] == b"c" and current == fp:  # in an older period, unchanged: move it
+                    moved.append((i, doc_id, fp, fp, view.windows[int(where) - 1], None))
+            if not moved:
+                return
+            pending = moved
+
+    def _command(self, view: View, pending: list[_InPeriod]) -> Command:
         """A script call in format 'w' (see write.lua) for the documents, against the view's periods."""
         schemas, windows = view.schemas, view.windows
         here = windows.index(view.current) + 1

@@ -41,3 +41,12 @@ def test_a_retention_that_differs_or_is_malformed_is_refused(invoke: Invoke) -> 
     # Placed after the command, as the other global options may be.
     after = invoke("add", "b", article(2), "--retention", "12h", index="w12")
     assert after.exit_code == 0, after.output
+
+
+def test_a_sliding_window_from_the_command_line(invoke: Invoke, redis_client: redis.Redis) -> None:
+    made = invoke("--retention", "1d", "--sliding", "add", "a", article(1), index="slide")
+    assert made.exit_code == 0, made.output
+    assert redis_client.hget(b"simhash:slide:meta", b"retention") == b"86400;period=14400;sliding"
+    assert "periods of 4h), sliding" in invoke("stats", index="slide").stdout
+    alone = invoke("--sliding", "add", "a", article(1), index="slide2")
+    assert alone.exit_code == 2 and "--sliding needs --retention" in alone.stderr
