@@ -24,6 +24,7 @@ from simhash_redis import (
     Outcome,
     Retention,
     SimhashIndex,
+    SimhashRedisError,
     VerifiedIndex,
     distance,
 )
@@ -358,3 +359,79 @@ def test_a_document_seen_again_lives_a_retention_from_then(redis_client: redis.R
     while server_ms(redis_client) < seen + 3100:
         time.sleep(0.05)
     assert index.near(A) == [] and index.count() == (0, 0)
+
+
+# -- clocks, failed moves, restores and imports --------------------------------------------------------------
+
+
+def test_a_failed_move_leaves_every_key_of_the_old_period_expiring(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "failing", retention=Retention(60, 1))
+    assert index.windows is not None
+    index.add("x", A)
+    wait_for_next_period(index)
+    other = A ^ 0xFFFF_FFFF  # its tables 2 and 3 are not A's, so near(A) does not read the blocker
+    blocker = index.windows.schema(index.windows.view().current).tables(other)[2]
+    redis_client.set(blocker, "not a set")  # a hand edit: the move's write fails half-way
+    with pytest.raises(SimhashRedisError):
+        index.add("x", other)
+    assert index.get("x") == A and index.near(A) == [Match("x", A, 0)]
+    lasting = [k for k in redis_client.scan_iter(b"simhash:failing:w*") if redis_client.pttl(k) == -1]
+    assert lasting == [blocker]
+
+
+def test_a_worker_whose_clock_estimate_is_off_writes_where_the_server_says(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "skewed", retention=Retention(30, 1))
+    assert index.windows is not None
+    index.windows.set_server_time(index.windows.now_ms() + 10_000)  # ten seconds ahead
+    assert index.add("a", A) is Outcome.ADDED  # refused by the script, built again by the server's clock
+    truth = server_ms(redis_client) // 1000
+    assert {w for w, docs, _ in index.windows.counts() if docs} == {truth}
+    assert index.near(A) == [Match("a", A, 0)]
+    # A reader that never writes reads the server's clock again once a minute.
+    reader = SimhashIndex(redis_client, "skewed")
+    assert reader.windows is not None
+    reader.windows.set_server_time(reader.windows.now_ms() - 20_000, time.monotonic() - 61)
+    assert reader.near(A) == [Match("a", A, 0)]
+    assert abs(reader.windows.now_ms() - server_ms(redis_client)) < 1000
+
+
+def test_a_guard_that_missed_a_live_period_is_read_again(redis_client: redis.Redis) -> None:
+    """A worker reads with a clock estimate seconds ahead; another stores a near-duplicate in the
+    period the first one's guard did not read; the first one's write must read again, not store."""
+    late = SimhashIndex(redis_client, "guarded", retention=Retention(3, 1))
+    early = SimhashIndex(redis_client, "guarded")
+    assert late.windows is not None
+    late.windows.set_server_time(late.windows.now_ms() + 4500)
+    members, found = late._reads.near_and_members([A ^ 1], 3)
+    assert found == [[]]
+    assert early.add_if_new("a", A) is None
+    wait_for_next_period(early)  # the period "late" believed current has now begun on the server
+    guard = members[0]
+    outcome = late._writes.apply([(b"b", encode_fp(A ^ 1, 64), guard)])
+    assert outcome == [None]  # not written: read again
+    assert late.add_if_new("b", A ^ 1) == Match("a", A, 1)
+    assert late.count() == (1, 1)
+
+
+def test_a_restore_with_another_period_is_refused(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "periods", retention=Retention(600, 100))
+    index.add_many([(f"d{i}", A ^ (i << 20)) for i in range(5)])
+    redis_client.delete(b"simhash:periods:meta")
+    with pytest.raises(ConfigurationMismatch, match="retention"):
+        SimhashIndex.restore(redis_client, "periods", k=3, retention=Retention(600, 60))
+    with pytest.raises(ConfigurationMismatch, match="retention"):
+        SimhashIndex.restore(redis_client, "periods", k=3, retention=Retention(900, 100))
+    restored = SimhashIndex.restore(redis_client, "periods", k=3, retention=Retention(600, 100))
+    assert restored.count() == (5, 5)
+
+
+def test_a_plain_dump_is_not_imported_into_a_windowed_index(redis_client: redis.Redis) -> None:
+    plain = SimhashIndex(redis_client, "kept")
+    plain.add("a", A)
+    out = io.BytesIO()
+    export_index(plain, out)
+    SimhashIndex(redis_client, "forgetting", retention="1d")
+    out.seek(0)
+    with pytest.raises(InvalidArgument, match="retention window"):
+        import_index(redis_client, out, name="forgetting")
+    assert SimhashIndex(redis_client, "forgetting").count() == (0, 0)

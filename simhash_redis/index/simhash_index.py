@@ -100,8 +100,8 @@ class SimhashIndex:
         self.client = client
         sender = open_sender(client, backoff)
         asked = {"k": k, "f": f, "layout": layout, "scheme": scheme, "id_buckets": id_buckets}
-        windows = lifecycle.as_retention(retention, sender.cluster)
-        wanted, given = lifecycle.requested(**asked, verification=verification, retention=windows)
+        retained = lifecycle.as_retention(retention, sender.cluster)
+        wanted, given = lifecycle.requested(**asked, verification=verification, retention=retained)
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
         self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
         #: The index's Redis half: every command of this index (and of what works on it) goes through it.
@@ -302,8 +302,8 @@ class SimhashIndex:
         """The number of documents and of distinct fingerprints stored.
 
         On a standalone server the write script keeps these in the counts hash (one per period of an
-        index with a retention window); on a cluster they are summed from the sizes of the id and
-        fingerprint maps (tens of milliseconds, not for a hot path).
+        index with a retention window, summed: a fingerprint in two periods counts twice); on a
+        cluster they are summed from the sizes of the id and fingerprint maps (tens of milliseconds).
 
         Raises:
             RedisUnavailable: the server cannot be reached.

@@ -1,5 +1,7 @@
-"""What an index with a retention window adds to verify: each period checked as an index of its own,
-and every key of a period set to expire with it."""
+"""Verify for an index with a retention window: each period checked as an index of its own.
+
+Every key of a period must also expire with it; repair sets those that do not.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: 
         RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
     """
     report = VerifyReport(repaired=repair)
+    # Expiries first, so that the keys a repair below writes again are not reported as problems.
+    _check_expiries(store, windows, report, repair, quiet=False)
     for window in windows.view().windows:
         part = check_consistency(Store(store.sender, windows.schema(window)), f, tables, repair)
         report.docs += part.docs
@@ -36,18 +40,35 @@ def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: 
         report.problems.update(part.problems)
         report.examples += [f"period {window}: {example}" for example in part.examples]
     del report.examples[_EXAMPLES:]
+    if repair:
+        _check_expiries(store, windows, report, repair, quiet=True)
+    return report
+
+
+def _check_expiries(store: Store, windows: Windows, report: VerifyReport, repair: bool, quiet: bool) -> None:
+    """Find (and with repair, set) the expiry of every key of a period that has none.
+
+    Args:
+        store: the index's store.
+        windows: its periods.
+        report: where problems are counted.
+        repair: set the missing expiries.
+        quiet: count nothing (after a repair, for the keys it wrote itself).
+    """
     head = len(store.keys.base) + 2  # the key names go on with ":w" and the period's number
     for keys in store.scan("windows"):
         ttls = store.execute([(b"PTTL", key) for key in keys])
-        lasting = [key for key, ttl in zip(keys, ttls, strict=True) if int(ttl) == -1]
-        for key in lasting:
-            report.found("key without expiry", key.decode(errors="replace"))
+        lasting = []
+        for key, ttl in zip(keys, ttls, strict=True):
+            number = key[head:].partition(b":")[0]
+            if int(ttl) != -1:
+                continue
+            if not number.isdigit():  # not a period's key: another program's, reported, never changed
+                if not quiet:
+                    report.found("key of no period", key.decode(errors="replace"))
+                continue
+            if not quiet:
+                report.found("key without expiry", key.decode(errors="replace"))
+            lasting.append((key, windows.expires_at(int(number))))
         if repair and lasting:
-            window_of = [int(key[head:].partition(b":")[0]) for key in lasting]
-            store.execute(
-                [
-                    (b"PEXPIREAT", key, windows.expires_at(w))
-                    for key, w in zip(lasting, window_of, strict=True)
-                ]
-            )
-    return report
+            store.execute([(b"PEXPIREAT", key, at) for key, at in lasting])

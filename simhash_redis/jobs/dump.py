@@ -108,13 +108,23 @@ class ImportResult:
 
 
 def _id_map_keys(index: SimhashIndex) -> Iterator[list[bytes]]:
-    """The id-map buckets of the index, a SCAN page at a time: those of every live period of an index
-    with a retention window (a document is in one period: the write script moves it)."""
+    """The id-map buckets of the index, a SCAN page at a time.
+
+    In an index with a retention window, those of every live period (a document is in one period: the
+    write script moves it).
+    """
     if index.windows is None:
         yield from index.store.scan("id")
         return
-    for schema in index.windows.view().schemas:
+    view = index.windows.view()
+    for schema in view.schemas:
         yield from Store(index.store.sender, schema).scan("id")
+    # A document rewritten during the export moves into the current period: periods begun since the
+    # export began are read too (one read before and after its move is exported twice, the last wins).
+    after = index.windows.view()
+    for window, schema in zip(after.windows, after.schemas, strict=True):
+        if window > view.windows[-1]:
+            yield from Store(index.store.sender, schema).scan("id")
 
 
 def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
@@ -191,6 +201,11 @@ def import_index(
         verification=config.verification,
         retention=config.retention,
     )
+    if index.config.retention is not None and config.retention is None:
+        raise InvalidArgument(
+            f"index {target!r} has a retention window, and this dump is of an index without one: its "
+            "documents would be forgotten after the retention; import it under another --index"
+        )
     if index.config.verification is not None and config.verification is None:
         raise InvalidArgument(
             f"index {target!r} is verified, and this dump is of a plain index: its documents have no "

@@ -205,11 +205,13 @@ def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
 
 
 def _periods(index: SimhashIndex) -> list[PeriodStats]:
+    """Each live period holding documents, oldest first (none for an index without a window)."""
     windows = index.windows
     if windows is None:
         return []
 
     def moment(ms: int) -> str:
+        """A Unix time in milliseconds as UTC ISO 8601."""
         return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="seconds")
 
     return [

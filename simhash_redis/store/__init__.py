@@ -8,11 +8,12 @@ from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
 from .meta import drop_keys, find_data, open_meta, pin_meta, restore_meta
+from .period_writes import writes_for
 from .reads import Reads
 from .replies import hash_pairs
 from .store import Store
 from .windows import Windows
-from .writes import Guard, SketchedGuard, Write, Writes, writes_for
+from .writes import Guard, SketchedGuard, Write, Writes
 
 __all__ = [
     "BucketLocks",

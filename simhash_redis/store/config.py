@@ -25,6 +25,7 @@ _PLAIN_FORMAT = 1
 
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_LONGEST = 100 * 365 * 86400
 #: Periods a retention is cut into by default: a document lives between retention and 7/6 of it, and
 #: a query reads the table sets of 7 periods (`store.windows`).
 _PERIODS = 6
@@ -54,7 +55,7 @@ def parse_duration(value: object, argument: str) -> int:
         raise InvalidType(
             f"{argument} must be a timedelta, seconds or a string such as '7d', got {type(value).__name__}"
         )
-    if not math.isfinite(seconds) or seconds != int(seconds) or not 1 <= seconds <= 100 * 365 * 86400:
+    if not math.isfinite(seconds) or seconds != int(seconds) or not 1 <= seconds <= _LONGEST:
         raise InvalidArgument(
             f"{argument} must be a whole number of seconds from 1 s to 100 years, got {value!r}"
         )
@@ -91,6 +92,8 @@ class Retention:
                 raise InvalidType(f"retention {argument} must be an int, got {type(value).__name__}")
         if not isinstance(self.sliding, bool):
             raise InvalidType(f"sliding must be a bool, got {type(self.sliding).__name__}")
+        if not 1 <= self.seconds <= _LONGEST:
+            raise InvalidArgument(f"the retention must be 1 s to 100 years, got {self.seconds} s")
         if not 1 <= self.period <= self.seconds:
             raise InvalidArgument(f"the period must be 1 s to the retention, got {self.period} s")
 
@@ -136,6 +139,7 @@ class Retention:
 
 
 def _human(seconds: int) -> str:
+    """A duration in the largest unit that divides it, e.g. "28h"."""
     for unit in ("w", "d", "h", "m"):
         if seconds % _UNIT_SECONDS[unit] == 0:
             return f"{seconds // _UNIT_SECONDS[unit]}{unit}"
@@ -341,10 +345,10 @@ class IndexConfig:
             scheme = Scheme.from_meta(meta["scheme"], stopwords=stopwords)
             verified = meta.get("verified")
             verification = None if verified is None else Verification.from_meta(verified)
-            windows = meta.get("retention")
-            retention = None if windows is None else Retention.from_meta(windows)
-            if (version == FORMAT_VERSION) != (retention is not None):
-                raise ValueError(f"format {version} with retention {windows!r}")
+            stated = meta.get("retention")
+            retention = None if stated is None else Retention.from_meta(stated)
+            if (version >= 2) != (retention is not None):  # windows came with format 2
+                raise ValueError(f"format {version} with retention {stated!r}")
             return cls(layout, scheme, int(meta["id_buckets"]), verification, retention)
         except IndexCorrupted:
             raise

@@ -166,8 +166,9 @@ class KeySchema:
         return build
 
     def periods_builder(self, windows: Sequence[int]) -> Callable[[int], list[bytes]]:
-        """`tables` of each of several periods, period by period, as one function (each table's key
-        value is computed once, then put after each period's prefix).
+        """`tables` of each of several periods, period by period, as one function.
+
+        Each table's key value is computed once, then put after each period's prefix.
 
         Args:
             windows: the periods.

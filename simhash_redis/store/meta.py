@@ -23,6 +23,9 @@ _PIN_META = Script("pin_meta")
 _SCAN_COUNT = 10_000
 #: Id-map entries a restore checks against the stated configuration.
 _SAMPLE = 200
+#: How far a period's expiry may be from the one a stated retention gives (the TTL is read a round trip
+#: after the clock).
+_EXPIRY_SLACK_MS = 2000
 
 
 def open_meta(
@@ -173,6 +176,9 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         )
     if windowed:
         keys = _window_with_data(sender, keys)
+        problem = _misfit_period(sender, keys, fields["retention"])
+        if problem:
+            raise ConfigurationMismatch(f"the stated retention does not fit the stored data: {problem}")
     sample = _sample(sender, keys)
     if not sample:
         raise IndexCorrupted(
@@ -203,6 +209,27 @@ def _window_with_data(sender: Sender, keys: KeySchema) -> KeySchema:
         if page:
             return keys.in_window(int(page[0][head:].partition(b":")[0]))
     return keys
+
+
+def _misfit_period(sender: Sender, keys: KeySchema, retention: str) -> str | None:
+    """Why a period's keys do not expire when the stated retention says they should (None if they do).
+
+    A period's keys all expire at (period + 1) x length + retention: a stated length or retention other
+    than the index's would name other periods, and the index would look empty.
+    """
+    seconds, _, rest = retention.partition(";period=")
+    length = int(rest.partition(";")[0]) * 1000
+    clock, ttl = sender.execute([(b"TIME",), (b"PTTL", keys.counts)])
+    if int(ttl) < 0:
+        return f"the period's counts key {keys.counts.decode(errors='replace')} has no expiry"
+    expires = int(clock[0]) * 1000 + int(clock[1]) // 1000 + int(ttl)
+    stated = ((keys.window or 0) + 1) * length + int(seconds) * 1000
+    if abs(expires - stated) > _EXPIRY_SLACK_MS:
+        return (
+            f"period {keys.window} expires at {expires} ms, and that retention would have it expire at "
+            f"{stated} ms: state the retention and period the index was created with"
+        )
+    return None
 
 
 def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:

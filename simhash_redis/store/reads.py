@@ -10,7 +10,7 @@ from ..results import Match
 from ..transport import Exchange, raise_first_error, wire
 from .candidates import hits, matches_of
 from .store import Store
-from .windows import WindowedSets, Windows
+from .windows import View, WindowedSets, Windows
 
 __all__ = ["Reads"]
 
@@ -43,7 +43,8 @@ class Reads:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
-        return self._conversation(lambda exchange: self._talk(exchange, fps, k))
+        view = None if self.windows is None else self.windows.view()
+        return self._conversation(lambda exchange: self._talk(exchange, fps, k, view=view))
 
     def near_and_members(self, fps: list[int], k: int) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
         """near() that also returns the members read from each fingerprint's table sets (add-if-new's
@@ -64,10 +65,11 @@ class Reads:
         if not fps:
             return [], []
         members: list[list[list[bytes]]] = []
+        view = None if self.windows is None else self.windows.view()
 
         def talk(exchange: Exchange) -> list[list[Match]]:
             members.clear()  # a conversation run again after a lost connection starts afresh
-            return self._talk(exchange, fps, k, members)
+            return self._talk(exchange, fps, k, members, view)
 
         return members, self._conversation(talk)
 
@@ -102,7 +104,12 @@ class Reads:
             ) from None
 
     def _talk(
-        self, exchange: Exchange, fps: list[int], k: int, members: list[list[list[bytes]]] | None = None
+        self,
+        exchange: Exchange,
+        fps: list[int],
+        k: int,
+        members: list[list[list[bytes]]] | None = None,
+        view: View | None = None,
     ) -> list[list[Match]]:
         """near() for a batch on one connection, overlapping the client's work with the server's.
 
@@ -113,15 +120,14 @@ class Reads:
         exact copies are the commonest near-duplicates, and then need no second round trip.
         When `members` is given, each query's table-set replies are appended to it.
 
-        In an index with a retention window, the table sets of every live period are read as if they
-        were more tables, and a matching fingerprint's ids are asked of each period's map.
+        In an index with a retention window, the table sets of every period of the `view` are read as
+        if they were more tables, and a matching fingerprint's ids are asked of each period's map.
         """
         windows: tuple[int, ...] = ()
-        if self.windows is None:
+        if view is None:
             table_keys = self.store.keys.table_builder()
             fp_buckets = [self.store.keys.fp_bucket]
         else:
-            view = self.windows.view()
             windows, table_keys = view.windows, view.table_keys
             fp_buckets = [schema.fp_bucket for schema in view.schemas]
 
@@ -146,7 +152,7 @@ class Reads:
             chunk = fps[start : start + step]
             replies = exchange.read(len(chunk) * tables)
             raise_first_error(replies)
-            if members is not None and self.windows is None:
+            if members is not None and view is None:
                 members.extend(replies[q * tables : (q + 1) * tables] for q in range(len(chunk)))
             elif members is not None:
                 members.extend(

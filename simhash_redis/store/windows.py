@@ -26,6 +26,8 @@ _SCHEMAS_KEPT = 64
 # round trip, and corrected by every write that lands in another period than expected): reads cover
 # the periods that may be live within this margin of the estimate.
 _MARGIN_MS = 1000
+# Seconds between readings of the server's clock.
+_RESYNC_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class Windows:
     def __init__(self, keys: KeySchema, retention: Retention, sender: Sender) -> None:
         self.keys, self.retention = keys, retention
         self.period_ms, self.retention_ms = retention.period * 1000, retention.seconds * 1000
-        self._offset_ms = 0.0
+        self._offset_ms = self._synced = 0.0
         self._view: View
         self._view_until = 0
         self._schemas: dict[int, KeySchema] = {}
@@ -91,9 +93,9 @@ class Windows:
         Raises:
             RedisUnavailable: the server cannot be reached.
         """
-        before = time.time()
+        before = time.monotonic()
         seconds, micros = self._sender.execute([(b"TIME",)])[0]
-        after = time.time()
+        after = time.monotonic()
         self.set_server_time(int(seconds) * 1000 + int(micros) // 1000, (before + after) / 2)
 
     def set_server_time(self, server_ms: int, local: float | None = None) -> None:
@@ -101,14 +103,17 @@ class Windows:
 
         Args:
             server_ms: the server's Unix time in milliseconds.
-            local: the local time it corresponds to (default: now).
+            local: the `time.monotonic()` it corresponds to (default: now).
         """
-        self._offset_ms = server_ms - (time.time() if local is None else local) * 1000
+        # Against the monotonic clock: a step of this machine's wall clock (NTP, a resumed VM) does not
+        # move the estimate, and a new TIME reading corrects its slow drift.
+        local = time.monotonic() if local is None else local
+        self._offset_ms, self._synced = server_ms - local * 1000, local
         self._view_until = 0  # the periods are worked out again by this clock
 
     def now_ms(self) -> int:
         """The server's Unix time in milliseconds, as estimated."""
-        return int(time.time() * 1000 + self._offset_ms)
+        return int(time.monotonic() * 1000 + self._offset_ms)
 
     def expires_at(self, window: int) -> int:
         """When every key of a period expires, in Unix milliseconds.
@@ -119,13 +124,18 @@ class Windows:
         return (window + 1) * self.period_ms + self.retention_ms
 
     def view(self) -> View:
-        """The periods a call reads now: every one not expired, up to the current one; within a margin
-        of a boundary (the error this worker's estimate of the server's clock may have), also the one
-        that expires at it, or the next one.
+        """The periods a call reads now: the live ones, with a margin at each end.
 
-        A write needs none of the margins: the script writes only into the period of the server's clock,
-        and a guard read in other periods is not written with (`WindowedWrites`).
+        Every period not expired up to the current one; within a margin of a boundary (the error this
+        worker's estimate of the server's clock may have), also the one that expires at it, or the next
+        one. A write needs none of the margins: the script writes only into the period of the server's
+        clock, and with a guard read in every live period before it (`WindowedWrites`).
+
+        Raises:
+            RedisUnavailable: the server's clock is read again (once a minute) and cannot be.
         """
+        if time.monotonic() - self._synced > _RESYNC_S:
+            self.sync()
         now = self.now_ms()
         if now < self._view_until:  # the same periods until the next boundary or margin
             return self._view

@@ -25,9 +25,10 @@
 -- W] = each period's counts hash; then per document: its id-map hash in each period, [if new ~= '':
 -- new's fingerprint-map hash and T tables in the current period], [if old ~= '' and old is not new in
 -- the current period: old's in its period], [the G guarded sets]. The script finds the id in the newest
--- period that has it; a document written moves there from an older period (its keys there are left to
--- expire). If the server's clock is not in the current period, nothing is written and the reply is
--- {'w' .. the server's time in milliseconds}: the client adopts that time and builds the call again.
+-- period that has it; a document written moves there from an older period (its entries there are
+-- removed in the same step). If the server's clock is not in the current period, or the first period
+-- of the call is newer than the oldest live one, nothing is written and the reply is {'w' .. the
+-- server's time in milliseconds}: the client adopts that time and builds the call again.
 -- Every key written in a period expires with it (PEXPIREAT (period + 1) x length + retention).
 --
 -- A document whose current fingerprint is not `old` is left untouched and reported as 'c' .. current,
@@ -42,10 +43,20 @@ if windowed then
   period, retention, W, ci = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
   local clock = redis.call('TIME')
   local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  if math.floor(now / period) ~= tonumber(ARGV[6 + ci]) then
+  -- Written only into the period of the server's clock, by a call that names every live period (the
+  -- id is looked for in each of them): else the client adopts the server's time and builds it again.
+  if math.floor(now / period) ~= tonumber(ARGV[6 + ci]) or tonumber(ARGV[7]) > math.floor((now - retention) / period) then
     return {'w' .. now}
   end
   counts = KEYS[ci]
+  -- Every period's counts move at the end: refuse a counts key of the wrong type before anything is
+  -- written (the current one's is checked below).
+  for w = 1, W do
+    local kind = redis.call('TYPE', KEYS[w])['ok']
+    if kind ~= 'hash' and kind ~= 'none' then
+      return redis.error_reply('WRONGTYPE the counts key ' .. KEYS[w] .. ' holds a ' .. kind .. ', not a hash')
+    end
+  end
 end
 
 -- The counts move after the documents: a counts key of the wrong type would fail the script once they
@@ -119,9 +130,12 @@ local k = 2
 -- a command the ACL user may not run): each document is written whole or not at all. Flat arrays reused
 -- from one document to the next: a table per entry would cost the server more than the writes.
 local j_kind, j_key, j_field, j_prev, j_n = {}, {}, {}, {}, 0
+-- Format 'w': the period (its position) of the keys being changed, journaled too, so that a key the undo
+-- creates again expires with its period.
+local j_at, j_period = {}, 0
 local function log(kind, key, field, prev)
   j_n = j_n + 1
-  j_kind[j_n], j_key[j_n], j_field[j_n], j_prev[j_n] = kind, key, field, prev
+  j_kind[j_n], j_key[j_n], j_field[j_n], j_prev[j_n], j_at[j_n] = kind, key, field, prev, j_period
 end
 local function hset(key, field, value, prev)
   redis.call('HSET', key, field, value)
@@ -333,8 +347,27 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
   elseif cur ~= old or (cur ~= '' and cur_w ~= old_w) then
     out[#out + 1] = 'c' .. (cur == '' and '' or (cur_w .. ':' .. cur))
   else
+    -- The new side first, its expiries set before anything of the old period is touched: should an
+    -- expiry be refused (an ACL user without PEXPIREAT), the undo finds no key of the old period
+    -- deleted, so none is created again without its expiry.
     local docs, fps = {}, {}
+    if new ~= '' then
+      j_period = ci
+      local id_key = KEYS[ids_at + ci - 1]
+      local stays = old ~= '' and old_w == ci
+      hset(id_key, id, new, stays and cur)
+      fps[ci] = attach(new_at, new, id)
+      if not stays then
+        docs[ci] = 1
+      end
+      local at = expires(ci)
+      redis.call('PEXPIREAT', id_key, at)
+      for i = new_at, new_at + T do
+        redis.call('PEXPIREAT', KEYS[i], at)
+      end
+    end
     if old ~= '' then
+      j_period = old_w
       local fp_key = KEYS[old_at]
       local raw = redis.call('HGET', fp_key, old) or ''
       local rest = without(raw, id)
@@ -343,27 +376,13 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
         for t = 1, T do
           srem(KEYS[old_at + t], old)
         end
-        fps[old_w] = -1
+        fps[old_w] = (fps[old_w] or 0) - 1
       else
         hset(fp_key, old, rest, raw)
       end
       if old_w ~= ci or new == '' then
         hdel(KEYS[ids_at + old_w - 1], id, cur)
-        docs[old_w] = -1
-      end
-    end
-    if new ~= '' then
-      local id_key = KEYS[ids_at + ci - 1]
-      local stays = old ~= '' and old_w == ci
-      hset(id_key, id, new, stays and cur)
-      fps[ci] = (fps[ci] or 0) + attach(new_at, new, id)
-      if not stays then
-        docs[ci] = (docs[ci] or 0) + 1
-      end
-      local at = expires(ci)
-      redis.call('PEXPIREAT', id_key, at)
-      for i = new_at, new_at + T do
-        redis.call('PEXPIREAT', KEYS[i], at)
+        docs[old_w] = (docs[old_w] or 0) - 1
       end
     end
     -- The document is whole: only now do its counts move.
@@ -430,17 +449,22 @@ local ok, err = pcall(function()
 end)
 if not ok then
   pcall(undo)  -- the failed document's own changes; those before it are complete
+  if windowed then
+    for i = 1, j_n do
+      pcall(redis.call, 'PEXPIREAT', j_key[i], expires(j_at[i]))
+    end
+  end
 end
 if windowed then
   for w = 1, W do
-    if w_docs[w] ~= 0 then
-      redis.call('HINCRBY', KEYS[w], 'docs', w_docs[w])
+    if w_docs[w] ~= 0 and ok then
+      ok, err = pcall(redis.call, 'HINCRBY', KEYS[w], 'docs', w_docs[w])
     end
-    if w_fps[w] ~= 0 then
-      redis.call('HINCRBY', KEYS[w], 'fingerprints', w_fps[w])
+    if w_fps[w] ~= 0 and ok then
+      ok, err = pcall(redis.call, 'HINCRBY', KEYS[w], 'fingerprints', w_fps[w])
     end
     if w == ci or w_docs[w] ~= 0 or w_fps[w] ~= 0 then
-      redis.call('PEXPIREAT', KEYS[w], expires(w))
+      pcall(redis.call, 'PEXPIREAT', KEYS[w], expires(w))  -- also after a failure: nothing lasts
     end
   end
 end
