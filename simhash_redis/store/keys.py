@@ -158,6 +158,16 @@ class KeySchema:
         """
         return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window)
 
+    def periods_id_builder(self, windows: Sequence[int]) -> Callable[[bytes], list[bytes]]:
+        """`id_bucket` in each of several periods, as one function (the id hashed once).
+
+        Args:
+            windows: the periods.
+        """
+        prefixes = [f"{self.prefix}:{self.name}:w{window}:id:".encode() for window in windows]
+        bucket = self._bucket
+        return lambda doc_id: [prefix + number for number in (bucket(doc_id),) for prefix in prefixes]
+
     def table_builder(self) -> Callable[[int], list[bytes]]:
         """`tables` as a plain function, for loops that call it once per document."""
         build = _TABLES.get(self)

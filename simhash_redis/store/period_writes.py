@@ -137,11 +137,12 @@ class WindowedWrites:
         schemas, windows = view.schemas, view.windows
         here = windows.index(view.current) + 1
         current = schemas[here - 1]
+        id_keys = view.id_keys
         keys: list[bytes] = [schema.counts for schema in schemas]
         args: list[bytes | int] = [self.tables, b"w", self.windows.period_ms, self.windows.retention_ms]
         args += [len(windows), here, *windows]
         for _, doc_id, new, old, old_window, guard in pending:
-            keys.extend(schema.id_bucket(doc_id) for schema in schemas)
+            keys += id_keys(doc_id)
             if new:
                 keys.append(current.fp_bucket(new))
                 keys.extend(current.tables(decode_fp(new, self.f)))

@@ -39,12 +39,14 @@ class View:
         current: the period new documents are written into.
         schemas: the key names of each period of `windows`.
         table_keys: a fingerprint's table keys in each period of `windows`, period by period.
+        id_keys: an encoded id's id-map key in each period of `windows`.
     """
 
     windows: tuple[int, ...]
     current: int
     schemas: tuple[KeySchema, ...]
     table_keys: Callable[[int], list[bytes]]
+    id_keys: Callable[[bytes], list[bytes]]
 
     @property
     def current_schema(self) -> KeySchema:
@@ -146,7 +148,13 @@ class Windows:
         first = (now - margin - self.retention_ms) // period - 1
         windows = tuple(w for w in range(first, last + 1) if self.expires_at(w) > now - margin)
         schemas = tuple(self.schema(w) for w in windows)
-        self._view = View(windows, current, schemas, self.keys.periods_builder(windows))
+        self._view = View(
+            windows,
+            current,
+            schemas,
+            self.keys.periods_builder(windows),
+            self.keys.periods_id_builder(windows),
+        )
         changes = [end, self.expires_at(windows[0]) + margin] + ([end - margin] if last == current else [])
         self._view_until = min(changes)
         return self._view

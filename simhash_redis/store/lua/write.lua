@@ -300,6 +300,13 @@ end
 local function expires(w)
   return (tonumber(ARGV[6 + w]) + 1) * period + retention
 end
+-- Sets a key's expiry unless it has one (a period's keys all have the same): PTTL is a read, so the
+-- common case, a key written before in the period, adds nothing to the AOF or the replicas' stream.
+local function expire(key, at)
+  if redis.call('PTTL', key) == -1 then
+    redis.call('PEXPIREAT', key, at)
+  end
+end
 local function write_windowed(id, new, old, old_w, guard, guard_at)
   j_n = 0
   local ids_at = k
@@ -350,20 +357,20 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
     -- The new side first, its expiries set before anything of the old period is touched: should an
     -- expiry be refused (an ACL user without PEXPIREAT), the undo finds no key of the old period
     -- deleted, so none is created again without its expiry.
-    local docs, fps = {}, {}
+    local docs_new, fps_new, docs_old, fps_old = 0, 0, 0, 0
     if new ~= '' then
       j_period = ci
       local id_key = KEYS[ids_at + ci - 1]
       local stays = old ~= '' and old_w == ci
       hset(id_key, id, new, stays and cur)
-      fps[ci] = attach(new_at, new, id)
+      fps_new = attach(new_at, new, id)
       if not stays then
-        docs[ci] = 1
+        docs_new = 1
       end
       local at = expires(ci)
-      redis.call('PEXPIREAT', id_key, at)
+      expire(id_key, at)
       for i = new_at, new_at + T do
-        redis.call('PEXPIREAT', KEYS[i], at)
+        expire(KEYS[i], at)
       end
     end
     if old ~= '' then
@@ -376,21 +383,21 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
         for t = 1, T do
           srem(KEYS[old_at + t], old)
         end
-        fps[old_w] = (fps[old_w] or 0) - 1
+        fps_old = -1
       else
         hset(fp_key, old, rest, raw)
       end
       if old_w ~= ci or new == '' then
         hdel(KEYS[ids_at + old_w - 1], id, cur)
-        docs[old_w] = (docs[old_w] or 0) - 1
+        docs_old = -1
       end
     end
     -- The document is whole: only now do its counts move.
-    for w, delta in pairs(docs) do
-      w_docs[w] = w_docs[w] + delta
+    if new ~= '' then
+      w_docs[ci], w_fps[ci] = w_docs[ci] + docs_new, w_fps[ci] + fps_new
     end
-    for w, delta in pairs(fps) do
-      w_fps[w] = w_fps[w] + delta
+    if old ~= '' then
+      w_docs[old_w], w_fps[old_w] = w_docs[old_w] + docs_old, w_fps[old_w] + fps_old
     end
     if old == '' then
       out[#out + 1] = 'a'
