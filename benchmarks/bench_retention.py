@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,28 @@ def fill_period(index: SimhashIndex, window: int, ids: list[bytes], fps: list[in
     for start in range(0, len(ids), step):
         bulk.write(ids[start : start + step], np.array(fps[start : start + step], dtype=np.uint64))
     bulk.recount()
+
+
+def writes(client: Any, n: int, command: str) -> Figure:
+    """`add_many` of n new fingerprints in batches of 1,000, into an empty windowed and plain index."""
+    fps = corpus.fingerprints(n, seed=corpus.SEED + 7)
+    pairs = [(corpus.id_of(i), fp) for i, fp in enumerate(fps)]
+    rates = {}
+    for name, retention in (("plain", None), ("windowed", "7d")):
+        index = SimhashIndex(client, f"writes-{name}", k=K, retention=retention)
+        start = time.perf_counter()
+        for first in range(0, n, 1000):
+            index.add_many(pairs[first : first + 1000])
+        rates[name] = rate(n, time.perf_counter() - start)
+        index.drop()
+    return Figure(
+        f"add_many with a retention window, batches of 1000, {n:,} new fingerprints",
+        rates["windowed"],
+        "fps/s",
+        "plain index",
+        rates["plain"],
+        command=command,
+    )
 
 
 def run(n: int, count: int, command: str = "python -m benchmarks.bench_retention") -> list[Figure]:
@@ -88,6 +111,7 @@ def run(n: int, count: int, command: str = "python -m benchmarks.bench_retention
         ours_s = timed(lambda: [windowed.near_many(c) for c in chunks], 3)
         base_s = timed(lambda: [plain.near_many(c) for c in chunks], 3)
         p50, base_p50 = percentile(ours, 50), percentile(base, 50)
+        written = writes(client, min(n, 200_000), command)
         return [
             Figure(
                 f"near() p50 with a retention window, {PERIODS_WITH_DATA} periods of N={n:,}",
@@ -119,6 +143,7 @@ def run(n: int, count: int, command: str = "python -m benchmarks.bench_retention
                 rate(len(batch), base_s),
                 command=command,
             ),
+            written,
         ]
 
 

@@ -31,6 +31,7 @@ from simhash_redis import (
 from simhash_redis.codec import encode_fp
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
+from simhash_redis.store import period_writes
 from simhash_redis.transport.retry import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
@@ -435,3 +436,22 @@ def test_a_plain_dump_is_not_imported_into_a_windowed_index(redis_client: redis.
     with pytest.raises(InvalidArgument, match="retention window"):
         import_index(redis_client, out, name="forgetting")
     assert SimhashIndex(redis_client, "forgetting").count() == (0, 0)
+
+
+def test_a_large_batch_crossing_a_period_boundary_is_written_whole(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts of 2 documents, each call built while the server runs the one before, for long enough
+    that the server's clock moves into the next period mid-batch: the parts refused by the script are
+    written again into the new period, nothing twice, nothing lost."""
+    monkeypatch.setattr(period_writes, "_PART", 2)
+    index = SimhashIndex(redis_client, "parts", retention=Retention(60, 1), batch_size=5000)
+    assert index.windows is not None
+    while server_ms(redis_client) % 1000 < 700:  # start late in a period
+        time.sleep(0.01)
+    pairs = [(f"d{i}", A ^ (i << 16) ^ i) for i in range(3000)]
+    outcomes = index.add_many(pairs)
+    assert outcomes == [Outcome.ADDED] * len(pairs)
+    assert len([w for w, docs, _ in index.windows.counts() if docs]) >= 2  # it did cross a boundary
+    assert index.count() == (3000, 3000) and index.verify().ok
+    assert index.get_many([i for i, _ in pairs]) == [fp for _, fp in pairs]

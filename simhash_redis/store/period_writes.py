@@ -16,6 +16,7 @@ from .store import Store
 from .windows import View, WindowedSets, Windows
 from .writes import (
     _CONFLICT_ROUNDS,
+    _PART,
     AtomicWrites,
     Guard,
     OrderedWrites,
@@ -24,6 +25,7 @@ from .writes import (
     _in_waves,
     _outcome,
     _too_many,
+    run_in_parts,
 )
 
 __all__ = ["WindowedWrites", "writes_for"]
@@ -67,37 +69,59 @@ class WindowedWrites:
     def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
         """`apply` for writes that name each id once: rounds until no conflict is left."""
         outcomes: list[Outcome | None] = [None] * len(ops)
-        # (position, id, new, old, old's period, guard)
-        pending = [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)]
+        pending: list[_InPeriod] = [
+            (i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)
+        ]
         conflicts = clock = 0
         while pending:
             view = self.windows.view()
+            # A guard that did not read every live period is not written with: read again (None).
             sent = [doc for doc in pending if _guard_covers(doc[5], view)]
-            reply: list[bytes] = (
-                self.store.run_script(self._SCRIPT, [self._command(view, sent)])[0] if sent else []
-            )
-            if reply[:1] and reply[0][:1] == b"w":  # another period on the server's clock: adopt it
-                clock += 1
-                if clock > _CLOCK_ROUNDS:
-                    raise WriteContention(
-                        "the server's clock kept moving to another period; run the call again (the "
-                        "documents it had written already are left as they are)"
-                    )
-                self.windows.set_server_time(int(reply[0][1:]))
-                continue
-            retry = []
-            for (i, doc_id, new, old, _, guard), status in zip(sent, reply, strict=True):
+            statuses, moved = self._run(view, sent)
+            retry = sent[len(statuses) :]  # not sent, or refused by the clock: the same again
+            for (i, doc_id, new, old, _, guard), status in zip(sent[: len(statuses)], statuses, strict=True):
                 if status[:1] == b"c":
                     where, _, current = status[1:].partition(b":")
                     window = view.windows[int(where) - 1] if current else 0
                     retry.append((i, doc_id, new, current, window, guard))
                 elif status != b"g":
                     outcomes[i] = _outcome(status, old)
-            conflicts += 1
-            if retry and conflicts >= _CONFLICT_ROUNDS:
-                raise _too_many(len(retry))
+            if moved is not None:  # another period on the server's clock: adopt it
+                clock += 1
+                if clock > _CLOCK_ROUNDS:
+                    raise WriteContention(
+                        "the server's clock kept moving to another period; run the call again (the "
+                        "documents it had written already are left as they are)"
+                    )
+                self.windows.set_server_time(moved)
+            else:
+                conflicts += 1
+                if retry and conflicts >= _CONFLICT_ROUNDS:
+                    raise _too_many(len(retry))
             pending = retry
         return outcomes
+
+    def _run(self, view: View, sent: list[_InPeriod]) -> tuple[list[bytes], int | None]:
+        """Run the documents' script calls: the statuses of those done, and the server's time if a call
+        was refused for another period (it and those after it are not done).
+
+        A large batch of adds goes in parts of `_PART`, each built while the server runs the previous.
+        """
+        if not sent:
+            return [], None
+        if len(sent) >= 2 * _PART and all(doc[5] is None for doc in sent):
+            parts = [sent[i : i + _PART] for i in range(0, len(sent), _PART)]
+            replies = run_in_parts(
+                self.store, self._SCRIPT, lambda n: self._command(view, parts[n]), len(parts), _refused
+            )
+        else:
+            replies = self.store.run_script(self._SCRIPT, [self._command(view, sent)])
+        statuses: list[bytes] = []
+        for reply in replies:
+            if _refused(reply):
+                return statuses, int(reply[0][1:])
+            statuses += reply
+        return statuses, None
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
         """In a sliding window, move documents found again into the current period, if still stored so.
@@ -120,7 +144,7 @@ class WindowedWrites:
         ]
         for _ in range(2):
             reply: list[bytes] = self.store.run_script(self._SCRIPT, [self._command(view, pending)])[0]
-            if reply[:1] and reply[0][:1] == b"w":
+            if _refused(reply):
                 self.windows.set_server_time(int(reply[0][1:]))
                 return  # a period boundary passed: the documents will be seen again soon enough
             moved: list[_InPeriod] = []
@@ -162,6 +186,11 @@ class WindowedWrites:
                 for members in guard:
                     args.extend(members)
         return self._SCRIPT.command(keys, args)
+
+
+def _refused(reply: list[bytes]) -> bool:
+    """Whether a call was refused because the server's clock is in another period than the call's."""
+    return bool(reply) and reply[0][:1] == b"w"
 
 
 def _windows_of(guard: Guard) -> tuple[int, ...]:

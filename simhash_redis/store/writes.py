@@ -29,6 +29,7 @@ __all__ = [
     "SketchedGuard",
     "Write",
     "Writes",
+    "run_in_parts",
 ]
 
 #: The members read from each table set of a document's fingerprint.
@@ -120,38 +121,12 @@ class AtomicWrites:
         return self._finish(pending, self._run(self._call(ops)))
 
     def _run_parts(self, parts: list[list[Write]]) -> list[bytes]:
-        """The first round of a large batch of adds, as one script call per part on one connection.
+        """The first round of a large batch of adds, as one script call per part (`run_in_parts`).
 
-        Each part's call is built while the server runs the previous one, and sent as soon as that
-        one's reply is read, so the client's work overlaps the server's. Every part is atomic, as a
-        batch of that size would be; conflicts are resolved after the last part (`_finish`), in
-        batch order. After a lost connection the conversation resumes at the first unacknowledged
-        part (resending it is idempotent).
+        Every part is atomic, as a batch of that size would be; conflicts are resolved after the last
+        part (`_finish`), in batch order.
         """
-        replies: list[list[bytes]] = []  # acknowledged parts: they survive a rerun of the conversation
-
-        def talk(exchange: Exchange) -> None:
-            if len(replies) == len(parts):
-                return
-            call = self._call(parts[len(replies)])
-            exchange.send([call])
-            while True:
-                following = len(replies) + 1
-                prepared = self._call(parts[following]) if following < len(parts) else None
-                reply = exchange.read(1)[0]
-                if isinstance(reply, rex.NoScriptError):
-                    # A restarted server forgets its scripts: load it, then the same call again.
-                    exchange.send([[b"SCRIPT", b"LOAD", self._SCRIPT.source], call])
-                    loaded, reply = exchange.read(2)
-                    raise_first_error([loaded])
-                raise_first_error([reply])
-                replies.append(reply)
-                if prepared is None:
-                    return
-                call = prepared
-                exchange.send([call])
-
-        self.store.converse(talk)
+        replies = run_in_parts(self.store, self._SCRIPT, lambda i: self._call(parts[i]), len(parts))
         return [status for reply in replies for status in reply]
 
     def _call(self, ops: list[Write]) -> Command:
@@ -295,6 +270,62 @@ class OrderedWrites:
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes]]) -> None:
         calls = [self._IDS.command([self.keys.fp_bucket(fp)], [op, fp, doc_id]) for doc_id, fp in pairs]
         self.store.run_script(self._IDS, calls, durable=True)
+
+
+def run_in_parts(
+    store: Store,
+    script: Script,
+    build: Callable[[int], Command],
+    count: int,
+    stop: Callable[[list[bytes]], bool] | None = None,
+) -> list[list[bytes]]:
+    """Script calls 0 .. count-1 on one connection, each built while the server runs the one before.
+
+    Each call is sent as soon as the previous one's reply is read, so the client's work overlaps the
+    server's. After a lost connection the conversation resumes at the first unacknowledged call
+    (resending it is idempotent).
+
+    Args:
+        store: where the calls go.
+        script: the script they call.
+        build: the call of a part, by its number.
+        count: how many parts.
+        stop: a reply after which no further call is sent.
+
+    Returns:
+        The replies of the calls sent, in order (fewer than count after a stop).
+
+    Raises:
+        SimhashRedisError: an error reply (the calls before it are applied).
+    """
+    replies: list[list[bytes]] = []  # acknowledged calls: they survive a rerun of the conversation
+
+    def done() -> bool:
+        return len(replies) == count or bool(replies and stop is not None and stop(replies[-1]))
+
+    def talk(exchange: Exchange) -> None:
+        if done():
+            return
+        call = build(len(replies))
+        exchange.send([call])
+        while True:
+            following = len(replies) + 1
+            prepared = build(following) if following < count else None
+            reply = exchange.read(1)[0]
+            if isinstance(reply, rex.NoScriptError):
+                # A restarted server forgets its scripts: load it, then the same call again.
+                exchange.send([[b"SCRIPT", b"LOAD", script.source], call])
+                loaded, reply = exchange.read(2)
+                raise_first_error([loaded])
+            raise_first_error([reply])
+            replies.append(reply)
+            if prepared is None or done():
+                return
+            call = prepared
+            exchange.send([call])
+
+    store.converse(talk)
+    return replies
 
 
 def _in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
