@@ -22,6 +22,7 @@ from simhash_redis import (
     InvalidType,
     Match,
     Outcome,
+    RedisOutOfMemory,
     Retention,
     SimhashIndex,
     SimhashRedisError,
@@ -455,3 +456,31 @@ def test_a_large_batch_crossing_a_period_boundary_is_written_whole(
     assert len([w for w, docs, _ in index.windows.counts() if docs]) >= 2  # it did cross a boundary
     assert index.count() == (3000, 3000) and index.verify().ok
     assert index.get_many([i for i, _ in pairs]) == [fp for _, fp in pairs]
+
+
+def test_the_documents_before_a_failed_one_are_counted(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "halfway", retention=Retention(60, 1))
+    assert index.windows is not None
+    other = A ^ 0xFFFF_FFFF
+    redis_client.set(index.windows.schema(index.windows.view().current).tables(other)[2], "not a set")
+    with pytest.raises(SimhashRedisError):
+        index.add_many([("first", A), ("second", other)])
+    assert index.get_many(["first", "second"]) == [A, None]
+    assert index.count() == (1, 1)
+
+
+def test_a_refresh_that_cannot_be_made_does_not_fail_add_if_new(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = SimhashIndex(redis_client, "courtesy", retention=Retention(60, 1, sliding=True))
+    index.add("a", A)
+
+    def full(*_: object) -> None:
+        raise RedisOutOfMemory("OOM command not allowed when used memory > 'maxmemory'")
+
+    monkeypatch.setattr(period_writes.WindowedWrites, "_move_to_current", full)
+    assert index.add_many([("new", A ^ 0xFFFF_0000_0000), ("b", A ^ 1)], unique=True) == [
+        Outcome.ADDED,
+        Match("a", A, 1),
+    ]
+    assert index.get("new") == A ^ 0xFFFF_0000_0000

@@ -539,3 +539,31 @@ def test_the_documented_acl_is_the_tested_one() -> None:
     doc = (Path(__file__).resolve().parents[1] / "docs" / "security.md").read_text()
     block = doc.split("ACL SETUSER simhash on >PASSWORD", 1)[1].split("```", 1)[0]
     assert set(block.replace("\\", " ").split()) == set(MINIMAL_ACL.split())
+
+
+@pytest.mark.parametrize("missing", ["pexpireat", "time", "hset"])
+def test_a_windowed_write_refused_leaves_no_key_without_its_expiry(server: TLSServer, missing: str) -> None:
+    """A user that may not set expiries (or read the clock, or write a hash) is refused before any key is
+    written without its period's expiry, and the same call works once it may."""
+    user = f"w{missing}"
+    with server.admin() as admin:
+        admin.execute_command(
+            "ACL", "SETUSER", user, "on", f">{PASSWORD}", "~simhash:*", "+@all", f"-{missing}"
+        )
+        admin.delete(*(admin.keys(f"simhash:{user}:*") or [b"none"]))
+    made = SimhashIndex.from_url(server.url(), user, retention="1d")  # created by the admin
+    made.add("x", A ^ 0xFFFF)
+    if missing == "time":  # the clock is read when the index is opened
+        with pytest.raises(RedisPermissionError):
+            SimhashIndex.from_url(server.url(user, PASSWORD), user, backoff=Backoff(retries=0))
+    else:
+        index = SimhashIndex.from_url(server.url(user, PASSWORD), user, backoff=Backoff(retries=0))
+        with pytest.raises(RedisPermissionError):
+            index.add_many([("d", A ^ 0xFF), ("x", A)])  # a new document, and a replacement
+    with server.admin() as admin:
+        lasting = [key for key in admin.scan_iter(f"simhash:{user}:w*") if admin.pttl(key) == -1]
+        assert lasting == []
+        admin.execute_command("ACL", "SETUSER", user, f"+{missing}")
+    index = SimhashIndex.from_url(server.url(user, PASSWORD), user, backoff=Backoff(retries=0))
+    assert index.add_many([("d", A ^ 0xFF), ("x", A)]) == [Outcome.ADDED, Outcome.REPLACED]
+    assert index.verify().ok and index.count() == (2, 2)

@@ -15,6 +15,7 @@ raise DropItem naming the stored copy. The crawl's stats count what was stored a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
 from typing import Any
@@ -48,7 +49,11 @@ def _retention(retention: object, sliding: bool) -> object:
     """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING."""
     if sliding and retention is None:
         raise NotConfigured("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
-    return Retention.of(retention, sliding=True) if sliding else retention
+    if not sliding:
+        return retention
+    if isinstance(retention, Retention):
+        return dataclasses.replace(retention, sliding=True)
+    return Retention.of(retention, sliding=True)
 
 
 class NearDuplicatePipeline:

@@ -23,9 +23,9 @@ _PIN_META = Script("pin_meta")
 _SCAN_COUNT = 10_000
 #: Id-map entries a restore checks against the stated configuration.
 _SAMPLE = 200
-#: How far a period's expiry may be from the one a stated retention gives (the TTL is read a round trip
-#: after the clock).
-_EXPIRY_SLACK_MS = 2000
+#: How far a period's expiry may be from the one a stated retention gives (the TTL is read in the round
+#: trip of the clock).
+_EXPIRY_SLACK_MS = 250
 
 
 def open_meta(
@@ -175,8 +175,8 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
             else "the index holds no periods, so it was created without a retention window: do not state one"
         )
     if windowed:
-        keys = _window_with_data(sender, keys)
-        problem = _misfit_period(sender, keys, fields["retention"])
+        keys, found = _window_with_data(sender, keys)
+        problem = found and _misfit_period(sender, keys, found, fields["retention"])
         if problem:
             raise ConfigurationMismatch(f"the stated retention does not fit the stored data: {problem}")
     sample = _sample(sender, keys)
@@ -202,26 +202,35 @@ def _create(sender: Sender, meta_key: bytes, fields: dict[str, str]) -> dict[str
     return {field.decode(): value.decode() for field, value in hash_pairs(reply)}
 
 
-def _window_with_data(sender: Sender, keys: KeySchema) -> KeySchema:
-    """The key names of a period that holds id-map entries (the index's own, if none does)."""
+def _window_with_data(sender: Sender, keys: KeySchema) -> tuple[KeySchema, bytes | None]:
+    """The key names of a period that holds id-map entries, and one of its id-map keys (the index's own
+    names and None, if no period does)."""
     head = len(keys.base) + 2  # the key names go on with ":w" and the period's number
     for page in sender.scan(f"{keys.base}:w*:id:*", _SCAN_COUNT):
-        if page:
-            return keys.in_window(int(page[0][head:].partition(b":")[0]))
-    return keys
+        for key in page:
+            number = key[head:].partition(b":")[0]
+            if number.isdigit():
+                return keys.in_window(int(number)), bytes(key)
+    return keys, None
 
 
-def _misfit_period(sender: Sender, keys: KeySchema, retention: str) -> str | None:
+def _misfit_period(sender: Sender, keys: KeySchema, key: bytes, retention: str) -> str | None:
     """Why a period's keys do not expire when the stated retention says they should (None if they do).
 
     A period's keys all expire at (period + 1) x length + retention: a stated length or retention other
     than the index's would name other periods, and the index would look empty.
+
+    Args:
+        sender: where commands go.
+        keys: the period's key names.
+        key: one of the period's keys.
+        retention: the stated retention, as its meta field.
     """
     seconds, _, rest = retention.partition(";period=")
     length = int(rest.partition(";")[0]) * 1000
-    clock, ttl = sender.execute([(b"TIME",), (b"PTTL", keys.counts)])
+    clock, ttl = sender.execute([(b"TIME",), (b"PTTL", key)])
     if int(ttl) < 0:
-        return f"the period's counts key {keys.counts.decode(errors='replace')} has no expiry"
+        return f"the period's key {key.decode(errors='replace')} has no expiry"
     expires = int(clock[0]) * 1000 + int(clock[1]) // 1000 + int(ttl)
     stated = ((keys.window or 0) + 1) * length + int(seconds) * 1000
     if abs(expires - stated) > _EXPIRY_SLACK_MS:

@@ -8,7 +8,7 @@ it was in, every key written set to expire with its period (`store.windows`).
 from __future__ import annotations
 
 from ..codec import decode_fp
-from ..errors import WriteContention
+from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command
 from .scripts import Script
@@ -102,10 +102,18 @@ class WindowedWrites:
         return outcomes
 
     def _run(self, view: View, sent: list[_InPeriod]) -> tuple[list[bytes], int | None]:
-        """Run the documents' script calls: the statuses of those done, and the server's time if a call
-        was refused for another period (it and those after it are not done).
+        """Run the documents' script calls: the statuses of those done, and the server's time or None.
 
-        A large batch of adds goes in parts of `_PART`, each built while the server runs the previous.
+        The server's time comes back when a call was refused for another period: it and the calls
+        after it are not done. A large batch of adds goes in parts of `_PART`, each built while the
+        server runs the previous one.
+
+        Args:
+            view: the periods of the calls.
+            sent: the documents.
+
+        Raises:
+            SimhashRedisError: an error reply (the calls before it are applied).
         """
         if not sent:
             return [], None
@@ -127,17 +135,28 @@ class WindowedWrites:
         """In a sliding window, move documents found again into the current period, if still stored so.
 
         A document is moved only while its id still has that fingerprint: one script call finds it
-        where it is (already in the current period: nothing to do), a second moves it. One that was
-        replaced or removed meanwhile is left alone, never written back.
+        where it is (already in the current period: it changes nothing), a second moves it. One that
+        was replaced or removed meanwhile is left alone, never written back. The refresh is a courtesy
+        to the documents found: when it cannot be made (a full server, a period boundary, an
+        unreachable server), they keep their period, and the caller's add-if-new, whose own writes are
+        done, is not failed for it.
 
         Args:
             docs: (id, stored fingerprint) of each document found again.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached (nothing is half-moved).
         """
         if not self.windows.retention.sliding or not docs:
             return
+        try:
+            self._move_to_current(docs)
+        except SimhashRedisError:
+            return
+
+    def _move_to_current(self, docs: list[tuple[bytes, bytes]]) -> None:
+        """`seen`'s moves, errors passed on.
+
+        Raises:
+            SimhashRedisError: an error reply, or the server cannot be reached.
+        """
         view = self.windows.view()
         pending: list[_InPeriod] = [
             (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
@@ -205,8 +224,9 @@ def _windows_of(guard: Guard) -> tuple[int, ...]:
 
 
 def _guard_covers(guard: Guard | None, view: View) -> bool:
-    """Whether a guard read the sets of every period up to the current one: if not, the document is
-    read again (the write script checks that the view names every live period).
+    """Whether a guard read the sets of every period up to the current one (else: read again).
+
+    The write script checks that the view names every live period.
 
     Args:
         guard: a document's guard, or None.

@@ -82,7 +82,7 @@ class Windows:
     def __init__(self, keys: KeySchema, retention: Retention, sender: Sender) -> None:
         self.keys, self.retention = keys, retention
         self.period_ms, self.retention_ms = retention.period * 1000, retention.seconds * 1000
-        self._offset_ms = self._synced = 0.0
+        self._offset_ms = self._synced = self._wall = 0.0
         self._view: View
         self._view_until = 0
         self._schemas: dict[int, KeySchema] = {}
@@ -107,10 +107,11 @@ class Windows:
             server_ms: the server's Unix time in milliseconds.
             local: the `time.monotonic()` it corresponds to (default: now).
         """
-        # Against the monotonic clock: a step of this machine's wall clock (NTP, a resumed VM) does not
-        # move the estimate, and a new TIME reading corrects its slow drift.
+        # Against the monotonic clock: a step of this machine's wall clock does not move the estimate;
+        # `view` reads TIME again after one (or a sleep), and once a minute against slow drift.
         local = time.monotonic() if local is None else local
         self._offset_ms, self._synced = server_ms - local * 1000, local
+        self._wall = time.time() - time.monotonic()
         self._view_until = 0  # the periods are worked out again by this clock
 
     def now_ms(self) -> int:
@@ -136,7 +137,12 @@ class Windows:
         Raises:
             RedisUnavailable: the server's clock is read again (once a minute) and cannot be.
         """
-        if time.monotonic() - self._synced > _RESYNC_S:
+        # Read again once a minute, and when the wall clock moved against the monotonic one: a machine
+        # that slept (the monotonic clock stands still meanwhile) or a stepped wall clock.
+        if (
+            time.monotonic() - self._synced > _RESYNC_S
+            or abs(time.time() - time.monotonic() - self._wall) > 0.5
+        ):
             self.sync()
         now = self.now_ms()
         if now < self._view_until:  # the same periods until the next boundary or margin

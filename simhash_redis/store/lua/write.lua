@@ -65,6 +65,16 @@ local counts_type = redis.call('TYPE', counts)['ok']
 if counts_type ~= 'hash' and counts_type ~= 'none' then
   return redis.error_reply('WRONGTYPE the counts key ' .. counts .. ' holds a ' .. counts_type .. ', not a hash')
 end
+-- Format 'w': an ACL user that may not set expiries is refused here, before anything is written (an
+-- expiry of a key that does not exist changes nothing); the counts key the probe below creates is
+-- given its period's expiry then.
+local counts_expire
+if windowed then
+  counts_expire = (tonumber(ARGV[6 + ci]) + 1) * period + retention
+  if redis.call('EXISTS', counts) == 0 then
+    redis.call('PEXPIREAT', counts, counts_expire)
+  end
+end
 -- The same for an ACL user that may not run HINCRBY: an increment by nothing finds out first. Out of
 -- memory it is refused too, but a batch of removals frees memory before its counts move: go on then.
 local counted, refusal = pcall(redis.call, 'HINCRBY', counts, 'docs', 0)
@@ -73,6 +83,8 @@ if not counted then
   if not string.find(reason, 'OOM', 1, true) then
     return redis.error_reply(reason)
   end
+elseif windowed and redis.call('PTTL', counts) == -1 then
+  redis.call('PEXPIREAT', counts, counts_expire)
 end
 
 local function netstring(id)
@@ -463,15 +475,20 @@ if not ok then
   end
 end
 if windowed then
+  -- The whole documents' counts move even when a later one failed; the first error is reported.
+  local function count(key, field, delta)
+    if delta ~= 0 then
+      local moved, refusal = pcall(redis.call, 'HINCRBY', key, field, delta)
+      if not moved and ok then
+        ok, err = false, refusal
+      end
+    end
+  end
   for w = 1, W do
-    if w_docs[w] ~= 0 and ok then
-      ok, err = pcall(redis.call, 'HINCRBY', KEYS[w], 'docs', w_docs[w])
-    end
-    if w_fps[w] ~= 0 and ok then
-      ok, err = pcall(redis.call, 'HINCRBY', KEYS[w], 'fingerprints', w_fps[w])
-    end
+    count(KEYS[w], 'docs', w_docs[w])
+    count(KEYS[w], 'fingerprints', w_fps[w])
     if w == ci or w_docs[w] ~= 0 or w_fps[w] ~= 0 then
-      pcall(redis.call, 'PEXPIREAT', KEYS[w], expires(w))  -- also after a failure: nothing lasts
+      pcall(expire, KEYS[w], expires(w))
     end
   end
 end
