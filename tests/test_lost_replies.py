@@ -321,7 +321,7 @@ def test_lost_reply_to_one_part_of_a_large_batch(
 ) -> None:
     # A large batch of adds goes as parts (here of 3); the reply to one part is lost after the server
     # applied it: the conversation resumes at that part, and nothing is stored or counted twice.
-    monkeypatch.setattr(writes_module, "_PART", 3)
+    monkeypatch.setattr(writes_module, "PART", 3)
     index, proxy, _ = proxied
     index.add("warm", B)  # the script is loaded: the armed drop hits a part, not a NOSCRIPT reply
     docs = {f"p{i}": (A ^ (i << 40)) + i for i in range(12)}

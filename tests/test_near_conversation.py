@@ -193,7 +193,7 @@ def test_an_error_reply_in_a_conversation_is_raised_at_once_with_its_own_type(
 ) -> None:
     # Typed errors (RedisAuthError, RedisOutOfMemory) are OSErrors like a lost connection: they must
     # not be retried and re-labelled "cannot reach Redis".
-    monkeypatch.setattr(writes_module, "_PART", 2)
+    monkeypatch.setattr(writes_module, "PART", 2)
     SimhashIndex(redis_client, "acl", k=3).add("a", BASE)
     redis_client.execute_command("ACL", "SETUSER", "nosmembers", "on", ">pw", "~*", "+@all", "-smembers")
     limited = redis_server.client(username="nosmembers", password="pw")

@@ -33,6 +33,7 @@ from simhash_redis.codec import encode_fp
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
 from simhash_redis.store import period_writes
+from simhash_redis.store import writes as writes_module
 from simhash_redis.transport.retry import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
@@ -445,7 +446,7 @@ def test_a_large_batch_crossing_a_period_boundary_is_written_whole(
     """Parts of 2 documents, each call built while the server runs the one before, for long enough
     that the server's clock moves into the next period mid-batch: the parts refused by the script are
     written again into the new period, nothing twice, nothing lost."""
-    monkeypatch.setattr(period_writes, "_PART", 2)
+    monkeypatch.setattr(writes_module, "PART", 2)
     index = SimhashIndex(redis_client, "parts", retention=Retention(60, 1), batch_size=5000)
     assert index.windows is not None
     while server_ms(redis_client) % 1000 < 700:  # start late in a period

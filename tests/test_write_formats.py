@@ -65,7 +65,7 @@ def test_a_batch_sent_in_parts_equals_one_call(
     batch = _ops(seed, 40, 30)
     results = {}
     for name, part in (("whole", 10**9), ("parts", 3)):
-        monkeypatch.setattr(writes_module, "_PART", part)
+        monkeypatch.setattr(writes_module, "PART", part)
         index = SimhashIndex(any_client, name, k=3, id_buckets=4)
         _writes(index).apply(before)
         outcomes = _writes(index).apply(batch)
@@ -87,7 +87,7 @@ def _script_loads(client: redis.Redis) -> int:
 def test_parts_survive_a_flushed_script_and_a_lost_connection(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writes_module, "_PART", 2)
+    monkeypatch.setattr(writes_module, "PART", 2)
     index = SimhashIndex(redis_client, "resume", k=3)
     writes = _writes(index)
     ops: list[Write] = [(b"id%d" % i, encode_fp(i * 7919 + 1, 64), None) for i in range(12)]
@@ -118,7 +118,7 @@ def test_parts_survive_a_flushed_script_and_a_lost_connection(
 def test_an_error_in_a_part_keeps_the_parts_before_it(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writes_module, "_PART", 2)
+    monkeypatch.setattr(writes_module, "PART", 2)
     index = SimhashIndex(redis_client, "stop", k=3)
     blocked = 0x5555_6666_7777_8888
     redis_client.set(index.keys.tables(blocked)[1], "not a set")
@@ -138,7 +138,7 @@ def test_an_error_in_a_part_keeps_the_parts_before_it(
 def test_a_later_pair_for_the_same_id_wins(
     any_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, part: int
 ) -> None:
-    monkeypatch.setattr(writes_module, "_PART", part)
+    monkeypatch.setattr(writes_module, "PART", part)
     index = SimhashIndex(any_client, "later", k=3)
     pairs = [("x", 1), ("y", 7), ("x", 2), ("x", 1), ("z", 9), ("y", 7)]
     assert index.add_many(pairs) == [

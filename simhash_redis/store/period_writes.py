@@ -11,21 +11,21 @@ from ..codec import decode_fp
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command
+from . import writes as plain
 from .scripts import Script
 from .store import Store
 from .windows import View, WindowedSets, Windows
 from .writes import (
-    _CONFLICT_ROUNDS,
-    _PART,
+    CONFLICT_ROUNDS,
     AtomicWrites,
     Guard,
     OrderedWrites,
     Write,
     Writes,
-    _in_waves,
-    _outcome,
-    _too_many,
+    in_waves,
+    outcome_of,
     run_in_parts,
+    too_many,
 )
 
 __all__ = ["WindowedWrites", "writes_for"]
@@ -64,7 +64,7 @@ class WindowedWrites:
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
-        return _in_waves(ops, self._apply_unique)
+        return in_waves(ops, self._apply_unique)
 
     def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
         """`apply` for writes that name each id once: rounds until no conflict is left."""
@@ -85,7 +85,7 @@ class WindowedWrites:
                     window = view.windows[int(where) - 1] if current else 0
                     retry.append((i, doc_id, new, current, window, guard))
                 elif status != b"g":
-                    outcomes[i] = _outcome(status, old)
+                    outcomes[i] = outcome_of(status, old)
             if moved is not None:  # another period on the server's clock: adopt it
                 clock += 1
                 if clock > _CLOCK_ROUNDS:
@@ -96,8 +96,8 @@ class WindowedWrites:
                 self.windows.set_server_time(moved)
             else:
                 conflicts += 1
-                if retry and conflicts >= _CONFLICT_ROUNDS:
-                    raise _too_many(len(retry))
+                if retry and conflicts >= CONFLICT_ROUNDS:
+                    raise too_many(len(retry))
             pending = retry
         return outcomes
 
@@ -105,7 +105,7 @@ class WindowedWrites:
         """Run the documents' script calls: the statuses of those done, and the server's time or None.
 
         The server's time comes back when a call was refused for another period: it and the calls
-        after it are not done. A large batch of adds goes in parts of `_PART`, each built while the
+        after it are not done. A large batch of adds goes in parts of `writes.PART`, each built while the
         server runs the previous one.
 
         Args:
@@ -117,8 +117,9 @@ class WindowedWrites:
         """
         if not sent:
             return [], None
-        if len(sent) >= 2 * _PART and all(doc[5] is None for doc in sent):
-            parts = [sent[i : i + _PART] for i in range(0, len(sent), _PART)]
+        part = plain.PART  # read at each call: one knob for both paths
+        if len(sent) >= 2 * part and all(doc[5] is None for doc in sent):
+            parts = [sent[i : i + part] for i in range(0, len(sent), part)]
             replies = run_in_parts(
                 self.store, self._SCRIPT, lambda n: self._command(view, parts[n]), len(parts), _refused
             )

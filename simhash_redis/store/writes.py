@@ -23,13 +23,18 @@ from .scripts import Script
 from .store import Store
 
 __all__ = [
+    "CONFLICT_ROUNDS",
+    "PART",
     "AtomicWrites",
     "Guard",
     "OrderedWrites",
     "SketchedGuard",
     "Write",
     "Writes",
+    "in_waves",
+    "outcome_of",
     "run_in_parts",
+    "too_many",
 ]
 
 #: The members read from each table set of a document's fingerprint.
@@ -62,10 +67,10 @@ _OUTCOMES = {
     b"d": Outcome.REMOVED,
     b"n": Outcome.MISSING,
 }
-# Documents per script call when a large batch of adds is sent as parts (see AtomicWrites._run_parts).
-_PART = 250
-# Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
-_CONFLICT_ROUNDS = 16
+#: Documents per script call when a large batch of adds is sent as parts (`run_in_parts`).
+PART = 250
+#: Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
+CONFLICT_ROUNDS = 16
 
 
 class Writes(Protocol):
@@ -95,7 +100,7 @@ class AtomicWrites:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes: one script call per round (a large batch of adds: parts of `_PART`).
+        """Apply the writes: one script call per round (a large batch of adds: parts of `PART`).
 
         The first round assumes each id is new; an id that already has another fingerprint comes back
         as a conflict carrying that fingerprint, and is resent with the keys needed to move it. An id
@@ -108,15 +113,15 @@ class AtomicWrites:
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
-        return _in_waves(ops, self._apply_once)
+        return in_waves(ops, self._apply_once)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
         """Nothing: an index without a retention window keeps its documents anyway."""
 
     def _apply_once(self, ops: list[Write]) -> list[Outcome | None]:
         pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
-        if len(ops) >= 2 * _PART and _all_adds(ops):
-            parts = [ops[i : i + _PART] for i in range(0, len(ops), _PART)]
+        if len(ops) >= 2 * PART and _all_adds(ops):
+            parts = [ops[i : i + PART] for i in range(0, len(ops), PART)]
             return self._finish(pending, self._run_parts(parts))
         return self._finish(pending, self._run(self._call(ops)))
 
@@ -178,7 +183,7 @@ class AtomicWrites:
     def _finish(self, pending: list[_Pending], reply: list[bytes]) -> list[Outcome | None]:
         """The outcomes, after resending the conflicts of the first round's `reply` until none is left."""
         outcomes: list[Outcome | None] = [None] * len(pending)
-        for _ in range(_CONFLICT_ROUNDS):
+        for _ in range(CONFLICT_ROUNDS):
             retry = []
             for (i, doc_id, new, old, guard), status in zip(pending, reply, strict=True):
                 if status == b"a":
@@ -186,12 +191,12 @@ class AtomicWrites:
                 elif status[:1] == b"c":
                     retry.append((i, doc_id, new, status[1:], guard))
                 elif status != b"g":
-                    outcomes[i] = _outcome(status, old)
+                    outcomes[i] = outcome_of(status, old)
             if not retry:
                 return outcomes
             pending = retry
             reply = self._run(self._command(pending))
-        raise _too_many(len(pending))
+        raise too_many(len(pending))
 
 
 class OrderedWrites:
@@ -228,7 +233,7 @@ class OrderedWrites:
         Raises:
             WriteContention: documents kept changing under concurrent writers.
         """
-        return _in_waves(ops, self._apply_unique)
+        return in_waves(ops, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
         """Nothing: an index without a retention window keeps its documents anyway."""
@@ -243,7 +248,7 @@ class OrderedWrites:
         self.store.execute(tables, durable=True)
         outcomes: list[Outcome | None] = [None] * len(ops)
         pending = [(i, doc_id, new, b"") for i, (doc_id, new, _) in enumerate(ops)]
-        for _ in range(_CONFLICT_ROUNDS):
+        for _ in range(CONFLICT_ROUNDS):
             calls = [
                 self._CAS.command([self.keys.id_bucket(doc_id)], [doc_id, new, old])
                 for _, doc_id, new, old in pending
@@ -254,7 +259,7 @@ class OrderedWrites:
                 if status[:1] == b"c":
                     retry.append((i, doc_id, new, status[1:]))
                 else:
-                    outcomes[i] = _outcome(status, old)
+                    outcomes[i] = outcome_of(status, old)
             if retry:
                 # Detach each id from the fingerprint it has now before committing the new one, so a
                 # lost reply (resent, answered 'unchanged') cannot leave it listed under both.
@@ -263,7 +268,7 @@ class OrderedWrites:
             if not pending:
                 break
         else:
-            raise _too_many(len(pending))
+            raise too_many(len(pending))
         self._ids(b"+", [(doc_id, new) for doc_id, new, _ in ops if new])
         return outcomes
 
@@ -328,11 +333,15 @@ def run_in_parts(
     return replies
 
 
-def _in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
+def in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
     """`apply` the writes, in waves that each hold an id once when some id is named several times.
 
     A conflict is resolved after the first round of the whole call, so two writes of one id in one
     call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
+
+    Args:
+        ops: the writes.
+        apply: writes a list that names each id once.
     """
     if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
         return apply(ops)
@@ -355,7 +364,13 @@ def _all_adds(ops: list[Write]) -> bool:
     return all(new and guard is None for _, new, guard in ops)
 
 
-def _outcome(status: bytes, old: bytes) -> Outcome:
+def outcome_of(status: bytes, old: bytes) -> Outcome:
+    """A document's outcome from its status in the write script's reply.
+
+    Args:
+        status: the status ('a', 'r', 'u', 'd' or 'n').
+        old: the fingerprint the call believed the id had.
+    """
     # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
     # that earlier attempt of ours whose reply was lost and resent.
     if status == b"n" and old:
@@ -363,7 +378,12 @@ def _outcome(status: bytes, old: bytes) -> Outcome:
     return _OUTCOMES[status]
 
 
-def _too_many(count: int) -> WriteContention:
+def too_many(count: int) -> WriteContention:
+    """The error of documents that kept changing under concurrent writers.
+
+    Args:
+        count: how many.
+    """
     return WriteContention(
         f"{count} documents kept changing under concurrent writers; nothing of them was written"
     )
