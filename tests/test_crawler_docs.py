@@ -15,6 +15,13 @@ def _blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
 
 
+def _defined(block: int, name: str, redis_url: str) -> object:
+    """What a Python block of the page defines under `name`, run against the suite's server."""
+    namespace: dict[str, object] = {"REDIS_URL": redis_url}
+    exec(_blocks()[block], namespace)
+    return namespace[name]
+
+
 def test_the_scrapy_settings_are_the_ones_the_pipeline_reads() -> None:
     pytest.importorskip("scrapy")
     from simhash_redis.contrib import scrapy as pipeline_module
@@ -29,9 +36,7 @@ def test_the_scrapy_settings_are_the_ones_the_pipeline_reads() -> None:
 def test_the_worker_loop_runs_as_written(
     redis_url: str, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    namespace: dict[str, object] = {"REDIS_URL": redis_url}
-    exec(_blocks()[1], namespace)
-    handle = namespace["handle"]
+    handle = _defined(1, "handle", redis_url)
     story = "the council approved the new budget on tuesday after a long debate about school funding"
     assert handle("s1", story) is True  # type: ignore[operator]
     assert handle("s2", story.upper() + "!") is False  # type: ignore[operator]
@@ -42,9 +47,7 @@ def test_the_worker_loop_runs_as_written(
 def test_the_worker_loop_with_a_retention_window_runs_as_written(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
-    namespace: dict[str, object] = {"REDIS_URL": redis_url}
-    exec(_blocks()[2], namespace)
-    fresh = namespace["fresh"]
+    fresh = _defined(2, "fresh", redis_url)
     story = "the storm closed the coastal road on monday and the ferry to the island was cancelled"
     assert fresh("w1", story) is True  # type: ignore[operator]
     assert fresh("w2", story.title()) is False  # type: ignore[operator]

@@ -48,11 +48,6 @@ class View:
     table_keys: Callable[[int], list[bytes]]
     id_keys: Callable[[bytes], list[bytes]]
 
-    @property
-    def current_schema(self) -> KeySchema:
-        """The key names of the current period."""
-        return self.schemas[self.windows.index(self.current)]
-
 
 class WindowedSets(list[list[bytes]]):
     """The members read from a fingerprint's table sets in each period of a view (a guard's sets).

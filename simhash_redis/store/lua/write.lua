@@ -216,6 +216,21 @@ local function attach(at, fp, id)
   end
   return 0
 end
+-- Removes `id` from the ids of fingerprint `fp` (map hash KEYS[at], tables KEYS[at + 1 .. at + T]); the
+-- fingerprint leaves the tables with its last id. Returns -1 then, else 0.
+local function detach(at, fp, id)
+  local raw = redis.call('HGET', KEYS[at], fp) or ''
+  local rest = without(raw, id)
+  if rest ~= '' then
+    hset(KEYS[at], fp, rest, raw)
+    return 0
+  end
+  hdel(KEYS[at], fp, raw ~= '' and raw)
+  for t = 1, T do
+    srem(KEYS[at + t], fp)
+  end
+  return -1
+end
 -- Applies one document; its keys start at KEYS[k], its guard (if any) at ARGV[guard_counts].
 local function write(id, new, old, guard, guard_counts)
   j_n = 0
@@ -268,18 +283,7 @@ local function write(id, new, old, guard, guard_counts)
   else
     local fps = 0
     if old ~= '' then
-      local fp_key = KEYS[old_at]
-      local raw = redis.call('HGET', fp_key, old) or ''
-      local rest = without(raw, id)
-      if rest == '' then
-        hdel(fp_key, old, raw ~= '' and raw)
-        for t = 1, T do
-          srem(KEYS[old_at + t], old)
-        end
-        fps = fps - 1
-      else
-        hset(fp_key, old, rest, raw)
-      end
+      fps = detach(old_at, old, id)
     end
     if new ~= '' then
       if not fresh then
@@ -387,18 +391,7 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
     end
     if old ~= '' then
       j_period = old_w
-      local fp_key = KEYS[old_at]
-      local raw = redis.call('HGET', fp_key, old) or ''
-      local rest = without(raw, id)
-      if rest == '' then
-        hdel(fp_key, old, raw ~= '' and raw)
-        for t = 1, T do
-          srem(KEYS[old_at + t], old)
-        end
-        fps_old = -1
-      else
-        hset(fp_key, old, rest, raw)
-      end
+      fps_old = detach(old_at, old, id)
       if old_w ~= ci or new == '' then
         hdel(KEYS[ids_at + old_w - 1], id, cur)
         docs_old = -1
