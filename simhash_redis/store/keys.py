@@ -158,13 +158,14 @@ class KeySchema:
         """
         return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window)
 
-    def periods_id_builder(self, windows: Sequence[int]) -> Callable[[bytes], list[bytes]]:
-        """`id_bucket` in each of several periods, as one function (the id hashed once).
+    def periods_map_builder(self, windows: Sequence[int], kind: str) -> Callable[[bytes], list[bytes]]:
+        """`id_bucket` or `fp_bucket` in each of several periods, as one function (hashed once).
 
         Args:
             windows: the periods.
+            kind: "id" (the id map) or "fp" (the fingerprint map).
         """
-        prefixes = [f"{self.prefix}:{self.name}:w{window}:id:".encode() for window in windows]
+        prefixes = [f"{self.prefix}:{self.name}:w{window}:{kind}:".encode() for window in windows]
         bucket = self._bucket
         return lambda doc_id: [prefix + number for number in (bucket(doc_id),) for prefix in prefixes]
 

@@ -84,9 +84,9 @@ class Reads:
         """
         if self.windows is None:
             return self.store.execute([(b"HGET", self.store.keys.id_bucket(raw), raw) for raw in raw_ids])
-        schemas = self.windows.view().schemas
-        replies = self.store.execute([(b"HGET", s.id_bucket(raw), raw) for raw in raw_ids for s in schemas])
-        per = len(schemas)
+        view = self.windows.view()
+        replies = self.store.execute([(b"HGET", key, raw) for raw in raw_ids for key in view.id_keys(raw)])
+        per = len(view.windows)
         # The newest period that has the id: the write script moves a rewritten id there.
         return [
             next((r for r in reversed(replies[n * per : (n + 1) * per]) if r is not None), None)
@@ -124,14 +124,13 @@ class Reads:
         if they were more tables, and a matching fingerprint's ids are asked of each period's map.
         """
         windows: tuple[int, ...] = ()
+        fp_keys: Callable[[bytes], list[bytes]]
         if view is None:
-            table_keys = self.store.keys.table_builder()
-            fp_buckets = [self.store.keys.fp_bucket]
+            table_keys, fp_keys = self.store.keys.table_builder(), _as_list(self.store.keys.fp_bucket)
         else:
-            windows, table_keys = view.windows, view.table_keys
-            fp_buckets = [schema.fp_bucket for schema in view.schemas]
-
-        tables = self.tables * len(fp_buckets)
+            windows, table_keys, fp_keys = view.windows, view.table_keys, view.fp_keys
+        per_map = len(windows) or 1
+        tables = self.tables * per_map
         keys: list[bytes] = []
         extend = keys.extend
         for fp in fps:
@@ -140,11 +139,8 @@ class Reads:
         if exact is None:
             exchange.send(wire.Same(b"SMEMBERS", keys))
         else:
-            exchange.send(
-                wire.Same(b"SMEMBERS", keys), [(b"HGET", bucket(exact), exact) for bucket in fp_buckets]
-            )
+            exchange.send(wire.Same(b"SMEMBERS", keys), [(b"HGET", key, exact) for key in fp_keys(exact)])
         step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
-        per_map = len(fp_buckets)
         per_query: list[dict[bytes, tuple[int, int]]] = []
         asked: dict[bytes, None] = {}
         ids_of: dict[bytes, list[str]] = {}
@@ -171,7 +167,7 @@ class Reads:
             )
             if wanted:
                 asked.update(dict.fromkeys(wanted))
-                exchange.send([(b"HGET", bucket(raw), raw) for raw in wanted for bucket in fp_buckets])
+                exchange.send([(b"HGET", key, raw) for raw in wanted for key in fp_keys(raw)])
         if asked:
             id_replies = exchange.read(len(asked) * per_map)
             raise_first_error(id_replies)
@@ -183,6 +179,11 @@ class Reads:
                 for n, raw in enumerate(asked):
                     ids_of[raw] = _ids_in(id_replies[n * per_map : (n + 1) * per_map])
         return [matches_of(found, ids_of) for found in per_query]
+
+
+def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]:
+    """A one-map index's key function in the form of the periods' (a list of one key)."""
+    return lambda raw: [key_of(raw)]
 
 
 def _ids_in(replies: list[bytes | None]) -> list[str]:

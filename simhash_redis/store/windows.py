@@ -40,6 +40,7 @@ class View:
         schemas: the key names of each period of `windows`.
         table_keys: a fingerprint's table keys in each period of `windows`, period by period.
         id_keys: an encoded id's id-map key in each period of `windows`.
+        fp_keys: a stored fingerprint's fingerprint-map key in each period of `windows`.
     """
 
     windows: tuple[int, ...]
@@ -47,6 +48,7 @@ class View:
     schemas: tuple[KeySchema, ...]
     table_keys: Callable[[int], list[bytes]]
     id_keys: Callable[[bytes], list[bytes]]
+    fp_keys: Callable[[bytes], list[bytes]]
 
 
 class WindowedSets(list[list[bytes]]):
@@ -154,7 +156,8 @@ class Windows:
             current,
             schemas,
             self.keys.periods_builder(windows),
-            self.keys.periods_id_builder(windows),
+            self.keys.periods_map_builder(windows, "id"),
+            self.keys.periods_map_builder(windows, "fp"),
         )
         changes = [end, self.expires_at(windows[0]) + margin] + ([end - margin] if last == current else [])
         self._view_until = min(changes)
