@@ -69,6 +69,11 @@ def _signature(obj: Any, *, indent: str = "", head: str = "") -> str:
     return f"(\n{inner}{indent}){tail}"
 
 
+def _def(function: Any) -> str:
+    """The keyword a method's signature starts with: `async def` for a coroutine function."""
+    return "async def" if inspect.iscoroutinefunction(function) else "def"
+
+
 def _members(cls: type) -> list[str]:
     """Public methods, class methods and properties defined on cls (and its project base classes)."""
     lines: list[str] = []
@@ -85,13 +90,13 @@ def _members(cls: type) -> list[str]:
                 ret = _annotation(inspect.signature(getter).return_annotation) if getter else ""
                 lines.append(f"    {name}: {ret}  # property" if ret else f"    {name}  # property")
             elif isinstance(raw, classmethod):
-                head = f"    def {name}"
+                head = f"    {_def(raw.__func__)} {name}"
                 lines.append(f"    @classmethod\n{head}{_signature(raw.__func__, indent='    ', head=head)}")
             elif isinstance(raw, staticmethod):
                 head = f"    def {name}"
                 lines.append(f"    @staticmethod\n{head}{_signature(raw.__func__, indent='    ', head=head)}")
             elif inspect.isfunction(raw):
-                head = f"    def {name}"
+                head = f"    {_def(raw)} {name}"
                 lines.append(f"{head}{_signature(raw, indent='    ', head=head)}")
     return lines
 
@@ -100,14 +105,15 @@ def render(name: str) -> str:
     """The signature block of one public name of simhash_redis.
 
     Args:
-        name: a name in simhash_redis.__all__.
+        name: a name in simhash_redis.__all__, or "asyncio.X" for one in simhash_redis.asyncio.__all__.
 
     Returns:
         A fenced Python code block.
     """
-    import simhash_redis
+    import importlib
 
-    obj = getattr(simhash_redis, name)
+    module, _, name = name.rpartition(".")  # "asyncio.AsyncSimhashIndex": a public subpackage's name
+    obj = getattr(importlib.import_module(f"simhash_redis.{module}" if module else "simhash_redis"), name)
     if name == "__version__":
         body = f"__version__: str  # {obj!r} in this release"
     elif inspect.isfunction(obj):
@@ -171,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     import simhash_redis
 
     text = _API_MD.read_text(encoding="utf-8")
-    missing = sorted(set(simhash_redis.__all__) - set(documented(text)))
+    import simhash_redis.asyncio
+
+    public = [*simhash_redis.__all__, *(f"asyncio.{name}" for name in simhash_redis.asyncio.__all__)]
+    missing = sorted(set(public) - set(documented(text)))
     new = regenerate(text)
     if args.check:
         if missing:

@@ -53,3 +53,15 @@ def test_the_worker_loop_with_a_retention_window_runs_as_written(
     assert fresh("w2", story.title()) is False  # type: ignore[operator]
     assert redis_client.hget(b"simhash:wire:meta", b"retention") == b"604800;period=100800"
     assert all(redis_client.pttl(key) > 0 for key in redis_client.scan_iter(b"simhash:wire:w*"))
+
+
+def test_the_asyncio_crawler_runs_as_written(redis_url: str, redis_client: redis.Redis) -> None:
+    import asyncio
+
+    crawl = _defined(3, "crawl", redis_url)
+    story = "the museum reopened on saturday after two years of repairs to its roof and its old galleries"
+    pages = {f"https://example.test/copy-{i}": story.upper() if i % 2 else story for i in range(50)}
+    pages["https://example.test/other"] = "a completely different page about the weather in the mountains"
+    kept = asyncio.run(crawl(pages))  # type: ignore[operator]
+    assert len(kept) == 2 and "https://example.test/other" in kept
+    assert redis_client.hlen(b"simhash:pages:meta") > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -19,6 +20,8 @@ from simhash_redis import (
     SimhashIndex,
     distance,
 )
+from simhash_redis.asyncio import AsyncSimhashIndex
+from tests.asyncio_facade import Blocking
 
 A = 0x0123456789ABCDEF
 
@@ -34,18 +37,27 @@ _CLIENTS = {
     "fake": "fake_client",
     "cluster": "redis_cluster_client",
     "windowed": "redis_client",
+    "asyncio": "redis_client",
+    "asyncio-cluster": "redis_cluster_client",
 }
 
 
 @pytest.fixture(params=sorted(_CLIENTS))
-def index(request: pytest.FixtureRequest) -> SimhashIndex:
-    """The contract on a real server, on fakeredis, on a local Redis Cluster, and with a retention window
-    (a day: nothing expires during a test, but every call goes through the periods' keys)."""
+def index(request: pytest.FixtureRequest) -> Iterator[SimhashIndex]:
+    """The contract on a real server, on fakeredis, on a local Redis Cluster, with a retention window
+    (a day: nothing expires during a test, but every call goes through the periods' keys), and through
+    `AsyncSimhashIndex` on a server and a cluster (driven from these synchronous tests by `Blocking`)."""
     client = request.getfixturevalue(_CLIENTS[request.param])
     retention = "1d" if request.param == "windowed" else None
     # Few id buckets keep count(), which sums bucket sizes on a cluster, quick.
-    buckets = 1024 if request.param == "cluster" else None
-    return SimhashIndex(client, name="contract", k=3, id_buckets=buckets, retention=retention)
+    buckets = 1024 if "cluster" in request.param else None
+    if not request.param.startswith("asyncio"):
+        yield SimhashIndex(client, name="contract", k=3, id_buckets=buckets, retention=retention)
+        return
+    url = request.getfixturevalue("redis_cluster" if "cluster" in request.param else "redis_server").url
+    facade = Blocking(lambda: AsyncSimhashIndex.from_url(url, "contract", k=3, id_buckets=buckets))
+    yield facade  # type: ignore[misc]
+    facade.close()
 
 
 def test_add_near_get_remove(index: SimhashIndex) -> None:
@@ -230,5 +242,5 @@ def test_a_client_of_another_kind_is_refused_with_what_to_use() -> None:
     import redis.asyncio  # not imported by `import redis` in every supported redis-py
 
     asyncio_client = redis.asyncio.Redis()  # never connects: refused before any command
-    with pytest.raises(InvalidType, match=r"no asyncio API yet.*asyncio\.to_thread"):
+    with pytest.raises(InvalidType, match=r"asyncio client .*use simhash_redis\.asyncio\.AsyncSimhashIndex"):
         SimhashIndex(asyncio_client, "x")  # type: ignore[arg-type]

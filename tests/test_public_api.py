@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import simhash_redis
+import simhash_redis.asyncio
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,8 +52,13 @@ PUBLIC = [
 ]
 
 
+#: The asyncio API's face, a subpackage of its own (it needs greenlet, the `asyncio` extra).
+PUBLIC_ASYNCIO = ["AsyncSimhashIndex"]
+
+
 def test_all_is_pinned() -> None:
     assert list(simhash_redis.__all__) == PUBLIC
+    assert list(simhash_redis.asyncio.__all__) == PUBLIC_ASYNCIO
 
 
 def test_every_public_name_imports() -> None:
@@ -64,6 +70,9 @@ def test_every_public_name_imports() -> None:
 
 def test_every_public_name_is_documented_with_a_section_and_a_signature() -> None:
     text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    for name in PUBLIC_ASYNCIO:
+        assert f"<!-- signature: asyncio.{name} -->" in text, f"docs/api.md has no signature block for {name}"
+        assert f"### `simhash_redis.asyncio.{name}`" in text, f"docs/api.md has no section for {name}"
     for name in PUBLIC:
         assert f"<!-- signature: {name} -->" in text, f"docs/api.md has no signature block for {name}"
         assert f"### `{name}`" in text or f"## `{name}`" in text, f"docs/api.md has no section for {name}"

@@ -12,7 +12,7 @@ from redis.cluster import RedisCluster
 
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidFingerprint, InvalidType
-from ..transport import Backoff
+from ..transport import Backoff, bridged, is_asyncio_client
 
 __all__ = [
     "as_batch",
@@ -69,17 +69,17 @@ def check_client(client: object) -> None:
         client: the index's client argument.
 
     Raises:
-        InvalidType: not a redis.Redis or redis.cluster.RedisCluster (an asyncio client included).
+        InvalidType: not a redis.Redis or redis.cluster.RedisCluster (an asyncio client is taken only
+            inside a call of `simhash_redis.asyncio.AsyncSimhashIndex`, which runs this class).
     """
-    if isinstance(client, (redis.Redis, RedisCluster)):
+    if isinstance(client, (redis.Redis, RedisCluster)) or (is_asyncio_client(client) and bridged()):
         return
     kind = type(client)
     name = f"{kind.__module__}.{kind.__qualname__}"
-    if kind.__module__.startswith("redis.asyncio"):
+    if is_asyncio_client(client):
         raise InvalidType(
             f"client must be a redis.Redis or redis.cluster.RedisCluster, got the asyncio client {name}: "
-            "simhash-redis has no asyncio API yet; open the index with a synchronous client (for example "
-            "SimhashIndex.from_url) and call it from asyncio code with asyncio.to_thread"
+            "use simhash_redis.asyncio.AsyncSimhashIndex with it"
         )
     raise InvalidType(f"client must be a redis.Redis or redis.cluster.RedisCluster, got {name}")
 

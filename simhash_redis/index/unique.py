@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -10,7 +9,7 @@ from ..codec import encode_fp
 from ..errors import WriteContention
 from ..results import Match, Outcome, duplicate_of
 from ..store import BucketLocks, Guard, Reads, Store, Write, Writes
-from ..transport import Backoff
+from ..transport import Backoff, pause
 
 __all__ = ["Judge", "UniqueWrites"]
 
@@ -73,52 +72,75 @@ class UniqueWrites:
         """
         results: list[Outcome | Match | None] = [None] * len(ids)
         pending = list(range(len(ids)))
-        pause = _CONTENTION_BACKOFF.delays()
+        delays = _CONTENTION_BACKOFF.delays()
         locks = BucketLocks(self.store) if self.store.cluster else None
-        for attempt in range(_UNIQUE_ROUNDS):
-            if attempt:
-                # Others keep writing into these tables: let them finish before reading again.
-                time.sleep(next(pause, _CONTENTION_BACKOFF.cap))
-            ready, waiting, held = pending, [], list[bytes]()
-            if locks is not None:
-                got, held = locks.acquire([self.store.keys.tables(fps[i]) for i in pending])
-                ready = [i for i, ok in zip(pending, got, strict=True) if ok]
-                waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
-            try:
-                members, matches_read = self.reads.near_and_members([fps[i] for i in ready], self.k)
-                found: Sequence[Sequence[Match]] = matches_read
-                if judge is not None:
-                    found = judge.duplicates(ready, list(map(list, found)))
-                writes: list[Write] = []
-                writing: list[int] = []
-                again: list[tuple[bytes, bytes]] = []
-                for i, sets, matches in zip(ready, members, found, strict=True):
-                    if matches:
-                        results[i] = duplicate = duplicate_of(ids[i].decode(), list(matches))
-                        if duplicate is not None:
-                            again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
-                    else:
-                        guard = None if locks else sets if judge is None else judge.guarded(i, sets)
-                        writes.append((ids[i], encode_fp(fps[i], self.f), guard))
-                        writing.append(i)
-                if judge is not None and writing and locks is not None:
-                    judge.before_write(writing)
-                # Every document a near-duplicate: nothing to write, and no write round trip either.
-                applied = self.writes.apply(writes) if writes else []
-                self.writes.seen(again)
-                changed = []
-                for i, outcome in zip(writing, applied, strict=True):
-                    if outcome is None:  # a table set changed since it was read: read it again
-                        changed.append(i)
-                    else:
-                        results[i] = outcome
-            finally:
-                if locks is not None:
-                    locks.release(held)
-            pending = changed + waiting
-            if not pending:
-                return results  # type: ignore[return-value]
+        try:
+            for attempt in range(_UNIQUE_ROUNDS):
+                if attempt:
+                    # Others keep writing into these tables: let them finish before reading again.
+                    pause(next(delays, _CONTENTION_BACKOFF.cap))
+                pending = self._round(ids, fps, judge, locks, pending, results)
+                if not pending:
+                    return results  # type: ignore[return-value]
+        finally:
+            if locks is not None and locks.kept:  # given up, or an error: nothing stays locked
+                locks.release_kept()
         raise WriteContention(
             f"{len(pending)} documents kept meeting concurrent writes to their tables; "
             "nothing of them was written"
         )
+
+    def _round(
+        self,
+        ids: Sequence[bytes],
+        fps: Sequence[int],
+        judge: Judge | None,
+        locks: BucketLocks | None,
+        pending: list[int],
+        results: list[Outcome | Match | None],
+    ) -> list[int]:
+        """One read-check-write round over the pending documents; those to try again next round.
+
+        Args:
+            ids, fps, judge: as `add`.
+            locks: the documents' bucket locks on a cluster; None on a standalone server.
+            pending: the documents (positions in ids) this round is for.
+            results: filled in for the documents this round settles.
+        """
+        ready, waiting, held = pending, [], list[bytes]()
+        if locks is not None:
+            got, held = locks.acquire([(i, self.store.keys.tables(fps[i])) for i in pending])
+            ready = [i for i, ok in zip(pending, got, strict=True) if ok]
+            waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
+        try:
+            members, matches_read = self.reads.near_and_members([fps[i] for i in ready], self.k)
+            found: Sequence[Sequence[Match]] = matches_read
+            if judge is not None:
+                found = judge.duplicates(ready, list(map(list, found)))
+            writes: list[Write] = []
+            writing: list[int] = []
+            again: list[tuple[bytes, bytes]] = []
+            for i, sets, matches in zip(ready, members, found, strict=True):
+                if matches:
+                    results[i] = duplicate = duplicate_of(ids[i].decode(), list(matches))
+                    if duplicate is not None:
+                        again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
+                else:
+                    guard = None if locks else sets if judge is None else judge.guarded(i, sets)
+                    writes.append((ids[i], encode_fp(fps[i], self.f), guard))
+                    writing.append(i)
+            if judge is not None and writing and locks is not None:
+                judge.before_write(writing)
+            # Every document a near-duplicate: nothing to write, and no write round trip either.
+            applied = self.writes.apply(writes) if writes else []
+            self.writes.seen(again)
+            changed = []
+            for i, outcome in zip(writing, applied, strict=True):
+                if outcome is None:  # a table set changed since it was read: read it again
+                    changed.append(i)
+                else:
+                    results[i] = outcome
+        finally:
+            if locks is not None:
+                locks.release(held)
+        return changed + waiting

@@ -6,9 +6,14 @@ concrete transport class, and sees only the library's exceptions: redis-py's are
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
+import redis.asyncio
+import redis.asyncio.cluster
 from redis.cluster import RedisCluster
 
+from .bridge import bridged, pause
 from .cluster import ClusterTransport
 from .connection import client_from_url, redact_url
 from .retry import Backoff
@@ -21,8 +26,11 @@ __all__ = [
     "Command",
     "Exchange",
     "Sender",
+    "bridged",
     "client_from_url",
+    "is_asyncio_client",
     "open_sender",
+    "pause",
     "raise_first_error",
     "redact_url",
     "translate_error",
@@ -33,9 +41,25 @@ def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = No
     """The sender for a client: one connection per batch on a standalone server, per node on a cluster.
 
     Args:
-        client: a redis-py client.
+        client: a redis-py client; a redis.asyncio one only inside the asyncio API's calls.
         backoff: how to wait between retries (default: the transport's own).
     """
+    if is_asyncio_client(client) and bridged():
+        from . import aio  # the asyncio transports import redis.asyncio's connection module
+
+        asyncio_client: Any = client
+        if isinstance(asyncio_client, redis.asyncio.cluster.RedisCluster):
+            return aio.AsyncClusterTransport(asyncio_client, backoff)
+        return aio.AsyncTransport(asyncio_client, backoff)
     if isinstance(client, RedisCluster):
         return ClusterTransport(client, backoff)
     return Transport(client, backoff)
+
+
+def is_asyncio_client(client: object) -> bool:
+    """Whether a client is redis.asyncio's (standalone or cluster).
+
+    Args:
+        client: anything passed as a client.
+    """
+    return isinstance(client, (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster))

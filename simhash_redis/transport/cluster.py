@@ -21,7 +21,7 @@ import redis.exceptions as rex
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
-from ..errors import RedisUnavailable
+from ..errors import RedisUnavailable, SimhashRedisError
 from . import wire
 from .retry import Backoff
 from .sender import Command, Exchange, scan_pages
@@ -147,8 +147,15 @@ class ClusterTransport:
         Raises:
             RedisUnavailable: a primary could not be reached.
         """
-        for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
-            raise_first_error([self._node_command(node, command)])
+
+        def attempt() -> None:
+            for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
+                raise_first_error(self._node_round_trip(node, [command]))
+
+        try:
+            self.backoff.call_with_retry(attempt, _unreachable, lambda _: self._refresh())
+        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            raise translate_error(exc) from None
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
         """The keys matching a pattern, a SCAN page at a time, from every primary.
@@ -215,10 +222,9 @@ class ClusterTransport:
                 last_error = exc
         for target, indexes in asks.items():
             host, _, port = target.rpartition(":")
-            node = self.client.get_node(host=host, port=int(port))  # type: ignore[no-untyped-call]
-            node = node or ClusterNode(host, int(port))  # type: ignore[no-untyped-call]
             for i in indexes:
                 try:
+                    node = self._node_at(host, int(port))
                     reply = self._node_round_trip(node, [[b"ASKING"], commands[i]])[1]
                 except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                     failed.append(i)
@@ -243,37 +249,59 @@ class ClusterTransport:
             self._replicas[node.name] = int(found.group(1)) if found else 0
         return self._replicas[node.name] > 0
 
+    # The I/O under the retries, one small method each, so that the asyncio transport awaits them.
+
+    def _checkout(self, node: ClusterNode) -> Any:
+        return wire.checkout(self._pool(node))
+
+    def _release(self, node: ClusterNode, connection: Any) -> None:
+        self._pool(node).release(connection)
+
+    def _write(self, connection: Any, commands: Sequence[Command]) -> None:
+        wire.send(connection, commands)
+
+    def _take(self, connection: Any, count: int) -> list[Any]:
+        return wire.read(connection, count)
+
+    def _drop(self, connection: Any) -> None:
+        connection.disconnect()
+
+    def _node_at(self, host: str, port: int) -> ClusterNode:
+        node = self.client.get_node(host=host, port=port)  # type: ignore[no-untyped-call]
+        return node or ClusterNode(host, port)  # type: ignore[no-untyped-call]
+
+    def _reload(self) -> None:
+        self.client.nodes_manager.initialize()
+
     def _pool(self, node: ClusterNode) -> Any:
         connection = node.redis_connection or self.client.get_redis_connection(node)
         return connection.connection_pool
 
     def _send(self, node: ClusterNode, commands: list[Command]) -> Any:
-        pool = self._pool(node)
-        connection = wire.checkout(pool)
+        connection = self._checkout(node)
         try:
-            wire.send(connection, commands)
+            self._write(connection, commands)
         except BaseException:
-            connection.disconnect()
-            pool.release(connection)
+            self._drop(connection)
+            self._release(node, connection)
             raise
         return connection
 
     def _read(self, node: ClusterNode, connection: Any, count: int, waits: bool = False) -> list[Any]:
-        pool = self._pool(node)
         try:
-            replies = wire.read(connection, count)
+            replies = self._take(connection, count)
             # WAIT counts the replicas that have this connection's writes: asked again on the same one.
             for _ in range(_WAIT_ROUNDS if waits else 0):
                 if replies[-1] != 0:
                     break
-                wire.send(connection, [_WAIT])
-                replies[-1] = wire.read(connection, 1)[0]
+                self._write(connection, [_WAIT])
+                replies[-1] = self._take(connection, 1)[0]
             return replies
         except BaseException:
-            connection.disconnect()
+            self._drop(connection)
             raise
         finally:
-            pool.release(connection)
+            self._release(node, connection)
 
     def _node_round_trip(self, node: ClusterNode, commands: list[Command]) -> list[Any]:
         return self._read(node, self._send(node, commands), len(commands))
@@ -289,7 +317,14 @@ class ClusterTransport:
         # a new primary this may fail, and the next attempt retries after a backoff delay.
         self._replicas.clear()
         with contextlib.suppress(rex.RedisError, rex.RedisClusterException, OSError):
-            self.client.nodes_manager.initialize()
+            self._reload()
+
+
+def _unreachable(exc: Exception) -> bool:
+    # A node that could not be reached (a connection refused, lost or timed out); not an error reply.
+    return isinstance(exc, (rex.ConnectionError, rex.TimeoutError, OSError)) and not isinstance(
+        exc, SimhashRedisError
+    )
 
 
 def _redirect_target(error: rex.ResponseError) -> str:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any, Literal, NamedTuple, overload
 
 import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.asyncio.retry
 import redis.exceptions as rex
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
@@ -12,6 +16,7 @@ from redis.retry import Retry
 
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType, RedisUnavailable
+from .bridge import wait
 
 __all__ = ["client_from_url", "redact_url"]
 
@@ -43,9 +48,21 @@ def redact_url(url: str) -> str:
     return scheme.group() + _QUERY_PASSWORD.sub(r"\1***", rest)
 
 
+@overload
 def client_from_url(
-    url: str, *, cluster: bool | None = None, **options: object
-) -> redis.Redis | RedisCluster:
+    url: str, *, cluster: bool | None = None, asyncio: Literal[False] = False, **options: object
+) -> redis.Redis | RedisCluster: ...
+
+
+@overload
+def client_from_url(
+    url: str, *, cluster: bool | None = None, asyncio: Literal[True], **options: object
+) -> redis.asyncio.Redis | redis.asyncio.cluster.RedisCluster: ...
+
+
+def client_from_url(
+    url: str, *, cluster: bool | None = None, asyncio: bool = False, **options: object
+) -> Any:
     """A redis-py client for a redis://, rediss:// or unix:// URL, with the library's timeouts.
 
     Args:
@@ -53,6 +70,7 @@ def client_from_url(
         cluster: whether the server is a Redis Cluster; None asks it (INFO cluster) and takes a server
             that cannot be asked (unreachable, or an ACL user without INFO) as standalone, so that
             errors surface at first use as with any redis-py client.
+        asyncio: make a redis.asyncio client (only inside the asyncio API's calls, which await INFO).
         **options: extra redis-py options, overriding the defaults.
 
     Raises:
@@ -62,23 +80,24 @@ def client_from_url(
     """
     if not isinstance(url, str):
         raise InvalidType(f"url must be a str, got {type(url).__name__}")
+    kinds = _ASYNCIO if asyncio else _SYNC
     settings: dict[str, object] = {
         "socket_timeout": defaults.SOCKET_TIMEOUT,
         "socket_connect_timeout": defaults.CONNECT_TIMEOUT,
         # The index retries whole batches itself (see retry.Backoff); redis-py's own retries would
         # multiply with those and make a wrong password take seconds to report.
-        "retry": Retry(NoBackoff(), 0),
+        "retry": kinds.retry(NoBackoff(), 0),
     }
     settings.update(options)
     try:
-        client = redis.Redis.from_url(url, **settings)
+        client = kinds.standalone.from_url(url, **settings)
         if cluster is None and not url.startswith("unix:"):
-            cluster = _is_cluster(client)
+            cluster = _is_cluster(client, asyncio)
         if not cluster:
             return client
-        client.close()
+        _close(client, asyncio)
         settings.pop("retry")
-        return RedisCluster.from_url(url, **settings)
+        return kinds.cluster.from_url(url, **settings)
     except rex.RedisClusterException as exc:  # e.g. the nodes announce addresses this host cannot reach
         raise RedisUnavailable(f"cannot reach the Redis Cluster at {redact_url(url)}: {exc}") from None
     except (ValueError, TypeError) as exc:
@@ -88,9 +107,26 @@ def client_from_url(
         raise InvalidArgument(f"url {shown!r} is not a valid Redis URL{reason}") from None
 
 
-def _is_cluster(client: redis.Redis) -> bool:
+class _Kinds(NamedTuple):
+    standalone: Any
+    cluster: Any
+    retry: Any
+
+
+_SYNC = _Kinds(redis.Redis, RedisCluster, Retry)
+_ASYNCIO = _Kinds(redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster, redis.asyncio.retry.Retry)
+
+
+def _is_cluster(client: Any, asyncio: bool) -> bool:
     try:
-        info = client.info("cluster")
+        info = wait(client.info("cluster")) if asyncio else client.info("cluster")
     except (rex.RedisError, OSError):
         return False
     return bool(info.get("cluster_enabled"))
+
+
+def _close(client: Any, asyncio: bool) -> None:
+    if asyncio:
+        wait(client.aclose())
+    else:
+        client.close()

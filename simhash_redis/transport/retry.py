@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 from .. import defaults
+from .bridge import pause
 
 __all__ = ["Backoff"]
 
@@ -64,6 +64,6 @@ class Backoff:
                 delay = next(delays, None)
                 if delay is None:
                     raise
-                time.sleep(delay)
+                pause(delay)  # awaited when an asyncio index runs this
                 if before_retry is not None:
                     before_retry(exc)

@@ -49,7 +49,7 @@ def translate_error(exc: Exception) -> SimhashRedisError:
     Args:
         exc: the exception redis-py raised.
     """
-    message = str(exc)
+    message = str(exc) or type(exc).__name__  # an asyncio timeout, say, carries no text
     if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS")):
         return RedisAuthError(f"Redis refused the credentials: {message}")
     if isinstance(exc, rex.NoPermissionError) or any(sign in message for sign in _REFUSED):

@@ -1,0 +1,9 @@
+-- Takes a bucket lock for this worker, or keeps it: a lock it already holds (its token) gets a new
+-- time to live, so a lock kept from an earlier round stays and a resent call after a lost reply still
+-- answers 1. KEYS[1] = the lock; ARGV[1] = the token; ARGV[2] = the time to live in milliseconds.
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] or not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0

@@ -1,0 +1,115 @@
+"""Running the synchronous index on an event loop: its I/O awaited, everything else shared.
+
+The asyncio API (`simhash_redis.asyncio`) runs the very code of the synchronous index, in a greenlet per
+call: whenever that code needs the network or a pause, the asyncio transports hand an awaitable to
+`wait`, which switches to the task that started the call; the task awaits it and switches back with the
+result (or throws the exception in). Between those points nothing differs, so the key schema, codecs,
+scripts, retries, guards and match filtering exist once. This is SQLAlchemy's asyncio design; greenlet
+(the `asyncio` extra) is imported only when the asyncio API is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+__all__ = ["GREENLET", "bridged", "greenlet_installed", "pause", "run", "wait"]
+
+T = TypeVar("T")
+
+#: What to do when greenlet is missing.
+GREENLET = "the asyncio API needs greenlet: pip install 'simhash-redis[asyncio]'"
+
+try:
+    from greenlet import getcurrent as _current
+    from greenlet import greenlet as _greenlet
+
+    class _Call(_greenlet):  # type: ignore[misc]
+        """One call of the synchronous code, started by `run` and parked at each `wait`."""
+
+        def __init__(self, fn: Callable[..., Any], parent: Any) -> None:
+            super().__init__(fn, parent)
+            # contextvars set by the caller's task stay visible to the code it runs.
+            self.gr_context = parent.gr_context
+
+except ImportError:  # pragma: no cover - only without the `asyncio` extra
+    _greenlet = None
+
+    def _current() -> Any:
+        return None
+
+    class _Call:  # type: ignore[no-redef]
+        """Never instantiated without greenlet."""
+
+
+def greenlet_installed() -> bool:
+    """Whether greenlet, which the asyncio API needs, is importable."""
+    return _greenlet is not None
+
+
+def bridged() -> bool:
+    """Whether the current code runs inside a call started by `run` (so it may `wait`)."""
+    return isinstance(_current(), _Call)
+
+
+def wait(awaitable: Awaitable[T]) -> T:
+    """Await from synchronous code that `run` started: its task awaits, this call gets the result.
+
+    Args:
+        awaitable: what the event loop should await (a coroutine, a future).
+
+    Raises:
+        RuntimeError: called outside `run` (the awaitable is closed, never left un-awaited).
+        BaseException: whatever awaiting it raises (CancelledError included).
+    """
+    current = _current()
+    if not isinstance(current, _Call):
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()
+        raise RuntimeError("an asyncio client is used outside simhash_redis.asyncio's index classes")
+    result: T = current.parent.switch(awaitable)
+    return result
+
+
+def pause(seconds: float) -> None:
+    """Sleep without blocking an event loop: awaited inside `run`, `time.sleep` elsewhere.
+
+    Args:
+        seconds: how long.
+    """
+    if bridged():
+        wait(asyncio.sleep(seconds))
+    else:
+        time.sleep(seconds)
+
+
+async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run synchronous code in a greenlet, awaiting on its behalf whatever it passes to `wait`.
+
+    Args:
+        fn: the synchronous callable (the index's method).
+        *args: its positional arguments.
+        **kwargs: its keyword arguments.
+
+    Raises:
+        ImportError: greenlet is not installed.
+        BaseException: whatever `fn` raises.
+    """
+    if _greenlet is None:
+        raise ImportError(GREENLET)
+    call = _Call(fn, _current())
+    result: Any = call.switch(*args, **kwargs)
+    while not call.dead:
+        try:
+            value = await result
+        except BaseException:
+            # Cancellation included: the synchronous code sees it where it waited, and its cleanup
+            # (a connection with unread replies is closed, not pooled) runs before it propagates.
+            result = call.throw(*sys.exc_info())
+        else:
+            result = call.switch(value)
+    return result  # type: ignore[no-any-return]

@@ -1,0 +1,311 @@
+"""AsyncSimhashIndex: the synchronous index's guarantees, awaited, under hundreds of concurrent tasks.
+
+The index contract itself runs on it in test_index_contract.py (the `asyncio` and `asyncio-cluster`
+parameters); here are what asyncio adds: races of many tasks, cancellation, a small connection pool,
+lost replies, and the API's own surface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
+
+from simhash_redis import (
+    ConfigurationMismatch,
+    IndexNotFound,
+    InvalidArgument,
+    InvalidType,
+    Match,
+    Outcome,
+    RedisUnavailable,
+    SimhashIndex,
+    SimhashRedisError,
+)
+from simhash_redis.asyncio import AsyncSimhashIndex
+from simhash_redis.transport import Backoff, bridge
+from tests.faultproxy import FaultProxy
+from tests.servers import ClusterProcess, ServerProcess
+
+A = 0x0123456789ABCDEF
+
+
+def groups_of_near_duplicates(groups: int, size: int, seed: int = 7) -> list[tuple[str, int, int]]:
+    """(id, fingerprint, group): `size` one-bit variants of each of `groups` random bases, shuffled.
+
+    Any two variants of a group are within distance 2 of each other; bases are about 32 bits apart.
+    """
+    rng = random.Random(seed)
+    bases = [rng.getrandbits(64) for _ in range(groups)]
+    docs = [
+        (f"g{g}-v{v}", base ^ (1 << rng.randrange(64)), g)
+        for g, base in enumerate(bases)
+        for v in range(size)
+    ]
+    rng.shuffle(docs)
+    return docs
+
+
+async def race(indexes: list[AsyncSimhashIndex], docs: list[tuple[str, int, int]], naive: bool) -> list[int]:
+    """Every document added by a task of its own, all started at once; the groups of those stored."""
+    start = asyncio.Event()
+
+    async def one(i: int, doc_id: str, fp: int, group: int) -> int | None:
+        index = indexes[i % len(indexes)]
+        await start.wait()
+        if naive:  # check, then insert: what add_if_new exists to prevent
+            if await index.near(fp):
+                return None
+            await index.add(doc_id, fp)
+            return group
+        return group if await index.add_if_new(doc_id, fp) is None else None
+
+    tasks = [asyncio.create_task(one(i, *doc)) for i, doc in enumerate(docs)]
+    await asyncio.sleep(0)
+    start.set()
+    return [group for group in await asyncio.gather(*tasks) if group is not None]
+
+
+def opened(url: str, name: str, **options: Any) -> Callable[[], Awaitable[AsyncSimhashIndex]]:
+    return lambda: AsyncSimhashIndex.from_url(url, name, **options)
+
+
+@pytest.mark.parametrize("where", ["server", "cluster"])
+def test_hundreds_of_tasks_racing_add_if_new_store_one_per_group(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    target: ServerProcess | ClusterProcess = request.getfixturevalue(
+        "redis_cluster" if where == "cluster" else "redis_server"
+    )
+    target.flushall()
+    docs = groups_of_near_duplicates(groups=40, size=10)
+
+    async def main() -> tuple[list[int], tuple[int, int], Any]:
+        # Two indexes on two clients (two pools), 400 tasks between them.
+        first = await AsyncSimhashIndex.from_url(target.url, "race", k=3, id_buckets=1024)
+        second = await AsyncSimhashIndex.from_url(target.url, "race", k=3, id_buckets=1024)
+        try:
+            stored = await race([first, second], docs, naive=False)
+            return stored, await first.count(), await second.verify()
+        finally:
+            await first.aclose()
+            await second.aclose()
+
+    stored, counts, report = asyncio.run(main())
+    assert sorted(stored) == list(range(40))
+    assert counts == (40, 40)
+    assert report.ok
+
+
+def test_the_race_catches_check_then_insert(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+    docs = groups_of_near_duplicates(groups=40, size=10)
+
+    async def main() -> list[int]:
+        async with await AsyncSimhashIndex.from_url(redis_server.url, "naive", k=3) as index:
+            return await race([index], docs, naive=True)
+
+    assert len(asyncio.run(main())) > 40  # near-then-add stores several of a group
+
+
+def test_more_tasks_than_the_pool_has_connections_wait_their_turn(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+    docs = groups_of_near_duplicates(groups=30, size=10, seed=3)
+
+    async def main() -> list[int]:
+        client = redis.asyncio.Redis.from_url(redis_server.url, max_connections=4)
+        try:
+            return await race([AsyncSimhashIndex(client, "small-pool", k=3)], docs, naive=False)
+        finally:
+            await client.aclose()
+
+    assert sorted(asyncio.run(main())) == list(range(30))
+
+
+def test_a_cancelled_call_leaves_no_half_read_connection_and_nothing_half_written(
+    redis_server: ServerProcess,
+) -> None:
+    redis_server.flushall()
+    rng = random.Random(5)
+    fps = [rng.getrandbits(64) for _ in range(20_000)]
+
+    async def main() -> tuple[int, int, list[Match], bool]:
+        # Without a socket timeout: redis-py 8 on Python 3.11 loses a cancellation that arrives inside a
+        # read under its timeout (plain redis.asyncio code too), and this test needs it delivered.
+        client = redis.asyncio.Redis.from_url(redis_server.url, max_connections=1, socket_timeout=None)
+        index = AsyncSimhashIndex(client, "cancel", k=3)
+        try:
+            await index.add_many([(f"d{i}", fp) for i, fp in enumerate(fps)])
+            cancelled = 0
+            for delay in (0.0005, 0.001, 0.002, 0.005, 0.01):
+                # A long read and a long write, cut off by a timeout at some point of their conversation.
+                writes = [(f"e{i}", fp ^ 1) for i, fp in enumerate(fps)]
+                for call in (index.near_many(fps), index.add_many(writes)):
+                    try:
+                        await asyncio.wait_for(call, delay)
+                    except asyncio.TimeoutError:
+                        cancelled += 1
+            # The pool's one connection is usable: its replies are the ones asked for now.
+            near = await index.near(fps[123])
+            report = await index.verify()
+            docs, _ = await index.count()
+            return cancelled, docs, near, report.ok
+        finally:
+            await client.aclose()
+
+    cancelled, docs, near, ok = asyncio.run(main())
+    assert cancelled > 0
+    assert Match("d123", fps[123], 0) in near
+    assert ok  # every written document complete, counts from the data
+    assert 20_000 <= docs <= 40_000
+
+
+def test_lost_replies_are_resent_without_changing_the_result(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+    rng = random.Random(9)
+    items = [(f"d{i}", rng.getrandbits(64)) for i in range(3_000)]
+    with FaultProxy(redis_server.port, drop_rate=0.1, seed=4) as proxy:
+
+        async def main() -> None:
+            patient = Backoff(retries=80, base=0.001, cap=0.02)  # faults every few milliseconds
+            async with await AsyncSimhashIndex.from_url(
+                proxy.url, "lossy", k=3, batch_size=100, backoff=patient
+            ) as index:
+                await index.add_many(items)
+                await index.add_many(items)  # a rerun: unchanged
+
+        asyncio.run(main())
+        assert proxy.dropped_after_write > 0
+    index = SimhashIndex(redis_server.client(), "lossy")
+    assert index.get_many([doc_id for doc_id, _ in items]) == [fp for _, fp in items]
+    assert index.count() == (3_000, len({fp for _, fp in items}))
+    assert index.verify().ok
+
+
+def test_a_windowed_index_works_through_asyncio(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+
+    async def main() -> tuple[Outcome, list[Match], Match | None, int | None]:
+        async with await AsyncSimhashIndex.from_url(redis_server.url, "win", k=3, retention="1h") as index:
+            added = await index.add("a", A)
+            return added, await index.near(A ^ 1), await index.add_if_new("b", A ^ 3), await index.get("a")
+
+    assert asyncio.run(main()) == (Outcome.ADDED, [Match("a", A, 1)], Match("a", A, 2), A)
+
+
+def test_opening_refuses_what_simhash_index_refuses(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+    SimhashIndex(redis_server.client(), "conf", k=3)
+
+    async def main() -> None:
+        with pytest.raises(ConfigurationMismatch):
+            await AsyncSimhashIndex.from_url(redis_server.url, "conf", k=4)
+        with pytest.raises(IndexNotFound):
+            await AsyncSimhashIndex.from_url(redis_server.url, "absent", create=False)
+        index = AsyncSimhashIndex(redis.asyncio.Redis.from_url(redis_server.url), "conf", k=5)
+        with pytest.raises(ConfigurationMismatch):  # refused at first use when not opened first
+            await index.near(A)
+        await index.client.aclose()
+
+    asyncio.run(main())
+
+
+def test_urls_and_clients_of_the_wrong_kind_are_refused_clearly() -> None:
+    with pytest.raises(InvalidType, match=r"redis\.asyncio\.Redis.*got redis\.client\.Redis"):
+        AsyncSimhashIndex(redis.Redis(), "x")
+    with pytest.raises(InvalidType, match=r"use simhash_redis\.asyncio\.AsyncSimhashIndex"):
+        SimhashIndex(redis.asyncio.Redis(), "x")  # type: ignore[arg-type]
+
+    async def main() -> None:
+        with pytest.raises(InvalidArgument, match="not a valid Redis URL"):
+            await AsyncSimhashIndex.from_url("redis://:secret@host:notaport/0", "x")
+        with pytest.raises(RedisUnavailable) as caught:
+            await AsyncSimhashIndex.from_url("redis://:hunter2@127.0.0.1:1/0", "x")
+        assert "hunter2" not in str(caught.value)
+
+    asyncio.run(main())
+
+
+def test_configuration_reads_need_an_open_index(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+
+    async def main() -> None:
+        index = AsyncSimhashIndex(redis.asyncio.Redis.from_url(redis_server.url), "lazy", k=2)
+        with pytest.raises(SimhashRedisError, match="not open yet"):
+            _ = index.k
+        assert "not open" in repr(index)
+        async with index:
+            assert (index.k, index.f, index.cluster) == (2, 64, False)
+            assert index.fingerprint(A) == A
+        await index.client.aclose()  # a client passed in stays open after the block
+
+    asyncio.run(main())
+
+
+def test_the_cluster_client_is_initialised_by_the_index(redis_cluster: ClusterProcess) -> None:
+    redis_cluster.flushall()
+
+    async def main() -> tuple[bool, list[Match]]:
+        client = redis.asyncio.cluster.RedisCluster.from_url(redis_cluster.url)  # never initialised by us
+        index = AsyncSimhashIndex(client, "lazy-cluster", k=3, id_buckets=1024)
+        try:
+            await index.add("a", A)
+            return index.cluster, await index.near(A)
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(main()) == (True, [Match("a", A, 0)])
+
+
+def test_every_awaited_method_takes_simhash_index_arguments() -> None:
+    awaited = [
+        name
+        for name, member in inspect.getmembers(AsyncSimhashIndex, inspect.iscoroutinefunction)
+        if not name.startswith("_") and name not in ("open", "aclose")
+    ]
+    assert {"add", "add_many", "add_if_new", "near", "near_many", "get", "remove", "drop", "verify"} <= set(
+        awaited
+    )
+    for name in awaited:
+        ours = inspect.signature(getattr(AsyncSimhashIndex, name))
+        theirs = inspect.signature(getattr(SimhashIndex, name))
+        assert list(ours.parameters.values()) == list(theirs.parameters.values()), name
+
+
+def test_waiting_outside_the_bridge_is_refused_and_leaves_no_unawaited_coroutine() -> None:
+    async def never() -> None:
+        raise AssertionError("not run")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine ... was never awaited" would be a RuntimeWarning
+        with pytest.raises(RuntimeError, match=r"outside simhash_redis\.asyncio"):
+            bridge.wait(never())
+
+
+def test_a_pause_inside_a_call_lets_other_tasks_run() -> None:
+    async def main() -> int:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        task = asyncio.create_task(ticker())
+        started = time.monotonic()
+        await bridge.run(bridge.pause, 0.2)
+        assert time.monotonic() - started >= 0.19
+        task.cancel()
+        return ticks
+
+    assert asyncio.run(main()) >= 10
