@@ -22,6 +22,7 @@ import redis.asyncio.cluster
 
 from simhash_redis import (
     ConfigurationMismatch,
+    IndexCorrupted,
     IndexNotFound,
     InvalidArgument,
     InvalidType,
@@ -309,3 +310,20 @@ def test_a_pause_inside_a_call_lets_other_tasks_run() -> None:
         return ticks
 
     assert asyncio.run(main()) >= 10
+
+
+def test_an_error_reply_is_the_same_typed_error(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+    sync = SimhashIndex(redis_server.client(), "typed", k=3)
+    sync.add("a", A)
+    table_key = sync.keys.tables(A)[0]
+    redis_server.client().delete(table_key)
+    redis_server.client().set(table_key, b"not a set")  # another program wrote there
+
+    async def main() -> None:
+        async with await AsyncSimhashIndex.from_url(redis_server.url, "typed") as index:
+            with pytest.raises(IndexCorrupted, match="wrong type"):
+                await index.near(A)
+            assert await index.get("a") == A  # the connection still answers in order
+
+    asyncio.run(main())

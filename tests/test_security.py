@@ -567,3 +567,26 @@ def test_a_windowed_write_refused_leaves_no_key_without_its_expiry(server: TLSSe
     index = SimhashIndex.from_url(server.url(user, PASSWORD), user, backoff=Backoff(retries=0))
     assert index.add_many([("d", A ^ 0xFF), ("x", A)]) == [Outcome.ADDED, Outcome.REPLACED]
     assert index.verify().ok and index.count() == (2, 2)
+
+
+def test_the_asyncio_index_over_tls_with_the_acl_user(server: TLSServer) -> None:
+    """AsyncSimhashIndex from a rediss:// URL with the minimal user: its fast send and read paths on TLS."""
+    import asyncio
+
+    from simhash_redis.asyncio import AsyncSimhashIndex
+
+    async def main() -> None:
+        url = server.url("worker", PASSWORD)
+        async with await AsyncSimhashIndex.from_url(url, "secure-aio", k=3, id_buckets=64) as index:
+            assert await index.add_many([(f"d{i}", A ^ (i << 20)) for i in range(2_000)]) is not None
+            close = {f"d{i}" for i in range(2_000) if bin(i).count("1") <= 3}
+            assert {m.id for m in await index.near(A)} == close
+            assert await index.add_if_new("x", A ^ 1) is not None
+            assert len(await index.near_many([A ^ (i << 20) for i in range(2_000)])) == 2_000
+            assert (await index.verify()).ok
+            assert await index.drop() > 0
+        with pytest.raises(RedisAuthError) as info:
+            await AsyncSimhashIndex.from_url(server.url("worker", "wrong-" + PASSWORD), "secure-aio")
+        no_secret(str(info.value), repr(info.value))
+
+    asyncio.run(main())

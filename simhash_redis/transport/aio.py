@@ -13,7 +13,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import redis.exceptions as rex
-from redis.asyncio.connection import AbstractConnection
+from redis.asyncio.connection import AbstractConnection, async_timeout
+
+try:
+    from redis._parsers.hiredis import _AsyncHiredisParser
+
+    _HIREDIS: type | None = _AsyncHiredisParser
+except ImportError:  # pragma: no cover - a redis-py without it: replies are read one by one
+    _HIREDIS = None
 
 from . import wire
 from .bridge import wait
@@ -37,8 +44,74 @@ def _packed(connection: Any, batches: Sequence[Sequence[Command]]) -> list[bytes
     return [part for batch in batches for part in connection.pack_commands(batch)]
 
 
+async def _send(connection: Any, payload: list[bytes]) -> None:
+    # redis.asyncio's send_packed_command waits for the socket's buffer with asyncio.wait_for, a task
+    # and two turns of the event loop per send; a connected socket whose buffer is below its limit
+    # takes the bytes at once, as drain() would have found.
+    writer = connection._writer
+    if writer is None or not connection.is_connected:
+        await connection.send_packed_command(payload, check_health=False)  # connects first
+        return
+    try:
+        writer.writelines(payload)
+        if writer.transport.get_write_buffer_size() > _WRITE_LIMIT:
+            async with async_timeout(connection.socket_timeout):
+                await writer.drain()
+    except asyncio.TimeoutError:
+        await connection.disconnect(nowait=True)
+        raise rex.TimeoutError("Timeout writing to socket") from None
+    except OSError as exc:
+        await connection.disconnect(nowait=True)
+        raise rex.ConnectionError(f"Error while writing to socket: {exc.args}") from None
+    except BaseException:
+        await connection.disconnect(nowait=True)
+        raise
+
+
+#: Above this many bytes waiting in the socket's buffer, a send waits for it to drain.
+_WRITE_LIMIT = 1 << 16
+
+
 async def _read(connection: Any, count: int) -> list[Any]:
-    # One await for all `count` replies: one switch between the greenlet and its task per read.
+    # One await for all `count` replies (one switch between the greenlet and its task), and with
+    # hiredis the replies taken straight from its reader, one socket read (and timeout) per chunk of
+    # bytes instead of per reply: redis.asyncio's read_response costs tens of microseconds each.
+    parser = connection._parser
+    if _HIREDIS is None or type(parser) is not _HIREDIS or parser._reader is None:
+        return await _read_each(connection, count)
+    gets = parser._reader.gets
+    timeout = connection.socket_timeout
+    out: list[Any] = []
+    append = out.append
+    try:
+        while len(out) < count:
+            reply = gets(False)
+            if reply is wire.NOT_ENOUGH_DATA:
+                if not parser._connected:
+                    raise rex.ConnectionError(wire.CLOSED)
+                if timeout is None:
+                    await parser.read_from_socket()
+                else:
+                    async with async_timeout(timeout):
+                        await parser.read_from_socket()
+                continue
+            if isinstance(reply, rex.ConnectionError):
+                raise reply
+            if type(reply) is list and reply and isinstance(reply[0], rex.ConnectionError):
+                raise reply[0]
+            if wire.PUSH is not None and isinstance(reply, wire.PUSH):
+                continue  # a RESP3 out-of-band message (an invalidation, say): not a reply
+            append(reply)
+    except asyncio.TimeoutError:
+        raise rex.TimeoutError("Timeout reading from Redis") from None
+    except rex.RedisError:
+        raise
+    except OSError as exc:
+        raise rex.ConnectionError(f"Error while reading from Redis: {exc.args}") from None
+    return out
+
+
+async def _read_each(connection: Any, count: int) -> list[Any]:
     out: list[Any] = []
     for _ in range(count):
         try:
@@ -70,7 +143,7 @@ class AsyncExchange:
         """
         payload = _packed(self.connection, batches)
         self.unread += sum(map(len, batches))
-        wait(self.connection.send_packed_command(payload, check_health=False))
+        wait(_send(self.connection, payload))
 
     def read(self, count: int) -> list[Any]:
         """The next `count` replies, raw, error replies in place.
@@ -107,18 +180,31 @@ class AsyncTransport(Transport):
         self._turns = asyncio.Semaphore(limit if isinstance(limit, int) and limit > 0 else 2**31)
 
     def _on_connection(self, talk: Callable[[Any], T]) -> T:
-        pool: Any = self.pool  # redis.asyncio's: its methods are coroutines
-        wait(self._turns.acquire())
+        connection = wait(self._take())
+        exchange = AsyncExchange(connection)
         try:
-            connection = wait(_checkout(pool))
-            exchange = AsyncExchange(connection)
+            return talk(exchange)
+        finally:
+            # Unread replies, or a send or read cut short (a cancelled task, say): never pooled.
+            wait(self._give(connection, clean=exchange.unread == 0))
+
+    async def _take(self) -> Any:
+        # A turn, then a connection: one await (and one switch of greenlets) for both.
+        await self._turns.acquire()
+        try:
+            return await _checkout(self.pool)
+        except BaseException:
+            self._turns.release()
+            raise
+
+    async def _give(self, connection: Any, clean: bool) -> None:
+        pool: Any = self.pool  # redis.asyncio's: its methods are coroutines
+        try:
             try:
-                return talk(exchange)
+                if not clean:
+                    await connection.disconnect(nowait=True)
             finally:
-                if exchange.unread:
-                    # Unread replies, or a send or read cut short (a cancelled task, say): never pooled.
-                    wait(connection.disconnect())
-                wait(pool.release(connection))
+                await pool.release(connection)
         finally:
             self._turns.release()
 
@@ -153,7 +239,7 @@ class AsyncClusterTransport(ClusterTransport):
             node._free.append(connection)
 
     def _write(self, connection: Any, commands: Sequence[Command]) -> None:
-        wait(connection.send_packed_command(_packed(connection, [commands]), check_health=False))
+        wait(_send(connection, _packed(connection, [commands])))
 
     def _take(self, connection: Any, count: int) -> list[Any]:
         return wait(_read(connection, count))

@@ -39,16 +39,16 @@ except ImportError:  # pragma: no cover - a redis-py without it: always take the
 try:
     import hiredis as _hiredis_module
 
-    _PUSH: type | None = getattr(_hiredis_module, "PushNotification", None)
+    PUSH: type | None = getattr(_hiredis_module, "PushNotification", None)
 except ImportError:  # pragma: no cover
-    _PUSH = None
+    PUSH = None
 
 __all__ = ["Exchange", "Keeper", "Same", "fast", "pack", "read", "send"]
 
 Arg = bytes | str | int | float
 Command = Sequence[Arg]
 
-_CLOSED = "Connection closed by server."
+CLOSED = "Connection closed by server."
 _CRLF = b"\r\n"
 
 
@@ -230,7 +230,7 @@ def read(connection: Any, count: int) -> list[Any]:
             if reply is NOT_ENOUGH_DATA:
                 received = recv_into(buffer)
                 if not received:
-                    raise rex.ConnectionError(_CLOSED)
+                    raise rex.ConnectionError(CLOSED)
                 feed(buffer, 0, received)
                 continue
             kind = type(reply)
@@ -238,7 +238,7 @@ def read(connection: Any, count: int) -> list[Any]:
                 if reply and type(reply[0]) is not bytes and isinstance(reply[0], rex.ConnectionError):
                     raise reply[0]
             elif kind is not bytes:
-                if _PUSH is not None and isinstance(reply, _PUSH):
+                if PUSH is not None and isinstance(reply, PUSH):
                     # RESP3 out-of-band message (e.g. a client-side-cache invalidation): not a reply.
                     parser.handle_push_response(reply)
                     continue
