@@ -9,11 +9,17 @@ redis-py's public API: a connection's packer and parser, and a cluster node's fr
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import redis.exceptions as rex
-from redis.asyncio.connection import AbstractConnection, async_timeout
+from redis.asyncio.connection import AbstractConnection
+
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as async_timeout
+else:  # pragma: no cover - redis-py depends on the async-timeout package there
+    from async_timeout import timeout as async_timeout
 
 try:
     from redis._parsers.hiredis import _AsyncHiredisParser
@@ -76,8 +82,8 @@ async def _read(connection: Any, count: int) -> list[Any]:
     # One await for all `count` replies (one switch between the greenlet and its task), and with
     # hiredis the replies taken straight from its reader, one socket read (and timeout) per chunk of
     # bytes instead of per reply: redis.asyncio's read_response costs tens of microseconds each.
-    parser = connection._parser
-    if _HIREDIS is None or type(parser) is not _HIREDIS or parser._reader is None:
+    parser: Any = connection._parser
+    if not _hiredis(parser):
         return await _read_each(connection, count)
     gets = parser._reader.gets
     timeout = connection.socket_timeout
@@ -109,6 +115,11 @@ async def _read(connection: Any, count: int) -> list[Any]:
     except OSError as exc:
         raise rex.ConnectionError(f"Error while reading from Redis: {exc.args}") from None
     return out
+
+
+def _hiredis(parser: Any) -> bool:
+    kind: Any = type(parser)
+    return _HIREDIS is not None and kind is _HIREDIS and parser._reader is not None
 
 
 async def _read_each(connection: Any, count: int) -> list[Any]:

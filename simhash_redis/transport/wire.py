@@ -43,7 +43,7 @@ try:
 except ImportError:  # pragma: no cover
     PUSH = None
 
-__all__ = ["Exchange", "Keeper", "Same", "fast", "pack", "read", "send"]
+__all__ = ["CLOSED", "NOT_ENOUGH_DATA", "PUSH", "Exchange", "Keeper", "Same", "fast", "pack", "read", "send"]
 
 Arg = bytes | str | int | float
 Command = Sequence[Arg]
