@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Literal, overload
 
+from .. import defaults
 from ..errors import InvalidType, SimhashRedisError
 from ..index import Document, SimhashIndex, VerifyReport
 from ..index.batches import BatchProgress
@@ -40,13 +41,7 @@ class AsyncSimhashIndex:
     """
 
     def __init__(self, client: Any, name: str, **options: Any) -> None:
-        if not is_asyncio_client(client):
-            kind = type(client)
-            raise InvalidType(
-                "client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster, got "
-                f"{kind.__module__}.{kind.__qualname__} (use SimhashIndex with a synchronous client)"
-            )
-        self.client = client
+        self.client = _asyncio_client(client)
         self.name = name
         self._options = options
         self._index: SimhashIndex | None = None
@@ -76,6 +71,37 @@ class AsyncSimhashIndex:
         except BaseException:
             await index.aclose()
             raise
+
+    @classmethod
+    async def exists(cls, client: Any, name: str, *, prefix: str = defaults.PREFIX) -> bool:
+        """`SimhashIndex.exists`, awaited: whether an index of that name exists on the server.
+
+        Args:
+            client: a redis.asyncio client.
+            name: the index name.
+            prefix: the key prefix it was created with.
+
+        Raises:
+            InvalidArgument, InvalidType: a malformed name or prefix.
+            RedisUnavailable: the server cannot be reached.
+        """
+        return await run(SimhashIndex.exists, _asyncio_client(client), name, prefix=prefix)
+
+    @classmethod
+    async def restore(cls, client: Any, name: str, **config: Any) -> AsyncSimhashIndex:
+        """`SimhashIndex.restore`, awaited: write a lost meta key anew, after checking the data.
+
+        Args:
+            client: a redis.asyncio client.
+            name: the index name.
+            **config: the other arguments of `SimhashIndex` (k is required).
+
+        Raises:
+            InvalidArgument, ConfigurationMismatch, IndexCorrupted, RedisUnavailable: as
+                `SimhashIndex.restore`.
+        """
+        await run(SimhashIndex.restore, _asyncio_client(client), name, **config)
+        return await cls(client, name, **config, create=False).open()
 
     async def open(self) -> AsyncSimhashIndex:
         """Open the index now (creating it, or checking it against the arguments); later calls return at once.
@@ -355,3 +381,18 @@ class AsyncSimhashIndex:
             RedisUnavailable: the server cannot be reached; run drop again to finish.
         """
         return await run((await self._opened()).drop)
+
+
+def _asyncio_client(client: Any) -> Any:
+    """The client, if it is redis.asyncio's.
+
+    Raises:
+        InvalidType: a client of another kind (a synchronous one, say).
+    """
+    if not is_asyncio_client(client):
+        kind = type(client)
+        raise InvalidType(
+            "client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster, got "
+            f"{kind.__module__}.{kind.__qualname__} (use SimhashIndex with a synchronous client)"
+        )
+    return client
