@@ -140,9 +140,7 @@ def test_a_cancelled_call_leaves_no_half_read_connection_and_nothing_half_writte
     fps = [rng.getrandbits(64) for _ in range(20_000)]
 
     async def main() -> tuple[int, int, list[Match], bool]:
-        # Without a socket timeout: redis-py 8 on Python 3.11 loses a cancellation that arrives inside a
-        # read under its timeout (plain redis.asyncio code too), and this test needs it delivered.
-        client = redis.asyncio.Redis.from_url(redis_server.url, max_connections=1, socket_timeout=None)
+        client = redis.asyncio.Redis.from_url(redis_server.url, max_connections=1, socket_timeout=5)
         index = AsyncSimhashIndex(client, "cancel", k=3)
         try:
             await index.add_many([(f"d{i}", fp) for i, fp in enumerate(fps)])
@@ -347,3 +345,90 @@ def test_exists_and_restore_are_awaited_too(redis_server: ServerProcess) -> None
             await client.aclose()
 
     assert asyncio.run(main()) == (False, True, 4, [Match("a", A, 0)])
+
+
+def test_cancelled_calls_on_a_cluster_leak_no_connection_and_no_lock(redis_cluster: ClusterProcess) -> None:
+    redis_cluster.flushall()
+    rng = random.Random(6)
+    fps = [rng.getrandbits(64) for _ in range(20_000)]
+
+    async def main() -> tuple[int, list[Match], list[bytes]]:
+        # Three connections per node: a connection leaked by a cancelled call would soon exhaust them.
+        client = redis.asyncio.cluster.RedisCluster.from_url(redis_cluster.url, max_connections=3)
+        index = AsyncSimhashIndex(client, "cancel", k=3, id_buckets=1024)
+        try:
+            await index.add_many([(f"d{i}", fp) for i, fp in enumerate(fps[:2_000])])
+            cancelled = 0
+            for round_ in range(30):
+                delay = (1, 2, 5, 10, 20)[round_ % 5] / 1000
+                uniques = [(f"u{round_}-{i}", fp ^ 0xF0F0) for i, fp in enumerate(fps[:300])]
+                for call in (index.near_many(fps), index.add_many(uniques, unique=True)):
+                    try:
+                        await asyncio.wait_for(call, delay)
+                    except asyncio.TimeoutError:
+                        cancelled += 1
+            near = await index.near(fps[7])
+            locks = []
+            for node in client.get_primaries():
+                locks.extend(await node.execute_command("KEYS", "*:lock:*"))
+            return cancelled, near, locks
+        finally:
+            await client.aclose()
+
+    cancelled, near, locks = asyncio.run(main())
+    assert cancelled >= 30
+    assert Match("d7", fps[7], 0) in near
+    assert locks == []
+
+
+def test_indexes_sharing_a_small_pool_take_turns(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+    rng = random.Random(8)
+    fps = [rng.getrandbits(64) for _ in range(400)]
+
+    async def main() -> list[list[list[Match]]]:
+        client = redis.asyncio.Redis.from_url(redis_server.url, max_connections=4)
+        first, second = AsyncSimhashIndex(client, "shared", k=3), AsyncSimhashIndex(client, "shared", k=3)
+        try:
+            await first.add_many([(f"d{i}", fp) for i, fp in enumerate(fps)])
+            calls = [(first if i % 2 else second).near_many(fps[i : i + 10]) for i in range(400)]
+            return await asyncio.gather(*calls)
+        finally:
+            await client.aclose()
+
+    results = asyncio.run(main())
+    assert all(found[0][0].fingerprint == fps[i] for i, found in enumerate(results))
+
+
+def test_an_unreachable_cluster_is_a_typed_error() -> None:
+    async def main() -> None:
+        client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=1)  # nothing listens there
+        with pytest.raises(RedisUnavailable, match="cannot reach the Redis Cluster"):
+            await AsyncSimhashIndex(client, "x", backoff=Backoff(retries=1, base=0.001)).open()
+
+    asyncio.run(main())
+
+
+def test_an_asyncio_client_outside_the_asyncio_index_is_refused_clearly() -> None:
+    for client in (redis.asyncio.Redis(), redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=1)):
+        with pytest.raises(InvalidType, match="AsyncSimhashIndex"):
+            SimhashIndex.exists(client, "x")  # type: ignore[arg-type]
+
+
+def test_the_callers_context_variables_are_seen_inside_a_call() -> None:
+    import contextvars
+
+    request = contextvars.ContextVar("request", default="none")
+
+    def inner() -> str:
+        bridge.pause(0)
+        return request.get()
+
+    async def one(name: str) -> str:
+        request.set(name)
+        return await bridge.run(inner)
+
+    async def main() -> list[str]:
+        return await asyncio.gather(*(one(f"r{i}") for i in range(20)))
+
+    assert asyncio.run(main()) == [f"r{i}" for i in range(20)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -74,8 +76,13 @@ class UniqueWrites:
         pending = list(range(len(ids)))
         delays = _CONTENTION_BACKOFF.delays()
         locks = BucketLocks(self.store) if self.store.cluster else None
+        # On a cluster, keep trying for longer than a lock lives, so one left by a crashed worker is
+        # waited out rather than reported as contention.
+        patience = time.monotonic() + (locks.ttl_ms / 1000 + 5 if locks is not None else 0)
         try:
-            for attempt in range(_UNIQUE_ROUNDS):
+            for attempt in itertools.count():
+                if attempt >= _UNIQUE_ROUNDS and time.monotonic() > patience:
+                    break
                 if attempt:
                     # Others keep writing into these tables: let them finish before reading again.
                     pause(next(delays, _CONTENTION_BACKOFF.cap))
@@ -119,6 +126,7 @@ class UniqueWrites:
                 found = judge.duplicates(ready, list(map(list, found)))
             writes: list[Write] = []
             writing: list[int] = []
+            changed: list[int] = []
             again: list[tuple[bytes, bytes]] = []
             for i, sets, matches in zip(ready, members, found, strict=True):
                 if matches:
@@ -129,12 +137,18 @@ class UniqueWrites:
                     guard = None if locks else sets if judge is None else judge.guarded(i, sets)
                     writes.append((ids[i], encode_fp(fps[i], self.f), guard))
                     writing.append(i)
+            if locks is not None and writing:
+                # A lock that expired since the read (a stall past its time to live) may have let a
+                # near-duplicate in: such a document is read again instead of written.
+                still = locks.renew(writing)
+                changed = [i for i, ok in zip(writing, still, strict=True) if not ok]
+                writes = [w for w, ok in zip(writes, still, strict=True) if ok]
+                writing = [i for i, ok in zip(writing, still, strict=True) if ok]
             if judge is not None and writing and locks is not None:
                 judge.before_write(writing)
             # Every document a near-duplicate: nothing to write, and no write round trip either.
             applied = self.writes.apply(writes) if writes else []
             self.writes.seen(again)
-            changed = []
             for i, outcome in zip(writing, applied, strict=True):
                 if outcome is None:  # a table set changed since it was read: read it again
                     changed.append(i)

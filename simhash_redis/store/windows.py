@@ -28,6 +28,10 @@ _SCHEMAS_KEPT = 64
 _MARGIN_MS = 1000
 # Seconds between readings of the server's clock.
 _RESYNC_S = 60.0
+# A TIME round trip under this is taken at once (an error under 50 ms, against the 1 s margin);
+# slower ones are asked again, up to three samples, and the quickest wins.
+_QUICK_S = 0.1
+_SAMPLES = 3
 
 
 @dataclass(frozen=True)
@@ -92,10 +96,19 @@ class Windows:
         Raises:
             RedisUnavailable: the server cannot be reached.
         """
-        before = time.monotonic()
-        seconds, micros = self._sender.execute([(b"TIME",)])[0]
-        after = time.monotonic()
-        self.set_server_time(int(seconds) * 1000 + int(micros) // 1000, (before + after) / 2)
+        # The estimate is off by at most half the round trip, which a busy client (an event loop with
+        # hundreds of tasks, a queue for a connection) can stretch: a slow sample is taken again.
+        best: tuple[float, int, float] | None = None
+        for _ in range(_SAMPLES):
+            before = time.monotonic()
+            seconds, micros = self._sender.execute([(b"TIME",)])[0]
+            after = time.monotonic()
+            if best is None or after - before < best[0]:
+                best = (after - before, int(seconds) * 1000 + int(micros) // 1000, (before + after) / 2)
+            if after - before < _QUICK_S:
+                break
+        assert best is not None
+        self.set_server_time(best[1], best[2])
 
     def set_server_time(self, server_ms: int, local: float | None = None) -> None:
         """Adopt the server's time, as a reply reported it.

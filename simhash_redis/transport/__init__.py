@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-import redis.asyncio
-import redis.asyncio.cluster
 from redis.cluster import RedisCluster
 
+from ..errors import InvalidType
 from .bridge import bridged, pause
 from .cluster import ClusterTransport
 from .connection import client_from_url, redact_url
@@ -44,7 +43,15 @@ def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = No
         client: a redis-py client; a redis.asyncio one only inside the asyncio API's calls.
         backoff: how to wait between retries (default: the transport's own).
     """
-    if is_asyncio_client(client) and bridged():
+    if is_asyncio_client(client):
+        if not bridged():
+            raise InvalidType(
+                f"client must be a redis.Redis or redis.cluster.RedisCluster, got the asyncio client "
+                f"{type(client).__module__}.{type(client).__qualname__}: use "
+                "simhash_redis.asyncio.AsyncSimhashIndex with it"
+            )
+        import redis.asyncio.cluster
+
         from . import aio  # the asyncio transports import redis.asyncio's connection module
 
         asyncio_client: Any = client
@@ -62,4 +69,8 @@ def is_asyncio_client(client: object) -> bool:
     Args:
         client: anything passed as a client.
     """
+    if not type(client).__module__.startswith("redis.asyncio"):
+        return False  # redis.asyncio is imported only for those who use it
+    import redis.asyncio.cluster
+
     return isinstance(client, (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster))

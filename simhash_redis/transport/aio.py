@@ -9,7 +9,9 @@ redis-py's public API: a connection's packer and parser, and a cluster node's fr
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -28,6 +30,7 @@ try:
 except ImportError:  # pragma: no cover - a redis-py without it: replies are read one by one
     _HIREDIS = None
 
+from ..errors import RedisUnavailable
 from . import wire
 from .bridge import wait
 from .cluster import ClusterTransport
@@ -58,6 +61,9 @@ async def _send(connection: Any, payload: list[bytes]) -> None:
     if writer is None or not connection.is_connected:
         await connection.send_packed_command(payload, check_health=False)  # connects first
         return
+    if writer.transport is None or writer.transport.is_closing():  # closed under us (a reload, say)
+        await connection.disconnect(nowait=True)
+        raise rex.ConnectionError("Connection closed by the client")
     try:
         writer.writelines(payload)
         if writer.transport.get_write_buffer_size() > _WRITE_LIMIT:
@@ -185,10 +191,7 @@ class AsyncTransport(Transport):
 
     def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
         super().__init__(client, backoff)
-        # redis-py's pool refuses a connection past its limit ("Too many connections") instead of
-        # waiting for one: hundreds of tasks calling the index at once queue here for a turn instead.
-        limit = self.pool.max_connections
-        self._turns = asyncio.Semaphore(limit if isinstance(limit, int) and limit > 0 else 2**31)
+        self._turns = _turns_of(self.pool)
 
     def _on_connection(self, talk: Callable[[Any], T]) -> T:
         connection = wait(self._take())
@@ -220,11 +223,30 @@ class AsyncTransport(Transport):
             self._turns.release()
 
 
+# redis-py's pool refuses a connection past its limit ("Too many connections") instead of waiting for
+# one: every index on a pool takes a turn of the pool's one semaphore first, so hundreds of tasks
+# calling indexes on one client queue instead of failing.
+_TURNS: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def _turns_of(pool: Any) -> asyncio.Semaphore:
+    turns = _TURNS.get(pool)
+    if turns is None:
+        limit = pool.max_connections
+        turns = _TURNS[pool] = asyncio.Semaphore(limit if isinstance(limit, int) and limit > 0 else 2**31)
+    return turns
+
+
 async def _checkout(pool: Any) -> Any:
-    try:
-        return await pool.get_connection()
-    except TypeError:  # redis-py < 5.3 requires a command name
+    if _NAMED.get(type(pool)) is None:
+        parameter = inspect.signature(pool.get_connection).parameters.get("command_name")
+        _NAMED[type(pool)] = parameter is not None and parameter.default is inspect.Parameter.empty
+    if _NAMED[type(pool)]:  # redis-py < 5.3 requires a command name (and later ones warn of it)
         return await pool.get_connection("EXECUTE")
+    return await pool.get_connection()
+
+
+_NAMED: dict[type, bool] = {}
 
 
 class AsyncClusterTransport(ClusterTransport):
@@ -237,7 +259,12 @@ class AsyncClusterTransport(ClusterTransport):
 
     def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
         super().__init__(client, backoff)
-        wait(client.initialize())
+        self._reloads = _reloads_of(client)
+        try:
+            self.backoff.call_with_retry(lambda: wait(client.initialize()), _unreached)
+        except (rex.RedisClusterException, rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            # redis.asyncio connects at first use, so here is where an unreachable cluster shows.
+            raise RedisUnavailable(f"cannot reach the Redis Cluster: {exc}") from None
 
     def _checkout(self, node: Any) -> Any:
         return node.acquire_connection()
@@ -266,4 +293,37 @@ class AsyncClusterTransport(ClusterTransport):
         return node
 
     def _reload(self) -> None:
-        wait(self.client.nodes_manager.initialize())
+        wait(self._reloads.reload(self.client))
+
+
+class _Reloads:
+    """One slot-map reload at a time per cluster client, shared by everyone who found it stale.
+
+    redis-py < 6 rebuilds its node objects on each reload and closes the old ones' connections, those
+    other calls are using included: a burst of reloads (every task that met a MOVED) broke them all.
+    """
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.done = 0
+
+    async def reload(self, client: Any) -> None:
+        seen = self.done
+        async with self.lock:
+            if self.done == seen:  # nobody reloaded while this call waited
+                await client.nodes_manager.initialize()
+                self.done += 1
+
+
+_RELOADS: weakref.WeakKeyDictionary[Any, _Reloads] = weakref.WeakKeyDictionary()
+
+
+def _reloads_of(client: Any) -> _Reloads:
+    reloads = _RELOADS.get(client)
+    if reloads is None:
+        reloads = _RELOADS[client] = _Reloads()
+    return reloads
+
+
+def _unreached(exc: Exception) -> bool:
+    return isinstance(exc, (rex.RedisClusterException, rex.ConnectionError, rex.TimeoutError, OSError))

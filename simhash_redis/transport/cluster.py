@@ -154,6 +154,8 @@ class ClusterTransport:
 
         try:
             self.backoff.call_with_retry(attempt, _unreachable, lambda _: self._refresh())
+        except SimhashRedisError:
+            raise
         except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
             raise translate_error(exc) from None
 
@@ -186,40 +188,53 @@ class ClusterTransport:
                 last_error = exc
                 continue
             groups.setdefault(node.name, (node, []))[1].append(i)
-        sent = []
-        for node, indexes in groups.values():
-            batch = [commands[i] for i in indexes]
-            waits = durable and self._has_replica(node)
-            if waits:
-                batch.append(_WAIT)
-            try:
-                connection = self._send(node, batch)
-                sent.append((node, indexes, connection, len(batch), waits))
-            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
-                failed.extend(indexes)
-                last_error = exc
-        asks: dict[str, list[int]] = defaultdict(list)
-        for node, indexes, connection, count, waits in sent:
-            try:
-                node_replies = self._read(node, connection, count, waits)
-                if waits and node_replies[-1] == 0:
+        sent: list[tuple[ClusterNode, list[int], Any, int, bool]] = []
+        handed = 0  # connections of `sent` passed to _read, which gives each back whatever happens
+        try:
+            for node, indexes in groups.values():
+                batch = [commands[i] for i in indexes]
+                waits = durable and self._has_replica(node)
+                if waits:
+                    batch.append(_WAIT)
+                try:
+                    connection = self._send(node, batch)
+                    sent.append((node, indexes, connection, len(batch), waits))
+                except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                     failed.extend(indexes)
-                    last_error = RedisUnavailable(f"no replica of {node.name} confirmed the writes")
-                    continue
-                for i, reply in zip(indexes, node_replies[: len(indexes)], strict=True):
-                    if isinstance(reply, rex.AskError):
-                        asks[_redirect_target(reply)].append(i)
-                    elif isinstance(reply, rex.MovedError):
-                        redirected.append(i)
-                    elif isinstance(reply, (rex.TryAgainError, rex.ClusterDownError)):
-                        # Lasts until a failover or a migration completes: wait with backoff.
-                        failed.append(i)
-                        last_error = reply
-                    else:
-                        replies[i] = reply
-            except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                    last_error = exc
+            node_replies_of: list[list[Any] | Exception] = []
+            for node, _, connection, count, waits in sent:
+                handed += 1
+                try:
+                    node_replies_of.append(self._read(node, connection, count, waits))
+                except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                    node_replies_of.append(exc)
+        except BaseException:
+            # Cancelled, say, between sends or reads: the other nodes' connections hold unread replies.
+            for node, _, connection, _, _ in sent[handed:]:
+                self._discard(node, connection)
+            raise
+        asks: dict[str, list[int]] = defaultdict(list)
+        for (node, indexes, _, _, waits), node_replies in zip(sent, node_replies_of, strict=True):
+            if isinstance(node_replies, Exception):
                 failed.extend(indexes)
-                last_error = exc
+                last_error = node_replies
+                continue
+            if waits and node_replies[-1] == 0:
+                failed.extend(indexes)
+                last_error = RedisUnavailable(f"no replica of {node.name} confirmed the writes")
+                continue
+            for i, reply in zip(indexes, node_replies[: len(indexes)], strict=True):
+                if isinstance(reply, rex.AskError):
+                    asks[_redirect_target(reply)].append(i)
+                elif isinstance(reply, rex.MovedError):
+                    redirected.append(i)
+                elif isinstance(reply, (rex.TryAgainError, rex.ClusterDownError)):
+                    # Lasts until a failover or a migration completes: wait with backoff.
+                    failed.append(i)
+                    last_error = reply
+                else:
+                    replies[i] = reply
         for target, indexes in asks.items():
             host, _, port = target.rpartition(":")
             for i in indexes:
@@ -282,10 +297,17 @@ class ClusterTransport:
         try:
             self._write(connection, commands)
         except BaseException:
-            self._drop(connection)
-            self._release(node, connection)
+            self._discard(node, connection)
             raise
         return connection
+
+    def _discard(self, node: ClusterNode, connection: Any) -> None:
+        # A connection whose replies will not be read: closed, and given back to its pool in any case.
+        try:
+            with contextlib.suppress(Exception):
+                self._drop(connection)
+        finally:
+            self._release(node, connection)
 
     def _read(self, node: ClusterNode, connection: Any, count: int, waits: bool = False) -> list[Any]:
         try:

@@ -6,9 +6,6 @@ import re
 from typing import Any, Literal, NamedTuple, overload
 
 import redis
-import redis.asyncio
-import redis.asyncio.cluster
-import redis.asyncio.retry
 import redis.exceptions as rex
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
@@ -80,7 +77,7 @@ def client_from_url(
     """
     if not isinstance(url, str):
         raise InvalidType(f"url must be a str, got {type(url).__name__}")
-    kinds = _ASYNCIO if asyncio else _SYNC
+    kinds = _asyncio_kinds() if asyncio else _SYNC
     settings: dict[str, object] = {
         "socket_timeout": defaults.SOCKET_TIMEOUT,
         "socket_connect_timeout": defaults.CONNECT_TIMEOUT,
@@ -92,7 +89,11 @@ def client_from_url(
     try:
         client = kinds.standalone.from_url(url, **settings)
         if cluster is None and not url.startswith("unix:"):
-            cluster = _is_cluster(client, asyncio)
+            try:
+                cluster = _is_cluster(client, asyncio)
+            except BaseException:  # cancelled, say: the client made here is closed here
+                _close(client, asyncio)
+                raise
         if not cluster:
             return client
         _close(client, asyncio)
@@ -114,7 +115,15 @@ class _Kinds(NamedTuple):
 
 
 _SYNC = _Kinds(redis.Redis, RedisCluster, Retry)
-_ASYNCIO = _Kinds(redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster, redis.asyncio.retry.Retry)
+
+
+def _asyncio_kinds() -> _Kinds:
+    # Imported only for the asyncio API's users.
+    import redis.asyncio
+    import redis.asyncio.cluster
+    import redis.asyncio.retry
+
+    return _Kinds(redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster, redis.asyncio.retry.Retry)
 
 
 def _is_cluster(client: Any, asyncio: bool) -> bool:
