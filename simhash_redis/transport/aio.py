@@ -53,22 +53,31 @@ def _packed(connection: Any, batches: Sequence[Sequence[Command]]) -> list[bytes
     return [part for batch in batches for part in connection.pack_commands(batch)]
 
 
-async def _send(connection: Any, payload: list[bytes]) -> None:
+def _send(connection: Any, payload: list[bytes]) -> None:
     # redis.asyncio's send_packed_command waits for the socket's buffer with asyncio.wait_for, a task
-    # and two turns of the event loop per send; a connected socket whose buffer is below its limit
-    # takes the bytes at once, as drain() would have found.
+    # and two turns of the event loop per send. A connected socket whose buffer is below its limit
+    # takes the bytes at once, as drain() would have found: written here, from the greenlet (the event
+    # loop is paused inside this task's step meanwhile), with no await at all.
     writer = connection._writer
-    if writer is None or not connection.is_connected:
-        await connection.send_packed_command(payload, check_health=False)  # connects first
+    if writer is None or not connection.is_connected or writer.transport is None:
+        wait(connection.send_packed_command(payload, check_health=False))  # connects first
         return
-    if writer.transport is None or writer.transport.is_closing():  # closed under us (a reload, say)
-        await connection.disconnect(nowait=True)
+    if writer.transport.is_closing():  # closed under us (a slot-map reload, say)
+        wait(connection.disconnect(nowait=True))
         raise rex.ConnectionError("Connection closed by the client")
     try:
         writer.writelines(payload)
-        if writer.transport.get_write_buffer_size() > _WRITE_LIMIT:
-            async with async_timeout(connection.socket_timeout):
-                await writer.drain()
+    except OSError as exc:
+        wait(connection.disconnect(nowait=True))
+        raise rex.ConnectionError(f"Error while writing to socket: {exc.args}") from None
+    if writer.transport.get_write_buffer_size() > _WRITE_LIMIT:
+        wait(_drain(connection, writer))
+
+
+async def _drain(connection: Any, writer: Any) -> None:
+    try:
+        async with async_timeout(connection.socket_timeout):
+            await writer.drain()
     except asyncio.TimeoutError:
         await connection.disconnect(nowait=True)
         raise rex.TimeoutError("Timeout writing to socket") from None
@@ -160,7 +169,7 @@ class AsyncExchange:
         """
         payload = _packed(self.connection, batches)
         self.unread += sum(map(len, batches))
-        wait(_send(self.connection, payload))
+        _send(self.connection, payload)
 
     def read(self, count: int) -> list[Any]:
         """The next `count` replies, raw, error replies in place.
@@ -277,7 +286,7 @@ class AsyncClusterTransport(ClusterTransport):
             node._free.append(connection)
 
     def _write(self, connection: Any, commands: Sequence[Command]) -> None:
-        wait(_send(connection, _packed(connection, [commands])))
+        _send(connection, _packed(connection, [commands]))
 
     def _take(self, connection: Any, count: int) -> list[Any]:
         return wait(_read(connection, count))
