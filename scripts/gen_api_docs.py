@@ -14,6 +14,7 @@ import enum
 import inspect
 import re
 import sys
+import typing
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ForwardRef
@@ -74,6 +75,17 @@ def _def(function: Any) -> str:
     return "async def" if inspect.iscoroutinefunction(function) else "def"
 
 
+def _bind_type_variables(body: str, cls: type, name: str) -> str:
+    """A generic base's members as the class has them: `-> H` is the class, `Sync` its type argument."""
+    body = body.replace("cls: type[H], ", "cls, ").replace("self: H", "self").replace("-> H", f"-> {name}")
+    for base in getattr(cls, "__orig_bases__", ()):
+        for parameter, argument in zip(
+            getattr(typing.get_origin(base), "__parameters__", ()), typing.get_args(base), strict=False
+        ):
+            body = re.sub(rf"\b{parameter.__name__}\b", argument.__name__, body)
+    return body
+
+
 def _members(cls: type) -> list[str]:
     """Public methods, class methods and properties defined on cls (and its project base classes)."""
     lines: list[str] = []
@@ -132,6 +144,7 @@ def render(name: str) -> str:
         body = f"class {name}{_signature(obj, head=f'class {name}')}:"
         members = _members(obj)
         body += "\n" + "\n".join(members) if members else "\n    ..."
+        body = _bind_type_variables(body, obj, name)
     else:
         body = f"{name} = {_annotation(obj)}"
     return f"```python\n{body}\n```\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-__all__ = ["Match", "Outcome", "duplicate_of"]
+__all__ = ["Match", "Outcome", "VerifiedMatch", "duplicate_of"]
 
 
 class Match(NamedTuple):
@@ -14,6 +14,15 @@ class Match(NamedTuple):
     id: str
     fingerprint: int
     distance: int
+
+
+class VerifiedMatch(NamedTuple):
+    """A stored document confirmed as a near-duplicate: id, fingerprint, distance, estimated Jaccard."""
+
+    id: str
+    fingerprint: int
+    distance: int
+    jaccard: float
 
 
 class Outcome(str, enum.Enum):

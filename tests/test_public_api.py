@@ -53,7 +53,7 @@ PUBLIC = [
 
 
 #: The asyncio API's face, a subpackage of its own (it needs greenlet, the `asyncio` extra).
-PUBLIC_ASYNCIO = ["AsyncSimhashIndex"]
+PUBLIC_ASYNCIO = ["AsyncSimhashIndex", "AsyncVerifiedIndex"]
 
 
 def test_all_is_pinned() -> None:

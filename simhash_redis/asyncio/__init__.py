@@ -1,4 +1,4 @@
-"""The asyncio API: `AsyncSimhashIndex` on redis.asyncio clients (standalone or cluster).
+"""The asyncio API: `AsyncSimhashIndex` and `AsyncVerifiedIndex` on redis.asyncio (standalone or cluster).
 
 It runs the synchronous index's own code with its network I/O awaited (docs/asyncio.md), which needs
 greenlet: ``pip install 'simhash-redis[asyncio]'``.
@@ -12,5 +12,6 @@ if not greenlet_installed():  # pragma: no cover - only without the `asyncio` ex
     raise ImportError(GREENLET)
 
 from .index import AsyncSimhashIndex
+from .verified import AsyncVerifiedIndex
 
-__all__ = ["AsyncSimhashIndex"]
+__all__ = ["AsyncSimhashIndex", "AsyncVerifiedIndex"]

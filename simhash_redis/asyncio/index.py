@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
-from types import TracebackType
 from typing import Any, Literal, overload
 
 from .. import defaults
-from ..errors import InvalidType, SimhashRedisError
 from ..index import Document, SimhashIndex, VerifyReport
 from ..index.batches import BatchProgress
 from ..index.bulk import DEFAULT_WINDOW, Progress
 from ..results import Match, Outcome
-from ..store import IndexConfig, Layout
-from ..transport import client_from_url, is_asyncio_client
 from ..transport.bridge import run
+from .handle import AsyncHandle, asyncio_client
 
 __all__ = ["AsyncSimhashIndex"]
 
 
-class AsyncSimhashIndex:
+class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
     """A near-duplicate index that any number of processes share, for asyncio code (redis.asyncio).
 
     Every method is `SimhashIndex`'s, awaited: the same arguments, results, errors and guarantees
@@ -40,37 +36,11 @@ class AsyncSimhashIndex:
         InvalidType: the client is not a redis.asyncio client.
     """
 
-    def __init__(self, client: Any, name: str, **options: Any) -> None:
-        self.client = _asyncio_client(client)
-        self.name = name
-        self._options = options
-        self._index: SimhashIndex | None = None
-        self._opening = asyncio.Lock()
-        #: Whether `aclose` closes the client (a client made by `from_url`).
-        self.owns_client = False
+    def _make(self, client: Any, name: str, options: dict[str, Any]) -> SimhashIndex:
+        return SimhashIndex(client, name, **options)
 
-    @classmethod
-    async def from_url(cls, url: str, name: str, **kwargs: Any) -> AsyncSimhashIndex:
-        """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`).
-
-        Args:
-            url: the server's URL (credentials in it never appear in messages).
-            name: the index name.
-            **kwargs: the other arguments of `SimhashIndex`.
-
-        Raises:
-            InvalidArgument: the URL is malformed.
-            RedisUnavailable: the server cannot be reached.
-            ConfigurationMismatch, IndexNotFound, IndexCorrupted: as `SimhashIndex`.
-        """
-        client = await run(client_from_url, url, asyncio=True)
-        index = cls(client, name, **kwargs)
-        index.owns_client = True
-        try:
-            return await index.open()
-        except BaseException:
-            await index.aclose()
-            raise
+    def _plain(self, index: SimhashIndex) -> SimhashIndex:
+        return index
 
     @classmethod
     async def exists(cls, client: Any, name: str, *, prefix: str = defaults.PREFIX) -> bool:
@@ -85,7 +55,7 @@ class AsyncSimhashIndex:
             InvalidArgument, InvalidType: a malformed name or prefix.
             RedisUnavailable: the server cannot be reached.
         """
-        return await run(SimhashIndex.exists, _asyncio_client(client), name, prefix=prefix)
+        return await run(SimhashIndex.exists, asyncio_client(client), name, prefix=prefix)
 
     @classmethod
     async def restore(cls, client: Any, name: str, **config: Any) -> AsyncSimhashIndex:
@@ -100,78 +70,10 @@ class AsyncSimhashIndex:
             InvalidArgument, ConfigurationMismatch, IndexCorrupted, RedisUnavailable: as
                 `SimhashIndex.restore`.
         """
-        await run(SimhashIndex.restore, _asyncio_client(client), name, **config)
+        await run(SimhashIndex.restore, asyncio_client(client), name, **config)
         return await cls(client, name, **config, create=False).open()
 
-    async def open(self) -> AsyncSimhashIndex:
-        """Open the index now (creating it, or checking it against the arguments); later calls return at once.
-
-        Raises:
-            ConfigurationMismatch, IndexNotFound, IndexCorrupted, InvalidArgument, RedisUnavailable: as
-                `SimhashIndex`.
-        """
-        await self._opened()
-        return self
-
-    async def aclose(self) -> None:
-        """Close the client if `from_url` made it (a client passed in stays its owner's)."""
-        if self.owns_client:
-            await self.client.aclose()
-
-    async def __aenter__(self) -> AsyncSimhashIndex:
-        return await self.open()
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def _opened(self) -> SimhashIndex:
-        index = self._index
-        if index is None:
-            async with self._opening:
-                if self._index is None:
-                    self._index = await run(SimhashIndex, self.client, self.name, **self._options)
-                index = self._index
-        return index
-
-    @property
-    def index(self) -> SimhashIndex:
-        """The opened index's synchronous half: configuration, key schema, fingerprints (no I/O).
-
-        Raises:
-            SimhashRedisError: the index is not open yet (await `open()` or use `async with`).
-        """
-        if self._index is None:
-            raise SimhashRedisError(f"index {self.name!r} is not open yet: await index.open() first")
-        return self._index
-
-    # -- configuration and fingerprints: no I/O, so not awaited ----------------------------------------
-
-    @property
-    def config(self) -> IndexConfig:
-        """The stored configuration (f, k, layout, scheme, ...), once open."""
-        return self.index.config
-
-    @property
-    def f(self) -> int:
-        """Fingerprint width in bits, once open."""
-        return self.index.f
-
-    @property
-    def k(self) -> int:
-        """The largest distance near() answers for, once open."""
-        return self.index.k
-
-    @property
-    def layout(self) -> Layout:
-        """The table layout, once open."""
-        return self.index.layout
-
-    @property
-    def cluster(self) -> bool:
-        """Whether the index runs on Redis Cluster, once open."""
-        return self.index.cluster
+    # -- fingerprints: no I/O, so not awaited ---------------------------------------------------------
 
     def fingerprint(self, doc: Document) -> int:
         """`SimhashIndex.fingerprint` (CPU only), once open.
@@ -183,10 +85,6 @@ class AsyncSimhashIndex:
             InvalidFingerprint, InvalidType: as `SimhashIndex.fingerprint`.
         """
         return self.index.fingerprint(doc)
-
-    def __repr__(self) -> str:
-        state = repr(self._index) if self._index is not None else f"name={self.name!r}, not open"
-        return f"AsyncSimhashIndex({state})"
 
     # -- reads ---------------------------------------------------------------------------------------
 
@@ -382,17 +280,3 @@ class AsyncSimhashIndex:
         """
         return await run((await self._opened()).drop)
 
-
-def _asyncio_client(client: Any) -> Any:
-    """The client, if it is redis.asyncio's.
-
-    Raises:
-        InvalidType: a client of another kind (a synchronous one, say).
-    """
-    if not is_asyncio_client(client):
-        kind = type(client)
-        raise InvalidType(
-            "client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster, got "
-            f"{kind.__module__}.{kind.__qualname__} (use SimhashIndex with a synchronous client)"
-        )
-    return client

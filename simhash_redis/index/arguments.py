@@ -187,3 +187,21 @@ def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], li
     for i, fp in zip(where, of_texts(texts), strict=True):
         out[i] = fp
     return out  # type: ignore[return-value]
+
+
+def texts(docs: Sequence[object]) -> list[Any]:
+    """Documents a sketch can be made from: texts, UTF-8 bytes or tokens, not fingerprints.
+
+    Args:
+        docs: the documents.
+
+    Raises:
+        InvalidType: a document of another type (an int fingerprint, weighted features).
+    """
+    for i, doc in enumerate(docs):
+        if isinstance(doc, (int, dict)) or not isinstance(doc, (str, bytes, Sequence)):
+            raise InvalidType(
+                f"docs[{i}] must be a text, bytes or tokens (a sketch needs the text), "
+                f"got {type(doc).__name__}"
+            )
+    return list(docs)

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..codec import encode_fp
 from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument, InvalidType
 from ..fingerprinting import MinHasher
-from ..results import Match
+from ..results import Match, VerifiedMatch
 from ..store import Reads, SketchedGuard, Verification, Write, pin_meta, writes_for
 from ..store.keys import encode_id
 from ..store.scripts import Script
 from ..transport import Command, client_from_url
 from . import batches
-from .arguments import check_fp
+from .arguments import check_fp, texts
 from .simhash_index import Outcome, SimhashIndex
 from .sketch_judge import SketchJudge
 from .unique import UniqueWrites
@@ -43,15 +43,6 @@ VerifiedDocument = str | bytes | Sequence[str]
 
 # Deletes a sketch only while its id is absent from the id map: a concurrent re-add keeps its sketch.
 _DROP_SKETCH = Script("drop_sketch")
-
-
-class VerifiedMatch(NamedTuple):
-    """A stored document confirmed as a near-duplicate: id, fingerprint, distance, estimated Jaccard."""
-
-    id: str
-    fingerprint: int
-    distance: int
-    jaccard: float
 
 
 class VerifiedIndex:
@@ -118,20 +109,12 @@ class VerifiedIndex:
             ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType, RedisUnavailable: as
                 `SimhashIndex` and the class.
         """
-        if "verification" in kwargs:
-            raise InvalidArgument("give the verified mode as hasher and threshold, not verification")
-        create = kwargs.pop("create", True)
-        mode = Verification.of(hasher, 0.8 if threshold is None else threshold)
         client = client_from_url(url)
         try:
-            index = SimhashIndex(client, name, create=False, **kwargs)
-        except IndexNotFound:
-            if not create:
-                client.close()
-                raise
-            # Created verified from the start: no plain writer can come between creation and pinning.
-            index = SimhashIndex(client, name, verification=mode, **kwargs)
-        return cls(index, hasher, threshold)
+            return cls(verifiable(client, name, hasher, threshold, kwargs), hasher, threshold)
+        except BaseException:
+            client.close()
+            raise
 
     def _pin(self, mode: Verification) -> Verification:
         """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
@@ -181,15 +164,6 @@ class VerifiedIndex:
             ``{base}:sk:{xxh3_64(id) mod id_buckets}``.
         """
         return self.store.keys.sketch_bucket(doc_id.encode())
-
-    def _docs(self, docs: Sequence[object]) -> list[VerifiedDocument]:
-        for i, doc in enumerate(docs):
-            if isinstance(doc, (int, dict)) or not isinstance(doc, (str, bytes, Sequence)):
-                raise InvalidType(
-                    f"docs[{i}] must be a text, bytes or tokens (a sketch needs the text), "
-                    f"got {type(doc).__name__}"
-                )
-        return list(docs)  # type: ignore[arg-type]
 
     def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
         """Store a document's sketch, then its fingerprint.
@@ -283,7 +257,7 @@ class VerifiedIndex:
                 if not isinstance(item, tuple) or len(item) != 2:
                     raise InvalidType("items must be (str id, document) pairs")
                 encode_id(item[0])  # a malformed id is refused before any sketch is written
-            yield [doc_id for doc_id, _ in batch], self._docs([doc for _, doc in batch])
+            yield [doc_id for doc_id, _ in batch], texts([doc for _, doc in batch])
 
     def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
         """One batch: each document with its sketch in the index's atomic write (a standalone server),
@@ -430,7 +404,7 @@ class VerifiedIndex:
             threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
-        docs = self._docs(queries)
+        docs = texts(queries)
         fps = self.index.fingerprint_many(docs)
         candidates = self.index.near_many(fps, k)
         wanted = list(dict.fromkeys(m.id for found in candidates for m in found))
@@ -497,3 +471,26 @@ class VerifiedIndex:
             )
             results.extend(r if isinstance(r, VerifiedMatch) else None for r in found)
         return results
+
+
+def verifiable(
+    client: Any, name: str, hasher: MinHasher | None, threshold: float | None, options: dict[str, Any]
+) -> SimhashIndex:
+    """The index a `VerifiedIndex` of that name wraps: opened, or created verified from the start.
+
+    Raises:
+        InvalidArgument: options name `verification` (the mode is hasher and threshold).
+        IndexNotFound, ConfigurationMismatch, RedisUnavailable: as `SimhashIndex`.
+    """
+    if "verification" in options:
+        raise InvalidArgument("give the verified mode as hasher and threshold, not verification")
+    options = dict(options)
+    create = options.pop("create", True)
+    try:
+        return SimhashIndex(client, name, create=False, **options)
+    except IndexNotFound:
+        if not create:
+            raise
+        # Created verified from the start: no plain writer can come between creation and pinning.
+        mode = Verification.of(hasher, 0.8 if threshold is None else threshold)
+        return SimhashIndex(client, name, verification=mode, **options)

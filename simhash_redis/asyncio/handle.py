@@ -1,0 +1,162 @@
+"""What both asyncio index classes share: a client, opening on first use, closing, `async with`."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from ..errors import InvalidType, SimhashRedisError
+from ..index import SimhashIndex
+from ..store import IndexConfig, Layout
+from ..transport import client_from_url, is_asyncio_client
+from ..transport.bridge import run
+
+__all__ = ["AsyncHandle", "asyncio_client"]
+
+#: The synchronous index a handle opens (`SimhashIndex`, `VerifiedIndex`).
+Sync = TypeVar("Sync")
+H = TypeVar("H", bound="AsyncHandle[Any]")
+
+
+class AsyncHandle(Generic[Sync]):
+    """A synchronous index opened on first use inside the bridge, and the client it talks through.
+
+    Args:
+        client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
+        name: the index name.
+        **options: the arguments of the synchronous index.
+
+    Raises:
+        InvalidType: the client is not a redis.asyncio client.
+    """
+
+    def __init__(self, client: Any, name: str, **options: Any) -> None:
+        self.client = asyncio_client(client)
+        self.name = name
+        self._options = options
+        self._index: Sync | None = None
+        self._opening = asyncio.Lock()
+        #: Whether `aclose` closes the client (a client made by `from_url`).
+        self.owns_client = False
+
+    def _make(self, client: Any, name: str, options: dict[str, Any]) -> Sync:
+        """The synchronous index, opened (run in the bridge: it may talk to the server)."""
+        raise NotImplementedError
+
+    def _plain(self, index: Sync) -> SimhashIndex:
+        """The `SimhashIndex` of an opened index (itself, or the one a verified index wraps)."""
+        raise NotImplementedError
+
+    @classmethod
+    async def from_url(cls: type[H], url: str, name: str, **kwargs: Any) -> H:
+        """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`).
+
+        Args:
+            url: the server's URL (credentials in it never appear in messages).
+            name: the index name.
+            **kwargs: the other arguments of the class.
+
+        Raises:
+            InvalidArgument: the URL is malformed.
+            RedisUnavailable: the server cannot be reached.
+            ConfigurationMismatch, IndexNotFound, IndexCorrupted: as the synchronous index.
+        """
+        client = await run(client_from_url, url, asyncio=True)
+        index = cls(client, name, **kwargs)
+        index.owns_client = True
+        try:
+            return await index.open()
+        except BaseException:
+            await index.aclose()
+            raise
+
+    async def open(self: H) -> H:
+        """Open the index now (creating it, or checking it against the arguments); later calls return at once.
+
+        Raises:
+            ConfigurationMismatch, IndexNotFound, IndexCorrupted, InvalidArgument, RedisUnavailable: as
+                the synchronous index.
+        """
+        await self._opened()
+        return self
+
+    async def aclose(self) -> None:
+        """Close the client if `from_url` made it (a client passed in stays its owner's)."""
+        if self.owns_client:
+            await self.client.aclose()
+
+    async def __aenter__(self: H) -> H:
+        return await self.open()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def _opened(self) -> Sync:
+        index = self._index
+        if index is None:
+            async with self._opening:
+                if self._index is None:
+                    self._index = await run(self._make, self.client, self.name, self._options)
+                index = self._index
+        return index
+
+    @property
+    def index(self) -> Sync:
+        """The opened synchronous index: configuration, key schema, fingerprints (no I/O).
+
+        Raises:
+            SimhashRedisError: the index is not open yet (await `open()` or use `async with`).
+        """
+        if self._index is None:
+            raise SimhashRedisError(f"index {self.name!r} is not open yet: await index.open() first")
+        return self._index
+
+    @property
+    def config(self) -> IndexConfig:
+        """The stored configuration (f, k, layout, scheme, ...), once open."""
+        return self._plain(self.index).config
+
+    @property
+    def f(self) -> int:
+        """Fingerprint width in bits, once open."""
+        return self._plain(self.index).f
+
+    @property
+    def k(self) -> int:
+        """The largest distance near() answers for, once open."""
+        return self._plain(self.index).k
+
+    @property
+    def layout(self) -> Layout:
+        """The table layout, once open."""
+        return self._plain(self.index).layout
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the index runs on Redis Cluster, once open."""
+        return self._plain(self.index).cluster
+
+    def __repr__(self) -> str:
+        state = repr(self._index) if self._index is not None else f"name={self.name!r}, not open"
+        return f"{type(self).__name__}({state})"
+
+
+def asyncio_client(client: Any) -> Any:
+    """The client, if it is redis.asyncio's.
+
+    Args:
+        client: what was passed as a client.
+
+    Raises:
+        InvalidType: a client of another kind (a synchronous one, say).
+    """
+    if not is_asyncio_client(client):
+        kind = type(client)
+        raise InvalidType(
+            "client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster, got "
+            f"{kind.__module__}.{kind.__qualname__} (use the synchronous index with a synchronous client)"
+        )
+    return client

@@ -1,0 +1,201 @@
+"""`AsyncVerifiedIndex`: the verified mode on redis.asyncio, every call of `VerifiedIndex` awaited."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..index import SimhashIndex, VerifiedIndex, VerifyReport
+from ..index.verified_index import VerifiedDocument, verifiable
+from ..results import Outcome, VerifiedMatch
+from ..transport.bridge import run
+from .handle import AsyncHandle
+
+__all__ = ["AsyncVerifiedIndex"]
+
+
+class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
+    """A verified index (SimHash candidates confirmed by MinHash sketches) for asyncio code.
+
+    Every method is `VerifiedIndex`'s, awaited, with its arguments, results, errors and guarantees
+    (`add_if_new` decides by the pinned Jaccard threshold, with exactly one winner among racing calls);
+    `get`, `count`, `verify` and `drop` are the wrapped `SimhashIndex`'s. Opening creates the index
+    verified from the start, or adopts the mode pinned in its meta, as `VerifiedIndex.from_url` does.
+
+    Args:
+        client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
+        name: the index name.
+        hasher: the sketch parameters (default: the pinned ones, else `VerifiedIndex`'s default).
+        threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate.
+        **options: the arguments of the wrapped `SimhashIndex` (k, layout, ...).
+
+    Raises:
+        InvalidType: the client is not a redis.asyncio client.
+    """
+
+    def _make(self, client: Any, name: str, options: dict[str, Any]) -> VerifiedIndex:
+        options = dict(options)
+        hasher, threshold = options.pop("hasher", None), options.pop("threshold", None)
+        return VerifiedIndex(verifiable(client, name, hasher, threshold, options), hasher, threshold)
+
+    def _plain(self, index: VerifiedIndex) -> SimhashIndex:
+        return index.index
+
+    @property
+    def threshold(self) -> float:
+        """The pinned Jaccard threshold, once open."""
+        return self.index.threshold
+
+    async def near(
+        self, query: VerifiedDocument, threshold: float | None = None, k: int | None = None
+    ) -> list[VerifiedMatch]:
+        """`VerifiedIndex.near`, awaited: the stored documents confirmed as near-duplicates of a text.
+
+        Args:
+            query: text, UTF-8 bytes or tokens.
+            threshold: the Jaccard threshold (default: the pinned one).
+            k: the largest Hamming distance of a candidate.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.near`.
+        """
+        return await run((await self._opened()).near, query, threshold, k)
+
+    async def near_many(
+        self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
+    ) -> list[list[VerifiedMatch]]:
+        """`VerifiedIndex.near_many`, awaited.
+
+        Args:
+            queries: the texts.
+            threshold: the Jaccard threshold (default: the pinned one).
+            k: the largest Hamming distance of a candidate.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.near_many`.
+        """
+        return await run((await self._opened()).near_many, queries, threshold, k)
+
+    async def get(self, doc_id: str) -> int | None:
+        """`SimhashIndex.get`, awaited: the fingerprint stored for an id, or None.
+
+        Args:
+            doc_id: the document id.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable: as `SimhashIndex.get`.
+        """
+        return await run((await self._opened()).index.get, doc_id)
+
+    async def sketch_of(self, doc_id: str) -> bytes | None:
+        """`VerifiedIndex.sketch_of`, awaited: the stored sketch of a document, or None.
+
+        Args:
+            doc_id: the document id.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.sketch_of`.
+        """
+        return await run((await self._opened()).sketch_of, doc_id)
+
+    async def count(self) -> tuple[int, int]:
+        """`SimhashIndex.count`, awaited: the number of documents and of distinct fingerprints.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached.
+        """
+        return await run((await self._opened()).index.count)
+
+    async def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
+        """`VerifiedIndex.add`, awaited: store a document with its sketch.
+
+        Args:
+            doc_id: the document id.
+            doc: text, UTF-8 bytes or tokens.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.add`.
+        """
+        return await run((await self._opened()).add, doc_id, doc)
+
+    async def add_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[Outcome]:
+        """`VerifiedIndex.add_many`, awaited.
+
+        Args:
+            items: (id, document) pairs.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.add_many`.
+        """
+        return await run((await self._opened()).add_many, items)
+
+    async def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
+        """`VerifiedIndex.add_if_new`, awaited: store unless a confirmed near-duplicate is stored.
+
+        Args:
+            doc_id: the document id.
+            doc: text, UTF-8 bytes or tokens.
+
+        Returns:
+            None if stored, else the stored near-duplicate.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable, WriteContention: as
+                `VerifiedIndex.add_if_new`.
+        """
+        return await run((await self._opened()).add_if_new, doc_id, doc)
+
+    async def add_if_new_many(
+        self, items: Iterable[tuple[str, VerifiedDocument]]
+    ) -> list[VerifiedMatch | None]:
+        """`VerifiedIndex.add_if_new_many`, awaited.
+
+        Args:
+            items: (id, document) pairs.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable, WriteContention: as
+                `VerifiedIndex.add_if_new_many`.
+        """
+        return await run((await self._opened()).add_if_new_many, items)
+
+    async def remove(self, doc_id: str) -> bool:
+        """`VerifiedIndex.remove`, awaited: whether the id was stored (its sketch goes too).
+
+        Args:
+            doc_id: the document id.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.remove`.
+        """
+        return await run((await self._opened()).remove, doc_id)
+
+    async def remove_many(self, ids: Sequence[str]) -> list[bool]:
+        """`VerifiedIndex.remove_many`, awaited.
+
+        Args:
+            ids: the document ids.
+
+        Raises:
+            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.remove_many`.
+        """
+        return await run((await self._opened()).remove_many, ids)
+
+    async def verify(self, repair: bool = False) -> VerifyReport:
+        """`SimhashIndex.verify`, awaited: documents, sketches and tables checked (and repaired).
+
+        Args:
+            repair: also fix what is found.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached; run it again.
+        """
+        return await run((await self._opened()).index.verify, repair)
+
+    async def drop(self) -> int:
+        """`SimhashIndex.drop`, awaited: delete every key of this index, sketches included.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached; run drop again to finish.
+        """
+        return await run((await self._opened()).index.drop)
