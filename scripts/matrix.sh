@@ -25,7 +25,7 @@ PYTHON_TESTS=(
   tests/test_index_contract.py tests/test_index_property.py tests/test_add_if_new.py
   tests/test_unicode_pinning.py tests/test_fingerprint.py tests/test_security.py tests/test_bad_input.py
   tests/test_lost_replies.py tests/test_oom.py tests/test_bulk_crash.py tests/test_stalls.py
-  tests/test_asyncio.py tests/test_asyncio_verified.py tests/cli
+  tests/test_asyncio.py tests/cli
   # the slowest scenarios, whose behaviour depends on the server rather than the Python version: in
   # `make test`, and (races) on every server below
   --deselect tests/cli/test_load_scale.py --deselect tests/cli/test_load_bulk_faults.py
