@@ -432,3 +432,36 @@ def test_the_callers_context_variables_are_seen_inside_a_call() -> None:
         return await asyncio.gather(*(one(f"r{i}") for i in range(20)))
 
     assert asyncio.run(main()) == [f"r{i}" for i in range(20)]
+
+
+def test_a_client_used_again_under_another_event_loop(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+    client = redis.asyncio.Redis.from_url(redis_server.url, max_connections=2)
+
+    async def main() -> int:
+        index = AsyncSimhashIndex(client, "loops", k=3)
+        await index.add("a", A)
+        found = await asyncio.gather(*(index.near(A) for _ in range(20)))  # more calls than connections
+        await client.connection_pool.disconnect()  # its connections belong to this loop
+        return len(found)
+
+    assert asyncio.run(main()) == 20
+    assert asyncio.run(main()) == 20
+
+
+def test_a_subclass_of_the_asyncio_client_is_taken(redis_server: ServerProcess) -> None:
+    redis_server.flushall()
+
+    class Tagged(redis.asyncio.Redis):
+        """An application's own client class."""
+
+    async def main() -> list[Match]:
+        client = Tagged.from_url(redis_server.url)
+        try:
+            index = AsyncSimhashIndex(client, "sub", k=3)
+            await index.add("a", A)
+            return await index.near(A)
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(main()) == [Match("a", A, 0)]

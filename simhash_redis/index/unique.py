@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 import time
 from collections.abc import Sequence
 from typing import Protocol
@@ -85,7 +86,7 @@ class UniqueWrites:
                     break
                 if attempt:
                     # Others keep writing into these tables: let them finish before reading again.
-                    pause(next(delays, _CONTENTION_BACKOFF.cap))
+                    pause(next(delays, None) or random.uniform(0, _CONTENTION_BACKOFF.cap))
                 pending = self._round(ids, fps, judge, locks, pending, results)
                 if not pending:
                     return results  # type: ignore[return-value]
@@ -114,7 +115,7 @@ class UniqueWrites:
             pending: the documents (positions in ids) this round is for.
             results: filled in for the documents this round settles.
         """
-        ready, waiting, held = pending, [], list[bytes]()
+        ready, waiting, held = pending, [], list[tuple[bytes, bytes]]()
         if locks is not None:
             got, held = locks.acquire([(i, self.store.keys.tables(fps[i])) for i in pending])
             ready = [i for i, ok in zip(pending, got, strict=True) if ok]

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..transport import Sender
+from ..transport import Exchange, Sender, raise_first_error
 from .config import Retention
 from .keys import KeySchema
 
@@ -98,14 +98,21 @@ class Windows:
         """
         # The estimate is off by at most half the round trip, which a busy client (an event loop with
         # hundreds of tasks, a queue for a connection) can stretch: a slow sample is taken again.
+        # Timed inside the conversation: a wait for a connection does not count.
+        def sample(exchange: Exchange) -> tuple[float, int, float]:
+            before = time.monotonic()
+            replies = exchange.round_trip([(b"TIME",)])
+            after = time.monotonic()
+            raise_first_error(replies)
+            seconds, micros = replies[0]
+            return after - before, int(seconds) * 1000 + int(micros) // 1000, (before + after) / 2
+
         best: tuple[float, int, float] | None = None
         for _ in range(_SAMPLES):
-            before = time.monotonic()
-            seconds, micros = self._sender.execute([(b"TIME",)])[0]
-            after = time.monotonic()
-            if best is None or after - before < best[0]:
-                best = (after - before, int(seconds) * 1000 + int(micros) // 1000, (before + after) / 2)
-            if after - before < _QUICK_S:
+            taken = self._sender.converse(sample)
+            if best is None or taken[0] < best[0]:
+                best = taken
+            if taken[0] < _QUICK_S:
                 break
         assert best is not None
         self.set_server_time(best[1], best[2])

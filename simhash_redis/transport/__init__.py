@@ -69,8 +69,8 @@ def is_asyncio_client(client: object) -> bool:
     Args:
         client: anything passed as a client.
     """
-    if not type(client).__module__.startswith("redis.asyncio"):
-        return False  # redis.asyncio is imported only for those who use it
+    if not any(kind.__module__.startswith("redis.asyncio") for kind in type(client).__mro__):
+        return False  # redis.asyncio is imported only for those who use it (or subclass its clients)
     import redis.asyncio.cluster
 
     return isinstance(client, (redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster))

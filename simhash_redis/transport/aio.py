@@ -121,7 +121,12 @@ async def _read(connection: Any, count: int) -> list[Any]:
             if type(reply) is list and reply and isinstance(reply[0], rex.ConnectionError):
                 raise reply[0]
             if wire.PUSH is not None and isinstance(reply, wire.PUSH):
-                continue  # a RESP3 out-of-band message (an invalidation, say): not a reply
+                # A RESP3 out-of-band message (an invalidation, a maintenance notice): redis-py's, not
+                # a reply.
+                handle = getattr(parser, "handle_push_response", None)
+                if handle is not None:
+                    await handle(reply)
+                continue
             append(reply)
     except asyncio.TimeoutError:
         raise rex.TimeoutError("Timeout reading from Redis") from None
@@ -200,7 +205,6 @@ class AsyncTransport(Transport):
 
     def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
         super().__init__(client, backoff)
-        self._turns = _turns_of(self.pool)
 
     def _on_connection(self, talk: Callable[[Any], T]) -> T:
         connection = wait(self._take())
@@ -213,11 +217,12 @@ class AsyncTransport(Transport):
 
     async def _take(self) -> Any:
         # A turn, then a connection: one await (and one switch of greenlets) for both.
-        await self._turns.acquire()
+        turns = _turns_of(self.pool)
+        await turns.acquire()
         try:
             return await _checkout(self.pool)
         except BaseException:
-            self._turns.release()
+            turns.release()
             raise
 
     async def _give(self, connection: Any, clean: bool) -> None:
@@ -229,21 +234,26 @@ class AsyncTransport(Transport):
             finally:
                 await pool.release(connection)
         finally:
-            self._turns.release()
+            _turns_of(self.pool).release()
 
 
 # redis-py's pool refuses a connection past its limit ("Too many connections") instead of waiting for
 # one: every index on a pool takes a turn of the pool's one semaphore first, so hundreds of tasks
 # calling indexes on one client queue instead of failing.
-_TURNS: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+# (A semaphore belongs to one event loop: a client used again under another loop gets a new one.)
+_TURNS: weakref.WeakKeyDictionary[Any, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _turns_of(pool: Any) -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
     turns = _TURNS.get(pool)
-    if turns is None:
+    if turns is None or turns[0] is not loop:
         limit = pool.max_connections
-        turns = _TURNS[pool] = asyncio.Semaphore(limit if isinstance(limit, int) and limit > 0 else 2**31)
-    return turns
+        bound = limit if isinstance(limit, int) and limit > 0 else 2**31
+        turns = _TURNS[pool] = (loop, asyncio.Semaphore(bound))
+    return turns[1]
 
 
 async def _checkout(pool: Any) -> Any:
@@ -268,9 +278,8 @@ class AsyncClusterTransport(ClusterTransport):
 
     def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
         super().__init__(client, backoff)
-        self._reloads = _reloads_of(client)
         try:
-            self.backoff.call_with_retry(lambda: wait(client.initialize()), _unreached)
+            _INITIAL.call_with_retry(lambda: wait(client.initialize()), _unreached)
         except (rex.RedisClusterException, rex.ConnectionError, rex.TimeoutError, OSError) as exc:
             # redis.asyncio connects at first use, so here is where an unreachable cluster shows.
             raise RedisUnavailable(f"cannot reach the Redis Cluster: {exc}") from None
@@ -302,7 +311,7 @@ class AsyncClusterTransport(ClusterTransport):
         return node
 
     def _reload(self) -> None:
-        wait(self._reloads.reload(self.client))
+        wait(_reloads_of(self.client).reload(self.client))
 
 
 class _Reloads:
@@ -319,19 +328,26 @@ class _Reloads:
     async def reload(self, client: Any) -> None:
         seen = self.done
         async with self.lock:
-            if self.done == seen:  # nobody reloaded while this call waited
-                await client.nodes_manager.initialize()
-                self.done += 1
+            if self.done == seen:  # nobody tried while this call waited (a failed try counts too)
+                try:
+                    await client.nodes_manager.initialize()
+                finally:
+                    self.done += 1
 
 
-_RELOADS: weakref.WeakKeyDictionary[Any, _Reloads] = weakref.WeakKeyDictionary()
+_RELOADS: weakref.WeakKeyDictionary[Any, tuple[asyncio.AbstractEventLoop, _Reloads]] = (
+    weakref.WeakKeyDictionary()
+)
+# Opening asks the cluster for its slot map a few times before it says the cluster is unreachable.
+_INITIAL = Backoff(retries=2, base=0.1, cap=0.5)
 
 
 def _reloads_of(client: Any) -> _Reloads:
+    loop = asyncio.get_running_loop()
     reloads = _RELOADS.get(client)
-    if reloads is None:
-        reloads = _RELOADS[client] = _Reloads()
-    return reloads
+    if reloads is None or reloads[0] is not loop:
+        reloads = _RELOADS[client] = (loop, _Reloads())
+    return reloads[1]
 
 
 def _unreached(exc: Exception) -> bool:
