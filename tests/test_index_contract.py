@@ -37,6 +37,7 @@ _CLIENTS = {
     "fake": "fake_client",
     "cluster": "redis_cluster_client",
     "windowed": "redis_client",
+    "windowed-cluster": "redis_cluster_client",
     "asyncio": "redis_client",
     "asyncio-cluster": "redis_cluster_client",
 }
@@ -48,7 +49,7 @@ def index(request: pytest.FixtureRequest) -> Iterator[SimhashIndex]:
     (a day: nothing expires during a test, but every call goes through the periods' keys), and through
     `AsyncSimhashIndex` on a server and a cluster (driven from these synchronous tests by `Blocking`)."""
     client = request.getfixturevalue(_CLIENTS[request.param])
-    retention = "1d" if request.param == "windowed" else None
+    retention = "1d" if request.param.startswith("windowed") else None
     # Few id buckets keep count(), which sums bucket sizes on a cluster, quick.
     buckets = 1024 if "cluster" in request.param else None
     if not request.param.startswith("asyncio"):

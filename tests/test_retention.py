@@ -14,7 +14,6 @@ from datetime import timedelta
 
 import pytest
 import redis
-from redis.cluster import RedisCluster
 
 from simhash_redis import (
     ConfigurationMismatch,
@@ -112,15 +111,10 @@ def test_the_retention_is_pinned_in_the_meta(redis_client: redis.Redis) -> None:
     assert redis_client.hget(b"simhash:plain:meta", b"format") == b"1"
 
 
-def test_combinations_not_built_yet_are_refused(
-    redis_url: str, redis_client: redis.Redis, redis_cluster_client: RedisCluster
-) -> None:
+def test_combinations_not_built_yet_are_refused(redis_url: str, redis_client: redis.Redis) -> None:
     with pytest.raises(InvalidArgument, match="cannot be combined"):
         VerifiedIndex.from_url(redis_url, "vr", retention="1d")
     assert not SimhashIndex.exists(redis_client, "vr")
-    with pytest.raises(InvalidArgument, match="standalone"):
-        SimhashIndex(redis_cluster_client, "onacluster", retention="1d")
-    assert not SimhashIndex.exists(redis_cluster_client, "onacluster")
 
 
 def test_a_document_is_found_for_the_retention_and_gone_a_period_later(redis_client: redis.Redis) -> None:

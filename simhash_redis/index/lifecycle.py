@@ -65,24 +65,17 @@ def writes_documents(method: _Method) -> _Method:
     return checked  # type: ignore[return-value]
 
 
-def as_retention(retention: object, cluster: bool) -> Retention | None:
+def as_retention(retention: object) -> Retention | None:
     """The retention window a worker asks for, in the forms `SimhashIndex` takes.
 
     Args:
         retention: None, a `Retention`, a timedelta, seconds, or a string such as "7d".
-        cluster: whether the index is on Redis Cluster.
 
     Raises:
-        InvalidArgument, InvalidType: a malformed retention, or one on a cluster.
+        InvalidArgument, InvalidType: a malformed retention.
     """
     if retention is None:
         return None
-    if cluster:
-        # The write script moves a rewritten document between periods in one atomic step, which no
-        # script can do across a cluster's slots; a cluster design is not built yet.
-        raise InvalidArgument(
-            "retention windows need a standalone server (Redis Cluster is not supported yet)"
-        )
     return retention if isinstance(retention, Retention) else Retention.of(retention)
 
 
@@ -148,7 +141,7 @@ def open_windows(config: IndexConfig, keys: KeySchema, sender: Sender) -> Window
         InvalidArgument: the index has a retention window and the sender is on a cluster.
         RedisUnavailable: the server cannot be reached (its clock is read).
     """
-    retention = as_retention(config.retention, sender.cluster)
+    retention = as_retention(config.retention)
     return None if retention is None else Windows(keys, retention, sender)
 
 
@@ -169,7 +162,7 @@ def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any
     if config.get("k") is None:
         raise InvalidArgument("restoring an index needs the k it was created with")
     stated = {arg: config.get(arg) for arg in CONFIG_ARGS}
-    stated["retention"] = as_retention(stated["retention"], False)
+    stated["retention"] = as_retention(stated["retention"])
     wanted, _ = requested(**stated)
     prefix = validate_name(config.get("prefix", defaults.PREFIX), "prefix")
     keys = KeySchema(prefix, validate_name(name, "name"), wanted.layout, wanted.id_buckets)

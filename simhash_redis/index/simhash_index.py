@@ -64,7 +64,7 @@ class SimhashIndex:
             only through `VerifiedIndex` (its documents need sketches), read through either.
         retention: forget each document this long after it was last written: a timedelta, seconds,
             a string such as "7d", "12h" or "90s", or a `Retention` (to choose the period too); pinned
-            when the index is created (docs/retention.md). Standalone servers only, for now.
+            when the index is created (docs/retention.md).
         batch_size: documents per round trip in the batch methods.
         create: create the index when it does not exist (else IndexNotFound is raised).
 
@@ -100,7 +100,7 @@ class SimhashIndex:
         self.client = client
         sender = open_sender(client, backoff)
         asked = {"k": k, "f": f, "layout": layout, "scheme": scheme, "id_buckets": id_buckets}
-        retained = lifecycle.as_retention(retention, sender.cluster)
+        retained = lifecycle.as_retention(retention)
         wanted, given = lifecycle.requested(**asked, verification=verification, retention=retained)
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
         self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)

@@ -12,6 +12,7 @@ from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command
 from . import writes as plain
+from .period_steps import ClusterWindowedWrites
 from .scripts import Script
 from .store import Store
 from .windows import View, WindowedSets, Windows
@@ -246,8 +247,10 @@ def writes_for(store: Store, f: int, tables: int, windows: Windows | None = None
         store: the index's keys and sender.
         f: fingerprint width.
         tables: number of tables.
-        windows: the periods of an index with a retention window (standalone servers only).
+        windows: the periods of an index with a retention window.
     """
+    if windows is not None and store.cluster:
+        return ClusterWindowedWrites(store, windows, f)
     if windows is not None:
         return WindowedWrites(store, windows, f, tables)
     return OrderedWrites(store, f) if store.cluster else AtomicWrites(store, f, tables)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..transport import Exchange, Sender, raise_first_error
 from .config import Retention
 from .keys import KeySchema
+from .store import Store
 
 __all__ = ["View", "WindowedSets", "Windows"]
 
@@ -190,6 +191,9 @@ class Windows:
             RedisUnavailable: the server cannot be reached.
         """
         view = self.view()
+        if self._sender.cluster:  # no counts hash: the sizes of each period's maps
+            sizes = [Store(self._sender, schema).counts() for schema in view.schemas]
+            return [(window, docs, fps) for window, (docs, fps) in zip(view.windows, sizes, strict=True)]
         replies = self._sender.execute(
             [(b"HMGET", schema.counts, b"docs", b"fingerprints") for schema in view.schemas]
         )

@@ -51,7 +51,7 @@ def command_keys(command: Command) -> list[bytes]:
     if name in (b"EVALSHA", b"EVAL"):
         numkeys = int(command[2])
         return [_as_bytes(k) for k in command[3 : 3 + numkeys]]
-    if name in (b"SCRIPT", b"PING", b"ASKING"):
+    if name in (b"SCRIPT", b"PING", b"ASKING", b"TIME"):
         return []
     return [_as_bytes(command[1])]
 
@@ -182,7 +182,10 @@ class ClusterTransport:
         for i in pending:
             keys = command_keys(commands[i])
             try:
-                node = self.client.nodes_manager.get_node_from_slot(key_slot(keys[0]))
+                if not keys:  # TIME, say: any node answers
+                    node = self.client.get_default_node()  # type: ignore[no-untyped-call]
+                else:
+                    node = self.client.nodes_manager.get_node_from_slot(key_slot(keys[0]))
             except rex.RedisClusterException as exc:  # the slot has no known owner right now
                 failed.append(i)
                 last_error = exc

@@ -1,7 +1,8 @@
 -- Adds ('+') or removes ('-') one id in the netstring list of ids having a fingerprint; idempotent.
--- Used on Redis Cluster, one key per call. KEYS[1] = the fingerprint-map hash; ARGV = op, fp, id.
+-- Used on Redis Cluster, one key per call. KEYS[1] = the fingerprint-map hash; ARGV = op, fp, id, and
+-- in an index with a retention window the period's expiry (Unix ms), set on a key that has none.
 -- Returns the number of ids left with the fingerprint.
-local op, fp, id = ARGV[1], ARGV[2], ARGV[3]
+local op, fp, id, expire_at = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local raw = redis.call('HGET', KEYS[1], fp) or ''
 local kept, found, count, pos, n = {}, false, 0, 1, #raw
 while pos <= n do
@@ -22,6 +23,9 @@ while pos <= n do
 end
 if op == '+' and not found then
   redis.call('HSET', KEYS[1], fp, raw .. #id .. ':' .. id)
+  if expire_at and redis.call('PTTL', KEYS[1]) == -1 then
+    redis.call('PEXPIREAT', KEYS[1], expire_at)
+  end
   return count + 1
 end
 if op == '-' and found then

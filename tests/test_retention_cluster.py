@@ -1,0 +1,246 @@
+"""Retention windows on Redis Cluster: the standalone semantics, kept by ordered one-key steps.
+
+The session's 3+3 cluster. As in test_retention.py, checks that depend on the clock are made against
+the server's clock (TIME), never against a sleep's length.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import pytest
+from redis.cluster import RedisCluster
+
+from simhash_redis import Match, Outcome, Retention, SimhashIndex, SimhashRedisError
+from simhash_redis.asyncio import AsyncSimhashIndex
+from simhash_redis.codec import encode_fp
+from simhash_redis.jobs.stats import collect
+from simhash_redis.store import Store
+from tests.servers import ClusterProcess
+from tests.test_add_if_new import race
+from tests.test_asyncio import groups_of_near_duplicates
+from tests.test_asyncio import race as race_tasks
+from tests.test_retention import brute_force, wait_for_next_period
+
+A = 0x0123456789ABCDEF
+BUCKETS = 1024  # few id buckets: count() sums their sizes on a cluster
+
+
+def server_ms(client: RedisCluster) -> int:
+    seconds, micros = client.time()  # type: ignore[misc]
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def windowed(client: RedisCluster, name: str, retention: Retention) -> SimhashIndex:
+    return SimhashIndex(client, name, k=3, id_buckets=BUCKETS, retention=retention)
+
+
+def period_keys(client: RedisCluster, name: str) -> list[bytes]:
+    return list(client.scan_iter(match=f"simhash:{name}:w*".encode(), target_nodes=RedisCluster.PRIMARIES))
+
+
+def test_a_document_is_found_for_the_retention_and_gone_a_period_later(
+    redis_cluster_client: RedisCluster,
+) -> None:
+    client = redis_cluster_client
+    index = windowed(client, "short", Retention(2, 1))
+    before = server_ms(client)
+    assert index.add("a", A) is Outcome.ADDED
+    after = server_ms(client)
+    assert all(client.pttl(key) > 0 for key in period_keys(client, "short"))
+    while True:
+        found = index.near(A)
+        if server_ms(client) >= before + 2000:
+            break
+        assert found == [Match("a", A, 0)] and index.get("a") == A  # found until t + retention
+        time.sleep(0.05)
+    while server_ms(client) < after + 3000:  # t + retention + one period
+        time.sleep(0.05)
+    assert index.near(A) == [] and index.get("a") is None and index.count() == (0, 0)
+    assert period_keys(client, "short") == []
+    assert index.add_if_new("b", A) is None
+
+
+def test_rewriting_a_document_moves_it_into_the_current_period(redis_cluster_client: RedisCluster) -> None:
+    index = windowed(redis_cluster_client, "moves", Retention(60, 1))
+    assert index.windows is not None
+    assert index.add("a", A) is Outcome.ADDED
+    first = index.windows.view().current
+    wait_for_next_period(index)
+    assert index.add("a", A ^ 0xFF00) is Outcome.REPLACED
+    second = index.windows.view().current
+    assert index.near(A) == [] and index.get("a") == A ^ 0xFF00
+    per_period = {w: docs for w, docs, _ in index.windows.counts()}
+    assert per_period[first] == 0 and per_period[second] == 1
+    wait_for_next_period(index)
+    assert index.add("a", A ^ 0xFF00) is Outcome.UNCHANGED  # unchanged, but moved: it lives on from now
+    third = index.windows.view().current
+    per_period = {w: docs for w, docs, _ in index.windows.counts()}
+    assert per_period[second] == 0 and per_period[third] == 1
+    assert index.count() == (1, 1)
+    assert index.remove("a") is True and index.remove("a") is False
+    assert index.count() == (0, 0) and index.verify().ok
+
+
+def test_near_equals_brute_force_across_periods(redis_cluster_client: RedisCluster) -> None:
+    index = SimhashIndex(
+        redis_cluster_client, "model", k=3, id_buckets=BUCKETS, retention=Retention(60, 1), batch_size=7
+    )
+    rng = random.Random(7)
+    centres = [rng.getrandbits(64) for _ in range(5)]
+    stored: dict[str, int] = {}
+
+    def near_copy() -> int:
+        fp = rng.choice(centres)
+        for _ in range(rng.randrange(6)):
+            fp ^= 1 << rng.randrange(64)
+        return fp
+
+    for phase in range(3):
+        for _ in range(30):
+            doc_id = f"d{rng.randrange(25)}"
+            if rng.random() < 0.2:
+                assert index.remove(doc_id) is (stored.pop(doc_id, None) is not None)
+            else:
+                fp = near_copy()
+                expected = Outcome.ADDED if doc_id not in stored else Outcome.UNCHANGED
+                if doc_id in stored and stored[doc_id] != fp:
+                    expected = Outcome.REPLACED
+                assert index.add(doc_id, fp) is expected
+                stored[doc_id] = fp
+        pairs = [(f"b{phase}-{n}", near_copy()) for n in range(20)]
+        index.add_many(pairs)
+        stored.update(pairs)
+        probes = [near_copy() for _ in range(15)] + list(stored.values())[:5]
+        for k in range(4):
+            assert index.near_many(probes, k=k) == [brute_force(stored, q, k) for q in probes]
+        assert index.get_many(sorted(stored)) == [stored[i] for i in sorted(stored)]
+        assert index.count()[0] == len(stored)
+        if phase < 2:
+            wait_for_next_period(index)
+    report = index.verify()
+    assert report.ok and report.docs == len(stored), report.examples
+
+
+def test_eight_processes_racing_across_periods(redis_cluster: ClusterProcess) -> None:
+    """Exactly one document per group of near-duplicates, while periods of one second go by."""
+    redis_cluster.flushall()
+    client = redis_cluster.client()
+    windowed(client, "race", Retention(60, 1))
+    race(redis_cluster.url, client, "single", groups=60)
+
+
+def test_hundreds_of_tasks_racing_across_periods(redis_cluster: ClusterProcess) -> None:
+    redis_cluster.flushall()
+    docs = groups_of_near_duplicates(groups=30, size=10, seed=5)
+
+    async def main() -> tuple[list[int], bool]:
+        options = {"k": 3, "id_buckets": BUCKETS, "retention": Retention(60, 1)}
+        async with await AsyncSimhashIndex.from_url(redis_cluster.url, "arace", **options) as index:
+            stored = await race_tasks([index], docs, naive=False)
+            return stored, (await index.verify()).ok
+
+    stored, ok = asyncio.run(main())
+    assert sorted(stored) == list(range(30)) and ok
+
+
+def test_verify_and_stats_see_the_periods(redis_cluster_client: RedisCluster) -> None:
+    client = redis_cluster_client
+    index = windowed(client, "checked", Retention(60, 1))
+    assert index.windows is not None
+    index.add_many([(f"d{i}", A ^ (i << 20)) for i in range(3)])
+    wait_for_next_period(index)
+    index.add_many([(f"e{i}", A ^ (i << 40)) for i in range(2)])
+    assert [p.documents for p in collect(index).periods] == [3, 2]
+    assert index.verify().ok
+    index = windowed(client, "checked-long", Retention(600, 100))  # no boundary during the checks
+    assert index.windows is not None
+    index.add("e", A)
+    table_key = index.windows.schema(index.windows.view().current).tables(A)[0]
+    assert client.persist(table_key)
+    report = index.verify()
+    assert set(report.problems) == {"key without expiry"}, report.problems
+    assert index.verify(repair=True).repaired and index.verify().ok
+    assert client.pttl(table_key) > 0
+
+
+def test_a_write_cut_off_between_its_steps_is_completed_by_running_it_again(
+    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = windowed(redis_cluster_client, "cut", Retention(60, 1))
+    assert index.windows is not None
+    index.add("a", A)
+    wait_for_next_period(index)
+    store: Store = index.store
+    run_script = store.run_script
+    commits = []
+
+    def cut_at_the_commit(script: object, calls: list[object], **kwargs: object) -> list[object]:
+        # The commit names the period (10 arguments); the old period's removal does not (7).
+        if getattr(script, "name", "") == "id_cas" and len(calls[0]) == 10:  # type: ignore[arg-type]
+            commits.append(calls)
+            raise SimhashRedisError("cut off")  # steps 1-4 done: the old period no longer has it
+        return run_script(script, calls, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "run_script", cut_at_the_commit)
+    with pytest.raises(SimhashRedisError):
+        index.add("a", A ^ 0xFF)
+    assert commits
+    assert index.near(A) == [] and index.near(A ^ 0xFF) == []  # never half-visible
+    monkeypatch.setattr(store, "run_script", run_script)
+    assert index.add("a", A ^ 0xFF) is Outcome.ADDED  # the old entry was already gone
+    assert index.near(A ^ 0xFF) == [Match("a", A ^ 0xFF, 0)] and index.get("a") == A ^ 0xFF
+    report = index.verify()
+    assert report.problems.keys() <= {"orphan table member"} and index.count() == (1, 1)
+
+
+def test_a_sliding_window_keeps_what_is_seen_again(redis_cluster_client: RedisCluster) -> None:
+    index = windowed(redis_cluster_client, "sliding", Retention(60, 1, sliding=True))
+    assert index.windows is not None
+    index.add_many([("a", A), ("c", A ^ 0xFFFF_0000)])
+    wait_for_next_period(index)
+    assert index.add_if_new("b", A ^ 1) == Match("a", A, 1)
+    assert index.add_many([("d", A ^ 0xFFFF_0001)], unique=True) == [Match("c", A ^ 0xFFFF_0000, 1)]
+    now = index.windows.view().current
+    assert {w: docs for w, docs, _ in index.windows.counts()}[now] == 2
+    wait_for_next_period(index)
+    index.add("a", A ^ 0xFF00_0000_0000)
+    index._writes.seen([(b"a", encode_fp(A, 64)), (b"gone", encode_fp(A, 64))])
+    assert index.get("a") == A ^ 0xFF00_0000_0000 and index.get("gone") is None
+    assert index.verify().ok and index.count() == (2, 2)
+
+
+def test_a_worker_whose_clock_estimate_is_off_writes_where_the_node_says(
+    redis_cluster_client: RedisCluster,
+) -> None:
+    index = windowed(redis_cluster_client, "skewed", Retention(30, 1))
+    assert index.windows is not None
+    index.windows.set_server_time(index.windows.now_ms() + 10_000)  # ten seconds ahead
+    assert index.add("a", A) is Outcome.ADDED  # refused at the commit, written by the node's clock
+    truth = server_ms(redis_cluster_client) // 1000
+    assert {w for w, docs, _ in index.windows.counts() if docs} <= {truth, truth - 1}
+    assert index.near(A) == [Match("a", A, 0)]
+
+
+def test_bulk_loads_and_dumps_of_a_windowed_index(redis_cluster_client: RedisCluster) -> None:
+    import io
+
+    from simhash_redis.jobs.dump import export_index, import_index
+
+    client = redis_cluster_client
+    index = windowed(client, "loaded", Retention.of("1h"))
+    pairs = [(f"d{i}", A ^ (i << 30)) for i in range(300)]
+    assert index.bulk_add(pairs, window=120) == [Outcome.ADDED] * 300
+    assert all(client.pttl(key) > 0 for key in period_keys(client, "loaded"))
+    out = io.BytesIO()
+    assert export_index(index, out) == 300
+    index.drop()
+    assert period_keys(client, "loaded") == []
+    out.seek(0)
+    assert import_index(client, out).added == 300
+    again = SimhashIndex(client, "loaded")
+    assert again.config.retention == Retention.of("1h")
+    assert again.get_many([i for i, _ in pairs]) == [fp for _, fp in pairs]
+    assert again.verify().ok
