@@ -50,8 +50,11 @@ PURE_TESTS := tests/test_fingerprint.py tests/test_fingerprint_speed_exact.py te
 	tests/test_scheme.py tests/test_minhash.py tests/test_verified.py tests/test_index_contract.py \
 	tests/test_index_property.py tests/test_near_conversation.py tests/test_wire.py tests/test_moved.py \
 	tests/test_bulk.py tests/test_verified_mode.py tests/test_retention.py
+# The engines differ in fingerprints, sketches and the read path's filter, not in transports: the
+# cluster, asyncio and fakeredis cases of these files run in `make test` only.
 test-pure: $(BIN)/.native
-	SIMHASH_REDIS_ENGINE=python $(BIN)/python -m pytest -q $(WORKERS) $(PURE_TESTS)
+	SIMHASH_REDIS_ENGINE=python $(BIN)/python -m pytest -q $(WORKERS) $(PURE_TESTS) \
+		-k "not cluster and not asyncio and not fake"
 
 # The oldest redis-py the project supports, on the tests that reach into redis-py's connections.
 COMPAT := .venv-redis5

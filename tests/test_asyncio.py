@@ -1,6 +1,6 @@
 """AsyncSimhashIndex: the synchronous index's guarantees, awaited, under hundreds of concurrent tasks.
 
-The index contract itself runs on it in test_index_contract.py (the `asyncio` and `asyncio-cluster`
+The index contract itself runs on it in test_index_contract.py (the `asyncio` and `asyncio_cluster`
 parameters); here are what asyncio adds: races of many tasks, cancellation, a small connection pool,
 lost replies, and the API's own surface.
 """

@@ -37,9 +37,9 @@ _CLIENTS = {
     "fake": "fake_client",
     "cluster": "redis_cluster_client",
     "windowed": "redis_client",
-    "windowed-cluster": "redis_cluster_client",
+    "windowed_cluster": "redis_cluster_client",
     "asyncio": "redis_client",
-    "asyncio-cluster": "redis_cluster_client",
+    "asyncio_cluster": "redis_cluster_client",
 }
 
 

@@ -129,12 +129,12 @@ def test_eight_processes_racing_across_periods(redis_cluster: ClusterProcess) ->
     redis_cluster.flushall()
     client = redis_cluster.client()
     windowed(client, "race", Retention(60, 1))
-    race(redis_cluster.url, client, "single", groups=60)
+    race(redis_cluster.url, client, "single", groups=40)
 
 
 def test_hundreds_of_tasks_racing_across_periods(redis_cluster: ClusterProcess) -> None:
     redis_cluster.flushall()
-    docs = groups_of_near_duplicates(groups=30, size=10, seed=5)
+    docs = groups_of_near_duplicates(groups=20, size=10, seed=5)
 
     async def main() -> tuple[list[int], bool]:
         options = {"k": 3, "id_buckets": BUCKETS, "retention": Retention(60, 1)}
@@ -143,7 +143,7 @@ def test_hundreds_of_tasks_racing_across_periods(redis_cluster: ClusterProcess) 
             return stored, (await index.verify()).ok
 
     stored, ok = asyncio.run(main())
-    assert sorted(stored) == list(range(30)) and ok
+    assert sorted(stored) == list(range(20)) and ok
 
 
 def test_verify_and_stats_see_the_periods(redis_cluster_client: RedisCluster) -> None:
@@ -166,34 +166,87 @@ def test_verify_and_stats_see_the_periods(redis_cluster_client: RedisCluster) ->
     assert client.pttl(table_key) > 0
 
 
-def test_a_write_cut_off_between_its_steps_is_completed_by_running_it_again(
-    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+def cut_at(store: Store, monkeypatch: pytest.MonkeyPatch, script: str, arguments: int) -> list[int]:
+    """Make the next call of a script (with that many arguments) fail, as a lost server would; once."""
+    run_script = store.run_script
+    cuts: list[int] = []
+
+    def cut(called: object, calls: list[object], **kwargs: object) -> list[object]:
+        size = len(calls[0])  # type: ignore[arg-type]
+        if not cuts and getattr(called, "name", "") == script and size == arguments:
+            cuts.append(size)
+            raise SimhashRedisError("cut off")
+        return run_script(called, calls, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "run_script", cut)
+    return cuts
+
+
+@pytest.mark.parametrize(
+    ("script", "arguments", "between"),
+    [
+        ("id_cas", 10, "before the commit"),  # the commit names the period: 10 arguments
+        ("fp_ids", 8, "after the commit"),  # the new list entry carries the expiry: 8
+        ("id_cas", 7, "while the old period is cleared"),  # the old entry's removal: 7
+    ],
+)
+def test_a_replacement_cut_off_is_never_half_visible_and_a_rerun_completes_it(
+    redis_cluster_client: RedisCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    script: str,
+    arguments: int,
+    between: str,
 ) -> None:
     index = windowed(redis_cluster_client, "cut", Retention(60, 1))
+    index.add("a", A)
+    wait_for_next_period(index)
+    cuts = cut_at(index.store, monkeypatch, script, arguments)
+    with pytest.raises(SimhashRedisError):
+        index.add("a", A ^ 0xFF)
+    assert cuts, between
+    # Never listed under a fingerprint it no longer has (hidden from near() during a replacement, as on
+    # any cluster); get finds it as the one or the other.
+    assert index.get("a") in (A, A ^ 0xFF)
+    assert index.near(A) == [] and index.near(A ^ 0xFF) in ([], [Match("a", A ^ 0xFF, 0)])
+    monkeypatch.undo()
+    assert index.add("a", A ^ 0xFF) in (Outcome.REPLACED, Outcome.UNCHANGED)
+    assert index.near(A ^ 0xFF) == [Match("a", A ^ 0xFF, 0)] and index.near(A) == []
+    assert index.get("a") == A ^ 0xFF and index.count() == (1, 1) and index.verify().ok
+
+
+def test_a_move_with_the_same_fingerprint_is_never_hidden(
+    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = windowed(redis_cluster_client, "same", Retention(60, 1, sliding=True))
     assert index.windows is not None
     index.add("a", A)
     wait_for_next_period(index)
-    store: Store = index.store
-    run_script = store.run_script
-    commits = []
+    for script, arguments in (("id_cas", 10), ("fp_ids", 8), ("id_cas", 7)):
+        cuts = cut_at(index.store, monkeypatch, script, arguments)
+        with pytest.raises(SimhashRedisError):
+            index.add("a", A)
+        assert cuts and index.near(A) == [Match("a", A, 0)] and index.get("a") == A
+        monkeypatch.undo()
+    # A sliding refresh cut off anywhere leaves the document found, too.
+    wait_for_next_period(index)
+    cut_at(index.store, monkeypatch, "id_cas", 10)
+    index._writes.seen([(b"a", encode_fp(A, 64))])  # a refresh that cannot be made is skipped
+    assert index.near(A) == [Match("a", A, 0)] and index.get("a") == A
+    monkeypatch.undo()
+    assert index.add("a", A) is Outcome.UNCHANGED and index.count() == (1, 1) and index.verify().ok
 
-    def cut_at_the_commit(script: object, calls: list[object], **kwargs: object) -> list[object]:
-        # The commit names the period (10 arguments); the old period's removal does not (7).
-        if getattr(script, "name", "") == "id_cas" and len(calls[0]) == 10:  # type: ignore[arg-type]
-            commits.append(calls)
-            raise SimhashRedisError("cut off")  # steps 1-4 done: the old period no longer has it
-        return run_script(script, calls, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store, "run_script", cut_at_the_commit)
-    with pytest.raises(SimhashRedisError):
-        index.add("a", A ^ 0xFF)
-    assert commits
-    assert index.near(A) == [] and index.near(A ^ 0xFF) == []  # never half-visible
-    monkeypatch.setattr(store, "run_script", run_script)
-    assert index.add("a", A ^ 0xFF) is Outcome.ADDED  # the old entry was already gone
-    assert index.near(A ^ 0xFF) == [Match("a", A ^ 0xFF, 0)] and index.get("a") == A ^ 0xFF
-    report = index.verify()
-    assert report.problems.keys() <= {"orphan table member"} and index.count() == (1, 1)
+def test_a_removal_takes_the_id_out_of_every_period(redis_cluster_client: RedisCluster) -> None:
+    index = windowed(redis_cluster_client, "removed", Retention(60, 1))
+    assert index.windows is not None
+    index.add("a", A)
+    wait_for_next_period(index)
+    # An entry left in an older period (a write cut off after its commit) goes with the removal too.
+    old = index.windows.view().windows[0]
+    redis_cluster_client.hset(index.windows.schema(old).id_bucket(b"a"), b"a", encode_fp(A ^ 1, 64))
+    assert index.remove("a") is True
+    assert index.get("a") is None and index.near(A) == [] and index.count() == (0, 0)
+    assert index.remove("a") is False
 
 
 def test_a_sliding_window_keeps_what_is_seen_again(redis_cluster_client: RedisCluster) -> None:

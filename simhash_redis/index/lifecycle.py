@@ -138,7 +138,7 @@ def open_windows(config: IndexConfig, keys: KeySchema, sender: Sender) -> Window
         sender: where commands go.
 
     Raises:
-        InvalidArgument: the index has a retention window and the sender is on a cluster.
+        InvalidArgument: the stored retention is malformed.
         RedisUnavailable: the server cannot be reached (its clock is read).
     """
     retention = as_retention(config.retention)

@@ -76,9 +76,7 @@ class ClusterWindowedWrites:
         except SimhashRedisError:
             return
 
-    def _apply_unique(
-        self, ops: list[tuple[bytes, bytes]], only_moves: bool = False
-    ) -> list[Outcome | None]:
+    def _apply_unique(self, ops: list[tuple[bytes, bytes]], only_moves: bool = False) -> list[Outcome | None]:
         """`apply` for writes naming each id once: rounds of the steps until no conflict is left.
 
         Args:
@@ -118,7 +116,7 @@ class ClusterWindowedWrites:
         prior: dict[int, bytes],
         only_moves: bool,
     ) -> tuple[list[int], int | None]:
-        """The six steps for the pending documents: those to try again, and a node's time if refused.
+        """The steps for the pending documents: those to try again, and a node's time if refused.
 
         Args:
             view: the periods.
@@ -128,70 +126,49 @@ class ClusterWindowedWrites:
             prior: each id's value when the call first read it (b"" for none); filled in here.
             only_moves: as `_apply_unique`.
         """
-        current, windows = view.current, view.windows
+        current = view.current
         here = self.windows.schema(current)
-        per = len(windows)
         # 1. where each id is
-        found = self.store.execute(
-            [(b"HGET", key, ops[i][0]) for i in pending for key in view.id_keys(ops[i][0])]
-        )
-        held = {
-            i: [(w, v) for w, v in zip(windows, found[n * per : (n + 1) * per], strict=True) if v is not None]
-            for n, i in enumerate(pending)
-        }
+        held = self._where(view, ops, pending)
         for i in pending:
             prior.setdefault(i, held[i][-1][1] if held[i] else b"")
         if only_moves:
             # A sliding refresh: only ids whose newest entry has that fingerprint, in an older period.
-            pending = [i for i in pending if held[i] and held[i][-1] == (held[i][-1][0], ops[i][1])]
-            pending = [i for i in pending if held[i][-1][0] != current]
-        # Already stored so in the current period alone: nothing to write.
-        for i in [i for i in pending if ops[i][1] and held[i] == [(current, ops[i][1])]]:
-            outcomes[i] = _outcome(prior[i], ops[i][1])
-            pending.remove(i)
+            pending = [
+                i for i in pending if held[i] and held[i][-1][1] == ops[i][1] and held[i][-1][0] < current
+            ]
+        writing = [i for i in pending if ops[i][1]]
+        removing = [i for i in pending if not ops[i][1]]
         expire = self.windows.expires_at(current)
         # 2. the new fingerprint into the current period's tables
         tables: list[Command] = []
-        for i in pending:
-            if ops[i][1]:
-                for key in here.tables(decode_fp(ops[i][1], self.f)):
-                    tables += [(b"SADD", key, ops[i][1]), (b"PEXPIREAT", key, expire)]
+        for i in writing:
+            for key in here.tables(decode_fp(ops[i][1], self.f)):
+                tables += [(b"SADD", key, ops[i][1]), (b"PEXPIREAT", key, expire)]
         if tables:
             self.store.execute(tables, durable=True)
-        # 3. the id out of every list it leaves
-        leaving = [
-            (i, w, v) for i in pending for w, v in held[i] if (w, v) != (current, ops[i][1]) or not ops[i][1]
-        ]
-        if leaving:
-            calls = [
-                _IDS.command([self.windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]])
-                for i, w, v in leaving
-            ]
-            self.store.run_script(_IDS, calls, durable=True)
-        # 4. the id out of the older periods' id maps (and of the current one's, for a removal)
+        # 3. before a commit that changes the fingerprint: the id out of the other fingerprints' lists,
+        # so that it is never listed under one it no longer has (a move with the same one stays found)
+        self._unlist([(i, w, v) for i in writing for w, v in held[i] if v != ops[i][1]], ops)
+        # 4. the commit
         retry: set[int] = set()
-        old_entries = [(i, w, v) for i, w, v in leaving if w != current or not ops[i][1]]
-        if old_entries:
-            calls = [
-                _CAS.command([self.windows.schema(w).id_bucket(ops[i][0])], [ops[i][0], b"", v])
-                for i, w, v in old_entries
-            ]
-            statuses = self.store.run_script(_CAS, calls, durable=True)
-            pairs = zip(old_entries, statuses, strict=True)
-            retry.update(i for (i, _, _), status in pairs if status[:1] == b"c")
-        # 5. the commit, and 6. the id into the current period's list
-        writing = [i for i in pending if ops[i][1] and i not in retry]
         moved = None
+        committed = []
         if writing:
-            here_value = {i: dict(held[i]).get(current, b"") for i in writing}
             calls = [
                 _CAS.command(
                     [here.id_bucket(ops[i][0])],
-                    [ops[i][0], ops[i][1], here_value[i], self.windows.period_ms, current, expire],
+                    [
+                        ops[i][0],
+                        ops[i][1],
+                        dict(held[i]).get(current, b""),
+                        self.windows.period_ms,
+                        current,
+                        expire,
+                    ],
                 )
                 for i in writing
             ]
-            committed = []
             for i, status in zip(writing, self.store.run_script(_CAS, calls, durable=True), strict=True):
                 if status[:1] == b"w":
                     moved = int(status[1:])
@@ -200,16 +177,60 @@ class ClusterWindowedWrites:
                     retry.add(i)
                 else:
                     committed.append(i)
-            if committed:
-                calls = [
-                    _IDS.command([here.fp_bucket(ops[i][1])], [b"+", ops[i][1], ops[i][0], expire])
-                    for i in committed
-                ]
-                self.store.run_script(_IDS, calls, durable=True)
+        # 5. the id into the current period's list
+        if committed:
+            calls = [
+                _IDS.command([here.fp_bucket(ops[i][1])], [b"+", ops[i][1], ops[i][0], expire])
+                for i in committed
+            ]
+            self.store.run_script(_IDS, calls, durable=True)
+        # 6. the entries left behind, read again (another writer may have committed into an older period
+        # meanwhile): out of their lists, then out of their id maps; for a removal, every entry
+        done = committed + removing
+        again = self._where(view, ops, done)
+        entries = [
+            (i, w, v) for i in done for w, v in again[i] if i in removing or _superseded(w, again[i], current)
+        ]
+        self._unlist(entries, ops)
+        if entries:
+            calls = [
+                _CAS.command([self.windows.schema(w).id_bucket(ops[i][0])], [ops[i][0], b"", v])
+                for i, w, v in entries
+            ]
+            statuses = self.store.run_script(_CAS, calls, durable=True)
+            retry.update(i for (i, _, _), status in zip(entries, statuses, strict=True) if status[:1] == b"c")
         for i in pending:
             if i not in retry:
                 outcomes[i] = _outcome(prior[i], ops[i][1])
         return sorted(retry), moved
+
+    def _where(
+        self, view: View, ops: list[tuple[bytes, bytes]], docs: list[int]
+    ) -> dict[int, list[tuple[int, bytes]]]:
+        """(period, fingerprint) of each document's id-map entries, oldest period first."""
+        if not docs:
+            return {}
+        per = len(view.windows)
+        found = self.store.execute(
+            [(b"HGET", key, ops[i][0]) for i in docs for key in view.id_keys(ops[i][0])]
+        )
+        return {
+            i: [
+                (w, v)
+                for w, v in zip(view.windows, found[n * per : (n + 1) * per], strict=True)
+                if v is not None
+            ]
+            for n, i in enumerate(docs)
+        }
+
+    def _unlist(self, entries: list[tuple[int, int, bytes]], ops: list[tuple[bytes, bytes]]) -> None:
+        """Take each id out of the fingerprint-map list of a period (idempotent)."""
+        if entries:
+            calls = [
+                _IDS.command([self.windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]])
+                for i, w, v in entries
+            ]
+            self.store.run_script(_IDS, calls, durable=True)
 
 
 def _outcome(prior: bytes, new: bytes) -> Outcome:
@@ -219,3 +240,16 @@ def _outcome(prior: bytes, new: bytes) -> Outcome:
     if not prior:
         return Outcome.ADDED
     return Outcome.UNCHANGED if prior == new else Outcome.REPLACED
+
+
+def _superseded(window: int, entries: list[tuple[int, bytes]], current: int) -> bool:
+    """Whether an id's entry in a period gives way after a commit into `current`: the newest one stays.
+
+    Args:
+        window: the entry's period.
+        entries: every entry of the id, oldest period first, the commit's included.
+        current: the period just committed into (a writer with a later clock may have committed into a
+            newer one meanwhile: then the commit gives way itself).
+    """
+    newest = max(w for w, _ in entries) if entries else current
+    return window != max(newest, current)

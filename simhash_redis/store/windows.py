@@ -185,7 +185,7 @@ class Windows:
         return self._view
 
     def counts(self) -> list[tuple[int, int, int]]:
-        """(period, documents, fingerprints) of each live period, from the counts the write script keeps.
+        """(period, documents, fingerprints) of each live period (on a cluster, from its maps' sizes).
 
         Raises:
             RedisUnavailable: the server cannot be reached.
