@@ -184,6 +184,8 @@ class ClusterTransport:
             try:
                 if not keys:  # TIME, say: any node answers
                     node = self.client.get_default_node()  # type: ignore[no-untyped-call]
+                    if node is None:  # no node known (a client closed meanwhile): as an unknown slot
+                        raise rex.RedisClusterException("no cluster node is known")
                 else:
                     node = self.client.nodes_manager.get_node_from_slot(key_slot(keys[0]))
             except rex.RedisClusterException as exc:  # the slot has no known owner right now
