@@ -9,8 +9,9 @@ from __future__ import annotations
 import io
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import redis
@@ -117,28 +118,37 @@ def test_combinations_not_built_yet_are_refused(redis_url: str, redis_client: re
     assert not SimhashIndex.exists(redis_client, "vr")
 
 
-def test_a_document_is_found_for_the_retention_and_gone_a_period_later(redis_client: redis.Redis) -> None:
-    index = SimhashIndex(redis_client, "short", retention=Retention(2, 1))
-    before = server_ms(redis_client)
+def found_then_gone(index: SimhashIndex, client: Any, period_keys: Callable[[], list[bytes]]) -> None:
+    """A document found until t + retention and gone, keys included, by t + retention + one period.
+
+    The index has a retention of 2 s in periods of 1 s; `period_keys` lists its periods' keys.
+    """
+    before = server_ms(client)
     assert index.add("a", A) is Outcome.ADDED
-    after = server_ms(redis_client)
+    after = server_ms(client)
+    assert period_keys() and all(client.pttl(key) > 0 for key in period_keys())
     while True:
         found = index.near(A)
-        now = server_ms(redis_client)
+        now = server_ms(client)
         if now >= before + 2000:
             break
         assert found == [Match("a", A, 0)] and index.get("a") == A  # found until t + retention
         time.sleep(0.05)
-    while server_ms(redis_client) < after + 3000:  # t + retention + one period
+    while server_ms(client) < after + 3000:  # t + retention + one period
         time.sleep(0.05)
     assert index.near(A) == [] and index.get("a") is None and index.count() == (0, 0)
     # Redis freed it: no key of any period is left (SCAN does not return expired keys).
-    assert list(redis_client.scan_iter(b"simhash:short:w*")) == []
+    assert period_keys() == []
     assert index.add_if_new("b", A) is None
 
 
-def test_rewriting_a_document_moves_it_into_the_current_period(redis_client: redis.Redis) -> None:
-    index = SimhashIndex(redis_client, "moves", retention=Retention(60, 1))
+def test_a_document_is_found_for_the_retention_and_gone_a_period_later(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "short", retention=Retention(2, 1))
+    found_then_gone(index, redis_client, lambda: list(redis_client.scan_iter(b"simhash:short:w*")))
+
+
+def moves_into_the_current_period(index: SimhashIndex) -> None:
+    """Rewriting a document, replaced or unchanged, moves it into the current period (periods of 1 s)."""
     assert index.windows is not None
     assert index.add("a", A) is Outcome.ADDED
     first = index.windows.view().current
@@ -148,7 +158,6 @@ def test_rewriting_a_document_moves_it_into_the_current_period(redis_client: red
     assert index.near(A) == [] and index.get("a") == A ^ 0xFF00
     per_period = {w: docs for w, docs, _ in index.windows.counts()}
     assert per_period[first] == 0 and per_period[second] == 1
-    assert redis_client.pttl(f"simhash:moves:w{second}:counts") > 0
     wait_for_next_period(index)
     # The same fingerprint again: unchanged, but it lives on from now (a refresh).
     assert index.add("a", A ^ 0xFF00) is Outcome.UNCHANGED
@@ -160,9 +169,15 @@ def test_rewriting_a_document_moves_it_into_the_current_period(redis_client: red
     assert index.count() == (0, 0) and index.verify().ok
 
 
-def test_near_equals_brute_force_across_periods(redis_client: redis.Redis) -> None:
-    """Adds, replacements, moves and removals over four periods, checked against a model."""
-    index = SimhashIndex(redis_client, "model", retention=Retention(60, 1), batch_size=7)
+def test_rewriting_a_document_moves_it_into_the_current_period(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "moves", retention=Retention(60, 1))
+    assert index.windows is not None
+    moves_into_the_current_period(index)
+    assert all(redis_client.pttl(key) > 0 for key in redis_client.scan_iter(b"simhash:moves:w*:counts"))
+
+
+def equals_the_model(index: SimhashIndex, phases: int = 4, ops: int = 60) -> None:
+    """Adds, replacements, moves and removals over several periods, checked against a model (1 s periods)."""
     rng = random.Random(7)
     centres = [rng.getrandbits(64) for _ in range(5)]
     stored: dict[str, int] = {}
@@ -173,8 +188,8 @@ def test_near_equals_brute_force_across_periods(redis_client: redis.Redis) -> No
             fp ^= 1 << rng.randrange(64)
         return fp
 
-    for phase in range(4):
-        for _ in range(60):
+    for phase in range(phases):
+        for _ in range(ops):
             doc_id = f"d{rng.randrange(40)}"
             if rng.random() < 0.2:
                 assert index.remove(doc_id) is (stored.pop(doc_id, None) is not None)
@@ -194,10 +209,14 @@ def test_near_equals_brute_force_across_periods(redis_client: redis.Redis) -> No
             assert index.near_many(probes, k=k) == [brute_force(stored, q, k) for q in probes]
         assert index.get_many(sorted(stored)) == [stored[i] for i in sorted(stored)]
         assert index.count()[0] == len(stored)
-        if phase < 3:
+        if phase < phases - 1:
             wait_for_next_period(index)
     report = index.verify()
     assert report.ok and report.docs == len(stored), report.examples
+
+
+def test_near_equals_brute_force_across_periods(redis_client: redis.Redis) -> None:
+    equals_the_model(SimhashIndex(redis_client, "model", retention=Retention(60, 1), batch_size=7))
 
 
 @pytest.mark.parametrize("mode", ["single", "batch"])

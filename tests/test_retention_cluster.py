@@ -7,8 +7,6 @@ the server's clock (TIME), never against a sleep's length.
 from __future__ import annotations
 
 import asyncio
-import random
-import time
 
 import pytest
 from redis.cluster import RedisCluster
@@ -22,14 +20,19 @@ from tests.servers import ClusterProcess
 from tests.test_add_if_new import race
 from tests.test_asyncio import groups_of_near_duplicates
 from tests.test_asyncio import race as race_tasks
-from tests.test_retention import brute_force, wait_for_next_period
+from tests.test_retention import (
+    equals_the_model,
+    found_then_gone,
+    moves_into_the_current_period,
+    wait_for_next_period,
+)
 
 A = 0x0123456789ABCDEF
 BUCKETS = 1024  # few id buckets: count() sums their sizes on a cluster
 
 
 def server_ms(client: RedisCluster) -> int:
-    seconds, micros = client.time()  # type: ignore[misc]
+    seconds, micros = client.time()
     return int(seconds) * 1000 + int(micros) // 1000
 
 
@@ -44,84 +47,20 @@ def period_keys(client: RedisCluster, name: str) -> list[bytes]:
 def test_a_document_is_found_for_the_retention_and_gone_a_period_later(
     redis_cluster_client: RedisCluster,
 ) -> None:
-    client = redis_cluster_client
-    index = windowed(client, "short", Retention(2, 1))
-    before = server_ms(client)
-    assert index.add("a", A) is Outcome.ADDED
-    after = server_ms(client)
-    assert all(client.pttl(key) > 0 for key in period_keys(client, "short"))
-    while True:
-        found = index.near(A)
-        if server_ms(client) >= before + 2000:
-            break
-        assert found == [Match("a", A, 0)] and index.get("a") == A  # found until t + retention
-        time.sleep(0.05)
-    while server_ms(client) < after + 3000:  # t + retention + one period
-        time.sleep(0.05)
-    assert index.near(A) == [] and index.get("a") is None and index.count() == (0, 0)
-    assert period_keys(client, "short") == []
-    assert index.add_if_new("b", A) is None
+    index = windowed(redis_cluster_client, "short", Retention(2, 1))
+    found_then_gone(index, redis_cluster_client, lambda: period_keys(redis_cluster_client, "short"))
 
 
 def test_rewriting_a_document_moves_it_into_the_current_period(redis_cluster_client: RedisCluster) -> None:
-    index = windowed(redis_cluster_client, "moves", Retention(60, 1))
-    assert index.windows is not None
-    assert index.add("a", A) is Outcome.ADDED
-    first = index.windows.view().current
-    wait_for_next_period(index)
-    assert index.add("a", A ^ 0xFF00) is Outcome.REPLACED
-    second = index.windows.view().current
-    assert index.near(A) == [] and index.get("a") == A ^ 0xFF00
-    per_period = {w: docs for w, docs, _ in index.windows.counts()}
-    assert per_period[first] == 0 and per_period[second] == 1
-    wait_for_next_period(index)
-    assert index.add("a", A ^ 0xFF00) is Outcome.UNCHANGED  # unchanged, but moved: it lives on from now
-    third = index.windows.view().current
-    per_period = {w: docs for w, docs, _ in index.windows.counts()}
-    assert per_period[second] == 0 and per_period[third] == 1
-    assert index.count() == (1, 1)
-    assert index.remove("a") is True and index.remove("a") is False
-    assert index.count() == (0, 0) and index.verify().ok
+    moves_into_the_current_period(windowed(redis_cluster_client, "moves", Retention(60, 1)))
 
 
 def test_near_equals_brute_force_across_periods(redis_cluster_client: RedisCluster) -> None:
+    retention = Retention(60, 1)
     index = SimhashIndex(
-        redis_cluster_client, "model", k=3, id_buckets=BUCKETS, retention=Retention(60, 1), batch_size=7
+        redis_cluster_client, "model", k=3, id_buckets=BUCKETS, retention=retention, batch_size=7
     )
-    rng = random.Random(7)
-    centres = [rng.getrandbits(64) for _ in range(5)]
-    stored: dict[str, int] = {}
-
-    def near_copy() -> int:
-        fp = rng.choice(centres)
-        for _ in range(rng.randrange(6)):
-            fp ^= 1 << rng.randrange(64)
-        return fp
-
-    for phase in range(3):
-        for _ in range(30):
-            doc_id = f"d{rng.randrange(25)}"
-            if rng.random() < 0.2:
-                assert index.remove(doc_id) is (stored.pop(doc_id, None) is not None)
-            else:
-                fp = near_copy()
-                expected = Outcome.ADDED if doc_id not in stored else Outcome.UNCHANGED
-                if doc_id in stored and stored[doc_id] != fp:
-                    expected = Outcome.REPLACED
-                assert index.add(doc_id, fp) is expected
-                stored[doc_id] = fp
-        pairs = [(f"b{phase}-{n}", near_copy()) for n in range(20)]
-        index.add_many(pairs)
-        stored.update(pairs)
-        probes = [near_copy() for _ in range(15)] + list(stored.values())[:5]
-        for k in range(4):
-            assert index.near_many(probes, k=k) == [brute_force(stored, q, k) for q in probes]
-        assert index.get_many(sorted(stored)) == [stored[i] for i in sorted(stored)]
-        assert index.count()[0] == len(stored)
-        if phase < 2:
-            wait_for_next_period(index)
-    report = index.verify()
-    assert report.ok and report.docs == len(stored), report.examples
+    equals_the_model(index, phases=3, ops=30)
 
 
 def test_eight_processes_racing_across_periods(redis_cluster: ClusterProcess) -> None:

@@ -19,6 +19,9 @@ writer's change (a compare-and-set mismatch) reads the document again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from ..codec import decode_fp
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
@@ -28,12 +31,46 @@ from .store import Store
 from .windows import View, Windows
 from .writes import CONFLICT_ROUNDS, Write, in_waves, too_many
 
-__all__ = ["ClusterWindowedWrites"]
+__all__ = ["ClusterWindowedWrites", "in_rounds"]
+
+T = TypeVar("T")
 
 _CAS = Script("id_cas")
 _IDS = Script("fp_ids")
-# Commits refused because this worker's estimate of the clock was in another period than the node's.
+# Writes refused because this worker's estimate of the clock was in another period than the server's.
 _CLOCK_ROUNDS = 4
+
+
+def in_rounds(
+    windows: Windows, attempt: Callable[[View, list[T]], tuple[list[T], int | None]], pending: list[T]
+) -> None:
+    """Run rounds of a windowed write until nothing is left to retry, on the server's clock.
+
+    Args:
+        windows: the index's periods.
+        attempt: one round against the current view: what to try again, and the server's time (ms)
+            when a write was refused for another period than the view's.
+        pending: what the first round is for.
+
+    Raises:
+        WriteContention: the clock kept moving to another period, or writes kept conflicting.
+    """
+    conflicts = clock = 0
+    while pending:
+        retry, moved = attempt(windows.view(), pending)
+        if moved is not None:  # the server's clock is in another period: adopt it
+            clock += 1
+            if clock > _CLOCK_ROUNDS:
+                raise WriteContention(
+                    "the server's clock kept moving to another period; run the call again (the "
+                    "documents it had written already are left as they are)"
+                )
+            windows.set_server_time(moved)
+        elif retry:
+            conflicts += 1
+            if conflicts >= CONFLICT_ROUNDS:
+                raise too_many(len(retry))
+        pending = retry
 
 
 class ClusterWindowedWrites:
@@ -85,26 +122,13 @@ class ClusterWindowedWrites:
                 in an older one (a sliding refresh); write nothing else.
         """
         outcomes: list[Outcome | None] = [None] * len(ops)
-        pending = list(range(len(ops)))
         # Each id's value before the call: a later round may find it half-moved by an earlier one.
         prior: dict[int, bytes] = {}
-        conflicts = clock = 0
-        while pending:
-            view = self.windows.view()
-            retry, moved = self._round(view, ops, pending, outcomes, prior, only_moves)
-            if moved is not None:  # the node's clock is in another period: adopt it
-                clock += 1
-                if clock > _CLOCK_ROUNDS:
-                    raise WriteContention(
-                        "the server's clock kept moving to another period; run the call again (the "
-                        "documents it had written already are left as they are)"
-                    )
-                self.windows.set_server_time(moved)
-            elif retry:
-                conflicts += 1
-                if conflicts >= CONFLICT_ROUNDS:
-                    raise too_many(len(retry))
-            pending = retry
+        in_rounds(
+            self.windows,
+            lambda view, pending: self._round(view, ops, pending, outcomes, prior, only_moves),
+            list(range(len(ops))),
+        )
         return outcomes
 
     def _round(

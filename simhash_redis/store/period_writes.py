@@ -8,16 +8,15 @@ it was in, every key written set to expire with its period (`store.windows`).
 from __future__ import annotations
 
 from ..codec import decode_fp
-from ..errors import SimhashRedisError, WriteContention
+from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import Command
 from . import writes as plain
-from .period_steps import ClusterWindowedWrites
+from .period_steps import ClusterWindowedWrites, in_rounds
 from .scripts import Script
 from .store import Store
 from .windows import View, WindowedSets, Windows
 from .writes import (
-    CONFLICT_ROUNDS,
     AtomicWrites,
     Guard,
     OrderedWrites,
@@ -26,7 +25,6 @@ from .writes import (
     in_waves,
     outcome_of,
     run_in_parts,
-    too_many,
 )
 
 __all__ = ["WindowedWrites", "writes_for"]
@@ -34,8 +32,6 @@ __all__ = ["WindowedWrites", "writes_for"]
 # A document of a call: its position in the batch, id, new and old fingerprints, old's period (0: none
 # known), guard.
 _InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
-# Script calls refused because this worker's estimate of the server's clock was in another period.
-_CLOCK_ROUNDS = 4
 
 
 class WindowedWrites:
@@ -70,12 +66,8 @@ class WindowedWrites:
     def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
         """`apply` for writes that name each id once: rounds until no conflict is left."""
         outcomes: list[Outcome | None] = [None] * len(ops)
-        pending: list[_InPeriod] = [
-            (i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)
-        ]
-        conflicts = clock = 0
-        while pending:
-            view = self.windows.view()
+
+        def attempt(view: View, pending: list[_InPeriod]) -> tuple[list[_InPeriod], int | None]:
             # A guard that did not read every live period is not written with: read again (None).
             sent = [doc for doc in pending if _guard_covers(doc[5], view)]
             statuses, moved = self._run(view, sent)
@@ -87,19 +79,10 @@ class WindowedWrites:
                     retry.append((i, doc_id, new, current, window, guard))
                 elif status != b"g":
                     outcomes[i] = outcome_of(status, old)
-            if moved is not None:  # another period on the server's clock: adopt it
-                clock += 1
-                if clock > _CLOCK_ROUNDS:
-                    raise WriteContention(
-                        "the server's clock kept moving to another period; run the call again (the "
-                        "documents it had written already are left as they are)"
-                    )
-                self.windows.set_server_time(moved)
-            else:
-                conflicts += 1
-                if retry and conflicts >= CONFLICT_ROUNDS:
-                    raise too_many(len(retry))
-            pending = retry
+            return retry, moved
+
+        first = [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)]
+        in_rounds(self.windows, attempt, first)
         return outcomes
 
     def _run(self, view: View, sent: list[_InPeriod]) -> tuple[list[bytes], int | None]:
