@@ -203,9 +203,6 @@ class AsyncTransport(Transport):
         backoff: how to wait between attempts after a connection error or timeout.
     """
 
-    def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
-        super().__init__(client, backoff)
-
     def _on_connection(self, talk: Callable[[Any], T]) -> T:
         connection = wait(self._take())
         exchange = AsyncExchange(connection)
