@@ -85,6 +85,11 @@ for version in $PYTHONS; do
   if [[ "$version" == "3.12" ]]; then   # after mypy: redis-py 5.0's annotations are less complete
     "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"
     tests+=("${COMPAT_TESTS[@]}")
+    # redis-py 5.0 leaves a connected socket to the garbage collector on some failed connects (its
+    # issues #3314 and #3317, fixed in 5.1): the warning then lands in whichever test is running when
+    # the collector runs (seen once, in a test that opens no connection). Every newer redis-py keeps
+    # such warnings errors, here and in `make test`.
+    tests+=(-W "ignore:unclosed <socket.socket:ResourceWarning")
   fi
   "$venv/bin/python" -c 'import numpy, redis, simhash_redis as s
 print("numpy", numpy.__version__, "redis-py", redis.__version__, "engine", s.engine())'
