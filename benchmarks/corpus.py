@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from simhash_redis.errors import InputError  # noqa: E402
-from simhash_redis.jobs.readers import read_json_lines  # noqa: E402
+from simhash_redis.jobs.jsonlines import read_json_lines  # noqa: E402
 from tests.servers import ServerProcess  # noqa: E402
 
 __all__ = [

@@ -129,5 +129,10 @@ def unpack_column(column: Column) -> list[bytes]:
 def column_buckets(column: Column, buckets: int) -> bytes:
     """xxh3_64 of each entry of a column modulo buckets, as a uint64 array's bytes."""
 
+def fingerprint_lines(
+    raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
+) -> tuple[list[str], list[int], list[int]]:
+    """Ids and fingerprints of the plain JSON lines, and the positions of the others."""
+
 def set_error_types(value_error: type[ValueError], type_error: type[TypeError]) -> bool:
     """Make bad arguments raise these types; False when types were set already."""

@@ -318,7 +318,7 @@ def test_fingerprint_lines_short_way_matches_the_records(
     """A worker reads lines of precomputed fingerprints without a record per line: the same ids,
     fingerprints and errors as the records parsed one by one."""
     from simhash_redis.jobs.fingerprinter import _parse_lines
-    from simhash_redis.jobs.readers import JsonLines
+    from simhash_redis.jobs.jsonlines import JsonLines
 
     def plain(ids: list[str], fps: list[int], errors: list[tuple[int, InputError]], *_: Any) -> Any:
         return ids, fps, [(at, str(error), error.line) for at, error in errors]

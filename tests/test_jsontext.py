@@ -92,7 +92,7 @@ def test_without_orjson_the_stdlib_parses(monkeypatch: pytest.MonkeyPatch) -> No
 def test_line_bytes_give_the_general_ways_object(body: bytes, end: bytes, bom: bool) -> None:
     """A line's bytes read by orjson directly: an object only where decoding the line and reading it
     with the stdlib gives that very object."""
-    from simhash_redis.jobs.readers import _json_object
+    from simhash_redis.jobs.jsonlines import _json_object
 
     raw = (b"\xef\xbb\xbf" if bom else b"") + body + end
     fast = jsontext.loads_object(raw)

@@ -9,6 +9,7 @@
 mod candidates;
 mod engine;
 mod hash;
+mod lines;
 mod minhash;
 mod packing;
 mod pyglue;
@@ -43,7 +44,7 @@ fn stop_to_err(stop: Stop) -> PyErr {
 }
 
 /// A fingerprint as a Python int.
-fn to_int(py: Python<'_>, value: u128) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn to_int(py: Python<'_>, value: u128) -> PyResult<Bound<'_, PyAny>> {
     match u64::try_from(value) {
         Ok(small) => Ok(small.into_pyobject(py)?.into_any()),
         Err(_) => Ok(value.into_pyobject(py)?.into_any()),
@@ -585,6 +586,7 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(packing::pack_column, m)?)?;
     m.add_function(wrap_pyfunction!(packing::unpack_column, m)?)?;
     m.add_function(wrap_pyfunction!(packing::column_buckets, m)?)?;
+    m.add_function(wrap_pyfunction!(lines::fingerprint_lines, m)?)?;
     m.add_function(wrap_pyfunction!(set_error_types, m)?)?;
     m.add("TOKENS", TOKENS)?;
     m.add("WEIGHTED", WEIGHTED)?;

@@ -37,6 +37,7 @@ __all__ = [
     "GroupedCommands",
     "column_buckets",
     "fingerprint",
+    "fingerprint_lines",
     "fingerprint_many",
     "hits",
     "pack_column",
@@ -418,3 +419,28 @@ def hits(
                 _SLOW[f] = slow
         return _native.hits(fps, replies, tables, min(max(k, -1), 129), k, f == 64, slow)
     return None
+
+
+def fingerprint_lines(
+    raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
+) -> tuple[list[str], list[int], list[int]]:
+    """The ids and fingerprints of the JSON lines of the plain shape, and the positions of the others.
+
+    The plain shape: a flat object of strings without escapes, an ASCII id of 1 to `max_id` characters,
+    a fingerprint in plain hex (an optional 0x) or decimal (an optional minus) that fits in f bits,
+    without white space. What the stdlib's json and `parse_fingerprint` give for such a line; every
+    other line is the pure reader's (`jobs.jsonlines`), which then gives its record or error.
+
+    Args:
+        raws: the lines, their line ends included or not.
+        id_field: the field holding the id.
+        fp_field: the field holding the fingerprint.
+        f: the fingerprints' width, 1 to 128.
+        base: how fingerprint text is read, as `parse_fingerprint`'s base: "auto", "hex" or "dec".
+        max_id: the longest id.
+
+    Raises:
+        InvalidArgument: f or base is out of range.
+        InvalidType: a line is not bytes.
+    """
+    return _native.fingerprint_lines(raws, id_field, fp_field, f, base, max_id)

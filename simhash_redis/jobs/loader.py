@@ -25,10 +25,10 @@ from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.bulk import DEFAULT_WINDOW, windows
 from .dedupe import DryRun, Pair
 from .fingerprinter import Fingerprinted, Fingerprinter
+from .jsonlines import JsonLines
 from .readers import (
     FORMATS,
     STDIN,
-    JsonLines,
     ReadOptions,
     Record,
     check_inputs,

@@ -12,26 +12,21 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO
 
 import xxhash
 
-from .. import defaults
-from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
 from .delimited import read_table
-from .jsontext import loads, loads_object
+from .jsonlines import JsonLines, jsonl_chunks, read_jsonl
 from .records import (
     GZIP_MAGIC,
     STDIN,
     ReadOptions,
     Record,
-    checked_doc,
     checked_id,
     decode,
-    gunzipped,
-    is_blank,
-    line_text,
+    gzip_fault,
     numbered_lines,
     open_input,
     source_name,
@@ -40,8 +35,6 @@ from .records import (
 __all__ = [
     "FORMATS",
     "STDIN",
-    "JsonLine",
-    "JsonLines",
     "ReadOptions",
     "Record",
     "check_inputs",
@@ -50,7 +43,6 @@ __all__ = [
     "read",
     "read_all",
     "read_chunks",
-    "read_json_lines",
 ]
 
 #: Input formats: JSON Lines, CSV, TSV, plain text (a document per line), a directory of text files,
@@ -92,173 +84,6 @@ def detect_format(path: str) -> str:
             f"cannot tell the format of {path!r} from its extension (known: {known}); pass --format"
         )
     return fmt
-
-
-# -- JSON Lines ----------------------------------------------------------------------------------------
-
-
-class JsonLine(NamedTuple):
-    """One JSON object of a JSON Lines input, and where it was found."""
-
-    source: str
-    line: int
-    value: dict[str, Any]
-
-
-def _json_object(raw: bytes, number: int, source: str) -> dict[str, Any] | InputError | None:
-    """The object on one line as read (line end included), an InputError, or None for a blank line."""
-    obj = loads_object(raw)
-    if obj is not None:
-        return obj
-    text = line_text(raw, number, source)
-    if isinstance(text, InputError):
-        return text
-    if is_blank(text):
-        return None
-    try:
-        obj = loads(text)
-    except ValueError as exc:
-        return InputError(source, number, f"not valid JSON ({exc})")
-    if not isinstance(obj, dict):
-        return InputError(source, number, f"expected a JSON object, got {type(obj).__name__}")
-    return obj
-
-
-def read_json_lines(
-    path: str | os.PathLike[str], source: str | None = None
-) -> Iterator[JsonLine | InputError]:
-    """The objects of a JSON Lines file (gzipped or not), and an InputError for each bad line.
-
-    Blank lines are skipped; a leading BOM and CRLF line ends are allowed.
-
-    Args:
-        path: the file.
-        source: the name errors give for it (default: the path).
-
-    Raises:
-        OSError: the file cannot be opened.
-        EOFError, gzip.BadGzipFile: the gzip data is truncated or corrupt.
-    """
-    name = source if source is not None else str(path)
-    with open(path, "rb") as file, gunzipped(file) as stream:
-        for number, raw in enumerate(stream, 1):
-            obj = _json_object(raw, number, name)
-            if isinstance(obj, dict):
-                yield JsonLine(name, number, obj)
-            elif obj is not None:
-                yield obj
-
-
-def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
-    """The record of one JSON line as read from the input (line end included), None for a blank line."""
-    obj = _json_object(raw, number, source)
-    if not isinstance(obj, dict):
-        return obj
-    return _record_of(obj, number, source, options)
-
-
-def _record_of(obj: dict[str, Any], number: int, source: str, options: ReadOptions) -> Record | InputError:
-    """The record of one JSON line's object."""
-    doc_field = options.fingerprint_field or options.text_field
-    missing = [name for name in (options.id_field, doc_field) if name not in obj]
-    if missing:
-        return InputError(source, number, f"no {missing[0]!r} field")
-    doc_id = checked_id(obj[options.id_field], source, number)
-    doc = checked_doc(obj[doc_field], source, number, options)
-    bad = doc_id if isinstance(doc_id, InputError) else doc
-    if isinstance(bad, InputError):
-        return bad
-    return Record(source, number, str(doc_id), str(doc), options.fingerprint_field is not None)
-
-
-def _read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
-    for number, raw in enumerate(stream, 1):
-        item = _json_record(raw, number, source, options)
-        if item is not None:
-            yield item
-
-
-class JsonLines(NamedTuple):
-    """Consecutive raw lines of a JSON Lines input, to be parsed where they are fingerprinted."""
-
-    source: str
-    #: The line number of raws[0].
-    first: int
-    raws: list[bytes]
-    options: ReadOptions
-
-    def records(self) -> list[Record | InputError]:
-        """The lines' records and errors, in input order (blank lines left out)."""
-        items = (
-            _json_record(raw, number, self.source, self.options)
-            for number, raw in enumerate(self.raws, self.first)
-        )
-        return [item for item in items if item is not None]
-
-    def fingerprints(self, f: int, fp_base: str) -> tuple[list[str], list[int], list[tuple[int, InputError]]]:
-        """The ids and precomputed fingerprints of lines read with `fingerprint_field`, and each error
-        with the number of good lines before it: what `records` and `codec.parse_fingerprint` give, without
-        a record per line (an ASCII id and a fingerprint string take the short way, anything else the
-        general one, so every error is the same).
-
-        Args:
-            f: the fingerprints' width.
-            fp_base: how their strings are read (`parse_fingerprint`).
-        """
-        options, source = self.options, self.source
-        id_field, fp_field = options.id_field, options.fingerprint_field or options.text_field
-        ids: list[str] = []
-        fps: list[int] = []
-        errors: list[tuple[int, InputError]] = []
-        for number, raw in enumerate(self.raws, self.first):
-            obj = _json_object(raw, number, source)
-            if obj is None:
-                continue
-            if isinstance(obj, InputError):
-                errors.append((len(ids), obj))
-                continue
-            doc_id, text = obj.get(id_field), obj.get(fp_field)
-            if (
-                isinstance(doc_id, str)
-                and doc_id.isascii()
-                and 0 < len(doc_id) <= defaults.MAX_ID_BYTES
-                and isinstance(text, str)
-                and not is_blank(text)
-            ):
-                pass  # the short way: what _record_of would give
-            else:
-                record = _record_of(obj, number, source, options)
-                if isinstance(record, InputError):
-                    errors.append((len(ids), record))
-                    continue
-                doc_id, text = record.id, str(record.doc)
-            try:
-                fps.append(parse_fingerprint(text, f, fp_base))
-            except InvalidArgument as exc:
-                errors.append((len(ids), InputError(source, number, str(exc))))
-                continue
-            ids.append(doc_id)
-        return ids, fps, errors
-
-
-def _jsonl_chunks(
-    stream: IO[bytes], source: str, options: ReadOptions, size: int
-) -> Iterator[JsonLines | InputError]:
-    first, raws = 1, []
-    fault = None
-    try:
-        for raw in stream:
-            raws.append(raw)
-            if len(raws) == size:
-                yield JsonLines(source, first, raws, options)
-                first += size
-                raws = []
-    except (EOFError, gzip.BadGzipFile) as exc:
-        fault = _gzip_fault(source, exc, first + len(raws) - 1)
-    if raws:
-        yield JsonLines(source, first, raws, options)
-    if fault is not None:
-        yield fault
 
 
 # -- plain text, fingerprints, directories -------------------------------------------------------------
@@ -366,7 +191,7 @@ def read(
     with open_input(path) as stream:
         try:
             if fmt == "jsonl":
-                items = _read_jsonl(stream, source, options)
+                items = read_jsonl(stream, source, options)
             elif fmt in ("csv", "tsv"):
                 items = read_table(stream, source, options, "," if fmt == "csv" else "\t")
             elif fmt == "lines":
@@ -377,7 +202,7 @@ def read(
                 last = item.line or last
                 yield item
         except (EOFError, gzip.BadGzipFile) as exc:
-            yield _gzip_fault(source, exc, last)
+            yield gzip_fault(source, exc, last)
 
 
 def _checked_format(path: str, fmt: str | None) -> str:
@@ -389,12 +214,6 @@ def _checked_format(path: str, fmt: str | None) -> str:
     if fmt != "dir" and os.path.isdir(path):
         raise InvalidArgument(f"{path!r} is a directory; pass --format dir or leave --format out")
     return fmt
-
-
-def _gzip_fault(source: str, exc: Exception, last: int) -> InputError:
-    """The error that ends a compressed input that cannot be read on: fatal, after the last line read."""
-    reason = f"truncated or corrupt gzip data after line {last}: {exc}"
-    return InputError(source, last + 1, reason, fatal=True)
 
 
 def read_all(
@@ -456,7 +275,7 @@ def read_chunks(
             yield from read(path, kind, options)
             continue
         with open_input(path) as stream:
-            yield from _jsonl_chunks(stream, source_name(path), options, size)
+            yield from jsonl_chunks(stream, source_name(path), options, size)
 
 
 def estimate_total(

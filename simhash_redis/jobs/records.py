@@ -28,6 +28,7 @@ __all__ = [
     "checked_id",
     "decode",
     "gunzipped",
+    "gzip_fault",
     "is_blank",
     "line_text",
     "numbered_lines",
@@ -106,6 +107,18 @@ def gunzipped(raw: IO[bytes]) -> Iterator[IO[bytes]]:
             yield unzipped  # type: ignore[misc]
     else:
         yield buffered
+
+
+def gzip_fault(source: str, exc: Exception, last: int) -> InputError:
+    """The error that ends a compressed input that cannot be read on: fatal, after the last line read.
+
+    Args:
+        source: the input's name.
+        exc: what gzip raised.
+        last: the last line read.
+    """
+    reason = f"truncated or corrupt gzip data after line {last}: {exc}"
+    return InputError(source, last + 1, reason, fatal=True)
 
 
 def source_name(path: str) -> str:

@@ -21,7 +21,7 @@ from redis.cluster import RedisCluster
 from ..errors import InputError
 from ..index import SimhashIndex
 from ..jobs.dedupe import Pair, groups
-from ..jobs.readers import JsonLine, read_json_lines
+from ..jobs.jsonlines import JsonLine, read_json_lines
 
 __all__ = [
     "DEMO_INDEX",

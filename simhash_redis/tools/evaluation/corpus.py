@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...fingerprinting.charclass import is_cjk
-from ...jobs.readers import JsonLine, read_json_lines
+from ...jobs.jsonlines import JsonLine, read_json_lines
 from ...jobs.records import gunzipped
 
 __all__ = ["Doc", "detect_lang", "load_corpus", "load_pairs"]

@@ -1,0 +1,316 @@
+//! Lines of precomputed fingerprints (`{"id": "...", "fp": "8ffe..."}`) read without building objects.
+//!
+//! Only the plain shape is read here: a flat JSON object whose values are all strings without escapes,
+//! an ASCII id, and a fingerprint in plain hex that fits. Every other line (numbers, escapes, a field
+//! named twice, decimal text, anything malformed) is left to the pure reader, so its records and
+//! error messages stay the only ones there are.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use crate::pyglue::{type_error, type_name, value_error};
+use crate::to_int;
+
+/// JSON's white space, the only kind allowed between tokens.
+fn is_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// A cursor over one line.
+struct Scan<'a> {
+    line: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn skip_space(&mut self) {
+        while self.at < self.line.len() && is_space(self.line[self.at]) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte after white space, consumed.
+    fn next_token(&mut self) -> Option<u8> {
+        self.skip_space();
+        let byte = *self.line.get(self.at)?;
+        self.at += 1;
+        Some(byte)
+    }
+
+    /// A string's bytes (its opening quote already consumed), when it holds no escape and no control
+    /// character: those are left to the pure reader.
+    fn plain_string(&mut self) -> Option<&'a [u8]> {
+        let start = self.at;
+        let rest = &self.line[start..];
+        let end = rest
+            .iter()
+            .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
+        if rest[end] != b'"' {
+            return None;
+        }
+        self.at = start + end + 1;
+        Some(&rest[..end])
+    }
+}
+
+/// The fields of a flat object of plain strings, in order, when the line is exactly that.
+fn plain_object(line: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+    std::str::from_utf8(line).ok()?;
+    let mut scan = Scan { line, at: 0 };
+    if scan.next_token()? != b'{' {
+        return None;
+    }
+    let mut fields = Vec::with_capacity(4);
+    loop {
+        if scan.next_token()? != b'"' {
+            return None; // `{}` too: its missing fields are reported by the pure reader
+        }
+        let key = scan.plain_string()?;
+        if scan.next_token()? != b':' || scan.next_token()? != b'"' {
+            return None;
+        }
+        fields.push((key, scan.plain_string()?));
+        match scan.next_token()? {
+            b',' => continue,
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    scan.skip_space();
+    (scan.at == line.len()).then_some(fields)
+}
+
+/// How fingerprint text is read: `codec.parse_fingerprint`'s `base`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// Decimal when it is digits only (a sign allowed), else hex.
+    Auto,
+    Hex,
+    Dec,
+}
+
+/// `codec.parse_fingerprint` of text without white space: plain hex (an optional 0x) or a decimal
+/// (negative ones as f-bit two's complement) that fits in f bits; None for anything else, whose value
+/// or error the pure reader gives.
+fn plain_fingerprint(text: &[u8], f: u32, base: Base) -> Option<u128> {
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
+    };
+    let decimal = !digits.is_empty() && digits.iter().all(u8::is_ascii_digit);
+    match base {
+        Base::Dec | Base::Auto if decimal => plain_decimal(negative, digits, f),
+        Base::Dec => None,
+        Base::Auto | Base::Hex => plain_hex(text, f),
+    }
+}
+
+fn plain_hex(text: &[u8], f: u32) -> Option<u128> {
+    let digits = match text {
+        [b'0', b'x' | b'X', rest @ ..] => rest,
+        _ => text,
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let first = digits
+        .iter()
+        .position(|&digit| digit != b'0')
+        .unwrap_or(digits.len());
+    let significant = &digits[first..];
+    if significant.len() > 32 {
+        return None;
+    }
+    let mut value: u128 = 0;
+    for &digit in significant {
+        value = (value << 4) | u128::from(char::from(digit).to_digit(16)?);
+    }
+    fits(value, f)
+}
+
+fn plain_decimal(negative: bool, digits: &[u8], f: u32) -> Option<u128> {
+    let mut magnitude: u128 = 0;
+    for &digit in digits {
+        magnitude = magnitude
+            .checked_mul(10)?
+            .checked_add(u128::from(digit - b'0'))?;
+    }
+    if !negative || magnitude == 0 {
+        return fits(magnitude, f);
+    }
+    // -m for 0 < m <= 2^(f-1) is 2^f - m; a more negative value does not fit.
+    if magnitude > 1u128 << (f - 1) {
+        return None;
+    }
+    Some(if f == 128 {
+        u128::MAX - magnitude + 1
+    } else {
+        (1u128 << f) - magnitude
+    })
+}
+
+fn fits(value: u128, f: u32) -> Option<u128> {
+    (f >= 128 || value >> f == 0).then_some(value)
+}
+
+/// What to find in each line.
+pub struct Wanted<'a> {
+    pub id_field: &'a [u8],
+    pub fp_field: &'a [u8],
+    pub f: u32,
+    pub base: Base,
+    pub max_id: usize,
+}
+
+/// A line's id and fingerprint when the line has the plain shape, else None (the pure reader's case).
+pub fn plain_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a [u8], u128)> {
+    let fields = plain_object(line)?;
+    let mut id = None;
+    let mut fp = None;
+    for (key, value) in fields {
+        // A field named twice: the last wins in Python's readers; left to them rather than copied.
+        if key == wanted.id_field && id.replace(value).is_some() {
+            return None;
+        }
+        if key == wanted.fp_field && fp.replace(value).is_some() {
+            return None;
+        }
+    }
+    let (id, fp) = (id?, fp?);
+    if id.is_empty() || id.len() > wanted.max_id || !id.is_ascii() {
+        return None;
+    }
+    Some((id, plain_fingerprint(fp, wanted.f, wanted.base)?))
+}
+
+/// The ids and fingerprints of the lines of the plain shape, and the positions of the others (for the
+/// pure reader), in input order: `(ids, fingerprints, others)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn fingerprint_lines<'py>(
+    py: Python<'py>,
+    raws: Bound<'py, PyList>,
+    id_field: &str,
+    fp_field: &str,
+    f: u32,
+    base: &str,
+    max_id: usize,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Vec<usize>)> {
+    if !(1..=128).contains(&f) {
+        return Err(value_error(py, format!("f must be in 1..128, got {f}")));
+    }
+    let base = match base {
+        "auto" => Base::Auto,
+        "hex" => Base::Hex,
+        "dec" => Base::Dec,
+        _ => {
+            return Err(value_error(
+                py,
+                format!("fp_base must be auto, hex or dec, got {base:?}"),
+            ))
+        }
+    };
+    let wanted = Wanted {
+        id_field: id_field.as_bytes(),
+        fp_field: fp_field.as_bytes(),
+        f,
+        base,
+        max_id,
+    };
+    let ids = PyList::empty(py);
+    let fps = PyList::empty(py);
+    let mut others = Vec::new();
+    for (position, raw) in raws.iter().enumerate() {
+        let raw = raw.cast_into::<PyBytes>().map_err(|err| {
+            let found = type_name(err.into_inner().as_any());
+            type_error(py, format!("lines must be bytes, got {found}"))
+        })?;
+        match plain_line(raw.as_bytes(), &wanted) {
+            Some((id, fp)) => {
+                // ASCII, checked by plain_line
+                let id = std::str::from_utf8(id).map_err(|err| value_error(py, err.to_string()))?;
+                ids.append(PyString::new(py, id))?;
+                fps.append(to_int(py, fp)?)?;
+            }
+            None => others.push(position),
+        }
+    }
+    Ok((ids, fps, others))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wanted() -> Wanted<'static> {
+        Wanted {
+            id_field: b"id",
+            fp_field: b"fp",
+            f: 64,
+            base: Base::Auto,
+            max_id: 512,
+        }
+    }
+
+    #[test]
+    fn reads_the_plain_shape() {
+        let line = b" {\"id\": \"a-1\", \"x\": \"\xc3\xa9\", \"fp\":\"0x8ffe\"}\r\n";
+        assert_eq!(plain_line(line, &wanted()), Some((&b"a-1"[..], 0x8ffe)));
+        let wide = b"{\"id\":\"a\",\"fp\":\"ffffffffffffffffffffffffffffffff\"}";
+        assert_eq!(plain_line(wide, &wanted()), None);
+        let wanted128 = Wanted { f: 128, ..wanted() };
+        assert_eq!(plain_line(wide, &wanted128), Some((&b"a"[..], u128::MAX)));
+        let decimal = b"{\"id\":\"a\",\"fp\":\"-1\"}";
+        assert_eq!(
+            plain_line(decimal, &wanted()),
+            Some((&b"a"[..], u128::from(u64::MAX)))
+        );
+        assert_eq!(
+            plain_line(decimal, &wanted128),
+            Some((&b"a"[..], u128::MAX))
+        );
+        let lowest = b"{\"id\":\"a\",\"fp\":\"-9223372036854775808\"}";
+        assert_eq!(plain_line(lowest, &wanted()), Some((&b"a"[..], 1 << 63)));
+        let twelve = b"{\"id\":\"a\",\"fp\":\"0012\"}";
+        assert_eq!(plain_line(twelve, &wanted()), Some((&b"a"[..], 12)));
+    }
+
+    #[test]
+    fn leaves_everything_else_to_python() {
+        for line in [
+            &b""[..],
+            b"{}",
+            b"[]",
+            b"{\"id\":\"a\",\"fp\":\"18446744073709551616\"}", // 2^64
+            b"{\"id\":\"a\",\"fp\":\"-9223372036854775809\"}", // -2^63 - 1
+            b"{\"id\":\"a\",\"fp\":\" 12\"}",
+            b"{\"id\":\"a\",\"fp\":\"-\"}",
+            b"{\"id\":\"a\",\"fp\":\"1\\u0032f\"}", // an escape
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":1}", // a number
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"id\":\"b\"}",
+            b"{\"id\":\"\",\"fp\":\"1f\"}",
+            b"{\"id\":\"\xc3\xa9\",\"fp\":\"1f\"}",
+            b"{\"id\":\"a\",\"fp\":\"1f\"} x",
+            b"{\"id\":\"a\",\"fp\":\"1f\",}",
+            b"{\"id\":\"a\",\"fp\":\"0x\"}",
+            b"{\"id\":\"a\",\"fp\":\"0x10000000000000000\"}", // 65 bits
+            b"{\"id\":\"a\",\"fp\":\"1f\"\x0b}",
+            b"{\"id\":\"a\xff\",\"fp\":\"1f\"}",
+        ] {
+            assert_eq!(plain_line(line, &wanted()), None, "{line:?}");
+        }
+        let hex = Wanted {
+            base: Base::Hex,
+            ..wanted()
+        };
+        let twelve = b"{\"id\":\"a\",\"fp\":\"12\"}";
+        assert_eq!(plain_line(twelve, &hex), Some((&b"a"[..], 0x12)));
+        assert_eq!(plain_line(b"{\"id\":\"a\",\"fp\":\"-12\"}", &hex), None);
+        let dec = Wanted {
+            base: Base::Dec,
+            ..wanted()
+        };
+        assert_eq!(plain_line(b"{\"id\":\"a\",\"fp\":\"1f\"}", &dec), None);
+        assert_eq!(plain_line(twelve, &dec), Some((&b"a"[..], 12)));
+    }
+}

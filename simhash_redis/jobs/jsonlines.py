@@ -1,0 +1,253 @@
+"""JSON Lines inputs: an object per line, its record, and runs of raw lines parsed where they are used.
+
+A line is parsed by orjson where installed (`jsontext`), else by the stdlib, with the stdlib's values
+and errors either way. Lines of precomputed fingerprints are read by the compiled core where it runs
+(the lines of the plain shape; every other line here), so a large load needs no record per line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Iterator
+from typing import IO, Any, NamedTuple
+
+from .. import defaults
+from ..codec import parse_fingerprint
+from ..errors import InputError, InvalidArgument
+from ..fingerprinting import engines
+from .jsontext import loads, loads_object
+from .records import (
+    ReadOptions,
+    Record,
+    checked_doc,
+    checked_id,
+    gunzipped,
+    gzip_fault,
+    is_blank,
+    line_text,
+)
+
+__all__ = [
+    "JsonLine",
+    "JsonLines",
+    "jsonl_chunks",
+    "read_json_lines",
+    "read_jsonl",
+]
+
+
+class JsonLine(NamedTuple):
+    """One JSON object of a JSON Lines input, and where it was found."""
+
+    source: str
+    line: int
+    value: dict[str, Any]
+
+
+def _json_object(raw: bytes, number: int, source: str) -> dict[str, Any] | InputError | None:
+    """The object on one line as read (line end included), an InputError, or None for a blank line."""
+    obj = loads_object(raw)
+    if obj is not None:
+        return obj
+    text = line_text(raw, number, source)
+    if isinstance(text, InputError):
+        return text
+    if is_blank(text):
+        return None
+    try:
+        obj = loads(text)
+    except ValueError as exc:
+        return InputError(source, number, f"not valid JSON ({exc})")
+    if not isinstance(obj, dict):
+        return InputError(source, number, f"expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def read_json_lines(
+    path: str | os.PathLike[str], source: str | None = None
+) -> Iterator[JsonLine | InputError]:
+    """The objects of a JSON Lines file (gzipped or not), and an InputError for each bad line.
+
+    Blank lines are skipped; a leading BOM and CRLF line ends are allowed.
+
+    Args:
+        path: the file.
+        source: the name errors give for it (default: the path).
+
+    Raises:
+        OSError: the file cannot be opened.
+        EOFError, gzip.BadGzipFile: the gzip data is truncated or corrupt.
+    """
+    name = source if source is not None else str(path)
+    with open(path, "rb") as file, gunzipped(file) as stream:
+        for number, raw in enumerate(stream, 1):
+            obj = _json_object(raw, number, name)
+            if isinstance(obj, dict):
+                yield JsonLine(name, number, obj)
+            elif obj is not None:
+                yield obj
+
+
+def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
+    """The record of one JSON line as read from the input (line end included), None for a blank line."""
+    obj = _json_object(raw, number, source)
+    if not isinstance(obj, dict):
+        return obj
+    return _record_of(obj, number, source, options)
+
+
+def _record_of(obj: dict[str, Any], number: int, source: str, options: ReadOptions) -> Record | InputError:
+    """The record of one JSON line's object."""
+    doc_field = options.fingerprint_field or options.text_field
+    missing = [name for name in (options.id_field, doc_field) if name not in obj]
+    if missing:
+        return InputError(source, number, f"no {missing[0]!r} field")
+    doc_id = checked_id(obj[options.id_field], source, number)
+    doc = checked_doc(obj[doc_field], source, number, options)
+    bad = doc_id if isinstance(doc_id, InputError) else doc
+    if isinstance(bad, InputError):
+        return bad
+    return Record(source, number, str(doc_id), str(doc), options.fingerprint_field is not None)
+
+
+def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
+    """The records of a JSON Lines stream, and an InputError for each bad line (blank lines skipped).
+
+    Args:
+        stream: the input, as bytes.
+        source: its name, for errors.
+        options: where ids, texts and fingerprints are found.
+    """
+    for number, raw in enumerate(stream, 1):
+        item = _json_record(raw, number, source, options)
+        if item is not None:
+            yield item
+
+
+class JsonLines(NamedTuple):
+    """Consecutive raw lines of a JSON Lines input, to be parsed where they are fingerprinted."""
+
+    source: str
+    #: The line number of raws[0].
+    first: int
+    raws: list[bytes]
+    options: ReadOptions
+
+    def records(self) -> list[Record | InputError]:
+        """The lines' records and errors, in input order (blank lines left out)."""
+        items = (
+            _json_record(raw, number, self.source, self.options)
+            for number, raw in enumerate(self.raws, self.first)
+        )
+        return [item for item in items if item is not None]
+
+    def fingerprints(self, f: int, fp_base: str) -> tuple[list[str], list[int], list[tuple[int, InputError]]]:
+        """The ids and precomputed fingerprints of lines read with `fingerprint_field`, and each error
+        with the number of good lines before it: what `records` and `codec.parse_fingerprint` give, without
+        a record per line.
+
+        The compiled core reads the lines of the plain shape (`native.fingerprint_lines`); the others,
+        and every line under the pure engine, are read here (an ASCII id and a fingerprint string the
+        short way, anything else the general one), so every error is the same.
+
+        Args:
+            f: the fingerprints' width.
+            fp_base: how their strings are read (`parse_fingerprint`).
+        """
+        core = engines.native
+        options = self.options
+        if core is None or fp_base not in ("auto", "hex", "dec"):
+            return self._read(f, fp_base)
+        fp_field = options.fingerprint_field or options.text_field
+        read: tuple[list[str], list[int], list[int]] = core.fingerprint_lines(
+            self.raws, options.id_field, fp_field, f, fp_base, defaults.MAX_ID_BYTES
+        )
+        ids, fps, others = read
+        if not others:
+            return ids, fps, []
+        # Each other line goes back where it was: after the plain lines before it.
+        all_ids: list[str] = []
+        all_fps: list[int] = []
+        errors: list[tuple[int, InputError]] = []
+        done = 0
+        for count, position in enumerate(others):
+            plain = position - count  # plain lines before this one
+            all_ids += ids[done:plain]
+            all_fps += fps[done:plain]
+            done = plain
+            item = self._line(position, f, fp_base)
+            if isinstance(item, InputError):
+                errors.append((len(all_ids), item))
+            elif item is not None:
+                all_ids.append(item[0])
+                all_fps.append(item[1])
+        all_ids += ids[done:]
+        all_fps += fps[done:]
+        return all_ids, all_fps, errors
+
+    def _read(self, f: int, fp_base: str) -> tuple[list[str], list[int], list[tuple[int, InputError]]]:
+        """`fingerprints` a line at a time, by the pure reader."""
+        ids: list[str] = []
+        fps: list[int] = []
+        errors: list[tuple[int, InputError]] = []
+        for position in range(len(self.raws)):
+            item = self._line(position, f, fp_base)
+            if isinstance(item, InputError):
+                errors.append((len(ids), item))
+            elif item is not None:
+                ids.append(item[0])
+                fps.append(item[1])
+        return ids, fps, errors
+
+    def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
+        """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""
+        options, source, number = self.options, self.source, self.first + position
+        obj = _json_object(self.raws[position], number, source)
+        if obj is None or isinstance(obj, InputError):
+            return obj
+        id_field, fp_field = options.id_field, options.fingerprint_field or options.text_field
+        doc_id, text = obj.get(id_field), obj.get(fp_field)
+        if not (
+            isinstance(doc_id, str)
+            and doc_id.isascii()
+            and 0 < len(doc_id) <= defaults.MAX_ID_BYTES
+            and isinstance(text, str)
+            and not is_blank(text)
+        ):  # the short way is what _record_of gives for these; anything else goes through it
+            record = _record_of(obj, number, source, options)
+            if isinstance(record, InputError):
+                return record
+            doc_id, text = record.id, str(record.doc)
+        try:
+            return doc_id, parse_fingerprint(text, f, fp_base)
+        except InvalidArgument as exc:
+            return InputError(source, number, str(exc))
+
+
+def jsonl_chunks(
+    stream: IO[bytes], source: str, options: ReadOptions, size: int
+) -> Iterator[JsonLines | InputError]:
+    """A JSON Lines stream as runs of raw lines, then the fatal error of truncated gzip data if any.
+
+    Args:
+        stream: the input, as bytes.
+        source: its name, for errors.
+        options: where ids, texts and fingerprints are found.
+        size: lines per run.
+    """
+    first, raws = 1, []
+    fault = None
+    try:
+        for raw in stream:
+            raws.append(raw)
+            if len(raws) == size:
+                yield JsonLines(source, first, raws, options)
+                first += size
+                raws = []
+    except (EOFError, gzip.BadGzipFile) as exc:
+        fault = gzip_fault(source, exc, first + len(raws) - 1)
+    if raws:
+        yield JsonLines(source, first, raws, options)
+    if fault is not None:
+        yield fault
