@@ -68,8 +68,9 @@ BULK_MIN = 100_000
 class Bulk(enum.Enum):
     """Which write path a load takes.
 
-    AUTO: `bulk_add` for a load from files that reaches `BULK_MIN` documents (they are held until then),
-    `add_many` otherwise, and always for standard input, whose documents may trickle in. ON: `bulk_add`.
+    AUTO: `bulk_add` for a load from files that holds `BULK_MIN` records (their lines are counted before
+    the first is loaded; a gzipped file's records are held until they reach it), `add_many` otherwise,
+    and always for standard input, whose documents may trickle in. ON: `bulk_add`.
     OFF: `add_many`, batch by batch, when other writers may write the same ids during the load
     (docs/guarantees.md).
     """
@@ -262,8 +263,12 @@ class Loader:
         chunks = read_chunks(paths, fmt, options or ReadOptions(), self.batch_size)
         check_inputs(paths, fmt)  # at once, not at the first record
         mode = self.bulk
-        if mode is Bulk.AUTO and STDIN in paths:
-            mode = Bulk.OFF
+        if mode is Bulk.AUTO:
+            # Decided before the first document, so that writing overlaps fingerprinting; only an
+            # input that cannot be counted cheaply (gzip) is held until it reaches BULK_MIN.
+            count = None if STDIN in paths else estimate_total(paths, fmt, options, stop_at=BULK_MIN)
+            if STDIN in paths or count is not None:
+                mode = Bulk.ON if count is not None and count >= BULK_MIN else Bulk.OFF
         return self._run(chunks, mode)
 
     def _run(self, records: Iterable[Record | InputError | JsonLines], mode: Bulk) -> LoadStats:

@@ -279,7 +279,10 @@ def read_chunks(
 
 
 def estimate_total(
-    paths: Sequence[str], fmt: str | None = None, options: ReadOptions | None = None
+    paths: Sequence[str],
+    fmt: str | None = None,
+    options: ReadOptions | None = None,
+    stop_at: int | None = None,
 ) -> int | None:
     """Roughly how many records the inputs hold (lines or files), or None if it cannot be known cheaply.
 
@@ -290,6 +293,7 @@ def estimate_total(
         paths: the inputs.
         fmt: the format given, or None.
         options: the read options (whether CSV has a header).
+        stop_at: stop counting once there are this many (the count returned is then at least this).
     """
     options = options or ReadOptions()
     total = 0
@@ -312,6 +316,8 @@ def estimate_total(
                 while chunk := fh.read(1 << 20):
                     count += chunk.count(b"\n")
                     last = chunk[-1:]
+                    if stop_at is not None and total + count > stop_at:
+                        return total + count - 1  # a header line at most
         except OSError:
             return None
         count += last != b"\n"

@@ -91,6 +91,19 @@ def test_small_file_loads_and_stdin_stay_on_the_atomic_path(
     assert_model(SimhashIndex(redis_client, "f"), final_state(many))
 
 
+def test_gzipped_inputs_are_held_until_they_reach_bulk_min(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path, low_bulk_min: int
+) -> None:
+    # Their lines cannot be counted beforehand: the first BULK_MIN records decide.
+    for n, bulk in ((low_bulk_min - 1, False), (2 * low_bulk_min, True)):
+        pairs = bulk_pairs(n, twice=0, prefix=f"g{n}")
+        path = write_jsonl(tmp_path / f"fps{n}.jsonl.gz", _fp_rows(pairs), gz=True)
+        result = invoke("load", str(path), "--fingerprint-field", "fp", "--json", "-q", index=f"g{n}")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["bulk"] is bulk
+        assert_model(SimhashIndex(redis_client, f"g{n}"), final_state(pairs))
+
+
 def test_bulk_with_dedupe_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "t.jsonl", [{"id": "a", "text": article(1)}])
     result = invoke("load", str(path), "--dedupe", "--bulk")

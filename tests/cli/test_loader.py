@@ -173,6 +173,9 @@ def test_estimate_total(tmp_path: Path) -> None:
     assert estimate_total(["-"]) is None
     gz = write_jsonl(tmp_path / "c.jsonl.gz", [{"id": "1", "text": "t"}], gz=True)
     assert estimate_total([str(gz)]) is None
+    # Enough to decide: counting stops once there are that many.
+    assert estimate_total([str(a), str(b)], stop_at=12) == 12
+    assert 5 <= estimate_total([str(a), str(b)], stop_at=5) <= 10  # type: ignore[operator]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
