@@ -1,9 +1,9 @@
 //! Lines of precomputed fingerprints (`{"id": "...", "fp": "8ffe..."}`) read without building objects.
 //!
-//! Only the plain shape is read here: a flat JSON object whose values are all strings without escapes,
-//! an ASCII id, and a fingerprint in plain hex that fits. Every other line (numbers, escapes, a field
-//! named twice, decimal text, anything malformed) is left to the pure reader, so its records and
-//! error messages stay the only ones there are.
+//! Only the plain shape is read here: a flat JSON object whose values are strings without escapes,
+//! numbers, true, false or null; an ASCII id string; a fingerprint string in plain hex or decimal that
+//! fits. Every other line (escapes, nested values, a field named twice, anything malformed) is left to
+//! the pure reader, so its records and error messages stay the only ones there are.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -51,10 +51,66 @@ impl<'a> Scan<'a> {
         self.at = start + end + 1;
         Some(&rest[..end])
     }
+
+    /// Consume the longest run of ASCII digits; whether there was one.
+    fn digits(&mut self) -> bool {
+        let start = self.at;
+        while self.at < self.line.len() && self.line[self.at].is_ascii_digit() {
+            self.at += 1;
+        }
+        self.at > start
+    }
+
+    /// A number, true, false or null (its first byte already consumed), exactly as JSON writes them.
+    fn scalar(&mut self, first: u8) -> Option<()> {
+        for literal in [&b"true"[..], b"false", b"null"] {
+            if first == literal[0] {
+                let rest = &literal[1..];
+                let found = self.line.get(self.at..self.at + rest.len())? == rest;
+                self.at += rest.len();
+                return found.then_some(());
+            }
+        }
+        let mut first = first;
+        if first == b'-' {
+            first = *self.line.get(self.at)?;
+            self.at += 1;
+        }
+        match first {
+            b'0' => {}
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return None,
+        }
+        if self.line.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            if !self.digits() {
+                return None;
+            }
+        }
+        if matches!(self.line.get(self.at), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.line.get(self.at), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            if !self.digits() {
+                return None;
+            }
+        }
+        Some(())
+    }
 }
 
-/// The fields of a flat object of plain strings, in order, when the line is exactly that.
-fn plain_object(line: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+/// A field's value: a string without escapes, or any other scalar (never an id or a fingerprint).
+#[derive(Clone, Copy)]
+enum Value<'a> {
+    Text(&'a [u8]),
+    Scalar,
+}
+
+/// The fields of a flat object of plain values, in order, when the line is exactly that.
+fn plain_object(line: &[u8]) -> Option<Vec<(&[u8], Value<'_>)>> {
     std::str::from_utf8(line).ok()?;
     let mut scan = Scan { line, at: 0 };
     if scan.next_token()? != b'{' {
@@ -66,10 +122,14 @@ fn plain_object(line: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
             return None; // `{}` too: its missing fields are reported by the pure reader
         }
         let key = scan.plain_string()?;
-        if scan.next_token()? != b':' || scan.next_token()? != b'"' {
+        if scan.next_token()? != b':' {
             return None;
         }
-        fields.push((key, scan.plain_string()?));
+        let value = match scan.next_token()? {
+            b'"' => Value::Text(scan.plain_string()?),
+            first => scan.scalar(first).map(|()| Value::Scalar)?,
+        };
+        fields.push((key, value));
         match scan.next_token()? {
             b',' => continue,
             b'}' => break,
@@ -176,7 +236,9 @@ pub fn plain_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a [u8], 
             return None;
         }
     }
-    let (id, fp) = (id?, fp?);
+    let (Value::Text(id), Value::Text(fp)) = (id?, fp?) else {
+        return None;
+    };
     if id.is_empty() || id.len() > wanted.max_id || !id.is_ascii() {
         return None;
     }
@@ -273,6 +335,8 @@ mod tests {
         assert_eq!(plain_line(lowest, &wanted()), Some((&b"a"[..], 1 << 63)));
         let twelve = b"{\"id\":\"a\",\"fp\":\"0012\"}";
         assert_eq!(plain_line(twelve, &wanted()), Some((&b"a"[..], 12)));
+        let scalars = b"{\"n\":-0.5e+3,\"id\":\"a\",\"t\":true,\"fp\":\"1f\",\"z\":null,\"m\":0}";
+        assert_eq!(plain_line(scalars, &wanted()), Some((&b"a"[..], 0x1f)));
     }
 
     #[test]
@@ -286,7 +350,16 @@ mod tests {
             b"{\"id\":\"a\",\"fp\":\" 12\"}",
             b"{\"id\":\"a\",\"fp\":\"-\"}",
             b"{\"id\":\"a\",\"fp\":\"1\\u0032f\"}", // an escape
-            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":1}", // a number
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":01}",
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":1.}",
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":-}",
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":1e}",
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":+1}",
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":NaN}",
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":tru}",
+            b"{\"id\":\"a\",\"fp\":\"1f\",\"n\":[]}",
+            b"{\"id\":1,\"fp\":\"1f\"}",
+            b"{\"id\":\"a\",\"fp\":null}",
             b"{\"id\":\"a\",\"fp\":\"1f\",\"id\":\"b\"}",
             b"{\"id\":\"\",\"fp\":\"1f\"}",
             b"{\"id\":\"\xc3\xa9\",\"fp\":\"1f\"}",

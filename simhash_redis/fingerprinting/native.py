@@ -426,10 +426,11 @@ def fingerprint_lines(
 ) -> tuple[list[str], list[int], list[int]]:
     """The ids and fingerprints of the JSON lines of the plain shape, and the positions of the others.
 
-    The plain shape: a flat object of strings without escapes, an ASCII id of 1 to `max_id` characters,
-    a fingerprint in plain hex (an optional 0x) or decimal (an optional minus) that fits in f bits,
-    without white space. What the stdlib's json and `parse_fingerprint` give for such a line; every
-    other line is the pure reader's (`jobs.jsonlines`), which then gives its record or error.
+    The plain shape: a flat object of strings without escapes, numbers, true, false and null; an ASCII
+    id string of 1 to `max_id` characters; a fingerprint string in plain hex (an optional 0x) or decimal
+    (an optional minus) that fits in f bits, without white space. What the stdlib's json and
+    `parse_fingerprint` give for such a line; every other line is the pure reader's
+    (`jobs.jsonlines`), which then gives its record or error.
 
     Args:
         raws: the lines, their line ends included or not.
