@@ -11,6 +11,9 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use crate::pyglue::{type_error, type_name, value_error};
 use crate::to_int;
 
+/// The most digits an integer of another field may have here: Python's lowest int_max_str_digits.
+const MAX_INT_DIGITS: usize = 640;
+
 /// JSON's white space, the only kind allowed between tokens.
 fn is_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
@@ -79,7 +82,15 @@ impl<'a> Scan<'a> {
         match first {
             b'0' => {}
             b'1'..=b'9' => {
+                let start = self.at - 1; // the first digit
                 self.digits();
+                // Python reads a longer integer only up to its int_max_str_digits (640 at the least):
+                // whether such a line is valid is the pure reader's to say.
+                if self.at - start >= MAX_INT_DIGITS
+                    && !matches!(self.line.get(self.at), Some(b'.' | b'e' | b'E'))
+                {
+                    return None;
+                }
             }
             _ => return None,
         }
@@ -337,6 +348,22 @@ mod tests {
         assert_eq!(plain_line(twelve, &wanted()), Some((&b"a"[..], 12)));
         let scalars = b"{\"n\":-0.5e+3,\"id\":\"a\",\"t\":true,\"fp\":\"1f\",\"z\":null,\"m\":0}";
         assert_eq!(plain_line(scalars, &wanted()), Some((&b"a"[..], 0x1f)));
+        let long = |digits: usize, tail: &str| {
+            format!(
+                "{{\"id\":\"a\",\"fp\":\"1f\",\"n\":-{}{tail}}}",
+                "1".repeat(digits)
+            )
+            .into_bytes()
+        };
+        assert_eq!(
+            plain_line(&long(639, ""), &wanted()),
+            Some((&b"a"[..], 0x1f))
+        );
+        assert_eq!(plain_line(&long(640, ""), &wanted()), None);
+        assert_eq!(
+            plain_line(&long(5000, ".5"), &wanted()),
+            Some((&b"a"[..], 0x1f))
+        );
     }
 
     #[test]

@@ -56,6 +56,13 @@ _ENGINES_MAX = 64
 _SAFE_WEIGHTS = 1e300
 _WIDEST = 1 << 128
 
+# A compiled core built from an older checkout lacks the newer kernels: refused as a whole, so that
+# `engines` runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native, says why it cannot).
+_KERNELS = ("Engine", "MinHash", "Unicode", "hits", "pack_column", "column_buckets", "fingerprint_lines")
+if not all(hasattr(_native, name) for name in _KERNELS):
+    missing = next(name for name in _KERNELS if not hasattr(_native, name))
+    raise ImportError(f"simhash_redis_native is older than this simhash-redis (no {missing}): rebuild it")
+
 _native.set_error_types(InvalidArgument, InvalidType)
 
 # The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.

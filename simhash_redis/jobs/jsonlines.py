@@ -29,6 +29,7 @@ from .records import (
 )
 
 __all__ = [
+    "Fingerprints",
     "JsonLine",
     "JsonLines",
     "jsonl_chunks",
@@ -125,6 +126,21 @@ def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator
             yield item
 
 
+#: What `JsonLines.fingerprints` gives: ids, fingerprints, and each error with the good lines before it.
+Fingerprints = tuple[list[str], list[int], list[tuple[int, InputError]]]
+
+
+def _utf8(*texts: str) -> bool:
+    """Tell whether every text can be written in UTF-8 (a field name from a command line may hold
+    lone surrogates, which no line can match)."""
+    try:
+        for text in texts:
+            text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class JsonLines(NamedTuple):
     """Consecutive raw lines of a JSON Lines input, to be parsed where they are fingerprinted."""
 
@@ -142,7 +158,7 @@ class JsonLines(NamedTuple):
         )
         return [item for item in items if item is not None]
 
-    def fingerprints(self, f: int, fp_base: str) -> tuple[list[str], list[int], list[tuple[int, InputError]]]:
+    def fingerprints(self, f: int, fp_base: str) -> Fingerprints:
         """The ids and precomputed fingerprints of lines read with `fingerprint_field`, and each error
         with the number of good lines before it: what `records` and `codec.parse_fingerprint` give, without
         a record per line.
@@ -155,15 +171,33 @@ class JsonLines(NamedTuple):
             f: the fingerprints' width.
             fp_base: how their strings are read (`parse_fingerprint`).
         """
-        core = engines.native
-        options = self.options
-        if core is None or fp_base not in ("auto", "hex", "dec"):
-            return self._read(f, fp_base)
+        done = self._natively(f, fp_base, len(self.raws))
+        return done if done is not None else self._read(f, fp_base)
+
+    def fingerprints_here(self, f: int, fp_base: str) -> Fingerprints | None:
+        """`fingerprints` when the compiled core reads nearly every line itself, else None.
+
+        The lines it leaves (at most one in 16 here) cost the pure reader 3-20 times more each: a run of
+        mostly such lines is parsed faster by a worker process than by the one that reads and writes.
+
+        Args:
+            f: the fingerprints' width.
+            fp_base: how their strings are read (`parse_fingerprint`).
+        """
+        return self._natively(f, fp_base, len(self.raws) // 16)
+
+    def _natively(self, f: int, fp_base: str, most: int) -> Fingerprints | None:
+        """`fingerprints` by the compiled core and, for at most `most` lines, the pure reader; else None."""
+        core, options = engines.native, self.options
         fp_field = options.fingerprint_field or options.text_field
+        if core is None or fp_base not in ("auto", "hex", "dec") or not _utf8(options.id_field, fp_field):
+            return None
         read: tuple[list[str], list[int], list[int]] = core.fingerprint_lines(
             self.raws, options.id_field, fp_field, f, fp_base, defaults.MAX_ID_BYTES
         )
         ids, fps, others = read
+        if len(others) > most:
+            return None
         if not others:
             return ids, fps, []
         # Each other line goes back where it was: after the plain lines before it.
@@ -186,7 +220,7 @@ class JsonLines(NamedTuple):
         all_fps += fps[done:]
         return all_ids, all_fps, errors
 
-    def _read(self, f: int, fp_base: str) -> tuple[list[str], list[int], list[tuple[int, InputError]]]:
+    def _read(self, f: int, fp_base: str) -> Fingerprints:
         """`fingerprints` a line at a time, by the pure reader."""
         ids: list[str] = []
         fps: list[int] = []

@@ -60,17 +60,19 @@ __all__ = [
 # -- loading -------------------------------------------------------------------------------------------
 
 
-#: Documents a load from files must reach before `Bulk.AUTO` takes the bulk path: below it the grouped
-#: commands carry about one entry per key, and the atomic path is as fast and keeps the counts current.
+#: Lines (or documents) a load from files must reach before `Bulk.AUTO` takes the bulk path: below it
+#: the grouped commands carry about one entry per key, and the atomic path is as fast and keeps the
+#: counts current.
 BULK_MIN = 100_000
 
 
 class Bulk(enum.Enum):
     """Which write path a load takes.
 
-    AUTO: `bulk_add` for a load from files that holds `BULK_MIN` records (their lines are counted before
-    the first is loaded; a gzipped file's records are held until they reach it), `add_many` otherwise,
-    and always for standard input, whose documents may trickle in. ON: `bulk_add`.
+    AUTO: `bulk_add` for a load from files of `BULK_MIN` lines (counted before the first document is
+    loaded; a directory counts its files; a gzipped file's or a pipe's documents are held until they
+    reach it), `add_many` otherwise, and always for standard input, whose documents may trickle in.
+    ON: `bulk_add`.
     OFF: `add_many`, batch by batch, when other writers may write the same ids during the load
     (docs/guarantees.md).
     """
@@ -240,7 +242,7 @@ class Loader:
     def load(
         self, paths: Sequence[str], fmt: str | None = None, options: ReadOptions | None = None
     ) -> LoadStats:
-        """Read and load the inputs; JSON Lines are parsed by the fingerprinting workers, not this process.
+        """Read and load the inputs; JSON Lines are parsed where they are fingerprinted (`Fingerprinter`).
 
         The same records, errors (in input order), stats and end state as
         ``run(read_all(paths, fmt, options))``, with this process left to read lines and write.

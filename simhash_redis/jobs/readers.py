@@ -129,14 +129,19 @@ def _read_fingerprints(stream: IO[bytes], source: str) -> Iterator[Record | Inpu
         )
 
 
-def _read_dir(path: str) -> Iterator[Record | InputError]:
-    root = Path(path)
+def _dir_files(root: Path) -> Iterator[Path]:
+    """The documents of a directory: its files and its folders' files, hidden ones left out, in order."""
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if not name.startswith("."):
-                file = Path(folder) / name
-                yield _read_file(str(file), file.relative_to(root).as_posix())
+                yield Path(folder) / name
+
+
+def _read_dir(path: str) -> Iterator[Record | InputError]:
+    root = Path(path)
+    for file in _dir_files(root):
+        yield _read_file(str(file), file.relative_to(root).as_posix())
 
 
 def _read_file(source: str, doc_id: str) -> Record | InputError:
@@ -286,8 +291,8 @@ def estimate_total(
 ) -> int | None:
     """Roughly how many records the inputs hold (lines or files), or None if it cannot be known cheaply.
 
-    Standard input and gzipped files make it unknown; blank lines and multi-line CSV fields make it
-    a slight over-estimate.
+    Standard input, pipes and gzipped files make it unknown (nothing of a pipe is read); blank lines and
+    multi-line CSV fields make it an over-estimate.
 
     Args:
         paths: the inputs.
@@ -305,9 +310,11 @@ def estimate_total(
             total += 1
             continue
         if kind == "dir":
-            total += sum(len([n for n in files if not n.startswith(".")]) for _, _, files in os.walk(path))
+            total += sum(1 for _ in _dir_files(Path(path)))
             continue
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return None  # a pipe or a device: what is read here would be lost to the load
             with open(path, "rb") as fh:
                 if fh.read(2) == GZIP_MAGIC:
                     return None

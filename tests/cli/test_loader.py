@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -173,6 +174,16 @@ def test_estimate_total(tmp_path: Path) -> None:
     assert estimate_total(["-"]) is None
     gz = write_jsonl(tmp_path / "c.jsonl.gz", [{"id": "1", "text": "t"}], gz=True)
     assert estimate_total([str(gz)]) is None
+    # A pipe is neither opened nor read: its lines are the load's.
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    assert estimate_total([str(fifo)]) is None
+    # A directory's documents: hidden files and folders left out, as when it is read.
+    folder = tmp_path / "d"
+    (folder / ".git" / "objects").mkdir(parents=True)
+    for name in ("a.txt", ".hidden", ".git/objects/x", ".git/config"):
+        (folder / name).write_text("t", encoding="utf-8")
+    assert estimate_total([str(folder)]) == 1
     # Enough to decide: counting stops once there are that many.
     assert estimate_total([str(a), str(b)], stop_at=12) == 12
     assert 5 <= estimate_total([str(a), str(b)], stop_at=5) <= 10  # type: ignore[operator]

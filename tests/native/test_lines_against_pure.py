@@ -2,8 +2,8 @@
 
 `JsonLines.fingerprints` gives the same ids, fingerprints and errors (line numbers and messages) with the
 compiled core as without it, for any lines: the plain shape the core reads itself, and everything near
-it that it must hand back (escapes, numbers, decimal and negative fingerprints, white space, duplicate
-fields, invalid UTF-8, BOMs, blank lines, values too wide for f).
+it that it must hand back (escapes, nested values, integers Python will not read, decimal and negative
+fingerprints, white space, duplicate fields, invalid UTF-8, BOMs, blank lines, values too wide for f).
 """
 
 from __future__ import annotations
@@ -49,6 +49,23 @@ values = st.one_of(
     st.lists(st.integers(), max_size=2),
 )
 keys = st.sampled_from(["id", "fp", "text", "other", "ID", "f\u00e9"])
+# Numbers as written, some beyond what Python's int() reads by default (4,300 digits) or at its lowest
+# setting (640), some not JSON at all.
+raw_numbers = st.sampled_from(
+    [
+        "1" * 639,
+        "1" * 640,
+        "-" + "1" * 4301,
+        "1" * 5000 + ".5",
+        "1e400",
+        "-0.0",
+        "0.5E-3",
+        "01",
+        "1.",
+        "-",
+        "+1",
+    ]
+)
 
 
 @st.composite
@@ -68,11 +85,14 @@ def lines(draw: st.DrawFn) -> bytes:
         fields.append(("fp", draw(fingerprint_texts)))
     fields += draw(st.lists(st.tuples(keys, values), max_size=3))
     fields = draw(st.permutations(fields))
-    body = ", ".join(
+    texts = [
         f"{json.dumps(key, ensure_ascii=draw(st.booleans()))}:"
         f"{draw(st.sampled_from(['', ' ', chr(9)]))}{json.dumps(value, ensure_ascii=draw(st.booleans()))}"
         for key, value in fields
-    )
+    ]
+    if draw(st.integers(min_value=0, max_value=3)) == 0:
+        texts.insert(draw(st.integers(min_value=0, max_value=len(texts))), f'"n": {draw(raw_numbers)}')
+    body = ", ".join(texts)
     space = draw(st.sampled_from(["", " ", "\t", "\r"]))
     end = draw(st.sampled_from(["\n", "\r\n", "", " \n", "x\n", ",\n"]))
     return f"{space}{{{body}}}{end}".encode("utf-8", "surrogatepass")
@@ -115,6 +135,20 @@ def test_the_plain_shape_is_read_by_the_core() -> None:
     ids, fps, errors = run.fingerprints(64, "auto")
     assert (ids, fps) == (["a", "b", "c"], [0x8FFE, 2**64 - 1, 0x1F])
     assert [(at, error.line) for at, error in errors] == [(3, 11)]
+
+
+def test_runs_of_mostly_other_lines_are_left_to_a_worker() -> None:
+    options = ReadOptions(fingerprint_field="fp")
+    plain = [b'{"id": "p%d", "fp": "1f"}\n' % i for i in range(32)]
+    escaped = [b'{"id": "e\\/%d", "fp": "1f"}\n' % i for i in range(32)]
+    assert JsonLines("in", 1, plain + escaped[:2], options).fingerprints_here(64, "auto") is not None
+    mostly_other = JsonLines("in", 1, plain + escaped[:3], options)
+    assert mostly_other.fingerprints_here(64, "auto") is None
+    assert len(mostly_other.fingerprints(64, "auto")[0]) == 35
+    # A field name no line can hold (a lone surrogate from a command line): the pure reader's errors.
+    odd = JsonLines("in", 1, plain[:1], ReadOptions(id_field="\udcff", fingerprint_field="fp"))
+    assert odd.fingerprints_here(64, "auto") is None
+    assert [error.reason for _, error in odd.fingerprints(64, "auto")[2]] == ["no '\\udcff' field"]
 
 
 def test_bad_arguments_are_typed_errors() -> None:
