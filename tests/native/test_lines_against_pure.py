@@ -9,6 +9,9 @@ fingerprints, white space, duplicate fields, invalid UTF-8, BOMs, blank lines, v
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -160,3 +163,23 @@ def test_bad_arguments_are_typed_errors() -> None:
         core.fingerprint_lines([], "id", "fp", 0, "auto", 512)
     with pytest.raises(InvalidArgument, match="fp_base must be auto, hex or dec"):
         core.fingerprint_lines([], "id", "fp", 64, "oct", 512)
+
+
+@pytest.mark.parametrize("choice", ["", "native"])
+def test_a_compiled_core_older_than_the_package_is_refused(choice: str) -> None:
+    # Built from an older checkout: no fingerprint_lines. The pure engine runs, or =native says why.
+    code = (
+        "import sys, types, simhash_redis_native as core\n"
+        "old = types.ModuleType('simhash_redis_native')\n"
+        "old.__dict__.update({k: v for k, v in vars(core).items() if k != 'fingerprint_lines'})\n"
+        "sys.modules['simhash_redis_native'] = old\n"
+        "import simhash_redis\n"
+        "print(simhash_redis.engine())\n"
+    )
+    env = dict(os.environ, SIMHASH_REDIS_ENGINE=choice)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    if choice:
+        assert done.returncode == 1
+        assert "older than this simhash-redis (no fingerprint_lines): rebuild it" in done.stderr
+    else:
+        assert (done.returncode, done.stdout) == (0, "python\n"), done.stderr
