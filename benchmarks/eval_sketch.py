@@ -1,0 +1,87 @@
+"""Verified mode's precision, recall and F1 by sketch size and candidate k, over several sketch seeds.
+
+Run from the repository root::
+
+    python -m benchmarks.eval_sketch [--perms 256,512,1024] [--ks 8,10,12,14,16] [--seeds 0,1,2,3]
+
+The quality targets of the issue "Near-duplicates as users mean them" (F1 >= 0.95 at Jaccard >= 0.8 over
+the evaluation corpus, >= 0.93 for English and Chinese each) against the two parts of verified mode:
+the candidate step (SimHash within k: every pair of the corpus within k, as any exact layout finds it)
+and the confirmation (a b-bit MinHash sketch's estimate >= 0.8). The truth is the exact Jaccard of the
+word 3-shingle sets. Needs only the library and benchmarks/data/eval_corpus.jsonl.gz (no server).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from simhash_redis.fingerprinting import MinHasher, Scheme
+from simhash_redis.fingerprinting.tokens import tokenize
+from simhash_redis.tools.evaluation import hamming_pairs, jaccard_join, load_corpus, shingle_sets
+
+_CORPUS = Path(__file__).resolve().parent / "data" / "eval_corpus.jsonl.gz"
+_THRESHOLD = 0.8
+
+
+def _ints(text: str) -> list[int]:
+    return [int(part) for part in text.split(",")]
+
+
+def _f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
+    return precision, recall, 2 * precision * recall / max(1e-12, precision + recall)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--perms", type=_ints, default=[256, 512, 1024], help="sketch sizes (8-bit values)")
+    parser.add_argument("--ks", type=_ints, default=[8, 10, 12, 14, 16], help="candidate distances")
+    parser.add_argument("--seeds", type=_ints, default=[0, 1, 2, 3], help="sketch seeds")
+    args = parser.parse_args()
+    docs = load_corpus(_CORPUS)
+    # (perm, k, seed, lang) -> [tp, fp, fn]
+    counts: dict[tuple[int, int, int, str], list[int]] = {}
+    for lang in sorted({doc.lang for doc in docs}):
+        group = [doc for doc in docs if doc.lang == lang]
+        tokens = [tokenize(doc.text) for doc in group]
+        truth = jaccard_join(shingle_sets(tokens, 3), _THRESHOLD)
+        positives = set(zip(truth.i.tolist(), truth.j.tolist(), strict=True))
+        fps = Scheme().fingerprint_many([doc.text for doc in group])
+        pairs = {k: hamming_pairs(fps, 64, k) for k in args.ks}
+        for perm in args.perms:
+            for seed in args.seeds:
+                hasher = MinHasher(num_perm=perm, seed=seed)
+                sketches = hasher.sketch_many(tokens)
+                for k in args.ks:
+                    ci, cj, _ = pairs[k]
+                    candidates = zip(ci.tolist(), cj.tolist(), strict=True)
+                    estimates = np.array([hasher.estimate(sketches[a], sketches[b]) for a, b in candidates])
+                    keep = estimates >= _THRESHOLD
+                    found = set(zip(ci[keep].tolist(), cj[keep].tolist(), strict=True))
+                    tp = len(found & positives)
+                    counts[(perm, k, seed, lang)] = [tp, len(found) - tp, len(positives) - tp]
+    langs = sorted({key[3] for key in counts})
+    print(f"Jaccard >= {_THRESHOLD} confirmed by the sketch, candidates within k; F1 over seeds {args.seeds}")
+    print(f"{'sketch':>8} {'k':>3}  " + "  ".join(f"{name:>21}" for name in [*langs, "all"]))
+    for perm in args.perms:
+        for k in args.ks:
+            cells = []
+            for lang in [*langs, "all"]:
+                scores = []
+                for seed in args.seeds:
+                    parts = [counts[(perm, k, seed, name)] for name in langs if lang in ("all", name)]
+                    scores.append(_f1(*(sum(column) for column in zip(*parts, strict=True))))
+                precision = min(s[0] for s in scores)
+                recall = min(s[1] for s in scores)
+                f1 = [s[2] for s in scores]
+                cells.append(f"P>={precision:.3f} R>={recall:.3f} F1 {min(f1):.3f}-{max(f1):.3f}")
+            print(f"{perm:>6} B {k:>3}  " + "  ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
