@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, Any, NamedTuple
 
 from .. import defaults
@@ -172,7 +172,7 @@ class JsonLines(NamedTuple):
             fp_base: how their strings are read (`parse_fingerprint`).
         """
         done = self._natively(f, fp_base, len(self.raws))
-        return done if done is not None else self._read(f, fp_base)
+        return done if done is not None else self._merged([], [], range(len(self.raws)), f, fp_base)
 
     def fingerprints_here(self, f: int, fp_base: str) -> Fingerprints | None:
         """`fingerprints` when the compiled core reads nearly every line itself, else None.
@@ -198,9 +198,15 @@ class JsonLines(NamedTuple):
         ids, fps, others = read
         if len(others) > most:
             return None
+        return self._merged(ids, fps, others, f, fp_base)
+
+    def _merged(
+        self, ids: list[str], fps: list[int], others: Sequence[int], f: int, fp_base: str
+    ) -> Fingerprints:
+        """The compiled core's ids and fingerprints with the pure reader's of the `others` lines (their
+        positions, ascending), each where it was: after the plain lines before it."""
         if not others:
             return ids, fps, []
-        # Each other line goes back where it was: after the plain lines before it.
         all_ids: list[str] = []
         all_fps: list[int] = []
         errors: list[tuple[int, InputError]] = []
@@ -219,20 +225,6 @@ class JsonLines(NamedTuple):
         all_ids += ids[done:]
         all_fps += fps[done:]
         return all_ids, all_fps, errors
-
-    def _read(self, f: int, fp_base: str) -> Fingerprints:
-        """`fingerprints` a line at a time, by the pure reader."""
-        ids: list[str] = []
-        fps: list[int] = []
-        errors: list[tuple[int, InputError]] = []
-        for position in range(len(self.raws)):
-            item = self._line(position, f, fp_base)
-            if isinstance(item, InputError):
-                errors.append((len(ids), item))
-            elif item is not None:
-                ids.append(item[0])
-                fps.append(item[1])
-        return ids, fps, errors
 
     def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
         """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""
