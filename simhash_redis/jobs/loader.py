@@ -265,12 +265,14 @@ class Loader:
         chunks = read_chunks(paths, fmt, options or ReadOptions(), self.batch_size)
         check_inputs(paths, fmt)  # at once, not at the first record
         mode = self.bulk
-        if mode is Bulk.AUTO:
+        if mode is Bulk.AUTO and STDIN in paths:
+            mode = Bulk.OFF
+        elif mode is Bulk.AUTO:
             # Decided before the first document, so that writing overlaps fingerprinting; only an
-            # input that cannot be counted cheaply (gzip) is held until it reaches BULK_MIN.
-            count = None if STDIN in paths else estimate_total(paths, fmt, options, stop_at=BULK_MIN)
-            if STDIN in paths or count is not None:
-                mode = Bulk.ON if count is not None and count >= BULK_MIN else Bulk.OFF
+            # input that cannot be counted beforehand (gzip, a pipe) is held until it reaches BULK_MIN.
+            count = estimate_total(paths, fmt, options, stop_at=BULK_MIN)
+            if count is not None:
+                mode = Bulk.ON if count >= BULK_MIN else Bulk.OFF
         return self._run(chunks, mode)
 
     def _run(self, records: Iterable[Record | InputError | JsonLines], mode: Bulk) -> LoadStats:
