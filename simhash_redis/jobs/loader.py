@@ -34,6 +34,7 @@ from .readers import (
     check_inputs,
     detect_format,
     estimate_total,
+    holds_at_least,
     read,
     read_all,
     read_chunks,
@@ -69,9 +70,9 @@ BULK_MIN = 100_000
 class Bulk(enum.Enum):
     """Which write path a load takes.
 
-    AUTO: `bulk_add` for a load from files of `BULK_MIN` lines (counted before the first document is
-    loaded; a directory counts its files; a gzipped file's or a pipe's documents are held until they
-    reach it), `add_many` otherwise, and always for standard input, whose documents may trickle in.
+    AUTO: `bulk_add` for a load from files of `BULK_MIN` lines (`holds_at_least`, before the first
+    document is loaded; a directory counts its files; a gzipped file's or a pipe's documents are held
+    until they reach it), `add_many` otherwise, and always for standard input, whose documents may trickle in.
     ON: `bulk_add`.
     OFF: `add_many`, batch by batch, when other writers may write the same ids during the load
     (docs/guarantees.md).
@@ -270,9 +271,9 @@ class Loader:
         elif mode is Bulk.AUTO:
             # Decided before the first document, so that writing overlaps fingerprinting; only an
             # input that cannot be counted beforehand (gzip, a pipe) is held until it reaches BULK_MIN.
-            count = estimate_total(paths, fmt, options, stop_at=BULK_MIN)
-            if count is not None:
-                mode = Bulk.ON if count >= BULK_MIN else Bulk.OFF
+            enough = holds_at_least(paths, fmt, options, BULK_MIN)
+            if enough is not None:
+                mode = Bulk.ON if enough else Bulk.OFF
         return self._run(chunks, mode)
 
     def _run(self, records: Iterable[Record | InputError | JsonLines], mode: Bulk) -> LoadStats:

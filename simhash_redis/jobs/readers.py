@@ -40,6 +40,7 @@ __all__ = [
     "check_inputs",
     "detect_format",
     "estimate_total",
+    "holds_at_least",
     "read",
     "read_all",
     "read_chunks",
@@ -260,6 +261,28 @@ def check_inputs(paths: Sequence[str], fmt: str | None) -> None:
             detect_format(path)
 
 
+def holds_at_least(
+    paths: Sequence[str], fmt: str | None, options: ReadOptions | None, count: int
+) -> bool | None:
+    """Whether the inputs hold `count` records or more, as their lines tell, or None if that cannot be
+    known before reading them (standard input, pipes, gzip).
+
+    Judged from each file's first MiB when the estimate is far from `count` (under half of it, or over
+    twice), counted (up to `count`) when it is near.
+
+    Args:
+        paths: the inputs.
+        fmt: the format given, or None.
+        options: the read options (whether CSV has a header).
+        count: the number of records asked about.
+    """
+    rough = estimate_total(paths, fmt, options, sample=1 << 20)
+    if rough is None or not count // 2 <= rough <= 2 * count:
+        return None if rough is None else rough >= count
+    exact = estimate_total(paths, fmt, options, stop_at=count)
+    return None if exact is None else exact >= count
+
+
 def read_chunks(
     paths: Sequence[str], fmt: str | None, options: ReadOptions, size: int
 ) -> Iterator[Record | InputError | JsonLines]:
@@ -288,6 +311,7 @@ def estimate_total(
     fmt: str | None = None,
     options: ReadOptions | None = None,
     stop_at: int | None = None,
+    sample: int | None = None,
 ) -> int | None:
     """Roughly how many records the inputs hold (lines or files), or None if it cannot be known cheaply.
 
@@ -299,6 +323,7 @@ def estimate_total(
         fmt: the format given, or None.
         options: the read options (whether CSV has a header).
         stop_at: stop counting once there are this many (the count returned is then at least this).
+        sample: read at most about this many bytes of a file, and scale its lines to its size.
     """
     options = options or ReadOptions()
     total = 0
@@ -313,18 +338,22 @@ def estimate_total(
             total += sum(1 for _ in _dir_files(Path(path)))
             continue
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode):
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode):
                 return None  # a pipe or a device: what is read here would be lost to the load
             with open(path, "rb") as fh:
                 if fh.read(2) == GZIP_MAGIC:
                     return None
                 fh.seek(0)
-                count, last = 0, b"\n"
+                count, last, read = 0, b"\n", 0
                 while chunk := fh.read(1 << 20):
                     count += chunk.count(b"\n")
-                    last = chunk[-1:]
+                    last, read = chunk[-1:], read + len(chunk)
                     if stop_at is not None and total + count > stop_at:
                         return total + count - 1  # a header line at most
+                    if sample is not None and sample <= read < info.st_size:
+                        count, last = count * info.st_size // read, b"\n"
+                        break
         except OSError:
             return None
         count += last != b"\n"

@@ -21,6 +21,7 @@ from simhash_redis.jobs.readers import (
     Record,
     detect_format,
     estimate_total,
+    holds_at_least,
     read,
     read_all,
 )
@@ -166,6 +167,19 @@ def test_read_all_checks_every_path_first(tmp_path: Path) -> None:
         next(read_all([str(good), str(tmp_path / "missing.jsonl")]))
 
 
+def test_holds_at_least_samples_a_large_file_far_from_the_count_and_counts_one_near_it(
+    tmp_path: Path,
+) -> None:
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"".join(b'{"id": "%07d", "text": "%s"}\n' % (i, b"x" * 70) for i in range(30_000)))
+    assert big.stat().st_size > 2 << 20  # more than the MiB sampled
+    assert 29_000 <= estimate_total([str(big)], sample=1 << 20) <= 31_000  # type: ignore[operator]
+    assert holds_at_least([str(big)], None, None, 10_000) is True  # from the sample
+    assert holds_at_least([str(big)], None, None, 100_000) is False
+    assert holds_at_least([str(big)], None, None, 30_000) is True  # counted
+    assert holds_at_least([str(big)], None, None, 30_001) is False
+
+
 def test_estimate_total(tmp_path: Path) -> None:
     a = write_jsonl(tmp_path / "a.jsonl", [{"id": str(i), "text": "t"} for i in range(10)])
     b = tmp_path / "b.csv"
@@ -185,6 +199,9 @@ def test_estimate_total(tmp_path: Path) -> None:
         (folder / name).write_text("t", encoding="utf-8")
     assert estimate_total([str(folder)]) == 1
     # Enough to decide: counting stops once there are that many.
+    assert holds_at_least([str(a), str(b)], None, None, 12) is True
+    assert holds_at_least([str(a), str(b)], None, None, 13) is False
+    assert holds_at_least(["-"], None, None, 1) is None
     assert estimate_total([str(a), str(b)], stop_at=12) == 12
     assert 5 <= estimate_total([str(a), str(b)], stop_at=5) <= 10  # type: ignore[operator]
 
