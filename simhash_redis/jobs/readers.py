@@ -264,11 +264,11 @@ def check_inputs(paths: Sequence[str], fmt: str | None) -> None:
 def holds_at_least(
     paths: Sequence[str], fmt: str | None, options: ReadOptions | None, count: int
 ) -> bool | None:
-    """Whether the inputs hold `count` records or more, as their lines tell, or None if that cannot be
-    known before reading them (standard input, pipes, gzip).
+    """Whether the inputs hold `count` records or more, as their lines tell; None when that is unknown.
 
-    Judged from each file's first MiB when the estimate is far from `count` (under half of it, or over
-    twice), counted (up to `count`) when it is near.
+    Unknown for what cannot be counted before it is read: standard input, pipes, gzip. Judged from
+    each file's first MiB when the estimate is far from `count` (under half of it, or over twice),
+    counted (up to `count`) when it is near.
 
     Args:
         paths: the inputs.
