@@ -134,5 +134,10 @@ def fingerprint_lines(
 ) -> tuple[list[str], list[int], list[int]]:
     """Ids and fingerprints of the plain JSON lines, and the positions of the others."""
 
+def fingerprint_text_lines(
+    engine: Engine, raws: list[bytes], id_field: str, text_field: str, max_id: int, chunk_chars: int
+) -> tuple[list[str], list[int], list[int]]:
+    """Ids and text fingerprints of the plain JSON lines, and the positions of the others."""
+
 def set_error_types(value_error: type[ValueError], type_error: type[TypeError]) -> bool:
     """Make bad arguments raise these types; False when types were set already."""

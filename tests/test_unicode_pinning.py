@@ -23,7 +23,7 @@ from simhash_redis.fingerprinting import tokens
 from simhash_redis.fingerprinting.minhash import MinHasher
 from simhash_redis.fingerprinting.normalize import PINNED, PYTHON, Normalizer
 from simhash_redis.fingerprinting.scheme import Scheme
-from simhash_redis.fingerprinting.ucd import PinnedUnicode
+from simhash_redis.fingerprinting.ucd import PinnedUnicode, UnicodeData
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog near the river bank",
@@ -169,6 +169,23 @@ def test_the_data_file_agrees_with_this_interpreter() -> None:
             assert unicodedata.combining(char) == DATA.combining(cp), hex(cp)
             if not 0xD800 <= cp <= 0xDFFF:
                 assert char.casefold() == DATA._fold.get(cp, char), hex(cp)
+
+
+@pytest.mark.parametrize("data", [PYTHON.data, DATA], ids=["python", "pinned"])
+def test_the_bmp_images_read_at_once_are_each_code_points_own(data: UnicodeData) -> None:
+    # The tables behind the compiled core come from one normalisation of every BMP code point at once,
+    # cut at U+0000: each image must be the code point's image alone, as `nfkc_char` gives it.
+    images, folds = data.bmp_images()
+    for cp in range(0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            image = fold = chr(cp)
+        elif data is DATA and DATA.special_bmp()[cp]:
+            image, fold = DATA.nfkc_char(cp), DATA._fold.get(cp, chr(cp))
+        else:
+            image, fold = data.nfkc_char(cp), chr(cp).casefold()
+        assert (images.first[cp], images.length[cp]) == (ord(image[0]), len(image)), hex(cp)
+        assert (folds.first[cp], folds.length[cp]) == (ord(fold[0]), len(fold)), hex(cp)
+    assert data.bmp_spaces().tolist() == [data.isspace(cp) for cp in range(0x10000)]
 
 
 @settings(max_examples=300, deadline=None)

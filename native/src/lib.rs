@@ -8,6 +8,7 @@
 
 mod candidates;
 mod engine;
+mod flatjson;
 mod hash;
 mod lines;
 mod minhash;
@@ -15,6 +16,7 @@ mod packing;
 mod pyglue;
 mod resp;
 mod sums;
+mod textlines;
 mod tokenize;
 mod unicode;
 
@@ -587,6 +589,7 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(packing::unpack_column, m)?)?;
     m.add_function(wrap_pyfunction!(packing::column_buckets, m)?)?;
     m.add_function(wrap_pyfunction!(lines::fingerprint_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(textlines::fingerprint_text_lines, m)?)?;
     m.add_function(wrap_pyfunction!(set_error_types, m)?)?;
     m.add("TOKENS", TOKENS)?;
     m.add("WEIGHTED", WEIGHTED)?;

@@ -1,155 +1,16 @@
 //! Lines of precomputed fingerprints (`{"id": "...", "fp": "8ffe..."}`) read without building objects.
 //!
-//! Only the plain shape is read here: a flat JSON object whose values are strings without escapes,
-//! numbers, true, false or null; an ASCII id string; a fingerprint string in plain hex or decimal that
-//! fits. Every other line (escapes, nested values, a field named twice, anything malformed) is left to
-//! the pure reader, so its records and error messages stay the only ones there are.
+//! Only the plain shape is read here: a flat JSON object (`flatjson`); an ASCII id string and a
+//! fingerprint string in plain hex or decimal that fits, both without escapes. Every other line (nested
+//! values, a field named twice, anything malformed) is left to the pure reader, so its records and
+//! error messages stay the only ones there are.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
+use crate::flatjson::{flat_object, Value};
 use crate::pyglue::{type_error, type_name, value_error};
 use crate::to_int;
-
-/// The most digits an integer of another field may have here: Python's lowest int_max_str_digits.
-const MAX_INT_DIGITS: usize = 640;
-
-/// JSON's white space, the only kind allowed between tokens.
-fn is_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-/// A cursor over one line.
-struct Scan<'a> {
-    line: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Scan<'a> {
-    fn skip_space(&mut self) {
-        while self.at < self.line.len() && is_space(self.line[self.at]) {
-            self.at += 1;
-        }
-    }
-
-    /// The next byte after white space, consumed.
-    fn next_token(&mut self) -> Option<u8> {
-        self.skip_space();
-        let byte = *self.line.get(self.at)?;
-        self.at += 1;
-        Some(byte)
-    }
-
-    /// A string's bytes (its opening quote already consumed), when it holds no escape and no control
-    /// character: those are left to the pure reader.
-    fn plain_string(&mut self) -> Option<&'a [u8]> {
-        let start = self.at;
-        let rest = &self.line[start..];
-        let end = rest
-            .iter()
-            .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
-        if rest[end] != b'"' {
-            return None;
-        }
-        self.at = start + end + 1;
-        Some(&rest[..end])
-    }
-
-    /// Consume the longest run of ASCII digits; whether there was one.
-    fn digits(&mut self) -> bool {
-        let start = self.at;
-        while self.at < self.line.len() && self.line[self.at].is_ascii_digit() {
-            self.at += 1;
-        }
-        self.at > start
-    }
-
-    /// A number, true, false or null (its first byte already consumed), exactly as JSON writes them.
-    fn scalar(&mut self, first: u8) -> Option<()> {
-        for literal in [&b"true"[..], b"false", b"null"] {
-            if first == literal[0] {
-                let rest = &literal[1..];
-                let found = self.line.get(self.at..self.at + rest.len())? == rest;
-                self.at += rest.len();
-                return found.then_some(());
-            }
-        }
-        let mut first = first;
-        if first == b'-' {
-            first = *self.line.get(self.at)?;
-            self.at += 1;
-        }
-        match first {
-            b'0' => {}
-            b'1'..=b'9' => {
-                let start = self.at - 1; // the first digit
-                self.digits();
-                // Python reads a longer integer only up to its int_max_str_digits (640 at the least):
-                // whether such a line is valid is the pure reader's to say.
-                if self.at - start >= MAX_INT_DIGITS
-                    && !matches!(self.line.get(self.at), Some(b'.' | b'e' | b'E'))
-                {
-                    return None;
-                }
-            }
-            _ => return None,
-        }
-        if self.line.get(self.at) == Some(&b'.') {
-            self.at += 1;
-            if !self.digits() {
-                return None;
-            }
-        }
-        if matches!(self.line.get(self.at), Some(b'e' | b'E')) {
-            self.at += 1;
-            if matches!(self.line.get(self.at), Some(b'+' | b'-')) {
-                self.at += 1;
-            }
-            if !self.digits() {
-                return None;
-            }
-        }
-        Some(())
-    }
-}
-
-/// A field's value: a string without escapes, or any other scalar (never an id or a fingerprint).
-#[derive(Clone, Copy)]
-enum Value<'a> {
-    Text(&'a [u8]),
-    Scalar,
-}
-
-/// The fields of a flat object of plain values, in order, when the line is exactly that.
-fn plain_object(line: &[u8]) -> Option<Vec<(&[u8], Value<'_>)>> {
-    std::str::from_utf8(line).ok()?;
-    let mut scan = Scan { line, at: 0 };
-    if scan.next_token()? != b'{' {
-        return None;
-    }
-    let mut fields = Vec::with_capacity(4);
-    loop {
-        if scan.next_token()? != b'"' {
-            return None; // `{}` too: its missing fields are reported by the pure reader
-        }
-        let key = scan.plain_string()?;
-        if scan.next_token()? != b':' {
-            return None;
-        }
-        let value = match scan.next_token()? {
-            b'"' => Value::Text(scan.plain_string()?),
-            first => scan.scalar(first).map(|()| Value::Scalar)?,
-        };
-        fields.push((key, value));
-        match scan.next_token()? {
-            b',' => continue,
-            b'}' => break,
-            _ => return None,
-        }
-    }
-    scan.skip_space();
-    (scan.at == line.len()).then_some(fields)
-}
 
 /// How fingerprint text is read: `codec.parse_fingerprint`'s `base`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -235,15 +96,15 @@ pub struct Wanted<'a> {
 
 /// A line's id and fingerprint when the line has the plain shape, else None (the pure reader's case).
 pub fn plain_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a [u8], u128)> {
-    let fields = plain_object(line)?;
+    let fields = flat_object(line)?;
     let mut id = None;
     let mut fp = None;
     for (key, value) in fields {
         // A field named twice: the last wins in Python's readers; left to them rather than copied.
-        if key == wanted.id_field && id.replace(value).is_some() {
+        if key.as_bytes() == wanted.id_field && id.replace(value).is_some() {
             return None;
         }
-        if key == wanted.fp_field && fp.replace(value).is_some() {
+        if key.as_bytes() == wanted.fp_field && fp.replace(value).is_some() {
             return None;
         }
     }
@@ -253,7 +114,10 @@ pub fn plain_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a [u8], 
     if id.is_empty() || id.len() > wanted.max_id || !id.is_ascii() {
         return None;
     }
-    Some((id, plain_fingerprint(fp, wanted.f, wanted.base)?))
+    Some((
+        id.as_bytes(),
+        plain_fingerprint(fp.as_bytes(), wanted.f, wanted.base)?,
+    ))
 }
 
 /// The ids and fingerprints of the lines of the plain shape, and the positions of the others (for the
@@ -346,6 +210,8 @@ mod tests {
         assert_eq!(plain_line(lowest, &wanted()), Some((&b"a"[..], 1 << 63)));
         let twelve = b"{\"id\":\"a\",\"fp\":\"0012\"}";
         assert_eq!(plain_line(twelve, &wanted()), Some((&b"a"[..], 12)));
+        let escapes = b"{\"id\":\"a\",\"url\":\"http:\\/\\/x\\n\\ud800\",\"fp\":\"1f\"}";
+        assert_eq!(plain_line(escapes, &wanted()), Some((&b"a"[..], 0x1f)));
         let scalars = b"{\"n\":-0.5e+3,\"id\":\"a\",\"t\":true,\"fp\":\"1f\",\"z\":null,\"m\":0}";
         assert_eq!(plain_line(scalars, &wanted()), Some((&b"a"[..], 0x1f)));
         let long = |digits: usize, tail: &str| {

@@ -58,7 +58,16 @@ _WIDEST = 1 << 128
 
 # A compiled core built from an older checkout lacks the newer kernels: refused as a whole, so that
 # `engines` runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native, says why it cannot).
-_KERNELS = ("Engine", "MinHash", "Unicode", "hits", "pack_column", "column_buckets", "fingerprint_lines")
+_KERNELS = (
+    "Engine",
+    "MinHash",
+    "Unicode",
+    "hits",
+    "pack_column",
+    "column_buckets",
+    "fingerprint_lines",
+    "fingerprint_text_lines",
+)
 if not all(hasattr(_native, name) for name in _KERNELS):
     missing = next(name for name in _KERNELS if not hasattr(_native, name))
     raise ImportError(f"simhash_redis_native is older than this simhash-redis (no {missing}): rebuild it")
@@ -86,7 +95,7 @@ def _native_unicode(uni: Normalizer) -> _native.Unicode:
     def load_tables() -> tuple[bytes, bytes, bytes]:
         # The packed raw table, the class of every BMP code point, and 1 per BMP whitespace code point.
         raw = uni.bmp16_tables[0]
-        space = bytes(1 if uni.isspace(cp) else 0 for cp in range(0x10000))
+        space = uni.bmp_spaces.astype(np.uint8).tobytes()
         return raw.astype("<u8").tobytes(), uni.bmp_classes.astype(np.uint8).tobytes(), space
 
     def image_parts(cp: int) -> tuple[list[int], list[int], bool, list[int]] | None:
@@ -433,9 +442,9 @@ def fingerprint_lines(
 ) -> tuple[list[str], list[int], list[int]]:
     """The ids and fingerprints of the JSON lines of the plain shape, and the positions of the others.
 
-    The plain shape: a flat object of strings without escapes, numbers, true, false and null; an ASCII
-    id string of 1 to `max_id` characters; a fingerprint string in plain hex (an optional 0x) or decimal
-    (an optional minus) that fits in f bits, without white space. What the stdlib's json and
+    The plain shape: a flat object of strings, numbers, true, false and null; an ASCII id string of 1
+    to `max_id` characters; a fingerprint string in plain hex (an optional 0x) or decimal (an optional
+    minus) that fits in f bits, without white space or escapes. What the stdlib's json and
     `parse_fingerprint` give for such a line; every other line is the pure reader's
     (`jobs.jsonlines`), which then gives its record or error.
 
@@ -452,3 +461,27 @@ def fingerprint_lines(
         InvalidType: a line is not bytes.
     """
     return _native.fingerprint_lines(raws, id_field, fp_field, f, base, max_id)
+
+
+def fingerprint_text_lines(
+    raws: list[bytes], scheme: Scheme, id_field: str, text_field: str, max_id: int
+) -> tuple[list[str], list[int], list[int]]:
+    """The ids and text fingerprints of the JSON lines of the plain shape, and the positions of the others.
+
+    The plain shape: a flat object of strings, numbers, true, false and null; an id string without
+    escapes of 1 to `max_id` UTF-8 bytes, or an integer; a text string that is not blank and holds no
+    lone surrogate. The ids and texts the stdlib's json gives for such a line, and the texts'
+    `fingerprint_many`; every other line is the pure reader's (`jobs.jsonlines`).
+
+    Args:
+        raws: the lines, their line ends included or not.
+        scheme: the scheme, validated.
+        id_field: the field holding the id.
+        text_field: the field holding the text.
+        max_id: the longest id, in UTF-8 bytes.
+
+    Raises:
+        InvalidType: a line is not bytes.
+    """
+    engine = _engine(scheme)
+    return _native.fingerprint_text_lines(engine, raws, id_field, text_field, max_id, tokens.CHUNK_CHARS)

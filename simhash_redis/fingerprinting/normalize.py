@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .charclass import CodePoints, class_of_kind, classes_from_kinds
-from .ucd import PinnedUnicode, UnicodeData
+from .ucd import BmpImages, PinnedUnicode, UnicodeData
 
 __all__ = ["PINNED", "PYTHON", "Normalizer", "classified_code_points", "code_points", "normalize"]
 
@@ -98,7 +98,12 @@ class Normalizer:
         return self.data.special_bmp()
 
     @functools.cached_property
-    def _bmp_images(self) -> tuple[list[str], list[str]]:
+    def bmp_spaces(self) -> npt.NDArray[np.bool_]:
+        """`isspace` of every BMP code point."""
+        return self.data.bmp_spaces()
+
+    @functools.cached_property
+    def _bmp_images(self) -> BmpImages:
         return self.data.bmp_images()
 
     @functools.cached_property
@@ -109,16 +114,9 @@ class Normalizer:
         its NFKC image is longer than one code point (see `nfkc_image`).
         """
         images = self._bmp_images[0]
-        premap = np.arange(0x10000, dtype=np.uint32)
-        long_image = np.zeros(0x10000, dtype=bool)
-        for cp in range(0x80, 0x10000):
-            if 0xD800 <= cp <= 0xDFFF:
-                continue
-            image = images[cp]
-            if len(image) == 1:
-                premap[cp] = ord(image)
-            else:
-                long_image[cp] = True
+        single = images.length == 1
+        premap = np.where(single, images.first, np.arange(0x10000, dtype=np.uint32)).astype(np.uint32)
+        long_image = ~single
         return self.bmp_classes, premap, long_image
 
     @functools.cached_property
@@ -136,17 +134,9 @@ class Normalizer:
         classes, premap, long_image = self.bmp_tables
         odd = long_image | (premap > 0xFFFF) | self.special_bmp
         premap16 = np.where(odd, np.arange(0x10000, dtype=np.uint32), premap).astype(np.uint16)
-        fold = np.arange(0x10000, dtype=np.uint16)
-        multi = np.zeros(0x10000, dtype=bool)
         images = self._bmp_images[1]
-        for cp in range(0x10000):
-            if 0xD800 <= cp <= 0xDFFF:
-                continue
-            image = images[cp]
-            if len(image) == 1 and ord(image) <= 0xFFFF:
-                fold[cp] = ord(image)
-            else:
-                multi[cp] = True
+        multi = (images.length != 1) | (images.first > 0xFFFF)
+        fold = np.where(multi, np.arange(0x10000, dtype=np.uint32), images.first).astype(np.uint16)
         folded = (
             fold.astype(np.uint32)
             | classes[fold].astype(np.uint32) << 16
@@ -159,7 +149,7 @@ class Normalizer:
             | folded[premap16].astype(np.uint64) << 16
             | closer.astype(np.uint64) << 36
         )
-        self.__dict__.pop("_bmp_images", None)  # 131,072 strings, needed by neither table any more
+        self.__dict__.pop("_bmp_images", None)  # needed by neither table any more
         return raw.astype(np.uint64), folded.astype(np.uint32)
 
     def composing_flags(self) -> npt.NDArray[np.bool_]:

@@ -22,12 +22,12 @@ import gzip
 import json
 import unicodedata
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PINNED_VERSION", "PinnedUnicode", "UnicodeData"]
+__all__ = ["PINNED_VERSION", "BmpImages", "Images", "PinnedUnicode", "UnicodeData"]
 
 #: The Unicode version that scheme 2 pins.
 PINNED_VERSION = "15.1"
@@ -37,6 +37,43 @@ _S_BASE, _L_BASE, _V_BASE, _T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
 _L_COUNT, _V_COUNT, _T_COUNT = 19, 21, 28
 _N_COUNT = _V_COUNT * _T_COUNT
 _S_COUNT = _L_COUNT * _N_COUNT
+
+
+class Images(NamedTuple):
+    """One image (an NFKC image, a case folding) of every BMP code point: its first code point and its
+    length in code points."""
+
+    first: npt.NDArray[np.uint32]
+    length: npt.NDArray[np.intp]
+
+
+#: The NFKC images and the case foldings of the BMP code points.
+BmpImages = tuple[Images, Images]
+
+
+@functools.cache
+def _bmp_text() -> str:
+    """Every BMP code point followed by U+0000, with "a" for U+0000 itself and for the surrogates."""
+    cps = np.zeros(0x20000, dtype="<u4")
+    cps[0::2] = np.arange(0x10000)
+    cps[0] = cps[2 * 0xD800 : 2 * 0xE000 : 2] = ord("a")
+    return cps.tobytes().decode("utf-32-le")
+
+
+def _cut(images: str) -> Images:
+    """The image of each code point from the images of `_bmp_text` (U+0000 and surrogates: themselves).
+
+    Args:
+        images: the text's image, an image of each code point followed by U+0000.
+    """
+    cps = np.frombuffer(images.encode("utf-32-le"), dtype="<u4")
+    ends = np.flatnonzero(cps == 0)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    first = cps[starts].astype(np.uint32)
+    length = (ends - starts).astype(np.intp)
+    first[0] = 0
+    first[0xD800:0xE000] = np.arange(0xD800, 0xE000, dtype=np.uint32)
+    return Images(first, length)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -78,13 +115,13 @@ class UnicodeData:
         """Return the NFKC image of one code point (not a surrogate)."""
         return unicodedata.normalize("NFKC", chr(cp))
 
-    def bmp_images(self) -> tuple[list[str], list[str]]:
+    def bmp_images(self) -> BmpImages:
         """Return the NFKC images and the case foldings of the BMP code points (surrogates: themselves)."""
-        nfkc, chars = unicodedata.normalize, [chr(cp) for cp in range(0x10000)]
-        chars[0xD800:0xE000] = ["\x00"] * 0x800
-        images, folds = [nfkc("NFKC", char) for char in chars], [char.casefold() for char in chars]
-        images[0xD800:0xE000] = folds[0xD800:0xE000] = [chr(cp) for cp in range(0xD800, 0xE000)]
-        return images, folds
+        # Each code point's image from one call over all of them, cut apart at U+0000: a starter that
+        # composes with nothing and is its own image, so no image reaches across it. Case folding is
+        # per character anyway.
+        text = _bmp_text()
+        return _cut(unicodedata.normalize("NFKC", text)), _cut(text.casefold())
 
     def bmp_composition_data(self) -> tuple[dict[int, int], dict[int, str]]:
         """Return the BMP code points' non-zero combining classes and their decomposition mappings."""
@@ -106,6 +143,12 @@ class UnicodeData:
     def isspace(self, cp: int) -> bool:
         """Tell whether a code point is whitespace (what `str.split` splits on)."""
         return chr(cp).isspace()
+
+    def bmp_spaces(self) -> npt.NDArray[np.bool_]:
+        """Return `isspace` of every BMP code point."""
+        chars = _bmp_text()[::2]
+        spaces: npt.NDArray[np.bool_] = np.fromiter(map(str.isspace, chars), dtype=bool, count=0x10000)
+        return spaces
 
     def special_bmp(self) -> npt.NDArray[np.bool_]:
         """Return, per BMP code point, whether texts holding it need this class's own normalisation."""
@@ -265,11 +308,17 @@ class PinnedUnicode(UnicodeData):
     def nfkc_char(self, cp: int) -> str:
         return self._nfkc(chr(cp)) if self._special_cp(cp) else unicodedata.normalize("NFKC", chr(cp))
 
-    def bmp_images(self) -> tuple[list[str], list[str]]:
+    def bmp_images(self) -> BmpImages:
         images, folds = super().bmp_images()
         for cp in np.flatnonzero(self.special_bmp()).tolist():
-            images[cp], folds[cp] = self._nfkc(chr(cp)), self._fold.get(cp, chr(cp))
+            for table, image in ((images, self._nfkc(chr(cp))), (folds, self._fold.get(cp, chr(cp)))):
+                table.first[cp], table.length[cp] = ord(image[0]), len(image)
         return images, folds
+
+    def bmp_spaces(self) -> npt.NDArray[np.bool_]:
+        spaces = np.zeros(0x10000, dtype=bool)
+        spaces[[cp for cp in self._space if cp <= 0xFFFF]] = True
+        return spaces
 
     def bmp_composition_data(self) -> tuple[dict[int, int], dict[int, str]]:
         return (

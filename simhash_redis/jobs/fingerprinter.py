@@ -116,9 +116,13 @@ def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Fingerprinted:
 def _fingerprinted_lines(
     lines: JsonLines, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
 ) -> Fingerprinted:
-    """A run of JSON lines parsed and fingerprinted (lines of precomputed fingerprints the short way)."""
+    """A run of JSON lines parsed and fingerprinted (by the compiled core where it can, a verified
+    index's texts aside: their sketches need each text)."""
     if lines.options.fingerprint_field is not None and hasher is None:
         return Fingerprinted(*lines.fingerprints(f, fp_base))
+    done = lines.texts_fingerprinted(scheme) if hasher is None else None
+    if done is not None:
+        return Fingerprinted(*done)
     return _parse_lines(lines, scheme, hasher, f, fp_base)
 
 

@@ -1,8 +1,9 @@
 """JSON Lines inputs: an object per line, its record, and runs of raw lines parsed where they are used.
 
 A line is parsed by orjson where installed (`jsontext`), else by the stdlib, with the stdlib's values
-and errors either way. Lines of precomputed fingerprints are read by the compiled core where it runs
-(the lines of the plain shape; every other line here), so a large load needs no record per line.
+and errors either way. Where the compiled core runs, it reads the lines of the plain shape itself,
+precomputed fingerprints and texts alike (the texts fingerprinted as it reads them; every other line
+here), so a large load needs no record, and no str per text, per line.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import IO, Any, NamedTuple
 from .. import defaults
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
-from ..fingerprinting import engines
+from ..fingerprinting import Scheme, engines
 from .jsontext import loads, loads_object
 from .records import (
     ReadOptions,
@@ -172,7 +173,10 @@ class JsonLines(NamedTuple):
             fp_base: how their strings are read (`parse_fingerprint`).
         """
         done = self._natively(f, fp_base, len(self.raws))
-        return done if done is not None else self._merged([], [], range(len(self.raws)), f, fp_base)
+        if done is not None:
+            return done
+        everything = range(len(self.raws))
+        return _merged([], [], everything, [self._line(at, f, fp_base) for at in everything])
 
     def fingerprints_here(self, f: int, fp_base: str) -> Fingerprints | None:
         """`fingerprints` when the compiled core reads nearly every line itself, else None.
@@ -198,33 +202,38 @@ class JsonLines(NamedTuple):
         ids, fps, others = read
         if len(others) > most:
             return None
-        return self._merged(ids, fps, others, f, fp_base)
+        return _merged(ids, fps, others, [self._line(position, f, fp_base) for position in others])
 
-    def _merged(
-        self, ids: list[str], fps: list[int], others: Sequence[int], f: int, fp_base: str
-    ) -> Fingerprints:
-        """The compiled core's ids and fingerprints with the pure reader's of the `others` lines (their
-        positions, ascending), each where it was: after the plain lines before it."""
+    def texts_fingerprinted(self, scheme: Scheme) -> Fingerprints | None:
+        """The ids and text fingerprints of lines read with `text_field`, and each error with the number
+        of good lines before it, as `records` and `scheme.fingerprint_many` give them; None under the
+        pure engine.
+
+        The compiled core reads and fingerprints the lines of the plain shape
+        (`native.fingerprint_text_lines`) without a record or a str per text; the others are read here.
+
+        Args:
+            scheme: the scheme the texts are fingerprinted with.
+        """
+        core, options = engines.native, self.options
+        if core is None or options.fingerprint_field is not None:
+            return None
+        if not _utf8(options.id_field, options.text_field):
+            return None
+        read: tuple[list[str], list[int], list[int]] = core.fingerprint_text_lines(
+            self.raws, scheme, options.id_field, options.text_field, defaults.MAX_ID_BYTES
+        )
+        ids, fps, others = read
         if not others:
             return ids, fps, []
-        all_ids: list[str] = []
-        all_fps: list[int] = []
-        errors: list[tuple[int, InputError]] = []
-        done = 0
-        for count, position in enumerate(others):
-            plain = position - count  # plain lines before this one
-            all_ids += ids[done:plain]
-            all_fps += fps[done:plain]
-            done = plain
-            item = self._line(position, f, fp_base)
-            if isinstance(item, InputError):
-                errors.append((len(all_ids), item))
-            elif item is not None:
-                all_ids.append(item[0])
-                all_fps.append(item[1])
-        all_ids += ids[done:]
-        all_fps += fps[done:]
-        return all_ids, all_fps, errors
+        items = [
+            _json_record(self.raws[position], self.first + position, self.source, options)
+            for position in others
+        ]
+        texts = [str(item.doc) for item in items if isinstance(item, Record)]
+        computed = iter(scheme.fingerprint_many(texts))
+        results = [(item.id, next(computed)) if isinstance(item, Record) else item for item in items]
+        return _merged(ids, fps, others, results)
 
     def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
         """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""
@@ -249,6 +258,35 @@ class JsonLines(NamedTuple):
             return doc_id, parse_fingerprint(text, f, fp_base)
         except InvalidArgument as exc:
             return InputError(source, number, str(exc))
+
+
+def _merged(
+    ids: list[str],
+    fps: list[int],
+    others: Sequence[int],
+    results: Sequence[tuple[str, int] | InputError | None],
+) -> Fingerprints:
+    """The compiled core's ids and fingerprints with the pure reader's `results` of the `others` lines
+    (their positions, ascending), each where it was: after the plain lines before it."""
+    if not others:
+        return ids, fps, []
+    all_ids: list[str] = []
+    all_fps: list[int] = []
+    errors: list[tuple[int, InputError]] = []
+    done = 0
+    for count, (position, item) in enumerate(zip(others, results, strict=True)):
+        plain = position - count  # plain lines before this one
+        all_ids += ids[done:plain]
+        all_fps += fps[done:plain]
+        done = plain
+        if isinstance(item, InputError):
+            errors.append((len(all_ids), item))
+        elif item is not None:
+            all_ids.append(item[0])
+            all_fps.append(item[1])
+    all_ids += ids[done:]
+    all_fps += fps[done:]
+    return all_ids, all_fps, errors
 
 
 def jsonl_chunks(
