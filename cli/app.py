@@ -27,6 +27,7 @@ from simhash_redis.errors import (
 )
 
 from .common import ExitCode, Settings
+from .quick_exit import leave
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
@@ -303,9 +304,18 @@ for _name in COMMAND_MODULES:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the command line (the ``simhash-redis`` console script).
+    """Run the command line.
 
     Args:
         argv: the arguments; default sys.argv[1:].
     """
     app(args=argv, prog_name="simhash-redis")
+
+
+def run() -> None:
+    """The ``simhash-redis`` console script: `main`, then a quick exit (`quick_exit.leave`)."""
+    try:
+        main()
+    except SystemExit as done:
+        leave(done.code)
+        raise

@@ -26,9 +26,11 @@ def test_the_python_example_runs_as_written(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == ["story-1 0", "story-4 is a copy of story-1"]
     finally:
-        subprocess.run(
+        stopped = subprocess.run(
             [sys.executable, "-m", "simhash_redis.cli", "server", "stop"],
             env=env,
             capture_output=True,
+            text=True,
             timeout=60,
         )
+    assert stopped.returncode == 0, stopped.stderr  # else its server outlives the test

@@ -11,6 +11,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import simhash_redis
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("simhash-redis")
 
@@ -35,6 +37,31 @@ def test_console_script(redis_url: str, tmp_path: Path) -> None:
     assert json.loads(near.stdout)[0]["id"] == "doc-1"
     down = _run([str(SCRIPT), "--redis-url", "redis://:pw@127.0.0.1:1", "get", "x"])
     assert down.returncode == 4 and "Traceback" not in down.stderr and ":pw@" not in down.stderr
+
+
+_SCRIPT_WITH = """
+import atexit, sys, threading, time
+from simhash_redis.cli.app import run
+atexit.register(lambda: print("atexit ran", flush=True))
+if sys.argv[1] == "thread":
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread finished", flush=True))).start()
+sys.argv[1:] = sys.argv[2:]
+run()
+"""
+
+
+def test_the_quick_exit_keeps_what_pythons_exit_does() -> None:
+    # The teardown is skipped, the atexit handlers run, the output is whole, the status is click's.
+    done = _run([sys.executable, "-c", _SCRIPT_WITH, "alone", "--version"])
+    version = f"simhash-redis {simhash_redis.__version__}"
+    assert (done.returncode, done.stdout.splitlines()) == (0, [version, "atexit ran"])
+    usage = _run([sys.executable, "-c", _SCRIPT_WITH, "alone", "near", "--k", "x", "text"])
+    assert usage.returncode == 2 and "Traceback" not in usage.stderr
+    # Another thread still running: Python's own exit, which waits for it.
+    waited = _run([sys.executable, "-c", _SCRIPT_WITH, "thread", "--version"])
+    assert waited.returncode == 0 and waited.stdout.splitlines()[1:] == ["thread finished", "atexit ran"]
+    module = _run([sys.executable, "-m", "simhash_redis.cli", "--version"])
+    assert (module.returncode, module.stdout) == (0, version + "\n")
 
 
 def _can_build_offline() -> bool:
