@@ -13,7 +13,8 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 # The compiled core (Rust, built by maturin from PyPI): optional, the pure engine runs without it.
-NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs)
+NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml native/simhash_redis_native.pyi \
+	$(wildcard native/src/*.rs)
 $(BIN)/.native: $(BIN)/.installed $(NATIVE_SOURCES)
 	@if command -v cargo >/dev/null 2>&1; then \
 		$(BIN)/python -m pip install --quiet ./native && touch $@; \

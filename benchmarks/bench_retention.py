@@ -39,7 +39,6 @@ def fill_period(index: SimhashIndex, window: int, ids: list[bytes], fps: list[in
     step = 200_000
     for start in range(0, len(ids), step):
         bulk.write(ids[start : start + step], np.array(fps[start : start + step], dtype=np.uint64))
-    bulk.recount()
 
 
 def writes(client: Any, n: int, command: str) -> Figure:

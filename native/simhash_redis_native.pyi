@@ -103,12 +103,29 @@ class GroupedCommands:
     def __iter__(self) -> GroupedCommands: ...
     def __next__(self) -> tuple[bytes, int]: ...
 
+class ScriptRuns:
+    """Calls of a script on runs of groups (sizes and entries per group): chunks of (RESP, commands)."""
+
+    def __init__(
+        self,
+        sha: bytes,
+        counts: bytes | None,
+        key: tuple[bytes, int],
+        groups: tuple[bytes, bytes, bytes],
+        columns: list[Column],
+        call_entries: int,
+        chunk_args: int,
+    ) -> None: ...
+    def __iter__(self) -> ScriptRuns: ...
+    def __next__(self) -> tuple[bytes, int]: ...
+
 class AttachCalls:
     """The calls of lua/bulk_fp.lua for runs of groups: chunks of (RESP, commands)."""
 
     def __init__(
         self,
         sha: bytes,
+        counts: bytes | None,
         prefix: bytes,
         groups: tuple[bytes, bytes, bytes],
         fps: Column,

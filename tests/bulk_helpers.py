@@ -10,8 +10,9 @@ from simhash_redis import SimhashIndex
 from simhash_redis.codec import decode_ids
 
 #: What an interrupted bulk load may leave, all invisible to near(): ids committed in the id map whose
-#: fingerprint-map entry is not written yet, table members without ids, counts not recomputed yet.
-INVISIBLE = {"id missing from fingerprint map", "orphan table member", "counts differ from data"}
+#: fingerprint-map entry is not written yet, table members without ids. Never counts that differ from
+#: the data: each step's script moves them with what it adds.
+INVISIBLE = {"id missing from fingerprint map", "orphan table member"}
 
 Content = dict[bytes, tuple[str, Any]]
 

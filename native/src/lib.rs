@@ -585,6 +585,7 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hits, m)?)?;
     m.add_class::<packing::GroupedCommands>()?;
     m.add_class::<packing::AttachCalls>()?;
+    m.add_class::<packing::ScriptRuns>()?;
     m.add_function(wrap_pyfunction!(packing::pack_column, m)?)?;
     m.add_function(wrap_pyfunction!(packing::unpack_column, m)?)?;
     m.add_function(wrap_pyfunction!(packing::column_buckets, m)?)?;

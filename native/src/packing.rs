@@ -248,12 +248,94 @@ impl GroupedCommands {
     }
 }
 
+/// `grouped.script_runs`, packed: calls of a script for runs of groups holding `call_entries`
+/// positions, each naming its groups' keys (then `counts`, if given) and giving, per group, its size and
+/// its positions' entries of every column; an iterator of chunks as `(RESP, commands)`.
+#[pyclass(module = "simhash_redis_native")]
+pub struct ScriptRuns {
+    sha: Vec<u8>,
+    counts: Option<Vec<u8>>,
+    groups: HeldGroups,
+    columns: Vec<Held>,
+    call_entries: usize,
+    chunk_args: usize,
+    next: usize,
+}
+
+#[pymethods]
+impl ScriptRuns {
+    #[new]
+    #[pyo3(signature = (sha, counts, key, groups, columns, call_entries, chunk_args))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)] // the Python signature
+    fn new(
+        py: Python<'_>,
+        sha: Vec<u8>,
+        counts: Option<Vec<u8>>,
+        key: (Vec<u8>, usize),
+        groups: (&[u8], &[u8], &[u8]),
+        columns: Vec<ColumnArg<'_>>,
+        call_entries: usize,
+        chunk_args: usize,
+    ) -> PyResult<Self> {
+        if columns.len() > MAX_HEAD_ARGS {
+            return Err(value_error(py, format!("at most {MAX_HEAD_ARGS} columns")));
+        }
+        let columns = columns
+            .into_iter()
+            .map(|column| Held::new(py, column))
+            .collect::<PyResult<Vec<_>>>()?;
+        let size = columns.iter().map(Held::len).min().unwrap_or(usize::MAX);
+        let (heads, bounds, rows) = groups;
+        let groups = HeldGroups::new(py, (key.0, key.1, heads, bounds, rows), size)?;
+        Ok(Self {
+            sha,
+            counts,
+            groups,
+            columns,
+            call_entries,
+            chunk_args,
+            next: 0,
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(
+        mut slf: PyRefMut<'py, Self>,
+        py: Python<'py>,
+    ) -> Option<(Bound<'py, PyBytes>, usize)> {
+        let this = &*slf;
+        let columns: Vec<Column<'_>> = this.columns.iter().map(|column| column.view(py)).collect();
+        let (groups, form) = (this.groups.groups(), this.groups.form());
+        let script = resp::ScriptCalls {
+            sha: &this.sha,
+            counts: this.counts.as_deref(),
+        };
+        let chunk = py.detach(|| {
+            resp::pack_runs(
+                &script,
+                &form,
+                &groups,
+                &columns,
+                this.call_entries,
+                this.next,
+                this.chunk_args,
+            )
+        });
+        slf.next = chunk.next;
+        chunk_out(py, chunk)
+    }
+}
+
 /// `grouped.attach_calls`, packed: the calls of lua/bulk_fp.lua for runs of groups holding `call_pairs`
 /// fingerprints; `joined` gives the id lists of positions whose fingerprint several ids share; an
 /// iterator of chunks as `(RESP, commands)`.
 #[pyclass(module = "simhash_redis_native")]
 pub struct AttachCalls {
     sha: Vec<u8>,
+    counts: Option<Vec<u8>>,
     groups: HeldGroups,
     fps: Held,
     ids: Held,
@@ -266,11 +348,12 @@ pub struct AttachCalls {
 #[pymethods]
 impl AttachCalls {
     #[new]
-    #[pyo3(signature = (sha, prefix, groups, fps, ids, joined, call_pairs, chunk_args))]
+    #[pyo3(signature = (sha, counts, prefix, groups, fps, ids, joined, call_pairs, chunk_args))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)] // the Python signature
     fn new(
         py: Python<'_>,
         sha: Vec<u8>,
+        counts: Option<Vec<u8>>,
         prefix: Vec<u8>,
         groups: (&[u8], &[u8], &[u8]),
         fps: ColumnArg<'_>,
@@ -297,6 +380,7 @@ impl AttachCalls {
         let groups = HeldGroups::new(py, (prefix, 0, heads, bounds, rows), size)?;
         Ok(Self {
             sha,
+            counts,
             groups,
             fps,
             ids,
@@ -329,7 +413,10 @@ impl AttachCalls {
         let (groups, form) = (this.groups.groups(), this.groups.form());
         let chunk = py.detach(|| {
             resp::pack_attach(
-                &this.sha,
+                &resp::ScriptCalls {
+                    sha: &this.sha,
+                    counts: this.counts.as_deref(),
+                },
                 &form,
                 &groups,
                 fps,

@@ -255,13 +255,102 @@ impl Lists<'_> {
     }
 }
 
+/// A script called on runs of groups, as its calls name it: its SHA1, and the key named after the
+/// groups' keys in each call, if any (the counts hash on a standalone server: the script moves it).
+pub struct ScriptCalls<'a> {
+    pub sha: &'a [u8],
+    pub counts: Option<&'a [u8]>,
+}
+
+impl ScriptCalls<'_> {
+    /// Appends a call's head: `EVALSHA sha <numkeys>`, the keys of groups `start..end`, the counts key.
+    fn head(&self, out: &mut Vec<u8>, count: usize, form: &KeyForm<'_>, heads: &[u64]) {
+        header(out, count);
+        bulk(out, b"EVALSHA");
+        bulk(out, self.sha);
+        let mut numkeys = Vec::new();
+        decimal(
+            &mut numkeys,
+            (heads.len() + usize::from(self.counts.is_some())) as u64,
+        );
+        bulk(out, &numkeys);
+        for &head in heads {
+            key(out, form, head);
+        }
+        if let Some(counts) = self.counts {
+            bulk(out, counts);
+        }
+    }
+
+    /// The keys a call of `groups` groups names.
+    fn keys(&self, groups: usize) -> usize {
+        groups + usize::from(self.counts.is_some())
+    }
+}
+
+/// The groups `from..` of a call that holds `call_entries` positions (one group at the least).
+fn run_end(groups: &Groups<'_>, from: usize, call_entries: usize) -> (usize, usize) {
+    let (mut end, mut entries) = (from, 0);
+    while end < groups.len() && (end == from || entries < call_entries) {
+        entries += groups.rows_of(end).len();
+        end += 1;
+    }
+    (end, entries)
+}
+
+/// The chunk of calls of a script that starts at group `from`: each call takes a run of groups holding
+/// `call_entries` positions and names their keys (then `script.counts`); its argv gives, for each group
+/// in turn, its size, then for each of its positions that position's entry of every column; the chunk
+/// ends after the call that brings it to `chunk_args` arguments.
+pub fn pack_runs(
+    script: &ScriptCalls<'_>,
+    form: &KeyForm<'_>,
+    groups: &Groups<'_>,
+    columns: &[Column<'_>],
+    call_entries: usize,
+    from: usize,
+    chunk_args: usize,
+) -> Chunk {
+    let mut chunk = Chunk {
+        data: Vec::new(),
+        commands: 0,
+        next: from,
+    };
+    let mut args = 0;
+    while chunk.next < groups.len() && (chunk.commands == 0 || args < chunk_args) {
+        let start = chunk.next;
+        let (end, entries) = run_end(groups, start, call_entries);
+        let count = 3 + script.keys(end - start) + (end - start) + entries * columns.len();
+        let out = &mut chunk.data;
+        script.head(out, count, form, &groups.heads[start..end]);
+        let first = groups.bounds[start];
+        let rows = &groups.rows[first..groups.bounds[end]];
+        let fetched: Vec<Fetched> = columns.iter().map(|column| column.fetch(rows)).collect();
+        for j in start..end {
+            let (from, to) = (groups.bounds[j] - first, groups.bounds[j + 1] - first);
+            let mut size = Vec::new();
+            decimal(&mut size, (to - from) as u64);
+            bulk(out, &size);
+            for k in from..to {
+                for entries in &fetched {
+                    entries.write(out, k);
+                }
+            }
+        }
+        args += count;
+        chunk.commands += 1;
+        chunk.next = end;
+    }
+    chunk
+}
+
 /// The chunk of lua/bulk_fp.lua calls that starts at group `from`: `EVALSHA sha <keys> <key>...
 /// <argv>`, a run of groups per call until it holds `call_pairs` entries, where each group gives its key
 /// and, in argv, its size, its fingerprints, then each fingerprint again with its id list; the chunk
 /// ends after the call that brings it to `chunk_args` arguments.
 #[allow(clippy::too_many_arguments)] // one chunk of the Python function's calls
 pub fn pack_attach(
-    sha: &[u8],
+    script: &ScriptCalls<'_>,
     form: &KeyForm<'_>,
     groups: &Groups<'_>,
     fps: Column<'_>,
@@ -278,24 +367,10 @@ pub fn pack_attach(
     let mut args = 0;
     while chunk.next < groups.len() && (chunk.commands == 0 || args < chunk_args) {
         let start = chunk.next;
-        let mut end = start;
-        let mut pairs = 0;
-        while end < groups.len() && (end == start || pairs < call_pairs) {
-            pairs += groups.rows_of(end).len();
-            end += 1;
-        }
-        let keys = end - start;
-        let count = 3 + 2 * keys + 3 * pairs;
+        let (end, pairs) = run_end(groups, start, call_pairs);
+        let count = 3 + script.keys(end - start) + (end - start) + 3 * pairs;
         let out = &mut chunk.data;
-        header(out, count);
-        bulk(out, b"EVALSHA");
-        bulk(out, sha);
-        let mut numkeys = Vec::new();
-        decimal(&mut numkeys, keys as u64);
-        bulk(out, &numkeys);
-        for j in start..end {
-            key(out, form, groups.heads[j]);
-        }
+        script.head(out, count, form, &groups.heads[start..end]);
         let first = groups.bounds[start];
         let rows = &groups.rows[first..groups.bounds[end]];
         let (fetched, ids) = (fps.fetch(rows), lists.ids.fetch(rows));
@@ -435,6 +510,40 @@ mod tests {
     }
 
     #[test]
+    fn script_runs_give_each_groups_size_and_entries() {
+        let form = KeyForm {
+            prefix: b"id:",
+            hex_width: 0,
+        };
+        let groups = Groups {
+            heads: &[3, 7],
+            bounds: &[0, 2, 3],
+            rows: &[2, 0, 1],
+        };
+        let ids = Column::Packed {
+            data: b"abc",
+            ends: &[1, 2, 3],
+        };
+        let fps = Column::Stored {
+            values: &[5, 6, 7],
+            signed: false,
+        };
+        let script = ScriptCalls {
+            sha: b"sha",
+            counts: Some(b"n"),
+        };
+        let columns = [ids, fps];
+        let one = all_chunks(|from| pack_runs(&script, &form, &groups, &columns, 8, from, 1000));
+        let expected = b"*14\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n$4\r\nid:3\r\n$4\r\nid:7\r\n$1\r\nn\r\n\
+$1\r\n2\r\n$1\r\nc\r\n$1\r\n7\r\n$1\r\na\r\n$1\r\n5\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n6\r\n";
+        assert_eq!(one, vec![(expected.to_vec(), 1)]);
+        // A call per group when each holds the entries a call takes; one chunk of both.
+        let two = all_chunks(|from| pack_runs(&script, &form, &groups, &columns, 1, from, 1000));
+        assert_eq!(two.len(), 1);
+        assert_eq!(two[0].1, 2);
+    }
+
+    #[test]
     fn attach_calls_hold_runs_of_groups() {
         let form = KeyForm {
             prefix: b"fp:",
@@ -456,11 +565,25 @@ mod tests {
             },
             joined: vec![(1, b"2:yz1:w".as_slice())],
         };
+        let script = ScriptCalls {
+            sha: b"sha",
+            counts: None,
+        };
         let chunks =
-            all_chunks(|from| pack_attach(b"sha", &form, &groups, fps, &lists, 1, from, 1000));
+            all_chunks(|from| pack_attach(&script, &form, &groups, fps, &lists, 1, from, 1000));
         assert_eq!(chunks.len(), 1);
         let expected = b"*8\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n1\r\n$4\r\nfp:3\r\n$1\r\n1\r\n$1\r\n5\r\n$1\r\n5\r\n$3\r\n1:x\r\n\
 *8\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n1\r\n$4\r\nfp:7\r\n$1\r\n1\r\n$1\r\n6\r\n$1\r\n6\r\n$7\r\n2:yz1:w\r\n";
         assert_eq!(chunks[0], (expected.to_vec(), 2));
+        // With the counts hash: one key more, after the fingerprint-map keys.
+        let counted = ScriptCalls {
+            sha: b"sha",
+            counts: Some(b"n"),
+        };
+        let chunks =
+            all_chunks(|from| pack_attach(&counted, &form, &groups, fps, &lists, 2, from, 1000));
+        let expected = b"*14\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n3\r\n$4\r\nfp:3\r\n$4\r\nfp:7\r\n$1\r\nn\r\n\
+$1\r\n1\r\n$1\r\n5\r\n$1\r\n5\r\n$3\r\n1:x\r\n$1\r\n1\r\n$1\r\n6\r\n$1\r\n6\r\n$7\r\n2:yz1:w\r\n";
+        assert_eq!(chunks, vec![(expected.to_vec(), 1)]);
     }
 }

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AttachCalls",
     "GroupedCommands",
+    "ScriptRuns",
     "column_buckets",
     "fingerprint",
     "fingerprint_lines",
@@ -67,6 +68,7 @@ _KERNELS = (
     "column_buckets",
     "fingerprint_lines",
     "fingerprint_text_lines",
+    "ScriptRuns",
 )
 if not all(hasattr(_native, name) for name in _KERNELS):
     missing = next(name for name in _KERNELS if not hasattr(_native, name))
@@ -77,6 +79,7 @@ _native.set_error_types(InvalidArgument, InvalidType)
 # The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.
 GroupedCommands = _native.GroupedCommands
 AttachCalls = _native.AttachCalls
+ScriptRuns = _native.ScriptRuns
 pack_column = _native.pack_column
 unpack_column = _native.unpack_column
 column_buckets = _native.column_buckets

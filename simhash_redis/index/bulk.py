@@ -95,8 +95,6 @@ def bulk_add_columns(
         outcomes.extend(done)
         if on_progress is not None:
             on_progress(len(outcomes), done)
-    if outcomes:
-        bulk.recount()
     return outcomes
 
 

@@ -142,14 +142,50 @@ def _utf8(*texts: str) -> bool:
     return True
 
 
-class JsonLines(NamedTuple):
-    """Consecutive raw lines of a JSON Lines input, to be parsed where they are fingerprinted."""
+class JsonLines:
+    """Consecutive raw lines of a JSON Lines input, to be parsed where they are fingerprinted.
 
-    source: str
-    #: The line number of raws[0].
-    first: int
-    raws: list[bytes]
-    options: ReadOptions
+    Read from a file, they travel as the block of bytes they were read as: `raws`, the lines, are cut
+    from it where they are used (a worker process), so the reading process does no work per line.
+
+    Args:
+        source: the input's name, for errors.
+        first: the line number of the first line.
+        raws: the lines, each with its line end; or a block of whole lines, as read.
+        options: where ids, texts and fingerprints are found.
+        count: how many lines the block holds, when given one (counted here otherwise).
+    """
+
+    __slots__ = ("_block", "_raws", "count", "first", "options", "source")
+
+    def __init__(
+        self,
+        source: str,
+        first: int,
+        raws: list[bytes] | bytes,
+        options: ReadOptions,
+        count: int | None = None,
+    ) -> None:
+        self.source, self.first, self.options = source, first, options
+        if isinstance(raws, bytes):
+            self._block: bytes | None = raws
+            self._raws: list[bytes] | None = None
+            self.count = count if count is not None else len(_lines_of(raws))
+        else:
+            self._block, self._raws, self.count = None, raws, len(raws)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A block travels as itself: one bytes object to pickle, not one per line.
+        held = self._block if self._block is not None else self._raws
+        return JsonLines, (self.source, self.first, held, self.options, self.count)
+
+    @property
+    def raws(self) -> list[bytes]:
+        """The lines, each with its line end (the last one's may be missing)."""
+        if self._raws is None:
+            assert self._block is not None
+            self._raws = _lines_of(self._block)
+        return self._raws
 
     def records(self) -> list[Record | InputError]:
         """The lines' records and errors, in input order (blank lines left out)."""
@@ -289,10 +325,51 @@ def _merged(
     return all_ids, all_fps, errors
 
 
+def _lines_of(block: bytes) -> list[bytes]:
+    """The lines of a block as a binary file's iteration gives them: cut after each b"\\n"."""
+    parts = block.split(b"\n")
+    last = parts.pop()
+    lines = [part + b"\n" for part in parts]
+    if last:
+        lines.append(last)
+    return lines
+
+
+#: Bytes per line the first read of a JSON Lines stream assumes (then the mean of the lines read so far).
+_FIRST_LINE_BYTES = 256
+#: The bounds of a read: big enough that runs of short lines come from few reads, small enough to stream.
+_READ_BYTES = (1 << 16, 1 << 24)
+
+
+def _end_of_lines(data: bytes, start: int, lines: int, per_line: int) -> int:
+    """The offset just past the `lines`-th line end after `start`, or 0 if `data` holds fewer.
+
+    Found from a guess (`per_line` bytes a line) moved line by line, so the work per line is a byte
+    search, not a Python step.
+    """
+    guess = min(start + lines * per_line, len(data))
+    end = data.rfind(b"\n", start, guess) + 1 or start
+    found = data.count(b"\n", start, end)
+    while found < lines:
+        end = data.find(b"\n", end) + 1
+        if not end:
+            return 0
+        found += 1
+    while found > lines:
+        end = data.rfind(b"\n", start, end - 1) + 1
+        found -= 1
+    return end
+
+
 def jsonl_chunks(
     stream: IO[bytes], source: str, options: ReadOptions, size: int
 ) -> Iterator[JsonLines | InputError]:
-    """A JSON Lines stream as runs of raw lines, then the fatal error of truncated gzip data if any.
+    """A JSON Lines stream as runs of `size` raw lines (the last one shorter), then the fatal error of
+    truncated gzip data if any (after every whole line before it).
+
+    The stream is read in blocks that are cut into runs without a step per line; each run travels as
+    its block of bytes (`JsonLines`). Reads go through `read1` where the stream has it, so truncated gzip
+    data loses no line decompressed before the fault.
 
     Args:
         stream: the input, as bytes.
@@ -300,18 +377,36 @@ def jsonl_chunks(
         options: where ids, texts and fingerprints are found.
         size: lines per run.
     """
-    first, raws = 1, []
-    fault = None
-    try:
-        for raw in stream:
-            raws.append(raw)
-            if len(raws) == size:
-                yield JsonLines(source, first, raws, options)
-                first += size
-                raws = []
-    except (EOFError, gzip.BadGzipFile) as exc:
-        fault = gzip_fault(source, exc, first + len(raws) - 1)
-    if raws:
-        yield JsonLines(source, first, raws, options)
+    read = getattr(stream, "read1", stream.read)
+    first, data, fault, done = 1, b"", None, False
+    per_line, seen_bytes, seen_lines = _FIRST_LINE_BYTES, 0, 0
+    while not done:
+        parts, held = [data], len(data)
+        # At least one read more than what is held: fewer than `size` lines may fill a read (long ones).
+        want = max(min(size * per_line, _READ_BYTES[1]), held + _READ_BYTES[0])
+        try:
+            while held < want:
+                part = read(want - held)
+                if not part:
+                    done = True
+                    break
+                parts.append(part)
+                held += len(part)
+        except (EOFError, gzip.BadGzipFile) as exc:
+            fault, done = exc, True
+        data = b"".join(parts)
+        start = 0
+        while end := _end_of_lines(data, start, size, per_line):
+            yield JsonLines(source, first, data[start:end], options, size)
+            first += size
+            seen_bytes, seen_lines = seen_bytes + end - start, seen_lines + size
+            per_line = max(1, seen_bytes // seen_lines)
+            start = end
+        data = data[start:]
+    whole = data if fault is None else data[: data.rfind(b"\n") + 1]
+    if whole:
+        count = whole.count(b"\n") + (not whole.endswith(b"\n"))
+        yield JsonLines(source, first, whole, options, count)
+        first += count
     if fault is not None:
-        yield fault
+        yield gzip_fault(source, fault, first - 1)

@@ -347,7 +347,7 @@ class Loader:
             yield ids, fps
 
     def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
-        # Runs before the closing recount: a vanished index stops the load before it writes again.
+        # After each window: a vanished index stops the load before it writes again.
         self._check_index()
         for outcome, times in Counter(outcomes).items():
             self._count_outcome(outcome, times)

@@ -10,16 +10,19 @@ puts 8-15 entries on each key, a window of ten thousand about one. The steps of 
 2. ids stored with another fingerprint (replacements), and every pair of an id named twice in the window,
    go through the atomic path (`Writes.apply`, a batch at a time: the last pair wins);
 3. tables: one SADD per table key with all the window's members for it, table 0's keys first;
-4. id map: one HSET per id bucket: the commit point of `get`;
+4. id map: one HSET per id bucket, the commit point of `get`; on a standalone server by lua/bulk_ids.lua,
+   which moves the documents count by the ids it adds, in the same atomic step;
 5. fingerprint map: lua/bulk_fp.lua appends each id to its fingerprint's netstring list unless it is
    there, atomically per bucket (on a standalone server one call covers a run of buckets, on a cluster
    one bucket): the commit point of `near` and `add_if_new` (readers skip a table member without ids),
-   so no reader ever sees a document half-written; then one SMISMEMBER per table-0 key puts back into
-   its tables any fingerprint an atomic writer removed meanwhile (`_check_tables`);
-6. counts: set from the data by `recount` at the end of a load, never incremented.
+   so no reader ever sees a document half-written; on a standalone server the script moves the
+   fingerprints count by the entries it creates. Then one SMISMEMBER per table-0 key puts back into
+   its tables any fingerprint an atomic writer removed meanwhile (`_check_tables`).
 
-Every step is idempotent, so a chunk resent after a lost reply changes nothing more, and a load cut
-short anywhere (a crash, RedisOutOfMemory) is completed by running it again. On a standalone server
+Every step is idempotent, so a chunk resent after a lost reply changes nothing more (nor any count:
+each moves only with the entries its own atomic step adds, as the atomic path's do), and a load cut
+short anywhere (a crash, RedisOutOfMemory) is completed by running it again; the counts are exact
+throughout (a cluster has none: its counts are summed from the data on demand). On a standalone server
 each step's commands are packed once and streamed on one connection, two writes in flight, so the
 client builds the next while the server runs the previous; on a cluster each chunk of commands goes to
 every node at once (`ClusterTransport` groups them per node), writes followed by WAIT for a replica.
@@ -39,7 +42,7 @@ from ..codec import decode_fp
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
-from .grouped import Column, Groups, attach_calls, commands, group, netstring
+from .grouped import Column, Groups, attach_calls, commands, group, netstring, script_runs
 from .keys import KeySchema
 from .layout import Layout
 from .scripts import Script
@@ -48,7 +51,7 @@ from .writes import Write, Writes
 
 __all__ = ["BulkWrites"]
 
-#: Fingerprints per call of lua/bulk_fp.lua on a standalone server.
+#: Fingerprints per call of lua/bulk_fp.lua, and ids per call of lua/bulk_ids.lua, on a standalone server.
 ATTACH_PAIRS = 512
 
 
@@ -63,7 +66,7 @@ class BulkWrites:
     """
 
     _ATTACH = Script("bulk_fp")
-    _RECOUNT = Script("recount")
+    _COMMIT_IDS = Script("bulk_ids")
 
     def __init__(self, store: Store, layout: Layout, writes: Writes, batch_size: int = 1000) -> None:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
@@ -127,25 +130,6 @@ class BulkWrites:
             self._check_tables(window, first)
         return outcomes  # type: ignore[return-value]
 
-    def recount(self) -> tuple[int, int] | None:
-        """Set the counts hash to the data's sizes, atomically (a standalone server; None on a cluster,
-        whose counts are summed from the data on demand).
-
-        Returns:
-            (documents, fingerprints) as stored.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
-        if self.store.cluster:
-            return None
-        keys, buckets = self.keys, self.keys.id_buckets
-        names = [keys.counts]
-        names += [keys.id_bucket_key(b) for b in range(buckets)]
-        names += [keys.fp_bucket_key(b) for b in range(buckets)]
-        docs, fps = self.store.run_script(self._RECOUNT, [self._RECOUNT.command(names, [buckets])])[0]
-        return int(docs), int(fps)
-
     # -- the steps -------------------------------------------------------------------------------------
 
     def _read(self, window: _Window, single: npt.NDArray[Any]) -> list[bytes | None] | None:
@@ -184,10 +168,17 @@ class BulkWrites:
         return groups[0]
 
     def _id_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
-        """Step 4: one HSET id -> fingerprint per id bucket."""
+        """Step 4: one HSET id -> fingerprint per id bucket; on a standalone server by lua/bulk_ids.lua, a
+        call per run of buckets of about ATTACH_PAIRS ids, which counts the ids it adds."""
         groups = group(window.id_buckets, chosen, self.keys.id_form)
         pairs = [window.ids, window.stored]
-        self._send(commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
+        if self.store.cluster:
+            self._send(commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
+            return
+        script = self._COMMIT_IDS
+        self.store.sender.broadcast([b"SCRIPT", b"LOAD", script.source])
+        calls = script_runs(script.sha, self.keys.counts, groups, pairs, ATTACH_PAIRS, self._packed)
+        self._send(calls, keep=False, durable=True, script=script)
 
     def _fp_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 5: each id into its fingerprint's id list, by lua/bulk_fp.lua: one call per bucket on a
@@ -198,7 +189,9 @@ class BulkWrites:
         script = self._ATTACH
         self.store.sender.broadcast([b"SCRIPT", b"LOAD", script.source])
         pairs = ATTACH_PAIRS if self._packed else 1
-        calls = attach_calls(script.sha, groups, window.stored, window.ids, joined, pairs, self._packed)
+        counts = None if self.store.cluster else self.keys.counts
+        stored, ids = window.stored, window.ids
+        calls = attach_calls(script.sha, counts, groups, stored, ids, joined, pairs, self._packed)
         self._send(calls, keep=False, durable=True, script=script)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:

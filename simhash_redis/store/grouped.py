@@ -1,10 +1,10 @@
 """The bulk path's grouped commands: one command per key, carrying every entry of a window for that key.
 
-`group` sorts a window's positions by key value; `commands` and `attach_calls` turn the groups into
-chunks of commands of at least `chunks.CHUNK_ARGS` arguments. On a standalone server the chunks are
-packed into their RESP form once: by the compiled core when it runs, else here, byte for byte the same
-(tests/native compares them). On a cluster they stay argument tuples, which its transport routes per
-node.
+`group` sorts a window's positions by key value; `commands`, `script_runs` and `attach_calls` turn the
+groups into chunks of commands of at least `chunks.CHUNK_ARGS` arguments. On a standalone server the
+chunks are packed into their RESP form once: by the compiled core when it runs, else here, byte for byte
+the same (tests/native compares them). On a cluster they stay argument tuples, which its transport
+routes per node.
 
 A `Column` holds one entry per window position (an id, or a fingerprint's stored form); the commands
 gather entries by position, so one column serves every step of a window.
@@ -194,8 +194,77 @@ def _pieces(
         yield count, 1, piece
 
 
+def script_runs(
+    sha: bytes,
+    counts: bytes | None,
+    groups: Groups,
+    columns: Sequence[Column],
+    call_entries: int,
+    packed: bool,
+) -> Iterator[Sequence[Command]]:
+    """Calls of a script, each on a run of groups holding about `call_entries` positions: it names the
+    groups' keys (then `counts`, if given) and gives, for each group, its size, then each of its
+    positions' entry of every column; in chunks.
+
+    Args:
+        sha: the script's SHA1.
+        counts: a key named after the groups' keys in each call, or None.
+        groups: the groups.
+        columns: where the entries come from.
+        call_entries: positions per call, at least (a call holds one group at the least).
+        packed: pack the chunks into their RESP form (a standalone server).
+    """
+    native = engines.native
+    if packed and native is not None:
+        found = native.ScriptRuns(
+            sha,
+            counts,
+            (groups.form.prefix, groups.form.hex_width),
+            _numbers(groups),
+            [column.native() for column in columns],
+            call_entries,
+            chunks.CHUNK_ARGS,
+        )
+        yield from (Packed(data, count) for data, count in found)
+        return
+    yield from chunks.chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
+
+
+def _run_pieces(
+    sha: bytes,
+    counts: bytes | None,
+    groups: Groups,
+    columns: Sequence[Column],
+    call_entries: int,
+    packed: bool,
+) -> Iterator[Piece]:
+    per, key_of, tail = len(columns), groups.form.key, [] if counts is None else [counts]
+    rows = groups.rows
+    gather = Column.bulks if packed else Column.objects  # packed: each in its RESP form already
+    units = _interleaved([gather(column)[rows] for column in columns])
+    spans = list(groups.spans())
+    start = 0
+    while start < len(spans):
+        end, entries = start + 1, spans[start][2] - spans[start][1]
+        while end < len(spans) and entries < call_entries:
+            entries += spans[end][2] - spans[end][1]
+            end += 1
+        keys = [key_of(value) for value, _, _ in spans[start:end]] + tail
+        head: list[Any] = [b"EVALSHA", sha, b"%d" % len(keys), *keys]
+        argv: list[Any] = []
+        for _, first, last in spans[start:end]:
+            size = b"%d" % (last - first)
+            argv += [BULK % (len(size), size) if packed else size, *units[first * per : last * per]]
+        count = len(head) + len(argv)
+        if packed:
+            head = [b"*%d\r\n" % count, *(BULK % (len(arg), arg) for arg in head)]
+        yield count, 1, [b"".join([*head, *argv])] if packed else [(*head, *argv)]
+        start = end
+
+
 def attach_calls(
     sha: bytes,
+    counts: bytes | None,
     groups: Groups,
     fps: Column,
     ids: Column,
@@ -209,6 +278,8 @@ def attach_calls(
 
     Args:
         sha: the script's SHA1.
+        counts: the counts hash, named after the groups' keys in each call (the script then moves its
+            fingerprints count); None on a cluster.
         groups: the positions grouped by fingerprint-map bucket.
         fps: the stored fingerprints.
         ids: the ids, whose netstring is the id list of their fingerprint...
@@ -220,6 +291,7 @@ def attach_calls(
     if packed and native is not None:
         found = native.AttachCalls(
             sha,
+            counts,
             groups.form.prefix,
             _numbers(groups),
             fps.native(),
@@ -230,11 +302,13 @@ def attach_calls(
         )
         yield from (Packed(data, count) for data, count in found)
         return
-    yield from chunks.chunks(_attach_pieces(sha, groups, fps, ids, joined, call_pairs, packed), packed)
+    pieces = _attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed)
+    yield from chunks.chunks(pieces, packed)
 
 
 def _attach_pieces(
     sha: bytes,
+    counts: bytes | None,
     groups: Groups,
     fps: Column,
     ids: Column,
@@ -250,7 +324,8 @@ def _attach_pieces(
         for value, start, end in groups.spans():
             fields = [raw[p] for p in rows[start:end]]
             entries = _interleaved([_objects(fields), _objects(lists[start:end])])
-            call = (b"EVALSHA", sha, b"1", key_of(value), end - start, *fields, *entries)
+            named = (key_of(value),) if counts is None else (key_of(value), counts)
+            call = (b"EVALSHA", sha, len(named), *named, end - start, *fields, *entries)
             yield len(call), 1, [call]
         return
     bulks = fps.bulks()[groups.rows].tolist()
@@ -269,7 +344,10 @@ def _attach_pieces(
         )
         pairs += end - start
         if pairs >= call_pairs or j == len(spans) - 1:
-            count, numkeys = 3 + 2 * len(keys) + 3 * pairs, b"%d" % len(keys)
+            if counts is not None:
+                keys.append(BULK % (len(counts), counts))
+            # argv holds a size per group, each fingerprint, and each pair as one entry of two items.
+            count, numkeys = 3 + len(keys) + len(argv) + pairs, b"%d" % len(keys)
             head = b"*%d\r\n$7\r\nEVALSHA\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (
                 count,
                 len(sha),

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from simhash_redis.errors import InvalidArgument, InvalidType
 from simhash_redis.fingerprinting import engines
 from simhash_redis.store import chunks
-from simhash_redis.store.grouped import Column, attach_calls, commands, group
+from simhash_redis.store.grouped import Column, attach_calls, commands, group, script_runs
 from simhash_redis.store.keys import KeyForm, KeySchema
 from simhash_redis.store.layout import Layout
 from tests.native.conftest import pure_engine
@@ -62,9 +62,43 @@ def test_grouped_commands(
 
 
 @settings(max_examples=300, deadline=None)
-@given(window=windows, pairs=st.integers(min_value=1, max_value=9), chunk_args=st.integers(0, 60))
+@given(
+    window=windows,
+    pairs=st.integers(min_value=1, max_value=9),
+    chunk_args=st.integers(0, 60),
+    counts=st.sampled_from([None, b"s:n:counts"]),
+)
+def test_script_runs(
+    window: tuple[list[bytes], list[int], list[int], int], pairs: int, chunk_args: int, counts: bytes | None
+) -> None:
+    ids, fps, values, f = window
+    arr = np.array([fp >> (64 - f) for fp in fps], dtype=np.uint64)
+    rows = np.array([i for i in range(len(ids)) if i % 5 != 3], dtype=np.intp)
+    groups = group(np.array(values, dtype=np.uint64), rows, KeyForm(b"s:n:id:", 0))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunks, "CHUNK_ARGS", chunk_args)
+        columns = [Column(ids), Column.of_fingerprints(arr, f)]
+        native = sent(script_runs(SHA, counts, groups, columns, pairs, packed=True))
+        pure_columns = [Column(list(column.raw)) for column in columns]
+        with pure_engine():
+            assert sent(script_runs(SHA, counts, groups, pure_columns, pairs, packed=True)) == native
+            # The argument tuples a cluster's transport takes: the same commands.
+            plain = script_runs(SHA, counts, groups, pure_columns, pairs, packed=False)
+            unpacked = [tuple(command) for chunk in plain for command in chunk]
+        assert [c for part in native for c in chunks.parse(part[0])] == [
+            tuple(b"%d" % a if isinstance(a, int) else a for a in c) for c in unpacked
+        ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    window=windows,
+    pairs=st.integers(min_value=1, max_value=9),
+    chunk_args=st.integers(0, 60),
+    counts=st.sampled_from([None, b"s:n:counts"]),
+)
 def test_attach_calls(
-    window: tuple[list[bytes], list[int], list[int], int], pairs: int, chunk_args: int
+    window: tuple[list[bytes], list[int], list[int], int], pairs: int, chunk_args: int, counts: bytes | None
 ) -> None:
     ids, fps, values, f = window
     arr = np.array([fp >> (64 - f) for fp in fps], dtype=np.uint64)
@@ -74,10 +108,11 @@ def test_attach_calls(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(chunks, "CHUNK_ARGS", chunk_args)
         stored = Column.of_fingerprints(arr, f)
-        native = sent(attach_calls(SHA, groups, stored, Column(ids), joined, pairs, packed=True))
+        native = sent(attach_calls(SHA, counts, groups, stored, Column(ids), joined, pairs, packed=True))
         raw = Column(list(stored.raw))
         with pure_engine():
-            assert sent(attach_calls(SHA, groups, raw, Column(ids), joined, pairs, packed=True)) == native
+            pure = sent(attach_calls(SHA, counts, groups, raw, Column(ids), joined, pairs, packed=True))
+        assert pure == native
 
 
 @settings(max_examples=200, deadline=None)

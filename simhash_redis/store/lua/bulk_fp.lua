@@ -3,7 +3,8 @@
 -- again changes nothing more (fp_ids.lua's '+', for many fingerprints at once). This is the commit point
 -- of a bulk-loaded document for near(): readers skip a table member that has no ids here.
 --
--- KEYS = fingerprint-map hashes (on a cluster, one per call); ARGV = for each key in turn: the number m of
+-- KEYS = fingerprint-map hashes (on a cluster, one per call), then on a standalone server the counts
+-- hash; ARGV = for each fingerprint-map key in turn: the number m of
 -- its fingerprints (each once per key), the m fingerprints, then m pairs: a fingerprint and the netstring
 -- list of the ids to attach to it (the fingerprints come twice so that the common case, none of them has
 -- an entry yet, is one HMGET and one HSET of ARGV slices, with no work per fingerprint in Lua).
@@ -47,8 +48,22 @@ local function call(command, key, first, last, step)
   return out
 end
 
-local a, created = 1, 0
-for k = 1, #KEYS do
+-- The groups in ARGV; a key after theirs (a standalone server) is the counts hash, whose 'fingerprints'
+-- move by the entries created, in the same atomic step. An increment by nothing first refuses a counts
+-- key of the wrong type, an ACL user without HINCRBY or a server out of memory before anything is
+-- written (once a script has written, the server lets it finish).
+local groups, a = 0, 1
+while a <= #ARGV do
+  groups, a = groups + 1, a + 1 + 3 * tonumber(ARGV[a])
+end
+local counts = #KEYS > groups and KEYS[#KEYS]
+if counts then
+  redis.call('HINCRBY', counts, 'fingerprints', 0)
+end
+
+local created = 0
+a = 1
+for k = 1, groups do
   local key, m = KEYS[k], tonumber(ARGV[a])
   local at = a + 1 + m -- the pairs
   -- A key with one fingerprint (small windows): one HSETNX, unless the entry exists.
@@ -97,5 +112,8 @@ for k = 1, #KEYS do
     end
   end
   a = at + 2 * m
+end
+if counts and created > 0 then
+  redis.call('HINCRBY', counts, 'fingerprints', created)
 end
 return created
