@@ -39,7 +39,7 @@ def test_runs_hold_the_lines_a_stream_gives(
         patch.setattr(jsonlines, "_READ_BYTES", read_bytes)
         runs = list(jsonl_chunks(io.BufferedReader(io.BytesIO(data)), "in", OPTIONS, size))  # type: ignore[arg-type]
     assert all(isinstance(run, JsonLines) for run in runs)
-    expected = list(io.BytesIO(data))
+    expected = [line.removesuffix(b"\n") for line in io.BytesIO(data)]
     assert [raw for run in runs for raw in run.raws] == expected  # type: ignore[union-attr]
     assert [run.count for run in runs] == [len(run.raws) for run in runs]  # type: ignore[union-attr]
     assert all(run.count == size for run in runs[:-1])  # type: ignore[union-attr]
@@ -56,5 +56,5 @@ def test_truncated_gzip_gives_every_whole_line_then_the_fault() -> None:
     items = list(jsonl_chunks(cut, "in.gz", OPTIONS, 300))  # type: ignore[arg-type]
     fault = items.pop()
     assert isinstance(fault, InputError) and fault.fatal
-    read = [raw for run in items for raw in run.raws]  # type: ignore[union-attr]
+    read = [raw + b"\n" for run in items for raw in run.raws]  # type: ignore[union-attr]
     assert read and body.startswith(b"".join(read)) and fault.line == len(read) + 1  # "after line N"

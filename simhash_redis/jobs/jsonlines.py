@@ -151,7 +151,7 @@ class JsonLines:
     Args:
         source: the input's name, for errors.
         first: the line number of the first line.
-        raws: the lines, each with its line end; or a block of whole lines, as read.
+        raws: the lines, their line ends included or not; or a block of whole lines, as read.
         options: where ids, texts and fingerprints are found.
         count: how many lines the block holds, when given one (counted here otherwise).
     """
@@ -186,7 +186,7 @@ class JsonLines:
 
     @property
     def raws(self) -> list[bytes]:
-        """The lines, each with its line end (the last one's may be missing)."""
+        """The lines: as given, or cut from the block (without their b"\\n")."""
         if self._raws is None:
             assert self._block is not None
             self._raws = _lines_of(self._block)
@@ -331,12 +331,11 @@ def _merged(
 
 
 def _lines_of(block: bytes) -> list[bytes]:
-    """The lines of a block as a binary file's iteration gives them: cut after each b"\\n"."""
-    parts = block.split(b"\n")
-    last = parts.pop()
-    lines = [part + b"\n" for part in parts]
-    if last:
-        lines.append(last)
+    """The lines of a block, cut at each b"\\n" as a binary file's iteration cuts them, without it
+    (readers strip line ends anyway: keeping it would copy every line once more)."""
+    lines = block.split(b"\n")
+    if not lines[-1]:
+        lines.pop()
     return lines
 
 
