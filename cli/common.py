@@ -17,7 +17,6 @@ from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from simhash_redis.store import Verification, validate_name
 from simhash_redis.tools import planner
-from simhash_redis.tools.evaluation.settings import scheme_named
 from simhash_redis.transport import client_from_url
 
 if TYPE_CHECKING:
@@ -154,6 +153,9 @@ class Settings:
                 raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {self.layout}")
             layout = planner.layout_named(self.layout, width, self.k)
         if self.scheme is not None:
+            # Imported here: the evaluation package costs every command 15 ms to import.
+            from simhash_redis.tools.evaluation.settings import scheme_named
+
             scheme = scheme_named(self.scheme, width)
         retention: Retention | str | None = self.retention
         if self.sliding:

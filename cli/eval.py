@@ -5,28 +5,27 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from simhash_redis.errors import SimhashRedisError
-from simhash_redis.tools.evaluation import (
-    Setting,
-    evaluate,
-    format_report,
-    jieba_settings,
-    load_corpus,
-    load_pairs,
-    standard_settings,
-)
 
 from .common import echo_json, registrar
+
+if TYPE_CHECKING:
+    from simhash_redis.tools.evaluation import Setting
+
+# The evaluation package is imported by this command only, where it runs: every other command would
+# pay its import (15 ms) at each start.
 from .options import JsonOut, Quiet
 
 __all__ = ["eval_command", "register"]
 
 
 def _jieba_settings() -> list[Setting]:
+    from simhash_redis.tools.evaluation import jieba_settings
+
     try:
         return jieba_settings()
     except ImportError:
@@ -34,6 +33,8 @@ def _jieba_settings() -> list[Setting]:
 
 
 def _chooser(names: Sequence[str], jieba: bool) -> Callable[[str], list[Setting]]:
+    from simhash_redis.tools.evaluation import standard_settings
+
     extra = _jieba_settings() if jieba else []
 
     def choose(lang: str) -> list[Setting]:
@@ -93,6 +94,8 @@ def eval_command(
         typer.Exit: 2, the corpus or the pairs cannot be read or are malformed.
         typer.BadParameter: an unknown setting, or --jieba without jieba.
     """
+    from simhash_redis.tools.evaluation import evaluate, format_report, load_corpus, load_pairs
+
     try:
         docs = load_corpus(corpus)
         pair_rows = load_pairs(pairs) if pairs is not None else None
