@@ -147,12 +147,12 @@ def column_buckets(column: Column, buckets: int) -> bytes:
     """xxh3_64 of each entry of a column modulo buckets, as a uint64 array's bytes."""
 
 def fingerprint_lines(
-    raws: list[bytes] | bytes, id_field: str, fp_field: str, f: int, base: str, max_id: int
+    raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:
     """Ids and fingerprints of the plain JSON lines, and the positions of the others."""
 
 def fingerprint_text_lines(
-    engine: Engine, raws: list[bytes] | bytes, id_field: str, text_field: str, max_id: int, chunk_chars: int
+    engine: Engine, raws: list[bytes], id_field: str, text_field: str, max_id: int, chunk_chars: int
 ) -> tuple[list[str], list[int], list[int]]:
     """Ids and text fingerprints of the plain JSON lines, and the positions of the others."""
 

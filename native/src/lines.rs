@@ -12,61 +12,6 @@ use crate::flatjson::{flat_object, Value};
 use crate::pyglue::{type_error, type_name, value_error};
 use crate::to_int;
 
-/// The lines of a run as Python gives them: a list of bytes, or one block of bytes whose lines are
-/// cut after each b"\n" (as a binary file's iteration cuts them; the last one may lack it).
-pub enum Lines<'py> {
-    List(Vec<Bound<'py, PyBytes>>),
-    Block(Bound<'py, PyBytes>),
-}
-
-impl<'py> Lines<'py> {
-    /// A list of bytes or a bytes block; a TypeError names anything else.
-    pub fn new(raws: &Bound<'py, PyAny>) -> PyResult<Self> {
-        let py = raws.py();
-        if let Ok(block) = raws.cast::<PyBytes>() {
-            return Ok(Lines::Block(block.clone()));
-        }
-        let list = raws.cast::<PyList>().map_err(|_| {
-            type_error(
-                py,
-                format!("lines must be a list or bytes, got {}", type_name(raws)),
-            )
-        })?;
-        let items = list
-            .iter()
-            .map(|raw| {
-                raw.cast_into::<PyBytes>().map_err(|err| {
-                    let found = type_name(err.into_inner().as_any());
-                    type_error(py, format!("lines must be bytes, got {found}"))
-                })
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(Lines::List(items))
-    }
-
-    /// Each line's bytes, its line end included.
-    pub fn slices(&self) -> Vec<&[u8]> {
-        match self {
-            Lines::List(items) => items.iter().map(|item| item.as_bytes()).collect(),
-            Lines::Block(block) => split_lines(block.as_bytes()),
-        }
-    }
-}
-
-/// A block's lines, each up to and including its b"\n"; a last one without it if not empty.
-pub fn split_lines(block: &[u8]) -> Vec<&[u8]> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', block) {
-        lines.push(&block[start..=end]);
-        start = end + 1;
-    }
-    if start < block.len() {
-        lines.push(&block[start..]);
-    }
-    lines
-}
-
 /// How fingerprint text is read: `codec.parse_fingerprint`'s `base`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Base {
@@ -181,7 +126,7 @@ pub fn plain_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a [u8], 
 #[allow(clippy::type_complexity)]
 pub fn fingerprint_lines<'py>(
     py: Python<'py>,
-    raws: &Bound<'py, PyAny>,
+    raws: Bound<'py, PyList>,
     id_field: &str,
     fp_field: &str,
     f: u32,
@@ -212,9 +157,12 @@ pub fn fingerprint_lines<'py>(
     let ids = PyList::empty(py);
     let fps = PyList::empty(py);
     let mut others = Vec::new();
-    let lines = Lines::new(raws)?;
-    for (position, raw) in lines.slices().into_iter().enumerate() {
-        match plain_line(raw, &wanted) {
+    for (position, raw) in raws.iter().enumerate() {
+        let raw = raw.cast_into::<PyBytes>().map_err(|err| {
+            let found = type_name(err.into_inner().as_any());
+            type_error(py, format!("lines must be bytes, got {found}"))
+        })?;
+        match plain_line(raw.as_bytes(), &wanted) {
             Some((id, fp)) => {
                 // ASCII, checked by plain_line
                 let id = std::str::from_utf8(id).map_err(|err| value_error(py, err.to_string()))?;
@@ -281,16 +229,6 @@ mod tests {
         assert_eq!(
             plain_line(&long(5000, ".5"), &wanted()),
             Some((&b"a"[..], 0x1f))
-        );
-    }
-
-    #[test]
-    fn splits_blocks_as_a_binary_file_iterates() {
-        assert_eq!(split_lines(b""), Vec::<&[u8]>::new());
-        assert_eq!(split_lines(b"\n"), vec![&b"\n"[..]]);
-        assert_eq!(
-            split_lines(b"a\r\nb\rc\n\nd"),
-            vec![&b"a\r\n"[..], b"b\rc\n", b"\n", b"d"]
         );
     }
 

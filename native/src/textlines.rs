@@ -9,12 +9,11 @@
 use std::borrow::Cow;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::engine::{self, Job};
 use crate::flatjson::{flat_object, text_of, Value};
-use crate::lines::Lines;
-use crate::pyglue::{PyNormalizer, TableNormalizer};
+use crate::pyglue::{type_error, type_name, PyNormalizer, TableNormalizer};
 use crate::{chunk_size, stop_to_err, to_int, Engine};
 
 /// What to find in each line.
@@ -78,7 +77,7 @@ pub fn text_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a str, Co
 pub fn fingerprint_text_lines<'py>(
     py: Python<'py>,
     engine: &Bound<'py, Engine>,
-    raws: &Bound<'py, PyAny>,
+    raws: &Bound<'py, PyList>,
     id_field: &str,
     text_field: &str,
     max_id: usize,
@@ -86,8 +85,16 @@ pub fn fingerprint_text_lines<'py>(
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Vec<usize>)> {
     let chunk = chunk_size(chunk_chars)?;
     let engine = engine.get();
-    let lines = Lines::new(raws)?;
-    let slices = lines.slices();
+    let lines = raws
+        .iter()
+        .map(|raw| {
+            raw.cast_into::<PyBytes>().map_err(|err| {
+                let found = type_name(err.into_inner().as_any());
+                type_error(py, format!("lines must be bytes, got {found}"))
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let slices: Vec<&[u8]> = lines.iter().map(|line| line.as_bytes()).collect();
     let wanted = Wanted {
         id_field: id_field.as_bytes(),
         text_field: text_field.as_bytes(),

@@ -441,7 +441,7 @@ def hits(
 
 
 def fingerprint_lines(
-    raws: list[bytes] | bytes, id_field: str, fp_field: str, f: int, base: str, max_id: int
+    raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:
     """The ids and fingerprints of the JSON lines of the plain shape, and the positions of the others.
 
@@ -452,7 +452,7 @@ def fingerprint_lines(
     (`jobs.jsonlines`), which then gives its record or error.
 
     Args:
-        raws: the lines, their line ends included or not; or a block of lines, cut after each b"\\n".
+        raws: the lines, their line ends included or not.
         id_field: the field holding the id.
         fp_field: the field holding the fingerprint.
         f: the fingerprints' width, 1 to 128.
@@ -467,7 +467,7 @@ def fingerprint_lines(
 
 
 def fingerprint_text_lines(
-    raws: list[bytes] | bytes, scheme: Scheme, id_field: str, text_field: str, max_id: int
+    raws: list[bytes], scheme: Scheme, id_field: str, text_field: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:
     """The ids and text fingerprints of the JSON lines of the plain shape, and the positions of the others.
 
@@ -477,7 +477,7 @@ def fingerprint_text_lines(
     `fingerprint_many`; every other line is the pure reader's (`jobs.jsonlines`).
 
     Args:
-        raws: the lines, their line ends included or not; or a block of lines, cut after each b"\\n".
+        raws: the lines, their line ends included or not.
         scheme: the scheme, validated.
         id_field: the field holding the id.
         text_field: the field holding the text.

@@ -303,7 +303,7 @@ class Fingerprinter:
                 here = unit.fingerprints_here(self.f, self.fp_base)
                 if here is not None:
                     return lambda: Fingerprinted(*here)
-            if self._parallel(unit.count):
+            if self._parallel(len(unit.raws)):
                 future = self._run(_parse_in_worker, unit, self.f, self.fp_base)
                 return lambda: _result(future)
             done = _fingerprinted_lines(unit, self.scheme, self.hasher, self.f, self.fp_base)

@@ -128,9 +128,6 @@ def test_the_same_records_and_errors(
     )
     native, pure = both(JsonLines("in.jsonl", first, raws, options), f, base)
     assert native == pure
-    # The same lines as the block of bytes a file is read in: cut by the core as by Python.
-    native, pure = both(JsonLines("in.jsonl", first, b"".join(raws), options), f, base)
-    assert native == pure
 
 
 def test_the_plain_shape_is_read_by_the_core() -> None:
