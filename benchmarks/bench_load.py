@@ -170,6 +170,10 @@ def text_load(docs_count: int, command: str) -> list[Figure]:
     docs = corpus.documents("en", english) + corpus.documents("zh", docs_count - english)
     theirs = _simhash_package_rate(docs, english)
     engines = ["native", "python"] if engine() == "native" else ["python"]
+    # The targets: the native engine >= 50x the simhash package measured in this run (about
+    # 25,000 docs/s where it runs 500 docs/s: the ratio holds on a noisy machine, the absolute drifts),
+    # the pure one >= 15,000 docs/s.
+    ratios = {"native": 50.0}
     targets = {"native": 25_000, "python": 15_000}
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="simhash-bench-") as tmp, corpus.server(cpu=None) as server:
@@ -188,8 +192,12 @@ def text_load(docs_count: int, command: str) -> list[Figure]:
                     "docs/s",
                     "simhash + SimhashIndex (1 process)",
                     theirs,
-                    target=f">= {targets[name]:,} docs/s",
-                    met=ours >= targets[name],
+                    target=(
+                        f">= {ratios[name]:.0f}x simhash"
+                        if name in ratios and theirs
+                        else f">= {targets[name]:,} docs/s"
+                    ),
+                    met=ours >= ratios[name] * theirs if name in ratios and theirs else ours >= targets[name],
                     command=command,
                     extra={"docs": len(docs), "bytes_per_doc": 3500, "summary": summary},
                 )
