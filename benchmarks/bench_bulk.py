@@ -10,7 +10,7 @@ wall-clock second, the server's CPU per document and this process's CPU per docu
 `bench_write_cost.measure`, whose code the variants other than bulk_add are):
 
 * ``bulk_add``: `SimhashIndex.bulk_add` of the (id, fingerprint) pairs, end to end (checks, grouping,
-  the five steps, the final recount), windows of `--window`;
+  the five steps, their counts included), windows of `--window`;
 * ``redis_py``: the naive redis-py pipeline of the 4 SADDs per fingerprint, batches of 1,000 (the old
   anchor: no id map, no fingerprint map);
 * ``add_many``: `SimhashIndex.add_many` of all the pairs (the atomic path: one script per 250);
