@@ -179,6 +179,25 @@ pub fn flat_object(line: &[u8]) -> Option<Vec<(&str, Value<'_>)>> {
     (scan.at == line.len()).then_some(fields)
 }
 
+/// The values of two fields of a flat object, when the line is one and names each of them exactly
+/// once (a field named twice: the last wins in Python's readers; left to them rather than copied).
+pub fn two_fields<'a>(
+    line: &'a [u8],
+    first: &[u8],
+    second: &[u8],
+) -> Option<(Value<'a>, Value<'a>)> {
+    let (mut one, mut two) = (None, None);
+    for (key, value) in flat_object(line)? {
+        if key.as_bytes() == first && one.replace(value).is_some() {
+            return None;
+        }
+        if key.as_bytes() == second && two.replace(value).is_some() {
+            return None;
+        }
+    }
+    Some((one?, two?))
+}
+
 /// The text of a string value, its escapes decoded as Python's json decodes them (a surrogate pair
 /// to one character); None for a lone surrogate, which no Rust string holds.
 pub fn text_of<'a>(value: &Value<'a>) -> Option<Cow<'a, str>> {

@@ -8,7 +8,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
-use crate::flatjson::{flat_object, Value};
+use crate::flatjson::{two_fields, Value};
 use crate::pyglue::{type_error, type_name, value_error};
 use crate::to_int;
 
@@ -96,19 +96,8 @@ pub struct Wanted<'a> {
 
 /// A line's id and fingerprint when the line has the plain shape, else None (the pure reader's case).
 pub fn plain_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a [u8], u128)> {
-    let fields = flat_object(line)?;
-    let mut id = None;
-    let mut fp = None;
-    for (key, value) in fields {
-        // A field named twice: the last wins in Python's readers; left to them rather than copied.
-        if key.as_bytes() == wanted.id_field && id.replace(value).is_some() {
-            return None;
-        }
-        if key.as_bytes() == wanted.fp_field && fp.replace(value).is_some() {
-            return None;
-        }
-    }
-    let (Value::Text(id), Value::Text(fp)) = (id?, fp?) else {
+    let (Value::Text(id), Value::Text(fp)) = two_fields(line, wanted.id_field, wanted.fp_field)?
+    else {
         return None;
     };
     if id.is_empty() || id.len() > wanted.max_id || !id.is_ascii() {

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::engine::{self, Job};
-use crate::flatjson::{flat_object, text_of, Value};
+use crate::flatjson::{text_of, two_fields, Value};
 use crate::pyglue::{type_error, type_name, PyNormalizer, TableNormalizer};
 use crate::{chunk_size, stop_to_err, to_int, Engine};
 
@@ -43,19 +43,8 @@ fn surely_not_blank(text: &str) -> bool {
 
 /// A line's id and text when the line has the plain shape, else None (the pure reader's case).
 pub fn text_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a str, Cow<'a, str>)> {
-    let fields = flat_object(line)?;
-    let mut id = None;
-    let mut text = None;
-    for (key, value) in fields {
-        // A field named twice: the last wins in Python's readers; left to them rather than copied.
-        if key.as_bytes() == wanted.id_field && id.replace(value).is_some() {
-            return None;
-        }
-        if key.as_bytes() == wanted.text_field && text.replace(value).is_some() {
-            return None;
-        }
-    }
-    let id = match id? {
+    let (id, text) = two_fields(line, wanted.id_field, wanted.text_field)?;
+    let id = match id {
         Value::Text(id) => id,
         Value::Scalar(raw) if is_plain_integer(raw.as_bytes()) => raw,
         _ => return None,
@@ -63,7 +52,7 @@ pub fn text_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a str, Co
     if id.is_empty() || id.len() > wanted.max_id {
         return None;
     }
-    let text = text_of(&text?)?;
+    let text = text_of(&text)?;
     if !surely_not_blank(&text) {
         return None;
     }
