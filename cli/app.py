@@ -29,7 +29,7 @@ from simhash_redis.errors import (
 from .common import ExitCode, Settings
 from .quick_exit import leave
 
-__all__ = ["COMMAND_MODULES", "app", "main"]
+__all__ = ["COMMAND_MODULES", "app", "main", "run"]
 
 #: Command modules of this package, in help order; each defines ``register(app: typer.Typer)``, the one
 #: way a command joins the app. Adding a command group is one more name here; ``demo``, the README's

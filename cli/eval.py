@@ -12,13 +12,12 @@ import typer
 from simhash_redis.errors import SimhashRedisError
 
 from .common import echo_json, registrar
-
-if TYPE_CHECKING:
-    from simhash_redis.tools.evaluation import Setting
+from .options import JsonOut, Quiet
 
 # The evaluation package is imported by this command only, where it runs: every other command would
 # pay its import (15 ms) at each start.
-from .options import JsonOut, Quiet
+if TYPE_CHECKING:
+    from simhash_redis.tools.evaluation import Setting
 
 __all__ = ["eval_command", "register"]
 

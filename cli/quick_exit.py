@@ -48,5 +48,6 @@ def leave(code: object) -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    finally:
-        os._exit(status)
+    except (OSError, ValueError):
+        status = 120  # what Python's exit gives when it cannot flush the output
+    os._exit(status)

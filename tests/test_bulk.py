@@ -26,7 +26,7 @@ from simhash_redis import (
     Outcome,
     SimhashIndex,
 )
-from simhash_redis.errors import RedisOutOfMemory
+from simhash_redis.errors import RedisOutOfMemory, SimhashRedisError
 from simhash_redis.store import bulk as bulk_module
 from simhash_redis.store import chunks as chunks_module
 from simhash_redis.transport.retry import Backoff
@@ -324,6 +324,30 @@ def test_verify_repair_cleans_an_interrupted_load(
     assert_model(index, dict(items))
     index.bulk_add(items)
     assert index.verify().ok
+
+
+def test_a_bucket_key_of_the_wrong_type_stops_a_call_with_its_counts_right(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Step 4's call over a run of buckets fails at the sixth bucket (a key another program wrote after
+    # step 1 read the id map): the buckets written before it stay written (Redis undoes nothing), and
+    # the counts say so.
+    index = index_on(redis_client)
+    bad = index.store.keys.id_bucket_key(5)
+    original = bulk_module.BulkWrites._id_map
+
+    def spoiled(self: bulk_module.BulkWrites, *args: Any) -> None:
+        redis_client.set(bad, b"not a hash")
+        original(self, *args)
+
+    monkeypatch.setattr(bulk_module.BulkWrites, "_id_map", spoiled)
+    with pytest.raises(SimhashRedisError, match="WRONGTYPE"):
+        index.bulk_add(load(400, seed=12, twice=0))
+    redis_client.delete(bad)
+    docs = sum(int(redis_client.hlen(index.store.keys.id_bucket_key(b))) for b in range(64))
+    assert 0 < docs < 400
+    assert index.count()[0] == docs
+    assert "counts differ from data" not in index.verify().problems
 
 
 def test_a_fingerprint_removed_by_an_atomic_writer_meanwhile_is_put_back(

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 /// The most digits an integer may have here: Python's lowest int_max_str_digits.
-pub const MAX_INT_DIGITS: usize = 640;
+const MAX_INT_DIGITS: usize = 640;
 
 /// JSON's white space, the only kind allowed between tokens.
 fn is_space(byte: u8) -> bool {
@@ -146,7 +146,7 @@ impl<'a> Scan<'a> {
 
 /// The fields of a flat object, in order, when the line (valid UTF-8) is exactly one, white space
 /// and line end around it allowed; else None.
-pub fn flat_object(line: &[u8]) -> Option<Vec<(&str, Value<'_>)>> {
+fn flat_object(line: &[u8]) -> Option<Vec<(&str, Value<'_>)>> {
     let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut scan = Scan { text, line, at: 0 };
     if scan.next_token()? != b'{' {

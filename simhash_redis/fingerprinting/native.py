@@ -40,6 +40,7 @@ __all__ = [
     "fingerprint",
     "fingerprint_lines",
     "fingerprint_many",
+    "fingerprint_text_lines",
     "hits",
     "pack_column",
     "sketch",
@@ -472,9 +473,10 @@ def fingerprint_text_lines(
     """The ids and text fingerprints of the JSON lines of the plain shape, and the positions of the others.
 
     The plain shape: a flat object of strings, numbers, true, false and null; an id string without
-    escapes of 1 to `max_id` UTF-8 bytes, or an integer; a text string that is not blank and holds no
-    lone surrogate. The ids and texts the stdlib's json gives for such a line, and the texts'
-    `fingerprint_many`; every other line is the pure reader's (`jobs.jsonlines`).
+    escapes of 1 to `max_id` UTF-8 bytes, or an integer of at most `max_id` characters (not -0); a
+    text string that is not blank and holds no lone surrogate. The ids and texts the stdlib's json
+    gives for such a line, and the texts' `fingerprint_many`; every other line is the pure reader's
+    (`jobs.jsonlines`).
 
     Args:
         raws: the lines, their line ends included or not.

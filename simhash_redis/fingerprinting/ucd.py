@@ -68,6 +68,7 @@ def _cut(images: str) -> Images:
     """
     cps = np.frombuffer(images.encode("utf-32-le"), dtype="<u4")
     ends = np.flatnonzero(cps == 0)
+    assert len(ends) == 0x10000, "an image holds U+0000: the cut would misalign every table"
     starts = np.concatenate(([0], ends[:-1] + 1))
     first = cps[starts].astype(np.uint32)
     length = (ends - starts).astype(np.intp)

@@ -45,7 +45,7 @@ def bulk_add(
     window: int = DEFAULT_WINDOW,
     on_progress: Progress | None = None,
 ) -> list[Outcome]:
-    """Write (id, document) pairs a window at a time, then set the counts from the data.
+    """Write (id, document) pairs a window at a time, the counts moving with what each step adds.
 
     Args:
         index: the index.

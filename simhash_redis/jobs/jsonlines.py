@@ -207,7 +207,7 @@ class JsonLines(NamedTuple):
     def texts_fingerprinted(self, scheme: Scheme) -> Fingerprints | None:
         """The ids and text fingerprints of lines read with `text_field`, and each error with the number
         of good lines before it, as `records` and `scheme.fingerprint_many` give them; None under the
-        pure engine.
+        pure engine, for lines of precomputed fingerprints, or for field names no line can hold.
 
         The compiled core reads and fingerprints the lines of the plain shape
         (`native.fingerprint_text_lines`) without a record or a str per text; the others are read here.

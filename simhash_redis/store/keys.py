@@ -3,7 +3,7 @@
 For an index `news` under the default prefix::
 
     simhash:news:meta            hash   configuration: format, f, k, layout, scheme, id_buckets
-    simhash:news:counts          hash   docs, fingerprints (kept by the atomic write script)
+    simhash:news:counts          hash   docs, fingerprints (kept by the write and bulk scripts)
     simhash:news:t{i}:{key hex}  set    fingerprints whose table-i key is {key hex}
     simhash:news:id:{bucket}     hash   document id -> fingerprint
     simhash:news:fp:{bucket}     hash   fingerprint -> ids having it (netstrings)

@@ -123,7 +123,8 @@ class Store:
     def counts(self) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored.
 
-        On a standalone server the write script keeps these in the counts hash. On a cluster no script
+        On a standalone server the write scripts (the atomic one, the bulk path's) keep these in the
+        counts hash. On a cluster no script
         can span a document's slots, so they are summed from the sizes of the id and fingerprint maps:
         2 x id_buckets HLENs, spread over the nodes (tens of milliseconds, not for a hot path).
 

@@ -63,57 +63,65 @@ end
 
 local created = 0
 a = 1
-for k = 1, groups do
-  local key, m = KEYS[k], tonumber(ARGV[a])
-  local at = a + 1 + m -- the pairs
-  -- A key with one fingerprint (small windows): one HSETNX, unless the entry exists.
-  local done = m == 1 and redis.call('HSETNX', key, ARGV[at], ARGV[at + 1]) == 1
-  local got = done and {} or call('HMGET', key, a + 1, a + m, 1000)
-  local fresh = true
-  for i = 1, m do
-    if got[i] then
-      fresh = false
-      break
-    end
-  end
-  if done then
-    created = created + 1
-  elseif fresh then
-    call('HSET', key, at, at + 2 * m - 1, 1000)
-    created = created + m
-  else
-    local out = {}
+-- A key that fails (of the wrong type, or one the ACL user may not write) stops the call, but the
+-- keys before it stay written: their entries are counted all the same, then the error is returned.
+local ok, err = pcall(function()
+  for k = 1, groups do
+    local key, m = KEYS[k], tonumber(ARGV[a])
+    local at = a + 1 + m -- the pairs
+    -- A key with one fingerprint (small windows): one HSETNX, unless the entry exists.
+    local done = m == 1 and redis.call('HSETNX', key, ARGV[at], ARGV[at + 1]) == 1
+    local got = done and {} or call('HMGET', key, a + 1, a + m, 1000)
+    local fresh = true
     for i = 1, m do
-      local fp, list, raw = ARGV[at + 2 * i - 2], ARGV[at + 2 * i - 1], got[i]
-      if not raw then
-        out[#out + 1] = fp
-        out[#out + 1] = list
-        created = created + 1
-      else
-        local listed = {}
-        for _, id in items(raw) do
-          listed[id] = true
-        end
-        local grown = raw
-        for item, id in items(list) do
-          if not listed[id] then
-            listed[id] = true
-            grown = grown .. item
-          end
-        end
-        if grown ~= raw then
-          out[#out + 1] = fp
-          out[#out + 1] = grown
-        end
+      if got[i] then
+        fresh = false
+        break
       end
     end
-    for from = 1, #out, 1000 do
-      redis.call('HSET', key, unpack(out, from, math.min(from + 999, #out)))
+    if done then
+      created = created + 1
+    elseif fresh then
+      call('HSET', key, at, at + 2 * m - 1, 1000)
+      created = created + m
+    else
+      local out, new = {}, 0
+      for i = 1, m do
+        local fp, list, raw = ARGV[at + 2 * i - 2], ARGV[at + 2 * i - 1], got[i]
+        if not raw then
+          out[#out + 1] = fp
+          out[#out + 1] = list
+          new = new + 1
+        else
+          local listed = {}
+          for _, id in items(raw) do
+            listed[id] = true
+          end
+          local grown = raw
+          for item, id in items(list) do
+            if not listed[id] then
+              listed[id] = true
+              grown = grown .. item
+            end
+          end
+          if grown ~= raw then
+            out[#out + 1] = fp
+            out[#out + 1] = grown
+          end
+        end
+      end
+      for from = 1, #out, 1000 do
+        redis.call('HSET', key, unpack(out, from, math.min(from + 999, #out)))
+      end
+      created = created + new -- once written: a refused HSET counts nothing
     end
+    a = at + 2 * m
   end
-  a = at + 2 * m
-end
+end)
 if counts and created > 0 then
   redis.call('HINCRBY', counts, 'fingerprints', created)
+end
+if not ok then
+  return redis.error_reply(type(err) == 'table' and err.err or tostring(err))
 end
 return created
