@@ -169,6 +169,25 @@ fn chunk_out(py: Python<'_>, chunk: Chunk) -> Option<(Bound<'_, PyBytes>, usize)
     (chunk.commands > 0).then(|| (PyBytes::new(py, &chunk.data), chunk.commands))
 }
 
+/// The columns an iterator of commands gathers from, held for its life, and its groups, checked
+/// against the shortest of them.
+#[allow(clippy::type_complexity)] // the Python signature's tuples
+fn held_columns(
+    py: Python<'_>,
+    key: (Vec<u8>, usize),
+    groups: (&[u8], &[u8], &[u8]),
+    columns: Vec<ColumnArg<'_>>,
+) -> PyResult<(HeldGroups, Vec<Held>)> {
+    let columns = columns
+        .into_iter()
+        .map(|column| Held::new(py, column))
+        .collect::<PyResult<Vec<_>>>()?;
+    let size = columns.iter().map(Held::len).min().unwrap_or(usize::MAX);
+    let (heads, bounds, rows) = groups;
+    let groups = HeldGroups::new(py, (key.0, key.1, heads, bounds, rows), size)?;
+    Ok((groups, columns))
+}
+
 /// `grouped.commands`, packed: one command per group, `head`, the group's key, then each of its
 /// positions' entries of every column; an iterator of chunks of at least `chunk_args` arguments, as
 /// `(RESP, commands)`.
@@ -204,13 +223,7 @@ impl GroupedCommands {
                 ),
             ));
         }
-        let columns = columns
-            .into_iter()
-            .map(|column| Held::new(py, column))
-            .collect::<PyResult<Vec<_>>>()?;
-        let size = columns.iter().map(Held::len).min().unwrap_or(usize::MAX);
-        let (heads, bounds, rows) = groups;
-        let groups = HeldGroups::new(py, (key.0, key.1, heads, bounds, rows), size)?;
+        let (groups, columns) = held_columns(py, key, groups, columns)?;
         Ok(Self {
             head,
             head_args,
@@ -280,13 +293,7 @@ impl ScriptRuns {
         if columns.len() > MAX_HEAD_ARGS {
             return Err(value_error(py, format!("at most {MAX_HEAD_ARGS} columns")));
         }
-        let columns = columns
-            .into_iter()
-            .map(|column| Held::new(py, column))
-            .collect::<PyResult<Vec<_>>>()?;
-        let size = columns.iter().map(Held::len).min().unwrap_or(usize::MAX);
-        let (heads, bounds, rows) = groups;
-        let groups = HeldGroups::new(py, (key.0, key.1, heads, bounds, rows), size)?;
+        let (groups, columns) = held_columns(py, key, groups, columns)?;
         Ok(Self {
             sha,
             counts,
