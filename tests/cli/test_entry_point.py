@@ -42,6 +42,10 @@ def test_console_script(redis_url: str, tmp_path: Path) -> None:
 _SCRIPT_WITH = """
 import atexit, sys, threading, time
 from simhash_redis.cli.app import run
+class Tail:
+    def __del__(self):
+        print("torn down", flush=True)
+tail = Tail()  # freed by the interpreter's teardown only
 atexit.register(lambda: print("atexit ran", flush=True))
 if sys.argv[1] == "thread":
     threading.Thread(target=lambda: (time.sleep(0.3), print("thread finished", flush=True))).start()
@@ -57,9 +61,10 @@ def test_the_quick_exit_keeps_what_pythons_exit_does() -> None:
     assert (done.returncode, done.stdout.splitlines()) == (0, [version, "atexit ran"])
     usage = _run([sys.executable, "-c", _SCRIPT_WITH, "alone", "near", "--k", "x", "text"])
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
-    # Another thread still running: Python's own exit, which waits for it.
+    # Another thread still running: Python's own exit, which waits for it, then tears down.
     waited = _run([sys.executable, "-c", _SCRIPT_WITH, "thread", "--version"])
-    assert waited.returncode == 0 and waited.stdout.splitlines()[1:] == ["thread finished", "atexit ran"]
+    assert waited.returncode == 0
+    assert waited.stdout.splitlines()[1:] == ["thread finished", "atexit ran", "torn down"]
     module = _run([sys.executable, "-m", "simhash_redis.cli", "--version"])
     assert (module.returncode, module.stdout) == (0, version + "\n")
 
