@@ -56,6 +56,26 @@ def test_a_new_index_beside_other_data_is_created(redis_client: redis.Redis) -> 
     assert index.k == 4
 
 
+def test_an_index_another_worker_creates_meanwhile_is_opened(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This worker reads no meta; before it looks for data, another creates the index and writes to it.
+    # The data it then finds is that index's, not a lost meta's: it opens the index (seen in CI with
+    # workers starting at once behind a proxy that drops replies).
+    from simhash_redis.store import meta
+
+    original = meta.find_data
+
+    def raced(*args: object) -> bytes | None:
+        monkeypatch.setattr(meta, "find_data", original)  # the other worker runs the real one
+        SimhashIndex(redis_client, "raced", k=3).add("d1", 0xF00D)
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(meta, "find_data", raced)
+    index = SimhashIndex(redis_client, "raced", k=3)
+    assert index.get("d1") == 0xF00D
+
+
 def test_the_cli_says_how_to_restore_and_drop_works_without_meta(
     redis_url: str, redis_client: redis.Redis
 ) -> None:

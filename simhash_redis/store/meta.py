@@ -58,6 +58,11 @@ def open_meta(
         return stored
     found = find_data(sender, prefix, name)
     if found is not None:
+        # Another worker may have created the index, and written to it, since the meta was read: then
+        # its meta is there now. Data is without a meta only if a second read still finds none.
+        stored = _read(sender, meta_key)
+        if stored:
+            return stored
         raise IndexCorrupted(
             f"index {name!r} has data ({found.decode(errors='replace')}) but no meta key: it was deleted, or "
             "the index was flushed half-way. Creating it anew could mix configurations. Restore the meta "
