@@ -84,6 +84,20 @@ def hits(
 ) -> list[dict[bytes, tuple[int, int]]]:
     """For each query, {stored value: (fingerprint, distance)} of its candidates within k."""
 
+def scan_sets(data: bytes, pos: int, want: int) -> tuple[int, int, bool]:
+    """(end, whole replies, next is another shape) of up to `want` SMEMBERS replies from `pos`."""
+
+def hits_in_sets(
+    fps: list[int],
+    data: bytes,
+    tables: int,
+    k_fast: int,
+    k: int,
+    wrap64: bool,
+    slow: Callable[[object, int], tuple[int, int]],
+) -> list[dict[bytes, tuple[int, int]]]:
+    """`hits` over the whole SMEMBERS replies `scan_sets` found, in their RESP form."""
+
 #: A column of entries: (the entries end to end, their ends as a uint64 array's bytes), or
 #: (fingerprints as a uint64 array's bytes, signed) whose entries are their stored forms.
 Column: TypeAlias = tuple[bytes, bytes] | tuple[bytes, bool]

@@ -45,19 +45,23 @@ def test_pack_equals_redis_py(commands: list[Any]) -> None:
 
 
 @given(
-    st.sampled_from([b"SMEMBERS", b"GET", b"SCRIPT LOAD"]),
+    st.sampled_from([b"SMEMBERS", b"GET", b"SCRIPT LOAD", b"HGET"]),
     st.lists(st.binary(min_size=0, max_size=30), max_size=20),
     st.booleans(),
+    st.none() | st.binary(max_size=30),
 )
-def test_same_equals_the_commands_it_stands_for(name: bytes, keys: list[bytes], fixed: bool) -> None:
+def test_same_equals_the_commands_it_stands_for(
+    name: bytes, keys: list[bytes], fixed: bool, field: bytes | None
+) -> None:
     if fixed:
         keys = [key.ljust(30, b"k") for key in keys]
-    same = wire.Same(name, keys)
-    assert list(same) == [(name, key) for key in keys]
+    same = wire.Same(name, keys, field)
+    tail = () if field is None else (field,)
+    assert list(same) == [(name, key, *tail) for key in keys]
     assert len(same) == len(keys)
-    assert list(same[1:3]) == [(name, key) for key in keys[1:3]]
+    assert list(same[1:3]) == [(name, key, *tail) for key in keys[1:3]]
     if keys:
-        assert same[0] == (name, keys[0])
+        assert same[0] == (name, keys[0], *tail)
         assert wire.pack(same) == _redis_py(list(same))
     else:
         assert wire.pack(same) == b""

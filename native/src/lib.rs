@@ -15,6 +15,7 @@ mod minhash;
 mod packing;
 mod pyglue;
 mod resp;
+mod setreplies;
 mod sums;
 mod textlines;
 mod tokenize;
@@ -583,6 +584,8 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MinHash>()?;
     m.add_function(wrap_pyfunction!(check_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(hits, m)?)?;
+    m.add_function(wrap_pyfunction!(setreplies::scan_sets, m)?)?;
+    m.add_function(wrap_pyfunction!(setreplies::hits_in_sets, m)?)?;
     m.add_class::<packing::GroupedCommands>()?;
     m.add_class::<packing::AttachCalls>()?;
     m.add_class::<packing::ScriptRuns>()?;

@@ -15,17 +15,17 @@ wherever `Normalizer.classified_code_points` would. Sketches use Unicode 15.1.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import simhash_redis_native as _native
 
-from ..codec import decode_fp
 from ..errors import InvalidArgument, InvalidType
 from . import tokens
 from .documents import Document, weighted, weights_of
 from .engine import Engine
+from .native_hits import hits, hits_in_sets, scan_sets
 from .normalize import PINNED, PYTHON, Normalizer
 
 if TYPE_CHECKING:
@@ -42,7 +42,9 @@ __all__ = [
     "fingerprint_many",
     "fingerprint_text_lines",
     "hits",
+    "hits_in_sets",
     "pack_column",
+    "scan_sets",
     "sketch",
     "sketch_many",
     "unpack_column",
@@ -56,7 +58,6 @@ _ENGINES_MAX = 64
 # Weighted documents whose absolute weights add up to more than this may overflow float64 sums: they go
 # through the pure engine, so that numpy's own floating point error handling (warnings) applies.
 _SAFE_WEIGHTS = 1e300
-_WIDEST = 1 << 128
 
 # A compiled core built from an older checkout lacks the newer kernels: refused as a whole, so that
 # `engines` runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native, says why it cannot).
@@ -65,6 +66,8 @@ _KERNELS = (
     "MinHash",
     "Unicode",
     "hits",
+    "hits_in_sets",
+    "scan_sets",
     "pack_column",
     "column_buckets",
     "fingerprint_lines",
@@ -120,7 +123,6 @@ def _native_unicode(uni: Normalizer) -> _native.Unicode:
 _UNICODE = {uni.version: _native_unicode(uni) for uni in (PINNED, PYTHON)}
 _lock = threading.Lock()
 _engines: dict[int, tuple[Scheme, _native.Engine]] = {}
-_SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
 _sketchers: dict[int, tuple[MinHasher, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
 
 
@@ -381,64 +383,6 @@ def sketch_many(hasher: MinHasher, docs: Sequence[str | bytes | Sequence[str]]) 
     made = _sketcher(hasher)
     batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
     return made.sketch_many(batch)
-
-
-def _slow_candidate(f: object) -> Callable[[object, int], tuple[int, int]]:
-    """Make the decoder of stored values that are not plain decimal bytes.
-
-    Args:
-        f: the index's fingerprint width.
-
-    Returns:
-        A function of (stored value, query) giving (fingerprint, distance) as `_hits_scalar` computes
-        them, raising as `codec.decode_fp` does.
-    """
-
-    def slow(raw: object, fp: int) -> tuple[int, int]:
-        candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
-        return candidate, (candidate ^ fp).bit_count()
-
-    return slow
-
-
-def hits(
-    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]] | None:
-    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
-
-    Exactly `simhash_redis.index._hits_scalar`: values are decoded by `codec.decode_fp` (signed 64-bit
-    decimals for f = 64 wrap to unsigned), each distinct value of a query counted once, in the order
-    met; a value that is not a decimal raises the ValueError of ``int()``.
-
-    Args:
-        fps: the query fingerprints.
-        replies: the SMEMBERS replies (lists of stored values), `tables` per query, query after query.
-        tables: replies per query.
-        k: the largest distance that counts.
-        f: the index's fingerprint width.
-
-    Returns:
-        One dict per query; None for arguments outside the native kernel's types (the caller's pure
-        filter then answers).
-
-    Raises:
-        ValueError: a stored value is not an integer literal.
-    """
-    if (
-        type(fps) is list
-        and type(replies) is list
-        and type(tables) is int
-        and tables >= 1
-        and type(k) is int
-        and all(type(fp) is int and 0 <= fp < _WIDEST for fp in fps)
-    ):
-        slow = _SLOW.get(f) if type(f) is int else None
-        if slow is None:
-            slow = _slow_candidate(f)
-            if type(f) is int and len(_SLOW) < 8:
-                _SLOW[f] = slow
-        return _native.hits(fps, replies, tables, min(max(k, -1), 129), k, f == 64, slow)
-    return None
 
 
 def fingerprint_lines(

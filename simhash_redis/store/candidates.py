@@ -11,8 +11,9 @@ import numpy.typing as npt
 from ..codec import decode_fp, signed64
 from ..fingerprinting import engines
 from ..results import Match
+from .chunks import parse
 
-__all__ = ["hits", "matches_of"]
+__all__ = ["hits", "hits_in_sets", "matches_of"]
 
 # Below this many candidates in a batch, decoding them one by one beats numpy's fixed costs.
 _VECTOR_MIN = 48
@@ -46,6 +47,30 @@ def hits(
             return [_hits_one(fps[0], replies, k, f)]
         return _hits_vectorised(fps, replies, tables, k, f)
     return _hits_scalar(fps, replies, tables, k, f)
+
+
+def hits_in_sets(
+    fps: list[int], data: bytes, tables: int, k: int, f: int
+) -> list[dict[bytes, tuple[int, int]]]:
+    """`hits` of the table sets' replies in their RESP form, as `Exchange.read_sets` gives them.
+
+    Args:
+        fps: the query fingerprints.
+        data: the replies, `tables` per query, query-major.
+        tables: table sets per query.
+        k: the largest distance kept.
+        f: the fingerprint width.
+
+    Raises:
+        ValueError: a member is not a decimal integer (stored data this library did not write).
+    """
+    if engines.native is not None:
+        found: list[dict[bytes, tuple[int, int]]] | None
+        found = engines.native.hits_in_sets(fps, data, tables, k, f)
+        if found is not None:
+            return found
+    # The replies of SMEMBERS have the form of commands (arrays of bulk strings).
+    return hits(fps, [list(members) for members in parse(data)], tables, k, f)
 
 
 def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:

@@ -184,12 +184,17 @@ class KeySchema:
         Args:
             windows: the periods.
         """
-        suffixes = _SUFFIXES.get(self)
-        if suffixes is None:
+        tails = _SUFFIXES.get(self)
+        if tails is None:
             formats = [f"t{i}:%0{width}x".encode() for i, width in enumerate(self._layout.hex_widths)]
-            suffixes = _SUFFIXES[self] = _compile_tables(formats, self._layout)
+            tails = _SUFFIXES[self] = _compile_tables(formats, self._layout)
         prefixes = [f"{self.prefix}:{self.name}:w{window}:".encode() for window in windows]
-        return lambda fp: [prefix + suffix for prefix in prefixes for suffix in suffixes(fp)]
+
+        def keys(fp: int) -> list[bytes]:
+            suffixes = tails(fp)  # once, not once per period
+            return [prefix + suffix for prefix in prefixes for suffix in suffixes]
+
+        return keys
 
     def table(self, table: int, value: int) -> bytes:
         """The key of one table bucket.

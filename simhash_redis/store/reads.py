@@ -8,7 +8,7 @@ from ..codec import decode_ids, encode_fp
 from ..errors import IndexCorrupted
 from ..results import Match
 from ..transport import Exchange, raise_first_error, wire
-from .candidates import hits, matches_of
+from .candidates import hits, hits_in_sets, matches_of
 from .store import Store
 from .windows import View, WindowedSets, Windows
 
@@ -118,7 +118,8 @@ class Reads:
         go out as soon as it is checked, so only the last slice's ids cost a round trip of their own.
         A single query also asks, in the first write, for the ids of its own exact fingerprint:
         exact copies are the commonest near-duplicates, and then need no second round trip.
-        When `members` is given, each query's table-set replies are appended to it.
+        When `members` is given, each query's table-set replies are appended to it; otherwise they are
+        read raw where the exchange can (`Exchange.read_sets`), for the compiled filter.
 
         In an index with a retention window, the table sets of every period of the `view` are read as
         if they were more tables, and a matching fingerprint's ids are asked of each period's map.
@@ -139,22 +140,28 @@ class Reads:
         if exact is None:
             exchange.send(wire.Same(b"SMEMBERS", keys))
         else:
-            exchange.send(wire.Same(b"SMEMBERS", keys), [(b"HGET", key, exact) for key in fp_keys(exact)])
+            exchange.send(wire.Same(b"SMEMBERS", keys), wire.Same(b"HGET", fp_keys(exact), exact))
         step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
         per_query: list[dict[bytes, tuple[int, int]]] = []
         asked: dict[bytes, None] = {}
         ids_of: dict[bytes, list[str]] = {}
         for start in range(0, len(fps), step):
             chunk = fps[start : start + step]
-            replies = exchange.read(len(chunk) * tables)
-            raise_first_error(replies)
-            if members is not None and view is None:
-                members.extend(replies[q * tables : (q + 1) * tables] for q in range(len(chunk)))
-            elif members is not None:
-                members.extend(
-                    WindowedSets(replies[q * tables : (q + 1) * tables], windows) for q in range(len(chunk))
-                )
-            found = hits(chunk, replies, tables, k, self.f)
+            # Straight from the wire into the compiled filter when only the hits are wanted.
+            raw = exchange.read_sets(len(chunk) * tables) if members is None else None
+            if raw is not None:
+                found = hits_in_sets(chunk, raw, tables, k, self.f)
+            else:
+                replies = exchange.read(len(chunk) * tables)
+                raise_first_error(replies)
+                if members is not None and view is None:
+                    members.extend(replies[q * tables : (q + 1) * tables] for q in range(len(chunk)))
+                elif members is not None:
+                    members.extend(
+                        WindowedSets(replies[q * tables : (q + 1) * tables], windows)
+                        for q in range(len(chunk))
+                    )
+                found = hits(chunk, replies, tables, k, self.f)
             per_query.extend(found)
             if exact is not None:
                 # A single query, so a single slice: its exact-copy HGET was sent right after its
@@ -167,7 +174,10 @@ class Reads:
             )
             if wanted:
                 asked.update(dict.fromkeys(wanted))
-                exchange.send([(b"HGET", key, raw) for raw in wanted for key in fp_keys(raw)])
+                if per_map == 1:
+                    exchange.send([(b"HGET", key, raw) for raw in wanted for key in fp_keys(raw)])
+                else:  # the periods' maps of one fingerprint: keys of one length, one field
+                    exchange.send(*[wire.Same(b"HGET", fp_keys(raw), raw) for raw in wanted])
         if asked:
             id_replies = exchange.read(len(asked) * per_map)
             raise_first_error(id_replies)

@@ -189,6 +189,10 @@ class AsyncExchange:
         self.unread -= count
         return replies
 
+    def read_sets(self, count: int) -> None:
+        """None: replies are read with `read` here (`wire.read_sets` reads a plain socket's raw)."""
+        return None
+
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
         """Send the commands and read all their replies."""
         self.send(commands)

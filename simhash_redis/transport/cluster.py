@@ -396,6 +396,10 @@ class _QueuedExchange:
         replies, self._buffer = self._buffer[:count], self._buffer[count:]
         return replies
 
+    def read_sets(self, count: int) -> None:
+        """None: replies are read with `read` here (`wire.read_sets` reads a plain socket's raw)."""
+        return None
+
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
         """Send the commands and read all their replies."""
         self.send(commands)

@@ -27,6 +27,11 @@ class Exchange(Protocol):
         """The next `count` replies."""
         ...
 
+    def read_sets(self, count: int) -> bytes | None:
+        """The next `count` replies in their RESP form, if all are arrays of bulk strings and this
+        exchange can read them so; None: read them with `read`."""
+        ...
+
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
         """Send the commands and read all their replies."""
         ...

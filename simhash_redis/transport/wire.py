@@ -3,8 +3,10 @@
 This is the one module that reaches under redis-py's public API. The index's hot paths send thousands of
 small commands per round trip; redis-py's `pack_commands` costs microseconds per command and
 `read_response` adds a Python call chain per reply. Here commands are packed with byte templates
-(`pack`, and `Same` for a run of one single-key command, packed with a single join), and replies are
-read straight off the connection's socket into the connection's own `hiredis.Reader`, in a tight loop.
+(`packing.pack`, and `Same` for a run of one single-key command, packed with a single join), and replies
+are read straight off the connection's socket into the connection's own `hiredis.Reader`, in a tight loop.
+SMEMBERS replies can also be read raw (`read_sets`) for the compiled core's candidate filter, which
+checks them in their RESP form without a Python object per member.
 
 It is used only when the connection is a plain redis-py connection whose parser is hiredis and whose
 socket is a real (plain or TLS) socket; anything else (fakeredis, the pure-Python parser) goes through
@@ -21,11 +23,14 @@ import os
 import select
 import socket
 import weakref
-from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Sequence
+from typing import Any
 
 import redis
 import redis.exceptions as rex
+
+from ..fingerprinting import engines
+from .packing import Command, Same, pack
 
 try:  # redis-py's hiredis parser: the reader's "not enough data" sentinel and the parser class
     from redis._parsers.hiredis import NOT_ENOUGH_DATA
@@ -43,122 +48,22 @@ try:
 except ImportError:  # pragma: no cover
     PUSH = None
 
-__all__ = ["CLOSED", "NOT_ENOUGH_DATA", "PUSH", "Exchange", "Keeper", "Same", "fast", "pack", "read", "send"]
-
-Arg = bytes | str | int | float
-Command = Sequence[Arg]
+__all__ = [
+    "CLOSED",
+    "NOT_ENOUGH_DATA",
+    "PUSH",
+    "Command",
+    "Exchange",
+    "Keeper",
+    "Same",
+    "fast",
+    "pack",
+    "read",
+    "read_sets",
+    "send",
+]
 
 CLOSED = "Connection closed by server."
-_CRLF = b"\r\n"
-
-
-class Same(Sequence[tuple[bytes, bytes]]):
-    """The commands `(name, key)` for each key: e.g. SMEMBERS of every table key of a batch.
-
-    It is a sequence of those commands, so every sender accepts it; `pack` packs it with one join
-    when the keys have equal length (table keys do: fixed-width hex).
-
-    Args:
-        name: the command name, e.g. b"SMEMBERS".
-        keys: one key per command.
-    """
-
-    __slots__ = ("keys", "name")
-
-    def __init__(self, name: bytes, keys: list[bytes]) -> None:
-        self.name = name
-        self.keys = keys
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    @overload
-    def __getitem__(self, i: int) -> tuple[bytes, bytes]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> Same: ...
-
-    def __getitem__(self, i: int | slice) -> tuple[bytes, bytes] | Same:
-        if isinstance(i, slice):
-            return Same(self.name, self.keys[i])
-        return (self.name, self.keys[i])
-
-    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
-        name = self.name
-        for key in self.keys:
-            yield (name, key)
-
-    def __repr__(self) -> str:
-        return f"Same({self.name!r}, {len(self.keys)} keys)"
-
-    def packed(self) -> bytes:
-        """The RESP form of all the commands."""
-        keys = self.keys
-        if not keys:
-            return b""
-        name = self.name
-        if b" " in name:  # redis-py sends "SCRIPT LOAD" as two arguments: so do we
-            return pack(list(self))
-        head = b"*2\r\n$%d\r\n%s\r\n" % (len(name), name)
-        widths = set(map(len, keys))
-        if len(widths) == 1:
-            width = widths.pop()
-            # Every command is head + "$width\r\n" + key + "\r\n": join the keys with what lies between.
-            prefix = b"$%d\r\n" % width
-            return head + prefix + (_CRLF + head + prefix).join(keys) + _CRLF
-        template = head + b"$%d\r\n%s\r\n"
-        return b"".join([template % (len(key), key) for key in keys])
-
-
-def _encode(arg: Any) -> bytes:
-    """One argument as redis-py's packers write it (bytes as is, str UTF-8, numbers as repr)."""
-    if isinstance(arg, bytes):
-        return arg
-    if isinstance(arg, str):
-        return arg.encode()
-    if isinstance(arg, bool):
-        raise rex.DataError("Invalid input of type: 'bool'. Convert to a bytes, string, int or float first.")
-    if isinstance(arg, int):
-        return b"%d" % arg
-    if isinstance(arg, float):
-        return repr(arg).encode()
-    if isinstance(arg, (bytearray, memoryview)):
-        return bytes(arg)
-    raise rex.DataError(
-        f"Invalid input of type: '{type(arg).__name__}'. Convert to a bytes, string, int or float first."
-    )
-
-
-def pack(commands: Sequence[Command]) -> bytes:
-    """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends.
-
-    Args:
-        commands: each a sequence of bytes / str / int / float arguments, the command name first (a
-            name with spaces, like b"SCRIPT LOAD", is split into arguments as redis-py does).
-
-    Raises:
-        redis.exceptions.DataError: an argument of another type (bool included).
-    """
-    if isinstance(commands, Same):
-        return commands.packed()
-    out: list[bytes] = []
-    append = out.append
-    extend = out.extend
-    for command in commands:
-        first = command[0]
-        if isinstance(first, str) or b" " in first:  # type: ignore[operator]
-            command = (*_encode(first).split(), *command[1:])
-        append(b"*%d\r\n" % len(command))
-        extend([_BULK % (len(a), a) if type(a) is bytes else _bulk(a) for a in command])
-    return b"".join(out)
-
-
-_BULK = b"$%d\r\n%s\r\n"
-
-
-def _bulk(arg: Any) -> bytes:
-    raw = _encode(arg)
-    return _BULK % (len(raw), raw)
 
 
 def fast(connection: Any) -> bool:
@@ -255,6 +160,55 @@ def read(connection: Any, count: int) -> list[Any]:
     return out
 
 
+def read_sets(connection: Any, count: int) -> bytes | None:
+    """The next `count` replies in their RESP form, when each is an array of bulk strings (what SMEMBERS
+    answers) and the compiled core can check them; else None, and they are left for `read`.
+
+    Args:
+        connection: the connection the commands were sent on.
+        count: how many replies to read.
+
+    Raises:
+        redis.exceptions.ConnectionError, TimeoutError: see `read`.
+    """
+    native = engines.native
+    if native is None or not fast(connection):
+        return None
+    parser = connection._parser
+    reader = parser._reader
+    buffered = getattr(reader, "has_data", None)  # hiredis >= 2.1
+    if buffered is None or buffered():
+        return None
+    if getattr(parser, "_next_response", NOT_ENOUGH_DATA) is not NOT_ENOUGH_DATA:
+        return None  # redis-py < 5.1 keeps a reply its can_read() took from the reader
+    recv_into, buffer = parser._sock.recv_into, parser._buffer
+    whole: list[bytes] = []
+    pending = b""
+    try:
+        while count:
+            received = recv_into(buffer)
+            if not received:
+                raise rex.ConnectionError(CLOSED)
+            pending += memoryview(buffer)[:received]
+            end, found, other = native.scan_sets(pending, count)
+            if other:  # an error reply, say: the general reader reads them all
+                reader.feed(b"".join(whole) + pending)
+                return None
+            if end:
+                whole.append(pending[:end])
+                pending = pending[end:]
+                count -= found
+    except TimeoutError:
+        raise rex.TimeoutError(f"Timeout reading from {_where(connection)}") from None
+    except rex.RedisError:
+        raise
+    except OSError as exc:
+        raise rex.ConnectionError(f"Error while reading from {_where(connection)}: {exc.args}") from None
+    if pending:  # the replies of the commands sent after these
+        reader.feed(pending)
+    return whole[0] if len(whole) == 1 else b"".join(whole)
+
+
 def _read_slow(connection: Any, count: int) -> list[Any]:
     out: list[Any] = []
     for _ in range(count):
@@ -328,6 +282,21 @@ class Exchange:
         replies = read(self.connection, count)
         self.unread -= count
         return replies
+
+    def read_sets(self, count: int) -> bytes | None:
+        """The next `count` replies in their RESP form when all are arrays of bulk strings (see
+        `read_sets`); None: read them with `read`.
+
+        Raises:
+            redis.exceptions.ConnectionError, TimeoutError: see `read`.
+            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
+        """
+        if count > self.unread:
+            raise RuntimeError(f"{count} replies asked for, {self.unread} due")
+        raw = read_sets(self.connection, count)
+        if raw is not None:
+            self.unread -= count
+        return raw
 
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
         """Send the commands and read all their replies."""

@@ -1,0 +1,260 @@
+//! SMEMBERS replies read straight off the wire: RESP arrays (or RESP3 sets) of bulk strings scanned in
+//! place, and the read path's candidate filter run over them, with no Python object per member.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::pyglue::value_error;
+use crate::{candidates, to_int};
+
+/// The outcome of reading one element of a reply at a position.
+#[derive(Debug, PartialEq, Eq)]
+enum Step<T> {
+    /// Read whole: the value and the position after it.
+    Done(T, usize),
+    /// The data ends before it does.
+    Partial,
+    /// Not of the plain shape (an error reply, a null, a push message, a nested value, ...).
+    Other,
+}
+
+/// A line `digits\r\n` from `pos`: its value and the position after it.
+fn count_line(data: &[u8], pos: usize) -> Step<usize> {
+    // 19 digits fit a u64 without overflow and are more than any reply holds.
+    const MOST_DIGITS: usize = 19;
+    let rest = data.get(pos..).unwrap_or_default();
+    let Some(cr) = memchr::memchr(b'\r', rest) else {
+        return if rest.len() > MOST_DIGITS || !rest.iter().all(u8::is_ascii_digit) {
+            Step::Other
+        } else {
+            Step::Partial
+        };
+    };
+    let digits = &rest[..cr];
+    if digits.is_empty() || digits.len() > MOST_DIGITS || !digits.iter().all(u8::is_ascii_digit) {
+        return Step::Other;
+    }
+    match rest.get(cr + 1) {
+        None => return Step::Partial,
+        Some(b'\n') => {}
+        Some(_) => return Step::Other,
+    }
+    let value = digits
+        .iter()
+        .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
+    match usize::try_from(value) {
+        Ok(value) => Step::Done(value, pos + cr + 2),
+        Err(_) => Step::Other,
+    }
+}
+
+/// One bulk string `$len\r\n<bytes>\r\n` from `pos`: its bytes' range and the position after it.
+fn bulk(data: &[u8], pos: usize) -> Step<(usize, usize)> {
+    match data.get(pos) {
+        None => return Step::Partial,
+        Some(b'$') => {}
+        Some(_) => return Step::Other,
+    }
+    let (len, start) = match count_line(data, pos + 1) {
+        Step::Done(len, start) => (len, start),
+        Step::Partial => return Step::Partial,
+        Step::Other => return Step::Other,
+    };
+    let Some(end) = start.checked_add(len) else {
+        return Step::Other;
+    };
+    match data.get(end..end.saturating_add(2)) {
+        Some(b"\r\n") => Step::Done((start, end), end + 2),
+        Some(_) => Step::Other,
+        None => Step::Partial,
+    }
+}
+
+/// One reply of the plain shape from `pos`: an array or set of bulk strings; `visit` gets each string.
+fn reply(data: &[u8], pos: usize, mut visit: impl FnMut(&[u8])) -> Step<()> {
+    match data.get(pos) {
+        None => return Step::Partial,
+        Some(b'*' | b'~') => {}
+        Some(_) => return Step::Other,
+    }
+    let (count, mut at) = match count_line(data, pos + 1) {
+        Step::Done(count, at) => (count, at),
+        Step::Partial => return Step::Partial,
+        Step::Other => return Step::Other,
+    };
+    for _ in 0..count {
+        match bulk(data, at) {
+            Step::Done((start, end), next) => {
+                visit(&data[start..end]);
+                at = next;
+            }
+            Step::Partial => return Step::Partial,
+            Step::Other => return Step::Other,
+        }
+    }
+    Step::Done((), at)
+}
+
+/// How far whole replies of the plain shape reach from `pos`, up to `want` of them.
+///
+/// Returns the position after the last whole one, how many there are, and whether the next reply is of
+/// another shape (then the caller reads the rest with a general RESP reader).
+pub fn scan(data: &[u8], mut pos: usize, want: usize) -> (usize, usize, bool) {
+    let mut found = 0;
+    while found < want {
+        match reply(data, pos, |_| {}) {
+            Step::Done((), next) => {
+                pos = next;
+                found += 1;
+            }
+            Step::Partial => return (pos, found, false),
+            Step::Other => return (pos, found, true),
+        }
+    }
+    (pos, found, false)
+}
+
+/// `scan` for Python: see there.
+#[pyfunction]
+pub fn scan_sets(data: &[u8], pos: usize, want: usize) -> (usize, usize, bool) {
+    scan(data, pos, want)
+}
+
+/// `hits` over replies `scan` found whole: for each query, {stored value: (fingerprint, distance)} of
+/// the candidates within k in its `tables` replies.
+///
+/// Plain decimals are filtered here; any other member goes through `slow(raw, fp)` as in `hits`.
+#[pyfunction]
+#[pyo3(signature = (fps, data, tables, k_fast, k, wrap64, slow))]
+#[allow(clippy::too_many_arguments)] // the Python function's signature
+pub fn hits_in_sets<'py>(
+    py: Python<'py>,
+    fps: &Bound<'py, PyList>,
+    data: &[u8],
+    tables: usize,
+    k_fast: i64,
+    k: &Bound<'py, PyAny>,
+    wrap64: bool,
+    slow: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    if tables == 0 {
+        return Err(value_error(py, String::from("tables must be at least 1")));
+    }
+    let out = PyList::empty(py);
+    let mut pos = 0;
+    for fp_obj in fps.iter() {
+        let fp: u128 = match fp_obj.extract::<u64>() {
+            Ok(small) => u128::from(small),
+            Err(_) => fp_obj.extract()?,
+        };
+        let found = PyDict::new(py);
+        for _ in 0..tables {
+            let mut failure: Option<PyErr> = None;
+            let step = reply(data, pos, |raw| {
+                if failure.is_none() {
+                    if let Err(err) = visit(py, &found, raw, fp, &fp_obj, k_fast, k, wrap64, slow) {
+                        failure = Some(err);
+                    }
+                }
+            });
+            if let Some(err) = failure {
+                return Err(err);
+            }
+            match step {
+                Step::Done((), next) => pos = next,
+                _ => {
+                    return Err(value_error(
+                        py,
+                        String::from("replies are not whole sets of strings"),
+                    ))
+                }
+            }
+        }
+        out.append(found)?;
+    }
+    Ok(out)
+}
+
+/// One member of a query's sets into its hits (`hits`' rule, with the bytes object made only when kept).
+#[allow(clippy::too_many_arguments)]
+fn visit<'py>(
+    py: Python<'py>,
+    found: &Bound<'py, PyDict>,
+    raw: &[u8],
+    fp: u128,
+    fp_obj: &Bound<'py, PyAny>,
+    k_fast: i64,
+    k: &Bound<'py, PyAny>,
+    wrap64: bool,
+    slow: &Bound<'py, PyAny>,
+) -> PyResult<()> {
+    if let Some((candidate, d)) = candidates::candidate(raw, fp, wrap64) {
+        if i64::from(d) <= k_fast {
+            let key = PyBytes::new(py, raw);
+            if !found.contains(&key)? {
+                found.set_item(key, (to_int(py, candidate)?, d))?;
+            }
+        }
+        return Ok(());
+    }
+    let key = PyBytes::new(py, raw);
+    if found.contains(&key)? {
+        return Ok(());
+    }
+    let pair = slow.call1((&key, fp_obj))?;
+    let d: Bound<'py, PyAny> = pair.get_item(1)?;
+    if d.le(k)? {
+        found.set_item(key, pair)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sets(members: &[&[&[u8]]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for set in members {
+            out.extend_from_slice(format!("*{}\r\n", set.len()).as_bytes());
+            for m in *set {
+                out.extend_from_slice(format!("${}\r\n", m.len()).as_bytes());
+                out.extend_from_slice(m);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn whole_replies_are_found_and_a_cut_anywhere_is_partial() {
+        let data = sets(&[&[b"12", b"-7"], &[], &[b"99999999999999999999"]]);
+        assert_eq!(scan(&data, 0, 3), (data.len(), 3, false));
+        assert_eq!(scan(&data, 0, 2).1, 2);
+        for cut in 0..data.len() {
+            let (end, found, other) = scan(&data[..cut], 0, 3);
+            assert!(!other, "cut at {cut}");
+            assert!(found < 3 && end <= cut);
+        }
+    }
+
+    #[test]
+    fn other_shapes_are_reported() {
+        for bad in [
+            &b"-WRONGTYPE x\r\n"[..],
+            b"*-1\r\n",
+            b"$3\r\nabc\r\n",
+            b"*1\r\n:5\r\n",
+            b"*1\r\n$3\r\nabcd\r\n",
+            b">2\r\n",
+            b"*1x\r\n",
+            b"*99999999999999999999\r\n",
+        ] {
+            assert_eq!(scan(bad, 0, 1), (0, 0, true), "{bad:?}");
+        }
+        let mut data = sets(&[&[b"1"]]);
+        data.extend_from_slice(b"-ERR\r\n");
+        assert_eq!(scan(&data, 0, 2), (11, 1, true));
+        assert_eq!(scan(b"~1\r\n$1\r\n5\r\n", 0, 1), (11, 1, false));
+    }
+}

@@ -1,0 +1,134 @@
+"""Commands in RESP, packed byte for byte as redis-py's packers write them, a run of one command at once.
+
+`pack` is what `wire` sends on a plain connection; `Same` stands for a run of one single-key command
+(every SMEMBERS of a batch, the HGETs of one field in many hashes) and packs with a single join.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import redis.exceptions as rex
+
+__all__ = ["Arg", "Command", "Same", "pack"]
+
+Arg = bytes | str | int | float
+Command = Sequence[Arg]
+
+_CRLF = b"\r\n"
+
+
+class Same(Sequence[tuple[bytes, ...]]):
+    """The commands `(name, key)` for each key, or `(name, key, field)` with one field for every key:
+    e.g. SMEMBERS of every table key of a batch, or HGETs of one fingerprint in each period's map.
+
+    It is a sequence of those commands, so every sender accepts it; `pack` packs it with one join
+    when the keys have equal length (table keys and the periods' keys of one bucket do).
+
+    Args:
+        name: the command name, e.g. b"SMEMBERS".
+        keys: one key per command.
+        field: the argument after each key, the same in every command (None: no argument after it).
+    """
+
+    __slots__ = ("field", "keys", "name")
+
+    def __init__(self, name: bytes, keys: list[bytes], field: bytes | None = None) -> None:
+        self.name = name
+        self.keys = keys
+        self.field = field
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[bytes, ...]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Same: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[bytes, ...] | Same:
+        if isinstance(i, slice):
+            return Same(self.name, self.keys[i], self.field)
+        return self._command(self.keys[i])
+
+    def __iter__(self) -> Iterator[tuple[bytes, ...]]:
+        command = self._command
+        for key in self.keys:
+            yield command(key)
+
+    def __repr__(self) -> str:
+        field = "" if self.field is None else f", field {self.field!r}"
+        return f"Same({self.name!r}, {len(self.keys)} keys{field})"
+
+    def _command(self, key: bytes) -> tuple[bytes, ...]:
+        return (self.name, key) if self.field is None else (self.name, key, self.field)
+
+    def packed(self) -> bytes:
+        """The RESP form of all the commands."""
+        keys = self.keys
+        if not keys:
+            return b""
+        name, field = self.name, self.field
+        if b" " in name:  # redis-py sends "SCRIPT LOAD" as two arguments: so do we
+            return pack(list(self))
+        # Every command is head + "$width\r\n" + key + "\r\n" + tail (the field, if any).
+        head = b"*%d\r\n$%d\r\n%s\r\n" % (2 if field is None else 3, len(name), name)
+        tail = b"" if field is None else b"$%d\r\n" % len(field) + field + _CRLF
+        widths = set(map(len, keys))
+        if len(widths) == 1:
+            prefix = b"$%d\r\n" % widths.pop()
+            return head + prefix + (_CRLF + tail + head + prefix).join(keys) + _CRLF + tail
+        return b"".join([head + b"$%d\r\n" % len(key) + key + _CRLF + tail for key in keys])
+
+
+def _encode(arg: Any) -> bytes:
+    """One argument as redis-py's packers write it (bytes as is, str UTF-8, numbers as repr)."""
+    if isinstance(arg, bytes):
+        return arg
+    if isinstance(arg, str):
+        return arg.encode()
+    if isinstance(arg, bool):
+        raise rex.DataError("Invalid input of type: 'bool'. Convert to a bytes, string, int or float first.")
+    if isinstance(arg, int):
+        return b"%d" % arg
+    if isinstance(arg, float):
+        return repr(arg).encode()
+    if isinstance(arg, (bytearray, memoryview)):
+        return bytes(arg)
+    raise rex.DataError(
+        f"Invalid input of type: '{type(arg).__name__}'. Convert to a bytes, string, int or float first."
+    )
+
+
+def pack(commands: Sequence[Command]) -> bytes:
+    """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends.
+
+    Args:
+        commands: each a sequence of bytes / str / int / float arguments, the command name first (a
+            name with spaces, like b"SCRIPT LOAD", is split into arguments as redis-py does).
+
+    Raises:
+        redis.exceptions.DataError: an argument of another type (bool included).
+    """
+    if isinstance(commands, Same):
+        return commands.packed()
+    out: list[bytes] = []
+    append = out.append
+    extend = out.extend
+    for command in commands:
+        first = command[0]
+        if isinstance(first, str) or b" " in first:  # type: ignore[operator]
+            command = (*_encode(first).split(), *command[1:])
+        append(b"*%d\r\n" % len(command))
+        extend([_BULK % (len(a), a) if type(a) is bytes else _bulk(a) for a in command])
+    return b"".join(out)
+
+
+_BULK = b"$%d\r\n%s\r\n"
+
+
+def _bulk(arg: Any) -> bytes:
+    raw = _encode(arg)
+    return _BULK % (len(raw), raw)

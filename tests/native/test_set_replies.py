@@ -1,0 +1,160 @@
+"""SMEMBERS replies read raw off the wire and filtered by the compiled core, against the general path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simhash_redis.fingerprinting import engines
+from simhash_redis.store import candidates
+from simhash_redis.transport import wire
+from tests.native.test_native_equivalence import CHECK, FEW, GARBAGE, _hits_pure, hit_cases, same
+from tests.servers import ServerProcess
+
+
+def _resp(replies: list[list[bytes]], sets: bool = False) -> bytes:
+    """Replies as a server writes them: RESP2 arrays (or RESP3 sets) of bulk strings."""
+    head = b"~" if sets else b"*"
+    return b"".join(
+        head + b"%d\r\n" % len(members) + b"".join(b"$%d\r\n%s\r\n" % (len(m), m) for m in members)
+        for members in replies
+    )
+
+
+def _whole(case: tuple[list[int], list[list[Any]], int, int, int]) -> tuple[list[int], list[list[Any]], int]:
+    """The case's replies cut or padded to exactly `tables` per query, as a read gives them."""
+    fps, replies, tables, _, _ = case
+    replies = (replies + [[] for _ in range(len(fps) * tables)])[: len(fps) * tables]
+    return fps, replies, tables
+
+
+def _same_as_pure(fps: list[int], replies: list[list[Any]], tables: int, k: int, f: int, sets: bool) -> None:
+    """The compiled filter of the replies' RESP form against the pure filter of the lists, and against
+    the pure engine's own reading of the RESP form."""
+    data = _resp(replies, sets)
+    same(lambda *_: _hits_pure(fps, replies, tables, k, f), candidates.hits_in_sets, fps, data, tables, k, f)
+    same(candidates.hits_in_sets, candidates.hits_in_sets, fps, data, tables, k, f)
+
+
+@CHECK
+@given(case=hit_cases(), sets=st.booleans())
+def test_hits_in_sets_equal_the_pure_filter(
+    case: tuple[list[int], list[list[Any]], int, int, int], sets: bool
+) -> None:
+    fps, replies, tables = _whole(case)
+    _same_as_pure(fps, replies, tables, case[3], case[4], sets)
+
+
+BYTES_GARBAGE = [raw for raw in GARBAGE if type(raw) is bytes]
+
+
+@FEW
+@given(
+    case=hit_cases(),
+    junk=st.lists(
+        st.tuples(st.integers(0, 20), st.integers(0, 10), st.sampled_from(BYTES_GARBAGE)), max_size=3
+    ),
+)
+def test_malformed_members_raise_as_in_the_pure_filter(
+    case: tuple[list[int], list[list[Any]], int, int, int], junk: list[Any]
+) -> None:
+    fps, replies, tables = _whole(case)
+    replies = [list(raws) for raws in replies]
+    for at, pos, raw in junk:
+        if replies:
+            members = replies[at % len(replies)]
+            members.insert(pos % (len(members) + 1), raw)
+    _same_as_pure(fps, replies, tables, case[3], case[4], False)
+
+
+MEMBERS = st.lists(st.lists(st.binary(max_size=12), max_size=5), max_size=6)
+
+
+@CHECK
+@given(replies=MEMBERS, cut=st.integers(0, 10**6), want=st.integers(0, 8))
+def test_a_scan_stops_at_the_last_whole_reply(replies: list[list[bytes]], cut: int, want: int) -> None:
+    data = _resp(replies)
+    cut %= len(data) + 1
+    ends = [len(_resp(replies[:n])) for n in range(len(replies) + 1)]
+    end, found, other = engines.native.scan_sets(data[:cut], want)  # type: ignore[union-attr]
+    whole = max(n for n in range(len(ends)) if ends[n] <= cut)
+    assert not other
+    assert found == min(whole, want)
+    assert end == ends[found]
+
+
+OTHER_SHAPES = [b"-WRONGTYPE x\r\n", b"$1\r\nx\r\n", b"*-1\r\n", b"*1\r\n:5\r\n", b">1\r\n", b"_\r\n"]
+
+
+@FEW
+@given(replies=MEMBERS, at=st.integers(0, 10), other=st.sampled_from(OTHER_SHAPES))
+def test_a_reply_of_another_shape_is_named(replies: list[list[bytes]], at: int, other: bytes) -> None:
+    at %= len(replies) + 1
+    data = _resp(replies[:at]) + other + _resp(replies[at:])
+    assert engines.native.scan_sets(data, 100) == (len(_resp(replies[:at])), at, True)  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------------------- on a real server
+
+
+@pytest.fixture
+def client(redis_server: ServerProcess) -> Any:
+    made = redis.Redis.from_url(redis_server.url)
+    made.flushall()
+    yield made
+    made.close()
+
+
+def _exchange(client: redis.Redis) -> wire.Exchange:
+    connection = wire.checkout(client.connection_pool)
+    if not wire.fast(connection):
+        pytest.skip("no hiredis parser: the replies are read by redis-py's")
+    return wire.Exchange(connection)
+
+
+def test_replies_of_many_reads_come_whole_and_the_ones_after_stay_readable(client: redis.Redis) -> None:
+    client.sadd("big", *range(-20_000, 20_000))  # replies of several socket reads each
+    client.sadd("small", 1, 2)
+    client.set("s", "x")
+    exchange = _exchange(client)
+    keys = [b"big", b"nokey", b"small", b"big"]
+    exchange.send(wire.Same(b"SMEMBERS", keys), [(b"GET", b"s"), (b"SMEMBERS", b"small")])
+    raw = exchange.read_sets(len(keys))
+    assert raw is not None and exchange.unread == 2
+    expected = [client.smembers(key) for key in keys]
+    assert [set(members) for members in _parsed(raw)] == expected
+    assert exchange.read(2) == [b"x", [b"1", b"2"]]
+    assert exchange.unread == 0
+
+
+def test_an_error_reply_leaves_every_reply_to_the_general_reader(client: redis.Redis) -> None:
+    client.sadd("a", 1)
+    client.set("s", "x")
+    exchange = _exchange(client)
+    exchange.send(wire.Same(b"SMEMBERS", [b"a", b"s", b"a"]))
+    assert exchange.read_sets(3) is None
+    assert exchange.unread == 3
+    replies = exchange.read(3)
+    assert replies[0] == replies[2] == [b"1"]
+    assert isinstance(replies[1], redis.ResponseError) and "WRONGTYPE" in str(replies[1])
+
+
+def test_replies_already_in_the_reader_are_read_by_it(client: redis.Redis) -> None:
+    client.sadd("a", 1)
+    exchange = _exchange(client)
+    exchange.send(wire.Same(b"SMEMBERS", [b"a"] * 3))
+    assert exchange.read(1) == [[b"1"]]  # the other two are likely in the reader's buffer now
+    raw = exchange.read_sets(2)
+    rest = exchange.read(2) if raw is None else list(_parsed(raw))
+    assert rest == [[b"1"], [b"1"]]
+    assert exchange.unread == 0
+
+
+def _parsed(raw: bytes) -> list[list[bytes]]:
+    from simhash_redis.store.chunks import parse
+
+    return [list(members) for members in parse(raw)]
