@@ -18,9 +18,10 @@ enum Step<T> {
     Other,
 }
 
-/// A line `digits\r\n` from `pos`: its value and the position after it.
+/// A line `digits\r\n` from `pos` (no leading zero, at most 2^32 - 1, as hiredis reads them): its value
+/// and the position after it.
 fn count_line(data: &[u8], pos: usize) -> Step<usize> {
-    // 19 digits fit a u64 without overflow and are more than any reply holds.
+    // 19 digits fit a u64 without overflow; anything above 2^32 - 1 goes to the general reader.
     const MOST_DIGITS: usize = 19;
     let rest = data.get(pos..).unwrap_or_default();
     let Some(cr) = memchr::memchr(b'\r', rest) else {
@@ -31,7 +32,11 @@ fn count_line(data: &[u8], pos: usize) -> Step<usize> {
         };
     };
     let digits = &rest[..cr];
-    if digits.is_empty() || digits.len() > MOST_DIGITS || !digits.iter().all(u8::is_ascii_digit) {
+    if digits.is_empty()
+        || digits.len() > MOST_DIGITS
+        || (digits.len() > 1 && digits[0] == b'0')
+        || !digits.iter().all(u8::is_ascii_digit)
+    {
         return Step::Other;
     }
     match rest.get(cr + 1) {
@@ -42,9 +47,12 @@ fn count_line(data: &[u8], pos: usize) -> Step<usize> {
     let value = digits
         .iter()
         .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
-    match usize::try_from(value) {
-        Ok(value) => Step::Done(value, pos + cr + 2),
-        Err(_) => Step::Other,
+    match u32::try_from(value)
+        .ok()
+        .and_then(|v| usize::try_from(v).ok())
+    {
+        Some(value) => Step::Done(value, pos + cr + 2),
+        None => Step::Other,
     }
 }
 
@@ -249,6 +257,9 @@ mod tests {
             b">2\r\n",
             b"*1x\r\n",
             b"*99999999999999999999\r\n",
+            b"*4294967296\r\n",
+            b"*01\r\n$1\r\n5\r\n",
+            b"*1\r\n$01\r\n5\r\n",
         ] {
             assert_eq!(scan(bad, 0, 1), (0, 0, true), "{bad:?}");
         }

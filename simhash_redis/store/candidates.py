@@ -11,7 +11,7 @@ import numpy.typing as npt
 from ..codec import decode_fp, signed64
 from ..fingerprinting import engines
 from ..results import Match
-from .chunks import parse
+from ..transport.packing import arrays
 
 __all__ = ["hits", "hits_in_sets", "matches_of"]
 
@@ -70,7 +70,7 @@ def hits_in_sets(
         if found is not None:
             return found
     # The replies of SMEMBERS have the form of commands (arrays of bulk strings).
-    return hits(fps, [list(members) for members in parse(data)], tables, k, f)
+    return hits(fps, [list(members) for members in arrays(data)], tables, k, f)
 
 
 def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:

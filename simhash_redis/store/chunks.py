@@ -16,6 +16,7 @@ from typing import Any, overload
 import redis.exceptions as rex
 
 from ..transport import Command, Exchange, raise_first_error, wire
+from ..transport.packing import arrays
 from .scripts import Script
 from .store import Store
 
@@ -139,29 +140,14 @@ class Packed(wire.Same):
     def __getitem__(self, i: slice) -> wire.Same: ...
 
     def __getitem__(self, i: int | slice) -> Any:
-        return list(parse(self._resp))[i]
+        return list(arrays(self._resp))[i]
 
     def __iter__(self) -> Iterator[Any]:
-        return parse(self._resp)
+        return arrays(self._resp)
 
     def packed(self) -> bytes:
         """The RESP form of the commands."""
         return self._resp
-
-
-def parse(resp: bytes) -> Iterator[tuple[bytes, ...]]:
-    """The commands of a RESP payload this module packed."""
-    pos = 0
-    while pos < len(resp):
-        end = resp.index(b"\r\n", pos)
-        count, pos = int(resp[pos + 1 : end]), end + 2
-        args = []
-        for _ in range(count):
-            end = resp.index(b"\r\n", pos)
-            size, pos = int(resp[pos + 1 : end]), end + 2
-            args.append(resp[pos : pos + size])
-            pos += size + 2
-        yield tuple(args)
 
 
 def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]:

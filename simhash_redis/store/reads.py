@@ -148,9 +148,9 @@ class Reads:
         for start in range(0, len(fps), step):
             chunk = fps[start : start + step]
             # Straight from the wire into the compiled filter when only the hits are wanted.
-            raw = exchange.read_sets(len(chunk) * tables) if members is None else None
-            if raw is not None:
-                found = hits_in_sets(chunk, raw, tables, k, self.f)
+            resp = exchange.read_sets(len(chunk) * tables) if members is None else None
+            if resp is not None:
+                found = hits_in_sets(chunk, resp, tables, k, self.f)
             else:
                 replies = exchange.read(len(chunk) * tables)
                 raise_first_error(replies)
@@ -176,7 +176,7 @@ class Reads:
                 asked.update(dict.fromkeys(wanted))
                 if per_map == 1:
                     exchange.send([(b"HGET", key, raw) for raw in wanted for key in fp_keys(raw)])
-                else:  # the periods' maps of one fingerprint: keys of one length, one field
+                else:  # the periods' maps of one fingerprint: one field, packed with one join
                     exchange.send(*[wire.Same(b"HGET", fp_keys(raw), raw) for raw in wanted])
         if asked:
             id_replies = exchange.read(len(asked) * per_map)

@@ -11,7 +11,7 @@ from typing import Any, overload
 
 import redis.exceptions as rex
 
-__all__ = ["Arg", "Command", "Same", "pack"]
+__all__ = ["Arg", "Command", "Same", "arrays", "pack"]
 
 Arg = bytes | str | int | float
 Command = Sequence[Arg]
@@ -132,3 +132,25 @@ _BULK = b"$%d\r\n%s\r\n"
 def _bulk(arg: Any) -> bytes:
     raw = _encode(arg)
     return _BULK % (len(raw), raw)
+
+
+def arrays(resp: bytes) -> Iterator[tuple[bytes, ...]]:
+    """The arrays of bulk strings in a RESP payload: commands packed here, or SMEMBERS replies.
+
+    Args:
+        resp: whole arrays (or RESP3 sets) of bulk strings, end to end.
+
+    Raises:
+        ValueError: the payload is not of that form.
+    """
+    pos = 0
+    while pos < len(resp):
+        end = resp.index(b"\r\n", pos)
+        count, pos = int(resp[pos + 1 : end]), end + 2
+        args = []
+        for _ in range(count):
+            end = resp.index(b"\r\n", pos)
+            size, pos = int(resp[pos + 1 : end]), end + 2
+            args.append(resp[pos : pos + size])
+            pos += size + 2
+        yield tuple(args)

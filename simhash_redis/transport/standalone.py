@@ -115,8 +115,9 @@ class Transport:
             return talk(exchange)
         finally:
             # `unread` counts a batch before it is sent and drops only after its replies are read, so
-            # zero means nothing is left on the wire, even when `talk` raised (an error reply, say).
-            clean = exchange.unread == 0
+            # zero means nothing is left on the wire, even when `talk` raised (an error reply, say); bytes
+            # read past the last reply would be something no command asked for.
+            clean = exchange.unread == 0 and not exchange.tail
             if not clean:
                 # Unread replies, or a send or read cut short: never hand this connection to anyone.
                 connection.disconnect()

@@ -160,53 +160,69 @@ def read(connection: Any, count: int) -> list[Any]:
     return out
 
 
-def read_sets(connection: Any, count: int) -> bytes | None:
+def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | None, bytes]:
     """The next `count` replies in their RESP form, when each is an array of bulk strings (what SMEMBERS
-    answers) and the compiled core can check them; else None, and they are left for `read`.
+    answers) and the compiled core can check them, and the bytes read past them.
+
+    Otherwise (another shape of reply, a reply larger than `_RAW_MOST`, no compiled core, a connection
+    `read` would not read fast) (None, b""): every byte read, `head` included, is left to the
+    connection's reader, for `read`.
 
     Args:
         connection: the connection the commands were sent on.
         count: how many replies to read.
+        head: bytes read off the socket before, past the replies of an earlier call (the reader's
+            buffer is then empty).
 
     Raises:
         redis.exceptions.ConnectionError, TimeoutError: see `read`.
     """
     native = engines.native
     if native is None or not fast(connection):
-        return None
+        return None, _feed(connection, head)
     parser = connection._parser
-    reader = parser._reader
-    buffered = getattr(reader, "has_data", None)  # hiredis >= 2.1
-    if buffered is None or buffered():
-        return None
-    if getattr(parser, "_next_response", NOT_ENOUGH_DATA) is not NOT_ENOUGH_DATA:
-        return None  # redis-py < 5.1 keeps a reply its can_read() took from the reader
+    buffered = getattr(parser._reader, "has_data", None)  # hiredis >= 2.1
+    # redis-py < 5.1 keeps a reply its can_read() took from the reader in _next_response.
+    kept = getattr(parser, "_next_response", NOT_ENOUGH_DATA) is not NOT_ENOUGH_DATA
+    if buffered is None or buffered() or kept:
+        return None, _feed(connection, head)
     recv_into, buffer = parser._sock.recv_into, parser._buffer
     whole: list[bytes] = []
-    pending = b""
+    pending = head
     try:
-        while count:
+        while True:
+            if pending:
+                end, found, other = native.scan_sets(pending, count)
+                whole.append(pending[:end])
+                pending = pending[end:]
+                count -= found
+                # A partial reply is scanned again from its start at every read: a large one goes to
+                # hiredis, which reads on where it stopped.
+                if other or (count and len(pending) > _RAW_MOST):
+                    return None, _feed(connection, b"".join(whole) + pending)
+            if not count:
+                break
             received = recv_into(buffer)
             if not received:
                 raise rex.ConnectionError(CLOSED)
             pending += memoryview(buffer)[:received]
-            end, found, other = native.scan_sets(pending, count)
-            if other:  # an error reply, say: the general reader reads them all
-                reader.feed(b"".join(whole) + pending)
-                return None
-            if end:
-                whole.append(pending[:end])
-                pending = pending[end:]
-                count -= found
     except TimeoutError:
         raise rex.TimeoutError(f"Timeout reading from {_where(connection)}") from None
     except rex.RedisError:
         raise
     except OSError as exc:
         raise rex.ConnectionError(f"Error while reading from {_where(connection)}: {exc.args}") from None
-    if pending:  # the replies of the commands sent after these
-        reader.feed(pending)
-    return whole[0] if len(whole) == 1 else b"".join(whole)
+    return b"".join(whole), pending
+
+
+_RAW_MOST = 1 << 18
+
+
+def _feed(connection: Any, data: bytes) -> bytes:
+    """Hand bytes read off the connection's socket to its reader (they come before anything it has)."""
+    if data:
+        connection._parser._reader.feed(data)
+    return b""
 
 
 def _read_slow(connection: Any, count: int) -> list[Any]:
@@ -249,11 +265,13 @@ class Exchange:
         connection: a connected redis-py connection, owned by the caller for the conversation.
     """
 
-    __slots__ = ("connection", "unread")
+    __slots__ = ("connection", "tail", "unread")
 
     def __init__(self, connection: Any) -> None:
         self.connection = connection
         self.unread = 0
+        #: Bytes `read_sets` read past its replies, not yet handed to the connection's reader.
+        self.tail = b""
 
     def send(self, *batches: Sequence[Command]) -> None:
         """Send batches of commands in one write.
@@ -279,6 +297,7 @@ class Exchange:
         """
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
+        self.tail = _feed(self.connection, self.tail)
         replies = read(self.connection, count)
         self.unread -= count
         return replies
@@ -293,7 +312,7 @@ class Exchange:
         """
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
-        raw = read_sets(self.connection, count)
+        raw, self.tail = read_sets(self.connection, count, self.tail)
         if raw is not None:
             self.unread -= count
         return raw

@@ -21,6 +21,7 @@ from simhash_redis.store import chunks
 from simhash_redis.store.grouped import Column, attach_calls, commands, group, script_runs
 from simhash_redis.store.keys import KeyForm, KeySchema
 from simhash_redis.store.layout import Layout
+from simhash_redis.transport.packing import arrays
 from tests.native.conftest import pure_engine
 
 SHA = b"0123456789abcdef0123456789abcdef01234567"
@@ -85,7 +86,7 @@ def test_script_runs(
             # The argument tuples a cluster's transport takes: the same commands.
             plain = script_runs(SHA, counts, groups, pure_columns, pairs, packed=False)
             unpacked = [tuple(command) for chunk in plain for command in chunk]
-        assert [c for part in native for c in chunks.parse(part[0])] == [
+        assert [c for part in native for c in arrays(part[0])] == [
             tuple(b"%d" % a if isinstance(a, int) else a for a in c) for c in unpacked
         ]
 

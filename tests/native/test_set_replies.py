@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import random
+import socket
 from typing import Any
 
+import hiredis
 import pytest
 import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simhash_redis import SimhashIndex
 from simhash_redis.fingerprinting import engines
 from simhash_redis.store import candidates
+from simhash_redis.store import reads as reads_module
 from simhash_redis.transport import wire
+from simhash_redis.transport.packing import arrays
 from tests.native.test_native_equivalence import CHECK, FEW, GARBAGE, _hits_pure, hit_cases, same
 from tests.servers import ServerProcess
 
@@ -117,7 +123,7 @@ def _exchange(client: redis.Redis) -> wire.Exchange:
 
 
 def test_replies_of_many_reads_come_whole_and_the_ones_after_stay_readable(client: redis.Redis) -> None:
-    client.sadd("big", *range(-20_000, 20_000))  # replies of several socket reads each
+    client.sadd("big", *range(-6_000, 6_000))  # replies of several socket reads each (~130 KB)
     client.sadd("small", 1, 2)
     client.set("s", "x")
     exchange = _exchange(client)
@@ -147,14 +153,118 @@ def test_replies_already_in_the_reader_are_read_by_it(client: redis.Redis) -> No
     client.sadd("a", 1)
     exchange = _exchange(client)
     exchange.send(wire.Same(b"SMEMBERS", [b"a"] * 3))
-    assert exchange.read(1) == [[b"1"]]  # the other two are likely in the reader's buffer now
-    raw = exchange.read_sets(2)
-    rest = exchange.read(2) if raw is None else list(_parsed(raw))
-    assert rest == [[b"1"], [b"1"]]
-    assert exchange.unread == 0
+    while not exchange.connection._parser._reader.has_data():  # the first read takes all three
+        assert exchange.read(1) == [[b"1"]]
+        exchange.send([(b"SMEMBERS", b"a")])
+    assert exchange.read_sets(2) is None
+    due = exchange.unread
+    assert exchange.read(due) == [[b"1"]] * due
 
 
-def _parsed(raw: bytes) -> list[list[bytes]]:
-    from simhash_redis.store.chunks import parse
+def test_a_large_reply_after_whole_ones_goes_to_the_general_reader_with_them(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client.sadd("a", 1, 2)
+    client.sadd("big", *range(30_000))
+    client.set("s", "x")
+    monkeypatch.setattr(wire, "_RAW_MOST", 4096)
+    for keys in ([b"a", b"big", b"a"], [b"a", b"a", b"s", b"big"]):  # too large, then another shape
+        exchange = _exchange(client)
+        exchange.send(wire.Same(b"SMEMBERS", keys))
+        assert exchange.read_sets(len(keys)) is None
+        replies = exchange.read(len(keys))
+        for key, reply in zip(keys, replies, strict=True):
+            if key == b"s":
+                assert isinstance(reply, redis.ResponseError)
+            else:
+                assert set(reply) == client.smembers(key)
 
-    return [list(members) for members in parse(raw)]
+
+def test_slices_after_the_first_are_read_raw_too(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = SimhashIndex(client, "slices", k=3)
+    fps = [random.Random(n).getrandbits(64) for n in range(300)]
+    index.add_many([(f"d{n}", fp) for n, fp in enumerate(fps)])
+    monkeypatch.setattr(reads_module, "_SLICE", 2)
+    calls = {"raw": 0, "lists": 0}
+    for name, key in (("hits_in_sets", "raw"), ("hits", "lists")):
+        original = getattr(reads_module, name)
+
+        def counted(*args: Any, _original: Any = original, _key: str = key) -> Any:
+            calls[_key] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(reads_module, name, counted)
+    found = index.near_many(fps)
+    assert [[m.id for m in one] for one in found] == [[f"d{n}"] for n in range(len(fps))]
+    assert calls == {"raw": len(fps) // 2, "lists": 0}
+
+
+def test_a_connection_lost_mid_reply_raises_and_counts_nothing_read(client: redis.Redis) -> None:
+    client.sadd("big", *range(30_000))
+    exchange = _exchange(client)
+    exchange.send(wire.Same(b"SMEMBERS", [b"big"]))
+    sock = exchange.connection._parser._sock
+    sock.shutdown(socket.SHUT_RD)  # reads see the end of the stream
+    with pytest.raises(redis.ConnectionError):
+        exchange.read_sets(1)
+    assert exchange.unread == 1
+    exchange.connection.disconnect()
+
+
+def test_a_reader_without_has_data_is_left_to_read(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client.sadd("a", 1)
+    exchange = _exchange(client)
+
+    class OldReader:  # a hiredis before 2.1
+        def __init__(self, reader: Any) -> None:
+            self.gets, self.feed = reader.gets, reader.feed
+
+    parser = exchange.connection._parser
+    monkeypatch.setattr(parser, "_reader", OldReader(parser._reader))
+    exchange.send(wire.Same(b"SMEMBERS", [b"a"]))
+    assert exchange.read_sets(1) is None
+    assert exchange.read(1) == [[b"1"]]
+
+
+def test_resp3_sets_are_read_raw(redis_server: ServerProcess) -> None:
+    client = redis.Redis.from_url(redis_server.url, protocol=3)
+    try:
+        client.delete("r3")
+        client.sadd("r3", 5, 6)
+        exchange = _exchange(client)
+        exchange.send(wire.Same(b"SMEMBERS", [b"r3", b"nokey"]))
+        raw = exchange.read_sets(2)
+        assert raw is not None and raw.startswith(b"~")
+        assert [sorted(members) for members in _parsed(raw)] == [[b"5", b"6"], []]
+    finally:
+        client.close()
+
+
+@FEW
+@given(replies=MEMBERS, noise=st.binary(max_size=40), at=st.integers(0, 10**6))
+def test_the_scanner_never_reads_more_than_hiredis(replies: list[list[bytes]], noise: bytes, at: int) -> None:
+    data = _resp(replies)
+    at %= len(data) + 1
+    mutated = data[:at] + noise + data[at:]
+    end, found, _ = engines.native.scan_sets(mutated, 100)  # type: ignore[union-attr]
+    reader = hiredis.Reader()
+    reader.feed(mutated[:end])
+    parsed = [reader.gets() for _ in range(found)]
+    assert all(type(members) is list and all(type(m) is bytes for m in members) for members in parsed)
+    assert reader.gets() is False
+    assert [list(members) for members in _parsed(mutated[:end])] == parsed
+
+
+def test_hits_in_sets_refuses_what_is_not_whole_replies() -> None:
+    with pytest.raises(ValueError, match="whole"):
+        candidates.hits_in_sets([1], _resp([[b"1"]])[:-1], 1, 3, 64)
+    with pytest.raises(ValueError, match="whole"):
+        candidates.hits_in_sets([1, 2], _resp([[b"1"]]), 1, 3, 64)
+
+
+def _parsed(raw: bytes) -> list[tuple[bytes, ...]]:
+    return list(arrays(raw))
