@@ -515,16 +515,11 @@ fn hits<'py>(
     wrap64: bool,
     slow: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    if tables == 0 {
-        return Err(value_error(py, String::from("tables must be at least 1")));
-    }
+    check_tables(py, tables)?;
     let out = PyList::empty(py);
     let total = replies.len();
     for (q, fp_obj) in fps.iter().enumerate() {
-        let fp: u128 = match fp_obj.extract::<u64>() {
-            Ok(small) => u128::from(small),
-            Err(_) => fp_obj.extract()?,
-        };
+        let fp = query_fingerprint(&fp_obj)?;
         let found = PyDict::new(py);
         let start = q.saturating_mul(tables);
         let end = start.saturating_add(tables).min(total);
@@ -563,6 +558,22 @@ fn hits<'py>(
         out.append(found)?;
     }
     Ok(out)
+}
+
+/// The candidate filters' refusal of queries without tables.
+pub(crate) fn check_tables(py: Python<'_>, tables: usize) -> PyResult<()> {
+    if tables == 0 {
+        return Err(value_error(py, String::from("tables must be at least 1")));
+    }
+    Ok(())
+}
+
+/// A query of the candidate filters as a number (below 2^128: the Python wrappers check it).
+pub(crate) fn query_fingerprint(fp: &Bound<'_, PyAny>) -> PyResult<u128> {
+    match fp.extract::<u64>() {
+        Ok(small) => Ok(u128::from(small)),
+        Err(_) => fp.extract(),
+    }
 }
 
 /// Make bad arguments raise these types (the project's InvalidArgument and InvalidType) instead of

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::pyglue::value_error;
-use crate::{candidates, to_int};
+use crate::{candidates, check_tables, query_fingerprint, to_int};
 
 /// The outcome of reading one element of a reply at a position.
 #[derive(Debug, PartialEq, Eq)]
@@ -145,16 +145,11 @@ pub fn hits_in_sets<'py>(
     wrap64: bool,
     slow: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    if tables == 0 {
-        return Err(value_error(py, String::from("tables must be at least 1")));
-    }
+    check_tables(py, tables)?;
     let out = PyList::empty(py);
     let mut pos = 0;
     for fp_obj in fps.iter() {
-        let fp: u128 = match fp_obj.extract::<u64>() {
-            Ok(small) => u128::from(small),
-            Err(_) => fp_obj.extract()?,
-        };
+        let fp = query_fingerprint(&fp_obj)?;
         let found = PyDict::new(py);
         for _ in 0..tables {
             let mut failure: Option<PyErr> = None;

@@ -151,12 +151,8 @@ def read(connection: Any, count: int) -> list[Any]:
                     raise reply
             append(reply)
             remaining -= 1
-    except TimeoutError:
-        raise rex.TimeoutError(f"Timeout reading from {_where(connection)}") from None
-    except rex.RedisError:
-        raise
     except OSError as exc:
-        raise rex.ConnectionError(f"Error while reading from {_where(connection)}: {exc.args}") from None
+        raise _read_error(connection, exc) from None
     return out
 
 
@@ -206,12 +202,8 @@ def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | N
             if not received:
                 raise rex.ConnectionError(CLOSED)
             pending += memoryview(buffer)[:received]
-    except TimeoutError:
-        raise rex.TimeoutError(f"Timeout reading from {_where(connection)}") from None
-    except rex.RedisError:
-        raise
     except OSError as exc:
-        raise rex.ConnectionError(f"Error while reading from {_where(connection)}: {exc.args}") from None
+        raise _read_error(connection, exc) from None
     return b"".join(whole), pending
 
 
@@ -223,6 +215,15 @@ def _feed(connection: Any, data: bytes) -> bytes:
     if data:
         connection._parser._reader.feed(data)
     return b""
+
+
+def _read_error(connection: Any, exc: OSError) -> Exception:
+    """A socket error while reading, as redis-py reports it (one of redis-py's own as it is)."""
+    if isinstance(exc, rex.RedisError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return rex.TimeoutError(f"Timeout reading from {_where(connection)}")
+    return rex.ConnectionError(f"Error while reading from {_where(connection)}: {exc.args}")
 
 
 def _read_slow(connection: Any, count: int) -> list[Any]:
