@@ -211,7 +211,7 @@ _RAW_MOST = 1 << 18
 
 
 def _feed(connection: Any, data: bytes) -> bytes:
-    """Hand bytes read off the connection's socket to its reader (they come before anything it has)."""
+    """Hand bytes read off the connection's socket to its reader, which holds nothing else then."""
     if data:
         connection._parser._reader.feed(data)
     return b""
