@@ -3,7 +3,9 @@
 * In Redis: fingerprints of up to 64 bits are signed 64-bit decimal integers (two's complement), so
   Redis keeps small sets in its compact intset encoding and hash fields in listpack integer form; 128-bit
   fingerprints are unsigned decimals. The ids that share one fingerprint are a concatenation of
-  netstrings (`5:doc-1` followed by `5:doc-2`), readable with redis-cli and parsable from Lua.
+  netstrings (`5:doc-1` followed by `5:doc-2`), readable with redis-cli and parsable from Lua. The
+  MinHash sketches of the ids sharing one fingerprint (verified mode) are netstring pairs of id and
+  sketch (`5:doc-1256:` and the sketch's 256 bytes).
 * As text (CLI output, input files): 0x-prefixed hex; hex or decimal (negative: two's complement) read.
 * In a dump: a msgpack integer up to 64 bits, else f/8 big-endian bytes.
 """
@@ -18,9 +20,11 @@ from .errors import InvalidArgument
 __all__ = [
     "decode_fp",
     "decode_ids",
+    "decode_sketches",
     "dump_fp",
     "encode_fp",
     "encode_ids",
+    "encode_sketches",
     "format_fingerprint",
     "parse_fingerprint",
     "signed64",
@@ -84,18 +88,46 @@ def decode_ids(raw: bytes) -> list[str]:
     Raises:
         ValueError: the value is not a sequence of netstrings.
     """
-    ids = []
-    pos = 0
-    end = len(raw)
+    return [item.decode() for item in _netstrings(raw)]
+
+
+def encode_sketches(pairs: list[tuple[bytes, bytes]]) -> bytes:
+    """The sketches of the ids sharing a fingerprint, as stored (netstring pairs of id and sketch).
+
+    Args:
+        pairs: (encoded id, sketch) in order.
+    """
+    return b"".join(b"%d:%s%d:%s" % (len(raw), raw, len(sketch), sketch) for raw, sketch in pairs)
+
+
+def decode_sketches(raw: bytes) -> dict[str, bytes]:
+    """The sketch of each id in a value written by `encode_sketches` (or by the Lua scripts).
+
+    Args:
+        raw: the stored value.
+
+    Raises:
+        ValueError: the value is not a sequence of netstring pairs.
+    """
+    items = _netstrings(raw)
+    if len(items) % 2:
+        raise ValueError("an id without its sketch")
+    return {items[i].decode(): items[i + 1] for i in range(0, len(items), 2)}
+
+
+def _netstrings(raw: bytes) -> list[bytes]:
+    """The items of a concatenation of netstrings."""
+    items = []
+    pos, end = 0, len(raw)
     while pos < end:
         colon = raw.index(b":", pos)
         length = int(raw[pos:colon])
         start = colon + 1
         if start + length > end:
-            raise ValueError("truncated id list")
-        ids.append(raw[start : start + length].decode())
+            raise ValueError("truncated netstring list")
+        items.append(raw[start : start + length])
         pos = start + length
-    return ids
+    return items
 
 
 _HEX = re.compile(r"^[0-9a-f]+$")

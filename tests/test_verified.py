@@ -9,6 +9,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from simhash_redis import Layout, Outcome, SimhashIndex
+from simhash_redis.codec import encode_fp, encode_sketches
 from simhash_redis.errors import ConfigurationMismatch, InvalidArgument, InvalidType
 from simhash_redis.index.verified_index import VerifiedIndex, VerifiedMatch
 
@@ -32,10 +33,11 @@ def test_add_stores_sketch_in_index_key_space(verified: VerifiedIndex, redis_cli
     assert verified.add("a", BASE) is Outcome.ADDED
     sketch = verified.sketch_of("a")
     assert sketch is not None and len(sketch) == verified.hasher.sketch_bytes
-    key = verified.sketch_key("a")
-    assert key.startswith(f"{verified.index.keys.base}:sk:".encode())
-    assert redis_client.hget(key, "a") == sketch
+    # Beside the id, in its fingerprint's field of the fingerprint map: near() reads both at once.
+    keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(BASE), 64)
+    assert redis_client.hget(keys.fp_bucket(fp), b"s:" + fp) == encode_sketches([(b"a", sketch)])
     assert verified.index.get("a") == verified.index.fingerprint(BASE)
+    assert redis_client.hget(keys.meta, "format") == b"3"
 
 
 def test_near_confirms_near_duplicates_and_rejects_others(verified: VerifiedIndex) -> None:
@@ -76,6 +78,9 @@ def test_candidate_without_sketch_is_dropped(redis_client: redis.Redis) -> None:
     verified = VerifiedIndex(index)
     assert [m.id for m in index.near(BASE)] == ["plain"]
     assert verified.near(BASE) == []
+    # Opened by this version, it was upgraded: the sketch of an id not stored is gone with the old form.
+    assert redis_client.keys(f"{index.keys.base}:sk:*") == []
+    assert redis_client.hmget(index.keys.meta, "format", "upgrading") == [b"3", None]
 
 
 def test_a_plain_index_with_documents_is_not_made_verified(redis_client: redis.Redis) -> None:

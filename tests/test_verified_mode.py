@@ -270,8 +270,8 @@ def test_a_refused_write_leaves_the_ids_sketch_as_it_was(
     applied = writes_module.AtomicWrites.apply
     seen: list[tuple[object, bytes | None]] = []
 
-    def racing(self: reads_module.Reads, fps: list[int], k: int) -> object:
-        got = read(self, fps, k)
+    def racing(self: reads_module.Reads, fps: list[int], k: int, sketches: dict[str, bytes] | None) -> object:
+        got = read(self, fps, k, sketches)
         if not seen:  # another worker writes into one of the document's table sets meanwhile
             redis_client.sadd(index.index.keys.tables(fps[0])[0], b"12345")
         return got

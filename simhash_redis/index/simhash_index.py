@@ -309,7 +309,7 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached.
         """
         if self.windows is None:
-            return self.store.counts()
+            return self.store.counts(sketched=self.config.verification is not None)
         counts = self.windows.counts()
         return sum(docs for _, docs, _ in counts), sum(fps for _, _, fps in counts)
 

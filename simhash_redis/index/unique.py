@@ -28,16 +28,16 @@ class Judge(Protocol):
     threshold, and stores each written document's sketch with it.
     """
 
-    def duplicates(self, docs: list[int], found: list[list[Match]]) -> Sequence[Sequence[Match]]:
-        """The near-duplicates among each document's candidates (docs: positions in the batch)."""
+    def duplicates(
+        self, docs: list[int], found: list[list[Match]], sketches: dict[str, bytes]
+    ) -> Sequence[Sequence[Match]]:
+        """The near-duplicates among each document's candidates (docs: positions in the batch), given
+        the candidates' stored sketches (read with them)."""
         ...
 
-    def guarded(self, doc: int, members: Guard) -> Guard:
-        """The guard to write the document at this position with (a standalone server)."""
-        ...
-
-    def before_write(self, docs: list[int]) -> None:
-        """Called before the documents at these positions are written without a guard (a cluster)."""
+    def guarded(self, doc: int, members: Guard | None) -> Guard:
+        """The guard to write the document at this position with (members None: a cluster's write,
+        whose bucket locks stand in for the guard)."""
         ...
 
 
@@ -121,10 +121,11 @@ class UniqueWrites:
             ready = [i for i, ok in zip(pending, got, strict=True) if ok]
             waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
         try:
-            members, matches_read = self.reads.near_and_members([fps[i] for i in ready], self.k)
+            sketches: dict[str, bytes] | None = None if judge is None else {}
+            members, matches_read = self.reads.near_and_members([fps[i] for i in ready], self.k, sketches)
             found: Sequence[Sequence[Match]] = matches_read
-            if judge is not None:
-                found = judge.duplicates(ready, list(map(list, found)))
+            if judge is not None and sketches is not None:
+                found = judge.duplicates(ready, list(map(list, found)), sketches)
             writes: list[Write] = []
             writing: list[int] = []
             changed: list[int] = []
@@ -135,7 +136,9 @@ class UniqueWrites:
                     if duplicate is not None:
                         again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
                 else:
-                    guard = None if locks else sets if judge is None else judge.guarded(i, sets)
+                    guard = None if locks else sets
+                    if judge is not None:
+                        guard = judge.guarded(i, guard)
                     writes.append((ids[i], encode_fp(fps[i], self.f), guard))
                     writing.append(i)
             if locks is not None and writing:
@@ -145,8 +148,6 @@ class UniqueWrites:
                 changed = [i for i, ok in zip(writing, still, strict=True) if not ok]
                 writes = [w for w, ok in zip(writes, still, strict=True) if ok]
                 writing = [i for i, ok in zip(writing, still, strict=True) if ok]
-            if judge is not None and writing and locks is not None:
-                judge.before_write(writing)
             # Every document a near-duplicate: nothing to write, and no write round trip either.
             applied = self.writes.apply(writes) if writes else []
             self.writes.seen(again)

@@ -4,13 +4,16 @@ SimHash at k = 3 finds near-duplicates above Jaccard ~0.95; pairs at Jaccard 0.8
 bits. `VerifiedIndex` asks the wrapped index for everything within its (larger) k, which lets false
 positives in, then keeps the candidates whose b-bit MinHash sketch estimates Jaccard >= a threshold.
 
-Sketches live in the wrapped index's own key space, in hashes bucketed like its id map::
+Sketches live beside the ids in the wrapped index's fingerprint map, one field per fingerprint::
 
-    {prefix}:{name}:sk:{bucket}   hash   document id -> sketch bytes   (bucket = xxh3_64(id) mod id_buckets)
+    {prefix}:{name}:fp:{bucket}   hash   fingerprint -> ids;  s:{fingerprint} -> (id, sketch) netstrings
 
-so ``SimhashIndex.drop`` and the pattern ``{prefix}:{name}:*`` cover them. A sketch is written before
-the document's fingerprint, and removed after it (only if the id is still absent, checked atomically by a
-script on a standalone server), so every stored document has its sketch even with concurrent writers.
+so the round trip that asks for a near fingerprint's ids gets the sketches that confirm them: a verified
+near() takes the plain index's one or two round trips. A sketch is set and removed in the step that
+attaches its id to the fingerprint and detaches it (one script, one key), so every stored document has
+its sketch even with concurrent writers, on a standalone server and on a cluster. An index of format 1
+kept sketches by id (`{prefix}:{name}:sk:{bucket}`); its first opening by this version moves them
+(`sketch_upgrade`).
 
 The mode (the sketch's parameters and the threshold) is pinned in the index's meta (field ``verified``),
 so every worker verifies alike, and a plain `SimhashIndex` of a verified index only reads.
@@ -22,18 +25,18 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..codec import encode_fp
+from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument, InvalidType
 from ..fingerprinting import MinHasher
 from ..results import Match, VerifiedMatch
 from ..store import Reads, SketchedGuard, Verification, Write, pin_meta, writes_for
 from ..store.keys import encode_id
-from ..store.scripts import Script
-from ..transport import Command, client_from_url
+from ..transport import client_from_url
 from . import batches
-from .arguments import check_fp, texts
+from .arguments import check_fp, check_k, texts
 from .simhash_index import Outcome, SimhashIndex
 from .sketch_judge import SketchJudge
+from .sketch_upgrade import upgrade_sketches
 from .unique import UniqueWrites
 
 __all__ = ["VerifiedIndex", "VerifiedMatch"]
@@ -41,8 +44,8 @@ __all__ = ["VerifiedIndex", "VerifiedMatch"]
 #: Text, UTF-8 bytes, or pre-segmented tokens: what both a fingerprint and a sketch can be made from.
 VerifiedDocument = str | bytes | Sequence[str]
 
-# Deletes a sketch only while its id is absent from the id map: a concurrent re-add keeps its sketch.
-_DROP_SKETCH = Script("drop_sketch")
+# Reads of an id's fingerprint and sketches, while writers keep moving the id to other fingerprints.
+_SKETCH_READS = 5
 
 
 class VerifiedIndex:
@@ -84,8 +87,9 @@ class VerifiedIndex:
         # The index's own write paths, which its public methods refuse to use on a verified index.
         tables = len(index.layout.tables)
         self._writes = writes_for(self.store, index.f, tables)
-        reads = Reads(self.store, index.name, index.f, tables)
-        self._unique = UniqueWrites(self.store, reads, self._writes, index.f, index.k)
+        self._reads = Reads(self.store, index.name, index.f, tables)
+        self._unique = UniqueWrites(self.store, self._reads, self._writes, index.f, index.k)
+        upgrade_sketches(self.store)
 
     @classmethod
     def from_url(
@@ -153,17 +157,6 @@ class VerifiedIndex:
                 "open it without hasher and threshold to use the pinned mode"
             )
         return pinned
-
-    def sketch_key(self, doc_id: str) -> bytes:
-        """The hash holding a document's sketch.
-
-        Args:
-            doc_id: the document id.
-
-        Returns:
-            ``{base}:sk:{xxh3_64(id) mod id_buckets}``.
-        """
-        return self.store.keys.sketch_bucket(doc_id.encode())
 
     def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
         """Store a document's sketch, then its fingerprint.
@@ -260,33 +253,16 @@ class VerifiedIndex:
             yield [doc_id for doc_id, _ in batch], texts([doc for _, doc in batch])
 
     def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
-        """One batch: each document with its sketch in the index's atomic write (a standalone server),
-        else the sketches in one round trip and the documents after them.
+        """One batch, each document with its sketch in the step that stores it.
 
         A document without a sketch (None) loses any sketch its id had: it is not its text's.
         """
-        if not self.store.cluster and all(sketch is not None for sketch in sketches):
-            ops: list[Write] = [
-                (
-                    doc_id.encode(),
-                    encode_fp(fp, self.index.f),
-                    SketchedGuard(None, self.sketch_key(doc_id), sketch),
-                )
-                for doc_id, fp, sketch in zip(ids, fps, sketches, strict=True)
-                if sketch is not None
-            ]
-            # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
-            return [outcome for outcome in self._writes.apply(ops) if outcome is not None]
-        commands: list[Command] = [
-            (b"HDEL", self.sketch_key(doc_id), doc_id.encode())
-            if sketch is None
-            else (b"HSET", self.sketch_key(doc_id), doc_id.encode(), sketch)
-            for doc_id, sketch in zip(ids, sketches, strict=True)
+        ops: list[Write] = [
+            (doc_id.encode(), encode_fp(fp, self.index.f), SketchedGuard(None, sketch or b""))
+            for doc_id, fp, sketch in zip(ids, fps, sketches, strict=True)
         ]
-        if commands:
-            # On a cluster, acknowledged by a replica like the documents after them.
-            self.store.execute(commands, durable=True)
-        return batches.add_many(self.index, self._writes, None, list(zip(ids, fps, strict=True)), None)
+        # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
+        return [outcome for outcome in self._writes.apply(ops) if outcome is not None]
 
     def _add_if_new_batch(
         self, raws: list[bytes], fps: list[int], sketches: list[bytes]
@@ -318,7 +294,7 @@ class VerifiedIndex:
         return self.remove_many([doc_id])[0]
 
     def remove_many(self, ids: Sequence[str]) -> list[bool]:
-        """Remove many documents: fingerprints first, then (one round trip) the sketches of absent ids.
+        """Remove many documents, each with its sketch in the same step.
 
         Args:
             ids: the document ids.
@@ -330,24 +306,7 @@ class VerifiedIndex:
             InvalidArgument, InvalidType: an id is malformed.
             RedisUnavailable: the server cannot be reached.
         """
-        removed = batches.remove_many(self.index, self._writes, ids, None)
-        if self.index.cluster:
-            # Cluster: the id map and the sketch hash are in different slots, so no script can check
-            # and delete atomically; a re-add racing this remove may lose its sketch (it is then
-            # unverifiable, never wrongly matched).
-            raws = [doc_id.encode() for doc_id in ids]
-            present = self.store.execute([(b"HEXISTS", self.index.keys.id_bucket(r), r) for r in raws])
-            gone: list[Command] = [
-                (b"HDEL", self.sketch_key(r.decode()), r) for r, p in zip(raws, present, strict=True) if not p
-            ]
-            self.store.execute(gone, durable=True)
-            return removed
-        calls = [
-            _DROP_SKETCH.command([self.index.keys.id_bucket(raw), self.sketch_key(doc_id)], [raw])
-            for doc_id, raw in ((doc_id, doc_id.encode()) for doc_id in ids)
-        ]
-        self.store.run_script(_DROP_SKETCH, calls)
-        return removed
+        return batches.remove_many(self.index, self._writes, ids, None)
 
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None.
@@ -357,9 +316,30 @@ class VerifiedIndex:
 
         Returns:
             The sketch bytes.
+
+        Raises:
+            InvalidArgument, InvalidType: the id is malformed.
+            IndexCorrupted: the fingerprint's sketches are malformed.
+            RedisUnavailable: the server cannot be reached.
         """
-        reply = self.store.execute([(b"HGET", self.sketch_key(doc_id), doc_id.encode())])[0]
-        return None if reply is None else bytes(reply)
+        raw = encode_id(doc_id)
+        keys = self.index.keys
+        # The id's fingerprint, then its sketches: read again if a writer moved the id in between.
+        for _ in range(_SKETCH_READS):
+            fp = self.store.execute([(b"HGET", keys.id_bucket(raw), raw)])[0]
+            if fp is None:
+                return None
+            fp = bytes(fp)
+            ids, stored = self.store.execute([(b"HMGET", keys.fp_bucket(fp), fp, keys.sketch_field(fp))])[0]
+            if ids is not None and doc_id in decode_ids(ids):
+                try:
+                    return decode_sketches(stored).get(doc_id) if stored is not None else None
+                except (ValueError, UnicodeDecodeError):
+                    raise IndexCorrupted(
+                        f"index {self.index.name!r} holds malformed sketches for {fp!r}; "
+                        "run verify(repair=True)"
+                    ) from None
+        return None
 
     def near(
         self, query: VerifiedDocument, threshold: float | None = None, k: int | None = None
@@ -383,7 +363,8 @@ class VerifiedIndex:
     def near_many(
         self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
-        """near() for many queries: the index's two round trips, plus one for all candidates' sketches.
+        """near() for many queries, in the plain index's conversation: each candidate's sketch comes with
+        its ids (one round trip for a query whose candidates are exact copies, else two).
 
         A candidate whose sketch is missing (a document added through the plain index) is dropped:
         it cannot be verified.
@@ -404,14 +385,25 @@ class VerifiedIndex:
             threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
+        limit = check_k(k, self.index.k)
         docs = texts(queries)
         fps = self.index.fingerprint_many(docs)
-        candidates = self.index.near_many(fps, k)
-        wanted = list(dict.fromkeys(m.id for found in candidates for m in found))
-        if not wanted:
-            return [[] for _ in docs]
-        replies = self.store.execute([(b"HGET", self.sketch_key(i), i.encode()) for i in wanted])
-        sketches = {i: bytes(r) for i, r in zip(wanted, replies, strict=True) if r is not None}
+        results: list[list[VerifiedMatch]] = []
+        sketches: dict[str, bytes] = {}
+        for start in range(0, len(fps), self.index.batch_size):
+            part = slice(start, start + self.index.batch_size)
+            candidates = self._reads.near(fps[part], limit, sketches)
+            results.extend(self._confirmed(docs[part], candidates, sketches, threshold))
+        return results
+
+    def _confirmed(
+        self,
+        docs: Sequence[Any],
+        candidates: list[list[Match]],
+        sketches: dict[str, bytes],
+        threshold: float,
+    ) -> list[list[VerifiedMatch]]:
+        """The candidates of each query that their sketches confirm, most similar first."""
         results: list[list[VerifiedMatch]] = []
         for doc, found in zip(docs, candidates, strict=True):
             kept = [m for m in found if m.id in sketches]

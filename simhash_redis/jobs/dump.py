@@ -27,9 +27,10 @@ import msgpack
 import redis
 from redis.cluster import RedisCluster
 
-from ..codec import decode_fp, dump_fp, undump_fp
-from ..errors import InputError, InvalidArgument, SimhashRedisError
+from ..codec import decode_fp, decode_sketches, dump_fp, undump_fp
+from ..errors import IndexCorrupted, InputError, InvalidArgument, SimhashRedisError
 from ..index import Outcome, SimhashIndex, VerifiedIndex
+from ..index.sketch_upgrade import upgrade_sketches
 from ..store import IndexConfig, Store
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
@@ -56,6 +57,7 @@ def export_index(
         The number of records written.
 
     Raises:
+        IndexCorrupted: a verified index holds malformed sketches.
         RedisUnavailable: the server cannot be reached (the stream lacks its end record then).
     """
     packer = msgpack.Packer(use_bin_type=True)
@@ -71,6 +73,8 @@ def export_index(
     out.write(packer.pack(header))
     written = 0
     verified = index.config.verification is not None
+    if verified:
+        upgrade_sketches(index.store)  # an index of format 1 kept its sketches elsewhere
     for keys in _id_map_keys(index):
         chunk = bytearray()
         buckets = index.store.hashes(keys)
@@ -128,10 +132,32 @@ def _id_map_keys(index: SimhashIndex) -> Iterator[list[bytes]]:
 
 
 def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
-    """The sketches of the ids in these id-map buckets, in one round trip (each id bucket has one sketch
-    bucket: both are numbered by the id's hash)."""
-    keys = [index.keys.sketch_bucket(bucket[0][0]) for bucket in buckets if bucket]
-    return {raw_id: bytes(sketch) for pairs in index.store.hashes(keys) for raw_id, sketch in pairs}
+    """The sketches of the ids in these id-map buckets, in one round trip (those of each id's
+    fingerprint, kept beside its ids).
+
+    Raises:
+        IndexCorrupted: a fingerprint's sketches are malformed.
+    """
+    keys = index.keys
+    fps = list(dict.fromkeys(raw_fp for bucket in buckets for _, raw_fp in bucket))
+    replies = index.store.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for fp in fps])
+    fp_of = {raw_id: raw_fp for bucket in buckets for raw_id, raw_fp in bucket}
+    found: dict[bytes, bytes] = {}
+    for fp, reply in zip(fps, replies, strict=True):
+        if reply is None:
+            continue
+        try:
+            stored = decode_sketches(bytes(reply))
+        except (ValueError, UnicodeDecodeError):
+            raise IndexCorrupted(
+                f"index {index.name!r} holds malformed sketches for {fp!r}; run verify(repair=True)"
+            ) from None
+        for doc_id, sketch in stored.items():
+            raw_id = doc_id.encode()
+            # Only under the fingerprint the id has (a cluster's interrupted write can leave one elsewhere).
+            if fp_of.get(raw_id) == fp:
+                found[raw_id] = sketch
+    return found
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:

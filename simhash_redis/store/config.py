@@ -18,10 +18,15 @@ from .layout import Layout
 __all__ = ["FORMAT_VERSION", "IndexConfig", "Retention", "Verification"]
 
 #: Version of the Redis data format; a newer format is refused rather than misread. A windowed index
-#: (`Retention`) is written as format 2, so that versions which know nothing of windows refuse it.
-FORMAT_VERSION = 2
+#: (`Retention`) is written as format 2, so that versions which know nothing of windows refuse it; a
+#: verified index as format 3 (its sketches beside the ids in the fingerprint map), so that versions
+#: which look for sketches by id refuse it. A verified index of format 1 is upgraded when first opened
+#: (`index.sketch_upgrade`).
+FORMAT_VERSION = 3
 #: The format of an index without windows, readable by every version.
 _PLAIN_FORMAT = 1
+_WINDOWED_FORMAT = 2
+_VERIFIED_FORMAT = 3
 
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -250,6 +255,13 @@ class IndexConfig:
         """The largest distance the index answers for."""
         return self.layout.k
 
+    @property
+    def format(self) -> int:
+        """The data format an index of this configuration is created with."""
+        if self.retention is not None:
+            return _WINDOWED_FORMAT
+        return _PLAIN_FORMAT if self.verification is None else _VERIFIED_FORMAT
+
     @classmethod
     def build(
         cls,
@@ -308,7 +320,7 @@ class IndexConfig:
     def to_meta(self) -> dict[str, str]:
         """The fields of the meta hash ("verified" and "retention" only for such an index)."""
         fields = {
-            "format": str(_PLAIN_FORMAT if self.retention is None else FORMAT_VERSION),
+            "format": str(self.format),
             "f": str(self.f),
             "k": str(self.k),
             "layout": self.layout.to_meta(),
@@ -347,8 +359,10 @@ class IndexConfig:
             verification = None if verified is None else Verification.from_meta(verified)
             stated = meta.get("retention")
             retention = None if stated is None else Retention.from_meta(stated)
-            if (version >= 2) != (retention is not None):  # windows came with format 2
+            if (version == _WINDOWED_FORMAT) != (retention is not None):
                 raise ValueError(f"format {version} with retention {stated!r}")
+            if version == _VERIFIED_FORMAT and verification is None:
+                raise ValueError(f"format {version} without a verified mode")
             return cls(layout, scheme, int(meta["id_buckets"]), verification, retention)
         except IndexCorrupted:
             raise

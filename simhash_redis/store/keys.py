@@ -6,13 +6,19 @@ For an index `news` under the default prefix::
     simhash:news:counts          hash   docs, fingerprints (kept by the write and bulk scripts)
     simhash:news:t{i}:{key hex}  set    fingerprints whose table-i key is {key hex}
     simhash:news:id:{bucket}     hash   document id -> fingerprint
-    simhash:news:fp:{bucket}     hash   fingerprint -> ids having it (netstrings)
-    simhash:news:sk:{bucket}     hash   document id -> MinHash sketch (verified mode)
+    simhash:news:fp:{bucket}     hash   fingerprint -> ids having it (netstrings); in verified mode
+                                        also s:{fingerprint} -> each of those ids' MinHash sketch
+    simhash:news:sk:{bucket}     hash   document id -> MinHash sketch (verified indexes of format 1,
+                                        moved into the fingerprint map when first opened: see
+                                        `index.sketch_upgrade`)
     simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
 
 An index with a retention window keeps its documents in periods: the counts, tables, id, fingerprint
 and sketch keys above live under `simhash:news:w{period}:` (e.g. `simhash:news:w20514:t0:1f2e`), each
 period's keys expiring together (`store.windows`); the meta stays `simhash:news:meta`.
+
+A fingerprint's sketches live beside its ids, in the same hash (one slot on a cluster), so the round
+trip that asks for a near fingerprint's ids gets the sketches that confirm them too.
 
 Names and prefixes may not contain ':' or glob characters, so the pattern `simhash:news:*` matches this
 index's keys and no other index's.
@@ -228,8 +234,8 @@ class KeySchema:
         """The SCAN pattern of every key of one kind.
 
         Args:
-            kind: "all", "id" (the id map), "fp" (the fingerprint map), "sketch", or "windows" (every
-                key of every period of an index with a retention window).
+            kind: "all", "id" (the id map), "fp" (the fingerprint map), "sketch" (format 1's sketch
+                hashes), or "windows" (every key of every period of an index with a retention window).
 
         Raises:
             KeyError: an unknown kind.
@@ -287,8 +293,17 @@ class KeySchema:
         """
         return self._fp_prefix + self._bucket(stored_fp)
 
+    @staticmethod
+    def sketch_field(stored_fp: bytes) -> bytes:
+        """The field of a fingerprint-map hash that holds the sketches of a fingerprint's ids.
+
+        Args:
+            stored_fp: the fingerprint as written by `codec.encode_fp` (its hash is `fp_bucket`'s).
+        """
+        return b"s:" + stored_fp
+
     def sketch_bucket(self, doc_id: bytes) -> bytes:
-        """The hash holding a document's MinHash sketch (bucketed like the id map).
+        """The hash where an index of format 1 kept a document's MinHash sketch (bucketed like the id map).
 
         Args:
             doc_id: the UTF-8 encoded id.

@@ -166,11 +166,10 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
     stored = _read(sender, keys.meta)
     if stored:
         return stored
-    if "verified" not in fields and any(sender.scan(keys.pattern_of("sketch"), _SCAN_COUNT)):
-        raise ConfigurationMismatch(
-            "the index holds MinHash sketches, so it was created in verified mode: state it too "
-            "(verification=..., or --verified and the --threshold it was created with)"
-        )
+    # Sketches by id: a verified index of format 1, whose first opening moves them (index.sketch_upgrade).
+    by_id = any(sender.scan(keys.pattern_of("sketch"), _SCAN_COUNT))
+    if "verified" in fields and by_id:
+        fields = {**fields, "format": "1"}
     windowed = any(sender.scan(keys.pattern_of("windows"), _SCAN_COUNT))
     if windowed != ("retention" in fields):
         raise ConfigurationMismatch(
@@ -188,6 +187,11 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
     if not sample:
         raise IndexCorrupted(
             "no documents to check the stated configuration against: create the index instead"
+        )
+    if "verified" not in fields and (by_id or _sketched(sender, keys, sample)):
+        raise ConfigurationMismatch(
+            "the index holds MinHash sketches, so it was created in verified mode: state it too "
+            "(verification=..., or --verified and the --threshold it was created with)"
         )
     for doc_id, fp in sample:
         problem = _misfit(sender, keys, f, doc_id, fp)
@@ -255,6 +259,12 @@ def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:
         if len(sample) >= _SAMPLE:
             break
     return sample[:_SAMPLE]
+
+
+def _sketched(sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a sampled document's fingerprint has sketches kept beside its ids (verified mode)."""
+    replies = sender.execute([(b"HEXISTS", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
+    return any(replies)
 
 
 def _misfit(sender: Sender, keys: KeySchema, f: int, doc_id: bytes, fp: bytes) -> str | None:

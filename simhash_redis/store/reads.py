@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..codec import decode_ids, encode_fp
+from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted
 from ..results import Match
 from ..transport import Exchange, raise_first_error, wire
@@ -32,27 +32,38 @@ class Reads:
     def __init__(self, store: Store, name: str, f: int, tables: int, windows: Windows | None = None) -> None:
         self.store, self.name, self.f, self.tables, self.windows = store, name, f, tables, windows
 
-    def near(self, fps: list[int], k: int) -> list[list[Match]]:
+    def near(self, fps: list[int], k: int, sketches: dict[str, bytes] | None = None) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
 
         Args:
             fps: the fingerprints.
             k: the largest distance.
+            sketches: filled with the MinHash sketch of each match that has one (verified mode), asked
+                for with its ids: no round trip of its own.
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
         view = None if self.windows is None else self.windows.view()
-        return self._conversation(lambda exchange: self._talk(exchange, fps, k, view=view))
 
-    def near_and_members(self, fps: list[int], k: int) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
+        def talk(exchange: Exchange) -> list[list[Match]]:
+            if sketches is not None:
+                sketches.clear()  # a conversation run again after a lost connection starts afresh
+            return self._talk(exchange, fps, k, view=view, sketches=sketches)
+
+        return self._conversation(talk)
+
+    def near_and_members(
+        self, fps: list[int], k: int, sketches: dict[str, bytes] | None = None
+    ) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
         """near() that also returns the members read from each fingerprint's table sets (add-if-new's
         guard), in the same conversation: a stored copy is found in one round trip.
 
         Args:
             fps: the fingerprints.
             k: the largest distance.
+            sketches: as `near`.
 
         Returns:
             For each fingerprint, the members of each of its table sets (in an index with a retention
@@ -69,7 +80,9 @@ class Reads:
 
         def talk(exchange: Exchange) -> list[list[Match]]:
             members.clear()  # a conversation run again after a lost connection starts afresh
-            return self._talk(exchange, fps, k, members, view)
+            if sketches is not None:
+                sketches.clear()
+            return self._talk(exchange, fps, k, members, view, sketches)
 
         return members, self._conversation(talk)
 
@@ -110,6 +123,7 @@ class Reads:
         k: int,
         members: list[list[list[bytes]]] | None = None,
         view: View | None = None,
+        sketches: dict[str, bytes] | None = None,
     ) -> list[list[Match]]:
         """near() for a batch on one connection, overlapping the client's work with the server's.
 
@@ -123,6 +137,8 @@ class Reads:
 
         In an index with a retention window, the table sets of every period of the `view` are read as
         if they were more tables, and a matching fingerprint's ids are asked of each period's map.
+        With `sketches` (verified mode, no window), each matching fingerprint's sketches are asked for
+        with its ids (HMGET of both fields), and put there by id.
         """
         windows: tuple[int, ...] = ()
         fp_keys: Callable[[bytes], list[bytes]]
@@ -137,8 +153,11 @@ class Reads:
         for fp in fps:
             extend(table_keys(fp))
         exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
+        field = self.store.keys.sketch_field
         if exact is None:
             exchange.send(wire.Same(b"SMEMBERS", keys))
+        elif sketches is not None:
+            exchange.send(wire.Same(b"SMEMBERS", keys), [(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
         else:
             exchange.send(wire.Same(b"SMEMBERS", keys), wire.Same(b"HGET", fp_keys(exact), exact))
         step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
@@ -168,19 +187,25 @@ class Reads:
                 # SMEMBERS, and is read before any id is asked for, so that it is not asked for twice.
                 exact_replies = exchange.read(per_map)
                 raise_first_error(exact_replies)
+                if sketches is not None:
+                    exact_replies = _with_sketches(exact_replies, sketches)
                 ids_of[exact] = _ids_in(exact_replies)
             wanted = list(
                 dict.fromkeys(raw for one in found for raw in one if raw not in asked and raw not in ids_of)
             )
             if wanted:
                 asked.update(dict.fromkeys(wanted))
-                if per_map == 1:
+                if sketches is not None:
+                    exchange.send([(b"HMGET", fp_keys(raw)[0], raw, field(raw)) for raw in wanted])
+                elif per_map == 1:
                     exchange.send([(b"HGET", key, raw) for raw in wanted for key in fp_keys(raw)])
                 else:  # the periods' maps of one fingerprint: one field, packed with one join
                     exchange.send(*[wire.Same(b"HGET", fp_keys(raw), raw) for raw in wanted])
         if asked:
             id_replies = exchange.read(len(asked) * per_map)
             raise_first_error(id_replies)
+            if sketches is not None:
+                id_replies = _with_sketches(id_replies, sketches)
             if per_map == 1:
                 for raw, reply in zip(asked, id_replies, strict=True):
                     if reply is not None:
@@ -194,6 +219,19 @@ class Reads:
 def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]:
     """A one-map index's key function in the form of the periods' (a list of one key)."""
     return lambda raw: [key_of(raw)]
+
+
+def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[bytes | None]:
+    """The ids' replies of HMGETs of ids and sketches; the sketches put in `sketches` by id.
+
+    Only the sketches of the ids listed with the fingerprint count: an id has one fingerprint, so one
+    sketch, even if a cluster's interrupted write left a stale one under another.
+    """
+    for ids, stored in replies:
+        if ids is not None and stored is not None:
+            listed = set(decode_ids(ids))
+            sketches.update(item for item in decode_sketches(stored).items() if item[0] in listed)
+    return [ids for ids, _ in replies]
 
 
 def _ids_in(replies: list[bytes | None]) -> list[str]:

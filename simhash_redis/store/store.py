@@ -24,6 +24,8 @@ T = TypeVar("T")
 KeyKind = Literal["all", "id", "fp", "sketch", "windows"]
 
 _SCAN_COUNT = 1000
+# The fingerprints of a fingerprint-map hash, leaving out the fields of their sketches (verified mode).
+_COUNT_FPS = Script("count_fps")
 
 
 class Store:
@@ -120,13 +122,18 @@ class Store:
         replies = self.execute([(b"HGETALL", key) for key in keys], raise_on_error=raise_on_error)
         return [reply if isinstance(reply, Exception) else hash_pairs(reply) for reply in replies]
 
-    def counts(self) -> tuple[int, int]:
+    def counts(self, *, sketched: bool = False) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored.
 
         On a standalone server the write scripts (the atomic one, the bulk path's) keep these in the
-        counts hash. On a cluster no script
-        can span a document's slots, so they are summed from the sizes of the id and fingerprint maps:
-        2 x id_buckets HLENs, spread over the nodes (tens of milliseconds, not for a hot path).
+        counts hash. On a cluster no script can span a document's slots, so they are summed from the
+        sizes of the id and fingerprint maps: 2 x id_buckets HLENs, spread over the nodes (tens of
+        milliseconds, not for a hot path). In verified mode the fingerprint map also holds each
+        fingerprint's sketches, so its fields are counted by a script that leaves those out (a pass
+        over every field).
+
+        Args:
+            sketched: the index is verified.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -135,10 +142,12 @@ class Store:
         if not self.cluster:
             docs, fps = self.execute([(b"HMGET", keys.counts, b"docs", b"fingerprints")])[0]
             return int(docs or 0), int(fps or 0)
-        sizes = []
-        for bucket_of in (keys.id_bucket_key, keys.fp_bucket_key):
-            sizes.append(sum(self.execute([(b"HLEN", bucket_of(b)) for b in range(keys.id_buckets)])))
-        return sizes[0], sizes[1]
+        buckets = range(keys.id_buckets)
+        docs = sum(self.execute([(b"HLEN", keys.id_bucket_key(b)) for b in buckets]))
+        if not sketched:
+            return docs, sum(self.execute([(b"HLEN", keys.fp_bucket_key(b)) for b in buckets]))
+        calls = [_COUNT_FPS.command([keys.fp_bucket_key(b)], []) for b in buckets]
+        return docs, sum(self.run_script(_COUNT_FPS, calls))
 
     def set_counts(self, docs: int, fingerprints: int) -> None:
         """Set the counts hash to what the data holds (after a check, an import).

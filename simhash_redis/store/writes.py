@@ -42,18 +42,18 @@ Guard = list[list[bytes]]
 
 
 class SketchedGuard(list[list[bytes]]):
-    """A guard that also carries the document's sketch and its hash, stored with the document.
+    """A guard that also carries the document's sketch, stored with the document (beside its id in the
+    fingerprint map: `KeySchema.sketch_field`).
 
     Args:
         members: the members read from each table set; None for a sketch without a guard.
-        key: the sketch hash of the document's id.
-        sketch: the sketch.
+        sketch: the sketch; b"" stores the document without one (any sketch its id had goes).
     """
 
-    def __init__(self, members: Guard | None, key: bytes, sketch: bytes) -> None:
+    def __init__(self, members: Guard | None, sketch: bytes) -> None:
         super().__init__(members or [])
         self.checks = members is not None
-        self.key, self.sketch = key, sketch
+        self.sketch = sketch
 
 
 Write = tuple[bytes, bytes, Guard | None]
@@ -172,7 +172,6 @@ class AtomicWrites:
                 for members in guard:
                     args.extend(members)
             if isinstance(guard, SketchedGuard):
-                keys.append(guard.key)
                 args.append(guard.sketch)
         return self._SCRIPT.command(keys, args)
 
@@ -208,7 +207,8 @@ class OrderedWrites:
     list; for a replacement, the id leaves the old fingerprint's list before the commit. Every step is
     idempotent, so a batch interrupted anywhere is completed by sending it again. A fingerprint whose
     last id leaves stays in the tables as an orphan that near() ignores; `verify(repair=True)` removes
-    orphans. Guards are not used here: add-if-new on a cluster takes bucket locks instead.
+    orphans. Guards are not used here: add-if-new on a cluster takes bucket locks instead. A sketch
+    (`SketchedGuard`) is set in the step that attaches the id, and leaves in the one that detaches it.
 
     Args:
         store: the index's keys and sender (on a cluster).
@@ -228,7 +228,7 @@ class OrderedWrites:
         once, so the outcome is the one of applying the writes one after another.
 
         Args:
-            ops: the writes (guards ignored).
+            ops: the writes (guards ignored but for their sketches).
 
         Raises:
             WriteContention: documents kept changing under concurrent writers.
@@ -269,11 +269,21 @@ class OrderedWrites:
                 break
         else:
             raise too_many(len(pending))
-        self._ids(b"+", [(doc_id, new) for doc_id, new, _ in ops if new])
+        attached = [op for op in ops if op[1]]
+        self._ids(b"+", [(doc_id, new) for doc_id, new, _ in attached], [guard for _, _, guard in attached])
         return outcomes
 
-    def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes]]) -> None:
-        calls = [self._IDS.command([self.keys.fp_bucket(fp)], [op, fp, doc_id]) for doc_id, fp in pairs]
+    def _ids(
+        self, op: bytes, pairs: list[tuple[bytes, bytes]], guards: list[Guard | None] | None = None
+    ) -> None:
+        """Attach ('+') or detach ('-') each id at its fingerprint, with its sketch where a guard has one."""
+        calls = []
+        for n, (doc_id, fp) in enumerate(pairs):
+            guard = guards[n] if guards is not None else None
+            args: list[bytes | int] = [op, fp, doc_id]
+            if isinstance(guard, SketchedGuard):
+                args += [b"", guard.sketch]
+            calls.append(self._IDS.command([self.keys.fp_bucket(fp)], args))
         self.store.run_script(self._IDS, calls, durable=True)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import redis
 
 from simhash_redis import SimhashIndex, VerifiedIndex
+from simhash_redis.codec import decode_sketches, encode_fp, encode_sketches
 from tests.cli.conftest import Invoke, write_jsonl
 
 _VOCAB = [f"word{i}" for i in range(3000)]
@@ -103,8 +104,13 @@ def test_export_import_and_verify_keep_the_sketches(
     assert json.loads(invoke("verify", "--json", index="dst").stdout)["ok"] is True
     # A sketch whose document is gone is an orphan that repair removes; a document without its
     # sketch is reported (its text is not stored to make one again).
-    redis_client.hset(copy.sketch_key("ghost"), "ghost", b"x" * 256)
-    redis_client.hdel(copy.sketch_key("s1"), "s1")
+    keys = copy.index.keys
+    for doc_id, change in (("s2", {"ghost": b"x" * 256}), ("s1", {"s1": None})):
+        fp = encode_fp(copy.index.get(doc_id) or 0, 64)
+        stored = decode_sketches(redis_client.hget(keys.fp_bucket(fp), keys.sketch_field(fp)) or b"")
+        stored.update(change)
+        pairs = [(i.encode(), sketch) for i, sketch in stored.items() if sketch is not None]
+        redis_client.hset(keys.fp_bucket(fp), keys.sketch_field(fp), encode_sketches(pairs))
     report = json.loads(invoke("verify", "--json", "--repair", index="dst").stdout)
     assert report["problems"] == {"sketch without a document": 1, "documents without a sketch": 1}
     assert copy.sketch_of("ghost") is None

@@ -1,8 +1,12 @@
 -- Adds ('+') or removes ('-') one id in the netstring list of ids having a fingerprint; idempotent.
--- Used on Redis Cluster, one key per call. KEYS[1] = the fingerprint-map hash; ARGV = op, fp, id, and
--- in an index with a retention window the period's expiry (Unix ms), set on a key that has none.
+-- With 'm', sets the sketch of an id listed with the fingerprint unless it has one (an upgrade moving
+-- format 1's sketches: a sketch written since by a document write is newer). Used on Redis Cluster (and
+-- by upgrades and repairs), one key per call. KEYS[1] = the fingerprint-map hash; ARGV = op, fp, id, then
+-- in an index with a retention window the period's expiry (Unix ms, set on a key that has none; else
+-- ''), then in verified mode the id's MinHash sketch ('' for none). The sketch is set with the id
+-- (field 's:' .. fp, netstring pairs of id and sketch), in the same step, and leaves with it.
 -- Returns the number of ids left with the fingerprint.
-local op, fp, id, expire_at = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local op, fp, id, expire_at, sketch = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local raw = redis.call('HGET', KEYS[1], fp) or ''
 local kept, found, count, pos, n = {}, false, 0, 1, #raw
 while pos <= n do
@@ -21,9 +25,55 @@ while pos <= n do
   end
   pos = colon + len + 1
 end
+
+-- The id's sketch: set to `value` ('' removes it) among the netstring pairs of the fingerprint's ids.
+local function set_sketch(value, only_new)
+  local field = 's:' .. fp
+  local prev = redis.call('HGET', KEYS[1], field)
+  if not prev and value == '' then
+    return
+  end
+  local pairs_kept, at, size = {}, 1, #(prev or '')
+  while prev and at <= size do
+    local c1 = string.find(prev, ':', at, true)
+    local l1 = c1 and tonumber(string.sub(prev, at, c1 - 1))
+    local c2 = l1 and string.find(prev, ':', c1 + l1 + 1, true)
+    local l2 = c2 and tonumber(string.sub(prev, c1 + l1 + 1, c2 - 1))
+    if not l2 or c2 + l2 > size then
+      break
+    end
+    if string.sub(prev, c1 + 1, c1 + l1) ~= id then
+      pairs_kept[#pairs_kept + 1] = string.sub(prev, at, c2 + l2)
+    elseif only_new then
+      return
+    end
+    at = c2 + l2 + 1
+  end
+  if value ~= '' then
+    pairs_kept[#pairs_kept + 1] = #id .. ':' .. id .. #value .. ':' .. value
+  end
+  local rest = table.concat(pairs_kept)
+  if rest == '' then
+    redis.call('HDEL', KEYS[1], field)
+  elseif rest ~= prev then
+    redis.call('HSET', KEYS[1], field, rest)
+  end
+end
+
+if op == 'm' then
+  if found and sketch ~= '' then
+    set_sketch(sketch, true)
+  end
+  return count
+end
+if op == '+' and sketch then
+  set_sketch(sketch, false)
+elseif op == '-' then
+  set_sketch('', false)
+end
 if op == '+' and not found then
   redis.call('HSET', KEYS[1], fp, raw .. #id .. ':' .. id)
-  if expire_at and redis.call('PTTL', KEYS[1]) == -1 then
+  if expire_at and expire_at ~= '' and redis.call('PTTL', KEYS[1]) == -1 then
     redis.call('PEXPIREAT', KEYS[1], expire_at)
   end
   return count + 1

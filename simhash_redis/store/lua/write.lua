@@ -10,12 +10,13 @@
 --     within distance k of new shares at least one table set with it, so an unchanged set of tables
 --     means no near-duplicate arrived since the client checked (add-if-new without a race). With 's'
 --     (verified mode), the same, then the document's MinHash sketch; with 'k', only the sketch (no
---     guard). The sketch is set for the id in the sketch hash whenever the document is stored (added,
---     replaced or unchanged), in the same step: never one without the other, and a document not
---     written leaves the id's sketch as it was.
+--     guard). The sketch is set for the id beside new's ids (field 's:' .. new of new's fingerprint-map
+--     hash) whenever the document is stored (added, replaced or unchanged), in the same step: never one
+--     without the other, and a document not written leaves the id's sketch as it was. An empty sketch
+--     removes the id's (a document stored without one). An id leaving a fingerprint takes its sketch
+--     with it.
 -- KEYS[1] = the counts hash; then per document: the id-map hash, [if new ~= '': the fingerprint-map
--- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old], [if guard is
--- 's' or 'k': the sketch hash].
+-- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old].
 --
 -- Format 'w' (an index with a retention window, see store/windows.py): ARGV[3] = the period and
 -- ARGV[4] = the retention, in milliseconds; ARGV[5] = the number W of live periods; ARGV[6] = the
@@ -113,6 +114,33 @@ local function without(raw, id)
   return table.concat(kept), found
 end
 
+-- The netstring pairs of id and sketch `raw` without `id`'s pair, and whether it was there (a malformed
+-- list is cut at the fault, as by `without`).
+local function sketches_without(raw, id)
+  local kept, found, pos, n = {}, false, 1, #raw
+  while pos <= n do
+    local colon = string.find(raw, ':', pos, true)
+    local len = colon and tonumber(string.sub(raw, pos, colon - 1))
+    if not len or colon + len > n then
+      break
+    end
+    local item = string.sub(raw, colon + 1, colon + len)
+    local after = colon + len + 1
+    local colon2 = string.find(raw, ':', after, true)
+    local len2 = colon2 and tonumber(string.sub(raw, after, colon2 - 1))
+    if not len2 or colon2 + len2 > n then
+      break
+    end
+    if item == id then
+      found = true
+    else
+      kept[#kept + 1] = string.sub(raw, pos, colon2 + len2)
+    end
+    pos = colon2 + len2 + 1
+  end
+  return table.concat(kept), found
+end
+
 -- Whether table set `key` holds exactly the `count` members starting at ARGV[at].
 local function unchanged(key, count, at)
   if redis.call('SCARD', key) ~= count then
@@ -201,6 +229,26 @@ local function guard_total(guard_counts)
   return total
 end
 
+-- Sets (or with sketch '' removes) the sketch of `id` among those of fingerprint `fp` in map hash `key`.
+local function set_sketch(key, fp, id, sketch)
+  local field = 's:' .. fp
+  local prev = redis.call('HGET', key, field)
+  if not prev and sketch == '' then
+    return
+  end
+  local rest = sketches_without(prev or '', id)
+  if sketch ~= '' then
+    rest = rest .. netstring(id) .. netstring(sketch)
+  end
+  if rest == prev then
+    return
+  end
+  if rest == '' then
+    hdel(key, field, prev)
+  else
+    hset(key, field, rest, prev)
+  end
+end
 -- Adds `id` to the ids of fingerprint `fp` (map hash KEYS[at], tables KEYS[at + 1 .. at + T]).
 local function attach(at, fp, id)
   if hsetnx(KEYS[at], fp, netstring(id)) == 1 then
@@ -219,6 +267,7 @@ end
 -- Removes `id` from the ids of fingerprint `fp` (map hash KEYS[at], tables KEYS[at + 1 .. at + T]); the
 -- fingerprint leaves the tables with its last id. Returns -1 then, else 0.
 local function detach(at, fp, id)
+  set_sketch(KEYS[at], fp, id, '')
   local raw = redis.call('HGET', KEYS[at], fp) or ''
   local rest = without(raw, id)
   if rest ~= '' then
@@ -247,11 +296,7 @@ local function write(id, new, old, guard, guard_counts)
     k = k + 1 + T
   end
   local guarded = guard == '1' or guard == 's'
-  local sketch_at
-  if guard == 's' or guard == 'k' then
-    sketch_at = k
-    k = k + 1
-  end
+  local sketched = guard == 's' or guard == 'k'
   -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
   local fresh = old == '' and new ~= '' and guard == '' and hsetnx(id_key, id, new) == 1
   local cur = fresh and '' or (redis.call('HGET', id_key, id) or '')
@@ -266,13 +311,9 @@ local function write(id, new, old, guard, guard_counts)
       at = at + count
     end
   end
-  if sketch_at and intact and (cur == new or cur == old) and new ~= '' then
+  if sketched and intact and (cur == new or cur == old) and new ~= '' then
     local sketch = guarded and ARGV[guard_members + guard_total(guard_counts)] or ARGV[guard_counts]
-    local key = KEYS[sketch_at]
-    local prev = redis.call('HGET', key, id)
-    if prev ~= sketch then
-      hset(key, id, sketch, prev)
-    end
+    set_sketch(KEYS[new_at], new, id, sketch)
   end
   if cur == new then
     out[#out + 1] = (new == '') and 'n' or 'u'
