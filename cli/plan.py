@@ -38,7 +38,7 @@ def _count(value: float) -> str:
 
 
 def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
-    """The plans as a plain-text table with the recommendation marked.
+    """The plans as a plain-text table with the recommendation (`*`) and the refused layouts (`x`) marked.
 
     Args:
         plans: the planner's rows.
@@ -48,7 +48,7 @@ def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
     headers = ("", "layout", "tables", "key bits", "blocks", "cand/query", "distinct", "memory", "B/fp")
     rows = [
         (
-            "*" if p.recommended else "",
+            "*" if p.recommended else "x" if p.refused else "",
             p.label,
             str(p.tables),
             p.key_bits_text,
@@ -70,9 +70,23 @@ def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
         )
 
     out = [line(headers), line(tuple("-" * w for w in widths)), *(line(r) for r in rows)]
-    best = next(p for p in plans if p.recommended)
+    best = next((p for p in plans if p.recommended), None)
     out.append("")
-    if best.candidates <= budget:
+    if any(p.refused for p in plans):
+        out.append(
+            f"x refused: a query would read back {defaults.MAX_READ_FRACTION:.0%} or more of the index "
+            "(every fingerprint sharing a short table key), so a new index of it is refused."
+        )
+    if best is None:
+        fewest = min(plans, key=lambda p: p.layout.read_fraction)
+        share = fewest.layout.read_fraction
+        read = f"{share:.0%} of the index" if share < 1 else f"{share:,.0f} times what the index holds"
+        out.append(
+            f"No layout recommended for k = {fewest.layout.k}: a query of the best listed one reads back "
+            f"{read}. Choose a smaller k, or the verified mode at k = 8 for near-duplicates as people mean "
+            "them (docs/quality.md)."
+        )
+    elif best.candidates <= budget:
         why = f"the fewest tables with at most {budget:g} candidates per query"
     else:
         why = (
@@ -80,10 +94,11 @@ def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
             f"fewest ({_count(best.candidates)}); a smaller k costs far less (verified mode reads the "
             "same tables, then the sketches of the matches)"
         )
-    out.append(
-        f"* recommended: {best.label}, {best.layout.describe()}: {why}. A lookup is {best.commands} "
-        f"(2 round trips). Create it with --k {best.layout.k} --layout {best.label}."
-    )
+    if best is not None:
+        out.append(
+            f"* recommended: {best.label}, {best.layout.describe()}: {why}. A lookup is {best.commands} "
+            f"(2 round trips). Create it with --k {best.layout.k} --layout {best.label}."
+        )
     out.append(
         "Memory is measured Redis used_memory (tables + id/fingerprint maps, short ids) scaled to N; "
         "candidates assume uniformly spread fingerprints."
@@ -122,6 +137,7 @@ def plan(
 
     Raises:
         typer.BadParameter: an argument is out of range.
+        typer.Exit: code 1 when no listed layout can be recommended (every one is refused).
     """
     try:
         plans = planner.plan(
@@ -129,12 +145,22 @@ def plan(
         )
     except InvalidArgument as exc:
         raise typer.BadParameter(str(exc)) from None
+    best = next((p.label for p in plans if p.recommended), None)
     if as_json:
-        payload = {"n": n, "f": f, "k": k, "budget": budget, "layouts": [p.to_dict() for p in plans]}
+        payload = {
+            "n": n,
+            "f": f,
+            "k": k,
+            "budget": budget,
+            "recommended": best,
+            "layouts": [p.to_dict() for p in plans],
+        }
         typer.echo(json.dumps(payload, indent=2))
     else:
         typer.echo(f"Layouts for N = {n:,.0f} fingerprints, f = {f}, k = {k}\n")
         typer.echo(render(plans, n, budget))
+    if best is None:
+        raise typer.Exit(1)
 
 
 #: Adds this module's commands to the app.

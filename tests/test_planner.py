@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from simhash_redis import Layout
+from simhash_redis import Layout, defaults
 from simhash_redis.errors import InvalidArgument
 from simhash_redis.tools import planner
 
@@ -165,3 +165,27 @@ def test_cli_rejects_bad_n() -> None:
     result = CliRunner().invoke(_app(), ["plan", "--n", "-5"])
     assert result.exit_code == 2
     assert "n must be" in result.output
+
+
+@pytest.mark.parametrize("k", range(0, 64, 3))
+def test_a_recommended_layout_is_one_a_new_index_accepts(k: int) -> None:
+    # Creation refuses a layout whose queries read back a large share of the index; the planner never
+    # recommends one, and recommends nothing when every listed layout is refused.
+    plans = planner.plan(64, k, 1e6)
+    best = [p for p in plans if p.recommended]
+    assert len(best) <= 1
+    assert all(p.refused == (p.layout.read_fraction >= defaults.MAX_READ_FRACTION) for p in plans)
+    assert best == [] if all(p.refused for p in plans) else not best[0].refused
+
+
+def test_cli_recommends_nothing_when_every_layout_is_refused() -> None:
+    result = CliRunner().invoke(_app(), ["plan", "--n", "1e6", "--k", "63"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "No layout recommended for k = 63" in result.output and "32 times" in result.output
+    assert any(line.startswith("x  pigeonhole") for line in result.output.splitlines())
+    payload = json.loads(CliRunner().invoke(_app(), ["plan", "--n", "1e6", "--k", "63", "--json"]).output)
+    assert payload["recommended"] is None and payload["layouts"][0]["refused"] is True
+    # k = 12: pigeonhole is refused, a permuted layout is recommended in its place.
+    mixed = CliRunner().invoke(_app(), ["plan", "--n", "1e6", "--k", "12"])
+    assert mixed.exit_code == 0 and "recommended: permuted-14" in mixed.output
+    assert any(line.startswith("x  pigeonhole") for line in mixed.output.splitlines())

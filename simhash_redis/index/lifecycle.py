@@ -36,9 +36,6 @@ __all__ = [
     "writes_documents",
 ]
 
-#: New indexes whose layout makes a query read back this share of the stored fingerprints or more are
-#: refused (`Layout.read_fraction`): pigeonhole tables at f = 64 reach it at k = 11 (a quarter).
-MAX_READ_FRACTION = 0.25
 #: The arguments of `SimhashIndex` that make up an index's configuration.
 CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification", "retention")
 
@@ -107,7 +104,7 @@ def open_config(
     Raises:
         IndexNotFound: the index does not exist and create is false.
         InvalidArgument: the index does not exist and the layout would make every query read back a
-            large part of what it holds (`MAX_READ_FRACTION`).
+            large part of what it holds (`defaults.MAX_READ_FRACTION`).
         IndexCorrupted: the meta is missing while the index's data is there, or unreadable.
         ConfigurationMismatch: a named part disagrees with the stored configuration.
         RedisUnavailable: the server cannot be reached.
@@ -115,11 +112,11 @@ def open_config(
     # A layout whose every query reads a large part of the index is refused for new indexes only: an
     # existing one keeps working as it was made.
     refusal = None
-    if wanted.layout.read_fraction >= MAX_READ_FRACTION:
+    if wanted.layout.read_fraction >= defaults.MAX_READ_FRACTION:
         refusal = InvalidArgument(
             f"k={wanted.layout.k} with {wanted.layout.describe()} makes every query read back "
             f"{wanted.layout.read_fraction:.0%} of the index (new indexes allow under "
-            f"{MAX_READ_FRACTION:.0%}): choose a smaller k, or a layout from `simhash-redis plan`"
+            f"{defaults.MAX_READ_FRACTION:.0%}): choose a smaller k, or a layout from `simhash-redis plan`"
         )
     meta = open_meta(sender, prefix, name, wanted.to_meta() if create else None, refusal)
     if meta is None:

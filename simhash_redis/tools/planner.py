@@ -180,6 +180,12 @@ class LayoutPlan:
         return self.table_bytes + self.map_bytes
 
     @property
+    def refused(self) -> bool:
+        """Whether a query would read back so large a share of the index (`defaults.MAX_READ_FRACTION`,
+        `Layout.read_fraction`) that a new index of this layout is refused: never recommended."""
+        return self.layout.read_fraction >= defaults.MAX_READ_FRACTION
+
+    @property
     def key_bits_text(self) -> str:
         """The key widths as 'lo-hi' or a single number."""
         lo, hi = min(self.key_bits), max(self.key_bits)
@@ -205,6 +211,8 @@ class LayoutPlan:
             "memory_bytes": round(self.memory_bytes),
             "smembers_per_query": self.tables,
             "round_trips_per_query": 2,
+            "read_fraction": self.layout.read_fraction,
+            "refused": self.refused,
             "recommended": self.recommended,
         }
 
@@ -305,10 +313,12 @@ def plan(
     max_key_bits: int = DEFAULT_MAX_KEY_BITS,
     id_buckets: int = defaults.ID_BUCKETS,
 ) -> list[LayoutPlan]:
-    """Rate every candidate layout for n fingerprints and mark the recommended one.
+    """Rate every candidate layout for n fingerprints and mark the recommended one, if any.
 
     The recommendation is the layout with the fewest tables whose expected candidates per query stay
-    within `budget` (ties: less memory); when none does, the one with the fewest candidates.
+    within `budget` (ties: less memory); when none does, the one with the fewest candidates. A layout
+    whose queries read back a large share of the index (`LayoutPlan.refused`) is never recommended:
+    new indexes of it are refused. When every listed layout is, none is recommended.
 
     Args:
         f: fingerprint width.
@@ -320,7 +330,8 @@ def plan(
         id_buckets: buckets of the id and fingerprint maps.
 
     Returns:
-        One plan per candidate layout, fewest tables first; exactly one is recommended.
+        One plan per candidate layout, fewest tables first; at most one is recommended (none when
+        every one is refused).
 
     Raises:
         InvalidArgument: f, k, n, budget or id_buckets is out of range.
@@ -331,9 +342,10 @@ def plan(
         estimate(label, layout, n, id_buckets=id_buckets)
         for label, layout in candidate_layouts(f, k, max_tables=max_tables, max_key_bits=max_key_bits)
     ]
-    within = [p for p in plans if p.candidates <= budget]
+    usable = [p for p in plans if not p.refused]
+    within = [p for p in usable if p.candidates <= budget]
     if within:
-        best = min(within, key=lambda p: (p.tables, p.memory_bytes))
+        best: LayoutPlan | None = min(within, key=lambda p: (p.tables, p.memory_bytes))
     else:
-        best = min(plans, key=lambda p: (p.candidates, p.memory_bytes))
+        best = min(usable, key=lambda p: (p.candidates, p.memory_bytes), default=None)
     return [dataclasses.replace(p, recommended=True) if p is best else p for p in plans]

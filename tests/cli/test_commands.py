@@ -15,9 +15,8 @@ from simhash_redis.cli import admin
 from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
-from simhash_redis import IndexCorrupted, InvalidArgument, Scheme, SimhashIndex
+from simhash_redis import IndexCorrupted, InvalidArgument, Scheme, SimhashIndex, defaults
 from simhash_redis.codec import format_fingerprint
-from simhash_redis.index import lifecycle
 from tests.cli.conftest import Invoke, article, write_jsonl
 from tests.servers import ServerProcess
 
@@ -484,7 +483,7 @@ def test_a_layout_reading_much_of_the_index_is_refused_at_creation(
     with pytest.raises(InvalidArgument, match="k=11"):
         SimhashIndex(redis_client, "wider", k=11)
     # An index made before the rule keeps working: only creation is refused.
-    monkeypatch.setattr(lifecycle, "MAX_READ_FRACTION", 1.0)
+    monkeypatch.setattr(defaults, "MAX_READ_FRACTION", 1.0)
     SimhashIndex(redis_client, "old", k=12).add("a", 1)
     monkeypatch.undo()
     assert SimhashIndex(redis_client, "old", k=12).near(1)[0].id == "a"
