@@ -162,8 +162,6 @@ def verified_server(docs: Sequence[Doc], k: int, blocks: int, queries: int) -> d
         default = SimhashIndex(client, "default")
         default.add_many(zip(ids, texts, strict=True))
         after_default = _used_memory(client)
-        sketch_keys = list(client.scan_iter(match=f"{verified.index.keys.base}:sk:*", count=1000))
-        sketch_usage = sum(int(client.memory_usage(key, samples=0) or 0) for key in sketch_keys)
         sample = texts[:: max(1, len(texts) // queries)][:queries]
         timings: dict[str, list[float]] = {
             "near": [],
@@ -203,8 +201,6 @@ def verified_server(docs: Sequence[Doc], k: int, blocks: int, queries: int) -> d
         "plain_bytes_per_doc": (after_plain - base) / n,
         "verified_bytes_per_doc": (after_verified - after_plain) / n,
         "sketch_overhead_bytes_per_doc": ((after_verified - after_plain) - (after_plain - base)) / n,
-        "sketch_keys": len(sketch_keys),
-        "sketch_memory_usage_bytes_per_doc": sketch_usage / n,
         "latency_ms": {
             name: {
                 "mean": statistics.fmean(v),

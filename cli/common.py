@@ -168,7 +168,7 @@ class Settings:
         """The verified mode --verified and --threshold ask for a new index (None: a plain one)."""
         if not self.verified and self.threshold is None:
             return None
-        return Verification(0.8 if self.threshold is None else self.threshold)
+        return Verification.of(None, 0.8 if self.threshold is None else self.threshold)
 
     def _check_verified(self, index: SimhashIndex) -> None:
         """Refuse --verified for a plain index, and a --threshold other than a verified index's."""

@@ -121,7 +121,10 @@ def _netstrings(raw: bytes) -> list[bytes]:
     pos, end = 0, len(raw)
     while pos < end:
         colon = raw.index(b":", pos)
-        length = int(raw[pos:colon])
+        digits = raw[pos:colon]
+        if not digits.isdigit():  # a sign or a space would let int() read a length that never advances
+            raise ValueError(f"malformed netstring length {digits[:20]!r}")
+        length = int(digits)
         start = colon + 1
         if start + length > end:
             raise ValueError("truncated netstring list")

@@ -57,12 +57,12 @@ def test_the_mode_is_pinned_in_the_meta_and_adopted(redis_client: redis.Redis) -
     created = VerifiedIndex(SimhashIndex(redis_client, "pin", **K8), MinHasher(num_perm=64), threshold=0.9)
     assert (
         redis_client.hget(created.index.keys.meta, "verified")
-        == b"minhash;perm=64;bits=8;n=3;seed=0;threshold=0.9"
+        == b"minhash;perm=64;bits=8;n=3;seed=0;threshold=0.9;bands=8x4"
     )
     # Another worker names nothing and gets the same mode.
     adopted = VerifiedIndex(SimhashIndex(redis_client, "pin"))
     assert adopted.threshold == 0.9 and adopted.hasher.describe() == created.hasher.describe()
-    assert adopted.index.config.verification == Verification(0.9, num_perm=64)
+    assert adopted.index.config.verification == Verification(0.9, num_perm=64, bands=8, rows=4)
     # Naming another mode is refused, not silently mixed.
     with pytest.raises(ConfigurationMismatch, match=r"threshold=0\.9"):
         VerifiedIndex(SimhashIndex(redis_client, "pin"), threshold=0.8)
@@ -106,8 +106,8 @@ def test_a_verified_index_made_before_pinning_is_pinned_by_its_first_opening(
     index = SimhashIndex(redis_client, "old", **K8)
     assert index.config.verification is None
     verified = VerifiedIndex(index)
-    assert verified.verification == Verification()
-    assert SimhashIndex(redis_client, "old").config.verification == Verification()
+    assert verified.verification == Verification.of()
+    assert SimhashIndex(redis_client, "old").config.verification == Verification.of()
 
 
 def test_add_if_new_decides_by_the_jaccard_threshold(client: redis.Redis) -> None:
@@ -270,8 +270,10 @@ def test_a_refused_write_leaves_the_ids_sketch_as_it_was(
     applied = writes_module.AtomicWrites.apply
     seen: list[tuple[object, bytes | None]] = []
 
-    def racing(self: reads_module.Reads, fps: list[int], k: int, sketches: dict[str, bytes] | None) -> object:
-        got = read(self, fps, k, sketches)
+    def racing(
+        self: reads_module.Reads, fps: list[int], k: int, sketches: dict[str, bytes] | None, bands: object
+    ) -> object:
+        got = read(self, fps, k, sketches, bands)
         if not seen:  # another worker writes into one of the document's table sets meanwhile
             redis_client.sadd(index.index.keys.tables(fps[0])[0], b"12345")
         return got

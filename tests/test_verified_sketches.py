@@ -12,13 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
-from simhash_redis import SimhashIndex, VerifiedIndex
+from simhash_redis import MinHasher, SimhashIndex, VerifiedIndex
 from simhash_redis.codec import decode_ids, decode_sketches, encode_fp
+from simhash_redis.store import Verification
 from simhash_redis.store import store as store_module
 from simhash_redis.transport import wire
 from tests.test_verified_mode import K8, article, one_word_edit
 
 _names = itertools.count()
+_FORMAT_1_MODE = Verification.of(MinHasher(), 0.8, (0, 0))
 
 
 def _stored_sketches(verified: VerifiedIndex) -> dict[str, dict[str, bytes]]:
@@ -123,7 +125,8 @@ def test_a_format_1_index_is_upgraded_when_opened(where: str, request: pytest.Fi
         "redis_cluster_client" if where == "cluster" else "redis_client"
     )
     name = f"old{next(_names)}"
-    verified = VerifiedIndex(SimhashIndex(client, name, **K8))
+    # The mode of that time: 256 permutations, no band tables.
+    verified = VerifiedIndex(SimhashIndex(client, name, verification=_FORMAT_1_MODE, **K8))
     stories = [article(50 + s) for s in range(6)]
     verified.add_many([(f"s{i}", text) for i, text in enumerate(stories)])
     before = _stored_sketches(verified)
@@ -147,7 +150,7 @@ def test_a_format_1_index_is_upgraded_when_opened(where: str, request: pytest.Fi
 
 
 def test_an_interrupted_upgrade_is_finished_by_the_next_opener(redis_client: redis.Redis) -> None:
-    verified = VerifiedIndex(SimhashIndex(redis_client, "half", **K8))
+    verified = VerifiedIndex(SimhashIndex(redis_client, "half", verification=_FORMAT_1_MODE, **K8))
     verified.add_many([("a", article(60)), ("b", article(61))])
     before = _stored_sketches(verified)
     _to_format_1(verified, redis_client)

@@ -10,10 +10,7 @@ repair follow the id map, which is the commit record of a document:
 - a table member with no fingerprint-map entry is removed (an uncommitted write; on a cluster also the
   normal leftover of a fingerprint whose last id left, counted as garbage rather than a problem);
 - the counts are set to what the data holds;
-- a sketch kept beside a fingerprint's ids for an id that does not have that fingerprint is removed
-  (with the id, if it is listed there), and a fingerprint's malformed sketches are removed; a document
-  without a sketch, or with one of the wrong size, is reported only: its text, which a sketch is made
-  from, is not stored.
+- in verified mode, sketches and band tables are checked as `sketch_check` says.
 """
 
 from __future__ import annotations
@@ -22,18 +19,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
+from ..codec import decode_fp, decode_ids, encode_ids
 from ..store import KeySchema, Store, Verification
 from ..store.scripts import Script
 from ..transport import raise_first_error
-from .sketch_upgrade import upgrade_sketches
+from .sketch_check import SKETCHES, check_bands, check_sketches
+from .sketch_upgrade import upgrade_pending, upgrade_sketches
 
 __all__ = ["VerifyReport", "check_consistency"]
 
 _BATCH = 500
 _FP_IDS = Script("fp_ids")
 _EXAMPLES = 20
-_SKETCHES = KeySchema.sketch_field(b"")
 
 
 @dataclass
@@ -120,8 +117,6 @@ def check_consistency(
     Raises:
         RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
     """
-    if verification is not None:
-        upgrade_sketches(store)  # an index of format 1 keeps its sketches elsewhere until then
     report = VerifyReport(repaired=repair)
     target = _Target(store, f, tables)
     report.fingerprints = 0
@@ -139,19 +134,27 @@ def check_consistency(
         for start in range(0, len(entries), _BATCH):
             _check_ids(target, report, entries[start : start + _BATCH], repair)
 
+    # An index of format 1 keeps its sketches by id until upgraded: a repair upgrades it (once its ids
+    # are listed again), a check says so.
+    old_sketches = False
+    if verification is not None:
+        if repair:
+            upgrade_sketches(store)
+        old_sketches = upgrade_pending(store)
+
     # 2. The fingerprint map: every listed id must map back to it; tables must hold it. Sketches kept
     # beside the ids (verified mode) must be of ids having that fingerprint.
     with_sketch = 0
     for bucket_keys in store.scan("fp"):
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
-        entries = [pair for reply in contents for pair in reply if not pair[0].startswith(_SKETCHES)]
-        sketches = [pair for reply in contents for pair in reply if pair[0].startswith(_SKETCHES)]
+        entries = [pair for reply in contents for pair in reply if not pair[0].startswith(SKETCHES)]
+        sketches = [pair for reply in contents for pair in reply if pair[0].startswith(SKETCHES)]
         for start in range(0, len(entries), _BATCH):
             chunk = entries[start : start + _BATCH]
             report.fingerprints += _check_fingerprints(target, report, chunk, repair)
         for start in range(0, len(sketches), _BATCH):
             chunk = sketches[start : start + _BATCH]
-            with_sketch += _check_sketches(target, report, chunk, verification, repair)
+            with_sketch += check_sketches(store, report, chunk, verification, repair)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
@@ -162,7 +165,14 @@ def check_consistency(
             for start in range(0, len(found), _BATCH):
                 _check_tables(target, report, t, found[start : start + _BATCH], repair)
 
-    if verification is not None and with_sketch < report.docs:
+    if verification is not None and verification.bands:
+        check_bands(store, report, verification, repair)
+    if old_sketches:
+        report.found(
+            "sketches of format 1 not moved yet",
+            "the first VerifiedIndex (or verify --repair) of this version moves them beside their ids",
+        )
+    elif verification is not None and with_sketch < report.docs:
         report.found(
             "documents without a sketch",
             f"{report.docs - with_sketch} (not repaired: add them again with their texts)",
@@ -174,41 +184,6 @@ def check_consistency(
         if repair:
             store.set_counts(report.docs, report.fingerprints)
     return report
-
-
-def _check_sketches(
-    target: _Target,
-    report: VerifyReport,
-    chunk: list[tuple[bytes, bytes]],
-    verification: Verification | None,
-    repair: bool,
-) -> int:
-    """Step 2 for a chunk of (sketch field, sketches) entries; returns how many are of stored documents."""
-    keys, store = target.keys, target.store
-    pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
-    for name, raw in chunk:
-        fp = name[len(_SKETCHES) :]
-        try:
-            pairs.extend((fp, doc_id.encode(), sketch) for doc_id, sketch in decode_sketches(raw).items())
-        except (ValueError, UnicodeDecodeError):
-            report.found("malformed sketches", f"{name.decode(errors='replace')}: {raw[:40]!r}")
-            if repair:
-                store.execute([(b"HDEL", keys.fp_bucket(fp), name)])
-    owners = store.execute([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
-    stored, orphans = 0, []
-    for (fp, doc_id, sketch), owner in zip(pairs, owners, strict=True):
-        if owner != fp:
-            report.found("sketch without a document", f"{doc_id!r} under {fp.decode(errors='replace')}")
-            orphans.append(_FP_IDS.command([keys.fp_bucket(fp)], [b"-", fp, doc_id]))
-            continue
-        stored += 1
-        size = verification.sketch_bytes if verification is not None else len(sketch)
-        if len(sketch) != size:
-            report.found("malformed sketch", f"{doc_id!r}: {len(sketch)} bytes, not {size} (not repaired)")
-    if repair and orphans:
-        # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
-        store.run_script(_FP_IDS, orphans)
-    return stored
 
 
 def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool) -> None:

@@ -35,8 +35,9 @@ class SketchJudge:
         threshold."""
         owner = self.owner
         out: list[list[Match]] = []
+        size = owner.hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
         for i, matches in zip(docs, found, strict=True):
-            kept = [m for m in matches if m.id in stored]
+            kept = [m for m in matches if len(stored.get(m.id, b"")) == size]
             similar: list[float] = []
             if kept:
                 similar = owner.hasher.estimate_many(self.sketches[i], [stored[m.id] for m in kept]).tolist()
@@ -48,6 +49,14 @@ class SketchJudge:
             confirmed.sort(key=lambda m: (-self.jaccard[(i, m.id)], m.distance, m.id))
             out.append(confirmed)
         return out
+
+    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
+        """The band tables of the documents' sketches (None for a mode without them)."""
+        mode = self.owner.verification
+        if not mode.bands:
+            return None
+        keys = self.owner.store.keys
+        return [keys.bands(self.sketches[i], mode.bands, mode.band_bytes) for i in docs]
 
     def guarded(self, doc: int, members: Guard | None) -> Guard:
         """The document's guard, carrying its sketch: stored with the document, or not at all."""

@@ -4,8 +4,9 @@ fingerprint map, beside the ids they belong to (format 3).
 The meta is marked first (format 3, ``upgrading``), so versions that know only format 1 refuse the
 index from then on. Every opener of this version then moves what is left, idempotently: a sketch is set
 only for an id listed with its fingerprint, and only where a document write has not set a newer one;
-the old entry is deleted after. The opener that finds nothing left clears the mark. Until then a
-near() may miss a candidate whose sketch has not moved yet: it is dropped, never wrongly confirmed.
+the old entry is deleted after (and at once for an id no longer stored). An opener whose pass leaves
+nothing behind clears the mark. Until then a near() may miss a candidate whose sketch has not moved
+yet: it is dropped, never wrongly confirmed.
 """
 
 from __future__ import annotations
@@ -15,10 +16,24 @@ from ..store import Store
 from ..store.scripts import Script
 from ..transport import Command
 
-__all__ = ["upgrade_sketches"]
+__all__ = ["upgrade_pending", "upgrade_sketches"]
 
 _MARK = Script("sketch_upgrade")
 _IDS = Script("fp_ids")
+
+
+def upgrade_pending(store: Store) -> bool:
+    """Whether a verified index still keeps sketches of format 1 (by id): not upgraded, or under way.
+
+    Args:
+        store: the index's keys and sender.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached.
+    """
+    meta = (b"HMGET", store.keys.meta, b"format", b"verified", b"upgrading")
+    fmt, verified, upgrading = store.execute([meta])[0]
+    return (fmt == b"1" and verified is not None) or upgrading == b"1"
 
 
 def upgrade_sketches(store: Store) -> int:
@@ -40,15 +55,23 @@ def upgrade_sketches(store: Store) -> int:
         raise IndexNotFound(f"index {store.keys.name!r} was dropped while it was being opened")
     if bytes(mark) != b"1":
         return 0
-    moved = 0
+    moved = left = 0
     for keys in store.scan("sketch"):
-        moved += _move(store, keys)
-    store.run_script(_MARK, [_MARK.command([meta], [b"end"])])
+        done, kept = _move(store, keys)
+        moved, left = moved + done, left + kept
+    if not left:
+        store.run_script(_MARK, [_MARK.command([meta], [b"end"])])
     return moved
 
 
-def _move(store: Store, sketch_keys: list[bytes]) -> int:
-    """Move the sketches of one SCAN page of format 1's sketch hashes; how many were set."""
+def _move(store: Store, sketch_keys: list[bytes]) -> tuple[int, int]:
+    """Move the sketches of one SCAN page of format 1's sketch hashes.
+
+    Returns:
+        How many were moved (or found moved), and how many stay: of ids stored but not listed with
+        their fingerprint (a cluster's interrupted write, which `verify --repair` completes), moved by
+        a later opener.
+    """
     keys = store.keys
     entries = [
         (key, bytes(doc_id), bytes(sketch))
@@ -56,16 +79,17 @@ def _move(store: Store, sketch_keys: list[bytes]) -> int:
         for doc_id, sketch in pairs
     ]
     if not entries:
-        return 0
+        return 0, 0
     fps = store.execute([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in entries])
+    stored = [(entry, bytes(fp)) for entry, fp in zip(entries, fps, strict=True) if fp is not None]
     calls = [
-        _IDS.command([keys.fp_bucket(bytes(fp))], [b"m", bytes(fp), doc_id, b"", sketch])
-        for (_, doc_id, sketch), fp in zip(entries, fps, strict=True)
-        if fp is not None
+        _IDS.command([keys.fp_bucket(fp)], [b"m", fp, doc_id, b"", sketch])
+        for (_, doc_id, sketch), fp in stored
     ]
-    if calls:
-        store.run_script(_IDS, calls, durable=True)
+    listed = store.run_script(_IDS, calls, durable=True) if calls else []
+    staying = {entry for (entry, _), ok in zip(stored, listed, strict=True) if not ok}
     # Moved, or of an id no longer stored: gone either way.
-    gone: list[Command] = [(b"HDEL", key, doc_id) for key, doc_id, _ in entries]
-    store.execute(gone, durable=True)
-    return len(calls)
+    gone: list[Command] = [(b"HDEL", entry[0], entry[1]) for entry in entries if entry not in staying]
+    if gone:
+        store.execute(gone, durable=True)
+    return len(stored) - len(staying), len(staying)

@@ -35,6 +35,10 @@ class Judge(Protocol):
         the candidates' stored sketches (read with them)."""
         ...
 
+    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
+        """The band tables whose members are candidates of the documents at these positions, or None."""
+        ...
+
     def guarded(self, doc: int, members: Guard | None) -> Guard:
         """The guard to write the document at this position with (members None: a cluster's write,
         whose bucket locks stand in for the guard)."""
@@ -117,12 +121,22 @@ class UniqueWrites:
         """
         ready, waiting, held = pending, [], list[tuple[bytes, bytes]]()
         if locks is not None:
-            got, held = locks.acquire([(i, self.store.keys.tables(fps[i])) for i in pending])
+            # The band tables a judge reads are candidates' sets too: locked like the tables.
+            banded = judge.bands(pending) if judge is not None else None
+            got, held = locks.acquire(
+                [
+                    (i, self.store.keys.tables(fps[i]) + (banded[n] if banded else []))
+                    for n, i in enumerate(pending)
+                ]
+            )
             ready = [i for i, ok in zip(pending, got, strict=True) if ok]
             waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
         try:
             sketches: dict[str, bytes] | None = None if judge is None else {}
-            members, matches_read = self.reads.near_and_members([fps[i] for i in ready], self.k, sketches)
+            bands = judge.bands(ready) if judge is not None else None
+            members, matches_read = self.reads.near_and_members(
+                [fps[i] for i in ready], self.k, sketches, bands
+            )
             found: Sequence[Sequence[Match]] = matches_read
             if judge is not None and sketches is not None:
                 found = judge.duplicates(ready, list(map(list, found)), sketches)

@@ -51,15 +51,18 @@ _SKETCH_READS = 5
 class VerifiedIndex:
     """Wraps a `SimhashIndex`: stores a MinHash sketch per document and verifies near() candidates with it.
 
-    Open the wrapped index with a k large enough for the recall wanted, with a layout that keeps that
-    k affordable, e.g. ``SimhashIndex(client, "news", k=8, layout=Layout.permuted(64, 8, blocks=10))``.
-    The first `VerifiedIndex` of an index pins its mode (sketch parameters, threshold) in the meta; later
-    ones adopt it, and refuse parameters that differ.
+    Candidates come from two kinds of tables: the wrapped index's (within its k) and, in a mode with
+    them (every new one), LSH band tables of the sketch: a document is a candidate of a query whose
+    sketch has the same values in one band (8 bands of 4 values: a pair at Jaccard 0.8 shares one with
+    probability 0.986). The bands find the near-duplicates a small k misses, so the default k = 3 layout
+    serves: ``VerifiedIndex(SimhashIndex(client, "news"))``. The first `VerifiedIndex` of an index pins
+    its mode (sketch parameters, threshold, bands) in the meta; later ones adopt it, and refuse
+    parameters that differ.
 
     Args:
-        index: the wrapped index (its k bounds the candidates).
-        hasher: the sketch parameters (default: the pinned ones, else 256 permutations of 8 bits over
-            word 3-shingles).
+        index: the wrapped index (its k bounds the Hamming candidates).
+        hasher: the sketch parameters (default: the pinned ones, else 1,024 permutations of 8 bits over
+            word 3-shingles, with 8 band tables of 4 values).
         threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate (default:
             the pinned one, else 0.8).
 
@@ -77,16 +80,18 @@ class VerifiedIndex:
     ) -> None:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
-        asked = Verification.of(hasher, 0.8 if threshold is None else threshold)
+        asked = 0.8 if threshold is None else threshold
+        Verification.of(hasher, asked)  # checks the arguments before anything is read
         self.index = index
         # The index's own store: its retries, backoff, error translation and key names apply here too.
         self.store = index.store
-        self.verification = self._pinned(index.config.verification or self._pin(asked), hasher, threshold)
+        pinned = index.config.verification or self._pin(hasher, asked)
+        self.verification = self._pinned(pinned, hasher, threshold)
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
         # The index's own write paths, which its public methods refuse to use on a verified index.
         tables = len(index.layout.tables)
-        self._writes = writes_for(self.store, index.f, tables)
+        self._writes = writes_for(self.store, index.f, tables, verification=self.verification)
         self._reads = Reads(self.store, index.name, index.f, tables)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, index.f, index.k)
         upgrade_sketches(self.store)
@@ -120,11 +125,13 @@ class VerifiedIndex:
             client.close()
             raise
 
-    def _pin(self, mode: Verification) -> Verification:
+    def _pin(self, hasher: MinHasher | None, threshold: float) -> Verification:
         """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
 
         An index that holds documents but no sketch was made plain, and stays so: its documents could
-        never be confirmed. One with sketches was made by a `VerifiedIndex` before modes were pinned.
+        never be confirmed. One with sketches was made by a `VerifiedIndex` before modes were pinned:
+        it gets the mode of that time (256 permutations unless a hasher is given, no band tables),
+        which its sketches were made with.
         """
         docs = self.index.count()[0]
         if docs and not any(self.store.scan("sketch")):
@@ -132,6 +139,10 @@ class VerifiedIndex:
                 f"index {self.index.name!r} holds {docs:,} documents without MinHash sketches: verified mode "
                 "is chosen when an index is created; create a verified index and load the documents into it"
             )
+        if docs:
+            mode = Verification.of(hasher or MinHasher(), threshold, (0, 0))
+        else:
+            mode = Verification.of(hasher, threshold)
         stored = pin_meta(self.store.sender, self.index.keys.meta, "verified", mode.to_meta())
         if stored is None:
             raise IndexNotFound(f"index {self.index.name!r} was dropped while it was being opened")
@@ -150,7 +161,9 @@ class VerifiedIndex:
             threshold is not None and threshold != pinned.threshold
         ):
             given = Verification.of(
-                hasher or pinned.hasher(), pinned.threshold if threshold is None else threshold
+                hasher or pinned.hasher(),
+                pinned.threshold if threshold is None else threshold,
+                (pinned.bands, pinned.rows),
             )
             raise ConfigurationMismatch(
                 f"index {self.index.name!r} is verified with {pinned.to_meta()!r}, not {given.to_meta()!r}; "
@@ -159,7 +172,7 @@ class VerifiedIndex:
         return pinned
 
     def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
-        """Store a document's sketch, then its fingerprint.
+        """Store a document with its sketch, in one step.
 
         Args:
             doc_id: the document id.
@@ -175,7 +188,7 @@ class VerifiedIndex:
         return self.add_many([(doc_id, doc)])[0]
 
     def add_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[Outcome]:
-        """Store many documents: one round trip of sketches per batch, then the index's own batch write.
+        """Store many documents with their sketches, a batch per write (each document in one step).
 
         Args:
             items: (id, document) pairs.
@@ -189,7 +202,8 @@ class VerifiedIndex:
         """
         outcomes: list[Outcome] = []
         for ids, docs in self._batches(items):
-            # Fingerprint first so a document the index would refuse leaves no sketch behind.
+            # The whole batch is fingerprinted and sketched before it is written: a document either
+            # refuses raises before anything of its batch is.
             fps = self.index.fingerprint_many(docs)
             outcomes.extend(self._add_batch(ids, fps, self.hasher.sketch_many(docs)))
         return outcomes
@@ -331,14 +345,13 @@ class VerifiedIndex:
                 return None
             fp = bytes(fp)
             ids, stored = self.store.execute([(b"HMGET", keys.fp_bucket(fp), fp, keys.sketch_field(fp))])[0]
-            if ids is not None and doc_id in decode_ids(ids):
-                try:
+            try:
+                if ids is not None and doc_id in decode_ids(ids):
                     return decode_sketches(stored).get(doc_id) if stored is not None else None
-                except (ValueError, UnicodeDecodeError):
-                    raise IndexCorrupted(
-                        f"index {self.index.name!r} holds malformed sketches for {fp!r}; "
-                        "run verify(repair=True)"
-                    ) from None
+            except (ValueError, UnicodeDecodeError):
+                raise IndexCorrupted(
+                    f"index {self.index.name!r} holds a malformed entry for {fp!r}; run verify(repair=True)"
+                ) from None
         return None
 
     def near(
@@ -349,7 +362,8 @@ class VerifiedIndex:
         Args:
             query: text, UTF-8 bytes or tokens.
             threshold: the Jaccard threshold, in [0, 1] (default: the index's).
-            k: the candidates' largest Hamming distance (default and at most: the index's k).
+            k: the Hamming candidates' largest distance (default and at most: the index's k; band
+                candidates come at any distance).
 
         Returns:
             The confirmed matches, most similar first, then nearest, then by id.
@@ -364,7 +378,7 @@ class VerifiedIndex:
         self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
         """near() for many queries, in the plain index's conversation: each candidate's sketch comes with
-        its ids (one round trip for a query whose candidates are exact copies, else two).
+        its ids (one round trip for a single query whose candidates are exact copies, else two).
 
         A candidate whose sketch is missing (a document added through the plain index) is dropped:
         it cannot be verified.
@@ -372,7 +386,7 @@ class VerifiedIndex:
         Args:
             queries: the queries.
             threshold: the Jaccard threshold, in [0, 1] (default: the index's).
-            k: the candidates' largest Hamming distance.
+            k: the Hamming candidates' largest distance (band candidates come at any distance).
 
         Returns:
             For each query, its confirmed matches.
@@ -388,29 +402,33 @@ class VerifiedIndex:
         limit = check_k(k, self.index.k)
         docs = texts(queries)
         fps = self.index.fingerprint_many(docs)
+        mine = self.hasher.sketch_many(docs)
+        mode, keys = self.verification, self.store.keys
         results: list[list[VerifiedMatch]] = []
         sketches: dict[str, bytes] = {}
         for start in range(0, len(fps), self.index.batch_size):
             part = slice(start, start + self.index.batch_size)
-            candidates = self._reads.near(fps[part], limit, sketches)
-            results.extend(self._confirmed(docs[part], candidates, sketches, threshold))
+            bands = [keys.bands(s, mode.bands, mode.band_bytes) for s in mine[part]] if mode.bands else None
+            candidates = self._reads.near(fps[part], limit, sketches, bands)
+            results.extend(self._confirmed(mine[part], candidates, sketches, threshold))
         return results
 
     def _confirmed(
         self,
-        docs: Sequence[Any],
+        queries: Sequence[bytes],
         candidates: list[list[Match]],
         sketches: dict[str, bytes],
         threshold: float,
     ) -> list[list[VerifiedMatch]]:
-        """The candidates of each query that their sketches confirm, most similar first."""
+        """The candidates of each query (its sketch given) that their sketches confirm, most similar first."""
         results: list[list[VerifiedMatch]] = []
-        for doc, found in zip(docs, candidates, strict=True):
-            kept = [m for m in found if m.id in sketches]
+        size = self.hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
+        for query, found in zip(queries, candidates, strict=True):
+            kept = [m for m in found if len(sketches.get(m.id, b"")) == size]
             if not kept:
                 results.append([])
                 continue
-            sims = self.hasher.estimate_many(self.hasher.sketch(doc), [sketches[m.id] for m in kept])
+            sims = self.hasher.estimate_many(query, [sketches[m.id] for m in kept])
             matches = [
                 VerifiedMatch(m.id, m.fingerprint, m.distance, float(s))
                 for m, s in zip(kept, sims.tolist(), strict=True)

@@ -30,7 +30,7 @@ from redis.cluster import RedisCluster
 from ..codec import decode_fp, decode_sketches, dump_fp, undump_fp
 from ..errors import IndexCorrupted, InputError, InvalidArgument, SimhashRedisError
 from ..index import Outcome, SimhashIndex, VerifiedIndex
-from ..index.sketch_upgrade import upgrade_sketches
+from ..index.sketch_upgrade import upgrade_pending
 from ..store import IndexConfig, Store
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
@@ -66,19 +66,19 @@ def export_index(
         "type": DUMP_TYPE,
         "version": DUMP_VERSION,
         "name": index.name,
-        "meta": index.config.to_meta(),
+        "meta": _portable(index.config.to_meta()),
         "documents": docs,
         "fingerprints": fps,
     }
     out.write(packer.pack(header))
     written = 0
     verified = index.config.verification is not None
-    if verified:
-        upgrade_sketches(index.store)  # an index of format 1 kept its sketches elsewhere
+    # An export only reads: sketches of format 1 (an index not upgraded yet) are read where they are.
+    sketches_of = _sketches_by_id if verified and upgrade_pending(index.store) else _sketches
     for keys in _id_map_keys(index):
         chunk = bytearray()
         buckets = index.store.hashes(keys)
-        sketches = _sketches(index, buckets) if verified else {}
+        sketches = sketches_of(index, buckets) if verified else {}
         for bucket in buckets:
             for raw_id, raw_fp in bucket:
                 record = [raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)]
@@ -158,6 +158,20 @@ def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> 
             if fp_of.get(raw_id) == fp:
                 found[raw_id] = sketch
     return found
+
+
+def _portable(meta: dict[str, str]) -> dict[str, str]:
+    """The configuration as a dump states it: a verified index's as format 1, which versions before
+    format 3 import too (a dump's records are the same whatever the stored form)."""
+    return {**meta, "format": "1"} if meta.get("format") == "3" else meta
+
+
+def _sketches_by_id(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
+    """`_sketches` of an index of format 1 (each id bucket has one sketch bucket: both are numbered by
+    the id's hash); sketches already moved beside their ids are read there."""
+    keys = [index.keys.sketch_bucket(bucket[0][0]) for bucket in buckets if bucket]
+    by_id = {raw_id: bytes(sketch) for pairs in index.store.hashes(keys) for raw_id, sketch in pairs}
+    return {**_sketches(index, buckets), **by_id}
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:

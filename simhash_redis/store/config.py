@@ -151,6 +151,15 @@ def _human(seconds: int) -> str:
     return f"{seconds}s"
 
 
+#: The sketch of a new verified index: 1,024 permutations, whose estimate is close enough to the
+#: truth at Jaccard 0.8 for F1 >= 0.95 (256 reach ~0.94: docs/quality.md).
+VERIFIED_PERMUTATIONS = 1024
+#: The LSH band tables of a new verified index: 8 bands of 4 sketch values each. A pair at Jaccard 0.8
+#: shares a band with probability 1 - (1 - 0.8^4)^8 = 0.986, which with the Hamming tables finds the
+#: near-duplicates a small k misses.
+VERIFIED_BANDS = (8, 4)
+
+
 @dataclass(frozen=True)
 class Verification:
     """Verified mode: near-duplicates confirmed by a stored MinHash sketch, pinned in an index's meta.
@@ -158,6 +167,9 @@ class Verification:
     Args:
         threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate, in (0, 1].
         num_perm, bits, n, seed: the sketch's parameters (see `MinHasher`).
+        bands, rows: the LSH band tables over the sketch: `bands` tables, each keyed by `rows`
+            consecutive sketch values, whose members are candidates beside the Hamming tables' (0, 0:
+            none, as in indexes made before band tables).
 
     Raises:
         InvalidArgument: a value is out of range.
@@ -169,6 +181,8 @@ class Verification:
     bits: int = 8
     n: int = 3
     seed: int = 0
+    bands: int = 0
+    rows: int = 0
 
     def __post_init__(self) -> None:
         threshold = self.threshold
@@ -178,18 +192,43 @@ class Verification:
             raise InvalidArgument(f"threshold must be in (0, 1], got {threshold!r}")
         object.__setattr__(self, "threshold", float(threshold))
         self.hasher()  # checks the sketch's parameters
+        for name, value in (("bands", self.bands), ("rows", self.rows)):
+            if not is_int(value):
+                raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
+        if (self.bands == 0) != (self.rows == 0) or self.bands < 0 or self.rows < 0:
+            raise InvalidArgument(
+                f"bands and rows must both be positive, or both 0, got {self.bands}x{self.rows}"
+            )
+        if self.bands * self.rows > self.num_perm:
+            raise InvalidArgument(
+                f"{self.bands} bands of {self.rows} values need {self.bands * self.rows} sketch values; "
+                f"the sketch has {self.num_perm}"
+            )
 
     @classmethod
-    def of(cls, hasher: MinHasher | None = None, threshold: float = 0.8) -> Verification:
-        """The verified mode of a hasher (default: `MinHasher()`) and a threshold.
+    def of(
+        cls,
+        hasher: MinHasher | None = None,
+        threshold: float = 0.8,
+        bands: tuple[int, int] | None = None,
+    ) -> Verification:
+        """The verified mode of a hasher and a threshold, with LSH band tables.
+
+        Args:
+            hasher: the sketch's parameters (default: `MinHasher(num_perm=VERIFIED_PERMUTATIONS)`).
+            threshold: as the class.
+            bands: (bands, rows) of the band tables (default `VERIFIED_BANDS`; (0, 0): none).
 
         Raises:
             InvalidArgument, InvalidType: as the class.
         """
         if hasher is not None and not isinstance(hasher, MinHasher):
             raise InvalidType(f"hasher must be a MinHasher, got {type(hasher).__name__}")
-        h = hasher or MinHasher()
-        return cls(threshold, h.num_perm, h.bits, h.n, h.seed)
+        if bands is not None and (not isinstance(bands, tuple) or len(bands) != 2):
+            raise InvalidType(f"bands must be a (bands, rows) tuple, got {bands!r}")
+        h = hasher or MinHasher(num_perm=VERIFIED_PERMUTATIONS)
+        count, rows = VERIFIED_BANDS if bands is None else bands
+        return cls(threshold, h.num_perm, h.bits, h.n, h.seed, count, rows)
 
     @property
     def sketch_bytes(self) -> int:
@@ -200,9 +239,16 @@ class Verification:
         """The MinHasher that makes and compares this mode's sketches."""
         return MinHasher(self.num_perm, self.bits, self.n, self.seed)
 
+    @property
+    def band_bytes(self) -> int:
+        """Bytes of the sketch that key one band table."""
+        return self.rows * self.bits // 8
+
     def to_meta(self) -> str:
-        """The meta field: the sketch's description and the threshold, e.g. "minhash;...;threshold=0.8"."""
-        return f"{self.hasher().describe()};threshold={self.threshold!r}"
+        """The meta field: the sketch's description, the threshold, the band tables if any, e.g.
+        "minhash;...;threshold=0.8;bands=8x4"."""
+        text = f"{self.hasher().describe()};threshold={self.threshold!r}"
+        return text + (f";bands={self.bands}x{self.rows}" if self.bands else "")
 
     @classmethod
     def from_meta(cls, text: str) -> Verification:
@@ -213,14 +259,17 @@ class Verification:
         """
         kind, *fields = text.split(";")
         values = dict(field.split("=", 1) for field in fields)
-        if kind != "minhash" or set(values) != {"perm", "bits", "n", "seed", "threshold"}:
+        if kind != "minhash" or set(values) - {"bands"} != {"perm", "bits", "n", "seed", "threshold"}:
             raise ValueError(f"unknown verified mode {text!r}")
+        count, _, rows = values.get("bands", "0x0").partition("x")
         made = cls(
             float(values["threshold"]),
             int(values["perm"]),
             int(values["bits"]),
             int(values["n"]),
             int(values["seed"]),
+            int(count),
+            int(rows),
         )
         if made.to_meta() != text:
             raise ValueError(f"verified mode {text!r} is not in its canonical form")

@@ -11,6 +11,8 @@ For an index `news` under the default prefix::
     simhash:news:sk:{bucket}     hash   document id -> MinHash sketch (verified indexes of format 1,
                                         moved into the fingerprint map when first opened: see
                                         `index.sketch_upgrade`)
+    simhash:news:b{i}:{hex}      set    verified mode's LSH band i: fingerprints of the documents whose
+                                        sketch holds those values in band i ({hex}: its bytes)
     simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
 
 An index with a retention window keeps its documents in periods: the counts, tables, id, fingerprint
@@ -136,6 +138,7 @@ class KeySchema:
         self._sketch_prefix = f"{self.base}:sk:".encode()
         self._layout = layout
         self._lock_prefix = f"{self.base}:lock:".encode()
+        self._band_prefix = f"{self.base}:b".encode()
         self._base_len = len(self.base) + 1
 
     @staticmethod
@@ -235,14 +238,17 @@ class KeySchema:
 
         Args:
             kind: "all", "id" (the id map), "fp" (the fingerprint map), "sketch" (format 1's sketch
-                hashes), or "windows" (every key of every period of an index with a retention window).
+                hashes), "band" (verified mode's band tables), or "windows" (every key of every period
+                of an index with a retention window).
 
         Raises:
             KeyError: an unknown kind.
         """
         return (
             f"{self.base}:"
-            + {"all": "*", "id": "id:*", "fp": "fp:*", "sketch": "sk:*", "windows": "w*:*"}[kind]
+            + {"all": "*", "id": "id:*", "fp": "fp:*", "sketch": "sk:*", "band": "b*:*", "windows": "w*:*"}[
+                kind
+            ]
         )
 
     def table_pattern(self, table: int) -> str:
@@ -301,6 +307,19 @@ class KeySchema:
             stored_fp: the fingerprint as written by `codec.encode_fp` (its hash is `fp_bucket`'s).
         """
         return b"s:" + stored_fp
+
+    def bands(self, sketch: bytes, count: int, width: int) -> list[bytes]:
+        """The band table keys of a sketch: band i is keyed by its bytes i*width .. (i+1)*width, in hex.
+
+        Args:
+            sketch: the sketch (at least count * width bytes).
+            count: how many bands.
+            width: bytes per band.
+        """
+        prefix = self._band_prefix
+        return [
+            b"%s%d:%s" % (prefix, i, sketch[i * width : (i + 1) * width].hex().encode()) for i in range(count)
+        ]
 
     def sketch_bucket(self, doc_id: bytes) -> bytes:
         """The hash where an index of format 1 kept a document's MinHash sketch (bucketed like the id map).

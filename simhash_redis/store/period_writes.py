@@ -12,6 +12,7 @@ from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import Command
 from . import writes as plain
+from .config import Verification
 from .period_steps import ClusterWindowedWrites, in_rounds
 from .scripts import Script
 from .store import Store
@@ -223,7 +224,13 @@ def _guard_covers(guard: Guard | None, view: View) -> bool:
     return all(window in read for window in view.windows if window <= view.current)
 
 
-def writes_for(store: Store, f: int, tables: int, windows: Windows | None = None) -> Writes:
+def writes_for(
+    store: Store,
+    f: int,
+    tables: int,
+    windows: Windows | None = None,
+    verification: Verification | None = None,
+) -> Writes:
     """The write strategy of an index: one atomic script per batch, or ordered steps on a cluster.
 
     Args:
@@ -231,9 +238,12 @@ def writes_for(store: Store, f: int, tables: int, windows: Windows | None = None
         f: fingerprint width.
         tables: number of tables.
         windows: the periods of an index with a retention window.
+        verification: the verified mode of an index that has one (its band tables).
     """
     if windows is not None and store.cluster:
         return ClusterWindowedWrites(store, windows, f)
     if windows is not None:
         return WindowedWrites(store, windows, f, tables)
-    return OrderedWrites(store, f) if store.cluster else AtomicWrites(store, f, tables)
+    if store.cluster:
+        return OrderedWrites(store, f, verification)
+    return AtomicWrites(store, f, tables, verification)

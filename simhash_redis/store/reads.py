@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted
 from ..results import Match
-from ..transport import Exchange, raise_first_error, wire
+from ..transport import Command, Exchange, raise_first_error, wire
 from .candidates import hits, hits_in_sets, matches_of
 from .store import Store
 from .windows import View, WindowedSets, Windows
@@ -32,7 +32,13 @@ class Reads:
     def __init__(self, store: Store, name: str, f: int, tables: int, windows: Windows | None = None) -> None:
         self.store, self.name, self.f, self.tables, self.windows = store, name, f, tables, windows
 
-    def near(self, fps: list[int], k: int, sketches: dict[str, bytes] | None = None) -> list[list[Match]]:
+    def near(
+        self,
+        fps: list[int],
+        k: int,
+        sketches: dict[str, bytes] | None = None,
+        bands: list[list[bytes]] | None = None,
+    ) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
 
         Args:
@@ -40,6 +46,8 @@ class Reads:
             k: the largest distance.
             sketches: filled with the MinHash sketch of each match that has one (verified mode), asked
                 for with its ids: no round trip of its own.
+            bands: for each fingerprint, band tables (verified mode) whose every member is a match too,
+                at whatever distance: read with the tables.
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
@@ -50,12 +58,16 @@ class Reads:
         def talk(exchange: Exchange) -> list[list[Match]]:
             if sketches is not None:
                 sketches.clear()  # a conversation run again after a lost connection starts afresh
-            return self._talk(exchange, fps, k, view=view, sketches=sketches)
+            return self._talk(exchange, fps, k, view=view, sketches=sketches, bands=bands)
 
         return self._conversation(talk)
 
     def near_and_members(
-        self, fps: list[int], k: int, sketches: dict[str, bytes] | None = None
+        self,
+        fps: list[int],
+        k: int,
+        sketches: dict[str, bytes] | None = None,
+        bands: list[list[bytes]] | None = None,
     ) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
         """near() that also returns the members read from each fingerprint's table sets (add-if-new's
         guard), in the same conversation: a stored copy is found in one round trip.
@@ -63,7 +75,7 @@ class Reads:
         Args:
             fps: the fingerprints.
             k: the largest distance.
-            sketches: as `near`.
+            sketches, bands: as `near` (the band tables' members follow the table sets').
 
         Returns:
             For each fingerprint, the members of each of its table sets (in an index with a retention
@@ -82,7 +94,7 @@ class Reads:
             members.clear()  # a conversation run again after a lost connection starts afresh
             if sketches is not None:
                 sketches.clear()
-            return self._talk(exchange, fps, k, members, view, sketches)
+            return self._talk(exchange, fps, k, members, view, sketches, bands)
 
         return members, self._conversation(talk)
 
@@ -124,6 +136,7 @@ class Reads:
         members: list[list[list[bytes]]] | None = None,
         view: View | None = None,
         sketches: dict[str, bytes] | None = None,
+        bands: list[list[bytes]] | None = None,
     ) -> list[list[Match]]:
         """near() for a batch on one connection, overlapping the client's work with the server's.
 
@@ -138,7 +151,9 @@ class Reads:
         In an index with a retention window, the table sets of every period of the `view` are read as
         if they were more tables, and a matching fingerprint's ids are asked of each period's map.
         With `sketches` (verified mode, no window), each matching fingerprint's sketches are asked for
-        with its ids (HMGET of both fields), and put there by id.
+        with its ids (HMGET of both fields), and put there by id. With `bands`, each query's band tables
+        go out in the first write too, read after the table sets: their members are matches at any
+        distance, whose ids (and sketches) are asked for like the others'.
         """
         windows: tuple[int, ...] = ()
         fp_keys: Callable[[bytes], list[bytes]]
@@ -154,12 +169,15 @@ class Reads:
             extend(table_keys(fp))
         exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
         field = self.store.keys.sketch_field
-        if exact is None:
-            exchange.send(wire.Same(b"SMEMBERS", keys))
-        elif sketches is not None:
-            exchange.send(wire.Same(b"SMEMBERS", keys), [(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
-        else:
-            exchange.send(wire.Same(b"SMEMBERS", keys), wire.Same(b"HGET", fp_keys(exact), exact))
+        first: list[Sequence[Command]] = [wire.Same(b"SMEMBERS", keys)]
+        if exact is not None and sketches is not None:
+            first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
+        elif exact is not None:
+            first.append(wire.Same(b"HGET", fp_keys(exact), exact))
+        per_bands = len(bands[0]) if bands else 0
+        if per_bands and bands is not None:
+            first.append(wire.Same(b"SMEMBERS", [key for query in bands for key in query]))
+        exchange.send(*first)
         step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
         per_query: list[dict[bytes, tuple[int, int]]] = []
         asked: dict[bytes, None] = {}
@@ -190,6 +208,9 @@ class Reads:
                 if sketches is not None:
                     exact_replies = _with_sketches(exact_replies, sketches)
                 ids_of[exact] = _ids_in(exact_replies)
+            if per_bands and start + step >= len(fps):
+                # The band tables' replies came after every table set's (and the exact copy's).
+                found = self._banded(exchange, fps, per_query, per_bands, members)
             wanted = list(
                 dict.fromkeys(raw for one in found for raw in one if raw not in asked and raw not in ids_of)
             )
@@ -214,6 +235,32 @@ class Reads:
                 for n, raw in enumerate(asked):
                     ids_of[raw] = _ids_in(id_replies[n * per_map : (n + 1) * per_map])
         return [matches_of(found, ids_of) for found in per_query]
+
+
+    def _banded(
+        self,
+        exchange: Exchange,
+        fps: list[int],
+        per_query: list[dict[bytes, tuple[int, int]]],
+        per_bands: int,
+        members: list[list[list[bytes]]] | None,
+    ) -> list[dict[bytes, tuple[int, int]]]:
+        """Read every query's band tables, add their members to its matches, and return them all.
+
+        Raises:
+            SimhashRedisError: an error reply.
+            ValueError: a member is not a decimal integer.
+        """
+        replies = exchange.read(len(fps) * per_bands)
+        raise_first_error(replies)
+        if members is not None:
+            for q, sets in enumerate(members):
+                sets.extend(replies[q * per_bands : (q + 1) * per_bands])
+        # Every member of a band table is a candidate, at whatever distance: the filter with k = f.
+        for mine, banded in zip(per_query, hits(fps, replies, per_bands, self.f, self.f), strict=True):
+            for raw, hit in banded.items():
+                mine.setdefault(raw, hit)
+        return per_query
 
 
 def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]:

@@ -19,6 +19,7 @@ from ..codec import decode_fp
 from ..errors import WriteContention
 from ..results import Outcome
 from ..transport import Command, Exchange, raise_first_error
+from .config import Verification
 from .scripts import Script
 from .store import Store
 
@@ -88,16 +89,23 @@ class Writes(Protocol):
 class AtomicWrites:
     """A standalone server: each batch is one Lua script call, so a document is never half-written.
 
+    In verified mode with band tables, a document joins its sketch's band tables in the same step; the
+    band tables of a sketch the step drops are cleaned after it, one script per table that keeps the
+    fingerprint while another of its sketches still has that band (`band_drop.lua`).
+
     Args:
         store: the index's keys and sender.
         f: fingerprint width.
         tables: number of tables.
+        verification: the index's verified mode, if any (its band tables).
     """
 
     _SCRIPT = Script("write")
+    _BAND_DROP = Script("band_drop")
 
-    def __init__(self, store: Store, f: int, tables: int) -> None:
+    def __init__(self, store: Store, f: int, tables: int, verification: Verification | None = None) -> None:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
+        self.verification = verification
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
         """Apply the writes: one script call per round (a large batch of adds: parts of `PART`).
@@ -167,6 +175,10 @@ class AtomicWrites:
             checks = guard is not None and (not isinstance(guard, SketchedGuard) or guard.checks)
             kind = b"" if guard is None else (b"s" if checks else b"k") if sketched else b"1"
             args.extend((doc_id, new, old, kind))
+            if isinstance(guard, SketchedGuard):
+                bands = self._bands(guard.sketch) if new else []
+                keys.extend(bands)
+                args.append(len(bands))
             if guard is not None and checks:
                 args.extend(len(members) for members in guard)
                 for members in guard:
@@ -175,6 +187,32 @@ class AtomicWrites:
                 args.append(guard.sketch)
         return self._SCRIPT.command(keys, args)
 
+    def _bands(self, sketch: bytes) -> list[bytes]:
+        """The band table keys of a sketch (none without band tables, or for no sketch)."""
+        v = self.verification
+        if v is None or not v.bands or not sketch:
+            return []
+        return self.keys.bands(sketch, v.bands, v.band_bytes)
+
+    def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
+        """Take fingerprints out of the band tables of sketches they no longer have, in one round trip.
+
+        Args:
+            dropped: (stored fingerprint, the sketch the write script dropped for one of its ids).
+        """
+        v, calls = self.verification, []
+        for fp, sketch in dropped:
+            if v is None or len(sketch) < v.bands * v.band_bytes:
+                continue
+            bucket = self.keys.fp_bucket(fp)
+            for i, key in enumerate(self._bands(sketch)):
+                start = i * v.band_bytes
+                calls.append(
+                    self._BAND_DROP.command([key, bucket], [fp, start, sketch[start : start + v.band_bytes]])
+                )
+        if calls:
+            self.store.run_script(self._BAND_DROP, calls)
+
     def _run(self, call: Command) -> list[bytes]:
         reply: list[bytes] = self.store.run_script(self._SCRIPT, [call])[0]
         return reply
@@ -182,6 +220,7 @@ class AtomicWrites:
     def _finish(self, pending: list[_Pending], reply: list[bytes]) -> list[Outcome | None]:
         """The outcomes, after resending the conflicts of the first round's `reply` until none is left."""
         outcomes: list[Outcome | None] = [None] * len(pending)
+        dropped: list[tuple[bytes, bytes]] = []
         for _ in range(CONFLICT_ROUNDS):
             retry = []
             for (i, doc_id, new, old, guard), status in zip(pending, reply, strict=True):
@@ -190,8 +229,12 @@ class AtomicWrites:
                 elif status[:1] == b"c":
                     retry.append((i, doc_id, new, status[1:], guard))
                 elif status != b"g":
-                    outcomes[i] = outcome_of(status, old)
+                    outcomes[i] = outcome_of(status[:1], old)
+                    if len(status) > 1:  # the sketch this write dropped: 'u' kept new, 'r' and 'd' left old
+                        dropped.append((new if status[:1] == b"u" else old, status[1:]))
             if not retry:
+                if dropped:
+                    self._drop_bands(dropped)
                 return outcomes
             pending = retry
             reply = self._run(self._command(pending))
@@ -210,16 +253,23 @@ class OrderedWrites:
     orphans. Guards are not used here: add-if-new on a cluster takes bucket locks instead. A sketch
     (`SketchedGuard`) is set in the step that attaches the id, and leaves in the one that detaches it.
 
+    In verified mode with band tables, the fingerprint joins its sketch's band tables with its tables;
+    it is not taken out of them when the sketch leaves (no script can check the sketches it still has
+    from the band's slot): `verify(repair=True)` removes such members, which near() only reads as
+    candidates their sketches do not confirm.
+
     Args:
         store: the index's keys and sender (on a cluster).
         f: fingerprint width.
+        verification: the index's verified mode, if any (its band tables).
     """
 
     _CAS = Script("id_cas")
     _IDS = Script("fp_ids")
 
-    def __init__(self, store: Store, f: int) -> None:
+    def __init__(self, store: Store, f: int, verification: Verification | None = None) -> None:
         self.store, self.keys, self.f = store, store.keys, f
+        self.verification = verification
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
         """Apply the writes in the order the class docstring gives.
@@ -241,9 +291,9 @@ class OrderedWrites:
     def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
         tables: list[Command] = [
             (b"SADD", key, new)
-            for _, new, _ in ops
+            for _, new, guard in ops
             if new
-            for key in self.keys.tables(decode_fp(new, self.f))
+            for key in self.keys.tables(decode_fp(new, self.f)) + self._bands(guard)
         ]
         self.store.execute(tables, durable=True)
         outcomes: list[Outcome | None] = [None] * len(ops)
@@ -272,6 +322,13 @@ class OrderedWrites:
         attached = [op for op in ops if op[1]]
         self._ids(b"+", [(doc_id, new) for doc_id, new, _ in attached], [guard for _, _, guard in attached])
         return outcomes
+
+    def _bands(self, guard: Guard | None) -> list[bytes]:
+        """The band table keys of a write's sketch (none without band tables, or for no sketch)."""
+        v = self.verification
+        if v is None or not v.bands or not isinstance(guard, SketchedGuard) or not guard.sketch:
+            return []
+        return self.keys.bands(guard.sketch, v.bands, v.band_bytes)
 
     def _ids(
         self, op: bytes, pairs: list[tuple[bytes, bytes]], guards: list[Guard | None] | None = None

@@ -10,6 +10,12 @@
 -- an entry yet, is one HMGET and one HSET of ARGV slices, with no work per fingerprint in Lua).
 -- Returns how many fingerprints got an entry they did not have.
 
+-- A netstring's length: its digits only (a sign, a fraction or a space would stall the parse).
+local function digits(s, from, to)
+  local text = string.sub(s, from, to)
+  return string.find(text, '^%d+$') and tonumber(text)
+end
+
 -- Each netstring of the list `raw`, as (the netstring, its id); a malformed list is read up to the fault
 -- (verify() reports it).
 local function items(raw)
@@ -19,7 +25,7 @@ local function items(raw)
       return nil
     end
     local colon = string.find(raw, ':', pos, true)
-    local len = colon and tonumber(string.sub(raw, pos, colon - 1))
+    local len = colon and digits(raw, pos, colon - 1)
     if not len or colon + len > size then
       pos = size + 1
       return nil

@@ -9,14 +9,18 @@
 --     exactly those members; otherwise it is reported as 'g' and the client reads again. Any fingerprint
 --     within distance k of new shares at least one table set with it, so an unchanged set of tables
 --     means no near-duplicate arrived since the client checked (add-if-new without a race). With 's'
---     (verified mode), the same, then the document's MinHash sketch; with 'k', only the sketch (no
---     guard). The sketch is set for the id beside new's ids (field 's:' .. new of new's fingerprint-map
---     hash) whenever the document is stored (added, replaced or unchanged), in the same step: never one
---     without the other, and a document not written leaves the id's sketch as it was. An empty sketch
---     removes the id's (a document stored without one). An id leaving a fingerprint takes its sketch
---     with it.
+--     (verified mode), the number B of the sketch's band tables first, then the guard over T + B sets
+--     (new's tables, then the band tables), then the document's MinHash sketch; with 'k', B, then only
+--     the sketch (no guard). The sketch is set for the id beside new's ids (field 's:' .. new of new's
+--     fingerprint-map hash) whenever the document is stored (added, replaced or unchanged), in the same
+--     step, and new joins the sketch's B band tables: never one without the other, and a document not
+--     written leaves the id's sketch as it was. An empty sketch removes the id's (a document stored
+--     without one). An id leaving a fingerprint takes its sketch with it. The status of a document whose
+--     sketch was dropped or replaced so ('r', 'd', or 'u' with another sketch) is followed by that old
+--     sketch, so the client can take the fingerprint out of its band tables (`band_drop.lua`).
 -- KEYS[1] = the counts hash; then per document: the id-map hash, [if new ~= '': the fingerprint-map
--- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old].
+-- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old], [the B band
+-- table keys of the sketch].
 --
 -- Format 'w' (an index with a retention window, see store/windows.py): ARGV[3] = the period and
 -- ARGV[4] = the retention, in milliseconds; ARGV[5] = the number W of live periods; ARGV[6] = the
@@ -88,6 +92,11 @@ elseif windowed and redis.call('PTTL', counts) == -1 then
   redis.call('PEXPIREAT', counts, counts_expire)
 end
 
+-- A netstring's length: its digits only (a sign, a fraction or a space would stall the parse).
+local function digits(s, from, to)
+  local text = string.sub(s, from, to)
+  return string.find(text, '^%d+$') and tonumber(text)
+end
 local function netstring(id)
   return #id .. ':' .. id
 end
@@ -99,7 +108,7 @@ local function without(raw, id)
   local kept, found, pos, n = {}, false, 1, #raw
   while pos <= n do
     local colon = string.find(raw, ':', pos, true)
-    local len = colon and tonumber(string.sub(raw, pos, colon - 1))
+    local len = colon and digits(raw, pos, colon - 1)
     if not len or colon + len > n then
       break
     end
@@ -114,31 +123,38 @@ local function without(raw, id)
   return table.concat(kept), found
 end
 
--- The netstring pairs of id and sketch `raw` without `id`'s pair, and whether it was there (a malformed
--- list is cut at the fault, as by `without`).
-local function sketches_without(raw, id)
-  local kept, found, pos, n = {}, false, 1, #raw
+-- The netstring pairs of id and sketch `raw` with `id`'s sketch set to `sketch` in its place ('' drops
+-- the pair; a new pair goes last), and the sketch it had (nil: none). A malformed list is cut at the
+-- fault, as by `without`.
+local function sketches_with(raw, id, sketch)
+  local kept, had, pos, n = {}, nil, 1, #raw
   while pos <= n do
     local colon = string.find(raw, ':', pos, true)
-    local len = colon and tonumber(string.sub(raw, pos, colon - 1))
+    local len = colon and digits(raw, pos, colon - 1)
     if not len or colon + len > n then
       break
     end
     local item = string.sub(raw, colon + 1, colon + len)
     local after = colon + len + 1
     local colon2 = string.find(raw, ':', after, true)
-    local len2 = colon2 and tonumber(string.sub(raw, after, colon2 - 1))
+    local len2 = colon2 and digits(raw, after, colon2 - 1)
     if not len2 or colon2 + len2 > n then
       break
     end
-    if item == id then
-      found = true
-    else
+    if item ~= id then
       kept[#kept + 1] = string.sub(raw, pos, colon2 + len2)
+    elseif not had then
+      had = string.sub(raw, colon2 + 1, colon2 + len2)
+      if sketch ~= '' then
+        kept[#kept + 1] = netstring(id) .. netstring(sketch)
+      end
     end
     pos = colon2 + len2 + 1
   end
-  return table.concat(kept), found
+  if not had and sketch ~= '' then
+    kept[#kept + 1] = netstring(id) .. netstring(sketch)
+  end
+  return table.concat(kept), had
 end
 
 -- Whether table set `key` holds exactly the `count` members starting at ARGV[at].
@@ -220,28 +236,30 @@ local function undo()
   end
 end
 
--- How many members a document's guard lists, from its T counts at ARGV[guard_counts].
-local function guard_total(guard_counts)
+-- How many members a document's guard lists, from its `sets` counts at ARGV[guard_counts].
+local function guard_total(guard_counts, sets)
   local total = 0
-  for t = 0, T - 1 do
+  for t = 0, sets - 1 do
     total = total + tonumber(ARGV[guard_counts + t])
   end
   return total
 end
 
 -- Sets (or with sketch '' removes) the sketch of `id` among those of fingerprint `fp` in map hash `key`.
+-- The sketch it replaces or removes, if another, is left in `dropped`.
+local dropped = ''
 local function set_sketch(key, fp, id, sketch)
   local field = 's:' .. fp
   local prev = redis.call('HGET', key, field)
   if not prev and sketch == '' then
     return
   end
-  local rest = sketches_without(prev or '', id)
-  if sketch ~= '' then
-    rest = rest .. netstring(id) .. netstring(sketch)
+  local rest, had = sketches_with(prev or '', id, sketch)
+  if had == sketch or (not had and sketch == '') then
+    return  -- unchanged: nothing written (a resent or repeated write adds nothing to the AOF)
   end
-  if rest == prev then
-    return
+  if had then
+    dropped = had
   end
   if rest == '' then
     hdel(key, field, prev)
@@ -280,10 +298,13 @@ local function detach(at, fp, id)
   end
   return -1
 end
--- Applies one document; its keys start at KEYS[k], its guard (if any) at ARGV[guard_counts].
-local function write(id, new, old, guard, guard_counts)
+-- Applies one document; its keys start at KEYS[k], its guard (if any) at ARGV[guard_counts]; `nb` band
+-- table keys follow its other keys.
+local function write(id, new, old, guard, guard_counts, nb)
   j_n = 0
-  local guard_members = guard_counts + T
+  dropped = ''
+  local sets = T + nb
+  local guard_members = guard_counts + sets
   local id_key = KEYS[k]
   k = k + 1
   local new_at, old_at
@@ -295,6 +316,8 @@ local function write(id, new, old, guard, guard_counts)
     old_at = k
     k = k + 1 + T
   end
+  local band_at = k
+  k = k + nb
   local guarded = guard == '1' or guard == 's'
   local sketched = guard == 's' or guard == 'k'
   -- A bulk load's common case, a new id, costs one HSETNX instead of a read and a write.
@@ -303,20 +326,26 @@ local function write(id, new, old, guard, guard_counts)
   local intact = true
   if guarded and cur ~= new then
     local at = guard_members
-    for t = 1, T do
+    for t = 1, sets do
+      local key = t <= T and KEYS[new_at + t] or KEYS[band_at + t - T - 1]
       local count = tonumber(ARGV[guard_counts + t - 1])
-      if intact and not unchanged(KEYS[new_at + t], count, at) then
+      if intact and not unchanged(key, count, at) then
         intact = false
       end
       at = at + count
     end
   end
   if sketched and intact and (cur == new or cur == old) and new ~= '' then
-    local sketch = guarded and ARGV[guard_members + guard_total(guard_counts)] or ARGV[guard_counts]
+    local sketch = guarded and ARGV[guard_members + guard_total(guard_counts, sets)] or ARGV[guard_counts]
     set_sketch(KEYS[new_at], new, id, sketch)
+    if sketch ~= '' then
+      for b = band_at, band_at + nb - 1 do
+        sadd(KEYS[b], new)
+      end
+    end
   end
   if cur == new then
-    out[#out + 1] = (new == '') and 'n' or 'u'
+    out[#out + 1] = (new == '') and 'n' or 'u' .. dropped
   elseif not intact then
     out[#out + 1] = 'g'
   elseif cur ~= old then
@@ -341,9 +370,9 @@ local function write(id, new, old, guard, guard_counts)
       out[#out + 1] = 'a'
     elseif new == '' then
       doc_delta = doc_delta - 1
-      out[#out + 1] = 'd'
+      out[#out + 1] = 'd' .. dropped
     else
-      out[#out + 1] = 'r'
+      out[#out + 1] = 'r' .. dropped
     end
   end
 end
@@ -482,7 +511,7 @@ local ok, err = pcall(function()
   end
   if ARGV[2] == 'a' then
     for a = 3, n, 2 do
-      write(ARGV[a], ARGV[a + 1], '', '', 0)
+      write(ARGV[a], ARGV[a + 1], '', '', 0, 0)
     end
     return
   end
@@ -490,14 +519,19 @@ local ok, err = pcall(function()
   while a <= n do
     local id, new, old, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
     a = a + 4
+    local nb = 0
+    if guard == 's' or guard == 'k' then
+      nb = tonumber(ARGV[a])
+      a = a + 1
+    end
     local guard_counts = a
     if guard == '1' or guard == 's' then
-      a = a + T + guard_total(guard_counts)
+      a = a + T + nb + guard_total(guard_counts, T + nb)
     end
     if guard == 's' or guard == 'k' then
       a = a + 1  -- the sketch
     end
-    write(id, new, old, guard, guard_counts)
+    write(id, new, old, guard, guard_counts, nb)
   end
 end)
 if not ok then

@@ -1,0 +1,185 @@
+"""Verified mode's LSH band tables: near-duplicates a small k misses found, band tables kept exact on a
+standalone server (garbage repaired on a cluster), the guard covering them; malformed stored values."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import random
+from typing import Any
+
+import msgpack
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis.cluster import RedisCluster
+
+from simhash_redis import IndexCorrupted, SimhashIndex, VerifiedIndex
+from simhash_redis.codec import decode_sketches, encode_fp
+from simhash_redis.jobs.dump import export_index
+from simhash_redis.store import reads as reads_module
+from tests.test_verified_mode import article
+from tests.test_verified_sketches import _FORMAT_1_MODE, K8, _stored_sketches, _to_format_1
+
+_names = itertools.count()
+_VOCAB = [f"word{i}" for i in range(2000)]
+
+
+def _edit(text: str, words: int, seed: int) -> str:
+    out = text.split()
+    rng = random.Random(seed)
+    for _ in range(words):
+        out[rng.randrange(len(out))] = rng.choice(_VOCAB)
+    return " ".join(out)
+
+
+def _far_edit(index: SimhashIndex, text: str, words: int = 3) -> str:
+    """An edit of a few words whose fingerprint is further than k from the text's."""
+    fp = index.fingerprint(text)
+    for seed in range(1000):
+        edited = _edit(text, words, seed)
+        if (index.fingerprint(edited) ^ fp).bit_count() > index.k:
+            return edited
+    raise AssertionError("no edit moves the fingerprint past k")
+
+
+def _band_members(verified: VerifiedIndex) -> set[tuple[bytes, bytes]]:
+    """Every (band table, member) of the index."""
+    out = set()
+    for keys in verified.store.scan("band"):
+        for key, members in zip(keys, verified.store.execute([(b"SMEMBERS", k) for k in keys]), strict=True):
+            out.update((key, bytes(m)) for m in members)
+    return out
+
+
+def _expected_bands(verified: VerifiedIndex) -> set[tuple[bytes, bytes]]:
+    """The (band table, fingerprint) pairs the stored sketches make."""
+    mode, keys = verified.verification, verified.store.keys
+    return {
+        (key, fp.encode())
+        for fp, sketches in _stored_sketches(verified).items()
+        for sketch in sketches.values()
+        for key in keys.bands(sketch, mode.bands, mode.band_bytes)
+    }
+
+
+def test_bands_find_near_duplicates_the_hamming_tables_miss(redis_client: redis.Redis) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_client, "news"))  # the default k = 3 and mode
+    assert verified.index.k == 3 and (verified.verification.bands, verified.verification.rows) == (8, 4)
+    stories = [article(s) for s in range(20)]
+    verified.add_many([(f"s{i}", text) for i, text in enumerate(stories)])
+    edited = _far_edit(verified.index, stories[7])
+    assert verified.index.near(edited) == []  # beyond k = 3
+    [found] = verified.near(edited)
+    assert found.id == "s7" and found.distance > 3 and found.jaccard >= 0.8
+    assert verified.add_if_new("edit", edited) == found
+    assert _band_members(verified) == _expected_bands(verified)
+
+
+def test_the_guard_covers_the_band_tables(redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_client, "guard"))
+    text = article(30)
+    edited = _far_edit(verified.index, text)
+    read = reads_module.Reads.near_and_members
+    raced: list[bool] = []
+
+    def racing(self: reads_module.Reads, *args: Any) -> Any:
+        got = read(self, *args)
+        if not raced:  # a near-duplicate found only by its band arrives between the read and the write
+            raced.append(True)
+            verified.add("other", edited)
+        return got
+
+    monkeypatch.setattr(reads_module.Reads, "near_and_members", racing)
+    found = verified.add_if_new("mine", text)
+    assert found is not None and found.id == "other"
+    assert verified.index.get("mine") is None
+
+
+_OPS = st.tuples(st.sampled_from(["add", "remove"]), st.integers(0, 3), st.integers(0, 3))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_OPS, max_size=10))
+def test_band_tables_are_exact_on_a_standalone_server(any_client: redis.Redis, ops: list[Any]) -> None:
+    verified = VerifiedIndex(SimhashIndex(any_client, f"exact{next(_names)}", **K8))
+    texts = [article(90), _edit(article(90), 5, 1), article(91), article(92)]
+    try:
+        for op, n, text in ops:
+            if op == "add":
+                verified.add(f"d{n}", texts[text])
+            else:
+                verified.remove(f"d{n}")
+        # Every sketch dropped by a replacement or removal took its fingerprint out of its band tables,
+        # unless another id of the same fingerprint keeps that band.
+        assert _band_members(verified) == _expected_bands(verified)
+        report = verified.index.verify()
+        assert report.ok and report.garbage == 0
+    finally:
+        verified.index.drop()
+
+
+def test_band_garbage_on_a_cluster_is_repaired(redis_cluster_client: RedisCluster) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_cluster_client, "cgarbage", **K8))
+    verified.add_many([("a", article(95)), ("b", article(96))])
+    verified.add("a", article(97))  # replaced: the old sketch's band tables keep "a"'s old fingerprint
+    verified.remove("b")
+    assert _band_members(verified) > _expected_bands(verified)
+    report = verified.index.verify()
+    # 8 bands of each dropped sketch, beside the 45 tables' orphans of each fingerprint that left.
+    assert report.ok and report.garbage == 2 * 8 + 2 * 45
+    verified.index.verify(repair=True)
+    assert _band_members(verified) == _expected_bands(verified)
+    assert verified.index.verify().garbage == 0
+
+
+def test_a_malformed_length_is_refused_not_looped_on(redis_client: redis.Redis) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_client, "neg", **K8))
+    verified.add("a", article(98))
+    keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(article(98)), 64)
+    redis_client.hset(keys.fp_bucket(fp), keys.sketch_field(fp), b"-3:abc")
+    with pytest.raises(ValueError, match="malformed netstring length"):
+        decode_sketches(b"-3:abc")
+    with pytest.raises(IndexCorrupted):
+        verified.sketch_of("a")
+    # The write script reads the list up to the fault instead of spinning on it (the server stays free).
+    assert verified.remove("a") is True
+    assert redis_client.ping()
+
+
+def test_a_resent_write_of_the_same_sketch_changes_nothing(redis_client: redis.Redis) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_client, "same", **K8))
+    text = article(99)
+    verified.add_many([("a", text), ("b", text)])
+    keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(text), 64)
+    before = redis_client.hget(keys.fp_bucket(fp), keys.sketch_field(fp))
+    dirty = redis_client.info("persistence")["rdb_changes_since_last_save"]
+    verified.add("a", text)
+    assert redis_client.hget(keys.fp_bucket(fp), keys.sketch_field(fp)) == before  # order kept too
+    # One change: the write script's probe of the counts (HINCRBY by 0), nothing of the document.
+    assert redis_client.info("persistence")["rdb_changes_since_last_save"] == dirty + 1
+
+
+def test_an_unlisted_id_keeps_its_old_sketch_until_it_can_move(redis_client: redis.Redis) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_client, "unlisted", verification=_FORMAT_1_MODE, **K8))
+    verified.add_many([("a", article(100)), ("b", article(101))])
+    _to_format_1(verified, redis_client)
+    keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(article(100)), 64)
+    # "a" committed in the id map but not listed with its fingerprint (a cluster's interrupted write).
+    redis_client.hdel(keys.fp_bucket(fp), fp)
+    # Reads of an index not upgraded yet: verify says so and changes nothing; export reads them by id.
+    report = SimhashIndex(redis_client, "unlisted").verify()
+    assert "sketches of format 1 not moved yet" in report.problems
+    assert redis_client.hget(keys.meta, "format") == b"1"
+    out = io.BytesIO()
+    export_index(SimhashIndex(redis_client, "unlisted"), out)
+    records = [r for r in msgpack.Unpacker(io.BytesIO(out.getvalue())) if isinstance(r, list)]
+    assert all(isinstance(r[2], bytes) and len(r[2]) == 256 for r in records) and len(records) == 2
+    VerifiedIndex(SimhashIndex(redis_client, "unlisted"))
+    assert redis_client.hget(keys.sketch_bucket(b"a"), b"a") is not None  # kept: not listed yet
+    assert redis_client.hget(keys.sketch_bucket(b"b"), b"b") is None  # moved
+    assert redis_client.hget(keys.meta, "upgrading") == b"1"
+    SimhashIndex(redis_client, "unlisted").verify(repair=True)  # lists "a" again, then moves its sketch
+    assert redis_client.hget(keys.meta, "upgrading") is None
+    assert verified.sketch_of("a") is not None and SimhashIndex(redis_client, "unlisted").verify().ok
