@@ -6,7 +6,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..index import SimhashIndex, VerifiedIndex, VerifyReport
-from ..index.verified_index import VerifiedDocument, verifiable
+from ..index.verified_index import VerifiedDocument
+from ..index.verified_open import verifiable
 from ..results import Outcome, VerifiedMatch
 from ..transport.bridge import run
 from .handle import AsyncHandle
