@@ -7,9 +7,10 @@ Run from the repository root::
 Both indexes (by default as a new index gets them: k = 3, pigeonhole; the verified one with its default
 mode, 1,024-permutation sketches and 8 band tables; `--k 8` compares indexes of
 `Layout.permuted(64, 8, blocks=10)`) hold the evaluation corpus (benchmarks/data/eval_corpus.jsonl.gz)
-in one private server. Queries are one-word edits of stored documents (a near fingerprint: the ids and sketches need a second round trip) and exact copies (found in
-the first). Each query is timed on both indexes in turn, so the machine's drift hits both alike; the
-figures printed are the medians over rounds of each round's p50 and p99.
+in one private server. Queries are one-word edits of stored documents (a near fingerprint: the ids and
+sketches need a second round trip) and exact copies (found in the first). Each query is timed on both
+indexes in turn, so the machine's drift hits both alike; the figures printed are the medians over rounds
+of each round's p50 and p99.
 """
 
 from __future__ import annotations
