@@ -210,7 +210,7 @@ def _root(
             help="Largest Hamming distance, used when the index is created; an existing index must "
             "agree (default: the stored one, or 3 for a new index). k = 3 finds copies and light edits "
             "but misses about 1 in 4 one-word edits of a 300-word article and most of a 60-word text: "
-            "see docs/quality.md before choosing.",
+            "--verified finds them (docs/quality.md).",
             show_default=False,
         ),
     ] = None,
@@ -247,9 +247,10 @@ def _root(
         typer.Option(
             "--verified",
             help="Verified mode, used when the index is created; an existing index must agree: each "
-            "document also stores a MinHash sketch (256 bytes), and a candidate within k counts as a "
-            "near-duplicate only when its estimated Jaccard similarity reaches --threshold. Finds "
-            "one-word edits of articles with a larger --k (docs/quality.md).",
+            "document also stores a MinHash sketch (1 KB) and joins LSH band tables of it; a candidate "
+            "(within k, or sharing a band) counts as a near-duplicate only when its estimated Jaccard "
+            "similarity reaches --threshold. Finds one-word edits of articles with the default k "
+            "(docs/quality.md).",
         ),
     ] = False,
     threshold: Annotated[
