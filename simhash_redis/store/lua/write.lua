@@ -92,33 +92,38 @@ elseif windowed and redis.call('PTTL', counts) == -1 then
   redis.call('PEXPIREAT', counts, counts_expire)
 end
 
--- A netstring's length: its digits only (a sign, a fraction or a space would stall the parse).
-local function digits(s, from, to)
-  local text = string.sub(s, from, to)
-  return string.find(text, '^%d+$') and tonumber(text)
+-- The netstring of `raw` at `pos`: its item and the position after it; nil where the list is malformed
+-- (a bad restore, a hand edit): a length of digits only (a sign or a space would stall the parse),
+-- within the value.
+local function item_at(raw, pos)
+  local colon = string.find(raw, ':', pos, true)
+  local digits = colon and string.sub(raw, pos, colon - 1)
+  local len = digits and string.find(digits, '^%d+$') and tonumber(digits)
+  if not len or colon + len > #raw then
+    return nil
+  end
+  return string.sub(raw, colon + 1, colon + len), colon + len + 1
 end
 local function netstring(id)
   return #id .. ':' .. id
 end
 
 -- The netstring list `raw` without `id`, and whether `id` was in it.
--- A malformed list (a bad restore, a hand edit) is cut at the fault rather than raising an error in the
--- middle of a document; verify() reports such entries.
+-- A malformed list is cut at the fault rather than raising an error in the middle of a document;
+-- verify() reports such entries.
 local function without(raw, id)
-  local kept, found, pos, n = {}, false, 1, #raw
-  while pos <= n do
-    local colon = string.find(raw, ':', pos, true)
-    local len = colon and digits(raw, pos, colon - 1)
-    if not len or colon + len > n then
+  local kept, found, pos = {}, false, 1
+  while pos <= #raw do
+    local item, after = item_at(raw, pos)
+    if not item then
       break
     end
-    local item = string.sub(raw, colon + 1, colon + len)
     if item == id then
       found = true
     else
       kept[#kept + 1] = netstring(item)
     end
-    pos = colon + len + 1
+    pos = after
   end
   return table.concat(kept), found
 end
@@ -127,29 +132,25 @@ end
 -- the pair; a new pair goes last), and the sketch it had (nil: none). A malformed list is cut at the
 -- fault, as by `without`.
 local function sketches_with(raw, id, sketch)
-  local kept, had, pos, n = {}, nil, 1, #raw
-  while pos <= n do
-    local colon = string.find(raw, ':', pos, true)
-    local len = colon and digits(raw, pos, colon - 1)
-    if not len or colon + len > n then
-      break
+  local kept, had, pos = {}, nil, 1
+  while pos <= #raw do
+    local item, middle = item_at(raw, pos)
+    local value, after
+    if item then
+      value, after = item_at(raw, middle)
     end
-    local item = string.sub(raw, colon + 1, colon + len)
-    local after = colon + len + 1
-    local colon2 = string.find(raw, ':', after, true)
-    local len2 = colon2 and digits(raw, after, colon2 - 1)
-    if not len2 or colon2 + len2 > n then
+    if not value then
       break
     end
     if item ~= id then
-      kept[#kept + 1] = string.sub(raw, pos, colon2 + len2)
+      kept[#kept + 1] = string.sub(raw, pos, after - 1)
     elseif not had then
-      had = string.sub(raw, colon2 + 1, colon2 + len2)
+      had = value
       if sketch ~= '' then
         kept[#kept + 1] = netstring(id) .. netstring(sketch)
       end
     end
-    pos = colon2 + len2 + 1
+    pos = after
   end
   if not had and sketch ~= '' then
     kept[#kept + 1] = netstring(id) .. netstring(sketch)
