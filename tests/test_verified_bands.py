@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
-from simhash_redis import IndexCorrupted, SimhashIndex, VerifiedIndex
+from simhash_redis import ConfigurationMismatch, IndexCorrupted, SimhashIndex, VerifiedIndex
 from simhash_redis.codec import decode_sketches, encode_fp
 from simhash_redis.jobs.dump import export_index
+from simhash_redis.store import Verification
 from simhash_redis.store import reads as reads_module
 from tests.test_verified_mode import article
 from tests.test_verified_sketches import _FORMAT_1_MODE, K8, _stored_sketches, _to_format_1
@@ -180,6 +181,31 @@ def test_an_unlisted_id_keeps_its_old_sketch_until_it_can_move(redis_client: red
     assert redis_client.hget(keys.sketch_bucket(b"a"), b"a") is not None  # kept: not listed yet
     assert redis_client.hget(keys.sketch_bucket(b"b"), b"b") is None  # moved
     assert redis_client.hget(keys.meta, "upgrading") == b"1"
-    SimhashIndex(redis_client, "unlisted").verify(repair=True)  # lists "a" again, then moves its sketch
+    # Re-added with another text meanwhile: an export takes the sketch beside its id, the newer one.
+    newer = _edit(article(100), 40, 3)
+    verified.add("a", newer)
+    out = io.BytesIO()
+    export_index(SimhashIndex(redis_client, "unlisted"), out)
+    exported = {r[0]: r[2] for r in msgpack.Unpacker(io.BytesIO(out.getvalue())) if isinstance(r, list)}
+    assert exported["a"] == verified.hasher.sketch(newer)
+    SimhashIndex(redis_client, "unlisted").verify(repair=True)
     assert redis_client.hget(keys.meta, "upgrading") is None
     assert verified.sketch_of("a") is not None and SimhashIndex(redis_client, "unlisted").verify().ok
+
+
+def test_restore_meta_refuses_a_mode_the_sketches_were_not_made_in(redis_client: redis.Redis) -> None:
+    legacy = VerifiedIndex(SimhashIndex(redis_client, "lost", verification=_FORMAT_1_MODE, **K8))
+    banded = VerifiedIndex(SimhashIndex(redis_client, "lost2", **K8))
+    for index in (legacy, banded):
+        index.add_many([("a", article(110)), ("b", article(111))])
+        redis_client.delete(index.index.keys.meta)
+    config = {key: value for key, value in K8.items()}
+    with pytest.raises(ConfigurationMismatch, match="a sketch of 256 bytes, not the 1024"):
+        SimhashIndex.restore(redis_client, "lost", verification=Verification.of(), **config)
+    with pytest.raises(ConfigurationMismatch, match="the index has LSH band tables"):
+        SimhashIndex.restore(redis_client, "lost2", verification=Verification.of(None, 0.8, (0, 0)), **config)
+    SimhashIndex.restore(redis_client, "lost", verification=_FORMAT_1_MODE, **config)
+    SimhashIndex.restore(redis_client, "lost2", verification=Verification.of(), **config)
+    for name in ("lost", "lost2"):
+        reopened = VerifiedIndex(SimhashIndex(redis_client, name))
+        assert [m.id for m in reopened.near(article(110))] == ["a"] and reopened.index.verify().ok

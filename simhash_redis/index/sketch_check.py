@@ -140,7 +140,8 @@ def _band_of(name: bytes, bands: int, width: int) -> tuple[int, bytes] | None:
         band, raw = int(number), bytes.fromhex(value.decode())
     except (ValueError, UnicodeDecodeError):
         return None
-    return (band, raw) if 0 <= band < bands and len(raw) == width and number.isdigit() else None
+    canonical = number.isdigit() and value == raw.hex().encode()
+    return (band, raw) if canonical and 0 <= band < bands and len(raw) == width else None
 
 
 def _sketches(reply: bytes | None) -> list[bytes]:

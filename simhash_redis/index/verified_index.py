@@ -53,12 +53,13 @@ class VerifiedIndex:
     """Wraps a `SimhashIndex`: stores a MinHash sketch per document and verifies near() candidates with it.
 
     Candidates come from two kinds of tables: the wrapped index's (within its k) and, in a mode with
-    them (every new one), LSH band tables of the sketch: a document is a candidate of a query whose
-    sketch has the same values in one band (8 bands of 4 values: a pair at Jaccard 0.8 shares one with
-    probability 0.986). The bands find the near-duplicates a small k misses, so the default k = 3 layout
-    serves: ``VerifiedIndex(SimhashIndex(client, "news"))``. The first `VerifiedIndex` of an index pins
-    its mode (sketch parameters, threshold, bands) in the meta; later ones adopt it, and refuse
-    parameters that differ.
+    them (every new one made by `VerifiedIndex`, `from_url` or `--verified`), LSH band tables of the
+    sketch: a document is a candidate of a query whose sketch has the same values in one band (8 bands
+    of 4 values: a pair at Jaccard 0.8 shares one with probability 0.986). The bands find the
+    near-duplicates a small k misses, so the default k = 3 layout serves:
+    ``VerifiedIndex(SimhashIndex(client, "news"))``. The first `VerifiedIndex` of an index pins its mode
+    (sketch parameters, threshold, bands) in the meta; later ones adopt it, and refuse parameters that
+    differ.
 
     Args:
         index: the wrapped index (its k bounds the Hamming candidates).
@@ -82,7 +83,7 @@ class VerifiedIndex:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
         asked = 0.8 if threshold is None else threshold
-        Verification.of(hasher, asked)  # checks the arguments before anything is read
+        Verification.of(hasher, asked, (0, 0))  # checks the arguments before anything is read
         self.index = index
         # The index's own store: its retries, backoff, error translation and key names apply here too.
         self.store = index.store
@@ -442,9 +443,10 @@ class VerifiedIndex:
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
         """Store a document unless a verified near-duplicate is stored, atomically.
 
-        A candidate within the index's k counts when its sketch estimates a Jaccard similarity of at
-        least the index's threshold. Of several workers racing to add near-duplicates of each other,
-        exactly one stores its document, as `SimhashIndex.add_if_new` guarantees.
+        A candidate (within the index's k, or sharing a band table) counts when its sketch estimates a
+        Jaccard similarity of at least the index's threshold. Of several workers racing to add
+        near-duplicates of each other, exactly one stores its document, as `SimhashIndex.add_if_new`
+        guarantees.
 
         Args:
             doc_id: the document id.

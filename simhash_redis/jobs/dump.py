@@ -161,9 +161,11 @@ def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> 
 
 
 def _portable(meta: dict[str, str]) -> dict[str, str]:
-    """The configuration as a dump states it: a verified index's as format 1, which versions before
-    format 3 import too (a dump's records are the same whatever the stored form)."""
-    return {**meta, "format": "1"} if meta.get("format") == "3" else meta
+    """The configuration as a dump states it: a verified index without band tables as format 1, which
+    versions before format 3 import too (a dump's records are the same whatever the stored form); one
+    with band tables needs a version that knows them anyway."""
+    plain_mode = meta.get("format") == "3" and ";bands=" not in meta.get("verified", "")
+    return {**meta, "format": "1"} if plain_mode else meta
 
 
 def _sketches_by_id(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
@@ -171,7 +173,7 @@ def _sketches_by_id(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]
     the id's hash); sketches already moved beside their ids are read there."""
     keys = [index.keys.sketch_bucket(bucket[0][0]) for bucket in buckets if bucket]
     by_id = {raw_id: bytes(sketch) for pairs in index.store.hashes(keys) for raw_id, sketch in pairs}
-    return {**_sketches(index, buckets), **by_id}
+    return {**by_id, **_sketches(index, buckets)}  # one beside its id is the newer
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:

@@ -217,7 +217,8 @@ class Verification:
         Args:
             hasher: the sketch's parameters (default: `MinHasher(num_perm=VERIFIED_PERMUTATIONS)`).
             threshold: as the class.
-            bands: (bands, rows) of the band tables (default `VERIFIED_BANDS`; (0, 0): none).
+            bands: (bands, rows) of the band tables (default `VERIFIED_BANDS`, or none for a sketch of
+                fewer values; (0, 0): none).
 
         Raises:
             InvalidArgument, InvalidType: as the class.
@@ -227,7 +228,9 @@ class Verification:
         if bands is not None and (not isinstance(bands, tuple) or len(bands) != 2):
             raise InvalidType(f"bands must be a (bands, rows) tuple, got {bands!r}")
         h = hasher or MinHasher(num_perm=VERIFIED_PERMUTATIONS)
-        count, rows = VERIFIED_BANDS if bands is None else bands
+        if bands is None:  # the default band tables, where the sketch has the values for them
+            bands = VERIFIED_BANDS if h.num_perm >= VERIFIED_BANDS[0] * VERIFIED_BANDS[1] else (0, 0)
+        count, rows = bands
         return cls(threshold, h.num_perm, h.bits, h.n, h.seed, count, rows)
 
     @property

@@ -8,9 +8,13 @@ and is checked against a sample of the data first (`restore`).
 
 from __future__ import annotations
 
-from ..codec import decode_fp, decode_ids
+import itertools
+from collections.abc import Iterable
+
+from ..codec import decode_fp, decode_ids, decode_sketches
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
 from ..transport import Sender
+from .config import Verification
 from .keys import KeySchema
 from .replies import hash_pairs
 from .scripts import Script
@@ -193,10 +197,13 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
             "the index holds MinHash sketches, so it was created in verified mode: state it too "
             "(verification=..., or --verified and the --threshold it was created with)"
         )
-    for doc_id, fp in sample:
-        problem = _misfit(sender, keys, f, doc_id, fp)
-        if problem:
-            raise ConfigurationMismatch(f"the stated configuration does not fit the stored data: {problem}")
+    problems: Iterable[str | None] = (_misfit(sender, keys, f, doc_id, fp) for doc_id, fp in sample)
+    if "verified" in fields:
+        mode = Verification.from_meta(fields["verified"])
+        problems = itertools.chain(problems, [_misfit_sketches(sender, keys, sample, mode, by_id)])
+    problem = next((p for p in problems if p), None)
+    if problem:
+        raise ConfigurationMismatch(f"the stated configuration does not fit the stored data: {problem}")
     return _create(sender, keys.meta, fields)
 
 
@@ -265,6 +272,40 @@ def _sketched(sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]]
     """Whether a sampled document's fingerprint has sketches kept beside its ids (verified mode)."""
     replies = sender.execute([(b"HEXISTS", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
     return any(replies)
+
+
+def _misfit_sketches(
+    sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]], mode: Verification, by_id: bool
+) -> str | None:
+    """Why the sampled documents' sketches were not made in the stated verified mode (None if they were):
+    their size, and their band tables (present exactly when the mode has them)."""
+    if by_id:  # format 1: sketches by id, no band tables then
+        replies = sender.execute([(b"HGET", keys.sketch_bucket(doc_id), doc_id) for doc_id, _ in sample])
+        sketches = [(fp, bytes(r)) for (_, fp), r in zip(sample, replies, strict=True) if r is not None]
+    else:
+        replies = sender.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
+        sketches = []
+        for (doc_id, fp), reply in zip(sample, replies, strict=True):
+            try:
+                sketch = decode_sketches(bytes(reply)).get(doc_id.decode()) if reply is not None else None
+            except (ValueError, UnicodeDecodeError):
+                continue  # verify reports it
+            if sketch is not None:
+                sketches.append((fp, sketch))
+    for _, sketch in sketches:
+        if len(sketch) != mode.sketch_bytes:
+            return f"a sketch of {len(sketch)} bytes, not the {mode.sketch_bytes} of {mode.to_meta()!r}"
+    banded = any(sender.scan(keys.pattern_of("band"), _SCAN_COUNT))
+    if banded != bool(mode.bands):
+        return "the index has LSH band tables, and the stated mode none" if banded else (
+            "the stated mode has LSH band tables, and the index none"
+        )
+    if mode.bands and sketches:
+        fp, sketch = sketches[0]
+        key = keys.bands(sketch, mode.bands, mode.band_bytes)[0]
+        if not sender.execute([(b"SISMEMBER", key, fp)])[0]:
+            return f"fingerprint {fp!r} is not in band table {key.decode()} of the stated mode"
+    return None
 
 
 def _misfit(sender: Sender, keys: KeySchema, f: int, doc_id: bytes, fp: bytes) -> str | None:

@@ -175,6 +175,8 @@ class Reads:
         elif exact is not None:
             first.append(wire.Same(b"HGET", fp_keys(exact), exact))
         per_bands = len(bands[0]) if bands else 0
+        if bands and any(len(query) != per_bands for query in bands):
+            raise ValueError("every query needs as many band tables")  # their replies are read in strides
         if per_bands and bands is not None:
             first.append(wire.Same(b"SMEMBERS", [key for query in bands for key in query]))
         exchange.send(*first)

@@ -89,8 +89,8 @@ class Store:
         """The index's keys of one kind, in batches (on a cluster, from every primary).
 
         Args:
-            kind: "all" keys of the index, or those of the id map, fingerprint map, sketches, or
-                "windows" (every period of an index with a retention window).
+            kind: "all" keys of the index, or those of the id map, fingerprint map, format 1's
+                sketches, band tables, or "windows" (every period of an index with a retention window).
             once: drop keys SCAN already gave (it may give one twice); off, nothing is remembered.
 
         Raises:

@@ -78,9 +78,8 @@ if op == 'm' then
   -- 1 when the id is listed here (its sketch moved, or a newer one kept), else 0: the old entry stays.
   if found and sketch ~= '' then
     set_sketch(sketch, true)
-    return 1
   end
-  return 0
+  return found and 1 or 0
 end
 if op == '+' and sketch then
   set_sketch(sketch, false)
