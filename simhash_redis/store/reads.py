@@ -238,7 +238,6 @@ class Reads:
                     ids_of[raw] = _ids_in(id_replies[n * per_map : (n + 1) * per_map])
         return [matches_of(found, ids_of) for found in per_query]
 
-
     def _banded(
         self,
         exchange: Exchange,
