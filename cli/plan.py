@@ -83,16 +83,16 @@ def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
         read = f"{share:.0%} of the index" if share < 1 else f"{share:,.0f} times what the index holds"
         out.append(
             f"No layout recommended for k = {fewest.layout.k}: a query of the best listed one reads back "
-            f"{read}. Choose a smaller k, or the verified mode at k = 8 for near-duplicates as people mean "
-            "them (docs/quality.md)."
+            f"{read}. Choose a smaller k, or the verified mode (--verified, at the default k) for "
+            "near-duplicates as people mean them (docs/quality.md)."
         )
     elif best.candidates <= budget:
         why = f"the fewest tables with at most {budget:g} candidates per query"
     else:
         why = (
             f"no listed layout stays within {budget:g} candidates per query, and this one reads the "
-            f"fewest ({_count(best.candidates)}); a smaller k costs far less (verified mode reads the "
-            "same tables, then the sketches of the matches)"
+            f"fewest ({_count(best.candidates)}); a smaller k costs far less (for near-duplicates as people "
+            "mean them, --verified finds them at the default k with its LSH band tables)"
         )
     if best is not None:
         out.append(
