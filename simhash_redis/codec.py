@@ -4,8 +4,9 @@
   Redis keeps small sets in its compact intset encoding and hash fields in listpack integer form; 128-bit
   fingerprints are unsigned decimals. The ids that share one fingerprint are a concatenation of
   netstrings (`5:doc-1` followed by `5:doc-2`), readable with redis-cli and parsable from Lua. The
-  MinHash sketches of the ids sharing one fingerprint (verified mode) are netstring pairs of id and
-  sketch (`5:doc-1256:` and the sketch's 256 bytes).
+  MinHash sketches of the ids sharing one fingerprint (verified mode) are groups of a sketch's netstring
+  and the netstring of the list of ids having it (`1024:` and the sketch's bytes, then `16:5:doc-15:doc-2`):
+  exact copies under several ids store their sketch once.
 * As text (CLI output, input files): 0x-prefixed hex; hex or decimal (negative: two's complement) read.
 * In a dump: a msgpack integer up to 64 bits, else f/8 big-endian bytes.
 """
@@ -92,12 +93,18 @@ def decode_ids(raw: bytes) -> list[str]:
 
 
 def encode_sketches(pairs: list[tuple[bytes, bytes]]) -> bytes:
-    """The sketches of the ids sharing a fingerprint, as stored (netstring pairs of id and sketch).
+    """The sketches of the ids sharing a fingerprint, as stored: groups of a sketch's netstring and the
+    netstring of the list of ids having it (exact copies share one sketch, stored once).
 
     Args:
         pairs: (encoded id, sketch) in order.
     """
-    return b"".join(b"%d:%s%d:%s" % (len(raw), raw, len(sketch), sketch) for raw, sketch in pairs)
+    groups: dict[bytes, list[bytes]] = {}
+    for raw, sketch in pairs:
+        groups.setdefault(sketch, []).append(raw)
+    return b"".join(
+        _netstring(sketch) + _netstring(b"".join(map(_netstring, ids))) for sketch, ids in groups.items()
+    )
 
 
 def decode_sketches(raw: bytes) -> dict[str, bytes]:
@@ -107,12 +114,18 @@ def decode_sketches(raw: bytes) -> dict[str, bytes]:
         raw: the stored value.
 
     Raises:
-        ValueError: the value is not a sequence of netstring pairs.
+        ValueError: the value is not a sequence of groups of netstrings.
     """
     items = _netstrings(raw)
     if len(items) % 2:
-        raise ValueError("an id without its sketch")
-    return {items[i].decode(): items[i + 1] for i in range(0, len(items), 2)}
+        raise ValueError("a sketch without its ids")
+    return {
+        doc_id.decode(): items[i] for i in range(0, len(items), 2) for doc_id in _netstrings(items[i + 1])
+    }
+
+
+def _netstring(item: bytes) -> bytes:
+    return b"%d:%s" % (len(item), item)
 
 
 def _netstrings(raw: bytes) -> list[bytes]:

@@ -209,3 +209,20 @@ def test_restore_meta_refuses_a_mode_the_sketches_were_not_made_in(redis_client:
     for name in ("lost", "lost2"):
         reopened = VerifiedIndex(SimhashIndex(redis_client, name))
         assert [m.id for m in reopened.near(article(110))] == ["a"] and reopened.index.verify().ok
+
+
+def test_exact_copies_under_many_ids_share_one_stored_sketch(redis_client: redis.Redis) -> None:
+    # A crawl's boilerplate pages: one text under thousands of ids. Its sketch is stored once, with the
+    # list of the ids having it; each write finds the id without a walk in Lua (the list used to be
+    # parsed whole for every id attached, quadratic, and a batch could hold the server past its script
+    # time limit).
+    verified = VerifiedIndex(SimhashIndex(redis_client, "copies"))
+    text = article(120)
+    verified.add_many([(f"page{i}", text) for i in range(2000)])
+    keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(text), 64)
+    stored = redis_client.hget(keys.fp_bucket(fp), keys.sketch_field(fp)) or b""
+    assert set(decode_sketches(stored).values()) == {verified.hasher.sketch(text)}
+    assert len(stored) < verified.hasher.sketch_bytes + 2000 * 16  # the sketch once, then the ids
+    assert verified.remove_many([f"page{i}" for i in range(0, 2000, 100)]) == [True] * 20
+    assert len(verified.near(text)) == 1980
+    assert verified.index.verify().ok and verified.index.count() == (1980, 1)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
 from simhash_redis import MinHasher, SimhashIndex, VerifiedIndex
-from simhash_redis.codec import decode_ids, decode_sketches, encode_fp
+from simhash_redis.codec import decode_ids, decode_sketches, encode_fp, encode_sketches
 from simhash_redis.store import Verification
 from simhash_redis.store import store as store_module
 from simhash_redis.transport import wire
@@ -136,7 +136,7 @@ def test_a_format_1_index_is_upgraded_when_opened(where: str, request: pytest.Fi
     # one of an id no longer stored is dropped with the old form.
     fp0 = encode_fp(verified.index.fingerprint(stories[0]), 64)
     newer = b"\x07" * verified.hasher.sketch_bytes
-    client.hset(keys.fp_bucket(fp0), keys.sketch_field(fp0), b"2:s0%d:%s" % (len(newer), newer))
+    client.hset(keys.fp_bucket(fp0), keys.sketch_field(fp0), encode_sketches([(b"s0", newer)]))
     client.hset(keys.sketch_bucket(b"gone"), "gone", b"\0" * verified.hasher.sketch_bytes)
     assert SimhashIndex(client, name).config.verification is not None  # format 1 still reads
     reopened = VerifiedIndex(SimhashIndex(client, name))

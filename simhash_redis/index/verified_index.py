@@ -6,7 +6,7 @@ positives in, then keeps the candidates whose b-bit MinHash sketch estimates Jac
 
 Sketches live beside the ids in the wrapped index's fingerprint map, one field per fingerprint::
 
-    {prefix}:{name}:fp:{bucket}   hash   fingerprint -> ids;  s:{fingerprint} -> (id, sketch) netstrings
+    {prefix}:{name}:fp:{bucket}   hash   fingerprint -> ids;  s:{fingerprint} -> each sketch and its ids
 
 so the round trip that asks for a near fingerprint's ids gets the sketches that confirm them: a verified
 near() takes the plain index's one or two round trips. A sketch is set and removed in the step that

@@ -3,26 +3,35 @@
 -- add it (a standalone server: both keys in one script).
 -- KEYS[1] = the band table, KEYS[2] = the fingerprint's map hash; ARGV = the fingerprint, the band's
 -- first byte in a sketch (from 0), the band's bytes.
--- A netstring's length: its digits only (a sign, a fraction or a space would stall the parse).
-local function digits(s, from, to)
-  local text = string.sub(s, from, to)
-  return string.find(text, '^%d+$') and tonumber(text)
-end
-local fp, offset, value = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local raw = redis.call('HGET', KEYS[2], 's:' .. fp) or ''
-local pos, n = 1, #raw
-while pos <= n do
+
+-- The netstring of `raw` at `pos`: its item and the position after it; nil where the value is malformed
+-- (a length of digits only: a sign or a space would stall the parse).
+local function item_at(raw, pos)
   local colon = string.find(raw, ':', pos, true)
-  local len = colon and digits(raw, pos, colon - 1)
-  local after = len and colon + len + 1
-  local colon2 = after and string.find(raw, ':', after, true)
-  local len2 = colon2 and digits(raw, after, colon2 - 1)
-  if not len2 or colon2 + len2 > n then
+  local digits = colon and string.sub(raw, pos, colon - 1)
+  local len = digits and string.find(digits, '^%d+$') and tonumber(digits)
+  if not len or colon + len > #raw then
+    return nil
+  end
+  return string.sub(raw, colon + 1, colon + len), colon + len + 1
+end
+
+local fp, offset, value = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+-- The fingerprint's sketches: groups of a sketch's netstring and the netstring list of its ids.
+local raw = redis.call('HGET', KEYS[2], 's:' .. fp) or ''
+local pos = 1
+while pos <= #raw do
+  local sketch, middle = item_at(raw, pos)
+  local _, after
+  if sketch then
+    _, after = item_at(raw, middle)
+  end
+  if not after then
     break
   end
-  if string.sub(raw, colon2 + 1 + offset, colon2 + offset + #value) == value then
+  if string.sub(sketch, offset + 1, offset + #value) == value then
     return 0
   end
-  pos = colon2 + len2 + 1
+  pos = after
 end
 return redis.call('SREM', KEYS[1], fp)

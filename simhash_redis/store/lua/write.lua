@@ -13,7 +13,8 @@
 --     (new's tables, then the band tables), then the document's MinHash sketch; with 'k', B, then only
 --     the sketch (no guard). The sketch is set for the id beside new's ids (field 's:' .. new of new's
 --     fingerprint-map hash) whenever the document is stored (added, replaced or unchanged), in the same
---     step, and new joins the sketch's B band tables: never one without the other, and a document not
+--     step (the field holds groups: a sketch, then the netstring list of the ids having it), and new
+--     joins the sketch's B band tables: never one without the other, and a document not
 --     written leaves the id's sketch as it was. An empty sketch removes the id's (a document stored
 --     without one). An id leaving a fingerprint takes its sketch with it. The status of a document whose
 --     sketch was dropped or replaced so ('r', 'd', or 'u' with another sketch) is followed by that old
@@ -108,6 +109,26 @@ local function netstring(id)
   return #id .. ':' .. id
 end
 
+-- Where the netstring `item` is in the list `raw` (its start and the position after it), or nil. A plain
+-- search first: an item that is not there, the common case of an attach, costs no walk in Lua.
+local function find_item(raw, item)
+  if not string.find(raw, netstring(item), 1, true) then
+    return nil
+  end
+  local pos = 1
+  while pos <= #raw do
+    local value, after = item_at(raw, pos)
+    if not value then
+      return nil
+    end
+    if value == item then
+      return pos, after
+    end
+    pos = after
+  end
+  return nil
+end
+
 -- The netstring list `raw` without `id`, and whether `id` was in it.
 -- A malformed list is cut at the fault rather than raising an error in the middle of a document;
 -- verify() reports such entries.
@@ -128,34 +149,41 @@ local function without(raw, id)
   return table.concat(kept), found
 end
 
--- The netstring pairs of id and sketch `raw` with `id`'s sketch set to `sketch` in its place ('' drops
--- the pair; a new pair goes last), and the sketch it had (nil: none). A malformed list is cut at the
--- fault, as by `without`.
+-- The sketches of a fingerprint's ids `raw` (groups of a sketch's netstring and the netstring of the
+-- list of ids having it: exact copies share one) with `id` moved to the group of `sketch` ('' drops it;
+-- a new group goes last), and the sketch it had (nil: none). A malformed value is cut at the fault, as
+-- by `without`.
 local function sketches_with(raw, id, sketch)
-  local kept, had, pos = {}, nil, 1
+  local groups, had, joined, pos = {}, nil, false, 1
   while pos <= #raw do
-    local item, middle = item_at(raw, pos)
-    local value, after
-    if item then
-      value, after = item_at(raw, middle)
+    local group, middle = item_at(raw, pos)
+    local ids, after
+    if group then
+      ids, after = item_at(raw, middle)
     end
-    if not value then
+    if not ids then
       break
     end
-    if item ~= id then
-      kept[#kept + 1] = string.sub(raw, pos, after - 1)
-    elseif not had then
-      had = value
-      if sketch ~= '' then
-        kept[#kept + 1] = netstring(id) .. netstring(sketch)
+    local left, start, after_id = ids, find_item(ids, id)
+    if start then
+      left = string.sub(ids, 1, start - 1) .. string.sub(ids, after_id)
+      if not had then
+        had = group
       end
+    end
+    if group == sketch and not joined then
+      left = left .. netstring(id)
+      joined = true
+    end
+    if left ~= '' then
+      groups[#groups + 1] = netstring(group) .. netstring(left)
     end
     pos = after
   end
-  if not had and sketch ~= '' then
-    kept[#kept + 1] = netstring(id) .. netstring(sketch)
+  if not joined and sketch ~= '' then
+    groups[#groups + 1] = netstring(sketch) .. netstring(netstring(id))
   end
-  return table.concat(kept), had
+  return table.concat(groups), had
 end
 
 -- Whether table set `key` holds exactly the `count` members starting at ARGV[at].
@@ -277,8 +305,7 @@ local function attach(at, fp, id)
     return 1
   end
   local raw = redis.call('HGET', KEYS[at], fp)
-  local _, found = without(raw, id)
-  if not found then
+  if not find_item(raw, id) then
     hset(KEYS[at], fp, raw .. netstring(id), raw)
   end
   return 0
