@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from importlib import resources
 from typing import Any
 
@@ -16,13 +17,16 @@ __all__ = ["Script"]
 class Script:
     """A Lua script from the package's lua/ folder, called with EVALSHA.
 
+    A line ``--! include NAME`` is replaced by lua/NAME.lua: helpers several scripts share (Redis runs
+    each script alone, so the server gets the script with its helpers in it).
+
     Args:
         name: the file name without '.lua'.
     """
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.source = resources.files(__package__).joinpath(f"lua/{name}.lua").read_bytes()
+        self.source = _included(_read(name))
         self.sha = hashlib.sha1(self.source).hexdigest().encode()
 
     def command(self, keys: list[bytes], args: list[bytes | int]) -> Command:
@@ -56,3 +60,15 @@ class Script:
                 replies[i] = reply
         raise_first_error(replies)
         return replies
+
+
+_INCLUDE = re.compile(rb"^--! include (\w+)$", re.MULTILINE)
+
+
+def _read(name: str) -> bytes:
+    return resources.files(__package__).joinpath(f"lua/{name}.lua").read_bytes()
+
+
+def _included(source: bytes) -> bytes:
+    """The source with each ``--! include NAME`` line replaced by lua/NAME.lua."""
+    return _INCLUDE.sub(lambda match: _read(match.group(1).decode()).rstrip(b"\n"), source)

@@ -4,17 +4,7 @@
 -- KEYS[1] = the band table, KEYS[2] = the fingerprint's map hash; ARGV = the fingerprint, the band's
 -- first byte in a sketch (from 0), the band's bytes.
 
--- The netstring of `raw` at `pos`: its item and the position after it; nil where the value is malformed
--- (a length of digits only: a sign or a space would stall the parse).
-local function item_at(raw, pos)
-  local colon = string.find(raw, ':', pos, true)
-  local digits = colon and string.sub(raw, pos, colon - 1)
-  local len = digits and string.find(digits, '^%d+$') and tonumber(digits)
-  if not len or colon + len > #raw then
-    return nil
-  end
-  return string.sub(raw, colon + 1, colon + len), colon + len + 1
-end
+--! include netstrings
 
 local fp, offset, value = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 -- The fingerprint's sketches: groups of a sketch's netstring and the netstring list of its ids.

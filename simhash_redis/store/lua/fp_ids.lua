@@ -8,54 +8,7 @@
 -- step, and leaves with it.
 -- Returns 1 when the id list changed ('m': when the id is listed with the fingerprint), else 0.
 
--- The netstring of `raw` at `pos`: its item and the position after it; nil where the value is malformed
--- (a length of digits only: a sign or a space would stall the parse). verify() reports such values.
-local function item_at(raw, pos)
-  local colon = string.find(raw, ':', pos, true)
-  local digits = colon and string.sub(raw, pos, colon - 1)
-  local len = digits and string.find(digits, '^%d+$') and tonumber(digits)
-  if not len or colon + len > #raw then
-    return nil
-  end
-  return string.sub(raw, colon + 1, colon + len), colon + len + 1
-end
-local function netstring(item)
-  return #item .. ':' .. item
-end
--- Where the netstring `item` is in the list `raw` (its start and the position after it), or nil. A plain
--- search first: an item that is not there, the common case of an attach, costs no walk in Lua.
-local function find_item(raw, item)
-  if not string.find(raw, netstring(item), 1, true) then
-    return nil
-  end
-  local pos = 1
-  while pos <= #raw do
-    local value, after = item_at(raw, pos)
-    if not value then
-      return nil
-    end
-    if value == item then
-      return pos, after
-    end
-    pos = after
-  end
-  return nil
-end
--- The netstring list `raw` without `item` (a malformed list cut at the fault).
-local function without(raw, item)
-  local kept, pos = {}, 1
-  while pos <= #raw do
-    local value, after = item_at(raw, pos)
-    if not value then
-      break
-    end
-    if value ~= item then
-      kept[#kept + 1] = netstring(value)
-    end
-    pos = after
-  end
-  return table.concat(kept)
-end
+--! include netstrings
 
 local op, fp, id, expire_at, sketch = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local raw = redis.call('HGET', KEYS[1], fp) or ''
@@ -69,39 +22,10 @@ local function set_sketch(value, only_new)
   if not prev and value == '' then
     return
   end
-  local groups, had, joined, pos = {}, nil, false, 1
-  while prev and pos <= #prev do
-    local group, middle = item_at(prev, pos)
-    local ids, after
-    if group then
-      ids, after = item_at(prev, middle)
-    end
-    if not ids then
-      break
-    end
-    local left, start, after_id = ids, find_item(ids, id)
-    if start then
-      left = string.sub(ids, 1, start - 1) .. string.sub(ids, after_id)
-      if not had then
-        had = group
-      end
-    end
-    if group == value and not joined then
-      left = left .. netstring(id)
-      joined = true
-    end
-    if left ~= '' then
-      groups[#groups + 1] = netstring(group) .. netstring(left)
-    end
-    pos = after
-  end
+  local stored, had = sketches_with(prev or '', id, value)
   if had == value or (not had and value == '') or (had and only_new) then
     return
   end
-  if not joined and value ~= '' then
-    groups[#groups + 1] = netstring(value) .. netstring(netstring(id))
-  end
-  local stored = table.concat(groups)
   if stored == '' then
     redis.call('HDEL', KEYS[1], field)
   else

@@ -1,0 +1,95 @@
+-- Netstring lists, as the fingerprint map stores them: the ids of a fingerprint (`5:doc-1` `5:doc-2`),
+-- and in verified mode its sketches (groups of a sketch's netstring and the netstring list of the ids
+-- having it). Included by the scripts that read or change them (`--! include netstrings`).
+-- A malformed value (a bad restore, a hand edit) is read up to the fault rather than raising an error
+-- in the middle of a write; verify() reports such values.
+
+-- The netstring of `raw` at `pos`: its item and the position after it; nil where the value is
+-- malformed: a length of digits only (a sign or a space would stall the parse), within the value.
+local function item_at(raw, pos)
+  local colon = string.find(raw, ':', pos, true)
+  local digits = colon and string.sub(raw, pos, colon - 1)
+  local len = digits and string.find(digits, '^%d+$') and tonumber(digits)
+  if not len or colon + len > #raw then
+    return nil
+  end
+  return string.sub(raw, colon + 1, colon + len), colon + len + 1
+end
+local function netstring(id)
+  return #id .. ':' .. id
+end
+
+-- Where the netstring `item` is in the list `raw` (its start and the position after it), or nil. A plain
+-- search first: an item that is not there, the common case of an attach, costs no walk in Lua.
+local function find_item(raw, item)
+  if not string.find(raw, netstring(item), 1, true) then
+    return nil
+  end
+  local pos = 1
+  while pos <= #raw do
+    local value, after = item_at(raw, pos)
+    if not value then
+      return nil
+    end
+    if value == item then
+      return pos, after
+    end
+    pos = after
+  end
+  return nil
+end
+
+-- The netstring list `raw` without `id` (a malformed list cut at the fault), and whether `id` was in it.
+local function without(raw, id)
+  local kept, found, pos = {}, false, 1
+  while pos <= #raw do
+    local item, after = item_at(raw, pos)
+    if not item then
+      break
+    end
+    if item == id then
+      found = true
+    else
+      kept[#kept + 1] = netstring(item)
+    end
+    pos = after
+  end
+  return table.concat(kept), found
+end
+
+-- The sketches of a fingerprint's ids `raw` (groups of a sketch's netstring and the netstring of the
+-- list of ids having it: exact copies share one) with `id` moved to the group of `sketch` ('' drops it;
+-- a new group goes last), and the sketch it had (nil: none). A malformed value is cut at the fault, as
+-- by `without`.
+local function sketches_with(raw, id, sketch)
+  local groups, had, joined, pos = {}, nil, false, 1
+  while pos <= #raw do
+    local group, middle = item_at(raw, pos)
+    local ids, after
+    if group then
+      ids, after = item_at(raw, middle)
+    end
+    if not ids then
+      break
+    end
+    local left, start, after_id = ids, find_item(ids, id)
+    if start then
+      left = string.sub(ids, 1, start - 1) .. string.sub(ids, after_id)
+      if not had then
+        had = group
+      end
+    end
+    if group == sketch and not joined then
+      left = left .. netstring(id)
+      joined = true
+    end
+    if left ~= '' then
+      groups[#groups + 1] = netstring(group) .. netstring(left)
+    end
+    pos = after
+  end
+  if not joined and sketch ~= '' then
+    groups[#groups + 1] = netstring(sketch) .. netstring(netstring(id))
+  end
+  return table.concat(groups), had
+end
