@@ -7,16 +7,11 @@
 --! include netstrings
 
 local fp, offset, value = ARGV[1], tonumber(ARGV[2]), ARGV[3]
--- The fingerprint's sketches: groups of a sketch's netstring and the netstring list of its ids.
 local raw = redis.call('HGET', KEYS[2], 's:' .. fp) or ''
 local pos = 1
 while pos <= #raw do
-  local sketch, middle = item_at(raw, pos)
-  local _, after
-  if sketch then
-    _, after = item_at(raw, middle)
-  end
-  if not after then
+  local sketch, _, after = group_at(raw, pos)
+  if not sketch then
     break
   end
   if string.sub(sketch, offset + 1, offset + #value) == value then

@@ -57,6 +57,20 @@ local function without(raw, id)
   return table.concat(kept), found
 end
 
+-- The group of a fingerprint's sketches at `pos` in `raw`: the sketch, the netstring list of the ids
+-- having it, and the position after them; nil where the value is malformed.
+local function group_at(raw, pos)
+  local sketch, middle = item_at(raw, pos)
+  if not sketch then
+    return nil
+  end
+  local ids, after = item_at(raw, middle)
+  if not ids then
+    return nil
+  end
+  return sketch, ids, after
+end
+
 -- The sketches of a fingerprint's ids `raw` (groups of a sketch's netstring and the netstring of the
 -- list of ids having it: exact copies share one) with `id` moved to the group of `sketch` ('' drops it;
 -- a new group goes last), and the sketch it had (nil: none). A malformed value is cut at the fault, as
@@ -64,12 +78,8 @@ end
 local function sketches_with(raw, id, sketch)
   local groups, had, joined, pos = {}, nil, false, 1
   while pos <= #raw do
-    local group, middle = item_at(raw, pos)
-    local ids, after
-    if group then
-      ids, after = item_at(raw, middle)
-    end
-    if not ids then
+    local group, ids, after = group_at(raw, pos)
+    if not group then
       break
     end
     local left, start, after_id = ids, find_item(ids, id)
