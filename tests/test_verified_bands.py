@@ -61,7 +61,7 @@ def _expected_bands(verified: VerifiedIndex) -> set[tuple[bytes, bytes]]:
         (key, fp.encode())
         for fp, sketches in _stored_sketches(verified).items()
         for sketch in sketches.values()
-        for key in keys.bands(sketch, mode.bands, mode.band_bytes)
+        for key in keys.bands(sketch, mode)
     }
 
 

@@ -76,8 +76,7 @@ def check_sketches(
         if len(sketch) != size:
             report.found("malformed sketch", f"{doc_id!r}: {len(sketch)} bytes, not {size} (not repaired)")
         elif verification is not None and verification.bands:
-            mode = verification
-            banded.extend((key, fp) for key in keys.bands(sketch, mode.bands, mode.band_bytes))
+            banded.extend((key, fp) for key in keys.bands(sketch, verification))
     if repair and orphans:
         # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
         store.run_script(_FP_IDS, orphans)

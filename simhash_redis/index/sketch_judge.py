@@ -52,11 +52,8 @@ class SketchJudge:
 
     def bands(self, docs: list[int]) -> list[list[bytes]] | None:
         """The band tables of the documents' sketches (None for a mode without them)."""
-        mode = self.owner.verification
-        if not mode.bands:
-            return None
-        keys = self.owner.store.keys
-        return [keys.bands(self.sketches[i], mode.bands, mode.band_bytes) for i in docs]
+        mode, keys = self.owner.verification, self.owner.store.keys
+        return [keys.bands(self.sketches[i], mode) for i in docs] if mode.bands else None
 
     def guarded(self, doc: int, members: Guard | None) -> Guard:
         """The document's guard, carrying its sketch: stored with the document, or not at all."""

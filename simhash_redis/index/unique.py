@@ -120,20 +120,18 @@ class UniqueWrites:
             results: filled in for the documents this round settles.
         """
         ready, waiting, held = pending, [], list[tuple[bytes, bytes]]()
+        banded = judge.bands(pending) if judge is not None else None
+        bands_of = dict(zip(pending, banded, strict=True)) if banded is not None else None
         if locks is not None:
             # The band tables a judge reads are candidates' sets too: locked like the tables.
-            banded = judge.bands(pending) if judge is not None else None
             got, held = locks.acquire(
-                [
-                    (i, self.store.keys.tables(fps[i]) + (banded[n] if banded else []))
-                    for n, i in enumerate(pending)
-                ]
+                [(i, self.store.keys.tables(fps[i]) + (bands_of[i] if bands_of else [])) for i in pending]
             )
             ready = [i for i, ok in zip(pending, got, strict=True) if ok]
             waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
         try:
             sketches: dict[str, bytes] | None = None if judge is None else {}
-            bands = judge.bands(ready) if judge is not None else None
+            bands = [bands_of[i] for i in ready] if bands_of is not None else None
             members, matches_read = self.reads.near_and_members(
                 [fps[i] for i in ready], self.k, sketches, bands
             )

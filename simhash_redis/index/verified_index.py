@@ -405,12 +405,12 @@ class VerifiedIndex:
         docs = texts(queries)
         fps = self.index.fingerprint_many(docs)
         mine = self.hasher.sketch_many(docs)
-        mode, keys = self.verification, self.store.keys
+        keys, mode = self.store.keys, self.verification
         results: list[list[VerifiedMatch]] = []
         sketches: dict[str, bytes] = {}
         for start in range(0, len(fps), self.index.batch_size):
             part = slice(start, start + self.index.batch_size)
-            bands = [keys.bands(s, mode.bands, mode.band_bytes) for s in mine[part]] if mode.bands else None
+            bands = [keys.bands(s, mode) for s in mine[part]] if mode.bands else None
             candidates = self._reads.near(fps[part], limit, sketches, bands)
             results.extend(self._confirmed(mine[part], candidates, sketches, threshold))
         return results

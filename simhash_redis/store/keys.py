@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,9 @@ from .. import defaults
 from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import engines
 from .layout import Layout
+
+if TYPE_CHECKING:
+    from .config import Verification
 
 __all__ = ["KeyForm", "KeySchema", "encode_id", "validate_name"]
 
@@ -308,14 +311,16 @@ class KeySchema:
         """
         return b"s:" + stored_fp
 
-    def bands(self, sketch: bytes, count: int, width: int) -> list[bytes]:
+    def bands(self, sketch: bytes, mode: Verification | None) -> list[bytes]:
         """The band table keys of a sketch: band i is keyed by its bytes i*width .. (i+1)*width, in hex.
 
         Args:
-            sketch: the sketch (at least count * width bytes).
-            count: how many bands.
-            width: bytes per band.
+            sketch: the sketch; b"" (a document stored without one) has none.
+            mode: the index's verified mode; None, or a mode without band tables, has none.
         """
+        if mode is None or not mode.bands or not sketch:
+            return []
+        count, width = mode.bands, mode.band_bytes
         prefix = self._band_prefix
         return [
             b"%s%d:%s" % (prefix, i, sketch[i * width : (i + 1) * width].hex().encode()) for i in range(count)

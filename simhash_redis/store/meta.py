@@ -302,7 +302,7 @@ def _misfit_sketches(
         )
     if mode.bands and sketches:
         fp, sketch = sketches[0]
-        key = keys.bands(sketch, mode.bands, mode.band_bytes)[0]
+        key = keys.bands(sketch, mode)[0]
         if not sender.execute([(b"SISMEMBER", key, fp)])[0]:
             return f"fingerprint {fp!r} is not in band table {key.decode()} of the stated mode"
     return None

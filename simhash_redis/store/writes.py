@@ -179,7 +179,7 @@ class AtomicWrites:
             kind = b"" if guard is None else (b"s" if checks else b"k") if sketched else b"1"
             args.extend((doc_id, new, old, kind))
             if isinstance(guard, SketchedGuard):
-                bands = self._bands(guard.sketch) if new else []
+                bands = self.keys.bands(guard.sketch, self.verification) if new else []
                 if checks and len(guard) != self.tables + len(bands):
                     # The script reads T + B member lists: any other count would shift every later
                     # document's arguments.
@@ -194,13 +194,6 @@ class AtomicWrites:
             if isinstance(guard, SketchedGuard):
                 args.append(guard.sketch)
         return self._SCRIPT.command(keys, args)
-
-    def _bands(self, sketch: bytes) -> list[bytes]:
-        """The band table keys of a sketch (none without band tables, or for no sketch)."""
-        v = self.verification
-        if v is None or not v.bands or not sketch:
-            return []
-        return self.keys.bands(sketch, v.bands, v.band_bytes)
 
     def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
         """Take fingerprints out of the band tables of sketches they no longer have, in one round trip.
@@ -218,7 +211,7 @@ class AtomicWrites:
             if v is None or len(sketch) < v.bands * v.band_bytes:
                 continue
             bucket = self.keys.fp_bucket(fp)
-            for i, key in enumerate(self._bands(sketch)):
+            for i, key in enumerate(self.keys.bands(sketch, v)):
                 start = i * v.band_bytes
                 calls.append(
                     self._BAND_DROP.command([key, bucket], [fp, start, sketch[start : start + v.band_bytes]])
@@ -342,10 +335,8 @@ class OrderedWrites:
 
     def _bands(self, guard: Guard | None) -> list[bytes]:
         """The band table keys of a write's sketch (none without band tables, or for no sketch)."""
-        v = self.verification
-        if v is None or not v.bands or not isinstance(guard, SketchedGuard) or not guard.sketch:
-            return []
-        return self.keys.bands(guard.sketch, v.bands, v.band_bytes)
+        sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
+        return self.keys.bands(sketch, self.verification)
 
     def _ids(
         self, op: bytes, pairs: list[tuple[bytes, bytes]], guards: list[Guard | None] | None = None
