@@ -193,16 +193,18 @@ def _result(future: Future[_T]) -> _T:
         raise _worker_died() from None
 
 
-def _unblock_broken(executor: ProcessPoolExecutor) -> None:
-    """Let a pool whose worker died finish: close the reading end of its call queue's pipe.
+def _unblock_feeder(executor: ProcessPoolExecutor) -> None:
+    """Let a pool whose workers die during or after its shutdown finish: close the reading end of its
+    call queue's pipe in this process (which never reads it; live workers hold their own copies).
 
     Python 3.10 lacks the fix of CPython gh-94777 (in 3.11 and later, which close it themselves, under
     their own locks): the broken pool joins the queue's feeder thread, which blocks for ever writing to
     a pipe no worker reads any more, and so does the interpreter's exit. With the reading end closed the
-    write fails and the pool winds down.
+    write fails and the pool winds down. The pool may break only after it was shut down (a SIGTERM sent
+    to the whole process group stops the loader and kills its workers), so this cannot wait for it.
 
     Args:
-        executor: the broken pool.
+        executor: the pool being shut down.
     """
     reader = getattr(getattr(executor, "_call_queue", None), "_reader", None)
     if reader is not None:
@@ -268,8 +270,8 @@ class Fingerprinter:
     def close(self) -> None:
         """Stop the worker processes: batches not started are dropped, running ones end on their own."""
         if self._executor is not None:
-            if sys.version_info < (3, 11) and getattr(self._executor, "_broken", False):
-                _unblock_broken(self._executor)
+            if sys.version_info < (3, 11):
+                _unblock_feeder(self._executor)
             manager = getattr(self._executor, "_executor_manager_thread", None)
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None

@@ -275,6 +275,27 @@ def test_a_killed_worker_ends_the_load_with_an_error_not_a_hang(
         assert not manager.is_alive()
 
 
+def test_workers_killed_after_the_pool_was_shut_down_do_not_hang_the_exit(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """systemd's SIGTERM reaches the workers while the loader is already closing their pool."""
+    monkeypatch.setattr(fingerprinter, "_pool_context", lambda: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(fingerprinter, "_CLOSE_WAIT", 0.0)
+    index = SimhashIndex(redis_client, "late")
+    units = [Record("in", i + 1, f"l{i}", article(i) * 4) for i in range(12 * 100)]
+    worker = Fingerprinter(index.scheme, index.f, "auto", 2, 100)
+    batches = worker.batches(iter(units))
+    next(batches)
+    manager = getattr(worker._executor, "_executor_manager_thread", None)
+    worker.close()
+    for child in multiprocessing.active_children():
+        os.kill(child.pid or 0, signal.SIGKILL)
+    # On Python 3.10 the pool broke after its shutdown joined a feeder thread stuck for ever.
+    if manager is not None:
+        manager.join(timeout=20)
+        assert not manager.is_alive()
+
+
 def _children(pid: int) -> list[int]:
     """The processes whose parent is `pid` (Linux /proc)."""
     found = []
