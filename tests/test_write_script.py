@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from simhash_redis import Outcome, SimhashIndex
 from simhash_redis.codec import encode_fp
@@ -63,3 +65,47 @@ def test_a_malformed_id_list_does_not_break_writes(any_client: redis.Redis) -> N
     assert index.add_many([("n1", 1 << 50), ("b", 5)]) == [Outcome.ADDED, Outcome.ADDED]
     assert index.count() == (3, 2)
     assert index.get("n1") == 1 << 50
+
+
+def test_ids_that_hold_other_ids_netstrings_are_removed_exactly(redis_client: redis.Redis) -> None:
+    """An id is found in its fingerprint's list only at an item's start: "5:doc-1" also occurs inside
+    the header of a 15-character id and inside an id like "x5:doc-1"."""
+    index = SimhashIndex(redis_client, "ns", k=3)
+    tricky = ["doc-1abcdefghij", "x5:doc-1", "doc-1", "5:doc-1"]
+    index.add_many([(doc_id, 7) for doc_id in tricky])
+    assert index.remove("doc-1")
+    assert sorted(m.id for m in index.near(7, k=0)) == sorted(set(tricky) - {"doc-1"})
+    assert not index.remove("doc-1")
+    assert index.remove("x5:doc-1") and index.remove("5:doc-1")
+    assert [m.id for m in index.near(7, k=0)] == ["doc-1abcdefghij"]
+
+
+# Ids whose netstrings occur inside one another's: "1:a" in "3:1:a"; "5:aaaaa" in "15:aaaaa..." (a header).
+_NESTED = ["a", "1:a", "3:1:a", "aaaaa", "aaaaaaaaaaaaaaa", "5:aaaaa", "x5:aaaaa"]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.one_of(st.sampled_from(_NESTED), st.text(alphabet="15:a", min_size=1))),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_one_fingerprints_ids_follow_adds_and_removals(
+    redis_client: redis.Redis, steps: list[tuple[bool, str]]
+) -> None:
+    """Ids made of digits and colons (netstrings inside netstrings), added and removed on one fingerprint
+    in batches: the listed ids are exactly the model's."""
+    redis_client.flushdb()
+    index = SimhashIndex(redis_client, "prop", k=3)
+    model: set[str] = set()
+    for start in range(0, len(steps), 5):
+        batch = steps[start : start + 5]
+        adds = list(dict.fromkeys(doc_id for add, doc_id in batch if add))
+        removals = [doc_id for add, doc_id in batch if not add and doc_id not in adds]
+        index.add_many([(doc_id, 9) for doc_id in adds])
+        index.remove_many(removals)
+        model = (model | set(adds)) - set(removals)
+        assert sorted(m.id for m in index.near(9, k=0)) == sorted(model)
+    assert index.count() == (len(model), 1 if model else 0)

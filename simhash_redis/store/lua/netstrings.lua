@@ -19,42 +19,50 @@ local function netstring(id)
   return #id .. ':' .. id
 end
 
--- Where the netstring `item` is in the list `raw` (its start and the position after it), or nil. A plain
--- search first: an item that is not there, the common case of an attach, costs no walk in Lua.
-local function find_item(raw, item)
-  if not string.find(raw, netstring(item), 1, true) then
+-- The position after the netstring at `pos`, its item not copied; nil where the value is malformed (as
+-- for `item_at`).
+local function skip_at(raw, pos)
+  local _, colon, digits = string.find(raw, '^(%d+):', pos)
+  local after = colon and colon + tonumber(digits) + 1
+  if not after or after > #raw + 1 then
     return nil
   end
+  return after
+end
+
+-- Where the netstring `item` is in the list `raw` (its start and the position after it), or nil. A plain
+-- search first: an item that is not there, the common case of an attach, costs no walk in Lua. A match
+-- is the item only at an item's start (an id may hold another's netstring), which a walk of the lengths
+-- before it confirms.
+local function find_item(raw, item)
+  local needle = netstring(item)
+  local at = string.find(raw, needle, 1, true)
   local pos = 1
-  while pos <= #raw do
-    local value, after = item_at(raw, pos)
-    if not value then
-      return nil
+  while at do
+    while pos < at do
+      pos = skip_at(raw, pos)
+      if not pos then
+        return nil
+      end
     end
-    if value == item then
-      return pos, after
+    if pos == at then
+      return at, at + #needle
     end
-    pos = after
+    at = string.find(raw, needle, pos, true)
   end
   return nil
 end
 
--- The netstring list `raw` without `id` (a malformed list cut at the fault), and whether `id` was in it.
+-- The netstring list `raw` without `id`, and whether `id` was in it. Spliced out, not rebuilt: removing
+-- one of thousands of ids (copies of one text) walks the lengths before it, making no string per item.
+-- A malformed list is no longer cut at its fault: what cannot be read is left for verify to report.
 local function without(raw, id)
-  local kept, found, pos = {}, false, 1
-  while pos <= #raw do
-    local item, after = item_at(raw, pos)
-    if not item then
-      break
-    end
-    if item == id then
-      found = true
-    else
-      kept[#kept + 1] = netstring(item)
-    end
-    pos = after
+  local start, after = find_item(raw, id)
+  if not start then
+    return raw, false
   end
-  return table.concat(kept), found
+  -- A list never holds an id twice, but a restored or edited one might: every copy goes.
+  return (without(string.sub(raw, 1, start - 1) .. string.sub(raw, after), id)), true
 end
 
 -- The group of a fingerprint's sketches at `pos` in `raw`: the sketch, the netstring list of the ids
