@@ -30,15 +30,66 @@ local function skip_at(raw, pos)
   return after
 end
 
+-- Every STRIDE-th item start of the long lists a script has searched or spliced lately, by list: Lua
+-- strings are interned, so a list read again (the value it wrote back, or the same list elsewhere: a
+-- verified fingerprint's ids and its sketch group's) finds its marks. A script that removes many ids of
+-- one list (copies of one text) then walks it once, not once per id. The last KEPT lists only: each
+-- splice makes another.
+local LONG, STRIDE, KEPT = 4096, 64, 8
+local marks_of, marked = {}, {}
+
+local function keep_marks(raw, found)
+  marks_of[raw] = found
+  marked[#marked + 1] = raw
+  if #marked > KEPT then
+    marks_of[table.remove(marked, 1)] = nil
+  end
+end
+
+local function marks(raw)
+  local found = marks_of[raw]
+  if not found then
+    found = {}
+    local pos, n = 1, 0
+    while pos and pos <= #raw do
+      if n % STRIDE == 0 then
+        found[#found + 1] = pos
+      end
+      n = n + 1
+      pos = skip_at(raw, pos)
+    end
+    keep_marks(raw, found)
+  end
+  return found
+end
+
+-- The last mark at or before `at` (marks[1] is 1).
+local function mark_before(found, at)
+  local lo, hi = 1, #found
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    if found[mid] <= at then
+      lo = mid
+    else
+      hi = mid - 1
+    end
+  end
+  return found[lo] or 1
+end
+
 -- Where the netstring `item` is in the list `raw` (its start and the position after it), or nil. A plain
 -- search first: an item that is not there, the common case of an attach, costs no walk in Lua. A match
 -- is the item only at an item's start (an id may hold another's netstring), which a walk of the lengths
--- before it confirms.
+-- before it confirms, from the last mark before it in a long list.
 local function find_item(raw, item)
   local needle = netstring(item)
   local at = string.find(raw, needle, 1, true)
+  local found = at and #raw > LONG and marks(raw)
   local pos = 1
   while at do
+    if found then
+      pos = math.max(pos, mark_before(found, at))
+    end
     while pos < at do
       pos = skip_at(raw, pos)
       if not pos then
@@ -53,8 +104,27 @@ local function find_item(raw, item)
   return nil
 end
 
+-- `raw` without the item from `start` to before `after`; a long list's marks move with it.
+local function spliced(raw, start, after)
+  local rest = string.sub(raw, 1, start - 1) .. string.sub(raw, after)
+  local found = marks_of[raw]
+  if found and #rest > LONG and not marks_of[rest] then
+    local cut, moved = after - start, {}
+    for i = 1, #found do
+      local mark = found[i]
+      if mark <= start then
+        moved[#moved + 1] = mark -- at `start` now begins the next item
+      else
+        moved[#moved + 1] = mark - cut
+      end
+    end
+    keep_marks(rest, moved)
+  end
+  return rest
+end
+
 -- The netstring list `raw` without `id`, and whether `id` was in it. Spliced out, not rebuilt: removing
--- one of thousands of ids (copies of one text) walks the lengths before it, making no string per item.
+-- one of thousands of ids makes no string per item, and walks at most a stride of them.
 -- A malformed list is no longer cut at its fault: what cannot be read is left for verify to report.
 local function without(raw, id)
   local start, after = find_item(raw, id)
@@ -62,7 +132,7 @@ local function without(raw, id)
     return raw, false
   end
   -- A list never holds an id twice, but a restored or edited one might: every copy goes.
-  return (without(string.sub(raw, 1, start - 1) .. string.sub(raw, after), id)), true
+  return (without(spliced(raw, start, after), id)), true
 end
 
 -- The group of a fingerprint's sketches at `pos` in `raw`: the sketch, the netstring list of the ids
@@ -81,10 +151,10 @@ end
 
 -- The sketches of a fingerprint's ids `raw` (groups of a sketch's netstring and the netstring of the
 -- list of ids having it: exact copies share one) with `id` moved to the group of `sketch` ('' drops it;
--- a new group goes last), and the sketch it had (nil: none). A malformed value is cut at the fault, as
--- by `without`.
+-- a new group goes last), the sketch it had (nil: none), and whether another id keeps that sketch. A
+-- malformed value is cut at its fault.
 local function sketches_with(raw, id, sketch)
-  local groups, had, joined, pos = {}, nil, false, 1
+  local groups, had, kept, joined, pos = {}, nil, false, false, 1
   while pos <= #raw do
     local group, ids, after = group_at(raw, pos)
     if not group then
@@ -92,9 +162,9 @@ local function sketches_with(raw, id, sketch)
     end
     local left, start, after_id = ids, find_item(ids, id)
     if start then
-      left = string.sub(ids, 1, start - 1) .. string.sub(ids, after_id)
+      left = spliced(ids, start, after_id)
       if not had then
-        had = group
+        had, kept = group, left ~= ''
       end
     end
     if group == sketch and not joined then
@@ -109,5 +179,5 @@ local function sketches_with(raw, id, sketch)
   if not joined and sketch ~= '' then
     groups[#groups + 1] = netstring(sketch) .. netstring(netstring(id))
   end
-  return table.concat(groups), had
+  return table.concat(groups), had, kept
 end

@@ -17,8 +17,9 @@
 --     joins the sketch's B band tables: never one without the other, and a document not
 --     written leaves the id's sketch as it was. An empty sketch removes the id's (a document stored
 --     without one). An id leaving a fingerprint takes its sketch with it. The status of a document whose
---     sketch was dropped or replaced so ('r', 'd', or 'u' with another sketch) is followed by that old
---     sketch, so the client can take the fingerprint out of its band tables (`band_drop.lua`).
+--     sketch was dropped or replaced so ('r', 'd', or 'u' with another sketch), and is kept by no other
+--     id of that fingerprint, is followed by that old sketch, so the client can take the fingerprint out
+--     of its band tables (`band_drop.lua`).
 -- KEYS[1] = the counts hash; then per document: the id-map hash, [if new ~= '': the fingerprint-map
 -- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old], [the B band
 -- table keys of the sketch].
@@ -184,7 +185,8 @@ local function guard_total(guard_counts, sets)
 end
 
 -- Sets (or with sketch '' removes) the sketch of `id` among those of fingerprint `fp` in map hash `key`.
--- The sketch it replaces or removes, if another, is left in `dropped`.
+-- The sketch it replaces or removes, if another and no other id of `fp` keeps it, is left in `dropped`
+-- (an exact copy's removal leaves the band tables alone: the copies still have its bands).
 local dropped = ''
 local function set_sketch(key, fp, id, sketch)
   local field = 's:' .. fp
@@ -192,11 +194,11 @@ local function set_sketch(key, fp, id, sketch)
   if not prev and sketch == '' then
     return
   end
-  local rest, had = sketches_with(prev or '', id, sketch)
+  local rest, had, kept = sketches_with(prev or '', id, sketch)
   if had == sketch or (not had and sketch == '') then
     return  -- unchanged: nothing written (a resent or repeated write adds nothing to the AOF)
   end
-  if had then
+  if had and not kept then
     dropped = had
   end
   if rest == '' then
