@@ -135,7 +135,9 @@ def _netstrings(raw: bytes) -> list[bytes]:
     while pos < end:
         colon = raw.index(b":", pos)
         digits = raw[pos:colon]
-        if not digits.isdigit():  # a sign or a space would let int() read a length that never advances
+        # A sign or a space would let int() read a length that never advances; a leading zero is a length
+        # the Lua scripts, which find an id by its netstring's bytes, would not find.
+        if not digits.isdigit() or (digits[:1] == b"0" and len(digits) > 1):
             raise ValueError(f"malformed netstring length {digits[:20]!r}")
         length = int(digits)
         start = colon + 1

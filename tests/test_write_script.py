@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_redis import Outcome, SimhashIndex
-from simhash_redis.codec import encode_fp
+from simhash_redis.codec import decode_ids, encode_fp
 from simhash_redis.errors import IndexCorrupted
 
 
@@ -114,3 +114,21 @@ def test_one_fingerprints_ids_follow_adds_and_removals(
         model = (model | set(adds)) - set(removals) - (set(gone) - set(adds))
         assert sorted(m.id for m in index.near(9, k=0)) == sorted(model)
     assert index.count() == (len(model), 1 if model else 0)
+
+
+def test_a_length_with_a_leading_zero_is_malformed_for_the_scripts_and_for_verify(
+    redis_client: redis.Redis,
+) -> None:
+    """The scripts find an id by its netstring's bytes, so "05:doc-1" is not a length they can read;
+    verify says so and repairs it from the id map."""
+    index = SimhashIndex(redis_client, "zero", k=3)
+    index.add_many([("doc-1", 7), ("doc-2", 7)])
+    stored = encode_fp(7, 64)
+    redis_client.hset(index.keys.fp_bucket(stored), stored, b"05:doc-15:doc-2")
+    with pytest.raises(ValueError, match="malformed netstring length"):
+        decode_ids(b"05:doc-1")
+    report = index.verify()
+    assert not report.ok and "malformed fingerprint-map entry" in str(report)
+    assert index.verify(repair=True).problems and index.verify().ok
+    assert index.remove("doc-1")
+    assert [m.id for m in index.near(7, k=0)] == ["doc-2"] and index.verify().ok

@@ -197,11 +197,12 @@ def _unblock_feeder(executor: ProcessPoolExecutor) -> None:
     """Let a pool whose workers die during or after its shutdown finish: close the reading end of its
     call queue's pipe in this process (which never reads it; live workers hold their own copies).
 
-    Python 3.10 lacks the fix of CPython gh-94777 (in 3.11 and later, which close it themselves, under
-    their own locks): the broken pool joins the queue's feeder thread, which blocks for ever writing to
-    a pipe no worker reads any more, and so does the interpreter's exit. With the reading end closed the
-    write fails and the pool winds down. The pool may break only after it was shut down (a SIGTERM sent
-    to the whole process group stops the loader and kills its workers), so this cannot wait for it.
+    Python 3.10 and early 3.11 releases (3.11.2 still) lack the fix of CPython gh-94777, which closes it
+    under the pool's own locks: the broken pool joins the queue's feeder thread, which blocks for ever
+    writing to a pipe no worker reads any more, and so does the interpreter's exit. With the reading end
+    closed the write fails (the queue ignores EPIPE) and the pool winds down. The pool may break only
+    after it was shut down (a SIGTERM sent to the whole process group stops the loader and kills its
+    workers), so this cannot wait for it; and it is harmless where the fix is in.
 
     Args:
         executor: the pool being shut down.
@@ -270,8 +271,7 @@ class Fingerprinter:
     def close(self) -> None:
         """Stop the worker processes: batches not started are dropped, running ones end on their own."""
         if self._executor is not None:
-            if sys.version_info < (3, 11):
-                _unblock_feeder(self._executor)
+            _unblock_feeder(self._executor)
             manager = getattr(self._executor, "_executor_manager_thread", None)
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None

@@ -5,11 +5,12 @@
 -- in the middle of a write; verify() reports such values.
 
 -- The netstring of `raw` at `pos`: its item and the position after it; nil where the value is
--- malformed: a length of digits only (a sign or a space would stall the parse), within the value.
+-- malformed: a length of digits only (a sign or a space would stall the parse), without a leading zero
+-- (an id is found by its netstring's bytes), within the value.
 local function item_at(raw, pos)
   local colon = string.find(raw, ':', pos, true)
   local digits = colon and string.sub(raw, pos, colon - 1)
-  local len = digits and string.find(digits, '^%d+$') and tonumber(digits)
+  local len = digits and string.find(digits, '^%d+$') and not string.find(digits, '^0.') and tonumber(digits)
   if not len or colon + len > #raw then
     return nil
   end
@@ -23,7 +24,7 @@ end
 -- for `item_at`).
 local function skip_at(raw, pos)
   local _, colon, digits = string.find(raw, '^(%d+):', pos)
-  local after = colon and colon + tonumber(digits) + 1
+  local after = colon and not string.find(digits, '^0.') and colon + tonumber(digits) + 1
   if not after or after > #raw + 1 then
     return nil
   end
