@@ -8,6 +8,7 @@ worker's batch.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -18,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import Connection
 from typing import NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
@@ -65,6 +67,11 @@ def _compact(items: Batch, sketches: list[bytes] | None = None) -> Fingerprinted
 _T = TypeVar("_T")
 #: Seconds `Fingerprinter.close` waits for the pool to wind down (its running batches end on their own).
 _CLOSE_WAIT = 5.0
+#: Seconds `Fingerprinter.close` waits, where the pool can block for ever, before it unblocks the pool.
+_STUCK_WAIT = 1.0
+#: Python versions whose broken process pool can block for ever on its call queue (CPython gh-94777,
+#: fixed in 3.11.5 and 3.12).
+_POOL_LEAVES_FEEDER_BLOCKED = sys.version_info < (3, 11, 5)
 #: prctl(2) option: the signal this process gets when its parent dies.
 _PR_SET_PDEATHSIG = 1
 
@@ -193,23 +200,25 @@ def _result(future: Future[_T]) -> _T:
         raise _worker_died() from None
 
 
-def _unblock_feeder(executor: ProcessPoolExecutor) -> None:
-    """Let a pool whose workers die during or after its shutdown finish: close the reading end of its
-    call queue's pipe in this process (which never reads it; live workers hold their own copies).
+def _unblock_feeder(reader: Connection | None) -> None:
+    """Let a pool whose workers died while it shut down finish: close the reading end of its call
+    queue's pipe in this process (which never reads it; live workers hold their own copies).
 
-    Python 3.10 and early 3.11 releases (3.11.2 still) lack the fix of CPython gh-94777, which closes it
-    under the pool's own locks: the broken pool joins the queue's feeder thread, which blocks for ever
-    writing to a pipe no worker reads any more, and so does the interpreter's exit. With the reading end
-    closed the write fails (the queue ignores EPIPE) and the pool winds down. The pool may break only
-    after it was shut down (a SIGTERM sent to the whole process group stops the loader and kills its
-    workers), so this cannot wait for it; and it is harmless where the fix is in.
+    Python before 3.11.5 lacks the fix of CPython gh-94777: the broken pool joins the queue's feeder
+    thread, which blocks for ever writing to a pipe no worker reads any more, and so does the
+    interpreter's exit. With the reading end closed the write fails (the queue ignores EPIPE) and the
+    pool winds down. The pool may break while it is being shut down (a SIGTERM sent to the whole process
+    group stops the loader and kills its workers), so this is done for a pool still running after its
+    shutdown, not only for one known to be broken. Where the fix is in, the pool closes that end
+    itself, from its own thread: closing it here too could close the descriptor twice (EBADF, or
+    another file's descriptor reused meanwhile), so it is left alone there.
 
     Args:
-        executor: the pool being shut down.
+        reader: the reading end of the pool's call queue (None: the pool has none).
     """
-    reader = getattr(getattr(executor, "_call_queue", None), "_reader", None)
     if reader is not None:
-        reader.close()
+        with contextlib.suppress(OSError):  # closed meanwhile by the feeder thread, done with it
+            reader.close()
 
 
 def _worker_died() -> SimhashRedisError:
@@ -271,15 +280,21 @@ class Fingerprinter:
     def close(self) -> None:
         """Stop the worker processes: batches not started are dropped, running ones end on their own."""
         if self._executor is not None:
-            _unblock_feeder(self._executor)
-            manager = getattr(self._executor, "_executor_manager_thread", None)
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+            executor, self._executor = self._executor, None
+            manager = getattr(executor, "_executor_manager_thread", None)
+            reader = getattr(getattr(executor, "_call_queue", None), "_reader", None)  # shutdown drops it
+            executor.shutdown(wait=False, cancel_futures=True)
             if manager is not None:
                 # The pool's clean-up closes a pipe that its exit hook writes to: were the interpreter to
                 # exit meanwhile, that hook would print an OSError traceback. Bounded, so that a stuck
                 # worker cannot hang the exit.
-                manager.join(timeout=_CLOSE_WAIT)
+                manager.join(timeout=_STUCK_WAIT if _POOL_LEAVES_FEEDER_BLOCKED else _CLOSE_WAIT)
+                if manager.is_alive() and _POOL_LEAVES_FEEDER_BLOCKED:
+                    # Still running: its workers may be gone (a SIGTERM to the whole process group) and
+                    # its feeder thread blocked, which would hang the exit. Unblocked only now, while
+                    # the feeder cannot be closing the same pipe itself.
+                    _unblock_feeder(reader)
+                    manager.join(timeout=_CLOSE_WAIT)
 
     def _grouped(self, units: Iterable[Record | InputError | JsonLines]) -> Iterator[Batch | JsonLines]:
         # Errors travel in their batch, so they are reported in input order with the records around them.

@@ -275,22 +275,29 @@ def test_a_killed_worker_ends_the_load_with_an_error_not_a_hang(
         assert not manager.is_alive()
 
 
-def test_workers_killed_after_the_pool_was_shut_down_do_not_hang_the_exit(
+def test_workers_killed_while_the_pool_shuts_down_do_not_hang_the_exit(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """systemd's SIGTERM reaches the workers while the loader is already closing their pool."""
+    """systemd's SIGTERM reaches the workers while the loader is closing their pool."""
     monkeypatch.setattr(fingerprinter, "_pool_context", lambda: multiprocessing.get_context("fork"))
-    monkeypatch.setattr(fingerprinter, "_CLOSE_WAIT", 0.0)
     index = SimhashIndex(redis_client, "late")
     units = [Record("in", i + 1, f"l{i}", article(i) * 4) for i in range(12 * 100)]
     worker = Fingerprinter(index.scheme, index.f, "auto", 2, 100)
     batches = worker.batches(iter(units))
     next(batches)
     manager = getattr(worker._executor, "_executor_manager_thread", None)
+    assert worker._executor is not None
+    pool = worker._executor
+    shutdown = pool.shutdown
+
+    def shutdown_then_kill(wait: bool = True, *, cancel_futures: bool = False) -> None:
+        shutdown(wait, cancel_futures=cancel_futures)
+        for child in multiprocessing.active_children():
+            os.kill(child.pid or 0, signal.SIGKILL)
+
+    monkeypatch.setattr(pool, "shutdown", shutdown_then_kill)
     worker.close()
-    for child in multiprocessing.active_children():
-        os.kill(child.pid or 0, signal.SIGKILL)
-    # On Python 3.10 the pool broke after its shutdown joined a feeder thread stuck for ever.
+    # On Python 3.10 the pool broke during its shutdown and joined a feeder thread stuck for ever.
     if manager is not None:
         manager.join(timeout=20)
         assert not manager.is_alive()
