@@ -11,7 +11,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -249,58 +251,65 @@ def test_sigterm_stops_a_load_like_ctrl_c(
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
 
 
-def test_a_killed_worker_ends_the_load_with_an_error_not_a_hang(
+def _busy_pool(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[Fingerprinter, Iterator[object]]:
+    """A two-worker fingerprinter busy with batches of a megabyte or so, the first batch taken: the
+    pool's feeder thread is still writing one to its pipe when the workers die."""
     # Forked workers are this process's children, which the test can find and kill (the suite's threads
     # would otherwise make the pool use a forkserver).
     monkeypatch.setattr(fingerprinter, "_pool_context", lambda: multiprocessing.get_context("fork"))
-    index = SimhashIndex(redis_client, "killed")
-    # Batches of a megabyte or so: the pool's feeder thread is still writing one to its pipe when the
-    # workers die.
+    index = SimhashIndex(redis_client, "busy")
     units = [Record("in", i + 1, f"k{i}", article(i) * 4) for i in range(12 * 100)]
     worker = Fingerprinter(index.scheme, index.f, "auto", 2, 100)
     batches = worker.batches(iter(units))
     next(batches)
+    return worker, batches
+
+
+def _kill_workers() -> None:
     for child in multiprocessing.active_children():
         os.kill(child.pid or 0, signal.SIGKILL)
+
+
+def _assert_winds_down(manager: threading.Thread | None) -> None:
+    # On Python 3.10 a broken pool's manager thread joined a feeder thread stuck for ever, and so did
+    # the interpreter's exit.
+    if manager is not None:
+        manager.join(timeout=20)
+        assert not manager.is_alive()
+
+
+def test_a_killed_worker_ends_the_load_with_an_error_not_a_hang(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker, batches = _busy_pool(redis_client, monkeypatch)
+    _kill_workers()
     with pytest.raises(SimhashRedisError, match="worker process died"):
         for _ in batches:
             pass
     manager = getattr(worker._executor, "_executor_manager_thread", None)
     worker.close()
-    # The broken pool winds down (on Python 3.10 it used to block the interpreter's exit for ever).
-    if manager is not None:
-        manager.join(timeout=20)
-        assert not manager.is_alive()
+    _assert_winds_down(manager)
 
 
 def test_workers_killed_while_the_pool_shuts_down_do_not_hang_the_exit(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """systemd's SIGTERM reaches the workers while the loader is closing their pool."""
-    monkeypatch.setattr(fingerprinter, "_pool_context", lambda: multiprocessing.get_context("fork"))
-    index = SimhashIndex(redis_client, "late")
-    units = [Record("in", i + 1, f"l{i}", article(i) * 4) for i in range(12 * 100)]
-    worker = Fingerprinter(index.scheme, index.f, "auto", 2, 100)
-    batches = worker.batches(iter(units))
-    next(batches)
-    manager = getattr(worker._executor, "_executor_manager_thread", None)
-    assert worker._executor is not None
+    worker, _ = _busy_pool(redis_client, monkeypatch)
     pool = worker._executor
+    assert pool is not None
+    manager = getattr(pool, "_executor_manager_thread", None)
     shutdown = pool.shutdown
 
     def shutdown_then_kill(wait: bool = True, *, cancel_futures: bool = False) -> None:
         shutdown(wait, cancel_futures=cancel_futures)
-        for child in multiprocessing.active_children():
-            os.kill(child.pid or 0, signal.SIGKILL)
+        _kill_workers()
 
     monkeypatch.setattr(pool, "shutdown", shutdown_then_kill)
     worker.close()
-    # On Python 3.10 the pool broke during its shutdown and joined a feeder thread stuck for ever.
-    if manager is not None:
-        manager.join(timeout=20)
-        assert not manager.is_alive()
+    _assert_winds_down(manager)
 
 
 def _children(pid: int) -> list[int]:
