@@ -87,6 +87,9 @@ def hits(
 def scan_sets(data: bytes, pos: int, want: int) -> tuple[int, int, bool]:
     """(end, whole replies, next is another shape) of up to `want` SMEMBERS replies from `pos`."""
 
+def hash_values(data: bytes, fields: list[bytes]) -> list[bytes | None]:
+    """The value of each field in one HGETALL reply in its RESP form (None where absent)."""
+
 def hits_in_sets(
     fps: list[int],
     data: bytes,

@@ -109,7 +109,7 @@ def test_the_retention_is_pinned_in_the_meta(redis_client: redis.Redis) -> None:
     SimhashIndex(redis_client, "plain")
     with pytest.raises(ConfigurationMismatch, match="retention"):
         SimhashIndex(redis_client, "plain", retention="1d")
-    assert redis_client.hget(b"simhash:plain:meta", b"format") == b"1"
+    assert redis_client.hget(b"simhash:plain:meta", b"format") == b"4"
 
 
 def test_combinations_not_built_yet_are_refused(redis_url: str, redis_client: redis.Redis) -> None:

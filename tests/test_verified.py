@@ -12,6 +12,7 @@ from simhash_redis import Layout, Outcome, SimhashIndex
 from simhash_redis.codec import encode_fp, encode_sketches
 from simhash_redis.errors import ConfigurationMismatch, InvalidArgument, InvalidType
 from simhash_redis.index.verified_index import VerifiedIndex, VerifiedMatch
+from tests.test_fp_map_bits import old_index
 
 _RNG = random.Random(7)
 _VOCAB = [f"word{i}" for i in range(2000)]
@@ -37,7 +38,8 @@ def test_add_stores_sketch_in_index_key_space(verified: VerifiedIndex, redis_cli
     keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(BASE), 64)
     assert redis_client.hget(keys.fp_bucket(fp), b"s:" + fp) == encode_sketches([(b"a", sketch)])
     assert verified.index.get("a") == verified.index.fingerprint(BASE)
-    assert redis_client.hget(keys.meta, "format") == b"3"
+    # The mode was pinned on a plain index of format 4, which it stays: its map is placed by bits.
+    assert redis_client.hget(keys.meta, "format") == b"4"
 
 
 def test_near_confirms_near_duplicates_and_rejects_others(verified: VerifiedIndex) -> None:
@@ -72,7 +74,7 @@ def test_remove_deletes_sketch_and_drop_covers_it(verified: VerifiedIndex, redis
 def test_candidate_without_sketch_is_dropped(redis_client: redis.Redis) -> None:
     # An index a VerifiedIndex filled before modes were pinned, with one document written plainly: that
     # one has no sketch and cannot be verified.
-    index = SimhashIndex(redis_client, "ver", k=8, layout=Layout.permuted(64, 8, blocks=10), id_buckets=64)
+    index = old_index(redis_client, "ver", layout=Layout.permuted(64, 8, blocks=10), id_buckets=64)
     index.add("plain", BASE)
     redis_client.hset(index.keys.sketch_bucket(b"old"), b"old", b"\0" * 256)
     verified = VerifiedIndex(index)

@@ -596,6 +596,7 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(hits, m)?)?;
     m.add_function(wrap_pyfunction!(setreplies::scan_sets, m)?)?;
+    m.add_function(wrap_pyfunction!(setreplies::hash_values, m)?)?;
     m.add_function(wrap_pyfunction!(setreplies::hits_in_sets, m)?)?;
     m.add_class::<packing::GroupedCommands>()?;
     m.add_class::<packing::AttachCalls>()?;

@@ -78,19 +78,26 @@ fn bulk(data: &[u8], pos: usize) -> Step<(usize, usize)> {
     }
 }
 
-/// One reply of the plain shape from `pos`: an array or set of bulk strings; `visit` gets each string.
-fn reply(data: &[u8], pos: usize, mut visit: impl FnMut(&[u8])) -> Step<()> {
-    match data.get(pos) {
+/// One reply of the plain shape from `pos`: an array or set of bulk strings, or a RESP3 map of them
+/// (an HGETALL's, its fields and values in turn); `visit` gets each string.
+fn reply<'a>(data: &'a [u8], pos: usize, mut visit: impl FnMut(&'a [u8])) -> Step<()> {
+    let per_entry = match data.get(pos) {
         None => return Step::Partial,
-        Some(b'*' | b'~') => {}
+        Some(b'*' | b'~') => 1,
+        Some(b'%') => 2,
         Some(_) => return Step::Other,
-    }
+    };
     let (count, mut at) = match count_line(data, pos + 1) {
         Step::Done(count, at) => (count, at),
         Step::Partial => return Step::Partial,
         Step::Other => return Step::Other,
     };
-    for _ in 0..count {
+    // count_line's counts fit in a u32, so doubling one cannot overflow a usize of 64 bits; on a
+    // narrower target an overflowing count is not a reply of the plain shape.
+    let Some(strings) = count.checked_mul(per_entry) else {
+        return Step::Other;
+    };
+    for _ in 0..strings {
         match bulk(data, at) {
             Step::Done((start, end), next) => {
                 visit(&data[start..end]);
@@ -126,6 +133,38 @@ pub fn scan(data: &[u8], mut pos: usize, want: usize) -> (usize, usize, bool) {
 #[pyfunction]
 pub fn scan_sets(data: &[u8], pos: usize, want: usize) -> (usize, usize, bool) {
     scan(data, pos, want)
+}
+
+/// The value of each of `fields` in one HGETALL reply in its RESP form (a map, or an array of fields
+/// and values in turn), None where the field is absent.
+///
+/// Only strings at field positions are compared: an id in a value that looks like a field is a value.
+#[pyfunction]
+pub fn hash_values<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    fields: Vec<Vec<u8>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut strings: Vec<&[u8]> = Vec::new();
+    let whole = match reply(data, 0, |s| strings.push(s)) {
+        Step::Done((), end) => end == data.len() && strings.len() % 2 == 0,
+        _ => false,
+    };
+    if !whole {
+        return Err(value_error(
+            py,
+            String::from("not one reply of fields and values"),
+        ));
+    }
+    let out = PyList::empty(py);
+    for field in &fields {
+        let value = strings
+            .chunks_exact(2)
+            .find(|pair| pair[0] == field.as_slice())
+            .map(|pair| PyBytes::new(py, pair[1]));
+        out.append(value)?;
+    }
+    Ok(out)
 }
 
 /// `hits` over replies `scan` found whole: for each query, {stored value: (fingerprint, distance)} of
@@ -262,5 +301,35 @@ mod tests {
         data.extend_from_slice(b"-ERR\r\n");
         assert_eq!(scan(&data, 0, 2), (11, 1, true));
         assert_eq!(scan(b"~1\r\n$1\r\n5\r\n", 0, 1), (11, 1, false));
+    }
+
+    #[test]
+    fn a_field_is_found_only_at_a_field_position() {
+        // The second field's value is the first field's bytes: only the field itself counts.
+        let map = b"%2\r\n$1\r\n5\r\n$3\r\n1:a\r\n$1\r\n7\r\n$1\r\n5\r\n";
+        let mut strings = Vec::new();
+        assert_eq!(
+            reply(map, 0, |s| strings.push(s)),
+            Step::Done((), map.len())
+        );
+        let pairs: Vec<_> = strings.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+        assert_eq!(pairs, [(&b"5"[..], &b"1:a"[..]), (&b"7"[..], &b"5"[..])]);
+    }
+
+    #[test]
+    fn a_map_of_strings_is_read_as_its_fields_and_values() {
+        let map = b"%1\r\n$1\r\n5\r\n$3\r\n1:a\r\n";
+        assert_eq!(scan(map, 0, 1), (map.len(), 1, false));
+        let mut strings = Vec::new();
+        assert_eq!(
+            reply(map, 0, |s| strings.push(s.to_vec())),
+            Step::Done((), map.len())
+        );
+        assert_eq!(strings, [b"5".to_vec(), b"1:a".to_vec()]);
+        for cut in 0..map.len() {
+            assert_eq!(scan(&map[..cut], 0, 1), (0, 0, false), "cut at {cut}");
+        }
+        assert_eq!(scan(b"%1\r\n$1\r\n5\r\n:1\r\n", 0, 1), (0, 0, true));
+        assert_eq!(scan(b"%0\r\n", 0, 1), (4, 1, false));
     }
 }

@@ -25,7 +25,7 @@ from ..errors import InvalidArgument, InvalidType
 from . import tokens
 from .documents import Document, weighted, weights_of
 from .engine import Engine
-from .native_hits import hits, hits_in_sets, scan_sets
+from .native_hits import hash_values, hits, hits_in_sets, scan_sets
 from .normalize import PINNED, PYTHON, Normalizer
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ __all__ = [
     "fingerprint_lines",
     "fingerprint_many",
     "fingerprint_text_lines",
+    "hash_values",
     "hits",
     "hits_in_sets",
     "pack_column",
@@ -68,6 +69,7 @@ _KERNELS = (
     "hits",
     "hits_in_sets",
     "scan_sets",
+    "hash_values",
     "pack_column",
     "column_buckets",
     "fingerprint_lines",

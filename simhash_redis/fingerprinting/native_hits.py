@@ -13,7 +13,7 @@ import simhash_redis_native as _native
 
 from ..codec import decode_fp
 
-__all__ = ["hits", "hits_in_sets", "scan_sets"]
+__all__ = ["hash_values", "hits", "hits_in_sets", "scan_sets"]
 
 _WIDEST = 1 << 128
 _SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
@@ -100,6 +100,20 @@ def scan_sets(data: bytes, want: int) -> tuple[int, int, bool]:
         (an error reply, say), which a general RESP reader must then read.
     """
     return _native.scan_sets(data, 0, want)
+
+
+def hash_values(data: bytes, fields: list[bytes]) -> list[bytes | None]:
+    """The value of each field in one HGETALL reply in its RESP form (a map, or an array of fields and
+    values in turn), None where the field is absent: only strings at field positions are compared.
+
+    Args:
+        data: the whole reply, as it came off the wire.
+        fields: the fields.
+
+    Raises:
+        ValueError: not one whole reply of bulk strings in pairs.
+    """
+    return _native.hash_values(data, fields)
 
 
 def _filter_arguments(fps: object, tables: object, k: object) -> bool:

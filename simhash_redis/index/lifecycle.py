@@ -162,7 +162,7 @@ def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any
     stated["retention"] = as_retention(stated["retention"])
     wanted, _ = requested(**stated)
     prefix = validate_name(config.get("prefix", defaults.PREFIX), "prefix")
-    keys = KeySchema(prefix, validate_name(name, "name"), wanted.layout, wanted.id_buckets)
+    keys = KeySchema.of(prefix, validate_name(name, "name"), wanted)
     restore_meta(open_sender(client, config.get("backoff")), keys, wanted.layout.f, wanted.to_meta())
 
 

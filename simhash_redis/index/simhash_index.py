@@ -103,7 +103,7 @@ class SimhashIndex:
         retained = lifecycle.as_retention(retention)
         wanted, given = lifecycle.requested(**asked, verification=verification, retention=retained)
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
-        self.keys = KeySchema(self.prefix, self.name, self.config.layout, self.config.id_buckets)
+        self.keys = KeySchema.of(self.prefix, self.name, self.config)
         #: The index's Redis half: every command of this index (and of what works on it) goes through it.
         self.store = Store(sender, self.keys)
         #: The periods of an index with a retention window; None for one that keeps its documents.

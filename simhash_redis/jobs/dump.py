@@ -163,7 +163,11 @@ def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> 
 def _portable(meta: dict[str, str]) -> dict[str, str]:
     """The configuration as a dump states it: a verified index without band tables as format 1, which
     versions before format 3 import too (a dump's records are the same whatever the stored form); one
-    with band tables needs a version that knows them anyway."""
+    with band tables needs a version that knows them anyway. An index of format 4 is stated without its
+    map's placement, which the importing version chooses for the index it creates."""
+    if meta.get("format") == "4":  # the placement of the map is not the dump's: the importer chooses
+        meta = {field: value for field, value in meta.items() if field != "fp_map"}
+        meta["format"] = "3" if "verified" in meta else "1"
     plain_mode = meta.get("format") == "3" and ";bands=" not in meta.get("verified", "")
     return {**meta, "format": "1"} if plain_mode else meta
 

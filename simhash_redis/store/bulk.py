@@ -236,7 +236,8 @@ class _Window:
         self.ids, self.stored = Column(ids), Column.of_fingerprints(fps, layout.f)
         self.fps = np.asarray(fps, dtype=np.uint64) if layout.f <= 64 else None
         self.id_buckets = self.ids.buckets(keys)
-        self.fp_buckets = self.stored.buckets(keys)
+        by_bits = self.fps if self.fps is not None else fps
+        self.fp_buckets = keys.fp_bucket_numbers(by_bits) if keys.fp_by_bits else self.stored.buckets(keys)
 
     def attachments(self, chosen: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], dict[int, bytes]]:
         """The first of the positions `chosen` of each fingerprint, and for those whose fingerprint

@@ -15,18 +15,26 @@ from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, Inv
 from ..fingerprinting import MinHasher, Scheme
 from .layout import Layout
 
-__all__ = ["FORMAT_VERSION", "IndexConfig", "Retention", "Verification"]
+__all__ = ["FORMAT_VERSION", "FP_MAP_BITS", "FP_MAP_HASH", "IndexConfig", "Retention", "Verification"]
 
 #: Version of the Redis data format; a newer format is refused rather than misread. A windowed index
 #: (`Retention`) is written as format 2, so that versions which know nothing of windows refuse it; a
 #: verified index as format 3 (its sketches beside the ids in the fingerprint map), so that versions
 #: which look for sketches by id refuse it. A verified index of format 1 is upgraded when first opened
-#: (`index.sketch_upgrade`).
-FORMAT_VERSION = 3
+#: (`index.sketch_upgrade`). A plain index is written as format 4, its fingerprint map placed by the
+#: fingerprints' own low bits (`FP_MAP_BITS`), so that versions which place it by hash refuse it.
+FORMAT_VERSION = 4
 #: The format of an index without windows, readable by every version.
 _PLAIN_FORMAT = 1
 _WINDOWED_FORMAT = 2
 _VERIFIED_FORMAT = 3
+_BITS_FORMAT = 4
+#: How the fingerprint map is spread over its buckets: by a hash of the fingerprint (formats 1-3), or by
+#: the fingerprint's own value modulo the bucket count (format 4), so that one bucket holds every stored
+#: fingerprint that agrees with a query in those low bits, with its ids (`store.reads`).
+FP_MAP_HASH = "hash"
+FP_MAP_BITS = "bits"
+_FP_MAPS = (FP_MAP_HASH, FP_MAP_BITS)
 
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -289,6 +297,7 @@ class IndexConfig:
         id_buckets: buckets of the id and fingerprint maps.
         verification: verified mode, or None for a plain index.
         retention: the retention window, or None for an index that keeps its documents.
+        fp_map: how the fingerprint map is spread over its buckets (`FP_MAP_HASH` or `FP_MAP_BITS`).
     """
 
     layout: Layout
@@ -296,6 +305,7 @@ class IndexConfig:
     id_buckets: int = defaults.ID_BUCKETS
     verification: Verification | None = None
     retention: Retention | None = None
+    fp_map: str = FP_MAP_HASH
 
     @property
     def f(self) -> int:
@@ -310,6 +320,8 @@ class IndexConfig:
     @property
     def format(self) -> int:
         """The data format an index of this configuration is created with."""
+        if self.fp_map == FP_MAP_BITS:
+            return _BITS_FORMAT
         if self.retention is not None:
             return _WINDOWED_FORMAT
         return _PLAIN_FORMAT if self.verification is None else _VERIFIED_FORMAT
@@ -367,10 +379,13 @@ class IndexConfig:
         buckets = defaults.ID_BUCKETS if id_buckets is None else id_buckets
         if not 1 <= buckets <= 1 << 30:
             raise InvalidArgument(f"id_buckets must be in 1..2**30, got {buckets!r}")
-        return cls(layout, scheme or Scheme(f=width), buckets, verification, retention)
+        # New plain indexes place their fingerprint map by bits: a single lookup then gets the ids of
+        # most near hits in its first round trip. The other modes read their maps as before.
+        fp_map = FP_MAP_BITS if verification is None and retention is None else FP_MAP_HASH
+        return cls(layout, scheme or Scheme(f=width), buckets, verification, retention, fp_map)
 
     def to_meta(self) -> dict[str, str]:
-        """The fields of the meta hash ("verified" and "retention" only for such an index)."""
+        """The fields of the meta hash ("verified", "retention" and "fp_map" only for such an index)."""
         fields = {
             "format": str(self.format),
             "f": str(self.f),
@@ -384,6 +399,8 @@ class IndexConfig:
             fields["verified"] = self.verification.to_meta()
         if self.retention is not None:
             fields["retention"] = self.retention.to_meta()
+        if self.fp_map != FP_MAP_HASH:
+            fields["fp_map"] = self.fp_map
         return fields
 
     @classmethod
@@ -415,7 +432,10 @@ class IndexConfig:
                 raise ValueError(f"format {version} with retention {stated!r}")
             if version == _VERIFIED_FORMAT and verification is None:
                 raise ValueError(f"format {version} without a verified mode")
-            return cls(layout, scheme, int(meta["id_buckets"]), verification, retention)
+            fp_map = meta.get("fp_map", FP_MAP_HASH)
+            if (version == _BITS_FORMAT) != (fp_map == FP_MAP_BITS) or fp_map not in _FP_MAPS:
+                raise ValueError(f"format {version} with fp_map {fp_map!r}")
+            return cls(layout, scheme, int(meta["id_buckets"]), verification, retention, fp_map)
         except IndexCorrupted:
             raise
         except (KeyError, ValueError, TypeError, InvalidArgument, ConfigurationMismatch) as exc:

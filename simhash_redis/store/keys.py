@@ -7,7 +7,9 @@ For an index `news` under the default prefix::
     simhash:news:t{i}:{key hex}  set    fingerprints whose table-i key is {key hex}
     simhash:news:id:{bucket}     hash   document id -> fingerprint
     simhash:news:fp:{bucket}     hash   fingerprint -> ids having it (netstrings); in verified mode
-                                        also s:{fingerprint} -> each of those ids' MinHash sketch
+                                        also s:{fingerprint} -> each of those ids' MinHash sketch.
+                                        Format 4 places a fingerprint by its own value modulo the
+                                        bucket count, the formats before by a hash of it
     simhash:news:sk:{bucket}     hash   document id -> MinHash sketch (verified indexes of format 1,
                                         moved into the fingerprint map when first opened: see
                                         `index.sketch_upgrade`)
@@ -40,10 +42,11 @@ import xxhash
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import engines
+from .config import FP_MAP_BITS
 from .layout import Layout
 
 if TYPE_CHECKING:
-    from .config import Verification
+    from .config import IndexConfig, Verification
 
 __all__ = ["KeyForm", "KeySchema", "encode_id", "validate_name"]
 
@@ -122,12 +125,21 @@ class KeySchema:
         layout: the index's table layout (for the width of key values).
         id_buckets: how many buckets the id and fingerprint maps are spread over.
         window: the period whose keys these are, in an index with a retention window.
+        fp_by_bits: the fingerprint map is placed by the fingerprints' own value (format 4), not by a
+            hash of them.
     """
 
     def __init__(
-        self, prefix: str, name: str, layout: Layout, id_buckets: int, window: int | None = None
+        self,
+        prefix: str,
+        name: str,
+        layout: Layout,
+        id_buckets: int,
+        window: int | None = None,
+        fp_by_bits: bool = False,
     ) -> None:
-        self.prefix, self.name, self.window = prefix, name, window
+        self.prefix, self.name, self.window, self.fp_by_bits = prefix, name, window, fp_by_bits
+        self._fp_mask = (1 << layout.f) - 1
         self.base = f"{prefix}:{name}" if window is None else f"{prefix}:{name}:w{window}"
         self.meta = self.meta_key(prefix, name)
         self.counts = f"{self.base}:counts".encode()
@@ -143,6 +155,17 @@ class KeySchema:
         self._lock_prefix = f"{self.base}:lock:".encode()
         self._band_prefix = f"{self.base}:b".encode()
         self._base_len = len(self.base) + 1
+
+    @classmethod
+    def of(cls, prefix: str, name: str, config: IndexConfig) -> KeySchema:
+        """The key names of an index of a configuration.
+
+        Args:
+            prefix: the key prefix.
+            name: the index name.
+            config: its configuration.
+        """
+        return cls(prefix, name, config.layout, config.id_buckets, fp_by_bits=config.fp_map == FP_MAP_BITS)
 
     @staticmethod
     def meta_key(prefix: str, name: str) -> bytes:
@@ -168,7 +191,15 @@ class KeySchema:
         Args:
             window: the period's number (its start in Unix seconds, divided by the period's length).
         """
-        return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window)
+        return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window, self.fp_by_bits)
+
+    def placed(self, by_bits: bool) -> KeySchema:
+        """These key names with the fingerprint map placed by bits or by hash.
+
+        Args:
+            by_bits: placed by the fingerprints' own value (format 4).
+        """
+        return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, self.window, by_bits)
 
     def periods_map_builder(self, windows: Sequence[int], kind: str) -> Callable[[bytes], list[bytes]]:
         """`id_bucket` or `fp_bucket` in each of several periods, as one function (hashed once).
@@ -178,7 +209,7 @@ class KeySchema:
             kind: "id" (the id map) or "fp" (the fingerprint map).
         """
         prefixes = [f"{self.prefix}:{self.name}:w{window}:{kind}:".encode() for window in windows]
-        bucket = self._bucket
+        bucket = self._fp_number if kind == "fp" else self._bucket
         return lambda doc_id: [prefix + number for number in (bucket(doc_id),) for prefix in prefixes]
 
     def table_builder(self) -> Callable[[int], list[bytes]]:
@@ -300,7 +331,15 @@ class KeySchema:
         Args:
             stored_fp: the fingerprint as written by `codec.encode_fp`.
         """
-        return self._fp_prefix + self._bucket(stored_fp)
+        return self._fp_prefix + self._fp_number(stored_fp)
+
+    def fp_bucket_of(self, fingerprint: int) -> bytes:
+        """`fp_bucket` of a fingerprint given as an int, in an index placing them by bits.
+
+        Args:
+            fingerprint: an int in [0, 2**f).
+        """
+        return self._fp_prefix + b"%d" % (fingerprint % self.id_buckets)
 
     @staticmethod
     def sketch_field(stored_fp: bytes) -> bytes:
@@ -335,7 +374,8 @@ class KeySchema:
         return self._sketch_prefix + self._bucket(doc_id)
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
-        """The bucket number of each id or stored fingerprint, as `id_bucket` and `fp_bucket` place them.
+        """The bucket number of each id, or stored fingerprint of an index placing them by hash, as
+        `id_bucket` and `fp_bucket` place them.
 
         Args:
             raws: UTF-8 encoded ids, or fingerprints as written by `codec.encode_fp`.
@@ -357,6 +397,26 @@ class KeySchema:
             raise RuntimeError("this form needs the compiled core")
         numbers = engines.native.column_buckets(column, self.id_buckets)
         return np.frombuffer(numbers, dtype=np.uint64)
+
+    def fp_bucket_numbers(self, fps: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """The fingerprint-map bucket number of each fingerprint, in an index placing them by bits.
+
+        Args:
+            fps: checked fingerprints (ints, or a uint64 array for f <= 64).
+        """
+        if isinstance(fps, np.ndarray):
+            numbers: npt.NDArray[Any] = fps.astype(np.uint64, copy=False) % np.uint64(self.id_buckets)
+            return numbers
+        buckets = self.id_buckets
+        return np.fromiter((int(fp) % buckets for fp in fps), dtype=np.uint64, count=len(fps))
+
+    def _fp_number(self, stored_fp: bytes) -> bytes:
+        if self.fp_by_bits:
+            try:
+                return b"%d" % ((int(stored_fp) & self._fp_mask) % self.id_buckets)
+            except ValueError:
+                pass  # not a fingerprint this library wrote: placed by hash, where verify finds it
+        return self._bucket(stored_fp)
 
     def _bucket(self, raw: bytes) -> bytes:
         return b"%d" % (xxhash.xxh3_64_intdigest(raw) % self.id_buckets)

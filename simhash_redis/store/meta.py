@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from ..codec import decode_fp, decode_ids, decode_sketches
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
 from ..transport import Sender
-from .config import Verification
+from .config import FP_MAP_BITS, Verification
 from .keys import KeySchema
 from .replies import hash_pairs
 from .scripts import Script
@@ -192,6 +192,8 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         raise IndexCorrupted(
             "no documents to check the stated configuration against: create the index instead"
         )
+    if not windowed:
+        keys, fields = _placement(sender, keys, sample[0][1], fields)
     if "verified" not in fields and (by_id or _sketched(sender, keys, sample)):
         raise ConfigurationMismatch(
             "the index holds MinHash sketches, so it was created in verified mode: state it too "
@@ -205,6 +207,30 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
     if problem:
         raise ConfigurationMismatch(f"the stated configuration does not fit the stored data: {problem}")
     return _create(sender, keys.meta, fields)
+
+
+def _placement(
+    sender: Sender, keys: KeySchema, fp: bytes, fields: dict[str, str]
+) -> tuple[KeySchema, dict[str, str]]:
+    """The key names and meta fields of the fingerprint map's placement (by bits or by hash) in which
+    a stored fingerprint is found: the stated configuration does not say which version wrote the data.
+
+    Args:
+        sender: where commands go.
+        keys: the index's key names under the stated configuration.
+        fp: a stored fingerprint.
+        fields: the stated configuration, as stored in the meta.
+    """
+    by_bits, by_hash = keys.placed(True), keys.placed(False)
+    in_bits, in_hash = sender.execute(
+        [(b"HEXISTS", by_bits.fp_bucket(fp), fp), (b"HEXISTS", by_hash.fp_bucket(fp), fp)]
+    )
+    if in_bits and not in_hash:
+        return by_bits, {**fields, "format": "4", "fp_map": FP_MAP_BITS}
+    if in_hash and not in_bits and fields.get("fp_map") == FP_MAP_BITS:
+        hashed = {field: value for field, value in fields.items() if field != "fp_map"}
+        return by_hash, {**hashed, "format": "3" if "verified" in fields else "1"}
+    return keys, fields
 
 
 def _read(sender: Sender, meta_key: bytes) -> dict[str, str] | None:

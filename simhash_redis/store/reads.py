@@ -9,6 +9,7 @@ from ..errors import IndexCorrupted
 from ..results import Match
 from ..transport import Command, Exchange, raise_first_error, wire
 from .candidates import hits, hits_in_sets, matches_of
+from .replies import hash_pairs
 from .store import Store
 from .windows import View, WindowedSets, Windows
 
@@ -170,7 +171,13 @@ class Reads:
         exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
         field = self.store.keys.sketch_field
         first: list[Sequence[Command]] = [wire.Same(b"SMEMBERS", keys)]
-        if exact is not None and sketches is not None:
+        # A fingerprint map placed by bits (format 4) has, in the query's bucket, every stored
+        # fingerprint that agrees with it in those bits: read whole, it gives the ids of exact copies
+        # and of most near hits, which then need no second round trip.
+        whole = exact is not None and sketches is None and view is None and self.store.keys.fp_by_bits
+        if whole:
+            first.append(wire.Same(b"HGETALL", [self.store.keys.fp_bucket_of(fps[0])]))
+        elif exact is not None and sketches is not None:
             first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
         elif exact is not None:
             first.append(wire.Same(b"HGET", fp_keys(exact), exact))
@@ -203,13 +210,17 @@ class Reads:
                 found = hits(chunk, replies, tables, k, self.f)
             per_query.extend(found)
             if exact is not None:
-                # A single query, so a single slice: its exact-copy HGET was sent right after its
-                # SMEMBERS, and is read before any id is asked for, so that it is not asked for twice.
-                exact_replies = exchange.read(per_map)
-                raise_first_error(exact_replies)
-                if sketches is not None:
-                    exact_replies = _with_sketches(exact_replies, sketches)
-                ids_of[exact] = _ids_in(exact_replies)
+                # A single query, so a single slice: its exact-copy HGET (or its whole bucket) was sent
+                # right after its SMEMBERS, and is read before any id is asked for, so that none is
+                # asked for twice.
+                if whole:
+                    ids_of.update(_in_bucket(exchange, found[0], fps[0], self.store.keys.id_buckets))
+                else:
+                    exact_replies = exchange.read(per_map)
+                    raise_first_error(exact_replies)
+                    if sketches is not None:
+                        exact_replies = _with_sketches(exact_replies, sketches)
+                    ids_of[exact] = _ids_in(exact_replies)
             if per_bands and start + step >= len(fps):
                 # The band tables' replies came after every table set's (and the exact copy's).
                 found = self._banded(exchange, fps, per_query, per_bands, members)
@@ -262,6 +273,34 @@ class Reads:
             for raw, hit in banded.items():
                 mine.setdefault(raw, hit)
         return per_query
+
+
+def _in_bucket(
+    exchange: Exchange, found: dict[bytes, tuple[int, int]], fp: int, buckets: int
+) -> dict[bytes, list[str]]:
+    """Read the HGETALL reply of the fingerprint-map bucket of `fp` (an index placing it by bits); the
+    ids of each match in that bucket, none for one absent from it (removed since its table sets were
+    read).
+
+    The reply is read raw where it can be, and parsed only when a match is in the bucket: a miss then
+    costs little more than with the HGET of its exact copy alone.
+
+    Raises:
+        SimhashRedisError: an error reply.
+        ValueError: an id list is malformed.
+    """
+    bucket = fp % buckets
+    mine = [raw for raw, (candidate, _) in found.items() if candidate % buckets == bucket]
+    resp = exchange.read_sets(1)
+    if resp is not None:
+        values = wire.hash_values(resp, mine) if mine else []
+        pairs = zip(mine, values, strict=True)
+        return {raw: [] if value is None else decode_ids(value) for raw, value in pairs}
+    replies = exchange.read(1)
+    raise_first_error(replies)
+    reply = replies[0]
+    listed = reply if isinstance(reply, dict) else dict(hash_pairs(reply))
+    return {raw: decode_ids(listed[raw]) if raw in listed else [] for raw in mine}
 
 
 def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]:

@@ -57,6 +57,7 @@ __all__ = [
     "Keeper",
     "Same",
     "fast",
+    "hash_values",
     "pack",
     "read",
     "read_sets",
@@ -64,6 +65,23 @@ __all__ = [
 ]
 
 CLOSED = "Connection closed by server."
+
+
+def hash_values(resp: bytes, fields: list[bytes]) -> list[bytes | None]:
+    """The value of each field in one HGETALL reply that `read_sets` read raw (None where absent).
+
+    Args:
+        resp: the reply's bytes (`read_sets` reads raw only where the compiled core runs).
+        fields: the fields.
+
+    Raises:
+        ValueError: not one reply of fields and values.
+    """
+    native = engines.native
+    if native is None:
+        raise RuntimeError("raw replies are read only with the compiled core")
+    values: list[bytes | None] = native.hash_values(resp, fields)
+    return values
 
 
 def fast(connection: Any) -> bool:

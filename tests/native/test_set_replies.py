@@ -268,3 +268,32 @@ def test_hits_in_sets_refuses_what_is_not_whole_replies() -> None:
 
 def _parsed(raw: bytes) -> list[tuple[bytes, ...]]:
     return list(arrays(raw))
+
+
+@CHECK
+@given(
+    pairs=st.dictionaries(st.binary(max_size=30), st.binary(max_size=30), max_size=12),
+    asked=st.lists(st.binary(max_size=30), max_size=4),
+    shape=st.sampled_from([b"%", b"*"]),
+    cut=st.integers(0, 400),
+)
+def test_hash_values_equal_a_hiredis_parse(
+    pairs: dict[bytes, bytes], asked: list[bytes], shape: bytes, cut: int
+) -> None:
+    native = engines.native
+    assert native is not None
+    count = len(pairs) if shape == b"%" else 2 * len(pairs)
+    data = shape + b"%d\r\n" % count
+    data += b"".join(b"$%d\r\n%s\r\n" % (len(s), s) for pair in pairs.items() for s in pair)
+    # Values that look like fields, and fields asked for that only appear as values.
+    fields = asked + list(pairs.values())[:2]
+    reader = hiredis.Reader()
+    reader.feed(data)
+    parsed = reader.gets()
+    listed = parsed if isinstance(parsed, dict) else dict(zip(parsed[::2], parsed[1::2], strict=True))
+    assert wire.hash_values(data, fields) == [listed.get(field) for field in fields]
+    if cut < len(data):  # a reply cut short, or with more after it, is not one reply
+        with pytest.raises(ValueError):
+            wire.hash_values(data[:cut], fields)
+    with pytest.raises(ValueError):
+        wire.hash_values(data + b"$1\r\nx\r\n", fields)

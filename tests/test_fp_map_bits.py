@@ -1,0 +1,209 @@
+"""Format 4: the fingerprint map placed by the fingerprints' low bits, read whole by a single lookup."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import itertools
+from typing import Any
+
+import msgpack
+import numpy as np
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simhash_redis import MinHasher, SimhashIndex, drop_index
+from simhash_redis.codec import encode_fp
+from simhash_redis.errors import IndexCorrupted
+from simhash_redis.fingerprinting import engines
+from simhash_redis.jobs.dump import export_index, import_index
+from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig, Retention, Verification
+from simhash_redis.store.keys import KeySchema
+from tests.servers import ServerProcess
+from tests.test_index_property import brute_force, clustered
+
+_names = itertools.count()
+BASE = 0xF0F0_F0F0_1234_5678
+#: Bits above the 17 that place a 64-bit fingerprint in one of the default 2**17 buckets.
+HIGH = 1 << 40
+
+
+def _calls(client: redis.Redis) -> dict[str, int]:
+    return {name: int(stat["calls"]) for name, stat in client.info("commandstats").items()}
+
+
+def _delta(client: redis.Redis, before: dict[str, int], command: str) -> int:
+    return _calls(client).get(f"cmdstat_{command}", 0) - before.get(f"cmdstat_{command}", 0)
+
+
+def old_index(client: redis.Redis, name: str, **config: Any) -> SimhashIndex:
+    """An index as versions before format 4 created it: its fingerprint map placed by hash.
+
+    Args:
+        client: the server.
+        name: the index name.
+        **config: `IndexConfig.build`'s arguments (default: k=3).
+    """
+    config = dataclasses.replace(IndexConfig.build(**(config or {"k": 3})), fp_map=FP_MAP_HASH)
+    client.hset(KeySchema.meta_key("simhash", name), mapping=config.to_meta())  # type: ignore[arg-type]
+    return SimhashIndex(client, name)
+
+
+def test_a_new_plain_index_is_format_4_and_the_other_modes_are_not() -> None:
+    assert IndexConfig.build(k=3).to_meta()["format"] == "4"
+    assert IndexConfig.build(k=3).to_meta()["fp_map"] == FP_MAP_BITS
+    windowed = IndexConfig.build(k=3, retention=Retention.of("7d"))
+    verified = IndexConfig.build(k=3, verification=Verification.of(MinHasher(), 0.8))
+    assert [windowed.format, verified.format] == [2, 3]
+    assert "fp_map" not in windowed.to_meta() and "fp_map" not in verified.to_meta()
+
+
+def test_the_meta_of_format_4_reads_back_and_a_mixed_one_is_refused() -> None:
+    config = IndexConfig.build(k=3, f=32)
+    assert IndexConfig.from_meta(config.to_meta()) == config
+    without = {field: value for field, value in config.to_meta().items() if field != "fp_map"}
+    with pytest.raises(IndexCorrupted, match="fp_map"):
+        IndexConfig.from_meta(without)
+    with pytest.raises(IndexCorrupted, match="fp_map"):
+        IndexConfig.from_meta({**config.to_meta(), "format": "1"})
+    with pytest.raises(IndexCorrupted, match="fp_map"):
+        IndexConfig.from_meta({**config.to_meta(), "fp_map": "random"})
+
+
+@pytest.mark.parametrize("f", [32, 64, 128])
+@given(data=st.data())
+def test_one_write_and_the_bulk_path_place_a_fingerprint_alike(f: int, data: st.DataObject) -> None:
+    config = IndexConfig.build(k=3, f=f, id_buckets=data.draw(st.sampled_from([1, 7, 1 << 17, 1000003])))
+    keys = KeySchema.of("simhash", "placed", config)
+    fps = data.draw(st.lists(st.integers(0, (1 << f) - 1), min_size=1, max_size=20))
+    numbers = keys.fp_bucket_numbers(np.array(fps, dtype=np.uint64) if f <= 64 else fps).tolist()
+    assert [keys.fp_bucket(encode_fp(fp, f)) for fp in fps] == [keys.fp_bucket_key(n) for n in numbers]
+    assert [keys.fp_bucket_of(fp) for fp in fps] == [keys.fp_bucket_key(n) for n in numbers]
+    assert numbers == [fp % config.id_buckets for fp in fps]
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_a_hit_in_the_querys_bucket_comes_with_the_first_reply(
+    redis_server: ServerProcess, monkeypatch: pytest.MonkeyPatch, protocol: int, engine: str
+) -> None:
+    if engine == "python":  # no compiled core: every reply is read by hiredis
+        monkeypatch.setattr(engines, "native", None)
+    elif engines.native is None:
+        pytest.skip("the compiled core is not built")
+    redis_client = redis_server.client(protocol=protocol)
+    index = SimhashIndex(redis_client, f"bits{next(_names)}", k=3)
+    try:
+        index.add_many([("a", BASE), ("b", BASE), ("high", BASE ^ HIGH), ("low", BASE ^ 0b1)])
+        before = _calls(redis_client)
+        assert [(m.id, m.distance) for m in index.near(BASE ^ HIGH ^ (HIGH << 1), k=2)] == [
+            ("high", 1),
+            ("a", 2),
+            ("b", 2),
+        ]
+        assert (_delta(redis_client, before, "hgetall"), _delta(redis_client, before, "hget")) == (1, 0)
+        before = _calls(redis_client)
+        found = index.near(BASE ^ 0b10)
+        assert [(m.id, m.distance) for m in found] == [("a", 1), ("b", 1), ("high", 2), ("low", 2)]
+        # A query differing from them in its low bits has them in other buckets: their ids (3
+        # fingerprints) take a second round trip.
+        assert (_delta(redis_client, before, "hgetall"), _delta(redis_client, before, "hget")) == (1, 3)
+        before = _calls(redis_client)
+        assert index.near(12345) == []
+        assert (_delta(redis_client, before, "hgetall"), _delta(redis_client, before, "hget")) == (1, 0)
+    finally:
+        index.drop()
+
+
+def test_a_hit_removed_from_its_bucket_is_not_asked_for_again(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, f"bits{next(_names)}", k=3)
+    try:
+        index.add_many([("a", BASE), ("gone", BASE ^ HIGH)])
+        stored = encode_fp(BASE ^ HIGH, 64)
+        redis_client.hdel(index.keys.fp_bucket(stored), stored)  # an orphan in the tables
+        before = _calls(redis_client)
+        assert [m.id for m in index.near(BASE)] == ["a"]
+        assert _delta(redis_client, before, "hget") == 0
+    finally:
+        index.drop()
+
+
+def test_an_index_placed_by_hash_keeps_its_placement(redis_client: redis.Redis) -> None:
+    name = f"old{next(_names)}"
+    index = old_index(redis_client, name)
+    try:
+        assert index.config.fp_map == FP_MAP_HASH and index.config.format == 1
+        index.add_many([("a", BASE), ("b", BASE ^ HIGH), ("c", BASE ^ 0b1)])
+        index.add("d", BASE ^ 0b11)
+        before = _calls(redis_client)
+        assert [m.id for m in index.near(BASE)] == ["a", "b", "c", "d"]
+        assert _delta(redis_client, before, "hgetall") == 0
+        assert index.verify().ok
+        assert redis_client.hget(index.keys.meta, "format") == b"1"
+        assert index.remove("b")
+        assert [m.id for m in SimhashIndex(redis_client, name).near(BASE ^ HIGH)] == ["a", "c", "d"]
+    finally:
+        index.drop()
+
+
+@pytest.mark.parametrize("old", [False, True], ids=["format-4", "placed-by-hash"])
+def test_a_restored_meta_keeps_the_placement_the_data_has(redis_client: redis.Redis, old: bool) -> None:
+    name = f"restore{next(_names)}"
+    index = old_index(redis_client, name) if old else SimhashIndex(redis_client, name, k=3)
+    try:
+        index.add_many([(f"d{i}", BASE ^ (i << 20)) for i in range(50)])
+        meta = redis_client.hgetall(index.keys.meta)
+        redis_client.delete(index.keys.meta)
+        SimhashIndex.restore(redis_client, name, k=3)
+        assert redis_client.hgetall(index.keys.meta) == meta
+        reopened = SimhashIndex(redis_client, name)
+        assert [m.id for m in reopened.near(BASE ^ (3 << 20), k=0)] == ["d3"]
+        assert reopened.verify().ok
+    finally:
+        index.drop()
+
+
+def test_a_dump_of_format_4_imports_anywhere_and_here_as_format_4(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, f"dump{next(_names)}", k=3)
+    copy = f"copy{next(_names)}"
+    try:
+        index.add_many([(f"d{i}", BASE ^ (i << 20)) for i in range(20)])
+        out = io.BytesIO()
+        export_index(index, out)
+        out.seek(0)
+        header = msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False).unpack()
+        assert header["meta"]["format"] == "1" and "fp_map" not in header["meta"]
+        import_index(redis_client, out, name=copy)
+        imported = SimhashIndex(redis_client, copy)
+        assert imported.config == index.config
+        assert [m.id for m in imported.near(BASE ^ (5 << 20), k=0)] == ["d5"]
+        assert imported.verify().ok
+    finally:
+        index.drop()
+        drop_index(redis_client, copy)
+
+
+@pytest.mark.parametrize("f", [32, 64, 128])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_near_equals_brute_force_with_crowded_buckets(
+    redis_client: redis.Redis, f: int, data: st.DataObject
+) -> None:
+    # Few buckets, so that a query's bucket holds hits, misses and copies, and other buckets hold hits.
+    buckets = data.draw(st.sampled_from([1, 2, 3, 16]))
+    index = SimhashIndex(redis_client, f"crowded{next(_names)}", f=f, k=3, id_buckets=buckets)
+    try:
+        stored = {f"id{i}": fp for i, fp in enumerate(data.draw(clustered(f, 4)))}
+        stored.update({f"twin{i}": fp for i, fp in enumerate(list(stored.values())[:3])})
+        index.add_many(stored.items())
+        gone = data.draw(st.lists(st.sampled_from(sorted(stored)), max_size=3, unique=True))
+        index.remove_many(gone)
+        for doc_id in gone:
+            del stored[doc_id]
+        for q in data.draw(clustered(f, 4)) + list(stored.values())[:4]:
+            for k in (0, 1, 3):
+                assert index.near(q, k=k) == brute_force(stored, q, k)
+    finally:
+        index.drop()
