@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from simhash_redis import MinHasher, SimhashIndex, drop_index
 from simhash_redis.codec import encode_fp
-from simhash_redis.errors import IndexCorrupted
+from simhash_redis.errors import IndexCorrupted, InvalidArgument
 from simhash_redis.fingerprinting import engines
+from simhash_redis.index.verified_index import VerifiedIndex
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig, Retention, Verification
 from simhash_redis.store.keys import KeySchema
@@ -148,18 +149,25 @@ def test_an_index_placed_by_hash_keeps_its_placement(redis_client: redis.Redis) 
         index.drop()
 
 
+@pytest.mark.parametrize("buckets", [2, 3, 1 << 17])
 @pytest.mark.parametrize("old", [False, True], ids=["format-4", "placed-by-hash"])
-def test_a_restored_meta_keeps_the_placement_the_data_has(redis_client: redis.Redis, old: bool) -> None:
+def test_a_restored_meta_keeps_the_placement_the_data_has(
+    redis_client: redis.Redis, old: bool, buckets: int
+) -> None:
     name = f"restore{next(_names)}"
-    index = old_index(redis_client, name) if old else SimhashIndex(redis_client, name, k=3)
+    if old:
+        index = old_index(redis_client, name, k=3, id_buckets=buckets)
+    else:
+        index = SimhashIndex(redis_client, name, k=3, id_buckets=buckets)
     try:
-        index.add_many([(f"d{i}", BASE ^ (i << 20)) for i in range(50)])
+        # Fingerprints spread over the low bits too, so that the two placements differ for most.
+        index.add_many([(f"d{i}", BASE ^ (i << 20) ^ (i * 0x9E37)) for i in range(50)])
         meta = redis_client.hgetall(index.keys.meta)
         redis_client.delete(index.keys.meta)
-        SimhashIndex.restore(redis_client, name, k=3)
+        SimhashIndex.restore(redis_client, name, k=3, id_buckets=buckets)
         assert redis_client.hgetall(index.keys.meta) == meta
         reopened = SimhashIndex(redis_client, name)
-        assert [m.id for m in reopened.near(BASE ^ (3 << 20), k=0)] == ["d3"]
+        assert [m.id for m in reopened.near(BASE ^ (3 << 20) ^ (3 * 0x9E37), k=0)] == ["d3"]
         assert reopened.verify().ok
     finally:
         index.drop()
@@ -205,5 +213,58 @@ def test_near_equals_brute_force_with_crowded_buckets(
         for q in data.draw(clustered(f, 4)) + list(stored.values())[:4]:
             for k in (0, 1, 3):
                 assert index.near(q, k=k) == brute_force(stored, q, k)
+    finally:
+        index.drop()
+
+
+def test_a_window_keeps_the_placement_by_hash() -> None:
+    config = IndexConfig.build(k=3)
+    with pytest.raises(InvalidArgument, match="retention"):
+        dataclasses.replace(config, retention=Retention.of("7d"))
+    with pytest.raises(InvalidArgument, match="fp_map"):
+        dataclasses.replace(config, fp_map="random")
+
+
+def test_a_verified_index_of_format_4_reads_no_bucket_whole(redis_client: redis.Redis) -> None:
+    name = f"verified{next(_names)}"
+    index = SimhashIndex(redis_client, name, k=3)
+    verified = VerifiedIndex(index)  # pinned on an empty plain index: format 4 stays
+    try:
+        text = " ".join(f"word{i}" for i in range(300))
+        verified.add("a", text)
+        verified.add("b", text + " more")
+        plain = SimhashIndex(redis_client, name)
+        assert plain.config.format == 4 and plain.config.verification is not None
+        before = _calls(redis_client)
+        assert {m.id for m in plain.near(text)} == {"a", "b"}
+        # The bucket holds the sketches too: the plain handle asks for the ids alone.
+        assert _delta(redis_client, before, "hgetall") == 0
+        assert [m.id for m in verified.near(text)][:1] == ["a"]
+        assert plain.verify().ok
+        out = io.BytesIO()
+        export_index(plain, out)
+        header = msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False).unpack()
+        # Format 3, which versions that know band tables import (format 1 without them).
+        assert header["meta"]["format"] == "3" and "fp_map" not in header["meta"]
+    finally:
+        index.drop()
+
+
+def test_verify_moves_a_misplaced_entry_to_its_bucket(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, f"misplaced{next(_names)}", k=3)
+    try:
+        index.add_many([("a", BASE), ("b", BASE), ("c", BASE ^ HIGH)])
+        stored = encode_fp(BASE, 64)
+        right, wrong = index.keys.fp_bucket(stored), index.keys.placed(False).fp_bucket(stored)
+        assert right != wrong
+        redis_client.hset(wrong, stored, redis_client.hget(right, stored))  # type: ignore[arg-type]
+        redis_client.hdel(right, stored)
+        report = index.verify()
+        assert report.problems["misplaced fingerprint-map entry"] == 1
+        assert index.verify(repair=True).repaired
+        assert index.verify().ok
+        assert redis_client.hexists(wrong, stored) == 0 or wrong == right
+        assert [m.id for m in index.near(BASE)] == ["a", "b", "c"]
+        assert index.count() == (3, 2)
     finally:
         index.drop()

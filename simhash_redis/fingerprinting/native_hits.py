@@ -89,7 +89,8 @@ def hits_in_sets(
 
 
 def scan_sets(data: bytes, want: int) -> tuple[int, int, bool]:
-    """How far whole SMEMBERS replies (RESP arrays or sets of bulk strings) reach in `data`.
+    """How far whole SMEMBERS or HGETALL replies (RESP arrays, sets or maps of bulk strings) reach in
+    `data`.
 
     Args:
         data: replies as they came off the wire, from the start of one.

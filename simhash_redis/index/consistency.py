@@ -147,11 +147,15 @@ def check_consistency(
     with_sketch = 0
     for bucket_keys in store.scan("fp"):
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
-        entries = [pair for reply in contents for pair in reply if not pair[0].startswith(SKETCHES)]
+        placed: list[tuple[bytes, bytes, bytes]] = [
+            (key, field, value)
+            for key, reply in zip(bucket_keys, contents, strict=True)
+            for field, value in reply
+            if not field.startswith(SKETCHES)
+        ]
         sketches = [pair for reply in contents for pair in reply if pair[0].startswith(SKETCHES)]
-        for start in range(0, len(entries), _BATCH):
-            chunk = entries[start : start + _BATCH]
-            report.fingerprints += _check_fingerprints(target, report, chunk, repair)
+        for start in range(0, len(placed), _BATCH):
+            report.fingerprints += _check_fingerprints(target, report, placed[start : start + _BATCH], repair)
         for start in range(0, len(sketches), _BATCH):
             chunk = sketches[start : start + _BATCH]
             with_sketch += check_sketches(store, report, chunk, verification, repair)
@@ -222,20 +226,27 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
 
 
 def _check_fingerprints(
-    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool
+    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]], repair: bool
 ) -> int:
-    """Step 2 for a chunk of (stored fingerprint, id list) entries; returns how many are in use."""
+    """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; returns how many are in
+    use.
+
+    An entry in another bucket than its fingerprint's (the placement of another format) is moved: its
+    ids added to the right bucket's entry, one by one, then the entry removed where it was. It counts as
+    in use once, where it lands, if that bucket held no entry for its fingerprint (the scan of that
+    bucket, before or after, counted the entry there).
+    """
     keys, run = target.keys, target.store.execute
     parsed = []
     fixes: list[Any] = []
-    for fp, raw in chunk:
+    for key, fp, raw in chunk:
         ids = _ids(raw)
         if ids is None or _fingerprint(fp, target.f) is None:
             report.found("malformed fingerprint-map entry", f"{fp!r}: {raw!r}")
-            fixes.append((b"HDEL", keys.fp_bucket(fp), fp))
+            fixes.append((b"HDEL", key, fp))
         else:
-            parsed.append((fp, ids))
-    flat_ids = [(fp, doc_id) for fp, ids in parsed for doc_id in ids]
+            parsed.append((key, fp, ids))
+    flat_ids = [(fp, doc_id) for _, fp, ids in parsed for doc_id in ids]
     owners = run([(b"HGET", keys.id_bucket(d.encode()), d.encode()) for _, d in flat_ids])
     stale: dict[bytes, set[str]] = {}
     for (fp, listed), owner in zip(flat_ids, owners, strict=True):
@@ -243,17 +254,33 @@ def _check_fingerprints(
             report.found("stale id in fingerprint map", f"{listed!r} listed under {fp.decode()}")
             stale.setdefault(fp, set()).add(listed)
     in_use = 0
-    for fp, ids in parsed:
+    moves: list[tuple[bytes, bytes, list[str]]] = []
+    for key, fp, ids in parsed:
         kept = [d for d in ids if d not in stale.get(fp, ())]
+        if key != keys.fp_bucket(fp):
+            report.found("misplaced fingerprint-map entry", f"{fp.decode()} in {key.decode()}")
+            moves.append((key, fp, kept))
+            continue
         in_use += bool(kept)
         if fp in stale:
             if kept:
-                fixes.append((b"HSET", keys.fp_bucket(fp), fp, encode_ids(kept)))
+                fixes.append((b"HSET", key, fp, encode_ids(kept)))
             else:
-                fixes.append((b"HDEL", keys.fp_bucket(fp), fp))
+                fixes.append((b"HDEL", key, fp))
                 fixes.extend((b"SREM", t, fp) for t in keys.tables(decode_fp(fp, target.f)))
+    if moves:
+        there = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp, _ in moves])
+        in_use += sum(1 for (_, _, kept), held in zip(moves, there, strict=True) if kept and not held)
     if repair and fixes:
         run(fixes)
+    if repair and moves:
+        calls = [
+            _FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id.encode()])
+            for _, fp, kept in moves
+            for doc_id in kept
+        ]
+        target.store.run_script(_FP_IDS, calls)
+        run([(b"HDEL", key, fp) for key, fp, _ in moves])
     return in_use
 
 

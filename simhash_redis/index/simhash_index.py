@@ -108,7 +108,7 @@ class SimhashIndex:
         self.store = Store(sender, self.keys)
         #: The periods of an index with a retention window; None for one that keeps its documents.
         self.windows = lifecycle.open_windows(self.config, self.keys, sender)
-        self._reads = Reads(self.store, self.name, self.f, len(self.layout.tables), self.windows)
+        self._reads = Reads(self.store, self.name, self.config, self.windows)
         self._writes: Writes = writes_for(self.store, self.f, len(self.layout.tables), self.windows)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
 

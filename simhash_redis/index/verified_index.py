@@ -94,7 +94,7 @@ class VerifiedIndex:
         # The index's own write paths, which its public methods refuse to use on a verified index.
         tables = len(index.layout.tables)
         self._writes = writes_for(self.store, index.f, tables, verification=self.verification)
-        self._reads = Reads(self.store, index.name, index.f, tables)
+        self._reads = Reads(self.store, index.name, index.config)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, index.f, index.k)
         upgrade_sketches(self.store)
 

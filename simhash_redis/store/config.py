@@ -307,6 +307,13 @@ class IndexConfig:
     retention: Retention | None = None
     fp_map: str = FP_MAP_HASH
 
+    def __post_init__(self) -> None:
+        # Format 4 is a plain index's (or one verified later); a windowed index keeps format 2.
+        if self.fp_map not in _FP_MAPS:
+            raise InvalidArgument(f"fp_map must be one of {_FP_MAPS}, got {self.fp_map!r}")
+        if self.fp_map == FP_MAP_BITS and self.retention is not None:
+            raise InvalidArgument("an index with a retention window places its fingerprint map by hash")
+
     @property
     def f(self) -> int:
         """Fingerprint width in bits."""

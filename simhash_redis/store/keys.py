@@ -2,7 +2,7 @@
 
 For an index `news` under the default prefix::
 
-    simhash:news:meta            hash   configuration: format, f, k, layout, scheme, id_buckets
+    simhash:news:meta            hash   configuration: format, f, k, layout, scheme, id_buckets, fp_map
     simhash:news:counts          hash   docs, fingerprints (kept by the write and bulk scripts)
     simhash:news:t{i}:{key hex}  set    fingerprints whose table-i key is {key hex}
     simhash:news:id:{bucket}     hash   document id -> fingerprint

@@ -193,7 +193,7 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
             "no documents to check the stated configuration against: create the index instead"
         )
     if not windowed:
-        keys, fields = _placement(sender, keys, sample[0][1], fields)
+        keys, fields = _placement(sender, keys, [fp for _, fp in sample], fields)
     if "verified" not in fields and (by_id or _sketched(sender, keys, sample)):
         raise ConfigurationMismatch(
             "the index holds MinHash sketches, so it was created in verified mode: state it too "
@@ -210,26 +210,31 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
 
 
 def _placement(
-    sender: Sender, keys: KeySchema, fp: bytes, fields: dict[str, str]
+    sender: Sender, keys: KeySchema, fps: list[bytes], fields: dict[str, str]
 ) -> tuple[KeySchema, dict[str, str]]:
     """The key names and meta fields of the fingerprint map's placement (by bits or by hash) in which
-    a stored fingerprint is found: the stated configuration does not say which version wrote the data.
+    most sampled fingerprints are found: the stated configuration does not say which version wrote the
+    data. Only fingerprints that the two placements put in different buckets, and that one of them
+    holds, count; if none does, the placement makes no difference to them, and the stated one stays.
 
     Args:
         sender: where commands go.
         keys: the index's key names under the stated configuration.
-        fp: a stored fingerprint.
+        fps: stored fingerprints.
         fields: the stated configuration, as stored in the meta.
     """
     by_bits, by_hash = keys.placed(True), keys.placed(False)
-    in_bits, in_hash = sender.execute(
-        [(b"HEXISTS", by_bits.fp_bucket(fp), fp), (b"HEXISTS", by_hash.fp_bucket(fp), fp)]
+    told = [fp for fp in fps if by_bits.fp_bucket(fp) != by_hash.fp_bucket(fp)]
+    found = sender.execute(
+        [(b"HEXISTS", placed.fp_bucket(fp), fp) for fp in told for placed in (by_bits, by_hash)]
     )
-    if in_bits and not in_hash:
+    in_bits = sum(1 for n in range(len(told)) if found[2 * n] and not found[2 * n + 1])
+    in_hash = sum(1 for n in range(len(told)) if found[2 * n + 1] and not found[2 * n])
+    if in_bits > in_hash:
         return by_bits, {**fields, "format": "4", "fp_map": FP_MAP_BITS}
-    if in_hash and not in_bits and fields.get("fp_map") == FP_MAP_BITS:
-        hashed = {field: value for field, value in fields.items() if field != "fp_map"}
-        return by_hash, {**hashed, "format": "3" if "verified" in fields else "1"}
+    if in_hash > in_bits and fields.get("fp_map") == FP_MAP_BITS:
+        stated = {field: value for field, value in fields.items() if field != "fp_map"}
+        return by_hash, {**stated, "format": "3" if "verified" in fields else "1"}
     return keys, fields
 
 

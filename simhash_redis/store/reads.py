@@ -9,6 +9,9 @@ from ..errors import IndexCorrupted
 from ..results import Match
 from ..transport import Command, Exchange, raise_first_error, wire
 from .candidates import hits, hits_in_sets, matches_of
+from .chunks import Packed
+from .config import FP_MAP_BITS, IndexConfig
+from .keys import KeySchema
 from .replies import hash_pairs
 from .store import Store
 from .windows import View, WindowedSets, Windows
@@ -25,13 +28,17 @@ class Reads:
     Args:
         store: the index's keys and sender.
         name: the index name, for messages.
-        f: the fingerprint width.
-        tables: the number of tables.
+        config: the index's configuration.
         windows: the periods of an index with a retention window (each one's tables are read).
     """
 
-    def __init__(self, store: Store, name: str, f: int, tables: int, windows: Windows | None = None) -> None:
-        self.store, self.name, self.f, self.tables, self.windows = store, name, f, tables, windows
+    def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
+        self.store, self.name, self.windows = store, name, windows
+        self.f, self.tables = config.f, len(config.layout.tables)
+        # A single lookup reads its whole fingerprint-map bucket where the map is placed by bits, unless
+        # the map also holds sketches (verified mode): those would come with every hit's ids.
+        self.whole_buckets = config.fp_map == FP_MAP_BITS and config.verification is None and windows is None
+        self._template = b""
 
     def near(
         self,
@@ -54,6 +61,9 @@ class Reads:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
+        if len(fps) == 1 and self.whole_buckets and sketches is None and not bands:
+            fp = fps[0]
+            return self._conversation(lambda exchange: [self._one(exchange, fp, k)])
         view = None if self.windows is None else self.windows.view()
 
         def talk(exchange: Exchange) -> list[list[Match]]:
@@ -62,6 +72,51 @@ class Reads:
             return self._talk(exchange, fps, k, view=view, sketches=sketches, bands=bands)
 
         return self._conversation(talk)
+
+    def _one(self, exchange: Exchange, fp: int, k: int) -> list[Match]:
+        """near() of one fingerprint in an index reading its buckets whole (`whole_buckets`): `_talk`'s
+        single query, its commands packed from one template and its replies read raw in one pass.
+
+        Raises:
+            SimhashRedisError: an error reply.
+            ValueError: a stored entry this library did not write.
+        """
+        keys, tables = self.store.keys, self.tables
+        own = keys.fp_bucket_of(fp)
+        template = self._template or self._lookup_template()
+        exchange.send(Packed(template % (*keys.table_builder()(fp), len(own), own), tables + 1))
+        resp = exchange.read_sets(tables + 1)
+        if resp is not None:
+            sets, bucket = wire.split_replies(resp, tables)
+            found = hits_in_sets([fp], sets, tables, k, self.f)[0]
+            mine = [raw for raw in found if keys.fp_bucket(raw) == own]
+            values = wire.hash_values(bucket, mine) if mine else []
+        else:
+            replies = exchange.read(tables + 1)
+            raise_first_error(replies)
+            found = hits([fp], replies[:tables], tables, k, self.f)[0]
+            mine = [raw for raw in found if keys.fp_bucket(raw) == own]
+            bucket_reply = replies[tables]
+            listed = bucket_reply if isinstance(bucket_reply, dict) else dict(hash_pairs(bucket_reply))
+            values = [listed.get(raw) for raw in mine]
+        pairs = zip(mine, values, strict=True)
+        ids_of = {raw: [] if value is None else decode_ids(value) for raw, value in pairs}
+        others = [raw for raw in found if raw not in ids_of]
+        if others:
+            exchange.send([(b"HGET", keys.fp_bucket(raw), raw) for raw in others])
+            replies = exchange.read(len(others))
+            raise_first_error(replies)
+            listed_ids = zip(others, replies, strict=True)
+            ids_of.update((raw, decode_ids(reply)) for raw, reply in listed_ids if reply is not None)
+        return matches_of(found, ids_of)
+
+    def _lookup_template(self) -> bytes:
+        """The RESP form of one lookup's commands, its keys left as %s: SMEMBERS of each table key (each
+        table's keys are of one width), then HGETALL of the fingerprint-map bucket (%d: its length)."""
+        widths = [len(key) for key in self.store.keys.tables(0)]
+        parts = [b"*2\r\n$8\r\nSMEMBERS\r\n$%d\r\n" % width + b"%s\r\n" for width in widths]
+        self._template = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
+        return self._template
 
     def near_and_members(
         self,
@@ -174,7 +229,7 @@ class Reads:
         # A fingerprint map placed by bits (format 4) has, in the query's bucket, every stored
         # fingerprint that agrees with it in those bits: read whole, it gives the ids of exact copies
         # and of most near hits, which then need no second round trip.
-        whole = exact is not None and sketches is None and view is None and self.store.keys.fp_by_bits
+        whole = exact is not None and sketches is None and self.whole_buckets
         if whole:
             first.append(wire.Same(b"HGETALL", [self.store.keys.fp_bucket_of(fps[0])]))
         elif exact is not None and sketches is not None:
@@ -214,7 +269,7 @@ class Reads:
                 # right after its SMEMBERS, and is read before any id is asked for, so that none is
                 # asked for twice.
                 if whole:
-                    ids_of.update(_in_bucket(exchange, found[0], fps[0], self.store.keys.id_buckets))
+                    ids_of.update(_in_bucket(exchange, found[0], fps[0], self.store.keys))
                 else:
                     exact_replies = exchange.read(per_map)
                     raise_first_error(exact_replies)
@@ -276,7 +331,7 @@ class Reads:
 
 
 def _in_bucket(
-    exchange: Exchange, found: dict[bytes, tuple[int, int]], fp: int, buckets: int
+    exchange: Exchange, found: dict[bytes, tuple[int, int]], fp: int, keys: KeySchema
 ) -> dict[bytes, list[str]]:
     """Read the HGETALL reply of the fingerprint-map bucket of `fp` (an index placing it by bits); the
     ids of each match in that bucket, none for one absent from it (removed since its table sets were
@@ -289,8 +344,8 @@ def _in_bucket(
         SimhashRedisError: an error reply.
         ValueError: an id list is malformed.
     """
-    bucket = fp % buckets
-    mine = [raw for raw, (candidate, _) in found.items() if candidate % buckets == bucket]
+    own = keys.fp_bucket_of(fp)
+    mine = [raw for raw in found if keys.fp_bucket(raw) == own]
     resp = exchange.read_sets(1)
     if resp is not None:
         values = wire.hash_values(resp, mine) if mine else []

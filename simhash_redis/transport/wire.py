@@ -62,9 +62,29 @@ __all__ = [
     "read",
     "read_sets",
     "send",
+    "split_replies",
 ]
 
 CLOSED = "Connection closed by server."
+
+
+def split_replies(resp: bytes, count: int) -> tuple[bytes, bytes]:
+    """Whole replies that `read_sets` read raw, cut after the first `count` of them.
+
+    Args:
+        resp: the replies.
+        count: how many go in the first part.
+
+    Raises:
+        ValueError: `resp` does not hold that many whole replies of the plain shape.
+    """
+    native = engines.native
+    if native is None:
+        raise RuntimeError("raw replies are read only with the compiled core")
+    end, found, _ = native.scan_sets(resp, count)
+    if found != count:
+        raise ValueError(f"{found} whole replies where {count} were read")
+    return resp[:end], resp[end:]
 
 
 def hash_values(resp: bytes, fields: list[bytes]) -> list[bytes | None]:
@@ -175,8 +195,8 @@ def read(connection: Any, count: int) -> list[Any]:
 
 
 def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | None, bytes]:
-    """The next `count` replies in their RESP form, when each is an array of bulk strings (what SMEMBERS
-    answers) and the compiled core can check them, and the bytes read past them.
+    """The next `count` replies in their RESP form, when each is an array, set or map of bulk strings
+    (what SMEMBERS and HGETALL answer) and the compiled core can check them, and the bytes read past them.
 
     Otherwise (another shape of reply, a reply larger than `_RAW_MOST`, no compiled core, a connection
     `read` would not read fast) (None, b""): every byte read, `head` included, is left to the
