@@ -9,8 +9,10 @@ format 4 created them (the map placed by a hash of each fingerprint: a single lo
 ids of its exact copy with its table sets, and for those of other hits in a second round trip), one of
 format 4 (placed by the fingerprint's low bits: the query's own bucket, read whole with the table sets,
 holds the ids of every hit that agrees with it in those bits). Each query is timed on the raw socket
-floor of its 4 SMEMBERS, then on both indexes, in a rotating order, so that all three see the same
-machine load. Queries: half near-duplicates of stored fingerprints (0-3 bits flipped), half misses.
+floor of its 4 SMEMBERS, on both indexes, and on the format 4 index through the general conversation
+of `near_many` (`Reads._talk`) instead of the one-pass path of a single lookup (`Reads._one`), in a
+rotating order, so that all see the same machine load. Queries: half near-duplicates of stored
+fingerprints (0-3 bits flipped), half misses.
 """
 
 from __future__ import annotations
@@ -51,20 +53,23 @@ def run(n: int, count: int) -> None:
         queries = corpus.queries(stored, count)
         for q in queries[:300]:
             assert old.near(q) == new.near(q), q
+            assert new._reads._conversation(lambda ex, q=q: new._reads._talk(ex, [q], K)) == [new.near(q)]
         new.near_many(queries[:2000])
         old.near_many(queries[:2000])
         floor = RawSocket(client.connection_pool.connection_kwargs["port"])
         packed = [wire.pack(wire.Same(b"SMEMBERS", new.keys.tables(q))) for q in queries]
+        reads = new._reads  # the same lookup through the general conversation, for the one-pass path
         runs = {
             "floor": lambda i: floor.round_trip(packed[i]),
             "hash": lambda i: old.near(queries[i]),
+            "bits, general": lambda i: reads._conversation(lambda ex: reads._talk(ex, [queries[i]], K)),
             "bits": lambda i: new.near(queries[i]),
         }
         times: dict[str, list[float]] = {name: [] for name in runs}
         clock = time.perf_counter_ns
         order = list(runs)
         for i in range(len(queries)):
-            for name in order[i % 3 :] + order[: i % 3]:
+            for name in order[i % len(order) :] + order[: i % len(order)]:
                 start = clock()
                 runs[name](i)
                 times[name].append((clock() - start) / 1000)

@@ -39,6 +39,7 @@ class Reads:
         # the map also holds sketches (verified mode): those would come with every hit's ids.
         self.whole_buckets = config.fp_map == FP_MAP_BITS and config.verification is None and windows is None
         self._template = b""
+        self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
 
     def near(
         self,
@@ -84,11 +85,13 @@ class Reads:
         keys, tables = self.store.keys, self.tables
         own = keys.fp_bucket_of(fp)
         template = self._template or self._lookup_template()
-        exchange.send(Packed(template % (*keys.table_builder()(fp), len(own), own), tables + 1))
+        exchange.send(Packed(template % (*self._table_keys(fp), len(own), own), tables + 1))
         resp = exchange.read_sets(tables + 1)
         if resp is not None:
             sets, bucket = wire.split_replies(resp, tables)
             found = hits_in_sets([fp], sets, tables, k, self.f)[0]
+            if not found:
+                return []
             mine = [raw for raw in found if keys.fp_bucket(raw) == own]
             values = wire.hash_values(bucket, mine) if mine else []
         else:
@@ -113,7 +116,7 @@ class Reads:
     def _lookup_template(self) -> bytes:
         """The RESP form of one lookup's commands, its keys left as %s: SMEMBERS of each table key (each
         table's keys are of one width), then HGETALL of the fingerprint-map bucket (%d: its length)."""
-        widths = [len(key) for key in self.store.keys.tables(0)]
+        widths = [len(key) for key in self._table_keys(0)]
         parts = [b"*2\r\n$8\r\nSMEMBERS\r\n$%d\r\n" % width + b"%s\r\n" for width in widths]
         self._template = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
         return self._template

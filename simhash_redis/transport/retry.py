@@ -54,13 +54,15 @@ class Backoff:
         Raises:
             Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.
         """
-        delays = self.delays()
+        delays = None  # made at the first failure: most calls never need one
         while True:
             try:
                 return do()
             except Exception as exc:
                 if not retryable(exc):
                     raise
+                if delays is None:
+                    delays = self.delays()
                 delay = next(delays, None)
                 if delay is None:
                     raise
