@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from simhash_redis import MinHasher, SimhashIndex, drop_index
 from simhash_redis.codec import encode_fp
-from simhash_redis.errors import IndexCorrupted, InvalidArgument
+from simhash_redis.errors import IndexCorrupted, InvalidArgument, SimhashRedisError
 from simhash_redis.fingerprinting import engines
 from simhash_redis.index.verified_index import VerifiedIndex
 from simhash_redis.jobs.dump import export_index, import_index
@@ -202,6 +202,8 @@ def test_near_equals_brute_force_with_crowded_buckets(
     # Few buckets, so that a query's bucket holds hits, misses and copies, and other buckets hold hits.
     buckets = data.draw(st.sampled_from([1, 2, 3, 16]))
     index = SimhashIndex(redis_client, f"crowded{next(_names)}", f=f, k=3, id_buckets=buckets)
+    assert not index._reads.whole_buckets  # buckets larger than table sets: read field by field
+    index._reads.whole_buckets = True  # read whole all the same, to crowd them
     try:
         stored = {f"id{i}": fp for i, fp in enumerate(data.draw(clustered(f, 4)))}
         stored.update({f"twin{i}": fp for i, fp in enumerate(list(stored.values())[:3])})
@@ -237,7 +239,8 @@ def test_a_verified_index_of_format_4_reads_no_bucket_whole(redis_client: redis.
         assert plain.config.format == 4 and plain.config.verification is not None
         before = _calls(redis_client)
         assert {m.id for m in plain.near(text)} == {"a", "b"}
-        # The bucket holds the sketches too: the plain handle asks for the ids alone.
+        assert {m.id for m in index.near(text)} == {"a", "b"}  # the handle the mode was pinned on
+        # The bucket holds the sketches too: the plain handles ask for the ids alone.
         assert _delta(redis_client, before, "hgetall") == 0
         assert [m.id for m in verified.near(text)][:1] == ["a"]
         assert plain.verify().ok
@@ -260,11 +263,83 @@ def test_verify_moves_a_misplaced_entry_to_its_bucket(redis_client: redis.Redis)
         redis_client.hset(wrong, stored, redis_client.hget(right, stored))  # type: ignore[arg-type]
         redis_client.hdel(right, stored)
         report = index.verify()
-        assert report.problems["misplaced fingerprint-map entry"] == 1
+        # The entry alone is reported: its ids and table members are not missing or orphans.
+        assert dict(report.problems) == {"misplaced fingerprint-map entry": 1}
         assert index.verify(repair=True).repaired
         assert index.verify().ok
         assert redis_client.hexists(wrong, stored) == 0 or wrong == right
         assert [m.id for m in index.near(BASE)] == ["a", "b", "c"]
         assert index.count() == (3, 2)
+    finally:
+        index.drop()
+
+
+def test_a_verified_entry_misplaced_with_its_sketches_is_moved(redis_client: redis.Redis) -> None:
+    name = f"verified{next(_names)}"
+    index = SimhashIndex(redis_client, name, k=3)
+    verified = VerifiedIndex(index)
+    try:
+        text = " ".join(f"word{i}" for i in range(300))
+        verified.add("a", text)
+        stored = encode_fp(index.fingerprint(text), 64)
+        right, wrong = index.keys.fp_bucket(stored), index.keys.placed(False).fp_bucket(stored)
+        sketch_field = index.keys.sketch_field(stored)
+        for field in (stored, sketch_field):
+            redis_client.hset(wrong, field, redis_client.hget(right, field))  # type: ignore[arg-type]
+            redis_client.hdel(right, field)
+        assert verified.near(text) == []
+        assert dict(index.verify().problems) == {"misplaced fingerprint-map entry": 2}
+        index.verify(repair=True)
+        assert index.verify().ok
+        assert [m.id for m in verified.near(text)] == ["a"]
+        assert redis_client.hlen(wrong) == 0 or wrong == right
+    finally:
+        index.drop()
+
+
+def test_a_single_bucket_is_restored_as_placed_by_hash(redis_client: redis.Redis) -> None:
+    name = f"single{next(_names)}"
+    index = SimhashIndex(redis_client, name, k=3, id_buckets=1)
+    try:
+        index.add_many([(f"d{i}", BASE ^ (i << 20)) for i in range(10)])
+        redis_client.delete(index.keys.meta)
+        SimhashIndex.restore(redis_client, name, k=3, id_buckets=1)
+        # Both placements are one bucket: the meta says by hash, which earlier versions read too.
+        assert redis_client.hget(index.keys.meta, "format") == b"1"
+        assert [m.id for m in SimhashIndex(redis_client, name).near(BASE, k=0)] == ["d0"]
+    finally:
+        index.drop()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+@pytest.mark.parametrize("engine", ["native", "python"])
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_one_lookup_equals_the_general_conversation(
+    redis_server: ServerProcess, monkeypatch: pytest.MonkeyPatch, protocol: int, engine: str, encoding: str
+) -> None:
+    if engine == "python":
+        monkeypatch.setattr(engines, "native", None)
+    elif engines.native is None:
+        pytest.skip("the compiled core is not built")
+    # latin-1: a connection that packs commands itself (the one-pass lookup's packed form is parsed back).
+    client = redis_server.client(protocol=protocol, encoding=encoding)
+    index = SimhashIndex(client, f"one{next(_names)}", k=3)
+    reads = index._reads
+    try:
+        stored = [BASE ^ (i << 40) ^ (i << 3) for i in range(30)] + [BASE, BASE ^ HIGH]
+        index.add_many([(f"d{i}", fp) for i, fp in enumerate(stored)])
+        index.add_many([(f"twin{i}", fp) for i, fp in enumerate(stored[:3])])
+        for q in [*stored[:10], BASE ^ 0b1, BASE ^ HIGH ^ 0b10, 12345]:
+            for k in (0, 2, 3):
+                general = reads._conversation(lambda ex, q=q, k=k: reads._talk(ex, [q], k))
+                assert [index.near(q, k=k)] == general
+        redis_client = redis_server.client()
+        redis_client.delete(index.keys.fp_bucket_of(BASE))
+        redis_client.set(index.keys.fp_bucket_of(BASE), b"not a hash")
+        with pytest.raises(SimhashRedisError, match="WRONGTYPE"):
+            index.near(BASE)
+        with pytest.raises(SimhashRedisError, match="WRONGTYPE"):
+            reads._conversation(lambda ex: reads._talk(ex, [BASE], 3))
+        assert index.near(12345 ^ (1 << 60)) == []  # the connection is still good
     finally:
         index.drop()

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..codec import decode_fp, decode_ids, encode_ids
+from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
 from ..store import KeySchema, Store, Verification
 from ..store.scripts import Script
 from ..transport import raise_first_error
@@ -153,12 +153,22 @@ def check_consistency(
             for field, value in reply
             if not field.startswith(SKETCHES)
         ]
-        sketches = [pair for reply in contents for pair in reply if pair[0].startswith(SKETCHES)]
+        sketches: list[tuple[bytes, bytes]] = []
+        moved: list[tuple[bytes, bytes, bytes]] = []  # sketch fields in another bucket than their own
+        for key, reply in zip(bucket_keys, contents, strict=True):
+            for name, value in reply:
+                if not name.startswith(SKETCHES):
+                    continue
+                if key == store.keys.fp_bucket(name[len(SKETCHES) :]):
+                    sketches.append((name, value))
+                else:
+                    moved.append((key, name, value))
         for start in range(0, len(placed), _BATCH):
             report.fingerprints += _check_fingerprints(target, report, placed[start : start + _BATCH], repair)
         for start in range(0, len(sketches), _BATCH):
             chunk = sketches[start : start + _BATCH]
             with_sketch += check_sketches(store, report, chunk, verification, repair)
+        with_sketch += _move_sketches(target, report, moved, repair)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
@@ -190,6 +200,34 @@ def check_consistency(
     return report
 
 
+def _move_sketches(
+    target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]], repair: bool
+) -> int:
+    """Sketch fields found in another bucket than their fingerprint's (bucket key, field, sketches):
+    reported, and on repair each stored document's sketch set where its id is listed (step 1 listed
+    it there), then the field removed; returns how many are of stored documents.
+    """
+    keys, run = target.keys, target.store.execute
+    pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
+    for key, name, raw in entries:
+        fp = name[len(SKETCHES) :]
+        report.found("misplaced fingerprint-map entry", f"{name.decode(errors='replace')} in {key.decode()}")
+        try:
+            pairs.extend((fp, doc_id.encode(), sketch) for doc_id, sketch in decode_sketches(raw).items())
+        except (ValueError, UnicodeDecodeError):
+            report.found("malformed sketches", f"{name.decode(errors='replace')}: {raw[:40]!r}")
+    owners = run([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
+    stored = [pair for pair, owner in zip(pairs, owners, strict=True) if owner == pair[0]]
+    if repair and entries:
+        calls = [
+            _FP_IDS.command([keys.fp_bucket(fp)], [b"m", fp, doc_id, b"", sketch])
+            for fp, doc_id, sketch in stored
+        ]
+        target.store.run_script(_FP_IDS, calls)
+        run([(b"HDEL", key, name) for key, name, _ in entries])
+    return len(stored)
+
+
 def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
     keys, run, tables = target.keys, target.store.execute, target.tables
@@ -203,6 +241,9 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
     additions: list[tuple[bytes, bytes]] = []
     table_fixes: list[Any] = []
     malformed: set[bytes] = set()
+    # A fingerprint whose entry sits in the other placement's bucket is reported by step 2, which moves
+    # it; its ids are listed here all the same.
+    misplaced = _elsewhere(target, [fp for (_, fp), raw in zip(chunk, lists, strict=True) if raw is None])
     for n, ((doc_id, fp), raw) in enumerate(zip(chunk, lists, strict=True)):
         ids = _ids(raw) if raw is not None else []
         if ids is None and fp not in malformed:
@@ -210,7 +251,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
             report.found("malformed fingerprint-map entry", f"{fp.decode()}: {raw!r}")
             resets.append((b"HDEL", keys.fp_bucket(fp), fp))
         if ids is None or doc_id.decode() not in ids:
-            if ids is not None:
+            if ids is not None and fp not in misplaced:
                 report.found("id missing from fingerprint map", f"{doc_id!r} -> {fp.decode()}")
             additions.append((doc_id, fp))
         for t, key in enumerate(keys.tables(decode_fp(fp, target.f))):
@@ -290,10 +331,13 @@ def _check_tables(
     """Step 3 for a chunk of (table key, member) pairs of one table."""
     keys, run = target.keys, target.store.execute
     known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
+    # Listed in the other placement's bucket: not an orphan, but a map entry step 2 reports and moves.
+    elsewhere = _elsewhere(target, [fp for (_, fp), exists in zip(chunk, known, strict=True) if not exists])
     fixes = []
     for (key, fp), exists in zip(chunk, known, strict=True):
         value = _fingerprint(fp, target.f)
         misplaced = value is not None and keys.tables(value)[table] != key
+        exists = exists or fp in elsewhere
         if value is None:
             report.found("malformed table member", f"{fp!r} in {key.decode()}")
         elif misplaced:
@@ -306,6 +350,17 @@ def _check_tables(
             fixes.append((b"SREM", key, fp))
     if repair and fixes:
         run(fixes)
+
+
+def _elsewhere(target: _Target, fps: list[bytes]) -> set[bytes]:
+    """Those of the fingerprints that have an entry in the bucket the other placement (by hash or by
+    bits) gives them, where that is another bucket than theirs."""
+    keys = target.keys
+    other = keys.placed(not keys.fp_by_bits)
+    asked = [(fp, other.fp_bucket(fp)) for fp in dict.fromkeys(fps)]
+    asked = [(fp, key) for fp, key in asked if key != keys.fp_bucket(fp)]
+    found = target.store.execute([(b"HEXISTS", key, fp) for fp, key in asked])
+    return {fp for (fp, _), there in zip(asked, found, strict=True) if there}
 
 
 def _ids(raw: bytes) -> list[str] | None:

@@ -153,6 +153,7 @@ class VerifiedIndex:
         except ValueError as exc:
             raise IndexCorrupted(f"index {self.index.name!r} has a malformed verified mode: {exc}") from None
         self.index.config = dataclasses.replace(self.index.config, verification=pinned)
+        self.store.sketched = True  # the wrapped index's lookups read no bucket whole from now on
         return pinned
 
     def _pinned(

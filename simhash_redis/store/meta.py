@@ -215,7 +215,8 @@ def _placement(
     """The key names and meta fields of the fingerprint map's placement (by bits or by hash) in which
     most sampled fingerprints are found: the stated configuration does not say which version wrote the
     data. Only fingerprints that the two placements put in different buckets, and that one of them
-    holds, count; if none does, the placement makes no difference to them, and the stated one stays.
+    holds, count; if none is put apart (a single bucket), the placements are the same, and the meta says
+    by hash, which earlier versions read too.
 
     Args:
         sender: where commands go.
@@ -232,7 +233,7 @@ def _placement(
     in_hash = sum(1 for n in range(len(told)) if found[2 * n + 1] and not found[2 * n])
     if in_bits > in_hash:
         return by_bits, {**fields, "format": "4", "fp_map": FP_MAP_BITS}
-    if in_hash > in_bits and fields.get("fp_map") == FP_MAP_BITS:
+    if (in_hash > in_bits or not told) and fields.get("fp_map") == FP_MAP_BITS:
         stated = {field: value for field, value in fields.items() if field != "fp_map"}
         return by_hash, {**stated, "format": "3" if "verified" in fields else "1"}
     return keys, fields

@@ -36,8 +36,14 @@ class Reads:
         self.store, self.name, self.windows = store, name, windows
         self.f, self.tables = config.f, len(config.layout.tables)
         # A single lookup reads its whole fingerprint-map bucket where the map is placed by bits, unless
-        # the map also holds sketches (verified mode): those would come with every hit's ids.
-        self.whole_buckets = config.fp_map == FP_MAP_BITS and config.verification is None and windows is None
+        # the map also holds sketches (verified mode: they would come with every hit's ids), or its
+        # buckets are fewer than one table's (then each would be larger than the table sets read).
+        self.whole_buckets = (
+            config.fp_map == FP_MAP_BITS
+            and config.verification is None
+            and windows is None
+            and config.id_buckets >= 2 ** min(config.layout.key_bits)
+        )
         self._template = b""
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
 
@@ -62,7 +68,11 @@ class Reads:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
-        if len(fps) == 1 and self.whole_buckets and sketches is None and not bands:
+        store = self.store
+        # The one-pass lookup: a single query reading its bucket whole, on one server (a cluster's
+        # exchange would parse the packed commands back to route them).
+        whole = self.whole_buckets and not store.sketched and not store.cluster
+        if len(fps) == 1 and whole and sketches is None and not bands:
             fp = fps[0]
             return self._conversation(lambda exchange: [self._one(exchange, fp, k)])
         view = None if self.windows is None else self.windows.view()
@@ -99,8 +109,9 @@ class Reads:
             raise_first_error(replies)
             found = hits([fp], replies[:tables], tables, k, self.f)[0]
             mine = [raw for raw in found if keys.fp_bucket(raw) == own]
-            bucket_reply = replies[tables]
-            listed = bucket_reply if isinstance(bucket_reply, dict) else dict(hash_pairs(bucket_reply))
+            listed = replies[tables]
+            if mine and not isinstance(listed, dict):
+                listed = dict(hash_pairs(listed))
             values = [listed.get(raw) for raw in mine]
         pairs = zip(mine, values, strict=True)
         ids_of = {raw: [] if value is None else decode_ids(value) for raw, value in pairs}
@@ -232,7 +243,7 @@ class Reads:
         # A fingerprint map placed by bits (format 4) has, in the query's bucket, every stored
         # fingerprint that agrees with it in those bits: read whole, it gives the ids of exact copies
         # and of most near hits, which then need no second round trip.
-        whole = exact is not None and sketches is None and self.whole_buckets
+        whole = exact is not None and sketches is None and self.whole_buckets and not self.store.sketched
         if whole:
             first.append(wire.Same(b"HGETALL", [self.store.keys.fp_bucket_of(fps[0])]))
         elif exact is not None and sketches is not None:
@@ -357,6 +368,8 @@ def _in_bucket(
     replies = exchange.read(1)
     raise_first_error(replies)
     reply = replies[0]
+    if not mine:
+        return {}
     listed = reply if isinstance(reply, dict) else dict(hash_pairs(reply))
     return {raw: decode_ids(listed[raw]) if raw in listed else [] for raw in mine}
 

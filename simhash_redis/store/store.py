@@ -39,6 +39,9 @@ class Store:
     def __init__(self, sender: Sender, keys: KeySchema) -> None:
         self.sender = sender
         self.keys = keys
+        #: Whether the fingerprint map also holds sketches (set when a verified mode is pinned on an
+        #: index opened plain): a lookup then asks for ids field by field (`Reads`).
+        self.sketched = False
 
     @property
     def cluster(self) -> bool:

@@ -54,7 +54,7 @@ class Backoff:
         Raises:
             Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.
         """
-        delays = None  # made at the first failure: most calls never need one
+        delays: Iterator[float] | None = None  # made at the first failure: most calls never need one
         while True:
             try:
                 return do()

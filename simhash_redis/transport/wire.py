@@ -76,14 +76,14 @@ def split_replies(resp: bytes, count: int) -> tuple[bytes, bytes]:
         count: how many go in the first part.
 
     Raises:
-        ValueError: `resp` does not hold that many whole replies of the plain shape.
+        RuntimeError: `resp` does not hold that many whole replies (a bug in the caller).
     """
     native = engines.native
     if native is None:
         raise RuntimeError("raw replies are read only with the compiled core")
     end, found, _ = native.scan_sets(resp, count)
     if found != count:
-        raise ValueError(f"{found} whole replies where {count} were read")
+        raise RuntimeError(f"{found} whole replies where {count} were read")
     return resp[:end], resp[end:]
 
 
