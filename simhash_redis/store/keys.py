@@ -404,7 +404,7 @@ class KeySchema:
         Args:
             fps: checked fingerprints (ints, or a uint64 array for f <= 64).
         """
-        if isinstance(fps, np.ndarray):
+        if isinstance(fps, np.ndarray) and fps.dtype != object:  # 128-bit ones stay Python ints
             numbers: npt.NDArray[Any] = fps.astype(np.uint64, copy=False) % np.uint64(self.id_buckets)
             return numbers
         buckets = self.id_buckets

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted
@@ -102,19 +103,13 @@ class Reads:
             found = hits_in_sets([fp], sets, tables, k, self.f)[0]
             if not found:
                 return []
-            mine = [raw for raw in found if keys.fp_bucket(raw) == own]
-            values = wire.hash_values(bucket, mine) if mine else []
+            ids_of = _bucket_ids([raw for raw in found if keys.fp_bucket(raw) == own], bucket)
         else:
             replies = exchange.read(tables + 1)
             raise_first_error(replies)
             found = hits([fp], replies[:tables], tables, k, self.f)[0]
             mine = [raw for raw in found if keys.fp_bucket(raw) == own]
-            listed = replies[tables]
-            if mine and not isinstance(listed, dict):
-                listed = dict(hash_pairs(listed))
-            values = [listed.get(raw) for raw in mine]
-        pairs = zip(mine, values, strict=True)
-        ids_of = {raw: [] if value is None else decode_ids(value) for raw, value in pairs}
+            ids_of = _bucket_ids(mine, None, replies[tables])
         others = [raw for raw in found if raw not in ids_of]
         if others:
             exchange.send([(b"HGET", keys.fp_bucket(raw), raw) for raw in others])
@@ -362,16 +357,28 @@ def _in_bucket(
     mine = [raw for raw in found if keys.fp_bucket(raw) == own]
     resp = exchange.read_sets(1)
     if resp is not None:
-        values = wire.hash_values(resp, mine) if mine else []
-        pairs = zip(mine, values, strict=True)
-        return {raw: [] if value is None else decode_ids(value) for raw, value in pairs}
+        return _bucket_ids(mine, resp)
     replies = exchange.read(1)
     raise_first_error(replies)
-    reply = replies[0]
+    return _bucket_ids(mine, None, replies[0])
+
+
+def _bucket_ids(mine: list[bytes], raw: bytes | None, reply: Any = None) -> dict[bytes, list[str]]:
+    """The ids of the matches `mine` from their fingerprint-map bucket's HGETALL reply, in its RESP form
+    (`raw`, as `Exchange.read_sets` reads it) or parsed (`reply`); none for a match absent from it.
+
+    Raises:
+        ValueError: an id list, or the raw reply, is malformed.
+    """
     if not mine:
         return {}
-    listed = reply if isinstance(reply, dict) else dict(hash_pairs(reply))
-    return {raw: decode_ids(listed[raw]) if raw in listed else [] for raw in mine}
+    if raw is not None:
+        values = wire.hash_values(raw, mine)
+    else:
+        listed = reply if isinstance(reply, dict) else dict(hash_pairs(reply))
+        values = [listed.get(field) for field in mine]
+    pairs = zip(mine, values, strict=True)
+    return {field: [] if value is None else decode_ids(value) for field, value in pairs}
 
 
 def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]:

@@ -76,7 +76,8 @@ def split_replies(resp: bytes, count: int) -> tuple[bytes, bytes]:
         count: how many go in the first part.
 
     Raises:
-        RuntimeError: `resp` does not hold that many whole replies (a bug in the caller).
+        RuntimeError: `resp` does not hold that many whole replies, or the compiled core is not in use
+            (a bug in the caller).
     """
     native = engines.native
     if native is None:
@@ -96,6 +97,7 @@ def hash_values(resp: bytes, fields: list[bytes]) -> list[bytes | None]:
 
     Raises:
         ValueError: not one reply of fields and values.
+        RuntimeError: the compiled core is not in use (a bug in the caller).
     """
     native = engines.native
     if native is None:
