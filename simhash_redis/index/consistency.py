@@ -147,19 +147,14 @@ def check_consistency(
     with_sketch = 0
     for bucket_keys in store.scan("fp"):
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
-        placed: list[tuple[bytes, bytes, bytes]] = [
-            (key, field, value)
-            for key, reply in zip(bucket_keys, contents, strict=True)
-            for field, value in reply
-            if not field.startswith(SKETCHES)
-        ]
+        placed: list[tuple[bytes, bytes, bytes]] = []  # (bucket key, fingerprint, ids)
         sketches: list[tuple[bytes, bytes]] = []
         moved: list[tuple[bytes, bytes, bytes]] = []  # sketch fields in another bucket than their own
         for key, reply in zip(bucket_keys, contents, strict=True):
             for name, value in reply:
                 if not name.startswith(SKETCHES):
-                    continue
-                if key == store.keys.fp_bucket(name[len(SKETCHES) :]):
+                    placed.append((key, name, value))
+                elif key == store.keys.fp_bucket(name[len(SKETCHES) :]):
                     sketches.append((name, value))
                 else:
                     moved.append((key, name, value))

@@ -45,8 +45,12 @@ class Reads:
             and windows is None
             and config.id_buckets >= 2 ** min(config.layout.key_bits)
         )
-        self._template = b""
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
+        # One lookup's commands in their RESP form, the keys left as %s: SMEMBERS of each table key (each
+        # table's keys are of one width), then HGETALL of the fingerprint-map bucket (%d: its length).
+        widths = [len(key) for key in self._table_keys(0)]
+        parts = [b"*2\r\n$8\r\nSMEMBERS\r\n$%d\r\n" % width + b"%s\r\n" for width in widths]
+        self._template = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
 
     def near(
         self,
@@ -95,8 +99,7 @@ class Reads:
         """
         keys, tables = self.store.keys, self.tables
         own = keys.fp_bucket_of(fp)
-        template = self._template or self._lookup_template()
-        exchange.send(Packed(template % (*self._table_keys(fp), len(own), own), tables + 1))
+        exchange.send(Packed(self._template % (*self._table_keys(fp), len(own), own), tables + 1))
         resp = exchange.read_sets(tables + 1)
         if resp is not None:
             sets, bucket = wire.split_replies(resp, tables)
@@ -118,14 +121,6 @@ class Reads:
             listed_ids = zip(others, replies, strict=True)
             ids_of.update((raw, decode_ids(reply)) for raw, reply in listed_ids if reply is not None)
         return matches_of(found, ids_of)
-
-    def _lookup_template(self) -> bytes:
-        """The RESP form of one lookup's commands, its keys left as %s: SMEMBERS of each table key (each
-        table's keys are of one width), then HGETALL of the fingerprint-map bucket (%d: its length)."""
-        widths = [len(key) for key in self._table_keys(0)]
-        parts = [b"*2\r\n$8\r\nSMEMBERS\r\n$%d\r\n" % width + b"%s\r\n" for width in widths]
-        self._template = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
-        return self._template
 
     def near_and_members(
         self,

@@ -127,7 +127,6 @@ def pack(commands: Sequence[Command]) -> bytes:
 
 
 _BULK = b"$%d\r\n%s\r\n"
-_MAP = ord("%")
 
 
 def _bulk(arg: Any) -> bytes:
@@ -136,11 +135,10 @@ def _bulk(arg: Any) -> bytes:
 
 
 def arrays(resp: bytes) -> Iterator[tuple[bytes, ...]]:
-    """The arrays of bulk strings in a RESP payload: commands packed here, or SMEMBERS replies (a RESP3
-    map, an HGETALL's, as the array of its fields and values in turn).
+    """The arrays of bulk strings in a RESP payload: commands packed here, or SMEMBERS replies.
 
     Args:
-        resp: whole arrays (or RESP3 sets or maps) of bulk strings, end to end.
+        resp: whole arrays (or RESP3 sets) of bulk strings, end to end.
 
     Raises:
         ValueError: the payload is not of that form.
@@ -148,8 +146,7 @@ def arrays(resp: bytes) -> Iterator[tuple[bytes, ...]]:
     pos = 0
     while pos < len(resp):
         end = resp.index(b"\r\n", pos)
-        count = int(resp[pos + 1 : end]) * (2 if resp[pos] == _MAP else 1)
-        pos = end + 2
+        count, pos = int(resp[pos + 1 : end]), end + 2
         args = []
         for _ in range(count):
             end = resp.index(b"\r\n", pos)
