@@ -1,7 +1,8 @@
 """add_if_new from other workers while a bulk load runs: still exactly one winner per group.
 
 A bulk loader subprocess loads window after window of random documents into the index (its table
-writes keep changing the sets that add_if_new guards, so racers retry), until the racers are done.
+writes keep changing the sets that add_if_new guards, so racers retry), until a window after the racers
+are done.
 Meanwhile racer processes add near-duplicates of each other, group by group, all arriving at each group
 at the same moment (a barrier in Redis). Exactly one document of each group must be stored, and every
 bulk document too.
@@ -37,10 +38,14 @@ LOADER = textwrap.dedent(
     client = redis.Redis.from_url(sys.argv[1])
     index = SimhashIndex(client, NAME, k=3, id_buckets=1024)
     rounds = 0
-    while rounds < 2 or not client.exists("racers-done"):
+    while True:
+        # Asked before the window, so a window always follows the count the test last read.
+        done = client.exists("racers-done")
         index.bulk_add(load(WINDOW, seed=100 + rounds, twice=0, prefix=f"b{rounds}-"), window=WINDOW)
         rounds += 1
         client.set("bulk-windows", rounds)
+        if done and rounds >= 2:
+            break
     print(rounds, flush=True)
     """
 )
