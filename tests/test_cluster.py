@@ -120,8 +120,11 @@ LOADER = textwrap.dedent(
 )
 
 
-def _load_in_background(cluster: ClusterProcess, count: int) -> tuple[subprocess.Popen[str], list[int]]:
-    """Start a loader process; `acked` collects the counts it reports after each acknowledged batch."""
+def _load_in_background(
+    cluster: ClusterProcess, count: int
+) -> tuple[subprocess.Popen[str], list[int], threading.Thread]:
+    """Start a loader process; `acked` collects the counts it reports after each acknowledged batch,
+    read by the thread returned (all of them once `_finish` returns)."""
     ports = ",".join(str(p) for p in cluster.primaries())
     proc = subprocess.Popen(
         [sys.executable, "-c", LOADER, ports, str(count)], stdout=subprocess.PIPE, text=True
@@ -133,14 +136,15 @@ def _load_in_background(cluster: ClusterProcess, count: int) -> tuple[subprocess
         for line in proc.stdout:
             acked.append(int(line))
 
-    threading.Thread(target=follow, daemon=True).start()
-    return proc, acked
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    return proc, acked, reader
 
 
-def _finish(proc: subprocess.Popen[str]) -> int:
+def _finish(proc: subprocess.Popen[str], reader: threading.Thread) -> int:
     code = proc.wait(timeout=120)
+    reader.join(timeout=30)  # the last line taken: the pipe is at its end
     assert proc.stdout is not None
-    time.sleep(0.1)  # let the reader thread take the last line
     proc.stdout.close()
     return code
 
@@ -170,11 +174,11 @@ def own_cluster() -> Iterator[ClusterProcess]:
 
 
 def test_primary_killed_during_load(own_cluster: ClusterProcess) -> None:
-    proc, acked = _load_in_background(own_cluster, 20_000)
+    proc, acked, reader = _load_in_background(own_cluster, 20_000)
     _wait_for(acked, 4000)
     victim = own_cluster.primaries()[0]
     own_cluster.kill9(victim)
-    assert _finish(proc) == 0, "the load did not survive the failover"
+    assert _finish(proc, reader) == 0, "the load did not survive the failover"
     own_cluster.wait_ok()
     assert acked[-1] == 20_000
     _check_loaded(own_cluster.client(), 20_000, acked[-1])
@@ -218,7 +222,7 @@ def _migrate(source: redis.Redis, target: redis.Redis, slot: int) -> None:
 
 
 def test_live_reshard_during_load(own_cluster: ClusterProcess) -> None:
-    proc, acked = _load_in_background(own_cluster, 20_000)
+    proc, acked, reader = _load_in_background(own_cluster, 20_000)
     _wait_for(acked, 2000)
     first, second = own_cluster.primaries()[:2]
     source = redis.Redis(port=first)
@@ -231,7 +235,7 @@ def test_live_reshard_during_load(own_cluster: ClusterProcess) -> None:
     ][:300]
     for slot in mine:
         _migrate(source, target, slot)
-    assert _finish(proc) == 0
+    assert _finish(proc, reader) == 0
     assert _owner(source, mine[-1]) == second
     source.close()
     target.close()

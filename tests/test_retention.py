@@ -1,7 +1,7 @@
 """Retention windows: documents forgotten by Redis's own key expiry, on a real server.
 
-The short retentions here (seconds) cross period boundaries while a test runs; checks that depend on
-the clock are made against the server's clock (TIME), never against a sleep's length.
+The short retentions here (seconds) cross period boundaries while a test runs; checks that depend on the
+clock are made against the server's clock (TIME), never a sleep's length or a worker's estimate alone.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def server_ms(client: redis.Redis) -> int:
 
 def wait_for_next_period(index: SimhashIndex) -> None:
     assert index.windows is not None
-    start = index.windows.view().current
-    while index.windows.view().current == start:
+    start, period = index.windows.view().current, index.windows.period_ms
+    while index.windows.view().current == start or server_ms(index.client) < (start + 1) * period:
         time.sleep(0.02)
 
 
@@ -128,17 +128,16 @@ def found_then_gone(index: SimhashIndex, client: Any, period_keys: Callable[[], 
     after = server_ms(client)
     assert period_keys() and all(client.pttl(key) > 0 for key in period_keys())
     while True:
-        found = index.near(A)
+        found, got = index.near(A), index.get("a")
         now = server_ms(client)
         if now >= before + 2000:
             break
-        assert found == [Match("a", A, 0)] and index.get("a") == A  # found until t + retention
+        assert found == [Match("a", A, 0)] and got == A  # found until t + retention
         time.sleep(0.05)
     while server_ms(client) < after + 3000:  # t + retention + one period
         time.sleep(0.05)
     assert index.near(A) == [] and index.get("a") is None and index.count() == (0, 0)
-    # Redis freed it: no key of any period is left (SCAN does not return expired keys).
-    assert period_keys() == []
+    assert period_keys() == []  # Redis freed it: no key of any period is left (SCAN skips expired keys)
     assert index.add_if_new("b", A) is None
 
 
@@ -399,9 +398,10 @@ def test_a_worker_whose_clock_estimate_is_off_writes_where_the_server_says(redis
     index = SimhashIndex(redis_client, "skewed", retention=Retention(30, 1))
     assert index.windows is not None
     index.windows.set_server_time(index.windows.now_ms() + 10_000)  # ten seconds ahead
+    before = server_ms(redis_client) // 1000  # the period the write lands in, or the next
     assert index.add("a", A) is Outcome.ADDED  # refused by the script, built again by the server's clock
-    truth = server_ms(redis_client) // 1000
-    assert {w for w, docs, _ in index.windows.counts() if docs} == {truth}
+    written = {w for w, docs, _ in index.windows.counts() if docs}
+    assert written in ({before}, {server_ms(redis_client) // 1000})
     assert index.near(A) == [Match("a", A, 0)]
     # A reader that never writes reads the server's clock again once a minute.
     reader = SimhashIndex(redis_client, "skewed")
@@ -473,7 +473,7 @@ def test_a_large_batch_crossing_a_period_boundary_is_written_whole(
 
 
 def test_the_documents_before_a_failed_one_are_counted(redis_client: redis.Redis) -> None:
-    index = SimhashIndex(redis_client, "halfway", retention=Retention(60, 1))
+    index = SimhashIndex(redis_client, "halfway", retention=Retention(600, 100))  # no boundary meanwhile
     assert index.windows is not None
     other = A ^ 0xFFFF_FFFF
     redis_client.set(index.windows.schema(index.windows.view().current).tables(other)[2], "not a set")

@@ -37,7 +37,8 @@ T = TypeVar("T")
 
 _CAS = Script("id_cas")
 _IDS = Script("fp_ids")
-# Writes refused because this worker's estimate of the clock was in another period than the server's.
+# Rounds in a row that wrote nothing, refused because this worker's estimate of the clock was in another
+# period than the server's.
 _CLOCK_ROUNDS = 4
 
 
@@ -53,13 +54,15 @@ def in_rounds(
         pending: what the first round is for.
 
     Raises:
-        WriteContention: the clock kept moving to another period, or writes kept conflicting.
+        WriteContention: the clock kept moving to another period with nothing written, or writes kept
+            conflicting.
     """
     conflicts = clock = 0
     while pending:
         retry, moved = attempt(windows.view(), pending)
         if moved is not None:  # the server's clock is in another period: adopt it
-            clock += 1
+            # Counted only while no document gets written: a long batch may cross many boundaries.
+            clock = clock + 1 if len(retry) >= len(pending) else 1
             if clock > _CLOCK_ROUNDS:
                 raise WriteContention(
                     "the server's clock kept moving to another period; run the call again (the "

@@ -40,17 +40,24 @@ def test_console_script(redis_url: str, tmp_path: Path) -> None:
 
 
 _SCRIPT_WITH = """
-import atexit, sys, threading, time
-from simhash_redis.cli.app import run
+import atexit, sys, threading
+from simhash_redis.cli import app
 class Tail:
     def __del__(self):
         print("torn down", flush=True)
 tail = Tail()  # freed by the interpreter's teardown only
 atexit.register(lambda: print("atexit ran", flush=True))
 if sys.argv[1] == "thread":
-    threading.Thread(target=lambda: (time.sleep(0.3), print("thread finished", flush=True))).start()
+    # The thread lives until the quick exit has looked at it, however slowly the command ran.
+    left, quick = threading.Event(), app.leave
+    def leave(code):
+        quick(code)
+        app.leave = quick  # else the CLI module keeps this script's objects alive late into the teardown
+        left.set()
+    app.leave = leave
+    threading.Thread(target=lambda: (left.wait(), print("thread finished", flush=True))).start()
 sys.argv[1:] = sys.argv[2:]
-run()
+app.run()
 """
 
 

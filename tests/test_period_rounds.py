@@ -1,0 +1,63 @@
+"""The rounds of a windowed write: a clock refusal gives up only when rounds in a row write nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from simhash_redis.errors import WriteContention
+from simhash_redis.store import period_steps
+from simhash_redis.store.period_steps import in_rounds
+
+
+class _Clock:
+    """Stands in for an index's periods: counts the server times adopted."""
+
+    def __init__(self) -> None:
+        self.adopted: list[int] = []
+
+    def view(self) -> Any:
+        return object()
+
+    def set_server_time(self, server_ms: int) -> None:
+        self.adopted.append(server_ms)
+
+
+def test_a_long_batch_crosses_many_boundaries() -> None:
+    """Each round writes two documents before the server's clock moves on (a long batch, short periods)."""
+    clock, written = _Clock(), list[int]()
+
+    def attempt(view: Any, pending: list[int]) -> tuple[list[int], int | None]:
+        written.extend(pending[:2])
+        rest = pending[2:]
+        return rest, (1000 * len(written) if rest else None)
+
+    in_rounds(clock, attempt, list(range(30)))  # type: ignore[arg-type]
+    assert written == list(range(30))
+    assert len(clock.adopted) == 14 > period_steps._CLOCK_ROUNDS
+
+
+def test_a_clock_that_keeps_moving_with_nothing_written_gives_up() -> None:
+    clock, rounds = _Clock(), list[int]()
+
+    def attempt(view: Any, pending: list[int]) -> tuple[list[int], int | None]:
+        rounds.append(len(pending))
+        return pending, 1000 * len(rounds)
+
+    with pytest.raises(WriteContention, match="clock kept moving"):
+        in_rounds(clock, attempt, [1, 2, 3])  # type: ignore[arg-type]
+    assert len(rounds) == period_steps._CLOCK_ROUNDS + 1
+
+
+def test_a_refusal_after_progress_counts_anew() -> None:
+    """Refusals that write nothing, then one round that writes, then refusals again: still done."""
+    clock, script = _Clock(), iter([0, 0, 0, 0, 1, 0, 0, 0, 2])
+
+    def attempt(view: Any, pending: list[int]) -> tuple[list[int], int | None]:
+        done = next(script)
+        rest = pending[done:]
+        return rest, (1 if rest else None)
+
+    in_rounds(clock, attempt, [1, 2, 3])  # type: ignore[arg-type]
+    assert len(clock.adopted) == 8
