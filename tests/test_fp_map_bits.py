@@ -329,10 +329,18 @@ def test_one_lookup_equals_the_general_conversation(
         stored = [BASE ^ (i << 40) ^ (i << 3) for i in range(30)] + [BASE, BASE ^ HIGH]
         index.add_many([(f"d{i}", fp) for i, fp in enumerate(stored)])
         index.add_many([(f"twin{i}", fp) for i, fp in enumerate(stored[:3])])
-        for q in [*stored[:10], BASE ^ 0b1, BASE ^ HIGH ^ 0b10, 12345]:
+        one, in_one_pass = reads._one, list[int]()
+        monkeypatch.setattr(reads, "_one", lambda *args: in_one_pass.append(1) or one(*args))
+        queries = [*stored[:10], BASE ^ 0b1, BASE ^ HIGH ^ 0b10, 12345]
+        for q in queries:
             for k in (0, 2, 3):
                 general = reads._conversation(lambda ex, q=q, k=k: reads._talk(ex, [q], k))
                 assert [index.near(q, k=k)] == general
+                # add_if_new's read: the same matches, and the members of the same table sets.
+                sets: list[list[list[bytes]]] = []
+                general = reads._conversation(lambda ex, q=q, k=k, sets=sets: reads._talk(ex, [q], k, sets))
+                assert reads.near_and_members([q], k) == (sets, general)
+        assert len(in_one_pass) == 2 * 3 * len(queries)  # near() and add_if_new's read alike
         redis_client = redis_server.client()
         redis_client.delete(index.keys.fp_bucket_of(BASE))
         redis_client.set(index.keys.fp_bucket_of(BASE), b"not a hash")

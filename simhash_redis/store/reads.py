@@ -73,11 +73,7 @@ class Reads:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
-        store = self.store
-        # The one-pass lookup: a single query reading its bucket whole, on one server (a cluster's
-        # exchange would parse the packed commands back to route them).
-        whole = self.whole_buckets and not store.sketched and not store.cluster
-        if len(fps) == 1 and whole and sketches is None and not bands:
+        if self._in_one_pass(fps, sketches, bands):
             fp = fps[0]
             return self._conversation(lambda exchange: [self._one(exchange, fp, k)])
         view = None if self.windows is None else self.windows.view()
@@ -89,9 +85,21 @@ class Reads:
 
         return self._conversation(talk)
 
-    def _one(self, exchange: Exchange, fp: int, k: int) -> list[Match]:
+    def _in_one_pass(
+        self, fps: list[int], sketches: dict[str, bytes] | None, bands: list[list[bytes]] | None
+    ) -> bool:
+        """Whether a lookup is `_one`'s: a single query reading its bucket whole, on one server (a
+        cluster's exchange would parse the packed commands back to route them)."""
+        store = self.store
+        whole = self.whole_buckets and not store.sketched and not store.cluster
+        return len(fps) == 1 and whole and sketches is None and not bands
+
+    def _one(
+        self, exchange: Exchange, fp: int, k: int, members: list[list[list[bytes]]] | None = None
+    ) -> list[Match]:
         """near() of one fingerprint in an index reading its buckets whole (`whole_buckets`): `_talk`'s
-        single query, its commands packed from one template and its replies read raw in one pass.
+        single query, its commands packed from one template and its replies read in one pass (raw,
+        unless the members of its table sets are wanted too: then appended to `members`).
 
         Raises:
             SimhashRedisError: an error reply.
@@ -100,7 +108,7 @@ class Reads:
         keys, tables = self.store.keys, self.tables
         own = keys.fp_bucket_of(fp)
         exchange.send(Packed(self._template % (*self._table_keys(fp), len(own), own), tables + 1))
-        resp = exchange.read_sets(tables + 1)
+        resp = exchange.read_sets(tables + 1) if members is None else None
         if resp is not None:
             sets, bucket = wire.split_replies(resp, tables)
             found = hits_in_sets([fp], sets, tables, k, self.f)[0]
@@ -110,6 +118,8 @@ class Reads:
         else:
             replies = exchange.read(tables + 1)
             raise_first_error(replies)
+            if members is not None:
+                members.append(replies[:tables])
             found = hits([fp], replies[:tables], tables, k, self.f)[0]
             mine = [raw for raw in found if keys.fp_bucket(raw) == own]
             ids_of = _bucket_ids(mine, None, replies[tables])
@@ -149,9 +159,12 @@ class Reads:
             return [], []
         members: list[list[list[bytes]]] = []
         view = None if self.windows is None else self.windows.view()
+        one_pass = self._in_one_pass(fps, sketches, bands)
 
         def talk(exchange: Exchange) -> list[list[Match]]:
             members.clear()  # a conversation run again after a lost connection starts afresh
+            if one_pass:
+                return [self._one(exchange, fps[0], k, members)]
             if sketches is not None:
                 sketches.clear()
             return self._talk(exchange, fps, k, members, view, sketches, bands)
