@@ -310,7 +310,7 @@ def test_a_pause_inside_a_call_lets_other_tasks_run() -> None:
         task.cancel()
         return ticks
 
-    assert asyncio.run(main()) >= 3  # a loop blocked by the pause would tick once
+    assert asyncio.run(main()) >= 3  # a loop blocked by the pause would tick once at most
 
 
 def test_an_error_reply_is_the_same_typed_error(redis_server: ServerProcess) -> None:

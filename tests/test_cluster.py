@@ -144,6 +144,7 @@ def _load_in_background(
 def _finish(proc: subprocess.Popen[str], reader: threading.Thread) -> int:
     code = proc.wait(timeout=120)
     reader.join(timeout=30)  # the last line taken: the pipe is at its end
+    assert not reader.is_alive(), "the loader's output was not read to its end"
     assert proc.stdout is not None
     proc.stdout.close()
     return code

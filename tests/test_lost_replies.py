@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import redis
 
-from simhash_redis import Outcome, SimhashIndex
+from simhash_redis import Match, Outcome, SimhashIndex
 from simhash_redis.store import writes as writes_module
 from simhash_redis.transport.retry import Backoff
 from tests.faultproxy import FaultProxy
@@ -333,3 +333,25 @@ def test_lost_reply_to_one_part_of_a_large_batch(
     assert all(o is Outcome.UNCHANGED for o in lost)  # judged against what the lost attempt stored
     assert [o for i, o in enumerate(outcomes) if i // 3 != lost_part] == [Outcome.ADDED] * 9
     assert_consistent(index, {"warm": B, **docs})
+
+
+@pytest.mark.parametrize("lost", [b"HGETALL", b"$4\r\nHGET\r\n"])  # the read's first round trip, its second
+def test_lost_reply_to_add_if_news_read(server: ServerProcess, lost: bytes) -> None:
+    """A reply to add_if_new's read (its table sets and bucket in one pass, then the ids of hits outside
+    the bucket) is lost: read again afresh, the guard built from the second read's members alone."""
+    admin = fresh(server)
+    with FaultProxy(server.port, write_marker=lost) as proxy:
+        client = redis.Redis.from_url(proxy.url, socket_timeout=10)
+        index = SimhashIndex(client, NAME, k=3, backoff=Backoff(retries=3, base=0.001, cap=0.01))
+        others = {f"n{i}": B ^ (0xF << (4 * i)) for i in range(1, 8)}  # z's table-3 set, 5 bits away
+        index.add_many([("x", A), *others.items()])
+        proxy.arm()
+        assert index.add_if_new("y", A ^ 1) == Match("x", A, 1)  # x is in another bucket: asked for
+        assert proxy.dropped_after_write == 1
+        proxy.arm()
+        assert index.add_if_new("z", B ^ (1 << 40)) is None  # its tables hold near misses: a real guard
+        assert proxy.dropped_after_write == (2 if lost == b"HGETALL" else 1)  # no hit: no second trip
+        proxy.disarm()
+        assert_consistent(index, {"x": A, "y": None, "z": B ^ (1 << 40), **others})
+        client.close()
+    admin.close()

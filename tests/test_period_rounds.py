@@ -51,8 +51,8 @@ def test_a_clock_that_keeps_moving_with_nothing_written_gives_up() -> None:
 
 
 def test_a_refusal_after_progress_counts_anew() -> None:
-    """Refusals that write nothing, then one round that writes, then refusals again: still done."""
-    clock, script = _Clock(), iter([0, 0, 0, 0, 1, 0, 0, 0, 2])
+    """As many refusals that write nothing as allowed, one round that writes, as many again: done."""
+    clock, script = _Clock(), iter([0, 0, 0, 0, 1, 0, 0, 0, 0, 2])
 
     def attempt(view: Any, pending: list[int]) -> tuple[list[int], int | None]:
         done = next(script)
@@ -60,4 +60,4 @@ def test_a_refusal_after_progress_counts_anew() -> None:
         return rest, (1 if rest else None)
 
     in_rounds(clock, attempt, [1, 2, 3])  # type: ignore[arg-type]
-    assert len(clock.adopted) == 8
+    assert len(clock.adopted) == 9

@@ -473,7 +473,7 @@ def test_a_large_batch_crossing_a_period_boundary_is_written_whole(
 
 
 def test_the_documents_before_a_failed_one_are_counted(redis_client: redis.Redis) -> None:
-    index = SimhashIndex(redis_client, "halfway", retention=Retention(600, 100))  # no boundary meanwhile
+    index = SimhashIndex(redis_client, "halfway", retention=Retention(600, 100))  # boundary: 1 in 10^4
     assert index.windows is not None
     other = A ^ 0xFFFF_FFFF
     redis_client.set(index.windows.schema(index.windows.view().current).tables(other)[2], "not a set")

@@ -60,9 +60,14 @@ def in_rounds(
     conflicts = clock = 0
     while pending:
         retry, moved = attempt(windows.view(), pending)
+        # Refusals count only in a row of rounds that settle nothing (retry is a part of pending): a
+        # long batch may cross many boundaries, and each round that settles some leaves fewer to do.
+        settled = len(retry) < len(pending)
+        if settled:
+            clock = 0
         if moved is not None:  # the server's clock is in another period: adopt it
-            # Counted only while no document gets written: a long batch may cross many boundaries.
-            clock = clock + 1 if len(retry) >= len(pending) else 1
+            if not settled:
+                clock += 1
             if clock > _CLOCK_ROUNDS:
                 raise WriteContention(
                     "the server's clock kept moving to another period; run the call again (the "

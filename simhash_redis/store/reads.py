@@ -97,9 +97,12 @@ class Reads:
     def _one(
         self, exchange: Exchange, fp: int, k: int, members: list[list[list[bytes]]] | None = None
     ) -> list[Match]:
-        """near() of one fingerprint in an index reading its buckets whole (`whole_buckets`): `_talk`'s
-        single query, its commands packed from one template and its replies read in one pass (raw,
-        unless the members of its table sets are wanted too: then appended to `members`).
+        """near() of one fingerprint in an index reading its buckets whole (`whole_buckets`), or
+        add_if_new's read of it: `_talk`'s single query, its commands packed from one template.
+
+        Its replies are read raw in one pass where the exchange can (`Exchange.read_sets`). With
+        `members` (add_if_new's guard), the table sets' replies are parsed and appended to it, and the
+        bucket's is read on its own, raw where it can be.
 
         Raises:
             SimhashRedisError: an error reply.
@@ -116,13 +119,12 @@ class Reads:
                 return []
             ids_of = _bucket_ids([raw for raw in found if keys.fp_bucket(raw) == own], bucket)
         else:
-            replies = exchange.read(tables + 1)
+            replies = exchange.read(tables)
             raise_first_error(replies)
             if members is not None:
-                members.append(replies[:tables])
-            found = hits([fp], replies[:tables], tables, k, self.f)[0]
-            mine = [raw for raw in found if keys.fp_bucket(raw) == own]
-            ids_of = _bucket_ids(mine, None, replies[tables])
+                members.append(replies)
+            found = hits([fp], replies, tables, k, self.f)[0]
+            ids_of = _in_bucket(exchange, found, fp, keys)
         others = [raw for raw in found if raw not in ids_of]
         if others:
             exchange.send([(b"HGET", keys.fp_bucket(raw), raw) for raw in others])

@@ -55,7 +55,7 @@ if sys.argv[1] == "thread":
         app.leave = quick  # else the CLI module keeps this script's objects alive late into the teardown
         left.set()
     app.leave = leave
-    threading.Thread(target=lambda: (left.wait(), print("thread finished", flush=True))).start()
+    threading.Thread(target=lambda: (left.wait(30), print("thread finished", flush=True))).start()
 sys.argv[1:] = sys.argv[2:]
 app.run()
 """
