@@ -343,7 +343,7 @@ def test_lost_reply_to_add_if_news_read(server: ServerProcess, lost: bytes) -> N
     with FaultProxy(server.port, write_marker=lost) as proxy:
         client = redis.Redis.from_url(proxy.url, socket_timeout=10)
         index = SimhashIndex(client, NAME, k=3, backoff=Backoff(retries=3, base=0.001, cap=0.01))
-        others = {f"n{i}": B ^ (0xF << (4 * i)) for i in range(1, 8)}  # z's table-3 set, 5 bits away
+        others = {f"n{i}": B ^ (0xF << (4 * i)) for i in range(1, 8)}  # in a table set of z, 5 bits away
         index.add_many([("x", A), *others.items()])
         proxy.arm()
         assert index.add_if_new("y", A ^ 1) == Match("x", A, 1)  # x is in another bucket: asked for

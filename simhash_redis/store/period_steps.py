@@ -37,8 +37,8 @@ T = TypeVar("T")
 
 _CAS = Script("id_cas")
 _IDS = Script("fp_ids")
-# Rounds in a row that wrote nothing, refused because this worker's estimate of the clock was in another
-# period than the server's.
+# Rounds in a row that settled nothing, refused because this worker's estimate of the clock was in another
+# period than the server's: one more gives up.
 _CLOCK_ROUNDS = 4
 
 
