@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import random
+from collections.abc import Callable
 
 import redis
 
@@ -71,11 +72,11 @@ return near
 """
 
 
-def _per_call(client: redis.Redis, command: str, send: object, calls: int) -> float:
+def _per_call(client: redis.Redis, command: str, send: Callable[[], object], calls: int) -> float:
     """The server's microseconds per call of `command` over `calls` calls of `send`."""
     client.config_resetstat()
     for _ in range(calls):
-        send()  # type: ignore[operator]
+        send()
     return float(client.info("commandstats")[f"cmdstat_{command}"]["usec_per_call"])
 
 
