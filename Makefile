@@ -49,7 +49,7 @@ test: lint lint-native
 # used whenever it is installed, so `make test` alone would leave the fallback untested).
 PURE_TESTS := tests/test_fingerprint.py tests/test_fingerprint_speed_exact.py tests/test_features.py \
 	tests/test_scheme.py tests/test_minhash.py tests/test_verified.py tests/test_index_contract.py \
-	tests/test_index_property.py tests/test_near_conversation.py tests/test_wire.py tests/test_moved.py \
+	tests/test_index_property.py tests/test_near_conversation.py tests/test_wire.py \
 	tests/test_bulk.py tests/test_verified_mode.py tests/test_retention.py
 # The engines differ in fingerprints, sketches and the read path's filter, not in transports: the
 # cluster, asyncio and fakeredis cases of these files run in `make test` only.

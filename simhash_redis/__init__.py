@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-from . import _moved
 from .errors import (
     ConfigurationMismatch,
     IndexCorrupted,
@@ -39,8 +38,6 @@ from .transport.connection import redact_url
 from .transport.retry import Backoff
 
 __version__ = "0.1.0"
-
-_moved.install()
 
 __all__ = [
     "Backoff",

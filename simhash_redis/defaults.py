@@ -12,7 +12,7 @@ K = 3
 PREFIX = "simhash"
 #: Feature extraction: shingles of this many tokens (a CJK character is one token).
 SHINGLE_SIZE = 3
-#: Default feature kind, see `simhash_redis.features.FEATURE_KINDS`.
+#: Default feature kind, see `simhash_redis.fingerprinting.tokens.FEATURE_KINDS`.
 FEATURES = "shingles"
 #: Seed of every xxhash call: fixed, so fingerprints are identical on every machine and process.
 SEED = 0

@@ -52,13 +52,12 @@ def old_index(client: redis.Redis, name: str, **config: Any) -> SimhashIndex:
     return SimhashIndex(client, name)
 
 
-def test_a_new_plain_index_is_format_4_and_the_other_modes_are_not() -> None:
-    assert IndexConfig.build(k=3).to_meta()["format"] == "4"
-    assert IndexConfig.build(k=3).to_meta()["fp_map"] == FP_MAP_BITS
-    windowed = IndexConfig.build(k=3, retention=Retention.of("7d"))
+def test_a_new_index_is_format_4_unless_it_has_a_retention_window() -> None:
     verified = IndexConfig.build(k=3, verification=Verification.of(MinHasher(), 0.8))
-    assert [windowed.format, verified.format] == [2, 3]
-    assert "fp_map" not in windowed.to_meta() and "fp_map" not in verified.to_meta()
+    for config in (IndexConfig.build(k=3), verified):
+        assert config.to_meta()["format"] == "4" and config.to_meta()["fp_map"] == FP_MAP_BITS
+    windowed = IndexConfig.build(k=3, retention=Retention.of("7d"))
+    assert windowed.format == 2 and "fp_map" not in windowed.to_meta()
 
 
 def test_the_meta_of_format_4_reads_back_and_a_mixed_one_is_refused() -> None:
@@ -149,16 +148,10 @@ def test_an_index_placed_by_hash_keeps_its_placement(redis_client: redis.Redis) 
         index.drop()
 
 
-@pytest.mark.parametrize("buckets", [2, 3, 1 << 17])
-@pytest.mark.parametrize("old", [False, True], ids=["format-4", "placed-by-hash"])
-def test_a_restored_meta_keeps_the_placement_the_data_has(
-    redis_client: redis.Redis, old: bool, buckets: int
-) -> None:
+@pytest.mark.parametrize("buckets", [1, 2, 3, 1 << 17])
+def test_a_restored_meta_keeps_the_placement_the_data_has(redis_client: redis.Redis, buckets: int) -> None:
     name = f"restore{next(_names)}"
-    if old:
-        index = old_index(redis_client, name, k=3, id_buckets=buckets)
-    else:
-        index = SimhashIndex(redis_client, name, k=3, id_buckets=buckets)
+    index = SimhashIndex(redis_client, name, k=3, id_buckets=buckets)
     try:
         # Fingerprints spread over the low bits too, so that the two placements differ for most.
         index.add_many([(f"d{i}", BASE ^ (i << 20) ^ (i * 0x9E37)) for i in range(50)])
@@ -247,7 +240,7 @@ def test_a_verified_index_of_format_4_reads_no_bucket_whole(redis_client: redis.
         out = io.BytesIO()
         export_index(plain, out)
         header = msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False).unpack()
-        # Format 3, which versions that know band tables import (format 1 without them).
+        # Format 3: a verified index, its placement left to the importer.
         assert header["meta"]["format"] == "3" and "fp_map" not in header["meta"]
     finally:
         index.drop()
@@ -293,20 +286,6 @@ def test_a_verified_entry_misplaced_with_its_sketches_is_moved(redis_client: red
         assert index.verify().ok
         assert [m.id for m in verified.near(text)] == ["a"]
         assert redis_client.hlen(wrong) == 0 or wrong == right
-    finally:
-        index.drop()
-
-
-def test_a_single_bucket_is_restored_as_placed_by_hash(redis_client: redis.Redis) -> None:
-    name = f"single{next(_names)}"
-    index = SimhashIndex(redis_client, name, k=3, id_buckets=1)
-    try:
-        index.add_many([(f"d{i}", BASE ^ (i << 20)) for i in range(10)])
-        redis_client.delete(index.keys.meta)
-        SimhashIndex.restore(redis_client, name, k=3, id_buckets=1)
-        # Both placements are one bucket: the meta says by hash, which earlier versions read too.
-        assert redis_client.hget(index.keys.meta, "format") == b"1"
-        assert [m.id for m in SimhashIndex(redis_client, name).near(BASE, k=0)] == ["d0"]
     finally:
         index.drop()
 

@@ -12,7 +12,6 @@ from simhash_redis import Layout, Outcome, SimhashIndex
 from simhash_redis.codec import encode_fp, encode_sketches
 from simhash_redis.errors import ConfigurationMismatch, InvalidArgument, InvalidType
 from simhash_redis.index.verified_index import VerifiedIndex, VerifiedMatch
-from tests.test_fp_map_bits import old_index
 
 _RNG = random.Random(7)
 _VOCAB = [f"word{i}" for i in range(2000)]
@@ -71,18 +70,13 @@ def test_remove_deletes_sketch_and_drop_covers_it(verified: VerifiedIndex, redis
     assert redis_client.keys(f"{verified.index.keys.base}:*") == []
 
 
-def test_candidate_without_sketch_is_dropped(redis_client: redis.Redis) -> None:
-    # An index a VerifiedIndex filled before modes were pinned, with one document written plainly: that
-    # one has no sketch and cannot be verified.
-    index = old_index(redis_client, "ver", layout=Layout.permuted(64, 8, blocks=10), id_buckets=64)
-    index.add("plain", BASE)
-    redis_client.hset(index.keys.sketch_bucket(b"old"), b"old", b"\0" * 256)
-    verified = VerifiedIndex(index)
-    assert [m.id for m in index.near(BASE)] == ["plain"]
+def test_candidate_without_sketch_is_dropped(verified: VerifiedIndex, redis_client: redis.Redis) -> None:
+    # A document whose sketch is lost (a damaged index): it cannot be confirmed, so it is not a match.
+    verified.add("lost", BASE)
+    keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(BASE), 64)
+    redis_client.hdel(keys.fp_bucket(fp), keys.sketch_field(fp))
+    assert [m.id for m in verified.index.near(BASE)] == ["lost"]
     assert verified.near(BASE) == []
-    # Opened by this version, it was upgraded: the sketch of an id not stored is gone with the old form.
-    assert redis_client.keys(f"{index.keys.base}:sk:*") == []
-    assert redis_client.hmget(index.keys.meta, "format", "upgrading") == [b"3", None]
 
 
 def test_a_plain_index_with_documents_is_not_made_verified(redis_client: redis.Redis) -> None:

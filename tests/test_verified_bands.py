@@ -3,12 +3,10 @@ standalone server (garbage repaired on a cluster), the guard covering them; malf
 
 from __future__ import annotations
 
-import io
 import itertools
 import random
 from typing import Any
 
-import msgpack
 import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
@@ -17,11 +15,10 @@ from redis.cluster import RedisCluster
 
 from simhash_redis import ConfigurationMismatch, IndexCorrupted, SimhashIndex, VerifiedIndex
 from simhash_redis.codec import decode_sketches, encode_fp
-from simhash_redis.jobs.dump import export_index
 from simhash_redis.store import Verification
 from simhash_redis.store import reads as reads_module
 from tests.test_verified_mode import article
-from tests.test_verified_sketches import _FORMAT_1_MODE, K8, _stored_sketches, _to_format_1
+from tests.test_verified_sketches import _UNBANDED_MODE, K8, _stored_sketches
 
 _names = itertools.count()
 _VOCAB = [f"word{i}" for i in range(2000)]
@@ -162,39 +159,8 @@ def test_a_resent_write_of_the_same_sketch_changes_nothing(redis_client: redis.R
     assert redis_client.info("persistence")["rdb_changes_since_last_save"] == dirty + 1
 
 
-def test_an_unlisted_id_keeps_its_old_sketch_until_it_can_move(redis_client: redis.Redis) -> None:
-    verified = VerifiedIndex(SimhashIndex(redis_client, "unlisted", verification=_FORMAT_1_MODE, **K8))
-    verified.add_many([("a", article(100)), ("b", article(101))])
-    _to_format_1(verified, redis_client)
-    keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(article(100)), 64)
-    # "a" committed in the id map but not listed with its fingerprint (a cluster's interrupted write).
-    redis_client.hdel(keys.fp_bucket(fp), fp)
-    # Reads of an index not upgraded yet: verify says so and changes nothing; export reads them by id.
-    report = SimhashIndex(redis_client, "unlisted").verify()
-    assert "sketches of format 1 not moved yet" in report.problems
-    assert redis_client.hget(keys.meta, "format") == b"1"
-    out = io.BytesIO()
-    export_index(SimhashIndex(redis_client, "unlisted"), out)
-    records = [r for r in msgpack.Unpacker(io.BytesIO(out.getvalue())) if isinstance(r, list)]
-    assert all(isinstance(r[2], bytes) and len(r[2]) == 256 for r in records) and len(records) == 2
-    VerifiedIndex(SimhashIndex(redis_client, "unlisted"))
-    assert redis_client.hget(keys.sketch_bucket(b"a"), b"a") is not None  # kept: not listed yet
-    assert redis_client.hget(keys.sketch_bucket(b"b"), b"b") is None  # moved
-    assert redis_client.hget(keys.meta, "upgrading") == b"1"
-    # Re-added with another text meanwhile: an export takes the sketch beside its id, the newer one.
-    newer = _edit(article(100), 40, 3)
-    verified.add("a", newer)
-    out = io.BytesIO()
-    export_index(SimhashIndex(redis_client, "unlisted"), out)
-    exported = {r[0]: r[2] for r in msgpack.Unpacker(io.BytesIO(out.getvalue())) if isinstance(r, list)}
-    assert exported["a"] == verified.hasher.sketch(newer)
-    SimhashIndex(redis_client, "unlisted").verify(repair=True)
-    assert redis_client.hget(keys.meta, "upgrading") is None
-    assert verified.sketch_of("a") is not None and SimhashIndex(redis_client, "unlisted").verify().ok
-
-
 def test_restore_meta_refuses_a_mode_the_sketches_were_not_made_in(redis_client: redis.Redis) -> None:
-    legacy = VerifiedIndex(SimhashIndex(redis_client, "lost", verification=_FORMAT_1_MODE, **K8))
+    legacy = VerifiedIndex(SimhashIndex(redis_client, "lost", verification=_UNBANDED_MODE, **K8))
     banded = VerifiedIndex(SimhashIndex(redis_client, "lost2", **K8))
     for index in (legacy, banded):
         index.add_many([("a", article(110)), ("b", article(111))])
@@ -204,7 +170,7 @@ def test_restore_meta_refuses_a_mode_the_sketches_were_not_made_in(redis_client:
         SimhashIndex.restore(redis_client, "lost", verification=Verification.of(), **config)
     with pytest.raises(ConfigurationMismatch, match="the index has LSH band tables"):
         SimhashIndex.restore(redis_client, "lost2", verification=Verification.of(None, 0.8, (0, 0)), **config)
-    SimhashIndex.restore(redis_client, "lost", verification=_FORMAT_1_MODE, **config)
+    SimhashIndex.restore(redis_client, "lost", verification=_UNBANDED_MODE, **config)
     SimhashIndex.restore(redis_client, "lost2", verification=Verification.of(), **config)
     for name in ("lost", "lost2"):
         reopened = VerifiedIndex(SimhashIndex(redis_client, name))

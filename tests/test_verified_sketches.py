@@ -1,5 +1,5 @@
 """Sketches kept beside their ids in the fingerprint map: a verified near() in two round trips, every
-write keeping each id's sketch with it, and format 1's sketches by id upgraded when first opened."""
+write keeping each id's sketch with it."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
 from simhash_redis import MinHasher, SimhashIndex, VerifiedIndex
-from simhash_redis.codec import decode_ids, decode_sketches, encode_fp, encode_sketches
+from simhash_redis.codec import decode_ids, decode_sketches, encode_fp
 from simhash_redis.store import Verification
 from simhash_redis.store import store as store_module
 from simhash_redis.transport import wire
 from tests.test_verified_mode import K8, article, one_word_edit
 
 _names = itertools.count()
-_FORMAT_1_MODE = Verification.of(MinHasher(), 0.8, (0, 0))
+_UNBANDED_MODE = Verification.of(MinHasher(), 0.8, (0, 0))
 
 
 def _stored_sketches(verified: VerifiedIndex) -> dict[str, dict[str, bytes]]:
@@ -41,16 +41,6 @@ def _listed(verified: VerifiedIndex) -> dict[str, list[str]]:
         for pairs in verified.store.hashes(keys):
             out.update((f.decode(), decode_ids(v)) for f, v in pairs if not f.startswith(b"s:"))
     return out
-
-
-def _to_format_1(verified: VerifiedIndex, client: Any) -> None:
-    """Rewrite a verified index as the previous version stored it: sketches in hashes by id."""
-    keys = verified.index.keys
-    for fp, sketches in _stored_sketches(verified).items():
-        for doc_id, sketch in sketches.items():
-            client.hset(keys.sketch_bucket(doc_id.encode()), doc_id, sketch)
-        client.hdel(keys.fp_bucket(fp.encode()), keys.sketch_field(fp.encode()))
-    client.hset(keys.meta, "format", "1")
 
 
 class _Counted:
@@ -117,50 +107,6 @@ def test_sketches_follow_their_ids(where: str, request: pytest.FixtureRequest) -
     assert verified.remove_many(["twin", "y"]) == [True, True]
     assert _stored_sketches(verified) == {} and _listed(verified) == {}
     assert verified.index.count() == (0, 0)
-
-
-@pytest.mark.parametrize("where", ["server", "cluster"])
-def test_a_format_1_index_is_upgraded_when_opened(where: str, request: pytest.FixtureRequest) -> None:
-    client: redis.Redis | RedisCluster = request.getfixturevalue(
-        "redis_cluster_client" if where == "cluster" else "redis_client"
-    )
-    name = f"old{next(_names)}"
-    # The mode of that time: 256 permutations, no band tables.
-    verified = VerifiedIndex(SimhashIndex(client, name, verification=_FORMAT_1_MODE, **K8))
-    stories = [article(50 + s) for s in range(6)]
-    verified.add_many([(f"s{i}", text) for i, text in enumerate(stories)])
-    before = _stored_sketches(verified)
-    _to_format_1(verified, client)
-    keys = verified.index.keys
-    # A sketch written by this version meanwhile (a newer text of s0 with the same fingerprint) is kept;
-    # one of an id no longer stored is dropped with the old form.
-    fp0 = encode_fp(verified.index.fingerprint(stories[0]), 64)
-    newer = b"\x07" * verified.hasher.sketch_bytes
-    client.hset(keys.fp_bucket(fp0), keys.sketch_field(fp0), encode_sketches([(b"s0", newer)]))
-    client.hset(keys.sketch_bucket(b"gone"), "gone", b"\0" * verified.hasher.sketch_bytes)
-    assert SimhashIndex(client, name).config.verification is not None  # format 1 still reads
-    reopened = VerifiedIndex(SimhashIndex(client, name))
-    expected = dict(before)
-    expected[fp0.decode()] = {"s0": newer}
-    assert _stored_sketches(reopened) == expected
-    assert list(itertools.chain.from_iterable(reopened.store.scan("sketch"))) == []
-    assert client.hget(keys.meta, "format") == b"3" and client.hget(keys.meta, "upgrading") is None
-    assert [m.id for m in reopened.near(one_word_edit(stories[3], 1))] == ["s3"]
-    assert reopened.index.verify().ok
-
-
-def test_an_interrupted_upgrade_is_finished_by_the_next_opener(redis_client: redis.Redis) -> None:
-    verified = VerifiedIndex(SimhashIndex(redis_client, "half", verification=_FORMAT_1_MODE, **K8))
-    verified.add_many([("a", article(60)), ("b", article(61))])
-    before = _stored_sketches(verified)
-    _to_format_1(verified, redis_client)
-    keys = verified.index.keys
-    # The mark set, nothing moved yet: the opener that crashed here left every sketch by id.
-    redis_client.hset(keys.meta, mapping={"format": "3", "upgrading": "1"})
-    reopened = VerifiedIndex(SimhashIndex(redis_client, "half"))
-    assert _stored_sketches(reopened) == before
-    assert redis_client.keys(f"{keys.base}:sk:*") == []
-    assert redis_client.hget(keys.meta, "upgrading") is None
 
 
 def test_verify_removes_malformed_sketches(redis_client: redis.Redis) -> None:

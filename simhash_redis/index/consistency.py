@@ -24,7 +24,6 @@ from ..store import KeySchema, Store, Verification
 from ..store.scripts import Script
 from ..transport import raise_first_error
 from .sketch_check import SKETCHES, check_bands, check_sketches
-from .sketch_upgrade import upgrade_pending, upgrade_sketches
 
 __all__ = ["VerifyReport", "check_consistency"]
 
@@ -134,14 +133,6 @@ def check_consistency(
         for start in range(0, len(entries), _BATCH):
             _check_ids(target, report, entries[start : start + _BATCH], repair)
 
-    # An index of format 1 keeps its sketches by id until upgraded: a repair upgrades it (once its ids
-    # are listed again), a check says so.
-    old_sketches = False
-    if verification is not None:
-        if repair:
-            upgrade_sketches(store)
-        old_sketches = upgrade_pending(store)
-
     # 2. The fingerprint map: every listed id must map back to it; tables must hold it. Sketches kept
     # beside the ids (verified mode) must be of ids having that fingerprint.
     with_sketch = 0
@@ -176,12 +167,7 @@ def check_consistency(
 
     if verification is not None and verification.bands:
         check_bands(store, report, verification, repair)
-    if old_sketches:
-        report.found(
-            "sketches of format 1 not moved yet",
-            "the first VerifiedIndex (or verify --repair) of this version moves them beside their ids",
-        )
-    elif verification is not None and with_sketch < report.docs:
+    if verification is not None and with_sketch < report.docs:
         report.found(
             "documents without a sketch",
             f"{report.docs - with_sketch} (not repaired: add them again with their texts)",

@@ -477,7 +477,7 @@ class SimhashIndex:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
 
         Args:
-            repair: also fix what is found, following the id map (see `simhash_redis.verify`).
+            repair: also fix what is found, following the id map (see `simhash_redis.index.consistency`).
 
         Raises:
             RedisUnavailable: the server cannot be reached; run it again.

@@ -11,9 +11,7 @@ Sketches live beside the ids in the wrapped index's fingerprint map, one field p
 so the round trip that asks for a near fingerprint's ids gets the sketches that confirm them: a verified
 near() takes the plain index's one or two round trips. A sketch is set and removed in the step that
 attaches its id to the fingerprint and detaches it (one script, one key), so every stored document has
-its sketch even with concurrent writers, on a standalone server and on a cluster. An index of format 1
-kept sketches by id (`{prefix}:{name}:sk:{bucket}`); its first opening by this version moves them
-(`sketch_upgrade`).
+its sketch even with concurrent writers, on a standalone server and on a cluster.
 
 The mode (the sketch's parameters and the threshold) is pinned in the index's meta (field ``verified``),
 so every worker verifies alike, and a plain `SimhashIndex` of a verified index only reads.
@@ -36,7 +34,6 @@ from . import batches
 from .arguments import check_fp, check_k, texts
 from .simhash_index import Outcome, SimhashIndex
 from .sketch_judge import SketchJudge
-from .sketch_upgrade import upgrade_sketches
 from .unique import UniqueWrites
 from .verified_open import verifiable
 
@@ -96,7 +93,6 @@ class VerifiedIndex:
         self._writes = writes_for(self.store, index.f, tables, verification=self.verification)
         self._reads = Reads(self.store, index.name, index.config)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, index.f, index.k)
-        upgrade_sketches(self.store)
 
     @classmethod
     def from_url(
@@ -130,21 +126,16 @@ class VerifiedIndex:
     def _pin(self, hasher: MinHasher | None, threshold: float) -> Verification:
         """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
 
-        An index that holds documents but no sketch was made plain, and stays so: its documents could
-        never be confirmed. One with sketches was made by a `VerifiedIndex` before modes were pinned:
-        it gets the mode of that time (256 permutations unless a hasher is given, no band tables),
-        which its sketches were made with.
+        An index that holds documents without a pinned mode was made plain, and stays so: its documents
+        could never be confirmed.
         """
         docs = self.index.count()[0]
-        if docs and not any(self.store.scan("sketch")):
+        if docs:
             raise ConfigurationMismatch(
                 f"index {self.index.name!r} holds {docs:,} documents without MinHash sketches: verified mode "
                 "is chosen when an index is created; create a verified index and load the documents into it"
             )
-        if docs:
-            mode = Verification.of(hasher or MinHasher(), threshold, (0, 0))
-        else:
-            mode = Verification.of(hasher, threshold)
+        mode = Verification.of(hasher, threshold)
         stored = pin_meta(self.store.sender, self.index.keys.meta, "verified", mode.to_meta())
         if stored is None:
             raise IndexNotFound(f"index {self.index.name!r} was dropped while it was being opened")

@@ -30,7 +30,6 @@ from redis.cluster import RedisCluster
 from ..codec import decode_fp, decode_sketches, dump_fp, undump_fp
 from ..errors import IndexCorrupted, InputError, InvalidArgument, SimhashRedisError
 from ..index import Outcome, SimhashIndex, VerifiedIndex
-from ..index.sketch_upgrade import upgrade_pending
 from ..store import IndexConfig, Store
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
@@ -73,12 +72,10 @@ def export_index(
     out.write(packer.pack(header))
     written = 0
     verified = index.config.verification is not None
-    # An export only reads: sketches of format 1 (an index not upgraded yet) are read where they are.
-    sketches_of = _sketches_by_id if verified and upgrade_pending(index.store) else _sketches
     for keys in _id_map_keys(index):
         chunk = bytearray()
         buckets = index.store.hashes(keys)
-        sketches = sketches_of(index, buckets) if verified else {}
+        sketches = _sketches(index, buckets) if verified else {}
         for bucket in buckets:
             for raw_id, raw_fp in bucket:
                 record = [raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)]
@@ -161,23 +158,13 @@ def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> 
 
 
 def _portable(meta: dict[str, str]) -> dict[str, str]:
-    """The configuration as a dump states it: a verified index without band tables as format 1, which
-    versions before format 3 import too (a dump's records are the same whatever the stored form); one
-    with band tables needs a version that knows them anyway. An index of format 4 is stated without its
-    map's placement, which the importing version chooses for the index it creates."""
-    if meta.get("format") == "4":  # the placement of the map is not the dump's: the importer chooses
-        meta = {field: value for field, value in meta.items() if field != "fp_map"}
-        meta["format"] = "3" if "verified" in meta else "1"
-    plain_mode = meta.get("format") == "3" and ";bands=" not in meta.get("verified", "")
-    return {**meta, "format": "1"} if plain_mode else meta
-
-
-def _sketches_by_id(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
-    """`_sketches` of an index of format 1 (each id bucket has one sketch bucket: both are numbered by
-    the id's hash); sketches already moved beside their ids are read there."""
-    keys = [index.keys.sketch_bucket(bucket[0][0]) for bucket in buckets if bucket]
-    by_id = {raw_id: bytes(sketch) for pairs in index.store.hashes(keys) for raw_id, sketch in pairs}
-    return {**by_id, **_sketches(index, buckets)}  # one beside its id is the newer
+    """The configuration as a dump states it: without the fingerprint map's placement, which the importing
+    version chooses for the index it creates (a dump's records are the same whatever the stored form), so
+    format 4 is stated as format 3 for a verified index and 1 for a plain one."""
+    if meta.get("format") != "4":
+        return meta
+    stated = {field: value for field, value in meta.items() if field != "fp_map"}
+    return {**stated, "format": "3" if "verified" in meta else "1"}
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:

@@ -17,12 +17,10 @@ from .layout import Layout
 
 __all__ = ["FORMAT_VERSION", "FP_MAP_BITS", "FP_MAP_HASH", "IndexConfig", "Retention", "Verification"]
 
-#: Version of the Redis data format; a newer format is refused rather than misread. A windowed index
-#: (`Retention`) is written as format 2, so that versions which know nothing of windows refuse it; a
-#: verified index as format 3 (its sketches beside the ids in the fingerprint map), so that versions
-#: which look for sketches by id refuse it. A verified index of format 1 is upgraded when first opened
-#: (`index.sketch_upgrade`). A plain index is written as format 4, its fingerprint map placed by the
-#: fingerprints' own low bits (`FP_MAP_BITS`), so that versions which place it by hash refuse it.
+#: Version of the Redis data format; a newer format is refused rather than misread. An index is written
+#: as format 4, its fingerprint map placed by the fingerprints' own low bits (`FP_MAP_BITS`); one with a
+#: retention window (`Retention`) as format 2, its map placed by hash. Formats 1 (plain) and 3 (verified)
+#: place the map by hash: a dump states them (the importer chooses the placement), and they still open.
 FORMAT_VERSION = 4
 #: The format of an index without windows, readable by every version.
 _PLAIN_FORMAT = 1
@@ -386,9 +384,10 @@ class IndexConfig:
         buckets = defaults.ID_BUCKETS if id_buckets is None else id_buckets
         if not 1 <= buckets <= 1 << 30:
             raise InvalidArgument(f"id_buckets must be in 1..2**30, got {buckets!r}")
-        # New plain indexes place their fingerprint map by bits: a single lookup then gets the ids of
-        # most near hits in its first round trip. The other modes read their maps as before.
-        fp_map = FP_MAP_BITS if verification is None and retention is None else FP_MAP_HASH
+        # New indexes place their fingerprint map by bits: a single lookup then gets the ids of most near
+        # hits in its first round trip. Only an index with a retention window, whose periods are written
+        # by their own scripts, places it by hash.
+        fp_map = FP_MAP_HASH if retention is not None else FP_MAP_BITS
         return cls(layout, scheme or Scheme(f=width), buckets, verification, retention, fp_map)
 
     def to_meta(self) -> dict[str, str]:

@@ -10,9 +10,6 @@ For an index `news` under the default prefix::
                                         also s:{fingerprint} -> each of those ids' MinHash sketch.
                                         Format 4 places a fingerprint by its own value modulo the
                                         bucket count, the formats before by a hash of it
-    simhash:news:sk:{bucket}     hash   document id -> MinHash sketch (verified indexes of format 1,
-                                        moved into the fingerprint map when first opened: see
-                                        `index.sketch_upgrade`)
     simhash:news:b{i}:{hex}      set    verified mode's LSH band i: fingerprints of the documents whose
                                         sketch holds those values in band i ({hex}: its bytes)
     simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
@@ -150,7 +147,6 @@ class KeySchema:
         ]
         self._id_prefix = f"{self.base}:id:".encode()
         self._fp_prefix = f"{self.base}:fp:".encode()
-        self._sketch_prefix = f"{self.base}:sk:".encode()
         self._layout = layout
         self._lock_prefix = f"{self.base}:lock:".encode()
         self._band_prefix = f"{self.base}:b".encode()
@@ -271,16 +267,15 @@ class KeySchema:
         """The SCAN pattern of every key of one kind.
 
         Args:
-            kind: "all", "id" (the id map), "fp" (the fingerprint map), "sketch" (format 1's sketch
-                hashes), "band" (verified mode's band tables), or "windows" (every key of every period
-                of an index with a retention window).
+            kind: "all", "id" (the id map), "fp" (the fingerprint map), "band" (verified mode's band
+                tables), or "windows" (every key of every period of an index with a retention window).
 
         Raises:
             KeyError: an unknown kind.
         """
         return (
             f"{self.base}:"
-            + {"all": "*", "id": "id:*", "fp": "fp:*", "sketch": "sk:*", "band": "b*:*", "windows": "w*:*"}[
+            + {"all": "*", "id": "id:*", "fp": "fp:*", "band": "b*:*", "windows": "w*:*"}[
                 kind
             ]
         )
@@ -364,14 +359,6 @@ class KeySchema:
         return [
             b"%s%d:%s" % (prefix, i, sketch[i * width : (i + 1) * width].hex().encode()) for i in range(count)
         ]
-
-    def sketch_bucket(self, doc_id: bytes) -> bytes:
-        """The hash where an index of format 1 kept a document's MinHash sketch (bucketed like the id map).
-
-        Args:
-            doc_id: the UTF-8 encoded id.
-        """
-        return self._sketch_prefix + self._bucket(doc_id)
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
         """The bucket number of each id, or stored fingerprint of an index placing them by hash, as

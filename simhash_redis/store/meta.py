@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from ..codec import decode_fp, decode_ids, decode_sketches
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
 from ..transport import Sender
-from .config import FP_MAP_BITS, Verification
+from .config import Verification
 from .keys import KeySchema
 from .replies import hash_pairs
 from .scripts import Script
@@ -170,10 +170,6 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
     stored = _read(sender, keys.meta)
     if stored:
         return stored
-    # Sketches by id: a verified index of format 1, whose first opening moves them (index.sketch_upgrade).
-    by_id = any(sender.scan(keys.pattern_of("sketch"), _SCAN_COUNT))
-    if "verified" in fields and by_id:
-        fields = {**fields, "format": "1"}
     windowed = any(sender.scan(keys.pattern_of("windows"), _SCAN_COUNT))
     if windowed != ("retention" in fields):
         raise ConfigurationMismatch(
@@ -192,9 +188,7 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         raise IndexCorrupted(
             "no documents to check the stated configuration against: create the index instead"
         )
-    if not windowed:
-        keys, fields = _placement(sender, keys, [fp for _, fp in sample], fields)
-    if "verified" not in fields and (by_id or _sketched(sender, keys, sample)):
+    if "verified" not in fields and _sketched(sender, keys, sample):
         raise ConfigurationMismatch(
             "the index holds MinHash sketches, so it was created in verified mode: state it too "
             "(verification=..., or --verified and the --threshold it was created with)"
@@ -202,41 +196,11 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
     problems: Iterable[str | None] = (_misfit(sender, keys, f, doc_id, fp) for doc_id, fp in sample)
     if "verified" in fields:
         mode = Verification.from_meta(fields["verified"])
-        problems = itertools.chain(problems, [_misfit_sketches(sender, keys, sample, mode, by_id)])
+        problems = itertools.chain(problems, [_misfit_sketches(sender, keys, sample, mode)])
     problem = next((p for p in problems if p), None)
     if problem:
         raise ConfigurationMismatch(f"the stated configuration does not fit the stored data: {problem}")
     return _create(sender, keys.meta, fields)
-
-
-def _placement(
-    sender: Sender, keys: KeySchema, fps: list[bytes], fields: dict[str, str]
-) -> tuple[KeySchema, dict[str, str]]:
-    """The key names and meta fields of the fingerprint map's placement (by bits or by hash) in which
-    most sampled fingerprints are found: the stated configuration does not say which version wrote the
-    data. Only fingerprints that the two placements put in different buckets, and that one of them
-    holds, count; if none is put apart (a single bucket), the placements are the same, and the meta says
-    by hash, which earlier versions read too.
-
-    Args:
-        sender: where commands go.
-        keys: the index's key names under the stated configuration.
-        fps: stored fingerprints.
-        fields: the stated configuration, as stored in the meta.
-    """
-    by_bits, by_hash = keys.placed(True), keys.placed(False)
-    told = [fp for fp in fps if by_bits.fp_bucket(fp) != by_hash.fp_bucket(fp)]
-    found = sender.execute(
-        [(b"HEXISTS", placed.fp_bucket(fp), fp) for fp in told for placed in (by_bits, by_hash)]
-    )
-    in_bits = sum(1 for n in range(len(told)) if found[2 * n] and not found[2 * n + 1])
-    in_hash = sum(1 for n in range(len(told)) if found[2 * n + 1] and not found[2 * n])
-    if in_bits > in_hash:
-        return by_bits, {**fields, "format": "4", "fp_map": FP_MAP_BITS}
-    if (in_hash > in_bits or not told) and fields.get("fp_map") == FP_MAP_BITS:
-        stated = {field: value for field, value in fields.items() if field != "fp_map"}
-        return by_hash, {**stated, "format": "3" if "verified" in fields else "1"}
-    return keys, fields
 
 
 def _read(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
@@ -307,23 +271,19 @@ def _sketched(sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]]
 
 
 def _misfit_sketches(
-    sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]], mode: Verification, by_id: bool
+    sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]], mode: Verification
 ) -> str | None:
     """Why the sampled documents' sketches were not made in the stated verified mode (None if they were):
     their size, and their band tables (present exactly when the mode has them)."""
-    if by_id:  # format 1: sketches by id, no band tables then
-        replies = sender.execute([(b"HGET", keys.sketch_bucket(doc_id), doc_id) for doc_id, _ in sample])
-        sketches = [(fp, bytes(r)) for (_, fp), r in zip(sample, replies, strict=True) if r is not None]
-    else:
-        replies = sender.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
-        sketches = []
-        for (doc_id, fp), reply in zip(sample, replies, strict=True):
-            try:
-                sketch = decode_sketches(bytes(reply)).get(doc_id.decode()) if reply is not None else None
-            except (ValueError, UnicodeDecodeError):
-                continue  # verify reports it
-            if sketch is not None:
-                sketches.append((fp, sketch))
+    replies = sender.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
+    sketches = []
+    for (doc_id, fp), reply in zip(sample, replies, strict=True):
+        try:
+            sketch = decode_sketches(bytes(reply)).get(doc_id.decode()) if reply is not None else None
+        except (ValueError, UnicodeDecodeError):
+            continue  # verify reports it
+        if sketch is not None:
+            sketches.append((fp, sketch))
     for _, sketch in sketches:
         if len(sketch) != mode.sketch_bytes:
             return f"a sketch of {len(sketch)} bytes, not the {mode.sketch_bytes} of {mode.to_meta()!r}"

@@ -21,7 +21,7 @@ __all__ = ["KeyKind", "Store"]
 T = TypeVar("T")
 
 #: The kinds of key an index has, as `Store.scan` finds them.
-KeyKind = Literal["all", "id", "fp", "sketch", "band", "windows"]
+KeyKind = Literal["all", "id", "fp", "band", "windows"]
 
 _SCAN_COUNT = 1000
 # The fingerprints of a fingerprint-map hash, leaving out the fields of their sketches (verified mode).

@@ -1,7 +1,7 @@
 -- Adds ('+') or removes ('-') one id in the netstring list of ids having a fingerprint; idempotent.
--- With 'm', sets the sketch of an id listed with the fingerprint unless it has one (an upgrade moving
--- format 1's sketches: a sketch written since by a document write is newer). Used on Redis Cluster (and
--- by upgrades and repairs), one key per call. KEYS[1] = the fingerprint-map hash; ARGV = op, fp, id, then
+-- With 'm', sets the sketch of an id listed with the fingerprint unless it has one (a repair moving a
+-- misplaced sketch: one written since by a document write is newer). Used on Redis Cluster (and by
+-- repairs), one key per call. KEYS[1] = the fingerprint-map hash; ARGV = op, fp, id, then
 -- in an index with a retention window the period's expiry (Unix ms, set on a key that has none; else
 -- ''), then in verified mode the id's MinHash sketch ('' for none). The sketch is set with the id
 -- (field 's:' .. fp: groups of a sketch and the netstring list of the ids having it), in the same
