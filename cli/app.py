@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from simhash_redis import __version__
+from simhash_redis import __version__, engine
 from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import (
     ConfigurationMismatch,
@@ -151,6 +151,7 @@ class _Group(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
+            engine()  # SIMHASH_REDIS_ENGINE, checked before a command (and its worker processes) needs it
             return super().invoke(ctx)
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
@@ -266,8 +267,8 @@ def _root(
         str | None,
         typer.Option(
             "--retention",
-            help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w), "
-            "used when the index is created; an existing index must agree. Redis frees the memory by "
+            help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w: the "
+            "unit is required), used when the index is created; an existing index must agree. Redis frees the memory by "
             "itself: a document is found for the retention and gone within a sixth of it more "
             "(docs/retention.md).",
             show_default=False,

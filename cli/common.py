@@ -16,6 +16,7 @@ from simhash_redis import Retention, SimhashIndex, VerifiedIndex, defaults, reda
 from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from simhash_redis.store import Verification, validate_name
+from simhash_redis.store.config import parse_duration
 from simhash_redis.tools import planner
 from simhash_redis.transport import client_from_url
 
@@ -143,7 +144,7 @@ class Settings:
 
         Raises:
             InvalidArgument: --layout without --k, a label that names nothing, --sliding without
-                --retention, or a malformed --retention.
+                --retention, or a malformed --retention (a bare number among them: it needs a unit).
         """
         width = defaults.F if self.f is None else self.f
         layout = scheme = None
@@ -158,6 +159,8 @@ class Settings:
 
             scheme = scheme_named(self.scheme, width)
         retention: Retention | str | None = self.retention
+        if self.retention is not None:
+            parse_duration(self.retention, "--retention")  # refused in the option's own name
         if self.sliding:
             if self.retention is None:
                 raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
