@@ -491,7 +491,9 @@ class IndexConfig:
             for field in fields[arg]:
                 if mine.get(field) != theirs.get(field):
                     raise ConfigurationMismatch(
-                        f"index {index!r} is stored with {field}={theirs.get(field)!r} but {arg} asks for "
-                        f"{field}={mine.get(field)!r}; open it without {arg} to use the stored "
-                        "configuration, or choose another index name"
+                        f"index {index!r} was created with {field}={theirs.get(field, 'none')}, not "
+                        f"{field}={mine.get(field, 'none')}",
+                        hint=f"open it without {arg} to use the stored configuration, or choose another "
+                        "index name",
+                        remedy=f"without-{arg}",
                     )

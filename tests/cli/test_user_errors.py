@@ -93,3 +93,88 @@ def test_the_library_refuses_a_string_without_a_unit(given: str) -> None:
 def test_the_library_reads_a_number_as_seconds(redis_client: redis.Redis) -> None:
     index = SimhashIndex(redis_client, "secs", retention=90)
     assert index.config.retention == Retention.of("90s")
+
+
+# -- a lost meta key ----------------------------------------------------------------------------------
+
+
+def test_a_lost_meta_points_to_restore_meta_and_its_refusals_are_readable(
+    invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    index = SimhashIndex(redis_client, "lost", k=5)
+    index.add_many([("builtins.issubclass", 0x9D4A_0000_0000_0001), ("doc-2", 0x1234)])
+    redis_client.delete(index.keys.meta)
+    for args in (["near", article(1)], ["get", "doc-2"], ["stats"], ["export", "-o", os.devnull]):
+        result = invoke(*args, index="lost")
+        assert result.exit_code == 1 and "Traceback" not in result.output, (args, result.output)
+        assert "no meta key" in result.stderr and "simhash-redis --index lost --k K restore-meta" in result.stderr
+        assert "no index named" not in result.stderr and "SimhashIndex" not in result.stderr
+    wrong = invoke("--k", "3", "restore-meta", index="lost")
+    assert wrong.exit_code == 5, wrong.output
+    assert "b'" not in wrong.stderr and "b\"" not in wrong.stderr, wrong.stderr
+    assert "of id 'builtins.issubclass'" in wrong.stderr or "of id 'doc-2'" in wrong.stderr, wrong.stderr
+    assert "0x" in wrong.stderr and "give restore-meta the options the index was created with" in wrong.stderr
+    windowed = invoke("--k", "5", "--retention", "1d", "restore-meta", index="lost")
+    assert windowed.exit_code == 5 and windowed.stderr.endswith("leave out --retention\n"), windowed.stderr
+    assert invoke("--k", "5", "restore-meta", index="lost").exit_code == 0
+    assert invoke("get", "doc-2", index="lost").stdout.strip() == "0x0000000000001234"
+
+
+def test_the_library_says_the_meta_is_lost_when_only_reading(redis_client: redis.Redis) -> None:
+    from simhash_redis import IndexCorrupted, IndexNotFound
+
+    index = SimhashIndex(redis_client, "lost-lib", k=5)
+    index.add("a", 7)
+    redis_client.delete(index.keys.meta)
+    with pytest.raises(IndexCorrupted, match="no meta key") as refused:
+        SimhashIndex(redis_client, "lost-lib", create=False)
+    assert refused.value.remedy == "restore-meta" and "SimhashIndex.restore" in str(refused.value)
+    with pytest.raises(IndexNotFound):
+        SimhashIndex(redis_client, "never-made", create=False)
+
+
+# -- the command line's words -------------------------------------------------------------------------
+
+
+def test_the_index_k_and_the_query_distance_are_told_apart(invoke: Invoke) -> None:
+    assert invoke("add", "a", article(1), index="kk").exit_code == 0
+    trap = invoke("near", "--k", "2", article(1), index="kk")
+    assert trap.exit_code == 5, trap.output
+    assert "k=3, not k=2" in trap.stderr and "k='" not in trap.stderr
+    assert "leave out --k" in trap.stderr and "near -k 2 (--distance 2)" in trap.stderr
+    assert invoke("near", "-k", "2", article(1), index="kk").exit_code == 0
+    other = invoke("--k", "2", "add", "b", article(2), index="kk")
+    assert other.exit_code == 5 and "leave out --k" in other.stderr and "near -k" not in other.stderr
+
+
+def test_import_refusals_name_options_not_library_arguments(invoke: Invoke, tmp_path: Path) -> None:
+    assert invoke("add", "a", article(1), index="src").exit_code == 0
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    assert invoke("add", "x", article(2), index="full").exit_code == 0
+    assert invoke("--verified", "add", "x", article(2), index="ver").exit_code == 0
+    assert invoke("--retention", "1d", "add", "x", article(2), index="win").exit_code == 0
+    windowed = tmp_path / "win.dump"
+    assert invoke("export", "-o", str(windowed), index="win").exit_code == 0
+    for name, source, code in (("full", dump, 2), ("ver", dump, 2), ("win", dump, 2), ("full", windowed, 5)):
+        refused = invoke("import", str(source), index=name)
+        assert refused.exit_code == code, (name, refused.output)
+        assert "another --index" in refused.stderr, refused.stderr
+        assert "=True" not in refused.stderr and "merge=" not in refused.stderr and "name=" not in refused.stderr
+    assert "give --merge to do that" in invoke("import", str(dump), index="full").stderr
+    assert invoke("import", "--merge", str(dump), index="full").exit_code == 0
+
+
+def test_the_library_hint_names_its_own_arguments(redis_client: redis.Redis) -> None:
+    import io
+
+    from simhash_redis.jobs.dump import export_index, import_index
+
+    source = SimhashIndex(redis_client, "lib-src")
+    source.add("a", 1)
+    data = io.BytesIO()
+    export_index(source, data)
+    SimhashIndex(redis_client, "lib-dst").add("b", 2)
+    with pytest.raises(InvalidArgument, match="pass merge=True") as refused:
+        import_index(redis_client, io.BytesIO(data.getvalue()), name="lib-dst")
+    assert refused.value.remedy == "merge" and "--" not in str(refused.value)
