@@ -216,6 +216,13 @@ class _Group(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(ExitCode.INTERRUPTED) from None
+        except typer.Abort as exc:
+            # A prompt's Ctrl-C (or end of input): the prompt raised Abort in place of what it caught.
+            typer.echo("")  # the prompt's line ends here
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                typer.echo("interrupted", err=True)
+                raise typer.Exit(ExitCode.INTERRUPTED) from None
+            code, message = ExitCode.ERROR, "no answer (end of input): nothing was done"
         except SimhashRedisError as exc:
             code, message = _message(exc, ctx.find_object(Settings), ctx.invoked_subcommand)
         except BrokenPipeError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -107,7 +108,8 @@ def test_a_lost_meta_points_to_restore_meta_and_its_refusals_are_readable(
     for args in (["near", article(1)], ["get", "doc-2"], ["stats"], ["export", "-o", os.devnull]):
         result = invoke(*args, index="lost")
         assert result.exit_code == 1 and "Traceback" not in result.output, (args, result.output)
-        assert "no meta key" in result.stderr and "simhash-redis --index lost --k K restore-meta" in result.stderr
+        assert "no meta key" in result.stderr
+        assert "simhash-redis --index lost --k K restore-meta" in result.stderr
         assert "no index named" not in result.stderr and "SimhashIndex" not in result.stderr
     wrong = invoke("--k", "3", "restore-meta", index="lost")
     assert wrong.exit_code == 5, wrong.output
@@ -160,7 +162,7 @@ def test_import_refusals_name_options_not_library_arguments(invoke: Invoke, tmp_
         refused = invoke("import", str(source), index=name)
         assert refused.exit_code == code, (name, refused.output)
         assert "another --index" in refused.stderr, refused.stderr
-        assert "=True" not in refused.stderr and "merge=" not in refused.stderr and "name=" not in refused.stderr
+        assert not any(word in refused.stderr for word in ("=True", "merge=", "name="))
     assert "give --merge to do that" in invoke("import", str(dump), index="full").stderr
     assert invoke("import", "--merge", str(dump), index="full").exit_code == 0
 
@@ -178,3 +180,46 @@ def test_the_library_hint_names_its_own_arguments(redis_client: redis.Redis) -> 
     with pytest.raises(InvalidArgument, match="pass merge=True") as refused:
         import_index(redis_client, io.BytesIO(data.getvalue()), name="lib-dst")
     assert refused.value.remedy == "merge" and "--" not in str(refused.value)
+
+
+# -- prompts ------------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_at_a_prompt_is_an_interrupt(redis_url: str, redis_client: redis.Redis) -> None:
+    SimhashIndex(redis_client, "asked").add("a", 1)
+    primary, secondary = os.openpty()  # drop asks only when stdin is a terminal
+    try:
+        drop = subprocess.Popen(
+            [str(SCRIPT), "--index", "asked", "drop"],
+            stdin=secondary,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "SIMHASH_REDIS_URL": redis_url},
+        )
+        assert drop.stdout is not None
+        shown = b""
+        while b"[y/N]" not in shown:  # the question is asked: the command waits for the answer
+            chunk = drop.stdout.read1(1024)
+            assert chunk, (shown, drop.wait(60), drop.stderr.read() if drop.stderr else b"")
+            shown += chunk
+        drop.send_signal(signal.SIGINT)  # what Ctrl-C at the terminal sends
+        _, err = drop.communicate(timeout=60)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert drop.returncode == 130, err
+    assert err.decode() == "interrupted\n"
+    assert redis_client.exists("simhash:asked:meta") and SimhashIndex(redis_client, "asked").get("a") == 1
+
+
+def test_no_answer_at_a_prompt_deletes_nothing(
+    invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simhash_redis.cli import admin
+
+    SimhashIndex(redis_client, "asked").add("a", 1)
+    monkeypatch.setattr(admin, "stdin_is_terminal", lambda: True)
+    ended = invoke("drop", input="", index="asked")  # end of input before an answer
+    assert ended.exit_code == 1 and "Aborted" not in ended.output, ended.output
+    assert ended.stderr == "error: no answer (end of input): nothing was done\n"
+    assert SimhashIndex(redis_client, "asked").get("a") == 1
