@@ -33,6 +33,7 @@ __all__ = [
     "registrar",
     "settings",
     "stdin_is_terminal",
+    "tsv_row",
 ]
 
 #: The index used when --index is not given.
@@ -226,6 +227,32 @@ def echo_json(value: Any) -> None:
         value: anything json can encode.
     """
     typer.echo(json.dumps(value, ensure_ascii=False))
+
+
+#: Tab-separated output's escapes (PostgreSQL's text COPY format): an id holding a TAB or a line break
+#: would otherwise split into other fields or rows for a script that splits on them.
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+#: The same, for an item of a comma-separated list field.
+_TSV_ITEM_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", ",": "\\,"})
+
+
+def tsv_row(*fields: object) -> str:
+    r"""One line of tab-separated output, every field escaped: the one place that writes such a line
+    (docs/cli.md, "Tab-separated output").
+
+    A backslash, TAB, line feed and carriage return in a field are written as ``\\``, ``\t``, ``\n``
+    and ``\r``; a list or tuple field is its items joined by commas, a comma in an item written ``\,``.
+
+    Args:
+        fields: the fields, each printed with str().
+    """
+    cells = [
+        ",".join(str(item).translate(_TSV_ITEM_ESCAPES) for item in field)
+        if isinstance(field, (list, tuple))
+        else str(field).translate(_TSV_ESCAPES)
+        for field in fields
+    ]
+    return "\t".join(cells)
 
 
 def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:

@@ -223,3 +223,60 @@ def test_no_answer_at_a_prompt_deletes_nothing(
     assert ended.exit_code == 1 and "Aborted" not in ended.output, ended.output
     assert ended.stderr == "error: no answer (end of input): nothing was done\n"
     assert SimhashIndex(redis_client, "asked").get("a") == 1
+
+
+# -- tab-separated output -----------------------------------------------------------------------------
+
+#: Ids a script splitting on TABs and lines would misread unless they are escaped.
+AWKWARD = ["tab\there", "line\nbreak", "back\\slash\\t", "cr\rid", "comma,id"]
+
+
+def _unescaped(field: str) -> str:
+    r"""The documented reading of an escaped field: \t \n \r \\ (and \, in a list) are the characters."""
+    out, chars = [], iter(field)
+    for char in chars:
+        if char == "\\":
+            nxt = next(chars)
+            out.append({"t": "\t", "n": "\n", "r": "\r"}.get(nxt, nxt))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _split_list(field: str) -> list[str]:
+    """A list field's items, split at the commas that are not escaped."""
+    items, current, chars = [], "", iter(field)
+    for char in chars:
+        if char == "\\":
+            current += char + next(chars)
+        elif char == ",":
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    return [_unescaped(item) for item in [*items, current]]
+
+
+def test_tab_separated_output_escapes_ids(invoke: Invoke, tmp_path: Path) -> None:
+    from tests.cli.conftest import write_jsonl
+
+    stored = write_jsonl(tmp_path / "stored.jsonl", [{"id": "first\tone", "text": article(1)}])
+    assert invoke("load", "-q", str(stored), index="tsv").exit_code == 0
+    copies = [{"id": doc_id, "text": article(1, copy)} for copy, doc_id in enumerate(AWKWARD, 1)]
+    batch = write_jsonl(tmp_path / "batch.jsonl", copies)
+    pairs = invoke("dedupe", "--dry-run", "-q", str(batch), index="tsv")
+    assert pairs.exit_code == 0, pairs.output
+    rows = [line.split("\t") for line in pairs.stdout.split("\n")[:-1]]
+    assert [len(row) for row in rows] == [3] * len(AWKWARD), pairs.stdout
+    read = [(_unescaped(new), _unescaped(old)) for new, old, _ in rows]
+    assert read == [(doc_id, "first\tone") for doc_id in AWKWARD]
+    grouped = invoke("dedupe", "--dry-run", "--groups", "-q", str(batch), index="tsv")
+    [group] = [line.split("\t") for line in grouped.stdout.split("\n")[:-1]]
+    assert group[0] == str(len(AWKWARD) + 1) and _unescaped(group[1]) == "first\tone"
+    assert sorted(_split_list(group[2])) == sorted(AWKWARD)
+    loaded = invoke("load", "--dedupe", "-q", str(batch), index="tsv")
+    assert loaded.stdout == pairs.stdout
+    assert invoke("add", "tab\there", article(2), index="tsv").exit_code == 0
+    near = invoke("near", article(2), index="tsv")
+    [row] = [line.split("\t") for line in near.stdout.split("\n")[:-1]]
+    assert _unescaped(row[0]) == "tab\there" and row[0] == "tab\\there" and row[1] == "0"
