@@ -52,7 +52,10 @@ class SimhashRedisError(Exception):
     Args:
         args: the exception's arguments, the first one the problem.
         hint: what to do, in the library's words (the message is "problem: hint").
-        remedy: the advice's name, e.g. "merge"; one per kind of advice, listed where it is raised.
+        remedy: the advice's name: "merge" (pass merge=True), "another-name" (use another index name),
+            "restore-meta" (restore the lost meta, or drop the index), "state-config", "state-retention",
+            "state-verified" and "no-retention" (state the configuration the index was created with, its
+            retention or verified mode, or no retention), "without-ARG" (leave out the argument ARG).
 
     Attributes:
         problem: what went wrong: the message without the hint.
