@@ -13,6 +13,7 @@ from simhash_redis.errors import IndexCorrupted, SimhashRedisError
 from simhash_redis.index import list_indexes
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import IndexStats, collect
+from simhash_redis.store import Verification
 
 from .common import ExitCode, echo_json, fail, registrar, settings, stdin_is_terminal
 from .options import JsonOut, Quiet
@@ -31,6 +32,8 @@ def _print_stats(s: IndexStats) -> None:
     typer.echo(f"fingerprints   {s.fingerprints:,}")
     typer.echo(f"configuration  f={s.config.get('f')} k={s.config.get('k')} layout={s.config.get('layout')}")
     typer.echo(f"scheme         {s.config.get('scheme')}")
+    verified = s.config.get("verified")
+    typer.echo(f"verified       {'no' if verified is None else Verification.from_meta(verified).describe()}")
     if s.config.get("retention"):
         typer.echo(f"retention      {Retention.from_meta(s.config['retention']).describe()}")
     for period in s.periods:
@@ -248,7 +251,7 @@ def _confirm(yes: bool, question: str) -> None:
 
 
 def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
-    """List the indexes on the server: name, documents, k.
+    """List the indexes on the server: name, documents, k, f, and "verified" for a verified index.
 
     \b
     Example:
@@ -270,13 +273,16 @@ def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
         except SimhashRedisError as exc:  # one unreadable meta does not hide the others
             row: dict[str, object] = {"name": name, "error": str(exc)}
         else:
+            verified = index.config.verification is not None
             row = {"name": name, "documents": index.count()[0], "k": index.k, "f": index.f}
+            row["verified"] = verified
         if json_out:
             echo_json(row)
         elif "error" in row:
             typer.echo(f"{name}\t(unreadable: {row['error']})")
         else:
-            typer.echo(f"{name}\t{row['documents']:,} documents\tk={row['k']} f={row['f']}")
+            mode = " verified" if row["verified"] else ""
+            typer.echo(f"{name}\t{row['documents']:,} documents\tk={row['k']} f={row['f']}{mode}")
 
 
 def restore_meta(ctx: typer.Context) -> None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from simhash_redis import __version__
+from simhash_redis import __version__, engine
 from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import (
     ConfigurationMismatch,
@@ -64,8 +64,68 @@ Docs: docs/cli.md. Example:
 """
 
 
-def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, str]:
-    """The exit code and the one-line message for a library error."""
+#: The command line's advice for each `SimhashRedisError.remedy` whose library hint names the library's
+#: arguments or methods: the one place where such a hint is said in the command's words. "{index}" is
+#: the index's name.
+_REMEDIES = {
+    "merge": "give --merge to do that, or to resume an interrupted import of this dump; or import under "
+    "another --index",
+    "another-name": "import it under another --index",
+    "restore-meta": "restore the meta with the options the index was created with (simhash-redis --index "
+    "{index} --k K restore-meta; an export's first line names them), or drop the index (simhash-redis "
+    "--index {index} drop)",
+    "state-config": "give restore-meta the options the index was created with (--k, and --layout, --scheme, "
+    "--f, --verified, --threshold or --retention where it was created with them; an export's first line "
+    "names them)",
+    "state-retention": "give restore-meta the --retention (and --sliding) the index was created with",
+    "no-retention": "leave out --retention",
+    "state-verified": "give restore-meta --verified, and the --threshold the index was created with",
+}
+#: The option that states each part of an index's configuration, by the library's argument (the
+#: remedy "without-ARG" of a configuration that disagrees with the stored one).
+_OPTIONS = {
+    "k": "--k",
+    "f": "--f",
+    "layout": "--layout",
+    "scheme": "--scheme",
+    "verification": "--verified",
+    "retention": "--retention",
+}
+
+
+def _hint(exc: SimhashRedisError, state: Settings | None, command: str | None) -> str | None:
+    """The command line's words for the library hint of an error (None where it has none)."""
+    remedy = exc.remedy or ""
+    if remedy.startswith("without-") and remedy[len("without-") :] in _OPTIONS:
+        argument = remedy[len("without-") :]
+        option = _OPTIONS[argument]
+        stated: dict[str, object] = {} if state is None else {
+            "k": state.k,
+            "f": state.f,
+            "layout": state.layout,
+            "scheme": state.scheme,
+            "verification": True if state.verified or state.threshold is not None else None,
+            "retention": state.retention,
+        }
+        if stated.get(argument) is None:
+            # Stated by the command itself: import states the dump's configuration.
+            return "import the dump under another --index" if command == "import" else "pass another --index"
+        hint = (
+            f"{option} states the index's own configuration, fixed when it is created: leave out {option} to "
+            "use the stored one, or pass another --index"
+        )
+        if option == "--k" and command == "near" and state is not None and state.k is not None:
+            # --k after the command is the global option too: the query's distance is near's own -k.
+            hint += f". For the largest distance of this query, give near -k {state.k} (--distance {state.k})"
+        return hint
+    text = _REMEDIES.get(remedy)
+    return None if text is None else text.format(index=state.index_name if state is not None else "NAME")
+
+
+def _message(exc: SimhashRedisError, state: Settings | None, command: str | None) -> tuple[ExitCode, str]:
+    """The exit code and the one-line message for a library error, in the command line's words."""
+    hint = _hint(exc, state, command)
+    text = str(exc) if hint is None else f"{exc.problem}: {hint}"
     where = state.shown_url() if state is not None else "Redis"
     if isinstance(exc, RedisPermissionError):
         return ExitCode.UNAVAILABLE, (
@@ -92,12 +152,12 @@ def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, 
             "unset to use the embedded server (simhash-redis server start)"
         )
     if isinstance(exc, ConfigurationMismatch):
-        return ExitCode.MISMATCH, f"{exc} (on the command line: leave out --k, or pass another --index)"
+        return ExitCode.MISMATCH, text
     if isinstance(exc, (InputError, TooManyErrors)):
-        return ExitCode.INPUT, str(exc)
+        return ExitCode.INPUT, text
     if isinstance(exc, (InvalidArgument, InvalidType)):
-        return ExitCode.USAGE, str(exc)
-    return ExitCode.ERROR, str(exc)
+        return ExitCode.USAGE, text
+    return ExitCode.ERROR, text
 
 
 #: The global options that take a value, accepted after the command too (`load f.jsonl --index x`).
@@ -151,12 +211,20 @@ class _Group(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
+            engine()  # SIMHASH_REDIS_ENGINE, checked before a command (and its worker processes) needs it
             return super().invoke(ctx)
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(ExitCode.INTERRUPTED) from None
+        except typer.Abort as exc:
+            # A prompt's Ctrl-C (or end of input): the prompt raised Abort in place of what it caught.
+            typer.echo("")  # the prompt's line ends here
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                typer.echo("interrupted", err=True)
+                raise typer.Exit(ExitCode.INTERRUPTED) from None
+            code, message = ExitCode.ERROR, "no answer (end of input): nothing was done"
         except SimhashRedisError as exc:
-            code, message = _message(exc, ctx.find_object(Settings))
+            code, message = _message(exc, ctx.find_object(Settings), ctx.invoked_subcommand)
         except BrokenPipeError:
             # stdout went away (| head): leave quietly, without a second error while flushing
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -266,9 +334,9 @@ def _root(
         str | None,
         typer.Option(
             "--retention",
-            help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w), "
-            "used when the index is created; an existing index must agree. Redis frees the memory by "
-            "itself: a document is found for the retention and gone within a sixth of it more "
+            help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w: the "
+            "unit is required), used when the index is created; an existing index must agree. Redis frees "
+            "the memory by itself: a document is found for the retention and gone within a sixth of it more "
             "(docs/retention.md).",
             show_default=False,
         ),

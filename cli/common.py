@@ -16,6 +16,7 @@ from simhash_redis import Retention, SimhashIndex, VerifiedIndex, defaults, reda
 from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from simhash_redis.store import Verification, validate_name
+from simhash_redis.store.config import parse_duration
 from simhash_redis.tools import planner
 from simhash_redis.transport import client_from_url
 
@@ -32,6 +33,7 @@ __all__ = [
     "registrar",
     "settings",
     "stdin_is_terminal",
+    "tsv_row",
 ]
 
 #: The index used when --index is not given.
@@ -143,7 +145,7 @@ class Settings:
 
         Raises:
             InvalidArgument: --layout without --k, a label that names nothing, --sliding without
-                --retention, or a malformed --retention.
+                --retention, or a malformed --retention (a bare number among them: it needs a unit).
         """
         width = defaults.F if self.f is None else self.f
         layout = scheme = None
@@ -158,6 +160,8 @@ class Settings:
 
             scheme = scheme_named(self.scheme, width)
         retention: Retention | str | None = self.retention
+        if self.retention is not None:
+            parse_duration(self.retention, "--retention")  # refused in the option's own name
         if self.sliding:
             if self.retention is None:
                 raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
@@ -223,6 +227,32 @@ def echo_json(value: Any) -> None:
         value: anything json can encode.
     """
     typer.echo(json.dumps(value, ensure_ascii=False))
+
+
+#: Tab-separated output's escapes (PostgreSQL's text COPY format): an id holding a TAB or a line break
+#: would otherwise split into other fields or rows for a script that splits on them.
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+#: The same, for an item of a comma-separated list field.
+_TSV_ITEM_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", ",": "\\,"})
+
+
+def tsv_row(*fields: object) -> str:
+    r"""One line of tab-separated output, every field escaped: the one place that writes such a line
+    (docs/cli.md, "Tab-separated output").
+
+    A backslash, TAB, line feed and carriage return in a field are written as ``\\``, ``\t``, ``\n``
+    and ``\r``; a list or tuple field is its items joined by commas, a comma in an item written ``\,``.
+
+    Args:
+        fields: the fields, each printed with str().
+    """
+    cells = [
+        ",".join(str(item).translate(_TSV_ITEM_ESCAPES) for item in field)
+        if isinstance(field, (list, tuple))
+        else str(field).translate(_TSV_ESCAPES)
+        for field in fields
+    ]
+    return "\t".join(cells)
 
 
 def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:

@@ -8,7 +8,7 @@ import typer
 
 from simhash_redis.jobs.dedupe import Pair, groups
 
-from .common import echo_json, registrar
+from .common import echo_json, registrar, tsv_row
 from .load import LoadRun, format_pair, run_load
 from .options import (
     BatchSize,
@@ -99,7 +99,7 @@ def dedupe(
         if json_out:
             echo_json({"id": group.id, "size": group.size, "copies": list(group.copies)})
         else:
-            typer.echo(f"{group.size}\t{group.id}\t{','.join(group.copies)}")
+            typer.echo(tsv_row(group.size, group.id, list(group.copies)))
 
 
 #: Adds this module's commands to the app.

@@ -19,7 +19,7 @@ from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
 from simhash_redis.jobs.readers import STDIN, ReadOptions, detect_format, estimate_total
 
-from .common import ExitCode, echo_json, fail, registrar, settings
+from .common import ExitCode, echo_json, fail, registrar, settings, tsv_row
 from .options import (
     BatchSize,
     Files,
@@ -250,7 +250,7 @@ def format_pair(pair: Pair, as_json: bool) -> str:
             {"id": pair.new_id, "duplicate_of": pair.existing_id, "distance": pair.distance},
             ensure_ascii=False,
         )
-    return f"{pair.new_id}\t{pair.existing_id}\t{pair.distance}"
+    return tsv_row(pair.new_id, pair.existing_id, pair.distance)
 
 
 def load(

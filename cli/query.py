@@ -10,7 +10,7 @@ import typer
 from simhash_redis import Match, VerifiedMatch
 from simhash_redis.codec import format_fingerprint, parse_fingerprint
 
-from .common import ExitCode, echo_json, fail, registrar, settings
+from .common import ExitCode, echo_json, fail, registrar, settings, tsv_row
 from .fingerprint import read_text
 from .options import DocId, Encoding, JsonOut, TextArg, TextFile
 
@@ -96,8 +96,8 @@ def _print_matches(matches: list[Match] | list[VerifiedMatch], f: int, json_out:
         echo_json(rows)
         return
     for m in matches:
-        similar = f"\t{m.jaccard:.3f}" if isinstance(m, VerifiedMatch) else ""
-        typer.echo(f"{m.id}\t{m.distance}\t{format_fingerprint(m.fingerprint, f)}{similar}")
+        similar = [f"{m.jaccard:.3f}"] if isinstance(m, VerifiedMatch) else []
+        typer.echo(tsv_row(m.id, m.distance, format_fingerprint(m.fingerprint, f), *similar))
 
 
 def add(

@@ -43,7 +43,32 @@ __all__ = [
 
 
 class SimhashRedisError(Exception):
-    """The root of every exception simhash-redis raises."""
+    """The root of every exception simhash-redis raises.
+
+    Where a message's advice names the library's own arguments or methods (``merge=True``,
+    ``SimhashIndex.restore``), the message is a `problem` and that `hint`, and `remedy` names the advice,
+    so that a caller which speaks other words (the command line, naming its options) gives its own.
+
+    Args:
+        args: the exception's arguments, the first one the problem.
+        hint: what to do, in the library's words (the message is "problem: hint").
+        remedy: the advice's name: "merge" (pass merge=True), "another-name" (use another index name),
+            "restore-meta" (restore the lost meta, or drop the index), "state-config", "state-retention",
+            "state-verified" and "no-retention" (state the configuration the index was created with, its
+            retention or verified mode, or no retention), "without-ARG" (leave out the argument ARG).
+
+    Attributes:
+        problem: what went wrong: the message without the hint.
+        hint: the hint, or None.
+        remedy: the advice's name, or None.
+    """
+
+    def __init__(self, *args: object, hint: str | None = None, remedy: str | None = None) -> None:
+        problem = str(args[0]) if args else ""
+        super().__init__(*((f"{problem}: {hint}", *args[1:]) if hint is not None else args))
+        self.problem = problem
+        self.hint = hint
+        self.remedy = remedy
 
 
 class InvalidArgument(SimhashRedisError, ValueError):

@@ -3,7 +3,9 @@
 The compiled core (`simhash_redis_native`, `pip install 'simhash-redis[fast]'`) is used when it can be
 imported, the pure numpy engine otherwise; both give the same results bit for bit. The environment
 variable SIMHASH_REDIS_ENGINE=python forces the pure engine (tests, debugging); =native makes a missing
-compiled core an error instead of a silent fallback.
+compiled core an error instead of a silent fallback. The choice is made on first use, not on import, so
+that a wrong value is an error of the call that needs an engine (one line from the command), never a
+failure to import the package.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidType, SimhashRedisError
+from ..errors import InvalidArgument, InvalidType, SimhashRedisError
 from . import documents
 
 if TYPE_CHECKING:
@@ -30,12 +32,16 @@ def _load_native() -> ModuleType | None:
     """Import the native adapter when the environment allows it and the compiled core is installed.
 
     Raises:
-        SimhashRedisError: SIMHASH_REDIS_ENGINE is neither "native", "python" nor empty, or it is
-            "native" and the compiled core cannot be imported.
+        InvalidArgument: SIMHASH_REDIS_ENGINE is neither "native", "python" nor empty.
+        SimhashRedisError: it is "native" and the compiled core cannot be imported.
     """
-    choice = os.environ.get(ENGINE_ENV, "").strip().lower()
+    given = os.environ.get(ENGINE_ENV, "")
+    choice = given.strip().lower()
     if choice not in ("", "native", "python"):
-        raise SimhashRedisError(f"{ENGINE_ENV} must be 'native' or 'python', got {choice!r}")
+        raise InvalidArgument(
+            f"the environment variable {ENGINE_ENV} must be 'native', 'python' or unset (the compiled "
+            f"core when installed), got {given!r}"
+        )
     if choice == "python":
         return None
     try:
@@ -50,13 +56,39 @@ def _load_native() -> ModuleType | None:
     return adapter
 
 
-#: The native adapter module, or None when the pure engine runs.
-native = _load_native()
+#: The native adapter module, or None when the pure engine runs: chosen on first use (`__getattr__`).
+native: ModuleType | None
+#: What `native` is before the engine is chosen.
+_UNCHOSEN = object()
+
+
+def __getattr__(name: str) -> ModuleType | None:
+    """``native``: the native adapter module, or None when the pure engine runs (chosen on first use).
+
+    Raises:
+        InvalidArgument, SimhashRedisError: as `_load_native`.
+    """
+    if name != "native":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    core = _load_native()
+    globals()["native"] = core  # later reads find it without this function
+    return core
+
+
+def _core() -> ModuleType | None:
+    """`native`, chosen now if it has not been yet."""
+    found = globals().get("native", _UNCHOSEN)
+    return __getattr__("native") if found is _UNCHOSEN else found
 
 
 def engine() -> str:
-    """The engine in use: "native" (the compiled core) or "python" (the pure numpy engine)."""
-    return "python" if native is None else "native"
+    """The engine in use: "native" (the compiled core) or "python" (the pure numpy engine).
+
+    Raises:
+        InvalidArgument: SIMHASH_REDIS_ENGINE is neither "native", "python" nor unset.
+        SimhashRedisError: it is "native" and the compiled core cannot be imported.
+    """
+    return "python" if _core() is None else "native"
 
 
 def fingerprint(doc: Document, scheme: Scheme) -> int:
@@ -68,10 +100,11 @@ def fingerprint(doc: Document, scheme: Scheme) -> int:
 
     Raises:
         InvalidType: doc is of no accepted type.
-        InvalidArgument: a weight is NaN or infinite.
+        InvalidArgument: a weight is NaN or infinite, or SIMHASH_REDIS_ENGINE is malformed.
     """
-    if native is not None:
-        return native.fingerprint(doc, scheme)  # type: ignore[no-any-return]
+    core = _core()
+    if core is not None:
+        return core.fingerprint(doc, scheme)  # type: ignore[no-any-return]
     return documents.fingerprint(doc, scheme)
 
 
@@ -84,10 +117,11 @@ def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
 
     Raises:
         InvalidType: docs or a document is of no accepted type.
-        InvalidArgument: a weight is NaN or infinite.
+        InvalidArgument: a weight is NaN or infinite, or SIMHASH_REDIS_ENGINE is malformed.
     """
     if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
         raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
-    if native is not None:
-        return native.fingerprint_many(docs, scheme)  # type: ignore[no-any-return]
+    core = _core()
+    if core is not None:
+        return core.fingerprint_many(docs, scheme)  # type: ignore[no-any-return]
     return documents.fingerprint_many(docs, scheme)

@@ -63,15 +63,15 @@ class SimhashIndex:
         verification: verified mode, pinned when the index is created; a verified index is written
             only through `VerifiedIndex` (its documents need sketches), read through either.
         retention: forget each document this long after it was last written: a timedelta, seconds,
-            a string such as "7d", "12h" or "90s", or a `Retention` (to choose the period too); pinned
-            when the index is created (docs/retention.md).
+            a string such as "7d", "12h" or "90s" (with its unit), or a `Retention` (to choose the period
+            too); pinned when the index is created (docs/retention.md).
         batch_size: documents per round trip in the batch methods.
         create: create the index when it does not exist (else IndexNotFound is raised).
 
     Raises:
         ConfigurationMismatch: the stored index disagrees with an explicitly given argument.
         IndexNotFound: the index does not exist and create is false.
-        IndexCorrupted: the stored meta cannot be read.
+        IndexCorrupted: the stored meta cannot be read, or is lost while the data stayed (see `restore`).
         InvalidArgument, InvalidType: an argument is malformed.
         RedisUnavailable: the server cannot be reached.
     """

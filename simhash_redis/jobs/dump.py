@@ -237,21 +237,27 @@ def import_index(
     if index.config.retention is not None and config.retention is None:
         raise InvalidArgument(
             f"index {target!r} has a retention window, and this dump is of an index without one: its "
-            "documents would be forgotten after the retention; import it under another --index"
+            "documents would be forgotten after the retention",
+            hint="import it under another name",
+            remedy="another-name",
         )
     if index.config.verification is not None and config.verification is None:
         raise InvalidArgument(
             f"index {target!r} is verified, and this dump is of a plain index: its documents have no "
-            "sketches to import with them; import it under another --index"
+            "sketches to import with them",
+            hint="import it under another name",
+            remedy="another-name",
         )
     verified = None if config.verification is None else VerifiedIndex(index)
     size = 3 if verified is not None else 2
     held = index.count()[0] if existed and not merge else 0
     if held:
         raise InvalidArgument(
-            f"index {target!r} already holds {held:,} documents: importing would merge the dump into them. "
-            "Give --merge (merge=True) to do that, or to resume an interrupted import of this dump; or "
-            "import under another --index"
+            f"index {target!r} already holds {held:,} documents, and importing would merge the dump into "
+            "them",
+            hint="pass merge=True to do that, or to resume an interrupted import of this dump; or import "
+            "under another name",
+            remedy="merge",
         )
     result = ImportResult(index.name)
     batch: list[tuple[str, int, bytes | None]] = []

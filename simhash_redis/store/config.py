@@ -35,7 +35,7 @@ FP_MAP_BITS = "bits"
 _FP_MAPS = (FP_MAP_HASH, FP_MAP_BITS)
 
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
-_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _LONGEST = 100 * 365 * 86400
 #: Periods a retention is cut into by default: a document lives between retention and 7/6 of it, and
 #: a query reads the table sets of 7 periods (`store.windows`).
@@ -45,13 +45,17 @@ _PERIODS = 6
 def parse_duration(value: object, argument: str) -> int:
     """A duration in whole seconds, from a timedelta, a number of seconds, or a string such as "7d".
 
+    A string must name its unit: "7" could be meant as days as well as seconds, and a week's retention
+    read as 7 seconds loses every document before anyone looks.
+
     Args:
-        value: a timedelta, an int or float of seconds, or "<n>[s|m|h|d|w]".
+        value: a timedelta, an int or float of seconds, or "<n>s|m|h|d|w".
         argument: the argument's name, for messages.
 
     Raises:
         InvalidType: another type.
-        InvalidArgument: not positive, not whole seconds, or a string of another form.
+        InvalidArgument: not positive, not whole seconds, or a string of another form (a bare number
+            among them).
     """
     if isinstance(value, timedelta):
         seconds: float = value.total_seconds()
@@ -59,7 +63,13 @@ def parse_duration(value: object, argument: str) -> int:
         match = _DURATION_RE.match(value)
         if match is None:
             raise InvalidArgument(f"{argument} must look like 90s, 30m, 12h, 7d or 2w, got {value!r}")
-        seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        number, unit = match.groups()
+        if not unit:
+            raise InvalidArgument(
+                f"{argument} {value.strip()!r} needs a unit: {number}s, {number}m, {number}h, {number}d or "
+                f"{number}w (e.g. {number}d for {number} days)"
+            )
+        seconds = int(number) * _UNIT_SECONDS[unit]
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = value
     else:
@@ -258,6 +268,12 @@ class Verification:
         "minhash;...;threshold=0.8;bands=8x4"."""
         text = f"{self.hasher().describe()};threshold={self.threshold!r}"
         return text + (f";bands={self.bands}x{self.rows}" if self.bands else "")
+
+    def describe(self) -> str:
+        """The mode for people, e.g. "Jaccard threshold 0.8 (MinHash sketches of 1,024 values, 8 LSH band
+        tables of 4)"."""
+        bands = f", {self.bands} LSH band tables of {self.rows}" if self.bands else ""
+        return f"Jaccard threshold {self.threshold:g} (MinHash sketches of {self.num_perm:,} values{bands})"
 
     @classmethod
     def from_meta(cls, text: str) -> Verification:
@@ -474,7 +490,9 @@ class IndexConfig:
             for field in fields[arg]:
                 if mine.get(field) != theirs.get(field):
                     raise ConfigurationMismatch(
-                        f"index {index!r} is stored with {field}={theirs.get(field)!r} but {arg} asks for "
-                        f"{field}={mine.get(field)!r}; open it without {arg} to use the stored "
-                        "configuration, or choose another index name"
+                        f"index {index!r} was created with {field}={theirs.get(field, 'none')}, not "
+                        f"{field}={mine.get(field, 'none')}",
+                        hint=f"open it without {arg} to use the stored configuration, or choose another "
+                        "index name",
+                        remedy=f"without-{arg}",
                     )

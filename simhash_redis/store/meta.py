@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from ..codec import decode_fp, decode_ids, decode_sketches
+from ..codec import decode_fp, decode_ids, decode_sketches, format_fingerprint
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
 from ..transport import Sender
 from .config import Verification
@@ -30,6 +30,8 @@ _SAMPLE = 200
 #: How far a period's expiry may be from the one a stated retention gives (the TTL is read in the round
 #: trip of the clock).
 _EXPIRY_SLACK_MS = 250
+#: The hint of a stated configuration that does not fit the data.
+_STATE_IT = "state the configuration the index was created with (an export's first line names it)"
 
 
 def open_meta(
@@ -52,13 +54,14 @@ def open_meta(
         The stored fields, or None when the index does not exist (and fields was None).
 
     Raises:
-        IndexCorrupted: the meta is missing but the index's data is there (see `restore_meta`).
+        IndexCorrupted: the meta is missing but the index's data is there (see `restore_meta`), also when
+            only reading: "no such index" would send the user to create it anew.
         RedisUnavailable: the server cannot be reached.
         Exception: `refusal`, when the index would be created.
     """
     meta_key = KeySchema.meta_key(prefix, name)
     stored = _read(sender, meta_key)
-    if stored or fields is None:
+    if stored:
         return stored
     found = find_data(sender, prefix, name)
     if found is not None:
@@ -69,10 +72,13 @@ def open_meta(
             return stored
         raise IndexCorrupted(
             f"index {name!r} has data ({found.decode(errors='replace')}) but no meta key: it was deleted, or "
-            "the index was flushed half-way. Creating it anew could mix configurations. Restore the meta "
-            "with the configuration the index was created with (SimhashIndex.restore, or simhash-redis "
-            f"--index {name} restore-meta --k K; an export's first line names it), or drop the index"
+            "the index was flushed half-way, and creating it anew could mix configurations",
+            hint="restore the meta with the configuration the index was created with (SimhashIndex.restore; "
+            "an export's first line names it), or drop the index (drop_index)",
+            remedy="restore-meta",
         )
+    if fields is None:
+        return None
     if refusal is not None:
         raise refusal
     return _create(sender, meta_key, fields)
@@ -173,16 +179,23 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
     windowed = any(sender.scan(keys.pattern_of("windows"), _SCAN_COUNT))
     if windowed != ("retention" in fields):
         raise ConfigurationMismatch(
-            "the index keeps its documents in periods, so it was created with a retention window: state "
-            "it too (retention=..., or --retention)"
-            if windowed
-            else "the index holds no periods, so it was created without a retention window: do not state one"
+            "the index keeps its documents in periods, so it was created with a retention window",
+            hint="state it too (retention=...)",
+            remedy="state-retention",
+        ) if windowed else ConfigurationMismatch(
+            "the index holds no periods, so it was created without a retention window",
+            hint="do not state one (retention=None)",
+            remedy="no-retention",
         )
     if windowed:
         keys, found = _window_with_data(sender, keys)
         problem = found and _misfit_period(sender, keys, found, fields["retention"])
         if problem:
-            raise ConfigurationMismatch(f"the stated retention does not fit the stored data: {problem}")
+            raise ConfigurationMismatch(
+                f"the stated retention does not fit the stored data: {problem}",
+                hint=_STATE_IT,
+                remedy="state-config",
+            )
     sample = _sample(sender, keys)
     if not sample:
         raise IndexCorrupted(
@@ -190,16 +203,21 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         )
     if "verified" not in fields and _sketched(sender, keys, sample):
         raise ConfigurationMismatch(
-            "the index holds MinHash sketches, so it was created in verified mode: state it too "
-            "(verification=..., or --verified and the --threshold it was created with)"
+            "the index holds MinHash sketches, so it was created in verified mode",
+            hint="state it too (verification=..., with the threshold it was created with)",
+            remedy="state-verified",
         )
     problems: Iterable[str | None] = (_misfit(sender, keys, f, doc_id, fp) for doc_id, fp in sample)
     if "verified" in fields:
         mode = Verification.from_meta(fields["verified"])
-        problems = itertools.chain(problems, [_misfit_sketches(sender, keys, sample, mode)])
+        problems = itertools.chain(problems, [_misfit_sketches(sender, keys, sample, mode, f)])
     problem = next((p for p in problems if p), None)
     if problem:
-        raise ConfigurationMismatch(f"the stated configuration does not fit the stored data: {problem}")
+        raise ConfigurationMismatch(
+            f"the stated configuration does not fit the stored data: {problem}",
+            hint=_STATE_IT,
+            remedy="state-config",
+        )
     return _create(sender, keys.meta, fields)
 
 
@@ -271,7 +289,7 @@ def _sketched(sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]]
 
 
 def _misfit_sketches(
-    sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]], mode: Verification
+    sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]], mode: Verification, f: int
 ) -> str | None:
     """Why the sampled documents' sketches were not made in the stated verified mode (None if they were):
     their size, and their band tables (present exactly when the mode has them)."""
@@ -296,25 +314,34 @@ def _misfit_sketches(
         fp, sketch = sketches[0]
         key = keys.bands(sketch, mode)[0]
         if not sender.execute([(b"SISMEMBER", key, fp)])[0]:
-            return f"fingerprint {fp!r} is not in band table {key.decode()} of the stated mode"
+            return f"fingerprint {_shown_fp(fp, f)} is not in band table {key.decode()} of the stated mode"
     return None
 
 
 def _misfit(sender: Sender, keys: KeySchema, f: int, doc_id: bytes, fp: bytes) -> str | None:
     """Why an id-map entry does not fit the key schema (None when it does)."""
+    shown = repr(doc_id.decode(errors="replace"))
     try:
         tables = keys.tables(decode_fp(fp, f))
     except (ValueError, InvalidArgument):
-        return f"id {doc_id!r} holds {fp!r}, not a {f}-bit fingerprint"
+        return f"id {shown} holds {fp.decode(errors='replace')!r}, not a {f}-bit fingerprint"
     replies = sender.execute(
         [(b"HEXISTS", keys.id_bucket(doc_id), doc_id), (b"HGET", keys.fp_bucket(fp), fp)]
         + [(b"SISMEMBER", table, fp) for table in tables]
     )
     if not replies[0]:
-        return f"id {doc_id!r} is not in the id bucket these id_buckets give"
+        return f"id {shown} is not in the id bucket these id_buckets give"
     if replies[1] is None or doc_id.decode(errors="replace") not in decode_ids(bytes(replies[1])):
-        return f"fingerprint {fp!r} of id {doc_id!r} has no fingerprint-map entry naming it here"
+        return f"fingerprint {_shown_fp(fp, f)} of id {shown} has no fingerprint-map entry naming it here"
     missing = [table.decode() for table, member in zip(tables, replies[2:], strict=True) if not member]
     if missing:
-        return f"fingerprint {fp!r} of id {doc_id!r} is not in table key {missing[0]} of this layout"
+        return f"fingerprint {_shown_fp(fp, f)} of id {shown} is not in table key {missing[0]} of this layout"
     return None
+
+
+def _shown_fp(stored: bytes, f: int) -> str:
+    """A stored fingerprint for a message: in hex, as the command line prints fingerprints."""
+    try:
+        return format_fingerprint(decode_fp(stored, f), f)
+    except ValueError:
+        return repr(stored.decode(errors="replace"))

@@ -56,7 +56,7 @@ def test_export_import_round_trip(redis_client: redis.Redis, f: int) -> None:
     result = import_index(redis_client, io.BytesIO(data), name="dst")
     assert (result.records, result.added) == (500, 500)
     # Again into the now full index: refused unless merging (or resuming), which stores nothing twice.
-    with pytest.raises(InvalidArgument, match="--merge"):
+    with pytest.raises(InvalidArgument, match="merge=True"):
         import_index(redis_client, io.BytesIO(data), name="dst")
     again = import_index(redis_client, io.BytesIO(data), name="dst", merge=True)
     assert (again.added, again.unchanged) == (0, 500)

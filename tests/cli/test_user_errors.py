@@ -1,0 +1,282 @@
+"""What a user meets on the command line: one-line errors in the command's own words, the mode an index
+was created in, prompts, and tab-separated output a script can split. Against the suite's real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+
+from simhash_redis import InvalidArgument, Retention, SimhashIndex
+from tests.cli.conftest import Invoke, article
+
+SCRIPT = Path(sys.executable).with_name("simhash-redis")
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, timeout=120, check=False, env=env
+    )
+
+
+# -- the engine ---------------------------------------------------------------------------------------
+
+
+def test_an_unknown_engine_is_one_line_naming_the_valid_values(redis_url: str) -> None:
+    env = {**os.environ, "SIMHASH_REDIS_ENGINE": "bogus", "SIMHASH_REDIS_URL": redis_url}
+    for args in (["fingerprint", "some text"], ["--index", "eng", "add", "a", "some text"]):
+        result = _run(args, env)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.startswith("error: ") and "SIMHASH_REDIS_ENGINE" in result.stderr
+        assert "'native'" in result.stderr and "'python'" in result.stderr and "'bogus'" in result.stderr
+    assert _run(["--help"], env).returncode == 0  # help needs no engine
+
+
+def test_the_library_imports_and_names_a_wrong_engine_when_one_is_needed() -> None:
+    code = (
+        "import simhash_redis\n"
+        "try:\n"
+        "    simhash_redis.Scheme().fingerprint('some text')\n"
+        "except simhash_redis.InvalidArgument as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    env = {**os.environ, "SIMHASH_REDIS_ENGINE": "bogus"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("refused: ") and "SIMHASH_REDIS_ENGINE" in result.stdout
+
+
+# -- the mode of an index -----------------------------------------------------------------------------
+
+
+def test_stats_and_indexes_show_a_verified_index(invoke: Invoke) -> None:
+    assert invoke("--verified", "add", "a", article(1), index="ver").exit_code == 0
+    assert invoke("add", "a", article(1), index="pla").exit_code == 0
+    stats = invoke("stats", index="ver")
+    assert stats.exit_code == 0, stats.output
+    assert "verified       Jaccard threshold 0.8 (MinHash sketches of 1,024 values" in stats.stdout
+    assert "verified       no" in invoke("stats", index="pla").stdout
+    listed = invoke("indexes")
+    assert listed.stdout.splitlines() == ["pla\t1 documents\tk=3 f=64", "ver\t1 documents\tk=3 f=64 verified"]
+    rows = {row["name"]: row for row in map(json.loads, invoke("indexes", "--json").stdout.splitlines())}
+    assert rows["ver"]["verified"] is True and rows["pla"]["verified"] is False
+
+
+# -- retention units ----------------------------------------------------------------------------------
+
+
+def test_a_retention_without_a_unit_is_refused_with_one_that_has_it(
+    invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    bare = invoke("--retention", "7", "add", "a", article(1), index="bare")
+    assert bare.exit_code == 2 and "Traceback" not in bare.output, bare.output
+    assert bare.stderr.startswith("error: --retention '7' needs a unit") and "7d" in bare.stderr
+    assert not redis_client.exists("simhash:bare:meta")
+    assert invoke("--retention", "7d", "add", "a", article(1), index="bare").exit_code == 0
+    assert redis_client.hget("simhash:bare:meta", "retention") == b"604800;period=100800"
+
+
+@pytest.mark.parametrize("given", ["7", " 90 ", "0"])
+def test_the_library_refuses_a_string_without_a_unit(given: str) -> None:
+    with pytest.raises(InvalidArgument, match="needs a unit"):
+        Retention.of(given)
+
+
+def test_the_library_reads_a_number_as_seconds(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, "secs", retention=90)
+    assert index.config.retention == Retention.of("90s")
+
+
+# -- a lost meta key ----------------------------------------------------------------------------------
+
+
+def test_a_lost_meta_points_to_restore_meta_and_its_refusals_are_readable(
+    invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    index = SimhashIndex(redis_client, "lost", k=5)
+    index.add_many([("builtins.issubclass", 0x9D4A_0000_0000_0001), ("doc-2", 0x1234)])
+    redis_client.delete(index.keys.meta)
+    for args in (["near", article(1)], ["get", "doc-2"], ["stats"], ["export", "-o", os.devnull]):
+        result = invoke(*args, index="lost")
+        assert result.exit_code == 1 and "Traceback" not in result.output, (args, result.output)
+        assert "no meta key" in result.stderr
+        assert "simhash-redis --index lost --k K restore-meta" in result.stderr
+        assert "no index named" not in result.stderr and "SimhashIndex" not in result.stderr
+    wrong = invoke("--k", "3", "restore-meta", index="lost")
+    assert wrong.exit_code == 5, wrong.output
+    assert "b'" not in wrong.stderr and "b\"" not in wrong.stderr, wrong.stderr
+    assert "of id 'builtins.issubclass'" in wrong.stderr or "of id 'doc-2'" in wrong.stderr, wrong.stderr
+    assert "0x" in wrong.stderr and "give restore-meta the options the index was created with" in wrong.stderr
+    windowed = invoke("--k", "5", "--retention", "1d", "restore-meta", index="lost")
+    assert windowed.exit_code == 5 and windowed.stderr.endswith("leave out --retention\n"), windowed.stderr
+    assert invoke("--k", "5", "restore-meta", index="lost").exit_code == 0
+    assert invoke("get", "doc-2", index="lost").stdout.strip() == "0x0000000000001234"
+
+
+def test_the_library_says_the_meta_is_lost_when_only_reading(redis_client: redis.Redis) -> None:
+    from simhash_redis import IndexCorrupted, IndexNotFound
+
+    index = SimhashIndex(redis_client, "lost-lib", k=5)
+    index.add("a", 7)
+    redis_client.delete(index.keys.meta)
+    with pytest.raises(IndexCorrupted, match="no meta key") as refused:
+        SimhashIndex(redis_client, "lost-lib", create=False)
+    assert refused.value.remedy == "restore-meta" and "SimhashIndex.restore" in str(refused.value)
+    with pytest.raises(IndexNotFound):
+        SimhashIndex(redis_client, "never-made", create=False)
+
+
+# -- the command line's words -------------------------------------------------------------------------
+
+
+def test_the_index_k_and_the_query_distance_are_told_apart(invoke: Invoke) -> None:
+    assert invoke("add", "a", article(1), index="kk").exit_code == 0
+    trap = invoke("near", "--k", "2", article(1), index="kk")
+    assert trap.exit_code == 5, trap.output
+    assert "k=3, not k=2" in trap.stderr and "k='" not in trap.stderr
+    assert "leave out --k" in trap.stderr and "near -k 2 (--distance 2)" in trap.stderr
+    assert invoke("near", "-k", "2", article(1), index="kk").exit_code == 0
+    other = invoke("--k", "2", "add", "b", article(2), index="kk")
+    assert other.exit_code == 5 and "leave out --k" in other.stderr and "near -k" not in other.stderr
+
+
+def test_import_refusals_name_options_not_library_arguments(invoke: Invoke, tmp_path: Path) -> None:
+    assert invoke("add", "a", article(1), index="src").exit_code == 0
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    assert invoke("add", "x", article(2), index="full").exit_code == 0
+    assert invoke("--verified", "add", "x", article(2), index="ver").exit_code == 0
+    assert invoke("--retention", "1d", "add", "x", article(2), index="win").exit_code == 0
+    windowed = tmp_path / "win.dump"
+    assert invoke("export", "-o", str(windowed), index="win").exit_code == 0
+    for name, source, code in (("full", dump, 2), ("ver", dump, 2), ("win", dump, 2), ("full", windowed, 5)):
+        refused = invoke("import", str(source), index=name)
+        assert refused.exit_code == code, (name, refused.output)
+        assert "another --index" in refused.stderr, refused.stderr
+        assert not any(word in refused.stderr for word in ("=True", "merge=", "name="))
+    assert "give --merge to do that" in invoke("import", str(dump), index="full").stderr
+    assert invoke("import", "--merge", str(dump), index="full").exit_code == 0
+
+
+def test_the_library_hint_names_its_own_arguments(redis_client: redis.Redis) -> None:
+    import io
+
+    from simhash_redis.jobs.dump import export_index, import_index
+
+    source = SimhashIndex(redis_client, "lib-src")
+    source.add("a", 1)
+    data = io.BytesIO()
+    export_index(source, data)
+    SimhashIndex(redis_client, "lib-dst").add("b", 2)
+    with pytest.raises(InvalidArgument, match="pass merge=True") as refused:
+        import_index(redis_client, io.BytesIO(data.getvalue()), name="lib-dst")
+    assert refused.value.remedy == "merge" and "--" not in str(refused.value)
+
+
+# -- prompts ------------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_at_a_prompt_is_an_interrupt(redis_url: str, redis_client: redis.Redis) -> None:
+    SimhashIndex(redis_client, "asked").add("a", 1)
+    primary, secondary = os.openpty()  # drop asks only when stdin is a terminal
+    try:
+        drop = subprocess.Popen(
+            [str(SCRIPT), "--index", "asked", "drop"],
+            stdin=secondary,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "SIMHASH_REDIS_URL": redis_url},
+        )
+        assert drop.stdout is not None
+        shown = b""
+        while b"[y/N]" not in shown:  # the question is asked: the command waits for the answer
+            chunk = drop.stdout.read1(1024)
+            assert chunk, (shown, drop.wait(60), drop.stderr.read() if drop.stderr else b"")
+            shown += chunk
+        drop.send_signal(signal.SIGINT)  # what Ctrl-C at the terminal sends
+        _, err = drop.communicate(timeout=60)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert drop.returncode == 130, err
+    assert err.decode() == "interrupted\n"
+    assert redis_client.exists("simhash:asked:meta") and SimhashIndex(redis_client, "asked").get("a") == 1
+
+
+def test_no_answer_at_a_prompt_deletes_nothing(
+    invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simhash_redis.cli import admin
+
+    SimhashIndex(redis_client, "asked").add("a", 1)
+    monkeypatch.setattr(admin, "stdin_is_terminal", lambda: True)
+    ended = invoke("drop", input="", index="asked")  # end of input before an answer
+    assert ended.exit_code == 1 and "Aborted" not in ended.output, ended.output
+    assert ended.stderr == "error: no answer (end of input): nothing was done\n"
+    assert SimhashIndex(redis_client, "asked").get("a") == 1
+
+
+# -- tab-separated output -----------------------------------------------------------------------------
+
+#: Ids a script splitting on TABs and lines would misread unless they are escaped.
+AWKWARD = ["tab\there", "line\nbreak", "back\\slash\\t", "cr\rid", "comma,id"]
+
+
+def _unescaped(field: str) -> str:
+    r"""The documented reading of an escaped field: \t \n \r \\ (and \, in a list) are the characters."""
+    out, chars = [], iter(field)
+    for char in chars:
+        if char == "\\":
+            nxt = next(chars)
+            out.append({"t": "\t", "n": "\n", "r": "\r"}.get(nxt, nxt))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _split_list(field: str) -> list[str]:
+    """A list field's items, split at the commas that are not escaped."""
+    items, current, chars = [], "", iter(field)
+    for char in chars:
+        if char == "\\":
+            current += char + next(chars)
+        elif char == ",":
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    return [_unescaped(item) for item in [*items, current]]
+
+
+def test_tab_separated_output_escapes_ids(invoke: Invoke, tmp_path: Path) -> None:
+    from tests.cli.conftest import write_jsonl
+
+    stored = write_jsonl(tmp_path / "stored.jsonl", [{"id": "first\tone", "text": article(1)}])
+    assert invoke("load", "-q", str(stored), index="tsv").exit_code == 0
+    copies = [{"id": doc_id, "text": article(1, copy)} for copy, doc_id in enumerate(AWKWARD, 1)]
+    batch = write_jsonl(tmp_path / "batch.jsonl", copies)
+    pairs = invoke("dedupe", "--dry-run", "-q", str(batch), index="tsv")
+    assert pairs.exit_code == 0, pairs.output
+    rows = [line.split("\t") for line in pairs.stdout.split("\n")[:-1]]
+    assert [len(row) for row in rows] == [3] * len(AWKWARD), pairs.stdout
+    read = [(_unescaped(new), _unescaped(old)) for new, old, _ in rows]
+    assert read == [(doc_id, "first\tone") for doc_id in AWKWARD]
+    grouped = invoke("dedupe", "--dry-run", "--groups", "-q", str(batch), index="tsv")
+    [group] = [line.split("\t") for line in grouped.stdout.split("\n")[:-1]]
+    assert group[0] == str(len(AWKWARD) + 1) and _unescaped(group[1]) == "first\tone"
+    assert sorted(_split_list(group[2])) == sorted(AWKWARD)
+    loaded = invoke("load", "--dedupe", "-q", str(batch), index="tsv")
+    assert loaded.stdout == pairs.stdout
+    assert invoke("add", "tab\there", article(2), index="tsv").exit_code == 0
+    near = invoke("near", article(2), index="tsv")
+    [row] = [line.split("\t") for line in near.stdout.split("\n")[:-1]]
+    assert _unescaped(row[0]) == "tab\there" and row[0] == "tab\\there" and row[1] == "0"
