@@ -9,6 +9,7 @@ the test runs pip as that line does (its environment and flags), on a copy of th
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -16,6 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+# These checks read the project's files, the same on every Python: 3.11's tomllib is enough.
+tomllib = pytest.importorskip("tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,3 +85,92 @@ def test_the_editable_install_still_shows_errors(tmp_path: Path) -> None:
     done = _pip_install_editable(project, tmp_path)  # setuptools fails: a package without a folder
     assert done.returncode != 0
     assert "not_there" in done.stdout + done.stderr
+
+
+# Every install line of the README, the docs and the code's messages works from a checkout as written:
+# it names the checkout (`.`, `./native`) with extras that pyproject.toml defines, or a published
+# requirement the project depends on, never simhash-redis or simhash-redis-native by name (neither is
+# published yet).
+
+#: Published packages the docs install for benchmarks and evaluation only, never dependencies.
+TOOLS = {"simhash", "matplotlib", "jieba"}
+UNPUBLISHED = {"simhash-redis", "simhash-redis-native"}
+
+_DOCS = [ROOT / "README.md", ROOT / "native" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+_SOURCES = sorted([*(ROOT / "simhash_redis").rglob("*.py"), *(ROOT / "cli").rglob("*.py")])
+_SPAN = re.compile(r"`+(pip install [^`]+)`+")
+_FENCED = re.compile(r"^```(?:sh|bash|console|shell)?\n(.*?)^```", re.S | re.M)
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _extras_and_requirements() -> tuple[set[str], set[str]]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    requirements = [*project["dependencies"], *(r for group in extras.values() for r in group)]
+    names = {_normal(re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0]) for r in requirements}
+    return set(extras), names - {_normal(project["name"])}
+
+
+def _install_lines() -> list[tuple[str, str]]:
+    """(where, the arguments of `pip install`) of every install line of the docs and the code."""
+    found = []
+    for path in _DOCS:
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT).as_posix()
+        found += [(where, m.group(1)) for m in _SPAN.finditer(text)]
+        for block in _FENCED.finditer(text):
+            for line in block.group(1).splitlines():
+                command = line.split("#", 1)[0].strip()
+                if command.startswith("pip install "):
+                    found.append((where, command))
+    for path in _SOURCES:
+        text = path.read_text(encoding="utf-8")
+        spans = [m.group(1) for m in _SPAN.finditer(text)]
+        where = path.relative_to(ROOT).as_posix()
+        assert text.count("pip install") == len(spans), f"{where}: a pip install line outside `backticks`"
+        found += [(where, span) for span in spans]
+    return found
+
+
+def _check(where: str, words: list[str], extras: set[str], requirements: set[str]) -> None:
+    for word in words:
+        if word.startswith("-"):
+            continue
+        path, _, rest = word.partition("[")
+        wanted = set(filter(None, rest.rstrip("]").split(","))) if rest else set()
+        if path.startswith("."):
+            assert (ROOT / path).is_dir(), f"{where}: {word}: no folder {path} in the checkout"
+            known = extras if (ROOT / path).resolve() == ROOT else set()
+            assert wanted <= known, f"{where}: {word}: no such extra {sorted(wanted - known)}"
+            continue
+        name = _normal(re.split(r"[<>=!~]", path, maxsplit=1)[0])
+        assert name not in UNPUBLISHED, f"{where}: {word}: not published; install from the checkout"
+        assert name in requirements | TOOLS, f"{where}: {word}: neither a dependency nor a listed tool"
+
+
+def test_every_install_line_works_from_a_checkout() -> None:
+    extras, requirements = _extras_and_requirements()
+    lines = _install_lines()
+    assert len(lines) >= 10  # the README's, the docs' and the messages' install lines were all found
+    for where, line in lines:
+        _check(where, shlex.split(line)[2:], extras, requirements)
+
+
+def test_the_unpublished_packages_are_named_only_as_published_later() -> None:
+    for path in [*_DOCS, *_SOURCES]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "simhash-redis[" in line or "simhash-redis-native>" in line:
+                assert "published" in line, f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+
+
+def test_no_extra_names_a_package_built_from_the_checkout() -> None:
+    """pip looks an extra's requirements up on the index: one naming the compiled core, which is built from
+    ./native and not published, made `pip install '.[fast]'` fail with "No matching distribution"."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for extra, group in project["optional-dependencies"].items():
+        for requirement in group:
+            name = _normal(re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0])
+            assert name not in UNPUBLISHED - {_normal(project["name"])}, f"extra {extra}: {requirement}"
