@@ -55,14 +55,32 @@ def _project_copy(tmp_path: Path) -> Path:
     return copy
 
 
+def _scratch_python(tmp_path: Path) -> Path:
+    """A virtual environment that sees this one's pip and setuptools through a .pth file, so that pip
+    installs into it offline and never touches the environment running the tests (an install with
+    --prefix would uninstall the project from it)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    outer = [path for path in sys.path if path.endswith("site-packages")]
+    Path(purelib, "outer_packages.pth").write_text("\n".join(outer) + "\n", encoding="utf-8")
+    return python
+
+
 def _pip_install_editable(project: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("setuptools")
     make_env, flags = _makefile_install_line()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "VIRTUAL_ENV", "PYTHONPATH")}
     env.update(make_env)
-    offline = ["--no-deps", "--no-build-isolation", "--no-index", "--prefix", str(tmp_path / "prefix")]
+    offline = ["--no-deps", "--no-build-isolation", "--no-index"]
     return subprocess.run(
-        [sys.executable, "-m", "pip", "install", *flags, *offline, "-e", str(project)],
+        [str(_scratch_python(tmp_path)), "-m", "pip", "install", *flags, *offline, "-e", str(project)],
         capture_output=True,
         text=True,
         env=env,
