@@ -25,6 +25,7 @@ from simhash_redis.errors import (
     SimhashRedisError,
     TooManyErrors,
 )
+from simhash_redis.links import doc_url
 
 from .common import ExitCode, Settings
 from .quick_exit import leave
@@ -47,7 +48,7 @@ COMMAND_MODULES = (
     "eval",
 )
 
-EPILOG = """\b
+EPILOG = f"""\b
 Exit codes:
   0    success
   1    error (see the message), e.g. an unknown index or an unreadable file
@@ -58,7 +59,8 @@ Exit codes:
   130  interrupted (Ctrl-C); rerun the same command to resume a load (an import with --merge)
   143  terminated (SIGTERM: docker stop, systemd); rerun the same command to resume
 \b
-Docs: docs/cli.md. Example:
+Docs: {doc_url("cli.md")}
+Example:
   simhash-redis --index news load articles.jsonl.gz
   simhash-redis --index news near "text of an article"
 """
@@ -70,7 +72,7 @@ def _message(exc: SimhashRedisError, state: Settings | None) -> tuple[ExitCode, 
     if isinstance(exc, RedisPermissionError):
         return ExitCode.UNAVAILABLE, (
             f"Redis at {where} accepted the credentials, but its ACL user may not run every command the "
-            f"index needs ({exc}): grant it (docs/security.md lists the minimal ACL)"
+            f"index needs ({exc}): grant it ({doc_url('security.md')} lists the minimal ACL)"
         )
     if isinstance(exc, RedisAuthError):
         return ExitCode.UNAVAILABLE, (
@@ -210,7 +212,7 @@ def _root(
             help="Largest Hamming distance, used when the index is created; an existing index must "
             "agree (default: the stored one, or 3 for a new index). k = 3 finds copies and light edits "
             "but misses about 1 in 4 one-word edits of a 300-word article and most of a 60-word text: "
-            "--verified finds them (docs/quality.md).",
+            f"--verified finds them ({doc_url('quality.md')}).",
             show_default=False,
         ),
     ] = None,
@@ -250,7 +252,7 @@ def _root(
             "document also stores a MinHash sketch (1 KB) and joins LSH band tables of it; a candidate "
             "(within k, or sharing a band) counts as a near-duplicate only when its estimated Jaccard "
             "similarity reaches --threshold. Finds one-word edits of articles with the default k "
-            "(docs/quality.md).",
+            f"({doc_url('quality.md')}).",
         ),
     ] = False,
     threshold: Annotated[
@@ -269,7 +271,7 @@ def _root(
             help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w), "
             "used when the index is created; an existing index must agree. Redis frees the memory by "
             "itself: a document is found for the retention and gone within a sixth of it more "
-            "(docs/retention.md).",
+            f"({doc_url('retention.md')}).",
             show_default=False,
         ),
     ] = None,

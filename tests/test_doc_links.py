@@ -1,0 +1,77 @@
+"""The documentation the command and the library's messages point to can be read without a checkout.
+
+A wheel ships no docs/ folder: every page named in `--help` or in a message is an address built by
+`simhash_redis.links.doc_url` on the repository URL of pyproject.toml's [project.urls], and names a page
+that exists in docs/.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from simhash_redis.cli.app import COMMAND_MODULES, app
+from typer.testing import CliRunner
+
+from simhash_redis.links import REPOSITORY, doc_url
+
+tomllib = pytest.importorskip("tomllib")  # reads pyproject.toml; the same on every Python
+
+ROOT = Path(__file__).resolve().parents[1]
+_LINK = re.compile(re.escape(REPOSITORY) + r"/blob/main/(docs/[\w./-]+?\.md)")
+
+
+def _help_texts() -> list[str]:
+    runner = CliRunner()
+    texts = [runner.invoke(app, ["--help"], terminal_width=200).output]
+    for command in COMMAND_MODULES:
+        done = runner.invoke(app, [command, "--help"], terminal_width=200)
+        if done.exit_code == 0:
+            texts.append(done.output)
+    return texts
+
+
+def test_the_base_is_the_repository_of_pyproject() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["urls"]["Repository"] == REPOSITORY
+    assert doc_url("cli.md") == f"{REPOSITORY}/blob/main/docs/cli.md"
+
+
+def test_help_links_to_pages_that_exist() -> None:
+    texts = _help_texts()
+    assert f"Docs: {doc_url('cli.md')}" in texts[0]
+    linked = {page for text in texts for page in _LINK.findall(text)}
+    assert {"docs/cli.md", "docs/quality.md", "docs/retention.md"} <= linked
+    for page in linked:
+        assert (ROOT / page).is_file(), page
+    for text in texts:  # no page named by a path only a checkout has
+        assert not re.search(r"(?<![/\w])docs/[\w-]+\.md", _LINK.sub("", text)), text
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    """The string constants of a module that are not docstrings, with their line numbers."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_messages_name_pages_by_their_address() -> None:
+    """Every page a message or a help text names is a `doc_url(...)` call on a page that exists."""
+    sources = sorted([*(ROOT / "simhash_redis").rglob("*.py"), *(ROOT / "cli").rglob("*.py")])
+    for path in sources:
+        where = path.relative_to(ROOT)
+        for line, text in _strings(path):
+            assert not re.search(r"docs/[\w-]+\.md", text), f"{where}:{line}: use doc_url(): {text!r}"
+        for page in re.findall(r"doc_url\(['\"]([^'\"]+)['\"]\)", path.read_text(encoding="utf-8")):
+            assert (ROOT / "docs" / page).is_file(), f"{where}: doc_url({page!r}): no such page"
