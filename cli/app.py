@@ -59,7 +59,11 @@ Exit codes:
   130  interrupted (Ctrl-C); rerun the same command to resume a load (an import with --merge)
   143  terminated (SIGTERM: docker stop, systemd); rerun the same command to resume
 \b
-Docs: {doc_url("cli.md")}
+Docs (this command; --k and --verified; --retention):
+  {doc_url("cli.md")}
+  {doc_url("quality.md")}
+  {doc_url("retention.md")}
+\b
 Example:
   simhash-redis --index news load articles.jsonl.gz
   simhash-redis --index news near "text of an article"
@@ -212,7 +216,7 @@ def _root(
             help="Largest Hamming distance, used when the index is created; an existing index must "
             "agree (default: the stored one, or 3 for a new index). k = 3 finds copies and light edits "
             "but misses about 1 in 4 one-word edits of a 300-word article and most of a 60-word text: "
-            f"--verified finds them ({doc_url('quality.md')}).",
+            "--verified finds them (quality.md, under Docs below).",
             show_default=False,
         ),
     ] = None,
@@ -252,7 +256,7 @@ def _root(
             "document also stores a MinHash sketch (1 KB) and joins LSH band tables of it; a candidate "
             "(within k, or sharing a band) counts as a near-duplicate only when its estimated Jaccard "
             "similarity reaches --threshold. Finds one-word edits of articles with the default k "
-            f"({doc_url('quality.md')}).",
+            "(quality.md, under Docs below).",
         ),
     ] = False,
     threshold: Annotated[
@@ -271,7 +275,7 @@ def _root(
             help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w), "
             "used when the index is created; an existing index must agree. Redis frees the memory by "
             "itself: a document is found for the retention and gone within a sixth of it more "
-            f"({doc_url('retention.md')}).",
+            "(retention.md, under Docs below).",
             show_default=False,
         ),
     ] = None,

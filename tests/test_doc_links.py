@@ -10,9 +10,11 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
-from simhash_redis.cli.app import COMMAND_MODULES, app
+import typer
+from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
 from simhash_redis.links import REPOSITORY, doc_url
@@ -23,13 +25,24 @@ ROOT = Path(__file__).resolve().parents[1]
 _LINK = re.compile(re.escape(REPOSITORY) + r"/blob/main/(docs/[\w./-]+?\.md)")
 
 
+def _command_paths(group: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and command group of the app, as the words that name it."""
+    paths = []
+    for name, command in group.commands.items():
+        paths.append((*prefix, name))
+        if hasattr(command, "commands"):  # a command group (`server`)
+            paths += _command_paths(command, (*prefix, name))
+    return paths
+
+
 def _help_texts() -> list[str]:
+    """`--help` of the app, then of each of its commands."""
     runner = CliRunner()
-    texts = [runner.invoke(app, ["--help"], terminal_width=200).output]
-    for command in COMMAND_MODULES:
-        done = runner.invoke(app, [command, "--help"], terminal_width=200)
-        if done.exit_code == 0:
-            texts.append(done.output)
+    texts = []
+    for path in [(), *_command_paths(typer.main.get_command(app))]:
+        done = runner.invoke(app, [*path, "--help"], terminal_width=80)  # wrapped as on a terminal
+        assert done.exit_code == 0, (path, done.output)
+        texts.append(done.output)
     return texts
 
 
@@ -41,13 +54,18 @@ def test_the_base_is_the_repository_of_pyproject() -> None:
 
 def test_help_links_to_pages_that_exist() -> None:
     texts = _help_texts()
-    assert f"Docs: {doc_url('cli.md')}" in texts[0]
+    assert len(texts) > 20  # the app and every command
+    assert f"\n  Docs (this command; --k and --verified; --retention):\n    {doc_url('cli.md')}\n" in texts[0]
     linked = {page for text in texts for page in _LINK.findall(text)}
     assert {"docs/cli.md", "docs/quality.md", "docs/retention.md"} <= linked
     for page in linked:
         assert (ROOT / page).is_file(), page
-    for text in texts:  # no page named by a path only a checkout has
-        assert not re.search(r"(?<![/\w])docs/[\w-]+\.md", _LINK.sub("", text)), text
+    for text in texts:
+        rest = _LINK.sub("", text)
+        # no link broken across lines by the help's wrapping, no page named by a path only a checkout has
+        assert "https://" not in rest and "docs/" not in rest, text
+        for page in re.findall(r"\b([\w-]+\.md)\b", rest):  # "quality.md, under Docs below"
+            assert f"docs/{page}" in linked, f"{page} is named but not linked"
 
 
 def _strings(path: Path) -> list[tuple[int, str]]:
