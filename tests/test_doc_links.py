@@ -93,3 +93,13 @@ def test_messages_name_pages_by_their_address() -> None:
             assert not re.search(r"docs/[\w-]+\.md", text), f"{where}:{line}: use doc_url(): {text!r}"
         for page in re.findall(r"doc_url\(['\"]([^'\"]+)['\"]\)", path.read_text(encoding="utf-8")):
             assert (ROOT / "docs" / page).is_file(), f"{where}: doc_url({page!r}): no such page"
+
+
+def test_troubleshooting_names_every_error() -> None:
+    """docs/troubleshooting.md says what each exception of the library means and what to do."""
+    import simhash_redis.errors
+
+    page = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    missing = [name for name in simhash_redis.errors.__all__ if f"`{name}`" not in page]
+    assert not missing, f"docs/troubleshooting.md does not name {missing}"
+    assert "(troubleshooting.md)" in (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
