@@ -19,8 +19,6 @@ from typer.testing import CliRunner
 
 from simhash_redis.links import REPOSITORY, doc_url
 
-tomllib = pytest.importorskip("tomllib")  # reads pyproject.toml; the same on every Python
-
 ROOT = Path(__file__).resolve().parents[1]
 _LINK = re.compile(re.escape(REPOSITORY) + r"/blob/main/(docs/[\w./-]+?\.md)")
 
@@ -47,6 +45,7 @@ def _help_texts() -> list[str]:
 
 
 def test_the_base_is_the_repository_of_pyproject() -> None:
+    tomllib = pytest.importorskip("tomllib")  # 3.11+: pyproject.toml is the same on every Python
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["urls"]["Repository"] == REPOSITORY
     assert doc_url("cli.md") == f"{REPOSITORY}/blob/main/docs/cli.md"

@@ -15,11 +15,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-
-# These checks read the project's files, the same on every Python: 3.11's tomllib is enough.
-tomllib = pytest.importorskip("tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,12 +118,18 @@ _SPAN = re.compile(r"`+(pip install [^`]+)`+")
 _FENCED = re.compile(r"^```(?:sh|bash|console|shell)?\n(.*?)^```", re.S | re.M)
 
 
+def _project() -> dict[str, Any]:
+    """pyproject.toml's [project] table (read on 3.11+: the file is the same on every Python)."""
+    tomllib = pytest.importorskip("tomllib")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _extras_and_requirements() -> tuple[set[str], set[str]]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    project = _project()
     extras = project["optional-dependencies"]
     requirements = [*project["dependencies"], *(r for group in extras.values() for r in group)]
     names = {_normal(re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0]) for r in requirements}
@@ -187,7 +191,7 @@ def test_the_unpublished_packages_are_named_only_as_published_later() -> None:
 def test_no_extra_names_a_package_built_from_the_checkout() -> None:
     """pip looks an extra's requirements up on the index: one naming the compiled core, which is built from
     ./native and not published, made `pip install '.[fast]'` fail with "No matching distribution"."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    project = _project()
     for extra, group in project["optional-dependencies"].items():
         for requirement in group:
             name = _normal(re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0])
