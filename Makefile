@@ -6,10 +6,16 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test test-pure lint lint-native native bench compat matrix clean
 
+# setuptools reports every editable install of a project whose packages map folders (cli/ installs as
+# simhash_redis.cli) with a notice, "Editable installation. Please be careful with folders in your working
+# directory...", which pip prints as a BuildBackendWarning. Only that notice is filtered out: errors, and
+# every other warning, still show.
+EDITABLE := PYTHONWARNINGS='ignore:Editable installation'
+
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(EDITABLE) $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
 # The compiled core (Rust, built by maturin from PyPI): optional, the pure engine runs without it.
@@ -61,7 +67,7 @@ test-pure: $(BIN)/.native
 COMPAT := .venv-redis5
 compat:
 	$(PYTHON) -m venv $(COMPAT)
-	$(COMPAT)/bin/python -m pip install --quiet -e '.[test]' 'redis==5.0.8'
+	$(EDITABLE) $(COMPAT)/bin/python -m pip install --quiet -e '.[test]' 'redis==5.0.8'
 	$(COMPAT)/bin/python -m pytest -q $(WORKERS) tests/test_index_contract.py tests/test_index_property.py \
 		tests/test_add_if_new.py tests/test_verify.py tests/test_wire.py tests/test_cluster.py \
 		tests/test_lost_replies.py tests/test_stalls.py tests/test_security.py \

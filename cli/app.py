@@ -25,6 +25,7 @@ from simhash_redis.errors import (
     SimhashRedisError,
     TooManyErrors,
 )
+from simhash_redis.links import doc_url
 
 from .common import ExitCode, Settings
 from .quick_exit import leave
@@ -47,7 +48,7 @@ COMMAND_MODULES = (
     "eval",
 )
 
-EPILOG = """\b
+EPILOG = f"""\b
 Exit codes:
   0    success
   1    error (see the message), e.g. an unknown index or an unreadable file
@@ -58,7 +59,12 @@ Exit codes:
   130  interrupted (Ctrl-C); rerun the same command to resume a load (an import with --merge)
   143  terminated (SIGTERM: docker stop, systemd); rerun the same command to resume
 \b
-Docs: docs/cli.md. Example:
+Docs (this command; --k and --verified; --retention):
+  {doc_url("cli.md")}
+  {doc_url("quality.md")}
+  {doc_url("retention.md")}
+\b
+Example:
   simhash-redis --index news load articles.jsonl.gz
   simhash-redis --index news near "text of an article"
 """
@@ -130,7 +136,7 @@ def _message(exc: SimhashRedisError, state: Settings | None, command: str | None
     if isinstance(exc, RedisPermissionError):
         return ExitCode.UNAVAILABLE, (
             f"Redis at {where} accepted the credentials, but its ACL user may not run every command the "
-            f"index needs ({exc}): grant it (docs/security.md lists the minimal ACL)"
+            f"index needs ({exc}): grant it ({doc_url('security.md')} lists the minimal ACL)"
         )
     if isinstance(exc, RedisAuthError):
         return ExitCode.UNAVAILABLE, (
@@ -278,7 +284,7 @@ def _root(
             help="Largest Hamming distance, used when the index is created; an existing index must "
             "agree (default: the stored one, or 3 for a new index). k = 3 finds copies and light edits "
             "but misses about 1 in 4 one-word edits of a 300-word article and most of a 60-word text: "
-            "--verified finds them (docs/quality.md).",
+            "--verified finds them (quality.md, under Docs below).",
             show_default=False,
         ),
     ] = None,
@@ -318,7 +324,7 @@ def _root(
             "document also stores a MinHash sketch (1 KB) and joins LSH band tables of it; a candidate "
             "(within k, or sharing a band) counts as a near-duplicate only when its estimated Jaccard "
             "similarity reaches --threshold. Finds one-word edits of articles with the default k "
-            "(docs/quality.md).",
+            "(quality.md, under Docs below).",
         ),
     ] = False,
     threshold: Annotated[
@@ -335,9 +341,10 @@ def _root(
         typer.Option(
             "--retention",
             help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w: the "
-            "unit is required), used when the index is created; an existing index must agree. Redis frees "
-            "the memory by itself: a document is found for the retention and gone within a sixth of it more "
-            "(docs/retention.md).",
+            "unit is required), "
+            "used when the index is created; an existing index must agree. Redis frees the memory by "
+            "itself: a document is found for the retention and gone within a sixth of it more "
+            "(retention.md, under Docs below).",
             show_default=False,
         ),
     ] = None,

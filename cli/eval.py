@@ -28,7 +28,7 @@ def _jieba_settings() -> list[Setting]:
     try:
         return jieba_settings()
     except ImportError:
-        raise typer.BadParameter("--jieba needs the jieba package: pip install jieba") from None
+        raise typer.BadParameter("--jieba needs the jieba package: `pip install jieba`") from None
 
 
 def _chooser(names: Sequence[str], jieba: bool) -> Callable[[str], list[Setting]]:

@@ -8,6 +8,7 @@ import typer
 
 from simhash_redis import defaults
 from simhash_redis.errors import InvalidArgument
+from simhash_redis.links import doc_url
 from simhash_redis.tools import planner
 
 from .common import registrar
@@ -84,7 +85,7 @@ def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
         out.append(
             f"No layout recommended for k = {fewest.layout.k}: a query of the best listed one reads back "
             f"{read}. Choose a smaller k, or the verified mode (--verified, at the default k) for "
-            "near-duplicates as people mean them (docs/quality.md)."
+            f"near-duplicates as people mean them ({doc_url('quality.md')})."
         )
     elif best.candidates <= budget:
         why = f"the fewest tables with at most {budget:g} candidates per query"

@@ -80,7 +80,9 @@ for version in $PYTHONS; do
   [[ "$version" == "3.10" ]] && pins=("$OLDEST_NUMPY")
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   # redis named: the newest, for mypy, also where an earlier run left the oldest in place
-  "$venv/bin/python" -m pip install --quiet --upgrade -e '.[dev]' redis "${pins[@]}" "${native[@]}"
+  # (without setuptools' notice on editable installs, as in the Makefile)
+  PYTHONWARNINGS='ignore:Editable installation' \
+    "$venv/bin/python" -m pip install --quiet --upgrade -e '.[dev]' redis "${pins[@]}" "${native[@]}"
   "$venv/bin/mypy" --python-version "$version" --cache-dir "$venv/.mypy_cache"
   if [[ "$version" == "3.12" ]]; then   # after mypy: redis-py 5.0's annotations are less complete
     "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"

@@ -1,7 +1,7 @@
 """The asyncio API: `AsyncSimhashIndex` and `AsyncVerifiedIndex` on redis.asyncio (standalone or cluster).
 
 It runs the synchronous index's own code with its network I/O awaited (docs/asyncio.md), which needs
-greenlet: ``pip install 'simhash-redis[asyncio]'``.
+greenlet: ``pip install greenlet`` (the ``asyncio`` extra: ``pip install '.[asyncio]'`` in a checkout).
 """
 
 from __future__ import annotations

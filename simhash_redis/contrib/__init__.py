@@ -1,1 +1,1 @@
-"""Integrations with other frameworks, each behind an optional dependency (`simhash-redis[scrapy]`)."""
+"""Integrations with other frameworks, each behind an optional dependency (the `scrapy` extra)."""

@@ -1,6 +1,6 @@
 """Which engine computes fingerprints, MinHash sketches and the candidate filter: native or pure.
 
-The compiled core (`simhash_redis_native`, `pip install 'simhash-redis[fast]'`) is used when it can be
+The compiled core (`simhash_redis_native`, `pip install ./native` in a checkout) is used when it can be
 imported, the pure numpy engine otherwise; both give the same results bit for bit. The environment
 variable SIMHASH_REDIS_ENGINE=python forces the pure engine (tests, debugging); =native makes a missing
 compiled core an error instead of a silent fallback. The choice is made on first use, not on import, so
@@ -49,8 +49,8 @@ def _load_native() -> ModuleType | None:
     except ImportError as exc:
         if choice == "native":
             raise SimhashRedisError(
-                f"{ENGINE_ENV}=native, but the compiled core cannot be imported ({exc}): "
-                "pip install 'simhash-redis[fast]', or build it with `make native`"
+                f"{ENGINE_ENV}=native, but the compiled core cannot be imported ({exc}): install it from "
+                f"a checkout of simhash-redis with `pip install ./native` (needs Rust), or unset {ENGINE_ENV}"
             ) from None
         return None
     return adapter

