@@ -74,7 +74,7 @@ COMPAT := .venv-redis5
 compat:
 	$(PYTHON) -m venv $(COMPAT)
 	$(COMPAT)/bin/python -m pip install --quiet -e '.[test]' -c $(CONSTRAINTS)
-	$(COMPAT)/bin/python -m pip install --quiet 'redis==5.0.8'   # past the pin, on purpose
+	$(COMPAT)/bin/python -m pip install --quiet 'redis==5.0.8'   # the oldest accepted, over the pin
 	$(COMPAT)/bin/python -m pytest -q $(WORKERS) tests/test_index_contract.py tests/test_index_property.py \
 		tests/test_add_if_new.py tests/test_verify.py tests/test_wire.py tests/test_cluster.py \
 		tests/test_lost_replies.py tests/test_stalls.py tests/test_security.py \

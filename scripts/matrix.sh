@@ -72,7 +72,7 @@ for version in $PYTHONS; do
   make --no-print-directory lint PYTHON="$python" VENV="$venv" NATIVE_WHEEL="${native[*]}" \
     MYPY_FLAGS="${mypy_flags[*]}"
   if [[ "$version" == "3.12" ]]; then   # after mypy: redis-py 5.0's annotations are less complete
-    "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"   # past the pin, on purpose
+    "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"   # the oldest accepted, over the pin
     tests+=("${COMPAT_TESTS[@]}")
     # redis-py 5.0 leaves a connected socket to the garbage collector on some failed connects (its
     # issues #3314 and #3317, fixed in 5.1): the warning then lands in whichever test is running when
