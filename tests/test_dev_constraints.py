@@ -1,8 +1,9 @@
 """The development environment's pins (dev-constraints.txt) against the ranges users get (pyproject.toml).
 
-The pins make `make test` reproducible; these checks keep them honest: one exact version of each package
-on every supported Python, inside what the project accepts, with numpy's range tested at both ends (the
-oldest numpy on the oldest Python), and every install of the Makefile going through them.
+The pins make `make test` reproducible; these checks keep them honest: every package pyproject.toml names
+pinned, one exact version of each on every supported Python, inside what the project accepts, numpy's
+range tested at both ends (the oldest numpy on the oldest Python), and every install of the Makefile
+going through them.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ def test_every_supported_python_gets_the_same_packages_pinned() -> None:
     names = {canonicalize_name(req.name) for req in _constraints()}
     for python in _supported_pythons():
         assert set(_pins_for(python)) == names, python
+
+
+def test_every_package_the_project_names_is_pinned() -> None:
+    named = {canonicalize_name(Requirement(text).name) for text in requires("simhash-redis") or []}
+    built_here = {"simhash-redis", "simhash-redis-native"}
+    pinned = {canonicalize_name(req.name) for req in _constraints()}
+    assert named - built_here - pinned == set()
 
 
 def test_pins_sit_inside_the_ranges_the_project_declares() -> None:
