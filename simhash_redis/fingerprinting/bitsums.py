@@ -158,6 +158,8 @@ def sliced_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArr
     words = np.ascontiguousarray(octets).view("<u8").reshape(nblocks, lanes * 8)
     counts = _transpose8(words).view(np.uint8).reshape(nblocks, lanes * 64)[:, :f]
     # Per-document totals fit in 32 bits unless a document has 2**32 features or more.
-    wide = np.int64 if int(per_doc.max()) >= 1 << 32 else np.uint32
+    # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for mypy
+    # targeting Python 3.10.
+    wide = np.int64 if int(np.max(per_doc)) >= 1 << 32 else np.uint32
     sums[nonempty] = np.add.reduceat(counts.astype(wide), first_block[nonempty], axis=0)
     return sums

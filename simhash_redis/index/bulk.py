@@ -215,6 +215,8 @@ def _fingerprints(
             values = np.fromiter(docs, dtype=np.uint64, count=len(docs))
         except OverflowError:  # negative or too large: fingerprint_many says which one
             return fingerprint_many(docs)
-        if f == 64 or not len(values) or int(values.max()) >> f == 0:
+        # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for mypy
+        # targeting Python 3.10.
+        if f == 64 or not len(values) or int(np.max(values)) >> f == 0:
             return values
     return fingerprint_many(docs)

@@ -108,7 +108,9 @@ def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Joi
     sizes = np.array([len(s) for s in sets], dtype=np.int64)
     if not len(sets) or not sizes.any():
         return _make_join([])
-    vocab = int(max(int(s.max()) for s in sets if len(s))) + 1
+    # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for mypy
+    # targeting Python 3.10.
+    vocab = int(max(int(np.max(s)) for s in sets if len(s))) + 1
     freq = np.bincount(np.concatenate([s for s in sets if len(s)]), minlength=vocab)
     rank = np.empty(vocab, dtype=np.int64)
     rank[np.lexsort((np.arange(vocab), freq))] = np.arange(vocab)
