@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "admin",
     "verify",
     "server",
+    "serve",
     "plan",
     "eval",
 )

@@ -38,7 +38,15 @@ from .retry import Backoff
 from .sender import Command
 from .standalone import Transport
 
-__all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport"]
+__all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport", "round_trips"]
+
+# Reads of replies made by this process's exchanges: its round trips to the server (for metrics).
+_ROUND_TRIPS = [0]
+
+
+def round_trips() -> int:
+    """How many round trips (reads of replies) the asyncio API has made in this process so far."""
+    return _ROUND_TRIPS[0]
 
 T = TypeVar("T")
 
@@ -186,6 +194,7 @@ class AsyncExchange:
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
         replies = wait(_read(self.connection, count))
+        _ROUND_TRIPS[0] += 1
         self.unread -= count
         return replies
 
@@ -299,7 +308,9 @@ class AsyncClusterTransport(ClusterTransport):
         _send(connection, _packed(connection, [commands]))
 
     def _take(self, connection: Any, count: int) -> list[Any]:
-        return wait(_read(connection, count))
+        replies = wait(_read(connection, count))
+        _ROUND_TRIPS[0] += 1
+        return replies
 
     def _drop(self, connection: Any) -> None:
         wait(connection.disconnect())
