@@ -17,7 +17,7 @@ import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import IndexNotFound, InvalidArgument
@@ -28,7 +28,7 @@ from .indexes import Opened, Registry
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .openapi import document
 from .problems import ServiceError
-from .streams import JSON_LINES, is_json_lines, json_lines, read_body
+from .streams import LinesResponse, is_json_lines, json_lines, read_body
 
 __all__ = ["create_app"]
 
@@ -156,7 +156,7 @@ class Service:
                     self.config.batch,
                     self.config.max_body,
                 )
-                return StreamingResponse(lines, media_type=JSON_LINES)
+                return LinesResponse(lines)
             body = await read_body(request, self.config.max_body)
             items = _BATCH[op_name].decode(body) if batch else [_SINGLE[op_name].decode(body)]
             index = await self.registry.get(name, create=op.create)

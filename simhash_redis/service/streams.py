@@ -15,13 +15,15 @@ from typing import Any, TypeVar
 
 import msgspec
 from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from ..errors import InvalidArgument, InvalidType
 from .guard import refuse
 from .problems import Problem, ServiceError
 from .schemas import ErrorBody
 
-__all__ = ["JSON_LINES", "is_json_lines", "json_lines", "read_body"]
+__all__ = ["JSON_LINES", "LinesResponse", "is_json_lines", "json_lines", "read_body"]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=msgspec.Struct)
@@ -35,6 +37,28 @@ _LINE_TYPES = (
     "application/x-jsonlines",
 )
 _encode = msgspec.json.Encoder().encode
+
+
+class LinesResponse(Response):
+    """A response streamed from an async iterator while the request's body is still being read.
+
+    Starlette's StreamingResponse listens for a disconnect meanwhile, which takes the body's messages
+    from `receive`: the lines here read them through the request instead.
+
+    Args:
+        lines: the response's lines.
+    """
+
+    def __init__(self, lines: AsyncIterator[bytes]) -> None:
+        super().__init__(media_type=JSON_LINES)
+        self._lines = lines
+        del self.headers["content-length"]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        async for line in self._lines:
+            await send({"type": "http.response.body", "body": line, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def is_json_lines(request: Request) -> bool:
@@ -80,14 +104,18 @@ async def _lines(request: Request, limit: int) -> AsyncIterator[tuple[int, bytes
         *complete, rest = rest.split(b"\n")
         for line in complete:
             number += 1
+            if len(line) > limit:
+                raise _line_too_long(number, limit)
             if line.strip():
                 yield number, line
         if len(rest) > limit:
-            raise ServiceError(
-                413, "body_too_large", f"line {number + 1} is longer than the limit of {limit:,} bytes"
-            )
+            raise _line_too_long(number + 1, limit)
     if rest.strip():
         yield number + 1, rest
+
+
+def _line_too_long(number: int, limit: int) -> ServiceError:
+    return ServiceError(413, "body_too_large", f"line {number} is longer than the limit of {limit:,} bytes")
 
 
 async def json_lines(
