@@ -1,38 +1,44 @@
-"""The indexes a worker process serves: opened on first use on one shared redis.asyncio client."""
+"""The indexes a worker process serves: opened on first use, on one client of the configured server.
+
+Each worker calls the synchronous library on its event loop's thread: a near() of the synchronous
+index costs about half the CPU of the asyncio API's (docs/benchmarks.md), and concurrent requests of one
+worker are gathered into the library's batch calls (`coalesce`) instead of interleaving round trips.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import redis
 import redis.exceptions as rex
+from redis.cluster import RedisCluster
 
-from ..asyncio import AsyncSimhashIndex, AsyncVerifiedIndex
 from ..errors import IndexNotFound
+from ..index import SimhashIndex, VerifiedIndex
 from ..store import validate_name
 from ..transport import client_from_url
-from ..transport.bridge import run
 from ..transport.translate import translate_error
+from .coalesce import Coalescer
 from .config import ServiceConfig
 
 __all__ = ["Opened", "Registry"]
 
-# Seconds /readyz waits for a PING's reply.
-_PING_TIMEOUT = 5.0
 
-
-@dataclass(frozen=True)
+@dataclass
 class Opened:
-    """An open index: its plain handle, and its verified one when it is verified.
+    """An open index: its plain form, its verified one when it is verified, and its coalescers.
 
     Attributes:
         plain: the index (reads; writes of a plain index).
-        verified: the verified form of a verified index (its near, writes), else None.
+        verified: the verified form of a verified index (its near and writes), else None.
+        coalescers: the single-document calls being gathered, by kind and parameters.
     """
 
-    plain: AsyncSimhashIndex
-    verified: AsyncVerifiedIndex | None
+    plain: SimhashIndex
+    verified: VerifiedIndex | None
+    coalescers: dict[tuple[Any, ...], Coalescer[Any, Any]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -43,6 +49,20 @@ class Opened:
     def f(self) -> int:
         """The fingerprint width."""
         return self.plain.f
+
+    def coalescer(
+        self, key: tuple[Any, ...], run: Callable[[Sequence[Any]], Sequence[Any]]
+    ) -> Coalescer[Any, Any]:
+        """The coalescer of single-document calls of one kind (key), made on first use.
+
+        Args:
+            key: the kind of call and its parameters (calls of one key share batches).
+            run: the batch call.
+        """
+        found = self.coalescers.get(key)
+        if found is None:
+            found = self.coalescers[key] = Coalescer(run)
+        return found
 
 
 class Registry:
@@ -60,26 +80,21 @@ class Registry:
         self._config = config
         self._url = url
         self._options = config.index_options()
-        self._client: Any = None
+        self._client: redis.Redis | RedisCluster | None = None
         self._opened: dict[str, Opened] = {}
-        self._lock = asyncio.Lock()
 
-    async def client(self) -> Any:
-        """The redis.asyncio client (made on first use).
+    def client(self) -> redis.Redis | RedisCluster:
+        """The client (made on first use).
 
         Raises:
             InvalidArgument: the URL is malformed.
             RedisUnavailable: a cluster cannot be reached.
         """
         if self._client is None:
-            client = await run(client_from_url, self._url, asyncio=True)
-            if self._client is None:
-                self._client = client
-            else:  # pragma: no cover - another task made one meanwhile
-                await client.aclose()
+            self._client = client_from_url(self._url)
         return self._client
 
-    async def get(self, name: str, *, create: bool = False) -> Opened:
+    def get(self, name: str, *, create: bool = False) -> Opened:
         """The open index of that name.
 
         Args:
@@ -92,30 +107,23 @@ class Registry:
             ConfigurationMismatch, IndexCorrupted, RedisUnavailable: as `SimhashIndex`.
         """
         found = self._opened.get(name)
-        if found is not None:
-            return found
-        validate_name(name, "index name")
-        async with self._lock:
-            found = self._opened.get(name)
-            if found is None:
-                found = await self._open(name, create and self._config.create)
-                self._opened[name] = found
+        if found is None:
+            validate_name(name, "index name")
+            found = self._opened[name] = self._open(name, create and self._config.create)
         return found
 
-    async def _open(self, name: str, create: bool) -> Opened:
-        client = await self.client()
+    def _open(self, name: str, create: bool) -> Opened:
+        client = self.client()
         try:
-            plain = await AsyncSimhashIndex(client, name, create=False).open()
+            plain = SimhashIndex(client, name, create=False)
         except IndexNotFound:
             if not create:
                 raise IndexNotFound(
                     f"no index named {name!r}: a write (add, add_if_new) creates it, or load documents "
                     f"first (simhash-redis --index {name} load FILE)"
                 ) from None
-            plain = await AsyncSimhashIndex(client, name, **self._options).open()
-        verified = None
-        if plain.config.verification is not None:
-            verified = await AsyncVerifiedIndex(client, name).open()
+            plain = SimhashIndex(client, name, **self._options)
+        verified = VerifiedIndex(plain) if plain.config.verification is not None else None
         return Opened(plain, verified)
 
     def forget(self, name: str) -> None:
@@ -126,20 +134,19 @@ class Registry:
         """
         self._opened.pop(name, None)
 
-    async def ping(self) -> None:
+    def ping(self) -> None:
         """Check that the server answers.
 
         Raises:
             RedisUnavailable: it does not.
         """
-        client = await self.client()
         try:
-            await asyncio.wait_for(client.ping(), _PING_TIMEOUT)
-        except (rex.RedisError, OSError, asyncio.TimeoutError) as exc:
+            self.client().ping()
+        except (rex.RedisError, OSError) as exc:
             raise translate_error(exc) from None
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
         """Close the client."""
         if self._client is not None:
-            await self._client.aclose()
+            self._client.close()
             self._client = None

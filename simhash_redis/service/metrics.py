@@ -7,6 +7,7 @@ of its own, so /metrics (answered by any worker) adds up every worker's figures.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -17,7 +18,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from ..transport.aio import round_trips
+from ..transport.wire import round_trips
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
 
@@ -42,6 +43,8 @@ class Metrics:
             "simhash_redis_redis_round_trips", "Round trips to Redis made by the index calls"
         )
         self._reported = round_trips()
+        # Each label set's child, looked up once (prometheus_client's labels() costs microseconds a call).
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     @classmethod
     def get(cls) -> Metrics:
@@ -60,8 +63,13 @@ class Metrics:
             seconds: the time it took.
             code: the error code of an error response, else None.
         """
-        self.requests.labels(route, method, str(status)).inc()
-        self.latency.labels(route).observe(seconds)
+        key = (route, method, status)
+        children = self._children.get(key)
+        if children is None:
+            children = (self.requests.labels(route, method, str(status)), self.latency.labels(route))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
         if code is not None:
             self.errors.labels(code).inc()
         # The process's round trips since the last request counted (concurrent requests share them).

@@ -1,8 +1,9 @@
 """What each endpoint does with an open index, for one document or a batch: the library's calls and
 their results in the service's JSON forms.
 
-A batch goes to the library as one batch (`near_many`, `add_many`, `add_if_new_many`...), so its
-documents share round trips; a single document goes to the single-document call, which is cheaper for one.
+Every call takes a batch (of one, for a lone request): it goes to the library as one batch
+(`near_many`, `add_many`, `add_if_new_many`...), so its documents share round trips; a batch of one goes
+to the single-document call, which is cheaper for one.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ __all__ = ["add", "add_if_new", "fingerprint", "get", "near", "remove", "stats"]
 
 def fingerprint(index: Opened, texts: Sequence[str]) -> list[schemas.FingerprintResult]:
     """The fingerprints of texts in the index's scheme (no Redis round trip)."""
-    fps = index.plain.index.fingerprint_many(list(texts))
+    fps = index.plain.fingerprint_many(list(texts))
     return [schemas.FingerprintResult(format_fingerprint(fp, index.f)) for fp in fps]
 
 
-async def near(
+def near(
     index: Opened,
     queries: Sequence[schemas.QueryItem | schemas.Query],
     k: int | None,
@@ -42,22 +43,20 @@ async def near(
     if index.verified is not None:
         texts = [_text_of(q, index, "query") for q in queries]
         if len(texts) == 1:
-            found = [await index.verified.near(texts[0], threshold, k)]
+            found = [index.verified.near(texts[0], threshold, k)]
         else:
-            found = await index.verified.near_many(texts, threshold, k)
+            found = index.verified.near_many(texts, threshold, k)
     else:
         if threshold is not None:
             raise InvalidArgument(
                 f"index {index.name!r} is not verified: threshold applies to a verified index only"
             )
         docs = [_document(q, f) for q in queries]
-        found = (
-            [await index.plain.near(docs[0], k)] if len(docs) == 1 else await index.plain.near_many(docs, k)
-        )
+        found = [index.plain.near(docs[0], k)] if len(docs) == 1 else index.plain.near_many(docs, k)
     return [schemas.NearResult([_match(m, f) for m in matches]) for matches in found]
 
 
-async def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResult]:
+def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResult]:
     """Store documents (replacing an id's previous fingerprint).
 
     Raises:
@@ -67,9 +66,9 @@ async def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.A
     ids, fps, texts = _prepared(index, docs)
     outcomes: list[Outcome]
     if index.verified is not None:
-        outcomes = await index.verified.add_many(list(zip(ids, texts, strict=True)))
+        outcomes = index.verified.add_many(list(zip(ids, texts, strict=True)))
     else:
-        outcomes = await index.plain.add_many(list(zip(ids, fps, strict=True)))
+        outcomes = index.plain.add_many(list(zip(ids, fps, strict=True)))
     f = index.f
     return [
         schemas.AddResult(i, o.value, format_fingerprint(fp, f))
@@ -77,7 +76,7 @@ async def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.A
     ]
 
 
-async def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
+def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
     """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically.
 
     Raises:
@@ -88,13 +87,13 @@ async def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[sc
     found: Sequence[Match | VerifiedMatch | Outcome | None]
     if index.verified is not None:
         if len(ids) == 1:
-            found = [await index.verified.add_if_new(ids[0], texts[0])]
+            found = [index.verified.add_if_new(ids[0], texts[0])]
         else:
-            found = await index.verified.add_if_new_many(list(zip(ids, texts, strict=True)))
+            found = index.verified.add_if_new_many(list(zip(ids, texts, strict=True)))
     elif len(ids) == 1:
-        found = [await index.plain.add_if_new(ids[0], fps[0])]
+        found = [index.plain.add_if_new(ids[0], fps[0])]
     else:
-        found = await index.plain.add_many(list(zip(ids, fps, strict=True)), unique=True)
+        found = index.plain.add_many(list(zip(ids, fps, strict=True)), unique=True)
     f = index.f
     out: list[schemas.AddIfNewResult] = []
     for doc_id, fp, result in zip(ids, fps, found, strict=True):
@@ -105,7 +104,7 @@ async def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[sc
     return out
 
 
-async def remove(index: Opened, ids: Sequence[str]) -> list[schemas.RemoveResult]:
+def remove(index: Opened, ids: Sequence[str]) -> list[schemas.RemoveResult]:
     """Remove documents by id (an unknown id is not an error: removed is false).
 
     Raises:
@@ -113,20 +112,20 @@ async def remove(index: Opened, ids: Sequence[str]) -> list[schemas.RemoveResult
         RedisUnavailable: as the library's `remove_many`.
     """
     if index.verified is not None:
-        removed = await index.verified.remove_many(list(ids))
+        removed = index.verified.remove_many(list(ids))
     else:
-        removed = await index.plain.remove_many(list(ids))
+        removed = index.plain.remove_many(list(ids))
     return [schemas.RemoveResult(i, r) for i, r in zip(ids, removed, strict=True)]
 
 
-async def get(index: Opened, ids: Sequence[str]) -> list[schemas.StoredResult]:
+def get(index: Opened, ids: Sequence[str]) -> list[schemas.StoredResult]:
     """The fingerprints stored for ids (null where not stored).
 
     Raises:
         InvalidArgument, InvalidType: a malformed id.
         RedisUnavailable: the server cannot be reached.
     """
-    found = await index.plain.get_many(list(ids))
+    found = index.plain.get_many(list(ids))
     f = index.f
     return [
         schemas.StoredResult(i, None if fp is None else format_fingerprint(fp, f))
@@ -134,13 +133,13 @@ async def get(index: Opened, ids: Sequence[str]) -> list[schemas.StoredResult]:
     ]
 
 
-async def stats(index: Opened) -> schemas.Stats:
+def stats(index: Opened) -> schemas.Stats:
     """The index's configuration and counts.
 
     Raises:
         RedisUnavailable: the server cannot be reached.
     """
-    documents, fps = await index.plain.count()
+    documents, fps = index.plain.count()
     plain = index.plain
     return schemas.Stats(
         name=index.name,
@@ -186,8 +185,8 @@ def _prepared(index: Opened, docs: Sequence[schemas.Document]) -> tuple[list[str
     ids = [d.id for d in docs]
     if index.verified is not None:
         texts = [_text_of(d, index, "document") for d in docs]
-        return ids, index.plain.index.fingerprint_many(texts), texts
+        return ids, index.plain.fingerprint_many(texts), texts
     values = [_document(d, index.f) for d in docs]
     if all(type(v) is int for v in values):
         return ids, [int(v) for v in values], []
-    return ids, index.plain.index.fingerprint_many(values), []
+    return ids, index.plain.fingerprint_many(values), []

@@ -1,4 +1,9 @@
-"""Request bodies: a JSON body read under the size limit, and JSON Lines streamed in and out.
+"""A /v1 call at the ASGI level: its body read under the size limit, its answer sent, and JSON Lines
+streamed in and out.
+
+The /v1 calls are served here without a framework's request and response objects: they are the hot
+path (a near() over HTTP should cost little more than the library's), and what they need of HTTP is
+small: a path, a query string, one header, a body, and an answer.
 
 A JSON Lines body is read as it arrives and answered as it goes: its documents go to the library a
 batch at a time, and each batch's results (one line per input line, in order) are sent before the next
@@ -10,80 +15,123 @@ idempotent: sending the same stream again completes it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 import msgspec
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
 from ..errors import InvalidArgument, InvalidType
-from .guard import refuse
+from .guard import Message, Receive, Scope, Send, refuse
 from .problems import Problem, ServiceError
 from .schemas import ErrorBody
 
-__all__ = ["JSON_LINES", "LinesResponse", "is_json_lines", "json_lines", "read_body"]
+__all__ = ["JSON_LINES", "Call"]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=msgspec.Struct)
 
 #: The media type of a JSON Lines response (requests may also say application/jsonl or json-lines).
-JSON_LINES = "application/x-ndjson"
+JSON_LINES = b"application/x-ndjson"
 _LINE_TYPES = (
-    "application/x-ndjson",
-    "application/jsonl",
-    "application/json-lines",
-    "application/x-jsonlines",
+    b"application/x-ndjson",
+    b"application/jsonl",
+    b"application/json-lines",
+    b"application/x-jsonlines",
 )
+_JSON = [(b"content-type", b"application/json")]
 _encode = msgspec.json.Encoder().encode
 
 
-class LinesResponse(Response):
-    """A response streamed from an async iterator while the request's body is still being read.
-
-    Starlette's StreamingResponse listens for a disconnect meanwhile, which takes the body's messages
-    from `receive`: the lines here read them through the request instead.
+class Call:
+    """One HTTP call: what the /v1 routes read of it, and how they answer.
 
     Args:
-        lines: the response's lines.
+        scope, receive, send: the ASGI call.
     """
 
-    def __init__(self, lines: AsyncIterator[bytes]) -> None:
-        super().__init__(media_type=JSON_LINES)
-        self._lines = lines
-        del self.headers["content-length"]
+    __slots__ = ("receive", "scope", "send", "state")
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        async for line in self._lines:
-            await send({"type": "http.response.body", "body": line, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scope, self.receive, self.send = scope, receive, send
+        self.state: dict[str, Any] = scope.setdefault("state", {})
 
+    def header(self, name: bytes) -> bytes | None:
+        """A request header's value (name in lower case), or None."""
+        for key, value in self.scope["headers"]:
+            if key == name:
+                return bytes(value)
+        return None
 
-def is_json_lines(request: Request) -> bool:
-    """Whether the request's body is JSON Lines (by its Content-Type)."""
-    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return kind in _LINE_TYPES
+    def query(self, name: str) -> str | None:
+        """A query parameter's value, or None."""
+        raw = self.scope.get("query_string", b"")
+        if not raw:
+            return None
+        return dict(parse_qsl(raw.decode("latin-1"))).get(name)
 
+    def json_lines(self) -> bool:
+        """Whether the body is JSON Lines (by its Content-Type)."""
+        kind = (self.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
+        return kind in _LINE_TYPES
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The whole body, refused once it is larger than the limit.
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's chunks as they arrive."""
+        while True:
+            message: Message = await self.receive()
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            if body:
+                yield body
+            if not message.get("more_body", False):
+                return
 
-    Raises:
-        ServiceError: 413 body_too_large.
-    """
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(int(declared), limit)
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(size, limit)
-        parts.append(chunk)
-    return b"".join(parts)
+    async def body(self, limit: int) -> bytes:
+        """The whole body, refused once it is larger than the limit.
+
+        Raises:
+            ServiceError: 413 body_too_large.
+        """
+        declared = self.header(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _too_large(int(declared), limit)
+        first: Message = await self.receive()  # the common case: the whole body in one message
+        body = first.get("body", b"")
+        if not first.get("more_body", False):
+            if len(body) > limit:
+                raise _too_large(len(body), limit)
+            return bytes(body)
+        parts = [body]
+        size = len(body)
+        async for chunk in self.chunks():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(size, limit)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    async def answer(self, status: int, body: bytes) -> None:
+        """Send a JSON answer."""
+        headers = [*_JSON, (b"content-length", str(len(body)).encode())]
+        if status == 401:
+            headers.append((b"www-authenticate", b"Bearer"))
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        await self.send({"type": "http.response.body", "body": body})
+
+    async def refuse(self, exc: BaseException) -> None:
+        """Send the error answer of an exception."""
+        status, problem = refuse(exc, self.state)
+        await self.answer(status, _encode(ErrorBody(problem)))
+
+    async def stream(self, lines: AsyncIterator[bytes]) -> None:
+        """Send a JSON Lines answer, a part (of whole lines) at a time as they come."""
+        start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", JSON_LINES)]}
+        await self.send(start)
+        async for part in lines:
+            if part:
+                await self.send({"type": "http.response.body", "body": part, "more_body": True})
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _too_large(size: int, limit: int) -> ServiceError:
@@ -95,11 +143,11 @@ def _too_large(size: int, limit: int) -> ServiceError:
     )
 
 
-async def _lines(request: Request, limit: int) -> AsyncIterator[tuple[int, bytes]]:
+async def _lines(call: Call, limit: int) -> AsyncIterator[tuple[int, bytes]]:
     """The body's lines with their 1-based numbers, blank ones left out."""
     rest = b""
     number = 0
-    async for chunk in request.stream():
+    async for chunk in call.chunks():
         rest += chunk
         *complete, rest = rest.split(b"\n")
         for line in complete:
@@ -119,64 +167,57 @@ def _line_too_long(number: int, limit: int) -> ServiceError:
 
 
 async def json_lines(
-    request: Request,
+    call: Call,
     item: type[T],
-    run: Callable[[Sequence[T]], Awaitable[Sequence[R]]],
+    run: Callable[[Sequence[T]], Sequence[R]],
     batch: int,
     limit: int,
 ) -> AsyncIterator[bytes]:
-    """The response lines of a JSON Lines request: each line's result, or its error, in order.
+    """The answer's lines to a JSON Lines body: each line's result, or its error, in order.
 
     Args:
-        request: the request.
+        call: the call.
         item: the type of one line.
         run: the operation on a batch of lines, their results in order.
         batch: lines per call of run.
         limit: the longest line, in bytes.
     """
     decoder = msgspec.json.Decoder(item)
-    state: dict[str, Any] = request.scope.setdefault("state", {})
     pending: list[tuple[int, T]] = []
     try:
-        async for number, raw in _lines(request, limit):
+        async for number, raw in _lines(call, limit):
             try:
                 pending.append((number, decoder.decode(raw)))
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                async for out in _flush(pending, run, state):
-                    yield out
-                yield _error_line(exc, state, number)
+                yield b"".join([*_flush(pending, run, call.state), _error_line(exc, call.state, number)])
                 continue
             if len(pending) >= batch:
-                async for out in _flush(pending, run, state):
-                    yield out
-        async for out in _flush(pending, run, state):
-            yield out
+                yield b"".join(_flush(pending, run, call.state))
+        yield b"".join(_flush(pending, run, call.state))
     except Exception as exc:  # the stream ends here: its status is sent, so the error is its last line
-        yield _error_line(exc, state, None)
+        yield _error_line(exc, call.state, None)
 
 
-async def _flush(
-    pending: list[tuple[int, T]], run: Callable[[Sequence[T]], Awaitable[Sequence[R]]], state: dict[str, Any]
-) -> AsyncIterator[bytes]:
-    """The results of the pending lines (emptied): one batch, or line by line if the library refuses
-    a document of it (it checks a whole batch before writing any), to name the lines it refuses."""
+def _flush(
+    pending: list[tuple[int, T]], run: Callable[[Sequence[T]], Sequence[R]], state: dict[str, Any]
+) -> list[bytes]:
+    """The answer's lines for the pending lines (emptied): one batch, or line by line if the library
+    refuses a document of it (it checks a whole batch before writing any), to name the lines it refuses."""
     if not pending:
-        return
+        return []
     lines = list(pending)
     pending.clear()
     try:
-        results = await run([value for _, value in lines])
+        results = run([value for _, value in lines])
     except (InvalidArgument, InvalidType):
+        out = []
         for number, value in lines:
             try:
-                one = (await run([value]))[0]
+                out.append(_encode(run([value])[0]) + b"\n")
             except (InvalidArgument, InvalidType) as exc:
-                yield _error_line(exc, state, number)
-            else:
-                yield _encode(one) + b"\n"
-        return
-    for result in results:
-        yield _encode(result) + b"\n"
+                out.append(_error_line(exc, state, number))
+        return out
+    return [_encode(result) + b"\n" for result in results]
 
 
 def _error_line(exc: BaseException, state: dict[str, Any], number: int | None) -> bytes:

@@ -38,15 +38,7 @@ from .retry import Backoff
 from .sender import Command
 from .standalone import Transport
 
-__all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport", "round_trips"]
-
-# Reads of replies made by this process's exchanges: its round trips to the server (for metrics).
-_ROUND_TRIPS = [0]
-
-
-def round_trips() -> int:
-    """How many round trips (reads of replies) the asyncio API has made in this process so far."""
-    return _ROUND_TRIPS[0]
+__all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport"]
 
 T = TypeVar("T")
 
@@ -66,6 +58,7 @@ def _send(connection: Any, payload: list[bytes]) -> None:
     # and two turns of the event loop per send. A connected socket whose buffer is below its limit
     # takes the bytes at once, as drain() would have found: written here, from the greenlet (the event
     # loop is paused inside this task's step meanwhile), with no await at all.
+    wire.count_send()
     writer = connection._writer
     if writer is None or not connection.is_connected or writer.transport is None:
         wait(connection.send_packed_command(payload, check_health=False))  # connects first
@@ -194,7 +187,6 @@ class AsyncExchange:
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
         replies = wait(_read(self.connection, count))
-        _ROUND_TRIPS[0] += 1
         self.unread -= count
         return replies
 
@@ -308,9 +300,7 @@ class AsyncClusterTransport(ClusterTransport):
         _send(connection, _packed(connection, [commands]))
 
     def _take(self, connection: Any, count: int) -> list[Any]:
-        replies = wait(_read(connection, count))
-        _ROUND_TRIPS[0] += 1
-        return replies
+        return wait(_read(connection, count))
 
     def _drop(self, connection: Any) -> None:
         wait(connection.disconnect())
