@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
@@ -259,77 +259,62 @@ def throughput(
     ]
 
 
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def batches(port: int, index: SimhashIndex, texts: list[str], command: str) -> list[Figure]:
-    """Batch endpoints in documents a second, against the library's batch calls."""
-    size = 1000
-    rounds = 5
+    """Batch endpoints in documents a second, against the library's batch calls on the same documents
+    (new ids and fingerprints for each, so both store what they are given)."""
+    size, rounds = 1000, 5
     base = f"http://{HOST}:{port}/v1/indexes/{INDEX}"
-    fps = corpus.fingerprints(size * rounds * 3, seed=corpus.SEED + 99)
-    figures = []
-    with httpx.Client(timeout=300) as http:
-        start = time.perf_counter()
-        for r in range(rounds):
-            docs = [{"id": f"arr-{r}-{i}", "fingerprint": hex(fps[r * size + i])} for i in range(size)]
-            http.post(f"{base}/add_if_new/batch", json=docs).raise_for_status()
-        array = rate(size * rounds, time.perf_counter() - start)
-        lines = "".join(
-            json.dumps({"id": f"jl-{i}", "fingerprint": hex(fp)}) + "\n"
-            for i, fp in enumerate(fps[size * rounds :])
-        ).encode()
-        start = time.perf_counter()
-        answer = http.post(
-            f"{base}/add_if_new/batch", content=lines, headers={"content-type": "application/x-ndjson"}
-        )
-        answer.raise_for_status()
-        stream = rate(size * rounds * 2, time.perf_counter() - start)
-        queries = [{"text": t} for t in texts[:size]]
-        start = time.perf_counter()
-        http.post(f"{base}/near/batch", json=queries).raise_for_status()
-        near_text = rate(len(queries), time.perf_counter() - start)
-    pairs = [
-        (f"lib-{i}", fp) for i, fp in enumerate(corpus.fingerprints(size * rounds, seed=corpus.SEED + 98))
+    fps = corpus.fingerprints(size * rounds * 4, seed=corpus.SEED + 99)
+    ours: list[list[int]] = [fps[i * size : (i + 1) * size] for i in range(rounds)]
+    lib_fps = [fps[(rounds + i) * size : (rounds + i + 1) * size] for i in range(rounds)]
+    stream_fps = fps[2 * rounds * size :]
+    arrays = [
+        json.dumps([{"id": f"arr-{r}-{i}", "fingerprint": hex(fp)} for i, fp in enumerate(part)]).encode()
+        for r, part in enumerate(ours)
     ]
-    start = time.perf_counter()
-    for r in range(rounds):
-        index.add_many(pairs[r * size : (r + 1) * size], unique=True)
-    lib = rate(size * rounds, time.perf_counter() - start)
-    start = time.perf_counter()
-    index.near_many(texts[:size])
-    lib_near = rate(size, time.perf_counter() - start)
+    lines = "".join(
+        json.dumps({"id": f"jl-{i}", "fingerprint": hex(fp)}) + "\n" for i, fp in enumerate(stream_fps)
+    )
+    near_fps = json.dumps([{"fingerprint": hex(fp)} for fp in lib_fps[0]]).encode()
+    near_texts = json.dumps([{"text": t} for t in texts[:size]]).encode()
+    lib_pairs = [[(f"lib-{r}-{i}", fp) for i, fp in enumerate(part)] for r, part in enumerate(lib_fps)]
+    with httpx.Client(timeout=300) as http:
+
+        def post(op: str, body: bytes, kind: str = "application/json") -> None:
+            http.post(f"{base}/{op}/batch", content=body, headers={"content-type": kind}).raise_for_status()
+
+        post("near", near_texts)  # warm: the worker's text engine and connections
+        array = size * rounds / _timed(lambda: [post("add_if_new", body) for body in arrays])
+        lib = size * rounds / _timed(lambda: [index.add_many(pairs, unique=True) for pairs in lib_pairs])
+        stream = len(stream_fps) / _timed(lambda: post("add_if_new", lines.encode(), "application/x-ndjson"))
+        near_fp = size / _timed(lambda: post("near", near_fps))
+        lib_near_fp = size / _timed(lambda: index.near_many(lib_fps[0]))
+        near_text = size / _timed(lambda: post("near", near_texts))
+        lib_near_text = size / _timed(lambda: index.near_many(texts[:size]))
     target = ">= 20,000 documents/s"
-    figures += [
-        Figure(
-            "add_if_new/batch JSON arrays of 1,000 fps",
-            array,
-            "docs/s",
-            "library add_many(unique) batches",
-            lib,
-            target=target,
-            met=array >= 20000,
-            command=command,
-        ),
-        Figure(
-            "add_if_new/batch JSON Lines stream of 10,000 fps",
+
+    def figure(name: str, value: float, alternative: str, theirs: float) -> Figure:
+        return Figure(
+            name, value, "docs/s", alternative, theirs, target=target, met=value >= 20000, command=command
+        )
+
+    return [
+        figure("add_if_new/batch, JSON arrays of 1,000 fps", array, "library add_many(unique)", lib),
+        figure(
+            f"add_if_new/batch, JSON Lines of {len(stream_fps):,} fps",
             stream,
-            "docs/s",
             "library add_many(unique)",
             lib,
-            target=target,
-            met=stream >= 20000,
-            command=command,
         ),
-        Figure(
-            "near/batch of 1,000 texts (3.5 KB)",
-            near_text,
-            "docs/s",
-            "library near_many(texts)",
-            lib_near,
-            target=target,
-            met=near_text >= 20000,
-            command=command,
-        ),
+        figure("near/batch of 1,000 fingerprints", near_fp, "library near_many(fps)", lib_near_fp),
+        figure("near/batch of 1,000 texts (3.5 KB)", near_text, "library near_many(texts)", lib_near_text),
     ]
-    return figures
 
 
 def run(n: int, count: int, seconds: float, workers: int, command: str) -> list[Figure]:
