@@ -75,3 +75,29 @@ def test_a_lone_call_is_a_batch_of_one_and_errors_reach_every_caller() -> None:
     assert [type(e) for e in failed] == [RedisUnavailable, RedisUnavailable]
     assert many == [i * 2 for i in range(MAX_BATCH + 3)]
     assert [len(c) for c in calls] == [1, 2, MAX_BATCH, 3]
+
+
+def test_a_call_still_waiting_at_its_timeout_gets_504_and_leaves_the_batch() -> None:
+    from simhash_redis.service.app import Service
+    from simhash_redis.service.config import ServiceConfig
+    from simhash_redis.service.problems import ServiceError, problem_of
+
+    calls: list[list[int]] = []
+
+    def run(items: Sequence[int]) -> list[int]:
+        calls.append(list(items))
+        return list(items)
+
+    coalescer: Coalescer[int, int] = Coalescer(run)
+    service = Service(ServiceConfig(timeout=0.5))
+
+    async def scenario() -> tuple[BaseException | int, int]:
+        late, kept = coalescer.submit(1), coalescer.submit(2)
+        service._expire(late)  # what the timer does once the timeout has passed
+        results = await asyncio.gather(late, kept, return_exceptions=True)
+        return results[0], results[1]  # type: ignore[return-value]
+
+    late, kept = asyncio.run(scenario())
+    assert isinstance(late, ServiceError) and problem_of(late)[0] == 504
+    assert problem_of(late)[1].code == "timeout" and "0.5 s" in str(late)
+    assert kept == 2 and calls == [[2]]
