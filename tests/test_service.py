@@ -261,7 +261,8 @@ def test_probes(http: httpx.Client) -> None:
 def test_token_limits_and_no_secret_in_answers_or_logs(redis_server: ServerProcess, tmp_path: Path) -> None:
     token = "s3cret-token-value"
     (tmp_path / "token").write_text(token + "\n")
-    options = ["--token-file", str(tmp_path / "token"), "--max-body", "2000"]
+    options = ["--token-file", str(tmp_path / "token"), "--max-body", "2000", "--no-create"]
+    SimhashIndex(redis_server.client(), "svc-g")  # exists: writes to it are allowed
     with (
         ServiceProcess(redis_server.url, tmp_path, serve_options=options) as service,
         httpx.Client(base_url=service.url) as http,
@@ -276,6 +277,8 @@ def test_token_limits_and_no_secret_in_answers_or_logs(redis_server: ServerProce
         assert http.get("/healthz").status_code == 200 and http.get("/readyz").status_code == 200
         auth = {"authorization": f"Bearer {token}"}
         assert http.post("/v1/indexes/svc-g/add", json=doc, headers=auth).status_code == 200
+        new = http.post("/v1/indexes/svc-new/add", json=doc, headers=auth)  # --no-create
+        assert new.status_code == 404 and error_of(new) == "index_not_found"
         big = {"id": "b", "text": "word " * 1000}
         too_large = http.post("/v1/indexes/svc-g/add", json=big, headers=auth)
         assert too_large.status_code == 413 and error_of(too_large) == "body_too_large"
