@@ -50,11 +50,13 @@ class Call:
         scope, receive, send: the ASGI call.
     """
 
-    __slots__ = ("receive", "scope", "send", "state")
+    __slots__ = ("receive", "scope", "send", "started", "state")
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.scope, self.receive, self.send = scope, receive, send
         self.state: dict[str, Any] = scope.setdefault("state", {})
+        #: Whether the answer's status was sent (an error after it can only end a stream).
+        self.started = False
 
     def header(self, name: bytes) -> bytes | None:
         """A request header's value (name in lower case), or None."""
@@ -116,17 +118,21 @@ class Call:
         headers = [*_JSON, (b"content-length", str(len(body)).encode())]
         if status == 401:
             headers.append((b"www-authenticate", b"Bearer"))
+        self.started = True
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
         await self.send({"type": "http.response.body", "body": body})
 
     async def refuse(self, exc: BaseException) -> None:
-        """Send the error answer of an exception."""
+        """Send the error answer of an exception (if no answer has started: else let the server end it)."""
+        if self.started:
+            raise exc
         status, problem = refuse(exc, self.state)
         await self.answer(status, _encode(ErrorBody(problem)))
 
     async def stream(self, lines: AsyncIterator[bytes]) -> None:
         """Send a JSON Lines answer, a part (of whole lines) at a time as they come."""
         start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", JSON_LINES)]}
+        self.started = True
         await self.send(start)
         async for part in lines:
             if part:
