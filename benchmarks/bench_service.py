@@ -101,8 +101,12 @@ def latency(port: int, index: SimhashIndex, texts: list[str], command: str) -> l
         answer = json.loads(client.send(body))
         assert [m["id"] for m in answer["matches"]] == [m.id for m in index.near(text)]
     clock = time.perf_counter_ns
-    http_text, lib_text, http_fp, lib_fp = [], [], [], []
+    http_text, lib_text, http_fp, lib_fp, floor = [], [], [], [], []
+    health = f"GET /healthz HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
     for body, fp_body, text, fp in zip(bodies, by_fp, texts, fps, strict=True):
+        t = clock()
+        client.send(health)  # the HTTP round trip alone: no Redis, no JSON
+        floor.append((clock() - t) / 1000)
         t0 = clock()
         client.send(body)
         t1 = clock()
@@ -130,6 +134,15 @@ def latency(port: int, index: SimhashIndex, texts: list[str], command: str) -> l
             met=ours50 <= lib50 + 150,
             command=command,
             extra={"p99_us": percentile(http_text, 99), "library_p99_us": percentile(lib_text, 99)},
+        ),
+        Figure(
+            "GET /healthz p50 (the HTTP round trip alone)",
+            percentile(floor, 50),
+            "us",
+            "one Redis round trip: near(fp) p50 in-process",
+            percentile(lib_fp, 50),
+            higher_is_better=False,
+            command=command,
         ),
         Figure(
             "near(fingerprint) over HTTP p50, keep-alive",
