@@ -42,7 +42,12 @@ def serve(
         typer.Option("--max-body", min=1, help="Largest request body in bytes (JSON Lines: largest line)."),
     ] = 16 * 1024 * 1024,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=0.001, help="Seconds a JSON request may take (then 504).")
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Seconds a single-document request may wait for its answer (then 504).",
+        ),
     ] = 30.0,
     grace: Annotated[
         float, typer.Option("--grace", min=0, help="Seconds a stop waits for requests in flight.")

@@ -34,8 +34,8 @@ class ServiceConfig:
         create: whether a write to an unknown index creates it (else 404 index_not_found).
         token: the bearer token every /v1 call and /metrics must carry; None: no authentication.
         max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
-        timeout: seconds a JSON request may take before it is answered 504 (JSON Lines streams are
-            bounded by their lines' batches instead).
+        timeout: seconds a single-document request may wait for its answer before it is answered 504
+            (a batch's library call is bounded by the library's socket timeouts and retries instead).
         batch: documents per library call of a JSON Lines stream.
         access_log: write one JSON line per request on stderr.
     """
