@@ -46,3 +46,11 @@ def test_curl_examples_print_what_the_doc_shows(tmp_path: Path) -> None:
             assert got, command
             if shown is not None:
                 assert got == [json.loads(line) for line in shown.splitlines() if line.strip()], command
+
+
+def test_every_error_code_is_documented() -> None:
+    from simhash_redis.service.problems import CODES
+
+    text = DOC.read_text()
+    missing = [code for code in CODES if f"`{code}`" not in text]
+    assert missing == []
