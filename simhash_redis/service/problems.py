@@ -89,7 +89,6 @@ CODES: dict[str, int] = {
     "not_found": 404,
     "method_not_allowed": 405,
     "body_too_large": 413,
-    "unsupported_media_type": 415,
     "timeout": 504,
     "internal": 500,
 }
