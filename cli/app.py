@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "admin",
     "verify",
     "server",
+    "serve",
     "plan",
     "eval",
 )

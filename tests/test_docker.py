@@ -44,13 +44,29 @@ def test_compose_file_validates() -> None:
     expected = ("redis:7", "--appendonly", "redis-data", "healthcheck", "service_healthy", "load", "worker")
     for text in expected:
         assert text in done.stdout
+    for text in ("serve", "nginx", "replicas", "/readyz", "nginx.conf"):  # the service behind one port
+        assert text in done.stdout
+
+
+def test_nginx_front_streams_and_keeps_connections() -> None:
+    text = (DOCKER / "nginx.conf").read_text()
+    for line in (
+        "server service:8080;",
+        "keepalive 64;",
+        "proxy_pass http://simhash_service;",
+        "proxy_http_version 1.1;",
+        'proxy_set_header Connection "";',
+        "proxy_request_buffering off;",
+        "proxy_buffering off;",
+    ):
+        assert line in text
 
 
 def test_dockerfile_essentials() -> None:
     text = (DOCKER / "Dockerfile").read_text()
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
     assert lines[0].startswith("FROM python:") and lines[0].endswith("-slim")
-    assert any(line.startswith("RUN pip install .") for line in lines)
+    assert any(line.startswith("RUN pip install .[server]") for line in lines)
     users = [line for line in lines if line.startswith("USER ")]
     assert users and users[-1] not in ("USER root", "USER 0")
     assert 'ENTRYPOINT ["simhash-redis"]' in lines

@@ -10,7 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 #: Lowest first. A module may import from its own floor and the ones below it.
 FLOORS = [
-    "base", "fingerprinting", "transport", "store", "index", "asyncio", "jobs", "tools", "contrib", "cli"
+    "base", "fingerprinting", "transport", "store", "index", "asyncio", "jobs", "tools", "contrib", "service",
+    "cli",
 ]
 BASE = {"errors", "defaults", "checks", "codec", "results", "links", "data"}
 # The two modules that reach under redis-py's public API (see their docstrings), and the console

@@ -58,6 +58,7 @@ def _send(connection: Any, payload: list[bytes]) -> None:
     # and two turns of the event loop per send. A connected socket whose buffer is below its limit
     # takes the bytes at once, as drain() would have found: written here, from the greenlet (the event
     # loop is paused inside this task's step meanwhile), with no await at all.
+    wire.count_send()
     writer = connection._writer
     if writer is None or not connection.is_connected or writer.transport is None:
         wait(connection.send_packed_command(payload, check_health=False))  # connects first

@@ -56,11 +56,13 @@ __all__ = [
     "Exchange",
     "Keeper",
     "Same",
+    "count_send",
     "fast",
     "hash_values",
     "pack",
     "read",
     "read_sets",
+    "round_trips",
     "send",
     "split_replies",
 ]
@@ -121,6 +123,21 @@ def fast(connection: Any) -> bool:
     )
 
 
+# Sends of commands by this process's transports, each followed by a wait for its replies: the round
+# trips to the server (one list: incremented without a global statement; read by `round_trips`).
+_SENDS = [0]
+
+
+def round_trips() -> int:
+    """How many round trips to a server this process's indexes have made so far (for metrics)."""
+    return _SENDS[0]
+
+
+def count_send() -> None:
+    """Count a send made elsewhere (the asyncio transports' own)."""
+    _SENDS[0] += 1
+
+
 def send(connection: Any, commands: Sequence[Command]) -> None:
     """Send the commands on the connection (connecting it first if needed).
 
@@ -133,6 +150,7 @@ def send(connection: Any, commands: Sequence[Command]) -> None:
         redis.exceptions.DataError: an argument of an unsupported type.
     """
     payload = [pack(commands)] if _plain_packer(connection) else connection.pack_commands(commands)
+    _SENDS[0] += 1
     connection.send_packed_command(payload, check_health=False)
 
 
@@ -327,6 +345,7 @@ class Exchange:
         else:
             payload = [part for batch in batches for part in connection.pack_commands(batch)]
         self.unread += sum(map(len, batches))
+        _SENDS[0] += 1
         connection.send_packed_command(payload, check_health=False)
 
     def read(self, count: int) -> list[Any]:

@@ -1,0 +1,269 @@
+"""The ASGI application: the /v1 routes, the probes, /metrics and /openapi.json.
+
+Every /v1 operation is ``POST /v1/indexes/{name}/{operation}`` for one document, and
+``POST /v1/indexes/{name}/{operation}/batch`` for many: a JSON array in and out, or JSON Lines in and
+out (Content-Type: application/x-ndjson) for bulk. ``GET /v1/indexes/{name}/stats`` describes an index.
+The /v1 POSTs are served at the ASGI level (`streams.Call`), everything else by Starlette.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..errors import IndexNotFound, InvalidArgument
+from . import operations, schemas
+from .config import ServiceConfig
+from .guard import Guard, Receive, Scope, Send, refuse
+from .indexes import Opened, Registry
+from .metrics import CONTENT_TYPE_LATEST, Metrics
+from .openapi import document
+from .problems import ServiceError
+from .streams import Call, json_lines
+
+__all__ = ["OPERATIONS", "create_app"]
+
+_encode = msgspec.json.Encoder().encode
+_JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class _Operation:
+    """One /v1 operation: the type of one document (alone and in a batch), whether it may create the
+    index, and its call (index, documents, parameters) -> results."""
+
+    item: type[Any]
+    single: type[Any]
+    create: bool
+    run: Callable[[Opened, Sequence[Any], tuple[Any, ...]], Sequence[msgspec.Struct]]
+
+
+def _number(call: Call, name: str, kind: type[int] | type[float]) -> Any:
+    raw = call.query(name)
+    if raw is None:
+        return None
+    try:
+        return kind(raw)
+    except ValueError:
+        raise InvalidArgument(f"query parameter {name} must be a number, got {raw[:40]!r}") from None
+
+
+def _params(op: str, call: Call, single: Any) -> tuple[Any, ...]:
+    """A call's parameters: near's k and threshold (from the query's body, or a batch's URL)."""
+    if op != "near":
+        return ()
+    if single is not None:
+        return (single.k, single.threshold)
+    return (_number(call, "k", int), _number(call, "threshold", float))
+
+
+def _bound(
+    op: _Operation, index: Opened, params: tuple[Any, ...]
+) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    """The operation's call on one index with these parameters: documents -> results."""
+    return lambda items: op.run(index, items, params)
+
+
+#: The operations, by the name in their path.
+OPERATIONS: dict[str, _Operation] = {
+    "fingerprint": _Operation(
+        schemas.Text,
+        schemas.Text,
+        False,
+        lambda index, items, _: operations.fingerprint(index, [t.text for t in items]),
+    ),
+    "near": _Operation(
+        schemas.QueryItem, schemas.Query, False, lambda index, items, p: operations.near(index, items, *p)
+    ),
+    "add": _Operation(
+        schemas.Document, schemas.Document, True, lambda index, items, _: operations.add(index, items)
+    ),
+    "add_if_new": _Operation(
+        schemas.Document, schemas.Document, True, lambda index, items, _: operations.add_if_new(index, items)
+    ),
+    "remove": _Operation(
+        schemas.Id, schemas.Id, False, lambda index, items, _: operations.remove(index, [i.id for i in items])
+    ),
+    "get": _Operation(
+        schemas.Id, schemas.Id, False, lambda index, items, _: operations.get(index, [i.id for i in items])
+    ),
+}
+_SINGLE = {name: msgspec.json.Decoder(op.single) for name, op in OPERATIONS.items()}
+_BATCH = {name: msgspec.json.Decoder(list[op.item]) for name, op in OPERATIONS.items()}  # type: ignore[name-defined]
+
+
+class Service:
+    """The routes' shared state: the configuration and the open indexes.
+
+    Args:
+        config: the service's configuration.
+    """
+
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self._registry: Registry | None = None
+
+    @property
+    def registry(self) -> Registry:
+        """The open indexes (made at startup)."""
+        if self._registry is None:
+            raise ServiceError(503, "redis_unavailable", "the service is starting")
+        return self._registry
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _: Starlette) -> AsyncIterator[None]:
+        """Resolve the server's URL (starting the embedded server if it is the one), then close at the end."""
+        url = self.config.redis_url
+        if not url:
+            from ..tools.connect import default_url
+
+            url = await asyncio.to_thread(default_url)
+        self._registry = Registry(self.config, url)
+        try:
+            yield
+        finally:
+            self._registry.close()
+
+    def forget_missing(self, exc: BaseException, name: str) -> None:
+        """After IndexNotFound, open the index afresh next time (it may have been dropped)."""
+        if isinstance(exc, IndexNotFound) and self._registry is not None:
+            self._registry.forget(name)
+
+    async def operation(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """``POST /v1/indexes/{name}/{operation}[/batch]`` (an ASGI app)."""
+        call = Call(scope, receive, send)
+        parts = scope["path"].split("/")  # "", "v1", "indexes", name, operation[, "batch"]
+        name = parts[3] if len(parts) > 3 else ""
+        try:
+            op = OPERATIONS.get(parts[4]) if len(parts) in (5, 6) else None
+            if op is None or (len(parts) == 6 and parts[5] != "batch"):
+                raise ServiceError(404, "not_found", f"no route {scope['path']!r}: see /openapi.json")
+            if len(parts) == 6:
+                await self._batch(call, name, parts[4], op)
+                return
+            single = _SINGLE[parts[4]].decode(await call.body(self.config.max_body))
+            index = self.registry.get(name, create=op.create)
+            params = _params(parts[4], call, single)
+            # Gathered with the other requests of this turn of the event loop into one batch call.
+            future = index.coalescer((parts[4], *params), _bound(op, index, params)).submit(single)
+            timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
+            try:
+                result = await future
+            finally:
+                timer.cancel()
+            await call.answer(200, _encode(result))
+        except Exception as exc:
+            self.forget_missing(exc, name)
+            await call.refuse(exc)
+
+    def _expire(self, future: asyncio.Future[Any]) -> None:
+        """Answer 504 to a single call still waiting for its batch after the timeout (the batch skips it)."""
+        if not future.done():
+            message = f"the request took longer than {self.config.timeout:g} s: send smaller batches"
+            future.set_exception(ServiceError(504, "timeout", message))
+
+    async def _batch(self, call: Call, name: str, op_name: str, op: _Operation) -> None:
+        """A batch: JSON Lines streamed in and out, or a JSON array in one library call."""
+        params = _params(op_name, call, None)
+        if call.json_lines():
+            index = self.registry.get(name, create=op.create)
+            run = _bound(op, index, params)
+            await call.stream(json_lines(call, op.item, run, self.config.batch, self.config.max_body))
+            return
+        items = _BATCH[op_name].decode(await call.body(self.config.max_body))
+        index = self.registry.get(name, create=op.create)
+        await call.answer(200, _encode(op.run(index, items, params)))
+
+    def error(self, exc: BaseException, request: Request) -> Response:
+        """The error response of an exception (its code noted for the metrics and the access log)."""
+        status, problem = refuse(exc, request.scope.setdefault("state", {}))
+        self.forget_missing(exc, request.path_params.get("name", ""))
+        return Response(_encode(schemas.ErrorBody(problem)), status, media_type=_JSON)
+
+    async def stats(self, request: Request) -> Response:
+        """``GET /v1/indexes/{name}/stats``."""
+        try:
+            index = self.registry.get(request.path_params["name"])
+            return Response(_encode(operations.stats(index)), media_type=_JSON)
+        except Exception as exc:
+            return self.error(exc, request)
+
+    async def healthz(self, request: Request) -> Response:
+        """``GET /healthz``: the process answers."""
+        return Response(b'{"status":"ok"}', media_type=_JSON)
+
+    async def readyz(self, request: Request) -> Response:
+        """``GET /readyz``: Redis answers, and the configured index (if it exists) can be read."""
+        try:
+            self.registry.ping()
+            with contextlib.suppress(IndexNotFound):
+                operations.stats(self.registry.get(self.config.index))
+            return Response(b'{"status":"ready"}', media_type=_JSON)
+        except Exception as exc:
+            return self.error(exc, request)
+
+    async def metrics(self, request: Request) -> Response:
+        """``GET /metrics``: Prometheus's text exposition."""
+        return Response(Metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    async def openapi(self, request: Request) -> Response:
+        """``GET /openapi.json``: the OpenAPI document of the API."""
+        return Response(document(), media_type=_JSON)
+
+
+class _Dispatch:
+    """The /v1 POSTs to the service's own handler, everything else (and lifespan) to Starlette."""
+
+    def __init__(self, service: Service, rest: Starlette) -> None:
+        self.service = service
+        self.rest = rest
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].startswith("/v1/indexes/"):
+            await self.service.operation(scope, receive, send)
+        else:
+            await self.rest(scope, receive, send)
+
+
+def create_app(config: ServiceConfig | None = None) -> Guard:
+    """The service's ASGI application.
+
+    Args:
+        config: the configuration; default: the one ``simhash-redis serve`` put in the environment.
+
+    Raises:
+        InvalidArgument: the configuration is malformed.
+    """
+    config = (config or ServiceConfig.from_env()).check()
+    service = Service(config)
+
+    async def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 405:
+            error = ServiceError(405, "method_not_allowed", f"{request.method} is not allowed here")
+        else:
+            error = ServiceError(404, "not_found", f"no route {request.url.path!r}: see /openapi.json")
+        return service.error(error, request)
+
+    routes = [
+        Route("/v1/indexes/{name}/stats", service.stats, methods=["GET"]),
+        # The POST routes, for the 405 of another method (POSTs never reach Starlette).
+        Route("/v1/indexes/{name}/{op}", service.healthz, methods=["POST"]),
+        Route("/v1/indexes/{name}/{op}/batch", service.healthz, methods=["POST"]),
+        Route("/healthz", service.healthz, methods=["GET"]),
+        Route("/readyz", service.readyz, methods=["GET"]),
+        Route("/metrics", service.metrics, methods=["GET"]),
+        Route("/openapi.json", service.openapi, methods=["GET"]),
+    ]
+    rest = Starlette(routes=routes, lifespan=service.lifespan, exception_handlers={HTTPException: refused})
+    return Guard(_Dispatch(service, rest), config.token, config.access_log)

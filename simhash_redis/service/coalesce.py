@@ -1,0 +1,77 @@
+"""Micro-batching: single-document calls that arrive together in a worker go to the library as one batch.
+
+While a worker's event loop runs one library call (it blocks the loop for its round trips), requests
+keep arriving on the worker's connections; the loop then reads them all in its next turn, and each
+request's single-document call joins a `Coalescer` instead of calling the library by itself. The
+coalescer runs them as one batch call (`near_many`, `add_many(unique=True)`, ...) in the turn after, so
+a busy worker makes one round trip per batch instead of one per request, and an idle one answers a lone
+request at once (a batch of one).
+
+Each request keeps its own result and its own error: the library checks a whole batch before writing
+any of it, so a batch refused for one malformed document is run again one document at a time, and each
+request gets its own answer. The batch forms keep the single calls' guarantees: an add_if_new batch
+also checks each document against those before it in the batch, as if they had come one after another
+(of racing near-duplicates, exactly one is stored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+from ..errors import InvalidArgument, InvalidType
+
+__all__ = ["Coalescer"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Most single calls in one batch (more wait for the next).
+MAX_BATCH = 256
+
+
+class Coalescer(Generic[T, R]):
+    """Gathers single calls of one kind made in one turn of the event loop, and runs them as one batch.
+
+    Args:
+        run: the batch call: the results of items, in order.
+    """
+
+    def __init__(self, run: Callable[[Sequence[T]], Sequence[R]]) -> None:
+        self._run = run
+        self._pending: list[tuple[T, asyncio.Future[R]]] = []
+
+    def submit(self, item: T) -> asyncio.Future[R]:
+        """The future result of one item, run with the others submitted before the loop's next turn."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[R] = loop.create_future()
+        self._pending.append((item, future))
+        if len(self._pending) == 1:
+            loop.call_soon(self._flush)
+        return future
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+        if self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        batch = [(item, future) for item, future in batch if not future.done()]  # timed out meanwhile
+        if not batch:
+            return
+        try:
+            results = self._run([item for item, _ in batch])
+        except (InvalidArgument, InvalidType) as exc:
+            if len(batch) == 1:
+                batch[0][1].set_exception(exc)
+                return
+            for item, future in batch:  # whose document it is: each alone (nothing was written)
+                try:
+                    future.set_result(self._run([item])[0])
+                except Exception as alone:
+                    future.set_exception(alone)
+        except Exception as exc:
+            for _, future in batch:
+                future.set_exception(exc)
+        else:
+            for (_, future), result in zip(batch, results, strict=True):
+                future.set_result(result)

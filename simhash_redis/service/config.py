@@ -1,0 +1,121 @@
+"""The service's settings, handed from ``simhash-redis serve`` to each worker process through one
+environment variable (workers are started afresh and import the app by name)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import defaults
+from ..errors import InvalidArgument
+from ..store import Retention, Verification
+
+__all__ = ["CONFIG_ENV", "TOKEN_ENV", "ServiceConfig"]
+
+#: The environment variable carrying a `ServiceConfig` to the worker processes, as JSON.
+CONFIG_ENV = "SIMHASH_REDIS_SERVICE_CONFIG"
+#: The environment variable holding the bearer token, when not given on the command line.
+TOKEN_ENV = "SIMHASH_REDIS_TOKEN"
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """What a worker needs: where the indexes are, how new ones are made, and the limits.
+
+    Attributes:
+        redis_url: the Redis URL; None: $SIMHASH_REDIS_URL, else the embedded server.
+        index: the index /readyz checks when it exists.
+        k, f, layout, scheme, verified, threshold, retention, sliding: the configuration of an index
+            a write creates (the CLI's global options of those names); an existing index is used as
+            it was made.
+        create: whether a write to an unknown index creates it (else 404 index_not_found).
+        token: the bearer token every /v1 call and /metrics must carry; None: no authentication.
+        max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
+        timeout: seconds a single-document request may wait for its answer before it is answered 504
+            (a batch's library call is bounded by the library's socket timeouts and retries instead).
+        batch: documents per library call of a JSON Lines stream.
+        access_log: write one JSON line per request on stderr.
+    """
+
+    redis_url: str | None = field(default=None, repr=False)
+    index: str = "default"
+    k: int | None = None
+    f: int | None = None
+    layout: str | None = None
+    scheme: str | None = None
+    verified: bool = False
+    threshold: float | None = None
+    retention: str | None = None
+    sliding: bool = False
+    create: bool = True
+    token: str | None = field(default=None, repr=False)
+    max_body: int = 16 * 1024 * 1024
+    timeout: float = 30.0
+    batch: int = 500
+    access_log: bool = True
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables that carry this configuration to a worker."""
+        return {CONFIG_ENV: json.dumps(dataclasses.asdict(self))}
+
+    @classmethod
+    def from_env(cls) -> ServiceConfig:
+        """The configuration `to_env` stored (defaults when none was), the token from $SIMHASH_REDIS_TOKEN
+        when none is stored.
+
+        Raises:
+            InvalidArgument: the stored configuration is malformed.
+        """
+        raw = os.environ.get(CONFIG_ENV)
+        try:
+            values: dict[str, Any] = json.loads(raw) if raw else {}
+            config = cls(**values)
+        except (ValueError, TypeError) as exc:
+            raise InvalidArgument(f"${CONFIG_ENV} is malformed: {exc}") from None
+        if config.token is None and os.environ.get(TOKEN_ENV):
+            config = dataclasses.replace(config, token=os.environ[TOKEN_ENV])
+        return config
+
+    def check(self) -> ServiceConfig:
+        """This configuration, once its limits and index configuration are checked.
+
+        Raises:
+            InvalidArgument: a limit is not positive, or the index configuration is malformed.
+        """
+        for name in ("max_body", "timeout", "batch"):
+            if not getattr(self, name) > 0:
+                raise InvalidArgument(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.token is not None and not self.token:
+            raise InvalidArgument("the bearer token is empty")
+        self.index_options()
+        return self
+
+    def index_options(self) -> dict[str, Any]:
+        """The arguments of `SimhashIndex` that create an index as configured (k, f, layout, ...).
+
+        Raises:
+            InvalidArgument: a layout without k, a label that names nothing, --sliding without
+                --retention, or a malformed retention or threshold.
+        """
+        width = defaults.F if self.f is None else self.f
+        options: dict[str, Any] = {"k": self.k, "f": self.f}
+        if self.layout is not None:
+            if self.k is None:
+                raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {self.layout}")
+            from ..tools.planner import layout_named
+
+            options["layout"] = layout_named(self.layout, width, self.k)
+        if self.scheme is not None:
+            from ..tools.evaluation.settings import scheme_named
+
+            options["scheme"] = scheme_named(self.scheme, width)
+        if self.sliding and self.retention is None:
+            raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
+        if self.retention is not None:
+            options["retention"] = Retention.of(self.retention, sliding=self.sliding)
+        if self.verified or self.threshold is not None:
+            options["verification"] = Verification.of(None, 0.8 if self.threshold is None else self.threshold)
+        return options

@@ -1,0 +1,192 @@
+"""What each endpoint does with an open index, for one document or a batch: the library's calls and
+their results in the service's JSON forms.
+
+Every call takes a batch (of one, for a lone request): it goes to the library as one batch
+(`near_many`, `add_many`, `add_if_new_many`...), so its documents share round trips; a batch of one goes
+to the single-document call, which is cheaper for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..codec import format_fingerprint, parse_fingerprint
+from ..errors import InvalidArgument
+from ..results import Match, Outcome, VerifiedMatch
+from . import schemas
+from .indexes import Opened
+
+__all__ = ["add", "add_if_new", "fingerprint", "get", "near", "remove", "stats"]
+
+
+def fingerprint(index: Opened, texts: Sequence[str]) -> list[schemas.FingerprintResult]:
+    """The fingerprints of texts in the index's scheme (no Redis round trip)."""
+    fps = index.plain.fingerprint_many(list(texts))
+    return [schemas.FingerprintResult(format_fingerprint(fp, index.f)) for fp in fps]
+
+
+def near(
+    index: Opened,
+    queries: Sequence[schemas.QueryItem | schemas.Query],
+    k: int | None,
+    threshold: float | None,
+) -> list[schemas.NearResult]:
+    """The matches of each query.
+
+    Raises:
+        InvalidArgument: a query with neither or both of text and fingerprint, a fingerprint query of a
+            verified index, a threshold for a plain index, or k or threshold out of range.
+        InvalidFingerprint, RedisUnavailable: as the library's `near`.
+    """
+    f = index.f
+    found: list[list[Match]] | list[list[VerifiedMatch]]
+    if index.verified is not None:
+        texts = [_text_of(q, index, "query") for q in queries]
+        if len(texts) == 1:
+            found = [index.verified.near(texts[0], threshold, k)]
+        else:
+            found = index.verified.near_many(texts, threshold, k)
+    else:
+        if threshold is not None:
+            raise InvalidArgument(
+                f"index {index.name!r} is not verified: threshold applies to a verified index only"
+            )
+        docs = [_document(q, f) for q in queries]
+        found = [index.plain.near(docs[0], k)] if len(docs) == 1 else index.plain.near_many(docs, k)
+    return [schemas.NearResult([_match(m, f) for m in matches]) for matches in found]
+
+
+def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResult]:
+    """Store documents (replacing an id's previous fingerprint).
+
+    Raises:
+        InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (none is written).
+        RedisUnavailable: as the library's `add_many`.
+    """
+    ids, fps, texts = _prepared(index, docs)
+    outcomes: list[Outcome]
+    if index.verified is not None:
+        outcomes = index.verified.add_many(list(zip(ids, texts, strict=True)))
+    else:
+        outcomes = index.plain.add_many(list(zip(ids, fps, strict=True)))
+    f = index.f
+    return [
+        schemas.AddResult(i, o.value, format_fingerprint(fp, f))
+        for i, o, fp in zip(ids, outcomes, fps, strict=True)
+    ]
+
+
+def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
+    """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically.
+
+    Raises:
+        InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (none is written).
+        WriteContention, RedisUnavailable: as the library's `add_if_new`.
+    """
+    ids, fps, texts = _prepared(index, docs)
+    found: Sequence[Match | VerifiedMatch | Outcome | None]
+    if index.verified is not None:
+        if len(ids) == 1:
+            found = [index.verified.add_if_new(ids[0], texts[0])]
+        else:
+            found = index.verified.add_if_new_many(list(zip(ids, texts, strict=True)))
+    elif len(ids) == 1:
+        found = [index.plain.add_if_new(ids[0], fps[0])]
+    else:
+        found = index.plain.add_many(list(zip(ids, fps, strict=True)), unique=True)
+    f = index.f
+    out: list[schemas.AddIfNewResult] = []
+    for doc_id, fp, result in zip(ids, fps, found, strict=True):
+        if isinstance(result, (Match, VerifiedMatch)):
+            out.append(schemas.AddIfNewResult(doc_id, False, format_fingerprint(fp, f), _match(result, f)))
+        else:
+            out.append(schemas.AddIfNewResult(doc_id, True, format_fingerprint(fp, f)))
+    return out
+
+
+def remove(index: Opened, ids: Sequence[str]) -> list[schemas.RemoveResult]:
+    """Remove documents by id (an unknown id is not an error: removed is false).
+
+    Raises:
+        InvalidArgument, InvalidType: a malformed id.
+        RedisUnavailable: as the library's `remove_many`.
+    """
+    if index.verified is not None:
+        removed = index.verified.remove_many(list(ids))
+    else:
+        removed = index.plain.remove_many(list(ids))
+    return [schemas.RemoveResult(i, r) for i, r in zip(ids, removed, strict=True)]
+
+
+def get(index: Opened, ids: Sequence[str]) -> list[schemas.StoredResult]:
+    """The fingerprints stored for ids (null where not stored).
+
+    Raises:
+        InvalidArgument, InvalidType: a malformed id.
+        RedisUnavailable: the server cannot be reached.
+    """
+    found = index.plain.get_many(list(ids))
+    f = index.f
+    return [
+        schemas.StoredResult(i, None if fp is None else format_fingerprint(fp, f))
+        for i, fp in zip(ids, found, strict=True)
+    ]
+
+
+def stats(index: Opened) -> schemas.Stats:
+    """The index's configuration and counts.
+
+    Raises:
+        RedisUnavailable: the server cannot be reached.
+    """
+    documents, fps = index.plain.count()
+    plain = index.plain
+    return schemas.Stats(
+        name=index.name,
+        documents=documents,
+        fingerprints=fps,
+        f=plain.f,
+        k=plain.k,
+        layout=plain.layout.describe(),
+        verified=index.verified is not None,
+        threshold=None if index.verified is None else index.verified.threshold,
+    )
+
+
+def _match(m: Match | VerifiedMatch, f: int) -> schemas.Match:
+    jaccard = round(m.jaccard, 4) if isinstance(m, VerifiedMatch) else None
+    return schemas.Match(m.id, m.distance, format_fingerprint(m.fingerprint, f), jaccard)
+
+
+def _document(item: schemas.QueryItem | schemas.Query | schemas.Document, f: int) -> str | int:
+    """The text, or the parsed fingerprint, of a query or document: exactly one of them."""
+    if (item.text is None) == (item.fingerprint is None):
+        raise InvalidArgument("give exactly one of text and fingerprint")
+    if item.text is not None:
+        return item.text
+    assert item.fingerprint is not None
+    return parse_fingerprint(item.fingerprint, f)
+
+
+def _text_of(item: schemas.QueryItem | schemas.Query | schemas.Document, index: Opened, what: str) -> str:
+    """The text of a query or document of a verified index (whose sketches are made from texts)."""
+    if item.text is None:
+        raise InvalidArgument(
+            f"index {index.name!r} is verified: a {what} needs its text (a sketch is made from it), "
+            "not a fingerprint"
+        )
+    if item.fingerprint is not None:
+        raise InvalidArgument("give exactly one of text and fingerprint")
+    return item.text
+
+
+def _prepared(index: Opened, docs: Sequence[schemas.Document]) -> tuple[list[str], list[int], list[str]]:
+    """The ids, fingerprints and (verified) texts of documents to store."""
+    ids = [d.id for d in docs]
+    if index.verified is not None:
+        texts = [_text_of(d, index, "document") for d in docs]
+        return ids, index.plain.fingerprint_many(texts), texts
+    values = [_document(d, index.f) for d in docs]
+    if all(type(v) is int for v in values):
+        return ids, [int(v) for v in values], []
+    return ids, index.plain.fingerprint_many(values), []

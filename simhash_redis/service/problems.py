@@ -1,0 +1,122 @@
+"""The one place an error becomes an HTTP status and a JSON body with a stable code.
+
+Every error a request can meet is mapped here: the library's typed errors (`simhash_redis.errors`) and
+the service's own (`ServiceError`: malformed JSON, a body too large, a missing token...). The body is
+``{"error": {"code": ..., "message": ...}}``; the code is stable (clients branch on it), the message is
+for people. A request the service cannot understand is a 4xx, never a 500; an unexpected failure is a
+500 whose message says nothing of it (the log has the traceback). No message holds a Redis URL's
+password or a token: the library's messages never do, and the service's never name either.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..errors import (
+    ConfigurationMismatch,
+    IndexCorrupted,
+    IndexNotFound,
+    InputError,
+    InvalidArgument,
+    InvalidFingerprint,
+    InvalidType,
+    RedisAuthError,
+    RedisOutOfMemory,
+    RedisPermissionError,
+    RedisTimeout,
+    RedisUnavailable,
+    SimhashRedisError,
+    TooManyErrors,
+    WriteContention,
+)
+
+__all__ = ["CODES", "Problem", "ServiceError", "problem_of"]
+
+
+class ServiceError(Exception):
+    """A request the service refuses, with its HTTP status and stable code.
+
+    Args:
+        status: the HTTP status.
+        code: the stable error code.
+        message: what is wrong and what to do.
+    """
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An error's JSON form (the value of "error" in a response body).
+
+    Attributes:
+        code: the stable error code.
+        message: what went wrong and what to do.
+        line: the 1-based line of a JSON Lines body it concerns, where it concerns one.
+    """
+
+    code: str
+    message: str
+    line: int | None = None
+
+
+#: Library errors, most specific first: (type, HTTP status, code).
+_LIBRARY: tuple[tuple[type[SimhashRedisError], int, str], ...] = (
+    (InvalidFingerprint, 400, "invalid_fingerprint"),
+    (InvalidArgument, 400, "invalid_argument"),
+    (InvalidType, 400, "invalid_type"),
+    (InputError, 400, "invalid_input"),
+    (TooManyErrors, 400, "too_many_errors"),
+    (IndexNotFound, 404, "index_not_found"),
+    (ConfigurationMismatch, 409, "configuration_mismatch"),
+    (WriteContention, 409, "write_contention"),
+    (IndexCorrupted, 500, "index_corrupted"),
+    (RedisOutOfMemory, 507, "redis_out_of_memory"),
+    (RedisPermissionError, 503, "redis_permission_denied"),
+    (RedisAuthError, 503, "redis_auth_failed"),
+    (RedisTimeout, 504, "redis_timeout"),
+    (RedisUnavailable, 503, "redis_unavailable"),
+)
+
+#: Every code a response can carry, with its status (docs/service.md lists them).
+CODES: dict[str, int] = {
+    **{code: status for _, status, code in _LIBRARY},
+    "malformed_json": 400,
+    "invalid_request": 422,
+    "unauthorized": 401,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "body_too_large": 413,
+    "timeout": 504,
+    "internal": 500,
+}
+
+
+def problem_of(exc: BaseException) -> tuple[int, Problem]:
+    """The HTTP status and the error body of an exception.
+
+    Args:
+        exc: what a request raised.
+    """
+    if isinstance(exc, ServiceError):
+        return exc.status, Problem(exc.code, str(exc))
+    if isinstance(exc, SimhashRedisError):
+        for kind, status, code in _LIBRARY:
+            if isinstance(exc, kind):
+                return status, Problem(code, _message(exc))
+        return 500, Problem("internal", _message(exc))
+    if isinstance(exc, msgspec.ValidationError):
+        return 422, Problem("invalid_request", f"the request body does not fit its schema: {exc}")
+    if isinstance(exc, msgspec.DecodeError):
+        return 400, Problem("malformed_json", f"the request body is not valid JSON: {exc}")
+    return 500, Problem("internal", "an unexpected error; the service's log has the details")
+
+
+def _message(exc: SimhashRedisError) -> str:
+    if isinstance(exc, RedisOutOfMemory):
+        return f"Redis is out of memory (maxmemory with noeviction); nothing was half-written: {exc}"
+    if isinstance(exc, RedisUnavailable):
+        return f"cannot reach Redis ({exc}); every write is idempotent: send the same request again"
+    return str(exc)

@@ -1,0 +1,231 @@
+"""A /v1 call at the ASGI level: its body read under the size limit, its answer sent, and JSON Lines
+streamed in and out.
+
+The /v1 calls are served here without a framework's request and response objects: they are the hot
+path (a near() over HTTP should cost little more than the library's), and what they need of HTTP is
+small: a path, a query string, one header, a body, and an answer.
+
+A JSON Lines body is read as it arrives and answered as it goes: its documents go to the library a
+batch at a time, and each batch's results (one line per input line, in order) are sent before the next
+is read, so a bulk load of any size takes a bounded amount of memory. A malformed line (or a document
+the library refuses) gets an error line naming its line number, and the stream goes on; a failure of
+Redis ends the stream with an error line (the status was sent with the first line). Every write is
+idempotent: sending the same stream again completes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl
+
+import msgspec
+
+from ..errors import InvalidArgument, InvalidType
+from .guard import Message, Receive, Scope, Send, refuse
+from .problems import Problem, ServiceError
+from .schemas import ErrorBody
+
+__all__ = ["JSON_LINES", "Call"]
+
+T = TypeVar("T")
+R = TypeVar("R", bound=msgspec.Struct)
+
+#: The media type of a JSON Lines response (requests may also say application/jsonl or json-lines).
+JSON_LINES = b"application/x-ndjson"
+_LINE_TYPES = (
+    b"application/x-ndjson",
+    b"application/jsonl",
+    b"application/json-lines",
+    b"application/x-jsonlines",
+)
+_JSON = [(b"content-type", b"application/json")]
+_encode = msgspec.json.Encoder().encode
+
+
+class Call:
+    """One HTTP call: what the /v1 routes read of it, and how they answer.
+
+    Args:
+        scope, receive, send: the ASGI call.
+    """
+
+    __slots__ = ("receive", "scope", "send", "started", "state")
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scope, self.receive, self.send = scope, receive, send
+        self.state: dict[str, Any] = scope.setdefault("state", {})
+        #: Whether the answer's status was sent (an error after it can only end a stream).
+        self.started = False
+
+    def header(self, name: bytes) -> bytes | None:
+        """A request header's value (name in lower case), or None."""
+        for key, value in self.scope["headers"]:
+            if key == name:
+                return bytes(value)
+        return None
+
+    def query(self, name: str) -> str | None:
+        """A query parameter's value, or None."""
+        raw = self.scope.get("query_string", b"")
+        if not raw:
+            return None
+        return dict(parse_qsl(raw.decode("latin-1"))).get(name)
+
+    def json_lines(self) -> bool:
+        """Whether the body is JSON Lines (by its Content-Type)."""
+        kind = (self.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
+        return kind in _LINE_TYPES
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's chunks as they arrive."""
+        while True:
+            message: Message = await self.receive()
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            if body:
+                yield body
+            if not message.get("more_body", False):
+                return
+
+    async def body(self, limit: int) -> bytes:
+        """The whole body, refused once it is larger than the limit.
+
+        Raises:
+            ServiceError: 413 body_too_large.
+        """
+        declared = self.header(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _too_large(int(declared), limit)
+        first: Message = await self.receive()  # the common case: the whole body in one message
+        body = first.get("body", b"")
+        if not first.get("more_body", False):
+            if len(body) > limit:
+                raise _too_large(len(body), limit)
+            return bytes(body)
+        parts = [body]
+        size = len(body)
+        async for chunk in self.chunks():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(size, limit)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    async def answer(self, status: int, body: bytes) -> None:
+        """Send a JSON answer."""
+        headers = [*_JSON, (b"content-length", str(len(body)).encode())]
+        if status == 401:
+            headers.append((b"www-authenticate", b"Bearer"))
+        self.started = True
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        await self.send({"type": "http.response.body", "body": body})
+
+    async def refuse(self, exc: BaseException) -> None:
+        """Send the error answer of an exception (if no answer has started: else let the server end it)."""
+        if self.started:
+            raise exc
+        status, problem = refuse(exc, self.state)
+        await self.answer(status, _encode(ErrorBody(problem)))
+
+    async def stream(self, lines: AsyncIterator[bytes]) -> None:
+        """Send a JSON Lines answer, a part (of whole lines) at a time as they come."""
+        start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", JSON_LINES)]}
+        self.started = True
+        await self.send(start)
+        async for part in lines:
+            if part:
+                await self.send({"type": "http.response.body", "body": part, "more_body": True})
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _too_large(size: int, limit: int) -> ServiceError:
+    return ServiceError(
+        413,
+        "body_too_large",
+        f"the request body ({size:,}+ bytes) is larger than the limit of {limit:,} bytes: send a smaller "
+        "batch, or JSON Lines (Content-Type: application/x-ndjson) for bulk",
+    )
+
+
+async def _lines(call: Call, limit: int) -> AsyncIterator[tuple[int, bytes]]:
+    """The body's lines with their 1-based numbers, blank ones left out."""
+    rest = b""
+    number = 0
+    async for chunk in call.chunks():
+        rest += chunk
+        *complete, rest = rest.split(b"\n")
+        for line in complete:
+            number += 1
+            if len(line) > limit:
+                raise _line_too_long(number, limit)
+            if line.strip():
+                yield number, line
+        if len(rest) > limit:
+            raise _line_too_long(number + 1, limit)
+    if rest.strip():
+        yield number + 1, rest
+
+
+def _line_too_long(number: int, limit: int) -> ServiceError:
+    return ServiceError(413, "body_too_large", f"line {number} is longer than the limit of {limit:,} bytes")
+
+
+async def json_lines(
+    call: Call,
+    item: type[T],
+    run: Callable[[Sequence[T]], Sequence[R]],
+    batch: int,
+    limit: int,
+) -> AsyncIterator[bytes]:
+    """The answer's lines to a JSON Lines body: each line's result, or its error, in order.
+
+    Args:
+        call: the call.
+        item: the type of one line.
+        run: the operation on a batch of lines, their results in order.
+        batch: lines per call of run.
+        limit: the longest line, in bytes.
+    """
+    decoder = msgspec.json.Decoder(item)
+    pending: list[tuple[int, T]] = []
+    try:
+        async for number, raw in _lines(call, limit):
+            try:
+                pending.append((number, decoder.decode(raw)))
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                yield b"".join([*_flush(pending, run, call.state), _error_line(exc, call.state, number)])
+                continue
+            if len(pending) >= batch:
+                yield b"".join(_flush(pending, run, call.state))
+        yield b"".join(_flush(pending, run, call.state))
+    except Exception as exc:  # the stream ends here: its status is sent, so the error is its last line
+        yield _error_line(exc, call.state, None)
+
+
+def _flush(
+    pending: list[tuple[int, T]], run: Callable[[Sequence[T]], Sequence[R]], state: dict[str, Any]
+) -> list[bytes]:
+    """The answer's lines for the pending lines (emptied): one batch, or line by line if the library
+    refuses a document of it (it checks a whole batch before writing any), to name the lines it refuses."""
+    if not pending:
+        return []
+    lines = list(pending)
+    pending.clear()
+    try:
+        results = run([value for _, value in lines])
+    except (InvalidArgument, InvalidType):
+        out = []
+        for number, value in lines:
+            try:
+                out.append(_encode(run([value])[0]) + b"\n")
+            except (InvalidArgument, InvalidType) as exc:
+                out.append(_error_line(exc, state, number))
+        return out
+    return [_encode(result) + b"\n" for result in results]
+
+
+def _error_line(exc: BaseException, state: dict[str, Any], number: int | None) -> bytes:
+    _, problem = refuse(exc, state)
+    return _encode(ErrorBody(Problem(problem.code, problem.message, number))) + b"\n"

@@ -1,0 +1,103 @@
+"""Micro-batching in the service: single-document calls made in one turn of a worker's event loop run as
+one batch call of the library, and each keeps its own result and its own error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from simhash_redis import SimhashIndex
+from simhash_redis.errors import InvalidArgument, RedisUnavailable
+
+pytest.importorskip("msgspec")
+
+from simhash_redis.service import operations, schemas
+from simhash_redis.service.coalesce import MAX_BATCH, Coalescer
+from simhash_redis.service.indexes import Opened
+from simhash_redis.transport.wire import round_trips
+
+TEXT = "storm closes coastal roads as heavy rain hits the region on monday, and schools stay shut"
+
+
+def test_one_turns_calls_run_as_one_batch_each_with_its_answer(redis_url: str) -> None:
+    index = Opened(SimhashIndex.from_url(redis_url, "coalesce"), None)
+    calls: list[int] = []
+
+    def run(docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
+        calls.append(len(docs))
+        return operations.add_if_new(index, docs)
+
+    coalescer: Coalescer[schemas.Document, schemas.AddIfNewResult] = Coalescer(run)
+
+    async def race() -> list[schemas.AddIfNewResult | BaseException]:
+        futures = [
+            coalescer.submit(schemas.Document("a", TEXT)),
+            coalescer.submit(schemas.Document("b", TEXT + "!")),  # a near-duplicate of a
+            coalescer.submit(schemas.Document("", TEXT)),  # an id the library refuses
+            coalescer.submit(schemas.Document("c", "a different story about the harbour ferries")),
+        ]
+        return await asyncio.gather(*futures, return_exceptions=True)
+
+    before = round_trips()
+    a, b, bad, c = asyncio.run(race())
+    # One batch, refused whole for its bad id (nothing written), then each alone: its own answers.
+    assert calls == [4, 1, 1, 1, 1]
+    assert isinstance(a, schemas.AddIfNewResult) and a.stored
+    assert isinstance(b, schemas.AddIfNewResult) and not b.stored and b.duplicate is not None
+    assert b.duplicate.id == "a"
+    assert isinstance(bad, InvalidArgument)
+    assert isinstance(c, schemas.AddIfNewResult) and c.stored
+    assert index.plain.count() == (2, 2)
+    assert round_trips() > before
+
+
+def test_a_lone_call_is_a_batch_of_one_and_errors_reach_every_caller() -> None:
+    calls: list[list[int]] = []
+
+    def run(items: Sequence[int]) -> list[int]:
+        calls.append(list(items))
+        if -1 in items:
+            raise RedisUnavailable("down")
+        return [i * 2 for i in items]
+
+    coalescer: Coalescer[int, int] = Coalescer(run)
+
+    async def scenario() -> tuple[int, list[int | BaseException], list[int]]:
+        alone = await coalescer.submit(1)
+        failed = await asyncio.gather(coalescer.submit(-1), coalescer.submit(2), return_exceptions=True)
+        many = await asyncio.gather(*(coalescer.submit(i) for i in range(MAX_BATCH + 3)))
+        return alone, failed, many
+
+    alone, failed, many = asyncio.run(scenario())
+    assert alone == 2
+    assert [type(e) for e in failed] == [RedisUnavailable, RedisUnavailable]
+    assert many == [i * 2 for i in range(MAX_BATCH + 3)]
+    assert [len(c) for c in calls] == [1, 2, MAX_BATCH, 3]
+
+
+def test_a_call_still_waiting_at_its_timeout_gets_504_and_leaves_the_batch() -> None:
+    from simhash_redis.service.app import Service
+    from simhash_redis.service.config import ServiceConfig
+    from simhash_redis.service.problems import ServiceError, problem_of
+
+    calls: list[list[int]] = []
+
+    def run(items: Sequence[int]) -> list[int]:
+        calls.append(list(items))
+        return list(items)
+
+    coalescer: Coalescer[int, int] = Coalescer(run)
+    service = Service(ServiceConfig(timeout=0.5))
+
+    async def scenario() -> tuple[BaseException | int, int]:
+        late, kept = coalescer.submit(1), coalescer.submit(2)
+        service._expire(late)  # what the timer does once the timeout has passed
+        results = await asyncio.gather(late, kept, return_exceptions=True)
+        return results[0], results[1]  # type: ignore[return-value]
+
+    late, kept = asyncio.run(scenario())
+    assert isinstance(late, ServiceError) and problem_of(late)[0] == 504
+    assert problem_of(late)[1].code == "timeout" and "0.5 s" in str(late)
+    assert kept == 2 and calls == [[2]]
