@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
-from .common import ExitCode, fail, registrar, settings
+from simhash_redis.links import doc_url
+
+from .common import ExitCode, fail, settings
 
 __all__ = ["register", "serve"]
 
@@ -63,7 +65,7 @@ def serve(
 
     Any index on the server can be used by name; a write to a missing index creates it with the
     global options (--k, --verified, --retention, ...). Stop with SIGTERM or Ctrl-C: requests in
-    flight finish first. Needs the server extra: pip install 'simhash-redis[server]'. docs/service.md.
+    flight finish first. Needs the server extra: `pip install '.[server]'` in a checkout.
 
     \b
     Examples:
@@ -86,7 +88,8 @@ def serve(
         from simhash_redis.service.runner import serve as run
     except ImportError as exc:
         raise fail(
-            f"serve needs the server extra ({exc.name} is missing): pip install 'simhash-redis[server]'",
+            f"serve needs the server extra ({exc.name} is missing): `pip install '.[server]'` in a checkout "
+            "of simhash-redis",
             ExitCode.USAGE,
         ) from None
     token = os.environ.get(_TOKEN_ENV) or None
@@ -128,5 +131,10 @@ def serve(
     run(config.check(), listen)
 
 
-#: Adds this module's commands to the app.
-register = registrar({"serve": serve})
+def register(app: typer.Typer) -> None:
+    """Add `serve` to the app, with the address of its page.
+
+    Args:
+        app: the command's app.
+    """
+    app.command("serve", epilog=f"\b\nDocs:\n  {doc_url('service.md')}")(serve)

@@ -1,7 +1,7 @@
 """The index service: an HTTP/JSON API over the library, so a worker in any language can use an index.
 
 ``simhash-redis serve`` runs it (docs/service.md). It needs the ``server`` extra
-(``pip install 'simhash-redis[server]'``): Starlette and msgspec on uvicorn, prometheus_client. Every
+(``pip install '.[server]'`` in a checkout): Starlette and msgspec on uvicorn, prometheus_client. Every
 import of those packages lives in this package, so the rest of the library never needs them.
 
 The service keeps no state of its own: every worker process opens the indexes it is asked for on the
