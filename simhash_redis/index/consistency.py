@@ -265,11 +265,9 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
     keys, run, tables = target.keys, target.store.execute, target.tables
     lists = run([(b"HGET", keys.fp_bucket(fp), fp) for _, fp in chunk])
-    # A table key of the wrong type answers WRONGTYPE here; step 3 reports it.
-    member = run(
-        [(b"SISMEMBER", t, fp) for _, fp in chunk for t in keys.tables(decode_fp(fp, target.f))],
-        raise_on_error=False,
-    )
+    # Keys of the wrong type were listed first (and stopped the check): an error here is raised, not
+    # taken for a member (an ACL user without SISMEMBER once passed every check).
+    member = run([(b"SISMEMBER", t, fp) for _, fp in chunk for t in keys.tables(decode_fp(fp, target.f))])
     resets: list[Any] = []
     additions: list[tuple[bytes, bytes]] = []
     table_fixes: list[Any] = []
