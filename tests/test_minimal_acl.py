@@ -24,7 +24,7 @@ from simhash_redis import Retention, SimhashIndex, VerifiedIndex, drop_index, op
 from simhash_redis.asyncio import AsyncSimhashIndex
 from simhash_redis.codec import encode_fp
 from simhash_redis.index import list_indexes
-from tests.servers import HOST, ServerProcess
+from tests.servers import HOST, ClusterProcess, ServerProcess
 from tests.test_security import MINIMAL_ACL, STATS_ACL
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "security.md"
@@ -235,3 +235,55 @@ def test_the_tls_tests_use_the_documented_acl() -> None:
     _, minimal, stats = documented()
     assert _commands(MINIMAL_ACL) == minimal
     assert _commands(STATS_ACL) == stats
+
+
+def documented_cluster() -> set[str]:
+    """The commands docs/security.md adds for Redis Cluster."""
+    found = re.search(r"On Redis Cluster, add `([^`]+)`", DOCS.read_text())
+    assert found, "docs/security.md does not say what a cluster adds"
+    return _commands(found.group(1))
+
+
+@pytest.mark.cluster
+def test_the_documented_cluster_acl_is_what_a_cluster_needs(redis_cluster: ClusterProcess) -> None:
+    rules, minimal, _ = documented()
+    extra = documented_cluster()
+    primaries = redis_cluster.primaries()
+    redis_cluster.flushall()
+    for port in redis_cluster.ports:
+        with redis_cluster.nodes[port].client() as node:
+            node.execute_command(
+                "ACL", "SETUSER", "worker", "on", f">{PASSWORD}", *rules.split(), *[f"+{c}" for c in extra]
+            )
+            node.config_resetstat()
+    try:
+        url = f"redis://worker:{PASSWORD}@{HOST}:{primaries[0]}/0"
+        index = SimhashIndex.from_url(url, "acl", k=3, id_buckets=64)
+        assert index.cluster
+        index.add_many([(f"d{i}", text) for i, text in enumerate(TEXTS)])
+        assert index.add_if_new("x", TEXTS[1]) is not None and index.add_if_new("y", 12345) is None
+        assert index.near(TEXTS[0]) and index.get("d0") is not None and index.count() == (5, 4)
+        assert index.remove("d3") and index.verify(repair=True).ok
+        assert index.drop() > 0
+        index.client.close()
+        used: set[str] = set()
+        refused: set[str] = set()
+        for port in primaries:  # a replica counts the writes it is sent, and its primary its REPLCONFs
+            with redis_cluster.nodes[port].client() as node:
+                for name, stats in node.info("commandstats").items():
+                    command = name.removeprefix("cmdstat_")
+                    # The recorder's own (its connection's handshake included), and replication's.
+                    if command in NO_ACL | {"config|resetstat", "client|setinfo", "replconf"}:
+                        continue
+                    if stats.get("calls", 0):
+                        used.add(command)
+                    if stats.get("rejected_calls", 0):
+                        refused.add(command)
+    finally:
+        for port in redis_cluster.ports:
+            with redis_cluster.nodes[port].client() as node:
+                node.execute_command("ACL", "DELUSER", "worker")
+    assert refused <= {"client|setinfo"}, refused
+    assert used <= minimal | extra, f"run, yet not documented: {used - minimal - extra}"
+    assert extra <= used, f"documented for a cluster, yet never run: {extra - used}"
+    assert "hlen" in used  # count() on a cluster
