@@ -45,6 +45,14 @@ TEXTS = [
 ]
 
 
+#: The CLI's commands, and those that never talk to Redis (`stats` has a test of its own).
+COMMANDS = {command.name for command in app.registered_commands if command.name}
+WITHOUT_REDIS = {"eval", "fingerprint", "plan", "server"}
+RUN_COMMANDS: set[str] = set()
+#: The indexes' members that never talk to Redis.
+NO_IO = {"cluster", "f", "k", "layout", "scheme", "fingerprint", "fingerprint_many"}
+
+
 def documented() -> tuple[str, set[str], set[str]]:
     """docs/security.md's ACL rules for the library, its commands, and the commands `stats` adds."""
     text = DOCS.read_text()
@@ -175,6 +183,7 @@ def _cli(url: str, tmp_path: Path, admin: redis.Redis, recorder: Recorder) -> No
     run = CliRunner()
 
     def cli(*args: str, code: int = 0, stdin: str | None = None) -> str:
+        RUN_COMMANDS.add(next(arg for arg in args if arg in COMMANDS))
         result = run.invoke(app, ["--redis-url", url, *args], input=stdin)
         assert result.exit_code == code, (args, result.output)
         return result.output
@@ -211,9 +220,19 @@ def test_the_documented_acl_is_what_the_library_and_cli_need(recorder: Recorder,
     _library(recorder.url("worker"), recorder.admin, recorder)
     _cli(recorder.url("worker"), tmp_path, recorder.admin, recorder)
     recorder.stop()
+    # A command added later must join the run (or be named in WITHOUT_REDIS).
+    assert COMMANDS - WITHOUT_REDIS - {"stats"} == RUN_COMMANDS
     assert recorder.refused <= PROBES, f"refused to the documented user: {recorder.refused - PROBES}"
     assert recorder.used <= minimal, f"run, yet not documented: {recorder.used - minimal}"
     assert minimal - CLUSTER_ONLY <= recorder.used, f"documented, yet never run: {minimal - recorder.used}"
+
+
+def test_the_acl_test_runs_every_method() -> None:
+    """A method added later must join the run above (or be named in NO_IO)."""
+    source = Path(__file__).read_text()
+    for cls in (SimhashIndex, VerifiedIndex):
+        public = {name for name in dir(cls) if not name.startswith("_")} - NO_IO
+        assert {name for name in public if f".{name}(" not in source} == set(), cls.__name__
 
 
 def test_stats_needs_what_is_documented_for_it(recorder: Recorder) -> None:
