@@ -26,7 +26,8 @@ import redis
 
 from simhash_redis import SimhashIndex, distance, fingerprint
 
-pytest.importorskip("scrapy")
+scrapy = pytest.importorskip("scrapy")
+SCRAPY = tuple(int(part) for part in scrapy.__version__.split(".")[:2])
 
 _VOCABULARY = """
     council approved budget tuesday debate school funding storm heavy rain strong winds coast roads region
@@ -129,9 +130,10 @@ def _crawl(
         "LOG_LEVEL": "INFO",
         "ROBOTSTXT_OBEY": "False",
         "TELNETCONSOLE_ENABLED": "False",
-        "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7",  # Scrapy 2.11 warns without it; later ones ignore it
         **extra,
     }
+    if SCRAPY < (2, 12):  # 2.11 warns without it, 2.13 and later warn with it
+        settings["REQUEST_FINGERPRINTER_IMPLEMENTATION"] = "2.7"
     command = [
         sys.executable,
         "-m",
