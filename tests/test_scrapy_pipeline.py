@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -185,10 +186,12 @@ def test_a_crawl_keeps_one_page_of_each_group_and_drops_the_copies(
 
 
 def test_pages_without_text_pass_through(tmp_path: Path) -> None:
-    from scrapy.utils.test import get_crawler
+    from scrapy.settings import Settings
 
     from simhash_redis.contrib.scrapy import NearDuplicatePipeline
 
-    crawler = get_crawler(settings_dict={"SIMHASH_REDIS_TEXT": "builtins.str"})
-    pipeline = NearDuplicatePipeline.from_crawler(crawler)
+    # A crawler's settings and stats, which is all from_crawler reads (Scrapy 2.13's get_crawler wants a
+    # reactor installed first).
+    crawler = types.SimpleNamespace(settings=Settings({"SIMHASH_REDIS_TEXT": "builtins.str"}), stats=None)
+    pipeline = NearDuplicatePipeline.from_crawler(crawler)  # type: ignore[arg-type]
     assert pipeline.text(42) == "42"  # a dotted path names the callable that gives the text
