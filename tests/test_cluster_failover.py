@@ -3,6 +3,7 @@ lost. The cluster's transport keeps retrying for its failover time, read from th
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 import threading
@@ -10,11 +11,14 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from simhash_redis import SimhashIndex
 from simhash_redis.transport import Backoff, retry
+from simhash_redis.transport.aio import AsyncClusterTransport
+from simhash_redis.transport.bridge import run
 from simhash_redis.transport.cluster import DEFAULT_NODE_TIMEOUT, ClusterTransport
-from tests.servers import ClusterProcess
+from tests.servers import HOST, ClusterProcess
 
 WRITERS = 4
 BATCH = 20
@@ -97,6 +101,15 @@ def test_the_failover_time_is_read_from_the_cluster(
     assert refused.failover_time() == 2 * DEFAULT_NODE_TIMEOUT  # Redis's default, when CONFIG is refused
     given = Backoff(retries=1)
     assert ClusterTransport(redis_cluster.client(), given).backoff is given
+
+    async def asynchronous() -> float:  # the asyncio API's transport asks the same way
+        client = AsyncRedisCluster(host=HOST, port=redis_cluster.primaries()[0])
+        try:
+            return await run(lambda: AsyncClusterTransport(client).failover_time())
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(asynchronous()) == 2 * redis_cluster.node_timeout_ms / 1000
 
 
 def test_retries_last_as_long_as_asked_once_counted_ones_are_spent(monkeypatch: pytest.MonkeyPatch) -> None:
