@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from simhash_redis.index.consistency import WRONG_TYPE
+
 from .common import ExitCode, echo_json, fail, registrar, settings
 
 __all__ = ["register", "verify"]
@@ -50,13 +52,22 @@ def verify(
             result["ok_after_repair"] = after.ok
         echo_json(result)
     else:
-        state = "consistent" if report.ok else f"{sum(report.problems.values()):,} problems"
-        typer.echo(
-            f"index {index.name!r}: {report.docs:,} documents, {report.fingerprints:,} fingerprints: {state}"
-        )
+        if report.wrong_type:  # nothing else was checked: say so rather than print counts of nothing
+            typer.echo(
+                f"index {index.name!r}: {len(report.wrong_type):,} keys of the wrong type "
+                "(the rest is checked once they are deleted)"
+            )
+        else:
+            state = "consistent" if report.ok else f"{sum(report.problems.values()):,} problems"
+            typer.echo(
+                f"index {index.name!r}: {report.docs:,} documents, {report.fingerprints:,} fingerprints: "
+                f"{state}"
+            )
         for kind, count in sorted(report.problems.items()):
             typer.echo(f"  {kind}: {count:,}")
-        for example in report.examples:
+        for key in report.wrong_type:  # every one: each must be deleted by hand
+            typer.echo(f"    {key}")
+        for example in report.examples if not report.wrong_type else ():
             typer.echo(f"    e.g. {example}")
         if repair and not report.ok:
             typer.echo("repaired: the index is consistent now" if after.ok else "repaired; problems remain")
@@ -67,14 +78,10 @@ def verify(
         )
 
 
-#: What --repair cannot fix: keys written by another program, which only a person may delete.
-_BY_HAND = "key of the wrong type"
-
-
 def _hint(name: str, problems: dict[str, int], repaired: bool) -> str:
     """What to do about the problems left: keys of the wrong type by hand first, then a repair."""
     repair = f"simhash-redis --index {name} verify --repair (while no worker writes to the index)"
-    if _BY_HAND in problems:  # no repair can help before they are gone, so none is suggested alone
+    if WRONG_TYPE in problems:  # no repair can help before they are gone, so none is suggested alone
         return f"delete the keys of the wrong type listed above (redis-cli DEL KEY), then run: {repair}"
     return f"run again: {repair}" if repaired else f"run: {repair}"
 

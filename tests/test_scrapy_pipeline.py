@@ -3,7 +3,9 @@
 The site has five pages: two copies of one story (one with other case, spacing and punctuation), a story
 and a republished copy with one word changed, and a distinct story. The crawl keeps one page of each
 group and drops the other, naming the kept one; a second crawl of the same site drops every page as
-already stored; the crawl log's stats count both.
+already stored; the crawl log's stats count both. The crawls run on Scrapy's default reactor (asyncio,
+where the pipeline uses the asyncio index) and on a plain one (the blocking index), and neither logs a
+warning: Scrapy's deprecations of hook signatures are warnings, and would one day be errors.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +27,8 @@ import redis
 
 from simhash_redis import SimhashIndex, distance, fingerprint
 
-pytest.importorskip("scrapy")
+scrapy = pytest.importorskip("scrapy")
+SCRAPY = tuple(int(part) for part in scrapy.__version__.split(".")[:2])
 
 _VOCABULARY = """
     council approved budget tuesday debate school funding storm heavy rain strong winds coast roads region
@@ -113,7 +117,9 @@ def site() -> Iterator[str]:
     server.server_close()
 
 
-def _crawl(tmp_path: Path, site: str, redis_url: str, run: int) -> tuple[list[dict[str, str]], str]:
+def _crawl(
+    tmp_path: Path, site: str, redis_url: str, run: int, **extra: str
+) -> tuple[list[dict[str, str]], str]:
     spider = tmp_path / "pages.py"
     spider.write_text(SPIDER)
     out = tmp_path / f"items{run}.jsonl"
@@ -125,7 +131,10 @@ def _crawl(tmp_path: Path, site: str, redis_url: str, run: int) -> tuple[list[di
         "LOG_LEVEL": "INFO",
         "ROBOTSTXT_OBEY": "False",
         "TELNETCONSOLE_ENABLED": "False",
+        **extra,
     }
+    if SCRAPY < (2, 12):  # 2.11 warns without it, 2.13 and later warn with it
+        settings["REQUEST_FINGERPRINTER_IMPLEMENTATION"] = "2.7"
     command = [
         sys.executable,
         "-m",
@@ -141,14 +150,25 @@ def _crawl(tmp_path: Path, site: str, redis_url: str, run: int) -> tuple[list[di
         command += ["-s", f"{name}={value}"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+    warned = [line for line in done.stderr.splitlines() if "Warning" in line]
+    assert not warned, "\n".join(warned)
     items = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     return items, done.stderr
 
 
+#: Scrapy's asyncio reactor (its default since 2.13), and a reactor without asyncio.
+REACTORS = {
+    "asyncio": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+    "blocking": "twisted.internet.selectreactor.SelectReactor",
+}
+
+
+@pytest.mark.parametrize("client", ["asyncio", "blocking"])
 def test_a_crawl_keeps_one_page_of_each_group_and_drops_the_copies(
-    tmp_path: Path, site: str, redis_url: str, redis_client: redis.Redis
+    tmp_path: Path, site: str, redis_url: str, redis_client: redis.Redis, client: str
 ) -> None:
-    items, log = _crawl(tmp_path, site, redis_url, 1)
+    items, log = _crawl(tmp_path, site, redis_url, 1, TWISTED_REACTOR=REACTORS[client])
+    assert f"near-duplicate index 'crawl' opened ({client} client)" in log, log[-3000:]
     kept = {item["url"].rsplit("/", 1)[1] for item in items}
     assert len(kept) == 3 and "e.html" in kept, kept
     assert len(kept & {"a.html", "b.html"}) == 1 and len(kept & {"c.html", "d.html"}) == 1, kept
@@ -159,17 +179,19 @@ def test_a_crawl_keeps_one_page_of_each_group_and_drops_the_copies(
     index = SimhashIndex(redis_client, "crawl", create=False)
     assert index.count() == (3, 3)
 
-    again, log = _crawl(tmp_path, site, redis_url, 2)
+    again, log = _crawl(tmp_path, site, redis_url, 2, TWISTED_REACTOR=REACTORS[client])
     assert again == []
     assert "'simhash_redis/dropped': 5" in log and "is already stored" in log
     assert redis_url not in log  # URLs carry passwords
 
 
 def test_pages_without_text_pass_through(tmp_path: Path) -> None:
-    from scrapy.utils.test import get_crawler
+    from scrapy.settings import Settings
 
     from simhash_redis.contrib.scrapy import NearDuplicatePipeline
 
-    crawler = get_crawler(settings_dict={"SIMHASH_REDIS_TEXT": "builtins.str"})
-    pipeline = NearDuplicatePipeline.from_crawler(crawler)
+    # A crawler's settings and stats, which is all from_crawler reads (Scrapy 2.13's get_crawler wants a
+    # reactor installed first).
+    crawler = types.SimpleNamespace(settings=Settings({"SIMHASH_REDIS_TEXT": "builtins.str"}), stats=None)
+    pipeline = NearDuplicatePipeline.from_crawler(crawler)  # type: ignore[arg-type]
     assert pipeline.text(42) == "42"  # a dotted path names the callable that gives the text

@@ -37,13 +37,14 @@ from tests.servers import HOST, ServerProcess, ServerStartError, free_port, serv
 
 #: The commands the library needs, on keys under its prefix only: reads and the write scripts (commands
 #: called inside a script are checked against the user's ACL too), SCAN for verify/drop/stats, UNLINK for
-#: drop, PING for health checks. No FLUSHALL, CONFIG, KEYS, DEBUG, SCRIPT FLUSH, EVAL of arbitrary text...
+#: drop (tests/test_minimal_acl.py checks it is exactly what is needed). No FLUSHALL, CONFIG, KEYS,
+#: DEBUG, SCRIPT FLUSH, EVAL of arbitrary text...
 MINIMAL_ACL = (
     "resetkeys ~simhash:* resetchannels -@all "
     "+evalsha +script|load "
     "+hget +hmget +hgetall +hexists +hlen +smembers +sismember +smismember +scard +exists "
     "+hset +hsetnx +hdel +hincrby +sadd +srem +type "
-    "+scan +unlink +ping "
+    "+scan +unlink "
     "+time +pexpireat +pttl"
 )
 #: What the CLI's `stats` adds to it: server memory and per-key memory usage.

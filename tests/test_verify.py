@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from simhash_redis import IndexCorrupted, Match, SimhashIndex
+from simhash_redis import IndexCorrupted, Match, SimhashIndex, VerifiedIndex
 from simhash_redis.codec import encode_fp, encode_ids
+from tests.servers import ServerProcess
 
 A = 0x0123456789ABCDEF
 
@@ -119,3 +122,119 @@ def test_the_cli_says_to_delete_a_key_of_the_wrong_type_instead_of_repairing_in_
     result = run.invoke(app, ["--redis-url", redis_url, "--index", "wrongtype", "verify", "--repair"])
     assert result.exit_code == 0, result.output
     assert index.verify().ok
+
+
+# -- keys of the wrong type: every kind of key the index owns, overwritten by another program ---------------
+
+#: What another program may write in the index's key space, and how.
+WRITERS = {
+    b"string": lambda client, key: client.set(key, "another program's string"),
+    b"list": lambda client, key: client.rpush(key, "x"),
+    b"set": lambda client, key: client.sadd(key, "x"),
+    b"hash": lambda client, key: client.hset(key, "x", "y"),
+    b"zset": lambda client, key: client.zadd(key, {"x": 1}),
+}
+
+#: Each kind of key of an index (see simhash_redis.store.keys), by its name in the key schema.
+KINDS = ["meta", "counts", "id", "fp", "table", "band", "lock"]
+
+
+def _corruptible(kind: str, index: SimhashIndex, fp: int = 5) -> bytes:
+    """A key of that kind in the index (one holding document a's data, fingerprint fp, where the kind
+    holds any)."""
+    keys, stored = index.keys, encode_fp(fp, 64)
+    return {
+        "meta": lambda: keys.meta,
+        "counts": lambda: keys.counts,
+        "id": lambda: keys.id_bucket(b"a"),
+        "fp": lambda: keys.fp_bucket(stored),
+        "table": lambda: keys.tables(fp)[1],
+        "band": lambda: next(iter(index.client.scan_iter(match=keys.pattern_of("band")))),
+        "lock": lambda: keys.lock(keys.tables(fp)[0]),  # add-if-new's, on a cluster
+    }[kind]()
+
+
+@settings(max_examples=30)
+@given(
+    corrupt=st.dictionaries(
+        st.sampled_from(KINDS), st.sampled_from(sorted(WRITERS)), min_size=1, max_size=len(KINDS)
+    ),
+    windowed=st.booleans(),
+)
+def test_verify_lists_every_key_of_the_wrong_type(
+    redis_server: ServerProcess, corrupt: dict[str, bytes], windowed: bool
+) -> None:
+    redis_server.flushall()
+    client = redis_server.client()
+    try:
+        if windowed:  # verified mode has no retention window: a plain index's period keys
+            index = SimhashIndex(client, "typed", retention="1d")
+            index.add_many([("a", 5), ("b", 5)])  # two documents in one fingerprint-map entry
+        else:
+            verified = VerifiedIndex(SimhashIndex(client, "typed"))
+            text = "one two three four five six seven eight"
+            verified.add_many([("a", text), ("b", text)])  # ditto, with sketches and band tables
+            index = verified.index
+        fp = index.get("a")
+        assert fp is not None
+        keys = index.keys if index.windows is None else index.windows.schema(index.windows.view().windows[0])
+        period = SimhashIndex.__new__(SimhashIndex)
+        period.keys, period.client = keys, client
+        listed: list[str] = []
+        for kind, held in corrupt.items():
+            if kind == "band" and windowed:
+                continue
+            key = index.keys.meta if kind == "meta" else _corruptible(kind, period, fp)
+            expected = {"lock": b"string", "table": b"set", "band": b"set"}.get(kind, b"hash")
+            if held == expected:
+                continue
+            client.delete(key)
+            WRITERS[held](client, key)
+            text = f"{key.decode()} holds a {held.decode()}, not a {expected.decode()}"
+            windowed_data = windowed and kind != "meta"
+            listed.append(f"period {keys.window}: {text}" if windowed_data else text)
+        report = index.verify()
+        assert sorted(report.wrong_type) == sorted(listed), report.as_dict()
+        assert report.ok == (not listed)
+        if listed:
+            assert report.problems["key of the wrong type"] == len(listed)
+            # A key another program wrote has no expiry: in a period's keys, that is reported too.
+            assert set(report.problems) <= {"key of the wrong type", "key without expiry"}
+            repaired = index.verify(repair=True)  # refuses to write anything, and says why
+            assert sorted(repaired.wrong_type) == sorted(listed) and not repaired.repaired
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("kind", ["id", "fp", "counts", "table"])
+def test_the_cli_lists_a_key_of_the_wrong_type_of_every_kind(
+    redis_url: str, redis_client: redis.Redis, kind: str
+) -> None:
+    from simhash_redis.cli.app import app
+    from typer.testing import CliRunner
+
+    index = SimhashIndex(redis_client, "typed", k=3)
+    index.add_many([("a", 5), ("b", 5)])
+    key = _corruptible(kind, index)
+    redis_client.delete(key)
+    redis_client.set(key, "another program's string")
+    result = CliRunner().invoke(app, ["--redis-url", redis_url, "--index", "typed", "verify"])
+    assert result.exit_code == 1, result.output
+    kind_of = "set" if kind == "table" else "hash"
+    assert f"{key.decode()} holds a string, not a {kind_of}" in result.output
+    assert "delete the keys of the wrong type" in result.output and "Traceback" not in result.output
+
+
+def test_a_meta_key_of_the_wrong_type_is_named(redis_url: str, redis_client: redis.Redis) -> None:
+    from simhash_redis.cli.app import app
+    from typer.testing import CliRunner
+
+    index = SimhashIndex(redis_client, "typed", k=3)
+    index.add_many([("a", 5)])
+    redis_client.delete(index.keys.meta)
+    redis_client.rpush(index.keys.meta, "x")
+    with pytest.raises(IndexCorrupted, match=r"meta key simhash:typed:meta holds another type"):
+        SimhashIndex(redis_client, "typed")
+    result = CliRunner().invoke(app, ["--redis-url", redis_url, "--index", "typed", "verify"])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "redis-cli DEL simhash:typed:meta" in result.output and "run verify" not in result.output

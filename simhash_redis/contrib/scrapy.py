@@ -11,25 +11,39 @@ Each item's text is stored with `SimhashIndex.add_if_new`, which checks and writ
 of many spiders on many machines that meet copies of one page, exactly one keeps its item; the others
 raise DropItem naming the stored copy. The crawl's stats count what was stored and dropped
 (``simhash_redis/stored``, ``simhash_redis/dropped``, ``simhash_redis/no_text``).
+
+Where Scrapy runs on asyncio (its default reactor since 2.13) the pipeline uses `AsyncSimhashIndex`,
+so a write never blocks the crawl; on another reactor it uses `SimhashIndex`. It takes the hooks'
+current signatures (no spider argument, coroutines where Scrapy awaits them) and the older ones
+(Scrapy 2.11-2.13 pass the spider, and await a Deferred but not a coroutine from open/close).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable
-from typing import Any
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.misc import load_object
 
 from .. import defaults
 from ..index import SimhashIndex
+from ..results import Match
 from ..store import Retention
+from ..transport.bridge import greenlet_installed
+
+if TYPE_CHECKING:
+    from ..asyncio import AsyncSimhashIndex
 
 __all__ = ["NearDuplicatePipeline"]
+
+logger = logging.getLogger(__name__)
 
 #: Stats keys, under the crawl's stats.
 STORED, DROPPED, NO_TEXT = "simhash_redis/stored", "simhash_redis/dropped", "simhash_redis/no_text"
@@ -43,6 +57,26 @@ def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
     if not callable(getter):
         raise NotConfigured(f"SIMHASH_REDIS_TEXT must be a callable or its dotted path, got {setting!r}")
     return getter
+
+
+def _on_asyncio() -> bool:
+    """Whether the crawl runs on an asyncio loop (and the asyncio API can run: it needs greenlet)."""
+    try:
+        from scrapy.utils.asyncio import is_asyncio_available  # Scrapy 2.14+
+    except ImportError:
+        from scrapy.utils.reactor import is_asyncio_reactor_installed as is_asyncio_available
+    return is_asyncio_available() and greenlet_installed()
+
+
+def _hook_result(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
+    """What open_spider / close_spider return to run a coroutine: itself where Scrapy awaits one (the
+    managers that have open_spider_async), a Deferred before (older ones drop a coroutine unawaited)."""
+    if hasattr(ItemPipelineManager, "open_spider_async"):
+        return coroutine
+    from scrapy.utils.defer import deferred_from_coro
+
+    deferred: Awaitable[None] = deferred_from_coro(coroutine)
+    return deferred
 
 
 def _retention(retention: object, sliding: bool) -> object:
@@ -87,6 +121,8 @@ class NearDuplicatePipeline:
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
         self.k, self.prefix, self.retention = k, prefix, retention
         self.index: SimhashIndex | None = None
+        #: The index where the crawl runs on asyncio (then `index` stays None).
+        self.async_index: AsyncSimhashIndex | None = None
         self.stats: Any = None
 
     @classmethod
@@ -116,50 +152,74 @@ class NearDuplicatePipeline:
         pipeline.stats = crawler.stats
         return pipeline
 
-    def open_spider(self, spider: Any) -> None:
-        """Open (or create) the index.
+    def open_spider(self, spider: object = None) -> Awaitable[None] | None:
+        """Open (or create) the index; where the crawl runs on asyncio, return the awaitable that does.
 
         Args:
-            spider: the spider.
+            spider: the spider, which Scrapy before 2.14 passes (unused).
 
         Raises:
             RedisUnavailable: the server cannot be reached.
             ConfigurationMismatch: the index exists with another k or retention.
         """
+        if _on_asyncio():
+            return _hook_result(self._open_async())
+        self.index = SimhashIndex.from_url(self.url, self.index_name, **self._options())
+        logger.info("near-duplicate index %r opened (blocking client)", self.index_name)
+        return None
+
+    async def _open_async(self) -> None:
+        from ..asyncio import AsyncSimhashIndex
+
+        self.async_index = await AsyncSimhashIndex.from_url(self.url, self.index_name, **self._options())
+        logger.info("near-duplicate index %r opened (asyncio client)", self.index_name)
+
+    def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"prefix": self.prefix, "retention": self.retention}
         if self.k is not None:
             options["k"] = self.k
-        self.index = SimhashIndex.from_url(self.url, self.index_name, **options)
+        return options
 
-    def close_spider(self, spider: Any) -> None:
-        """Close the connections.
+    def close_spider(self, spider: object = None) -> Awaitable[None] | None:
+        """Close the connections (an awaitable that does, for the asyncio client).
 
         Args:
-            spider: the spider.
+            spider: the spider, which Scrapy before 2.14 passes (unused).
         """
         if self.index is not None:
             self.index.client.close()
             self.index = None
+        if self.async_index is not None:
+            index, self.async_index = self.async_index, None
+            return _hook_result(index.aclose())
+        return None
 
-    def process_item(self, item: Any, spider: Any) -> Any:
+    async def process_item(self, item: Any, spider: object = None) -> Any:
         """Store the item's fingerprint and pass the item on, or drop it as a near-duplicate.
 
         Args:
             item: the item.
-            spider: the spider.
+            spider: the spider, which Scrapy before 2.14 passes (unused).
 
         Raises:
             DropItem: a near-duplicate is stored (its id and distance in the message), or this id was
                 stored before with a near-identical text.
             RedisUnavailable: the server cannot be reached.
         """
-        assert self.index is not None, "open_spider was not called"
         text = self.text(item)
         if not isinstance(text, str) or not text.strip():
             self._inc(NO_TEXT)
             return item
         doc_id = self._doc_id(ItemAdapter(item).get(self.id_field), text)
-        match = self.index.add_if_new(doc_id, text)
+        if self.async_index is not None:
+            match = await self.async_index.add_if_new(doc_id, text)
+        else:
+            assert self.index is not None, "open_spider was not called"
+            match = self.index.add_if_new(doc_id, text)
+        return self._outcome(item, doc_id, match)
+
+    def _outcome(self, item: Any, doc_id: str, match: Match | None) -> Any:
+        """The item, if stored; else DropItem naming the stored copy."""
         if match is None:
             self._inc(STORED)
             return item

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..codec import decode_sketches
 from ..store import KeySchema, Store, Verification
 from ..store.scripts import Script
+from ..transport import raise_first_error
 
 if TYPE_CHECKING:
     from .consistency import VerifyReport
@@ -81,7 +82,9 @@ def check_sketches(
         # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
         store.run_script(_FP_IDS, orphans)
     if banded:
-        present = store.execute([(b"SISMEMBER", key, fp) for key, fp in banded], raise_on_error=False)
+        # Raised, not taken as "absent": an error here is an ACL refusal, say (verify's first pass
+        # lists keys of the wrong type, and checks nothing more while there are any).
+        present = store.execute([(b"SISMEMBER", key, fp) for key, fp in banded])
         missing = [(key, fp) for (key, fp), there in zip(banded, present, strict=True) if there == 0]
         for key, fp in missing:
             report.found("fingerprint missing from band table", f"{fp.decode()} not in {key.decode()}")
@@ -109,6 +112,8 @@ def check_bands(store: Store, report: VerifyReport, verification: Verification, 
         found: list[tuple[bytes, int, bytes, bytes]] = []  # (key, band, its bytes, fingerprint)
         for key, fps in zip(band_keys, members, strict=True):
             parsed = _band_of(key[start:], verification.bands, width)
+            if isinstance(fps, Exception) and not str(fps).startswith("WRONGTYPE"):
+                raise_first_error([fps])  # an ACL refusal, say: not a malformed key
             if parsed is None or isinstance(fps, Exception):
                 report.found("malformed band table", f"{key.decode(errors='replace')} (delete it by hand)")
                 continue

@@ -6,7 +6,7 @@ Every key of a period must also expire with it; repair sets those that do not.
 from __future__ import annotations
 
 from ..store import Store, Windows
-from .consistency import VerifyReport, check_consistency
+from .consistency import VerifyReport, check_consistency, find_wrong_types
 
 __all__ = ["verify_windows"]
 
@@ -30,6 +30,8 @@ def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: 
         RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
     """
     report = VerifyReport(repaired=repair)
+    if find_wrong_types(store, report, [[store.keys.meta]]):  # the periods are checked, not repaired
+        repair = report.repaired = False
     # Expiries first, so that the keys a repair below writes again are not reported as problems.
     _check_expiries(store, windows, report, repair, quiet=False)
     for window in windows.view().windows:
@@ -38,6 +40,8 @@ def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: 
         report.fingerprints += part.fingerprints
         report.garbage += part.garbage
         report.problems.update(part.problems)
+        report.wrong_type += [f"period {window}: {key}" for key in part.wrong_type]
+        report.repaired = report.repaired and part.repaired
         report.examples += [f"period {window}: {example}" for example in part.examples]
     del report.examples[_EXAMPLES:]
     if repair:

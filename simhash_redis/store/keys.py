@@ -45,6 +45,9 @@ from .layout import Layout
 if TYPE_CHECKING:
     from .config import IndexConfig, Verification
 
+#: Table (t{i}:...) and band table (b{i}:...) keys, after the base: sets.
+_SET_KEY = re.compile(rb"[tb][0-9]+:")
+
 __all__ = ["KeyForm", "KeySchema", "encode_id", "validate_name"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
@@ -279,6 +282,24 @@ class KeySchema:
                 kind
             ]
         )
+
+    def stored_type(self, key: bytes) -> bytes | None:
+        """The type of value one of these keys holds, as TYPE names it (b"hash", b"set", b"string").
+
+        Args:
+            key: a key under `base` (as SCAN of `pattern` gives them), or the meta key.
+
+        Returns:
+            None for a name that is none of the kinds above (a period's key, seen from the index).
+        """
+        if key == self.meta:
+            return b"hash"
+        tail = key[self._base_len :] if key.startswith(self.base.encode() + b":") else b""
+        if tail == b"counts" or tail.startswith((b"id:", b"fp:")):
+            return b"hash"
+        if tail.startswith(b"lock:"):
+            return b"string"
+        return b"set" if _SET_KEY.match(tail) else None
 
     def table_pattern(self, table: int) -> str:
         """The SCAN pattern of every bucket of one table.

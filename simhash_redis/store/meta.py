@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from ..codec import decode_fp, decode_ids, decode_sketches, format_fingerprint
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
-from ..transport import Sender
+from ..transport import Sender, raise_first_error
 from .config import Verification
 from .keys import KeySchema
 from .replies import hash_pairs
@@ -222,7 +222,16 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
 
 
 def _read(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
-    reply = sender.execute([(b"HGETALL", meta_key)])[0]
+    reply = sender.execute([(b"HGETALL", meta_key)], raise_on_error=False)[0]
+    if isinstance(reply, Exception) and str(reply).startswith("WRONGTYPE"):
+        # No index can be opened, so verify cannot list it: this message names it instead.
+        name = meta_key.decode(errors="replace")
+        raise IndexCorrupted(
+            f"the index's meta key {name} holds another type of value than a hash (another program wrote "
+            f"there?): delete it by hand (redis-cli DEL {name}), then restore it with the configuration "
+            "the index was created with (SimhashIndex.restore, or simhash-redis restore-meta)"
+        )
+    raise_first_error([reply])
     return {field.decode(): value.decode() for field, value in hash_pairs(reply)} or None
 
 

@@ -11,6 +11,7 @@ slot map with backoff and resends. Resending is safe because every write is idem
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 from collections import defaultdict
@@ -27,10 +28,14 @@ from .retry import Backoff
 from .sender import Command, Exchange, scan_pages
 from .translate import raise_first_error, translate_error
 
-__all__ = ["CLUSTER_BACKOFF", "ClusterTransport", "command_keys"]
+__all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "command_keys"]
 
-#: A failover takes a few seconds (node timeout plus election): keep retrying for about that long.
+#: How a cluster's transport retries, unless given another Backoff: 12 retries, then on until the
+#: cluster's failover time has passed since the first failure (`ClusterTransport.failover_time`).
 CLUSTER_BACKOFF = Backoff(retries=12, base=0.05, cap=2.0)
+#: Redis's default cluster-node-timeout, in seconds: assumed where CONFIG GET is refused (an ACL user
+#: without it) or no primary answers it. A cluster configured with a longer one needs CONFIG GET.
+DEFAULT_NODE_TIMEOUT = 15.0
 _REDIRECTIONS = 16
 # Wait for one replica, a second at a time: a write counts as done once a replica has it. A replica
 # that lags (a loaded machine) gets _WAIT_ROUNDS more seconds on the same connection; a slot with no
@@ -74,7 +79,8 @@ class ClusterTransport:
 
     def __init__(self, client: RedisCluster, backoff: Backoff | None = None) -> None:
         self.client = client
-        self.backoff = backoff or CLUSTER_BACKOFF
+        self.backoff = backoff or dataclasses.replace(CLUSTER_BACKOFF, lasting=self.failover_time)
+        self._failover: float | None = None
         # Each primary's connected replicas, as its INFO said when first needed since the last refresh.
         self._replicas: dict[str, int] = {}
 
@@ -256,6 +262,29 @@ class ClusterTransport:
                     replies[i] = reply
         return failed, redirected, last_error
 
+    def failover_time(self) -> float:
+        """How long the failover of a primary may take on this cluster, in seconds: read once.
+
+        A replica is elected once the others have marked its primary failed, cluster-node-timeout
+        after it stopped answering; the election takes a second or two more (Redis's default 15 s
+        node timeout: 17.6-18.4 s from a kill to the new primary). Twice the node timeout covers that
+        with room for a loaded machine. The node timeout is asked of each primary in turn (CONFIG GET);
+        where none answers it, Redis's default is assumed.
+        """
+        if self._failover is None:
+            timeout = DEFAULT_NODE_TIMEOUT
+            for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
+                try:
+                    reply = self._node_command(node, (b"CONFIG", b"GET", b"cluster-node-timeout"))
+                except SimhashRedisError:
+                    continue  # that node is down (the failover in progress), say: ask another
+                read = _node_timeout(reply)
+                if read is not None:
+                    timeout = read
+                    break
+            self._failover = 2 * timeout
+        return self._failover
+
     def _has_replica(self, node: ClusterNode) -> bool:
         # WAIT on a primary without replicas would sit out its timeout. The slot map cannot tell: a
         # replica that has received nothing yet is left out of CLUSTER SLOTS; the primary's INFO can.
@@ -352,6 +381,18 @@ def _unreachable(exc: Exception) -> bool:
     return isinstance(exc, (rex.ConnectionError, rex.TimeoutError, OSError)) and not isinstance(
         exc, SimhashRedisError
     )
+
+
+def _node_timeout(reply: Any) -> float | None:
+    """cluster-node-timeout in seconds from CONFIG GET's reply; None for a refusal (NOPERM) or none."""
+    if isinstance(reply, dict):  # RESP3
+        reply = [item for pair in reply.items() for item in pair]
+    if not isinstance(reply, list) or len(reply) != 2:
+        return None
+    try:
+        return int(reply[1]) / 1000
+    except (TypeError, ValueError):
+        return None
 
 
 def _redirect_target(error: rex.ResponseError) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -26,11 +27,15 @@ class Backoff:
         retries: attempts after the first one; 0 disables retrying.
         base: the first delay's upper bound in seconds.
         cap: no delay is longer than this, in seconds.
+        lasting: keep retrying for at least this many seconds after the first failure, once the
+            retries are spent (delays of up to `cap`); a callable is asked at the first failure (a
+            cluster's failover time is read from the cluster only when it is needed).
     """
 
     retries: int = defaults.RETRIES
     base: float = defaults.BACKOFF_BASE
     cap: float = defaults.BACKOFF_CAP
+    lasting: float | Callable[[], float] = 0.0
 
     def delays(self) -> Iterator[float]:
         """The delay before each retry, in seconds."""
@@ -55,6 +60,7 @@ class Backoff:
             Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.
         """
         delays: Iterator[float] | None = None  # made at the first failure: most calls never need one
+        until = 0.0
         while True:
             try:
                 return do()
@@ -63,9 +69,14 @@ class Backoff:
                     raise
                 if delays is None:
                     delays = self.delays()
+                    lasting = self.lasting() if callable(self.lasting) else self.lasting
+                    until = time.monotonic() + lasting
                 delay = next(delays, None)
                 if delay is None:
-                    raise
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        raise
+                    delay = min(random.uniform(0, self.cap), left)  # the last one ends at the deadline
                 pause(delay)  # awaited when an asyncio index runs this
                 if before_retry is not None:
                     before_retry(exc)

@@ -1,0 +1,136 @@
+"""A failover with Redis's default cluster-node-timeout (15 s): writers outlast it, nothing acknowledged is
+lost. The cluster's transport keeps retrying for its failover time, read from the cluster itself."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+
+from simhash_redis import SimhashIndex
+from simhash_redis.transport import Backoff, retry
+from simhash_redis.transport.aio import AsyncClusterTransport
+from simhash_redis.transport.bridge import run
+from simhash_redis.transport.cluster import DEFAULT_NODE_TIMEOUT, ClusterTransport
+from tests.servers import HOST, ClusterProcess
+
+WRITERS = 4
+BATCH = 20
+
+
+def _until(check: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+    """Wait for a condition the writers or the cluster bring about (the timeout only stops a hang)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.cluster
+def test_writers_outlast_a_failover_with_the_default_node_timeout() -> None:
+    with ClusterProcess(node_timeout_ms=15_000) as cluster:
+        SimhashIndex(cluster.client(), "failover", k=3, id_buckets=256)
+        acked: list[list[tuple[str, int]]] = [[] for _ in range(WRITERS)]
+        errors: list[str] = []
+        stop = threading.Event()
+
+        def write(writer: int) -> None:
+            index = SimhashIndex(cluster.client(), "failover")
+            rng = random.Random(writer)
+            while not stop.is_set():
+                batch = [(f"w{writer}-{len(acked[writer]) + i}", rng.getrandbits(64)) for i in range(BATCH)]
+                try:
+                    index.add_many(batch)  # every batch has keys on every primary
+                except Exception as exc:
+                    errors.append(f"writer {writer}: {type(exc).__name__}: {exc}")
+                    return
+                acked[writer].extend(batch)
+
+        threads = [threading.Thread(target=write, args=(w,), daemon=True) for w in range(WRITERS)]
+        for thread in threads:
+            thread.start()
+        try:
+            _until(lambda: all(acked) or bool(errors), "every writer's first batch")
+            cluster.kill9(cluster.primaries()[0])
+            cluster.wait_ok(timeout=120)  # its replica promoted, and every node agrees
+            written = [len(done) for done in acked]
+            _until(
+                lambda: bool(errors) or all(len(done) > n for done, n in zip(acked, written, strict=True)),
+                "every writer to write after the failover",
+            )
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=120)
+        assert not errors, errors
+        stored = [pair for done in acked for pair in done]
+        index = SimhashIndex(cluster.client(), "failover")
+        assert index.get_many([doc_id for doc_id, _ in stored]) == [fp for _, fp in stored]
+        report = index.verify()
+        assert report.ok, report.examples
+        assert report.docs == len(stored)
+
+
+@pytest.fixture
+def no_config_user(redis_cluster: ClusterProcess) -> Iterator[str]:
+    """A user on every node of the session cluster that may run anything but CONFIG."""
+    for port in redis_cluster.ports:
+        with redis_cluster.nodes[port].client() as node:
+            node.execute_command(
+                "ACL", "SETUSER", "noconfig", "on", ">secret", "~*", "&*", "+@all", "-config"
+            )
+    yield "noconfig"
+    for port in redis_cluster.ports:
+        with redis_cluster.nodes[port].client() as node:
+            node.execute_command("ACL", "DELUSER", "noconfig")
+
+
+@pytest.mark.cluster
+def test_the_failover_time_is_read_from_the_cluster(
+    redis_cluster: ClusterProcess, no_config_user: str
+) -> None:
+    transport = ClusterTransport(redis_cluster.client())
+    assert transport.failover_time() == 2 * redis_cluster.node_timeout_ms / 1000
+    refused = ClusterTransport(redis_cluster.client(username=no_config_user, password="secret"))
+    assert refused.failover_time() == 2 * DEFAULT_NODE_TIMEOUT  # Redis's default, when CONFIG is refused
+    given = Backoff(retries=1)
+    assert ClusterTransport(redis_cluster.client(), given).backoff is given
+
+    async def asynchronous() -> float:  # the asyncio API's transport asks the same way
+        client = AsyncRedisCluster(host=HOST, port=redis_cluster.primaries()[0])
+        try:
+            return await run(lambda: AsyncClusterTransport(client).failover_time())
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(asynchronous()) == 2 * redis_cluster.node_timeout_ms / 1000
+
+
+def test_retries_last_as_long_as_asked_once_counted_ones_are_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(retry.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(retry, "pause", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    attempts: list[float] = []
+
+    def fail() -> None:
+        attempts.append(clock[0])
+        raise ConnectionError("down")
+
+    asked: list[bool] = []
+    lasting = Backoff(retries=3, base=0.05, cap=2.0, lasting=lambda: asked.append(True) or 30.0)
+    with pytest.raises(ConnectionError):
+        lasting.call_with_retry(fail, lambda exc: True)
+    assert asked == [True]  # asked once, at the first failure
+    assert len(attempts) > 4 and attempts[-2] < 30.0 <= attempts[-1]  # the last at the deadline
+    assert all(later - earlier <= 2.0 for earlier, later in itertools.pairwise(attempts))
+
+    attempts.clear()
+    with pytest.raises(ConnectionError):
+        Backoff(retries=3).call_with_retry(fail, lambda exc: True)
+    assert len(attempts) == 4  # without `lasting`, the count alone
