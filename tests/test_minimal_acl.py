@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 from simhash_redis.cli.app import app
@@ -25,6 +26,7 @@ from simhash_redis.asyncio import AsyncSimhashIndex
 from simhash_redis.codec import encode_fp
 from simhash_redis.index import list_indexes
 from tests.servers import HOST, ClusterProcess, ServerProcess
+from tests.service_process import ServiceProcess
 from tests.test_security import MINIMAL_ACL, STATS_ACL
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "security.md"
@@ -214,11 +216,30 @@ def _cli(url: str, tmp_path: Path, admin: redis.Redis, recorder: Recorder) -> No
     cli("--index", "demo", "drop", "--yes")
 
 
+def _service(url: str, tmp_path: Path) -> None:
+    """`serve`, and every call a worker makes of it (its probes and each operation on one document)."""
+    RUN_COMMANDS.add("serve")
+    with ServiceProcess(url, tmp_path, options=["--k", "3"]) as service:
+        calls = [("add", {"id": "a", "text": TEXTS[0]}), ("add_if_new", {"id": "b", "text": TEXTS[0]})]
+        calls += [("near", {"text": TEXTS[0]}), ("get", {"id": "a"}), ("remove", {"id": "a"})]
+        for operation, body in calls:
+            answer = httpx.post(f"{service.url}/v1/indexes/svc/{operation}", json=body, timeout=30)
+            assert answer.status_code == 200, (operation, answer.text)
+        for path in ("/readyz", "/v1/indexes/svc/stats"):
+            assert httpx.get(f"{service.url}{path}", timeout=30).status_code == 200, path
+    client = redis.Redis.from_url(url)
+    try:
+        drop_index(client, "svc")
+    finally:
+        client.close()
+
+
 def test_the_documented_acl_is_what_the_library_and_cli_need(recorder: Recorder, tmp_path: Path) -> None:
     _, minimal, _ = documented()
     recorder.start()
     _library(recorder.url("worker"), recorder.admin, recorder)
     _cli(recorder.url("worker"), tmp_path, recorder.admin, recorder)
+    _service(recorder.url("worker"), tmp_path)
     recorder.stop()
     # A command added later must join the run (or be named in WITHOUT_REDIS).
     assert COMMANDS - WITHOUT_REDIS - {"stats"} == RUN_COMMANDS

@@ -12,14 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-import redis.exceptions as rex
 from redis.cluster import RedisCluster
 
 from ..errors import IndexNotFound
 from ..index import SimhashIndex, VerifiedIndex
 from ..store import validate_name
 from ..transport import client_from_url
-from ..transport.translate import translate_error
 from .coalesce import Coalescer
 from .config import ServiceConfig
 
@@ -133,17 +131,6 @@ class Registry:
             name: the index name.
         """
         self._opened.pop(name, None)
-
-    def ping(self) -> None:
-        """Check that the server answers.
-
-        Raises:
-            RedisUnavailable: it does not.
-        """
-        try:
-            self.client().ping()
-        except (rex.RedisError, OSError) as exc:
-            raise translate_error(exc) from None
 
     def close(self) -> None:
         """Close the client."""
