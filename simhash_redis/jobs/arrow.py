@@ -25,6 +25,7 @@ __all__ = [
     "ARROW_FORMATS",
     "BATCH_ROWS",
     "EXTENSIONS",
+    "checked_columns",
     "count_rows",
     "dataset_files",
     "is_dataset",
@@ -32,6 +33,7 @@ __all__ = [
     "read_arrow",
     "record_batches",
     "records_of_batch",
+    "schema_of",
 ]
 
 #: The formats read here: Parquet, and Arrow IPC (the file format, Feather v2, or a stream).
@@ -118,8 +120,17 @@ def _column(spec: str, names: list[str], source: str, option: str) -> str:
     )
 
 
-def _checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str, str]:
-    """The names of the id and document columns, their types checked once for the whole file."""
+def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str, str]:
+    """The names of the id and document columns, their types checked once for the whole file.
+
+    Args:
+        schema: the file's schema.
+        source: its name, for errors.
+        options: the columns asked for.
+
+    Raises:
+        InvalidArgument: a column the schema does not have, or of a type that cannot hold what it should.
+    """
     pa = pyarrow()[0]
     types = pa.types
     names = list(schema.names)
@@ -274,7 +285,7 @@ def read_arrow(path: str, fmt: str, options: ReadOptions) -> Iterator[Record | I
             )
             names: tuple[str, str] | None = None
             for batch in batches:
-                names = names or _checked_columns(batch.schema, source, options)
+                names = names or checked_columns(batch.schema, source, options)
                 yield from records_of_batch(batch, source, row, options, *names)
                 row += batch.num_rows
         except (pa.ArrowException, OSError) as exc:
@@ -287,7 +298,7 @@ def read_arrow(path: str, fmt: str, options: ReadOptions) -> Iterator[Record | I
 
 
 def _columns_of(file: str, fmt: str, source: str, options: ReadOptions) -> list[str]:
-    return list(_checked_columns(schema_of(file, fmt), source, options))
+    return list(checked_columns(schema_of(file, fmt), source, options))
 
 
 def count_rows(path: str, fmt: str) -> int | None:

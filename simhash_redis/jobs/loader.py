@@ -410,7 +410,8 @@ class Loader:
             else:
                 self.stats.duplicates += 1
                 if self.on_duplicate is not None:
-                    self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance))
+                    similar = outcome.jaccard if isinstance(outcome, VerifiedMatch) else None
+                    self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance, similar))
 
     def _count_outcome(self, outcome: Outcome, times: int = 1) -> None:
         if outcome is Outcome.ADDED:
