@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -178,3 +179,37 @@ def test_missing_pyarrow_names_the_extra(
     result = invoke("load", str(path))
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "needs pyarrow: pip install 'simhash-redis[parquet]'" in result.stderr
+
+
+_PEAK = """
+import sys
+from simhash_redis.jobs import arrow
+arrow.pyarrow()
+
+def status(field):
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(field))
+
+before = status("VmRSS:")
+rows = sum(batch.num_rows for batch in arrow.record_batches(sys.argv[1], "parquet", ["id", "text"]))
+print(rows, (status("VmHWM:") - before) // 1024)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
+def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
+    # pyarrow writes a table of up to a million rows as one row group: it must not be read whole.
+    rows, text = 60_000, article(1) * 12  # 60,000 texts of 3.5 KB: a 210 MB row group
+    table = pa.table({"id": [str(i) for i in range(rows)], "text": [f"{i} {text}" for i in range(rows)]})
+    pq.write_table(table, tmp_path / "one-group.parquet", compression="none")
+    del table
+    assert pq.ParquetFile(tmp_path / "one-group.parquet").metadata.num_row_groups == 1
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(tmp_path / "one-group.parquet")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    count, grown_mb = map(int, done.stdout.split())
+    # About 100 MB whatever the size (pyarrow's pages and batches, its allocator's cache), not 210 MB and more
+    assert count == rows and grown_mb < 150, grown_mb
