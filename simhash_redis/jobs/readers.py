@@ -17,7 +17,7 @@ from typing import IO
 import xxhash
 
 from ..errors import InputError, InvalidArgument
-from .arrow import ARROW_FORMATS, count_rows, is_dataset, read_arrow
+from .arrow import ARROW_FORMATS, ArrowRows, arrow_chunks, count_rows, is_dataset, read_arrow
 from .arrow import EXTENSIONS as ARROW_EXTENSIONS
 from .delimited import read_table
 from .jsonlines import JsonLines, jsonl_chunks, read_jsonl
@@ -292,8 +292,9 @@ def holds_at_least(
 
 def read_chunks(
     paths: Sequence[str], fmt: str | None, options: ReadOptions, size: int
-) -> Iterator[Record | InputError | JsonLines]:
-    """`read_all` without its input checks, but JSON Lines come as `JsonLines` runs of `size` raw lines.
+) -> Iterator[Record | InputError | JsonLines | ArrowRows]:
+    """`read_all` without its input checks, but JSON Lines come as `JsonLines` runs of `size` raw lines,
+    Parquet and Arrow tables as `ArrowRows` runs of `size` rows.
 
     Args:
         paths: the inputs (see `check_inputs`).
@@ -306,6 +307,9 @@ def read_chunks(
     """
     for path in paths:
         kind = _checked_format(path, fmt)
+        if kind in ARROW_FORMATS:
+            yield from arrow_chunks(path, kind, options, size)
+            continue
         if kind != "jsonl":
             yield from read(path, kind, options)
             continue

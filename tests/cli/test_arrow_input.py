@@ -213,3 +213,32 @@ def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
     count, grown_mb = map(int, done.stdout.split())
     # About 100 MB whatever the size (pyarrow's pages and batches, its allocator's cache), not 210 MB and more
     assert count == rows and grown_mb < 150, grown_mb
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string"])
+def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
+    from simhash_redis.fingerprinting import engines
+    from simhash_redis.jobs.fingerprinter import _fingerprinted
+
+    if engines.native is None:
+        pytest.skip("the bytes path is the compiled core's")
+    texts = [
+        article(1),
+        "\u3000 \u00a0",
+        None,
+        "  ",
+        article(2),
+        "\x1c",
+        "\u3000x",
+        "\u4f60\u597d",
+        article(3),
+    ]
+    ids = ["a", "b", "c", None, "x" * 2000, "f", "g", "h", "i"]
+    batch = pa.record_batch({"id": ids, "text": pa.array(texts, type=getattr(pa, kind)())})
+    rows = arrow.ArrowRows("t.parquet", 11, batch, ReadOptions(), "id", "text")
+    done = rows.texts_fingerprinted(Scheme(), None)
+    assert done is not None
+    expected = _fingerprinted(rows.records(), Scheme(), None)
+    assert done[:2] == (expected.ids, expected.fps) and expected.ids == ["a", "g", "h", "i"]
+    assert [(at, str(e)) for at, e in done[2]] == [(at, str(e)) for at, e in expected.errors]
+    assert str(done[2][0][1]) == "t.parquet:12: empty text"
