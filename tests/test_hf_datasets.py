@@ -28,7 +28,10 @@ def _snapshot(start: int, n: int, copies: int = 0, name: str = "s") -> dict[str,
     return {"id": ids, "text": texts, "url": [f"https://example.org/{i}" for i in ids]}
 
 
-def test_filter_keeps_only_what_earlier_snapshots_lack(redis_url: str, tmp_path: Path) -> None:
+def test_filter_keeps_only_what_earlier_snapshots_lack(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache")
     keep = NewDocuments(redis_url, "crawl")
     old = datasets.Dataset.from_dict(_snapshot(0, 30, name="2024"))
     assert len(old.filter(keep, batched=True, batch_size=8)) == 30
