@@ -155,9 +155,8 @@ def dedupe_memory(exe: str, url: str, tmp: Path, texts: list[str], gigabytes: fl
         argv = [exe, "--redis-url", url, "--index", f"big-{label}", "dedupe", str(path), "--output", str(out)]
         seconds, peak, stderr = _peak_rss_mb(argv)
         runs[label] = (seconds, peak, rows, path.stat().st_size)
-        print(
-            f"  dedupe {path.stat().st_size / 1e9:.2f} GB ({rows:,} rows): {seconds:.1f} s, peak RSS {peak:.0f} MB"
-        )
+        size = path.stat().st_size / 1e9
+        print(f"  dedupe {size:.2f} GB ({rows:,} rows): {seconds:.1f} s, peak RSS {peak:.0f} MB")
         print("   ", stderr.strip().splitlines()[-1] if stderr.strip() else "")
         path.unlink()
         out.unlink()

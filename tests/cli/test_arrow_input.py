@@ -41,7 +41,9 @@ def test_load_parquet_feather_and_a_stream(invoke: Invoke, tmp_path: Path) -> No
     assert json.loads(result.stdout)["added"] == 120
     assert invoke("get", "a7").stdout.strip() == format_fingerprint(Scheme().fingerprint(article(7)), 64)
     feather.write_feather(_table(30, start=200), tmp_path / "more.feather", chunksize=7)
-    assert json.loads(invoke("load", "--json", "--bulk", str(tmp_path / "more.feather")).stdout)["added"] == 30
+    assert (
+        json.loads(invoke("load", "--json", "--bulk", str(tmp_path / "more.feather")).stdout)["added"] == 30
+    )
     # An Arrow IPC stream, by --format, from a file and from standard input.
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, _table(5, start=300).schema) as writer:
