@@ -79,9 +79,13 @@ class TableOutput:
 
         Raises:
             InvalidArgument: an input is not Parquet or Arrow (or is standard input), the inputs'
-                columns differ, one of them would be overwritten, or one has a column the output adds.
+                columns differ, one of them would be overwritten, one has a column the output adds, or
+                the output's folder does not exist.
             SimhashRedisError: pyarrow is not installed.
         """
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):
+            raise InvalidArgument(f"the output's folder {folder!r} does not exist")
         schema = None
         for path in inputs:
             kind = fmt or detect_format(path)

@@ -111,6 +111,8 @@ def test_refused_before_anything_is_stored(invoke: Invoke, tmp_path: Path) -> No
     pq.write_table(pa.table({"id": ["x"], "text": [article(9)]}), other)
     mixed = invoke("dedupe", str(new), str(other), "--output", str(tmp_path / "o.parquet"))
     assert mixed.exit_code == 2 and "differ from" in mixed.stderr
+    nowhere = invoke("dedupe", str(new), "--output", str(tmp_path / "no" / "o.parquet"))
+    assert nowhere.exit_code == 2 and "does not exist" in nowhere.stderr
     unknown = invoke("dedupe", str(new), "--output", str(tmp_path / "o.csv"))
     assert unknown.exit_code == 2 and "name it .parquet or .arrow" in unknown.stderr
     assert "Traceback" not in unknown.output + mixed.output + itself.output + not_a_table.output
