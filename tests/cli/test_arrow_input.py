@@ -244,3 +244,17 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     assert done[:2] == (expected.ids, expected.fps) and expected.ids == ["a", "g", "h", "i"]
     assert [(at, str(e)) for at, e in done[2]] == [(at, str(e)) for at, e in expected.errors]
     assert str(done[2][0][1]) == "t.parquet:12: empty text"
+
+
+def test_near_file_of_a_verified_index(invoke: Invoke, tmp_path: Path) -> None:
+    loaded = invoke("--verified", "--index", "v", "load", str(_parquet(tmp_path / "news.parquet", 5)))
+    assert loaded.exit_code == 0, loaded.output
+    pq.write_table(pa.table({"id": ["q"], "text": [article(2, 1)]}), tmp_path / "q.parquet")
+    near = invoke("--index", "v", "near", "--file", str(tmp_path / "q.parquet"))
+    assert near.exit_code == 0, near.output
+    query, match, distance, _, jaccard = near.stdout.splitlines()[0].split("\t")
+    assert (query, match, distance) == ("q", "a2", "0") and float(jaccard) >= 0.8
+    fps = tmp_path / "fps.parquet"
+    pq.write_table(pa.table({"id": ["f"], "fp": pa.array([1], pa.uint64())}), fps)
+    refused = invoke("--index", "v", "near", "--file", str(fps), "--fingerprint-field", "fp")
+    assert refused.exit_code == 3 and "not a fingerprint" in refused.stderr
