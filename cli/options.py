@@ -73,7 +73,7 @@ Encoding = Annotated[
 Files = Annotated[
     list[str],
     typer.Argument(
-        help="Input files (optionally .gz), directories of text files, or - for stdin.",
+        help="Input files (optionally .gz), directories of text (or Parquet) files, or - for stdin.",
         metavar="FILE...",
         show_default=False,
     ),
@@ -83,14 +83,20 @@ FormatOpt = Annotated[
     typer.Option(
         "--format",
         help="Input format; default: from each file's extension (.jsonl/.ndjson/.json, .csv, .tsv, "
-        ".txt, .fp; a directory is dir; stdin is jsonl).",
+        ".txt, .fp, .parquet, .arrow/.feather; a directory is dir, or parquet when it holds only "
+        ".parquet files; stdin is jsonl).",
         show_default=False,
     ),
 ]
 IdField = Annotated[
-    str, typer.Option("--id-field", help="JSON field, or CSV/TSV column name or 1-based number, of the id.")
+    str,
+    typer.Option(
+        "--id-field", help="JSON field, or CSV/TSV/Parquet/Arrow column name or 1-based number, of the id."
+    ),
 ]
-TextField = Annotated[str, typer.Option("--text-field", help="JSON field or CSV/TSV column of the text.")]
+TextField = Annotated[
+    str, typer.Option("--text-field", help="JSON field, or CSV/TSV/Parquet/Arrow column, of the text.")
+]
 FpField = Annotated[
     str | None,
     typer.Option(

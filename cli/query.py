@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from simhash_redis import Match, VerifiedMatch
+from simhash_redis import Match, SimhashIndex, VerifiedIndex, VerifiedMatch
 from simhash_redis.codec import format_fingerprint, parse_fingerprint
+from simhash_redis.errors import InputError
+from simhash_redis.jobs.arrow import EXTENSIONS as TABLE_EXTENSIONS
+from simhash_redis.jobs.queries import near_records
+from simhash_redis.jobs.readers import STDIN, ReadOptions, Record, detect_format, read
 
 from .common import ExitCode, echo_json, fail, registrar, settings, tsv_row
 from .fingerprint import read_text
-from .options import DocId, Encoding, JsonOut, TextArg, TextFile
+from .options import DocId, Encoding, FormatOpt, FpField, IdField, JsonOut, TextArg, TextField, TextFile
 
 __all__ = ["add", "get", "near", "register", "remove"]
 
@@ -38,16 +44,25 @@ def near(
     ] = None,
     json_out: JsonOut = False,
     encoding: Encoding = "utf-8",
+    fmt: FormatOpt = None,
+    id_field: IdField = "id",
+    text_field: TextField = "text",
+    fingerprint_field: FpField = None,
 ) -> None:
     """Print the stored documents near a text or fingerprint, nearest first: 'ID<TAB>DISTANCE<TAB>HEX'.
 
     In a verified index (created with --verified), a text's matches are those confirmed by their
     sketches, most similar first, with a fourth column: the estimated Jaccard similarity.
 
+    A --file that is a table (.parquet, .arrow/.feather, or any input with --format) holds many
+    queries, one a row: each match is printed after its query's id, 'QUERY<TAB>ID<TAB>DISTANCE<TAB>HEX'
+    (--json: a {"query", "matches"} line per row).
+
     \b
     Examples:
       simhash-redis --index news near "text of an article"
       simhash-redis --index news near --fingerprint 0x8ffffffffffffff1 -k 2 --json
+      simhash-redis --index news near --file candidates.parquet --text-field content
 
     \f
     Args:
@@ -58,12 +73,22 @@ def near(
         k: the largest distance.
         json_out: print JSON.
         encoding: how the file or stdin is encoded.
+        fmt: read --file as a table of queries in this format.
+        id_field, text_field, fingerprint_field: the table's columns (as `load` reads them).
 
     Raises:
-        typer.Exit: no text, or more than one query given (usage).
+        typer.Exit: no text, or more than one query given (usage); bad rows in a table (input).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
+    table = None if file is None else _table_format(str(file), None if fmt is None else fmt.value)
+    if table is not None and file is not None:
+        if text is not None or fingerprint is not None:
+            raise fail("give TEXT, --file or --fingerprint, only one", ExitCode.USAGE)
+        options = ReadOptions(id_field=id_field, text_field=text_field, fingerprint_field=fingerprint_field)
+        index = state.open_index(create=False)
+        _near_table(index, state.verified_of(index), read(str(file), table, options), k, json_out)
+        return
     index = state.open_index(create=False)
     verified = state.verified_of(index)
     matches: list[Match] | list[VerifiedMatch]
@@ -84,20 +109,62 @@ def near(
     _print_matches(matches, index.f, json_out)
 
 
+def _table_format(path: str, fmt: str | None) -> str | None:
+    """The format of a --file read as a table of queries (None: a query text, as ever)."""
+    if fmt is not None:
+        return fmt
+    if path != STDIN and (os.path.isdir(path) or Path(path.lower()).suffix in TABLE_EXTENSIONS):
+        return detect_format(path)
+    return None
+
+
+def _near_table(
+    index: SimhashIndex,
+    verified: VerifiedIndex | None,
+    records: Iterable[Record | InputError],
+    k: int | None,
+    json_out: bool,
+) -> None:
+    """Print each row's matches after the row's id; bad rows reported on stderr, then exit 3."""
+    bad = 0
+    for answer in near_records(index, records, verified=verified, k=k):
+        if isinstance(answer, InputError):
+            bad += 1
+            typer.echo(str(answer), err=True)
+            continue
+        record, matches = answer
+        if json_out:
+            echo_json({"query": record.id, "matches": [_match_row(m, index.f) for m in matches]})
+            continue
+        for m in matches:
+            typer.echo(tsv_row(record.id, *_tsv_fields(m, index.f)))
+    if bad:
+        raise fail(f"{bad:,} bad rows skipped", ExitCode.INPUT)
+
+
+def _match_row(m: Match | VerifiedMatch, f: int) -> dict[str, object]:
+    row: dict[str, object] = {
+        "id": m.id,
+        "distance": m.distance,
+        "fingerprint": format_fingerprint(m.fingerprint, f),
+    }
+    if isinstance(m, VerifiedMatch):
+        row["jaccard"] = round(m.jaccard, 4)
+    return row
+
+
 def _print_matches(matches: list[Match] | list[VerifiedMatch], f: int, json_out: bool) -> None:
     if json_out:
-        rows: list[dict[str, object]] = []
-        for m in matches:
-            row: dict[str, object] = {"id": m.id, "distance": m.distance}
-            row["fingerprint"] = format_fingerprint(m.fingerprint, f)
-            if isinstance(m, VerifiedMatch):
-                row["jaccard"] = round(m.jaccard, 4)
-            rows.append(row)
-        echo_json(rows)
+        echo_json([_match_row(m, f) for m in matches])
         return
     for m in matches:
-        similar = [f"{m.jaccard:.3f}"] if isinstance(m, VerifiedMatch) else []
-        typer.echo(tsv_row(m.id, m.distance, format_fingerprint(m.fingerprint, f), *similar))
+        typer.echo(tsv_row(*_tsv_fields(m, f)))
+
+
+def _tsv_fields(match: Match | VerifiedMatch, f: int) -> list[object]:
+    """A match's fields in tab-separated output: id, distance, fingerprint, and Jaccard when verified."""
+    similar = [f"{match.jaccard:.3f}"] if isinstance(match, VerifiedMatch) else []
+    return [match.id, match.distance, format_fingerprint(match.fingerprint, f), *similar]
 
 
 def add(

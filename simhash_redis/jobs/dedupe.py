@@ -23,6 +23,8 @@ class Pair(NamedTuple):
     new_id: str
     existing_id: str
     distance: int
+    #: The estimated Jaccard similarity, for a verified index's pair; else None.
+    jaccard: float | None = None
 
 
 class Group(NamedTuple):

@@ -25,6 +25,7 @@ from typing import NamedTuple, TypeVar
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
 from ..fingerprinting import MinHasher, Scheme, engines
+from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record
 
@@ -144,6 +145,24 @@ def _parse_lines(
     return _fingerprinted(items, scheme, hasher)
 
 
+def _rows_in_worker(rows: ArrowRows, f: int, fp_base: str) -> Fingerprinted:
+    assert _worker_scheme is not None
+    return _fingerprinted_rows(rows, _worker_scheme, _worker_hasher, f, fp_base)
+
+
+def _fingerprinted_rows(
+    rows: ArrowRows, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+) -> Fingerprinted:
+    """A run of table rows read and fingerprinted (a worker reads the Arrow columns itself)."""
+    done = rows.texts_fingerprinted(scheme, hasher)
+    if done is not None:
+        return Fingerprinted(*done)
+    items = [
+        item if isinstance(item, InputError) else _parsed(item, f, fp_base, hasher) for item in rows.records()
+    ]
+    return _fingerprinted(items, scheme, hasher)
+
+
 def _parsed(record: Record, f: int, fp_base: str, hasher: MinHasher | None) -> Record | InputError:
     """The record with a precomputed fingerprint's text read (other records as they are).
 
@@ -258,7 +277,9 @@ class Fingerprinter:
         self.batch_size = batch_size
         self._executor: ProcessPoolExecutor | None = None
 
-    def batches(self, units: Iterable[Record | InputError | JsonLines]) -> Iterator[Fingerprinted]:
+    def batches(
+        self, units: Iterable[Record | InputError | JsonLines | ArrowRows]
+    ) -> Iterator[Fingerprinted]:
         """The units in batches with their fingerprints, in input order, computed ahead of the caller.
 
         Args:
@@ -296,11 +317,13 @@ class Fingerprinter:
                     _unblock_feeder(reader)
                     manager.join(timeout=_CLOSE_WAIT)
 
-    def _grouped(self, units: Iterable[Record | InputError | JsonLines]) -> Iterator[Batch | JsonLines]:
+    def _grouped(
+        self, units: Iterable[Record | InputError | JsonLines | ArrowRows]
+    ) -> Iterator[Batch | JsonLines | ArrowRows]:
         # Errors travel in their batch, so they are reported in input order with the records around them.
         batch: Batch = []
         for unit in units:
-            if isinstance(unit, JsonLines):
+            if isinstance(unit, (JsonLines, ArrowRows)):
                 if batch:
                     yield batch
                     batch = []
@@ -313,8 +336,14 @@ class Fingerprinter:
         if batch:
             yield batch
 
-    def _submit(self, unit: Batch | JsonLines) -> Callable[[], Fingerprinted]:
+    def _submit(self, unit: Batch | JsonLines | ArrowRows) -> Callable[[], Fingerprinted]:
         """What gives the unit's items with their fingerprints: a worker's result, or computed here."""
+        if isinstance(unit, ArrowRows):
+            if self._parallel(unit.batch.num_rows):
+                rows = self._run(_rows_in_worker, unit, self.f, self.fp_base)
+                return lambda: _result(rows)
+            read = _fingerprinted_rows(unit, self.scheme, self.hasher, self.f, self.fp_base)
+            return lambda: read
         if isinstance(unit, JsonLines):
             if self._reads_fingerprints(unit):
                 here = unit.fingerprints_here(self.f, self.fp_base)

@@ -23,6 +23,7 @@ from ..checks import is_int
 from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
 from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.bulk import DEFAULT_WINDOW, windows
+from .arrow import ArrowRows
 from .dedupe import DryRun, Pair
 from .fingerprinter import Fingerprinted, Fingerprinter
 from .jsonlines import JsonLines
@@ -218,7 +219,7 @@ class Loader:
         self._checked = time.monotonic()
         self._fatal: InputError | None = None
 
-    def run(self, records: Iterable[Record | InputError | JsonLines]) -> LoadStats:
+    def run(self, records: Iterable[Record | InputError | JsonLines | ArrowRows]) -> LoadStats:
         """Load every record; bad ones are reported and skipped.
 
         Args:
@@ -276,7 +277,7 @@ class Loader:
                 mode = Bulk.ON if enough else Bulk.OFF
         return self._run(chunks, mode)
 
-    def _run(self, records: Iterable[Record | InputError | JsonLines], mode: Bulk) -> LoadStats:
+    def _run(self, records: Iterable[Record | InputError | JsonLines | ArrowRows], mode: Bulk) -> LoadStats:
         try:
             batches = self._good_batches(self._fingerprinter.batches(records))
             if mode is Bulk.OFF:
@@ -410,7 +411,8 @@ class Loader:
             else:
                 self.stats.duplicates += 1
                 if self.on_duplicate is not None:
-                    self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance))
+                    similar = outcome.jaccard if isinstance(outcome, VerifiedMatch) else None
+                    self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance, similar))
 
     def _count_outcome(self, outcome: Outcome, times: int = 1) -> None:
         if outcome is Outcome.ADDED:

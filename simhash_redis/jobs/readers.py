@@ -17,6 +17,8 @@ from typing import IO
 import xxhash
 
 from ..errors import InputError, InvalidArgument
+from .arrow import ARROW_FORMATS, ArrowRows, arrow_chunks, count_rows, is_dataset, read_arrow
+from .arrow import EXTENSIONS as ARROW_EXTENSIONS
 from .delimited import read_table
 from .jsonlines import JsonLines, jsonl_chunks, read_jsonl
 from .records import (
@@ -47,8 +49,9 @@ __all__ = [
 ]
 
 #: Input formats: JSON Lines, CSV, TSV, plain text (a document per line), a directory of text files,
-#: and precomputed fingerprints (``id<TAB>fingerprint`` lines).
-FORMATS = ("jsonl", "csv", "tsv", "lines", "files", "dir", "fingerprints")
+#: precomputed fingerprints (``id<TAB>fingerprint`` lines), Parquet (a file or a directory of them) and
+#: Arrow IPC (Feather) tables.
+FORMATS = ("jsonl", "csv", "tsv", "lines", "files", "dir", "fingerprints", *ARROW_FORMATS)
 _EXTENSIONS = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -61,6 +64,7 @@ _EXTENSIONS = {
     ".fp": "fingerprints",
     ".fps": "fingerprints",
     ".fingerprints": "fingerprints",
+    **ARROW_EXTENSIONS,
 }
 
 
@@ -76,7 +80,7 @@ def detect_format(path: str) -> str:
     if path == STDIN:
         return "jsonl"
     if os.path.isdir(path):
-        return "dir"
+        return "parquet" if is_dataset(path) else "dir"
     name = path.lower().removesuffix(".gz")
     fmt = _EXTENSIONS.get(os.path.splitext(name)[1])
     if fmt is None:
@@ -192,6 +196,9 @@ def read(
     if fmt == "files":  # each file one document, named by its path as given
         yield _read_file(path, path)
         return
+    if fmt in ARROW_FORMATS:
+        yield from read_arrow(path, fmt, options)
+        return
     source = source_name(path)
     last = 0  # the last line read, for the message of a truncated input
     with open_input(path) as stream:
@@ -217,7 +224,7 @@ def _checked_format(path: str, fmt: str | None) -> str:
         raise InvalidArgument(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "dir" and not os.path.isdir(path):
         raise InvalidArgument(f"{path!r} is not a directory (format dir)")
-    if fmt != "dir" and os.path.isdir(path):
+    if fmt not in ("dir", *ARROW_FORMATS) and os.path.isdir(path):
         raise InvalidArgument(f"{path!r} is a directory; pass --format dir or leave --format out")
     return fmt
 
@@ -285,8 +292,9 @@ def holds_at_least(
 
 def read_chunks(
     paths: Sequence[str], fmt: str | None, options: ReadOptions, size: int
-) -> Iterator[Record | InputError | JsonLines]:
-    """`read_all` without its input checks, but JSON Lines come as `JsonLines` runs of `size` raw lines.
+) -> Iterator[Record | InputError | JsonLines | ArrowRows]:
+    """`read_all` without its input checks, but JSON Lines come as `JsonLines` runs of `size` raw lines,
+    Parquet and Arrow tables as `ArrowRows` runs of `size` rows.
 
     Args:
         paths: the inputs (see `check_inputs`).
@@ -299,6 +307,9 @@ def read_chunks(
     """
     for path in paths:
         kind = _checked_format(path, fmt)
+        if kind in ARROW_FORMATS:
+            yield from arrow_chunks(path, kind, options, size)
+            continue
         if kind != "jsonl":
             yield from read(path, kind, options)
             continue
@@ -336,6 +347,12 @@ def estimate_total(
             continue
         if kind == "dir":
             total += sum(1 for _ in _dir_files(Path(path)))
+            continue
+        if kind in ARROW_FORMATS:
+            rows = count_rows(path, kind)
+            if rows is None:
+                return None
+            total += rows
             continue
         try:
             info = os.stat(path)

@@ -1,0 +1,102 @@
+"""A datatrove pipeline step that keeps a document only if the shared index stores it as new.
+
+Deduplication against everything kept before, removing only from the new data: the index lives in
+Redis, so every task of a run (and every later run, on any machine) checks against the same documents::
+
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.readers import ParquetReader
+    from datatrove.pipeline.writers import ParquetWriter
+    from simhash_redis.contrib.datatrove import NearDuplicateFilter
+
+    LocalPipelineExecutor(
+        pipeline=[
+            ParquetReader("crawl/2025-05/"),
+            NearDuplicateFilter("redis://localhost:6379/0", "crawl"),
+            ParquetWriter("kept/2025-05/"),
+        ],
+        tasks=16,
+        workers=8,
+    ).run()
+
+Each batch of documents is checked and stored in one call, atomically per document (`NewDocuments`):
+of tasks that meet copies of one text at the same time, exactly one keeps it. Verified mode (MinHash
+sketches confirm each near-duplicate, `VerifiedIndex`) is the default. A task run again after a crash
+keeps what it kept before (its documents are stored under their own ids). datatrove's document ids
+name a document by its file and row unless the reader is given an ``id_key``: give every snapshot's
+documents ids of their own (a URL, or files named by snapshot).
+
+Needs the ``datatrove`` extra: ``pip install 'simhash-redis[datatrove]'``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from datatrove.data import Document
+from datatrove.pipeline.filters.base_filter import BaseFilter
+from datatrove.pipeline.writers.disk_base import DiskWriter
+
+from .new_documents import NewDocuments
+
+__all__ = ["NearDuplicateFilter"]
+
+#: Why a document was dropped, in datatrove's stats (``dropped_near_duplicate``) and, with an exclusion
+#: writer, in its metadata (``filter_reason``, beside ``duplicate_of``).
+REASON = "near_duplicate"
+
+
+class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
+    """Keeps a document only if the shared index stores it as new (or stored it before under its id).
+
+    Args:
+        url: the Redis server's URL (credentials in it never appear in messages or logs).
+        index: the index name every task (and every run) shares.
+        verified: confirm near-duplicates with MinHash sketches (default); False for plain SimHash.
+        batch_size: documents checked and stored per call.
+        exclusion_writer: a datatrove writer that saves the dropped documents, each with the id of the
+            stored near-duplicate that dropped it (metadata ``duplicate_of``).
+        **options: the index's other settings (k, prefix, threshold, ...), used when it is created.
+    """
+
+    name = "simhash-redis near-duplicates"
+
+    def __init__(
+        self,
+        url: str,
+        index: str,
+        *,
+        verified: bool = True,
+        batch_size: int = 500,
+        exclusion_writer: DiskWriter | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(exclusion_writer, batch_size)
+        self.documents = NewDocuments(url, index, verified=verified, **options)
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        """One document's verdict: True to keep it.
+
+        Args:
+            doc: the document.
+        """
+        return self.filter_batch([doc])[0]
+
+    def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
+        """Each document's verdict, the batch checked and stored in one call.
+
+        Args:
+            batch: the documents.
+
+        Raises:
+            RedisUnavailable, WriteContention: as `NewDocuments.check` (the task fails; run it again).
+        """
+        found = self.documents.check([str(doc.id) for doc in batch], [doc.text for doc in batch])
+        verdicts: list[bool | tuple[bool, str]] = []
+        for doc, match in zip(batch, found, strict=True):
+            if match is None:
+                verdicts.append(True)
+                continue
+            doc.metadata["duplicate_of"] = match.id
+            self.stat_update("near_duplicate_distance", value=match.distance)
+            verdicts.append((False, REASON))
+        return verdicts

@@ -1,0 +1,142 @@
+"""Which documents of a batch a shared index stores as new: the step a data pipeline's workers share.
+
+`NewDocuments` is what a Hugging Face ``datasets`` filter (``dataset.filter(keep, batched=True,
+num_proc=8)``) and the datatrove step (`simhash_redis.contrib.datatrove`) call: each batch is checked
+and stored in one call (`VerifiedIndex.add_if_new_many`, or ``SimhashIndex.add_many(unique=True)``),
+atomically per document, so that of the workers that meet copies of one text exactly one keeps it. It is
+pickled to every worker process as its settings alone, and opens its own connection there the first time
+it is called (a connection is never shared across a fork).
+
+A document is kept when it is stored now, or was stored before under its own id (a pipeline run again
+after a crash keeps what it kept the first time); it is dropped when another id's near-duplicate is stored.
+Ids must name documents across every run and snapshot (a URL, or a snapshot's name and the row): a
+document met again under another id is a copy of itself, and dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..index import Match, Outcome, SimhashIndex, VerifiedIndex
+from ..results import VerifiedMatch
+
+__all__ = ["NewDocuments"]
+
+
+class NewDocuments:
+    """Checks and stores batches of documents in a shared index, from any process.
+
+    Args:
+        url: the Redis server's URL (credentials in it never appear in messages).
+        index: the index name every worker shares.
+        verified: confirm each near-duplicate with MinHash sketches (`VerifiedIndex`, the default); False
+            for the plain SimHash index (faster, less recall below Jaccard ~0.95).
+        id_column: the batch column of document ids.
+        text_column: the batch column of texts.
+        **options: the index's other settings (k, prefix, threshold, ...), used when it is created; an
+            existing index keeps its own and refuses others.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        index: str,
+        *,
+        verified: bool = True,
+        id_column: str = "id",
+        text_column: str = "text",
+        **options: Any,
+    ) -> None:
+        self.url, self.index, self.verified = url, index, verified
+        self.id_column, self.text_column = id_column, text_column
+        self.options = options
+        self._opened: tuple[int, SimhashIndex | VerifiedIndex] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_opened"] = None  # each process opens its own connection
+        return state
+
+    def open(self) -> SimhashIndex | VerifiedIndex:
+        """This process's index, opened (and created, the first time anywhere) on first use.
+
+        Raises:
+            ConfigurationMismatch: the options disagree with the stored index.
+            RedisUnavailable: the server cannot be reached.
+        """
+        if self._opened is None or self._opened[0] != os.getpid():
+            if self.verified:
+                opened: SimhashIndex | VerifiedIndex = VerifiedIndex.from_url(
+                    self.url, self.index, **self.options
+                )
+            else:
+                opened = SimhashIndex.from_url(self.url, self.index, **self.options)
+            self._opened = (os.getpid(), opened)
+        return self._opened[1]
+
+    def check(self, ids: Sequence[str], texts: Sequence[str]) -> list[Match | VerifiedMatch | None]:
+        """Store each document unless another id's near-duplicate is stored; in order, None for each
+        document kept, else the stored near-duplicate that drops it.
+
+        Args:
+            ids: the documents' ids.
+            texts: their texts.
+
+        Raises:
+            InvalidArgument, InvalidType: a malformed id or text (nothing of the batch is written).
+            WriteContention, RedisUnavailable: as `add_if_new`.
+        """
+        if len(ids) != len(texts):
+            raise InvalidArgument(f"{len(ids)} ids for {len(texts)} texts")
+        index = self.open()
+        items = list(zip(ids, texts, strict=True))
+        found: Sequence[Match | VerifiedMatch | Outcome | None]
+        if isinstance(index, VerifiedIndex):
+            found = index.add_if_new_many(items)
+        else:
+            found = index.add_many(items, unique=True)
+        return [
+            m if isinstance(m, (Match, VerifiedMatch)) and m.id != doc_id else None
+            for doc_id, m in zip(ids, found, strict=True)
+        ]
+
+    def _columns(self, batch: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[str]]:
+        missing = [name for name in (self.id_column, self.text_column) if name not in batch]
+        if missing:
+            raise InvalidArgument(
+                f"the batch has no {missing[0]!r} column (columns: {', '.join(batch)}); give id_column and "
+                "text_column, or add ids: dataset.map(lambda b, i: {'id': [f'snap:{n}' for n in i]}, "
+                "with_indices=True, batched=True)"
+            )
+        return [str(doc_id) for doc_id in batch[self.id_column]], list(batch[self.text_column])
+
+    def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
+        """For ``dataset.filter(keep, batched=True)``: True for each row kept.
+
+        Args:
+            batch: columns by name, as `datasets` gives a batch.
+
+        Raises:
+            InvalidArgument: the batch lacks the id or text column.
+        """
+        return [m is None for m in self.check(*self._columns(batch))]
+
+    def verdicts(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+        """For ``dataset.map(keep.verdicts, batched=True)``: each row's ``duplicate_of`` (None: kept),
+        ``distance`` and ``jaccard`` (None unless verified), to filter or study later.
+
+        Args:
+            batch: columns by name, as `datasets` gives a batch.
+
+        Raises:
+            InvalidArgument: the batch lacks the id or text column.
+        """
+        found = self.check(*self._columns(batch))
+        return {
+            "duplicate_of": [None if m is None else m.id for m in found],
+            "distance": [None if m is None else m.distance for m in found],
+            "jaccard": [m.jaccard if isinstance(m, VerifiedMatch) else None for m in found],
+        }

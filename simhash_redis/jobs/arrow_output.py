@@ -1,0 +1,210 @@
+"""A dedupe run's verdicts written back to Parquet or Arrow: the rows kept, the rows dropped, or every row.
+
+A pipeline's next stage reads the output directly: each row keeps every column of its input, in the
+input's schema. The run itself reads only the id and text columns; `TableOutput` remembers the ids it
+dropped (one entry per duplicate, whatever the input's size), then reads the inputs again a record batch
+at a time and writes the rows asked for, so memory stays bounded by a few batches. The output is written
+to a temporary file beside it and renamed into place once complete: an interrupted run leaves no partial
+output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..errors import InvalidArgument
+from .arrow import (
+    ARROW_FORMATS,
+    BATCH_ROWS,
+    EXTENSIONS,
+    checked_columns,
+    dataset_files,
+    pyarrow,
+    record_batches,
+    records_of_batch,
+    schema_of,
+)
+from .dedupe import Pair
+from .readers import STDIN, ReadOptions, Record, detect_format
+
+__all__ = ["ROWS", "TableOutput"]
+
+#: Which rows an output holds: those kept (stored as new, or already stored under their id), those
+#: dropped as near-duplicates, or all of them with their verdict.
+ROWS = ("kept", "dropped", "all")
+#: The columns `rows="all"` adds: the verdict, the id of the near-duplicate that dropped a row, its
+#: distance, and (a verified index) its estimated Jaccard similarity.
+VERDICT_COLUMNS = ("status", "duplicate_of", "distance", "jaccard")
+
+
+class TableOutput:
+    """Collects a dedupe run's dropped ids (`add`, its on_duplicate), then writes the rows asked for.
+
+    Args:
+        path: the output file: ``.parquet`` (or ``.pq``) for Parquet, ``.arrow`` / ``.feather`` for an
+            Arrow IPC file.
+        rows: one of `ROWS`.
+
+    Raises:
+        InvalidArgument: rows is not one of `ROWS`, or the path's extension names no table format.
+    """
+
+    def __init__(self, path: str, rows: str = "kept") -> None:
+        if rows not in ROWS:
+            raise InvalidArgument(f"rows must be one of {', '.join(ROWS)}, got {rows!r}")
+        kind = EXTENSIONS.get(os.path.splitext(path.lower())[1])
+        if kind is None:
+            raise InvalidArgument(f"cannot tell the output format of {path!r}: name it .parquet or .arrow")
+        self.path, self.rows, self.kind = path, rows, kind
+        #: The dropped ids, with the pair that dropped each.
+        self.dropped: dict[str, Pair] = {}
+
+    def add(self, pair: Pair) -> None:
+        """Remember a dropped document (a dedupe run's on_duplicate).
+
+        Args:
+            pair: the document and the near-duplicate that dropped it.
+        """
+        self.dropped[pair.new_id] = pair
+
+    def check(self, inputs: Sequence[str], fmt: str | None) -> Any:
+        """Check, before the run, that the inputs can be written back; their common schema.
+
+        Args:
+            inputs: the run's inputs.
+            fmt: the format given, or None.
+
+        Raises:
+            InvalidArgument: an input is not Parquet or Arrow (or is standard input), the inputs'
+                columns differ, one of them would be overwritten, one has a column the output adds, or
+                the output's folder does not exist.
+            SimhashRedisError: pyarrow is not installed.
+        """
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):
+            raise InvalidArgument(f"the output's folder {folder!r} does not exist")
+        schema = None
+        for path in inputs:
+            kind = fmt or detect_format(path)
+            if path == STDIN or kind not in ARROW_FORMATS:
+                raise InvalidArgument(
+                    f"{path!r}: an output table needs Parquet or Arrow inputs, read from files (their "
+                    "columns are written back)"
+                )
+            for file in dataset_files(path, kind):
+                if os.path.exists(self.path) and os.path.samefile(file, self.path):
+                    raise InvalidArgument(f"the output {self.path!r} is one of the inputs: name another file")
+                mine = schema_of(file, kind)
+                if schema is None:
+                    schema, first = mine, file
+                elif not mine.equals(schema):
+                    raise InvalidArgument(
+                        f"{file}: its columns ({mine.to_string(show_schema_metadata=False)}) differ from "
+                        f"{first}'s: write each to its own output"
+                    )
+        if schema is not None and schema.metadata and b"pandas" in schema.metadata:
+            # pandas' index of the input would not describe the rows written
+            schema = schema.with_metadata({k: v for k, v in schema.metadata.items() if k != b"pandas"})
+        if schema is not None and self.rows == "all":
+            clash = [name for name in VERDICT_COLUMNS if name in schema.names]
+            if clash:
+                raise InvalidArgument(f"the input already has a {clash[0]!r} column, which --rows all adds")
+        return schema
+
+    def write(
+        self, inputs: Sequence[str], fmt: str | None, options: ReadOptions, *, jaccard: bool = False
+    ) -> int:
+        """Read the inputs again and write the rows asked for; the number written.
+
+        Args:
+            inputs: the run's inputs (as checked by `check`).
+            fmt: the format given, or None.
+            options: the run's read options (where ids are found).
+            jaccard: with rows="all", add the jaccard column (the run's index is verified).
+
+        Raises:
+            InvalidArgument: as `check`.
+            pyarrow.ArrowException, OSError: an input cannot be read again, or the output written.
+        """
+        schema = self.check(inputs, fmt)
+        pa = pyarrow()[0]
+        if self.rows == "all":
+            schema = schema.append(pa.field("status", pa.string()))
+            schema = schema.append(pa.field("duplicate_of", pa.string()))
+            schema = schema.append(pa.field("distance", pa.int32()))
+            if jaccard:
+                schema = schema.append(pa.field("jaccard", pa.float64()))
+        partial = f"{self.path}.{os.getpid()}.partial"
+        written = 0
+        try:
+            with self._writer(partial, schema) as put:
+                held: list[Any] = []
+                for batch in self._batches(inputs, fmt, options, schema):
+                    held.append(batch)
+                    if sum(b.num_rows for b in held) >= BATCH_ROWS:
+                        written += put(held)
+                        held = []
+                written += put(held)
+            os.replace(partial, self.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(partial)
+        return written
+
+    @contextlib.contextmanager
+    def _writer(self, path: str, schema: Any) -> Iterator[Callable[[list[Any]], int]]:
+        """A function that writes batches (as one row group) and gives their rows."""
+        pa, pq, ipc = pyarrow()
+        writer = pq.ParquetWriter(path, schema) if self.kind == "parquet" else ipc.new_file(path, schema)
+
+        def put(batches: list[Any]) -> int:
+            table = pa.Table.from_batches(batches, schema=schema)
+            if table.num_rows:
+                writer.write_table(table)
+            return int(table.num_rows)
+
+        try:
+            yield put
+        finally:
+            writer.close()
+
+    def _batches(
+        self, inputs: Sequence[str], fmt: str | None, options: ReadOptions, schema: Any
+    ) -> Iterator[Any]:
+        """The rows asked for of each input batch, in input order."""
+        pa = pyarrow()[0]
+        for path in inputs:
+            kind = fmt or detect_format(path)
+            for file in dataset_files(path, kind):
+                row = 1
+                for batch in record_batches(file, kind, None):
+                    names = checked_columns(batch.schema, file, options)
+                    items = records_of_batch(batch, file, row, options, *names)
+                    row += batch.num_rows
+                    if self.rows == "all":
+                        yield self._with_verdicts(batch, items, schema)
+                        continue
+                    dropped = self.rows == "dropped"
+                    mask = [
+                        isinstance(item, Record) and (item.id in self.dropped) == dropped for item in items
+                    ]
+                    chosen = batch.filter(pa.array(mask, type=pa.bool_()))
+                    yield pa.RecordBatch.from_arrays(chosen.columns, schema=schema)
+
+    def _with_verdicts(self, batch: Any, items: list[Record | Any], schema: Any) -> Any:
+        """The batch with the verdict columns added."""
+        pa = pyarrow()[0]
+        pairs = [self.dropped.get(item.id) if isinstance(item, Record) else None for item in items]
+        status = [
+            "bad" if not isinstance(item, Record) else "kept" if pair is None else "dropped"
+            for item, pair in zip(items, pairs, strict=True)
+        ]
+        columns = [*batch.columns, pa.array(status, pa.string())]
+        columns.append(pa.array([None if p is None else p.existing_id for p in pairs], pa.string()))
+        columns.append(pa.array([None if p is None else p.distance for p in pairs], pa.int32()))
+        if "jaccard" in schema.names:
+            columns.append(pa.array([None if p is None else p.jaccard for p in pairs], pa.float64()))
+        return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -1,0 +1,260 @@
+"""Parquet and Arrow IPC (Feather) input for load, dedupe and near --file, against the suite's real server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simhash_redis import Scheme, SimhashRedisError
+from simhash_redis.codec import format_fingerprint
+from simhash_redis.jobs import arrow
+from simhash_redis.jobs.readers import ReadOptions, detect_format, estimate_total, read
+from tests.cli.conftest import Invoke, article
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+feather = pytest.importorskip("pyarrow.feather")
+
+
+def _table(n: int, start: int = 0, copies: int = 0) -> object:
+    ids = [f"a{i}" for i in range(start, start + n)]
+    texts = [article(i) for i in range(start, start + n)]
+    for c in range(1, copies + 1):
+        ids += [f"a{i}-copy{c}" for i in range(start, start + n)]
+        texts += [article(i, c) for i in range(start, start + n)]
+    return pa.table({"id": ids, "text": texts, "lang": ["en"] * len(ids), "n": list(range(len(ids)))})
+
+
+def _parquet(path: Path, n: int, start: int = 0, copies: int = 0, row_group: int = 50) -> Path:
+    pq.write_table(_table(n, start, copies), path, row_group_size=row_group)
+    return path
+
+
+def test_load_parquet_feather_and_a_stream(invoke: Invoke, tmp_path: Path) -> None:
+    parquet = _parquet(tmp_path / "news.parquet", 120, row_group=25)
+    result = invoke("load", "--json", str(parquet))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["added"] == 120
+    assert invoke("get", "a7").stdout.strip() == format_fingerprint(Scheme().fingerprint(article(7)), 64)
+    feather.write_feather(_table(30, start=200), tmp_path / "more.feather", chunksize=7)
+    assert (
+        json.loads(invoke("load", "--json", "--bulk", str(tmp_path / "more.feather")).stdout)["added"] == 30
+    )
+    # An Arrow IPC stream, by --format, from a file and from standard input.
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, _table(5, start=300).schema) as writer:
+        writer.write_table(_table(5, start=300))
+    (tmp_path / "stream.bin").write_bytes(sink.getvalue().to_pybytes())
+    by_format = invoke("load", "--json", "--format", "arrow", str(tmp_path / "stream.bin"))
+    assert json.loads(by_format.stdout)["added"] == 5, by_format.output
+    piped = invoke("load", "--json", "--format", "arrow", "-", input=sink.getvalue().to_pybytes())
+    assert json.loads(piped.stdout)["unchanged"] == 5, piped.output
+
+
+def test_a_directory_of_parquet_files_is_a_dataset(invoke: Invoke, tmp_path: Path) -> None:
+    data = tmp_path / "crawl"
+    (data / "part=1").mkdir(parents=True)
+    _parquet(data / "part-0.parquet", 40)
+    _parquet(data / "part=1" / "part-1.parquet", 40, start=40)
+    (data / "_SUCCESS").write_bytes(b"")
+    assert detect_format(str(data)) == "parquet"
+    assert estimate_total([str(data)]) == 80
+    result = invoke("load", "--json", str(data))
+    assert result.exit_code == 0 and json.loads(result.stdout)["added"] == 80, result.output
+    assert invoke("get", "a79").exit_code == 0
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "a.txt").write_text("a text file", encoding="utf-8")
+    assert detect_format(str(tmp_path / "texts")) == "dir"  # text files stay documents
+
+
+def test_bad_rows_are_named_by_file_and_row(invoke: Invoke, tmp_path: Path) -> None:
+    table = pa.table(
+        {
+            "url": ["u1", None, "u3", "u4", "u5"],
+            "body": [article(1), article(2), "   ", None, article(5)],
+        }
+    )
+    path = tmp_path / "bad.parquet"
+    pq.write_table(table, path, row_group_size=2)
+    result = invoke("load", "--json", "--id-field", "url", "--text-field", "body", str(path))
+    assert result.exit_code == 0, result.output
+    assert f"{path}:2: the id is null" in result.stderr
+    assert f"{path}:3: empty text" in result.stderr
+    assert f"{path}:4: the text is null" in result.stderr
+    assert json.loads(result.stdout)["added"] == 2
+
+
+def test_columns_by_name_or_number_and_their_errors(invoke: Invoke, tmp_path: Path) -> None:
+    path = _parquet(tmp_path / "news.parquet", 10)
+    by_number = invoke("load", "--json", "--id-field", "1", "--text-field", "2", str(path))
+    assert json.loads(by_number.stdout)["added"] == 10, by_number.output
+    missing = invoke("load", "--text-field", "content", str(path))
+    assert missing.exit_code == 2 and "Traceback" not in missing.output
+    assert "no column 'content' (columns: id, text, lang, n); choose one with --text-field" in missing.stderr
+    wrong = invoke("load", "--text-field", "n", str(path))
+    assert wrong.exit_code == 2 and "column 'n' is of type int64, which cannot hold a text" in wrong.stderr
+
+
+def test_fingerprint_columns(invoke: Invoke, tmp_path: Path) -> None:
+    table = pa.table(
+        {
+            "id": ["f1", "f2", "f3"],
+            "fp": pa.array([255, 2**64 - 1, 16], type=pa.uint64()),
+            "hex": ["0xff", "zz", "0x10"],
+        }
+    )
+    pq.write_table(table, tmp_path / "fps.parquet")
+    ints = invoke("load", "--json", "--fingerprint-field", "fp", str(tmp_path / "fps.parquet"))
+    assert json.loads(ints.stdout)["added"] == 3, ints.output
+    assert invoke("get", "f2").stdout.strip() == "0x" + "f" * 16
+    hexes = invoke("--index", "other", "load", "--fingerprint-field", "hex", str(tmp_path / "fps.parquet"))
+    assert hexes.exit_code == 0 and f"{tmp_path / 'fps.parquet'}:2:" in hexes.stderr
+
+
+def test_not_a_parquet_file_fails_after_the_rest_is_loaded(invoke: Invoke, tmp_path: Path) -> None:
+    (tmp_path / "junk.parquet").write_bytes(b"this is not parquet at all")
+    good = _parquet(tmp_path / "good.parquet", 10)
+    result = invoke("load", str(tmp_path / "junk.parquet"), str(good))
+    assert result.exit_code == 3 and "Traceback" not in result.output
+    assert f"{tmp_path / 'junk.parquet'}: not a Parquet file, or a corrupt one" in result.stderr
+    assert invoke("get", "a9").exit_code == 0
+    piped = invoke("load", "--format", "parquet", "-", input=b"PAR1")
+    assert piped.exit_code == 2 and "Parquet cannot be read from standard input" in piped.stderr
+
+
+def test_dedupe_and_near_read_parquet(invoke: Invoke, tmp_path: Path) -> None:
+    assert invoke("load", str(_parquet(tmp_path / "old.parquet", 10))).exit_code == 0
+    today = _parquet(tmp_path / "today.parquet", 20, copies=1)
+    pairs = invoke("dedupe", "--json", "-q", str(today))
+    found = [json.loads(line) for line in pairs.stdout.splitlines()]
+    assert pairs.exit_code == 0 and len(found) == 20, pairs.output
+    assert {"id": "a3-copy1", "duplicate_of": "a3"}.items() <= found[3].items()
+    queries = pa.table({"qid": ["q1", "q2"], "content": [article(4, 1), "words unlike any stored story"]})
+    pq.write_table(queries, tmp_path / "queries.parquet")
+    near = invoke(
+        "near", "--file", str(tmp_path / "queries.parquet"), "--id-field", "qid", "--text-field", "content"
+    )
+    assert near.exit_code == 0, near.output
+    assert near.stdout.splitlines()[0].startswith("q1\ta4\t0\t")
+    as_json = invoke(
+        "near",
+        "--json",
+        "--file",
+        str(tmp_path / "queries.parquet"),
+        "--id-field",
+        "qid",
+        "--text-field",
+        "content",
+    )
+    rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [row["query"] for row in rows] == ["q1", "q2"] and rows[1]["matches"] == []
+    # --format makes any bulk input a table of queries; a text file without it is still one query.
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "j1", "text": article(5)}) + "\n", encoding="utf-8")
+    assert invoke("near", "--format", "jsonl", "--file", str(tmp_path / "q.jsonl")).stdout.startswith(
+        "j1\ta5\t"
+    )
+
+
+def test_reads_a_few_columns_a_batch_at_a_time(tmp_path: Path) -> None:
+    path = _parquet(tmp_path / "big.parquet", 3 * arrow.BATCH_ROWS // 40 + 10, copies=39, row_group=1000)
+    sizes = [
+        (batch.num_rows, batch.schema.names)
+        for batch in arrow.record_batches(str(path), "parquet", ["id", "text"])
+    ]
+    assert max(rows for rows, _ in sizes) <= arrow.BATCH_ROWS and len(sizes) > 3
+    assert all(names == ["id", "text"] for _, names in sizes)
+    records = list(read(str(path), None, ReadOptions()))
+    assert len(records) == sum(rows for rows, _ in sizes) and records[-1].line == len(records)
+
+
+def test_missing_pyarrow_names_the_extra(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _parquet(tmp_path / "news.parquet", 3)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(SimhashRedisError, match=r"pip install 'simhash-redis\[parquet\]'"):
+        list(read(str(path)))
+    result = invoke("load", str(path))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "needs pyarrow: pip install 'simhash-redis[parquet]'" in result.stderr
+
+
+_PEAK = """
+import sys
+from simhash_redis.jobs import arrow
+arrow.pyarrow()
+
+def status(field):
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(field))
+
+before = status("VmRSS:")
+rows = sum(batch.num_rows for batch in arrow.record_batches(sys.argv[1], "parquet", ["id", "text"]))
+print(rows, (status("VmHWM:") - before) // 1024)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
+def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
+    # pyarrow writes a table of up to a million rows as one row group: it must not be read whole.
+    rows, text = 60_000, article(1) * 12  # 60,000 texts of 3.5 KB: a 210 MB row group
+    table = pa.table({"id": [str(i) for i in range(rows)], "text": [f"{i} {text}" for i in range(rows)]})
+    pq.write_table(table, tmp_path / "one-group.parquet", compression="none")
+    del table
+    assert pq.ParquetFile(tmp_path / "one-group.parquet").metadata.num_row_groups == 1
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(tmp_path / "one-group.parquet")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    count, grown_mb = map(int, done.stdout.split())
+    # About 100 MB whatever the size (pyarrow's pages and batches, its allocator's cache), not 210 MB and more
+    assert count == rows and grown_mb < 150, grown_mb
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string"])
+def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
+    from simhash_redis.fingerprinting import engines
+    from simhash_redis.jobs.fingerprinter import _fingerprinted
+
+    if engines.native is None:
+        pytest.skip("the bytes path is the compiled core's")
+    texts = [
+        article(1),
+        "\u3000 \u00a0",
+        None,
+        "  ",
+        article(2),
+        "\x1c",
+        "\u3000x",
+        "\u4f60\u597d",
+        article(3),
+    ]
+    ids = ["a", "b", "c", None, "x" * 2000, "f", "g", "h", "i"]
+    batch = pa.record_batch({"id": ids, "text": pa.array(texts, type=getattr(pa, kind)())})
+    rows = arrow.ArrowRows("t.parquet", 11, batch, ReadOptions(), "id", "text")
+    done = rows.texts_fingerprinted(Scheme(), None)
+    assert done is not None
+    expected = _fingerprinted(rows.records(), Scheme(), None)
+    assert done[:2] == (expected.ids, expected.fps) and expected.ids == ["a", "g", "h", "i"]
+    assert [(at, str(e)) for at, e in done[2]] == [(at, str(e)) for at, e in expected.errors]
+    assert str(done[2][0][1]) == "t.parquet:12: empty text"
+
+
+def test_near_file_of_a_verified_index(invoke: Invoke, tmp_path: Path) -> None:
+    loaded = invoke("--verified", "--index", "v", "load", str(_parquet(tmp_path / "news.parquet", 5)))
+    assert loaded.exit_code == 0, loaded.output
+    pq.write_table(pa.table({"id": ["q"], "text": [article(2, 1)]}), tmp_path / "q.parquet")
+    near = invoke("--index", "v", "near", "--file", str(tmp_path / "q.parquet"))
+    assert near.exit_code == 0, near.output
+    query, match, distance, _, jaccard = near.stdout.splitlines()[0].split("\t")
+    assert (query, match, distance) == ("q", "a2", "0") and float(jaccard) >= 0.8
+    fps = tmp_path / "fps.parquet"
+    pq.write_table(pa.table({"id": ["f"], "fp": pa.array([1], pa.uint64())}), fps)
+    refused = invoke("--index", "v", "near", "--file", str(fps), "--fingerprint-field", "fp")
+    assert refused.exit_code == 3 and "not a fingerprint" in refused.stderr
