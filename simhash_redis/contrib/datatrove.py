@@ -25,7 +25,7 @@ keeps what it kept before (its documents are stored under their own ids). datatr
 name a document by its file and row unless the reader is given an ``id_key``: give every snapshot's
 documents ids of their own (a URL, or files named by snapshot).
 
-Needs the ``datatrove`` extra: ``pip install 'simhash-redis[datatrove]'``.
+Needs the ``datatrove`` extra: ``pip install '.[datatrove]'`` in a checkout.
 """
 
 from __future__ import annotations

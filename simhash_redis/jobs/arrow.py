@@ -6,7 +6,7 @@ file through a memory map. A directory of Parquet files (a dataset, as Spark, da
 Face hub write them) is read file by file, in name order. Rows are numbered from 1 in each file, as
 lines are: an error reads ``part-0003.parquet:1207: empty text``.
 
-pyarrow is an optional extra (``pip install 'simhash-redis[parquet]'``), imported where it is used.
+pyarrow is an optional extra (``pip install '.[parquet]'`` in a checkout), imported where it is used.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ Sketched = tuple[list[str], list[int], list[tuple[int, InputError]], list[bytes]
 BATCH_ROWS = 4096
 #: Bytes of a Parquet column read at a time.
 _STREAM_BUFFER = 1 << 20
-_MISSING = "reading Parquet or Arrow files needs pyarrow: pip install 'simhash-redis[parquet]'"
+_MISSING = "reading Parquet or Arrow files needs pyarrow: `pip install pyarrow` (the parquet extra)"
 
 
 def pyarrow() -> tuple[ModuleType, ModuleType, ModuleType]:

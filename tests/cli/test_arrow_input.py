@@ -180,7 +180,7 @@ def test_missing_pyarrow_names_the_extra(
         list(read(str(path)))
     result = invoke("load", str(path))
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "needs pyarrow: pip install 'simhash-redis[parquet]'" in result.stderr
+    assert "needs pyarrow: `pip install pyarrow` (the parquet extra)" in result.stderr
 
 
 _PEAK = """
