@@ -14,7 +14,7 @@ from simhash_redis.index import list_indexes
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import IndexStats, collect
 
-from .common import ExitCode, echo_json, fail, registrar, settings, stdin_is_terminal
+from .common import ExitCode, echo_json, fail, plural, registrar, settings, stdin_is_terminal
 from .options import JsonOut, Quiet
 from .progress import Progress
 
@@ -35,18 +35,21 @@ def _print_stats(s: IndexStats) -> None:
         typer.echo(f"retention      {Retention.from_meta(s.config['retention']).describe()}")
     for period in s.periods:
         typer.echo(
-            f"period         from {period.start}: {period.documents:,} documents, "
-            f"{period.fingerprints:,} fingerprints, expiring at {period.expires}"
+            f"period         from {period.start}: {plural(period.documents, 'document')}, "
+            f"{plural(period.fingerprints, 'fingerprint')}, expiring at {period.expires}"
         )
     how = (
         "exact" if s.memory.exact else f"estimated from {s.memory.sampled_keys:,} sampled keys (MEMORY USAGE)"
     )
-    typer.echo(f"memory         {_mib(s.memory.bytes)} in {s.memory.total_keys:,} keys, {how}")
+    typer.echo(f"memory         {_mib(s.memory.bytes)} in {plural(s.memory.total_keys, 'key')}, {how}")
     if s.server_used_memory is not None:
         typer.echo(f"server memory  {_mib(s.server_used_memory)} used by the whole server")
-    typer.echo(f"id map         {s.id_map_keys:,} hashes; fingerprint map {s.fp_map_keys:,} hashes")
+    typer.echo(
+        f"id map         {plural(s.id_map_keys, 'hash', 'hashes')}; fingerprint map "
+        f"{plural(s.fp_map_keys, 'hash', 'hashes')}"
+    )
     for t in s.tables:
-        typer.echo(f"table {t.table:<8} {t.keys:,} buckets, largest {t.largest:,}, mean {t.mean:g}")
+        typer.echo(f"table {t.table:<8} {plural(t.keys, 'bucket')}, largest {t.largest:,}, mean {t.mean:g}")
     if s.bucket_sizes:
         typer.echo("bucket sizes   " + ", ".join(f"{rng}: {n:,}" for rng, n in s.bucket_sizes.items()))
     if s.largest:
@@ -127,7 +130,7 @@ def export(
             count = export_index(index, out, on_progress=progress.update)
     progress.close()
     if not quiet:
-        typer.echo(f"exported {count:,} records of index {index.name!r}", err=True)
+        typer.echo(f"exported {plural(count, 'record')} of index {index.name!r}", err=True)
 
 
 def import_(
@@ -194,8 +197,8 @@ def import_(
         echo_json(vars(result))
     elif not quiet:
         typer.echo(
-            f"imported {result.records:,} records into index {result.name!r}: {result.added:,} added, "
-            f"{result.replaced:,} replaced, {result.unchanged:,} unchanged",
+            f"imported {plural(result.records, 'record')} into index {result.name!r}: "
+            f"{result.added:,} added, {result.replaced:,} replaced, {result.unchanged:,} unchanged",
             err=True,
         )
 
@@ -230,12 +233,14 @@ def drop(
             f"delete every key of index {state.index_name!r} (meta unreadable) at {state.shown_url()}?",
         )
         deleted = drop_index(state.client(), state.index_name)
-        typer.echo(f"dropped index {state.index_name!r} (its meta was lost or unreadable): {deleted:,} keys")
+        typer.echo(
+            f"dropped index {state.index_name!r} (its meta was lost or unreadable): {plural(deleted, 'key')}"
+        )
         return
     docs = index.count()[0]
-    _confirm(yes, f"delete index {index.name!r} ({docs:,} documents) at {state.shown_url()}?")
+    _confirm(yes, f"delete index {index.name!r} ({plural(docs, 'document')}) at {state.shown_url()}?")
     deleted = index.drop()
-    typer.echo(f"dropped index {index.name!r}: {docs:,} documents, {deleted:,} keys")
+    typer.echo(f"dropped index {index.name!r}: {plural(docs, 'document')}, {plural(deleted, 'key')}")
 
 
 def _confirm(yes: bool, question: str) -> None:
@@ -276,7 +281,7 @@ def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
         elif "error" in row:
             typer.echo(f"{name}\t(unreadable: {row['error']})")
         else:
-            typer.echo(f"{name}\t{row['documents']:,} documents\tk={row['k']} f={row['f']}")
+            typer.echo(f"{name}\t{plural(row['documents'], 'document')}\tk={row['k']} f={row['f']}")
 
 
 def restore_meta(ctx: typer.Context) -> None:

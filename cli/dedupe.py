@@ -12,6 +12,7 @@ from .common import echo_json, registrar
 from .load import LoadRun, format_pair, run_load
 from .options import (
     BatchSize,
+    Encoding,
     Files,
     FormatOpt,
     FpBase,
@@ -50,6 +51,7 @@ def dedupe(
     fingerprint_field: FpField = None,
     no_header: NoHeader = False,
     id_prefix: IdPrefix = None,
+    encoding: Encoding = "utf-8",
     fp_base: FpBaseOpt = FpBase.auto,
     workers: Workers = None,
     batch_size: BatchSize = 1000,
@@ -78,7 +80,7 @@ def dedupe(
         show_groups: print groups instead of pairs.
         dry_run: write nothing.
         json_out: print JSON lines.
-        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, fp_base, workers,
+        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, encoding, fp_base, workers,
             batch_size, max_errors, quiet, progress_every: the options `load` has too (see `LoadRun`).
 
     Raises:

@@ -63,8 +63,8 @@ Encoding = Annotated[
     str,
     typer.Option(
         "--encoding",
-        help="How the text of --file or stdin is encoded (any Python codec, e.g. latin-1); bytes that do "
-        "not decode are an error, never silently replaced.",
+        help="How the input is encoded (any Python codec that keeps lines apart, e.g. latin-1, cp1252); "
+        "bytes that do not decode are an error, never silently replaced.",
     ),
 ]
 
@@ -106,8 +106,9 @@ IdPrefix = Annotated[
     str | None,
     typer.Option(
         "--id-prefix",
-        help="Plain text: ids are this prefix plus the line number (default: the file name as given "
-        "plus ':', e.g. news.txt:7; stdin:7 for stdin).",
+        help="Plain text: ids are this prefix plus the line number (--id-prefix news: gives news:7). "
+        "Default: the file name as given, ':' and the xxh3-64 hash of the line's text in hex (the line "
+        "'hello world' of news.txt is news.txt:d447b1ea40e6988b; stdin:... for stdin).",
         show_default=False,
     ),
 ]

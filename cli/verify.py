@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import ExitCode, echo_json, fail, registrar, settings
+from .common import ExitCode, echo_json, fail, plural, registrar, settings
 
 __all__ = ["register", "verify"]
 
@@ -50,9 +50,10 @@ def verify(
             result["ok_after_repair"] = after.ok
         echo_json(result)
     else:
-        state = "consistent" if report.ok else f"{sum(report.problems.values()):,} problems"
+        state = "consistent" if report.ok else plural(sum(report.problems.values()), "problem")
         typer.echo(
-            f"index {index.name!r}: {report.docs:,} documents, {report.fingerprints:,} fingerprints: {state}"
+            f"index {index.name!r}: {plural(report.docs, 'document')}, "
+            f"{plural(report.fingerprints, 'fingerprint')}: {state}"
         )
         for kind, count in sorted(report.problems.items()):
             typer.echo(f"  {kind}: {count:,}")

@@ -98,7 +98,7 @@ def _read_lines(
     # stable files.
     numbered = options.id_prefix is not None
     prefix = options.id_prefix if numbered else ("stdin:" if path == STDIN else f"{path}:")
-    for number, text in numbered_lines(stream, source):
+    for number, text in numbered_lines(stream, source, options.encoding):
         if isinstance(text, InputError):
             yield text
         elif text.strip():
@@ -107,8 +107,8 @@ def _read_lines(
             yield doc_id if isinstance(doc_id, InputError) else Record(source, number, doc_id, text)
 
 
-def _read_fingerprints(stream: IO[bytes], source: str) -> Iterator[Record | InputError]:
-    for number, text in numbered_lines(stream, source):
+def _read_fingerprints(stream: IO[bytes], source: str, encoding: str) -> Iterator[Record | InputError]:
+    for number, text in numbered_lines(stream, source, encoding):
         if isinstance(text, InputError):
             yield text
             continue
@@ -139,13 +139,13 @@ def _dir_files(root: Path) -> Iterator[Path]:
                 yield Path(folder) / name
 
 
-def _read_dir(path: str) -> Iterator[Record | InputError]:
+def _read_dir(path: str, encoding: str) -> Iterator[Record | InputError]:
     root = Path(path)
     for file in _dir_files(root):
-        yield _read_file(str(file), file.relative_to(root).as_posix())
+        yield _read_file(str(file), file.relative_to(root).as_posix(), encoding)
 
 
-def _read_file(source: str, doc_id: str) -> Record | InputError:
+def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
     """A whole file as one document."""
     try:
         regular = stat.S_ISREG(os.stat(source).st_mode)
@@ -158,7 +158,9 @@ def _read_file(source: str, doc_id: str) -> Record | InputError:
             data = stream.read()
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         return InputError(source, None, f"cannot read: {exc}")
-    text = decode(data.removeprefix(b"\xef\xbb\xbf"), source, None)
+    if encoding == "utf-8":
+        data = data.removeprefix(b"\xef\xbb\xbf")
+    text = decode(data, source, None, encoding)
     if isinstance(text, InputError):
         return text
     if not text.strip():
@@ -187,10 +189,10 @@ def read(
     options = options or ReadOptions()
     fmt = _checked_format(path, fmt)
     if fmt == "dir":
-        yield from _read_dir(path)
+        yield from _read_dir(path, options.encoding)
         return
     if fmt == "files":  # each file one document, named by its path as given
-        yield _read_file(path, path)
+        yield _read_file(path, path, options.encoding)
         return
     source = source_name(path)
     last = 0  # the last line read, for the message of a truncated input
@@ -203,7 +205,7 @@ def read(
             elif fmt == "lines":
                 items = _read_lines(stream, source, path, options)
             else:
-                items = _read_fingerprints(stream, source)
+                items = _read_fingerprints(stream, source, options.encoding)
             for item in items:
                 last = item.line or last
                 yield item
