@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, Annotated, cast
 
 import typer
 
@@ -281,7 +281,8 @@ def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
         elif "error" in row:
             typer.echo(f"{name}\t(unreadable: {row['error']})")
         else:
-            typer.echo(f"{name}\t{plural(row['documents'], 'document')}\tk={row['k']} f={row['f']}")
+            documents = plural(cast(int, row["documents"]), "document")
+            typer.echo(f"{name}\t{documents}\tk={row['k']} f={row['f']}")
 
 
 def restore_meta(ctx: typer.Context) -> None:
