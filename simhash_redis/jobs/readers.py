@@ -18,6 +18,7 @@ import xxhash
 
 from ..errors import InputError, InvalidArgument
 from .delimited import read_table
+from .jsonarray import read_json_array, starts_array
 from .jsonlines import JsonLines, jsonl_chunks, read_jsonl
 from .records import (
     GZIP_MAGIC,
@@ -194,23 +195,30 @@ def read(
     if fmt == "files":  # each file one document, named by its path as given
         yield _read_file(path, path, options.encoding)
         return
+    with open_input(path) as stream:
+        yield from _records(stream, path, fmt, options)
+
+
+def _records(stream: IO[bytes], path: str, fmt: str, options: ReadOptions) -> Iterator[Record | InputError]:
+    """The records of an opened input of a format read from a stream, a truncated gzip's error last."""
     source = source_name(path)
     last = 0  # the last line read, for the message of a truncated input
-    with open_input(path) as stream:
-        try:
-            if fmt == "jsonl":
-                items = read_jsonl(stream, source, options)
-            elif fmt in ("csv", "tsv"):
-                items = read_table(stream, source, options, "," if fmt == "csv" else "\t")
-            elif fmt == "lines":
-                items = _read_lines(stream, source, path, options)
-            else:
-                items = _read_fingerprints(stream, source, options.encoding)
-            for item in items:
-                last = item.line or last
-                yield item
-        except (EOFError, gzip.BadGzipFile) as exc:
-            yield gzip_fault(source, exc, last)
+    try:
+        if fmt == "jsonl" and starts_array(stream):  # a .json file holding one array
+            items = read_json_array(stream, source, options)
+        elif fmt == "jsonl":
+            items = read_jsonl(stream, source, options)
+        elif fmt in ("csv", "tsv"):
+            items = read_table(stream, source, options, "," if fmt == "csv" else "\t")
+        elif fmt == "lines":
+            items = _read_lines(stream, source, path, options)
+        else:
+            items = _read_fingerprints(stream, source, options.encoding)
+        for item in items:
+            last = item.line or last
+            yield item
+    except (EOFError, gzip.BadGzipFile) as exc:
+        yield gzip_fault(source, exc, last)
 
 
 def _checked_format(path: str, fmt: str | None) -> str:
@@ -305,7 +313,10 @@ def read_chunks(
             yield from read(path, kind, options)
             continue
         with open_input(path) as stream:
-            yield from jsonl_chunks(stream, source_name(path), options, size)
+            if starts_array(stream):
+                yield from _records(stream, path, kind, options)
+            else:
+                yield from jsonl_chunks(stream, source_name(path), options, size)
 
 
 def estimate_total(
@@ -347,6 +358,8 @@ def estimate_total(
                 if fh.read(2) == GZIP_MAGIC:
                     return None
                 fh.seek(0)
+                if kind == "jsonl" and starts_array(fh):
+                    return None  # an array's lines are not its records
                 count, last, read = 0, b"\n", 0
                 while chunk := fh.read(1 << 20):
                     count += chunk.count(b"\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -173,3 +174,41 @@ def test_json_nested_too_deeply_is_one_bad_record(tmp_path: Path, invoke: Invoke
         assert "Traceback" not in result.output and "RecursionError" not in result.output
     items = list(read_json_lines(path))
     assert [type(item).__name__ for item in items] == ["JsonLine", "InputError", "JsonLine", "JsonLine"]
+
+
+def test_a_json_file_holding_an_array_is_read_element_by_element(
+    tmp_path: Path, invoke: Invoke, redis_url: str
+) -> None:
+    rows = [
+        {"id": f"a{i}", "text": article(i) + ' with "quotes", [brackets] and {braces} \\ '} for i in range(5)
+    ]
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps([*rows[:3], ["not an object"], *rows[3:]], indent=2))
+    flat = tmp_path / "flat.json.gz"
+    flat.write_bytes(gzip.compress(json.dumps(rows).encode()))
+    result = invoke("load", str(pretty), "--json", index="arrays")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["added"] == 5
+    # the bad element is named at the line it starts on
+    assert result.stderr.splitlines()[0] == f"{pretty}:14: expected a JSON object, got list", result.stderr
+    again = invoke("load", str(flat), "--json", index="arrays")
+    assert again.exit_code == 0 and json.loads(again.stdout)["unchanged"] == 5, again.output
+    piped = invoke("load", "-", "--json", index="piped", input=json.dumps(rows).encode())
+    assert piped.exit_code == 0 and json.loads(piped.stdout)["added"] == 5, piped.output
+    index = SimhashIndex(redis.Redis.from_url(redis_url), "arrays", create=False)
+    assert index.get("a4") == index.fingerprint(rows[4]["text"])
+
+
+def test_a_malformed_json_array_is_one_error_where_it_goes_wrong(tmp_path: Path, invoke: Invoke) -> None:
+    path = tmp_path / "cut.json"
+    path.write_text(
+        '[\n  {"id": "a", "text": "first text here"},\n  ,\n'
+        '  {"id": "b", "text": "second one"},\n  {"id": "c", '
+    )
+    result = invoke("load", str(path), "--json", index="cut")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["added"] == 2
+    assert result.stderr.splitlines()[:2] == [
+        f"{path}:3: not valid JSON (an empty element of the array)",
+        f"{path}:5: the JSON array is not closed: the input ends inside it",
+    ], result.stderr
