@@ -65,6 +65,12 @@ __all__ = [
 #: the grouped commands carry about one entry per key, and the atomic path is as fast and keeps the
 #: counts current.
 BULK_MIN = 100_000
+#: Seconds a bulk window fills before it is written though not full: when fingerprinting sets the pace
+#: (a million documents take minutes on a few cores), the counts and the progress move, and an
+#: interruption loses at most these seconds of work, not the whole window.
+WINDOW_SECONDS = 2.0
+#: Documents a window cut by time holds at least: fewer would lose the grouping the bulk path is for.
+WINDOW_MIN = 10_000
 
 
 class Bulk(enum.Enum):
@@ -338,12 +344,27 @@ class Loader:
                 return
             batches = itertools.chain(head, batches)
         self.stats.bulk = True
-        self.index.bulk_add_columns(self._sent(batches), window=self.window, on_progress=self._window_done)
-
-    def _sent(self, batches: Iterator[tuple[list[str], list[int]]]) -> Iterator[tuple[list[Any], list[Any]]]:
-        # Whole windows, counted as sent when bulk_add_columns takes one (and writes it at once).
-        for ids, fps in windows(batches, self.window):
+        for ids, fps in self._windows(batches):
             self.stats.sent += len(ids)
+            self.index.bulk_add_columns([(ids, fps)], window=len(ids), on_progress=self._window_done)
+
+    def _windows(
+        self, batches: Iterator[tuple[list[str], list[int]]]
+    ) -> Iterator[tuple[list[Any], list[Any]]]:
+        """Windows of `window` documents, or fewer (`WINDOW_MIN` at least) once one has been filling for
+        `WINDOW_SECONDS`; the time starts again when the caller asks for the next window."""
+        least = min(WINDOW_MIN, self.window)
+        started = time.monotonic()
+        ids: list[Any] = []
+        fps: list[Any] = []
+        for window_ids, window_fps in windows(batches, least):
+            ids += window_ids
+            fps += window_fps
+            if len(ids) >= self.window or time.monotonic() - started >= WINDOW_SECONDS:
+                yield ids[: self.window], fps[: self.window]
+                ids, fps = ids[self.window :], fps[self.window :]
+                started = time.monotonic()
+        if ids:
             yield ids, fps
 
     def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
