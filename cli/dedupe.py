@@ -20,6 +20,7 @@ from .options import (
     FpField,
     IdField,
     IdPrefix,
+    IdPrefixInput,
     MaxErrors,
     NoHeader,
     ProgressEvery,
@@ -51,6 +52,7 @@ def dedupe(
     fingerprint_field: FpField = None,
     no_header: NoHeader = False,
     id_prefix: IdPrefix = None,
+    id_prefix_input: IdPrefixInput = False,
     encoding: Encoding = "utf-8",
     fp_base: FpBaseOpt = FpBase.auto,
     workers: Workers = None,
@@ -80,8 +82,9 @@ def dedupe(
         show_groups: print groups instead of pairs.
         dry_run: write nothing.
         json_out: print JSON lines.
-        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, encoding, fp_base, workers,
-            batch_size, max_errors, quiet, progress_every: the options `load` has too (see `LoadRun`).
+        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, id_prefix_input, encoding,
+            fp_base, workers, batch_size, max_errors, quiet, progress_every: the options `load` has
+            too (see `LoadRun`).
 
     Raises:
         typer.Exit: 130 after Ctrl-C.

@@ -32,6 +32,7 @@ from .options import (
     FpField,
     IdField,
     IdPrefix,
+    IdPrefixInput,
     MaxErrors,
     NoHeader,
     ProgressEvery,
@@ -81,6 +82,7 @@ class LoadRun:
                 header=not params["no_header"],
                 id_prefix=params["id_prefix"],
                 encoding=params["encoding"],
+                prefix_input=params["id_prefix_input"],
             ),
             fp_base=plain(params["fp_base"]),
             workers=params["workers"],
@@ -286,6 +288,15 @@ def run_load(
             "options that read it (--format, --id-field, --text-field, --encoding)",
             ExitCode.INPUT,
         )
+    if stats.repeated:
+        names = ", ".join(repr(doc_id) for doc_id in stats.repeated_ids)
+        more = ", ..." if stats.repeated > len(stats.repeated_ids) else ""
+        typer.echo(
+            f"warning: {plural(stats.repeated, 'document')} of this run replaced what it had stored under "
+            f"the same id ({names}{more}): inputs that name their documents alike overwrite each other. "
+            "Run again with --id-prefix-input to start each id with its input's name (a.jsonl:ID).",
+            err=True,
+        )
     if stats.replaced >= _MANY_REPLACED and stats.replaced * 10 >= stats.written:
         # Replacing is right for an updated document, but this many usually means ids that repeat
         # from run to run (line numbers, a counter), and yesterday's documents are gone.
@@ -322,6 +333,7 @@ def load(
     fingerprint_field: FpField = None,
     no_header: NoHeader = False,
     id_prefix: IdPrefix = None,
+    id_prefix_input: IdPrefixInput = False,
     encoding: Encoding = "utf-8",
     fp_base: FpBaseOpt = FpBase.auto,
     workers: Workers = None,
@@ -384,8 +396,9 @@ def load(
     Args:
         ctx: the command's context (global settings).
         files: the inputs.
-        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, encoding, fp_base, workers,
-            batch_size, max_errors, quiet, progress_every: the options `dedupe` has too (see `LoadRun`).
+        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, id_prefix_input, encoding,
+            fp_base, workers, batch_size, max_errors, quiet, progress_every: the options `dedupe` has
+            too (see `LoadRun`).
         dedupe: store only documents without a near-duplicate.
         pairs: where --dedupe writes its pairs.
         json_out: print the summary as JSON.

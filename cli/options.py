@@ -22,6 +22,7 @@ __all__ = [
     "FpField",
     "IdField",
     "IdPrefix",
+    "IdPrefixInput",
     "JsonOut",
     "MaxErrors",
     "NoHeader",
@@ -110,6 +111,14 @@ IdPrefix = Annotated[
         "Default: the file name as given, ':' and the xxh3-64 hash of the line's text in hex (the line "
         "'hello world' of news.txt is news.txt:d447b1ea40e6988b; stdin:... for stdin).",
         show_default=False,
+    ),
+]
+IdPrefixInput = Annotated[
+    bool,
+    typer.Option(
+        "--id-prefix-input",
+        help="Start each id with its input's name, so that inputs which name their documents alike keep "
+        "them apart: a.jsonl:7, stdin:7; a folder's files folder/2024/a.txt.",
     ),
 ]
 FpBaseOpt = Annotated[

@@ -138,7 +138,7 @@ def _table_rows(
         if any(_has_surrogates(value) for value in fields):
             yield InputError(source, number, f"not valid {encoding_name(options.encoding)}")
             continue
-        doc_id = checked_id(fields[0], source, number)
+        doc_id = checked_id(fields[0], source, number, options.namespace)
         doc = checked_doc(fields[1], source, number, options)
         bad = doc_id if isinstance(doc_id, InputError) else doc
         yield bad if isinstance(bad, InputError) else Record(source, number, str(doc_id), str(doc), is_fp)

@@ -107,7 +107,7 @@ def _record_of(obj: dict[str, Any], number: int, source: str, options: ReadOptio
     missing = [name for name in (options.id_field, doc_field) if name not in obj]
     if missing:
         return InputError(source, number, f"no {missing[0]!r} field")
-    doc_id = checked_id(obj[options.id_field], source, number)
+    doc_id = checked_id(obj[options.id_field], source, number, options.namespace)
     doc = checked_doc(obj[doc_field], source, number, options)
     bad = doc_id if isinstance(doc_id, InputError) else doc
     if isinstance(bad, InputError):
@@ -198,7 +198,7 @@ class JsonLines(NamedTuple):
         fp_field = options.fingerprint_field or options.text_field
         if core is None or fp_base not in ("auto", "hex", "dec") or not _utf8(options.id_field, fp_field):
             return None
-        if options.encoding != "utf-8":  # the compiled core reads UTF-8 only
+        if options.encoding != "utf-8" or options.namespace:  # the compiled core reads UTF-8 ids as they are
             return None
         read: tuple[list[str], list[int], list[int]] = core.fingerprint_lines(
             self.raws, options.id_field, fp_field, f, fp_base, defaults.MAX_ID_BYTES
@@ -221,6 +221,8 @@ class JsonLines(NamedTuple):
         """
         core, options = engines.native, self.options
         if core is None or options.fingerprint_field is not None or options.encoding != "utf-8":
+            return None
+        if options.namespace:  # the compiled core reads ids as they are
             return None
         if not _utf8(options.id_field, options.text_field):
             return None
@@ -247,7 +249,7 @@ class JsonLines(NamedTuple):
             return obj
         id_field, fp_field = options.id_field, options.fingerprint_field or options.text_field
         doc_id, text = obj.get(id_field), obj.get(fp_field)
-        if not (
+        if options.namespace or not (
             isinstance(doc_id, str)
             and doc_id.isascii()
             and 0 < len(doc_id) <= defaults.MAX_ID_BYTES

@@ -39,6 +39,7 @@ from .readers import (
     read_all,
     read_chunks,
 )
+from .repeats import RepeatedIds
 
 __all__ = [
     "BULK_MIN",
@@ -104,6 +105,9 @@ class LoadStats:
         sent: documents handed to a write (written, or being written).
         total: the expected number of records, when known.
         bulk: whether the load took the bulk path.
+        repeated: writes that replaced a document this load had written (an id named twice, in two
+            inputs or one, with another text); counted in loads of several inputs.
+        repeated_ids: the first few of those ids.
         started: time.monotonic() at the start.
     """
 
@@ -117,6 +121,8 @@ class LoadStats:
     sent: int = 0
     total: int | None = None
     bulk: bool = False
+    repeated: int = 0
+    repeated_ids: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -144,6 +150,7 @@ class LoadStats:
             "duplicates": self.duplicates,
             "errors": self.errors,
             "written": self.written,
+            "repeated": self.repeated,
             "bulk": self.bulk,
             "elapsed": round(self.elapsed, 3),
             "docs_per_s": round(self.rate, 1),
@@ -223,6 +230,9 @@ class Loader:
         )
         self._checked = time.monotonic()
         self._fatal: InputError | None = None
+        #: Ids written by this load, to tell its own replacements; kept for loads of several inputs.
+        self._repeats: RepeatedIds | None = None
+        self._window_ids: list[str] = []
 
     def run(self, records: Iterable[Record | InputError | JsonLines]) -> LoadStats:
         """Load every record; bad ones are reported and skipped.
@@ -271,6 +281,8 @@ class Loader:
             )
         chunks = read_chunks(paths, fmt, options or ReadOptions(), self.batch_size)
         check_inputs(paths, fmt)  # at once, not at the first record
+        if len(paths) > 1 and self.dry_run is None:
+            self._repeats = RepeatedIds()
         mode = self.bulk
         if mode is Bulk.AUTO and STDIN in paths:
             mode = Bulk.OFF
@@ -346,6 +358,7 @@ class Loader:
         self.stats.bulk = True
         for ids, fps in self._windows(batches):
             self.stats.sent += len(ids)
+            self._window_ids = ids
             self.index.bulk_add_columns([(ids, fps)], window=len(ids), on_progress=self._window_done)
 
     def _windows(
@@ -372,6 +385,7 @@ class Loader:
         self._check_index()
         for outcome, times in Counter(outcomes).items():
             self._count_outcome(outcome, times)
+        self._note_repeats(self._window_ids, outcomes)
         self.stats.written += len(outcomes)
         if self.on_progress is not None:
             self.on_progress(self.stats)
@@ -420,9 +434,16 @@ class Loader:
                 "run `verify` to see what is left, then create the index and load again"
             )
 
+    def _note_repeats(self, ids: Sequence[str], outcomes: Sequence[object]) -> None:
+        if self._repeats is not None:
+            self._repeats.written(ids, outcomes)
+            self.stats.repeated, self.stats.repeated_ids = self._repeats.count, self._repeats.first
+
     def _count(
         self, items: list[tuple[str, int]], outcomes: Sequence[Outcome | Match | VerifiedMatch]
     ) -> None:
+        if self._repeats is not None:
+            self._note_repeats([doc_id for doc_id, _ in items], outcomes)
         for (doc_id, _), outcome in zip(items, outcomes, strict=True):
             if isinstance(outcome, Outcome):
                 self._count_outcome(outcome)

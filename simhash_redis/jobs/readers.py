@@ -7,6 +7,7 @@ quality evaluation's corpus all read JSON Lines through it.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import stat
@@ -104,12 +105,12 @@ def _read_lines(
             yield text
         elif text.strip():
             name = number if numbered else xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
-            doc_id = checked_id(f"{prefix}{name}", source, number)
+            doc_id = checked_id(f"{prefix}{name}", source, number, options.namespace if numbered else "")
             yield doc_id if isinstance(doc_id, InputError) else Record(source, number, doc_id, text)
 
 
-def _read_fingerprints(stream: IO[bytes], source: str, encoding: str) -> Iterator[Record | InputError]:
-    for number, text in numbered_lines(stream, source, encoding):
+def _read_fingerprints(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
+    for number, text in numbered_lines(stream, source, options.encoding):
         if isinstance(text, InputError):
             yield text
             continue
@@ -123,7 +124,7 @@ def _read_fingerprints(stream: IO[bytes], source: str, encoding: str) -> Iterato
                 source, number, "expected an id and a fingerprint separated by a tab, comma or space"
             )
             continue
-        doc_id = checked_id(parts[0].strip(), source, number)
+        doc_id = checked_id(parts[0].strip(), source, number, options.namespace)
         yield (
             doc_id
             if isinstance(doc_id, InputError)
@@ -140,10 +141,12 @@ def _dir_files(root: Path) -> Iterator[Path]:
                 yield Path(folder) / name
 
 
-def _read_dir(path: str, encoding: str) -> Iterator[Record | InputError]:
+def _read_dir(path: str, options: ReadOptions) -> Iterator[Record | InputError]:
     root = Path(path)
+    # With prefix_input, the id is the file's path below the directory as given: folder/2024/a.txt.
+    prefix = path.rstrip("/") + "/" if options.prefix_input else ""
     for file in _dir_files(root):
-        yield _read_file(str(file), file.relative_to(root).as_posix(), encoding)
+        yield _read_file(str(file), prefix + file.relative_to(root).as_posix(), options.encoding)
 
 
 def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
@@ -187,10 +190,10 @@ def read(
         InvalidArgument: unknown format, or a column that the header does not have.
         OSError: the input cannot be opened (a missing file, a permission problem).
     """
-    options = options or ReadOptions()
+    options = _of_input(options or ReadOptions(), path)
     fmt = _checked_format(path, fmt)
     if fmt == "dir":
-        yield from _read_dir(path, options.encoding)
+        yield from _read_dir(path, options)
         return
     if fmt == "files":  # each file one document, named by its path as given
         yield _read_file(path, path, options.encoding)
@@ -213,12 +216,19 @@ def _records(stream: IO[bytes], path: str, fmt: str, options: ReadOptions) -> It
         elif fmt == "lines":
             items = _read_lines(stream, source, path, options)
         else:
-            items = _read_fingerprints(stream, source, options.encoding)
+            items = _read_fingerprints(stream, source, options)
         for item in items:
             last = item.line or last
             yield item
     except (EOFError, gzip.BadGzipFile) as exc:
         yield gzip_fault(source, exc, last)
+
+
+def _of_input(options: ReadOptions, path: str) -> ReadOptions:
+    """The options an input is read with: with prefix_input, its ids' namespace ("a.jsonl:", "stdin:")."""
+    if not options.prefix_input:
+        return options
+    return dataclasses.replace(options, namespace=f"{'stdin' if path == STDIN else path}:")
 
 
 def _checked_format(path: str, fmt: str | None) -> str:
@@ -312,11 +322,12 @@ def read_chunks(
         if kind != "jsonl":
             yield from read(path, kind, options)
             continue
+        own = _of_input(options, path)
         with open_input(path) as stream:
             if starts_array(stream):
-                yield from _records(stream, path, kind, options)
+                yield from _records(stream, path, kind, own)
             else:
-                yield from jsonl_chunks(stream, source_name(path), options, size)
+                yield from jsonl_chunks(stream, source_name(path), own, size)
 
 
 def estimate_total(

@@ -72,6 +72,12 @@ class ReadOptions:
             news.txt is ``news.txt:d447b1ea40e6988b``; ``stdin:...`` for standard input).
         encoding: how the input's bytes are decoded (a Python codec that encodes a line end as the
             byte 0x0A, as UTF-8 and the single-byte codecs do).
+        prefix_input: ids start with the input's name, so that inputs which name their documents
+            alike keep them apart: ``a.jsonl:7`` (``stdin:7``); a directory's files
+            ``folder/2024/a.txt``; plain text numbered by --id-prefix ``a.txt:P7`` (its default ids
+            name the file already), a file of `files` format its path as always.
+        namespace: what the readers put before each id of the input they read (set by them, from
+            prefix_input).
     """
 
     id_field: str = "id"
@@ -80,6 +86,8 @@ class ReadOptions:
     header: bool = True
     id_prefix: str | None = None
     encoding: str = "utf-8"
+    prefix_input: bool = False
+    namespace: str = ""
 
     def __post_init__(self) -> None:
         """Check the encoding, and keep its canonical name (``latin1`` -> ``iso8859-1``).
@@ -220,17 +228,18 @@ def is_blank(text: str) -> bool:
     return not text or text.isspace()
 
 
-def checked_id(value: object, source: str, line: int | None) -> str | InputError:
+def checked_id(value: object, source: str, line: int | None, namespace: str = "") -> str | InputError:
     """A record's id as a string, or the InputError that says why it cannot be one.
 
     Args:
         value: the id as read (a string, or an integer from JSON).
         source: the input's name.
         line: the record's line number, or None.
+        namespace: put before the id (`ReadOptions.namespace`).
     """
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return InputError(source, line, f"the id must be a string or an integer, got {type(value).__name__}")
-    doc_id = str(value)
+    doc_id = namespace + str(value)
     try:
         size = len(doc_id.encode("utf-8"))
     except UnicodeEncodeError:

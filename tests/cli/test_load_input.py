@@ -212,3 +212,52 @@ def test_a_malformed_json_array_is_one_error_where_it_goes_wrong(tmp_path: Path,
         f"{path}:3: not valid JSON (an empty element of the array)",
         f"{path}:5: the JSON array is not closed: the input ends inside it",
     ], result.stderr
+
+
+@pytest.mark.parametrize("path", ["atomic", "bulk"])
+def test_ids_that_collide_across_inputs_are_reported_and_can_be_kept_apart(
+    tmp_path: Path, invoke: Invoke, redis_url: str, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = Path("copyright")
+    folder.mkdir()
+    for i, name in enumerate(["builtins", "os", "re", "sys", "io", "abc", "json"]):
+        (folder / name).write_text(article(i))
+    # the docstrings name 7 of their documents like the folder's files, with other texts
+    rows = [{"id": name, "text": article(100 + i)} for i, name in enumerate(["zlib", "builtins", "os", "re"])]
+    rows += [{"id": name, "text": article(200 + i)} for i, name in enumerate(["sys", "io", "abc", "json"])]
+    write_jsonl(Path("pydocs.jsonl"), rows)
+    mode = ["--bulk", "--window", "3"] if path == "bulk" else ["--no-bulk", "--batch-size", "3"]
+    result = invoke("load", *mode, "copyright", "pydocs.jsonl", "--json", index=f"mixed-{path}")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["added"], summary["replaced"], summary["repeated"]) == (8, 7, 7), summary
+    warning = [line for line in result.stderr.splitlines() if "--id-prefix-input" in line]
+    assert len(warning) == 1, result.stderr
+    assert warning[0].startswith(
+        "warning: 7 documents of this run replaced what it had stored under the same id ('builtins', 'os', "
+        "'re', 'sys', 'io', ...)"
+    ), warning
+    apart = invoke(
+        "load", *mode, "--id-prefix-input", "copyright/", "pydocs.jsonl", "--json", index=f"apart-{path}"
+    )
+    assert apart.exit_code == 0, apart.output
+    summary = json.loads(apart.stdout)
+    assert (summary["added"], summary["replaced"], summary["repeated"]) == (15, 0, 0), summary
+    assert "--id-prefix-input" not in apart.stderr
+    index = SimhashIndex(redis.Redis.from_url(redis_url), f"apart-{path}", create=False)
+    assert index.get("copyright/builtins") == index.fingerprint(article(0))
+    assert index.get("pydocs.jsonl:builtins") == index.fingerprint(article(101))
+
+
+def test_a_second_run_that_updates_documents_is_not_a_collision(tmp_path: Path, invoke: Invoke) -> None:
+    first = write_jsonl(tmp_path / "a.jsonl", [{"id": f"d{i}", "text": article(i)} for i in range(3)])
+    second = write_jsonl(tmp_path / "b.jsonl", [{"id": f"e{i}", "text": article(i)} for i in range(3)])
+    assert invoke("load", str(first), str(second), index="upd").exit_code == 0
+    first.write_text("".join(json.dumps({"id": f"d{i}", "text": article(50 + i)}) + "\n" for i in range(3)))
+    again = invoke("load", str(first), str(second), "--json", index="upd")
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert (summary["replaced"], summary["repeated"]) == (3, 0) and "warning" not in again.stderr, (
+        again.output
+    )
