@@ -42,8 +42,9 @@ _IDS = Script("fp_ids")
 # (clocks that disagree: nodes apart, a period going back): one more gives up.
 _CLOCK_ROUNDS = 4
 # Seconds of rounds that settle nothing while the server's clock moves on to ever later periods (each
-# round slower than a period: a loaded machine, hundreds of tasks on one event loop) before giving up.
-_STALL_S = 60.0
+# round slower than a period: a loaded machine, hundreds of tasks on one event loop) before giving up:
+# within the 30 s a bucket lock lives (`locks.TTL_MS`), which add-if-new on a cluster holds meanwhile.
+_STALL_S = 20.0
 
 
 def in_rounds(
