@@ -21,10 +21,9 @@ __all__ = ["read_json_array", "starts_array"]
 
 _BOM = b"\xef\xbb\xbf"
 _WHITE = b" \t\r\n"
-#: What ends or nests an element outside strings, and what matters inside one.
+#: What ends or nests an element outside strings.
 _OUTSIDE = re.compile(rb'[\[\]{}",]')
 _NOT_WHITE = re.compile(rb"[^ \t\r\n]")
-_INSIDE = re.compile(rb'["\\]')
 #: Bytes read at a time.
 _CHUNK = 1 << 20
 
@@ -116,13 +115,16 @@ class _Scanner:
         depth, scan, in_string = 0, self.pos, False
         while True:
             if in_string:
-                found = _INSIDE.search(self.buf, scan)
-                if found is not None and found.group() == b"\\" and found.end() >= len(self.buf):
-                    found = None  # the escaped byte is in the next chunk
-                if found is not None:
-                    in_string = found.group() != b'"'
-                    scan = found.end() + (1 if in_string else 0)
-                    continue
+                # bytes.find (memchr) rather than a regular expression: strings are most of a document.
+                quote = self.buf.find(b'"', scan)
+                if quote >= 0:
+                    slash = self.buf.find(b"\\", scan, quote)
+                    if slash < 0:
+                        in_string, scan = False, quote + 1
+                        continue
+                    if slash + 1 < len(self.buf):  # else the escaped byte is in the next chunk
+                        scan = slash + 2
+                        continue
             else:
                 found = _OUTSIDE.search(self.buf, scan)
                 if found is not None:
