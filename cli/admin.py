@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, Annotated, cast
 
 import typer
 
@@ -15,7 +15,7 @@ from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import IndexStats, collect
 from simhash_redis.store import Verification
 
-from .common import ExitCode, echo_json, fail, registrar, settings, stdin_is_terminal
+from .common import ExitCode, echo_json, fail, plural, registrar, settings, stdin_is_terminal
 from .options import JsonOut, Quiet
 from .progress import Progress
 
@@ -38,18 +38,21 @@ def _print_stats(s: IndexStats) -> None:
         typer.echo(f"retention      {Retention.from_meta(s.config['retention']).describe()}")
     for period in s.periods:
         typer.echo(
-            f"period         from {period.start}: {period.documents:,} documents, "
-            f"{period.fingerprints:,} fingerprints, expiring at {period.expires}"
+            f"period         from {period.start}: {plural(period.documents, 'document')}, "
+            f"{plural(period.fingerprints, 'fingerprint')}, expiring at {period.expires}"
         )
     how = (
         "exact" if s.memory.exact else f"estimated from {s.memory.sampled_keys:,} sampled keys (MEMORY USAGE)"
     )
-    typer.echo(f"memory         {_mib(s.memory.bytes)} in {s.memory.total_keys:,} keys, {how}")
+    typer.echo(f"memory         {_mib(s.memory.bytes)} in {plural(s.memory.total_keys, 'key')}, {how}")
     if s.server_used_memory is not None:
         typer.echo(f"server memory  {_mib(s.server_used_memory)} used by the whole server")
-    typer.echo(f"id map         {s.id_map_keys:,} hashes; fingerprint map {s.fp_map_keys:,} hashes")
+    typer.echo(
+        f"id map         {plural(s.id_map_keys, 'hash', 'hashes')}; fingerprint map "
+        f"{plural(s.fp_map_keys, 'hash', 'hashes')}"
+    )
     for t in s.tables:
-        typer.echo(f"table {t.table:<8} {t.keys:,} buckets, largest {t.largest:,}, mean {t.mean:g}")
+        typer.echo(f"table {t.table:<8} {plural(t.keys, 'bucket')}, largest {t.largest:,}, mean {t.mean:g}")
     if s.bucket_sizes:
         typer.echo("bucket sizes   " + ", ".join(f"{rng}: {n:,}" for rng, n in s.bucket_sizes.items()))
     if s.largest:
@@ -130,7 +133,7 @@ def export(
             count = export_index(index, out, on_progress=progress.update)
     progress.close()
     if not quiet:
-        typer.echo(f"exported {count:,} records of index {index.name!r}", err=True)
+        typer.echo(f"exported {plural(count, 'record')} of index {index.name!r}", err=True)
 
 
 def import_(
@@ -197,8 +200,8 @@ def import_(
         echo_json(vars(result))
     elif not quiet:
         typer.echo(
-            f"imported {result.records:,} records into index {result.name!r}: {result.added:,} added, "
-            f"{result.replaced:,} replaced, {result.unchanged:,} unchanged",
+            f"imported {plural(result.records, 'record')} into index {result.name!r}: "
+            f"{result.added:,} added, {result.replaced:,} replaced, {result.unchanged:,} unchanged",
             err=True,
         )
 
@@ -233,12 +236,14 @@ def drop(
             f"delete every key of index {state.index_name!r} (meta unreadable) at {state.shown_url()}?",
         )
         deleted = drop_index(state.client(), state.index_name)
-        typer.echo(f"dropped index {state.index_name!r} (its meta was lost or unreadable): {deleted:,} keys")
+        typer.echo(
+            f"dropped index {state.index_name!r} (its meta was lost or unreadable): {plural(deleted, 'key')}"
+        )
         return
     docs = index.count()[0]
-    _confirm(yes, f"delete index {index.name!r} ({docs:,} documents) at {state.shown_url()}?")
+    _confirm(yes, f"delete index {index.name!r} ({plural(docs, 'document')}) at {state.shown_url()}?")
     deleted = index.drop()
-    typer.echo(f"dropped index {index.name!r}: {docs:,} documents, {deleted:,} keys")
+    typer.echo(f"dropped index {index.name!r}: {plural(docs, 'document')}, {plural(deleted, 'key')}")
 
 
 def _confirm(yes: bool, question: str) -> None:
@@ -282,7 +287,8 @@ def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
             typer.echo(f"{name}\t(unreadable: {row['error']})")
         else:
             mode = " verified" if row["verified"] else ""
-            typer.echo(f"{name}\t{row['documents']:,} documents\tk={row['k']} f={row['f']}{mode}")
+            documents = plural(cast(int, row["documents"]), "document")
+            typer.echo(f"{name}\t{documents}\tk={row['k']} f={row['f']}{mode}")
 
 
 def restore_meta(ctx: typer.Context) -> None:

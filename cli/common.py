@@ -30,6 +30,7 @@ __all__ = [
     "Settings",
     "echo_json",
     "fail",
+    "plural",
     "registrar",
     "settings",
     "stdin_is_terminal",
@@ -264,6 +265,17 @@ def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
     """
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(int(code))
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """A count with its noun, singular for one: "1 document", "2 documents", "1,000 documents".
+
+    Args:
+        count: the count.
+        noun: the noun's singular.
+        many: its plural, when it is not the singular plus "s".
+    """
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
 def stdin_is_terminal() -> bool:

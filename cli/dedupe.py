@@ -16,6 +16,7 @@ from .common import echo_json, registrar, settings, tsv_row
 from .load import LoadRun, format_pair, run_load
 from .options import (
     BatchSize,
+    Encoding,
     Files,
     FormatOpt,
     FpBase,
@@ -23,6 +24,7 @@ from .options import (
     FpField,
     IdField,
     IdPrefix,
+    IdPrefixInput,
     MaxErrors,
     NoHeader,
     ProgressEvery,
@@ -80,6 +82,8 @@ def dedupe(
     fingerprint_field: FpField = None,
     no_header: NoHeader = False,
     id_prefix: IdPrefix = None,
+    id_prefix_input: IdPrefixInput = False,
+    encoding: Encoding = "utf-8",
     fp_base: FpBaseOpt = FpBase.auto,
     workers: Workers = None,
     batch_size: BatchSize = 1000,
@@ -111,8 +115,9 @@ def dedupe(
         json_out: print JSON lines.
         output: write the input's rows there (Parquet or Arrow inputs).
         rows: which rows --output holds.
-        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, fp_base, workers,
-            batch_size, max_errors, quiet, progress_every: the options `load` has too (see `LoadRun`).
+        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, id_prefix_input, encoding,
+            fp_base, workers, batch_size, max_errors, quiet, progress_every: the options `load` has
+            too (see `LoadRun`).
 
     Raises:
         typer.Exit: 130 after Ctrl-C.

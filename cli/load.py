@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
+import os
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -13,15 +14,17 @@ from typing import Annotated, Any
 
 import typer
 
-from simhash_redis.errors import InputError, SimhashRedisError
+from simhash_redis import SimhashIndex
+from simhash_redis.errors import IndexNotFound, InputError, SimhashRedisError
 from simhash_redis.index.bulk import DEFAULT_WINDOW
 from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
-from simhash_redis.jobs.readers import STDIN, ReadOptions, detect_format, estimate_total
+from simhash_redis.jobs.readers import STDIN, ReadOptions, Record, detect_format, estimate_total, read_all
 
-from .common import ExitCode, echo_json, fail, registrar, settings, tsv_row
+from .common import ExitCode, echo_json, fail, plural, registrar, settings, tsv_row
 from .options import (
     BatchSize,
+    Encoding,
     Files,
     FormatOpt,
     FpBase,
@@ -29,6 +32,7 @@ from .options import (
     FpField,
     IdField,
     IdPrefix,
+    IdPrefixInput,
     MaxErrors,
     NoHeader,
     ProgressEvery,
@@ -77,6 +81,8 @@ class LoadRun:
                 fingerprint_field=params["fingerprint_field"],
                 header=not params["no_header"],
                 id_prefix=params["id_prefix"],
+                encoding=params["encoding"],
+                prefix_input=params["id_prefix_input"],
             ),
             fp_base=plain(params["fp_base"]),
             workers=params["workers"],
@@ -118,10 +124,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def _summary(stats: LoadStats, verb: str) -> str:
     parts = [f"{stats.added:,} added", f"{stats.replaced:,} replaced", f"{stats.unchanged:,} unchanged"]
     if stats.duplicates:
-        parts.append(f"{stats.duplicates:,} duplicates")
-    parts.append(f"{stats.errors:,} errors")
+        parts.append(plural(stats.duplicates, "duplicate"))
+    parts.append(plural(stats.errors, "error"))
     return (
-        f"{verb}: {stats.written:,} documents in {stats.elapsed:.2f} s ({stats.rate:,.0f} docs/s): "
+        f"{verb}: {plural(stats.written, 'document')} in {stats.elapsed:.2f} s ({stats.rate:,.0f} docs/s): "
         + ", ".join(parts)
     )
 
@@ -132,24 +138,60 @@ def _unfinished(stats: LoadStats) -> str:
         return ""
     what = "the bulk window" if stats.bulk else "the batch"
     return (
-        f"; {stats.in_flight:,} more documents ({what} in flight) were not acknowledged: "
-        "some may be stored, none is half-visible"
+        f"; {plural(stats.in_flight, 'more document')} ({what} in flight) "
+        f"{'was' if stats.in_flight == 1 else 'were'} not acknowledged: some may be stored, none is "
+        "half-visible"
     )
 
 
+#: Bytes of text files from which `_warn_if_files_look_like_documents` no longer counts their documents:
+#: posts and articles are far smaller, and a big input is not read twice.
+_COUNTED_BYTES = 64 << 20
+
+
 def _warn_if_files_look_like_documents(run: LoadRun) -> None:
-    """Warn when several text files were given line by line but look like one document each (a shell
-    glob of posts: `load posts/*.txt` made 6,372 one-line documents of 147 posts)."""
+    """Warn, before anything is written, when several text files were given line by line but look like
+    one document each (a shell glob of posts: `load posts/*.txt` made 6,372 one-line documents of 147
+    posts). The documents are counted as the load will read them: blank lines give none."""
     paths = [path for path in run.files if path != STDIN]
     if run.fmt is not None or len(paths) < 2 or any(detect_format(path) != "lines" for path in paths):
         return
-    lines = estimate_total(paths, "lines", run.read) or 0
-    if lines >= 3 * len(paths):
+    try:
+        if sum(os.path.getsize(path) for path in paths) > _COUNTED_BYTES:
+            return
+    except OSError:
+        return  # the load itself says what is wrong with the input
+    documents = sum(isinstance(item, Record) for item in read_all(paths, "lines", run.read))
+    if documents >= 3 * len(paths):
         typer.echo(
-            f"warning: {len(paths):,} text files give {lines:,} documents, one per line. If each file is one "
-            "document (a post, an article), run again with --format files (or load their folder).",
+            f"warning: {len(paths):,} text files give {plural(documents, 'document')}, one per line. If each "
+            "file is one document (a post, an article), run again with --format files (or load their "
+            "folder).",
             err=True,
         )
+
+
+def _open_for_load(ctx: typer.Context, dry_run: bool) -> tuple[SimhashIndex, bool]:
+    """The index a load writes to, and whether this load created it."""
+    state = settings(ctx)
+    if dry_run:
+        return state.open_index(create=False), False
+    try:
+        return state.open_index(create=False), False
+    except IndexNotFound:
+        return state.open_index(create=True), True
+
+
+def _drop_if_unused(index: SimhashIndex, created: bool, stats: LoadStats) -> None:
+    """Drop the index this load created when nothing was stored in it (every record bad, a wrong
+    column, an interruption before the first write), so that `indexes` does not list an empty index."""
+    if not created or stats.written:
+        return
+    try:
+        if index.count()[0] == 0:  # from the data: another writer may have stored documents meanwhile
+            index.drop()
+    except SimhashRedisError:
+        pass  # the load's own error is the one to report
 
 
 def run_load(
@@ -178,14 +220,23 @@ def run_load(
         typer.Exit: 130 after Ctrl-C (143 after SIGTERM), with the summary so far and how to resume.
         SimhashRedisError: passed on (after the summary so far) for the app's handler to report.
     """
-    index = settings(ctx).open_index(create=not dry_run)
+    index, created = _open_for_load(ctx, dry_run)
     total = None if run.quiet else estimate_total(run.files, run.fmt, run.read)
     _warn_if_files_look_like_documents(run)
     progress = Progress(total, enabled=not run.quiet, interval=run.progress_every)
+    hinted = False
 
     def report(error: InputError) -> None:
+        nonlocal hinted
         progress.close()
         typer.echo(str(error), err=True)
+        if not hinted and error.reason.startswith("not valid UTF-8"):
+            hinted = True
+            typer.echo(
+                "hint: if the input is in another encoding, give it with --encoding (e.g. --encoding "
+                "latin-1, --encoding cp1252)",
+                err=True,
+            )
 
     loader = Loader(
         index,
@@ -207,6 +258,7 @@ def run_load(
             loader.load(run.files, run.fmt, run.read)
     except KeyboardInterrupt as exc:
         progress.close()
+        _drop_if_unused(index, created, loader.stats)
         terminated = isinstance(exc, Terminated)
         verb = "terminated" if terminated else "interrupted"
         typer.echo(_summary(loader.stats, verb) + _unfinished(loader.stats), err=True)
@@ -218,21 +270,40 @@ def run_load(
         raise typer.Exit(EXIT_TERMINATED if terminated else ExitCode.INTERRUPTED) from None
     except SimhashRedisError:
         progress.close()
-        if not run.quiet:
-            typer.echo(_summary(loader.stats, "stopped") + _unfinished(loader.stats), err=True)
+        _drop_if_unused(index, created, loader.stats)
+        stats = loader.stats
+        # Before the first record (a wrong column, an unreadable header) there is nothing to resume.
+        if not run.quiet and (stats.sent or stats.errors):
+            typer.echo(_summary(stats, "stopped") + _unfinished(stats), err=True)
             typer.echo("fix the problem, then run the same command again to resume", err=True)
         raise
     progress.close()
+    _drop_if_unused(index, created, loader.stats)
     if not run.quiet:
         typer.echo(_summary(loader.stats, verb), err=True)
     stats = loader.stats
+    if stats.errors and not stats.read:
+        raise fail(
+            f"nothing loaded: every record was bad ({plural(stats.errors, 'error')}); fix the input or the "
+            "options that read it (--format, --id-field, --text-field, --encoding)",
+            ExitCode.INPUT,
+        )
+    if stats.repeated:
+        names = ", ".join(repr(doc_id) for doc_id in stats.repeated_ids)
+        more = ", ..." if stats.repeated > len(stats.repeated_ids) else ""
+        typer.echo(
+            f"warning: {plural(stats.repeated, 'document')} of this run replaced what it had stored under "
+            f"the same id ({names}{more}): inputs that name their documents alike overwrite each other. "
+            "Run again with --id-prefix-input to start each id with its input's name (a.jsonl:ID).",
+            err=True,
+        )
     if stats.replaced >= _MANY_REPLACED and stats.replaced * 10 >= stats.written:
         # Replacing is right for an updated document, but this many usually means ids that repeat
         # from run to run (line numbers, a counter), and yesterday's documents are gone.
         typer.echo(
-            f"warning: {stats.replaced:,} of {stats.written:,} documents replaced stored ones of the same id "
-            "with another text. If this input's ids repeat across runs (line numbers, counters), give "
-            "each run's documents their own ids (--id-field, or --id-prefix with a date).",
+            f"warning: {stats.replaced:,} of {plural(stats.written, 'document')} replaced stored ones of the "
+            "same id with another text. If this input's ids repeat across runs (line numbers, counters), "
+            "give each run's documents their own ids (--id-field, or --id-prefix with a date).",
             err=True,
         )
     return loader.stats
@@ -262,6 +333,8 @@ def load(
     fingerprint_field: FpField = None,
     no_header: NoHeader = False,
     id_prefix: IdPrefix = None,
+    id_prefix_input: IdPrefixInput = False,
+    encoding: Encoding = "utf-8",
     fp_base: FpBaseOpt = FpBase.auto,
     workers: Workers = None,
     batch_size: BatchSize = 1000,
@@ -323,8 +396,9 @@ def load(
     Args:
         ctx: the command's context (global settings).
         files: the inputs.
-        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, fp_base, workers,
-            batch_size, max_errors, quiet, progress_every: the options `dedupe` has too (see `LoadRun`).
+        fmt, id_field, text_field, fingerprint_field, no_header, id_prefix, id_prefix_input, encoding,
+            fp_base, workers, batch_size, max_errors, quiet, progress_every: the options `dedupe` has
+            too (see `LoadRun`).
         dedupe: store only documents without a near-duplicate.
         pairs: where --dedupe writes its pairs.
         json_out: print the summary as JSON.

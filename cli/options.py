@@ -22,6 +22,7 @@ __all__ = [
     "FpField",
     "IdField",
     "IdPrefix",
+    "IdPrefixInput",
     "JsonOut",
     "MaxErrors",
     "NoHeader",
@@ -63,8 +64,8 @@ Encoding = Annotated[
     str,
     typer.Option(
         "--encoding",
-        help="How the text of --file or stdin is encoded (any Python codec, e.g. latin-1); bytes that do "
-        "not decode are an error, never silently replaced.",
+        help="How the input is encoded (any Python codec, e.g. latin-1, cp1252; load splits lines at the "
+        "byte 0x0A, so not UTF-16); bytes that do not decode are an error, never silently replaced.",
     ),
 ]
 
@@ -112,9 +113,18 @@ IdPrefix = Annotated[
     str | None,
     typer.Option(
         "--id-prefix",
-        help="Plain text: ids are this prefix plus the line number (default: the file name as given "
-        "plus ':', e.g. news.txt:7; stdin:7 for stdin).",
+        help="Plain text: ids are this prefix plus the line number (--id-prefix news: gives news:7). "
+        "Default: the file name as given, ':' and the xxh3-64 hash of the line's text in hex (the line "
+        "'hello world' of news.txt is news.txt:d447b1ea40e6988b; stdin:... for stdin).",
         show_default=False,
+    ),
+]
+IdPrefixInput = Annotated[
+    bool,
+    typer.Option(
+        "--id-prefix-input",
+        help="Start each id with its input's name, so that inputs which name their documents alike keep "
+        "them apart: a.jsonl:7, stdin:7; a folder's files folder/2024/a.txt.",
     ),
 ]
 FpBaseOpt = Annotated[

@@ -8,7 +8,7 @@ import typer
 
 from simhash_redis.index.consistency import WRONG_TYPE
 
-from .common import ExitCode, echo_json, fail, registrar, settings
+from .common import ExitCode, echo_json, fail, plural, registrar, settings
 
 __all__ = ["register", "verify"]
 
@@ -54,14 +54,14 @@ def verify(
     else:
         if report.wrong_type:  # nothing else was checked: say so rather than print counts of nothing
             typer.echo(
-                f"index {index.name!r}: {len(report.wrong_type):,} keys of the wrong type "
+                f"index {index.name!r}: {plural(len(report.wrong_type), 'key')} of the wrong type "
                 "(the rest is checked once they are deleted)"
             )
         else:
-            state = "consistent" if report.ok else f"{sum(report.problems.values()):,} problems"
+            state = "consistent" if report.ok else plural(sum(report.problems.values()), "problem")
             typer.echo(
-                f"index {index.name!r}: {report.docs:,} documents, {report.fingerprints:,} fingerprints: "
-                f"{state}"
+                f"index {index.name!r}: {plural(report.docs, 'document')}, "
+                f"{plural(report.fingerprints, 'fingerprint')}: {state}"
             )
         for kind, count in sorted(report.problems.items()):
             typer.echo(f"  {kind}: {count:,}")

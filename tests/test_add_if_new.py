@@ -6,12 +6,16 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 import redis
 from redis.cluster import RedisCluster
 
 from simhash_redis import Match, Outcome, SimhashIndex
+from simhash_redis.errors import WriteContention
+from simhash_redis.index import unique
+from simhash_redis.store import BucketLocks
 from tests.servers import ClusterProcess
 
 A = 0x0123456789ABCDEF
@@ -137,3 +141,44 @@ def test_its_own_entry_comes_before_a_nearer_other(client: redis.Redis) -> None:
     index = SimhashIndex(client, "uniq", k=3, id_buckets=1024)
     index.add_many([("b", A), ("a", A ^ 1)])
     assert index.add_if_new("a", A) == Match("a", A ^ 1, 1)
+
+
+class _Clock:
+    """time.monotonic for unique.py: ten seconds go by at each look."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 10.0
+        return self.now
+
+
+@pytest.mark.parametrize("changing", [True, False], ids=["changing-hands", "held-all-along"])
+def test_a_document_waiting_for_locks_that_change_hands_keeps_waiting(
+    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch, changing: bool
+) -> None:
+    """A loaded machine: the bucket locks a document waits for are taken by one worker after another
+    for longer than the patience for a stuck lock; it gives up only on a lock held all along."""
+    index = SimhashIndex(redis_cluster_client, "patient", k=3, id_buckets=1024)
+    real = BucketLocks.acquire
+    rounds: list[int] = []
+
+    def others_first(self: BucketLocks, documents: list[tuple[int, list[bytes]]]) -> Any:
+        rounds.append(1)
+        if len(rounds) <= 2 * unique._UNIQUE_ROUNDS:
+            self.holding.clear()
+            self.blockers = {doc: b"other:%d" % (len(rounds) if changing else 0) for doc, _ in documents}
+            return [False] * len(documents), []
+        return real(self, documents)
+
+    monkeypatch.setattr(BucketLocks, "acquire", others_first)
+    monkeypatch.setattr(unique, "time", _Clock())
+    monkeypatch.setattr(unique, "pause", lambda seconds: None)
+    if changing:
+        assert index.add_if_new("waited", 0x0123456789ABCDEF) is None
+        assert index.get("waited") == 0x0123456789ABCDEF
+    else:
+        with pytest.raises(WriteContention):
+            index.add_if_new("waited", 0x0123456789ABCDEF)
+        assert unique._UNIQUE_ROUNDS <= len(rounds) < 2 * unique._UNIQUE_ROUNDS

@@ -57,7 +57,10 @@ def groups_of_near_duplicates(groups: int, size: int, seed: int = 7) -> list[tup
 
 
 async def race(indexes: list[AsyncSimhashIndex], docs: list[tuple[str, int, int]], naive: bool) -> list[int]:
-    """Every document added by a task of its own, all started at once; the groups of those stored."""
+    """Every document added by a task of its own, all started at once; the groups of those stored.
+
+    A task that fails stops the others (awaited) before its exception is raised here.
+    """
     start = asyncio.Event()
 
     async def one(i: int, doc_id: str, fp: int, group: int) -> int | None:
@@ -73,7 +76,16 @@ async def race(indexes: list[AsyncSimhashIndex], docs: list[tuple[str, int, int]
     tasks = [asyncio.create_task(one(i, *doc)) for i, doc in enumerate(docs)]
     await asyncio.sleep(0)
     start.set()
-    return [group for group in await asyncio.gather(*tasks) if group is not None]
+    try:
+        done = await asyncio.gather(*tasks)
+    except BaseException:
+        # One task failed: stop the others before the caller closes the index, else they go on with
+        # connections of a closed client and leave them to the garbage collector.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return [group for group in done if group is not None]
 
 
 def opened(url: str, name: str, **options: Any) -> Callable[[], Awaitable[AsyncSimhashIndex]]:

@@ -160,3 +160,16 @@ def test_an_interrupted_release_of_spare_locks_gives_every_lock_back(
         locks.acquire([(1, [a]), (2, [b, z])])  # 1 gets a; 2 misses b, so z is spare
     monkeypatch.setattr(store, "run_script", run_script)
     assert [holder(redis_client, store, key) for key in (a, b, z)] == [None, other.token_of(0), None]
+
+
+def test_a_refused_document_learns_who_holds_its_first_missing_lock(store: Store) -> None:
+    first, second = BucketLocks(store), BucketLocks(store)
+    got, held = first.acquire([(1, buckets(store, "b"))])
+    assert got == [True] and first.blockers == {}
+    got, _ = second.acquire([(7, buckets(store, "a", "b", "c"))])
+    assert got == [False] and second.blockers == {7: first.token_of(1)}
+    first.release(held)
+    second.release_kept()
+    got, held = second.acquire([(7, buckets(store, "a", "b", "c"))])
+    assert got == [True] and second.blockers == {}
+    second.release(held)

@@ -1,4 +1,5 @@
-"""The rounds of a windowed write: a clock refusal gives up only when rounds in a row write nothing."""
+"""The rounds of a windowed write: a clock refusal gives up only when rounds in a row write nothing, and
+then only for clocks that disagree (or after `_STALL_S` of a clock moving on faster than the rounds)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from simhash_redis.store.period_steps import in_rounds
 
 class _Clock:
     """Stands in for an index's periods: counts the server times adopted."""
+
+    period_ms = 1000
 
     def __init__(self) -> None:
         self.adopted: list[int] = []
@@ -38,16 +41,46 @@ def test_a_long_batch_crosses_many_boundaries() -> None:
     assert len(clock.adopted) == 14 > period_steps._CLOCK_ROUNDS
 
 
-def test_a_clock_that_keeps_moving_with_nothing_written_gives_up() -> None:
+def test_clocks_that_disagree_with_nothing_written_give_up() -> None:
+    """Two nodes a period apart: each refusal names a period reported before."""
+    clock, rounds = _Clock(), list[int]()
+
+    def attempt(view: Any, pending: list[int]) -> tuple[list[int], int | None]:
+        rounds.append(len(pending))
+        return pending, 1000 * (10 + len(rounds) % 2)
+
+    with pytest.raises(WriteContention, match="clock kept moving between periods"):
+        in_rounds(clock, attempt, [1, 2, 3])  # type: ignore[arg-type]
+    assert len(rounds) == period_steps._CLOCK_ROUNDS + 2  # the first refusal is the clock going on
+
+
+def test_rounds_slower_than_a_period_go_on_while_the_clock_moves_on() -> None:
+    """A loaded machine: twenty rounds in a row each end in a later period, then one fits."""
+    clock, rounds = _Clock(), list[int]()
+
+    def attempt(view: Any, pending: list[int]) -> tuple[list[int], int | None]:
+        rounds.append(len(pending))
+        if len(rounds) <= 20:
+            return pending, 1000 * len(rounds)
+        return [], None
+
+    in_rounds(clock, attempt, [1, 2, 3])  # type: ignore[arg-type]
+    assert len(rounds) == 21 and len(clock.adopted) == 20
+
+
+def test_a_clock_moving_on_faster_than_every_round_gives_up_after_the_stall_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(period_steps, "_STALL_S", -1.0)  # already spent
     clock, rounds = _Clock(), list[int]()
 
     def attempt(view: Any, pending: list[int]) -> tuple[list[int], int | None]:
         rounds.append(len(pending))
         return pending, 1000 * len(rounds)
 
-    with pytest.raises(WriteContention, match="clock kept moving"):
+    with pytest.raises(WriteContention, match="took longer than a period"):
         in_rounds(clock, attempt, [1, 2, 3])  # type: ignore[arg-type]
-    assert len(rounds) == period_steps._CLOCK_ROUNDS + 1
+    assert len(rounds) == 1
 
 
 def test_a_refusal_after_progress_counts_anew() -> None:

@@ -7,6 +7,9 @@ the server's clock (TIME), never against a sleep's length.
 from __future__ import annotations
 
 import asyncio
+import gc
+import warnings
+from typing import Any
 
 import pytest
 from redis.cluster import RedisCluster
@@ -14,8 +17,10 @@ from redis.cluster import RedisCluster
 from simhash_redis import Match, Outcome, Retention, SimhashIndex, SimhashRedisError
 from simhash_redis.asyncio import AsyncSimhashIndex
 from simhash_redis.codec import encode_fp
+from simhash_redis.errors import WriteContention
 from simhash_redis.jobs.stats import collect
 from simhash_redis.store import Store
+from simhash_redis.store.period_steps import ClusterWindowedWrites
 from tests.servers import ClusterProcess
 from tests.test_add_if_new import race
 from tests.test_asyncio import groups_of_near_duplicates
@@ -72,11 +77,17 @@ def test_eight_processes_racing_across_periods(redis_cluster: ClusterProcess) ->
 
 
 def test_hundreds_of_tasks_racing_across_periods(redis_cluster: ClusterProcess) -> None:
+    """200 tasks on one event loop, the periods going by meanwhile.
+
+    Periods of 2 s: a write round reads the id in every live period (31 here), and with 200 tasks
+    sharing one loaded core a round of 1 s periods (62 of them) can take longer than a period for as
+    long as the writer waits (`period_steps._STALL_S`); a boundary still passes every other second.
+    """
     redis_cluster.flushall()
     docs = groups_of_near_duplicates(groups=20, size=10, seed=5)
 
     async def main() -> tuple[list[int], bool]:
-        options = {"k": 3, "id_buckets": BUCKETS, "retention": Retention(60, 1)}
+        options = {"k": 3, "id_buckets": BUCKETS, "retention": Retention(60, 2)}
         async with await AsyncSimhashIndex.from_url(redis_cluster.url, "arace", **options) as index:
             stored = await race_tasks([index], docs, naive=False)
             return stored, (await index.verify()).ok
@@ -236,3 +247,35 @@ def test_bulk_loads_and_dumps_of_a_windowed_index(redis_cluster_client: RedisClu
     assert again.config.retention == Retention.of("1h")
     assert again.get_many([i for i, _ in pairs]) == [fp for _, fp in pairs]
     assert again.verify().ok
+
+
+def test_a_race_that_fails_closes_every_connection(
+    redis_cluster: ClusterProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One task of hundreds fails (as a WriteContention would end it): the others are stopped, and
+    closing the index closes every connection (no socket left for the garbage collector to warn of)."""
+    redis_cluster.flushall()
+    docs = groups_of_near_duplicates(groups=20, size=10, seed=6)
+    apply = ClusterWindowedWrites.apply
+    calls: list[int] = []
+
+    def failing(self: ClusterWindowedWrites, ops: list[Any]) -> list[Any]:
+        calls.append(len(ops))
+        if len(calls) == 20:
+            raise WriteContention("the server's clock kept moving between periods")
+        return apply(self, ops)
+
+    monkeypatch.setattr(ClusterWindowedWrites, "apply", failing)
+
+    async def main() -> None:
+        options = {"k": 3, "id_buckets": BUCKETS, "retention": Retention(60, 1)}
+        async with await AsyncSimhashIndex.from_url(redis_cluster.url, "afail", **options) as index:
+            with pytest.raises(WriteContention):
+                await race_tasks([index], docs, naive=False)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(main())
+        gc.collect()
+    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not unclosed, unclosed[:3]

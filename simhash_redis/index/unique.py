@@ -82,8 +82,11 @@ class UniqueWrites:
         delays = _CONTENTION_BACKOFF.delays()
         locks = BucketLocks(self.store) if self.store.cluster else None
         # On a cluster, keep trying for longer than a lock lives, so one left by a crashed worker is
-        # waited out rather than reported as contention.
-        patience = time.monotonic() + (locks.ttl_ms / 1000 + 5 if locks is not None else 0)
+        # waited out rather than reported as contention; and longer again whenever a lock a document
+        # waits for has changed hands (others progress: a loaded machine, not a stuck holder).
+        wait = locks.ttl_ms / 1000 + 5 if locks is not None else 0
+        patience = time.monotonic() + wait
+        blockers: dict[int, bytes] = {}
         try:
             for attempt in itertools.count():
                 if attempt >= _UNIQUE_ROUNDS and time.monotonic() > patience:
@@ -94,6 +97,10 @@ class UniqueWrites:
                 pending = self._round(ids, fps, judge, locks, pending, results)
                 if not pending:
                     return results  # type: ignore[return-value]
+                if locks is not None:
+                    if any(blockers.get(doc, holder) != holder for doc, holder in locks.blockers.items()):
+                        patience = max(patience, time.monotonic() + wait)
+                    blockers = dict(locks.blockers)
         finally:
             if locks is not None and locks.kept:  # given up, or an error: nothing stays locked
                 locks.release_kept()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ..errors import InputError, InvalidArgument
-from .records import ReadOptions, Record, checked_doc, checked_id
+from .records import ReadOptions, Record, checked_doc, checked_id, encoding_name
 
 __all__ = ["read_table"]
 
@@ -42,7 +42,8 @@ def read_table(
         InvalidArgument: a column the header does not have, or an unreadable header row.
     """
     csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    encoding = "utf-8-sig" if options.encoding == "utf-8" else options.encoding
+    text = io.TextIOWrapper(stream, encoding=encoding, errors="surrogateescape", newline="")
     try:
         yield from _table_rows(_Rows(text, source, delimiter), source, options, delimiter)
     finally:
@@ -135,9 +136,9 @@ def _table_rows(
             continue
         fields = (row[id_col], row[doc_col])
         if any(_has_surrogates(value) for value in fields):
-            yield InputError(source, number, "not valid UTF-8")
+            yield InputError(source, number, f"not valid {encoding_name(options.encoding)}")
             continue
-        doc_id = checked_id(fields[0], source, number)
+        doc_id = checked_id(fields[0], source, number, options.namespace)
         doc = checked_doc(fields[1], source, number, options)
         bad = doc_id if isinstance(doc_id, InputError) else doc
         yield bad if isinstance(bad, InputError) else Record(source, number, str(doc_id), str(doc), is_fp)

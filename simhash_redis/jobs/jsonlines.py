@@ -47,12 +47,14 @@ class JsonLine(NamedTuple):
     value: dict[str, Any]
 
 
-def _json_object(raw: bytes, number: int, source: str) -> dict[str, Any] | InputError | None:
+def _json_object(
+    raw: bytes, number: int, source: str, encoding: str = "utf-8"
+) -> dict[str, Any] | InputError | None:
     """The object on one line as read (line end included), an InputError, or None for a blank line."""
-    obj = loads_object(raw)
+    obj = loads_object(raw) if encoding == "utf-8" else None
     if obj is not None:
         return obj
-    text = line_text(raw, number, source)
+    text = line_text(raw, number, source, encoding)
     if isinstance(text, InputError):
         return text
     if is_blank(text):
@@ -93,7 +95,7 @@ def read_json_lines(
 
 def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
     """The record of one JSON line as read from the input (line end included), None for a blank line."""
-    obj = _json_object(raw, number, source)
+    obj = _json_object(raw, number, source, options.encoding)
     if not isinstance(obj, dict):
         return obj
     return _record_of(obj, number, source, options)
@@ -105,7 +107,7 @@ def _record_of(obj: dict[str, Any], number: int, source: str, options: ReadOptio
     missing = [name for name in (options.id_field, doc_field) if name not in obj]
     if missing:
         return InputError(source, number, f"no {missing[0]!r} field")
-    doc_id = checked_id(obj[options.id_field], source, number)
+    doc_id = checked_id(obj[options.id_field], source, number, options.namespace)
     doc = checked_doc(obj[doc_field], source, number, options)
     bad = doc_id if isinstance(doc_id, InputError) else doc
     if isinstance(bad, InputError):
@@ -196,6 +198,8 @@ class JsonLines(NamedTuple):
         fp_field = options.fingerprint_field or options.text_field
         if core is None or fp_base not in ("auto", "hex", "dec") or not _utf8(options.id_field, fp_field):
             return None
+        if options.encoding != "utf-8" or options.namespace:  # the compiled core reads UTF-8 ids as they are
+            return None
         read: tuple[list[str], list[int], list[int]] = core.fingerprint_lines(
             self.raws, options.id_field, fp_field, f, fp_base, defaults.MAX_ID_BYTES
         )
@@ -216,7 +220,9 @@ class JsonLines(NamedTuple):
             scheme: the scheme the texts are fingerprinted with.
         """
         core, options = engines.native, self.options
-        if core is None or options.fingerprint_field is not None:
+        if core is None or options.fingerprint_field is not None or options.encoding != "utf-8":
+            return None
+        if options.namespace:  # the compiled core reads ids as they are
             return None
         if not _utf8(options.id_field, options.text_field):
             return None
@@ -238,12 +244,12 @@ class JsonLines(NamedTuple):
     def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
         """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""
         options, source, number = self.options, self.source, self.first + position
-        obj = _json_object(self.raws[position], number, source)
+        obj = _json_object(self.raws[position], number, source, options.encoding)
         if obj is None or isinstance(obj, InputError):
             return obj
         id_field, fp_field = options.id_field, options.fingerprint_field or options.text_field
         doc_id, text = obj.get(id_field), obj.get(fp_field)
-        if not (
+        if options.namespace or not (
             isinstance(doc_id, str)
             and doc_id.isascii()
             and 0 < len(doc_id) <= defaults.MAX_ID_BYTES

@@ -32,7 +32,8 @@ def loads(text: str) -> Any:
         text: one JSON document.
 
     Raises:
-        ValueError: (json.JSONDecodeError) the text is not JSON.
+        ValueError: (json.JSONDecodeError) the text is not JSON; or it nests arrays and objects too
+            deeply to be read (beyond what the stdlib's recursion allows: about a thousand levels).
     """
     if _ORJSON is not None:
         try:
@@ -42,7 +43,12 @@ def loads(text: str) -> Any:
         else:
             if not _has_float(value):
                 return value
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        # orjson refuses more than 1,024 levels and the stdlib recurses once per level: a bad record,
+        # not the end of the load.
+        raise ValueError("nested too deeply") from None
 
 
 def loads_object(raw: bytes) -> dict[str, Any] | None:
@@ -63,13 +69,19 @@ def loads_object(raw: bytes) -> dict[str, Any] | None:
 
 
 def _has_float(value: Any) -> bool:
-    """Tell whether a parsed JSON value holds a float anywhere."""
+    """Tell whether a parsed JSON value holds a float anywhere (without recursion: orjson reads up to
+    1,024 levels, more than Python's stack allows)."""
     kind = type(value)
     if kind is not dict and kind is not list:
         return kind is float
     # Records are flat objects of strings: one pass over their values, containers looked into.
-    for item in value.values() if kind is dict else value:
-        kind = type(item)
-        if kind is float or ((kind is dict or kind is list) and _has_float(item)):
-            return True
+    pending = [value]
+    while pending:
+        container = pending.pop()
+        for item in container.values() if type(container) is dict else container:
+            kind = type(item)
+            if kind is float:
+                return True
+            if kind is dict or kind is list:
+                pending.append(item)
     return False

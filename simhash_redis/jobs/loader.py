@@ -40,6 +40,7 @@ from .readers import (
     read_all,
     read_chunks,
 )
+from .repeats import RepeatedIds
 
 __all__ = [
     "BULK_MIN",
@@ -66,6 +67,12 @@ __all__ = [
 #: the grouped commands carry about one entry per key, and the atomic path is as fast and keeps the
 #: counts current.
 BULK_MIN = 100_000
+#: Seconds a bulk window fills before it is written though not full: when fingerprinting sets the pace
+#: (a million documents take minutes on a few cores), the counts and the progress move, and an
+#: interruption loses at most these seconds of work, not the whole window.
+WINDOW_SECONDS = 2.0
+#: Documents a window cut by time holds at least: fewer would lose the grouping the bulk path is for.
+WINDOW_MIN = 10_000
 
 
 class Bulk(enum.Enum):
@@ -99,6 +106,9 @@ class LoadStats:
         sent: documents handed to a write (written, or being written).
         total: the expected number of records, when known.
         bulk: whether the load took the bulk path.
+        repeated: writes that replaced a document this load had written (an id named twice, in two
+            inputs or one, with another text); counted in loads of several inputs.
+        repeated_ids: the first few of those ids.
         started: time.monotonic() at the start.
     """
 
@@ -112,6 +122,8 @@ class LoadStats:
     sent: int = 0
     total: int | None = None
     bulk: bool = False
+    repeated: int = 0
+    repeated_ids: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -139,6 +151,7 @@ class LoadStats:
             "duplicates": self.duplicates,
             "errors": self.errors,
             "written": self.written,
+            "repeated": self.repeated,
             "bulk": self.bulk,
             "elapsed": round(self.elapsed, 3),
             "docs_per_s": round(self.rate, 1),
@@ -218,6 +231,9 @@ class Loader:
         )
         self._checked = time.monotonic()
         self._fatal: InputError | None = None
+        #: Ids written by this load, to tell its own replacements; kept for loads of several inputs.
+        self._repeats: RepeatedIds | None = None
+        self._window_ids: list[str] = []
 
     def run(self, records: Iterable[Record | InputError | JsonLines | ArrowRows]) -> LoadStats:
         """Load every record; bad ones are reported and skipped.
@@ -266,6 +282,8 @@ class Loader:
             )
         chunks = read_chunks(paths, fmt, options or ReadOptions(), self.batch_size)
         check_inputs(paths, fmt)  # at once, not at the first record
+        if len(paths) > 1 and self.dry_run is None:
+            self._repeats = RepeatedIds()
         mode = self.bulk
         if mode is Bulk.AUTO and STDIN in paths:
             mode = Bulk.OFF
@@ -339,12 +357,28 @@ class Loader:
                 return
             batches = itertools.chain(head, batches)
         self.stats.bulk = True
-        self.index.bulk_add_columns(self._sent(batches), window=self.window, on_progress=self._window_done)
-
-    def _sent(self, batches: Iterator[tuple[list[str], list[int]]]) -> Iterator[tuple[list[Any], list[Any]]]:
-        # Whole windows, counted as sent when bulk_add_columns takes one (and writes it at once).
-        for ids, fps in windows(batches, self.window):
+        for ids, fps in self._windows(batches):
             self.stats.sent += len(ids)
+            self._window_ids = ids
+            self.index.bulk_add_columns([(ids, fps)], window=len(ids), on_progress=self._window_done)
+
+    def _windows(
+        self, batches: Iterator[tuple[list[str], list[int]]]
+    ) -> Iterator[tuple[list[Any], list[Any]]]:
+        """Windows of `window` documents, or fewer (`WINDOW_MIN` at least) once one has been filling for
+        `WINDOW_SECONDS`; the time starts again when the caller asks for the next window."""
+        least = min(WINDOW_MIN, self.window)
+        started = time.monotonic()
+        ids: list[Any] = []
+        fps: list[Any] = []
+        for window_ids, window_fps in windows(batches, least):
+            ids += window_ids
+            fps += window_fps
+            if len(ids) >= self.window or time.monotonic() - started >= WINDOW_SECONDS:
+                yield ids[: self.window], fps[: self.window]
+                ids, fps = ids[self.window :], fps[self.window :]
+                started = time.monotonic()
+        if ids:
             yield ids, fps
 
     def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
@@ -352,6 +386,7 @@ class Loader:
         self._check_index()
         for outcome, times in Counter(outcomes).items():
             self._count_outcome(outcome, times)
+        self._note_repeats(self._window_ids, outcomes)
         self.stats.written += len(outcomes)
         if self.on_progress is not None:
             self.on_progress(self.stats)
@@ -400,9 +435,16 @@ class Loader:
                 "run `verify` to see what is left, then create the index and load again"
             )
 
+    def _note_repeats(self, ids: Sequence[str], outcomes: Sequence[object]) -> None:
+        if self._repeats is not None:
+            self._repeats.written(ids, outcomes)
+            self.stats.repeated, self.stats.repeated_ids = self._repeats.count, self._repeats.first
+
     def _count(
         self, items: list[tuple[str, int]], outcomes: Sequence[Outcome | Match | VerifiedMatch]
     ) -> None:
+        if self._repeats is not None:
+            self._note_repeats([doc_id for doc_id, _ in items], outcomes)
         for (doc_id, _), outcome in zip(items, outcomes, strict=True):
             if isinstance(outcome, Outcome):
                 self._count_outcome(outcome)

@@ -7,6 +7,7 @@ quality evaluation's corpus all read JSON Lines through it.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import stat
@@ -20,6 +21,7 @@ from ..errors import InputError, InvalidArgument
 from .arrow import ARROW_FORMATS, ArrowRows, arrow_chunks, count_rows, is_dataset, read_arrow
 from .arrow import EXTENSIONS as ARROW_EXTENSIONS
 from .delimited import read_table
+from .jsonarray import read_json_array, starts_array
 from .jsonlines import JsonLines, jsonl_chunks, read_jsonl
 from .records import (
     GZIP_MAGIC,
@@ -102,17 +104,17 @@ def _read_lines(
     # stable files.
     numbered = options.id_prefix is not None
     prefix = options.id_prefix if numbered else ("stdin:" if path == STDIN else f"{path}:")
-    for number, text in numbered_lines(stream, source):
+    for number, text in numbered_lines(stream, source, options.encoding):
         if isinstance(text, InputError):
             yield text
         elif text.strip():
             name = number if numbered else xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
-            doc_id = checked_id(f"{prefix}{name}", source, number)
+            doc_id = checked_id(f"{prefix}{name}", source, number, options.namespace if numbered else "")
             yield doc_id if isinstance(doc_id, InputError) else Record(source, number, doc_id, text)
 
 
-def _read_fingerprints(stream: IO[bytes], source: str) -> Iterator[Record | InputError]:
-    for number, text in numbered_lines(stream, source):
+def _read_fingerprints(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
+    for number, text in numbered_lines(stream, source, options.encoding):
         if isinstance(text, InputError):
             yield text
             continue
@@ -126,7 +128,7 @@ def _read_fingerprints(stream: IO[bytes], source: str) -> Iterator[Record | Inpu
                 source, number, "expected an id and a fingerprint separated by a tab, comma or space"
             )
             continue
-        doc_id = checked_id(parts[0].strip(), source, number)
+        doc_id = checked_id(parts[0].strip(), source, number, options.namespace)
         yield (
             doc_id
             if isinstance(doc_id, InputError)
@@ -143,13 +145,15 @@ def _dir_files(root: Path) -> Iterator[Path]:
                 yield Path(folder) / name
 
 
-def _read_dir(path: str) -> Iterator[Record | InputError]:
+def _read_dir(path: str, options: ReadOptions) -> Iterator[Record | InputError]:
     root = Path(path)
+    # With prefix_input, the id is the file's path below the directory as given: folder/2024/a.txt.
+    prefix = path.rstrip("/") + "/" if options.prefix_input else ""
     for file in _dir_files(root):
-        yield _read_file(str(file), file.relative_to(root).as_posix())
+        yield _read_file(str(file), prefix + file.relative_to(root).as_posix(), options.encoding)
 
 
-def _read_file(source: str, doc_id: str) -> Record | InputError:
+def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
     """A whole file as one document."""
     try:
         regular = stat.S_ISREG(os.stat(source).st_mode)
@@ -162,7 +166,9 @@ def _read_file(source: str, doc_id: str) -> Record | InputError:
             data = stream.read()
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         return InputError(source, None, f"cannot read: {exc}")
-    text = decode(data.removeprefix(b"\xef\xbb\xbf"), source, None)
+    if encoding == "utf-8":
+        data = data.removeprefix(b"\xef\xbb\xbf")
+    text = decode(data, source, None, encoding)
     if isinstance(text, InputError):
         return text
     if not text.strip():
@@ -188,34 +194,48 @@ def read(
         InvalidArgument: unknown format, or a column that the header does not have.
         OSError: the input cannot be opened (a missing file, a permission problem).
     """
-    options = options or ReadOptions()
+    options = _of_input(options or ReadOptions(), path)
     fmt = _checked_format(path, fmt)
     if fmt == "dir":
-        yield from _read_dir(path)
+        yield from _read_dir(path, options)
         return
     if fmt == "files":  # each file one document, named by its path as given
-        yield _read_file(path, path)
+        yield _read_file(path, path, options.encoding)
         return
     if fmt in ARROW_FORMATS:
         yield from read_arrow(path, fmt, options)
         return
+    with open_input(path) as stream:
+        yield from _records(stream, path, fmt, options)
+
+
+def _records(stream: IO[bytes], path: str, fmt: str, options: ReadOptions) -> Iterator[Record | InputError]:
+    """The records of an opened input of a format read from a stream, a truncated gzip's error last."""
     source = source_name(path)
     last = 0  # the last line read, for the message of a truncated input
-    with open_input(path) as stream:
-        try:
-            if fmt == "jsonl":
-                items = read_jsonl(stream, source, options)
-            elif fmt in ("csv", "tsv"):
-                items = read_table(stream, source, options, "," if fmt == "csv" else "\t")
-            elif fmt == "lines":
-                items = _read_lines(stream, source, path, options)
-            else:
-                items = _read_fingerprints(stream, source)
-            for item in items:
-                last = item.line or last
-                yield item
-        except (EOFError, gzip.BadGzipFile) as exc:
-            yield gzip_fault(source, exc, last)
+    try:
+        if fmt == "jsonl" and starts_array(stream):  # a .json file holding one array
+            items = read_json_array(stream, source, options)
+        elif fmt == "jsonl":
+            items = read_jsonl(stream, source, options)
+        elif fmt in ("csv", "tsv"):
+            items = read_table(stream, source, options, "," if fmt == "csv" else "\t")
+        elif fmt == "lines":
+            items = _read_lines(stream, source, path, options)
+        else:
+            items = _read_fingerprints(stream, source, options)
+        for item in items:
+            last = item.line or last
+            yield item
+    except (EOFError, gzip.BadGzipFile) as exc:
+        yield gzip_fault(source, exc, last)
+
+
+def _of_input(options: ReadOptions, path: str) -> ReadOptions:
+    """The options an input is read with: with prefix_input, its ids' namespace ("a.jsonl:", "stdin:")."""
+    if not options.prefix_input:
+        return options
+    return dataclasses.replace(options, namespace=f"{'stdin' if path == STDIN else path}:")
 
 
 def _checked_format(path: str, fmt: str | None) -> str:
@@ -313,8 +333,12 @@ def read_chunks(
         if kind != "jsonl":
             yield from read(path, kind, options)
             continue
+        own = _of_input(options, path)
         with open_input(path) as stream:
-            yield from jsonl_chunks(stream, source_name(path), options, size)
+            if starts_array(stream):
+                yield from _records(stream, path, kind, own)
+            else:
+                yield from jsonl_chunks(stream, source_name(path), own, size)
 
 
 def estimate_total(
@@ -362,6 +386,8 @@ def estimate_total(
                 if fh.read(2) == GZIP_MAGIC:
                     return None
                 fh.seek(0)
+                if kind == "jsonl" and starts_array(fh):
+                    return None  # an array's lines are not its records
                 count, last, read = 0, b"\n", 0
                 while chunk := fh.read(1 << 20):
                     count += chunk.count(b"\n")

@@ -7,6 +7,7 @@ id and document are checked here, the same way for every format.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import sys
@@ -17,7 +18,7 @@ from typing import IO, NamedTuple
 
 from .. import defaults
 from ..checks import is_int
-from ..errors import InputError
+from ..errors import InputError, InvalidArgument
 
 __all__ = [
     "GZIP_MAGIC",
@@ -27,6 +28,7 @@ __all__ = [
     "checked_doc",
     "checked_id",
     "decode",
+    "encoding_name",
     "gunzipped",
     "gzip_fault",
     "is_blank",
@@ -66,7 +68,16 @@ class ReadOptions:
             instead of a text.
         header: whether CSV/TSV input starts with a header row.
         id_prefix: plain text: ids are this prefix plus the line number (default: the file name as
-            given plus ':', so line 7 of news.txt is ``news.txt:7``; ``stdin:7`` for standard input).
+            given, ':' and the xxh3-64 hash of the line's text in hex, so the line "hello world" of
+            news.txt is ``news.txt:d447b1ea40e6988b``; ``stdin:...`` for standard input).
+        encoding: how the input's bytes are decoded (a Python codec that encodes a line end as the
+            byte 0x0A, as UTF-8 and the single-byte codecs do).
+        prefix_input: ids start with the input's name, so that inputs which name their documents
+            alike keep them apart: ``a.jsonl:7`` (``stdin:7``); a directory's files
+            ``folder/2024/a.txt``; plain text numbered by --id-prefix ``a.txt:P7`` (its default ids
+            name the file already), a file of `files` format its path as always.
+        namespace: what the readers put before each id of the input they read (set by them, from
+            prefix_input).
     """
 
     id_field: str = "id"
@@ -74,6 +85,31 @@ class ReadOptions:
     fingerprint_field: str | None = None
     header: bool = True
     id_prefix: str | None = None
+    encoding: str = "utf-8"
+    prefix_input: bool = False
+    namespace: str = ""
+
+    def __post_init__(self) -> None:
+        """Check the encoding, and keep its canonical name (``latin1`` -> ``iso8859-1``).
+
+        Raises:
+            InvalidArgument: no such codec, or one that does not encode a line end as the byte 0x0A
+                (UTF-16, UTF-32): lines are split at that byte.
+        """
+        try:
+            name = codecs.lookup(self.encoding).name
+        except (LookupError, TypeError):
+            raise InvalidArgument(f"unknown encoding {self.encoding!r}") from None
+        try:
+            splits = "a\nb".encode(name) == b"a\nb"
+        except (UnicodeError, LookupError):
+            splits = False
+        if not splits:
+            raise InvalidArgument(
+                f"encoding {self.encoding!r} cannot be read line by line (a line end is not the byte "
+                "0x0A in it): convert the input to UTF-8 first (iconv -f ENCODING -t UTF-8)"
+            )
+        object.__setattr__(self, "encoding", name)
 
 
 @contextmanager
@@ -130,42 +166,56 @@ def source_name(path: str) -> str:
     return _STDIN_NAME if path == STDIN else path
 
 
-def decode(raw: bytes, source: str, line: int | None) -> str | InputError:
-    """Bytes of the input as text, or the InputError that says they are not UTF-8.
+def encoding_name(encoding: str) -> str:
+    """How messages name an encoding: UTF-8 as people write it, others by their codec name.
+
+    Args:
+        encoding: a codec name.
+    """
+    return "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
+
+
+def decode(raw: bytes, source: str, line: int | None, encoding: str = "utf-8") -> str | InputError:
+    """Bytes of the input as text, or the InputError that says they do not decode.
 
     Args:
         raw: the bytes (a line without its line end, or a whole file).
         source: the input's name.
         line: the line number, or None for a whole file.
+        encoding: the input's encoding (a codec name `ReadOptions` has checked).
     """
     try:
-        return raw.decode("utf-8")
+        return raw.decode(encoding)
     except UnicodeDecodeError as exc:
-        return InputError(source, line, f"not valid UTF-8 (byte {exc.start})")
+        return InputError(source, line, f"not valid {encoding_name(encoding)} (byte {exc.start})")
 
 
-def line_text(raw: bytes, number: int, source: str) -> str | InputError:
+def line_text(raw: bytes, number: int, source: str, encoding: str = "utf-8") -> str | InputError:
     """Line `number` as read (line end included), decoded, without its line end or a leading BOM.
 
     Args:
         raw: the line's bytes.
         number: its 1-based line number (a BOM is only looked for on line 1).
         source: the input's name.
+        encoding: the input's encoding (a UTF-8 BOM is dropped only from UTF-8).
     """
-    if number == 1 and raw.startswith(_BOM):
+    if number == 1 and raw.startswith(_BOM) and encoding == "utf-8":
         raw = raw[len(_BOM) :]
-    return decode(raw.rstrip(b"\r\n"), source, number)
+    return decode(raw.rstrip(b"\r\n"), source, number, encoding)
 
 
-def numbered_lines(stream: IO[bytes], source: str) -> Iterator[tuple[int, str | InputError]]:
+def numbered_lines(
+    stream: IO[bytes], source: str, encoding: str = "utf-8"
+) -> Iterator[tuple[int, str | InputError]]:
     """Numbered, decoded lines without their line ends (a leading BOM is dropped).
 
     Args:
         stream: the input.
         source: its name.
+        encoding: its encoding.
     """
     for number, raw in enumerate(stream, 1):
-        yield number, line_text(raw, number, source)
+        yield number, line_text(raw, number, source, encoding)
 
 
 def is_blank(text: str) -> bool:
@@ -178,17 +228,18 @@ def is_blank(text: str) -> bool:
     return not text or text.isspace()
 
 
-def checked_id(value: object, source: str, line: int | None) -> str | InputError:
+def checked_id(value: object, source: str, line: int | None, namespace: str = "") -> str | InputError:
     """A record's id as a string, or the InputError that says why it cannot be one.
 
     Args:
         value: the id as read (a string, or an integer from JSON).
         source: the input's name.
         line: the record's line number, or None.
+        namespace: put before the id (`ReadOptions.namespace`).
     """
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return InputError(source, line, f"the id must be a string or an integer, got {type(value).__name__}")
-    doc_id = str(value)
+    doc_id = namespace + str(value)
     try:
         size = len(doc_id.encode("utf-8"))
     except UnicodeEncodeError:

@@ -53,6 +53,8 @@ class BucketLocks:
         self.kept: dict[int, list[bytes]] = {}
         #: The locks of the documents that got all theirs this round.
         self.holding: dict[int, list[bytes]] = {}
+        #: For each document that missed a lock this round, the token holding its first missing one.
+        self.blockers: dict[int, bytes] = {}
 
     def token_of(self, doc: int) -> bytes:
         """The token a document's locks hold.
@@ -77,11 +79,13 @@ class BucketLocks:
                 this call may have taken, and every lock kept, is given back first.
         """
         self.holding.clear()
+        self.blockers.clear()
         wanted = [(doc, sorted({self.keys.lock(key) for key in keys})) for doc, keys in documents]
         asked: list[Held] = [(lock, self.token_of(doc)) for doc, locks in wanted for lock in locks]
         try:
             replies = self.store.run_script(_LOCK, [self._lock(lock, token) for lock, token in asked])
-            taken = {pair for pair, reply in zip(asked, replies, strict=True) if reply == 1}
+            answers = dict(zip(asked, replies, strict=True))
+            taken = {pair for pair, reply in answers.items() if reply == 1}
             got: list[bool] = []
             spare: list[Held] = []
             for doc, locks in wanted:
@@ -93,6 +97,9 @@ class BucketLocks:
                     continue
                 mine = {lock for lock in locks if (lock, token) in taken}
                 prefix = list(itertools.takewhile(mine.__contains__, locks))
+                holder = answers.get((locks[len(prefix)], token))
+                if isinstance(holder, bytes):
+                    self.blockers[doc] = holder
                 if prefix:
                     self.kept[doc] = prefix
                 # Taken past its first miss: given back now, not after the round, since a document

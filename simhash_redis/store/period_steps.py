@@ -19,6 +19,7 @@ writer's change (a compare-and-set mismatch) reads the document again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -37,9 +38,13 @@ T = TypeVar("T")
 
 _CAS = Script("id_cas")
 _IDS = Script("fp_ids")
-# Rounds in a row that settled nothing, refused because this worker's estimate of the clock was in another
-# period than the server's: one more gives up.
+# Rounds in a row that settled nothing, refused with a period the server's clock had already reported
+# (clocks that disagree: nodes apart, a period going back): one more gives up.
 _CLOCK_ROUNDS = 4
+# Seconds of rounds that settle nothing while the server's clock moves on to ever later periods (each
+# round slower than a period: a loaded machine, hundreds of tasks on one event loop) before giving up:
+# within the 30 s a bucket lock lives (`locks.TTL_MS`), which add-if-new on a cluster holds meanwhile.
+_STALL_S = 20.0
 
 
 def in_rounds(
@@ -54,24 +59,37 @@ def in_rounds(
         pending: what the first round is for.
 
     Raises:
-        WriteContention: the clock kept moving to another period with nothing written, or writes kept
-            conflicting.
+        WriteContention: the server's clock kept reporting periods it had reported before with nothing
+            written, or moved on for `_STALL_S` with nothing written, or writes kept conflicting.
     """
     conflicts = clock = 0
+    latest: int | None = None  # the latest period a refusal reported
+    progress = time.monotonic()  # when the last round that settled some ended (or the first began)
     while pending:
         retry, moved = attempt(windows.view(), pending)
         # Refusals count only in a row of rounds that settle nothing (retry is a part of pending): a
         # long batch may cross many boundaries, and each round that settles some leaves fewer to do.
         settled = len(retry) < len(pending)
         if settled:
-            clock = 0
+            clock, progress = 0, time.monotonic()
         if moved is not None:  # the server's clock is in another period: adopt it
-            if not settled:
+            period = moved // windows.period_ms
+            # A later period than any reported is the clock going on (a round slower than a period):
+            # the next round may fit. A period seen before is clocks that disagree.
+            onward = latest is None or period > latest
+            latest = period if latest is None else max(latest, period)
+            if not settled and not onward:
                 clock += 1
             if clock > _CLOCK_ROUNDS:
                 raise WriteContention(
-                    "the server's clock kept moving to another period; run the call again (the "
-                    "documents it had written already are left as they are)"
+                    "the server's clock kept moving between periods (clocks that disagree?); run the "
+                    "call again (the documents it had written already are left as they are)"
+                )
+            if not settled and time.monotonic() - progress > _STALL_S:
+                raise WriteContention(
+                    f"each write round took longer than a period ({windows.period_ms / 1000:g} s) for "
+                    f"{_STALL_S:g} s; run the call again (the documents it had written already are "
+                    "left as they are)"
                 )
             windows.set_server_time(moved)
         elif retry:

@@ -334,7 +334,7 @@ def test_drop(invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
     declined = invoke("drop", input="n\n")
     assert declined.exit_code == 1 and "nothing was deleted" in declined.stderr
     confirmed = invoke("drop", input="y\n")
-    assert confirmed.exit_code == 0 and "dropped index 'default': 1 documents" in confirmed.stdout
+    assert confirmed.exit_code == 0 and "dropped index 'default': 1 document" in confirmed.stdout
     assert invoke("get", "a").exit_code == 1
 
 
@@ -431,7 +431,7 @@ def test_indexes_lists_every_index(invoke: Invoke, redis_client: redis.Redis) ->
     SimhashIndex(redis_client, "beta")
     listed = invoke("indexes")
     assert listed.exit_code == 0, listed.output
-    assert listed.stdout.splitlines() == ["alpha\t1 documents\tk=4 f=64", "beta\t0 documents\tk=3 f=64"]
+    assert listed.stdout.splitlines() == ["alpha\t1 document\tk=4 f=64", "beta\t0 documents\tk=3 f=64"]
     rows = [json.loads(line) for line in invoke("indexes", "--json").stdout.splitlines()]
     assert [row["name"] for row in rows] == ["alpha", "beta"] and rows[0]["k"] == 4
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from simhash_redis.cli.progress import Progress
 
 from simhash_redis import SimhashIndex
 from simhash_redis.errors import IndexNotFound, SimhashRedisError
@@ -160,11 +161,13 @@ def test_in_flight_on_the_bulk_path_is_the_window_being_written(redis_client: re
 
     load = Loader(index, workers=1, batch_size=700, bulk=Bulk.ON, window=1000, on_progress=watch)
     original = load.index.bulk_add_columns
+    windows: list[int] = []
 
     def interrupted(batches: object, **options: object) -> object:
-        def stop_in_second_window(done: int, outcomes: object) -> None:
+        def stop_in_second_window(done: int, outcomes: list[object]) -> None:
             on_progress(done, outcomes)
-            if done == 2000:
+            windows.append(len(outcomes))
+            if len(windows) == 2:
                 raise KeyboardInterrupt
 
         on_progress = options.pop("on_progress")
@@ -175,6 +178,77 @@ def test_in_flight_on_the_bulk_path_is_the_window_being_written(redis_client: re
         load.run(records)
     assert seen == [(1000, 0), (2000, 0)]
     assert load.stats.sent == 2000
+
+
+@pytest.fixture
+def windows_by_time(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Bulk windows cut by time at once: every 1,000 documents (what a slow fingerprinting pace gives)."""
+    monkeypatch.setattr(loader, "WINDOW_SECONDS", 0.0, raising=False)
+    monkeypatch.setattr(loader, "WINDOW_MIN", 1000, raising=False)
+    return 1000
+
+
+def test_a_bulk_window_cut_by_time_moves_the_counts_and_an_interruption_keeps_it(
+    redis_client: redis.Redis, windows_by_time: int
+) -> None:
+    """Windows of a million documents at most, but written once they have filled for WINDOW_SECONDS: the
+    windows written before Ctrl-C are stored, each document whole, and the rerun completes the load."""
+    index = SimhashIndex(redis_client, "timed")
+    pairs = bulk_pairs(5000, twice=0)
+
+    def records() -> Iterator[Record]:
+        return (Record("in", i + 1, doc_id, fp) for i, (doc_id, fp) in enumerate(pairs))
+
+    seen: list[int] = []
+
+    def watch(stats: loader.LoadStats) -> None:
+        seen.append(stats.written)
+        if stats.written == 3000:
+            raise KeyboardInterrupt
+
+    load = Loader(index, workers=1, batch_size=700, bulk=Bulk.ON, on_progress=watch)
+    with pytest.raises(KeyboardInterrupt):
+        load.run(records())
+    assert seen == [1000, 2000, 3000] and load.stats.in_flight == 0
+    assert index.count()[0] == 3000 and index.verify().ok
+    assert index.get_many([doc_id for doc_id, _ in pairs[:3000]]) == [fp for _, fp in pairs[:3000]]
+    again = Loader(index, workers=1, batch_size=700, bulk=Bulk.ON).run(records())
+    assert (again.unchanged, again.added) == (3000, 2000)
+    assert index.verify().ok
+
+
+def test_bulk_progress_lines_come_during_the_load_and_ctrl_c_keeps_the_windows_written(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, windows_by_time: int
+) -> None:
+    rows = [{"id": f"p{i}", "text": article(i)} for i in range(4000)]
+    path = write_jsonl(tmp_path / "many.jsonl", rows)
+    result = invoke("load", "--bulk", "--progress-every", "0", str(path), "--json", index="moving")
+    assert result.exit_code == 0, result.output
+    progress = [line for line in result.stderr.splitlines() if line.startswith("progress:")]
+    assert [line.split()[1] for line in progress] == [
+        "1,000/4,000",
+        "2,000/4,000",
+        "3,000/4,000",
+        "4,000/4,000",
+    ]
+    updates: list[int] = []
+    original = Progress.update
+
+    def interrupt_after_two_windows(self: Progress, done: int, *, force: bool = False) -> None:
+        original(self, done, force=force)
+        updates.append(done)
+        if len(updates) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Progress, "update", interrupt_after_two_windows)
+    stopped = invoke("load", "--bulk", "--progress-every", "0", str(path), index="stopped")
+    assert stopped.exit_code == 130, stopped.output
+    assert "interrupted: 2,000 documents" in stopped.stderr, stopped.stderr
+    monkeypatch.setattr(Progress, "update", original)
+    resumed = invoke("load", "--bulk", str(path), "--json", index="stopped")
+    assert resumed.exit_code == 0, resumed.output
+    summary = json.loads(resumed.stdout)
+    assert (summary["unchanged"], summary["added"]) == (2000, 2000), summary
 
 
 def test_interrupted_summary_names_what_was_in_flight(

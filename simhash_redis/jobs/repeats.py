@@ -1,0 +1,71 @@
+"""Ids named again within one load with another text: each replaces the document the load wrote before.
+
+Two inputs of one run that number or name their documents alike (`load copyright/ pydocs.jsonl`, both
+with ids like ``builtins``) overwrite each other's documents, each write a plain REPLACED. This tells such
+a replacement from an update of a document stored by an earlier run: it keeps a 64-bit hash of every id
+the load has written (8 bytes an id, in sorted runs merged as they grow) and looks up only the ids whose
+write replaced something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from ..results import Outcome
+
+__all__ = ["RepeatedIds"]
+
+
+class RepeatedIds:
+    """The ids of one load that replaced a document the same load had written.
+
+    Args:
+        keep: how many of them to keep by name (the first ones); all are counted.
+    """
+
+    def __init__(self, keep: int = 5) -> None:
+        self.keep = keep
+        #: How many writes replaced a document of this load.
+        self.count = 0
+        #: The first `keep` of their ids.
+        self.first: list[str] = []
+        self._runs: list[npt.NDArray[np.uint64]] = []
+
+    def written(self, ids: Sequence[str], outcomes: Sequence[object]) -> None:
+        """Note a written batch: each id with its outcome (a `Match` for a duplicate not stored).
+
+        Args:
+            ids: the batch's ids, in the order written.
+            outcomes: their outcomes.
+        """
+        if not ids:
+            return
+        hashes = np.fromiter(
+            (xxhash.xxh3_64_intdigest(doc_id.encode("utf-8", "surrogatepass")) for doc_id in ids),
+            dtype=np.uint64,
+            count=len(ids),
+        )
+        for position, outcome in enumerate(outcomes):
+            if outcome is Outcome.REPLACED and (
+                self._seen(hashes[position]) or bool((hashes[:position] == hashes[position]).any())
+            ):
+                self.count += 1
+                if len(self.first) < self.keep and ids[position] not in self.first:
+                    self.first.append(ids[position])
+        self._runs.append(np.sort(hashes))
+        # Merged like a binary counter: a few runs of growing sizes, each id sorted O(log n) times.
+        while len(self._runs) > 1 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
+            last = self._runs.pop()
+            self._runs[-1] = np.sort(np.concatenate((self._runs[-1], last)))
+
+    def _seen(self, value: np.uint64) -> bool:
+        """Whether an earlier batch had an id of this hash."""
+        for run in self._runs:
+            at = int(np.searchsorted(run, value))
+            if at < len(run) and run[at] == value:
+                return True
+        return False
