@@ -176,7 +176,7 @@ def test_missing_pyarrow_names_the_extra(
 ) -> None:
     path = _parquet(tmp_path / "news.parquet", 3)
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(SimhashRedisError, match=r"pip install 'simhash-redis\[parquet\]'"):
+    with pytest.raises(SimhashRedisError, match=r"`pip install pyarrow` \(the parquet extra\)"):
         list(read(str(path)))
     result = invoke("load", str(path))
     assert result.exit_code == 1 and "Traceback" not in result.output
