@@ -66,7 +66,7 @@ def test_stats_and_indexes_show_a_verified_index(invoke: Invoke) -> None:
     assert "verified       Jaccard threshold 0.8 (MinHash sketches of 1,024 values" in stats.stdout
     assert "verified       no" in invoke("stats", index="pla").stdout
     listed = invoke("indexes")
-    assert listed.stdout.splitlines() == ["pla\t1 documents\tk=3 f=64", "ver\t1 documents\tk=3 f=64 verified"]
+    assert listed.stdout.splitlines() == ["pla\t1 document\tk=3 f=64", "ver\t1 document\tk=3 f=64 verified"]
     rows = {row["name"]: row for row in map(json.loads, invoke("indexes", "--json").stdout.splitlines())}
     assert rows["ver"]["verified"] is True and rows["pla"]["verified"] is False
 
