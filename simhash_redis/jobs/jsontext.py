@@ -32,8 +32,8 @@ def loads(text: str) -> Any:
         text: one JSON document.
 
     Raises:
-        ValueError: (json.JSONDecodeError) the text is not JSON; or it nests arrays and objects too
-            deeply to be read (beyond what the stdlib's recursion allows: about a thousand levels).
+        ValueError: (json.JSONDecodeError) the text is not JSON; or it nests arrays and objects more
+            than 1,024 levels deep (orjson's limit, on every Python and with either parser).
     """
     if _ORJSON is not None:
         try:
@@ -44,11 +44,14 @@ def loads(text: str) -> Any:
             if not _has_float(value):
                 return value
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError:
-        # orjson refuses more than 1,024 levels and the stdlib recurses once per level: a bad record,
-        # not the end of the load.
+        # The stdlib recurses once per level: a bad record, not the end of the load.
         raise ValueError("nested too deeply") from None
+    # orjson's limit, on every Python: 3.12+ read far deeper than 3.10 and 3.11 before a RecursionError.
+    if _deeper_than(value, _MAX_DEPTH):
+        raise ValueError("nested too deeply")
+    return value
 
 
 def loads_object(raw: bytes) -> dict[str, Any] | None:
@@ -66,6 +69,23 @@ def loads_object(raw: bytes) -> dict[str, Any] | None:
     except _ORJSON.JSONDecodeError:
         return None
     return value if type(value) is dict and not _has_float(value) else None
+
+
+#: The most levels of arrays and objects a document may nest (orjson's limit).
+_MAX_DEPTH = 1024
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Tell whether a parsed JSON value nests arrays and objects more than `limit` levels (no recursion)."""
+    pending = [(value, 1)] if type(value) is dict or type(value) is list else []
+    while pending:
+        container, depth = pending.pop()
+        if depth > limit:
+            return True
+        for item in container.values() if type(container) is dict else container:
+            if type(item) is dict or type(item) is list:
+                pending.append((item, depth + 1))
+    return False
 
 
 def _has_float(value: Any) -> bool:
