@@ -198,6 +198,22 @@ print(rows, (status("VmHWM:") - before) // 1024)
 """
 
 
+def test_a_file_corrupt_after_good_rows_fails_after_them(invoke: Invoke, tmp_path: Path) -> None:
+    # The batches after the first are decoded on a read-ahead thread: its error must come through,
+    # after the rows before it, named by the row it stopped at.
+    path = _parquet(tmp_path / "torn.parquet", 400, row_group=100)
+    column = pq.ParquetFile(path).metadata.row_group(3).column(1)
+    data = bytearray(path.read_bytes())
+    middle = column.data_page_offset + 100
+    data[middle : middle + 200] = b"\xff" * 200
+    path.write_bytes(bytes(data))
+    result = invoke("load", "--batch-size", "50", str(path))
+    assert result.exit_code == 3 and "Traceback" not in result.output
+    assert f"{path}:301: cannot be read as a Parquet file after row 300" in result.stderr
+    assert invoke("get", "a299").exit_code == 0  # the last row before the damage is stored
+    assert invoke("get", "a300").exit_code != 0
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
 def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
     # pyarrow writes a table of up to a million rows as one row group: it must not be read whole.
