@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from simhash_redis import Scheme, SimhashRedisError
 from simhash_redis.codec import format_fingerprint
 from simhash_redis.jobs import arrow
 from simhash_redis.jobs.readers import ReadOptions, detect_format, estimate_total, read
+from simhash_redis.jobs.text_rows import TextRows
 from tests.cli.conftest import Invoke, article
 
 pa = pytest.importorskip("pyarrow")
@@ -260,6 +262,21 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     assert done[:2] == (expected.ids, expected.fps) and expected.ids == ["a", "g", "h", "i"]
     assert [(at, str(e)) for at, e in done[2]] == [(at, str(e)) for at, e in expected.errors]
     assert str(done[2][0][1]) == "t.parquet:12: empty text"
+    # What a worker process gets: the texts as lists (no pyarrow there), read as the batch is.
+    sent = pickle.loads(pickle.dumps(rows, protocol=4))
+    assert isinstance(sent, TextRows)
+    again = sent.texts_fingerprinted(Scheme(), None)
+    assert again is not None and again[:2] == done[:2]
+    assert [(at, str(e)) for at, e in again[2]] == [(at, str(e)) for at, e in done[2]]
+    assert [str(r) for r in sent.records()] == [str(r) for r in rows.records()]
+
+
+def test_fingerprint_columns_go_to_workers_as_arrow() -> None:
+    batch = pa.record_batch({"id": ["a", "b"], "fp": pa.array([1, 2], type=pa.uint64())})
+    options = ReadOptions(fingerprint_field="fp")
+    rows = arrow.ArrowRows("t.parquet", 1, batch, options, "id", "fp")
+    sent = pickle.loads(pickle.dumps(rows, protocol=4))
+    assert isinstance(sent, arrow.ArrowRows) and sent.records() == rows.records()
 
 
 def test_near_file_of_a_verified_index(invoke: Invoke, tmp_path: Path) -> None:
