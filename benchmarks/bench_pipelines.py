@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -75,11 +76,23 @@ def load_formats(exe: str, url: str, tmp: Path, texts: list[str], rounds: int) -
     parquet = tmp / "docs.parquet"
     _write_parquet(parquet, ids, texts)
     best: dict[str, tuple[float, dict[str, Any]]] = {}
+    ratios: list[float] = []
     for turn in range(rounds):
-        for name, path in (("jsonl", jsonl), ("parquet", parquet)):
+        # Alternated, and the first format of each round alternated too: a shared machine's load drifts.
+        order = (("jsonl", jsonl), ("parquet", parquet))
+        figures_of_round = {}
+        for name, path in order if turn % 2 == 0 else order[::-1]:
             seconds, summary = _run_load(exe, url, f"fmt-{name}-{turn}", path, "native")
+            figures_of_round[name] = (rate(len(texts), seconds), float(summary.get("docs_per_s", 0.0)))
             if name not in best or seconds < best[name][0]:
                 best[name] = (seconds, summary)
+        (pq_wall, pq_inner), (js_wall, js_inner) = figures_of_round["parquet"], figures_of_round["jsonl"]
+        ratios.append(pq_wall / js_wall)
+        print(
+            f"  round {turn + 1}: Parquet {pq_wall:,.0f} docs/s (loading {pq_inner:,.0f}), JSON Lines "
+            f"{js_wall:,.0f} ({js_inner:,.0f}): {pq_wall / js_wall:.2f}x ({pq_inner / js_inner:.2f}x)"
+        )
+    print(f"  median of the rounds' ratios: {statistics.median(ratios):.2f}x")
     wall = {name: rate(len(texts), seconds) for name, (seconds, _) in best.items()}
     inner = {name: float(summary.get("docs_per_s", 0.0)) for name, (_, summary) in best.items()}
     figures = [
@@ -92,7 +105,11 @@ def load_formats(exe: str, url: str, tmp: Path, texts: list[str], rounds: int) -
             target=">= 0.9x JSON Lines",
             met=wall["parquet"] >= 0.9 * wall["jsonl"],
             command=COMMAND,
-            extra={"bytes": {"jsonl": jsonl.stat().st_size, "parquet": parquet.stat().st_size}},
+            extra={
+                "bytes": {"jsonl": jsonl.stat().st_size, "parquet": parquet.stat().st_size},
+                "round_ratios": [round(r, 2) for r in ratios],
+                "median_round_ratio": round(statistics.median(ratios), 2),
+            },
         ),
         Figure(
             "load from Parquet, loading only (no process start)",

@@ -28,6 +28,7 @@ from ..fingerprinting import MinHasher, Scheme, engines
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record
+from .text_rows import TextRows
 
 __all__ = ["Batch", "Fingerprinted", "Fingerprinter"]
 
@@ -145,15 +146,15 @@ def _parse_lines(
     return _fingerprinted(items, scheme, hasher)
 
 
-def _rows_in_worker(rows: ArrowRows, f: int, fp_base: str) -> Fingerprinted:
+def _rows_in_worker(rows: ArrowRows | TextRows, f: int, fp_base: str) -> Fingerprinted:
     assert _worker_scheme is not None
     return _fingerprinted_rows(rows, _worker_scheme, _worker_hasher, f, fp_base)
 
 
 def _fingerprinted_rows(
-    rows: ArrowRows, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+    rows: ArrowRows | TextRows, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
 ) -> Fingerprinted:
-    """A run of table rows read and fingerprinted (a worker reads the Arrow columns itself)."""
+    """A run of table rows read and fingerprinted (in a worker: the ids and texts' UTF-8 bytes it got)."""
     done = rows.texts_fingerprinted(scheme, hasher)
     if done is not None:
         return Fingerprinted(*done)

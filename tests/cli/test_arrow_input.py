@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from simhash_redis import Scheme, SimhashRedisError
 from simhash_redis.codec import format_fingerprint
 from simhash_redis.jobs import arrow
 from simhash_redis.jobs.readers import ReadOptions, detect_format, estimate_total, read
+from simhash_redis.jobs.text_rows import TextRows
 from tests.cli.conftest import Invoke, article
 
 pa = pytest.importorskip("pyarrow")
@@ -198,6 +200,22 @@ print(rows, (status("VmHWM:") - before) // 1024)
 """
 
 
+def test_a_file_corrupt_after_good_rows_fails_after_them(invoke: Invoke, tmp_path: Path) -> None:
+    # The batches after the first are decoded on a read-ahead thread: its error must come through,
+    # after the rows before it, named by the row it stopped at.
+    path = _parquet(tmp_path / "torn.parquet", 400, row_group=100)
+    column = pq.ParquetFile(path).metadata.row_group(3).column(1)
+    data = bytearray(path.read_bytes())
+    middle = column.data_page_offset + 100
+    data[middle : middle + 200] = b"\xff" * 200
+    path.write_bytes(bytes(data))
+    result = invoke("load", "--batch-size", "50", str(path))
+    assert result.exit_code == 3 and "Traceback" not in result.output
+    assert f"{path}:301: cannot be read as a Parquet file after row 300" in result.stderr
+    assert invoke("get", "a299").exit_code == 0  # the last row before the damage is stored
+    assert invoke("get", "a300").exit_code != 0
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
 def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
     # pyarrow writes a table of up to a million rows as one row group: it must not be read whole.
@@ -244,6 +262,21 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     assert done[:2] == (expected.ids, expected.fps) and expected.ids == ["a", "g", "h", "i"]
     assert [(at, str(e)) for at, e in done[2]] == [(at, str(e)) for at, e in expected.errors]
     assert str(done[2][0][1]) == "t.parquet:12: empty text"
+    # What a worker process gets: the texts as lists (no pyarrow there), read as the batch is.
+    sent = pickle.loads(pickle.dumps(rows, protocol=4))
+    assert isinstance(sent, TextRows)
+    again = sent.texts_fingerprinted(Scheme(), None)
+    assert again is not None and again[:2] == done[:2]
+    assert [(at, str(e)) for at, e in again[2]] == [(at, str(e)) for at, e in done[2]]
+    assert [str(r) for r in sent.records()] == [str(r) for r in rows.records()]
+
+
+def test_fingerprint_columns_go_to_workers_as_arrow() -> None:
+    batch = pa.record_batch({"id": ["a", "b"], "fp": pa.array([1, 2], type=pa.uint64())})
+    options = ReadOptions(fingerprint_field="fp")
+    rows = arrow.ArrowRows("t.parquet", 1, batch, options, "id", "fp")
+    sent = pickle.loads(pickle.dumps(rows, protocol=4))
+    assert isinstance(sent, arrow.ArrowRows) and sent.records() == rows.records()
 
 
 def test_near_file_of_a_verified_index(invoke: Invoke, tmp_path: Path) -> None:

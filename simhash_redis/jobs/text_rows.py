@@ -1,0 +1,97 @@
+"""Rows of a table read as lists, ids and texts' UTF-8 bytes: what a fingerprinting worker gets of a
+Parquet or Arrow input (`arrow.ArrowRows`), and reads without pyarrow."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..errors import InputError
+from ..fingerprinting import MinHasher, Scheme, engines
+from .records import ReadOptions, Record, checked_doc, checked_id, decode
+
+__all__ = ["Sketched", "TextRows", "records_of_lists", "sketched"]
+
+#: What `ArrowRows.texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
+#: and the sketches (a verified index) or None.
+Sketched = tuple[list[str], list[int], list[tuple[int, InputError]], list[bytes] | None]
+
+
+def records_of_lists(
+    ids: list[Any], docs: list[Any], source: str, first: int, options: ReadOptions
+) -> list[Record | InputError]:
+    """The records of rows read as lists (ids, and texts or fingerprints), an InputError for each bad
+    row, in row order; rows are numbered from `first`."""
+    is_fp = options.fingerprint_field is not None
+    what = "fingerprint" if is_fp else "text"
+    out: list[Record | InputError] = []
+    for row, (raw_id, raw_doc) in enumerate(zip(ids, docs, strict=True), first):
+        if raw_id is None or raw_doc is None:
+            out.append(InputError(source, row, f"the {'id' if raw_id is None else what} is null"))
+            continue
+        if isinstance(raw_id, bytes):
+            raw_id = decode(raw_id, source, row)
+        if isinstance(raw_doc, bytes):
+            raw_doc = decode(raw_doc, source, row)
+        doc_id = raw_id if isinstance(raw_id, InputError) else checked_id(raw_id, source, row)
+        doc = raw_doc if isinstance(raw_doc, InputError) else checked_doc(raw_doc, source, row, options)
+        bad = doc_id if isinstance(doc_id, InputError) else doc
+        out.append(bad if isinstance(bad, InputError) else Record(source, row, str(doc_id), str(doc), is_fp))
+    return out
+
+
+def _blank(raw: bytes) -> bool:
+    """`is_blank` of a text's UTF-8 bytes, decoding no more than its first character, almost always."""
+    stripped = raw.strip()  # ASCII white space
+    if not stripped:
+        return True
+    # The first other character decides, unless it is a space too (U+3000, U+00A0, ...): then all of them.
+    first = stripped[:4].decode("utf-8", "ignore")[:1]
+    return first.isspace() and raw.decode("utf-8").isspace()
+
+
+def sketched(
+    source: str,
+    first: int,
+    ids_read: list[Any],
+    raws: list[bytes | None],
+    scheme: Scheme,
+    hasher: MinHasher | None,
+) -> Sketched:
+    """`ArrowRows.texts_fingerprinted` of rows read as lists: ids, and texts as UTF-8 bytes."""
+    ids: list[str] = []
+    good: list[bytes] = []
+    errors: list[tuple[int, InputError]] = []
+    for row, (raw_id, raw) in enumerate(zip(ids_read, raws, strict=True), first):
+        if raw_id is None or raw is None:
+            reason = f"the {'id' if raw_id is None else 'text'} is null"
+            errors.append((len(ids), InputError(source, row, reason)))
+            continue
+        doc_id = checked_id(decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row)
+        if isinstance(doc_id, InputError) or _blank(raw):
+            bad = doc_id if isinstance(doc_id, InputError) else InputError(source, row, "empty text")
+            errors.append((len(ids), bad))
+            continue
+        ids.append(doc_id)
+        good.append(raw)
+    fps = scheme.fingerprint_many(good) if good else []
+    return ids, fps, errors, None if hasher is None else hasher.sketch_many(good)
+
+
+class TextRows(NamedTuple):
+    """`ArrowRows` of texts as a worker process gets them: the ids, and the texts' UTF-8 bytes."""
+
+    source: str
+    first: int
+    ids: list[Any]
+    raws: list[bytes | None]
+    options: ReadOptions
+
+    def records(self) -> list[Record | InputError]:
+        """The rows' records and errors, in row order."""
+        return records_of_lists(self.ids, self.raws, self.source, self.first, self.options)
+
+    def texts_fingerprinted(self, scheme: Scheme, hasher: MinHasher | None) -> Sketched | None:
+        """As `ArrowRows.texts_fingerprinted`."""
+        if engines.native is None:
+            return None
+        return sketched(self.source, self.first, self.ids, self.raws, scheme, hasher)
