@@ -13,6 +13,7 @@ from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.packing import Same
 from .candidates import hits, matches_of, takes_raw
+from .chunks import Packed
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import KeySchema
 from .replies import hash_pairs
@@ -48,6 +49,13 @@ class Reads:
             and config.id_buckets >= 2 ** min(config.layout.key_bits)
         )
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
+        self._fp_keys = _as_list(store.keys.fp_bucket)
+        # A single lookup's first write where it reads its bucket whole, in its RESP form with the keys
+        # left as %s: SMEMBERS of each table key (each table's keys are of one width), then HGETALL of
+        # the bucket (%d: its length). One format, where packing the commands costs a join per command.
+        widths = [len(key) for key in self._table_keys(0)]
+        parts = [b"*2\r\n$8\r\nSMEMBERS\r\n$%d\r\n" % width + b"%s\r\n" for width in widths]
+        self._whole_first = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
 
     def near(
         self,
@@ -184,7 +192,7 @@ class Reads:
         windows: tuple[int, ...] = ()
         fp_keys: Callable[[bytes], list[bytes]]
         if view is None:
-            table_keys, fp_keys = self._table_keys, _as_list(keys.fp_bucket)
+            table_keys, fp_keys = self._table_keys, self._fp_keys
         else:
             windows, table_keys, fp_keys = view.windows, view.table_keys, view.fp_keys
         per_map = len(windows) or 1
@@ -193,16 +201,20 @@ class Reads:
         extend = set_keys.extend
         for fp in fps:
             extend(table_keys(fp))
-        exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
+        single = len(fps) == 1
+        whole = single and sketches is None and self.whole_buckets and not self.store.sketched
+        exact = encode_fp(fps[0], self.f) if single and not whole else None
         field = keys.sketch_field
-        whole = exact is not None and sketches is None and self.whole_buckets and not self.store.sketched
-        first: list[Sequence[Command]] = [Same(b"SMEMBERS", set_keys)]
+        first: list[Sequence[Command]]
         if whole:
-            first.append(Same(b"HGETALL", [keys.fp_bucket_of(fps[0])]))
-        elif exact is not None and sketches is not None:
-            first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
-        elif exact is not None:
-            first.append(Same(b"HGET", fp_keys(exact), exact))
+            own = keys.fp_bucket_of(fps[0])
+            first = [Packed(self._whole_first % (*set_keys, len(own), own), tables + 1)]
+        else:
+            first = [Same(b"SMEMBERS", set_keys)]
+            if exact is not None and sketches is not None:
+                first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
+            elif exact is not None:
+                first.append(Same(b"HGET", fp_keys(exact), exact))
         per_bands = len(bands[0]) if bands else 0
         if bands and any(len(query) != per_bands for query in bands):
             raise ValueError("every query needs as many band tables")  # their replies are read in strides
@@ -227,7 +239,8 @@ class Reads:
             # table sets, and is read before any id is asked for, so that none is asked for twice.
             if whole:
                 bucket = yield raw, 1
-                ids_of.update(_bucket_ids(found[0], fps[0], keys, bucket))
+                if found[0]:
+                    ids_of.update(_bucket_ids(found[0], fps[0], keys, bucket))
             elif exact is not None:
                 exact_replies = yield READ, per_map
                 if sketches is not None:
@@ -244,6 +257,8 @@ class Reads:
                     for stored, hit in extra.items():
                         mine.setdefault(stored, hit)
                 found = per_query
+            if not any(found):
+                continue
             wanted = list(
                 dict.fromkeys(one for hit in found for one in hit if one not in asked and one not in ids_of)
             )
@@ -279,8 +294,8 @@ def _bucket_ids(
     Raises:
         ValueError: an id list, or the raw reply, is malformed.
     """
-    own = keys.fp_bucket_of(fp)
-    mine = [stored for stored in found if keys.fp_bucket(stored) == own]
+    own, bucket = keys.fp_bucket_of(fp), keys.fp_bucket
+    mine = [stored for stored in found if bucket(stored) == own]
     if not mine:
         return {}
     native = engines.native

@@ -318,7 +318,13 @@ class Exchange:
         """
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
-        raw, self.tail = read_sets(self.connection, count, self.tail)
+        tail = self.tail
+        if tail and _scan_sets is not None:
+            end, found, _ = _scan_sets(tail, 0, count)
+            if found == count:  # read off the socket with earlier replies: the connection is not touched
+                self.tail, self.unread = tail[end:], self.unread - count
+                return tail[:end]
+        raw, self.tail = read_sets(self.connection, count, tail)
         if raw is not None:
             self.unread -= count
         return raw
