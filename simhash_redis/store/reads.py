@@ -197,10 +197,6 @@ class Reads:
             windows, table_keys, fp_keys = view.windows, view.table_keys, view.fp_keys
         per_map = len(windows) or 1
         tables = self.tables * per_map
-        set_keys: list[bytes] = []
-        extend = set_keys.extend
-        for fp in fps:
-            extend(table_keys(fp))
         single = len(fps) == 1
         whole = single and sketches is None and self.whole_buckets and not self.store.sketched
         exact = encode_fp(fps[0], self.f) if single and not whole else None
@@ -208,18 +204,24 @@ class Reads:
         first: list[Sequence[Command]]
         if whole:
             own = keys.fp_bucket_of(fps[0])
-            first = [Packed(self._whole_first % (*set_keys, len(own), own), tables + 1)]
+            first = [Packed(self._whole_first % (*table_keys(fps[0]), len(own), own), tables + 1)]
         else:
+            set_keys: list[bytes] = []
+            extend = set_keys.extend
+            for fp in fps:
+                extend(table_keys(fp))
             first = [Same(b"SMEMBERS", set_keys)]
             if exact is not None and sketches is not None:
                 first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
             elif exact is not None:
                 first.append(Same(b"HGET", fp_keys(exact), exact))
-        per_bands = len(bands[0]) if bands else 0
-        if bands and any(len(query) != per_bands for query in bands):
-            raise ValueError("every query needs as many band tables")  # their replies are read in strides
-        if bands and per_bands:
-            first.append(Same(b"SMEMBERS", [key for query in bands for key in query]))
+        per_bands = 0
+        if bands:
+            per_bands = len(bands[0])
+            if any(len(query) != per_bands for query in bands):
+                raise ValueError("every query needs as many band tables")  # replies are read in strides
+            if per_bands:
+                first.append(Same(b"SMEMBERS", [key for query in bands for key in query]))
         yield SEND, first
         raw = RAW if takes_raw() else READ
         sets_read = raw if members is None else READ
@@ -259,10 +261,9 @@ class Reads:
                 found = per_query
             if not any(found):
                 continue
-            wanted = list(
-                dict.fromkeys(one for hit in found for one in hit if one not in asked and one not in ids_of)
-            )
+            wanted = [one for hit in found for one in hit if one not in ids_of and one not in asked]
             if wanted:
+                wanted = list(dict.fromkeys(wanted))
                 asked.update(dict.fromkeys(wanted))
                 if sketches is not None:
                     yield SEND, [[(b"HMGET", fp_keys(one)[0], one, field(one)) for one in wanted]]
