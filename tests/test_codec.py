@@ -121,3 +121,11 @@ def test_the_numpy_pass_equals_the_plain_loop(f: int, tables: int, k: int, data:
                 return str(exc)
 
         assert outcome(candidates.pure_hits) == outcome(_plain_loop)
+
+
+def test_the_numpy_pass_raises_as_the_loop_on_an_unhashable_member() -> None:
+    # The plain loop (and the compiled kernel) hash every member, near or not.
+    replies = [[bytearray(b"5"), *[b"%d" % (1 << 40 | i) for i in range(60)]]]
+    for filter_ in (candidates.pure_hits, _plain_loop, candidates.hits):
+        with pytest.raises(TypeError, match="unhashable"):
+            filter_([0], replies, 1, 0, 64)

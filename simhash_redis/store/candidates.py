@@ -91,6 +91,7 @@ def _near_members(
         if count < _VECTOR_MIN:
             return None
         flat = list(chain.from_iterable(replies))
+        hash(tuple(flat))  # the plain loop hashes every member: an unhashable one (bytearray) raises there
         values = _decimals(b" ".join(flat), count)
     except TypeError:  # a reply or member of another type: the plain loop raises as it should
         return None
