@@ -1,17 +1,17 @@
-"""add_if_new of one document: its read in one pass against the general conversation, and its cost.
+"""add_if_new of one document: its read with its bucket read whole against without, and its cost.
 
 Run from the repository root::
 
     python -m benchmarks.bench_add_if_new [--n 1000000] [--calls 6000]
 
-N fingerprints are bulk-loaded into a format 4 index on a private server. Then, call by call in
-alternating order (so both see the same machine load), add_if_new of a new fingerprint and of a stored
-copy, with its read through the one-pass path of a single lookup (`Reads._one`) and through the
-general conversation of `near_many` (`Reads._talk`); near() of a miss, add() of a new fingerprint and
-PING are timed beside them as same-run baselines (add_if_new of a new document takes two round trips:
-the check, then the guarded write). Last, the server's own time per write script call (`INFO
-commandstats`): add_if_new's guarded write against add()'s, and add()'s script cut short after its
-call, its set-up and its whole run, on a second (empty) index of the same server.
+N fingerprints are bulk-loaded into a format 4 index on a private server. Then, call by call in alternating
+order (so both see the same machine load), add_if_new of a new fingerprint and of a stored copy, with its read
+taking the query's fingerprint-map bucket whole (`Reads.whole_buckets`, format 4's single lookup) and asking
+for its exact copy's ids alone (then the other hits' ids); near() of a miss, add() of a new fingerprint and
+PING are timed beside them as same-run baselines (add_if_new of a new document takes two round trips: the
+check, then the guarded write). Last, the server's own time per write script call (`INFO commandstats`):
+add_if_new's guarded write against add()'s, and add()'s script cut short after its call, its set-up and its
+whole run, on a second (empty) index of the same server.
 """
 
 from __future__ import annotations
@@ -72,11 +72,6 @@ def run(n: int, count: int) -> None:
         index.bulk_add((corpus.id_of(i), fp) for i, fp in enumerate(stored))
         corpus.pin(0)
         reads, rng = index._reads, random.Random(7)
-        one_pass = reads._in_one_pass
-
-        def general(*_: object) -> bool:
-            return False
-
         times: dict[str, list[float]] = {}
         clock = time.perf_counter_ns
 
@@ -86,12 +81,12 @@ def run(n: int, count: int) -> None:
             times.setdefault(name, []).append((clock() - start) / 1000)
 
         for i in range(count):
-            for read in ("one pass", "general") if i % 2 else ("general", "one pass"):
-                reads._in_one_pass = one_pass if read == "one pass" else general  # type: ignore[method-assign]
+            for read in ("whole bucket", "exact HGET") if i % 2 else ("exact HGET", "whole bucket"):
+                reads.whole_buckets = read == "whole bucket"
                 new, copy = rng.getrandbits(64), stored[rng.randrange(n)]
                 timed(f"add_if_new, new, {read}", index.add_if_new, f"new {read} {i}", new)
                 timed(f"add_if_new, copy, {read}", index.add_if_new, f"copy {read} {i}", copy)
-            reads._in_one_pass = one_pass  # type: ignore[method-assign]
+            reads.whole_buckets = True
             timed("near(), a miss", index.near, rng.getrandbits(64))
             timed("add(), new", index.add, f"add {i}", rng.getrandbits(64))
             timed("PING (redis-py)", client.ping)

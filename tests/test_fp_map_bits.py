@@ -293,14 +293,14 @@ def test_a_verified_entry_misplaced_with_its_sketches_is_moved(redis_client: red
 @pytest.mark.parametrize("protocol", [2, 3])
 @pytest.mark.parametrize("engine", ["native", "python"])
 @pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
-def test_one_lookup_equals_the_general_conversation(
+def test_a_single_lookup_equals_the_batch_form(
     redis_server: ServerProcess, monkeypatch: pytest.MonkeyPatch, protocol: int, engine: str, encoding: str
 ) -> None:
     if engine == "python":
         monkeypatch.setattr(engines, "native", None)
     elif engines.native is None:
         pytest.skip("the compiled core is not built")
-    # latin-1: a connection that packs commands itself (the one-pass lookup's packed form is parsed back).
+    # latin-1: a connection that packs commands itself (redis-py's packer, not the library's).
     client = redis_server.client(protocol=protocol, encoding=encoding)
     index = SimhashIndex(client, f"one{next(_names)}", k=3)
     reads = index._reads
@@ -308,25 +308,24 @@ def test_one_lookup_equals_the_general_conversation(
         stored = [BASE ^ (i << 40) ^ (i << 3) for i in range(30)] + [BASE, BASE ^ HIGH]
         index.add_many([(f"d{i}", fp) for i, fp in enumerate(stored)])
         index.add_many([(f"twin{i}", fp) for i, fp in enumerate(stored[:3])])
-        one, in_one_pass = reads._one, list[int]()
-        monkeypatch.setattr(reads, "_one", lambda *args: in_one_pass.append(1) or one(*args))
         queries = [*stored[:10], BASE ^ 0b1, BASE ^ HIGH ^ 0b10, 12345]
+        far = BASE ^ ((1 << 64) - 1)  # a second query: the batch form, which reads no bucket whole
         for q in queries:
             for k in (0, 2, 3):
-                general = reads._conversation(lambda ex, q=q, k=k: reads._talk(ex, [q], k))
-                assert [index.near(q, k=k)] == general
+                general = index.near_many([q, far], k=k)[0]
+                assert index.near(q, k=k) == general
                 # add_if_new's read: the same matches, and the members of the same table sets.
-                sets: list[list[list[bytes]]] = []
-                general = reads._conversation(lambda ex, q=q, k=k, sets=sets: reads._talk(ex, [q], k, sets))
-                assert reads.near_and_members([q], k) == (sets, general)
-        assert len(in_one_pass) == 2 * 3 * len(queries)  # near() and add_if_new's read alike
+                sets = [[set(client.smembers(key)) for key in index.keys.tables(q)]]
+                members, found = reads.near_and_members([q], k)
+                assert found == [general]
+                assert [[set(one) for one in query] for query in members] == sets
         redis_client = redis_server.client()
         redis_client.delete(index.keys.fp_bucket_of(BASE))
         redis_client.set(index.keys.fp_bucket_of(BASE), b"not a hash")
         with pytest.raises(SimhashRedisError, match="WRONGTYPE"):
             index.near(BASE)
         with pytest.raises(SimhashRedisError, match="WRONGTYPE"):
-            reads._conversation(lambda ex: reads._talk(ex, [BASE], 3))
+            index.near_many([BASE, far])
         assert index.near(12345 ^ (1 << 60)) == []  # the connection is still good
     finally:
         index.drop()

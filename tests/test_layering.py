@@ -136,3 +136,16 @@ def test_no_module_reads_another_objects_private_attributes() -> None:
 def test_no_module_is_over_500_lines() -> None:
     long = [f"{p.relative_to(ROOT)}: {n}" for p in _files() if (n := len(p.read_text().splitlines())) > 500]
     assert long == []
+
+
+def test_the_transport_floor_imports_nothing_of_the_fingerprinting_floor() -> None:
+    # Replies are the transport's business: it finds their ends with the compiled core's scanner,
+    # imported as the extension it is, never through the fingerprint engines.
+    found = [
+        f"{module} -> {dep}"
+        for module, deps in _imports().items()
+        if module.startswith("simhash_redis.transport")
+        for dep in deps
+        if dep.startswith("simhash_redis.fingerprinting")
+    ]
+    assert found == []

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from redis.connection import Connection, PythonRespSerializer
 
 from simhash_redis import SimhashIndex
-from simhash_redis.store import candidates as candidates_module
+from simhash_redis.fingerprinting import engines
 from simhash_redis.transport import wire
 from simhash_redis.transport.standalone import Transport
 from tests.servers import ServerProcess
@@ -214,11 +214,14 @@ def test_transport_survives_a_server_restart() -> None:
         client.close()
 
 
-@pytest.mark.parametrize("vector_min", [0, 10**9])
-def test_near_same_results_vectorised_or_not(
-    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, vector_min: int
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_near_same_results_in_either_engine(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, engine: str
 ) -> None:
-    monkeypatch.setattr(candidates_module, "_VECTOR_MIN", vector_min)
+    if engine == "python":
+        monkeypatch.setattr(engines, "native", None)
+    elif engines.native is None:
+        pytest.skip("the compiled core is not built")
     index = SimhashIndex(redis_client, "wire", k=3)
     base = 0xF0F0_F0F0_1234_5678
     docs = [(f"d{i}", base ^ (1 << i) ^ (1 << (i + 7) % 64)) for i in range(64)]

@@ -25,7 +25,7 @@ from ..errors import InvalidArgument, InvalidType
 from . import tokens
 from .documents import Document, weighted, weights_of
 from .engine import Engine
-from .native_hits import hash_values, hits, hits_in_sets, scan_sets
+from .native_hits import hash_values, hits
 from .normalize import PINNED, PYTHON, Normalizer
 
 if TYPE_CHECKING:
@@ -43,9 +43,7 @@ __all__ = [
     "fingerprint_text_lines",
     "hash_values",
     "hits",
-    "hits_in_sets",
     "pack_column",
-    "scan_sets",
     "sketch",
     "sketch_many",
     "unpack_column",

@@ -1,4 +1,4 @@
-"""The read path's candidate filter in the compiled core: `store.candidates`' twin, bit for bit.
+"""The read path's candidate filter in the compiled core: `store.candidates.pure_hits`' twin, bit for bit.
 
 Stored values of SMEMBERS replies, as Python lists of bytes or in their RESP form straight off the wire,
 are decoded and compared with each query by popcount in Rust; any value other than a plain decimal is
@@ -13,7 +13,7 @@ import simhash_redis_native as _native
 
 from ..codec import decode_fp
 
-__all__ = ["hash_values", "hits", "hits_in_sets", "scan_sets"]
+__all__ = ["hash_values", "hits"]
 
 _WIDEST = 1 << 128
 _SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
@@ -26,7 +26,7 @@ def _slow_candidate(f: object) -> Callable[[object, int], tuple[int, int]]:
         f: the index's fingerprint width.
 
     Returns:
-        A function of (stored value, query) giving (fingerprint, distance) as `_hits_scalar` computes
+        A function of (stored value, query) giving (fingerprint, distance) as `pure_hits` computes
         them, raising as `codec.decode_fp` does.
     """
 
@@ -38,17 +38,18 @@ def _slow_candidate(f: object) -> Callable[[object, int], tuple[int, int]]:
 
 
 def hits(
-    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
+    fps: list[int], replies: object, tables: int, k: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
     """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
 
-    Exactly `simhash_redis.index._hits_scalar`: values are decoded by `codec.decode_fp` (signed 64-bit
+    Exactly `store.candidates.pure_hits`: values are decoded by `codec.decode_fp` (signed 64-bit
     decimals for f = 64 wrap to unsigned), each distinct value of a query counted once, in the order
     met; a value that is not a decimal raises the ValueError of ``int()``.
 
     Args:
         fps: the query fingerprints.
-        replies: the SMEMBERS replies (lists of stored values), `tables` per query, query after query.
+        replies: the SMEMBERS replies, `tables` per query, query after query: lists of stored values,
+            or whole replies in their RESP form (bytes, as the wire gave them).
         tables: replies per query.
         k: the largest distance that counts.
         f: the index's fingerprint width.
@@ -58,49 +59,13 @@ def hits(
         filter then answers).
 
     Raises:
-        ValueError: a stored value is not an integer literal.
+        ValueError: a stored value is not an integer literal, or RESP bytes are not whole replies.
     """
-    if type(replies) is list and _filter_arguments(fps, tables, k):
-        return _native.hits(fps, replies, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))
+    kind = type(replies)
+    if (kind is list or kind is bytes) and _filter_arguments(fps, tables, k):
+        kernel = _native.hits if kind is list else _native.hits_in_sets
+        return kernel(fps, replies, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))  # type: ignore[arg-type]
     return None
-
-
-def hits_in_sets(
-    fps: list[int], data: bytes, tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]] | None:
-    """`hits` of SMEMBERS replies in their RESP form, as `scan_sets` found them whole.
-
-    Args:
-        fps: the query fingerprints.
-        data: the replies, `tables` per query, query after query.
-        tables: replies per query.
-        k: the largest distance kept.
-        f: the fingerprint width.
-
-    Returns:
-        As `hits`; None for arguments outside the native kernel's types.
-
-    Raises:
-        ValueError: a stored value is not an integer literal, or `data` is not whole replies.
-    """
-    if type(data) is bytes and _filter_arguments(fps, tables, k):
-        return _native.hits_in_sets(fps, data, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))
-    return None
-
-
-def scan_sets(data: bytes, want: int) -> tuple[int, int, bool]:
-    """How far whole SMEMBERS or HGETALL replies (RESP arrays, sets or maps of bulk strings) reach in
-    `data`.
-
-    Args:
-        data: replies as they came off the wire, from the start of one.
-        want: the most replies to look for.
-
-    Returns:
-        The end of the last whole one, how many there are, and whether the next one has another shape
-        (an error reply, say), which a general RESP reader must then read.
-    """
-    return _native.scan_sets(data, 0, want)
 
 
 def hash_values(data: bytes, fields: list[bytes]) -> list[bytes | None]:

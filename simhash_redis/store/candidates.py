@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
 import warnings
+from itertools import chain
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -13,103 +14,98 @@ from ..fingerprinting import engines
 from ..results import Match
 from ..transport.packing import arrays
 
-__all__ = ["hits", "hits_in_sets", "matches_of"]
+__all__ = ["hits", "matches_of", "pure_hits", "takes_raw"]
 
-# Below this many candidates in a batch, decoding them one by one beats numpy's fixed costs.
+# Below this many members, decoding them one by one beats numpy's fixed costs.
 _VECTOR_MIN = 48
 
 
-def hits(
-    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]]:
+def takes_raw() -> bool:
+    """Whether the filter takes table sets' replies in their RESP form (the compiled core runs)."""
+    return engines.native is not None
+
+
+def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict[bytes, tuple[int, int]]]:
     """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
 
-    The compiled core does it when it runs (`fingerprinting.engine()`); otherwise candidates are
-    decoded and compared in one vectorised numpy pass when there are many of them (and the stored values
-    fit an int64), else one by one. All give the same exact result.
+    The compiled core's filter when it runs, else `pure_hits`: the same exact result.
 
     Args:
         fps: the query fingerprints.
-        replies: the members of each table set read, query-major (`tables` sets per query).
+        replies: the members of each table set read, query-major (`tables` sets per query): as lists,
+            or in their RESP form (bytes of whole replies, as `Exchange.read_sets` gives them).
         tables: table sets per query.
         k: the largest distance kept.
         f: the fingerprint width.
 
     Raises:
-        ValueError: a member is not a decimal integer (stored data this library did not write).
+        ValueError: a member is not a decimal integer (stored data this library did not write), or
+            RESP bytes are not whole replies.
     """
-    if engines.native is not None:
-        found: list[dict[bytes, tuple[int, int]]] | None = engines.native.hits(fps, replies, tables, k, f)
+    native = engines.native
+    if native is not None:
+        found: list[dict[bytes, tuple[int, int]]] | None = native.hits(fps, replies, tables, k, f)
         if found is not None:
             return found
-    if f <= 64 and sum(map(len, replies)) >= _VECTOR_MIN:
-        if len(fps) == 1:
-            return [_hits_one(fps[0], replies, k, f)]
-        return _hits_vectorised(fps, replies, tables, k, f)
-    return _hits_scalar(fps, replies, tables, k, f)
+    if type(replies) is bytes:  # replies of SMEMBERS have the form of commands: arrays of bulk strings
+        replies = [list(members) for members in arrays(replies)]
+    return pure_hits(fps, replies, tables, k, f)
 
 
-def hits_in_sets(
-    fps: list[int], data: bytes, tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]]:
-    """`hits` of the table sets' replies in their RESP form, as `Exchange.read_sets` gives them.
-
-    Args:
-        fps: the query fingerprints.
-        data: the replies, `tables` per query, query-major.
-        tables: table sets per query.
-        k: the largest distance kept.
-        f: the fingerprint width.
-
-    Raises:
-        ValueError: a member is not a decimal integer (stored data this library did not write).
-    """
-    if engines.native is not None:
-        found: list[dict[bytes, tuple[int, int]]] | None
-        found = engines.native.hits_in_sets(fps, data, tables, k, f)
-        if found is not None:
-            return found
-    # The replies of SMEMBERS have the form of commands (arrays of bulk strings).
-    return hits(fps, [list(members) for members in arrays(data)], tables, k, f)
-
-
-def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
-    """The matches of one query, nearest first, then by id, from its hits and the ids of each.
-
-    Args:
-        found: the query's hits, as `hits` gives them.
-        ids_of: the ids stored under each hit's stored value (absent: none, an orphan).
-    """
-    if not found:
-        return []
-    matches = [
-        Match(doc_id, candidate, d) for raw, (candidate, d) in found.items() for doc_id in ids_of.get(raw, ())
-    ]
-    matches.sort(key=_match_order)
-    return matches
-
-
-def _match_order(match: Match) -> tuple[int, str]:
-    return (match.distance, match.id)
-
-
-def _hits_scalar(
+def pure_hits(
     fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]]:
-    """For each query, {stored value: (fingerprint, distance)} of the candidates within distance k."""
-    hits = []
+    """`hits` in Python: each distinct member of a query's sets decoded (`codec.decode_fp`) and kept,
+    in the order met, when within distance k. Many plain decimal members of a width up to 64 bits are
+    compared in one numpy pass first; only those within k are decoded one by one."""
+    found_all: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
+    near = _near_members(fps, replies, tables, k, f)
+    if near is not None:
+        for raw, q in near:
+            found = found_all[q]
+            if raw not in found:
+                candidate = decode_fp(raw, f)
+                found[raw] = (candidate, (candidate ^ fps[q]).bit_count())
+        return found_all
     for q, fp in enumerate(fps):
-        found: dict[bytes, tuple[int, int]] = {}
+        found = found_all[q]
         for raws in replies[q * tables : (q + 1) * tables]:
             for raw in raws:
-                if raw in found:
-                    continue
-                candidate = decode_fp(raw, f)
-                d = (candidate ^ fp).bit_count()
-                if d <= k:
-                    found[raw] = (candidate, d)
-        hits.append(found)
-    return hits
+                if raw not in found:
+                    candidate = decode_fp(raw, f)
+                    d = (candidate ^ fp).bit_count()
+                    if d <= k:
+                        found[raw] = (candidate, d)
+    return found_all
+
+
+def _near_members(
+    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
+) -> list[tuple[bytes, int]] | None:
+    """(member, query) of each member within distance k, in order, by numpy; None where the plain loop
+    must decide (few members, other widths, a member that is no plain decimal int64 of this width)."""
+    if f > 64 or len(replies) != len(fps) * tables:
+        return None
+    try:
+        count = sum(map(len, replies))
+        if count < _VECTOR_MIN:
+            return None
+        flat = list(chain.from_iterable(replies))
+        hash(tuple(flat))  # the plain loop hashes every member: an unhashable one (bytearray) raises there
+        values = _decimals(b" ".join(flat), count)
+    except TypeError:  # a reply or member of another type: the plain loop raises as it should
+        return None
+    if values is None or (f < 64 and count and values.min() < 0):
+        return None  # a negative member keeps its sign in the plain loop's distance
+    if len(fps) == 1:
+        near = np.flatnonzero(np.bitwise_count((values ^ np.int64(signed64(fps[0]))).view(np.uint64)) <= k)
+        return [(flat[i], 0) for i in near.tolist()]
+    sizes = np.fromiter(map(len, replies), dtype=np.int64, count=len(replies))
+    per_query = np.add.reduceat(sizes, np.arange(0, len(replies), tables))
+    queries = np.repeat(np.array([signed64(fp) for fp in fps], dtype=np.int64), per_query)
+    near = np.flatnonzero(np.bitwise_count((values ^ queries).view(np.uint64)) <= k)
+    owners = np.searchsorted(np.cumsum(per_query), near, side="right")
+    return [(flat[i], q) for i, q in zip(near.tolist(), owners.tolist(), strict=True)]
 
 
 def _fromstring_warns() -> bool:
@@ -161,46 +157,21 @@ def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
     return values
 
 
-def _hits_vectorised(
-    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]]:
-    """`_hits_scalar` for many candidates: one int64 array, XOR and popcount for the whole batch."""
-    flat = list(itertools.chain.from_iterable(replies))
-    values = _decimals(b" ".join(flat), len(flat))
-    if values is None:  # not all plain decimals (never written by this library)
-        return _hits_scalar(fps, replies, tables, k, f)
-    per_query = np.add.reduceat(
-        np.fromiter(map(len, replies), dtype=np.int64, count=len(replies)),
-        np.arange(0, len(replies), tables),
-    )
-    signed = [signed64(fp) for fp in fps]
-    queries = np.repeat(np.array(signed, dtype=np.int64), per_query)
-    distances = np.bitwise_count((values ^ queries).view(np.uint64))
-    where = np.flatnonzero(distances <= k)
-    hits: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
-    if len(where):
-        ends = np.cumsum(per_query)
-        owners = np.searchsorted(ends, where, side="right").tolist()
-        for i, q, d in zip(where.tolist(), owners, distances[where].tolist(), strict=True):
-            raw = flat[i]
-            found = hits[q]
-            if raw not in found:
-                found[raw] = (decode_fp(raw, f), d)
-    return hits
+def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
+    """The matches of one query, nearest first, then by id, from its hits and the ids of each.
+
+    Args:
+        found: the query's hits, as `hits` gives them.
+        ids_of: the ids stored under each hit's stored value (absent: none, an orphan).
+    """
+    if not found:
+        return []
+    matches = [
+        Match(doc_id, candidate, d) for raw, (candidate, d) in found.items() for doc_id in ids_of.get(raw, ())
+    ]
+    matches.sort(key=_match_order)
+    return matches
 
 
-def _hits_one(fp: int, replies: list[list[bytes]], k: int, f: int) -> dict[bytes, tuple[int, int]]:
-    """`_hits_scalar` for one query's many candidates: a few numpy calls, fewest when nothing is near."""
-    values = _decimals(b" ".join([b" ".join(raws) for raws in replies]), sum(map(len, replies)))
-    if values is None:  # not all plain decimals (never written by this library)
-        return _hits_scalar([fp], replies, len(replies), k, f)[0]
-    near = np.bitwise_count((values ^ np.int64(signed64(fp))).view(np.uint64)) <= k
-    found: dict[bytes, tuple[int, int]] = {}
-    if near.any():
-        flat = list(itertools.chain.from_iterable(replies))
-        for i in near.nonzero()[0].tolist():
-            raw = flat[i]
-            if raw not in found:
-                candidate = decode_fp(raw, f)
-                found[raw] = (candidate, (candidate ^ fp).bit_count())
-    return found
+def _match_order(match: Match) -> tuple[int, str]:
+    return (match.distance, match.id)

@@ -1,4 +1,5 @@
-"""The read protocol of an index: table sets read, candidates filtered, ids of the hits fetched."""
+"""The read protocol of an index: one lookup, written once as steps without I/O (`Reads.lookup`), run on
+a connection, a cluster's queue, or recorded replies alike (`transport.drive`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Any
 
 from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted
+from ..fingerprinting import engines
 from ..results import Match
-from ..transport import Command, Exchange, raise_first_error, wire
-from .candidates import hits, hits_in_sets, matches_of
+from ..transport import RAW, READ, SEND, Command, Steps, drive
+from ..transport.packing import Same
+from .candidates import hits, matches_of, takes_raw
 from .chunks import Packed
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import KeySchema
@@ -19,7 +22,7 @@ from .windows import View, WindowedSets, Windows
 
 __all__ = ["Reads"]
 
-# Queries checked per slice of a batch's replies while the server answers the rest (see Reads._talk).
+# Queries checked per slice of a batch's replies while the server answers the rest (see Reads.lookup).
 _SLICE = 64
 
 
@@ -46,11 +49,13 @@ class Reads:
             and config.id_buckets >= 2 ** min(config.layout.key_bits)
         )
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
-        # One lookup's commands in their RESP form, the keys left as %s: SMEMBERS of each table key (each
-        # table's keys are of one width), then HGETALL of the fingerprint-map bucket (%d: its length).
+        self._fp_keys = _as_list(store.keys.fp_bucket)
+        # A single lookup's first write where it reads its bucket whole, in its RESP form with the keys
+        # left as %s: SMEMBERS of each table key (each table's keys are of one width), then HGETALL of
+        # the bucket (%d: its length). One format, where packing the commands costs a join per command.
         widths = [len(key) for key in self._table_keys(0)]
         parts = [b"*2\r\n$8\r\nSMEMBERS\r\n$%d\r\n" % width + b"%s\r\n" for width in widths]
-        self._template = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
+        self._whole_first = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
 
     def near(
         self,
@@ -73,66 +78,7 @@ class Reads:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
-        if self._in_one_pass(fps, sketches, bands):
-            fp = fps[0]
-            return self._conversation(lambda exchange: [self._one(exchange, fp, k)])
-        view = None if self.windows is None else self.windows.view()
-
-        def talk(exchange: Exchange) -> list[list[Match]]:
-            if sketches is not None:
-                sketches.clear()  # a conversation run again after a lost connection starts afresh
-            return self._talk(exchange, fps, k, view=view, sketches=sketches, bands=bands)
-
-        return self._conversation(talk)
-
-    def _in_one_pass(
-        self, fps: list[int], sketches: dict[str, bytes] | None, bands: list[list[bytes]] | None
-    ) -> bool:
-        """Whether a lookup is `_one`'s: a single query reading its bucket whole, on one server (a
-        cluster's exchange would parse the packed commands back to route them)."""
-        store = self.store
-        whole = self.whole_buckets and not store.sketched and not store.cluster
-        return len(fps) == 1 and whole and sketches is None and not bands
-
-    def _one(
-        self, exchange: Exchange, fp: int, k: int, members: list[list[list[bytes]]] | None = None
-    ) -> list[Match]:
-        """near() of one fingerprint in an index reading its buckets whole (`whole_buckets`), or
-        add_if_new's read of it: `_talk`'s single query, its commands packed from one template.
-
-        Its replies are read raw in one pass where the exchange can (`Exchange.read_sets`). With
-        `members` (add_if_new's guard), the table sets' replies are parsed and appended to it, and the
-        bucket's is read on its own, raw where it can be.
-
-        Raises:
-            SimhashRedisError: an error reply.
-            ValueError: a stored entry this library did not write.
-        """
-        keys, tables = self.store.keys, self.tables
-        own = keys.fp_bucket_of(fp)
-        exchange.send(Packed(self._template % (*self._table_keys(fp), len(own), own), tables + 1))
-        resp = exchange.read_sets(tables + 1) if members is None else None
-        if resp is not None:
-            sets, bucket = wire.split_replies(resp, tables)
-            found = hits_in_sets([fp], sets, tables, k, self.f)[0]
-            if not found:
-                return []
-            ids_of = _bucket_ids([raw for raw in found if keys.fp_bucket(raw) == own], bucket)
-        else:
-            replies = exchange.read(tables)
-            raise_first_error(replies)
-            if members is not None:
-                members.append(replies)
-            found = hits([fp], replies, tables, k, self.f)[0]
-            ids_of = _in_bucket(exchange, found, fp, keys)
-        others = [raw for raw in found if raw not in ids_of]
-        if others:
-            exchange.send([(b"HGET", keys.fp_bucket(raw), raw) for raw in others])
-            replies = exchange.read(len(others))
-            raise_first_error(replies)
-            listed_ids = zip(others, replies, strict=True)
-            ids_of.update((raw, decode_ids(reply)) for raw, reply in listed_ids if reply is not None)
-        return matches_of(found, ids_of)
+        return self._run(fps, k, None, sketches, bands)
 
     def near_and_members(
         self,
@@ -157,21 +103,8 @@ class Reads:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
-        if not fps:
-            return [], []
         members: list[list[list[bytes]]] = []
-        view = None if self.windows is None else self.windows.view()
-        one_pass = self._in_one_pass(fps, sketches, bands)
-
-        def talk(exchange: Exchange) -> list[list[Match]]:
-            members.clear()  # a conversation run again after a lost connection starts afresh
-            if one_pass:
-                return [self._one(exchange, fps[0], k, members)]
-            if sketches is not None:
-                sketches.clear()
-            return self._talk(exchange, fps, k, members, view, sketches, bands)
-
-        return members, self._conversation(talk)
+        return members, self._run(fps, k, members, sketches, bands)
 
     def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
         """The stored fingerprint of each id (None where absent), in one round trip.
@@ -193,199 +126,184 @@ class Reads:
             for n in range(len(raw_ids))
         ]
 
-    def _conversation(self, talk: Callable[[Exchange], list[list[Match]]]) -> list[list[Match]]:
-        """Run a read conversation, stored data this code did not write reported as IndexCorrupted."""
+    def _run(
+        self,
+        fps: list[int],
+        k: int,
+        members: list[list[list[bytes]]] | None,
+        sketches: dict[str, bytes] | None,
+        bands: list[list[bytes]] | None,
+    ) -> list[list[Match]]:
+        """Run a lookup in one conversation, stored data this code did not write reported as
+        IndexCorrupted."""
+        if not fps:
+            return []
+        view = None if self.windows is None else self.windows.view()
         try:
-            return self.store.converse(talk)
+            return self.store.sender.converse(
+                lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands), exchange)
+            )
         except (ValueError, UnicodeDecodeError) as exc:
             raise IndexCorrupted(
                 f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
                 "(simhash-redis verify --repair)"
             ) from None
 
-    def _talk(
+    def lookup(
         self,
-        exchange: Exchange,
         fps: list[int],
         k: int,
-        members: list[list[list[bytes]]] | None = None,
         view: View | None = None,
+        members: list[list[list[bytes]]] | None = None,
         sketches: dict[str, bytes] | None = None,
         bands: list[list[bytes]] | None = None,
-    ) -> list[list[Match]]:
-        """near() for a batch on one connection, overlapping the client's work with the server's.
+    ) -> Steps[list[list[Match]]]:
+        """The lookup of a batch, as steps (see `transport.Steps`): the one place its commands are decided.
 
         Every SMEMBERS goes out in one write; the replies are checked a slice of queries at a time
         while the server still answers the rest, and the HGETs for the ids of each slice's matches
         go out as soon as it is checked, so only the last slice's ids cost a round trip of their own.
-        A single query also asks, in the first write, for the ids of its own exact fingerprint:
-        exact copies are the commonest near-duplicates, and then need no second round trip.
-        When `members` is given, each query's table-set replies are appended to it; otherwise they are
-        read raw where the exchange can (`Exchange.read_sets`), for the compiled filter.
+        A single query also asks, in the first write, for the ids of its own exact fingerprint: exact
+        copies are the commonest near-duplicates, and then need no second round trip. Where the
+        fingerprint map is placed by bits (`whole_buckets`), it reads its whole bucket instead: the ids
+        of exact copies and of most near hits. Table sets (and that bucket) are read in their RESP
+        form for the compiled filter when it runs and `members` is not wanted.
 
-        In an index with a retention window, the table sets of every period of the `view` are read as
-        if they were more tables, and a matching fingerprint's ids are asked of each period's map.
-        With `sketches` (verified mode, no window), each matching fingerprint's sketches are asked for
-        with its ids (HMGET of both fields), and put there by id. With `bands`, each query's band tables
-        go out in the first write too, read after the table sets: their members are matches at any
-        distance, whose ids (and sketches) are asked for like the others'.
+        Args:
+            fps: the fingerprints (at least one).
+            k: the largest distance.
+            view: the periods read, in an index with a retention window: their table sets are read as
+                if they were more tables, and a matching fingerprint's ids are asked of each period's map.
+            members: filled with each query's table-set replies (add-if-new's guard).
+            sketches: filled, by id, with the sketches asked for with each match's ids (HMGET of both
+                fields; verified mode, no window).
+            bands: each query's band tables, sent in the first write too and read after the table sets:
+                their members are matches at any distance, whose ids (and sketches) are asked for too.
+
+        Raises:
+            ValueError: a stored entry this library did not write, or band tables of unequal counts.
         """
+        # A conversation run again after a lost connection starts afresh.
+        if members is not None:
+            members.clear()
+        if sketches is not None:
+            sketches.clear()
+        keys = self.store.keys
         windows: tuple[int, ...] = ()
         fp_keys: Callable[[bytes], list[bytes]]
         if view is None:
-            table_keys, fp_keys = self.store.keys.table_builder(), _as_list(self.store.keys.fp_bucket)
+            table_keys, fp_keys = self._table_keys, self._fp_keys
         else:
             windows, table_keys, fp_keys = view.windows, view.table_keys, view.fp_keys
         per_map = len(windows) or 1
         tables = self.tables * per_map
-        keys: list[bytes] = []
-        extend = keys.extend
-        for fp in fps:
-            extend(table_keys(fp))
-        exact = encode_fp(fps[0], self.f) if len(fps) == 1 else None
-        field = self.store.keys.sketch_field
-        first: list[Sequence[Command]] = [wire.Same(b"SMEMBERS", keys)]
-        # A fingerprint map placed by bits (format 4) has, in the query's bucket, every stored
-        # fingerprint that agrees with it in those bits: read whole, it gives the ids of exact copies
-        # and of most near hits, which then need no second round trip.
-        whole = exact is not None and sketches is None and self.whole_buckets and not self.store.sketched
+        single = len(fps) == 1
+        whole = single and sketches is None and self.whole_buckets and not self.store.sketched
+        exact = encode_fp(fps[0], self.f) if single and not whole else None
+        field = keys.sketch_field
+        first: list[Sequence[Command]]
         if whole:
-            first.append(wire.Same(b"HGETALL", [self.store.keys.fp_bucket_of(fps[0])]))
-        elif exact is not None and sketches is not None:
-            first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
-        elif exact is not None:
-            first.append(wire.Same(b"HGET", fp_keys(exact), exact))
-        per_bands = len(bands[0]) if bands else 0
-        if bands and any(len(query) != per_bands for query in bands):
-            raise ValueError("every query needs as many band tables")  # their replies are read in strides
-        if per_bands and bands is not None:
-            first.append(wire.Same(b"SMEMBERS", [key for query in bands for key in query]))
-        exchange.send(*first)
+            own = keys.fp_bucket_of(fps[0])
+            first = [Packed(self._whole_first % (*table_keys(fps[0]), len(own), own), tables + 1)]
+        else:
+            set_keys: list[bytes] = []
+            extend = set_keys.extend
+            for fp in fps:
+                extend(table_keys(fp))
+            first = [Same(b"SMEMBERS", set_keys)]
+            if exact is not None and sketches is not None:
+                first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
+            elif exact is not None:
+                first.append(Same(b"HGET", fp_keys(exact), exact))
+        per_bands = 0
+        if bands:
+            per_bands = len(bands[0])
+            if any(len(query) != per_bands for query in bands):
+                raise ValueError("every query needs as many band tables")  # replies are read in strides
+            if per_bands:
+                first.append(Same(b"SMEMBERS", [key for query in bands for key in query]))
+        yield SEND, first
+        raw = RAW if takes_raw() else READ
+        sets_read = raw if members is None else READ
         step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
         per_query: list[dict[bytes, tuple[int, int]]] = []
         asked: dict[bytes, None] = {}
         ids_of: dict[bytes, list[str]] = {}
         for start in range(0, len(fps), step):
             chunk = fps[start : start + step]
-            # Straight from the wire into the compiled filter when only the hits are wanted.
-            resp = exchange.read_sets(len(chunk) * tables) if members is None else None
-            if resp is not None:
-                found = hits_in_sets(chunk, resp, tables, k, self.f)
-            else:
-                replies = exchange.read(len(chunk) * tables)
-                raise_first_error(replies)
-                if members is not None and view is None:
-                    members.extend(replies[q * tables : (q + 1) * tables] for q in range(len(chunk)))
-                elif members is not None:
-                    members.extend(
-                        WindowedSets(replies[q * tables : (q + 1) * tables], windows)
-                        for q in range(len(chunk))
-                    )
-                found = hits(chunk, replies, tables, k, self.f)
+            replies = yield sets_read, len(chunk) * tables
+            if members is not None:
+                sets = [replies[q * tables : (q + 1) * tables] for q in range(len(chunk))]
+                members.extend(sets if view is None else [WindowedSets(one, windows) for one in sets])
+            found = hits(chunk, replies, tables, k, self.f)
             per_query.extend(found)
-            if exact is not None:
-                # A single query, so a single slice: its exact-copy HGET (or its whole bucket) was sent
-                # right after its SMEMBERS, and is read before any id is asked for, so that none is
-                # asked for twice.
-                if whole:
-                    ids_of.update(_in_bucket(exchange, found[0], fps[0], self.store.keys))
-                else:
-                    exact_replies = exchange.read(per_map)
-                    raise_first_error(exact_replies)
-                    if sketches is not None:
-                        exact_replies = _with_sketches(exact_replies, sketches)
-                    ids_of[exact] = _ids_in(exact_replies)
+            # A single query is a single slice: its bucket (or exact copy's ids) came right after its
+            # table sets, and is read before any id is asked for, so that none is asked for twice.
+            if whole:
+                bucket = yield raw, 1
+                if found[0]:
+                    ids_of.update(_bucket_ids(found[0], fps[0], keys, bucket))
+            elif exact is not None:
+                exact_replies = yield READ, per_map
+                if sketches is not None:
+                    exact_replies = _with_sketches(exact_replies, sketches)
+                ids_of[exact] = _ids_in(exact_replies)
             if per_bands and start + step >= len(fps):
-                # The band tables' replies came after every table set's (and the exact copy's).
-                found = self._banded(exchange, fps, per_query, per_bands, members)
-            wanted = list(
-                dict.fromkeys(raw for one in found for raw in one if raw not in asked and raw not in ids_of)
-            )
+                # The band tables' replies came after every table set's (and the exact copy's); each
+                # member is a candidate, at whatever distance: the filter with k = f.
+                banded = yield READ, len(fps) * per_bands
+                if members is not None:
+                    for q, query_sets in enumerate(members):
+                        query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])
+                for mine, extra in zip(per_query, hits(fps, banded, per_bands, self.f, self.f), strict=True):
+                    for stored, hit in extra.items():
+                        mine.setdefault(stored, hit)
+                found = per_query
+            if not any(found):
+                continue
+            wanted = [one for hit in found for one in hit if one not in ids_of and one not in asked]
             if wanted:
+                wanted = list(dict.fromkeys(wanted))
                 asked.update(dict.fromkeys(wanted))
                 if sketches is not None:
-                    exchange.send([(b"HMGET", fp_keys(raw)[0], raw, field(raw)) for raw in wanted])
+                    yield SEND, [[(b"HMGET", fp_keys(one)[0], one, field(one)) for one in wanted]]
                 elif per_map == 1:
-                    exchange.send([(b"HGET", key, raw) for raw in wanted for key in fp_keys(raw)])
+                    yield SEND, [[(b"HGET", key, one) for one in wanted for key in fp_keys(one)]]
                 else:  # the periods' maps of one fingerprint: one field, packed with one join
-                    exchange.send(*[wire.Same(b"HGET", fp_keys(raw), raw) for raw in wanted])
+                    yield SEND, [Same(b"HGET", fp_keys(one), one) for one in wanted]
         if asked:
-            id_replies = exchange.read(len(asked) * per_map)
-            raise_first_error(id_replies)
+            id_replies = yield READ, len(asked) * per_map
             if sketches is not None:
                 id_replies = _with_sketches(id_replies, sketches)
             if per_map == 1:
-                for raw, reply in zip(asked, id_replies, strict=True):
+                for one, reply in zip(asked, id_replies, strict=True):
                     if reply is not None:
-                        ids_of[raw] = decode_ids(reply)
+                        ids_of[one] = decode_ids(reply)
             else:
-                for n, raw in enumerate(asked):
-                    ids_of[raw] = _ids_in(id_replies[n * per_map : (n + 1) * per_map])
-        return [matches_of(found, ids_of) for found in per_query]
-
-    def _banded(
-        self,
-        exchange: Exchange,
-        fps: list[int],
-        per_query: list[dict[bytes, tuple[int, int]]],
-        per_bands: int,
-        members: list[list[list[bytes]]] | None,
-    ) -> list[dict[bytes, tuple[int, int]]]:
-        """Read every query's band tables, add their members to its matches, and return them all.
-
-        Raises:
-            SimhashRedisError: an error reply.
-            ValueError: a member is not a decimal integer.
-        """
-        replies = exchange.read(len(fps) * per_bands)
-        raise_first_error(replies)
-        if members is not None:
-            for q, sets in enumerate(members):
-                sets.extend(replies[q * per_bands : (q + 1) * per_bands])
-        # Every member of a band table is a candidate, at whatever distance: the filter with k = f.
-        for mine, banded in zip(per_query, hits(fps, replies, per_bands, self.f, self.f), strict=True):
-            for raw, hit in banded.items():
-                mine.setdefault(raw, hit)
-        return per_query
+                for n, one in enumerate(asked):
+                    ids_of[one] = _ids_in(id_replies[n * per_map : (n + 1) * per_map])
+        return [matches_of(hit, ids_of) for hit in per_query]
 
 
-def _in_bucket(
-    exchange: Exchange, found: dict[bytes, tuple[int, int]], fp: int, keys: KeySchema
+def _bucket_ids(
+    found: dict[bytes, tuple[int, int]], fp: int, keys: KeySchema, reply: Any
 ) -> dict[bytes, list[str]]:
-    """Read the HGETALL reply of the fingerprint-map bucket of `fp` (an index placing it by bits); the
-    ids of each match in that bucket, none for one absent from it (removed since its table sets were
-    read).
-
-    The reply is read raw where it can be, and parsed only when a match is in the bucket: a miss then
-    costs little more than with the HGET of its exact copy alone.
-
-    Raises:
-        SimhashRedisError: an error reply.
-        ValueError: an id list is malformed.
-    """
-    own = keys.fp_bucket_of(fp)
-    mine = [raw for raw in found if keys.fp_bucket(raw) == own]
-    resp = exchange.read_sets(1)
-    if resp is not None:
-        return _bucket_ids(mine, resp)
-    replies = exchange.read(1)
-    raise_first_error(replies)
-    return _bucket_ids(mine, None, replies[0])
-
-
-def _bucket_ids(mine: list[bytes], raw: bytes | None, reply: Any = None) -> dict[bytes, list[str]]:
-    """The ids of the matches `mine` from their fingerprint-map bucket's HGETALL reply, in its RESP form
-    (`raw`, as `Exchange.read_sets` reads it) or parsed (`reply`); none for a match absent from it.
+    """The ids of the matches in the fingerprint-map bucket of `fp` (an index placing it by bits), from
+    its HGETALL reply: in its RESP form (bytes) or parsed (a list of one reply); none for a match absent
+    from it (removed since its table sets were read). Parsed only when a match is in the bucket.
 
     Raises:
         ValueError: an id list, or the raw reply, is malformed.
     """
+    own, bucket = keys.fp_bucket_of(fp), keys.fp_bucket
+    mine = [stored for stored in found if bucket(stored) == own]
     if not mine:
         return {}
-    if raw is not None:
-        values = wire.hash_values(raw, mine)
+    native = engines.native
+    if type(reply) is bytes and native is not None:
+        values = native.hash_values(reply, mine)
     else:
-        listed = reply if isinstance(reply, dict) else dict(hash_pairs(reply))
+        listed = reply[0] if isinstance(reply[0], dict) else dict(hash_pairs(reply[0]))
         values = [listed.get(field) for field in mine]
     pairs = zip(mine, values, strict=True)
     return {field: [] if value is None else decode_ids(value) for field, value in pairs}

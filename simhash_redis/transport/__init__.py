@@ -16,17 +16,23 @@ from .bridge import bridged, pause
 from .cluster import ClusterTransport
 from .connection import client_from_url, redact_url
 from .retry import Backoff
-from .sender import Command, Exchange, Sender
+from .sender import RAW, READ, SEND, Command, Exchange, Sender, Step, Steps, drive
 from .standalone import Transport
 from .translate import raise_first_error, translate_error
 
 __all__ = [
+    "RAW",
+    "READ",
+    "SEND",
     "Backoff",
     "Command",
     "Exchange",
     "Sender",
+    "Step",
+    "Steps",
     "bridged",
     "client_from_url",
+    "drive",
     "is_asyncio_client",
     "open_sender",
     "pause",

@@ -1,19 +1,31 @@
 """What the floors above send through: commands, a conversation's exchange, and the Sender protocol.
 
 A `Sender` is `Transport` on a standalone server or `ClusterTransport` on a cluster; callers use only
-this protocol, never the concrete type.
+this protocol, never the concrete type. A conversation can be written without I/O, as `Steps`: a
+generator that yields what to send and what to read, and takes the replies; `drive` runs it on any
+exchange (one connection, a cluster's queue), and a test can feed it recorded replies instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
+from .translate import raise_first_error
 from .wire import Command
 
-__all__ = ["Command", "Exchange", "Sender", "scan_pages"]
+__all__ = ["RAW", "READ", "SEND", "Command", "Exchange", "Sender", "Step", "Steps", "drive", "scan_pages"]
 
 T = TypeVar("T")
+
+#: A step's kinds: send batches of commands; read a count of replies (parsed); read a count of
+#: replies of table sets or hashes, in their RESP form (bytes) where the exchange can, else parsed.
+SEND, READ, RAW = "send", "read", "raw"
+#: A step: (SEND, batches) or (READ or RAW, count).
+Step = tuple[str, Any]
+#: A conversation without I/O: it yields steps, is sent the replies of each read (None after a send),
+#: and returns its result.
+Steps = Generator[Step, Any, T]
 
 
 class Exchange(Protocol):
@@ -59,6 +71,31 @@ class Sender(Protocol):
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
         """The keys matching a pattern, in batches, from every server holding keys."""
         ...
+
+
+def drive(steps: Steps[T], exchange: Exchange) -> T:
+    """Run a conversation's steps on an exchange; its result.
+
+    Replies read parsed come as a list; an error reply among them is raised (translated) at once.
+
+    Raises:
+        SimhashRedisError: an error reply.
+    """
+    reply: Any = None
+    send, read, read_sets = exchange.send, exchange.read, exchange.read_sets
+    while True:
+        try:
+            kind, arg = steps.send(reply)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        if kind is SEND:
+            send(*arg)
+            reply = None
+            continue
+        reply = read_sets(arg) if kind is RAW else None
+        if reply is None:
+            reply = read(arg)
+            raise_first_error(reply)
 
 
 def scan_pages(round_trip: Callable[[Command], Any], pattern: str, count: int) -> Iterator[list[bytes]]:

@@ -5,8 +5,8 @@ small commands per round trip; redis-py's `pack_commands` costs microseconds per
 `read_response` adds a Python call chain per reply. Here commands are packed with byte templates
 (`packing.pack`, and `Same` for a run of one single-key command, packed with a single join), and replies
 are read straight off the connection's socket into the connection's own `hiredis.Reader`, in a tight loop.
-SMEMBERS replies can also be read raw (`read_sets`) for the compiled core's candidate filter, which
-checks them in their RESP form without a Python object per member.
+SMEMBERS replies can also be read raw (`read_sets`, where the compiled core can find their ends) for its
+candidate filter, which checks them in their RESP form without a Python object per member.
 
 It is used only when the connection is a plain redis-py connection whose parser is hiredis and whose
 socket is a real (plain or TLS) socket; anything else (fakeredis, the pure-Python parser) goes through
@@ -23,14 +23,20 @@ import os
 import select
 import socket
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
 import redis.exceptions as rex
 
-from ..fingerprinting import engines
 from .packing import Command, Same, pack
+
+try:  # the compiled core's scanner of whole replies, for `read_sets` (the transport parses no more)
+    import simhash_redis_native as _native
+
+    _scan_sets: Callable[[bytes, int, int], tuple[int, int, bool]] | None = _native.scan_sets
+except (ImportError, AttributeError):  # pragma: no cover - without it, replies are read by hiredis only
+    _scan_sets = None
 
 try:  # redis-py's hiredis parser: the reader's "not enough data" sentinel and the parser class
     from redis._parsers.hiredis import NOT_ENOUGH_DATA
@@ -58,54 +64,14 @@ __all__ = [
     "Same",
     "count_send",
     "fast",
-    "hash_values",
     "pack",
     "read",
     "read_sets",
     "round_trips",
     "send",
-    "split_replies",
 ]
 
 CLOSED = "Connection closed by server."
-
-
-def split_replies(resp: bytes, count: int) -> tuple[bytes, bytes]:
-    """Whole replies that `read_sets` read raw, cut after the first `count` of them.
-
-    Args:
-        resp: the replies.
-        count: how many go in the first part.
-
-    Raises:
-        RuntimeError: `resp` does not hold that many whole replies, or the compiled core is not in use
-            (a bug in the caller).
-    """
-    native = engines.native
-    if native is None:
-        raise RuntimeError("raw replies are read only with the compiled core")
-    end, found, _ = native.scan_sets(resp, count)
-    if found != count:
-        raise RuntimeError(f"{found} whole replies where {count} were read")
-    return resp[:end], resp[end:]
-
-
-def hash_values(resp: bytes, fields: list[bytes]) -> list[bytes | None]:
-    """The value of each field in one HGETALL reply that `read_sets` read raw (None where absent).
-
-    Args:
-        resp: the reply's bytes (`read_sets` reads raw only where the compiled core runs).
-        fields: the fields.
-
-    Raises:
-        ValueError: not one reply of fields and values.
-        RuntimeError: the compiled core is not in use (a bug in the caller).
-    """
-    native = engines.native
-    if native is None:
-        raise RuntimeError("raw replies are read only with the compiled core")
-    values: list[bytes | None] = native.hash_values(resp, fields)
-    return values
 
 
 def fast(connection: Any) -> bool:
@@ -231,8 +197,7 @@ def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | N
     Raises:
         redis.exceptions.ConnectionError, TimeoutError: see `read`.
     """
-    native = engines.native
-    if native is None or not fast(connection):
+    if _scan_sets is None or not fast(connection):
         return None, _feed(connection, head)
     parser = connection._parser
     buffered = getattr(parser._reader, "has_data", None)  # hiredis >= 2.1
@@ -246,7 +211,7 @@ def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | N
     try:
         while True:
             if pending:
-                end, found, other = native.scan_sets(pending, count)
+                end, found, other = _scan_sets(pending, 0, count)
                 whole.append(pending[:end])
                 pending = pending[end:]
                 count -= found
@@ -372,7 +337,13 @@ class Exchange:
         """
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
-        raw, self.tail = read_sets(self.connection, count, self.tail)
+        tail = self.tail
+        if tail and _scan_sets is not None:
+            end, found, _ = _scan_sets(tail, 0, count)
+            if found == count:  # read off the socket with earlier replies: the connection is not touched
+                self.tail, self.unread = tail[end:], self.unread - count
+                return tail[:end]
+        raw, self.tail = read_sets(self.connection, count, tail)
         if raw is not None:
             self.unread -= count
         return raw

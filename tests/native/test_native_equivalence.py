@@ -508,14 +508,7 @@ def test_sketch_of_real_text() -> None:
 
 
 def _hits_pure(fps: list[int], replies: list[list[Any]], tables: int, k: int, f: int) -> object:
-    from simhash_redis.store.candidates import _hits_scalar
-
-    scalar = _hits_scalar(fps, replies, tables, k, f)
-    plain = all(type(raw) is bytes and raw.lstrip(b"-").isdigit() for raws in replies for raw in raws)
-    if plain and f == 64 and len(replies) == len(fps) * tables:
-        # The read path's dispatcher (vectorised from 48 candidates on) agrees on what the library writes.
-        assert candidates.hits(fps, replies, tables, k, f) == scalar
-    return scalar
+    return candidates.pure_hits(fps, replies, tables, k, f)
 
 
 @st.composite

@@ -9,6 +9,7 @@ from typing import Any
 import hiredis
 import pytest
 import redis
+import simhash_redis_native as _native
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from simhash_redis.store import candidates
 from simhash_redis.store import reads as reads_module
 from simhash_redis.transport import wire
 from simhash_redis.transport.packing import arrays
+from tests.native.conftest import pure_engine
 from tests.native.test_native_equivalence import CHECK, FEW, GARBAGE, _hits_pure, hit_cases, same
 from tests.servers import ServerProcess
 
@@ -42,13 +44,15 @@ def _same_as_pure(fps: list[int], replies: list[list[Any]], tables: int, k: int,
     """The compiled filter of the replies' RESP form against the pure filter of the lists, and against
     the pure engine's own reading of the RESP form."""
     data = _resp(replies, sets)
-    same(lambda *_: _hits_pure(fps, replies, tables, k, f), candidates.hits_in_sets, fps, data, tables, k, f)
-    same(candidates.hits_in_sets, candidates.hits_in_sets, fps, data, tables, k, f)
+    pure = lambda *_: _hits_pure(fps, replies, tables, k, f)  # noqa: E731
+    same(pure, candidates.hits, fps, data, tables, k, f)
+    with pure_engine():
+        same(pure, candidates.hits, fps, data, tables, k, f)
 
 
 @CHECK
 @given(case=hit_cases(), sets=st.booleans())
-def test_hits_in_sets_equal_the_pure_filter(
+def test_hits_of_resp_equal_the_pure_filter(
     case: tuple[list[int], list[list[Any]], int, int, int], sets: bool
 ) -> None:
     fps, replies, tables = _whole(case)
@@ -86,7 +90,7 @@ def test_a_scan_stops_at_the_last_whole_reply(replies: list[list[bytes]], cut: i
     data = _resp(replies)
     cut %= len(data) + 1
     ends = [len(_resp(replies[:n])) for n in range(len(replies) + 1)]
-    end, found, other = engines.native.scan_sets(data[:cut], want)  # type: ignore[union-attr]
+    end, found, other = _native.scan_sets(data[:cut], 0, want)
     whole = max(n for n in range(len(ends)) if ends[n] <= cut)
     assert not other
     assert found == min(whole, want)
@@ -101,7 +105,7 @@ OTHER_SHAPES = [b"-WRONGTYPE x\r\n", b"$1\r\nx\r\n", b"*-1\r\n", b"*1\r\n:5\r\n"
 def test_a_reply_of_another_shape_is_named(replies: list[list[bytes]], at: int, other: bytes) -> None:
     at %= len(replies) + 1
     data = _resp(replies[:at]) + other + _resp(replies[at:])
-    assert engines.native.scan_sets(data, 100) == (len(_resp(replies[:at])), at, True)  # type: ignore[union-attr]
+    assert _native.scan_sets(data, 0, 100) == (len(_resp(replies[:at])), at, True)
 
 
 # ------------------------------------------------------------------------------- on a real server
@@ -188,14 +192,13 @@ def test_slices_after_the_first_are_read_raw_too(
     index.add_many([(f"d{n}", fp) for n, fp in enumerate(fps)])
     monkeypatch.setattr(reads_module, "_SLICE", 2)
     calls = {"raw": 0, "lists": 0}
-    for name, key in (("hits_in_sets", "raw"), ("hits", "lists")):
-        original = getattr(reads_module, name)
+    original = reads_module.hits
 
-        def counted(*args: Any, _original: Any = original, _key: str = key) -> Any:
-            calls[_key] += 1
-            return _original(*args)
+    def counted(*args: Any) -> Any:
+        calls["raw" if type(args[1]) is bytes else "lists"] += 1
+        return original(*args)
 
-        monkeypatch.setattr(reads_module, name, counted)
+    monkeypatch.setattr(reads_module, "hits", counted)
     found = index.near_many(fps)
     assert [[m.id for m in one] for one in found] == [[f"d{n}"] for n in range(len(fps))]
     assert calls == {"raw": len(fps) // 2, "lists": 0}
@@ -250,7 +253,7 @@ def test_the_scanner_never_reads_more_than_hiredis(replies: list[list[bytes]], n
     data = _resp(replies)
     at %= len(data) + 1
     mutated = data[:at] + noise + data[at:]
-    end, found, _ = engines.native.scan_sets(mutated, 100)  # type: ignore[union-attr]
+    end, found, _ = _native.scan_sets(mutated, 0, 100)
     reader = hiredis.Reader()
     reader.feed(mutated[:end])
     parsed = [reader.gets() for _ in range(found)]
@@ -259,11 +262,11 @@ def test_the_scanner_never_reads_more_than_hiredis(replies: list[list[bytes]], n
     assert [list(members) for members in _parsed(mutated[:end])] == parsed
 
 
-def test_hits_in_sets_refuses_what_is_not_whole_replies() -> None:
+def test_hits_of_resp_refuse_what_is_not_whole_replies() -> None:
     with pytest.raises(ValueError, match="whole"):
-        candidates.hits_in_sets([1], _resp([[b"1"]])[:-1], 1, 3, 64)
+        candidates.hits([1], _resp([[b"1"]])[:-1], 1, 3, 64)
     with pytest.raises(ValueError, match="whole"):
-        candidates.hits_in_sets([1, 2], _resp([[b"1"]]), 1, 3, 64)
+        candidates.hits([1, 2], _resp([[b"1"]]), 1, 3, 64)
 
 
 def _parsed(raw: bytes) -> list[tuple[bytes, ...]]:
@@ -291,9 +294,9 @@ def test_hash_values_equal_a_hiredis_parse(
     reader.feed(data)
     parsed = reader.gets()
     listed = parsed if isinstance(parsed, dict) else dict(zip(parsed[::2], parsed[1::2], strict=True))
-    assert wire.hash_values(data, fields) == [listed.get(field) for field in fields]
+    assert native.hash_values(data, fields) == [listed.get(field) for field in fields]
     if cut < len(data):  # a reply cut short, or with more after it, is not one reply
         with pytest.raises(ValueError):
-            wire.hash_values(data[:cut], fields)
+            native.hash_values(data[:cut], fields)
     with pytest.raises(ValueError):
-        wire.hash_values(data + b"$1\r\nx\r\n", fields)
+        native.hash_values(data + b"$1\r\nx\r\n", fields)
