@@ -95,7 +95,7 @@ def _near_members(
         values = _decimals(b" ".join(flat), count)
     except TypeError:  # a reply or member of another type: the plain loop raises as it should
         return None
-    if values is None or (f < 64 and count and values.min() < 0):
+    if values is None or (f < 64 and count and np.min(values) < 0):
         return None  # a negative member keeps its sign in the plain loop's distance
     if len(fps) == 1:
         near = np.flatnonzero(np.bitwise_count((values ^ np.int64(signed64(fps[0]))).view(np.uint64)) <= k)
