@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 
@@ -23,6 +21,7 @@ from .hashing import (
     span_keys,
     to_ints,
 )
+from .params import SchemeParams
 from .tokens import (
     ascii_word_spans,
     collapse_whitespace,
@@ -34,16 +33,13 @@ from .tokens import (
 )
 from .xxh3 import VECTOR_MAX, hash_spans
 
-if TYPE_CHECKING:
-    from .scheme import Scheme
-
 __all__ = ["Engine"]
 
 
 class Engine:
     """Fingerprints batches of token units for one scheme; a unit is the token hashes of a text."""
 
-    def __init__(self, scheme: Scheme) -> None:
+    def __init__(self, scheme: SchemeParams) -> None:
         self.scheme = scheme
         self.lanes = 2 if scheme.f == 128 else 1
         self.uni = scheme.normalizer

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import xxhash
 
@@ -16,11 +16,9 @@ from .. import defaults
 from ..checks import check_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
 from . import engines
+from .documents import Document
 from .normalize import PINNED, PYTHON, Normalizer
 from .tokens import FEATURE_KINDS
-
-if TYPE_CHECKING:
-    from .documents import Document
 
 __all__ = [
     "DEFAULT_SCHEME",
