@@ -11,11 +11,11 @@ import numpy.typing as npt
 
 from ..errors import InvalidArgument, InvalidType
 from . import tokens
-from .bitsums import bit_sums
-from .engine import Engine
+from .bit_votes import bit_sums
 from .hashing import U64, Key, to_ints
 from .normalize import Normalizer
 from .params import SchemeParams
+from .pure_engine import Engine
 from .tokens import (
     collapse_whitespace,
     has_token,

@@ -23,10 +23,10 @@ import simhash_redis_native as _native
 from ..errors import InvalidArgument, InvalidType
 from . import tokens
 from .documents import Document, weighted, weights_of
-from .engine import Engine
 from .native_hits import hash_values, hits
 from .normalize import PINNED, PYTHON, Normalizer
 from .params import MinHashParams, SchemeParams
+from .pure_engine import Engine
 
 __all__ = [
     "AttachCalls",

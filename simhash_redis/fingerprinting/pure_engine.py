@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidType
-from .bitsums import bit_sums
+from .bit_votes import bit_sums
 from .hashing import (
     U64,
     CodePointTable,
