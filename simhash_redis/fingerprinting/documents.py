@@ -162,7 +162,7 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
 
 
 def _long_text(engine: Engine, text: str) -> int:
-    """Fingerprint a text longer than `features.CHUNK_CHARS`, chunk by chunk.
+    """Fingerprint a text longer than `tokens.CHUNK_CHARS`, chunk by chunk.
 
     Args:
         engine: the scheme's engine.

@@ -114,7 +114,7 @@ class CodePointTable:
         """Hash the CJK code points not hashed yet, and return the whole table.
 
         Args:
-            cps: code points, each within `features.CJK_RANGES`.
+            cps: code points, each within `charclass.CJK_RANGES`.
 
         Returns:
             The (code points, lanes) uint64 table, filled at least for cps.
@@ -131,7 +131,7 @@ class CodePointTable:
         """Return the hashes of CJK code points.
 
         Args:
-            cps: code points, each within `features.CJK_RANGES`.
+            cps: code points, each within `charclass.CJK_RANGES`.
 
         Returns:
             A (len(cps), lanes) uint64 array.

@@ -236,7 +236,7 @@ class Engine:
     def _hash_parts(
         self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]
     ) -> tuple[U64, npt.NDArray[np.bool_] | None]:
-        """Drop stopwords from tokens given as `features.token_parts` returns them, and hash the rest.
+        """Drop stopwords from tokens given as `tokens.token_parts` returns them, and hash the rest.
 
         Args:
             words: word tokens.

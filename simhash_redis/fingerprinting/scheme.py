@@ -239,7 +239,7 @@ class Scheme:
         return scheme
 
     def fingerprint(self, doc: Document) -> int:
-        """Fingerprint one document with this scheme; see `simhash_redis.fingerprint.fingerprint`.
+        """Fingerprint one document with this scheme; see `simhash_redis.fingerprint`.
 
         Args:
             doc: text, bytes, tokens or weighted features.
@@ -250,7 +250,7 @@ class Scheme:
         return engines.fingerprint(doc, self)
 
     def fingerprint_many(self, docs: Iterable[Document]) -> list[int]:
-        """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint.fingerprint_many`.
+        """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint_many`.
 
         Args:
             docs: documents, each in any form `fingerprint` accepts.
