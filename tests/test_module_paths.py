@@ -286,6 +286,31 @@ def test_comments_and_docstrings_name_what_exists() -> None:
     assert not stale, "names of nothing:\n" + "\n".join(stale)
 
 
+def test_the_architecture_names_every_module() -> None:
+    # docs/architecture.md's map of the package, drawn floor by floor: each floor's part of it names
+    # every module of that floor (its subfolders' too).
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = page.split("## The package, floor by floor", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    parts: dict[str, str] = {}
+    floor = ""
+    for line in block.splitlines():
+        head = re.match(r" ((?:simhash_redis/)?[\w/]*)\s", line)
+        if head and head.group(1).endswith("/"):
+            floor = head.group(1)
+        parts[floor] = parts.get(floor, "") + line + "\n"
+    missing = []
+    for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "cli").rglob("*.py")]):
+        relative = path.relative_to(ROOT)
+        if path.stem in ("__init__", "__main__"):
+            continue
+        floor = "/".join(relative.parts[:2]) + "/" if relative.parts[0] == "simhash_redis" else "cli/"
+        if len(relative.parts) == 2 and relative.parts[0] == "simhash_redis":
+            floor = "simhash_redis/"
+        if not re.search(rf"\b{path.stem}\b", parts.get(floor, "")):
+            missing.append(str(relative))
+    assert not missing, "docs/architecture.md's map of the package omits:\n" + "\n".join(missing)
+
+
 @pytest.mark.xfail(
     reason="native/ and the adapter name modules renamed since; fixed in the Rust boundary's rework"
 )
