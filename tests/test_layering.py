@@ -154,6 +154,12 @@ def test_no_import_circle_among_modules() -> None:
     assert not circles, "import circles:\n" + "\n".join(circles)
 
 
+def test_circles_are_found_and_reported_whole() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"b"}, "e": {"a"}}
+    assert _circles(graph) == [["a", "b", "c", "d", "b", "c", "a"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
 def test_no_import_circle_among_floors_and_packages() -> None:
     # The same graph seen from above: each package (and base module) as one node.
     def node(module: str) -> str:

@@ -14,8 +14,9 @@ class SketchJudge:
     sketch stored with it, in the step that stores the document.
 
     Args:
-        hasher: the index's MinHasher (its verification's).
-        verification: the index's verification mode: the threshold, and whether it keeps band tables.
+        hasher: the index's MinHasher.
+        threshold: the estimated Jaccard similarity from which a candidate is confirmed.
+        verification: the index's verification mode (whether it keeps band tables, and how).
         keys: the index's key names.
         ids: the batch's encoded ids.
         sketches: their documents' sketches.
@@ -24,12 +25,13 @@ class SketchJudge:
     def __init__(
         self,
         hasher: MinHasher,
+        threshold: float,
         verification: Verification,
         keys: KeySchema,
         ids: list[bytes],
         sketches: list[bytes],
     ) -> None:
-        self.hasher, self.verification, self.keys = hasher, verification, keys
+        self.hasher, self.threshold, self.verification, self.keys = hasher, threshold, verification, keys
         self.ids, self.sketches = ids, sketches
         #: (position in the batch, candidate id) -> estimated Jaccard, for the confirmed candidates.
         self.jaccard: dict[tuple[int, str], float] = {}
@@ -39,7 +41,7 @@ class SketchJudge:
     ) -> list[list[Match]]:
         """The candidates whose stored sketch (read with them) estimates a Jaccard similarity at the
         threshold."""
-        hasher, threshold = self.hasher, self.verification.threshold
+        hasher, threshold = self.hasher, self.threshold
         out: list[list[Match]] = []
         size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
         for i, matches in zip(docs, found, strict=True):
