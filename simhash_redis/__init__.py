@@ -27,8 +27,8 @@ from .errors import (
     WriteContention,
 )
 from .fingerprinting import MinHasher, Scheme, distance, engine, fingerprint, fingerprint_many
-from .index.consistency import VerifyReport
 from .index.lifecycle import drop_index
+from .index.report import VerifyReport
 from .index.simhash_index import Document, Match, Outcome, SimhashIndex
 from .index.verified_index import VerifiedIndex, VerifiedMatch
 from .store.config import Retention

@@ -18,14 +18,14 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_redis.fingerprinting import bitsums, charclass, fingerprint, fingerprint_many, xxh3
+from simhash_redis.fingerprinting import bit_votes, charclass, fingerprint, fingerprint_many, xxh3
 from simhash_redis.fingerprinting import normalize as normalize_module
 from simhash_redis.fingerprinting.scheme import Scheme
 
 # By module path: the package re-exports a function under the name "fingerprint".
 fp_module = importlib.import_module("simhash_redis.fingerprinting.hashing")
 documents_module = importlib.import_module("simhash_redis.fingerprinting.documents")
-engine_module = importlib.import_module("simhash_redis.fingerprinting.engine")
+engine_module = importlib.import_module("simhash_redis.fingerprinting.pure_engine")
 engines = importlib.import_module("simhash_redis.fingerprinting.engines")
 
 
@@ -106,10 +106,10 @@ def test_bit_sliced_sums_are_the_unpacked_sums(f: int) -> None:
         per_doc[0] = 0
         feats = rng.integers(0, MASK, (int(per_doc.sum()), lanes), dtype=np.uint64, endpoint=True)
         feats[: len(feats) // 3] = np.uint64(MASK)  # every counter at its largest in some blocks
-        expected = bitsums.lane_sums(feats, per_doc, f)
-        assert (bitsums.sliced_sums(feats, per_doc, f) == expected).all()
+        expected = bit_votes.lane_sums(feats, per_doc, f)
+        assert (bit_votes.sliced_sums(feats, per_doc, f) == expected).all()
     empty = np.zeros((0, lanes), dtype=np.uint64)
-    assert not bitsums.sliced_sums(empty, np.zeros(3, dtype=np.intp), f).any()
+    assert not bit_votes.sliced_sums(empty, np.zeros(3, dtype=np.intp), f).any()
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
@@ -212,12 +212,12 @@ def test_no_astral_composite_has_a_bmp_second_part() -> None:
 
 def _slow_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(documents_module, "VECTOR_MIN_CHARS", 1 << 62)
-    monkeypatch.setattr(bitsums, "SLICED_MIN_ROWS", 1 << 62)
+    monkeypatch.setattr(bit_votes, "SLICED_MIN_ROWS", 1 << 62)
 
 
 def _fast_paths(monkeypatch: pytest.MonkeyPatch, few_spans: int) -> None:
     monkeypatch.setattr(documents_module, "VECTOR_MIN_CHARS", 0)
-    monkeypatch.setattr(bitsums, "SLICED_MIN_ROWS", 0)
+    monkeypatch.setattr(bit_votes, "SLICED_MIN_ROWS", 0)
     monkeypatch.setattr(fp_module, "_FEW_SPANS", few_spans)
 
 
@@ -269,8 +269,8 @@ def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest
     assert sum(len(doc) for doc in docs if doc.isascii()) > documents_module.VECTOR_MIN_CHARS
     assert sum(len(doc) for doc in docs if not doc.isascii()) > documents_module.VECTOR_MIN_CHARS
     calls = {"hash_spans": 0, "sliced_sums": 0}
-    # Each patched where it is looked up: fingerprint calls hash_spans, bitsums.bit_sums calls sliced_sums.
-    for module, name in ((engine_module, "hash_spans"), (bitsums, "sliced_sums")):
+    # Each patched where it is looked up: fingerprint calls hash_spans, bit_votes.bit_sums calls sliced_sums.
+    for module, name in ((engine_module, "hash_spans"), (bit_votes, "sliced_sums")):
         monkeypatch.setattr(module, name, _counting(getattr(module, name), calls, name))
     for scheme in (Scheme(), Scheme(f=32, seed=11), Scheme(n=4)):
         assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs]

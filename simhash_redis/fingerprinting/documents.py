@@ -5,25 +5,22 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidArgument, InvalidType
 from . import tokens
-from .bitsums import bit_sums
-from .engine import Engine
+from .bit_votes import bit_sums
 from .hashing import U64, Key, to_ints
 from .normalize import Normalizer
+from .params import SchemeParams
+from .pure_engine import Engine
 from .tokens import (
     collapse_whitespace,
     has_token,
     split_chunks,
 )
-
-if TYPE_CHECKING:
-    from .scheme import Scheme
 
 __all__ = [
     "BATCH_DOCS",
@@ -165,7 +162,7 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
 
 
 def _long_text(engine: Engine, text: str) -> int:
-    """Fingerprint a text longer than `features.CHUNK_CHARS`, chunk by chunk.
+    """Fingerprint a text longer than `tokens.CHUNK_CHARS`, chunk by chunk.
 
     Args:
         engine: the scheme's engine.
@@ -336,7 +333,7 @@ class _Batch:
         return self.results
 
 
-def fingerprint(doc: Document, scheme: Scheme) -> int:
+def fingerprint(doc: Document, scheme: SchemeParams) -> int:
     """Fingerprint one document.
 
     Args:
@@ -358,7 +355,7 @@ def fingerprint(doc: Document, scheme: Scheme) -> int:
     return batch.run()[0]
 
 
-def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
+def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
     """Fingerprint many documents, vectorised; equal to ``[fingerprint(d, scheme) for d in docs]``.
 
     Args:

@@ -13,14 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgument, InvalidType, SimhashRedisError
 from . import documents
-
-if TYPE_CHECKING:
-    from .documents import Document
-    from .scheme import Scheme
+from .documents import Document
+from .params import SchemeParams
 
 __all__ = ["ENGINE_ENV", "engine", "fingerprint", "fingerprint_many", "native"]
 
@@ -91,7 +88,7 @@ def engine() -> str:
     return "python" if _core() is None else "native"
 
 
-def fingerprint(doc: Document, scheme: Scheme) -> int:
+def fingerprint(doc: Document, scheme: SchemeParams) -> int:
     """Fingerprint one document with the engine in use.
 
     Args:
@@ -108,7 +105,7 @@ def fingerprint(doc: Document, scheme: Scheme) -> int:
     return documents.fingerprint(doc, scheme)
 
 
-def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
+def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
     """Fingerprint many documents with the engine in use.
 
     Args:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from .charclass import CJK_RANGES
+from .params import SchemeParams
 from .xxh3 import digest
-
-if TYPE_CHECKING:
-    from .scheme import Scheme
 
 __all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K"]
 
@@ -116,7 +114,7 @@ class CodePointTable:
         """Hash the CJK code points not hashed yet, and return the whole table.
 
         Args:
-            cps: code points, each within `features.CJK_RANGES`.
+            cps: code points, each within `charclass.CJK_RANGES`.
 
         Returns:
             The (code points, lanes) uint64 table, filled at least for cps.
@@ -133,7 +131,7 @@ class CodePointTable:
         """Return the hashes of CJK code points.
 
         Args:
-            cps: code points, each within `features.CJK_RANGES`.
+            cps: code points, each within `charclass.CJK_RANGES`.
 
         Returns:
             A (len(cps), lanes) uint64 array.
@@ -163,7 +161,9 @@ _tables_lock = threading.Lock()
 _T = TypeVar("_T")
 
 
-def shared(registry: dict[tuple[int, int], _T], factory: Callable[[int, int], _T], scheme: Scheme) -> _T:
+def shared(
+    registry: dict[tuple[int, int], _T], factory: Callable[[int, int], _T], scheme: SchemeParams
+) -> _T:
     """Return the process-wide hash table of one kind for a scheme's seed and width, made once.
 
     Args:

@@ -5,7 +5,7 @@ hash. Two sketches agree at a position with probability C + (1 - C) * J, where J
 similarity of the shingle sets and C = 2**-bits the chance that two different minima share their bits
 (Li and König, "b-Bit Minwise Hashing", WWW 2010); `MinHasher.estimate` inverts that.
 
-Shingles are the same as the fingerprint's: the library's CJK-aware tokens (`features.tokenize`), taken
+Shingles are the same as the fingerprint's: the library's CJK-aware tokens (`tokens.tokenize`), taken
 n at a time; a document with fewer than n tokens is one shingle of all of them.
 """
 

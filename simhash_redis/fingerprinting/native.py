@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import simhash_redis_native as _native
@@ -24,13 +23,10 @@ import simhash_redis_native as _native
 from ..errors import InvalidArgument, InvalidType
 from . import tokens
 from .documents import Document, weighted, weights_of
-from .engine import Engine
 from .native_hits import hash_values, hits
 from .normalize import PINNED, PYTHON, Normalizer
-
-if TYPE_CHECKING:
-    from .minhash import MinHasher
-    from .scheme import Scheme
+from .params import MinHashParams, SchemeParams
+from .pure_engine import Engine
 
 __all__ = [
     "AttachCalls",
@@ -122,11 +118,11 @@ def _native_unicode(uni: Normalizer) -> _native.Unicode:
 
 _UNICODE = {uni.version: _native_unicode(uni) for uni in (PINNED, PYTHON)}
 _lock = threading.Lock()
-_engines: dict[int, tuple[Scheme, _native.Engine]] = {}
-_sketchers: dict[int, tuple[MinHasher, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
+_engines: dict[int, tuple[SchemeParams, _native.Engine]] = {}
+_sketchers: dict[int, tuple[MinHashParams, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
 
 
-def _engine(scheme: Scheme) -> _native.Engine:
+def _engine(scheme: SchemeParams) -> _native.Engine:
     """Return the native engine of a scheme, made once per scheme object.
 
     Args:
@@ -154,7 +150,7 @@ def _engine(scheme: Scheme) -> _native.Engine:
     return engine
 
 
-def _weighted_doc(totals: dict[str, float], scheme: Scheme) -> _native.PreparedDoc | int:
+def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> _native.PreparedDoc | int:
     """Prepare validated weighted features for the native engine.
 
     Args:
@@ -171,7 +167,7 @@ def _weighted_doc(totals: dict[str, float], scheme: Scheme) -> _native.PreparedD
     return (_native.WEIGHTED, list(totals), weights)
 
 
-def _prepare(doc: object, name: str, scheme: Scheme) -> _native.PreparedDoc | int:
+def _prepare(doc: object, name: str, scheme: SchemeParams) -> _native.PreparedDoc | int:
     """Check a document and put it in the form the native engine takes, as `_Batch.add` reads it.
 
     Args:
@@ -212,7 +208,7 @@ def _prepare(doc: object, name: str, scheme: Scheme) -> _native.PreparedDoc | in
     return (_native.TOKENS, items, name)  # type: ignore[return-value]  # checked: str tokens only
 
 
-def fingerprint(doc: Document, scheme: Scheme) -> int:
+def fingerprint(doc: Document, scheme: SchemeParams) -> int:
     """Fingerprint one document natively; `simhash_redis.fingerprint.fingerprint`, bit for bit.
 
     Args:
@@ -236,7 +232,7 @@ def fingerprint(doc: Document, scheme: Scheme) -> int:
     return engine.fingerprint(prepared, tokens.CHUNK_CHARS)
 
 
-def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
+def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
     """Fingerprint many documents natively; `simhash_redis.fingerprint.fingerprint_many`, bit for bit.
 
     Args:
@@ -291,7 +287,7 @@ def _run(engine: _native.Engine, batch: list[_native.PreparedDoc], done: dict[in
     return results
 
 
-def _sketcher(hasher: MinHasher) -> _native.MinHash:
+def _sketcher(hasher: MinHashParams) -> _native.MinHash:
     """Return the native sketcher of a MinHasher, made once per hasher (and its current parameters).
 
     Args:
@@ -350,7 +346,7 @@ def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, 
     raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
 
 
-def sketch(hasher: MinHasher, doc: str | bytes | Sequence[str]) -> bytes:
+def sketch(hasher: MinHashParams, doc: str | bytes | Sequence[str]) -> bytes:
     """The MinHash sketch of one document, natively; `MinHasher.sketch`, byte for byte.
 
     Args:
@@ -367,7 +363,7 @@ def sketch(hasher: MinHasher, doc: str | bytes | Sequence[str]) -> bytes:
     return made.sketch(_sketch_doc(doc, "doc"), "doc")
 
 
-def sketch_many(hasher: MinHasher, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
+def sketch_many(hasher: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
     """The MinHash sketches of many documents, natively; `MinHasher.sketch_many`, byte for byte.
 
     Args:
@@ -412,7 +408,7 @@ def fingerprint_lines(
 
 
 def fingerprint_text_lines(
-    raws: list[bytes], scheme: Scheme, id_field: str, text_field: str, max_id: int
+    raws: list[bytes], scheme: SchemeParams, id_field: str, text_field: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:
     """The ids and text fingerprints of the JSON lines of the plain shape, and the positions of the others.
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import xxhash
 
@@ -16,11 +16,9 @@ from .. import defaults
 from ..checks import check_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
 from . import engines
+from .documents import Document
 from .normalize import PINNED, PYTHON, Normalizer
 from .tokens import FEATURE_KINDS
-
-if TYPE_CHECKING:
-    from .documents import Document
 
 __all__ = [
     "DEFAULT_SCHEME",
@@ -241,7 +239,7 @@ class Scheme:
         return scheme
 
     def fingerprint(self, doc: Document) -> int:
-        """Fingerprint one document with this scheme; see `simhash_redis.fingerprint.fingerprint`.
+        """Fingerprint one document with this scheme; see `simhash_redis.fingerprint`.
 
         Args:
             doc: text, bytes, tokens or weighted features.
@@ -252,7 +250,7 @@ class Scheme:
         return engines.fingerprint(doc, self)
 
     def fingerprint_many(self, docs: Iterable[Document]) -> list[int]:
-        """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint.fingerprint_many`.
+        """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint_many`.
 
         Args:
             docs: documents, each in any form `fingerprint` accepts.

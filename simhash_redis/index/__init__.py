@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..results import Match, Outcome
-from .consistency import VerifyReport
 from .lifecycle import drop_index, list_indexes
+from .report import VerifyReport
 from .simhash_index import Document, SimhashIndex
 from .verified_index import VerifiedIndex, VerifiedMatch
 

@@ -32,8 +32,9 @@ from . import batches, lifecycle
 from .arguments import as_batch, check_client, check_fp, check_k, check_options, fingerprints, is_integer
 from .batches import BatchProgress, check_progress
 from .bulk import DEFAULT_WINDOW, Progress, bulk_add, bulk_add_columns
-from .consistency import VerifyReport, check_consistency
+from .consistency import check_consistency
 from .lifecycle import writes_documents
+from .report import VerifyReport
 from .unique import UniqueWrites
 from .windowed import verify_windows
 
@@ -482,11 +483,10 @@ class SimhashIndex:
         Raises:
             RedisUnavailable: the server cannot be reached; run it again.
         """
+        tables = len(self.layout.tables)
         if self.windows is not None:
-            return verify_windows(self.store, self.windows, self.f, len(self.layout.tables), repair)
-        return check_consistency(
-            self.store, self.f, len(self.layout.tables), repair, self.config.verification
-        )
+            return verify_windows(self.store, self.windows, self.f, tables, repair)
+        return check_consistency(self.store, self.f, tables, repair, self.config.verification)
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last.

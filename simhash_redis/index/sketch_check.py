@@ -12,15 +12,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..codec import decode_sketches
 from ..store import KeySchema, Store, Verification
 from ..store.scripts import Script
 from ..transport import raise_first_error
-
-if TYPE_CHECKING:
-    from .consistency import VerifyReport
+from .report import VerifyReport
 
 __all__ = ["SKETCHES", "check_bands", "check_sketches"]
 

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..fingerprinting import MinHasher
 from ..results import Match
-from ..store import Guard, SketchedGuard
-
-if TYPE_CHECKING:
-    from .verified_index import VerifiedIndex
+from ..store import Guard, KeySchema, SketchedGuard, Verification
 
 __all__ = ["SketchJudge"]
 
@@ -18,13 +14,25 @@ class SketchJudge:
     sketch stored with it, in the step that stores the document.
 
     Args:
-        owner: the verified index.
+        hasher: the index's MinHasher.
+        threshold: the estimated Jaccard similarity from which a candidate is confirmed.
+        verification: the index's verification mode (whether it keeps band tables, and how).
+        keys: the index's key names.
         ids: the batch's encoded ids.
         sketches: their documents' sketches.
     """
 
-    def __init__(self, owner: VerifiedIndex, ids: list[bytes], sketches: list[bytes]) -> None:
-        self.owner, self.ids, self.sketches = owner, ids, sketches
+    def __init__(
+        self,
+        hasher: MinHasher,
+        threshold: float,
+        verification: Verification,
+        keys: KeySchema,
+        ids: list[bytes],
+        sketches: list[bytes],
+    ) -> None:
+        self.hasher, self.threshold, self.verification, self.keys = hasher, threshold, verification, keys
+        self.ids, self.sketches = ids, sketches
         #: (position in the batch, candidate id) -> estimated Jaccard, for the confirmed candidates.
         self.jaccard: dict[tuple[int, str], float] = {}
 
@@ -33,17 +41,17 @@ class SketchJudge:
     ) -> list[list[Match]]:
         """The candidates whose stored sketch (read with them) estimates a Jaccard similarity at the
         threshold."""
-        owner = self.owner
+        hasher, threshold = self.hasher, self.threshold
         out: list[list[Match]] = []
-        size = owner.hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
+        size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
         for i, matches in zip(docs, found, strict=True):
             kept = [m for m in matches if len(stored.get(m.id, b"")) == size]
             similar: list[float] = []
             if kept:
-                similar = owner.hasher.estimate_many(self.sketches[i], [stored[m.id] for m in kept]).tolist()
+                similar = hasher.estimate_many(self.sketches[i], [stored[m.id] for m in kept]).tolist()
             confirmed = []
             for match, estimate in zip(kept, similar, strict=True):
-                if estimate >= owner.threshold:
+                if estimate >= threshold:
                     self.jaccard[(i, match.id)] = float(estimate)
                     confirmed.append(match)
             confirmed.sort(key=lambda m: (-self.jaccard[(i, m.id)], m.distance, m.id))
@@ -52,7 +60,7 @@ class SketchJudge:
 
     def bands(self, docs: list[int]) -> list[list[bytes]] | None:
         """The band tables of the documents' sketches (None for a mode without them)."""
-        mode, keys = self.owner.verification, self.owner.store.keys
+        mode, keys = self.verification, self.keys
         return [keys.bands(self.sketches[i], mode) for i in docs] if mode.bands else None
 
     def guarded(self, doc: int, members: Guard | None) -> Guard:

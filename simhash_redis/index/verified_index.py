@@ -276,7 +276,7 @@ class VerifiedIndex:
         self, raws: list[bytes], fps: list[int], sketches: list[bytes]
     ) -> list[Outcome | VerifiedMatch]:
         """One batch of add-if-new: each document's outcome, or its confirmed near-duplicate."""
-        judge = SketchJudge(self, raws, sketches)
+        judge = SketchJudge(self.hasher, self.threshold, self.verification, self.store.keys, raws, sketches)
         results: list[Outcome | VerifiedMatch] = []
         for i, result in enumerate(self._unique.add(raws, fps, judge)):
             if isinstance(result, Match):

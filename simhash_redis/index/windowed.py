@@ -6,11 +6,10 @@ Every key of a period must also expire with it; repair sets those that do not.
 from __future__ import annotations
 
 from ..store import Store, Windows
-from .consistency import VerifyReport, check_consistency, find_wrong_types
+from .consistency import check_consistency, find_wrong_types
+from .report import EXAMPLES, VerifyReport
 
 __all__ = ["verify_windows"]
-
-_EXAMPLES = 20
 
 
 def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: bool) -> VerifyReport:
@@ -43,7 +42,7 @@ def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: 
         report.wrong_type += [f"period {window}: {key}" for key in part.wrong_type]
         report.repaired = report.repaired and part.repaired
         report.examples += [f"period {window}: {example}" for example in part.examples]
-    del report.examples[_EXAMPLES:]
+    del report.examples[EXAMPLES:]
     if repair:
         _check_expiries(store, windows, report, repair, quiet=True)
     return report

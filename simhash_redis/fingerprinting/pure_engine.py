@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidType
-from .bitsums import bit_sums
+from .bit_votes import bit_sums
 from .hashing import (
     U64,
     CodePointTable,
@@ -23,6 +21,7 @@ from .hashing import (
     span_keys,
     to_ints,
 )
+from .params import SchemeParams
 from .tokens import (
     ascii_word_spans,
     collapse_whitespace,
@@ -34,16 +33,13 @@ from .tokens import (
 )
 from .xxh3 import VECTOR_MAX, hash_spans
 
-if TYPE_CHECKING:
-    from .scheme import Scheme
-
 __all__ = ["Engine"]
 
 
 class Engine:
     """Fingerprints batches of token units for one scheme; a unit is the token hashes of a text."""
 
-    def __init__(self, scheme: Scheme) -> None:
+    def __init__(self, scheme: SchemeParams) -> None:
         self.scheme = scheme
         self.lanes = 2 if scheme.f == 128 else 1
         self.uni = scheme.normalizer
@@ -240,7 +236,7 @@ class Engine:
     def _hash_parts(
         self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]
     ) -> tuple[U64, npt.NDArray[np.bool_] | None]:
-        """Drop stopwords from tokens given as `features.token_parts` returns them, and hash the rest.
+        """Drop stopwords from tokens given as `tokens.token_parts` returns them, and hash the rest.
 
         Args:
             words: word tokens.

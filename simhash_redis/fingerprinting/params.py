@@ -1,0 +1,80 @@
+"""What the engines read of a scheme and of a MinHasher, as protocols: `SchemeParams`, `MinHashParams`.
+
+`Scheme` and `MinHasher` sit above the engines (their methods run the engine in use), so the engines
+name them by what they read of them rather than by their classes.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from .normalize import Normalizer
+
+__all__ = ["MinHashParams", "SchemeParams"]
+
+
+class SchemeParams(Protocol):
+    """A validated scheme, as the engines read it; a `Scheme` is one."""
+
+    @property
+    def features(self) -> str:
+        """The kind of features: "shingles", "words" or "chars"."""
+
+    @property
+    def n(self) -> int:
+        """Tokens per shingle, or characters per n-gram (1 for "words")."""
+
+    @property
+    def f(self) -> int:
+        """Fingerprint width in bits."""
+
+    @property
+    def weighting(self) -> str:
+        """The weighting: "tf" or "binary"."""
+
+    @property
+    def seed(self) -> int:
+        """The xxh3 seed."""
+
+    @property
+    def stopwords(self) -> tuple[str, ...]:
+        """Normalised, sorted, distinct stopwords."""
+
+    @property
+    def normalizer(self) -> Normalizer:
+        """The Unicode rules of the scheme's version."""
+
+    @property
+    def unicode(self) -> str:
+        """The Unicode version the scheme normalises text by."""
+
+
+class MinHashParams(Protocol):
+    """A MinHasher's parameters and permutations, as the native sketcher reads them; a `MinHasher` is one."""
+
+    @property
+    def num_perm(self) -> int:
+        """Permutations."""
+
+    @property
+    def bits(self) -> int:
+        """Bits kept per permutation."""
+
+    @property
+    def n(self) -> int:
+        """Tokens per shingle."""
+
+    @property
+    def seed(self) -> int:
+        """Seed of the token hashes and of the permutations."""
+
+    @property
+    def a(self) -> npt.NDArray[np.uint64]:
+        """The permutations' multipliers."""
+
+    @property
+    def b(self) -> npt.NDArray[np.uint64]:
+        """The permutations' offsets."""
