@@ -344,7 +344,7 @@ pub fn pack_runs(
     chunk
 }
 
-/// The chunk of lua/bulk_fp.lua calls that starts at group `from`: `EVALSHA sha <keys> <key>...
+/// The chunk of store/lua/bulk_fp.lua calls that starts at group `from`: `EVALSHA sha <keys> <key>...
 /// <argv>`, a run of groups per call until it holds `call_pairs` entries, where each group gives its key
 /// and, in argv, its size, its fingerprints, then each fingerprint again with its id list; the chunk
 /// ends after the call that brings it to `chunk_args` arguments.
