@@ -1,4 +1,4 @@
-"""The compiled core (`simhash_redis_native`) behind the pure engine's API, bit for bit.
+"""The native engine: the compiled core (`simhash_redis.compiled`) behind the pure engine's API, bit for bit.
 
 Each function here has exactly the semantics, accepted types and exceptions (types and messages) of its
 pure twin (`documents.fingerprint` / `fingerprint_many`, `MinHasher.sketch` / `sketch_many` /
@@ -8,8 +8,10 @@ are checked and prepared with the pure engine's own helpers (weighted features t
 
 Normalisation is the scheme's (`normalize.Normalizer`: Unicode 15.1, or the running Python's for scheme
 1): the native engine maps text through the very lookup tables the normalizer builds (handed over once,
-at the first non-ASCII text), and asks it (``normalize``, ``image_parts``, ``class_of``, ``is_nfkc``)
-wherever `Normalizer.classified_code_points` would. Sketches use Unicode 15.1.
+at the first non-ASCII text). Where the tables do not suffice, the Rust compute code notes it and goes
+on; the extension's Python boundary then asks the normalizer (``normalize``, ``image_parts``,
+``class_of``, ``is_nfkc``) exactly what `Normalizer.classified_code_points` would, and computes those
+documents again. Sketches use Unicode 15.1.
 """
 
 from __future__ import annotations
@@ -19,16 +21,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import simhash_redis_native as _native
 
-from ..errors import InvalidArgument, InvalidType
+from .. import compiled as _native
+from ..compiled import (
+    AttachCalls,
+    GroupedCommands,
+    ScriptRuns,
+    column_buckets,
+    hash_values,
+    hits,
+    pack_column,
+    unpack_column,
+)
+from ..errors import InvalidType
 from . import tokens
 from .documents import Document, weighted, weights_of
 from .engine import Engine
-from .native_hits import hash_values, hits
 from .normalize import PINNED, PYTHON, Normalizer
 
 if TYPE_CHECKING:
+    from ..compiled import PreparedDoc
     from .minhash import MinHasher
     from .scheme import Scheme
 
@@ -57,36 +69,6 @@ _ENGINES_MAX = 64
 # Weighted documents whose absolute weights add up to more than this may overflow float64 sums: they go
 # through the pure engine, so that numpy's own floating point error handling (warnings) applies.
 _SAFE_WEIGHTS = 1e300
-
-# A compiled core built from an older checkout lacks the newer kernels: refused as a whole, so that
-# `engines` runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native, says why it cannot).
-_KERNELS = (
-    "Engine",
-    "MinHash",
-    "Unicode",
-    "hits",
-    "hits_in_sets",
-    "scan_sets",
-    "hash_values",
-    "pack_column",
-    "column_buckets",
-    "fingerprint_lines",
-    "fingerprint_text_lines",
-    "ScriptRuns",
-)
-if not all(hasattr(_native, name) for name in _KERNELS):
-    missing = next(name for name in _KERNELS if not hasattr(_native, name))
-    raise ImportError(f"simhash_redis_native is older than this simhash-redis (no {missing}): rebuild it")
-
-_native.set_error_types(InvalidArgument, InvalidType)
-
-# The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.
-GroupedCommands = _native.GroupedCommands
-AttachCalls = _native.AttachCalls
-ScriptRuns = _native.ScriptRuns
-pack_column = _native.pack_column
-unpack_column = _native.unpack_column
-column_buckets = _native.column_buckets
 
 
 def _native_unicode(uni: Normalizer) -> _native.Unicode:
@@ -154,7 +136,7 @@ def _engine(scheme: Scheme) -> _native.Engine:
     return engine
 
 
-def _weighted_doc(totals: dict[str, float], scheme: Scheme) -> _native.PreparedDoc | int:
+def _weighted_doc(totals: dict[str, float], scheme: Scheme) -> PreparedDoc | int:
     """Prepare validated weighted features for the native engine.
 
     Args:
@@ -171,7 +153,7 @@ def _weighted_doc(totals: dict[str, float], scheme: Scheme) -> _native.PreparedD
     return (_native.WEIGHTED, list(totals), weights)
 
 
-def _prepare(doc: object, name: str, scheme: Scheme) -> _native.PreparedDoc | int:
+def _prepare(doc: object, name: str, scheme: Scheme) -> PreparedDoc | int:
     """Check a document and put it in the form the native engine takes, as `_Batch.add` reads it.
 
     Args:
@@ -252,7 +234,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
     """
     engine = _engine(scheme)
     out: list[int] = []
-    batch: list[_native.PreparedDoc] = []
+    batch: list[PreparedDoc] = []
     done: dict[int, int] = {}
     chars = 0
     for index, doc in enumerate(docs):
@@ -274,7 +256,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: Scheme) -> list[int]:
     return out
 
 
-def _run(engine: _native.Engine, batch: list[_native.PreparedDoc], done: dict[int, int]) -> list[int]:
+def _run(engine: _native.Engine, batch: list[PreparedDoc], done: dict[int, int]) -> list[int]:
     """Fingerprint a batch of prepared documents natively, some of them known already.
 
     Args:
