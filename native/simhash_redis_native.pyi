@@ -19,7 +19,7 @@ WEIGHTED: Final[int]
 PreparedDoc: TypeAlias = (
     str | bytes | tuple[int, list[str] | tuple[str, ...], str] | tuple[int, list[str], list[float]]
 )
-#: What `features._image_parts` gives, as lists, plus the code point's NFKC image.
+#: What `Normalizer.image_parts` gives, as lists, plus the code point's NFKC image.
 ImageParts: TypeAlias = tuple[list[int], list[int], bool, list[int]] | None
 
 class Unicode:
