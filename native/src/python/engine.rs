@@ -158,10 +158,13 @@ impl Engine {
     ) -> PyResult<Bound<'py, PyAny>> {
         let chunk = chunk_size(chunk_chars)?;
         let doc = DocRef::parse(doc)?;
-        let jobs = [doc.job(self.cfg.kind)?];
-        let detach = jobs.iter().map(job_bytes).sum::<usize>() >= DETACH_BYTES;
-        let values = self.run(py, &jobs, chunk, detach)?;
-        to_int(py, values.first().copied().unwrap_or_default())
+        let job = doc.job(self.cfg.kind)?;
+        let detach = job_bytes(&job) >= DETACH_BYTES;
+        let cfg = &self.cfg;
+        let value = self.unicode.get().settle_one(py, detach, |resolver| {
+            engine::fingerprint(cfg, &job, chunk, resolver)
+        })?;
+        to_int(py, value)
     }
 
     /// The fingerprints of prepared documents, computed detached from Python.
@@ -284,11 +287,13 @@ impl MinHash {
         name: &str,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let doc = MinRef::parse(doc, name)?;
-        let sketches = self.run(py, &[doc.job()?], false)?;
-        Ok(PyBytes::new(
-            py,
-            sketches.first().map_or(&[], Vec::as_slice),
-        ))
+        let job = doc.job()?;
+        let sketcher = &self.sketcher;
+        let sketch = self
+            .unicode
+            .get()
+            .settle_one(py, false, |resolver| sketcher.sketch(&job, resolver))?;
+        Ok(PyBytes::new(py, &sketch))
     }
 
     /// The sketches of many documents, computed detached from Python.

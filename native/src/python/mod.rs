@@ -169,56 +169,10 @@ fn query_fingerprint(fp: &Bound<'_, PyAny>) -> PyResult<u128> {
     }
 }
 
-/// One member of a query's sets into its hits: a plain decimal compared here (against `k_fast`),
-/// any other member decoded by `slow(raw, fp)` and compared with k itself; each distinct member once,
-/// in the order met.
-struct Filter<'a, 'py> {
-    py: Python<'py>,
-    fp: u128,
-    fp_obj: &'a Bound<'py, PyAny>,
-    k_fast: i64,
-    k: &'a Bound<'py, PyAny>,
-    wrap64: bool,
-    slow: &'a Bound<'py, PyAny>,
-    found: Bound<'py, PyDict>,
-}
-
-impl<'py> Filter<'_, 'py> {
-    fn visit(&self, raw: &[u8], obj: Option<&Bound<'py, PyAny>>) -> PyResult<()> {
-        let py = self.py;
-        let key = || match obj {
-            Some(obj) => obj.clone(),
-            None => PyBytes::new(py, raw).into_any(),
-        };
-        if let Some((candidate, d)) = candidates::candidate(raw, self.fp, self.wrap64) {
-            if i64::from(d) <= self.k_fast {
-                let key = key();
-                if !self.found.contains(&key)? {
-                    self.found.set_item(key, (to_int(py, candidate)?, d))?;
-                }
-            }
-            return Ok(());
-        }
-        self.visit_other(key())
-    }
-
-    fn visit_other(&self, key: Bound<'py, PyAny>) -> PyResult<()> {
-        if self.found.contains(&key)? {
-            return Ok(());
-        }
-        let pair = self.slow.call1((&key, self.fp_obj))?;
-        let d: Bound<'py, PyAny> = pair.get_item(1)?;
-        if d.le(self.k)? {
-            self.found.set_item(key, pair)?;
-        }
-        Ok(())
-    }
-}
-
 /// `store.candidates.pure_hits`: for each query, {stored value: (fingerprint, distance)} of its
-/// candidates within distance k. Plain decimal bytes are decoded here (against `k_fast`, k clamped to -1..=129);
-/// any other member goes through `slow(raw, fp)`, which returns `(fingerprint, distance)` or raises as
-/// `int()` does, and is compared with k itself.
+/// candidates within distance k. Plain decimal bytes are decoded here (against `k_fast`, k clamped to
+/// -1..=129); any other member goes through `slow(raw, fp)`, which returns `(fingerprint, distance)`
+/// or raises as `int()` does, and is compared with k itself.
 #[pyfunction]
 #[pyo3(signature = (fps, replies, tables, k_fast, k, wrap64, slow))]
 #[allow(clippy::too_many_arguments)] // the Python function's signature
@@ -236,26 +190,32 @@ fn hits<'py>(
     let out = PyList::empty(py);
     let total = replies.len();
     for (q, fp_obj) in fps.iter().enumerate() {
-        let filter = Filter {
-            py,
-            fp: query_fingerprint(&fp_obj)?,
-            fp_obj: &fp_obj,
-            k_fast,
-            k,
-            wrap64,
-            slow,
-            found: PyDict::new(py),
-        };
-        let visit = |raw: Bound<'py, PyAny>| -> PyResult<()> {
-            match raw.cast_exact::<PyBytes>() {
-                Ok(data) => filter.visit(data.as_bytes(), Some(&raw)),
-                Err(_) => filter.visit_other(raw),
-            }
-        };
+        let fp = query_fingerprint(&fp_obj)?;
+        let found = PyDict::new(py);
         let start = q.saturating_mul(tables);
         let end = start.saturating_add(tables).min(total);
         for index in start..end {
             let raws = replies.get_item(index)?;
+            let visit = |raw: Bound<'py, PyAny>| -> PyResult<()> {
+                if let Ok(data) = raw.cast_exact::<PyBytes>() {
+                    if let Some((candidate, d)) = candidates::candidate(data.as_bytes(), fp, wrap64)
+                    {
+                        if i64::from(d) <= k_fast && !found.contains(&raw)? {
+                            found.set_item(&raw, (to_int(py, candidate)?, d))?;
+                        }
+                        return Ok(());
+                    }
+                }
+                if found.contains(&raw)? {
+                    return Ok(());
+                }
+                let pair = slow.call1((&raw, &fp_obj))?;
+                let d: Bound<'py, PyAny> = pair.get_item(1)?;
+                if d.le(k)? {
+                    found.set_item(&raw, pair)?;
+                }
+                Ok(())
+            };
             if let Ok(list) = raws.cast::<PyList>() {
                 for raw in list.iter() {
                     visit(raw)?;
@@ -266,7 +226,7 @@ fn hits<'py>(
                 }
             }
         }
-        out.append(filter.found)?;
+        out.append(found)?;
     }
     Ok(out)
 }
@@ -292,21 +252,15 @@ fn hits_in_sets<'py>(
     let out = PyList::empty(py);
     let mut pos = 0;
     for fp_obj in fps.iter() {
-        let filter = Filter {
-            py,
-            fp: query_fingerprint(&fp_obj)?,
-            fp_obj: &fp_obj,
-            k_fast,
-            k,
-            wrap64,
-            slow,
-            found: PyDict::new(py),
-        };
+        let fp = query_fingerprint(&fp_obj)?;
+        let found = PyDict::new(py);
         for _ in 0..tables {
             let mut failure: Option<PyErr> = None;
             let next = setreplies::members(data, pos, |raw| {
                 if failure.is_none() {
-                    failure = filter.visit(raw, None).err();
+                    if let Err(err) = visit(py, &found, raw, fp, &fp_obj, k_fast, k, wrap64, slow) {
+                        failure = Some(err);
+                    }
                 }
             });
             if let Some(err) = failure {
@@ -316,9 +270,43 @@ fn hits_in_sets<'py>(
                 value_error(py, String::from("replies are not whole sets of strings"))
             })?;
         }
-        out.append(filter.found)?;
+        out.append(found)?;
     }
     Ok(out)
+}
+
+/// One member of a query's sets into its hits (`hits`' rule, with the bytes object made only when kept).
+#[allow(clippy::too_many_arguments)]
+fn visit<'py>(
+    py: Python<'py>,
+    found: &Bound<'py, PyDict>,
+    raw: &[u8],
+    fp: u128,
+    fp_obj: &Bound<'py, PyAny>,
+    k_fast: i64,
+    k: &Bound<'py, PyAny>,
+    wrap64: bool,
+    slow: &Bound<'py, PyAny>,
+) -> PyResult<()> {
+    if let Some((candidate, d)) = candidates::candidate(raw, fp, wrap64) {
+        if i64::from(d) <= k_fast {
+            let key = PyBytes::new(py, raw);
+            if !found.contains(&key)? {
+                found.set_item(key, (to_int(py, candidate)?, d))?;
+            }
+        }
+        return Ok(());
+    }
+    let key = PyBytes::new(py, raw);
+    if found.contains(&key)? {
+        return Ok(());
+    }
+    let pair = slow.call1((&key, fp_obj))?;
+    let d: Bound<'py, PyAny> = pair.get_item(1)?;
+    if d.le(k)? {
+        found.set_item(key, pair)?;
+    }
+    Ok(())
 }
 
 /// How far whole replies of the plain shape reach from `pos`, up to `want` of them: the position

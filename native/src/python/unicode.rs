@@ -114,6 +114,36 @@ impl Unicode {
         ))
     }
 
+    /// `settle` of one item, without the bookkeeping of a batch (a single call's few microseconds).
+    pub(crate) fn settle_one<T: Send>(
+        &self,
+        py: Python<'_>,
+        detach: bool,
+        work: impl Fn(&mut Resolver<'_>) -> T + Sync,
+    ) -> PyResult<T> {
+        let state = &*self.state;
+        let mut answers = Answers::default();
+        for _ in 0..ROUNDS {
+            let run = |answers: &Answers| -> (T, Needs) {
+                let mut resolver = Resolver::new(state, answers);
+                let value = work(&mut resolver);
+                (value, resolver.take_needs())
+            };
+            let (value, needs) = if detach {
+                py.detach(|| run(&answers))
+            } else {
+                run(&answers)
+            };
+            if needs.is_empty() {
+                return Ok(value);
+            }
+            self.answer(py, needs, &mut answers)?;
+        }
+        Err(PyRuntimeError::new_err(
+            "internal error: the Unicode data did not settle",
+        ))
+    }
+
     /// Ask Python for what computations noted; texts wait for the tables, which may answer them.
     fn answer(&self, py: Python<'_>, needs: Needs, answers: &mut Answers) -> PyResult<()> {
         if needs.tables {
