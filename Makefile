@@ -25,7 +25,7 @@ $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 # The compiled core (Rust, built by maturin from PyPI): optional, the pure engine runs without it.
 # NATIVE_WHEEL names a wheel built already (scripts/matrix.sh builds its one abi3 wheel once).
 NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml native/simhash_redis_native.pyi \
-	$(wildcard native/src/*.rs)
+	$(wildcard native/src/*.rs native/src/*/*.rs)
 NATIVE_WHEEL ?=
 $(BIN)/.native: $(BIN)/.installed $(NATIVE_SOURCES)
 	@if [ -n "$(NATIVE_WHEEL)" ]; then \

@@ -1,7 +1,9 @@
 """The compiled core of simhash-redis: the typed boundary of the extension module.
 
-Every function is bit for bit what the pure engine computes; the adapter (`native/adapter.py`)
-validates and prepares arguments exactly as the pure functions do before calling in here.
+Every function is bit for bit what the pure engine computes. The package imports the extension in one
+module, `simhash_redis/compiled.py` (which checks it and sets the exception types); the native engine,
+`simhash_redis/fingerprinting/native.py`, validates and prepares arguments exactly as the pure functions
+do before calling in here.
 """
 
 from collections.abc import Callable, Sequence
@@ -17,11 +19,12 @@ WEIGHTED: Final[int]
 PreparedDoc: TypeAlias = (
     str | bytes | tuple[int, list[str] | tuple[str, ...], str] | tuple[int, list[str], list[float]]
 )
-#: What `features._image_parts` gives, as lists, plus the code point's NFKC image.
+#: What `Normalizer.image_parts` gives, as lists, plus the code point's NFKC image.
 ImageParts: TypeAlias = tuple[list[int], list[int], bool, list[int]] | None
 
 class Unicode:
-    """The running Python's Unicode tables and the callbacks that complete them."""
+    """A normalizer's Unicode tables, and its functions the extension's boundary asks where they do not
+    suffice (between two passes of the Rust code, which never calls into Python)."""
 
     def __init__(
         self,
@@ -137,7 +140,7 @@ class ScriptRuns:
     def __next__(self) -> tuple[bytes, int]: ...
 
 class AttachCalls:
-    """The calls of lua/bulk_fp.lua for runs of groups: chunks of (RESP, commands)."""
+    """The calls of store/lua/bulk_fp.lua for runs of groups: chunks of (RESP, commands)."""
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ FLOORS = [
     "base", "fingerprinting", "transport", "store", "index", "asyncio", "jobs", "tools", "contrib", "service",
     "cli",
 ]
-BASE = {"errors", "defaults", "checks", "codec", "results", "links", "data"}
+BASE = {"errors", "defaults", "checks", "codec", "results", "links", "data", "compiled"}
 # The two modules that reach under redis-py's public API (see their docstrings), and the console
 # script's exit, which runs the atexit handlers itself (atexit._run_exitfuncs) before os._exit.
 PRIVATE_ALLOWED = {"simhash_redis/transport/wire.py", "simhash_redis/transport/aio.py", "cli/quick_exit.py"}

@@ -43,8 +43,6 @@ _HISTORY = "## History"
 _EXTENSIONS = frozenset({"py", "pyi", "rs", "lua", "md", "toml", "txt", "json", "rdb", "sh"})
 #: Made by a build, absent from a checkout.
 _BUILT = ("native/target/",)
-#: The compiled core's Python adapter, reworked with the Rust boundary: checked with native/.
-_ADAPTER = ("simhash_redis/fingerprinting/native.py", "simhash_redis/fingerprinting/native_hits.py")
 
 Texts = list[tuple[int, str]]
 
@@ -281,7 +279,6 @@ def test_the_pages_name_what_exists() -> None:
 
 def test_comments_and_docstrings_name_what_exists() -> None:
     files = sorted([*PACKAGE.rglob("*.py"), *(ROOT / "cli").rglob("*.py")])
-    files = [path for path in files if str(path.relative_to(ROOT)) not in _ADAPTER]
     stale = [entry for path in files for entry in _stale(path, _python_texts(path))]
     assert not stale, "names of nothing:\n" + "\n".join(stale)
 
@@ -311,15 +308,12 @@ def test_the_architecture_names_every_module() -> None:
     assert not missing, "docs/architecture.md's map of the package omits:\n" + "\n".join(missing)
 
 
-@pytest.mark.xfail(
-    reason="native/ and the adapter name modules renamed since; fixed in the Rust boundary's rework"
-)
 def test_the_native_crate_names_what_exists() -> None:
     native = ROOT / "native"
     stale = [
-        entry for path in sorted((native / "src").glob("*.rs")) for entry in _stale(path, _comments(path))
+        entry for path in sorted((native / "src").rglob("*.rs")) for entry in _stale(path, _comments(path))
     ]
-    for stub in [*sorted(native.glob("*.pyi")), *(ROOT / adapter for adapter in _ADAPTER)]:
+    for stub in sorted(native.glob("*.pyi")):
         stale += _stale(stub, _python_texts(stub))
     stale += _stale(native / "README.md", _page(native / "README.md"))
     assert not stale, "names of nothing:\n" + "\n".join(stale)

@@ -1,5 +1,6 @@
-//! The read path's candidate filter (`index._hits_scalar`): stored decimal values to fingerprints and
-//! distances, for the plain decimals this library writes; anything else is left to Python's `int()`.
+//! The read path's candidate filter (`store.candidates.pure_hits`): stored decimal values to
+//! fingerprints and distances, for the plain decimals this library writes; anything else is left to
+//! Python's `int()`.
 
 /// The value of eight ASCII digits (the first in the lowest byte), or None if one is not a digit.
 #[inline(always)]

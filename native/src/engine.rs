@@ -1,47 +1,35 @@
 //! The fingerprint engine: documents to fingerprints for one scheme, bit for bit as
-//! `simhash_redis.fingerprint` computes them.
+//! `simhash_redis.fingerprinting.documents.fingerprint` computes them.
 //!
 //! Texts are cut by `split_chunks` (the pure engine does so past `CHUNK_CHARS`; below that the one
-//! chunk is the whole text). Each chunk is normalised (ASCII here, other text through a `Normalizer`)
-//! and tokenised, the tokens' hashes concatenated; the features are every window of n token hashes
-//! (one feature of all tokens when there are fewer than n), counted per bit (tf) or once per distinct
-//! hash (binary). "chars" features hash the characters of the whitespace-collapsed normalised text,
+//! chunk is the whole text). Each chunk is normalised (ASCII here, other text through a `Normalizer`,
+//! which never calls into Python: see `crate::resolver`) and tokenised, the tokens' hashes
+//! concatenated; the features are every window of n token hashes (one feature of all tokens when
+//! there are fewer than n), counted per bit (tf) or once per distinct hash (binary). "chars" features hash the characters of the whitespace-collapsed normalised text,
 //! and a text without a single token has the fingerprint 0.
 
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashSet;
 
-use pyo3::PyErr;
-
+use crate::error::{value, Error};
 use crate::hash::{for_each_feature, Lanes, Wide};
 use crate::sums::{Counter, FloatSums};
 use crate::tokenize::{ascii_tokens, collapse, has_token, norm_tokens, push_utf8, split_chunks};
 use crate::unicode::{ascii_space, Norm};
 
-/// Why a computation stopped before its end.
-#[derive(Debug)]
-pub enum Stop {
-    /// The text needs Python (normalisation beyond the tables); try again attached to Python.
-    NeedPython,
-    /// A Python call failed.
-    Error(PyErr),
-}
-
 /// Normalises non-ASCII text and answers whitespace questions about normalised code points.
+///
+/// Infallible by design: a normaliser that cannot answer (see `crate::resolver::Resolver`) notes what
+/// it lacks and gives a stand-in, and its caller discards the result.
 pub trait Normalizer {
-    /// `features.normalize(text)` as code points and classes; the text is free of surrogates.
-    fn normalize(&mut self, text: &str, out: &mut Norm) -> Result<(), Stop>;
+    /// `Normalizer.normalize(text)` as code points and classes; the text is free of surrogates.
+    fn normalize(&mut self, text: &str, out: &mut Norm);
     /// `chr(cp).isspace()` for a code point of a normalised text.
-    fn is_space(&mut self, cp: u32) -> Result<bool, Stop>;
+    fn is_space(&mut self, cp: u32) -> bool;
     /// Tokenise a non-ASCII text in one pass when the tables alone normalise it: true when done,
     /// false when the text needs `normalize` (the tokens given to `sink` must then be discarded).
-    fn fast_tokens(
-        &mut self,
-        text: &str,
-        buf: &mut Vec<u8>,
-        sink: impl FnMut(&[u8]),
-    ) -> Result<bool, Stop>;
+    fn fast_tokens(&mut self, text: &str, buf: &mut Vec<u8>, sink: impl FnMut(&[u8])) -> bool;
 }
 
 /// The feature kind of a scheme.
@@ -72,6 +60,47 @@ pub struct Config {
     pub stop: HashSet<Vec<u8>>,
 }
 
+impl Config {
+    /// A scheme's configuration: features ("shingles", "words", "chars"), n (1-16), f (32, 64,
+    /// 128), binary weighting or tf, the xxh3 seed and the normalised stopwords.
+    ///
+    /// # Errors
+    /// `Error::Value` for features, n or f out of range (the messages of `Scheme`'s checks).
+    pub fn new(
+        features: &str,
+        n: usize,
+        f: u32,
+        binary: bool,
+        seed: u64,
+        stopwords: Vec<String>,
+    ) -> Result<Config, Error> {
+        let kind = match features {
+            "shingles" => Kind::Shingles,
+            "words" => Kind::Words,
+            "chars" => Kind::Chars,
+            other => {
+                return Err(value(format!(
+                    "features must be one of 'chars', 'shingles', 'words', got {other:?}"
+                )))
+            }
+        };
+        if !(1..=16).contains(&n) {
+            return Err(value(format!("n must be between 1 and 16, got {n}")));
+        }
+        if ![32, 64, 128].contains(&f) {
+            return Err(value(format!("f must be one of (32, 64, 128), got {f}")));
+        }
+        Ok(Config {
+            kind,
+            n: if kind == Kind::Words { 1 } else { n },
+            f,
+            binary,
+            seed,
+            stop: stopwords.into_iter().map(String::into_bytes).collect(),
+        })
+    }
+}
+
 /// One document, ready to be fingerprinted.
 #[derive(Debug)]
 pub enum Job<'a> {
@@ -100,8 +129,7 @@ thread_local! {
     static WIDE: Cell<Scratch<Wide>> = Cell::new(Scratch::default());
 }
 
-/// Run with this thread's buffers, taken out for the call (so a call that comes back through a Python
-/// callback simply gets empty ones) and put back after.
+/// Run with this thread's buffers, taken out for the call and put back after.
 fn with_scratch<L: Lanes + Default, T>(
     local: &'static std::thread::LocalKey<Cell<Scratch<L>>>,
     work: impl FnOnce(&mut Scratch<L>) -> T,
@@ -121,7 +149,7 @@ pub fn fingerprint<N: Normalizer>(
     job: &Job<'_>,
     chunk: usize,
     normalizer: &mut N,
-) -> Result<u128, Stop> {
+) -> u128 {
     if cfg.f == 128 {
         with_scratch(&WIDE, |scratch| {
             run::<Wide, N>(cfg, job, chunk, normalizer, scratch)
@@ -133,33 +161,13 @@ pub fn fingerprint<N: Normalizer>(
     }
 }
 
-/// Fingerprint documents in order, each a `Result`, reusing buffers.
-pub fn fingerprint_all<N: Normalizer>(
-    cfg: &Config,
-    jobs: &[Job<'_>],
-    chunk: usize,
-    normalizer: &mut N,
-) -> Vec<Result<u128, Stop>> {
-    if cfg.f == 128 {
-        let mut scratch = Scratch::<Wide>::default();
-        jobs.iter()
-            .map(|job| run(cfg, job, chunk, normalizer, &mut scratch))
-            .collect()
-    } else {
-        let mut scratch = Scratch::<u64>::default();
-        jobs.iter()
-            .map(|job| run(cfg, job, chunk, normalizer, &mut scratch))
-            .collect()
-    }
-}
-
 fn run<L: Lanes, N: Normalizer>(
     cfg: &Config,
     job: &Job<'_>,
     chunk: usize,
     normalizer: &mut N,
     scratch: &mut Scratch<L>,
-) -> Result<u128, Stop> {
+) -> u128 {
     scratch.hashes.clear();
     match job {
         Job::Weighted(items) => {
@@ -167,7 +175,7 @@ fn run<L: Lanes, N: Normalizer>(
             for (name, weight) in items {
                 sums.add(L::hash(name.as_bytes(), cfg.seed).bits(), *weight);
             }
-            Ok(sums.finish())
+            sums.finish()
         }
         Job::Text(text) | Job::Whole(text) => {
             let size = if matches!(job, Job::Whole(_)) {
@@ -179,9 +187,9 @@ fn run<L: Lanes, N: Normalizer>(
                 return chars_text(cfg, text, size, normalizer, scratch);
             }
             for piece in split_chunks(text, size) {
-                text_tokens(cfg, piece, normalizer, scratch)?;
+                text_tokens(cfg, piece, normalizer, scratch);
             }
-            Ok(count(cfg, scratch))
+            count(cfg, scratch)
         }
         Job::Tokens(tokens) => {
             let Scratch {
@@ -193,7 +201,7 @@ fn run<L: Lanes, N: Normalizer>(
                     buf.extend(token.bytes().map(|b| b.to_ascii_lowercase()));
                     buf
                 } else {
-                    normalizer.normalize(token, norm)?;
+                    normalizer.normalize(token, norm);
                     buf.clear();
                     for &cp in &norm.cps {
                         push_utf8(buf, cp);
@@ -204,7 +212,7 @@ fn run<L: Lanes, N: Normalizer>(
                     hashes.push(L::hash(bytes, cfg.seed));
                 }
             }
-            Ok(count(cfg, scratch))
+            count(cfg, scratch)
         }
     }
 }
@@ -215,7 +223,7 @@ fn text_tokens<L: Lanes, N: Normalizer>(
     text: &str,
     normalizer: &mut N,
     scratch: &mut Scratch<L>,
-) -> Result<(), Stop> {
+) {
     let Scratch {
         norm, hashes, buf, ..
     } = scratch;
@@ -231,7 +239,7 @@ fn text_tokens<L: Lanes, N: Normalizer>(
                 }
             });
         }
-        return Ok(());
+        return;
     }
     let mark = hashes.len();
     let keep = |t: &[u8]| stop.is_empty() || !stop.contains(t);
@@ -239,27 +247,26 @@ fn text_tokens<L: Lanes, N: Normalizer>(
         if keep(t) {
             hashes.push(L::hash(t, seed));
         }
-    })? {
-        return Ok(());
+    }) {
+        return;
     }
     hashes.truncate(mark);
-    normalizer.normalize(text, norm)?;
+    normalizer.normalize(text, norm);
     norm_tokens(norm, buf, |t| {
         if keep(t) {
             hashes.push(L::hash(t, seed));
         }
     });
-    Ok(())
 }
 
-/// The fingerprint of a text's "chars" features, chunk by chunk as `fingerprint._long_text` does.
+/// The fingerprint of a text's "chars" features, chunk by chunk as `documents._long_text` does.
 fn chars_text<L: Lanes, N: Normalizer>(
     cfg: &Config,
     text: &str,
     size: usize,
     normalizer: &mut N,
     scratch: &mut Scratch<L>,
-) -> Result<u128, Stop> {
+) -> u128 {
     let (mut any, mut started, mut space) = (false, false, false);
     for piece in split_chunks(text, size) {
         let Scratch {
@@ -272,28 +279,19 @@ fn chars_text<L: Lanes, N: Normalizer>(
         if piece.is_ascii() {
             norm.set_ascii(piece.as_bytes());
         } else {
-            normalizer.normalize(piece, norm)?;
+            normalizer.normalize(piece, norm);
         }
         any = any || has_token(norm);
-        let mut failed = None;
         let mut is_space = |cp: u32| -> bool {
             if cp < 0x80 {
-                return ascii_space(cp as u8);
-            }
-            match normalizer.is_space(cp) {
-                Ok(s) => s,
-                Err(stop) => {
-                    failed.get_or_insert(stop);
-                    false
-                }
+                ascii_space(cp as u8)
+            } else {
+                normalizer.is_space(cp)
             }
         };
         collapse(&norm.cps, &mut is_space, chars);
         let first = norm.cps.first().is_some_and(|&cp| is_space(cp));
         let last = norm.cps.last().is_some_and(|&cp| is_space(cp));
-        if let Some(stop) = failed {
-            return Err(stop);
-        }
         let lead = started && (space || first) && !chars.is_empty();
         space = last || (space && chars.is_empty());
         started = started || !chars.is_empty();
@@ -307,9 +305,9 @@ fn chars_text<L: Lanes, N: Normalizer>(
         }
     }
     if !any {
-        return Ok(0);
+        return 0;
     }
-    Ok(count(cfg, scratch))
+    count(cfg, scratch)
 }
 
 /// The fingerprint of a document from its token hashes.
@@ -328,4 +326,152 @@ fn count<L: Lanes>(cfg: &Config, scratch: &mut Scratch<L>) -> u128 {
         for_each_feature(&scratch.hashes, cfg.n, |h| counter.add(h.bits()));
     }
     counter.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolver::{Answers, Resolver};
+    use crate::testing;
+
+    fn config(features: &str, n: usize, f: u32, binary: bool, seed: u64, stop: &[&str]) -> Config {
+        let stop = stop.iter().map(|s| String::from(*s)).collect();
+        Config::new(features, n, f, binary, seed, stop).unwrap()
+    }
+
+    /// The fingerprint of a job by the small table, checking that it needed nothing from Python.
+    fn fp(cfg: &Config, job: &Job<'_>, chunk: usize) -> u128 {
+        let state = testing::state();
+        let answers = Answers::default();
+        let mut resolver = Resolver::new(&state, &answers);
+        let value = fingerprint(cfg, job, chunk, &mut resolver);
+        assert!(resolver.take_needs().is_empty());
+        value
+    }
+
+    fn text(t: &str) -> Job<'_> {
+        Job::Text(Cow::Borrowed(t))
+    }
+
+    fn jobs() -> [Job<'static>; 4] {
+        [
+            text("Caf\u{e9} \u{4e2d}\u{6587} ok"),
+            text("a  b\u{3000}c"),
+            Job::Tokens(vec!["Caf\u{c9}".into(), "ok".into(), "x".into()]),
+            Job::Weighted(vec![("a".into(), 2.0), ("b".into(), -1.5)]),
+        ]
+    }
+
+    // The expected values are the pure engine's (`documents.fingerprint`) for the same documents.
+    #[test]
+    fn shingles_match_the_pure_engine() {
+        let cfg = config("shingles", 3, 64, false, 0, &[]);
+        assert_eq!(
+            fp(&cfg, &text("Hello, World! hello world"), 1 << 20),
+            0xf810140124204400
+        );
+        assert_eq!(
+            fp(&cfg, &text("Caf\u{e9} \u{4e2d}\u{6587} ok"), 1 << 20),
+            0x401049b02b018020
+        );
+        assert_eq!(
+            fp(&cfg, &text("CAF\u{c9} \u{4e2d}\u{6587} OK"), 1 << 20),
+            0x401049b02b018020
+        );
+        let stop = config("shingles", 3, 64, false, 0, &["ok"]);
+        let expected = [
+            0x40175bb03b878035,
+            0xfd78f7d726b6fe0f,
+            0x1b56b2da9f9b9964,
+            0xe6c632b61e964e1f,
+        ];
+        for (job, want) in jobs().iter().zip(expected) {
+            assert_eq!(fp(&stop, job, 1 << 20), want, "{job:?}");
+        }
+    }
+
+    #[test]
+    fn words_of_128_bits_binary_match_the_pure_engine() {
+        let cfg = config("words", 3, 128, true, 7, &[]);
+        assert_eq!(cfg.n, 1);
+        let expected = [
+            0x2445103686410401c03443a85600490,
+            0xd48aecb4dc389309370d0a4345b41a90,
+            0x10d76553646415c0384364bfe53200b2,
+            0xceb2adbcec78c2499ed5888bc5a2a094,
+        ];
+        for (job, want) in jobs().iter().zip(expected) {
+            assert_eq!(fp(&cfg, job, 1 << 20), want, "{job:?}");
+        }
+    }
+
+    #[test]
+    fn chars_of_32_bits_match_the_pure_engine() {
+        let cfg = config("chars", 2, 32, false, 0, &[]);
+        let [first, second, tokens, weighted] = jobs();
+        // Caller-given tokens are joined by spaces for "chars" (as the boundary prepares them).
+        let tokens = match tokens {
+            Job::Tokens(tokens) => Job::Whole(Cow::Owned(tokens.join(" "))),
+            other => other,
+        };
+        let expected = [0x5ebf0a39, 0x50827c29, 0x77bf1a21, 0x1e964e1f];
+        for (job, want) in [first, second, tokens, weighted].iter().zip(expected) {
+            assert_eq!(fp(&cfg, job, 1 << 20), want, "{job:?}");
+        }
+    }
+
+    #[test]
+    fn texts_without_tokens_are_zero_and_chunks_change_nothing() {
+        for features in ["shingles", "words", "chars"] {
+            let cfg = config(features, 2, 64, false, 0, &[]);
+            assert_eq!(fp(&cfg, &text(""), 1 << 20), 0, "{features}");
+            assert_eq!(fp(&cfg, &text(" ,;\u{3000}"), 1 << 20), 0, "{features}");
+            let long = "The quick brown fox, jumps over the lazy dog. ".repeat(20);
+            let whole = fp(&cfg, &text(&long), 1 << 20);
+            assert_ne!(whole, 0);
+            assert_eq!(fp(&cfg, &text(&long), 7), whole, "{features}");
+        }
+    }
+
+    #[test]
+    fn a_text_beyond_the_tables_is_noted_and_settles_with_the_answer() {
+        let cfg = config("shingles", 1, 64, false, 0, &[]);
+        let state = testing::state();
+        let mut answers = Answers::default();
+        let emoji = text("ok \u{1F600} go");
+        let mut resolver = Resolver::new(&state, &answers);
+        fingerprint(&cfg, &emoji, 1 << 20, &mut resolver);
+        let needs = resolver.take_needs();
+        assert_eq!(needs.texts, ["ok \u{1F600} go"]);
+        // Python's answer: the emoji is a separator, so the tokens are "ok" and "go".
+        let mut norm = Norm::default();
+        norm.set_ascii(b"ok   go");
+        norm.cps[3] = 0x1F600;
+        answers.insert(String::from("ok \u{1F600} go"), norm);
+        let mut resolver = Resolver::new(&state, &answers);
+        let value = fingerprint(&cfg, &emoji, 1 << 20, &mut resolver);
+        assert!(resolver.take_needs().is_empty());
+        assert_eq!(value, fp(&cfg, &text("ok go"), 1 << 20));
+    }
+
+    #[test]
+    fn bad_configurations_are_refused_with_the_schemes_messages() {
+        let refused = |features: &str, n: usize, f: u32| {
+            Config::new(features, n, f, false, 0, Vec::new())
+                .err()
+                .map(|err| err.to_string())
+        };
+        assert_eq!(
+            refused("bytes", 3, 64).as_deref(),
+            Some("features must be one of 'chars', 'shingles', 'words', got \"bytes\"")
+        );
+        assert_eq!(
+            refused("words", 0, 64).as_deref(),
+            Some("n must be between 1 and 16, got 0")
+        );
+        assert_eq!(
+            refused("chars", 3, 48).as_deref(),
+            Some("f must be one of (32, 64, 128), got 48")
+        );
+    }
 }

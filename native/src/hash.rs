@@ -6,11 +6,11 @@
 
 use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64_with_seed};
 
-/// Multiplier of the shingle combiner (2^64 / golden ratio): `fingerprint.MIX_K`.
+/// Multiplier of the shingle combiner (2^64 / golden ratio): `hashing.MIX_K`.
 pub const MIX_K: u64 = 0x9E37_79B9_7F4A_7C15;
-/// First multiplier of the splitmix64 finaliser: `fingerprint.MIX_C1`.
+/// First multiplier of the splitmix64 finaliser: `hashing.MIX_C1`.
 pub const MIX_C1: u64 = 0xBF58_476D_1CE4_E5B9;
-/// Second multiplier of the splitmix64 finaliser: `fingerprint.MIX_C2`.
+/// Second multiplier of the splitmix64 finaliser: `hashing.MIX_C2`.
 pub const MIX_C2: u64 = 0x94D0_49BB_1331_11EB;
 
 /// The splitmix64 finaliser.

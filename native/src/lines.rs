@@ -5,12 +5,8 @@
 //! values, a field named twice, anything malformed) is left to the pure reader, so its records and
 //! error messages stay the only ones there are.
 
-use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
-
+use crate::error::{value, Error};
 use crate::flatjson::{two_fields, Value};
-use crate::pyglue::{type_error, type_name, value_error};
-use crate::to_int;
 
 /// How fingerprint text is read: `codec.parse_fingerprint`'s `base`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -109,59 +105,59 @@ pub fn plain_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a [u8], 
     ))
 }
 
-/// The ids and fingerprints of the lines of the plain shape, and the positions of the others (for the
-/// pure reader), in input order: `(ids, fingerprints, others)`.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-pub fn fingerprint_lines<'py>(
-    py: Python<'py>,
-    raws: Bound<'py, PyList>,
-    id_field: &str,
-    fp_field: &str,
-    f: u32,
-    base: &str,
-    max_id: usize,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Vec<usize>)> {
-    if !(1..=128).contains(&f) {
-        return Err(value_error(py, format!("f must be in 1..128, got {f}")));
-    }
-    let base = match base {
-        "auto" => Base::Auto,
-        "hex" => Base::Hex,
-        "dec" => Base::Dec,
-        _ => {
-            return Err(value_error(
-                py,
-                format!("fp_base must be auto, hex or dec, got {base:?}"),
-            ))
+impl<'a> Wanted<'a> {
+    /// What to find, checked: f in 1..=128, base "auto", "hex" or "dec".
+    ///
+    /// # Errors
+    /// `Error::Value` for f or base out of range.
+    pub fn new(
+        id_field: &'a [u8],
+        fp_field: &'a [u8],
+        f: u32,
+        base: &str,
+        max_id: usize,
+    ) -> Result<Self, Error> {
+        if !(1..=128).contains(&f) {
+            return Err(value(format!("f must be in 1..128, got {f}")));
         }
-    };
-    let wanted = Wanted {
-        id_field: id_field.as_bytes(),
-        fp_field: fp_field.as_bytes(),
-        f,
-        base,
-        max_id,
-    };
-    let ids = PyList::empty(py);
-    let fps = PyList::empty(py);
-    let mut others = Vec::new();
-    for (position, raw) in raws.iter().enumerate() {
-        let raw = raw.cast_into::<PyBytes>().map_err(|err| {
-            let found = type_name(err.into_inner().as_any());
-            type_error(py, format!("lines must be bytes, got {found}"))
-        })?;
-        match plain_line(raw.as_bytes(), &wanted) {
-            Some((id, fp)) => {
-                // ASCII, checked by plain_line
-                let id = std::str::from_utf8(id).map_err(|err| value_error(py, err.to_string()))?;
-                ids.append(PyString::new(py, id))?;
-                fps.append(to_int(py, fp)?)?;
+        let base = match base {
+            "auto" => Base::Auto,
+            "hex" => Base::Hex,
+            "dec" => Base::Dec,
+            _ => {
+                return Err(value(format!(
+                    "fp_base must be auto, hex or dec, got {base:?}"
+                )))
             }
+        };
+        Ok(Wanted {
+            id_field,
+            fp_field,
+            f,
+            base,
+            max_id,
+        })
+    }
+}
+
+/// The ids (ASCII) and fingerprints of the lines of the plain shape, and the positions of the others
+/// (for the pure reader), in input order.
+pub fn read_lines<'a>(
+    lines: impl IntoIterator<Item = &'a [u8]>,
+    wanted: &Wanted<'_>,
+) -> (Vec<(&'a str, u128)>, Vec<usize>) {
+    let mut found = Vec::new();
+    let mut others = Vec::new();
+    for (position, line) in lines.into_iter().enumerate() {
+        // plain_line's ids are ASCII, so valid UTF-8.
+        match plain_line(line, wanted)
+            .and_then(|(id, fp)| Some((std::str::from_utf8(id).ok()?, fp)))
+        {
+            Some(pair) => found.push(pair),
             None => others.push(position),
         }
     }
-    Ok((ids, fps, others))
+    (found, others)
 }
 
 #[cfg(test)]
@@ -267,5 +263,29 @@ mod tests {
         };
         assert_eq!(plain_line(b"{\"id\":\"a\",\"fp\":\"1f\"}", &dec), None);
         assert_eq!(plain_line(twelve, &dec), Some((&b"a"[..], 12)));
+    }
+
+    #[test]
+    fn lines_are_split_into_plain_ones_and_the_rest() {
+        let lines: [&[u8]; 3] = [
+            b"{\"id\":\"a\",\"fp\":\"1f\"}",
+            b"{}",
+            b"{\"id\":\"b\",\"fp\":\"12\"}",
+        ];
+        let wanted = Wanted::new(b"id", b"fp", 64, "hex", 8).unwrap();
+        assert_eq!(
+            read_lines(lines, &wanted),
+            (vec![("a", 0x1f), ("b", 0x12)], vec![1])
+        );
+        assert_eq!(
+            Wanted::new(b"id", b"fp", 0, "hex", 8).err(),
+            Some(Error::Value(String::from("f must be in 1..128, got 0")))
+        );
+        assert_eq!(
+            Wanted::new(b"id", b"fp", 64, "oct", 8).err(),
+            Some(Error::Value(String::from(
+                "fp_base must be auto, hex or dec, got \"oct\""
+            )))
+        );
     }
 }

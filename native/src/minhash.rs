@@ -1,4 +1,4 @@
-//! b-bit MinHash sketches, bit for bit as `simhash_redis.minhash.MinHasher` makes them.
+//! b-bit MinHash sketches, bit for bit as `simhash_redis.fingerprinting.minhash.MinHasher` makes them.
 //!
 //! Tokens are the fingerprint's (normalised, CJK-aware; no stopwords, no chunks); a caller-given token
 //! is itself tokenised and its tokens joined by single spaces (empty results dropped). Shingle hashes:
@@ -9,7 +9,8 @@
 
 use std::borrow::Cow;
 
-use crate::engine::{Normalizer, Stop};
+use crate::engine::Normalizer;
+use crate::error::{value, Error};
 use crate::hash::{mix, MIX_K};
 use crate::tokenize::{ascii_tokens, norm_tokens};
 use crate::unicode::Norm;
@@ -30,6 +31,64 @@ pub struct Sketcher {
     pub b: Vec<u64>,
 }
 
+impl Sketcher {
+    /// The sketcher of `MinHasher(num_perm, bits, n, seed)`, given its permutations `a` and `b` as
+    /// little-endian uint64 bytes.
+    ///
+    /// # Errors
+    /// `Error::Value` for a parameter out of range, or permutations of the wrong size.
+    pub fn new(
+        num_perm: usize,
+        bits: u32,
+        n: usize,
+        seed: u64,
+        a: &[u8],
+        b: &[u8],
+    ) -> Result<Sketcher, Error> {
+        if !(16..=4096).contains(&num_perm) {
+            return Err(value(format!(
+                "num_perm must be in 16..4096, got {num_perm}"
+            )));
+        }
+        if bits != 8 && bits != 16 {
+            return Err(value(format!("bits must be one of (8, 16), got {bits}")));
+        }
+        if !(1..=16).contains(&n) {
+            return Err(value(format!("n must be in 1..16, got {n}")));
+        }
+        Ok(Sketcher {
+            n,
+            seed,
+            bits,
+            a: le_words(a, num_perm, "a")?,
+            b: le_words(b, num_perm, "b")?,
+        })
+    }
+
+    /// The size of each sketch in bytes.
+    pub fn sketch_bytes(&self) -> usize {
+        self.a.len() * self.bits as usize / 8
+    }
+}
+
+/// `count` little-endian uint64 from their bytes; `name` is used in the message.
+fn le_words(data: &[u8], count: usize, name: &str) -> Result<Vec<u64>, Error> {
+    if data.len() != 8 * count {
+        return Err(value(format!(
+            "{name} must hold {count} little-endian uint64, got {} bytes",
+            data.len()
+        )));
+    }
+    Ok(data
+        .chunks_exact(8)
+        .map(|c| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            u64::from_le_bytes(word)
+        })
+        .collect())
+}
+
 /// A document for a sketch.
 #[derive(Debug)]
 pub enum MinJob<'a> {
@@ -48,28 +107,23 @@ fn text_tokens<N: Normalizer, T>(
     buf: &mut Vec<u8>,
     out: &mut Vec<T>,
     mut each: impl FnMut(&mut Vec<T>, &[u8]),
-) -> Result<(), Stop> {
+) {
     if text.is_ascii() {
         ascii_tokens(text.as_bytes(), buf, |t| each(out, t));
-        return Ok(());
+        return;
     }
     let mark = out.len();
-    if normalizer.fast_tokens(text, buf, |t| each(out, t))? {
-        return Ok(());
+    if normalizer.fast_tokens(text, buf, |t| each(out, t)) {
+        return;
     }
     out.truncate(mark);
-    normalizer.normalize(text, norm)?;
+    normalizer.normalize(text, norm);
     norm_tokens(norm, buf, |t| each(out, t));
-    Ok(())
 }
 
 impl Sketcher {
     /// The sketch of one document.
-    pub fn sketch<N: Normalizer>(
-        &self,
-        job: &MinJob<'_>,
-        normalizer: &mut N,
-    ) -> Result<Vec<u8>, Stop> {
+    pub fn sketch<N: Normalizer>(&self, job: &MinJob<'_>, normalizer: &mut N) -> Vec<u8> {
         let mut ids = Vec::new();
         let mut norm = Norm::default();
         let mut buf = Vec::new();
@@ -78,7 +132,7 @@ impl Sketcher {
             MinJob::Text(text) => {
                 text_tokens(text, normalizer, &mut norm, &mut buf, &mut ids, |ids, t| {
                     ids.push(xxh3_64_with_seed(t, seed))
-                })?;
+                });
             }
             MinJob::Tokens(tokens) => {
                 let mut joined = Vec::new();
@@ -96,14 +150,14 @@ impl Sketcher {
                             }
                             joined.extend_from_slice(t);
                         },
-                    )?;
+                    );
                     if !joined.is_empty() {
                         ids.push(xxh3_64_with_seed(&joined, seed));
                     }
                 }
             }
         }
-        Ok(self.sketch_of_ids(&ids))
+        self.sketch_of_ids(&ids)
     }
 
     /// The sketch of a document given as its token hashes.
@@ -165,4 +219,164 @@ pub fn estimate(a: &[u8], b: &[u8], bits: u32) -> f64 {
     let chance = 2f64.powi(-(bits as i32));
     let value = (agree as f64 / total as f64 - chance) / (1.0 - chance);
     value.clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolver::{Answers, Resolver};
+    use crate::testing;
+
+    fn bytes(words: &[u64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    const A8: [u64; 16] = [
+        0xa30febcfd9c2825f,
+        0x4510bdf882d9d721,
+        0xa7d3da94ecde8b9,
+        0x43b27b61342f01d,
+        0xd0327a782cde513b,
+        0xe9aa5979a6401c4f,
+        0x9b4c7b7180edb27f,
+        0xbac0495ff8829a45,
+        0x8b2b01e7a1dc7fbf,
+        0xef60e8078f56bfed,
+        0xd0dbc74d4700374d,
+        0xb37868abbe90b1,
+        0xdb7ed8bf64e6f5f1,
+        0x89910738de7951f,
+        0xbacab307c3cfd379,
+        0x2cf7c449d8b927a7,
+    ];
+    const B8: [u64; 16] = [
+        0x6e7ca59d0b6dbf87,
+        0x454e99ec82d43c97,
+        0x265cf5900a4a891c,
+        0x361a9d67bd936b78,
+        0x39ffa9eb39d5186,
+        0xfe883b000af6534,
+        0x55d70554810f75d4,
+        0x52d71b1d4347715d,
+        0x4ec4f07820ef3318,
+        0x311c5899e1cc8d32,
+        0x7fa4933ebaff7a8d,
+        0x7d8c032b6709e29f,
+        0x57bfd6f9b0943896,
+        0x53423fe3799ce31f,
+        0x581f05c06b8f52de,
+        0x31c82d5e5a1cb4d7,
+    ];
+    const A16: [u64; 16] = [
+        0x15ed1a93cfbec2f9,
+        0x3c9f9d052defd3f5,
+        0xcd2052c72e6dec37,
+        0x95089239de860725,
+        0x1818d0900a160f0f,
+        0x6ee1683b550b2907,
+        0x7aa31b1a9f08c9e3,
+        0x28e4a64643c92921,
+        0xbc0d3f89b100b333,
+        0x1d199c08085e40ff,
+        0x642787db73be929d,
+        0x844915a8e3487fed,
+        0x6e3da3506b8c9911,
+        0x96386e61aa94e52f,
+        0xbce2efee2c3ec14b,
+        0xf4cdee49c1b9cd0f,
+    ];
+    const B16: [u64; 16] = [
+        0x2460b427e4a23750,
+        0x5303984a28f562ac,
+        0x591d9b14533f144a,
+        0x2577df9def43cc86,
+        0x30d3b9f8294d60,
+        0x7c9a58a609d8695c,
+        0x263202e2f8d12f36,
+        0x2830b17d11d37b99,
+        0x7223969e858460b3,
+        0x4ae69e84d4d22d0e,
+        0x3c53e0071f518973,
+        0x62fabdb5985d28b9,
+        0x3e260c33cbbbd9a,
+        0x5a7dd50ea090ab3f,
+        0x2fe738d0c2859b93,
+        0xba10fcca07770af,
+    ];
+
+    fn hex(data: &[u8]) -> String {
+        data.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn sketch(sketcher: &Sketcher, job: &MinJob<'_>) -> String {
+        let state = testing::state();
+        let answers = Answers::default();
+        let mut resolver = Resolver::new(&state, &answers);
+        let out = sketcher.sketch(job, &mut resolver);
+        assert!(resolver.take_needs().is_empty());
+        assert_eq!(out.len(), sketcher.sketch_bytes());
+        hex(&out)
+    }
+
+    // The expected sketches are `MinHasher(num_perm=16, ...)`'s, whose permutations are A and B.
+    #[test]
+    fn sketches_match_the_pure_minhasher() {
+        let eight = Sketcher::new(16, 8, 2, 0, &bytes(&A8), &bytes(&B8)).unwrap();
+        let text = MinJob::Text(Cow::Borrowed("Caf\u{e9} \u{4e2d}\u{6587} ok hello"));
+        assert_eq!(sketch(&eight, &text), "d5535dca15abfcfd0cc3334642361eb1");
+        let tokens = MinJob::Tokens(vec!["Hello World".into(), "ok".into()]);
+        assert_eq!(sketch(&eight, &tokens), "a78e74354505d1a5d2e16555081e285d");
+        let sixteen = Sketcher::new(16, 16, 1, 3, &bytes(&A16), &bytes(&B16)).unwrap();
+        let text = MinJob::Text(Cow::Borrowed("one two three"));
+        assert_eq!(
+            sketch(&sixteen, &text),
+            "9da09274f86483363348c9e8247f35686ee09742d49ca736b253b139606f5ffb"
+        );
+    }
+
+    #[test]
+    fn shingles_and_the_empty_sketch() {
+        assert!(shingle_hashes(&[], 3).is_empty());
+        assert_eq!(shingle_hashes(&[1, 2], 3).len(), 1);
+        assert_eq!(shingle_hashes(&[1, 2, 3, 4], 3).len(), 2);
+        let eight = Sketcher::new(16, 8, 2, 0, &bytes(&A8), &bytes(&B8)).unwrap();
+        let empty = eight.sketch_of_ids(&[]);
+        let top = (mix(u64::MAX) >> 56) as u8;
+        assert_eq!(empty, vec![top; 16]);
+    }
+
+    #[test]
+    fn estimates_are_corrected_for_chance_and_clipped() {
+        assert_eq!(estimate(&[1, 2, 3, 4], &[1, 2, 3, 4], 8), 1.0);
+        assert_eq!(estimate(&[1, 2, 3, 4], &[5, 6, 7, 8], 8), 0.0);
+        let half = estimate(&[1, 2, 3, 4], &[1, 2, 7, 8], 8);
+        assert!((half - (0.5 - 1.0 / 256.0) / (1.0 - 1.0 / 256.0)).abs() < 1e-12);
+        assert_eq!(
+            estimate(&[1, 0, 2, 0], &[1, 0, 3, 0], 16),
+            (0.5 - 1.0 / 65536.0) / (1.0 - 1.0 / 65536.0)
+        );
+        assert_eq!(estimate(&[], &[], 8), 0.0);
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let message = |result: Result<Sketcher, Error>| result.err().map(|e| e.to_string());
+        let (a, b) = (bytes(&A8), bytes(&B8));
+        assert_eq!(
+            message(Sketcher::new(8, 8, 2, 0, &a, &b)).as_deref(),
+            Some("num_perm must be in 16..4096, got 8")
+        );
+        assert_eq!(
+            message(Sketcher::new(16, 4, 2, 0, &a, &b)).as_deref(),
+            Some("bits must be one of (8, 16), got 4")
+        );
+        assert_eq!(
+            message(Sketcher::new(16, 8, 0, 0, &a, &b)).as_deref(),
+            Some("n must be in 1..16, got 0")
+        );
+        assert_eq!(
+            message(Sketcher::new(16, 8, 2, 0, &a[1..], &b)).as_deref(),
+            Some("a must hold 16 little-endian uint64, got 127 bytes")
+        );
+    }
 }

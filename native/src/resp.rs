@@ -299,9 +299,9 @@ fn run_end(groups: &Groups<'_>, from: usize, call_entries: usize) -> (usize, usi
 }
 
 /// The chunk of calls of a script that starts at group `from`: each call takes a run of groups holding
-/// `call_entries` positions and names their keys (then `script.counts`); its argv gives, for each group
-/// in turn, its size, then for each of its positions that position's entry of every column; the chunk
-/// ends after the call that brings it to `chunk_args` arguments.
+/// `call_entries` positions and names their keys (then `ScriptCalls::counts`); its argv gives, for
+/// each group in turn, its size, then for each of its positions that position's entry of every
+/// column; the chunk ends after the call that brings it to `chunk_args` arguments.
 pub fn pack_runs(
     script: &ScriptCalls<'_>,
     form: &KeyForm<'_>,
@@ -344,7 +344,7 @@ pub fn pack_runs(
     chunk
 }
 
-/// The chunk of lua/bulk_fp.lua calls that starts at group `from`: `EVALSHA sha <keys> <key>...
+/// The chunk of store/lua/bulk_fp.lua calls that starts at group `from`: `EVALSHA sha <keys> <key>...
 /// <argv>`, a run of groups per call until it holds `call_pairs` entries, where each group gives its key
 /// and, in argv, its size, its fingerprints, then each fingerprint again with its id list; the chunk
 /// ends after the call that brings it to `chunk_args` arguments.

@@ -1,11 +1,7 @@
 //! SMEMBERS replies read straight off the wire: RESP arrays (or RESP3 sets) of bulk strings scanned in
-//! place, and the read path's candidate filter run over them, with no Python object per member.
+//! place, for the read path's candidate filter, with no Python object per member.
 
-use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
-
-use crate::pyglue::value_error;
-use crate::{candidates, check_tables, query_fingerprint, to_int};
+use crate::error::{value, Error};
 
 /// The outcome of reading one element of a reply at a position.
 #[derive(Debug, PartialEq, Eq)]
@@ -129,126 +125,43 @@ pub fn scan(data: &[u8], mut pos: usize, want: usize) -> (usize, usize, bool) {
     (pos, found, false)
 }
 
-/// `scan` for Python: see there.
-#[pyfunction]
-pub fn scan_sets(data: &[u8], pos: usize, want: usize) -> (usize, usize, bool) {
-    scan(data, pos, want)
+/// The members of one whole reply of the plain shape at `pos`, given to `visit` in order: the position
+/// after it, or None when the data there is not one (the candidate filter's RESP input).
+pub fn members<'a>(data: &'a [u8], pos: usize, visit: impl FnMut(&'a [u8])) -> Option<usize> {
+    match reply(data, pos, visit) {
+        Step::Done((), next) => Some(next),
+        _ => None,
+    }
 }
 
 /// The value of each of `fields` in one HGETALL reply in its RESP form (a map, or an array of fields
 /// and values in turn), None where the field is absent.
 ///
 /// Only strings at field positions are compared: an id in a value that looks like a field is a value.
-#[pyfunction]
-pub fn hash_values<'py>(
-    py: Python<'py>,
-    data: &[u8],
-    fields: Vec<Vec<u8>>,
-) -> PyResult<Bound<'py, PyList>> {
+///
+/// # Errors
+/// `Error::Value` when the data is not one whole reply of strings in pairs.
+pub fn hash_fields<'a, F: AsRef<[u8]>>(
+    data: &'a [u8],
+    fields: &[F],
+) -> Result<Vec<Option<&'a [u8]>>, Error> {
     let mut strings: Vec<&[u8]> = Vec::new();
     let whole = match reply(data, 0, |s| strings.push(s)) {
         Step::Done((), end) => end == data.len() && strings.len() % 2 == 0,
         _ => false,
     };
     if !whole {
-        return Err(value_error(
-            py,
-            String::from("not one reply of fields and values"),
-        ));
+        return Err(value("not one reply of fields and values"));
     }
-    let out = PyList::empty(py);
-    for field in &fields {
-        let value = strings
-            .chunks_exact(2)
-            .find(|pair| pair[0] == field.as_slice())
-            .map(|pair| PyBytes::new(py, pair[1]));
-        out.append(value)?;
-    }
-    Ok(out)
-}
-
-/// `hits` over replies `scan` found whole: for each query, {stored value: (fingerprint, distance)} of
-/// the candidates within k in its `tables` replies.
-///
-/// Plain decimals are filtered here; any other member goes through `slow(raw, fp)` as in `hits`.
-#[pyfunction]
-#[pyo3(signature = (fps, data, tables, k_fast, k, wrap64, slow))]
-#[allow(clippy::too_many_arguments)] // the Python function's signature
-pub fn hits_in_sets<'py>(
-    py: Python<'py>,
-    fps: &Bound<'py, PyList>,
-    data: &[u8],
-    tables: usize,
-    k_fast: i64,
-    k: &Bound<'py, PyAny>,
-    wrap64: bool,
-    slow: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyList>> {
-    check_tables(py, tables)?;
-    let out = PyList::empty(py);
-    let mut pos = 0;
-    for fp_obj in fps.iter() {
-        let fp = query_fingerprint(&fp_obj)?;
-        let found = PyDict::new(py);
-        for _ in 0..tables {
-            let mut failure: Option<PyErr> = None;
-            let step = reply(data, pos, |raw| {
-                if failure.is_none() {
-                    if let Err(err) = visit(py, &found, raw, fp, &fp_obj, k_fast, k, wrap64, slow) {
-                        failure = Some(err);
-                    }
-                }
-            });
-            if let Some(err) = failure {
-                return Err(err);
-            }
-            match step {
-                Step::Done((), next) => pos = next,
-                _ => {
-                    return Err(value_error(
-                        py,
-                        String::from("replies are not whole sets of strings"),
-                    ))
-                }
-            }
-        }
-        out.append(found)?;
-    }
-    Ok(out)
-}
-
-/// One member of a query's sets into its hits (`hits`' rule, with the bytes object made only when kept).
-#[allow(clippy::too_many_arguments)]
-fn visit<'py>(
-    py: Python<'py>,
-    found: &Bound<'py, PyDict>,
-    raw: &[u8],
-    fp: u128,
-    fp_obj: &Bound<'py, PyAny>,
-    k_fast: i64,
-    k: &Bound<'py, PyAny>,
-    wrap64: bool,
-    slow: &Bound<'py, PyAny>,
-) -> PyResult<()> {
-    if let Some((candidate, d)) = candidates::candidate(raw, fp, wrap64) {
-        if i64::from(d) <= k_fast {
-            let key = PyBytes::new(py, raw);
-            if !found.contains(&key)? {
-                found.set_item(key, (to_int(py, candidate)?, d))?;
-            }
-        }
-        return Ok(());
-    }
-    let key = PyBytes::new(py, raw);
-    if found.contains(&key)? {
-        return Ok(());
-    }
-    let pair = slow.call1((&key, fp_obj))?;
-    let d: Bound<'py, PyAny> = pair.get_item(1)?;
-    if d.le(k)? {
-        found.set_item(key, pair)?;
-    }
-    Ok(())
+    Ok(fields
+        .iter()
+        .map(|field| {
+            strings
+                .chunks_exact(2)
+                .find(|pair| pair[0] == field.as_ref())
+                .map(|pair| pair[1])
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -331,5 +244,30 @@ mod tests {
         }
         assert_eq!(scan(b"%1\r\n$1\r\n5\r\n:1\r\n", 0, 1), (0, 0, true));
         assert_eq!(scan(b"%0\r\n", 0, 1), (4, 1, false));
+    }
+
+    #[test]
+    fn hash_fields_reads_maps_and_arrays_and_refuses_the_rest() {
+        let map = b"%2\r\n$1\r\n5\r\n$3\r\n1:a\r\n$1\r\n7\r\n$1\r\n5\r\n";
+        let found = hash_fields(map, &[&b"7"[..], b"5", b"9"]).unwrap();
+        assert_eq!(found, [Some(&b"5"[..]), Some(&b"1:a"[..]), None]);
+        let array = b"*2\r\n$1\r\n5\r\n$1\r\nx\r\n";
+        assert_eq!(hash_fields(array, &[b"5"]).unwrap(), [Some(&b"x"[..])]);
+        for bad in [
+            &b"*1\r\n$1\r\n5\r\n"[..],
+            b"*0\r\n*0\r\n",
+            b"-ERR\r\n",
+            b"*2\r\n$1\r\n5\r\n",
+        ] {
+            assert_eq!(
+                hash_fields(bad, &[b"5"]),
+                Err(Error::Value(String::from(
+                    "not one reply of fields and values"
+                ))),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(members(map, 0, |_| {}), Some(map.len()));
+        assert_eq!(members(b"-ERR\r\n", 0, |_| {}), None);
     }
 }

@@ -3,18 +3,12 @@
 //! Only the plain shape is read here: a flat JSON object (`flatjson`) whose id is a string without
 //! escapes or an integer, and whose text is a string that is not blank and holds no lone surrogate.
 //! Every other line is left to the pure reader, so its records and error messages stay the only ones
-//! there are; for the lines read here, the ids and texts are the ones Python's json gives, and the
-//! fingerprints those of `Engine.fingerprint_many` of the texts.
+//! there are; for the lines read here, the ids and texts are the ones Python's json gives (the Python
+//! boundary fingerprints the texts as `Engine.fingerprint_many` does).
 
 use std::borrow::Cow;
 
-use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
-
-use crate::engine::{self, Job};
 use crate::flatjson::{text_of, two_fields, Value};
-use crate::pyglue::{type_error, type_name, PyNormalizer, TableNormalizer};
-use crate::{chunk_size, stop_to_err, to_int, Engine};
 
 /// What to find in each line.
 pub struct Wanted<'a> {
@@ -59,68 +53,22 @@ pub fn text_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a str, Co
     Some((id, text))
 }
 
-/// The ids and fingerprints of the lines of the plain shape, and the positions of the others (for the
-/// pure reader), in input order: `(ids, fingerprints, others)`.
-#[pyfunction]
+/// The ids and texts of the lines of the plain shape, and the positions of the others (for the pure
+/// reader), in input order.
 #[allow(clippy::type_complexity)]
-pub fn fingerprint_text_lines<'py>(
-    py: Python<'py>,
-    engine: &Bound<'py, Engine>,
-    raws: &Bound<'py, PyList>,
-    id_field: &str,
-    text_field: &str,
-    max_id: usize,
-    chunk_chars: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Vec<usize>)> {
-    let chunk = chunk_size(chunk_chars)?;
-    let engine = engine.get();
-    let lines = raws
-        .iter()
-        .map(|raw| {
-            raw.cast_into::<PyBytes>().map_err(|err| {
-                let found = type_name(err.into_inner().as_any());
-                type_error(py, format!("lines must be bytes, got {found}"))
-            })
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    let slices: Vec<&[u8]> = lines.iter().map(|line| line.as_bytes()).collect();
-    let wanted = Wanted {
-        id_field: id_field.as_bytes(),
-        text_field: text_field.as_bytes(),
-        max_id,
-    };
-    let unicode = engine.unicode.get();
-    let (cfg, state) = (&engine.cfg, &unicode.state);
-    let (found, jobs, detached) = py.detach(|| {
-        let mut found = Vec::with_capacity(slices.len());
-        let mut jobs = Vec::with_capacity(slices.len());
-        for (position, line) in slices.iter().enumerate() {
-            if let Some((id, text)) = text_line(line, &wanted) {
-                found.push((position, id));
-                jobs.push(Job::Text(text));
-            }
+pub fn read_text_lines<'a>(
+    lines: impl IntoIterator<Item = &'a [u8]>,
+    wanted: &Wanted<'_>,
+) -> (Vec<(&'a str, Cow<'a, str>)>, Vec<usize>) {
+    let mut found = Vec::new();
+    let mut others = Vec::new();
+    for (position, line) in lines.into_iter().enumerate() {
+        match text_line(line, wanted) {
+            Some(pair) => found.push(pair),
+            None => others.push(position),
         }
-        let detached = engine::fingerprint_all(cfg, &jobs, chunk, &mut TableNormalizer::new(state));
-        (found, jobs, detached)
-    });
-    let mut normalizer = PyNormalizer::new(py, unicode);
-    let ids = PyList::empty(py);
-    let fps = PyList::empty(py);
-    let mut others = Vec::with_capacity(slices.len() - found.len());
-    let mut next = 0;
-    for (((position, id), job), result) in found.into_iter().zip(&jobs).zip(detached) {
-        others.extend(next..position);
-        next = position + 1;
-        let value = match result {
-            Ok(value) => value,
-            // Text the tables alone do not normalise: again, with Python's help.
-            Err(_) => engine::fingerprint(cfg, job, chunk, &mut normalizer).map_err(stop_to_err)?,
-        };
-        ids.append(PyString::new(py, id))?;
-        fps.append(to_int(py, value)?)?;
     }
-    others.extend(next..slices.len());
-    Ok((ids, fps, others))
+    (found, others)
 }
 
 #[cfg(test)]
@@ -173,5 +121,17 @@ mod tests {
         ] {
             assert!(text_line(line, &wanted()).is_none(), "{line:?}");
         }
+    }
+
+    #[test]
+    fn lines_are_split_into_plain_ones_and_the_rest() {
+        let lines: [&[u8]; 3] = [
+            b"{\"id\":\"a\",\"text\":\"x\"}",
+            b"{}",
+            b"{\"id\":7,\"text\":\"y z\"}",
+        ];
+        let (found, others) = read_text_lines(lines, &wanted());
+        let found: Vec<(&str, &str)> = found.iter().map(|(id, text)| (*id, &**text)).collect();
+        assert_eq!((found, others), (vec![("a", "x"), ("7", "y z")], vec![1]));
     }
 }

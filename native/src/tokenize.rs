@@ -1,5 +1,5 @@
-//! Tokenisation of normalised text (`features.tokenize`), chunking (`features.split_chunks`) and the
-//! whitespace collapse of "chars" features (`features.collapse_whitespace`).
+//! Tokenisation of normalised text (`tokens.tokenize`), chunking (`tokens.split_chunks`) and the
+//! whitespace collapse of "chars" features (`tokens.collapse_whitespace`).
 
 use crate::unicode::{Norm, CJK, LETTER, MARK};
 
@@ -237,7 +237,7 @@ pub fn has_token(norm: &Norm) -> bool {
     norm.cls.iter().any(|&c| c == LETTER || c == CJK)
 }
 
-/// Whether `features._SAFE_CUT` matches a code point: ASCII other than letters and digits, 、 and 。,
+/// Whether `tokens._SAFE_CUT` matches a code point: ASCII other than letters and digits, 、 and 。,
 /// and the CJK unified ideographs U+4E00-9FFF.
 #[inline(always)]
 fn safe_cut(ch: char) -> bool {
@@ -248,7 +248,7 @@ fn safe_cut(ch: char) -> bool {
         || (0x4E00..=0x9FFF).contains(&cp)
 }
 
-/// `features.split_chunks`: consecutive pieces of a raw text, each cut just before the first safe
+/// `tokens.split_chunks`: consecutive pieces of a raw text, each cut just before the first safe
 /// character found at or after `size` characters (`size` is `max(1, CHUNK_CHARS)`).
 pub fn split_chunks(text: &str, size: usize) -> Vec<&str> {
     let size = size.max(1);
@@ -292,6 +292,29 @@ pub fn collapse(cps: &[u32], mut is_space: impl FnMut(u32) -> bool, out: &mut Ve
             gap = false;
             out.push(cp);
         }
+    }
+}
+
+/// Replace each surrogate (encoded by "surrogatepass" as ED A0-BF 80-BF) by U+FFFD.
+pub fn replace_surrogates(data: &[u8]) -> String {
+    let mut out = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while let Some(&b) = data.get(i) {
+        if b == 0xED {
+            if let (Some(&b1), Some(&b2)) = (data.get(i + 1), data.get(i + 2)) {
+                if (0xA0..=0xBF).contains(&b1) && (0x80..=0xBF).contains(&b2) {
+                    out.extend_from_slice("\u{FFFD}".as_bytes());
+                    i += 3;
+                    continue;
+                }
+            }
+        }
+        out.push(b);
+        i += 1;
+    }
+    match String::from_utf8(out) {
+        Ok(text) => text,
+        Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
     }
 }
 
@@ -382,5 +405,12 @@ mod tests {
         let mut out = Vec::new();
         collapse(&cps, |c| c == 0x20, &mut out);
         assert_eq!(out, "a b c".chars().map(u32::from).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn surrogates_become_replacement_characters() {
+        // "a\ud800b" as "surrogatepass" encodes it.
+        assert_eq!(replace_surrogates(b"a\xed\xa0\x80b"), "a\u{FFFD}b");
+        assert_eq!(replace_surrogates("caf\u{e9}".as_bytes()), "caf\u{e9}");
     }
 }

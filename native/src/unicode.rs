@@ -1,11 +1,13 @@
-//! Table-driven normalisation (NFKC then casefold) and token classes, from the running Python's data.
+//! Table-driven normalisation (NFKC then casefold) and token classes, from the scheme's Unicode data.
 //!
-//! Nothing here knows Unicode by itself: every table comes from the interpreter's `unicodedata` and
-//! `str.casefold`, built by `simhash_redis.features` (`_bmp16_tables`, `_bmp_tables`, `_image_parts`)
-//! and handed over once per process. `UnicodeState::fast` is `features.classified_code_points` in
+//! Nothing here knows Unicode by itself: every table comes from a
+//! `simhash_redis.fingerprinting.normalize.Normalizer` (Unicode 15.1 pinned, or the running Python's
+//! `unicodedata` and `str.casefold`: `bmp16_tables`, `bmp_classes`, `bmp_spaces`, `image_parts`) and
+//! is handed over once per process. `UnicodeState::fast` is `Normalizer.classified_code_points` in
 //! Rust: a BMP text is mapped code point by code point through the packed table; whatever needs a
 //! closer look there (astral characters, long NFKC images without cached parts, images whose casefold
-//! grows, composing characters) is reported, and the caller then asks Python (see `crate::pyglue`).
+//! grows, composing characters) is reported, and Python is asked by the boundary, never from here
+//! (see `crate::resolver` and `crate::python`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
@@ -18,7 +20,7 @@ pub const SEPARATOR: u8 = 0;
 pub const LETTER: u8 = 1;
 /// Token class: a combining mark (category M*).
 pub const MARK: u8 = 2;
-/// Token class: a letter in `features.CJK_RANGES`, a token by itself.
+/// Token class: a letter in `charclass.CJK_RANGES`, a token by itself.
 pub const CJK: u8 = 3;
 
 /// Code points in the BMP, the size of every table.
@@ -64,11 +66,11 @@ pub fn ascii_space(b: u8) -> bool {
 
 /// The lookup tables of the running Python, for the 65,536 BMP code points.
 pub struct Tables {
-    /// `features._bmp16_tables()[0]`: per raw code point, bits 0-15 its single NFKC image, bits 16-31
+    /// `Normalizer.bmp16_tables[0]`: per raw code point, bits 0-15 its single NFKC image, bits 16-31
     /// that image's casefold image, bits 32-33 the latter's class, bit 34 casefold grows, bit 35 may
     /// compose with what precedes, bit 36 a closer look is needed.
     raw: Box<[u64]>,
-    /// `features._bmp_tables()[0]`: the class of every BMP code point.
+    /// `Normalizer.bmp_classes`: the class of every BMP code point.
     classes: Box<[u8]>,
     /// 1 where `chr(cp).isspace()`.
     space: Box<[u8]>,
@@ -116,9 +118,9 @@ impl Tables {
     }
 }
 
-/// What `features._image_parts` gives for a BMP code point whose NFKC image is long: the casefold
+/// What `Normalizer.image_parts` gives for a BMP code point whose NFKC image is long: the casefold
 /// images and classes of the image's code points, and whether one may compose; plus the NFKC image
-/// itself (`features._nfkc_image`), spliced into the text whose NFKC is then checked.
+/// itself (`Normalizer.nfkc_image`), spliced into the text whose NFKC is then checked.
 #[derive(Debug)]
 pub struct Parts {
     /// Casefold images of the NFKC image's code points.
@@ -141,7 +143,7 @@ pub enum Fast {
     Composing,
     /// A flagged code point whose parts are not known yet.
     NeedParts,
-    /// The text needs `features.normalize` (astral code points, no tables yet, an image that the
+    /// The text needs `Normalizer.normalize` (astral code points, no tables yet, an image that the
     /// table path leaves to normalize).
     NeedPython,
 }
@@ -513,5 +515,77 @@ impl Words {
             });
             self.in_word = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing;
+
+    #[test]
+    fn tables_of_the_wrong_size_are_refused() {
+        let (raw, classes, space) = testing::table_bytes();
+        assert!(Tables::from_bytes(&raw, &classes, &space).is_some());
+        assert!(Tables::from_bytes(&raw[8..], &classes, &space).is_none());
+        assert!(Tables::from_bytes(&raw, &classes[1..], &space).is_none());
+        let mut bad = classes.clone();
+        bad[0x41] = CJK + 1;
+        assert!(Tables::from_bytes(&raw, &bad, &space).is_none());
+    }
+
+    #[test]
+    fn the_fast_path_maps_folds_and_classifies() {
+        let state = testing::state();
+        let mut out = Norm::default();
+        assert_eq!(state.fast("A\u{c9} \u{4e2d}", &mut out), Fast::Done);
+        assert_eq!(out.cps, [0x61, 0xE9, 0x20, 0x4E2D]);
+        assert_eq!(out.cls, [LETTER, LETTER, SEPARATOR, CJK]);
+        assert_eq!(state.fast("e\u{301}", &mut out), Fast::Composing);
+        assert_eq!(state.mapped_text("E\u{301}").as_deref(), Some("E\u{301}"));
+        assert_eq!(state.fast("\u{1F600}", &mut out), Fast::NeedPython);
+        assert_eq!(
+            UnicodeState::default().fast("a", &mut out),
+            Fast::NeedPython
+        );
+    }
+
+    #[test]
+    fn long_images_need_their_parts_once() {
+        let state = testing::state();
+        let mut out = Norm::default();
+        assert_eq!(state.fast("x\u{fb01}", &mut out), Fast::NeedParts);
+        assert_eq!(state.missing_parts("\u{fb01}x\u{fb01}"), [0xFB01]);
+        assert_eq!(state.mapped_text("\u{fb01}"), None);
+        state.set_parts(
+            0xFB01,
+            Some(Parts {
+                cps: vec![0x66, 0x69],
+                cls: vec![LETTER, LETTER],
+                composing: false,
+                image: vec![0x66, 0x69],
+            }),
+        );
+        assert!(state.missing_parts("\u{fb01}").is_empty());
+        assert_eq!(state.fast("x\u{fb01}", &mut out), Fast::Done);
+        assert_eq!(out.cps, [0x78, 0x66, 0x69]);
+        assert_eq!(state.mapped_text("\u{fb01}").as_deref(), Some("fi"));
+        let mut tokens = Vec::new();
+        assert!(state.fast_tokens("\u{fb01}ne", &mut Vec::new(), |t| tokens.push(t.to_vec())));
+        assert_eq!(tokens, [b"fine".to_vec()]);
+    }
+
+    #[test]
+    fn astral_classes_are_learned_and_classified() {
+        let state = testing::state();
+        let mut out = Norm::default();
+        assert_eq!(state.info(0x1F600), None);
+        assert_eq!(state.classify("a\u{1F600}", &mut out), Err(vec![0x1F600]));
+        state.set_astral(0x1F600, SEPARATOR, false);
+        assert_eq!(state.info(0x1F600), Some((SEPARATOR, false)));
+        assert_eq!(state.classify("a\u{1F600}", &mut out), Ok(()));
+        assert_eq!(out.cls, [LETTER, SEPARATOR]);
+        assert_eq!(state.info(0x3000), Some((SEPARATOR, true)));
+        assert!(ascii_space(0x1F) && !ascii_space(b'a'));
     }
 }

@@ -1,4 +1,4 @@
-"""The compiled core (`simhash_redis_native`) behind the pure engine's API, bit for bit.
+"""The native engine: the compiled core (`simhash_redis.compiled`) behind the pure engine's API, bit for bit.
 
 Each function here has exactly the semantics, accepted types and exceptions (types and messages) of its
 pure twin (`documents.fingerprint` / `fingerprint_many`, `MinHasher.sketch` / `sketch_many` /
@@ -8,25 +8,40 @@ are checked and prepared with the pure engine's own helpers (weighted features t
 
 Normalisation is the scheme's (`normalize.Normalizer`: Unicode 15.1, or the running Python's for scheme
 1): the native engine maps text through the very lookup tables the normalizer builds (handed over once,
-at the first non-ASCII text), and asks it (``normalize``, ``image_parts``, ``class_of``, ``is_nfkc``)
-wherever `Normalizer.classified_code_points` would. Sketches use Unicode 15.1.
+at the first non-ASCII text). Where the tables do not suffice, the Rust compute code notes it and goes
+on; the extension's Python boundary then asks the normalizer (``normalize``, ``image_parts``,
+``class_of``, ``is_nfkc``) exactly what `Normalizer.classified_code_points` would, and computes those
+documents again. Sketches use Unicode 15.1.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import simhash_redis_native as _native
 
-from ..errors import InvalidArgument, InvalidType
+from .. import compiled as _native
+from ..compiled import (
+    AttachCalls,
+    GroupedCommands,
+    ScriptRuns,
+    column_buckets,
+    hash_values,
+    hits,
+    pack_column,
+    unpack_column,
+)
+from ..errors import InvalidType
 from . import tokens
 from .documents import Document, weighted, weights_of
-from .native_hits import hash_values, hits
 from .normalize import PINNED, PYTHON, Normalizer
 from .params import MinHashParams, SchemeParams
 from .pure_engine import Engine
+
+if TYPE_CHECKING:
+    from ..compiled import PreparedDoc
 
 __all__ = [
     "AttachCalls",
@@ -53,36 +68,6 @@ _ENGINES_MAX = 64
 # Weighted documents whose absolute weights add up to more than this may overflow float64 sums: they go
 # through the pure engine, so that numpy's own floating point error handling (warnings) applies.
 _SAFE_WEIGHTS = 1e300
-
-# A compiled core built from an older checkout lacks the newer kernels: refused as a whole, so that
-# `engines` runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native, says why it cannot).
-_KERNELS = (
-    "Engine",
-    "MinHash",
-    "Unicode",
-    "hits",
-    "hits_in_sets",
-    "scan_sets",
-    "hash_values",
-    "pack_column",
-    "column_buckets",
-    "fingerprint_lines",
-    "fingerprint_text_lines",
-    "ScriptRuns",
-)
-if not all(hasattr(_native, name) for name in _KERNELS):
-    missing = next(name for name in _KERNELS if not hasattr(_native, name))
-    raise ImportError(f"simhash_redis_native is older than this simhash-redis (no {missing}): rebuild it")
-
-_native.set_error_types(InvalidArgument, InvalidType)
-
-# The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.
-GroupedCommands = _native.GroupedCommands
-AttachCalls = _native.AttachCalls
-ScriptRuns = _native.ScriptRuns
-pack_column = _native.pack_column
-unpack_column = _native.unpack_column
-column_buckets = _native.column_buckets
 
 
 def _native_unicode(uni: Normalizer) -> _native.Unicode:
@@ -150,7 +135,7 @@ def _engine(scheme: SchemeParams) -> _native.Engine:
     return engine
 
 
-def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> _native.PreparedDoc | int:
+def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc | int:
     """Prepare validated weighted features for the native engine.
 
     Args:
@@ -167,7 +152,7 @@ def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> _native.Pre
     return (_native.WEIGHTED, list(totals), weights)
 
 
-def _prepare(doc: object, name: str, scheme: SchemeParams) -> _native.PreparedDoc | int:
+def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
     """Check a document and put it in the form the native engine takes, as `_Batch.add` reads it.
 
     Args:
@@ -209,7 +194,7 @@ def _prepare(doc: object, name: str, scheme: SchemeParams) -> _native.PreparedDo
 
 
 def fingerprint(doc: Document, scheme: SchemeParams) -> int:
-    """Fingerprint one document natively; `simhash_redis.fingerprint.fingerprint`, bit for bit.
+    """Fingerprint one document natively; `simhash_redis.fingerprint`, bit for bit.
 
     Args:
         doc: a text (str); UTF-8 bytes (invalid bytes become U+FFFD); a sequence of str tokens; or
@@ -233,7 +218,7 @@ def fingerprint(doc: Document, scheme: SchemeParams) -> int:
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
-    """Fingerprint many documents natively; `simhash_redis.fingerprint.fingerprint_many`, bit for bit.
+    """Fingerprint many documents natively; `simhash_redis.fingerprint_many`, bit for bit.
 
     Args:
         docs: documents, each in any form `fingerprint` accepts; an iterable (checked), consumed once.
@@ -248,7 +233,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int
     """
     engine = _engine(scheme)
     out: list[int] = []
-    batch: list[_native.PreparedDoc] = []
+    batch: list[PreparedDoc] = []
     done: dict[int, int] = {}
     chars = 0
     for index, doc in enumerate(docs):
@@ -270,7 +255,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int
     return out
 
 
-def _run(engine: _native.Engine, batch: list[_native.PreparedDoc], done: dict[int, int]) -> list[int]:
+def _run(engine: _native.Engine, batch: list[PreparedDoc], done: dict[int, int]) -> list[int]:
     """Fingerprint a batch of prepared documents natively, some of them known already.
 
     Args:

@@ -32,10 +32,10 @@ import redis.exceptions as rex
 from .packing import Command, Same, pack
 
 try:  # the compiled core's scanner of whole replies, for `read_sets` (the transport parses no more)
-    import simhash_redis_native as _native
+    from ..compiled import scan_sets
 
-    _scan_sets: Callable[[bytes, int, int], tuple[int, int, bool]] | None = _native.scan_sets
-except (ImportError, AttributeError):  # pragma: no cover - without it, replies are read by hiredis only
+    _scan_sets: Callable[[bytes, int, int], tuple[int, int, bool]] | None = scan_sets
+except ImportError:  # pragma: no cover - without it, replies are read by hiredis only
     _scan_sets = None
 
 try:  # redis-py's hiredis parser: the reader's "not enough data" sentinel and the parser class

@@ -9,11 +9,11 @@ from typing import Any
 import hiredis
 import pytest
 import redis
-import simhash_redis_native as _native
 from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_redis import SimhashIndex
+from simhash_redis import compiled as _native
 from simhash_redis.fingerprinting import engines
 from simhash_redis.store import candidates
 from simhash_redis.store import reads as reads_module

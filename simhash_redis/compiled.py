@@ -1,0 +1,170 @@
+"""The compiled core (`simhash_redis_native`, built from ``native/``): the one module that imports it.
+
+Importing this module imports the extension, checks that it has every kernel this package calls (a
+core built from an older checkout is refused as a whole), and makes bad arguments raise the package's
+InvalidArgument and InvalidType. It raises ImportError when the core is missing or older than the
+package: `fingerprinting.engines` then runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native,
+says why it cannot), and `transport.wire` reads replies with hiredis alone.
+
+The extension's classes and kernels are re-exported as they are; the read path's candidate filter
+(`hits`, `hash_values`) is given its Python signature here. The native fingerprint engine, which
+prepares documents as the pure one reads them, is `fingerprinting.native`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import simhash_redis_native as _native
+
+from .codec import decode_fp
+from .errors import InvalidArgument, InvalidType
+
+if TYPE_CHECKING:
+    from simhash_redis_native import PreparedDoc as PreparedDoc
+
+__all__ = [
+    "TOKENS",
+    "WEIGHTED",
+    "AttachCalls",
+    "Engine",
+    "GroupedCommands",
+    "MinHash",
+    "ScriptRuns",
+    "Unicode",
+    "check_tokens",
+    "column_buckets",
+    "fingerprint_lines",
+    "fingerprint_text_lines",
+    "hash_values",
+    "hits",
+    "pack_column",
+    "scan_sets",
+    "unpack_column",
+]
+
+_KERNELS = (
+    "Engine",
+    "MinHash",
+    "Unicode",
+    "hits",
+    "hits_in_sets",
+    "scan_sets",
+    "hash_values",
+    "pack_column",
+    "column_buckets",
+    "fingerprint_lines",
+    "fingerprint_text_lines",
+    "ScriptRuns",
+)
+_missing = next((name for name in _KERNELS if not hasattr(_native, name)), None)
+if _missing is not None:
+    raise ImportError(f"simhash_redis_native is older than this simhash-redis (no {_missing}): rebuild it")
+
+_native.set_error_types(InvalidArgument, InvalidType)
+
+TOKENS = _native.TOKENS
+WEIGHTED = _native.WEIGHTED
+Engine = _native.Engine
+MinHash = _native.MinHash
+Unicode = _native.Unicode
+check_tokens = _native.check_tokens
+fingerprint_lines = _native.fingerprint_lines
+fingerprint_text_lines = _native.fingerprint_text_lines
+# The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.
+GroupedCommands = _native.GroupedCommands
+AttachCalls = _native.AttachCalls
+ScriptRuns = _native.ScriptRuns
+pack_column = _native.pack_column
+unpack_column = _native.unpack_column
+column_buckets = _native.column_buckets
+#: How far whole SMEMBERS / HGETALL replies reach in bytes read off the wire (`wire.read_sets`).
+scan_sets = _native.scan_sets
+
+_WIDEST = 1 << 128
+_SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
+
+
+def hits(
+    fps: list[int], replies: object, tables: int, k: int, f: int
+) -> list[dict[bytes, tuple[int, int]]] | None:
+    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
+
+    Exactly `store.candidates.pure_hits`: values are decoded by `codec.decode_fp` (signed 64-bit
+    decimals for f = 64 wrap to unsigned), each distinct value of a query counted once, in the order
+    met; a value that is not a decimal raises the ValueError of ``int()``.
+
+    Args:
+        fps: the query fingerprints.
+        replies: the SMEMBERS replies, `tables` per query, query after query: lists of stored values,
+            or whole replies in their RESP form (bytes, as the wire gave them).
+        tables: replies per query.
+        k: the largest distance that counts.
+        f: the index's fingerprint width.
+
+    Returns:
+        One dict per query; None for arguments outside the kernel's types (the caller's pure filter
+        then answers).
+
+    Raises:
+        ValueError: a stored value is not an integer literal, or RESP bytes are not whole replies.
+    """
+    kind = type(replies)
+    if (kind is list or kind is bytes) and _filter_arguments(fps, tables, k):
+        kernel = _native.hits if kind is list else _native.hits_in_sets
+        return kernel(fps, replies, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))  # type: ignore[arg-type]
+    return None
+
+
+def hash_values(data: bytes, fields: list[bytes]) -> list[bytes | None]:
+    """The value of each field in one HGETALL reply in its RESP form (a map, or an array of fields and
+    values in turn), None where the field is absent: only strings at field positions are compared.
+
+    Args:
+        data: the whole reply, as it came off the wire.
+        fields: the fields.
+
+    Raises:
+        ValueError: not one whole reply of bulk strings in pairs.
+    """
+    return _native.hash_values(data, fields)
+
+
+def _filter_arguments(fps: object, tables: object, k: object) -> bool:
+    """Whether the candidate filter's arguments are of the kernels' types."""
+    return (
+        type(fps) is list
+        and type(tables) is int
+        and tables >= 1
+        and type(k) is int
+        and all(type(fp) is int and 0 <= fp < _WIDEST for fp in fps)
+    )
+
+
+def _slow_candidate(f: object) -> Callable[[object, int], tuple[int, int]]:
+    """The decoder of stored values other than plain decimal bytes, as `pure_hits` decodes them.
+
+    Args:
+        f: the index's fingerprint width.
+
+    Returns:
+        A function of (stored value, query) giving (fingerprint, distance), raising as
+        `codec.decode_fp` does.
+    """
+
+    def slow(raw: object, fp: int) -> tuple[int, int]:
+        candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
+        return candidate, (candidate ^ fp).bit_count()
+
+    return slow
+
+
+def _slow_of(f: int) -> Callable[[object, int], tuple[int, int]]:
+    """`_slow_candidate` of width f, kept for a few widths."""
+    slow = _SLOW.get(f) if type(f) is int else None
+    if slow is None:
+        slow = _slow_candidate(f)
+        if type(f) is int and len(_SLOW) < 8:
+            _SLOW[f] = slow
+    return slow
