@@ -53,14 +53,14 @@ _U64 = npt.NDArray[np.uint64]
 
 def used_memory(client: redis.Redis) -> int:
     """used_memory after MEMORY PURGE (allocator caches returned), in bytes."""
-    client.execute_command("MEMORY PURGE")
+    client.execute_command("MEMORY PURGE")  # type: ignore[no-untyped-call]
     return int(client.info("memory")["used_memory"])
 
 
 def _send(client: redis.Redis, commands: Iterable[tuple[Any, ...]]) -> None:
     pipe = client.pipeline(transaction=False)
     for count, command in enumerate(commands, 1):
-        pipe.execute_command(*command)
+        pipe.execute_command(*command)  # type: ignore[no-untyped-call]
         if count % _PIPE == 0:
             pipe.execute()
     pipe.execute()
@@ -141,18 +141,21 @@ def write_band_sets(client: redis.Redis, index: SimhashIndex, data: Data) -> Non
     _send(client, commands())
 
 
-def write_band_hashes(client: redis.Redis, index: SimhashIndex, data: Data, shared: bool) -> int:
+def write_band_hashes(
+    client: redis.Redis, index: SimhashIndex, data: Data, shared: bool, fill: int = 64
+) -> int:
     """Band tables in bucketed hashes; returns the number of buckets of one family.
 
     Args:
         shared: in the fingerprint map's buckets (d), else a family of buckets per band (c).
+        fill: the fields a bucket of a band's family holds on average (c).
     """
     base = index.keys.base.encode()
     if shared:
         count = index.keys.id_buckets
         keys = _fp_map_keys(index)
     else:
-        bits = max(1, round(math.log2(max(2, data.n / 64))))
+        bits = max(1, round(math.log2(max(2, data.n / fill))))
         count = 1 << bits
     for band in range(_BANDS):
         distinct, members = _band_groups(data, band)
@@ -171,10 +174,12 @@ def write_band_hashes(client: redis.Redis, index: SimhashIndex, data: Data, shar
             numbers = (distinct >> np.uint32(32 - bits)).astype(np.int64)
             band_keys = [b"%s:b%d:%x" % (base, band, b) for b in range(count)]
 
-            def pairs(i: int, fields: list[bytes] = fields, members: list[bytes] = members) -> list[bytes]:
+            def own_pairs(
+                i: int, fields: list[bytes] = fields, members: list[bytes] = members
+            ) -> list[bytes]:
                 return [fields[i], members[i]]
 
-            _send(client, _grouped(band_keys, numbers, pairs))
+            _send(client, _grouped(band_keys, numbers, own_pairs))
     return count
 
 
@@ -189,7 +194,8 @@ def encodings(client: redis.Redis, pattern: str, sample: int = 3000) -> dict[str
         for key in keys:
             pipe.object("ENCODING", key)
         for key, encoding in zip(keys, pipe.execute(), strict=True):
-            kind = key.split(b":")[2].rstrip(b"0123456789").decode() or "?"
+            name = key if isinstance(key, bytes) else str(key).encode()
+            kind = name.split(b":")[2].rstrip(b"0123456789").decode() or "?"
             out[kind][encoding.decode() if isinstance(encoding, bytes) else str(encoding)] += 1
         seen += len(keys)
         if cursor == 0:
@@ -197,7 +203,7 @@ def encodings(client: redis.Redis, pattern: str, sample: int = 3000) -> dict[str
     return {kind: dict(counter) for kind, counter in out.items()}
 
 
-def measure(layout: str, data: Data) -> dict[str, Any]:
+def measure(layout: str, data: Data, fill: int = 64) -> dict[str, Any]:
     """Write one layout into a fresh server; bytes per document by step."""
     steps: dict[str, float] = {}
     with corpus.server() as server:
@@ -226,7 +232,7 @@ def measure(layout: str, data: Data) -> dict[str, Any]:
                 if layout in ("b", "b1"):
                     write_band_sets(client, index, data)
                 else:
-                    write_band_hashes(client, index, data, shared=layout == "d")
+                    write_band_hashes(client, index, data, shared=layout == "d", fill=fill)
                 steps["band tables"] = used_memory(client) - mark
         seconds = time.perf_counter() - t0
         total = used_memory(client) - start
@@ -250,12 +256,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000, help="documents")
     parser.add_argument("--layouts", default="plain,today,b,c,d", help="layouts to measure, in turn")
     parser.add_argument("--sketch", type=int, default=256, help="stored sketch bytes of layouts b, c, d")
+    parser.add_argument("--fill", type=int, default=64, help="band fields a bucket holds on average (c)")
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args()
     data = Data(args.n, args.sketch)
     results = []
     for layout in args.layouts.split(","):
-        result = measure(layout, data)
+        result = measure(layout, data, args.fill)
         results.append(result)
         steps = ", ".join(f"{name} {value:.0f}" for name, value in result["steps_per_doc"].items())
         print(

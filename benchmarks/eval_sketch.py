@@ -30,12 +30,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
+import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks.eval_edits import _articles
 from simhash_redis.fingerprinting import MinHasher, Scheme
 from simhash_redis.fingerprinting.hashing import mix
 from simhash_redis.fingerprinting.minhash import shingle_hashes
@@ -172,8 +175,8 @@ def odd_estimates(
         filled = np.minimum(2.0 * z / bits, 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             delta = -(bits / 2) * np.log(1.0 - filled)  # inf when saturated: never confirmed
-        total = sizes[a] + sizes[b]
-        out[start : start + _CHUNK] = np.clip((total - delta) / (total + delta), 0.0, 1.0)
+            total = sizes[a] + sizes[b]
+            out[start : start + _CHUNK] = np.nan_to_num(np.clip((total - delta) / (total + delta), 0.0, 1.0))
     return out
 
 
@@ -182,6 +185,9 @@ def long_sets(sizes: list[int], bits: list[int], trials: int = 400) -> None:
 
     Odd sketches lose precision as the symmetric difference nears their size; MinHash's error does not
     depend on the sets' size. Random 64-bit shingle hashes; MinHash 1,024 x 8 bits drawn as binomials.
+    "sampled" rows sketch only the shingles whose hash is below 2**64 / 2**L, L the smallest level that
+    leaves at most 2,048 of them (both sets at the larger set's level: a query has its whole set and can
+    sketch it at a stored document's level).
     """
     rng = np.random.default_rng(5)
     levels = (0.74, 0.77, 0.83, 0.86)
@@ -189,6 +195,8 @@ def long_sets(sizes: list[int], bits: list[int], trials: int = 400) -> None:
     print(f"{'shingles':>8} {'sketch':>18}  " + "  ".join(f"J={j:.2f}" for j in levels))
     for size in sizes:
         cells: dict[str, list[float]] = {f"odd {b} bits": [] for b in bits}
+        cells.update({f"odd {b} sampled": [] for b in bits})
+        depth = max(0, math.ceil(math.log2(size / 2048)))
         cells["minhash 1024 x 8"] = []
         for level in levels:
             swap = round(size * (1 - level) / (1 + level))
@@ -203,6 +211,17 @@ def long_sets(sizes: list[int], bits: list[int], trials: int = 400) -> None:
                     )
                     hits += int(est[0] >= _THRESHOLD)
                 cells[f"odd {b} bits"].append(hits / trials)
+                hits = 0
+                for _ in range(trials):
+                    shared = rng.integers(0, 1 << 63, size=size + swap, dtype=np.uint64)
+                    kept = [
+                        part[part < np.uint64((1 << 63) >> depth)] for part in (shared[:size], shared[swap:])
+                    ]
+                    packed = odd_sketches(kept, b, 0)
+                    counted = np.array([len(part) for part in kept], dtype=np.float64)
+                    est = odd_estimates(packed, counted, np.array([0]), np.array([1]), b)
+                    hits += int(est[0] >= _THRESHOLD)
+                cells[f"odd {b} sampled"].append(hits / trials)
             truth = (size - swap) / (size + swap)
             chance = 2.0**-8
             agree = rng.binomial(1024, chance + (1 - chance) * truth, size=trials) / 1024
@@ -211,12 +230,65 @@ def long_sets(sizes: list[int], bits: list[int], trials: int = 400) -> None:
             print(f"{size:>8} {name:>18}  " + "  ".join(f"{v:6.3f}" for v in values))
 
 
+def edits(articles: int = 300, trials: int = 5, bits: int = 1008) -> None:
+    """One-word edits of real text found (a candidate, then confirmed), by stored sketch.
+
+    Articles as `benchmarks.eval_edits` cuts them from the corpus's text; each trial replaces one token
+    by another of the same text. A pair is a candidate within k = 3 or when one band of 8 x 4 of the
+    full 8-bit values agrees, then confirmed by each sketch's estimate >= 0.8.
+    """
+    rng = random.Random(3)
+    scheme = Scheme()
+    kinds = {"minhash 1024 x 8": (1024, 8), "minhash 2048 x 1": (2048, 1)}
+    hashers = {name: MinHasher(num_perm=perms) for name, (perms, _) in kinds.items()}
+    print(
+        f"one-word edits found, {articles} articles x {trials} edits (k = 3 or a band of 8 x 4, then >= 0.8)"
+    )
+    for lang, low, high in (("en", 250, 400), ("zh", 500, 800), ("en", 40, 100)):
+        join = " ".join if lang == "en" else "".join
+        found: dict[str, int] = {name: 0 for name in [*kinds, f"odd {bits}", "candidates"]}
+        total = 0
+        for article in _articles(lang, articles, low, high, rng):
+            original = join(article)
+            for _ in range(trials):
+                edited = list(article)
+                edited[rng.randrange(len(edited))] = rng.choice(article)
+                text = join(edited)
+                near = bin(scheme.fingerprint(original) ^ scheme.fingerprint(text)).count("1") <= 3
+                total += 1
+                pair = [original, text]
+                values = {
+                    name: np.frombuffer(b"".join(h.sketch_many(pair)), np.uint8).reshape(2, -1)
+                    for name, h in hashers.items()
+                }
+                full = values["minhash 1024 x 8"]
+                same = (full[0, :32] == full[1, :32]).reshape(8, 4).all(axis=1).any()
+                if not (near or same):
+                    continue
+                found["candidates"] += 1
+                one, two = np.array([0]), np.array([1])
+                for name, (perms, b) in kinds.items():
+                    found[name] += int(estimates(values[name], one, two, perms, b)[0] >= _THRESHOLD)
+                hashes = [shingle_hashes(tokenize(t), 3, 0) for t in pair]
+                sizes = np.array([len(h) for h in hashes], dtype=np.float64)
+                estimate = odd_estimates(odd_sketches(hashes, bits, 0), sizes, one, two, bits)[0]
+                found[f"odd {bits}"] += int(estimate >= _THRESHOLD)
+        shares = ", ".join(f"{name} {count / total:.3f}" for name, count in found.items())
+        print(f"  {lang} {low}-{high} tokens: {shares}")
+
+
+def _scored(ci: _I64, cj: _I64, keep: npt.NDArray[np.bool_], positives: set[tuple[int, int]]) -> list[int]:
+    """[true positives, false positives, false negatives] of the candidates kept."""
+    found = set(zip(ci[keep].tolist(), cj[keep].tolist(), strict=True))
+    tp = len(found & positives)
+    return [tp, len(found) - tp, len(positives) - tp]
+
+
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     """Every (kind, perms, bits, bands, k, seed, lang) -> [tp, fp, fn], and the measured chances."""
     docs = load_corpus(_CORPUS)
     counts: dict[str, list[int]] = {}
     chances: dict[str, list[float]] = {}
-    kinds = ["minhash", *(["oph"] if args.oph else [])]
     largest = max(args.perms)
     for lang in sorted({doc.lang for doc in docs}):
         group = [doc for doc in docs if doc.lang == lang]
@@ -229,42 +301,36 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         for k in args.ks:
             hi, hj, _ = hamming_pairs(fps, 64, k)
             hamming[k] = set(zip(hi.tolist(), hj.tolist(), strict=True))
-        for kind, seed in itertools.product(kinds, args.seeds):
-            if kind == "minhash":
-                sketches = MinHasher(num_perm=largest, seed=seed).sketch_many(tokens)
-                values = np.frombuffer(b"".join(sketches), dtype=np.uint8).reshape(len(group), largest)
-            else:
-                values = oph_values(tokens, largest, seed)
-            odd: dict[int, _U8] = {}
-            if kind == "minhash" and args.odd:
-                hashes = [shingle_hashes(doc, 3, seed) for doc in tokens]
-                sizes = np.array([len(h) for h in hashes], dtype=np.float64)
-                odd = {b: odd_sketches(hashes, b, seed) for b in args.odd}
+        for seed in args.seeds:
+            sketches = MinHasher(num_perm=largest, seed=seed).sketch_many(tokens)
+            values = np.frombuffer(b"".join(sketches), dtype=np.uint8).reshape(len(group), largest)
+            # Each kind's stored values by size: MinHash's are the first values of the largest sketch;
+            # OPH's bins cover the whole hash range, so each size is made anew.
+            stored = {("minhash", p): values for p in args.perms}
+            if args.oph:
+                stored.update({("oph", p): oph_values(tokens, p, seed) for p in args.perms})
+            hashes = [shingle_hashes(doc, 3, seed) for doc in tokens]
+            sizes = np.array([len(h) for h in hashes], dtype=np.float64)
+            odd = {b: odd_sketches(hashes, b, seed) for b in args.odd}
             for bits in args.bits:
-                chances.setdefault(f"{kind} b={bits}", []).append(measured_chance(values, bits, seed))
+                chances.setdefault(f"minhash b={bits}", []).append(measured_chance(values, bits, seed))
             for (count, rows), k in itertools.product(args.bands, args.ks):
+                # The candidate step is the same for every sketch: k, then MinHash bands.
                 pairs = hamming[k] | (_banded(values, count, rows) if count else set())
                 ordered = sorted(pairs)
                 ci = np.array([a for a, _ in ordered], dtype=np.int64)
                 cj = np.array([b for _, b in ordered], dtype=np.int64)
-                hit = len(pairs & positives)
                 shape = f"{count}x{rows}"
-                counts[f"exact {kind}|0|0|{shape}|{k}|{seed}|{lang}"] = [hit, 0, len(positives) - hit]
-                for perms, bits in itertools.product(args.perms, args.bits):
-                    keep = estimates(values, ci, cj, perms, bits) >= args.cut
-                    found = set(zip(ci[keep].tolist(), cj[keep].tolist(), strict=True))
-                    tp = len(found & positives)
-                    key = f"{kind}|{perms}|{bits}|{shape}|{k}|{seed}|{lang}"
-                    counts[key] = [tp, len(found) - tp, len(positives) - tp]
+
+                tail = f"{shape}|{k}|{seed}|{lang}"
+                exact = np.array([pair in positives for pair in ordered], dtype=bool)
+                counts[f"exact|0|0|{tail}"] = _scored(ci, cj, exact, positives)
+                for ((kind, perms), matrix), bits in itertools.product(stored.items(), args.bits):
+                    keep = estimates(matrix, ci, cj, perms, bits) >= args.cut
+                    counts[f"{kind}|{perms}|{bits}|{tail}"] = _scored(ci, cj, keep, positives)
                 for size, packed in odd.items():
                     keep = odd_estimates(packed, sizes, ci, cj, size) >= args.cut
-                    found = set(zip(ci[keep].tolist(), cj[keep].tolist(), strict=True))
-                    tp = len(found & positives)
-                    counts[f"odd|{size}|1|{shape}|{k}|{seed}|{lang}"] = [
-                        tp,
-                        len(found) - tp,
-                        len(positives) - tp,
-                    ]
+                    counts[f"odd|{size}|1|{tail}"] = _scored(ci, cj, keep, positives)
     return {"counts": counts, "chances": {name: float(np.mean(v)) for name, v in chances.items()}}
 
 
@@ -319,6 +385,7 @@ def main() -> None:
     parser.add_argument("--oph", action="store_true", help="also one-permutation hashing (power-of-2 sizes)")
     parser.add_argument("--odd", type=_ints, default=[], help="also odd sketches of these bit sizes")
     parser.add_argument("--long", action="store_true", help="also odd sketches of long documents, simulated")
+    parser.add_argument("--edits", action="store_true", help="also one-word edits of real text")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args()
     if any(b not in (1, 2, 4, 8) for b in args.bits):
@@ -343,6 +410,8 @@ def main() -> None:
             f"  {row['all']['precision_min']:.3f}"
             f"  {row['all']['recall_min']:.3f}  {row['zh']['precision_min']:.3f}"
         )
+    if args.edits:
+        edits(bits=(args.odd or [1008])[0])
     if args.long:
         long_sets([100, 500, 2000, 8000], args.odd or [1008])
     if args.json:
