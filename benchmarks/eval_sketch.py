@@ -186,8 +186,8 @@ def long_sets(sizes: list[int], bits: list[int], trials: int = 400) -> None:
     Odd sketches lose precision as the symmetric difference nears their size; MinHash's error does not
     depend on the sets' size. Random 64-bit shingle hashes; MinHash 1,024 x 8 bits drawn as binomials.
     "sampled" rows sketch only the shingles whose hash is below 2**64 / 2**L, L the smallest level that
-    leaves at most 2,048 of them (both sets at the larger set's level: a query has its whole set and can
-    sketch it at a stored document's level).
+    leaves at most 1,024 of the stored set's shingles (both sets at the stored set's level: a query has
+    its whole set and can sketch it at a stored document's level).
     """
     rng = np.random.default_rng(5)
     levels = (0.74, 0.77, 0.83, 0.86)
@@ -196,7 +196,7 @@ def long_sets(sizes: list[int], bits: list[int], trials: int = 400) -> None:
     for size in sizes:
         cells: dict[str, list[float]] = {f"odd {b} bits": [] for b in bits}
         cells.update({f"odd {b} sampled": [] for b in bits})
-        depth = max(0, math.ceil(math.log2(size / 2048)))
+        depth = max(0, math.ceil(math.log2(size / 1024)))
         cells["minhash 1024 x 8"] = []
         for level in levels:
             swap = round(size * (1 - level) / (1 + level))
@@ -413,7 +413,7 @@ def main() -> None:
     if args.edits:
         edits(bits=(args.odd or [1008])[0])
     if args.long:
-        long_sets([100, 500, 2000, 8000], args.odd or [1008])
+        long_sets([100, 500, 2000, 8000, 30000], args.odd or [1008])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump({"args": vars(args), "rows": rows, "chances": result["chances"]}, out, indent=1)
