@@ -3,7 +3,8 @@
 Run from the repository root::
 
     python -m benchmarks.eval_sketch [--perms 256,512,1024] [--bits 8] [--ks 3] [--seeds 0,1,2,3]
-                                     [--bands 8x4] [--oph] [--json FILE]
+                                     [--bands 8x4] [--odd 1008] [--oph] [--edits] [--long] [--cost]
+                                     [--json FILE]
 
 The quality targets of verified mode (F1 >= 0.97 at Jaccard >= 0.8 over the evaluation corpus, >= 0.96
 for English and Chinese each, precision >= 0.95) against the two parts of verified mode: the candidate
@@ -21,8 +22,12 @@ only the stored sketch is cut. Each seed's sketches are made once at the largest
 sizes are their first values (the same estimator over fewer permutations). With --oph the same table is
 also made for one-permutation hashing (one hash per shingle, bins of the hash's top bits, empty bins
 filled from the nearest non-empty bin in a per-bin random direction: Shrivastava and Li, ICML 2014),
-which costs one hash per shingle instead of one per shingle and permutation. "exact" rows confirm each
-candidate by its true Jaccard: the ceiling the candidate step allows.
+which costs one hash per shingle instead of one per shingle and permutation. With --odd, odd sketches
+of each document's whole shingle set of those bit sizes, with the set's size (2 bytes), confirm too
+(`odd_estimates`). Every sketch confirms the same candidates (k, then MinHash bands). "exact" rows
+confirm each candidate by its true Jaccard: the ceiling the candidate step allows. --edits scores
+one-word edits of real text, --long odd sketches of long documents (simulated sets), --cost the time to
+sketch a text.
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ import itertools
 import json
 import math
 import random
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks import corpus
 from benchmarks.eval_edits import _articles
 from simhash_redis.fingerprinting import MinHasher, Scheme
 from simhash_redis.fingerprinting.hashing import mix
@@ -277,6 +284,32 @@ def edits(articles: int = 300, trials: int = 5, bits: int = 1008) -> None:
         print(f"  {lang} {low}-{high} tokens: {shares}")
 
 
+def compute_cost(rounds: int = 3) -> None:
+    """Time to sketch a 3.5 KB text, numpy engines both: 1,024-permutation MinHash (today's sketch) against
+    the 32 permutations the band tables need and a 1,008-bit odd sketch (best of `rounds`, same run)."""
+    texts = corpus.documents("en", 300) + corpus.documents("zh", 200)
+    hashes = [shingle_hashes(tokenize(text), 3, 0) for text in texts]
+    today, bands = MinHasher(num_perm=1024), MinHasher(num_perm=32)
+    ways: dict[str, Any] = {
+        "MinHash 1,024 x 8": lambda h: today.sketch_of_hashes(h),
+        "MinHash 32 (bands) + odd 1,008 bits": lambda h: (
+            bands.sketch_of_hashes(h),
+            odd_sketches([h], 1008, 0),
+        ),
+    }
+    mean = np.mean([len(h) for h in hashes])
+    for name, way in ways.items():
+        best = min(_timed(way, hashes) for _ in range(rounds))
+        print(f"  {name}: {best / len(hashes) * 1e6:.0f} us a text ({mean:.0f} shingles on average)")
+
+
+def _timed(way: Any, hashes: list[npt.NDArray[np.uint64]]) -> float:
+    start = time.perf_counter()
+    for h in hashes:
+        way(h)
+    return time.perf_counter() - start
+
+
 def _scored(ci: _I64, cj: _I64, keep: npt.NDArray[np.bool_], positives: set[tuple[int, int]]) -> list[int]:
     """[true positives, false positives, false negatives] of the candidates kept."""
     found = set(zip(ci[keep].tolist(), cj[keep].tolist(), strict=True))
@@ -386,6 +419,7 @@ def main() -> None:
     parser.add_argument("--odd", type=_ints, default=[], help="also odd sketches of these bit sizes")
     parser.add_argument("--long", action="store_true", help="also odd sketches of long documents, simulated")
     parser.add_argument("--edits", action="store_true", help="also one-word edits of real text")
+    parser.add_argument("--cost", action="store_true", help="also the time to sketch a text")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args()
     if any(b not in (1, 2, 4, 8) for b in args.bits):
@@ -410,6 +444,9 @@ def main() -> None:
             f"  {row['all']['precision_min']:.3f}"
             f"  {row['all']['recall_min']:.3f}  {row['zh']['precision_min']:.3f}"
         )
+    if args.cost:
+        print("time to sketch, numpy engines (the compiled core's ratio may differ):")
+        compute_cost()
     if args.edits:
         edits(bits=(args.odd or [1008])[0])
     if args.long:
