@@ -24,10 +24,11 @@ also made for one-permutation hashing (one hash per shingle, bins of the hash's 
 filled from the nearest non-empty bin in a per-bin random direction: Shrivastava and Li, ICML 2014),
 which costs one hash per shingle instead of one per shingle and permutation. With --odd, odd sketches
 of each document's whole shingle set of those bit sizes, with the set's size (2 bytes), confirm too
-(`odd_estimates`). Every sketch confirms the same candidates (k, then MinHash bands). "exact" rows
-confirm each candidate by its true Jaccard: the ceiling the candidate step allows. --edits scores
-one-word edits of real text, --long odd sketches of long documents (simulated sets), --cost the time to
-sketch a text.
+(`odd_estimates`); with --sample LIMIT also odd sketches of at most LIMIT shingles a document, longer
+ones sampled (`sampled_estimates`). Every sketch confirms the same candidates (k, then MinHash bands).
+"exact" rows confirm each candidate by its true Jaccard: the ceiling the candidate step allows. --edits
+scores one-word edits of real text, --long odd sketches of long documents (simulated sets), --cost the
+time to sketch a text.
 """
 
 from __future__ import annotations
@@ -184,6 +185,31 @@ def odd_estimates(
             delta = -(bits / 2) * np.log(1.0 - filled)  # inf when saturated: never confirmed
             total = sizes[a] + sizes[b]
             out[start : start + _CHUNK] = np.nan_to_num(np.clip((total - delta) / (total + delta), 0.0, 1.0))
+    return out
+
+
+def sampled_estimates(
+    hashes: list[npt.NDArray[np.uint64]], bits: int, seed: int, limit: int, ci: _I64, cj: _I64
+) -> npt.NDArray[np.float64]:
+    """Odd-sketch estimates with long documents sampled: a document's level L is the smallest that keeps
+    at most `limit` of its shingles (those whose salted hash is below 2**64 / 2**L), and a pair is
+    compared at the larger of its two levels (where the stored one of the two sits, at worst)."""
+    salt = np.uint64((0x9E3779B97F4A7C15 * (seed + 3)) % (1 << 64))
+    keys = [mix(h ^ salt, np.empty_like(h)) for h in hashes]
+
+    def kept(key: npt.NDArray[np.uint64], level: int) -> npt.NDArray[np.bool_]:
+        return key < np.uint64((1 << 64) >> level) if level else np.ones(len(key), dtype=bool)
+
+    levels = np.array(
+        [next(level for level in range(64) if int(kept(key, level).sum()) <= limit) for key in keys]
+    )
+    pair_levels = np.maximum(levels[ci], levels[cj])
+    out = np.empty(len(ci), dtype=np.float64)
+    for level in np.unique(pair_levels).tolist():
+        chosen = [h[kept(key, level)] for h, key in zip(hashes, keys, strict=True)]
+        sizes = np.array([len(h) for h in chosen], dtype=np.float64)
+        at = pair_levels == level
+        out[at] = odd_estimates(odd_sketches(chosen, bits, seed), sizes, ci[at], cj[at], bits)
     return out
 
 
@@ -364,6 +390,9 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                 for size, packed in odd.items():
                     keep = odd_estimates(packed, sizes, ci, cj, size) >= args.cut
                     counts[f"odd|{size}|1|{tail}"] = _scored(ci, cj, keep, positives)
+                    if args.sample:
+                        keep = sampled_estimates(hashes, size, seed, args.sample, ci, cj) >= args.cut
+                        counts[f"odd sampled|{size}|1|{tail}"] = _scored(ci, cj, keep, positives)
     return {"counts": counts, "chances": {name: float(np.mean(v)) for name, v in chances.items()}}
 
 
@@ -390,7 +419,7 @@ def summary(counts: dict[str, list[int]], seeds: list[int]) -> list[dict[str, An
             "kind": kind,
             "perms": int(perms),
             "bits": int(bits),
-            "bytes": int(perms) * int(bits) // 8 + (2 if kind == "odd" else 0),
+            "bytes": int(perms) * int(bits) // 8 + (2 if kind.startswith("odd") else 0),
             "bands": shape,
             "k": int(k),
         }
@@ -415,6 +444,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=_ints, default=[0, 1, 2, 3], help="sketch seeds")
     parser.add_argument("--bands", type=_shapes, default=[(8, 4)], help="band tables as BANDSxROWS, ...")
     parser.add_argument("--cut", type=float, default=_THRESHOLD, help="the estimate that confirms a pair")
+    parser.add_argument(
+        "--sample", type=int, default=0, help="also odd sketches sampled above this many shingles"
+    )
     parser.add_argument("--oph", action="store_true", help="also one-permutation hashing (power-of-2 sizes)")
     parser.add_argument("--odd", type=_ints, default=[], help="also odd sketches of these bit sizes")
     parser.add_argument("--long", action="store_true", help="also odd sketches of long documents, simulated")
