@@ -45,6 +45,7 @@ import redis
 from benchmarks import corpus
 from benchmarks.bench_load import load_index
 from simhash_redis import MinHasher, SimhashIndex, VerifiedIndex
+from simhash_redis.codec import encode_fp
 
 _BANDS = 8
 _PIPE = 2000  # commands per pipeline execute
@@ -203,9 +204,68 @@ def encodings(client: redis.Redis, pattern: str, sample: int = 3000) -> dict[str
     return {kind: dict(counter) for kind, counter in out.items()}
 
 
+def _payload(reply: Any) -> int:
+    """Bytes of the values in a reply (RESP framing left out)."""
+    if isinstance(reply, bytes):
+        return len(reply)
+    if isinstance(reply, (list, tuple, set)):
+        return sum(_payload(item) for item in reply)
+    return 0
+
+
+def lookup_reads(
+    client: redis.Redis, index: SimhashIndex, layout: str, data: Data, extra: Any, sample: int = 500
+) -> dict[str, float]:
+    """What a lookup of a stored document's own text reads beyond the table sets (the same in every
+    layout): its band tables (round trip 1), then its fingerprint's ids and sketch (round trip 2).
+
+    Args:
+        extra: today's layouts: (the verified index, the sketches); c: the band buckets of a band.
+
+    Returns:
+        Commands and value bytes read per lookup, in each round trip.
+    """
+    keys = index.keys
+    base = keys.base.encode()
+    rows = np.random.default_rng(3).choice(data.n, size=min(sample, data.n), replace=False).tolist()
+    first: list[tuple[Any, ...]] = []
+    second: list[tuple[Any, ...]] = []
+    for i in rows:
+        fp = data.fps[i]
+        stored = encode_fp(fp, 64)
+        bucket = keys.fp_bucket_of(fp)
+        values = data.bands[i].tolist()
+        if layout.startswith("today"):
+            verified, sketches = extra
+            first += [(b"SMEMBERS", key) for key in keys.bands(sketches[i].tobytes(), verified.verification)]
+            second.append((b"HMGET", bucket, stored, keys.sketch_field(stored)))
+            continue
+        parts = 1 if layout == "b1" else math.ceil(data.sketch_bytes / 64)
+        second.append((b"HMGET", bucket, stored, *(data.fp_bytes[i] + bytes([c]) for c in range(parts))))
+        for band, value in enumerate(values):
+            field = value.to_bytes(4, "big")
+            if layout in ("b", "b1"):
+                first.append((b"SMEMBERS", b"%s:b%d:%08x" % (base, band, value)))
+            elif layout == "c":
+                first.append((b"HGET", b"%s:b%d:%x" % (base, band, value >> (32 - extra)), field))
+            else:
+                number = (value * _BANDS + band) % keys.id_buckets
+                first.append((b"HGET", keys.fp_bucket_key(number), bytes([band]) + field))
+    out: dict[str, float] = {}
+    for name, commands in (("round trip 1 (bands)", first), ("round trip 2 (ids, sketch)", second)):
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+        replies = pipe.execute()
+        out[f"{name}: commands"] = len(commands) / len(rows)
+        out[f"{name}: bytes"] = _payload(replies) / len(rows)
+    return out
+
+
 def measure(layout: str, data: Data, fill: int = 64) -> dict[str, Any]:
     """Write one layout into a fresh server; bytes per document by step."""
     steps: dict[str, float] = {}
+    extra: Any = None
     with corpus.server() as server:
         client = server.client()
         start = used_memory(client)
@@ -220,6 +280,7 @@ def measure(layout: str, data: Data, fill: int = 64) -> dict[str, Any]:
             for s in range(0, data.n, step):
                 rows = [sketches[i].tobytes() for i in range(s, min(data.n, s + step))]
                 verified.add_sketched(ids[s : s + step], data.fps[s : s + step], rows)
+            extra = (verified, sketches)
             steps["everything (library)"] = used_memory(client) - start
         else:
             load_index(index, data.fps)
@@ -232,12 +293,14 @@ def measure(layout: str, data: Data, fill: int = 64) -> dict[str, Any]:
                 if layout in ("b", "b1"):
                     write_band_sets(client, index, data)
                 else:
-                    write_band_hashes(client, index, data, shared=layout == "d", fill=fill)
+                    count = write_band_hashes(client, index, data, shared=layout == "d", fill=fill)
+                    extra = count.bit_length() - 1  # c: the bucket bits of a band value
                 steps["band tables"] = used_memory(client) - mark
         seconds = time.perf_counter() - t0
         total = used_memory(client) - start
         keys = int(client.dbsize())
         sample = encodings(client, index.keys.pattern)
+        reads = lookup_reads(client, index, layout, data, extra) if layout != "plain" else {}
     return {
         "layout": layout,
         "n": data.n,
@@ -246,6 +309,7 @@ def measure(layout: str, data: Data, fill: int = 64) -> dict[str, Any]:
         "keys": keys,
         "encodings": sample,
         "seconds": seconds,
+        "lookup": reads,
     }
 
 
@@ -270,6 +334,10 @@ def main() -> None:
             f"{result['keys']:,} keys; {result['seconds']:.0f} s; encodings {result['encodings']}",
             flush=True,
         )
+        if result["lookup"]:
+            print(
+                "           a lookup reads " + ", ".join(f"{k} {v:.1f}" for k, v in result["lookup"].items())
+            )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump({"args": vars(args), "results": results}, out, indent=1)
