@@ -11,6 +11,7 @@ import redis
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.codec import decode_sketches, encode_fp, encode_sketches
 from tests.cli.conftest import Invoke, write_jsonl
+from tests.test_verified_one_writer import templated
 
 _VOCAB = [f"word{i}" for i in range(3000)]
 VERIFIED = ("--k", "8", "--layout", "permuted-10", "--verified")
@@ -137,3 +138,14 @@ def test_restore_meta_keeps_the_verified_mode(invoke: Invoke, redis_client: redi
     restored = VerifiedIndex(SimhashIndex(redis_client, "v"))
     assert restored.threshold == 0.85
     assert [m.id for m in restored.near(one_word_edit(story(1), 5))] == ["a"]
+
+
+def test_dedupe_groups_of_template_pages_with_one_writer(invoke: Invoke, tmp_path: Path) -> None:
+    """Pages of one template (2,000 manual pages did it) share band values: one writer, -j 1, used to stop
+    with "kept meeting concurrent writes"."""
+    rows = [{"id": doc_id, "text": text} for doc_id, text in templated(400, 40)]
+    pages = str(write_jsonl(tmp_path / "m.jsonl", rows))
+    done = invoke("--verified", "dedupe", "--groups", "-j", "1", "-q", pages, index="man")
+    assert done.exit_code == 0, done.output
+    groups = {line.split("\t")[1]: line.split("\t")[2].split(",") for line in done.stdout.splitlines()}
+    assert all(f"e{i}" in groups.get(f"p{i}", []) for i in range(0, 400, 40)), done.stdout
