@@ -212,3 +212,19 @@ def test_one_writer_meets_no_contention_from_its_own_batch(request: pytest.Fixtu
     assert results[:150] == [Outcome.ADDED] * 150
     assert results[150:] == [Match(f"d{i}", items[i][1], 1) for i in range(0, 150, 15)]
     assert len(index) == 150
+
+
+def test_on_a_cluster_documents_waiting_for_their_own_batch_do_not_pause(
+    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster's documents sharing a bucket take turns at its lock, a round each: a document waiting
+    only for documents of its own batch (done and unlocked by the end of the round) is not paused as if
+    other workers were writing (one writer took minutes on pages of one template)."""
+    pauses: list[float] = []
+    monkeypatch.setattr(unique, "pause", pauses.append)
+    index = SimhashIndex(redis_cluster_client, "turns", k=3, id_buckets=1024)
+    items = shared_table(45)
+    results = index.add_many(items, unique=True)
+    assert results[:45] == [Outcome.ADDED] * 45
+    assert results[45:] == [Match(f"d{i}", items[i][1], 1) for i in range(0, 45, 15)]
+    assert pauses == []
