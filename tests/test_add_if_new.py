@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import textwrap
@@ -182,3 +183,48 @@ def test_a_document_waiting_for_locks_that_change_hands_keeps_waiting(
         with pytest.raises(WriteContention):
             index.add_if_new("waited", 0x0123456789ABCDEF)
         assert unique._UNIQUE_ROUNDS <= len(rounds) < 2 * unique._UNIQUE_ROUNDS
+
+
+def shared_table(count: int) -> list[tuple[str, int]]:
+    """`count` documents with one table key (the low 16 bits), every two at distance > 3, then a copy at
+    distance 1 of every fifteenth (its near-duplicate earlier in the same batch)."""
+    rng = random.Random(5)
+    fps: list[int] = []
+    while len(fps) < count:
+        fp = rng.getrandbits(48) << 16 | 0x1234
+        if all(bin(fp ^ other).count("1") > 3 for other in fps):
+            fps.append(fp)
+    copies = [(f"c{i}", fps[i] ^ 1 << (20 + i % 40)) for i in range(0, count, 15)]
+    return [(f"d{i}", fp) for i, fp in enumerate(fps)] + copies
+
+
+@pytest.mark.parametrize("kind", ["real", "fake"])
+def test_one_writer_meets_no_contention_from_its_own_batch(request: pytest.FixtureRequest, kind: str) -> None:
+    """A hundred and fifty documents of one batch share a table set but none is near another: the guard
+    of each expects what the documents before it add, so one writer stores them all in one call (each
+    added member used to fail the guards after it: one document per round, until the rounds ran out).
+
+    A cluster's add-if-new takes bucket locks instead of guards: there, such documents take turns."""
+    client = request.getfixturevalue(_CLIENTS[kind])
+    index = SimhashIndex(client, "shared", k=3, id_buckets=1024)
+    items = shared_table(150)
+    results = index.add_many(items, unique=True)
+    assert results[:150] == [Outcome.ADDED] * 150
+    assert results[150:] == [Match(f"d{i}", items[i][1], 1) for i in range(0, 150, 15)]
+    assert len(index) == 150
+
+
+def test_on_a_cluster_documents_waiting_for_their_own_batch_do_not_pause(
+    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster's documents sharing a bucket take turns at its lock, a round each: a document waiting
+    only for documents of its own batch (done and unlocked by the end of the round) is not paused as if
+    other workers were writing (one writer took minutes on pages of one template)."""
+    pauses: list[float] = []
+    monkeypatch.setattr(unique, "pause", pauses.append)
+    index = SimhashIndex(redis_cluster_client, "turns", k=3, id_buckets=1024)
+    items = shared_table(45)
+    results = index.add_many(items, unique=True)
+    assert results[:45] == [Outcome.ADDED] * 45
+    assert results[45:] == [Match(f"d{i}", items[i][1], 1) for i in range(0, 45, 15)]
+    assert pauses == []

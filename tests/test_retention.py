@@ -37,7 +37,7 @@ from simhash_redis.store import writes as writes_module
 from simhash_redis.transport.retry import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
-from tests.test_add_if_new import race
+from tests.test_add_if_new import race, shared_table
 from tests.test_oom import BATCH, MAXMEMORY, assert_consistent, documents, fill_until_oom
 
 A = 0x0123456789ABCDEF
@@ -118,6 +118,14 @@ def test_combinations_not_built_yet_are_refused(redis_url: str, redis_client: re
     with pytest.raises(InvalidArgument, match="cannot be combined"):
         VerifiedIndex.from_url(redis_url, "vr", retention="1d")
     assert not SimhashIndex.exists(redis_client, "vr")
+    # Wrapping an index created with a retention window: refused before anything is pinned or written
+    # (it was accepted, and wrote its documents outside the periods' keys: get() found nothing).
+    windowed = SimhashIndex(redis_client, "wr", retention="1d")
+    for opening in (lambda: VerifiedIndex(windowed), lambda: VerifiedIndex.from_url(redis_url, "wr")):
+        with pytest.raises(ConfigurationMismatch, match="retention window"):
+            opening()
+    assert redis_client.hget(b"simhash:wr:meta", b"verified") is None
+    assert redis_client.keys(b"simhash:wr:*") == [b"simhash:wr:meta"]
 
 
 def found_then_gone(index: SimhashIndex, client: Any, period_keys: Callable[[], list[bytes]]) -> None:
@@ -335,6 +343,20 @@ def test_out_of_memory_leaves_nothing_half_written_and_resumes(small: ServerProc
 
 
 # -- a sliding window: seen again, kept another retention ---------------------------------------------------
+
+
+def test_one_writer_meets_no_contention_from_its_own_batch(redis_client: redis.Redis) -> None:
+    """Documents of one batch sharing a table set, some stored a period before: each guard covers every
+    period and expects what the documents before it add to the current one (test_add_if_new's test)."""
+    index = SimhashIndex(redis_client, "shared", retention=Retention(60, 1, sliding=True))
+    items = shared_table(150)
+    index.add_many(items[:50])
+    wait_for_next_period(index)
+    results = index.add_many(items, unique=True)
+    assert results[:50] == [Match(doc_id, fp, 0) for doc_id, fp in items[:50]]  # stored before: themselves
+    assert results[50:150] == [Outcome.ADDED] * 100
+    assert results[150:] == [Match(f"d{i}", items[i][1], 1) for i in range(0, 150, 15)]
+    assert index.count()[0] == 150 and index.verify().ok
 
 
 def test_a_sliding_window_keeps_what_is_seen_again(redis_client: redis.Redis) -> None:

@@ -10,6 +10,7 @@ warning: Scrapy's deprecations of hook signatures are warnings, and would one da
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from simhash_redis import SimhashIndex, distance, fingerprint
+from simhash_redis import SimhashIndex, VerifiedIndex, distance, fingerprint
 
 scrapy = pytest.importorskip("scrapy")
 SCRAPY = tuple(int(part) for part in scrapy.__version__.split(".")[:2])
@@ -85,10 +86,7 @@ def _pages() -> dict[str, str]:
         "d": " ".join(_one_word_edit(c)),
         "e": " ".join(e),
     }
-    pages = {f"/{name}.html": f"<html><body><p>{text}</p></body></html>" for name, text in texts.items()}
-    links = "".join(f'<a href="{path}">{path}</a>' for path in pages)
-    pages["/"] = f"<html><body>{links}</body></html>"
-    return pages
+    return _site_of(texts)
 
 
 class _Site(http.server.BaseHTTPRequestHandler):
@@ -107,14 +105,48 @@ class _Site(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def site() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Site, _pages()))
+def _far_edit(story: list[str]) -> list[str]:
+    """The story with one word changed, at the first position that moves its fingerprint past k = 3 (a
+    copy the plain default index misses)."""
+    original = fingerprint(" ".join(story))
+    for position in range(len(story)):
+        edited = [*story[:position], "yesterday", *story[position + 1 :]]
+        if distance(original, fingerprint(" ".join(edited))) > 3:
+            return edited
+    raise AssertionError("no one-word edit moves the fingerprint past k = 3")
+
+
+def _site_of(texts: dict[str, str]) -> dict[str, str]:
+    pages = {f"/{name}.html": f"<html><body><p>{text}</p></body></html>" for name, text in texts.items()}
+    links = "".join(f'<a href="{path}">{path}</a>' for path in pages)
+    pages["/"] = f"<html><body>{links}</body></html>"
+    return pages
+
+
+def _edited_site() -> dict[str, str]:
+    """Twenty stories of 400 words, and ten one-word edits of the first ten (e0 of s0, ...)."""
+    stories = [_story(100 + i, 400) for i in range(20)]
+    texts = {f"s{i}": " ".join(story) for i, story in enumerate(stories)}
+    texts.update({f"e{i}": " ".join(_far_edit(stories[i])) for i in range(10)})
+    return _site_of(texts)
+
+
+@contextlib.contextmanager
+def _serve(pages: dict[str, str]) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Site, pages))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    with _serve(_pages()) as url:
+        yield url
 
 
 def _crawl(
@@ -185,6 +217,37 @@ def test_a_crawl_keeps_one_page_of_each_group_and_drops_the_copies(
     assert redis_url not in log  # URLs carry passwords
 
 
+@pytest.mark.parametrize("client", ["asyncio", "blocking"])
+def test_verified_mode_drops_one_word_edits_the_plain_index_misses(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis, client: str
+) -> None:
+    """Thirty pages of 400 words, ten of them one-word edits of others that move the fingerprint past
+    k = 3: the plain default keeps all thirty; SIMHASH_REDIS_VERIFIED keeps twenty and drops the ten."""
+    reactor = REACTORS[client]
+    with _serve(_edited_site()) as url:
+        verified, log = _crawl(
+            tmp_path, url, redis_url, 1, TWISTED_REACTOR=reactor, SIMHASH_REDIS_VERIFIED="True"
+        )
+        if client == "blocking":
+            plain, plain_log = _crawl(
+                tmp_path, url, redis_url, 2, TWISTED_REACTOR=reactor, SIMHASH_REDIS_INDEX="plain"
+            )
+            assert len(plain) == 30 and "'simhash_redis/stored': 30" in plain_log
+    assert f"near-duplicate index 'crawl' opened ({client} client) verified" in log, log[-3000:]
+    kept = {item["url"].rsplit("/", 1)[1].removesuffix(".html") for item in verified}
+    assert len(kept) == 20 and all(len(kept & {f"s{i}", f"e{i}"}) == 1 for i in range(10)), kept
+    for name in {f"{kind}{i}" for kind in "se" for i in range(10)} - kept:
+        other = ("e" if name[0] == "s" else "s") + name[1:]
+        assert f"near-duplicate of {url}/{other}.html (distance " in log and ", Jaccard 0.9" in log, name
+    assert "'simhash_redis/stored': 20" in log and "'simhash_redis/dropped': 10" in log
+    index = VerifiedIndex(SimhashIndex(redis_client, "crawl", create=False))
+    assert len(index.index) == 20 and index.threshold == 0.8
+    # A later crawl without the setting writes the index verified all the same: its mode is pinned.
+    with _serve(_edited_site()) as url:
+        again, log = _crawl(tmp_path, url, redis_url, 3, TWISTED_REACTOR=reactor)
+    assert again == [] and "'simhash_redis/dropped': 30" in log and "verified" in log
+
+
 def test_pages_without_text_pass_through(tmp_path: Path) -> None:
     from scrapy.settings import Settings
 
@@ -195,3 +258,19 @@ def test_pages_without_text_pass_through(tmp_path: Path) -> None:
     crawler = types.SimpleNamespace(settings=Settings({"SIMHASH_REDIS_TEXT": "builtins.str"}), stats=None)
     pipeline = NearDuplicatePipeline.from_crawler(crawler)  # type: ignore[arg-type]
     assert pipeline.text(42) == "42"  # a dotted path names the callable that gives the text
+
+
+def test_verified_mode_with_a_retention_is_not_configured() -> None:
+    from scrapy.exceptions import NotConfigured
+    from scrapy.settings import Settings
+
+    from simhash_redis.contrib.scrapy import NearDuplicatePipeline
+
+    for mode in ({"SIMHASH_REDIS_VERIFIED": True}, {"SIMHASH_REDIS_THRESHOLD": 0.9}):
+        settings = Settings({**mode, "SIMHASH_REDIS_RETENTION": "7d"})
+        with pytest.raises(NotConfigured, match="RETENTION"):
+            NearDuplicatePipeline.from_crawler(types.SimpleNamespace(settings=settings, stats=None))  # type: ignore[arg-type]
+    threshold = NearDuplicatePipeline.from_crawler(
+        types.SimpleNamespace(settings=Settings({"SIMHASH_REDIS_THRESHOLD": 0.9}), stats=None)  # type: ignore[arg-type]
+    )
+    assert threshold.verified and threshold.threshold == 0.9

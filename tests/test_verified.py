@@ -105,3 +105,16 @@ def test_verified_index_on_cluster(redis_cluster_client: RedisCluster) -> None:
     assert [m.id for m in verified.near(_edit(BASE, 0.01, 5))] == ["a"]
     assert verified.remove_many(["a", "zz"]) == [True, False]
     assert verified.sketch_of("a") is None and verified.sketch_of("b") is not None
+
+
+def test_near_sketched_is_near_many_of_documents_made_already(verified: VerifiedIndex) -> None:
+    verified.add_many([("a", BASE), ("b", _edit(BASE, 0.02, 3))])
+    queries = [_edit(BASE, 0.01, 5), "unrelated text entirely"]
+    fps, sketches = verified.index.fingerprint_many(queries), verified.hasher.sketch_many(queries)
+    assert verified.near_sketched(fps, sketches) == verified.near_many(queries)
+    assert verified.near_sketched(fps, sketches, threshold=0.99) == verified.near_many(
+        queries, threshold=0.99
+    )
+    for bad in (sketches[:1], [sketches[0], sketches[1][:-1]], [sketches[0], None]):
+        with pytest.raises(InvalidArgument, match="sketch"):
+            verified.near_sketched(fps, bad)  # type: ignore[arg-type]

@@ -6,8 +6,9 @@ Enable it in the project's settings::
     SIMHASH_REDIS_URL = "redis://localhost:6379/0"
     SIMHASH_REDIS_INDEX = "pages"
     SIMHASH_REDIS_TEXT_FIELD = "text"       # or a callable item -> str, or its dotted path
+    SIMHASH_REDIS_VERIFIED = True           # MinHash-confirmed near-duplicates (one-word edits found)
 
-Each item's text is stored with `SimhashIndex.add_if_new`, which checks and writes in one atomic step:
+Each item's text is stored with `add_if_new`, which checks and writes in one atomic step:
 of many spiders on many machines that meet copies of one page, exactly one keeps its item; the others
 raise DropItem naming the stored copy. The crawl's stats count what was stored and dropped
 (``simhash_redis/stored``, ``simhash_redis/dropped``, ``simhash_redis/no_text``).
@@ -33,13 +34,13 @@ from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.misc import load_object
 
 from .. import defaults
-from ..index import SimhashIndex
-from ..results import Match
+from ..index import SimhashIndex, VerifiedIndex
+from ..results import Match, VerifiedMatch
 from ..store import Retention
 from ..transport.bridge import greenlet_installed
 
 if TYPE_CHECKING:
-    from ..asyncio import AsyncSimhashIndex
+    from ..asyncio import AsyncSimhashIndex, AsyncVerifiedIndex
 
 __all__ = ["NearDuplicatePipeline"]
 
@@ -105,6 +106,13 @@ class NearDuplicatePipeline:
         retention: forget a page this long after it was stored ("30d", seconds, a timedelta, or a
             `Retention`, sliding or not), used when the index is created, like k; a page met again
             after that is stored anew.
+        verified: create the index verified (`VerifiedIndex`: candidates confirmed by MinHash sketches,
+            which finds the one-word edits of articles a plain k = 3 misses); an existing index keeps
+            its mode, and one verified elsewhere is written verified whatever this says.
+        threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
+
+    Raises:
+        NotConfigured: verified with a retention (not combined yet).
     """
 
     def __init__(
@@ -117,12 +125,17 @@ class NearDuplicatePipeline:
         k: int | None = None,
         prefix: str = defaults.PREFIX,
         retention: object = None,
+        verified: bool = False,
+        threshold: float | None = None,
     ) -> None:
+        if verified and retention is not None:
+            raise NotConfigured("SIMHASH_REDIS_VERIFIED cannot be combined with SIMHASH_REDIS_RETENTION yet")
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
         self.k, self.prefix, self.retention = k, prefix, retention
-        self.index: SimhashIndex | None = None
+        self.verified, self.threshold = verified, threshold
+        self.index: SimhashIndex | VerifiedIndex | None = None
         #: The index where the crawl runs on asyncio (then `index` stays None).
-        self.async_index: AsyncSimhashIndex | None = None
+        self.async_index: AsyncSimhashIndex | AsyncVerifiedIndex | None = None
         self.stats: Any = None
 
     @classmethod
@@ -133,9 +146,11 @@ class NearDuplicatePipeline:
             crawler: the crawler.
 
         Raises:
-            NotConfigured: SIMHASH_REDIS_TEXT is neither a callable nor its dotted path.
+            NotConfigured: SIMHASH_REDIS_TEXT is neither a callable nor its dotted path, or
+                SIMHASH_REDIS_VERIFIED (or SIMHASH_REDIS_THRESHOLD) is given with SIMHASH_REDIS_RETENTION.
         """
         settings = crawler.settings
+        threshold = settings.getfloat("SIMHASH_REDIS_THRESHOLD") or None  # given: verified, as --threshold
         pipeline = cls(
             settings.get("SIMHASH_REDIS_URL", "redis://localhost:6379/0"),
             settings.get("SIMHASH_REDIS_INDEX", "scrapy"),
@@ -148,6 +163,8 @@ class NearDuplicatePipeline:
             retention=_retention(
                 settings.get("SIMHASH_REDIS_RETENTION"), settings.getbool("SIMHASH_REDIS_SLIDING")
             ),
+            verified=settings.getbool("SIMHASH_REDIS_VERIFIED") or threshold is not None,
+            threshold=threshold,
         )
         pipeline.stats = crawler.stats
         return pipeline
@@ -160,19 +177,42 @@ class NearDuplicatePipeline:
 
         Raises:
             RedisUnavailable: the server cannot be reached.
-            ConfigurationMismatch: the index exists with another k or retention.
+            ConfigurationMismatch: the index exists with another k, retention or threshold, or holds
+                documents without sketches where verified is asked for.
         """
         if _on_asyncio():
             return _hook_result(self._open_async())
-        self.index = SimhashIndex.from_url(self.url, self.index_name, **self._options())
-        logger.info("near-duplicate index %r opened (blocking client)", self.index_name)
+        options = self._options()
+        index: SimhashIndex | VerifiedIndex | None = None
+        if not self.verified:
+            index = SimhashIndex.from_url(self.url, self.index_name, **options)
+            if index.config.verification is not None:  # verified elsewhere: written verified
+                index = VerifiedIndex(index)
+        if index is None:
+            index = VerifiedIndex.from_url(self.url, self.index_name, threshold=self.threshold, **options)
+        self.index = index
+        self._opened("blocking", isinstance(self.index, VerifiedIndex))
         return None
 
     async def _open_async(self) -> None:
-        from ..asyncio import AsyncSimhashIndex
+        from ..asyncio import AsyncSimhashIndex, AsyncVerifiedIndex
 
-        self.async_index = await AsyncSimhashIndex.from_url(self.url, self.index_name, **self._options())
-        logger.info("near-duplicate index %r opened (asyncio client)", self.index_name)
+        options = self._options()
+        if not self.verified:
+            plain = await AsyncSimhashIndex.from_url(self.url, self.index_name, **options)
+            if plain.config.verification is None:
+                self.async_index = plain
+                self._opened("asyncio", False)
+                return
+            await plain.aclose()  # verified elsewhere: written verified
+        self.async_index = await AsyncVerifiedIndex.from_url(
+            self.url, self.index_name, threshold=self.threshold, **options
+        )
+        self._opened("asyncio", True)
+
+    def _opened(self, client: str, verified: bool) -> None:
+        mode = " verified" if verified else ""
+        logger.info("near-duplicate index %r opened (%s client)%s", self.index_name, client, mode)
 
     def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"prefix": self.prefix, "retention": self.retention}
@@ -187,7 +227,8 @@ class NearDuplicatePipeline:
             spider: the spider, which Scrapy before 2.14 passes (unused).
         """
         if self.index is not None:
-            self.index.client.close()
+            plain = self.index.index if isinstance(self.index, VerifiedIndex) else self.index
+            plain.client.close()
             self.index = None
         if self.async_index is not None:
             index, self.async_index = self.async_index, None
@@ -218,15 +259,18 @@ class NearDuplicatePipeline:
             match = self.index.add_if_new(doc_id, text)
         return self._outcome(item, doc_id, match)
 
-    def _outcome(self, item: Any, doc_id: str, match: Match | None) -> Any:
+    def _outcome(self, item: Any, doc_id: str, match: Match | VerifiedMatch | None) -> Any:
         """The item, if stored; else DropItem naming the stored copy."""
         if match is None:
             self._inc(STORED)
             return item
         self._inc(DROPPED)
+        how = f"distance {match.distance}"
+        if isinstance(match, VerifiedMatch):
+            how += f", Jaccard {match.jaccard:.2f}"
         if match.id == doc_id:
-            raise DropItem(f"{doc_id} is already stored (distance {match.distance})")
-        raise DropItem(f"near-duplicate of {match.id} (distance {match.distance})")
+            raise DropItem(f"{doc_id} is already stored ({how})")
+        raise DropItem(f"near-duplicate of {match.id} ({how})")
 
     @staticmethod
     def _doc_id(value: object, text: str) -> str:

@@ -66,3 +66,9 @@ class SketchJudge:
     def guarded(self, doc: int, members: Guard | None) -> Guard:
         """The document's guard, carrying its sketch: stored with the document, or not at all."""
         return SketchedGuard(members, self.sketches[doc])
+
+    def confirms(self, doc: int, earlier: list[int]) -> bool:
+        """Whether an earlier document of the batch (a candidate of doc) has a sketch at the threshold."""
+        owner = self.owner
+        estimates = owner.hasher.estimate_many(self.sketches[doc], [self.sketches[j] for j in earlier])
+        return bool((estimates >= owner.threshold).any())

@@ -19,15 +19,14 @@ so every worker verifies alike, and a plain `SimhashIndex` of a verified index o
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..codec import decode_ids, decode_sketches, encode_fp
-from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument, InvalidType
+from ..errors import IndexCorrupted, InvalidArgument, InvalidType
 from ..fingerprinting import MinHasher
 from ..results import Match, VerifiedMatch
-from ..store import Reads, SketchedGuard, Verification, Write, pin_meta, writes_for
+from ..store import Reads, SketchedGuard, Write, writes_for
 from ..store.keys import encode_id
 from ..transport import client_from_url
 from . import batches
@@ -35,7 +34,7 @@ from .arguments import check_fp, check_k, texts
 from .simhash_index import Outcome, SimhashIndex
 from .sketch_judge import SketchJudge
 from .unique import UniqueWrites
-from .verified_open import verifiable
+from .verified_open import verifiable, verified_mode
 
 __all__ = ["VerifiedIndex", "VerifiedMatch"]
 
@@ -66,7 +65,8 @@ class VerifiedIndex:
             the pinned one, else 0.8).
 
     Raises:
-        ConfigurationMismatch: hasher or threshold differs from the mode pinned in the index's meta.
+        ConfigurationMismatch: hasher or threshold differs from the mode pinned in the index's meta; the
+            index has a retention window, or holds documents without sketches.
         IndexNotFound: the index was dropped before its mode could be pinned.
         IndexCorrupted: the pinned mode is malformed.
         InvalidArgument: threshold is out of (0, 1].
@@ -79,13 +79,10 @@ class VerifiedIndex:
     ) -> None:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
-        asked = 0.8 if threshold is None else threshold
-        Verification.of(hasher, asked, (0, 0))  # checks the arguments before anything is read
         self.index = index
         # The index's own store: its retries, backoff, error translation and key names apply here too.
         self.store = index.store
-        pinned = index.config.verification or self._pin(hasher, asked)
-        self.verification = self._pinned(pinned, hasher, threshold)
+        self.verification = verified_mode(index, hasher, threshold)
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
         # The index's own write paths, which its public methods refuse to use on a verified index.
@@ -122,48 +119,6 @@ class VerifiedIndex:
         except BaseException:
             client.close()
             raise
-
-    def _pin(self, hasher: MinHasher | None, threshold: float) -> Verification:
-        """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
-
-        An index that holds documents without a pinned mode was made plain, and stays so: its documents
-        could never be confirmed.
-        """
-        docs = self.index.count()[0]
-        if docs:
-            raise ConfigurationMismatch(
-                f"index {self.index.name!r} holds {docs:,} documents without MinHash sketches: verified mode "
-                "is chosen when an index is created; create a verified index and load the documents into it"
-            )
-        mode = Verification.of(hasher, threshold)
-        stored = pin_meta(self.store.sender, self.index.keys.meta, "verified", mode.to_meta())
-        if stored is None:
-            raise IndexNotFound(f"index {self.index.name!r} was dropped while it was being opened")
-        try:
-            pinned = Verification.from_meta(stored)
-        except ValueError as exc:
-            raise IndexCorrupted(f"index {self.index.name!r} has a malformed verified mode: {exc}") from None
-        self.index.config = dataclasses.replace(self.index.config, verification=pinned)
-        self.store.sketched = True  # the wrapped index's lookups read no bucket whole from now on
-        return pinned
-
-    def _pinned(
-        self, pinned: Verification, hasher: MinHasher | None, threshold: float | None
-    ) -> Verification:
-        """The pinned mode, unless a hasher or threshold given explicitly differs from it."""
-        if (hasher is not None and hasher.describe() != pinned.hasher().describe()) or (
-            threshold is not None and threshold != pinned.threshold
-        ):
-            given = Verification.of(
-                hasher or pinned.hasher(),
-                pinned.threshold if threshold is None else threshold,
-                (pinned.bands, pinned.rows),
-            )
-            raise ConfigurationMismatch(
-                f"index {self.index.name!r} is verified with {pinned.to_meta()!r}, not {given.to_meta()!r}; "
-                "open it without hasher and threshold to use the pinned mode"
-            )
-        return pinned
 
     def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
         """Store a document with its sketch, in one step.
@@ -389,22 +344,46 @@ class VerifiedIndex:
             InvalidArgument: threshold or k is out of range.
             RedisUnavailable: the server cannot be reached.
         """
+        docs = texts(queries)
+        fps, sketches = self.index.fingerprint_many(docs), self.hasher.sketch_many(docs)
+        return self.near_sketched(fps, sketches, threshold, k)
+
+    def near_sketched(
+        self,
+        fps: Sequence[int],
+        sketches: Sequence[bytes],
+        threshold: float | None = None,
+        k: int | None = None,
+    ) -> list[list[VerifiedMatch]]:
+        """near_many() of queries fingerprinted and sketched already (by a loader's worker processes).
+
+        Args:
+            fps: their fingerprints, by this index's scheme.
+            sketches: their sketches, by this index's hasher.
+            threshold, k: as `near_many`.
+
+        Raises:
+            InvalidArgument: threshold or k is out of range, or a sketch is missing or of another size.
+            InvalidFingerprint: a fingerprint is malformed.
+            RedisUnavailable: the server cannot be reached.
+        """
         if threshold is None:
             threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
+        size = self.hasher.sketch_bytes
+        if len(fps) != len(sketches) or any(not isinstance(s, bytes) or len(s) != size for s in sketches):
+            raise InvalidArgument(f"give one sketch of {size} bytes (this index's) per fingerprint")
         limit = check_k(k, self.index.k)
-        docs = texts(queries)
-        fps = self.index.fingerprint_many(docs)
-        mine = self.hasher.sketch_many(docs)
+        checked = [check_fp(fp, self.index.f) for fp in fps]
         keys, mode = self.store.keys, self.verification
         results: list[list[VerifiedMatch]] = []
-        sketches: dict[str, bytes] = {}
-        for start in range(0, len(fps), self.index.batch_size):
+        stored: dict[str, bytes] = {}
+        for start in range(0, len(checked), self.index.batch_size):
             part = slice(start, start + self.index.batch_size)
-            bands = [keys.bands(s, mode) for s in mine[part]] if mode.bands else None
-            candidates = self._reads.near(fps[part], limit, sketches, bands)
-            results.extend(self._confirmed(mine[part], candidates, sketches, threshold))
+            bands = [keys.bands(s, mode) for s in sketches[part]] if mode.bands else None
+            candidates = self._reads.near(checked[part], limit, stored, bands)
+            results.extend(self._confirmed(sketches[part], candidates, stored, threshold))
         return results
 
     def _confirmed(

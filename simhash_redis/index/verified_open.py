@@ -1,15 +1,17 @@
-"""Opening the index a `VerifiedIndex` wraps: an existing one, or one created verified from the start."""
+"""Opening the index a `VerifiedIndex` wraps: an existing one, or one created verified from the start; and
+its verified mode, pinned or adopted."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from ..errors import IndexNotFound, InvalidArgument
+from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument
 from ..fingerprinting import MinHasher
-from ..store import Verification
+from ..store import Verification, pin_meta
 from .simhash_index import SimhashIndex
 
-__all__ = ["verifiable"]
+__all__ = ["verifiable", "verified_mode"]
 
 
 def verifiable(
@@ -33,3 +35,67 @@ def verifiable(
         # Created verified from the start: no plain writer can come between creation and pinning.
         mode = Verification.of(hasher, 0.8 if threshold is None else threshold)
         return SimhashIndex(client, name, verification=mode, **options)
+
+
+def verified_mode(index: SimhashIndex, hasher: MinHasher | None, threshold: float | None) -> Verification:
+    """The verified mode of an index: the one pinned in its meta, else pinned now from the arguments.
+
+    Args:
+        index: the wrapped index.
+        hasher, threshold: as `VerifiedIndex` (None: the pinned ones, else the defaults).
+
+    Raises:
+        ConfigurationMismatch: hasher or threshold differs from the pinned mode; the index has a retention
+            window (its writes go to its periods' keys, which hold no sketches yet), or holds documents
+            without sketches.
+        IndexNotFound: the index was dropped before its mode could be pinned.
+        IndexCorrupted: the pinned mode is malformed.
+        InvalidArgument, InvalidType: hasher or threshold is malformed.
+        RedisUnavailable: the server cannot be reached.
+    """
+    asked = 0.8 if threshold is None else threshold
+    Verification.of(hasher, asked, (0, 0))  # checks the arguments before anything is read
+    if index.config.retention is not None:
+        raise ConfigurationMismatch(
+            f"index {index.name!r} has a retention window: verified mode and a retention window cannot be "
+            "combined yet; open it as a plain index, or create a verified index without a retention"
+        )
+    pinned = index.config.verification or _pin(index, hasher, asked)
+    if (hasher is not None and hasher.describe() != pinned.hasher().describe()) or (
+        threshold is not None and threshold != pinned.threshold
+    ):
+        given = Verification.of(
+            hasher or pinned.hasher(),
+            pinned.threshold if threshold is None else threshold,
+            (pinned.bands, pinned.rows),
+        )
+        raise ConfigurationMismatch(
+            f"index {index.name!r} is verified with {pinned.to_meta()!r}, not {given.to_meta()!r}; "
+            "open it without hasher and threshold to use the pinned mode"
+        )
+    return pinned
+
+
+def _pin(index: SimhashIndex, hasher: MinHasher | None, threshold: float) -> Verification:
+    """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
+
+    An index that holds documents without a pinned mode was made plain, and stays so: its documents
+    could never be confirmed.
+    """
+    docs = index.count()[0]
+    if docs:
+        raise ConfigurationMismatch(
+            f"index {index.name!r} holds {docs:,} documents without MinHash sketches: verified mode "
+            "is chosen when an index is created; create a verified index and load the documents into it"
+        )
+    mode = Verification.of(hasher, threshold)
+    stored = pin_meta(index.store.sender, index.keys.meta, "verified", mode.to_meta())
+    if stored is None:
+        raise IndexNotFound(f"index {index.name!r} was dropped while it was being opened")
+    try:
+        pinned = Verification.from_meta(stored)
+    except ValueError as exc:
+        raise IndexCorrupted(f"index {index.name!r} has a malformed verified mode: {exc}") from None
+    index.config = dataclasses.replace(index.config, verification=pinned)
+    index.store.sketched = True  # the wrapped index's lookups read no bucket whole from now on
+    return pinned

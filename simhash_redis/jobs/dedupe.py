@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from ..index import Match, Outcome, SimhashIndex
+from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..results import duplicate_of
 from ..store.layout import Layout
 
-__all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "groups"]
+__all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "VerifiedDryRun", "groups"]
 
 
 class Pair(NamedTuple):
@@ -67,13 +67,22 @@ class MemoryIndex:
             fp: the query fingerprint.
             k: the largest distance.
         """
-        best: Match | None = None
+        return min(self.within(fp, k), key=lambda m: (m.distance, m.id), default=None)
+
+    def within(self, fp: int, k: int) -> list[Match]:
+        """Every stored fingerprint within distance k, once each (a match met in several tables too).
+
+        Args:
+            fp: the query fingerprint.
+            k: the largest distance.
+        """
+        found: dict[tuple[str, int], Match] = {}
         for table, key in zip(self._tables, self.layout.keys_of(fp), strict=True):
             for other, doc_id in table.get(key, ()):
                 d = (other ^ fp).bit_count()
-                if d <= k and (best is None or (d, doc_id) < (best.distance, best.id)):
-                    best = Match(doc_id, other, d)
-        return best
+                if d <= k:
+                    found[(doc_id, other)] = Match(doc_id, other, d)
+        return list(found.values())
 
 
 class DryRun:
@@ -108,6 +117,77 @@ class DryRun:
             else:
                 out.append(match)
         return out
+
+
+class VerifiedDryRun:
+    """``VerifiedIndex.add_sketched(..., unique=True)`` that writes nothing: new documents are remembered in
+    memory, with their sketches and band values.
+
+    A document is a near-duplicate of a stored or earlier one as the verified index judges: a candidate
+    within its k or sharing a band value, whose sketch estimates a Jaccard similarity at the threshold.
+
+    Args:
+        verified: the index to check against (read only).
+    """
+
+    def __init__(self, verified: VerifiedIndex) -> None:
+        self.verified = verified
+        self.memory = MemoryIndex(verified.index.layout)
+        self._bands: dict[bytes, list[tuple[str, int]]] = {}
+        self._sketches: dict[tuple[str, int], bytes] = {}
+
+    def __call__(
+        self, items: Sequence[tuple[str, int]], sketches: Sequence[bytes]
+    ) -> list[Outcome | VerifiedMatch]:
+        """Classify items as ``add_sketched(ids, fps, sketches, unique=True)`` would, without writing.
+
+        Args:
+            items: (id, fingerprint) pairs.
+            sketches: their sketches, by the index's hasher.
+
+        Returns:
+            Outcome.ADDED for each document that would be stored, else the VerifiedMatch that prevents it.
+
+        Raises:
+            InvalidArgument: a sketch is missing or of another size.
+            RedisUnavailable: the server cannot be reached.
+        """
+        verified = self.verified
+        found = verified.near_sketched([fp for _, fp in items], sketches)
+        out: list[Outcome | VerifiedMatch] = []
+        for (doc_id, fp), sketch, matches in zip(items, sketches, found, strict=True):
+            # Its own entry first (stored by an earlier run), as add-if-new reports it.
+            match = next((m for m in matches if m.id == doc_id), matches[0] if matches else None)
+            match = match or self._earlier(fp, sketch)
+            if match is None:
+                self.memory.add(doc_id, fp)
+                self._sketches[(doc_id, fp)] = sketch
+                for key in self._band_keys(sketch):
+                    self._bands.setdefault(key, []).append((doc_id, fp))
+                out.append(Outcome.ADDED)
+            else:
+                out.append(match)
+        return out
+
+    def _earlier(self, fp: int, sketch: bytes) -> VerifiedMatch | None:
+        """The most similar (then nearest, then first by id) earlier document of the run it is a
+        near-duplicate of."""
+        candidates = {(m.id, m.fingerprint) for m in self.memory.within(fp, self.verified.index.k)}
+        candidates.update(pair for key in self._band_keys(sketch) for pair in self._bands.get(key, ()))
+        if not candidates:
+            return None
+        pairs = sorted(candidates)
+        hasher, threshold = self.verified.hasher, self.verified.threshold
+        estimates = hasher.estimate_many(sketch, [self._sketches[pair] for pair in pairs]).tolist()
+        confirmed = [
+            VerifiedMatch(doc_id, other, (other ^ fp).bit_count(), float(similar))
+            for (doc_id, other), similar in zip(pairs, estimates, strict=True)
+            if similar >= threshold
+        ]
+        return min(confirmed, key=lambda m: (-m.jaccard, m.distance, m.id), default=None)
+
+    def _band_keys(self, sketch: bytes) -> list[bytes]:
+        return self.verified.store.keys.bands(sketch, self.verified.verification)
 
 
 def groups(pairs: Iterable[Pair]) -> list[Group]:

@@ -24,7 +24,7 @@ from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
 from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.bulk import DEFAULT_WINDOW, windows
 from .arrow import ArrowRows
-from .dedupe import DryRun, Pair
+from .dedupe import DryRun, Pair, VerifiedDryRun
 from .fingerprinter import Fingerprinted, Fingerprinter
 from .jsonlines import JsonLines
 from .readers import (
@@ -178,8 +178,7 @@ class Loader:
         on_duplicate: called with each near-duplicate pair (unique loads).
 
     Raises:
-        InvalidArgument: an argument is out of range, or bulk=ON with unique or a verified index, or
-            dry_run with a verified index.
+        InvalidArgument: an argument is out of range, or bulk=ON with unique or a verified index.
     """
 
     def __init__(
@@ -211,14 +210,16 @@ class Loader:
             raise InvalidArgument("a unique load checks every document against the index: it cannot be bulk")
         #: The index's verified form when it is one: every document is written with its sketch.
         self.verified = VerifiedIndex(index) if index.config.verification is not None else None
-        if self.verified is not None and (bulk is Bulk.ON or dry_run):
+        if self.verified is not None and bulk is Bulk.ON:
             raise InvalidArgument(
                 f"index {index.name!r} is verified: its loads write each document with its sketch through "
-                "the atomic path (no bulk), and a dry run is not supported for it"
+                "the atomic path (no bulk)"
             )
         self.max_errors = max_errors
         self.unique = unique
-        self.dry_run = DryRun(index) if dry_run else None
+        self.dry_run: DryRun | VerifiedDryRun | None = None
+        if dry_run:
+            self.dry_run = DryRun(index) if self.verified is None else VerifiedDryRun(self.verified)
         self.bulk = Bulk.OFF if unique or self.verified is not None else Bulk(bulk)
         self.window = window
         self.on_error = on_error
@@ -402,7 +403,11 @@ class Loader:
     def _write(self, items: list[tuple[str, int]], sketches: list[bytes] | None = None) -> None:
         outcomes: Sequence[Outcome | Match | VerifiedMatch]
         self.stats.sent += len(items)
-        if self.dry_run is not None:
+        if isinstance(self.dry_run, VerifiedDryRun):
+            if sketches is None:  # never written instead: a dry run writes nothing
+                raise InvalidArgument(f"index {self.index.name!r} is verified: its dry run needs the texts")
+            outcomes = self.dry_run(items, sketches)
+        elif self.dry_run is not None:
             outcomes = self.dry_run(items)
         elif self.verified is not None and sketches is not None:
             ids, fps = [doc_id for doc_id, _ in items], [fp for _, fp in items]

@@ -11,6 +11,7 @@ import redis
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.codec import decode_sketches, encode_fp, encode_sketches
 from tests.cli.conftest import Invoke, write_jsonl
+from tests.test_verified_one_writer import templated
 
 _VOCAB = [f"word{i}" for i in range(3000)]
 VERIFIED = ("--k", "8", "--layout", "permuted-10", "--verified")
@@ -81,8 +82,31 @@ def test_load_and_dedupe_write_sketches_from_the_workers(
     fps = write_jsonl(tmp_path / "fp.jsonl", [{"id": "x", "fp": "0x1"}])
     refused = invoke("load", str(fps), "--fingerprint-field", "fp", index="n")
     assert refused.exit_code == 2 and "precomputed fingerprints" in refused.stderr
-    dry = invoke("dedupe", str(fps), "--dry-run", index="n")
-    assert dry.exit_code == 2 and "dry run" in dry.stderr
+
+
+def test_dedupe_dry_run_on_a_verified_index(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """Checked against the index (the verified near) and the run's earlier documents; nothing written."""
+    originals = [{"id": f"s{i}", "text": story(300 + i)} for i in range(60)]
+    loaded = invoke(*VERIFIED, "load", str(write_jsonl(tmp_path / "a.jsonl", originals)), "-q", index="d")
+    assert loaded.exit_code == 0, loaded.output
+    batch = [{"id": f"e{i}", "text": one_word_edit(story(300 + i), i)} for i in range(0, 60, 6)]
+    batch += [{"id": f"n{i}", "text": story(900 + i)} for i in range(5)]  # new stories ...
+    batch += [{"id": f"m{i}", "text": one_word_edit(story(900 + i), i)} for i in range(5)]  # ... and copies
+    batch += [{"id": "s7", "text": story(307)}]  # stored already: itself, not a pair
+    before = redis_client.dbsize()
+    dry = invoke(
+        "dedupe", "--dry-run", "--json", "-j", "1", str(write_jsonl(tmp_path / "b.jsonl", batch)), index="d"
+    )
+    assert dry.exit_code == 0, dry.output
+    pairs = sorted((row["id"], row["duplicate_of"]) for row in map(json.loads, dry.stdout.splitlines()))
+    want = [(f"e{i}", f"s{i}") for i in range(0, 60, 6)] + [(f"m{i}", f"n{i}") for i in range(5)]
+    assert pairs == sorted(want)
+    assert "5 added" in dry.stderr and "1 unchanged" in dry.stderr and "15 duplicates" in dry.stderr
+    assert redis_client.dbsize() == before and len(SimhashIndex(redis_client, "d")) == 60  # nothing written
+    grouped = invoke("dedupe", "--dry-run", "--groups", "-q", str(tmp_path / "b.jsonl"), index="d")
+    assert grouped.exit_code == 0 and len(grouped.stdout.splitlines()) == 15, grouped.output
 
 
 def test_export_import_and_verify_keep_the_sketches(
@@ -137,3 +161,14 @@ def test_restore_meta_keeps_the_verified_mode(invoke: Invoke, redis_client: redi
     restored = VerifiedIndex(SimhashIndex(redis_client, "v"))
     assert restored.threshold == 0.85
     assert [m.id for m in restored.near(one_word_edit(story(1), 5))] == ["a"]
+
+
+def test_dedupe_groups_of_template_pages_with_one_writer(invoke: Invoke, tmp_path: Path) -> None:
+    """Pages of one template (2,000 manual pages did it) share band values: one writer, -j 1, used to stop
+    with "kept meeting concurrent writes"."""
+    rows = [{"id": doc_id, "text": text} for doc_id, text in templated(400, 40)]
+    pages = str(write_jsonl(tmp_path / "m.jsonl", rows))
+    done = invoke("--verified", "dedupe", "--groups", "-j", "1", "-q", pages, index="man")
+    assert done.exit_code == 0, done.output
+    groups = {line.split("\t")[1]: line.split("\t")[2].split(",") for line in done.stdout.splitlines()}
+    assert all(f"e{i}" in groups.get(f"p{i}", []) for i in range(0, 400, 40)), done.stdout

@@ -1,0 +1,133 @@
+"""Add-if-new within one batch: the documents of a round written in one script call, each guard expecting
+the fingerprints the documents before it add to its sets.
+
+A guard lists the members a document read from its table sets (and band tables); the write script
+refuses the document if a set holds anything else. Documents of one call that share a set would refuse
+each other: the first written adds its fingerprint to the set, so the next one's guard fails, is read
+again next round, and of n documents sharing a set (pages of one template share band values) only one
+was written per round, until the rounds ran out (`WriteContention` with a single writer). So the guard of
+each document also expects the fingerprints written before it in the same call into the same sets; a
+document near one of them by the index's rule (within k, or confirmed by its sketch) is not written in
+this round: the next round reads the earlier one from the index, and reports it as the near-duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..codec import encode_fp
+from ..store import Guard, Reads, Store
+from ..store.windows import WindowedSets
+
+__all__ = ["InBatch", "Near"]
+
+
+class Near(Protocol):
+    """Decides whether earlier documents of a batch count as near-duplicates of a document."""
+
+    def confirms(self, doc: int, earlier: list[int]) -> bool:
+        """Whether any of the earlier documents (positions in the batch; candidates by the tables or
+        bands they share with doc) is a near-duplicate of doc."""
+        ...
+
+
+class InBatch:
+    """The sets one round's writes add their fingerprints to, in the order the write script applies them.
+
+    Args:
+        store: the index's keys and sender.
+        reads: its read protocol (the periods of an index with a retention window).
+        fps: the batch's fingerprints.
+        f: the fingerprint width.
+        k: the largest distance that counts as a near-duplicate.
+        bands: each document's band table keys (verified mode), by position in the batch.
+        near: which candidates of the batch count (default: every one within distance k).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        reads: Reads,
+        fps: Sequence[int],
+        f: int,
+        k: int,
+        bands: dict[int, list[bytes]] | None,
+        near: Near | None,
+    ) -> None:
+        self.keys, self.windows, self.fps, self.f, self.k = store.keys, reads.windows, fps, f, k
+        self.bands, self.near = bands or {}, near
+        # The periods' writes go into the current one: it is the write script's (or, after a period
+        # boundary, the guards fail and the documents are read again).
+        self.current = self.windows.view().current if self.windows is not None else None
+        #: set key -> the fingerprints the documents admitted this round add to it (in order, once each).
+        self.owners: dict[bytes, dict[int, None]] = {}
+        #: the fingerprints admitted this round -> the documents admitted with each.
+        self.admitted: dict[int, list[int]] = {}
+        self._encoded: dict[int, bytes] = {}
+
+    def admit(self, doc: int, sets: Guard) -> Guard | None:
+        """The guard to write a document with after those admitted before it, or None to leave it to the
+        next round (an earlier document of the batch is its near-duplicate).
+
+        Args:
+            doc: its position in the batch.
+            sets: the members it read from each of its guarded sets.
+        """
+        keys = self._guarded_keys(doc, sets)
+        if self._near(doc):
+            return None
+        guard = sets
+        if len(keys) == len(sets) and any(key in self.owners for key in keys):
+            expected = []
+            for key, members in zip(keys, sets, strict=True):
+                added = self.owners.get(key)
+                if added:
+                    have = set(members)
+                    members = list(members) + [e for e in map(self._encode, added) if e not in have]
+                expected.append(members)
+            guard = WindowedSets(expected, sets.windows) if isinstance(sets, WindowedSets) else expected
+        fp = self.fps[doc]
+        self.admitted.setdefault(fp, []).append(doc)
+        for key in self._written_keys(doc):
+            self.owners.setdefault(key, {})[fp] = None
+        return guard
+
+    def _near(self, doc: int) -> bool:
+        """Whether a document admitted before doc is a candidate of it that counts as its near-duplicate.
+
+        Candidates as a read finds them: within k (sharing a table), or sharing a band at any distance.
+        """
+        fp, owners = self.fps[doc], self.owners
+        tabled = {other for key in self._tables(fp) for other in owners.get(key, ())}
+        found = {other for other in tabled if (fp ^ other).bit_count() <= self.k}
+        found.update(other for key in self.bands.get(doc, ()) for other in owners.get(key, ()))
+        if not found:
+            return False
+        if self.near is None:
+            return True
+        return self.near.confirms(doc, sorted(j for other in found for j in self.admitted[other]))
+
+    def _encode(self, fp: int) -> bytes:
+        encoded = self._encoded.get(fp)
+        if encoded is None:
+            encoded = self._encoded[fp] = encode_fp(fp, self.f)
+        return encoded
+
+    def _guarded_keys(self, doc: int, sets: Guard) -> list[bytes]:
+        """The key of each set of a document's guard (the order of its members lists)."""
+        fp = self.fps[doc]
+        if isinstance(sets, WindowedSets) and self.windows is not None:
+            return [key for window in sets.windows for key in self.windows.schema(window).tables(fp)]
+        return self.keys.tables(fp) + self.bands.get(doc, [])
+
+    def _written_keys(self, doc: int) -> list[bytes]:
+        """The sets a document's write adds its fingerprint to."""
+        return self._tables(self.fps[doc]) + self.bands.get(doc, [])
+
+    def _tables(self, fp: int) -> list[bytes]:
+        """The table sets a write adds a fingerprint to (an index with a retention window: the current
+        period's)."""
+        if self.windows is not None and self.current is not None:
+            return self.windows.schema(self.current).tables(fp)
+        return self.keys.tables(fp)
