@@ -69,6 +69,5 @@ class SketchJudge:
 
     def confirms(self, doc: int, earlier: list[int]) -> bool:
         """Whether an earlier document of the batch (a candidate of doc) has a sketch at the threshold."""
-        owner = self.owner
-        estimates = owner.hasher.estimate_many(self.sketches[doc], [self.sketches[j] for j in earlier])
-        return bool((estimates >= owner.threshold).any())
+        estimates = self.hasher.estimate_many(self.sketches[doc], [self.sketches[j] for j in earlier])
+        return bool((estimates >= self.threshold).any())
