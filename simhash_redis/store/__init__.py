@@ -13,7 +13,7 @@ from .reads import Reads
 from .replies import hash_pairs
 from .store import Store
 from .windows import Windows
-from .writes import Guard, SketchedGuard, Write, Writes
+from .writes import Guard, SketchedGuard, Write, Writes, WriteSteps
 
 __all__ = [
     "BucketLocks",
@@ -29,6 +29,7 @@ __all__ = [
     "Verification",
     "Windows",
     "Write",
+    "WriteSteps",
     "Writes",
     "drop_keys",
     "encode_id",

@@ -45,7 +45,7 @@ from .chunks import send_step
 from .grouped import Column, Groups, attach_calls, commands, group, netstring, script_runs
 from .keys import KeySchema
 from .layout import Layout
-from .scripts import Script
+from .scripts import BULK_FP, BULK_IDS, Script
 from .store import Store
 from .writes import Write, Writes
 
@@ -64,9 +64,6 @@ class BulkWrites:
         writes: the index's atomic write path, for replacements and ids named twice in a window.
         batch_size: documents per call of the atomic path.
     """
-
-    _ATTACH = Script("bulk_fp")
-    _COMMIT_IDS = Script("bulk_ids")
 
     def __init__(self, store: Store, layout: Layout, writes: Writes, batch_size: int = 1000) -> None:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
@@ -175,8 +172,7 @@ class BulkWrites:
         if self.store.cluster:
             self._send(commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
             return
-        script = self._COMMIT_IDS
-        self.store.sender.broadcast([b"SCRIPT", b"LOAD", script.source])
+        script = BULK_IDS
         calls = script_runs(script.sha, self.keys.counts, groups, pairs, ATTACH_PAIRS, self._packed)
         self._send(calls, keep=False, durable=True, script=script)
 
@@ -186,8 +182,7 @@ class BulkWrites:
         the server about as much as a few dozen entries)."""
         rows, joined = window.attachments(chosen)
         groups = group(window.fp_buckets, rows, self.keys.fp_form)
-        script = self._ATTACH
-        self.store.sender.broadcast([b"SCRIPT", b"LOAD", script.source])
+        script = BULK_FP
         pairs = ATTACH_PAIRS if self._packed else 1
         counts = None if self.store.cluster else self.keys.counts
         stored, ids = window.stored, window.ids

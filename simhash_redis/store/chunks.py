@@ -13,11 +13,9 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-import redis.exceptions as rex
-
 from ..transport import Command, Exchange, raise_first_error, wire
 from ..transport.packing import arrays
-from .scripts import Script
+from .scripts import Script, with_scripts
 from .store import Store
 
 __all__ = ["BULK", "CHUNK_ARGS", "Packed", "Piece", "chunks", "send_step"]
@@ -57,7 +55,10 @@ def send_step(
         RedisUnavailable: the server cannot be reached.
     """
     if not store.cluster:
-        return Stream(parts, keep, script).run(store)
+        stream = Stream(parts, keep)
+        if script is None:
+            return stream.run(store)
+        return with_scripts(store.sender, lambda: stream.run(store), (script,))
     out: list[Any] = []
     for chunk in parts:
         if script is not None:
@@ -72,10 +73,10 @@ def send_step(
 class Stream:
     """A step's chunks on one connection, two in flight: the server runs one while the client builds the
     next. After a lost connection the conversation resumes at the first unacknowledged chunk (resending is
-    idempotent); a chunk answered NOSCRIPT is sent again once the script is loaded."""
+    idempotent), and so does it after the script its chunks call is loaded (`with_scripts`)."""
 
-    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, script: Script | None) -> None:
-        self.chunks, self.keep, self.script = chunks, keep, script
+    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool) -> None:
+        self.chunks, self.keep = chunks, keep
         self.built: list[Sequence[Command] | None] = []
         self.acked = 0
         self.replies: list[Any] = []
@@ -107,12 +108,6 @@ class Stream:
             if not flight:
                 return
             replies = exchange.read(len(flight.popleft()))
-            if self.script is not None and any(isinstance(r, rex.NoScriptError) for r in replies):
-                for other in flight:  # a restarted server forgot the script: load it, resend from here
-                    exchange.read(len(other))
-                flight.clear()
-                raise_first_error(exchange.round_trip([(b"SCRIPT", b"LOAD", self.script.source)]))
-                continue
             raise_first_error(replies)
             if self.keep:
                 self.replies.extend(replies)

@@ -27,7 +27,7 @@ from ..codec import decode_fp
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command
-from .scripts import Script
+from .scripts import FP_IDS, ID_CAS
 from .store import Store
 from .windows import View, Windows
 from .writes import CONFLICT_ROUNDS, Write, in_waves, too_many
@@ -36,8 +36,6 @@ __all__ = ["ClusterWindowedWrites", "in_rounds"]
 
 T = TypeVar("T")
 
-_CAS = Script("id_cas")
-_IDS = Script("fp_ids")
 # Rounds in a row that settled nothing, refused with a period the server's clock had already reported
 # (clocks that disagree: nodes apart, a period going back): one more gives up.
 _CLOCK_ROUNDS = 4
@@ -206,7 +204,7 @@ class ClusterWindowedWrites:
         committed = []
         if writing:
             calls = [
-                _CAS.command(
+                ID_CAS.command(
                     [here.id_bucket(ops[i][0])],
                     [
                         ops[i][0],
@@ -219,7 +217,7 @@ class ClusterWindowedWrites:
                 )
                 for i in writing
             ]
-            for i, status in zip(writing, self.store.run_script(_CAS, calls, durable=True), strict=True):
+            for i, status in zip(writing, self.store.run_script(ID_CAS, calls, durable=True), strict=True):
                 if status[:1] == b"w":
                     moved = int(status[1:])
                     retry.add(i)
@@ -230,10 +228,10 @@ class ClusterWindowedWrites:
         # 5. the id into the current period's list
         if committed:
             calls = [
-                _IDS.command([here.fp_bucket(ops[i][1])], [b"+", ops[i][1], ops[i][0], expire])
+                FP_IDS.command([here.fp_bucket(ops[i][1])], [b"+", ops[i][1], ops[i][0], expire])
                 for i in committed
             ]
-            self.store.run_script(_IDS, calls, durable=True)
+            self.store.run_script(FP_IDS, calls, durable=True)
         # 6. the entries left behind, read again (another writer may have committed into an older period
         # meanwhile): out of their lists, then out of their id maps; for a removal, every entry
         done = committed + removing
@@ -244,10 +242,10 @@ class ClusterWindowedWrites:
         self._unlist(entries, ops)
         if entries:
             calls = [
-                _CAS.command([self.windows.schema(w).id_bucket(ops[i][0])], [ops[i][0], b"", v])
+                ID_CAS.command([self.windows.schema(w).id_bucket(ops[i][0])], [ops[i][0], b"", v])
                 for i, w, v in entries
             ]
-            statuses = self.store.run_script(_CAS, calls, durable=True)
+            statuses = self.store.run_script(ID_CAS, calls, durable=True)
             retry.update(i for (i, _, _), status in zip(entries, statuses, strict=True) if status[:1] == b"c")
         for i in pending:
             if i not in retry:
@@ -277,10 +275,10 @@ class ClusterWindowedWrites:
         """Take each id out of the fingerprint-map list of a period (idempotent)."""
         if entries:
             calls = [
-                _IDS.command([self.windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]])
+                FP_IDS.command([self.windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]])
                 for i, w, v in entries
             ]
-            self.store.run_script(_IDS, calls, durable=True)
+            self.store.run_script(FP_IDS, calls, durable=True)
 
 
 def _outcome(prior: bytes, new: bytes) -> Outcome:

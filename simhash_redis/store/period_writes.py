@@ -14,19 +14,10 @@ from ..transport import Command
 from . import writes as plain
 from .config import Verification
 from .period_steps import ClusterWindowedWrites, in_rounds
-from .scripts import Script
+from .scripts import WRITE
 from .store import Store
 from .windows import View, WindowedSets, Windows
-from .writes import (
-    AtomicWrites,
-    Guard,
-    OrderedWrites,
-    Write,
-    Writes,
-    in_waves,
-    outcome_of,
-    run_in_parts,
-)
+from .writes import Guard, Write, Writes, WriteSteps, in_waves, outcome_of, run_in_parts
 
 __all__ = ["WindowedWrites", "writes_for"]
 
@@ -47,8 +38,6 @@ class WindowedWrites:
         f: fingerprint width.
         tables: number of tables.
     """
-
-    _SCRIPT = Script("write")
 
     def __init__(self, store: Store, windows: Windows, f: int, tables: int) -> None:
         self.store, self.windows, self.f, self.tables = store, windows, f, tables
@@ -106,10 +95,10 @@ class WindowedWrites:
         if len(sent) >= 2 * part and all(doc[5] is None for doc in sent):
             parts = [sent[i : i + part] for i in range(0, len(sent), part)]
             replies = run_in_parts(
-                self.store, self._SCRIPT, lambda n: self._command(view, parts[n]), len(parts), _refused
+                self.store, WRITE, lambda n: self._command(view, parts[n]), len(parts), _refused
             )
         else:
-            replies = self.store.run_script(self._SCRIPT, [self._command(view, sent)])
+            replies = self.store.run_script(WRITE, [self._command(view, sent)])
         statuses: list[bytes] = []
         for reply in replies:
             if _refused(reply):
@@ -148,7 +137,7 @@ class WindowedWrites:
             (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
         ]
         for _ in range(2):
-            reply: list[bytes] = self.store.run_script(self._SCRIPT, [self._command(view, pending)])[0]
+            reply: list[bytes] = self.store.run_script(WRITE, [self._command(view, pending)])[0]
             if _refused(reply):
                 self.windows.set_server_time(int(reply[0][1:]))
                 return  # a period boundary passed: the documents will be seen again soon enough
@@ -190,7 +179,7 @@ class WindowedWrites:
                 args.extend(len(members) for members in guard)
                 for members in guard:
                     args.extend(members)
-        return self._SCRIPT.command(keys, args)
+        return WRITE.command(keys, args)
 
 
 def _refused(reply: list[bytes]) -> bool:
@@ -231,7 +220,7 @@ def writes_for(
     windows: Windows | None = None,
     verification: Verification | None = None,
 ) -> Writes:
-    """The write strategy of an index: one atomic script per batch, or ordered steps on a cluster.
+    """The writes of an index (`WriteSteps`; with a retention window, those of its periods).
 
     Args:
         store: the index's keys and sender.
@@ -244,6 +233,4 @@ def writes_for(
         return ClusterWindowedWrites(store, windows, f)
     if windows is not None:
         return WindowedWrites(store, windows, f, tables)
-    if store.cluster:
-        return OrderedWrites(store, f, verification)
-    return AtomicWrites(store, f, tables, verification)
+    return WriteSteps(store, f, tables, verification)

@@ -12,26 +12,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
-
-import redis.exceptions as rex
+from typing import Any, Protocol
 
 from ..codec import decode_fp
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
-from ..transport import Command, Exchange, raise_first_error
+from ..transport import READ, SEND, Command, Exchange, Steps, raise_first_error
 from .config import Verification
-from .scripts import Script
+from .scripts import BAND_DROP, FP_IDS, ID_CAS, WRITE, Script, with_scripts
 from .store import Store
 
 __all__ = [
     "CONFLICT_ROUNDS",
     "PART",
-    "AtomicWrites",
     "Guard",
-    "OrderedWrites",
+    "Progress",
     "SketchedGuard",
     "Write",
+    "WriteSteps",
     "Writes",
     "in_waves",
     "outcome_of",
@@ -61,7 +59,7 @@ class SketchedGuard(list[list[bytes]]):
 
 
 Write = tuple[bytes, bytes, Guard | None]
-# A document of a script call: its position in the batch, id, new and old fingerprints, guard.
+# A document of a round: its position in the batch, id, new and old fingerprints, guard.
 _Pending = tuple[int, bytes, bytes, bytes, Guard | None]
 
 _OUTCOMES = {
@@ -89,12 +87,63 @@ class Writes(Protocol):
         ...
 
 
-class AtomicWrites:
-    """A standalone server: each batch is one Lua script call, so a document is never half-written.
+class Progress:
+    """What of a call of writes the server has acknowledged, kept across new starts of its conversation
+    (a lost connection, a server that had forgotten the scripts): the steps resume from here.
 
-    In verified mode with band tables, a document joins its sketch's band tables in the same step; the
-    band tables of a sketch the step drops are cleaned after it, one script per table that keeps the
-    fingerprint while another of its sketches still has that band (`band_drop.lua`).
+    Args:
+        ops: the writes, each id named once.
+    """
+
+    def __init__(self, ops: list[Write]) -> None:
+        self.ops = ops
+        self.outcomes: list[Outcome | None] = [None] * len(ops)
+        #: The documents of the current round (the first assumes every id is new).
+        self.pending: list[_Pending] = [
+            (i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)
+        ]
+        self.rounds = 0
+        #: The current round's statuses, part by part as they are acknowledged.
+        self.statuses: list[bytes] = []
+        self.parts = 0
+        #: On a cluster, whether the fingerprints are in their tables, and whether the ids of the current
+        #: round are to be detached from the fingerprints they have first.
+        self.tabled = self.detaching = False
+        #: (stored fingerprint, the sketch a write dropped for one of its ids): band tables to clean.
+        self.dropped: list[tuple[bytes, bytes]] = []
+
+    def next_round(self, retry: list[_Pending]) -> None:
+        """Start the round of the documents to send again.
+
+        Raises:
+            WriteContention: they kept changing under concurrent writers.
+        """
+        self.rounds += 1
+        if retry and self.rounds >= CONFLICT_ROUNDS:
+            raise too_many(len(retry))
+        self.pending, self.statuses, self.parts = retry, [], 0
+
+
+class WriteSteps:
+    """An index's writes, as steps without I/O (`steps`): the one place a write's commands are decided.
+
+    On a standalone server each round is one Lua script call (`write.lua`; a large batch of adds: parts of
+    `PART`), so a document is never half-written. On a cluster a document's keys live in different slots,
+    so no one script can write them all: it is written in single-key steps in an order that never shows
+    it half-written to near(): the fingerprint into every table (invisible until ids are attached), the
+    id's entry in the id map (the commit point, compare-and-set against the fingerprint read), the id
+    into the fingerprint's id list; for a replacement, the id leaves the old fingerprint's list before the
+    commit. Every step is idempotent, so a batch interrupted anywhere is completed by sending it again. A
+    fingerprint whose last id leaves stays in the tables as an orphan that near() ignores;
+    `verify(repair=True)` removes orphans. Guards are not used there: add-if-new on a cluster takes
+    bucket locks instead.
+
+    In verified mode (`SketchedGuard`), a document's sketch is set with it, and it joins its sketch's
+    band tables in the same step (standalone) or with its tables (cluster). The band tables of a sketch
+    the script drops are cleaned after it, one script per table that keeps the fingerprint while another
+    of its sketches still has that band (`band_drop.lua`); on a cluster they are not (no script can check
+    the sketches it still has from the band's slot): `verify(repair=True)` removes such members, which
+    near() only reads as candidates their sketches do not confirm.
 
     Args:
         store: the index's keys and sender.
@@ -103,15 +152,12 @@ class AtomicWrites:
         verification: the index's verified mode, if any (its band tables).
     """
 
-    _SCRIPT = Script("write")
-    _BAND_DROP = Script("band_drop")
-
     def __init__(self, store: Store, f: int, tables: int, verification: Verification | None = None) -> None:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
         self.verification = verification
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes: one script call per round (a large batch of adds: parts of `PART`).
+        """Apply the writes; None for a guarded write whose tables changed since they were read.
 
         The first round assumes each id is new; an id that already has another fingerprint comes back
         as a conflict carrying that fingerprint, and is resent with the keys needed to move it. An id
@@ -124,32 +170,112 @@ class AtomicWrites:
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
-        return in_waves(ops, self._apply_once)
+        return in_waves(ops, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
         """Nothing: an index without a retention window keeps its documents anyway."""
 
-    def _apply_once(self, ops: list[Write]) -> list[Outcome | None]:
-        pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
-        if len(ops) >= 2 * PART and _all_adds(ops):
-            parts = [ops[i : i + PART] for i in range(0, len(ops), PART)]
-            return self._finish(pending, self._run_parts(parts))
-        return self._finish(pending, self._run(self._call(ops)))
+    def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
+        if not ops:
+            return []
+        progress = Progress(ops)
+        cluster = self.store.cluster
+        self.store.run(lambda: self.steps(progress), durable=cluster)
+        if progress.dropped:
+            self._drop_bands(progress.dropped)
+        return progress.outcomes
 
-    def _run_parts(self, parts: list[list[Write]]) -> list[bytes]:
-        """The first round of a large batch of adds, as one script call per part (`run_in_parts`).
+    def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
+        """The writes of a call that names each id once, from where `progress` says; their outcomes.
 
-        Every part is atomic, as a batch of that size would be; conflicts are resolved after the last
-        part (`_finish`), in batch order.
+        Args:
+            progress: the call's writes and what of them is acknowledged (updated as replies come).
+
+        Raises:
+            WriteContention: documents kept changing under concurrent writers.
         """
-        replies = run_in_parts(self.store, self._SCRIPT, lambda i: self._call(parts[i]), len(parts))
-        return [status for reply in replies for status in reply]
+        if self.store.cluster:
+            yield from self._ordered(progress)
+        else:
+            yield from self._atomic(progress)
+        return progress.outcomes
 
-    def _call(self, ops: list[Write]) -> Command:
-        """The first round's script call: every document as if its id were new."""
-        if not _all_adds(ops):
-            return self._command([(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)])
-        # A bulk load's adds: arguments id, new per document (format 'a'), keys built inline.
+    def _atomic(self, progress: Progress) -> Steps[None]:
+        """Rounds of script calls, until no document is left in conflict (see `steps`)."""
+        while progress.pending:
+            pending = progress.pending
+            first = progress.rounds == 0 and _all_adds(progress.ops)
+            if first and len(pending) >= 2 * PART:
+                # Each part is sent as soon as the one before is answered, built while the server runs
+                # it: the client's work overlaps the server's. Each is as atomic as a batch of its size.
+                parts = [progress.ops[i : i + PART] for i in range(0, len(pending), PART)]
+                yield SEND, [[self._adds(parts[progress.parts])]]
+                while True:
+                    following = progress.parts + 1
+                    prepared = self._adds(parts[following]) if following < len(parts) else None
+                    reply = yield READ, 1
+                    progress.statuses += reply[0]
+                    progress.parts = following
+                    if prepared is None:
+                        break
+                    yield SEND, [[prepared]]
+            else:
+                call = self._adds(progress.ops) if first else self._command(pending)
+                yield SEND, [[call]]
+                progress.statuses = (yield READ, 1)[0]
+            retry = []
+            for (i, doc_id, new, old, guard), status in zip(pending, progress.statuses, strict=True):
+                if status == b"a":
+                    progress.outcomes[i] = Outcome.ADDED
+                elif status[:1] == b"c":
+                    retry.append((i, doc_id, new, status[1:], guard))
+                elif status != b"g":
+                    progress.outcomes[i] = outcome_of(status[:1], old)
+                    if len(status) > 1:  # the sketch this write dropped: 'u' kept new, 'r' and 'd' left old
+                        progress.dropped.append((new if status[:1] == b"u" else old, status[1:]))
+            progress.next_round(retry)
+
+    def _ordered(self, progress: Progress) -> Steps[None]:
+        """A cluster's single-key steps (see `steps`)."""
+        keys, ops = self.keys, progress.ops
+        if not progress.tabled:
+            sets: list[Command] = [
+                (b"SADD", key, new)
+                for _, new, guard in ops
+                if new
+                for key in keys.tables(decode_fp(new, self.f)) + self._bands(guard)
+            ]
+            yield from _round_trip(sets)
+            progress.tabled = True
+        while progress.pending:
+            if progress.detaching:
+                # Each id leaves the fingerprint it has now before the new one is committed, so that a
+                # lost reply (resent, answered 'unchanged') cannot leave it listed under both.
+                detached: list[tuple[bytes, bytes, Guard | None]] = [
+                    (doc_id, old, None) for _, doc_id, _, old, _ in progress.pending if old
+                ]
+                yield from _round_trip(self._ids(b"-", detached))
+                progress.detaching = False
+            pending = progress.pending
+            calls = [
+                ID_CAS.command([keys.id_bucket(doc_id)], [doc_id, new, old])
+                for _, doc_id, new, old, _ in pending
+            ]
+            retry = []
+            for (i, doc_id, new, old, guard), status in zip(
+                pending, (yield from _round_trip(calls)), strict=True
+            ):
+                if status[:1] == b"c":
+                    retry.append((i, doc_id, new, status[1:], guard))
+                else:
+                    progress.outcomes[i] = outcome_of(status, old)
+            progress.next_round(retry)
+            progress.detaching = True
+        yield from _round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
+
+    def _adds(self, ops: list[Write]) -> Command:
+        """The first round's script call for adds only: id, new per document (format 'a'), keys built
+        inline (a bulk load's)."""
         keys = self.keys
         id_bucket, fp_bucket, tables = keys.id_bucket, keys.fp_bucket, keys.table_builder()
         key_list: list[bytes] = [keys.counts]
@@ -162,7 +288,7 @@ class AtomicWrites:
             add_keys(fp_bucket(new))
             key_list += tables(fp)
             add_args((doc_id, new))
-        return self._SCRIPT.command(key_list, args)
+        return WRITE.command(key_list, args)
 
     def _command(self, pending: list[_Pending]) -> Command:
         """A script call in the general argument format (id, new, old, guard per document)."""
@@ -193,7 +319,23 @@ class AtomicWrites:
                     args.extend(members)
             if isinstance(guard, SketchedGuard):
                 args.append(guard.sketch)
-        return self._SCRIPT.command(keys, args)
+        return WRITE.command(keys, args)
+
+    def _bands(self, guard: Guard | None) -> list[bytes]:
+        """The band table keys of a write's sketch (none without band tables, or for no sketch)."""
+        sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
+        return self.keys.bands(sketch, self.verification)
+
+    def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
+        """Calls attaching ('+') or detaching ('-') each id at its fingerprint, with its sketch where a
+        guard has one (a cluster)."""
+        calls = []
+        for doc_id, fp, guard in pairs:
+            args: list[bytes | int] = [op, fp, doc_id]
+            if isinstance(guard, SketchedGuard):
+                args += [b"", guard.sketch]
+            calls.append(FP_IDS.command([self.keys.fp_bucket(fp)], args))
+        return calls
 
     def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
         """Take fingerprints out of the band tables of sketches they no longer have, in one round trip.
@@ -214,142 +356,23 @@ class AtomicWrites:
             for i, key in enumerate(self.keys.bands(sketch, v)):
                 start = i * v.band_bytes
                 calls.append(
-                    self._BAND_DROP.command([key, bucket], [fp, start, sketch[start : start + v.band_bytes]])
+                    BAND_DROP.command([key, bucket], [fp, start, sketch[start : start + v.band_bytes]])
                 )
         if not calls:
             return
         try:
-            self.store.run_script(self._BAND_DROP, calls)
+            self.store.run_script(BAND_DROP, calls)
         except SimhashRedisError as exc:
             _log.warning("band tables not cleaned after a write (verify --repair removes the rest): %s", exc)
 
-    def _run(self, call: Command) -> list[bytes]:
-        reply: list[bytes] = self.store.run_script(self._SCRIPT, [call])[0]
-        return reply
 
-    def _finish(self, pending: list[_Pending], reply: list[bytes]) -> list[Outcome | None]:
-        """The outcomes, after resending the conflicts of the first round's `reply` until none is left."""
-        outcomes: list[Outcome | None] = [None] * len(pending)
-        dropped: list[tuple[bytes, bytes]] = []
-        for _ in range(CONFLICT_ROUNDS):
-            retry = []
-            for (i, doc_id, new, old, guard), status in zip(pending, reply, strict=True):
-                if status == b"a":
-                    outcomes[i] = Outcome.ADDED
-                elif status[:1] == b"c":
-                    retry.append((i, doc_id, new, status[1:], guard))
-                elif status != b"g":
-                    outcomes[i] = outcome_of(status[:1], old)
-                    if len(status) > 1:  # the sketch this write dropped: 'u' kept new, 'r' and 'd' left old
-                        dropped.append((new if status[:1] == b"u" else old, status[1:]))
-            if not retry:
-                if dropped:
-                    self._drop_bands(dropped)
-                return outcomes
-            pending = retry
-            reply = self._run(self._command(pending))
-        raise too_many(len(pending))
-
-
-class OrderedWrites:
-    """A cluster: single-key steps in an order that never shows a half-written document to near().
-
-    A document's keys live in different slots, so no one script can write them all. Its steps are:
-    the fingerprint into every table (invisible until ids are attached), the id's entry in the id map
-    (the commit point, compare-and-set against the fingerprint read), the id into the fingerprint's id
-    list; for a replacement, the id leaves the old fingerprint's list before the commit. Every step is
-    idempotent, so a batch interrupted anywhere is completed by sending it again. A fingerprint whose
-    last id leaves stays in the tables as an orphan that near() ignores; `verify(repair=True)` removes
-    orphans. Guards are not used here: add-if-new on a cluster takes bucket locks instead. A sketch
-    (`SketchedGuard`) is set in the step that attaches the id, and leaves in the one that detaches it.
-
-    In verified mode with band tables, the fingerprint joins its sketch's band tables with its tables;
-    it is not taken out of them when the sketch leaves (no script can check the sketches it still has
-    from the band's slot): `verify(repair=True)` removes such members, which near() only reads as
-    candidates their sketches do not confirm.
-
-    Args:
-        store: the index's keys and sender (on a cluster).
-        f: fingerprint width.
-        verification: the index's verified mode, if any (its band tables).
-    """
-
-    _CAS = Script("id_cas")
-    _IDS = Script("fp_ids")
-
-    def __init__(self, store: Store, f: int, verification: Verification | None = None) -> None:
-        self.store, self.keys, self.f = store, store.keys, f
-        self.verification = verification
-
-    def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes in the order the class docstring gives.
-
-        An id named several times in one batch is written in successive waves, each holding an id
-        once, so the outcome is the one of applying the writes one after another.
-
-        Args:
-            ops: the writes (guards ignored but for their sketches).
-
-        Raises:
-            WriteContention: documents kept changing under concurrent writers.
-        """
-        return in_waves(ops, self._apply_unique)
-
-    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """Nothing: an index without a retention window keeps its documents anyway."""
-
-    def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
-        tables: list[Command] = [
-            (b"SADD", key, new)
-            for _, new, guard in ops
-            if new
-            for key in self.keys.tables(decode_fp(new, self.f)) + self._bands(guard)
-        ]
-        self.store.execute(tables, durable=True)
-        outcomes: list[Outcome | None] = [None] * len(ops)
-        pending = [(i, doc_id, new, b"") for i, (doc_id, new, _) in enumerate(ops)]
-        for _ in range(CONFLICT_ROUNDS):
-            calls = [
-                self._CAS.command([self.keys.id_bucket(doc_id)], [doc_id, new, old])
-                for _, doc_id, new, old in pending
-            ]
-            retry = []
-            replies = self.store.run_script(self._CAS, calls, durable=True)
-            for (i, doc_id, new, old), status in zip(pending, replies, strict=True):
-                if status[:1] == b"c":
-                    retry.append((i, doc_id, new, status[1:]))
-                else:
-                    outcomes[i] = outcome_of(status, old)
-            if retry:
-                # Detach each id from the fingerprint it has now before committing the new one, so a
-                # lost reply (resent, answered 'unchanged') cannot leave it listed under both.
-                self._ids(b"-", [(doc_id, old) for _, doc_id, _, old in retry if old])
-            pending = retry
-            if not pending:
-                break
-        else:
-            raise too_many(len(pending))
-        attached = [op for op in ops if op[1]]
-        self._ids(b"+", [(doc_id, new) for doc_id, new, _ in attached], [guard for _, _, guard in attached])
-        return outcomes
-
-    def _bands(self, guard: Guard | None) -> list[bytes]:
-        """The band table keys of a write's sketch (none without band tables, or for no sketch)."""
-        sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
-        return self.keys.bands(sketch, self.verification)
-
-    def _ids(
-        self, op: bytes, pairs: list[tuple[bytes, bytes]], guards: list[Guard | None] | None = None
-    ) -> None:
-        """Attach ('+') or detach ('-') each id at its fingerprint, with its sketch where a guard has one."""
-        calls = []
-        for n, (doc_id, fp) in enumerate(pairs):
-            guard = guards[n] if guards is not None else None
-            args: list[bytes | int] = [op, fp, doc_id]
-            if isinstance(guard, SketchedGuard):
-                args += [b"", guard.sketch]
-            calls.append(self._IDS.command([self.keys.fp_bucket(fp)], args))
-        self.store.run_script(self._IDS, calls, durable=True)
+def _round_trip(commands: list[Command]) -> Steps[list[Any]]:
+    """Steps that send commands and read their replies (none for no command)."""
+    if not commands:
+        return []
+    yield SEND, [commands]
+    replies: list[Any] = yield READ, len(commands)
+    return replies
 
 
 def run_in_parts(
@@ -392,11 +415,6 @@ def run_in_parts(
             following = len(replies) + 1
             prepared = build(following) if following < count else None
             reply = exchange.read(1)[0]
-            if isinstance(reply, rex.NoScriptError):
-                # A restarted server forgets its scripts: load it, then the same call again.
-                exchange.send([[b"SCRIPT", b"LOAD", script.source], call])
-                loaded, reply = exchange.read(2)
-                raise_first_error([loaded])
             raise_first_error([reply])
             replies.append(reply)
             if prepared is None or done():
@@ -404,7 +422,7 @@ def run_in_parts(
             call = prepared
             exchange.send([call])
 
-    store.converse(talk)
+    with_scripts(store.sender, lambda: store.converse(talk), (script,))
     return replies
 
 
