@@ -10,13 +10,14 @@ import redis
 
 from simhash_redis import Outcome, SimhashIndex, SimhashRedisError
 from simhash_redis.codec import encode_fp
-from simhash_redis.store import writes as writes_module
-from simhash_redis.store.writes import Write, WriteSteps
+from simhash_redis.store import write_ops as writes_module
+from simhash_redis.store.write_ops import Write
+from simhash_redis.store.writes import Writes
 
 
-def _writes(index: SimhashIndex) -> WriteSteps:
+def _writes(index: SimhashIndex) -> Writes:
     writes = index._writes
-    assert isinstance(writes, WriteSteps)
+    assert isinstance(writes, Writes)
     return writes
 
 

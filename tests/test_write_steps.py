@@ -1,6 +1,6 @@
 """A write's steps driven from recorded replies, without a server: the fast tier of the write path.
 
-`WriteSteps.steps` yields what to send and what to read and takes the replies; here each read is answered
+`Writes.steps` yields what to send and what to read and takes the replies; here each read is answered
 with a reply written down in the test, as the write script (standalone) or the cluster's single-key
 scripts would answer. The real-server tests (test_write_formats.py, test_write_script.py, test_crash.py,
 test_lost_replies.py, test_cluster.py, ...) run the same steps through `transport.drive`.
@@ -17,9 +17,18 @@ from simhash_redis import Layout
 from simhash_redis.codec import encode_fp
 from simhash_redis.errors import WriteContention
 from simhash_redis.results import Outcome
-from simhash_redis.store import KeySchema, SketchedGuard, Store, Write, WriteSteps
-from simhash_redis.store import writes as writes_module
+from simhash_redis.store import (
+    KeySchema,
+    SketchedGuard,
+    Store,
+    Write,
+    Writes,
+    period_steps,
+    period_writes,
+    write_ops,
+)
 from simhash_redis.store.scripts import FP_IDS, ID_CAS, WRITE, with_scripts
+from simhash_redis.store.windows import View
 from simhash_redis.store.writes import Progress
 from simhash_redis.transport import READ, SEND, ScriptMissing, Steps
 
@@ -38,9 +47,9 @@ class _Sender:
         self.broadcasts.append(command)
 
 
-def _writes(cluster: bool = False) -> WriteSteps:
+def _writes(cluster: bool = False) -> Writes:
     store = Store(_Sender(cluster), KeySchema("simhash", "w", Layout.pigeonhole(64, 3), 256))  # type: ignore[arg-type]
-    return WriteSteps(store, 64, 4)
+    return Writes(store, 64, 4)
 
 
 def _run(steps: Steps[Any], answer: Callable[[list[Any]], list[Any]]) -> tuple[Any, list[list[Any]]]:
@@ -131,7 +140,7 @@ def test_a_sketch_the_script_dropped_is_kept_for_its_band_tables() -> None:
 def test_a_large_batch_of_adds_goes_in_parts_and_resumes_after_the_last_acknowledged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(writes_module, "PART", 2)
+    monkeypatch.setattr(write_ops, "PART", 2)
     writes = _writes()
     ops: list[Write] = [(b"id%d" % i, encode_fp(i + 1, 64), None) for i in range(5)]
     progress = Progress(ops)
@@ -189,3 +198,76 @@ def test_a_server_that_keeps_forgetting_the_scripts_is_an_error() -> None:
 
     with pytest.raises(ScriptMissing):
         with_scripts(_Sender(cluster=False), run)  # type: ignore[arg-type]
+
+
+class _Periods:
+    """Enough of an index's periods (`Windows`) for the steps of a write: 1-second periods, 1 minute kept."""
+
+    period_ms, retention_ms = 1000, 60_000
+
+    def __init__(self, keys: KeySchema) -> None:
+        self.keys = keys
+
+    def schema(self, window: int) -> KeySchema:
+        return self.keys.in_window(window)
+
+    def expires_at(self, window: int) -> int:
+        return (window + 1) * self.period_ms + self.retention_ms
+
+
+def _view(keys: KeySchema, windows: tuple[int, ...], current: int) -> View:
+    return View(
+        windows,
+        current,
+        tuple(keys.in_window(w) for w in windows),
+        keys.periods_builder(windows),
+        keys.periods_map_builder(windows, "id"),
+        keys.periods_map_builder(windows, "fp"),
+    )
+
+
+def test_a_period_write_stops_at_a_call_refused_for_another_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large batch in parts: the second is refused by the server's clock, the third is not sent."""
+    monkeypatch.setattr(write_ops, "PART", 2)
+    keys = _writes().keys
+    periods, view = _Periods(keys), _view(keys, (7, 8), 8)
+    sent = [(i, b"id%d" % i, encode_fp(i + 1, 64), b"", 0, None) for i in range(5)]
+    acked: list[list[bytes]] = []
+    steps = period_writes.steps(periods, 64, 4, view, sent, acked)  # type: ignore[arg-type]
+    replies = iter([[[b"a", b"a"]], [[b"w9000"]]])
+    _, trips = _run(steps, lambda _: next(replies))
+    assert len(trips) == 2 and acked == [[b"a", b"a"], [b"w9000"]]
+    _, call_keys, args = _args(trips[0][0])
+    assert args[:7] == [4, b"w", 1000, 60_000, 2, 2, 7]  # format 'w': 2 periods, the current 2nd of them
+    assert call_keys[:2] == [keys.in_window(7).counts, keys.in_window(8).counts]
+    # Started again after a lost connection, the round resumes after what was acknowledged: nothing.
+    assert _run(period_writes.steps(periods, 64, 4, view, sent, acked), lambda _: [])[1] == []  # type: ignore[arg-type]
+
+
+def test_a_cluster_period_write_commits_into_the_current_period_and_clears_the_old_one() -> None:
+    keys = _writes().keys
+    periods, view = _Periods(keys), _view(keys, (7, 8), 8)
+    old, new = keys.in_window(7), keys.in_window(8)
+    outcomes: list[Outcome | None] = [None]
+    replies = iter(
+        [
+            [FB, None],  # 1. where: in period 7, with B
+            [1, 1] * 4,  # 2. A into period 8's tables, with their expiry
+            [1],  # 3. out of B's list in period 7
+            [b"r"],  # 4. the commit
+            [1],  # 5. into A's list in period 8
+            [FB, FA],  # 6. where again: period 7's entry is left behind
+            [1],  # its list entry (gone already)
+            [b"d"],  # and its id-map entry
+        ]
+    )
+    ops = [(b"x", FA)]
+    steps = period_steps.steps(periods, 64, view, ops, [0], outcomes, {}, False)  # type: ignore[arg-type]
+    (retry, moved), trips = _run(steps, lambda _: next(replies))
+    assert (retry, moved, outcomes) == ([], None, [Outcome.REPLACED])
+    assert trips[0] == [(b"HGET", old.id_bucket(b"x"), b"x"), (b"HGET", new.id_bucket(b"x"), b"x")]
+    assert trips[1][:2] == [(b"SADD", new.tables(A)[0], FA), (b"PEXPIREAT", new.tables(A)[0], 69_000)]
+    assert _args(trips[2][0]) == (FP_IDS.sha, [old.fp_bucket(FB)], [b"-", FB, b"x"])
+    assert _args(trips[3][0]) == (ID_CAS.sha, [new.id_bucket(b"x")], [b"x", FA, b"", 1000, 8, 69_000])
+    assert _args(trips[4][0]) == (FP_IDS.sha, [new.fp_bucket(FA)], [b"+", FA, b"x", 69_000])
+    assert _args(trips[7][0]) == (ID_CAS.sha, [old.id_bucket(b"x")], [b"x", b"", FB])

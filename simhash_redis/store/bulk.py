@@ -47,7 +47,8 @@ from .keys import KeySchema
 from .layout import Layout
 from .scripts import BULK_FP, BULK_IDS, Script
 from .store import Store
-from .writes import Write, Writes
+from .write_ops import Write
+from .writes import Writes
 
 __all__ = ["BulkWrites"]
 

@@ -1,90 +1,39 @@
-"""How a batch of document writes reaches Redis: atomically on a standalone server, in a safe order on
-a cluster.
+"""How a batch of document writes reaches Redis, written once as steps without I/O (`Writes`).
 
-A write is (id, new stored fingerprint or b'' to remove, guard). The guard, used by add-if-new, lists
-the members the client read from each of the new fingerprint's table sets; a guarded document is only
-written while those sets are unchanged (its outcome is None otherwise, and the caller reads again). In
-verified mode the guard also carries the document's sketch (`SketchedGuard`), which the same script
-sets with the document, or not at all.
+On a standalone server each batch is written atomically by the write script, on a cluster in single-key
+steps in a safe order; in an index with a retention window, into the period of the server's clock
+(`period_writes`, `period_steps`). The writes themselves, their guards and outcomes: `write_ops`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol
 
 from ..codec import decode_fp
-from ..errors import SimhashRedisError, WriteContention
+from ..errors import SimhashRedisError
 from ..results import Outcome
-from ..transport import READ, SEND, Command, Exchange, Steps, raise_first_error
+from ..transport import READ, SEND, Command, Steps
+from . import period_steps, period_writes, write_ops
 from .config import Verification
-from .scripts import BAND_DROP, FP_IDS, ID_CAS, WRITE, Script, with_scripts
+from .scripts import BAND_DROP, FP_IDS, ID_CAS, WRITE
 from .store import Store
+from .windows import Windows
+from .write_ops import (
+    CONFLICT_ROUNDS,
+    Guard,
+    Pending,
+    SketchedGuard,
+    Write,
+    all_adds,
+    in_waves,
+    outcome_of,
+    round_trip,
+    too_many,
+)
 
-__all__ = [
-    "CONFLICT_ROUNDS",
-    "PART",
-    "Guard",
-    "Progress",
-    "SketchedGuard",
-    "Write",
-    "WriteSteps",
-    "Writes",
-    "in_waves",
-    "outcome_of",
-    "run_in_parts",
-    "too_many",
-]
+__all__ = ["Progress", "Writes"]
 
 _log = logging.getLogger(__name__)
-
-#: The members read from each table set of a document's fingerprint.
-Guard = list[list[bytes]]
-
-
-class SketchedGuard(list[list[bytes]]):
-    """A guard that also carries the document's sketch, stored with the document (beside its id in the
-    fingerprint map: `KeySchema.sketch_field`).
-
-    Args:
-        members: the members read from each table set; None for a sketch without a guard.
-        sketch: the sketch; b"" stores the document without one (any sketch its id had goes).
-    """
-
-    def __init__(self, members: Guard | None, sketch: bytes) -> None:
-        super().__init__(members or [])
-        self.checks = members is not None
-        self.sketch = sketch
-
-
-Write = tuple[bytes, bytes, Guard | None]
-# A document of a round: its position in the batch, id, new and old fingerprints, guard.
-_Pending = tuple[int, bytes, bytes, bytes, Guard | None]
-
-_OUTCOMES = {
-    b"a": Outcome.ADDED,
-    b"r": Outcome.REPLACED,
-    b"u": Outcome.UNCHANGED,
-    b"d": Outcome.REMOVED,
-    b"n": Outcome.MISSING,
-}
-#: Documents per script call when a large batch of adds is sent as parts (`run_in_parts`).
-PART = 250
-#: Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
-CONFLICT_ROUNDS = 16
-
-
-class Writes(Protocol):
-    """Applies batches of document writes."""
-
-    def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes; None for a guarded write whose tables changed since they were read."""
-        ...
-
-    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """Stored documents (id, stored fingerprint) found again as near-duplicates by add-if-new."""
-        ...
 
 
 class Progress:
@@ -99,7 +48,7 @@ class Progress:
         self.ops = ops
         self.outcomes: list[Outcome | None] = [None] * len(ops)
         #: The documents of the current round (the first assumes every id is new).
-        self.pending: list[_Pending] = [
+        self.pending: list[Pending] = [
             (i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)
         ]
         self.rounds = 0
@@ -112,7 +61,7 @@ class Progress:
         #: (stored fingerprint, the sketch a write dropped for one of its ids): band tables to clean.
         self.dropped: list[tuple[bytes, bytes]] = []
 
-    def next_round(self, retry: list[_Pending]) -> None:
+    def next_round(self, retry: list[Pending]) -> None:
         """Start the round of the documents to send again.
 
         Raises:
@@ -124,8 +73,8 @@ class Progress:
         self.pending, self.statuses, self.parts = retry, [], 0
 
 
-class WriteSteps:
-    """An index's writes, as steps without I/O (`steps`): the one place a write's commands are decided.
+class Writes:
+    """An index's writes, as steps without I/O: the one place a write's commands are decided.
 
     On a standalone server each round is one Lua script call (`write.lua`; a large batch of adds: parts of
     `PART`), so a document is never half-written. On a cluster a document's keys live in different slots,
@@ -138,6 +87,9 @@ class WriteSteps:
     `verify(repair=True)` removes orphans. Guards are not used there: add-if-new on a cluster takes
     bucket locks instead.
 
+    In an index with a retention window the same is done over its periods, on the server's clock: the
+    script's format 'w' (`period_writes`) or a cluster's steps over the periods (`period_steps`).
+
     In verified mode (`SketchedGuard`), a document's sketch is set with it, and it joins its sketch's
     band tables in the same step (standalone) or with its tables (cluster). The band tables of a sketch
     the script drops are cleaned after it, one script per table that keeps the fingerprint while another
@@ -149,12 +101,20 @@ class WriteSteps:
         store: the index's keys and sender.
         f: fingerprint width.
         tables: number of tables.
+        windows: the periods of an index with a retention window.
         verification: the index's verified mode, if any (its band tables).
     """
 
-    def __init__(self, store: Store, f: int, tables: int, verification: Verification | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        f: int,
+        tables: int,
+        windows: Windows | None = None,
+        verification: Verification | None = None,
+    ) -> None:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
-        self.verification = verification
+        self.windows, self.verification = windows, verification
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
         """Apply the writes; None for a guarded write whose tables changed since they were read.
@@ -165,7 +125,8 @@ class WriteSteps:
         the one of applying the writes one after another (a later pair for the same id wins).
 
         Args:
-            ops: the writes.
+            ops: the writes (in an index with a retention window, guards are the `WindowedSets` a read
+                returned).
 
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
@@ -173,13 +134,36 @@ class WriteSteps:
         return in_waves(ops, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """Nothing: an index without a retention window keeps its documents anyway."""
+        """In a sliding window, move documents found again by add-if-new into the current period, if
+        still stored so (nothing otherwise: other indexes keep their documents anyway).
+
+        The refresh is a courtesy to the documents found: when it cannot be made (a full server, a period
+        boundary, an unreachable server), they keep their period, and the caller's add-if-new, whose own
+        writes are done, is not failed for it.
+
+        Args:
+            docs: (id, stored fingerprint) of each document found again.
+        """
+        windows = self.windows
+        if windows is None or not windows.retention.sliding or not docs:
+            return
+        try:
+            if self.store.cluster:
+                period_steps.write(self.store, windows, self.f, list(dict(docs).items()), only_moves=True)
+            else:
+                period_writes.refresh(self.store, windows, self.f, self.tables, docs)
+        except SimhashRedisError:
+            return
 
     def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
         if not ops:
             return []
+        cluster, windows = self.store.cluster, self.windows
+        if windows is not None and cluster:
+            return period_steps.write(self.store, windows, self.f, [(doc_id, new) for doc_id, new, _ in ops])
+        if windows is not None:
+            return period_writes.write(self.store, windows, self.f, self.tables, ops)
         progress = Progress(ops)
-        cluster = self.store.cluster
         self.store.run(lambda: self.steps(progress), durable=cluster)
         if progress.dropped:
             self._drop_bands(progress.dropped)
@@ -204,11 +188,12 @@ class WriteSteps:
         """Rounds of script calls, until no document is left in conflict (see `steps`)."""
         while progress.pending:
             pending = progress.pending
-            first = progress.rounds == 0 and _all_adds(progress.ops)
-            if first and len(pending) >= 2 * PART:
+            first = progress.rounds == 0 and all_adds(progress.ops)
+            part = write_ops.PART  # read at each call: one knob for every path
+            if first and len(pending) >= 2 * part:
                 # Each part is sent as soon as the one before is answered, built while the server runs
                 # it: the client's work overlaps the server's. Each is as atomic as a batch of its size.
-                parts = [progress.ops[i : i + PART] for i in range(0, len(pending), PART)]
+                parts = [progress.ops[i : i + part] for i in range(0, len(pending), part)]
                 yield SEND, [[self._adds(parts[progress.parts])]]
                 while True:
                     following = progress.parts + 1
@@ -245,7 +230,7 @@ class WriteSteps:
                 if new
                 for key in keys.tables(decode_fp(new, self.f)) + self._bands(guard)
             ]
-            yield from _round_trip(sets)
+            yield from round_trip(sets)
             progress.tabled = True
         while progress.pending:
             if progress.detaching:
@@ -254,7 +239,7 @@ class WriteSteps:
                 detached: list[tuple[bytes, bytes, Guard | None]] = [
                     (doc_id, old, None) for _, doc_id, _, old, _ in progress.pending if old
                 ]
-                yield from _round_trip(self._ids(b"-", detached))
+                yield from round_trip(self._ids(b"-", detached))
                 progress.detaching = False
             pending = progress.pending
             calls = [
@@ -263,7 +248,7 @@ class WriteSteps:
             ]
             retry = []
             for (i, doc_id, new, old, guard), status in zip(
-                pending, (yield from _round_trip(calls)), strict=True
+                pending, (yield from round_trip(calls)), strict=True
             ):
                 if status[:1] == b"c":
                     retry.append((i, doc_id, new, status[1:], guard))
@@ -271,7 +256,7 @@ class WriteSteps:
                     progress.outcomes[i] = outcome_of(status, old)
             progress.next_round(retry)
             progress.detaching = True
-        yield from _round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
+        yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
 
     def _adds(self, ops: list[Write]) -> Command:
         """The first round's script call for adds only: id, new per document (format 'a'), keys built
@@ -290,7 +275,7 @@ class WriteSteps:
             add_args((doc_id, new))
         return WRITE.command(key_list, args)
 
-    def _command(self, pending: list[_Pending]) -> Command:
+    def _command(self, pending: list[Pending]) -> Command:
         """A script call in the general argument format (id, new, old, guard per document)."""
         keys: list[bytes] = [self.keys.counts]
         args: list[bytes | int] = [self.tables, b""]
@@ -364,119 +349,3 @@ class WriteSteps:
             self.store.run_script(BAND_DROP, calls)
         except SimhashRedisError as exc:
             _log.warning("band tables not cleaned after a write (verify --repair removes the rest): %s", exc)
-
-
-def _round_trip(commands: list[Command]) -> Steps[list[Any]]:
-    """Steps that send commands and read their replies (none for no command)."""
-    if not commands:
-        return []
-    yield SEND, [commands]
-    replies: list[Any] = yield READ, len(commands)
-    return replies
-
-
-def run_in_parts(
-    store: Store,
-    script: Script,
-    build: Callable[[int], Command],
-    count: int,
-    stop: Callable[[list[bytes]], bool] | None = None,
-) -> list[list[bytes]]:
-    """Script calls 0 .. count-1 on one connection, each built while the server runs the one before.
-
-    Each call is sent as soon as the previous one's reply is read, so the client's work overlaps the
-    server's. After a lost connection the conversation resumes at the first unacknowledged call
-    (resending it is idempotent).
-
-    Args:
-        store: where the calls go.
-        script: the script they call.
-        build: the call of a part, by its number.
-        count: how many parts.
-        stop: a reply after which no further call is sent.
-
-    Returns:
-        The replies of the calls sent, in order (fewer than count after a stop).
-
-    Raises:
-        SimhashRedisError: an error reply (the calls before it are applied).
-    """
-    replies: list[list[bytes]] = []  # acknowledged calls: they survive a rerun of the conversation
-
-    def done() -> bool:
-        return len(replies) == count or bool(replies and stop is not None and stop(replies[-1]))
-
-    def talk(exchange: Exchange) -> None:
-        if done():
-            return
-        call = build(len(replies))
-        exchange.send([call])
-        while True:
-            following = len(replies) + 1
-            prepared = build(following) if following < count else None
-            reply = exchange.read(1)[0]
-            raise_first_error([reply])
-            replies.append(reply)
-            if prepared is None or done():
-                return
-            call = prepared
-            exchange.send([call])
-
-    with_scripts(store.sender, lambda: store.converse(talk), (script,))
-    return replies
-
-
-def in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
-    """`apply` the writes, in waves that each hold an id once when some id is named several times.
-
-    A conflict is resolved after the first round of the whole call, so two writes of one id in one
-    call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
-
-    Args:
-        ops: the writes.
-        apply: writes a list that names each id once.
-    """
-    if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
-        return apply(ops)
-    waves: list[list[int]] = []
-    seen: dict[bytes, int] = {}
-    for i, (doc_id, _, _) in enumerate(ops):
-        wave = seen.get(doc_id, 0)
-        seen[doc_id] = wave + 1
-        if wave == len(waves):
-            waves.append([])
-        waves[wave].append(i)
-    outcomes: list[Outcome | None] = [None] * len(ops)
-    for members in waves:
-        for i, outcome in zip(members, apply([ops[i] for i in members]), strict=True):
-            outcomes[i] = outcome
-    return outcomes
-
-
-def _all_adds(ops: list[Write]) -> bool:
-    return all(new and guard is None for _, new, guard in ops)
-
-
-def outcome_of(status: bytes, old: bytes) -> Outcome:
-    """A document's outcome from its status in the write script's reply.
-
-    Args:
-        status: the status ('a', 'r', 'u', 'd' or 'n').
-        old: the fingerprint the call believed the id had.
-    """
-    # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
-    # that earlier attempt of ours whose reply was lost and resent.
-    if status == b"n" and old:
-        return Outcome.REMOVED
-    return _OUTCOMES[status]
-
-
-def too_many(count: int) -> WriteContention:
-    """The error of documents that kept changing under concurrent writers.
-
-    Args:
-        count: how many.
-    """
-    return WriteContention(
-        f"{count} documents kept changing under concurrent writers; nothing of them was written"
-    )
