@@ -45,7 +45,7 @@ from .chunks import send_step
 from .grouped import Column, Groups, attach_calls, commands, group, netstring, script_runs
 from .keys import KeySchema
 from .layout import Layout
-from .scripts import BULK_FP, BULK_IDS, Script
+from .scripts import BULK_FP, BULK_IDS
 from .store import Store
 from .write_ops import Write
 from .writes import Writes
@@ -173,9 +173,8 @@ class BulkWrites:
         if self.store.cluster:
             self._send(commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
             return
-        script = BULK_IDS
-        calls = script_runs(script.sha, self.keys.counts, groups, pairs, ATTACH_PAIRS, self._packed)
-        self._send(calls, keep=False, durable=True, script=script)
+        calls = script_runs(BULK_IDS.sha, self.keys.counts, groups, pairs, ATTACH_PAIRS, self._packed)
+        self._send(calls, keep=False, durable=True)
 
     def _fp_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 5: each id into its fingerprint's id list, by lua/bulk_fp.lua: one call per bucket on a
@@ -183,12 +182,11 @@ class BulkWrites:
         the server about as much as a few dozen entries)."""
         rows, joined = window.attachments(chosen)
         groups = group(window.fp_buckets, rows, self.keys.fp_form)
-        script = BULK_FP
         pairs = ATTACH_PAIRS if self._packed else 1
         counts = None if self.store.cluster else self.keys.counts
         stored, ids = window.stored, window.ids
-        calls = attach_calls(script.sha, counts, groups, stored, ids, joined, pairs, self._packed)
-        self._send(calls, keep=False, durable=True, script=script)
+        calls = attach_calls(BULK_FP.sha, counts, groups, stored, ids, joined, pairs, self._packed)
+        self._send(calls, keep=False, durable=True)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
         """After step 5: put back into its tables each fingerprint that is missing from table 0.
@@ -214,11 +212,9 @@ class BulkWrites:
 
     # -- sending ---------------------------------------------------------------------------------------
 
-    def _send(
-        self, chunks: Iterator[Sequence[Command]], *, keep: bool, durable: bool, script: Script | None = None
-    ) -> list[Any]:
+    def _send(self, chunks: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
         """Send a step's chunks (see `chunks.send_step`); the replies if `keep`."""
-        return send_step(self.store, chunks, keep=keep, durable=durable, script=script)
+        return send_step(self.store, chunks, keep=keep, durable=durable)
 
 
 class _Window:
