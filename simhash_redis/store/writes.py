@@ -74,7 +74,9 @@ class Progress:
 
 
 class Writes:
-    """An index's writes, as steps without I/O: the one place a write's commands are decided.
+    """An index's writes, as steps without I/O: the one class through which every write of documents goes
+    and where its commands are decided (over a retention window's periods, by the steps of
+    `period_writes` and `period_steps`, which it runs).
 
     On a standalone server each round is one Lua script call (`write.lua`; a large batch of adds: parts of
     `PART`), so a document is never half-written. On a cluster a document's keys live in different slots,
