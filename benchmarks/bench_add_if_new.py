@@ -26,7 +26,7 @@ import redis
 from benchmarks import corpus, percentile
 from simhash_redis import SimhashIndex
 from simhash_redis.codec import encode_fp
-from simhash_redis.store.scripts import Script
+from simhash_redis.store.scripts import WRITE
 
 
 def _script_us(client: redis.Redis, calls: Callable[[], None], count: int) -> float:
@@ -40,7 +40,7 @@ def _script_us(client: redis.Redis, calls: Callable[[], None], count: int) -> fl
 def _cut_short(client: redis.Redis, count: int) -> dict[str, float]:
     """add()'s write script on a second index: returning at once, after its set-up, and whole."""
     index = SimhashIndex(client, "cut", k=3)
-    keys, source, rng = index.keys, Script("write").source, random.Random(5)
+    keys, source, rng = index.keys, WRITE.source, random.Random(5)
     setup_end = source.index(b"local ok, err = pcall(function()")
     variants = {
         "the call alone": b"do return {} end\n" + source,

@@ -24,7 +24,7 @@ import numpy as np
 from benchmarks import Figure, corpus, percentile, rate, timed
 from benchmarks.bench_near import NumpyScan
 from simhash_redis import SimhashIndex
-from simhash_redis.store import BulkWrites, Store, writes_for
+from simhash_redis.store import BulkWrites, Store, Writes
 
 K = 3
 PERIODS_WITH_DATA = 7
@@ -35,7 +35,7 @@ def fill_period(index: SimhashIndex, window: int, ids: list[bytes], fps: list[in
     assert index.windows is not None
     store = Store(index.store.sender, index.windows.schema(window))
     tables = len(index.layout.tables)
-    bulk = BulkWrites(store, index.layout, writes_for(store, index.f, tables), index.batch_size)
+    bulk = BulkWrites(store, index.layout, Writes(store, index.f, tables), index.batch_size)
     step = 200_000
     for start in range(0, len(ids), step):
         bulk.write(ids[start : start + step], np.array(fps[start : start + step], dtype=np.uint64))

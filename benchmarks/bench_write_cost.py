@@ -16,8 +16,8 @@ Variants:
 
 * ``add_many``: `SimhashIndex.add_many` of one batch at a time (what bench_load measures);
 * ``prep_seq``: add_many's per-batch work (encode_id, fingerprint_many, encode_fp) then
-  `AtomicWrites.apply`, batch after batch: the same as add_many today, without its call overhead;
-* ``apply``: `AtomicWrites.apply` of prebuilt (id, stored fp) writes (no id/fingerprint checks);
+  `Writes.apply`, batch after batch: the same as add_many today, without its call overhead;
+* ``apply``: `Writes.apply` of prebuilt (id, stored fp) writes (no id/fingerprint checks);
 * ``pack``: building and packing the script call of each batch only, nothing sent (client cost);
 * ``raw``: a hand-packed pipeline of the equivalent plain commands per document, HSETNX id map,
   HSETNX fingerprint map, 4 SADD (no atomicity, no counts): the server's ceiling for this data model;
@@ -41,8 +41,8 @@ import redis
 from benchmarks import corpus, server_cpu
 from simhash_redis import SimhashIndex
 from simhash_redis.codec import encode_fp
+from simhash_redis.store import Write, Writes
 from simhash_redis.store.keys import encode_id
-from simhash_redis.store.writes import AtomicWrites, Write
 from simhash_redis.transport import wire
 
 VARIANTS = ("add_many", "prep_seq", "apply", "pack", "raw", "raw_sadd", "raw_grouped", "redis_py")
@@ -109,7 +109,7 @@ def measure(name: str, client: redis.Redis, fps: list[int], batch: int) -> dict[
     ids_str = [corpus.id_of(i) for i in range(n)]
     ids = [i.encode() for i in ids_str]
     stored = [encode_fp(fp, 64) for fp in fps]
-    writes = AtomicWrites(index.store, 64, len(index.layout.tables))
+    writes = Writes(index.store, 64, len(index.layout.tables))
     run: Callable[[], None]
     if name == "add_many":
 

@@ -19,8 +19,7 @@ from simhash_redis.asyncio import AsyncSimhashIndex
 from simhash_redis.codec import encode_fp
 from simhash_redis.errors import WriteContention
 from simhash_redis.jobs.stats import collect
-from simhash_redis.store import Store
-from simhash_redis.store.period_steps import ClusterWindowedWrites
+from simhash_redis.store import Store, Writes, scripts
 from tests.servers import ClusterProcess
 from tests.test_add_if_new import race
 from tests.test_asyncio import groups_of_near_duplicates
@@ -117,18 +116,21 @@ def test_verify_and_stats_see_the_periods(redis_cluster_client: RedisCluster) ->
 
 
 def cut_at(store: Store, monkeypatch: pytest.MonkeyPatch, script: str, arguments: int) -> list[int]:
-    """Make the next call of a script (with that many arguments) fail, as a lost server would; once."""
-    run_script = store.run_script
+    """Make the next round trip calling a script (with that many arguments) fail before it is sent, as a
+    lost server would; once."""
+    sender: Any = store.sender
+    execute = sender.execute
+    sha = getattr(scripts, script.upper()).sha
     cuts: list[int] = []
 
-    def cut(called: object, calls: list[object], **kwargs: object) -> list[object]:
-        size = len(calls[0])  # type: ignore[arg-type]
-        if not cuts and getattr(called, "name", "") == script and size == arguments:
-            cuts.append(size)
+    def cut(commands: list[Any], **kwargs: Any) -> list[Any]:
+        called = [len(c) for c in commands if c[0] == b"EVALSHA" and c[1] == sha and len(c) == arguments]
+        if not cuts and called:
+            cuts.append(called[0])
             raise SimhashRedisError("cut off")
-        return run_script(called, calls, **kwargs)  # type: ignore[arg-type]
+        return execute(commands, **kwargs)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(store, "run_script", cut)
+    monkeypatch.setattr(sender, "execute", cut)
     return cuts
 
 
@@ -256,16 +258,16 @@ def test_a_race_that_fails_closes_every_connection(
     closing the index closes every connection (no socket left for the garbage collector to warn of)."""
     redis_cluster.flushall()
     docs = groups_of_near_duplicates(groups=20, size=10, seed=6)
-    apply = ClusterWindowedWrites.apply
+    apply = Writes.apply
     calls: list[int] = []
 
-    def failing(self: ClusterWindowedWrites, ops: list[Any]) -> list[Any]:
+    def failing(self: Writes, ops: list[Any]) -> list[Any]:
         calls.append(len(ops))
         if len(calls) == 20:
             raise WriteContention("the server's clock kept moving between periods")
         return apply(self, ops)
 
-    monkeypatch.setattr(ClusterWindowedWrites, "apply", failing)
+    monkeypatch.setattr(Writes, "apply", failing)
 
     async def main() -> None:
         options = {"k": 3, "id_buckets": BUCKETS, "retention": Retention(60, 1)}

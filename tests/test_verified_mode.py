@@ -267,7 +267,7 @@ def test_a_refused_write_leaves_the_ids_sketch_as_it_was(
     first, second = article(20), article(21)
     index.add("y", first)
     read = reads_module.Reads.near_and_members
-    applied = writes_module.AtomicWrites.apply
+    applied = writes_module.Writes.apply
     seen: list[tuple[object, bytes | None]] = []
 
     def racing(
@@ -278,13 +278,13 @@ def test_a_refused_write_leaves_the_ids_sketch_as_it_was(
             redis_client.sadd(index.index.keys.tables(fps[0])[0], b"12345")
         return got
 
-    def watched(self: writes_module.AtomicWrites, ops: list[writes_module.Write]) -> object:
+    def watched(self: writes_module.Writes, ops: list[writes_module.write_ops.Write]) -> object:
         out = applied(self, ops)
         seen.append((out, index.sketch_of("y")))
         return out
 
     monkeypatch.setattr(reads_module.Reads, "near_and_members", racing)
-    monkeypatch.setattr(writes_module.AtomicWrites, "apply", watched)
+    monkeypatch.setattr(writes_module.Writes, "apply", watched)
     assert index.add_if_new("y", second) is None
     # The first write was refused by the guard, and the id kept its sketch (no worker could see the
     # second text's sketch beside the first text's fingerprint); the second round stored both.

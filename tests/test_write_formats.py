@@ -10,13 +10,14 @@ import redis
 
 from simhash_redis import Outcome, SimhashIndex, SimhashRedisError
 from simhash_redis.codec import encode_fp
-from simhash_redis.store import writes as writes_module
-from simhash_redis.store.writes import AtomicWrites, Write
+from simhash_redis.store import write_ops as writes_module
+from simhash_redis.store.write_ops import Write
+from simhash_redis.store.writes import Writes
 
 
-def _writes(index: SimhashIndex) -> AtomicWrites:
+def _writes(index: SimhashIndex) -> Writes:
     writes = index._writes
-    assert isinstance(writes, AtomicWrites)
+    assert isinstance(writes, Writes)
     return writes
 
 
@@ -92,7 +93,7 @@ def test_parts_survive_a_flushed_script_and_a_lost_connection(
     writes = _writes(index)
     ops: list[Write] = [(b"id%d" % i, encode_fp(i * 7919 + 1, 64), None) for i in range(12)]
     calls = 0
-    real_call = writes._call
+    real_call = writes._adds
 
     def call_then_trouble(part: list[Write]) -> object:
         nonlocal calls
@@ -103,7 +104,7 @@ def test_parts_survive_a_flushed_script_and_a_lost_connection(
             redis_client.client_kill_filter(_type="normal", skipme=True)  # the connection in use dies
         return real_call(part)
 
-    monkeypatch.setattr(writes, "_call", call_then_trouble)
+    monkeypatch.setattr(writes, "_adds", call_then_trouble)
     scripts_loaded = _script_loads(redis_client)
     connections = redis_client.info("stats")["total_connections_received"]
     outcomes = writes.apply(ops)

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
 from ..store import KeySchema, Store, Verification
-from ..store.scripts import Script
+from ..store.scripts import FP_IDS
 from ..transport import raise_first_error
 from .report import VerifyReport
 from .sketch_check import SKETCHES, check_bands, check_sketches
@@ -32,7 +32,6 @@ from .sketch_check import SKETCHES, check_bands, check_sketches
 __all__ = ["WRONG_TYPE", "check_consistency", "find_wrong_types"]
 
 _BATCH = 500
-_FP_IDS = Script("fp_ids")
 #: The problem no repair fixes: a key another program wrote, which only a person may delete.
 WRONG_TYPE = "key of the wrong type"
 
@@ -184,10 +183,10 @@ def _move_sketches(
     stored = [pair for pair, owner in zip(pairs, owners, strict=True) if owner == pair[0]]
     if repair and entries:
         calls = [
-            _FP_IDS.command([keys.fp_bucket(fp)], [b"m", fp, doc_id, b"", sketch])
+            FP_IDS.command([keys.fp_bucket(fp)], [b"m", fp, doc_id, b"", sketch])
             for fp, doc_id, sketch in stored
         ]
-        target.store.run_script(_FP_IDS, calls)
+        target.store.run_script(FP_IDS, calls)
         run([(b"HDEL", key, name) for key, name, _ in entries])
     return len(stored)
 
@@ -224,8 +223,8 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
         # Ids are added one by one with the idempotent script, so several missing ids of one fingerprint
         # all land (rewriting the list from a stale read would keep only the last).
         run(resets + table_fixes)
-        calls = [_FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id]) for doc_id, fp in additions]
-        target.store.run_script(_FP_IDS, calls)
+        calls = [FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id]) for doc_id, fp in additions]
+        target.store.run_script(FP_IDS, calls)
 
 
 def _check_fingerprints(
@@ -278,11 +277,11 @@ def _check_fingerprints(
         run(fixes)
     if repair and moves:
         calls = [
-            _FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id.encode()])
+            FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id.encode()])
             for _, fp, kept in moves
             for doc_id in kept
         ]
-        target.store.run_script(_FP_IDS, calls)
+        target.store.run_script(FP_IDS, calls)
         run([(b"HDEL", key, fp) for key, fp, _ in moves])
     return in_use
 

@@ -25,7 +25,6 @@ from ..store import (
     Writes,
     encode_id,
     validate_name,
-    writes_for,
 )
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
@@ -110,7 +109,7 @@ class SimhashIndex:
         #: The periods of an index with a retention window; None for one that keeps its documents.
         self.windows = lifecycle.open_windows(self.config, self.keys, sender)
         self._reads = Reads(self.store, self.name, self.config, self.windows)
-        self._writes: Writes = writes_for(self.store, self.f, len(self.layout.tables), self.windows)
+        self._writes = Writes(self.store, self.f, len(self.layout.tables), self.windows)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
 
     @classmethod

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..codec import decode_sketches
 from ..store import KeySchema, Store, Verification
-from ..store.scripts import Script
+from ..store.scripts import BAND_DROP, FP_IDS
 from ..transport import raise_first_error
 from .report import VerifyReport
 
@@ -25,8 +25,6 @@ __all__ = ["SKETCHES", "check_bands", "check_sketches"]
 #: The start of the field names of a fingerprint map that hold sketches.
 SKETCHES = KeySchema.sketch_field(b"")
 
-_FP_IDS = Script("fp_ids")
-_BAND_DROP = Script("band_drop")
 
 
 def check_sketches(
@@ -68,7 +66,7 @@ def check_sketches(
     for (fp, doc_id, sketch), owner in zip(pairs, owners, strict=True):
         if owner != fp:
             report.found("sketch without a document", f"{doc_id!r} under {fp.decode(errors='replace')}")
-            orphans.append(_FP_IDS.command([keys.fp_bucket(fp)], [b"-", fp, doc_id]))
+            orphans.append(FP_IDS.command([keys.fp_bucket(fp)], [b"-", fp, doc_id]))
             continue
         stored += 1
         size = verification.sketch_bytes if verification is not None else len(sketch)
@@ -78,7 +76,7 @@ def check_sketches(
             banded.extend((key, fp) for key in keys.bands(sketch, verification))
     if repair and orphans:
         # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
-        store.run_script(_FP_IDS, orphans)
+        store.run_script(FP_IDS, orphans)
     if banded:
         # Raised, not taken as "absent": an error here is an ACL refusal, say (verify's first pass
         # lists keys of the wrong type, and checks nothing more while there are any).
@@ -128,11 +126,11 @@ def check_bands(store: Store, report: VerifyReport, verification: Verification, 
                 if store.cluster:  # two slots: no script; verify runs while no worker writes
                     garbage.append((b"SREM", key, fp))
                 else:
-                    garbage.append(_BAND_DROP.command([key, keys.fp_bucket(fp)], [fp, offset, value]))
+                    garbage.append(BAND_DROP.command([key, keys.fp_bucket(fp)], [fp, offset, value]))
         if repair and garbage and store.cluster:
             store.execute(garbage)
         elif repair and garbage:
-            store.run_script(_BAND_DROP, garbage)
+            store.run_script(BAND_DROP, garbage)
 
 
 def _band_of(name: bytes, bands: int, width: int) -> tuple[int, bytes] | None:

@@ -26,7 +26,7 @@ from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted, InvalidArgument, InvalidType
 from ..fingerprinting import MinHasher
 from ..results import Match, VerifiedMatch
-from ..store import Reads, SketchedGuard, Write, writes_for
+from ..store import Reads, SketchedGuard, Write, Writes
 from ..store.keys import encode_id
 from ..transport import client_from_url
 from . import batches
@@ -87,7 +87,7 @@ class VerifiedIndex:
         self.threshold = self.verification.threshold
         # The index's own write paths, which its public methods refuse to use on a verified index.
         tables = len(index.layout.tables)
-        self._writes = writes_for(self.store, index.f, tables, verification=self.verification)
+        self._writes = Writes(self.store, index.f, tables, verification=self.verification)
         self._reads = Reads(self.store, index.name, index.config)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, index.f, index.k)
 
@@ -455,4 +455,3 @@ class VerifiedIndex:
             )
             results.extend(r if isinstance(r, VerifiedMatch) else None for r in found)
         return results
-

@@ -8,12 +8,12 @@ from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
 from .meta import drop_keys, find_data, open_meta, pin_meta, restore_meta
-from .period_writes import writes_for
 from .reads import Reads
 from .replies import hash_pairs
 from .store import Store
 from .windows import Windows
-from .writes import Guard, SketchedGuard, Write, Writes
+from .write_ops import Guard, SketchedGuard, Write
+from .writes import Writes
 
 __all__ = [
     "BucketLocks",
@@ -38,5 +38,4 @@ __all__ = [
     "pin_meta",
     "restore_meta",
     "validate_name",
-    "writes_for",
 ]

@@ -45,9 +45,10 @@ from .chunks import send_step
 from .grouped import Column, Groups, attach_calls, commands, group, netstring, script_runs
 from .keys import KeySchema
 from .layout import Layout
-from .scripts import Script
+from .scripts import BULK_FP, BULK_IDS
 from .store import Store
-from .writes import Write, Writes
+from .write_ops import Write
+from .writes import Writes
 
 __all__ = ["BulkWrites"]
 
@@ -64,9 +65,6 @@ class BulkWrites:
         writes: the index's atomic write path, for replacements and ids named twice in a window.
         batch_size: documents per call of the atomic path.
     """
-
-    _ATTACH = Script("bulk_fp")
-    _COMMIT_IDS = Script("bulk_ids")
 
     def __init__(self, store: Store, layout: Layout, writes: Writes, batch_size: int = 1000) -> None:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
@@ -175,10 +173,8 @@ class BulkWrites:
         if self.store.cluster:
             self._send(commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
             return
-        script = self._COMMIT_IDS
-        self.store.sender.broadcast([b"SCRIPT", b"LOAD", script.source])
-        calls = script_runs(script.sha, self.keys.counts, groups, pairs, ATTACH_PAIRS, self._packed)
-        self._send(calls, keep=False, durable=True, script=script)
+        calls = script_runs(BULK_IDS.sha, self.keys.counts, groups, pairs, ATTACH_PAIRS, self._packed)
+        self._send(calls, keep=False, durable=True)
 
     def _fp_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 5: each id into its fingerprint's id list, by lua/bulk_fp.lua: one call per bucket on a
@@ -186,13 +182,11 @@ class BulkWrites:
         the server about as much as a few dozen entries)."""
         rows, joined = window.attachments(chosen)
         groups = group(window.fp_buckets, rows, self.keys.fp_form)
-        script = self._ATTACH
-        self.store.sender.broadcast([b"SCRIPT", b"LOAD", script.source])
         pairs = ATTACH_PAIRS if self._packed else 1
         counts = None if self.store.cluster else self.keys.counts
         stored, ids = window.stored, window.ids
-        calls = attach_calls(script.sha, counts, groups, stored, ids, joined, pairs, self._packed)
-        self._send(calls, keep=False, durable=True, script=script)
+        calls = attach_calls(BULK_FP.sha, counts, groups, stored, ids, joined, pairs, self._packed)
+        self._send(calls, keep=False, durable=True)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
         """After step 5: put back into its tables each fingerprint that is missing from table 0.
@@ -218,11 +212,9 @@ class BulkWrites:
 
     # -- sending ---------------------------------------------------------------------------------------
 
-    def _send(
-        self, chunks: Iterator[Sequence[Command]], *, keep: bool, durable: bool, script: Script | None = None
-    ) -> list[Any]:
+    def _send(self, chunks: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
         """Send a step's chunks (see `chunks.send_step`); the replies if `keep`."""
-        return send_step(self.store, chunks, keep=keep, durable=durable, script=script)
+        return send_step(self.store, chunks, keep=keep, durable=durable)
 
 
 class _Window:

@@ -13,11 +13,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-import redis.exceptions as rex
-
-from ..transport import Command, Exchange, raise_first_error, wire
+from ..transport import READ, SEND, Command, Steps, wire
 from ..transport.packing import arrays
-from .scripts import Script
 from .store import Store
 
 __all__ = ["BULK", "CHUNK_ARGS", "Packed", "Piece", "chunks", "send_step"]
@@ -34,14 +31,7 @@ BULK = b"$%d\r\n%b\r\n"
 Piece = tuple[int, int, Any]
 
 
-def send_step(
-    store: Store,
-    parts: Iterator[Sequence[Command]],
-    *,
-    keep: bool,
-    durable: bool,
-    script: Script | None = None,
-) -> list[Any]:
+def send_step(store: Store, parts: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
     """Send a step's chunks of commands (`chunks`), in order; their replies if `keep`.
 
     Args:
@@ -49,41 +39,35 @@ def send_step(
         parts: the step's chunks, packed on a standalone server.
         keep: return the replies (else only check them).
         durable: on a cluster, wait for a replica to have the writes.
-        script: the Lua script the commands call, if they do (loaded where the server lacks it).
 
     Raises:
         SimhashRedisError: the first error reply (RedisOutOfMemory, ...); nothing more of the step is
             sent after it.
         RedisUnavailable: the server cannot be reached.
     """
-    if not store.cluster:
-        return Stream(parts, keep, script).run(store)
-    out: list[Any] = []
-    for chunk in parts:
-        if script is not None:
-            replies = store.run_script(script, list(chunk), durable=durable)
-        else:
-            replies = store.execute(chunk, durable=durable)
-        if keep:
-            out.extend(replies)
-    return out
+    stream = Stream(parts, keep, 1 if store.cluster else IN_FLIGHT)
+    store.run(stream.steps, durable=durable)
+    return stream.replies
 
 
 class Stream:
-    """A step's chunks on one connection, two in flight: the server runs one while the client builds the
-    next. After a lost connection the conversation resumes at the first unacknowledged chunk (resending is
-    idempotent); a chunk answered NOSCRIPT is sent again once the script is loaded."""
+    """A step's chunks as steps without I/O (`steps`), some in flight: on one connection the server runs
+    one while the client builds the next; on a cluster each goes to every node at once, one at a time,
+    so that nothing of a step is sent after an error reply. A conversation started again (a lost
+    connection, a server that had forgotten the scripts) resumes at the first unacknowledged chunk:
+    resending is idempotent.
 
-    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, script: Script | None) -> None:
-        self.chunks, self.keep, self.script = chunks, keep, script
+    Args:
+        chunks: the step's chunks.
+        keep: keep the replies.
+        in_flight: chunks sent and not yet answered, at most.
+    """
+
+    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, in_flight: int = IN_FLIGHT) -> None:
+        self.chunks, self.keep, self.in_flight = chunks, keep, in_flight
         self.built: list[Sequence[Command] | None] = []
         self.acked = 0
         self.replies: list[Any] = []
-
-    def run(self, store: Store) -> list[Any]:
-        """Send every chunk and read its replies (kept if asked); raise the first error reply."""
-        store.converse(self.talk)
-        return self.replies
 
     def chunk(self, i: int) -> Sequence[Command] | None:
         """Chunk number i (built on first use, forgotten once acknowledged); None past the last."""
@@ -94,26 +78,19 @@ class Stream:
             self.built.append(following)
         return self.built[i]
 
-    def talk(self, exchange: Exchange) -> None:
-        """The conversation, from the first unacknowledged chunk."""
+    def steps(self) -> Steps[None]:
+        """The chunks from the first unacknowledged one, their replies read (an error reply raised)."""
         flight: deque[Sequence[Command]] = deque()
         while True:
-            while len(flight) < IN_FLIGHT:
+            while len(flight) < self.in_flight:
                 following = self.chunk(self.acked + len(flight))
                 if following is None:
                     break
-                exchange.send(following)
+                yield SEND, [following]
                 flight.append(following)
             if not flight:
                 return
-            replies = exchange.read(len(flight.popleft()))
-            if self.script is not None and any(isinstance(r, rex.NoScriptError) for r in replies):
-                for other in flight:  # a restarted server forgot the script: load it, resend from here
-                    exchange.read(len(other))
-                flight.clear()
-                raise_first_error(exchange.round_trip([(b"SCRIPT", b"LOAD", self.script.source)]))
-                continue
-            raise_first_error(replies)
+            replies = yield READ, len(flight.popleft())
             if self.keep:
                 self.replies.extend(replies)
             self.built[self.acked] = None

@@ -22,13 +22,11 @@ import itertools
 import secrets
 
 from ..transport import Command
-from .scripts import Script
+from .scripts import LOCK, UNLOCK
 from .store import Store
 
 __all__ = ["TTL_MS", "BucketLocks"]
 
-_LOCK = Script("lock")
-_UNLOCK = Script("unlock")
 #: How long a lock outlives a worker that never releases it. Long enough that no stall of a live
 #: worker between its lock and its write (an event loop with hundreds of tasks, WAIT for a lagging
 #: replica) outlasts it; `renew` checks it just before the write anyway.
@@ -83,7 +81,7 @@ class BucketLocks:
         wanted = [(doc, sorted({self.keys.lock(key) for key in keys})) for doc, keys in documents]
         asked: list[Held] = [(lock, self.token_of(doc)) for doc, locks in wanted for lock in locks]
         try:
-            replies = self.store.run_script(_LOCK, [self._lock(lock, token) for lock, token in asked])
+            replies = self.store.run_script(LOCK, [self._lock(lock, token) for lock, token in asked])
             answers = dict(zip(asked, replies, strict=True))
             taken = {pair for pair, reply in answers.items() if reply == 1}
             got: list[bool] = []
@@ -127,7 +125,7 @@ class BucketLocks:
         """
         pairs = [(lock, self.token_of(doc)) for doc in docs for lock in self.holding[doc]]
         calls = [self._lock(lock, token, renew=True) for lock, token in pairs]
-        replies = self.store.run_script(_LOCK, calls)
+        replies = self.store.run_script(LOCK, calls)
         still = {pair for pair, reply in zip(pairs, replies, strict=True) if reply == 1}
         return [all((lock, self.token_of(doc)) in still for lock in self.holding[doc]) for doc in docs]
 
@@ -138,7 +136,7 @@ class BucketLocks:
             locks: (lock, token) pairs.
         """
         if locks:
-            self.store.run_script(_UNLOCK, [_UNLOCK.command([lock], [token]) for lock, token in locks])
+            self.store.run_script(UNLOCK, [UNLOCK.command([lock], [token]) for lock, token in locks])
 
     def release_kept(self) -> None:
         """Release the locks documents kept for a later round (the caller is done or gives up)."""
@@ -147,4 +145,4 @@ class BucketLocks:
         self.release(kept)
 
     def _lock(self, lock: bytes, token: bytes, renew: bool = False) -> Command:
-        return _LOCK.command([lock], [token, self.ttl_ms, b"renew" if renew else b"take"])
+        return LOCK.command([lock], [token, self.ttl_ms, b"renew" if renew else b"take"])

@@ -17,12 +17,10 @@ from ..transport import Sender, raise_first_error
 from .config import Verification
 from .keys import KeySchema
 from .replies import hash_pairs
-from .scripts import Script
+from .scripts import CREATE_META, PIN_META, with_scripts
 
 __all__ = ["drop_keys", "find_data", "open_meta", "pin_meta", "restore_meta"]
 
-_CREATE_META = Script("create_meta")
-_PIN_META = Script("pin_meta")
 #: Keys SCAN is asked for per page while looking for data of an index without meta.
 _SCAN_COUNT = 10_000
 #: Id-map entries a restore checks against the stated configuration.
@@ -99,7 +97,8 @@ def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | N
     Raises:
         RedisUnavailable: the server cannot be reached.
     """
-    reply = _PIN_META.run(sender, [_PIN_META.command([meta_key], [field.encode(), value.encode()])])[0]
+    call = PIN_META.command([meta_key], [field.encode(), value.encode()])
+    reply = with_scripts(sender, lambda: sender.execute([call]), (PIN_META,))[0]
     return None if reply is None else bytes(reply).decode()
 
 
@@ -237,7 +236,8 @@ def _read(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
 
 def _create(sender: Sender, meta_key: bytes, fields: dict[str, str]) -> dict[str, str]:
     args: list[bytes | int] = [item.encode() for pair in fields.items() for item in pair]
-    reply = _CREATE_META.run(sender, [_CREATE_META.command([meta_key], args)])[0]
+    call = CREATE_META.command([meta_key], args)
+    reply = with_scripts(sender, lambda: sender.execute([call]), (CREATE_META,))[0]
     return {field.decode(): value.decode() for field, value in hash_pairs(reply)}
 
 

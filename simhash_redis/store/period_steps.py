@@ -1,7 +1,8 @@
-"""Writes into an index with a retention window on Redis Cluster: ordered one-key steps over the periods.
+"""Writes into an index with a retention window on Redis Cluster: ordered one-key steps over the periods,
+and the rounds of every windowed write (`in_rounds`).
 
 No script spans a cluster's slots, so the atomic move of the standalone path (`period_writes`) becomes
-the cluster's ordered steps (`writes.OrderedWrites`), taken over the periods. For each document:
+the cluster's ordered steps (`writes.Writes`), taken over the periods. For each document:
 
 1. where its id is: the id-map entry of every live period (the newest one that has it is its value);
 2. the new fingerprint into the current period's tables, each key set to expire with the period;
@@ -24,20 +25,18 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..codec import decode_fp
-from ..errors import SimhashRedisError, WriteContention
+from ..errors import WriteContention
 from ..results import Outcome
-from ..transport import Command
-from .scripts import Script
+from ..transport import Command, Steps
+from .scripts import FP_IDS, ID_CAS
 from .store import Store
 from .windows import View, Windows
-from .writes import CONFLICT_ROUNDS, Write, in_waves, too_many
+from .write_ops import CONFLICT_ROUNDS, round_trip, too_many
 
-__all__ = ["ClusterWindowedWrites", "in_rounds"]
+__all__ = ["in_rounds", "steps", "write"]
 
 T = TypeVar("T")
 
-_CAS = Script("id_cas")
-_IDS = Script("fp_ids")
 # Rounds in a row that settled nothing, refused with a period the server's clock had already reported
 # (clocks that disagree: nodes apart, a period going back): one more gives up.
 _CLOCK_ROUNDS = 4
@@ -99,188 +98,147 @@ def in_rounds(
         pending = retry
 
 
-class ClusterWindowedWrites:
-    """An index with a retention window on Redis Cluster: each batch in the ordered steps above.
+def write(
+    store: Store, windows: Windows, f: int, ops: list[tuple[bytes, bytes]], only_moves: bool = False
+) -> list[Outcome | None]:
+    """Apply writes that name each id once, on a cluster: rounds of the steps until no conflict is left.
 
     Args:
         store: the index's keys and sender (on a cluster).
         windows: the index's periods.
         f: fingerprint width.
+        ops: (id, new fingerprint or b"" to remove); guards are not used (add-if-new on a cluster takes
+            bucket locks).
+        only_moves: move a document into the current period only if its id has that fingerprint in an
+            older one (a sliding refresh); write nothing else.
+
+    Raises:
+        WriteContention: documents kept changing under concurrent writers.
     """
+    outcomes: list[Outcome | None] = [None] * len(ops)
+    # Each id's value before the call: a later round may find it half-moved by an earlier one.
+    prior: dict[int, bytes] = {}
 
-    def __init__(self, store: Store, windows: Windows, f: int) -> None:
-        self.store, self.windows, self.f = store, windows, f
-
-    def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes (guards are not used: add-if-new on a cluster takes bucket locks).
-
-        Args:
-            ops: the writes; an empty new fingerprint removes the id.
-
-        Raises:
-            WriteContention: documents kept changing under concurrent writers.
-        """
-        return in_waves(ops, lambda wave: self._apply_unique([(doc_id, new) for doc_id, new, _ in wave]))
-
-    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """In a sliding window, move documents found again into the current period, if still stored so.
-
-        A document is moved only while its id still has that fingerprint (it is never written back
-        after a replacement or a removal); a refresh that cannot be made is skipped, as on a
-        standalone server.
-
-        Args:
-            docs: (id, stored fingerprint) of each document found again.
-        """
-        if not self.windows.retention.sliding or not docs:
-            return
-        try:
-            self._apply_unique(list(dict(docs).items()), only_moves=True)
-        except SimhashRedisError:
-            return
-
-    def _apply_unique(self, ops: list[tuple[bytes, bytes]], only_moves: bool = False) -> list[Outcome | None]:
-        """`apply` for writes naming each id once: rounds of the steps until no conflict is left.
-
-        Args:
-            ops: (id, new fingerprint or b"" to remove).
-            only_moves: move a document into the current period only if its id has that fingerprint
-                in an older one (a sliding refresh); write nothing else.
-        """
-        outcomes: list[Outcome | None] = [None] * len(ops)
-        # Each id's value before the call: a later round may find it half-moved by an earlier one.
-        prior: dict[int, bytes] = {}
-        in_rounds(
-            self.windows,
-            lambda view, pending: self._round(view, ops, pending, outcomes, prior, only_moves),
-            list(range(len(ops))),
+    def attempt(view: View, pending: list[int]) -> tuple[list[int], int | None]:
+        # A round started again (a server that had forgotten the scripts) takes every step again: each
+        # is idempotent, and outcomes are set only at its end.
+        return store.run(
+            lambda: steps(windows, f, view, ops, pending, outcomes, prior, only_moves), durable=True
         )
-        return outcomes
 
-    def _round(
-        self,
-        view: View,
-        ops: list[tuple[bytes, bytes]],
-        pending: list[int],
-        outcomes: list[Outcome | None],
-        prior: dict[int, bytes],
-        only_moves: bool,
-    ) -> tuple[list[int], int | None]:
-        """The steps for the pending documents: those to try again, and a node's time if refused.
+    in_rounds(windows, attempt, list(range(len(ops))))
+    return outcomes
 
-        Args:
-            view: the periods.
-            ops: every write of the call.
-            pending: the writes (positions in ops) of this round.
-            outcomes: filled in for the writes this round settles.
-            prior: each id's value when the call first read it (b"" for none); filled in here.
-            only_moves: as `_apply_unique`.
-        """
-        current = view.current
-        here = self.windows.schema(current)
-        # 1. where each id is
-        held = self._where(view, ops, pending)
-        for i in pending:
-            prior.setdefault(i, held[i][-1][1] if held[i] else b"")
-        if only_moves:
-            # A sliding refresh: only ids whose newest entry has that fingerprint, in an older period.
-            pending = [
-                i for i in pending if held[i] and held[i][-1][1] == ops[i][1] and held[i][-1][0] < current
-            ]
-        writing = [i for i in pending if ops[i][1]]
-        removing = [i for i in pending if not ops[i][1]]
-        expire = self.windows.expires_at(current)
-        # 2. the new fingerprint into the current period's tables
-        tables: list[Command] = []
-        for i in writing:
-            for key in here.tables(decode_fp(ops[i][1], self.f)):
-                tables += [(b"SADD", key, ops[i][1]), (b"PEXPIREAT", key, expire)]
-        if tables:
-            self.store.execute(tables, durable=True)
-        # 3. before a commit that changes the fingerprint: the id out of the other fingerprints' lists,
-        # so that it is never listed under one it no longer has (a move with the same one stays found)
-        self._unlist([(i, w, v) for i in writing for w, v in held[i] if v != ops[i][1]], ops)
-        # 4. the commit
-        retry: set[int] = set()
-        moved = None
-        committed = []
-        if writing:
-            calls = [
-                _CAS.command(
-                    [here.id_bucket(ops[i][0])],
-                    [
-                        ops[i][0],
-                        ops[i][1],
-                        dict(held[i]).get(current, b""),
-                        self.windows.period_ms,
-                        current,
-                        expire,
-                    ],
-                )
-                for i in writing
-            ]
-            for i, status in zip(writing, self.store.run_script(_CAS, calls, durable=True), strict=True):
-                if status[:1] == b"w":
-                    moved = int(status[1:])
-                    retry.add(i)
-                elif status[:1] == b"c":
-                    retry.add(i)
-                else:
-                    committed.append(i)
-        # 5. the id into the current period's list
-        if committed:
-            calls = [
-                _IDS.command([here.fp_bucket(ops[i][1])], [b"+", ops[i][1], ops[i][0], expire])
-                for i in committed
-            ]
-            self.store.run_script(_IDS, calls, durable=True)
-        # 6. the entries left behind, read again (another writer may have committed into an older period
-        # meanwhile): out of their lists, then out of their id maps; for a removal, every entry
-        done = committed + removing
-        again = self._where(view, ops, done)
-        entries = [
-            (i, w, v) for i in done for w, v in again[i] if i in removing or _superseded(w, again[i], current)
+
+def steps(
+    windows: Windows,
+    f: int,
+    view: View,
+    ops: list[tuple[bytes, bytes]],
+    pending: list[int],
+    outcomes: list[Outcome | None],
+    prior: dict[int, bytes],
+    only_moves: bool,
+) -> Steps[tuple[list[int], int | None]]:
+    """A round of the steps for the pending documents: those to try again, and a node's time if refused.
+
+    Args:
+        windows: the index's periods.
+        f: fingerprint width.
+        view: the periods.
+        ops: every write of the call.
+        pending: the writes (positions in ops) of this round.
+        outcomes: filled in for the writes this round settles.
+        prior: each id's value when the call first read it (b"" for none); filled in here.
+        only_moves: as `write`.
+    """
+    current = view.current
+    here = windows.schema(current)
+    # 1. where each id is
+    held = yield from _where(view, ops, pending)
+    for i in pending:
+        prior.setdefault(i, held[i][-1][1] if held[i] else b"")
+    if only_moves:
+        # A sliding refresh: only ids whose newest entry has that fingerprint, in an older period.
+        pending = [i for i in pending if held[i] and held[i][-1][1] == ops[i][1] and held[i][-1][0] < current]
+    writing = [i for i in pending if ops[i][1]]
+    removing = [i for i in pending if not ops[i][1]]
+    expire = windows.expires_at(current)
+    # 2. the new fingerprint into the current period's tables
+    tables: list[Command] = []
+    for i in writing:
+        for key in here.tables(decode_fp(ops[i][1], f)):
+            tables += [(b"SADD", key, ops[i][1]), (b"PEXPIREAT", key, expire)]
+    yield from round_trip(tables)
+    # 3. before a commit that changes the fingerprint: the id out of the other fingerprints' lists,
+    # so that it is never listed under one it no longer has (a move with the same one stays found)
+    yield from round_trip(
+        _unlist(windows, [(i, w, v) for i in writing for w, v in held[i] if v != ops[i][1]], ops)
+    )
+    # 4. the commit
+    retry: set[int] = set()
+    moved = None
+    committed = []
+    calls = [
+        ID_CAS.command(
+            [here.id_bucket(ops[i][0])],
+            [ops[i][0], ops[i][1], dict(held[i]).get(current, b""), windows.period_ms, current, expire],
+        )
+        for i in writing
+    ]
+    for i, status in zip(writing, (yield from round_trip(calls)), strict=True):
+        if status[:1] == b"w":
+            moved = int(status[1:])
+            retry.add(i)
+        elif status[:1] == b"c":
+            retry.add(i)
+        else:
+            committed.append(i)
+    # 5. the id into the current period's list
+    attach = [
+        FP_IDS.command([here.fp_bucket(ops[i][1])], [b"+", ops[i][1], ops[i][0], expire]) for i in committed
+    ]
+    yield from round_trip(attach)
+    # 6. the entries left behind, read again (another writer may have committed into an older period
+    # meanwhile): out of their lists, then out of their id maps; for a removal, every entry
+    done = committed + removing
+    again = yield from _where(view, ops, done)
+    entries = [
+        (i, w, v) for i in done for w, v in again[i] if i in removing or _superseded(w, again[i], current)
+    ]
+    yield from round_trip(_unlist(windows, entries, ops))
+    calls = [
+        ID_CAS.command([windows.schema(w).id_bucket(ops[i][0])], [ops[i][0], b"", v]) for i, w, v in entries
+    ]
+    statuses = yield from round_trip(calls)
+    retry.update(i for (i, _, _), status in zip(entries, statuses, strict=True) if status[:1] == b"c")
+    for i in pending:
+        if i not in retry:
+            outcomes[i] = _outcome(prior[i], ops[i][1])
+    return sorted(retry), moved
+
+
+def _where(
+    view: View, ops: list[tuple[bytes, bytes]], docs: list[int]
+) -> Steps[dict[int, list[tuple[int, bytes]]]]:
+    """(period, fingerprint) of each document's id-map entries, oldest period first."""
+    per = len(view.windows)
+    found = yield from round_trip(
+        [(b"HGET", key, ops[i][0]) for i in docs for key in view.id_keys(ops[i][0])]
+    )
+    return {
+        i: [
+            (w, v) for w, v in zip(view.windows, found[n * per : (n + 1) * per], strict=True) if v is not None
         ]
-        self._unlist(entries, ops)
-        if entries:
-            calls = [
-                _CAS.command([self.windows.schema(w).id_bucket(ops[i][0])], [ops[i][0], b"", v])
-                for i, w, v in entries
-            ]
-            statuses = self.store.run_script(_CAS, calls, durable=True)
-            retry.update(i for (i, _, _), status in zip(entries, statuses, strict=True) if status[:1] == b"c")
-        for i in pending:
-            if i not in retry:
-                outcomes[i] = _outcome(prior[i], ops[i][1])
-        return sorted(retry), moved
+        for n, i in enumerate(docs)
+    }
 
-    def _where(
-        self, view: View, ops: list[tuple[bytes, bytes]], docs: list[int]
-    ) -> dict[int, list[tuple[int, bytes]]]:
-        """(period, fingerprint) of each document's id-map entries, oldest period first."""
-        if not docs:
-            return {}
-        per = len(view.windows)
-        found = self.store.execute(
-            [(b"HGET", key, ops[i][0]) for i in docs for key in view.id_keys(ops[i][0])]
-        )
-        return {
-            i: [
-                (w, v)
-                for w, v in zip(view.windows, found[n * per : (n + 1) * per], strict=True)
-                if v is not None
-            ]
-            for n, i in enumerate(docs)
-        }
 
-    def _unlist(self, entries: list[tuple[int, int, bytes]], ops: list[tuple[bytes, bytes]]) -> None:
-        """Take each id out of the fingerprint-map list of a period (idempotent)."""
-        if entries:
-            calls = [
-                _IDS.command([self.windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]])
-                for i, w, v in entries
-            ]
-            self.store.run_script(_IDS, calls, durable=True)
+def _unlist(
+    windows: Windows, entries: list[tuple[int, int, bytes]], ops: list[tuple[bytes, bytes]]
+) -> list[Command]:
+    """Calls taking each id out of the fingerprint-map list of a period (idempotent)."""
+    return [FP_IDS.command([windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]]) for i, w, v in entries]
 
 
 def _outcome(prior: bytes, new: bytes) -> Outcome:

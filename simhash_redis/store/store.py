@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 
-from ..transport import Command, Exchange, Sender
+from ..transport import Command, Exchange, Sender, Steps, drive
 from .keys import KeySchema
 from .meta import drop_keys
 from .replies import hash_pairs
-from .scripts import Script
+from .scripts import COUNT_FPS, Script, with_scripts
 
 __all__ = ["KeyKind", "Store"]
 
@@ -24,8 +24,6 @@ T = TypeVar("T")
 KeyKind = Literal["all", "id", "fp", "band", "windows"]
 
 _SCAN_COUNT = 1000
-# The fingerprints of a fingerprint-map hash, leaving out the fields of their sketches (verified mode).
-_COUNT_FPS = Script("count_fps")
 
 
 class Store:
@@ -75,18 +73,33 @@ class Store:
         """
         return self.sender.converse(talk)
 
-    def run_script(self, script: Script, calls: list[Command], *, durable: bool = False) -> list[Any]:
-        """Run calls of a Lua script in one round trip (see `Script.run`).
+    def run(self, steps: Callable[[], Steps[T]], *, durable: bool = False) -> T:
+        """Run a conversation written as steps (`transport.Steps`) that may call the index's scripts.
 
         Args:
-            script: the script.
+            steps: makes the steps; called again for each new start of the conversation (after a lost
+                connection, or once a server that had forgotten the scripts has them again).
+            durable: on a cluster, each round trip's writes wait for a replica.
+
+        Raises:
+            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
+            SimhashRedisError: an error reply.
+        """
+        sender = self.sender
+        return with_scripts(sender, lambda: sender.converse(lambda ex: drive(steps(), ex), durable=durable))
+
+    def run_script(self, script: Script, calls: list[Command], *, durable: bool = False) -> list[Any]:
+        """Run calls of a Lua script in one round trip, loading it where the server lacks it.
+
+        Args:
+            script: the script they call.
             calls: commands built by `script.command`.
             durable: on a cluster, wait for a replica to have the writes.
 
         Raises:
             SimhashRedisError: an error reply.
         """
-        return script.run(self.sender, calls, durable=durable)
+        return with_scripts(self.sender, lambda: self.execute(calls, durable=durable), (script,))
 
     def scan(self, kind: KeyKind = "all", *, once: bool = True) -> Iterator[list[bytes]]:
         """The index's keys of one kind, in batches (on a cluster, from every primary).
@@ -149,8 +162,8 @@ class Store:
         docs = sum(self.execute([(b"HLEN", keys.id_bucket_key(b)) for b in buckets]))
         if not sketched:
             return docs, sum(self.execute([(b"HLEN", keys.fp_bucket_key(b)) for b in buckets]))
-        calls = [_COUNT_FPS.command([keys.fp_bucket_key(b)], []) for b in buckets]
-        return docs, sum(self.run_script(_COUNT_FPS, calls))
+        calls = [COUNT_FPS.command([keys.fp_bucket_key(b)], []) for b in buckets]
+        return docs, sum(self.run_script(COUNT_FPS, calls))
 
     def set_counts(self, docs: int, fingerprints: int) -> None:
         """Set the counts hash to what the data holds (after a check, an import).

@@ -1,117 +1,125 @@
-"""How a batch of document writes reaches Redis: atomically on a standalone server, in a safe order on
-a cluster.
+"""How a batch of document writes reaches Redis, written once as steps without I/O (`Writes`).
 
-A write is (id, new stored fingerprint or b'' to remove, guard). The guard, used by add-if-new, lists
-the members the client read from each of the new fingerprint's table sets; a guarded document is only
-written while those sets are unchanged (its outcome is None otherwise, and the caller reads again). In
-verified mode the guard also carries the document's sketch (`SketchedGuard`), which the same script
-sets with the document, or not at all.
+On a standalone server each batch is written atomically by the write script, on a cluster in single-key
+steps in a safe order; in an index with a retention window, into the period of the server's clock
+(`period_writes`, `period_steps`). The writes themselves, their guards and outcomes: `write_ops`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Protocol
-
-import redis.exceptions as rex
 
 from ..codec import decode_fp
-from ..errors import SimhashRedisError, WriteContention
+from ..errors import SimhashRedisError
 from ..results import Outcome
-from ..transport import Command, Exchange, raise_first_error
+from ..transport import READ, SEND, Command, Steps
+from . import period_steps, period_writes, write_ops
 from .config import Verification
-from .scripts import Script
+from .scripts import BAND_DROP, FP_IDS, ID_CAS, WRITE
 from .store import Store
+from .windows import Windows
+from .write_ops import (
+    CONFLICT_ROUNDS,
+    Guard,
+    Pending,
+    SketchedGuard,
+    Write,
+    all_adds,
+    in_waves,
+    outcome_of,
+    round_trip,
+    too_many,
+)
 
-__all__ = [
-    "CONFLICT_ROUNDS",
-    "PART",
-    "AtomicWrites",
-    "Guard",
-    "OrderedWrites",
-    "SketchedGuard",
-    "Write",
-    "Writes",
-    "in_waves",
-    "outcome_of",
-    "run_in_parts",
-    "too_many",
-]
+__all__ = ["Progress", "Writes"]
 
 _log = logging.getLogger(__name__)
 
-#: The members read from each table set of a document's fingerprint.
-Guard = list[list[bytes]]
 
-
-class SketchedGuard(list[list[bytes]]):
-    """A guard that also carries the document's sketch, stored with the document (beside its id in the
-    fingerprint map: `KeySchema.sketch_field`).
+class Progress:
+    """What of a call of writes the server has acknowledged, kept across new starts of its conversation
+    (a lost connection, a server that had forgotten the scripts): the steps resume from here.
 
     Args:
-        members: the members read from each table set; None for a sketch without a guard.
-        sketch: the sketch; b"" stores the document without one (any sketch its id had goes).
+        ops: the writes, each id named once.
     """
 
-    def __init__(self, members: Guard | None, sketch: bytes) -> None:
-        super().__init__(members or [])
-        self.checks = members is not None
-        self.sketch = sketch
+    def __init__(self, ops: list[Write]) -> None:
+        self.ops = ops
+        self.outcomes: list[Outcome | None] = [None] * len(ops)
+        #: The documents of the current round (the first assumes every id is new).
+        self.pending: list[Pending] = [
+            (i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)
+        ]
+        self.rounds = 0
+        #: The current round's statuses, part by part as they are acknowledged.
+        self.statuses: list[bytes] = []
+        self.parts = 0
+        #: On a cluster, whether the fingerprints are in their tables, and whether the ids of the current
+        #: round are to be detached from the fingerprints they have first.
+        self.tabled = self.detaching = False
+        #: (stored fingerprint, the sketch a write dropped for one of its ids): band tables to clean.
+        self.dropped: list[tuple[bytes, bytes]] = []
+
+    def next_round(self, retry: list[Pending]) -> None:
+        """Start the round of the documents to send again.
+
+        Raises:
+            WriteContention: they kept changing under concurrent writers.
+        """
+        self.rounds += 1
+        if retry and self.rounds >= CONFLICT_ROUNDS:
+            raise too_many(len(retry))
+        self.pending, self.statuses, self.parts = retry, [], 0
 
 
-Write = tuple[bytes, bytes, Guard | None]
-# A document of a script call: its position in the batch, id, new and old fingerprints, guard.
-_Pending = tuple[int, bytes, bytes, bytes, Guard | None]
+class Writes:
+    """An index's writes, as steps without I/O: the one class through which every write of documents goes
+    and where its commands are decided (over a retention window's periods, by the steps of
+    `period_writes` and `period_steps`, which it runs).
 
-_OUTCOMES = {
-    b"a": Outcome.ADDED,
-    b"r": Outcome.REPLACED,
-    b"u": Outcome.UNCHANGED,
-    b"d": Outcome.REMOVED,
-    b"n": Outcome.MISSING,
-}
-#: Documents per script call when a large batch of adds is sent as parts (`run_in_parts`).
-PART = 250
-#: Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
-CONFLICT_ROUNDS = 16
+    On a standalone server each round is one Lua script call (`write.lua`; a large batch of adds: parts of
+    `PART`), so a document is never half-written. On a cluster a document's keys live in different slots,
+    so no one script can write them all: it is written in single-key steps in an order that never shows
+    it half-written to near(): the fingerprint into every table (invisible until ids are attached), the
+    id's entry in the id map (the commit point, compare-and-set against the fingerprint read), the id
+    into the fingerprint's id list; for a replacement, the id leaves the old fingerprint's list before the
+    commit. Every step is idempotent, so a batch interrupted anywhere is completed by sending it again. A
+    fingerprint whose last id leaves stays in the tables as an orphan that near() ignores;
+    `verify(repair=True)` removes orphans. Guards are not used there: add-if-new on a cluster takes
+    bucket locks instead.
 
+    In an index with a retention window the same is done over its periods, on the server's clock: the
+    script's format 'w' (`period_writes`) or a cluster's steps over the periods (`period_steps`).
 
-class Writes(Protocol):
-    """Applies batches of document writes."""
-
-    def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes; None for a guarded write whose tables changed since they were read."""
-        ...
-
-    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """Stored documents (id, stored fingerprint) found again as near-duplicates by add-if-new."""
-        ...
-
-
-class AtomicWrites:
-    """A standalone server: each batch is one Lua script call, so a document is never half-written.
-
-    In verified mode with band tables, a document joins its sketch's band tables in the same step; the
-    band tables of a sketch the step drops are cleaned after it, one script per table that keeps the
-    fingerprint while another of its sketches still has that band (`band_drop.lua`).
+    In verified mode (`SketchedGuard`), a document's sketch is set with it, and it joins its sketch's
+    band tables in the same step (standalone) or with its tables (cluster). The band tables of a sketch
+    the script drops are cleaned after it, one script per table that keeps the fingerprint while another
+    of its sketches still has that band (`band_drop.lua`); on a cluster they are not (no script can check
+    the sketches it still has from the band's slot): `verify(repair=True)` removes such members, which
+    near() only reads as candidates their sketches do not confirm.
 
     Args:
         store: the index's keys and sender.
         f: fingerprint width.
         tables: number of tables.
+        windows: the periods of an index with a retention window.
         verification: the index's verified mode, if any (its band tables).
     """
 
-    _SCRIPT = Script("write")
-    _BAND_DROP = Script("band_drop")
-
-    def __init__(self, store: Store, f: int, tables: int, verification: Verification | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        f: int,
+        tables: int,
+        windows: Windows | None = None,
+        verification: Verification | None = None,
+    ) -> None:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
-        self.verification = verification
+        self.windows, self.verification = windows, verification
 
     def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes: one script call per round (a large batch of adds: parts of `PART`).
+        """Apply the writes; None for a guarded write whose tables changed since they were read.
 
         The first round assumes each id is new; an id that already has another fingerprint comes back
         as a conflict carrying that fingerprint, and is resent with the keys needed to move it. An id
@@ -119,37 +127,142 @@ class AtomicWrites:
         the one of applying the writes one after another (a later pair for the same id wins).
 
         Args:
-            ops: the writes.
+            ops: the writes (in an index with a retention window, guards are the `WindowedSets` a read
+                returned).
 
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
-        return in_waves(ops, self._apply_once)
+        return in_waves(ops, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """Nothing: an index without a retention window keeps its documents anyway."""
+        """In a sliding window, move documents found again by add-if-new into the current period, if
+        still stored so (nothing otherwise: other indexes keep their documents anyway).
 
-    def _apply_once(self, ops: list[Write]) -> list[Outcome | None]:
-        pending = [(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)]
-        if len(ops) >= 2 * PART and _all_adds(ops):
-            parts = [ops[i : i + PART] for i in range(0, len(ops), PART)]
-            return self._finish(pending, self._run_parts(parts))
-        return self._finish(pending, self._run(self._call(ops)))
+        The refresh is a courtesy to the documents found: when it cannot be made (a full server, a period
+        boundary, an unreachable server), they keep their period, and the caller's add-if-new, whose own
+        writes are done, is not failed for it.
 
-    def _run_parts(self, parts: list[list[Write]]) -> list[bytes]:
-        """The first round of a large batch of adds, as one script call per part (`run_in_parts`).
-
-        Every part is atomic, as a batch of that size would be; conflicts are resolved after the last
-        part (`_finish`), in batch order.
+        Args:
+            docs: (id, stored fingerprint) of each document found again.
         """
-        replies = run_in_parts(self.store, self._SCRIPT, lambda i: self._call(parts[i]), len(parts))
-        return [status for reply in replies for status in reply]
+        windows = self.windows
+        if windows is None or not windows.retention.sliding or not docs:
+            return
+        try:
+            if self.store.cluster:
+                period_steps.write(self.store, windows, self.f, list(dict(docs).items()), only_moves=True)
+            else:
+                period_writes.refresh(self.store, windows, self.f, self.tables, docs)
+        except SimhashRedisError:
+            return
 
-    def _call(self, ops: list[Write]) -> Command:
-        """The first round's script call: every document as if its id were new."""
-        if not _all_adds(ops):
-            return self._command([(i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)])
-        # A bulk load's adds: arguments id, new per document (format 'a'), keys built inline.
+    def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
+        if not ops:
+            return []
+        cluster, windows = self.store.cluster, self.windows
+        if windows is not None and cluster:
+            return period_steps.write(self.store, windows, self.f, [(doc_id, new) for doc_id, new, _ in ops])
+        if windows is not None:
+            return period_writes.write(self.store, windows, self.f, self.tables, ops)
+        progress = Progress(ops)
+        self.store.run(lambda: self.steps(progress), durable=cluster)
+        if progress.dropped:
+            self._drop_bands(progress.dropped)
+        return progress.outcomes
+
+    def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
+        """The writes of a call that names each id once, from where `progress` says; their outcomes.
+
+        Args:
+            progress: the call's writes and what of them is acknowledged (updated as replies come).
+
+        Raises:
+            WriteContention: documents kept changing under concurrent writers.
+        """
+        if self.store.cluster:
+            yield from self._ordered(progress)
+        else:
+            yield from self._atomic(progress)
+        return progress.outcomes
+
+    def _atomic(self, progress: Progress) -> Steps[None]:
+        """Rounds of script calls, until no document is left in conflict (see `steps`)."""
+        while progress.pending:
+            pending = progress.pending
+            first = progress.rounds == 0 and all_adds(progress.ops)
+            part = write_ops.PART  # read at each call: one knob for every path
+            if first and len(pending) >= 2 * part:
+                # Each part is sent as soon as the one before is answered, built while the server runs
+                # it: the client's work overlaps the server's. Each is as atomic as a batch of its size.
+                parts = [progress.ops[i : i + part] for i in range(0, len(pending), part)]
+                yield SEND, [[self._adds(parts[progress.parts])]]
+                while True:
+                    following = progress.parts + 1
+                    prepared = self._adds(parts[following]) if following < len(parts) else None
+                    reply = yield READ, 1
+                    progress.statuses += reply[0]
+                    progress.parts = following
+                    if prepared is None:
+                        break
+                    yield SEND, [[prepared]]
+            else:
+                call = self._adds(progress.ops) if first else self._command(pending)
+                yield SEND, [[call]]
+                progress.statuses = (yield READ, 1)[0]
+            retry = []
+            for (i, doc_id, new, old, guard), status in zip(pending, progress.statuses, strict=True):
+                if status == b"a":
+                    progress.outcomes[i] = Outcome.ADDED
+                elif status[:1] == b"c":
+                    retry.append((i, doc_id, new, status[1:], guard))
+                elif status != b"g":
+                    progress.outcomes[i] = outcome_of(status[:1], old)
+                    if len(status) > 1:  # the sketch this write dropped: 'u' kept new, 'r' and 'd' left old
+                        progress.dropped.append((new if status[:1] == b"u" else old, status[1:]))
+            progress.next_round(retry)
+
+    def _ordered(self, progress: Progress) -> Steps[None]:
+        """A cluster's single-key steps (see `steps`)."""
+        keys, ops = self.keys, progress.ops
+        if not progress.tabled:
+            sets: list[Command] = [
+                (b"SADD", key, new)
+                for _, new, guard in ops
+                if new
+                for key in keys.tables(decode_fp(new, self.f)) + self._bands(guard)
+            ]
+            yield from round_trip(sets)
+            progress.tabled = True
+        while progress.pending:
+            if progress.detaching:
+                # Each id leaves the fingerprint it has now before the new one is committed, so that a
+                # lost reply (resent, answered 'unchanged') cannot leave it listed under both.
+                detached: list[tuple[bytes, bytes, Guard | None]] = [
+                    (doc_id, old, None) for _, doc_id, _, old, _ in progress.pending if old
+                ]
+                yield from round_trip(self._ids(b"-", detached))
+                progress.detaching = False
+            pending = progress.pending
+            calls = [
+                ID_CAS.command([keys.id_bucket(doc_id)], [doc_id, new, old])
+                for _, doc_id, new, old, _ in pending
+            ]
+            retry = []
+            for (i, doc_id, new, old, guard), status in zip(
+                pending, (yield from round_trip(calls)), strict=True
+            ):
+                if status[:1] == b"c":
+                    retry.append((i, doc_id, new, status[1:], guard))
+                else:
+                    progress.outcomes[i] = outcome_of(status, old)
+            progress.next_round(retry)
+            progress.detaching = True
+        yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
+
+    def _adds(self, ops: list[Write]) -> Command:
+        """The first round's script call for adds only: id, new per document (format 'a'), keys built
+        inline (a bulk load's)."""
         keys = self.keys
         id_bucket, fp_bucket, tables = keys.id_bucket, keys.fp_bucket, keys.table_builder()
         key_list: list[bytes] = [keys.counts]
@@ -162,9 +275,9 @@ class AtomicWrites:
             add_keys(fp_bucket(new))
             key_list += tables(fp)
             add_args((doc_id, new))
-        return self._SCRIPT.command(key_list, args)
+        return WRITE.command(key_list, args)
 
-    def _command(self, pending: list[_Pending]) -> Command:
+    def _command(self, pending: list[Pending]) -> Command:
         """A script call in the general argument format (id, new, old, guard per document)."""
         keys: list[bytes] = [self.keys.counts]
         args: list[bytes | int] = [self.tables, b""]
@@ -193,7 +306,23 @@ class AtomicWrites:
                     args.extend(members)
             if isinstance(guard, SketchedGuard):
                 args.append(guard.sketch)
-        return self._SCRIPT.command(keys, args)
+        return WRITE.command(keys, args)
+
+    def _bands(self, guard: Guard | None) -> list[bytes]:
+        """The band table keys of a write's sketch (none without band tables, or for no sketch)."""
+        sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
+        return self.keys.bands(sketch, self.verification)
+
+    def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
+        """Calls attaching ('+') or detaching ('-') each id at its fingerprint, with its sketch where a
+        guard has one (a cluster)."""
+        calls = []
+        for doc_id, fp, guard in pairs:
+            args: list[bytes | int] = [op, fp, doc_id]
+            if isinstance(guard, SketchedGuard):
+                args += [b"", guard.sketch]
+            calls.append(FP_IDS.command([self.keys.fp_bucket(fp)], args))
+        return calls
 
     def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
         """Take fingerprints out of the band tables of sketches they no longer have, in one round trip.
@@ -214,251 +343,11 @@ class AtomicWrites:
             for i, key in enumerate(self.keys.bands(sketch, v)):
                 start = i * v.band_bytes
                 calls.append(
-                    self._BAND_DROP.command([key, bucket], [fp, start, sketch[start : start + v.band_bytes]])
+                    BAND_DROP.command([key, bucket], [fp, start, sketch[start : start + v.band_bytes]])
                 )
         if not calls:
             return
         try:
-            self.store.run_script(self._BAND_DROP, calls)
+            self.store.run_script(BAND_DROP, calls)
         except SimhashRedisError as exc:
             _log.warning("band tables not cleaned after a write (verify --repair removes the rest): %s", exc)
-
-    def _run(self, call: Command) -> list[bytes]:
-        reply: list[bytes] = self.store.run_script(self._SCRIPT, [call])[0]
-        return reply
-
-    def _finish(self, pending: list[_Pending], reply: list[bytes]) -> list[Outcome | None]:
-        """The outcomes, after resending the conflicts of the first round's `reply` until none is left."""
-        outcomes: list[Outcome | None] = [None] * len(pending)
-        dropped: list[tuple[bytes, bytes]] = []
-        for _ in range(CONFLICT_ROUNDS):
-            retry = []
-            for (i, doc_id, new, old, guard), status in zip(pending, reply, strict=True):
-                if status == b"a":
-                    outcomes[i] = Outcome.ADDED
-                elif status[:1] == b"c":
-                    retry.append((i, doc_id, new, status[1:], guard))
-                elif status != b"g":
-                    outcomes[i] = outcome_of(status[:1], old)
-                    if len(status) > 1:  # the sketch this write dropped: 'u' kept new, 'r' and 'd' left old
-                        dropped.append((new if status[:1] == b"u" else old, status[1:]))
-            if not retry:
-                if dropped:
-                    self._drop_bands(dropped)
-                return outcomes
-            pending = retry
-            reply = self._run(self._command(pending))
-        raise too_many(len(pending))
-
-
-class OrderedWrites:
-    """A cluster: single-key steps in an order that never shows a half-written document to near().
-
-    A document's keys live in different slots, so no one script can write them all. Its steps are:
-    the fingerprint into every table (invisible until ids are attached), the id's entry in the id map
-    (the commit point, compare-and-set against the fingerprint read), the id into the fingerprint's id
-    list; for a replacement, the id leaves the old fingerprint's list before the commit. Every step is
-    idempotent, so a batch interrupted anywhere is completed by sending it again. A fingerprint whose
-    last id leaves stays in the tables as an orphan that near() ignores; `verify(repair=True)` removes
-    orphans. Guards are not used here: add-if-new on a cluster takes bucket locks instead. A sketch
-    (`SketchedGuard`) is set in the step that attaches the id, and leaves in the one that detaches it.
-
-    In verified mode with band tables, the fingerprint joins its sketch's band tables with its tables;
-    it is not taken out of them when the sketch leaves (no script can check the sketches it still has
-    from the band's slot): `verify(repair=True)` removes such members, which near() only reads as
-    candidates their sketches do not confirm.
-
-    Args:
-        store: the index's keys and sender (on a cluster).
-        f: fingerprint width.
-        verification: the index's verified mode, if any (its band tables).
-    """
-
-    _CAS = Script("id_cas")
-    _IDS = Script("fp_ids")
-
-    def __init__(self, store: Store, f: int, verification: Verification | None = None) -> None:
-        self.store, self.keys, self.f = store, store.keys, f
-        self.verification = verification
-
-    def apply(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply the writes in the order the class docstring gives.
-
-        An id named several times in one batch is written in successive waves, each holding an id
-        once, so the outcome is the one of applying the writes one after another.
-
-        Args:
-            ops: the writes (guards ignored but for their sketches).
-
-        Raises:
-            WriteContention: documents kept changing under concurrent writers.
-        """
-        return in_waves(ops, self._apply_unique)
-
-    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """Nothing: an index without a retention window keeps its documents anyway."""
-
-    def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
-        tables: list[Command] = [
-            (b"SADD", key, new)
-            for _, new, guard in ops
-            if new
-            for key in self.keys.tables(decode_fp(new, self.f)) + self._bands(guard)
-        ]
-        self.store.execute(tables, durable=True)
-        outcomes: list[Outcome | None] = [None] * len(ops)
-        pending = [(i, doc_id, new, b"") for i, (doc_id, new, _) in enumerate(ops)]
-        for _ in range(CONFLICT_ROUNDS):
-            calls = [
-                self._CAS.command([self.keys.id_bucket(doc_id)], [doc_id, new, old])
-                for _, doc_id, new, old in pending
-            ]
-            retry = []
-            replies = self.store.run_script(self._CAS, calls, durable=True)
-            for (i, doc_id, new, old), status in zip(pending, replies, strict=True):
-                if status[:1] == b"c":
-                    retry.append((i, doc_id, new, status[1:]))
-                else:
-                    outcomes[i] = outcome_of(status, old)
-            if retry:
-                # Detach each id from the fingerprint it has now before committing the new one, so a
-                # lost reply (resent, answered 'unchanged') cannot leave it listed under both.
-                self._ids(b"-", [(doc_id, old) for _, doc_id, _, old in retry if old])
-            pending = retry
-            if not pending:
-                break
-        else:
-            raise too_many(len(pending))
-        attached = [op for op in ops if op[1]]
-        self._ids(b"+", [(doc_id, new) for doc_id, new, _ in attached], [guard for _, _, guard in attached])
-        return outcomes
-
-    def _bands(self, guard: Guard | None) -> list[bytes]:
-        """The band table keys of a write's sketch (none without band tables, or for no sketch)."""
-        sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
-        return self.keys.bands(sketch, self.verification)
-
-    def _ids(
-        self, op: bytes, pairs: list[tuple[bytes, bytes]], guards: list[Guard | None] | None = None
-    ) -> None:
-        """Attach ('+') or detach ('-') each id at its fingerprint, with its sketch where a guard has one."""
-        calls = []
-        for n, (doc_id, fp) in enumerate(pairs):
-            guard = guards[n] if guards is not None else None
-            args: list[bytes | int] = [op, fp, doc_id]
-            if isinstance(guard, SketchedGuard):
-                args += [b"", guard.sketch]
-            calls.append(self._IDS.command([self.keys.fp_bucket(fp)], args))
-        self.store.run_script(self._IDS, calls, durable=True)
-
-
-def run_in_parts(
-    store: Store,
-    script: Script,
-    build: Callable[[int], Command],
-    count: int,
-    stop: Callable[[list[bytes]], bool] | None = None,
-) -> list[list[bytes]]:
-    """Script calls 0 .. count-1 on one connection, each built while the server runs the one before.
-
-    Each call is sent as soon as the previous one's reply is read, so the client's work overlaps the
-    server's. After a lost connection the conversation resumes at the first unacknowledged call
-    (resending it is idempotent).
-
-    Args:
-        store: where the calls go.
-        script: the script they call.
-        build: the call of a part, by its number.
-        count: how many parts.
-        stop: a reply after which no further call is sent.
-
-    Returns:
-        The replies of the calls sent, in order (fewer than count after a stop).
-
-    Raises:
-        SimhashRedisError: an error reply (the calls before it are applied).
-    """
-    replies: list[list[bytes]] = []  # acknowledged calls: they survive a rerun of the conversation
-
-    def done() -> bool:
-        return len(replies) == count or bool(replies and stop is not None and stop(replies[-1]))
-
-    def talk(exchange: Exchange) -> None:
-        if done():
-            return
-        call = build(len(replies))
-        exchange.send([call])
-        while True:
-            following = len(replies) + 1
-            prepared = build(following) if following < count else None
-            reply = exchange.read(1)[0]
-            if isinstance(reply, rex.NoScriptError):
-                # A restarted server forgets its scripts: load it, then the same call again.
-                exchange.send([[b"SCRIPT", b"LOAD", script.source], call])
-                loaded, reply = exchange.read(2)
-                raise_first_error([loaded])
-            raise_first_error([reply])
-            replies.append(reply)
-            if prepared is None or done():
-                return
-            call = prepared
-            exchange.send([call])
-
-    store.converse(talk)
-    return replies
-
-
-def in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
-    """`apply` the writes, in waves that each hold an id once when some id is named several times.
-
-    A conflict is resolved after the first round of the whole call, so two writes of one id in one
-    call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
-
-    Args:
-        ops: the writes.
-        apply: writes a list that names each id once.
-    """
-    if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
-        return apply(ops)
-    waves: list[list[int]] = []
-    seen: dict[bytes, int] = {}
-    for i, (doc_id, _, _) in enumerate(ops):
-        wave = seen.get(doc_id, 0)
-        seen[doc_id] = wave + 1
-        if wave == len(waves):
-            waves.append([])
-        waves[wave].append(i)
-    outcomes: list[Outcome | None] = [None] * len(ops)
-    for members in waves:
-        for i, outcome in zip(members, apply([ops[i] for i in members]), strict=True):
-            outcomes[i] = outcome
-    return outcomes
-
-
-def _all_adds(ops: list[Write]) -> bool:
-    return all(new and guard is None for _, new, guard in ops)
-
-
-def outcome_of(status: bytes, old: bytes) -> Outcome:
-    """A document's outcome from its status in the write script's reply.
-
-    Args:
-        status: the status ('a', 'r', 'u', 'd' or 'n').
-        old: the fingerprint the call believed the id had.
-    """
-    # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
-    # that earlier attempt of ours whose reply was lost and resent.
-    if status == b"n" and old:
-        return Outcome.REMOVED
-    return _OUTCOMES[status]
-
-
-def too_many(count: int) -> WriteContention:
-    """The error of documents that kept changing under concurrent writers.
-
-    Args:
-        count: how many.
-    """
-    return WriteContention(
-        f"{count} documents kept changing under concurrent writers; nothing of them was written"
-    )

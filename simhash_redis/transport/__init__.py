@@ -18,7 +18,7 @@ from .connection import client_from_url, redact_url
 from .retry import Backoff
 from .sender import RAW, READ, SEND, Command, Exchange, Sender, Step, Steps, drive
 from .standalone import Transport
-from .translate import raise_first_error, translate_error
+from .translate import ScriptMissing, raise_first_error, translate_error
 
 __all__ = [
     "RAW",
@@ -27,6 +27,7 @@ __all__ = [
     "Backoff",
     "Command",
     "Exchange",
+    "ScriptMissing",
     "Sender",
     "Step",
     "Steps",

@@ -128,7 +128,7 @@ class ClusterTransport:
             raise_first_error(replies)
         return replies
 
-    def converse(self, talk: Callable[[Exchange], T]) -> T:
+    def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
         """Run a conversation whose sends are queued and whose reads send the queue when they need it.
 
         A read that needs more replies than are buffered sends the queue as one concurrent round trip
@@ -138,11 +138,12 @@ class ClusterTransport:
 
         Args:
             talk: the conversation; its result is returned.
+            durable: each round trip's writes wait for a replica (see `execute`).
 
         Raises:
             RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
         """
-        return talk(_QueuedExchange(self))
+        return talk(_QueuedExchange(self, durable))
 
     def broadcast(self, command: Command) -> None:
         """Send a keyless command (SCRIPT LOAD) to every primary.
@@ -411,10 +412,10 @@ class _Unreached(Exception):
 class _QueuedExchange:
     """An exchange over a cluster: sends are queued, reads send the queue when the buffer runs dry."""
 
-    __slots__ = ("_buffer", "_queue", "_transport")
+    __slots__ = ("_buffer", "_durable", "_queue", "_transport")
 
-    def __init__(self, transport: ClusterTransport) -> None:
-        self._transport = transport
+    def __init__(self, transport: ClusterTransport, durable: bool = False) -> None:
+        self._transport, self._durable = transport, durable
         self._queue: list[Command] = []
         self._buffer: list[Any] = []
 
@@ -433,7 +434,7 @@ class _QueuedExchange:
             raise RuntimeError(f"{count} replies asked for, {len(self._buffer) + len(self._queue)} due")
         if count > len(self._buffer):
             queued, self._queue = self._queue, []
-            self._buffer.extend(self._transport.execute(queued, raise_on_error=False))
+            self._buffer.extend(self._transport.execute(queued, raise_on_error=False, durable=self._durable))
         replies, self._buffer = self._buffer[:count], self._buffer[count:]
         return replies
 

@@ -60,8 +60,9 @@ class Sender(Protocol):
         """Send the commands in one round trip (per node) and return their raw replies in order."""
         ...
 
-    def converse(self, talk: Callable[[Exchange], T]) -> T:
-        """Run a conversation, again from the start after a lost connection; `talk` must allow that."""
+    def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
+        """Run a conversation, again from the start after a lost connection; `talk` must allow that.
+        Durable: on a cluster, each round trip's writes wait for a replica (as `execute`'s)."""
         ...
 
     def broadcast(self, command: Command) -> None:

@@ -60,7 +60,7 @@ class Transport:
             raise_first_error(replies)
         return replies
 
-    def converse(self, talk: Callable[[Exchange], T]) -> T:
+    def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
         """Run a conversation on one connection, again from the start on a new one after a lost connection.
 
         `talk` sends commands and reads their replies through the exchange in whatever interleaving
@@ -70,6 +70,7 @@ class Transport:
 
         Args:
             talk: the conversation; its result is returned.
+            durable: unused on a standalone server, as in `execute`.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.

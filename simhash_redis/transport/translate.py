@@ -22,7 +22,13 @@ from ..errors import (
 )
 from ..links import doc_url
 
-__all__ = ["raise_first_error", "translate_error"]
+__all__ = ["ScriptMissing", "raise_first_error", "translate_error"]
+
+
+class ScriptMissing(SimhashRedisError):
+    """The server lacks a Lua script called by its SHA (NOSCRIPT: it restarted or failed over since the
+    script was loaded); the caller loads it and sends the calls again."""
+
 
 # How servers word an ACL refusal: NOPERM (Redis 6.2+, Valkey), "ACL failure" (some in-script errors),
 # and Redis 7.0's in-script form, which names no command.
@@ -51,6 +57,8 @@ def translate_error(exc: Exception) -> SimhashRedisError:
         exc: the exception redis-py raised.
     """
     message = str(exc) or type(exc).__name__  # an asyncio timeout, say, carries no text
+    if isinstance(exc, rex.NoScriptError) or message.startswith("NOSCRIPT"):
+        return ScriptMissing(f"Redis lacks a script of the index: {message}")
     if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS")):
         return RedisAuthError(f"Redis refused the credentials: {message}")
     if isinstance(exc, rex.NoPermissionError) or any(sign in message for sign in _REFUSED):

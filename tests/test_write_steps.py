@@ -1,0 +1,273 @@
+"""A write's steps driven from recorded replies, without a server: the fast tier of the write path.
+
+`Writes.steps` yields what to send and what to read and takes the replies; here each read is answered
+with a reply written down in the test, as the write script (standalone) or the cluster's single-key
+scripts would answer. The real-server tests (test_write_formats.py, test_write_script.py, test_crash.py,
+test_lost_replies.py, test_cluster.py, ...) run the same steps through `transport.drive`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from simhash_redis import Layout
+from simhash_redis.codec import encode_fp
+from simhash_redis.errors import WriteContention
+from simhash_redis.results import Outcome
+from simhash_redis.store import (
+    KeySchema,
+    SketchedGuard,
+    Store,
+    Write,
+    Writes,
+    period_steps,
+    period_writes,
+    write_ops,
+)
+from simhash_redis.store.scripts import FP_IDS, ID_CAS, WRITE, with_scripts
+from simhash_redis.store.windows import View
+from simhash_redis.store.writes import Progress
+from simhash_redis.transport import READ, SEND, ScriptMissing, Steps
+
+A, B = 0x0123_4567_89AB_CDEF, 0x0F0F_0F0F_0F0F_0F0F
+FA, FB = encode_fp(A, 64), encode_fp(B, 64)
+
+
+class _Sender:
+    """Enough of a sender for a Store: standalone or cluster, and what it was asked to broadcast."""
+
+    def __init__(self, cluster: bool) -> None:
+        self.cluster = cluster
+        self.broadcasts: list[Any] = []
+
+    def broadcast(self, command: Any) -> None:
+        self.broadcasts.append(command)
+
+
+def _writes(cluster: bool = False) -> Writes:
+    store = Store(_Sender(cluster), KeySchema("simhash", "w", Layout.pigeonhole(64, 3), 256))  # type: ignore[arg-type]
+    return Writes(store, 64, 4)
+
+
+def _run(steps: Steps[Any], answer: Callable[[list[Any]], list[Any]]) -> tuple[Any, list[list[Any]]]:
+    """Drive steps to their end; each read answered by `answer` from the commands sent since the last
+    read. Returns the result and the commands of each round trip."""
+    sent: list[Any] = []
+    trips: list[list[Any]] = []
+    reply: Any = None
+    while True:
+        try:
+            kind, arg = steps.send(reply)
+        except StopIteration as done:
+            return done.value, trips
+        if kind == SEND:
+            sent.extend(command for batch in arg for command in batch)
+            reply = None
+            continue
+        assert kind == READ
+        assert len(sent) >= arg
+        asked, sent = sent[:arg], sent[arg:]
+        trips.append(asked)
+        reply = answer(asked)
+
+
+def _args(command: Any) -> tuple[bytes, list[Any], list[Any]]:
+    """(sha, keys, args) of an EVALSHA command."""
+    assert command[0] == b"EVALSHA"
+    numkeys = int(command[2])
+    return command[1], list(command[3 : 3 + numkeys]), list(command[3 + numkeys :])
+
+
+def test_a_batch_of_adds_is_one_call_in_the_add_format() -> None:
+    writes = _writes()
+    ops: list[Write] = [(b"a", FA, None), (b"b", FB, None)]
+    outcomes, trips = _run(writes.steps(Progress(ops)), lambda asked: [[b"a", b"u"]])
+    assert outcomes == [Outcome.ADDED, Outcome.UNCHANGED]
+    [[call]] = trips
+    sha, keys, args = _args(call)
+    assert sha == WRITE.sha
+    keys_of = writes.keys
+    assert keys == [
+        keys_of.counts,
+        keys_of.id_bucket(b"a"),
+        keys_of.fp_bucket(FA),
+        *keys_of.tables(A),
+        keys_of.id_bucket(b"b"),
+        keys_of.fp_bucket(FB),
+        *keys_of.tables(B),
+    ]
+    assert args == [4, b"a", b"a", FA, b"b", FB]
+
+
+def test_a_conflict_is_sent_again_with_the_keys_of_the_fingerprint_it_has() -> None:
+    writes = _writes()
+    replies = iter([[[b"a", b"c" + FB]], [[b"r"]]])
+    outcomes, trips = _run(
+        writes.steps(Progress([(b"a", FA, None), (b"b", FA, None)])), lambda _: next(replies)
+    )
+    assert outcomes == [Outcome.ADDED, Outcome.REPLACED]
+    _, keys, args = _args(trips[1][0])
+    assert args == [4, b"", b"b", FA, FB, b""]  # the general format: id, new, old, guard
+    assert writes.keys.fp_bucket(FB) in keys and set(writes.keys.tables(B)) <= set(keys)
+
+
+def test_conflicts_without_end_are_write_contention() -> None:
+    steps = _writes().steps(Progress([(b"a", FA, None)]))
+    with pytest.raises(WriteContention):
+        _run(steps, lambda _: [[b"c" + FB]])
+
+
+def test_a_guard_goes_with_its_document_and_a_changed_set_is_none() -> None:
+    guard = [[FB], [], [], []]
+    outcomes, trips = _run(_writes().steps(Progress([(b"a", FA, guard)])), lambda _: [[b"g"]])
+    assert outcomes == [None]
+    _, _, args = _args(trips[0][0])
+    assert args == [4, b"", b"a", FA, b"", b"1", 1, 0, 0, 0, FB]
+
+
+def test_a_sketch_the_script_dropped_is_kept_for_its_band_tables() -> None:
+    progress = Progress([(b"a", FA, SketchedGuard(None, b"sketch"))])
+    outcomes, trips = _run(_writes().steps(progress), lambda _: [[b"r" + b"old sketch"]])
+    assert outcomes == [Outcome.REPLACED]
+    assert progress.dropped == [(b"", b"old sketch")]
+    _, _, args = _args(trips[0][0])
+    assert args[-1] == b"sketch" and args[5] == b"k"  # no guard: the sketch alone
+
+
+def test_a_large_batch_of_adds_goes_in_parts_and_resumes_after_the_last_acknowledged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(write_ops, "PART", 2)
+    writes = _writes()
+    ops: list[Write] = [(b"id%d" % i, encode_fp(i + 1, 64), None) for i in range(5)]
+    progress = Progress(ops)
+    steps = writes.steps(progress)
+    # The first part is sent, and the second is sent only once the first is answered.
+    assert steps.send(None)[0] == SEND
+    assert steps.send(None) == (READ, 1)
+    kind, batches = steps.send([[b"a", b"a"]])
+    assert kind == SEND and _args(batches[0][0])[2][2::2] == [b"id2", b"id3"]
+    steps.close()  # the connection is lost: the conversation starts again, from the second part
+    outcomes, trips = _run(
+        writes.steps(progress), lambda asked: [[b"a"] * (len(_args(asked[0])[2]) // 2 - 1)]
+    )
+    assert [_args(trip[0])[2][2::2] for trip in trips] == [[b"id2", b"id3"], [b"id4"]]
+    assert outcomes == [Outcome.ADDED] * 5
+
+
+def test_a_cluster_writes_tables_then_commits_then_attaches() -> None:
+    writes = _writes(cluster=True)
+    keys = writes.keys
+    replies = iter([[1] * 8, [b"a", b"c" + FB], [1], [b"r"], [1, 1]])
+    outcomes, trips = _run(
+        writes.steps(Progress([(b"a", FA, None), (b"b", FA, None)])), lambda _: next(replies)
+    )
+    assert outcomes == [Outcome.ADDED, Outcome.REPLACED]
+    tables, commit, detach, recommit, attach = trips
+    assert tables == [(b"SADD", key, FA) for _ in "ab" for key in keys.tables(A)]
+    assert [_args(call) for call in commit] == [
+        (ID_CAS.sha, [keys.id_bucket(b"a")], [b"a", FA, b""]),
+        (ID_CAS.sha, [keys.id_bucket(b"b")], [b"b", FA, b""]),
+    ]
+    # b had B: it leaves B's id list before its commit, and joins A's after.
+    assert [_args(call) for call in detach] == [(FP_IDS.sha, [keys.fp_bucket(FB)], [b"-", FB, b"b"])]
+    assert [_args(call) for call in recommit] == [(ID_CAS.sha, [keys.id_bucket(b"b")], [b"b", FA, FB])]
+    assert [_args(call)[2] for call in attach] == [[b"+", FA, b"a"], [b"+", FA, b"b"]]
+
+
+def test_noscript_loads_the_scripts_and_runs_the_calls_again() -> None:
+    sender = _Sender(cluster=False)
+    runs = []
+
+    def run() -> str:
+        runs.append(len(sender.broadcasts))
+        if len(runs) == 1:
+            raise ScriptMissing("NOSCRIPT")
+        return "done"
+
+    assert with_scripts(sender, run, (WRITE,)) == "done"  # type: ignore[arg-type]
+    assert runs == [0, 1] and sender.broadcasts == [[b"SCRIPT", b"LOAD", WRITE.source]]
+
+
+def test_a_server_that_keeps_forgetting_the_scripts_is_an_error() -> None:
+    def run() -> None:
+        raise ScriptMissing("NOSCRIPT")
+
+    with pytest.raises(ScriptMissing):
+        with_scripts(_Sender(cluster=False), run)  # type: ignore[arg-type]
+
+
+class _Periods:
+    """Enough of an index's periods (`Windows`) for the steps of a write: 1-second periods, 1 minute kept."""
+
+    period_ms, retention_ms = 1000, 60_000
+
+    def __init__(self, keys: KeySchema) -> None:
+        self.keys = keys
+
+    def schema(self, window: int) -> KeySchema:
+        return self.keys.in_window(window)
+
+    def expires_at(self, window: int) -> int:
+        return (window + 1) * self.period_ms + self.retention_ms
+
+
+def _view(keys: KeySchema, windows: tuple[int, ...], current: int) -> View:
+    return View(
+        windows,
+        current,
+        tuple(keys.in_window(w) for w in windows),
+        keys.periods_builder(windows),
+        keys.periods_map_builder(windows, "id"),
+        keys.periods_map_builder(windows, "fp"),
+    )
+
+
+def test_a_period_write_stops_at_a_call_refused_for_another_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large batch in parts: the second is refused by the server's clock, the third is not sent."""
+    monkeypatch.setattr(write_ops, "PART", 2)
+    keys = _writes().keys
+    periods, view = _Periods(keys), _view(keys, (7, 8), 8)
+    sent = [(i, b"id%d" % i, encode_fp(i + 1, 64), b"", 0, None) for i in range(5)]
+    acked: list[list[bytes]] = []
+    steps = period_writes.steps(periods, 64, 4, view, sent, acked)  # type: ignore[arg-type]
+    replies = iter([[[b"a", b"a"]], [[b"w9000"]]])
+    _, trips = _run(steps, lambda _: next(replies))
+    assert len(trips) == 2 and acked == [[b"a", b"a"], [b"w9000"]]
+    _, call_keys, args = _args(trips[0][0])
+    assert args[:7] == [4, b"w", 1000, 60_000, 2, 2, 7]  # format 'w': 2 periods, the current 2nd of them
+    assert call_keys[:2] == [keys.in_window(7).counts, keys.in_window(8).counts]
+    # Started again after a lost connection, the round resumes after what was acknowledged: nothing.
+    assert _run(period_writes.steps(periods, 64, 4, view, sent, acked), lambda _: [])[1] == []  # type: ignore[arg-type]
+
+
+def test_a_cluster_period_write_commits_into_the_current_period_and_clears_the_old_one() -> None:
+    keys = _writes().keys
+    periods, view = _Periods(keys), _view(keys, (7, 8), 8)
+    old, new = keys.in_window(7), keys.in_window(8)
+    outcomes: list[Outcome | None] = [None]
+    replies = iter(
+        [
+            [FB, None],  # 1. where: in period 7, with B
+            [1, 1] * 4,  # 2. A into period 8's tables, with their expiry
+            [1],  # 3. out of B's list in period 7
+            [b"r"],  # 4. the commit
+            [1],  # 5. into A's list in period 8
+            [FB, FA],  # 6. where again: period 7's entry is left behind
+            [1],  # its list entry (gone already)
+            [b"d"],  # and its id-map entry
+        ]
+    )
+    ops = [(b"x", FA)]
+    steps = period_steps.steps(periods, 64, view, ops, [0], outcomes, {}, False)  # type: ignore[arg-type]
+    (retry, moved), trips = _run(steps, lambda _: next(replies))
+    assert (retry, moved, outcomes) == ([], None, [Outcome.REPLACED])
+    assert trips[0] == [(b"HGET", old.id_bucket(b"x"), b"x"), (b"HGET", new.id_bucket(b"x"), b"x")]
+    assert trips[1][:2] == [(b"SADD", new.tables(A)[0], FA), (b"PEXPIREAT", new.tables(A)[0], 69_000)]
+    assert _args(trips[2][0]) == (FP_IDS.sha, [old.fp_bucket(FB)], [b"-", FB, b"x"])
+    assert _args(trips[3][0]) == (ID_CAS.sha, [new.id_bucket(b"x")], [b"x", FA, b"", 1000, 8, 69_000])
+    assert _args(trips[4][0]) == (FP_IDS.sha, [new.fp_bucket(FA)], [b"+", FA, b"x", 69_000])
+    assert _args(trips[7][0]) == (ID_CAS.sha, [old.id_bucket(b"x")], [b"x", b"", FB])
