@@ -93,7 +93,7 @@ class Store:
 
         Args:
             script: the script they call.
-            calls: commands built by `script.command`.
+            calls: commands built by `Script.command`.
             durable: on a cluster, wait for a replica to have the writes.
 
         Raises:
