@@ -31,6 +31,7 @@ __all__ = [
     "Engine",
     "GroupedCommands",
     "MinHash",
+    "OddSketch",
     "ScriptRuns",
     "Unicode",
     "check_tokens",
@@ -47,6 +48,7 @@ __all__ = [
 _KERNELS = (
     "Engine",
     "MinHash",
+    "OddSketch",
     "Unicode",
     "hits",
     "hits_in_sets",
@@ -68,6 +70,7 @@ TOKENS = _native.TOKENS
 WEIGHTED = _native.WEIGHTED
 Engine = _native.Engine
 MinHash = _native.MinHash
+OddSketch = _native.OddSketch
 Unicode = _native.Unicode
 check_tokens = _native.check_tokens
 fingerprint_lines = _native.fingerprint_lines

@@ -8,6 +8,7 @@
 //! unwrap on input).
 
 mod engine;
+mod odd;
 mod packing;
 mod unicode;
 
@@ -378,6 +379,7 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<unicode::Unicode>()?;
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::MinHash>()?;
+    m.add_class::<odd::OddSketch>()?;
     m.add_function(wrap_pyfunction!(check_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(hits, m)?)?;
     m.add_function(wrap_pyfunction!(scan_sets, m)?)?;
