@@ -89,8 +89,9 @@ class OddSketch:
         self, doc: str | bytes | list[str] | tuple[str, ...], levels: list[int], name: str = "doc"
     ) -> list[bytes]:
         """The sketches of one document at each of several levels."""
-    def estimate(self, a: bytes, b: bytes) -> float:
-        """`OddSketcher.estimate` of two sketches."""
+
+def odd_estimate(a: bytes, b: bytes) -> float:
+    """`OddSketcher.estimate` of two sketches, as the pure estimator gives it."""
 
 def check_tokens(tokens: list[object] | tuple[object, ...], name: str) -> None:
     """Raise the wrong-type error unless every token is a str."""

@@ -323,7 +323,9 @@ class OddSketcher:
         out: npt.NDArray[np.float64] = np.nan_to_num(np.clip(value, 0.0, 1.0), nan=0.0)
         return out
 
-    def estimate_doc(self, doc: str | bytes | Sequence[str], stored: Sequence[bytes]) -> npt.NDArray[np.float64]:
+    def estimate_doc(
+        self, doc: str | bytes | Sequence[str], stored: Sequence[bytes]
+    ) -> npt.NDArray[np.float64]:
         """Estimate the Jaccard similarity of a document with stored sketches of any levels: the document
         is sketched at each stored sketch's level (the rule of comparison).
 

@@ -111,9 +111,10 @@ impl OddSketch {
         }
         Ok(out)
     }
+}
 
-    /// `OddSketcher.estimate` of two sketches.
-    fn estimate(&self, py: Python<'_>, a: &[u8], b: &[u8]) -> PyResult<f64> {
-        odd_sketch::estimate(a, b).raise(py)
-    }
+/// `OddSketcher.estimate` of two sketches (bytes of 128), as the pure estimator gives it.
+#[pyfunction]
+pub fn odd_estimate(py: Python<'_>, a: &[u8], b: &[u8]) -> PyResult<f64> {
+    odd_sketch::estimate(a, b).raise(py)
 }
