@@ -294,6 +294,27 @@ mod tests {
         );
     }
 
+    /// The inverse of `mix`.
+    fn unmix(mut z: u64) -> u64 {
+        z ^= (z >> 31) ^ (z >> 62);
+        z = z.wrapping_mul(0x3196_42b2_d24d_8ec3);
+        z ^= (z >> 27) ^ (z >> 54);
+        z = z.wrapping_mul(0x96de_1b17_3f11_9089);
+        z ^ (z >> 30) ^ (z >> 60)
+    }
+
+    #[test]
+    fn levels_stop_at_15() {
+        let sketcher = OddSketcher::new(3, 0).unwrap();
+        let salt = SAMPLE_SALT.wrapping_mul(3);
+        assert_eq!(mix(unmix(12345)), 12345);
+        // 1,100 shingles whose sampling keys are all below 2^49: kept at every level.
+        let deep: Vec<u64> = (1..=1100u64).map(|k| unmix(k << 10) ^ salt).collect();
+        assert!(deep.iter().all(|&h| sketcher.depth(h) == MAX_LEVEL));
+        let sketch = sketcher.sketch_of_shingles(&deep, None);
+        assert_eq!(header(&sketch), (1100, MAX_LEVEL));
+    }
+
     fn with(bits: &[usize], size: u16, level: u16) -> Vec<u8> {
         let mut out = vec![0u8; BYTES];
         for &i in bits {
