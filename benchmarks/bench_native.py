@@ -10,7 +10,10 @@ UTF-8 bytes. Single calls: the median (p50) of per-call times, over passes of ea
 (so that load on a shared machine hits them alike). Batches: the best of ``--rounds`` runs of
 `fingerprint_many` over all documents. The candidate filter: `_hits` of the read path (pure) against
 the native kernel on batches of 64 queries of ~60 candidates in 4 tables each, as an index with k = 3
-and a 4-table layout reads them. The process is pinned to one CPU, so figures are per core.
+and a 4-table layout reads them. Sketches (``--sketches`` runs only them): today's 1,024-permutation
+MinHash sketch of a verified index against the proposed 128-byte odd sketch (docs/redis-keys.md,
+"Verified storage, proposed"), alone and beside the 32-permutation MinHash its band tables would need,
+each in both engines. The process is pinned to one CPU, so figures are per core.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from collections.abc import Callable, Sequence
 
 from benchmarks import corpus
 from simhash_redis.codec import encode_fp
-from simhash_redis.fingerprinting import DEFAULT_SCHEME, documents, engines
+from simhash_redis.fingerprinting import DEFAULT_SCHEME, MinHasher, documents, engines
+from simhash_redis.fingerprinting.odd_sketch import OddSketcher
 from simhash_redis.store import candidates
 
 if engines.native is None:
@@ -160,6 +164,57 @@ def bench_fingerprints(label: str, docs: list[str], rounds: int, theirs: int) ->
         print("  simhash: not installed (pip install simhash==2.1.2)")
 
 
+def pure_engine(run: Callable[[], object]) -> Callable[[], object]:
+    """`run` with the compiled core set aside (every dispatch point reads `engines.native` per call)."""
+
+    def pure() -> object:
+        engines.native = None
+        try:
+            return run()
+        finally:
+            engines.native = native
+
+    return pure
+
+
+def bench_sketches(label: str, docs: list[str], rounds: int, theirs: int) -> None:
+    """Print single-call p50 and batch rates of MinHash 1,024 and the odd sketch, pure and native.
+
+    Args:
+        label: the corpus name.
+        docs: its documents.
+        rounds: batch timing rounds.
+        theirs: documents given to pure single calls.
+    """
+    today, bands, odd = MinHasher(num_perm=1024), MinHasher(num_perm=32), OddSketcher()
+    kinds: dict[str, Callable[[Sequence[str]], object]] = {
+        "minhash 1024 x 8 (today)": today.sketch_many,
+        "odd 1008 bits": odd.sketch_many,
+        "odd + minhash 32 (bands)": lambda d: (odd.sketch_many(d), bands.sketch_many(d)),
+    }
+    for kind in kinds.values():
+        assert kind(docs) == pure_engine(lambda kind=kind: kind(docs))(), "native and pure disagree"
+    batches: dict[str, Callable[[], object]] = {}
+    singles: dict[str, Callable[[str], object]] = {}
+    for name, kind in kinds.items():
+        batches[f"{name}|native"] = lambda kind=kind: kind(docs)
+        batches[f"{name}|pure"] = pure_engine(lambda kind=kind: kind(docs))
+        singles[f"{name}|native"] = lambda doc, kind=kind: kind([doc])
+        singles[f"{name}|pure"] = lambda doc, kind=kind: pure_engine(lambda: kind([doc]))()
+    limits = {name: theirs for name in singles if name.endswith("pure")}
+    p50 = p50_single(singles, docs, limits, max(1, rounds // 2))
+    best = best_batch(batches, rounds)
+    print(f"\nsketches, {label}: {len(docs)} documents")
+    print(f"  {'':26} {'engine':6} {'single p50':>12} {'batch':>14}")
+    for name in batches:
+        kind, engine = name.split("|")
+        print(f"  {kind:26} {engine:6} {p50[name] * 1e6:9.1f} us {len(docs) / best[name]:10,.0f} docs/s")
+    for engine in ("native", "pure"):
+        base = best[f"minhash 1024 x 8 (today)|{engine}"]
+        ratios = ", ".join(f"{kind} {base / best[f'{kind}|{engine}']:.1f}x" for kind in list(kinds)[1:])
+        print(f"  {engine}: faster than today's sketch by batch: {ratios}")
+
+
 def hit_batch(rng: random.Random, queries: int, f: int, k: int) -> tuple[list[int], list[list[bytes]]]:
     """Queries and the SMEMBERS replies an index would return: 4 tables of ~15 members each per query.
 
@@ -232,14 +287,18 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=3500, help="UTF-8 bytes per document")
     parser.add_argument("--rounds", type=int, default=5, help="batch timing rounds; the best counts")
     parser.add_argument("--theirs", type=int, default=100, help="documents for simhash and pure single calls")
+    parser.add_argument("--sketches", action="store_true", help="only the sketches")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     print(f"python {sys.version.split()[0]}, one CPU, documents of {args.size} UTF-8 bytes")
     for label, lang in (("english", "en"), ("chinese", "zh")):
         docs = corpus.documents(lang, args.docs, args.size)
-        bench_fingerprints(label, docs, args.rounds, min(args.theirs, len(docs)))
-    bench_hits(args.rounds)
+        if not args.sketches:
+            bench_fingerprints(label, docs, args.rounds, min(args.theirs, len(docs)))
+        bench_sketches(label, docs, args.rounds, min(args.theirs, len(docs)))
+    if not args.sketches:
+        bench_hits(args.rounds)
 
 
 if __name__ == "__main__":

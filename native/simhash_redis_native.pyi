@@ -73,6 +73,26 @@ class MinHash:
     def estimate(self, a: bytes, b: bytes) -> float:
         """The Jaccard estimate of two sketches of this hasher."""
 
+class OddSketch:
+    """The odd sketches of one `OddSketcher` (n, seed)."""
+
+    def __init__(self, unicode: Unicode, n: int, seed: int) -> None: ...
+    def sketch(
+        self, doc: str | bytes | list[str] | tuple[str, ...], level: int | None = None, name: str = "doc"
+    ) -> bytes:
+        """The sketch of one document at a level (None: its own)."""
+    def sketch_many(
+        self, docs: list[str | bytes | list[str] | tuple[str, ...]], level: int | None = None
+    ) -> list[bytes]:
+        """The sketches of many documents, detached from Python where the tables suffice."""
+    def sketch_levels(
+        self, doc: str | bytes | list[str] | tuple[str, ...], levels: list[int], name: str = "doc"
+    ) -> list[bytes]:
+        """The sketches of one document at each of several levels."""
+
+def odd_estimate(a: bytes, b: bytes) -> float:
+    """`OddSketcher.estimate` of two sketches, as the pure estimator gives it."""
+
 def check_tokens(tokens: list[object] | tuple[object, ...], name: str) -> None:
     """Raise the wrong-type error unless every token is a str."""
 

@@ -31,6 +31,7 @@ __all__ = [
     "Engine",
     "GroupedCommands",
     "MinHash",
+    "OddSketch",
     "ScriptRuns",
     "Unicode",
     "check_tokens",
@@ -39,6 +40,7 @@ __all__ = [
     "fingerprint_text_lines",
     "hash_values",
     "hits",
+    "odd_estimate",
     "pack_column",
     "scan_sets",
     "unpack_column",
@@ -47,6 +49,8 @@ __all__ = [
 _KERNELS = (
     "Engine",
     "MinHash",
+    "OddSketch",
+    "odd_estimate",
     "Unicode",
     "hits",
     "hits_in_sets",
@@ -68,6 +72,9 @@ TOKENS = _native.TOKENS
 WEIGHTED = _native.WEIGHTED
 Engine = _native.Engine
 MinHash = _native.MinHash
+OddSketch = _native.OddSketch
+#: `OddSketcher.estimate` of two sketches (the pure estimator, vectorised, is the one the library runs).
+odd_estimate = _native.odd_estimate
 Unicode = _native.Unicode
 check_tokens = _native.check_tokens
 fingerprint_lines = _native.fingerprint_lines

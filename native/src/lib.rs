@@ -14,6 +14,7 @@ mod flatjson;
 mod hash;
 mod lines;
 mod minhash;
+mod odd_sketch;
 mod packing;
 mod python;
 mod resolver;

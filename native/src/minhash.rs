@@ -121,50 +121,60 @@ fn text_tokens<N: Normalizer, T>(
     norm_tokens(norm, buf, |t| each(out, t));
 }
 
-impl Sketcher {
-    /// The sketch of one document.
-    pub fn sketch<N: Normalizer>(&self, job: &MinJob<'_>, normalizer: &mut N) -> Vec<u8> {
-        let mut ids = Vec::new();
-        let mut norm = Norm::default();
-        let mut buf = Vec::new();
-        let seed = self.seed;
-        match job {
-            MinJob::Text(text) => {
-                text_tokens(text, normalizer, &mut norm, &mut buf, &mut ids, |ids, t| {
-                    ids.push(xxh3_64_with_seed(t, seed))
-                });
-            }
-            MinJob::Tokens(tokens) => {
-                let mut joined = Vec::new();
-                for token in tokens {
-                    joined.clear();
-                    text_tokens(
-                        token,
-                        normalizer,
-                        &mut norm,
-                        &mut buf,
-                        &mut joined,
-                        |joined, t| {
-                            if !joined.is_empty() {
-                                joined.push(b' ');
-                            }
-                            joined.extend_from_slice(t);
-                        },
-                    );
-                    if !joined.is_empty() {
-                        ids.push(xxh3_64_with_seed(&joined, seed));
-                    }
+/// The token hashes (xxh3 with `seed`) of a document, as `minhash.doc_tokens` makes its tokens.
+pub fn token_ids<N: Normalizer>(job: &MinJob<'_>, normalizer: &mut N, seed: u64) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut norm = Norm::default();
+    let mut buf = Vec::new();
+    match job {
+        MinJob::Text(text) => {
+            text_tokens(text, normalizer, &mut norm, &mut buf, &mut ids, |ids, t| {
+                ids.push(xxh3_64_with_seed(t, seed))
+            });
+        }
+        MinJob::Tokens(tokens) => {
+            let mut joined = Vec::new();
+            for token in tokens {
+                joined.clear();
+                text_tokens(
+                    token,
+                    normalizer,
+                    &mut norm,
+                    &mut buf,
+                    &mut joined,
+                    |joined, t| {
+                        if !joined.is_empty() {
+                            joined.push(b' ');
+                        }
+                        joined.extend_from_slice(t);
+                    },
+                );
+                if !joined.is_empty() {
+                    ids.push(xxh3_64_with_seed(&joined, seed));
                 }
             }
         }
-        self.sketch_of_ids(&ids)
+    }
+    ids
+}
+
+/// The distinct hashes of a token sequence's n-shingles, sorted (`minhash.shingle_hashes`).
+pub fn distinct_shingles(ids: &[u64], n: usize) -> Vec<u64> {
+    let mut shingles = shingle_hashes(ids, n);
+    shingles.sort_unstable();
+    shingles.dedup();
+    shingles
+}
+
+impl Sketcher {
+    /// The sketch of one document.
+    pub fn sketch<N: Normalizer>(&self, job: &MinJob<'_>, normalizer: &mut N) -> Vec<u8> {
+        self.sketch_of_ids(&token_ids(job, normalizer, self.seed))
     }
 
     /// The sketch of a document given as its token hashes.
     pub fn sketch_of_ids(&self, ids: &[u64]) -> Vec<u8> {
-        let mut shingles = shingle_hashes(ids, self.n);
-        shingles.sort_unstable();
-        shingles.dedup();
+        let shingles = distinct_shingles(ids, self.n);
         let mut mins = vec![u64::MAX; self.a.len()];
         for &h in &shingles {
             for ((m, &a), &b) in mins.iter_mut().zip(&self.a).zip(&self.b) {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .engines import ENGINE_ENV, engine
 from .minhash import MinHasher
+from .odd_sketch import OddSketcher
 from .simhash import DEFAULT_SCHEME, Document, Scheme, distance, fingerprint, fingerprint_many
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "ENGINE_ENV",
     "Document",
     "MinHasher",
+    "OddSketcher",
     "Scheme",
     "distance",
     "engine",

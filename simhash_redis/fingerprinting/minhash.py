@@ -24,7 +24,7 @@ from . import engines
 from .hashing import mix
 from .tokens import tokenize
 
-__all__ = ["BITS", "MinHasher", "shingle_hashes"]
+__all__ = ["BITS", "MinHasher", "doc_tokens", "shingle_hashes"]
 
 #: Bits kept per permutation: whole bytes, so sketches compare with one numpy equality.
 BITS = (8, 16)
@@ -41,7 +41,7 @@ def _mixed(z: _U64) -> _U64:
     return mix(z, np.empty_like(z))
 
 
-def _doc_tokens(doc: object, name: str) -> list[str]:
+def doc_tokens(doc: object, name: str) -> list[str]:
     """Tokens of a document given as text, UTF-8 bytes or a sequence of str tokens.
 
     Args:
@@ -196,7 +196,7 @@ class MinHasher:
         """
         if engines.native is not None:
             return engines.native.sketch(self, doc)  # type: ignore[no-any-return]
-        return self.sketch_of_hashes(shingle_hashes(_doc_tokens(doc, "doc"), self.n, self.seed))
+        return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed))
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
         """Sketches of many documents.
@@ -213,7 +213,7 @@ class MinHasher:
         if engines.native is not None:
             return engines.native.sketch_many(self, docs)  # type: ignore[no-any-return]
         return [
-            self.sketch_of_hashes(shingle_hashes(_doc_tokens(doc, f"docs[{i}]"), self.n, self.seed))
+            self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, f"docs[{i}]"), self.n, self.seed))
             for i, doc in enumerate(docs)
         ]
 

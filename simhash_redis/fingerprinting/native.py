@@ -54,6 +54,9 @@ __all__ = [
     "fingerprint_text_lines",
     "hash_values",
     "hits",
+    "odd_sketch",
+    "odd_sketch_levels",
+    "odd_sketch_many",
     "pack_column",
     "sketch",
     "sketch_many",
@@ -105,6 +108,7 @@ _UNICODE = {uni.version: _native_unicode(uni) for uni in (PINNED, PYTHON)}
 _lock = threading.Lock()
 _engines: dict[int, tuple[SchemeParams, _native.Engine]] = {}
 _sketchers: dict[int, tuple[MinHashParams, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
+_odd_sketchers: dict[tuple[int, int], _native.OddSketch] = {}
 
 
 def _engine(scheme: SchemeParams) -> _native.Engine:
@@ -364,6 +368,60 @@ def sketch_many(hasher: MinHashParams, docs: Sequence[str | bytes | Sequence[str
     made = _sketcher(hasher)
     batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
     return made.sketch_many(batch)
+
+
+def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
+    """Return the native odd sketcher of (n, seed), made once."""
+    made = _odd_sketchers.get((n, seed))
+    if made is None:
+        made = _native.OddSketch(_UNICODE[PINNED.version], n, seed)
+        with _lock:
+            if len(_odd_sketchers) >= _ENGINES_MAX:
+                _odd_sketchers.clear()
+            _odd_sketchers[(n, seed)] = made
+    return made
+
+
+def odd_sketch(n: int, seed: int, doc: str | bytes | Sequence[str], level: int | None) -> bytes:
+    """The odd sketch of one document, natively; `OddSketcher.sketch`, byte for byte.
+
+    Args:
+        n: tokens per shingle, validated.
+        seed: the seed, validated.
+        doc: text, UTF-8 bytes, or a sequence of str tokens.
+        level: a validated level, or None for the document's own.
+
+    Raises:
+        InvalidType: doc is of another type.
+    """
+    return _odd_sketcher(n, seed).sketch(_sketch_doc(doc, "doc"), level, "doc")
+
+
+def odd_sketch_many(
+    n: int, seed: int, docs: Sequence[str | bytes | Sequence[str]], level: int | None
+) -> list[bytes]:
+    """The odd sketches of many documents, natively; `OddSketcher.sketch_many`, byte for byte.
+
+    Args:
+        n: tokens per shingle, validated.
+        seed: the seed, validated.
+        docs: documents, each as `odd_sketch` accepts.
+        level: a validated level for all, or None for each document's own.
+
+    Raises:
+        InvalidType: a document is of another type; the message names it.
+    """
+    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
+    return _odd_sketcher(n, seed).sketch_many(batch, level)
+
+
+def odd_sketch_levels(n: int, seed: int, doc: str | bytes | Sequence[str], levels: list[int]) -> list[bytes]:
+    """The odd sketches of one document at several validated levels, natively; `OddSketcher.sketch_levels`.
+
+    Raises:
+        InvalidType: doc is of another type.
+    """
+    return _odd_sketcher(n, seed).sketch_levels(_sketch_doc(doc, "doc"), levels, "doc")
 
 
 def fingerprint_lines(

@@ -199,13 +199,13 @@ impl Engine {
 }
 
 /// A MinHash document: str, bytes, or a list or tuple of str tokens.
-enum MinRef<'py> {
+pub(super) enum MinRef<'py> {
     Text(Bound<'py, PyAny>),
     Tokens(Vec<Bound<'py, PyAny>>),
 }
 
 impl<'py> MinRef<'py> {
-    fn parse(doc: Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
+    pub(super) fn parse(doc: Bound<'py, PyAny>, name: &str) -> PyResult<Self> {
         if doc.is_instance_of::<PyString>() || doc.is_instance_of::<PyBytes>() {
             return Ok(MinRef::Text(doc));
         }
@@ -221,7 +221,7 @@ impl<'py> MinRef<'py> {
         ))
     }
 
-    fn job(&self) -> PyResult<MinJob<'_>> {
+    pub(super) fn job(&self) -> PyResult<MinJob<'_>> {
         Ok(match self {
             MinRef::Text(obj) => MinJob::Text(text_of(obj)?.unwrap_or_default()),
             MinRef::Tokens(items) => MinJob::Tokens(

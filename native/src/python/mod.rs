@@ -8,6 +8,7 @@
 //! unwrap on input).
 
 mod engine;
+mod odd;
 mod packing;
 mod unicode;
 
@@ -378,8 +379,10 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<unicode::Unicode>()?;
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::MinHash>()?;
+    m.add_class::<odd::OddSketch>()?;
     m.add_function(wrap_pyfunction!(check_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(hits, m)?)?;
+    m.add_function(wrap_pyfunction!(odd::odd_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(scan_sets, m)?)?;
     m.add_function(wrap_pyfunction!(hash_values, m)?)?;
     m.add_function(wrap_pyfunction!(hits_in_sets, m)?)?;

@@ -1,0 +1,350 @@
+"""Odd sketches of shingle sets: 128 bytes a document, Jaccard estimates that are precise for near pairs.
+
+The odd sketch of Mitzenmacher, Pagh and Pham ("Efficient estimation for high similarities using odd
+sketches", WWW 2014): bit i of a document's sketch is the parity of the number of its distinct shingles
+that hash to i, of SKETCH_BITS = 1,008. The XOR of two odd sketches is the odd sketch of the symmetric
+difference D of the two sets: z bits set of m give D = -m/2 ln(1 - 2z/m), and with the sets' sizes
+J = (|A| + |B| - D) / (|A| + |B| + D). Its only error is hash collisions among the D differing shingles,
+few where verified mode decides (J >= 0.8 means D <= 0.11 (|A| + |B|)). docs/quality.md ("The stored
+sketch against its bytes") measures it; benchmarks/eval_sketch.py (``--odd 1008 --sample 1024``)
+simulates exactly this definition.
+
+Shingles and their hashes are the MinHasher's (`minhash.shingle_hashes` of `minhash.doc_tokens`): the
+library's CJK-aware tokens n at a time, a document of fewer than n tokens one shingle of all of them.
+
+Sampling: a document of more than SAMPLE_LIMIT = 1,024 distinct shingles sketches only those whose
+sampling key is below 2**64 / 2**level, at the smallest level that leaves at most 1,024 of them (a long
+document's D would fill the 1,008 bits). Two sketches compare only at one level, the stored document's:
+a document given as text can always sketch itself at any level (`OddSketcher.sketch` with `level`,
+`sketch_levels`, `estimate_doc`).
+
+For a distinct shingle hash h and the seed s (arithmetic mod 2**64, mix the splitmix64 finaliser):
+
+* its bit: ``mix(h ^ (0x2545F4914F6CDD1D * (s + 1))) % 1008``;
+* its sampling key: ``mix(h ^ (0x9E3779B97F4A7C15 * (s + 3)))``, kept at level L when L = 0 or
+  key < 2**(64 - L).
+
+The 128 bytes, a stable layout: bytes 0-125 are the 1,008 bits, bit i in byte i // 8 under the mask
+0x80 >> (i % 8) (numpy's `packbits` order); bytes 126-127 are a little-endian uint16, the number of
+shingles sketched in its low 12 bits and the level in its high 4.
+
+Where the proposal (docs/redis-keys.md, "Verified storage, proposed") leaves a choice:
+
+* The level is at most MAX_LEVEL = 15 (4 bits): a document still above 1,024 shingles at level 15
+  (some 33 million distinct shingles) is sketched at level 15 with every shingle kept there.
+* The size field holds at most MAX_SIZE = 4,095: a document sketched below its own level keeps more
+  than 1,024 shingles, past 4,095 its size is stored as 4,095. That can only lower an estimate (it
+  grows with the sizes), and such a document is at J <= 1,024 / 4,095 of any document stored at that
+  level.
+* Two sets without shingles estimate 0, as the simulation's 0 / 0 does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ..checks import is_int
+from ..errors import InvalidArgument, InvalidType
+from . import engines
+from .hashing import mix
+from .minhash import doc_tokens, shingle_hashes
+
+__all__ = ["MAX_LEVEL", "MAX_SIZE", "SAMPLE_LIMIT", "SKETCH_BITS", "SKETCH_BYTES", "OddSketcher"]
+
+#: Bits of parity in a sketch.
+SKETCH_BITS = 1008
+#: Bytes of a sketch: the bits, then the size and level (2 bytes).
+SKETCH_BYTES = 128
+#: The most shingles a document's own level leaves (fewer at a larger level, more at a smaller one).
+SAMPLE_LIMIT = 1024
+#: The largest level (4 bits).
+MAX_LEVEL = 15
+#: The largest size a sketch records (12 bits).
+MAX_SIZE = 4095
+
+_U64 = npt.NDArray[np.uint64]
+_MASK = (1 << 64) - 1
+_PARITY_BYTES = SKETCH_BITS // 8
+_SLOT_SALT = 0x2545F4914F6CDD1D
+_SAMPLE_SALT = 0x9E3779B97F4A7C15
+
+
+def _deltas() -> npt.NDArray[np.float64]:
+    """The symmetric difference D estimated from each possible count z of differing bits (inf when
+    half of the bits or more differ: a saturated sketch, never a near pair)."""
+    out = np.full(SKETCH_BITS + 1, np.inf)
+    half = SKETCH_BITS / 2
+    for z in range(SKETCH_BITS // 2):
+        # math.log, the platform's C log, as the compiled core's ln: both engines give the same floats.
+        out[z] = -half * math.log(1.0 - 2.0 * z / SKETCH_BITS)
+    return out
+
+
+_DELTA = _deltas()
+
+
+def _checked_level(level: object, name: str) -> int:
+    """A level argument, checked.
+
+    Raises:
+        InvalidType: it is not an int.
+        InvalidArgument: it is out of 0..MAX_LEVEL.
+    """
+    if not is_int(level):
+        raise InvalidType(f"{name} must be an int, got {type(level).__name__}")
+    if not 0 <= level <= MAX_LEVEL:
+        raise InvalidArgument(f"{name} must be in 0..{MAX_LEVEL}, got {level}")
+    return level
+
+
+def _sketch_bytes(sketch: object) -> bytes:
+    """A sketch argument as bytes, checked.
+
+    Raises:
+        InvalidType: it is not bytes-like.
+        InvalidArgument: it is not SKETCH_BYTES long.
+    """
+    if not isinstance(sketch, (bytes, bytearray, memoryview)):
+        raise InvalidType(f"an odd sketch must be bytes, got {type(sketch).__name__}")
+    data = bytes(sketch)
+    if len(data) != SKETCH_BYTES:
+        raise InvalidArgument(f"an odd sketch must be {SKETCH_BYTES} bytes, got {len(data)}")
+    return data
+
+
+def _header(sketch: bytes) -> tuple[int, int]:
+    """(size, level) of a sketch of the right length."""
+    word = int.from_bytes(sketch[_PARITY_BYTES:], "little")
+    return word & MAX_SIZE, word >> 12
+
+
+def _mismatch(mine: int, theirs: int) -> InvalidArgument:
+    return InvalidArgument(
+        f"odd sketches at levels {mine} and {theirs} do not compare: sketch the document at the stored "
+        "sketch's level"
+    )
+
+
+class OddSketcher:
+    """Makes and compares odd sketches (SKETCH_BYTES bytes) of documents' word (or CJK character) shingles.
+
+    Args:
+        n: tokens per shingle (default 3).
+        seed: seed of the token hashes, the bits and the sampling keys.
+
+    Raises:
+        InvalidArgument: an argument is out of range.
+        InvalidType: an argument is not an int.
+    """
+
+    sketch_bytes = SKETCH_BYTES
+
+    def __init__(self, n: int = 3, seed: int = 0) -> None:
+        for name, value in (("n", n), ("seed", seed)):
+            if not is_int(value):
+                raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
+        if not 1 <= n <= 16:
+            raise InvalidArgument(f"n must be in 1..16, got {n}")
+        if not 0 <= seed <= _MASK:
+            raise InvalidArgument(f"seed must be in 0..2**64-1, got {seed}")
+        self.n = n
+        self.seed = seed
+        self._slot_salt = np.uint64((_SLOT_SALT * (seed + 1)) & _MASK)
+        self._sample_salt = np.uint64((_SAMPLE_SALT * (seed + 3)) & _MASK)
+
+    def describe(self) -> str:
+        """A stable description of the sketch parameters, e.g. "odd;bits=1008;n=3;seed=0"."""
+        return f"odd;bits={SKETCH_BITS};n={self.n};seed={self.seed}"
+
+    def _keys(self, hashes: _U64) -> _U64:
+        return mix(hashes ^ self._sample_salt, np.empty_like(hashes))
+
+    @staticmethod
+    def _own_level(keys: _U64) -> int:
+        """The smallest level that leaves at most SAMPLE_LIMIT of these sampling keys (MAX_LEVEL at most)."""
+        if len(keys) <= SAMPLE_LIMIT:
+            return 0
+        for level in range(1, MAX_LEVEL):
+            if np.count_nonzero(keys < np.uint64(1 << (64 - level))) <= SAMPLE_LIMIT:
+                return level
+        return MAX_LEVEL
+
+    def sketch_of_hashes(self, hashes: _U64, level: int | None = None) -> bytes:
+        """The odd sketch of a set of shingle hashes.
+
+        Args:
+            hashes: the set's shingle hashes (duplicates count once).
+            level: the sampling level, 0..MAX_LEVEL; None for the set's own.
+
+        Returns:
+            SKETCH_BYTES bytes.
+
+        Raises:
+            InvalidArgument, InvalidType: level is not None and not a level.
+        """
+        if level is not None:
+            level = _checked_level(level, "level")
+        hashes = np.unique(np.asarray(hashes, dtype=np.uint64))
+        keys = self._keys(hashes)
+        if level is None:
+            level = self._own_level(keys)
+        kept = hashes[keys < np.uint64(1 << (64 - level))] if level else hashes
+        slots = (mix(kept ^ self._slot_salt, np.empty_like(kept)) % np.uint64(SKETCH_BITS)).astype(np.intp)
+        parity = (np.bincount(slots, minlength=SKETCH_BITS) & 1).astype(np.uint8)
+        header = min(len(kept), MAX_SIZE) | level << 12
+        return bytes(np.packbits(parity).tobytes()) + header.to_bytes(2, "little")
+
+    def sketch(self, doc: str | bytes | Sequence[str], level: int | None = None) -> bytes:
+        """The odd sketch of one document.
+
+        Args:
+            doc: text, UTF-8 bytes, or a sequence of str tokens.
+            level: the sampling level, 0..MAX_LEVEL: a stored sketch's, to compare with it; None (the
+                default) for the document's own.
+
+        Returns:
+            SKETCH_BYTES bytes.
+
+        Raises:
+            InvalidType: doc is of another type, or level is not an int.
+            InvalidArgument: level is out of range.
+        """
+        if level is not None:
+            level = _checked_level(level, "level")
+        if engines.native is not None:
+            return engines.native.odd_sketch(self.n, self.seed, doc, level)  # type: ignore[no-any-return]
+        return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed), level)
+
+    def sketch_many(
+        self, docs: Sequence[str | bytes | Sequence[str]], level: int | None = None
+    ) -> list[bytes]:
+        """The odd sketches of many documents.
+
+        Args:
+            docs: documents, each as `sketch` accepts.
+            level: one sampling level for all, or None (the default) for each document's own.
+
+        Returns:
+            The sketches, in order.
+
+        Raises:
+            InvalidType: a document is of another type (the message names it), or level is not an int.
+            InvalidArgument: level is out of range.
+        """
+        if level is not None:
+            level = _checked_level(level, "level")
+        if engines.native is not None:
+            return engines.native.odd_sketch_many(self.n, self.seed, docs, level)  # type: ignore[no-any-return]
+        return [
+            self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, f"docs[{i}]"), self.n, self.seed), level)
+            for i, doc in enumerate(docs)
+        ]
+
+    def sketch_levels(self, doc: str | bytes | Sequence[str], levels: Sequence[int]) -> list[bytes]:
+        """The odd sketches of one document at several levels, its shingles made once.
+
+        Args:
+            doc: text, UTF-8 bytes, or a sequence of str tokens.
+            levels: sampling levels, each 0..MAX_LEVEL.
+
+        Returns:
+            One sketch per level, in order.
+
+        Raises:
+            InvalidType: doc is of another type, or a level is not an int.
+            InvalidArgument: a level is out of range.
+        """
+        wanted = [_checked_level(level, f"levels[{i}]") for i, level in enumerate(levels)]
+        if engines.native is not None:
+            return engines.native.odd_sketch_levels(self.n, self.seed, doc, wanted)  # type: ignore[no-any-return]
+        hashes = shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed)
+        return [self.sketch_of_hashes(hashes, level) for level in wanted]
+
+    @staticmethod
+    def size_and_level(sketch: bytes) -> tuple[int, int]:
+        """The number of shingles a sketch holds (at most MAX_SIZE) and its level.
+
+        Raises:
+            InvalidType, InvalidArgument: sketch is not SKETCH_BYTES bytes.
+        """
+        return _header(_sketch_bytes(sketch))
+
+    def estimate(self, a: bytes, b: bytes) -> float:
+        """Estimate the Jaccard similarity of two documents from their odd sketches, of one level.
+
+        Args:
+            a: a sketch.
+            b: another, made with the same parameters.
+
+        Returns:
+            The estimate, in [0, 1]; 0 when the bits differ too much to tell (the pair is not near).
+
+        Raises:
+            InvalidType: a sketch is not bytes.
+            InvalidArgument: a sketch has the wrong length, or the two are of different levels.
+        """
+        return float(self.estimate_many(a, [b])[0])
+
+    def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
+        """Estimate the Jaccard similarity of one document with many others, all of the query's level.
+
+        Args:
+            query: the query's sketch.
+            others: the other sketches.
+
+        Returns:
+            The estimates, in order, in [0, 1].
+
+        Raises:
+            InvalidType: a sketch is not bytes.
+            InvalidArgument: a sketch has the wrong length, or is of another level than the query
+                (`estimate_doc` compares a document given as text with sketches of any level).
+        """
+        mine = _sketch_bytes(query)
+        if not others:
+            return np.zeros(0, dtype=np.float64)
+        rows = np.frombuffer(b"".join(_sketch_bytes(s) for s in others), dtype=np.uint8)
+        rows = rows.reshape(len(others), SKETCH_BYTES)
+        size, level = _header(mine)
+        words = rows[:, _PARITY_BYTES].astype(np.intp) | rows[:, _PARITY_BYTES + 1].astype(np.intp) << 8
+        wrong = np.flatnonzero(words >> 12 != level)
+        if len(wrong):
+            raise _mismatch(level, int(words[wrong[0]]) >> 12)
+        ours = np.frombuffer(mine, dtype=np.uint8, count=_PARITY_BYTES)
+        z = np.bitwise_count(rows[:, :_PARITY_BYTES] ^ ours).sum(axis=1, dtype=np.intp)
+        delta = _DELTA[z]
+        total = (size + (words & MAX_SIZE)).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = (total - delta) / (total + delta)
+        out: npt.NDArray[np.float64] = np.nan_to_num(np.clip(value, 0.0, 1.0), nan=0.0)
+        return out
+
+    def estimate_doc(
+        self, doc: str | bytes | Sequence[str], stored: Sequence[bytes]
+    ) -> npt.NDArray[np.float64]:
+        """Estimate the Jaccard similarity of a document with stored sketches of any levels: the document
+        is sketched at each stored sketch's level (the rule of comparison).
+
+        Args:
+            doc: text, UTF-8 bytes, or a sequence of str tokens.
+            stored: the stored sketches.
+
+        Returns:
+            The estimates, in order, in [0, 1].
+
+        Raises:
+            InvalidType: doc is of another type, or a sketch is not bytes.
+            InvalidArgument: a sketch has the wrong length.
+        """
+        checked = [_sketch_bytes(s) for s in stored]
+        levels = sorted({_header(s)[1] for s in checked})
+        mine = dict(zip(levels, self.sketch_levels(doc, levels), strict=True))
+        out = np.zeros(len(checked), dtype=np.float64)
+        for level, query in mine.items():
+            at = [i for i, s in enumerate(checked) if _header(s)[1] == level]
+            out[at] = self.estimate_many(query, [checked[i] for i in at])
+        return out
