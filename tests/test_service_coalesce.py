@@ -104,7 +104,7 @@ def test_a_call_still_waiting_at_its_timeout_gets_504_and_leaves_the_batch() -> 
     assert kept == 2 and calls == [[2]]
 
 
-def test_with_one_connection_a_call_runs_at_once_and_with_more_the_calls_share_a_batch(
+def test_a_lone_request_runs_at_once_and_requests_read_together_share_a_batch(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from simhash_redis.service import protocol
@@ -142,15 +142,15 @@ def test_with_one_connection_a_call_runs_at_once_and_with_more_the_calls_share_a
         return await asyncio.gather(call(TEXT), call(TEXT + "!"))
 
     def refused(*_: object) -> None:
-        raise AssertionError("a lone connection's call went through the coalescer")
+        raise AssertionError("a lone request went through the coalescer")
 
     try:
         with monkeypatch.context() as lone:
-            lone.setattr(protocol, "_open", [1])
+            lone.setattr(protocol, "_unanswered", [1])
             lone.setattr(Coalescer, "submit", refused)
             alone = asyncio.run(call(TEXT))
         assert batches == [1]
-        monkeypatch.setattr(protocol, "_open", [2])
+        monkeypatch.setattr(protocol, "_unanswered", [2])
         both = asyncio.run(gathered())
         assert batches == [1, 2]
     finally:

@@ -157,8 +157,8 @@ class Service:
             params = _params(parts[4], call, single)
             coalescer = index.coalescer((parts[4], *params), _bound(op, index, params))
             if alone() and coalescer.idle:
-                # The worker's only connection: no other request can join a batch, so the library is
-                # called at once (a batch of one, as the coalescer would have run it two turns later).
+                # The worker's only request in flight: none can join its batch, so the library is called
+                # at once (a batch of one, as the coalescer would have run it two turns later).
                 result = op.run(index, [single], params)[0]
             else:
                 # Gathered with the other requests of this turn of the event loop into one batch call.

@@ -1,12 +1,12 @@
-"""The HTTP protocol of a worker: uvicorn's (httptools), counting the worker's open connections and
-sending each response's head together with its body.
+"""The HTTP protocol of a worker: uvicorn's (httptools), counting the requests the worker has read and
+not yet answered, and sending each response's head together with its body.
 
 Two things a lone request's latency pays for that it need not:
 
-- With one connection open, requests reach the worker one after another (HTTP/1.1 answers a
-  connection's requests in order), so there is nothing to gather into a batch: the /v1 handler then
-  calls the library at once instead of through the coalescer's extra turns of the event loop
-  (`alone`).
+- When it is the only request the worker has read and not answered, nothing can join its batch:
+  every request that arrived with it was parsed (and counted) before any of them runs. The /v1
+  handler then calls the library at once instead of through the coalescer's two more turns of the
+  event loop (`alone`).
 - uvicorn writes a response's head as soon as the application starts it, then its body: two
   segments, and a client that wakes up for the head goes back to sleep for the body. The head is held
   until the body's first write, and both go in one.
@@ -24,15 +24,15 @@ __all__ = ["PROTOCOL", "Protocol", "alone"]
 #: What `uvicorn.run(http=...)` is given: importable by name in each worker process.
 PROTOCOL = "simhash_redis.service.protocol:Protocol"
 
-# The connections open in this process through `Protocol` (none when the app runs under another
-# server, or in-process: then requests are always gathered).
-_open = [0]
+# The requests this process has read through `Protocol` and not yet answered (none when the app runs
+# under another server, or in-process: then requests are always gathered).
+_unanswered = [0]
 _CONTINUE = b"HTTP/1.1 100 "
 
 
 def alone() -> bool:
-    """Whether this worker holds exactly one connection (so no other request can be in flight)."""
-    return _open[0] == 1
+    """Whether the request being served is the only one this worker has read and not answered."""
+    return _unanswered[0] == 1
 
 
 class _HeadWithBody:
@@ -69,16 +69,12 @@ class _HeadWithBody:
 
 
 class Protocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, counting this worker's connections and writing each response's
-    head with its body."""
+    """uvicorn's httptools protocol, counting the requests read and not answered, and writing each
+    response's head with its body."""
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        _open[0] += 1
-        super().connection_made(transport)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        _open[0] -= 1
-        super().connection_lost(exc)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._mine = 0  # this connection's share of the count (queued pipelined requests too)
 
     def on_headers_complete(self) -> None:
         before = self.cycle
@@ -87,3 +83,17 @@ class Protocol(HttpToolsProtocol):
         # A new request's cycle (not an upgrade's, which keeps the old one) writes through the holder.
         if cycle is not before and cycle is not None:
             cycle.transport = _HeadWithBody(cycle.transport)  # type: ignore[assignment]
+            self._mine += 1
+            _unanswered[0] += 1
+
+    def on_response_complete(self) -> None:
+        if self._mine:
+            self._mine -= 1
+            _unanswered[0] -= 1
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Requests cut off with their connection are answered by no one.
+        _unanswered[0] -= self._mine
+        self._mine = 0
+        super().connection_lost(exc)
