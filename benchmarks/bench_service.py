@@ -6,8 +6,10 @@ Run from the repository root (needs the server extra, and wrk for the throughput
 
 One private server on loopback holds N fingerprints and some texts; `simhash-redis serve` runs on it
 with W worker processes. Latency: a near() of a text over HTTP (one keep-alive connection, a minimal
-client so that the client's own cost stays out of the figure) interleaved with `SimhashIndex.near()` of
-the same text in this process. Throughput: wrk (``apt-get install wrk``) with 64 keep-alive connections
+client: a prepared request on a raw socket, the reply read by Content-Length; its few microseconds of
+Python are in the figure) interleaved with `SimhashIndex.near()` of the same text in this process; and
+the same from wrk on one connection (``wrk -t1 -c1 --latency``, a client in C), alternating with the
+library's calls in a loop, 3 rounds. Throughput: wrk (``apt-get install wrk``) with 64 keep-alive connections
 posting near and add_if_new of one document each, against the library's calls in a loop on one thread.
 Batches: add_if_new/batch and near/batch as JSON arrays, and a JSON Lines stream, in documents a second.
 Everything (server, service, load generator) shares this machine's cores: the figures are of the whole.
@@ -21,6 +23,7 @@ import os
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,6 +123,7 @@ def latency(port: int, index: SimhashIndex, texts: list[str], command: str) -> l
         lib_text.append((t2 - t1) / 1000)
         http_fp.append((t3 - t2) / 1000)
         lib_fp.append((t4 - t3) / 1000)
+    client.sock.close()  # the worker's only connection from now on is wrk's (it answers a lone one at once)
     lib50 = percentile(lib_text, 50)
     ours50 = percentile(http_text, 50)
     return [
@@ -156,8 +160,8 @@ def latency(port: int, index: SimhashIndex, texts: list[str], command: str) -> l
     ]
 
 
-def wrk(port: int, script: str, seconds: float) -> float:
-    """Requests a second that wrk reached with one thread and WRK_CONNECTIONS connections."""
+def _wrk(port: int, script: str, seconds: float, connections: int, *extra: str) -> str:
+    """wrk's report of one run with one thread."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as lua:
         lua.write(script)
     try:
@@ -165,8 +169,9 @@ def wrk(port: int, script: str, seconds: float) -> float:
             [
                 "wrk",
                 "-t1",
-                f"-c{WRK_CONNECTIONS}",
+                f"-c{connections}",
                 f"-d{max(1, round(seconds))}s",
+                *extra,
                 "-s",
                 lua.name,
                 f"http://{HOST}:{port}",
@@ -179,10 +184,24 @@ def wrk(port: int, script: str, seconds: float) -> float:
         os.unlink(lua.name)
     if out.returncode:
         raise RuntimeError(f"wrk failed: {out.stderr or out.stdout}")
-    out = out.stdout
-    if "Non-2xx" in out:
-        raise RuntimeError(f"wrk saw errors:\n{out}")
+    if "Non-2xx" in out.stdout:
+        raise RuntimeError(f"wrk saw errors:\n{out.stdout}")
+    return out.stdout
+
+
+def wrk(port: int, script: str, seconds: float) -> float:
+    """Requests a second that wrk reached with one thread and WRK_CONNECTIONS connections."""
+    out = _wrk(port, script, seconds, WRK_CONNECTIONS)
     return float(re.search(r"Requests/sec:\s*([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+
+def wrk_p50(port: int, script: str, seconds: float) -> float:
+    """The p50 in microseconds of wrk's requests on one keep-alive connection (wrk -t1 -c1 --latency)."""
+    out = _wrk(port, script, seconds, 1, "--latency")
+    found = re.search(r"50%\s+([\d.]+)(us|ms|s)\b", out)
+    if found is None:
+        raise RuntimeError(f"no latency distribution in wrk's report:\n{out}")
+    return float(found.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[found.group(2)]
 
 
 def _lua_bodies(path: str, bodies: list[str]) -> str:
@@ -197,6 +216,35 @@ request = function()
   return wrk.format(nil, "{path}", nil, bodies[(i % #bodies) + 1])
 end
 """
+
+
+def latency_wrk(port: int, index: SimhashIndex, texts: list[str], seconds: float, command: str) -> Figure:
+    """near(text) p50 from wrk on one keep-alive connection (a client in C: no Python in the client's
+    figure), against the library's near(text) p50 over the same texts, alternating, 3 rounds (medians)."""
+    path = f"/v1/indexes/{INDEX}/near"
+    script = _lua_bodies(path, [json.dumps({"text": t}) for t in texts[:300]])
+    ours, theirs = [], []
+    for _ in range(3):
+        ours.append(wrk_p50(port, script, max(1.0, seconds / 3)))
+        spent: list[float] = []
+        for text in texts[:300] * 2:
+            start = time.perf_counter_ns()
+            index.near(text)
+            spent.append((time.perf_counter_ns() - start) / 1000)
+        theirs.append(percentile(spent, 50))
+    http50, lib50 = statistics.median(ours), statistics.median(theirs)
+    return Figure(
+        "near(text) over HTTP p50, wrk -t1 -c1",
+        http50,
+        "us",
+        "SimhashIndex.near(text) p50 in a loop",
+        lib50,
+        higher_is_better=False,
+        target="<= library p50 + 150 us",
+        met=http50 <= lib50 + 150,
+        command=command,
+        extra={"rounds_us": ours, "library_rounds_us": theirs},
+    )
 
 
 ADD_IF_NEW_LUA = """
@@ -342,6 +390,7 @@ def run(n: int, count: int, seconds: float, workers: int, command: str) -> list[
         with service(server.url, workers) as port:
             figures += latency(port, index, texts, command)
             if shutil.which("wrk"):
+                figures.append(latency_wrk(port, index, texts, seconds, command))
                 figures += throughput(port, index, texts, seconds, command)
             else:
                 print("  wrk is not installed (apt-get install wrk): no throughput figures", flush=True)

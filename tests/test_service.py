@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import json
 import random
+import re
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.codec import format_fingerprint
-from tests.servers import ServerProcess
+from tests.servers import HOST, ServerProcess
 from tests.service_process import ServiceProcess
 
 pytest.importorskip("starlette")
@@ -241,6 +243,23 @@ def test_access_log_and_metrics(http: httpx.Client, service: ServiceProcess) -> 
     mine = [r for r in records if r["path"] == "/v1/indexes/svc-f/near"]
     assert mine and mine[-1]["status"] == 400 and mine[-1]["error"] == "malformed_json"
     assert mine[-1]["route"] == "/v1/indexes/{name}/near" and mine[-1]["ms"] >= 0
+
+
+def test_a_keep_alive_connection_gets_each_answer_in_one_piece(
+    http: httpx.Client, service: ServiceProcess
+) -> None:
+    http.post("/v1/indexes/svc-one/add", json={"id": "a", "text": TEXT}).raise_for_status()
+    body = json.dumps({"text": TEXT}).encode()
+    head = f"POST /v1/indexes/svc-one/near HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: {len(body)}\r\n\r\n"
+    with socket.create_connection((HOST, service.port), timeout=30) as conn:
+        for _ in range(3):
+            conn.sendall(head.encode() + body)
+            # The head and the body were written together: whatever one recv returns holds both.
+            status, _, rest = conn.recv(65536).partition(b"\r\n\r\n")
+            length = re.search(rb"(?i)content-length: *(\d+)", status)
+            assert status.startswith(b"HTTP/1.1 200") and length is not None
+            assert len(rest) == int(length.group(1))
+            assert json.loads(rest)["matches"][0]["id"] == "a"
 
 
 def test_openapi_document(http: httpx.Client) -> None:

@@ -4,7 +4,8 @@ one batch call of the library, and each keeps its own result and its own error."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -101,3 +102,144 @@ def test_a_call_still_waiting_at_its_timeout_gets_504_and_leaves_the_batch() -> 
     assert isinstance(late, ServiceError) and problem_of(late)[0] == 504
     assert problem_of(late)[1].code == "timeout" and "0.5 s" in str(late)
     assert kept == 2 and calls == [[2]]
+
+
+def test_a_lone_request_runs_at_once_and_requests_read_together_share_a_batch(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simhash_redis.service import protocol
+    from simhash_redis.service.app import Service
+    from simhash_redis.service.config import ServiceConfig
+    from simhash_redis.service.indexes import Registry
+
+    SimhashIndex.from_url(redis_url, "lone").add("a", TEXT)
+    config = ServiceConfig(redis_url=redis_url, access_log=False)
+    service = Service(config)
+    service._registry = Registry(config, redis_url)
+    batches: list[int] = []
+    near = operations.near
+
+    def counted(index: Opened, queries: Sequence[schemas.Query], *params: object) -> object:
+        batches.append(len(queries))
+        return near(index, queries, *params)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(operations, "near", counted)
+
+    async def call(text: str) -> tuple[int, dict[str, object]]:
+        sent: list[dict[str, object]] = []
+
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": json.dumps({"text": text}).encode(), "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/v1/indexes/lone/near", "query_string": b""}
+        await service.operation({**scope, "headers": []}, receive, send)  # type: ignore[arg-type]
+        return sent[0]["status"], json.loads(sent[1]["body"])  # type: ignore[arg-type]
+
+    async def gathered() -> list[tuple[int, dict[str, object]]]:
+        return await asyncio.gather(call(TEXT), call(TEXT + "!"))
+
+    def refused(*_: object) -> None:
+        raise AssertionError("a lone request went through the coalescer")
+
+    try:
+        with monkeypatch.context() as lone:
+            lone.setattr(protocol, "_unanswered", [1])
+            lone.setattr(Coalescer, "submit", refused)
+            alone = asyncio.run(call(TEXT))
+        assert batches == [1]
+        monkeypatch.setattr(protocol, "_unanswered", [2])
+        both = asyncio.run(gathered())
+        assert batches == [1, 2]
+    finally:
+        service.registry.close()
+    assert alone == both[0]
+    for status, answer in (alone, *both):
+        assert status == 200 and answer["matches"][0]["id"] == "a"  # type: ignore[index]
+
+
+def test_a_response_head_goes_with_its_body_in_one_write() -> None:
+    from simhash_redis.service.protocol import _HeadWithBody
+
+    class Transport:
+        def __init__(self) -> None:
+            self.writes: list[bytes] = []
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            self.writes.append(data)
+
+        def close(self) -> None:
+            self.closed = True
+
+        def is_closing(self) -> bool:
+            return self.closed
+
+    head = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
+    proceed = b"HTTP/1.1 100 Continue\r\n\r\n"
+    transport = Transport()
+    held = _HeadWithBody(transport)  # type: ignore[arg-type]
+    held.write(proceed)  # at once: the client waits for it before it sends the body
+    held.write(head)
+    assert transport.writes == [proceed]
+    held.write(b"{}")
+    held.write(b"")  # after the head, writes pass through
+    assert transport.writes == [proceed, head + b"{}", b""]
+    assert held.is_closing() is False  # the rest is the transport's
+    cut = Transport()
+    held = _HeadWithBody(cut)  # type: ignore[arg-type]
+    held.write(head)
+    held.close()  # a response cut short after its head: the head still goes, then the connection closes
+    assert cut.writes == [head] and cut.closed
+
+
+def test_the_worker_counts_each_request_until_it_is_answered_or_its_connection_lost(redis_url: str) -> None:
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from simhash_redis.service import protocol
+    from simhash_redis.service.app import create_app
+    from simhash_redis.service.config import ServiceConfig
+    from tests.servers import HOST, free_port
+
+    SimhashIndex.from_url(redis_url, "counted").add("a", TEXT)
+    port = free_port()
+    app = create_app(ServiceConfig(redis_url=redis_url, access_log=False))
+    config = uvicorn.Config(app, host=HOST, port=port, http=protocol.Protocol, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+
+    def until(condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 30
+        while not condition():
+            assert time.monotonic() < deadline, "the server's state never came"
+            time.sleep(0.01)
+
+    body = json.dumps({"text": TEXT}).encode()
+    request = (
+        f"POST /v1/indexes/counted/near HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    try:
+        until(lambda: server.started)
+        with socket.create_connection((HOST, port), timeout=30) as conn:
+            conn.sendall(request * 3)  # pipelined: answered in order, each counted until answered
+            received = b""
+            while received.count(b'"id":"a"') < 3:
+                more = conn.recv(65536)
+                assert more
+                received += more
+            assert received.count(b"HTTP/1.1 200") == 3
+            until(lambda: protocol._unanswered[0] == 0)
+        with socket.create_connection((HOST, port), timeout=30) as conn:
+            conn.sendall(request[:-10])  # a request whose body never comes, then the connection goes
+            until(lambda: protocol._unanswered[0] == 1)
+        until(lambda: protocol._unanswered[0] == 0)
+    finally:
+        server.should_exit = True
+        thread.join(30)

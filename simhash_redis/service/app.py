@@ -29,6 +29,7 @@ from .indexes import Opened, Registry
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .openapi import document
 from .problems import ServiceError
+from .protocol import alone
 from .streams import Call, json_lines
 
 __all__ = ["OPERATIONS", "create_app"]
@@ -154,13 +155,19 @@ class Service:
             single = _SINGLE[parts[4]].decode(await call.body(self.config.max_body))
             index = self.registry.get(name, create=op.create)
             params = _params(parts[4], call, single)
-            # Gathered with the other requests of this turn of the event loop into one batch call.
-            future = index.coalescer((parts[4], *params), _bound(op, index, params)).submit(single)
-            timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
-            try:
-                result = await future
-            finally:
-                timer.cancel()
+            coalescer = index.coalescer((parts[4], *params), _bound(op, index, params))
+            if alone() and coalescer.idle:
+                # The worker's only request in flight: none can join its batch, so the library is called
+                # at once (a batch of one, as the coalescer would have run it two turns later).
+                result = op.run(index, [single], params)[0]
+            else:
+                # Gathered with the other requests of this turn of the event loop into one batch call.
+                future = coalescer.submit(single)
+                timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
+                try:
+                    result = await future
+                finally:
+                    timer.cancel()
             await call.answer(200, _encode(result))
         except Exception as exc:
             self.forget_missing(exc, name)

@@ -11,6 +11,7 @@ import uvicorn
 
 from ..errors import InvalidArgument
 from .config import ServiceConfig
+from .protocol import PROTOCOL
 
 __all__ = ["Listen", "serve"]
 
@@ -68,6 +69,7 @@ def serve(config: ServiceConfig, listen: Listen) -> None:
         uvicorn.run(
             _APP,
             factory=True,
+            http=PROTOCOL,  # uvicorn's httptools protocol, with a lone request's shortcuts
             host=listen.host,
             port=listen.port,
             workers=listen.workers,

@@ -1,0 +1,99 @@
+"""The HTTP protocol of a worker: uvicorn's (httptools), counting the requests the worker has read and
+not yet answered, and sending each response's head together with its body.
+
+Two things a lone request's latency pays for that it need not:
+
+- When it is the only request the worker has read and not answered, nothing can join its batch:
+  every request that arrived with it was parsed (and counted) before any of them runs. The /v1
+  handler then calls the library at once instead of through the coalescer's two more turns of the
+  event loop (`alone`).
+- uvicorn writes a response's head as soon as the application starts it, then its body: two
+  segments, and a client that wakes up for the head goes back to sleep for the body. The head is held
+  until the body's first write, and both go in one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["PROTOCOL", "Protocol", "alone"]
+
+#: What `uvicorn.run(http=...)` is given: importable by name in each worker process.
+PROTOCOL = "simhash_redis.service.protocol:Protocol"
+
+# The requests this process has read through `Protocol` and not yet answered (none when the app runs
+# under another server, or in-process: then requests are always gathered).
+_unanswered = [0]
+_CONTINUE = b"HTTP/1.1 100 "
+
+
+def alone() -> bool:
+    """Whether the request being served is the only one this worker has read and not answered."""
+    return _unanswered[0] == 1
+
+
+class _HeadWithBody:
+    """One response's transport: its head (the first write) is held back until the next write (the
+    body's first part), then both go in one call. A ``100 Continue`` goes at once: the client waits
+    for it before it sends the body."""
+
+    __slots__ = ("_head", "_started", "_transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._head: bytes | None = None
+        self._started = False
+
+    def write(self, data: bytes) -> None:
+        head = self._head
+        if head is not None:
+            self._head = None
+            self._transport.write(head + data)
+        elif self._started or data.startswith(_CONTINUE):
+            self._transport.write(data)
+        else:
+            self._head = data
+            self._started = True
+
+    def close(self) -> None:
+        head, self._head = self._head, None
+        if head is not None:  # a response cut short after its head: the head goes, as it would have
+            self._transport.write(head)
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class Protocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, counting the requests read and not answered, and writing each
+    response's head with its body."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._mine = 0  # this connection's share of the count (queued pipelined requests too)
+
+    def on_headers_complete(self) -> None:
+        before = self.cycle
+        super().on_headers_complete()
+        cycle = self.cycle
+        # A new request's cycle (not an upgrade's, which keeps the old one) writes through the holder.
+        if cycle is not before and cycle is not None:
+            cycle.transport = _HeadWithBody(cycle.transport)  # type: ignore[assignment]
+            self._mine += 1
+            _unanswered[0] += 1
+
+    def on_response_complete(self) -> None:
+        if self._mine:
+            self._mine -= 1
+            _unanswered[0] -= 1
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Requests cut off with their connection are answered by no one.
+        _unanswered[0] -= self._mine
+        self._mine = 0
+        super().connection_lost(exc)
