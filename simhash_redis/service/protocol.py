@@ -58,10 +58,14 @@ class _HeadWithBody:
             self._head = data
             self._started = True
 
-    def close(self) -> None:
+    def flush(self) -> None:
+        """Send a head still held: its response ended without a body write (HEAD, or cut short)."""
         head, self._head = self._head, None
-        if head is not None:  # a response cut short after its head: the head goes, as it would have
+        if head is not None:
             self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
         self._transport.close()
 
     def __getattr__(self, name: str) -> Any:
@@ -87,6 +91,9 @@ class Protocol(HttpToolsProtocol):
             _unanswered[0] += 1
 
     def on_response_complete(self) -> None:
+        transport = self.cycle.transport if self.cycle is not None else None
+        if isinstance(transport, _HeadWithBody):
+            transport.flush()
         if self._mine:
             self._mine -= 1
             _unanswered[0] -= 1
