@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from simhash_redis import Layout, SimhashIndex
 from simhash_redis.codec import encode_fp
 from simhash_redis.errors import IndexCorrupted, RedisAuthError, SimhashRedisError
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import reads as reads_module
 from simhash_redis.store import write_ops as writes_module
 from simhash_redis.transport import wire
@@ -40,8 +40,8 @@ def test_sliced_batches_equal_brute_force(
     # Slices of 2 queries, so even small batches are read in many slices with early id lookups.
     monkeypatch.setattr(reads_module, "_SLICE", 2)
     if engine == "python":
-        monkeypatch.setattr(engines, "native", None)
-    elif engines.native is None:
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
         pytest.skip("the compiled core is not built")
     layout = data.draw(st.sampled_from([Layout.pigeonhole(64, 3), Layout.permuted(64, 3, blocks=5)]))
     index = SimhashIndex(any_client, f"slices{next(_names)}", layout=layout)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from redis.connection import Connection, PythonRespSerializer
 
 from simhash_redis import SimhashIndex
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.transport import wire
 from simhash_redis.transport.standalone import Transport
 from tests.servers import ServerProcess
@@ -219,8 +219,8 @@ def test_near_same_results_in_either_engine(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, engine: str
 ) -> None:
     if engine == "python":
-        monkeypatch.setattr(engines, "native", None)
-    elif engines.native is None:
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
         pytest.skip("the compiled core is not built")
     index = SimhashIndex(redis_client, "wire", k=3)
     base = 0xF0F0_F0F0_1234_5678

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted
-from ..fingerprinting import engines
+from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.packing import Same
@@ -299,7 +299,7 @@ def _bucket_ids(
     mine = [stored for stored in found if bucket(stored) == own]
     if not mine:
         return {}
-    native = engines.native
+    native = engine_choice.native
     if type(reply) is bytes and native is not None:
         values = native.hash_values(reply, mine)
     else:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from simhash_redis import SimhashIndex
 from simhash_redis import compiled as _native
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import candidates
 from simhash_redis.store import reads as reads_module
 from simhash_redis.transport import wire
@@ -283,7 +283,7 @@ def _parsed(raw: bytes) -> list[tuple[bytes, ...]]:
 def test_hash_values_equal_a_hiredis_parse(
     pairs: dict[bytes, bytes], asked: list[bytes], shape: bytes, cut: int
 ) -> None:
-    native = engines.native
+    native = engine_choice.native
     assert native is not None
     count = len(pairs) if shape == b"%" else 2 * len(pairs)
     data = shape + b"%d\r\n" % count
