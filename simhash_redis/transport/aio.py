@@ -34,8 +34,8 @@ from ..errors import RedisUnavailable
 from . import wire
 from .cluster import ClusterTransport
 from .greenlet_bridge import wait
+from .protocols import Command
 from .retry import Backoff
-from .sender import Command
 from .standalone import Transport
 
 __all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport"]

@@ -14,8 +14,8 @@ import redis.exceptions as rex
 
 from ..errors import SimhashRedisError
 from . import wire
+from .protocols import Command, Exchange, scan_pages
 from .retry import Backoff
-from .sender import Command, Exchange, scan_pages
 from .translate import raise_first_error, translate_error
 
 __all__ = ["Transport"]
