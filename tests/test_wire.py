@@ -186,11 +186,11 @@ def test_fallback_on_fakeredis(fake_client: redis.Redis) -> None:
         fake_client.connection_pool.release(connection)
 
 
-def test_keeper_reuses_a_clean_connection_and_lets_go(redis_client: redis.Redis) -> None:
+def test_held_connection_reuses_a_clean_connection_and_lets_go(redis_client: redis.Redis) -> None:
     pool = redis_client.connection_pool
     transport = Transport(redis_client)
     assert transport.execute([(b"PING",)]) == [b"PONG"]
-    held = transport.__dict__["_keeper"]._held
+    held = transport.__dict__["_held_connection"]._held
     assert len(held) == 1
     first = held[0]
     assert transport.execute([(b"PING",)]) == [b"PONG"]

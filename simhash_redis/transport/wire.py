@@ -60,7 +60,7 @@ __all__ = [
     "PUSH",
     "Command",
     "Exchange",
-    "Keeper",
+    "HeldConnection",
     "Same",
     "count_send",
     "fast",
@@ -354,11 +354,11 @@ class Exchange:
         return self.read(len(commands))
 
 
-class Keeper:
+class HeldConnection:
     """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
 
     Taking a connection from a redis-py pool and giving it back costs more than a small round trip
-    (locks, observability counters, a readiness poll that allocates a poller each time). A keeper holds
+    (locks, observability counters, a readiness poll that allocates a poller each time). It holds
     the connection of its last successful round trip and hands it out again after a cheaper check of the
     same thing (nothing buffered, nothing unread on the socket, not closed by the server: one poll with
     a poller kept for that socket); anything else comes from and goes back to the pool. It only holds a
@@ -375,7 +375,7 @@ class Keeper:
         self._held: list[Any] = []
         self._poller: tuple[Any, Any] | None = None
         self._enabled = type(pool) is redis.ConnectionPool
-        _KEEPERS.add(self)
+        _HELD_CONNECTIONS.add(self)
         weakref.finalize(self, _release_all, pool, self._held, os.getpid())
 
     def take(self) -> Any:
@@ -438,12 +438,12 @@ class Keeper:
 
 
 _HAS_POLL = hasattr(select, "poll")
-_KEEPERS: weakref.WeakSet[Keeper] = weakref.WeakSet()
+_HELD_CONNECTIONS: weakref.WeakSet[HeldConnection] = weakref.WeakSet()
 
 
 def _forget_all() -> None:
-    for keeper in list(_KEEPERS):
-        keeper.forget()
+    for held in list(_HELD_CONNECTIONS):
+        held.forget()
 
 
 if hasattr(os, "register_at_fork"):
