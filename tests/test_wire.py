@@ -55,7 +55,7 @@ def test_same_equals_the_commands_it_stands_for(
 ) -> None:
     if fixed:
         keys = [key.ljust(30, b"k") for key in keys]
-    same = wire.Same(name, keys, field)
+    same = wire.CommandPerKey(name, keys, field)
     tail = () if field is None else (field,)
     assert list(same) == [(name, key, *tail) for key in keys]
     assert len(same) == len(keys)

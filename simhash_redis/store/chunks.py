@@ -97,7 +97,7 @@ class Stream:
             self.acked += 1
 
 
-class Packed(wire.Same):
+class Packed(wire.CommandPerKey):
     """Commands packed once into their RESP form, which `wire.pack` sends as is. Iterating parses them back
     (only a connection that packs commands itself, with a custom encoder, does that)."""
 
@@ -114,7 +114,7 @@ class Packed(wire.Same):
     def __getitem__(self, i: int) -> tuple[bytes, bytes]: ...
 
     @overload
-    def __getitem__(self, i: slice) -> wire.Same: ...
+    def __getitem__(self, i: slice) -> wire.CommandPerKey: ...
 
     def __getitem__(self, i: int | slice) -> Any:
         return list(arrays(self._resp))[i]

@@ -3,8 +3,9 @@
 This is the one module that reaches under redis-py's public API. The index's hot paths send thousands of
 small commands per round trip; redis-py's `pack_commands` costs microseconds per command and
 `read_response` adds a Python call chain per reply. Here commands are packed with byte templates
-(`packing.pack`, and `Same` for a run of one single-key command, packed with a single join), and replies
-are read straight off the connection's socket into the connection's own `hiredis.Reader`, in a tight loop.
+(`packing.pack`, and `CommandPerKey` for a run of one single-key command, packed with a single join), and
+replies are read straight off the connection's socket into the connection's own `hiredis.Reader`, in a
+tight loop.
 SMEMBERS replies can also be read raw (`read_sets`, where the compiled core can find their ends) for its
 candidate filter, which checks them in their RESP form without a Python object per member.
 
@@ -29,7 +30,7 @@ from typing import Any
 import redis
 import redis.exceptions as rex
 
-from .packing import Command, Same, pack
+from .packing import Command, CommandPerKey, pack
 
 try:  # the compiled core's scanner of whole replies, for `read_sets` (the transport parses no more)
     from ..compiled import scan_sets
@@ -59,9 +60,9 @@ __all__ = [
     "NOT_ENOUGH_DATA",
     "PUSH",
     "Command",
+    "CommandPerKey",
     "Exchange",
     "HeldConnection",
-    "Same",
     "count_send",
     "fast",
     "pack",
