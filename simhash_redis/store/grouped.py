@@ -21,7 +21,7 @@ import numpy.typing as npt
 from ..fingerprinting import engine_choice
 from ..transport import Command
 from . import chunks
-from .chunks import BULK, Packed, Piece
+from .chunks import BULK, PackedCommands, Piece
 from .keys import KeyForm, KeySchema
 
 __all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "netstring"]
@@ -164,7 +164,7 @@ def commands(
             [column.native() for column in columns],
             chunks.CHUNK_ARGS,
         )
-        yield from (Packed(data, count) for data, count in found)
+        yield from (PackedCommands(data, count) for data, count in found)
         return
     yield from chunks.chunks(_pieces(head, groups, columns, packed), packed)
 
@@ -225,7 +225,7 @@ def script_runs(
             call_entries,
             chunks.CHUNK_ARGS,
         )
-        yield from (Packed(data, count) for data, count in found)
+        yield from (PackedCommands(data, count) for data, count in found)
         return
     yield from chunks.chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
 
@@ -300,7 +300,7 @@ def attach_calls(
             call_pairs,
             chunks.CHUNK_ARGS,
         )
-        yield from (Packed(data, count) for data, count in found)
+        yield from (PackedCommands(data, count) for data, count in found)
         return
     pieces = _attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed)
     yield from chunks.chunks(pieces, packed)

@@ -13,7 +13,7 @@ from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.packing import CommandPerKey
 from .candidates import hits, matches_of, takes_raw
-from .chunks import Packed
+from .chunks import PackedCommands
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import KeySchema
 from .replies import hash_pairs
@@ -204,7 +204,7 @@ class Reads:
         first: list[Sequence[Command]]
         if whole:
             own = keys.fp_bucket_of(fps[0])
-            first = [Packed(self._whole_first % (*table_keys(fps[0]), len(own), own), tables + 1)]
+            first = [PackedCommands(self._whole_first % (*table_keys(fps[0]), len(own), own), tables + 1)]
         else:
             set_keys: list[bytes] = []
             extend = set_keys.extend
