@@ -23,8 +23,8 @@ from simhash_redis.store import (
     Store,
     Write,
     Writes,
-    period_steps,
     period_writes,
+    windowed_writes_cluster,
     write_ops,
 )
 from simhash_redis.store.scripts import FP_IDS, ID_CAS, WRITE, with_scripts
@@ -262,7 +262,7 @@ def test_a_cluster_period_write_commits_into_the_current_period_and_clears_the_o
         ]
     )
     ops = [(b"x", FA)]
-    steps = period_steps.steps(periods, 64, view, ops, [0], outcomes, {}, False)  # type: ignore[arg-type]
+    steps = windowed_writes_cluster.steps(periods, 64, view, ops, [0], outcomes, {}, False)  # type: ignore[arg-type]
     (retry, moved), trips = _run(steps, lambda _: next(replies))
     assert (retry, moved, outcomes) == ([], None, [Outcome.REPLACED])
     assert trips[0] == [(b"HGET", old.id_bucket(b"x"), b"x"), (b"HGET", new.id_bucket(b"x"), b"x")]
