@@ -28,13 +28,13 @@ from collections.abc import Callable, Sequence
 
 from benchmarks import corpus
 from simhash_redis.codec import encode_fp
-from simhash_redis.fingerprinting import DEFAULT_SCHEME, MinHasher, documents, engines
+from simhash_redis.fingerprinting import DEFAULT_SCHEME, MinHasher, documents, engine_choice
 from simhash_redis.fingerprinting.odd_sketch import OddSketcher
 from simhash_redis.store import candidates
 
-if engines.native is None:
+if engine_choice.native is None:
     raise SystemExit("the compiled core is not in use: make native (and leave SIMHASH_REDIS_ENGINE unset)")
-native = engines.native
+native = engine_choice.native
 
 
 def fingerprint(doc: str) -> int:
@@ -49,11 +49,11 @@ def fingerprint_many(docs: Sequence[str]) -> list[int]:
 
 def pure_hits(*args: object) -> object:
     """The read path's candidate filter with the compiled core set aside."""
-    engines.native = None
+    engine_choice.native = None
     try:
         return candidates.hits(*args)  # type: ignore[arg-type]
     finally:
-        engines.native = native
+        engine_choice.native = native
 
 
 class adapter:
@@ -165,14 +165,14 @@ def bench_fingerprints(label: str, docs: list[str], rounds: int, theirs: int) ->
 
 
 def pure_engine(run: Callable[[], object]) -> Callable[[], object]:
-    """`run` with the compiled core set aside (every dispatch point reads `engines.native` per call)."""
+    """`run` with the compiled core set aside (every dispatch point reads `engine_choice.native` per call)."""
 
     def pure() -> object:
-        engines.native = None
+        engine_choice.native = None
         try:
             return run()
         finally:
-            engines.native = native
+            engine_choice.native = native
 
     return pure
 

@@ -301,7 +301,7 @@ def _floor_and_text(index: SimhashIndex, queries: list[int]) -> list[Figure]:
     port = index.client.connection_pool.connection_kwargs["port"]
     floor = RawSocket(port)
     sample = queries[:4000]
-    packed = [wire.pack(wire.Same(b"SMEMBERS", index.keys.tables(q))) for q in sample]
+    packed = [wire.pack(wire.CommandPerKey(b"SMEMBERS", index.keys.tables(q))) for q in sample]
     # Interleaved, so that both see the same machine load.
     ours: list[float] = []
     raw: list[float] = []
@@ -360,13 +360,13 @@ def breakdown(n: int, count: int) -> None:
         misses = corpus.queries(stored, 2 * count)[1::2]
         floor = RawSocket(server.port)
         raw = floor.round_trip
-        smembers = [wire.pack(wire.Same(b"SMEMBERS", index.keys.tables(q))) for q in misses]
+        smembers = [wire.pack(wire.CommandPerKey(b"SMEMBERS", index.keys.tables(q))) for q in misses]
         steps: list[tuple[str, Callable[[int], object]]] = [
             ("raw socket PING", lambda i: raw(b"")),
             ("raw socket 4 SMEMBERS (+PING), replies not parsed", lambda i: raw(smembers[i])),
             (
                 "4 SMEMBERS through the transport",
-                lambda i: index.store.execute(wire.Same(b"SMEMBERS", index.keys.tables(misses[i]))),
+                lambda i: index.store.execute(wire.CommandPerKey(b"SMEMBERS", index.keys.tables(misses[i]))),
             ),
             ("near() of the same miss", lambda i: index.near(misses[i])),
         ]

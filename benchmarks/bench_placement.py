@@ -56,7 +56,7 @@ def run(n: int, count: int) -> None:
         new.near_many(queries[:2000])
         old.near_many(queries[:2000])
         floor = RawSocket(client.connection_pool.connection_kwargs["port"])
-        packed = [wire.pack(wire.Same(b"SMEMBERS", new.keys.tables(q))) for q in queries]
+        packed = [wire.pack(wire.CommandPerKey(b"SMEMBERS", new.keys.tables(q))) for q in queries]
         reads = new._reads
 
         def no_whole_bucket(q: int) -> None:

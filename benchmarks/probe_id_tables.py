@@ -90,8 +90,10 @@ def main() -> None:
         corpus.pin(0)
         queries = corpus.queries(stored, args.queries)
         floor = RawSocket(server.port)
-        smembers = [wire.pack(wire.Same(b"SMEMBERS", tables(q))) for q in queries]
-        hgetall = [wire.pack(wire.Same(b"HGETALL", [_hash_key(k) for k in tables(q)])) for q in queries]
+        smembers = [wire.pack(wire.CommandPerKey(b"SMEMBERS", tables(q))) for q in queries]
+        hgetall = [
+            wire.pack(wire.CommandPerKey(b"HGETALL", [_hash_key(k) for k in tables(q)])) for q in queries
+        ]
         index.near_many(queries[:2000])
         sets_us, hashes_us, near_us = [], [], []
         clock = time.perf_counter_ns

@@ -33,7 +33,7 @@ from simhash_redis import (
     SimhashRedisError,
 )
 from simhash_redis.asyncio import AsyncSimhashIndex
-from simhash_redis.transport import Backoff, bridge
+from simhash_redis.transport import Backoff, greenlet_bridge
 from tests.faultproxy import FaultProxy
 from tests.servers import ClusterProcess, ServerProcess
 
@@ -302,7 +302,7 @@ def test_waiting_outside_the_bridge_is_refused_and_leaves_no_unawaited_coroutine
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "coroutine ... was never awaited" would be a RuntimeWarning
         with pytest.raises(RuntimeError, match=r"outside simhash_redis\.asyncio"):
-            bridge.wait(never())
+            greenlet_bridge.wait(never())
 
 
 def test_a_pause_inside_a_call_lets_other_tasks_run() -> None:
@@ -317,7 +317,7 @@ def test_a_pause_inside_a_call_lets_other_tasks_run() -> None:
 
         task = asyncio.create_task(ticker())
         started = time.monotonic()
-        await bridge.run(bridge.pause, 0.2)
+        await greenlet_bridge.run(greenlet_bridge.pause, 0.2)
         assert time.monotonic() - started >= 0.19
         task.cancel()
         return ticks
@@ -433,12 +433,12 @@ def test_the_callers_context_variables_are_seen_inside_a_call() -> None:
     request = contextvars.ContextVar("request", default="none")
 
     def inner() -> str:
-        bridge.pause(0)
+        greenlet_bridge.pause(0)
         return request.get()
 
     async def one(name: str) -> str:
         request.set(name)
-        return await bridge.run(inner)
+        return await greenlet_bridge.run(inner)
 
     async def main() -> list[str]:
         return await asyncio.gather(*(one(f"r{i}") for i in range(20)))

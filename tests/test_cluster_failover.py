@@ -16,8 +16,8 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from simhash_redis import SimhashIndex
 from simhash_redis.transport import Backoff, retry
 from simhash_redis.transport.aio import AsyncClusterTransport
-from simhash_redis.transport.bridge import run
 from simhash_redis.transport.cluster import DEFAULT_NODE_TIMEOUT, ClusterTransport
+from simhash_redis.transport.greenlet_bridge import run
 from tests.servers import HOST, ClusterProcess
 
 WRITERS = 4

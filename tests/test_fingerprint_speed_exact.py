@@ -26,13 +26,13 @@ from simhash_redis.fingerprinting.scheme import Scheme
 fp_module = importlib.import_module("simhash_redis.fingerprinting.hashing")
 documents_module = importlib.import_module("simhash_redis.fingerprinting.documents")
 engine_module = importlib.import_module("simhash_redis.fingerprinting.pure_engine")
-engines = importlib.import_module("simhash_redis.fingerprinting.engines")
+engine_choice = importlib.import_module("simhash_redis.fingerprinting.engine_choice")
 
 
 @pytest.fixture(autouse=True)
 def pure_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests check the pure engine's fast paths: run it even where the compiled core is in use."""
-    monkeypatch.setattr(engines, "native", None)
+    monkeypatch.setattr(engine_choice, "native", None)
 
 
 MASK = (1 << 64) - 1

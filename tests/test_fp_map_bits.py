@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from simhash_redis import MinHasher, SimhashIndex, drop_index
 from simhash_redis.codec import encode_fp
 from simhash_redis.errors import IndexCorrupted, InvalidArgument, SimhashRedisError
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.index.verified_index import VerifiedIndex
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig, Retention, Verification
@@ -90,8 +90,8 @@ def test_a_hit_in_the_querys_bucket_comes_with_the_first_reply(
     redis_server: ServerProcess, monkeypatch: pytest.MonkeyPatch, protocol: int, engine: str
 ) -> None:
     if engine == "python":  # no compiled core: every reply is read by hiredis
-        monkeypatch.setattr(engines, "native", None)
-    elif engines.native is None:
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
         pytest.skip("the compiled core is not built")
     redis_client = redis_server.client(protocol=protocol)
     index = SimhashIndex(redis_client, f"bits{next(_names)}", k=3)
@@ -297,8 +297,8 @@ def test_a_single_lookup_equals_the_batch_form(
     redis_server: ServerProcess, monkeypatch: pytest.MonkeyPatch, protocol: int, engine: str, encoding: str
 ) -> None:
     if engine == "python":
-        monkeypatch.setattr(engines, "native", None)
-    elif engines.native is None:
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
         pytest.skip("the compiled core is not built")
     # latin-1: a connection that packs commands itself (redis-py's packer, not the library's).
     client = redis_server.client(protocol=protocol, encoding=encoding)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from simhash_redis import Layout
 from simhash_redis.codec import encode_fp, encode_ids
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import Reads, Store
 from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig
 from simhash_redis.store.keys import KeySchema
@@ -100,8 +100,8 @@ def _reads(layout: Layout, fp_map: str) -> Reads:
 def answers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Recorded:
     """Replies as each engine and exchange get them."""
     if request.param == "python":
-        monkeypatch.setattr(engines, "native", None)
-    elif engines.native is None:
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
         pytest.skip("the compiled core is not built")
     return Recorded(raw=request.param == "native raw")
 

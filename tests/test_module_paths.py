@@ -320,7 +320,7 @@ def test_the_native_crate_names_what_exists() -> None:
 def test_the_checks_find_what_is_missing(tmp_path: Path) -> None:
     # The checker itself: each kind of name, existing and not.
     assert _dotted_exists("simhash_redis.store.reads.Reads.lookup")
-    assert _dotted_exists("simhash_redis.fingerprinting.engines.native")
+    assert _dotted_exists("simhash_redis.fingerprinting.engine_choice.native")
     assert _dotted_exists("simhash_redis.SimhashIndex.near")
     assert _dotted_exists("simhash_redis.cli.app")
     assert not _dotted_exists("simhash_redis.fingerprint.fingerprint")  # a function has no names

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from simhash_redis import Layout, SimhashIndex
 from simhash_redis.codec import encode_fp
 from simhash_redis.errors import IndexCorrupted, RedisAuthError, SimhashRedisError
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import reads as reads_module
 from simhash_redis.store import write_ops as writes_module
 from simhash_redis.transport import wire
@@ -40,8 +40,8 @@ def test_sliced_batches_equal_brute_force(
     # Slices of 2 queries, so even small batches are read in many slices with early id lookups.
     monkeypatch.setattr(reads_module, "_SLICE", 2)
     if engine == "python":
-        monkeypatch.setattr(engines, "native", None)
-    elif engines.native is None:
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
         pytest.skip("the compiled core is not built")
     layout = data.draw(st.sampled_from([Layout.pigeonhole(64, 3), Layout.permuted(64, 3, blocks=5)]))
     index = SimhashIndex(any_client, f"slices{next(_names)}", layout=layout)
@@ -136,7 +136,7 @@ def test_exchange_interleaves_sends_and_reads(redis_client: redis.Redis) -> None
 def test_a_conversation_that_leaves_replies_unread_closes_its_connection(redis_client: redis.Redis) -> None:
     transport = Transport(redis_client)
     assert transport.execute([(b"PING",)]) == [b"PONG"]
-    held = transport.__dict__["_keeper"]._held
+    held = transport.__dict__["_held_connection"]._held
     first = held[0]
 
     def sloppy(exchange: wire.Exchange) -> None:
@@ -175,19 +175,19 @@ def test_a_conversation_is_run_again_after_a_lost_connection(redis_client: redis
 def test_a_forked_child_does_not_use_the_parents_connection(redis_client: redis.Redis) -> None:
     transport = Transport(redis_client)
     assert transport.execute([(b"PING",)]) == [b"PONG"]
-    keeper = transport.__dict__["_keeper"]
-    parent_connection = keeper._held[0]
+    held_connection = transport.__dict__["_held_connection"]
+    parent_connection = held_connection._held[0]
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
-        ok = keeper._held == [] and keeper.take() is not parent_connection
+        ok = held_connection._held == [] and held_connection.take() is not parent_connection
         os.write(write_end, b"1" if ok else b"0")
         os._exit(0)
     os.close(write_end)
     assert os.read(read_end, 1) == b"1"
     os.close(read_end)
     os.waitpid(pid, 0)
-    assert keeper._held == [parent_connection]
+    assert held_connection._held == [parent_connection]
     assert transport.execute([(b"PING",)]) == [b"PONG"]
 
 
@@ -227,7 +227,7 @@ def test_a_conversation_that_read_everything_keeps_its_connection_after_raising(
 ) -> None:
     transport = Transport(redis_client)
     assert transport.execute([(b"PING",)]) == [b"PONG"]
-    held = transport.__dict__["_keeper"]._held
+    held = transport.__dict__["_held_connection"]._held
     first = held[0]
 
     def read_then_fail(exchange: wire.Exchange) -> None:

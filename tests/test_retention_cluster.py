@@ -80,7 +80,7 @@ def test_hundreds_of_tasks_racing_across_periods(redis_cluster: ClusterProcess) 
 
     Periods of 2 s: a write round reads the id in every live period (31 here), and with 200 tasks
     sharing one loaded core a round of 1 s periods (62 of them) can take longer than a period for as
-    long as the writer waits (`period_steps._STALL_S`); a boundary still passes every other second.
+    long as the writer waits (`windowed_writes_cluster._STALL_S`); a boundary still passes every other second.
     """
     redis_cluster.flushall()
     docs = groups_of_near_duplicates(groups=20, size=10, seed=5)

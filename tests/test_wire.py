@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from redis.connection import Connection, PythonRespSerializer
 
 from simhash_redis import SimhashIndex
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.transport import wire
 from simhash_redis.transport.standalone import Transport
 from tests.servers import ServerProcess
@@ -55,7 +55,7 @@ def test_same_equals_the_commands_it_stands_for(
 ) -> None:
     if fixed:
         keys = [key.ljust(30, b"k") for key in keys]
-    same = wire.Same(name, keys, field)
+    same = wire.CommandPerKey(name, keys, field)
     tail = () if field is None else (field,)
     assert list(same) == [(name, key, *tail) for key in keys]
     assert len(same) == len(keys)
@@ -186,11 +186,11 @@ def test_fallback_on_fakeredis(fake_client: redis.Redis) -> None:
         fake_client.connection_pool.release(connection)
 
 
-def test_keeper_reuses_a_clean_connection_and_lets_go(redis_client: redis.Redis) -> None:
+def test_held_connection_reuses_a_clean_connection_and_lets_go(redis_client: redis.Redis) -> None:
     pool = redis_client.connection_pool
     transport = Transport(redis_client)
     assert transport.execute([(b"PING",)]) == [b"PONG"]
-    held = transport.__dict__["_keeper"]._held
+    held = transport.__dict__["_held_connection"]._held
     assert len(held) == 1
     first = held[0]
     assert transport.execute([(b"PING",)]) == [b"PONG"]
@@ -219,8 +219,8 @@ def test_near_same_results_in_either_engine(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, engine: str
 ) -> None:
     if engine == "python":
-        monkeypatch.setattr(engines, "native", None)
-    elif engines.native is None:
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
         pytest.skip("the compiled core is not built")
     index = SimhashIndex(redis_client, "wire", k=3)
     base = 0xF0F0_F0F0_1234_5678

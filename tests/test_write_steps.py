@@ -23,8 +23,8 @@ from simhash_redis.store import (
     Store,
     Write,
     Writes,
-    period_steps,
-    period_writes,
+    windowed_writes_cluster,
+    windowed_writes_standalone,
     write_ops,
 )
 from simhash_redis.store.scripts import FP_IDS, ID_CAS, WRITE, with_scripts
@@ -233,7 +233,7 @@ def test_a_period_write_stops_at_a_call_refused_for_another_period(monkeypatch: 
     periods, view = _Periods(keys), _view(keys, (7, 8), 8)
     sent = [(i, b"id%d" % i, encode_fp(i + 1, 64), b"", 0, None) for i in range(5)]
     acked: list[list[bytes]] = []
-    steps = period_writes.steps(periods, 64, 4, view, sent, acked)  # type: ignore[arg-type]
+    steps = windowed_writes_standalone.steps(periods, 64, 4, view, sent, acked)  # type: ignore[arg-type]
     replies = iter([[[b"a", b"a"]], [[b"w9000"]]])
     _, trips = _run(steps, lambda _: next(replies))
     assert len(trips) == 2 and acked == [[b"a", b"a"], [b"w9000"]]
@@ -241,7 +241,7 @@ def test_a_period_write_stops_at_a_call_refused_for_another_period(monkeypatch: 
     assert args[:7] == [4, b"w", 1000, 60_000, 2, 2, 7]  # format 'w': 2 periods, the current 2nd of them
     assert call_keys[:2] == [keys.in_window(7).counts, keys.in_window(8).counts]
     # Started again after a lost connection, the round resumes after what was acknowledged: nothing.
-    assert _run(period_writes.steps(periods, 64, 4, view, sent, acked), lambda _: [])[1] == []  # type: ignore[arg-type]
+    assert _run(windowed_writes_standalone.steps(periods, 64, 4, view, sent, acked), lambda _: [])[1] == []  # type: ignore[arg-type]
 
 
 def test_a_cluster_period_write_commits_into_the_current_period_and_clears_the_old_one() -> None:
@@ -262,7 +262,7 @@ def test_a_cluster_period_write_commits_into_the_current_period_and_clears_the_o
         ]
     )
     ops = [(b"x", FA)]
-    steps = period_steps.steps(periods, 64, view, ops, [0], outcomes, {}, False)  # type: ignore[arg-type]
+    steps = windowed_writes_cluster.steps(periods, 64, view, ops, [0], outcomes, {}, False)  # type: ignore[arg-type]
     (retry, moved), trips = _run(steps, lambda _: next(replies))
     assert (retry, moved, outcomes) == ([], None, [Outcome.REPLACED])
     assert trips[0] == [(b"HGET", old.id_bucket(b"x"), b"x"), (b"HGET", new.id_bucket(b"x"), b"x")]

@@ -6,7 +6,7 @@ greenlet: ``pip install greenlet`` (the ``asyncio`` extra: ``pip install '.[asyn
 
 from __future__ import annotations
 
-from ..transport.bridge import GREENLET, greenlet_installed
+from ..transport.greenlet_bridge import GREENLET, greenlet_installed
 
 if not greenlet_installed():  # pragma: no cover - only without the `asyncio` extra
     raise ImportError(GREENLET)

@@ -10,7 +10,7 @@ from ..errors import InvalidType, SimhashRedisError
 from ..index import SimhashIndex
 from ..store import IndexConfig, Layout
 from ..transport import client_from_url, is_asyncio_client
-from ..transport.bridge import run
+from ..transport.greenlet_bridge import run
 
 __all__ = ["AsyncHandle", "asyncio_client"]
 

@@ -10,7 +10,7 @@ from ..index import Document, SimhashIndex, VerifyReport
 from ..index.batches import BatchProgress
 from ..index.bulk import DEFAULT_WINDOW, Progress
 from ..results import Match, Outcome
-from ..transport.bridge import run
+from ..transport.greenlet_bridge import run
 from .handle import AsyncHandle, asyncio_client
 
 __all__ = ["AsyncSimhashIndex"]

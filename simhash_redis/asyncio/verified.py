@@ -9,7 +9,7 @@ from ..index import SimhashIndex, VerifiedIndex, VerifyReport
 from ..index.verified_index import VerifiedDocument
 from ..index.verified_open import verifiable
 from ..results import Outcome, VerifiedMatch
-from ..transport.bridge import run
+from ..transport.greenlet_bridge import run
 from .handle import AsyncHandle
 
 __all__ = ["AsyncVerifiedIndex"]

@@ -37,7 +37,7 @@ from .. import defaults
 from ..index import SimhashIndex, VerifiedIndex
 from ..results import Match, VerifiedMatch
 from ..store import Retention
-from ..transport.bridge import greenlet_installed
+from ..transport.greenlet_bridge import greenlet_installed
 
 if TYPE_CHECKING:
     from ..asyncio import AsyncSimhashIndex, AsyncVerifiedIndex

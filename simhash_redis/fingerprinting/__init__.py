@@ -1,12 +1,12 @@
 """The fingerprinting floor: text to normalised, weighted features to SimHash fingerprints and sketches.
 
 Pure computation, no Redis: the scheme (a value), normalisation and tokens, the pure numpy engine and
-the optional compiled one (`engines.engine()` says which runs; both give the same bits).
+the optional compiled one (`engine_choice.engine()` says which runs; both give the same bits).
 """
 
 from __future__ import annotations
 
-from .engines import ENGINE_ENV, engine
+from .engine_choice import ENGINE_ENV, engine
 from .minhash import MinHasher
 from .odd_sketch import OddSketcher
 from .simhash import DEFAULT_SCHEME, Document, Scheme, distance, fingerprint, fingerprint_many

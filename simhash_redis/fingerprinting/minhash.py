@@ -20,7 +20,7 @@ import xxhash
 
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidType
-from . import engines
+from . import engine_choice
 from .hashing import mix
 from .tokens import tokenize
 
@@ -194,8 +194,8 @@ class MinHasher:
         Raises:
             InvalidType: doc is of another type.
         """
-        if engines.native is not None:
-            return engines.native.sketch(self, doc)  # type: ignore[no-any-return]
+        if engine_choice.native is not None:
+            return engine_choice.native.sketch(self, doc)  # type: ignore[no-any-return]
         return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed))
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
@@ -210,8 +210,8 @@ class MinHasher:
         Raises:
             InvalidType: a document is of another type; the message names it.
         """
-        if engines.native is not None:
-            return engines.native.sketch_many(self, docs)  # type: ignore[no-any-return]
+        if engine_choice.native is not None:
+            return engine_choice.native.sketch_many(self, docs)  # type: ignore[no-any-return]
         return [
             self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, f"docs[{i}]"), self.n, self.seed))
             for i, doc in enumerate(docs)

@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidType
-from . import engines
+from . import engine_choice
 from .hashing import mix
 from .minhash import doc_tokens, shingle_hashes
 
@@ -215,8 +215,8 @@ class OddSketcher:
         """
         if level is not None:
             level = _checked_level(level, "level")
-        if engines.native is not None:
-            return engines.native.odd_sketch(self.n, self.seed, doc, level)  # type: ignore[no-any-return]
+        if engine_choice.native is not None:
+            return engine_choice.native.odd_sketch(self.n, self.seed, doc, level)  # type: ignore[no-any-return]
         return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed), level)
 
     def sketch_many(
@@ -237,8 +237,8 @@ class OddSketcher:
         """
         if level is not None:
             level = _checked_level(level, "level")
-        if engines.native is not None:
-            return engines.native.odd_sketch_many(self.n, self.seed, docs, level)  # type: ignore[no-any-return]
+        if engine_choice.native is not None:
+            return engine_choice.native.odd_sketch_many(self.n, self.seed, docs, level)  # type: ignore[no-any-return]
         return [
             self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, f"docs[{i}]"), self.n, self.seed), level)
             for i, doc in enumerate(docs)
@@ -259,8 +259,8 @@ class OddSketcher:
             InvalidArgument: a level is out of range.
         """
         wanted = [_checked_level(level, f"levels[{i}]") for i, level in enumerate(levels)]
-        if engines.native is not None:
-            return engines.native.odd_sketch_levels(self.n, self.seed, doc, wanted)  # type: ignore[no-any-return]
+        if engine_choice.native is not None:
+            return engine_choice.native.odd_sketch_levels(self.n, self.seed, doc, wanted)  # type: ignore[no-any-return]
         hashes = shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed)
         return [self.sketch_of_hashes(hashes, level) for level in wanted]
 

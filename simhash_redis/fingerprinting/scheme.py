@@ -15,7 +15,7 @@ import xxhash
 from .. import defaults
 from ..checks import check_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
-from . import engines
+from . import engine_choice
 from .documents import Document
 from .normalize import PINNED, PYTHON, Normalizer
 from .tokens import FEATURE_KINDS
@@ -247,7 +247,7 @@ class Scheme:
         Returns:
             The fingerprint, an int in [0, 2**f).
         """
-        return engines.fingerprint(doc, self)
+        return engine_choice.fingerprint(doc, self)
 
     def fingerprint_many(self, docs: Iterable[Document]) -> list[int]:
         """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint_many`.
@@ -258,7 +258,7 @@ class Scheme:
         Returns:
             Their fingerprints, in order.
         """
-        return engines.fingerprint_many(docs, self)
+        return engine_choice.fingerprint_many(docs, self)
 
 
 def _parse_meta(meta: str) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Each feature is hashed to f bits; bit j's counter gains the feature's weight where the hash has a 1 and
 loses it where it has a 0; the fingerprint has bit j set where the counter is > 0. docs/fingerprints.md
-defines every bit; `engines` says which engine computes them (native or pure: the same bits).
+defines every bit; `engine_choice` says which engine computes them (native or pure: the same bits).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidType
-from . import engines
+from . import engine_choice
 from .documents import Document
 from .scheme import DEFAULT_SCHEME, Scheme
 
@@ -59,7 +59,7 @@ def fingerprint(doc: Document, scheme: Scheme | None = None) -> int:
         InvalidType: doc or scheme is of no accepted type; the message names it.
         InvalidArgument: a weight is NaN or infinite.
     """
-    return engines.fingerprint(doc, check_scheme(scheme))
+    return engine_choice.fingerprint(doc, check_scheme(scheme))
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: Scheme | None = None) -> list[int]:
@@ -77,7 +77,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: Scheme | None = None) -> 
             names it (``docs[i]``).
         InvalidArgument: a weight is NaN or infinite.
     """
-    return engines.fingerprint_many(docs, check_scheme(scheme))
+    return engine_choice.fingerprint_many(docs, check_scheme(scheme))
 
 
 def distance(a: int, b: int) -> int:

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import MinHasher, Scheme, engines
+from ..fingerprinting import MinHasher, Scheme, engine_choice
 from .read_ahead import read_ahead
 from .records import STDIN, ReadOptions, Record, source_name
 from .text_rows import Sketched, TextRows, records_of_lists, sketched
@@ -295,7 +295,7 @@ class ArrowRows(NamedTuple):
             hasher: the MinHasher of a verified index, or None.
         """
         binary = self._binary()
-        if binary is None or engines.native is None:
+        if binary is None or engine_choice.native is None:
             return None
         # A view, not a cast: the same buffers, and no import of pyarrow.compute (40 ms of each worker).
         raws = self.batch.column(self.doc_name).view(binary).to_pylist()

@@ -24,7 +24,7 @@ from typing import NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import MinHasher, Scheme, engines
+from ..fingerprinting import MinHasher, Scheme, engine_choice
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record
@@ -373,7 +373,7 @@ class Fingerprinter:
         # Precomputed fingerprints of the plain shape are read by the compiled core in less time than
         # the lines would take to travel to a worker and back (0.3 against 1.1 s a million on two cores).
         precomputed = lines.options.fingerprint_field is not None
-        return engines.native is not None and precomputed and self.hasher is None
+        return engine_choice.native is not None and precomputed and self.hasher is None
 
     def _parallel(self, size: int) -> bool:
         # A handful of documents is not worth starting (or waiting on) the pool.

@@ -16,7 +16,7 @@ from typing import IO, Any, NamedTuple
 from .. import defaults
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
-from ..fingerprinting import Scheme, engines
+from ..fingerprinting import Scheme, engine_choice
 from .jsontext import loads, loads_object
 from .records import (
     ReadOptions,
@@ -194,7 +194,7 @@ class JsonLines(NamedTuple):
 
     def _natively(self, f: int, fp_base: str, most: int) -> Fingerprints | None:
         """`fingerprints` by the compiled core and, for at most `most` lines, the pure reader; else None."""
-        core, options = engines.native, self.options
+        core, options = engine_choice.native, self.options
         fp_field = options.fingerprint_field or options.text_field
         if core is None or fp_base not in ("auto", "hex", "dec") or not _utf8(options.id_field, fp_field):
             return None
@@ -219,7 +219,7 @@ class JsonLines(NamedTuple):
         Args:
             scheme: the scheme the texts are fingerprinted with.
         """
-        core, options = engines.native, self.options
+        core, options = engine_choice.native, self.options
         if core is None or options.fingerprint_field is not None or options.encoding != "utf-8":
             return None
         if options.namespace:  # the compiled core reads ids as they are

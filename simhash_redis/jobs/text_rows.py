@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..errors import InputError
-from ..fingerprinting import MinHasher, Scheme, engines
+from ..fingerprinting import MinHasher, Scheme, engine_choice
 from .records import ReadOptions, Record, checked_doc, checked_id, decode
 
 __all__ = ["Sketched", "TextRows", "records_of_lists", "sketched"]
@@ -92,6 +92,6 @@ class TextRows(NamedTuple):
 
     def texts_fingerprinted(self, scheme: Scheme, hasher: MinHasher | None) -> Sketched | None:
         """As `ArrowRows.texts_fingerprinted`."""
-        if engines.native is None:
+        if engine_choice.native is None:
             return None
         return sketched(self.source, self.first, self.ids, self.raws, scheme, hasher)

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codec import decode_fp, signed64
-from ..fingerprinting import engines
+from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport.packing import arrays
 
@@ -22,7 +22,7 @@ _VECTOR_MIN = 48
 
 def takes_raw() -> bool:
     """Whether the filter takes table sets' replies in their RESP form (the compiled core runs)."""
-    return engines.native is not None
+    return engine_choice.native is not None
 
 
 def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict[bytes, tuple[int, int]]]:
@@ -42,7 +42,7 @@ def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict
         ValueError: a member is not a decimal integer (stored data this library did not write), or
             RESP bytes are not whole replies.
     """
-    native = engines.native
+    native = engine_choice.native
     if native is not None:
         found: list[dict[bytes, tuple[int, int]]] | None = native.hits(fps, replies, tables, k, f)
         if found is not None:

@@ -1,10 +1,10 @@
 """How a step of a bulk load reaches the server: its commands in chunks, two in flight.
 
-On a standalone server the commands are packed once (`Packed`) and streamed on one connection: the client
-builds the next chunk while the server runs the previous one. After a lost connection the conversation
-resumes at the first unacknowledged chunk (resending is idempotent: every step of a bulk load is). On a
-cluster each chunk goes to every node at once (`ClusterTransport` groups the commands per node), writes
-followed by WAIT for a replica.
+On a standalone server the commands are packed once (`PackedCommands`) and streamed on one connection: the
+client builds the next chunk while the server runs the previous one. After a lost connection the
+conversation resumes at the first unacknowledged chunk (resending is idempotent: every step of a bulk load
+is). On a cluster each chunk goes to every node at once (`ClusterTransport` groups the commands per node),
+writes followed by WAIT for a replica.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..transport import READ, SEND, Command, Steps, wire
 from ..transport.packing import arrays
 from .store import Store
 
-__all__ = ["BULK", "CHUNK_ARGS", "Packed", "Piece", "chunks", "send_step"]
+__all__ = ["BULK", "CHUNK_ARGS", "PackedCommands", "Piece", "chunks", "send_step"]
 
 #: Arguments per write of a step (a few hundred kB): large enough that round trips do not count, small
 #: enough that the client builds the next write while the server runs this one.
@@ -97,7 +97,7 @@ class Stream:
             self.acked += 1
 
 
-class Packed(wire.Same):
+class PackedCommands(wire.CommandPerKey):
     """Commands packed once into their RESP form, which `wire.pack` sends as is. Iterating parses them back
     (only a connection that packs commands itself, with a custom encoder, does that)."""
 
@@ -114,7 +114,7 @@ class Packed(wire.Same):
     def __getitem__(self, i: int) -> tuple[bytes, bytes]: ...
 
     @overload
-    def __getitem__(self, i: slice) -> wire.Same: ...
+    def __getitem__(self, i: slice) -> wire.CommandPerKey: ...
 
     def __getitem__(self, i: int | slice) -> Any:
         return list(arrays(self._resp))[i]
@@ -136,7 +136,7 @@ def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]
         args += count
         commands += number
         if args >= CHUNK_ARGS:
-            yield Packed(b"".join(parts), commands) if packed else parts
+            yield PackedCommands(b"".join(parts), commands) if packed else parts
             parts, args, commands = [], 0, 0
     if parts:
-        yield Packed(b"".join(parts), commands) if packed else parts
+        yield PackedCommands(b"".join(parts), commands) if packed else parts

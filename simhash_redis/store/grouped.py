@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ..fingerprinting import engines
+from ..fingerprinting import engine_choice
 from ..transport import Command
 from . import chunks
-from .chunks import BULK, Packed, Piece
+from .chunks import BULK, PackedCommands, Piece
 from .keys import KeyForm, KeySchema
 
 __all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "netstring"]
@@ -95,7 +95,7 @@ class Column:
         if f > 64:
             return cls([b"%d" % int(fp) for fp in fps])
         arr = np.asarray(fps, dtype=np.uint64)
-        if engines.native is not None:
+        if engine_choice.native is not None:
             return cls(native=(arr.tobytes(), f == 64))
         return cls([b"%d" % fp for fp in (arr.view(np.int64) if f == 64 else arr).tolist()])
 
@@ -103,8 +103,8 @@ class Column:
     def raw(self) -> list[bytes]:
         """The entries."""
         if self._raw is None:
-            assert self._native is not None and engines.native is not None  # made only by the core
-            self._raw = engines.native.unpack_column(self._native)
+            assert self._native is not None and engine_choice.native is not None  # made only by the core
+            self._raw = engine_choice.native.unpack_column(self._native)
         return self._raw
 
     def native(self) -> NativeColumn:
@@ -114,9 +114,9 @@ class Column:
             RuntimeError: the compiled core is not in use.
         """
         if self._native is None:
-            if engines.native is None:
+            if engine_choice.native is None:
                 raise RuntimeError("this form needs the compiled core")
-            self._native = engines.native.pack_column(self.raw)
+            self._native = engine_choice.native.pack_column(self.raw)
         return self._native
 
     def buckets(self, keys: KeySchema) -> npt.NDArray[Any]:
@@ -125,7 +125,7 @@ class Column:
         Args:
             keys: the index's key schema.
         """
-        if engines.native is not None:
+        if engine_choice.native is not None:
             return keys.native_bucket_numbers(self.native())
         return keys.bucket_numbers(self.raw)
 
@@ -154,7 +154,7 @@ def commands(
         columns: where the entries come from.
         packed: pack the chunks into their RESP form (a standalone server).
     """
-    native = engines.native
+    native = engine_choice.native
     if packed and native is not None:
         found = native.GroupedCommands(
             b"".join([BULK % (len(arg), arg) for arg in head]),
@@ -164,7 +164,7 @@ def commands(
             [column.native() for column in columns],
             chunks.CHUNK_ARGS,
         )
-        yield from (Packed(data, count) for data, count in found)
+        yield from (PackedCommands(data, count) for data, count in found)
         return
     yield from chunks.chunks(_pieces(head, groups, columns, packed), packed)
 
@@ -214,7 +214,7 @@ def script_runs(
         call_entries: positions per call, at least (a call holds one group at the least).
         packed: pack the chunks into their RESP form (a standalone server).
     """
-    native = engines.native
+    native = engine_choice.native
     if packed and native is not None:
         found = native.ScriptRuns(
             sha,
@@ -225,7 +225,7 @@ def script_runs(
             call_entries,
             chunks.CHUNK_ARGS,
         )
-        yield from (Packed(data, count) for data, count in found)
+        yield from (PackedCommands(data, count) for data, count in found)
         return
     yield from chunks.chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
 
@@ -287,7 +287,7 @@ def attach_calls(
         call_pairs: fingerprints per call, at least (standalone).
         packed: pack the chunks into their RESP form (a standalone server).
     """
-    native = engines.native
+    native = engine_choice.native
     if packed and native is not None:
         found = native.AttachCalls(
             sha,
@@ -300,7 +300,7 @@ def attach_calls(
             call_pairs,
             chunks.CHUNK_ARGS,
         )
-        yield from (Packed(data, count) for data, count in found)
+        yield from (PackedCommands(data, count) for data, count in found)
         return
     pieces = _attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed)
     yield from chunks.chunks(pieces, packed)

@@ -38,7 +38,7 @@ import xxhash
 
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType
-from ..fingerprinting import engines
+from ..fingerprinting import engine_choice
 from .config import FP_MAP_BITS
 from .layout import Layout
 
@@ -401,9 +401,9 @@ class KeySchema:
         Raises:
             RuntimeError: the compiled core is not in use.
         """
-        if engines.native is None:
+        if engine_choice.native is None:
             raise RuntimeError("this form needs the compiled core")
-        numbers = engines.native.column_buckets(column, self.id_buckets)
+        numbers = engine_choice.native.column_buckets(column, self.id_buckets)
         return np.frombuffer(numbers, dtype=np.uint64)
 
     def fp_bucket_numbers(self, fps: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:

@@ -8,12 +8,12 @@ from typing import Any
 
 from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted
-from ..fingerprinting import engines
+from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
-from ..transport.packing import Same
+from ..transport.packing import CommandPerKey
 from .candidates import hits, matches_of, takes_raw
-from .chunks import Packed
+from .chunks import PackedCommands
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import KeySchema
 from .replies import hash_pairs
@@ -204,24 +204,24 @@ class Reads:
         first: list[Sequence[Command]]
         if whole:
             own = keys.fp_bucket_of(fps[0])
-            first = [Packed(self._whole_first % (*table_keys(fps[0]), len(own), own), tables + 1)]
+            first = [PackedCommands(self._whole_first % (*table_keys(fps[0]), len(own), own), tables + 1)]
         else:
             set_keys: list[bytes] = []
             extend = set_keys.extend
             for fp in fps:
                 extend(table_keys(fp))
-            first = [Same(b"SMEMBERS", set_keys)]
+            first = [CommandPerKey(b"SMEMBERS", set_keys)]
             if exact is not None and sketches is not None:
                 first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
             elif exact is not None:
-                first.append(Same(b"HGET", fp_keys(exact), exact))
+                first.append(CommandPerKey(b"HGET", fp_keys(exact), exact))
         per_bands = 0
         if bands:
             per_bands = len(bands[0])
             if any(len(query) != per_bands for query in bands):
                 raise ValueError("every query needs as many band tables")  # replies are read in strides
             if per_bands:
-                first.append(Same(b"SMEMBERS", [key for query in bands for key in query]))
+                first.append(CommandPerKey(b"SMEMBERS", [key for query in bands for key in query]))
         yield SEND, first
         raw = RAW if takes_raw() else READ
         sets_read = raw if members is None else READ
@@ -270,7 +270,7 @@ class Reads:
                 elif per_map == 1:
                     yield SEND, [[(b"HGET", key, one) for one in wanted for key in fp_keys(one)]]
                 else:  # the periods' maps of one fingerprint: one field, packed with one join
-                    yield SEND, [Same(b"HGET", fp_keys(one), one) for one in wanted]
+                    yield SEND, [CommandPerKey(b"HGET", fp_keys(one), one) for one in wanted]
         if asked:
             id_replies = yield READ, len(asked) * per_map
             if sketches is not None:
@@ -299,7 +299,7 @@ def _bucket_ids(
     mine = [stored for stored in found if bucket(stored) == own]
     if not mine:
         return {}
-    native = engines.native
+    native = engine_choice.native
     if type(reply) is bytes and native is not None:
         values = native.hash_values(reply, mine)
     else:

@@ -150,7 +150,7 @@ class Windows:
         Every period not expired up to the current one; within a margin of a boundary (the error this
         worker's estimate of the server's clock may have), also the one that expires at it, or the next
         one. A write needs none of the margins: the script writes only into the period of the server's
-        clock, and with a guard read in every live period before it (`period_writes`).
+        clock, and with a guard read in every live period before it (`windowed_writes_standalone`).
 
         Raises:
             RedisUnavailable: the server's clock is read again (once a minute) and cannot be.

@@ -2,7 +2,8 @@
 
 On a standalone server each batch is written atomically by the write script, on a cluster in single-key
 steps in a safe order; in an index with a retention window, into the period of the server's clock
-(`period_writes`, `period_steps`). The writes themselves, their guards and outcomes: `write_ops`.
+(`windowed_writes_standalone`, `windowed_writes_cluster`). The writes themselves, their guards and
+outcomes: `write_ops`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ..codec import decode_fp
 from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import READ, SEND, Command, Steps
-from . import period_steps, period_writes, write_ops
+from . import windowed_writes_cluster, windowed_writes_standalone, write_ops
 from .config import Verification
 from .scripts import BAND_DROP, FP_IDS, ID_CAS, WRITE
 from .store import Store
@@ -76,7 +77,7 @@ class Progress:
 class Writes:
     """An index's writes, as steps without I/O: the one class through which every write of documents goes
     and where its commands are decided (over a retention window's periods, by the steps of
-    `period_writes` and `period_steps`, which it runs).
+    `windowed_writes_standalone` and `windowed_writes_cluster`, which it runs).
 
     On a standalone server each round is one Lua script call (`write.lua`; a large batch of adds: parts of
     `PART`), so a document is never half-written. On a cluster a document's keys live in different slots,
@@ -90,7 +91,8 @@ class Writes:
     bucket locks instead.
 
     In an index with a retention window the same is done over its periods, on the server's clock: the
-    script's format 'w' (`period_writes`) or a cluster's steps over the periods (`period_steps`).
+    script's format 'w' (`windowed_writes_standalone`) or a cluster's steps over the periods
+    (`windowed_writes_cluster`).
 
     In verified mode (`SketchedGuard`), a document's sketch is set with it, and it joins its sketch's
     band tables in the same step (standalone) or with its tables (cluster). The band tables of a sketch
@@ -151,9 +153,11 @@ class Writes:
             return
         try:
             if self.store.cluster:
-                period_steps.write(self.store, windows, self.f, list(dict(docs).items()), only_moves=True)
+                windowed_writes_cluster.write(
+                    self.store, windows, self.f, list(dict(docs).items()), only_moves=True
+                )
             else:
-                period_writes.refresh(self.store, windows, self.f, self.tables, docs)
+                windowed_writes_standalone.refresh(self.store, windows, self.f, self.tables, docs)
         except SimhashRedisError:
             return
 
@@ -162,9 +166,11 @@ class Writes:
             return []
         cluster, windows = self.store.cluster, self.windows
         if windows is not None and cluster:
-            return period_steps.write(self.store, windows, self.f, [(doc_id, new) for doc_id, new, _ in ops])
+            return windowed_writes_cluster.write(
+                self.store, windows, self.f, [(doc_id, new) for doc_id, new, _ in ops]
+            )
         if windows is not None:
-            return period_writes.write(self.store, windows, self.f, self.tables, ops)
+            return windowed_writes_standalone.write(self.store, windows, self.f, self.tables, ops)
         progress = Progress(ops)
         self.store.run(lambda: self.steps(progress), durable=cluster)
         if progress.dropped:

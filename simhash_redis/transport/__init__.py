@@ -12,11 +12,11 @@ import redis
 from redis.cluster import RedisCluster
 
 from ..errors import InvalidType
-from .bridge import bridged, pause
 from .cluster import ClusterTransport
 from .connection import client_from_url, redact_url
+from .greenlet_bridge import bridged, pause
+from .protocols import RAW, READ, SEND, Command, Exchange, Sender, Step, Steps, drive
 from .retry import Backoff
-from .sender import RAW, READ, SEND, Command, Exchange, Sender, Step, Steps, drive
 from .standalone import Transport
 from .translate import ScriptMissing, raise_first_error, translate_error
 

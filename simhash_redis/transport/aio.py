@@ -1,9 +1,9 @@
 """The transports of redis.asyncio clients: the synchronous transports with their I/O awaited.
 
-They run only inside `bridge.run` (the asyncio API's calls): each send or read hands a coroutine of the
-redis.asyncio connection to `bridge.wait`, and everything else (retries, redirections, WAIT, the order
-of replies) is inherited from `Transport` and `ClusterTransport`. Like `wire`, this module reaches under
-redis-py's public API: a connection's packer and parser, and a cluster node's free list.
+They run only inside `greenlet_bridge.run` (the asyncio API's calls): each send or read hands a coroutine
+of the redis.asyncio connection to `greenlet_bridge.wait`, and everything else (retries, redirections,
+WAIT, the order of replies) is inherited from `Transport` and `ClusterTransport`. Like `wire`, this module
+reaches under redis-py's public API: a connection's packer and parser, and a cluster node's free list.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ except ImportError:  # pragma: no cover - a redis-py without it: replies are rea
 
 from ..errors import RedisUnavailable
 from . import wire
-from .bridge import wait
 from .cluster import ClusterTransport
+from .greenlet_bridge import wait
+from .protocols import Command
 from .retry import Backoff
-from .sender import Command
 from .standalone import Transport
 
 __all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport"]

@@ -24,8 +24,8 @@ from redis.crc import key_slot
 
 from ..errors import RedisUnavailable, SimhashRedisError
 from . import wire
+from .protocols import Command, Exchange, scan_pages
 from .retry import Backoff
-from .sender import Command, Exchange, scan_pages
 from .translate import raise_first_error, translate_error
 
 __all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "command_keys"]

@@ -13,7 +13,7 @@ from redis.retry import Retry
 
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType, RedisUnavailable
-from .bridge import wait
+from .greenlet_bridge import wait
 
 __all__ = ["client_from_url", "redact_url"]
 

@@ -1,6 +1,6 @@
 """Commands in RESP, packed byte for byte as redis-py's packers write them, a run of one command at once.
 
-`pack` is what `wire` sends on a plain connection; `Same` stands for a run of one single-key command
+`pack` is what `wire` sends on a plain connection; `CommandPerKey` stands for a run of one single-key command
 (every SMEMBERS of a batch, the HGETs of one field in many hashes) and packs with a single join.
 """
 
@@ -11,7 +11,7 @@ from typing import Any, overload
 
 import redis.exceptions as rex
 
-__all__ = ["Arg", "Command", "Same", "arrays", "pack"]
+__all__ = ["Arg", "Command", "CommandPerKey", "arrays", "pack"]
 
 Arg = bytes | str | int | float
 Command = Sequence[Arg]
@@ -19,7 +19,7 @@ Command = Sequence[Arg]
 _CRLF = b"\r\n"
 
 
-class Same(Sequence[tuple[bytes, ...]]):
+class CommandPerKey(Sequence[tuple[bytes, ...]]):
     """The commands `(name, key)` for each key, or `(name, key, field)` with one field for every key:
     e.g. SMEMBERS of every table key of a batch, or HGETs of one fingerprint in each period's map.
 
@@ -46,11 +46,11 @@ class Same(Sequence[tuple[bytes, ...]]):
     def __getitem__(self, i: int) -> tuple[bytes, ...]: ...
 
     @overload
-    def __getitem__(self, i: slice) -> Same: ...
+    def __getitem__(self, i: slice) -> CommandPerKey: ...
 
-    def __getitem__(self, i: int | slice) -> tuple[bytes, ...] | Same:
+    def __getitem__(self, i: int | slice) -> tuple[bytes, ...] | CommandPerKey:
         if isinstance(i, slice):
-            return Same(self.name, self.keys[i], self.field)
+            return CommandPerKey(self.name, self.keys[i], self.field)
         return self._command(self.keys[i])
 
     def __iter__(self) -> Iterator[tuple[bytes, ...]]:
@@ -60,7 +60,7 @@ class Same(Sequence[tuple[bytes, ...]]):
 
     def __repr__(self) -> str:
         field = "" if self.field is None else f", field {self.field!r}"
-        return f"Same({self.name!r}, {len(self.keys)} keys{field})"
+        return f"CommandPerKey({self.name!r}, {len(self.keys)} keys{field})"
 
     def _command(self, key: bytes) -> tuple[bytes, ...]:
         return (self.name, key) if self.field is None else (self.name, key, self.field)
@@ -112,7 +112,7 @@ def pack(commands: Sequence[Command]) -> bytes:
     Raises:
         redis.exceptions.DataError: an argument of another type (bool included).
     """
-    if isinstance(commands, Same):
+    if isinstance(commands, CommandPerKey):
         return commands.packed()
     out: list[bytes] = []
     append = out.append

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .. import defaults
-from .bridge import pause
+from .greenlet_bridge import pause
 
 __all__ = ["Backoff"]
 

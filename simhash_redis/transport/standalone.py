@@ -14,8 +14,8 @@ import redis.exceptions as rex
 
 from ..errors import SimhashRedisError
 from . import wire
+from .protocols import Command, Exchange, scan_pages
 from .retry import Backoff
-from .sender import Command, Exchange, scan_pages
 from .translate import raise_first_error, translate_error
 
 __all__ = ["Transport"]
@@ -107,10 +107,10 @@ class Transport:
         return scan_pages(lambda command: self.execute([command])[0], pattern, count)
 
     def _on_connection(self, talk: Callable[[Exchange], T]) -> T:
-        keeper = self.__dict__.get("_keeper")
-        if keeper is None or keeper.pool is not self.pool:
-            keeper = self.__dict__["_keeper"] = wire.Keeper(self.pool)
-        connection = keeper.take()
+        held = self.__dict__.get("_held_connection")
+        if held is None or held.pool is not self.pool:
+            held = self.__dict__["_held_connection"] = wire.HeldConnection(self.pool)
+        connection = held.take()
         exchange = wire.Exchange(connection)
         try:
             return talk(exchange)
@@ -122,7 +122,7 @@ class Transport:
             if not clean:
                 # Unread replies, or a send or read cut short: never hand this connection to anyone.
                 connection.disconnect()
-            keeper.give(connection, clean)
+            held.give(connection, clean)
 
 
 def _lost_connection(exc: Exception) -> bool:

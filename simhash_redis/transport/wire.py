@@ -3,8 +3,9 @@
 This is the one module that reaches under redis-py's public API. The index's hot paths send thousands of
 small commands per round trip; redis-py's `pack_commands` costs microseconds per command and
 `read_response` adds a Python call chain per reply. Here commands are packed with byte templates
-(`packing.pack`, and `Same` for a run of one single-key command, packed with a single join), and replies
-are read straight off the connection's socket into the connection's own `hiredis.Reader`, in a tight loop.
+(`packing.pack`, and `CommandPerKey` for a run of one single-key command, packed with a single join), and
+replies are read straight off the connection's socket into the connection's own `hiredis.Reader`, in a
+tight loop.
 SMEMBERS replies can also be read raw (`read_sets`, where the compiled core can find their ends) for its
 candidate filter, which checks them in their RESP form without a Python object per member.
 
@@ -29,7 +30,7 @@ from typing import Any
 import redis
 import redis.exceptions as rex
 
-from .packing import Command, Same, pack
+from .packing import Command, CommandPerKey, pack
 
 try:  # the compiled core's scanner of whole replies, for `read_sets` (the transport parses no more)
     from ..compiled import scan_sets
@@ -59,9 +60,9 @@ __all__ = [
     "NOT_ENOUGH_DATA",
     "PUSH",
     "Command",
+    "CommandPerKey",
     "Exchange",
-    "Keeper",
-    "Same",
+    "HeldConnection",
     "count_send",
     "fast",
     "pack",
@@ -354,11 +355,11 @@ class Exchange:
         return self.read(len(commands))
 
 
-class Keeper:
+class HeldConnection:
     """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
 
     Taking a connection from a redis-py pool and giving it back costs more than a small round trip
-    (locks, observability counters, a readiness poll that allocates a poller each time). A keeper holds
+    (locks, observability counters, a readiness poll that allocates a poller each time). It holds
     the connection of its last successful round trip and hands it out again after a cheaper check of the
     same thing (nothing buffered, nothing unread on the socket, not closed by the server: one poll with
     a poller kept for that socket); anything else comes from and goes back to the pool. It only holds a
@@ -375,7 +376,7 @@ class Keeper:
         self._held: list[Any] = []
         self._poller: tuple[Any, Any] | None = None
         self._enabled = type(pool) is redis.ConnectionPool
-        _KEEPERS.add(self)
+        _HELD_CONNECTIONS.add(self)
         weakref.finalize(self, _release_all, pool, self._held, os.getpid())
 
     def take(self) -> Any:
@@ -438,12 +439,12 @@ class Keeper:
 
 
 _HAS_POLL = hasattr(select, "poll")
-_KEEPERS: weakref.WeakSet[Keeper] = weakref.WeakSet()
+_HELD_CONNECTIONS: weakref.WeakSet[HeldConnection] = weakref.WeakSet()
 
 
 def _forget_all() -> None:
-    for keeper in list(_KEEPERS):
-        keeper.forget()
+    for held in list(_HELD_CONNECTIONS):
+        held.forget()
 
 
 if hasattr(os, "register_at_fork"):

@@ -238,10 +238,10 @@ def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["string", "large_string"])
 def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
-    from simhash_redis.fingerprinting import engines
+    from simhash_redis.fingerprinting import engine_choice
     from simhash_redis.jobs.fingerprinter import _fingerprinted
 
-    if engines.native is None:
+    if engine_choice.native is None:
         pytest.skip("the bytes path is the compiled core's")
     texts = [
         article(1),

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 
-if engines.native is None:
+if engine_choice.native is None:
     pytest.skip(
         "the compiled core is not in use (not installed, or SIMHASH_REDIS_ENGINE=python)",
         allow_module_level=True,
@@ -22,9 +22,9 @@ if engines.native is None:
 
 @contextlib.contextmanager
 def pure_engine() -> Iterator[None]:
-    """Run the pure engine for the duration (every dispatch point reads `engines.native` per call)."""
-    saved, engines.native = engines.native, None
+    """Run the pure engine for the duration (every dispatch point reads `engine_choice.native` per call)."""
+    saved, engine_choice.native = engine_choice.native, None
     try:
         yield
     finally:
-        engines.native = saved
+        engine_choice.native = saved

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_redis.errors import InputError, InvalidArgument, InvalidType
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.jobs.jsonlines import JsonLines
 from simhash_redis.jobs.records import ReadOptions
 from tests.native.conftest import pure_engine
@@ -132,7 +132,7 @@ def test_the_same_records_and_errors(
 
 def test_the_plain_shape_is_read_by_the_core() -> None:
     raws = [b'{"id": "a", "fp": "8ffe"}\n', b'{"id": "b", "fp": "-1"}\n', b'{"id": "c", "fp": "1\\u0066"}\n']
-    ids, fps, others = engines.native.fingerprint_lines(raws, "id", "fp", 64, "auto", 512)  # type: ignore[union-attr]
+    ids, fps, others = engine_choice.native.fingerprint_lines(raws, "id", "fp", 64, "auto", 512)  # type: ignore[union-attr]
     assert (ids, fps, others) == (["a", "b"], [0x8FFE, 2**64 - 1], [2])
     run = JsonLines("in.jsonl", 7, [*raws, b"\n", b"nope\n"], ReadOptions(fingerprint_field="fp"))
     ids, fps, errors = run.fingerprints(64, "auto")
@@ -155,7 +155,7 @@ def test_runs_of_mostly_other_lines_are_left_to_a_worker() -> None:
 
 
 def test_bad_arguments_are_typed_errors() -> None:
-    core = engines.native
+    core = engine_choice.native
     assert core is not None
     with pytest.raises(InvalidType, match="lines must be bytes, got str"):
         core.fingerprint_lines(["{}"], "id", "fp", 64, "auto", 512)

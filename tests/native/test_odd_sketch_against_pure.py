@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_redis.compiled import odd_estimate
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.fingerprinting.odd_sketch import MAX_LEVEL, SKETCH_BYTES, OddSketcher
 from tests.native.conftest import pure_engine
 from tests.native.test_native_equivalence import CHECK, FEW, MASK, SKETCH_DOCS, _case_id, same
@@ -50,7 +50,7 @@ DOCS = st.one_of(SKETCH_DOCS, st.sampled_from(["", " ", "中", "a b", "中文"])
 @CHECK
 @given(sketcher=SKETCHERS, docs=st.lists(DOCS, max_size=5), level=LEVELS)
 def test_sketches(sketcher: OddSketcher, docs: list[Any], level: int | None) -> None:
-    assert engines.native is not None, "the compiled core is not in use"
+    assert engine_choice.native is not None, "the compiled core is not in use"
     for doc in docs:
         same(lambda d: sketcher.sketch(d, level), lambda d: sketcher.sketch(d, level), doc)
     same(lambda d: sketcher.sketch_many(d, level), lambda d: sketcher.sketch_many(d, level), docs)

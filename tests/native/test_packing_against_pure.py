@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_redis.errors import InvalidArgument, InvalidType
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import chunks
 from simhash_redis.store.grouped import Column, attach_calls, commands, group, script_runs
 from simhash_redis.store.keys import KeyForm, KeySchema
@@ -133,7 +133,7 @@ def test_columns_and_buckets(fps: list[int], f: int) -> None:
 
 
 def test_bad_arguments_are_typed_errors() -> None:
-    core = engines.native
+    core = engine_choice.native
     assert core is not None
     heads, bounds, rows = np.zeros(1, np.uint64), np.array([0, 2], np.int64), np.array([0, 5], np.int64)
     numbers = (heads.tobytes(), bounds.tobytes(), rows.tobytes())

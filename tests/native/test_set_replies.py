@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from simhash_redis import SimhashIndex
 from simhash_redis import compiled as _native
-from simhash_redis.fingerprinting import engines
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import candidates
 from simhash_redis.store import reads as reads_module
 from simhash_redis.transport import wire
@@ -132,7 +132,7 @@ def test_replies_of_many_reads_come_whole_and_the_ones_after_stay_readable(clien
     client.set("s", "x")
     exchange = _exchange(client)
     keys = [b"big", b"nokey", b"small", b"big"]
-    exchange.send(wire.Same(b"SMEMBERS", keys), [(b"GET", b"s"), (b"SMEMBERS", b"small")])
+    exchange.send(wire.CommandPerKey(b"SMEMBERS", keys), [(b"GET", b"s"), (b"SMEMBERS", b"small")])
     raw = exchange.read_sets(len(keys))
     assert raw is not None and exchange.unread == 2
     expected = [client.smembers(key) for key in keys]
@@ -145,7 +145,7 @@ def test_an_error_reply_leaves_every_reply_to_the_general_reader(client: redis.R
     client.sadd("a", 1)
     client.set("s", "x")
     exchange = _exchange(client)
-    exchange.send(wire.Same(b"SMEMBERS", [b"a", b"s", b"a"]))
+    exchange.send(wire.CommandPerKey(b"SMEMBERS", [b"a", b"s", b"a"]))
     assert exchange.read_sets(3) is None
     assert exchange.unread == 3
     replies = exchange.read(3)
@@ -156,7 +156,7 @@ def test_an_error_reply_leaves_every_reply_to_the_general_reader(client: redis.R
 def test_replies_already_in_the_reader_are_read_by_it(client: redis.Redis) -> None:
     client.sadd("a", 1)
     exchange = _exchange(client)
-    exchange.send(wire.Same(b"SMEMBERS", [b"a"] * 3))
+    exchange.send(wire.CommandPerKey(b"SMEMBERS", [b"a"] * 3))
     while not exchange.connection._parser._reader.has_data():  # the first read takes all three
         assert exchange.read(1) == [[b"1"]]
         exchange.send([(b"SMEMBERS", b"a")])
@@ -174,7 +174,7 @@ def test_a_large_reply_after_whole_ones_goes_to_the_general_reader_with_them(
     monkeypatch.setattr(wire, "_RAW_MOST", 4096)
     for keys in ([b"a", b"big", b"a"], [b"a", b"a", b"s", b"big"]):  # too large, then another shape
         exchange = _exchange(client)
-        exchange.send(wire.Same(b"SMEMBERS", keys))
+        exchange.send(wire.CommandPerKey(b"SMEMBERS", keys))
         assert exchange.read_sets(len(keys)) is None
         replies = exchange.read(len(keys))
         for key, reply in zip(keys, replies, strict=True):
@@ -207,7 +207,7 @@ def test_slices_after_the_first_are_read_raw_too(
 def test_a_connection_lost_mid_reply_raises_and_counts_nothing_read(client: redis.Redis) -> None:
     client.sadd("big", *range(30_000))
     exchange = _exchange(client)
-    exchange.send(wire.Same(b"SMEMBERS", [b"big"]))
+    exchange.send(wire.CommandPerKey(b"SMEMBERS", [b"big"]))
     sock = exchange.connection._parser._sock
     sock.shutdown(socket.SHUT_RD)  # reads see the end of the stream
     with pytest.raises(redis.ConnectionError):
@@ -228,7 +228,7 @@ def test_a_reader_without_has_data_is_left_to_read(
 
     parser = exchange.connection._parser
     monkeypatch.setattr(parser, "_reader", OldReader(parser._reader))
-    exchange.send(wire.Same(b"SMEMBERS", [b"a"]))
+    exchange.send(wire.CommandPerKey(b"SMEMBERS", [b"a"]))
     assert exchange.read_sets(1) is None
     assert exchange.read(1) == [[b"1"]]
 
@@ -239,7 +239,7 @@ def test_resp3_sets_are_read_raw(redis_server: ServerProcess) -> None:
         client.delete("r3")
         client.sadd("r3", 5, 6)
         exchange = _exchange(client)
-        exchange.send(wire.Same(b"SMEMBERS", [b"r3", b"nokey"]))
+        exchange.send(wire.CommandPerKey(b"SMEMBERS", [b"r3", b"nokey"]))
         raw = exchange.read_sets(2)
         assert raw is not None and raw.startswith(b"~")
         assert [sorted(members) for members in _parsed(raw)] == [[b"5", b"6"], []]
@@ -283,7 +283,7 @@ def _parsed(raw: bytes) -> list[tuple[bytes, ...]]:
 def test_hash_values_equal_a_hiredis_parse(
     pairs: dict[bytes, bytes], asked: list[bytes], shape: bytes, cut: int
 ) -> None:
-    native = engines.native
+    native = engine_choice.native
     assert native is not None
     count = len(pairs) if shape == b"%" else 2 * len(pairs)
     data = shape + b"%d\r\n" % count

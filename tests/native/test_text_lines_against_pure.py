@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_redis.errors import InvalidType
-from simhash_redis.fingerprinting import Scheme, engines
+from simhash_redis.fingerprinting import Scheme, engine_choice
 from simhash_redis.jobs.fingerprinter import Fingerprinted, _fingerprinted_lines
 from simhash_redis.jobs.jsonlines import JsonLines
 from simhash_redis.jobs.records import ReadOptions
@@ -103,7 +103,7 @@ def test_the_plain_shape_is_read_by_the_core() -> None:
         b'{"id": "c", "text": "\\ud83d"}\n',  # a lone surrogate: the pure reader's
         b'{"id": "d", "text": " \\u3000 "}\n',  # blank: an error, from the pure reader
     ]
-    ids, fps, others = engines.native.fingerprint_text_lines(raws, scheme, "id", "text", 512)  # type: ignore[union-attr]
+    ids, fps, others = engine_choice.native.fingerprint_text_lines(raws, scheme, "id", "text", 512)  # type: ignore[union-attr]
     assert ids == ["a", "42"]
     assert fps == scheme.fingerprint_many(['Café "au" lait\n', "新闻 \U0001f600"])
     assert others == [2, 3]
@@ -123,4 +123,4 @@ def test_the_core_reads_texts_only_under_the_native_engine_and_without_a_fingerp
 
 def test_bad_lines_are_typed_errors() -> None:
     with pytest.raises(InvalidType, match="lines must be bytes, got str"):
-        engines.native.fingerprint_text_lines(["{}"], Scheme(), "id", "text", 512)  # type: ignore[union-attr,list-item]
+        engine_choice.native.fingerprint_text_lines(["{}"], Scheme(), "id", "text", 512)  # type: ignore[union-attr,list-item]

@@ -1,8 +1,9 @@
 """Writes into an index with a retention window on Redis Cluster: ordered one-key steps over the periods,
 and the rounds of every windowed write (`in_rounds`).
 
-No script spans a cluster's slots, so the atomic move of the standalone path (`period_writes`) becomes
-the cluster's ordered steps (`writes.Writes`), taken over the periods. For each document:
+No script spans a cluster's slots, so the atomic move of the standalone path
+(`windowed_writes_standalone`) becomes the cluster's ordered steps (`writes.Writes`), taken over the
+periods. For each document:
 
 1. where its id is: the id-map entry of every live period (the newest one that has it is its value);
 2. the new fingerprint into the current period's tables, each key set to expire with the period;

@@ -4,7 +4,7 @@ Each round is one call of the write script in its format 'w' (see write.lua; a l
 of `PART`): into the period of the server's clock, moving a rewritten document out of the period it was
 in, every key written set to expire with its period (`store.windows`). The script finds each id in the
 newest period that has it; a call refused for another period than the call's view comes back with the
-server's time, which the rounds adopt (`period_steps.in_rounds`).
+server's time, which the rounds adopt (`windowed_writes_cluster.in_rounds`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from ..codec import decode_fp
 from ..results import Outcome
 from ..transport import READ, SEND, Command, Steps
 from . import write_ops
-from .period_steps import in_rounds
 from .scripts import WRITE
 from .store import Store
+from .windowed_writes_cluster import in_rounds
 from .windows import View, WindowedSets, Windows
 from .write_ops import Guard, Write, outcome_of
 
