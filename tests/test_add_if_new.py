@@ -214,6 +214,28 @@ def test_one_writer_meets_no_contention_from_its_own_batch(request: pytest.Fixtu
     assert len(index) == 150
 
 
+@pytest.mark.parametrize(("kind", "retention"), [("real", None), ("fake", None), ("real", "30d")])
+def test_one_writer_rewriting_ids_of_a_shared_table(
+    request: pytest.FixtureRequest, kind: str, retention: str | None
+) -> None:
+    """A re-crawl: half of a batch sharing a table set are ids stored before with other fingerprints
+    (the texts changed beyond k). Such a document is written only in the write's second script call
+    (the first learns the id's fingerprint); the documents after it, written in the first, must not
+    fail their guards for expecting it there (one document per round until WriteContention). The same
+    in an index with a retention window (its own script format, the same guard)."""
+    client = request.getfixturevalue(_CLIENTS[kind])
+    index = SimhashIndex(client, "rewrites", k=3, id_buckets=1024, retention=retention)
+    items = shared_table(150)
+    fresh = shared_table(300)[150:300]  # same table key, none within k of the batch's
+    before = [(doc_id, fresh[i][1]) for i, (doc_id, _) in enumerate(items[:150]) if i % 2]
+    assert index.add_many(before) == [Outcome.ADDED] * 75
+    results = index.add_many(items, unique=True)
+    assert results[:150] == [Outcome.REPLACED if i % 2 else Outcome.ADDED for i in range(150)]
+    assert results[150:] == [Match(f"d{i}", items[i][1], 1) for i in range(0, 150, 15)]
+    assert len(index) == 150
+    assert index.get_many([doc_id for doc_id, _ in items[:150]]) == [fp for _, fp in items[:150]]
+
+
 def test_on_a_cluster_documents_waiting_for_their_own_batch_do_not_pause(
     redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,11 +22,16 @@ import threading
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
 
 from simhash_redis import SimhashIndex, VerifiedIndex, distance, fingerprint
+from simhash_redis.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from simhash_redis.contrib.scrapy import NearDuplicatePipeline
 
 scrapy = pytest.importorskip("scrapy")
 SCRAPY = tuple(int(part) for part in scrapy.__version__.split(".")[:2])
@@ -152,6 +157,19 @@ def site() -> Iterator[str]:
 def _crawl(
     tmp_path: Path, site: str, redis_url: str, run: int, **extra: str
 ) -> tuple[list[dict[str, str]], str]:
+    done, out = _run_crawl(tmp_path, site, redis_url, run, **extra)
+    assert done.returncode == 0, done.stderr[-3000:]
+    warned = [line for line in done.stderr.splitlines() if "Warning" in line]
+    assert not warned, "\n".join(warned)
+    items = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return items, done.stderr
+
+
+def _run_crawl(
+    tmp_path: Path, site: str, redis_url: str, run: int, **extra: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """A crawl of the site by `scrapy runspider`, the pipeline enabled: the finished process, the items'
+    file."""
     spider = tmp_path / "pages.py"
     spider.write_text(SPIDER)
     out = tmp_path / f"items{run}.jsonl"
@@ -181,11 +199,7 @@ def _crawl(
     for name, value in settings.items():
         command += ["-s", f"{name}={value}"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    warned = [line for line in done.stderr.splitlines() if "Warning" in line]
-    assert not warned, "\n".join(warned)
-    items = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    return items, done.stderr
+    return done, out
 
 
 #: Scrapy's asyncio reactor (its default since 2.13), and a reactor without asyncio.
@@ -260,17 +274,46 @@ def test_pages_without_text_pass_through(tmp_path: Path) -> None:
     assert pipeline.text(42) == "42"  # a dotted path names the callable that gives the text
 
 
-def test_verified_mode_with_a_retention_is_not_configured() -> None:
-    from scrapy.exceptions import NotConfigured
+def _from_settings(**given: object) -> NearDuplicatePipeline:
+    """The pipeline from a crawler's settings and stats, which is all from_crawler reads."""
     from scrapy.settings import Settings
 
     from simhash_redis.contrib.scrapy import NearDuplicatePipeline
 
+    crawler = types.SimpleNamespace(settings=Settings(given), stats=None)
+    return NearDuplicatePipeline.from_crawler(crawler)  # type: ignore[arg-type]
+
+
+def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
+    """Never NotConfigured, which Scrapy takes as "run the crawl without this pipeline": the crawl would
+    keep every copy. A malformed number is named too, not a bare ValueError of Scrapy's getters."""
+    from scrapy.exceptions import NotConfigured
+
     for mode in ({"SIMHASH_REDIS_VERIFIED": True}, {"SIMHASH_REDIS_THRESHOLD": 0.9}):
-        settings = Settings({**mode, "SIMHASH_REDIS_RETENTION": "7d"})
-        with pytest.raises(NotConfigured, match="RETENTION"):
-            NearDuplicatePipeline.from_crawler(types.SimpleNamespace(settings=settings, stats=None))  # type: ignore[arg-type]
-    threshold = NearDuplicatePipeline.from_crawler(
-        types.SimpleNamespace(settings=Settings({"SIMHASH_REDIS_THRESHOLD": 0.9}), stats=None)  # type: ignore[arg-type]
-    )
+        with pytest.raises(InvalidArgument, match=r"SIMHASH_REDIS_VERIFIED .*SIMHASH_REDIS_RETENTION"):
+            _from_settings(**mode, SIMHASH_REDIS_RETENTION="7d")
+    refused = {
+        "SIMHASH_REDIS_THRESHOLD": ("high", "1.5"),
+        "SIMHASH_REDIS_K": ("three",),
+        "SIMHASH_REDIS_VERIFIED": ("maybe",),
+        "SIMHASH_REDIS_SLIDING": ("often", True),  # True: sliding without a retention
+        "SIMHASH_REDIS_TEXT": ("builtins.no_such_name", "builtins.__name__"),
+    }
+    for name, values in refused.items():
+        for value in values:
+            with pytest.raises(InvalidArgument, match=name) as caught:
+                _from_settings(**{name: value})
+            assert not isinstance(caught.value, NotConfigured) and "\n" not in str(caught.value)
+    threshold = _from_settings(SIMHASH_REDIS_THRESHOLD="0.9")
     assert threshold.verified and threshold.threshold == 0.9
+
+
+def test_a_contradictory_configuration_stops_the_crawl(tmp_path: Path, site: str, redis_url: str) -> None:
+    """Verified with a retention used to disable the pipeline with a warning: the crawl ran on and kept
+    every copy. It stops at its start now, its error naming the settings, nothing crawled."""
+    done, out = _run_crawl(
+        tmp_path, site, redis_url, 1, SIMHASH_REDIS_VERIFIED="True", SIMHASH_REDIS_RETENTION="7d"
+    )
+    assert done.returncode != 0
+    assert "SIMHASH_REDIS_VERIFIED cannot be combined with SIMHASH_REDIS_RETENTION" in done.stderr
+    assert not out.exists() or not out.read_text().strip()

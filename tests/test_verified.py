@@ -107,14 +107,27 @@ def test_verified_index_on_cluster(redis_cluster_client: RedisCluster) -> None:
     assert verified.sketch_of("a") is None and verified.sketch_of("b") is not None
 
 
-def test_near_sketched_is_near_many_of_documents_made_already(verified: VerifiedIndex) -> None:
-    verified.add_many([("a", BASE), ("b", _edit(BASE, 0.02, 3))])
+def test_near_sketched_confirms_documents_made_already(verified: VerifiedIndex) -> None:
+    """Queries fingerprinted and sketched beforehand: the stored copies their sketches confirm, with the
+    Jaccard estimated from the stored texts' own sketches (made here, not read back)."""
+    stored = {"a": BASE, "b": _edit(BASE, 0.02, 3), "c": "a different story about something else"}
+    verified.add_many(list(stored.items()))
     queries = [_edit(BASE, 0.01, 5), "unrelated text entirely"]
     fps, sketches = verified.index.fingerprint_many(queries), verified.hasher.sketch_many(queries)
-    assert verified.near_sketched(fps, sketches) == verified.near_many(queries)
-    assert verified.near_sketched(fps, sketches, threshold=0.99) == verified.near_many(
-        queries, threshold=0.99
+    fp_of = {doc_id: verified.index.fingerprint(text) for doc_id, text in stored.items()}
+    jaccard = {
+        doc_id: verified.hasher.estimate(sketches[0], verified.hasher.sketch(stored[doc_id]))
+        for doc_id in "ab"
+    }
+    assert min(jaccard.values()) >= verified.threshold and jaccard["a"] != jaccard["b"]
+    expected = sorted(
+        (VerifiedMatch(i, fp_of[i], (fps[0] ^ fp_of[i]).bit_count(), jaccard[i]) for i in "ab"),
+        key=lambda m: (-m.jaccard, m.distance, m.id),
     )
+    assert verified.near_sketched(fps, sketches) == [expected, []]
+    # A threshold between the two estimates keeps the closer copy only.
+    between = sum(jaccard.values()) / 2
+    assert verified.near_sketched(fps, sketches, threshold=between) == [expected[:1], []]
     for bad in (sketches[:1], [sketches[0], sketches[1][:-1]], [sketches[0], None]):
         with pytest.raises(InvalidArgument, match="sketch"):
             verified.near_sketched(fps, bad)  # type: ignore[arg-type]

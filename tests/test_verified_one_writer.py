@@ -54,3 +54,26 @@ def test_pages_of_one_template_in_one_batch(redis_client: redis.Redis) -> None:
     texts = dict(docs)
     for doc_id, matches in zip(stored, verified.near_many([texts[i] for i in stored]), strict=True):
         assert [m.id for m in matches] == [doc_id]
+
+
+def test_a_rerun_over_changed_pages_of_one_template(redis_client: redis.Redis) -> None:
+    """A re-crawl: half the pages were stored before with other texts (changed beyond k, below the
+    threshold). Each such page is written in the write's second script call; the pages after it in the
+    first must not fail their guards for it (one page per round, until WriteContention)."""
+    verified = VerifiedIndex(SimhashIndex(redis_client, "recrawl"))
+    docs = templated(200, 40)
+    before = [(f"p{i}", page(10_000 + i)) for i in range(1, 200, 2)]
+    assert verified.add_if_new_many(before) == [None] * len(before)  # every one stored (none confirmed)
+    results = verified.add_if_new_many(docs)
+    for (doc_id, _), found in zip(docs, results, strict=True):
+        if doc_id.startswith("e"):
+            assert isinstance(found, VerifiedMatch) and found.id == "p" + doc_id[1:], (doc_id, found)
+        elif found is not None:
+            assert found.jaccard >= verified.threshold and found.id != doc_id, (doc_id, found)
+    stored = [doc_id for (doc_id, _), found in zip(docs, results, strict=True) if found is None]
+    assert len(stored) > 150  # pages of one template: few are confirmed copies of an earlier one
+    kept = {doc_id for doc_id, _ in before} - set(stored)  # rewritten pages found as copies keep their old
+    assert len(verified.index) == len(stored) + len(kept)
+    texts = dict(docs)
+    for doc_id, matches in zip(stored, verified.near_many([texts[i] for i in stored]), strict=True):
+        assert [m.id for m in matches] == [doc_id]

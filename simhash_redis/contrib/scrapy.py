@@ -13,6 +13,10 @@ of many spiders on many machines that meet copies of one page, exactly one keeps
 raise DropItem naming the stored copy. The crawl's stats count what was stored and dropped
 (``simhash_redis/stored``, ``simhash_redis/dropped``, ``simhash_redis/no_text``).
 
+A setting the pipeline cannot use (a malformed number, settings that contradict each other) stops the
+crawl at its start with an error naming the setting, as an index created with another k does: never
+NotConfigured, with which Scrapy would run the crawl on without the pipeline, keeping every copy.
+
 Where Scrapy runs on asyncio (its default reactor since 2.13) the pipeline uses `AsyncSimhashIndex`,
 so a write never blocks the crawl; on another reactor it uses `SimhashIndex`. It takes the hooks'
 current signatures (no spider argument, coroutines where Scrapy awaits them) and the older ones
@@ -29,11 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem
 from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.misc import load_object
 
 from .. import defaults
+from ..errors import InvalidArgument
 from ..index import SimhashIndex, VerifiedIndex
 from ..results import Match, VerifiedMatch
 from ..store import Retention
@@ -54,10 +59,25 @@ def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
     """How an item's text is found: a callable (or its dotted path) if given, else the item's field."""
     if setting is None:
         return lambda item: ItemAdapter(item).get(field)
-    getter: object = load_object(setting) if isinstance(setting, str) else setting
+    try:
+        getter: object = load_object(setting) if isinstance(setting, str) else setting
+    except (ImportError, NameError, ValueError) as exc:
+        raise InvalidArgument(f"SIMHASH_REDIS_TEXT names no callable: {exc}") from None
     if not callable(getter):
-        raise NotConfigured(f"SIMHASH_REDIS_TEXT must be a callable or its dotted path, got {setting!r}")
+        raise InvalidArgument(f"SIMHASH_REDIS_TEXT must be a callable or its dotted path, got {setting!r}")
     return getter
+
+
+def _typed(settings: Any, name: str, kind: str) -> Any:
+    """A setting read with its type's getter (getfloat, getint, getbool), a malformed value named.
+
+    Raises:
+        InvalidArgument: the value is not of that type.
+    """
+    try:
+        return getattr(settings, f"get{kind}")(name)
+    except ValueError:
+        raise InvalidArgument(f"{name} must be a {kind}, got {settings.get(name)!r}") from None
 
 
 def _on_asyncio() -> bool:
@@ -83,7 +103,7 @@ def _hook_result(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
 def _retention(retention: object, sliding: bool) -> object:
     """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING."""
     if sliding and retention is None:
-        raise NotConfigured("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
+        raise InvalidArgument("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
     if not sliding:
         return retention
     if isinstance(retention, Retention):
@@ -112,7 +132,7 @@ class NearDuplicatePipeline:
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
 
     Raises:
-        NotConfigured: verified with a retention (not combined yet).
+        InvalidArgument: verified with a retention (not combined yet).
     """
 
     def __init__(
@@ -129,7 +149,9 @@ class NearDuplicatePipeline:
         threshold: float | None = None,
     ) -> None:
         if verified and retention is not None:
-            raise NotConfigured("SIMHASH_REDIS_VERIFIED cannot be combined with SIMHASH_REDIS_RETENTION yet")
+            raise InvalidArgument(
+                "SIMHASH_REDIS_VERIFIED cannot be combined with SIMHASH_REDIS_RETENTION yet"
+            )
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
         self.k, self.prefix, self.retention = k, prefix, retention
         self.verified, self.threshold = verified, threshold
@@ -146,11 +168,15 @@ class NearDuplicatePipeline:
             crawler: the crawler.
 
         Raises:
-            NotConfigured: SIMHASH_REDIS_TEXT is neither a callable nor its dotted path, or
-                SIMHASH_REDIS_VERIFIED (or SIMHASH_REDIS_THRESHOLD) is given with SIMHASH_REDIS_RETENTION.
+            InvalidArgument: SIMHASH_REDIS_TEXT is neither a callable nor its dotted path, a number or
+                flag is malformed (SIMHASH_REDIS_THRESHOLD outside [0, 1] too), SIMHASH_REDIS_VERIFIED
+                (or SIMHASH_REDIS_THRESHOLD) is given with SIMHASH_REDIS_RETENTION, or
+                SIMHASH_REDIS_SLIDING without it. Scrapy then stops the crawl at its start.
         """
         settings = crawler.settings
-        threshold = settings.getfloat("SIMHASH_REDIS_THRESHOLD") or None  # given: verified, as --threshold
+        threshold = _typed(settings, "SIMHASH_REDIS_THRESHOLD", "float") or None  # given: verified
+        if threshold is not None and not 0 <= threshold <= 1:
+            raise InvalidArgument(f"SIMHASH_REDIS_THRESHOLD must be a number in [0, 1], got {threshold!r}")
         pipeline = cls(
             settings.get("SIMHASH_REDIS_URL", "redis://localhost:6379/0"),
             settings.get("SIMHASH_REDIS_INDEX", "scrapy"),
@@ -158,12 +184,12 @@ class NearDuplicatePipeline:
                 settings.get("SIMHASH_REDIS_TEXT"), settings.get("SIMHASH_REDIS_TEXT_FIELD", "text")
             ),
             id_field=settings.get("SIMHASH_REDIS_ID_FIELD", "url"),
-            k=settings.getint("SIMHASH_REDIS_K") or None,
+            k=_typed(settings, "SIMHASH_REDIS_K", "int") or None,
             prefix=settings.get("SIMHASH_REDIS_PREFIX", defaults.PREFIX),
             retention=_retention(
-                settings.get("SIMHASH_REDIS_RETENTION"), settings.getbool("SIMHASH_REDIS_SLIDING")
+                settings.get("SIMHASH_REDIS_RETENTION"), _typed(settings, "SIMHASH_REDIS_SLIDING", "bool")
             ),
-            verified=settings.getbool("SIMHASH_REDIS_VERIFIED") or threshold is not None,
+            verified=_typed(settings, "SIMHASH_REDIS_VERIFIED", "bool") or threshold is not None,
             threshold=threshold,
         )
         pipeline.stats = crawler.stats

@@ -9,6 +9,8 @@ was written per round, until the rounds ran out (`WriteContention` with a single
 each document also expects the fingerprints written before it in the same call into the same sets; a
 document near one of them by the index's rule (within k, or confirmed by its sketch) is not written in
 this round: the next round reads the earlier one from the index, and reports it as the near-duplicate.
+A guard fails only on a member its set gained: one expected but not written in the call (an id stored
+with another fingerprint, which the write's next call moves) or one that left keeps no document out.
 """
 
 from __future__ import annotations

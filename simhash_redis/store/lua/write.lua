@@ -5,10 +5,12 @@
 --   new: the stored fingerprint to give the id ('' removes the id).
 --   old: the fingerprint the client believes the id has now ('' = none).
 --   guard: '', '1', 's' or 'k'. With '1', T counts follow, then the members the client read from each
---     of new's T table sets. The document is written only if every one of those sets still holds
---     exactly those members; otherwise it is reported as 'g' and the client reads again. Any fingerprint
---     within distance k of new shares at least one table set with it, so an unchanged set of tables
---     means no near-duplicate arrived since the client checked (add-if-new without a race). With 's'
+--     of new's T table sets. The document is written only if none of those sets holds anything but
+--     those members; otherwise it is reported as 'g' and the client reads again. Any fingerprint
+--     within distance k of new shares at least one table set with it, so a set of tables that gained
+--     nothing means no near-duplicate arrived since the client checked (add-if-new without a race); a
+--     member that left (a fingerprint whose last id moved, a document of the call not written in it)
+--     can bring none. With 's'
 --     (verified mode), the number B of the sketch's band tables first, then the guard over T + B sets
 --     (new's tables, then the band tables), then the document's MinHash sketch; with 'k', B, then only
 --     the sketch (no guard). The sketch is set for the id beside new's ids (field 's:' .. new of new's
@@ -96,25 +98,28 @@ end
 
 --! include netstrings
 
--- Whether table set `key` holds exactly the `count` members starting at ARGV[at].
+-- Whether table set `key` holds nothing but (some of) the `count` distinct members starting at ARGV[at]:
+-- as many of them present as it has members. Members that left are no near-duplicate: a replacement
+-- moving its id off a fingerprint, or a document of the same call not written in it (an id found with
+-- another fingerprint is written in the next call), must not fail the guards of the documents after it.
 local function unchanged(key, count, at)
-  if redis.call('SCARD', key) ~= count then
+  local size = redis.call('SCARD', key)
+  if size > count then
     return false
   end
-  if count == 0 then
+  if size == 0 then
     return true
   end
+  local present = 0
   -- In slices: unpack() of thousands of values would overflow Lua's C stack.
   for first = at, at + count - 1, 1000 do
     local last = math.min(first + 999, at + count - 1)
-    local present = redis.call('SMISMEMBER', key, unpack(ARGV, first, last))
-    for i = 1, #present do
-      if present[i] == 0 then
-        return false
-      end
+    local found = redis.call('SMISMEMBER', key, unpack(ARGV, first, last))
+    for i = 1, #found do
+      present = present + found[i]
     end
   end
-  return true
+  return present == size
 end
 
 local out = {}
