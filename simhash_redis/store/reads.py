@@ -11,9 +11,8 @@ from ..errors import IndexCorrupted
 from ..fingerprinting import engines
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
-from ..transport.packing import Same
+from ..transport.packing import Packed, Same
 from .candidates import hits, matches_of, takes_raw
-from .chunks import Packed
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import KeySchema
 from .replies import hash_pairs
