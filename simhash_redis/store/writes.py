@@ -8,6 +8,7 @@ steps in a safe order; in an index with a retention window, into the period of t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from ..codec import decode_fp
 from ..errors import SimhashRedisError
@@ -24,8 +25,6 @@ from .write_ops import (
     Pending,
     SketchedGuard,
     Write,
-    all_adds,
-    in_waves,
     outcome_of,
     round_trip,
     too_many,
@@ -133,7 +132,7 @@ class Writes:
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
-        return in_waves(ops, self._apply_unique)
+        return _in_waves(ops, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
         """In a sliding window, move documents found again by add-if-new into the current period, if
@@ -190,7 +189,7 @@ class Writes:
         """Rounds of script calls, until no document is left in conflict (see `steps`)."""
         while progress.pending:
             pending = progress.pending
-            first = progress.rounds == 0 and all_adds(progress.ops)
+            first = progress.rounds == 0 and _all_adds(progress.ops)
             part = write_ops.PART  # read at each call: one knob for every path
             if first and len(pending) >= 2 * part:
                 # Each part is sent as soon as the one before is answered, built while the server runs
@@ -351,3 +350,35 @@ class Writes:
             self.store.run_script(BAND_DROP, calls)
         except SimhashRedisError as exc:
             _log.warning("band tables not cleaned after a write (verify --repair removes the rest): %s", exc)
+
+
+def _in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
+    """`apply` the writes, in waves that each hold an id once when some id is named several times.
+
+    A conflict is resolved after the first round of the whole call, so two writes of one id in one
+    call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
+
+    Args:
+        ops: the writes.
+        apply: writes a list that names each id once.
+    """
+    if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
+        return apply(ops)
+    waves: list[list[int]] = []
+    seen: dict[bytes, int] = {}
+    for i, (doc_id, _, _) in enumerate(ops):
+        wave = seen.get(doc_id, 0)
+        seen[doc_id] = wave + 1
+        if wave == len(waves):
+            waves.append([])
+        waves[wave].append(i)
+    outcomes: list[Outcome | None] = [None] * len(ops)
+    for members in waves:
+        for i, outcome in zip(members, apply([ops[i] for i in members]), strict=True):
+            outcomes[i] = outcome
+    return outcomes
+
+
+def _all_adds(ops: list[Write]) -> bool:
+    """Whether every write adds a document without a guard (a bulk load's)."""
+    return all(new and guard is None for _, new, guard in ops)
