@@ -321,8 +321,8 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached; nothing of the document was half-written.
         """
         self._check_writable()
-        raw, fp = encode_id(doc_id), encode_fp(self.fingerprint(doc), self._f)
-        return self._writes.apply([(raw, fp, None)])[0]  # type: ignore[return-value]  # unguarded: never None
+        raw, fp = encode_id(doc_id), self.fingerprint(doc)
+        return self._writes.apply([(raw, encode_fp(fp, self._f), None)], [fp])[0]  # type: ignore[return-value]
 
     @overload
     def add_many(
