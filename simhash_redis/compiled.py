@@ -88,6 +88,10 @@ unpack_column = _native.unpack_column
 column_buckets = _native.column_buckets
 #: How far whole SMEMBERS / HGETALL replies reach in bytes read off the wire (`wire.read_sets`).
 scan_sets = _native.scan_sets
+#: The value of each field (None where absent) in one HGETALL reply in its RESP form (a map, or fields
+#: and values in turn), only strings at field positions compared; ValueError if it is not one whole
+#: reply of bulk strings in pairs (`store.reads`, a single lookup's whole bucket).
+hash_values = _native.hash_values
 
 _WIDEST = 1 << 128
 _SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
@@ -122,20 +126,6 @@ def hits(
         kernel = _native.hits if kind is list else _native.hits_in_sets
         return kernel(fps, replies, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))  # type: ignore[arg-type]
     return None
-
-
-def hash_values(data: bytes, fields: list[bytes]) -> list[bytes | None]:
-    """The value of each field in one HGETALL reply in its RESP form (a map, or an array of fields and
-    values in turn), None where the field is absent: only strings at field positions are compared.
-
-    Args:
-        data: the whole reply, as it came off the wire.
-        fields: the fields.
-
-    Raises:
-        ValueError: not one whole reply of bulk strings in pairs.
-    """
-    return _native.hash_values(data, fields)
 
 
 def _filter_arguments(fps: object, tables: object, k: object) -> bool:

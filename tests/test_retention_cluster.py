@@ -261,11 +261,11 @@ def test_a_race_that_fails_closes_every_connection(
     apply = Writes.apply
     calls: list[int] = []
 
-    def failing(self: Writes, ops: list[Any]) -> list[Any]:
+    def failing(self: Writes, ops: list[Any], *fps: Any) -> list[Any]:
         calls.append(len(ops))
         if len(calls) == 20:
             raise WriteContention("the server's clock kept moving between periods")
-        return apply(self, ops)
+        return apply(self, ops, *fps)
 
     monkeypatch.setattr(Writes, "apply", failing)
 

@@ -4,6 +4,7 @@ general-format call stores."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 import redis
@@ -95,14 +96,14 @@ def test_parts_survive_a_flushed_script_and_a_lost_connection(
     calls = 0
     real_call = writes._adds
 
-    def call_then_trouble(part: list[Write]) -> object:
+    def call_then_trouble(*part: Any) -> object:
         nonlocal calls
         calls += 1
         if calls == 2:
             redis_client.script_flush()  # the next part's EVALSHA finds no script
         if calls == 4:
             redis_client.client_kill_filter(_type="normal", skipme=True)  # the connection in use dies
-        return real_call(part)
+        return real_call(*part)
 
     monkeypatch.setattr(writes, "_adds", call_then_trouble)
     scripts_loaded = _script_loads(redis_client)

@@ -271,3 +271,16 @@ def test_a_cluster_period_write_commits_into_the_current_period_and_clears_the_o
     assert _args(trips[3][0]) == (ID_CAS.sha, [new.id_bucket(b"x")], [b"x", FA, b"", 1000, 8, 69_000])
     assert _args(trips[4][0]) == (FP_IDS.sha, [new.fp_bucket(FA)], [b"+", FA, b"x", 69_000])
     assert _args(trips[7][0]) == (ID_CAS.sha, [old.id_bucket(b"x")], [b"x", b"", FB])
+
+
+def test_adds_with_the_callers_ints_send_what_decoding_sends() -> None:
+    # Plain adds carry the ints they were fingerprinted as (encoded once); the script call built from
+    # them is the one built from the stored form decoded, in one part or in several.
+    ops: list[Write] = [(b"a", FA, None), (b"b", FB, None), (b"c", encode_fp(7, 64), None)]
+    writes = _writes()
+    for start, count in ((0, 3), (1, 2)):
+        carried = writes._adds(Progress(ops, [A, B, 7]), start, count)
+        assert carried == writes._adds(Progress(ops), start, count)
+        assert _args(carried)[2][2:] == [
+            v for doc_id, new, _ in ops[start : start + count] for v in (doc_id, new)
+        ]

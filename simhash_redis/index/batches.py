@@ -76,8 +76,9 @@ def add_many(
         if unique is not None:
             done: list[Any] = unique.add(part_ids, part_fps)
         else:
+            f = index.f
             done = writes.apply(
-                [(i, encode_fp(fp, index.f), None) for i, fp in zip(part_ids, part_fps, strict=True)]
+                [(i, encode_fp(fp, f), None) for i, fp in zip(part_ids, part_fps, strict=True)], part_fps
             )
         outcomes.extend(done)
         if on_progress is not None:

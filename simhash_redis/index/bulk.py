@@ -115,8 +115,9 @@ def _through_script(
         raws, fps = _encode_ids(ids), _fingerprints(docs, f, index.fingerprint_many)
         done: list[Outcome] = []
         for start in range(0, len(raws), size):
-            part = zip(raws[start : start + size], fps[start : start + size], strict=True)
-            applied = writes.apply([(raw, encode_fp(int(fp), f), None) for raw, fp in part])
+            ints = [int(fp) for fp in fps[start : start + size]]
+            part = zip(raws[start : start + size], ints, strict=True)
+            applied = writes.apply([(raw, encode_fp(fp, f), None) for raw, fp in part], ints)
             done.extend(outcome for outcome in applied if outcome is not None)
         outcomes.extend(done)
         if on_progress is not None:

@@ -3,9 +3,7 @@ an index deleted by name whatever state its meta is in."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
@@ -33,33 +31,27 @@ __all__ = [
     "open_windows",
     "requested",
     "restore",
-    "writes_documents",
+    "unsketched",
 ]
 
 #: The arguments of `SimhashIndex` that make up an index's configuration.
 CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification", "retention")
 
-_Method = TypeVar("_Method", bound=Callable[..., Any])
 
-
-def writes_documents(method: _Method) -> _Method:
-    """Mark an index method that writes documents: refused on a verified index opened without sketches.
+def unsketched(name: str) -> ConfigurationMismatch:
+    """The error of a plain index's write of documents to a verified index.
 
     A verified index's documents each need a MinHash sketch; one written without would never be found
     as anyone's near-duplicate, so a plain `SimhashIndex` of it only reads (`VerifiedIndex` writes
     through the index's write paths themselves, with the sketches).
+
+    Args:
+        name: the index name.
     """
-
-    @functools.wraps(method)
-    def checked(index: Any, *args: Any, **kwargs: Any) -> Any:
-        if index.config.verification is not None:
-            raise ConfigurationMismatch(
-                f"index {index.name!r} is verified (its documents carry MinHash sketches): write to it "
-                "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
-            )
-        return method(index, *args, **kwargs)
-
-    return checked  # type: ignore[return-value]
+    return ConfigurationMismatch(
+        f"index {name!r} is verified (its documents carry MinHash sketches): write to it "
+        "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
+    )
 
 
 def as_retention(retention: object) -> Retention | None:

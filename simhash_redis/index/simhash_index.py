@@ -10,10 +10,10 @@ import redis
 from redis.cluster import RedisCluster
 
 from .. import defaults
-from ..codec import decode_fp
+from ..codec import decode_fp, encode_fp
 from ..errors import InvalidArgument
 from ..fingerprinting import Document as TextDocument
-from ..fingerprinting import Scheme
+from ..fingerprinting import Scheme, engine_choice
 from ..results import Match, Outcome
 from ..store import (
     KeySchema,
@@ -32,7 +32,6 @@ from .arguments import as_batch, check_client, check_fp, check_k, check_options,
 from .batches import BatchProgress, check_progress
 from .bulk import DEFAULT_WINDOW, Progress, bulk_add, bulk_add_columns
 from .consistency import check_consistency
-from .lifecycle import writes_documents
 from .report import VerifyReport
 from .unique import UniqueWrites
 from .windowed import verify_windows
@@ -103,6 +102,7 @@ class SimhashIndex:
         retained = lifecycle.as_retention(retention)
         wanted, given = lifecycle.requested(**asked, verification=verification, retention=retained)
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
+        self._f, self._k = self.config.f, self.config.k  # fixed by the layout: read once, not per call
         self.keys = KeySchema.of(self.prefix, self.name, self.config)
         #: The index's Redis half: every command of this index (and of what works on it) goes through it.
         self.store = Store(sender, self.keys)
@@ -164,8 +164,6 @@ class SimhashIndex:
         lifecycle.restore(client, name, config)
         return cls(client, name, **config, create=False)
 
-    # -- configuration ------------------------------------------------------------------------------
-
     @property
     def cluster(self) -> bool:
         """Whether the index runs on Redis Cluster."""
@@ -174,12 +172,12 @@ class SimhashIndex:
     @property
     def f(self) -> int:
         """Fingerprint width in bits."""
-        return self.config.f
+        return self._f
 
     @property
     def k(self) -> int:
         """The largest distance near() answers for."""
-        return self.config.k
+        return self._k
 
     @property
     def layout(self) -> Layout:
@@ -197,8 +195,6 @@ class SimhashIndex:
             f"{self.layout.describe()})"
         )
 
-    # -- fingerprints and arguments -------------------------------------------------------------------
-
     def fingerprint(self, doc: Document) -> int:
         """The fingerprint this index stores for a document.
 
@@ -209,9 +205,9 @@ class SimhashIndex:
             InvalidFingerprint: an int outside [0, 2**f).
             InvalidType: a document of an unsupported type.
         """
-        if isinstance(doc, int) or is_integer(doc):
-            return check_fp(doc, self.f)
-        return self.scheme.fingerprint(doc)
+        if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
+            return check_fp(doc, self._f)
+        return engine_choice.fingerprint(doc, self.config.scheme)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
         """Fingerprints for many documents, texts fingerprinted in one vectorised batch.
@@ -225,8 +221,6 @@ class SimhashIndex:
         """
         return fingerprints(docs, self.f, self.scheme.fingerprint_many)
 
-    # -- reads ----------------------------------------------------------------------------------------
-
     def near(self, query: Document, k: int | None = None) -> list[Match]:
         """Every stored document within distance k of the query, nearest first, then by id.
 
@@ -239,9 +233,8 @@ class SimhashIndex:
             InvalidFingerprint: an int query outside [0, 2**f).
             RedisUnavailable: the server cannot be reached.
         """
-        limit = check_k(k, self.k)
-        fp = check_fp(query, self.f) if type(query) is int else self.fingerprint(query)
-        return self._reads.near([fp], limit)[0]
+        limit = self._k if k is None else check_k(k, self._k)
+        return self._reads.near([self.fingerprint(query)], limit)[0]
 
     def near_many(
         self, queries: Sequence[Document], k: int | None = None, *, on_progress: BatchProgress | None = None
@@ -313,8 +306,6 @@ class SimhashIndex:
         counts = self.windows.counts()
         return sum(docs for _, docs, _ in counts), sum(fps for _, _, fps in counts)
 
-    # -- writes ---------------------------------------------------------------------------------------
-
     def add(self, doc_id: str, doc: Document) -> Outcome:
         """Store a document under an id, replacing the id's previous fingerprint if it had another.
 
@@ -329,7 +320,9 @@ class SimhashIndex:
             InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
             RedisUnavailable: the server cannot be reached; nothing of the document was half-written.
         """
-        return self.add_many([(doc_id, doc)])[0]
+        self._check_writable()
+        raw, fp = encode_id(doc_id), self.fingerprint(doc)
+        return self._writes.apply([(raw, encode_fp(fp, self._f), None)], [fp])[0]  # type: ignore[return-value]
 
     @overload
     def add_many(
@@ -349,7 +342,6 @@ class SimhashIndex:
         on_progress: BatchProgress | None = None,
     ) -> list[Outcome | Match]: ...
 
-    @writes_documents
     def add_many(
         self,
         items: Iterable[tuple[str, Document]],
@@ -375,10 +367,10 @@ class SimhashIndex:
             RedisUnavailable: the server cannot be reached; batches already acknowledged are stored,
                 and no document is half-written.
         """
+        self._check_writable()
         progress = check_progress(on_progress)
         return batches.add_many(self, self._writes, self._unique if unique else None, items, progress)
 
-    @writes_documents
     def bulk_add(
         self,
         items: Iterable[tuple[str, Document]],
@@ -399,9 +391,9 @@ class SimhashIndex:
             InvalidArgument, InvalidType, InvalidFingerprint: a malformed argument, id or document.
             RedisUnavailable: earlier windows are stored; running the same load again completes it.
         """
+        self._check_writable()
         return bulk_add(self, self._writes, items, window, on_progress)
 
-    @writes_documents
     def bulk_add_columns(
         self,
         batches: Iterable[tuple[Sequence[str], Sequence[Document]]],
@@ -419,6 +411,7 @@ class SimhashIndex:
             InvalidArgument, InvalidType, InvalidFingerprint, RedisUnavailable: as `bulk_add`; also a
                 batch that is not two sequences of one length.
         """
+        self._check_writable()
         return bulk_add_columns(self, self._writes, batches, window, on_progress)
 
     def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
@@ -457,7 +450,6 @@ class SimhashIndex:
         """
         return self.remove_many([doc_id])[0]
 
-    @writes_documents
     def remove_many(self, ids: Iterable[str], *, on_progress: BatchProgress | None = None) -> list[bool]:
         """Remove many ids, batch by batch.
 
@@ -471,6 +463,7 @@ class SimhashIndex:
         Raises:
             InvalidArgument, InvalidType: an id is malformed (the whole call is checked first).
         """
+        self._check_writable()
         return batches.remove_many(self, self._writes, ids, check_progress(on_progress))
 
     def verify(self, repair: bool = False) -> VerifyReport:
@@ -486,6 +479,11 @@ class SimhashIndex:
         if self.windows is not None:
             return verify_windows(self.store, self.windows, self.f, tables, repair)
         return check_consistency(self.store, self.f, tables, repair, self.config.verification)
+
+    def _check_writable(self) -> None:
+        """Refuse to write documents without sketches to a verified index (see `lifecycle.unsketched`)."""
+        if self.config.verification is not None:
+            raise lifecycle.unsketched(self.name)
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last.

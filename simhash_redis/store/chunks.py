@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
-from ..transport import READ, SEND, Command, Steps, wire
-from ..transport.packing import arrays
+from ..transport import READ, SEND, Command, Steps
+from ..transport.packing import PackedCommands
 from .store import Store
 
-__all__ = ["BULK", "CHUNK_ARGS", "PackedCommands", "Piece", "chunks", "send_step"]
+__all__ = ["BULK", "CHUNK_ARGS", "Piece", "chunks", "send_step"]
 
 #: Arguments per write of a step (a few hundred kB): large enough that round trips do not count, small
 #: enough that the client builds the next write while the server runs this one.
@@ -95,36 +95,6 @@ class Stream:
                 self.replies.extend(replies)
             self.built[self.acked] = None
             self.acked += 1
-
-
-class PackedCommands(wire.CommandPerKey):
-    """Commands packed once into their RESP form, which `wire.pack` sends as is. Iterating parses them back
-    (only a connection that packs commands itself, with a custom encoder, does that)."""
-
-    __slots__ = ("_count", "_resp")
-
-    def __init__(self, resp: bytes, count: int) -> None:
-        super().__init__(b"", [])
-        self._resp, self._count = resp, count
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, i: int) -> tuple[bytes, bytes]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> wire.CommandPerKey: ...
-
-    def __getitem__(self, i: int | slice) -> Any:
-        return list(arrays(self._resp))[i]
-
-    def __iter__(self) -> Iterator[Any]:
-        return arrays(self._resp)
-
-    def packed(self) -> bytes:
-        """The RESP form of the commands."""
-        return self._resp
 
 
 def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]:

@@ -20,8 +20,9 @@ import numpy.typing as npt
 
 from ..fingerprinting import engine_choice
 from ..transport import Command
+from ..transport.packing import PackedCommands
 from . import chunks
-from .chunks import BULK, PackedCommands, Piece
+from .chunks import BULK, Piece
 from .keys import KeyForm, KeySchema
 
 __all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "netstring"]

@@ -11,9 +11,8 @@ from ..errors import IndexCorrupted
 from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
-from ..transport.packing import CommandPerKey
+from ..transport.packing import CommandPerKey, PackedCommands
 from .candidates import hits, matches_of, takes_raw
-from .chunks import PackedCommands
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import KeySchema
 from .replies import hash_pairs
@@ -63,6 +62,7 @@ class Reads:
         k: int,
         sketches: dict[str, bytes] | None = None,
         bands: list[list[bytes]] | None = None,
+        members: list[list[list[bytes]]] | None = None,
     ) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
 
@@ -73,12 +73,25 @@ class Reads:
                 for with its ids: no round trip of its own.
             bands: for each fingerprint, band tables (verified mode) whose every member is a match too,
                 at whatever distance: read with the tables.
+            members: filled with the members read from each fingerprint's table sets (see
+                `near_and_members`).
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
             RedisUnavailable: the server cannot be reached.
         """
-        return self._run(fps, k, None, sketches, bands)
+        if not fps:
+            return []
+        view = None if self.windows is None else self.windows.view()
+        try:
+            return self.store.sender.converse(
+                lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands), exchange)
+            )
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise IndexCorrupted(
+                f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
+                "(simhash-redis verify --repair)"
+            ) from None
 
     def near_and_members(
         self,
@@ -104,7 +117,7 @@ class Reads:
             RedisUnavailable: the server cannot be reached.
         """
         members: list[list[list[bytes]]] = []
-        return members, self._run(fps, k, members, sketches, bands)
+        return members, self.near(fps, k, sketches, bands, members)
 
     def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
         """The stored fingerprint of each id (None where absent), in one round trip.
@@ -125,29 +138,6 @@ class Reads:
             next((r for r in reversed(replies[n * per : (n + 1) * per]) if r is not None), None)
             for n in range(len(raw_ids))
         ]
-
-    def _run(
-        self,
-        fps: list[int],
-        k: int,
-        members: list[list[list[bytes]]] | None,
-        sketches: dict[str, bytes] | None,
-        bands: list[list[bytes]] | None,
-    ) -> list[list[Match]]:
-        """Run a lookup in one conversation, stored data this code did not write reported as
-        IndexCorrupted."""
-        if not fps:
-            return []
-        view = None if self.windows is None else self.windows.view()
-        try:
-            return self.store.sender.converse(
-                lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands), exchange)
-            )
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise IndexCorrupted(
-                f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
-                "(simhash-redis verify --repair)"
-            ) from None
 
     def lookup(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 
-from ..transport import Command, Exchange, Sender, Steps, drive
+from ..transport import Command, Sender, Steps, drive
 from .keys import KeySchema
 from .meta import drop_keys
 from .replies import hash_pairs
@@ -61,17 +61,6 @@ class Store:
             SimhashRedisError: an error reply, when raise_on_error is set.
         """
         return self.sender.execute(commands, raise_on_error=raise_on_error, durable=durable)
-
-    def converse(self, talk: Callable[[Exchange], T]) -> T:
-        """Run a conversation (see `Sender.converse`).
-
-        Args:
-            talk: the conversation, safe to run again from the start.
-
-        Raises:
-            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
-        """
-        return self.sender.converse(talk)
 
     def run(self, steps: Callable[[], Steps[T]], *, durable: bool = False) -> T:
         """Run a conversation written as steps (`transport.Steps`) that may call the index's scripts.

@@ -9,7 +9,6 @@ otherwise, and the caller reads again). In verified mode the guard also carries 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..errors import WriteContention
@@ -23,8 +22,6 @@ __all__ = [
     "Pending",
     "SketchedGuard",
     "Write",
-    "all_adds",
-    "in_waves",
     "outcome_of",
     "round_trip",
     "too_many",
@@ -74,38 +71,6 @@ def round_trip(commands: list[Command]) -> Steps[list[Any]]:
     yield SEND, [commands]
     replies: list[Any] = yield READ, len(commands)
     return replies
-
-
-def in_waves(ops: list[Write], apply: Callable[[list[Write]], list[Outcome | None]]) -> list[Outcome | None]:
-    """`apply` the writes, in waves that each hold an id once when some id is named several times.
-
-    A conflict is resolved after the first round of the whole call, so two writes of one id in one
-    call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
-
-    Args:
-        ops: the writes.
-        apply: writes a list that names each id once.
-    """
-    if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
-        return apply(ops)
-    waves: list[list[int]] = []
-    seen: dict[bytes, int] = {}
-    for i, (doc_id, _, _) in enumerate(ops):
-        wave = seen.get(doc_id, 0)
-        seen[doc_id] = wave + 1
-        if wave == len(waves):
-            waves.append([])
-        waves[wave].append(i)
-    outcomes: list[Outcome | None] = [None] * len(ops)
-    for members in waves:
-        for i, outcome in zip(members, apply([ops[i] for i in members]), strict=True):
-            outcomes[i] = outcome
-    return outcomes
-
-
-def all_adds(ops: list[Write]) -> bool:
-    """Whether every write adds a document without a guard (a bulk load's)."""
-    return all(new and guard is None for _, new, guard in ops)
 
 
 def outcome_of(status: bytes, old: bytes) -> Outcome:

@@ -9,6 +9,7 @@ outcomes: `write_ops`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from ..codec import decode_fp
 from ..errors import SimhashRedisError
@@ -25,8 +26,6 @@ from .write_ops import (
     Pending,
     SketchedGuard,
     Write,
-    all_adds,
-    in_waves,
     outcome_of,
     round_trip,
     too_many,
@@ -43,10 +42,12 @@ class Progress:
 
     Args:
         ops: the writes, each id named once.
+        fps: each write's new fingerprint as an int, where the caller has them (plain adds): their tables'
+            keys are built from these rather than from the stored form decoded again.
     """
 
-    def __init__(self, ops: list[Write]) -> None:
-        self.ops = ops
+    def __init__(self, ops: list[Write], fps: list[int] | None = None) -> None:
+        self.ops, self.fps = ops, fps
         self.outcomes: list[Outcome | None] = [None] * len(ops)
         #: The documents of the current round (the first assumes every id is new).
         self.pending: list[Pending] = [
@@ -120,7 +121,7 @@ class Writes:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
         self.windows, self.verification = windows, verification
 
-    def apply(self, ops: list[Write]) -> list[Outcome | None]:
+    def apply(self, ops: list[Write], fps: list[int] | None = None) -> list[Outcome | None]:
         """Apply the writes; None for a guarded write whose tables changed since they were read.
 
         The first round assumes each id is new; an id that already has another fingerprint comes back
@@ -131,11 +132,12 @@ class Writes:
         Args:
             ops: the writes (in an index with a retention window, guards are the `WindowedSets` a read
                 returned).
+            fps: each write's new fingerprint as an int, where the caller has them (see `Progress`).
 
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
-        return in_waves(ops, self._apply_unique)
+        return _in_waves(ops, fps, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
         """In a sliding window, move documents found again by add-if-new into the current period, if
@@ -161,7 +163,7 @@ class Writes:
         except SimhashRedisError:
             return
 
-    def _apply_unique(self, ops: list[Write]) -> list[Outcome | None]:
+    def _apply_unique(self, ops: list[Write], fps: list[int] | None) -> list[Outcome | None]:
         if not ops:
             return []
         cluster, windows = self.store.cluster, self.windows
@@ -171,7 +173,7 @@ class Writes:
             )
         if windows is not None:
             return windowed_writes_standalone.write(self.store, windows, self.f, self.tables, ops)
-        progress = Progress(ops)
+        progress = Progress(ops, fps)
         self.store.run(lambda: self.steps(progress), durable=cluster)
         if progress.dropped:
             self._drop_bands(progress.dropped)
@@ -196,16 +198,18 @@ class Writes:
         """Rounds of script calls, until no document is left in conflict (see `steps`)."""
         while progress.pending:
             pending = progress.pending
-            first = progress.rounds == 0 and all_adds(progress.ops)
+            first = progress.rounds == 0 and _all_adds(progress.ops)
             part = write_ops.PART  # read at each call: one knob for every path
             if first and len(pending) >= 2 * part:
                 # Each part is sent as soon as the one before is answered, built while the server runs
                 # it: the client's work overlaps the server's. Each is as atomic as a batch of its size.
-                parts = [progress.ops[i : i + part] for i in range(0, len(pending), part)]
-                yield SEND, [[self._adds(parts[progress.parts])]]
+                parts = range(0, len(pending), part)
+                yield SEND, [[self._adds(progress, parts[progress.parts], part)]]
                 while True:
                     following = progress.parts + 1
-                    prepared = self._adds(parts[following]) if following < len(parts) else None
+                    prepared = (
+                        self._adds(progress, parts[following], part) if following < len(parts) else None
+                    )
                     reply = yield READ, 1
                     progress.statuses += reply[0]
                     progress.parts = following
@@ -213,7 +217,7 @@ class Writes:
                         break
                     yield SEND, [[prepared]]
             else:
-                call = self._adds(progress.ops) if first else self._command(pending)
+                call = self._adds(progress, 0, len(pending)) if first else self._command(pending)
                 yield SEND, [[call]]
                 progress.statuses = (yield READ, 1)[0]
             retry = []
@@ -266,17 +270,18 @@ class Writes:
             progress.detaching = True
         yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
 
-    def _adds(self, ops: list[Write]) -> Command:
-        """The first round's script call for adds only: id, new per document (format 'a'), keys built
-        inline (a bulk load's)."""
+    def _adds(self, progress: Progress, start: int, count: int) -> Command:
+        """The first round's script call for adds only, of `count` writes from `start`: id, new per
+        document (format 'a'), keys built inline (a bulk load's)."""
+        ops = progress.ops[start : start + count]
+        fps = progress.fps
+        ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
         keys = self.keys
         id_bucket, fp_bucket, tables = keys.id_bucket, keys.fp_bucket, keys.table_builder()
         key_list: list[bytes] = [keys.counts]
         args: list[bytes | int] = [self.tables, b"a"]
         add_keys, add_args = key_list.append, args.extend
-        f = self.f
-        for doc_id, new, _ in ops:
-            fp = decode_fp(new, f)
+        for (doc_id, new, _), fp in zip(ops, ints, strict=True):
             add_keys(id_bucket(doc_id))
             add_keys(fp_bucket(new))
             key_list += tables(fp)
@@ -357,3 +362,41 @@ class Writes:
             self.store.run_script(BAND_DROP, calls)
         except SimhashRedisError as exc:
             _log.warning("band tables not cleaned after a write (verify --repair removes the rest): %s", exc)
+
+
+def _in_waves(
+    ops: list[Write],
+    fps: list[int] | None,
+    apply: Callable[[list[Write], list[int] | None], list[Outcome | None]],
+) -> list[Outcome | None]:
+    """`apply` the writes, in waves that each hold an id once when some id is named several times.
+
+    A conflict is resolved after the first round of the whole call, so two writes of one id in one
+    call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
+
+    Args:
+        ops: the writes.
+        fps: their new fingerprints as ints, if known.
+        apply: writes a list that names each id once (and their fingerprints as ints, if known).
+    """
+    if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
+        return apply(ops, fps)
+    waves: list[list[int]] = []
+    seen: dict[bytes, int] = {}
+    for i, (doc_id, _, _) in enumerate(ops):
+        wave = seen.get(doc_id, 0)
+        seen[doc_id] = wave + 1
+        if wave == len(waves):
+            waves.append([])
+        waves[wave].append(i)
+    outcomes: list[Outcome | None] = [None] * len(ops)
+    for members in waves:
+        wave_fps = None if fps is None else [fps[i] for i in members]
+        for i, outcome in zip(members, apply([ops[i] for i in members], wave_fps), strict=True):
+            outcomes[i] = outcome
+    return outcomes
+
+
+def _all_adds(ops: list[Write]) -> bool:
+    """Whether every write adds a document without a guard (a bulk load's)."""
+    return all(new and guard is None for _, new, guard in ops)

@@ -1,7 +1,9 @@
 """Commands in RESP, packed byte for byte as redis-py's packers write them, a run of one command at once.
 
-`pack` is what `wire` sends on a plain connection; `CommandPerKey` stands for a run of one single-key command
-(every SMEMBERS of a batch, the HGETs of one field in many hashes) and packs with a single join.
+`pack` is what `wire` sends on a plain connection; `CommandPerKey` stands for a run of one
+single-key command (every SMEMBERS of a batch, the HGETs of one field in many hashes) and packs with a
+single join; `PackedCommands` for commands already in their RESP form (a bulk load's chunks, a single
+lookup's first write).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any, overload
 
 import redis.exceptions as rex
 
-__all__ = ["Arg", "Command", "CommandPerKey", "arrays", "pack"]
+__all__ = ["Arg", "Command", "CommandPerKey", "PackedCommands", "arrays", "pack"]
 
 Arg = bytes | str | int | float
 Command = Sequence[Arg]
@@ -81,6 +83,36 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
             prefix = b"$%d\r\n" % widths.pop()
             return head + prefix + (_CRLF + tail + head + prefix).join(keys) + _CRLF + tail
         return b"".join([head + b"$%d\r\n" % len(key) + key + _CRLF + tail for key in keys])
+
+
+class PackedCommands(CommandPerKey):
+    """Commands packed once into their RESP form, which `pack` sends as is. Iterating parses them back
+    (only a connection that packs commands itself, with a custom encoder, does that)."""
+
+    __slots__ = ("_count", "_resp")
+
+    def __init__(self, resp: bytes, count: int) -> None:
+        super().__init__(b"", [])
+        self._resp, self._count = resp, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[bytes, bytes]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> CommandPerKey: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        return list(arrays(self._resp))[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return arrays(self._resp)
+
+    def packed(self) -> bytes:
+        """The RESP form of the commands."""
+        return self._resp
 
 
 def _encode(arg: Any) -> bytes:
