@@ -124,12 +124,13 @@ def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tupl
     for _ in range(2):
         acked: list[list[bytes]] = []
         store.run(functools.partial(steps, windows, f, tables, view, pending, acked))
-        reply = acked[0]
-        if _refused(reply):
-            windows.set_server_time(int(reply[0][1:]))
+        # A large call goes as parts (`steps`): the statuses of every part up to one refused.
+        statuses, refused_at = _statuses(acked)
+        if refused_at is not None:
+            windows.set_server_time(refused_at)
             return  # a period boundary passed: the documents will be seen again soon enough
         moved: list[_InPeriod] = []
-        for (i, doc_id, fp, _, _, _), status in zip(pending, reply, strict=True):
+        for (i, doc_id, fp, _, _, _), status in zip(pending, statuses, strict=True):
             where, _, current = status[1:].partition(b":")
             if status[:1] == b"c" and current == fp:  # in an older period, unchanged: move it
                 moved.append((i, doc_id, fp, fp, view.windows[int(where) - 1], None))
