@@ -38,7 +38,7 @@ _log = logging.getLogger(__name__)
 
 class Progress:
     """What of a call of writes the server has acknowledged, kept across new starts of its conversation
-    (a lost connection, a server that had forgotten the scripts): the steps resume from here.
+    (a lost connection): the steps resume from here.
 
     Args:
         ops: the writes, each id named once.
