@@ -10,16 +10,16 @@ server's time, which the rounds adopt (`period_steps.in_rounds`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from ..codec import decode_fp
 from ..results import Outcome
-from ..transport import READ, SEND, Command, Steps
-from . import write_ops
+from ..transport import Command, Steps
 from .period_steps import in_rounds
 from .scripts import WRITE
 from .store import Store
 from .windows import View, WindowedSets, Windows
-from .write_ops import Guard, Write, outcome_of
+from .write_ops import Guard, Write, in_parts, outcome_of, parts_of
 
 __all__ = ["refresh", "write"]
 
@@ -83,21 +83,8 @@ def steps(
         sent: the documents.
         acked: the replies of the calls acknowledged so far (kept across new starts of the conversation).
     """
-    part = write_ops.PART  # read at each call: one knob for both paths
-    if len(sent) >= 2 * part and all(doc[5] is None for doc in sent):
-        parts = [sent[i : i + part] for i in range(0, len(sent), part)]
-    else:
-        parts = [sent]
-    if len(acked) == len(parts) or (acked and _refused(acked[-1])):
-        return
-    yield SEND, [[command(windows, f, tables, view, parts[len(acked)])]]
-    while True:
-        following = len(acked) + 1
-        prepared = command(windows, f, tables, view, parts[following]) if following < len(parts) else None
-        acked.append((yield READ, 1)[0])
-        if prepared is None or _refused(acked[-1]):
-            return
-        yield SEND, [[prepared]]
+    parts = parts_of(sent, all(doc[5] is None for doc in sent))
+    yield from in_parts(len(parts), lambda n: command(windows, f, tables, view, parts[n]), acked, _refused)
 
 
 def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tuple[bytes, bytes]]) -> None:
@@ -139,7 +126,7 @@ def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tupl
         pending = moved
 
 
-def command(windows: Windows, f: int, tables: int, view: View, pending: list[_InPeriod]) -> Command:
+def command(windows: Windows, f: int, tables: int, view: View, pending: Sequence[_InPeriod]) -> Command:
     """A script call in format 'w' (see write.lua) for the documents, against the view's periods."""
     schemas, numbers = view.schemas, view.windows
     here = numbers.index(view.current) + 1

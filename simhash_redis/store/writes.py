@@ -8,12 +8,13 @@ steps in a safe order; in an index with a retention window, into the period of t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 
 from ..codec import decode_fp
 from ..errors import SimhashRedisError
 from ..results import Outcome
-from ..transport import READ, SEND, Command, Steps
-from . import period_steps, period_writes, write_ops
+from ..transport import Command, Steps
+from . import period_steps, period_writes
 from .config import Verification
 from .scripts import BAND_DROP, FP_IDS, ID_CAS, WRITE
 from .store import Store
@@ -25,8 +26,10 @@ from .write_ops import (
     SketchedGuard,
     Write,
     all_adds,
+    in_parts,
     in_waves,
     outcome_of,
+    parts_of,
     round_trip,
     too_many,
 )
@@ -52,9 +55,8 @@ class Progress:
             (i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)
         ]
         self.rounds = 0
-        #: The current round's statuses, part by part as they are acknowledged.
-        self.statuses: list[bytes] = []
-        self.parts = 0
+        #: The replies of the current round's script calls acknowledged so far (its parts).
+        self.acked: list[list[bytes]] = []
         #: On a cluster, whether the fingerprints are in their tables, and whether the ids of the current
         #: round are to be detached from the fingerprints they have first.
         self.tabled = self.detaching = False
@@ -70,7 +72,7 @@ class Progress:
         self.rounds += 1
         if retry and self.rounds >= CONFLICT_ROUNDS:
             raise too_many(len(retry))
-        self.pending, self.statuses, self.parts = retry, [], 0
+        self.pending, self.acked = retry, []
 
 
 class Writes:
@@ -191,27 +193,10 @@ class Writes:
         while progress.pending:
             pending = progress.pending
             first = progress.rounds == 0 and all_adds(progress.ops)
-            part = write_ops.PART  # read at each call: one knob for every path
-            if first and len(pending) >= 2 * part:
-                # Each part is sent as soon as the one before is answered, built while the server runs
-                # it: the client's work overlaps the server's. Each is as atomic as a batch of its size.
-                parts = [progress.ops[i : i + part] for i in range(0, len(pending), part)]
-                yield SEND, [[self._adds(parts[progress.parts])]]
-                while True:
-                    following = progress.parts + 1
-                    prepared = self._adds(parts[following]) if following < len(parts) else None
-                    reply = yield READ, 1
-                    progress.statuses += reply[0]
-                    progress.parts = following
-                    if prepared is None:
-                        break
-                    yield SEND, [[prepared]]
-            else:
-                call = self._adds(progress.ops) if first else self._command(pending)
-                yield SEND, [[call]]
-                progress.statuses = (yield READ, 1)[0]
+            yield from in_parts(*self._calls(progress, first), progress.acked)
+            statuses = [status for reply in progress.acked for status in reply]
             retry = []
-            for (i, doc_id, new, old, guard), status in zip(pending, progress.statuses, strict=True):
+            for (i, doc_id, new, old, guard), status in zip(pending, statuses, strict=True):
                 if status == b"a":
                     progress.outcomes[i] = Outcome.ADDED
                 elif status[:1] == b"c":
@@ -221,6 +206,15 @@ class Writes:
                     if len(status) > 1:  # the sketch this write dropped: 'u' kept new, 'r' and 'd' left old
                         progress.dropped.append((new if status[:1] == b"u" else old, status[1:]))
             progress.next_round(retry)
+
+    def _calls(self, progress: Progress, first: bool) -> tuple[int, Callable[[int], Command]]:
+        """A round's script calls: how many, and what builds call n (a large batch of adds: its parts,
+        each built while the server runs the one before)."""
+        if first:
+            parts = parts_of(progress.ops, True)
+            return len(parts), lambda n: self._adds(parts[n])
+        pending = progress.pending
+        return 1, lambda _: self._command(pending)
 
     def _ordered(self, progress: Progress) -> Steps[None]:
         """A cluster's single-key steps (see `steps`)."""
@@ -260,7 +254,7 @@ class Writes:
             progress.detaching = True
         yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
 
-    def _adds(self, ops: list[Write]) -> Command:
+    def _adds(self, ops: Sequence[Write]) -> Command:
         """The first round's script call for adds only: id, new per document (format 'a'), keys built
         inline (a bulk load's)."""
         keys = self.keys
