@@ -130,12 +130,22 @@ def test_a_guard_goes_with_its_document_and_a_changed_set_is_none() -> None:
 
 
 def test_a_sketch_the_script_dropped_is_kept_for_its_band_tables() -> None:
+    # Round 0 (the id assumed new): the id had this fingerprint with another sketch, which the new one
+    # replaced ('u' keeps the new fingerprint, so its band tables lose the old sketch's bands).
     progress = Progress([(b"a", FA, SketchedGuard(None, b"sketch"))])
-    outcomes, trips = _run(_writes().steps(progress), lambda _: [[b"r" + b"old sketch"]])
-    assert outcomes == [Outcome.REPLACED]
-    assert progress.dropped == [(b"", b"old sketch")]
+    outcomes, trips = _run(_writes().steps(progress), lambda _: [[b"u" + b"old sketch"]])
+    assert outcomes == [Outcome.UNCHANGED]
+    assert progress.dropped == [(FA, b"old sketch")]
     _, _, args = _args(trips[0][0])
     assert args[-1] == b"sketch" and args[5] == b"k"  # no guard: the sketch alone
+    # A conflict round (the id had FB): 'r' left FB, whose band tables lose the sketch it had.
+    progress = Progress([(b"a", FA, SketchedGuard(None, b"sketch"))])
+    replies = iter([[[b"c" + FB]], [[b"r" + b"old sketch"]]])
+    outcomes, trips = _run(_writes().steps(progress), lambda _: next(replies))
+    assert outcomes == [Outcome.REPLACED]
+    assert progress.dropped == [(FB, b"old sketch")]
+    _, _, args = _args(trips[1][0])
+    assert args[2:6] == [b"a", FA, FB, b"k"]  # the general format: id, new, old (the current), kind
 
 
 def test_a_large_batch_of_adds_goes_in_parts_and_resumes_after_the_last_acknowledged(
