@@ -207,10 +207,6 @@ class _Forgetful(_Sender):
             return ResponseError("NOSCRIPT No matching script.")
         return _done(command)
 
-    def execute(self, commands: Any, **_: Any) -> list[Any]:
-        self.resent.append(list(commands))
-        return [self.answer(command) for command in commands]
-
     def converse(self, talk: Callable[[Any], Any], **_: Any) -> Any:
         sender = self
 
@@ -228,6 +224,10 @@ class _Forgetful(_Sender):
 
             def read_sets(self, count: int) -> None:
                 return None
+
+            def round_trip(self, commands: Any) -> list[Any]:
+                sender.resent.append(list(commands))
+                return [sender.answer(command) for command in commands]
 
         return talk(_Exchange())
 

@@ -139,9 +139,7 @@ def with_scripts(
     Raises:
         ScriptMissing: the server kept forgetting the scripts.
     """
-    return sender.converse(
-        lambda exchange: talk(_Loading(exchange, sender, scripts, durable)), durable=durable
-    )
+    return sender.converse(lambda exchange: talk(_Loading(exchange, sender, scripts)), durable=durable)
 
 
 def run_calls(
@@ -170,18 +168,22 @@ class _Loading:
     replies put in place of the refusals (see `with_scripts`).
 
     The batches sent are kept until their replies are read, and looked into only for a refused call (a
-    bulk load's packed chunks are not parsed back otherwise). A call is sent again on its own round trip,
-    after the commands sent behind it on the conversation's connection have run: only the calls of one
-    step are in flight together there, and they are independent of each other.
+    bulk load's packed chunks are not parsed back otherwise). The scripts are loaded and the calls sent
+    again on the conversation's own exchange (its connection, on a standalone server: a pool that many
+    tasks share may have no other to spare), after the replies still due are read ahead: only the calls
+    of one step are in flight together, and they are independent of each other. On a cluster the
+    scripts are loaded into every primary (the exchange sends a keyless command to any one node).
     """
 
-    __slots__ = ("_durable", "_exchange", "_read", "_scripts", "_sender", "_sent")
+    __slots__ = ("_ahead", "_exchange", "_read", "_scripts", "_sender", "_sent")
 
-    def __init__(self, exchange: Exchange, sender: Sender, scripts: Sequence[Script], durable: bool) -> None:
-        self._exchange, self._sender, self._scripts, self._durable = exchange, sender, scripts, durable
+    def __init__(self, exchange: Exchange, sender: Sender, scripts: Sequence[Script]) -> None:
+        self._exchange, self._sender, self._scripts = exchange, sender, scripts
         #: The batches whose replies are not all read, and how many of the first one's are.
         self._sent: deque[Sequence[Command]] = deque()
         self._read = 0
+        #: Replies read ahead of the conversation (those due when a call was sent again).
+        self._ahead: list[Any] = []
 
     def send(self, *batches: Sequence[Command]) -> None:
         """Send batches of commands."""
@@ -191,18 +193,15 @@ class _Loading:
     def read(self, count: int) -> list[Any]:
         """The next `count` replies, error replies in place; a call the server refused for lack of a
         script is sent again once the scripts are loaded, and its reply is the one in place."""
-        replies = self._exchange.read(count)
+        replies, self._ahead = self._ahead[:count], self._ahead[count:]
+        if count > len(replies):
+            replies += self._exchange.read(count - len(replies))
         commands = self._taken(count)
         refused = [i for i, reply in enumerate(replies) if _missing(reply)]
         for _ in range(_LOADS):
             if not refused:
                 break
-            for script in self._scripts:
-                self._sender.broadcast([b"SCRIPT", b"LOAD", script.source])
-            again = self._sender.execute(
-                [commands(i) for i in refused], raise_on_error=False, durable=self._durable
-            )
-            for i, reply in zip(refused, again, strict=True):
+            for i, reply in zip(refused, self._again([commands(i) for i in refused]), strict=True):
                 replies[i] = reply
             refused = [i for i in refused if _missing(replies[i])]
         return replies
@@ -210,10 +209,26 @@ class _Loading:
     def read_sets(self, count: int) -> bytes | None:
         """The next `count` replies in their RESP form where the exchange can (see `Exchange.read_sets`);
         arrays of bulk strings, never a refusal."""
+        if self._ahead:
+            return None  # read with `read`
         raw = self._exchange.read_sets(count)
         if raw is not None:
             self._taken(count)
         return raw
+
+    def _again(self, calls: list[Command]) -> list[Any]:
+        """Load the scripts, then send calls again; their replies."""
+        due = sum(len(batch) for batch in self._sent) - self._read - len(self._ahead)
+        if due:
+            self._ahead += self._exchange.read(due)
+        loads: list[Command] = [[b"SCRIPT", b"LOAD", script.source] for script in self._scripts]
+        if self._sender.cluster:
+            for load in loads:
+                self._sender.broadcast(load)
+            loads = []
+        replies = self._exchange.round_trip([*loads, *calls])
+        raise_first_error(replies[: len(loads)])
+        return replies[len(loads) :]
 
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
         """Send the commands and read all their replies."""
