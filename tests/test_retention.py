@@ -522,3 +522,21 @@ def test_a_refresh_that_cannot_be_made_does_not_fail_add_if_new(
         Match("a", A, 1),
     ]
     assert index.get("new") == A ^ 0xFFFF_0000_0000
+
+
+def test_a_large_batch_found_again_is_refreshed_in_parts(redis_client: redis.Redis) -> None:
+    """Add-if-new of a large batch that finds itself (a dedupe run again on the same input): the refresh
+    of its documents goes as parts of `PART`, every part's replies read."""
+    index = SimhashIndex(redis_client, "again", retention=Retention(60, 1, sliding=True))
+    assert index.windows is not None
+    rng = random.Random(600)
+    pairs = [(f"d{i}", rng.getrandbits(64)) for i in range(600)]
+    assert index.add_many(pairs) == [Outcome.ADDED] * 600
+    wait_for_next_period(index)
+    before = server_ms(redis_client) // index.windows.period_ms
+    results = index.add_many(pairs, unique=True)
+    after = server_ms(redis_client) // index.windows.period_ms
+    assert results == [Match(doc_id, fp, 0) for doc_id, fp in pairs]
+    if before == after:  # no boundary passed meanwhile (the refresh gives way to one): all of them moved
+        assert {w: docs for w, docs, _ in index.windows.counts()}[after] == 600
+    assert index.count() == (600, 600) and index.verify().ok

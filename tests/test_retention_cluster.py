@@ -20,6 +20,7 @@ from simhash_redis.codec import encode_fp
 from simhash_redis.errors import WriteContention
 from simhash_redis.jobs.stats import collect
 from simhash_redis.store import Store, Writes, scripts
+from simhash_redis.transport.cluster import ClusterTransport
 from tests.servers import ClusterProcess
 from tests.test_add_if_new import race
 from tests.test_asyncio import groups_of_near_duplicates
@@ -281,3 +282,24 @@ def test_a_race_that_fails_closes_every_connection(
         gc.collect()
     unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert not unclosed, unclosed[:3]
+
+
+def test_only_round_trips_that_write_wait_for_a_replica(
+    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A windowed write's steps that only read (where each id is: HGET) send no WAIT; its writes do."""
+    sent: list[list[Any]] = []
+    original = ClusterTransport._send
+
+    def recording(self: ClusterTransport, node: Any, commands: list[Any]) -> Any:
+        sent.append(list(commands))
+        return original(self, node, commands)
+
+    index = SimhashIndex(redis_cluster_client, "waits", retention=Retention(60, 10), id_buckets=BUCKETS)
+    monkeypatch.setattr(ClusterTransport, "_send", recording)
+    assert index.add_many([(f"d{i}", A ^ (i << 20)) for i in range(20)]) == [Outcome.ADDED] * 20
+    monkeypatch.undo()
+    names = [{bytes(command[0]).upper() for command in batch} for batch in sent]
+    reads = [batch for batch in names if batch <= {b"HGET", b"WAIT"}]
+    assert reads and all(b"WAIT" not in batch for batch in reads)
+    assert any(b"WAIT" in batch for batch in names)  # the writes wait for a replica

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from redis.exceptions import ResponseError
 
 from simhash_redis import Layout
 from simhash_redis.codec import encode_fp
@@ -27,7 +28,7 @@ from simhash_redis.store import (
     windowed_writes_standalone,
     write_ops,
 )
-from simhash_redis.store.scripts import FP_IDS, ID_CAS, WRITE, with_scripts
+from simhash_redis.store.scripts import FP_IDS, ID_CAS, WRITE, run_calls
 from simhash_redis.store.windows import View
 from simhash_redis.store.writes import Progress
 from simhash_redis.transport import READ, SEND, ScriptMissing, Steps
@@ -129,12 +130,22 @@ def test_a_guard_goes_with_its_document_and_a_changed_set_is_none() -> None:
 
 
 def test_a_sketch_the_script_dropped_is_kept_for_its_band_tables() -> None:
+    # Round 0 (the id assumed new): the id had this fingerprint with another sketch, which the new one
+    # replaced ('u' keeps the new fingerprint, so its band tables lose the old sketch's bands).
     progress = Progress([(b"a", FA, SketchedGuard(None, b"sketch"))])
-    outcomes, trips = _run(_writes().steps(progress), lambda _: [[b"r" + b"old sketch"]])
-    assert outcomes == [Outcome.REPLACED]
-    assert progress.dropped == [(b"", b"old sketch")]
+    outcomes, trips = _run(_writes().steps(progress), lambda _: [[b"u" + b"old sketch"]])
+    assert outcomes == [Outcome.UNCHANGED]
+    assert progress.dropped == [(FA, b"old sketch")]
     _, _, args = _args(trips[0][0])
     assert args[-1] == b"sketch" and args[5] == b"k"  # no guard: the sketch alone
+    # A conflict round (the id had FB): 'r' left FB, whose band tables lose the sketch it had.
+    progress = Progress([(b"a", FA, SketchedGuard(None, b"sketch"))])
+    replies = iter([[[b"c" + FB]], [[b"r" + b"old sketch"]]])
+    outcomes, trips = _run(_writes().steps(progress), lambda _: next(replies))
+    assert outcomes == [Outcome.REPLACED]
+    assert progress.dropped == [(FB, b"old sketch")]
+    _, _, args = _args(trips[1][0])
+    assert args[2:6] == [b"a", FA, FB, b"k"]  # the general format: id, new, old (the current), kind
 
 
 def test_a_large_batch_of_adds_goes_in_parts_and_resumes_after_the_last_acknowledged(
@@ -178,26 +189,62 @@ def test_a_cluster_writes_tables_then_commits_then_attaches() -> None:
     assert [_args(call)[2] for call in attach] == [[b"+", FA, b"a"], [b"+", FA, b"b"]]
 
 
-def test_noscript_loads_the_scripts_and_runs_the_calls_again() -> None:
-    sender = _Sender(cluster=False)
-    runs = []
+def _done(command: Any) -> Any:
+    return b"a" if command[0] == b"EVALSHA" else 1
 
-    def run() -> str:
-        runs.append(len(sender.broadcasts))
-        if len(runs) == 1:
-            raise ScriptMissing("NOSCRIPT")
-        return "done"
 
-    assert with_scripts(sender, run, (WRITE,)) == "done"  # type: ignore[arg-type]
-    assert runs == [0, 1] and sender.broadcasts == [[b"SCRIPT", b"LOAD", WRITE.source]]
+class _Forgetful(_Sender):
+    """A sender whose conversation's exchange answers NOSCRIPT to a script call until the scripts are
+    loaded `forgets` times (each load forgotten again before the next), and 'a' after; what it sent."""
+
+    def __init__(self, forgets: int) -> None:
+        super().__init__(cluster=True)
+        self.forgets = forgets
+        self.resent: list[Any] = []
+
+    def answer(self, command: Any) -> Any:
+        if command[0] == b"EVALSHA" and len(self.broadcasts) < self.forgets:
+            return ResponseError("NOSCRIPT No matching script.")
+        return _done(command)
+
+    def converse(self, talk: Callable[[Any], Any], **_: Any) -> Any:
+        sender = self
+
+        class _Exchange:
+            def __init__(self) -> None:
+                self.queue: list[Any] = []
+
+            def send(self, *batches: Any) -> None:
+                self.queue.extend(command for batch in batches for command in batch)
+
+            def read(self, count: int) -> list[Any]:
+                asked, self.queue[:] = self.queue[:count], self.queue[count:]
+                # Only the first call of each read is refused, as by a node that forgot the scripts.
+                return [sender.answer(c) if i == 0 else _done(c) for i, c in enumerate(asked)]
+
+            def read_sets(self, count: int) -> None:
+                return None
+
+            def round_trip(self, commands: Any) -> list[Any]:
+                sender.resent.append(list(commands))
+                return [sender.answer(command) for command in commands]
+
+        return talk(_Exchange())
+
+
+def test_noscript_loads_the_scripts_and_sends_again_only_the_calls_refused() -> None:
+    sender = _Forgetful(forgets=1)
+    calls = [WRITE.command([b"k1"], [b"x"]), (b"SADD", b"s", b"m"), WRITE.command([b"k2"], [b"y"])]
+    assert run_calls(sender, calls, (WRITE,)) == [b"a", 1, b"a"]  # type: ignore[arg-type]
+    assert sender.broadcasts == [[b"SCRIPT", b"LOAD", WRITE.source]]
+    assert sender.resent == [[calls[0]]]
 
 
 def test_a_server_that_keeps_forgetting_the_scripts_is_an_error() -> None:
-    def run() -> None:
-        raise ScriptMissing("NOSCRIPT")
-
+    sender = _Forgetful(forgets=10)
     with pytest.raises(ScriptMissing):
-        with_scripts(_Sender(cluster=False), run)  # type: ignore[arg-type]
+        run_calls(sender, [WRITE.command([b"k1"], [b"x"])], (WRITE,))  # type: ignore[arg-type]
+    assert len(sender.broadcasts) == 2
 
 
 class _Periods:

@@ -54,8 +54,7 @@ class Stream:
     """A step's chunks as steps without I/O (`steps`), some in flight: on one connection the server runs
     one while the client builds the next; on a cluster each goes to every node at once, one at a time,
     so that nothing of a step is sent after an error reply. A conversation started again (a lost
-    connection, a server that had forgotten the scripts) resumes at the first unacknowledged chunk:
-    resending is idempotent.
+    connection) resumes at the first unacknowledged chunk: resending is idempotent.
 
     Args:
         chunks: the step's chunks.

@@ -17,7 +17,7 @@ from ..transport import Sender, raise_first_error
 from .config import Verification
 from .keys import KeySchema
 from .replies import hash_pairs
-from .scripts import CREATE_META, PIN_META, with_scripts
+from .scripts import CREATE_META, PIN_META, run_calls
 
 __all__ = ["drop_keys", "find_data", "open_meta", "pin_meta", "restore_meta"]
 
@@ -98,7 +98,7 @@ def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | N
         RedisUnavailable: the server cannot be reached.
     """
     call = PIN_META.command([meta_key], [field.encode(), value.encode()])
-    reply = with_scripts(sender, lambda: sender.execute([call]), (PIN_META,))[0]
+    reply = run_calls(sender, [call], (PIN_META,))[0]
     return None if reply is None else bytes(reply).decode()
 
 
@@ -237,7 +237,7 @@ def _read(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
 def _create(sender: Sender, meta_key: bytes, fields: dict[str, str]) -> dict[str, str]:
     args: list[bytes | int] = [item.encode() for pair in fields.items() for item in pair]
     call = CREATE_META.command([meta_key], args)
-    reply = with_scripts(sender, lambda: sender.execute([call]), (CREATE_META,))[0]
+    reply = run_calls(sender, [call], (CREATE_META,))[0]
     return {field.decode(): value.decode() for field, value in hash_pairs(reply)}
 
 

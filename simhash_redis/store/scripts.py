@@ -1,15 +1,16 @@
 """The Lua scripts the index runs server-side: one `Script` per file of lua/, called by SHA, and the one
-place where a server that lacks them (NOSCRIPT) gets them (`with_scripts`)."""
+place where a server that lacks them (NOSCRIPT) gets them (`with_scripts`, `run_calls`)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import deque
 from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from ..transport import Command, ScriptMissing, Sender
+from ..transport import Command, Exchange, ScriptMissing, Sender, raise_first_error, translate_error
 
 __all__ = [
     "BAND_DROP",
@@ -25,13 +26,15 @@ __all__ = [
     "UNLOCK",
     "WRITE",
     "Script",
+    "run_calls",
     "with_scripts",
 ]
 
 T = TypeVar("T")
 
-# Runs of a call that met NOSCRIPT: the scripts are loaded after the first, so a second means a server
-# that forgets them at once (a failover between the load and the call, say); the third gives up.
+# Loads of the scripts for the calls of one read that met NOSCRIPT: a call refused again after a load
+# means a server that forgets them at once (a failover between the load and the call, say); refused
+# after the last, it is an error.
 _LOADS = 2
 
 
@@ -110,28 +113,152 @@ SCRIPTS = (
 )
 
 
-def with_scripts(sender: Sender, run: Callable[[], T], scripts: Sequence[Script] = SCRIPTS) -> T:
-    """Run script calls; where the server lacks a script, load the scripts and run them again.
+def with_scripts(
+    sender: Sender,
+    talk: Callable[[Exchange], T],
+    scripts: Sequence[Script] = SCRIPTS,
+    *,
+    durable: bool = False,
+) -> T:
+    """Run a conversation that calls scripts; where a server lacks them, load them and send again only
+    the calls it refused.
 
-    The one place NOSCRIPT is handled: a restarted or failed-over server forgets the scripts loaded
-    into it, so the first call after that is refused; `run` then runs again from the start once they are
-    loaded (every script call is idempotent, and a conversation that keeps what was acknowledged
-    resumes after it).
+    The one place NOSCRIPT is handled: a restarted or failed-over server forgets the scripts loaded into
+    it (Redis 7 does not replicate them to a replica that takes over), so its next calls are refused. The
+    conversation's exchange notices such replies as they are read, loads the scripts, sends those calls
+    again (every script call is idempotent) and puts their replies in place; the replies of the calls that
+    ran (on the other nodes of a cluster, say) are kept, so the conversation goes on as if nothing
+    happened, and each outcome is the one of the write that was made.
 
     Args:
-        sender: where the scripts are loaded (every primary of a cluster).
-        run: the calls: a round trip or a conversation, safe to run again.
-        scripts: the scripts `run` may call (default: all of them).
+        sender: where the conversation runs and the scripts are loaded (every primary of a cluster).
+        talk: the conversation (see `Sender.converse`).
+        scripts: the scripts `talk` may call (default: all of them).
+        durable: on a cluster, each round trip's writes wait for a replica (the calls sent again too).
 
     Raises:
         ScriptMissing: the server kept forgetting the scripts.
     """
-    for attempt in range(_LOADS + 1):
-        try:
-            return run()
-        except ScriptMissing:
-            if attempt == _LOADS:
-                raise
-            for script in scripts:
-                sender.broadcast([b"SCRIPT", b"LOAD", script.source])
-    raise AssertionError("unreachable")
+    return sender.converse(lambda exchange: talk(_Loading(exchange, sender, scripts)), durable=durable)
+
+
+def run_calls(
+    sender: Sender, calls: Sequence[Command], scripts: Sequence[Script], *, durable: bool = False
+) -> list[Any]:
+    """Send script calls in one round trip (per node), loading the scripts where a server lacks them.
+
+    Args:
+        sender: where they go.
+        calls: commands built by `Script.command`.
+        scripts: the scripts they call.
+        durable: on a cluster, wait for a replica to have the writes.
+
+    Raises:
+        SimhashRedisError: the first error reply (ScriptMissing: the server kept forgetting the scripts).
+    """
+    if not calls:
+        return []
+    replies = with_scripts(sender, lambda exchange: exchange.round_trip(calls), scripts, durable=durable)
+    raise_first_error(replies)
+    return replies
+
+
+class _Loading:
+    """An exchange whose calls refused with NOSCRIPT are sent again once the scripts are loaded, their
+    replies put in place of the refusals (see `with_scripts`).
+
+    The batches sent are kept until their replies are read, and looked into only for a refused call (a
+    bulk load's packed chunks are not parsed back otherwise). The scripts are loaded and the calls sent
+    again on the conversation's own exchange (its connection, on a standalone server: a pool that many
+    tasks share may have no other to spare), after the replies still due are read ahead: only the calls
+    of one step are in flight together, and they are independent of each other. On a cluster the
+    scripts are loaded into every primary (the exchange sends a keyless command to any one node).
+    """
+
+    __slots__ = ("_ahead", "_exchange", "_read", "_scripts", "_sender", "_sent")
+
+    def __init__(self, exchange: Exchange, sender: Sender, scripts: Sequence[Script]) -> None:
+        self._exchange, self._sender, self._scripts = exchange, sender, scripts
+        #: The batches whose replies are not all read, and how many of the first one's are.
+        self._sent: deque[Sequence[Command]] = deque()
+        self._read = 0
+        #: Replies read ahead of the conversation (those due when a call was sent again).
+        self._ahead: list[Any] = []
+
+    def send(self, *batches: Sequence[Command]) -> None:
+        """Send batches of commands."""
+        self._sent.extend(batch for batch in batches if len(batch))
+        self._exchange.send(*batches)
+
+    def read(self, count: int) -> list[Any]:
+        """The next `count` replies, error replies in place; a call the server refused for lack of a
+        script is sent again once the scripts are loaded, and its reply is the one in place."""
+        replies, self._ahead = self._ahead[:count], self._ahead[count:]
+        if count > len(replies):
+            replies += self._exchange.read(count - len(replies))
+        commands = self._taken(count)
+        refused = [i for i, reply in enumerate(replies) if _missing(reply)]
+        for _ in range(_LOADS):
+            if not refused:
+                break
+            for i, reply in zip(refused, self._again([commands(i) for i in refused]), strict=True):
+                replies[i] = reply
+            refused = [i for i in refused if _missing(replies[i])]
+        return replies
+
+    def read_sets(self, count: int) -> bytes | None:
+        """The next `count` replies in their RESP form where the exchange can (see `Exchange.read_sets`);
+        arrays of bulk strings, never a refusal."""
+        if self._ahead:
+            return None  # read with `read`
+        raw = self._exchange.read_sets(count)
+        if raw is not None:
+            self._taken(count)
+        return raw
+
+    def _again(self, calls: list[Command]) -> list[Any]:
+        """Load the scripts, then send calls again; their replies."""
+        due = sum(len(batch) for batch in self._sent) - self._read - len(self._ahead)
+        if due:
+            self._ahead += self._exchange.read(due)
+        loads: list[Command] = [[b"SCRIPT", b"LOAD", script.source] for script in self._scripts]
+        if self._sender.cluster:
+            for load in loads:
+                self._sender.broadcast(load)
+            loads = []
+        replies = self._exchange.round_trip([*loads, *calls])
+        raise_first_error(replies[: len(loads)])
+        return replies[len(loads) :]
+
+    def round_trip(self, commands: Sequence[Command]) -> list[Any]:
+        """Send the commands and read all their replies."""
+        self.send(commands)
+        return self.read(len(commands))
+
+    def _taken(self, count: int) -> Callable[[int], Command]:
+        """Forget the next `count` commands sent; what looks up one of them by its place among those."""
+        spans: list[tuple[Sequence[Command], int, int]] = []  # (batch, first, how many) of the count
+        left = count
+        while left:
+            batch = self._sent[0]
+            n = min(left, len(batch) - self._read)
+            spans.append((batch, self._read, n))
+            left -= n
+            self._read += n
+            if self._read == len(batch):
+                self._sent.popleft()
+                self._read = 0
+
+        def command(i: int) -> Command:
+            for batch, first, n in spans:
+                if i < n:
+                    return batch[first + i]
+                i -= n
+            raise IndexError(i)
+
+        return command
+
+
+def _missing(reply: Any) -> bool:
+    """Whether a reply is a refusal for lack of a script (NOSCRIPT)."""
+    return isinstance(reply, Exception) and isinstance(translate_error(reply), ScriptMissing)

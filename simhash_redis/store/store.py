@@ -14,7 +14,7 @@ from ..transport import Command, Sender, Steps, drive
 from .keys import KeySchema
 from .meta import drop_keys
 from .replies import hash_pairs
-from .scripts import COUNT_FPS, Script, with_scripts
+from .scripts import COUNT_FPS, Script, run_calls, with_scripts
 
 __all__ = ["KeyKind", "Store"]
 
@@ -67,15 +67,14 @@ class Store:
 
         Args:
             steps: makes the steps; called again for each new start of the conversation (after a lost
-                connection, or once a server that had forgotten the scripts has them again).
+                connection; a call refused for lack of a script is sent again on its own: `with_scripts`).
             durable: on a cluster, each round trip's writes wait for a replica.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
             SimhashRedisError: an error reply.
         """
-        sender = self.sender
-        return with_scripts(sender, lambda: sender.converse(lambda ex: drive(steps(), ex), durable=durable))
+        return with_scripts(self.sender, lambda exchange: drive(steps(), exchange), durable=durable)
 
     def run_script(self, script: Script, calls: list[Command], *, durable: bool = False) -> list[Any]:
         """Run calls of a Lua script in one round trip, loading it where the server lacks it.
@@ -88,7 +87,7 @@ class Store:
         Raises:
             SimhashRedisError: an error reply.
         """
-        return with_scripts(self.sender, lambda: self.execute(calls, durable=durable), (script,))
+        return run_calls(self.sender, calls, (script,), durable=durable)
 
     def scan(self, kind: KeyKind = "all", *, once: bool = True) -> Iterator[list[bytes]]:
         """The index's keys of one kind, in batches (on a cluster, from every primary).

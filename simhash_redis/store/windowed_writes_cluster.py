@@ -121,8 +121,8 @@ def write(
     prior: dict[int, bytes] = {}
 
     def attempt(view: View, pending: list[int]) -> tuple[list[int], int | None]:
-        # A round started again (a server that had forgotten the scripts) takes every step again: each
-        # is idempotent, and outcomes are set only at its end.
+        # A round started again (a lost connection) takes every step again: each is idempotent, and
+        # outcomes are set only at its end, from what the round's first read found.
         return store.run(
             lambda: steps(windows, f, view, ops, pending, outcomes, prior, only_moves), durable=True
         )

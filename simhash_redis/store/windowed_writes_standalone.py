@@ -10,16 +10,16 @@ server's time, which the rounds adopt (`windowed_writes_cluster.in_rounds`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from ..codec import decode_fp
 from ..results import Outcome
-from ..transport import READ, SEND, Command, Steps
-from . import write_ops
+from ..transport import Command, Steps
 from .scripts import WRITE
 from .store import Store
 from .windowed_writes_cluster import in_rounds
 from .windows import View, WindowedSets, Windows
-from .write_ops import Guard, Write, outcome_of
+from .write_ops import Guard, Write, in_parts, outcome_of, parts_of
 
 __all__ = ["refresh", "write"]
 
@@ -83,21 +83,8 @@ def steps(
         sent: the documents.
         acked: the replies of the calls acknowledged so far (kept across new starts of the conversation).
     """
-    part = write_ops.PART  # read at each call: one knob for both paths
-    if len(sent) >= 2 * part and all(doc[5] is None for doc in sent):
-        parts = [sent[i : i + part] for i in range(0, len(sent), part)]
-    else:
-        parts = [sent]
-    if len(acked) == len(parts) or (acked and _refused(acked[-1])):
-        return
-    yield SEND, [[command(windows, f, tables, view, parts[len(acked)])]]
-    while True:
-        following = len(acked) + 1
-        prepared = command(windows, f, tables, view, parts[following]) if following < len(parts) else None
-        acked.append((yield READ, 1)[0])
-        if prepared is None or _refused(acked[-1]):
-            return
-        yield SEND, [[prepared]]
+    parts = parts_of(sent, all(doc[5] is None for doc in sent))
+    yield from in_parts(len(parts), lambda n: command(windows, f, tables, view, parts[n]), acked, _refused)
 
 
 def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tuple[bytes, bytes]]) -> None:
@@ -124,12 +111,13 @@ def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tupl
     for _ in range(2):
         acked: list[list[bytes]] = []
         store.run(functools.partial(steps, windows, f, tables, view, pending, acked))
-        reply = acked[0]
-        if _refused(reply):
-            windows.set_server_time(int(reply[0][1:]))
+        # A large call goes as parts (`steps`): the statuses of every part up to one refused.
+        statuses, refused_at = _statuses(acked)
+        if refused_at is not None:
+            windows.set_server_time(refused_at)
             return  # a period boundary passed: the documents will be seen again soon enough
         moved: list[_InPeriod] = []
-        for (i, doc_id, fp, _, _, _), status in zip(pending, reply, strict=True):
+        for (i, doc_id, fp, _, _, _), status in zip(pending, statuses, strict=True):
             where, _, current = status[1:].partition(b":")
             if status[:1] == b"c" and current == fp:  # in an older period, unchanged: move it
                 moved.append((i, doc_id, fp, fp, view.windows[int(where) - 1], None))
@@ -138,7 +126,7 @@ def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tupl
         pending = moved
 
 
-def command(windows: Windows, f: int, tables: int, view: View, pending: list[_InPeriod]) -> Command:
+def command(windows: Windows, f: int, tables: int, view: View, pending: Sequence[_InPeriod]) -> Command:
     """A script call in format 'w' (see write.lua) for the documents, against the view's periods."""
     schemas, numbers = view.schemas, view.windows
     here = numbers.index(view.current) + 1

@@ -9,7 +9,8 @@ otherwise, and the caller reads again). In verified mode the guard also carries 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ..errors import WriteContention
 from ..results import Outcome
@@ -22,10 +23,14 @@ __all__ = [
     "Pending",
     "SketchedGuard",
     "Write",
+    "in_parts",
     "outcome_of",
+    "parts_of",
     "round_trip",
     "too_many",
 ]
+
+T = TypeVar("T")
 
 #: The members read from each table set of a document's fingerprint.
 Guard = list[list[bytes]]
@@ -71,6 +76,49 @@ def round_trip(commands: list[Command]) -> Steps[list[Any]]:
     yield SEND, [commands]
     replies: list[Any] = yield READ, len(commands)
     return replies
+
+
+def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
+    """The documents of a round as the documents of its script calls: one call, or, for a large batch
+    of plain adds (500 or more, no guard, no replacement known), parts of `PART`.
+
+    Args:
+        docs: the round's documents.
+        plain: whether they are plain adds.
+    """
+    part = PART  # read at each call: one knob for every write path (tests make it small)
+    if plain and len(docs) >= 2 * part:
+        return [docs[i : i + part] for i in range(0, len(docs), part)]
+    return [docs]
+
+
+def in_parts(
+    count: int,
+    call: Callable[[int], Command],
+    acked: list[Any],
+    refused: Callable[[Any], bool] = lambda _: False,
+) -> Steps[None]:
+    """A round's script calls, one at a time, from the first not acknowledged: each sent as soon as the
+    one before is answered, and built while the server runs that one (the client's work overlaps the
+    server's); each as atomic as a batch of its size.
+
+    Args:
+        count: the number of calls.
+        call: builds call number n.
+        acked: the replies of the calls acknowledged so far, each appended as it comes (kept across
+            new starts of the conversation, which resume after them).
+        refused: whether a reply stops the round (the calls after it are not sent).
+    """
+    if len(acked) == count or (acked and refused(acked[-1])):
+        return
+    yield SEND, [[call(len(acked))]]
+    while True:
+        following = len(acked) + 1
+        prepared = call(following) if following < count else None
+        acked.append((yield READ, 1)[0])
+        if prepared is None or refused(acked[-1]):
+            return
+        yield SEND, [[prepared]]
 
 
 def outcome_of(status: bytes, old: bytes) -> Outcome:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from ..codec import decode_fp
 from ..errors import SimhashRedisError
 from ..results import Outcome
-from ..transport import READ, SEND, Command, Steps
-from . import windowed_writes_cluster, windowed_writes_standalone, write_ops
+from ..transport import Command, Steps
+from . import windowed_writes_cluster, windowed_writes_standalone
 from .config import Verification
 from .scripts import BAND_DROP, FP_IDS, ID_CAS, WRITE
 from .store import Store
@@ -26,7 +26,9 @@ from .write_ops import (
     Pending,
     SketchedGuard,
     Write,
+    in_parts,
     outcome_of,
+    parts_of,
     round_trip,
     too_many,
 )
@@ -38,7 +40,7 @@ _log = logging.getLogger(__name__)
 
 class Progress:
     """What of a call of writes the server has acknowledged, kept across new starts of its conversation
-    (a lost connection, a server that had forgotten the scripts): the steps resume from here.
+    (a lost connection): the steps resume from here.
 
     Args:
         ops: the writes, each id named once.
@@ -54,9 +56,8 @@ class Progress:
             (i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)
         ]
         self.rounds = 0
-        #: The current round's statuses, part by part as they are acknowledged.
-        self.statuses: list[bytes] = []
-        self.parts = 0
+        #: The replies of the current round's script calls acknowledged so far (its parts).
+        self.acked: list[list[bytes]] = []
         #: On a cluster, whether the fingerprints are in their tables, and whether the ids of the current
         #: round are to be detached from the fingerprints they have first.
         self.tabled = self.detaching = False
@@ -72,7 +73,7 @@ class Progress:
         self.rounds += 1
         if retry and self.rounds >= CONFLICT_ROUNDS:
             raise too_many(len(retry))
-        self.pending, self.statuses, self.parts = retry, [], 0
+        self.pending, self.acked = retry, []
 
 
 class Writes:
@@ -199,29 +200,10 @@ class Writes:
         while progress.pending:
             pending = progress.pending
             first = progress.rounds == 0 and _all_adds(progress.ops)
-            part = write_ops.PART  # read at each call: one knob for every path
-            if first and len(pending) >= 2 * part:
-                # Each part is sent as soon as the one before is answered, built while the server runs
-                # it: the client's work overlaps the server's. Each is as atomic as a batch of its size.
-                parts = range(0, len(pending), part)
-                yield SEND, [[self._adds(progress, parts[progress.parts], part)]]
-                while True:
-                    following = progress.parts + 1
-                    prepared = (
-                        self._adds(progress, parts[following], part) if following < len(parts) else None
-                    )
-                    reply = yield READ, 1
-                    progress.statuses += reply[0]
-                    progress.parts = following
-                    if prepared is None:
-                        break
-                    yield SEND, [[prepared]]
-            else:
-                call = self._adds(progress, 0, len(pending)) if first else self._command(pending)
-                yield SEND, [[call]]
-                progress.statuses = (yield READ, 1)[0]
+            yield from in_parts(*self._calls(progress, first), progress.acked)
+            statuses = [status for reply in progress.acked for status in reply]
             retry = []
-            for (i, doc_id, new, old, guard), status in zip(pending, progress.statuses, strict=True):
+            for (i, doc_id, new, old, guard), status in zip(pending, statuses, strict=True):
                 if status == b"a":
                     progress.outcomes[i] = Outcome.ADDED
                 elif status[:1] == b"c":
@@ -269,6 +251,15 @@ class Writes:
             progress.next_round(retry)
             progress.detaching = True
         yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
+
+    def _calls(self, progress: Progress, first: bool) -> tuple[int, Callable[[int], Command]]:
+        """A round's script calls: how many, and what builds call n (a large batch of adds: its parts,
+        each built while the server runs the one before)."""
+        if first:
+            parts = parts_of(range(len(progress.ops)), True)
+            return len(parts), lambda n: self._adds(progress, parts[n][0], len(parts[n]))
+        pending = progress.pending
+        return 1, lambda _: self._command(pending)
 
     def _adds(self, progress: Progress, start: int, count: int) -> Command:
         """The first round's script call for adds only, of `count` writes from `start`: id, new per

@@ -42,6 +42,11 @@ _REDIRECTIONS = 16
 # live replica left (a failover in progress) fails the attempt, and the retry refreshes the slot map.
 _WAIT: Command = (b"WAIT", 1, 1000)
 _WAIT_ROUNDS = 5
+# The commands the index sends that write nothing: a node's share made only of them has no write to wait
+# for (the reads of a durable conversation, such as a windowed write's look at where each id is).
+_READS = frozenset(
+    b"HGET HMGET HGETALL HLEN HEXISTS SMEMBERS SCARD SMISMEMBER EXISTS TYPE PTTL TIME INFO PING".split()
+)
 
 T = TypeVar("T")
 
@@ -92,8 +97,8 @@ class ClusterTransport:
         Args:
             commands: single-key commands (or scripts declaring keys of one slot).
             raise_on_error: raise the first error reply instead of returning it in place.
-            durable: for writes: each node's share ends with WAIT for one replica, on the same
-                connection, so an acknowledged write survives the failover of its primary.
+            durable: for writes: each node's share that writes ends with WAIT for one replica, on the
+                same connection, so an acknowledged write survives the failover of its primary.
 
         Raises:
             RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
@@ -205,7 +210,7 @@ class ClusterTransport:
         try:
             for node, indexes in groups.values():
                 batch = [commands[i] for i in indexes]
-                waits = durable and self._has_replica(node)
+                waits = durable and not _reads_only(batch) and self._has_replica(node)
                 if waits:
                     batch.append(_WAIT)
                 try:
@@ -375,6 +380,11 @@ class ClusterTransport:
         self._replicas.clear()
         with contextlib.suppress(rex.RedisError, rex.RedisClusterException, OSError):
             self._reload()
+
+
+def _reads_only(commands: list[Command]) -> bool:
+    """Whether a node's share of a batch writes nothing (no WAIT needed after it)."""
+    return all(_as_bytes(command[0]).upper() in _READS for command in commands)
 
 
 def _unreachable(exc: Exception) -> bool:
