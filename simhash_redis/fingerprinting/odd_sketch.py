@@ -307,8 +307,8 @@ class OddSketcher:
         mine = _sketch_bytes(query)
         if not others:
             return np.zeros(0, dtype=np.float64)
-        rows = np.frombuffer(b"".join(_sketch_bytes(s) for s in others), dtype=np.uint8)
-        rows = rows.reshape(len(others), SKETCH_BYTES)
+        joined = b"".join(_sketch_bytes(s) for s in others)
+        rows = np.frombuffer(joined, dtype=np.uint8).reshape(len(others), SKETCH_BYTES)
         size, level = _header(mine)
         words = rows[:, _PARITY_BYTES].astype(np.intp) | rows[:, _PARITY_BYTES + 1].astype(np.intp) << 8
         wrong = np.flatnonzero(words >> 12 != level)
