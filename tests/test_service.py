@@ -277,6 +277,34 @@ def test_probes(http: httpx.Client) -> None:
     assert http.get("/readyz").json() == {"status": "ready"}
 
 
+def test_a_first_part_over_the_limit_is_refused_whether_more_follows_or_not() -> None:
+    # A chunked body may reach the app as one message over the limit that still says more follows (its
+    # last chunk, empty, comes after): the limit holds there too (it was checked only on later parts).
+    import asyncio
+
+    from simhash_redis.service.problems import ServiceError
+    from simhash_redis.service.streams import Call
+
+    def refused(messages: list[dict[str, object]]) -> bool:
+        async def receive() -> dict[str, object]:
+            return messages.pop(0)
+
+        async def send(message: object) -> None:
+            raise AssertionError("nothing is sent")
+
+        try:
+            asyncio.run(Call({"type": "http", "headers": []}, receive, send).body(2000))  # type: ignore[arg-type]
+        except ServiceError as exc:
+            return exc.status == 413
+        return False
+
+    over = {"type": "http.request", "body": b"x" * 3000}
+    assert refused([{**over, "more_body": True}, {"type": "http.request", "body": b"", "more_body": False}])
+    assert refused([{**over, "more_body": False}])
+    small = {"type": "http.request", "body": b"x" * 1500, "more_body": True}
+    assert refused([small, small, {"type": "http.request", "body": b"", "more_body": False}])
+
+
 def test_token_limits_and_no_secret_in_answers_or_logs(redis_server: ServerProcess, tmp_path: Path) -> None:
     token = "s3cret-token-value"
     (tmp_path / "token").write_text(token + "\n")

@@ -100,9 +100,9 @@ class Call:
             raise _too_large(int(declared), limit)
         first: Message = await self.receive()  # the common case: the whole body in one message
         body = first.get("body", b"")
+        if len(body) > limit:  # a first part over the limit, whether more follows or not
+            raise _too_large(len(body), limit)
         if not first.get("more_body", False):
-            if len(body) > limit:
-                raise _too_large(len(body), limit)
             return bytes(body)
         parts = [body]
         size = len(body)
