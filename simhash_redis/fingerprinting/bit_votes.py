@@ -34,29 +34,14 @@ _TRANSPOSE_STEPS = tuple(
 
 
 def _transpose8(words: _U64) -> _U64:
-    """Transpose each uint64 as an 8x8 bit matrix: bit 8 * i + j goes to bit 8 * j + i.
-
-    Args:
-        words: uint64 values.
-
-    Returns:
-        The transposed values (a new array).
-    """
+    """Transpose each uint64 as an 8x8 bit matrix: bit 8 * i + j goes to bit 8 * j + i."""
     for keep, move, shift in _TRANSPOSE_STEPS:
         words = (words & keep) | ((words & move) << shift) | ((words >> shift) & move)
     return words
 
 
 def _add_planes(a: list[_U64], b: list[_U64]) -> list[_U64]:
-    """Add two sets of bit-sliced counters: plane i holds bit i of a counter in each bit position.
-
-    Args:
-        a: the planes of one set, low bit first.
-        b: the planes of the other, as many, of the same shapes.
-
-    Returns:
-        The planes of the sums, one more than given.
-    """
+    """Add two sets of bit-sliced counters: plane i holds bit i of a counter in each bit position."""
     total = [a[0] ^ b[0]]
     carry = a[0] & b[0]
     for plane_a, plane_b in zip(a[1:], b[1:], strict=True):

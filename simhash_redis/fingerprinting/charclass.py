@@ -7,7 +7,6 @@ import numpy.typing as npt
 
 __all__ = ["CJK_RANGES", "class_of_kind", "classes_from_kinds", "is_cjk"]
 
-
 #: Inclusive code point ranges whose letters are single-character tokens (Han, Hiragana, Katakana, Hangul).
 CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x1100, 0x11FF),  # Hangul Jamo
@@ -29,23 +28,13 @@ CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x20000, 0x3FFFF),  # CJK Extensions B to I, Compatibility Ideographs Supplement
 )
 
-
 SEPARATOR, LETTER, MARK, CJK = 0, 1, 2, 3
-
-
 # Code points as `classified_code_points` gives them: 16 bits when all are in the BMP.
 CodePoints = npt.NDArray[np.uint16] | npt.NDArray[np.uint32]
 
 
 def classes_from_kinds(kinds: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-    """Classify the BMP code points from their kinds (`ucd.UnicodeData.kind`).
-
-    Args:
-        kinds: the kind of every BMP code point, as ASCII codes.
-
-    Returns:
-        The class of each of the 65,536 code points.
-    """
+    """The class of every BMP code point, from their kinds (`ucd.UnicodeData.kind`, as ASCII codes)."""
     cjk = np.zeros(0x10000, dtype=bool)
     for lo, hi in CJK_RANGES:
         cjk[lo : min(hi, 0xFFFF) + 1] = True
@@ -59,15 +48,7 @@ def classes_from_kinds(kinds: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
 
 
 def class_of_kind(cp: int, kind: str) -> int:
-    """Classify one code point by the tokenisation rules, from its kind.
-
-    Args:
-        cp: a code point.
-        kind: its kind (`ucd.UnicodeData.kind`).
-
-    Returns:
-        One of the module's class codes (separator, letter, mark, CJK letter).
-    """
+    """The class of one code point, from its kind (`ucd.UnicodeData.kind`)."""
     if 0xD800 <= cp <= 0xDFFF:
         return SEPARATOR
     if kind == "L":
@@ -76,9 +57,5 @@ def class_of_kind(cp: int, kind: str) -> int:
 
 
 def is_cjk(cp: int) -> bool:
-    """Tell whether a code point lies in `CJK_RANGES`: a letter there is a token by itself.
-
-    Args:
-        cp: a code point.
-    """
+    """Tell whether a code point lies in `CJK_RANGES`: a letter there is a token by itself."""
     return cp >= CJK_RANGES[0][0] and any(lo <= cp <= hi for lo, hi in CJK_RANGES)

@@ -16,11 +16,7 @@ from .hashing import U64, Key, to_ints
 from .normalize import Normalizer
 from .params import SchemeParams
 from .pure_engine import Engine
-from .tokens import (
-    collapse_whitespace,
-    has_token,
-    split_chunks,
-)
+from .tokens import collapse_whitespace, has_token, split_chunks
 
 __all__ = [
     "BATCH_DOCS",
@@ -34,36 +30,22 @@ __all__ = [
     "weights_of",
 ]
 
-
 #: A document: text, UTF-8 bytes, a sequence of tokens, or weighted features (mapping or pairs).
 Document = str | bytes | bytearray | Iterable[str] | Mapping[str, float] | Iterable[tuple[str, float]]
-
-
 #: Documents gathered into one vectorised batch at most.
 BATCH_DOCS = 4096
 #: Tokens gathered into one vectorised batch of `fingerprint_many`.
 BATCH_TOKENS = 1 << 18
-
-
 #: Fewest characters of texts for which the vectorised xxh3 hashes word tokens: it makes about a
 #: hundred numpy calls, slower than the token cache on a text or two.
 VECTOR_MIN_CHARS = 1 << 14
-
-
 #: Weighted features whose counters are summed per block; bounds memory of huge weighted documents.
 WEIGHT_BLOCK = 1 << 15
 
 
 def weights_of(doc: Iterable[object], name: str, uni: Normalizer) -> dict[str, float]:
-    """Validate weighted features, normalise them and sum duplicates, keeping first-seen order.
-
-    Args:
-        doc: a mapping of feature → weight, or an iterable of (feature, weight) pairs.
-        name: the argument's name, for messages.
-        uni: the scheme's Unicode rules.
-
-    Returns:
-        Normalised feature → total weight; empty features are dropped.
+    """Validate weighted features (a mapping or (feature, weight) pairs), normalise them by uni and sum
+    duplicates, in first-seen order; empty features are dropped. name: the argument's, for messages.
 
     Raises:
         InvalidType: a feature is not a str, a weight not a real number, or an item not a pair.
@@ -89,15 +71,7 @@ def weights_of(doc: Iterable[object], name: str, uni: Normalizer) -> dict[str, f
 
 
 def weighted(totals: dict[str, float], engine: Engine) -> int:
-    """Fingerprint weighted features: counters are float64 sums taken in feature order.
-
-    Args:
-        totals: normalised feature → weight, in first-seen order.
-        engine: the scheme's engine.
-
-    Returns:
-        The fingerprint.
-    """
+    """Fingerprint normalised feature → weight: counters are float64 sums taken in first-seen order."""
     f = engine.scheme.f
     counter = np.zeros((1, f), dtype=np.float64)
     keys: list[Key] = list(totals)
@@ -119,15 +93,7 @@ def weighted(totals: dict[str, float], engine: Engine) -> int:
 def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
     """Fingerprint one long document from consecutive token pieces, in bounded memory.
 
-    Windows spanning two pieces are kept by carrying the last n-1 tokens into the next unit; term
-    frequencies add up, so the result equals that of the whole document in one unit.
-
-    Args:
-        engine: the scheme's engine.
-        pieces: the document's tokens, piece by piece.
-
-    Returns:
-        The fingerprint.
+    The last n-1 tokens of a piece are carried into the next, so the result is the whole document's.
     """
     n = engine.n
     f = engine.scheme.f
@@ -141,7 +107,7 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
             continue
         seen += len(piece)
         unit = np.concatenate([carry, piece])
-        feats, per_doc = engine.features([unit], [False], [0], 1)
+        feats, per_doc = engine.features(unit, False)
         if engine.scheme.weighting == "binary":
             distinct.append(np.unique(feats, axis=0))
         else:
@@ -149,7 +115,7 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
             total += int(per_doc[0])
         carry = unit[max(0, len(unit) - n + 1) :] if n > 1 else carry
     if 0 < seen < n:
-        feats, per_doc = engine.features([carry], [True], [0], 1)
+        feats, per_doc = engine.features(carry, True)
         distinct.append(feats)
         if engine.scheme.weighting != "binary":
             sums += bit_sums(feats, per_doc, f)
@@ -162,15 +128,7 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
 
 
 def _long_text(engine: Engine, text: str) -> int:
-    """Fingerprint a text longer than `tokens.CHUNK_CHARS`, chunk by chunk.
-
-    Args:
-        engine: the scheme's engine.
-        text: the raw text.
-
-    Returns:
-        The fingerprint.
-    """
+    """Fingerprint a text longer than `tokens.CHUNK_CHARS`, chunk by chunk."""
     if engine.scheme.features != "chars":
         return _stream(
             engine, (engine.text_tokens(engine.uni.normalize(chunk)) for chunk in split_chunks(text))
@@ -193,18 +151,7 @@ def _long_text(engine: Engine, text: str) -> int:
 
 
 def _join_tokens(tokens: Sequence[object], name: str) -> str:
-    """Join caller-given tokens with spaces, the text that "chars" features are taken from.
-
-    Args:
-        tokens: the tokens.
-        name: the argument's name, for messages.
-
-    Returns:
-        The joined text.
-
-    Raises:
-        InvalidType: a token is not a str.
-    """
+    """Join caller-given tokens with spaces, the text that "chars" features are taken from."""
     for token in tokens:
         if not isinstance(token, str):
             raise InvalidType(f"{name} must hold str tokens only, got {type(token).__name__}")
@@ -226,11 +173,7 @@ class _Batch:
         self.tokens = 0
 
     def add(self, doc: object, name: str) -> None:
-        """Take one document.
-
-        Args:
-            doc: the document.
-            name: its name in messages.
+        """Take one document (name: its name in messages).
 
         Raises:
             InvalidType: doc is of no accepted form.
@@ -279,12 +222,7 @@ class _Batch:
         self._unit(engine.given_tokens(list(items), name))
 
     def _unit(self, unit: U64, slot: int | None = None) -> None:
-        """Queue a document made of one token unit.
-
-        Args:
-            unit: its token hashes.
-            slot: its place in the results, if already reserved.
-        """
+        """Queue a document made of one token unit."""
         if slot is None:
             slot = len(self.results)
             self.results.append(0)
@@ -293,19 +231,11 @@ class _Batch:
         self.tokens += len(unit)
 
     def full(self) -> bool:
-        """Tell whether the batch should be run now.
-
-        Returns:
-            True when it holds enough tokens or documents.
-        """
+        """Tell whether the batch holds enough tokens or documents to be run now."""
         return self.tokens >= BATCH_TOKENS or len(self.results) >= BATCH_DOCS
 
     def run(self) -> list[int]:
-        """Fingerprint the queued documents.
-
-        Returns:
-            The fingerprints of every document taken, in order.
-        """
+        """The fingerprints of every document taken, in order."""
         engine = self.engine
         vector = sum(map(len, self.texts)) >= VECTOR_MIN_CHARS
         if sum(map(len, self.ascii_texts)) < VECTOR_MIN_CHARS:
@@ -334,41 +264,14 @@ class _Batch:
 
 
 def fingerprint(doc: Document, scheme: SchemeParams) -> int:
-    """Fingerprint one document.
-
-    Args:
-        doc: a text (str); UTF-8 bytes (invalid bytes become U+FFFD); a sequence of str tokens
-            (already segmented: normalised, stopwords dropped, then made into the scheme's features);
-            or weighted features, a mapping feature → weight or an iterable of (feature, weight) pairs
-            (normalised, duplicates summed, hashed as given).
-        scheme: the scheme, validated.
-
-    Returns:
-        The fingerprint, an int in [0, 2**scheme.f); 0 for a document without any token.
-
-    Raises:
-        InvalidType: doc is of no accepted type; the message names it.
-        InvalidArgument: a weight is NaN or infinite.
-    """
+    """The pure engine's `simhash.fingerprint` (scheme validated)."""
     batch = _Batch(Engine(scheme))
     batch.add(doc, "doc")
     return batch.run()[0]
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
-    """Fingerprint many documents, vectorised; equal to ``[fingerprint(d, scheme) for d in docs]``.
-
-    Args:
-        docs: documents, each in any form `fingerprint` accepts; an iterable (checked), consumed once.
-        scheme: the scheme, validated.
-
-    Returns:
-        The fingerprints, in the order of docs.
-
-    Raises:
-        InvalidType: a document's type is wrong; the message names it (``docs[i]``).
-        InvalidArgument: a weight is NaN or infinite.
-    """
+    """The pure engine's `simhash.fingerprint_many`, vectorised (scheme validated, docs an iterable)."""
     engine = Engine(scheme)
     out: list[int] = []
     batch = _Batch(engine)

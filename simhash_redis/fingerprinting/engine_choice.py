@@ -1,11 +1,9 @@
 """Which engine computes fingerprints, MinHash sketches and the candidate filter: native or pure.
 
 The compiled core (`simhash_redis_native`, `pip install ./native` in a checkout) is used when it can be
-imported, the pure numpy engine otherwise; both give the same results bit for bit. The environment
-variable SIMHASH_REDIS_ENGINE=python forces the pure engine (tests, debugging); =native makes a missing
-compiled core an error instead of a silent fallback. The choice is made on first use, not on import, so
-that a wrong value is an error of the call that needs an engine (one line from the command), never a
-failure to import the package.
+imported, the pure numpy engine otherwise; both give the same results bit for bit. SIMHASH_REDIS_ENGINE=
+python forces the pure engine; =native makes a missing compiled core an error. The choice is made on
+first use, not on import, so that a wrong value is an error of the call that needs an engine.
 """
 
 from __future__ import annotations
@@ -26,12 +24,7 @@ ENGINE_ENV = "SIMHASH_REDIS_ENGINE"
 
 
 def _load_native() -> ModuleType | None:
-    """Import the native adapter when the environment allows it and the compiled core is installed.
-
-    Raises:
-        InvalidArgument: SIMHASH_REDIS_ENGINE is neither "native", "python" nor empty.
-        SimhashRedisError: it is "native" and the compiled core cannot be imported.
-    """
+    """Import the native adapter when the environment allows it and the compiled core is installed."""
     given = os.environ.get(ENGINE_ENV, "")
     choice = given.strip().lower()
     if choice not in ("", "native", "python"):
@@ -55,20 +48,15 @@ def _load_native() -> ModuleType | None:
 
 #: The native adapter module, or None when the pure engine runs: chosen on first use (`__getattr__`).
 native: ModuleType | None
-#: What `native` is before the engine is chosen.
 _UNCHOSEN = object()
 
 
 def __getattr__(name: str) -> ModuleType | None:
-    """``native``: the native adapter module, or None when the pure engine runs (chosen on first use).
-
-    Raises:
-        InvalidArgument, SimhashRedisError: as `_load_native`.
-    """
+    """``native``, chosen on first use (raises as `engine`)."""
     if name != "native":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     core = _load_native()
-    globals()["native"] = core  # later reads find it without this function
+    globals()["native"] = core
     return core
 
 
@@ -89,16 +77,7 @@ def engine() -> str:
 
 
 def fingerprint(doc: Document, scheme: SchemeParams) -> int:
-    """Fingerprint one document with the engine in use.
-
-    Args:
-        doc: a document in any accepted form.
-        scheme: a validated scheme.
-
-    Raises:
-        InvalidType: doc is of no accepted type.
-        InvalidArgument: a weight is NaN or infinite, or SIMHASH_REDIS_ENGINE is malformed.
-    """
+    """`simhash.fingerprint` by the engine in use (scheme validated)."""
     core = _core()
     if core is not None:
         return core.fingerprint(doc, scheme)  # type: ignore[no-any-return]
@@ -106,16 +85,7 @@ def fingerprint(doc: Document, scheme: SchemeParams) -> int:
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
-    """Fingerprint many documents with the engine in use.
-
-    Args:
-        docs: documents in any accepted form.
-        scheme: a validated scheme.
-
-    Raises:
-        InvalidType: docs or a document is of no accepted type.
-        InvalidArgument: a weight is NaN or infinite, or SIMHASH_REDIS_ENGINE is malformed.
-    """
+    """`simhash.fingerprint_many` by the engine in use (scheme validated)."""
     if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
         raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
     core = _core()

@@ -18,38 +18,21 @@ __all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K"]
 
 #: Multiplier of the shingle combiner (2**64 / golden ratio).
 MIX_K = 0x9E3779B97F4A7C15
-
-
 #: Multipliers of the splitmix64 finaliser.
 MIX_C1 = 0xBF58476D1CE4E5B9
-
-
 MIX_C2 = 0x94D049BB133111EB
-
-
 #: Token hashes kept per (seed, width) before the cache is cleared; bounds memory in long-running processes.
 CACHE_MAX = 1 << 18
-
-
 # Spans of `span_keys` cut one by one below this count, else from the text decoded once.
 _FEW_SPANS = 64
-
-
-U64 = npt.NDArray[np.uint64]
-
-
-Key = str | bytes
-
-
-# The mixing constants and shifts as numpy scalars, made once.
-_K, _C1, _C2 = np.uint64(MIX_K), np.uint64(MIX_C1), np.uint64(MIX_C2)
-
-
-_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
-
-
 # Tokens mixed per chunk: 256 KiB per array, which stays in the CPU cache.
 _MIX_CHUNK = 1 << 15
+
+U64 = npt.NDArray[np.uint64]
+Key = str | bytes
+
+_K, _C1, _C2 = np.uint64(MIX_K), np.uint64(MIX_C1), np.uint64(MIX_C2)
+_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
 
 
 class HashTable(dict[Key, int]):
@@ -82,15 +65,7 @@ class HashTable(dict[Key, int]):
         self.hashes[start : len(self)] = rows
 
     def lookup(self, keys: Iterable[Key], count: int) -> U64:
-        """Return the hashes of some tokens, hashing the ones not cached yet.
-
-        Args:
-            keys: tokens (str, or their UTF-8 bytes).
-            count: how many.
-
-        Returns:
-            A (len(keys), lanes) uint64 array.
-        """
+        """The (count, lanes) hashes of count tokens (str or UTF-8), hashing the ones not cached yet."""
         with self.lock:
             if len(self) > CACHE_MAX:
                 self.clear()
@@ -111,14 +86,7 @@ class CodePointTable:
         self.lock = threading.Lock()
 
     def filled(self, cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32]) -> U64:
-        """Hash the CJK code points not hashed yet, and return the whole table.
-
-        Args:
-            cps: code points, each within `charclass.CJK_RANGES`.
-
-        Returns:
-            The (code points, lanes) uint64 table, filled at least for cps.
-        """
+        """The whole (code points, lanes) table, hashed at least for cps (each within `CJK_RANGES`)."""
         with self.lock:
             if not np.take(self.known, cps).all():
                 missing = np.unique(cps[~np.take(self.known, cps)])
@@ -128,52 +96,20 @@ class CodePointTable:
             return self.hashes
 
     def lookup(self, cps: npt.NDArray[np.uint32]) -> U64:
-        """Return the hashes of CJK code points.
-
-        Args:
-            cps: code points, each within `charclass.CJK_RANGES`.
-
-        Returns:
-            A (len(cps), lanes) uint64 array.
-        """
-        with self.lock:
-            known = self.known[cps]
-            missing = _NO_CPS if known.all() else np.unique(cps[~known])
-            if len(missing):
-                data = [chr(cp).encode("utf-8") for cp in missing.tolist()]
-                self.hashes[missing] = digest(data, self.seed, self.lanes)
-                self.known[missing] = True
-            return self.hashes[cps]
-
-
-_NO_CPS = np.zeros(0, dtype=np.uint32)
+        """The (len(cps), lanes) hashes of CJK code points."""
+        return self.filled(cps)[cps]
 
 
 _token_tables: dict[tuple[int, int], HashTable] = {}
-
-
 _cp_token_tables: dict[tuple[int, int], CodePointTable] = {}
-
-
 _tables_lock = threading.Lock()
-
-
 _T = TypeVar("_T")
 
 
 def shared(
     registry: dict[tuple[int, int], _T], factory: Callable[[int, int], _T], scheme: SchemeParams
 ) -> _T:
-    """Return the process-wide hash table of one kind for a scheme's seed and width, made once.
-
-    Args:
-        registry: the tables of that kind made so far.
-        factory: makes one from (seed, lanes).
-        scheme: the scheme.
-
-    Returns:
-        The table.
-    """
+    """The process-wide table of one kind (made by factory(seed, lanes)) for a scheme, made once."""
     key = (scheme.seed, 2 if scheme.f == 128 else 1)
     table = registry.get(key)
     if table is None:
@@ -183,16 +119,7 @@ def shared(
 
 
 def mix(z: U64, scratch: U64) -> U64:
-    """Apply the splitmix64 finaliser in place.
-
-    Args:
-        z: uint64 values.
-        scratch: a uint64 array of the same shape, overwritten.
-
-    Returns:
-        z, mixed.
-    """
-    # In place with a scratch array: no temporary allocated per step.
+    """Apply the splitmix64 finaliser to z in place (scratch: as large, overwritten; no temporaries)."""
     for shift, multiplier in ((_S30, _C1), (_S27, _C2)):
         np.right_shift(z, shift, out=scratch)
         z ^= scratch
@@ -203,15 +130,7 @@ def mix(z: U64, scratch: U64) -> U64:
 
 
 def combine_windows(column: U64, n: int) -> U64:
-    """Combine every window of n consecutive token hashes of one lane, as if zeros followed the last.
-
-    Args:
-        column: one lane of the token hashes, 1-D.
-        n: window length, at least 2.
-
-    Returns:
-        For each token, the combined hash of the window starting there.
-    """
+    """Per token of one lane (1-D), the combined hash of the n >= 2 tokens from it, zeros past the end."""
     size = len(column)
     out = np.empty(size, dtype=np.uint64)
     scratch = np.empty(min(size, _MIX_CHUNK), dtype=np.uint64)
@@ -230,16 +149,7 @@ def combine_windows(column: U64, n: int) -> U64:
 
 
 def combine_short(column: U64, firsts: npt.NDArray[np.intp], length: int) -> U64:
-    """Combine all the tokens of short units of one length, one lane.
-
-    Args:
-        column: one lane of the token hashes, 1-D.
-        firsts: the index of each unit's first token.
-        length: their token count, at least 1.
-
-    Returns:
-        Each unit's combined hash.
-    """
+    """One lane's combined hash of all the tokens of each short unit of `length` tokens (from firsts)."""
     state = column[firsts]
     scratch = np.empty_like(state)
     for j in range(1, length):
@@ -252,7 +162,7 @@ def combine_short(column: U64, firsts: npt.NDArray[np.intp], length: int) -> U64
 def features_of(
     hashes: U64, lengths: npt.NDArray[np.intp], short: npt.NDArray[np.bool_], n: int
 ) -> tuple[U64, npt.NDArray[np.intp]]:
-    """Build the feature hashes of consecutive token units: every window of n tokens.
+    """The feature hashes (every window of n tokens) of consecutive token units, and each unit's count.
 
     A short unit (a whole document with fewer than n tokens) gives one feature of all its tokens.
 
@@ -261,9 +171,6 @@ def features_of(
         lengths: tokens per unit.
         short: per unit, whether the short-document rule applies.
         n: window length.
-
-    Returns:
-        The feature hashes (M, lanes), each unit's contiguously, and the feature count of each unit.
     """
     counts = np.where(short, lengths > 0, np.maximum(lengths - n + 1, 0)).astype(np.intp)
     total = int(counts.sum())
@@ -285,15 +192,7 @@ def features_of(
 
 
 def to_ints(bits: npt.NDArray[np.bool_], f: int) -> list[int]:
-    """Pack rows of f booleans (bit j in column j) into ints.
-
-    Args:
-        bits: a (documents, f) boolean array.
-        f: fingerprint width.
-
-    Returns:
-        One int per row.
-    """
+    """Pack each row of a (documents, f) boolean array into an int, bit j from column j."""
     packed = np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little"))
     if f == 32:
         return [int(v) for v in packed.view("<u4").ravel().tolist()]
@@ -304,15 +203,7 @@ def to_ints(bits: npt.NDArray[np.bool_], f: int) -> list[int]:
 
 
 def dedupe(feats: U64, per_doc: npt.NDArray[np.intp]) -> tuple[U64, npt.NDArray[np.intp]]:
-    """Keep each document's distinct features once (binary weighting).
-
-    Args:
-        feats: feature hashes (M, lanes), each document's contiguously.
-        per_doc: features per document.
-
-    Returns:
-        The distinct features, each document's contiguously, and their count per document.
-    """
+    """Keep each document's distinct features once (binary weighting), with their count per document."""
     if not len(feats):
         return feats, per_doc
     owner = np.repeat(np.arange(len(per_doc), dtype=np.intp), per_doc)
@@ -328,16 +219,7 @@ def span_keys(
     starts: npt.NDArray[np.intp],
     ends: npt.NDArray[np.intp],
 ) -> list[Key]:
-    """Return the UTF-8 of some spans of a text given as code points.
-
-    Args:
-        cps: the text's code points.
-        starts: each span's first index.
-        ends: each span's past-the-end index.
-
-    Returns:
-        The spans' UTF-8 bytes.
-    """
+    """The UTF-8 of the spans [starts, ends) of a text given as code points."""
     if len(starts) <= _FEW_SPANS:
         return [
             cps[a:b].astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
@@ -349,14 +231,6 @@ def span_keys(
 
 
 def counts_between(starts: npt.NDArray[np.intp], cuts: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-    """Count the tokens of each text of a joined text.
-
-    Args:
-        starts: each token's first index in the joined text, ascending.
-        cuts: the index of each separator between two texts, ascending.
-
-    Returns:
-        The number of tokens of each text: len(cuts) + 1 counts.
-    """
+    """Tokens per text of len(cuts) + 1 joined ones, from the tokens' and separators' ascending indices."""
     before = np.searchsorted(starts, cuts)
     return np.diff(before, prepend=0, append=len(starts)).astype(np.intp)

@@ -1,17 +1,14 @@
 """The native engine: the compiled core (`simhash_redis.compiled`) behind the pure engine's API, bit for bit.
 
-Each function here has exactly the semantics, accepted types and exceptions (types and messages) of its
-pure twin (`documents.fingerprint` / `fingerprint_many`, `MinHasher.sketch` / `sketch_many` /
-`estimate`, the read path's candidate filter `store.candidates`) and returns the same values. Documents
-are checked and prepared with the pure engine's own helpers (weighted features through
-`documents.weights_of`); the work is done in Rust, with the GIL released for batches.
+Each function here has exactly the semantics, accepted types, exceptions and results of its pure twin
+(`documents.fingerprint` / `fingerprint_many`, `MinHasher.sketch` / `sketch_many`, `OddSketcher`, the
+candidate filter of `store.candidates`). Documents are checked with the pure engine's own helpers; the
+work is done in Rust, with the GIL released for batches.
 
-Normalisation is the scheme's (`normalize.Normalizer`: Unicode 15.1, or the running Python's for scheme
-1): the native engine maps text through the very lookup tables the normalizer builds (handed over once,
-at the first non-ASCII text). Where the tables do not suffice, the Rust compute code notes it and goes
-on; the extension's Python boundary then asks the normalizer (``normalize``, ``image_parts``,
-``class_of``, ``is_nfkc``) exactly what `Normalizer.classified_code_points` would, and computes those
-documents again. Sketches use Unicode 15.1.
+Text is normalised through the very lookup tables the scheme's `normalize.Normalizer` builds (handed
+over at the first non-ASCII text); where they do not suffice, the extension asks the normalizer
+(``normalize``, ``image_parts``, ``class_of``, ``is_nfkc``) what `Normalizer.classified_code_points`
+would, and computes those documents again. Sketches use Unicode 15.1.
 """
 
 from __future__ import annotations
@@ -63,9 +60,8 @@ __all__ = [
     "unpack_column",
 ]
 
-#: Documents handed to the native engine per call of `fingerprint_many`.
+#: Documents, and about the characters, handed to the native engine per call of `fingerprint_many`.
 BATCH_DOCS = 4096
-#: Characters of text handed to the native engine per call of `fingerprint_many`, at most about.
 BATCH_CHARS = 1 << 22
 _ENGINES_MAX = 64
 # Weighted documents whose absolute weights add up to more than this may overflow float64 sums: they go
@@ -74,14 +70,7 @@ _SAFE_WEIGHTS = 1e300
 
 
 def _native_unicode(uni: Normalizer) -> _native.Unicode:
-    """Hand one set of Unicode rules to the native engine: its tables and the questions Rust asks back.
-
-    Args:
-        uni: the rules (a scheme's `normalizer`).
-
-    Returns:
-        The native engine's view of them, shared by every engine of those rules.
-    """
+    """Hand one set of Unicode rules to the native engine: its tables and the questions Rust asks back."""
 
     def load_tables() -> tuple[bytes, bytes, bytes]:
         # The packed raw table, the class of every BMP code point, and 1 per BMP whitespace code point.
@@ -112,14 +101,7 @@ _odd_sketchers: dict[tuple[int, int], _native.OddSketch] = {}
 
 
 def _engine(scheme: SchemeParams) -> _native.Engine:
-    """Return the native engine of a scheme, made once per scheme object.
-
-    Args:
-        scheme: a validated scheme.
-
-    Returns:
-        Its engine.
-    """
+    """Return the native engine of a scheme, made once per scheme object."""
     entry = _engines.get(id(scheme))
     if entry is not None and entry[0] is scheme:
         return entry[1]
@@ -140,16 +122,8 @@ def _engine(scheme: SchemeParams) -> _native.Engine:
 
 
 def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc | int:
-    """Prepare validated weighted features for the native engine.
-
-    Args:
-        totals: normalised feature → summed weight, in first-seen order.
-        scheme: the scheme.
-
-    Returns:
-        The prepared document; or, for weights so large that a sum may overflow, the pure engine's
-        fingerprint (numpy then warns, or raises, as its error state says).
-    """
+    """Prepare validated weighted features for the native engine; or, for weights so large that a sum may
+    overflow, return the pure engine's fingerprint (numpy then warns or raises, as its error state says)."""
     weights = list(totals.values())
     if sum(map(abs, weights)) > _SAFE_WEIGHTS:
         return weighted(totals, Engine(scheme))
@@ -157,22 +131,8 @@ def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc
 
 
 def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
-    """Check a document and put it in the form the native engine takes, as `_Batch.add` reads it.
-
-    Args:
-        doc: the document.
-        name: its name in messages ("doc", or "docs[i]").
-        scheme: the scheme.
-
-    Returns:
-        A str, bytes, or a prepared token or weighted document; or the fingerprint itself, where the
-        pure engine computes it (see `_weighted_doc`).
-
-    Raises:
-        InvalidType: doc is of no accepted form, or holds a non-str token, a non-str feature or a
-            non-real (or bool) weight; the message names it.
-        InvalidArgument: a weight is NaN or infinite.
-    """
+    """Check a document and put it in the form the native engine takes, as `_Batch.add` reads it (or
+    return its fingerprint, where `_weighted_doc` has the pure engine compute it)."""
     if isinstance(doc, (bytes, bytearray, memoryview)):
         return doc if type(doc) is bytes else bytes(doc)
     if isinstance(doc, str):
@@ -198,20 +158,7 @@ def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
 
 
 def fingerprint(doc: Document, scheme: SchemeParams) -> int:
-    """Fingerprint one document natively; `simhash_redis.fingerprint`, bit for bit.
-
-    Args:
-        doc: a text (str); UTF-8 bytes (invalid bytes become U+FFFD); a sequence of str tokens; or
-            weighted features, a mapping feature → weight or an iterable of (feature, weight) pairs.
-        scheme: the scheme, validated.
-
-    Returns:
-        The fingerprint, an int in [0, 2**scheme.f); 0 for a document without any token.
-
-    Raises:
-        InvalidType: doc is of no accepted type; the message names it.
-        InvalidArgument: a weight is NaN or infinite.
-    """
+    """`simhash.fingerprint` natively (scheme validated)."""
     engine = _engine(scheme)
     if type(doc) is str:
         return engine.fingerprint(doc, tokens.CHUNK_CHARS)
@@ -222,19 +169,7 @@ def fingerprint(doc: Document, scheme: SchemeParams) -> int:
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
-    """Fingerprint many documents natively; `simhash_redis.fingerprint_many`, bit for bit.
-
-    Args:
-        docs: documents, each in any form `fingerprint` accepts; an iterable (checked), consumed once.
-        scheme: the scheme, validated.
-
-    Returns:
-        The fingerprints, in the order of docs.
-
-    Raises:
-        InvalidType: a document's type is wrong; the message names it (``docs[i]``).
-        InvalidArgument: a weight is NaN or infinite.
-    """
+    """`simhash.fingerprint_many` natively (scheme validated, docs an iterable)."""
     engine = _engine(scheme)
     out: list[int] = []
     batch: list[PreparedDoc] = []
@@ -260,16 +195,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int
 
 
 def _run(engine: _native.Engine, batch: list[PreparedDoc], done: dict[int, int]) -> list[int]:
-    """Fingerprint a batch of prepared documents natively, some of them known already.
-
-    Args:
-        engine: the scheme's engine.
-        batch: the prepared documents (an empty text in place of each known one).
-        done: the fingerprints known already, by position in the batch.
-
-    Returns:
-        The fingerprints, in order.
-    """
+    """Fingerprint a batch of prepared documents natively, some of them known already."""
     results = engine.fingerprint_many(batch, tokens.CHUNK_CHARS)
     for at, value in done.items():
         results[at] = value
@@ -277,14 +203,7 @@ def _run(engine: _native.Engine, batch: list[PreparedDoc], done: dict[int, int])
 
 
 def _sketcher(hasher: MinHashParams) -> _native.MinHash:
-    """Return the native sketcher of a MinHasher, made once per hasher (and its current parameters).
-
-    Args:
-        hasher: a MinHasher.
-
-    Returns:
-        Its native sketcher.
-    """
+    """Return the native sketcher of a MinHasher, made once per hasher (and its current parameters)."""
     params = (hasher.num_perm, hasher.bits, hasher.n, hasher.seed)
     entry = _sketchers.get(id(hasher))
     if (
@@ -312,18 +231,7 @@ def _sketcher(hasher: MinHashParams) -> _native.MinHash:
 
 
 def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, ...]:
-    """Check a MinHash document and put it in the form the native sketcher takes.
-
-    Args:
-        doc: text, UTF-8 bytes, or a sequence of str tokens.
-        name: its name in messages.
-
-    Returns:
-        The str, bytes, list or tuple to sketch.
-
-    Raises:
-        InvalidType: doc is of another type, or holds a non-str token.
-    """
+    """Check a MinHash document and put it in the form the native sketcher takes."""
     if isinstance(doc, (bytes, bytearray, memoryview)):
         return doc if type(doc) is bytes else bytes(doc)
     if isinstance(doc, str):
@@ -336,38 +244,14 @@ def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, 
 
 
 def sketch(hasher: MinHashParams, doc: str | bytes | Sequence[str]) -> bytes:
-    """The MinHash sketch of one document, natively; `MinHasher.sketch`, byte for byte.
-
-    Args:
-        hasher: the MinHasher whose parameters and permutations are used.
-        doc: text, UTF-8 bytes, or a sequence of str tokens.
-
-    Returns:
-        hasher.sketch_bytes bytes.
-
-    Raises:
-        InvalidType: hasher is not a MinHasher, or doc is of another type.
-    """
-    made = _sketcher(hasher)
-    return made.sketch(_sketch_doc(doc, "doc"), "doc")
+    """`MinHasher.sketch` natively, byte for byte."""
+    return _sketcher(hasher).sketch(_sketch_doc(doc, "doc"), "doc")
 
 
 def sketch_many(hasher: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-    """The MinHash sketches of many documents, natively; `MinHasher.sketch_many`, byte for byte.
-
-    Args:
-        hasher: the MinHasher whose parameters and permutations are used.
-        docs: documents, each as `sketch` accepts.
-
-    Returns:
-        The sketches, in order.
-
-    Raises:
-        InvalidType: hasher is not a MinHasher, or a document is of another type; the message names it.
-    """
-    made = _sketcher(hasher)
+    """`MinHasher.sketch_many` natively, byte for byte."""
     batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return made.sketch_many(batch)
+    return _sketcher(hasher).sketch_many(batch)
 
 
 def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
@@ -383,44 +267,20 @@ def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
 
 
 def odd_sketch(n: int, seed: int, doc: str | bytes | Sequence[str], level: int | None) -> bytes:
-    """The odd sketch of one document, natively; `OddSketcher.sketch`, byte for byte.
-
-    Args:
-        n: tokens per shingle, validated.
-        seed: the seed, validated.
-        doc: text, UTF-8 bytes, or a sequence of str tokens.
-        level: a validated level, or None for the document's own.
-
-    Raises:
-        InvalidType: doc is of another type.
-    """
+    """`OddSketcher.sketch` natively (n, seed and level validated; level None: the document's own)."""
     return _odd_sketcher(n, seed).sketch(_sketch_doc(doc, "doc"), level, "doc")
 
 
 def odd_sketch_many(
     n: int, seed: int, docs: Sequence[str | bytes | Sequence[str]], level: int | None
 ) -> list[bytes]:
-    """The odd sketches of many documents, natively; `OddSketcher.sketch_many`, byte for byte.
-
-    Args:
-        n: tokens per shingle, validated.
-        seed: the seed, validated.
-        docs: documents, each as `odd_sketch` accepts.
-        level: a validated level for all, or None for each document's own.
-
-    Raises:
-        InvalidType: a document is of another type; the message names it.
-    """
+    """`OddSketcher.sketch_many` natively (arguments as `odd_sketch`)."""
     batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
     return _odd_sketcher(n, seed).sketch_many(batch, level)
 
 
 def odd_sketch_levels(n: int, seed: int, doc: str | bytes | Sequence[str], levels: list[int]) -> list[bytes]:
-    """The odd sketches of one document at several validated levels, natively; `OddSketcher.sketch_levels`.
-
-    Raises:
-        InvalidType: doc is of another type.
-    """
+    """`OddSketcher.sketch_levels` natively (levels validated)."""
     return _odd_sketcher(n, seed).sketch_levels(_sketch_doc(doc, "doc"), levels, "doc")
 
 
@@ -431,17 +291,8 @@ def fingerprint_lines(
 
     The plain shape: a flat object of strings, numbers, true, false and null; an ASCII id string of 1
     to `max_id` characters; a fingerprint string in plain hex (an optional 0x) or decimal (an optional
-    minus) that fits in f bits, without white space or escapes. What the stdlib's json and
-    `parse_fingerprint` give for such a line; every other line is the pure reader's
-    (`jobs.jsonlines`), which then gives its record or error.
-
-    Args:
-        raws: the lines, their line ends included or not.
-        id_field: the field holding the id.
-        fp_field: the field holding the fingerprint.
-        f: the fingerprints' width, 1 to 128.
-        base: how fingerprint text is read, as `parse_fingerprint`'s base: "auto", "hex" or "dec".
-        max_id: the longest id.
+    minus) that fits in f bits, without white space or escapes. Every other line is left to the pure
+    reader (`jobs.jsonlines`). base: as `parse_fingerprint`'s.
 
     Raises:
         InvalidArgument: f or base is out of range.
@@ -457,16 +308,8 @@ def fingerprint_text_lines(
 
     The plain shape: a flat object of strings, numbers, true, false and null; an id string without
     escapes of 1 to `max_id` UTF-8 bytes, or an integer of at most `max_id` characters (not -0); a
-    text string that is not blank and holds no lone surrogate. The ids and texts the stdlib's json
-    gives for such a line, and the texts' `fingerprint_many`; every other line is the pure reader's
-    (`jobs.jsonlines`).
-
-    Args:
-        raws: the lines, their line ends included or not.
-        scheme: the scheme, validated.
-        id_field: the field holding the id.
-        text_field: the field holding the text.
-        max_id: the longest id, in UTF-8 bytes.
+    text string that is not blank and holds no lone surrogate. Every other line is left to the pure
+    reader (`jobs.jsonlines`).
 
     Raises:
         InvalidType: a line is not bytes.

@@ -17,8 +17,7 @@ import numpy.typing as npt
 from .charclass import CodePoints, class_of_kind, classes_from_kinds
 from .ucd import BmpImages, PinnedUnicode, UnicodeData
 
-__all__ = ["PINNED", "PYTHON", "Normalizer", "classified_code_points", "code_points", "normalize"]
-
+__all__ = ["PINNED", "PYTHON", "Normalizer", "code_points", "normalize"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -26,11 +25,7 @@ Parts = tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]
 
 
 class Normalizer:
-    """Normalises and classifies text by one source of Unicode data; tables built on first use.
-
-    Args:
-        data: the Unicode data.
-    """
+    """Normalises and classifies text by one source of Unicode data; tables built on first use."""
 
     def __init__(self, data: UnicodeData) -> None:
         self.data = data
@@ -50,14 +45,7 @@ class Normalizer:
         return classes_from_kinds(self.data.bmp_kinds())
 
     def class_of(self, cp: int) -> int:
-        """Classify one code point by the tokenisation rules.
-
-        Args:
-            cp: a code point.
-
-        Returns:
-            One of `charclass`'s class codes (separator, letter, mark, CJK letter).
-        """
+        """The tokenisation class of one code point (`charclass`)."""
         if cp <= 0xFFFF:
             return int(self.bmp_classes[cp])
         known = self._astral_class.get(cp)
@@ -66,14 +54,7 @@ class Normalizer:
         return known
 
     def classes_of(self, cps: CodePoints) -> npt.NDArray[np.uint8]:
-        """Classify an array of code points.
-
-        Args:
-            cps: code points.
-
-        Returns:
-            The class code of each.
-        """
+        """The tokenisation class of each code point of an array."""
         table = self.bmp_classes
         if cps.dtype == np.uint16:
             return np.take(table, cps)
@@ -85,11 +66,7 @@ class Normalizer:
         return classes
 
     def isspace(self, cp: int) -> bool:
-        """Tell whether a code point is whitespace.
-
-        Args:
-            cp: a code point.
-        """
+        """Tell whether a code point is whitespace."""
         return self.data.isspace(cp)
 
     @functools.cached_property
@@ -153,16 +130,11 @@ class Normalizer:
         return raw.astype(np.uint64), folded.astype(np.uint32)
 
     def composing_flags(self) -> npt.NDArray[np.bool_]:
-        """Tell which BMP code points may compose with what precedes them, or reorder, under NFKC.
+        """Per BMP code point, whether it may compose with what precedes it, or reorder, under NFKC.
 
-        These are the ones NFKC's quick check does not pass as they stand: a combining class other than
-        0, or a second part of a canonical decomposition (a superset of the "maybe" ones, which can be
-        the second part of a primary composite), or a Hangul jamo (composed algorithmically). No code
-        point outside the BMP has a canonical decomposition with a second part inside it, so BMP ones
-        suffice for BMP texts.
-
-        Returns:
-            One flag per BMP code point.
+        That is: a combining class other than 0, a second part of a canonical decomposition (a superset
+        of NFKC's "maybe"), or a Hangul jamo. No code point outside the BMP has a canonical decomposition
+        with a second part inside it, so BMP ones suffice for BMP texts.
         """
         composing = np.zeros(0x10000, dtype=bool)
         composing[0x1100:0x1200] = True
@@ -176,38 +148,21 @@ class Normalizer:
         return composing
 
     def nfkc_image(self, cp: int) -> str:
-        """Return the NFKC image of one code point, cached.
-
-        Args:
-            cp: the code point.
-
-        Returns:
-            NFKC of the character alone.
-        """
+        """NFKC of one code point alone, cached."""
         image = self._nfkc_images.get(cp)
         if image is None:
             image = self._nfkc_images[cp] = self.data.nfkc_char(cp)
         return image
 
     def is_nfkc(self, text: str) -> bool:
-        """Tell whether a surrogate-free text is in NFKC form.
-
-        Args:
-            text: the text.
-        """
+        """Tell whether a surrogate-free text is in NFKC form."""
         return self.data.is_nfkc(text)
 
     def _premap(self, text: str) -> str:
         """Replace each character by its own NFKC image, which leaves the text's NFKC unchanged.
 
-        NFKD(NFKC(c)) == NFKD(c), so the text's NFKD, hence its NFKC, is the same afterwards; but the
-        result is usually already normalised, and CPython's NFKC is slow on text that is not.
-
-        Args:
-            text: a surrogate-free text.
-
-        Returns:
-            The mapped text.
+        NFKD(NFKC(c)) == NFKD(c); the result is usually normalised already, and CPython's NFKC is slow
+        on text that is not.
         """
         cps = code_points(text)
         _, premap, long_image = self.bmp_tables
@@ -228,16 +183,7 @@ class Normalizer:
         return self._splice_images(text, np.flatnonzero(odd).tolist(), cps)
 
     def _splice_images(self, text: str, at: list[int], cps: CodePoints) -> str:
-        """Put the NFKC images of some original code points in place of the characters at their indices.
-
-        Args:
-            text: the text mapped so far, as long as the original.
-            at: the indices to replace, ascending.
-            cps: the original code points.
-
-        Returns:
-            The text with the images spliced in.
-        """
+        """Put the NFKC images of some original code points in place of the characters at their indices."""
         pieces = []
         last = 0
         for index in at:
@@ -247,14 +193,7 @@ class Normalizer:
         return "".join(pieces)
 
     def normalize(self, text: str) -> str:
-        """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold.
-
-        Args:
-            text: the text.
-
-        Returns:
-            The normalised text.
-        """
+        """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold."""
         if text.isascii():
             return text.lower()
         if _has_surrogates(text):
@@ -282,11 +221,7 @@ class Normalizer:
         """`normalize` of a surrogate-free text holding code points the data answers for by its own rules.
 
         Only the stretch around each such code point goes through those rules (pure Python, about a
-        microsecond a character); the rest through `_plain`. A text may be cut before a stable starter
-        (`stable_starters`): NFKC then works on each piece alone, and case folding works per character.
-
-        Args:
-            text: the text.
+        microsecond a character), cut at stable starters; the rest through `_plain`.
         """
         cps = code_points(text)
         special = self.data.special_of(cps)
@@ -322,20 +257,13 @@ class Normalizer:
         return stable
 
     def classified_code_points(self, text: str) -> tuple[CodePoints, npt.NDArray[np.uint8] | None]:
-        """Return the code points of ``normalize(text)`` and their classes, by table lookups when possible.
+        """The code points of ``normalize(text)`` (16-bit when from the tables, else 32-bit) and their
+        classes (None when not computed on the way), by table lookups when possible.
 
         A text of BMP characters is mapped character by character: to its NFKC image, which leaves the
         text's NFKC unchanged (see `_premap`), and when the result is NFKC already, to its casefold
-        image, which is what ``str.casefold`` does character by character. One lookup in a packed table
-        gives both images, the class and whether a closer look is needed. Any other text goes through
-        `normalize`.
-
-        Args:
-            text: the raw text.
-
-        Returns:
-            The code points (16-bit when they come from the tables, else 32-bit) and their classes (None
-            when not computed on the way).
+        image, as ``str.casefold`` does. One lookup in a packed table gives both images, the class and
+        whether a closer look is needed. Any other text goes through `normalize`.
         """
         try:
             data = text.encode("utf-16-le")
@@ -371,18 +299,11 @@ class Normalizer:
         return np.ascontiguousarray(norm), classes.astype(np.uint8)
 
     def image_parts(self, cp: int) -> Parts | None:
-        """Return the casefold images and classes of the code points of a BMP code point's long NFKC image.
+        """The casefold images and classes of the code points of a BMP code point's long NFKC image, and
+        whether one may compose with what precedes it; cached (a few thousand in the BMP).
 
-        Cached: there are a few thousand such code points in the BMP.
-
-        Args:
-            cp: the code point, whose entry in the packed table asks for a closer look.
-
-        Returns:
-            The images, their classes and whether one of the image's code points may compose with what
-            precedes it; or None when the NFKC image is a single code point, has an astral one, or has
-            one whose casefold image is not a single BMP code point, or when the code point is one the
-            data answers for by its own rules.
+        None when the NFKC image is a single code point, has an astral one, or one whose casefold image
+        is not a single BMP code point, or when the data answers for cp by its own rules.
         """
         if cp in self._parts:
             return self._parts[cp]
@@ -403,26 +324,12 @@ class Normalizer:
 
 
 def code_points(text: str) -> npt.NDArray[np.uint32]:
-    """Return the code points of a surrogate-free text.
-
-    Args:
-        text: the text.
-
-    Returns:
-        Its code points as a uint32 array.
-    """
+    """The code points of a surrogate-free text, as a uint32 array."""
     return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
 
 
 def _has_surrogates(text: str) -> bool:
-    """Tell whether a text holds a surrogate code point.
-
-    Args:
-        text: the text.
-
-    Returns:
-        True when it does.
-    """
+    """Tell whether a text holds a surrogate code point."""
     try:
         # Several times faster than a regular expression search, and strict UTF-16 refuses surrogates.
         text.encode("utf-16-le")
@@ -437,17 +344,7 @@ def _splice_parts(
     at: list[int],
     parts: list[tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]],
 ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
-    """Put the normalised code points and classes of long images in place of single entries.
-
-    Args:
-        norm: the normalised code points, one per original code point.
-        classes: their classes.
-        at: the indices to replace, ascending.
-        parts: the images' code points and classes for each index, as `image_parts` gives them.
-
-    Returns:
-        The spliced code points and classes.
-    """
+    """Put the normalised code points and classes of long images in place of single entries."""
     cps_pieces, class_pieces = [], []
     last = 0
     for index, part in zip(at, parts, strict=True):
@@ -465,4 +362,3 @@ PINNED = Normalizer(PinnedUnicode())
 PYTHON = Normalizer(UnicodeData())
 
 normalize = PINNED.normalize
-classified_code_points = PINNED.classified_code_points

@@ -21,13 +21,13 @@ from .hashing import (
     span_keys,
     to_ints,
 )
+from .normalize import code_points
 from .params import SchemeParams
 from .tokens import (
     ascii_word_spans,
     collapse_whitespace,
     has_token,
     token_parts,
-    token_parts_at,
     token_parts_of,
     token_spans_of,
 )
@@ -52,100 +52,32 @@ class Engine:
         self.vector_words = self.lanes == 1 and not self.stop
 
     def hashes(self, keys: list[Key]) -> U64:
-        """Look up the hashes of tokens.
-
-        Args:
-            keys: the tokens, str or UTF-8 bytes.
-
-        Returns:
-            A (len(keys), lanes) uint64 array.
-        """
+        """The (len(keys), lanes) hashes of tokens (str or UTF-8)."""
         return self.table.lookup(keys, len(keys))
 
-    def features(
-        self, units: list[U64], short: list[bool], owners: list[int], ndocs: int
-    ) -> tuple[U64, npt.NDArray[np.intp]]:
-        """Return the features of token units, grouped by document.
-
-        Args:
-            units: token hash arrays; the units of one document are consecutive.
-            short: per unit, whether the short-document rule applies.
-            owners: per unit, its document's index in [0, ndocs).
-            ndocs: number of documents.
-
-        Returns:
-            The feature hashes, each document's contiguously, and their count per document.
-        """
-        lengths = np.fromiter(map(len, units), dtype=np.intp, count=len(units))
-        hashes = units[0] if len(units) == 1 else np.concatenate(units)
-        feats, counts = features_of(hashes, lengths, np.array(short, dtype=bool), self.n)
-        per_doc = np.bincount(np.array(owners, dtype=np.intp), weights=counts, minlength=ndocs)
-        return feats, per_doc.astype(np.intp)
+    def features(self, unit: U64, short: bool) -> tuple[U64, npt.NDArray[np.intp]]:
+        """The feature hashes of one document's token unit, and their count (as a 1-element array)."""
+        return features_of(unit, np.array([len(unit)], dtype=np.intp), np.array([short]), self.n)
 
     def finish(self, sums: npt.NDArray[np.int64], totals: npt.NDArray[np.int64]) -> list[int]:
-        """Turn bit counts into fingerprints: bit j is set where 2 * sums[j] > total.
-
-        Args:
-            sums: (documents, f) counts of features with each bit set.
-            totals: features per document.
-
-        Returns:
-            The fingerprints.
-        """
+        """Fingerprints from (documents, f) bit counts and totals: bit j is set where 2 * sums[j] > total."""
         return to_ints(2 * sums > totals[:, None], self.scheme.f)
 
     def run_joined(self, hashes: U64, lengths: npt.NDArray[np.intp]) -> list[int]:
-        """Fingerprint whole documents given as one token unit each, their units concatenated.
-
-        Args:
-            hashes: the token hashes of all documents, one after the other.
-            lengths: tokens per document.
-
-        Returns:
-            The fingerprints, in order.
-        """
+        """Fingerprint whole documents given as one token unit each (lengths tokens), concatenated."""
         feats, per_doc = features_of(hashes, lengths, lengths < self.n, self.n)
-        return self._count(feats, per_doc)
-
-    def _count(self, feats: U64, per_doc: npt.NDArray[np.intp]) -> list[int]:
-        """Fingerprint documents from their features.
-
-        Args:
-            feats: the feature hashes, each document's contiguously.
-            per_doc: features per document.
-
-        Returns:
-            The fingerprints, by document index.
-        """
         if self.scheme.weighting == "binary":
             feats, per_doc = dedupe(feats, per_doc)
-        sums = bit_sums(feats, per_doc, self.scheme.f)
-        return self.finish(sums, per_doc.astype(np.int64))
+        return self.finish(bit_sums(feats, per_doc, self.scheme.f), per_doc.astype(np.int64))
 
     def text_tokens(self, norm: str) -> U64:
-        """Tokenise a normalised text, drop stopwords and hash the tokens.
-
-        Args:
-            norm: the normalised text.
-
-        Returns:
-            The token hashes in text order.
-        """
+        """The token hashes of a normalised text, stopwords dropped, in text order."""
         return self._hash_parts(*token_parts(norm, self.uni))[0]
 
     def span_hashes(
         self, buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], ends: npt.NDArray[np.intp]
     ) -> U64:
-        """Hash tokens given as spans of a byte buffer (for `vector_words` engines only).
-
-        Args:
-            buf: the bytes.
-            starts: each token's first byte index.
-            ends: each token's past-the-end byte index; tokens are not empty.
-
-        Returns:
-            A (len(starts), 1) uint64 array.
-        """
+        """The (tokens, 1) hashes of non-empty tokens given as spans of a byte buffer (`vector_words`)."""
         lengths = ends - starts
         out = hash_spans(buf, starts, lengths, self.scheme.seed)
         longer = np.flatnonzero(lengths > VECTOR_MAX)
@@ -155,29 +87,16 @@ class Engine:
         return out.reshape(-1, 1)
 
     def ascii_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
-        """Normalise, tokenise and hash many ASCII texts in one pass (for `vector_words` engines only).
-
-        Args:
-            texts: the raw texts, all ASCII.
-
-        Returns:
-            The token hashes of all texts, one after the other, and the number of tokens of each.
-        """
+        """Normalise, tokenise and hash raw ASCII texts in one pass (`vector_words` only): the token
+        hashes of all texts, one after the other, and the number of tokens of each."""
         # A space separates tokens, so the texts joined by spaces tokenise as each would alone.
         buf, starts, ends = ascii_word_spans(" ".join(texts))
         lengths = np.fromiter(map(len, texts), dtype=np.intp, count=len(texts)) + 1
         return self.span_hashes(buf, starts, ends), counts_between(starts, np.cumsum(lengths)[:-1] - 1)
 
-    def texts_tokens(self, texts: list[str], vector: bool = True) -> tuple[U64, npt.NDArray[np.intp]]:
-        """Normalise and tokenise many raw texts in one pass, drop stopwords and hash the tokens.
-
-        Args:
-            texts: the raw texts.
-            vector: whether word tokens may be hashed by the vectorised xxh3 (see `vector_words`).
-
-        Returns:
-            The token hashes of all texts, one after the other, and the number of tokens of each.
-        """
+    def texts_tokens(self, texts: list[str], vector: bool) -> tuple[U64, npt.NDArray[np.intp]]:
+        """`ascii_tokens` of any raw texts, stopwords dropped; vector: whether word tokens may be hashed
+        by the vectorised xxh3 (see `vector_words`)."""
         # NUL separates tokens, never composes under NFKC and is never made or removed by it, so the
         # texts joined by NUL normalise and tokenise exactly as each would alone.
         joined = "\x00".join(texts)
@@ -196,7 +115,7 @@ class Engine:
             lengths = np.fromiter(map(len, norms), dtype=np.intp, count=len(norms)) + 1
             firsts = np.cumsum(lengths) - lengths
             ends = firsts[1:] - 1
-            words, cjk, is_cjk, starts = token_parts_at(norm, self.uni)
+            words, cjk, is_cjk, starts = token_parts_of(code_points(norm), None, self.uni)
         hashes, keep = self._hash_parts(words, cjk, is_cjk)
         if keep is not None:
             owner = np.searchsorted(firsts, starts[keep], side="right") - 1
@@ -206,16 +125,8 @@ class Engine:
     def _vector_text(
         self, cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32], classes: npt.NDArray[np.uint8] | None
     ) -> tuple[U64, npt.NDArray[np.intp]] | None:
-        """Tokenise a normalised text and hash its tokens, word tokens by the vectorised xxh3.
-
-        Args:
-            cps: the text's code points.
-            classes: their classes, if known already.
-
-        Returns:
-            The token hashes in text order and each token's first code point index; None when more
-            than a quarter of the word tokens are not ASCII, which the bytes path does faster.
-        """
+        """The token hashes of a normalised text and each token's first index, word tokens hashed by the
+        vectorised xxh3; None when over a quarter of the words are not ASCII (the bytes path is faster)."""
         word_starts, word_ends, wide, firsts, is_cjk, starts = token_spans_of(cps, classes, self.uni)
         wide_at = np.flatnonzero(wide)
         if 4 * len(wide_at) > len(wide):
@@ -236,16 +147,8 @@ class Engine:
     def _hash_parts(
         self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]
     ) -> tuple[U64, npt.NDArray[np.bool_] | None]:
-        """Drop stopwords from tokens given as `tokens.token_parts` returns them, and hash the rest.
-
-        Args:
-            words: word tokens.
-            cjk: CJK tokens' code points.
-            is_cjk: per token in text order, whether it is CJK.
-
-        Returns:
-            The token hashes in text order, and which tokens were kept (None: all).
-        """
+        """Drop stopwords from tokens given as `tokens.token_parts` returns them, and hash the rest; the
+        hashes in text order, and which tokens were kept (None: all)."""
         keep = None
         if self.stop:
             kept_words = [word not in self.stop for word in words]
@@ -266,15 +169,8 @@ class Engine:
     def given_tokens(self, tokens: list[str], name: str) -> U64:
         """Normalise caller-given tokens, drop empty ones and stopwords, and hash them.
 
-        Args:
-            tokens: the tokens.
-            name: the argument's name, for messages.
-
-        Returns:
-            The token hashes.
-
         Raises:
-            InvalidType: a token is not a str.
+            InvalidType: a token is not a str (the message names the argument).
         """
         try:
             joined = "\x00".join(tokens)
@@ -289,15 +185,8 @@ class Engine:
         return self.hashes([part for part in parts if part and part not in self.stop])
 
     def text_unit(self, norm: str) -> U64:
-        """Return the token hashes of a normalised text under the scheme's feature kind.
-
-        Args:
-            norm: the normalised text.
-
-        Returns:
-            Token hashes, or for "chars" the hashes of the whitespace-collapsed text's characters
-            (none when the text has no token).
-        """
+        """The token hashes of a normalised text; for "chars" those of its whitespace-collapsed characters
+        (none when the text has no token)."""
         if self.scheme.features != "chars":
             return self.text_tokens(norm)
         return self.hashes(list(collapse_whitespace(norm)) if has_token(norm, self.uni) else [])

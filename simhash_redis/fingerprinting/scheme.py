@@ -58,17 +58,7 @@ def _normalizer_of(version: int) -> Normalizer:
 
 
 def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
-    """Check that an argument is a str among the allowed choices.
-
-    Args:
-        name: the argument's name, for the message.
-        value: its value.
-        choices: the allowed values.
-
-    Raises:
-        InvalidType: value is not a str.
-        InvalidArgument: value is not one of the choices.
-    """
+    """Check that an argument is a str among the allowed choices."""
     if not isinstance(value, str):
         raise InvalidType(f"{name} must be a str, got {type(value).__name__}")
     allowed = tuple(choices)
@@ -77,19 +67,7 @@ def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
 
 
 def _normalize_stopwords(stopwords: object, uni: Normalizer) -> tuple[str, ...]:
-    """Normalise a stopword collection into the sorted tuple of distinct normalised words.
-
-    Args:
-        stopwords: an iterable of str (not a str itself).
-        uni: the scheme's Unicode rules.
-
-    Returns:
-        The sorted, de-duplicated, normalised words.
-
-    Raises:
-        InvalidType: stopwords is a str or not iterable, or holds a non-str.
-        InvalidArgument: a word is empty once normalised.
-    """
+    """Normalise a stopword collection into the sorted tuple of distinct normalised words."""
     if isinstance(stopwords, (str, bytes)) or not isinstance(stopwords, Iterable):
         raise InvalidType(f"stopwords must be an iterable of str, got {type(stopwords).__name__}")
     words = set()
@@ -104,15 +82,8 @@ def _normalize_stopwords(stopwords: object, uni: Normalizer) -> tuple[str, ...]:
 
 
 def stopwords_digest(stopwords: tuple[str, ...]) -> str:
-    """Digest a normalised, sorted stopword tuple for the meta string.
-
-    Args:
-        stopwords: the words, as `Scheme.stopwords` holds them.
-
-    Returns:
-        "none" for no words, else the xxh64 (seed 0) hex digest of the words' UTF-8 encodings,
-        each preceded by its length as 4 little-endian bytes.
-    """
+    """The meta string's digest of `Scheme.stopwords`: "none" for no words, else the xxh64 (seed 0) hex
+    digest of the words' UTF-8 encodings, each preceded by its length as 4 little-endian bytes."""
     if not stopwords:
         return "none"
     digest = xxhash.xxh64(seed=0)
@@ -148,12 +119,7 @@ class Scheme:
     version: int = SCHEME_VERSION
 
     def __post_init__(self) -> None:
-        """Validate every field and normalise the stopwords.
-
-        Raises:
-            InvalidType: a field has the wrong type; the message names it.
-            InvalidArgument: a field is out of range; the message names it.
-        """
+        """Validate every field (InvalidType, InvalidArgument name it) and normalise the stopwords."""
         _check_choice("features", self.features, FEATURE_KINDS)
         check_int("n", self.n, 1, MAX_N)
         check_int("f", self.f, min(defaults.SUPPORTED_F), max(defaults.SUPPORTED_F))
@@ -180,12 +146,8 @@ class Scheme:
         return UNICODE_OF_VERSION[self.version]
 
     def to_meta(self) -> str:
-        """Render the scheme as its compact, stable meta string.
-
-        Returns:
-            For example "simhash-redis/2;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;
-            norm=nfkc-casefold;unicode=15.1;stopwords=none" (one line; version 1 has no unicode field).
-        """
+        """The scheme's compact, stable meta string, such as "simhash-redis/2;features=shingles;n=3;f=64;
+        weighting=tf;hash=xxh3;seed=0;norm=nfkc-casefold;unicode=15.1;stopwords=none" (one line)."""
         unicode = f"unicode={self.unicode};" if self.version > 1 else ""
         return (
             f"{_META_PREFIX}{self.version};features={self.features};n={self.n};f={self.f};"
@@ -195,14 +157,11 @@ class Scheme:
 
     @classmethod
     def from_meta(cls, meta: str | bytes, stopwords: Iterable[str] | None = None) -> Scheme:
-        """Rebuild a scheme from its meta string.
+        """Rebuild a scheme from its meta string (bytes are decoded as UTF-8).
 
         Args:
-            meta: a string made by `to_meta` (bytes are decoded as UTF-8).
+            meta: a string made by `to_meta`.
             stopwords: the stopword list, needed when the meta records one (it keeps only a digest).
-
-        Returns:
-            The scheme, whose ``to_meta()`` equals meta.
 
         Raises:
             InvalidType: meta is not str or bytes.
@@ -239,40 +198,16 @@ class Scheme:
         return scheme
 
     def fingerprint(self, doc: Document) -> int:
-        """Fingerprint one document with this scheme; see `simhash_redis.fingerprint`.
-
-        Args:
-            doc: text, bytes, tokens or weighted features.
-
-        Returns:
-            The fingerprint, an int in [0, 2**f).
-        """
+        """Fingerprint one document with this scheme; see `simhash_redis.fingerprint`."""
         return engine_choice.fingerprint(doc, self)
 
     def fingerprint_many(self, docs: Iterable[Document]) -> list[int]:
-        """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint_many`.
-
-        Args:
-            docs: documents, each in any form `fingerprint` accepts.
-
-        Returns:
-            Their fingerprints, in order.
-        """
+        """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint_many`."""
         return engine_choice.fingerprint_many(docs, self)
 
 
 def _parse_meta(meta: str) -> dict[str, Any]:
-    """Split a meta string into Scheme keyword arguments plus the stopwords digest.
-
-    Args:
-        meta: the meta string.
-
-    Returns:
-        features, n, f, weighting, seed, version and stopwords (the digest string).
-
-    Raises:
-        IndexCorrupted: the string is malformed or names a hash, normalisation or version this library lacks.
-    """
+    """Split a meta string into Scheme keyword arguments plus the stopwords digest."""
     head, _, rest = meta.partition(";")
     if not head.startswith(_META_PREFIX) or not rest:
         raise IndexCorrupted(f"not a simhash-redis scheme meta: {meta[:200]!r}")

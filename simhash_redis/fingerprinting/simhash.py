@@ -27,10 +27,7 @@ __all__ = [
 
 
 def check_scheme(scheme: object) -> Scheme:
-    """Resolve a scheme argument.
-
-    Args:
-        scheme: a Scheme, or None for `DEFAULT_SCHEME`.
+    """A Scheme argument, or `DEFAULT_SCHEME` for None.
 
     Raises:
         InvalidType: scheme is neither.
@@ -81,14 +78,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: Scheme | None = None) -> 
 
 
 def distance(a: int, b: int) -> int:
-    """Return the Hamming distance between two fingerprints.
-
-    Args:
-        a: a fingerprint, a non-negative int.
-        b: another.
-
-    Returns:
-        The number of bits in which they differ.
+    """The Hamming distance between two fingerprints (non-negative ints): the bits in which they differ.
 
     Raises:
         InvalidType: a or b is not an int (bools are refused).

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import InvalidType
 from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints
 from .normalize import PINNED, Normalizer, code_points
 
@@ -20,89 +21,47 @@ __all__ = [
     "split_chunks",
     "token_bytes",
     "token_parts",
-    "token_parts_at",
     "token_parts_of",
     "token_spans_of",
     "tokenize",
 ]
 
-
 #: Feature kinds a `Scheme` accepts: character n-grams, word tokens, word shingles.
 FEATURE_KINDS = ("chars", "shingles", "words")
-
-
 #: Texts longer than this many characters are processed in chunks, keeping memory bounded.
 #: Read at call time, so tests may monkeypatch it small.
 CHUNK_CHARS = 1 << 20
-
-
 _SPACE = 0x20
-
-
 # A chunk may end before one of these: each is its own NFKC boundary and separates (or is) a token.
 _SAFE_CUT = re.compile("[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f\u3001\u3002\u4e00-\u9fff]")
-
-
 # ASCII fast path: letters and digits kept (upper case folded), every other byte becomes a space.
 _ASCII_TOKEN_TABLE = bytes(
     c + 32 if 65 <= c <= 90 else c if (48 <= c <= 57 or 97 <= c <= 122) else _SPACE for c in range(256)
 )
-
-
 _NO_CODE_POINTS = np.zeros(0, dtype=np.uint32)
 
 
 def token_parts(
     norm: str, uni: Normalizer = PINNED
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
-    """Tokenise a normalised text into word tokens and CJK single-character tokens, kept apart.
-
-    CJK tokens stay code points so that their hashes can be looked up in bulk, without a Python
-    object per character.
-
-    Args:
-        norm: a text already passed through `normalize`.
-        uni: the Unicode rules it was normalised by.
+    """Tokenise a text normalised by uni into word tokens and CJK single-character tokens, kept apart.
 
     Returns:
-        The word tokens (UTF-8, in text order), the CJK tokens' code points (in text order), and for
-        each token in text order whether it is a CJK one.
+        The word tokens (UTF-8), the CJK tokens' code points (kept so, to be hashed in bulk), and for
+        each token whether it is a CJK one; each in text order.
     """
     if norm.isascii():
         words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
         return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
-    words, cjk, is_cjk, _ = token_parts_at(norm, uni)
+    words, cjk, is_cjk, _ = token_parts_of(code_points(norm), None, uni)
     return words, cjk, is_cjk
-
-
-def token_parts_at(
-    norm: str, uni: Normalizer = PINNED
-) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
-    """Like `token_parts`, also giving where each token starts; one numpy pass, however long the text.
-
-    Args:
-        norm: a text already passed through `normalize`.
-        uni: the Unicode rules it was normalised by.
-
-    Returns:
-        As `token_parts`, plus each token's first code point index, in text order.
-    """
-    return token_parts_of(code_points(norm), None, uni)
 
 
 def token_parts_of(
     cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
-    """Like `token_parts_at`, for a normalised text given as its code points.
-
-    Args:
-        cps: the code points of a normalised text, as `classified_code_points` returns them.
-        classes: their classes, if known already (`classified_code_points` gives them).
-        uni: the Unicode rules the text was normalised by.
-
-    Returns:
-        As `token_parts_at`.
-    """
+    """`token_parts` of a normalised text's code points (their classes, if known), plus each token's
+    first index; one numpy pass, however long the text."""
     keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
     words = _words(cps, keep, after)
     is_cjk = np.take(cjk_mask, starts)
@@ -120,11 +79,6 @@ def token_spans_of(
     npt.NDArray[np.intp],
 ]:
     """Like `token_parts_of`, giving word tokens as spans of code points rather than as bytes.
-
-    Args:
-        cps: the code points of a normalised text, as `classified_code_points` returns them.
-        classes: their classes, if known already (`classified_code_points` gives them).
-        uni: the Unicode rules the text was normalised by.
 
     Returns:
         Each word token's first and past-the-end code point indices (in text order) and whether it
@@ -147,15 +101,8 @@ def token_spans_of(
 def ascii_word_spans(
     text: str,
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """Normalise and tokenise an ASCII text into spans of its token bytes, in one numpy pass.
-
-    Args:
-        text: an ASCII text, raw or normalised.
-
-    Returns:
-        The text's bytes with letters lower-cased and every separator made a space, and each token's
-        first and past-the-end byte index, in text order.
-    """
+    """Normalise and tokenise an ASCII text (raw or normalised) in one numpy pass: its bytes lower-cased
+    with every separator made a space, and each token's first and past-the-end byte index."""
     data = np.frombuffer(text.encode("ascii").translate(_ASCII_TOKEN_TABLE), dtype=np.uint8)
     # Tokens are the runs of non-space bytes: each starts and ends where that changes.
     edges = np.flatnonzero(np.diff(data != _SPACE, prepend=False, append=False))
@@ -165,16 +112,8 @@ def ascii_word_spans(
 def _scan(
     cps: CodePoints, classes: npt.NDArray[np.uint8]
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
-    """Classify the code points of a normalised text for tokenisation.
-
-    Args:
-        cps: its code points.
-        classes: their classes.
-
-    Returns:
-        Which code points belong to word tokens, which follow one that does, which are CJK tokens,
-        and the index of every token's first code point, in text order.
-    """
+    """Which code points of a normalised text belong to word tokens, which follow one that does, which
+    are CJK tokens, and every token's first index."""
     keep = classes == LETTER
     marks = classes == MARK
     if marks.any():
@@ -191,16 +130,7 @@ def _scan(
 
 
 def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.bool_]) -> list[bytes]:
-    """Cut the word tokens out of a normalised text.
-
-    Args:
-        cps: its code points.
-        keep: which code points belong to word tokens.
-        after: which code points follow one that does.
-
-    Returns:
-        The word tokens, UTF-8, in text order.
-    """
+    """Cut the word tokens out of a normalised text."""
     # Only word code points and the one separator after each word are decoded: CJK text has few words.
     chosen = keep | after
     kept = cps[chosen]
@@ -215,15 +145,7 @@ def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.b
 
 
 def token_bytes(norm: str, uni: Normalizer = PINNED) -> list[bytes]:
-    """Tokenise a normalised text into UTF-8 tokens.
-
-    Args:
-        norm: a text already passed through `normalize`.
-        uni: the Unicode rules it was normalised by.
-
-    Returns:
-        The tokens in text order, UTF-8 encoded.
-    """
+    """The UTF-8 tokens of a text normalised by uni, in text order."""
     words, cjk, is_cjk = token_parts(norm, uni)
     if not len(cjk):
         return words
@@ -236,15 +158,7 @@ def token_bytes(norm: str, uni: Normalizer = PINNED) -> list[bytes]:
 
 
 def has_token(norm: str, uni: Normalizer = PINNED) -> bool:
-    """Tell whether a normalised text holds at least one token.
-
-    Args:
-        norm: a text already passed through `normalize`.
-        uni: the Unicode rules it was normalised by.
-
-    Returns:
-        True when it has a letter or digit.
-    """
+    """Tell whether a text normalised by uni holds at least one token (a letter or digit)."""
     if norm.isascii():
         return bool(norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).strip())
     classes = uni.classes_of(code_points(norm))
@@ -252,50 +166,32 @@ def has_token(norm: str, uni: Normalizer = PINNED) -> bool:
 
 
 def tokenize(text: str, uni: Normalizer = PINNED) -> list[str]:
-    """Normalise and tokenise a text, the way text documents are tokenised before hashing.
+    """Normalise and tokenise a text, as text documents are before hashing.
 
     Args:
         text: the text.
         uni: the Unicode rules (default: Unicode 15.1, as fingerprint scheme 2 and sketches use).
 
-    Returns:
-        Its tokens, normalised.
-
     Raises:
         InvalidType: text is not a str.
     """
     if not isinstance(text, str):
-        from ..errors import InvalidType
-
         raise InvalidType(f"text must be a str, got {type(text).__name__}")
     return [token.decode("utf-8") for token in token_bytes(uni.normalize(text), uni)]
 
 
 def collapse_whitespace(norm: str) -> str:
-    """Collapse each run of whitespace to one space and strip both ends (the text of "chars" features).
-
-    Args:
-        norm: a normalised text.
-
-    Returns:
-        The collapsed text.
-    """
+    """Collapse each run of whitespace to one space and strip both ends (the text of "chars" features)."""
     return " ".join(norm.split())
 
 
 def split_chunks(text: str) -> Iterator[str]:
-    """Cut a raw text into pieces of about `CHUNK_CHARS` characters at boundaries safe for every rule.
+    """Cut a raw text into consecutive pieces of about `CHUNK_CHARS` characters, at cuts safe for every rule.
 
     Each cut falls just before an ASCII non-alphanumeric character, an ideographic comma or full stop,
     or a CJK unified ideograph: none of them composes under NFKC with what precedes it, and each either
     separates tokens or is a token of its own. So normalising and tokenising the pieces one by one gives
     the tokens of the whole text. A piece runs on to the next such character, however far.
-
-    Args:
-        text: a raw (not yet normalised) text.
-
-    Yields:
-        Consecutive pieces whose concatenation is the text.
     """
     size = max(1, CHUNK_CHARS)
     start = 0

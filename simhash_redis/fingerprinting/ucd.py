@@ -2,16 +2,14 @@
 
 Fingerprint scheme 1 asks the running interpreter (`unicodedata`, `str.casefold`), so its fingerprints
 of text holding recently assigned characters depend on the Python version. Scheme 2 pins Unicode 15.1:
-its data ships in ``simhash_redis/data/unicode-15.1.json.gz`` (made by ``scripts/gen_unicode_data.py``)
-and answers every question the same way on every Python.
+its data ships in ``simhash_redis/data/unicode-15.1.json.gz`` (made by ``scripts/gen_unicode_data.py``).
 
-Pinning costs nothing on the common path. Unicode's stability policies keep a code point's NFKC
-image, case folding, combining class and composition unchanged once it is assigned, and the generator
-checks that for every supported version; so where a text holds only code points that both the pinned
-version and the interpreter assign, the interpreter's fast C code gives the pinned answer. Around any
-other code point ("special") a text is normalised by this module's own NFKC over the pinned tables
-(`normalize.Normalizer` cuts it so that the rest still takes the fast path).
-Character kinds (letter, mark, ...) come from the pinned tables always: general categories do change.
+Unicode's stability policies keep a code point's NFKC image, case folding, combining class and
+composition unchanged once it is assigned (the generator checks it), so where a text holds only code
+points that both the pinned version and the interpreter assign, the interpreter's fast C code gives the
+pinned answer. Around any other ("special") code point a text is normalised by this module's own NFKC
+over the pinned tables. Character kinds (letter, mark, ...) always come from the pinned tables: general
+categories do change.
 """
 
 from __future__ import annotations
@@ -61,11 +59,7 @@ def _bmp_text() -> str:
 
 
 def _cut(images: str) -> Images:
-    """The image of each code point from the images of `_bmp_text` (U+0000 and surrogates: themselves).
-
-    Args:
-        images: the text's image, an image of each code point followed by U+0000.
-    """
+    """The image of each code point from the images of `_bmp_text` (U+0000 and surrogates: themselves)."""
     cps = np.frombuffer(images.encode("utf-32-le"), dtype="<u4")
     ends = np.flatnonzero(cps == 0)
     assert len(ends) == 0x10000, "an image holds U+0000: the cut would misalign every table"
@@ -104,10 +98,6 @@ class UnicodeData:
             "".join([self.kind(cp) for cp in range(0x10000)]).encode("ascii"), dtype=np.uint8
         )
 
-    def nfkc(self, text: str) -> str:
-        """Return the NFKC form of a surrogate-free text."""
-        return unicodedata.normalize("NFKC", text)
-
     def is_nfkc(self, text: str) -> bool:
         """Tell whether a surrogate-free text is in NFKC form."""
         return unicodedata.is_normalized("NFKC", text)
@@ -132,14 +122,6 @@ class UnicodeData:
             {cp: value for cp, value in combining.items() if value},
             {cp: value for cp, value in decompositions.items() if value},
         )
-
-    def combining(self, cp: int) -> int:
-        """Return the canonical combining class of a code point."""
-        return unicodedata.combining(chr(cp))
-
-    def decomposition(self, cp: int) -> str:
-        """Return the decomposition mapping of a code point, as `unicodedata.decomposition` gives it."""
-        return unicodedata.decomposition(chr(cp))
 
     def isspace(self, cp: int) -> bool:
         """Tell whether a code point is whitespace (what `str.split` splits on)."""
@@ -169,11 +151,7 @@ class UnicodeData:
 
 
 class PinnedUnicode(UnicodeData):
-    """A pinned Unicode version's data, from the file the generator made.
-
-    Args:
-        version: the Unicode version, "major.minor", whose data file ships with the package.
-    """
+    """A pinned Unicode version's data ("major.minor"), from the file the generator made."""
 
     def __init__(self, version: str = PINNED_VERSION) -> None:
         self.version = version
@@ -222,11 +200,7 @@ class PinnedUnicode(UnicodeData):
         return {}
 
     def _expand(self, cp: int) -> tuple[int, ...]:
-        """Return a code point's full compatibility decomposition (Hangul syllables aside).
-
-        Args:
-            cp: the code point.
-        """
+        """Return a code point's full compatibility decomposition (Hangul syllables aside)."""
         found = self._full.get(cp)
         if found is None:
             mapping = self._decompositions.get(cp)
@@ -270,12 +244,6 @@ class PinnedUnicode(UnicodeData):
         codes = np.frombuffer(kinds.encode("ascii"), dtype=np.uint8)
         return np.repeat(codes, np.diff(bounds))
 
-    def combining(self, cp: int) -> int:
-        return self._combining.get(cp, 0)
-
-    def decomposition(self, cp: int) -> str:
-        return self._decompositions.get(cp, "")
-
     def isspace(self, cp: int) -> bool:
         return cp in self._space
 
@@ -284,11 +252,7 @@ class PinnedUnicode(UnicodeData):
         return table
 
     def is_special(self, text: str) -> bool:
-        """Tell whether a surrogate-free text holds a code point the interpreter may answer for differently.
-
-        Args:
-            text: the text.
-        """
+        """Tell whether a surrogate-free text holds a code point the interpreter may answer for otherwise."""
         if not len(self._special[0]) or text.isascii():
             return False
         if len(text) <= 8:
@@ -302,9 +266,6 @@ class PinnedUnicode(UnicodeData):
     def own_normalize(self, text: str) -> str:
         fold = self._fold
         return "".join([fold.get(ord(char), char) for char in self._nfkc(text)])
-
-    def nfkc(self, text: str) -> str:
-        return self._nfkc(text) if self.is_special(text) else unicodedata.normalize("NFKC", text)
 
     def nfkc_char(self, cp: int) -> str:
         return self._nfkc(chr(cp)) if self._special_cp(cp) else unicodedata.normalize("NFKC", chr(cp))
@@ -343,14 +304,7 @@ class PinnedUnicode(UnicodeData):
         return self._nfkc(text) == text if self.is_special(text) else unicodedata.is_normalized("NFKC", text)
 
     def _nfkc(self, text: str) -> str:
-        """NFKC by the pinned tables (Unicode Standard Annex 15): decompose, reorder, compose.
-
-        Args:
-            text: a surrogate-free text.
-
-        Returns:
-            Its NFKC form.
-        """
+        """NFKC by the pinned tables (Unicode Standard Annex 15): decompose, reorder, compose."""
         ccc = self._combining
         decomposed: list[int] = []
         for char in text:
@@ -376,14 +330,7 @@ class PinnedUnicode(UnicodeData):
         return "".join(map(chr, self._compose(ordered)))
 
     def _compose(self, cps: list[int]) -> list[int]:
-        """The canonical composition of a canonically ordered, fully decomposed sequence.
-
-        Args:
-            cps: the code points.
-
-        Returns:
-            The composed code points.
-        """
+        """The canonical composition of a canonically ordered, fully decomposed sequence."""
         ccc, pairs = self._combining, self._composites
         out: list[int] = []
         starter = -1
@@ -404,12 +351,7 @@ class PinnedUnicode(UnicodeData):
 
 
 def _hangul_pair(first: int, second: int) -> int | None:
-    """Return the Hangul syllable that a leading and a following jamo (or syllable) compose to, if any.
-
-    Args:
-        first: a leading consonant or an LV syllable.
-        second: a vowel or a trailing consonant.
-    """
+    """Return the Hangul syllable that a leading and a following jamo (or syllable) compose to, if any."""
     if _L_BASE <= first < _L_BASE + _L_COUNT and _V_BASE <= second < _V_BASE + _V_COUNT:
         return _S_BASE + ((first - _L_BASE) * _V_COUNT + second - _V_BASE) * _T_COUNT
     if (

@@ -1,10 +1,7 @@
-"""xxh3-64 of many short byte strings at once, in numpy: `hash_spans`.
+"""xxh3 of byte strings into uint64 arrays: `digest` by the xxhash package, `hash_spans` in numpy.
 
-`hash_spans` computes the xxh3 formulas for inputs of 1 to `VECTOR_MAX` bytes as one numpy pass per
-step over all the strings, instead of one Python call (about 100 ns) per string; its results are bit for
-bit what ``xxhash.xxh3_64_intdigest`` gives, which tests/test_fingerprint_speed_exact.py checks against
-the xxhash package for every length and several seeds. `digest` hashes byte strings of any length with
-the xxhash package itself, 64-bit or 128-bit, into the same uint64 array form.
+`hash_spans` computes the xxh3-64 formulas for inputs of 1 to `VECTOR_MAX` bytes as one numpy pass per
+step over all the strings instead of one Python call (about 100 ns) per string, bit for bit as xxhash.
 """
 
 from __future__ import annotations
@@ -37,47 +34,22 @@ _MX1, _MX2 = np.uint64(0x165667919E3779F9), np.uint64(0x9FB21C651E98DF25)
 
 
 def digest(data: list[bytes], seed: int, lanes: int) -> _U64:
-    """Hash byte strings with xxh3: 64 bits, or 128 bits as (low, high) 64-bit lanes.
-
-    Args:
-        data: the byte strings.
-        seed: the xxh3 seed.
-        lanes: 1 for xxh3_64, 2 for xxh3_128.
-
-    Returns:
-        A (len(data), lanes) uint64 array.
-    """
+    """The (len(data), lanes) xxh3 hashes of byte strings: xxh3_64 for 1 lane, xxh3_128 (low, high) for 2."""
     if lanes == 1:
         digest64 = xxhash.xxh3_64_intdigest
         return np.array([digest64(item, seed) for item in data], dtype=np.uint64).reshape(-1, 1)
     digest128 = xxhash.xxh3_128_intdigest
-    mask = (1 << 64) - 1
     wide = [digest128(item, seed) for item in data]
-    return np.array([(v & mask, v >> 64) for v in wide], dtype=np.uint64).reshape(-1, 2)
+    return np.array([(v & _U64_MASK, v >> 64) for v in wide], dtype=np.uint64).reshape(-1, 2)
 
 
 def _secret64(offset: int) -> int:
-    """Read a little-endian 64-bit word of the xxh3 secret.
-
-    Args:
-        offset: its byte offset.
-
-    Returns:
-        The word.
-    """
+    """Read a little-endian 64-bit word of the xxh3 secret."""
     return int.from_bytes(_XXH3_SECRET[offset : offset + 8], "little")
 
 
 def _fold64(a: _U64, b: _U64) -> _U64:
-    """Multiply as 128-bit products and fold each to 64 bits (low XOR high), xxh3's mul128_fold64.
-
-    Args:
-        a: uint64 values.
-        b: as many.
-
-    Returns:
-        The folded products.
-    """
+    """Multiply as 128-bit products and fold each to 64 bits (low XOR high), xxh3's mul128_fold64."""
     # numpy has no 64x64 -> 128-bit product: build it from 32-bit halves.
     a_lo, a_hi = a & _M32, a >> np.uint64(32)
     b_lo, b_hi = b & _M32, b >> np.uint64(32)
@@ -91,14 +63,7 @@ def _fold64(a: _U64, b: _U64) -> _U64:
 
 
 def _xxh3_avalanche(h: _U64) -> _U64:
-    """Apply xxh3's final avalanche in place.
-
-    Args:
-        h: uint64 values.
-
-    Returns:
-        h, mixed.
-    """
+    """Apply xxh3's final avalanche in place."""
     h ^= h >> np.uint64(37)
     h *= _MX1
     h ^= h >> np.uint64(32)
@@ -108,17 +73,7 @@ def _xxh3_avalanche(h: _U64) -> _U64:
 def _xxh3_1to3(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """xxh3-64 of inputs of 1 to 3 bytes.
-
-    Args:
-        buf: the bytes holding the inputs.
-        starts: each input's offset in buf.
-        lengths: each input's length.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes.
-    """
+    """xxh3-64 of inputs of 1 to 3 bytes."""
     c1 = buf[starts].astype(np.uint64)
     c2 = buf[starts + (lengths >> 1)].astype(np.uint64)
     c3 = buf[starts + lengths - 1].astype(np.uint64)
@@ -136,17 +91,7 @@ def _xxh3_1to3(
 def _xxh3_4to8(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """xxh3-64 of inputs of 4 to 8 bytes.
-
-    Args:
-        buf: the bytes holding the inputs.
-        starts: each input's offset in buf.
-        lengths: each input's length.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes.
-    """
+    """xxh3-64 of inputs of 4 to 8 bytes."""
     words = _words32(buf)
     first = words[starts].astype(np.uint64)
     last = words[starts + lengths - 4].astype(np.uint64)
@@ -165,17 +110,7 @@ def _xxh3_4to8(
 def _xxh3_9to16(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """xxh3-64 of inputs of 9 to 16 bytes.
-
-    Args:
-        buf: the bytes holding the inputs.
-        starts: each input's offset in buf.
-        lengths: each input's length.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes.
-    """
+    """xxh3-64 of inputs of 9 to 16 bytes."""
     words = _words64(buf)
     low = words[starts] ^ np.uint64((_secret64(24) ^ _secret64(32)) + seed & _U64_MASK)
     high = words[starts + lengths - 8] ^ np.uint64((_secret64(40) ^ _secret64(48)) - seed & _U64_MASK)
@@ -184,17 +119,7 @@ def _xxh3_9to16(
 
 
 def _mix16(words: npt.NDArray[np.uint64], at: npt.NDArray[np.intp], secret: int, seed: int) -> _U64:
-    """xxh3's mix16B: fold 16 input bytes keyed by 16 secret bytes.
-
-    Args:
-        words: the input bytes as unaligned little-endian uint64 at every offset.
-        at: each input's offset of the 16 bytes.
-        secret: the offset in the secret.
-        seed: the xxh3 seed.
-
-    Returns:
-        The folded values.
-    """
+    """xxh3's mix16B: fold 16 input bytes keyed by 16 secret bytes."""
     low = words[at] ^ np.uint64(_secret64(secret) + seed & _U64_MASK)
     high = words[at + 8] ^ np.uint64(_secret64(secret + 8) - seed & _U64_MASK)
     return _fold64(low, high)
@@ -203,17 +128,7 @@ def _mix16(words: npt.NDArray[np.uint64], at: npt.NDArray[np.intp], secret: int,
 def _xxh3_17to128(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """xxh3-64 of inputs of 17 to 128 bytes.
-
-    Args:
-        buf: the bytes holding the inputs.
-        starts: each input's offset in buf.
-        lengths: each input's length.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes.
-    """
+    """xxh3-64 of inputs of 17 to 128 bytes."""
     words = _words64(buf)
     acc = lengths.astype(np.uint64) * _P64_1
     acc += _mix16(words, starts, 0, seed) + _mix16(words, starts + lengths - 16, 16, seed)
@@ -230,27 +145,13 @@ def _xxh3_17to128(
 
 
 def _words64(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
-    """View bytes as the little-endian uint64 starting at every offset (overlapping, unaligned).
-
-    Args:
-        buf: the bytes.
-
-    Returns:
-        The view: item i is made of buf[i : i + 8].
-    """
+    """View bytes as the little-endian uint64 starting at every offset (overlapping, unaligned)."""
     view: npt.NDArray[np.uint64] = np.ndarray((max(0, len(buf) - 7),), dtype="<u8", buffer=buf, strides=(1,))
     return view
 
 
 def _words32(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
-    """View bytes as the little-endian uint32 starting at every offset (overlapping, unaligned).
-
-    Args:
-        buf: the bytes.
-
-    Returns:
-        The view: item i is made of buf[i : i + 4].
-    """
+    """View bytes as the little-endian uint32 starting at every offset (overlapping, unaligned)."""
     view: npt.NDArray[np.uint32] = np.ndarray((max(0, len(buf) - 3),), dtype="<u4", buffer=buf, strides=(1,))
     return view
 
@@ -258,20 +159,7 @@ def _words32(buf: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
 def hash_spans(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """Hash many byte strings of 1 to `VECTOR_MAX` bytes with xxh3-64, bit for bit as xxhash does.
-
-    The xxh3 formulas for short inputs, vectorised: one numpy pass per step instead of one Python
-    call (about 100 ns) per string.
-
-    Args:
-        buf: the bytes holding the strings.
-        starts: each string's offset in buf.
-        lengths: each string's length, 1 to `VECTOR_MAX`.
-        seed: the xxh3 seed.
-
-    Returns:
-        The hashes, a 1-D uint64 array.
-    """
+    """The xxh3-64 hashes (1-D) of the strings of 1 to `VECTOR_MAX` bytes at starts in buf, as xxhash's."""
     out = np.empty(len(starts), dtype=np.uint64)
     for low, high, formula in (
         (1, 3, _xxh3_1to3),
