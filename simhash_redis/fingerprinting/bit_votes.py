@@ -1,10 +1,7 @@
-"""Per-document, per-bit sums of feature hashes: the SimHash vote, by `bit_sums`.
+"""The SimHash vote: per document and bit j, how many of its features have bit j ((hash >> j) & 1) set.
 
-For each document and each bit j of the f-bit feature hashes, the number of the document's features
-whose hash has bit j set; the fingerprint's bit j is then set where that count is more than half the
-features. Two methods give the same counts, chosen by size: `lane_sums` (bits unpacked to bytes and
-added in byte lanes of uint64 words) for small batches, `sliced_sums` (bit-sliced adders over blocks of
-rows) from `SLICED_MIN_ROWS` features on. Bit j of a feature is (hash >> j) & 1 on every platform.
+Two methods give the same counts, chosen by size: `lane_sums` for small batches, `sliced_sums` from
+`SLICED_MIN_ROWS` features on.
 """
 
 from __future__ import annotations
@@ -56,16 +53,8 @@ def _add_planes(a: list[_U64], b: list[_U64]) -> list[_U64]:
 
 
 def bit_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
-    """Count, per document and bit, the features whose hash has that bit set.
-
-    Args:
-        feats: feature hashes (M, lanes), each document's contiguously.
-        per_doc: features per document.
-        f: fingerprint width.
-
-    Returns:
-        A (documents, f) array of counts.
-    """
+    """The (documents, f) counts of features with each bit set, from (M, lanes) feature hashes holding
+    each document's contiguously, per_doc of them."""
     # The bit-sliced sum makes about a hundred numpy calls: faster from some thousands of features on.
     if len(feats) < SLICED_MIN_ROWS:
         return lane_sums(feats, per_doc, f)
@@ -73,16 +62,7 @@ def bit_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[
 
 
 def lane_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
-    """Count, per document and bit, the features whose hash has that bit set: bits unpacked to bytes.
-
-    Args:
-        feats: feature hashes (M, lanes), each document's contiguously.
-        per_doc: features per document.
-        f: fingerprint width.
-
-    Returns:
-        A (documents, f) array of counts.
-    """
+    """`bit_sums` by bits unpacked to bytes and added in byte lanes of uint64 words."""
     sums = np.zeros((len(per_doc), f), dtype=np.int64)
     if not len(feats):
         return sums
@@ -101,20 +81,11 @@ def lane_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray
 
 
 def sliced_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
-    """Count, per document and bit, the features whose hash has that bit set: bit-sliced adders.
+    """`bit_sums` by bit-sliced adders.
 
-    Each document's features are laid out in blocks of up to 128 rows, padded with zero rows (which
-    add nothing). A block's rows are added as bit-sliced counters, halving the rows at each step with
-    word-wide XOR/AND, until one row of 8 bit planes is left; transposing those 8x8 bit matrices gives
-    each bit's count in one byte. Bit j of a feature is (hash >> j) & 1 on every platform.
-
-    Args:
-        feats: feature hashes (M, lanes), each document's contiguously.
-        per_doc: features per document.
-        f: fingerprint width.
-
-    Returns:
-        A (documents, f) array of counts.
+    Each document's features are laid out in blocks of up to 128 rows, padded with zero rows. A block's
+    rows are added as bit-sliced counters, halving the rows at each step with word-wide XOR/AND, until
+    one row of 8 bit planes is left; transposing those 8x8 bit matrices gives each bit's count in a byte.
     """
     sums = np.zeros((len(per_doc), f), dtype=np.int64)
     nonempty = np.flatnonzero(per_doc)
@@ -142,9 +113,8 @@ def sliced_sums(feats: _U64, per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArr
     octets = planes.view(np.uint8).reshape(nblocks, 8, lanes * 8).transpose(0, 2, 1)
     words = np.ascontiguousarray(octets).view("<u8").reshape(nblocks, lanes * 8)
     counts = _transpose8(words).view(np.uint8).reshape(nblocks, lanes * 64)[:, :f]
-    # Per-document totals fit in 32 bits unless a document has 2**32 features or more.
-    # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for mypy
-    # targeting Python 3.10.
+    # Per-document totals fit in 32 bits unless a document has 2**32 features or more. np.max, not the
+    # method: numpy 2.5's stubs match no overload of ndarray.max() for mypy targeting Python 3.10.
     wide = np.int64 if int(np.max(per_doc)) >= 1 << 32 else np.uint32
     sums[nonempty] = np.add.reduceat(counts.astype(wide), first_block[nonempty], axis=0)
     return sums

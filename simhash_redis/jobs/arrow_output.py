@@ -1,11 +1,9 @@
 """A dedupe run's verdicts written back to Parquet or Arrow: the rows kept, the rows dropped, or every row.
 
-A pipeline's next stage reads the output directly: each row keeps every column of its input, in the
-input's schema. The run itself reads only the id and text columns; `TableOutput` remembers the ids it
-dropped (one entry per duplicate, whatever the input's size), then reads the inputs again a record batch
-at a time and writes the rows asked for, so memory stays bounded by a few batches. The output is written
-to a temporary file beside it and renamed into place once complete: an interrupted run leaves no partial
-output.
+Each row keeps every column of its input, in the input's schema. `TableOutput` remembers the ids the run
+dropped, then reads the inputs again a record batch at a time and writes the rows asked for, so memory
+stays bounded by a few batches. The output is written beside its path and renamed into place once
+complete: an interrupted run leaves no partial output.
 """
 
 from __future__ import annotations
@@ -63,19 +61,12 @@ class TableOutput:
         self.dropped: dict[str, Pair] = {}
 
     def add(self, pair: Pair) -> None:
-        """Remember a dropped document (a dedupe run's on_duplicate).
-
-        Args:
-            pair: the document and the near-duplicate that dropped it.
-        """
+        """Remember a dropped document and the near-duplicate that dropped it (a run's on_duplicate)."""
         self.dropped[pair.new_id] = pair
 
     def check(self, inputs: Sequence[str], fmt: str | None) -> Any:
-        """Check, before the run, that the inputs can be written back; their common schema.
-
-        Args:
-            inputs: the run's inputs.
-            fmt: the format given, or None.
+        """Check, before the run, that the inputs (of format fmt, or None) can be written back; their
+        common schema.
 
         Raises:
             InvalidArgument: an input is not Parquet or Arrow (or is standard input), the inputs'
@@ -120,8 +111,7 @@ class TableOutput:
         """Read the inputs again and write the rows asked for; the number written.
 
         Args:
-            inputs: the run's inputs (as checked by `check`).
-            fmt: the format given, or None.
+            inputs, fmt: as `check`.
             options: the run's read options (where ids are found).
             jaccard: with rows="all", add the jaccard column (the run's index is verified).
 

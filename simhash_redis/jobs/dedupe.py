@@ -40,42 +40,23 @@ class Group(NamedTuple):
 
 
 class MemoryIndex:
-    """A small in-process Hamming index over the same tables as a Redis index (for one batch or run).
-
-    Args:
-        layout: the Redis index's table layout; its pigeonhole guarantee holds here too.
-    """
+    """A small in-process Hamming index over a Redis index's tables (layout), for one batch or run."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self._tables: list[dict[int, list[tuple[int, str]]]] = [{} for _ in layout.tables]
 
     def add(self, doc_id: str, fp: int) -> None:
-        """Store a fingerprint under an id.
-
-        Args:
-            doc_id: the id.
-            fp: the fingerprint.
-        """
+        """Store a fingerprint under an id."""
         for table, key in zip(self._tables, self.layout.keys_of(fp), strict=True):
             table.setdefault(key, []).append((fp, doc_id))
 
     def nearest(self, fp: int, k: int) -> Match | None:
-        """The nearest stored fingerprint within distance k (ties: the smallest id), or None.
-
-        Args:
-            fp: the query fingerprint.
-            k: the largest distance.
-        """
+        """The nearest stored fingerprint within distance k (ties: the smallest id), or None."""
         return min(self.within(fp, k), key=lambda m: (m.distance, m.id), default=None)
 
     def within(self, fp: int, k: int) -> list[Match]:
-        """Every stored fingerprint within distance k, once each (a match met in several tables too).
-
-        Args:
-            fp: the query fingerprint.
-            k: the largest distance.
-        """
+        """Every stored fingerprint within distance k, once each (a match met in several tables too)."""
         found: dict[tuple[str, int], Match] = {}
         for table, key in zip(self._tables, self.layout.keys_of(fp), strict=True):
             for other, doc_id in table.get(key, ()):
@@ -86,24 +67,15 @@ class MemoryIndex:
 
 
 class DryRun:
-    """``index.add_many(items, unique=True)`` that writes nothing: new documents are remembered in memory.
-
-    Args:
-        index: the index to check against (read only).
-    """
+    """``index.add_many(items, unique=True)`` that writes nothing: new documents are remembered in memory."""
 
     def __init__(self, index: SimhashIndex) -> None:
         self.index = index
         self.memory = MemoryIndex(index.layout)
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
-        """Classify items as ``index.add_many(items, unique=True)`` would, without writing.
-
-        Args:
-            items: (id, fingerprint) pairs.
-
-        Returns:
-            Outcome.ADDED for each document that would be stored, else the Match that prevents it.
+        """Classify (id, fingerprint) items as ``index.add_many(items, unique=True)`` would: Outcome.ADDED,
+        or the Match that prevents it.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -121,14 +93,7 @@ class DryRun:
 
 class VerifiedDryRun:
     """``VerifiedIndex.add_sketched(..., unique=True)`` that writes nothing: new documents are remembered in
-    memory, with their sketches and band values.
-
-    A document is a near-duplicate of a stored or earlier one as the verified index judges: a candidate
-    within its k or sharing a band value, whose sketch estimates a Jaccard similarity at the threshold.
-
-    Args:
-        verified: the index to check against (read only).
-    """
+    memory, with their sketches and band values, and judged as the verified index judges."""
 
     def __init__(self, verified: VerifiedIndex) -> None:
         self.verified = verified
@@ -139,14 +104,8 @@ class VerifiedDryRun:
     def __call__(
         self, items: Sequence[tuple[str, int]], sketches: Sequence[bytes]
     ) -> list[Outcome | VerifiedMatch]:
-        """Classify items as ``add_sketched(ids, fps, sketches, unique=True)`` would, without writing.
-
-        Args:
-            items: (id, fingerprint) pairs.
-            sketches: their sketches, by the index's hasher.
-
-        Returns:
-            Outcome.ADDED for each document that would be stored, else the VerifiedMatch that prevents it.
+        """Classify (id, fingerprint) items and their sketches as ``add_sketched(..., unique=True)`` would:
+        Outcome.ADDED, or the VerifiedMatch that prevents it.
 
         Raises:
             InvalidArgument: a sketch is missing or of another size.
@@ -191,16 +150,10 @@ class VerifiedDryRun:
 
 
 def groups(pairs: Iterable[Pair]) -> list[Group]:
-    """Connected components of near-duplicate pairs, largest first.
+    """Connected components of near-duplicate pairs (in the order found), by descending size, then id.
 
     Each group is named by the document its members matched that was not itself a duplicate (the
     stored one); copies are listed in the order they were met.
-
-    Args:
-        pairs: the pairs, in the order found.
-
-    Returns:
-        The groups, by descending size, then by id.
     """
     parent: dict[str, str] = {}
     order: dict[str, int] = {}

@@ -30,13 +30,8 @@ def _column(spec: str, header: list[str] | None, source: str) -> int:
 def read_table(
     stream: IO[bytes], source: str, options: ReadOptions, delimiter: str
 ) -> Iterator[Record | InputError]:
-    """The records of a CSV (delimiter ",") or TSV ("\\t") input, an InputError for each bad row.
-
-    Args:
-        stream: the input's bytes.
-        source: its name, for errors.
-        options: where ids and documents are found (columns by header name or 1-based number).
-        delimiter: the field delimiter.
+    """The records of a CSV (delimiter ",") or TSV ("\\t") input, an InputError for each bad row; columns
+    are named by header name or 1-based number.
 
     Raises:
         InvalidArgument: a column the header does not have, or an unreadable header row.
@@ -58,9 +53,9 @@ class _Rows:
     """CSV or TSV rows, each with the number of the line it starts on; a quoted field left open (a stray
     quote) is an error at the line where it starts, and the rows after that line are read again.
 
-    Python's csv reader takes the rest of the input into an unterminated quoted field without a word: a
-    stray quote on row 10 of 1,000 made one 197 KB document and lost 990 rows. Strict mode finds one open
-    at the end of the input; MAX_FIELD_LINES bounds one that a later quote happens to close.
+    Python's csv reader takes the rest of the input into an unterminated quoted field without a word.
+    Strict mode finds one open at the end of the input; MAX_FIELD_LINES bounds one that a later quote
+    happens to close.
     """
 
     #: Lines one quoted field may span (an article's paragraphs stay far below).

@@ -9,12 +9,11 @@ The stream is a sequence of msgpack objects::
     ...
     {"type": "end", "records": n}
 
-Export SCANs the id-map buckets, so it uses bounded memory and never blocks the server; it is not a
-point-in-time snapshot when other processes write meanwhile. Import recreates the index from the
-header's configuration (an existing index with another configuration is refused) and adds the records
-with idempotent writes, so importing the same stream twice, or again after an interruption, is safe.
-An index with a retention window is exported from every live period; imported, its documents are
-written anew, so their retention starts again at the import.
+Export SCANs the id-map buckets: bounded memory, never blocking the server, but no point-in-time
+snapshot while others write. Import recreates the index from the header's configuration and adds the
+records with idempotent writes, so importing the same stream twice, or again after an interruption, is
+safe. A retention window's documents are exported from every live period; imported, their retention
+starts again.
 """
 
 from __future__ import annotations
@@ -45,15 +44,8 @@ _MAX_RECORD = 16 * 1024 * 1024
 def export_index(
     index: SimhashIndex, out: IO[bytes], *, on_progress: Callable[[int], None] | None = None
 ) -> int:
-    """Write an index's configuration and every (id, fingerprint[, sketch]) to a msgpack stream.
-
-    Args:
-        index: the index to export.
-        out: a binary stream.
-        on_progress: called with the number of records written so far, after each SCAN batch.
-
-    Returns:
-        The number of records written.
+    """Write an index's configuration and every (id, fingerprint[, sketch]) to a binary stream; the
+    number of records written. on_progress: called with that number so far, after each SCAN batch.
 
     Raises:
         IndexCorrupted: a verified index holds malformed sketches.
@@ -93,13 +85,7 @@ def export_index(
 
 @dataclass
 class ImportResult:
-    """What an import did.
-
-    Attributes:
-        name: the index imported into.
-        records: records read.
-        added, replaced, unchanged: the write outcomes.
-    """
+    """What an import did: the index imported into, records read, and their write outcomes."""
 
     name: str
     records: int = 0
@@ -109,11 +95,7 @@ class ImportResult:
 
 
 def _id_map_keys(index: SimhashIndex) -> Iterator[list[bytes]]:
-    """The id-map buckets of the index, a SCAN page at a time.
-
-    In an index with a retention window, those of every live period (a document is in one period: the
-    write script moves it).
-    """
+    """The id-map buckets of the index, a SCAN page at a time (of every live period, with retention)."""
     if index.windows is None:
         yield from index.store.scan("id")
         return
@@ -129,12 +111,7 @@ def _id_map_keys(index: SimhashIndex) -> Iterator[list[bytes]]:
 
 
 def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
-    """The sketches of the ids in these id-map buckets, in one round trip (those of each id's
-    fingerprint, kept beside its ids).
-
-    Raises:
-        IndexCorrupted: a fingerprint's sketches are malformed.
-    """
+    """The sketches of the ids in these id-map buckets, in one round trip."""
     keys = index.keys
     fps = list(dict.fromkeys(raw_fp for bucket in buckets for _, raw_fp in bucket))
     replies = index.store.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for fp in fps])
@@ -195,7 +172,7 @@ def import_index(
     on_progress: Callable[[int], None] | None = None,
     merge: bool = False,
 ) -> ImportResult:
-    """Recreate an index from a stream written by `export_index`.
+    """Recreate an index from a binary stream written by `export_index`.
 
     Args:
         client: the destination server.
@@ -206,9 +183,6 @@ def import_index(
         on_progress: called with the number of records imported so far, after each batch.
         merge: import into an index that already holds documents (else refused): to merge two
             indexes, or to resume an interrupted import of the same dump.
-
-    Returns:
-        What was imported.
 
     Raises:
         InvalidArgument: the index already holds documents and merge is false, or it is verified and

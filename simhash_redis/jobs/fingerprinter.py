@@ -19,7 +19,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing.connection import Connection
 from typing import NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
@@ -139,11 +138,7 @@ def _parse_lines(
     lines: JsonLines, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
 ) -> Fingerprinted:
     """A run of JSON lines parsed a record at a time and fingerprinted (the general way)."""
-    items = [
-        item if isinstance(item, InputError) else _parsed(item, f, fp_base, hasher)
-        for item in lines.records()
-    ]
-    return _fingerprinted(items, scheme, hasher)
+    return _fingerprinted(_all_parsed(lines.records(), f, fp_base, hasher), scheme, hasher)
 
 
 def _rows_in_worker(rows: ArrowRows | TextRows, f: int, fp_base: str) -> Fingerprinted:
@@ -158,18 +153,12 @@ def _fingerprinted_rows(
     done = rows.texts_fingerprinted(scheme, hasher)
     if done is not None:
         return Fingerprinted(*done)
-    items = [
-        item if isinstance(item, InputError) else _parsed(item, f, fp_base, hasher) for item in rows.records()
-    ]
-    return _fingerprinted(items, scheme, hasher)
+    return _fingerprinted(_all_parsed(rows.records(), f, fp_base, hasher), scheme, hasher)
 
 
 def _parsed(record: Record, f: int, fp_base: str, hasher: MinHasher | None) -> Record | InputError:
-    """The record with a precomputed fingerprint's text read (other records as they are).
-
-    A verified index (hasher given) needs every document's text for its sketch: a precomputed
-    fingerprint is a bad record there.
-    """
+    """The record with a precomputed fingerprint's text read (other records as they are); a bad record
+    where a verified index (hasher) needs the text."""
     if not record.is_fingerprint:
         return record
     if hasher is not None:
@@ -182,6 +171,10 @@ def _parsed(record: Record, f: int, fp_base: str, hasher: MinHasher | None) -> R
         return record._replace(doc=parse_fingerprint(record.doc, f, fp_base))
     except InvalidArgument as exc:
         return InputError(record.source, record.line, str(exc))
+
+
+def _all_parsed(items: Iterable[Record | InputError], f: int, base: str, hasher: MinHasher | None) -> Batch:
+    return [item if isinstance(item, InputError) else _parsed(item, f, base, hasher) for item in items]
 
 
 def _texts(items: Batch) -> list[str]:
@@ -220,27 +213,6 @@ def _result(future: Future[_T]) -> _T:
         raise _worker_died() from None
 
 
-def _unblock_feeder(reader: Connection | None) -> None:
-    """Let a pool whose workers died while it shut down finish: close the reading end of its call
-    queue's pipe in this process (which never reads it; live workers hold their own copies).
-
-    Python before 3.11.5 lacks the fix of CPython gh-94777: the broken pool joins the queue's feeder
-    thread, which blocks for ever writing to a pipe no worker reads any more, and so does the
-    interpreter's exit. With the reading end closed the write fails (the queue ignores EPIPE) and the
-    pool winds down. The pool may break while it is being shut down (a SIGTERM sent to the whole process
-    group stops the loader and kills its workers), so this is done for a pool still running after its
-    shutdown, not only for one known to be broken. Where the fix is in, the pool closes that end
-    itself, from its own thread: closing it here too could close the descriptor twice (EBADF, or
-    another file's descriptor reused meanwhile), so it is left alone there.
-
-    Args:
-        reader: the reading end of the pool's call queue (None: the pool has none).
-    """
-    if reader is not None:
-        with contextlib.suppress(OSError):  # closed meanwhile by the feeder thread, done with it
-            reader.close()
-
-
 def _worker_died() -> SimhashRedisError:
     return SimhashRedisError(
         "a fingerprinting worker process died (killed, or out of memory?); documents acknowledged "
@@ -257,8 +229,7 @@ class Fingerprinter:
         fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
         workers: worker processes; 1 fingerprints in this process.
         batch_size: records per batch.
-        hasher: also sketch each text with it (a verified index); precomputed fingerprints are then
-            bad records.
+        hasher: also sketch each text with it (a verified index).
     """
 
     def __init__(
@@ -281,10 +252,8 @@ class Fingerprinter:
     def batches(
         self, units: Iterable[Record | InputError | JsonLines | ArrowRows]
     ) -> Iterator[Fingerprinted]:
-        """The units in batches with their fingerprints, in input order, computed ahead of the caller.
-
-        Args:
-            units: what `read_all` or `read_chunks` yields.
+        """The units (what `read_all` or `read_chunks` yields) in batches with their fingerprints, in input
+        order, computed ahead of the caller.
 
         Raises:
             SimhashRedisError: a worker process died.
@@ -313,9 +282,13 @@ class Fingerprinter:
                 manager.join(timeout=_STUCK_WAIT if _POOL_LEAVES_FEEDER_BLOCKED else _CLOSE_WAIT)
                 if manager.is_alive() and _POOL_LEAVES_FEEDER_BLOCKED:
                     # Still running: its workers may be gone (a SIGTERM to the whole process group) and
-                    # its feeder thread blocked, which would hang the exit. Unblocked only now, while
-                    # the feeder cannot be closing the same pipe itself.
-                    _unblock_feeder(reader)
+                    # its feeder thread blocked writing to a pipe no worker reads, which would hang the
+                    # exit. Closing the pipe's reading end here (this process never reads it) makes that
+                    # write fail and the pool wind down. Where the fix is in, the pool closes that end
+                    # itself, from its own thread: closing it here too could close a reused descriptor.
+                    if reader is not None:
+                        with contextlib.suppress(OSError):  # closed meanwhile by the feeder thread
+                            reader.close()
                     manager.join(timeout=_CLOSE_WAIT)
 
     def _grouped(
@@ -355,8 +328,7 @@ class Fingerprinter:
                 return lambda: _result(future)
             done = _fingerprinted_lines(unit, self.scheme, self.hasher, self.f, self.fp_base)
             return lambda: done
-        f, fp_base, hasher = self.f, self.fp_base, self.hasher
-        items = [item if isinstance(item, InputError) else _parsed(item, f, fp_base, hasher) for item in unit]
+        items = _all_parsed(unit, self.f, self.fp_base, self.hasher)
         texts = _texts(items)
         if self._parallel(len(texts)):
             result = self._run(_fingerprint_texts, texts)
@@ -366,7 +338,7 @@ class Fingerprinter:
                 return _compact(_filled(items, fps), sketches)
 
             return collected
-        fingerprinted = _fingerprinted(items, self.scheme, hasher)
+        fingerprinted = _fingerprinted(items, self.scheme, self.hasher)
         return lambda: fingerprinted
 
     def _reads_fingerprints(self, lines: JsonLines) -> bool:

@@ -2,9 +2,8 @@
 
 The array is read element by element, never whole: a scanner finds where each top-level element ends
 (outside strings, at depth 0, a comma or the closing bracket), and each element is parsed alone as a
-JSON Lines line is, so memory holds one element at a time and a bad element is one `InputError` at
-the line it starts on. The scanner looks at ASCII bytes only, which no byte of a UTF-8 (or single-byte
-encoded) character can be.
+JSON Lines line is; a bad element is one `InputError` at the line it starts on. The scanner looks at
+ASCII bytes only, which no byte of a UTF-8 (or single-byte encoded) character can be.
 """
 
 from __future__ import annotations
@@ -29,12 +28,8 @@ _CHUNK = 1 << 20
 
 
 def starts_array(stream: IO[bytes]) -> bool:
-    """Tell whether a byte stream holds a JSON array: its first byte after white space (and a BOM) is
-    "[". Reads nothing: the stream's buffer is peeked at (a JSON Lines line starts with "{").
-
-    Args:
-        stream: a buffered byte stream (`open_input` gives one).
-    """
+    """Tell whether a buffered byte stream holds a JSON array (its first byte after white space and a
+    BOM is "["), peeking at its buffer without reading."""
     peek = getattr(stream, "peek", None)
     if peek is None:
         return False
@@ -145,13 +140,7 @@ class _Scanner:
 
 
 def read_json_array(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
-    """The records of a stream holding one JSON array of objects, an InputError for each bad element.
-
-    Args:
-        stream: the input's bytes (`starts_array` is true of it).
-        source: its name, for errors.
-        options: where ids, texts and fingerprints are found, and the encoding.
-    """
+    """The records of a stream holding one JSON array of objects, an InputError for each bad element."""
     for item in _Scanner(stream).elements(source):
         if isinstance(item, InputError):
             yield item

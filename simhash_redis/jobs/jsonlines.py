@@ -1,8 +1,7 @@
 """JSON Lines inputs: an object per line, its record, and runs of raw lines parsed where they are used.
 
-A line is parsed by orjson where installed (`jsontext`), else by the stdlib, with the stdlib's values
-and errors either way. Where the compiled core runs, it reads the lines of the plain shape itself,
-precomputed fingerprints and texts alike (the texts fingerprinted as it reads them; every other line
+A line is parsed by orjson where installed (`jsontext`), with the stdlib's values and errors either way.
+The compiled core, where it runs, reads the lines of the plain shape itself (every other line is read
 here), so a large load needs no record, and no str per text, per line.
 """
 
@@ -73,11 +72,8 @@ def read_json_lines(
 ) -> Iterator[JsonLine | InputError]:
     """The objects of a JSON Lines file (gzipped or not), and an InputError for each bad line.
 
-    Blank lines are skipped; a leading BOM and CRLF line ends are allowed.
-
-    Args:
-        path: the file.
-        source: the name errors give for it (default: the path).
+    Blank lines are skipped; a leading BOM and CRLF line ends are allowed. source: the name errors give
+    (default: the path).
 
     Raises:
         OSError: the file cannot be opened.
@@ -116,13 +112,7 @@ def _record_of(obj: dict[str, Any], number: int, source: str, options: ReadOptio
 
 
 def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
-    """The records of a JSON Lines stream, and an InputError for each bad line (blank lines skipped).
-
-    Args:
-        stream: the input, as bytes.
-        source: its name, for errors.
-        options: where ids, texts and fingerprints are found.
-    """
+    """The records of a JSON Lines stream, and an InputError for each bad line (blank lines skipped)."""
     for number, raw in enumerate(stream, 1):
         item = _json_record(raw, number, source, options)
         if item is not None:
@@ -163,17 +153,8 @@ class JsonLines(NamedTuple):
 
     def fingerprints(self, f: int, fp_base: str) -> Fingerprints:
         """The ids and precomputed fingerprints of lines read with `fingerprint_field`, and each error
-        with the number of good lines before it: what `records` and `codec.parse_fingerprint` give, without
-        a record per line.
-
-        The compiled core reads the lines of the plain shape (`native.fingerprint_lines`); the others,
-        and every line under the pure engine, are read here (an ASCII id and a fingerprint string the
-        short way, anything else the general one), so every error is the same.
-
-        Args:
-            f: the fingerprints' width.
-            fp_base: how their strings are read (`parse_fingerprint`).
-        """
+        with the number of good lines before it: what `records` and `codec.parse_fingerprint` (fp_base)
+        give, without a record per line (the compiled core reads the lines of the plain shape)."""
         done = self._natively(f, fp_base, len(self.raws))
         if done is not None:
             return done
@@ -181,15 +162,8 @@ class JsonLines(NamedTuple):
         return _merged([], [], everything, [self._line(at, f, fp_base) for at in everything])
 
     def fingerprints_here(self, f: int, fp_base: str) -> Fingerprints | None:
-        """`fingerprints` when the compiled core reads nearly every line itself, else None.
-
-        The lines it leaves (at most one in 16 here) cost the pure reader 3-20 times more each: a run of
-        mostly such lines is parsed faster by a worker process than by the one that reads and writes.
-
-        Args:
-            f: the fingerprints' width.
-            fp_base: how their strings are read (`parse_fingerprint`).
-        """
+        """`fingerprints` when the compiled core reads all but one line in 16 itself, else None (the
+        others cost the pure reader 3-20 times more each: a worker process does them faster)."""
         return self._natively(f, fp_base, len(self.raws) // 16)
 
     def _natively(self, f: int, fp_base: str, most: int) -> Fingerprints | None:
@@ -210,21 +184,14 @@ class JsonLines(NamedTuple):
 
     def texts_fingerprinted(self, scheme: Scheme) -> Fingerprints | None:
         """The ids and text fingerprints of lines read with `text_field`, and each error with the number
-        of good lines before it, as `records` and `scheme.fingerprint_many` give them; None under the
-        pure engine, for lines of precomputed fingerprints, or for field names no line can hold.
-
-        The compiled core reads and fingerprints the lines of the plain shape
-        (`native.fingerprint_text_lines`) without a record or a str per text; the others are read here.
-
-        Args:
-            scheme: the scheme the texts are fingerprinted with.
-        """
+        of good lines before it, as `records` and `scheme.fingerprint_many` give them, the lines of the
+        plain shape read by the compiled core; None under the pure engine, for lines of precomputed
+        fingerprints, or for field names no line can hold."""
         core, options = engine_choice.native, self.options
+        # The compiled core reads UTF-8 ids as they are (without a namespace).
         if core is None or options.fingerprint_field is not None or options.encoding != "utf-8":
             return None
-        if options.namespace:  # the compiled core reads ids as they are
-            return None
-        if not _utf8(options.id_field, options.text_field):
+        if options.namespace or not _utf8(options.id_field, options.text_field):
             return None
         read: tuple[list[str], list[int], list[int]] = core.fingerprint_text_lines(
             self.raws, scheme, options.id_field, options.text_field, defaults.MAX_ID_BYTES
@@ -298,17 +265,10 @@ def _merged(
 def jsonl_chunks(
     stream: IO[bytes], source: str, options: ReadOptions, size: int
 ) -> Iterator[JsonLines | InputError]:
-    """A JSON Lines stream as runs of raw lines, then the fatal error of truncated gzip data if any.
+    """A JSON Lines stream as runs of `size` raw lines, then the fatal error of truncated gzip data if any.
 
-    Line by line: cutting bigger reads into runs without a step per line was measured slower in the
-    loading process (0.17 s more of its CPU for 20,000 3.5 KB lines: every run a fresh multi-megabyte
-    allocation, its pages faulted in and zeroed, where lines reuse the allocator's small blocks).
-
-    Args:
-        stream: the input, as bytes.
-        source: its name, for errors.
-        options: where ids, texts and fingerprints are found.
-        size: lines per run.
+    Line by line: cutting bigger reads into runs was measured slower (each run a fresh multi-megabyte
+    allocation, where lines reuse the allocator's small blocks).
     """
     first, raws = 1, []
     fault = None

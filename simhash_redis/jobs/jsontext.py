@@ -28,9 +28,6 @@ def loads(text: str) -> Any:
     reads integers beyond 64 bits as floats; so any error, and any float in its result, hands the text
     to the stdlib, whose values and error messages are then the ones given.
 
-    Args:
-        text: one JSON document.
-
     Raises:
         ValueError: (json.JSONDecodeError) the text is not JSON; or it nests arrays and objects more
             than 1,024 levels deep (orjson's limit, on every Python and with either parser).
@@ -56,12 +53,7 @@ def loads(text: str) -> Any:
 
 def loads_object(raw: bytes) -> dict[str, Any] | None:
     """The JSON object in a line's bytes when orjson reads it as the stdlib reads the decoded line (no
-    float anywhere), else None: the caller then decodes and reads the line the general way, whose value
-    or error is the one given (invalid UTF-8, a BOM, lone surrogates and blank lines all go that way).
-
-    Args:
-        raw: one line, its line end included or not.
-    """
+    float anywhere), else None: the caller then reads the line the general way."""
     if _ORJSON is None:
         return None
     try:

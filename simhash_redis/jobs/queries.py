@@ -1,8 +1,4 @@
-"""Near-duplicate queries of many records: each row of a table (or line of a file) looked up in the index.
-
-`near_records` is what ``near --file queries.parquet`` runs: the records come from any reader
-(`readers.read`), a batch at a time, each batch in one conversation with the server (`near_many`).
-"""
+"""Near-duplicate queries of many records (``near --file``), a batch per conversation with the server."""
 
 from __future__ import annotations
 

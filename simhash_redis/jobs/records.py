@@ -1,8 +1,7 @@
 """What every input reader shares: the `Record` it yields, its `ReadOptions`, and the checks of a record.
 
-An input is opened as a byte stream (gunzipped when it starts with the gzip magic number), its lines
-decoded one by one, so that a bad line is one `InputError` and never stops the good ones. A record's
-id and document are checked here, the same way for every format.
+An input is a byte stream (gunzipped when it starts with the gzip magic number) whose lines are decoded
+one by one, so that a bad line is one `InputError` and never stops the good ones.
 """
 
 from __future__ import annotations
@@ -90,11 +89,10 @@ class ReadOptions:
     namespace: str = ""
 
     def __post_init__(self) -> None:
-        """Check the encoding, and keep its canonical name (``latin1`` -> ``iso8859-1``).
+        """Keep the encoding's canonical name (``latin1`` -> ``iso8859-1``).
 
         Raises:
-            InvalidArgument: no such codec, or one that does not encode a line end as the byte 0x0A
-                (UTF-16, UTF-32): lines are split at that byte.
+            InvalidArgument: no such codec, or one that does not encode a line end as the byte 0x0A.
         """
         try:
             name = codecs.lookup(self.encoding).name
@@ -114,10 +112,7 @@ class ReadOptions:
 
 @contextmanager
 def open_input(path: str) -> Iterator[IO[bytes]]:
-    """Open an input as a byte stream, gunzipped when it starts with the gzip magic number.
-
-    Args:
-        path: a file path, or "-" for standard input (left open when done).
+    """Open a file, or "-" for standard input (left open), as a byte stream; gunzipped if it starts so.
 
     Raises:
         OSError: the file cannot be opened.
@@ -132,11 +127,7 @@ def open_input(path: str) -> Iterator[IO[bytes]]:
 
 @contextmanager
 def gunzipped(raw: IO[bytes]) -> Iterator[IO[bytes]]:
-    """A byte stream read through gzip when it starts with the gzip magic number, else as it is.
-
-    Args:
-        raw: the stream; the caller closes it.
-    """
+    """A byte stream (the caller closes it) read through gzip when it starts with the gzip magic number."""
     buffered: io.BufferedReader = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
     if buffered.peek(2)[:2] == GZIP_MAGIC:
         with gzip.GzipFile(fileobj=buffered, mode="rb") as unzipped:
@@ -146,44 +137,24 @@ def gunzipped(raw: IO[bytes]) -> Iterator[IO[bytes]]:
 
 
 def gzip_fault(source: str, exc: Exception, last: int) -> InputError:
-    """The error that ends a compressed input that cannot be read on: fatal, after the last line read.
-
-    Args:
-        source: the input's name.
-        exc: what gzip raised.
-        last: the last line read.
-    """
+    """The fatal error that ends a compressed input that cannot be read on, after the last line read."""
     reason = f"truncated or corrupt gzip data after line {last}: {exc}"
     return InputError(source, last + 1, reason, fatal=True)
 
 
 def source_name(path: str) -> str:
-    """The name an input's errors carry: the path as given, or ``<stdin>``.
-
-    Args:
-        path: a file path, or "-" for standard input.
-    """
+    """The name an input's errors carry: the path as given, or ``<stdin>`` for "-"."""
     return _STDIN_NAME if path == STDIN else path
 
 
 def encoding_name(encoding: str) -> str:
-    """How messages name an encoding: UTF-8 as people write it, others by their codec name.
-
-    Args:
-        encoding: a codec name.
-    """
+    """How messages name an encoding: UTF-8 as people write it, others by their codec name."""
     return "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
 def decode(raw: bytes, source: str, line: int | None, encoding: str = "utf-8") -> str | InputError:
-    """Bytes of the input as text, or the InputError that says they do not decode.
-
-    Args:
-        raw: the bytes (a line without its line end, or a whole file).
-        source: the input's name.
-        line: the line number, or None for a whole file.
-        encoding: the input's encoding (a codec name `ReadOptions` has checked).
-    """
+    """Bytes of the input (a line without its end, or a whole file: line None) as text, or the
+    InputError that says they do not decode."""
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -191,14 +162,7 @@ def decode(raw: bytes, source: str, line: int | None, encoding: str = "utf-8") -
 
 
 def line_text(raw: bytes, number: int, source: str, encoding: str = "utf-8") -> str | InputError:
-    """Line `number` as read (line end included), decoded, without its line end or a leading BOM.
-
-    Args:
-        raw: the line's bytes.
-        number: its 1-based line number (a BOM is only looked for on line 1).
-        source: the input's name.
-        encoding: the input's encoding (a UTF-8 BOM is dropped only from UTF-8).
-    """
+    """Line `number` (1-based) as read, decoded, without its line end or a UTF-8 BOM on line 1."""
     if number == 1 and raw.startswith(_BOM) and encoding == "utf-8":
         raw = raw[len(_BOM) :]
     return decode(raw.rstrip(b"\r\n"), source, number, encoding)
@@ -207,36 +171,20 @@ def line_text(raw: bytes, number: int, source: str, encoding: str = "utf-8") -> 
 def numbered_lines(
     stream: IO[bytes], source: str, encoding: str = "utf-8"
 ) -> Iterator[tuple[int, str | InputError]]:
-    """Numbered, decoded lines without their line ends (a leading BOM is dropped).
-
-    Args:
-        stream: the input.
-        source: its name.
-        encoding: its encoding.
-    """
+    """Numbered, decoded lines without their line ends (a leading BOM is dropped)."""
     for number, raw in enumerate(stream, 1):
         yield number, line_text(raw, number, source, encoding)
 
 
 def is_blank(text: str) -> bool:
-    """Tell whether a text is empty or only white space.
-
-    Args:
-        text: the text.
-    """
+    """Tell whether a text is empty or only white space."""
     # Not `not text.strip()`: that copies every multi-kilobyte document just to test it.
     return not text or text.isspace()
 
 
 def checked_id(value: object, source: str, line: int | None, namespace: str = "") -> str | InputError:
-    """A record's id as a string, or the InputError that says why it cannot be one.
-
-    Args:
-        value: the id as read (a string, or an integer from JSON).
-        source: the input's name.
-        line: the record's line number, or None.
-        namespace: put before the id (`ReadOptions.namespace`).
-    """
+    """A record's id as read (a string, or an integer from JSON) as a string after namespace, or the
+    InputError that says why it cannot be one."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return InputError(source, line, f"the id must be a string or an integer, got {type(value).__name__}")
     doc_id = namespace + str(value)
@@ -250,14 +198,7 @@ def checked_id(value: object, source: str, line: int | None, namespace: str = ""
 
 
 def checked_doc(value: object, source: str, line: int | None, options: ReadOptions) -> str | InputError:
-    """The text (or, with fingerprint_field, the fingerprint's text) of a record, checked.
-
-    Args:
-        value: the field's value as read.
-        source: the input's name.
-        line: the record's line number, or None.
-        options: whether a fingerprint is read instead of a text.
-    """
+    """The text (or, with fingerprint_field, the fingerprint's text) of a record, or its InputError."""
     what = "fingerprint" if options.fingerprint_field else "text"
     if options.fingerprint_field and is_int(value):
         return str(value)

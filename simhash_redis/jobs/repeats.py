@@ -1,10 +1,8 @@
 """Ids named again within one load with another text: each replaces the document the load wrote before.
 
-Two inputs of one run that number or name their documents alike (`load copyright/ pydocs.jsonl`, both
-with ids like ``builtins``) overwrite each other's documents, each write a plain REPLACED. This tells such
-a replacement from an update of a document stored by an earlier run: it keeps a 64-bit hash of every id
-the load has written (8 bytes an id, in sorted runs merged as they grow) and looks up only the ids whose
-write replaced something.
+Two inputs of one run that name their documents alike overwrite each other's documents, each write a
+plain REPLACED. This tells such a replacement from an update of a document stored by an earlier run by
+a 64-bit hash of every id the load has written (8 bytes an id, in sorted runs merged as they grow).
 """
 
 from __future__ import annotations
@@ -21,11 +19,8 @@ __all__ = ["RepeatedIds"]
 
 
 class RepeatedIds:
-    """The ids of one load that replaced a document the same load had written.
-
-    Args:
-        keep: how many of them to keep by name (the first ones); all are counted.
-    """
+    """The ids of one load that replaced a document the same load had written (all counted, the first
+    `keep` kept by name)."""
 
     def __init__(self, keep: int = 5) -> None:
         self.keep = keep
@@ -36,12 +31,7 @@ class RepeatedIds:
         self._runs: list[npt.NDArray[np.uint64]] = []
 
     def written(self, ids: Sequence[str], outcomes: Sequence[object]) -> None:
-        """Note a written batch: each id with its outcome (a `Match` for a duplicate not stored).
-
-        Args:
-            ids: the batch's ids, in the order written.
-            outcomes: their outcomes.
-        """
+        """Note a written batch: each id, in the order written, with its outcome (a `Match` if not stored)."""
         if not ids:
             return
         hashes = np.fromiter(

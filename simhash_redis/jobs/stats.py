@@ -51,14 +51,8 @@ class PeriodStats:
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Redis memory used by the index's keys.
-
-    Attributes:
-        bytes: the estimate, in bytes.
-        sampled_keys: keys measured with MEMORY USAGE.
-        total_keys: keys of the index.
-        exact: True when every key was measured.
-    """
+    """Redis memory used by the index's keys: the estimate in bytes, the keys measured with MEMORY USAGE
+    of all the index's keys, and whether every key was measured."""
 
     bytes: int
     sampled_keys: int
@@ -71,15 +65,9 @@ class IndexStats:
     """Everything `collect` reports.
 
     Attributes:
-        name: the index name.
-        documents: stored document ids.
-        fingerprints: distinct fingerprints.
-        tables: per-table bucket counts and sizes.
         bucket_sizes: how many table buckets have a size in each range ("1", "2-3", "4-7", ...).
         largest: the largest buckets; a lookup reads one bucket per table, so these make it slow.
-        id_map_keys: id-map hashes in use.
-        fp_map_keys: fingerprint-map hashes in use.
-        memory: the memory estimate.
+        id_map_keys, fp_map_keys: id-map and fingerprint-map hashes in use.
         server_used_memory: the whole server's used_memory (all data, not only this index).
         config: the index's meta fields (f, k, layout, scheme, ...).
         periods: each live period of an index with a retention window, oldest first.
@@ -136,16 +124,10 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
         sample: keys of each kind (table buckets, id map, fingerprint map) measured for memory.
         top: how many of the largest buckets to list.
 
-    Returns:
-        The statistics.
-
     Raises:
         RedisUnavailable: the server cannot be reached.
     """
-    return _collect(index, max(1, sample), top)
-
-
-def _collect(index: SimhashIndex, sample: int, top: int) -> IndexStats:
+    sample = max(1, sample)
     store = index.store
     base = index.keys.base.encode() + b":"
     rng = random.Random(0)
@@ -211,7 +193,6 @@ def _periods(index: SimhashIndex) -> list[PeriodStats]:
         return []
 
     def moment(ms: int) -> str:
-        """A Unix time in milliseconds as UTC ISO 8601."""
         return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="seconds")
 
     return [
