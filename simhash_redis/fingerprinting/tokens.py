@@ -166,11 +166,7 @@ def has_token(norm: str, uni: Normalizer = PINNED) -> bool:
 
 
 def tokenize(text: str, uni: Normalizer = PINNED) -> list[str]:
-    """Normalise and tokenise a text, as text documents are before hashing.
-
-    Args:
-        text: the text.
-        uni: the Unicode rules (default: Unicode 15.1, as fingerprint scheme 2 and sketches use).
+    """Normalise and tokenise a text by uni (default: Unicode 15.1), as text documents are before hashing.
 
     Raises:
         InvalidType: text is not a str.

@@ -42,8 +42,7 @@ class TableOutput:
     """Collects a dedupe run's dropped ids (`add`, its on_duplicate), then writes the rows asked for.
 
     Args:
-        path: the output file: ``.parquet`` (or ``.pq``) for Parquet, ``.arrow`` / ``.feather`` for an
-            Arrow IPC file.
+        path: ``.parquet`` (or ``.pq``) for Parquet, ``.arrow`` / ``.feather`` for an Arrow IPC file.
         rows: one of `ROWS`.
 
     Raises:

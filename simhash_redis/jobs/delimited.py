@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ..errors import InputError, InvalidArgument
-from .records import ReadOptions, Record, checked_doc, checked_id, encoding_name
+from .records import ReadOptions, Record, checked_doc, checked_id, encoding_name, is_utf8
 
 __all__ = ["read_table"]
 
@@ -130,18 +130,10 @@ def _table_rows(
             yield InputError(source, number, f"has {len(row)} columns, need at least {need}")
             continue
         fields = (row[id_col], row[doc_col])
-        if any(_has_surrogates(value) for value in fields):
+        if not is_utf8(*fields):
             yield InputError(source, number, f"not valid {encoding_name(options.encoding)}")
             continue
         doc_id = checked_id(fields[0], source, number, options.namespace)
         doc = checked_doc(fields[1], source, number, options)
         bad = doc_id if isinstance(doc_id, InputError) else doc
         yield bad if isinstance(bad, InputError) else Record(source, number, str(doc_id), str(doc), is_fp)
-
-
-def _has_surrogates(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False

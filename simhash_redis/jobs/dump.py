@@ -175,11 +175,8 @@ def import_index(
     """Recreate an index from a binary stream written by `export_index`.
 
     Args:
-        client: the destination server.
-        source: the binary stream.
         name: the index name to import into (default: the name in the dump).
         source_name: the stream's name, for error messages.
-        batch_size: records per write batch.
         on_progress: called with the number of records imported so far, after each batch.
         merge: import into an index that already holds documents (else refused): to merge two
             indexes, or to resume an interrupted import of the same dump.

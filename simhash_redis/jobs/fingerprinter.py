@@ -36,14 +36,9 @@ Batch = list[Record | InputError]
 
 
 class Fingerprinted(NamedTuple):
-    """A batch fingerprinted, in the compact form that comes back from a worker cheaply.
-
-    Attributes:
-        ids: the good records' ids, in input order.
-        fps: their fingerprints.
-        errors: the bad records, each with the number of good records before it in the batch.
-        sketches: the good records' MinHash sketches, for a verified index; else None.
-    """
+    """A batch fingerprinted, in a form that comes back from a worker cheaply: the good records' ids
+    and fingerprints (and sketches, for a verified index), and each bad record with the number of good
+    ones before it."""
 
     ids: list[str]
     fps: list[int]
@@ -224,11 +219,9 @@ class Fingerprinter:
     """Fingerprints batches of records, on worker processes when there are several cores.
 
     Args:
-        scheme: the index's feature scheme.
         f: the index's fingerprint width (precomputed fingerprints are checked against it).
         fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
         workers: worker processes; 1 fingerprints in this process.
-        batch_size: records per batch.
         hasher: also sketch each text with it (a verified index).
     """
 

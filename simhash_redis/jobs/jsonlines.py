@@ -25,6 +25,7 @@ from .records import (
     gunzipped,
     gzip_fault,
     is_blank,
+    is_utf8,
     line_text,
 )
 
@@ -70,10 +71,8 @@ def _json_object(
 def read_json_lines(
     path: str | os.PathLike[str], source: str | None = None
 ) -> Iterator[JsonLine | InputError]:
-    """The objects of a JSON Lines file (gzipped or not), and an InputError for each bad line.
-
-    Blank lines are skipped; a leading BOM and CRLF line ends are allowed. source: the name errors give
-    (default: the path).
+    """The objects of a JSON Lines file (gzipped or not; blank lines skipped), and an InputError for each
+    bad line, named source (default: the path).
 
     Raises:
         OSError: the file cannot be opened.
@@ -123,17 +122,6 @@ def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator
 Fingerprints = tuple[list[str], list[int], list[tuple[int, InputError]]]
 
 
-def _utf8(*texts: str) -> bool:
-    """Tell whether every text can be written in UTF-8 (a field name from a command line may hold
-    lone surrogates, which no line can match)."""
-    try:
-        for text in texts:
-            text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 class JsonLines(NamedTuple):
     """Consecutive raw lines of a JSON Lines input, to be parsed where they are fingerprinted."""
 
@@ -170,7 +158,7 @@ class JsonLines(NamedTuple):
         """`fingerprints` by the compiled core and, for at most `most` lines, the pure reader; else None."""
         core, options = engine_choice.native, self.options
         fp_field = options.fingerprint_field or options.text_field
-        if core is None or fp_base not in ("auto", "hex", "dec") or not _utf8(options.id_field, fp_field):
+        if core is None or fp_base not in ("auto", "hex", "dec") or not is_utf8(options.id_field, fp_field):
             return None
         if options.encoding != "utf-8" or options.namespace:  # the compiled core reads UTF-8 ids as they are
             return None
@@ -188,10 +176,11 @@ class JsonLines(NamedTuple):
         plain shape read by the compiled core; None under the pure engine, for lines of precomputed
         fingerprints, or for field names no line can hold."""
         core, options = engine_choice.native, self.options
-        # The compiled core reads UTF-8 ids as they are (without a namespace).
+        # The compiled core reads UTF-8 ids as they are (without a namespace); a field name from a
+        # command line may hold lone surrogates, which no line can match.
         if core is None or options.fingerprint_field is not None or options.encoding != "utf-8":
             return None
-        if options.namespace or not _utf8(options.id_field, options.text_field):
+        if options.namespace or not is_utf8(options.id_field, options.text_field):
             return None
         read: tuple[list[str], list[int], list[int]] = core.fingerprint_text_lines(
             self.raws, scheme, options.id_field, options.text_field, defaults.MAX_ID_BYTES

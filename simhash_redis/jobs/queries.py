@@ -28,7 +28,6 @@ def near_records(
     """Each record's stored near-duplicates, in input order; bad records passed on as their InputError.
 
     Args:
-        index: the index asked.
         records: what a reader yields (texts, or precomputed fingerprints).
         verified: ask its confirmed matches instead (texts only).
         k: the largest distance (default: the index's k).

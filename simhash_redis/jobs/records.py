@@ -31,6 +31,7 @@ __all__ = [
     "gunzipped",
     "gzip_fault",
     "is_blank",
+    "is_utf8",
     "line_text",
     "numbered_lines",
     "open_input",
@@ -180,6 +181,16 @@ def is_blank(text: str) -> bool:
     """Tell whether a text is empty or only white space."""
     # Not `not text.strip()`: that copies every multi-kilobyte document just to test it.
     return not text or text.isspace()
+
+
+def is_utf8(*texts: str) -> bool:
+    """Tell whether every text can be written in UTF-8 (holds no lone surrogate)."""
+    try:
+        for text in texts:
+            text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def checked_id(value: object, source: str, line: int | None, namespace: str = "") -> str | InputError:

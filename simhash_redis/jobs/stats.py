@@ -120,7 +120,6 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
     """Gather an index's statistics from Redis.
 
     Args:
-        index: the index.
         sample: keys of each kind (table buckets, id map, fingerprint map) measured for memory.
         top: how many of the largest buckets to list.
 
