@@ -99,9 +99,10 @@ def _end_with(parent: int) -> None:
         os._exit(1)
 
 
-def _fingerprint_texts(texts: list[str]) -> tuple[list[int], list[bytes] | None]:
+def _in_worker(work: Callable[..., _T], unit: object, *rest: object) -> _T:
+    """``work(unit, scheme, hasher, *rest)`` with this worker's scheme and hasher."""
     assert _worker_scheme is not None
-    return _computed(texts, _worker_scheme, _worker_hasher)
+    return work(unit, _worker_scheme, _worker_hasher, *rest)
 
 
 def _computed(
@@ -109,11 +110,6 @@ def _computed(
 ) -> tuple[list[int], list[bytes] | None]:
     """The texts' fingerprints, and their sketches when there is a hasher."""
     return scheme.fingerprint_many(texts), None if hasher is None else hasher.sketch_many(texts)
-
-
-def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Fingerprinted:
-    assert _worker_scheme is not None
-    return _fingerprinted_lines(lines, _worker_scheme, _worker_hasher, f, fp_base)
 
 
 def _fingerprinted_lines(
@@ -134,11 +130,6 @@ def _parse_lines(
 ) -> Fingerprinted:
     """A run of JSON lines parsed a record at a time and fingerprinted (the general way)."""
     return _fingerprinted(_all_parsed(lines.records(), f, fp_base, hasher), scheme, hasher)
-
-
-def _rows_in_worker(rows: ArrowRows | TextRows, f: int, fp_base: str) -> Fingerprinted:
-    assert _worker_scheme is not None
-    return _fingerprinted_rows(rows, _worker_scheme, _worker_hasher, f, fp_base)
 
 
 def _fingerprinted_rows(
@@ -307,7 +298,7 @@ class Fingerprinter:
         """What gives the unit's items with their fingerprints: a worker's result, or computed here."""
         if isinstance(unit, ArrowRows):
             if self._parallel(unit.batch.num_rows):
-                rows = self._run(_rows_in_worker, unit, self.f, self.fp_base)
+                rows = self._run(_in_worker, _fingerprinted_rows, unit, self.f, self.fp_base)
                 return lambda: _result(rows)
             read = _fingerprinted_rows(unit, self.scheme, self.hasher, self.f, self.fp_base)
             return lambda: read
@@ -317,14 +308,14 @@ class Fingerprinter:
                 if here is not None:
                     return lambda: Fingerprinted(*here)
             if self._parallel(len(unit.raws)):
-                future = self._run(_parse_in_worker, unit, self.f, self.fp_base)
+                future = self._run(_in_worker, _fingerprinted_lines, unit, self.f, self.fp_base)
                 return lambda: _result(future)
             done = _fingerprinted_lines(unit, self.scheme, self.hasher, self.f, self.fp_base)
             return lambda: done
         items = _all_parsed(unit, self.f, self.fp_base, self.hasher)
         texts = _texts(items)
         if self._parallel(len(texts)):
-            result = self._run(_fingerprint_texts, texts)
+            result = self._run(_in_worker, _computed, texts)
 
             def collected() -> Fingerprinted:
                 fps, sketches = _result(result)
