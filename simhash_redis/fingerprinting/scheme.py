@@ -157,7 +157,7 @@ class Scheme:
 
     @classmethod
     def from_meta(cls, meta: str | bytes, stopwords: Iterable[str] | None = None) -> Scheme:
-        """Rebuild a scheme from its meta string (bytes are decoded as UTF-8).
+        """Rebuild the scheme whose ``to_meta()`` is meta (bytes are decoded as UTF-8).
 
         Args:
             meta: a string made by `to_meta`.
