@@ -44,11 +44,14 @@ __all__ = [
 
 
 def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = None) -> Sender:
-    """The sender for a client: one connection per batch on a standalone server, per node on a cluster.
+    """The sender for a redis-py client (a redis.asyncio one only inside the asyncio API's calls).
 
     Args:
-        client: a redis-py client; a redis.asyncio one only inside the asyncio API's calls.
+        client: the client.
         backoff: how to wait between retries (default: the transport's own).
+
+    Raises:
+        InvalidType: an asyncio client outside the asyncio API.
     """
     if is_asyncio_client(client):
         if not bridged():
@@ -71,11 +74,7 @@ def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = No
 
 
 def is_asyncio_client(client: object) -> bool:
-    """Whether a client is redis.asyncio's (standalone or cluster).
-
-    Args:
-        client: anything passed as a client.
-    """
+    """Whether a client is redis.asyncio's (standalone or cluster)."""
     if not any(kind.__module__.startswith("redis.asyncio") for kind in type(client).__mro__):
         return False  # redis.asyncio is imported only for those who use it (or subclass its clients)
     import redis.asyncio.cluster
