@@ -52,11 +52,6 @@ class AsyncHandle(Generic[Sync]):
     async def from_url(cls: type[H], url: str, name: str, **kwargs: Any) -> H:
         """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`).
 
-        Args:
-            url: the server's URL (credentials in it never appear in messages).
-            name: the index name.
-            **kwargs: the other arguments of the class.
-
         Raises:
             InvalidArgument: the URL is malformed.
             RedisUnavailable: the server cannot be reached.
@@ -105,7 +100,7 @@ class AsyncHandle(Generic[Sync]):
 
     @property
     def index(self) -> Sync:
-        """The opened synchronous index: configuration, key schema, fingerprints (no I/O).
+        """The opened synchronous index (for its configuration and fingerprints: no I/O).
 
         Raises:
             SimhashRedisError: the index is not open yet (await `open()` or use `async with`).
@@ -146,9 +141,6 @@ class AsyncHandle(Generic[Sync]):
 
 def asyncio_client(client: Any) -> Any:
     """The client, if it is redis.asyncio's.
-
-    Args:
-        client: what was passed as a client.
 
     Raises:
         InvalidType: a client of another kind (a synchronous one, say).
