@@ -20,12 +20,8 @@ H = TypeVar("H", bound="AsyncHandle[Any]")
 
 
 class AsyncHandle(Generic[Sync]):
-    """A synchronous index opened on first use inside the bridge, and the client it talks through.
-
-    Args:
-        client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
-        name: the index name.
-        **options: the arguments of the synchronous index.
+    """A synchronous index opened on first use inside the bridge, and the redis.asyncio client it talks
+    through.
 
     Raises:
         InvalidType: the client is not a redis.asyncio client.

@@ -278,11 +278,9 @@ class Daemon:
         return pid
 
     def wait_ready(self, pid: int, port: int, *, log_offset: int) -> None:
-        """Wait until the server answers on port and has loaded its data.
+        """Wait until the server pid answers on port and has loaded its data.
 
         Args:
-            pid: the server's process id.
-            port: its port.
             log_offset: where its log of this start begins, for error messages.
 
         Raises:
@@ -316,12 +314,8 @@ class Daemon:
             time.sleep(_POLL)
 
     def stop(self, pid: int, port: int, *, answering: bool) -> None:
-        """Stop the server: SHUTDOWN (which flushes the append-only file), else SIGTERM, else SIGKILL.
-
-        Args:
-            pid: the server's process id.
-            port: its port.
-            answering: whether it answers there (else SHUTDOWN is not tried).
+        """Stop the server pid: SHUTDOWN on port (which flushes the append-only file) if it is answering,
+        else (or then) SIGTERM, else SIGKILL.
 
         Raises:
             RedisUnavailable: the process could not be stopped.

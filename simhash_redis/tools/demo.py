@@ -224,12 +224,9 @@ def report_lines(
     """The demo's printed lines: the setup, the largest groups, a few examples, totals, and last `MARKER`.
 
     Args:
-        report: what `run` found.
-        index: the index it ran on.
+        report: what `run` found on `index`.
         where: a description of the server, e.g. "embedded server redis://127.0.0.1:6390".
         elapsed: seconds since the demo started, server start included.
-        max_groups: groups listed at most.
-        max_examples: example pairs shown at most.
         width: the longest line (ids are elided to fit).
     """
     lines = [

@@ -141,22 +141,14 @@ class EmbeddedServer:
         """The server's log file."""
         return self._daemon.log_file
 
-    @property
-    def pid_file(self) -> Path:
-        """The pidfile the server writes itself."""
-        return self._daemon.pid_file
-
-    def _ensure_dir(self) -> None:
-        try:
-            self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RedisUnavailable(f"cannot create the server data directory {self.data_dir}: {exc}") from exc
-
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         import fcntl  # POSIX only, like the server itself
 
-        self._ensure_dir()
+        try:
+            self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RedisUnavailable(f"cannot create the server data directory {self.data_dir}: {exc}") from exc
         with (self.data_dir / _LOCK_FILE).open("a") as fh:
             deadline = time.monotonic() + self._lock_timeout
             while True:
@@ -238,18 +230,19 @@ class EmbeddedServer:
                     else:
                         return url_of(state.port)
                 self._clear_state()
-            orphan = read_pid(self.pid_file)
+            pid_file = self._daemon.pid_file
+            orphan = read_pid(pid_file)
             if orphan is not None and pid_alive(orphan) and looks_like_server(orphan, self._binary or ""):
                 raise RedisUnavailable(
                     f"a server process (pid {orphan}) is using {self.data_dir} but its state file is "
                     f"missing; stop it (kill {orphan}) and start again"
                 )
             with contextlib.suppress(FileNotFoundError):
-                self.pid_file.unlink()
+                pid_file.unlink()
             binary = self._binary or find_server_binary()
             attempts = 1 if port is not None else 3
             for attempt in range(attempts):
-                chosen = port if port is not None else self._pick_port(prefer_default=attempt == 0)
+                chosen = port if port is not None else free_port(self._home_port() if attempt == 0 else None)
                 try:
                     pid = self._daemon.spawn(binary, chosen)
                 except PortTaken as exc:
@@ -265,8 +258,7 @@ class EmbeddedServer:
     def stop(self) -> bool:
         """Stop the server: SHUTDOWN (which flushes the append-only file), else SIGTERM, else SIGKILL.
 
-        Returns:
-            True if a running server was stopped, False if none was running.
+        True if a running server was stopped, False if none was running.
 
         Raises:
             RedisUnavailable: the server process could not be stopped.
@@ -304,9 +296,6 @@ class EmbeddedServer:
     def url(self) -> str | None:
         """The URL of the running server, or None when it is not running."""
         return self.status().url
-
-    def _pick_port(self, *, prefer_default: bool) -> int:
-        return free_port(self._home_port() if prefer_default else None)
 
     def _home_port(self) -> int:
         # The port this directory's server takes when it can, so its URL stays the same: the last one

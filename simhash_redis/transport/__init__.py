@@ -46,10 +46,6 @@ __all__ = [
 def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = None) -> Sender:
     """The sender for a redis-py client (a redis.asyncio one only inside the asyncio API's calls).
 
-    Args:
-        client: the client.
-        backoff: how to wait between retries (default: the transport's own).
-
     Raises:
         InvalidType: an asyncio client outside the asyncio API.
     """

@@ -66,12 +66,7 @@ def _as_bytes(value: bytes | str | int | float) -> bytes:
 
 
 class ClusterTransport:
-    """One concurrent round trip per batch over the nodes of a Redis Cluster.
-
-    Args:
-        client: the redis-py cluster client (its slot map and per-node connection pools are used).
-        backoff: how to wait between attempts while the cluster fails over or reshards.
-    """
+    """One concurrent round trip per batch over the nodes of a redis-py cluster client."""
 
     cluster = True
 

@@ -21,12 +21,7 @@ T = TypeVar("T")
 
 
 class Transport:
-    """One round trip per batch of commands over a pooled redis-py connection.
-
-    Args:
-        client: the redis-py client whose connection pool is used.
-        backoff: how to wait between attempts after a connection error or timeout.
-    """
+    """One round trip per batch of commands over a pooled connection of a redis-py client."""
 
     cluster = False
 

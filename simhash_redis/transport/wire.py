@@ -168,11 +168,7 @@ def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | N
 
     Otherwise (None, b""): every byte read, `head` included, is left to the connection's reader for
     `read` (another shape of reply, one larger than `_RAW_MOST`, no compiled core, a slow connection).
-
-    Args:
-        connection: the connection the commands were sent on.
-        count: how many replies to read.
-        head: bytes read off the socket past an earlier call's replies (the reader's buffer is empty).
+    `head`: bytes read off the socket past an earlier call's replies (the reader's buffer is empty).
 
     Raises:
         redis.exceptions.ConnectionError, TimeoutError: see `read`.
@@ -255,7 +251,8 @@ def checkout(pool: Any) -> Any:
 class Exchange:
     """Commands sent and replies read on one connection, in any interleaving the caller chooses.
 
-    Replies come back in the order the commands were sent, raw, error replies in place (as `read`).
+    Replies come back in the order the commands were sent, raw, error replies in place. The methods
+    raise as `send` and `read` do, and RuntimeError for more replies than commands sent (a bug).
 
     Args:
         connection: a connected redis-py connection, owned by the caller for the conversation.
@@ -270,24 +267,14 @@ class Exchange:
         self.tail = b""
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands in one write.
-
-        Raises:
-            redis.exceptions.ConnectionError, TimeoutError: the send failed.
-            redis.exceptions.DataError: an argument of an unsupported type.
-        """
+        """Send batches of commands in one write."""
         payload = _payload(self.connection, batches)
         self.unread += sum(map(len, batches))
         _SENDS[0] += 1
         self.connection.send_packed_command(payload, check_health=False)
 
     def read(self, count: int) -> list[Any]:
-        """The next `count` replies.
-
-        Raises:
-            redis.exceptions.ConnectionError, TimeoutError: see `read`.
-            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
-        """
+        """The next `count` replies."""
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
         self.tail = _feed(self.connection, self.tail)
@@ -296,12 +283,7 @@ class Exchange:
         return replies
 
     def read_sets(self, count: int) -> bytes | None:
-        """The next `count` replies in their RESP form (see `read_sets`); None: read them with `read`.
-
-        Raises:
-            redis.exceptions.ConnectionError, TimeoutError: see `read`.
-            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
-        """
+        """The next `count` replies in their RESP form (see `read_sets`); None: read them with `read`."""
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
         tail = self.tail

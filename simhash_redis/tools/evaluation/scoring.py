@@ -164,9 +164,6 @@ def evaluate(
         langs: the language groups to evaluate (default: all present).
         progress: called with a short message as each step starts.
 
-    Returns:
-        The report.
-
     Raises:
         InvalidArgument: threshold, max_k or truth_n is out of range.
     """
