@@ -241,11 +241,7 @@ def report_lines(
         lines.append(f"Near-duplicate groups (distance <= {index.k}), largest first:")
         for group in report.groups[:max_groups]:
             head = f"  {len(group.ids)} copies: "
-            span = (
-                f" (distance {group.low}-{group.high})"
-                if group.low != group.high
-                else f" (distance {group.low})"
-            )
+            span = f" (distance {group.low}{f'-{group.high}' if group.high != group.low else ''})"
             lines.append(head + _id_list(group.ids, width - len(head) - len(span)) + span)
         hidden = report.groups[max_groups:]
         if hidden:
@@ -255,15 +251,11 @@ def report_lines(
         examples = _examples(report, max_examples)
         if examples:
             lines += ["", "What differs between near-duplicates ([...] marks the first change):"]
+        texts = report.texts
         for pair in examples:
-            old, new, places = difference(
-                report.texts[pair.existing_id], report.texts[pair.new_id], width - 6
-            )
-            where_ = (
-                "identical words"
-                if not places
-                else f"{places} place{'s differ' if places > 1 else ' differs'}"
-            )
+            old, new, places = difference(texts[pair.existing_id], texts[pair.new_id], width - 6)
+            differ = "s differ" if places > 1 else " differs"
+            where_ = f"{places} place{differ}" if places else "identical words"
             lines.append(f"  {pair.existing_id} ~ {pair.new_id}: distance {pair.distance}, {where_}")
             lines.append(f"    - {old}")
             lines.append(f"    + {new}")

@@ -61,6 +61,9 @@ _PORT_FILE = "port"
 _PORT_BASE, _PORT_SPAN = 20000, 10000
 _LOCK_FILE = "server.lock"
 _POLL = 0.05
+# Seconds to wait for a new server to answer at all, then to load its data; for another process's
+# start or stop to finish.
+_START_TIMEOUT, _LOAD_TIMEOUT, _LOCK_TIMEOUT = 15.0, 600.0, 60.0
 
 
 @dataclass(frozen=True)
@@ -94,39 +97,17 @@ class EmbeddedServer:
     Every method is safe to call from several processes at once (starts and stops take a file lock).
     """
 
-    def __init__(
-        self,
-        data_dir: str | os.PathLike[str] | None = None,
-        *,
-        binary: str | None = None,
-        start_timeout: float = 15.0,
-        load_timeout: float = 600.0,
-        lock_timeout: float = 60.0,
-    ) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, *, binary: str | None = None) -> None:
         """Describe (without starting) the embedded server whose files live in data_dir.
 
         Args:
             data_dir: its directory; default ``$SIMHASH_REDIS_HOME/server`` if that variable is set,
                 else ``platformdirs.user_data_dir("simhash-redis")/server``.
             binary: server executable to run; default `find_server_binary` (looked up on start).
-            start_timeout: seconds to wait for a newly started server to answer at all.
-            load_timeout: seconds to wait, after it answers, for it to finish loading its data.
-            lock_timeout: seconds to wait for another process's start or stop to finish.
-
-        Raises:
-            InvalidArgument: a timeout is not positive.
         """
-        for name, value in (
-            ("start_timeout", start_timeout),
-            ("load_timeout", load_timeout),
-            ("lock_timeout", lock_timeout),
-        ):
-            if not value > 0:
-                raise InvalidArgument(f"{name} must be > 0, got {value!r}")
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else _default_data_dir()
         self._binary = binary
-        self._daemon = Daemon(self.data_dir, start_timeout, load_timeout)
-        self._lock_timeout = lock_timeout
+        self._daemon = Daemon(self.data_dir, _START_TIMEOUT, _LOAD_TIMEOUT)
 
     def __repr__(self) -> str:
         return f"EmbeddedServer(data_dir={str(self.data_dir)!r})"
@@ -150,7 +131,7 @@ class EmbeddedServer:
         except OSError as exc:
             raise RedisUnavailable(f"cannot create the server data directory {self.data_dir}: {exc}") from exc
         with (self.data_dir / _LOCK_FILE).open("a") as fh:
-            deadline = time.monotonic() + self._lock_timeout
+            deadline = time.monotonic() + _LOCK_TIMEOUT
             while True:
                 try:
                     fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -161,7 +142,7 @@ class EmbeddedServer:
                     if time.monotonic() > deadline:
                         raise RedisUnavailable(
                             f"another process kept the embedded server lock in {self.data_dir} "
-                            f"for more than {self._lock_timeout:g}s"
+                            f"for more than {_LOCK_TIMEOUT:g}s"
                         ) from None
                     time.sleep(_POLL)
             try:
