@@ -77,14 +77,12 @@ async def _drain(connection: Any, writer: Any) -> None:
     try:
         async with async_timeout(connection.socket_timeout):
             await writer.drain()
-    except asyncio.TimeoutError:
+    except BaseException as exc:
         await connection.disconnect(nowait=True)
-        raise rex.TimeoutError("Timeout writing to socket") from None
-    except OSError as exc:
-        await connection.disconnect(nowait=True)
-        raise rex.ConnectionError(f"Error while writing to socket: {exc.args}") from None
-    except BaseException:
-        await connection.disconnect(nowait=True)
+        if isinstance(exc, asyncio.TimeoutError):
+            raise rex.TimeoutError("Timeout writing to socket") from None
+        if isinstance(exc, OSError):
+            raise rex.ConnectionError(f"Error while writing to socket: {exc.args}") from None
         raise
 
 
