@@ -100,7 +100,7 @@ class Transport:
         finally:
             # `unread` counts a batch before it is sent and drops only after its replies are read, so
             # zero means nothing is left on the wire, even when `talk` raised; bytes read past the last
-            # reply would be something no command asked for. Else never hand this connection to anyone.
+            # reply would be something no command asked for. A connection not clean is never handed on.
             clean = exchange.unread == 0 and not exchange.tail
             if not clean:
                 connection.disconnect()

@@ -167,7 +167,7 @@ def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | N
     set or map of bulk strings (SMEMBERS, HGETALL) and the compiled core can check them.
 
     Otherwise (None, b""): every byte read, `head` included, is left to the connection's reader for
-    `read` (another shape of reply, one larger than `_RAW_MOST`, no compiled core, a slow connection).
+    `read` (another shape of reply, one larger than `_RAW_MOST`, no compiled core, a connection not `fast`).
     `head`: bytes read off the socket past an earlier call's replies (the reader's buffer is empty).
 
     Raises:

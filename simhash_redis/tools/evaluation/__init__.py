@@ -1,7 +1,7 @@
 """Fingerprint quality: precision, recall and F1 of "distance <= k" against exact Jaccard ground truth.
 
-The truth is the exact Jaccard similarity of each document's 3-shingle sets of the library's tokens
-(every Han character is one token); fingerprint distances come from numpy popcounts. No Redis is involved.
+The truth is the exact Jaccard similarity of the documents' sets of n-token shingles (3 by default) of
+the library's tokens, every Han character one token; distances come from numpy popcounts, without Redis.
 """
 
 from __future__ import annotations
