@@ -257,16 +257,13 @@ class Daemon:
                     f"{message or _tail(self.log_file, log_offset)}"
                 )
         deadline = time.monotonic() + self.start_timeout
-        pid: int | None = None
-        while pid is None:
-            pid = read_pid(self.pid_file)
-            if pid is None:
-                if time.monotonic() > deadline:
-                    raise RedisUnavailable(
-                        f"the server on port {port} did not start within {self.start_timeout:g}s; "
-                        f"end of {self.log_file}:\n{_tail(self.log_file, log_offset)}"
-                    )
-                time.sleep(_POLL)
+        while (pid := read_pid(self.pid_file)) is None:
+            if time.monotonic() > deadline:
+                raise RedisUnavailable(
+                    f"the server on port {port} did not start within {self.start_timeout:g}s; "
+                    f"end of {self.log_file}:\n{_tail(self.log_file, log_offset)}"
+                )
+            time.sleep(_POLL)
         try:
             self.wait_ready(pid, port, log_offset=log_offset)
         except ServerExited:
@@ -320,17 +317,14 @@ class Daemon:
         Raises:
             RedisUnavailable: the process could not be stopped.
         """
-        shutdown_sent = False
+        signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
         if answering:
             try:
                 with _client(port, 30.0) as client:
                     client.shutdown()
-                shutdown_sent = True
+                signals.insert(0, None)  # first wait for it to exit
             except (redis.RedisError, OSError):
                 pass  # e.g. it refused to shut down: fall back to signals
-        signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
-        if shutdown_sent:
-            signals.insert(0, None)
         for sig in signals:
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError):
