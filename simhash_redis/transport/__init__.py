@@ -13,9 +13,9 @@ from redis.cluster import RedisCluster
 
 from ..errors import InvalidType
 from .cluster import ClusterTransport
-from .connection import client_from_url, redact_url
+from .connection import client_from_url
 from .greenlet_bridge import bridged, pause
-from .protocols import RAW, READ, SEND, Command, Exchange, Sender, Step, Steps, drive
+from .protocols import RAW, READ, SEND, Command, Exchange, Sender, Steps, drive
 from .retry import Backoff
 from .standalone import Transport
 from .translate import ScriptMissing, raise_first_error, translate_error
@@ -29,7 +29,6 @@ __all__ = [
     "Exchange",
     "ScriptMissing",
     "Sender",
-    "Step",
     "Steps",
     "bridged",
     "client_from_url",
@@ -38,7 +37,6 @@ __all__ = [
     "open_sender",
     "pause",
     "raise_first_error",
-    "redact_url",
     "translate_error",
 ]
 
