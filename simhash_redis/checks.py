@@ -10,22 +10,12 @@ __all__ = ["check_int", "is_int"]
 
 
 def is_int(value: object) -> TypeGuard[int]:
-    """Tell whether a value is an int and not a bool (which Python counts as an int).
-
-    Args:
-        value: any value.
-    """
+    """Whether a value is an int and not a bool (which Python counts as an int)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_int(name: str, value: object, low: int, high: int | None = None) -> int:
-    """Check an int argument against an inclusive range.
-
-    Args:
-        name: the argument's name, for the message.
-        value: the value given.
-        low: the smallest value allowed.
-        high: the largest, or None for no upper bound.
+    """The int argument `name`, checked against the inclusive range low..high (None: no upper bound).
 
     Raises:
         InvalidType: the value is not an int (a bool is refused).

@@ -1,22 +1,4 @@
-"""Every error simhash-redis raises, under one root.
-
-The tree::
-
-    SimhashRedisError
-    ├── InvalidArgument (ValueError)      an argument is out of range or malformed; the message names it
-    │   └── InvalidFingerprint            an int that does not fit the index's f bits
-    ├── InvalidType (TypeError)           an argument of the wrong type; the message names it
-    ├── ConfigurationMismatch             the stored index has another f, k, layout or scheme
-    ├── IndexNotFound                     no index of that name exists (and the call may not create one)
-    ├── IndexCorrupted                    stored data this version cannot read (meta, format)
-    ├── WriteContention                   documents kept changing under concurrent writers; none written
-    ├── InputError (ValueError)           a malformed record in bulk input; carries source and line number
-    ├── TooManyErrors                     a bulk load met more bad records than it was allowed
-    └── RedisUnavailable                  the server could not be reached or did not answer in time
-        ├── RedisAuthError                credentials refused, or the ACL user lacks a permission
-        │   └── RedisPermissionError      the ACL user may not run a command (named when the server says)
-        ├── RedisTimeout                  no reply within the socket timeout (a paused or stuck server)
-        └── RedisOutOfMemory              maxmemory reached under noeviction; nothing was half-applied
+"""Every error simhash-redis raises, under one root, `SimhashRedisError` (docs/api.md draws the tree).
 
 Messages never contain a Redis URL's password: use `redact_url` on anything that came from a URL.
 """
@@ -45,22 +27,17 @@ __all__ = [
 class SimhashRedisError(Exception):
     """The root of every exception simhash-redis raises.
 
-    Where a message's advice names the library's own arguments or methods (``merge=True``,
-    ``SimhashIndex.restore``), the message is a `problem` and that `hint`, and `remedy` names the advice,
-    so that a caller which speaks other words (the command line, naming its options) gives its own.
+    A message whose advice names the library's own arguments or methods is "problem: hint", kept apart
+    in the attributes `problem`, `hint` and `remedy` (None without a hint), so that a caller which speaks
+    other words (the command line) can give its own advice.
 
     Args:
         args: the exception's arguments, the first one the problem.
-        hint: what to do, in the library's words (the message is "problem: hint").
-        remedy: the advice's name: "merge" (pass merge=True), "another-name" (use another index name),
-            "restore-meta" (restore the lost meta, or drop the index), "state-config", "state-retention",
-            "state-verified" and "no-retention" (state the configuration the index was created with, its
-            retention or verified mode, or no retention), "without-ARG" (leave out the argument ARG).
-
-    Attributes:
-        problem: what went wrong: the message without the hint.
-        hint: the hint, or None.
-        remedy: the advice's name, or None.
+        hint: what to do, in the library's words.
+        remedy: the advice's name: "merge" (pass merge=True), "another-name", "restore-meta" (restore
+            the lost meta, or drop the index), "state-config", "state-retention", "state-verified",
+            "no-retention" (state the configuration, retention or verified mode the index was created
+            with, or no retention), "without-ARG" (leave out the argument ARG).
     """
 
     def __init__(self, *args: object, hint: str | None = None, remedy: str | None = None) -> None:
@@ -84,11 +61,9 @@ class InvalidType(SimhashRedisError, TypeError):
 
 
 class ConfigurationMismatch(SimhashRedisError):
-    """The index stored in Redis was created with another configuration.
+    """The index stored in Redis was created with another configuration (f, k, layout, scheme, ...).
 
-    Mixing fingerprints of different f, k, layouts or schemes in one index would silently return wrong
-    answers, so opening such an index is refused. Open it without configuration arguments to adopt the
-    stored one, or use another index name.
+    Open it without configuration arguments to adopt the stored one, or use another index name.
     """
 
 
@@ -115,7 +90,7 @@ class InputError(SimhashRedisError, ValueError):
         line: the 1-based line number of the record, or None where lines do not apply.
         reason: what is wrong with it.
         fatal: the input cannot be read past this point (truncated or corrupt compressed data): a load
-            stops there and fails, rather than counting it as one bad record.
+            stops there and fails.
     """
 
     def __init__(self, source: str, line: int | None, reason: str, fatal: bool = False) -> None:
@@ -139,8 +114,7 @@ class TooManyErrors(SimhashRedisError):
 class RedisUnavailable(SimhashRedisError, ConnectionError):
     """The Redis server could not be reached, or closed the connection, after the configured retries.
 
-    Every write simhash-redis makes is idempotent, so the operation that raised this can be repeated
-    as a whole once the server is back.
+    Every write is idempotent: repeat the operation as a whole once the server is back.
     """
 
 
@@ -149,7 +123,7 @@ class RedisAuthError(RedisUnavailable):
 
 
 class RedisPermissionError(RedisAuthError):
-    """The credentials were accepted, but the ACL user may not run a command (or reach a key) the index needs.
+    """The ACL user may not run a command (or reach a key) the index needs.
 
     Attributes:
         command: the refused command as the server named it, or None (Redis 7.0 does not name a command
@@ -169,8 +143,5 @@ class RedisTimeout(RedisUnavailable, TimeoutError):
 
 
 class RedisOutOfMemory(RedisUnavailable):
-    """The server reached ``maxmemory`` under the ``noeviction`` policy and refused a write.
-
-    Each document's writes are applied atomically on a standalone server, so no document is left
-    half-written; free memory (or raise maxmemory) and run the same operation again to resume.
-    """
+    """The server reached ``maxmemory`` under ``noeviction`` and refused a write (on a standalone server no
+    document is left half-written): free memory, or raise maxmemory, and run the same operation again."""

@@ -36,13 +36,6 @@ class Outcome(str, enum.Enum):
 
 
 def duplicate_of(doc_id: str, matches: list[Match]) -> Match | None:
-    """The stored near-duplicate to report for a document that was not stored.
-
-    Its own entry when its id is among the matches (a resumed load can tell "already stored" from "a
-    copy of another"), else the nearest, ties by id (the order `near` returns).
-
-    Args:
-        doc_id: the document's id.
-        matches: its matches, nearest first.
-    """
+    """The stored near-duplicate to report for a document not stored, among its matches (nearest first):
+    its own entry when its id is among them (a resumed load then tells "already stored"), else the nearest."""
     return next((m for m in matches if m.id == doc_id), matches[0] if matches else None)

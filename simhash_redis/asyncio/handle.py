@@ -20,12 +20,8 @@ H = TypeVar("H", bound="AsyncHandle[Any]")
 
 
 class AsyncHandle(Generic[Sync]):
-    """A synchronous index opened on first use inside the bridge, and the client it talks through.
-
-    Args:
-        client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
-        name: the index name.
-        **options: the arguments of the synchronous index.
+    """A synchronous index opened on first use inside the bridge, and the redis.asyncio client it talks
+    through.
 
     Raises:
         InvalidType: the client is not a redis.asyncio client.
@@ -51,11 +47,6 @@ class AsyncHandle(Generic[Sync]):
     @classmethod
     async def from_url(cls: type[H], url: str, name: str, **kwargs: Any) -> H:
         """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`).
-
-        Args:
-            url: the server's URL (credentials in it never appear in messages).
-            name: the index name.
-            **kwargs: the other arguments of the class.
 
         Raises:
             InvalidArgument: the URL is malformed.
@@ -105,7 +96,7 @@ class AsyncHandle(Generic[Sync]):
 
     @property
     def index(self) -> Sync:
-        """The opened synchronous index: configuration, key schema, fingerprints (no I/O).
+        """The opened synchronous index (for its configuration and fingerprints: no I/O).
 
         Raises:
             SimhashRedisError: the index is not open yet (await `open()` or use `async with`).
@@ -146,9 +137,6 @@ class AsyncHandle(Generic[Sync]):
 
 def asyncio_client(client: Any) -> Any:
     """The client, if it is redis.asyncio's.
-
-    Args:
-        client: what was passed as a client.
 
     Raises:
         InvalidType: a client of another kind (a synchronous one, say).

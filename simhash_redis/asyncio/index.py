@@ -19,13 +19,10 @@ __all__ = ["AsyncSimhashIndex"]
 class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
     """A near-duplicate index that any number of processes share, for asyncio code (redis.asyncio).
 
-    Every method is `SimhashIndex`'s, awaited: the same arguments, results, errors and guarantees
-    (exactly one winner among racing `add_if_new` calls, in one event loop or across processes), since
-    it is the same code: each call runs `SimhashIndex` in a greenlet whose network I/O the calling task
-    awaits (docs/asyncio.md). Calls of one index may run concurrently from many tasks.
-
-    The index opens on first use (or `await index.open()`, or `async with`), which creates it or
-    checks the arguments against the stored configuration, as `SimhashIndex(...)` does.
+    Every method is `SimhashIndex`'s, awaited: the same code, so the same arguments, results, errors and
+    guarantees (docs/asyncio.md); progress callbacks are called synchronously. Calls of one index may run
+    concurrently from many tasks. The index opens on first use (or `await index.open()`, or `async
+    with`), creating it or checking the arguments against the stored configuration.
 
     Args:
         client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
@@ -44,119 +41,43 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
 
     @classmethod
     async def exists(cls, client: Any, name: str, *, prefix: str = defaults.PREFIX) -> bool:
-        """`SimhashIndex.exists`, awaited: whether an index of that name exists on the server.
-
-        Args:
-            client: a redis.asyncio client.
-            name: the index name.
-            prefix: the key prefix it was created with.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed name or prefix.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """`SimhashIndex.exists`, awaited: whether an index of that name exists on the server."""
         return await run(SimhashIndex.exists, asyncio_client(client), name, prefix=prefix)
 
     @classmethod
     async def restore(cls, client: Any, name: str, **config: Any) -> AsyncSimhashIndex:
-        """`SimhashIndex.restore`, awaited: write a lost meta key anew, after checking the data.
-
-        Args:
-            client: a redis.asyncio client.
-            name: the index name.
-            **config: the other arguments of `SimhashIndex` (k is required).
-
-        Raises:
-            InvalidArgument, ConfigurationMismatch, IndexCorrupted, RedisUnavailable: as
-                `SimhashIndex.restore`.
-        """
+        """`SimhashIndex.restore`, awaited: write a lost meta key anew, after checking the data."""
         await run(SimhashIndex.restore, asyncio_client(client), name, **config)
         return await cls(client, name, **config, create=False).open()
 
-    # -- fingerprints: no I/O, so not awaited ---------------------------------------------------------
-
     def fingerprint(self, doc: Document) -> int:
-        """`SimhashIndex.fingerprint` (CPU only), once open.
-
-        Args:
-            doc: text, tokens, weighted features, or an int fingerprint.
-
-        Raises:
-            InvalidFingerprint, InvalidType: as `SimhashIndex.fingerprint`.
-        """
+        """`SimhashIndex.fingerprint` (CPU only), once open."""
         return self.index.fingerprint(doc)
 
-    # -- reads ---------------------------------------------------------------------------------------
-
     async def near(self, query: Document, k: int | None = None) -> list[Match]:
-        """`SimhashIndex.near`, awaited: every stored document within distance k, nearest first.
-
-        Args:
-            query: text, tokens, weighted features or an int fingerprint.
-            k: the largest distance, at most the index's k.
-
-        Raises:
-            InvalidArgument, InvalidFingerprint, RedisUnavailable: as `SimhashIndex.near`.
-        """
+        """`SimhashIndex.near`, awaited: every stored document within distance k, nearest first."""
         return await run((await self._opened()).near, query, k)
 
     async def near_many(
         self, queries: Sequence[Document], k: int | None = None, *, on_progress: BatchProgress | None = None
     ) -> list[list[Match]]:
-        """`SimhashIndex.near_many`, awaited.
-
-        Args:
-            queries: the queries.
-            k: the largest distance, at most the index's k.
-            on_progress: called (synchronously) after each batch, as in `SimhashIndex.near_many`.
-
-        Raises:
-            InvalidArgument, InvalidFingerprint, RedisUnavailable: as `SimhashIndex.near_many`.
-        """
+        """`SimhashIndex.near_many`, awaited."""
         return await run((await self._opened()).near_many, queries, k, on_progress=on_progress)
 
     async def get(self, doc_id: str) -> int | None:
-        """`SimhashIndex.get`, awaited: the fingerprint stored for an id, or None.
-
-        Args:
-            doc_id: the document id.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `SimhashIndex.get`.
-        """
+        """`SimhashIndex.get`, awaited: the fingerprint stored for an id, or None."""
         return await run((await self._opened()).get, doc_id)
 
     async def get_many(self, ids: Sequence[str]) -> list[int | None]:
-        """`SimhashIndex.get_many`, awaited.
-
-        Args:
-            ids: the document ids.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `SimhashIndex.get_many`.
-        """
+        """`SimhashIndex.get_many`, awaited."""
         return await run((await self._opened()).get_many, ids)
 
     async def count(self) -> tuple[int, int]:
-        """`SimhashIndex.count`, awaited: the number of documents and of distinct fingerprints.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        """`SimhashIndex.count`, awaited: the number of documents and of distinct fingerprints."""
         return await run((await self._opened()).count)
 
-    # -- writes ---------------------------------------------------------------------------------------
-
     async def add(self, doc_id: str, doc: Document) -> Outcome:
-        """`SimhashIndex.add`, awaited: store a document under an id.
-
-        Args:
-            doc_id: the document id.
-            doc: text, tokens, weighted features, or a precomputed int fingerprint.
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint, RedisUnavailable: as `SimhashIndex.add`.
-        """
+        """`SimhashIndex.add`, awaited: store a document under an id."""
         return await run((await self._opened()).add, doc_id, doc)
 
     @overload
@@ -184,17 +105,7 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
         unique: bool = False,
         on_progress: BatchProgress | None = None,
     ) -> list[Outcome] | list[Outcome | Match]:
-        """`SimhashIndex.add_many`, awaited.
-
-        Args:
-            items: (id, document) pairs; a later pair for the same id wins.
-            unique: store a document only if no near-duplicate is stored, as `add_if_new` does.
-            on_progress: called (synchronously) after each batch.
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint, RedisUnavailable: as
-                `SimhashIndex.add_many`.
-        """
+        """`SimhashIndex.add_many`, awaited."""
         index = await self._opened()
         result: list[Outcome] | list[Outcome | Match] = await run(
             index.add_many, items, unique=unique, on_progress=on_progress
@@ -208,75 +119,27 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
         window: int = DEFAULT_WINDOW,
         on_progress: Progress | None = None,
     ) -> list[Outcome]:
-        """`SimhashIndex.bulk_add`, awaited (a synchronous iterable, read lazily).
-
-        Args:
-            items: (id, document) pairs.
-            window: pairs grouped per round of commands.
-            on_progress: called (synchronously) after each window.
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint, RedisUnavailable: as `SimhashIndex.bulk_add`.
-        """
+        """`SimhashIndex.bulk_add`, awaited (a synchronous iterable, read lazily)."""
         return await run((await self._opened()).bulk_add, items, window=window, on_progress=on_progress)
 
     async def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
-        """`SimhashIndex.add_if_new`, awaited: store unless a near-duplicate is stored, atomically.
-
-        Args:
-            doc_id: the document id.
-            doc: text, tokens, weighted features, or a precomputed int fingerprint.
-
-        Returns:
-            None if stored, else the stored near-duplicate (as `SimhashIndex.add_if_new`).
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint, RedisUnavailable, WriteContention: as
-                `SimhashIndex.add_if_new`.
-        """
+        """`SimhashIndex.add_if_new`, awaited: store unless a near-duplicate is stored, atomically."""
         return await run((await self._opened()).add_if_new, doc_id, doc)
 
     async def remove(self, doc_id: str) -> bool:
-        """`SimhashIndex.remove`, awaited: whether the id was stored.
-
-        Args:
-            doc_id: the document id.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `SimhashIndex.remove`.
-        """
+        """`SimhashIndex.remove`, awaited: whether the id was stored."""
         return await run((await self._opened()).remove, doc_id)
 
     async def remove_many(
         self, ids: Iterable[str], *, on_progress: BatchProgress | None = None
     ) -> list[bool]:
-        """`SimhashIndex.remove_many`, awaited.
-
-        Args:
-            ids: the document ids.
-            on_progress: called (synchronously) after each batch.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `SimhashIndex.remove_many`.
-        """
+        """`SimhashIndex.remove_many`, awaited."""
         return await run((await self._opened()).remove_many, ids, on_progress=on_progress)
 
     async def verify(self, repair: bool = False) -> VerifyReport:
-        """`SimhashIndex.verify`, awaited: check (and with repair, fix) the index's consistency.
-
-        Args:
-            repair: also fix what is found.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run it again.
-        """
+        """`SimhashIndex.verify`, awaited: check (and with repair, fix) the index's consistency."""
         return await run((await self._opened()).verify, repair)
 
     async def drop(self) -> int:
-        """`SimhashIndex.drop`, awaited: delete every key of this index; the number deleted.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run drop again to finish.
-        """
+        """`SimhashIndex.drop`, awaited: delete every key of this index; the number deleted."""
         return await run((await self._opened()).drop)
-

@@ -1,31 +1,10 @@
-"""A datatrove pipeline step that keeps a document only if the shared index stores it as new.
+"""A datatrove pipeline step that keeps a document only if the shared index stores it as new
+(docs/pipelines.md; the ``datatrove`` extra).
 
-Deduplication against everything kept before, removing only from the new data: the index lives in
-Redis, so every task of a run (and every later run, on any machine) checks against the same documents::
-
-    from datatrove.executor import LocalPipelineExecutor
-    from datatrove.pipeline.readers import ParquetReader
-    from datatrove.pipeline.writers import ParquetWriter
-    from simhash_redis.contrib.datatrove import NearDuplicateFilter
-
-    LocalPipelineExecutor(
-        pipeline=[
-            ParquetReader("crawl/2025-05/"),
-            NearDuplicateFilter("redis://localhost:6379/0", "crawl"),
-            ParquetWriter("kept/2025-05/"),
-        ],
-        tasks=16,
-        workers=8,
-    ).run()
-
-Each batch of documents is checked and stored in one call, atomically per document (`NewDocuments`):
-of tasks that meet copies of one text at the same time, exactly one keeps it. Verified mode (MinHash
-sketches confirm each near-duplicate, `VerifiedIndex`) is the default. A task run again after a crash
-keeps what it kept before (its documents are stored under their own ids). datatrove's document ids
-name a document by its file and row unless the reader is given an ``id_key``: give every snapshot's
-documents ids of their own (a URL, or files named by snapshot).
-
-Needs the ``datatrove`` extra: ``pip install '.[datatrove]'`` in a checkout.
+Every task of a run, and every later run, checks against the same index. Each batch is checked and
+stored in one call, atomically per document (`NewDocuments`): of tasks that meet copies of one text at
+once, exactly one keeps it. Give every snapshot's documents ids of their own (datatrove names a document
+by its file and row unless the reader is given an ``id_key``).
 """
 
 from __future__ import annotations
@@ -74,18 +53,11 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
         self.documents = NewDocuments(url, index, verified=verified, **options)
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
-        """One document's verdict: True to keep it.
-
-        Args:
-            doc: the document.
-        """
+        """One document's verdict: True to keep it."""
         return self.filter_batch([doc])[0]
 
     def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
         """Each document's verdict, the batch checked and stored in one call.
-
-        Args:
-            batch: the documents.
 
         Raises:
             RedisUnavailable, WriteContention: as `NewDocuments.check` (the task fails; run it again).

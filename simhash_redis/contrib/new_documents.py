@@ -1,17 +1,4 @@
-"""Which documents of a batch a shared index stores as new: the step a data pipeline's workers share.
-
-`NewDocuments` is what a Hugging Face ``datasets`` filter (``dataset.filter(keep, batched=True,
-num_proc=8)``) and the datatrove step (`simhash_redis.contrib.datatrove`) call: each batch is checked
-and stored in one call (`VerifiedIndex.add_if_new_many`, or ``SimhashIndex.add_many(unique=True)``),
-atomically per document, so that of the workers that meet copies of one text exactly one keeps it. It is
-pickled to every worker process as its settings alone, and opens its own connection there the first time
-it is called (a connection is never shared across a fork).
-
-A document is kept when it is stored now, or was stored before under its own id (a pipeline run again
-after a crash keeps what it kept the first time); it is dropped when another id's near-duplicate is stored.
-Ids must name documents across every run and snapshot (a URL, or a snapshot's name and the row): a
-document met again under another id is a copy of itself, and dropped.
-"""
+"""Which documents of a batch a shared index stores as new: the step a data pipeline's workers share."""
 
 from __future__ import annotations
 
@@ -27,7 +14,14 @@ __all__ = ["NewDocuments"]
 
 
 class NewDocuments:
-    """Checks and stores batches of documents in a shared index, from any process.
+    """Checks and stores batches of documents in a shared index, from any process: a Hugging Face
+    ``datasets`` filter (``dataset.filter(keep, batched=True, num_proc=8)``) or a datatrove step.
+
+    Each batch is checked and stored in one call, atomically per document: of the workers that meet
+    copies of one text, exactly one keeps it. A document is kept when it is stored now, or was stored
+    before under its own id (a run again after a crash keeps what it kept); it is dropped when another
+    id's near-duplicate is stored, so ids must name documents across every run and snapshot. Pickled, it
+    is its settings alone: each process opens its own connection on first use.
 
     Args:
         url: the Redis server's URL (credentials in it never appear in messages).
@@ -81,10 +75,6 @@ class NewDocuments:
         """Store each document unless another id's near-duplicate is stored; in order, None for each
         document kept, else the stored near-duplicate that drops it.
 
-        Args:
-            ids: the documents' ids.
-            texts: their texts.
-
         Raises:
             InvalidArgument, InvalidType: a malformed id or text (nothing of the batch is written).
             WriteContention, RedisUnavailable: as `add_if_new`.
@@ -114,10 +104,7 @@ class NewDocuments:
         return [str(doc_id) for doc_id in batch[self.id_column]], list(batch[self.text_column])
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
-        """For ``dataset.filter(keep, batched=True)``: True for each row kept.
-
-        Args:
-            batch: columns by name, as `datasets` gives a batch.
+        """For ``dataset.filter(keep, batched=True)``: True for each row of the batch kept.
 
         Raises:
             InvalidArgument: the batch lacks the id or text column.
@@ -127,9 +114,6 @@ class NewDocuments:
     def verdicts(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
         """For ``dataset.map(keep.verdicts, batched=True)``: each row's ``duplicate_of`` (None: kept),
         ``distance`` and ``jaccard`` (None unless verified), to filter or study later.
-
-        Args:
-            batch: columns by name, as `datasets` gives a batch.
 
         Raises:
             InvalidArgument: the batch lacks the id or text column.

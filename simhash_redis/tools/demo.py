@@ -1,9 +1,7 @@
 """The demo job: load the bundled sample of real documents into an index and report its near-duplicates.
 
 The sample (``simhash_redis/data/sample.jsonl.gz``, described in ``data/SOURCES.md``) holds licence texts
-and successive PyPI READMEs: real near-duplicates, and unrelated documents. `run` stores every document,
-asks the index for each one's neighbours within k (one `SimhashIndex.near_many` call), and joins the
-pairs into connected components with `simhash_redis.jobs.dedupe.groups`; `report_lines` renders the result.
+and successive PyPI READMEs: real near-duplicates, and unrelated documents.
 """
 
 from __future__ import annotations
@@ -53,13 +51,7 @@ class SampleDoc:
 
 @dataclass(frozen=True)
 class DemoGroup:
-    """A connected component of near-duplicate pairs.
-
-    Attributes:
-        ids: its documents, in sample order.
-        low: the smallest distance of a pair in it.
-        high: the largest distance of a pair in it.
-    """
+    """A connected component of near-duplicate pairs: its ids in sample order, its pairs' distance range."""
 
     ids: tuple[str, ...]
     low: int
@@ -71,11 +63,8 @@ class DemoReport:
     """What the demo found.
 
     Attributes:
-        documents: documents loaded.
         pairs: every pair within k, the later document (in sample order) first.
         groups: the connected components of the pairs, largest first.
-        load_seconds: time spent fingerprinting and storing the documents.
-        query_seconds: time spent querying every document's neighbours.
         texts: id -> text, to show what differs between near-duplicates.
     """
 
@@ -93,13 +82,8 @@ class DemoReport:
 
 
 def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
-    """Read the bundled sample, or another JSON Lines file (gzipped or not) of ``{"id", "text"}`` objects.
-
-    Args:
-        path: the file; default the sample shipped in the package.
-
-    Returns:
-        The documents, in file order.
+    """The documents of the bundled sample, or of another JSON Lines file (gzipped or not) of
+    ``{"id", "text"}`` objects, in file order.
 
     Raises:
         InputError: a line is not a JSON object with string "id" and "text" fields.
@@ -126,15 +110,7 @@ def _documents(lines: Iterable[JsonLine | InputError]) -> list[SampleDoc]:
 def fresh_index(
     client: redis.Redis | RedisCluster, name: str = DEMO_INDEX, *, k: int | None = None
 ) -> SimhashIndex:
-    """Drop the index if it exists, then create it empty.
-
-    Args:
-        client: a client of the server.
-        name: the index name.
-        k: the new index's k (default: the library default).
-
-    Returns:
-        The new, empty index.
+    """Drop the index if it exists, then create it empty (with k, default the library's).
 
     Raises:
         RedisUnavailable: the server cannot be reached.
@@ -145,14 +121,7 @@ def fresh_index(
 
 
 def run(index: SimhashIndex, docs: Sequence[SampleDoc]) -> DemoReport:
-    """Store the documents, find every pair within the index's k, and group the pairs.
-
-    Args:
-        index: the index to load (normally empty).
-        docs: the documents; ids must be distinct.
-
-    Returns:
-        The report.
+    """Store the documents (distinct ids), find every pair within the index's k, and group the pairs.
 
     Raises:
         RedisUnavailable: the server cannot be reached.
@@ -211,18 +180,8 @@ def _id_list(ids: Sequence[str], width: int) -> str:
 
 
 def difference(a: str, b: str, width: int = 90, context: int = 6) -> tuple[str, str, int]:
-    """Where two texts first differ, word by word: some common context, then each text's differing words.
-
-    Args:
-        a: the first text.
-        b: the second text.
-        width: the longest line returned.
-        context: words of common context shown before the difference.
-
-    Returns:
-        A line for each text, with the differing words in [brackets], and the number of places where
-        the texts differ; ("(identical text)", "(identical text)", 0) when they are equal word for word.
-    """
+    """Where two texts first differ, word by word: a line for each (`context` common words, then its
+    differing words in [brackets], at most `width` long) and the number of places where they differ."""
     wa, wb = a.split(), b.split()
     changes = [
         op for op in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes() if op[0] != "equal"
@@ -262,19 +221,13 @@ def report_lines(
     max_examples: int = 3,
     width: int = 100,
 ) -> list[str]:
-    """The demo's printed report: the setup, the largest groups, a few examples, totals, the marker line.
+    """The demo's printed lines: the setup, the largest groups, a few examples, totals, and last `MARKER`.
 
     Args:
-        report: what `run` found.
-        index: the index it ran on.
+        report: what `run` found on `index`.
         where: a description of the server, e.g. "embedded server redis://127.0.0.1:6390".
         elapsed: seconds since the demo started, server start included.
-        max_groups: groups listed at most.
-        max_examples: example pairs shown at most.
         width: the longest line (ids are elided to fit).
-
-    Returns:
-        The lines, the last one starting with `MARKER`.
     """
     lines = [
         f"simhash-redis demo: {report.documents} documents (licence texts and successive PyPI READMEs)",
@@ -288,11 +241,7 @@ def report_lines(
         lines.append(f"Near-duplicate groups (distance <= {index.k}), largest first:")
         for group in report.groups[:max_groups]:
             head = f"  {len(group.ids)} copies: "
-            span = (
-                f" (distance {group.low}-{group.high})"
-                if group.low != group.high
-                else f" (distance {group.low})"
-            )
+            span = f" (distance {group.low}{f'-{group.high}' if group.high != group.low else ''})"
             lines.append(head + _id_list(group.ids, width - len(head) - len(span)) + span)
         hidden = report.groups[max_groups:]
         if hidden:
@@ -302,15 +251,11 @@ def report_lines(
         examples = _examples(report, max_examples)
         if examples:
             lines += ["", "What differs between near-duplicates ([...] marks the first change):"]
+        texts = report.texts
         for pair in examples:
-            old, new, places = difference(
-                report.texts[pair.existing_id], report.texts[pair.new_id], width - 6
-            )
-            where_ = (
-                "identical words"
-                if not places
-                else f"{places} place{'s differ' if places > 1 else ' differs'}"
-            )
+            old, new, places = difference(texts[pair.existing_id], texts[pair.new_id], width - 6)
+            differ = "s differ" if places > 1 else " differs"
+            where_ = f"{places} place{differ}" if places else "identical words"
             lines.append(f"  {pair.existing_id} ~ {pair.new_id}: distance {pair.distance}, {where_}")
             lines.append(f"    - {old}")
             lines.append(f"    + {new}")

@@ -1,9 +1,8 @@
 """Choose a table layout for f, k and the expected number of stored fingerprints N.
 
-Each candidate layout is rated by what a query costs (tables probed, candidates read back) and what the
-index costs in Redis memory. Candidates assume uniformly spread fingerprints: a bucket of a table with
-b-bit keys then holds N / 2^b of them on average. Memory comes from this project's own measurements of
-bytes per fingerprint per table as a function of that load (see `TABLE_BYTES_64`).
+Each candidate layout is rated by what a query costs (tables probed, candidates read back, assuming
+uniformly spread fingerprints: N / 2^b per bucket of b-bit keys) and by Redis memory, from measurements
+of bytes per fingerprint per table as a function of that load (`TABLE_BYTES_64`).
 """
 
 from __future__ import annotations
@@ -94,40 +93,21 @@ def _interpolate(points: tuple[tuple[float, float], ...], x: float) -> float:
 
 
 def table_bytes_per_fp(load: float, f: int = defaults.F) -> float:
-    """Measured Redis bytes per fingerprint of one table whose buckets hold `load` members on average.
-
-    Args:
-        load: N / 2^keybits.
-        f: fingerprint width (128-bit fingerprints are stored as strings, the others as integers).
-
-    Returns:
-        Bytes per fingerprint.
-    """
+    """Measured Redis bytes per fingerprint of f bits in one table whose buckets hold `load` (N / 2^keybits)
+    members on average."""
     points = TABLE_BYTES_128 if f == 128 else TABLE_BYTES_64
     return _interpolate(points, math.log2(max(load, 2.0**-60)))
 
 
 def map_bytes_per_doc(load: float) -> float:
-    """Measured Redis bytes per document of the id map and fingerprint map together.
-
-    Args:
-        load: documents per id bucket, N / id_buckets.
-
-    Returns:
-        Bytes per document (for short ids; add the id's length twice for long ones).
-    """
+    """Measured Redis bytes per document (of a short id) of the id and fingerprint maps, for `load`
+    documents per id bucket (N / id_buckets)."""
     return _interpolate(MAP_BYTES, math.log2(max(load, 2.0**-60)))
 
 
 def distinct_candidate_probability(layout: Layout) -> float:
-    """The chance that a random fingerprint shares at least one table key with a given query.
-
-    Args:
-        layout: the layout.
-
-    Returns:
-        The probability; times N it is the expected number of distinct candidates.
-    """
+    """The chance that a random fingerprint shares at least one table key with a given query (times N:
+    the expected number of distinct candidates)."""
     p = [2.0**-w for w in layout.blocks]
     sizes = {len(t) for t in layout.tables}
     size = next(iter(sizes))
@@ -153,15 +133,11 @@ class LayoutPlan:
 
     Attributes:
         label: 'pigeonhole' or 'permuted-<blocks>'.
-        layout: the layout itself (pass it to `SimhashIndex(layout=...)`).
         tables: number of tables, i.e. SMEMBERS per query.
-        key_bits: the width of each table's key.
-        candidates: expected fingerprints read back per query, summed over tables (a fingerprint
-            sharing several keys with the query counts once per table).
+        candidates: expected fingerprints read back per query, summed over tables.
         distinct_candidates: expected distinct fingerprints among them.
         table_bytes: expected Redis memory of the tables.
         map_bytes: expected Redis memory of the id and fingerprint maps (the same for every layout).
-        recommended: whether this is the planner's choice.
     """
 
     label: str
@@ -181,8 +157,7 @@ class LayoutPlan:
 
     @property
     def refused(self) -> bool:
-        """Whether a query would read back so large a share of the index (`defaults.MAX_READ_FRACTION`,
-        `Layout.read_fraction`) that a new index of this layout is refused: never recommended."""
+        """Whether a new index of this layout is refused (`defaults.MAX_READ_FRACTION`): never recommended."""
         return self.layout.read_fraction >= defaults.MAX_READ_FRACTION
 
     @property
@@ -220,19 +195,9 @@ class LayoutPlan:
 def candidate_layouts(
     f: int, k: int, *, max_tables: int = DEFAULT_MAX_TABLES, max_key_bits: int = DEFAULT_MAX_KEY_BITS
 ) -> list[tuple[str, Layout]]:
-    """The layouts worth considering: pigeonhole, then permuted with k+2, k+3, ... blocks.
-
-    Permuted layouts stop at the first block count whose tables exceed `max_tables`, whose narrowest
-    key exceeds `max_key_bits`, or whose keys no longer fit 64 bits.
-
-    Args:
-        f: fingerprint width.
-        k: the largest distance to find.
-        max_tables: most tables a listed layout may have.
-        max_key_bits: widest narrowest-key a listed permuted layout may have.
-
-    Returns:
-        (label, layout) pairs, fewest tables first.
+    """(label, layout) pairs worth considering, fewest tables first: pigeonhole, then permuted with k+2,
+    k+3, ... blocks, until the tables exceed `max_tables`, the narrowest key `max_key_bits`, or the keys
+    no longer fit 64 bits.
 
     Raises:
         InvalidArgument: f or k is out of range.
@@ -254,11 +219,6 @@ def candidate_layouts(
 def layout_named(label: str, f: int, k: int) -> Layout:
     """The layout a `plan` row names: "pigeonhole" (k+1 tables) or "permuted-B" (B blocks).
 
-    Args:
-        label: the row's label.
-        f: fingerprint width.
-        k: the largest distance to find.
-
     Raises:
         InvalidArgument: the label names no layout, or not one for this f and k.
     """
@@ -271,16 +231,7 @@ def layout_named(label: str, f: int, k: int) -> Layout:
 
 
 def estimate(label: str, layout: Layout, n: float, *, id_buckets: int = defaults.ID_BUCKETS) -> LayoutPlan:
-    """Rate one layout for n stored fingerprints.
-
-    Args:
-        label: the name shown for it.
-        layout: the layout.
-        n: expected number of stored fingerprints (one document each).
-        id_buckets: buckets of the id and fingerprint maps.
-
-    Returns:
-        The rating (not recommended).
+    """Rate one layout, shown as `label`, for n stored fingerprints (one document each); not recommended.
 
     Raises:
         InvalidArgument: n is negative or id_buckets is not positive.
@@ -313,25 +264,9 @@ def plan(
     max_key_bits: int = DEFAULT_MAX_KEY_BITS,
     id_buckets: int = defaults.ID_BUCKETS,
 ) -> list[LayoutPlan]:
-    """Rate every candidate layout for n fingerprints and mark the recommended one, if any.
-
-    The recommendation is the layout with the fewest tables whose expected candidates per query stay
-    within `budget` (ties: less memory); when none does, the one with the fewest candidates. A layout
-    whose queries read back a large share of the index (`LayoutPlan.refused`) is never recommended:
-    new indexes of it are refused. When every listed layout is, none is recommended.
-
-    Args:
-        f: fingerprint width.
-        k: the largest distance to find.
-        n: expected number of stored fingerprints.
-        budget: most candidates per query the recommended layout may read.
-        max_tables: most tables a listed layout may have.
-        max_key_bits: widest narrowest-key a listed permuted layout may have.
-        id_buckets: buckets of the id and fingerprint maps.
-
-    Returns:
-        One plan per candidate layout, fewest tables first; at most one is recommended (none when
-        every one is refused).
+    """Rate every `candidate_layouts` layout for n fingerprints, fewest tables first, and mark the one
+    recommended: the fewest tables whose expected candidates per query stay within `budget` (ties: less
+    memory), else the fewest candidates; never a `LayoutPlan.refused` one (none when all are).
 
     Raises:
         InvalidArgument: f, k, n, budget or id_buckets is out of range.

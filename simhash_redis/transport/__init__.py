@@ -13,9 +13,9 @@ from redis.cluster import RedisCluster
 
 from ..errors import InvalidType
 from .cluster import ClusterTransport
-from .connection import client_from_url, redact_url
+from .connection import client_from_url
 from .greenlet_bridge import bridged, pause
-from .protocols import RAW, READ, SEND, Command, Exchange, Sender, Step, Steps, drive
+from .protocols import RAW, READ, SEND, Command, Exchange, Sender, Steps, drive
 from .retry import Backoff
 from .standalone import Transport
 from .translate import ScriptMissing, raise_first_error, translate_error
@@ -29,7 +29,6 @@ __all__ = [
     "Exchange",
     "ScriptMissing",
     "Sender",
-    "Step",
     "Steps",
     "bridged",
     "client_from_url",
@@ -38,17 +37,15 @@ __all__ = [
     "open_sender",
     "pause",
     "raise_first_error",
-    "redact_url",
     "translate_error",
 ]
 
 
 def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = None) -> Sender:
-    """The sender for a client: one connection per batch on a standalone server, per node on a cluster.
+    """The sender for a redis-py client (a redis.asyncio one only inside the asyncio API's calls).
 
-    Args:
-        client: a redis-py client; a redis.asyncio one only inside the asyncio API's calls.
-        backoff: how to wait between retries (default: the transport's own).
+    Raises:
+        InvalidType: an asyncio client outside the asyncio API.
     """
     if is_asyncio_client(client):
         if not bridged():
@@ -71,11 +68,7 @@ def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = No
 
 
 def is_asyncio_client(client: object) -> bool:
-    """Whether a client is redis.asyncio's (standalone or cluster).
-
-    Args:
-        client: anything passed as a client.
-    """
+    """Whether a client is redis.asyncio's (standalone or cluster)."""
     if not any(kind.__module__.startswith("redis.asyncio") for kind in type(client).__mro__):
         return False  # redis.asyncio is imported only for those who use it (or subclass its clients)
     import redis.asyncio.cluster

@@ -1,9 +1,8 @@
 """The transports of redis.asyncio clients: the synchronous transports with their I/O awaited.
 
-They run only inside `greenlet_bridge.run` (the asyncio API's calls): each send or read hands a coroutine
-of the redis.asyncio connection to `greenlet_bridge.wait`, and everything else (retries, redirections,
-WAIT, the order of replies) is inherited from `Transport` and `ClusterTransport`. Like `wire`, this module
-reaches under redis-py's public API: a connection's packer and parser, and a cluster node's free list.
+They run only inside `greenlet_bridge.run`: each send or read hands a coroutine to `greenlet_bridge.wait`;
+the rest (retries, redirections, WAIT) is inherited from `Transport` and `ClusterTransport`. Like `wire`,
+this module reaches under redis-py's public API (a connection's packer and parser, a node's free list).
 """
 
 from __future__ import annotations
@@ -54,10 +53,9 @@ def _packed(connection: Any, batches: Sequence[Sequence[Command]]) -> list[bytes
 
 
 def _send(connection: Any, payload: list[bytes]) -> None:
-    # redis.asyncio's send_packed_command waits for the socket's buffer with asyncio.wait_for, a task
-    # and two turns of the event loop per send. A connected socket whose buffer is below its limit
-    # takes the bytes at once, as drain() would have found: written here, from the greenlet (the event
-    # loop is paused inside this task's step meanwhile), with no await at all.
+    # redis.asyncio's send_packed_command costs a task and two turns of the event loop per send. A
+    # connected socket whose buffer is below its limit takes the bytes at once: written here, from the
+    # greenlet (the event loop is paused inside this task's step meanwhile), with no await at all.
     wire.count_send()
     writer = connection._writer
     if writer is None or not connection.is_connected or writer.transport is None:
@@ -79,14 +77,12 @@ async def _drain(connection: Any, writer: Any) -> None:
     try:
         async with async_timeout(connection.socket_timeout):
             await writer.drain()
-    except asyncio.TimeoutError:
+    except BaseException as exc:
         await connection.disconnect(nowait=True)
-        raise rex.TimeoutError("Timeout writing to socket") from None
-    except OSError as exc:
-        await connection.disconnect(nowait=True)
-        raise rex.ConnectionError(f"Error while writing to socket: {exc.args}") from None
-    except BaseException:
-        await connection.disconnect(nowait=True)
+        if isinstance(exc, asyncio.TimeoutError):
+            raise rex.TimeoutError("Timeout writing to socket") from None
+        if isinstance(exc, OSError):
+            raise rex.ConnectionError(f"Error while writing to socket: {exc.args}") from None
         raise
 
 
@@ -95,9 +91,8 @@ _WRITE_LIMIT = 1 << 16
 
 
 async def _read(connection: Any, count: int) -> list[Any]:
-    # One await for all `count` replies (one switch between the greenlet and its task), and with
-    # hiredis the replies taken straight from its reader, one socket read (and timeout) per chunk of
-    # bytes instead of per reply: redis.asyncio's read_response costs tens of microseconds each.
+    # One await for all `count` replies, taken straight from hiredis's reader, one socket read per chunk
+    # of bytes: redis.asyncio's read_response costs tens of microseconds per reply.
     parser: Any = connection._parser
     if not _hiredis(parser):
         return await _read_each(connection, count)
@@ -121,9 +116,7 @@ async def _read(connection: Any, count: int) -> list[Any]:
                 raise reply
             if type(reply) is list and reply and isinstance(reply[0], rex.ConnectionError):
                 raise reply[0]
-            if wire.PUSH is not None and isinstance(reply, wire.PUSH):
-                # A RESP3 out-of-band message (an invalidation, a maintenance notice): redis-py's, not
-                # a reply.
+            if wire.PUSH is not None and isinstance(reply, wire.PUSH):  # RESP3 out-of-band: not a reply
                 handle = getattr(parser, "handle_push_response", None)
                 if handle is not None:
                     await handle(reply)
@@ -154,11 +147,7 @@ async def _read_each(connection: Any, count: int) -> list[Any]:
 
 
 class AsyncExchange:
-    """Commands sent and replies read on one redis.asyncio connection (see `wire.Exchange`).
-
-    Args:
-        connection: a redis.asyncio connection, owned by the caller for the conversation.
-    """
+    """Commands sent and replies read on one redis.asyncio connection (see `wire.Exchange`)."""
 
     __slots__ = ("connection", "unread")
 
@@ -167,23 +156,13 @@ class AsyncExchange:
         self.unread = 0
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands in one write.
-
-        Raises:
-            redis.exceptions.ConnectionError, TimeoutError: the send failed.
-            redis.exceptions.DataError: an argument of an unsupported type.
-        """
+        """Send batches of commands in one write."""
         payload = _packed(self.connection, batches)
         self.unread += sum(map(len, batches))
         _send(self.connection, payload)
 
     def read(self, count: int) -> list[Any]:
-        """The next `count` replies, raw, error replies in place.
-
-        Raises:
-            redis.exceptions.ConnectionError, TimeoutError: the connection was lost or timed out.
-            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
-        """
+        """The next `count` replies, raw, error replies in place."""
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
         replies = wait(_read(self.connection, count))
@@ -191,7 +170,7 @@ class AsyncExchange:
         return replies
 
     def read_sets(self, count: int) -> None:
-        """None: replies are read with `read` here (`wire.read_sets` reads a plain socket's raw)."""
+        """None: replies are read with `read` here."""
         return None
 
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
@@ -201,12 +180,7 @@ class AsyncExchange:
 
 
 class AsyncTransport(Transport):
-    """`Transport` over a redis.asyncio client's connection pool.
-
-    Args:
-        client: the redis.asyncio client whose connection pool is used.
-        backoff: how to wait between attempts after a connection error or timeout.
-    """
+    """`Transport` over a redis.asyncio client's connection pool."""
 
     def _on_connection(self, talk: Callable[[Any], T]) -> T:
         connection = wait(self._take())
@@ -218,7 +192,7 @@ class AsyncTransport(Transport):
             wait(self._give(connection, clean=exchange.unread == 0))
 
     async def _take(self) -> Any:
-        # A turn, then a connection: one await (and one switch of greenlets) for both.
+        # A turn, then a connection: one await for both.
         turns = _turns_of(self.pool)
         await turns.acquire()
         try:
@@ -239,10 +213,9 @@ class AsyncTransport(Transport):
             _turns_of(self.pool).release()
 
 
-# redis-py's pool refuses a connection past its limit ("Too many connections") instead of waiting for
-# one: every index on a pool takes a turn of the pool's one semaphore first, so hundreds of tasks
-# calling indexes on one client queue instead of failing.
-# (A semaphore belongs to one event loop: a client used again under another loop gets a new one.)
+# redis-py's pool refuses a connection past its limit instead of waiting for one: every index on a pool
+# takes a turn of the pool's one semaphore first, so hundreds of tasks on one client queue instead of
+# failing. (A semaphore belongs to one event loop: a client used under another loop gets a new one.)
 _TURNS: weakref.WeakKeyDictionary[Any, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = (
     weakref.WeakKeyDictionary()
 )
@@ -271,11 +244,10 @@ _NAMED: dict[type, bool] = {}
 
 
 class AsyncClusterTransport(ClusterTransport):
-    """`ClusterTransport` over a redis.asyncio cluster client's nodes.
+    """`ClusterTransport` over a redis.asyncio cluster client's nodes (initialised here if not yet).
 
-    Args:
-        client: the redis.asyncio cluster client (initialised here if it was not yet).
-        backoff: how to wait between attempts while the cluster fails over or reshards.
+    Raises:
+        RedisUnavailable: the cluster cannot be reached.
     """
 
     def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
@@ -319,8 +291,7 @@ class AsyncClusterTransport(ClusterTransport):
 class _Reloads:
     """One slot-map reload at a time per cluster client, shared by everyone who found it stale.
 
-    redis-py < 6 rebuilds its node objects on each reload and closes the old ones' connections, those
-    other calls are using included: a burst of reloads (every task that met a MOVED) broke them all.
+    redis-py < 6 closes the old nodes' connections on each reload, those other calls are using included.
     """
 
     def __init__(self) -> None:

@@ -1,11 +1,9 @@
 """Running the index on Redis Cluster: per-node round trips, redirections and failover.
 
-Every command the index sends on a cluster names exactly one key (scripts included), so no command ever
-spans hash slots. A batch is split by the node that owns each key's slot; all nodes' shares are sent
-before any reply is read, so the nodes work on them concurrently and a batch costs one round trip to the
-slowest node. MOVED (a slot changed owner) refreshes the slot map and resends; ASK (a slot is being
-migrated) resends the command to the importing node after ASKING; a lost node (failover) refreshes the
-slot map with backoff and resends. Resending is safe because every write is idempotent.
+Every command the index sends names one key (scripts included). A batch is split by the node owning each
+key's slot, and every node's share is sent before any reply is read: one round trip to the slowest node.
+MOVED refreshes the slot map and resends; ASK resends to the importing node after ASKING; a lost node
+refreshes the slot map with backoff and resends (every write is idempotent).
 """
 
 from __future__ import annotations
@@ -30,8 +28,8 @@ from .translate import raise_first_error, translate_error
 
 __all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "command_keys"]
 
-#: How a cluster's transport retries, unless given another Backoff: 12 retries, then on until the
-#: cluster's failover time has passed since the first failure (`ClusterTransport.failover_time`).
+#: How a cluster's transport retries, unless given another Backoff; then on until the cluster's
+#: failover time has passed since the first failure (`ClusterTransport.failover_time`).
 CLUSTER_BACKOFF = Backoff(retries=12, base=0.05, cap=2.0)
 #: Redis's default cluster-node-timeout, in seconds: assumed where CONFIG GET is refused (an ACL user
 #: without it) or no primary answers it. A cluster configured with a longer one needs CONFIG GET.
@@ -42,8 +40,7 @@ _REDIRECTIONS = 16
 # live replica left (a failover in progress) fails the attempt, and the retry refreshes the slot map.
 _WAIT: Command = (b"WAIT", 1, 1000)
 _WAIT_ROUNDS = 5
-# The commands the index sends that write nothing: a node's share made only of them has no write to wait
-# for (the reads of a durable conversation, such as a windowed write's look at where each id is).
+# The commands the index sends that write nothing: a node's share made only of them needs no WAIT.
 _READS = frozenset(
     b"HGET HMGET HGETALL HLEN HEXISTS SMEMBERS SCARD SMISMEMBER EXISTS TYPE PTTL TIME INFO PING".split()
 )
@@ -52,11 +49,7 @@ T = TypeVar("T")
 
 
 def command_keys(command: Command) -> list[bytes]:
-    """The keys a command touches (scripts declare theirs; every other command has its key first).
-
-    Args:
-        command: the command's arguments.
-    """
+    """The keys a command touches (scripts declare theirs; every other command has its key first)."""
     name = _as_bytes(command[0]).upper()
     if name in (b"EVALSHA", b"EVAL"):
         numkeys = int(command[2])
@@ -73,12 +66,7 @@ def _as_bytes(value: bytes | str | int | float) -> bytes:
 
 
 class ClusterTransport:
-    """One concurrent round trip per batch over the nodes of a Redis Cluster.
-
-    Args:
-        client: the redis-py cluster client (its slot map and per-node connection pools are used).
-        backoff: how to wait between attempts while the cluster fails over or reshards.
-    """
+    """One concurrent round trip per batch over the nodes of a redis-py cluster client."""
 
     cluster = True
 
@@ -97,8 +85,8 @@ class ClusterTransport:
         Args:
             commands: single-key commands (or scripts declaring keys of one slot).
             raise_on_error: raise the first error reply instead of returning it in place.
-            durable: for writes: each node's share that writes ends with WAIT for one replica, on the
-                same connection, so an acknowledged write survives the failover of its primary.
+            durable: each node's share that writes ends with WAIT for one replica, so an acknowledged
+                write survives the failover of its primary.
 
         Raises:
             RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
@@ -134,12 +122,8 @@ class ClusterTransport:
         return replies
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
-        """Run a conversation whose sends are queued and whose reads send the queue when they need it.
-
-        A read that needs more replies than are buffered sends the queue as one concurrent round trip
-        over the nodes, with `execute`'s retries. A cluster has no single connection to keep a
-        conversation on, so it costs one round trip per read that outruns the buffer: the same replies,
-        in the same order, as on a standalone server.
+        """Run a conversation whose sends are queued; a read that outruns the buffered replies sends the
+        queue as one `execute` (the same replies, in the same order, as on a standalone server).
 
         Args:
             talk: the conversation; its result is returned.
@@ -152,9 +136,6 @@ class ClusterTransport:
 
     def broadcast(self, command: Command) -> None:
         """Send a keyless command (SCRIPT LOAD) to every primary.
-
-        Args:
-            command: the command.
 
         Raises:
             RedisUnavailable: a primary could not be reached.
@@ -172,11 +153,7 @@ class ClusterTransport:
             raise translate_error(exc) from None
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
-        """The keys matching a pattern, a SCAN page at a time, from every primary.
-
-        Args:
-            pattern: a SCAN MATCH pattern.
-            count: the COUNT hint of each page.
+        """The keys matching a pattern, a SCAN page of COUNT `count` at a time, from every primary.
 
         Raises:
             RedisUnavailable: (or a subclass) a primary could not be reached.
@@ -242,8 +219,8 @@ class ClusterTransport:
                 last_error = RedisUnavailable(f"no replica of {node.name} confirmed the writes")
                 continue
             for i, reply in zip(indexes, node_replies[: len(indexes)], strict=True):
-                if isinstance(reply, rex.AskError):
-                    asks[_redirect_target(reply)].append(i)
+                if isinstance(reply, rex.AskError):  # "ASK 3999 127.0.0.1:6381"
+                    asks[str(reply).split()[-1]].append(i)
                 elif isinstance(reply, rex.MovedError):
                     redirected.append(i)
                 elif isinstance(reply, (rex.TryAgainError, rex.ClusterDownError)):
@@ -271,11 +248,9 @@ class ClusterTransport:
     def failover_time(self) -> float:
         """How long the failover of a primary may take on this cluster, in seconds: read once.
 
-        A replica is elected once the others have marked its primary failed, cluster-node-timeout
-        after it stopped answering; the election takes a second or two more (Redis's default 15 s
-        node timeout: 17.6-18.4 s from a kill to the new primary). Twice the node timeout covers that
-        with room for a loaded machine. The node timeout is asked of each primary in turn (CONFIG GET);
-        where none answers it, Redis's default is assumed.
+        Twice cluster-node-timeout (a replica is elected a second or two after that timeout; Redis's
+        default of 15 s measured 17.6-18.4 s from a kill to the new primary), asked of each primary in
+        turn (CONFIG GET); where none answers, Redis's default is assumed.
         """
         if self._failover is None:
             timeout = DEFAULT_NODE_TIMEOUT
@@ -383,7 +358,6 @@ class ClusterTransport:
 
 
 def _reads_only(commands: list[Command]) -> bool:
-    """Whether a node's share of a batch writes nothing (no WAIT needed after it)."""
     return all(_as_bytes(command[0]).upper() in _READS for command in commands)
 
 
@@ -406,11 +380,6 @@ def _node_timeout(reply: Any) -> float | None:
         return None
 
 
-def _redirect_target(error: rex.ResponseError) -> str:
-    # "ASK 3999 127.0.0.1:6381" -> "127.0.0.1:6381"
-    return str(error).split()[-1]
-
-
 class _Unreached(Exception):
     """Some commands of a batch could not reach their node this attempt."""
 
@@ -430,16 +399,10 @@ class _QueuedExchange:
         self._buffer: list[Any] = []
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Queue batches of commands."""
         for batch in batches:
             self._queue.extend(batch)
 
     def read(self, count: int) -> list[Any]:
-        """The next `count` replies, error replies in place.
-
-        Raises:
-            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
-        """
         if count > len(self._buffer) + len(self._queue):
             raise RuntimeError(f"{count} replies asked for, {len(self._buffer) + len(self._queue)} due")
         if count > len(self._buffer):
@@ -449,10 +412,8 @@ class _QueuedExchange:
         return replies
 
     def read_sets(self, count: int) -> None:
-        """None: replies are read with `read` here (`wire.read_sets` reads a plain socket's raw)."""
         return None
 
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
-        """Send the commands and read all their replies."""
         self.send(commands)
         return self.read(len(commands))

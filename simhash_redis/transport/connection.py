@@ -26,9 +26,9 @@ _QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#]*", re.IGNORECASE)
 def redact_url(url: str) -> str:
     """The URL with its password replaced by '***', fit for logs and error messages.
 
-    Both forms redis-py reads a password from are hidden: the userinfo (everything before the last '@'
-    counts as credentials, so a password holding '/', '?', '#' or '@' is hidden too; at worst, more
-    than the password is hidden) and a ``password=`` query parameter. User names stay visible.
+    Both places redis-py reads a password from are hidden: the userinfo (everything before the last '@',
+    so a password holding '/', '?', '#' or '@' is hidden too) and a ``password=`` query parameter. User
+    names stay visible.
 
     Args:
         url: a Redis URL such as redis://user:secret@host:6379/0 or redis://host/0?password=secret.
@@ -64,9 +64,8 @@ def client_from_url(
 
     Args:
         url: the server's URL (any node of a cluster); credentials and TLS settings come from it.
-        cluster: whether the server is a Redis Cluster; None asks it (INFO cluster) and takes a server
-            that cannot be asked (unreachable, or an ACL user without INFO) as standalone, so that
-            errors surface at first use as with any redis-py client.
+        cluster: whether the server is a Redis Cluster; None asks it (INFO cluster), taking a server
+            that cannot be asked as standalone (errors then surface at first use).
         asyncio: make a redis.asyncio client (only inside the asyncio API's calls, which await INFO).
         **options: extra redis-py options, overriding the defaults.
 

@@ -1,11 +1,8 @@
 """Running the synchronous index on an event loop: its I/O awaited, everything else shared.
 
-The asyncio API (`simhash_redis.asyncio`) runs the very code of the synchronous index, in a greenlet per
-call: whenever that code needs the network or a pause, the asyncio transports hand an awaitable to
-`wait`, which switches to the task that started the call; the task awaits it and switches back with the
-result (or throws the exception in). Between those points nothing differs, so the key schema, codecs,
-scripts, retries, guards and match filtering exist once. This is SQLAlchemy's asyncio design; greenlet
-(the `asyncio` extra) is imported only when the asyncio API is used.
+The asyncio API runs the synchronous index's own code in a greenlet per call (SQLAlchemy's design):
+where that code needs the network or a pause, it hands an awaitable to `wait`, which switches to the
+task that started the call; the task awaits it and switches back with the result (or the exception).
 """
 
 from __future__ import annotations
@@ -58,9 +55,6 @@ def bridged() -> bool:
 def wait(awaitable: Awaitable[T]) -> T:
     """Await from synchronous code that `run` started: its task awaits, this call gets the result.
 
-    Args:
-        awaitable: what the event loop should await (a coroutine, a future).
-
     Raises:
         RuntimeError: called outside `run` (the awaitable is closed, never left un-awaited).
         BaseException: whatever awaiting it raises (CancelledError included).
@@ -76,11 +70,7 @@ def wait(awaitable: Awaitable[T]) -> T:
 
 
 def pause(seconds: float) -> None:
-    """Sleep without blocking an event loop: awaited inside `run`, `time.sleep` elsewhere.
-
-    Args:
-        seconds: how long.
-    """
+    """Sleep `seconds` without blocking an event loop: awaited inside `run`, `time.sleep` elsewhere."""
     if bridged():
         wait(asyncio.sleep(seconds))
     else:
@@ -88,12 +78,7 @@ def pause(seconds: float) -> None:
 
 
 async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run synchronous code in a greenlet, awaiting on its behalf whatever it passes to `wait`.
-
-    Args:
-        fn: the synchronous callable (the index's method).
-        *args: its positional arguments.
-        **kwargs: its keyword arguments.
+    """Run `fn(*args, **kwargs)` in a greenlet, awaiting on its behalf whatever it passes to `wait`.
 
     Raises:
         ImportError: greenlet is not installed.

@@ -1,10 +1,4 @@
-"""Commands in RESP, packed byte for byte as redis-py's packers write them, a run of one command at once.
-
-`pack` is what `wire` sends on a plain connection; `CommandPerKey` stands for a run of one
-single-key command (every SMEMBERS of a batch, the HGETs of one field in many hashes) and packs with a
-single join; `PackedCommands` for commands already in their RESP form (a bulk load's chunks, a single
-lookup's first write).
-"""
+"""Commands in RESP, packed byte for byte as redis-py's packers write them, a run of one command at once."""
 
 from __future__ import annotations
 
@@ -22,11 +16,10 @@ _CRLF = b"\r\n"
 
 
 class CommandPerKey(Sequence[tuple[bytes, ...]]):
-    """The commands `(name, key)` for each key, or `(name, key, field)` with one field for every key:
-    e.g. SMEMBERS of every table key of a batch, or HGETs of one fingerprint in each period's map.
+    """The commands `(name, key)`, or `(name, key, field)` with one field, for each key.
 
-    It is a sequence of those commands, so every sender accepts it; `pack` packs it with one join
-    when the keys have equal length (table keys and the periods' keys of one bucket do).
+    A sequence of those commands, so every sender accepts it; `pack` packs it with one join when the
+    keys have equal length.
 
     Args:
         name: the command name, e.g. b"SMEMBERS".
@@ -86,8 +79,7 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
 
 
 class PackedCommands(CommandPerKey):
-    """Commands packed once into their RESP form, which `pack` sends as is. Iterating parses them back
-    (only a connection that packs commands itself, with a custom encoder, does that)."""
+    """Commands packed once into their RESP form, which `pack` sends as is; iterating parses them back."""
 
     __slots__ = ("_count", "_resp")
 
@@ -116,7 +108,6 @@ class PackedCommands(CommandPerKey):
 
 
 def _encode(arg: Any) -> bytes:
-    """One argument as redis-py's packers write it (bytes as is, str UTF-8, numbers as repr)."""
     if isinstance(arg, bytes):
         return arg
     if isinstance(arg, str):
@@ -137,9 +128,7 @@ def _encode(arg: Any) -> bytes:
 def pack(commands: Sequence[Command]) -> bytes:
     """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends.
 
-    Args:
-        commands: each a sequence of bytes / str / int / float arguments, the command name first (a
-            name with spaces, like b"SCRIPT LOAD", is split into arguments as redis-py does).
+    A command name with spaces, like b"SCRIPT LOAD", is split into arguments as redis-py does.
 
     Raises:
         redis.exceptions.DataError: an argument of another type (bool included).
@@ -167,10 +156,7 @@ def _bulk(arg: Any) -> bytes:
 
 
 def arrays(resp: bytes) -> Iterator[tuple[bytes, ...]]:
-    """The arrays of bulk strings in a RESP payload: commands packed here, or SMEMBERS replies.
-
-    Args:
-        resp: whole arrays (or RESP3 sets) of bulk strings, end to end.
+    """The arrays (or RESP3 sets) of bulk strings in a RESP payload: packed commands, or SMEMBERS replies.
 
     Raises:
         ValueError: the payload is not of that form.

@@ -1,9 +1,7 @@
 """What the floors above send through: commands, a conversation's exchange, and the Sender protocol.
 
-A `Sender` is `Transport` on a standalone server or `ClusterTransport` on a cluster; callers use only
-this protocol, never the concrete type. A conversation can be written without I/O, as `Steps`: a
-generator that yields what to send and what to read, and takes the replies; `drive` runs it on any
-exchange (one connection, a cluster's queue), and a test can feed it recorded replies instead.
+A conversation can be written without I/O, as `Steps`: a generator that yields what to send and what to
+read, and takes the replies; `drive` runs it on any exchange, and a test can feed it recorded replies.
 """
 
 from __future__ import annotations
@@ -33,24 +31,20 @@ class Exchange(Protocol):
 
     def send(self, *batches: Sequence[Command]) -> None:
         """Send batches of commands (error replies will come back in place, untranslated)."""
-        ...
 
     def read(self, count: int) -> list[Any]:
         """The next `count` replies."""
-        ...
 
     def read_sets(self, count: int) -> bytes | None:
-        """The next `count` replies in their RESP form, if all are arrays of bulk strings and this
-        exchange can read them so; None: read them with `read`."""
-        ...
+        """The next `count` replies in their RESP form, if this exchange can; None: read them with `read`."""
 
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
         """Send the commands and read all their replies."""
-        ...
 
 
 class Sender(Protocol):
-    """Sends batches of commands to the server (or the cluster's nodes) that hold an index's keys."""
+    """Sends commands to the server (or the cluster's nodes) holding an index's keys: `Transport` or
+    `ClusterTransport`."""
 
     cluster: bool
 
@@ -58,29 +52,23 @@ class Sender(Protocol):
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
         """Send the commands in one round trip (per node) and return their raw replies in order."""
-        ...
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
         """Run a conversation, again from the start after a lost connection; `talk` must allow that.
         Durable: on a cluster, each round trip's writes wait for a replica (as `execute`'s)."""
-        ...
 
     def broadcast(self, command: Command) -> None:
         """Send a keyless command to every server that runs the index's keys."""
-        ...
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
         """The keys matching a pattern, in batches, from every server holding keys."""
-        ...
 
 
 def drive(steps: Steps[T], exchange: Exchange) -> T:
     """Run a conversation's steps on an exchange; its result.
 
-    Replies read parsed come as a list; an error reply among them is raised (translated) at once.
-
     Raises:
-        SimhashRedisError: an error reply.
+        SimhashRedisError: an error reply among replies read parsed, at once.
     """
     reply: Any = None
     send, read, read_sets = exchange.send, exchange.read, exchange.read_sets
@@ -100,13 +88,8 @@ def drive(steps: Steps[T], exchange: Exchange) -> T:
 
 
 def scan_pages(round_trip: Callable[[Command], Any], pattern: str, count: int) -> Iterator[list[bytes]]:
-    """The keys matching a pattern on one server, a SCAN page at a time (a key may come twice).
-
-    Args:
-        round_trip: sends one command to that server and returns its reply.
-        pattern: a SCAN MATCH pattern.
-        count: the COUNT hint of each page.
-    """
+    """The keys matching a pattern on the server `round_trip` sends to, a SCAN page at a time (a key
+    may come twice)."""
     cursor: bytes | int = b"0"
     while True:
         cursor, keys = round_trip((b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count))

@@ -20,16 +20,14 @@ T = TypeVar("T")
 class Backoff:
     """Exponential backoff with full jitter and a cap.
 
-    Every command simhash-redis sends is a read or an idempotent write, so a whole batch can be resent
-    after a connection error without changing the result.
+    Every command simhash-redis sends is a read or an idempotent write, so a whole batch can be resent.
 
     Args:
         retries: attempts after the first one; 0 disables retrying.
         base: the first delay's upper bound in seconds.
         cap: no delay is longer than this, in seconds.
-        lasting: keep retrying for at least this many seconds after the first failure, once the
-            retries are spent (delays of up to `cap`); a callable is asked at the first failure (a
-            cluster's failover time is read from the cluster only when it is needed).
+        lasting: once the retries are spent, keep retrying (delays of up to `cap`) until this many
+            seconds after the first failure; a callable is asked at the first failure.
     """
 
     retries: int = defaults.RETRIES
@@ -49,11 +47,11 @@ class Backoff:
         retryable: Callable[[Exception], bool],
         before_retry: Callable[[Exception], None] | None = None,
     ) -> T:
-        """Call `do` until it returns, waiting a delay between attempts while what it raises is retryable.
+        """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error.
 
         Args:
-            do: the attempt; it must be safe to repeat (every command sent is a read or idempotent).
-            retryable: whether an error is worth another attempt (a lost connection, a failover).
+            do: the attempt.
+            retryable: whether an error is worth another attempt.
             before_retry: called after the delay, before the next attempt (to refresh a slot map).
 
         Raises:

@@ -1,8 +1,5 @@
-"""The standalone server's transport: one round trip per batch over a pooled redis-py connection.
-
-redis-py's Pipeline object costs tens of microseconds of client CPU per call; the index's hot paths pack
-their commands once and read hiredis-parsed replies straight from a pooled connection instead.
-"""
+"""The standalone server's transport: one round trip per batch over a pooled redis-py connection
+(redis-py's Pipeline costs tens of microseconds of client CPU per call)."""
 
 from __future__ import annotations
 
@@ -24,12 +21,7 @@ T = TypeVar("T")
 
 
 class Transport:
-    """One round trip per batch of commands over a pooled redis-py connection.
-
-    Args:
-        client: the redis-py client whose connection pool is used.
-        backoff: how to wait between attempts after a connection error or timeout.
-    """
+    """One round trip per batch of commands over a pooled connection of a redis-py client."""
 
     cluster = False
 
@@ -44,10 +36,10 @@ class Transport:
         """Send the commands in one round trip and return their raw replies in order.
 
         Args:
-            commands: the commands, each a sequence of arguments.
-            raise_on_error: raise the first error reply; otherwise error replies are returned as
-                redis-py ResponseError objects in their place.
-            durable: unused on a standalone server, whose durability is its persistence settings.
+            commands: the commands.
+            raise_on_error: raise the first error reply; else error replies are ResponseError objects
+                in place.
+            durable: unused on a standalone server.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -63,14 +55,12 @@ class Transport:
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
         """Run a conversation on one connection, again from the start on a new one after a lost connection.
 
-        `talk` sends commands and reads their replies through the exchange in whatever interleaving
-        it likes (a long read can send follow-up commands while the server is still answering); it
-        must be safe to run again from the start. Replies it has not read when it returns or raises
-        are never seen by anyone else: the connection is closed.
+        `talk` must be safe to run again. Replies it leaves unread are never seen by anyone else: the
+        connection is closed.
 
         Args:
             talk: the conversation; its result is returned.
-            durable: unused on a standalone server, as in `execute`.
+            durable: unused on a standalone server.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -86,20 +76,13 @@ class Transport:
     def broadcast(self, command: Command) -> None:
         """Send a keyless command (SCRIPT LOAD) to the server.
 
-        Args:
-            command: the command.
-
         Raises:
             RedisUnavailable: the server could not be reached after the retries.
         """
         self.execute([command])
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
-        """The keys matching a pattern, a SCAN page at a time (a key may come twice, as SCAN allows).
-
-        Args:
-            pattern: a SCAN MATCH pattern.
-            count: the COUNT hint of each page.
+        """The keys matching a pattern, a SCAN page of COUNT `count` at a time (a key may come twice).
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -116,11 +99,10 @@ class Transport:
             return talk(exchange)
         finally:
             # `unread` counts a batch before it is sent and drops only after its replies are read, so
-            # zero means nothing is left on the wire, even when `talk` raised (an error reply, say); bytes
-            # read past the last reply would be something no command asked for.
+            # zero means nothing is left on the wire, even when `talk` raised; bytes read past the last
+            # reply would be something no command asked for. A connection not clean is never handed on.
             clean = exchange.unread == 0 and not exchange.tail
             if not clean:
-                # Unread replies, or a send or read cut short: never hand this connection to anyone.
                 connection.disconnect()
             held.give(connection, clean)
 

@@ -26,8 +26,7 @@ __all__ = ["ScriptMissing", "raise_first_error", "translate_error"]
 
 
 class ScriptMissing(SimhashRedisError):
-    """The server lacks a Lua script called by its SHA (NOSCRIPT: it restarted or failed over since the
-    script was loaded); the caller loads it and sends the calls again."""
+    """NOSCRIPT: the server lost a loaded Lua script (a restart, a failover); load it and send again."""
 
 
 # How servers word an ACL refusal: NOPERM (Redis 6.2+, Valkey), "ACL failure" (some in-script errors),
@@ -39,9 +38,6 @@ _COMMAND = re.compile(r"permissions to run the '([^']+)' command", re.IGNORECASE
 def raise_first_error(replies: list[Any]) -> None:
     """Raise the library exception for the first error reply among a batch's replies, if any.
 
-    Args:
-        replies: replies as returned with raise_on_error=False.
-
     Raises:
         SimhashRedisError: (or a subclass) for the first error reply.
     """
@@ -51,11 +47,7 @@ def raise_first_error(replies: list[Any]) -> None:
 
 
 def translate_error(exc: Exception) -> SimhashRedisError:
-    """The library exception for a redis-py exception (messages carry no credentials).
-
-    Args:
-        exc: the exception redis-py raised.
-    """
+    """The library exception for a redis-py exception (messages carry no credentials)."""
     message = str(exc) or type(exc).__name__  # an asyncio timeout, say, carries no text
     if isinstance(exc, rex.NoScriptError) or message.startswith("NOSCRIPT"):
         return ScriptMissing(f"Redis lacks a script of the index: {message}")

@@ -1,20 +1,12 @@
 """Hand-built RESP commands and hiredis-parsed replies over a pooled redis-py connection.
 
-This is the one module that reaches under redis-py's public API. The index's hot paths send thousands of
-small commands per round trip; redis-py's `pack_commands` costs microseconds per command and
-`read_response` adds a Python call chain per reply. Here commands are packed with byte templates
-(`packing.pack`, and `CommandPerKey` for a run of one single-key command, packed with a single join), and
-replies are read straight off the connection's socket into the connection's own `hiredis.Reader`, in a
-tight loop.
-SMEMBERS replies can also be read raw (`read_sets`, where the compiled core can find their ends) for its
-candidate filter, which checks them in their RESP form without a Python object per member.
-
-It is used only when the connection is a plain redis-py connection whose parser is hiredis and whose
-socket is a real (plain or TLS) socket; anything else (fakeredis, the pure-Python parser) goes through
-redis-py's own `pack_commands` / `read_response`, with the same results. Either way, error replies come
-back as redis-py `ResponseError` objects in their place, and a reply the connection cannot parse or a
-lost connection raises. The caller must disconnect the connection when anything raises, as
-`Transport` and `ClusterTransport` do, so no half-read connection goes back to a pool.
+The one module that reaches under redis-py's public API: the hot paths send thousands of small commands
+per round trip, and redis-py's `pack_commands` / `read_response` cost microseconds each. Commands are
+packed with byte templates (`packing.pack`); replies are read straight off a plain or TLS socket into the
+connection's own `hiredis.Reader`, or kept raw for the compiled candidate filter (`read_sets`). Any
+other connection (fakeredis, the pure-Python parser) goes through redis-py's own calls, with the same
+results. Error replies come back as `ResponseError` objects in place; the caller must disconnect the
+connection when anything raises, so no half-read connection goes back to a pool.
 """
 
 from __future__ import annotations
@@ -76,11 +68,7 @@ CLOSED = "Connection closed by server."
 
 
 def fast(connection: Any) -> bool:
-    """Whether replies can be read straight off this connection's socket with its hiredis reader.
-
-    Args:
-        connection: a connected redis-py connection (or anything with its interface).
-    """
+    """Whether replies can be read straight off this connection's socket with its hiredis reader."""
     parser = getattr(connection, "_parser", None)
     return (
         _HIREDIS_PARSER is not None
@@ -90,8 +78,7 @@ def fast(connection: Any) -> bool:
     )
 
 
-# Sends of commands by this process's transports, each followed by a wait for its replies: the round
-# trips to the server (one list: incremented without a global statement; read by `round_trips`).
+# Round trips of this process's transports (a list: incremented without a global statement).
 _SENDS = [0]
 
 
@@ -108,35 +95,29 @@ def count_send() -> None:
 def send(connection: Any, commands: Sequence[Command]) -> None:
     """Send the commands on the connection (connecting it first if needed).
 
-    Args:
-        connection: a redis-py connection taken from a pool.
-        commands: the commands.
-
     Raises:
         redis.exceptions.ConnectionError, TimeoutError: the send failed (redis-py has disconnected).
         redis.exceptions.DataError: an argument of an unsupported type.
     """
-    payload = [pack(commands)] if _plain_packer(connection) else connection.pack_commands(commands)
+    payload = _payload(connection, [commands])
     _SENDS[0] += 1
     connection.send_packed_command(payload, check_health=False)
 
 
-def _plain_packer(connection: Any) -> bool:
-    # Our packer writes what redis-py's hiredis packer writes; a connection with its own packer (or a
-    # non-UTF-8 encoder for str arguments) keeps its own.
+def _payload(connection: Any, batches: Sequence[Sequence[Command]]) -> list[bytes]:
+    # Our packer writes what redis-py's packers write; a connection with its own packer (or a non-UTF-8
+    # encoder for str arguments) keeps its own.
     packer = type(getattr(connection, "_command_packer", None)).__name__
     encoder = getattr(connection, "encoder", None)
-    return packer in ("HiredisRespSerializer", "PythonRespSerializer") and (
+    if packer in ("HiredisRespSerializer", "PythonRespSerializer") and (
         encoder is None or (encoder.encoding in ("utf-8", "utf8") and encoder.encoding_errors == "strict")
-    )
+    ):
+        return [b"".join([pack(batch) for batch in batches])]
+    return [part for batch in batches for part in connection.pack_commands(batch)]
 
 
 def read(connection: Any, count: int) -> list[Any]:
-    """Read `count` replies, raw (bytes, not decoded), error replies as ResponseError objects in place.
-
-    Args:
-        connection: the connection the commands were sent on.
-        count: how many replies to read.
+    """Read `count` replies, raw (not decoded), error replies as ResponseError objects in place.
 
     Raises:
         redis.exceptions.ConnectionError: the connection was lost or answered a connection error.
@@ -182,18 +163,12 @@ def read(connection: Any, count: int) -> list[Any]:
 
 
 def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | None, bytes]:
-    """The next `count` replies in their RESP form, when each is an array, set or map of bulk strings
-    (what SMEMBERS and HGETALL answer) and the compiled core can check them, and the bytes read past them.
+    """The next `count` replies in their RESP form, and the bytes read past them, when each is an array,
+    set or map of bulk strings (SMEMBERS, HGETALL) and the compiled core can check them.
 
-    Otherwise (another shape of reply, a reply larger than `_RAW_MOST`, no compiled core, a connection
-    `read` would not read fast) (None, b""): every byte read, `head` included, is left to the
-    connection's reader, for `read`.
-
-    Args:
-        connection: the connection the commands were sent on.
-        count: how many replies to read.
-        head: bytes read off the socket before, past the replies of an earlier call (the reader's
-            buffer is then empty).
+    Otherwise (None, b""): every byte read, `head` included, is left to the connection's reader for
+    `read` (another shape of reply, one larger than `_RAW_MOST`, no compiled core, a connection not `fast`).
+    `head`: bytes read off the socket past an earlier call's replies (the reader's buffer is empty).
 
     Raises:
         redis.exceptions.ConnectionError, TimeoutError: see `read`.
@@ -235,14 +210,12 @@ _RAW_MOST = 1 << 18
 
 
 def _feed(connection: Any, data: bytes) -> bytes:
-    """Hand bytes read off the connection's socket to its reader, which holds nothing else then."""
     if data:
         connection._parser._reader.feed(data)
     return b""
 
 
 def _read_error(connection: Any, exc: OSError) -> Exception:
-    """A socket error while reading, as redis-py reports it (one of redis-py's own as it is)."""
     if isinstance(exc, rex.RedisError):
         return exc
     if isinstance(exc, TimeoutError):
@@ -268,11 +241,7 @@ def _where(connection: Any) -> str:
 
 
 def checkout(pool: Any) -> Any:
-    """A connection from a redis-py pool, whatever the redis-py version.
-
-    Args:
-        pool: the connection pool.
-    """
+    """A connection from a redis-py pool, whatever the redis-py version."""
     try:
         return pool.get_connection()
     except TypeError:  # redis-py < 5.3 requires a command name (and 5.3+ warns when given one)
@@ -282,9 +251,8 @@ def checkout(pool: Any) -> Any:
 class Exchange:
     """Commands sent and replies read on one connection, in any interleaving the caller chooses.
 
-    A conversation can read the first replies of a long batch and send follow-up commands while the
-    server is still answering the rest, so client and server work at the same time. Replies come back
-    in the order the commands were sent, raw, error replies in place (as `read` returns them).
+    Replies come back in the order the commands were sent, raw, error replies in place. The methods
+    raise as `send` and `read` do, and RuntimeError for more replies than commands sent (a bug).
 
     Args:
         connection: a connected redis-py connection, owned by the caller for the conversation.
@@ -299,28 +267,14 @@ class Exchange:
         self.tail = b""
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands in one write.
-
-        Raises:
-            redis.exceptions.ConnectionError, TimeoutError: the send failed.
-            redis.exceptions.DataError: an argument of an unsupported type.
-        """
-        connection = self.connection
-        if _plain_packer(connection):
-            payload = [b"".join([pack(batch) for batch in batches])]
-        else:
-            payload = [part for batch in batches for part in connection.pack_commands(batch)]
+        """Send batches of commands in one write."""
+        payload = _payload(self.connection, batches)
         self.unread += sum(map(len, batches))
         _SENDS[0] += 1
-        connection.send_packed_command(payload, check_health=False)
+        self.connection.send_packed_command(payload, check_health=False)
 
     def read(self, count: int) -> list[Any]:
-        """The next `count` replies.
-
-        Raises:
-            redis.exceptions.ConnectionError, TimeoutError: see `read`.
-            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
-        """
+        """The next `count` replies."""
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
         self.tail = _feed(self.connection, self.tail)
@@ -329,13 +283,7 @@ class Exchange:
         return replies
 
     def read_sets(self, count: int) -> bytes | None:
-        """The next `count` replies in their RESP form when all are arrays of bulk strings (see
-        `read_sets`); None: read them with `read`.
-
-        Raises:
-            redis.exceptions.ConnectionError, TimeoutError: see `read`.
-            RuntimeError: more replies asked for than commands were sent (a bug in the caller).
-        """
+        """The next `count` replies in their RESP form (see `read_sets`); None: read them with `read`."""
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
         tail = self.tail
@@ -358,14 +306,10 @@ class Exchange:
 class HeldConnection:
     """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
 
-    Taking a connection from a redis-py pool and giving it back costs more than a small round trip
-    (locks, observability counters, a readiness poll that allocates a poller each time). It holds
-    the connection of its last successful round trip and hands it out again after a cheaper check of the
-    same thing (nothing buffered, nothing unread on the socket, not closed by the server: one poll with
-    a poller kept for that socket); anything else comes from and goes back to the pool. It only holds a
-    connection of a plain `redis.ConnectionPool` (not a blocking one) while at most a quarter of the
-    pool's connection limit is in use, only one that is read with the fast path; it lets go of it when
-    garbage-collected, and a forked child forgets it (the socket belongs to the parent).
+    Taking a connection from a redis-py pool and giving it back costs more than a small round trip; the
+    connection of the last clean round trip is handed out again after one cheap poll. Only a fast-path
+    connection of a plain `redis.ConnectionPool` is held, while at most a quarter of the pool's limit is
+    in use; it is let go when garbage-collected, and a forked child forgets it (the parent's socket).
 
     Args:
         pool: the redis-py connection pool.

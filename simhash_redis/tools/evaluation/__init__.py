@@ -1,10 +1,7 @@
 """Fingerprint quality: precision, recall and F1 of "distance <= k" against exact Jaccard ground truth.
 
-The ground truth is the Jaccard similarity of each document's shingle set: word 3-shingles for
-space-separated languages, character 3-shingles for Chinese (the library's tokens, in which every Han
-character is one token), computed exactly (`joins`). Fingerprint distances are computed for all pairs
-in memory with numpy popcounts; no Redis is involved. The corpus is read by `corpus`, the settings
-compared are in `settings`, the scoring in `scoring` and its results in `report`.
+The truth is the exact Jaccard similarity of the documents' sets of n-token shingles (3 by default) of
+the library's tokens, every Han character one token; distances come from numpy popcounts, without Redis.
 """
 
 from __future__ import annotations

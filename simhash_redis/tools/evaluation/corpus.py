@@ -26,14 +26,7 @@ class Doc:
 
 
 def detect_lang(text: str) -> str:
-    """Guess a document's language group from its script.
-
-    Args:
-        text: the text.
-
-    Returns:
-        "zh" when CJK characters are at least a fifth of its letters, else "en".
-    """
+    """A text's language group: "zh" when CJK characters are a fifth of its letters or more, else "en"."""
     letters = [ord(c) for c in text if c.isalnum()]
     if not letters:
         return "en"
@@ -50,13 +43,8 @@ def _objects(path: str | Path) -> Iterator[JsonLine]:
 
 
 def load_corpus(path: str | Path) -> list[Doc]:
-    """Read a JSON Lines corpus (optionally gzipped): one object per line with id, text and optional lang.
-
-    Args:
-        path: the file; gzipped data is recognised by its first bytes.
-
-    Returns:
-        The documents in file order; a missing lang is guessed with `detect_lang`.
+    """The documents of a JSON Lines corpus (gzipped or not) of objects with id, text and optional lang
+    (else `detect_lang`), in file order.
 
     Raises:
         InputError: the file is malformed, an id repeats, or a field has the wrong type; the message
@@ -95,15 +83,8 @@ def _label(value: object, source: str, line: int) -> int | None:
 
 
 def load_pairs(path: str | Path) -> list[tuple[str, str, int | None]]:
-    """Read labelled pairs: JSON Lines objects {id_a, id_b, label?}, or CSV rows id_a,id_b[,label].
-
-    A CSV header row naming id_a is skipped.
-
-    Args:
-        path: the file; .jsonl/.json(.gz) is read as JSON Lines, anything else as CSV.
-
-    Returns:
-        (id_a, id_b, label) triples; label is 1, 0 or None (not given).
+    """(id_a, id_b, label) triples (label 1, 0 or None) from JSON Lines objects {id_a, id_b, label?} in a
+    .jsonl/.json(.gz) file, else from CSV rows id_a,id_b[,label] (a header row naming id_a is skipped).
 
     Raises:
         InputError: a row is malformed; the message names it.

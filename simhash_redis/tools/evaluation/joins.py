@@ -1,9 +1,4 @@
-"""All-pairs joins: exact Jaccard similarity of shingle sets (the truth), Hamming distance (the prediction).
-
-The Jaccard join is exact: an all-pairs similarity join with prefix and size filtering (Bayardo et al.,
-"Scaling up all pairs similarity search", WWW 2007) whose every candidate is verified by a set
-intersection. Fingerprint distances are computed for all pairs in memory with numpy popcounts.
-"""
+"""All-pairs joins: exact Jaccard similarity of shingle sets (the truth), Hamming distance (the guess)."""
 
 from __future__ import annotations
 
@@ -31,14 +26,8 @@ _EPS = 1e-9
 
 
 def shingle_sets(token_lists: Sequence[Sequence[str]], n: int) -> list[npt.NDArray[np.int64]]:
-    """Exact shingle sets: every distinct n-token shingle interned to an int, per document.
-
-    Args:
-        token_lists: each document's tokens.
-        n: tokens per shingle; a document with 1..n-1 tokens is one shingle of all of them.
-
-    Returns:
-        For each document, its sorted distinct shingle ids (empty for no token).
+    """Each document's sorted distinct n-token shingles, interned to ints (a document of 1..n-1 tokens is
+    one shingle of all of them).
 
     Raises:
         InvalidArgument: n < 1.
@@ -76,9 +65,6 @@ def _make_join(rows: list[tuple[int, int, float]]) -> Join:
 def check_threshold(threshold: float) -> None:
     """Check a Jaccard similarity threshold.
 
-    Args:
-        threshold: the threshold.
-
     Raises:
         InvalidArgument: it is not in (0, 1].
     """
@@ -87,19 +73,11 @@ def check_threshold(threshold: float) -> None:
 
 
 def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
-    """All pairs of sets with Jaccard similarity >= threshold, exactly (prefix-filtered all-pairs join).
+    """All pairs of sets (of distinct ints >= 0) with Jaccard similarity >= threshold, exactly.
 
-    Elements are ordered rarest first; two sets with J >= t must share an element within their first
-    |x| - ceil(t|x|) + 1 elements, and |y| >= t|x|, so only those candidates are verified, each by an
-    exact intersection. Sets are processed by increasing size, each probing the prefixes indexed so far.
-    Empty sets are never paired.
-
-    Args:
-        sets: each set's distinct non-negative int elements.
-        threshold: the similarity threshold, in (0, 1].
-
-    Returns:
-        The pairs, sorted.
+    A prefix-filtered all-pairs join (Bayardo et al., WWW 2007): elements ordered rarest first, two sets
+    with J >= t share an element within their first |x| - ceil(t|x|) + 1, and |y| >= t|x|; every
+    candidate is verified by an intersection. Empty sets are never paired.
 
     Raises:
         InvalidArgument: threshold is out of range.
@@ -142,14 +120,7 @@ def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Joi
 
 
 def brute_force_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
-    """All pairs with Jaccard similarity >= threshold by comparing every pair (for tests and tiny inputs).
-
-    Args:
-        sets: each set's distinct int elements.
-        threshold: the similarity threshold, in (0, 1].
-
-    Returns:
-        The pairs, sorted; empty sets are never paired.
+    """`jaccard_join` by comparing every pair (for tests and tiny inputs).
 
     Raises:
         InvalidArgument: threshold is out of range.
@@ -169,12 +140,7 @@ def brute_force_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) ->
 
 
 def fingerprint_words(fps: Sequence[int], f: int) -> npt.NDArray[np.uint64]:
-    """Fingerprints as an (N, f/64 rounded up) uint64 array, least significant word first.
-
-    Args:
-        fps: the fingerprints.
-        f: their width in bits.
-    """
+    """Fingerprints of f bits as an (N, f/64 rounded up) uint64 array, least significant word first."""
     width = max(1, f // 64)
     out = np.zeros((len(fps), width), dtype=np.uint64)
     for w in range(width):
@@ -185,13 +151,7 @@ def fingerprint_words(fps: Sequence[int], f: int) -> npt.NDArray[np.uint64]:
 def pair_distances(
     words: npt.NDArray[np.uint64], i: npt.NDArray[np.int64], j: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]:
-    """The Hamming distances of pairs of fingerprints.
-
-    Args:
-        words: the fingerprints, as `fingerprint_words` gives them.
-        i: the first fingerprint of each pair.
-        j: the second.
-    """
+    """The Hamming distances of pairs (i, j) of fingerprints, as `fingerprint_words` gives them."""
     distances: npt.NDArray[np.int64] = np.bitwise_count(words[i] ^ words[j]).sum(axis=1).astype(np.int64)
     return distances
 
@@ -199,17 +159,8 @@ def pair_distances(
 def hamming_pairs(
     fps: Sequence[int], f: int, max_k: int, block: int = 512
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Every pair (i < j) of fingerprints within Hamming distance max_k, by blocked all-pairs popcounts.
-
-    Args:
-        fps: the fingerprints.
-        f: their width in bits.
-        max_k: the largest distance kept.
-        block: rows compared at a time (memory is block * N * f/8 bytes).
-
-    Returns:
-        Arrays i, j and distance, sorted by (i, j).
-    """
+    """Arrays i, j and distance of every pair (i < j) of fingerprints of f bits within max_k, sorted,
+    comparing `block` rows at a time (memory: block * N * f/8 bytes)."""
     words = fingerprint_words(fps, f)
     count = len(fps)
     found_i, found_j, found_d = [], [], []

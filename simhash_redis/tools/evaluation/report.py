@@ -78,11 +78,7 @@ class Report:
     results: tuple[SettingReport, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data, with precision, recall and F1 spelled out.
-
-        Returns:
-            A dict.
-        """
+        """The report as JSON-ready data, with precision, recall and F1 spelled out."""
         return {
             "threshold": self.threshold,
             "max_k": self.max_k,
@@ -110,15 +106,8 @@ class Report:
 
 
 def format_report(report: Report, ks: Sequence[int] | None = None) -> str:
-    """Render a report as Markdown tables: the ground truth, then P/R/F1 per setting and k.
-
-    Args:
-        report: the report.
-        ks: the k values shown (default 0..max_k).
-
-    Returns:
-        The Markdown text.
-    """
+    """A report as Markdown tables: the ground truth, then P/R/F1 per setting at each k of ks (default
+    0..max_k)."""
     ks = list(ks if ks is not None else range(report.max_k + 1))
     lines = ["| lang | docs | empty | pairs scored | positives | truth |", "|---|---|---|---|---|---|"]
     for t in report.truths:

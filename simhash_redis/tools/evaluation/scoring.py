@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 
@@ -62,19 +63,10 @@ def _prepare(
     tokens = [tokenize(d.text) for d in docs]
     lengths = np.array([len(t) for t in tokens], dtype=np.int64)
     sets = shingle_sets(tokens, truth_n)
+    group = functools.partial(_Group, lang, [d.text for d in docs], lengths, int((lengths == 0).sum()))
     if pairs is None:
         join = jaccard_join(sets, threshold)
-        return _Group(
-            lang,
-            [d.text for d in docs],
-            lengths,
-            int((lengths == 0).sum()),
-            join.i,
-            join.j,
-            join.sim,
-            None,
-            f"all pairs, Jaccard >= {threshold:g}",
-        )
+        return group(join.i, join.j, join.sim, None, f"all pairs, Jaccard >= {threshold:g}")
     where = {d.id: i for i, d in enumerate(docs)}
     rows = [(where[a], where[b], label) for a, b, label in pairs if a in where and b in where and a != b]
     labelled = any(label is not None for _, _, label in rows)
@@ -91,28 +83,8 @@ def _prepare(
     if labelled:
         labels = np.array([1 if label is None else label for _, _, label in rows], dtype=np.int64)
         pos = labels == 1
-        return _Group(
-            lang,
-            [d.text for d in docs],
-            lengths,
-            int((lengths == 0).sum()),
-            ii[pos],
-            jj[pos],
-            sims[pos],
-            (ii, jj, labels),
-            "labelled pairs",
-        )
-    return _Group(
-        lang,
-        [d.text for d in docs],
-        lengths,
-        int((lengths == 0).sum()),
-        ii,
-        jj,
-        sims,
-        None,
-        "listed pairs positive, all others negative",
-    )
+        return group(ii[pos], jj[pos], sims[pos], (ii, jj, labels), "labelled pairs")
+    return group(ii, jj, sims, None, "listed pairs positive, all others negative")
 
 
 def _score(group: _Group, setting: Setting, max_k: int) -> SettingReport:
@@ -191,9 +163,6 @@ def evaluate(
         truth_n: tokens per ground-truth shingle.
         langs: the language groups to evaluate (default: all present).
         progress: called with a short message as each step starts.
-
-    Returns:
-        The report.
 
     Raises:
         InvalidArgument: threshold, max_k or truth_n is out of range.

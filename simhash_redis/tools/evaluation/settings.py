@@ -43,16 +43,8 @@ class Setting:
 
 
 def scheme_setting(name: str, scheme: Scheme, tokenizer: Callable[[str], list[str]] | None = None) -> Setting:
-    """A setting fingerprinting with a library scheme, optionally on tokens from another tokenizer.
-
-    Args:
-        name: the setting's name in reports.
-        scheme: the scheme.
-        tokenizer: if given, each text is segmented by it and passed as tokens (e.g. jieba.lcut).
-
-    Returns:
-        The setting.
-    """
+    """A setting named `name` in reports, fingerprinting with a library scheme, on the tokens of
+    `tokenizer` (e.g. jieba.lcut) if given."""
 
     def run(texts: Sequence[str]) -> list[int]:
         if tokenizer is None:
@@ -63,11 +55,8 @@ def scheme_setting(name: str, scheme: Scheme, tokenizer: Callable[[str], list[st
 
 
 def scheme_named(label: str, f: int = 64) -> Scheme:
-    """The scheme an `eval` setting names: "shingles-N/W", "words/W" or "chars-N/W" (W: tf or binary).
-
-    Args:
-        label: the setting's name, as `eval` prints it (settings with stopwords or jieba excepted).
-        f: fingerprint width.
+    """The scheme of f bits an `eval` setting names: "shingles-N/W", "words/W" or "chars-N/W" (W: tf or
+    binary; settings with stopwords or jieba excepted).
 
     Raises:
         InvalidArgument: the label names no such setting, or a value is out of range.
@@ -86,16 +75,8 @@ def scheme_named(label: str, f: int = 64) -> Scheme:
 
 
 def standard_settings(lang: str, f: int = 64) -> list[Setting]:
-    """The feature settings compared for one language: character n-grams, words and word shingles.
-
-    Args:
-        lang: "zh" uses the Chinese stopword list, anything else the English one.
-        f: fingerprint width.
-
-    Returns:
-        chars n=2..5, words and shingles n=2..4, each with tf and binary weights, plus words and
-        3-shingles with stopwords removed (tf).
-    """
+    """The settings compared for one language ("zh" uses Chinese stopwords, any other English ones): chars
+    n=2..5, words and shingles n=2..4, each tf and binary, plus words and 3-shingles without stopwords."""
     stop = CHINESE_STOPWORDS if lang == "zh" else ENGLISH_STOPWORDS
     out = []
     for weighting in ("tf", "binary"):
@@ -110,10 +91,7 @@ def standard_settings(lang: str, f: int = 64) -> list[Setting]:
 
 
 def jieba_settings() -> list[Setting]:
-    """Chinese segmented by jieba and passed to the library as tokens (jieba: evaluation only).
-
-    Returns:
-        jieba words and jieba word 2- and 3-shingles, tf weighted.
+    """jieba's words and word 2- and 3-shingles (tf), passed to the library as tokens (evaluation only).
 
     Raises:
         ImportError: jieba is not installed.
