@@ -1,4 +1,22 @@
-"""Every error simhash-redis raises, under one root, `SimhashRedisError` (docs/api.md draws the tree).
+"""Every error simhash-redis raises, under one root.
+
+The tree::
+
+    SimhashRedisError
+    ├── InvalidArgument (ValueError)      an argument is out of range or malformed; the message names it
+    │   └── InvalidFingerprint            an int that does not fit the index's f bits
+    ├── InvalidType (TypeError)           an argument of the wrong type; the message names it
+    ├── ConfigurationMismatch             the stored index has another f, k, layout or scheme
+    ├── IndexNotFound                     no index of that name exists (and the call may not create one)
+    ├── IndexCorrupted                    stored data this version cannot read (meta, format)
+    ├── WriteContention                   documents kept changing under concurrent writers; none written
+    ├── InputError (ValueError)           a malformed record in bulk input; carries source and line number
+    ├── TooManyErrors                     a bulk load met more bad records than it was allowed
+    └── RedisUnavailable                  the server could not be reached or did not answer in time
+        ├── RedisAuthError                credentials refused, or the ACL user lacks a permission
+        │   └── RedisPermissionError      the ACL user may not run a command (named when the server says)
+        ├── RedisTimeout                  no reply within the socket timeout (a paused or stuck server)
+        └── RedisOutOfMemory              maxmemory reached under noeviction; nothing was half-applied
 
 Messages never contain a Redis URL's password: use `redact_url` on anything that came from a URL.
 """
