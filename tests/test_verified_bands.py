@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
 from simhash_redis import ConfigurationMismatch, IndexCorrupted, SimhashIndex, VerifiedIndex
-from simhash_redis.codec import decode_sketches, encode_fp
+from simhash_redis.codec import decode_sketches, encode_fp, unpack_fps
 from simhash_redis.store import Verification
 from simhash_redis.store import reads as reads_module
+from simhash_redis.store.replies import hash_pairs
 from tests.test_verified_mode import article
 from tests.test_verified_sketches import _UNBANDED_MODE, K8, _stored_sketches
 
@@ -43,16 +44,18 @@ def _far_edit(index: SimhashIndex, text: str, words: int = 3) -> str:
 
 
 def _band_members(verified: VerifiedIndex) -> set[tuple[bytes, bytes]]:
-    """Every (band table, member) of the index."""
+    """Every (band name, member) of the index: its band values' fingerprints."""
     out = set()
+    f = verified.index.f
     for keys in verified.store.scan("band"):
-        for key, members in zip(keys, verified.store.execute([(b"SMEMBERS", k) for k in keys]), strict=True):
-            out.update((key, bytes(m)) for m in members)
+        for key, pairs in zip(keys, verified.store.execute([(b"HGETALL", k) for k in keys]), strict=True):
+            for field, value in hash_pairs(pairs):
+                out.update((bytes(key) + b"#" + bytes(field), fp) for fp in unpack_fps(bytes(value), f))
     return out
 
 
 def _expected_bands(verified: VerifiedIndex) -> set[tuple[bytes, bytes]]:
-    """The (band table, fingerprint) pairs the stored sketches make."""
+    """The (band name, fingerprint) pairs the stored sketches make."""
     mode, keys = verified.verification, verified.store.keys
     return {
         (key, fp.encode())

@@ -174,6 +174,9 @@ VERIFIED_PERMUTATIONS = 1024
 #: shares a band with probability 1 - (1 - 0.8^4)^8 = 0.986, which with the Hamming tables finds the
 #: near-duplicates a small k misses.
 VERIFIED_BANDS = (8, 4)
+#: The buckets (hashes) of each band table: ~61 band values a bucket at 10^6 documents, which keeps
+#: every bucket a listpack (Redis 7: 128 fields) to ~2 M documents (docs/redis-keys.md).
+VERIFIED_BAND_BUCKETS = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,9 @@ class Verification:
         num_perm, bits, n, seed: the sketch's parameters (see `MinHasher`).
         bands, rows: the LSH band tables over the sketch: `bands` tables, each keyed by `rows`
             consecutive sketch values, whose members are candidates beside the Hamming tables' (0, 0:
-            none, as in indexes made before band tables).
+            none).
+        band_buckets: the hashes each band table is spread over (a band value's bucket is the value
+            modulo this).
 
     Raises:
         InvalidArgument: a value is out of range.
@@ -199,6 +204,7 @@ class Verification:
     seed: int = 0
     bands: int = 0
     rows: int = 0
+    band_buckets: int = VERIFIED_BAND_BUCKETS
 
     def __post_init__(self) -> None:
         threshold = self.threshold
@@ -208,13 +214,15 @@ class Verification:
             raise InvalidArgument(f"threshold must be in (0, 1], got {threshold!r}")
         object.__setattr__(self, "threshold", float(threshold))
         self.hasher()  # checks the sketch's parameters
-        for name, value in (("bands", self.bands), ("rows", self.rows)):
+        for name, value in (("bands", self.bands), ("rows", self.rows), ("band_buckets", self.band_buckets)):
             if not is_int(value):
                 raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
         if (self.bands == 0) != (self.rows == 0) or self.bands < 0 or self.rows < 0:
             raise InvalidArgument(
                 f"bands and rows must both be positive, or both 0, got {self.bands}x{self.rows}"
             )
+        if not 1 <= self.band_buckets <= 1 << 24:
+            raise InvalidArgument(f"band_buckets must be in [1, 2**24], got {self.band_buckets}")
         if self.bands * self.rows > self.num_perm:
             raise InvalidArgument(
                 f"{self.bands} bands of {self.rows} values need {self.bands * self.rows} sketch values; "
@@ -265,9 +273,11 @@ class Verification:
 
     def to_meta(self) -> str:
         """The meta field: the sketch's description, the threshold, the band tables if any, e.g.
-        "minhash;...;threshold=0.8;bands=8x4"."""
+        "minhash;...;threshold=0.8;bands=8x4;band_buckets=16384"."""
         text = f"{self.hasher().describe()};threshold={self.threshold!r}"
-        return text + (f";bands={self.bands}x{self.rows}" if self.bands else "")
+        if self.bands:
+            text += f";bands={self.bands}x{self.rows};band_buckets={self.band_buckets}"
+        return text
 
     def describe(self) -> str:
         """The mode for people, e.g. "Jaccard threshold 0.8 (MinHash sketches of 1,024 values, 8 LSH band
@@ -284,8 +294,19 @@ class Verification:
         """
         kind, *fields = text.split(";")
         values = dict(field.split("=", 1) for field in fields)
-        if kind != "minhash" or set(values) - {"bands"} != {"perm", "bits", "n", "seed", "threshold"}:
+        if kind != "minhash" or set(values) - {"bands", "band_buckets"} != {
+            "perm",
+            "bits",
+            "n",
+            "seed",
+            "threshold",
+        }:
             raise ValueError(f"unknown verified mode {text!r}")
+        if "bands" in values and "band_buckets" not in values:
+            # Band tables kept as one set per band value: a layout of development versions, never released.
+            raise ValueError(
+                f"verified mode {text!r} keeps band tables as sets; recreate the index and load it"
+            )
         count, _, rows = values.get("bands", "0x0").partition("x")
         made = cls(
             float(values["threshold"]),
@@ -295,6 +316,7 @@ class Verification:
             int(values["seed"]),
             int(count),
             int(rows),
+            int(values.get("band_buckets", VERIFIED_BAND_BUCKETS)),
         )
         if made.to_meta() != text:
             raise ValueError(f"verified mode {text!r} is not in its canonical form")
