@@ -57,7 +57,7 @@ def test_the_mode_is_pinned_in_the_meta_and_adopted(redis_client: redis.Redis) -
     created = VerifiedIndex(SimhashIndex(redis_client, "pin", **K8), MinHasher(num_perm=64), threshold=0.9)
     assert (
         redis_client.hget(created.index.keys.meta, "verified")
-        == b"minhash;perm=64;bits=8;n=3;seed=0;threshold=0.9;bands=8x4"
+        == b"minhash;perm=64;bits=8;n=3;seed=0;threshold=0.9;bands=8x4;band_buckets=16384"
     )
     # Another worker names nothing and gets the same mode.
     adopted = VerifiedIndex(SimhashIndex(redis_client, "pin"))

@@ -34,7 +34,7 @@ def test_add_and_near_on_a_verified_index(invoke: Invoke, redis_client: redis.Re
     assert invoke(*VERIFIED, "add", "a", text, index="v").exit_code == 0
     assert invoke(*VERIFIED, "add", "b", story(2), index="v").exit_code == 0
     meta = redis_client.hget(b"simhash:v:meta", b"verified")
-    assert meta == b"minhash;perm=1024;bits=8;n=3;seed=0;threshold=0.8;bands=8x4"
+    assert meta == b"minhash;perm=1024;bits=8;n=3;seed=0;threshold=0.8;bands=8x4;band_buckets=16384"
     # Any later command adopts the mode; near prints the estimated Jaccard as a fourth column.
     found = invoke("near", one_word_edit(text, 3), index="v")
     assert found.exit_code == 0, found.output
