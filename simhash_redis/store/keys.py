@@ -44,7 +44,8 @@ from .config import FP_MAP_BITS
 from .layout import Layout
 
 if TYPE_CHECKING:
-    from .config import IndexConfig, Verification
+    from .config import IndexConfig
+    from .verification import Verification
 
 #: Table (t{i}:...) and band table (b{i}:...) keys, after the base: sets.
 _SET_KEY = re.compile(rb"t[0-9]+:")

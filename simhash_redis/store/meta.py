@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from ..codec import decode_fp, decode_ids, decode_sketches, format_fingerprint, unpack_fps
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
 from ..transport import Sender, raise_first_error
-from .config import Verification
 from .keys import KeySchema
 from .replies import hash_pairs
 from .scripts import CREATE_META, PIN_META, run_calls
+from .verification import Verification
 
 __all__ = ["drop_keys", "find_data", "open_meta", "pin_meta", "restore_meta"]
 

@@ -16,9 +16,9 @@ from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import Command, Steps
 from . import windowed_writes_cluster, windowed_writes_standalone
-from .config import Verification
 from .scripts import BAND_DROP, BAND_MEMBER, FP_IDS, ID_CAS, WRITE
 from .store import Store
+from .verification import Verification
 from .windows import Windows
 from .write_ops import (
     CONFLICT_ROUNDS,
