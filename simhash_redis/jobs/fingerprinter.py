@@ -24,7 +24,7 @@ from typing import NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import MinHasher, Scheme, engine_choice
+from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record
@@ -78,10 +78,10 @@ _POOL_LEAVES_FEEDER_BLOCKED = sys.version_info < (3, 11, 5)
 _PR_SET_PDEATHSIG = 1
 
 _worker_scheme: Scheme | None = None
-_worker_hasher: MinHasher | None = None
+_worker_hasher: Sketcher | None = None
 
 
-def _init_worker(scheme: Scheme, parent: int, hasher: MinHasher | None) -> None:
+def _init_worker(scheme: Scheme, parent: int, hasher: Sketcher | None) -> None:
     # Ctrl-C reaches the whole process group: only the parent reacts, and it stops the pool. A SIGTERM
     # sent to every process (systemd, Kubernetes) ends a worker quietly, without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -111,7 +111,7 @@ def _fingerprint_texts(texts: list[str]) -> tuple[list[int], list[bytes] | None]
 
 
 def _computed(
-    texts: list[str], scheme: Scheme, hasher: MinHasher | None
+    texts: list[str], scheme: Scheme, hasher: Sketcher | None
 ) -> tuple[list[int], list[bytes] | None]:
     """The texts' fingerprints, and their sketches when there is a hasher."""
     return scheme.fingerprint_many(texts), None if hasher is None else hasher.sketch_many(texts)
@@ -123,7 +123,7 @@ def _parse_in_worker(lines: JsonLines, f: int, fp_base: str) -> Fingerprinted:
 
 
 def _fingerprinted_lines(
-    lines: JsonLines, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+    lines: JsonLines, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
 ) -> Fingerprinted:
     """A run of JSON lines parsed and fingerprinted (by the compiled core where it can, a verified
     index's texts aside: their sketches need each text)."""
@@ -136,7 +136,7 @@ def _fingerprinted_lines(
 
 
 def _parse_lines(
-    lines: JsonLines, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+    lines: JsonLines, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
 ) -> Fingerprinted:
     """A run of JSON lines parsed a record at a time and fingerprinted (the general way)."""
     items = [
@@ -152,7 +152,7 @@ def _rows_in_worker(rows: ArrowRows | TextRows, f: int, fp_base: str) -> Fingerp
 
 
 def _fingerprinted_rows(
-    rows: ArrowRows | TextRows, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+    rows: ArrowRows | TextRows, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
 ) -> Fingerprinted:
     """A run of table rows read and fingerprinted (in a worker: the ids and texts' UTF-8 bytes it got)."""
     done = rows.texts_fingerprinted(scheme, hasher)
@@ -164,7 +164,7 @@ def _fingerprinted_rows(
     return _fingerprinted(items, scheme, hasher)
 
 
-def _parsed(record: Record, f: int, fp_base: str, hasher: MinHasher | None) -> Record | InputError:
+def _parsed(record: Record, f: int, fp_base: str, hasher: Sketcher | None) -> Record | InputError:
     """The record with a precomputed fingerprint's text read (other records as they are).
 
     A verified index (hasher given) needs every document's text for its sketch: a precomputed
@@ -188,7 +188,7 @@ def _texts(items: Batch) -> list[str]:
     return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
 
 
-def _fingerprinted(items: Batch, scheme: Scheme, hasher: MinHasher | None) -> Fingerprinted:
+def _fingerprinted(items: Batch, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted:
     """The items with every text replaced by its fingerprint (and sketched), in one call each."""
     texts = _texts(items)
     if not texts:
@@ -268,7 +268,7 @@ class Fingerprinter:
         fp_base: str,
         workers: int,
         batch_size: int,
-        hasher: MinHasher | None = None,
+        hasher: Sketcher | None = None,
     ) -> None:
         self.scheme = scheme
         self.hasher = hasher
