@@ -170,7 +170,7 @@ class VerifiedIndex:
         Args:
             ids: the document ids.
             fps: their fingerprints, by this index's scheme.
-            sketches: their sketches, as this index's `hasher.sketch_many` makes them (or as stored,
+            sketches: their sketches, as this index's hasher makes them (sketch_many) (or as stored,
                 `sketch_of`); None stores a document without one (as an
                 export of documents written before the index was verified holds them), never matched.
             unique: as `add_if_new`: a stored near-duplicate in place of the outcome of each document
@@ -395,7 +395,7 @@ class VerifiedIndex:
         return results
 
     def _sizes(self) -> tuple[int, int]:
-        """The sizes of a sketch this index takes: a query's (`hasher.sketch_many`'s) and a stored one's."""
+        """The sizes of a sketch this index takes: a query's (sketch_many's) and a stored one's."""
         return self.hasher.query_bytes, self.hasher.sketch_bytes
 
     def _sized(self) -> str:

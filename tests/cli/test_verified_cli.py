@@ -73,7 +73,9 @@ def test_load_and_dedupe_write_sketches_from_the_workers(
     )
     assert loaded.exit_code == 0, loaded.output
     verified = VerifiedIndex(SimhashIndex(redis_client, "n"))
-    assert all(verified.sketch_of(row["id"]) == verified.hasher.stored_sketch(row["text"]) for row in originals)
+    assert all(
+        verified.sketch_of(row["id"]) == verified.hasher.stored_sketch(row["text"]) for row in originals
+    )
     deduped = invoke("dedupe", str(write_jsonl(tmp_path / "e.jsonl", edits)), "-j", "2", index="n")
     assert deduped.exit_code == 0, deduped.output
     pairs = sorted(tuple(line.split("\t")[:2]) for line in deduped.stdout.splitlines())
