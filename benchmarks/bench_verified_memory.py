@@ -11,9 +11,12 @@ band value has one member, as in a real corpus). The figure is the growth of ``u
 ``MEMORY PURGE``) per document, split by the step that wrote it:
 
 * ``plain``: the plain index (`SimhashIndex`, k = 3, loaded through `add_many`).
-* ``today``: the library's verified index as it stores documents today (`VerifiedIndex.add_sketched`
-  with 1,024-byte sketches of 8-bit values and 8 band tables of 4 values: one set per band value, the
-  sketch beside its ids in the fingerprint map); ``today256``: the same with 256-permutation sketches.
+* ``default``: the library's verified index as a new one is made (`VerifiedIndex(index).add_sketched`
+  with random 160-byte stored sketches: 32 band values and a 128-byte odd sketch beside the ids in the
+  fingerprint map, 8 band tables of 4 values in bucketed hashes).
+* ``today``: the library's verified index with 1,024-byte MinHash sketches (`MinHasher(num_perm=1024)`,
+  the default before the odd sketch; band tables in bucketed hashes since, one set per band value
+  before); ``today256``: the same with 256-permutation sketches.
 * ``b``: the plain index, the sketch (``--sketch`` bytes, b-bit values packed) in the fingerprint map's
   bucket in chunks of at most 64 bytes (field: the fingerprint's 8 bytes and the chunk's number), and
   today's band tables (a set per band value). ``b1`` keeps the sketch whole in one field, as today.
@@ -220,7 +223,7 @@ def lookup_reads(
     layout): its band tables (round trip 1), then its fingerprint's ids and sketch (round trip 2).
 
     Args:
-        extra: today's layouts: (the verified index, the sketches); c: the band buckets of a band.
+        extra: the library's layouts: (the verified index, the sketches); c: the band buckets of a band.
 
     Returns:
         Commands and value bytes read per lookup, in each round trip.
@@ -235,9 +238,11 @@ def lookup_reads(
         stored = encode_fp(fp, 64)
         bucket = keys.fp_bucket_of(fp)
         values = data.bands[i].tolist()
-        if layout.startswith("today"):
+        if layout.startswith("today") or layout == "default":
             verified, sketches = extra
-            first += [(b"SMEMBERS", key) for key in keys.bands(sketches[i].tobytes(), verified.verification)]
+            mode = verified.verification
+            names = keys.bands(sketches[i].tobytes(), mode)
+            first += [(b"HGET", *keys.band_place(name, mode.band_bytes)) for name in names]
             second.append((b"HMGET", bucket, stored, keys.sketch_field(stored)))
             continue
         parts = 1 if layout == "b1" else math.ceil(data.sketch_bytes / 64)
@@ -271,10 +276,15 @@ def measure(layout: str, data: Data, fill: int = 64) -> dict[str, Any]:
         start = used_memory(client)
         t0 = time.perf_counter()
         index = SimhashIndex(client, "bench", k=3)
-        if layout.startswith("today"):
+        if layout.startswith("today") or layout == "default":
             perms = 256 if layout == "today256" else 1024
-            verified = VerifiedIndex(index, MinHasher(num_perm=perms))
-            sketches = np.random.default_rng(11).integers(0, 256, size=(data.n, perms), dtype=np.uint8)
+            verified = (
+                VerifiedIndex(index)
+                if layout == "default"
+                else VerifiedIndex(index, MinHasher(num_perm=perms))
+            )
+            size = verified.hasher.sketch_bytes
+            sketches = np.random.default_rng(11).integers(0, 256, size=(data.n, size), dtype=np.uint8)
             ids = [corpus.id_of(i) for i in range(data.n)]
             step = 20_000
             for s in range(0, data.n, step):

@@ -6,7 +6,8 @@
   netstrings (`5:doc-1` followed by `5:doc-2`), readable with redis-cli and parsable from Lua. The
   MinHash sketches of the ids sharing one fingerprint (verified mode) are groups of a sketch's netstring
   and the netstring of the list of ids having it (`1024:` and the sketch's bytes, then `16:5:doc-15:doc-2`):
-  exact copies under several ids store their sketch once.
+  exact copies under several ids store their sketch once. A band table's value (verified mode) packs
+  its fingerprints as f/8 (at least 8) little-endian bytes each, unsigned.
 * As text (CLI output, input files): 0x-prefixed hex; hex or decimal (negative: two's complement) read.
 * In a dump: a msgpack integer up to 64 bits, else f/8 big-endian bytes.
 """
@@ -27,9 +28,11 @@ __all__ = [
     "encode_ids",
     "encode_sketches",
     "format_fingerprint",
+    "pack_fps",
     "parse_fingerprint",
     "signed64",
     "undump_fp",
+    "unpack_fps",
 ]
 
 _SIGN = 1 << 63
@@ -64,6 +67,33 @@ def decode_fp(raw: bytes | int, f: int) -> int:
     """
     value = int(raw)
     return value + _WRAP if value < 0 and f == 64 else value
+
+
+def pack_fps(stored: list[bytes], f: int) -> bytes:
+    """Stored fingerprints (`encode_fp`'s) in a band table's packed form.
+
+    Args:
+        stored: the fingerprints as `encode_fp` writes them.
+        f: the index's fingerprint width.
+    """
+    width = _packed_width(f)
+    return b"".join(decode_fp(one, f).to_bytes(width, "little") for one in stored)
+
+
+def unpack_fps(raw: bytes, f: int) -> list[bytes]:
+    """The stored fingerprints (`encode_fp`'s) of a band table's packed value.
+
+    Raises:
+        ValueError: raw is not a whole number of packed fingerprints.
+    """
+    width = _packed_width(f)
+    if len(raw) % width:
+        raise ValueError(f"a band value of {len(raw)} bytes is no list of {width}-byte fingerprints")
+    return [encode_fp(int.from_bytes(raw[i : i + width], "little"), f) for i in range(0, len(raw), width)]
+
+
+def _packed_width(f: int) -> int:
+    return 8 if f <= 64 else (f + 7) // 8
 
 
 def encode_ids(ids: list[str]) -> bytes:

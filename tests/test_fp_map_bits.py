@@ -20,8 +20,9 @@ from simhash_redis.errors import IndexCorrupted, InvalidArgument, SimhashRedisEr
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.index.verified_index import VerifiedIndex
 from simhash_redis.jobs.dump import export_index, import_index
-from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig, Retention, Verification
+from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig, Retention
 from simhash_redis.store.keys import KeySchema
+from simhash_redis.store.verification import Verification
 from tests.servers import ServerProcess
 from tests.test_index_property import brute_force, clustered
 

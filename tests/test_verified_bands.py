@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
 from simhash_redis import ConfigurationMismatch, IndexCorrupted, SimhashIndex, VerifiedIndex
-from simhash_redis.codec import decode_sketches, encode_fp
+from simhash_redis.codec import decode_sketches, encode_fp, unpack_fps
 from simhash_redis.store import Verification
 from simhash_redis.store import reads as reads_module
+from simhash_redis.store.replies import hash_pairs
 from tests.test_verified_mode import article
 from tests.test_verified_sketches import _UNBANDED_MODE, K8, _stored_sketches
 
@@ -43,16 +44,18 @@ def _far_edit(index: SimhashIndex, text: str, words: int = 3) -> str:
 
 
 def _band_members(verified: VerifiedIndex) -> set[tuple[bytes, bytes]]:
-    """Every (band table, member) of the index."""
+    """Every (band name, member) of the index: its band values' fingerprints."""
     out = set()
+    f = verified.index.f
     for keys in verified.store.scan("band"):
-        for key, members in zip(keys, verified.store.execute([(b"SMEMBERS", k) for k in keys]), strict=True):
-            out.update((key, bytes(m)) for m in members)
+        for key, pairs in zip(keys, verified.store.execute([(b"HGETALL", k) for k in keys]), strict=True):
+            for field, value in hash_pairs(pairs):
+                out.update((bytes(key) + b"#" + bytes(field), fp) for fp in unpack_fps(bytes(value), f))
     return out
 
 
 def _expected_bands(verified: VerifiedIndex) -> set[tuple[bytes, bytes]]:
-    """The (band table, fingerprint) pairs the stored sketches make."""
+    """The (band name, fingerprint) pairs the stored sketches make."""
     mode, keys = verified.verification, verified.store.keys
     return {
         (key, fp.encode())
@@ -166,7 +169,7 @@ def test_restore_meta_refuses_a_mode_the_sketches_were_not_made_in(redis_client:
         index.add_many([("a", article(110)), ("b", article(111))])
         redis_client.delete(index.index.keys.meta)
     config = {key: value for key, value in K8.items()}
-    with pytest.raises(ConfigurationMismatch, match="a sketch of 256 bytes, not the 1024"):
+    with pytest.raises(ConfigurationMismatch, match="a sketch of 256 bytes, not the 160"):
         SimhashIndex.restore(redis_client, "lost", verification=Verification.of(), **config)
     with pytest.raises(ConfigurationMismatch, match="the index has LSH band tables"):
         SimhashIndex.restore(redis_client, "lost2", verification=Verification.of(None, 0.8, (0, 0)), **config)
@@ -187,7 +190,7 @@ def test_exact_copies_under_many_ids_share_one_stored_sketch(redis_client: redis
     verified.add_many([(f"page{i}", text) for i in range(2000)])
     keys, fp = verified.index.keys, encode_fp(verified.index.fingerprint(text), 64)
     stored = redis_client.hget(keys.fp_bucket(fp), keys.sketch_field(fp)) or b""
-    assert set(decode_sketches(stored).values()) == {verified.hasher.sketch(text)}
+    assert set(decode_sketches(stored).values()) == {verified.hasher.stored_sketch(text)}
     assert len(stored) < verified.hasher.sketch_bytes + 2000 * 16  # the sketch once, then the ids
     assert verified.remove_many([f"page{i}" for i in range(0, 2000, 100)]) == [True] * 20
     assert len(verified.near(text)) == 1980

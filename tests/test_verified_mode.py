@@ -57,7 +57,7 @@ def test_the_mode_is_pinned_in_the_meta_and_adopted(redis_client: redis.Redis) -
     created = VerifiedIndex(SimhashIndex(redis_client, "pin", **K8), MinHasher(num_perm=64), threshold=0.9)
     assert (
         redis_client.hget(created.index.keys.meta, "verified")
-        == b"minhash;perm=64;bits=8;n=3;seed=0;threshold=0.9;bands=8x4"
+        == b"minhash;perm=64;bits=8;n=3;seed=0;threshold=0.9;bands=8x4;band_buckets=16384"
     )
     # Another worker names nothing and gets the same mode.
     adopted = VerifiedIndex(SimhashIndex(redis_client, "pin"))
@@ -135,7 +135,7 @@ def test_a_hamming_candidate_below_the_threshold_is_not_a_duplicate(client: redi
     edit = one_word_edit(text, 8)
     assert [m.id for m in strict.index.near(edit)] == ["a"]  # a Hamming candidate ...
     assert strict.add_if_new("b", edit) is None  # ... that the sketches reject
-    assert strict.index.get("b") is not None and strict.sketch_of("b") == strict.hasher.sketch(edit)
+    assert strict.index.get("b") is not None and strict.sketch_of("b") == strict.hasher.stored_sketch(edit)
 
 
 def test_a_replacement_keeps_the_old_sketch_until_its_text_is_written(client: redis.Redis) -> None:
@@ -146,11 +146,11 @@ def test_a_replacement_keeps_the_old_sketch_until_its_text_is_written(client: re
     # "x" with a copy of y's text: not stored, and x keeps its own sketch.
     found = index.add_if_new("x", one_word_edit(other, 11))
     assert found is not None and found.id == "y"
-    assert index.sketch_of("x") == index.hasher.sketch(first)
+    assert index.sketch_of("x") == index.hasher.stored_sketch(first)
     # "x" with a new text: replaced, text and sketch together.
     new = article(12)
     assert index.add_if_new("x", new) is None
-    assert index.sketch_of("x") == index.hasher.sketch(new) and index.index.get(
+    assert index.sketch_of("x") == index.hasher.stored_sketch(new) and index.index.get(
         "x"
     ) == index.index.fingerprint(new)
 
@@ -288,9 +288,9 @@ def test_a_refused_write_leaves_the_ids_sketch_as_it_was(
     assert index.add_if_new("y", second) is None
     # The first write was refused by the guard, and the id kept its sketch (no worker could see the
     # second text's sketch beside the first text's fingerprint); the second round stored both.
-    assert seen[0] == ([None], index.hasher.sketch(first))
-    assert seen[1] == ([Outcome.REPLACED], index.hasher.sketch(second))
-    assert index.sketch_of("y") == index.hasher.sketch(second)
+    assert seen[0] == ([None], index.hasher.stored_sketch(first))
+    assert seen[1] == ([Outcome.REPLACED], index.hasher.stored_sketch(second))
+    assert index.sketch_of("y") == index.hasher.stored_sketch(second)
 
 
 def test_add_writes_a_document_and_its_sketch_in_one_step(redis_client: redis.Redis) -> None:
@@ -304,7 +304,7 @@ def test_add_writes_a_document_and_its_sketch_in_one_step(redis_client: redis.Re
     with pytest.raises(IndexCorrupted):
         index.add("y", second)
     assert index.index.get("y") == index.index.fingerprint(first)
-    assert index.sketch_of("y") == index.hasher.sketch(first)
+    assert index.sketch_of("y") == index.hasher.stored_sketch(first)
     redis_client.delete(index.index.keys.fp_bucket(encode_fp(fp, 64)))
     assert index.add("y", second) is Outcome.REPLACED
-    assert index.sketch_of("y") == index.hasher.sketch(second)
+    assert index.sketch_of("y") == index.hasher.stored_sketch(second)

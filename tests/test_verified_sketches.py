@@ -93,7 +93,7 @@ def test_sketches_follow_their_ids(where: str, request: pytest.FixtureRequest) -
     verified = VerifiedIndex(SimhashIndex(client, f"follow{next(_names)}", **K8))
     first, second = article(40), article(41)
     fp1, fp2 = (encode_fp(verified.index.fingerprint(t), 64).decode() for t in (first, second))
-    sketch1, sketch2 = verified.hasher.sketch(first), verified.hasher.sketch(second)
+    sketch1, sketch2 = verified.hasher.stored_sketch(first), verified.hasher.stored_sketch(second)
     verified.add_many([("y", first), ("twin", first)])
     assert _stored_sketches(verified) == {fp1: {"y": sketch1, "twin": sketch1}}
     # Replaced by another text: the sketch moves with the id, in the same step.
@@ -149,7 +149,7 @@ def test_every_write_keeps_each_ids_sketch_with_it(any_client: redis.Redis, ops:
         expected: dict[str, dict[str, bytes]] = {}
         for doc_id, (text, sketched) in model.items():
             assert verified.index.get(doc_id) == verified.index.fingerprint(_TEXTS[text])
-            sketch = verified.hasher.sketch(_TEXTS[text]) if sketched else None
+            sketch = verified.hasher.stored_sketch(_TEXTS[text]) if sketched else None
             assert verified.sketch_of(doc_id) == sketch
             if sketch is not None:
                 fp = encode_fp(verified.index.fingerprint(_TEXTS[text]), 64).decode()

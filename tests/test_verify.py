@@ -185,7 +185,7 @@ def test_verify_lists_every_key_of_the_wrong_type(
             if kind == "band" and windowed:
                 continue
             key = index.keys.meta if kind == "meta" else _corruptible(kind, period, fp)
-            expected = {"lock": b"string", "table": b"set", "band": b"set"}.get(kind, b"hash")
+            expected = {"lock": b"string", "table": b"set"}.get(kind, b"hash")
             if held == expected:
                 continue
             client.delete(key)

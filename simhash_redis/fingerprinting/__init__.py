@@ -6,6 +6,7 @@ the optional compiled one (`engine_choice.engine()` says which runs; both give t
 
 from __future__ import annotations
 
+from .banded_odd import BandedOddSketcher, Sketcher
 from .engine_choice import ENGINE_ENV, engine
 from .minhash import MinHasher
 from .odd_sketch import OddSketcher
@@ -14,10 +15,12 @@ from .simhash import DEFAULT_SCHEME, Document, Scheme, distance, fingerprint, fi
 __all__ = [
     "DEFAULT_SCHEME",
     "ENGINE_ENV",
+    "BandedOddSketcher",
     "Document",
     "MinHasher",
     "OddSketcher",
     "Scheme",
+    "Sketcher",
     "distance",
     "engine",
     "fingerprint",

@@ -146,6 +146,24 @@ class MinHasher:
         """Size of one sketch in bytes."""
         return self.num_perm * self.bits // 8
 
+    @property
+    def query_bytes(self) -> int:
+        """Size of a query's sketch in bytes: a stored one's (`BandedOddSketcher`'s differ)."""
+        return self.sketch_bytes
+
+    @staticmethod
+    def stored(query: bytes) -> bytes:
+        """The stored form of a query's sketch: the sketch itself."""
+        return query
+
+    def stored_sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
+        """The sketch stored for a document: `sketch`'s.
+
+        Raises:
+            InvalidType: doc is of another type.
+        """
+        return self.sketch(doc)
+
     def describe(self) -> str:
         """A stable description of the sketch parameters, to store next to sketches.
 

@@ -51,6 +51,7 @@ __all__ = [
     "fingerprint_text_lines",
     "hash_values",
     "hits",
+    "odd_estimates",
     "odd_sketch",
     "odd_sketch_levels",
     "odd_sketch_many",
@@ -316,3 +317,9 @@ def fingerprint_text_lines(
     """
     engine = _engine(scheme)
     return _native.fingerprint_text_lines(engine, raws, id_field, text_field, max_id, tokens.CHUNK_CHARS)
+
+
+def odd_estimates(query: bytes, others: Sequence[bytes]) -> list[float]:
+    """`OddSketcher.estimate_many` of checked sketches (lengths, levels), natively, float for float."""
+    estimate = _native.odd_estimate
+    return [estimate(query, other) for other in others]

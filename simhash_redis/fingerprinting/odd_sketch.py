@@ -70,6 +70,8 @@ _U64 = npt.NDArray[np.uint64]
 _MASK = (1 << 64) - 1
 _PARITY_BYTES = SKETCH_BITS // 8
 _SLOT_SALT = 0x2545F4914F6CDD1D
+# Up to this many sketches an estimate runs pair by pair in the compiled core, past it in numpy.
+_NATIVE_PAIRS = 64
 _SAMPLE_SALT = 0x9E3779B97F4A7C15
 
 
@@ -307,9 +309,15 @@ class OddSketcher:
         mine = _sketch_bytes(query)
         if not others:
             return np.zeros(0, dtype=np.float64)
-        joined = b"".join(_sketch_bytes(s) for s in others)
-        rows = np.frombuffer(joined, dtype=np.uint8).reshape(len(others), SKETCH_BYTES)
+        checked = [_sketch_bytes(s) for s in others]
         size, level = _header(mine)
+        if engine_choice.native is not None and len(checked) <= _NATIVE_PAIRS:
+            # A few pairs (a lookup's candidates): numpy's fixed cost per call would be most of the time.
+            for other in checked:
+                if _header(other)[1] != level:
+                    raise _mismatch(level, _header(other)[1])
+            return np.array(engine_choice.native.odd_estimates(mine, checked), dtype=np.float64)
+        rows = np.frombuffer(b"".join(checked), dtype=np.uint8).reshape(len(checked), SKETCH_BYTES)
         words = rows[:, _PARITY_BYTES].astype(np.intp) | rows[:, _PARITY_BYTES + 1].astype(np.intp) << 8
         wrong = np.flatnonzero(words >> 12 != level)
         if len(wrong):

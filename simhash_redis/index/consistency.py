@@ -110,7 +110,7 @@ def check_consistency(
             report.fingerprints += _check_fingerprints(target, report, placed[start : start + _BATCH], repair)
         for start in range(0, len(sketches), _BATCH):
             chunk = sketches[start : start + _BATCH]
-            with_sketch += check_sketches(store, report, chunk, verification, repair)
+            with_sketch += check_sketches(store, report, chunk, verification, repair, f)
         with_sketch += _move_sketches(target, report, moved, repair)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
@@ -123,7 +123,7 @@ def check_consistency(
                 _check_tables(target, report, t, found[start : start + _BATCH], repair)
 
     if verification is not None and verification.bands:
-        check_bands(store, report, verification, repair)
+        check_bands(store, report, verification, repair, f)
     if verification is not None and with_sketch < report.docs:
         report.found(
             "documents without a sketch",

@@ -3,20 +3,22 @@
 - A sketch kept for an id that does not have that fingerprint is removed (with the id, if it is listed
   there); a fingerprint's malformed sketches are removed; one of the wrong size is reported only.
 - A stored document's fingerprint missing from one of its sketch's band tables is put back.
-- A band table member none of whose fingerprint's sketches has that band is garbage (a sketch dropped
+- A band value's fingerprint none of whose sketches has that band is garbage (a sketch dropped
   by a write interrupted before its band tables were cleaned, or on a cluster, where they are not):
   near() only reads it as a candidate its sketches do not confirm, and repair removes it (checked again
-  by the same script as it goes on a standalone server; on a cluster, where the band table and the
-  fingerprint's hash are in two slots, as verify always assumes, while no worker writes).
+  by the same script as it goes on a standalone server; on a cluster, where the band's bucket and the
+  fingerprint's hash are in two slots, by the band's own script, as verify always assumes, while no
+  worker writes).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..codec import decode_sketches
+from ..codec import decode_sketches, pack_fps, unpack_fps
 from ..store import KeySchema, Store, Verification
-from ..store.scripts import BAND_DROP, FP_IDS
+from ..store.replies import hash_pairs
+from ..store.scripts import BAND_DROP, BAND_MEMBER, FP_IDS
 from ..transport import raise_first_error
 from .report import VerifyReport
 
@@ -26,13 +28,13 @@ __all__ = ["SKETCHES", "check_bands", "check_sketches"]
 SKETCHES = KeySchema.sketch_field(b"")
 
 
-
 def check_sketches(
     store: Store,
     report: VerifyReport,
     chunk: list[tuple[bytes, bytes]],
     verification: Verification | None,
     repair: bool,
+    f: int,
 ) -> int:
     """Check a chunk of (sketch field, sketches) entries of the fingerprint map, and the band tables of
     the stored documents' sketches.
@@ -43,6 +45,7 @@ def check_sketches(
         chunk: the entries.
         verification: the index's verified mode (None: a plain index that holds sketches anyway).
         repair: also fix what is found.
+        f: the index's fingerprint width.
 
     Returns:
         How many of the sketches are of stored documents.
@@ -62,7 +65,7 @@ def check_sketches(
                 store.execute([(b"HDEL", keys.fp_bucket(fp), name)])
     owners = store.execute([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
     stored, orphans = 0, []
-    banded: list[tuple[bytes, bytes]] = []  # (band table, fingerprint) of the stored documents
+    banded: list[tuple[bytes, bytes]] = []  # (band name, fingerprint) of the stored documents
     for (fp, doc_id, sketch), owner in zip(pairs, owners, strict=True):
         if owner != fp:
             report.found("sketch without a document", f"{doc_id!r} under {fp.decode(errors='replace')}")
@@ -77,19 +80,26 @@ def check_sketches(
     if repair and orphans:
         # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
         store.run_script(FP_IDS, orphans)
-    if banded:
+    if banded and verification is not None:
         # Raised, not taken as "absent": an error here is an ACL refusal, say (verify's first pass
         # lists keys of the wrong type, and checks nothing more while there are any).
-        present = store.execute([(b"SISMEMBER", key, fp) for key, fp in banded])
-        missing = [(key, fp) for (key, fp), there in zip(banded, present, strict=True) if there == 0]
-        for key, fp in missing:
-            report.found("fingerprint missing from band table", f"{fp.decode()} not in {key.decode()}")
+        width = verification.band_bytes
+        places = [keys.band_place(name, width) for name, _ in banded]
+        values = store.execute([(b"HGET", key, field) for key, field in places])
+        missing = []
+        for (key, field), (_, fp), value in zip(places, banded, values, strict=True):
+            if fp not in (_members(value, f) or []):
+                report.found(
+                    "fingerprint missing from band table",
+                    f"{fp.decode()} not in {key.decode()} {field.hex()}",
+                )
+                missing.append(BAND_MEMBER.command([key], [b"+", field, pack_fps([fp], f)]))
         if repair and missing:
-            store.execute([(b"SADD", key, fp) for key, fp in missing])
+            store.run_script(BAND_MEMBER, missing)
     return stored
 
 
-def check_bands(store: Store, report: VerifyReport, verification: Verification, repair: bool) -> None:
+def check_bands(store: Store, report: VerifyReport, verification: Verification, repair: bool, f: int) -> None:
     """Count the band tables' members that none of their fingerprint's sketches puts there (garbage).
 
     Args:
@@ -97,6 +107,7 @@ def check_bands(store: Store, report: VerifyReport, verification: Verification, 
         report: where garbage and malformed keys are counted.
         verification: the index's verified mode (with band tables).
         repair: also remove the garbage (each member checked again atomically as it goes).
+        f: the index's fingerprint width.
 
     Raises:
         RedisUnavailable: the server cannot be reached.
@@ -104,17 +115,21 @@ def check_bands(store: Store, report: VerifyReport, verification: Verification, 
     keys, width = store.keys, verification.band_bytes
     start = len(keys.base) + len(":b")
     for band_keys in store.scan("band"):
-        members = store.execute([(b"SMEMBERS", key) for key in band_keys], raise_on_error=False)
+        values = store.execute([(b"HGETALL", key) for key in band_keys], raise_on_error=False)
         found: list[tuple[bytes, int, bytes, bytes]] = []  # (key, band, its bytes, fingerprint)
-        for key, fps in zip(band_keys, members, strict=True):
-            parsed = _band_of(key[start:], verification.bands, width)
-            if isinstance(fps, Exception) and not str(fps).startswith("WRONGTYPE"):
-                raise_first_error([fps])  # an ACL refusal, say: not a malformed key
-            if parsed is None or isinstance(fps, Exception):
+        for key, pairs in zip(band_keys, values, strict=True):
+            number = _band_of(key[start:], verification)
+            if isinstance(pairs, Exception) and not str(pairs).startswith("WRONGTYPE"):
+                raise_first_error([pairs])  # an ACL refusal, say: not a malformed key
+            if number is None or isinstance(pairs, Exception):
                 report.found("malformed band table", f"{key.decode(errors='replace')} (delete it by hand)")
                 continue
-            number, value = parsed
-            found.extend((key, number, value, bytes(fp)) for fp in fps)
+            for field, value in hash_pairs(pairs):
+                fps = _members(value, f) if len(field) == width else None
+                if fps is None:
+                    report.found("malformed band value", f"{key.decode(errors='replace')} {field.hex()}")
+                    continue
+                found.extend((key, number, field, fp) for fp in fps)
         fps = list(dict.fromkeys(fp for _, _, _, fp in found))
         replies = store.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for fp in fps])
         sketches = {fp: _sketches(reply) for fp, reply in zip(fps, replies, strict=True)}
@@ -123,25 +138,36 @@ def check_bands(store: Store, report: VerifyReport, verification: Verification, 
             offset = number * width
             if not any(sketch[offset : offset + width] == value for sketch in sketches[fp]):
                 report.garbage += 1
-                if store.cluster:  # two slots: no script; verify runs while no worker writes
-                    garbage.append((b"SREM", key, fp))
+                packed = pack_fps([fp], f)
+                if store.cluster:  # two slots: the band's own script; verify runs while no worker writes
+                    garbage.append(BAND_MEMBER.command([key], [b"-", value, packed]))
                 else:
-                    garbage.append(BAND_DROP.command([key, keys.fp_bucket(fp)], [fp, offset, value]))
-        if repair and garbage and store.cluster:
-            store.execute(garbage)
-        elif repair and garbage:
-            store.run_script(BAND_DROP, garbage)
+                    garbage.append(BAND_DROP.command([key, keys.fp_bucket(fp)], [fp, offset, value, packed]))
+        if repair and garbage:
+            store.run_script(BAND_MEMBER if store.cluster else BAND_DROP, garbage)
 
 
-def _band_of(name: bytes, bands: int, width: int) -> tuple[int, bytes] | None:
-    """The band and its bytes from the part of a band table's key after `{base}:b` (None: not one)."""
-    number, _, value = name.partition(b":")
+def _band_of(name: bytes, verification: Verification) -> int | None:
+    """The band of a bucket key, from its part after `{base}:b` (None: not one)."""
+    number, _, bucket = name.partition(b":")
     try:
-        band, raw = int(number), bytes.fromhex(value.decode())
-    except (ValueError, UnicodeDecodeError):
+        band, value = int(number), int(bucket, 16)
+    except ValueError:
         return None
-    canonical = number.isdigit() and value == raw.hex().encode()
-    return (band, raw) if canonical and 0 <= band < bands and len(raw) == width else None
+    canonical = number.isdigit() and bucket == b"%x" % value
+    return (
+        band if canonical and 0 <= band < verification.bands and value < verification.band_buckets else None
+    )
+
+
+def _members(value: bytes | None, f: int) -> list[bytes] | None:
+    """The stored fingerprints of a band value (none when absent; None when malformed)."""
+    if value is None:
+        return []
+    try:
+        return unpack_fps(bytes(value), f)
+    except ValueError:
+        return None
 
 
 def _sketches(reply: bytes | None) -> list[bytes]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..fingerprinting import MinHasher
+from ..fingerprinting import Sketcher
 from ..results import Match
 from ..store import Guard, KeySchema, SketchedGuard, Verification
 
@@ -24,7 +24,7 @@ class SketchJudge:
 
     def __init__(
         self,
-        hasher: MinHasher,
+        hasher: Sketcher,
         threshold: float,
         verification: Verification,
         keys: KeySchema,
@@ -65,9 +65,10 @@ class SketchJudge:
 
     def guarded(self, doc: int, members: Guard | None) -> Guard:
         """The document's guard, carrying its sketch: stored with the document, or not at all."""
-        return SketchedGuard(members, self.sketches[doc])
+        return SketchedGuard(members, self.hasher.stored(self.sketches[doc]))
 
     def confirms(self, doc: int, earlier: list[int]) -> bool:
         """Whether an earlier document of the batch (a candidate of doc) has a sketch at the threshold."""
-        estimates = self.hasher.estimate_many(self.sketches[doc], [self.sketches[j] for j in earlier])
+        stored = self.hasher.stored
+        estimates = self.hasher.estimate_many(self.sketches[doc], [stored(self.sketches[j]) for j in earlier])
         return bool((estimates >= self.threshold).any())

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted, InvalidArgument, InvalidType
-from ..fingerprinting import MinHasher
+from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
 from ..store import Reads, SketchedGuard, Write, Writes
 from ..store.keys import encode_id
@@ -75,7 +75,7 @@ class VerifiedIndex:
     """
 
     def __init__(
-        self, index: SimhashIndex, hasher: MinHasher | None = None, threshold: float | None = None
+        self, index: SimhashIndex, hasher: Sketcher | None = None, threshold: float | None = None
     ) -> None:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
@@ -97,7 +97,7 @@ class VerifiedIndex:
         url: str,
         name: str,
         *,
-        hasher: MinHasher | None = None,
+        hasher: Sketcher | None = None,
         threshold: float | None = None,
         **kwargs: Any,
     ) -> VerifiedIndex:
@@ -170,7 +170,8 @@ class VerifiedIndex:
         Args:
             ids: the document ids.
             fps: their fingerprints, by this index's scheme.
-            sketches: their sketches, by this index's hasher; None stores a document without one (as an
+            sketches: their sketches, as this index's hasher makes them (sketch_many) (or as stored,
+                `sketch_of`); None stores a document without one (as an
                 export of documents written before the index was verified holds them), never matched.
             unique: as `add_if_new`: a stored near-duplicate in place of the outcome of each document
                 not stored (every sketch needed).
@@ -187,10 +188,10 @@ class VerifiedIndex:
             raise InvalidArgument("ids, fps and sketches must be of one length")
         raws = [encode_id(doc_id) for doc_id in ids]
         checked = [check_fp(fp, self.index.f) for fp in fps]
-        size = self.hasher.sketch_bytes
+        sizes = self._sizes()
         for sketch in sketches:
-            if (sketch is not None or unique) and (not isinstance(sketch, bytes) or len(sketch) != size):
-                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
+            if (sketch is not None or unique) and (not isinstance(sketch, bytes) or len(sketch) not in sizes):
+                raise InvalidArgument(f"a sketch of this index is {self._sized()} bytes, got {sketch!r:.40}")
         out: list[Outcome | VerifiedMatch] = []
         step = self.index.batch_size
         known = [sketch for sketch in sketches if sketch is not None]  # all of them when unique: checked
@@ -220,8 +221,13 @@ class VerifiedIndex:
 
         A document without a sketch (None) loses any sketch its id had: it is not its text's.
         """
+        stored = self.hasher.stored
         ops: list[Write] = [
-            (doc_id.encode(), encode_fp(fp, self.index.f), SketchedGuard(None, sketch or b""))
+            (
+                doc_id.encode(),
+                encode_fp(fp, self.index.f),
+                SketchedGuard(None, stored(sketch) if sketch else b""),
+            )
             for doc_id, fp, sketch in zip(ids, fps, sketches, strict=True)
         ]
         # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
@@ -371,9 +377,11 @@ class VerifiedIndex:
             threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
-        size = self.hasher.sketch_bytes
-        if len(fps) != len(sketches) or any(not isinstance(s, bytes) or len(s) != size for s in sketches):
-            raise InvalidArgument(f"give one sketch of {size} bytes (this index's) per fingerprint")
+        sizes = self._sizes()
+        if len(fps) != len(sketches) or any(
+            not isinstance(s, bytes) or len(s) not in sizes for s in sketches
+        ):
+            raise InvalidArgument(f"give one sketch of {self._sized()} bytes (this index's) per fingerprint")
         limit = check_k(k, self.index.k)
         checked = [check_fp(fp, self.index.f) for fp in fps]
         keys, mode = self.store.keys, self.verification
@@ -385,6 +393,14 @@ class VerifiedIndex:
             candidates = self._reads.near(checked[part], limit, stored, bands)
             results.extend(self._confirmed(sketches[part], candidates, stored, threshold))
         return results
+
+    def _sizes(self) -> tuple[int, int]:
+        """The sizes of a sketch this index takes: a query's (sketch_many's) and a stored one's."""
+        return self.hasher.query_bytes, self.hasher.sketch_bytes
+
+    def _sized(self) -> str:
+        query, stored = self._sizes()
+        return f"{query}" if query == stored else f"{query} (or, stored, {stored})"
 
     def _confirmed(
         self,

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument
-from ..fingerprinting import MinHasher
+from ..fingerprinting import Sketcher
 from ..store import Verification, pin_meta
 from .simhash_index import SimhashIndex
 
@@ -15,7 +15,7 @@ __all__ = ["verifiable", "verified_mode"]
 
 
 def verifiable(
-    client: Any, name: str, hasher: MinHasher | None, threshold: float | None, options: dict[str, Any]
+    client: Any, name: str, hasher: Sketcher | None, threshold: float | None, options: dict[str, Any]
 ) -> SimhashIndex:
     """The index a `VerifiedIndex` of that name wraps: opened, or created verified from the start.
 
@@ -37,7 +37,7 @@ def verifiable(
         return SimhashIndex(client, name, verification=mode, **options)
 
 
-def verified_mode(index: SimhashIndex, hasher: MinHasher | None, threshold: float | None) -> Verification:
+def verified_mode(index: SimhashIndex, hasher: Sketcher | None, threshold: float | None) -> Verification:
     """The verified mode of an index: the one pinned in its meta, else pinned now from the arguments.
 
     Args:
@@ -76,7 +76,7 @@ def verified_mode(index: SimhashIndex, hasher: MinHasher | None, threshold: floa
     return pinned
 
 
-def _pin(index: SimhashIndex, hasher: MinHasher | None, threshold: float) -> Verification:
+def _pin(index: SimhashIndex, hasher: Sketcher | None, threshold: float) -> Verification:
     """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
 
     An index that holds documents without a pinned mode was made plain, and stays so: its documents

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import MinHasher, Scheme, engine_choice
+from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .read_ahead import read_ahead
 from .records import STDIN, ReadOptions, Record, source_name
 from .text_rows import Sketched, TextRows, records_of_lists, sketched
@@ -283,7 +283,7 @@ class ArrowRows(NamedTuple):
             self.batch, self.source, self.first, self.options, self.id_name, self.doc_name
         )
 
-    def texts_fingerprinted(self, scheme: Scheme, hasher: MinHasher | None) -> Sketched | None:
+    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
         """The ids and text fingerprints (and sketches, with a hasher) of the rows, and each error with the
         number of good rows before it, as `records` would give them; None for precomputed fingerprints,
         a column of bytes, or under the pure engine.

@@ -120,7 +120,7 @@ class VerifiedDryRun:
             match = match or self._earlier(fp, sketch)
             if match is None:
                 self.memory.add(doc_id, fp)
-                self._sketches[(doc_id, fp)] = sketch
+                self._sketches[(doc_id, fp)] = verified.hasher.stored(sketch)
                 for key in self._band_keys(sketch):
                     self._bands.setdefault(key, []).append((doc_id, fp))
                 out.append(Outcome.ADDED)

@@ -1,6 +1,6 @@
 """Parallel fingerprinting of what the readers yield: batches come back in input order, errors in place.
 
-The index's scheme (and, for a verified index, its MinHasher) is pickled to each worker process once;
+The index's scheme (and, for a verified index, its sketcher) is pickled to each worker process once;
 runs of JSON lines are sent there unparsed, so that parsing runs on every core too. A worker that dies
 (killed, out of memory) ends the load with an error instead of leaving it waiting forever for that
 worker's batch.
@@ -23,7 +23,7 @@ from typing import NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import MinHasher, Scheme, engine_choice
+from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record
@@ -72,10 +72,10 @@ _POOL_LEAVES_FEEDER_BLOCKED = sys.version_info < (3, 11, 5)
 _PR_SET_PDEATHSIG = 1
 
 _worker_scheme: Scheme | None = None
-_worker_hasher: MinHasher | None = None
+_worker_hasher: Sketcher | None = None
 
 
-def _init_worker(scheme: Scheme, parent: int, hasher: MinHasher | None) -> None:
+def _init_worker(scheme: Scheme, parent: int, hasher: Sketcher | None) -> None:
     # Ctrl-C reaches the whole process group: only the parent reacts, and it stops the pool. A SIGTERM
     # sent to every process (systemd, Kubernetes) ends a worker quietly, without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -106,14 +106,14 @@ def _in_worker(work: Callable[..., _T], unit: object, *rest: object) -> _T:
 
 
 def _computed(
-    texts: list[str], scheme: Scheme, hasher: MinHasher | None
+    texts: list[str], scheme: Scheme, hasher: Sketcher | None
 ) -> tuple[list[int], list[bytes] | None]:
     """The texts' fingerprints, and their sketches when there is a hasher."""
     return scheme.fingerprint_many(texts), None if hasher is None else hasher.sketch_many(texts)
 
 
 def _fingerprinted_lines(
-    lines: JsonLines, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+    lines: JsonLines, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
 ) -> Fingerprinted:
     """A run of JSON lines parsed and fingerprinted (by the compiled core where it can, a verified
     index's texts aside: their sketches need each text)."""
@@ -126,14 +126,14 @@ def _fingerprinted_lines(
 
 
 def _parse_lines(
-    lines: JsonLines, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+    lines: JsonLines, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
 ) -> Fingerprinted:
     """A run of JSON lines parsed a record at a time and fingerprinted (the general way)."""
     return _fingerprinted(_all_parsed(lines.records(), f, fp_base, hasher), scheme, hasher)
 
 
 def _fingerprinted_rows(
-    rows: ArrowRows | TextRows, scheme: Scheme, hasher: MinHasher | None, f: int, fp_base: str
+    rows: ArrowRows | TextRows, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
 ) -> Fingerprinted:
     """A run of table rows read and fingerprinted (in a worker: the ids and texts' UTF-8 bytes it got)."""
     done = rows.texts_fingerprinted(scheme, hasher)
@@ -142,7 +142,7 @@ def _fingerprinted_rows(
     return _fingerprinted(_all_parsed(rows.records(), f, fp_base, hasher), scheme, hasher)
 
 
-def _parsed(record: Record, f: int, fp_base: str, hasher: MinHasher | None) -> Record | InputError:
+def _parsed(record: Record, f: int, fp_base: str, hasher: Sketcher | None) -> Record | InputError:
     """The record with a precomputed fingerprint's text read (other records as they are); a bad record
     where a verified index (hasher) needs the text."""
     if not record.is_fingerprint:
@@ -159,7 +159,7 @@ def _parsed(record: Record, f: int, fp_base: str, hasher: MinHasher | None) -> R
         return InputError(record.source, record.line, str(exc))
 
 
-def _all_parsed(items: Iterable[Record | InputError], f: int, base: str, hasher: MinHasher | None) -> Batch:
+def _all_parsed(items: Iterable[Record | InputError], f: int, base: str, hasher: Sketcher | None) -> Batch:
     return [item if isinstance(item, InputError) else _parsed(item, f, base, hasher) for item in items]
 
 
@@ -167,7 +167,7 @@ def _texts(items: Batch) -> list[str]:
     return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
 
 
-def _fingerprinted(items: Batch, scheme: Scheme, hasher: MinHasher | None) -> Fingerprinted:
+def _fingerprinted(items: Batch, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted:
     """The items with every text replaced by its fingerprint (and sketched), in one call each."""
     texts = _texts(items)
     if not texts:
@@ -223,7 +223,7 @@ class Fingerprinter:
         fp_base: str,
         workers: int,
         batch_size: int,
-        hasher: MinHasher | None = None,
+        hasher: Sketcher | None = None,
     ) -> None:
         self.scheme = scheme
         self.hasher = hasher

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..errors import InputError
-from ..fingerprinting import MinHasher, Scheme, engine_choice
+from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .records import ReadOptions, Record, checked_doc, checked_id, decode
 
 __all__ = ["Sketched", "TextRows", "records_of_lists", "sketched"]
@@ -55,7 +55,7 @@ def sketched(
     ids_read: list[Any],
     raws: list[bytes | None],
     scheme: Scheme,
-    hasher: MinHasher | None,
+    hasher: Sketcher | None,
 ) -> Sketched:
     """`ArrowRows.texts_fingerprinted` of rows read as lists: ids, and texts as UTF-8 bytes."""
     ids: list[str] = []
@@ -90,7 +90,7 @@ class TextRows(NamedTuple):
         """The rows' records and errors, in row order."""
         return records_of_lists(self.ids, self.raws, self.source, self.first, self.options)
 
-    def texts_fingerprinted(self, scheme: Scheme, hasher: MinHasher | None) -> Sketched | None:
+    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
         """As `ArrowRows.texts_fingerprinted`."""
         if engine_choice.native is None:
             return None

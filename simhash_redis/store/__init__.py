@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .bulk import BulkWrites
-from .config import IndexConfig, Retention, Verification
+from .config import IndexConfig, Retention
 from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
@@ -11,6 +11,7 @@ from .meta import drop_keys, find_data, open_meta, pin_meta, restore_meta
 from .reads import Reads
 from .replies import hash_pairs
 from .store import Store
+from .verification import Verification
 from .windows import Windows
 from .write_ops import Guard, SketchedGuard, Write
 from .writes import Writes

@@ -12,8 +12,9 @@ from datetime import timedelta
 from .. import defaults
 from ..checks import is_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
-from ..fingerprinting import MinHasher, Scheme
+from ..fingerprinting import Scheme
 from .layout import Layout
+from .verification import Verification
 
 __all__ = ["FORMAT_VERSION", "FP_MAP_BITS", "FP_MAP_HASH", "IndexConfig", "Retention", "Verification"]
 
@@ -43,10 +44,8 @@ _PERIODS = 6
 
 
 def parse_duration(value: object, argument: str) -> int:
-    """A duration in whole seconds, from a timedelta, a number of seconds, or a string such as "7d".
-
-    A string must name its unit: "7" could be meant as days as well as seconds, and a week's retention
-    read as 7 seconds loses every document before anyone looks.
+    """A duration in whole seconds, from a timedelta, a number of seconds, or a string such as "7d" (a
+    string must name its unit: a week's retention read as 7 seconds loses every document).
 
     Args:
         value: a timedelta, an int or float of seconds, or "<n>s|m|h|d|w".
@@ -165,140 +164,6 @@ def _human(seconds: int) -> str:
         if seconds % _UNIT_SECONDS[unit] == 0:
             return f"{seconds // _UNIT_SECONDS[unit]}{unit}"
     return f"{seconds}s"
-
-
-#: The sketch of a new verified index: 1,024 permutations, whose estimate is close enough to the
-#: truth at Jaccard 0.8 for F1 >= 0.95 (256 reach ~0.94: docs/quality.md).
-VERIFIED_PERMUTATIONS = 1024
-#: The LSH band tables of a new verified index: 8 bands of 4 sketch values each. A pair at Jaccard 0.8
-#: shares a band with probability 1 - (1 - 0.8^4)^8 = 0.986, which with the Hamming tables finds the
-#: near-duplicates a small k misses.
-VERIFIED_BANDS = (8, 4)
-
-
-@dataclass(frozen=True)
-class Verification:
-    """Verified mode: near-duplicates confirmed by a stored MinHash sketch, pinned in an index's meta.
-
-    Args:
-        threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate, in (0, 1].
-        num_perm, bits, n, seed: the sketch's parameters (see `MinHasher`).
-        bands, rows: the LSH band tables over the sketch: `bands` tables, each keyed by `rows`
-            consecutive sketch values, whose members are candidates beside the Hamming tables' (0, 0:
-            none, as in indexes made before band tables).
-
-    Raises:
-        InvalidArgument: a value is out of range.
-        InvalidType: a value has the wrong type.
-    """
-
-    threshold: float = 0.8
-    num_perm: int = 256
-    bits: int = 8
-    n: int = 3
-    seed: int = 0
-    bands: int = 0
-    rows: int = 0
-
-    def __post_init__(self) -> None:
-        threshold = self.threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-            raise InvalidType(f"threshold must be a number, got {type(threshold).__name__}")
-        if not 0 < threshold <= 1:
-            raise InvalidArgument(f"threshold must be in (0, 1], got {threshold!r}")
-        object.__setattr__(self, "threshold", float(threshold))
-        self.hasher()  # checks the sketch's parameters
-        for name, value in (("bands", self.bands), ("rows", self.rows)):
-            if not is_int(value):
-                raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
-        if (self.bands == 0) != (self.rows == 0) or self.bands < 0 or self.rows < 0:
-            raise InvalidArgument(
-                f"bands and rows must both be positive, or both 0, got {self.bands}x{self.rows}"
-            )
-        if self.bands * self.rows > self.num_perm:
-            raise InvalidArgument(
-                f"{self.bands} bands of {self.rows} values need {self.bands * self.rows} sketch values; "
-                f"the sketch has {self.num_perm}"
-            )
-
-    @classmethod
-    def of(
-        cls,
-        hasher: MinHasher | None = None,
-        threshold: float = 0.8,
-        bands: tuple[int, int] | None = None,
-    ) -> Verification:
-        """The verified mode of a hasher and a threshold, with LSH band tables.
-
-        Args:
-            hasher: the sketch's parameters (default: `MinHasher(num_perm=VERIFIED_PERMUTATIONS)`).
-            threshold: as the class.
-            bands: (bands, rows) of the band tables (default `VERIFIED_BANDS`, or none for a sketch of
-                fewer values; (0, 0): none).
-
-        Raises:
-            InvalidArgument, InvalidType: as the class.
-        """
-        if hasher is not None and not isinstance(hasher, MinHasher):
-            raise InvalidType(f"hasher must be a MinHasher, got {type(hasher).__name__}")
-        if bands is not None and (not isinstance(bands, tuple) or len(bands) != 2):
-            raise InvalidType(f"bands must be a (bands, rows) tuple, got {bands!r}")
-        h = hasher or MinHasher(num_perm=VERIFIED_PERMUTATIONS)
-        if bands is None:  # the default band tables, where the sketch has the values for them
-            bands = VERIFIED_BANDS if h.num_perm >= VERIFIED_BANDS[0] * VERIFIED_BANDS[1] else (0, 0)
-        count, rows = bands
-        return cls(threshold, h.num_perm, h.bits, h.n, h.seed, count, rows)
-
-    @property
-    def sketch_bytes(self) -> int:
-        """Size of one stored sketch in bytes."""
-        return self.num_perm * self.bits // 8
-
-    def hasher(self) -> MinHasher:
-        """The MinHasher that makes and compares this mode's sketches."""
-        return MinHasher(self.num_perm, self.bits, self.n, self.seed)
-
-    @property
-    def band_bytes(self) -> int:
-        """Bytes of the sketch that key one band table."""
-        return self.rows * self.bits // 8
-
-    def to_meta(self) -> str:
-        """The meta field: the sketch's description, the threshold, the band tables if any, e.g.
-        "minhash;...;threshold=0.8;bands=8x4"."""
-        text = f"{self.hasher().describe()};threshold={self.threshold!r}"
-        return text + (f";bands={self.bands}x{self.rows}" if self.bands else "")
-
-    def describe(self) -> str:
-        """The mode for people, e.g. "Jaccard threshold 0.8 (MinHash sketches of 1,024 values, 8 LSH band
-        tables of 4)"."""
-        bands = f", {self.bands} LSH band tables of {self.rows}" if self.bands else ""
-        return f"Jaccard threshold {self.threshold:g} (MinHash sketches of {self.num_perm:,} values{bands})"
-
-    @classmethod
-    def from_meta(cls, text: str) -> Verification:
-        """Read the meta field written by `to_meta`.
-
-        Raises:
-            ValueError: the text is not one `to_meta` writes.
-        """
-        kind, *fields = text.split(";")
-        values = dict(field.split("=", 1) for field in fields)
-        if kind != "minhash" or set(values) - {"bands"} != {"perm", "bits", "n", "seed", "threshold"}:
-            raise ValueError(f"unknown verified mode {text!r}")
-        count, _, rows = values.get("bands", "0x0").partition("x")
-        made = cls(
-            float(values["threshold"]),
-            int(values["perm"]),
-            int(values["bits"]),
-            int(values["n"]),
-            int(values["seed"]),
-            int(count),
-            int(rows),
-        )
-        if made.to_meta() != text:
-            raise ValueError(f"verified mode {text!r} is not in its canonical form")
-        return made
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ For an index `news` under the default prefix::
                                         also s:{fingerprint} -> each of those ids' MinHash sketch.
                                         Format 4 places a fingerprint by its own value modulo the
                                         bucket count, the formats before by a hash of it
-    simhash:news:b{i}:{hex}      set    verified mode's LSH band i: fingerprints of the documents whose
-                                        sketch holds those values in band i ({hex}: its bytes)
+    simhash:news:b{i}:{bucket}   hash   verified mode's LSH band i: the band's bytes -> the fingerprints
+                                        (8 bytes each, little-endian) of the documents whose sketch holds
+                                        them; {bucket} (hex) is the band value modulo the band buckets
     simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
 
 An index with a retention window keeps its documents in periods: the counts, tables, id, fingerprint
@@ -43,10 +44,12 @@ from .config import FP_MAP_BITS
 from .layout import Layout
 
 if TYPE_CHECKING:
-    from .config import IndexConfig, Verification
+    from .config import IndexConfig
+    from .verification import Verification
 
 #: Table (t{i}:...) and band table (b{i}:...) keys, after the base: sets.
-_SET_KEY = re.compile(rb"[tb][0-9]+:")
+_SET_KEY = re.compile(rb"t[0-9]+:")
+_BAND_KEY = re.compile(rb"b[0-9]+:")
 
 __all__ = ["KeyForm", "KeySchema", "encode_id", "validate_name"]
 
@@ -278,9 +281,7 @@ class KeySchema:
         """
         return (
             f"{self.base}:"
-            + {"all": "*", "id": "id:*", "fp": "fp:*", "band": "b*:*", "windows": "w*:*"}[
-                kind
-            ]
+            + {"all": "*", "id": "id:*", "fp": "fp:*", "band": "b*:*", "windows": "w*:*"}[kind]
         )
 
     def stored_type(self, key: bytes) -> bytes | None:
@@ -299,6 +300,8 @@ class KeySchema:
             return b"hash"
         if tail.startswith(b"lock:"):
             return b"string"
+        if _BAND_KEY.match(tail):
+            return b"hash"
         return b"set" if _SET_KEY.match(tail) else None
 
     def table_pattern(self, table: int) -> str:
@@ -367,7 +370,10 @@ class KeySchema:
         return b"s:" + stored_fp
 
     def bands(self, sketch: bytes, mode: Verification | None) -> list[bytes]:
-        """The band table keys of a sketch: band i is keyed by its bytes i*width .. (i+1)*width, in hex.
+        """The names of a sketch's bands: a band's bucket key, b"#", then the band's bytes.
+
+        A name stands for one band value (what two documents share), as a key stands for a table set;
+        `band_place` splits it into the hash and the field that hold its fingerprints.
 
         Args:
             sketch: the sketch; b"" (a document stored without one) has none.
@@ -375,11 +381,23 @@ class KeySchema:
         """
         if mode is None or not mode.bands or not sketch:
             return []
-        count, width = mode.bands, mode.band_bytes
+        count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
         prefix = self._band_prefix
-        return [
-            b"%s%d:%s" % (prefix, i, sketch[i * width : (i + 1) * width].hex().encode()) for i in range(count)
-        ]
+        names = []
+        for i in range(count):
+            value = sketch[i * width : (i + 1) * width]
+            names.append(b"%s%d:%x#%s" % (prefix, i, int.from_bytes(value, "big") % buckets, value))
+        return names
+
+    @staticmethod
+    def band_place(name: bytes, width: int) -> tuple[bytes, bytes]:
+        """The hash key and the field of a band name made by `bands`.
+
+        Args:
+            name: the band's name.
+            width: the mode's `band_bytes`.
+        """
+        return name[: -width - 1], name[-width:]
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
         """The bucket number of each id, or stored fingerprint of an index placing them by hash, as

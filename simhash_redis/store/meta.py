@@ -11,13 +11,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from ..codec import decode_fp, decode_ids, decode_sketches, format_fingerprint
+from ..codec import decode_fp, decode_ids, decode_sketches, format_fingerprint, unpack_fps
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
 from ..transport import Sender, raise_first_error
-from .config import Verification
 from .keys import KeySchema
 from .replies import hash_pairs
 from .scripts import CREATE_META, PIN_META, run_calls
+from .verification import Verification
 
 __all__ = ["drop_keys", "find_data", "open_meta", "pin_meta", "restore_meta"]
 
@@ -177,14 +177,18 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         return stored
     windowed = any(sender.scan(keys.pattern_of("windows"), _SCAN_COUNT))
     if windowed != ("retention" in fields):
-        raise ConfigurationMismatch(
-            "the index keeps its documents in periods, so it was created with a retention window",
-            hint="state it too (retention=...)",
-            remedy="state-retention",
-        ) if windowed else ConfigurationMismatch(
-            "the index holds no periods, so it was created without a retention window",
-            hint="do not state one (retention=None)",
-            remedy="no-retention",
+        raise (
+            ConfigurationMismatch(
+                "the index keeps its documents in periods, so it was created with a retention window",
+                hint="state it too (retention=...)",
+                remedy="state-retention",
+            )
+            if windowed
+            else ConfigurationMismatch(
+                "the index holds no periods, so it was created without a retention window",
+                hint="do not state one (retention=None)",
+                remedy="no-retention",
+            )
         )
     if windowed:
         keys, found = _window_with_data(sender, keys)
@@ -316,13 +320,20 @@ def _misfit_sketches(
             return f"a sketch of {len(sketch)} bytes, not the {mode.sketch_bytes} of {mode.to_meta()!r}"
     banded = any(sender.scan(keys.pattern_of("band"), _SCAN_COUNT))
     if banded != bool(mode.bands):
-        return "the index has LSH band tables, and the stated mode none" if banded else (
-            "the stated mode has LSH band tables, and the index none"
+        return (
+            "the index has LSH band tables, and the stated mode none"
+            if banded
+            else ("the stated mode has LSH band tables, and the index none")
         )
     if mode.bands and sketches:
         fp, sketch = sketches[0]
-        key = keys.bands(sketch, mode)[0]
-        if not sender.execute([(b"SISMEMBER", key, fp)])[0]:
+        key, field = keys.band_place(keys.bands(sketch, mode)[0], mode.band_bytes)
+        value = sender.execute([(b"HGET", key, field)])[0]
+        try:
+            listed = value is not None and fp in unpack_fps(bytes(value), f)
+        except ValueError:
+            listed = False
+        if not listed:
             return f"fingerprint {_shown_fp(fp, f)} is not in band table {key.decode()} of the stated mode"
     return None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..codec import decode_ids, decode_sketches, encode_fp
+from ..codec import decode_ids, decode_sketches, encode_fp, unpack_fps
 from ..errors import IndexCorrupted
 from ..fingerprinting import engine_choice
 from ..results import Match
@@ -38,6 +38,7 @@ class Reads:
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
         self.store, self.name, self.windows = store, name, windows
         self.f, self.tables = config.f, len(config.layout.tables)
+        self._band_width = config.verification.band_bytes if config.verification is not None else 0
         # A single lookup reads its whole fingerprint-map bucket where the map is placed by bits, unless
         # the map also holds sketches (verified mode: they would come with every hit's ids), or its
         # buckets are fewer than one table's (then each would be larger than the table sets read).
@@ -211,7 +212,8 @@ class Reads:
             if any(len(query) != per_bands for query in bands):
                 raise ValueError("every query needs as many band tables")  # replies are read in strides
             if per_bands:
-                first.append(CommandPerKey(b"SMEMBERS", [key for query in bands for key in query]))
+                place, width = keys.band_place, self._band_width
+                first.append([(b"HGET", *place(name, width)) for query in bands for name in query])
         yield SEND, first
         raw = RAW if takes_raw() else READ
         sets_read = raw if members is None else READ
@@ -241,7 +243,9 @@ class Reads:
             if per_bands and start + step >= len(fps):
                 # The band tables' replies came after every table set's (and the exact copy's); each
                 # member is a candidate, at whatever distance: the filter with k = f.
-                banded = yield READ, len(fps) * per_bands
+                banded = [
+                    unpack_fps(value, self.f) if value else [] for value in (yield READ, len(fps) * per_bands)
+                ]
                 if members is not None:
                     for q, query_sets in enumerate(members):
                         query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])

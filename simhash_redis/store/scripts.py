@@ -14,6 +14,7 @@ from ..transport import Command, Exchange, ScriptMissing, Sender, raise_first_er
 
 __all__ = [
     "BAND_DROP",
+    "BAND_MEMBER",
     "BULK_FP",
     "BULK_IDS",
     "COUNT_FPS",
@@ -77,6 +78,8 @@ def _included(source: bytes) -> bytes:
 
 #: A batch of document writes, atomic (a standalone server).
 WRITE = Script("write")
+#: A fingerprint into or out of a band value (verified mode: a cluster's writes, repairs).
+BAND_MEMBER = Script("band_member")
 #: A fingerprint out of a band table its sketches no longer have (verified mode).
 BAND_DROP = Script("band_drop")
 #: A document's commit point on a cluster: its id-map entry, compare-and-set.
@@ -97,9 +100,10 @@ PIN_META = Script("pin_meta")
 LOCK = Script("lock")
 #: A bucket lock given back.
 UNLOCK = Script("unlock")
-#: Every script (lua/netstrings.lua is only included in others).
+#: Every script (lua/netstrings.lua and lua/bands.lua are only included in others).
 SCRIPTS = (
     WRITE,
+    BAND_MEMBER,
     BAND_DROP,
     ID_CAS,
     FP_IDS,

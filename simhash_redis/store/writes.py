@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ..codec import decode_fp
+from ..codec import decode_fp, pack_fps
 from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import Command, Steps
 from . import windowed_writes_cluster, windowed_writes_standalone
-from .config import Verification
-from .scripts import BAND_DROP, FP_IDS, ID_CAS, WRITE
+from .scripts import BAND_DROP, BAND_MEMBER, FP_IDS, ID_CAS, WRITE
 from .store import Store
+from .verification import Verification
 from .windows import Windows
 from .write_ops import (
     CONFLICT_ROUNDS,
@@ -218,12 +218,15 @@ class Writes:
         """A cluster's single-key steps (see `steps`)."""
         keys, ops = self.keys, progress.ops
         if not progress.tabled:
-            sets: list[Command] = [
-                (b"SADD", key, new)
-                for _, new, guard in ops
-                if new
-                for key in keys.tables(decode_fp(new, self.f)) + self._bands(guard)
-            ]
+            sets: list[Command] = []
+            for _, new, guard in ops:
+                if new:
+                    sets.extend((b"SADD", key, new) for key in keys.tables(decode_fp(new, self.f)))
+                    packed = pack_fps([new], self.f)
+                    sets.extend(
+                        BAND_MEMBER.command([key], [b"+", field, packed])
+                        for key, field in self._band_places(guard)
+                    )
             yield from round_trip(sets)
             progress.tabled = True
         while progress.pending:
@@ -293,27 +296,35 @@ class Writes:
             checks = guard is not None and (not isinstance(guard, SketchedGuard) or guard.checks)
             kind = b"" if guard is None else (b"s" if checks else b"k") if sketched else b"1"
             args.extend((doc_id, new, old, kind))
+            bands: list[tuple[bytes, bytes]] = []
             if isinstance(guard, SketchedGuard):
-                bands = self.keys.bands(guard.sketch, self.verification) if new else []
+                bands = self._band_places(guard) if new else []
                 if checks and len(guard) != self.tables + len(bands):
                     # The script reads T + B member lists: any other count would shift every later
                     # document's arguments.
                     sets = f"{self.tables} tables + {len(bands)} bands"
                     raise ValueError(f"a guard of {len(guard)} sets, for {sets}")
-                keys.extend(bands)
+                keys.extend(key for key, _ in bands)
                 args.append(len(bands))
+                if bands:
+                    args.append(pack_fps([new], self.f))
+                    args.extend(field for _, field in bands)
             if guard is not None and checks:
                 args.extend(len(members) for members in guard)
-                for members in guard:
-                    args.extend(members)
+                for t, members in enumerate(guard):
+                    # A band's value holds packed fingerprints: its members are compared packed.
+                    args.extend(members if t < self.tables else _packed(members, self.f))
             if isinstance(guard, SketchedGuard):
                 args.append(guard.sketch)
         return WRITE.command(keys, args)
 
-    def _bands(self, guard: Guard | None) -> list[bytes]:
-        """The band table keys of a write's sketch (none without band tables, or for no sketch)."""
+    def _band_places(self, guard: Guard | None) -> list[tuple[bytes, bytes]]:
+        """The (hash, field) of each band of a write's sketch (none without band tables, or for no sketch)."""
         sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
-        return self.keys.bands(sketch, self.verification)
+        v = self.verification
+        if v is None:
+            return []
+        return [self.keys.band_place(name, v.band_bytes) for name in self.keys.bands(sketch, v)]
 
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
         """Calls attaching ('+') or detaching ('-') each id at its fingerprint, with its sketch where a
@@ -341,12 +352,10 @@ class Writes:
         for fp, sketch in dropped:
             if v is None or len(sketch) < v.bands * v.band_bytes:
                 continue
-            bucket = self.keys.fp_bucket(fp)
-            for i, key in enumerate(self.keys.bands(sketch, v)):
-                start = i * v.band_bytes
-                calls.append(
-                    BAND_DROP.command([key, bucket], [fp, start, sketch[start : start + v.band_bytes]])
-                )
+            bucket, packed = self.keys.fp_bucket(fp), pack_fps([fp], self.f)
+            for i, name in enumerate(self.keys.bands(sketch, v)):
+                key, field = self.keys.band_place(name, v.band_bytes)
+                calls.append(BAND_DROP.command([key, bucket], [fp, i * v.band_bytes, field, packed]))
         if not calls:
             return
         try:
@@ -386,6 +395,11 @@ def _in_waves(
         for i, outcome in zip(members, apply([ops[i] for i in members], wave_fps), strict=True):
             outcomes[i] = outcome
     return outcomes
+
+
+def _packed(members: list[bytes], f: int) -> list[bytes]:
+    """A band's guard members, as the band's value holds them."""
+    return [pack_fps([member], f) for member in members]
 
 
 def _all_adds(ops: list[Write]) -> bool:

@@ -63,7 +63,7 @@ def test_stats_and_indexes_show_a_verified_index(invoke: Invoke) -> None:
     assert invoke("add", "a", article(1), index="pla").exit_code == 0
     stats = invoke("stats", index="ver")
     assert stats.exit_code == 0, stats.output
-    assert "verified       Jaccard threshold 0.8 (MinHash sketches of 1,024 values" in stats.stdout
+    assert "verified       Jaccard threshold 0.8 (odd sketches of 1,008 bits" in stats.stdout
     assert "verified       no" in invoke("stats", index="pla").stdout
     listed = invoke("indexes")
     assert listed.stdout.splitlines() == ["pla\t1 document\tk=3 f=64", "ver\t1 document\tk=3 f=64 verified"]

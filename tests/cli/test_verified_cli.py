@@ -34,7 +34,7 @@ def test_add_and_near_on_a_verified_index(invoke: Invoke, redis_client: redis.Re
     assert invoke(*VERIFIED, "add", "a", text, index="v").exit_code == 0
     assert invoke(*VERIFIED, "add", "b", story(2), index="v").exit_code == 0
     meta = redis_client.hget(b"simhash:v:meta", b"verified")
-    assert meta == b"minhash;perm=1024;bits=8;n=3;seed=0;threshold=0.8;bands=8x4"
+    assert meta == b"odd;bits=1008;n=3;seed=0;threshold=0.8;bands=8x4;band_buckets=16384"
     # Any later command adopts the mode; near prints the estimated Jaccard as a fourth column.
     found = invoke("near", one_word_edit(text, 3), index="v")
     assert found.exit_code == 0, found.output
@@ -73,7 +73,9 @@ def test_load_and_dedupe_write_sketches_from_the_workers(
     )
     assert loaded.exit_code == 0, loaded.output
     verified = VerifiedIndex(SimhashIndex(redis_client, "n"))
-    assert all(verified.sketch_of(row["id"]) == verified.hasher.sketch(row["text"]) for row in originals)
+    assert all(
+        verified.sketch_of(row["id"]) == verified.hasher.stored_sketch(row["text"]) for row in originals
+    )
     deduped = invoke("dedupe", str(write_jsonl(tmp_path / "e.jsonl", edits)), "-j", "2", index="n")
     assert deduped.exit_code == 0, deduped.output
     pairs = sorted(tuple(line.split("\t")[:2]) for line in deduped.stdout.splitlines())

@@ -1,12 +1,14 @@
--- Takes a fingerprint out of one band table of verified mode, unless a sketch still kept for it (one of
+-- Takes a fingerprint out of one band value of verified mode, unless a sketch still kept for it (one of
 -- its other ids') holds the same values in that band; idempotent, and atomic against the writes that
 -- add it (a standalone server: both keys in one script).
--- KEYS[1] = the band table, KEYS[2] = the fingerprint's map hash; ARGV = the fingerprint, the band's
--- first byte in a sketch (from 0), the band's bytes.
+-- KEYS[1] = the band's bucket hash, KEYS[2] = the fingerprint's map hash; ARGV = the fingerprint (as
+-- stored), the band's first byte in a sketch (from 0), the band's bytes (its field), the packed
+-- fingerprint.
 
 --! include netstrings
+--! include bands
 
-local fp, offset, value = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local fp, offset, field, packed = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local raw = redis.call('HGET', KEYS[2], 's:' .. fp) or ''
 local pos = 1
 while pos <= #raw do
@@ -14,9 +16,21 @@ while pos <= #raw do
   if not sketch then
     break
   end
-  if string.sub(sketch, offset + 1, offset + #value) == value then
+  if string.sub(sketch, offset + 1, offset + #field) == field then
     return 0
   end
   pos = after
 end
-return redis.call('SREM', KEYS[1], fp)
+local value = redis.call('HGET', KEYS[1], field)
+if not value then
+  return 0
+end
+local rest = packed_without(value, packed)
+if rest == value then
+  return 0
+elseif rest == '' then
+  redis.call('HDEL', KEYS[1], field)
+else
+  redis.call('HSET', KEYS[1], field, rest)
+end
+return 1

@@ -11,20 +11,21 @@
 --     nothing means no near-duplicate arrived since the client checked (add-if-new without a race); a
 --     member that left (a fingerprint whose last id moved, a document of the call not written in it)
 --     can bring none. With 's'
---     (verified mode), the number B of the sketch's band tables first, then the guard over T + B sets
---     (new's tables, then the band tables), then the document's MinHash sketch; with 'k', B, then only
---     the sketch (no guard). The sketch is set for the id beside new's ids (field 's:' .. new of new's
+--     (verified mode), the number B of the sketch's band tables first, then (B > 0) new packed and the
+--     B bands' fields, then the guard over T + B sets (new's tables, then the band values, whose
+--     members are packed), then the document's MinHash sketch; with 'k', B, new packed and the fields,
+--     then only the sketch (no guard). The sketch is set for the id beside new's ids (field 's:' .. new of new's
 --     fingerprint-map hash) whenever the document is stored (added, replaced or unchanged), in the same
 --     step (the field holds groups: a sketch, then the netstring list of the ids having it), and new
---     joins the sketch's B band tables: never one without the other, and a document not
+--     joins the sketch's B band values (appended, packed, to the field of each band's bucket hash): never one without the other, and a document not
 --     written leaves the id's sketch as it was. An empty sketch removes the id's (a document stored
 --     without one). An id leaving a fingerprint takes its sketch with it. The status of a document whose
 --     sketch was dropped or replaced so ('r', 'd', or 'u' with another sketch), and is kept by no other
 --     id of that fingerprint, is followed by that old sketch, so the client can take the fingerprint out
 --     of its band tables (`band_drop.lua`).
 -- KEYS[1] = the counts hash; then per document: the id-map hash, [if new ~= '': the fingerprint-map
--- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old], [the B band
--- table keys of the sketch].
+-- hash of new and its T table keys], [if old ~= '' and old ~= new: the same for old], [the bucket
+-- hashes of the sketch's B bands].
 --
 -- Format 'w' (an index with a retention window, see store/windows.py): ARGV[3] = the period and
 -- ARGV[4] = the retention, in milliseconds; ARGV[5] = the number W of live periods; ARGV[6] = the
@@ -97,6 +98,7 @@ elseif windowed and redis.call('PTTL', counts) == -1 then
 end
 
 --! include netstrings
+--! include bands
 
 -- Whether table set `key` holds nothing but (some of) the `count` distinct members starting at ARGV[at]:
 -- as many of them present as it has members. Members that left are no near-duplicate: a replacement
@@ -120,6 +122,32 @@ local function unchanged(key, count, at)
     end
   end
   return present == size
+end
+
+-- Whether band value `field` of hash `key` holds nothing but (some of) the `count` packed members
+-- starting at ARGV[at]: `unchanged` for a band.
+local function unchanged_band(key, field, count, at)
+  local value = redis.call('HGET', key, field)
+  if not value then
+    return true
+  end
+  local width = count > 0 and #ARGV[at] or 8
+  if #value > count * width then
+    return false
+  end
+  for pos = 1, #value, width do
+    local member, found = string.sub(value, pos, pos + width - 1), false
+    for i = at, at + count - 1 do
+      if ARGV[i] == member then
+        found = true
+        break
+      end
+    end
+    if not found then
+      return false
+    end
+  end
+  return true
 end
 
 local out = {}
@@ -243,8 +271,8 @@ local function detach(at, fp, id)
   return -1
 end
 -- Applies one document; its keys start at KEYS[k], its guard (if any) at ARGV[guard_counts]; `nb` band
--- table keys follow its other keys.
-local function write(id, new, old, guard, guard_counts, nb)
+-- hashes follow its other keys, new packed at ARGV[band_args] and their fields after it.
+local function write(id, new, old, guard, guard_counts, nb, band_args)
   j_n = 0
   dropped = ''
   local sets = T + nb
@@ -271,10 +299,13 @@ local function write(id, new, old, guard, guard_counts, nb)
   if guarded and cur ~= new then
     local at = guard_members
     for t = 1, sets do
-      local key = t <= T and KEYS[new_at + t] or KEYS[band_at + t - T - 1]
       local count = tonumber(ARGV[guard_counts + t - 1])
-      if intact and not unchanged(key, count, at) then
-        intact = false
+      if intact then
+        if t <= T then
+          intact = unchanged(KEYS[new_at + t], count, at)
+        else
+          intact = unchanged_band(KEYS[band_at + t - T - 1], ARGV[band_args + t - T], count, at)
+        end
       end
       at = at + count
     end
@@ -283,8 +314,13 @@ local function write(id, new, old, guard, guard_counts, nb)
     local sketch = guarded and ARGV[guard_members + guard_total(guard_counts, sets)] or ARGV[guard_counts]
     set_sketch(KEYS[new_at], new, id, sketch)
     if sketch ~= '' then
-      for b = band_at, band_at + nb - 1 do
-        sadd(KEYS[b], new)
+      local packed = ARGV[band_args]
+      for b = 0, nb - 1 do
+        local key, field = KEYS[band_at + b], ARGV[band_args + 1 + b]
+        local value = redis.call('HGET', key, field)
+        if not value or not packed_at(value, packed) then
+          hset(key, field, (value or '') .. packed, value or false)
+        end
       end
     end
   end
@@ -455,7 +491,7 @@ local ok, err = pcall(function()
   end
   if ARGV[2] == 'a' then
     for a = 3, n, 2 do
-      write(ARGV[a], ARGV[a + 1], '', '', 0, 0)
+      write(ARGV[a], ARGV[a + 1], '', '', 0, 0, 0)
     end
     return
   end
@@ -463,10 +499,14 @@ local ok, err = pcall(function()
   while a <= n do
     local id, new, old, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
     a = a + 4
-    local nb = 0
+    local nb, band_args = 0, 0
     if guard == 's' or guard == 'k' then
       nb = tonumber(ARGV[a])
       a = a + 1
+      if nb > 0 then
+        band_args = a
+        a = a + 1 + nb
+      end
     end
     local guard_counts = a
     if guard == '1' or guard == 's' then
@@ -475,7 +515,7 @@ local ok, err = pcall(function()
     if guard == 's' or guard == 'k' then
       a = a + 1  -- the sketch
     end
-    write(id, new, old, guard, guard_counts, nb)
+    write(id, new, old, guard, guard_counts, nb, band_args)
   end
 end)
 if not ok then

@@ -1,0 +1,140 @@
+"""The default verified mode's sketches: a 32-value MinHash that keys the band tables, and an odd sketch
+that estimates Jaccard similarity.
+
+A document is stored with 160 bytes: the MinHash's 32 values of 8 bits (8 bands of 4, as the band
+tables read them, from byte 0), then its odd sketch at its own sampling level (`OddSketcher`). Odd
+sketches compare only at one level, the stored document's, and a near pair's levels differ by at most
+one, so a query carries its odd sketch at its own level and, where a near document could be stored at
+another, at the level below and above: 416 bytes (`query_bytes`). `stored` takes a query's stored form.
+
+A stored sketch's level whose query sketch is absent is estimated 0: the sizes of such a pair are too far
+apart for Jaccard 0.8 (a level above is needed only from `_ABOVE` shingles kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .minhash import MinHasher
+from .odd_sketch import MAX_LEVEL, SKETCH_BYTES, OddSketcher
+
+__all__ = ["BAND_VALUES", "BandedOddSketcher", "Sketcher"]
+
+#: MinHash values of 8 bits that key the band tables (8 bands of 4).
+BAND_VALUES = 32
+# A document keeping fewer shingles at its level than this has no near one stored a level above: that
+# one keeps more than 1,024 at this level, and Jaccard 0.8 needs at least 0.8 x 1,024 (with a margin
+# for the sampling).
+_ABOVE = 700
+_EMPTY = bytes(SKETCH_BYTES)
+
+Doc = str | bytes | Sequence[str]
+
+
+class BandedOddSketcher:
+    """Makes and compares the default verified mode's sketches (see the module).
+
+    Args:
+        n: tokens per shingle (default 3).
+        seed: seed of the shingle hashes.
+
+    Raises:
+        InvalidArgument, InvalidType: as `OddSketcher`.
+    """
+
+    #: Bytes of a stored sketch: the band values, then the odd sketch at the document's own level.
+    sketch_bytes = BAND_VALUES + SKETCH_BYTES
+    #: Bytes of a query's sketch: the stored form, then the odd sketches a level below and above.
+    query_bytes = BAND_VALUES + 3 * SKETCH_BYTES
+
+    def __init__(self, n: int = 3, seed: int = 0) -> None:
+        self.odd = OddSketcher(n, seed)
+        self.bands = MinHasher(BAND_VALUES, 8, n, seed)
+        self.n, self.seed = n, seed
+
+    def describe(self) -> str:
+        """A stable description of the parameters, e.g. "odd;bits=1008;n=3;seed=0"."""
+        return self.odd.describe()
+
+    def sketch(self, doc: Doc) -> bytes:
+        """A document's query sketch (`query_bytes`).
+
+        Raises:
+            InvalidType: doc is of another type.
+        """
+        return self.sketch_many([doc])[0]
+
+    def sketch_many(self, docs: Sequence[Doc]) -> list[bytes]:
+        """The query sketches of many documents (`query_bytes` each).
+
+        Raises:
+            InvalidType: a document is of another type (the message names it).
+        """
+        bands = self.bands.sketch_many(docs)
+        own = self.odd.sketch_many(docs)
+        out = []
+        for doc, band, mine in zip(docs, bands, own, strict=True):
+            size, level = OddSketcher.size_and_level(mine)
+            levels = [level - 1] if level > 0 else []
+            if size >= _ABOVE and level < MAX_LEVEL:
+                levels.append(level + 1)
+            extra = dict(zip(levels, self.odd.sketch_levels(doc, levels), strict=True)) if levels else {}
+            out.append(band + mine + extra.get(level - 1, _EMPTY) + extra.get(level + 1, _EMPTY))
+        return out
+
+    @staticmethod
+    def stored(query: bytes) -> bytes:
+        """The stored form of a query sketch."""
+        return query[: BandedOddSketcher.sketch_bytes]
+
+    def stored_sketch(self, doc: Doc) -> bytes:
+        """The sketch stored for a document (`sketch_bytes`).
+
+        Raises:
+            InvalidType: doc is of another type.
+        """
+        return self.stored(self.sketch(doc))
+
+    def estimate(self, query: bytes, other: bytes) -> float:
+        """Estimate the Jaccard similarity of a query and a stored document (either sketch of it).
+
+        Raises:
+            InvalidArgument: a sketch has the wrong length.
+        """
+        return float(self.estimate_many(query, [self.stored(other)])[0])
+
+    def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
+        """Estimate the Jaccard similarity of a query (its query sketch) with stored documents.
+
+        Args:
+            query: a query sketch (`query_bytes`), or a stored one (compared at its own level only).
+            others: stored sketches (`sketch_bytes` each).
+
+        Raises:
+            InvalidArgument: a sketch has the wrong length.
+        """
+        odd = OddSketcher.size_and_level
+        mine = [
+            query[BAND_VALUES + i * SKETCH_BYTES : BAND_VALUES + (i + 1) * SKETCH_BYTES] for i in range(3)
+        ]
+        level = odd(mine[0])[1]
+        by_level = {level: mine[0]}
+        if len(query) == self.query_bytes:
+            for sketch, wanted in ((mine[1], level - 1), (mine[2], level + 1)):
+                if wanted >= 0 and sketch != _EMPTY and odd(sketch)[1] == wanted:
+                    by_level[wanted] = sketch
+        stored = [other[BAND_VALUES:] for other in others]
+        out = np.zeros(len(stored), dtype=np.float64)
+        levels = [odd(sketch)[1] for sketch in stored]
+        for wanted, sketch in by_level.items():
+            at = [i for i, one in enumerate(levels) if one == wanted]
+            if at:
+                out[at] = self.odd.estimate_many(sketch, [stored[i] for i in at])
+        return out
+
+
+#: What makes and compares a verified mode's sketches.
+Sketcher = MinHasher | BandedOddSketcher

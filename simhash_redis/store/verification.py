@@ -1,0 +1,178 @@
+"""Verified mode's configuration: the sketch, the threshold and the band tables, pinned in an index's meta."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..checks import is_int
+from ..errors import InvalidArgument, InvalidType
+from ..fingerprinting import BandedOddSketcher, MinHasher
+from ..fingerprinting.banded_odd import BAND_VALUES, Sketcher
+
+__all__ = ["VERIFIED_BANDS", "VERIFIED_BAND_BUCKETS", "VERIFIED_PERMUTATIONS", "Verification"]
+
+#: The MinHash sketch of a verified index given a `MinHasher` without a size: 1,024 permutations, whose
+#: estimate is close enough to the truth at Jaccard 0.8 for F1 >= 0.95 (docs/quality.md). A new index's
+#: default is the odd sketch (`BandedOddSketcher`).
+VERIFIED_PERMUTATIONS = 1024
+#: The LSH band tables of a new verified index: 8 bands of 4 sketch values each. A pair at Jaccard 0.8
+#: shares a band with probability 1 - (1 - 0.8^4)^8 = 0.986, which with the Hamming tables finds the
+#: near-duplicates a small k misses.
+VERIFIED_BANDS = (8, 4)
+#: The buckets (hashes) of each band table: ~61 band values a bucket at 10^6 documents, which keeps
+#: every bucket a listpack (Redis 7: 128 fields) to ~2 M documents (docs/redis-keys.md).
+VERIFIED_BAND_BUCKETS = 1 << 14
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Verified mode: near-duplicates confirmed by a stored sketch, pinned in an index's meta.
+
+    Args:
+        threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate, in (0, 1].
+        num_perm, bits, n, seed: the sketch's parameters (see `MinHasher`; an odd sketch's MinHash of
+            band values has `BAND_VALUES` of 8 bits).
+        bands, rows: the LSH band tables over the sketch's MinHash values: `bands` tables, each keyed by
+            `rows` consecutive values, whose members are candidates beside the Hamming tables' (0, 0:
+            none).
+        band_buckets: the hashes each band table is spread over (a band value's bucket is the value
+            modulo this).
+        kind: "odd" (`BandedOddSketcher`: an odd sketch estimates, a small MinHash keys the bands) or
+            "minhash" (`MinHasher`: one sketch does both).
+
+    Raises:
+        InvalidArgument: a value is out of range.
+        InvalidType: a value has the wrong type.
+    """
+
+    threshold: float = 0.8
+    num_perm: int = 256
+    bits: int = 8
+    n: int = 3
+    seed: int = 0
+    bands: int = 0
+    rows: int = 0
+    band_buckets: int = VERIFIED_BAND_BUCKETS
+    kind: str = "minhash"
+
+    def __post_init__(self) -> None:
+        threshold = self.threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise InvalidType(f"threshold must be a number, got {type(threshold).__name__}")
+        if not 0 < threshold <= 1:
+            raise InvalidArgument(f"threshold must be in (0, 1], got {threshold!r}")
+        object.__setattr__(self, "threshold", float(threshold))
+        if self.kind not in ("minhash", "odd"):
+            raise InvalidArgument(f"kind must be 'minhash' or 'odd', got {self.kind!r}")
+        if self.kind == "odd" and (self.num_perm, self.bits) != (BAND_VALUES, 8):
+            raise InvalidArgument(f"an odd sketch's band values are {BAND_VALUES} of 8 bits")
+        self.hasher()  # checks the sketch's parameters
+        for name, value in (("bands", self.bands), ("rows", self.rows), ("band_buckets", self.band_buckets)):
+            if not is_int(value):
+                raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
+        if (self.bands == 0) != (self.rows == 0) or self.bands < 0 or self.rows < 0:
+            raise InvalidArgument(
+                f"bands and rows must both be positive, or both 0, got {self.bands}x{self.rows}"
+            )
+        if not 1 <= self.band_buckets <= 1 << 24:
+            raise InvalidArgument(f"band_buckets must be in [1, 2**24], got {self.band_buckets}")
+        if self.bands * self.rows > self.num_perm:
+            raise InvalidArgument(
+                f"{self.bands} bands of {self.rows} values need {self.bands * self.rows} sketch values; "
+                f"the sketch has {self.num_perm}"
+            )
+
+    @classmethod
+    def of(
+        cls,
+        hasher: Sketcher | None = None,
+        threshold: float = 0.8,
+        bands: tuple[int, int] | None = None,
+    ) -> Verification:
+        """The verified mode of a hasher (default: `BandedOddSketcher()`), a threshold and band tables as
+        (bands, rows) (default `VERIFIED_BANDS` where the sketch has the values; (0, 0): none).
+
+        Raises:
+            InvalidArgument, InvalidType: as the class.
+        """
+        if hasher is not None and not isinstance(hasher, (MinHasher, BandedOddSketcher)):
+            raise InvalidType(f"hasher must be a MinHasher or BandedOddSketcher, got {type(hasher).__name__}")
+        if bands is not None and (not isinstance(bands, tuple) or len(bands) != 2):
+            raise InvalidType(f"bands must be a (bands, rows) tuple, got {bands!r}")
+        h = hasher or BandedOddSketcher()
+        kind, perm, bits = (
+            ("minhash", h.num_perm, h.bits) if isinstance(h, MinHasher) else ("odd", BAND_VALUES, 8)
+        )
+        if bands is None:  # the default band tables, where the sketch has the values for them
+            bands = VERIFIED_BANDS if perm >= VERIFIED_BANDS[0] * VERIFIED_BANDS[1] else (0, 0)
+        count, rows = bands
+        return cls(threshold, perm, bits, h.n, h.seed, count, rows, VERIFIED_BAND_BUCKETS, kind)
+
+    @property
+    def sketch_bytes(self) -> int:
+        """Size of one stored sketch in bytes."""
+        return self.hasher().sketch_bytes
+
+    @property
+    def band_bytes(self) -> int:
+        """Bytes of the sketch that key one band table."""
+        return self.rows * self.bits // 8
+
+    def hasher(self) -> Sketcher:
+        """What makes and compares this mode's sketches."""
+        if self.kind == "odd":
+            return BandedOddSketcher(self.n, self.seed)
+        return MinHasher(self.num_perm, self.bits, self.n, self.seed)
+
+    def to_meta(self) -> str:
+        """The meta field, e.g. "odd;bits=1008;n=3;seed=0;threshold=0.8;bands=8x4;band_buckets=16384"."""
+        text = f"{self.hasher().describe()};threshold={self.threshold!r}"
+        if self.bands:
+            text += f";bands={self.bands}x{self.rows};band_buckets={self.band_buckets}"
+        return text
+
+    def describe(self) -> str:
+        """The mode for people, e.g. "Jaccard threshold 0.8 (odd sketches of 1,008 bits, ...)"."""
+        bands = f", {self.bands} LSH band tables of {self.rows}" if self.bands else ""
+        sketch = (
+            "odd sketches of 1,008 bits"
+            if self.kind == "odd"
+            else f"MinHash sketches of {self.num_perm:,} values"
+        )
+        return f"Jaccard threshold {self.threshold:g} ({sketch}{bands})"
+
+    @classmethod
+    def from_meta(cls, text: str) -> Verification:
+        """Read the meta field written by `to_meta`.
+
+        Raises:
+            ValueError: the text is not one `to_meta` writes.
+        """
+        kind, *fields = text.split(";")
+        values = dict(field.split("=", 1) for field in fields)
+        given = set(values) - {"bands", "band_buckets"}
+        known = {
+            "minhash": {"perm", "bits", "n", "seed", "threshold"},
+            "odd": {"bits", "n", "seed", "threshold"},
+        }
+        if given != known.get(kind):
+            raise ValueError(f"unknown verified mode {text!r}")
+        if "bands" in values and "band_buckets" not in values:
+            # One set per band value: a layout of development versions, which no release wrote.
+            raise ValueError(f"{text!r} keeps band tables as sets; recreate the index and load it")
+        count, _, rows = values.get("bands", "0x0").partition("x")
+        perm, bits = (int(values["perm"]), int(values["bits"])) if kind == "minhash" else (BAND_VALUES, 8)
+        made = cls(
+            float(values["threshold"]),
+            perm,
+            bits,
+            int(values["n"]),
+            int(values["seed"]),
+            int(count),
+            int(rows),
+            int(values.get("band_buckets", VERIFIED_BAND_BUCKETS)),
+            kind,
+        )
+        if made.to_meta() != text:
+            raise ValueError(f"verified mode {text!r} is not in its canonical form")
+        return made
