@@ -1,15 +1,19 @@
 """Rows of a table read as lists, ids and texts' UTF-8 bytes: what a fingerprinting worker gets of a
-Parquet or Arrow input (`arrow.ArrowRows`), and reads without pyarrow."""
+Parquet or Arrow input (`arrow.ArrowRows`), and reads without pyarrow.
+
+The texts travel packed (`PackedTexts`: the column's bytes in a few pieces, and its offsets) and are
+cut into one bytes per text where they are fingerprinted."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .records import ReadOptions, Record, checked_doc, checked_id, decode
 
-__all__ = ["Sketched", "TextRows", "records_of_lists", "sketched"]
+__all__ = ["PackedTexts", "Sketched", "TextRows", "records_of_lists", "sketched"]
 
 #: What `ArrowRows.texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
 #: and the sketches (a verified index) or None.
@@ -95,3 +99,46 @@ class TextRows(NamedTuple):
         if engine_choice.native is None:
             return None
         return sketched(self.source, self.first, self.ids, self.raws, scheme, hasher)
+
+
+class PackedTexts(NamedTuple):
+    """`TextRows` as they are sent to a worker process: the texts (no null among them) as their UTF-8
+    bytes end to end, in pieces of `step` texts, and the offsets of their starts and ends. Unpickled,
+    they are `TextRows`.
+
+    A few dozen objects to pickle instead of one per text, and none as large as the run: a run of
+    texts reaches the pool's pipe with one copy of its bytes (the Arrow buffer's), and the worker
+    allocates nothing of the run's size, which the C allocator would map afresh for each run (its
+    pages faulted in again every time).
+    """
+
+    source: str
+    first: int
+    ids: list[Any]
+    #: The texts' UTF-8 bytes, end to end, cut every `step` texts.
+    pieces: list[bytes]
+    step: int
+    #: One offset more than there are texts, as an array's bytes (the Arrow column's own offsets).
+    offsets: bytes
+    #: Whether the offsets are of 64 bits (a large_string column), else 32.
+    wide: bool
+    options: ReadOptions
+
+    def unpacked(self) -> TextRows:
+        """The rows, each text cut out of its piece as its own bytes."""
+        view = memoryview(self.offsets)
+        bounds = view.cast("q") if self.wide else view.cast("i")
+        raws: list[bytes | None] = []
+        for number, piece in enumerate(self.pieces):
+            ends = bounds[number * self.step : (number + 1) * self.step + 1]
+            base = ends[0]
+            raws += [piece[start - base : end - base] for start, end in itertools.pairwise(ends)]
+        return TextRows(self.source, self.first, self.ids, raws, self.options)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _text_rows, tuple(self)
+
+
+def _text_rows(*fields: Any) -> TextRows:
+    """`PackedTexts` unpickled: `TextRows`."""
+    return PackedTexts(*fields).unpacked()

@@ -6,6 +6,7 @@ import json
 import pickle
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from simhash_redis import Scheme, SimhashRedisError
 from simhash_redis.codec import format_fingerprint
 from simhash_redis.jobs import arrow
 from simhash_redis.jobs.readers import ReadOptions, detect_format, estimate_total, read
-from simhash_redis.jobs.text_rows import TextRows
+from simhash_redis.jobs.text_rows import PackedTexts, TextRows
 from tests.cli.conftest import Invoke, article
 
 pa = pytest.importorskip("pyarrow")
@@ -270,6 +271,65 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     assert again is not None and again[:2] == done[:2]
     assert [(at, str(e)) for at, e in again[2]] == [(at, str(e)) for at, e in done[2]]
     assert [str(r) for r in sent.records()] == [str(r) for r in rows.records()]
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string"])
+def test_texts_go_to_workers_packed_in_pieces(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pieces of a few texts each, a text larger than a piece alone in its own, empty texts, and a batch
+    # that is a slice of another (its offsets do not start at 0): each text arrives as it was.
+    monkeypatch.setattr(arrow, "_PIECE_BYTES", 100)
+    texts = [article(i)[: i % 50] for i in range(60)] + ["\u4f60\u597d" * 200, "", "", article(7)]
+    whole = pa.record_batch({"id": [f"i{i}" for i in range(len(texts))], "text": pa.array(texts, kind)})
+    for batch in (whole, whole.slice(13, 40), whole.slice(55)):
+        rows = arrow.ArrowRows("t.parquet", 3, batch, ReadOptions(), "id", "text")
+        sent = rows.for_worker()
+        assert isinstance(sent, PackedTexts)
+        assert b"".join(sent.pieces) == "".join(batch.column(1).to_pylist()).encode()
+        got = pickle.loads(pickle.dumps(sent, protocol=4))
+        assert isinstance(got, TextRows) and got.first == 3
+        assert got.raws == [t.encode() for t in batch.column(1).to_pylist()]
+        assert got.ids == batch.column(0).to_pylist()
+        assert pickle.loads(pickle.dumps(rows, protocol=4)) == got
+    # Fewer objects to pickle than texts: pieces of several texts, but for the largest.
+    packed = arrow.ArrowRows("t", 1, whole, ReadOptions(), "id", "text").for_worker()
+    assert isinstance(packed, PackedTexts) and packed.step > 1
+    assert len(packed.pieces) == -(-whole.num_rows // packed.step)
+    # A null among the texts: one bytes per text (or None), read as before.
+    nulls = pa.record_batch({"id": ["a", "b"], "text": pa.array(["x", None], kind)})
+    sent = arrow.ArrowRows("t.parquet", 1, nulls, ReadOptions(), "id", "text").for_worker()
+    assert isinstance(sent, TextRows) and sent.raws == [b"x", None]
+
+
+def test_worker_processes_read_rows_as_the_loader_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simhash_redis.jobs.fingerprinter import Fingerprinter
+
+    # Packed by the loading thread, not by the pool's feeder thread as it pickles the call (which costs
+    # the loading process more: see Fingerprinter._submit).
+    sent: list[type] = []
+    run = Fingerprinter._run
+
+    def recorded(self: Fingerprinter, function: Callable[..., object], *args: object) -> object:
+        sent.append(type(args[0]))
+        return run(self, function, *args)
+
+    monkeypatch.setattr(Fingerprinter, "_run", recorded)
+
+    texts = [article(i) for i in range(300)]
+    texts[150] = " \u3000 "
+    path = tmp_path / "one-group.parquet"
+    pq.write_table(pa.table({"id": [f"a{i}" for i in range(300)], "text": texts}), path)
+    results = []
+    for workers in (1, 2):
+        fingerprinter = Fingerprinter(Scheme(), 64, "auto", workers, 1000)
+        try:
+            done = list(fingerprinter.batches(arrow.arrow_chunks(str(path), "parquet", ReadOptions(), 1000)))
+        finally:
+            fingerprinter.close()
+        results.append([(b.ids, b.fps, [(at, str(e)) for at, e in b.errors]) for b in done])
+    assert results[0] == results[1] and sent == [PackedTexts]
+    assert results[1][0][2] == [(150, f"{path}:151: empty text")] and len(results[1][0][0]) == 299
 
 
 def test_fingerprint_columns_go_to_workers_as_arrow() -> None:
