@@ -28,6 +28,7 @@ __all__ = [
     "encode_ids",
     "encode_sketches",
     "format_fingerprint",
+    "netstring",
     "pack_fps",
     "parse_fingerprint",
     "signed64",
@@ -102,7 +103,7 @@ def encode_sketches(pairs: list[tuple[bytes, bytes]]) -> bytes:
     for raw, sketch in pairs:
         groups.setdefault(sketch, []).append(raw)
     return b"".join(
-        _netstring(sketch) + _netstring(b"".join(map(_netstring, ids))) for sketch, ids in groups.items()
+        netstring(sketch) + netstring(b"".join(map(netstring, ids))) for sketch, ids in groups.items()
     )
 
 
@@ -120,7 +121,8 @@ def decode_sketches(raw: bytes) -> dict[str, bytes]:
     }
 
 
-def _netstring(item: bytes) -> bytes:
+def netstring(item: bytes) -> bytes:
+    """An item (an encoded id, a sketch, a list) as a netstring."""
     return b"%d:%s" % (len(item), item)
 
 

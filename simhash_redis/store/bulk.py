@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..codec import decode_fp
+from ..codec import decode_fp, netstring
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
-from .grouped import Column, Groups, attach_calls, commands, group, netstring, script_runs
+from .grouped import Column, Groups, attach_calls, commands, group, script_runs
 from .keys import KeySchema
 from .layout import Layout
 from .scripts import BULK_FP, BULK_IDS
