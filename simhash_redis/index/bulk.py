@@ -47,13 +47,6 @@ def bulk_add(
 ) -> list[Outcome]:
     """Write (id, document) pairs a window at a time, the counts moving with what each step adds.
 
-    Args:
-        index: the index.
-        writes: its atomic write path (for replacements and ids named twice in a window).
-        items: (id, document) pairs, read lazily.
-        window: pairs per window.
-        on_progress: called after each window is written.
-
     Raises:
         InvalidArgument, InvalidType, InvalidFingerprint: a malformed argument, id or document (a window
             is checked before anything of it is written).
@@ -72,13 +65,6 @@ def bulk_add_columns(
     on_progress: Progress | None = None,
 ) -> list[Outcome]:
     """`bulk_add` of documents given as batches of two parallel lists, ids and documents.
-
-    Args:
-        index: the index.
-        writes: its atomic write path.
-        batches: (ids, documents) of equal length, read lazily; windows are cut across them.
-        window: documents per window.
-        on_progress: called after each window is written.
 
     Raises:
         InvalidArgument, InvalidType, InvalidFingerprint: as `bulk_add`; a batch that is not two lists of
@@ -144,10 +130,6 @@ def windows(
     batches: Iterable[tuple[Sequence[Any], Sequence[Any]]], window: int
 ) -> Iterator[tuple[list[Any], list[Any]]]:
     """The batches' ids and documents cut into windows of `window` (the last may be shorter).
-
-    Args:
-        batches: (ids, documents) tuples of two sequences of one length.
-        window: documents per window.
 
     Raises:
         InvalidType: not an iterable of such tuples.

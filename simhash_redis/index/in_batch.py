@@ -37,14 +37,8 @@ class Near(Protocol):
 class InBatch:
     """The sets one round's writes add their fingerprints to, in the order the write script applies them.
 
-    Args:
-        store: the index's keys and sender.
-        reads: its read protocol (the periods of an index with a retention window).
-        fps: the batch's fingerprints.
-        f: the fingerprint width.
-        k: the largest distance that counts as a near-duplicate.
-        bands: each document's band table keys (verified mode), by position in the batch.
-        near: which candidates of the batch count (default: every one within distance k).
+    `near` decides which candidates count (default: every one within distance k); `bands` are each
+    document's band table keys (verified mode), by position in the batch.
     """
 
     def __init__(
@@ -71,10 +65,6 @@ class InBatch:
     def admit(self, doc: int, sets: Guard) -> Guard | None:
         """The guard to write a document with after those admitted before it, or None to leave it to the
         next round (an earlier document of the batch is its near-duplicate).
-
-        Args:
-            doc: its position in the batch.
-            sets: the members it read from each of its guarded sets.
         """
         keys = self._guarded_keys(doc, sets)
         if self._near(doc):

@@ -12,14 +12,6 @@ __all__ = ["SketchJudge"]
 class SketchJudge:
     """Add-if-new's judge in verified mode: candidates confirmed by their sketches; each document's own
     sketch stored with it, in the step that stores the document.
-
-    Args:
-        hasher: the index's MinHasher.
-        threshold: the estimated Jaccard similarity from which a candidate is confirmed.
-        verification: the index's verification mode (whether it keeps band tables, and how).
-        keys: the index's key names.
-        ids: the batch's encoded ids.
-        sketches: their documents' sketches.
     """
 
     def __init__(
