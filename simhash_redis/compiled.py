@@ -106,14 +106,6 @@ def hits(
     decimals for f = 64 wrap to unsigned), each distinct value of a query counted once, in the order
     met; a value that is not a decimal raises the ValueError of ``int()``.
 
-    Args:
-        fps: the query fingerprints.
-        replies: the SMEMBERS replies, `tables` per query, query after query: lists of stored values,
-            or whole replies in their RESP form (bytes, as the wire gave them).
-        tables: replies per query.
-        k: the largest distance that counts.
-        f: the index's fingerprint width.
-
     Returns:
         One dict per query; None for arguments outside the kernel's types (the caller's pure filter
         then answers).
@@ -141,9 +133,6 @@ def _filter_arguments(fps: object, tables: object, k: object) -> bool:
 
 def _slow_candidate(f: object) -> Callable[[object, int], tuple[int, int]]:
     """The decoder of stored values other than plain decimal bytes, as `pure_hits` decodes them.
-
-    Args:
-        f: the index's fingerprint width.
 
     Returns:
         A function of (stored value, query) giving (fingerprint, distance), raising as

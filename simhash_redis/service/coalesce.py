@@ -32,11 +32,7 @@ MAX_BATCH = 256
 
 
 class Coalescer(Generic[T, R]):
-    """Gathers single calls of one kind made in one turn of the event loop, and runs them as one batch.
-
-    Args:
-        run: the batch call: the results of items, in order.
-    """
+    """Gathers single calls of one kind made in one turn of the event loop, and runs them as one batch."""
 
     def __init__(self, run: Callable[[Sequence[T]], Sequence[R]]) -> None:
         self._run = run

@@ -44,11 +44,7 @@ _encode = msgspec.json.Encoder().encode
 
 
 class Call:
-    """One HTTP call: what the /v1 routes read of it, and how they answer.
-
-    Args:
-        scope, receive, send: the ASGI call.
-    """
+    """One HTTP call: what the /v1 routes read of it, and how they answer."""
 
     __slots__ = ("receive", "scope", "send", "started", "state")
 
@@ -179,15 +175,7 @@ async def json_lines(
     batch: int,
     limit: int,
 ) -> AsyncIterator[bytes]:
-    """The answer's lines to a JSON Lines body: each line's result, or its error, in order.
-
-    Args:
-        call: the call.
-        item: the type of one line.
-        run: the operation on a batch of lines, their results in order.
-        batch: lines per call of run.
-        limit: the longest line, in bytes.
-    """
+    """The answer's lines to a JSON Lines body: each line's result, or its error, in order."""
     decoder = msgspec.json.Decoder(item)
     pending: list[tuple[int, T]] = []
     try:

@@ -57,14 +57,7 @@ ATTACH_PAIRS = 512
 
 
 class BulkWrites:
-    """Writes windows of documents with one variadic command per key and step (see the module docstring).
-
-    Args:
-        store: the index's keys and sender.
-        layout: the index's table layout.
-        writes: the index's atomic write path, for replacements and ids named twice in a window.
-        batch_size: documents per call of the atomic path.
-    """
+    """Writes windows of documents with one variadic command per key and step (see the module docstring)."""
 
     def __init__(self, store: Store, layout: Layout, writes: Writes, batch_size: int = 1000) -> None:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
@@ -76,10 +69,6 @@ class BulkWrites:
 
     def write(self, ids: list[bytes], fps: Sequence[int] | npt.NDArray[Any]) -> list[Outcome]:
         """Write one window of documents, in the steps of the module docstring.
-
-        Args:
-            ids: the encoded ids (`encode_id`).
-            fps: their fingerprints, checked: ints in [0, 2**f), or a uint64 array for f <= 64.
 
         Returns:
             Each pair's outcome: ADDED (a new id), UNCHANGED (the id had this fingerprint already; its

@@ -44,9 +44,6 @@ class Script:
 
     A line ``--! include NAME`` is replaced by lua/NAME.lua: helpers several scripts share (Redis runs
     each script alone, so the server gets the script with its helpers in it).
-
-    Args:
-        name: the file name without '.lua'.
     """
 
     def __init__(self, name: str) -> None:
@@ -55,12 +52,7 @@ class Script:
         self.sha = hashlib.sha1(self.source).hexdigest().encode()
 
     def command(self, keys: list[bytes], args: list[bytes | int]) -> Command:
-        """The EVALSHA command for one call.
-
-        Args:
-            keys: the keys the script touches.
-            args: its other arguments.
-        """
+        """The EVALSHA command for one call."""
         return [b"EVALSHA", self.sha, len(keys), *keys, *args]
 
 
@@ -134,12 +126,6 @@ def with_scripts(
     ran (on the other nodes of a cluster, say) are kept, so the conversation goes on as if nothing
     happened, and each outcome is the one of the write that was made.
 
-    Args:
-        sender: where the conversation runs and the scripts are loaded (every primary of a cluster).
-        talk: the conversation (see `Sender.converse`).
-        scripts: the scripts `talk` may call (default: all of them).
-        durable: on a cluster, each round trip's writes wait for a replica (the calls sent again too).
-
     Raises:
         ScriptMissing: the server kept forgetting the scripts.
     """
@@ -150,12 +136,6 @@ def run_calls(
     sender: Sender, calls: Sequence[Command], scripts: Sequence[Script], *, durable: bool = False
 ) -> list[Any]:
     """Send script calls in one round trip (per node), loading the scripts where a server lacks them.
-
-    Args:
-        sender: where they go.
-        calls: commands built by `Script.command`.
-        scripts: the scripts they call.
-        durable: on a cluster, wait for a replica to have the writes.
 
     Raises:
         SimhashRedisError: the first error reply (ScriptMissing: the server kept forgetting the scripts).
