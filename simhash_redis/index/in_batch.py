@@ -3,14 +3,10 @@ the fingerprints the documents before it add to its sets.
 
 A guard lists the members a document read from its table sets (and band tables); the write script
 refuses the document if a set holds anything else. Documents of one call that share a set would refuse
-each other: the first written adds its fingerprint to the set, so the next one's guard fails, is read
-again next round, and of n documents sharing a set (pages of one template share band values) only one
-was written per round, until the rounds ran out (`WriteContention` with a single writer). So the guard of
-each document also expects the fingerprints written before it in the same call into the same sets; a
-document near one of them by the index's rule (within k, or confirmed by its sketch) is not written in
-this round: the next round reads the earlier one from the index, and reports it as the near-duplicate.
-A guard fails only on a member its set gained: one expected but not written in the call (an id stored
-with another fingerprint, which the write's next call moves) or one that left keeps no document out.
+each other (with a single writer, until the rounds ran out), so each guard also expects the fingerprints
+written before it in the same call into the same sets; a document near one of them by the index's rule
+(within k, or confirmed by its sketch) is not written in this round: the next round reads the earlier
+one from the index, and reports it as the near-duplicate.
 """
 
 from __future__ import annotations

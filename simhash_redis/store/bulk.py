@@ -1,9 +1,7 @@
 """The grouped bulk path: a window of documents written with one variadic command per key and step.
 
-Per-command overhead (about 1.5 us of server time) dominates a bulk load, so grouping pays only when
-many entries share a key: with 2^16 keys per table and 2^17 map buckets, a window of a million documents
-puts 8-15 entries on each key, a window of ten thousand about one. The steps of a window, each finished
-(every reply read and checked) before the next starts:
+Grouping pays when many entries share a key (a window of a million documents puts 8-15 on each key of
+2^16-key tables). The steps of a window, each finished (every reply read and checked) before the next:
 
 1. read the id map: one HMGET per id bucket with all the window's ids in it (skipped on a standalone
    server when none of those buckets exists: one EXISTS names them all);
@@ -22,10 +20,8 @@ puts 8-15 entries on each key, a window of ten thousand about one. The steps of 
 Every step is idempotent, so a chunk resent after a lost reply changes nothing more (nor any count:
 each moves only with the entries its own atomic step adds, as the atomic path's do), and a load cut
 short anywhere (a crash, RedisOutOfMemory) is completed by running it again; the counts are exact
-throughout (a cluster has none: its counts are summed from the data on demand). On a standalone server
-each step's commands are packed once and streamed on one connection, two writes in flight, so the
-client builds the next while the server runs the previous; on a cluster each chunk of commands goes to
-every node at once (`ClusterTransport` groups them per node), writes followed by WAIT for a replica.
+throughout (a cluster has none: its counts are summed from the data on demand). On a cluster every
+write is followed by WAIT for a replica.
 """
 
 from __future__ import annotations

@@ -9,10 +9,8 @@ arbitrates between the documents of one batch as between workers. A document ask
 in one round trip; one that gets only some keeps those below its first miss in a global order (the
 keys' bytes) and asks for the rest next round. A document therefore only ever waits for locks above
 every lock it holds, so no cycle of documents waiting for each other can form, and of any number of
-contenders for the same buckets one always gets them all. (Giving back every partly taken set, the
-earlier design, let hundreds of contenders take turns at blocking each other.) Just before a document
-is written its locks are renewed; one that lost a lock meanwhile (its worker stalled past the time to
-live) is read again instead of written.
+contenders for the same buckets one always gets them all. Just before a document is written its locks
+are renewed; one that lost a lock meanwhile (its worker stalled past the time to live) is read again.
 """
 
 from __future__ import annotations
