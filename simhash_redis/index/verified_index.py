@@ -44,8 +44,8 @@ class VerifiedIndex:
 
     Args:
         index: the wrapped index (its k bounds the Hamming candidates).
-        hasher: the sketch parameters (default: the pinned ones, else 1,024 permutations of 8 bits over
-            word 3-shingles, with 8 band tables of 4 values).
+        hasher: the sketch parameters (default: the pinned ones, else an odd sketch over word
+            3-shingles, `BandedOddSketcher()`, with 8 band tables of 4 values).
         threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate (default:
             the pinned one, else 0.8).
 
