@@ -100,9 +100,8 @@ class BulkWrites:
             chosen = np.flatnonzero(grouped)
         if twice:  # every pair of an id named twice goes the atomic way, in the window's order
             replaced = sorted(replaced + [i for i, doc_id in enumerate(ids) if doc_id in twice])
-        atomic = replaced
-        for start in range(0, len(atomic), self.batch_size):  # step 2
-            part = atomic[start : start + self.batch_size]
+        for start in range(0, len(replaced), self.batch_size):  # step 2
+            part = replaced[start : start + self.batch_size]
             ops: list[Write] = [(ids[p], window.stored.raw[p], None) for p in part]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
@@ -122,7 +121,7 @@ class BulkWrites:
         if self._packed and not self._any_exists(groups):
             return None
         asked = commands((b"HMGET",), groups, [window.ids], self._packed)
-        flat = list(itertools.chain.from_iterable(self._send(asked, keep=True, durable=False)))
+        flat = list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
         if flat.count(None) == len(flat):
             return None
         current = np.empty(len(window.ids.raw), dtype=object)
@@ -147,7 +146,7 @@ class BulkWrites:
             for table in groups:
                 yield from commands((b"SADD",), table, [window.stored], self._packed)
 
-        self._send(steps(), keep=False, durable=True)
+        send_step(self.store, steps(), keep=False, durable=True)
         return groups[0]
 
     def _id_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
@@ -156,10 +155,10 @@ class BulkWrites:
         groups = group(window.id_buckets, chosen, self.keys.id_form)
         pairs = [window.ids, window.stored]
         if self.store.cluster:
-            self._send(commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
+            send_step(self.store, commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
             return
         calls = script_runs(BULK_IDS.sha, self.keys.counts, groups, pairs, ATTACH_PAIRS, self._packed)
-        self._send(calls, keep=False, durable=True)
+        send_step(self.store, calls, keep=False, durable=True)
 
     def _fp_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 5: each id into its fingerprint's id list, by lua/bulk_fp.lua: one call per bucket on a
@@ -171,7 +170,7 @@ class BulkWrites:
         counts = None if self.store.cluster else self.keys.counts
         stored, ids = window.stored, window.ids
         calls = attach_calls(BULK_FP.sha, counts, groups, stored, ids, joined, pairs, self._packed)
-        self._send(calls, keep=False, durable=True)
+        send_step(self.store, calls, keep=False, durable=True)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
         """After step 5: put back into its tables each fingerprint that is missing from table 0.
@@ -183,7 +182,7 @@ class BulkWrites:
         once its entry lists the window's id, no writer removes it any more.
         """
         asked = commands((b"SMISMEMBER",), first, [window.stored], self._packed)
-        replies = self._send(asked, keep=True, durable=False)
+        replies = send_step(self.store, asked, keep=True, durable=False)
         present = np.fromiter(itertools.chain.from_iterable(replies), dtype=np.int8, count=len(first.rows))
         absent = first.rows[present == 0].tolist()
         if absent:
@@ -194,12 +193,6 @@ class BulkWrites:
                 [(b"SADD", key, raw) for raw in sorted(missing) for key in tables(decode_fp(raw, self.f))],
                 durable=True,
             )
-
-    # -- sending ---------------------------------------------------------------------------------------
-
-    def _send(self, chunks: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
-        """Send a step's chunks (see `chunks.send_step`); the replies if `keep`."""
-        return send_step(self.store, chunks, keep=keep, durable=durable)
 
 
 class _Window:

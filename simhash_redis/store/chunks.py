@@ -1,11 +1,4 @@
-"""How a step of a bulk load reaches the server: its commands in chunks, two in flight.
-
-On a standalone server the commands are packed once (`PackedCommands`) and streamed on one connection: the
-client builds the next chunk while the server runs the previous one. After a lost connection the
-conversation resumes at the first unacknowledged chunk (resending is idempotent: every step of a bulk load
-is). On a cluster each chunk goes to every node at once (`ClusterTransport` groups the commands per node),
-writes followed by WAIT for a replica.
-"""
+"""How a step of a bulk load reaches the server: its commands in chunks, two in flight (`Stream`)."""
 
 from __future__ import annotations
 
