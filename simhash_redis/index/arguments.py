@@ -24,6 +24,7 @@ __all__ = [
     "chunks",
     "fingerprints",
     "is_integer",
+    "iterable",
 ]
 
 
@@ -33,11 +34,20 @@ def as_batch(value: object, argument: str) -> list[Any]:
     Raises:
         InvalidType: a str, bytes, mapping or non-iterable.
     """
+    return list(iterable(value, argument))
+
+
+def iterable(value: object, argument: str) -> Iterable[Any]:
+    """`as_batch` without reading the items.
+
+    Raises:
+        InvalidType: a str, bytes, mapping or non-iterable.
+    """
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise InvalidType(
             f"{argument} must be a list (or other iterable) of items, got {type(value).__name__}"
         )
-    return list(value)
+    return value
 
 
 def check_options(backoff: object, batch_size: object) -> int:
