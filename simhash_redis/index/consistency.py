@@ -45,12 +45,10 @@ class _Target(NamedTuple):
 
     @property
     def keys(self) -> KeySchema:
-        """The index's key names."""
         return self.store.keys
 
     @property
     def cluster(self) -> bool:
-        """Whether it runs on a cluster."""
         return self.store.cluster
 
 

@@ -21,7 +21,7 @@ from ..transport import client_from_url
 from . import batches
 from .arguments import check_fp, check_k, texts
 from .simhash_index import Outcome, SimhashIndex
-from .sketch_judge import SketchJudge
+from .sketch_judge import SketchJudge, confirmed
 from .unique import UniqueWrites
 from .verified_open import verifiable, verified_mode
 
@@ -330,22 +330,13 @@ class VerifiedIndex:
         threshold: float,
     ) -> list[list[VerifiedMatch]]:
         """The candidates of each query that their sketches confirm, most similar first."""
-        results: list[list[VerifiedMatch]] = []
-        size = self.hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
-        for query, found in zip(queries, candidates, strict=True):
-            kept = [m for m in found if len(sketches.get(m.id, b"")) == size]
-            if not kept:
-                results.append([])
-                continue
-            sims = self.hasher.estimate_many(query, [sketches[m.id] for m in kept])
-            matches = [
-                VerifiedMatch(m.id, m.fingerprint, m.distance, float(s))
-                for m, s in zip(kept, sims.tolist(), strict=True)
-                if s >= threshold
+        return [
+            [
+                VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard)
+                for m, jaccard in confirmed(self.hasher, query, found, sketches, threshold)
             ]
-            matches.sort(key=lambda m: (-m.jaccard, m.distance, m.id))
-            results.append(matches)
-        return results
+            for query, found in zip(queries, candidates, strict=True)
+        ]
 
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
         """Store a document unless a verified near-duplicate is stored, atomically.
