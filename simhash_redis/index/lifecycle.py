@@ -39,12 +39,8 @@ CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification", "rete
 
 
 def unsketched(name: str) -> ConfigurationMismatch:
-    """The error of a plain index's write of documents to a verified index.
-
-    A verified index's documents each need a MinHash sketch; one written without would never be found
-    as anyone's near-duplicate, so a plain `SimhashIndex` of it only reads (`VerifiedIndex` writes
-    through the index's write paths themselves, with the sketches).
-    """
+    """The error of a plain index's write to a verified index (a document without a sketch would never
+    be found as anyone's near-duplicate)."""
     return ConfigurationMismatch(
         f"index {name!r} is verified (its documents carry MinHash sketches): write to it "
         "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
@@ -106,11 +102,9 @@ def open_windows(config: IndexConfig, keys: KeySchema, sender: Sender) -> Window
     """The periods of an index with a retention window (None for one without).
 
     Raises:
-        InvalidArgument: the stored retention is malformed.
         RedisUnavailable: the server cannot be reached (its clock is read).
     """
-    retention = as_retention(config.retention)
-    return None if retention is None else Windows(keys, retention, sender)
+    return None if config.retention is None else Windows(keys, config.retention, sender)
 
 
 def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any]) -> None:
