@@ -114,7 +114,7 @@ class SimhashIndex:
 
     @classmethod
     def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
-        """Open an index on the server at a redis://, rediss:// or unix:// URL (never shown in messages).
+        """Open an index on the server at a redis://, rediss:// or unix:// URL (its password never shown).
 
         Raises:
             InvalidArgument: the URL is malformed.
@@ -217,7 +217,7 @@ class SimhashIndex:
     def near_many(
         self, queries: Sequence[Document], k: int | None = None, *, on_progress: BatchProgress | None = None
     ) -> list[list[Match]]:
-        """near() for many queries, each batch in one round of commands.
+        """near() for many queries, each batch (`batch_size` queries) in one conversation.
 
         Args:
             on_progress: called after each batch with the queries done so far and that batch's results.

@@ -65,7 +65,7 @@ class Store:
         return with_scripts(self.sender, lambda exchange: drive(steps(), exchange), durable=durable)
 
     def run_script(self, script: Script, calls: list[Command], *, durable: bool = False) -> list[Any]:
-        """Run calls (built by `Script.command`) in one round trip, loading the script where it lacks.
+        """Run calls (built by `Script.command`) in one round trip, loading the script where it is missing.
 
         Raises:
             SimhashRedisError: an error reply.

@@ -169,7 +169,7 @@ class Writes:
         return progress.outcomes
 
     def _atomic(self, progress: Progress) -> Steps[None]:
-        """Rounds of script calls, until no document is left in conflict (its old fingerprint unknown)."""
+        """Rounds of script calls, until no document is left in conflict."""
         while progress.pending:
             pending = progress.pending
             first = progress.rounds == 0 and _all_adds(progress.ops)
