@@ -28,6 +28,7 @@ __all__ = [
     "encode_ids",
     "encode_sketches",
     "format_fingerprint",
+    "netstring",
     "pack_fps",
     "parse_fingerprint",
     "signed64",
@@ -40,42 +41,23 @@ _WRAP = 1 << 64
 
 
 def signed64(fingerprint: int) -> int:
-    """A fingerprint of up to 64 bits as the signed 64-bit integer Redis stores for it.
-
-    Args:
-        fingerprint: an int in [0, 2**64).
-    """
+    """A fingerprint of up to 64 bits as the signed 64-bit integer Redis stores for it."""
     return fingerprint - _WRAP if fingerprint >= _SIGN else fingerprint
 
 
 def encode_fp(fingerprint: int, f: int) -> bytes:
-    """The stored form of a fingerprint.
-
-    Args:
-        fingerprint: an int in [0, 2**f), already validated.
-        f: the index's fingerprint width.
-    """
+    """The stored form of a validated fingerprint of width f."""
     return b"%d" % (signed64(fingerprint) if f == 64 else fingerprint)
 
 
 def decode_fp(raw: bytes | int, f: int) -> int:
-    """The fingerprint for a stored value written by `encode_fp`.
-
-    Args:
-        raw: a Redis reply (bytes, or an int from a Lua script).
-        f: the index's fingerprint width.
-    """
+    """The fingerprint of a stored value (bytes, or an int from a Lua script) written by `encode_fp`."""
     value = int(raw)
     return value + _WRAP if value < 0 and f == 64 else value
 
 
 def pack_fps(stored: list[bytes], f: int) -> bytes:
-    """Stored fingerprints (`encode_fp`'s) in a band table's packed form.
-
-    Args:
-        stored: the fingerprints as `encode_fp` writes them.
-        f: the index's fingerprint width.
-    """
+    """Stored fingerprints (`encode_fp`'s) in a band table's packed form."""
     width = _packed_width(f)
     return b"".join(decode_fp(one, f).to_bytes(width, "little") for one in stored)
 
@@ -97,11 +79,7 @@ def _packed_width(f: int) -> int:
 
 
 def encode_ids(ids: list[str]) -> bytes:
-    """A list of document ids as concatenated netstrings.
-
-    Args:
-        ids: the ids, in order.
-    """
+    """A list of document ids as concatenated netstrings."""
     out = bytearray()
     for doc_id in ids:
         raw = doc_id.encode()
@@ -113,9 +91,6 @@ def encode_ids(ids: list[str]) -> bytes:
 def decode_ids(raw: bytes) -> list[str]:
     """The ids in a value written by `encode_ids` (or by the Lua write script).
 
-    Args:
-        raw: the stored value.
-
     Raises:
         ValueError: the value is not a sequence of netstrings.
     """
@@ -123,25 +98,17 @@ def decode_ids(raw: bytes) -> list[str]:
 
 
 def encode_sketches(pairs: list[tuple[bytes, bytes]]) -> bytes:
-    """The sketches of the ids sharing a fingerprint, as stored: groups of a sketch's netstring and the
-    netstring of the list of ids having it (exact copies share one sketch, stored once).
-
-    Args:
-        pairs: (encoded id, sketch) in order.
-    """
+    """The sketches of (encoded id, sketch) pairs sharing a fingerprint, in the stored form above."""
     groups: dict[bytes, list[bytes]] = {}
     for raw, sketch in pairs:
         groups.setdefault(sketch, []).append(raw)
     return b"".join(
-        _netstring(sketch) + _netstring(b"".join(map(_netstring, ids))) for sketch, ids in groups.items()
+        netstring(sketch) + netstring(b"".join(map(netstring, ids))) for sketch, ids in groups.items()
     )
 
 
 def decode_sketches(raw: bytes) -> dict[str, bytes]:
     """The sketch of each id in a value written by `encode_sketches` (or by the Lua scripts).
-
-    Args:
-        raw: the stored value.
 
     Raises:
         ValueError: the value is not a sequence of groups of netstrings.
@@ -154,7 +121,8 @@ def decode_sketches(raw: bytes) -> dict[str, bytes]:
     }
 
 
-def _netstring(item: bytes) -> bytes:
+def netstring(item: bytes) -> bytes:
+    """An item (an encoded id, a sketch, a list) as a netstring."""
     return b"%d:%s" % (len(item), item)
 
 
@@ -189,12 +157,8 @@ def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
     Negative decimals are read as f-bit two's complement (as Java longs and Redis store them).
 
     Args:
-        text: the fingerprint, e.g. ``0x8ffffffffffffff1``, ``8ffffffffffffff1`` or ``-42``.
-        f: the fingerprint width in bits.
+        text: e.g. ``0x8ffffffffffffff1``, ``8ffffffffffffff1`` or ``-42``.
         base: "auto", "hex" or "dec"; auto reads digits-only text as decimal.
-
-    Returns:
-        The fingerprint, an int in [0, 2**f).
 
     Raises:
         InvalidArgument: malformed, or out of range for f bits.
@@ -210,7 +174,6 @@ def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
 
 
 def _parse_any(text: str, f: int, base: str) -> int:
-    """`parse_fingerprint` of any text, for a valid base."""
     raw = text.strip()
     lowered = raw.lower()
     digits = lowered.removeprefix("0x")
@@ -231,33 +194,17 @@ def _parse_any(text: str, f: int, base: str) -> int:
 
 
 def format_fingerprint(value: int, f: int) -> str:
-    """A fingerprint as 0x-prefixed, zero-padded lower-case hex (0x and 16 digits for f=64).
-
-    The prefix keeps it unambiguous: `parse_fingerprint` reads digits-only text as decimal.
-
-    Args:
-        value: the fingerprint.
-        f: its width in bits.
-    """
+    """A fingerprint as 0x-prefixed zero-padded lower-case hex (digits alone would read as decimal)."""
     return f"0x{value:0{f // 4}x}"
 
 
 def dump_fp(fingerprint: int, f: int) -> int | bytes:
-    """A fingerprint as a dump record holds it (msgpack integers stop at 64 bits).
-
-    Args:
-        fingerprint: an int in [0, 2**f).
-        f: its width in bits.
-    """
+    """A fingerprint as a dump record holds it (msgpack integers stop at 64 bits)."""
     return fingerprint if f <= 64 else fingerprint.to_bytes(f // 8, "big")
 
 
 def undump_fp(value: object, f: int) -> int:
-    """The fingerprint of a dump record's value written by `dump_fp`.
-
-    Args:
-        value: the decoded msgpack value.
-        f: the index's width in bits.
+    """The fingerprint of a dump record's (decoded msgpack) value written by `dump_fp`.
 
     Raises:
         ValueError: the value is not an f-bit fingerprint.

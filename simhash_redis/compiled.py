@@ -7,8 +7,7 @@ package: `fingerprinting.engine_choice` then runs the pure engine (or, with SIMH
 says why it cannot), and `transport.wire` reads replies with hiredis alone.
 
 The extension's classes and kernels are re-exported as they are; the read path's candidate filter
-(`hits`, `hash_values`) is given its Python signature here. The native fingerprint engine, which
-prepares documents as the pure one reads them, is `fingerprinting.native`.
+(`hits`, `hash_values`) is given its Python signature here.
 """
 
 from __future__ import annotations
@@ -102,21 +101,8 @@ def hits(
 ) -> list[dict[bytes, tuple[int, int]]] | None:
     """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
 
-    Exactly `store.candidates.pure_hits`: values are decoded by `codec.decode_fp` (signed 64-bit
-    decimals for f = 64 wrap to unsigned), each distinct value of a query counted once, in the order
-    met; a value that is not a decimal raises the ValueError of ``int()``.
-
-    Args:
-        fps: the query fingerprints.
-        replies: the SMEMBERS replies, `tables` per query, query after query: lists of stored values,
-            or whole replies in their RESP form (bytes, as the wire gave them).
-        tables: replies per query.
-        k: the largest distance that counts.
-        f: the index's fingerprint width.
-
-    Returns:
-        One dict per query; None for arguments outside the kernel's types (the caller's pure filter
-        then answers).
+    Exactly `store.candidates.pure_hits`; None for arguments outside the kernel's types (the caller's
+    pure filter then answers).
 
     Raises:
         ValueError: a stored value is not an integer literal, or RESP bytes are not whole replies.
@@ -129,7 +115,6 @@ def hits(
 
 
 def _filter_arguments(fps: object, tables: object, k: object) -> bool:
-    """Whether the candidate filter's arguments are of the kernels' types."""
     return (
         type(fps) is list
         and type(tables) is int
@@ -139,29 +124,17 @@ def _filter_arguments(fps: object, tables: object, k: object) -> bool:
     )
 
 
-def _slow_candidate(f: object) -> Callable[[object, int], tuple[int, int]]:
-    """The decoder of stored values other than plain decimal bytes, as `pure_hits` decodes them.
-
-    Args:
-        f: the index's fingerprint width.
-
-    Returns:
-        A function of (stored value, query) giving (fingerprint, distance), raising as
-        `codec.decode_fp` does.
-    """
-
-    def slow(raw: object, fp: int) -> tuple[int, int]:
-        candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
-        return candidate, (candidate ^ fp).bit_count()
-
-    return slow
-
-
 def _slow_of(f: int) -> Callable[[object, int], tuple[int, int]]:
-    """`_slow_candidate` of width f, kept for a few widths."""
+    """The (fingerprint, distance) of a stored value other than plain decimal bytes, as `pure_hits`
+    decodes it (raising as `codec.decode_fp` does); kept for a few widths."""
     slow = _SLOW.get(f) if type(f) is int else None
     if slow is None:
-        slow = _slow_candidate(f)
+
+        def decode(raw: object, fp: int) -> tuple[int, int]:
+            candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
+            return candidate, (candidate ^ fp).bit_count()
+
+        slow = decode
         if type(f) is int and len(_SLOW) < 8:
             _SLOW[f] = slow
     return slow

@@ -18,16 +18,14 @@ __all__ = ["AsyncVerifiedIndex"]
 class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     """A verified index (SimHash candidates confirmed by MinHash sketches) for asyncio code.
 
-    Every method is `VerifiedIndex`'s, awaited, with its arguments, results, errors and guarantees
-    (`add_if_new` decides by the pinned Jaccard threshold, with exactly one winner among racing calls);
+    Every method is `VerifiedIndex`'s, awaited, with its arguments, results, errors and guarantees;
     `get`, `count`, `verify` and `drop` are the wrapped `SimhashIndex`'s. Opening creates the index
     verified from the start, or adopts the mode pinned in its meta, as `VerifiedIndex.from_url` does.
 
     Args:
         client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
         name: the index name.
-        hasher: the sketch parameters (default: the pinned ones, else `VerifiedIndex`'s default).
-        threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate.
+        hasher, threshold: as `VerifiedIndex`.
         **options: the arguments of the wrapped `SimhashIndex` (k, layout, ...).
 
     Raises:
@@ -50,153 +48,57 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     async def near(
         self, query: VerifiedDocument, threshold: float | None = None, k: int | None = None
     ) -> list[VerifiedMatch]:
-        """`VerifiedIndex.near`, awaited: the stored documents confirmed as near-duplicates of a text.
-
-        Args:
-            query: text, UTF-8 bytes or tokens.
-            threshold: the Jaccard threshold (default: the pinned one).
-            k: the largest Hamming distance of a candidate.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.near`.
-        """
+        """`VerifiedIndex.near`, awaited: the stored documents confirmed as near-duplicates of a text."""
         return await run((await self._opened()).near, query, threshold, k)
 
     async def near_many(
         self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
-        """`VerifiedIndex.near_many`, awaited.
-
-        Args:
-            queries: the texts.
-            threshold: the Jaccard threshold (default: the pinned one).
-            k: the largest Hamming distance of a candidate.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.near_many`.
-        """
+        """`VerifiedIndex.near_many`, awaited."""
         return await run((await self._opened()).near_many, queries, threshold, k)
 
     async def get(self, doc_id: str) -> int | None:
-        """`SimhashIndex.get`, awaited: the fingerprint stored for an id, or None.
-
-        Args:
-            doc_id: the document id.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `SimhashIndex.get`.
-        """
+        """`SimhashIndex.get`, awaited: the fingerprint stored for an id, or None."""
         return await run((await self._opened()).index.get, doc_id)
 
     async def sketch_of(self, doc_id: str) -> bytes | None:
-        """`VerifiedIndex.sketch_of`, awaited: the stored sketch of a document, or None.
-
-        Args:
-            doc_id: the document id.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.sketch_of`.
-        """
+        """`VerifiedIndex.sketch_of`, awaited: the stored sketch of a document, or None."""
         return await run((await self._opened()).sketch_of, doc_id)
 
     async def count(self) -> tuple[int, int]:
-        """`SimhashIndex.count`, awaited: the number of documents and of distinct fingerprints.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        """`SimhashIndex.count`, awaited: the number of documents and of distinct fingerprints."""
         return await run((await self._opened()).index.count)
 
     async def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
-        """`VerifiedIndex.add`, awaited: store a document with its sketch.
-
-        Args:
-            doc_id: the document id.
-            doc: text, UTF-8 bytes or tokens.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.add`.
-        """
+        """`VerifiedIndex.add`, awaited: store a document with its sketch."""
         return await run((await self._opened()).add, doc_id, doc)
 
     async def add_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[Outcome]:
-        """`VerifiedIndex.add_many`, awaited.
-
-        Args:
-            items: (id, document) pairs.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.add_many`.
-        """
+        """`VerifiedIndex.add_many`, awaited."""
         return await run((await self._opened()).add_many, items)
 
     async def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
-        """`VerifiedIndex.add_if_new`, awaited: store unless a confirmed near-duplicate is stored.
-
-        Args:
-            doc_id: the document id.
-            doc: text, UTF-8 bytes or tokens.
-
-        Returns:
-            None if stored, else the stored near-duplicate.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable, WriteContention: as
-                `VerifiedIndex.add_if_new`.
-        """
+        """`VerifiedIndex.add_if_new`, awaited: store unless a confirmed near-duplicate is stored."""
         return await run((await self._opened()).add_if_new, doc_id, doc)
 
     async def add_if_new_many(
         self, items: Iterable[tuple[str, VerifiedDocument]]
     ) -> list[VerifiedMatch | None]:
-        """`VerifiedIndex.add_if_new_many`, awaited.
-
-        Args:
-            items: (id, document) pairs.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable, WriteContention: as
-                `VerifiedIndex.add_if_new_many`.
-        """
+        """`VerifiedIndex.add_if_new_many`, awaited."""
         return await run((await self._opened()).add_if_new_many, items)
 
     async def remove(self, doc_id: str) -> bool:
-        """`VerifiedIndex.remove`, awaited: whether the id was stored (its sketch goes too).
-
-        Args:
-            doc_id: the document id.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.remove`.
-        """
+        """`VerifiedIndex.remove`, awaited: whether the id was stored (its sketch goes too)."""
         return await run((await self._opened()).remove, doc_id)
 
     async def remove_many(self, ids: Sequence[str]) -> list[bool]:
-        """`VerifiedIndex.remove_many`, awaited.
-
-        Args:
-            ids: the document ids.
-
-        Raises:
-            InvalidArgument, InvalidType, RedisUnavailable: as `VerifiedIndex.remove_many`.
-        """
+        """`VerifiedIndex.remove_many`, awaited."""
         return await run((await self._opened()).remove_many, ids)
 
     async def verify(self, repair: bool = False) -> VerifyReport:
-        """`SimhashIndex.verify`, awaited: documents, sketches and tables checked (and repaired).
-
-        Args:
-            repair: also fix what is found.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run it again.
-        """
+        """`SimhashIndex.verify`, awaited: documents, sketches and tables checked (and repaired)."""
         return await run((await self._opened()).index.verify, repair)
 
     async def drop(self) -> int:
-        """`SimhashIndex.drop`, awaited: delete every key of this index, sketches included.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run drop again to finish.
-        """
+        """`SimhashIndex.drop`, awaited: delete every key of this index, sketches included."""
         return await run((await self._opened()).index.drop)

@@ -24,15 +24,21 @@ __all__ = [
     "chunks",
     "fingerprints",
     "is_integer",
+    "iterable",
 ]
 
 
 def as_batch(value: object, argument: str) -> list[Any]:
     """A batch argument as a list; a str, bytes or non-iterable is refused rather than split up.
 
-    Args:
-        value: the argument.
-        argument: its name, for the message.
+    Raises:
+        InvalidType: a str, bytes, mapping or non-iterable.
+    """
+    return list(iterable(value, argument))
+
+
+def iterable(value: object, argument: str) -> Iterable[Any]:
+    """`as_batch` without reading the items.
 
     Raises:
         InvalidType: a str, bytes, mapping or non-iterable.
@@ -41,15 +47,11 @@ def as_batch(value: object, argument: str) -> list[Any]:
         raise InvalidType(
             f"{argument} must be a list (or other iterable) of items, got {type(value).__name__}"
         )
-    return list(value)
+    return value
 
 
 def check_options(backoff: object, batch_size: object) -> int:
     """Check an index's backoff and batch size; the batch size.
-
-    Args:
-        backoff: None or a `Backoff`.
-        batch_size: documents per round trip.
 
     Raises:
         InvalidType: the backoff is of another type.
@@ -64,9 +66,6 @@ def check_options(backoff: object, batch_size: object) -> int:
 
 def check_client(client: object) -> None:
     """Refuse a client the index cannot use, saying what to use instead.
-
-    Args:
-        client: the index's client argument.
 
     Raises:
         InvalidType: not a redis.Redis or redis.cluster.RedisCluster (an asyncio client is taken only
@@ -85,11 +84,7 @@ def check_client(client: object) -> None:
 
 
 def is_integer(value: object) -> bool:
-    """Tell an int-like scalar (numpy integers too) from a document; a bool is neither.
-
-    Args:
-        value: a document or fingerprint argument.
-    """
+    """Tell an int-like scalar (numpy integers too) from a document; a bool is neither."""
     if isinstance(value, (str, bytes, bool)):
         return False
     return hasattr(value, "__index__")
@@ -97,9 +92,6 @@ def is_integer(value: object) -> bool:
 
 def check_pairs(batch: list[Any]) -> list[tuple[str, Any]]:
     """Check that every item of a batch is an (id, document) pair.
-
-    Args:
-        batch: the items.
 
     Raises:
         InvalidType: an item is not a 2-tuple.
@@ -111,12 +103,7 @@ def check_pairs(batch: list[Any]) -> list[tuple[str, Any]]:
 
 
 def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    """Items in lists of `size` (the last may be shorter).
-
-    Args:
-        items: the items.
-        size: the chunk size.
-    """
+    """Items in lists of `size` (the last may be shorter)."""
     source = iter(items)
     while batch := list(itertools.islice(source, size)):
         yield batch
@@ -124,11 +111,6 @@ def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 def check_fp(value: Any, f: int, argument: str = "fingerprint") -> int:
     """A fingerprint given as an int, checked against the index's width.
-
-    Args:
-        value: the int.
-        f: the index's fingerprint width.
-        argument: the argument's name, for the error message.
 
     Raises:
         InvalidType: a bool, or not an int.
@@ -145,10 +127,6 @@ def check_fp(value: Any, f: int, argument: str = "fingerprint") -> int:
 def check_k(k: int | None, index_k: int) -> int:
     """The distance a query asks for: its own k, or the index's.
 
-    Args:
-        k: the query's k, or None.
-        index_k: the index's k (the largest a query may ask for).
-
     Raises:
         InvalidType: not an int.
         InvalidArgument: outside 0..index_k.
@@ -164,11 +142,6 @@ def check_k(k: int | None, index_k: int) -> int:
 
 def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], list[int]]) -> list[int]:
     """The fingerprints of documents: ints checked, the others fingerprinted in one batch.
-
-    Args:
-        docs: the documents (a batch argument, checked).
-        f: the fingerprint width.
-        of_texts: fingerprints the documents that are not ints, in one call.
 
     Raises:
         InvalidFingerprint: an int outside [0, 2**f).
@@ -191,9 +164,6 @@ def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], li
 
 def texts(docs: Sequence[object]) -> list[Any]:
     """Documents a sketch can be made from: texts, UTF-8 bytes or tokens, not fingerprints.
-
-    Args:
-        docs: the documents.
 
     Raises:
         InvalidType: a document of another type (an int fingerprint, weighted features).

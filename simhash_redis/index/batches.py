@@ -36,9 +36,6 @@ class Target(Protocol):
 def check_progress(on_progress: object) -> BatchProgress | None:
     """The progress callback, checked.
 
-    Args:
-        on_progress: None or a callable.
-
     Raises:
         InvalidType: it is neither.
     """
@@ -55,13 +52,6 @@ def add_many(
     on_progress: BatchProgress | None,
 ) -> list[Any]:
     """Check every pair, fingerprint every document, then write a batch at a time.
-
-    Args:
-        index: the index.
-        writes: its atomic write path.
-        unique: its add-if-new path, for unique adds; None for plain adds.
-        items: (id, document) pairs.
-        on_progress: called after each batch.
 
     Raises:
         InvalidArgument, InvalidType, InvalidFingerprint: a malformed item (nothing is written).
@@ -91,12 +81,6 @@ def remove_many(
 ) -> list[bool]:
     """Check every id, then remove a batch at a time.
 
-    Args:
-        index: the index.
-        writes: its atomic write path.
-        ids: the document ids.
-        on_progress: called after each batch.
-
     Raises:
         InvalidArgument, InvalidType: a malformed id (nothing is removed).
         RedisUnavailable: the batches before are removed.
@@ -120,13 +104,6 @@ def near_many(
     index: Target, reads: Reads, fps: list[int], limit: int, on_progress: BatchProgress | None
 ) -> list[list[Match]]:
     """Look up checked fingerprints a batch (one conversation) at a time.
-
-    Args:
-        index: the index.
-        reads: its read path.
-        fps: the queries' fingerprints.
-        limit: the largest distance.
-        on_progress: called after each batch.
 
     Raises:
         RedisUnavailable: the server cannot be reached.

@@ -15,7 +15,8 @@ from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
 from ..results import Outcome
 from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
-from .arguments import check_pairs, chunks
+from .arguments import check_pairs, chunks, iterable
+from .batches import check_progress
 
 __all__ = ["DEFAULT_WINDOW", "Progress", "Target", "bulk_add", "bulk_add_columns", "windows"]
 
@@ -47,20 +48,13 @@ def bulk_add(
 ) -> list[Outcome]:
     """Write (id, document) pairs a window at a time, the counts moving with what each step adds.
 
-    Args:
-        index: the index.
-        writes: its atomic write path (for replacements and ids named twice in a window).
-        items: (id, document) pairs, read lazily.
-        window: pairs per window.
-        on_progress: called after each window is written.
-
     Raises:
         InvalidArgument, InvalidType, InvalidFingerprint: a malformed argument, id or document (a window
             is checked before anything of it is written).
         RedisUnavailable: the windows before are stored; running the same load again completes it.
     """
     _check(window, on_progress)
-    columns = (_unzipped(batch) for batch in chunks(_pairs(items), window))
+    columns = (_unzipped(batch) for batch in chunks(iterable(items, "items"), window))
     return bulk_add_columns(index, writes, columns, window, on_progress)
 
 
@@ -72,13 +66,6 @@ def bulk_add_columns(
     on_progress: Progress | None = None,
 ) -> list[Outcome]:
     """`bulk_add` of documents given as batches of two parallel lists, ids and documents.
-
-    Args:
-        index: the index.
-        writes: its atomic write path.
-        batches: (ids, documents) of equal length, read lazily; windows are cut across them.
-        window: documents per window.
-        on_progress: called after each window is written.
 
     Raises:
         InvalidArgument, InvalidType, InvalidFingerprint: as `bulk_add`; a batch that is not two lists of
@@ -128,8 +115,7 @@ def _through_script(
 def _check(window: object, on_progress: object) -> None:
     if not is_int(window) or window < 1:
         raise InvalidArgument(f"window must be a positive int, got {window!r}")
-    if on_progress is not None and not callable(on_progress):
-        raise InvalidType(f"on_progress must be callable, got {type(on_progress).__name__}")
+    check_progress(on_progress)
 
 
 def _unzipped(batch: list[Any]) -> tuple[list[Any], list[Any]]:
@@ -144,10 +130,6 @@ def windows(
     batches: Iterable[tuple[Sequence[Any], Sequence[Any]]], window: int
 ) -> Iterator[tuple[list[Any], list[Any]]]:
     """The batches' ids and documents cut into windows of `window` (the last may be shorter).
-
-    Args:
-        batches: (ids, documents) tuples of two sequences of one length.
-        window: documents per window.
 
     Raises:
         InvalidType: not an iterable of such tuples.
@@ -174,13 +156,6 @@ def windows(
                 ids, docs = [], []
     if ids:
         yield ids, docs
-
-
-def _pairs(items: object) -> Iterator[Any]:
-    """The items, refusing what `as_batch` refuses, without reading them all at once."""
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-        raise InvalidType(f"items must be a list (or other iterable) of items, got {type(items).__name__}")
-    return iter(items)
 
 
 def _is_list_like(value: object) -> bool:

@@ -45,12 +45,10 @@ class _Target(NamedTuple):
 
     @property
     def keys(self) -> KeySchema:
-        """The index's key names."""
         return self.store.keys
 
     @property
     def cluster(self) -> bool:
-        """Whether it runs on a cluster."""
         return self.store.cluster
 
 
@@ -60,13 +58,6 @@ def check_consistency(
     """Check every id, fingerprint and table entry of an index against the others.
 
     Run it while no worker writes to the index: a write in flight can look like an inconsistency.
-
-    Args:
-        store: the index's store.
-        f: its fingerprint width.
-        tables: its number of tables.
-        repair: also fix what is found, following the id map.
-        verification: the index's verified mode: its sketches are checked too.
 
     Raises:
         RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
@@ -140,11 +131,6 @@ def check_consistency(
 
 def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[bytes]]) -> bool:
     """Report each of the keys that holds another type of value than its kind's; True if any does.
-
-    Args:
-        store: the index's store (its key names tell each key's kind).
-        report: where they are reported, as "key of the wrong type".
-        batches: the keys, in batches.
 
     Raises:
         RedisUnavailable: the server cannot be reached.

@@ -3,14 +3,10 @@ the fingerprints the documents before it add to its sets.
 
 A guard lists the members a document read from its table sets (and band tables); the write script
 refuses the document if a set holds anything else. Documents of one call that share a set would refuse
-each other: the first written adds its fingerprint to the set, so the next one's guard fails, is read
-again next round, and of n documents sharing a set (pages of one template share band values) only one
-was written per round, until the rounds ran out (`WriteContention` with a single writer). So the guard of
-each document also expects the fingerprints written before it in the same call into the same sets; a
-document near one of them by the index's rule (within k, or confirmed by its sketch) is not written in
-this round: the next round reads the earlier one from the index, and reports it as the near-duplicate.
-A guard fails only on a member its set gained: one expected but not written in the call (an id stored
-with another fingerprint, which the write's next call moves) or one that left keeps no document out.
+each other (with a single writer, until the rounds ran out), so each guard also expects the fingerprints
+written before it in the same call into the same sets; a document near one of them by the index's rule
+(within k, or confirmed by its sketch) is not written in this round: the next round reads the earlier
+one from the index, and reports it as the near-duplicate.
 """
 
 from __future__ import annotations
@@ -37,14 +33,8 @@ class Near(Protocol):
 class InBatch:
     """The sets one round's writes add their fingerprints to, in the order the write script applies them.
 
-    Args:
-        store: the index's keys and sender.
-        reads: its read protocol (the periods of an index with a retention window).
-        fps: the batch's fingerprints.
-        f: the fingerprint width.
-        k: the largest distance that counts as a near-duplicate.
-        bands: each document's band table keys (verified mode), by position in the batch.
-        near: which candidates of the batch count (default: every one within distance k).
+    `near` decides which candidates count (default: every one within distance k); `bands` are each
+    document's band table keys (verified mode), by position in the batch.
     """
 
     def __init__(
@@ -71,10 +61,6 @@ class InBatch:
     def admit(self, doc: int, sets: Guard) -> Guard | None:
         """The guard to write a document with after those admitted before it, or None to leave it to the
         next round (an earlier document of the batch is its near-duplicate).
-
-        Args:
-            doc: its position in the batch.
-            sets: the members it read from each of its guarded sets.
         """
         keys = self._guarded_keys(doc, sets)
         if self._near(doc):

@@ -39,15 +39,8 @@ CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification", "rete
 
 
 def unsketched(name: str) -> ConfigurationMismatch:
-    """The error of a plain index's write of documents to a verified index.
-
-    A verified index's documents each need a MinHash sketch; one written without would never be found
-    as anyone's near-duplicate, so a plain `SimhashIndex` of it only reads (`VerifiedIndex` writes
-    through the index's write paths themselves, with the sketches).
-
-    Args:
-        name: the index name.
-    """
+    """The error of a plain index's write to a verified index (a document without a sketch would never
+    be found as anyone's near-duplicate)."""
     return ConfigurationMismatch(
         f"index {name!r} is verified (its documents carry MinHash sketches): write to it "
         "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
@@ -56,9 +49,6 @@ def unsketched(name: str) -> ConfigurationMismatch:
 
 def as_retention(retention: object) -> Retention | None:
     """The retention window a worker asks for, in the forms `SimhashIndex` takes.
-
-    Args:
-        retention: None, a `Retention`, a timedelta, seconds, or a string such as "7d".
 
     Raises:
         InvalidArgument, InvalidType: a malformed retention.
@@ -71,9 +61,6 @@ def as_retention(retention: object) -> Retention | None:
 def requested(**args: Any) -> tuple[IndexConfig, set[str]]:
     """The configuration a worker asks for, and which of its parts it named.
 
-    Args:
-        **args: the configuration arguments (None for those not given).
-
     Raises:
         InvalidArgument, InvalidType: the arguments contradict each other or are malformed.
     """
@@ -83,15 +70,8 @@ def requested(**args: Any) -> tuple[IndexConfig, set[str]]:
 def open_config(
     sender: Sender, prefix: str, name: str, wanted: IndexConfig, given: set[str], create: bool
 ) -> IndexConfig:
-    """The stored configuration of an index (created from `wanted` if allowed and missing), checked.
-
-    Args:
-        sender: where commands go.
-        prefix: the key prefix.
-        name: the index name.
-        wanted: the configuration asked for.
-        given: which parts of it the caller named (only those must agree with the stored ones).
-        create: whether a missing index may be created.
+    """The stored configuration of an index (created from `wanted` if allowed and missing), checked: the
+    parts named in `given` must agree with it.
 
     Raises:
         IndexNotFound: the index does not exist and create is false.
@@ -121,26 +101,14 @@ def open_config(
 def open_windows(config: IndexConfig, keys: KeySchema, sender: Sender) -> Windows | None:
     """The periods of an index with a retention window (None for one without).
 
-    Args:
-        config: the stored configuration.
-        keys: the index's key names.
-        sender: where commands go.
-
     Raises:
-        InvalidArgument: the stored retention is malformed.
         RedisUnavailable: the server cannot be reached (its clock is read).
     """
-    retention = as_retention(config.retention)
-    return None if retention is None else Windows(keys, retention, sender)
+    return None if config.retention is None else Windows(keys, config.retention, sender)
 
 
 def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any]) -> None:
     """Write a lost meta key from a stated configuration, once a sample of the data fits it.
-
-    Args:
-        client: a redis-py client.
-        name: the index name.
-        config: the arguments of `SimhashIndex` (k required).
 
     Raises:
         InvalidArgument: k is not given.
@@ -163,11 +131,6 @@ def drop_index(client: redis.Redis | RedisCluster, name: str, *, prefix: str = d
 
     `SimhashIndex.drop` does the same for an index that opens; this is for one that does not.
 
-    Args:
-        client: a redis-py client.
-        name: the index name.
-        prefix: the key prefix.
-
     Returns:
         The number of keys deleted.
 
@@ -180,10 +143,6 @@ def drop_index(client: redis.Redis | RedisCluster, name: str, *, prefix: str = d
 
 def list_indexes(client: redis.Redis | RedisCluster, *, prefix: str = defaults.PREFIX) -> list[str]:
     """The names of the indexes on a server (those with a meta key under the prefix), sorted.
-
-    Args:
-        client: a redis-py client.
-        prefix: the key prefix.
 
     Raises:
         InvalidArgument, InvalidType: a malformed prefix.

@@ -41,12 +41,7 @@ class VerifyReport:
         return not self.problems
 
     def found(self, kind: str, detail: str) -> None:
-        """Count a problem of a kind, and keep its description while there are few.
-
-        Args:
-            kind: the kind of inconsistency.
-            detail: which entry, described.
-        """
+        """Count a problem of a kind, and keep its description while there are few."""
         self.problems[kind] += 1
         if len(self.examples) < EXAMPLES:
             self.examples.append(f"{kind}: {detail}")

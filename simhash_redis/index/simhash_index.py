@@ -114,12 +114,7 @@ class SimhashIndex:
 
     @classmethod
     def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
-        """Open an index on the server at a redis://, rediss:// or unix:// URL.
-
-        Args:
-            url: the server's URL (credentials in it never appear in messages).
-            name: the index name.
-            **kwargs: the other arguments of `SimhashIndex`.
+        """Open an index on the server at a redis://, rediss:// or unix:// URL (its password never shown).
 
         Raises:
             InvalidArgument: the URL is malformed.
@@ -130,11 +125,6 @@ class SimhashIndex:
     @classmethod
     def exists(cls, client: redis.Redis | RedisCluster, name: str, *, prefix: str = defaults.PREFIX) -> bool:
         """Tell whether an index of that name exists on the server.
-
-        Args:
-            client: a redis-py client.
-            name: the index name.
-            prefix: the key prefix it was created with.
 
         Raises:
             InvalidArgument, InvalidType: a malformed name or prefix.
@@ -147,13 +137,8 @@ class SimhashIndex:
     def restore(cls, client: redis.Redis | RedisCluster, name: str, **config: Any) -> SimhashIndex:
         """Open an index whose meta key was lost, writing it anew from the configuration stated here.
 
-        The configuration (k, and f, layout, scheme, id_buckets if not the defaults) must be the one the
-        index was created with: a sample of the stored documents is checked against it first.
-
-        Args:
-            client: a redis-py client.
-            name: the index name.
-            **config: the other arguments of `SimhashIndex` (k is required).
+        The configuration (`SimhashIndex`'s arguments, k required) must be the one the index was created
+        with: a sample of the stored documents is checked against it first.
 
         Raises:
             InvalidArgument: k is not given.
@@ -196,10 +181,7 @@ class SimhashIndex:
         )
 
     def fingerprint(self, doc: Document) -> int:
-        """The fingerprint this index stores for a document.
-
-        Args:
-            doc: text, tokens, weighted features, or an int fingerprint (checked and returned).
+        """The fingerprint this index stores for a document (an int fingerprint is checked and returned).
 
         Raises:
             InvalidFingerprint: an int outside [0, 2**f).
@@ -212,9 +194,6 @@ class SimhashIndex:
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
         """Fingerprints for many documents, texts fingerprinted in one vectorised batch.
 
-        Args:
-            docs: the documents.
-
         Raises:
             InvalidFingerprint: an int outside [0, 2**f).
             InvalidType: a document of an unsupported type.
@@ -225,7 +204,6 @@ class SimhashIndex:
         """Every stored document within distance k of the query, nearest first, then by id.
 
         Args:
-            query: text, tokens, weighted features or an int fingerprint.
             k: the largest distance, at most the index's k (default: the index's k).
 
         Raises:
@@ -239,11 +217,9 @@ class SimhashIndex:
     def near_many(
         self, queries: Sequence[Document], k: int | None = None, *, on_progress: BatchProgress | None = None
     ) -> list[list[Match]]:
-        """near() for many queries, each batch in one conversation: tables first, ids of matches as found.
+        """near() for many queries, each batch (`batch_size` queries) in one conversation.
 
         Args:
-            queries: the queries.
-            k: the largest distance, at most the index's k.
             on_progress: called after each batch with the queries done so far and that batch's results.
 
         Raises:
@@ -262,9 +238,6 @@ class SimhashIndex:
     def get(self, doc_id: str) -> int | None:
         """The fingerprint stored for an id, or None.
 
-        Args:
-            doc_id: the document id.
-
         Raises:
             InvalidArgument, InvalidType: the id is malformed.
         """
@@ -272,9 +245,6 @@ class SimhashIndex:
 
     def get_many(self, ids: Sequence[str]) -> list[int | None]:
         """The fingerprints stored for many ids (None where absent), in one round trip.
-
-        Args:
-            ids: the document ids.
 
         Raises:
             InvalidArgument, InvalidType: an id is malformed.
@@ -294,9 +264,8 @@ class SimhashIndex:
     def count(self) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored.
 
-        On a standalone server the write script keeps these in the counts hash (one per period of an
-        index with a retention window, summed: a fingerprint in two periods counts twice); on a
-        cluster they are summed from the sizes of the id and fingerprint maps (tens of milliseconds).
+        A fingerprint stored in two periods of a retention window counts twice. On a cluster the counts
+        are summed from the sizes of the maps (tens of milliseconds).
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -310,8 +279,7 @@ class SimhashIndex:
         """Store a document under an id, replacing the id's previous fingerprint if it had another.
 
         Args:
-            doc_id: the document id (1-512 UTF-8 bytes).
-            doc: text, tokens, weighted features, or a precomputed int fingerprint.
+            doc_id: 1-512 UTF-8 bytes.
 
         Returns:
             ADDED, REPLACED or UNCHANGED.
@@ -420,10 +388,6 @@ class SimhashIndex:
         On a standalone server the check and the write cannot interleave with another worker's: of
         several workers racing to add near-duplicates of each other, exactly one stores its document.
 
-        Args:
-            doc_id: the document id.
-            doc: text, tokens, weighted features, or a precomputed int fingerprint.
-
         Returns:
             None if the document was stored; otherwise a stored near-duplicate: the id's own entry when
             this id is already stored with a fingerprint within k (so a resumed load can tell "already
@@ -439,9 +403,6 @@ class SimhashIndex:
     def remove(self, doc_id: str) -> bool:
         """Remove a document id; its fingerprint leaves the tables unless another id still has it.
 
-        Args:
-            doc_id: the document id.
-
         Returns:
             True if the id was stored, False if it was unknown (nothing changed).
 
@@ -451,14 +412,10 @@ class SimhashIndex:
         return self.remove_many([doc_id])[0]
 
     def remove_many(self, ids: Iterable[str], *, on_progress: BatchProgress | None = None) -> list[bool]:
-        """Remove many ids, batch by batch.
+        """Remove many ids, batch by batch; for each id, whether it was stored.
 
         Args:
-            ids: the document ids.
             on_progress: called after each batch with the ids done so far and that batch's results.
-
-        Returns:
-            For each id, whether it was stored.
 
         Raises:
             InvalidArgument, InvalidType: an id is malformed (the whole call is checked first).
@@ -481,15 +438,14 @@ class SimhashIndex:
         return check_consistency(self.store, self.f, tables, repair, self.config.verification)
 
     def _check_writable(self) -> None:
-        """Refuse to write documents without sketches to a verified index (see `lifecycle.unsketched`)."""
+        """Refuse to write documents without sketches to a verified index."""
         if self.config.verification is not None:
             raise lifecycle.unsketched(self.name)
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last.
 
-        Returns:
-            The number of keys deleted.
+        Returns the number of keys deleted.
 
         Raises:
             RedisUnavailable: the server cannot be reached; run drop again to finish.

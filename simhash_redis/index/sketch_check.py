@@ -39,14 +39,6 @@ def check_sketches(
     """Check a chunk of (sketch field, sketches) entries of the fingerprint map, and the band tables of
     the stored documents' sketches.
 
-    Args:
-        store: the index's store.
-        report: where problems are counted.
-        chunk: the entries.
-        verification: the index's verified mode (None: a plain index that holds sketches anyway).
-        repair: also fix what is found.
-        f: the index's fingerprint width.
-
     Returns:
         How many of the sketches are of stored documents.
 
@@ -101,13 +93,6 @@ def check_sketches(
 
 def check_bands(store: Store, report: VerifyReport, verification: Verification, repair: bool, f: int) -> None:
     """Count the band tables' members that none of their fingerprint's sketches puts there (garbage).
-
-    Args:
-        store: the index's store.
-        report: where garbage and malformed keys are counted.
-        verification: the index's verified mode (with band tables).
-        repair: also remove the garbage (each member checked again atomically as it goes).
-        f: the index's fingerprint width.
 
     Raises:
         RedisUnavailable: the server cannot be reached.

@@ -6,20 +6,12 @@ from ..fingerprinting import Sketcher
 from ..results import Match
 from ..store import Guard, KeySchema, SketchedGuard, Verification
 
-__all__ = ["SketchJudge"]
+__all__ = ["SketchJudge", "confirmed"]
 
 
 class SketchJudge:
     """Add-if-new's judge in verified mode: candidates confirmed by their sketches; each document's own
     sketch stored with it, in the step that stores the document.
-
-    Args:
-        hasher: the index's MinHasher.
-        threshold: the estimated Jaccard similarity from which a candidate is confirmed.
-        verification: the index's verification mode (whether it keeps band tables, and how).
-        keys: the index's key names.
-        ids: the batch's encoded ids.
-        sketches: their documents' sketches.
     """
 
     def __init__(
@@ -41,21 +33,11 @@ class SketchJudge:
     ) -> list[list[Match]]:
         """The candidates whose stored sketch (read with them) estimates a Jaccard similarity at the
         threshold."""
-        hasher, threshold = self.hasher, self.threshold
         out: list[list[Match]] = []
-        size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
         for i, matches in zip(docs, found, strict=True):
-            kept = [m for m in matches if len(stored.get(m.id, b"")) == size]
-            similar: list[float] = []
-            if kept:
-                similar = hasher.estimate_many(self.sketches[i], [stored[m.id] for m in kept]).tolist()
-            confirmed = []
-            for match, estimate in zip(kept, similar, strict=True):
-                if estimate >= threshold:
-                    self.jaccard[(i, match.id)] = float(estimate)
-                    confirmed.append(match)
-            confirmed.sort(key=lambda m: (-self.jaccard[(i, m.id)], m.distance, m.id))
-            out.append(confirmed)
+            pairs = confirmed(self.hasher, self.sketches[i], matches, stored, self.threshold)
+            self.jaccard.update(((i, match.id), estimate) for match, estimate in pairs)
+            out.append([match for match, _ in pairs])
         return out
 
     def bands(self, docs: list[int]) -> list[list[bytes]] | None:
@@ -72,3 +54,18 @@ class SketchJudge:
         stored = self.hasher.stored
         estimates = self.hasher.estimate_many(self.sketches[doc], [stored(self.sketches[j]) for j in earlier])
         return bool((estimates >= self.threshold).any())
+
+
+def confirmed(
+    hasher: Sketcher, query: bytes, matches: list[Match], stored: dict[str, bytes], threshold: float
+) -> list[tuple[Match, float]]:
+    """The candidates whose stored sketch estimates a Jaccard similarity with the query's sketch of at
+    least threshold, with that estimate, most similar first, then nearest, then by id."""
+    size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
+    kept = [m for m in matches if len(stored.get(m.id, b"")) == size]
+    if not kept:
+        return []
+    estimates = hasher.estimate_many(query, [stored[m.id] for m in kept]).tolist()
+    pairs = [(m, float(e)) for m, e in zip(kept, estimates, strict=True) if e >= threshold]
+    pairs.sort(key=lambda pair: (-pair[1], pair[0].distance, pair[0].id))
+    return pairs

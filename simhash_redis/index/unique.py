@@ -51,15 +51,7 @@ class Judge(Protocol):
 
 
 class UniqueWrites:
-    """Stores documents only where no near-duplicate is stored, race-free among workers.
-
-    Args:
-        store: the index's keys and sender.
-        reads: its read protocol.
-        writes: its write strategy.
-        f: the fingerprint width.
-        k: the largest distance that counts as a near-duplicate.
-    """
+    """Stores documents only where no near-duplicate is stored, race-free among workers."""
 
     def __init__(self, store: Store, reads: Reads, writes: Writes, f: int, k: int) -> None:
         self.store, self.reads, self.writes, self.f, self.k = store, reads, writes, f, k
@@ -67,13 +59,10 @@ class UniqueWrites:
     def add(self, ids: list[bytes], fps: list[int], judge: Judge | None = None) -> list[Outcome | Match]:
         """Read, check and write until every document is stored or found to have a near-duplicate.
 
+        `judge` decides which candidates count (default: every one within distance k).
+
         On a standalone server the write script re-checks the table sets the client read (the guard);
         on a cluster the documents' table buckets are locked from the read to the write instead.
-
-        Args:
-            ids: the encoded ids.
-            fps: their fingerprints.
-            judge: which candidates count (default: every one within distance k).
 
         Returns:
             For each document, its outcome if stored, else the stored near-duplicate reported.
@@ -128,14 +117,7 @@ class UniqueWrites:
         pending: list[int],
         results: list[Outcome | Match | None],
     ) -> list[int]:
-        """One read-check-write round over the pending documents; those to try again next round.
-
-        Args:
-            ids, fps, judge: as `add`.
-            locks: the documents' bucket locks on a cluster; None on a standalone server.
-            pending: the documents (positions in ids) this round is for.
-            results: filled in for the documents this round settles.
-        """
+        """One read-check-write round over the pending documents; those to try again next round."""
         ready, waiting, held = pending, [], list[tuple[bytes, bytes]]()
         banded = judge.bands(pending) if judge is not None else None
         bands_of = dict(zip(pending, banded, strict=True)) if banded is not None else None

@@ -1,20 +1,9 @@
 """A high-recall verified index: SimHash candidates at a loose k, each confirmed by a stored MinHash sketch.
 
-SimHash at k = 3 finds near-duplicates above Jaccard ~0.95; pairs at Jaccard 0.8 differ in ~10 of 64
-bits. `VerifiedIndex` asks the wrapped index for everything within its (larger) k, which lets false
-positives in, then keeps the candidates whose b-bit MinHash sketch estimates Jaccard >= a threshold.
-
-Sketches live beside the ids in the wrapped index's fingerprint map, one field per fingerprint::
-
-    {prefix}:{name}:fp:{bucket}   hash   fingerprint -> ids;  s:{fingerprint} -> each sketch and its ids
-
-so the round trip that asks for a near fingerprint's ids gets the sketches that confirm them: a verified
-near() takes the plain index's one or two round trips. A sketch is set and removed in the step that
-attaches its id to the fingerprint and detaches it (one script, one key), so every stored document has
-its sketch even with concurrent writers, on a standalone server and on a cluster.
-
-The mode (the sketch's parameters and the threshold) is pinned in the index's meta (field ``verified``),
-so every worker verifies alike, and a plain `SimhashIndex` of a verified index only reads.
+A sketch lives beside its id in the fingerprint map (store/keys.py) and is set and removed in the step
+that attaches and detaches its id, so every stored document has its sketch even with concurrent
+writers. The mode (sketch parameters, threshold, bands) is pinned in the meta, so every worker verifies
+alike, and a plain `SimhashIndex` of a verified index only reads.
 """
 
 from __future__ import annotations
@@ -32,7 +21,7 @@ from ..transport import client_from_url
 from . import batches
 from .arguments import check_fp, check_k, texts
 from .simhash_index import Outcome, SimhashIndex
-from .sketch_judge import SketchJudge
+from .sketch_judge import SketchJudge, confirmed
 from .unique import UniqueWrites
 from .verified_open import verifiable, verified_mode
 
@@ -48,19 +37,15 @@ _SKETCH_READS = 5
 class VerifiedIndex:
     """Wraps a `SimhashIndex`: stores a MinHash sketch per document and verifies near() candidates with it.
 
-    Candidates come from two kinds of tables: the wrapped index's (within its k) and, in a mode with
-    them (every new one made by `VerifiedIndex`, `from_url` or `--verified`), LSH band tables of the
-    sketch: a document is a candidate of a query whose sketch has the same values in one band (8 bands
-    of 4 values: a pair at Jaccard 0.8 shares one with probability 0.986). The bands find the
-    near-duplicates a small k misses, so the default k = 3 layout serves:
-    ``VerifiedIndex(SimhashIndex(client, "news"))``. The first `VerifiedIndex` of an index pins its mode
-    (sketch parameters, threshold, bands) in the meta; later ones adopt it, and refuse parameters that
-    differ.
+    Candidates come from the wrapped index's tables (within its k) and from LSH band tables of the
+    sketch (8 bands of 4 values: a pair at Jaccard 0.8 shares one with probability 0.986), which find
+    what a small k misses, so the default k = 3 layout serves. The first `VerifiedIndex` of an index
+    pins its mode in the meta; later ones adopt it, and refuse parameters that differ.
 
     Args:
         index: the wrapped index (its k bounds the Hamming candidates).
-        hasher: the sketch parameters (default: the pinned ones, else 1,024 permutations of 8 bits over
-            word 3-shingles, with 8 band tables of 4 values).
+        hasher: the sketch parameters (default: the pinned ones, else an odd sketch over word
+            3-shingles, `BandedOddSketcher()`, with 8 band tables of 4 values).
         threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate (default:
             the pinned one, else 0.8).
 
@@ -80,12 +65,10 @@ class VerifiedIndex:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
         self.index = index
-        # The index's own store: its retries, backoff, error translation and key names apply here too.
         self.store = index.store
         self.verification = verified_mode(index, hasher, threshold)
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
-        # The index's own write paths, which its public methods refuse to use on a verified index.
         tables = len(index.layout.tables)
         self._writes = Writes(self.store, index.f, tables, verification=self.verification)
         self._reads = Reads(self.store, index.name, index.config)
@@ -101,13 +84,7 @@ class VerifiedIndex:
         threshold: float | None = None,
         **kwargs: Any,
     ) -> VerifiedIndex:
-        """Open or create a verified index on the server at a URL.
-
-        Args:
-            url: the server's URL (credentials in it never appear in messages).
-            name: the index name.
-            hasher, threshold: as the class.
-            **kwargs: the arguments of `SimhashIndex` (k, layout, ...).
+        """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments).
 
         Raises:
             ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType, RedisUnavailable: as
@@ -121,14 +98,7 @@ class VerifiedIndex:
             raise
 
     def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
-        """Store a document with its sketch, in one step.
-
-        Args:
-            doc_id: the document id.
-            doc: text, UTF-8 bytes or tokens.
-
-        Returns:
-            The wrapped index's outcome: ADDED, REPLACED or UNCHANGED.
+        """Store a document with its sketch, in one step: ADDED, REPLACED or UNCHANGED.
 
         Raises:
             InvalidArgument, InvalidType: a malformed id or document.
@@ -137,13 +107,7 @@ class VerifiedIndex:
         return self.add_many([(doc_id, doc)])[0]
 
     def add_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[Outcome]:
-        """Store many documents with their sketches, a batch per write (each document in one step).
-
-        Args:
-            items: (id, document) pairs.
-
-        Returns:
-            The outcome of each pair, in order.
+        """Store many documents with their sketches, a batch per write; the outcome of each pair, in order.
 
         Raises:
             InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).
@@ -151,8 +115,7 @@ class VerifiedIndex:
         """
         outcomes: list[Outcome] = []
         for ids, docs in self._batches(items):
-            # The whole batch is fingerprinted and sketched before it is written: a document either
-            # refuses raises before anything of its batch is.
+            # A document that cannot be fingerprinted or sketched raises before its batch is written.
             fps = self.index.fingerprint_many(docs)
             outcomes.extend(self._add_batch(ids, fps, self.hasher.sketch_many(docs)))
         return outcomes
@@ -168,11 +131,8 @@ class VerifiedIndex:
         """Store documents fingerprinted and sketched already (by a loader's worker processes).
 
         Args:
-            ids: the document ids.
-            fps: their fingerprints, by this index's scheme.
-            sketches: their sketches, as this index's hasher makes them (sketch_many) (or as stored,
-                `sketch_of`); None stores a document without one (as an
-                export of documents written before the index was verified holds them), never matched.
+            sketches: as the hasher's sketch_many or `sketch_of` make them; None stores a document without
+                one (as an export may hold), never matched.
             unique: as `add_if_new`: a stored near-duplicate in place of the outcome of each document
                 not stored (every sketch needed).
 
@@ -217,10 +177,7 @@ class VerifiedIndex:
             yield [doc_id for doc_id, _ in batch], texts([doc for _, doc in batch])
 
     def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
-        """One batch, each document with its sketch in the step that stores it.
-
-        A document without a sketch (None) loses any sketch its id had: it is not its text's.
-        """
+        """One batch, each document with its sketch (None drops the id's) in the step that stores it."""
         stored = self.hasher.stored
         ops: list[Write] = [
             (
@@ -248,13 +205,7 @@ class VerifiedIndex:
         return results
 
     def remove(self, doc_id: str) -> bool:
-        """Remove a document: its fingerprint, then its sketch.
-
-        Args:
-            doc_id: the document id.
-
-        Returns:
-            True if it was stored.
+        """Remove a document and its sketch; True if it was stored.
 
         Raises:
             InvalidArgument, InvalidType: the id is malformed.
@@ -263,13 +214,7 @@ class VerifiedIndex:
         return self.remove_many([doc_id])[0]
 
     def remove_many(self, ids: Sequence[str]) -> list[bool]:
-        """Remove many documents, each with its sketch in the same step.
-
-        Args:
-            ids: the document ids.
-
-        Returns:
-            For each id, whether it was stored.
+        """Remove many documents, each with its sketch in the same step; for each id, whether it was stored.
 
         Raises:
             InvalidArgument, InvalidType: an id is malformed.
@@ -279,12 +224,6 @@ class VerifiedIndex:
 
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None.
-
-        Args:
-            doc_id: the document id.
-
-        Returns:
-            The sketch bytes.
 
         Raises:
             InvalidArgument, InvalidType: the id is malformed.
@@ -314,14 +253,12 @@ class VerifiedIndex:
     ) -> list[VerifiedMatch]:
         """Stored documents whose estimated Jaccard similarity with the query is >= threshold.
 
+        Most similar first, then nearest, then by id.
+
         Args:
-            query: text, UTF-8 bytes or tokens.
             threshold: the Jaccard threshold, in [0, 1] (default: the index's).
             k: the Hamming candidates' largest distance (default and at most: the index's k; band
                 candidates come at any distance).
-
-        Returns:
-            The confirmed matches, most similar first, then nearest, then by id.
 
         Raises:
             InvalidArgument: threshold or k is out of range.
@@ -332,19 +269,7 @@ class VerifiedIndex:
     def near_many(
         self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
-        """near() for many queries, in the plain index's conversation: each candidate's sketch comes with
-        its ids (one round trip for a single query whose candidates are exact copies, else two).
-
-        A candidate whose sketch is missing (a document added through the plain index) is dropped:
-        it cannot be verified.
-
-        Args:
-            queries: the queries.
-            threshold: the Jaccard threshold, in [0, 1] (default: the index's).
-            k: the Hamming candidates' largest distance (band candidates come at any distance).
-
-        Returns:
-            For each query, its confirmed matches.
+        """near() for many queries; a candidate without a sketch cannot be verified and is dropped.
 
         Raises:
             InvalidArgument: threshold or k is out of range.
@@ -362,11 +287,6 @@ class VerifiedIndex:
         k: int | None = None,
     ) -> list[list[VerifiedMatch]]:
         """near_many() of queries fingerprinted and sketched already (by a loader's worker processes).
-
-        Args:
-            fps: their fingerprints, by this index's scheme.
-            sketches: their sketches, by this index's hasher.
-            threshold, k: as `near_many`.
 
         Raises:
             InvalidArgument: threshold or k is out of range, or a sketch is missing or of another size.
@@ -395,7 +315,7 @@ class VerifiedIndex:
         return results
 
     def _sizes(self) -> tuple[int, int]:
-        """The sizes of a sketch this index takes: a query's (sketch_many's) and a stored one's."""
+        """The sizes of a query's sketch (sketch_many's) and of a stored one."""
         return self.hasher.query_bytes, self.hasher.sketch_bytes
 
     def _sized(self) -> str:
@@ -409,35 +329,21 @@ class VerifiedIndex:
         sketches: dict[str, bytes],
         threshold: float,
     ) -> list[list[VerifiedMatch]]:
-        """The candidates of each query (its sketch given) that their sketches confirm, most similar first."""
-        results: list[list[VerifiedMatch]] = []
-        size = self.hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
-        for query, found in zip(queries, candidates, strict=True):
-            kept = [m for m in found if len(sketches.get(m.id, b"")) == size]
-            if not kept:
-                results.append([])
-                continue
-            sims = self.hasher.estimate_many(query, [sketches[m.id] for m in kept])
-            matches = [
-                VerifiedMatch(m.id, m.fingerprint, m.distance, float(s))
-                for m, s in zip(kept, sims.tolist(), strict=True)
-                if s >= threshold
+        """The candidates of each query that their sketches confirm, most similar first."""
+        return [
+            [
+                VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard)
+                for m, jaccard in confirmed(self.hasher, query, found, sketches, threshold)
             ]
-            matches.sort(key=lambda m: (-m.jaccard, m.distance, m.id))
-            results.append(matches)
-        return results
+            for query, found in zip(queries, candidates, strict=True)
+        ]
 
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
         """Store a document unless a verified near-duplicate is stored, atomically.
 
-        A candidate (within the index's k, or sharing a band table) counts when its sketch estimates a
-        Jaccard similarity of at least the index's threshold. Of several workers racing to add
-        near-duplicates of each other, exactly one stores its document, as `SimhashIndex.add_if_new`
-        guarantees.
-
-        Args:
-            doc_id: the document id.
-            doc: text, UTF-8 bytes or tokens.
+        A candidate counts when its sketch estimates a Jaccard similarity of at least the index's
+        threshold. Of several workers racing to add near-duplicates of each other, exactly one stores
+        its document.
 
         Returns:
             None if stored; else the stored near-duplicate: the id's own entry when this id is stored
@@ -452,12 +358,6 @@ class VerifiedIndex:
 
     def add_if_new_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[VerifiedMatch | None]:
         """`add_if_new` for many documents, a batch at a time; also checked against earlier ones.
-
-        Args:
-            items: (id, document) pairs.
-
-        Returns:
-            For each pair, None if stored, else the stored near-duplicate.
 
         Raises:
             InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).

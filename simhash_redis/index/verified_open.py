@@ -40,10 +40,6 @@ def verifiable(
 def verified_mode(index: SimhashIndex, hasher: Sketcher | None, threshold: float | None) -> Verification:
     """The verified mode of an index: the one pinned in its meta, else pinned now from the arguments.
 
-    Args:
-        index: the wrapped index.
-        hasher, threshold: as `VerifiedIndex` (None: the pinned ones, else the defaults).
-
     Raises:
         ConfigurationMismatch: hasher or threshold differs from the pinned mode; the index has a retention
             window (its writes go to its periods' keys, which hold no sketches yet), or holds documents

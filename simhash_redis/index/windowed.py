@@ -18,13 +18,6 @@ def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: 
     A period's keys all expire at the same moment; a key of a period without an expiry (a hand edit,
     a repair's own writes) would never be freed, and is set to expire with its period on repair.
 
-    Args:
-        store: the index's store.
-        windows: its periods.
-        f: its fingerprint width.
-        tables: its number of tables.
-        repair: also fix what is found.
-
     Raises:
         RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
     """
@@ -49,15 +42,7 @@ def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: 
 
 
 def _check_expiries(store: Store, windows: Windows, report: VerifyReport, repair: bool, quiet: bool) -> None:
-    """Find (and with repair, set) the expiry of every key of a period that has none.
-
-    Args:
-        store: the index's store.
-        windows: its periods.
-        report: where problems are counted.
-        repair: set the missing expiries.
-        quiet: count nothing (after a repair, for the keys it wrote itself).
-    """
+    """Find (and with repair, set) the expiry of each key of a period that has none (quiet: count none)."""
     head = len(store.keys.base) + 2  # the key names go on with ":w" and the period's number
     for keys in store.scan("windows"):
         ttls = store.execute([(b"PTTL", key) for key in keys])

@@ -104,11 +104,7 @@ _BATCH = {name: msgspec.json.Decoder(list[op.item]) for name, op in OPERATIONS.i
 
 
 class Service:
-    """The routes' shared state: the configuration and the open indexes.
-
-    Args:
-        config: the service's configuration.
-    """
+    """The routes' shared state: the configuration and the open indexes."""
 
     def __init__(self, config: ServiceConfig) -> None:
         self.config = config
@@ -244,10 +240,7 @@ class _Dispatch:
 
 
 def create_app(config: ServiceConfig | None = None) -> Guard:
-    """The service's ASGI application.
-
-    Args:
-        config: the configuration; default: the one ``simhash-redis serve`` put in the environment.
+    """The service's ASGI application (default config: the one `simhash-redis serve` put in the environment).
 
     Raises:
         InvalidArgument: the configuration is malformed.

@@ -1,11 +1,8 @@
 """Micro-batching: single-document calls that arrive together in a worker go to the library as one batch.
 
-While a worker's event loop runs one library call (it blocks the loop for its round trips), requests
-keep arriving on the worker's connections; the loop then reads them all in its next turn, and each
-request's single-document call joins a `Coalescer` instead of calling the library by itself. The
-coalescer runs them as one batch call (`near_many`, `add_many(unique=True)`, ...) in the turn after, so
-a busy worker makes one round trip per batch instead of one per request, and an idle one answers a lone
-request at once (a batch of one).
+Requests that arrive while the event loop runs one library call are read together in its next turn;
+their single-document calls join a `Coalescer`, which runs them as one batch call (`near_many`,
+`add_many(unique=True)`, ...) in the turn after. An idle worker answers a lone request at once.
 
 Each request keeps its own result and its own error: the library checks a whole batch before writing
 any of it, so a batch refused for one malformed document is run again one document at a time, and each
@@ -32,11 +29,7 @@ MAX_BATCH = 256
 
 
 class Coalescer(Generic[T, R]):
-    """Gathers single calls of one kind made in one turn of the event loop, and runs them as one batch.
-
-    Args:
-        run: the batch call: the results of items, in order.
-    """
+    """Gathers single calls of one kind made in one turn of the event loop, and runs them as one batch."""
 
     def __init__(self, run: Callable[[Sequence[T]], Sequence[R]]) -> None:
         self._run = run

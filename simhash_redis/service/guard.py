@@ -37,11 +37,7 @@ _encode = msgspec.json.Encoder().encode
 
 
 def route_of(path: str) -> str:
-    """The route template of a path, for metrics and logs (ids and index names are unbounded).
-
-    Args:
-        path: the request's path.
-    """
+    """The route template of a path, for metrics and logs (ids and index names are unbounded)."""
     if path.startswith("/v1/indexes/"):
         parts = path.split("/")
         if len(parts) >= 5 and parts[4] in _OPS:
@@ -61,13 +57,7 @@ def error_response(status: int, problem: Problem) -> tuple[dict[str, Any], bytes
 
 
 class Guard:
-    """The ASGI middleware that checks the token, then logs and counts every request.
-
-    Args:
-        app: the application.
-        token: the bearer token every /v1 call and /metrics must carry; None: none needed.
-        access_log: write one JSON line per request on stderr.
-    """
+    """The ASGI middleware that checks the token (None: none needed), then logs and counts every request."""
 
     def __init__(self, app: ASGIApp, token: str | None, access_log: bool) -> None:
         self.app = app
@@ -144,12 +134,7 @@ class Guard:
 
 
 def refuse(exc: BaseException, state: dict[str, Any]) -> tuple[int, Problem]:
-    """The status and body of an error, its code noted in the request's state (for metrics and logs).
-
-    Args:
-        exc: the error.
-        state: the request's scope["state"].
-    """
+    """The status and body of an error, its code noted in the request's state (for metrics and logs)."""
     status, problem = problem_of(exc)
     state[ERROR_CODE] = problem.code
     if status >= 500 and not isinstance(exc, ServiceError) and problem.code == "internal":

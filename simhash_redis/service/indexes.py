@@ -51,12 +51,7 @@ class Opened:
     def coalescer(
         self, key: tuple[Any, ...], run: Callable[[Sequence[Any]], Sequence[Any]]
     ) -> Coalescer[Any, Any]:
-        """The coalescer of single-document calls of one kind (key), made on first use.
-
-        Args:
-            key: the kind of call and its parameters (calls of one key share batches).
-            run: the batch call.
-        """
+        """The coalescer of single-document calls of one kind (key), made on first use."""
         found = self.coalescers.get(key)
         if found is None:
             found = self.coalescers[key] = Coalescer(run)
@@ -68,10 +63,6 @@ class Registry:
 
     An existing index is used as it was made; a write to a missing one creates it with the configured
     options (`ServiceConfig.index_options`) unless creation is off.
-
-    Args:
-        config: the service's configuration.
-        url: the Redis URL (resolved by the caller: the embedded server may have to start).
     """
 
     def __init__(self, config: ServiceConfig, url: str) -> None:
@@ -94,10 +85,6 @@ class Registry:
 
     def get(self, name: str, *, create: bool = False) -> Opened:
         """The open index of that name.
-
-        Args:
-            name: the index name.
-            create: whether a missing index is created (a write), subject to the configuration.
 
         Raises:
             InvalidArgument, InvalidType: the name is malformed.
@@ -125,11 +112,7 @@ class Registry:
         return Opened(plain, verified)
 
     def forget(self, name: str) -> None:
-        """Open the index afresh on its next use (after it was dropped, say).
-
-        Args:
-            name: the index name.
-        """
+        """Open the index afresh on its next use (after it was dropped, say)."""
         self._opened.pop(name, None)
 
     def close(self) -> None:

@@ -54,15 +54,7 @@ class Metrics:
         return cls._instance
 
     def observe(self, route: str, method: str, status: int, seconds: float, code: str | None) -> None:
-        """Count one answered request.
-
-        Args:
-            route: the route's template (never the raw path: index names and ids are unbounded).
-            method: the HTTP method.
-            status: the response status.
-            seconds: the time it took.
-            code: the error code of an error response, else None.
-        """
+        """Count one answered request."""
         key = (route, method, status)
         children = self._children.get(key)
         if children is None:

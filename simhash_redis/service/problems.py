@@ -34,13 +34,7 @@ __all__ = ["CODES", "Problem", "ServiceError", "problem_of"]
 
 
 class ServiceError(Exception):
-    """A request the service refuses, with its HTTP status and stable code.
-
-    Args:
-        status: the HTTP status.
-        code: the stable error code.
-        message: what is wrong and what to do.
-    """
+    """A request the service refuses, with its HTTP status and stable code."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
@@ -95,11 +89,7 @@ CODES: dict[str, int] = {
 
 
 def problem_of(exc: BaseException) -> tuple[int, Problem]:
-    """The HTTP status and the error body of an exception.
-
-    Args:
-        exc: what a request raised.
-    """
+    """The HTTP status and the error body of an exception."""
     if isinstance(exc, ServiceError):
         return exc.status, Problem(exc.code, str(exc))
     if isinstance(exc, SimhashRedisError):

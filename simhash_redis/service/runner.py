@@ -44,10 +44,6 @@ class Listen:
 def serve(config: ServiceConfig, listen: Listen) -> None:
     """Serve until SIGTERM or SIGINT, then stop taking connections and let requests in flight finish.
 
-    Args:
-        config: the service's configuration.
-        listen: where and how to listen.
-
     Raises:
         InvalidArgument: a malformed configuration, a worker count below 1, or a TLS key without its
             certificate (or the reverse).

@@ -1,10 +1,7 @@
 """A /v1 call at the ASGI level: its body read under the size limit, its answer sent, and JSON Lines
 streamed in and out.
 
-The /v1 calls are served here without a framework's request and response objects: they are the hot
-path (a near() over HTTP should cost little more than the library's), and what they need of HTTP is
-small: a path, a query string, one header, a body, and an answer.
-
+The /v1 calls are the hot path, so they are served without a framework's request and response objects.
 A JSON Lines body is read as it arrives and answered as it goes: its documents go to the library a
 batch at a time, and each batch's results (one line per input line, in order) are sent before the next
 is read, so a bulk load of any size takes a bounded amount of memory. A malformed line (or a document
@@ -44,11 +41,7 @@ _encode = msgspec.json.Encoder().encode
 
 
 class Call:
-    """One HTTP call: what the /v1 routes read of it, and how they answer.
-
-    Args:
-        scope, receive, send: the ASGI call.
-    """
+    """One HTTP call: what the /v1 routes read of it, and how they answer."""
 
     __slots__ = ("receive", "scope", "send", "started", "state")
 
@@ -179,15 +172,7 @@ async def json_lines(
     batch: int,
     limit: int,
 ) -> AsyncIterator[bytes]:
-    """The answer's lines to a JSON Lines body: each line's result, or its error, in order.
-
-    Args:
-        call: the call.
-        item: the type of one line.
-        run: the operation on a batch of lines, their results in order.
-        batch: lines per call of run.
-        limit: the longest line, in bytes.
-    """
+    """The answer's lines to a JSON Lines body: each line's result, or its error, in order."""
     decoder = msgspec.json.Decoder(item)
     pending: list[tuple[int, T]] = []
     try:

@@ -1,9 +1,7 @@
 """The grouped bulk path: a window of documents written with one variadic command per key and step.
 
-Per-command overhead (about 1.5 us of server time) dominates a bulk load, so grouping pays only when
-many entries share a key: with 2^16 keys per table and 2^17 map buckets, a window of a million documents
-puts 8-15 entries on each key, a window of ten thousand about one. The steps of a window, each finished
-(every reply read and checked) before the next starts:
+Grouping pays when many entries share a key (a window of a million documents puts 8-15 on each key of
+2^16-key tables). The steps of a window, each finished (every reply read and checked) before the next:
 
 1. read the id map: one HMGET per id bucket with all the window's ids in it (skipped on a standalone
    server when none of those buckets exists: one EXISTS names them all);
@@ -22,10 +20,8 @@ puts 8-15 entries on each key, a window of ten thousand about one. The steps of 
 Every step is idempotent, so a chunk resent after a lost reply changes nothing more (nor any count:
 each moves only with the entries its own atomic step adds, as the atomic path's do), and a load cut
 short anywhere (a crash, RedisOutOfMemory) is completed by running it again; the counts are exact
-throughout (a cluster has none: its counts are summed from the data on demand). On a standalone server
-each step's commands are packed once and streamed on one connection, two writes in flight, so the
-client builds the next while the server runs the previous; on a cluster each chunk of commands goes to
-every node at once (`ClusterTransport` groups them per node), writes followed by WAIT for a replica.
+throughout (a cluster has none: its counts are summed from the data on demand). On a cluster every
+write is followed by WAIT for a replica.
 """
 
 from __future__ import annotations
@@ -38,11 +34,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..codec import decode_fp
+from ..codec import decode_fp, netstring
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
-from .grouped import Column, Groups, attach_calls, commands, group, netstring, script_runs
+from .grouped import Column, Groups, attach_calls, commands, group, script_runs
 from .keys import KeySchema
 from .layout import Layout
 from .scripts import BULK_FP, BULK_IDS
@@ -57,14 +53,7 @@ ATTACH_PAIRS = 512
 
 
 class BulkWrites:
-    """Writes windows of documents with one variadic command per key and step (see the module docstring).
-
-    Args:
-        store: the index's keys and sender.
-        layout: the index's table layout.
-        writes: the index's atomic write path, for replacements and ids named twice in a window.
-        batch_size: documents per call of the atomic path.
-    """
+    """Writes windows of documents with one variadic command per key and step (see the module docstring)."""
 
     def __init__(self, store: Store, layout: Layout, writes: Writes, batch_size: int = 1000) -> None:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
@@ -76,10 +65,6 @@ class BulkWrites:
 
     def write(self, ids: list[bytes], fps: Sequence[int] | npt.NDArray[Any]) -> list[Outcome]:
         """Write one window of documents, in the steps of the module docstring.
-
-        Args:
-            ids: the encoded ids (`encode_id`).
-            fps: their fingerprints, checked: ints in [0, 2**f), or a uint64 array for f <= 64.
 
         Returns:
             Each pair's outcome: ADDED (a new id), UNCHANGED (the id had this fingerprint already; its
@@ -115,9 +100,8 @@ class BulkWrites:
             chosen = np.flatnonzero(grouped)
         if twice:  # every pair of an id named twice goes the atomic way, in the window's order
             replaced = sorted(replaced + [i for i, doc_id in enumerate(ids) if doc_id in twice])
-        atomic = replaced
-        for start in range(0, len(atomic), self.batch_size):  # step 2
-            part = atomic[start : start + self.batch_size]
+        for start in range(0, len(replaced), self.batch_size):  # step 2
+            part = replaced[start : start + self.batch_size]
             ops: list[Write] = [(ids[p], window.stored.raw[p], None) for p in part]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
@@ -137,7 +121,7 @@ class BulkWrites:
         if self._packed and not self._any_exists(groups):
             return None
         asked = commands((b"HMGET",), groups, [window.ids], self._packed)
-        flat = list(itertools.chain.from_iterable(self._send(asked, keep=True, durable=False)))
+        flat = list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
         if flat.count(None) == len(flat):
             return None
         current = np.empty(len(window.ids.raw), dtype=object)
@@ -162,7 +146,7 @@ class BulkWrites:
             for table in groups:
                 yield from commands((b"SADD",), table, [window.stored], self._packed)
 
-        self._send(steps(), keep=False, durable=True)
+        send_step(self.store, steps(), keep=False, durable=True)
         return groups[0]
 
     def _id_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
@@ -171,10 +155,10 @@ class BulkWrites:
         groups = group(window.id_buckets, chosen, self.keys.id_form)
         pairs = [window.ids, window.stored]
         if self.store.cluster:
-            self._send(commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
+            send_step(self.store, commands((b"HSET",), groups, pairs, self._packed), keep=False, durable=True)
             return
         calls = script_runs(BULK_IDS.sha, self.keys.counts, groups, pairs, ATTACH_PAIRS, self._packed)
-        self._send(calls, keep=False, durable=True)
+        send_step(self.store, calls, keep=False, durable=True)
 
     def _fp_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 5: each id into its fingerprint's id list, by lua/bulk_fp.lua: one call per bucket on a
@@ -186,7 +170,7 @@ class BulkWrites:
         counts = None if self.store.cluster else self.keys.counts
         stored, ids = window.stored, window.ids
         calls = attach_calls(BULK_FP.sha, counts, groups, stored, ids, joined, pairs, self._packed)
-        self._send(calls, keep=False, durable=True)
+        send_step(self.store, calls, keep=False, durable=True)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
         """After step 5: put back into its tables each fingerprint that is missing from table 0.
@@ -198,7 +182,7 @@ class BulkWrites:
         once its entry lists the window's id, no writer removes it any more.
         """
         asked = commands((b"SMISMEMBER",), first, [window.stored], self._packed)
-        replies = self._send(asked, keep=True, durable=False)
+        replies = send_step(self.store, asked, keep=True, durable=False)
         present = np.fromiter(itertools.chain.from_iterable(replies), dtype=np.int8, count=len(first.rows))
         absent = first.rows[present == 0].tolist()
         if absent:
@@ -209,12 +193,6 @@ class BulkWrites:
                 [(b"SADD", key, raw) for raw in sorted(missing) for key in tables(decode_fp(raw, self.f))],
                 durable=True,
             )
-
-    # -- sending ---------------------------------------------------------------------------------------
-
-    def _send(self, chunks: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
-        """Send a step's chunks (see `chunks.send_step`); the replies if `keep`."""
-        return send_step(self.store, chunks, keep=keep, durable=durable)
 
 
 class _Window:

@@ -28,15 +28,9 @@ def takes_raw() -> bool:
 def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict[bytes, tuple[int, int]]]:
     """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
 
-    The compiled core's filter when it runs, else `pure_hits`: the same exact result.
-
-    Args:
-        fps: the query fingerprints.
-        replies: the members of each table set read, query-major (`tables` sets per query): as lists,
-            or in their RESP form (bytes of whole replies, as `Exchange.read_sets` gives them).
-        tables: table sets per query.
-        k: the largest distance kept.
-        f: the fingerprint width.
+    The compiled core's filter when it runs, else `pure_hits`: the same exact result. `replies` are the
+    members of each table set, `tables` per query, query after query: as lists, or whole replies in
+    their RESP form (bytes).
 
     Raises:
         ValueError: a member is not a decimal integer (stored data this library did not write), or
@@ -128,10 +122,6 @@ _INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
     """Parse space-separated decimal int64s, the same on every numpy.
 
-    Args:
-        data: the numbers, separated by single spaces.
-        count: how many there are.
-
     Returns:
         The numbers, or None when they are not all plain decimals.
     """
@@ -158,12 +148,7 @@ def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
 
 
 def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
-    """The matches of one query, nearest first, then by id, from its hits and the ids of each.
-
-    Args:
-        found: the query's hits, as `hits` gives them.
-        ids_of: the ids stored under each hit's stored value (absent: none, an orphan).
-    """
+    """The matches of one query, nearest first, then by id, from its hits and the ids of each."""
     if not found:
         return []
     matches = [

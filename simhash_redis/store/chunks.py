@@ -1,11 +1,4 @@
-"""How a step of a bulk load reaches the server: its commands in chunks, two in flight.
-
-On a standalone server the commands are packed once (`PackedCommands`) and streamed on one connection: the
-client builds the next chunk while the server runs the previous one. After a lost connection the
-conversation resumes at the first unacknowledged chunk (resending is idempotent: every step of a bulk load
-is). On a cluster each chunk goes to every node at once (`ClusterTransport` groups the commands per node),
-writes followed by WAIT for a replica.
-"""
+"""How a step of a bulk load reaches the server: its commands in chunks, two in flight (`Stream`)."""
 
 from __future__ import annotations
 
@@ -34,12 +27,6 @@ Piece = tuple[int, int, Any]
 def send_step(store: Store, parts: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
     """Send a step's chunks of commands (`chunks`), in order; their replies if `keep`.
 
-    Args:
-        store: where they go.
-        parts: the step's chunks, packed on a standalone server.
-        keep: return the replies (else only check them).
-        durable: on a cluster, wait for a replica to have the writes.
-
     Raises:
         SimhashRedisError: the first error reply (RedisOutOfMemory, ...); nothing more of the step is
             sent after it.
@@ -55,11 +42,6 @@ class Stream:
     one while the client builds the next; on a cluster each goes to every node at once, one at a time,
     so that nothing of a step is sent after an error reply. A conversation started again (a lost
     connection) resumes at the first unacknowledged chunk: resending is idempotent.
-
-    Args:
-        chunks: the step's chunks.
-        keep: keep the replies.
-        in_flight: chunks sent and not yet answered, at most.
     """
 
     def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, in_flight: int = IN_FLIGHT) -> None:

@@ -23,7 +23,6 @@ __all__ = ["FORMAT_VERSION", "FP_MAP_BITS", "FP_MAP_HASH", "IndexConfig", "Reten
 #: retention window (`Retention`) as format 2, its map placed by hash. Formats 1 (plain) and 3 (verified)
 #: place the map by hash: a dump states them (the importer chooses the placement), and they still open.
 FORMAT_VERSION = 4
-#: The format of an index without windows, readable by every version.
 _PLAIN_FORMAT = 1
 _WINDOWED_FORMAT = 2
 _VERIFIED_FORMAT = 3
@@ -46,10 +45,6 @@ _PERIODS = 6
 def parse_duration(value: object, argument: str) -> int:
     """A duration in whole seconds, from a timedelta, a number of seconds, or a string such as "7d" (a
     string must name its unit: a week's retention read as 7 seconds loses every document).
-
-    Args:
-        value: a timedelta, an int or float of seconds, or "<n>s|m|h|d|w".
-        argument: the argument's name, for messages.
 
     Raises:
         InvalidType: another type.
@@ -119,12 +114,8 @@ class Retention:
 
     @classmethod
     def of(cls, retention: object, period: object = None, *, sliding: bool = False) -> Retention:
-        """A retention from the forms users write, the period defaulting to a sixth of it.
-
-        Args:
-            retention: a timedelta, seconds, or a string such as "7d", "12h", "90s".
-            period: the same forms; default: the retention / 6, rounded up to whole seconds.
-            sliding: as the class.
+        """A retention from a timedelta, seconds, or a string such as "7d", the period (same forms)
+        defaulting to a sixth of it, rounded up to whole seconds.
 
         Raises:
             InvalidArgument, InvalidType: as the class.
@@ -159,7 +150,6 @@ class Retention:
 
 
 def _human(seconds: int) -> str:
-    """A duration in the largest unit that divides it, e.g. "28h"."""
     for unit in ("w", "d", "h", "m"):
         if seconds % _UNIT_SECONDS[unit] == 0:
             return f"{seconds // _UNIT_SECONDS[unit]}{unit}"
@@ -172,10 +162,6 @@ class IndexConfig:
 
     Args:
         layout: the table layout (which also fixes f and k).
-        scheme: the fingerprint scheme, of the same f.
-        id_buckets: buckets of the id and fingerprint maps.
-        verification: verified mode, or None for a plain index.
-        retention: the retention window, or None for an index that keeps its documents.
         fp_map: how the fingerprint map is spread over its buckets (`FP_MAP_HASH` or `FP_MAP_BITS`).
     """
 
@@ -187,7 +173,6 @@ class IndexConfig:
     fp_map: str = FP_MAP_HASH
 
     def __post_init__(self) -> None:
-        # Format 4 is a plain index's (or one verified later); a windowed index keeps format 2.
         if self.fp_map not in _FP_MAPS:
             raise InvalidArgument(f"fp_map must be one of {_FP_MAPS}, got {self.fp_map!r}")
         if self.fp_map == FP_MAP_BITS and self.retention is not None:
@@ -225,15 +210,6 @@ class IndexConfig:
         retention: Retention | None = None,
     ) -> IndexConfig:
         """The configuration from a worker's arguments, defaults filling the rest.
-
-        Args:
-            k: the largest distance; defaults to the layout's, else 3.
-            f: fingerprint width; defaults to the layout's or scheme's, else 64.
-            layout: the table layout; defaults to k+1 pigeonhole tables.
-            scheme: the fingerprint scheme; defaults to the default scheme at width f.
-            id_buckets: buckets of the id map.
-            verification: verified mode (default: none).
-            retention: the retention window (default: none, documents are kept).
 
         Raises:
             InvalidArgument: the arguments contradict each other or are out of range.
@@ -292,10 +268,7 @@ class IndexConfig:
 
     @classmethod
     def from_meta(cls, meta: dict[str, str]) -> IndexConfig:
-        """Read a stored meta hash.
-
-        Args:
-            meta: the meta hash's fields, decoded.
+        """Read a stored meta hash's decoded fields.
 
         Raises:
             IndexCorrupted: a field is missing or malformed, or the format is newer than this version.
@@ -331,12 +304,7 @@ class IndexConfig:
             ) from None
 
     def check_against(self, stored: IndexConfig, given: set[str], index: str) -> None:
-        """Refuse to open a stored index with arguments that contradict it.
-
-        Args:
-            stored: the configuration in Redis.
-            given: which arguments the worker passed explicitly.
-            index: the index's name, for the message.
+        """Refuse to open a stored index with explicitly `given` arguments that contradict it.
 
         Raises:
             ConfigurationMismatch: an explicitly given argument differs from the stored value.

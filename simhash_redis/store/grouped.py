@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from ..codec import netstring
 from ..fingerprinting import engine_choice
 from ..transport import Command
 from ..transport.packing import PackedCommands
@@ -25,7 +26,7 @@ from . import chunks
 from .chunks import BULK, Piece
 from .keys import KeyForm, KeySchema
 
-__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "netstring"]
+__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group"]
 
 #: A column as the compiled core takes it: (entries end to end, their ends as a uint64 array's bytes),
 #: or (fingerprints as a uint64 array's bytes, signed) whose entries are their stored forms.
@@ -49,14 +50,7 @@ class Groups(NamedTuple):
 
 
 def group(column: npt.NDArray[Any], rows: npt.NDArray[Any], form: KeyForm) -> Groups:
-    """The window positions `rows` grouped by their value in `column`, each group in the window's order
-    (a stable sort).
-
-    Args:
-        column: each window position's key value (unsigned ints).
-        rows: the positions to group.
-        form: how a value becomes its key.
-    """
+    """The window positions `rows` grouped by their key value in `column` (unsigned ints), stably."""
     values = column[rows]
     order = np.argsort(values, kind="stable")
     ordered = values[order]
@@ -74,10 +68,6 @@ class Column:
     (8 bytes an entry instead of about 20: a window's columns are larger than the caches, and the packer
     visits them in random order). Each form is built from the other when first asked for, and the pure
     packer's RESP bulk strings from `raw`.
-
-    Args:
-        raw: the entries.
-        native: the compiled core's form.
     """
 
     def __init__(self, raw: list[bytes] | None = None, native: NativeColumn | None = None) -> None:
@@ -87,12 +77,7 @@ class Column:
 
     @classmethod
     def of_fingerprints(cls, fps: Sequence[int] | npt.NDArray[Any], f: int) -> Column:
-        """The stored forms (`codec.encode_fp`) of fingerprints.
-
-        Args:
-            fps: checked fingerprints of f bits (ints, or a uint64 array for f <= 64).
-            f: their width.
-        """
+        """The stored forms (`codec.encode_fp`) of checked fingerprints (ints, or uint64s for f <= 64)."""
         if f > 64:
             return cls([b"%d" % int(fp) for fp in fps])
         arr = np.asarray(fps, dtype=np.uint64)
@@ -109,11 +94,7 @@ class Column:
         return self._raw
 
     def native(self) -> NativeColumn:
-        """The compiled core's form.
-
-        Raises:
-            RuntimeError: the compiled core is not in use.
-        """
+        """The compiled core's form (RuntimeError without the core)."""
         if self._native is None:
             if engine_choice.native is None:
                 raise RuntimeError("this form needs the compiled core")
@@ -121,11 +102,7 @@ class Column:
         return self._native
 
     def buckets(self, keys: KeySchema) -> npt.NDArray[Any]:
-        """Each entry's map bucket (`KeySchema.bucket_numbers`).
-
-        Args:
-            keys: the index's key schema.
-        """
+        """Each entry's map bucket (`KeySchema.bucket_numbers`)."""
         if engine_choice.native is not None:
             return keys.native_bucket_numbers(self.native())
         return keys.bucket_numbers(self.raw)
@@ -147,14 +124,7 @@ def commands(
     head: tuple[bytes, ...], groups: Groups, columns: Sequence[Column], packed: bool
 ) -> Iterator[Sequence[Command]]:
     """For each group, the command `head`, the group's key, then for each of its positions that
-    position's entry of every column, in chunks.
-
-    Args:
-        head: the command's name (and any argument before the key).
-        groups: the groups.
-        columns: where the entries come from.
-        packed: pack the chunks into their RESP form (a standalone server).
-    """
+    position's entry of every column, in chunks (`packed`: in their RESP form, a standalone server's)."""
     native = engine_choice.native
     if packed and native is not None:
         found = native.GroupedCommands(
@@ -205,16 +175,7 @@ def script_runs(
 ) -> Iterator[Sequence[Command]]:
     """Calls of a script, each on a run of groups holding about `call_entries` positions: it names the
     groups' keys (then `counts`, if given) and gives, for each group, its size, then each of its
-    positions' entry of every column; in chunks.
-
-    Args:
-        sha: the script's SHA1.
-        counts: a key named after the groups' keys in each call, or None.
-        groups: the groups.
-        columns: where the entries come from.
-        call_entries: positions per call, at least (a call holds one group at the least).
-        packed: pack the chunks into their RESP form (a standalone server).
-    """
+    positions' entry of every column; in chunks (`packed` as `commands`)."""
     native = engine_choice.native
     if packed and native is not None:
         found = native.ScriptRuns(
@@ -278,15 +239,10 @@ def attach_calls(
     its size, its fingerprints, then each fingerprint again with its id list, in chunks.
 
     Args:
-        sha: the script's SHA1.
         counts: the counts hash, named after the groups' keys in each call (the script then moves its
             fingerprints count); None on a cluster.
-        groups: the positions grouped by fingerprint-map bucket.
-        fps: the stored fingerprints.
         ids: the ids, whose netstring is the id list of their fingerprint...
         joined: ...except at these positions, whose fingerprint several ids of the window share.
-        call_pairs: fingerprints per call, at least (standalone).
-        packed: pack the chunks into their RESP form (a standalone server).
     """
     native = engine_choice.native
     if packed and native is not None:
@@ -360,15 +316,6 @@ def _attach_pieces(
             keys, argv, pairs = [], [], 0
 
 
-def netstring(doc_id: bytes) -> bytes:
-    """An id as an item of a fingerprint's id list.
-
-    Args:
-        doc_id: the encoded id.
-    """
-    return b"%d:%b" % (len(doc_id), doc_id)
-
-
 def _numbers(groups: Groups) -> tuple[bytes, bytes, bytes]:
     """A group's numbers as the compiled core takes them: heads, bounds and rows as 8-byte ints."""
     heads = groups.heads.astype(np.uint64).tobytes()
@@ -388,7 +335,6 @@ def _interleaved(parts: list[npt.NDArray[Any]]) -> list[Any]:
 
 
 def _objects(items: list[Any]) -> npt.NDArray[Any]:
-    """A list as a numpy array of objects."""
     out = np.empty(len(items), dtype=object)
     out[:] = items
     return out

@@ -19,9 +19,6 @@ An index with a retention window keeps its documents in periods: the counts, tab
 and sketch keys above live under `simhash:news:w{period}:` (e.g. `simhash:news:w20514:t0:1f2e`), each
 period's keys expiring together (`store.windows`); the meta stays `simhash:news:meta`.
 
-A fingerprint's sketches live beside its ids, in the same hash (one slot on a cluster), so the round
-trip that asks for a near fingerprint's ids gets the sketches that confirm them too.
-
 Names and prefixes may not contain ':' or glob characters, so the pattern `simhash:news:*` matches this
 index's keys and no other index's.
 """
@@ -57,30 +54,21 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
 class KeyForm(NamedTuple):
-    """How a number becomes the key of a table or map bucket: the prefix, then the number in lowercase
-    hexadecimal padded with zeros to `hex_width` digits (a table bucket), or in decimal when `hex_width`
-    is 0 (a map bucket)."""
+    """How a number becomes a bucket's key: the prefix, then the number in lowercase hexadecimal padded
+    to `hex_width` digits (a table bucket), or in decimal when `hex_width` is 0 (a map bucket)."""
 
     prefix: bytes
     hex_width: int
 
     def key(self, value: int) -> bytes:
-        """The key of one bucket.
-
-        Args:
-            value: the bucket's number (a table key value or a map bucket).
-        """
+        """The key of one bucket (a table key value or a map bucket number)."""
         if self.hex_width:
             return self.prefix + b"%0*x" % (self.hex_width, value)
         return self.prefix + b"%d" % value
 
 
 def validate_name(value: object, argument: str) -> str:
-    """Check an index name or key prefix.
-
-    Args:
-        value: the name.
-        argument: the argument's name, for the error message.
+    """Check an index name or key prefix (`argument` names it in errors).
 
     Raises:
         InvalidType: the value is not a str.
@@ -101,9 +89,6 @@ def validate_name(value: object, argument: str) -> str:
 def encode_id(doc_id: object) -> bytes:
     """A document id as the UTF-8 bytes stored in Redis, checked.
 
-    Args:
-        doc_id: the id.
-
     Raises:
         InvalidType: the id is not a str.
         InvalidArgument: the id is empty, longer than MAX_ID_BYTES, or holds a lone surrogate.
@@ -123,9 +108,6 @@ class KeySchema:
     """Builds the key names of one index.
 
     Args:
-        prefix: the key prefix.
-        name: the index name.
-        layout: the index's table layout (for the width of key values).
         id_buckets: how many buckets the id and fingerprint maps are spread over.
         window: the period whose keys these are, in an index with a retention window.
         fp_by_bits: the fingerprint map is placed by the fingerprints' own value (format 4), not by a
@@ -160,56 +142,28 @@ class KeySchema:
 
     @classmethod
     def of(cls, prefix: str, name: str, config: IndexConfig) -> KeySchema:
-        """The key names of an index of a configuration.
-
-        Args:
-            prefix: the key prefix.
-            name: the index name.
-            config: its configuration.
-        """
+        """The key names of an index of a configuration."""
         return cls(prefix, name, config.layout, config.id_buckets, fp_by_bits=config.fp_map == FP_MAP_BITS)
 
     @staticmethod
     def meta_key(prefix: str, name: str) -> bytes:
-        """The meta hash of an index: known before its layout, since it is where the layout is read.
-
-        Args:
-            prefix: the key prefix.
-            name: the index name.
-        """
+        """The meta hash of an index: known before its layout, since it is where the layout is read."""
         return f"{prefix}:{name}:meta".encode()
 
     def tables(self, fingerprint: int) -> list[bytes]:
-        """The table key of each table for a fingerprint.
-
-        Args:
-            fingerprint: an int in [0, 2**f).
-        """
+        """The table key of each table for a fingerprint."""
         return self.table_builder()(fingerprint)
 
     def in_window(self, window: int) -> KeySchema:
-        """The key names of one period of this index (see `store.windows`).
-
-        Args:
-            window: the period's number (its start in Unix seconds, divided by the period's length).
-        """
+        """The key names of one period (its start in Unix seconds divided by the period's length)."""
         return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window, self.fp_by_bits)
 
     def placed(self, by_bits: bool) -> KeySchema:
-        """These key names with the fingerprint map placed by bits or by hash.
-
-        Args:
-            by_bits: placed by the fingerprints' own value (format 4).
-        """
+        """These key names, the fingerprint map placed by the fingerprints' value (format 4) or by hash."""
         return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, self.window, by_bits)
 
     def periods_map_builder(self, windows: Sequence[int], kind: str) -> Callable[[bytes], list[bytes]]:
-        """`id_bucket` or `fp_bucket` in each of several periods, as one function (hashed once).
-
-        Args:
-            windows: the periods.
-            kind: "id" (the id map) or "fp" (the fingerprint map).
-        """
+        """`id_bucket` (kind "id") or `fp_bucket` ("fp") in each of several periods, hashed once."""
         prefixes = [f"{self.prefix}:{self.name}:w{window}:{kind}:".encode() for window in windows]
         bucket = self._fp_number if kind == "fp" else self._bucket
         return lambda doc_id: [prefix + number for number in (bucket(doc_id),) for prefix in prefixes]
@@ -222,13 +176,7 @@ class KeySchema:
         return build
 
     def periods_builder(self, windows: Sequence[int]) -> Callable[[int], list[bytes]]:
-        """`tables` of each of several periods, period by period, as one function.
-
-        Each table's key value is computed once, then put after each period's prefix.
-
-        Args:
-            windows: the periods.
-        """
+        """`tables` of each of several periods, period by period, as one function."""
         tails = _SUFFIXES.get(self)
         if tails is None:
             formats = [f"t{i}:%0{width}x".encode() for i, width in enumerate(self._layout.hex_widths)]
@@ -236,26 +184,17 @@ class KeySchema:
         prefixes = [f"{self.prefix}:{self.name}:w{window}:".encode() for window in windows]
 
         def keys(fp: int) -> list[bytes]:
-            suffixes = tails(fp)  # once, not once per period
+            suffixes = tails(fp)
             return [prefix + suffix for prefix in prefixes for suffix in suffixes]
 
         return keys
 
     def table(self, table: int, value: int) -> bytes:
-        """The key of one table bucket.
-
-        Args:
-            table: the table number.
-            value: the key value.
-        """
+        """The key of one table bucket."""
         return self._table_formats[table] % value
 
     def table_form(self, table: int) -> KeyForm:
-        """How a table's key values become its bucket keys.
-
-        Args:
-            table: the table number.
-        """
+        """How a table's key values become its bucket keys."""
         width = self._layout.hex_widths[table]
         return KeyForm(self._table_formats[table][: -len(b"%%0%dx" % width)], width)
 
@@ -270,29 +209,14 @@ class KeySchema:
         return KeyForm(self._fp_prefix, 0)
 
     def pattern_of(self, kind: str) -> str:
-        """The SCAN pattern of every key of one kind.
-
-        Args:
-            kind: "all", "id" (the id map), "fp" (the fingerprint map), "band" (verified mode's band
-                tables), or "windows" (every key of every period of an index with a retention window).
-
-        Raises:
-            KeyError: an unknown kind.
-        """
+        """The SCAN pattern of the keys of a kind: "all", "id", "fp", "band" or "windows" (KeyError else)."""
         return (
             f"{self.base}:"
             + {"all": "*", "id": "id:*", "fp": "fp:*", "band": "b*:*", "windows": "w*:*"}[kind]
         )
 
     def stored_type(self, key: bytes) -> bytes | None:
-        """The type of value one of these keys holds, as TYPE names it (b"hash", b"set", b"string").
-
-        Args:
-            key: a key under `base` (as SCAN of `pattern` gives them), or the meta key.
-
-        Returns:
-            None for a name that is none of the kinds above (a period's key, seen from the index).
-        """
+        """The type a key under `base` (or the meta key) holds, as TYPE names it; None for none of ours."""
         if key == self.meta:
             return b"hash"
         tail = key[self._base_len :] if key.startswith(self.base.encode() + b":") else b""
@@ -305,79 +229,43 @@ class KeySchema:
         return b"set" if _SET_KEY.match(tail) else None
 
     def table_pattern(self, table: int) -> str:
-        """The SCAN pattern of every bucket of one table.
-
-        Args:
-            table: the table number.
-        """
+        """The SCAN pattern of every bucket of one table."""
         return f"{self.base}:t{table}:*"
 
     def lock(self, table_key: bytes) -> bytes:
-        """The add-if-new lock of one table bucket (outside the table pattern, so scans skip it).
-
-        Args:
-            table_key: the bucket's key.
-        """
+        """The add-if-new lock of one table bucket (outside the table pattern, so scans skip it)."""
         return self._lock_prefix + table_key[self._base_len :]
 
     def id_bucket(self, doc_id: bytes) -> bytes:
-        """The id-map hash holding a document id.
-
-        Args:
-            doc_id: the UTF-8 encoded id.
-        """
+        """The id-map hash holding a (UTF-8 encoded) document id."""
         return self._id_prefix + self._bucket(doc_id)
 
     def id_bucket_key(self, bucket: int) -> bytes:
-        """The key of id-map bucket number `bucket`.
-
-        Args:
-            bucket: in 0..id_buckets-1.
-        """
+        """The key of id-map bucket number `bucket`."""
         return self._id_prefix + b"%d" % bucket
 
     def fp_bucket_key(self, bucket: int) -> bytes:
-        """The key of fingerprint-map bucket number `bucket`.
-
-        Args:
-            bucket: in 0..id_buckets-1.
-        """
+        """The key of fingerprint-map bucket number `bucket`."""
         return self._fp_prefix + b"%d" % bucket
 
     def fp_bucket(self, stored_fp: bytes) -> bytes:
-        """The fingerprint-map hash holding a stored fingerprint.
-
-        Args:
-            stored_fp: the fingerprint as written by `codec.encode_fp`.
-        """
+        """The fingerprint-map hash holding a fingerprint as `codec.encode_fp` writes it."""
         return self._fp_prefix + self._fp_number(stored_fp)
 
     def fp_bucket_of(self, fingerprint: int) -> bytes:
-        """`fp_bucket` of a fingerprint given as an int, in an index placing them by bits.
-
-        Args:
-            fingerprint: an int in [0, 2**f).
-        """
+        """`fp_bucket` of a fingerprint given as an int, in an index placing them by bits."""
         return self._fp_prefix + b"%d" % (fingerprint % self.id_buckets)
 
     @staticmethod
     def sketch_field(stored_fp: bytes) -> bytes:
-        """The field of a fingerprint-map hash that holds the sketches of a fingerprint's ids.
-
-        Args:
-            stored_fp: the fingerprint as written by `codec.encode_fp` (its hash is `fp_bucket`'s).
-        """
+        """The field of a fingerprint's `fp_bucket` hash that holds the sketches of its ids."""
         return b"s:" + stored_fp
 
     def bands(self, sketch: bytes, mode: Verification | None) -> list[bytes]:
         """The names of a sketch's bands: a band's bucket key, b"#", then the band's bytes.
 
-        A name stands for one band value (what two documents share), as a key stands for a table set;
-        `band_place` splits it into the hash and the field that hold its fingerprints.
-
-        Args:
-            sketch: the sketch; b"" (a document stored without one) has none.
-            mode: the index's verified mode; None, or a mode without band tables, has none.
+        `band_place` splits a name into the hash and the field that hold its fingerprints. An empty
+        sketch, or a mode that is None or without band tables, has none.
         """
         if mode is None or not mode.bands or not sketch:
             return []
@@ -391,45 +279,24 @@ class KeySchema:
 
     @staticmethod
     def band_place(name: bytes, width: int) -> tuple[bytes, bytes]:
-        """The hash key and the field of a band name made by `bands`.
-
-        Args:
-            name: the band's name.
-            width: the mode's `band_bytes`.
-        """
+        """The hash key and the field of a band name made by `bands` (width: the mode's `band_bytes`)."""
         return name[: -width - 1], name[-width:]
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
-        """The bucket number of each id, or stored fingerprint of an index placing them by hash, as
-        `id_bucket` and `fp_bucket` place them.
-
-        Args:
-            raws: UTF-8 encoded ids, or fingerprints as written by `codec.encode_fp`.
-        """
+        """The bucket number of each encoded id (or fingerprint placed by hash), as `id_bucket` places it."""
         hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, raws), dtype=np.uint64, count=len(raws))
         buckets: npt.NDArray[Any] = hashes % np.uint64(self.id_buckets)
         return buckets
 
     def native_bucket_numbers(self, column: tuple[bytes, bytes] | tuple[bytes, bool]) -> npt.NDArray[Any]:
-        """`bucket_numbers` of a column in the compiled core's form (`store.grouped.NativeColumn`).
-
-        Args:
-            column: the entries.
-
-        Raises:
-            RuntimeError: the compiled core is not in use.
-        """
+        """`bucket_numbers` of a column in the compiled core's form (RuntimeError without the core)."""
         if engine_choice.native is None:
             raise RuntimeError("this form needs the compiled core")
         numbers = engine_choice.native.column_buckets(column, self.id_buckets)
         return np.frombuffer(numbers, dtype=np.uint64)
 
     def fp_bucket_numbers(self, fps: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
-        """The fingerprint-map bucket number of each fingerprint, in an index placing them by bits.
-
-        Args:
-            fps: checked fingerprints (ints, or a uint64 array for f <= 64).
-        """
+        """The fingerprint-map bucket number of each checked fingerprint, in an index placing them by bits."""
         if isinstance(fps, np.ndarray) and fps.dtype != object:  # 128-bit ones stay Python ints
             numbers: npt.NDArray[Any] = fps.astype(np.uint64, copy=False) % np.uint64(self.id_buckets)
             return numbers
@@ -448,18 +315,15 @@ class KeySchema:
         return b"%d" % (xxhash.xxh3_64_intdigest(raw) % self.id_buckets)
 
 
-# KeySchema.tables() of each schema, compiled on first use (kept outside the instance, so it stays
-# picklable and its attributes unchanged).
+# Compiled on first use, kept outside the instance so it stays picklable.
 _TABLES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
-# The same for the part of a period's table key after its prefix (`periods_builder`).
 _SUFFIXES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
 
 
 def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], list[bytes]]:
     """One expression building every table key of a fingerprint: about 4x faster than a loop.
 
-    The generated source holds only the layout's shift and mask integers; the key formats are passed
-    in as variables.
+    The generated source holds only integers; the key formats are passed in as variables.
     """
     names: dict[str, object] = {}
     parts = []

@@ -83,10 +83,6 @@ class Layout:
     def pigeonhole(cls, f: int, k: int) -> Layout:
         """The default layout: k+1 blocks, one table per block.
 
-        Args:
-            f: fingerprint width in bits.
-            k: the largest distance to find.
-
         Raises:
             InvalidArgument: k is out of range for f.
         """
@@ -100,8 +96,6 @@ class Layout:
         """Manku's permuted tables: `blocks` blocks, one table per choice of blocks-k of them.
 
         Args:
-            f: fingerprint width in bits.
-            k: the largest distance to find.
             blocks: number of blocks, greater than k; gives C(blocks, k) tables.
 
         Raises:
@@ -151,11 +145,7 @@ class Layout:
         return tuple(plans)
 
     def keys_of(self, fingerprint: int) -> list[int]:
-        """Each table's key value for a fingerprint.
-
-        Args:
-            fingerprint: an int in [0, 2**f).
-        """
+        """Each table's key value for a fingerprint."""
         out = []
         for plan in self._extract:
             if len(plan) == 1:  # one block per table (the default layout): no loop
@@ -182,11 +172,6 @@ class Layout:
     @classmethod
     def from_meta(cls, text: str, f: int, k: int) -> Layout:
         """Parse a layout string written by `to_meta`.
-
-        Args:
-            text: the stored layout string.
-            f: the index's fingerprint width.
-            k: the index's k.
 
         Raises:
             IndexCorrupted: the string is malformed or describes an invalid layout.

@@ -9,10 +9,8 @@ arbitrates between the documents of one batch as between workers. A document ask
 in one round trip; one that gets only some keeps those below its first miss in a global order (the
 keys' bytes) and asks for the rest next round. A document therefore only ever waits for locks above
 every lock it holds, so no cycle of documents waiting for each other can form, and of any number of
-contenders for the same buckets one always gets them all. (Giving back every partly taken set, the
-earlier design, let hundreds of contenders take turns at blocking each other.) Just before a document
-is written its locks are renewed; one that lost a lock meanwhile (its worker stalled past the time to
-live) is read again instead of written.
+contenders for the same buckets one always gets them all. Just before a document is written its locks
+are renewed; one that lost a lock meanwhile (its worker stalled past the time to live) is read again.
 """
 
 from __future__ import annotations
@@ -37,12 +35,7 @@ Held = tuple[bytes, bytes]
 
 
 class BucketLocks:
-    """Acquires and releases the locks of the table buckets of a batch of documents, round by round.
-
-    Args:
-        store: the index's keys and sender.
-        ttl_ms: how long a lock lives if its holder never releases it.
-    """
+    """Acquires and releases the locks of the table buckets of a batch of documents, round by round."""
 
     def __init__(self, store: Store, ttl_ms: int = TTL_MS) -> None:
         self.store, self.keys, self.ttl_ms = store, store.keys, ttl_ms
@@ -55,18 +48,11 @@ class BucketLocks:
         self.blockers: dict[int, bytes] = {}
 
     def token_of(self, doc: int) -> bytes:
-        """The token a document's locks hold.
-
-        Args:
-            doc: the caller's number for the document.
-        """
+        """The token a document's locks hold."""
         return b"%s:%d" % (self.token, doc)
 
     def acquire(self, documents: list[tuple[int, list[bytes]]]) -> tuple[list[bool], list[Held]]:
         """Try to lock every bucket of each document.
-
-        Args:
-            documents: (the caller's number for the document, its table keys), for each document.
 
         Returns:
             Whether each document got all its locks, and the locks to release once the round is over
@@ -119,9 +105,6 @@ class BucketLocks:
 
         A document whose lock expired since it was taken (its worker stalled past the time to live)
         may have met a near-duplicate written meanwhile: it must be read again, not written.
-
-        Args:
-            docs: documents that got all their locks this round.
         """
         pairs = [(lock, self.token_of(doc)) for doc in docs for lock in self.holding[doc]]
         calls = [self._lock(lock, token, renew=True) for lock, token in pairs]
@@ -130,11 +113,7 @@ class BucketLocks:
         return [all((lock, self.token_of(doc)) in still for lock in self.holding[doc]) for doc in docs]
 
     def release(self, locks: list[Held]) -> None:
-        """Release locks, each only if its document's token still holds it.
-
-        Args:
-            locks: (lock, token) pairs.
-        """
+        """Release locks, each only if its document's token still holds it."""
         if locks:
             self.store.run_script(UNLOCK, [UNLOCK.command([lock], [token]) for lock, token in locks])
 

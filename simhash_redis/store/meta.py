@@ -42,20 +42,14 @@ def open_meta(
     """Read an index's meta hash, creating it from `fields` first when it does not exist.
 
     Args:
-        sender: where commands go.
-        prefix: the key prefix.
-        name: the index name.
-        fields: the configuration to create the index with; None to only read.
+        fields: the configuration to create the index with; None to only read (then None is returned
+            when the index does not exist).
         refusal: raised instead of creating the index (an existing one is read as usual).
-
-    Returns:
-        The stored fields, or None when the index does not exist (and fields was None).
 
     Raises:
         IndexCorrupted: the meta is missing but the index's data is there (see `restore_meta`), also when
             only reading: "no such index" would send the user to create it anew.
         RedisUnavailable: the server cannot be reached.
-        Exception: `refusal`, when the index would be created.
     """
     meta_key = KeySchema.meta_key(prefix, name)
     stored = _read(sender, meta_key)
@@ -85,12 +79,6 @@ def open_meta(
 def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | None:
     """Set a field of an existing meta hash unless another worker set it first.
 
-    Args:
-        sender: where commands go.
-        meta_key: the index's meta hash.
-        field: the field.
-        value: its value.
-
     Returns:
         The field's stored value (this one, or the one set first), or None when the meta is gone.
 
@@ -105,14 +93,8 @@ def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | N
 def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
     """A key of the index's data, if any exists (its counts hash, or any key under its name but the meta).
 
-    On a server that holds other data too, an index without a counts hash (a cluster's) is looked for
-    with SCAN over the whole key space: a second or so per hundred million keys, once, when an index
-    is first created.
-
-    Args:
-        sender: where commands go.
-        prefix: the key prefix.
-        name: the index name.
+    Without a counts hash (a cluster's index) this SCANs the whole key space: a second or so per hundred
+    million keys, once, when an index is first created.
 
     Raises:
         RedisUnavailable: the server cannot be reached.
@@ -129,15 +111,7 @@ def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
 
 
 def drop_keys(sender: Sender, prefix: str, name: str) -> int:
-    """Delete every key under an index's name, the meta last (whatever state the meta is in).
-
-    Args:
-        sender: where commands go.
-        prefix: the key prefix.
-        name: the index name.
-
-    Returns:
-        The number of keys deleted.
+    """Delete every key under an index's name, the meta last (whatever its state); the number deleted.
 
     Raises:
         RedisUnavailable: the server cannot be reached; run it again to finish.
@@ -154,16 +128,8 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
     """Write a missing meta hash for data stored under the stated configuration, after checking a sample.
 
     Up to a few hundred id-map entries must each be in the id bucket the configuration gives, with their
-    fingerprint's entry listing them and the fingerprint in each of its tables.
-
-    Args:
-        sender: where commands go.
-        keys: the index's key names under the stated configuration.
-        f: the stated fingerprint width.
-        fields: the stated configuration, as stored in the meta.
-
-    Returns:
-        The stored fields (an existing meta is left as it is).
+    fingerprint's entry listing them and the fingerprint in each of its tables. An existing meta is
+    left as it is; the stored fields are returned.
 
     Raises:
         ConfigurationMismatch: the data does not fit the stated configuration (an example is named), it
@@ -258,17 +224,7 @@ def _window_with_data(sender: Sender, keys: KeySchema) -> tuple[KeySchema, bytes
 
 
 def _misfit_period(sender: Sender, keys: KeySchema, key: bytes, retention: str) -> str | None:
-    """Why a period's keys do not expire when the stated retention says they should (None if they do).
-
-    A period's keys all expire at (period + 1) x length + retention: a stated length or retention other
-    than the index's would name other periods, and the index would look empty.
-
-    Args:
-        sender: where commands go.
-        keys: the period's key names.
-        key: one of the period's keys.
-        retention: the stated retention, as its meta field.
-    """
+    """Why a period's keys do not expire at (period + 1) x length + the stated retention (None if they do)."""
     seconds, _, rest = retention.partition(";period=")
     length = int(rest.partition(";")[0]) * 1000
     clock, ttl = sender.execute([(b"TIME",), (b"PTTL", key)])

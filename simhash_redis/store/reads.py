@@ -26,14 +26,7 @@ _SLICE = 64
 
 
 class Reads:
-    """Lookups of fingerprints in an index's tables.
-
-    Args:
-        store: the index's keys and sender.
-        name: the index name, for messages.
-        config: the index's configuration.
-        windows: the periods of an index with a retention window (each one's tables are read).
-    """
+    """Lookups of fingerprints in an index's tables (and, with `windows`, in each period's)."""
 
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
         self.store, self.name, self.windows = store, name, windows
@@ -68,14 +61,10 @@ class Reads:
         """The stored documents within distance k of each fingerprint, in one conversation.
 
         Args:
-            fps: the fingerprints.
-            k: the largest distance.
-            sketches: filled with the MinHash sketch of each match that has one (verified mode), asked
-                for with its ids: no round trip of its own.
+            sketches: filled with the MinHash sketch of each match that has one (verified mode).
             bands: for each fingerprint, band tables (verified mode) whose every member is a match too,
-                at whatever distance: read with the tables.
-            members: filled with the members read from each fingerprint's table sets (see
-                `near_and_members`).
+                at whatever distance.
+            members: filled with the members read from each fingerprint's table sets.
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
@@ -102,16 +91,7 @@ class Reads:
         bands: list[list[bytes]] | None = None,
     ) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
         """near() that also returns the members read from each fingerprint's table sets (add-if-new's
-        guard), in the same conversation: a stored copy is found in one round trip.
-
-        Args:
-            fps: the fingerprints.
-            k: the largest distance.
-            sketches, bands: as `near` (the band tables' members follow the table sets').
-
-        Returns:
-            For each fingerprint, the members of each of its table sets (in an index with a retention
-            window, `WindowedSets`: those of every live period), and its matches.
+        guard), the band tables' after them; in an index with a retention window, `WindowedSets`.
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
@@ -121,10 +101,7 @@ class Reads:
         return members, self.near(fps, k, sketches, bands, members)
 
     def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
-        """The stored fingerprint of each id (None where absent), in one round trip.
-
-        Args:
-            raw_ids: the encoded ids.
+        """The stored fingerprint of each encoded id (None where absent), in one round trip.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -162,14 +139,9 @@ class Reads:
 
         Args:
             fps: the fingerprints (at least one).
-            k: the largest distance.
             view: the periods read, in an index with a retention window: their table sets are read as
                 if they were more tables, and a matching fingerprint's ids are asked of each period's map.
-            members: filled with each query's table-set replies (add-if-new's guard).
-            sketches: filled, by id, with the sketches asked for with each match's ids (HMGET of both
-                fields; verified mode, no window).
-            bands: each query's band tables, sent in the first write too and read after the table sets:
-                their members are matches at any distance, whose ids (and sketches) are asked for too.
+            members, sketches, bands: as `near`.
 
         Raises:
             ValueError: a stored entry this library did not write, or band tables of unequal counts.
@@ -282,12 +254,8 @@ class Reads:
 def _bucket_ids(
     found: dict[bytes, tuple[int, int]], fp: int, keys: KeySchema, reply: Any
 ) -> dict[bytes, list[str]]:
-    """The ids of the matches in the fingerprint-map bucket of `fp` (an index placing it by bits), from
-    its HGETALL reply: in its RESP form (bytes) or parsed (a list of one reply); none for a match absent
-    from it (removed since its table sets were read). Parsed only when a match is in the bucket.
-
-    Raises:
-        ValueError: an id list, or the raw reply, is malformed.
+    """The ids of the matches in the fingerprint-map bucket of `fp`, from its HGETALL reply (RESP bytes
+    or parsed); none for a match absent from it (removed since its table sets were read).
     """
     own, bucket = keys.fp_bucket_of(fp), keys.fp_bucket
     mine = [stored for stored in found if bucket(stored) == own]
@@ -304,15 +272,13 @@ def _bucket_ids(
 
 
 def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]:
-    """A one-map index's key function in the form of the periods' (a list of one key)."""
     return lambda raw: [key_of(raw)]
 
 
 def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[bytes | None]:
     """The ids' replies of HMGETs of ids and sketches; the sketches put in `sketches` by id.
 
-    Only the sketches of the ids listed with the fingerprint count: an id has one fingerprint, so one
-    sketch, even if a cluster's interrupted write left a stale one under another.
+    Only the ids listed with the fingerprint count: a cluster's interrupted write may leave a stale one.
     """
     for ids, stored in replies:
         if ids is not None and stored is not None:
@@ -322,7 +288,6 @@ def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]
 
 
 def _ids_in(replies: list[bytes | None]) -> list[str]:
-    """The ids a fingerprint has in the maps of one or more periods (each id once)."""
     if len(replies) == 1:
         return decode_ids(replies[0]) if replies[0] is not None else []
     return list(

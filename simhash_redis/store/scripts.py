@@ -44,9 +44,6 @@ class Script:
 
     A line ``--! include NAME`` is replaced by lua/NAME.lua: helpers several scripts share (Redis runs
     each script alone, so the server gets the script with its helpers in it).
-
-    Args:
-        name: the file name without '.lua'.
     """
 
     def __init__(self, name: str) -> None:
@@ -55,12 +52,7 @@ class Script:
         self.sha = hashlib.sha1(self.source).hexdigest().encode()
 
     def command(self, keys: list[bytes], args: list[bytes | int]) -> Command:
-        """The EVALSHA command for one call.
-
-        Args:
-            keys: the keys the script touches.
-            args: its other arguments.
-        """
+        """The EVALSHA command for one call."""
         return [b"EVALSHA", self.sha, len(keys), *keys, *args]
 
 
@@ -127,18 +119,9 @@ def with_scripts(
     """Run a conversation that calls scripts; where a server lacks them, load them and send again only
     the calls it refused.
 
-    The one place NOSCRIPT is handled: a restarted or failed-over server forgets the scripts loaded into
-    it (Redis 7 does not replicate them to a replica that takes over), so its next calls are refused. The
-    conversation's exchange notices such replies as they are read, loads the scripts, sends those calls
-    again (every script call is idempotent) and puts their replies in place; the replies of the calls that
-    ran (on the other nodes of a cluster, say) are kept, so the conversation goes on as if nothing
-    happened, and each outcome is the one of the write that was made.
-
-    Args:
-        sender: where the conversation runs and the scripts are loaded (every primary of a cluster).
-        talk: the conversation (see `Sender.converse`).
-        scripts: the scripts `talk` may call (default: all of them).
-        durable: on a cluster, each round trip's writes wait for a replica (the calls sent again too).
+    The one place NOSCRIPT is handled (a restarted or failed-over server forgets its scripts): the refused
+    calls are sent again (every script call is idempotent) and their replies put in place, the replies
+    of the calls that ran kept, so each outcome is the one of the write that was made.
 
     Raises:
         ScriptMissing: the server kept forgetting the scripts.
@@ -150,12 +133,6 @@ def run_calls(
     sender: Sender, calls: Sequence[Command], scripts: Sequence[Script], *, durable: bool = False
 ) -> list[Any]:
     """Send script calls in one round trip (per node), loading the scripts where a server lacks them.
-
-    Args:
-        sender: where they go.
-        calls: commands built by `Script.command`.
-        scripts: the scripts they call.
-        durable: on a cluster, wait for a replica to have the writes.
 
     Raises:
         SimhashRedisError: the first error reply (ScriptMissing: the server kept forgetting the scripts).
@@ -171,12 +148,9 @@ class _Loading:
     """An exchange whose calls refused with NOSCRIPT are sent again once the scripts are loaded, their
     replies put in place of the refusals (see `with_scripts`).
 
-    The batches sent are kept until their replies are read, and looked into only for a refused call (a
-    bulk load's packed chunks are not parsed back otherwise). The scripts are loaded and the calls sent
-    again on the conversation's own exchange (its connection, on a standalone server: a pool that many
-    tasks share may have no other to spare), after the replies still due are read ahead: only the calls
-    of one step are in flight together, and they are independent of each other. On a cluster the
-    scripts are loaded into every primary (the exchange sends a keyless command to any one node).
+    The scripts are loaded and the calls sent again on the conversation's own exchange (a shared pool
+    may have no other connection to spare), after the replies still due are read ahead; on a cluster
+    the scripts are loaded into every primary.
     """
 
     __slots__ = ("_ahead", "_exchange", "_read", "_scripts", "_sender", "_sent")
@@ -190,7 +164,6 @@ class _Loading:
         self._ahead: list[Any] = []
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands."""
         self._sent.extend(batch for batch in batches if len(batch))
         self._exchange.send(*batches)
 
@@ -235,7 +208,6 @@ class _Loading:
         return replies[len(loads) :]
 
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
-        """Send the commands and read all their replies."""
         self.send(commands)
         return self.read(len(commands))
 
@@ -264,5 +236,4 @@ class _Loading:
 
 
 def _missing(reply: Any) -> bool:
-    """Whether a reply is a refusal for lack of a script (NOSCRIPT)."""
     return isinstance(reply, Exception) and isinstance(translate_error(reply), ScriptMissing)

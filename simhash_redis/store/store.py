@@ -1,9 +1,4 @@
-"""The index's Redis half: its sender and its key schema, through which every command of an index goes.
-
-Everything above (the index, its consistency check, verified mode, stats, dumps) reads and writes Redis
-through a `Store`, so retries, error translation and key names each have one owner: the transport for
-the first two, `KeySchema` for the last.
-"""
+"""The index's Redis half: its sender (retries, error translation) and its key schema (key names)."""
 
 from __future__ import annotations
 
@@ -27,12 +22,7 @@ _SCAN_COUNT = 1000
 
 
 class Store:
-    """One index's keys on one server or cluster.
-
-    Args:
-        sender: where commands go (from `transport.open_sender`).
-        keys: the index's key names.
-    """
+    """One index's keys on one server or cluster."""
 
     def __init__(self, sender: Sender, keys: KeySchema) -> None:
         self.sender = sender
@@ -52,7 +42,6 @@ class Store:
         """Send commands in one round trip (per node) and return their raw replies in order.
 
         Args:
-            commands: the commands.
             raise_on_error: raise the first error reply; else error replies come back in place.
             durable: on a cluster, wait for a replica to have the writes.
 
@@ -66,8 +55,7 @@ class Store:
         """Run a conversation written as steps (`transport.Steps`) that may call the index's scripts.
 
         Args:
-            steps: makes the steps; called again for each new start of the conversation (after a lost
-                connection; a call refused for lack of a script is sent again on its own: `with_scripts`).
+            steps: makes the steps; called again for each new start of the conversation.
             durable: on a cluster, each round trip's writes wait for a replica.
 
         Raises:
@@ -77,12 +65,7 @@ class Store:
         return with_scripts(self.sender, lambda exchange: drive(steps(), exchange), durable=durable)
 
     def run_script(self, script: Script, calls: list[Command], *, durable: bool = False) -> list[Any]:
-        """Run calls of a Lua script in one round trip, loading it where the server lacks it.
-
-        Args:
-            script: the script they call.
-            calls: commands built by `Script.command`.
-            durable: on a cluster, wait for a replica to have the writes.
+        """Run calls (built by `Script.command`) in one round trip, loading the script where it is missing.
 
         Raises:
             SimhashRedisError: an error reply.
@@ -90,11 +73,9 @@ class Store:
         return run_calls(self.sender, calls, (script,), durable=durable)
 
     def scan(self, kind: KeyKind = "all", *, once: bool = True) -> Iterator[list[bytes]]:
-        """The index's keys of one kind, in batches (on a cluster, from every primary).
+        """The index's keys of one kind (`KeySchema.pattern_of`), in batches (on a cluster, every primary's).
 
         Args:
-            kind: "all" keys of the index, or those of the id map, fingerprint map, format 1's
-                sketches, band tables, or "windows" (every period of an index with a retention window).
             once: drop keys SCAN already gave (it may give one twice); off, nothing is remembered.
 
         Raises:
@@ -105,9 +86,6 @@ class Store:
     def scan_table(self, table: int) -> Iterator[list[bytes]]:
         """The bucket keys of one table, in batches; a key may come twice (too many to remember).
 
-        Args:
-            table: the table number.
-
         Raises:
             RedisUnavailable: the server cannot be reached.
         """
@@ -115,10 +93,6 @@ class Store:
 
     def hashes(self, keys: list[bytes], *, raise_on_error: bool = True) -> list[Any]:
         """The (field, value) pairs of each hash, in one round trip (error replies in place if asked).
-
-        Args:
-            keys: the hashes' keys.
-            raise_on_error: raise the first error reply (a key of another type, say).
 
         Raises:
             SimhashRedisError: an error reply, when raise_on_error is set.
@@ -129,15 +103,9 @@ class Store:
     def counts(self, *, sketched: bool = False) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored.
 
-        On a standalone server the write scripts (the atomic one, the bulk path's) keep these in the
-        counts hash. On a cluster no script can span a document's slots, so they are summed from the
-        sizes of the id and fingerprint maps: 2 x id_buckets HLENs, spread over the nodes (tens of
-        milliseconds, not for a hot path). In verified mode the fingerprint map also holds each
-        fingerprint's sketches, so its fields are counted by a script that leaves those out (a pass
-        over every field).
-
-        Args:
-            sketched: the index is verified.
+        On a standalone server the write scripts keep these in the counts hash. On a cluster they are
+        summed from the sizes of the id and fingerprint maps (tens of milliseconds, not for a hot path;
+        `sketched`, a verified index, counts the fingerprint map's fields without its sketches).
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -155,10 +123,6 @@ class Store:
 
     def set_counts(self, docs: int, fingerprints: int) -> None:
         """Set the counts hash to what the data holds (after a check, an import).
-
-        Args:
-            docs: documents in the id map.
-            fingerprints: fingerprints in use.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -180,10 +144,7 @@ class Store:
         return None
 
     def drop(self) -> int:
-        """Delete every key of the index (and only the index), meta last.
-
-        Returns:
-            The number of keys deleted.
+        """Delete every key of the index (and only the index), meta last; the number deleted.
 
         Raises:
             RedisUnavailable: the server cannot be reached; run drop again to finish.

@@ -9,12 +9,8 @@ from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import BandedOddSketcher, MinHasher
 from ..fingerprinting.banded_odd import BAND_VALUES, Sketcher
 
-__all__ = ["VERIFIED_BANDS", "VERIFIED_BAND_BUCKETS", "VERIFIED_PERMUTATIONS", "Verification"]
+__all__ = ["VERIFIED_BANDS", "VERIFIED_BAND_BUCKETS", "Verification"]
 
-#: The MinHash sketch of a verified index given a `MinHasher` without a size: 1,024 permutations, whose
-#: estimate is close enough to the truth at Jaccard 0.8 for F1 >= 0.95 (docs/quality.md). A new index's
-#: default is the odd sketch (`BandedOddSketcher`).
-VERIFIED_PERMUTATIONS = 1024
 #: The LSH band tables of a new verified index: 8 bands of 4 sketch values each. A pair at Jaccard 0.8
 #: shares a band with probability 1 - (1 - 0.8^4)^8 = 0.986, which with the Hamming tables finds the
 #: near-duplicates a small k misses.

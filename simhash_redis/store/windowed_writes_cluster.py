@@ -52,11 +52,8 @@ def in_rounds(
 ) -> None:
     """Run rounds of a windowed write until nothing is left to retry, on the server's clock.
 
-    Args:
-        windows: the index's periods.
-        attempt: one round against the current view: what to try again, and the server's time (ms)
-            when a write was refused for another period than the view's.
-        pending: what the first round is for.
+    `attempt` runs one round against the current view: what to try again, and the server's time (ms)
+    when a write was refused for another period than the view's.
 
     Raises:
         WriteContention: the server's clock kept reporting periods it had reported before with nothing
@@ -105,11 +102,7 @@ def write(
     """Apply writes that name each id once, on a cluster: rounds of the steps until no conflict is left.
 
     Args:
-        store: the index's keys and sender (on a cluster).
-        windows: the index's periods.
-        f: fingerprint width.
-        ops: (id, new fingerprint or b"" to remove); guards are not used (add-if-new on a cluster takes
-            bucket locks).
+        ops: (id, new fingerprint or b"" to remove); no guards (add-if-new on a cluster takes bucket locks).
         only_moves: move a document into the current period only if its id has that fingerprint in an
             older one (a sliding refresh); write nothing else.
 
@@ -141,18 +134,7 @@ def steps(
     prior: dict[int, bytes],
     only_moves: bool,
 ) -> Steps[tuple[list[int], int | None]]:
-    """A round of the steps for the pending documents: those to try again, and a node's time if refused.
-
-    Args:
-        windows: the index's periods.
-        f: fingerprint width.
-        view: the periods.
-        ops: every write of the call.
-        pending: the writes (positions in ops) of this round.
-        outcomes: filled in for the writes this round settles.
-        prior: each id's value when the call first read it (b"" for none); filled in here.
-        only_moves: as `write`.
-    """
+    """A round of the steps for the pending documents: those to try again, and a node's time if refused."""
     current = view.current
     here = windows.schema(current)
     # 1. where each id is
@@ -252,13 +234,6 @@ def _outcome(prior: bytes, new: bytes) -> Outcome:
 
 
 def _superseded(window: int, entries: list[tuple[int, bytes]], current: int) -> bool:
-    """Whether an id's entry in a period gives way after a commit into `current`: the newest one stays.
-
-    Args:
-        window: the entry's period.
-        entries: every entry of the id, oldest period first, the commit's included.
-        current: the period just committed into (a writer with a later clock may have committed into a
-            newer one meanwhile: then the commit gives way itself).
-    """
+    """Whether an id's entry in a period gives way after a commit into `current`: the newest one stays."""
     newest = max(w for w, _ in entries) if entries else current
     return window != max(newest, current)

@@ -29,14 +29,8 @@ _InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
 
 
 def write(store: Store, windows: Windows, f: int, tables: int, ops: list[Write]) -> list[Outcome | None]:
-    """Apply writes that name each id once: rounds until no conflict is left.
-
-    Args:
-        store: the index's keys and sender (a standalone server).
-        windows: the index's periods.
-        f: fingerprint width.
-        tables: number of tables.
-        ops: the writes; guards are the `WindowedSets` a read returned.
+    """Apply writes that name each id once (guards: the `WindowedSets` a read returned): rounds until no
+    conflict is left.
 
     Raises:
         WriteContention: documents kept changing under concurrent writers (nothing of them written).
@@ -74,14 +68,6 @@ def steps(
 
     A large batch of adds goes in parts of `PART`, each sent as soon as the one before is answered and
     built while the server runs it.
-
-    Args:
-        windows: the index's periods.
-        f: fingerprint width.
-        tables: number of tables.
-        view: the periods of the calls.
-        sent: the documents.
-        acked: the replies of the calls acknowledged so far (kept across new starts of the conversation).
     """
     parts = parts_of(sent, all(doc[5] is None for doc in sent))
     yield from in_parts(len(parts), lambda n: command(windows, f, tables, view, parts[n]), acked, _refused)
@@ -93,13 +79,6 @@ def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tupl
     A document is moved only while its id still has that fingerprint: one script call finds it where it
     is (already in the current period: it changes nothing), a second moves it. One that was replaced or
     removed meanwhile is left alone, never written back.
-
-    Args:
-        store: the index's keys and sender.
-        windows: the index's periods.
-        f: fingerprint width.
-        tables: number of tables.
-        docs: (id, stored fingerprint) of each document found again.
 
     Raises:
         SimhashRedisError: an error reply, or the server cannot be reached.
@@ -188,10 +167,6 @@ def _guard_covers(guard: Guard | None, view: View) -> bool:
     """Whether a guard read the sets of every period up to the current one (else: read again).
 
     The write script checks that the view names every live period.
-
-    Args:
-        guard: a document's guard, or None.
-        view: the periods of the write.
     """
     if guard is None:
         return True

@@ -37,16 +37,8 @@ _SAMPLES = 3
 
 @dataclass(frozen=True)
 class View:
-    """The periods a call reads and writes, fixed for the call.
-
-    Args:
-        windows: the live periods, oldest first (the current one, and near its end the next one, last).
-        current: the period new documents are written into.
-        schemas: the key names of each period of `windows`.
-        table_keys: a fingerprint's table keys in each period of `windows`, period by period.
-        id_keys: an encoded id's id-map key in each period of `windows`.
-        fp_keys: a stored fingerprint's fingerprint-map key in each period of `windows`.
-    """
+    """The periods a call reads and writes, fixed for the call: the live ones oldest first (near the
+    current one's end, the next one last), and the keys of each, period by period."""
 
     windows: tuple[int, ...]
     current: int
@@ -57,12 +49,7 @@ class View:
 
 
 class WindowedSets(list[list[bytes]]):
-    """The members read from a fingerprint's table sets in each period of a view (a guard's sets).
-
-    Args:
-        members: the members of each set, period by period, table by table.
-        windows: the periods they were read from.
-    """
+    """The members read from a fingerprint's table sets in each period of a view (a guard's sets)."""
 
     def __init__(self, members: list[list[bytes]], windows: tuple[int, ...]) -> None:
         super().__init__(members)
@@ -71,11 +58,6 @@ class WindowedSets(list[list[bytes]]):
 
 class Windows:
     """The periods of one index and the server's clock as this worker estimates it.
-
-    Args:
-        keys: the index's key names.
-        retention: its retention window.
-        sender: where commands go (the server's clock is read once here, and the counts).
 
     Raises:
         RedisUnavailable: the server cannot be reached.
@@ -119,12 +101,7 @@ class Windows:
         self.set_server_time(best[1], best[2])
 
     def set_server_time(self, server_ms: int, local: float | None = None) -> None:
-        """Adopt the server's time, as a reply reported it.
-
-        Args:
-            server_ms: the server's Unix time in milliseconds.
-            local: the `time.monotonic()` it corresponds to (default: now).
-        """
+        """Adopt the server's time, as a reply reported it."""
         # Against the monotonic clock: a step of this machine's wall clock does not move the estimate;
         # `view` reads TIME again after one (or a sleep), and once a minute against slow drift.
         local = time.monotonic() if local is None else local
@@ -137,11 +114,7 @@ class Windows:
         return int(time.monotonic() * 1000 + self._offset_ms)
 
     def expires_at(self, window: int) -> int:
-        """When every key of a period expires, in Unix milliseconds.
-
-        Args:
-            window: the period.
-        """
+        """When every key of a period expires, in Unix milliseconds."""
         return (window + 1) * self.period_ms + self.retention_ms
 
     def view(self) -> View:
@@ -203,11 +176,7 @@ class Windows:
         ]
 
     def schema(self, window: int) -> KeySchema:
-        """The key names of one period.
-
-        Args:
-            window: the period.
-        """
+        """The key names of one period."""
         schema = self._schemas.get(window)
         if schema is None:
             if len(self._schemas) >= _SCHEMAS_KEPT:

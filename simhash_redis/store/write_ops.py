@@ -38,11 +38,8 @@ Guard = list[list[bytes]]
 
 class SketchedGuard(list[list[bytes]]):
     """A guard that also carries the document's sketch, stored with the document (beside its id in the
-    fingerprint map: `KeySchema.sketch_field`).
-
-    Args:
-        members: the members read from each table set; None for a sketch without a guard.
-        sketch: the sketch; b"" stores the document without one (any sketch its id had goes).
+    fingerprint map: `KeySchema.sketch_field`). `members` None: no guard; `sketch` b"": the document is
+    stored without one (any sketch its id had goes).
     """
 
     def __init__(self, members: Guard | None, sketch: bytes) -> None:
@@ -81,10 +78,6 @@ def round_trip(commands: list[Command]) -> Steps[list[Any]]:
 def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
     """The documents of a round as the documents of its script calls: one call, or, for a large batch
     of plain adds (500 or more, no guard, no replacement known), parts of `PART`.
-
-    Args:
-        docs: the round's documents.
-        plain: whether they are plain adds.
     """
     part = PART  # read at each call: one knob for every write path (tests make it small)
     if plain and len(docs) >= 2 * part:
@@ -100,14 +93,8 @@ def in_parts(
 ) -> Steps[None]:
     """A round's script calls, one at a time, from the first not acknowledged: each sent as soon as the
     one before is answered, and built while the server runs that one (the client's work overlaps the
-    server's); each as atomic as a batch of its size.
-
-    Args:
-        count: the number of calls.
-        call: builds call number n.
-        acked: the replies of the calls acknowledged so far, each appended as it comes (kept across
-            new starts of the conversation, which resume after them).
-        refused: whether a reply stops the round (the calls after it are not sent).
+    server's); each as atomic as a batch of its size. `acked` keeps the replies acknowledged across new
+    starts of the conversation; a reply `refused` stops the round.
     """
     if len(acked) == count or (acked and refused(acked[-1])):
         return
@@ -122,12 +109,7 @@ def in_parts(
 
 
 def outcome_of(status: bytes, old: bytes) -> Outcome:
-    """A document's outcome from its status in the write script's reply.
-
-    Args:
-        status: the status ('a', 'r', 'u', 'd' or 'n').
-        old: the fingerprint the call believed the id had.
-    """
+    """A document's outcome from its status in the write script's reply."""
     # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
     # that earlier attempt of ours whose reply was lost and resent.
     if status == b"n" and old:
@@ -136,11 +118,7 @@ def outcome_of(status: bytes, old: bytes) -> Outcome:
 
 
 def too_many(count: int) -> WriteContention:
-    """The error of documents that kept changing under concurrent writers.
-
-    Args:
-        count: how many.
-    """
+    """The error of documents that kept changing under concurrent writers."""
     return WriteContention(
         f"{count} documents kept changing under concurrent writers; nothing of them was written"
     )

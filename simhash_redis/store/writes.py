@@ -39,13 +39,11 @@ _log = logging.getLogger(__name__)
 
 
 class Progress:
-    """What of a call of writes the server has acknowledged, kept across new starts of its conversation
-    (a lost connection): the steps resume from here.
+    """What of a call of writes the server has acknowledged, kept across new starts of its conversation.
 
     Args:
         ops: the writes, each id named once.
-        fps: each write's new fingerprint as an int, where the caller has them (plain adds): their tables'
-            keys are built from these rather than from the stored form decoded again.
+        fps: each write's new fingerprint as an int, where the caller has them (not decoded again).
     """
 
     def __init__(self, ops: list[Write], fps: list[int] | None = None) -> None:
@@ -77,38 +75,22 @@ class Progress:
 
 
 class Writes:
-    """An index's writes, as steps without I/O: the one class through which every write of documents goes
-    and where its commands are decided (over a retention window's periods, by the steps of
-    `windowed_writes_standalone` and `windowed_writes_cluster`, which it runs).
+    """An index's writes, as steps without I/O: the one class through which every write of documents goes.
 
-    On a standalone server each round is one Lua script call (`write.lua`; a large batch of adds: parts of
-    `PART`), so a document is never half-written. On a cluster a document's keys live in different slots,
-    so no one script can write them all: it is written in single-key steps in an order that never shows
-    it half-written to near(): the fingerprint into every table (invisible until ids are attached), the
-    id's entry in the id map (the commit point, compare-and-set against the fingerprint read), the id
-    into the fingerprint's id list; for a replacement, the id leaves the old fingerprint's list before the
-    commit. Every step is idempotent, so a batch interrupted anywhere is completed by sending it again. A
-    fingerprint whose last id leaves stays in the tables as an orphan that near() ignores;
-    `verify(repair=True)` removes orphans. Guards are not used there: add-if-new on a cluster takes
-    bucket locks instead.
-
-    In an index with a retention window the same is done over its periods, on the server's clock: the
-    script's format 'w' (`windowed_writes_standalone`) or a cluster's steps over the periods
-    (`windowed_writes_cluster`).
+    On a standalone server each round is one Lua script call (`write.lua`), so a document is never
+    half-written. On a cluster a document is written in idempotent single-key steps in an order that
+    never shows it half-written to near(): the fingerprint into every table (invisible until ids are
+    attached), the id's entry in the id map (the commit point, compare-and-set against the fingerprint
+    read), the id into the fingerprint's id list; for a replacement, the id leaves the old fingerprint's
+    list before the commit. A fingerprint whose last id leaves stays in the tables as an orphan that
+    near() ignores and `verify(repair=True)` removes. Guards are not used there: add-if-new on a cluster
+    takes bucket locks instead. An index with a retention window is written over its periods, on the
+    server's clock (`windowed_writes_standalone`, `windowed_writes_cluster`).
 
     In verified mode (`SketchedGuard`), a document's sketch is set with it, and it joins its sketch's
     band tables in the same step (standalone) or with its tables (cluster). The band tables of a sketch
-    the script drops are cleaned after it, one script per table that keeps the fingerprint while another
-    of its sketches still has that band (`band_drop.lua`); on a cluster they are not (no script can check
-    the sketches it still has from the band's slot): `verify(repair=True)` removes such members, which
-    near() only reads as candidates their sketches do not confirm.
-
-    Args:
-        store: the index's keys and sender.
-        f: fingerprint width.
-        tables: number of tables.
-        windows: the periods of an index with a retention window.
-        verification: the index's verified mode, if any (its band tables).
+    the script drops are cleaned after it (`band_drop.lua`); on a cluster they are not, and
+    `verify(repair=True)` removes such members, which near() only reads as unconfirmed candidates.
     """
 
     def __init__(
@@ -125,10 +107,8 @@ class Writes:
     def apply(self, ops: list[Write], fps: list[int] | None = None) -> list[Outcome | None]:
         """Apply the writes; None for a guarded write whose tables changed since they were read.
 
-        The first round assumes each id is new; an id that already has another fingerprint comes back
-        as a conflict carrying that fingerprint, and is resent with the keys needed to move it. An id
-        named several times is written in successive waves, each holding an id once, so the outcome is
-        the one of applying the writes one after another (a later pair for the same id wins).
+        An id named several times is written as if the writes were applied one after another (a later
+        pair for the same id wins).
 
         Args:
             ops: the writes (in an index with a retention window, guards are the `WindowedSets` a read
@@ -141,15 +121,11 @@ class Writes:
         return _in_waves(ops, fps, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """In a sliding window, move documents found again by add-if-new into the current period, if
-        still stored so (nothing otherwise: other indexes keep their documents anyway).
+        """In a sliding window, move (id, stored fingerprint) documents found again by add-if-new into the
+        current period, if still stored so.
 
-        The refresh is a courtesy to the documents found: when it cannot be made (a full server, a period
-        boundary, an unreachable server), they keep their period, and the caller's add-if-new, whose own
-        writes are done, is not failed for it.
-
-        Args:
-            docs: (id, stored fingerprint) of each document found again.
+        Best effort: when it cannot be made (a full server, an unreachable one), they keep their period,
+        and the caller's add-if-new, whose own writes are done, is not failed for it.
         """
         windows = self.windows
         if windows is None or not windows.retention.sliding or not docs:
@@ -181,10 +157,7 @@ class Writes:
         return progress.outcomes
 
     def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
-        """The writes of a call that names each id once, from where `progress` says; their outcomes.
-
-        Args:
-            progress: the call's writes and what of them is acknowledged (updated as replies come).
+        """The writes of a call that names each id once, from where `progress` says (updated by replies).
 
         Raises:
             WriteContention: documents kept changing under concurrent writers.
@@ -196,7 +169,7 @@ class Writes:
         return progress.outcomes
 
     def _atomic(self, progress: Progress) -> Steps[None]:
-        """Rounds of script calls, until no document is left in conflict (see `steps`)."""
+        """Rounds of script calls, until no document is left in conflict."""
         while progress.pending:
             pending = progress.pending
             first = progress.rounds == 0 and _all_adds(progress.ops)
@@ -215,7 +188,7 @@ class Writes:
             progress.next_round(retry)
 
     def _ordered(self, progress: Progress) -> Steps[None]:
-        """A cluster's single-key steps (see `steps`)."""
+        """A cluster's single-key steps (see the class)."""
         keys, ops = self.keys, progress.ops
         if not progress.tabled:
             sets: list[Command] = []
@@ -338,15 +311,10 @@ class Writes:
         return calls
 
     def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
-        """Take fingerprints out of the band tables of sketches they no longer have, in one round trip.
+        """Take (stored fingerprint, dropped sketch) pairs out of the sketch's band tables, in a round trip.
 
-        Best effort, after the documents are written: a failure here (the server gone) is logged and
-        leaves band table members that near() reads as candidates their sketches do not confirm, which
-        `verify` counts as garbage and `verify(repair=True)` removes; so does a write script whose
-        reply was lost and resent (the resent run finds nothing left to drop).
-
-        Args:
-            dropped: (stored fingerprint, the sketch the write script dropped for one of its ids).
+        Best effort, after the documents are written: a failure (or a lost reply) leaves band table
+        members that near() reads as unconfirmed candidates and `verify(repair=True)` removes.
         """
         v, calls = self.verification, []
         for fp, sketch in dropped:
@@ -373,11 +341,6 @@ def _in_waves(
 
     A conflict is resolved after the first round of the whole call, so two writes of one id in one
     call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
-
-    Args:
-        ops: the writes.
-        fps: their new fingerprints as ints, if known.
-        apply: writes a list that names each id once (and their fingerprints as ints, if known).
     """
     if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
         return apply(ops, fps)
