@@ -8,7 +8,8 @@ one, so a query carries its odd sketch at its own level and, where a near docume
 another, at the level below and above: 416 bytes (`query_bytes`). `stored` takes a query's stored form.
 
 A stored sketch's level whose query sketch is absent is estimated 0: the sizes of such a pair are too far
-apart for Jaccard 0.8 (a level above is needed only from `_ABOVE` shingles kept).
+apart for Jaccard 0.5 (a level above is made only from `_ABOVE` shingles kept), so a pair across
+sampling levels (documents of more than 1,024 distinct shingles) is compared at thresholds of 0.5 and up.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ __all__ = ["BAND_VALUES", "BandedOddSketcher", "Sketcher"]
 #: MinHash values of 8 bits that key the band tables (8 bands of 4).
 BAND_VALUES = 32
 # A document keeping fewer shingles at its level than this has no near one stored a level above: that
-# one keeps more than 1,024 at this level, and Jaccard 0.8 needs at least 0.8 x 1,024 (with a margin
+# one keeps more than 1,024 at this level, and Jaccard 0.5 needs at least 0.5 x 1,024 (with a margin
 # for the sampling).
-_ABOVE = 700
+_ABOVE = 480
 _EMPTY = bytes(SKETCH_BYTES)
 
 Doc = str | bytes | Sequence[str]

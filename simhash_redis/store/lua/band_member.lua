@@ -7,6 +7,9 @@
 
 local op, field, fp = ARGV[1], ARGV[2], ARGV[3]
 local value = redis.call('HGET', KEYS[1], field)
+if op == '+' and value and #value % #fp ~= 0 then
+  value = false  -- malformed (verify reports it): the repair that puts its members back starts it again
+end
 if op == '+' and not (value and packed_at(value, fp)) then
   redis.call('HSET', KEYS[1], field, (value or '') .. fp)
   return 1
