@@ -32,7 +32,6 @@ BAND_VALUES = 32
 _ABOVE = 480
 _EMPTY = bytes(SKETCH_BYTES)
 
-Doc = str | bytes | Sequence[str]
 
 
 class BandedOddSketcher:
@@ -60,7 +59,7 @@ class BandedOddSketcher:
         """A stable description of the parameters, e.g. "odd;bits=1008;n=3;seed=0"."""
         return self.odd.describe()
 
-    def sketch(self, doc: Doc) -> bytes:
+    def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
         """A document's query sketch (`query_bytes`).
 
         Raises:
@@ -68,7 +67,7 @@ class BandedOddSketcher:
         """
         return self.sketch_many([doc])[0]
 
-    def sketch_many(self, docs: Sequence[Doc]) -> list[bytes]:
+    def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
         """The query sketches of many documents (`query_bytes` each).
 
         Raises:
@@ -91,7 +90,7 @@ class BandedOddSketcher:
         """The stored form of a query sketch."""
         return query[: BandedOddSketcher.sketch_bytes]
 
-    def stored_sketch(self, doc: Doc) -> bytes:
+    def stored_sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
         """The sketch stored for a document (`sketch_bytes`).
 
         Raises:
