@@ -55,3 +55,14 @@ def test_levels_too_far_apart_estimate_zero() -> None:
 def test_wrong_lengths_are_refused() -> None:
     with pytest.raises(InvalidArgument):
         _SKETCHER.estimate_many(_SKETCHER.sketch("a b c"), [b"x" * 100])
+
+
+def test_a_few_pairs_and_many_give_the_same_floats() -> None:
+    # Up to NATIVE_PAIRS a lookup's candidates are estimated pair by pair in the compiled core, past it
+    # in numpy: one estimate either way.
+    query = _SKETCHER.sketch(_words("w", 1000))
+    stored = [_SKETCHER.stored_sketch(_words("w", n)) for n in range(900, 1300, 6)]
+    assert len(stored) > 64
+    many = _SKETCHER.estimate_many(query, stored).tolist()
+    few = [_SKETCHER.estimate_many(query, [one])[0] for one in stored]
+    assert many == few and max(many) > 0.9

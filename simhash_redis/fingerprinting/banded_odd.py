@@ -19,8 +19,10 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import InvalidArgument
+from . import engine_choice
 from .minhash import MinHasher
-from .odd_sketch import MAX_LEVEL, SKETCH_BYTES, OddSketcher
+from .odd_sketch import MAX_LEVEL, NATIVE_PAIRS, SKETCH_BYTES, OddSketcher
 
 __all__ = ["BAND_VALUES", "BandedOddSketcher", "Sketcher"]
 
@@ -126,6 +128,18 @@ class BandedOddSketcher:
             for sketch, wanted in ((mine[1], level - 1), (mine[2], level + 1)):
                 if wanted >= 0 and sketch != _EMPTY and odd(sketch)[1] == wanted:
                     by_level[wanted] = sketch
+        native = engine_choice.native
+        if native is not None and len(others) <= NATIVE_PAIRS:
+            # A lookup's few candidates, pair by pair in the compiled core (numpy's fixed cost per call
+            # would be most of the time); the same floats as `OddSketcher.estimate_many`.
+            out = np.zeros(len(others), dtype=np.float64)
+            for i, other in enumerate(others):
+                if len(other) != self.sketch_bytes:
+                    raise InvalidArgument(f"a stored sketch is {self.sketch_bytes} bytes, got {len(other)}")
+                at_level = by_level.get(other[-1] >> 4)  # the level: the header's top 4 bits
+                if at_level is not None:
+                    out[i] = native.odd_estimates(at_level, [other[BAND_VALUES:]])[0]
+            return out
         stored = [other[BAND_VALUES:] for other in others]
         out = np.zeros(len(stored), dtype=np.float64)
         levels = [odd(sketch)[1] for sketch in stored]
