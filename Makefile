@@ -68,7 +68,8 @@ test: lint lint-native
 PURE_TESTS := tests/test_fingerprint.py tests/test_fingerprint_speed_exact.py tests/test_features.py \
 	tests/test_scheme.py tests/test_minhash.py tests/test_verified.py tests/test_index_contract.py \
 	tests/test_index_property.py tests/test_near_conversation.py tests/test_wire.py \
-	tests/test_bulk.py tests/test_verified_mode.py tests/test_retention.py
+	tests/test_bulk.py tests/test_verified_mode.py tests/test_retention.py tests/test_banded_odd.py \
+	tests/test_odd_sketch.py
 # The engines differ in fingerprints, sketches and the read path's filter, not in transports: the
 # cluster, asyncio and fakeredis cases of these files run in `make test` only.
 test-pure: $(BIN)/.native

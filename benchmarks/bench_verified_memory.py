@@ -267,8 +267,29 @@ def lookup_reads(
     return out
 
 
-def measure(layout: str, data: Data, fill: int = 64) -> dict[str, Any]:
-    """Write one layout into a fresh server; bytes per document by step."""
+def queries_per_second(
+    index: SimhashIndex, verified: tuple[VerifiedIndex, Any] | None, data: Data, count: int
+) -> float:
+    """near_many of stored fingerprints (each finds itself), batches of 1,000, one client core: for the
+    verified index `near_sketched` with a query sketch made of the stored one (the other levels empty)."""
+    rows = np.random.default_rng(5).choice(data.n, size=min(count, data.n), replace=False).tolist()
+    fps = [data.fps[i] for i in rows]
+    started = time.perf_counter()
+    for s in range(0, len(fps), 1000):
+        part = fps[s : s + 1000]
+        if verified is None:
+            index.near_many(part)
+        else:
+            judge, sketches = verified
+            empty = bytes(judge.hasher.query_bytes - judge.hasher.sketch_bytes)
+            queries = [sketches[i].tobytes() + empty for i in rows[s : s + 1000]]
+            judge.near_sketched(part, queries)
+    return len(fps) / (time.perf_counter() - started)
+
+
+def measure(layout: str, data: Data, fill: int = 64, near_many: int = 0) -> dict[str, Any]:
+    """Write one layout into a fresh server; bytes per document by step (and, for the library's layouts,
+    near_many's queries/s, with `near_many` queries)."""
     steps: dict[str, float] = {}
     extra: Any = None
     with corpus.server() as server:
@@ -311,7 +332,11 @@ def measure(layout: str, data: Data, fill: int = 64) -> dict[str, Any]:
         keys = int(client.dbsize())
         sample = encodings(client, index.keys.pattern)
         reads = lookup_reads(client, index, layout, data, extra) if layout != "plain" else {}
+        rate = 0.0
+        if near_many and layout in ("plain", "default"):
+            rate = queries_per_second(index, extra if layout == "default" else None, data, near_many)
     return {
+        "near_many_qps": rate,
         "layout": layout,
         "n": data.n,
         "bytes_per_doc": total / data.n,
@@ -332,11 +357,18 @@ def main() -> None:
     parser.add_argument("--sketch", type=int, default=256, help="stored sketch bytes of layouts b, c, d")
     parser.add_argument("--fill", type=int, default=64, help="band fields a bucket holds on average (c)")
     parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument(
+        "--near-many",
+        type=int,
+        default=0,
+        metavar="Q",
+        help="also time Q queries of near_many (plain, default)",
+    )
     args = parser.parse_args()
     data = Data(args.n, args.sketch)
     results = []
     for layout in args.layouts.split(","):
-        result = measure(layout, data, args.fill)
+        result = measure(layout, data, args.fill, args.near_many)
         results.append(result)
         steps = ", ".join(f"{name} {value:.0f}" for name, value in result["steps_per_doc"].items())
         print(
@@ -344,6 +376,8 @@ def main() -> None:
             f"{result['keys']:,} keys; {result['seconds']:.0f} s; encodings {result['encodings']}",
             flush=True,
         )
+        if result["near_many_qps"]:
+            print(f"           near_many of stored fingerprints: {result['near_many_qps']:,.0f} queries/s")
         if result["lookup"]:
             print(
                 "           a lookup reads " + ", ".join(f"{k} {v:.1f}" for k, v in result["lookup"].items())

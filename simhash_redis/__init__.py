@@ -26,7 +26,15 @@ from .errors import (
     TooManyErrors,
     WriteContention,
 )
-from .fingerprinting import MinHasher, Scheme, distance, engine, fingerprint, fingerprint_many
+from .fingerprinting import (
+    BandedOddSketcher,
+    MinHasher,
+    Scheme,
+    distance,
+    engine,
+    fingerprint,
+    fingerprint_many,
+)
 from .index.lifecycle import drop_index
 from .index.report import VerifyReport
 from .index.simhash_index import Document, Match, Outcome, SimhashIndex
@@ -41,6 +49,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "BandedOddSketcher",
     "ConfigurationMismatch",
     "Document",
     "IndexCorrupted",

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from .checks import is_int
 from .errors import InvalidArgument
 
@@ -34,6 +36,7 @@ __all__ = [
     "signed64",
     "undump_fp",
     "unpack_fps",
+    "unpack_fps_many",
 ]
 
 _SIGN = 1 << 63
@@ -72,6 +75,28 @@ def unpack_fps(raw: bytes, f: int) -> list[bytes]:
     if len(raw) % width:
         raise ValueError(f"a band value of {len(raw)} bytes is no list of {width}-byte fingerprints")
     return [encode_fp(int.from_bytes(raw[i : i + width], "little"), f) for i in range(0, len(raw), width)]
+
+
+def unpack_fps_many(values: list[bytes | None], f: int) -> list[list[bytes]]:
+    """`unpack_fps` of many band values (None: an absent one, no fingerprints), decoded in one pass.
+
+    Raises:
+        ValueError: a value is not a whole number of packed fingerprints.
+    """
+    width = _packed_width(f)
+    if width != 8 or not any(values):
+        return [unpack_fps(value, f) if value else [] for value in values]
+    if any(value and len(value) % 8 for value in values):
+        raise ValueError("a band value is no list of 8-byte fingerprints")
+    # Little-endian unsigned, read as signed: the stored form of a 64-bit fingerprint (and of a narrower
+    # one, which never has its top bit set).
+    stored = [b"%d" % one for one in np.frombuffer(b"".join(v for v in values if v), dtype="<i8").tolist()]
+    out, at = [], 0
+    for value in values:
+        count = len(value) // 8 if value else 0
+        out.append(stored[at : at + count])
+        at += count
+    return out
 
 
 def _packed_width(f: int) -> int:

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: of docs/api.md (python scripts/gen_api_docs.py) and of the changelog.
 PUBLIC = [
     "Backoff",
+    "BandedOddSketcher",
     "ConfigurationMismatch",
     "Document",
     "IndexCorrupted",

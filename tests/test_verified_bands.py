@@ -13,8 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
-from simhash_redis import ConfigurationMismatch, IndexCorrupted, SimhashIndex, VerifiedIndex
-from simhash_redis.codec import decode_sketches, encode_fp, unpack_fps
+from simhash_redis import (
+    ConfigurationMismatch,
+    IndexCorrupted,
+    InvalidArgument,
+    Outcome,
+    SimhashIndex,
+    VerifiedIndex,
+)
+from simhash_redis.codec import decode_sketches, encode_fp, pack_fps, unpack_fps
 from simhash_redis.store import Verification
 from simhash_redis.store import reads as reads_module
 from simhash_redis.store.replies import hash_pairs
@@ -204,3 +211,60 @@ def test_exact_copies_under_many_ids_share_one_stored_sketch(redis_client: redis
     assert _band_members(verified) == _expected_bands(verified) != set()
     assert verified.remove_many(rest[1900:]) == [True] * 80
     assert _band_members(verified) == set() and verified.index.count() == (0, 0)
+
+
+def _band_places(verified: VerifiedIndex, text: str) -> list[tuple[bytes, bytes]]:
+    keys, mode = verified.store.keys, verified.verification
+    return [keys.band_place(name, mode.band_bytes) for name in keys.bands(verified.hasher.sketch(text), mode)]
+
+
+def test_the_guard_reads_a_band_value_of_thousands_once(redis_client: redis.Redis) -> None:
+    # A site's template puts thousands of pages in one band value; the guard of a page sharing it
+    # checks the value against what was read in one pass (a member-by-member scan of the arguments
+    # held the server for seconds at 6,000).
+    verified = VerifiedIndex(SimhashIndex(redis_client, "hot"))
+    text = article(130)
+    crowd = pack_fps([encode_fp(n, 64) for n in range(1 << 40, (1 << 40) + 5000)], 64)
+    for key, field in _band_places(verified, text):
+        redis_client.hset(key, field, crowd)
+    assert verified.add_if_new("page", text) is None
+    assert verified.near(text)[0].id == "page"
+    value = redis_client.hget(*_band_places(verified, text)[0]) or b""
+    assert len(value) == len(crowd) + 8
+
+
+def test_query_sketches_are_needed_to_judge(redis_client: redis.Redis) -> None:
+    # A stored sketch holds one sampling level: a near document stored a level above or below would be
+    # missed, so judging (near_sketched, a unique add) takes the query's form; a plain add (an import)
+    # takes either.
+    verified = VerifiedIndex(SimhashIndex(redis_client, "forms"))
+    text = article(131)
+    fp, query = verified.index.fingerprint(text), verified.hasher.sketch(text)
+    stored = verified.hasher.stored(query)
+    with pytest.raises(InvalidArgument, match="416 bytes"):
+        verified.near_sketched([fp], [stored])
+    with pytest.raises(InvalidArgument, match="416 bytes"):
+        verified.add_sketched(["a"], [fp], [stored], unique=True)
+    assert verified.add_sketched(["a"], [fp], [stored]) == [Outcome.ADDED]
+    assert verified.sketch_of("a") == stored
+    assert [m.id for m in verified.near_sketched([fp], [query])[0]] == ["a"]
+
+
+def test_repair_mends_a_malformed_or_misplaced_band_value(redis_client: redis.Redis) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_client, "mend"))
+    text = article(132)
+    verified.add("d", text)
+    places = _band_places(verified, text)
+    good = redis_client.hget(*places[0])
+    redis_client.hset(places[0][0], places[0][1], (good or b"") + b"xyz")  # not whole fingerprints
+    with pytest.raises(IndexCorrupted, match="verify"):
+        verified.near(text)
+    key, field = places[1]
+    wrong = field[:-1] + bytes([field[-1] ^ 1])  # its bucket is the value's low bits: another bucket's
+    redis_client.hset(key, wrong, good or b"")  # a value in a bucket it does not belong to
+    report = verified.index.verify()
+    assert not report.ok and {"malformed band value", "band value in another bucket"} <= set(report.problems)
+    assert not verified.index.verify(repair=True).ok
+    assert verified.index.verify().ok
+    assert redis_client.hget(*places[0]) == good and not redis_client.hexists(key, wrong)
+    assert [m.id for m in verified.near(text)] == ["d"]

@@ -8,7 +8,8 @@ one, so a query carries its odd sketch at its own level and, where a near docume
 another, at the level below and above: 416 bytes (`query_bytes`). `stored` takes a query's stored form.
 
 A stored sketch's level whose query sketch is absent is estimated 0: the sizes of such a pair are too far
-apart for Jaccard 0.8 (a level above is needed only from `_ABOVE` shingles kept).
+apart for Jaccard 0.5 (a level above is made only from `_ABOVE` shingles kept), so a pair across
+sampling levels (documents of more than 1,024 distinct shingles) is compared at thresholds of 0.5 and up.
 """
 
 from __future__ import annotations
@@ -18,20 +19,21 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import InvalidArgument
+from . import engine_choice
 from .minhash import MinHasher
-from .odd_sketch import MAX_LEVEL, SKETCH_BYTES, OddSketcher
+from .odd_sketch import MAX_LEVEL, NATIVE_PAIRS, SKETCH_BYTES, OddSketcher
 
 __all__ = ["BAND_VALUES", "BandedOddSketcher", "Sketcher"]
 
 #: MinHash values of 8 bits that key the band tables (8 bands of 4).
 BAND_VALUES = 32
 # A document keeping fewer shingles at its level than this has no near one stored a level above: that
-# one keeps more than 1,024 at this level, and Jaccard 0.8 needs at least 0.8 x 1,024 (with a margin
+# one keeps more than 1,024 at this level, and Jaccard 0.5 needs at least 0.5 x 1,024 (with a margin
 # for the sampling).
-_ABOVE = 700
+_ABOVE = 480
 _EMPTY = bytes(SKETCH_BYTES)
 
-Doc = str | bytes | Sequence[str]
 
 
 class BandedOddSketcher:
@@ -59,7 +61,7 @@ class BandedOddSketcher:
         """A stable description of the parameters, e.g. "odd;bits=1008;n=3;seed=0"."""
         return self.odd.describe()
 
-    def sketch(self, doc: Doc) -> bytes:
+    def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
         """A document's query sketch (`query_bytes`).
 
         Raises:
@@ -67,7 +69,7 @@ class BandedOddSketcher:
         """
         return self.sketch_many([doc])[0]
 
-    def sketch_many(self, docs: Sequence[Doc]) -> list[bytes]:
+    def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
         """The query sketches of many documents (`query_bytes` each).
 
         Raises:
@@ -90,7 +92,7 @@ class BandedOddSketcher:
         """The stored form of a query sketch."""
         return query[: BandedOddSketcher.sketch_bytes]
 
-    def stored_sketch(self, doc: Doc) -> bytes:
+    def stored_sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
         """The sketch stored for a document (`sketch_bytes`).
 
         Raises:
@@ -126,6 +128,18 @@ class BandedOddSketcher:
             for sketch, wanted in ((mine[1], level - 1), (mine[2], level + 1)):
                 if wanted >= 0 and sketch != _EMPTY and odd(sketch)[1] == wanted:
                     by_level[wanted] = sketch
+        native = engine_choice.native
+        if native is not None and len(others) <= NATIVE_PAIRS:
+            # A lookup's few candidates, pair by pair in the compiled core (numpy's fixed cost per call
+            # would be most of the time); the same floats as `OddSketcher.estimate_many`.
+            out = np.zeros(len(others), dtype=np.float64)
+            for i, other in enumerate(others):
+                if len(other) != self.sketch_bytes:
+                    raise InvalidArgument(f"a stored sketch is {self.sketch_bytes} bytes, got {len(other)}")
+                at_level = by_level.get(other[-1] >> 4)  # the level: the header's top 4 bits
+                if at_level is not None:
+                    out[i] = native.odd_estimates(at_level, [other[BAND_VALUES:]])[0]
+            return out
         stored = [other[BAND_VALUES:] for other in others]
         out = np.zeros(len(stored), dtype=np.float64)
         levels = [odd(sketch)[1] for sketch in stored]

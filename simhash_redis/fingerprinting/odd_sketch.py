@@ -71,7 +71,7 @@ _MASK = (1 << 64) - 1
 _PARITY_BYTES = SKETCH_BITS // 8
 _SLOT_SALT = 0x2545F4914F6CDD1D
 # Up to this many sketches an estimate runs pair by pair in the compiled core, past it in numpy.
-_NATIVE_PAIRS = 64
+NATIVE_PAIRS = 64
 _SAMPLE_SALT = 0x9E3779B97F4A7C15
 
 
@@ -311,7 +311,7 @@ class OddSketcher:
             return np.zeros(0, dtype=np.float64)
         checked = [_sketch_bytes(s) for s in others]
         size, level = _header(mine)
-        if engine_choice.native is not None and len(checked) <= _NATIVE_PAIRS:
+        if engine_choice.native is not None and len(checked) <= NATIVE_PAIRS:
             # A few pairs (a lookup's candidates): numpy's fixed cost per call would be most of the time.
             for other in checked:
                 if _header(other)[1] != level:

@@ -102,19 +102,28 @@ def check_bands(store: Store, report: VerifyReport, verification: Verification, 
     for band_keys in store.scan("band"):
         values = store.execute([(b"HGETALL", key) for key in band_keys], raise_on_error=False)
         found: list[tuple[bytes, int, bytes, bytes]] = []  # (key, band, its bytes, fingerprint)
+        unreadable: list[Any] = []
         for key, pairs in zip(band_keys, values, strict=True):
-            number = _band_of(key[start:], verification)
+            placed = _band_of(key[start:], verification)
             if isinstance(pairs, Exception) and not str(pairs).startswith("WRONGTYPE"):
                 raise_first_error([pairs])  # an ACL refusal, say: not a malformed key
-            if number is None or isinstance(pairs, Exception):
+            if placed is None or isinstance(pairs, Exception):
                 report.found("malformed band table", f"{key.decode(errors='replace')} (delete it by hand)")
                 continue
+            number, bucket = placed
             for field, value in hash_pairs(pairs):
                 fps = _members(value, f) if len(field) == width else None
-                if fps is None:
-                    report.found("malformed band value", f"{key.decode(errors='replace')} {field.hex()}")
+                # A field in another bucket than its value's is never read; one that is not a list of
+                # fingerprints would fail every read of it. Their stored documents' members were put
+                # back in their own places by `check_sketches`, which runs first.
+                if fps is None or int.from_bytes(field, "big") % verification.band_buckets != bucket:
+                    what = "malformed band value" if fps is None else "band value in another bucket"
+                    report.found(what, f"{key.decode(errors='replace')} {field.hex()}")
+                    unreadable.append((b"HDEL", key, field))
                     continue
                 found.extend((key, number, field, fp) for fp in fps)
+        if repair and unreadable:
+            store.execute(unreadable)
         fps = list(dict.fromkeys(fp for _, _, _, fp in found))
         replies = store.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for fp in fps])
         sketches = {fp: _sketches(reply) for fp, reply in zip(fps, replies, strict=True)}
@@ -132,17 +141,16 @@ def check_bands(store: Store, report: VerifyReport, verification: Verification, 
             store.run_script(BAND_MEMBER if store.cluster else BAND_DROP, garbage)
 
 
-def _band_of(name: bytes, verification: Verification) -> int | None:
-    """The band of a bucket key, from its part after `{base}:b` (None: not one)."""
+def _band_of(name: bytes, verification: Verification) -> tuple[int, int] | None:
+    """The band and the bucket of a bucket key, from its part after `{base}:b` (None: not one)."""
     number, _, bucket = name.partition(b":")
     try:
         band, value = int(number), int(bucket, 16)
     except ValueError:
         return None
     canonical = number.isdigit() and bucket == b"%x" % value
-    return (
-        band if canonical and 0 <= band < verification.bands and value < verification.band_buckets else None
-    )
+    placed = 0 <= band < verification.bands and value < verification.band_buckets
+    return (band, value) if canonical and placed else None
 
 
 def _members(value: bytes | None, f: int) -> list[bytes] | None:

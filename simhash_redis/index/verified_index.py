@@ -131,8 +131,8 @@ class VerifiedIndex:
         """Store documents fingerprinted and sketched already (by a loader's worker processes).
 
         Args:
-            sketches: as the hasher's sketch_many or `sketch_of` make them; None stores a document without
-                one (as an export may hold), never matched.
+            sketches: as the hasher's sketch_many makes them (without unique, also as `sketch_of` gives
+                them); None stores a document without one (as an export may hold), never matched.
             unique: as `add_if_new`: a stored near-duplicate in place of the outcome of each document
                 not stored (every sketch needed).
 
@@ -148,10 +148,13 @@ class VerifiedIndex:
             raise InvalidArgument("ids, fps and sketches must be of one length")
         raws = [encode_id(doc_id) for doc_id in ids]
         checked = [check_fp(fp, self.index.f) for fp in fps]
-        sizes = self._sizes()
+        # A stored sketch (an export's) is written as it is; a query's is needed to judge (unique).
+        query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
+        sizes = (query,) if unique else (query, stored)
         for sketch in sketches:
             if (sketch is not None or unique) and (not isinstance(sketch, bytes) or len(sketch) not in sizes):
-                raise InvalidArgument(f"a sketch of this index is {self._sized()} bytes, got {sketch!r:.40}")
+                size = f"{query}" if unique or query == stored else f"{query} (or, stored, {stored})"
+                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
         out: list[Outcome | VerifiedMatch] = []
         step = self.index.batch_size
         known = [sketch for sketch in sketches if sketch is not None]  # all of them when unique: checked
@@ -288,6 +291,10 @@ class VerifiedIndex:
     ) -> list[list[VerifiedMatch]]:
         """near_many() of queries fingerprinted and sketched already (by a loader's worker processes).
 
+        Args:
+            sketches: their query sketches (the hasher's sketch_many).
+            threshold, k: as `near_many`.
+
         Raises:
             InvalidArgument: threshold or k is out of range, or a sketch is missing or of another size.
             InvalidFingerprint: a fingerprint is malformed.
@@ -297,11 +304,9 @@ class VerifiedIndex:
             threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
             raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
-        sizes = self._sizes()
-        if len(fps) != len(sketches) or any(
-            not isinstance(s, bytes) or len(s) not in sizes for s in sketches
-        ):
-            raise InvalidArgument(f"give one sketch of {self._sized()} bytes (this index's) per fingerprint")
+        size = self.hasher.query_bytes
+        if len(fps) != len(sketches) or any(not isinstance(s, bytes) or len(s) != size for s in sketches):
+            raise InvalidArgument(f"give one sketch of {size} bytes (this index's) per fingerprint")
         limit = check_k(k, self.index.k)
         checked = [check_fp(fp, self.index.f) for fp in fps]
         keys, mode = self.store.keys, self.verification
@@ -313,14 +318,6 @@ class VerifiedIndex:
             candidates = self._reads.near(checked[part], limit, stored, bands)
             results.extend(self._confirmed(sketches[part], candidates, stored, threshold))
         return results
-
-    def _sizes(self) -> tuple[int, int]:
-        """The sizes of a query's sketch (sketch_many's) and of a stored one."""
-        return self.hasher.query_bytes, self.hasher.sketch_bytes
-
-    def _sized(self) -> str:
-        query, stored = self._sizes()
-        return f"{query}" if query == stored else f"{query} (or, stored, {stored})"
 
     def _confirmed(
         self,

@@ -21,16 +21,4 @@ while pos <= #raw do
   end
   pos = after
 end
-local value = redis.call('HGET', KEYS[1], field)
-if not value then
-  return 0
-end
-local rest = packed_without(value, packed)
-if rest == value then
-  return 0
-elseif rest == '' then
-  redis.call('HDEL', KEYS[1], field)
-else
-  redis.call('HSET', KEYS[1], field, rest)
-end
-return 1
+return remove_packed(KEYS[1], field, redis.call('HGET', KEYS[1], field), packed)

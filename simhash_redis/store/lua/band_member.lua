@@ -6,19 +6,15 @@
 --! include bands
 
 local op, field, fp = ARGV[1], ARGV[2], ARGV[3]
-local value = redis.call('HGET', KEYS[1], field) or ''
-local at = packed_at(value, fp)
-if op == '+' and not at then
-  redis.call('HSET', KEYS[1], field, value .. fp)
+local value = redis.call('HGET', KEYS[1], field)
+if op == '+' and value and #value % #fp ~= 0 then
+  value = false  -- malformed (verify reports it): the repair that puts its members back starts it again
+end
+if op == '+' and not (value and packed_at(value, fp)) then
+  redis.call('HSET', KEYS[1], field, (value or '') .. fp)
   return 1
 end
-if op == '-' and at then
-  local rest = packed_without(value, fp)
-  if rest == '' then
-    redis.call('HDEL', KEYS[1], field)
-  else
-    redis.call('HSET', KEYS[1], field, rest)
-  end
-  return 1
+if op == '-' then
+  return remove_packed(KEYS[1], field, value, fp)
 end
 return 0

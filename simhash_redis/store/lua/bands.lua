@@ -17,3 +17,16 @@ local function packed_without(value, fp)
   end
   return string.sub(value, 1, at - 1) .. string.sub(value, at + #fp)
 end
+-- Takes `fp` out of band value `field` of hash `key` (its current `value`, false if none): 1 if it was
+-- there, else 0; a value left empty is deleted.
+local function remove_packed(key, field, value, fp)
+  local rest = value and packed_without(value, fp) or ''
+  if not value or rest == value then
+    return 0
+  elseif rest == '' then
+    redis.call('HDEL', key, field)
+  else
+    redis.call('HSET', key, field, rest)
+  end
+  return 1
+end

@@ -125,7 +125,8 @@ local function unchanged(key, count, at)
 end
 
 -- Whether band value `field` of hash `key` holds nothing but (some of) the `count` packed members
--- starting at ARGV[at]: `unchanged` for a band.
+-- starting at ARGV[at]: `unchanged` for a band (one pass over each: a band of a site's template holds
+-- thousands of fingerprints).
 local function unchanged_band(key, field, count, at)
   local value = redis.call('HGET', key, field)
   if not value then
@@ -135,15 +136,12 @@ local function unchanged_band(key, field, count, at)
   if #value > count * width then
     return false
   end
+  local listed = {}
+  for i = at, at + count - 1 do
+    listed[ARGV[i]] = true
+  end
   for pos = 1, #value, width do
-    local member, found = string.sub(value, pos, pos + width - 1), false
-    for i = at, at + count - 1 do
-      if ARGV[i] == member then
-        found = true
-        break
-      end
-    end
-    if not found then
+    if not listed[string.sub(value, pos, pos + width - 1)] then
       return false
     end
   end
