@@ -322,7 +322,7 @@ def _root(
         typer.Option(
             "--verified",
             help="Verified mode, used when the index is created; an existing index must agree: each "
-            "document also stores a MinHash sketch (1 KB) and joins LSH band tables of it; a candidate "
+            "document also stores a sketch (160 bytes) and joins LSH band tables of it; a candidate "
             "(within k, or sharing a band) counts as a near-duplicate only when its estimated Jaccard "
             "similarity reaches --threshold. Finds one-word edits of articles with the default k "
             "(quality.md, under Docs below).",

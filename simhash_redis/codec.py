@@ -4,8 +4,8 @@
   Redis keeps small sets in its compact intset encoding and hash fields in listpack integer form; 128-bit
   fingerprints are unsigned decimals. The ids that share one fingerprint are a concatenation of
   netstrings (`5:doc-1` followed by `5:doc-2`), readable with redis-cli and parsable from Lua. The
-  MinHash sketches of the ids sharing one fingerprint (verified mode) are groups of a sketch's netstring
-  and the netstring of the list of ids having it (`1024:` and the sketch's bytes, then `16:5:doc-15:doc-2`):
+  sketches of the ids sharing one fingerprint (verified mode) are groups of a sketch's netstring
+  and the netstring of the list of ids having it (`160:` and the sketch's bytes, then `16:5:doc-15:doc-2`):
   exact copies under several ids store their sketch once. A band table's value (verified mode) packs
   its fingerprints as f/8 (at least 8) little-endian bytes each, unsigned.
 * As text (CLI output, input files): 0x-prefixed hex; hex or decimal (negative: two's complement) read.

@@ -82,7 +82,7 @@ def test_candidate_without_sketch_is_dropped(verified: VerifiedIndex, redis_clie
 def test_a_plain_index_with_documents_is_not_made_verified(redis_client: redis.Redis) -> None:
     index = SimhashIndex(redis_client, "plain", k=8, layout=Layout.permuted(64, 8, blocks=10), id_buckets=64)
     index.add("a", BASE)
-    with pytest.raises(ConfigurationMismatch, match="without MinHash sketches"):
+    with pytest.raises(ConfigurationMismatch, match="without sketches"):
         VerifiedIndex(index)
     assert SimhashIndex(redis_client, "plain").config.verification is None
 

@@ -16,7 +16,7 @@ __all__ = ["AsyncVerifiedIndex"]
 
 
 class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
-    """A verified index (SimHash candidates confirmed by MinHash sketches) for asyncio code.
+    """A verified index (SimHash and band candidates confirmed by stored sketches) for asyncio code.
 
     Every method is `VerifiedIndex`'s, awaited, with its arguments, results, errors and guarantees;
     `get`, `count`, `verify` and `drop` are the wrapped `SimhashIndex`'s. Opening creates the index

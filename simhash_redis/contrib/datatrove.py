@@ -30,7 +30,7 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
     Args:
         url: the Redis server's URL (credentials in it never appear in messages or logs).
         index: the index name every task (and every run) shares.
-        verified: confirm near-duplicates with MinHash sketches (default); False for plain SimHash.
+        verified: confirm near-duplicates with stored sketches (default); False for plain SimHash.
         batch_size: documents checked and stored per call.
         exclusion_writer: a datatrove writer that saves the dropped documents, each with the id of the
             stored near-duplicate that dropped it (metadata ``duplicate_of``).

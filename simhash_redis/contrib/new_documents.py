@@ -26,7 +26,7 @@ class NewDocuments:
     Args:
         url: the Redis server's URL (credentials in it never appear in messages).
         index: the index name every worker shares.
-        verified: confirm each near-duplicate with MinHash sketches (`VerifiedIndex`, the default); False
+        verified: confirm each near-duplicate with stored sketches (`VerifiedIndex`, the default); False
             for the plain SimHash index (faster, less recall below Jaccard ~0.95).
         id_column: the batch column of document ids.
         text_column: the batch column of texts.

@@ -42,7 +42,7 @@ def unsketched(name: str) -> ConfigurationMismatch:
     """The error of a plain index's write to a verified index (a document without a sketch would never
     be found as anyone's near-duplicate)."""
     return ConfigurationMismatch(
-        f"index {name!r} is verified (its documents carry MinHash sketches): write to it "
+        f"index {name!r} is verified (its documents carry sketches): write to it "
         "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
     )
 

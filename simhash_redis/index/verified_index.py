@@ -1,4 +1,4 @@
-"""A high-recall verified index: SimHash candidates at a loose k, each confirmed by a stored MinHash sketch.
+"""A high-recall verified index: SimHash candidates at a loose k, each confirmed by a stored sketch.
 
 A sketch lives beside its id in the fingerprint map (store/keys.py) and is set and removed in the step
 that attaches and detaches its id, so every stored document has its sketch even with concurrent
@@ -35,7 +35,7 @@ _SKETCH_READS = 5
 
 
 class VerifiedIndex:
-    """Wraps a `SimhashIndex`: stores a MinHash sketch per document and verifies near() candidates with it.
+    """Wraps a `SimhashIndex`: stores a sketch per document and verifies near() candidates with it.
 
     Candidates come from the wrapped index's tables (within its k) and from LSH band tables of the
     sketch (8 bands of 4 values: a pair at Jaccard 0.8 shares one with probability 0.986), which find

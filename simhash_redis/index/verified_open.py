@@ -81,7 +81,7 @@ def _pin(index: SimhashIndex, hasher: Sketcher | None, threshold: float) -> Veri
     docs = index.count()[0]
     if docs:
         raise ConfigurationMismatch(
-            f"index {index.name!r} holds {docs:,} documents without MinHash sketches: verified mode "
+            f"index {index.name!r} holds {docs:,} documents without sketches: verified mode "
             "is chosen when an index is created; create a verified index and load the documents into it"
         )
     mode = Verification.of(hasher, threshold)

@@ -296,7 +296,7 @@ class ArrowRows(NamedTuple):
 
         Args:
             scheme: the scheme the texts are fingerprinted with.
-            hasher: the MinHasher of a verified index, or None.
+            hasher: the sketcher of a verified index, or None.
         """
         binary = self._binary()
         if binary is None or engine_choice.native is None:

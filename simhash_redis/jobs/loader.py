@@ -171,7 +171,7 @@ class Loader:
         dry_run: with unique, write nothing: check against the index and the load's own documents.
         fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
         bulk: the write path (see `Bulk`); unique loads, and loads into a verified index (each document
-            with its MinHash sketch, computed by the workers too), always take `add_many`.
+            with its sketch, computed by the workers too), always take `add_many`.
         window: documents per `bulk_add` window.
         on_error: called with each bad record's InputError.
         on_progress: called with the stats after each acknowledged batch or window.

@@ -7,7 +7,7 @@ For an index `news` under the default prefix::
     simhash:news:t{i}:{key hex}  set    fingerprints whose table-i key is {key hex}
     simhash:news:id:{bucket}     hash   document id -> fingerprint
     simhash:news:fp:{bucket}     hash   fingerprint -> ids having it (netstrings); in verified mode
-                                        also s:{fingerprint} -> each of those ids' MinHash sketch.
+                                        also s:{fingerprint} -> each of those ids' sketch.
                                         Format 4 places a fingerprint by its own value modulo the
                                         bucket count, the formats before by a hash of it
     simhash:news:b{i}:{bucket}   hash   verified mode's LSH band i: the band's bytes -> the fingerprints

@@ -133,7 +133,7 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
 
     Raises:
         ConfigurationMismatch: the data does not fit the stated configuration (an example is named), it
-            holds MinHash sketches and the configuration is not verified, or it has periods and the
+            holds sketches and the configuration is not verified, or it has periods and the
             configuration states no retention window (or the other way round).
         IndexCorrupted: there is no data to check the configuration against.
         RedisUnavailable: the server cannot be reached.
@@ -172,7 +172,7 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         )
     if "verified" not in fields and _sketched(sender, keys, sample):
         raise ConfigurationMismatch(
-            "the index holds MinHash sketches, so it was created in verified mode",
+            "the index holds sketches, so it was created in verified mode",
             hint="state it too (verification=..., with the threshold it was created with)",
             remedy="state-verified",
         )

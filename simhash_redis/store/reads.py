@@ -61,7 +61,7 @@ class Reads:
         """The stored documents within distance k of each fingerprint, in one conversation.
 
         Args:
-            sketches: filled with the MinHash sketch of each match that has one (verified mode).
+            sketches: filled with the stored sketch of each match that has one (verified mode).
             bands: for each fingerprint, band tables (verified mode) whose every member is a match too,
                 at whatever distance.
             members: filled with the members read from each fingerprint's table sets.
