@@ -304,7 +304,7 @@ class ArrowRows(NamedTuple):
         # A view, not a cast: the same buffers, and no import of pyarrow.compute (40 ms of each worker).
         raws = self.batch.column(self.doc_name).view(binary).to_pylist()
         ids = self.batch.column(self.id_name).to_pylist()
-        return sketched(self.source, self.first, ids, raws, scheme, hasher)
+        return sketched(self.source, self.first, ids, raws, scheme, hasher, self.options.namespace)
 
     def _binary(self) -> Any:
         """The binary type the text column can be viewed as (None: fingerprints, or texts of another

@@ -328,7 +328,7 @@ def read_chunks(
     for path in paths:
         kind = _checked_format(path, fmt)
         if kind in ARROW_FORMATS:
-            yield from arrow_chunks(path, kind, options, size)
+            yield from arrow_chunks(path, kind, _of_input(options, path), size)
             continue
         if kind != "jsonl":
             yield from read(path, kind, options)

@@ -36,7 +36,9 @@ def records_of_lists(
             raw_id = decode(raw_id, source, row)
         if isinstance(raw_doc, bytes):
             raw_doc = decode(raw_doc, source, row)
-        doc_id = raw_id if isinstance(raw_id, InputError) else checked_id(raw_id, source, row)
+        doc_id = (
+            raw_id if isinstance(raw_id, InputError) else checked_id(raw_id, source, row, options.namespace)
+        )
         doc = raw_doc if isinstance(raw_doc, InputError) else checked_doc(raw_doc, source, row, options)
         bad = doc_id if isinstance(doc_id, InputError) else doc
         out.append(bad if isinstance(bad, InputError) else Record(source, row, str(doc_id), str(doc), is_fp))
@@ -60,6 +62,7 @@ def sketched(
     raws: list[bytes | None],
     scheme: Scheme,
     hasher: Sketcher | None,
+    namespace: str = "",
 ) -> Sketched:
     """`ArrowRows.texts_fingerprinted` of rows read as lists: ids, and texts as UTF-8 bytes."""
     ids: list[str] = []
@@ -70,7 +73,9 @@ def sketched(
             reason = f"the {'id' if raw_id is None else 'text'} is null"
             errors.append((len(ids), InputError(source, row, reason)))
             continue
-        doc_id = checked_id(decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row)
+        doc_id = checked_id(
+            decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
+        )
         if isinstance(doc_id, InputError) or _blank(raw):
             bad = doc_id if isinstance(doc_id, InputError) else InputError(source, row, "empty text")
             errors.append((len(ids), bad))
@@ -98,7 +103,7 @@ class TextRows(NamedTuple):
         """As `ArrowRows.texts_fingerprinted`."""
         if engine_choice.native is None:
             return None
-        return sketched(self.source, self.first, self.ids, self.raws, scheme, hasher)
+        return sketched(self.source, self.first, self.ids, self.raws, scheme, hasher, self.options.namespace)
 
 
 class PackedTexts(NamedTuple):

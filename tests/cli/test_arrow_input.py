@@ -352,3 +352,13 @@ def test_near_file_of_a_verified_index(invoke: Invoke, tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": ["f"], "fp": pa.array([1], pa.uint64())}), fps)
     refused = invoke("--index", "v", "near", "--file", str(fps), "--fingerprint-field", "fp")
     assert refused.exit_code == 3 and "not a fingerprint" in refused.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ids_start_with_the_input_name_when_asked(invoke: Invoke, tmp_path: Path, workers: str) -> None:
+    # --id-prefix-input names each id by its input, Parquet and Arrow as JSON Lines (they were ignored).
+    parquet = _parquet(tmp_path / "news.parquet", 30)
+    result = invoke("load", "--json", "--id-prefix-input", "-j", workers, str(parquet), index=f"p{workers}")
+    assert json.loads(result.stdout)["added"] == 30, result.output
+    assert invoke("get", f"{parquet}:a7", index=f"p{workers}").exit_code == 0
+    assert invoke("get", "a7", index=f"p{workers}").exit_code != 0
