@@ -154,7 +154,8 @@ def _library(url: str, admin: redis.Redis, recorder: Recorder) -> None:
     assert verified.add_if_new("d", TEXTS[1]) is not None
     assert verified.add_if_new_many([("e", TEXTS[1]), ("f", "a text of its own, nothing like the rest")])
     assert verified.near(TEXTS[1]) and verified.near_many(TEXTS[:2])
-    assert verified.near_sketched([verified.index.fingerprint(TEXTS[0])], [sketch])[0]
+    query = verified.hasher.sketch(TEXTS[0])  # a query's sketch: the stored one holds one sampling level
+    assert verified.near_sketched([verified.index.fingerprint(TEXTS[0])], [query])[0]
     assert verified.remove("a") and verified.remove_many(["b", "zz"]) == [True, False]
     assert verified.index.verify(repair=True).ok
     assert drop_index(verified.index.client, "libv") > 0

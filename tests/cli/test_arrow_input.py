@@ -311,7 +311,7 @@ def test_worker_processes_read_rows_as_the_loader_does(
     run = Fingerprinter._run
 
     def recorded(self: Fingerprinter, function: Callable[..., object], *args: object) -> object:
-        sent.append(type(args[0]))
+        sent.append(type(args[1]))  # _in_worker's arguments: the work, then the unit it is given
         return run(self, function, *args)
 
     monkeypatch.setattr(Fingerprinter, "_run", recorded)
