@@ -287,12 +287,15 @@ def queries_per_second(
     return len(fps) / (time.perf_counter() - started)
 
 
-def measure(layout: str, data: Data, fill: int = 64, near_many: int = 0) -> dict[str, Any]:
+def measure(
+    layout: str, data: Data, fill: int = 64, near_many: int = 0, listpack_value: int | None = None
+) -> dict[str, Any]:
     """Write one layout into a fresh server; bytes per document by step (and, for the library's layouts,
     near_many's queries/s, with `near_many` queries)."""
     steps: dict[str, float] = {}
     extra: Any = None
-    with corpus.server() as server:
+    config = {} if listpack_value is None else {"hash-max-listpack-value": listpack_value}
+    with corpus.server(**config) as server:
         client = server.client()
         start = used_memory(client)
         t0 = time.perf_counter()
@@ -358,6 +361,12 @@ def main() -> None:
     parser.add_argument("--fill", type=int, default=64, help="band fields a bucket holds on average (c)")
     parser.add_argument("--json", help="also write the results to this JSON file")
     parser.add_argument(
+        "--listpack-value",
+        type=int,
+        metavar="BYTES",
+        help="the server's hash-max-listpack-value (default 64)",
+    )
+    parser.add_argument(
         "--near-many",
         type=int,
         default=0,
@@ -368,7 +377,7 @@ def main() -> None:
     data = Data(args.n, args.sketch)
     results = []
     for layout in args.layouts.split(","):
-        result = measure(layout, data, args.fill, args.near_many)
+        result = measure(layout, data, args.fill, args.near_many, args.listpack_value)
         results.append(result)
         steps = ", ".join(f"{name} {value:.0f}" for name, value in result["steps_per_doc"].items())
         print(
