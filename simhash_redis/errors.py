@@ -12,10 +12,10 @@ The tree::
     ├── WriteContention                   documents kept changing under concurrent writers; none written
     ├── InputError (ValueError)           a malformed record in bulk input; carries source and line number
     ├── TooManyErrors                     a bulk load met more bad records than it was allowed
-    └── RedisUnavailable                  the server could not be reached or did not answer in time
+    └── RedisUnavailable (ConnectionError) the server could not be reached or did not answer in time
         ├── RedisAuthError                credentials refused, or the ACL user lacks a permission
         │   └── RedisPermissionError      the ACL user may not run a command (named when the server says)
-        ├── RedisTimeout                  no reply within the socket timeout (a paused or stuck server)
+        ├── RedisTimeout (TimeoutError)   no reply within the socket timeout (a paused or stuck server)
         └── RedisOutOfMemory              maxmemory reached under noeviction; nothing was half-applied
 
 Messages never contain a Redis URL's password: use `redact_url` on anything that came from a URL.

@@ -332,6 +332,7 @@ class SimhashIndex:
         Raises:
             InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (the whole call
                 is checked before anything of it is written).
+            WriteContention: (unique) a document kept meeting concurrent writes; nothing of it was written.
             RedisUnavailable: the server cannot be reached; batches already acknowledged are stored,
                 and no document is half-written.
         """
@@ -395,6 +396,7 @@ class SimhashIndex:
 
         Raises:
             InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
+            WriteContention: the document kept meeting concurrent writes (nothing of it was written).
             RedisUnavailable: the server cannot be reached.
         """
         result = self.add_many([(doc_id, doc)], unique=True)[0]

@@ -118,6 +118,11 @@ class EmbeddedServer:
         return self.data_dir / _STATE_FILE
 
     @property
+    def pid_file(self) -> Path:
+        """The server's pid file."""
+        return self._daemon.pid_file
+
+    @property
     def log_file(self) -> Path:
         """The server's log file."""
         return self._daemon.log_file
