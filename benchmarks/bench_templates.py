@@ -42,10 +42,7 @@ def main() -> None:
             candidates = []
             keys, mode = verified.store.keys, verified.verification
             for query in queries:
-                places = [
-                    keys.band_place(name, mode.band_bytes)
-                    for name in keys.bands(verified.hasher.sketch(query), mode)
-                ]
+                places = keys.band_places(verified.hasher.sketch(query), mode)
                 found = verified.store.execute([(b"HGET", key, field) for key, field in places])
                 candidates.append(len({fp for value in found if value for fp in unpack_fps(value, 64)}))
             timings = {}

@@ -241,8 +241,7 @@ def lookup_reads(
         if layout.startswith("today") or layout == "default":
             verified, sketches = extra
             mode = verified.verification
-            names = keys.bands(sketches[i].tobytes(), mode)
-            first += [(b"HGET", *keys.band_place(name, mode.band_bytes)) for name in names]
+            first += [(b"HGET", *place) for place in keys.band_places(sketches[i].tobytes(), mode)]
             second.append((b"HMGET", bucket, stored, keys.sketch_field(stored)))
             continue
         parts = 1 if layout == "b1" else math.ceil(data.sketch_bytes / 64)

@@ -215,7 +215,7 @@ def test_exact_copies_under_many_ids_share_one_stored_sketch(redis_client: redis
 
 def _band_places(verified: VerifiedIndex, text: str) -> list[tuple[bytes, bytes]]:
     keys, mode = verified.store.keys, verified.verification
-    return [keys.band_place(name, mode.band_bytes) for name in keys.bands(verified.hasher.sketch(text), mode)]
+    return keys.band_places(verified.hasher.sketch(text), mode)
 
 
 def test_the_guard_reads_a_band_value_of_thousands_once(redis_client: redis.Redis) -> None:

@@ -57,7 +57,9 @@ def check_sketches(
                 store.execute([(b"HDEL", keys.fp_bucket(fp), name)])
     owners = store.execute([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
     stored, orphans = 0, []
-    banded: list[tuple[bytes, bytes]] = []  # (band name, fingerprint) of the stored documents
+    banded: list[
+        tuple[tuple[bytes, bytes], bytes]
+    ] = []  # ((hash, field), fingerprint) of the stored documents
     for (fp, doc_id, sketch), owner in zip(pairs, owners, strict=True):
         if owner != fp:
             report.found("sketch without a document", f"{doc_id!r} under {fp.decode(errors='replace')}")
@@ -68,15 +70,14 @@ def check_sketches(
         if len(sketch) != size:
             report.found("malformed sketch", f"{doc_id!r}: {len(sketch)} bytes, not {size} (not repaired)")
         elif verification is not None and verification.bands:
-            banded.extend((key, fp) for key in keys.bands(sketch, verification))
+            banded.extend((place, fp) for place in keys.band_places(sketch, verification))
     if repair and orphans:
         # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
         store.run_script(FP_IDS, orphans)
     if banded and verification is not None:
         # Raised, not taken as "absent": an error here is an ACL refusal, say (verify's first pass
         # lists keys of the wrong type, and checks nothing more while there are any).
-        width = verification.band_bytes
-        places = [keys.band_place(name, width) for name, _ in banded]
+        places = [place for place, _ in banded]
         values = store.execute([(b"HGET", key, field) for key, field in places])
         missing = []
         for (key, field), (_, fp), value in zip(places, banded, values, strict=True):

@@ -45,6 +45,11 @@ class SketchJudge:
         mode, keys = self.verification, self.keys
         return [keys.bands(self.sketches[i], mode) for i in docs] if mode.bands else None
 
+    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
+        """Where the band values of the documents' sketches are read (None for a mode without them)."""
+        mode, keys = self.verification, self.keys
+        return [keys.band_places(self.sketches[i], mode) for i in docs] if mode.bands else None
+
     def guarded(self, doc: int, members: Guard | None) -> Guard:
         """The document's guard, carrying its sketch: stored with the document, or not at all."""
         return SketchedGuard(members, self.hasher.stored(self.sketches[doc]))

@@ -40,6 +40,10 @@ class Judge(Protocol):
         """The band tables whose members are candidates of the documents at these positions, or None."""
         ...
 
+    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
+        """Where `bands`' band values are read: (bucket hash, field) each, or None."""
+        ...
+
     def guarded(self, doc: int, members: Guard | None) -> Guard:
         """The guard to write the document at this position with (members None: a cluster's write,
         whose bucket locks stand in for the guard)."""
@@ -130,7 +134,7 @@ class UniqueWrites:
             waiting = [i for i, ok in zip(pending, got, strict=True) if not ok]
         try:
             sketches: dict[str, bytes] | None = None if judge is None else {}
-            bands = [bands_of[i] for i in ready] if bands_of is not None else None
+            bands = judge.band_places(ready) if judge is not None and bands_of is not None else None
             members, matches_read = self.reads.near_and_members(
                 [fps[i] for i in ready], self.k, sketches, bands
             )

@@ -314,7 +314,7 @@ class VerifiedIndex:
         stored: dict[str, bytes] = {}
         for start in range(0, len(checked), self.index.batch_size):
             part = slice(start, start + self.index.batch_size)
-            bands = [keys.bands(s, mode) for s in sketches[part]] if mode.bands else None
+            bands = [keys.band_places(s, mode) for s in sketches[part]] if mode.bands else None
             candidates = self._reads.near(checked[part], limit, stored, bands)
             results.extend(self._confirmed(sketches[part], candidates, stored, threshold))
         return results

@@ -138,6 +138,7 @@ class KeySchema:
         self._layout = layout
         self._lock_prefix = f"{self.base}:lock:".encode()
         self._band_prefix = f"{self.base}:b".encode()
+        self._band_prefixes: list[bytes] = []  # b"{base}:b{i}:" by band, made on first use
         self._base_len = len(self.base) + 1
 
     @classmethod
@@ -264,23 +265,25 @@ class KeySchema:
     def bands(self, sketch: bytes, mode: Verification | None) -> list[bytes]:
         """The names of a sketch's bands: a band's bucket key, b"#", then the band's bytes.
 
-        `band_place` splits a name into the hash and the field that hold its fingerprints. An empty
-        sketch, or a mode that is None or without band tables, has none.
+        A name stands for one band value, as a key for a table set (in-batch guards, locks); `band_places`
+        gives the hash and the field that hold its fingerprints. An empty sketch, or a mode that is None
+        or without band tables, has none.
         """
+        return [key + b"#" + field for key, field in self.band_places(sketch, mode)]
+
+    def band_places(self, sketch: bytes, mode: Verification | None) -> list[tuple[bytes, bytes]]:
+        """The (bucket hash, field) of each of a sketch's bands, as `bands` names them."""
         if mode is None or not mode.bands or not sketch:
             return []
         count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
-        prefix = self._band_prefix
-        names = []
+        prefixes = self._band_prefixes
+        while len(prefixes) < count:
+            prefixes.append(b"%s%d:" % (self._band_prefix, len(prefixes)))
+        places = []
         for i in range(count):
             value = sketch[i * width : (i + 1) * width]
-            names.append(b"%s%d:%x#%s" % (prefix, i, int.from_bytes(value, "big") % buckets, value))
-        return names
-
-    @staticmethod
-    def band_place(name: bytes, width: int) -> tuple[bytes, bytes]:
-        """The hash key and the field of a band name made by `bands` (width: the mode's `band_bytes`)."""
-        return name[: -width - 1], name[-width:]
+            places.append((prefixes[i] + b"%x" % (int.from_bytes(value, "big") % buckets), value))
+        return places
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
         """The bucket number of each encoded id (or fingerprint placed by hash), as `id_bucket` places it."""

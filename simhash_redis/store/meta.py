@@ -283,7 +283,7 @@ def _misfit_sketches(
         )
     if mode.bands and sketches:
         fp, sketch = sketches[0]
-        key, field = keys.band_place(keys.bands(sketch, mode)[0], mode.band_bytes)
+        key, field = keys.band_places(sketch, mode)[0]
         value = sender.execute([(b"HGET", key, field)])[0]
         try:
             listed = value is not None and fp in unpack_fps(bytes(value), f)

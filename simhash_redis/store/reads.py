@@ -31,7 +31,6 @@ class Reads:
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
         self.store, self.name, self.windows = store, name, windows
         self.f, self.tables = config.f, len(config.layout.tables)
-        self._band_width = config.verification.band_bytes if config.verification is not None else 0
         # A single lookup reads its whole fingerprint-map bucket where the map is placed by bits, unless
         # the map also holds sketches (verified mode: they would come with every hit's ids), or its
         # buckets are fewer than one table's (then each would be larger than the table sets read).
@@ -55,15 +54,15 @@ class Reads:
         fps: list[int],
         k: int,
         sketches: dict[str, bytes] | None = None,
-        bands: list[list[bytes]] | None = None,
+        bands: list[list[tuple[bytes, bytes]]] | None = None,
         members: list[list[list[bytes]]] | None = None,
     ) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
 
         Args:
             sketches: filled with the stored sketch of each match that has one (verified mode).
-            bands: for each fingerprint, band tables (verified mode) whose every member is a match too,
-                at whatever distance.
+            bands: for each fingerprint, the (bucket hash, field) of its band values (verified mode,
+                `KeySchema.band_places`), whose every member is a match too, at whatever distance.
             members: filled with the members read from each fingerprint's table sets.
 
         Raises:
@@ -88,7 +87,7 @@ class Reads:
         fps: list[int],
         k: int,
         sketches: dict[str, bytes] | None = None,
-        bands: list[list[bytes]] | None = None,
+        bands: list[list[tuple[bytes, bytes]]] | None = None,
     ) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
         """near() that also returns the members read from each fingerprint's table sets (add-if-new's
         guard), the band tables' after them; in an index with a retention window, `WindowedSets`.
@@ -124,7 +123,7 @@ class Reads:
         view: View | None = None,
         members: list[list[list[bytes]]] | None = None,
         sketches: dict[str, bytes] | None = None,
-        bands: list[list[bytes]] | None = None,
+        bands: list[list[tuple[bytes, bytes]]] | None = None,
     ) -> Steps[list[list[Match]]]:
         """The lookup of a batch, as steps (see `transport.Steps`): the one place its commands are decided.
 
@@ -184,13 +183,10 @@ class Reads:
             if any(len(query) != per_bands for query in bands):
                 raise ValueError("every query needs as many band tables")  # replies are read in strides
             if per_bands:
-                place, width = keys.band_place, self._band_width
                 hget = b"*3\r\n$4\r\nHGET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
-                packed = []
-                for query in bands:
-                    for name in query:
-                        band, value = place(name, width)
-                        packed.append(hget % (len(band), band, len(value), value))
+                packed = [
+                    hget % (len(band), band, len(value), value) for query in bands for band, value in query
+                ]
                 # Packed once here: the generic packer's cost per command was a third of a batch's time.
                 first.append(PackedCommands(b"".join(packed), len(packed)))
         yield SEND, first

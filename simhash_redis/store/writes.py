@@ -294,10 +294,7 @@ class Writes:
     def _band_places(self, guard: Guard | None) -> list[tuple[bytes, bytes]]:
         """The (hash, field) of each band of a write's sketch (none without band tables, or for no sketch)."""
         sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
-        v = self.verification
-        if v is None:
-            return []
-        return [self.keys.band_place(name, v.band_bytes) for name in self.keys.bands(sketch, v)]
+        return self.keys.band_places(sketch, self.verification)
 
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
         """Calls attaching ('+') or detaching ('-') each id at its fingerprint, with its sketch where a
@@ -321,8 +318,7 @@ class Writes:
             if v is None or len(sketch) < v.bands * v.band_bytes:
                 continue
             bucket, packed = self.keys.fp_bucket(fp), pack_fps([fp], self.f)
-            for i, name in enumerate(self.keys.bands(sketch, v)):
-                key, field = self.keys.band_place(name, v.band_bytes)
+            for i, (key, field) in enumerate(self.keys.band_places(sketch, v)):
                 calls.append(BAND_DROP.command([key, bucket], [fp, i * v.band_bytes, field, packed]))
         if not calls:
             return
