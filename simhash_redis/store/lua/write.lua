@@ -13,11 +13,12 @@
 --     can bring none. With 's'
 --     (verified mode), the number B of the sketch's band tables first, then (B > 0) new packed and the
 --     B bands' fields, then the guard over T + B sets (new's tables, then the band values, whose
---     members are packed), then the document's MinHash sketch; with 'k', B, new packed and the fields,
---     then only the sketch (no guard). The sketch is set for the id beside new's ids (field 's:' .. new of new's
---     fingerprint-map hash) whenever the document is stored (added, replaced or unchanged), in the same
---     step (the field holds groups: a sketch, then the netstring list of the ids having it), and new
---     joins the sketch's B band values (appended, packed, to the field of each band's bucket hash): never one without the other, and a document not
+--     members are packed), then the document's sketch; with 'k', B, new packed and the fields, then
+--     only the sketch (no guard). The sketch is set for the id beside new's ids (field 's:' .. new of
+--     new's fingerprint-map hash) whenever the document is stored (added, replaced or unchanged), in
+--     the same step (the field holds groups: a sketch, then the netstring list of the ids having it),
+--     and new joins the sketch's B band values (appended, packed, to the field of each band's bucket
+--     hash): never one without the other, and a document not
 --     written leaves the id's sketch as it was. An empty sketch removes the id's (a document stored
 --     without one). An id leaving a fingerprint takes its sketch with it. The status of a document whose
 --     sketch was dropped or replaced so ('r', 'd', or 'u' with another sketch), and is kept by no other
