@@ -35,7 +35,6 @@ _ABOVE = 480
 _EMPTY = bytes(SKETCH_BYTES)
 
 
-
 class BandedOddSketcher:
     """Makes and compares the default verified mode's sketches (see the module).
 
