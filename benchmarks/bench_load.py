@@ -157,19 +157,38 @@ def _simhash_package_rate(docs: list[str], english: int) -> float | None:
     return rate(len(sample), time.perf_counter() - start)
 
 
-def text_load(docs_count: int, command: str) -> list[Figure]:
-    """`simhash-redis load` of real text, end to end, with each engine, against simhash + SimhashIndex."""
-    exe = shutil.which("simhash-redis", path=str(Path(sys.executable).parent)) or shutil.which(
+def _command_path() -> str | None:
+    """The `simhash-redis` command beside this interpreter, else on PATH."""
+    return shutil.which("simhash-redis", path=str(Path(sys.executable).parent)) or shutil.which(
         "simhash-redis"
     )
+
+
+def _mixed_documents(count: int) -> tuple[list[str], int]:
+    """Real 3.5 KB texts in the mix of the issue's measurement (70% English, 30% Chinese), and how many
+    are English (first)."""
+    english = count * 7 // 10
+    return corpus.documents("en", english) + corpus.documents("zh", count - english), english
+
+
+def _jsonl(path: Path, docs: list[str]) -> Path:
+    """The documents written as JSON Lines (ids `corpus.id_of`)."""
+    with path.open("w", encoding="utf-8") as out:
+        for i, doc in enumerate(docs):
+            out.write(json.dumps({"id": corpus.id_of(i), "text": doc}, ensure_ascii=False) + "\n")
+    return path
+
+
+def text_load(docs_count: int, command: str) -> list[Figure]:
+    """`simhash-redis load` of real text, end to end, with each engine, against simhash + SimhashIndex."""
+    exe = _command_path()
     if exe is None:
         print("  simhash-redis command not found: end-to-end load not measured")
         return []
     # An earlier benchmark of this run may have pinned this process to one CPU; the loader, its
     # workers and the server would inherit that. This one is measured on every core.
     corpus.unpin()
-    english = docs_count * 7 // 10  # the mix of the issue's measurement: 70% English, 30% Chinese
-    docs = corpus.documents("en", english) + corpus.documents("zh", docs_count - english)
+    docs, english = _mixed_documents(docs_count)
     theirs = _simhash_package_rate(docs, english)
     engines = ["native", "python"] if engine() == "native" else ["python"]
     # The issue's targets: the native engine >= 50x the simhash package measured in this run (about
@@ -179,10 +198,7 @@ def text_load(docs_count: int, command: str) -> list[Figure]:
     targets = {"native": 25_000, "python": 15_000}
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="simhash-bench-") as tmp, corpus.server(cpu=None) as server:
-        path = Path(tmp) / "docs.jsonl"
-        with path.open("w", encoding="utf-8") as out:
-            for i, doc in enumerate(docs):
-                out.write(json.dumps({"id": corpus.id_of(i), "text": doc}, ensure_ascii=False) + "\n")
+        path = _jsonl(Path(tmp) / "docs.jsonl", docs)
         for name in engines:
             seconds, summary = _run_load(exe, server.url, f"textload-{name}", path, name)
             ours = rate(len(docs), seconds)
@@ -222,22 +238,17 @@ def text_load(docs_count: int, command: str) -> list[Figure]:
 
 def verified_load(docs_count: int, rounds: int, command: str) -> list[Figure]:
     """`simhash-redis --verified load` of real text beside the plain load of the same file, alternating
-    (each round a new index of each), native engine: docs/s of the loading (process start excluded)."""
-    exe = shutil.which("simhash-redis", path=str(Path(sys.executable).parent)) or shutil.which(
-        "simhash-redis"
-    )
+    (each round a new index of each), the engine that runs: docs/s of the loading (process start
+    excluded)."""
+    exe = _command_path()
     if exe is None:
         print("  simhash-redis command not found: verified load not measured")
         return []
     corpus.unpin()
-    english = docs_count * 7 // 10
-    docs = corpus.documents("en", english) + corpus.documents("zh", docs_count - english)
+    docs, _ = _mixed_documents(docs_count)
     rates: dict[str, list[float]] = {"plain": [], "verified": []}
     with tempfile.TemporaryDirectory(prefix="simhash-bench-") as tmp, corpus.server(cpu=None) as server:
-        path = Path(tmp) / "docs.jsonl"
-        with path.open("w", encoding="utf-8") as out:
-            for i, doc in enumerate(docs):
-                out.write(json.dumps({"id": corpus.id_of(i), "text": doc}, ensure_ascii=False) + "\n")
+        path = _jsonl(Path(tmp) / "docs.jsonl", docs)
         for n in range(rounds):
             for mode in ("plain", "verified"):
                 options = ("--verified",) if mode == "verified" else ()
