@@ -106,8 +106,8 @@ class Verification:
 
     @property
     def sketch_bytes(self) -> int:
-        """Size of one stored sketch in bytes."""
-        return self.hasher().sketch_bytes
+        """Size of one stored sketch in bytes (read per sketch by verify: no hasher is made for it)."""
+        return BandedOddSketcher.sketch_bytes if self.kind == "odd" else self.num_perm * self.bits // 8
 
     @property
     def band_bytes(self) -> int:
