@@ -3,6 +3,7 @@
 Run from the repository root::
 
     python -m benchmarks.bench_verified_memory [--n 100000] [--layouts plain,today,b,c,d] [--sketch 256]
+        [--id-buckets B] [--band-buckets B]
 
 Each layout gets its own private server (loopback, no persistence, default listpack thresholds) and N
 synthetic documents: random 64-bit fingerprints, 16-byte ids (``doc:000000000042``), random sketches
@@ -287,10 +288,17 @@ def queries_per_second(
 
 
 def measure(
-    layout: str, data: Data, fill: int = 64, near_many: int = 0, listpack_value: int | None = None
+    layout: str,
+    data: Data,
+    fill: int = 64,
+    near_many: int = 0,
+    listpack_value: int | None = None,
+    sizing: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Write one layout into a fresh server; bytes per document by step (and, for the library's layouts,
-    near_many's queries/s, with `near_many` queries)."""
+    near_many's queries/s, with `near_many` queries). `sizing`: the library's `id_buckets` and
+    `band_buckets` (its defaults where absent)."""
+    sizing = sizing or {}
     steps: dict[str, float] = {}
     extra: Any = None
     config = {} if listpack_value is None else {"hash-max-listpack-value": listpack_value}
@@ -298,11 +306,11 @@ def measure(
         client = server.client()
         start = used_memory(client)
         t0 = time.perf_counter()
-        index = SimhashIndex(client, "bench", k=3)
+        index = SimhashIndex(client, "bench", k=3, id_buckets=sizing.get("id_buckets"))
         if layout.startswith("today") or layout == "default":
             perms = 256 if layout == "today256" else 1024
             verified = (
-                VerifiedIndex(index)
+                VerifiedIndex(index, band_buckets=sizing.get("band_buckets"))
                 if layout == "default"
                 else VerifiedIndex(index, MinHasher(num_perm=perms))
             )
@@ -372,11 +380,20 @@ def main() -> None:
         metavar="Q",
         help="also time Q queries of near_many (plain, default)",
     )
+    parser.add_argument("--id-buckets", type=int, help="the library's id_buckets (default: its own)")
+    parser.add_argument(
+        "--band-buckets", type=int, help="the verified index's band_buckets (default: its own)"
+    )
     args = parser.parse_args()
+    sizing = {
+        name: value
+        for name, value in (("id_buckets", args.id_buckets), ("band_buckets", args.band_buckets))
+        if value is not None
+    }
     data = Data(args.n, args.sketch)
     results = []
     for layout in args.layouts.split(","):
-        result = measure(layout, data, args.fill, args.near_many, args.listpack_value)
+        result = measure(layout, data, args.fill, args.near_many, args.listpack_value, sizing)
         results.append(result)
         steps = ", ".join(f"{name} {value:.0f}" for name, value in result["steps_per_doc"].items())
         print(

@@ -97,6 +97,8 @@ _OPTIONS = {
     "scheme": "--scheme",
     "verification": "--verified",
     "retention": "--retention",
+    "id_buckets": "--id-buckets",
+    "band_buckets": "--band-buckets",
 }
 
 
@@ -106,14 +108,20 @@ def _hint(exc: SimhashRedisError, state: Settings | None, command: str | None) -
     if remedy.startswith("without-") and remedy[len("without-") :] in _OPTIONS:
         argument = remedy[len("without-") :]
         option = _OPTIONS[argument]
-        stated: dict[str, object] = {} if state is None else {
-            "k": state.k,
-            "f": state.f,
-            "layout": state.layout,
-            "scheme": state.scheme,
-            "verification": True if state.verified or state.threshold is not None else None,
-            "retention": state.retention,
-        }
+        stated: dict[str, object] = (
+            {}
+            if state is None
+            else {
+                "k": state.k,
+                "f": state.f,
+                "layout": state.layout,
+                "scheme": state.scheme,
+                "verification": True if state.verified or state.threshold is not None else None,
+                "retention": state.retention,
+                "id_buckets": state.id_buckets,
+                "band_buckets": state.band_buckets,
+            }
+        )
         if stated.get(argument) is None:
             # Stated by the command itself: import states the dump's configuration.
             return "import the dump under another --index" if command == "import" else "pass another --index"
@@ -169,7 +177,18 @@ def _message(exc: SimhashRedisError, state: Settings | None, command: str | None
 
 #: The global options that take a value, accepted after the command too (`load f.jsonl --index x`).
 _GLOBAL_OPTIONS = frozenset(
-    {"--redis-url", "--index", "--k", "--layout", "--scheme", "--f", "--threshold", "--retention"}
+    {
+        "--redis-url",
+        "--index",
+        "--k",
+        "--layout",
+        "--scheme",
+        "--f",
+        "--threshold",
+        "--retention",
+        "--id-buckets",
+        "--band-buckets",
+    }
 )
 #: The global flags, likewise.
 _GLOBAL_FLAGS = frozenset({"--verified", "--sliding"})
@@ -357,6 +376,30 @@ def _root(
             "dedupe, unique loads) is kept another retention from then.",
         ),
     ] = False,
+    id_buckets: Annotated[
+        int | None,
+        typer.Option(
+            "--id-buckets",
+            min=1,
+            max=1 << 30,
+            help="Buckets of the id and fingerprint maps, used when the index is created; an existing "
+            "index must agree (default 131,072; sizes for more documents: operations.md, under Docs "
+            "below).",
+            show_default=False,
+        ),
+    ] = None,
+    band_buckets: Annotated[
+        int | None,
+        typer.Option(
+            "--band-buckets",
+            min=1,
+            max=1 << 24,
+            help="With --verified: the hashes each band table is spread over, used when the index is "
+            "created; an existing index must agree (default 16,384: about N / 100 for N documents, "
+            "operations.md under Docs below).",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
@@ -373,6 +416,8 @@ def _root(
         threshold=threshold,
         retention=retention,
         sliding=sliding,
+        id_buckets=id_buckets,
+        band_buckets=band_buckets,
     )
 
 

@@ -68,6 +68,9 @@ class Settings:
         threshold: --threshold, likewise: verified mode's Jaccard threshold (implies --verified).
         retention: --retention, likewise: the retention window ("7d", "12h", ...).
         sliding: --sliding, likewise: the retention window slides when a document is found again.
+        id_buckets: --id-buckets, likewise: the buckets of the id and fingerprint maps.
+        band_buckets: --band-buckets, likewise: the hashes each band table of a verified index is
+            spread over.
     """
 
     # URLs carry passwords: keep them out of the repr (tracebacks, debuggers, logs).
@@ -81,6 +84,8 @@ class Settings:
     threshold: float | None = None
     retention: str | None = None
     sliding: bool = False
+    id_buckets: int | None = None
+    band_buckets: int | None = None
     _resolved: str | None = field(default=None, repr=False)
 
     @property
@@ -118,8 +123,8 @@ class Settings:
 
         Raises:
             IndexNotFound: the index does not exist and create is false.
-            ConfigurationMismatch: --k, --layout, --scheme, --f, --verified, --threshold or
-                --retention disagrees with the stored index.
+            ConfigurationMismatch: --k, --layout, --scheme, --f, --verified, --threshold, --retention,
+                --id-buckets or --band-buckets disagrees with the stored index.
             InvalidArgument: --layout or --scheme names nothing, --f is not a supported width, or
                 --threshold is out of (0, 1].
             RedisUnavailable: the server cannot be reached.
@@ -141,13 +146,16 @@ class Settings:
         return index
 
     def configuration(self) -> dict[str, Any]:
-        """The index configuration the options state: k, f, layout, scheme and retention (None where
-        not given).
+        """The index configuration the options state: k, f, layout, scheme, retention and id_buckets (None
+        where not given).
 
         Raises:
             InvalidArgument: --layout without --k, a label that names nothing, --sliding without
-                --retention, or a malformed --retention (a bare number among them: it needs a unit).
+                --retention, --band-buckets without --verified, or a malformed --retention (a bare
+                number among them: it needs a unit).
         """
+        if self.band_buckets is not None and not self.verified and self.threshold is None:
+            raise InvalidArgument("--band-buckets needs --verified: --verified --band-buckets N")
         width = defaults.F if self.f is None else self.f
         layout = scheme = None
         if self.layout is not None:
@@ -167,21 +175,35 @@ class Settings:
             if self.retention is None:
                 raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
             retention = Retention.of(self.retention, sliding=True)
-        return {"k": self.k, "f": self.f, "layout": layout, "scheme": scheme, "retention": retention}
+        return {
+            "k": self.k,
+            "f": self.f,
+            "layout": layout,
+            "scheme": scheme,
+            "retention": retention,
+            "id_buckets": self.id_buckets,
+        }
 
     def verification(self) -> Verification | None:
         """The verified mode --verified and --threshold ask for a new index (None: a plain one)."""
         if not self.verified and self.threshold is None:
             return None
-        return Verification.of(None, 0.8 if self.threshold is None else self.threshold)
+        threshold = 0.8 if self.threshold is None else self.threshold
+        return Verification.of(None, threshold, band_buckets=self.band_buckets)
 
     def _check_verified(self, index: SimhashIndex) -> None:
-        """Refuse --verified for a plain index, and a --threshold other than a verified index's."""
+        """Refuse --verified for a plain index, and a --threshold or --band-buckets other than a verified
+        index's."""
         stored = index.config.verification
         if stored is None and (self.verified or self.threshold is not None):
             raise ConfigurationMismatch(
                 f"index {index.name!r} is not verified: it was created without --verified; create "
                 "another index with it (then load the documents into it)"
+            )
+        if stored is not None and self.band_buckets is not None and self.band_buckets != stored.band_buckets:
+            raise ConfigurationMismatch(
+                f"index {index.name!r} was created with --band-buckets {stored.band_buckets}, not "
+                f"{self.band_buckets}; open it without --band-buckets to use its own"
             )
         if stored is not None and self.threshold is not None and self.threshold != stored.threshold:
             raise ConfigurationMismatch(

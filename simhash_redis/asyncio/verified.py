@@ -25,7 +25,7 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     Args:
         client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
         name: the index name.
-        hasher, threshold: as `VerifiedIndex`.
+        hasher, threshold, band_buckets: as `VerifiedIndex`.
         **options: the arguments of the wrapped `SimhashIndex` (k, layout, ...).
 
     Raises:
@@ -35,7 +35,9 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     def _make(self, client: Any, name: str, options: dict[str, Any]) -> VerifiedIndex:
         options = dict(options)
         hasher, threshold = options.pop("hasher", None), options.pop("threshold", None)
-        return VerifiedIndex(verifiable(client, name, hasher, threshold, options), hasher, threshold)
+        band_buckets = options.pop("band_buckets", None)
+        index = verifiable(client, name, hasher, threshold, options, band_buckets)
+        return VerifiedIndex(index, hasher, threshold, band_buckets)
 
     def _plain(self, index: VerifiedIndex) -> SimhashIndex:
         return index.index

@@ -48,10 +48,12 @@ class VerifiedIndex:
             3-shingles, `BandedOddSketcher()`, with 8 band tables of 4 values).
         threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate (default:
             the pinned one, else 0.8).
+        band_buckets: the hashes each band table is spread over, fixed when the mode is pinned (default:
+            the pinned number, else 16,384: about N / 100 for N documents, docs/operations.md).
 
     Raises:
-        ConfigurationMismatch: hasher or threshold differs from the mode pinned in the index's meta; the
-            index has a retention window, or holds documents without sketches.
+        ConfigurationMismatch: hasher, threshold or band_buckets differs from the mode pinned in the
+            index's meta; the index has a retention window, or holds documents without sketches.
         IndexNotFound: the index was dropped before its mode could be pinned.
         IndexCorrupted: the pinned mode is malformed.
         InvalidArgument: threshold is out of (0, 1].
@@ -60,13 +62,17 @@ class VerifiedIndex:
     """
 
     def __init__(
-        self, index: SimhashIndex, hasher: Sketcher | None = None, threshold: float | None = None
+        self,
+        index: SimhashIndex,
+        hasher: Sketcher | None = None,
+        threshold: float | None = None,
+        band_buckets: int | None = None,
     ) -> None:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
         self.index = index
         self.store = index.store
-        self.verification = verified_mode(index, hasher, threshold)
+        self.verification = verified_mode(index, hasher, threshold, band_buckets)
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
         tables = len(index.layout.tables)
@@ -82,6 +88,7 @@ class VerifiedIndex:
         *,
         hasher: Sketcher | None = None,
         threshold: float | None = None,
+        band_buckets: int | None = None,
         **kwargs: Any,
     ) -> VerifiedIndex:
         """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments).
@@ -92,7 +99,8 @@ class VerifiedIndex:
         """
         client = client_from_url(url)
         try:
-            return cls(verifiable(client, name, hasher, threshold, kwargs), hasher, threshold)
+            index = verifiable(client, name, hasher, threshold, kwargs, band_buckets)
+            return cls(index, hasher, threshold, band_buckets)
         except BaseException:
             client.close()
             raise

@@ -15,9 +15,15 @@ __all__ = ["verifiable", "verified_mode"]
 
 
 def verifiable(
-    client: Any, name: str, hasher: Sketcher | None, threshold: float | None, options: dict[str, Any]
+    client: Any,
+    name: str,
+    hasher: Sketcher | None,
+    threshold: float | None,
+    options: dict[str, Any],
+    band_buckets: int | None = None,
 ) -> SimhashIndex:
-    """The index a `VerifiedIndex` of that name wraps: opened, or created verified from the start.
+    """The index a `VerifiedIndex` of that name wraps: opened, or created verified from the start (its
+    band tables over `band_buckets` hashes each).
 
     Raises:
         InvalidArgument: options name `verification` (the mode is hasher and threshold).
@@ -33,30 +39,38 @@ def verifiable(
         if not create:
             raise
         # Created verified from the start: no plain writer can come between creation and pinning.
-        mode = Verification.of(hasher, 0.8 if threshold is None else threshold)
+        mode = Verification.of(hasher, 0.8 if threshold is None else threshold, band_buckets=band_buckets)
         return SimhashIndex(client, name, verification=mode, **options)
 
 
-def verified_mode(index: SimhashIndex, hasher: Sketcher | None, threshold: float | None) -> Verification:
+def verified_mode(
+    index: SimhashIndex, hasher: Sketcher | None, threshold: float | None, band_buckets: int | None = None
+) -> Verification:
     """The verified mode of an index: the one pinned in its meta, else pinned now from the arguments.
 
     Raises:
-        ConfigurationMismatch: hasher or threshold differs from the pinned mode; the index has a retention
-            window (its writes go to its periods' keys, which hold no sketches yet), or holds documents
-            without sketches.
+        ConfigurationMismatch: hasher, threshold or band_buckets differs from the pinned mode; the index
+            has a retention window (its writes go to its periods' keys, which hold no sketches yet), or
+            holds documents without sketches.
         IndexNotFound: the index was dropped before its mode could be pinned.
         IndexCorrupted: the pinned mode is malformed.
         InvalidArgument, InvalidType: hasher or threshold is malformed.
         RedisUnavailable: the server cannot be reached.
     """
     asked = 0.8 if threshold is None else threshold
-    Verification.of(hasher, asked, (0, 0))  # checks the arguments before anything is read
+    Verification.of(hasher, asked, (0, 0), band_buckets)  # checks the arguments before anything is read
     if index.config.retention is not None:
         raise ConfigurationMismatch(
             f"index {index.name!r} has a retention window: verified mode and a retention window cannot be "
             "combined yet; open it as a plain index, or create a verified index without a retention"
         )
-    pinned = index.config.verification or _pin(index, hasher, asked)
+    pinned = index.config.verification or _pin(index, hasher, asked, band_buckets)
+    if band_buckets is not None and band_buckets != pinned.band_buckets:
+        raise ConfigurationMismatch(
+            f"index {index.name!r} was created with band_buckets={pinned.band_buckets}, not {band_buckets}",
+            hint="open it without band_buckets to use the stored configuration, or choose another index name",
+            remedy="without-band_buckets",
+        )
     if (hasher is not None and hasher.describe() != pinned.hasher().describe()) or (
         threshold is not None and threshold != pinned.threshold
     ):
@@ -72,7 +86,9 @@ def verified_mode(index: SimhashIndex, hasher: Sketcher | None, threshold: float
     return pinned
 
 
-def _pin(index: SimhashIndex, hasher: Sketcher | None, threshold: float) -> Verification:
+def _pin(
+    index: SimhashIndex, hasher: Sketcher | None, threshold: float, band_buckets: int | None
+) -> Verification:
     """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
 
     An index that holds documents without a pinned mode was made plain, and stays so: its documents
@@ -84,7 +100,7 @@ def _pin(index: SimhashIndex, hasher: Sketcher | None, threshold: float) -> Veri
             f"index {index.name!r} holds {docs:,} documents without sketches: verified mode "
             "is chosen when an index is created; create a verified index and load the documents into it"
         )
-    mode = Verification.of(hasher, threshold)
+    mode = Verification.of(hasher, threshold, band_buckets=band_buckets)
     stored = pin_meta(index.store.sender, index.keys.meta, "verified", mode.to_meta())
     if stored is None:
         raise IndexNotFound(f"index {index.name!r} was dropped while it was being opened")

@@ -84,9 +84,11 @@ class Verification:
         hasher: Sketcher | None = None,
         threshold: float = 0.8,
         bands: tuple[int, int] | None = None,
+        band_buckets: int | None = None,
     ) -> Verification:
         """The verified mode of a hasher (default: `BandedOddSketcher()`), a threshold and band tables as
-        (bands, rows) (default `VERIFIED_BANDS` where the sketch has the values; (0, 0): none).
+        (bands, rows) (default `VERIFIED_BANDS` where the sketch has the values; (0, 0): none) spread
+        over `band_buckets` hashes each (default `VERIFIED_BAND_BUCKETS`).
 
         Raises:
             InvalidArgument, InvalidType: as the class.
@@ -102,7 +104,8 @@ class Verification:
         if bands is None:  # the default band tables, where the sketch has the values for them
             bands = VERIFIED_BANDS if perm >= VERIFIED_BANDS[0] * VERIFIED_BANDS[1] else (0, 0)
         count, rows = bands
-        return cls(threshold, perm, bits, h.n, h.seed, count, rows, VERIFIED_BAND_BUCKETS, kind)
+        buckets = VERIFIED_BAND_BUCKETS if band_buckets is None else band_buckets
+        return cls(threshold, perm, bits, h.n, h.seed, count, rows, buckets, kind)
 
     @property
     def sketch_bytes(self) -> int:

@@ -190,3 +190,27 @@ def test_dedupe_rerun_over_changed_pages_with_one_writer(invoke: Invoke, tmp_pat
     assert again.exit_code == 0, again.output
     groups = {line.split("\t")[1]: line.split("\t")[2].split(",") for line in again.stdout.splitlines()}
     assert all(f"e{i}" in groups.get(f"p{i}", []) for i in range(0, 200, 40)), again.stdout
+
+
+def test_the_command_line_sizes_a_new_index(invoke: Invoke, redis_client: redis.Redis) -> None:
+    sized = ("--verified", "--id-buckets", "256", "--band-buckets", "32")
+    result = invoke(*sized, "add", "a", story(1), index="cli-sized")
+    assert result.exit_code == 0, result.output
+    meta = redis_client.hgetall(b"simhash:cli-sized:meta")
+    assert meta[b"id_buckets"] == b"256" and meta[b"verified"].endswith(b";band_buckets=32")
+    # Later commands adopt them, or state the same; other numbers are a mismatch (exit 5), named.
+    assert invoke("add", "b", story(2), index="cli-sized").exit_code == 0
+    assert invoke(*sized, "near", story(2), index="cli-sized").exit_code == 0
+    for option, value in (("--band-buckets", "64"), ("--id-buckets", "512")):
+        other = invoke("--verified", option, value, "near", story(2), index="cli-sized")
+        assert other.exit_code == 5, other.output
+        assert option in other.output and "Traceback" not in other.output
+
+
+def test_band_buckets_without_verified_is_a_usage_error(invoke: Invoke, redis_client: redis.Redis) -> None:
+    result = invoke("--band-buckets", "32", "add", "a", story(1), index="cli-plain")
+    assert result.exit_code == 2 and "--band-buckets needs --verified" in result.output
+    assert not redis_client.exists(b"simhash:cli-plain:meta")
+    for value in ("0", "x"):
+        assert invoke("--verified", "--band-buckets", value, "add", "a", "t", index="cli-bad").exit_code == 2
+    assert not redis_client.exists(b"simhash:cli-bad:meta")
