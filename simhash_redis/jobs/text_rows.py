@@ -1,8 +1,9 @@
 """Rows of a table read as lists, ids and texts' UTF-8 bytes: what a fingerprinting worker gets of a
 Parquet or Arrow input (`arrow.ArrowRows`), and reads without pyarrow.
 
-The texts travel packed (`PackedTexts`: the column's bytes in a few pieces, and its offsets) and are
-cut into one bytes per text where they are fingerprinted."""
+The texts travel packed (`PackedTexts`: the column's bytes in a few pieces, and its offsets), or through
+shared memory to a forked worker (`SharedTexts`: only where they are, and their offsets), and are cut into
+one bytes per text where they are fingerprinted."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..errors import InputError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .records import ReadOptions, Record, checked_doc, checked_id, decode
 
-__all__ = ["PackedTexts", "Sketched", "TextRows", "records_of_lists", "sketched"]
+__all__ = ["PackedTexts", "SharedTexts", "Sketched", "TextRows", "records_of_lists", "sketched"]
 
 #: What `ArrowRows.texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
 #: and the sketches (a verified index) or None.
@@ -147,3 +148,33 @@ class PackedTexts(NamedTuple):
 def _text_rows(*fields: Any) -> TextRows:
     """`PackedTexts` unpickled: `TextRows`."""
     return PackedTexts(*fields).unpacked()
+
+
+class SharedTexts(NamedTuple):
+    """`TextRows` whose texts (no null among them) were copied into a `SharedRing` that the worker
+    process shares: what is sent is where they are, and their offsets."""
+
+    source: str
+    first: int
+    ids: list[Any]
+    #: Where the texts' UTF-8 bytes, end to end, start in the ring.
+    start: int
+    #: One offset more than there are texts, as an array's bytes (the Arrow column's own offsets).
+    offsets: bytes
+    #: Whether the offsets are of 64 bits (a large_string column), else 32.
+    wide: bool
+    options: ReadOptions
+
+    def unpacked(self, memory: Any) -> TextRows:
+        """The rows, each text cut out of the shared memory as its own bytes.
+
+        Args:
+            memory: the ring's memory, as this process maps it (an mmap).
+        """
+        view = memoryview(self.offsets)
+        bounds = view.cast("q") if self.wide else view.cast("i")
+        shift = self.start - bounds[0]
+        raws: list[bytes | None] = [
+            memory[start + shift : end + shift] for start, end in itertools.pairwise(bounds)
+        ]
+        return TextRows(self.source, self.first, self.ids, raws, self.options)
