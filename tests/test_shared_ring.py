@@ -57,8 +57,7 @@ def test_a_forked_child_sees_what_is_placed_after_it_started() -> None:
             os._exit(0)
     try:
         ring.place(memoryview(b"first"))
-        start = ring.place(memoryview("\u4f60\u597d".encode()))
-        assert start == 5
+        assert ring.place(memoryview("\u4f60\u597d".encode())) == 5
         os.write(writing, b"5 6")
         assert os.read(answer_r, 100).decode() == "\u4f60\u597d"
     finally:
