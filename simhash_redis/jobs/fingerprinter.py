@@ -154,6 +154,9 @@ def _fingerprinted_shared(
 ) -> Fingerprinted:
     """A run of table rows whose texts are in the shared ring, fingerprinted (in a forked worker)."""
     assert _worker_ring is not None
+    done = texts.texts_fingerprinted(_worker_ring, scheme, hasher)
+    if done is not None:
+        return Fingerprinted(*done)
     return _fingerprinted_rows(texts.unpacked(_worker_ring), scheme, hasher, f, fp_base)
 
 

@@ -87,6 +87,46 @@ def sketched(
     return ids, fps, errors, None if hasher is None else hasher.sketch_many(good)
 
 
+def _merged(
+    source: str,
+    first: int,
+    ids_read: list[Any],
+    fps: list[int],
+    others: dict[int, bytes],
+    scheme: Scheme,
+    namespace: str,
+) -> Sketched:
+    """`sketched` of rows with no null text, whose texts the compiled core fingerprinted (`fps`, in
+    row order) but for the `others` (their positions and bytes), read here as `sketched` reads them."""
+    ids: list[str] = []
+    good: list[int] = []
+    errors: list[tuple[int, InputError]] = []
+    pending: list[tuple[int, bytes]] = []  # where in `good`, and the text, of others to fingerprint
+    computed = iter(fps)
+    for position, raw_id in enumerate(ids_read):
+        raw = others.get(position)
+        fp = next(computed) if raw is None else 0
+        row = first + position
+        if raw_id is None:
+            errors.append((len(ids), InputError(source, row, "the id is null")))
+            continue
+        doc_id = checked_id(
+            decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
+        )
+        if isinstance(doc_id, InputError) or (raw is not None and _blank(raw)):
+            bad = doc_id if isinstance(doc_id, InputError) else InputError(source, row, "empty text")
+            errors.append((len(ids), bad))
+            continue
+        if raw is not None:
+            pending.append((len(good), raw))
+        ids.append(doc_id)
+        good.append(fp)
+    if pending:
+        for (at, _), fp in zip(pending, scheme.fingerprint_many([raw for _, raw in pending]), strict=True):
+            good[at] = fp
+    return ids, good, errors, None
+
+
 class TextRows(NamedTuple):
     """`ArrowRows` of texts as a worker process gets them: the ids, and the texts' UTF-8 bytes."""
 
@@ -164,6 +204,27 @@ class SharedTexts(NamedTuple):
     #: Whether the offsets are of 64 bits (a large_string column), else 32.
     wide: bool
     options: ReadOptions
+
+    def texts_fingerprinted(self, memory: Any, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
+        """As `ArrowRows.texts_fingerprinted`, the texts read by the compiled core where they lie, none
+        made into a bytes of its own (but for the few it leaves to the pure reader: blank, or not
+        UTF-8); None under the pure engine, or for a verified index (its sketches need each text).
+
+        Args:
+            memory: the ring's memory, as this process maps it (an mmap).
+            scheme: the scheme the texts are fingerprinted with.
+            hasher: the sketcher of a verified index, or None.
+        """
+        core = engine_choice.native
+        if core is None or hasher is not None:
+            return None
+        view = memoryview(self.offsets)
+        bounds = view.cast("q") if self.wide else view.cast("i")
+        data = memory[self.start : self.start + bounds[-1] - bounds[0]]
+        fps, others = core.fingerprint_packed_texts(data, self.offsets, self.wide, scheme)
+        base = bounds[0]
+        raws = {at: data[bounds[at] - base : bounds[at + 1] - base] for at in others}
+        return _merged(self.source, self.first, self.ids, fps, raws, scheme, self.options.namespace)
 
     def unpacked(self, memory: Any) -> TextRows:
         """The rows, each text cut out of the shared memory as its own bytes.
