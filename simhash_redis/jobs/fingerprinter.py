@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
@@ -202,6 +202,23 @@ def _filled(items: Batch, fps: list[int]) -> Batch:
     ]
 
 
+class _Due:
+    """A batch's fingerprints to come: a worker's (its future), or computed here already."""
+
+    __slots__ = ("_future", "_get")
+
+    def __init__(self, get: Callable[[], Fingerprinted], future: Future[Any] | None = None) -> None:
+        self._get = get
+        self._future = future
+
+    def __call__(self) -> Fingerprinted:
+        return self._get()
+
+    def ready(self) -> bool:
+        """Whether calling it gives the fingerprints without waiting."""
+        return self._future is None or self._future.done()
+
+
 def _pool_context() -> multiprocessing.context.BaseContext:
     # fork is fastest, but forking a process that runs other threads can deadlock the child.
     methods = multiprocessing.get_all_start_methods()
@@ -262,12 +279,16 @@ class Fingerprinter:
         Raises:
             SimhashRedisError: a worker process died.
         """
-        # Up to two batches a worker are in the pool while the caller writes the one it was given.
-        pending: deque[Callable[[], Fingerprinted]] = deque()
+        # Up to two batches a worker are in the pool while the caller writes the one it was given. The
+        # oldest is given as soon as it is done, the pool not full yet: when reading is slower than the
+        # workers (a Parquet file decoded on a thread, at the start), the caller writes what is done
+        # meanwhile, instead of waiting for the pool to fill before its first write. At most one is
+        # given per batch submitted, so the pool never holds fewer once it is full.
+        pending: deque[_Due] = deque()
         ahead = 2 * self.workers
         for unit in self._grouped(units):
             pending.append(self._submit(unit))
-            if len(pending) > ahead:
+            if len(pending) > ahead or pending[0].ready():
                 yield pending.popleft()()
         while pending:
             yield pending.popleft()()
@@ -317,7 +338,7 @@ class Fingerprinter:
         if batch:
             yield batch
 
-    def _submit(self, unit: Batch | JsonLines | ArrowRows) -> Callable[[], Fingerprinted]:
+    def _submit(self, unit: Batch | JsonLines | ArrowRows) -> _Due:
         """What gives the unit's items with their fingerprints: a worker's result, or computed here."""
         if isinstance(unit, ArrowRows):
             if self._parallel(unit.batch.num_rows):
@@ -332,19 +353,19 @@ class Fingerprinter:
                 if isinstance(sent, SharedTexts):
                     return self._shared(sent)
                 rows = self._run(_in_worker, _fingerprinted_rows, sent, self.f, self.fp_base)
-                return lambda: _result(rows)
+                return _Due(lambda: _result(rows), rows)
             read = _fingerprinted_rows(unit, self.scheme, self.hasher, self.f, self.fp_base)
-            return lambda: read
+            return _Due(lambda: read)
         if isinstance(unit, JsonLines):
             if self._reads_fingerprints(unit):
                 here = unit.fingerprints_here(self.f, self.fp_base)
                 if here is not None:
-                    return lambda: Fingerprinted(*here)
+                    return _Due(lambda: Fingerprinted(*here))
             if self._parallel(len(unit.raws)):
                 future = self._run(_in_worker, _fingerprinted_lines, unit, self.f, self.fp_base)
-                return lambda: _result(future)
+                return _Due(lambda: _result(future), future)
             done = _fingerprinted_lines(unit, self.scheme, self.hasher, self.f, self.fp_base)
-            return lambda: done
+            return _Due(lambda: done)
         items = _all_parsed(unit, self.f, self.fp_base, self.hasher)
         texts = _texts(items)
         if self._parallel(len(texts)):
@@ -354,11 +375,11 @@ class Fingerprinter:
                 fps, sketches = _result(result)
                 return _compact(_filled(items, fps), sketches)
 
-            return collected
+            return _Due(collected, result)
         fingerprinted = _fingerprinted(items, self.scheme, self.hasher)
-        return lambda: fingerprinted
+        return _Due(lambda: fingerprinted)
 
-    def _shared(self, sent: SharedTexts) -> Callable[[], Fingerprinted]:
+    def _shared(self, sent: SharedTexts) -> _Due:
         """The worker's result for texts placed in the ring; their span is taken back with it."""
         ring = self._ring
         assert ring is not None
@@ -376,7 +397,7 @@ class Fingerprinter:
             finally:  # the worker is done with it (or gone)
                 ring.take_back(sent.start)
 
-        return taken_back
+        return _Due(taken_back, future)
 
     def _reads_fingerprints(self, lines: JsonLines) -> bool:
         # Precomputed fingerprints of the plain shape are read by the compiled core in less time than

@@ -6,7 +6,7 @@ import json
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -400,3 +400,31 @@ def test_ids_start_with_the_input_name_when_asked(invoke: Invoke, tmp_path: Path
     assert json.loads(result.stdout)["added"] == 30, result.output
     assert invoke("get", f"{parquet}:a7", index=f"p{workers}").exit_code == 0
     assert invoke("get", "a7", index=f"p{workers}").exit_code != 0
+
+
+@pytest.mark.parametrize("done", [True, False])
+def test_the_oldest_batch_is_given_once_done_before_the_pool_is_full(
+    monkeypatch: pytest.MonkeyPatch, done: bool
+) -> None:
+    # When reading is slower than fingerprinting (a Parquet file decoded on a thread), the caller writes
+    # what is done instead of waiting for the pool to fill; else the pool fills first, as it always did.
+    from simhash_redis.jobs import fingerprinter as module
+    from simhash_redis.jobs.records import Record
+
+    monkeypatch.setattr(module._Due, "ready", lambda self: done)
+    read: list[int] = []
+
+    def units() -> Iterator[Record]:
+        for i in range(8):
+            read.append(i)
+            yield Record("in", i + 1, f"k{i}", article(i))
+
+    fingerprinter = module.Fingerprinter(Scheme(), 64, "auto", 2, 1)  # a batch a record
+    try:
+        batches = fingerprinter.batches(units())
+        first = next(batches)
+        assert len(read) == (1 if done else 2 * 2 + 1)
+        rest = list(batches)
+    finally:
+        fingerprinter.close()
+    assert [b.ids for b in (first, *rest)] == [[f"k{i}"] for i in range(8)]
