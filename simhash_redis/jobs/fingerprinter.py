@@ -280,15 +280,16 @@ class Fingerprinter:
             SimhashRedisError: a worker process died.
         """
         # Up to two batches a worker are in the pool while the caller writes the one it was given. The
-        # oldest is given as soon as it is done, the pool not full yet: when reading is slower than the
-        # workers (a Parquet file decoded on a thread, at the start), the caller writes what is done
-        # meanwhile, instead of waiting for the pool to fill before its first write. At most one is
-        # given per batch submitted, so the pool never holds fewer once it is full.
+        # oldest is given as soon as it is done once every worker has another: when reading is slower
+        # than the workers (a Parquet file decoded on a thread, at the start), the caller writes what is
+        # done meanwhile instead of waiting for the pool to fill before its first write, and no worker
+        # waits for work while it writes. At most one is given per batch submitted, so the pool never
+        # holds fewer once it is full.
         pending: deque[_Due] = deque()
         ahead = 2 * self.workers
         for unit in self._grouped(units):
             pending.append(self._submit(unit))
-            if len(pending) > ahead or pending[0].ready():
+            if len(pending) > ahead or (len(pending) > self.workers and pending[0].ready()):
                 yield pending.popleft()()
         while pending:
             yield pending.popleft()()

@@ -407,7 +407,8 @@ def test_the_oldest_batch_is_given_once_done_before_the_pool_is_full(
     monkeypatch: pytest.MonkeyPatch, done: bool
 ) -> None:
     # When reading is slower than fingerprinting (a Parquet file decoded on a thread), the caller writes
-    # what is done instead of waiting for the pool to fill; else the pool fills first, as it always did.
+    # what is done once each worker has another batch, instead of waiting for the pool to fill; else
+    # the pool fills first, as it always did.
     from simhash_redis.jobs import fingerprinter as module
     from simhash_redis.jobs.records import Record
 
@@ -423,7 +424,7 @@ def test_the_oldest_batch_is_given_once_done_before_the_pool_is_full(
     try:
         batches = fingerprinter.batches(units())
         first = next(batches)
-        assert len(read) == (1 if done else 2 * 2 + 1)
+        assert len(read) == (2 + 1 if done else 2 * 2 + 1)
         rest = list(batches)
     finally:
         fingerprinter.close()
