@@ -196,5 +196,10 @@ def fingerprint_text_lines(
 ) -> tuple[list[str], list[int], list[int]]:
     """Ids and text fingerprints of the plain JSON lines, and the positions of the others."""
 
+def fingerprint_packed_texts(
+    engine: Engine, data: bytes, offsets: bytes, wide: bool, chunk_chars: int
+) -> tuple[list[int], list[int]]:
+    """Fingerprints of texts laid end to end, cut at Arrow offsets (valid, not blank), and the others' positions."""
+
 def set_error_types(value_error: type[ValueError], type_error: type[TypeError]) -> bool:
     """Make bad arguments raise these types; False when types were set already."""

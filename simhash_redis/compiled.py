@@ -36,6 +36,7 @@ __all__ = [
     "check_tokens",
     "column_buckets",
     "fingerprint_lines",
+    "fingerprint_packed_texts",
     "fingerprint_text_lines",
     "hash_values",
     "hits",
@@ -59,6 +60,7 @@ _KERNELS = (
     "column_buckets",
     "fingerprint_lines",
     "fingerprint_text_lines",
+    "fingerprint_packed_texts",
     "ScriptRuns",
 )
 _missing = next((name for name in _KERNELS if not hasattr(_native, name)), None)
@@ -78,6 +80,7 @@ Unicode = _native.Unicode
 check_tokens = _native.check_tokens
 fingerprint_lines = _native.fingerprint_lines
 fingerprint_text_lines = _native.fingerprint_text_lines
+fingerprint_packed_texts = _native.fingerprint_packed_texts
 # The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.
 GroupedCommands = _native.GroupedCommands
 AttachCalls = _native.AttachCalls

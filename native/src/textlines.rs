@@ -53,6 +53,26 @@ pub fn text_line<'a>(line: &'a [u8], wanted: &Wanted<'_>) -> Option<(&'a str, Co
     Some((id, text))
 }
 
+/// Texts laid end to end (the values of an Arrow string column), each cut at its bounds: those valid
+/// in UTF-8 and surely not blank, and the positions of the others (for the pure reader), in order.
+/// None when the bounds are not those of `data`: decreasing, or past its end.
+#[allow(clippy::type_complexity)]
+pub fn packed_texts<'a>(
+    data: &'a [u8],
+    bounds: &[usize],
+) -> Option<(Vec<(usize, &'a str)>, Vec<usize>)> {
+    let mut found = Vec::with_capacity(bounds.len().saturating_sub(1));
+    let mut others = Vec::new();
+    for (position, pair) in bounds.windows(2).enumerate() {
+        let raw = data.get(pair[0]..pair[1])?;
+        match simdutf8::basic::from_utf8(raw) {
+            Ok(text) if surely_not_blank(text) => found.push((position, text)),
+            _ => others.push(position),
+        }
+    }
+    Some((found, others))
+}
+
 /// The ids and texts of the lines of the plain shape, and the positions of the others (for the pure
 /// reader), in input order.
 #[allow(clippy::type_complexity)]
@@ -121,6 +141,19 @@ mod tests {
         ] {
             assert!(text_line(line, &wanted()).is_none(), "{line:?}");
         }
+    }
+
+    #[test]
+    fn packed_texts_are_cut_and_the_others_left_to_python() {
+        let data = "ab \u{3000}\u{1c}c\u{e9}".as_bytes();
+        let (found, others) = packed_texts(data, &[0, 2, 2, 3, 6, 7, 8, 10]).unwrap();
+        assert_eq!(found, vec![(0, "ab"), (5, "c"), (6, "\u{e9}")]);
+        assert_eq!(others, vec![1, 2, 3, 4]);
+        let (_, others) = packed_texts(b"a\xffb", &[0, 1, 2, 3]).unwrap();
+        assert_eq!(others, vec![1]);
+        assert!(packed_texts(b"abc", &[0, 4]).is_none());
+        assert!(packed_texts(b"abc", &[2, 1]).is_none());
+        assert_eq!(packed_texts(b"", &[0]), Some((vec![], vec![])));
     }
 
     #[test]

@@ -48,6 +48,7 @@ __all__ = [
     "fingerprint",
     "fingerprint_lines",
     "fingerprint_many",
+    "fingerprint_packed_texts",
     "fingerprint_text_lines",
     "hash_values",
     "hits",
@@ -317,6 +318,26 @@ def fingerprint_text_lines(
     """
     engine = _engine(scheme)
     return _native.fingerprint_text_lines(engine, raws, id_field, text_field, max_id, tokens.CHUNK_CHARS)
+
+
+def fingerprint_packed_texts(
+    data: bytes, offsets: bytes, wide: bool, scheme: SchemeParams
+) -> tuple[list[int], list[int]]:
+    """The fingerprints of texts laid end to end (an Arrow string column's values, from its first
+    text's start), cut at the column's offsets, of those valid in UTF-8 and surely not blank; and the
+    positions of the others, left to the pure reader (`jobs.text_rows`).
+
+    Args:
+        data: the texts' UTF-8 bytes.
+        offsets: one more than there are texts, as an array's bytes (native-endian).
+        wide: whether the offsets are of 64 bits, else 32.
+        scheme: the scheme the texts are fingerprinted with.
+
+    Raises:
+        InvalidArgument: offsets that are not those of the texts.
+    """
+    engine = _engine(scheme)
+    return _native.fingerprint_packed_texts(engine, data, offsets, wide, tokens.CHUNK_CHARS)
 
 
 def odd_estimates(query: bytes, others: Sequence[bytes]) -> list[float]:

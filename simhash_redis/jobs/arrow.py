@@ -23,7 +23,8 @@ from ..errors import InputError, InvalidArgument, SimhashRedisError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .read_ahead import read_ahead
 from .records import STDIN, ReadOptions, Record, source_name
-from .text_rows import PackedTexts, Sketched, TextRows, records_of_lists, sketched
+from .shared_ring import SharedRing
+from .text_rows import PackedTexts, SharedTexts, Sketched, TextRows, records_of_lists, sketched
 
 __all__ = [
     "ARROW_FORMATS",
@@ -315,12 +316,22 @@ class ArrowRows(NamedTuple):
         kind = self.batch.column(self.doc_name).type
         return {pa.string(): pa.binary(), pa.large_string(): pa.large_binary()}.get(kind)
 
-    def for_worker(self) -> ArrowRows | TextRows | PackedTexts:
+    def text_bytes(self) -> int | None:
+        """The bytes of the rows' texts, about (None: fingerprints, or texts read by `records`)."""
+        if self._binary() is None:
+            return None
+        return int(self.batch.column(self.doc_name).nbytes)
+
+    def for_worker(self, ring: SharedRing | None = None) -> ArrowRows | TextRows | PackedTexts | SharedTexts:
         """What a worker process is sent of these rows, made by the caller (see `Fingerprinter`): texts
-        as `PackedTexts` (`TextRows` when some are null), other columns as they are (pickled as Arrow).
+        as `SharedTexts` when a ring shared with the worker has room for them, else as `PackedTexts`
+        (`TextRows` when some are null), other columns as they are (pickled as Arrow).
 
         The texts reach the worker as UTF-8 bytes, as JSON Lines do: it needs no pyarrow, and makes no
         copy of a run's Arrow buffers.
+
+        Args:
+            ring: shared memory the worker maps too (it must be forked after the ring was made).
         """
         binary = self._binary()
         if binary is None:
@@ -329,6 +340,10 @@ class ArrowRows(NamedTuple):
         texts = self.batch.column(self.doc_name)
         if texts.null_count or not len(texts):
             return TextRows(self.source, self.first, ids, texts.view(binary).to_pylist(), self.options)
+        if ring is not None:
+            shared = _shared(texts, ring)
+            if shared is not None:
+                return SharedTexts(self.source, self.first, ids, *shared, self.options)
         return PackedTexts(self.source, self.first, ids, *_packed(texts), self.options)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -347,15 +362,34 @@ class ArrowRows(NamedTuple):
         return _rows_of_ipc, (self.source, self.first, data, self.options, self.id_name, self.doc_name)
 
 
+def _offsets(texts: Any) -> tuple[bytes, Any, bool]:
+    """A column of texts' offsets (string or large_string) as an array's bytes, as a memoryview of
+    ints, and whether they are of 64 bits."""
+    offsets = texts.buffers()[1]
+    wide = pyarrow()[0].types.is_large_string(texts.type)
+    width = 8 if wide else 4
+    ends = offsets.slice(texts.offset * width, (len(texts) + 1) * width).to_pybytes()
+    return ends, memoryview(ends).cast("q") if wide else memoryview(ends).cast("i"), wide
+
+
+def _shared(texts: Any, ring: SharedRing) -> tuple[int, bytes, bool] | None:
+    """A column of texts with no null copied into the ring, as `SharedTexts` hold it: where they
+    start there, their offsets as an array's bytes, and whether those are of 64 bits; None when
+    the ring has no room for them now, or every text is empty."""
+    values = texts.buffers()[2]
+    ends, bounds, wide = _offsets(texts)
+    if values is None:
+        return None
+    start = ring.place(memoryview(values)[bounds[0] : bounds[-1]])
+    return None if start is None else (start, ends, wide)
+
+
 def _packed(texts: Any) -> tuple[list[bytes], int, bytes, bool]:
     """A column of texts with no null (string or large_string) as `PackedTexts` hold it: the texts'
     bytes in pieces of about `_PIECE_BYTES` (a whole number of texts each), the texts per piece, their
     offsets as an array's bytes, and whether those are of 64 bits."""
-    _, offsets, values = texts.buffers()
-    wide = pyarrow()[0].types.is_large_string(texts.type)
-    width = 8 if wide else 4
-    ends = offsets.slice(texts.offset * width, (len(texts) + 1) * width).to_pybytes()
-    bounds = memoryview(ends).cast("q") if wide else memoryview(ends).cast("i")
+    values = texts.buffers()[2]
+    ends, bounds, wide = _offsets(texts)
     rows = len(bounds) - 1
     step = max(1, rows * _PIECE_BYTES // max(1, bounds[-1] - bounds[0]))
     cuts = [bounds[at] for at in range(0, rows, step)] + [bounds[-1]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import mmap
 import multiprocessing
 import os
 import signal
@@ -19,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
@@ -27,7 +28,8 @@ from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record
-from .text_rows import TextRows
+from .shared_ring import SharedRing
+from .text_rows import SharedTexts, TextRows
 
 __all__ = ["Batch", "Fingerprinted", "Fingerprinter"]
 
@@ -70,19 +72,24 @@ _STUCK_WAIT = 1.0
 _POOL_LEAVES_FEEDER_BLOCKED = sys.version_info < (3, 11, 5)
 #: prctl(2) option: the signal this process gets when its parent dies.
 _PR_SET_PDEATHSIG = 1
+#: Bytes of shared memory the texts of a table's runs cross to forked workers through, at most and at
+#: least: room for the runs in the pool and the one being placed, sized by the first run.
+_RING_MOST = 128 << 20
+_RING_LEAST = 4 << 20
 
 _worker_scheme: Scheme | None = None
 _worker_hasher: Sketcher | None = None
+_worker_ring: mmap.mmap | None = None
 
 
-def _init_worker(scheme: Scheme, parent: int, hasher: Sketcher | None) -> None:
+def _init_worker(scheme: Scheme, parent: int, hasher: Sketcher | None, ring: mmap.mmap | None = None) -> None:
     # Ctrl-C reaches the whole process group: only the parent reacts, and it stops the pool. A SIGTERM
     # sent to every process (systemd, Kubernetes) ends a worker quietly, without a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _end_with(parent)
-    global _worker_scheme, _worker_hasher
-    _worker_scheme, _worker_hasher = scheme, hasher
+    global _worker_scheme, _worker_hasher, _worker_ring
+    _worker_scheme, _worker_hasher, _worker_ring = scheme, hasher, ring
 
 
 def _end_with(parent: int) -> None:
@@ -142,6 +149,17 @@ def _fingerprinted_rows(
     return _fingerprinted(_all_parsed(rows.records(), f, fp_base, hasher), scheme, hasher)
 
 
+def _fingerprinted_shared(
+    texts: SharedTexts, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
+) -> Fingerprinted:
+    """A run of table rows whose texts are in the shared ring, fingerprinted (in a forked worker)."""
+    assert _worker_ring is not None
+    done = texts.texts_fingerprinted(_worker_ring, scheme, hasher)
+    if done is not None:
+        return Fingerprinted(*done)
+    return _fingerprinted_rows(texts.unpacked(_worker_ring), scheme, hasher, f, fp_base)
+
+
 def _parsed(record: Record, f: int, fp_base: str, hasher: Sketcher | None) -> Record | InputError:
     """The record with a precomputed fingerprint's text read (other records as they are); a bad record
     where a verified index (hasher) needs the text."""
@@ -182,6 +200,23 @@ def _filled(items: Batch, fps: list[int]) -> Batch:
         item._replace(doc=next(computed)) if isinstance(item, Record) and isinstance(item.doc, str) else item
         for item in items
     ]
+
+
+class _Due:
+    """A batch's fingerprints to come: a worker's (its future), or computed here already."""
+
+    __slots__ = ("_future", "_get")
+
+    def __init__(self, get: Callable[[], Fingerprinted], future: Future[Any] | None = None) -> None:
+        self._get = get
+        self._future = future
+
+    def __call__(self) -> Fingerprinted:
+        return self._get()
+
+    def ready(self) -> bool:
+        """Whether calling it gives the fingerprints without waiting."""
+        return self._future is None or self._future.done()
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -232,6 +267,8 @@ class Fingerprinter:
         self.workers = workers
         self.batch_size = batch_size
         self._executor: ProcessPoolExecutor | None = None
+        #: Shared memory a table's texts cross to the workers through, when they are forked.
+        self._ring: SharedRing | None = None
 
     def batches(
         self, units: Iterable[Record | InputError | JsonLines | ArrowRows]
@@ -242,12 +279,17 @@ class Fingerprinter:
         Raises:
             SimhashRedisError: a worker process died.
         """
-        # Up to two batches a worker are in the pool while the caller writes the one it was given.
-        pending: deque[Callable[[], Fingerprinted]] = deque()
+        # Up to two batches a worker are in the pool while the caller writes the one it was given. The
+        # oldest is given as soon as it is done once every worker has another: when reading is slower
+        # than the workers (a Parquet file decoded on a thread, at the start), the caller writes what is
+        # done meanwhile instead of waiting for the pool to fill before its first write, and no worker
+        # waits for work while it writes. At most one is given per batch submitted, so the pool never
+        # holds fewer once it is full.
+        pending: deque[_Due] = deque()
         ahead = 2 * self.workers
         for unit in self._grouped(units):
             pending.append(self._submit(unit))
-            if len(pending) > ahead:
+            if len(pending) > ahead or (len(pending) > self.workers and pending[0].ready()):
                 yield pending.popleft()()
         while pending:
             yield pending.popleft()()
@@ -274,6 +316,9 @@ class Fingerprinter:
                         with contextlib.suppress(OSError):  # closed meanwhile by the feeder thread
                             reader.close()
                     manager.join(timeout=_CLOSE_WAIT)
+        if self._ring is not None:
+            ring, self._ring = self._ring, None
+            ring.close()
 
     def _grouped(
         self, units: Iterable[Record | InputError | JsonLines | ArrowRows]
@@ -294,28 +339,34 @@ class Fingerprinter:
         if batch:
             yield batch
 
-    def _submit(self, unit: Batch | JsonLines | ArrowRows) -> Callable[[], Fingerprinted]:
+    def _submit(self, unit: Batch | JsonLines | ArrowRows) -> _Due:
         """What gives the unit's items with their fingerprints: a worker's result, or computed here."""
         if isinstance(unit, ArrowRows):
             if self._parallel(unit.batch.num_rows):
                 # Packed here, not by the pool's feeder thread as it pickles the call: made there, the
                 # same pieces (or one bytes per text) fault their pages in afresh run after run, 0.08 to
                 # 0.12 s more of this process's CPU for 20,000 3.5 KB texts (measured on Linux), a
-                # process that must keep up with the workers.
-                rows = self._run(_in_worker, _fingerprinted_rows, unit.for_worker(), self.f, self.fp_base)
-                return lambda: _result(rows)
+                # process that must keep up with the workers. Through shared memory when the workers are
+                # forked: see `SharedRing`.
+                if self._executor is None:
+                    self._start(unit.text_bytes())
+                sent = unit.for_worker(self._ring)
+                if isinstance(sent, SharedTexts):
+                    return self._shared(sent)
+                rows = self._run(_in_worker, _fingerprinted_rows, sent, self.f, self.fp_base)
+                return _Due(lambda: _result(rows), rows)
             read = _fingerprinted_rows(unit, self.scheme, self.hasher, self.f, self.fp_base)
-            return lambda: read
+            return _Due(lambda: read)
         if isinstance(unit, JsonLines):
             if self._reads_fingerprints(unit):
                 here = unit.fingerprints_here(self.f, self.fp_base)
                 if here is not None:
-                    return lambda: Fingerprinted(*here)
+                    return _Due(lambda: Fingerprinted(*here))
             if self._parallel(len(unit.raws)):
                 future = self._run(_in_worker, _fingerprinted_lines, unit, self.f, self.fp_base)
-                return lambda: _result(future)
+                return _Due(lambda: _result(future), future)
             done = _fingerprinted_lines(unit, self.scheme, self.hasher, self.f, self.fp_base)
-            return lambda: done
+            return _Due(lambda: done)
         items = _all_parsed(unit, self.f, self.fp_base, self.hasher)
         texts = _texts(items)
         if self._parallel(len(texts)):
@@ -325,9 +376,29 @@ class Fingerprinter:
                 fps, sketches = _result(result)
                 return _compact(_filled(items, fps), sketches)
 
-            return collected
+            return _Due(collected, result)
         fingerprinted = _fingerprinted(items, self.scheme, self.hasher)
-        return lambda: fingerprinted
+        return _Due(lambda: fingerprinted)
+
+    def _shared(self, sent: SharedTexts) -> _Due:
+        """The worker's result for texts placed in the ring; their span is taken back with it."""
+        ring = self._ring
+        assert ring is not None
+        try:
+            future: Future[Fingerprinted] = self._run(
+                _in_worker, _fingerprinted_shared, sent, self.f, self.fp_base
+            )
+        except BaseException:
+            ring.take_back(sent.start)
+            raise
+
+        def taken_back() -> Fingerprinted:
+            try:
+                return _result(future)
+            finally:  # the worker is done with it (or gone)
+                ring.take_back(sent.start)
+
+        return _Due(taken_back, future)
 
     def _reads_fingerprints(self, lines: JsonLines) -> bool:
         # Precomputed fingerprints of the plain shape are read by the compiled core in less time than
@@ -347,13 +418,25 @@ class Fingerprinter:
 
     def _executor_of(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            context = _pool_context()
-            # A forked worker's parent is this process; a forkserver's child is the forkserver's.
-            parent = os.getpid() if context.get_start_method() == "fork" else -1
-            self._executor = ProcessPoolExecutor(
-                self.workers,
-                mp_context=context,
-                initializer=_init_worker,
-                initargs=(self.scheme, parent, self.hasher),
-            )
+            self._start(None)
+        assert self._executor is not None
         return self._executor
+
+    def _start(self, run_bytes: int | None) -> None:
+        """Start the pool, with a ring shared with its workers when they are forked and the first run
+        is of texts (`run_bytes` of them): the ring must be mapped before they are forked."""
+        context = _pool_context()
+        forked = context.get_start_method() == "fork"
+        if forked and run_bytes is not None:
+            slots = 2 * self.workers + 2  # the runs in the pool, the one written, the one placed
+            self._ring = SharedRing(min(_RING_MOST, max(_RING_LEAST, slots * run_bytes * 5 // 4)))
+        # A forked worker's parent is this process; a forkserver's child is the forkserver's.
+        parent = os.getpid() if forked else -1
+        # A forked worker inherits its arguments; others are pickled, which a ring could not be.
+        ring = None if self._ring is None else self._ring.memory
+        self._executor = ProcessPoolExecutor(
+            self.workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(self.scheme, parent, self.hasher, ring),
+        )

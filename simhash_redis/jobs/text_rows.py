@@ -1,8 +1,9 @@
 """Rows of a table read as lists, ids and texts' UTF-8 bytes: what a fingerprinting worker gets of a
 Parquet or Arrow input (`arrow.ArrowRows`), and reads without pyarrow.
 
-The texts travel packed (`PackedTexts`: the column's bytes in a few pieces, and its offsets) and are
-cut into one bytes per text where they are fingerprinted."""
+The texts travel packed (`PackedTexts`: the column's bytes in a few pieces, and its offsets), or through
+shared memory to a forked worker (`SharedTexts`: only where they are, and their offsets), and are cut into
+one bytes per text where they are fingerprinted."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..errors import InputError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .records import ReadOptions, Record, checked_doc, checked_id, decode
 
-__all__ = ["PackedTexts", "Sketched", "TextRows", "records_of_lists", "sketched"]
+__all__ = ["PackedTexts", "SharedTexts", "Sketched", "TextRows", "records_of_lists", "sketched"]
 
 #: What `ArrowRows.texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
 #: and the sketches (a verified index) or None.
@@ -86,6 +87,46 @@ def sketched(
     return ids, fps, errors, None if hasher is None else hasher.sketch_many(good)
 
 
+def _merged(
+    source: str,
+    first: int,
+    ids_read: list[Any],
+    fps: list[int],
+    others: dict[int, bytes],
+    scheme: Scheme,
+    namespace: str,
+) -> Sketched:
+    """`sketched` of rows with no null text, whose texts the compiled core fingerprinted (`fps`, in
+    row order) but for the `others` (their positions and bytes), read here as `sketched` reads them."""
+    ids: list[str] = []
+    good: list[int] = []
+    errors: list[tuple[int, InputError]] = []
+    pending: list[tuple[int, bytes]] = []  # where in `good`, and the text, of others to fingerprint
+    computed = iter(fps)
+    for position, raw_id in enumerate(ids_read):
+        raw = others.get(position)
+        fp = next(computed) if raw is None else 0
+        row = first + position
+        if raw_id is None:
+            errors.append((len(ids), InputError(source, row, "the id is null")))
+            continue
+        doc_id = checked_id(
+            decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
+        )
+        if isinstance(doc_id, InputError) or (raw is not None and _blank(raw)):
+            bad = doc_id if isinstance(doc_id, InputError) else InputError(source, row, "empty text")
+            errors.append((len(ids), bad))
+            continue
+        if raw is not None:
+            pending.append((len(good), raw))
+        ids.append(doc_id)
+        good.append(fp)
+    if pending:
+        for (at, _), fp in zip(pending, scheme.fingerprint_many([raw for _, raw in pending]), strict=True):
+            good[at] = fp
+    return ids, good, errors, None
+
+
 class TextRows(NamedTuple):
     """`ArrowRows` of texts as a worker process gets them: the ids, and the texts' UTF-8 bytes."""
 
@@ -147,3 +188,54 @@ class PackedTexts(NamedTuple):
 def _text_rows(*fields: Any) -> TextRows:
     """`PackedTexts` unpickled: `TextRows`."""
     return PackedTexts(*fields).unpacked()
+
+
+class SharedTexts(NamedTuple):
+    """`TextRows` whose texts (no null among them) were copied into a `SharedRing` that the worker
+    process shares: what is sent is where they are, and their offsets."""
+
+    source: str
+    first: int
+    ids: list[Any]
+    #: Where the texts' UTF-8 bytes, end to end, start in the ring.
+    start: int
+    #: One offset more than there are texts, as an array's bytes (the Arrow column's own offsets).
+    offsets: bytes
+    #: Whether the offsets are of 64 bits (a large_string column), else 32.
+    wide: bool
+    options: ReadOptions
+
+    def texts_fingerprinted(self, memory: Any, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
+        """As `ArrowRows.texts_fingerprinted`, the texts read by the compiled core where they lie, none
+        made into a bytes of its own (but for the few it leaves to the pure reader: blank, or not
+        UTF-8); None under the pure engine, or for a verified index (its sketches need each text).
+
+        Args:
+            memory: the ring's memory, as this process maps it (an mmap).
+            scheme: the scheme the texts are fingerprinted with.
+            hasher: the sketcher of a verified index, or None.
+        """
+        core = engine_choice.native
+        if core is None or hasher is not None:
+            return None
+        view = memoryview(self.offsets)
+        bounds = view.cast("q") if self.wide else view.cast("i")
+        data = memory[self.start : self.start + bounds[-1] - bounds[0]]
+        fps, others = core.fingerprint_packed_texts(data, self.offsets, self.wide, scheme)
+        base = bounds[0]
+        raws = {at: data[bounds[at] - base : bounds[at + 1] - base] for at in others}
+        return _merged(self.source, self.first, self.ids, fps, raws, scheme, self.options.namespace)
+
+    def unpacked(self, memory: Any) -> TextRows:
+        """The rows, each text cut out of the shared memory as its own bytes.
+
+        Args:
+            memory: the ring's memory, as this process maps it (an mmap).
+        """
+        view = memoryview(self.offsets)
+        bounds = view.cast("q") if self.wide else view.cast("i")
+        shift = self.start - bounds[0]
+        raws: list[bytes | None] = [
+            memory[start + shift : end + shift] for start, end in itertools.pairwise(bounds)
+        ]
+        return TextRows(self.source, self.first, self.ids, raws, self.options)

@@ -6,7 +6,7 @@ import json
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,8 @@ from simhash_redis import Scheme, SimhashRedisError
 from simhash_redis.codec import format_fingerprint
 from simhash_redis.jobs import arrow
 from simhash_redis.jobs.readers import ReadOptions, detect_format, estimate_total, read
-from simhash_redis.jobs.text_rows import PackedTexts, TextRows
+from simhash_redis.jobs.shared_ring import SharedRing
+from simhash_redis.jobs.text_rows import PackedTexts, SharedTexts, TextRows
 from tests.cli.conftest import Invoke, article
 
 pa = pytest.importorskip("pyarrow")
@@ -300,13 +301,45 @@ def test_texts_go_to_workers_packed_in_pieces(kind: str, monkeypatch: pytest.Mon
     assert isinstance(sent, TextRows) and sent.raws == [b"x", None]
 
 
+@pytest.mark.parametrize("kind", ["string", "large_string"])
+def test_texts_go_to_forked_workers_through_a_shared_ring(kind: str) -> None:
+    # Each text read back from the ring as it was, for a batch that is a slice of another (its offsets do
+    # not start at 0) too; a run the ring has no room for goes packed through the pipe instead.
+    texts = [article(i)[: i % 50] for i in range(60)] + ["\u4f60\u597d" * 200, "", "", article(7)]
+    whole = pa.record_batch({"id": [f"i{i}" for i in range(len(texts))], "text": pa.array(texts, kind)})
+    ring = SharedRing(1 << 16)
+    try:
+        placed = []
+        for batch in (whole, whole.slice(13, 40), whole.slice(55)):
+            sent = arrow.ArrowRows("t.parquet", 3, batch, ReadOptions(), "id", "text").for_worker(ring)
+            assert isinstance(sent, SharedTexts)
+            got = sent.unpacked(ring.memory)
+            assert got == TextRows("t.parquet", 3, batch.column(0).to_pylist(), got.raws, ReadOptions())
+            assert got.raws == [t.encode() for t in batch.column(1).to_pylist()]
+            placed.append(sent.start)
+        tiny = SharedRing(100)
+        sent = arrow.ArrowRows("t", 1, whole, ReadOptions(), "id", "text").for_worker(tiny)
+        assert isinstance(sent, PackedTexts) and tiny.used == 0
+        tiny.close()
+        for start in placed:
+            ring.take_back(start)
+        assert ring.used == 0
+    finally:
+        ring.close()
+
+
+@pytest.mark.parametrize("ring_bytes", [None, 1000])
 def test_worker_processes_read_rows_as_the_loader_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ring_bytes: int | None
 ) -> None:
+    import multiprocessing
+
+    from simhash_redis.jobs import fingerprinter as module
     from simhash_redis.jobs.fingerprinter import Fingerprinter
 
     # Packed by the loading thread, not by the pool's feeder thread as it pickles the call (which costs
-    # the loading process more: see Fingerprinter._submit).
+    # the loading process more: see Fingerprinter._submit); through shared memory to forked workers,
+    # packed through the pipe for a run the ring has no room for (a ring of `ring_bytes`).
     sent: list[type] = []
     run = Fingerprinter._run
 
@@ -315,21 +348,26 @@ def test_worker_processes_read_rows_as_the_loader_does(
         return run(self, function, *args)
 
     monkeypatch.setattr(Fingerprinter, "_run", recorded)
+    if ring_bytes is not None:
+        monkeypatch.setattr(module, "_RING_MOST", ring_bytes)
 
-    texts = [article(i) for i in range(300)]
+    texts = [article(i) for i in range(3000)]
     texts[150] = " \u3000 "
     path = tmp_path / "one-group.parquet"
-    pq.write_table(pa.table({"id": [f"a{i}" for i in range(300)], "text": texts}), path)
+    pq.write_table(pa.table({"id": [f"a{i}" for i in range(3000)], "text": texts}), path)
     results = []
     for workers in (1, 2):
         fingerprinter = Fingerprinter(Scheme(), 64, "auto", workers, 1000)
         try:
             done = list(fingerprinter.batches(arrow.arrow_chunks(str(path), "parquet", ReadOptions(), 1000)))
+            assert fingerprinter._ring is None or fingerprinter._ring.used == 0  # every span taken back
         finally:
             fingerprinter.close()
         results.append([(b.ids, b.fps, [(at, str(e)) for at, e in b.errors]) for b in done])
-    assert results[0] == results[1] and sent == [PackedTexts]
-    assert results[1][0][2] == [(150, f"{path}:151: empty text")] and len(results[1][0][0]) == 299
+    assert results[0] == results[1]
+    forked = "fork" in multiprocessing.get_all_start_methods() and sys.platform.startswith("linux")
+    assert sent == [SharedTexts if forked and ring_bytes is None else PackedTexts] * 3
+    assert results[1][0][2] == [(150, f"{path}:151: empty text")] and len(results[1][0][0]) == 999
 
 
 def test_fingerprint_columns_go_to_workers_as_arrow() -> None:
@@ -362,3 +400,32 @@ def test_ids_start_with_the_input_name_when_asked(invoke: Invoke, tmp_path: Path
     assert json.loads(result.stdout)["added"] == 30, result.output
     assert invoke("get", f"{parquet}:a7", index=f"p{workers}").exit_code == 0
     assert invoke("get", "a7", index=f"p{workers}").exit_code != 0
+
+
+@pytest.mark.parametrize("done", [True, False])
+def test_the_oldest_batch_is_given_once_done_before_the_pool_is_full(
+    monkeypatch: pytest.MonkeyPatch, done: bool
+) -> None:
+    # When reading is slower than fingerprinting (a Parquet file decoded on a thread), the caller writes
+    # what is done once each worker has another batch, instead of waiting for the pool to fill; else
+    # the pool fills first, as it always did.
+    from simhash_redis.jobs import fingerprinter as module
+    from simhash_redis.jobs.records import Record
+
+    monkeypatch.setattr(module._Due, "ready", lambda self: done)
+    read: list[int] = []
+
+    def units() -> Iterator[Record]:
+        for i in range(8):
+            read.append(i)
+            yield Record("in", i + 1, f"k{i}", article(i))
+
+    fingerprinter = module.Fingerprinter(Scheme(), 64, "auto", 2, 1)  # a batch a record
+    try:
+        batches = fingerprinter.batches(units())
+        first = next(batches)
+        assert len(read) == (2 + 1 if done else 2 * 2 + 1)
+        rest = list(batches)
+    finally:
+        fingerprinter.close()
+    assert [b.ids for b in (first, *rest)] == [[f"k{i}"] for i in range(8)]

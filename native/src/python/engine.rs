@@ -11,7 +11,7 @@ use super::unicode::Unicode;
 use super::{chunk_size, str_items, text_of, to_int, type_error, type_name, value_error, Raise};
 use crate::engine::{self, Config, Job, Kind};
 use crate::minhash::{self, MinJob, Sketcher};
-use crate::textlines::{read_text_lines, Wanted};
+use crate::textlines::{packed_texts, read_text_lines, Wanted};
 
 /// Texts of at least this many bytes are computed detached from Python, even alone.
 const DETACH_BYTES: usize = 1 << 16;
@@ -340,6 +340,66 @@ impl MinHash {
             self.sketcher.bits,
         ))
     }
+}
+
+/// The fingerprints of texts laid end to end in `data` (an Arrow string column's values, from its
+/// first text's start), cut at `offsets` (the column's own: native-endian integers of 64 bits when
+/// `wide`, else 32, one more than there are texts), of those valid in UTF-8 and surely not blank,
+/// and the positions of the others (for the pure reader): `(fingerprints, others)`.
+#[pyfunction]
+pub fn fingerprint_packed_texts<'py>(
+    py: Python<'py>,
+    engine: &Bound<'py, Engine>,
+    data: &Bound<'py, PyBytes>,
+    offsets: &Bound<'py, PyBytes>,
+    wide: bool,
+    chunk_chars: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
+    let chunk = chunk_size(chunk_chars)?;
+    let engine = engine.get();
+    let data = data.as_bytes();
+    let bounds = bounds_of(offsets.as_bytes(), wide)
+        .ok_or_else(|| value_error(py, String::from("offsets are not those of the texts")))?;
+    let (found, others) = py
+        .detach(|| packed_texts(data, &bounds))
+        .ok_or_else(|| value_error(py, String::from("offsets are not those of the texts")))?;
+    let jobs: Vec<Job<'_>> = found
+        .into_iter()
+        .map(|(_, text)| Job::Text(Cow::Borrowed(text)))
+        .collect();
+    let values = engine.run(py, &jobs, chunk, true)?;
+    let fps = PyList::empty(py);
+    for value in values {
+        fps.append(to_int(py, value)?)?;
+    }
+    Ok((fps, others))
+}
+
+/// Offsets as an array's bytes, each from the first: None when they are not a whole number of
+/// integers, or one is below the first.
+fn bounds_of(raw: &[u8], wide: bool) -> Option<Vec<usize>> {
+    let values: Vec<i64> = if wide {
+        let chunks = raw.chunks_exact(8);
+        if !chunks.remainder().is_empty() {
+            return None;
+        }
+        chunks
+            .map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect()
+    } else {
+        let chunks = raw.chunks_exact(4);
+        if !chunks.remainder().is_empty() {
+            return None;
+        }
+        chunks
+            .map(|c| i64::from(i32::from_ne_bytes(c.try_into().unwrap_or([0; 4]))))
+            .collect()
+    };
+    let first = *values.first()?;
+    values
+        .iter()
+        .map(|&v| usize::try_from(v.checked_sub(first)?).ok())
+        .collect()
 }
 
 /// The ids and fingerprints of the lines of the plain shape, and the positions of the others (for the

@@ -394,6 +394,7 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(packing::column_buckets, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprint_lines, m)?)?;
     m.add_function(wrap_pyfunction!(engine::fingerprint_text_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::fingerprint_packed_texts, m)?)?;
     m.add_function(wrap_pyfunction!(set_error_types, m)?)?;
     m.add("TOKENS", engine::TOKENS)?;
     m.add("WEIGHTED", engine::WEIGHTED)?;
