@@ -11,15 +11,18 @@ from ..errors import IndexCorrupted
 from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
-from ..transport.packing import CommandPerKey, PackedCommands
-from .candidates import hits, matches_of, takes_raw
+from ..transport.packing import CommandPerKey, PackedCommands, pack_columns
+from .candidates import band_hits, hits, matches_of, takes_raw
 from .config import FP_MAP_BITS, IndexConfig
-from .keys import KeySchema
+from .keys import BandColumns, KeySchema
 from .replies import hash_pairs
 from .store import Store
 from .windows import View, WindowedSets, Windows
 
 __all__ = ["Reads"]
+
+#: Where a lookup reads band values: (hash, field) pairs of each query, or a batch's byte columns.
+Bands = list[list[tuple[bytes, bytes]]] | BandColumns
 
 # Queries checked per slice of a batch's replies while the server answers the rest (see Reads.lookup).
 _SLICE = 64
@@ -54,7 +57,7 @@ class Reads:
         fps: list[int],
         k: int,
         sketches: dict[str, bytes] | None = None,
-        bands: list[list[tuple[bytes, bytes]]] | None = None,
+        bands: Bands | None = None,
         members: list[list[list[bytes]]] | None = None,
     ) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
@@ -62,7 +65,8 @@ class Reads:
         Args:
             sketches: filled with the stored sketch of each match that has one (verified mode).
             bands: for each fingerprint, the (bucket hash, field) of its band values (verified mode,
-                `KeySchema.band_places`), whose every member is a match too, at whatever distance.
+                `KeySchema.band_places`; or a batch's, `KeySchema.band_columns`), whose every member
+                is a match too, at whatever distance.
             members: filled with the members read from each fingerprint's table sets.
 
         Raises:
@@ -123,7 +127,7 @@ class Reads:
         view: View | None = None,
         members: list[list[list[bytes]]] | None = None,
         sketches: dict[str, bytes] | None = None,
-        bands: list[list[tuple[bytes, bytes]]] | None = None,
+        bands: Bands | None = None,
     ) -> Steps[list[list[Match]]]:
         """The lookup of a batch, as steps (see `transport.Steps`): the one place its commands are decided.
 
@@ -178,7 +182,13 @@ class Reads:
             elif exact is not None:
                 first.append(CommandPerKey(b"HGET", fp_keys(exact), exact))
         per_bands = 0
-        if bands:
+        if isinstance(bands, BandColumns):
+            per_bands = bands.per
+            if len(bands.keys) != len(fps) * per_bands:
+                raise ValueError("every query needs as many band tables")
+            columns = [(bands.keys, bands.key_lengths), (bands.fields, None)]
+            first.append(PackedCommands(pack_columns(b"HGET", columns), len(bands.keys)))
+        elif bands:
             per_bands = len(bands[0])
             if any(len(query) != per_bands for query in bands):
                 raise ValueError("every query needs as many band tables")  # replies are read in strides
@@ -218,11 +228,15 @@ class Reads:
             if per_bands and start + step >= len(fps):
                 # The band tables' replies came after every table set's (and the exact copy's); each
                 # member is a candidate, at whatever distance: the filter with k = f.
-                banded = unpack_fps_many((yield READ, len(fps) * per_bands), self.f)
-                if members is not None:
-                    for q, query_sets in enumerate(members):
-                        query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])
-                for mine, extra in zip(per_query, hits(fps, banded, per_bands, self.f, self.f), strict=True):
+                values = yield READ, len(fps) * per_bands
+                extras = band_hits(fps, values, per_bands, self.f) if members is None else None
+                if extras is None:
+                    banded = unpack_fps_many(values, self.f)
+                    if members is not None:
+                        for q, query_sets in enumerate(members):
+                            query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])
+                    extras = hits(fps, banded, per_bands, self.f, self.f)
+                for mine, extra in zip(per_query, extras, strict=True):
                     for stored, hit in extra.items():
                         mine.setdefault(stored, hit)
                 found = per_query
