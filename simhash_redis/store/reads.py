@@ -223,8 +223,9 @@ class Reads:
             elif exact is not None:
                 exact_replies = yield READ, per_map
                 if sketches is not None:
-                    exact_replies = _with_sketches(exact_replies, sketches)
-                ids_of[exact] = _ids_in(exact_replies)
+                    ids_of[exact] = _merged(_with_sketches(exact_replies, sketches))
+                else:
+                    ids_of[exact] = _ids_in(exact_replies)
             if per_bands and start + step >= len(fps):
                 # The band tables' replies came after every table set's (and the exact copy's); each
                 # member is a candidate, at whatever distance: the filter with k = f.
@@ -247,16 +248,24 @@ class Reads:
                 wanted = list(dict.fromkeys(wanted))
                 asked.update(dict.fromkeys(wanted))
                 if sketches is not None:
-                    yield SEND, [[(b"HMGET", fp_keys(one)[0], one, field(one)) for one in wanted]]
+                    hmget = b"*4\r\n$5\r\nHMGET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
+                    packed = [
+                        hmget % (len(key), key, len(one), one, len(sketch), sketch)
+                        for one in wanted
+                        for key, sketch in ((fp_keys(one)[0], field(one)),)
+                    ]
+                    yield SEND, [PackedCommands(b"".join(packed), len(packed))]
                 elif per_map == 1:
                     yield SEND, [[(b"HGET", key, one) for one in wanted for key in fp_keys(one)]]
                 else:  # the periods' maps of one fingerprint: one field, packed with one join
                     yield SEND, [CommandPerKey(b"HGET", fp_keys(one), one) for one in wanted]
         if asked:
             id_replies = yield READ, len(asked) * per_map
-            if sketches is not None:
-                id_replies = _with_sketches(id_replies, sketches)
-            if per_map == 1:
+            if sketches is not None:  # one HMGET a fingerprint: its ids and their sketches
+                for one, listed in zip(asked, _with_sketches(id_replies, sketches), strict=True):
+                    if listed is not None:
+                        ids_of[one] = listed
+            elif per_map == 1:
                 for one, reply in zip(asked, id_replies, strict=True):
                     if reply is not None:
                         ids_of[one] = decode_ids(reply)
@@ -290,16 +299,47 @@ def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]
     return lambda raw: [key_of(raw)]
 
 
-def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[bytes | None]:
-    """The ids' replies of HMGETs of ids and sketches; the sketches put in `sketches` by id.
+def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[list[str] | None]:
+    """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches put in
+    `sketches` by id.
 
     Only the ids listed with the fingerprint count: a cluster's interrupted write may leave a stale one.
     """
+    out: list[list[str] | None] = []
     for ids, stored in replies:
-        if ids is not None and stored is not None:
-            listed = set(decode_ids(ids))
-            sketches.update(item for item in decode_sketches(stored).items() if item[0] in listed)
-    return [ids for ids, _ in replies]
+        if ids is None:
+            out.append(None)
+            continue
+        listed = decode_ids(ids)
+        out.append(listed)
+        if stored is None:
+            continue
+        # The common value: one sketch for exactly the ids listed (`encode_sketches` of them), read
+        # without parsing it; any other goes the way of decode_sketches.
+        tail = b"%d:%s" % (len(ids), ids)
+        head = stored[: len(stored) - len(tail)]
+        colon = head.find(b":")
+        digits = head[:colon]
+        if (
+            stored.endswith(tail)
+            and colon > 0
+            and digits.isdigit()
+            and (colon == 1 or digits[:1] != b"0")
+            and int(digits) == len(head) - colon - 1
+        ):
+            sketch = head[colon + 1 :]
+            sketches.update((doc_id, sketch) for doc_id in listed)
+        else:
+            known = set(listed)
+            sketches.update(item for item in decode_sketches(stored).items() if item[0] in known)
+    return out
+
+
+def _merged(replies: list[list[str] | None]) -> list[str]:
+    """`_ids_in` of decoded replies."""
+    if len(replies) == 1:
+        return replies[0] if replies[0] is not None else []
+    return list(dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in reply))
 
 
 def _ids_in(replies: list[bytes | None]) -> list[str]:
