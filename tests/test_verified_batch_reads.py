@@ -26,7 +26,6 @@ from simhash_redis.store.candidates import band_hits, hits
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.layout import Layout
 from simhash_redis.transport.packing import pack, pack_columns
-from tests.servers import ServerProcess
 from tests.test_verified_mode import article, one_word_edit
 
 _names = itertools.count()
@@ -188,43 +187,3 @@ def test_a_batch_finds_what_each_query_finds_alone(redis_client: redis.Redis) ->
     assert batch == [verified.near(query) for query in queries]
     assert {m.id for m in batch[40]} == {"doc0", "copy-a", "copy-b"}
     assert {m.id for m in batch[41]} == {"doc1", "other"} and all(batch[:40])
-
-
-def _calls(client: redis.Redis) -> dict[str, int]:
-    return {name: int(stat["calls"]) for name, stat in client.info("commandstats").items()}
-
-
-@pytest.mark.usefixtures("engine")
-@pytest.mark.parametrize("protocol", [2, 3])
-def test_a_single_verified_lookup_reads_its_bucket_whole_with_the_sketches(
-    redis_server: ServerProcess, protocol: int
-) -> None:
-    client = redis_server.client(protocol=protocol)
-    verified = VerifiedIndex(SimhashIndex(client, f"whole{next(_names)}", k=3))
-    try:
-        text = article(11)
-        verified.add_many([("a", text), ("b", text)])
-        fp = verified.index.fingerprint(text)
-        before = _calls(client)
-        found = verified.near(text)
-        assert [(m.id, m.jaccard) for m in found] == [("a", 1.0), ("b", 1.0)]
-        after = _calls(client)
-        # The copies' ids and sketch came with the first reply: no HMGET, no second round trip.
-        assert after["cmdstat_hgetall"] - before.get("cmdstat_hgetall", 0) == 1
-        assert after.get("cmdstat_hmget", 0) == before.get("cmdstat_hmget", 0)
-        # A stored document in another bucket (its fingerprint differs in the low bits) is asked for.
-        other = next(
-            edit
-            for seed in range(500)
-            for edit in [one_word_edit(text, seed)]
-            if (verified.index.fingerprint(edit) ^ fp) & 0xFFFF
-            and verified.hasher.estimate(verified.hasher.sketch(edit), verified.hasher.stored_sketch(text))
-            >= 0.8
-        )
-        before = _calls(client)
-        assert {m.id for m in verified.near(other)} == {"a", "b"}
-        assert _calls(client)["cmdstat_hmget"] - before.get("cmdstat_hmget", 0) == 1
-        assert verified.near_many([text, other]) == [verified.near(text), verified.near(other)]
-    finally:
-        verified.index.drop()
-        client.close()

@@ -35,16 +35,14 @@ class Reads:
         self.store, self.name, self.windows = store, name, windows
         self.f, self.tables = config.f, len(config.layout.tables)
         # A single lookup reads its whole fingerprint-map bucket where the map is placed by bits, unless
-        # its buckets are fewer than one table's (then each would be larger than the table sets read).
-        by_bits = (
+        # the map also holds sketches (verified mode: they would come with every hit's ids), or its
+        # buckets are fewer than one table's (then each would be larger than the table sets read).
+        self.whole_buckets = (
             config.fp_map == FP_MAP_BITS
+            and config.verification is None
             and windows is None
             and config.id_buckets >= 2 ** min(config.layout.key_bits)
         )
-        # Not where the map also holds sketches (verified mode), which would come with every hit's ids,
-        # except for a verified lookup, which wants them: its hits in the bucket need no second trip.
-        self.whole_buckets = by_bits and config.verification is None
-        self._whole_sketched = by_bits
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
         self._fp_keys = _as_list(store.keys.fp_bucket)
         # A single lookup's first write where it reads its bucket whole, in its RESP form with the keys
@@ -166,10 +164,7 @@ class Reads:
         per_map = len(windows) or 1
         tables = self.tables * per_map
         single = len(fps) == 1
-        if sketches is None:
-            whole = single and self.whole_buckets and not self.store.sketched
-        else:
-            whole = single and self._whole_sketched and members is None
+        whole = single and sketches is None and self.whole_buckets and not self.store.sketched
         exact = encode_fp(fps[0], self.f) if single and not whole else None
         field = keys.sketch_field
         first: list[Sequence[Command]]
@@ -223,6 +218,8 @@ class Reads:
             # table sets, and is read before any id is asked for, so that none is asked for twice.
             if whole:
                 bucket = yield raw, 1
+                if found[0]:
+                    ids_of.update(_bucket_ids(found[0], fps[0], keys, bucket))
             elif exact is not None:
                 exact_replies = yield READ, per_map
                 if sketches is not None:
@@ -244,8 +241,6 @@ class Reads:
                     for stored, hit in extra.items():
                         mine.setdefault(stored, hit)
                 found = per_query
-            if whole and found[0]:
-                ids_of.update(_bucket_ids(found[0], fps[0], keys, bucket, sketches))
             if not any(found):
                 continue
             wanted = [one for hit in found for one in hit if one not in ids_of and one not in asked]
@@ -281,45 +276,30 @@ class Reads:
 
 
 def _bucket_ids(
-    found: dict[bytes, tuple[int, int]],
-    fp: int,
-    keys: KeySchema,
-    reply: Any,
-    sketches: dict[str, bytes] | None = None,
+    found: dict[bytes, tuple[int, int]], fp: int, keys: KeySchema, reply: Any
 ) -> dict[bytes, list[str]]:
     """The ids of the matches in the fingerprint-map bucket of `fp`, from its HGETALL reply (RESP bytes
-    or parsed); none for a match absent from it (removed since its table sets were read). With
-    `sketches`, their sketches are put there by id, as `_with_sketches` reads them.
+    or parsed); none for a match absent from it (removed since its table sets were read).
     """
     own, bucket = keys.fp_bucket_of(fp), keys.fp_bucket
     mine = [stored for stored in found if bucket(stored) == own]
     if not mine:
         return {}
-    fields = mine if sketches is None else mine + [keys.sketch_field(stored) for stored in mine]
     native = engine_choice.native
     if type(reply) is bytes and native is not None:
-        values = native.hash_values(reply, fields)
+        values = native.hash_values(reply, mine)
     else:
         listed = reply[0] if isinstance(reply[0], dict) else dict(hash_pairs(reply[0]))
-        values = [listed.get(field) for field in fields]
-    if sketches is not None:
-        pairs = list(zip(values[: len(mine)], values[len(mine) :], strict=True))
-        return {
-            field: [] if ids is None else ids
-            for field, ids in zip(mine, _with_sketches(pairs, sketches), strict=True)
-        }
-    return {
-        field: [] if value is None else decode_ids(value) for field, value in zip(mine, values, strict=True)
-    }
+        values = [listed.get(field) for field in mine]
+    pairs = zip(mine, values, strict=True)
+    return {field: [] if value is None else decode_ids(value) for field, value in pairs}
 
 
 def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]:
     return lambda raw: [key_of(raw)]
 
 
-def _with_sketches(
-    replies: Sequence[Sequence[bytes | None]], sketches: dict[str, bytes]
-) -> list[list[str] | None]:
+def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[list[str] | None]:
     """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches put in
     `sketches` by id.
 
