@@ -153,7 +153,6 @@ class KeySchema:
         self._lock_prefix = f"{self.base}:lock:".encode()
         self._band_prefix = f"{self.base}:b".encode()
         self._band_prefixes: list[bytes] = []  # b"{base}:b{i}:" by band, made on first use
-        self._band_known: list[dict[int, bytes]] = []  # each band's bucket keys made so far
         self._base_len = len(self.base) + 1
 
     @classmethod
@@ -291,15 +290,11 @@ class KeySchema:
         if mode is None or not mode.bands or not sketch:
             return []
         count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
-        keys = self._band_keys(count)
+        prefixes = self._band_prefixes_of(count)
         places = []
         for i in range(count):
             value = sketch[i * width : (i + 1) * width]
-            number = int.from_bytes(value, "big") % buckets
-            key = keys[i].get(number)
-            if key is None:
-                key = keys[i][number] = self._band_prefixes[i] + b"%x" % number
-            places.append((key, value))
+            places.append((prefixes[i] + b"%x" % (int.from_bytes(value, "big") % buckets), value))
         return places
 
     def band_columns(self, sketches: Sequence[bytes], mode: Verification | None) -> BandColumns | None:
@@ -324,8 +319,7 @@ class KeySchema:
             values = (values << np.uint64(8)) | digits[:, j]
         numbers = values % np.uint64(buckets)
         # The key: the band's prefix (one width: bands 0-9), then the number in hex, no leading zeros.
-        self._band_keys(count)
-        prefixes = np.frombuffer(b"".join(self._band_prefixes[:count]), dtype=np.uint8)
+        prefixes = np.frombuffer(b"".join(self._band_prefixes_of(count)[:count]), dtype=np.uint8)
         prefixes = prefixes.reshape(count, -1)
         top = max(1, (buckets - 1).bit_length() + 3 >> 2)
         shown = np.ones(len(numbers), dtype=np.intp)
@@ -337,13 +331,12 @@ class KeySchema:
         keys = np.concatenate([np.tile(prefixes, (len(sketches), 1)), hexes], axis=1)
         return BandColumns(keys, prefixes.shape[1] + shown, fields, count)
 
-    def _band_keys(self, count: int) -> list[dict[int, bytes]]:
-        """Each band's bucket keys by bucket number, made on first use (at most band_buckets a band)."""
-        prefixes, known = self._band_prefixes, self._band_known
+    def _band_prefixes_of(self, count: int) -> list[bytes]:
+        """b"{base}:b{i}:" of each band, made on first use."""
+        prefixes = self._band_prefixes
         while len(prefixes) < count:
             prefixes.append(b"%s%d:" % (self._band_prefix, len(prefixes)))
-            known.append({})
-        return known
+        return prefixes
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
         """The bucket number of each encoded id (or fingerprint placed by hash), as `id_bucket` places it."""
