@@ -148,6 +148,47 @@ class BandedOddSketcher:
                 out[at] = self.odd.estimate_many(sketch, [stored[i] for i in at])
         return out
 
+    def estimate_pairs(
+        self, queries: Sequence[bytes], owners: Sequence[int], others: Sequence[bytes]
+    ) -> npt.NDArray[np.float64]:
+        """`estimate_many` of many queries at once: stored sketch i (`sketch_bytes`) against the query
+        sketch owners[i] of `queries`; the same floats, in one numpy pass.
+
+        Raises:
+            InvalidArgument: a sketch has the wrong length, or owners and others differ in length.
+        """
+        if len(owners) != len(others):
+            raise InvalidArgument("give one query position per stored sketch")
+        out = np.zeros(len(others), dtype=np.float64)
+        if not others:
+            return out
+        if any(len(one) not in (self.query_bytes, self.sketch_bytes) for one in queries):
+            sizes = f"{self.query_bytes} bytes (or, stored, {self.sketch_bytes})"
+            raise InvalidArgument(f"a query sketch is {sizes}")
+        if any(len(other) != self.sketch_bytes for other in others):
+            raise InvalidArgument(f"a stored sketch is {self.sketch_bytes} bytes")
+        pad = self.query_bytes - self.sketch_bytes  # a stored form has no sketch a level below or above
+        joined = b"".join([one if len(one) == self.query_bytes else one + bytes(pad) for one in queries])
+        whole = np.frombuffer(joined, dtype=np.uint8).reshape(len(queries), self.query_bytes)
+        mine = whole[:, BAND_VALUES:].reshape(len(queries), 3, SKETCH_BYTES)
+        levels = mine[:, :, -1].astype(np.intp) >> 4  # the header's top 4 bits
+        own = levels[:, 0]
+        # The levels below and above count where present (not all zero) and of that level.
+        present: npt.NDArray[np.bool_] = np.any(mine, axis=2)
+        usable = np.ones((len(queries), 3), dtype=bool)
+        usable[:, 1] = (own >= 1) & present[:, 1] & (levels[:, 1] == own - 1)
+        usable[:, 2] = present[:, 2] & (levels[:, 2] == own + 1)
+        rows = np.frombuffer(b"".join(others), dtype=np.uint8).reshape(len(others), self.sketch_bytes)
+        rows = rows[:, BAND_VALUES:]
+        at = np.asarray(owners, dtype=np.intp)
+        step = (rows[:, -1].astype(np.intp) >> 4) - own[at]
+        slot = np.select([step == 0, step == -1, step == 1], [0, 1, 2], -1)
+        kept = np.flatnonzero(slot >= 0)
+        kept = kept[usable[at[kept], slot[kept]]]
+        if len(kept):
+            out[kept] = OddSketcher.estimate_rows(mine[at[kept], slot[kept]], rows[kept])
+        return out
+
 
 #: What makes and compares a verified mode's sketches.
 Sketcher = MinHasher | BandedOddSketcher

@@ -89,6 +89,28 @@ def _deltas() -> npt.NDArray[np.float64]:
 _DELTA = _deltas()
 
 
+def _words(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.intp]:
+    """The header word (size, level) of each row of sketches."""
+    words: npt.NDArray[np.intp] = (
+        rows[:, _PARITY_BYTES].astype(np.intp) | rows[:, _PARITY_BYTES + 1].astype(np.intp) << 8
+    )
+    return words
+
+
+def _estimates(
+    rows: npt.NDArray[np.uint8], mine: npt.NDArray[np.uint8], totals: npt.NDArray[np.intp]
+) -> npt.NDArray[np.float64]:
+    """The estimates of sketches (rows) against `mine` (one row's parity bytes, or one per row), given
+    the sum of the sizes of each pair."""
+    z = np.bitwise_count(rows[:, :_PARITY_BYTES] ^ mine).sum(axis=1, dtype=np.intp)
+    delta = _DELTA[z]
+    total = totals.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = (total - delta) / (total + delta)
+    out: npt.NDArray[np.float64] = np.nan_to_num(np.clip(value, 0.0, 1.0), nan=0.0)
+    return out
+
+
 def _checked_level(level: object, name: str) -> int:
     """A level argument, checked.
 
@@ -318,18 +340,19 @@ class OddSketcher:
                     raise _mismatch(level, _header(other)[1])
             return np.array(engine_choice.native.odd_estimates(mine, checked), dtype=np.float64)
         rows = np.frombuffer(b"".join(checked), dtype=np.uint8).reshape(len(checked), SKETCH_BYTES)
-        words = rows[:, _PARITY_BYTES].astype(np.intp) | rows[:, _PARITY_BYTES + 1].astype(np.intp) << 8
+        words = _words(rows)
         wrong = np.flatnonzero(words >> 12 != level)
         if len(wrong):
             raise _mismatch(level, int(words[wrong[0]]) >> 12)
         ours = np.frombuffer(mine, dtype=np.uint8, count=_PARITY_BYTES)
-        z = np.bitwise_count(rows[:, :_PARITY_BYTES] ^ ours).sum(axis=1, dtype=np.intp)
-        delta = _DELTA[z]
-        total = (size + (words & MAX_SIZE)).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            value = (total - delta) / (total + delta)
-        out: npt.NDArray[np.float64] = np.nan_to_num(np.clip(value, 0.0, 1.0), nan=0.0)
-        return out
+        return _estimates(rows, ours, size + (words & MAX_SIZE))
+
+    @staticmethod
+    def estimate_rows(mine: npt.NDArray[np.uint8], others: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
+        """`estimate_many` of pairs, row i of `mine` with row i of `others` (uint8 arrays of SKETCH_BYTES
+        columns, of one level pair by pair, unchecked): the same floats, in one numpy pass."""
+        sizes = _words(mine) & MAX_SIZE
+        return _estimates(others, mine[:, :_PARITY_BYTES], sizes + (_words(others) & MAX_SIZE))
 
     def estimate_doc(
         self, doc: str | bytes | Sequence[str], stored: Sequence[bytes]

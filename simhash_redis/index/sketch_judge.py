@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from ..fingerprinting import Sketcher
+from collections.abc import Sequence
+
+from ..fingerprinting import BandedOddSketcher, Sketcher
 from ..results import Match
 from ..store import Guard, KeySchema, SketchedGuard, Verification
 
-__all__ = ["SketchJudge", "confirmed"]
+__all__ = ["SketchJudge", "confirmed", "confirmed_many"]
+
+# From this many queries, their candidates' odd sketches are estimated in one numpy pass (fewer are
+# estimated pair by pair: numpy's fixed costs would be most of the time).
+_PAIRS_MIN = 64
 
 
 class SketchJudge:
@@ -34,8 +40,9 @@ class SketchJudge:
         """The candidates whose stored sketch (read with them) estimates a Jaccard similarity at the
         threshold."""
         out: list[list[Match]] = []
-        for i, matches in zip(docs, found, strict=True):
-            pairs = confirmed(self.hasher, self.sketches[i], matches, stored, self.threshold)
+        queries = [self.sketches[i] for i in docs]
+        confirmed_all = confirmed_many(self.hasher, queries, found, stored, self.threshold)
+        for i, pairs in zip(docs, confirmed_all, strict=True):
             self.jaccard.update(((i, match.id), estimate) for match, estimate in pairs)
             out.append([match for match, _ in pairs])
         return out
@@ -66,11 +73,40 @@ def confirmed(
 ) -> list[tuple[Match, float]]:
     """The candidates whose stored sketch estimates a Jaccard similarity with the query's sketch of at
     least threshold, with that estimate, most similar first, then nearest, then by id."""
+    return confirmed_many(hasher, [query], [matches], stored, threshold)[0]
+
+
+def confirmed_many(
+    hasher: Sketcher,
+    queries: Sequence[bytes],
+    candidates: Sequence[list[Match]],
+    stored: dict[str, bytes],
+    threshold: float,
+) -> list[list[tuple[Match, float]]]:
+    """`confirmed` of each query and its candidates; a batch's odd sketches estimated in one pass."""
     size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
-    kept = [m for m in matches if len(stored.get(m.id, b"")) == size]
-    if not kept:
-        return []
-    estimates = hasher.estimate_many(query, [stored[m.id] for m in kept]).tolist()
-    pairs = [(m, float(e)) for m, e in zip(kept, estimates, strict=True) if e >= threshold]
-    pairs.sort(key=lambda pair: (-pair[1], pair[0].distance, pair[0].id))
-    return pairs
+    kept = [[m for m in matches if len(stored.get(m.id, b"")) == size] for matches in candidates]
+    if isinstance(hasher, BandedOddSketcher) and len(queries) >= _PAIRS_MIN:
+        owners = [q for q, matches in enumerate(kept) for _ in matches]
+        flat = hasher.estimate_pairs(queries, owners, [stored[m.id] for ms in kept for m in ms]).tolist()
+        at = 0
+        estimates = []
+        for matches in kept:
+            estimates.append(flat[at : at + len(matches)])
+            at += len(matches)
+    else:
+        estimates = [
+            hasher.estimate_many(query, [stored[m.id] for m in matches]).tolist() if matches else []
+            for query, matches in zip(queries, kept, strict=True)
+        ]
+    out = []
+    for matches, values in zip(kept, estimates, strict=True):
+        pairs = [(m, float(e)) for m, e in zip(matches, values, strict=True) if e >= threshold]
+        if len(pairs) > 1:
+            pairs.sort(key=_order)
+        out.append(pairs)
+    return out
+
+
+def _order(pair: tuple[Match, float]) -> tuple[float, int, str]:
+    return (-pair[1], pair[0].distance, pair[0].id)

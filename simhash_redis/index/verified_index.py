@@ -17,11 +17,12 @@ from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
 from ..store import Reads, SketchedGuard, Write, Writes
 from ..store.keys import encode_id
+from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
 from .arguments import check_fp, check_k, texts
 from .simhash_index import Outcome, SimhashIndex
-from .sketch_judge import SketchJudge, confirmed
+from .sketch_judge import SketchJudge, confirmed_many
 from .unique import UniqueWrites
 from .verified_open import verifiable, verified_mode
 
@@ -322,7 +323,12 @@ class VerifiedIndex:
         stored: dict[str, bytes] = {}
         for start in range(0, len(checked), self.index.batch_size):
             part = slice(start, start + self.index.batch_size)
-            bands = [keys.band_places(s, mode) for s in sketches[part]] if mode.bands else None
+            bands: Bands | None = None
+            if mode.bands:
+                # A batch's band places as byte columns, in numpy; one by one where they have no such form.
+                bands = keys.band_columns(sketches[part], mode)
+                if bands is None:
+                    bands = [keys.band_places(s, mode) for s in sketches[part]]
             candidates = self._reads.near(checked[part], limit, stored, bands)
             results.extend(self._confirmed(sketches[part], candidates, stored, threshold))
         return results
@@ -336,11 +342,8 @@ class VerifiedIndex:
     ) -> list[list[VerifiedMatch]]:
         """The candidates of each query that their sketches confirm, most similar first."""
         return [
-            [
-                VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard)
-                for m, jaccard in confirmed(self.hasher, query, found, sketches, threshold)
-            ]
-            for query, found in zip(queries, candidates, strict=True)
+            [VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard) for m, jaccard in pairs]
+            for pairs in confirmed_many(self.hasher, queries, candidates, sketches, threshold)
         ]
 
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:

@@ -14,10 +14,12 @@ from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport.packing import arrays
 
-__all__ = ["hits", "matches_of", "pure_hits", "takes_raw"]
+__all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw"]
 
 # Below this many members, decoding them one by one beats numpy's fixed costs.
 _VECTOR_MIN = 48
+# From this many queries, band members are filtered in numpy (below, its fixed costs are most of it).
+_BANDS_VECTOR_MIN = 16
 
 
 def takes_raw() -> bool:
@@ -71,6 +73,47 @@ def pure_hits(
                     if d <= k:
                         found[raw] = (candidate, d)
     return found_all
+
+
+def band_hits(
+    fps: list[int], values: list[bytes | None], per: int, f: int
+) -> list[dict[bytes, tuple[int, int]]] | None:
+    """`hits` with k = f of band tables' packed values (`codec.unpack_fps_many`), `per` per query: every
+    member a candidate, in the order met, decoded and compared in one numpy pass.
+
+    Returns:
+        For each query, {stored value: (fingerprint, distance)}; None where the members go the way of
+        `unpack_fps_many` and `hits`: fingerprints wider than 64 bits, a value that is not a whole
+        number of them or one wider than f, or too few queries to pay numpy's fixed costs.
+    """
+    if f > 64 or len(values) != len(fps) * per or not per or len(fps) < _BANDS_VECTOR_MIN:
+        return None
+    lengths = np.array([len(v) if v else 0 for v in values], dtype=np.int64)
+    found: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
+    if not lengths.any():
+        return found
+    if (lengths % 8).any():
+        return None
+    members = np.frombuffer(b"".join([v for v in values if v]), dtype="<u8")
+    if f < 64 and int(members.max()) >> f:
+        return None
+    owners = np.repeat(np.arange(len(fps)), lengths.reshape(len(fps), per).sum(axis=1) // 8)
+    # Each query's distinct members, at their first place: pairs sorted by (query, member), stably.
+    order = np.lexsort((members, owners))
+    ranked_owners, ranked = owners[order], members[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (ranked_owners[1:] != ranked_owners[:-1]) | (ranked[1:] != ranked[:-1])
+    kept = np.sort(order[first])
+    queries = np.array(fps, dtype=np.uint64)
+    kept_owners, kept_members = owners[kept], members[kept]
+    distances = np.bitwise_count(kept_members ^ queries[kept_owners])
+    # Stored as encode_fp writes it: signed where f is 64 (a narrower one never has its top bit set).
+    stored = kept_members.view("<i8")
+    for q, value, fp, d in zip(
+        kept_owners.tolist(), stored.tolist(), kept_members.tolist(), distances.tolist(), strict=True
+    ):
+        found[q][b"%d" % value] = (fp, d)
+    return found
 
 
 def _near_members(

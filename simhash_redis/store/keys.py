@@ -48,7 +48,11 @@ if TYPE_CHECKING:
 _SET_KEY = re.compile(rb"t[0-9]+:")
 _BAND_KEY = re.compile(rb"b[0-9]+:")
 
-__all__ = ["KeyForm", "KeySchema", "encode_id", "validate_name"]
+__all__ = ["BandColumns", "KeyForm", "KeySchema", "encode_id", "validate_name"]
+
+# From this many sketches `band_columns` pays: its numpy passes cost some 70 us however few they are.
+_COLUMNS_MIN = 32
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
@@ -102,6 +106,16 @@ def encode_id(doc_id: object) -> bytes:
     if not 1 <= len(raw) <= defaults.MAX_ID_BYTES:
         raise InvalidArgument(f"id must be 1..{defaults.MAX_ID_BYTES} UTF-8 bytes, got {len(raw)}")
     return raw
+
+
+class BandColumns(NamedTuple):
+    """The band places of a batch of sketches (`KeySchema.band_columns`), `per` a sketch, sketch after
+    sketch: place i's hash is keys[i, :key_lengths[i]], its field fields[i]."""
+
+    keys: npt.NDArray[np.uint8]
+    key_lengths: npt.NDArray[np.intp]
+    fields: npt.NDArray[np.uint8]
+    per: int
 
 
 class KeySchema:
@@ -276,14 +290,53 @@ class KeySchema:
         if mode is None or not mode.bands or not sketch:
             return []
         count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
-        prefixes = self._band_prefixes
-        while len(prefixes) < count:
-            prefixes.append(b"%s%d:" % (self._band_prefix, len(prefixes)))
+        prefixes = self._band_prefixes_of(count)
         places = []
         for i in range(count):
             value = sketch[i * width : (i + 1) * width]
             places.append((prefixes[i] + b"%x" % (int.from_bytes(value, "big") % buckets), value))
         return places
+
+    def band_columns(self, sketches: Sequence[bytes], mode: Verification | None) -> BandColumns | None:
+        """`band_places` of many sketches as byte columns, for a batch's reads.
+
+        Returns:
+            The columns; None where the sketches or the mode have no band tables, or these have no such
+            form (values past 64 bits, more than 10 bands), or the sketches are too few to pay numpy's
+            fixed costs (`band_places` of each is faster).
+        """
+        if mode is None or not mode.bands or len(sketches) < _COLUMNS_MIN:
+            return None
+        count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
+        span = count * width
+        if width > 8 or count > 10 or any(len(s) < span for s in sketches):
+            return None
+        fields = np.frombuffer(b"".join([s[:span] for s in sketches]), dtype=np.uint8)
+        fields = fields.reshape(len(sketches) * count, width)
+        digits = fields.astype(np.uint64)
+        values = digits[:, 0].copy()
+        for j in range(1, width):  # big-endian, as int.from_bytes reads a band
+            values = (values << np.uint64(8)) | digits[:, j]
+        numbers = values % np.uint64(buckets)
+        # The key: the band's prefix (one width: bands 0-9), then the number in hex, no leading zeros.
+        prefixes = np.frombuffer(b"".join(self._band_prefixes_of(count)[:count]), dtype=np.uint8)
+        prefixes = prefixes.reshape(count, -1)
+        top = max(1, (buckets - 1).bit_length() + 3 >> 2)
+        shown = np.ones(len(numbers), dtype=np.intp)
+        for n in range(1, top):
+            shown += numbers >> np.uint64(4 * n) != 0
+        shifts = 4 * (shown[:, None] - 1 - np.arange(top))
+        nibbles = (numbers[:, None] >> np.maximum(shifts, 0).astype(np.uint64)) & np.uint64(15)
+        hexes = _HEX_DIGITS[nibbles.astype(np.intp)]
+        keys = np.concatenate([np.tile(prefixes, (len(sketches), 1)), hexes], axis=1)
+        return BandColumns(keys, prefixes.shape[1] + shown, fields, count)
+
+    def _band_prefixes_of(self, count: int) -> list[bytes]:
+        """b"{base}:b{i}:" of each band, made on first use."""
+        prefixes = self._band_prefixes
+        while len(prefixes) < count:
+            prefixes.append(b"%s%d:" % (self._band_prefix, len(prefixes)))
+        return prefixes
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
         """The bucket number of each encoded id (or fingerprint placed by hash), as `id_bucket` places it."""

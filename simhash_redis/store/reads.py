@@ -11,15 +11,18 @@ from ..errors import IndexCorrupted
 from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
-from ..transport.packing import CommandPerKey, PackedCommands
-from .candidates import hits, matches_of, takes_raw
+from ..transport.packing import CommandPerKey, PackedCommands, pack_columns
+from .candidates import band_hits, hits, matches_of, takes_raw
 from .config import FP_MAP_BITS, IndexConfig
-from .keys import KeySchema
+from .keys import BandColumns, KeySchema
 from .replies import hash_pairs
 from .store import Store
 from .windows import View, WindowedSets, Windows
 
 __all__ = ["Reads"]
+
+#: Where a lookup reads band values: (hash, field) pairs of each query, or a batch's byte columns.
+Bands = list[list[tuple[bytes, bytes]]] | BandColumns
 
 # Queries checked per slice of a batch's replies while the server answers the rest (see Reads.lookup).
 _SLICE = 64
@@ -54,7 +57,7 @@ class Reads:
         fps: list[int],
         k: int,
         sketches: dict[str, bytes] | None = None,
-        bands: list[list[tuple[bytes, bytes]]] | None = None,
+        bands: Bands | None = None,
         members: list[list[list[bytes]]] | None = None,
     ) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
@@ -62,7 +65,8 @@ class Reads:
         Args:
             sketches: filled with the stored sketch of each match that has one (verified mode).
             bands: for each fingerprint, the (bucket hash, field) of its band values (verified mode,
-                `KeySchema.band_places`), whose every member is a match too, at whatever distance.
+                `KeySchema.band_places`; or a batch's, `KeySchema.band_columns`), whose every member
+                is a match too, at whatever distance.
             members: filled with the members read from each fingerprint's table sets.
 
         Raises:
@@ -123,7 +127,7 @@ class Reads:
         view: View | None = None,
         members: list[list[list[bytes]]] | None = None,
         sketches: dict[str, bytes] | None = None,
-        bands: list[list[tuple[bytes, bytes]]] | None = None,
+        bands: Bands | None = None,
     ) -> Steps[list[list[Match]]]:
         """The lookup of a batch, as steps (see `transport.Steps`): the one place its commands are decided.
 
@@ -178,7 +182,13 @@ class Reads:
             elif exact is not None:
                 first.append(CommandPerKey(b"HGET", fp_keys(exact), exact))
         per_bands = 0
-        if bands:
+        if isinstance(bands, BandColumns):
+            per_bands = bands.per
+            if len(bands.keys) != len(fps) * per_bands:
+                raise ValueError("every query needs as many band tables")
+            columns = [(bands.keys, bands.key_lengths), (bands.fields, None)]
+            first.append(PackedCommands(pack_columns(b"HGET", columns), len(bands.keys)))
+        elif bands:
             per_bands = len(bands[0])
             if any(len(query) != per_bands for query in bands):
                 raise ValueError("every query needs as many band tables")  # replies are read in strides
@@ -213,16 +223,21 @@ class Reads:
             elif exact is not None:
                 exact_replies = yield READ, per_map
                 if sketches is not None:
-                    exact_replies = _with_sketches(exact_replies, sketches)
-                ids_of[exact] = _ids_in(exact_replies)
+                    ids_of[exact] = _merged(_with_sketches(exact_replies, sketches))
+                else:
+                    ids_of[exact] = _ids_in(exact_replies)
             if per_bands and start + step >= len(fps):
                 # The band tables' replies came after every table set's (and the exact copy's); each
                 # member is a candidate, at whatever distance: the filter with k = f.
-                banded = unpack_fps_many((yield READ, len(fps) * per_bands), self.f)
-                if members is not None:
-                    for q, query_sets in enumerate(members):
-                        query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])
-                for mine, extra in zip(per_query, hits(fps, banded, per_bands, self.f, self.f), strict=True):
+                values = yield READ, len(fps) * per_bands
+                extras = band_hits(fps, values, per_bands, self.f) if members is None else None
+                if extras is None:
+                    banded = unpack_fps_many(values, self.f)
+                    if members is not None:
+                        for q, query_sets in enumerate(members):
+                            query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])
+                    extras = hits(fps, banded, per_bands, self.f, self.f)
+                for mine, extra in zip(per_query, extras, strict=True):
                     for stored, hit in extra.items():
                         mine.setdefault(stored, hit)
                 found = per_query
@@ -233,16 +248,24 @@ class Reads:
                 wanted = list(dict.fromkeys(wanted))
                 asked.update(dict.fromkeys(wanted))
                 if sketches is not None:
-                    yield SEND, [[(b"HMGET", fp_keys(one)[0], one, field(one)) for one in wanted]]
+                    hmget = b"*4\r\n$5\r\nHMGET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
+                    packed = [
+                        hmget % (len(key), key, len(one), one, len(sketch), sketch)
+                        for one in wanted
+                        for key, sketch in ((fp_keys(one)[0], field(one)),)
+                    ]
+                    yield SEND, [PackedCommands(b"".join(packed), len(packed))]
                 elif per_map == 1:
                     yield SEND, [[(b"HGET", key, one) for one in wanted for key in fp_keys(one)]]
                 else:  # the periods' maps of one fingerprint: one field, packed with one join
                     yield SEND, [CommandPerKey(b"HGET", fp_keys(one), one) for one in wanted]
         if asked:
             id_replies = yield READ, len(asked) * per_map
-            if sketches is not None:
-                id_replies = _with_sketches(id_replies, sketches)
-            if per_map == 1:
+            if sketches is not None:  # one HMGET a fingerprint: its ids and their sketches
+                for one, listed in zip(asked, _with_sketches(id_replies, sketches), strict=True):
+                    if listed is not None:
+                        ids_of[one] = listed
+            elif per_map == 1:
                 for one, reply in zip(asked, id_replies, strict=True):
                     if reply is not None:
                         ids_of[one] = decode_ids(reply)
@@ -276,16 +299,47 @@ def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]
     return lambda raw: [key_of(raw)]
 
 
-def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[bytes | None]:
-    """The ids' replies of HMGETs of ids and sketches; the sketches put in `sketches` by id.
+def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[list[str] | None]:
+    """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches put in
+    `sketches` by id.
 
     Only the ids listed with the fingerprint count: a cluster's interrupted write may leave a stale one.
     """
+    out: list[list[str] | None] = []
     for ids, stored in replies:
-        if ids is not None and stored is not None:
-            listed = set(decode_ids(ids))
-            sketches.update(item for item in decode_sketches(stored).items() if item[0] in listed)
-    return [ids for ids, _ in replies]
+        if ids is None:
+            out.append(None)
+            continue
+        listed = decode_ids(ids)
+        out.append(listed)
+        if stored is None:
+            continue
+        # The common value: one sketch for exactly the ids listed (`encode_sketches` of them), read
+        # without parsing it; any other goes the way of decode_sketches.
+        tail = b"%d:%s" % (len(ids), ids)
+        head = stored[: len(stored) - len(tail)]
+        colon = head.find(b":")
+        digits = head[:colon]
+        if (
+            stored.endswith(tail)
+            and colon > 0
+            and digits.isdigit()
+            and (colon == 1 or digits[:1] != b"0")
+            and int(digits) == len(head) - colon - 1
+        ):
+            sketch = head[colon + 1 :]
+            sketches.update((doc_id, sketch) for doc_id in listed)
+        else:
+            known = set(listed)
+            sketches.update(item for item in decode_sketches(stored).items() if item[0] in known)
+    return out
+
+
+def _merged(replies: list[list[str] | None]) -> list[str]:
+    """`_ids_in` of decoded replies."""
+    if len(replies) == 1:
+        return replies[0] if replies[0] is not None else []
+    return list(dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in reply))
 
 
 def _ids_in(replies: list[bytes | None]) -> list[str]:
