@@ -60,10 +60,11 @@ Exit codes:
   130  interrupted (Ctrl-C); rerun the same command to resume a load (an import with --merge)
   143  terminated (SIGTERM: docker stop, systemd); rerun the same command to resume
 \b
-Docs (this command; --k and --verified; --retention):
+Docs (this command; --k and --verified; --retention; --id-buckets and --band-buckets):
   {doc_url("cli.md")}
   {doc_url("quality.md")}
   {doc_url("retention.md")}
+  {doc_url("operations.md")}
 \b
 Example:
   simhash-redis --index news load articles.jsonl.gz
