@@ -13,11 +13,12 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from simhash_redis import Match, Outcome, RedisUnavailable, SimhashIndex
+from simhash_redis import Match, Outcome, RedisUnavailable, SimhashIndex, VerifiedIndex
 from simhash_redis.errors import WriteContention
 from simhash_redis.index import unique
 from simhash_redis.store import BucketLocks, locks
 from tests.servers import ClusterProcess
+from tests.test_verified_one_writer import one_word_edit, page
 
 A = 0x0123456789ABCDEF
 _CLIENTS = {"real": "redis_client", "fake": "fake_client", "cluster": "redis_cluster_client"}
@@ -313,4 +314,27 @@ def test_a_writer_that_died_while_writing_is_completed_by_its_near_duplicates_wr
     assert second.add_if_new("b", A ^ 1) == Match("a", A, 1)
     assert second.get("a") == A and second.get("b") is None
     assert second.count() == (1, 1)
+    assert redis_cluster_client.keys("*:lock:*", target_nodes=RedisCluster.PRIMARIES) == []
+
+
+def test_a_verified_writer_that_died_while_writing_is_completed_with_its_sketch(
+    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same in verified mode: the document is finished with the sketch its writer stored it with,
+    and its band values are locked, read and written as a table's."""
+    monkeypatch.setattr(locks, "TTL_MS", 1000)
+    first = VerifiedIndex(SimhashIndex(redis_cluster_client, "vdied", id_buckets=1024))
+
+    def lost(ops: list[Any], fps: list[int] | None = None) -> Any:
+        raise RedisUnavailable("connection lost")
+
+    monkeypatch.setattr(first._writes, "apply", lost)
+    with pytest.raises(RedisUnavailable):
+        first.add_if_new("a", page(1))
+    second = VerifiedIndex(SimhashIndex(redis_cluster_client, "vdied", id_buckets=1024))
+    found = second.add_if_new("b", one_word_edit(page(1), 1))
+    assert found is not None and found.id == "a"
+    assert second.sketch_of("a") is not None and second.sketch_of("b") is None
+    assert [m.id for m in second.near(page(1))] == ["a"]
+    assert second.index.verify().ok
     assert redis_cluster_client.keys("*:lock:*", target_nodes=RedisCluster.PRIMARIES) == []
