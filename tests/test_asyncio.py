@@ -144,6 +144,23 @@ def test_more_tasks_than_the_pool_has_connections_wait_their_turn(redis_server: 
     assert sorted(asyncio.run(main())) == list(range(30))
 
 
+def test_tasks_beyond_a_cluster_nodes_connections_wait_their_turn(redis_cluster: ClusterProcess) -> None:
+    """redis.asyncio's cluster nodes refuse a connection past their limit instead of waiting for one;
+    the index queues its calls instead (without retries here, a refusal would fail the call)."""
+    redis_cluster.flushall()
+    docs = groups_of_near_duplicates(groups=10, size=10, seed=4)
+
+    async def main() -> list[int]:
+        client = redis.asyncio.cluster.RedisCluster.from_url(redis_cluster.url, max_connections=2)
+        try:
+            index = AsyncSimhashIndex(client, "small-pool", k=3, id_buckets=1024, backoff=Backoff(retries=0))
+            return await race([index], docs, naive=False)
+        finally:
+            await client.aclose()
+
+    assert sorted(asyncio.run(main())) == list(range(10))
+
+
 def test_a_cancelled_call_leaves_no_half_read_connection_and_nothing_half_written(
     redis_server: ServerProcess,
 ) -> None:

@@ -259,14 +259,25 @@ class AsyncClusterTransport(ClusterTransport):
             raise RedisUnavailable(f"cannot reach the Redis Cluster: {exc}") from None
 
     def _checkout(self, node: Any) -> Any:
-        return node.acquire_connection()
+        # A turn of the node's connections first (see _node_turns): hundreds of calls on one client
+        # queue for its connections instead of failing with MaxConnectionsError and retrying.
+        turns = _node_turns(self.client, node)
+        wait(turns.acquire())
+        try:
+            return node.acquire_connection()
+        except BaseException:
+            turns.release()
+            raise
 
     def _release(self, node: Any, connection: Any) -> None:
-        release = getattr(node, "release", None)
-        if release is not None:
-            release(connection)
-        else:  # redis-py < 6 hands connections back through the node's free list
-            node._free.append(connection)
+        try:
+            release = getattr(node, "release", None)
+            if release is not None:
+                release(connection)
+            else:  # redis-py < 6 hands connections back through the node's free list
+                node._free.append(connection)
+        finally:
+            _node_turns(self.client, node).release()
 
     def _write(self, connection: Any, commands: Sequence[Command]) -> None:
         _send(connection, _packed(connection, [commands]))
@@ -286,6 +297,29 @@ class AsyncClusterTransport(ClusterTransport):
 
     def _reload(self) -> None:
         wait(_reloads_of(self.client).reload(self.client))
+
+
+# redis.asyncio's cluster nodes refuse a connection past their limit (MaxConnectionsError) instead of
+# waiting for one, which the retry loop would take for a lost node: each call takes a turn of a
+# semaphore per node name (a node replaced by a slot-map reload keeps its turns) and client first. A
+# call holds connections of several nodes at once, taken in the order of their names (see
+# `ClusterTransport._attempt`), so calls waiting for each other's turns never form a cycle.
+_NODE_TURNS: weakref.WeakKeyDictionary[
+    Any, tuple[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]
+] = weakref.WeakKeyDictionary()
+
+
+def _node_turns(client: Any, node: Any) -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    turns = _NODE_TURNS.get(client)
+    if turns is None or turns[0] is not loop:
+        turns = _NODE_TURNS[client] = (loop, {})
+    semaphore = turns[1].get(node.name)
+    if semaphore is None:
+        limit = getattr(node, "max_connections", None)
+        bound = limit if isinstance(limit, int) and limit > 0 else 2**31
+        semaphore = turns[1][node.name] = asyncio.Semaphore(bound)
+    return semaphore
 
 
 class _Reloads:

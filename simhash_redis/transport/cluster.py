@@ -185,7 +185,9 @@ class ClusterTransport:
         sent: list[tuple[ClusterNode, list[int], Any, int, bool]] = []
         handed = 0  # connections of `sent` passed to _read, which gives each back whatever happens
         try:
-            for node, indexes in groups.values():
+            # Nodes in the order of their names: a transport that waits for a node's connections (the
+            # asyncio one) then never waits in a cycle with another call.
+            for _, (node, indexes) in sorted(groups.items()):
                 batch = [commands[i] for i in indexes]
                 waits = durable and not _reads_only(batch) and self._has_replica(node)
                 if waits:
