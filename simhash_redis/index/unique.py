@@ -171,7 +171,7 @@ class UniqueWrites:
                 writes = [w for w, ok in zip(writes, still, strict=True) if ok]
                 writing = [i for i, ok in zip(writing, still, strict=True) if ok]
             # Every document a near-duplicate: nothing to write, and no write round trip either.
-            applied = self.writes.apply(writes) if writes else []
+            applied = self.writes.apply(writes, [fps[i] for i in writing]) if writes else []
             self.writes.seen(again)
             for i, outcome in zip(writing, applied, strict=True):
                 if outcome is None:  # a table set changed since it was read: read it again

@@ -229,11 +229,17 @@ class Writes:
         yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
 
     def _calls(self, progress: Progress, first: bool) -> tuple[int, Callable[[int], Command]]:
-        """A round's script calls: how many, and what builds call n (a large batch of adds: its parts,
-        each built while the server runs the one before)."""
+        """A round's script calls: how many, and what builds call n (a large batch of adds, or of
+        add-if-new's guarded adds: its parts, each built while the server runs the one before)."""
         if first:
             parts = parts_of(range(len(progress.ops)), True)
             return len(parts), lambda n: self._adds(progress, parts[n][0], len(parts[n]))
+        if progress.rounds == 0 and _guarded_adds(progress.ops, self.tables):
+            # Each document's guard is checked and its write made in one step of one call, and a
+            # later part's guards expect what the earlier parts add (add-if-new's in-batch guards),
+            # so parts keep every guarantee of one call.
+            parts = parts_of(range(len(progress.ops)), True)
+            return len(parts), lambda n: self._guarded(progress, parts[n][0], len(parts[n]))
         pending = progress.pending
         return 1, lambda _: self._command(pending)
 
@@ -253,6 +259,29 @@ class Writes:
             add_keys(fp_bucket(new))
             key_list += tables(fp)
             add_args((doc_id, new))
+        return WRITE.command(key_list, args)
+
+    def _guarded(self, progress: Progress, start: int, count: int) -> Command:
+        """The first round's script call for add-if-new's guarded adds, of `count` writes from `start`
+        (format 'g': id, new, how many members the guard lists, the members of its sets one after the
+        other), keys built inline."""
+        ops = progress.ops[start : start + count]
+        fps = progress.fps
+        ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
+        keys = self.keys
+        id_bucket, fp_bucket, fp_bucket_of = keys.id_bucket, keys.fp_bucket, keys.fp_bucket_of
+        tables, by_bits, sizes = keys.table_builder(), keys.fp_by_bits, _SIZES
+        key_list: list[bytes] = [keys.counts]
+        args: list[bytes | int] = [self.tables, b"g"]
+        add_key, add_keys, add_args = key_list.append, key_list.extend, args.extend
+        for (doc_id, new, guard), fp in zip(ops, ints, strict=True):
+            add_key(id_bucket(doc_id))
+            add_key(fp_bucket_of(fp) if by_bits else fp_bucket(new))
+            add_keys(tables(fp))
+            members = [member for listed in guard or () for member in listed]
+            size = len(members)
+            add_args((doc_id, new, sizes[size] if size < len(sizes) else b"%d" % size))
+            add_args(members)
         return WRITE.command(key_list, args)
 
     def _command(self, pending: list[Pending]) -> Command:
@@ -359,6 +388,16 @@ def _in_waves(
 def _packed(members: list[bytes], f: int) -> list[bytes]:
     """A band's guard members, as the band's value holds them."""
     return [pack_fps([member], f) for member in members]
+
+
+#: The decimal forms of small member counts (format 'g'), made once.
+_SIZES = [b"%d" % n for n in range(256)]
+
+
+def _guarded_adds(ops: list[Write], tables: int) -> bool:
+    """Whether every write adds a document with a plain guard (add-if-new's, with no sketch: a member
+    list per table), which format 'g' carries."""
+    return all(new and type(guard) is list and len(guard) == tables for _, new, guard in ops)
 
 
 def _all_adds(ops: list[Write]) -> bool:
