@@ -222,3 +222,25 @@ def test_a_guard_ignores_members_that_left(any_client: redis.Redis) -> None:
     writes.apply([(b"a", encode_fp(a ^ (0xFFFF << 48), 64), None)])  # a moves: it leaves that set
     assert writes.apply(ops) == [Outcome.ADDED]
     assert index.verify().ok and index.count() == (2, 2)
+
+
+@pytest.mark.parametrize("stored", [3, 40], ids=["few members", "many members"])
+def test_a_guard_over_a_crowded_set_refuses_a_newcomer(any_client: redis.Redis, stored: int) -> None:
+    """Pages of one template share a table set by the dozen: the guard finds a member that arrived among
+    many read (format 'g' compares many members by a table, a few in place)."""
+    index = SimhashIndex(any_client, "crowd", k=3, id_buckets=4)
+    writes = _writes(index)
+    rng = random.Random(7)
+    crowd = [(rng.getrandbits(48) << 16) | 0x1234 for _ in range(stored + 2)]  # one table key: the low bits
+    shared = index.keys.tables(crowd[0])[-1]
+    assert all(index.keys.tables(fp)[-1] == shared for fp in crowd)
+    writes.apply([(b"s%d" % i, encode_fp(fp, 64), None) for i, fp in enumerate(crowd[:stored])])
+    ops = _guarded(index, [(b"new", crowd[-1])])
+    intruder = encode_fp(crowd[-2], 64)
+    writes.apply([(b"intruder", intruder, None)])
+    assert writes.apply(ops) == [None]
+    assert index.get("new") is None
+    ((doc_id, new, sets),) = ops
+    assert sets is not None and len(sets[-1]) == stored
+    assert writes.apply([(doc_id, new, [*sets[:-1], [*sets[-1], intruder]])]) == [Outcome.ADDED]
+    assert index.verify().ok and index.count() == (stored + 2, stored + 2)

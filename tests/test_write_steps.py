@@ -126,8 +126,8 @@ def test_a_guard_goes_with_its_document_and_a_changed_set_is_none() -> None:
     outcomes, trips = _run(_writes().steps(Progress([(b"a", FA, guard)])), lambda _: [[b"g"]])
     assert outcomes == [None]
     _, keys, args = _args(trips[0][0])
-    # Format 'g' (add-if-new's guarded adds): id, new, how many members the guard lists, the members.
-    assert args == [4, b"g", b"a", FA, b"1", FB]
+    # Format 'g' (add-if-new's guarded adds): id, new, the members its guard lists, between spaces.
+    assert args == [4, b"g", b"a", FA, b" " + FB + b" "]
     keys_of = _writes().keys
     assert keys == [keys_of.counts, keys_of.id_bucket(b"a"), keys_of.fp_bucket(FA), *keys_of.tables(A)]
 
@@ -154,12 +154,12 @@ def test_a_large_batch_of_guarded_adds_goes_in_parts(monkeypatch: pytest.MonkeyP
     assert steps.send(None)[0] == SEND
     assert steps.send(None) == (READ, 1)
     kind, batches = steps.send([[b"a", b"g"]])
-    assert kind == SEND and _args(batches[0][0])[2][2::4] == [b"id2", b"id3"]
+    assert kind == SEND and _args(batches[0][0])[2][2::3] == [b"id2", b"id3"]
     steps.close()
     outcomes, trips = _run(
-        writes.steps(progress), lambda asked: [[b"a"] * ((len(_args(asked[0])[2]) - 2) // 4)]
+        writes.steps(progress), lambda asked: [[b"a"] * ((len(_args(asked[0])[2]) - 2) // 3)]
     )
-    assert [_args(trip[0])[2][2::4] for trip in trips] == [[b"id2", b"id3"], [b"id4"]]
+    assert [_args(trip[0])[2][2::3] for trip in trips] == [[b"id2", b"id3"], [b"id4"]]
     assert outcomes == [Outcome.ADDED, None] + [Outcome.ADDED] * 3
 
 

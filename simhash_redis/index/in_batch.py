@@ -56,45 +56,57 @@ class InBatch:
         if self.windows is not None and self.current is not None:
             schema = self.windows.schema(self.current)
         self._tables: Callable[[int], list[bytes]] = schema.table_builder()
-        #: set key -> the fingerprints the documents admitted this round add to it (in order, once each).
-        self.owners: dict[bytes, dict[int, None]] = {}
-        #: the fingerprints admitted this round -> the documents admitted with each.
-        self.admitted: dict[int, list[int]] = {}
+        # set key -> the first fingerprint the documents admitted this round add to it; and for the keys
+        # that get more (pages of one template), all of them (in order, once each). Most keys get one:
+        # no container is made for it.
+        self._first: dict[bytes, int] = {}
+        self._more: dict[bytes, dict[int, None]] = {}
+        # the fingerprints admitted this round -> the first document admitted with each, and the others.
+        self._admitted: dict[int, int] = {}
+        self._also: dict[int, list[int]] = {}
         self._encoded: dict[int, bytes] = {}
 
     def admit(self, doc: int, sets: Guard) -> Guard | None:
         """The guard to write a document with after those admitted before it, or None to leave it to the
         next round (an earlier document of the batch is its near-duplicate).
         """
-        fp, owners = self.fps[doc], self.owners
+        fp, first = self.fps[doc], self._first
         # The sets its write adds fp to (tables, then bands): a document's keys are built once.
         written = self._tables(fp) + self.bands.get(doc, [])
-        added = [owners.get(key) for key in written]
-        if any(added):
+        if any(key in first for key in written):
             if self._near(doc, written):
                 return None
-            sets = self._expecting(doc, sets, written, added)
-        self.admitted.setdefault(fp, []).append(doc)
+            sets = self._expecting(doc, sets, written)
+        owner = self._admitted.setdefault(fp, doc)
+        if owner != doc:
+            self._also.setdefault(fp, []).append(doc)
         for key in written:
-            owners.setdefault(key, {})[fp] = None
+            owner = first.setdefault(key, fp)
+            if owner != fp:
+                self._more.setdefault(key, {owner: None})[fp] = None
         return sets
 
-    def _expecting(
-        self, doc: int, sets: Guard, written: list[bytes], added: list[dict[int, None] | None]
-    ) -> Guard:
+    def _added(self, key: bytes) -> Sequence[int]:
+        """The fingerprints the documents admitted so far add to a set (none, or in order, once each)."""
+        more = self._more.get(key)
+        if more is not None:
+            return list(more)
+        first = self._first.get(key)
+        return () if first is None else (first,)
+
+    def _expecting(self, doc: int, sets: Guard, written: list[bytes]) -> Guard:
         """The guard of a document whose sets the documents admitted before it add to: each set's members
         read, and what those documents add to it."""
+        keys = written
         if isinstance(sets, WindowedSets) and self.windows is not None:
             # Guarded in every period read: the current one's sets are among them.
             fp, schema = self.fps[doc], self.windows.schema
             keys = [key for window in sets.windows for key in schema(window).tables(fp)]
-            added = [self.owners.get(key) for key in keys]
-        else:
-            keys = written
         if len(keys) != len(sets):
             return sets
         expected = []
-        for members, more in zip(sets, added, strict=True):
+        for members, key in zip(sets, keys, strict=True):
+            more = self._added(key)
             if more:
                 have = set(members)
                 members = list(members) + [e for e in map(self._encode, more) if e not in have]
@@ -106,15 +118,18 @@ class InBatch:
 
         Candidates as a read finds them: within k (sharing a table), or sharing a band at any distance.
         """
-        fp, owners, tables = self.fps[doc], self.owners, len(written) - len(self.bands.get(doc, ()))
-        tabled = {other for key in written[:tables] for other in owners.get(key, ())}
+        fp, added, tables = self.fps[doc], self._added, len(written) - len(self.bands.get(doc, ()))
+        tabled = {other for key in written[:tables] for other in added(key)}
         found = {other for other in tabled if (fp ^ other).bit_count() <= self.k}
-        found.update(other for key in written[tables:] for other in owners.get(key, ()))
+        found.update(other for key in written[tables:] for other in added(key))
         if not found:
             return False
         if self.near is None:
             return True
-        return self.near.confirms(doc, sorted(j for other in found for j in self.admitted[other]))
+        admitted, also = self._admitted, self._also
+        return self.near.confirms(
+            doc, sorted(j for other in found for j in [admitted[other], *also.get(other, ())])
+        )
 
     def _encode(self, fp: int) -> bytes:
         encoded = self._encoded.get(fp)

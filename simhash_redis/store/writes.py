@@ -263,14 +263,13 @@ class Writes:
 
     def _guarded(self, progress: Progress, start: int, count: int) -> Command:
         """The first round's script call for add-if-new's guarded adds, of `count` writes from `start`
-        (format 'g': id, new, how many members the guard lists, the members of its sets one after the
-        other), keys built inline."""
+        (format 'g': id, new, and the members of its guard's sets in one argument), keys built inline."""
         ops = progress.ops[start : start + count]
         fps = progress.fps
         ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
         keys = self.keys
         id_bucket, fp_bucket, fp_bucket_of = keys.id_bucket, keys.fp_bucket, keys.fp_bucket_of
-        tables, by_bits, sizes = keys.table_builder(), keys.fp_by_bits, _SIZES
+        tables, by_bits = keys.table_builder(), keys.fp_by_bits
         key_list: list[bytes] = [keys.counts]
         args: list[bytes | int] = [self.tables, b"g"]
         add_key, add_keys, add_args = key_list.append, key_list.extend, args.extend
@@ -278,10 +277,7 @@ class Writes:
             add_key(id_bucket(doc_id))
             add_key(fp_bucket_of(fp) if by_bits else fp_bucket(new))
             add_keys(tables(fp))
-            members = [member for listed in guard or () for member in listed]
-            size = len(members)
-            add_args((doc_id, new, sizes[size] if size < len(sizes) else b"%d" % size))
-            add_args(members)
+            add_args((doc_id, new, b" %s " % b" ".join([member for read in guard or () for member in read])))
         return WRITE.command(key_list, args)
 
     def _command(self, pending: list[Pending]) -> Command:
@@ -388,10 +384,6 @@ def _in_waves(
 def _packed(members: list[bytes], f: int) -> list[bytes]:
     """A band's guard members, as the band's value holds them."""
     return [pack_fps([member], f) for member in members]
-
-
-#: The decimal forms of small member counts (format 'g'), made once.
-_SIZES = [b"%d" % n for n in range(256)]
 
 
 def _guarded_adds(ops: list[Write], tables: int) -> bool:
