@@ -66,13 +66,19 @@ class InBatch:
         self._also: dict[int, list[int]] = {}
         self._encoded: dict[int, bytes] = {}
 
-    def admit(self, doc: int, sets: Guard) -> Guard | None:
+    def admit(self, doc: int, sets: Guard, tables: list[bytes] | None = None) -> Guard | None:
         """The guard to write a document with after those admitted before it, or None to leave it to the
         next round (an earlier document of the batch is its near-duplicate).
+
+        Args:
+            tables: the document's table keys, where the caller has built them (an index without a
+                retention window: its write's).
         """
         fp, first = self.fps[doc], self._first
-        # The sets its write adds fp to (tables, then bands): a document's keys are built once.
-        written = self._tables(fp) + self.bands.get(doc, [])
+        if tables is None or self.windows is not None:
+            tables = self._tables(fp)
+        # The sets its write adds fp to (tables, then bands).
+        written = tables + self.bands.get(doc, [])
         if any(key in first for key in written):
             if self._near(doc, written):
                 return None
