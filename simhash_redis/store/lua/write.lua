@@ -359,7 +359,8 @@ local function write(id, new, old, guard, guard_counts, nb, band_args)
 end
 
 -- Whether the T table sets from KEYS[first] together hold nothing but (some of) the members listed,
--- each between spaces, in `listed`: format 'g''s guard, one SUNION for the T sets. As strong as
+-- each between spaces, in `listed` (members read are decimals: a read refuses any other member, so
+-- none holds a space): format 'g''s guard, one SUNION for the T sets. As strong as
 -- `unchanged` of each set: a fingerprint within distance k of new that arrived in one of its sets since
 -- the client read them is among none of the members read from any of them, since each member read was
 -- compared with new (one within k would have been reported, and the document not sent).
