@@ -355,3 +355,26 @@ def test_lost_reply_to_add_if_news_read(server: ServerProcess, lost: bytes) -> N
         assert_consistent(index, {"x": A, "y": None, "z": B ^ (1 << 40), **others})
         client.close()
     admin.close()
+
+
+@pytest.mark.parametrize("lost_part", range(4))
+def test_lost_reply_to_one_part_of_a_large_add_if_new_batch(
+    proxied: tuple[SimhashIndex, FaultProxy, redis.Redis], monkeypatch: pytest.MonkeyPatch, lost_part: int
+) -> None:
+    # Add-if-new's guarded adds go as parts too (here of 3): a part's reply is lost after the server
+    # applied it; sent again, its documents are unchanged (each finds its own write), no other is
+    # refused, and nothing is stored or counted twice.
+    monkeypatch.setattr(writes_module, "PART", 3)
+    index, proxy, _ = proxied
+    index.add("warm", B)
+    rng = random.Random(12)
+    docs = {f"p{i}": rng.getrandbits(64) for i in range(12)}
+    copies = [(f"c{i}", docs[f"p{i}"] ^ 1) for i in range(0, 12, 4)]  # near-duplicates, in the batch
+    proxy.arm(skip=lost_part)
+    outcomes = index.add_many([*docs.items(), *copies], unique=True)
+    assert proxy.dropped_after_write == 1
+    lost = outcomes[3 * lost_part : 3 * lost_part + 3]
+    assert all(o is Outcome.UNCHANGED for o in lost)
+    assert [o for i, o in enumerate(outcomes[:12]) if i // 3 != lost_part] == [Outcome.ADDED] * 9
+    assert outcomes[12:] == [Match(f"p{i}", docs[f"p{i}"], 1) for i in range(0, 12, 4)]
+    assert_consistent(index, {"warm": B, **docs, **{doc_id: None for doc_id, _ in copies}})

@@ -12,6 +12,7 @@ import redis
 from simhash_redis import Outcome, SimhashIndex, SimhashRedisError
 from simhash_redis.codec import encode_fp
 from simhash_redis.store import write_ops as writes_module
+from simhash_redis.store import writes as writes_module_of_writes
 from simhash_redis.store.write_ops import Write
 from simhash_redis.store.writes import Writes
 
@@ -154,3 +155,92 @@ def test_a_later_pair_for_the_same_id_wins(
     assert [index.get(i) for i in "xyz"] == [1, 7, 9]
     assert index.count() == (3, 3)
     assert index.verify().ok
+
+
+def _guarded(index: SimhashIndex, docs: list[tuple[bytes, int]]) -> list[Write]:
+    """Guarded adds of add-if-new: each guard the members its tables hold now."""
+    members, _ = index._reads.near_and_members([fp for _, fp in docs], 3)
+    return [(doc_id, encode_fp(fp, 64), sets) for (doc_id, fp), sets in zip(docs, members, strict=True)]
+
+
+def test_guarded_adds_store_what_the_general_format_stores(
+    any_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Add-if-new's compact format 'g' and the general format (guard '1', set by set) write the same data
+    and answer the same outcomes: refused (a set gained a member), unchanged (an id stored with this
+    fingerprint, or a write made already), in conflict (the id has another fingerprint: sent again in
+    the general format, and replaced), added."""
+    rng = random.Random(3)
+    stored = [(b"s%d" % i, rng.getrandbits(64)) for i in range(6)]
+    fresh = [(b"n%d" % i, rng.getrandbits(64)) for i in range(5)]
+    # One per fresh document, in three of its table sets, 16 bits away: no near-duplicate, but a member.
+    intruders = [(b"i%d" % i, fp ^ (0xFFFF << 48)) for i, (_, fp) in enumerate(fresh)]
+    docs = [*fresh, (b"s0", stored[0][1]), (b"s1", rng.getrandbits(64))]
+    results = {}
+    for name in ("g", "general"):
+        if name == "general":
+            monkeypatch.setattr(writes_module_of_writes, "_guarded_adds", lambda ops, tables: False)
+        index = SimhashIndex(any_client, name, k=3, id_buckets=4)
+        writes = _writes(index)
+        writes.apply([(doc_id, encode_fp(fp, 64), None) for doc_id, fp in stored])
+        ops = _guarded(index, docs)
+        writes.apply([(doc_id, encode_fp(fp, 64), None) for doc_id, fp in intruders])
+        refused = writes.apply(ops)
+        # The same guards, now expecting the intruders: written (and the write made before, unchanged).
+        tables = index.keys.tables
+        expecting: list[Write] = []
+        for (doc_id, new, sets), (_, fp) in zip(ops, docs, strict=True):
+            assert sets is not None
+            sets = [list(members) for members in sets]
+            for _, other in intruders:
+                for t, (mine, theirs) in enumerate(zip(tables(fp), tables(other), strict=True)):
+                    if mine == theirs:
+                        sets[t].append(encode_fp(other, 64))
+            expecting.append((doc_id, new, sets))
+        outcomes = writes.apply(expecting)
+        results[name] = (
+            refused,
+            outcomes,
+            {k.replace(b":%s:" % name.encode(), b":x:"): v for k, v in _dump(any_client).items()},
+        )
+        assert index.verify().ok
+        index.drop()
+    assert results["g"] == results["general"]
+    refused, outcomes, _ = results["g"]
+    assert refused == [None] * 5 + [Outcome.UNCHANGED, Outcome.REPLACED]
+    assert outcomes == [Outcome.ADDED] * 5 + [Outcome.UNCHANGED] * 2
+
+
+def test_a_guard_ignores_members_that_left(any_client: redis.Redis) -> None:
+    """A member read that left its set since (a replaced document's fingerprint) fails no guard."""
+    index = SimhashIndex(any_client, "left", k=3, id_buckets=4)
+    writes = _writes(index)
+    a, b = 0x1234_5678_9ABC_DEF0, 0x1234_0000_0000_0F0F  # one table key in common, 12+ bits apart
+    writes.apply([(b"a", encode_fp(a, 64), None)])
+    ops = _guarded(index, [(b"b", b)])
+    assert any(ops[0][2])  # a is read in one of b's sets
+    writes.apply([(b"a", encode_fp(a ^ (0xFFFF << 48), 64), None)])  # a moves: it leaves that set
+    assert writes.apply(ops) == [Outcome.ADDED]
+    assert index.verify().ok and index.count() == (2, 2)
+
+
+@pytest.mark.parametrize("stored", [3, 40], ids=["few members", "many members"])
+def test_a_guard_over_a_crowded_set_refuses_a_newcomer(any_client: redis.Redis, stored: int) -> None:
+    """Pages of one template share a table set by the dozen: the guard finds a member that arrived among
+    many read (format 'g' compares many members by a table, a few in place)."""
+    index = SimhashIndex(any_client, "crowd", k=3, id_buckets=4)
+    writes = _writes(index)
+    rng = random.Random(7)
+    crowd = [(rng.getrandbits(48) << 16) | 0x1234 for _ in range(stored + 2)]  # one table key: the low bits
+    shared = index.keys.tables(crowd[0])[-1]
+    assert all(index.keys.tables(fp)[-1] == shared for fp in crowd)
+    writes.apply([(b"s%d" % i, encode_fp(fp, 64), None) for i, fp in enumerate(crowd[:stored])])
+    ops = _guarded(index, [(b"new", crowd[-1])])
+    intruder = encode_fp(crowd[-2], 64)
+    writes.apply([(b"intruder", intruder, None)])
+    assert writes.apply(ops) == [None]
+    assert index.get("new") is None
+    ((doc_id, new, sets),) = ops
+    assert sets is not None and len(sets[-1]) == stored
+    assert writes.apply([(doc_id, new, [*sets[:-1], [*sets[-1], intruder]])]) == [Outcome.ADDED]
+    assert index.verify().ok and index.count() == (stored + 2, stored + 2)

@@ -12,11 +12,15 @@ from simhash_redis.codec import decode_ids, encode_fp
 from simhash_redis.errors import IndexCorrupted
 
 
+@pytest.mark.parametrize("unique", [False, True], ids=["add", "add-if-new"])
 @pytest.mark.parametrize("which", ["table", "fingerprint map", "id map"])
-def test_a_failing_document_is_undone_and_a_rerun_completes_it(any_client: redis.Redis, which: str) -> None:
+def test_a_failing_document_is_undone_and_a_rerun_completes_it(
+    any_client: redis.Redis, which: str, unique: bool
+) -> None:
     """A key of the wrong type met half-way through a document: the document's own writes are undone
     (before, its id stayed in the id map, invisible to near(), and a rerun called it UNCHANGED), those
-    before it stay with their counts, and once the key is gone the same call completes the rest."""
+    before it stay with their counts, and once the key is gone the same call completes the rest. The
+    same for add-if-new's guarded adds (format 'g'), whose read meets a table of the wrong type first."""
     index = SimhashIndex(any_client, "ws", k=3)
     first, blocked, third = 0x1111_2222_3333_4444, 0x5555_6666_7777_8888, 0x9999_AAAA_BBBB_CCCC
     stored = encode_fp(blocked, 64)
@@ -30,7 +34,10 @@ def test_a_failing_document_is_undone_and_a_rerun_completes_it(any_client: redis
     any_client.set(key, "not a set or hash")
     items = [("first", first), ("second", blocked), ("third", third)]
     with pytest.raises(IndexCorrupted, match="wrong type"):
-        index.add_many(items)
+        index.add_many(items, unique=unique)
+    if unique and which == "table":  # refused by the read, before anything is written
+        assert index.count() == (0, 0)
+        return
     assert index.get_many(["first", "third"]) == [first, None]
     if which == "id map":  # its bucket cannot be read either: a typed error
         with pytest.raises(IndexCorrupted):

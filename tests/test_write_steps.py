@@ -125,8 +125,42 @@ def test_a_guard_goes_with_its_document_and_a_changed_set_is_none() -> None:
     guard = [[FB], [], [], []]
     outcomes, trips = _run(_writes().steps(Progress([(b"a", FA, guard)])), lambda _: [[b"g"]])
     assert outcomes == [None]
-    _, _, args = _args(trips[0][0])
-    assert args == [4, b"", b"a", FA, b"", b"1", 1, 0, 0, 0, FB]
+    _, keys, args = _args(trips[0][0])
+    # Format 'g' (add-if-new's guarded adds): id, new, the members its guard lists, between spaces.
+    assert args == [4, b"g", b"a", FA, b" " + FB + b" "]
+    keys_of = _writes().keys
+    assert keys == [keys_of.counts, keys_of.id_bucket(b"a"), keys_of.fp_bucket(FA), *keys_of.tables(A)]
+
+
+def test_a_guarded_add_in_conflict_goes_again_in_the_general_format() -> None:
+    """An id found stored with another fingerprint ('c'): its second call names the old fingerprint, and
+    carries its guard set by set."""
+    guard = [[FB], [], [FB, FA], []]
+    replies = iter([[[b"c" + FB]], [[b"r"]]])
+    outcomes, trips = _run(_writes().steps(Progress([(b"a", FA, guard)])), lambda _: next(replies))
+    assert outcomes == [Outcome.REPLACED]
+    _, _, args = _args(trips[1][0])
+    assert args == [4, b"", b"a", FA, FB, b"1", 1, 0, 2, 0, FB, FB, FA]
+
+
+def test_a_large_batch_of_guarded_adds_goes_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Add-if-new's guarded adds are sent as parts like plain adds (each built while the server runs the
+    one before); a part's reply lost, the conversation resumes at that part."""
+    monkeypatch.setattr(write_ops, "PART", 2)
+    writes = _writes()
+    ops: list[Write] = [(b"id%d" % i, encode_fp(i + 1, 64), [[], [FA], [], []]) for i in range(5)]
+    progress = Progress(ops, [i + 1 for i in range(5)])
+    steps = writes.steps(progress)
+    assert steps.send(None)[0] == SEND
+    assert steps.send(None) == (READ, 1)
+    kind, batches = steps.send([[b"a", b"g"]])
+    assert kind == SEND and _args(batches[0][0])[2][2::3] == [b"id2", b"id3"]
+    steps.close()
+    outcomes, trips = _run(
+        writes.steps(progress), lambda asked: [[b"a"] * ((len(_args(asked[0])[2]) - 2) // 3)]
+    )
+    assert [_args(trip[0])[2][2::3] for trip in trips] == [[b"id2", b"id3"], [b"id4"]]
+    assert outcomes == [Outcome.ADDED, None] + [Outcome.ADDED] * 3
 
 
 def test_a_sketch_the_script_dropped_is_kept_for_its_band_tables() -> None:

@@ -11,7 +11,7 @@ one from the index, and reports it as the near-duplicate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..codec import encode_fp
@@ -52,70 +52,93 @@ class InBatch:
         # The periods' writes go into the current one: it is the write script's (or, after a period
         # boundary, the guards fail and the documents are read again).
         self.current = self.windows.view().current if self.windows is not None else None
-        #: set key -> the fingerprints the documents admitted this round add to it (in order, once each).
-        self.owners: dict[bytes, dict[int, None]] = {}
-        #: the fingerprints admitted this round -> the documents admitted with each.
-        self.admitted: dict[int, list[int]] = {}
+        schema = self.keys
+        if self.windows is not None and self.current is not None:
+            schema = self.windows.schema(self.current)
+        self._tables: Callable[[int], list[bytes]] = schema.table_builder()
+        # set key -> the first fingerprint the documents admitted this round add to it; and for the keys
+        # that get more (pages of one template), all of them (in order, once each). Most keys get one:
+        # no container is made for it.
+        self._first: dict[bytes, int] = {}
+        self._more: dict[bytes, dict[int, None]] = {}
+        # the fingerprints admitted this round -> the first document admitted with each, and the others.
+        self._admitted: dict[int, int] = {}
+        self._also: dict[int, list[int]] = {}
         self._encoded: dict[int, bytes] = {}
 
-    def admit(self, doc: int, sets: Guard) -> Guard | None:
+    def admit(self, doc: int, sets: Guard, tables: list[bytes] | None = None) -> Guard | None:
         """The guard to write a document with after those admitted before it, or None to leave it to the
         next round (an earlier document of the batch is its near-duplicate).
-        """
-        keys = self._guarded_keys(doc, sets)
-        if self._near(doc):
-            return None
-        guard = sets
-        if len(keys) == len(sets) and any(key in self.owners for key in keys):
-            expected = []
-            for key, members in zip(keys, sets, strict=True):
-                added = self.owners.get(key)
-                if added:
-                    have = set(members)
-                    members = list(members) + [e for e in map(self._encode, added) if e not in have]
-                expected.append(members)
-            guard = WindowedSets(expected, sets.windows) if isinstance(sets, WindowedSets) else expected
-        fp = self.fps[doc]
-        self.admitted.setdefault(fp, []).append(doc)
-        for key in self._written_keys(doc):
-            self.owners.setdefault(key, {})[fp] = None
-        return guard
 
-    def _near(self, doc: int) -> bool:
+        Args:
+            tables: the document's table keys, where the caller has built them (an index without a
+                retention window: its write's).
+        """
+        fp, first = self.fps[doc], self._first
+        if tables is None or self.windows is not None:
+            tables = self._tables(fp)
+        # The sets its write adds fp to (tables, then bands).
+        written = tables + self.bands.get(doc, [])
+        if any(key in first for key in written):
+            if self._near(doc, written):
+                return None
+            sets = self._expecting(doc, sets, written)
+        owner = self._admitted.setdefault(fp, doc)
+        if owner != doc:
+            self._also.setdefault(fp, []).append(doc)
+        for key in written:
+            owner = first.setdefault(key, fp)
+            if owner != fp:
+                self._more.setdefault(key, {owner: None})[fp] = None
+        return sets
+
+    def _added(self, key: bytes) -> Sequence[int]:
+        """The fingerprints the documents admitted so far add to a set (none, or in order, once each)."""
+        more = self._more.get(key)
+        if more is not None:
+            return list(more)
+        first = self._first.get(key)
+        return () if first is None else (first,)
+
+    def _expecting(self, doc: int, sets: Guard, written: list[bytes]) -> Guard:
+        """The guard of a document whose sets the documents admitted before it add to: each set's members
+        read, and what those documents add to it."""
+        keys = written
+        if isinstance(sets, WindowedSets) and self.windows is not None:
+            # Guarded in every period read: the current one's sets are among them.
+            fp, schema = self.fps[doc], self.windows.schema
+            keys = [key for window in sets.windows for key in schema(window).tables(fp)]
+        if len(keys) != len(sets):
+            return sets
+        expected = []
+        for members, key in zip(sets, keys, strict=True):
+            more = self._added(key)
+            if more:
+                have = set(members)
+                members = list(members) + [e for e in map(self._encode, more) if e not in have]
+            expected.append(members)
+        return WindowedSets(expected, sets.windows) if isinstance(sets, WindowedSets) else expected
+
+    def _near(self, doc: int, written: list[bytes]) -> bool:
         """Whether a document admitted before doc is a candidate of it that counts as its near-duplicate.
 
         Candidates as a read finds them: within k (sharing a table), or sharing a band at any distance.
         """
-        fp, owners = self.fps[doc], self.owners
-        tabled = {other for key in self._tables(fp) for other in owners.get(key, ())}
+        fp, added, tables = self.fps[doc], self._added, len(written) - len(self.bands.get(doc, ()))
+        tabled = {other for key in written[:tables] for other in added(key)}
         found = {other for other in tabled if (fp ^ other).bit_count() <= self.k}
-        found.update(other for key in self.bands.get(doc, ()) for other in owners.get(key, ()))
+        found.update(other for key in written[tables:] for other in added(key))
         if not found:
             return False
         if self.near is None:
             return True
-        return self.near.confirms(doc, sorted(j for other in found for j in self.admitted[other]))
+        admitted, also = self._admitted, self._also
+        return self.near.confirms(
+            doc, sorted(j for other in found for j in [admitted[other], *also.get(other, ())])
+        )
 
     def _encode(self, fp: int) -> bytes:
         encoded = self._encoded.get(fp)
         if encoded is None:
             encoded = self._encoded[fp] = encode_fp(fp, self.f)
         return encoded
-
-    def _guarded_keys(self, doc: int, sets: Guard) -> list[bytes]:
-        """The key of each set of a document's guard (the order of its members lists)."""
-        fp = self.fps[doc]
-        if isinstance(sets, WindowedSets) and self.windows is not None:
-            return [key for window in sets.windows for key in self.windows.schema(window).tables(fp)]
-        return self.keys.tables(fp) + self.bands.get(doc, [])
-
-    def _written_keys(self, doc: int) -> list[bytes]:
-        """The sets a document's write adds its fingerprint to."""
-        return self._tables(self.fps[doc]) + self.bands.get(doc, [])
-
-    def _tables(self, fp: int) -> list[bytes]:
-        """The table sets a write adds a fingerprint to (an index with a retention window: the current
-        period's)."""
-        if self.windows is not None and self.current is not None:
-            return self.windows.schema(self.current).tables(fp)
-        return self.keys.tables(fp)

@@ -60,6 +60,7 @@ class UniqueWrites:
 
     def __init__(self, store: Store, reads: Reads, writes: Writes, f: int, k: int) -> None:
         self.store, self.reads, self.writes, self.f, self.k = store, reads, writes, f, k
+        self.table_keys = store.keys.table_builder()
 
     def add(self, ids: list[bytes], fps: list[int], judge: Judge | None = None) -> list[Outcome | Match]:
         """Read, check and write until every document is stored or found to have a near-duplicate.
@@ -162,19 +163,23 @@ class UniqueWrites:
         try:
             sketches: dict[str, bytes] | None = None if judge is None else {}
             bands = judge.band_places(ready) if judge is not None and bands_of is not None else None
-            members, matches_read = self.reads.near_and_members(
-                [fps[i] for i in ready], self.k, sketches, bands
-            )
+            read = [fps[i] for i in ready]
+            # Each document's table keys built once, for its read, its in-batch guard and its write (an
+            # index with a retention window has each period's instead).
+            tables = list(map(self.table_keys, read)) if self.reads.windows is None else None
+            members, matches_read = self.reads.near_and_members(read, self.k, sketches, bands, tables)
             found: Sequence[Sequence[Match]] = matches_read
             if judge is not None and sketches is not None:
                 found = judge.duplicates(ready, list(map(list, found)), sketches)
             writes: list[Write] = []
             writing: list[int] = []
+            written_keys: list[list[bytes]] = []
             changed: list[int] = []
             again: list[tuple[bytes, bytes]] = []
             # One script call writes the round: each guard expects what the documents before it add.
             batch = None if locks else InBatch(self.store, self.reads, fps, self.f, self.k, bands_of, judge)
-            for i, sets, matches in zip(ready, members, found, strict=True):
+            keys_of: Sequence[list[bytes] | None] = tables or [None] * len(ready)
+            for i, sets, matches, table_keys in zip(ready, members, found, keys_of, strict=True):
                 if matches:
                     results[i] = duplicate = duplicate_of(ids[i].decode(), list(matches))
                     if duplicate is not None:
@@ -182,7 +187,7 @@ class UniqueWrites:
                 else:
                     guard: Guard | None = None
                     if batch is not None:
-                        guard = batch.admit(i, sets)
+                        guard = batch.admit(i, sets, table_keys)
                         if guard is None:  # near an earlier document of this call: found next round
                             changed.append(i)
                             continue
@@ -190,6 +195,8 @@ class UniqueWrites:
                         guard = judge.guarded(i, guard)
                     writes.append((ids[i], encode_fp(fps[i], self.f), guard))
                     writing.append(i)
+                    if table_keys is not None:
+                        written_keys.append(table_keys)
             if locks is not None and writing:
                 # Held for the write, with no time to live. A lock that expired since the read (a stall
                 # past its time to live) may have let a near-duplicate in: such a document is read
@@ -198,9 +205,15 @@ class UniqueWrites:
                 changed = [i for i, ok in zip(writing, still, strict=True) if not ok]
                 writes = [w for w, ok in zip(writes, still, strict=True) if ok]
                 writing = [i for i, ok in zip(writing, still, strict=True) if ok]
+            if locks is not None or len(written_keys) != len(writes):
+                written_keys = []  # a cluster's writes (some may have been dropped) build their own
             # Every document a near-duplicate: nothing to write, and no write round trip either.
             try:
-                applied = self.writes.apply(writes) if writes else []
+                applied = (
+                    self.writes.apply(writes, [fps[i] for i in writing], written_keys or None)
+                    if writes
+                    else []
+                )
             except BaseException as exc:
                 if locks is not None and writing:
                     self._unfinished(locks, writes, writing, exc)

@@ -59,6 +59,7 @@ class Reads:
         sketches: dict[str, bytes] | None = None,
         bands: Bands | None = None,
         members: list[list[list[bytes]]] | None = None,
+        tables: list[list[bytes]] | None = None,
     ) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
 
@@ -68,6 +69,8 @@ class Reads:
                 `KeySchema.band_places`; or a batch's, `KeySchema.band_columns`), whose every member
                 is a match too, at whatever distance.
             members: filled with the members read from each fingerprint's table sets.
+            tables: each fingerprint's table keys (`KeySchema.tables`), where the caller has built them
+                (ignored in an index with a retention window, whose periods have keys of their own).
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
@@ -78,7 +81,7 @@ class Reads:
         view = None if self.windows is None else self.windows.view()
         try:
             return self.store.sender.converse(
-                lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands), exchange)
+                lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands, tables), exchange)
             )
         except (ValueError, UnicodeDecodeError) as exc:
             raise IndexCorrupted(
@@ -92,6 +95,7 @@ class Reads:
         k: int,
         sketches: dict[str, bytes] | None = None,
         bands: list[list[tuple[bytes, bytes]]] | None = None,
+        tables: list[list[bytes]] | None = None,
     ) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
         """near() that also returns the members read from each fingerprint's table sets (add-if-new's
         guard), the band tables' after them; in an index with a retention window, `WindowedSets`.
@@ -101,7 +105,7 @@ class Reads:
             RedisUnavailable: the server cannot be reached.
         """
         members: list[list[list[bytes]]] = []
-        return members, self.near(fps, k, sketches, bands, members)
+        return members, self.near(fps, k, sketches, bands, members, tables)
 
     def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
         """The stored fingerprint of each encoded id (None where absent), in one round trip.
@@ -128,6 +132,7 @@ class Reads:
         members: list[list[list[bytes]]] | None = None,
         sketches: dict[str, bytes] | None = None,
         bands: Bands | None = None,
+        built: list[list[bytes]] | None = None,
     ) -> Steps[list[list[Match]]]:
         """The lookup of a batch, as steps (see `transport.Steps`): the one place its commands are decided.
 
@@ -145,6 +150,7 @@ class Reads:
             view: the periods read, in an index with a retention window: their table sets are read as
                 if they were more tables, and a matching fingerprint's ids are asked of each period's map.
             members, sketches, bands: as `near`.
+            built: `near`'s tables.
 
         Raises:
             ValueError: a stored entry this library did not write, or band tables of unequal counts.
@@ -174,8 +180,12 @@ class Reads:
         else:
             set_keys: list[bytes] = []
             extend = set_keys.extend
-            for fp in fps:
-                extend(table_keys(fp))
+            if built is not None and view is None:
+                for keys_of_one in built:
+                    extend(keys_of_one)
+            else:
+                for fp in fps:
+                    extend(table_keys(fp))
             first = [CommandPerKey(b"SMEMBERS", set_keys)]
             if exact is not None and sketches is not None:
                 first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])

@@ -44,10 +44,14 @@ class Progress:
     Args:
         ops: the writes, each id named once.
         fps: each write's new fingerprint as an int, where the caller has them (not decoded again).
+        tables: each write's table keys (`KeySchema.tables` of its new fingerprint), where the caller
+            has built them.
     """
 
-    def __init__(self, ops: list[Write], fps: list[int] | None = None) -> None:
-        self.ops, self.fps = ops, fps
+    def __init__(
+        self, ops: list[Write], fps: list[int] | None = None, tables: list[list[bytes]] | None = None
+    ) -> None:
+        self.ops, self.fps, self.tables = ops, fps, tables
         self.outcomes: list[Outcome | None] = [None] * len(ops)
         #: The documents of the current round (the first assumes every id is new).
         self.pending: list[Pending] = [
@@ -104,7 +108,9 @@ class Writes:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
         self.windows, self.verification = windows, verification
 
-    def apply(self, ops: list[Write], fps: list[int] | None = None) -> list[Outcome | None]:
+    def apply(
+        self, ops: list[Write], fps: list[int] | None = None, tables: list[list[bytes]] | None = None
+    ) -> list[Outcome | None]:
         """Apply the writes; None for a guarded write whose tables changed since they were read.
 
         An id named several times is written as if the writes were applied one after another (a later
@@ -113,11 +119,14 @@ class Writes:
         Args:
             ops: the writes (in an index with a retention window, guards are the `WindowedSets` a read
                 returned).
-            fps: each write's new fingerprint as an int, where the caller has them (see `Progress`).
+            fps, tables: each write's new fingerprint as an int and its table keys, where the caller
+                has them (see `Progress`).
 
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
+        if tables is not None and len({doc_id for doc_id, _, _ in ops}) == len(ops):
+            return self._apply_unique(ops, fps, tables)
         return _in_waves(ops, fps, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
@@ -140,7 +149,9 @@ class Writes:
         except SimhashRedisError:
             return
 
-    def _apply_unique(self, ops: list[Write], fps: list[int] | None) -> list[Outcome | None]:
+    def _apply_unique(
+        self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
+    ) -> list[Outcome | None]:
         if not ops:
             return []
         cluster, windows = self.store.cluster, self.windows
@@ -150,7 +161,7 @@ class Writes:
             )
         if windows is not None:
             return windowed_writes_standalone.write(self.store, windows, self.f, self.tables, ops)
-        progress = Progress(ops, fps)
+        progress = Progress(ops, fps, tables)
         self.store.run(lambda: self.steps(progress), durable=cluster)
         if progress.dropped:
             self._drop_bands(progress.dropped)
@@ -229,11 +240,17 @@ class Writes:
         yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
 
     def _calls(self, progress: Progress, first: bool) -> tuple[int, Callable[[int], Command]]:
-        """A round's script calls: how many, and what builds call n (a large batch of adds: its parts,
-        each built while the server runs the one before)."""
+        """A round's script calls: how many, and what builds call n (a large batch of adds, or of
+        add-if-new's guarded adds: its parts, each built while the server runs the one before)."""
         if first:
             parts = parts_of(range(len(progress.ops)), True)
             return len(parts), lambda n: self._adds(progress, parts[n][0], len(parts[n]))
+        if progress.rounds == 0 and _guarded_adds(progress.ops, self.tables):
+            # Each document's guard is checked and its write made in one step of one call, and a
+            # later part's guards expect what the earlier parts add (add-if-new's in-batch guards),
+            # so parts keep every guarantee of one call.
+            parts = parts_of(range(len(progress.ops)), True)
+            return len(parts), lambda n: self._guarded(progress, parts[n][0], len(parts[n]))
         pending = progress.pending
         return 1, lambda _: self._command(pending)
 
@@ -253,6 +270,27 @@ class Writes:
             add_keys(fp_bucket(new))
             key_list += tables(fp)
             add_args((doc_id, new))
+        return WRITE.command(key_list, args)
+
+    def _guarded(self, progress: Progress, start: int, count: int) -> Command:
+        """The first round's script call for add-if-new's guarded adds, of `count` writes from `start`
+        (format 'g': id, new, and the members of its guard's sets in one argument), keys built inline."""
+        ops = progress.ops[start : start + count]
+        fps = progress.fps
+        ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
+        keys = self.keys
+        id_bucket, fp_bucket, fp_bucket_of = keys.id_bucket, keys.fp_bucket, keys.fp_bucket_of
+        by_bits = keys.fp_by_bits
+        built = progress.tables
+        tables = map(keys.table_builder(), ints) if built is None else built[start : start + count]
+        key_list: list[bytes] = [keys.counts]
+        args: list[bytes | int] = [self.tables, b"g"]
+        add_key, add_keys, add_args = key_list.append, key_list.extend, args.extend
+        for (doc_id, new, guard), fp, table_keys in zip(ops, ints, tables, strict=True):
+            add_key(id_bucket(doc_id))
+            add_key(fp_bucket_of(fp) if by_bits else fp_bucket(new))
+            add_keys(table_keys)
+            add_args((doc_id, new, b" %s " % b" ".join([member for read in guard or () for member in read])))
         return WRITE.command(key_list, args)
 
     def _command(self, pending: list[Pending]) -> Command:
@@ -359,6 +397,12 @@ def _in_waves(
 def _packed(members: list[bytes], f: int) -> list[bytes]:
     """A band's guard members, as the band's value holds them."""
     return [pack_fps([member], f) for member in members]
+
+
+def _guarded_adds(ops: list[Write], tables: int) -> bool:
+    """Whether every write adds a document with a plain guard (add-if-new's, with no sketch: a member
+    list per table), which format 'g' carries."""
+    return all(new and type(guard) is list and len(guard) == tables for _, new, guard in ops)
 
 
 def _all_adds(ops: list[Write]) -> bool:

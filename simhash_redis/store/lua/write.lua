@@ -1,7 +1,9 @@
 -- Applies a batch of document writes atomically: add, replace or remove ids.
 --
 -- ARGV[1] = number of tables T; ARGV[2] = the argument format: 'a' (a bulk load's adds: per document id,
--- new, with old = '' and no guard) or '' (per document: id, new, old, guard).
+-- new, with old = '' and no guard), 'g' (add-if-new's guarded adds: per document id, new, and the
+-- members read from new's T table sets together, in one argument, each between spaces: ' m1 m2 ', or
+-- ' ' for none; old = '') or '' (per document: id, new, old, guard).
 --   new: the stored fingerprint to give the id ('' removes the id).
 --   old: the fingerprint the client believes the id has now ('' = none).
 --   guard: '', '1', 's' or 'k'. With '1', T counts follow, then the members the client read from each
@@ -356,6 +358,62 @@ local function write(id, new, old, guard, guard_counts, nb, band_args)
   end
 end
 
+-- Whether the T table sets from KEYS[first] together hold nothing but (some of) the members listed,
+-- each between spaces, in `listed` (members read are decimals: a read refuses any other member, so
+-- none holds a space): format 'g''s guard, one SUNION for the T sets. As strong as
+-- `unchanged` of each set: a fingerprint within distance k of new that arrived in one of its sets since
+-- the client read them is among none of the members read from any of them, since each member read was
+-- compared with new (one within k would have been reported, and the document not sent).
+local function unchanged_sets(first, listed)
+  local members = redis.call('SUNION', unpack(KEYS, first, first + T - 1))
+  if #members <= 8 then
+    -- A few members (the common case): each found in the list, no table made.
+    for i = 1, #members do
+      if not string.find(listed, ' ' .. members[i] .. ' ', 1, true) then
+        return false
+      end
+    end
+    return true
+  end
+  local read = {}
+  for member in string.gmatch(listed, '[^ ]+') do
+    read[member] = true
+  end
+  for i = 1, #members do
+    if not read[members[i]] then
+      return false
+    end
+  end
+  return true
+end
+
+-- Format 'g': a guarded add (old '') whose keys start at KEYS[k], its guard's members in `listed`.
+-- `write`'s outcome for it, in fewer calls: the guard is checked first, and an id that is not stored is
+-- set by the HSETNX that finds so; the id's current fingerprint is read only when one of them fails (a
+-- resent write, say: its own fingerprint is in its sets now, and it is 'u').
+local function write_guarded(id, new, listed)
+  j_n = 0
+  local id_key, new_at = KEYS[k], k + 1
+  k = k + 2 + T
+  local intact = unchanged_sets(new_at + 1, listed)
+  if intact and hsetnx(id_key, id, new) == 1 then
+    local fps = attach(new_at, new, id)
+    -- The document is whole: only now do its counts move.
+    fp_delta = fp_delta + fps
+    doc_delta = doc_delta + 1
+    out[#out + 1] = 'a'
+    return
+  end
+  local cur = redis.call('HGET', id_key, id) or ''
+  if cur == new then
+    out[#out + 1] = 'u'
+  elseif not intact then
+    out[#out + 1] = 'g'
+  else
+    out[#out + 1] = 'c' .. cur
+  end
+end
+
 -- Format 'w': a document of an index with a retention window (see the header). Its keys start at
 -- KEYS[k]; `old_w` is the position of old's period; its guard (if any) starts at ARGV[guard_at].
 local w_docs, w_fps = {}, {}
@@ -491,6 +549,12 @@ local ok, err = pcall(function()
   if ARGV[2] == 'a' then
     for a = 3, n, 2 do
       write(ARGV[a], ARGV[a + 1], '', '', 0, 0, 0)
+    end
+    return
+  end
+  if ARGV[2] == 'g' then
+    for a = 3, n, 3 do
+      write_guarded(ARGV[a], ARGV[a + 1], ARGV[a + 2])
     end
     return
   end
