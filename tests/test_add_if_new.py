@@ -276,11 +276,11 @@ def test_a_writer_stalled_past_the_locks_lifetime_keeps_near_duplicates_out(
     apply = first._writes.apply
     raced: list[Match | None] = []
 
-    def stalled(ops: list[Any], fps: list[int] | None = None) -> Any:
+    def stalled(ops: list[Any], *rest: Any) -> Any:
         if not raced:
             _expire_every_lock_that_can(redis_cluster_client)
             raced.append(second.add_if_new("b", A ^ 1))
-        return apply(ops, fps)
+        return apply(ops, *rest)
 
     monkeypatch.setattr(first._writes, "apply", stalled)
     try:
@@ -303,7 +303,7 @@ def test_a_writer_that_died_while_writing_is_completed_by_its_near_duplicates_wr
     monkeypatch.setattr(locks, "TTL_MS", 1000)
     first = SimhashIndex(redis_cluster_client, "died", k=3, id_buckets=1024)
 
-    def lost(ops: list[Any], fps: list[int] | None = None) -> Any:
+    def lost(ops: list[Any], *rest: Any) -> Any:
         raise RedisUnavailable("connection lost")
 
     monkeypatch.setattr(first._writes, "apply", lost)
@@ -325,7 +325,7 @@ def test_a_verified_writer_that_died_while_writing_is_completed_with_its_sketch(
     monkeypatch.setattr(locks, "TTL_MS", 1000)
     first = VerifiedIndex(SimhashIndex(redis_cluster_client, "vdied", id_buckets=1024))
 
-    def lost(ops: list[Any], fps: list[int] | None = None) -> Any:
+    def lost(ops: list[Any], *rest: Any) -> Any:
         raise RedisUnavailable("connection lost")
 
     monkeypatch.setattr(first._writes, "apply", lost)
