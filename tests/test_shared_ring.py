@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -27,7 +30,9 @@ def test_spans_wrap_around_and_never_overlap() -> None:
             ring.take_back(0)  # not the oldest
         ring.take_back(40)
         ring.take_back(0)
-        ring.take_back(30)
+        with pytest.raises(ValueError):
+            ring.withdraw(0)  # not the newest
+        ring.withdraw(30)
         assert ring.used == 0
         assert ring.place(memoryview(b"e" * 100)) == 0  # empty again: the whole ring
         assert ring.place(memoryview(b"")) is None and ring.place(memoryview(b"f")) is None
@@ -65,3 +70,41 @@ def test_a_forked_child_sees_what_is_placed_after_it_started() -> None:
         for fd in (reading, writing, answer_r, answer_w):
             os.close(fd)
         ring.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the ring is used with forked workers")
+def test_a_worker_killed_while_runs_are_in_the_ring_is_reported_as_a_dead_worker() -> None:
+    import signal
+
+    pa = pytest.importorskip("pyarrow")
+    from simhash_redis.errors import SimhashRedisError
+    from simhash_redis.fingerprinting import Scheme
+    from simhash_redis.jobs.arrow import ArrowRows
+    from simhash_redis.jobs.fingerprinter import Fingerprinter
+    from simhash_redis.jobs.records import ReadOptions
+
+    batch = pa.record_batch(
+        {
+            "id": pa.array([f"d{i}" for i in range(200)]),
+            "text": pa.array([f"some text number {i} " * 20 for i in range(200)]),
+        }
+    )
+    fingerprinter = Fingerprinter(Scheme(), 64, "auto", 2, 1000)
+
+    def units() -> Iterator[ArrowRows]:
+        for n in range(6):
+            if n == 2:  # runs of the first units are out in the ring
+                executor: Any = fingerprinter._executor
+                os.kill(next(iter(executor._processes)), signal.SIGKILL)
+                deadline = time.monotonic() + 120  # a guard against a hang, not a timing
+                while not executor._broken:  # the pool notices it (its own thread): wait for that state
+                    assert time.monotonic() < deadline, "the pool never noticed its dead worker"
+                    time.sleep(0.01)
+            yield ArrowRows("t.arrow", 1 + 200 * n, batch, ReadOptions(), "id", "text")
+
+    try:
+        with pytest.raises(SimhashRedisError, match="worker process died"):
+            for _ in fingerprinter.batches(units()):
+                pass
+    finally:
+        fingerprinter.close()

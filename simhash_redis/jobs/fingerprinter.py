@@ -389,7 +389,9 @@ class Fingerprinter:
                 _in_worker, _fingerprinted_shared, sent, self.f, self.fp_base
             )
         except BaseException:
-            ring.take_back(sent.start)
+            # The newest span, never handed over (older ones are still out): a dead pool's error, not
+            # an out-of-order take-back, is what the caller sees.
+            ring.withdraw(sent.start)
             raise
 
         def taken_back() -> Fingerprinted:

@@ -58,6 +58,16 @@ class SharedRing:
             raise ValueError(f"span at {start} taken back out of order")
         self._spans.popleft()
 
+    def withdraw(self, start: int) -> None:
+        """Free the newest span (which starts at `start`), never handed to a worker.
+
+        Raises:
+            ValueError: `start` is not the newest span's.
+        """
+        if not self._spans or self._spans[-1][0] != start:
+            raise ValueError(f"span at {start} withdrawn out of order")
+        self._spans.pop()
+
     @property
     def used(self) -> int:
         """Bytes held by spans not taken back."""

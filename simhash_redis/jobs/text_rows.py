@@ -77,14 +77,25 @@ def sketched(
         doc_id = checked_id(
             decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
         )
-        if isinstance(doc_id, InputError) or _blank(raw):
-            bad = doc_id if isinstance(doc_id, InputError) else InputError(source, row, "empty text")
+        if isinstance(doc_id, InputError):
+            errors.append((len(ids), doc_id))
+            continue
+        bad = _bad_text(raw, source, row)
+        if bad is not None:
             errors.append((len(ids), bad))
             continue
         ids.append(doc_id)
         good.append(raw)
     fps = scheme.fingerprint_many(good) if good else []
     return ids, fps, errors, None if hasher is None else hasher.sketch_many(good)
+
+
+def _bad_text(raw: bytes, source: str, row: int) -> InputError | None:
+    """Why a row's text is not stored (not UTF-8, or empty), or None."""
+    text = decode(raw, source, row)
+    if isinstance(text, InputError):
+        return text
+    return InputError(source, row, "empty text") if _blank(raw) else None
 
 
 def _merged(
@@ -113,8 +124,11 @@ def _merged(
         doc_id = checked_id(
             decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
         )
-        if isinstance(doc_id, InputError) or (raw is not None and _blank(raw)):
-            bad = doc_id if isinstance(doc_id, InputError) else InputError(source, row, "empty text")
+        if isinstance(doc_id, InputError):
+            errors.append((len(ids), doc_id))
+            continue
+        bad = None if raw is None else _bad_text(raw, source, row)
+        if bad is not None:
             errors.append((len(ids), bad))
             continue
         if raw is not None:

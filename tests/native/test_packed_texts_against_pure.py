@@ -96,3 +96,33 @@ def test_offsets_that_are_not_the_texts_are_refused() -> None:
         core.fingerprint_packed_texts(b"abc", narrow.tobytes(), False, Scheme())
     with pytest.raises(InvalidArgument, match="offsets are not those of the texts"):
         core.fingerprint_packed_texts(b"abc", b"\x00\x00\x00", False, Scheme())
+
+
+@pytest.mark.parametrize("bad", [b"ab\xffcd", "\u3000".encode() + b"\xff x"])
+def test_a_text_that_is_not_utf8_is_reported_with_its_row_by_both(bad: bytes) -> None:
+    import struct
+
+    texts = [b"hello world", bad, b"fine text"]
+    offsets = [0]
+    for text in texts:
+        offsets.append(offsets[-1] + len(text))
+    column = pa.Array.from_buffers(
+        pa.string(),
+        3,
+        [None, pa.py_buffer(struct.pack(f"{len(offsets)}i", *offsets)), pa.py_buffer(b"".join(texts))],
+    )
+    batch = pa.record_batch({"id": pa.array(["a", "b", "c"]), "text": column})
+    ring = SharedRing(1 << 16)
+    try:
+        sent = ArrowRows("t.arrow", 5, batch, ReadOptions(), "id", "text").for_worker(ring)
+        assert isinstance(sent, SharedTexts)
+        native = plain(sent.texts_fingerprinted(ring.memory, Scheme(), None))  # type: ignore[arg-type]
+        with pure_engine():
+            pure = plain(_fingerprinted_rows(sent.unpacked(ring.memory), Scheme(), None, 64, "auto"))
+        assert native == pure
+        ids, _, errors = native  # type: ignore[misc]
+        assert ids == ["a", "c"] and [(e[1], e[2].split(" (")[0]) for _, e in errors] == [
+            (6, "not valid UTF-8")
+        ]
+    finally:
+        ring.close()
