@@ -31,7 +31,6 @@ __all__ = [
     "encode_sketches",
     "format_fingerprint",
     "netstring",
-    "netstrings",
     "pack_fps",
     "parse_fingerprint",
     "signed64",
@@ -150,15 +149,6 @@ def decode_sketches(raw: bytes) -> dict[str, bytes]:
 def netstring(item: bytes) -> bytes:
     """An item (an encoded id, a sketch, a list) as a netstring."""
     return b"%d:%s" % (len(item), item)
-
-
-def netstrings(raw: bytes) -> list[bytes]:
-    """The items of a concatenation of netstrings.
-
-    Raises:
-        ValueError: the value is not a sequence of netstrings.
-    """
-    return _netstrings(raw)
 
 
 def _netstrings(raw: bytes) -> list[bytes]:

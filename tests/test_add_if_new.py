@@ -13,12 +13,11 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from simhash_redis import Match, Outcome, RedisUnavailable, SimhashIndex, VerifiedIndex
+from simhash_redis import Match, Outcome, SimhashIndex
 from simhash_redis.errors import WriteContention
 from simhash_redis.index import unique
-from simhash_redis.store import BucketLocks, locks
+from simhash_redis.store import BucketLocks
 from tests.servers import ClusterProcess
-from tests.test_verified_one_writer import one_word_edit, page
 
 A = 0x0123456789ABCDEF
 _CLIENTS = {"real": "redis_client", "fake": "fake_client", "cluster": "redis_cluster_client"}
@@ -251,90 +250,3 @@ def test_on_a_cluster_documents_waiting_for_their_own_batch_do_not_pause(
     assert results[:45] == [Outcome.ADDED] * 45
     assert results[45:] == [Match(f"d{i}", items[i][1], 1) for i in range(0, 45, 15)]
     assert pauses == []
-
-
-def _expire_every_lock_that_can(client: RedisCluster) -> None:
-    """What a stall longer than a lock's time to live does: every lock key with a time to live is gone."""
-    for key in client.keys("*:lock:*", target_nodes=RedisCluster.PRIMARIES):
-        if client.pttl(key) > 0:
-            client.delete(key)
-
-
-def test_a_writer_stalled_past_the_locks_lifetime_keeps_near_duplicates_out(
-    redis_cluster: ClusterProcess, redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A worker decides to store its document (no near-duplicate, every bucket lock held), then stalls
-    before its write is applied for longer than a lock lives (an overloaded event loop, a slow WAIT,
-    retries): another worker's add_if_new of a near-duplicate runs meanwhile. Exactly one is stored.
-
-    (With locks that expired during the write, the other worker took them, read no trace of the first
-    document, which was not written yet, and stored its own too.)"""
-    monkeypatch.setattr(locks, "TTL_MS", 1000)  # how long the other worker waits before settling
-    first = SimhashIndex(redis_cluster_client, "stall", k=3, id_buckets=1024)
-    other_client = redis_cluster.client()
-    second = SimhashIndex(other_client, "stall", k=3, id_buckets=1024)
-    apply = first._writes.apply
-    raced: list[Match | None] = []
-
-    def stalled(ops: list[Any], *rest: Any) -> Any:
-        if not raced:
-            _expire_every_lock_that_can(redis_cluster_client)
-            raced.append(second.add_if_new("b", A ^ 1))
-        return apply(ops, *rest)
-
-    monkeypatch.setattr(first._writes, "apply", stalled)
-    try:
-        assert first.add_if_new("a", A) is None
-        assert raced == [Match("a", A, 1)]
-        assert second.get("b") is None
-        assert [m.id for m in second.near(A ^ 1)] == ["a"]
-        assert second.count() == (1, 1)
-        assert redis_cluster_client.keys("*:lock:*", target_nodes=RedisCluster.PRIMARIES) == []
-    finally:
-        other_client.close()
-
-
-def test_a_writer_that_died_while_writing_is_completed_by_its_near_duplicates_writer(
-    redis_cluster: ClusterProcess, redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A worker that decided to store its document loses the server before its write is done: its
-    locks stay held for the write (released, the half-written document would let a near-duplicate in).
-    The next add_if_new of a near-duplicate finishes that write and reports it; nothing stays locked."""
-    monkeypatch.setattr(locks, "TTL_MS", 1000)
-    first = SimhashIndex(redis_cluster_client, "died", k=3, id_buckets=1024)
-
-    def lost(ops: list[Any], *rest: Any) -> Any:
-        raise RedisUnavailable("connection lost")
-
-    monkeypatch.setattr(first._writes, "apply", lost)
-    with pytest.raises(RedisUnavailable):
-        first.add_if_new("a", A)
-    assert first.get("a") is None
-    second = SimhashIndex(redis_cluster_client, "died", k=3, id_buckets=1024)
-    assert second.add_if_new("b", A ^ 1) == Match("a", A, 1)
-    assert second.get("a") == A and second.get("b") is None
-    assert second.count() == (1, 1)
-    assert redis_cluster_client.keys("*:lock:*", target_nodes=RedisCluster.PRIMARIES) == []
-
-
-def test_a_verified_writer_that_died_while_writing_is_completed_with_its_sketch(
-    redis_cluster_client: RedisCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The same in verified mode: the document is finished with the sketch its writer stored it with,
-    and its band values are locked, read and written as a table's."""
-    monkeypatch.setattr(locks, "TTL_MS", 1000)
-    first = VerifiedIndex(SimhashIndex(redis_cluster_client, "vdied", id_buckets=1024))
-
-    def lost(ops: list[Any], *rest: Any) -> Any:
-        raise RedisUnavailable("connection lost")
-
-    monkeypatch.setattr(first._writes, "apply", lost)
-    with pytest.raises(RedisUnavailable):
-        first.add_if_new("a", page(1))
-    second = VerifiedIndex(SimhashIndex(redis_cluster_client, "vdied", id_buckets=1024))
-    found = second.add_if_new("b", one_word_edit(page(1), 1))
-    assert found is not None and found.id == "a"
-    assert second.sketch_of("a") is not None and second.sketch_of("b") is None
-    assert [m.id for m in second.near(page(1))] == ["a"]
-    assert second.index.verify().ok
-    assert redis_cluster_client.keys("*:lock:*", target_nodes=RedisCluster.PRIMARIES) == []

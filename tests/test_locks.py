@@ -1,8 +1,7 @@
 """BucketLocks, the cluster's add-if-new locks, round by round against a real server.
 
 The locks are plain keys, so a standalone server shows their behaviour as a cluster would (where each
-lock is a one-key script on the node of its slot): the ordered prefix a document keeps, holding for
-the write and settling a writer that stalled or died, the
+lock is a one-key script on the node of its slot): the ordered prefix a document keeps, renewal, the
 locks given back after an interrupted call, idempotency after a lost reply, and documents of one batch
 arbitrated by the server as workers are.
 """
@@ -16,9 +15,7 @@ import pytest
 import redis
 
 from simhash_redis import RedisUnavailable
-from simhash_redis.codec import netstring
-from simhash_redis.store import BucketLocks, KeySchema, Layout, Store, Writer, is_writer
-from simhash_redis.store.scripts import LOCK
+from simhash_redis.store import BucketLocks, KeySchema, Layout, Store
 from simhash_redis.transport import open_sender
 
 
@@ -57,84 +54,18 @@ def test_a_document_keeps_the_locks_before_its_first_miss(store: Store, redis_cl
     other.release([(store.keys.lock(b), other.token_of(0))])
     got, after_round = mine.acquire([(7, [c, b, a])])
     assert got == [True] and mine.kept == {}
-    assert mine.hold([7], [(b"x", b"1", None)]) == [True]
-    mine.written([7])
+    assert mine.renew([7]) == [True]
     mine.release(after_round)
     assert no_locks_left(redis_client, store)
 
 
-def test_a_lock_lost_since_it_was_taken_is_not_held(store: Store, redis_client: redis.Redis) -> None:
-    a, b = buckets(store, "a", "b")
+def test_a_lock_lost_since_it_was_taken_is_not_renewed(store: Store, redis_client: redis.Redis) -> None:
+    (a,) = buckets(store, "a")
     mine = BucketLocks(store)
-    got, after_round = mine.acquire([(0, [a, b])])
-    assert got == [True]
+    assert mine.acquire([(0, [a])])[0] == [True]
     redis_client.delete(store.keys.lock(a))  # expired; another worker may have held it in between
-    assert mine.hold([0], [(b"x", b"1", None)]) == [False]
-    assert holder(redis_client, store, a) is None  # holding never takes a free lock
-    assert mine.writing == {}
-    assert holder(redis_client, store, b) is None  # held for the write, then given back at once
-    mine.release(after_round)
-    assert no_locks_left(redis_client, store)
-
-
-def test_locks_held_for_a_write_do_not_expire_and_name_the_writer(
-    store: Store, redis_client: redis.Redis
-) -> None:
-    a, b = buckets(store, "a", "b")
-    mine = BucketLocks(store, ttl_ms=60_000)
-    assert mine.acquire([(3, [b, a])])[0] == [True]
-    assert 0 < redis_client.pttl(store.keys.lock(a)) <= 60_000
-    assert mine.hold([3], [(b"doc:1", b"-42", b"\x00|sk:")]) == [True]
-    record = mine.writing[3]
-    assert [redis_client.pttl(store.keys.lock(key)) for key in (a, b)] == [-1, -1]
-    assert holder(redis_client, store, a) == record
-    writer = Writer.parse(record)
-    assert writer == Writer(
-        record, mine.token_of(3), b"doc:1", b"-42", b"\x00|sk:", sorted(store.keys.lock(k) for k in (a, b))
-    )
-    # The same call resent after a lost reply finds the lock held for it already.
-    resent = LOCK.command([store.keys.lock(a)], [mine.token_of(3), 60_000, b"hold", record])
-    assert store.run_script(LOCK, [resent]) == [1]
-    other = BucketLocks(store)
-    assert other.acquire([(0, [a])])[0] == [False]
-    assert other.blockers == {0: mine.writing[3]} and is_writer(other.blockers[0])
-    mine.written([3])
-    assert no_locks_left(redis_client, store)
-
-
-def test_a_writer_that_held_all_its_locks_is_completed_by_whoever_settles_it(
-    store: Store, redis_client: redis.Redis
-) -> None:
-    a, b = buckets(store, "a", "b")
-    dead = BucketLocks(store)
-    assert dead.acquire([(0, [a, b])])[0] == [True]
-    assert dead.hold([0], [(b"x", b"7", None)]) == [True]  # ...and its worker dies before writing
-    completed: list[Writer] = []
-    other = BucketLocks(store)
-    assert other.settle(dead.writing[0], completed.append)
-    assert [(w.doc_id, w.fp, w.sketch) for w in completed] == [(b"x", b"7", None)]
-    assert no_locks_left(redis_client, store)
-
-
-def test_a_writer_that_lost_a_lock_before_holding_it_is_cleared_not_completed(
-    store: Store, redis_client: redis.Redis
-) -> None:
-    a, b = buckets(store, "a", "b")
-    stalled = BucketLocks(store)
-    assert stalled.acquire([(0, [a, b])])[0] == [True]
-    first, second = sorted(store.keys.lock(k) for k in (a, b))
-    completed: list[Writer] = []
-    # The writer has held its first lock for the write; its second is still only taken: it may yet
-    # be held, so the writer is left alone.
-    record = b"w" + stalled.token_of(0) + b"#0|1:x1:70:" + netstring(first) + netstring(second)
-    redis_client.set(first, record)
-    assert not BucketLocks(store).settle(record, completed.append)
-    assert holder(redis_client, store, a if store.keys.lock(a) == first else b) == record
-    # Its second lock expires before it is held (and another worker may take it): it never writes.
-    redis_client.delete(second)
-    assert BucketLocks(store).settle(record, completed.append)
-    assert completed == []
-    assert no_locks_left(redis_client, store)
+    assert mine.renew([0]) == [False]
+    assert holder(redis_client, store, a) is None  # a renewal never takes a free lock
 
 
 def test_taking_again_after_a_lost_reply_answers_taken(store: Store) -> None:

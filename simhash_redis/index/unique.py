@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import random
 import time
@@ -10,9 +9,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..codec import encode_fp
-from ..errors import SimhashRedisError, WriteContention
+from ..errors import WriteContention
 from ..results import Match, Outcome, duplicate_of
-from ..store import BucketLocks, Guard, Reads, SketchedGuard, Store, Write, Writer, Writes, is_writer
+from ..store import BucketLocks, Guard, Reads, Store, Write, Writes
 from ..transport import Backoff, pause
 from .in_batch import InBatch
 
@@ -87,8 +86,6 @@ class UniqueWrites:
         wait = locks.ttl_ms / 1000 + 5 if locks is not None else 0
         patience = time.monotonic() + wait
         blockers: dict[int, bytes] = {}
-        # The writers' records a document waits for, with when each was first met.
-        writers: dict[bytes, float] = {}
         siblings = False
         try:
             for attempt in itertools.count():
@@ -104,8 +101,6 @@ class UniqueWrites:
                     if any(blockers.get(doc, holder) != holder for doc, holder in locks.blockers.items()):
                         patience = max(patience, time.monotonic() + wait)
                     blockers = dict(locks.blockers)
-                    if self._settle(locks, writers):
-                        patience = max(patience, time.monotonic() + wait)
                     # Waiting only for documents of this batch, which are done and unlocked by now (pages of
                     # one template share buckets by the hundred): their turn comes at once, no pause.
                     own = locks.token + b":"
@@ -117,28 +112,6 @@ class UniqueWrites:
             f"{len(pending)} documents kept meeting concurrent writes to their tables; "
             "nothing of them was written"
         )
-
-    def _settle(self, locks: BucketLocks, writers: dict[bytes, float]) -> bool:
-        """Settle the writers that have blocked documents for as long as a lock lives (their workers
-        stalled or died while writing, see `BucketLocks.settle`); whether any was settled."""
-        blocking = {record for record in locks.blockers.values() if is_writer(record)}
-        if not blocking and not writers:
-            return False
-        now = time.monotonic()
-        for record in set(writers) - blocking:
-            del writers[record]
-        settled = False
-        for record in blocking:
-            since = writers.setdefault(record, now)
-            if now - since >= locks.ttl_ms / 1000 and locks.settle(record, self._complete):
-                del writers[record]
-                settled = True
-        return settled
-
-    def _complete(self, writer: Writer) -> None:
-        """Write a document whose writer decided to store it but stalled or died before finishing."""
-        guard = None if writer.sketch is None else SketchedGuard(None, writer.sketch)
-        self.writes.apply([(writer.doc_id, writer.fp, guard)])
 
     def _round(
         self,
@@ -198,28 +171,18 @@ class UniqueWrites:
                     if table_keys is not None:
                         written_keys.append(table_keys)
             if locks is not None and writing:
-                # Held for the write, with no time to live. A lock that expired since the read (a stall
-                # past its time to live) may have let a near-duplicate in: such a document is read
-                # again instead of written.
-                still = locks.hold(writing, [_stored(write) for write in writes])
+                # A lock that expired since the read (a stall past its time to live) may have let a
+                # near-duplicate in: such a document is read again instead of written.
+                still = locks.renew(writing)
                 changed = [i for i, ok in zip(writing, still, strict=True) if not ok]
                 writes = [w for w, ok in zip(writes, still, strict=True) if ok]
                 writing = [i for i, ok in zip(writing, still, strict=True) if ok]
             if locks is not None or len(written_keys) != len(writes):
                 written_keys = []  # a cluster's writes (some may have been dropped) build their own
             # Every document a near-duplicate: nothing to write, and no write round trip either.
-            try:
-                applied = (
-                    self.writes.apply(writes, [fps[i] for i in writing], written_keys or None)
-                    if writes
-                    else []
-                )
-            except BaseException as exc:
-                if locks is not None and writing:
-                    self._unfinished(locks, writes, writing, exc)
-                raise
-            if locks is not None and writing:
-                locks.written(writing)
+            applied = (
+                self.writes.apply(writes, [fps[i] for i in writing], written_keys or None) if writes else []
+            )
             self.writes.seen(again)
             for i, outcome in zip(writing, applied, strict=True):
                 if outcome is None:  # a table set changed since it was read: read it again
@@ -231,22 +194,3 @@ class UniqueWrites:
                 locks.release(held)
         # In batch order: of near-duplicates within the batch, the earlier is the one stored.
         return sorted(changed) + waiting
-
-    def _unfinished(
-        self, locks: BucketLocks, writes: list[Write], writing: list[int], exc: BaseException
-    ) -> None:
-        """A write interrupted (cancelled, say) after its documents were decided: it is finished here if
-        the server answers, and its locks released; else they stay held for a near-duplicate's writer
-        to finish it (`BucketLocks.settle`). Released unfinished, a document half-written (invisible
-        to reads) would let a near-duplicate in."""
-        if isinstance(exc, SimhashRedisError):  # the server is unreachable, or refused the write
-            return
-        with contextlib.suppress(Exception):
-            self.writes.apply(writes)
-            locks.written(writing)
-
-
-def _stored(write: Write) -> tuple[bytes, bytes, bytes | None]:
-    """A write as its writer's record keeps it: id, fingerprint, and the sketch stored with it."""
-    doc_id, fp, guard = write
-    return doc_id, fp, guard.sketch if isinstance(guard, SketchedGuard) else None

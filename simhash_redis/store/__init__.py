@@ -6,7 +6,7 @@ from .bulk import BulkWrites
 from .config import IndexConfig, Retention
 from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
-from .locks import BucketLocks, Writer, is_writer
+from .locks import BucketLocks
 from .meta import drop_keys, find_data, open_meta, pin_meta, restore_meta
 from .reads import Reads
 from .replies import hash_pairs
@@ -30,13 +30,11 @@ __all__ = [
     "Verification",
     "Windows",
     "Write",
-    "Writer",
     "Writes",
     "drop_keys",
     "encode_id",
     "find_data",
     "hash_pairs",
-    "is_writer",
     "open_meta",
     "pin_meta",
     "restore_meta",
