@@ -42,7 +42,7 @@ from tests.servers import HOST, ServerProcess, ServerStartError, free_port, serv
 MINIMAL_ACL = (
     "resetkeys ~simhash:* resetchannels -@all "
     "+evalsha +script|load "
-    "+hget +hmget +hgetall +hexists +hlen +smembers +sismember +smismember +scard +exists "
+    "+hget +hmget +hgetall +hexists +hlen +smembers +sismember +smismember +sunion +scard +exists "
     "+hset +hsetnx +hdel +hincrby +sadd +srem +type "
     "+scan +unlink "
     "+time +pexpireat +pttl"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -270,16 +271,14 @@ def test_a_refused_write_leaves_the_ids_sketch_as_it_was(
     applied = writes_module.Writes.apply
     seen: list[tuple[object, bytes | None]] = []
 
-    def racing(
-        self: reads_module.Reads, fps: list[int], k: int, sketches: dict[str, bytes] | None, bands: object
-    ) -> object:
-        got = read(self, fps, k, sketches, bands)
+    def racing(self: reads_module.Reads, fps: list[int], *rest: Any) -> object:
+        got = read(self, fps, *rest)
         if not seen:  # another worker writes into one of the document's table sets meanwhile
             redis_client.sadd(index.index.keys.tables(fps[0])[0], b"12345")
         return got
 
-    def watched(self: writes_module.Writes, ops: list[writes_module.write_ops.Write]) -> object:
-        out = applied(self, ops)
+    def watched(self: writes_module.Writes, ops: list[writes_module.write_ops.Write], *rest: Any) -> object:
+        out = applied(self, ops, *rest)
         seen.append((out, index.sketch_of("y")))
         return out
 
