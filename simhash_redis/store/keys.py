@@ -311,16 +311,16 @@ class KeySchema:
         span = count * width
         if width > 8 or count > 10 or any(len(s) < span for s in sketches):
             return None
-        fields = np.frombuffer(b"".join([s[:span] for s in sketches]), dtype=np.uint8)
-        fields = fields.reshape(len(sketches) * count, width)
+        joined = np.frombuffer(b"".join([s[:span] for s in sketches]), dtype=np.uint8)
+        fields = joined.reshape(len(sketches) * count, width)
         digits = fields.astype(np.uint64)
         values = digits[:, 0].copy()
         for j in range(1, width):  # big-endian, as int.from_bytes reads a band
             values = (values << np.uint64(8)) | digits[:, j]
         numbers = values % np.uint64(buckets)
         # The key: the band's prefix (one width: bands 0-9), then the number in hex, no leading zeros.
-        prefixes = np.frombuffer(b"".join(self._band_prefixes_of(count)[:count]), dtype=np.uint8)
-        prefixes = prefixes.reshape(count, -1)
+        prefix_bytes = np.frombuffer(b"".join(self._band_prefixes_of(count)[:count]), dtype=np.uint8)
+        prefixes = prefix_bytes.reshape(count, -1)
         top = max(1, (buckets - 1).bit_length() + 3 >> 2)
         shown = np.ones(len(numbers), dtype=np.intp)
         for n in range(1, top):
