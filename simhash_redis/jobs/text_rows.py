@@ -74,15 +74,9 @@ def sketched(
             reason = f"the {'id' if raw_id is None else 'text'} is null"
             errors.append((len(ids), InputError(source, row, reason)))
             continue
-        doc_id = checked_id(
-            decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
-        )
+        doc_id = _checked_row(raw_id, raw, source, row, namespace)
         if isinstance(doc_id, InputError):
             errors.append((len(ids), doc_id))
-            continue
-        bad = _bad_text(raw, source, row)
-        if bad is not None:
-            errors.append((len(ids), bad))
             continue
         ids.append(doc_id)
         good.append(raw)
@@ -90,12 +84,18 @@ def sketched(
     return ids, fps, errors, None if hasher is None else hasher.sketch_many(good)
 
 
-def _bad_text(raw: bytes, source: str, row: int) -> InputError | None:
-    """Why a row's text is not stored (not UTF-8, or empty), or None."""
+def _checked_row(raw_id: Any, raw: bytes | None, source: str, row: int, namespace: str) -> str | InputError:
+    """A row's document id, or why it is not stored: its id's error, or a text not UTF-8 or empty (raw
+    None: a text the compiled core fingerprinted, having checked it)."""
+    doc_id = checked_id(
+        decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
+    )
+    if isinstance(doc_id, InputError) or raw is None:
+        return doc_id
     text = decode(raw, source, row)
     if isinstance(text, InputError):
         return text
-    return InputError(source, row, "empty text") if _blank(raw) else None
+    return InputError(source, row, "empty text") if _blank(raw) else doc_id
 
 
 def _merged(
@@ -121,15 +121,9 @@ def _merged(
         if raw_id is None:
             errors.append((len(ids), InputError(source, row, "the id is null")))
             continue
-        doc_id = checked_id(
-            decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
-        )
+        doc_id = _checked_row(raw_id, raw, source, row, namespace)
         if isinstance(doc_id, InputError):
             errors.append((len(ids), doc_id))
-            continue
-        bad = None if raw is None else _bad_text(raw, source, row)
-        if bad is not None:
-            errors.append((len(ids), bad))
             continue
         if raw is not None:
             pending.append((len(good), raw))

@@ -21,13 +21,10 @@ from simhash_redis.jobs.records import ReadOptions
 from simhash_redis.jobs.shared_ring import SharedRing
 from simhash_redis.jobs.text_rows import SharedTexts
 from tests.native.conftest import pure_engine
+from tests.native.test_text_lines_against_pure import SCHEMES, spaces, words
 
 pa = pytest.importorskip("pyarrow")
 
-SCHEMES = [Scheme(), Scheme(f=128, n=2), Scheme(features="chars", n=3), Scheme(features="words", f=32)]
-
-words = st.sampled_from(["near", "Duplicate", "ÉCOLE", "straße", "新闻", "报道", "ﬁve", "①", "x2", "Ⅻ"])
-spaces = st.sampled_from([" ", "\n", "\t", "\u3000", "\u00a0", "\x1c", "\x85", "\u180e", "\u2028", "\r\n"])
 texts = st.one_of(
     st.lists(st.one_of(words, spaces), max_size=12).map("".join),
     st.lists(spaces, max_size=4).map("".join),
