@@ -1,15 +1,10 @@
-"""The default verified mode's sketches: a 32-value MinHash that keys the band tables, and an odd sketch
-that estimates Jaccard similarity.
+"""The default verified mode's sketches: 32 MinHash values that key the band tables, and an odd sketch.
 
-A document is stored with 160 bytes: the MinHash's 32 values of 8 bits (8 bands of 4, as the band
-tables read them, from byte 0), then its odd sketch at its own sampling level (`OddSketcher`). Odd
-sketches compare only at one level, the stored document's, and a near pair's levels differ by at most
-one, so a query carries its odd sketch at its own level and, where a near document could be stored at
-another, at the level below and above: 416 bytes (`query_bytes`). `stored` takes a query's stored form.
-
-A stored sketch's level whose query sketch is absent is estimated 0: the sizes of such a pair are too far
-apart for Jaccard 0.5 (a level above is made only from `_ABOVE` shingles kept), so a pair across
-sampling levels (documents of more than 1,024 distinct shingles) is compared at thresholds of 0.5 and up.
+A document is stored with 160 bytes: the 32 values of 8 bits (8 bands of 4, from byte 0), then its odd sketch
+at its own sampling level (`OddSketcher`). A near pair's levels differ by at most one, so a query carries its
+odd sketch at its own level and, where a near document could be stored at another, at the level below and
+above: 416 bytes (`query_bytes`). A stored level without its query sketch estimates 0 (the sizes are too far
+apart for Jaccard 0.5), so pairs across levels compare at thresholds of 0.5 and up.
 """
 
 from __future__ import annotations
@@ -100,7 +95,7 @@ class BandedOddSketcher:
         return self.stored(self.sketch(doc))
 
     def estimate(self, query: bytes, other: bytes) -> float:
-        """Estimate the Jaccard similarity of a query and a stored document (either sketch of it).
+        """The Jaccard estimate of a query and a stored document (either sketch of it).
 
         Raises:
             InvalidArgument: a sketch has the wrong length.
@@ -108,11 +103,8 @@ class BandedOddSketcher:
         return float(self.estimate_many(query, [self.stored(other)])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
-        """Estimate the Jaccard similarity of a query (its query sketch) with stored documents.
-
-        Args:
-            query: a query sketch (`query_bytes`), or a stored one (compared at its own level only).
-            others: stored sketches (`sketch_bytes` each).
+        """The Jaccard estimates of a query sketch (or a stored one, at its own level only) with stored
+        sketches.
 
         Raises:
             InvalidArgument: a sketch has the wrong length.

@@ -164,13 +164,10 @@ def features_of(
 ) -> tuple[U64, npt.NDArray[np.intp]]:
     """The feature hashes (every window of n tokens) of consecutive token units, and each unit's count.
 
-    A short unit (a whole document with fewer than n tokens) gives one feature of all its tokens.
-
     Args:
         hashes: the token hashes of all units, concatenated, shape (T, lanes).
         lengths: tokens per unit.
-        short: per unit, whether the short-document rule applies.
-        n: window length.
+        short: per unit, whether it has fewer than n tokens and gives one feature of all of them.
     """
     counts = np.where(short, lengths > 0, np.maximum(lengths - n + 1, 0)).astype(np.intp)
     total = int(counts.sum())

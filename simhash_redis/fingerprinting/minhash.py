@@ -1,12 +1,8 @@
 """b-bit MinHash sketches of shingle sets, vectorised with numpy: compact per-document Jaccard estimates.
 
-A sketch keeps, for each of `num_perm` hash permutations, `bits` bits of the smallest permuted shingle
-hash. Two sketches agree at a position with probability C + (1 - C) * J, where J is the Jaccard
-similarity of the shingle sets and C = 2**-bits the chance that two different minima share their bits
-(Li and König, "b-Bit Minwise Hashing", WWW 2010); `MinHasher.estimate` inverts that.
-
-Shingles are the same as the fingerprint's: the library's CJK-aware tokens (`tokens.tokenize`), taken
-n at a time; a document with fewer than n tokens is one shingle of all of them.
+A sketch keeps `bits` bits of the smallest permuted shingle hash for each of `num_perm` permutations;
+`MinHasher.estimate` inverts the agreement rate C + (1 - C) J, C = 2**-bits (Li and König, WWW 2010). Shingles
+are the library's tokens (`tokens.tokenize`) n at a time; fewer than n tokens make one shingle.
 """
 
 from __future__ import annotations
@@ -42,14 +38,11 @@ def _mixed(z: _U64) -> _U64:
 
 
 def doc_tokens(doc: object, name: str) -> list[str]:
-    """Tokens of a document given as text, UTF-8 bytes or a sequence of str tokens.
+    """The normalised tokens of a document: text, UTF-8 bytes or str tokens (normalised too, empty ones
+    dropped).
 
     Args:
-        doc: the document.
-        name: its name, for messages.
-
-    Returns:
-        Its normalised tokens (given tokens are normalised and tokenised too, dropping empty ones).
+        name: the document's name, for messages.
 
     Raises:
         InvalidType: doc is of another type, or holds a non-str token.
@@ -70,16 +63,7 @@ def doc_tokens(doc: object, name: str) -> list[str]:
 
 
 def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
-    """The distinct 64-bit hashes of a token sequence's n-shingles, sorted.
-
-    Args:
-        tokens: normalised tokens.
-        n: tokens per shingle, >= 1.
-        seed: xxh3 seed of the token hashes.
-
-    Returns:
-        Sorted unique shingle hashes; one hash for 1..n-1 tokens, none for no token.
-    """
+    """The sorted distinct 64-bit hashes of the tokens' n-shingles (one for 1..n-1 tokens, none for 0)."""
     if not tokens:
         return np.zeros(0, dtype=np.uint64)
     cache: dict[str, int] = {}
@@ -110,8 +94,7 @@ class MinHasher:
         seed: seed of the token hashes and of the permutations.
 
     Attributes:
-        a, b: the permutations x -> a*x + b of the hash values (uint64 arrays, one pair per
-            permutation; read-only: the compiled core reads them too).
+        a, b: the permutations x -> a*x + b (uint64 arrays; read-only: the compiled core reads them too).
 
     Raises:
         InvalidArgument: an argument is out of range.
@@ -165,22 +148,11 @@ class MinHasher:
         return self.sketch(doc)
 
     def describe(self) -> str:
-        """A stable description of the sketch parameters, to store next to sketches.
-
-        Returns:
-            For example "minhash;perm=256;bits=8;n=3;seed=0".
-        """
+        """A stable description of the parameters, e.g. "minhash;perm=256;bits=8;n=3;seed=0"."""
         return f"minhash;perm={self.num_perm};bits={self.bits};n={self.n};seed={self.seed}"
 
     def signature(self, hashes: _U64) -> _U64:
-        """The full 64-bit MinHash signature of a set of shingle hashes.
-
-        Args:
-            hashes: the set's shingle hashes (duplicates allowed).
-
-        Returns:
-            num_perm minima; all 2**64-1 for the empty set.
-        """
+        """The num_perm 64-bit minima of a set of shingle hashes (all 2**64-1 for the empty set)."""
         mins = np.full(self.num_perm, np.uint64(_MASK), dtype=np.uint64)
         for start in range(0, len(hashes), _BLOCK):
             block = hashes[start : start + _BLOCK, None]
@@ -188,26 +160,13 @@ class MinHasher:
         return mins
 
     def sketch_of_hashes(self, hashes: _U64) -> bytes:
-        """The b-bit sketch of a set of shingle hashes.
-
-        Args:
-            hashes: the set's shingle hashes.
-
-        Returns:
-            sketch_bytes bytes.
-        """
+        """The b-bit sketch (sketch_bytes) of a set of shingle hashes."""
         # Keep high bits of a re-mixed minimum: the minimum's own high bits are biased towards zero.
         top = _mixed(self.signature(hashes)) >> np.uint64(64 - self.bits)
         return bytes(top.astype(self._dtype).tobytes())
 
     def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
-        """The sketch of one document.
-
-        Args:
-            doc: text, UTF-8 bytes, or a sequence of str tokens.
-
-        Returns:
-            sketch_bytes bytes.
+        """The sketch (sketch_bytes) of one document: text, UTF-8 bytes, or str tokens.
 
         Raises:
             InvalidType: doc is of another type.
@@ -217,13 +176,7 @@ class MinHasher:
         return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed))
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-        """Sketches of many documents.
-
-        Args:
-            docs: documents, each as `sketch` accepts.
-
-        Returns:
-            The sketches, in order.
+        """The sketches of many documents (as `sketch` takes), in order.
 
         Raises:
             InvalidType: a document is of another type; the message names it.
@@ -236,13 +189,7 @@ class MinHasher:
         ]
 
     def _values(self, sketch: bytes) -> npt.NDArray[np.unsignedinteger[Any]]:
-        """Decode a sketch into its per-permutation values.
-
-        Args:
-            sketch: a sketch made with these parameters.
-
-        Returns:
-            num_perm values.
+        """A sketch's num_perm values.
 
         Raises:
             InvalidArgument: the sketch has the wrong length.
@@ -252,14 +199,7 @@ class MinHasher:
         return np.frombuffer(sketch, dtype=self._dtype)
 
     def estimate(self, a: bytes, b: bytes) -> float:
-        """Estimate the Jaccard similarity of two documents from their sketches.
-
-        Args:
-            a: a sketch.
-            b: another, made with the same parameters.
-
-        Returns:
-            The estimate, clipped to [0, 1].
+        """The Jaccard estimate of two sketches, clipped to [0, 1].
 
         Raises:
             InvalidArgument: a sketch has the wrong length.
@@ -267,14 +207,8 @@ class MinHasher:
         return float(self.estimate_many(a, [b])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
-        """Estimate the Jaccard similarity of one document with many others, in one numpy pass.
-
-        Args:
-            query: the query's sketch.
-            others: the other sketches.
-
-        Returns:
-            The estimates, in order, clipped to [0, 1].
+        """The Jaccard estimates of one sketch with many others, in order, clipped to [0, 1], in one numpy
+        pass.
 
         Raises:
             InvalidArgument: a sketch has the wrong length.

@@ -1,14 +1,9 @@
 """The native engine: the compiled core (`simhash_redis.compiled`) behind the pure engine's API, bit for bit.
 
-Each function here has exactly the semantics, accepted types, exceptions and results of its pure twin
-(`documents.fingerprint` / `fingerprint_many`, `MinHasher.sketch` / `sketch_many`, `OddSketcher`, the
-candidate filter of `store.candidates`). Documents are checked with the pure engine's own helpers; the
-work is done in Rust, with the GIL released for batches.
-
-Text is normalised through the very lookup tables the scheme's `normalize.Normalizer` builds (handed
-over at the first non-ASCII text); where they do not suffice, the extension asks the normalizer
-(``normalize``, ``image_parts``, ``class_of``, ``is_nfkc``) what `Normalizer.classified_code_points`
-would, and computes those documents again. Sketches use Unicode 15.1.
+Each function has exactly the semantics, accepted types, exceptions and results of its pure twin; documents
+are checked with the pure engine's helpers, the work is done in Rust, the GIL released for batches. Text is
+normalised through the tables of the scheme's `normalize.Normalizer`; where they do not suffice, the extension
+asks the normalizer what `Normalizer.classified_code_points` would.
 """
 
 from __future__ import annotations
@@ -124,8 +119,7 @@ def _engine(scheme: SchemeParams) -> _native.Engine:
 
 
 def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc | int:
-    """Prepare validated weighted features for the native engine; or, for weights so large that a sum may
-    overflow, return the pure engine's fingerprint (numpy then warns or raises, as its error state says)."""
+    """Weighted features for the native engine; the pure engine's fingerprint where a sum may overflow."""
     weights = list(totals.values())
     if sum(map(abs, weights)) > _SAFE_WEIGHTS:
         return weighted(totals, Engine(scheme))
@@ -133,8 +127,7 @@ def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc
 
 
 def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
-    """Check a document and put it in the form the native engine takes, as `_Batch.add` reads it (or
-    return its fingerprint, where `_weighted_doc` has the pure engine compute it)."""
+    """A document checked, in the form the native engine takes (or its fingerprint: see `_weighted_doc`)."""
     if isinstance(doc, (bytes, bytearray, memoryview)):
         return doc if type(doc) is bytes else bytes(doc)
     if isinstance(doc, str):
@@ -291,10 +284,9 @@ def fingerprint_lines(
 ) -> tuple[list[str], list[int], list[int]]:
     """The ids and fingerprints of the JSON lines of the plain shape, and the positions of the others.
 
-    The plain shape: a flat object of strings, numbers, true, false and null; an ASCII id string of 1
-    to `max_id` characters; a fingerprint string in plain hex (an optional 0x) or decimal (an optional
-    minus) that fits in f bits, without white space or escapes. Every other line is left to the pure
-    reader (`jobs.jsonlines`). base: as `parse_fingerprint`'s.
+    The plain shape: a flat object of strings, numbers, true, false and null; an ASCII id string of 1 to
+    `max_id` characters; a fingerprint string in hex (an optional 0x) or decimal (an optional minus) that fits
+    in f bits, without white space or escapes. base: as `parse_fingerprint`'s.
 
     Raises:
         InvalidArgument: f or base is out of range.
@@ -308,10 +300,9 @@ def fingerprint_text_lines(
 ) -> tuple[list[str], list[int], list[int]]:
     """The ids and text fingerprints of the JSON lines of the plain shape, and the positions of the others.
 
-    The plain shape: a flat object of strings, numbers, true, false and null; an id string without
-    escapes of 1 to `max_id` UTF-8 bytes, or an integer of at most `max_id` characters (not -0); a
-    text string that is not blank and holds no lone surrogate. Every other line is left to the pure
-    reader (`jobs.jsonlines`).
+    The plain shape: a flat object of strings, numbers, true, false and null; an id string without escapes of
+    1 to `max_id` UTF-8 bytes, or an integer of at most `max_id` characters (not -0); a text string that is
+    not blank and holds no lone surrogate.
 
     Raises:
         InvalidType: a line is not bytes.
@@ -323,15 +314,9 @@ def fingerprint_text_lines(
 def fingerprint_packed_texts(
     data: bytes, offsets: bytes, wide: bool, scheme: SchemeParams
 ) -> tuple[list[int], list[int]]:
-    """The fingerprints of texts laid end to end (an Arrow string column's values, from its first
-    text's start), cut at the column's offsets, of those valid in UTF-8 and surely not blank; and the
-    positions of the others, left to the pure reader (`jobs.text_rows`).
-
-    Args:
-        data: the texts' UTF-8 bytes.
-        offsets: one more than there are texts, as an array's bytes (native-endian).
-        wide: whether the offsets are of 64 bits, else 32.
-        scheme: the scheme the texts are fingerprinted with.
+    """The fingerprints of the texts valid in UTF-8 and surely not blank of an Arrow string column (`data` its
+    values from the first text's start, `offsets` one more than there are texts, native-endian, of 64 bits if
+    `wide` else 32), and the positions of the others, left to the pure reader (`jobs.text_rows`).
 
     Raises:
         InvalidArgument: offsets that are not those of the texts.

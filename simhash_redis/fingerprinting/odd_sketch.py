@@ -1,42 +1,21 @@
 """Odd sketches of shingle sets: 128 bytes a document, Jaccard estimates that are precise for near pairs.
 
-The odd sketch of Mitzenmacher, Pagh and Pham ("Efficient estimation for high similarities using odd
-sketches", WWW 2014): bit i of a document's sketch is the parity of the number of its distinct shingles
-that hash to i, of SKETCH_BITS = 1,008. The XOR of two odd sketches is the odd sketch of the symmetric
-difference D of the two sets: z bits set of m give D = -m/2 ln(1 - 2z/m), and with the sets' sizes
-J = (|A| + |B| - D) / (|A| + |B| + D). Its only error is hash collisions among the D differing shingles,
-few where verified mode decides (J >= 0.8 means D <= 0.11 (|A| + |B|)). docs/quality.md ("The stored
-sketch against its bytes") measures it; benchmarks/eval_sketch.py (``--odd 1008 --sample 1024``)
-simulates exactly this definition.
+The odd sketch of Mitzenmacher, Pagh and Pham (WWW 2014): bit i is the parity of the number of the document's
+distinct shingles (`minhash.shingle_hashes` of `minhash.doc_tokens`) that hash to i, of SKETCH_BITS. z bits of
+XOR set give the symmetric difference D = -m/2 ln(1 - 2z/m), and J = (|A| + |B| - D) / (|A| + |B| + D).
+docs/quality.md ("The stored sketch against its bytes") measures it.
 
-Shingles and their hashes are the MinHasher's (`minhash.shingle_hashes` of `minhash.doc_tokens`): the
-library's CJK-aware tokens n at a time, a document of fewer than n tokens one shingle of all of them.
+A document of more than SAMPLE_LIMIT distinct shingles sketches those whose sampling key is below 2**(64 -
+level), at the smallest level that leaves at most SAMPLE_LIMIT (MAX_LEVEL at most). Sketches compare only at
+one level: a document given as text sketches itself at the stored one's (`estimate_doc`).
 
-Sampling: a document of more than SAMPLE_LIMIT = 1,024 distinct shingles sketches only those whose
-sampling key is below 2**64 / 2**level, at the smallest level that leaves at most 1,024 of them (a long
-document's D would fill the 1,008 bits). Two sketches compare only at one level, the stored document's:
-a document given as text can always sketch itself at any level (`OddSketcher.sketch` with `level`,
-`sketch_levels`, `estimate_doc`).
+The stored form, stable (s the seed, arithmetic mod 2**64, mix the splitmix64 finaliser):
 
-For a distinct shingle hash h and the seed s (arithmetic mod 2**64, mix the splitmix64 finaliser):
-
-* its bit: ``mix(h ^ (0x2545F4914F6CDD1D * (s + 1))) % 1008``;
-* its sampling key: ``mix(h ^ (0x9E3779B97F4A7C15 * (s + 3)))``, kept at level L when L = 0 or
-  key < 2**(64 - L).
-
-The 128 bytes, a stable layout: bytes 0-125 are the 1,008 bits, bit i in byte i // 8 under the mask
-0x80 >> (i % 8) (numpy's `packbits` order); bytes 126-127 are a little-endian uint16, the number of
-shingles sketched in its low 12 bits and the level in its high 4.
-
-Where the proposal (docs/redis-keys.md, "Verified storage, proposed") leaves a choice:
-
-* The level is at most MAX_LEVEL = 15 (4 bits): a document still above 1,024 shingles at level 15
-  (some 33 million distinct shingles) is sketched at level 15 with every shingle kept there.
-* The size field holds at most MAX_SIZE = 4,095: a document sketched below its own level keeps more
-  than 1,024 shingles, past 4,095 its size is stored as 4,095. That can only lower an estimate (it
-  grows with the sizes), and such a document is at J <= 1,024 / 4,095 of any document stored at that
-  level.
-* Two sets without shingles estimate 0, as the simulation's 0 / 0 does.
+* a shingle hash h sets bit ``mix(h ^ (0x2545F4914F6CDD1D * (s + 1))) % 1008``; its sampling key is ``mix(h ^
+  (0x9E3779B97F4A7C15 * (s + 3)))``;
+* bytes 0-125 are the bits, bit i in byte i // 8 under the mask 0x80 >> (i % 8) (numpy's `packbits`); bytes
+  126-127 a little-endian uint16: the shingles sketched (at most MAX_SIZE, which can only lower an estimate)
+  in its low 12 bits, the level in its high 4. Two empty sets estimate 0.
 """
 
 from __future__ import annotations
@@ -76,8 +55,7 @@ _SAMPLE_SALT = 0x9E3779B97F4A7C15
 
 
 def _deltas() -> npt.NDArray[np.float64]:
-    """The symmetric difference D estimated from each possible count z of differing bits (inf when
-    half of the bits or more differ: a saturated sketch, never a near pair)."""
+    """The symmetric difference D for each count z of differing bits (inf from half of them: saturated)."""
     out = np.full(SKETCH_BITS + 1, np.inf)
     half = SKETCH_BITS / 2
     for z in range(SKETCH_BITS // 2):
@@ -100,8 +78,8 @@ def _words(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.intp]:
 def _estimates(
     rows: npt.NDArray[np.uint8], mine: npt.NDArray[np.uint8], totals: npt.NDArray[np.intp]
 ) -> npt.NDArray[np.float64]:
-    """The estimates of sketches (rows) against `mine` (one row's parity bytes, or one per row), given
-    the sum of the sizes of each pair."""
+    """The estimates of `rows` against `mine` (one row's parity bytes, or one per row), given each pair's size
+    sum."""
     z = np.bitwise_count(rows[:, :_PARITY_BYTES] ^ mine).sum(axis=1, dtype=np.intp)
     delta = _DELTA[z]
     total = totals.astype(np.float64)
@@ -115,8 +93,7 @@ def _checked_level(level: object, name: str) -> int:
     """A level argument, checked.
 
     Raises:
-        InvalidType: it is not an int.
-        InvalidArgument: it is out of 0..MAX_LEVEL.
+        InvalidType, InvalidArgument: it is not an int in 0..MAX_LEVEL.
     """
     if not is_int(level):
         raise InvalidType(f"{name} must be an int, got {type(level).__name__}")
@@ -129,8 +106,7 @@ def _sketch_bytes(sketch: object) -> bytes:
     """A sketch argument as bytes, checked.
 
     Raises:
-        InvalidType: it is not bytes-like.
-        InvalidArgument: it is not SKETCH_BYTES long.
+        InvalidType, InvalidArgument: it is not SKETCH_BYTES bytes.
     """
     if not isinstance(sketch, (bytes, bytearray, memoryview)):
         raise InvalidType(f"an odd sketch must be bytes, got {type(sketch).__name__}")
@@ -198,17 +174,13 @@ class OddSketcher:
         return MAX_LEVEL
 
     def sketch_of_hashes(self, hashes: _U64, level: int | None = None) -> bytes:
-        """The odd sketch of a set of shingle hashes.
+        """The odd sketch (SKETCH_BYTES) of a set of shingle hashes (duplicates count once).
 
         Args:
-            hashes: the set's shingle hashes (duplicates count once).
             level: the sampling level, 0..MAX_LEVEL; None for the set's own.
 
-        Returns:
-            SKETCH_BYTES bytes.
-
         Raises:
-            InvalidArgument, InvalidType: level is not None and not a level.
+            InvalidArgument, InvalidType: level is not a level.
         """
         if level is not None:
             level = _checked_level(level, "level")
@@ -223,15 +195,11 @@ class OddSketcher:
         return bytes(np.packbits(parity).tobytes()) + header.to_bytes(2, "little")
 
     def sketch(self, doc: str | bytes | Sequence[str], level: int | None = None) -> bytes:
-        """The odd sketch of one document.
+        """The odd sketch (SKETCH_BYTES) of one document: text, UTF-8 bytes, or str tokens.
 
         Args:
-            doc: text, UTF-8 bytes, or a sequence of str tokens.
-            level: the sampling level, 0..MAX_LEVEL: a stored sketch's, to compare with it; None (the
-                default) for the document's own.
-
-        Returns:
-            SKETCH_BYTES bytes.
+            level: the sampling level, 0..MAX_LEVEL: a stored sketch's, to compare with it; None for the
+                document's own.
 
         Raises:
             InvalidType: doc is of another type, or level is not an int.
@@ -246,14 +214,7 @@ class OddSketcher:
     def sketch_many(
         self, docs: Sequence[str | bytes | Sequence[str]], level: int | None = None
     ) -> list[bytes]:
-        """The odd sketches of many documents.
-
-        Args:
-            docs: documents, each as `sketch` accepts.
-            level: one sampling level for all, or None (the default) for each document's own.
-
-        Returns:
-            The sketches, in order.
+        """The odd sketches of many documents (as `sketch` takes), at one level or (None) each at its own.
 
         Raises:
             InvalidType: a document is of another type (the message names it), or level is not an int.
@@ -269,14 +230,7 @@ class OddSketcher:
         ]
 
     def sketch_levels(self, doc: str | bytes | Sequence[str], levels: Sequence[int]) -> list[bytes]:
-        """The odd sketches of one document at several levels, its shingles made once.
-
-        Args:
-            doc: text, UTF-8 bytes, or a sequence of str tokens.
-            levels: sampling levels, each 0..MAX_LEVEL.
-
-        Returns:
-            One sketch per level, in order.
+        """The odd sketches of one document at several levels, in order, its shingles made once.
 
         Raises:
             InvalidType: doc is of another type, or a level is not an int.
@@ -298,14 +252,8 @@ class OddSketcher:
         return _header(_sketch_bytes(sketch))
 
     def estimate(self, a: bytes, b: bytes) -> float:
-        """Estimate the Jaccard similarity of two documents from their odd sketches, of one level.
-
-        Args:
-            a: a sketch.
-            b: another, made with the same parameters.
-
-        Returns:
-            The estimate, in [0, 1]; 0 when the bits differ too much to tell (the pair is not near).
+        """The Jaccard estimate, in [0, 1], of two sketches of one level (0 when they differ too much to
+        tell).
 
         Raises:
             InvalidType: a sketch is not bytes.
@@ -314,19 +262,12 @@ class OddSketcher:
         return float(self.estimate_many(a, [b])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
-        """Estimate the Jaccard similarity of one document with many others, all of the query's level.
-
-        Args:
-            query: the query's sketch.
-            others: the other sketches.
-
-        Returns:
-            The estimates, in order, in [0, 1].
+        """The Jaccard estimates of one sketch with many others of its level, in order.
 
         Raises:
             InvalidType: a sketch is not bytes.
-            InvalidArgument: a sketch has the wrong length, or is of another level than the query
-                (`estimate_doc` compares a document given as text with sketches of any level).
+            InvalidArgument: a sketch has the wrong length, or another level than the query's (`estimate_doc`
+                compares a document with sketches of any level).
         """
         mine = _sketch_bytes(query)
         if not others:
@@ -349,23 +290,15 @@ class OddSketcher:
 
     @staticmethod
     def estimate_rows(mine: npt.NDArray[np.uint8], others: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
-        """`estimate_many` of pairs, row i of `mine` with row i of `others` (uint8 arrays of SKETCH_BYTES
-        columns, of one level pair by pair, unchecked): the same floats, in one numpy pass."""
+        """`estimate_many` of row i of `mine` with row i of `others` (one level a pair, unchecked), in one
+        pass."""
         sizes = _words(mine) & MAX_SIZE
         return _estimates(others, mine[:, :_PARITY_BYTES], sizes + (_words(others) & MAX_SIZE))
 
     def estimate_doc(
         self, doc: str | bytes | Sequence[str], stored: Sequence[bytes]
     ) -> npt.NDArray[np.float64]:
-        """Estimate the Jaccard similarity of a document with stored sketches of any levels: the document
-        is sketched at each stored sketch's level (the rule of comparison).
-
-        Args:
-            doc: text, UTF-8 bytes, or a sequence of str tokens.
-            stored: the stored sketches.
-
-        Returns:
-            The estimates, in order, in [0, 1].
+        """The Jaccard estimates of a document with stored sketches of any levels, in order.
 
         Raises:
             InvalidType: doc is of another type, or a sketch is not bytes.

@@ -1,8 +1,6 @@
 """SimHash fingerprints (Charikar): `fingerprint`, the batched `fingerprint_many`, and `distance`.
 
-Each feature is hashed to f bits; bit j's counter gains the feature's weight where the hash has a 1 and
-loses it where it has a 0; the fingerprint has bit j set where the counter is > 0. docs/fingerprints.md
-defines every bit; `engine_choice` says which engine computes them (native or pure: the same bits).
+docs/fingerprints.md defines every bit; `engine_choice` says which engine computes them (the same bits).
 """
 
 from __future__ import annotations
@@ -40,17 +38,14 @@ def check_scheme(scheme: object) -> Scheme:
 
 
 def fingerprint(doc: Document, scheme: Scheme | None = None) -> int:
-    """Fingerprint one document.
+    """Fingerprint one document: an int in [0, 2**scheme.f), 0 for a document without any token.
 
     Args:
-        doc: a text (str); UTF-8 bytes (invalid bytes become U+FFFD); a sequence of str tokens
-            (already segmented: normalised, stopwords dropped, then made into the scheme's features);
-            or weighted features, a mapping feature → weight or an iterable of (feature, weight) pairs
-            (normalised, duplicates summed, hashed as given).
+        doc: a text (str); UTF-8 bytes (invalid bytes become U+FFFD); a sequence of str tokens (already
+            segmented: normalised, stopwords dropped, then made into the scheme's features); or weighted
+            features, a mapping feature → weight or an iterable of (feature, weight) pairs (normalised,
+            duplicates summed, hashed as given).
         scheme: the scheme; None for `DEFAULT_SCHEME`.
-
-    Returns:
-        The fingerprint, an int in [0, 2**scheme.f); 0 for a document without any token.
 
     Raises:
         InvalidType: doc or scheme is of no accepted type; the message names it.
@@ -60,18 +55,12 @@ def fingerprint(doc: Document, scheme: Scheme | None = None) -> int:
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: Scheme | None = None) -> list[int]:
-    """Fingerprint many documents, batched; equal to ``[fingerprint(d, scheme) for d in docs]``.
-
-    Args:
-        docs: documents, each in any form `fingerprint` accepts; any iterable, consumed once.
-        scheme: the scheme; None for `DEFAULT_SCHEME`.
-
-    Returns:
-        The fingerprints, in the order of docs.
+    """Fingerprint many documents (any iterable, consumed once), batched: ``[fingerprint(d, scheme) for d in
+    docs]``.
 
     Raises:
-        InvalidType: docs is not an iterable of documents, or a document's type is wrong; the message
-            names it (``docs[i]``).
+        InvalidType: docs is not an iterable of documents, or a document's type is wrong; the message names it
+            (``docs[i]``).
         InvalidArgument: a weight is NaN or infinite.
     """
     return engine_choice.fingerprint_many(docs, check_scheme(scheme))

@@ -1,15 +1,11 @@
 """The Unicode data behind normalisation and tokenisation: the running Python's, or a pinned version's.
 
-Fingerprint scheme 1 asks the running interpreter (`unicodedata`, `str.casefold`), so its fingerprints
-of text holding recently assigned characters depend on the Python version. Scheme 2 pins Unicode 15.1:
-its data ships in ``simhash_redis/data/unicode-15.1.json.gz`` (made by ``scripts/gen_unicode_data.py``).
-
-Unicode's stability policies keep a code point's NFKC image, case folding, combining class and
-composition unchanged once it is assigned (the generator checks it), so where a text holds only code
-points that both the pinned version and the interpreter assign, the interpreter's fast C code gives the
-pinned answer. Around any other ("special") code point a text is normalised by this module's own NFKC
-over the pinned tables. Character kinds (letter, mark, ...) always come from the pinned tables: general
-categories do change.
+Scheme 1 asks the running interpreter; scheme 2 pins Unicode 15.1, shipped in
+``simhash_redis/data/unicode-15.1.json.gz`` (made by ``scripts/gen_unicode_data.py``). Unicode's stability
+policies keep an assigned code point's NFKC image, case folding, combining class and composition, so where a
+text holds only code points both assign, the interpreter's fast C code gives the pinned answer; around any
+other ("special") code point this module's own NFKC applies. Character kinds always come from the pinned
+tables: general categories do change.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Parquet and Arrow IPC (Feather) inputs: a table's rows as records, a record batch at a time.
 
-Only the id and text (or fingerprint) columns are read, in batches of `BATCH_ROWS` rows, so a load holds
-a few batches of two columns however large the table: Parquet is read page by page, an Arrow
-file through a memory map. A directory of Parquet files (a dataset, as Spark, datatrove or the Hugging
-Face hub write them) is read file by file, in name order. Rows are numbered from 1 in each file, as
-lines are: an error reads ``part-0003.parquet:1207: empty text``.
-
-pyarrow is an optional extra (``pip install '.[parquet]'`` in a checkout), imported where it is used.
+Only the id and text (or fingerprint) columns are read, `BATCH_ROWS` rows at a time (Parquet page by
+page, an Arrow file through a memory map). A directory of Parquet files (a dataset) is read file by file,
+in name order. Rows are numbered from 1 in each file: ``part-0003.parquet:1207: empty text``.
+pyarrow is an optional extra (``pip install '.[parquet]'``), imported where it is used.
 """
 
 from __future__ import annotations
@@ -80,8 +77,7 @@ def pyarrow() -> tuple[ModuleType, ModuleType, ModuleType]:
 
 
 def _visible(root: Path) -> Iterator[Path]:
-    """The files of a directory tree in name order, hidden and ``_``-prefixed ones (_SUCCESS, _metadata)
-    left out."""
+    """The files of a directory tree in name order, hidden and ``_``-prefixed ones (_SUCCESS) left out."""
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         for name in sorted(files):
@@ -90,12 +86,7 @@ def _visible(root: Path) -> Iterator[Path]:
 
 
 def is_dataset(path: str) -> bool:
-    """Tell whether a directory is a Parquet dataset: every file in it (hidden and ``_`` ones aside) is a
-    ``.parquet`` file, and there is one at least.
-
-    Args:
-        path: a directory.
-    """
+    """Tell whether a directory is a Parquet dataset: one ``.parquet`` file at least, nothing else visible."""
     files = _visible(Path(path))
     first = next(files, None)
     if first is None:
@@ -104,11 +95,8 @@ def is_dataset(path: str) -> bool:
 
 
 def dataset_files(path: str, fmt: str) -> list[str]:
-    """The files an input stands for: a file itself, or the files of the format in a directory.
-
-    Args:
-        path: a file, a directory, or "-" for standard input.
-        fmt: "parquet" or "arrow".
+    """The files an input (a file, a directory, or "-") stands for: a file itself, or a directory's of the
+    format.
 
     Raises:
         InvalidArgument: a directory that holds no file of the format.
@@ -134,11 +122,6 @@ def _column(spec: str, names: list[str], source: str, option: str) -> str:
 
 def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str, str]:
     """The names of the id and document columns, their types checked once for the whole file.
-
-    Args:
-        schema: the file's schema.
-        source: its name, for errors.
-        options: the columns asked for.
 
     Raises:
         InvalidArgument: a column the schema does not have, or of a type that cannot hold what it should.
@@ -168,14 +151,9 @@ def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str
 
 
 def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = BATCH_ROWS) -> Iterator[Any]:
-    """The record batches of one Parquet or Arrow file (or an Arrow stream on standard input), of `rows`
-    rows at most, each holding its own buffers (it pickles as small as it is).
-
-    Args:
-        path: the file, or "-" (Arrow streams only).
-        fmt: "parquet" or "arrow".
-        columns: the columns to read (None: all of them).
-        rows: rows per batch at most.
+    """The record batches of one file (or an Arrow stream on "-"), of `rows` rows at most, each holding its
+    own
+    buffers (it pickles as small as it is); columns None reads all of them.
 
     Raises:
         InvalidArgument: Parquet asked of standard input (it needs a file it can seek in).
@@ -214,8 +192,7 @@ def _selected(reader: Any, columns: list[str] | None, rows: int) -> Iterator[Any
 
 
 def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
-    """A batch's columns in batches of `rows`, each copied out of the whole: a slice shares its
-    parent's buffers, and would pickle (to a worker process) all of them."""
+    """A batch in copied batches of `rows`: a slice shares, and would pickle, all of its parent's buffers."""
     if columns is not None:
         batch = batch.select(columns)
     if batch.num_rows <= rows:
@@ -231,10 +208,6 @@ def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
 
 def schema_of(path: str, fmt: str) -> Any:
     """The schema of one Parquet or Arrow file (an Arrow stream on standard input: None, not read ahead).
-
-    Args:
-        path: the file.
-        fmt: "parquet" or "arrow".
 
     Raises:
         pyarrow.ArrowException, OSError: the file is not of the format, or is corrupt.
@@ -258,21 +231,15 @@ def records_of_batch(
     """The records of one record batch, and an InputError for each bad row, in row order.
 
     Args:
-        batch: the batch (it must hold the two columns).
-        source: the file's name, for errors.
         first: the number of the batch's first row (rows are numbered from 1).
-        options: whether a fingerprint is read instead of a text.
-        id_name: the id column.
-        doc_name: the text (or fingerprint) column.
     """
     ids, docs = batch.column(id_name).to_pylist(), batch.column(doc_name).to_pylist()
     return records_of_lists(ids, docs, source, first, options)
 
 
 class ArrowRows(NamedTuple):
-    """Consecutive rows of a Parquet or Arrow input (its id and document columns), to be read where they
-    are fingerprinted: a worker process gets texts as `TextRows` (their UTF-8 bytes, no str per text,
-    sent packed: `for_worker`), other columns as Arrow buffers."""
+    """Consecutive rows of a Parquet or Arrow input (its id and document columns), read where they are
+    fingerprinted: a worker process gets texts as `TextRows` (UTF-8 bytes, sent packed: `for_worker`)."""
 
     source: str
     #: The number of the first row (rows are numbered from 1 in each file).
@@ -290,15 +257,9 @@ class ArrowRows(NamedTuple):
 
     def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
         """The ids and text fingerprints (and sketches, with a hasher) of the rows, and each error with the
-        number of good rows before it, as `records` would give them; None for precomputed fingerprints,
-        a column of bytes, or under the pure engine.
-
-        The compiled core gets the texts as the column's UTF-8 bytes: no str per text.
-
-        Args:
-            scheme: the scheme the texts are fingerprinted with.
-            hasher: the sketcher of a verified index, or None.
-        """
+        number
+        of good rows before it, as `records` would give them; None for precomputed fingerprints, a column of
+        bytes, or under the pure engine. The compiled core reads the column's UTF-8 bytes: no str per text."""
         binary = self._binary()
         if binary is None or engine_choice.native is None:
             return None
@@ -323,16 +284,10 @@ class ArrowRows(NamedTuple):
         return int(self.batch.column(self.doc_name).nbytes)
 
     def for_worker(self, ring: SharedRing | None = None) -> ArrowRows | TextRows | PackedTexts | SharedTexts:
-        """What a worker process is sent of these rows, made by the caller (see `Fingerprinter`): texts
-        as `SharedTexts` when a ring shared with the worker has room for them, else as `PackedTexts`
-        (`TextRows` when some are null), other columns as they are (pickled as Arrow).
-
-        The texts reach the worker as UTF-8 bytes, as JSON Lines do: it needs no pyarrow, and makes no
-        copy of a run's Arrow buffers.
-
-        Args:
-            ring: shared memory the worker maps too (it must be forked after the ring was made).
-        """
+        """What a worker process is sent of these rows: texts as `SharedTexts` when the ring (mapped by the
+        worker,
+        forked after it was made) has room, else as `PackedTexts` (`TextRows` when some are null), other
+        columns as they are. The worker needs no pyarrow and copies no Arrow buffer."""
         binary = self._binary()
         if binary is None:
             return self
@@ -408,17 +363,11 @@ def _rows_of_ipc(
 
 
 def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterator[ArrowRows | InputError]:
-    """A Parquet or Arrow input (a file, a dataset directory, or an Arrow stream on "-") as runs of
-    `size` rows at most.
+    """A Parquet or Arrow input (a file, a dataset directory, or an Arrow stream on "-") as runs of `size`
+    rows.
 
-    A file that is not of the format, or is corrupt, ends with a fatal InputError after its last good
-    row (a load goes on with the other inputs, then fails, as for truncated gzip data).
-
-    Args:
-        path: the input.
-        fmt: "parquet" or "arrow".
-        options: the columns of ids, texts and fingerprints (names, or 1-based numbers).
-        size: rows per run.
+    A file that is not of the format, or is corrupt, ends with a fatal InputError after its last good row
+    (a load goes on with the other inputs, then fails, as for truncated gzip data).
 
     Raises:
         InvalidArgument: a column the file does not have, or of a type that cannot hold what it should.
@@ -450,11 +399,6 @@ def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterat
 def read_arrow(path: str, fmt: str, options: ReadOptions) -> Iterator[Record | InputError]:
     """The records of a Parquet or Arrow input, and an InputError for each bad row (see `arrow_chunks`).
 
-    Args:
-        path: the input.
-        fmt: "parquet" or "arrow".
-        options: the columns of ids, texts and fingerprints (names, or 1-based numbers).
-
     Raises:
         InvalidArgument: a column the file does not have, or of a type that cannot hold what it should.
         SimhashRedisError: pyarrow is not installed.
@@ -471,13 +415,8 @@ def _columns_of(file: str, fmt: str, source: str, options: ReadOptions) -> list[
 
 
 def count_rows(path: str, fmt: str) -> int | None:
-    """The rows of a Parquet or Arrow input, from the files' metadata; None when unknown (a stream, a
-    file that cannot be read: its error comes when it is read).
-
-    Args:
-        path: a file or a dataset directory.
-        fmt: "parquet" or "arrow".
-    """
+    """The rows of a Parquet or Arrow file or dataset, from the metadata; None when unknown (a stream, a file
+    that cannot be read: its error comes when it is read)."""
     if path == STDIN:
         return None
     pa, pq, ipc = pyarrow()

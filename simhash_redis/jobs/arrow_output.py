@@ -1,9 +1,8 @@
 """A dedupe run's verdicts written back to Parquet or Arrow: the rows kept, the rows dropped, or every row.
 
 Each row keeps every column of its input, in the input's schema. `TableOutput` remembers the ids the run
-dropped, then reads the inputs again a record batch at a time and writes the rows asked for, so memory
-stays bounded by a few batches. The output is written beside its path and renamed into place once
-complete: an interrupted run leaves no partial output.
+dropped, then reads the inputs again a record batch at a time and writes the rows asked for, beside the
+path, renamed into place once complete: an interrupted run leaves no partial output.
 """
 
 from __future__ import annotations
@@ -64,13 +63,13 @@ class TableOutput:
         self.dropped[pair.new_id] = pair
 
     def check(self, inputs: Sequence[str], fmt: str | None) -> Any:
-        """Check, before the run, that the inputs (of format fmt, or None) can be written back; their
-        common schema.
+        """Check, before the run, that the inputs (of format fmt, or None) can be written back; their common
+        schema.
 
         Raises:
-            InvalidArgument: an input is not Parquet or Arrow (or is standard input), the inputs'
-                columns differ, one of them would be overwritten, one has a column the output adds, or
-                the output's folder does not exist.
+            InvalidArgument: an input is not Parquet or Arrow (or is standard input), the inputs' columns
+                differ, one of them would be overwritten, one has a column the output adds, or the output's
+                folder does not exist.
             SimhashRedisError: pyarrow is not installed.
         """
         folder = os.path.dirname(os.path.abspath(self.path))
@@ -110,8 +109,6 @@ class TableOutput:
         """Read the inputs again and write the rows asked for; the number written.
 
         Args:
-            inputs, fmt: as `check`.
-            options: the run's read options (where ids are found).
             jaccard: with rows="all", add the jaccard column (the run's index is verified).
 
         Raises:

@@ -256,8 +256,8 @@ def jsonl_chunks(
 ) -> Iterator[JsonLines | InputError]:
     """A JSON Lines stream as runs of `size` raw lines, then the fatal error of truncated gzip data if any.
 
-    Line by line: cutting bigger reads into runs was measured slower (each run a fresh multi-megabyte
-    allocation, where lines reuse the allocator's small blocks).
+    Read line by line: cutting bigger reads into runs measured slower (a fresh multi-megabyte allocation
+    each).
     """
     first, raws = 1, []
     fault = None

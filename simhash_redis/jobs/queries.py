@@ -28,7 +28,6 @@ def near_records(
     """Each record's stored near-duplicates, in input order; bad records passed on as their InputError.
 
     Args:
-        records: what a reader yields (texts, or precomputed fingerprints).
         verified: ask its confirmed matches instead (texts only).
         k: the largest distance (default: the index's k).
         fp_base: how precomputed fingerprints are written (`parse_fingerprint`).

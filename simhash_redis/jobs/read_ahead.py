@@ -1,14 +1,9 @@
-"""Read-ahead: the items of an iterator produced on a thread of their own, a bounded few ahead of the
-consumer.
+"""Read-ahead: the items of an iterator produced on a thread of their own, a bounded few ahead.
 
-A Parquet file is decompressed and decoded by pyarrow with the GIL released, so a thread that reads the
-next record batches while the loader waits on Redis takes that decoding off the loader's path (JSON
-Lines need no such thing: their lines are parsed by the fingerprinting workers).
-
-The first item is read in the caller's thread, before the thread starts: a loader forks its
-fingerprinting processes when it is given its first run of documents, and a process must not be forked
-while another of its threads may hold a lock (pyarrow's memory pool's, for one). After that,
-`fingerprinter._pool_context` forks nothing while other threads run.
+pyarrow decodes Parquet with the GIL released, so a thread reading the next batches while the loader
+waits on Redis takes that off the loader's path. The first item is read in the caller's thread: a loader
+forks its workers at its first run, and must not fork while another thread may hold a lock (pyarrow's
+memory pool's); after that, `fingerprinter._pool_context` forks nothing while other threads run.
 """
 
 from __future__ import annotations
@@ -42,13 +37,8 @@ class _End:
 def read_ahead(items: Iterator[_T], depth: int = DEPTH) -> Iterator[_T]:
     """The items, in their order, those after the first read on a thread up to `depth` ahead.
 
-    An exception of the iterator is raised here, after the items before it. Closing this generator (or
-    leaving a loop over it) stops the thread and waits for it to end; the iterator is closed in that
-    thread, where it ran.
-
-    Args:
-        items: the iterator (a generator is closed when it is done with or abandoned).
-        depth: items held ahead at most (memory: that many, and the one being read).
+    An exception of the iterator is raised here, after the items before it. Closing this generator stops the
+    thread and waits for it; the iterator is closed in that thread, where it ran.
     """
     try:
         first = next(items)

@@ -1,8 +1,7 @@
 """Readers of every input format: JSON Lines, CSV, TSV, plain text, a directory of files, fingerprints.
 
 Readers yield `Record`s, or an `InputError` for a bad record, so that one bad line never stops the good
-ones. The JSON Lines reader here is the package's only one: the loader, the demo's sample and the
-quality evaluation's corpus all read JSON Lines through it.
+ones. This is the package's only JSON Lines reader.
 """
 
 from __future__ import annotations
@@ -71,10 +70,7 @@ _EXTENSIONS = {
 
 
 def detect_format(path: str) -> str:
-    """The input format of a path, from its extension (``.gz`` is looked through).
-
-    Args:
-        path: a file or directory path, or "-" for standard input (JSON Lines unless told otherwise).
+    """The input format of a path (or "-": JSON Lines), from its extension (``.gz`` is looked through).
 
     Raises:
         InvalidArgument: the extension is not one of a known format.
@@ -183,12 +179,8 @@ def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
 def read(
     path: str, fmt: str | None = None, options: ReadOptions | None = None
 ) -> Iterator[Record | InputError]:
-    """The records of one input, and an `InputError` for each bad one, in input order.
-
-    Args:
-        path: a file (optionally gzipped), a directory, or "-" for standard input.
-        fmt: one of `FORMATS`; default: `detect_format`.
-        options: where ids, texts and fingerprints are found.
+    """The records of one input (a file, gzipped or not, a directory, or "-"), and an `InputError` for each
+    bad one, in input order; fmt None: `detect_format`.
 
     Raises:
         InvalidArgument: unknown format, or a column that the header does not have.
@@ -254,11 +246,6 @@ def read_all(
 ) -> Iterator[Record | InputError]:
     """`read` over several inputs in turn; a format given applies to all of them.
 
-    Args:
-        paths: the inputs.
-        fmt: one of `FORMATS`, or None to detect each input's own.
-        options: where ids, texts and fingerprints are found.
-
     Raises:
         InvalidArgument: as `read`, checked for every input before the first record.
         OSError: an input cannot be opened.
@@ -269,13 +256,7 @@ def read_all(
 
 
 def check_inputs(paths: Sequence[str], fmt: str | None) -> None:
-    """Check that every input exists and, with no format given, that its format is known.
-
-    Fails fast on a typo in the last file name, before the first is loaded.
-
-    Args:
-        paths: the inputs.
-        fmt: the format given, or None.
+    """Check, before the first is loaded, that every input exists and (fmt None) that its format is known.
 
     Raises:
         FileNotFoundError: an input does not exist.
@@ -293,15 +274,8 @@ def holds_at_least(
 ) -> bool | None:
     """Whether the inputs hold `count` records or more, as their lines tell; None when that is unknown.
 
-    Unknown for what cannot be counted before it is read: standard input, pipes, gzip. Judged from
-    each file's first MiB when the estimate is far from `count` (under half of it, or over twice),
-    counted (up to `count`) when it is near.
-
-    Args:
-        paths: the inputs.
-        fmt: the format given, or None.
-        options: the read options (whether CSV has a header).
-        count: the number of records asked about.
+    Unknown for standard input, pipes and gzip. Judged from each file's first MiB when the estimate is far
+    from `count` (under half of it, or over twice), counted (up to `count`) when it is near.
     """
     rough = estimate_total(paths, fmt, options, sample=1 << 20)
     if rough is None or not count // 2 <= rough <= 2 * count:
@@ -315,12 +289,6 @@ def read_chunks(
 ) -> Iterator[Record | InputError | JsonLines | ArrowRows]:
     """`read_all` without its input checks, but JSON Lines come as `JsonLines` runs of `size` raw lines,
     Parquet and Arrow tables as `ArrowRows` runs of `size` rows.
-
-    Args:
-        paths: the inputs (see `check_inputs`).
-        fmt: one of `FORMATS`, or None to detect each input's own.
-        options: where ids, texts and fingerprints are found.
-        size: raw lines per run.
 
     Raises:
         InvalidArgument, OSError: as `read`.
@@ -350,15 +318,9 @@ def estimate_total(
 ) -> int | None:
     """Roughly how many records the inputs hold (lines or files), or None if it cannot be known cheaply.
 
-    Standard input, pipes and gzipped files make it unknown (nothing of a pipe is read); blank lines and
-    multi-line CSV fields make it an over-estimate.
-
-    Args:
-        paths: the inputs.
-        fmt: the format given, or None.
-        options: the read options (whether CSV has a header).
-        stop_at: stop counting once there are this many (the count returned is then at least this).
-        sample: read at most about this many bytes of a file, and scale its lines to its size.
+    Standard input, pipes and gzipped files make it unknown; blank lines and multi-line CSV fields make it
+    an over-estimate. Counting stops at `stop_at`; a file's lines are counted in its first `sample` bytes
+    and scaled to its size.
     """
     options = options or ReadOptions()
     total = 0

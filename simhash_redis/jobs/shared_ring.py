@@ -1,15 +1,11 @@
-"""Shared memory the texts of a table's runs cross to forked fingerprinting workers through, reused run
-after run.
+"""Shared memory through which a table's texts cross to forked fingerprinting workers, reused run after run.
 
-A run of texts sent through the pool's pipe is copied four times into memory allocated afresh for it
-(made into bytes, pickled, read from the pipe, unpickled), and fresh memory of a few megabytes is
-faulted in page by page each time: for 20,000 3.5 KB texts that was 0.05 s of the loading thread to
-make the bytes alone, against 0.004 s to copy the same texts into pages already faulted in. So the
-loading process copies a run's texts once, into a ring of anonymous shared memory mapped before the
-workers are forked (they see the same pages), and sends only where they are; the worker reads them
-there. Runs are taken back in the order they were placed (a loader consumes its results in input
-order), so the ring is a queue of spans: a run goes after the newest, or at the start when the end is
-reached, never over one not taken back. A run that does not fit goes through the pipe instead.
+Sent through the pool's pipe, a run's texts are copied four times into memory allocated (and faulted in)
+afresh: for 20,000 3.5 KB texts, 0.05 s of the loading thread to make the bytes alone, against 0.004 s to
+copy them into pages already faulted in. So the loader copies them once into anonymous shared memory
+mapped before the workers are forked, and sends where they are. Runs are taken back in the order placed
+(results are consumed in input order), so the ring is a queue of spans; a run that does not fit goes
+through the pipe.
 """
 
 from __future__ import annotations
@@ -21,11 +17,8 @@ __all__ = ["SharedRing"]
 
 
 class SharedRing:
-    """A fixed-size ring of anonymous shared memory, its spans placed and taken back in order.
-
-    Args:
-        size: bytes; pages are only faulted in when first written.
-    """
+    """A fixed-size ring of anonymous shared memory (pages faulted in when first written), spans taken back in
+    order."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -35,11 +28,8 @@ class SharedRing:
         self._spans: deque[tuple[int, int]] = deque()
 
     def place(self, data: memoryview) -> int | None:
-        """Copy data into the ring; its start, or None when there is no room for it now (or it is empty).
-
-        Args:
-            data: the bytes (any contiguous buffer of bytes).
-        """
+        """Copy a contiguous buffer into the ring; its start, or None when there is no room now (or it is
+        empty)."""
         size = len(data)
         start = self._room_for(size) if size else None
         if start is None:
@@ -49,7 +39,7 @@ class SharedRing:
         return start
 
     def take_back(self, start: int) -> None:
-        """Free the oldest span (which starts at `start`: spans are taken back in the order placed).
+        """Free the oldest span (spans are taken back in the order placed).
 
         Raises:
             ValueError: `start` is not the oldest span's.
@@ -59,7 +49,7 @@ class SharedRing:
         self._spans.popleft()
 
     def withdraw(self, start: int) -> None:
-        """Free the newest span (which starts at `start`), never handed to a worker.
+        """Free the newest span, never handed to a worker.
 
         Raises:
             ValueError: `start` is not the newest span's.

@@ -1,9 +1,7 @@
 """What an index holds and costs: documents, table bucket sizes, the largest buckets and memory used.
 
-Everything is read with SCAN (never KEYS), so `collect` is safe on a live server; it touches every key
-of the index once, so it takes about a second per few hundred thousand keys. Memory is measured with
-MEMORY USAGE on a random sample of keys of each kind and extrapolated to all of them (exact when the
-index has no more keys than the sample).
+Read with SCAN (never KEYS), every key once: safe on a live server, about a second per few hundred
+thousand keys. Memory is MEMORY USAGE of a random sample of keys of each kind, extrapolated.
 """
 
 from __future__ import annotations

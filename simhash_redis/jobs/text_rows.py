@@ -1,9 +1,9 @@
 """Rows of a table read as lists, ids and texts' UTF-8 bytes: what a fingerprinting worker gets of a
 Parquet or Arrow input (`arrow.ArrowRows`), and reads without pyarrow.
 
-The texts travel packed (`PackedTexts`: the column's bytes in a few pieces, and its offsets), or through
-shared memory to a forked worker (`SharedTexts`: only where they are, and their offsets), and are cut into
-one bytes per text where they are fingerprinted."""
+The texts travel packed (`PackedTexts`), or through shared memory to a forked worker (`SharedTexts`), and
+are cut into one bytes per text where they are fingerprinted.
+"""
 
 from __future__ import annotations
 
@@ -156,15 +156,10 @@ class TextRows(NamedTuple):
 
 
 class PackedTexts(NamedTuple):
-    """`TextRows` as they are sent to a worker process: the texts (no null among them) as their UTF-8
-    bytes end to end, in pieces of `step` texts, and the offsets of their starts and ends. Unpickled,
-    they are `TextRows`.
-
-    A few dozen objects to pickle instead of one per text, and none as large as the run: a run of
-    texts reaches the pool's pipe with one copy of its bytes (the Arrow buffer's), and the worker
-    allocates nothing of the run's size, which the C allocator would map afresh for each run (its
-    pages faulted in again every time).
-    """
+    """`TextRows` as sent to a worker process (unpickled, they are `TextRows`): the texts (no null) as UTF-8
+    bytes end to end, in pieces of `step` texts, and their offsets. A few dozen objects to pickle instead of
+    one per text, none as large as the run: the worker allocates nothing of the run's size, which the C
+    allocator would map afresh (and fault in) for each run."""
 
     source: str
     first: int
@@ -214,15 +209,11 @@ class SharedTexts(NamedTuple):
     options: ReadOptions
 
     def texts_fingerprinted(self, memory: Any, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
-        """As `ArrowRows.texts_fingerprinted`, the texts read by the compiled core where they lie, none
-        made into a bytes of its own (but for the few it leaves to the pure reader: blank, or not
-        UTF-8); None under the pure engine, or for a verified index (its sketches need each text).
-
-        Args:
-            memory: the ring's memory, as this process maps it (an mmap).
-            scheme: the scheme the texts are fingerprinted with.
-            hasher: the sketcher of a verified index, or None.
-        """
+        """As `ArrowRows.texts_fingerprinted`, the texts read by the compiled core where they lie in `memory`
+        (the
+        ring as this process maps it), none made into a bytes but those it leaves to the pure reader (blank,
+        or
+        not UTF-8); None under the pure engine, or for a verified index (its sketches need each text)."""
         core = engine_choice.native
         if core is None or hasher is not None:
             return None
@@ -235,11 +226,7 @@ class SharedTexts(NamedTuple):
         return _merged(self.source, self.first, self.ids, fps, raws, scheme, self.options.namespace)
 
     def unpacked(self, memory: Any) -> TextRows:
-        """The rows, each text cut out of the shared memory as its own bytes.
-
-        Args:
-            memory: the ring's memory, as this process maps it (an mmap).
-        """
+        """The rows, each text cut out of `memory` (the ring as this process maps it) as its own bytes."""
         view = memoryview(self.offsets)
         bounds = view.cast("q") if self.wide else view.cast("i")
         shift = self.start - bounds[0]
