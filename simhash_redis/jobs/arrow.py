@@ -1,9 +1,9 @@
 """Parquet and Arrow IPC (Feather) inputs: a table's rows as records, a record batch at a time.
 
-Only the id and text (or fingerprint) columns are read, `BATCH_ROWS` rows at a time (Parquet page by
-page, an Arrow file through a memory map). A directory of Parquet files (a dataset) is read file by file,
-in name order. Rows are numbered from 1 in each file: ``part-0003.parquet:1207: empty text``.
-pyarrow is an optional extra (``pip install '.[parquet]'``), imported where it is used.
+Only the id and text (or fingerprint) columns are read, `BATCH_ROWS` rows at a time (Parquet page by page, an
+Arrow file through a memory map). A directory of Parquet files (a dataset) is read file by file, in name
+order. Rows are numbered from 1 in each file: ``part-0003.parquet:1207: empty text``. pyarrow is an optional
+extra (``pip install '.[parquet]'``), imported where it is used.
 """
 
 from __future__ import annotations
@@ -152,8 +152,7 @@ def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str
 
 def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = BATCH_ROWS) -> Iterator[Any]:
     """The record batches of one file (or an Arrow stream on "-"), of `rows` rows at most, each holding its
-    own
-    buffers (it pickles as small as it is); columns None reads all of them.
+    own buffers (it pickles as small as it is); columns None reads all of them.
 
     Raises:
         InvalidArgument: Parquet asked of standard input (it needs a file it can seek in).
@@ -257,9 +256,9 @@ class ArrowRows(NamedTuple):
 
     def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
         """The ids and text fingerprints (and sketches, with a hasher) of the rows, and each error with the
-        number
-        of good rows before it, as `records` would give them; None for precomputed fingerprints, a column of
-        bytes, or under the pure engine. The compiled core reads the column's UTF-8 bytes: no str per text."""
+        number of good rows before it, as `records` would give them; None for precomputed fingerprints, a
+        column of bytes, or under the pure engine. The compiled core reads the column's UTF-8 bytes: no str
+        per text."""
         binary = self._binary()
         if binary is None or engine_choice.native is None:
             return None
@@ -285,9 +284,8 @@ class ArrowRows(NamedTuple):
 
     def for_worker(self, ring: SharedRing | None = None) -> ArrowRows | TextRows | PackedTexts | SharedTexts:
         """What a worker process is sent of these rows: texts as `SharedTexts` when the ring (mapped by the
-        worker,
-        forked after it was made) has room, else as `PackedTexts` (`TextRows` when some are null), other
-        columns as they are. The worker needs no pyarrow and copies no Arrow buffer."""
+        worker, forked after it was made) has room, else as `PackedTexts` (`TextRows` when some are null),
+        other columns as they are. The worker needs no pyarrow and copies no Arrow buffer."""
         binary = self._binary()
         if binary is None:
             return self
@@ -366,8 +364,8 @@ def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterat
     """A Parquet or Arrow input (a file, a dataset directory, or an Arrow stream on "-") as runs of `size`
     rows.
 
-    A file that is not of the format, or is corrupt, ends with a fatal InputError after its last good row
-    (a load goes on with the other inputs, then fails, as for truncated gzip data).
+    A file that is not of the format, or is corrupt, ends with a fatal InputError after its last good row (a
+    load goes on with the other inputs, then fails, as for truncated gzip data).
 
     Raises:
         InvalidArgument: a column the file does not have, or of a type that cannot hold what it should.

@@ -1,19 +1,10 @@
-"""Export and import a whole index as a msgpack stream: for backups, and moving between deployments.
+"""Export and import a whole index as a msgpack stream (docs/cli.md, "export and import", has the format).
 
-The stream is a sequence of msgpack objects::
-
-    {"type": "simhash-redis-dump", "version": 1, "name": ..., "meta": {...}, "documents": n, ...}
-    [id, fingerprint]          one per document (fingerprint: an int; 16 big-endian bytes for f=128)
-    [id, fingerprint, sketch]  the same in a verified index's dump (sketch: bytes, or nil for a
-                               document stored before the index was verified)
-    ...
-    {"type": "end", "records": n}
-
-Export SCANs the id-map buckets: bounded memory, never blocking the server, but no point-in-time
-snapshot while others write. Import recreates the index from the header's configuration and adds the
-records with idempotent writes, so importing the same stream twice, or again after an interruption, is
-safe. A retention window's documents are exported from every live period; imported, their retention
-starts again.
+A verified index's records are ``[id, fingerprint, sketch]`` (sketch: bytes, or nil for a document stored
+before the index was verified). Export SCANs the id-map buckets: bounded memory, no point-in-time snapshot
+while others write. Import writes idempotently, so importing a stream again (after an interruption, say) is
+safe. A retention window's documents are exported from every live period; imported, their retention starts
+again.
 """
 
 from __future__ import annotations
@@ -136,8 +127,7 @@ def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> 
 
 def _portable(meta: dict[str, str]) -> dict[str, str]:
     """The configuration as a dump states it: without the fingerprint map's placement, which the importing
-    version chooses for the index it creates (a dump's records are the same whatever the stored form), so
-    format 4 is stated as format 3 for a verified index and 1 for a plain one."""
+    version chooses (format 4 is stated as 3 for a verified index and 1 for a plain one)."""
     if meta.get("format") != "4":
         return meta
     stated = {field: value for field, value in meta.items() if field != "fp_map"}

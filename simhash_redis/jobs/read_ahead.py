@@ -1,9 +1,9 @@
 """Read-ahead: the items of an iterator produced on a thread of their own, a bounded few ahead.
 
-pyarrow decodes Parquet with the GIL released, so a thread reading the next batches while the loader
-waits on Redis takes that off the loader's path. The first item is read in the caller's thread: a loader
-forks its workers at its first run, and must not fork while another thread may hold a lock (pyarrow's
-memory pool's); after that, `fingerprinter._pool_context` forks nothing while other threads run.
+pyarrow decodes Parquet with the GIL released, so a thread reading the next batches while the loader waits on
+Redis takes that off the loader's path. The first item is read in the caller's thread: a loader forks its
+workers at its first run, and must not fork while another thread may hold a lock (pyarrow's memory pool's);
+after that, `fingerprinter._pool_context` forks nothing while other threads run.
 """
 
 from __future__ import annotations

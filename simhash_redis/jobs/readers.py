@@ -1,7 +1,7 @@
 """Readers of every input format: JSON Lines, CSV, TSV, plain text, a directory of files, fingerprints.
 
-Readers yield `Record`s, or an `InputError` for a bad record, so that one bad line never stops the good
-ones. This is the package's only JSON Lines reader.
+Readers yield `Record`s, or an `InputError` for a bad record, so that one bad line never stops the good ones.
+This is the package's only JSON Lines reader.
 """
 
 from __future__ import annotations
@@ -318,9 +318,9 @@ def estimate_total(
 ) -> int | None:
     """Roughly how many records the inputs hold (lines or files), or None if it cannot be known cheaply.
 
-    Standard input, pipes and gzipped files make it unknown; blank lines and multi-line CSV fields make it
-    an over-estimate. Counting stops at `stop_at`; a file's lines are counted in its first `sample` bytes
-    and scaled to its size.
+    Standard input, pipes and gzipped files make it unknown; blank lines and multi-line CSV fields make it an
+    over-estimate. Counting stops at `stop_at`; a file's lines are counted in its first `sample` bytes and
+    scaled to its size.
     """
     options = options or ReadOptions()
     total = 0

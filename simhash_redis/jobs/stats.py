@@ -1,7 +1,7 @@
 """What an index holds and costs: documents, table bucket sizes, the largest buckets and memory used.
 
-Read with SCAN (never KEYS), every key once: safe on a live server, about a second per few hundred
-thousand keys. Memory is MEMORY USAGE of a random sample of keys of each kind, extrapolated.
+Read with SCAN (never KEYS), every key once: safe on a live server, about a second per few hundred thousand
+keys. Memory is MEMORY USAGE of a random sample of keys of each kind, extrapolated.
 """
 
 from __future__ import annotations

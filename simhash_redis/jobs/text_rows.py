@@ -1,8 +1,8 @@
-"""Rows of a table read as lists, ids and texts' UTF-8 bytes: what a fingerprinting worker gets of a
-Parquet or Arrow input (`arrow.ArrowRows`), and reads without pyarrow.
+"""Rows of a table read as lists, ids and texts' UTF-8 bytes: what a fingerprinting worker gets of a Parquet
+or Arrow input (`arrow.ArrowRows`), and reads without pyarrow.
 
-The texts travel packed (`PackedTexts`), or through shared memory to a forked worker (`SharedTexts`), and
-are cut into one bytes per text where they are fingerprinted.
+The texts travel packed (`PackedTexts`), or through shared memory to a forked worker (`SharedTexts`), and are
+cut into one bytes per text where they are fingerprinted.
 """
 
 from __future__ import annotations
@@ -210,10 +210,9 @@ class SharedTexts(NamedTuple):
 
     def texts_fingerprinted(self, memory: Any, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
         """As `ArrowRows.texts_fingerprinted`, the texts read by the compiled core where they lie in `memory`
-        (the
-        ring as this process maps it), none made into a bytes but those it leaves to the pure reader (blank,
-        or
-        not UTF-8); None under the pure engine, or for a verified index (its sketches need each text)."""
+        (the ring as this process maps it), none made into a bytes but those it leaves to the pure reader
+        (blank, or not UTF-8); None under the pure engine, or for a verified index (its sketches need each
+        text)."""
         core = engine_choice.native
         if core is None or hasher is not None:
             return None
