@@ -1,9 +1,9 @@
 """Running the index on Redis Cluster: per-node round trips, redirections and failover.
 
-Every command the index sends names one key (scripts included). A batch is split by the node owning each
-key's slot, and every node's share is sent before any reply is read: one round trip to the slowest node.
-MOVED refreshes the slot map and resends; ASK resends to the importing node after ASKING; a lost node
-refreshes the slot map with backoff and resends (every write is idempotent).
+A batch is split by the node owning each key's slot (every command names one key, scripts included), and every
+node's share is sent before any reply is read. MOVED refreshes the slot map and resends; ASK resends to the
+importing node after ASKING; a lost node refreshes the slot map with backoff and resends (every write is
+idempotent).
 """
 
 from __future__ import annotations
@@ -80,13 +80,12 @@ class ClusterTransport:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send the commands, each to the node owning its key's slot, and return the replies in order.
+        """Send the commands (each of one key's slot) to the nodes owning them; the replies in order.
 
         Args:
-            commands: single-key commands (or scripts declaring keys of one slot).
             raise_on_error: raise the first error reply instead of returning it in place.
-            durable: each node's share that writes ends with WAIT for one replica, so an acknowledged
-                write survives the failover of its primary.
+            durable: each node's share that writes ends with WAIT for one replica, so an acknowledged write
+                survives the failover of its primary.
 
         Raises:
             RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
@@ -122,12 +121,9 @@ class ClusterTransport:
         return replies
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
-        """Run a conversation whose sends are queued; a read that outruns the buffered replies sends the
-        queue as one `execute` (the same replies, in the same order, as on a standalone server).
-
-        Args:
-            talk: the conversation; its result is returned.
-            durable: each round trip's writes wait for a replica (see `execute`).
+        """Run a conversation (its result returned) whose sends are queued; a read that outruns the buffered
+        replies sends the queue as one `execute` (durable as there): the same replies as on a standalone
+        server.
 
         Raises:
             RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
@@ -248,12 +244,9 @@ class ClusterTransport:
         return failed, redirected, last_error
 
     def failover_time(self) -> float:
-        """How long the failover of a primary may take on this cluster, in seconds: read once.
-
-        Twice cluster-node-timeout (a replica is elected a second or two after that timeout; Redis's
-        default of 15 s measured 17.6-18.4 s from a kill to the new primary), asked of each primary in
-        turn (CONFIG GET); where none answers, Redis's default is assumed.
-        """
+        """How long the failover of a primary may take on this cluster, in seconds, read once: twice cluster-
+        node-timeout (Redis's default of 15 s measured 17.6-18.4 s from a kill to the new primary), asked of
+        each primary in turn (CONFIG GET); where none answers, Redis's default."""
         if self._failover is None:
             timeout = DEFAULT_NODE_TIMEOUT
             for node in self.client.get_primaries():  # type: ignore[no-untyped-call]

@@ -26,12 +26,8 @@ _QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#]*", re.IGNORECASE)
 def redact_url(url: str) -> str:
     """The URL with its password replaced by '***', fit for logs and error messages.
 
-    Both places redis-py reads a password from are hidden: the userinfo (everything before the last '@',
-    so a password holding '/', '?', '#' or '@' is hidden too) and a ``password=`` query parameter. User
-    names stay visible.
-
-    Args:
-        url: a Redis URL such as redis://user:secret@host:6379/0 or redis://host/0?password=secret.
+    Both places redis-py reads a password from are hidden: the userinfo (everything before the last '@', so a
+    password holding '/', '?', '#' or '@' is hidden too) and a ``password=`` query parameter.
     """
     scheme = _SCHEME.match(url)
     if not scheme:
@@ -60,14 +56,13 @@ def client_from_url(
 def client_from_url(
     url: str, *, cluster: bool | None = None, asyncio: bool = False, **options: object
 ) -> Any:
-    """A redis-py client for a redis://, rediss:// or unix:// URL, with the library's timeouts.
+    """A redis-py client for a redis://, rediss:// or unix:// URL (any node of a cluster), with the library's
+    timeouts; credentials and TLS settings come from the URL, **options override the defaults.
 
     Args:
-        url: the server's URL (any node of a cluster); credentials and TLS settings come from it.
-        cluster: whether the server is a Redis Cluster; None asks it (INFO cluster), taking a server
-            that cannot be asked as standalone (errors then surface at first use).
+        cluster: whether the server is a Redis Cluster; None asks it (INFO cluster), taking a server that
+            cannot be asked as standalone (errors then surface at first use).
         asyncio: make a redis.asyncio client (only inside the asyncio API's calls, which await INFO).
-        **options: extra redis-py options, overriding the defaults.
 
     Raises:
         InvalidType: url is not a str.

@@ -33,13 +33,8 @@ _CRLF = b"\r\n"
 class CommandPerKey(Sequence[tuple[bytes, ...]]):
     """The commands `(name, key)`, or `(name, key, field)` with one field, for each key.
 
-    A sequence of those commands, so every sender accepts it; `pack` packs it with one join when the
-    keys have equal length.
-
-    Args:
-        name: the command name, e.g. b"SMEMBERS".
-        keys: one key per command.
-        field: the argument after each key, the same in every command (None: no argument after it).
+    A sequence of those commands, so every sender accepts it; `pack` packs it with one join when the keys have
+    equal length.
     """
 
     __slots__ = ("field", "keys", "name")

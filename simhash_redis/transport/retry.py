@@ -18,16 +18,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Backoff:
-    """Exponential backoff with full jitter and a cap.
-
-    Every command simhash-redis sends is a read or an idempotent write, so a whole batch can be resent.
+    """Exponential backoff with full jitter and a cap (every command sent is a read or an idempotent write).
 
     Args:
         retries: attempts after the first one; 0 disables retrying.
         base: the first delay's upper bound in seconds.
         cap: no delay is longer than this, in seconds.
-        lasting: once the retries are spent, keep retrying (delays of up to `cap`) until this many
-            seconds after the first failure; a callable is asked at the first failure.
+        lasting: once the retries are spent, keep retrying (delays of up to `cap`) until this many seconds
+            after the first failure; a callable is asked at the first failure.
     """
 
     retries: int = defaults.RETRIES
@@ -47,12 +45,8 @@ class Backoff:
         retryable: Callable[[Exception], bool],
         before_retry: Callable[[Exception], None] | None = None,
     ) -> T:
-        """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error.
-
-        Args:
-            do: the attempt.
-            retryable: whether an error is worth another attempt.
-            before_retry: called after the delay, before the next attempt (to refresh a slot map).
+        """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error;
+        before_retry is called after the delay (to refresh a slot map).
 
         Raises:
             Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.

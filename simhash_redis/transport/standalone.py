@@ -33,13 +33,11 @@ class Transport:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send the commands in one round trip and return their raw replies in order.
+        """Send the commands in one round trip and return their raw replies in order (durable: unused here).
 
         Args:
-            commands: the commands.
-            raise_on_error: raise the first error reply; else error replies are ResponseError objects
-                in place.
-            durable: unused on a standalone server.
+            raise_on_error: raise the first error reply; else error replies are ResponseError objects in
+                place.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -53,14 +51,9 @@ class Transport:
         return replies
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
-        """Run a conversation on one connection, again from the start on a new one after a lost connection.
-
-        `talk` must be safe to run again. Replies it leaves unread are never seen by anyone else: the
-        connection is closed.
-
-        Args:
-            talk: the conversation; its result is returned.
-            durable: unused on a standalone server.
+        """Run a conversation (its result returned) on one connection, again from the start on a new one after
+        a lost connection: `talk` must be safe to run again. Unread replies are never seen by anyone else (the
+        connection is closed). durable: unused here.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.

@@ -1,12 +1,11 @@
 """Hand-built RESP commands and hiredis-parsed replies over a pooled redis-py connection.
 
-The one module that reaches under redis-py's public API: the hot paths send thousands of small commands
-per round trip, and redis-py's `pack_commands` / `read_response` cost microseconds each. Commands are
-packed with byte templates (`packing.pack`); replies are read straight off a plain or TLS socket into the
-connection's own `hiredis.Reader`, or kept raw for the compiled candidate filter (`read_sets`). Any
-other connection (fakeredis, the pure-Python parser) goes through redis-py's own calls, with the same
-results. Error replies come back as `ResponseError` objects in place; the caller must disconnect the
-connection when anything raises, so no half-read connection goes back to a pool.
+It reaches under redis-py's public API: the hot paths send thousands of small commands per round trip, and
+redis-py's `pack_commands` / `read_response` cost microseconds each. Replies are read straight off a plain or
+TLS socket into the connection's `hiredis.Reader`, or kept raw for the compiled candidate filter
+(`read_sets`); any other connection goes through redis-py's own calls, with the same results. Error replies
+come back as `ResponseError` objects in place; the caller must disconnect the connection when anything raises,
+so no half-read connection goes back to a pool.
 """
 
 from __future__ import annotations
@@ -163,12 +162,9 @@ def read(connection: Any, count: int) -> list[Any]:
 
 
 def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | None, bytes]:
-    """The next `count` replies in their RESP form, and the bytes read past them, when each is an array,
-    set or map of bulk strings (SMEMBERS, HGETALL) and the compiled core can check them.
-
-    Otherwise (None, b""): every byte read, `head` included, is left to the connection's reader for
-    `read` (another shape of reply, one larger than `_RAW_MOST`, no compiled core, a connection not `fast`).
-    `head`: bytes read off the socket past an earlier call's replies (the reader's buffer is empty).
+    """The next `count` replies in their RESP form, and the bytes read past them, when each is an array, set
+    or map of bulk strings (SMEMBERS, HGETALL) and the compiled core can check them. Otherwise (None, b""):
+    every byte read, `head` (bytes an earlier call read past its replies) included, is left to the reader.
 
     Raises:
         redis.exceptions.ConnectionError, TimeoutError: see `read`.
@@ -249,13 +245,11 @@ def checkout(pool: Any) -> Any:
 
 
 class Exchange:
-    """Commands sent and replies read on one connection, in any interleaving the caller chooses.
+    """Commands sent and replies read on one connection (the caller's for the conversation), interleaved at
+    will.
 
-    Replies come back in the order the commands were sent, raw, error replies in place. The methods
-    raise as `send` and `read` do, and RuntimeError for more replies than commands sent (a bug).
-
-    Args:
-        connection: a connected redis-py connection, owned by the caller for the conversation.
+    Replies come back in the order the commands were sent, raw, error replies in place. The methods raise as
+    `send` and `read` do, and RuntimeError for more replies than commands sent (a bug).
     """
 
     __slots__ = ("connection", "tail", "unread")
@@ -306,13 +300,9 @@ class Exchange:
 class HeldConnection:
     """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
 
-    Taking a connection from a redis-py pool and giving it back costs more than a small round trip; the
-    connection of the last clean round trip is handed out again after one cheap poll. Only a fast-path
-    connection of a plain `redis.ConnectionPool` is held, while at most a quarter of the pool's limit is
-    in use; it is let go when garbage-collected, and a forked child forgets it (the parent's socket).
-
-    Args:
-        pool: the redis-py connection pool.
+    Taking a connection from a redis-py pool and giving it back costs more than a small round trip. Only a
+    fast-path connection of a plain `redis.ConnectionPool` is held, while at most a quarter of the pool's
+    limit is in use; it is let go when garbage-collected, and a forked child forgets it.
     """
 
     def __init__(self, pool: Any) -> None:
