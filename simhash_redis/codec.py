@@ -177,12 +177,11 @@ _PLAIN_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]+")
 
 
 def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
-    """Read a fingerprint written in hex or decimal by this or another system.
+    """Read a fingerprint written in hex or decimal (``0x8ffffffffffffff1``, ``8ffffffffffffff1``, ``-42``).
 
     Negative decimals are read as f-bit two's complement (as Java longs and Redis store them).
 
     Args:
-        text: e.g. ``0x8ffffffffffffff1``, ``8ffffffffffffff1`` or ``-42``.
         base: "auto", "hex" or "dec"; auto reads digits-only text as decimal.
 
     Raises:

@@ -1,8 +1,7 @@
 """Where a reader finds the documentation: addresses built on the project's repository URL.
 
-A wheel ships no docs/ folder, so the command's help and the messages that point to a page name it by
-its address in the repository, built here from one base: pyproject.toml's [project.urls] Repository
-(tests/test_doc_links.py keeps the two equal, and checks that every page named exists).
+A wheel ships no docs/ folder, so help and messages name a page by its address, built from pyproject.toml's
+[project.urls] Repository (tests/test_doc_links.py keeps the two equal).
 """
 
 from __future__ import annotations
@@ -14,9 +13,5 @@ REPOSITORY = "https://github.com/simhash-redis/simhash-redis"
 
 
 def doc_url(page: str) -> str:
-    """The address of a documentation page, for a reader with or without a checkout.
-
-    Args:
-        page: the page's file name in docs/, e.g. "cli.md".
-    """
+    """The address of a documentation page (its file name in docs/, e.g. "cli.md")."""
     return f"{REPOSITORY}/blob/main/docs/{page}"

@@ -1,10 +1,7 @@
-"""A datatrove pipeline step that keeps a document only if the shared index stores it as new
-(docs/pipelines.md; the ``datatrove`` extra).
+"""A datatrove pipeline step that keeps a document only if the shared index stores it as new (`NewDocuments`).
 
-Every task of a run, and every later run, checks against the same index. Each batch is checked and
-stored in one call, atomically per document (`NewDocuments`): of tasks that meet copies of one text at
-once, exactly one keeps it. Give every snapshot's documents ids of their own (datatrove names a document
-by its file and row unless the reader is given an ``id_key``).
+docs/pipelines.md tells how to use it (the ``datatrove`` extra). Give every snapshot's documents ids of their
+own (datatrove names a document by its file and row unless the reader is given an ``id_key``).
 """
 
 from __future__ import annotations
@@ -32,8 +29,8 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
         index: the index name every task (and every run) shares.
         verified: confirm near-duplicates with stored sketches (default); False for plain SimHash.
         batch_size: documents checked and stored per call.
-        exclusion_writer: a datatrove writer that saves the dropped documents, each with the id of the
-            stored near-duplicate that dropped it (metadata ``duplicate_of``).
+        exclusion_writer: a datatrove writer that saves the dropped documents, each with the id of the stored
+            near-duplicate that dropped it (metadata ``duplicate_of``).
         **options: the index's other settings (k, prefix, threshold, ...), used when it is created.
     """
 

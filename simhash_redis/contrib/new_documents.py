@@ -14,22 +14,20 @@ __all__ = ["NewDocuments"]
 
 
 class NewDocuments:
-    """Checks and stores batches of documents in a shared index, from any process: a Hugging Face
-    ``datasets`` filter (``dataset.filter(keep, batched=True, num_proc=8)``) or a datatrove step.
+    """Checks and stores batches of documents in a shared index, from any process: a Hugging Face ``datasets``
+    filter (``dataset.filter(keep, batched=True, num_proc=8)``) or a datatrove step.
 
-    Each batch is checked and stored in one call, atomically per document: of the workers that meet
-    copies of one text, exactly one keeps it. A document is kept when it is stored now, or was stored
-    before under its own id (a run again after a crash keeps what it kept); it is dropped when another
-    id's near-duplicate is stored, so ids must name documents across every run and snapshot. Pickled, it
-    is its settings alone: each process opens its own connection on first use.
+    Each batch is checked and stored in one call, atomically per document: of the workers that meet copies of
+    one text, exactly one keeps it. A document is kept when it is stored now, or was stored before under its
+    own id (a run again after a crash keeps what it kept); it is dropped when another id's near-duplicate is
+    stored, so ids must name documents across every run and snapshot. Pickled, it is its settings alone: each
+    process opens its own connection on first use.
 
     Args:
         url: the Redis server's URL (credentials in it never appear in messages).
         index: the index name every worker shares.
-        verified: confirm each near-duplicate with stored sketches (`VerifiedIndex`, the default); False
-            for the plain SimHash index (faster, less recall below Jaccard ~0.95).
-        id_column: the batch column of document ids.
-        text_column: the batch column of texts.
+        verified: confirm each near-duplicate with stored sketches (`VerifiedIndex`, the default); False for
+            the plain SimHash index (faster, less recall below Jaccard ~0.95).
         **options: the index's other settings (k, prefix, threshold, ...), used when it is created; an
             existing index keeps its own and refuses others.
     """
