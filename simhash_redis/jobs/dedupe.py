@@ -1,8 +1,7 @@
 """Near-duplicate pairs and groups: unique adds, a dry-run check, and connected components of pairs.
 
-The news job streams documents against the index: a document with a near-duplicate already stored (or
-earlier in the same stream) is reported as a `Pair` and not stored, every other one is stored, so the
-next run sees it. `groups` turns the pairs into connected components ("12 copies of this story").
+A document with a near-duplicate already stored (or earlier in the same stream) is a `Pair` and not stored;
+`groups` turns the pairs into connected components ("12 copies of this story").
 """
 
 from __future__ import annotations
@@ -74,8 +73,8 @@ class DryRun:
         self.memory = MemoryIndex(index.layout)
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
-        """Classify (id, fingerprint) items as ``index.add_many(items, unique=True)`` would: Outcome.ADDED,
-        or the Match that prevents it.
+        """Classify (id, fingerprint) items as ``index.add_many(items, unique=True)`` would: ADDED, or the
+        Match.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -104,8 +103,8 @@ class VerifiedDryRun:
     def __call__(
         self, items: Sequence[tuple[str, int]], sketches: Sequence[bytes]
     ) -> list[Outcome | VerifiedMatch]:
-        """Classify (id, fingerprint) items and their sketches as ``add_sketched(..., unique=True)`` would:
-        Outcome.ADDED, or the VerifiedMatch that prevents it.
+        """Classify items and their sketches as ``add_sketched(..., unique=True)`` would: ADDED, or the
+        VerifiedMatch.
 
         Raises:
             InvalidArgument: a sketch is missing or of another size.
@@ -150,11 +149,8 @@ class VerifiedDryRun:
 
 
 def groups(pairs: Iterable[Pair]) -> list[Group]:
-    """Connected components of near-duplicate pairs (in the order found), by descending size, then id.
-
-    Each group is named by the document its members matched that was not itself a duplicate (the
-    stored one); copies are listed in the order they were met.
-    """
+    """Connected components of pairs (in the order found), by descending size, then id; each named by the
+    stored document its members matched, copies in the order met."""
     parent: dict[str, str] = {}
     order: dict[str, int] = {}
     copies: set[str] = set()

@@ -24,13 +24,13 @@ _ORJSON = _orjson()
 def loads(text: str) -> Any:
     """`json.loads`, by orjson where it is installed and gives the very same value.
 
-    orjson refuses what the stdlib accepts beyond the JSON standard (NaN, 1e400, lone surrogates) and
-    reads integers beyond 64 bits as floats; so any error, and any float in its result, hands the text
-    to the stdlib, whose values and error messages are then the ones given.
+    orjson refuses what the stdlib accepts beyond the standard (NaN, 1e400, lone surrogates) and reads
+    integers beyond 64 bits as floats; so any error, and any float in its result, hands the text to the
+    stdlib, whose values and errors are then the ones given.
 
     Raises:
-        ValueError: (json.JSONDecodeError) the text is not JSON; or it nests arrays and objects more
-            than 1,024 levels deep (orjson's limit, on every Python and with either parser).
+        ValueError: (json.JSONDecodeError) the text is not JSON, or nests more than 1,024 levels deep
+            (orjson's limit, on every Python and with either parser).
     """
     if _ORJSON is not None:
         try:

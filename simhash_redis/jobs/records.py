@@ -63,21 +63,14 @@ class ReadOptions:
 
     Attributes:
         id_field: JSON field, or CSV/TSV column (a header name, or a 1-based number), holding the id.
-        text_field: field or column holding the text.
-        fingerprint_field: when set, the field or column holding a precomputed fingerprint, read
-            instead of a text.
-        header: whether CSV/TSV input starts with a header row.
-        id_prefix: plain text: ids are this prefix plus the line number (default: the file name as
-            given, ':' and the xxh3-64 hash of the line's text in hex, so the line "hello world" of
-            news.txt is ``news.txt:d447b1ea40e6988b``; ``stdin:...`` for standard input).
-        encoding: how the input's bytes are decoded (a Python codec that encodes a line end as the
-            byte 0x0A, as UTF-8 and the single-byte codecs do).
-        prefix_input: ids start with the input's name, so that inputs which name their documents
-            alike keep them apart: ``a.jsonl:7`` (``stdin:7``); a directory's files
-            ``folder/2024/a.txt``; plain text numbered by --id-prefix ``a.txt:P7`` (its default ids
-            name the file already), a file of `files` format its path as always.
-        namespace: what the readers put before each id of the input they read (set by them, from
-            prefix_input).
+        fingerprint_field: when set, the field or column of a precomputed fingerprint, read instead of a text.
+        id_prefix: plain text: ids are this prefix plus the line number (default: the file name as given, ':'
+            and the xxh3-64 hash of the line's text in hex: ``news.txt:d447b1ea40e6988b``).
+        encoding: a Python codec that encodes a line end as the byte 0x0A (UTF-8, single-byte codecs).
+        prefix_input: ids start with the input's name, so that inputs which name their documents alike keep
+            them apart: ``a.jsonl:7`` (``stdin:7``), ``folder/2024/a.txt``, ``a.txt:P7`` (plain text numbered
+            by --id-prefix); a file of `files` format is named by its path as always.
+        namespace: what the readers put before each id of the input they read (from prefix_input).
     """
 
     id_field: str = "id"
