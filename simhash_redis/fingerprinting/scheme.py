@@ -157,11 +157,8 @@ class Scheme:
 
     @classmethod
     def from_meta(cls, meta: str | bytes, stopwords: Iterable[str] | None = None) -> Scheme:
-        """Rebuild the scheme whose ``to_meta()`` is meta (bytes are decoded as UTF-8).
-
-        Args:
-            meta: a string made by `to_meta`.
-            stopwords: the stopword list, needed when the meta records one (it keeps only a digest).
+        """Rebuild the scheme whose ``to_meta()`` is meta (bytes are decoded as UTF-8); stopwords: the list,
+        needed when the meta records one (it keeps only a digest).
 
         Raises:
             InvalidType: meta is not str or bytes.

@@ -44,12 +44,8 @@ _NO_CODE_POINTS = np.zeros(0, dtype=np.uint32)
 def token_parts(
     norm: str, uni: Normalizer = PINNED
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
-    """Tokenise a text normalised by uni into word tokens and CJK single-character tokens, kept apart.
-
-    Returns:
-        The word tokens (UTF-8), the CJK tokens' code points (kept so, to be hashed in bulk), and for
-        each token whether it is a CJK one; each in text order.
-    """
+    """Tokenise a text normalised by uni, in text order: the word tokens (UTF-8), the CJK single-character
+    tokens' code points (hashed in bulk), and for each token whether it is a CJK one."""
     if norm.isascii():
         words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
         return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
@@ -78,13 +74,9 @@ def token_spans_of(
     npt.NDArray[np.bool_],
     npt.NDArray[np.intp],
 ]:
-    """Like `token_parts_of`, giving word tokens as spans of code points rather than as bytes.
-
-    Returns:
-        Each word token's first and past-the-end code point indices (in text order) and whether it
-        has a code point of 128 or more; then for each token in text order, its first code point,
-        whether it is a CJK one, and the index of its first code point.
-    """
+    """`token_parts_of` with word tokens as spans: each word's first and past-the-end code point index and
+    whether it has a code point of 128 or more; then per token its first code point, whether it is CJK, and
+    its first index."""
     keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
     # Word tokens are the runs of kept code points: each run starts and ends where `keep` changes.
     edges = np.flatnonzero(keep != after)

@@ -154,11 +154,10 @@ def evaluate(
     """Score fingerprint settings against exact Jaccard ground truth, each language group on its own.
 
     Args:
-        docs: the corpus.
         settings: the settings to score, or a function lang -> settings (default `standard_settings`).
         threshold: pairs with Jaccard >= threshold are near-duplicates (when no pairs are given).
-        pairs: (id_a, id_b, label) triples: with labels, only these pairs are scored; without, they are
-            the positives and every other pair within a language is a negative.
+        pairs: (id_a, id_b, label) triples: with labels, only these pairs are scored; without, they are the
+            positives and every other pair within a language is a negative.
         max_k: scores are given for k = 0..max_k.
         truth_n: tokens per ground-truth shingle.
         langs: the language groups to evaluate (default: all present).
