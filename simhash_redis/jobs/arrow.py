@@ -21,7 +21,7 @@ from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .read_ahead import read_ahead
 from .records import STDIN, ReadOptions, Record, source_name
 from .shared_ring import SharedRing
-from .text_rows import PackedTexts, SharedTexts, Sketched, TextRows, records_of_lists, sketched
+from .text_rows import PackedTexts, SharedTexts, Sketched, TextRows, offsets_of, records_of_lists, sketched
 
 __all__ = [
     "ARROW_FORMATS",
@@ -322,7 +322,7 @@ def _offsets(texts: Any) -> tuple[bytes, Any, bool]:
     wide = pyarrow()[0].types.is_large_string(texts.type)
     width = 8 if wide else 4
     ends = offsets.slice(texts.offset * width, (len(texts) + 1) * width).to_pybytes()
-    return ends, memoryview(ends).cast("q") if wide else memoryview(ends).cast("i"), wide
+    return ends, offsets_of(ends, wide), wide
 
 
 def _shared(texts: Any, ring: SharedRing) -> tuple[int, bytes, bool] | None:

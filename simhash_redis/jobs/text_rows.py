@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .records import ReadOptions, Record, checked_doc, checked_id, decode
 
-__all__ = ["PackedTexts", "SharedTexts", "Sketched", "TextRows", "records_of_lists", "sketched"]
+__all__ = ["PackedTexts", "SharedTexts", "Sketched", "TextRows", "offsets_of", "records_of_lists", "sketched"]
 
 #: What `ArrowRows.texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
 #: and the sketches (a verified index) or None.
@@ -44,6 +44,11 @@ def records_of_lists(
         bad = doc_id if isinstance(doc_id, InputError) else doc
         out.append(bad if isinstance(bad, InputError) else Record(source, row, str(doc_id), str(doc), is_fp))
     return out
+
+
+def offsets_of(offsets: bytes, wide: bool) -> memoryview:
+    """An Arrow column's offsets, given as an array's bytes, as ints (of 64 bits if wide, else 32)."""
+    return memoryview(offsets).cast("q" if wide else "i")
 
 
 def _blank(raw: bytes) -> bool:
@@ -175,8 +180,7 @@ class PackedTexts(NamedTuple):
 
     def unpacked(self) -> TextRows:
         """The rows, each text cut out of its piece as its own bytes."""
-        view = memoryview(self.offsets)
-        bounds = view.cast("q") if self.wide else view.cast("i")
+        bounds = offsets_of(self.offsets, self.wide)
         raws: list[bytes | None] = []
         for number, piece in enumerate(self.pieces):
             ends = bounds[number * self.step : (number + 1) * self.step + 1]
@@ -216,8 +220,7 @@ class SharedTexts(NamedTuple):
         core = engine_choice.native
         if core is None or hasher is not None:
             return None
-        view = memoryview(self.offsets)
-        bounds = view.cast("q") if self.wide else view.cast("i")
+        bounds = offsets_of(self.offsets, self.wide)
         data = memory[self.start : self.start + bounds[-1] - bounds[0]]
         fps, others = core.fingerprint_packed_texts(data, self.offsets, self.wide, scheme)
         base = bounds[0]
@@ -226,8 +229,7 @@ class SharedTexts(NamedTuple):
 
     def unpacked(self, memory: Any) -> TextRows:
         """The rows, each text cut out of `memory` (the ring as this process maps it) as its own bytes."""
-        view = memoryview(self.offsets)
-        bounds = view.cast("q") if self.wide else view.cast("i")
+        bounds = offsets_of(self.offsets, self.wide)
         shift = self.start - bounds[0]
         raws: list[bytes | None] = [
             memory[start + shift : end + shift] for start, end in itertools.pairwise(bounds)
