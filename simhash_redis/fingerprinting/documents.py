@@ -26,6 +26,7 @@ __all__ = [
     "Document",
     "fingerprint",
     "fingerprint_many",
+    "not_a_document",
     "weighted",
     "weights_of",
 ]
@@ -68,6 +69,14 @@ def weights_of(doc: Iterable[object], name: str, uni: Normalizer) -> dict[str, f
         if norm:
             totals[norm] = totals.get(norm, 0.0) + value
     return totals
+
+
+def not_a_document(doc: object, name: str) -> InvalidType:
+    """The error for a document of no accepted form."""
+    return InvalidType(
+        f"{name} must be str, bytes, a sequence of str tokens or (feature, weight) pairs, "
+        f"got {type(doc).__name__}"
+    )
 
 
 def weighted(totals: dict[str, float], engine: Engine) -> int:
@@ -201,10 +210,7 @@ class _Batch:
             self.results.append(weighted(weights_of(doc, name, engine.uni), engine))
             return
         if not isinstance(doc, Iterable):
-            raise InvalidType(
-                f"{name} must be str, bytes, a sequence of str tokens or (feature, weight) pairs, "
-                f"got {type(doc).__name__}"
-            )
+            raise not_a_document(doc, name)
         items = doc if isinstance(doc, (list, tuple)) else list(doc)
         if items and not isinstance(items[0], str):
             self.results.append(weighted(weights_of(items, name, engine.uni), engine))

@@ -27,7 +27,7 @@ from ..compiled import (
 )
 from ..errors import InvalidType
 from . import tokens
-from .documents import Document, weighted, weights_of
+from .documents import Document, not_a_document, weighted, weights_of
 from .normalize import PINNED, PYTHON, Normalizer
 from .params import MinHashParams, SchemeParams
 from .pure_engine import Engine
@@ -135,10 +135,7 @@ def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
     if isinstance(doc, Mapping):
         return _weighted_doc(weights_of(doc, name, scheme.normalizer), scheme)
     if not isinstance(doc, Iterable):
-        raise InvalidType(
-            f"{name} must be str, bytes, a sequence of str tokens or (feature, weight) pairs, "
-            f"got {type(doc).__name__}"
-        )
+        raise not_a_document(doc, name)
     items: list[object] | tuple[object, ...] = doc if isinstance(doc, (list, tuple)) else list(doc)
     if items and not isinstance(items[0], str):
         return _weighted_doc(weights_of(items, name, scheme.normalizer), scheme)
