@@ -1,13 +1,9 @@
 """Every stored or printed form of a fingerprint, and of the id lists stored with them.
 
-* In Redis: fingerprints of up to 64 bits are signed 64-bit decimal integers (two's complement), so
-  Redis keeps small sets in its compact intset encoding and hash fields in listpack integer form; 128-bit
-  fingerprints are unsigned decimals. The ids that share one fingerprint are a concatenation of
-  netstrings (`5:doc-1` followed by `5:doc-2`), readable with redis-cli and parsable from Lua. The
-  sketches of the ids sharing one fingerprint (verified mode) are groups of a sketch's netstring
-  and the netstring of the list of ids having it (`160:` and the sketch's bytes, then `16:5:doc-15:doc-2`):
-  exact copies under several ids store their sketch once. A band table's value (verified mode) packs
-  its fingerprints as f/8 (at least 8) little-endian bytes each, unsigned.
+* In Redis (docs/redis-keys.md tells each): fingerprints of up to 64 bits as signed 64-bit decimals (intset
+  and listpack integers), 128-bit ones unsigned; the ids sharing a fingerprint as netstrings; verified mode's
+  sketches as groups of a sketch's netstring and that of its ids' list; a band table's fingerprints as f/8 (at
+  least 8) little-endian unsigned bytes each.
 * As text (CLI output, input files): 0x-prefixed hex; hex or decimal (negative: two's complement) read.
 * In a dump: a msgpack integer up to 64 bits, else f/8 big-endian bytes.
 """
