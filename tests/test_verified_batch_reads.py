@@ -105,7 +105,7 @@ def test_band_columns_leave_what_has_no_such_form_to_band_places() -> None:
 @given(data=st.data(), f=st.sampled_from([64, 32]))
 def test_band_hits_equal_unpacked_members_filtered(data: st.DataObject, f: int) -> None:
     per = data.draw(st.integers(1, 4))
-    queries = data.draw(st.integers(16, 24))
+    queries = data.draw(st.integers(1, 24))  # a few one by one, 16 and more in numpy
     fps = data.draw(st.lists(st.integers(0, (1 << f) - 1), min_size=queries, max_size=queries))
     pool = data.draw(st.lists(st.integers(0, (1 << f) - 1), min_size=1, max_size=6))  # members repeat
     values: list[bytes | None] = []
@@ -119,13 +119,17 @@ def test_band_hits_equal_unpacked_members_filtered(data: st.DataObject, f: int) 
     ]  # members in the order met
 
 
-def test_band_hits_leave_the_odd_cases_to_the_one_by_one_way() -> None:
-    fps = list(range(20))
-    assert band_hits(fps[:4], [b"\1" * 8] * 4, 1, 64) is None  # too few queries
-    assert band_hits(fps, [b"\1" * 7] * 20, 1, 64) is None  # not whole fingerprints
-    assert band_hits(fps, [(1 << 40).to_bytes(8, "little")] * 20, 1, 32) is None  # wider than f
-    assert band_hits(fps, [b"\1" * 16] * 20, 1, 128) is None
-    assert band_hits(fps, [None] * 20, 1, 64) == [{} for _ in fps]
+@pytest.mark.parametrize("count", [1, 4, 20])  # a single lookup's, a few queries', a batch's
+def test_band_hits_leave_the_odd_cases_to_the_one_by_one_way(count: int) -> None:
+    fps = list(range(count))
+    assert band_hits(fps, [b"\1" * 7] * count, 1, 64) is None  # not whole fingerprints
+    assert band_hits(fps, [(1 << 40).to_bytes(8, "little")] * count, 1, 32) is None  # wider than f
+    assert band_hits(fps, [b"\1" * 16] * count, 1, 128) is None
+    assert band_hits(fps, [None] * count, 1, 64) == [{} for _ in fps]
+    assert band_hits(fps, [b"\1" * 8] * count, 1, 64) == [
+        {b"%d" % 0x0101010101010101: (0x0101010101010101, (0x0101010101010101 ^ fp).bit_count())}
+        for fp in fps
+    ]
 
 
 def _texts() -> list[str]:
