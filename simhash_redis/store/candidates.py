@@ -22,6 +22,8 @@ _VECTOR_MIN = 48
 # From this many queries, band members are filtered in numpy (below, its fixed costs are most of it).
 _BANDS_VECTOR_MIN = 16
 _MASK64 = (1 << 64) - 1
+# Up to this many band members, a few queries' are decoded one by one (`_few_band_hits`).
+_FEW_MEMBERS = 64
 
 
 def takes_raw() -> bool:
@@ -86,11 +88,13 @@ def band_hits(
     Returns:
         For each query, {stored value: (fingerprint, distance)}; None where the members go the way of
         `unpack_fps_many` and `hits`: fingerprints wider than 64 bits, a value that is not a whole
-        number of them or one wider than f.
+        number of them or one wider than f, or many members of a few queries.
     """
     if f > 64 or len(values) != len(fps) * per or not per:
         return None
     if len(fps) < _BANDS_VECTOR_MIN:
+        if sum(len(value) for value in values if value) > 8 * _FEW_MEMBERS:
+            return None  # pages of one template: the compiled filter decodes many faster
         return _few_band_hits(fps, values, per, f)
     lengths = np.array([len(v) if v else 0 for v in values], dtype=np.int64)
     found: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
