@@ -1,13 +1,13 @@
 """A verified batch's reads done in numpy passes (band places as byte columns, band members, odd sketch
-estimates) and the one-sketch values read without parsing: each the same, byte and float for float, as
-the one-by-one way it stands in for, on both engines."""
+estimates) and the one-sketch values (and one-id lists) read without parsing: each the same, byte and
+float for float, as the one-by-one way it stands in for, on both engines."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -17,7 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_redis import BandedOddSketcher, MinHasher, SimhashIndex, VerifiedIndex
-from simhash_redis.codec import encode_fp, encode_sketches, unpack_fps_many
+from simhash_redis.codec import (
+    decode_ids,
+    decode_sketches,
+    encode_fp,
+    encode_ids,
+    encode_sketches,
+    unpack_fps_many,
+)
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.index.sketch_judge import confirmed, confirmed_many
 from simhash_redis.results import Match
@@ -25,6 +32,7 @@ from simhash_redis.store import Verification
 from simhash_redis.store.candidates import band_hits, hits
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.layout import Layout
+from simhash_redis.store.reads import _with_sketches
 from simhash_redis.transport.packing import pack, pack_columns
 from tests.test_verified_mode import article, one_word_edit
 
@@ -196,3 +204,64 @@ def test_a_batch_finds_what_each_query_finds_alone(redis_client: redis.Redis) ->
     assert batch == [verified.near(query) for query in queries]
     assert {m.id for m in batch[40]} == {"doc0", "copy-a", "copy-b"}
     assert {m.id for m in batch[41]} == {"doc1", "other"} and all(batch[:40])
+
+
+def _sketches_parsed(replies: list[list[bytes | None]]) -> tuple[list[list[str] | None], dict[str, bytes]]:
+    """What `_with_sketches` reads, by decode_ids and decode_sketches alone (the definition)."""
+    out: list[list[str] | None] = []
+    found: dict[str, bytes] = {}
+    for ids, stored in replies:
+        listed = None if ids is None else decode_ids(ids)
+        out.append(listed)
+        if listed is not None and stored is not None:
+            found.update(item for item in decode_sketches(stored).items() if item[0] in listed)
+    return out, found
+
+
+def _outcome(call: Callable[[], object]) -> object:
+    try:
+        return call()
+    except (ValueError, UnicodeDecodeError) as exc:
+        return type(exc)
+
+
+_IDS = st.lists(st.sampled_from(["a", "doc-1", "é", "x" * 12, ":", "0"]), max_size=3, unique=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ids=_IDS,
+    others=_IDS,
+    sketch=st.binary(max_size=200),
+    ids_form=st.sampled_from(["as stored", "leading zero", "cut", "not utf-8", "absent"]),
+    sketch_form=st.sampled_from(["as stored", "two groups", "leading zero", "extra", "cut", "absent"]),
+)
+def test_sketch_replies_read_as_parsed(
+    ids: list[str], others: list[str], sketch: bytes, ids_form: str, sketch_form: str
+) -> None:
+    raw_ids: bytes | None = encode_ids(ids)
+    if ids_form == "leading zero" and raw_ids:
+        raw_ids = b"0" + raw_ids
+    elif ids_form == "cut" and raw_ids:
+        raw_ids = raw_ids[:-1]
+    elif ids_form == "not utf-8":
+        raw_ids = b"2:\xff\xfe"
+    elif ids_form == "absent":
+        raw_ids = None
+    pairs = [(one.encode(), sketch) for one in ids]
+    stored: bytes | None = encode_sketches(pairs)
+    if sketch_form == "two groups":
+        stored = encode_sketches(pairs + [(one.encode(), sketch + b"!") for one in others if one not in ids])
+    elif sketch_form == "leading zero" and stored:
+        stored = b"0" + stored
+    elif sketch_form == "extra":
+        stored = (stored or b"") + b"1:x"
+    elif sketch_form == "cut" and stored:
+        stored = stored[:-1]
+    elif sketch_form == "absent":
+        stored = None
+    replies: list[list[bytes | None]] = [[raw_ids, stored], [None, None]]
+    got: dict[str, bytes] = {}
+    listed = _outcome(lambda: _with_sketches(replies, got))
+    want = _outcome(lambda: _sketches_parsed(replies))
+    assert (listed, got) == want if not isinstance(want, type) else listed == want
