@@ -89,6 +89,11 @@ class OddSketch:
         self, doc: str | bytes | list[str] | tuple[str, ...], levels: list[int], name: str = "doc"
     ) -> list[bytes]:
         """The sketches of one document at each of several levels."""
+    def banded_many(
+        self, docs: list[str | bytes | list[str] | tuple[str, ...]], bands: MinHash, above: int
+    ) -> list[bytes]:
+        """`BandedOddSketcher`'s query sketches (band values, odd sketches at the own level, below and
+        above), each document's shingles made once; ValueError where `bands` has another n or seed."""
 
 def odd_estimate(a: bytes, b: bytes) -> float:
     """`OddSketcher.estimate` of two sketches, as the pure estimator gives it."""

@@ -63,7 +63,12 @@ _KERNELS = (
     "fingerprint_packed_texts",
     "ScriptRuns",
 )
-_missing = next((name for name in _KERNELS if not hasattr(_native, name)), None)
+# Methods added to a class after its first release, as "Class.method".
+_METHODS = ("OddSketch.banded_many",)
+_missing = next((name for name in _KERNELS if not hasattr(_native, name)), None) or next(
+    (name for name in _METHODS if not hasattr(getattr(_native, name.split(".")[0]), name.split(".")[1])),
+    None,
+)
 if _missing is not None:
     raise ImportError(f"simhash_redis_native is older than this simhash-redis (no {_missing}): rebuild it")
 

@@ -1,13 +1,13 @@
 """A verified batch's reads done in numpy passes (band places as byte columns, band members, odd sketch
-estimates) and the one-sketch values read without parsing: each the same, byte and float for float, as
-the one-by-one way it stands in for, on both engines."""
+estimates) and the one-sketch values (and one-id lists) read without parsing: each the same, byte and
+float for float, as the one-by-one way it stands in for, on both engines."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -17,7 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_redis import BandedOddSketcher, MinHasher, SimhashIndex, VerifiedIndex
-from simhash_redis.codec import encode_fp, encode_sketches, unpack_fps_many
+from simhash_redis.codec import (
+    decode_ids,
+    decode_sketches,
+    encode_fp,
+    encode_ids,
+    encode_sketches,
+    unpack_fps_many,
+)
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.index.sketch_judge import confirmed, confirmed_many
 from simhash_redis.results import Match
@@ -25,6 +32,7 @@ from simhash_redis.store import Verification
 from simhash_redis.store.candidates import band_hits, hits
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.layout import Layout
+from simhash_redis.store.reads import _with_sketches
 from simhash_redis.transport.packing import pack, pack_columns
 from tests.test_verified_mode import article, one_word_edit
 
@@ -105,7 +113,7 @@ def test_band_columns_leave_what_has_no_such_form_to_band_places() -> None:
 @given(data=st.data(), f=st.sampled_from([64, 32]))
 def test_band_hits_equal_unpacked_members_filtered(data: st.DataObject, f: int) -> None:
     per = data.draw(st.integers(1, 4))
-    queries = data.draw(st.integers(16, 24))
+    queries = data.draw(st.integers(1, 24))  # a few one by one, 16 and more in numpy
     fps = data.draw(st.lists(st.integers(0, (1 << f) - 1), min_size=queries, max_size=queries))
     pool = data.draw(st.lists(st.integers(0, (1 << f) - 1), min_size=1, max_size=6))  # members repeat
     values: list[bytes | None] = []
@@ -113,19 +121,28 @@ def test_band_hits_equal_unpacked_members_filtered(data: st.DataObject, f: int) 
         members = data.draw(st.lists(st.sampled_from(pool), max_size=4))
         values.append(b"".join(m.to_bytes(8, "little") for m in members) if members else None)
     got = band_hits(fps, values, per, f)
+    if queries < 16 and sum(len(value or b"") for value in values) > 8 * 64:
+        assert got is None  # many members of a few queries: the compiled filter's
+        return
     assert got == hits(fps, unpack_fps_many(values, f), per, f, f)
     assert got is not None and [list(found) for found in got] == [
         list(found) for found in hits(fps, unpack_fps_many(values, f), per, f, f)
     ]  # members in the order met
 
 
-def test_band_hits_leave_the_odd_cases_to_the_one_by_one_way() -> None:
-    fps = list(range(20))
-    assert band_hits(fps[:4], [b"\1" * 8] * 4, 1, 64) is None  # too few queries
-    assert band_hits(fps, [b"\1" * 7] * 20, 1, 64) is None  # not whole fingerprints
-    assert band_hits(fps, [(1 << 40).to_bytes(8, "little")] * 20, 1, 32) is None  # wider than f
-    assert band_hits(fps, [b"\1" * 16] * 20, 1, 128) is None
-    assert band_hits(fps, [None] * 20, 1, 64) == [{} for _ in fps]
+@pytest.mark.parametrize("count", [1, 4, 20])  # a single lookup's, a few queries', a batch's
+def test_band_hits_leave_the_odd_cases_to_the_one_by_one_way(count: int) -> None:
+    fps = list(range(count))
+    assert band_hits(fps, [b"\1" * 7] * count, 1, 64) is None  # not whole fingerprints
+    assert band_hits(fps, [(1 << 40).to_bytes(8, "little")] * count, 1, 32) is None  # wider than f
+    assert band_hits(fps, [b"\1" * 16] * count, 1, 128) is None
+    assert band_hits(fps, [None] * count, 1, 64) == [{} for _ in fps]
+    many = b"".join(i.to_bytes(8, "little") for i in range(65))
+    assert (band_hits(fps, [many] * count, 1, 64) is None) == (count < 16)  # many members of a few
+    assert band_hits(fps, [b"\1" * 8] * count, 1, 64) == [
+        {b"%d" % 0x0101010101010101: (0x0101010101010101, (0x0101010101010101 ^ fp).bit_count())}
+        for fp in fps
+    ]
 
 
 def _texts() -> list[str]:
@@ -187,3 +204,64 @@ def test_a_batch_finds_what_each_query_finds_alone(redis_client: redis.Redis) ->
     assert batch == [verified.near(query) for query in queries]
     assert {m.id for m in batch[40]} == {"doc0", "copy-a", "copy-b"}
     assert {m.id for m in batch[41]} == {"doc1", "other"} and all(batch[:40])
+
+
+def _sketches_parsed(replies: list[list[bytes | None]]) -> tuple[list[list[str] | None], dict[str, bytes]]:
+    """What `_with_sketches` reads, by decode_ids and decode_sketches alone (the definition)."""
+    out: list[list[str] | None] = []
+    found: dict[str, bytes] = {}
+    for ids, stored in replies:
+        listed = None if ids is None else decode_ids(ids)
+        out.append(listed)
+        if listed is not None and stored is not None:
+            found.update(item for item in decode_sketches(stored).items() if item[0] in listed)
+    return out, found
+
+
+def _outcome(call: Callable[[], object]) -> object:
+    try:
+        return call()
+    except (ValueError, UnicodeDecodeError) as exc:
+        return type(exc)
+
+
+_IDS = st.lists(st.sampled_from(["a", "doc-1", "é", "x" * 12, ":", "0"]), max_size=3, unique=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ids=_IDS,
+    others=_IDS,
+    sketch=st.binary(max_size=200),
+    ids_form=st.sampled_from(["as stored", "leading zero", "cut", "not utf-8", "absent"]),
+    sketch_form=st.sampled_from(["as stored", "two groups", "leading zero", "extra", "cut", "absent"]),
+)
+def test_sketch_replies_read_as_parsed(
+    ids: list[str], others: list[str], sketch: bytes, ids_form: str, sketch_form: str
+) -> None:
+    raw_ids: bytes | None = encode_ids(ids)
+    if ids_form == "leading zero" and raw_ids:
+        raw_ids = b"0" + raw_ids
+    elif ids_form == "cut" and raw_ids:
+        raw_ids = raw_ids[:-1]
+    elif ids_form == "not utf-8":
+        raw_ids = b"2:\xff\xfe"
+    elif ids_form == "absent":
+        raw_ids = None
+    pairs = [(one.encode(), sketch) for one in ids]
+    stored: bytes | None = encode_sketches(pairs)
+    if sketch_form == "two groups":
+        stored = encode_sketches(pairs + [(one.encode(), sketch + b"!") for one in others if one not in ids])
+    elif sketch_form == "leading zero" and stored:
+        stored = b"0" + stored
+    elif sketch_form == "extra":
+        stored = (stored or b"") + b"1:x"
+    elif sketch_form == "cut" and stored:
+        stored = stored[:-1]
+    elif sketch_form == "absent":
+        stored = None
+    replies: list[list[bytes | None]] = [[raw_ids, stored], [None, None]]
+    got: dict[str, bytes] = {}
+    listed = _outcome(lambda: _with_sketches(replies, got))
+    want = _outcome(lambda: _sketches_parsed(replies))
+    assert (listed, got) == want if not isinstance(want, type) else listed == want

@@ -174,9 +174,13 @@ impl Sketcher {
 
     /// The sketch of a document given as its token hashes.
     pub fn sketch_of_ids(&self, ids: &[u64]) -> Vec<u8> {
-        let shingles = distinct_shingles(ids, self.n);
+        self.sketch_of_shingles(&distinct_shingles(ids, self.n))
+    }
+
+    /// The sketch of a document given as its distinct shingle hashes (`distinct_shingles`).
+    pub fn sketch_of_shingles(&self, shingles: &[u64]) -> Vec<u8> {
         let mut mins = vec![u64::MAX; self.a.len()];
-        for &h in &shingles {
+        for &h in shingles {
             for ((m, &a), &b) in mins.iter_mut().zip(&self.a).zip(&self.b) {
                 let v = h.wrapping_mul(a).wrapping_add(b);
                 if v < *m {

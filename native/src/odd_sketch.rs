@@ -11,7 +11,7 @@
 use crate::engine::Normalizer;
 use crate::error::{value, Error};
 use crate::hash::mix;
-use crate::minhash::{distinct_shingles, token_ids, MinJob};
+use crate::minhash::{distinct_shingles, token_ids, MinJob, Sketcher};
 
 /// Parity bits of a sketch.
 pub const BITS: usize = 1008;
@@ -101,6 +101,49 @@ impl OddSketcher {
             .iter()
             .map(|&level| self.sketch_of_shingles(&shingles, Some(level)))
             .collect()
+    }
+
+    /// Whether a MinHash sketcher can key `banded_query`: of this sketcher's n and seed.
+    ///
+    /// # Errors
+    /// `Error::Value` when `bands` has another n or seed.
+    pub fn banded_check(&self, bands: &Sketcher) -> Result<(), Error> {
+        if bands.n != self.n || bands.seed != self.seed {
+            return Err(value(format!(
+                "the band MinHash (n={}, seed={}) must share the odd sketch's n={} and seed={}",
+                bands.n, bands.seed, self.n, self.seed
+            )));
+        }
+        Ok(())
+    }
+
+    /// A document's query sketch for `BandedOddSketcher`, its shingles made once: the band values
+    /// (`bands`' sketch; `banded_check` it first), then the odd sketch at the document's own level,
+    /// at the level below (zeros at level 0), and at the level above (zeros unless the own level
+    /// keeps at least `above` shingles and is below the last).
+    pub fn banded_query<N: Normalizer>(
+        &self,
+        bands: &Sketcher,
+        job: &MinJob<'_>,
+        above: usize,
+        normalizer: &mut N,
+    ) -> Vec<u8> {
+        let shingles = self.shingles(job, normalizer);
+        let mut out = bands.sketch_of_shingles(&shingles);
+        let own = self.sketch_of_shingles(&shingles, None);
+        let (size, level) = header(&own);
+        out.extend_from_slice(&own);
+        if level > 0 {
+            out.extend(self.sketch_of_shingles(&shingles, Some(Level(level - 1))));
+        } else {
+            out.extend_from_slice(&[0u8; BYTES]);
+        }
+        if size >= above && level < MAX_LEVEL {
+            out.extend(self.sketch_of_shingles(&shingles, Some(Level(level + 1))));
+        } else {
+            out.extend_from_slice(&[0u8; BYTES]);
+        }
+        out
     }
 
     /// How deep a shingle's sampling key reaches: its leading zero bits, at most 15.
@@ -374,5 +417,61 @@ mod tests {
             Some("levels[1] must be in 0..15, got 16")
         );
         assert!(Level::new(-1, "level").is_err());
+    }
+
+    fn minhash(n: usize, seed: u64) -> Sketcher {
+        let words = |salt: u64| -> Vec<u8> {
+            (0..32u64)
+                .flat_map(|i| (mix(i ^ salt) | 1).to_le_bytes())
+                .collect()
+        };
+        Sketcher::new(32, 8, n, seed, &words(1), &words(2)).unwrap()
+    }
+
+    // The query sketch is the band values, then the sketches at the own level, below and above, as
+    // `BandedOddSketcher.sketch_many` puts them together from the separate calls.
+    #[test]
+    fn banded_queries_are_the_separate_sketches_joined() {
+        let three = OddSketcher::new(3, 0).unwrap();
+        let bands = minhash(3, 0);
+        three.banded_check(&bands).unwrap();
+        let long: String = (0..3000).map(|i| format!("w{i} ")).collect();
+        let middle: String = (0..600).map(|i| format!("w{i} ")).collect();
+        for text in [
+            "",
+            "one two",
+            "Caf\u{e9} \u{4e2d}\u{6587} ok hello",
+            &middle,
+            &long,
+        ] {
+            let job = MinJob::Text(Cow::Borrowed(text));
+            let state = testing::state();
+            let answers = Answers::default();
+            let mut resolver = Resolver::new(&state, &answers);
+            let got = three.banded_query(&bands, &job, 480, &mut resolver);
+            let own = sketch(&three, &job, None);
+            let (size, level) = header(&own);
+            let mut want = bands.sketch(&job, &mut resolver);
+            want.extend(&own);
+            let at = |l: u32| sketch(&three, &job, Some(Level(l)));
+            want.extend(if level > 0 {
+                at(level - 1)
+            } else {
+                vec![0; BYTES]
+            });
+            let up = size >= 480 && level < MAX_LEVEL;
+            want.extend(if up { at(level + 1) } else { vec![0; BYTES] });
+            assert_eq!(hex(&got), hex(&want), "{text:.20}");
+            assert_eq!(got.len(), 32 + 3 * BYTES);
+        }
+        let message = three
+            .banded_check(&minhash(2, 0))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            message.as_deref(),
+            Some("the band MinHash (n=2, seed=0) must share the odd sketch's n=3 and seed=0")
+        );
+        assert!(three.banded_check(&minhash(3, 1)).is_err());
     }
 }

@@ -69,6 +69,10 @@ class BandedOddSketcher:
         Raises:
             InvalidType: a document is of another type (the message names it).
         """
+        native = engine_choice.native
+        if native is not None:
+            # One pass a document: its shingles made once for the band values and every level.
+            return native.banded_sketch_many(self.n, self.seed, self.bands, docs, _ABOVE)  # type: ignore[no-any-return]
         bands = self.bands.sketch_many(docs)
         own = self.odd.sketch_many(docs)
         out = []

@@ -276,6 +276,15 @@ def odd_sketch_levels(n: int, seed: int, doc: str | bytes | Sequence[str], level
     return _odd_sketcher(n, seed).sketch_levels(_sketch_doc(doc, "doc"), levels, "doc")
 
 
+def banded_sketch_many(
+    n: int, seed: int, bands: MinHashParams, docs: Sequence[str | bytes | Sequence[str]], above: int
+) -> list[bytes]:
+    """`BandedOddSketcher.sketch_many` natively, byte for byte: the band MinHash `bands` (of n and
+    seed), the odd sketches of (n, seed), and the level above made from `above` shingles kept."""
+    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
+    return _odd_sketcher(n, seed).banded_many(batch, _sketcher(bands), above)
+
+
 def fingerprint_lines(
     raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:

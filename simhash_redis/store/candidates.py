@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import warnings
 from itertools import chain
 from typing import Any
@@ -20,6 +21,9 @@ __all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw"]
 _VECTOR_MIN = 48
 # From this many queries, band members are filtered in numpy (below, its fixed costs are most of it).
 _BANDS_VECTOR_MIN = 16
+_MASK64 = (1 << 64) - 1
+# Up to this many band members, a few queries' are decoded one by one (`_few_band_hits`).
+_FEW_MEMBERS = 64
 
 
 def takes_raw() -> bool:
@@ -79,15 +83,19 @@ def band_hits(
     fps: list[int], values: list[bytes | None], per: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
     """`hits` with k = f of band tables' packed values (`codec.unpack_fps_many`), `per` per query: every
-    member a candidate, in the order met, decoded and compared in one numpy pass.
+    member a candidate, in the order met, decoded and compared (a batch's in one numpy pass).
 
     Returns:
         For each query, {stored value: (fingerprint, distance)}; None where the members go the way of
         `unpack_fps_many` and `hits`: fingerprints wider than 64 bits, a value that is not a whole
-        number of them or one wider than f, or too few queries to pay numpy's fixed costs.
+        number of them or one wider than f, or many members of a few queries.
     """
-    if f > 64 or len(values) != len(fps) * per or not per or len(fps) < _BANDS_VECTOR_MIN:
+    if f > 64 or len(values) != len(fps) * per or not per:
         return None
+    if len(fps) < _BANDS_VECTOR_MIN:
+        if sum(len(value) for value in values if value) > 8 * _FEW_MEMBERS:
+            return None  # pages of one template: the compiled filter decodes many faster
+        return _few_band_hits(fps, values, per, f)
     lengths = np.array([len(v) if v else 0 for v in values], dtype=np.int64)
     found: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
     if not lengths.any():
@@ -113,6 +121,30 @@ def band_hits(
         kept_owners.tolist(), stored.tolist(), kept_members.tolist(), distances.tolist(), strict=True
     ):
         found[q][b"%d" % value] = (fp, d)
+    return found
+
+
+def _few_band_hits(
+    fps: list[int], values: list[bytes | None], per: int, f: int
+) -> list[dict[bytes, tuple[int, int]]] | None:
+    """`band_hits` of a few queries (a single lookup's), member by member: numpy's fixed costs would be
+    most of the time. None where a value is not whole fingerprints or holds one wider than f."""
+    found: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
+    for q, fp in enumerate(fps):
+        mine = found[q]
+        for value in values[q * per : (q + 1) * per]:
+            if not value:
+                continue
+            if len(value) % 8:
+                return None
+            for signed in struct.unpack(f"<{len(value) // 8}q", value):
+                # Stored as encode_fp writes it: signed where f is 64.
+                raw = b"%d" % signed
+                if raw not in mine:
+                    candidate = signed & _MASK64
+                    if candidate >> f:
+                        return None
+                    mine[raw] = (candidate, (candidate ^ fp).bit_count())
     return found
 
 

@@ -320,29 +320,41 @@ def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]
         if ids is None:
             out.append(None)
             continue
-        listed = decode_ids(ids)
+        listed = _one_id(ids) or decode_ids(ids)
         out.append(listed)
         if stored is None:
             continue
         # The common value: one sketch for exactly the ids listed (`encode_sketches` of them), read
         # without parsing it; any other goes the way of decode_sketches.
-        tail = b"%d:%s" % (len(ids), ids)
-        head = stored[: len(stored) - len(tail)]
-        colon = head.find(b":")
-        digits = head[:colon]
-        if (
-            stored.endswith(tail)
-            and colon > 0
-            and digits.isdigit()
-            and (colon == 1 or digits[:1] != b"0")
-            and int(digits) == len(head) - colon - 1
-        ):
-            sketch = head[colon + 1 :]
-            sketches.update((doc_id, sketch) for doc_id in listed)
+        colon = stored.find(b":")
+        digits = stored[:colon]
+        end = (
+            colon + 1 + int(digits)
+            if colon > 0 and digits.isdigit() and (colon == 1 or digits[:1] != b"0")
+            else -1
+        )
+        if end > 0 and stored[end:] == b"%d:%s" % (len(ids), ids):
+            sketch = stored[colon + 1 : end]
+            for doc_id in listed:
+                sketches[doc_id] = sketch
         else:
             known = set(listed)
             sketches.update(item for item in decode_sketches(stored).items() if item[0] in known)
     return out
+
+
+def _one_id(ids: bytes) -> list[str] | None:
+    """`decode_ids` of a list of exactly one id (the common one), without the loop; None for any other."""
+    colon = ids.find(b":")
+    digits = ids[:colon]
+    if (
+        colon > 0
+        and digits.isdigit()
+        and (colon == 1 or digits[:1] != b"0")
+        and int(digits) == len(ids) - colon - 1
+    ):
+        return [ids[colon + 1 :].decode()]
+    return None
 
 
 def _merged(replies: list[list[str] | None]) -> list[str]:

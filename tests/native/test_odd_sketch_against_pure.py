@@ -2,12 +2,16 @@
 
 Texts of every kind (any code point, Chinese, empty, short), token lists, and long documents of more
 than 1,024 shingles at their own level and at every level, one by one, in batches and several levels
-at once. The pure engine is the definition.
+at once; verified mode's query sketches (`BandedOddSketcher`: band values and three levels, made in
+one pass by the compiled core). The pure engine is the definition.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -18,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_redis.compiled import odd_estimate
-from simhash_redis.fingerprinting import engine_choice
+from simhash_redis.fingerprinting import BandedOddSketcher, engine_choice
 from simhash_redis.fingerprinting.odd_sketch import MAX_LEVEL, SKETCH_BYTES, OddSketcher
 from tests.native.conftest import pure_engine
 from tests.native.test_native_equivalence import CHECK, FEW, MASK, SKETCH_DOCS, _case_id, same
@@ -68,6 +72,29 @@ def test_every_level_of_long_documents(sketcher: OddSketcher, doc: Any, levels: 
     )
 
 
+BANDED = st.builds(
+    BandedOddSketcher,
+    n=st.one_of(st.just(3), st.integers(1, 5)),
+    seed=st.one_of(st.sampled_from([0, 1, MASK]), st.integers(0, MASK)),
+)
+#: Documents around the sizes where a query sketch carries the level above (480 shingles kept) and
+#: where the own level leaves 0 (1,024).
+EDGES = st.builds(
+    lambda count, words: " ".join(f"w{i}" for i in range(count)) if words else "中" * count,
+    st.sampled_from([479, 480, 481, 482, 483, 1025, 1026, 1027]),
+    st.booleans(),
+)
+
+
+@CHECK
+@given(sketcher=BANDED, docs=st.lists(st.one_of(DOCS, EDGES), max_size=5))
+def test_banded_query_sketches(sketcher: BandedOddSketcher, docs: list[Any]) -> None:
+    assert engine_choice.native is not None, "the compiled core is not in use"
+    for doc in docs:
+        same(sketcher.sketch, sketcher.sketch, doc)
+    same(sketcher.sketch_many, sketcher.sketch_many, docs)
+
+
 @pytest.mark.parametrize(
     "doc", [5, None, {"a": 1}, ["a", 1], ("a", None), iter(["a"]), range(3)], ids=_case_id
 )
@@ -76,6 +103,9 @@ def test_bad_documents(doc: Any) -> None:
     same(sketcher.sketch, sketcher.sketch, doc)
     same(sketcher.sketch_many, sketcher.sketch_many, ["ok", doc])
     same(lambda d: sketcher.sketch_levels(d, [0, 1]), lambda d: sketcher.sketch_levels(d, [0, 1]), doc)
+    banded = BandedOddSketcher()
+    same(banded.sketch, banded.sketch, doc)
+    same(banded.sketch_many, banded.sketch_many, ["ok", doc])
 
 
 def test_bad_levels_and_parameters() -> None:
@@ -134,3 +164,23 @@ def test_real_texts() -> None:
     with pure_engine():
         assert sketcher.sketch_many(texts) == got
     assert {sketcher.size_and_level(s)[1] for s in got} != {0}
+    banded = BandedOddSketcher().sketch_many(texts)
+    with pure_engine():
+        assert BandedOddSketcher().sketch_many(texts) == banded
+
+
+def test_a_compiled_core_without_the_banded_sketches_is_refused() -> None:
+    # Built from an older checkout: an OddSketch without banded_many. =native says why.
+    code = (
+        "import sys, types, simhash_redis_native as core\n"
+        "old = types.ModuleType('simhash_redis_native')\n"
+        "old.__dict__.update(vars(core))\n"
+        "old.OddSketch = type('OddSketch', (), {})\n"
+        "sys.modules['simhash_redis_native'] = old\n"
+        "import simhash_redis\n"
+        "print(simhash_redis.engine())\n"
+    )
+    env = dict(os.environ, SIMHASH_REDIS_ENGINE="native")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 1
+    assert "older than this simhash-redis (no OddSketch.banded_many): rebuild it" in done.stderr

@@ -237,7 +237,7 @@ impl<'py> MinRef<'py> {
 /// The sketches of a `MinHasher`.
 #[pyclass(frozen, module = "simhash_redis_native")]
 pub struct MinHash {
-    sketcher: Sketcher,
+    pub(super) sketcher: Sketcher,
     unicode: Py<Unicode>,
 }
 

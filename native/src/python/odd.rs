@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::engine::MinRef;
+use super::engine::{MinHash, MinRef};
 use super::unicode::Unicode;
 use super::Raise;
 use crate::odd_sketch::{self, Level, OddSketcher};
@@ -77,6 +77,39 @@ impl OddSketch {
                     .map(|job| sketcher.sketch(job, level, resolver))
                     .unwrap_or_default()
             })?;
+        let out = PyList::empty(py);
+        for sketch in sketches {
+            out.append(PyBytes::new(py, &sketch))?;
+        }
+        Ok(out)
+    }
+
+    /// The query sketches of `BandedOddSketcher` of many documents, each document's shingles made
+    /// once (`OddSketcher::banded_query`), computed detached from Python for more than one.
+    fn banded_many<'py>(
+        &self,
+        py: Python<'py>,
+        docs: &Bound<'py, PyList>,
+        bands: PyRef<'py, MinHash>,
+        above: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let refs = docs
+            .iter()
+            .enumerate()
+            .map(|(i, doc)| MinRef::parse(doc, &format!("docs[{i}]")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let jobs = refs.iter().map(MinRef::job).collect::<PyResult<Vec<_>>>()?;
+        let (sketcher, minhash) = (&self.sketcher, &bands.sketcher);
+        // The parameters are checked once, not per document.
+        sketcher.banded_check(minhash).raise(py)?;
+        let sketches =
+            self.unicode
+                .get()
+                .settle(py, jobs.len(), jobs.len() > 1, |i, resolver| {
+                    jobs.get(i)
+                        .map(|job| sketcher.banded_query(minhash, job, above, resolver))
+                        .unwrap_or_default()
+                })?;
         let out = PyList::empty(py);
         for sketch in sketches {
             out.append(PyBytes::new(py, &sketch))?;
