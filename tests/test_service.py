@@ -121,7 +121,7 @@ def test_json_array_batches(http: httpx.Client, redis_server: ServerProcess) -> 
 
 
 def test_json_lines_stream_in_and_out(http: httpx.Client, redis_server: ServerProcess) -> None:
-    total = 1_300  # over two of the service's batches of 500
+    total = 2_300  # over two of the service's parts of 1,000
     rng = random.Random(5)
     fps = [rng.getrandbits(64) for _ in range(total)]  # far apart: none is within k of another
     lines = [json.dumps({"id": f"doc-{i}", "fingerprint": hex(fp)}) for i, fp in enumerate(fps)]
