@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import random
 import re
@@ -16,6 +17,7 @@ import pytest
 
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.codec import format_fingerprint
+from simhash_redis.service.metrics import Metrics
 from tests.servers import HOST, ServerProcess
 from tests.service_process import ServiceProcess
 
@@ -355,3 +357,38 @@ def test_server_packages_are_imported_only_by_the_service() -> None:
                 names = [node.module]
             found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in server_packages]
     assert found == []
+
+
+def test_metrics_are_tallied_then_added_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prometheus_client import generate_latest
+
+    from simhash_redis.service import metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "FLUSH_AFTER", 0.0)
+    route = "/test/tallied"
+    mine = 'route="/test/tallied"'
+
+    async def requests() -> str:
+        found = Metrics.get()
+        for seconds in (0.0003, 0.0005, 2.0):  # a bound is its own bucket's (le: less or equal)
+            found.observe(route, "POST", 200, seconds, None)
+        found.observe(route, "POST", 400, 0.0001, "malformed_json")
+        before = generate_latest().decode()
+        while found._timer is not None:  # the flush the first request scheduled
+            await asyncio.sleep(0)
+        return before
+
+    before = asyncio.run(requests())
+    assert mine not in before  # tallied, not yet added
+    lines = [line for line in Metrics.exposition().decode().splitlines() if mine in line]
+    value = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in lines}
+    assert value[f'simhash_redis_requests_total{{method="POST",{mine},status="200"}}'] == 3
+    assert value[f'simhash_redis_requests_total{{method="POST",{mine},status="400"}}'] == 1
+
+    def bucket(le: str) -> float:
+        return value[f'simhash_redis_request_duration_seconds_bucket{{le="{le}",{mine}}}']
+
+    assert (bucket("0.0001"), bucket("0.00025"), bucket("0.0005"), bucket("1.0")) == (1, 1, 3, 3)
+    assert bucket("2.5") == bucket("+Inf") == 4
+    assert value[f"simhash_redis_request_duration_seconds_count{{{mine}}}"] == 4
+    assert value[f"simhash_redis_request_duration_seconds_sum{{{mine}}}"] == pytest.approx(2.0009)

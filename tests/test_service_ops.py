@@ -12,6 +12,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -187,11 +188,19 @@ def test_tls_with_two_workers_and_their_metrics_added_up(server: ServerProcess, 
             with httpx.Client(base_url=service.url, verify=trusted) as http:
                 answer = http.post("/v1/indexes/tls/add", json={"id": f"t{i}", "text": f"{STORY} {i}"})
                 assert answer.status_code == 200
-        with httpx.Client(base_url=service.url, verify=trusted) as http:
-            metrics = http.get("/metrics").text
         route = 'route="/v1/indexes/{name}/add",status="200"'
-        counts = [line for line in metrics.splitlines() if "requests_total{" in line and route in line]
-        assert sum(float(line.split()[-1]) for line in counts) == total
+        counted = 0.0
+        deadline = time.monotonic() + 60
+        # A worker adds its requests to the shared figures within a second (the one answering /metrics
+        # adds its own at once): wait until they all are, then none more.
+        with httpx.Client(base_url=service.url, verify=trusted) as http:
+            while counted < total and time.monotonic() < deadline:
+                metrics = http.get("/metrics").text
+                lines = [line for line in metrics.splitlines() if "requests_total{" in line and route in line]
+                counted = sum(float(line.split()[-1]) for line in lines)
+                if counted < total:
+                    time.sleep(0.1)  # polling the service's state
+        assert counted == total
         with pytest.raises(httpx.HTTPError):  # not the certificate's CA
             httpx.get(f"{service.url}/healthz", verify=ssl.create_default_context(cafile=certs.other_ca))
 

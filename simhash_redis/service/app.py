@@ -135,6 +135,7 @@ class Service:
         try:
             yield
         finally:
+            Metrics.get().flush()  # the last requests' figures, before the worker exits
             self._registry.close()
 
     def forget_missing(self, exc: BaseException, name: str) -> None:
