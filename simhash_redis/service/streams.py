@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from ..errors import InvalidArgument, InvalidType
-from .guard import Message, Receive, Scope, Send, refuse
+from .guard import SENT, STATUS, Message, Receive, Scope, Send, refuse
 from .problems import Problem, ServiceError
 from .schemas import ErrorBody
 
@@ -112,6 +112,7 @@ class Call:
         if status == 401:
             headers.append((b"www-authenticate", b"Bearer"))
         self.started = True
+        self.state[STATUS], self.state[SENT] = status, len(body)
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
         await self.send({"type": "http.response.body", "body": body})
 
@@ -126,10 +127,12 @@ class Call:
         """Send a JSON Lines answer, a part (of whole lines) at a time as they come."""
         start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", JSON_LINES)]}
         self.started = True
+        self.state[STATUS], self.state[SENT] = 200, 0
         await self.send(start)
         async for part in lines:
             if part:
                 await self.send({"type": "http.response.body", "body": part, "more_body": True})
+                self.state[SENT] += len(part)
         await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
