@@ -392,3 +392,60 @@ def test_metrics_are_tallied_then_added_exactly(monkeypatch: pytest.MonkeyPatch)
     assert bucket("2.5") == bucket("+Inf") == 4
     assert value[f"simhash_redis_request_duration_seconds_count{{{mine}}}"] == 4
     assert value[f"simhash_redis_request_duration_seconds_sum{{{mine}}}"] == pytest.approx(2.0009)
+
+
+def test_access_log_goes_through_the_applications_own_handlers() -> None:
+    import logging
+
+    from simhash_redis.service.app import create_app
+    from simhash_redis.service.config import ServiceConfig
+
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    async def get(path: str) -> list[dict[str, object]]:
+        sent: list[dict[str, object]] = []
+
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": [],
+            "client": ("127.0.0.1", 5555),
+            "server": ("127.0.0.1", 8080),
+        }
+        app = create_app(ServiceConfig(redis_url="redis://127.0.0.1:1", access_log=True))
+        await app(scope, receive, send)
+        return sent
+
+    access = logging.getLogger("simhash_redis.service.access")
+    keep, level = Keep(), access.level
+    access.addHandler(keep)
+    access.setLevel(logging.INFO)
+    try:
+        sent = asyncio.run(get("/healthz"))
+    finally:
+        access.removeHandler(keep)
+        access.setLevel(level)
+    assert sent[0]["status"] == 200
+    records = [json.loads(line) for line in lines]
+    assert [(r["path"], r["route"], r["status"], r["client"]) for r in records] == [
+        ("/healthz", "/healthz", 200, "127.0.0.1:5555")
+    ]
+    assert records[0]["bytes"] == len(b'{"status":"ok"}')
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", str(records[0]["time"]))

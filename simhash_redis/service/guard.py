@@ -9,7 +9,6 @@ to the application through a `send` that notes them.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import sys
 import time
@@ -42,6 +41,8 @@ _OPEN = frozenset({"/healthz", "/readyz", "/openapi.json"})
 _OPS = frozenset({"fingerprint", "near", "add", "add_if_new", "remove", "get", "stats"})
 
 _log = logging.getLogger("simhash_redis.service.access")
+# The name of the handler the guard adds (to stderr) when the access log has none.
+_OWN_HANDLER = "simhash_redis.service.access.stderr"
 _encode = msgspec.json.Encoder().encode
 
 
@@ -83,10 +84,13 @@ class Guard:
         if access_log and not _log.handlers:
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("%(message)s"))
+            handler.set_name(_OWN_HANDLER)
             _log.addHandler(handler)
             _log.setLevel(logging.INFO)
             _log.propagate = False
         self._access_log = access_log
+        self._second = -1
+        self._stamp = ""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -126,11 +130,17 @@ class Guard:
                 return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
         return False
 
-    @staticmethod
-    def _log(scope: Scope, route: str, status: int, seconds: float, sent: int, code: str | None) -> None:
+    def _log(
+        self, scope: Scope, route: str, status: int, seconds: float, sent: int, code: str | None
+    ) -> None:
+        if not _log.isEnabledFor(logging.INFO):
+            return
+        now = int(time.time())
+        if now != self._second:  # the time stamp, made once a second
+            self._second, self._stamp = now, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
         client = scope.get("client")
         record = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()),
+            "time": self._stamp,
             "method": scope["method"],
             "path": scope["path"],  # never the query string or headers: a token may be there
             "route": route,
@@ -141,7 +151,16 @@ class Guard:
         }
         if code is not None:
             record["error"] = code
-        _log.info(json.dumps(record, ensure_ascii=False))
+        line = _encode(record).decode()
+        handlers = _log.handlers
+        if len(handlers) == 1 and handlers[0].get_name() == _OWN_HANDLER and not _log.disabled:
+            # Only the handler made above: the line goes to its stream as it would through logging,
+            # without a LogRecord, its formatting and its locks (20-25 us a request).
+            stream = handlers[0].stream  # type: ignore[attr-defined]
+            stream.write(line + "\n")
+            stream.flush()
+        else:  # handlers the application set up: through logging
+            _log.info(line)
 
 
 def _noting(send: Send, state: dict[str, Any]) -> Send:
