@@ -46,6 +46,18 @@ class _Tally:
         self.buckets = [0] * (len(_BUCKETS) + 1)
 
 
+class _Histogram(Histogram):
+    """prometheus_client's histogram, which can also take many observations at once."""
+
+    def add(self, seconds: float, buckets: list[int]) -> None:
+        """Add observations: their total seconds, and how many fell in each bucket (not cumulative, the
+        last +Inf's), as that many calls of `observe` would have (it stores the same)."""
+        self._sum.inc(seconds)
+        for bucket, count in zip(self._buckets, buckets, strict=True):
+            if count:
+                bucket.inc(count)
+
+
 class Metrics:
     """The counters and histograms of one process (registered once per process)."""
 
@@ -55,7 +67,7 @@ class Metrics:
         self.requests = Counter(
             "simhash_redis_requests", "HTTP requests answered", ("route", "method", "status")
         )
-        self.latency = Histogram(
+        self.latency = _Histogram(
             "simhash_redis_request_duration_seconds", "Time to answer a request", ("route",), buckets=_BUCKETS
         )
         self.errors = Counter("simhash_redis_errors", "Error responses by stable error code", ("code",))
@@ -100,13 +112,7 @@ class Metrics:
         codes, self._codes = self._codes, {}
         for (route, method, status), tally in tallies.items():
             self.requests.labels(route, method, str(status)).inc(tally.count)
-            # prometheus_client has no call that observes many values: its histogram child's sum and
-            # (non-cumulative) buckets are added to directly, as its observe() does for one.
-            child = self.latency.labels(route)
-            child._sum.inc(tally.seconds)
-            for bucket, count in zip(child._buckets, tally.buckets, strict=True):
-                if count:
-                    bucket.inc(count)
+            self.latency.labels(route).add(tally.seconds, tally.buckets)
         for code, count in codes.items():
             self.errors.labels(code).inc(count)
         # The process's round trips since the last flush (concurrent requests share them).
@@ -115,12 +121,12 @@ class Metrics:
             self.round_trips.inc(now - self._reported)
             self._reported = now
 
-    @staticmethod
-    def exposition() -> bytes:
+    @classmethod
+    def exposition(cls) -> bytes:
         """The text exposition of every worker's metrics (this process's without multiprocess mode),
         this process's latest requests included."""
-        if Metrics._instance is not None:
-            Metrics._instance.flush()
+        if cls._instance is not None:
+            cls._instance.flush()
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             registry = CollectorRegistry()
             MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
