@@ -6,17 +6,22 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import logging
+import os
 import random
 import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.codec import format_fingerprint
+from simhash_redis.service.app import create_app
+from simhash_redis.service.config import ServiceConfig
 from simhash_redis.service.metrics import Metrics
 from tests.servers import HOST, ServerProcess
 from tests.service_process import ServiceProcess
@@ -396,51 +401,48 @@ def test_metrics_are_tallied_then_added_exactly(monkeypatch: pytest.MonkeyPatch)
     assert value[f"simhash_redis_request_duration_seconds_sum{{{mine}}}"] == pytest.approx(2.0009)
 
 
+async def _get(app: Any, path: str) -> list[dict[str, object]]:
+    """What an ASGI app sends for a GET of path (called in-process)."""
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [],
+        "client": ("127.0.0.1", 5555),
+        "server": ("127.0.0.1", 8080),
+    }
+    await app(scope, receive, send)
+    return sent
+
+
 def test_access_log_goes_through_the_applications_own_handlers() -> None:
-    import logging
-
-    from simhash_redis.service.app import create_app
-    from simhash_redis.service.config import ServiceConfig
-
     lines: list[str] = []
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             lines.append(record.getMessage())
 
-    async def get(path: str) -> list[dict[str, object]]:
-        sent: list[dict[str, object]] = []
-
-        async def receive() -> dict[str, object]:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message: dict[str, object]) -> None:
-            sent.append(message)
-
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "root_path": "",
-            "query_string": b"",
-            "headers": [],
-            "client": ("127.0.0.1", 5555),
-            "server": ("127.0.0.1", 8080),
-        }
-        app = create_app(ServiceConfig(redis_url="redis://127.0.0.1:1", access_log=True))
-        await app(scope, receive, send)
-        return sent
-
     access = logging.getLogger("simhash_redis.service.access")
     keep, level = Keep(), access.level
     access.addHandler(keep)
     access.setLevel(logging.INFO)
     try:
-        sent = asyncio.run(get("/healthz"))
+        app = create_app(ServiceConfig(redis_url="redis://127.0.0.1:1", access_log=True))
+        sent = asyncio.run(_get(app, "/healthz"))
     finally:
         access.removeHandler(keep)
         access.setLevel(level)
@@ -451,3 +453,24 @@ def test_access_log_goes_through_the_applications_own_handlers() -> None:
     ]
     assert records[0]["bytes"] == len(b'{"status":"ok"}')
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", str(records[0]["time"]))
+
+
+def test_a_closed_stderr_never_fails_a_request() -> None:
+    access = logging.getLogger("simhash_redis.service.access")
+    before = access.handlers[:]
+    for handler in before:
+        access.removeHandler(handler)
+    try:
+        app = create_app(ServiceConfig(redis_url="redis://127.0.0.1:1", access_log=True))
+        (own,) = access.handlers  # the service's own, on stderr
+        closed = open(os.devnull, "w")  # noqa: SIM115 - closed at once: a stderr that is gone
+        closed.close()
+        assert isinstance(own, logging.StreamHandler)
+        own.stream = closed
+        sent = asyncio.run(_get(app, "/healthz"))
+        assert sent[0]["status"] == 200 and sent[-1]["body"] == b'{"status":"ok"}'
+    finally:
+        for handler in access.handlers[:]:
+            access.removeHandler(handler)
+        for handler in before:
+            access.addHandler(handler)

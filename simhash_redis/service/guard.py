@@ -157,8 +157,11 @@ class Guard:
             # Only the handler made above: the line goes to its stream as it would through logging,
             # without a LogRecord, its formatting and its locks (20-25 us a request).
             stream = handlers[0].stream  # type: ignore[attr-defined]
-            stream.write(line + "\n")
-            stream.flush()
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except (OSError, ValueError):  # stderr closed or gone: a log line never fails a request
+                pass
         else:  # handlers the application set up: through logging
             _log.info(line)
 
