@@ -9,7 +9,8 @@ with W worker processes. Latency: a near() of a text over HTTP (one keep-alive c
 client: a prepared request on a raw socket, the reply read by Content-Length; its few microseconds of
 Python are in the figure) interleaved with `SimhashIndex.near()` of the same text in this process; and
 the same from wrk on one connection (``wrk -t1 -c1 --latency``, a client in C), alternating with the
-library's calls in a loop, 3 rounds. Throughput: wrk (``apt-get install wrk``) with 64 keep-alive connections
+library's calls in a loop, 3 rounds (with the CPU a request of the service's workers, and a call of the
+library's). Throughput: wrk (``apt-get install wrk``) with 64 keep-alive connections
 posting near and add_if_new of one document each, against the library's calls in a loop on one thread.
 Batches: add_if_new/batch and near/batch as JSON arrays, and a JSON Lines stream, in documents a second
 (for add_if_new also the CPU a document of the service's workers and of the server: steadier than a rate
@@ -215,13 +216,15 @@ def wrk(port: int, script: str, seconds: float) -> float:
     return float(re.search(r"Requests/sec:\s*([\d.]+)", out).group(1))  # type: ignore[union-attr]
 
 
-def wrk_p50(port: int, script: str, seconds: float) -> float:
-    """The p50 in microseconds of wrk's requests on one keep-alive connection (wrk -t1 -c1 --latency)."""
+def wrk_p50(port: int, script: str, seconds: float) -> tuple[float, int]:
+    """The p50 in microseconds of wrk's requests on one keep-alive connection (wrk -t1 -c1 --latency),
+    and how many requests it made."""
     out = _wrk(port, script, seconds, 1, "--latency")
     found = re.search(r"50%\s+([\d.]+)(us|ms|s)\b", out)
-    if found is None:
+    count = re.search(r"(\d+) requests in", out)
+    if found is None or count is None:
         raise RuntimeError(f"no latency distribution in wrk's report:\n{out}")
-    return float(found.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[found.group(2)]
+    return float(found.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[found.group(2)], int(count.group(1))
 
 
 def _lua_bodies(path: str, bodies: list[str]) -> str:
@@ -238,21 +241,35 @@ end
 """
 
 
-def latency_wrk(port: int, index: SimhashIndex, texts: list[str], seconds: float, command: str) -> Figure:
+def latency_wrk(
+    port: int, pid: int, index: SimhashIndex, texts: list[str], seconds: float, command: str
+) -> Figure:
     """near(text) p50 from wrk on one keep-alive connection (a client in C: no Python in the client's
-    figure), against the library's near(text) p50 over the same texts, alternating, 3 rounds (medians)."""
+    figure), against the library's near(text) p50 over the same texts, alternating, 3 rounds (medians);
+    also the service's CPU a request (its workers', from /proc: steadier than a latency when other jobs
+    share the machine) against the library's CPU a call."""
     path = f"/v1/indexes/{INDEX}/near"
     script = _lua_bodies(path, [json.dumps({"text": t}) for t in texts[:300]])
-    ours, theirs = [], []
+    ours, theirs, cpu, lib_cpu = [], [], [], []
     for _ in range(3):
-        ours.append(wrk_p50(port, script, max(1.0, seconds / 3)))
+        used = process_cpu(pid)
+        p50, count = wrk_p50(port, script, max(1.0, seconds / 3))
+        ours.append(p50)
+        cpu.append((process_cpu(pid) - used) * 1e6 / max(count, 1))
         spent: list[float] = []
+        started = time.process_time()
         for text in texts[:300] * 2:
             start = time.perf_counter_ns()
             index.near(text)
             spent.append((time.perf_counter_ns() - start) / 1000)
+        lib_cpu.append((time.process_time() - started) * 1e6 / 600)
         theirs.append(percentile(spent, 50))
     http50, lib50 = statistics.median(ours), statistics.median(theirs)
+    print(
+        f"  near(text) from wrk -t1 -c1, CPU a request: service workers {statistics.median(cpu):.0f} us, "
+        f"library in-process {statistics.median(lib_cpu):.0f} us",
+        flush=True,
+    )
     return Figure(
         "near(text) over HTTP p50, wrk -t1 -c1",
         http50,
@@ -263,7 +280,12 @@ def latency_wrk(port: int, index: SimhashIndex, texts: list[str], seconds: float
         target="<= library p50 + 150 us",
         met=http50 <= lib50 + 150,
         command=command,
-        extra={"rounds_us": ours, "library_rounds_us": theirs},
+        extra={
+            "rounds_us": ours,
+            "library_rounds_us": theirs,
+            "worker_cpu_us_per_request": cpu,
+            "library_cpu_us_per_call": lib_cpu,
+        },
     )
 
 
@@ -441,7 +463,7 @@ def run(n: int, count: int, seconds: float, workers: int, command: str) -> list[
         with service(server.url, workers) as (port, pid):
             figures += latency(port, index, texts, command)
             if shutil.which("wrk"):
-                figures.append(latency_wrk(port, index, texts, seconds, command))
+                figures.append(latency_wrk(port, pid, index, texts, seconds, command))
                 figures += throughput(port, index, texts, seconds, command)
             else:
                 print("  wrk is not installed (apt-get install wrk): no throughput figures", flush=True)

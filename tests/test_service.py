@@ -4,18 +4,25 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
+import logging
+import os
 import random
 import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.codec import format_fingerprint
+from simhash_redis.service.app import create_app
+from simhash_redis.service.config import ServiceConfig
+from simhash_redis.service.metrics import Metrics
 from tests.servers import HOST, ServerProcess
 from tests.service_process import ServiceProcess
 
@@ -121,7 +128,7 @@ def test_json_array_batches(http: httpx.Client, redis_server: ServerProcess) -> 
 
 
 def test_json_lines_stream_in_and_out(http: httpx.Client, redis_server: ServerProcess) -> None:
-    total = 1_300  # over two of the service's batches of 500
+    total = 2_300  # over two of the service's parts of 1,000
     rng = random.Random(5)
     fps = [rng.getrandbits(64) for _ in range(total)]  # far apart: none is within k of another
     lines = [json.dumps({"id": f"doc-{i}", "fingerprint": hex(fp)}) for i, fp in enumerate(fps)]
@@ -355,3 +362,115 @@ def test_server_packages_are_imported_only_by_the_service() -> None:
                 names = [node.module]
             found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in server_packages]
     assert found == []
+
+
+def test_metrics_are_tallied_then_added_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prometheus_client import generate_latest
+
+    from simhash_redis.service import metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "FLUSH_AFTER", 0.0)
+    route = "/test/tallied"
+    mine = 'route="/test/tallied"'
+
+    async def requests() -> str:
+        found = Metrics.get()
+        for seconds in (0.0003, 0.0005, 2.0):  # a bound is its own bucket's (le: less or equal)
+            found.observe(route, "POST", 200, seconds, None)
+        found.observe(route, "POST", 400, 0.0001, "malformed_json")
+        before = generate_latest().decode()
+        for _ in range(1000):  # until the flush the first request scheduled has run
+            if mine in generate_latest().decode():
+                break
+            await asyncio.sleep(0)
+        return before
+
+    before = asyncio.run(requests())
+    assert mine not in before  # tallied, not yet added
+    lines = [line for line in generate_latest().decode().splitlines() if mine in line]
+    value = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in lines}
+    assert value[f'simhash_redis_requests_total{{method="POST",{mine},status="200"}}'] == 3
+    assert value[f'simhash_redis_requests_total{{method="POST",{mine},status="400"}}'] == 1
+
+    def bucket(le: str) -> float:
+        return value[f'simhash_redis_request_duration_seconds_bucket{{le="{le}",{mine}}}']
+
+    assert (bucket("0.0001"), bucket("0.00025"), bucket("0.0005"), bucket("1.0")) == (1, 1, 3, 3)
+    assert bucket("2.5") == bucket("+Inf") == 4
+    assert value[f"simhash_redis_request_duration_seconds_count{{{mine}}}"] == 4
+    assert value[f"simhash_redis_request_duration_seconds_sum{{{mine}}}"] == pytest.approx(2.0009)
+
+
+async def _get(app: Any, path: str) -> list[dict[str, object]]:
+    """What an ASGI app sends for a GET of path (called in-process)."""
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [],
+        "client": ("127.0.0.1", 5555),
+        "server": ("127.0.0.1", 8080),
+    }
+    await app(scope, receive, send)
+    return sent
+
+
+def test_access_log_goes_through_the_applications_own_handlers() -> None:
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    access = logging.getLogger("simhash_redis.service.access")
+    keep, level = Keep(), access.level
+    access.addHandler(keep)
+    access.setLevel(logging.INFO)
+    try:
+        app = create_app(ServiceConfig(redis_url="redis://127.0.0.1:1", access_log=True))
+        sent = asyncio.run(_get(app, "/healthz"))
+    finally:
+        access.removeHandler(keep)
+        access.setLevel(level)
+    assert sent[0]["status"] == 200
+    records = [json.loads(line) for line in lines]
+    assert [(r["path"], r["route"], r["status"], r["client"]) for r in records] == [
+        ("/healthz", "/healthz", 200, "127.0.0.1:5555")
+    ]
+    assert records[0]["bytes"] == len(b'{"status":"ok"}')
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", str(records[0]["time"]))
+
+
+def test_a_closed_stderr_never_fails_a_request() -> None:
+    access = logging.getLogger("simhash_redis.service.access")
+    before = access.handlers[:]
+    for handler in before:
+        access.removeHandler(handler)
+    try:
+        app = create_app(ServiceConfig(redis_url="redis://127.0.0.1:1", access_log=True))
+        (own,) = access.handlers  # the service's own, on stderr
+        closed = open(os.devnull, "w")  # noqa: SIM115 - closed at once: a stderr that is gone
+        closed.close()
+        assert isinstance(own, logging.StreamHandler)
+        own.stream = closed
+        sent = asyncio.run(_get(app, "/healthz"))
+        assert sent[0]["status"] == 200 and sent[-1]["body"] == b'{"status":"ok"}'
+    finally:
+        for handler in access.handlers[:]:
+            access.removeHandler(handler)
+        for handler in before:
+            access.addHandler(handler)

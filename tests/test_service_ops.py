@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import random
+import select
 import shutil
 import signal
 import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,20 +135,33 @@ def _chunk(data: bytes) -> bytes:
 def test_sigterm_lets_a_request_in_flight_finish(server: ServerProcess, tmp_path: Path) -> None:
     service = ServiceProcess(server.url, tmp_path).start()
     rng = random.Random(11)
-    lines = [
-        json.dumps({"id": f"g{i}", "fingerprint": hex(rng.getrandbits(64))}).encode() for i in range(800)
-    ]
+
+    sent = 0
+
+    def lines(count: int) -> bytes:
+        nonlocal sent
+        sent += count
+        return b"".join(
+            json.dumps({"id": f"g{i}", "fingerprint": hex(rng.getrandbits(64))}).encode() + b"\n"
+            for i in range(sent - count, sent)
+        )
+
     head = (
         f"POST /v1/indexes/graceful/add/batch HTTP/1.1\r\nHost: {HOST}\r\n"
         "Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
     ).encode()
     with socket.create_connection((HOST, service.port), timeout=60) as conn:
-        conn.sendall(head + _chunk(b"\n".join(lines[:600]) + b"\n"))
+        conn.sendall(head)
         received = b""
-        while received.count(b"\n") < 50:  # the first batch's results are coming: the request is in flight
-            received += conn.recv(65536)
+        # Lines go in until results come out (however many the service hands the library at once):
+        # then the request is in flight, half read.
+        while b'"outcome"' not in received:
+            assert sent < 100_000, "no result came back"
+            conn.sendall(_chunk(lines(100)))
+            if select.select([conn], [], [], 0.05)[0]:
+                received += conn.recv(65536)
         service.terminate()
-        conn.sendall(_chunk(b"\n".join(lines[600:]) + b"\n") + b"0\r\n\r\n")
+        conn.sendall(_chunk(lines(300)) + b"0\r\n\r\n")
         while not received.endswith(b"0\r\n\r\n"):
             more = conn.recv(65536)
             assert more, "the connection was closed before the response ended"
@@ -154,8 +169,8 @@ def test_sigterm_lets_a_request_in_flight_finish(server: ServerProcess, tmp_path
     # Once done, uvicorn raises the signal again for its default action: "terminated" (143 in a shell).
     assert service.wait() == -signal.SIGTERM
     assert received.startswith(b"HTTP/1.1 200")
-    assert received.count(b'"outcome":"added"') == 800
-    assert SimhashIndex(server.client(), "graceful", create=False).count()[0] == 800
+    assert received.count(b'"outcome":"added"') == sent
+    assert SimhashIndex(server.client(), "graceful", create=False).count()[0] == sent
 
 
 def test_tls_with_two_workers_and_their_metrics_added_up(server: ServerProcess, tmp_path: Path) -> None:
@@ -173,11 +188,19 @@ def test_tls_with_two_workers_and_their_metrics_added_up(server: ServerProcess, 
             with httpx.Client(base_url=service.url, verify=trusted) as http:
                 answer = http.post("/v1/indexes/tls/add", json={"id": f"t{i}", "text": f"{STORY} {i}"})
                 assert answer.status_code == 200
-        with httpx.Client(base_url=service.url, verify=trusted) as http:
-            metrics = http.get("/metrics").text
         route = 'route="/v1/indexes/{name}/add",status="200"'
-        counts = [line for line in metrics.splitlines() if "requests_total{" in line and route in line]
-        assert sum(float(line.split()[-1]) for line in counts) == total
+        counted = 0.0
+        deadline = time.monotonic() + 60
+        # A worker adds its requests to the shared figures within a second (the one answering /metrics
+        # adds its own at once): wait until they all are, then none more.
+        with httpx.Client(base_url=service.url, verify=trusted) as http:
+            while counted < total and time.monotonic() < deadline:
+                metrics = http.get("/metrics").text
+                lines = [line for line in metrics.splitlines() if "requests_total{" in line and route in line]
+                counted = sum(float(line.split()[-1]) for line in lines)
+                if counted < total:
+                    time.sleep(0.1)  # polling the service's state
+        assert counted == total
         with pytest.raises(httpx.HTTPError):  # not the certificate's CA
             httpx.get(f"{service.url}/healthz", verify=ssl.create_default_context(cafile=certs.other_ca))
 

@@ -3,7 +3,8 @@
 Every /v1 operation is ``POST /v1/indexes/{name}/{operation}`` for one document, and
 ``POST /v1/indexes/{name}/{operation}/batch`` for many: a JSON array in and out, or JSON Lines in and
 out (Content-Type: application/x-ndjson) for bulk. ``GET /v1/indexes/{name}/stats`` describes an index.
-The /v1 POSTs are served at the ASGI level (`streams.Call`), everything else by Starlette.
+The /v1 POSTs are served at the ASGI level (`streams.Call`, reached from `guard.Guard`), everything else
+by Starlette.
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ class Service:
         try:
             yield
         finally:
+            Metrics.get().flush()  # the last requests' figures, before the worker exits
             self._registry.close()
 
     def forget_missing(self, exc: BaseException, name: str) -> None:
@@ -157,13 +159,14 @@ class Service:
             single = _SINGLE[parts[4]].decode(await call.body(self.config.max_body))
             index = self.registry.get(name, create=op.create)
             params = _params(parts[4], call, single)
-            coalescer = index.coalescer((parts[4], *params), _bound(op, index, params))
-            if alone() and coalescer.idle:
+            if alone():
                 # The worker's only request in flight: none can join its batch, so the library is called
-                # at once (a batch of one, as the coalescer would have run it two turns later).
+                # at once (a batch of one, as the coalescer would have run it two turns later). What a
+                # coalescer may still hold is of requests already answered (504), which it skips.
                 result = op.run(index, [single], params)[0]
             else:
                 # Gathered with the other requests of this turn of the event loop into one batch call.
+                coalescer = index.coalescer((parts[4], *params), _bound(op, index, params))
                 future = coalescer.submit(single)
                 timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
                 try:
@@ -231,20 +234,6 @@ class Service:
         return Response(document(), media_type=_JSON)
 
 
-class _Dispatch:
-    """The /v1 POSTs to the service's own handler, everything else (and lifespan) to Starlette."""
-
-    def __init__(self, service: Service, rest: Starlette) -> None:
-        self.service = service
-        self.rest = rest
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].startswith("/v1/indexes/"):
-            await self.service.operation(scope, receive, send)
-        else:
-            await self.rest(scope, receive, send)
-
-
 def create_app(config: ServiceConfig | None = None) -> Guard:
     """The service's ASGI application (default config: the one `simhash-redis serve` put in the environment).
 
@@ -273,4 +262,5 @@ def create_app(config: ServiceConfig | None = None) -> Guard:
         Route("/openapi.json", service.openapi, methods=["GET"]),
     ]
     rest = Starlette(routes=routes, lifespan=service.lifespan, exception_handlers={HTTPException: refused})
-    return Guard(_Dispatch(service, rest), config.token, config.access_log)
+    # The /v1 POSTs go straight to the service's handler (Starlette's routes above only answer 405).
+    return Guard(rest, service.operation, config.token, config.access_log)

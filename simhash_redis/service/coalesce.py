@@ -35,11 +35,6 @@ class Coalescer(Generic[T, R]):
         self._run = run
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
 
-    @property
-    def idle(self) -> bool:
-        """Whether no call is waiting for the next batch."""
-        return not self._pending
-
     def submit(self, item: T) -> asyncio.Future[R]:
         """The future result of one item, run with the others submitted before the loop's next turn."""
         loop = asyncio.get_running_loop()

@@ -36,7 +36,8 @@ class ServiceConfig:
         max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
         timeout: seconds a single-document request may wait for its answer before it is answered 504
             (a batch's library call is bounded by the library's socket timeouts and retries instead).
-        batch: documents per library call of a JSON Lines stream.
+        batch: documents per library call of a JSON Lines stream (the library's own batch size: each
+            part is one round of reads and writes, and fewer parts cost fewer round trips).
         access_log: write one JSON line per request on stderr.
     """
 
@@ -54,7 +55,7 @@ class ServiceConfig:
     token: str | None = field(default=None, repr=False)
     max_body: int = 16 * 1024 * 1024
     timeout: float = 30.0
-    batch: int = 500
+    batch: int = 1000
     access_log: bool = True
 
     def to_env(self) -> dict[str, str]:

@@ -1,10 +1,14 @@
 """What every request passes through: the bearer token, the access log and the metrics (pure ASGI, so
-a streamed body or response passes through untouched)."""
+a streamed body or response passes through untouched).
+
+The /v1 POSTs (the hot path) go to their handler as they are: it notes the status and size of its
+answer in the request's state (`STATUS`, `SENT`) for the log and the metrics. Every other request goes
+to the application through a `send` that notes them.
+"""
 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import sys
 import time
@@ -17,7 +21,7 @@ from .metrics import Metrics
 from .problems import Problem, ServiceError, problem_of
 from .schemas import ErrorBody
 
-__all__ = ["ERROR_CODE", "Guard", "error_response", "route_of"]
+__all__ = ["ERROR_CODE", "SENT", "STATUS", "Guard", "error_response", "route_of"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -27,12 +31,18 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: The key of a request's scope["state"] where the error code of its response is noted.
 ERROR_CODE = "error_code"
+#: The keys of a request's scope["state"] where the /v1 handler notes its answer's status and body bytes.
+STATUS = "status"
+SENT = "sent"
+_V1 = "/v1/indexes/"
 
 # Paths that answer without the token: a probe of a load balancer or an orchestrator carries none.
 _OPEN = frozenset({"/healthz", "/readyz", "/openapi.json"})
 _OPS = frozenset({"fingerprint", "near", "add", "add_if_new", "remove", "get", "stats"})
 
 _log = logging.getLogger("simhash_redis.service.access")
+# The name of the handler the guard adds (to stderr) when the access log has none.
+_OWN_HANDLER = "simhash_redis.service.access.stderr"
 _encode = msgspec.json.Encoder().encode
 
 
@@ -57,19 +67,30 @@ def error_response(status: int, problem: Problem) -> tuple[dict[str, Any], bytes
 
 
 class Guard:
-    """The ASGI middleware that checks the token (None: none needed), then logs and counts every request."""
+    """The ASGI middleware that checks the token (None: none needed), then logs and counts every request.
 
-    def __init__(self, app: ASGIApp, token: str | None, access_log: bool) -> None:
+    Args:
+        app: the application (lifespan, and every request but the /v1 POSTs).
+        operation: the handler of ``POST /v1/indexes/...``, which notes its answer in the state.
+        token: the bearer token, or None.
+        access_log: write one JSON line per request.
+    """
+
+    def __init__(self, app: ASGIApp, operation: ASGIApp, token: str | None, access_log: bool) -> None:
         self.app = app
+        self.operation = operation
         self._token = None if token is None else token.encode()
         self._metrics = Metrics.get()
         if access_log and not _log.handlers:
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("%(message)s"))
+            handler.set_name(_OWN_HANDLER)
             _log.addHandler(handler)
             _log.setLevel(logging.INFO)
             _log.propagate = False
         self._access_log = access_log
+        self._second = -1
+        self._stamp = ""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -77,34 +98,28 @@ class Guard:
             return
         started = time.perf_counter()
         state: dict[str, Any] = scope.setdefault("state", {})
-        status = 500
-        sent = 0
-
-        async def sending(message: Message) -> None:
-            nonlocal status, sent
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            elif message["type"] == "http.response.body":
-                sent += len(message.get("body", b""))
-            await send(message)
-
+        path = scope["path"]
         try:
-            if self._token is not None and scope["path"] not in _OPEN and not self._authorized(scope):
+            if self._token is not None and path not in _OPEN and not self._authorized(scope):
                 state[ERROR_CODE] = "unauthorized"
                 start, body = error_response(
                     401, Problem("unauthorized", "this service needs an Authorization: Bearer token")
                 )
-                await sending(start)
-                await sending({"type": "http.response.body", "body": body})
+                await send(start)
+                await send({"type": "http.response.body", "body": body})
+                state[STATUS], state[SENT] = 401, len(body)
+            elif scope["method"] == "POST" and path.startswith(_V1):
+                await self.operation(scope, receive, send)
             else:
-                await self.app(scope, receive, sending)
+                await self.app(scope, receive, _noting(send, state))
         finally:
             seconds = time.perf_counter() - started
-            route = route_of(scope["path"])
+            route = route_of(path)
             code = state.get(ERROR_CODE)
+            status = state.get(STATUS, 500)  # none sent: the server answers 500 (or drops the connection)
             self._metrics.observe(route, scope["method"], status, seconds, code)
             if self._access_log:
-                self._log(scope, route, status, seconds, sent, code)
+                self._log(scope, route, status, seconds, state.get(SENT, 0), code)
 
     def _authorized(self, scope: Scope) -> bool:
         assert self._token is not None
@@ -115,11 +130,17 @@ class Guard:
                 return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
         return False
 
-    @staticmethod
-    def _log(scope: Scope, route: str, status: int, seconds: float, sent: int, code: str | None) -> None:
+    def _log(
+        self, scope: Scope, route: str, status: int, seconds: float, sent: int, code: str | None
+    ) -> None:
+        if not _log.isEnabledFor(logging.INFO):
+            return
+        now = int(time.time())
+        if now != self._second:  # the time stamp, made once a second
+            self._second, self._stamp = now, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
         client = scope.get("client")
         record = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()),
+            "time": self._stamp,
             "method": scope["method"],
             "path": scope["path"],  # never the query string or headers: a token may be there
             "route": route,
@@ -130,7 +151,33 @@ class Guard:
         }
         if code is not None:
             record["error"] = code
-        _log.info(json.dumps(record, ensure_ascii=False))
+        line = _encode(record).decode()
+        handlers = _log.handlers
+        if len(handlers) == 1 and handlers[0].get_name() == _OWN_HANDLER and not _log.disabled:
+            # Only the handler made above: the line goes to its stream as it would through logging,
+            # without a LogRecord, its formatting and its locks (20-25 us a request).
+            stream = handlers[0].stream  # type: ignore[attr-defined]
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except (OSError, ValueError):  # stderr closed or gone: a log line never fails a request
+                pass
+        else:  # handlers the application set up: through logging
+            _log.info(line)
+
+
+def _noting(send: Send, state: dict[str, Any]) -> Send:
+    """`send`, noting the status and the body bytes sent in the state."""
+    state[SENT] = 0
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            state[STATUS] = message["status"]
+        elif message["type"] == "http.response.body":
+            state[SENT] += len(message.get("body", b""))
+        await send(message)
+
+    return sending
 
 
 def refuse(exc: BaseException, state: dict[str, Any]) -> tuple[int, Problem]:

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from ..errors import InvalidArgument, InvalidType
-from .guard import Message, Receive, Scope, Send, refuse
+from .guard import SENT, STATUS, Message, Receive, Scope, Send, refuse
 from .problems import Problem, ServiceError
 from .schemas import ErrorBody
 
@@ -37,7 +37,9 @@ _LINE_TYPES = (
     b"application/x-jsonlines",
 )
 _JSON = [(b"content-type", b"application/json")]
-_encode = msgspec.json.Encoder().encode
+_encoder = msgspec.json.Encoder()
+_encode = _encoder.encode
+_encode_lines = _encoder.encode_lines
 
 
 class Call:
@@ -112,6 +114,7 @@ class Call:
         if status == 401:
             headers.append((b"www-authenticate", b"Bearer"))
         self.started = True
+        self.state[STATUS], self.state[SENT] = status, len(body)
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
         await self.send({"type": "http.response.body", "body": body})
 
@@ -126,10 +129,12 @@ class Call:
         """Send a JSON Lines answer, a part (of whole lines) at a time as they come."""
         start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", JSON_LINES)]}
         self.started = True
+        self.state[STATUS], self.state[SENT] = 200, 0
         await self.send(start)
         async for part in lines:
             if part:
                 await self.send({"type": "http.response.body", "body": part, "more_body": True})
+                self.state[SENT] += len(part)
         await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -142,23 +147,27 @@ def _too_large(size: int, limit: int) -> ServiceError:
     )
 
 
-async def _lines(call: Call, limit: int) -> AsyncIterator[tuple[int, bytes]]:
-    """The body's lines with their 1-based numbers, blank ones left out."""
+async def _lines(call: Call, limit: int) -> AsyncIterator[list[tuple[int, bytes]]]:
+    """The body's lines with their 1-based numbers, blank ones left out: those each chunk completes
+    together (one step of the generator a chunk, not a line)."""
     rest = b""
     number = 0
     async for chunk in call.chunks():
         rest += chunk
         *complete, rest = rest.split(b"\n")
+        lines = []
         for line in complete:
             number += 1
             if len(line) > limit:
                 raise _line_too_long(number, limit)
             if line.strip():
-                yield number, line
+                lines.append((number, line))
+        if lines:
+            yield lines
         if len(rest) > limit:
             raise _line_too_long(number + 1, limit)
     if rest.strip():
-        yield number + 1, rest
+        yield [(number + 1, rest)]
 
 
 def _line_too_long(number: int, limit: int) -> ServiceError:
@@ -176,14 +185,15 @@ async def json_lines(
     decoder = msgspec.json.Decoder(item)
     pending: list[tuple[int, T]] = []
     try:
-        async for number, raw in _lines(call, limit):
-            try:
-                pending.append((number, decoder.decode(raw)))
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                yield b"".join([*_flush(pending, run, call.state), _error_line(exc, call.state, number)])
-                continue
-            if len(pending) >= batch:
-                yield b"".join(_flush(pending, run, call.state))
+        async for lines in _lines(call, limit):
+            for number, raw in lines:
+                try:
+                    pending.append((number, decoder.decode(raw)))
+                except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                    yield b"".join([*_flush(pending, run, call.state), _error_line(exc, call.state, number)])
+                    continue
+                if len(pending) >= batch:
+                    yield b"".join(_flush(pending, run, call.state))
         yield b"".join(_flush(pending, run, call.state))
     except Exception as exc:  # the stream ends here: its status is sent, so the error is its last line
         yield _error_line(exc, call.state, None)
@@ -208,7 +218,7 @@ def _flush(
             except (InvalidArgument, InvalidType) as exc:
                 out.append(_error_line(exc, state, number))
         return out
-    return [_encode(result) + b"\n" for result in results]
+    return [_encode_lines(results)]
 
 
 def _error_line(exc: BaseException, state: dict[str, Any], number: int | None) -> bytes:
