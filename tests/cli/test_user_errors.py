@@ -113,7 +113,7 @@ def test_a_lost_meta_points_to_restore_meta_and_its_refusals_are_readable(
         assert "no index named" not in result.stderr and "SimhashIndex" not in result.stderr
     wrong = invoke("--k", "3", "restore-meta", index="lost")
     assert wrong.exit_code == 5, wrong.output
-    assert "b'" not in wrong.stderr and "b\"" not in wrong.stderr, wrong.stderr
+    assert "b'" not in wrong.stderr and 'b"' not in wrong.stderr, wrong.stderr
     assert "of id 'builtins.issubclass'" in wrong.stderr or "of id 'doc-2'" in wrong.stderr, wrong.stderr
     assert "0x" in wrong.stderr and "give restore-meta the options the index was created with" in wrong.stderr
     windowed = invoke("--k", "5", "--retention", "1d", "restore-meta", index="lost")
