@@ -156,10 +156,7 @@ class Settings:
                 retention=config["retention"] is not None,
                 asking=CLI_ASKING,
             )
-            mode = self.verification() if verified else None
-            if verified and mode is None:  # verified by default: the default threshold
-                mode = Verification.of(None, 0.8)
-            index = SimhashIndex(client, index_name, verification=mode, **config)
+            index = SimhashIndex(client, index_name, verification=self.verification(verified), **config)
         self._check_verified(index)
         return index
 
@@ -208,9 +205,13 @@ class Settings:
             return True
         return None
 
-    def verification(self) -> Verification | None:
-        """The verified mode --verified, --threshold and --band-buckets state (None: none of them)."""
-        if self.asked_mode() is not True:
+    def verification(self, verified: bool | None = None) -> Verification | None:
+        """The verified mode of a new index, as --threshold and --band-buckets state it (None: plain).
+
+        Args:
+            verified: whether the index is verified; default: whether the options ask for it.
+        """
+        if not (self.asked_mode() if verified is None else verified):
             return None
         threshold = 0.8 if self.threshold is None else self.threshold
         return Verification.of(None, threshold, band_buckets=self.band_buckets)
