@@ -61,8 +61,7 @@ Exit codes:
   130  interrupted (Ctrl-C); rerun the same command to resume a load (an import with --merge)
   143  terminated (SIGTERM: docker stop, systemd); rerun the same command to resume
 \b
-Docs (this command; --verified and --plain; --k and the quality of each mode; --retention;
---id-buckets and --band-buckets):
+Docs (this command; --verified, --plain and --k; --retention; --id-buckets and --band-buckets):
   {doc_url("cli.md")}
   {doc_url("choosing.md")}
   {doc_url("quality.md")}
