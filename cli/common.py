@@ -15,6 +15,7 @@ import typer
 from simhash_redis import Retention, SimhashIndex, VerifiedIndex, defaults, redact_url
 from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
+from simhash_redis.index.mode import Asking, chosen_mode
 from simhash_redis.store import Verification, validate_name
 from simhash_redis.store.config import parse_duration
 from simhash_redis.tools import planner
@@ -39,6 +40,8 @@ __all__ = [
 
 #: The index used when --index is not given.
 DEFAULT_INDEX = "default"
+#: The command line's words for each mode, in the messages that tell the user to ask for one.
+CLI_ASKING = Asking(plain="--plain", verified="--verified", retention="--retention")
 
 
 class ExitCode(enum.IntEnum):
@@ -64,7 +67,9 @@ class Settings:
         layout: --layout, likewise: a layout label as `plan` prints them.
         scheme: --scheme, likewise: a setting label as `eval` prints them.
         f: --f, likewise: the fingerprint width.
-        verified: --verified, likewise: verified mode (MinHash-confirmed near-duplicates).
+        verified: --verified, likewise: verified mode (MinHash-confirmed near-duplicates), the default
+            for a new index made from texts.
+        plain: --plain, likewise: a plain index (SimHash distance only).
         threshold: --threshold, likewise: verified mode's Jaccard threshold (implies --verified).
         retention: --retention, likewise: the retention window ("7d", "12h", ...).
         sliding: --sliding, likewise: the retention window slides when a document is found again.
@@ -81,6 +86,7 @@ class Settings:
     scheme: str | None = None
     f: int | None = None
     verified: bool = False
+    plain: bool = False
     threshold: float | None = None
     retention: str | None = None
     sliding: bool = False
@@ -114,19 +120,21 @@ class Settings:
             return "the embedded server"
         return redact_url(self._resolved or self.redis_url or "")
 
-    def open_index(self, *, create: bool, name: str | None = None) -> SimhashIndex:
-        """Open the index, creating it (with --k) only when create is true.
+    def open_index(self, *, create: bool, name: str | None = None, from_text: bool = True) -> SimhashIndex:
+        """Open the index, creating it (with --k) only when create is true: verified unless --plain, or
+        made from precomputed fingerprints (`chosen_mode`).
 
         Args:
             create: whether a missing index may be created; else IndexNotFound is raised.
             name: another index name than --index.
+            from_text: whether a new index is made from texts (not from precomputed fingerprints).
 
         Raises:
             IndexNotFound: the index does not exist and create is false.
-            ConfigurationMismatch: --k, --layout, --scheme, --f, --verified, --threshold, --retention,
-                --id-buckets or --band-buckets disagrees with the stored index.
-            InvalidArgument: --layout or --scheme names nothing, --f is not a supported width, or
-                --threshold is out of (0, 1].
+            ConfigurationMismatch: --k, --layout, --scheme, --f, --verified, --plain, --threshold,
+                --retention, --id-buckets or --band-buckets disagrees with the stored index.
+            InvalidArgument: --layout or --scheme names nothing, --f is not a supported width,
+                --threshold is out of (0, 1], or a new verified index is given a --retention.
             RedisUnavailable: the server cannot be reached.
         """
         index_name = validate_name(name or self.index_name, "--index")
@@ -141,7 +149,14 @@ class Settings:
                     f"no index named {index_name!r} at {self.shown_url()}: check --index, or load documents "
                     "first (simhash-redis --index NAME load FILE)"
                 ) from None
-            index = SimhashIndex(client, index_name, verification=self.verification(), **config)
+            verified = chosen_mode(
+                self.asked_mode(),
+                name=index_name,
+                from_text=from_text,
+                retention=config["retention"] is not None,
+                asking=CLI_ASKING,
+            )
+            index = SimhashIndex(client, index_name, verification=self.verification(verified), **config)
         self._check_verified(index)
         return index
 
@@ -151,11 +166,8 @@ class Settings:
 
         Raises:
             InvalidArgument: --layout without --k, a label that names nothing, --sliding without
-                --retention, --band-buckets without --verified, or a malformed --retention (a bare
-                number among them: it needs a unit).
+                --retention, or a malformed --retention (a bare number among them: it needs a unit).
         """
-        if self.band_buckets is not None and not self.verified and self.threshold is None:
-            raise InvalidArgument("--band-buckets needs --verified: --verified --band-buckets N")
         width = defaults.F if self.f is None else self.f
         layout = scheme = None
         if self.layout is not None:
@@ -184,22 +196,31 @@ class Settings:
             "id_buckets": self.id_buckets,
         }
 
-    def verification(self) -> Verification | None:
-        """The verified mode --verified and --threshold ask for a new index (None: a plain one)."""
-        if not self.verified and self.threshold is None:
+    def asked_mode(self) -> bool | None:
+        """The mode the options ask for: True (--verified, --threshold or --band-buckets), False
+        (--plain), None (none: the default, `chosen_mode`)."""
+        if self.plain:
+            return False
+        if self.verified or self.threshold is not None or self.band_buckets is not None:
+            return True
+        return None
+
+    def verification(self, verified: bool | None = None) -> Verification | None:
+        """The verified mode of a new index, as --threshold and --band-buckets state it (None: plain).
+
+        Args:
+            verified: whether the index is verified; default: whether the options ask for it.
+        """
+        if not (self.asked_mode() if verified is None else verified):
             return None
         threshold = 0.8 if self.threshold is None else self.threshold
         return Verification.of(None, threshold, band_buckets=self.band_buckets)
 
     def _check_verified(self, index: SimhashIndex) -> None:
-        """Refuse --verified for a plain index, and a --threshold or --band-buckets other than a verified
-        index's."""
+        """Refuse --verified for a plain index and --plain for a verified one (`chosen_mode`), and a
+        --threshold or --band-buckets other than a verified index's."""
         stored = index.config.verification
-        if stored is None and (self.verified or self.threshold is not None):
-            raise ConfigurationMismatch(
-                f"index {index.name!r} is not verified: it was created without --verified; create "
-                "another index with it (then load the documents into it)"
-            )
+        chosen_mode(self.asked_mode(), name=index.name, stored=stored is not None, asking=CLI_ASKING)
         if stored is not None and self.band_buckets is not None and self.band_buckets != stored.band_buckets:
             raise ConfigurationMismatch(
                 f"index {index.name!r} was created with --band-buckets {stored.band_buckets}, not "

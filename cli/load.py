@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from simhash_redis import SimhashIndex
-from simhash_redis.errors import IndexNotFound, InputError, SimhashRedisError
+from simhash_redis.errors import IndexNotFound, InputError, InvalidArgument, SimhashRedisError
 from simhash_redis.index.bulk import DEFAULT_WINDOW
 from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
@@ -171,15 +171,31 @@ def _warn_if_files_look_like_documents(run: LoadRun) -> None:
         )
 
 
-def _open_for_load(ctx: typer.Context, dry_run: bool) -> tuple[SimhashIndex, bool]:
-    """The index a load writes to, and whether this load created it."""
+def _open_for_load(ctx: typer.Context, run: LoadRun, dry_run: bool) -> tuple[SimhashIndex, bool]:
+    """The index a load writes to, and whether this load created it: verified unless --plain, or the
+    input's fingerprints are precomputed (a sketch needs the text)."""
     state = settings(ctx)
     if dry_run:
         return state.open_index(create=False), False
     try:
         return state.open_index(create=False), False
     except IndexNotFound:
-        return state.open_index(create=True), True
+        return state.open_index(create=True, from_text=not _precomputed(run)), True
+
+
+def _precomputed(run: LoadRun) -> bool:
+    """Whether the inputs are precomputed fingerprints (--fingerprint-field, or fingerprints files): a
+    new index made from them is plain, a sketch needing the text."""
+    if run.read.fingerprint_field is not None:
+        return True
+    if run.fmt is not None:
+        return run.fmt == "fingerprints"
+    if STDIN in run.files:
+        return False
+    try:
+        return all(detect_format(path) == "fingerprints" for path in run.files)
+    except InvalidArgument:
+        return False  # the load itself says what is wrong with the input
 
 
 def _drop_if_unused(index: SimhashIndex, created: bool, stats: LoadStats) -> None:
@@ -220,7 +236,7 @@ def run_load(
         typer.Exit: 130 after Ctrl-C (143 after SIGTERM), with the summary so far and how to resume.
         SimhashRedisError: passed on (after the summary so far) for the app's handler to report.
     """
-    index, created = _open_for_load(ctx, dry_run)
+    index, created = _open_for_load(ctx, run, dry_run)
     total = None if run.quiet else estimate_total(run.files, run.fmt, run.read)
     _warn_if_files_look_like_documents(run)
     progress = Progress(total, enabled=not run.quiet, interval=run.progress_every)

@@ -129,7 +129,7 @@ def render(name: str) -> str:
     if name == "__version__":
         body = f"__version__: str  # {obj!r} in this release"
     elif inspect.isfunction(obj):
-        body = f"def {name}{_signature(obj, head=f'def {name}')}"
+        body = f"{_def(obj)} {name}{_signature(obj, head=f'{_def(obj)} {name}')}"
     elif isinstance(obj, type) and issubclass(obj, enum.Enum):
         bases = ", ".join(b.__name__ for b in obj.__bases__)
         body = f"class {name}({bases}):\n" + "\n".join(f"    {m.name} = {m.value!r}" for m in obj)

@@ -54,10 +54,16 @@ def test_the_base_is_the_repository_of_pyproject() -> None:
 def test_help_links_to_pages_that_exist() -> None:
     texts = _help_texts()
     assert len(texts) > 20  # the app and every command
-    docs = "Docs (this command; --k and --verified; --retention; --id-buckets and --band-buckets):"
+    docs = "Docs (this command; --verified, --plain and --k; --retention; --id-buckets and --band-buckets):"
     assert f"\n  {docs}\n    {doc_url('cli.md')}\n" in texts[0]
     linked = {page for text in texts for page in _LINK.findall(text)}
-    assert {"docs/cli.md", "docs/quality.md", "docs/retention.md", "docs/operations.md"} <= linked
+    assert {
+        "docs/cli.md",
+        "docs/choosing.md",
+        "docs/quality.md",
+        "docs/retention.md",
+        "docs/operations.md",
+    } <= linked
     for page in linked:
         assert (ROOT / page).is_file(), page
     for text in texts:

@@ -212,7 +212,7 @@ def _cli(url: str, tmp_path: Path, admin: redis.Redis, recorder: Recorder) -> No
     recorder.stop()
     admin.delete(b"simhash:cli:meta")
     recorder.start()
-    cli("--index", "cli", "--k", "3", "restore-meta")
+    cli("--index", "cli", "--k", "3", "--verified", "restore-meta")  # created verified, the default
     cli("--index", "cli", "drop", "--yes")
     cli("--index", "copy", "drop", "--yes")
     cli("--index", "demo", "drop", "--yes")

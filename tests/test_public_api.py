@@ -54,7 +54,7 @@ PUBLIC = [
 
 
 #: The asyncio API's face, a subpackage of its own (it needs greenlet, the `asyncio` extra).
-PUBLIC_ASYNCIO = ["AsyncSimhashIndex", "AsyncVerifiedIndex"]
+PUBLIC_ASYNCIO = ["AsyncSimhashIndex", "AsyncVerifiedIndex", "open_index"]
 
 
 def test_all_is_pinned() -> None:

@@ -22,13 +22,13 @@ import threading
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import redis
 
 from simhash_redis import SimhashIndex, VerifiedIndex, distance, fingerprint
-from simhash_redis.errors import InvalidArgument
+from simhash_redis.errors import ConfigurationMismatch, InvalidArgument
 
 if TYPE_CHECKING:
     from simhash_redis.contrib.scrapy import NearDuplicatePipeline
@@ -236,17 +236,23 @@ def test_verified_mode_drops_one_word_edits_the_plain_index_misses(
     tmp_path: Path, redis_url: str, redis_client: redis.Redis, client: str
 ) -> None:
     """Thirty pages of 400 words, ten of them one-word edits of others that move the fingerprint past
-    k = 3: the plain default keeps all thirty; SIMHASH_REDIS_VERIFIED keeps twenty and drops the ten."""
+    k = 3: a plain index (SIMHASH_REDIS_VERIFIED = False) keeps all thirty; the default, a verified index,
+    keeps twenty and drops the ten."""
     reactor = REACTORS[client]
     with _serve(_edited_site()) as url:
-        verified, log = _crawl(
-            tmp_path, url, redis_url, 1, TWISTED_REACTOR=reactor, SIMHASH_REDIS_VERIFIED="True"
-        )
+        verified, log = _crawl(tmp_path, url, redis_url, 1, TWISTED_REACTOR=reactor)
         if client == "blocking":
             plain, plain_log = _crawl(
-                tmp_path, url, redis_url, 2, TWISTED_REACTOR=reactor, SIMHASH_REDIS_INDEX="plain"
+                tmp_path,
+                url,
+                redis_url,
+                2,
+                TWISTED_REACTOR=reactor,
+                SIMHASH_REDIS_INDEX="plain",
+                SIMHASH_REDIS_VERIFIED="False",
             )
             assert len(plain) == 30 and "'simhash_redis/stored': 30" in plain_log
+            assert SimhashIndex(redis_client, "plain", create=False).config.verification is None
     assert f"near-duplicate index 'crawl' opened ({client} client) verified" in log, log[-3000:]
     kept = {item["url"].rsplit("/", 1)[1].removesuffix(".html") for item in verified}
     assert len(kept) == 20 and all(len(kept & {f"s{i}", f"e{i}"}) == 1 for i in range(10)), kept
@@ -290,8 +296,12 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
     from scrapy.exceptions import NotConfigured
 
     for mode in ({"SIMHASH_REDIS_VERIFIED": True}, {"SIMHASH_REDIS_THRESHOLD": 0.9}):
-        with pytest.raises(InvalidArgument, match=r"SIMHASH_REDIS_VERIFIED .*SIMHASH_REDIS_RETENTION"):
+        with pytest.raises(
+            InvalidArgument, match=r"SIMHASH_REDIS_RETENTION.*set SIMHASH_REDIS_VERIFIED = False"
+        ):
             _from_settings(**mode, SIMHASH_REDIS_RETENTION="7d")
+    with pytest.raises(InvalidArgument, match="SIMHASH_REDIS_THRESHOLD needs a verified index"):
+        _from_settings(SIMHASH_REDIS_VERIFIED=False, SIMHASH_REDIS_THRESHOLD=0.9)
     refused = {
         "SIMHASH_REDIS_THRESHOLD": ("high", "1.5"),
         "SIMHASH_REDIS_K": ("three",),
@@ -306,6 +316,39 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
             assert not isinstance(caught.value, NotConfigured) and "\n" not in str(caught.value)
     threshold = _from_settings(SIMHASH_REDIS_THRESHOLD="0.9")
     assert threshold.verified and threshold.threshold == 0.9
+    # Unset, the mode is the library's default (verified for a new index, an existing one's own).
+    assert _from_settings().verified is None
+    assert _from_settings(SIMHASH_REDIS_VERIFIED="False").verified is False
+
+
+def test_the_setting_chooses_the_mode_of_a_new_index(
+    redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The blocking client's opening (the crawls above run both clients): verified by default, plain when
+    the setting says so; a retention window on a new index needs the setting, and its refusal says so."""
+    from simhash_redis.contrib import scrapy as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "_on_asyncio", lambda: False)  # no reactor in this process
+
+    def opened(**given: object) -> Any:
+        pipeline = _from_settings(SIMHASH_REDIS_URL=redis_url, **given)
+        pipeline.open_spider()
+        index = pipeline.index
+        pipeline.close_spider()
+        return index
+
+    assert isinstance(opened(SIMHASH_REDIS_INDEX="new"), VerifiedIndex)
+    assert type(opened(SIMHASH_REDIS_INDEX="flat", SIMHASH_REDIS_VERIFIED="False")) is SimhashIndex
+    assert type(opened(SIMHASH_REDIS_INDEX="flat")) is SimhashIndex  # existing: its own mode
+    with pytest.raises(ConfigurationMismatch, match="leave out SIMHASH_REDIS_VERIFIED = False"):
+        opened(SIMHASH_REDIS_INDEX="new", SIMHASH_REDIS_VERIFIED="False")
+    with pytest.raises(InvalidArgument, match="set SIMHASH_REDIS_VERIFIED = False for a plain index"):
+        opened(SIMHASH_REDIS_INDEX="wire", SIMHASH_REDIS_RETENTION="7d")
+    assert not redis_client.exists(b"simhash:wire:meta")
+    windowed = opened(
+        SIMHASH_REDIS_INDEX="wire", SIMHASH_REDIS_RETENTION="7d", SIMHASH_REDIS_VERIFIED="False"
+    )
+    assert type(windowed) is SimhashIndex and windowed.config.retention is not None
 
 
 def test_a_contradictory_configuration_stops_the_crawl(tmp_path: Path, site: str, redis_url: str) -> None:
@@ -315,5 +358,5 @@ def test_a_contradictory_configuration_stops_the_crawl(tmp_path: Path, site: str
         tmp_path, site, redis_url, 1, SIMHASH_REDIS_VERIFIED="True", SIMHASH_REDIS_RETENTION="7d"
     )
     assert done.returncode != 0
-    assert "SIMHASH_REDIS_VERIFIED cannot be combined with SIMHASH_REDIS_RETENTION" in done.stderr
+    assert "cannot have a retention window (SIMHASH_REDIS_RETENTION) yet" in done.stderr
     assert not out.exists() or not out.read_text().strip()

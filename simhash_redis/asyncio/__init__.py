@@ -1,4 +1,5 @@
-"""The asyncio API: `AsyncSimhashIndex` and `AsyncVerifiedIndex` on redis.asyncio (standalone or cluster).
+"""The asyncio API: `AsyncSimhashIndex` and `AsyncVerifiedIndex` on redis.asyncio (standalone or cluster),
+and `open_index`, which opens either in the mode the library chooses.
 
 It runs the synchronous index's own code with its network I/O awaited (docs/asyncio.md), which needs
 greenlet: ``pip install greenlet`` (the ``asyncio`` extra: ``pip install '.[asyncio]'`` in a checkout).
@@ -12,6 +13,7 @@ if not greenlet_installed():  # pragma: no cover - only without the `asyncio` ex
     raise ImportError(GREENLET)
 
 from .index import AsyncSimhashIndex
+from .opening import open_index
 from .verified import AsyncVerifiedIndex
 
-__all__ = ["AsyncSimhashIndex", "AsyncVerifiedIndex"]
+__all__ = ["AsyncSimhashIndex", "AsyncVerifiedIndex", "open_index"]

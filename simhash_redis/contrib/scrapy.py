@@ -26,8 +26,10 @@ from scrapy.utils.misc import load_object
 from .. import defaults
 from ..errors import InvalidArgument
 from ..index import SimhashIndex, VerifiedIndex
+from ..index.mode import Asking, chosen_mode, open_in_mode
 from ..results import Match, VerifiedMatch
 from ..store import Retention
+from ..transport import client_from_url
 from ..transport.greenlet_bridge import greenlet_installed
 
 if TYPE_CHECKING:
@@ -36,6 +38,14 @@ if TYPE_CHECKING:
 __all__ = ["NearDuplicatePipeline"]
 
 logger = logging.getLogger(__name__)
+
+#: The settings' words for each mode, in the messages that tell the user to ask for one.
+SETTINGS_ASKING = Asking(
+    plain="SIMHASH_REDIS_VERIFIED = False",
+    verified="SIMHASH_REDIS_VERIFIED = True",
+    retention="SIMHASH_REDIS_RETENTION",
+    verb="set",
+)
 
 #: Stats keys, under the crawl's stats.
 STORED, DROPPED, NO_TEXT = "simhash_redis/stored", "simhash_redis/dropped", "simhash_redis/no_text"
@@ -108,12 +118,13 @@ class NearDuplicatePipeline:
         prefix: the key prefix.
         retention: forget a page this long after it was stored ("30d", seconds, a timedelta, or a
             `Retention`), used when the index is created, like k.
-        verified: create the index verified (`VerifiedIndex`); an existing index keeps its mode, and
-            one verified elsewhere is written verified whatever this says.
+        verified: True for a verified index (`VerifiedIndex`), False for a plain one; None (the
+            default): verified for a new index, the stored mode for an existing one. An existing index
+            of the other mode than the one asked for is refused when the spider opens.
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
 
     Raises:
-        InvalidArgument: verified with a retention (not combined yet).
+        InvalidArgument: verified with a retention (not combined yet), or plain with a threshold.
     """
 
     def __init__(
@@ -126,13 +137,18 @@ class NearDuplicatePipeline:
         k: int | None = None,
         prefix: str = defaults.PREFIX,
         retention: object = None,
-        verified: bool = False,
+        verified: bool | None = None,
         threshold: float | None = None,
     ) -> None:
-        if verified and retention is not None:
-            raise InvalidArgument(
-                "SIMHASH_REDIS_VERIFIED cannot be combined with SIMHASH_REDIS_RETENTION yet"
-            )
+        if threshold is not None:
+            if verified is False:
+                raise InvalidArgument(
+                    "SIMHASH_REDIS_THRESHOLD needs a verified index, not SIMHASH_REDIS_VERIFIED = False"
+                )
+            verified = True
+        if verified is not None:
+            # Refused here, before the crawl starts: asked for, the mode of a new index is known now.
+            chosen_mode(verified, name=index, retention=retention is not None, asking=SETTINGS_ASKING)
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
         self.k, self.prefix, self.retention = k, prefix, retention
         self.verified, self.threshold = verified, threshold
@@ -165,7 +181,11 @@ class NearDuplicatePipeline:
             retention=_retention(
                 settings.get("SIMHASH_REDIS_RETENTION"), _typed(settings, "SIMHASH_REDIS_SLIDING", "bool")
             ),
-            verified=_typed(settings, "SIMHASH_REDIS_VERIFIED", "bool") or threshold is not None,
+            verified=(
+                None
+                if settings.get("SIMHASH_REDIS_VERIFIED") is None
+                else _typed(settings, "SIMHASH_REDIS_VERIFIED", "bool")
+            ),
             threshold=threshold,
         )
         pipeline.stats = crawler.stats
@@ -176,44 +196,40 @@ class NearDuplicatePipeline:
 
         Raises:
             RedisUnavailable: the server cannot be reached.
-            ConfigurationMismatch: the index exists with another k, retention or threshold, or holds
-                documents without sketches where verified is asked for.
+            ConfigurationMismatch: the index exists with another k, retention or threshold, or in the
+                other mode than SIMHASH_REDIS_VERIFIED asks for.
+            InvalidArgument: a new index would be verified (the default) with a retention window.
         """
         if _on_asyncio():
             return _hook_result(self._open_async())
-        options = self._options()
-        if self.verified:
-            options["threshold"] = self.threshold
-            self.index = VerifiedIndex.from_url(self.url, self.index_name, **options)
-        else:
-            plain = SimhashIndex.from_url(self.url, self.index_name, **options)
-            # Verified elsewhere: written verified.
-            self.index = plain if plain.config.verification is None else VerifiedIndex(plain)
+        client = client_from_url(self.url)
+        try:
+            self.index = open_in_mode(client, self.index_name, **self._options())
+        except BaseException:
+            client.close()
+            raise
         self._opened("blocking", isinstance(self.index, VerifiedIndex))
         return None
 
     async def _open_async(self) -> None:
-        from ..asyncio import AsyncSimhashIndex, AsyncVerifiedIndex
+        from ..asyncio import AsyncVerifiedIndex
+        from ..asyncio.opening import open_index
 
-        options = self._options()
-        if not self.verified:
-            plain = await AsyncSimhashIndex.from_url(self.url, self.index_name, **options)
-            if plain.config.verification is None:
-                self.async_index = plain
-                self._opened("asyncio", False)
-                return
-            await plain.aclose()  # verified elsewhere: written verified
-        self.async_index = await AsyncVerifiedIndex.from_url(
-            self.url, self.index_name, threshold=self.threshold, **options
-        )
-        self._opened("asyncio", True)
+        self.async_index = await open_index(self.index_name, self.url, **self._options())
+        self._opened("asyncio", isinstance(self.async_index, AsyncVerifiedIndex))
 
     def _opened(self, client: str, verified: bool) -> None:
         mode = " verified" if verified else ""
         logger.info("near-duplicate index %r opened (%s client)%s", self.index_name, client, mode)
 
     def _options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {"prefix": self.prefix, "retention": self.retention}
+        options: dict[str, Any] = {
+            "prefix": self.prefix,
+            "retention": self.retention,
+            "verified": self.verified,
+            "threshold": self.threshold,
+            "asking": SETTINGS_ASKING,
+        }
         if self.k is not None:
             options["k"] = self.k
         return options

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..defaults import URL_ENV
-from ..index import SimhashIndex
+from ..index import SimhashIndex, VerifiedIndex
+from ..index.mode import open_in_mode
+from ..transport import client_from_url
 
 __all__ = ["default_url", "open_index"]
 
@@ -25,17 +27,46 @@ def default_url() -> str:
     return ensure_running()
 
 
-def open_index(name: str, url: str | None = None, **kwargs: Any) -> SimhashIndex:
+@overload
+def open_index(
+    name: str, url: str | None = None, *, verified: Literal[False], **kwargs: Any
+) -> SimhashIndex: ...
+@overload
+def open_index(
+    name: str, url: str | None = None, *, verified: Literal[True], **kwargs: Any
+) -> VerifiedIndex: ...
+@overload
+def open_index(
+    name: str, url: str | None = None, *, verified: bool | None = None, **kwargs: Any
+) -> SimhashIndex | VerifiedIndex: ...
+def open_index(
+    name: str, url: str | None = None, *, verified: bool | None = None, **kwargs: Any
+) -> SimhashIndex | VerifiedIndex:
     """Open (or create) an index on the server the CLI would use, so that a script and the command line
     share it without a URL to copy.
+
+    A new index is verified (a `VerifiedIndex`: near-duplicates confirmed by their estimated Jaccard
+    similarity, docs/choosing.md) unless verified=False asks for a plain `SimhashIndex`; an existing
+    index keeps the mode it was created with.
 
     Args:
         name: the index name.
         url: a Redis URL; default: $SIMHASH_REDIS_URL, else the embedded server.
-        **kwargs: the other arguments of `SimhashIndex` (k, layout, ...).
+        verified: True for a verified index, False for a plain one; None (the default): verified for a
+            new index, the stored mode for an existing one.
+        **kwargs: the other arguments of `SimhashIndex` (k, layout, ...) and, for a verified index,
+            `VerifiedIndex`'s (hasher, threshold, band_buckets).
 
     Raises:
-        InvalidArgument: the URL is malformed.
+        ConfigurationMismatch: the index exists in the other mode than the one asked for, or with
+            another configuration.
+        InvalidArgument: the URL is malformed; a new verified index with a retention window (pass
+            verified=False).
         RedisUnavailable: the server cannot be reached, or no embedded server can be started.
     """
-    return SimhashIndex.from_url(url or default_url(), name, **kwargs)
+    client = client_from_url(url or default_url())
+    try:
+        return open_in_mode(client, name, verified=verified, **kwargs)
+    except BaseException:
+        client.close()
+        raise

@@ -39,7 +39,7 @@ def _parquet(path: Path, n: int, start: int = 0, copies: int = 0, row_group: int
 
 def test_load_parquet_feather_and_a_stream(invoke: Invoke, tmp_path: Path) -> None:
     parquet = _parquet(tmp_path / "news.parquet", 120, row_group=25)
-    result = invoke("load", "--json", str(parquet))
+    result = invoke("--plain", "load", "--json", str(parquet))  # plain: a later load takes --bulk
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["added"] == 120
     assert invoke("get", "a7").stdout.strip() == format_fingerprint(Scheme().fingerprint(article(7)), 64)

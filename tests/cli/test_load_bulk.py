@@ -222,7 +222,7 @@ def test_bulk_progress_lines_come_during_the_load_and_ctrl_c_keeps_the_windows_w
 ) -> None:
     rows = [{"id": f"p{i}", "text": article(i)} for i in range(4000)]
     path = write_jsonl(tmp_path / "many.jsonl", rows)
-    result = invoke("load", "--bulk", "--progress-every", "0", str(path), "--json", index="moving")
+    result = invoke("--plain", "load", "--bulk", "--progress-every", "0", str(path), "--json", index="moving")
     assert result.exit_code == 0, result.output
     progress = [line for line in result.stderr.splitlines() if line.startswith("progress:")]
     assert [line.split()[1] for line in progress] == [
@@ -241,7 +241,7 @@ def test_bulk_progress_lines_come_during_the_load_and_ctrl_c_keeps_the_windows_w
             raise KeyboardInterrupt
 
     monkeypatch.setattr(Progress, "update", interrupt_after_two_windows)
-    stopped = invoke("load", "--bulk", "--progress-every", "0", str(path), index="stopped")
+    stopped = invoke("--plain", "load", "--bulk", "--progress-every", "0", str(path), index="stopped")
     assert stopped.exit_code == 130, stopped.output
     assert "interrupted: 2,000 documents" in stopped.stderr, stopped.stderr
     monkeypatch.setattr(Progress, "update", original)
@@ -268,7 +268,8 @@ def test_interrupted_summary_names_what_was_in_flight(
         return result
 
     monkeypatch.setattr(SimhashIndex, "add_many", interrupt_second_batch)
-    result = invoke("load", str(path), "--batch-size", "100", "--workers", "1", index="int")
+    # A plain index: its batches are SimhashIndex.add_many's.
+    result = invoke("--plain", "load", str(path), "--batch-size", "100", "--workers", "1", index="int")
     assert result.exit_code == 130
     assert "interrupted: 100 documents" in result.output
     assert "100 more documents (the batch in flight) were not acknowledged" in result.output

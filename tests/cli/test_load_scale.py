@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import redis
@@ -30,9 +31,10 @@ def _write_articles(path: Path, n: int) -> Path:
 
 
 def test_load_100k(redis_url: str, redis_client: redis.Redis, tmp_path: Path) -> None:
+    """A plain index, whose loads of this size take the bulk path."""
     path = _write_articles(tmp_path / "100k.jsonl", 100_000)
     result = CliRunner().invoke(
-        app, ["--redis-url", redis_url, "--index", "big", "load", "--json", str(path)]
+        app, ["--redis-url", redis_url, "--index", "big", "--plain", "load", "--json", str(path)]
     )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
@@ -46,15 +48,18 @@ def test_load_100k(redis_url: str, redis_client: redis.Redis, tmp_path: Path) ->
     )
 
 
-def _dump(url: str, index: str) -> tuple[int, list[tuple[str, int]]]:
+def _dump(url: str, index: str) -> tuple[int, list[tuple[Any, ...]]]:
+    """The documents of an export, and its records: (id, fingerprint), and a verified index's sketch."""
     result = CliRunner().invoke(app, ["--redis-url", url, "--index", index, "export", "-q"])
     assert result.exit_code == 0, result.output
     records = list(msgpack.Unpacker(io.BytesIO(result.stdout_bytes), raw=False))
-    return int(records[0]["documents"]), sorted((i, fp) for i, fp in records[1:-1])
+    return int(records[0]["documents"]), sorted(tuple(record) for record in records[1:-1])
 
 
 def test_kill_9_midway_then_resume_equals_clean_load(redis_url: str, tmp_path: Path) -> None:
-    n = 20_000
+    """On the default, a verified index: the documents left after the kill (8,000) take about as long to
+    load as a plain index's 16,000 of 20,000 did, so the kill still comes midway."""
+    n = 10_000
     path = _write_articles(tmp_path / "k.jsonl", n)
     with path.open("a", encoding="utf-8") as fh:
         fh.write("a bad line\n")  # reported on every run, never stored
@@ -77,7 +82,7 @@ def test_kill_9_midway_then_resume_equals_clean_load(redis_url: str, tmp_path: P
         found = re.match(r"progress: ([\d,]+)", line)
         if found:
             acknowledged = int(found.group(1).replace(",", ""))
-            if acknowledged >= 4000:
+            if acknowledged >= 2000:
                 proc.send_signal(signal.SIGKILL)
                 break
     proc.wait(timeout=60)

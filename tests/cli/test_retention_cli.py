@@ -1,4 +1,5 @@
-"""The command line on an index with a retention window: created with --retention, adopted after."""
+"""The command line on an index with a retention window: created with --plain --retention (a verified
+index cannot have one yet), adopted after."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ def test_a_windowed_index_from_the_command_line(
 ) -> None:
     rows = [{"id": f"s{i}", "text": article(i)} for i in range(300)]
     loaded = invoke(
-        "--retention", "7d", "load", str(write_jsonl(tmp_path / "a.jsonl", rows)), "--bulk", index="w"
+        "--plain",
+        "--retention",
+        "7d",
+        "load",
+        str(write_jsonl(tmp_path / "a.jsonl", rows)),
+        "--bulk",
+        index="w",
     )
     assert loaded.exit_code == 0, loaded.output
     assert redis_client.hget(b"simhash:w:meta", b"retention") == b"604800;period=100800"
@@ -33,10 +40,10 @@ def test_a_windowed_index_from_the_command_line(
 
 
 def test_a_retention_that_differs_or_is_malformed_is_refused(invoke: Invoke) -> None:
-    assert invoke("--retention", "12h", "add", "a", article(1), index="w12").exit_code == 0
+    assert invoke("--plain", "--retention", "12h", "add", "a", article(1), index="w12").exit_code == 0
     other = invoke("--retention", "1d", "near", article(1), index="w12")
     assert other.exit_code == 5 and "retention" in other.stderr and "Traceback" not in other.output
-    bad = invoke("--retention", "7x", "add", "a", article(1), index="w7x")
+    bad = invoke("--plain", "--retention", "7x", "add", "a", article(1), index="w7x")
     assert bad.exit_code == 2 and "7d" in bad.stderr and "Traceback" not in bad.output
     # Placed after the command, as the other global options may be.
     after = invoke("add", "b", article(2), "--retention", "12h", index="w12")
@@ -44,9 +51,28 @@ def test_a_retention_that_differs_or_is_malformed_is_refused(invoke: Invoke) -> 
 
 
 def test_a_sliding_window_from_the_command_line(invoke: Invoke, redis_client: redis.Redis) -> None:
-    made = invoke("--retention", "1d", "--sliding", "add", "a", article(1), index="slide")
+    made = invoke("add", "a", article(1), "--retention", "1d", "--sliding", "--plain", index="slide")
     assert made.exit_code == 0, made.output
     assert redis_client.hget(b"simhash:slide:meta", b"retention") == b"86400;period=14400;sliding"
     assert "periods of 4h), sliding" in invoke("stats", index="slide").stdout
     alone = invoke("--sliding", "add", "a", article(1), index="slide2")
     assert alone.exit_code == 2 and "--sliding needs --retention" in alone.stderr
+
+
+def test_a_retention_without_plain_is_refused_saying_to_pass_plain(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """A new index is verified by default, which cannot have a retention window yet: the refusal says how
+    to get one (a usage error, one line, nothing created), for every command that creates an index."""
+    rows = write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": article(1)}])
+    for args in (("add", "a", article(1)), ("load", str(rows)), ("dedupe", str(rows))):
+        refused = invoke("--retention", "7d", *args, index="r")
+        assert refused.exit_code == 2, refused.output
+        [line] = refused.stderr.splitlines()
+        assert "cannot have a retention window" in line and "pass --plain" in line, line
+        assert not redis_client.exists(b"simhash:r:meta")
+    refused = invoke("--verified", "--retention", "7d", "add", "a", article(1), index="r")
+    assert refused.exit_code == 2 and "pass --plain" in refused.stderr
+    # An existing plain index with a window is opened as it is, --plain or not.
+    assert invoke("--plain", "--retention", "7d", "add", "a", article(1), index="r").exit_code == 0
+    assert invoke("--retention", "7d", "add", "b", article(2), index="r").exit_code == 0

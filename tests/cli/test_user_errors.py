@@ -60,7 +60,7 @@ def test_the_library_imports_and_names_a_wrong_engine_when_one_is_needed() -> No
 
 def test_stats_and_indexes_show_a_verified_index(invoke: Invoke) -> None:
     assert invoke("--verified", "add", "a", article(1), index="ver").exit_code == 0
-    assert invoke("add", "a", article(1), index="pla").exit_code == 0
+    assert invoke("--plain", "add", "a", article(1), index="pla").exit_code == 0
     stats = invoke("stats", index="ver")
     assert stats.exit_code == 0, stats.output
     assert "verified       Jaccard threshold 0.8 (odd sketches of 1,008 bits" in stats.stdout
@@ -77,11 +77,11 @@ def test_stats_and_indexes_show_a_verified_index(invoke: Invoke) -> None:
 def test_a_retention_without_a_unit_is_refused_with_one_that_has_it(
     invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    bare = invoke("--retention", "7", "add", "a", article(1), index="bare")
+    bare = invoke("--plain", "--retention", "7", "add", "a", article(1), index="bare")
     assert bare.exit_code == 2 and "Traceback" not in bare.output, bare.output
     assert bare.stderr.startswith("error: --retention '7' needs a unit") and "7d" in bare.stderr
     assert not redis_client.exists("simhash:bare:meta")
-    assert invoke("--retention", "7d", "add", "a", article(1), index="bare").exit_code == 0
+    assert invoke("--plain", "--retention", "7d", "add", "a", article(1), index="bare").exit_code == 0
     assert redis_client.hget("simhash:bare:meta", "retention") == b"604800;period=100800"
 
 
@@ -113,7 +113,7 @@ def test_a_lost_meta_points_to_restore_meta_and_its_refusals_are_readable(
         assert "no index named" not in result.stderr and "SimhashIndex" not in result.stderr
     wrong = invoke("--k", "3", "restore-meta", index="lost")
     assert wrong.exit_code == 5, wrong.output
-    assert "b'" not in wrong.stderr and "b\"" not in wrong.stderr, wrong.stderr
+    assert "b'" not in wrong.stderr and 'b"' not in wrong.stderr, wrong.stderr
     assert "of id 'builtins.issubclass'" in wrong.stderr or "of id 'doc-2'" in wrong.stderr, wrong.stderr
     assert "0x" in wrong.stderr and "give restore-meta the options the index was created with" in wrong.stderr
     windowed = invoke("--k", "5", "--retention", "1d", "restore-meta", index="lost")
@@ -150,12 +150,12 @@ def test_the_index_k_and_the_query_distance_are_told_apart(invoke: Invoke) -> No
 
 
 def test_import_refusals_name_options_not_library_arguments(invoke: Invoke, tmp_path: Path) -> None:
-    assert invoke("add", "a", article(1), index="src").exit_code == 0
+    assert invoke("--plain", "add", "a", article(1), index="src").exit_code == 0
     dump = tmp_path / "src.dump"
     assert invoke("export", "-o", str(dump), index="src").exit_code == 0
-    assert invoke("add", "x", article(2), index="full").exit_code == 0
+    assert invoke("--plain", "add", "x", article(2), index="full").exit_code == 0
     assert invoke("--verified", "add", "x", article(2), index="ver").exit_code == 0
-    assert invoke("--retention", "1d", "add", "x", article(2), index="win").exit_code == 0
+    assert invoke("--plain", "--retention", "1d", "add", "x", article(2), index="win").exit_code == 0
     windowed = tmp_path / "win.dump"
     assert invoke("export", "-o", str(windowed), index="win").exit_code == 0
     for name, source, code in (("full", dump, 2), ("ver", dump, 2), ("win", dump, 2), ("full", windowed, 5)):

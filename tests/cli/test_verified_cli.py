@@ -51,7 +51,7 @@ def test_add_and_near_on_a_verified_index(invoke: Invoke, redis_client: redis.Re
 
 
 def test_mismatched_or_impossible_requests_are_refused(invoke: Invoke) -> None:
-    assert invoke("add", "a", story(1), index="plain").exit_code == 0
+    assert invoke("--plain", "add", "a", story(1), index="plain").exit_code == 0
     refused = invoke("--verified", "near", story(1), index="plain")
     assert refused.exit_code == 5 and "is not verified" in refused.stderr
     assert invoke("--threshold", "0.9", "add", "a", story(1), index="v9").exit_code == 0
@@ -143,7 +143,7 @@ def test_export_import_and_verify_keep_the_sketches(
 
 
 def test_a_plain_dump_is_not_merged_into_a_verified_index(invoke: Invoke, tmp_path: Path) -> None:
-    assert invoke("add", "a", story(1), index="plain").exit_code == 0
+    assert invoke("--plain", "add", "a", story(1), index="plain").exit_code == 0
     dump = tmp_path / "plain.dump"
     assert invoke("export", "-o", str(dump), "-q", index="plain").exit_code == 0
     # The same configuration but for the verified mode (a dump's other differences are refused anyway).
@@ -207,10 +207,13 @@ def test_the_command_line_sizes_a_new_index(invoke: Invoke, redis_client: redis.
         assert option in other.output and "Traceback" not in other.output
 
 
-def test_band_buckets_without_verified_is_a_usage_error(invoke: Invoke, redis_client: redis.Redis) -> None:
-    result = invoke("--band-buckets", "32", "add", "a", story(1), index="cli-plain")
-    assert result.exit_code == 2 and "--band-buckets needs --verified" in result.output
+def test_band_buckets_with_plain_is_a_usage_error(invoke: Invoke, redis_client: redis.Redis) -> None:
+    result = invoke("--plain", "--band-buckets", "32", "add", "a", story(1), index="cli-plain")
+    assert result.exit_code == 2 and "--plain cannot go with --band-buckets" in result.output
     assert not redis_client.exists(b"simhash:cli-plain:meta")
+    # Without --plain, --band-buckets sizes the new index verified, as --verified --band-buckets does.
+    assert invoke("--band-buckets", "32", "add", "a", story(1), index="cli-v").exit_code == 0
+    assert redis_client.hget(b"simhash:cli-v:meta", b"verified").endswith(b";band_buckets=32")
     for value in ("0", "x"):
         assert invoke("--verified", "--band-buckets", value, "add", "a", "t", index="cli-bad").exit_code == 2
     assert not redis_client.exists(b"simhash:cli-bad:meta")

@@ -1,0 +1,58 @@
+"""`open_index` for asyncio code: the index in the mode the library chooses (verified for a new one)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..index import VerifiedIndex
+from ..index.mode import open_in_mode
+from ..tools.connect import default_url
+from ..transport import client_from_url
+from ..transport.greenlet_bridge import run
+from .index import AsyncSimhashIndex
+from .verified import AsyncVerifiedIndex
+
+__all__ = ["open_index"]
+
+
+async def open_index(
+    name: str, url: str | None = None, *, verified: bool | None = None, **kwargs: Any
+) -> AsyncSimhashIndex | AsyncVerifiedIndex:
+    """Open (or create) an index, as `simhash_redis.open_index` does, for asyncio code (closed by
+    `aclose`, or `async with`).
+
+    A new index is verified (`AsyncVerifiedIndex`) unless verified=False asks for a plain
+    `AsyncSimhashIndex`; an existing index keeps the mode it was created with.
+
+    Args:
+        name: the index name.
+        url: a Redis URL; default: $SIMHASH_REDIS_URL, else the embedded server.
+        verified: True for a verified index, False for a plain one; None (the default): verified for a
+            new index, the stored mode for an existing one.
+        **kwargs: as `simhash_redis.open_index`.
+
+    Raises:
+        ConfigurationMismatch: the index exists in the other mode than the one asked for, or with
+            another configuration.
+        InvalidArgument: the URL is malformed; a new verified index with a retention window (pass
+            verified=False).
+        RedisUnavailable: the server cannot be reached, or no embedded server can be started.
+    """
+    # The embedded server may have to be started: a blocking wait, kept off the event loop.
+    target = url or await asyncio.to_thread(default_url)
+    client: Any = await run(client_from_url, target, asyncio=True)
+    try:
+        index = await run(open_in_mode, client, name, verified=verified, **kwargs)
+    except BaseException:
+        await client.aclose()
+        raise
+    handle: AsyncSimhashIndex | AsyncVerifiedIndex
+    handle = (
+        AsyncVerifiedIndex(client, name)
+        if isinstance(index, VerifiedIndex)
+        else AsyncSimhashIndex(client, name)
+    )
+    handle._index = index  # opened already: its first call needs no second opening
+    handle.owns_client = True
+    return handle

@@ -1,0 +1,103 @@
+"""The mode of a new index: verified when made from texts, plain when asked for or made from
+fingerprints; an existing index keeps its own (`simhash_redis.index.mode`, and every entry point that
+calls it: `open_index`, `simhash_redis.asyncio.open_index`; the command line and the Scrapy pipeline have
+their own tests in tests/cli/test_default_mode_cli.py and tests/test_scrapy_pipeline.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis
+
+from simhash_redis import ConfigurationMismatch, InvalidArgument, SimhashIndex, VerifiedIndex, open_index
+from simhash_redis.index.mode import LIBRARY, Asking, chosen_mode
+
+TEXT = " ".join(f"word{i}" for i in range(60))
+
+
+def test_the_choice_for_a_new_index() -> None:
+    assert chosen_mode(None, name="x") is True
+    assert chosen_mode(None, name="x", from_text=False) is False
+    assert chosen_mode(False, name="x") is False
+    assert chosen_mode(True, name="x") is True
+    assert chosen_mode(False, name="x", retention=True) is False
+
+
+def test_an_existing_index_keeps_its_mode_and_a_mismatch_is_refused() -> None:
+    for stored in (True, False):
+        assert chosen_mode(None, name="x", stored=stored) is stored
+        assert chosen_mode(stored, name="x", stored=stored) is stored
+        with pytest.raises(ConfigurationMismatch, match="'x' is" + ("" if stored else " not") + " verified"):
+            chosen_mode(not stored, name="x", stored=stored)
+    # A stored mode is never refused for the retention a new index would have.
+    assert chosen_mode(None, name="x", stored=False, retention=True) is False
+
+
+def test_a_verified_index_with_a_retention_window_is_refused_naming_how_to_ask_for_plain() -> None:
+    cli = Asking(plain="--plain", verified="--verified", retention="--retention")
+    for asked, asking, words in ((None, LIBRARY, "pass verified=False"), (True, cli, "pass --plain")):
+        with pytest.raises(InvalidArgument) as caught:
+            chosen_mode(asked, name="x", retention=True, asking=asking)
+        assert words in str(caught.value) and asking.retention in str(caught.value)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(InvalidArgument, match="the default for a new index made from texts"):
+        chosen_mode(None, name="x", retention=True)
+
+
+def test_open_index_creates_a_verified_index_by_default(redis_url: str, redis_client: redis.Redis) -> None:
+    index = open_index("news", redis_url)
+    assert isinstance(index, VerifiedIndex) and index.index.config.verification is not None
+    assert index.add("a", TEXT).value == "added"
+    assert [m.id for m in index.near(TEXT)] == ["a"]
+    # Opened again, with the default or asking for verified, it is the same verified index.
+    assert isinstance(open_index("news", redis_url), VerifiedIndex)
+    assert isinstance(open_index("news", redis_url, verified=True), VerifiedIndex)
+    with pytest.raises(ConfigurationMismatch, match="verified=False"):
+        open_index("news", redis_url, verified=False)
+
+
+def test_open_index_creates_a_plain_index_when_asked(redis_url: str, redis_client: redis.Redis) -> None:
+    index = open_index("plain", redis_url, verified=False)
+    assert type(index) is SimhashIndex and index.config.verification is None
+    index.add("a", TEXT)
+    # An existing plain index stays plain: opened by default, it is plain; asked verified, refused.
+    assert type(open_index("plain", redis_url)) is SimhashIndex
+    with pytest.raises(ConfigurationMismatch, match="not verified"):
+        open_index("plain", redis_url, verified=True)
+    with pytest.raises(InvalidArgument, match="threshold belong to verified mode"):
+        open_index("other", redis_url, verified=False, threshold=0.9)
+
+
+def test_open_index_with_a_retention_window_needs_plain(redis_url: str, redis_client: redis.Redis) -> None:
+    with pytest.raises(InvalidArgument, match="pass verified=False"):
+        open_index("wire", redis_url, retention="7d")
+    assert not redis_client.exists(b"simhash:wire:meta")
+    index = open_index("wire", redis_url, retention="7d", verified=False)
+    assert type(index) is SimhashIndex and index.config.retention is not None
+    # Existing, it keeps its mode: the default opens it as it is.
+    assert type(open_index("wire", redis_url, retention="7d")) is SimhashIndex
+
+
+def test_the_asyncio_open_index_chooses_alike(redis_url: str, redis_client: redis.Redis) -> None:
+    pytest.importorskip("greenlet")
+    from simhash_redis.asyncio import AsyncSimhashIndex, AsyncVerifiedIndex
+    from simhash_redis.asyncio import open_index as open_async
+
+    async def scenario() -> None:
+        async with await open_async("anews", redis_url) as verified:
+            assert isinstance(verified, AsyncVerifiedIndex)
+            await verified.add("a", TEXT)
+            assert [m.id for m in await verified.near(TEXT)] == ["a"]
+        async with await open_async("aplain", redis_url, verified=False) as plain:
+            assert isinstance(plain, AsyncSimhashIndex) and plain.config.verification is None
+            await plain.add("a", TEXT)
+        async with await open_async("aplain", redis_url) as again:
+            assert isinstance(again, AsyncSimhashIndex)
+        with pytest.raises(ConfigurationMismatch):
+            await open_async("anews", redis_url, verified=False)
+        with pytest.raises(InvalidArgument, match="pass verified=False"):
+            await open_async("awire", redis_url, retention="7d")
+
+    asyncio.run(scenario())
+    assert SimhashIndex(redis_client, "anews", create=False).config.verification is not None
