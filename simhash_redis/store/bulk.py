@@ -17,6 +17,20 @@ Grouping pays when many entries share a key (a window of a million documents put
    fingerprints count by the entries it creates. Then one SMISMEMBER per table-0 key puts back into
    its tables any fingerprint an atomic writer removed meanwhile (`_check_tables`).
 
+A verified index's window (each document with its sketch) has two more steps between 3 and 4, so that
+its documents are whole before they are committed (no reader finds an id without its sketch, nor a
+document missing from its band tables):
+
+3a. sketches: lua/bulk_sketch.lua sets each id's sketch beside its fingerprint's ids (the field
+    `KeySchema.sketch_field` of its fingerprint-map bucket), calls grouped per bucket as step 5's; a
+    sketch it replaces (an id stored with this fingerprint and another sketch) leaves its band tables
+    after (`Writes.drop_bands`, which keeps a band another sketch of the fingerprint holds);
+3b. band tables: lua/bulk_band.lua appends each fingerprint, packed, to its sketch's band values unless
+    they hold it, calls grouped per band bucket (`KeySchema.band_numbers`), band by band. After 3a, so
+    that a band drop of an atomic writer meanwhile finds the new sketch kept and leaves its bands.
+
+Replacements and ids named twice take the atomic path with their sketches (`SketchedGuard`).
+
 Every step is idempotent, so a chunk resent after a lost reply changes nothing more (nor any count:
 each moves only with the entries its own atomic step adds, as the atomic path's do), and a load cut
 short anywhere (a crash, RedisOutOfMemory) is completed by running it again; the counts are exact
@@ -34,16 +48,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..codec import decode_fp, netstring
+from ..codec import decode_fp, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
 from .grouped import Column, Groups, attach_calls, commands, group, script_runs
 from .keys import KeySchema
 from .layout import Layout
-from .scripts import BULK_FP, BULK_IDS
+from .scripts import BULK_BAND, BULK_FP, BULK_IDS, BULK_SKETCH
 from .store import Store
-from .write_ops import Write
+from .write_ops import SketchedGuard, Write
 from .writes import Writes
 
 __all__ = ["BulkWrites"]
@@ -59,12 +73,22 @@ class BulkWrites:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
         self.f = layout.f
         self.batch_size = batch_size
+        self.verification = writes.verification
         self._packed = not store.cluster
 
     # -- a window --------------------------------------------------------------------------------------
 
-    def write(self, ids: list[bytes], fps: Sequence[int] | npt.NDArray[Any]) -> list[Outcome]:
+    def write(
+        self,
+        ids: list[bytes],
+        fps: Sequence[int] | npt.NDArray[Any],
+        sketches: Sequence[bytes] | None = None,
+    ) -> list[Outcome]:
         """Write one window of documents, in the steps of the module docstring.
+
+        Args:
+            sketches: in verified mode (and only then), each document's sketch in its stored form (b""
+                stores one without a sketch, as the atomic path does).
 
         Returns:
             Each pair's outcome: ADDED (a new id), UNCHANGED (the id had this fingerprint already; its
@@ -77,6 +101,10 @@ class BulkWrites:
             WriteContention: the atomic path's documents kept changing under concurrent writers.
         """
         n = len(ids)
+        if (sketches is None) != (self.verification is None):
+            raise ValueError("a verified index's bulk writes take sketches, and only they do")
+        if sketches is not None and len(sketches) != n:
+            raise ValueError(f"{n} ids and {len(sketches)} sketches")
         if not n:
             return []
         window = _Window(ids, fps, self.layout, self.keys)
@@ -102,11 +130,17 @@ class BulkWrites:
             replaced = sorted(replaced + [i for i, doc_id in enumerate(ids) if doc_id in twice])
         for start in range(0, len(replaced), self.batch_size):  # step 2
             part = replaced[start : start + self.batch_size]
-            ops: list[Write] = [(ids[p], window.stored.raw[p], None) for p in part]
+            ops: list[Write] = [
+                (ids[p], window.stored.raw[p], None if sketches is None else SketchedGuard(None, sketches[p]))
+                for p in part
+            ]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
         if len(chosen):
             first = self._tables(window, chosen)  # step 3
+            if sketches is not None:
+                self._sketches(window, chosen, sketches)  # step 3a
+                self._bands(window, chosen, sketches)  # step 3b
             self._id_map(window, chosen)  # step 4
             self._fp_map(window, chosen)  # step 5
             self._check_tables(window, first)
@@ -148,6 +182,42 @@ class BulkWrites:
 
         send_step(self.store, steps(), keep=False, durable=True)
         return groups[0]
+
+    def _sketches(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
+        """Step 3a: each id's sketch beside its fingerprint's ids, by lua/bulk_sketch.lua (calls as step
+        5's); the band tables of the sketches it replaced are cleaned after."""
+        groups = group(window.fp_buckets, chosen, self.keys.fp_form)
+        columns = [window.stored, window.ids, Column(list(sketches))]
+        per = ATTACH_PAIRS if self._packed else 1
+        calls = script_runs(BULK_SKETCH.sha, None, groups, columns, per, self._packed)
+        replies = send_step(self.store, calls, keep=True, durable=True)
+        dropped = [
+            (bytes(reply[i]), bytes(reply[i + 1])) for reply in replies for i in range(0, len(reply), 2)
+        ]
+        if dropped:
+            self.writes.drop_bands(dropped)
+
+    def _bands(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
+        """Step 3b: each sketched document's fingerprint into its sketch's band values, by
+        lua/bulk_band.lua: a call per run of band buckets (one bucket on a cluster), band by band."""
+        mode = self.verification
+        if mode is None or not mode.bands:
+            return
+        sketched = np.fromiter(map(len, sketches), dtype=np.int64, count=len(sketches)) > 0
+        rows = chosen[sketched[chosen]]
+        if not len(rows):
+            return
+        numbers, fields = self.keys.band_numbers(sketches, mode)
+        packed = window.packed(self.f)
+        per = ATTACH_PAIRS if self._packed else 1
+
+        def steps() -> Iterator[Sequence[Command]]:
+            for band, values in enumerate(fields):
+                groups = group(numbers[:, band], rows, self.keys.band_form(band))
+                columns = [Column(values), packed]
+                yield from script_runs(BULK_BAND.sha, None, groups, columns, per, self._packed)
+
+        send_step(self.store, steps(), keep=False, durable=True)
 
     def _id_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 4: one HSET id -> fingerprint per id bucket; on a standalone server by lua/bulk_ids.lua, a
@@ -208,6 +278,13 @@ class _Window:
         self.id_buckets = self.ids.buckets(keys)
         by_bits = self.fps if self.fps is not None else fps
         self.fp_buckets = keys.fp_bucket_numbers(by_bits) if keys.fp_by_bits else self.stored.buckets(keys)
+
+    def packed(self, f: int) -> Column:
+        """The fingerprints in a band value's packed form (`codec.pack_fps`), one per position."""
+        if self.fps is not None:
+            data = self.fps.astype("<u8").tobytes()
+            return Column([data[i : i + 8] for i in range(0, len(data), 8)])
+        return Column([pack_fps([raw], f) for raw in self.stored.raw])
 
     def attachments(self, chosen: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], dict[int, bytes]]:
         """The first of the positions `chosen` of each fingerprint, and for those whose fingerprint
