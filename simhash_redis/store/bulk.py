@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..codec import decode_fp, netstring, pack_fps
+from ..codec import decode_fp, encode_sketches, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
@@ -187,7 +187,12 @@ class BulkWrites:
         """Step 3a: each id's sketch beside its fingerprint's ids, by lua/bulk_sketch.lua (calls as step
         5's); the band tables of the sketches it replaced are cleaned after."""
         groups = group(window.fp_buckets, chosen, self.keys.fp_form)
-        columns = [window.stored, window.ids, Column(list(sketches))]
+        field, stored, ids = self.keys.sketch_field, window.stored.raw, window.ids.raw
+        values = [
+            encode_sketches([(doc_id, sketch)]) if sketch else b""
+            for doc_id, sketch in zip(ids, sketches, strict=True)
+        ]
+        columns = [Column([field(raw) for raw in stored]), window.ids, Column(values)]
         per = ATTACH_PAIRS if self._packed else 1
         calls = script_runs(BULK_SKETCH.sha, None, groups, columns, per, self._packed)
         replies = send_step(self.store, calls, keep=True, durable=True)
@@ -199,7 +204,8 @@ class BulkWrites:
 
     def _bands(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
         """Step 3b: each sketched document's fingerprint into its sketch's band values, by
-        lua/bulk_band.lua: a call per run of band buckets (one bucket on a cluster), band by band."""
+        lua/bulk_band.lua: a call per run of band buckets (one bucket on a cluster), band by band, each
+        band value once (with the fingerprints of all of the window's documents that share it)."""
         mode = self.verification
         if mode is None or not mode.bands:
             return
@@ -213,8 +219,9 @@ class BulkWrites:
 
         def steps() -> Iterator[Sequence[Command]]:
             for band, values in enumerate(fields):
-                groups = group(numbers[:, band], rows, self.keys.band_form(band))
-                columns = [Column(values), packed]
+                firsts, lists = _shared_values(values, rows, packed.raw)
+                groups = group(numbers[:, band], firsts, self.keys.band_form(band))
+                columns = [Column(values), packed, Column(lists)]
                 yield from script_runs(BULK_BAND.sha, None, groups, columns, per, self._packed)
 
         send_step(self.store, steps(), keep=False, durable=True)
@@ -306,6 +313,29 @@ class _Window:
             else:
                 lists.setdefault(q, [netstring(ids[q])]).append(netstring(ids[p]))
         return np.array(keep, dtype=np.intp), {q: b"".join(parts) for q, parts in lists.items()}
+
+
+def _shared_values(
+    values: list[bytes], rows: npt.NDArray[Any], packed: list[bytes]
+) -> tuple[npt.NDArray[np.intp], list[bytes]]:
+    """The first of the positions `rows` of each band value, and per position b"" or, for the first of
+    several sharing a value, the packed fingerprints of them all, in the window's order, each once."""
+    picked = [values[p] for p in rows.tolist()]
+    lists = [b""] * len(values)
+    if len(set(picked)) == len(picked):
+        return rows, lists
+    first: dict[bytes, int] = {}
+    shared: dict[int, dict[bytes, None]] = {}
+    keep = []
+    for p, value in zip(rows.tolist(), picked, strict=True):
+        q = first.setdefault(value, p)
+        if q == p:
+            keep.append(p)
+        else:
+            shared.setdefault(q, {packed[q]: None})[packed[p]] = None
+    for q, fps in shared.items():
+        lists[q] = b"".join(fps)
+    return np.array(keep, dtype=np.intp), lists
 
 
 def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[npt.NDArray[Any]]:

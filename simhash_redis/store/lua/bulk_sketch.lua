@@ -2,61 +2,39 @@
 -- (store/bulk.py): each id's sketch joins the sketches of its fingerprint (field 's:' .. fingerprint of
 -- the fingerprint's map hash) as write.lua's set_sketch sets it, before the id is attached to the
 -- fingerprint (bulk_fp.lua, the commit point), so no reader finds an id without its sketch. An id that
--- has this sketch there already changes nothing, so running a call again changes nothing more.
+-- has its sketch there already changes nothing, so running a call again changes nothing more.
 --
 -- KEYS = fingerprint-map hashes (on a cluster, one per call); ARGV = for each key in turn: the number m
--- of its entries, then m triples: a fingerprint (as stored), an id, its sketch (stored form; '' removes
--- the id's). Returns, flat, (fingerprint, sketch) of each sketch the call replaced and no other id of
--- that fingerprint keeps, so the client takes the fingerprint out of that sketch's band tables
--- (band_drop.lua).
+-- of its entries, then m triples: the field of a fingerprint's sketches, an id, and the id's sketch in
+-- the field's stored form (`codec.encode_sketches` of the id alone: what the field holds when the id
+-- is its only one; '' removes the id's sketch). Returns, flat, (fingerprint, sketch) of each sketch the
+-- call replaced and no other id of that fingerprint keeps, so the client takes the fingerprint out of
+-- that sketch's band tables (band_drop.lua).
 
 --! include netstrings
-
--- The fields of ARGV's entries from `first`, each 's:' .. its fingerprint, read in slices (unpack() of
--- thousands of values would overflow Lua's C stack).
-local function read(key, first, m)
-  local got = {}
-  for from = 1, m, 1000 do
-    local fields = {}
-    for i = from, math.min(from + 999, m) do
-      fields[#fields + 1] = 's:' .. ARGV[first + 3 * (i - 1)]
-    end
-    local part = redis.call('HMGET', key, unpack(fields))
-    for j = 1, #fields do
-      got[from + j - 1] = part[j]
-    end
-  end
-  return got
-end
 
 local dropped = {}
 local a = 1
 for k = 1, #KEYS do
   local key, m = KEYS[k], tonumber(ARGV[a])
-  -- A key with one entry (most, in a window smaller than the map): one HSETNX, unless the field exists.
-  local size, sketch = m, ARGV[a + 3]
-  if m == 1 and sketch ~= '' then
-    local value = netstring(sketch) .. netstring(netstring(ARGV[a + 2]))
-    if redis.call('HSETNX', key, 's:' .. ARGV[a + 1], value) == 1 then
-      m = 0
-    end
-  end
-  local got = m > 0 and read(key, a + 1, m) or {}
-  local values, changed, order = {}, {}, {}
+  -- The values of the fields found set already, as they change.
+  local values, changed, order = nil, nil, nil
   for i = 1, m do
-    local at = a + 1 + 3 * (i - 1)
-    local fp, id, sketch = ARGV[at], ARGV[at + 1], ARGV[at + 2]
-    local field = 's:' .. fp
-    local cur = values[field]
-    if cur == nil then
-      cur = got[i] or ''
+    local at = a + 3 * i - 2
+    local field, id, value = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+    -- The common case, a fingerprint without sketches yet: one HSETNX.
+    local fresh = value ~= '' and not (values and values[field])
+    if not (fresh and redis.call('HSETNX', key, field, value) == 1) then
+      if not values then
+        values, changed, order = {}, {}, {}
+      end
+      local cur = values[field] or redis.call('HGET', key, field) or ''
       values[field] = cur
-    end
-    if cur ~= '' or sketch ~= '' then
+      local sketch = value ~= '' and item_at(value, 1) or ''
       local rest, had, kept = sketches_with(cur, id, sketch)
       if had ~= sketch and (had or sketch ~= '') then
         if had and not kept then
-          dropped[#dropped + 1] = fp
+          dropped[#dropped + 1] = string.sub(field, 3)
           dropped[#dropped + 1] = had
         end
         values[field] = rest
@@ -67,21 +45,15 @@ for k = 1, #KEYS do
       end
     end
   end
-  local sets, gone = {}, {}
-  for _, field in ipairs(order) do
-    if values[field] == '' then
-      gone[#gone + 1] = field
-    else
-      sets[#sets + 1] = field
-      sets[#sets + 1] = values[field]
+  if order then
+    for _, field in ipairs(order) do
+      if values[field] == '' then
+        redis.call('HDEL', key, field)
+      else
+        redis.call('HSET', key, field, values[field])
+      end
     end
   end
-  for from = 1, #sets, 1000 do
-    redis.call('HSET', key, unpack(sets, from, math.min(from + 999, #sets)))
-  end
-  for from = 1, #gone, 1000 do
-    redis.call('HDEL', key, unpack(gone, from, math.min(from + 999, #gone)))
-  end
-  a = a + 1 + 3 * size
+  a = a + 1 + 3 * m
 end
 return dropped
