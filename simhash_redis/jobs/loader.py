@@ -21,6 +21,7 @@ from typing import Any
 
 from ..checks import is_int
 from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
+from ..fingerprinting.banded_odd import storing
 from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.bulk import DEFAULT_WINDOW, column_windows
 from .arrow import ArrowRows
@@ -226,6 +227,8 @@ class Loader:
         self.on_duplicate = on_duplicate
         self.stats = LoadStats()
         hasher = None if self.verified is None else self.verified.hasher
+        if hasher is not None and not unique:  # stored, never judged: no query sketch needed
+            hasher = storing(hasher)
         self._fingerprinter = Fingerprinter(
             index.scheme, index.f, fp_base, self.workers, self.batch_size, hasher
         )
