@@ -173,6 +173,16 @@ def test_the_same_stored_data_and_near_results_as_the_atomic_path(
     assert exported(other) == exported(one)
 
 
+def test_fingerprints_of_128_bits(redis_client: redis.Redis) -> None:
+    """Fingerprints past 64 bits: packed 16 bytes each, band values shared in the window found by their
+    bytes (no numpy form)."""
+    one, other = verified_on(redis_client, "atomic", f=128), verified_on(redis_client, "bulk", f=128)
+    docs = sketched(one, texts(300, seed=12))
+    assert bulk(other, docs, 300) == atomic(one, docs)
+    assert raw(one) == raw(other)
+    assert other.index.verify().ok
+
+
 def test_a_window_written_again_changes_nothing(redis_client: redis.Redis) -> None:
     index = verified_on(redis_client, "again")
     docs = sketched(index, texts(400, seed=2))

@@ -213,15 +213,18 @@ class BulkWrites:
         rows = chosen[sketched[chosen]]
         if not len(rows):
             return
-        numbers, fields = self.keys.band_numbers(sketches, mode)
+        numbers, fields, values = self.keys.band_numbers(sketches, mode)
         packed = window.packed(self.f)
         per = ATTACH_PAIRS if self._packed else 1
 
         def steps() -> Iterator[Sequence[Command]]:
-            for band, values in enumerate(fields):
-                firsts, lists = _shared_values(values, rows, packed.raw)
+            for band in range(len(fields)):
+                if values is not None and window.fps is not None:
+                    firsts, lists = _shared_numbers(values[:, band], rows, window.fps)
+                else:
+                    firsts, lists = _shared_values(fields[band], rows, packed.raw)
                 groups = group(numbers[:, band], firsts, self.keys.band_form(band))
-                columns = [Column(values), packed, Column(lists)]
+                columns = [Column(fields[band]), packed, Column(lists)]
                 yield from script_runs(BULK_BAND.sha, None, groups, columns, per, self._packed)
 
         send_step(self.store, steps(), keep=False, durable=True)
@@ -336,6 +339,35 @@ def _shared_values(
     for q, fps in shared.items():
         lists[q] = b"".join(fps)
     return np.array(keep, dtype=np.intp), lists
+
+
+def _shared_numbers(
+    values: npt.NDArray[np.uint64], rows: npt.NDArray[Any], fps: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.intp], list[bytes]]:
+    """`_shared_values` of a band whose values are ints, with fingerprints of 64 bits at most: in numpy
+    passes, but for a slice of the packed fingerprints per value shared."""
+    lists = [b""] * len(values)
+    ours, theirs = values[rows], fps[rows]
+    by_value = np.lexsort((rows, ours))
+    ordered = ours[by_value]
+    if not len(rows) or (ordered[1:] != ordered[:-1]).all():
+        return rows, lists
+    # Each (value, fingerprint) once, at its first position (exact copies share both), by value, then
+    # position: each value's fingerprints are then one run of the packed column.
+    pairs = np.lexsort((rows, theirs, ours))
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = (ours[pairs][1:] != ours[pairs][:-1]) | (theirs[pairs][1:] != theirs[pairs][:-1])
+    kept = pairs[first]
+    kept = kept[np.lexsort((rows[kept], ours[kept]))]
+    held = ours[kept]
+    starts = np.flatnonzero(np.concatenate(([True], held[1:] != held[:-1])))
+    ends = np.append(starts[1:], len(kept))
+    packed = theirs[kept].astype("<u8").tobytes()
+    firsts = rows[kept[starts]]
+    for at, start, end in zip(firsts.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        if end - start > 1:
+            lists[at] = packed[8 * start : 8 * end]
+    return np.asarray(firsts, dtype=np.intp), lists
 
 
 def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[npt.NDArray[Any]]:
