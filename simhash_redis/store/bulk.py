@@ -26,8 +26,10 @@ document missing from its band tables):
     sketch it replaces (an id stored with this fingerprint and another sketch) leaves its band tables
     after (`Writes.drop_bands`, which keeps a band another sketch of the fingerprint holds);
 3b. band tables: lua/bulk_band.lua appends each fingerprint, packed, to its sketch's band values unless
-    they hold it, calls grouped per band bucket (`KeySchema.band_numbers`), band by band. After 3a, so
-    that a band drop of an atomic writer meanwhile finds the new sketch kept and leaves its bands.
+    they hold it, calls grouped per band bucket (`KeySchema.band_numbers`), band by band, each band value
+    once with the fingerprints of all of the window's documents that share it (near-duplicates share
+    most of theirs). After 3a, so that a band drop of an atomic writer meanwhile finds the new sketch
+    kept and leaves its bands.
 
 Replacements and ids named twice take the atomic path with their sketches (`SketchedGuard`).
 
