@@ -377,7 +377,11 @@ class Loader:
         # A plain index's batches carry no sketches: two columns, a verified one's three.
         columns = ((ids, fps) if sketches is None else (ids, fps, sketches) for ids, fps, sketches in batches)
         for part in column_windows(columns, least):
-            held = [mine + more for mine, more in zip(held, part, strict=True)] if held else list(part)
+            if not held:
+                held = list(part)
+            else:
+                for mine, more in zip(held, part, strict=True):
+                    mine.extend(more)
             if len(held[0]) >= self.window or time.monotonic() - started >= WINDOW_SECONDS:
                 yield _batch([column[: self.window] for column in held])
                 held = [column[self.window :] for column in held]
