@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -112,7 +113,7 @@ def _summary(stdout: str) -> dict[str, Any]:
 
 
 def _run_load(
-    exe: str, url: str, index: str, path: Path, engine: str, *options: str
+    exe: str, url: str, index: str, path: Path, engine: str, *options: str, load: tuple[str, ...] = ()
 ) -> tuple[float, dict[str, Any]]:
     """One `simhash-redis load` of the file with the given engine: wall seconds and its JSON summary.
 
@@ -125,7 +126,7 @@ def _run_load(
     subprocess.run([exe, "--version"], capture_output=True, check=True, env=env)
     start = time.perf_counter()
     done = subprocess.run(
-        [exe, "--redis-url", url, "--index", index, *options, "load", str(path), "--json", "-q"],
+        [exe, "--redis-url", url, "--index", index, *options, "load", str(path), *load, "--json", "-q"],
         capture_output=True,
         text=True,
         check=False,
@@ -237,37 +238,80 @@ def text_load(docs_count: int, command: str) -> list[Figure]:
 
 
 def verified_load(docs_count: int, rounds: int, command: str) -> list[Figure]:
-    """`simhash-redis --verified load` of real text beside the plain load of the same file, alternating
-    (each round a new index of each), the engine that runs: docs/s of the loading (process start
-    excluded)."""
+    """`simhash-redis --verified load --bulk` of real text beside the plain `load --bulk` of the same file,
+    and each through the atomic batches (`--no-bulk`), alternating (each round a new index of each), the
+    engine that runs: docs/s of the loading (process start excluded), and the CPU each document costs
+    (the command's processes, its workers included, and the server's), with the rate that CPU allows
+    on all of the machine's cores (on a shared machine the wall clock measures the neighbours too)."""
     exe = _command_path()
     if exe is None:
         print("  simhash-redis command not found: verified load not measured")
         return []
     corpus.unpin()
     docs, _ = _mixed_documents(docs_count)
-    rates: dict[str, list[float]] = {"plain": [], "verified": []}
+    modes = {  # the options before `load`, and `load`'s
+        "plain bulk": ((), ("--bulk",)),
+        "verified bulk": (("--verified",), ("--bulk",)),
+        "plain atomic": ((), ("--no-bulk",)),
+        "verified atomic": (("--verified",), ("--no-bulk",)),
+    }
+    rates: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpus: dict[str, list[float]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory(prefix="simhash-bench-") as tmp, corpus.server(cpu=None) as server:
         path = _jsonl(Path(tmp) / "docs.jsonl", docs)
+        client = server.client()
         for n in range(rounds):
-            for mode in ("plain", "verified"):
-                options = ("--verified",) if mode == "verified" else ()
-                _, summary = _run_load(exe, server.url, f"vload-{mode}-{n}", path, engine(), *options)
+            for mode, (options, load) in modes.items():
+                name = f"vload-{mode.replace(' ', '-')}-{n}"
+                before, server_before = resource.getrusage(resource.RUSAGE_CHILDREN), server_cpu(client)
+                _, summary = _run_load(exe, server.url, name, path, engine(), *options, load=load)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                cpus[mode].append((used + server_cpu(client) - server_before) / len(docs) * 1e6)
+                if mode.endswith("bulk") and not summary.get("bulk"):
+                    raise RuntimeError(f"{mode}: the load did not take the bulk path")
                 rates[mode].append(float(summary["docs_per_s"]))
-    plain, verified = max(rates["plain"]), max(rates["verified"])
-    print(f"  rounds: plain {rates['plain']}, verified {rates['verified']} docs/s")
+        client.close()
+    best = {mode: max(values) for mode, values in rates.items()}
+    cpu = {mode: min(values) for mode, values in cpus.items()}
+    cores = os.cpu_count() or 1
+    print("  rounds (docs/s): " + "; ".join(f"{mode} {values}" for mode, values in rates.items()))
+    print("  CPU us/doc (all processes, start included): " + "; ".join(f"{m} {v}" for m, v in cpus.items()))
+    title = f"loading only, {cores} cores, {len(docs):,} docs"
     return [
         Figure(
-            f"simhash-redis --verified load of text, loading only, {os.cpu_count()} cores, "
-            f"{len(docs):,} docs",
-            verified,
+            f"simhash-redis --verified load --bulk of text, {title}",
+            best["verified bulk"],
             "docs/s",
-            "the plain load of the same file (best round)",
-            plain,
+            "the plain load --bulk of the same file (best round)",
+            best["plain bulk"],
             target=">= 15,000 docs/s",
-            met=verified >= 15_000,
+            met=best["verified bulk"] >= 15_000,
             command=command,
-        )
+        ),
+        Figure(
+            f"simhash-redis --verified load --bulk, the rate its CPU allows on {cores} cores "
+            f"({cpu['verified bulk']:.0f} us/doc, process start included)",
+            cores / cpu["verified bulk"] * 1e6,
+            "docs/s",
+            f"the plain load --bulk ({cpu['plain bulk']:.0f} us/doc)",
+            cores / cpu["plain bulk"] * 1e6,
+            target=">= 15,000 docs/s",
+            met=cores / cpu["verified bulk"] * 1e6 >= 15_000,
+            command=command,
+        ),
+        Figure(
+            f"simhash-redis --verified load --no-bulk of text (atomic batches), {title}",
+            best["verified atomic"],
+            "docs/s",
+            "the plain load --no-bulk of the same file (best round)",
+            best["plain atomic"],
+            command=command,
+            extra={
+                "cpu_us_per_doc": round(cpu["verified atomic"]),
+                "plain_cpu_us_per_doc": round(cpu["plain atomic"]),
+            },
+        ),
     ]
 
 
@@ -280,7 +324,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="N=100,000 and 4,000 documents")
     parser.add_argument("--text-only", action="store_true", help="only the end-to-end text load")
     parser.add_argument(
-        "--verified", type=int, metavar="ROUNDS", help="only the verified text load beside plain, ROUNDS each"
+        "--verified",
+        type=int,
+        metavar="ROUNDS",
+        help="only the verified text load beside plain, bulk and atomic, ROUNDS each",
     )
     args = parser.parse_args()
     n, docs = (100_000, 4_000) if args.quick else (args.n, args.docs)

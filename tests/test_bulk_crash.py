@@ -1,5 +1,6 @@
 """bulk_add under kill -9: of the loading process, and of the server (appendonly yes, appendfsync always),
-in the middle of each step of a window.
+in the middle of each step of a window; of a plain index, and of a verified one (each document with its
+sketch and band values: `VerifiedIndex.bulk_add_sketched`).
 
 A loader subprocess runs a load of three windows and is stopped at a chosen point: when it is about to
 send the n-th chunk of a step of the second window, two earlier chunks of that step still unanswered.
@@ -21,9 +22,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from simhash_redis import SimhashIndex
+from simhash_redis import SimhashIndex, VerifiedIndex
 from tests.bulk_helpers import Content, assert_nothing_half_visible, assert_same, content, load
 from tests.servers import ServerProcess
+from tests.test_verified_bulk import LEFT as VERIFIED_LEFT
+from tests.test_verified_bulk import assert_whole, logical
+from tests.test_verified_bulk import texts as verified_texts
+from tests.test_verified_mode import article
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "crash"
@@ -32,6 +37,15 @@ WINDOW = 1000
 CHUNK_ARGS = 800
 # The chunked steps of a window, in the order they are sent.
 STEPS = {"read": 1, "tables": 2, "id map": 3, "fingerprint map": 4, "table check": 5}
+VERIFIED_STEPS = {
+    "read": 1,
+    "tables": 2,
+    "sketches": 3,
+    "bands": 4,
+    "id map": 5,
+    "fingerprint map": 6,
+    "table check": 7,
+}
 
 LOADER = textwrap.dedent(
     """
@@ -62,8 +76,18 @@ LOADER = textwrap.dedent(
         return send_step(store, watched(), **options)
 
     bulk.send_step = stopping
-    index = open_index(redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2))
-    index.bulk_add(items(), window=WINDOW, on_progress=lambda done, _: print("done", done, flush=True))
+    client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+    if len(sys.argv) > 5:  # verified
+        from tests.test_bulk_crash import open_verified, verified_docs
+        index = open_verified(client)
+        ids, fps, sketches = verified_docs(index)
+        for start in range(0, len(ids), WINDOW):
+            part = slice(start, start + WINDOW)
+            index.bulk_add_sketched(ids[part], fps[part], sketches[part])
+            print("done", min(start + WINDOW, len(ids)), flush=True)
+    else:
+        index = open_index(client)
+        index.bulk_add(items(), window=WINDOW, on_progress=lambda done, _: print("done", done, flush=True))
     print("complete", flush=True)
     """
 )
@@ -84,10 +108,23 @@ def open_index(client: redis.Redis, name: str = NAME) -> SimhashIndex:
     )
 
 
-def start(url: str, mode: str, send: int, chunk: int) -> subprocess.Popen[str]:
+def open_verified(client: redis.Redis, name: str = NAME) -> VerifiedIndex:
+    """The verified index every run of a verified load writes to (small band tables: shared keys)."""
+    return VerifiedIndex(open_index(client, name), band_buckets=32)
+
+
+def verified_docs(index: VerifiedIndex) -> tuple[list[str], list[int], list[bytes]]:
+    """A verified load of three windows: texts with edits and copies, then replacements of some."""
+    pairs = verified_texts(TOTAL, seed=21)
+    pairs += [(doc_id, article(5000 + i, words=60)) for i, (doc_id, _) in enumerate(pairs[:300:3])]
+    texts = [text for _, text in pairs]
+    return [i for i, _ in pairs], index.index.fingerprint_many(texts), index.hasher.sketch_many(texts)
+
+
+def start(url: str, mode: str, send: int, chunk: int, verified: bool = False) -> subprocess.Popen[str]:
     """The loader, stopping at the `chunk`-th chunk of its `send`-th step ("kill" or "pause")."""
     return subprocess.Popen(
-        [sys.executable, "-c", LOADER, url, mode, str(send), str(chunk)],
+        [sys.executable, "-c", LOADER, url, mode, str(send), str(chunk), *(["verified"] if verified else [])],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -170,3 +207,91 @@ def test_kill9_of_the_server(durable: ServerProcess, clean: Content, step: str) 
     assert "RedisUnavailable" in err or "RedisTimeout" in err, err[-2000:]
     durable.restart()  # the append-only file is read again
     rerun_and_compare(durable, clean, step)
+
+
+# -- a verified index ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clean_verified(durable: ServerProcess) -> dict[bytes, object]:
+    """What a clean run of the verified load leaves."""
+    durable.flushall()
+    with durable.client() as client:
+        index = open_verified(client)
+        ids, fps, sketches = verified_docs(index)
+        index.add_sketched(ids[:200], fps[:200], sketches[:200])
+        for begin in range(0, len(ids), WINDOW):
+            part = slice(begin, begin + WINDOW)
+            index.bulk_add_sketched(ids[part], fps[part], sketches[part])
+        return logical(index)
+
+
+def prepared_verified(server: ServerProcess) -> None:
+    """An emptied server holding the verified load's first 200 documents."""
+    server.flushall()
+    with server.client() as client:
+        index = open_verified(client)
+        ids, fps, sketches = verified_docs(index)
+        index.add_sketched(ids[:200], fps[:200], sketches[:200])
+
+
+#: What `verify` must find after a stop in each step of a verified window (the load was cut there).
+VERIFIED_FOUND = {
+    "tables": "orphan table member",
+    "sketches": "orphan table member",
+    "bands": "sketch without a document",
+    "id map": "sketch without a document",
+    "fingerprint map": "id missing from fingerprint map",
+    "table check": None,
+}
+
+
+def rerun_verified(server: ServerProcess, clean: dict[bytes, object], step: str) -> None:
+    """Nothing half-visible (no listed id without its sketch and band values); then the same load again
+    gives the clean index."""
+    with server.client() as client:
+        index = open_verified(client)
+        report = index.index.verify()
+        assert set(report.problems) <= VERIFIED_LEFT, report.as_dict()
+        found = VERIFIED_FOUND[step]
+        assert (found in report.problems) if found else not report.problems, report.as_dict()
+        assert_whole(index)
+        ids, fps, sketches = verified_docs(index)
+        for begin in range(0, len(ids), WINDOW):
+            part = slice(begin, begin + WINDOW)
+            index.bulk_add_sketched(ids[part], fps[part], sketches[part])
+        got = logical(index)
+        assert sorted(got) == sorted(clean)
+        assert [key for key in clean if clean[key] != got[key]] == []
+        assert index.index.verify().ok
+
+
+@pytest.mark.parametrize("step", list(VERIFIED_FOUND))
+def test_kill9_of_a_verified_loader(
+    durable: ServerProcess, clean_verified: dict[bytes, object], step: str
+) -> None:
+    prepared_verified(durable)
+    loader = start(durable.url, "kill", len(VERIFIED_STEPS) + VERIFIED_STEPS[step], 2, verified=True)
+    out, err = loader.communicate(timeout=120)
+    assert loader.returncode == -signal.SIGKILL, err[-2000:]
+    assert out.splitlines() == [f"done {WINDOW}"], out  # killed in the second window
+    rerun_verified(durable, clean_verified, step)
+
+
+@pytest.mark.parametrize("step", ["sketches", "bands", "fingerprint map"])
+def test_kill9_of_the_server_during_a_verified_load(
+    durable: ServerProcess, clean_verified: dict[bytes, object], step: str
+) -> None:
+    prepared_verified(durable)
+    loader = start(durable.url, "pause", len(VERIFIED_STEPS) + VERIFIED_STEPS[step], 2, verified=True)
+    assert loader.stdout is not None and loader.stdin is not None
+    assert loader.stdout.readline() == f"done {WINDOW}\n"
+    assert loader.stdout.readline() == "stopped\n"
+    durable.kill9()
+    loader.stdin.write("go on\n")
+    loader.stdin.flush()
+    out, err = loader.communicate(timeout=120)
+    assert loader.returncode != 0 and "complete" not in out
+    assert "RedisUnavailable" in err or "RedisTimeout" in err, err[-2000:]
+    durable.restart()  # the append-only file is read again
+    rerun_verified(durable, clean_verified, step)

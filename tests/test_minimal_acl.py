@@ -21,7 +21,7 @@ import redis
 from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
-from simhash_redis import Retention, SimhashIndex, VerifiedIndex, drop_index, open_index
+from simhash_redis import Outcome, Retention, SimhashIndex, VerifiedIndex, drop_index, open_index
 from simhash_redis.asyncio import AsyncSimhashIndex
 from simhash_redis.codec import encode_fp
 from simhash_redis.index import list_indexes
@@ -151,6 +151,10 @@ def _library(url: str, admin: redis.Redis, recorder: Recorder) -> None:
     verified.add_many([("b", TEXTS[2])])
     sketch = verified.sketch_of("a")  # read back, and stored again under another id
     verified.add_sketched(["c"], [verified.index.fingerprint(TEXTS[0])], [sketch])
+    # The bulk path: a new id and a stored one of another text (a replacement), in one window.
+    texts = [TEXTS[3], TEXTS[2]]
+    fps, sketches = verified.index.fingerprint_many(texts), verified.hasher.sketch_many(texts)
+    assert verified.bulk_add_sketched(["g", "c"], fps, sketches) == [Outcome.ADDED, Outcome.REPLACED]
     assert verified.add_if_new("d", TEXTS[1]) is not None
     assert verified.add_if_new_many([("e", TEXTS[1]), ("f", "a text of its own, nothing like the rest")])
     assert verified.near(TEXTS[1]) and verified.near_many(TEXTS[:2])

@@ -18,7 +18,16 @@ from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
 from .arguments import check_pairs, chunks, iterable
 from .batches import check_progress
 
-__all__ = ["DEFAULT_WINDOW", "Progress", "Target", "bulk_add", "bulk_add_columns", "windows"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "Progress",
+    "Target",
+    "bulk_add",
+    "bulk_add_columns",
+    "bulk_add_sketched",
+    "column_windows",
+    "windows",
+]
 
 #: Documents per window of a bulk load: enough that most keys get several entries per command.
 DEFAULT_WINDOW = 1_000_000
@@ -85,6 +94,22 @@ def bulk_add_columns(
     return outcomes
 
 
+def bulk_add_sketched(
+    index: Target, writes: Writes, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes]
+) -> list[Outcome]:
+    """One window of a verified index's documents, fingerprinted and sketched already, each written with
+    its sketch (stored form, b"" for none) by the grouped bulk path (`writes` in verified mode).
+
+    Raises:
+        InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or fingerprint (nothing of the
+            window is written).
+        RedisUnavailable: the window is partly written, never half-visible; writing it again completes it.
+    """
+    bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
+    raws = _encode_ids(list(ids))
+    return bulk.write(raws, _fingerprints(list(fps), bulk.f, index.fingerprint_many), sketches)
+
+
 def _through_script(
     index: Target,
     writes: Writes,
@@ -137,25 +162,39 @@ def windows(
     """
     if isinstance(batches, (str, bytes, Mapping)) or not isinstance(batches, Iterable):
         raise InvalidType(f"batches must be an iterable of (ids, documents), got {type(batches).__name__}")
-    ids: list[Any] = []
-    docs: list[Any] = []
+
+    def checked() -> Iterator[tuple[Sequence[Any], ...]]:
+        for batch in batches:
+            if not isinstance(batch, tuple) or len(batch) != 2 or not all(map(_is_list_like, batch)):
+                shape = _shape(batch)
+                raise InvalidType(f"batches must hold (ids, documents) tuples of two lists, got {shape}")
+            if len(batch[0]) != len(batch[1]):
+                raise InvalidArgument(f"a batch holds {len(batch[0])} ids and {len(batch[1])} documents")
+            yield batch
+
+    yield from column_windows(checked(), window)  # type: ignore[misc]  # two columns: checked
+
+
+def column_windows(
+    batches: Iterable[tuple[Sequence[Any], ...]], window: int
+) -> Iterator[tuple[list[Any], ...]]:
+    """Batches of parallel sequences (checked: one length each) cut into windows of `window` (the last
+    may be shorter), each a tuple of lists."""
+    held: list[list[Any]] | None = None
     for batch in batches:
-        if not isinstance(batch, tuple) or len(batch) != 2 or not all(map(_is_list_like, batch)):
-            raise InvalidType(f"batches must hold (ids, documents) tuples of two lists, got {_shape(batch)}")
-        more_ids, more_docs = batch
-        if len(more_ids) != len(more_docs):
-            raise InvalidArgument(f"a batch holds {len(more_ids)} ids and {len(more_docs)} documents")
-        start = 0
-        while start < len(more_ids):
-            take = min(window - len(ids), len(more_ids) - start)
-            ids.extend(more_ids[start : start + take])
-            docs.extend(more_docs[start : start + take])
+        if held is None:
+            held = [[] for _ in batch]
+        size, start = len(batch[0]), 0
+        while start < size:
+            take = min(window - len(held[0]), size - start)
+            for column, more in zip(held, batch, strict=True):
+                column.extend(more[start : start + take])
             start += take
-            if len(ids) == window:
-                yield ids, docs
-                ids, docs = [], []
-    if ids:
-        yield ids, docs
+            if len(held[0]) == window:
+                yield tuple(held)
+                held = [[] for _ in batch]
+    if held is not None and held[0]:
+        yield tuple(held)
 
 
 def _is_list_like(value: object) -> bool:

@@ -21,6 +21,7 @@ from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
 from .arguments import check_fp, check_k, texts
+from .bulk import bulk_add_sketched
 from .simhash_index import Outcome, SimhashIndex
 from .sketch_judge import SketchJudge, confirmed_many
 from .unique import UniqueWrites
@@ -174,6 +175,30 @@ class VerifiedIndex:
             else:
                 out.extend(self._add_batch(list(ids[part]), checked[part], sketches[part]))
         return out
+
+    def bulk_add_sketched(
+        self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None]
+    ) -> list[Outcome]:
+        """`add_sketched` (not unique) of one window of documents through the grouped bulk path: a
+        command per key and step, each document committed last (`store.bulk`), a window cut short
+        completed by writing it again.
+
+        Raises:
+            InvalidArgument, InvalidType, InvalidFingerprint: as `add_sketched`.
+            WriteContention, RedisUnavailable: as `SimhashIndex.bulk_add`.
+        """
+        if self.index.windows is not None:  # a period's keys expire with it, which the atomic path sets
+            return [o for o in self.add_sketched(ids, fps, sketches) if isinstance(o, Outcome)]
+        if not len(ids) == len(fps) == len(sketches):
+            raise InvalidArgument("ids, fps and sketches must be of one length")
+        query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
+        for sketch in sketches:
+            if sketch is not None and (not isinstance(sketch, bytes) or len(sketch) not in (query, stored)):
+                size = f"{query}" if query == stored else f"{query} (or, stored, {stored})"
+                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
+        store = self.hasher.stored
+        forms = [store(sketch) if sketch else b"" for sketch in sketches]
+        return bulk_add_sketched(self.index, self._writes, ids, fps, forms)
 
     def _batches(
         self, items: Iterable[tuple[str, VerifiedDocument]]

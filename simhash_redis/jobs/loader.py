@@ -21,8 +21,9 @@ from typing import Any
 
 from ..checks import is_int
 from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
+from ..fingerprinting.banded_odd import storing
 from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
-from ..index.bulk import DEFAULT_WINDOW, windows
+from ..index.bulk import DEFAULT_WINDOW, column_windows
 from .arrow import ArrowRows
 from .dedupe import DryRun, Pair, VerifiedDryRun
 from .fingerprinter import Fingerprinted, Fingerprinter
@@ -73,6 +74,10 @@ BULK_MIN = 100_000
 WINDOW_SECONDS = 2.0
 #: Documents a window cut by time holds at least: fewer would lose the grouping the bulk path is for.
 WINDOW_MIN = 10_000
+
+
+#: A batch of a load: ids, fingerprints, and (a verified index) sketches.
+GoodBatch = tuple[list[str], list[int], list[bytes] | None]
 
 
 class Bulk(enum.Enum):
@@ -170,15 +175,15 @@ class Loader:
             (`SimhashIndex.add_many(unique=True)`); the others are reported through on_duplicate.
         dry_run: with unique, write nothing: check against the index and the load's own documents.
         fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
-        bulk: the write path (see `Bulk`); unique loads, and loads into a verified index (each document
-            with its sketch, computed by the workers too), always take `add_many`.
+        bulk: the write path (see `Bulk`); unique loads always take `add_many`. A verified index's
+            documents are written with their sketches (computed by the workers too) either way.
         window: documents per `bulk_add` window.
         on_error: called with each bad record's InputError.
         on_progress: called with the stats after each acknowledged batch or window.
         on_duplicate: called with each near-duplicate pair (unique loads).
 
     Raises:
-        InvalidArgument: an argument is out of range, or bulk=ON with unique or a verified index.
+        InvalidArgument: an argument is out of range, or bulk=ON with unique.
     """
 
     def __init__(
@@ -210,23 +215,20 @@ class Loader:
             raise InvalidArgument("a unique load checks every document against the index: it cannot be bulk")
         #: The index's verified form when it is one: every document is written with its sketch.
         self.verified = VerifiedIndex(index) if index.config.verification is not None else None
-        if self.verified is not None and bulk is Bulk.ON:
-            raise InvalidArgument(
-                f"index {index.name!r} is verified: its loads write each document with its sketch through "
-                "the atomic path (no bulk)"
-            )
         self.max_errors = max_errors
         self.unique = unique
         self.dry_run: DryRun | VerifiedDryRun | None = None
         if dry_run:
             self.dry_run = DryRun(index) if self.verified is None else VerifiedDryRun(self.verified)
-        self.bulk = Bulk.OFF if unique or self.verified is not None else Bulk(bulk)
+        self.bulk = Bulk.OFF if unique else Bulk(bulk)
         self.window = window
         self.on_error = on_error
         self.on_progress = on_progress
         self.on_duplicate = on_duplicate
         self.stats = LoadStats()
         hasher = None if self.verified is None else self.verified.hasher
+        if hasher is not None and not unique:  # stored, never judged: no query sketch needed
+            hasher = storing(hasher)
         self._fingerprinter = Fingerprinter(
             index.scheme, index.f, fp_base, self.workers, self.batch_size, hasher
         )
@@ -303,7 +305,7 @@ class Loader:
                 for ids, fps, sketches in batches:
                     self._write(list(zip(ids, fps, strict=True)), sketches)
             else:
-                self._write_bulk(((ids, fps) for ids, fps, _ in batches), mode)
+                self._write_bulk(batches, mode)
             if self.stats.written and self.dry_run is None:
                 self._check_index()
         finally:
@@ -322,9 +324,7 @@ class Loader:
             )
         return self.stats
 
-    def _good_batches(
-        self, batches: Iterator[Fingerprinted]
-    ) -> Iterator[tuple[list[str], list[int], list[bytes] | None]]:
+    def _good_batches(self, batches: Iterator[Fingerprinted]) -> Iterator[GoodBatch]:
         """Each batch's ids, fingerprints (and sketches), its errors reported, up to the error beyond
         max_errors."""
         for ids, fps, errors, sketches in batches:
@@ -343,7 +343,7 @@ class Loader:
             if self._too_many():
                 return
 
-    def _write_bulk(self, batches: Iterator[tuple[list[str], list[int]]], mode: Bulk) -> None:
+    def _write_bulk(self, batches: Iterator[GoodBatch], mode: Bulk) -> None:
         if mode is Bulk.AUTO:
             head, held = [], 0
             for batch in batches:
@@ -352,35 +352,42 @@ class Loader:
                 if held >= BULK_MIN:
                     break
             if held < BULK_MIN:
-                pairs = [pair for ids, fps in head for pair in zip(ids, fps, strict=True)]
-                for start in range(0, len(pairs), self.batch_size):
-                    self._write(pairs[start : start + self.batch_size])
+                for ids, fps, sketches in head:
+                    for start in range(0, len(ids), self.batch_size):
+                        part = slice(start, start + self.batch_size)
+                        pairs = list(zip(ids[part], fps[part], strict=True))
+                        self._write(pairs, None if sketches is None else sketches[part])
                 return
             batches = itertools.chain(head, batches)
         self.stats.bulk = True
-        for ids, fps in self._windows(batches):
+        for ids, fps, sketches in self._windows(batches):
             self.stats.sent += len(ids)
             self._window_ids = ids
-            self.index.bulk_add_columns([(ids, fps)], window=len(ids), on_progress=self._window_done)
+            if self.verified is None or sketches is None:
+                self.index.bulk_add_columns([(ids, fps)], window=len(ids), on_progress=self._window_done)
+            else:
+                self._window_done(len(ids), self.verified.bulk_add_sketched(ids, fps, sketches))
 
-    def _windows(
-        self, batches: Iterator[tuple[list[str], list[int]]]
-    ) -> Iterator[tuple[list[Any], list[Any]]]:
+    def _windows(self, batches: Iterator[GoodBatch]) -> Iterator[GoodBatch]:
         """Windows of `window` documents, or fewer (`WINDOW_MIN` at least) once one has been filling for
         `WINDOW_SECONDS`; the time starts again when the caller asks for the next window."""
         least = min(WINDOW_MIN, self.window)
         started = time.monotonic()
-        ids: list[Any] = []
-        fps: list[Any] = []
-        for window_ids, window_fps in windows(batches, least):
-            ids += window_ids
-            fps += window_fps
-            if len(ids) >= self.window or time.monotonic() - started >= WINDOW_SECONDS:
-                yield ids[: self.window], fps[: self.window]
-                ids, fps = ids[self.window :], fps[self.window :]
+        held: list[list[Any]] = []
+        # A plain index's batches carry no sketches: two columns, a verified one's three.
+        columns = ((ids, fps) if sketches is None else (ids, fps, sketches) for ids, fps, sketches in batches)
+        for part in column_windows(columns, least):
+            if not held:
+                held = list(part)
+            else:
+                for mine, more in zip(held, part, strict=True):
+                    mine.extend(more)
+            if len(held[0]) >= self.window or time.monotonic() - started >= WINDOW_SECONDS:
+                yield _batch([column[: self.window] for column in held])
+                held = [column[self.window :] for column in held]
                 started = time.monotonic()
-        if ids:
-            yield ids, fps
+        if held and held[0]:
+            yield _batch(held)
 
     def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
         # After each window: a vanished index stops the load before it writes again.
@@ -468,3 +475,8 @@ class Loader:
             self.stats.replaced += times
         else:
             self.stats.unchanged += times
+
+
+def _batch(columns: list[list[Any]]) -> GoodBatch:
+    """Two or three columns (`Loader._windows`) as a batch."""
+    return columns[0], columns[1], columns[2] if len(columns) > 2 else None

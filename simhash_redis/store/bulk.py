@@ -17,6 +17,22 @@ Grouping pays when many entries share a key (a window of a million documents put
    fingerprints count by the entries it creates. Then one SMISMEMBER per table-0 key puts back into
    its tables any fingerprint an atomic writer removed meanwhile (`_check_tables`).
 
+A verified index's window (each document with its sketch) has two more steps between 3 and 4, so that
+its documents are whole before they are committed (no reader finds an id without its sketch, nor a
+document missing from its band tables):
+
+3a. sketches: lua/bulk_sketch.lua sets each id's sketch beside its fingerprint's ids (the field
+    `KeySchema.sketch_field` of its fingerprint-map bucket), calls grouped per bucket as step 5's; a
+    sketch it replaces (an id stored with this fingerprint and another sketch) leaves its band tables
+    after (`Writes.drop_bands`, which keeps a band another sketch of the fingerprint holds);
+3b. band tables: lua/bulk_band.lua appends each fingerprint, packed, to its sketch's band values unless
+    they hold it, calls grouped per band bucket (`KeySchema.band_numbers`), band by band, each band value
+    once with the fingerprints of all of the window's documents that share it (near-duplicates share
+    most of theirs). After 3a, so that a band drop of an atomic writer meanwhile finds the new sketch
+    kept and leaves its bands.
+
+Replacements and ids named twice take the atomic path with their sketches (`SketchedGuard`).
+
 Every step is idempotent, so a chunk resent after a lost reply changes nothing more (nor any count:
 each moves only with the entries its own atomic step adds, as the atomic path's do), and a load cut
 short anywhere (a crash, RedisOutOfMemory) is completed by running it again; the counts are exact
@@ -34,16 +50,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..codec import decode_fp, netstring
+from ..codec import decode_fp, encode_sketches, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
 from .grouped import Column, Groups, attach_calls, commands, group, script_runs
 from .keys import KeySchema
 from .layout import Layout
-from .scripts import BULK_FP, BULK_IDS
+from .scripts import BULK_BAND, BULK_FP, BULK_IDS, BULK_SKETCH
 from .store import Store
-from .write_ops import Write
+from .write_ops import SketchedGuard, Write
 from .writes import Writes
 
 __all__ = ["BulkWrites"]
@@ -59,12 +75,22 @@ class BulkWrites:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
         self.f = layout.f
         self.batch_size = batch_size
+        self.verification = writes.verification
         self._packed = not store.cluster
 
     # -- a window --------------------------------------------------------------------------------------
 
-    def write(self, ids: list[bytes], fps: Sequence[int] | npt.NDArray[Any]) -> list[Outcome]:
+    def write(
+        self,
+        ids: list[bytes],
+        fps: Sequence[int] | npt.NDArray[Any],
+        sketches: Sequence[bytes] | None = None,
+    ) -> list[Outcome]:
         """Write one window of documents, in the steps of the module docstring.
+
+        Args:
+            sketches: in verified mode (and only then), each document's sketch in its stored form (b""
+                stores one without a sketch, as the atomic path does).
 
         Returns:
             Each pair's outcome: ADDED (a new id), UNCHANGED (the id had this fingerprint already; its
@@ -77,6 +103,10 @@ class BulkWrites:
             WriteContention: the atomic path's documents kept changing under concurrent writers.
         """
         n = len(ids)
+        if (sketches is None) != (self.verification is None):
+            raise ValueError("a verified index's bulk writes take sketches, and only they do")
+        if sketches is not None and len(sketches) != n:
+            raise ValueError(f"{n} ids and {len(sketches)} sketches")
         if not n:
             return []
         window = _Window(ids, fps, self.layout, self.keys)
@@ -102,11 +132,17 @@ class BulkWrites:
             replaced = sorted(replaced + [i for i, doc_id in enumerate(ids) if doc_id in twice])
         for start in range(0, len(replaced), self.batch_size):  # step 2
             part = replaced[start : start + self.batch_size]
-            ops: list[Write] = [(ids[p], window.stored.raw[p], None) for p in part]
+            ops: list[Write] = [
+                (ids[p], window.stored.raw[p], None if sketches is None else SketchedGuard(None, sketches[p]))
+                for p in part
+            ]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
         if len(chosen):
             first = self._tables(window, chosen)  # step 3
+            if sketches is not None:
+                self._sketches(window, chosen, sketches)  # step 3a
+                self._bands(window, chosen, sketches)  # step 3b
             self._id_map(window, chosen)  # step 4
             self._fp_map(window, chosen)  # step 5
             self._check_tables(window, first)
@@ -148,6 +184,52 @@ class BulkWrites:
 
         send_step(self.store, steps(), keep=False, durable=True)
         return groups[0]
+
+    def _sketches(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
+        """Step 3a: each id's sketch beside its fingerprint's ids, by lua/bulk_sketch.lua (calls as step
+        5's); the band tables of the sketches it replaced are cleaned after."""
+        groups = group(window.fp_buckets, chosen, self.keys.fp_form)
+        field, stored, ids = self.keys.sketch_field, window.stored.raw, window.ids.raw
+        values = [
+            encode_sketches([(doc_id, sketch)]) if sketch else b""
+            for doc_id, sketch in zip(ids, sketches, strict=True)
+        ]
+        columns = [Column([field(raw) for raw in stored]), window.ids, Column(values)]
+        per = ATTACH_PAIRS if self._packed else 1
+        calls = script_runs(BULK_SKETCH.sha, None, groups, columns, per, self._packed)
+        replies = send_step(self.store, calls, keep=True, durable=True)
+        dropped = [
+            (bytes(reply[i]), bytes(reply[i + 1])) for reply in replies for i in range(0, len(reply), 2)
+        ]
+        if dropped:
+            self.writes.drop_bands(dropped)
+
+    def _bands(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
+        """Step 3b: each sketched document's fingerprint into its sketch's band values, by
+        lua/bulk_band.lua: a call per run of band buckets (one bucket on a cluster), band by band, each
+        band value once (with the fingerprints of all of the window's documents that share it)."""
+        mode = self.verification
+        if mode is None or not mode.bands:
+            return
+        sketched = np.fromiter(map(len, sketches), dtype=np.int64, count=len(sketches)) > 0
+        rows = chosen[sketched[chosen]]
+        if not len(rows):
+            return
+        numbers, fields, values = self.keys.band_numbers(sketches, mode)
+        packed = window.packed(self.f)
+        per = ATTACH_PAIRS if self._packed else 1
+
+        def steps() -> Iterator[Sequence[Command]]:
+            for band in range(len(fields)):
+                if values is not None and window.fps is not None:
+                    firsts, lists = _shared_numbers(values[:, band], rows, window.fps)
+                else:
+                    firsts, lists = _shared_values(fields[band], rows, packed.raw)
+                groups = group(numbers[:, band], firsts, self.keys.band_form(band))
+                columns = [Column(fields[band]), packed, Column(lists)]
+                yield from script_runs(BULK_BAND.sha, None, groups, columns, per, self._packed)
+
+        send_step(self.store, steps(), keep=False, durable=True)
 
     def _id_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
         """Step 4: one HSET id -> fingerprint per id bucket; on a standalone server by lua/bulk_ids.lua, a
@@ -209,6 +291,13 @@ class _Window:
         by_bits = self.fps if self.fps is not None else fps
         self.fp_buckets = keys.fp_bucket_numbers(by_bits) if keys.fp_by_bits else self.stored.buckets(keys)
 
+    def packed(self, f: int) -> Column:
+        """The fingerprints in a band value's packed form (`codec.pack_fps`), one per position."""
+        if self.fps is not None:
+            data = self.fps.astype("<u8").tobytes()
+            return Column([data[i : i + 8] for i in range(0, len(data), 8)])
+        return Column([pack_fps([raw], f) for raw in self.stored.raw])
+
     def attachments(self, chosen: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], dict[int, bytes]]:
         """The first of the positions `chosen` of each fingerprint, and for those whose fingerprint
         several of them share, the list of all of their ids, in the window's order."""
@@ -229,6 +318,58 @@ class _Window:
             else:
                 lists.setdefault(q, [netstring(ids[q])]).append(netstring(ids[p]))
         return np.array(keep, dtype=np.intp), {q: b"".join(parts) for q, parts in lists.items()}
+
+
+def _shared_values(
+    values: list[bytes], rows: npt.NDArray[Any], packed: list[bytes]
+) -> tuple[npt.NDArray[np.intp], list[bytes]]:
+    """The first of the positions `rows` of each band value, and per position b"" or, for the first of
+    several sharing a value, the packed fingerprints of them all, in the window's order, each once."""
+    picked = [values[p] for p in rows.tolist()]
+    lists = [b""] * len(values)
+    if len(set(picked)) == len(picked):
+        return rows, lists
+    first: dict[bytes, int] = {}
+    shared: dict[int, dict[bytes, None]] = {}
+    keep = []
+    for p, value in zip(rows.tolist(), picked, strict=True):
+        q = first.setdefault(value, p)
+        if q == p:
+            keep.append(p)
+        else:
+            shared.setdefault(q, {packed[q]: None})[packed[p]] = None
+    for q, fps in shared.items():
+        lists[q] = b"".join(fps)
+    return np.array(keep, dtype=np.intp), lists
+
+
+def _shared_numbers(
+    values: npt.NDArray[np.uint64], rows: npt.NDArray[Any], fps: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.intp], list[bytes]]:
+    """`_shared_values` of a band whose values are ints, with fingerprints of 64 bits at most: in numpy
+    passes, but for a slice of the packed fingerprints per value shared."""
+    lists = [b""] * len(values)
+    ours, theirs = values[rows], fps[rows]
+    by_value = np.lexsort((rows, ours))
+    ordered = ours[by_value]
+    if not len(rows) or (ordered[1:] != ordered[:-1]).all():
+        return rows, lists
+    # Each (value, fingerprint) once, at its first position (exact copies share both), by value, then
+    # position: each value's fingerprints are then one run of the packed column.
+    pairs = np.lexsort((rows, theirs, ours))
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = (ours[pairs][1:] != ours[pairs][:-1]) | (theirs[pairs][1:] != theirs[pairs][:-1])
+    kept = pairs[first]
+    kept = kept[np.lexsort((rows[kept], ours[kept]))]
+    held = ours[kept]
+    starts = np.flatnonzero(np.concatenate(([True], held[1:] != held[:-1])))
+    ends = np.append(starts[1:], len(kept))
+    packed = theirs[kept].astype("<u8").tobytes()
+    firsts = rows[kept[starts]]
+    for at, start, end in zip(firsts.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        if end - start > 1:
+            lists[at] = packed[8 * start : 8 * end]
+    return np.asarray(firsts, dtype=np.intp), lists
 
 
 def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[npt.NDArray[Any]]:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 _SET_KEY = re.compile(rb"t[0-9]+:")
 _BAND_KEY = re.compile(rb"b[0-9]+:")
 
-__all__ = ["BandColumns", "KeyForm", "KeySchema", "encode_id", "validate_name"]
+__all__ = ["BandColumns", "BandNumbers", "KeyForm", "KeySchema", "encode_id", "validate_name"]
 
 # From this many sketches `band_columns` pays: its numpy passes cost some 70 us however few they are.
 _COLUMNS_MIN = 32
@@ -116,6 +116,17 @@ class BandColumns(NamedTuple):
     key_lengths: npt.NDArray[np.intp]
     fields: npt.NDArray[np.uint8]
     per: int
+
+
+class BandNumbers(NamedTuple):
+    """The band places of a window of sketches (`KeySchema.band_numbers`)."""
+
+    #: Each sketch's bucket number in each band (a sketch per row, a band per column).
+    numbers: npt.NDArray[np.uint64]
+    #: Each band's fields (its bytes), a sketch per entry.
+    fields: list[list[bytes]]
+    #: The bands' bytes as big-endian ints, shaped as `numbers`; None for bands wider than 8 bytes.
+    values: npt.NDArray[np.uint64] | None
 
 
 class KeySchema:
@@ -330,6 +341,38 @@ class KeySchema:
         hexes = _HEX_DIGITS[nibbles.astype(np.intp)]
         keys = np.concatenate([np.tile(prefixes, (len(sketches), 1)), hexes], axis=1)
         return BandColumns(keys, prefixes.shape[1] + shown, fields, count)
+
+    def band_form(self, band: int) -> KeyForm:
+        """How band `band`'s bucket numbers become its bucket keys (`band_places`'s: hex, no padding)."""
+        return KeyForm(self._band_prefixes_of(band + 1)[band], 1)
+
+    def band_numbers(self, sketches: Sequence[bytes], mode: Verification) -> BandNumbers:
+        """The bucket number (`band_form`) and field of each band of each sketch, as `band_places` places
+        them, for a bulk load's grouped writes. A sketch too short for the bands (an empty one) gets
+        numbers 0 and empty fields."""
+        count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
+        span = count * width
+        whole = [s if len(s) >= span else b"\0" * span for s in sketches]
+        fields = [[s[i * width : (i + 1) * width] for s in whole] for i in range(count)]
+        if width <= 8:
+            joined = np.frombuffer(b"".join([s[:span] for s in whole]), dtype=np.uint8)
+            digits = joined.reshape(len(whole), count, width).astype(np.uint64)
+            values = digits[:, :, 0].copy()
+            for j in range(1, width):  # big-endian, as int.from_bytes reads a band
+                values = (values << np.uint64(8)) | digits[:, :, j]
+            numbers: npt.NDArray[np.uint64] = values % np.uint64(buckets)
+        else:
+            values = None
+            ints = [
+                int.from_bytes(fields[i][n], "big") % buckets for n in range(len(whole)) for i in range(count)
+            ]
+            numbers = np.array(ints, dtype=np.uint64).reshape(len(whole), count)
+        for n, s in enumerate(sketches):
+            if len(s) < span:
+                numbers[n] = 0
+                for band in fields:
+                    band[n] = b""
+        return BandNumbers(numbers, fields, values)
 
     def _band_prefixes_of(self, count: int) -> list[bytes]:
         """b"{base}:b{i}:" of each band, made on first use."""

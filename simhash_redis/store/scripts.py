@@ -15,8 +15,10 @@ from ..transport import Command, Exchange, ScriptMissing, Sender, raise_first_er
 __all__ = [
     "BAND_DROP",
     "BAND_MEMBER",
+    "BULK_BAND",
     "BULK_FP",
     "BULK_IDS",
+    "BULK_SKETCH",
     "COUNT_FPS",
     "CREATE_META",
     "FP_IDS",
@@ -82,6 +84,10 @@ FP_IDS = Script("fp_ids")
 BULK_FP = Script("bulk_fp")
 #: The bulk path's id-map step.
 BULK_IDS = Script("bulk_ids")
+#: The bulk path's sketch step (verified mode).
+BULK_SKETCH = Script("bulk_sketch")
+#: The bulk path's band-table step (verified mode).
+BULK_BAND = Script("bulk_band")
 #: The fingerprints of a fingerprint-map hash, leaving out the fields of their sketches (verified mode).
 COUNT_FPS = Script("count_fps")
 #: An index's meta hash, created unless it exists.
@@ -101,6 +107,8 @@ SCRIPTS = (
     FP_IDS,
     BULK_FP,
     BULK_IDS,
+    BULK_SKETCH,
+    BULK_BAND,
     COUNT_FPS,
     CREATE_META,
     PIN_META,

@@ -79,6 +79,7 @@ class Windows:
         Raises:
             RedisUnavailable: the server cannot be reached.
         """
+
         # The estimate is off by at most half the round trip, which a busy client (an event loop with
         # hundreds of tasks, a queue for a connection) can stretch: a slow sample is taken again.
         # Timed inside the conversation: a wait for a connection does not count.

@@ -345,6 +345,10 @@ class Writes:
             calls.append(FP_IDS.command([self.keys.fp_bucket(fp)], args))
         return calls
 
+    def drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
+        """`_drop_bands`, for the bulk path's sketches (`store.bulk`)."""
+        self._drop_bands(dropped)
+
     def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
         """Take (stored fingerprint, dropped sketch) pairs out of the sketch's band tables, in a round trip.
 

@@ -428,3 +428,35 @@ def test_a_run_that_replaces_many_ids_warns(invoke: Invoke, tmp_path: Path) -> N
     second = invoke("load", str(tomorrow), index="warn")
     assert second.exit_code == 0, second.output
     assert "warning: 50 of 50 documents replaced" in second.stderr
+
+
+def test_a_verified_index_takes_the_bulk_path_with_the_atomic_paths_stored_data(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path, low_bulk_min: int
+) -> None:
+    """`load` of text into a verified index: AUTO takes the bulk path above BULK_MIN, each document with
+    its sketch and band values, and stores what `--no-bulk` stores (replacements and copies included)."""
+    from simhash_redis import VerifiedIndex
+    from tests.test_verified_bulk import assert_same as assert_same_verified
+    from tests.test_verified_bulk import assert_whole, logical
+
+    count = 3 * low_bulk_min
+    rows = [{"id": f"d{i}", "text": article(i % 500, copy=i // 500)} for i in range(count)]
+    rows += [{"id": f"d{i}", "text": article(10_000 + i)} for i in range(0, count, 11)]  # replacements
+    path = write_jsonl(tmp_path / "texts.jsonl", rows)
+    options = ("--json", "-q", "--window", "400", "--workers", "1")
+    bulk = invoke("--verified", "load", str(path), *options, index="vb")
+    atomic = invoke("--verified", "load", str(path), *options, "--no-bulk", index="va")
+    assert bulk.exit_code == 0, bulk.output
+    assert atomic.exit_code == 0, atomic.output
+    by_bulk, by_atomic = json.loads(bulk.stdout), json.loads(atomic.stdout)
+    assert by_bulk["bulk"] is True and by_atomic["bulk"] is False
+    for key in ("read", "added", "replaced", "unchanged", "written"):
+        assert by_bulk[key] == by_atomic[key], key
+    index_b = VerifiedIndex(SimhashIndex(redis_client, "vb", create=False))
+    index_a = VerifiedIndex(SimhashIndex(redis_client, "va", create=False))
+    assert_same_verified(logical(index_a), logical(index_b))
+    assert_whole(index_b)
+    assert index_b.index.verify().ok
+    again = invoke("--verified", "load", str(path), *options, "--bulk", index="vb")
+    assert json.loads(again.stdout)["added"] == 0  # ids named twice are replaced twice again
+    assert_same_verified(logical(index_a), logical(index_b))

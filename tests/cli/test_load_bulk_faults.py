@@ -1,4 +1,6 @@
-"""`simhash-redis load` on the bulk path under faults: kill -9 of the loader, and a server out of memory.
+"""`simhash-redis load` on the bulk path under faults: kill -9 of the loader, and a server out of memory;
+of precomputed fingerprints into a plain index, and of texts into a verified one (each document with its
+sketch and band values).
 
 Each ends the same way: running the same command again gives, key for key, the index a clean load of the
 same file gives (the library-level tests, tests/test_bulk_crash.py and tests/test_bulk.py, stop the load
@@ -14,52 +16,81 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 import redis
 
-from simhash_redis import SimhashIndex
+from simhash_redis import SimhashIndex, VerifiedIndex
 from tests.bulk_helpers import assert_nothing_half_visible, assert_same, content
 from tests.bulk_helpers import load as bulk_pairs
 from tests.servers import ServerProcess
+from tests.test_verified_bulk import LEFT, assert_whole, logical
+from tests.test_verified_bulk import texts as verified_texts
 
 TOTAL = 30_000
 WINDOW = 3_000
+#: A verified load's documents (texts, fingerprinted and sketched by the loader).
+TEXTS = 12_000
 
 
 def _exe() -> str:
     return str(Path(sys.executable).parent / "simhash-redis")
 
 
-def _file(tmp_path: Path) -> Path:
-    path = tmp_path / "fps.jsonl"
-    rows = ({"id": doc_id, "fp": format(fp, "016x")} for doc_id, fp in bulk_pairs(TOTAL, seed=31))
+def _file(tmp_path: Path, verified: bool = False) -> Path:
+    path = tmp_path / "docs.jsonl"
+    if verified:
+        rows = [{"id": doc_id, "text": text} for doc_id, text in verified_texts(TEXTS, seed=31)]
+    else:
+        rows = [{"id": doc_id, "fp": format(fp, "016x")} for doc_id, fp in bulk_pairs(TOTAL, seed=31)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
 
 
-def _load(url: str, index: str, path: Path, **popen: object) -> subprocess.Popen[str]:
-    command = [_exe(), "--redis-url", url, "--index", index, "load", str(path), "--fingerprint-field", "fp"]
+def _load(url: str, index: str, path: Path, verified: bool, **popen: object) -> subprocess.Popen[str]:
+    command = [_exe(), "--redis-url", url, "--index", index]
+    command += (
+        ["--verified", "load", str(path)] if verified else ["load", str(path), "--fingerprint-field", "fp"]
+    )
     command += ["--bulk", "--window", str(WINDOW), "--workers", "1", "--json", "-q"]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)  # type: ignore[call-overload]
 
 
-def _finish(url: str, index: str, path: Path) -> dict[str, object]:
-    proc = _load(url, index, path)
+def _content(client: redis.Redis, index: str, verified: bool) -> Any:
+    if verified:
+        return logical(VerifiedIndex(SimhashIndex(client, index, create=False)))
+    return content(SimhashIndex(client, index, create=False))
+
+
+def _nothing_half_visible(client: redis.Redis, index: str, verified: bool) -> None:
+    if not verified:
+        assert_nothing_half_visible(SimhashIndex(client, index, create=False))
+        return
+    opened = VerifiedIndex(SimhashIndex(client, index, create=False))
+    report = opened.index.verify()
+    assert set(report.problems) <= LEFT, report.as_dict()
+    assert_whole(opened)
+
+
+def _finish(url: str, index: str, path: Path, verified: bool) -> dict[str, object]:
+    proc = _load(url, index, path, verified)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     summary: dict[str, object] = json.loads(out.strip().splitlines()[-1])
     return summary
 
 
+@pytest.mark.parametrize("verified", [False, True])
 def test_kill_9_mid_load_then_the_same_command_converges_to_a_clean_load(
-    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path, verified: bool
 ) -> None:
-    path = _file(tmp_path)
-    _finish(redis_url, "clean", path)
-    clean = content(SimhashIndex(redis_client, "clean"))
+    path = _file(tmp_path, verified)
+    _finish(redis_url, "clean", path, verified)
+    clean = _content(redis_client, "clean", verified)
     for attempt in range(2):
         redis_client.delete(*(redis_client.keys("simhash:killed:*") or [b"none"]))
-        proc = _load(redis_url, "killed", path)
+        proc = _load(redis_url, "killed", path, verified)
         deadline = time.monotonic() + 120
         # Kill once the first windows are in: some of the load is written, most is not.
         while not redis_client.keys("simhash:killed:t0:*")[:1]:
@@ -70,29 +101,32 @@ def test_kill_9_mid_load_then_the_same_command_converges_to_a_clean_load(
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
         assert proc.returncode == -signal.SIGKILL
-        index = SimhashIndex(redis_client, "killed", create=False)
-        assert_nothing_half_visible(index)
-        summary = _finish(redis_url, "killed", path)
+        _nothing_half_visible(redis_client, "killed", verified)
+        summary = _finish(redis_url, "killed", path, verified)
         assert summary["bulk"] is True
-        assert_same(clean, content(index))
+        assert_same(clean, _content(redis_client, "killed", verified))
 
 
-def test_out_of_memory_mid_load_is_reported_and_the_same_command_resumes(tmp_path: Path) -> None:
-    path = _file(tmp_path)
+@pytest.mark.parametrize("verified", [False, True])
+def test_out_of_memory_mid_load_is_reported_and_the_same_command_resumes(
+    tmp_path: Path, verified: bool
+) -> None:
+    path = _file(tmp_path, verified)
     with ServerProcess({"maxmemory-policy": "noeviction"}) as server:
         client = server.client()
-        _finish(server.url, "clean", path)
-        clean = content(SimhashIndex(client, "clean"))
+        empty = int(client.info("memory")["used_memory"])
+        _finish(server.url, "clean", path, verified)
+        clean = _content(client, "clean", verified)
         used = int(client.info("memory")["used_memory"])
-        client.config_set("maxmemory", used + 2_000_000)  # room for a part of a second copy only
-        proc = _load(server.url, "oom", path)
+        # Room for a part of a second copy only (a verified one's first window and more).
+        client.config_set("maxmemory", used + ((used - empty) // 2 if verified else 2_000_000))
+        proc = _load(server.url, "oom", path, verified)
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 4, err
         assert "out of memory" in err and "run the same command again" in err
         assert "Traceback" not in err
-        index = SimhashIndex(client, "oom", create=False)
-        assert_nothing_half_visible(index)
+        _nothing_half_visible(client, "oom", verified)
         client.config_set("maxmemory", 0)
-        summary = _finish(server.url, "oom", path)
+        summary = _finish(server.url, "oom", path, verified)
         assert summary["bulk"] is True
-        assert_same(clean, content(index))
+        assert_same(clean, _content(client, "oom", verified))
