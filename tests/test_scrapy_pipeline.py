@@ -262,6 +262,26 @@ def test_verified_mode_drops_one_word_edits_the_plain_index_misses(
     assert again == [] and "'simhash_redis/dropped': 30" in log and "verified" in log
 
 
+def test_verified_mode_with_a_retention_window(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis
+) -> None:
+    """SIMHASH_REDIS_VERIFIED with SIMHASH_REDIS_RETENTION: a verified index whose pages expire."""
+    with _serve(_edited_site()) as url:
+        items, log = _crawl(
+            tmp_path,
+            url,
+            redis_url,
+            1,
+            TWISTED_REACTOR=REACTORS["blocking"],
+            SIMHASH_REDIS_VERIFIED="True",
+            SIMHASH_REDIS_RETENTION="7d",
+        )
+    assert len(items) == 20 and "'simhash_redis/dropped': 10" in log, log[-3000:]
+    meta = redis_client.hgetall(b"simhash:crawl:meta")
+    assert meta[b"retention"] == b"604800;period=100800" and b"verified" in meta
+    assert all(redis_client.pttl(key) > 0 for key in redis_client.scan_iter(b"simhash:crawl:w*"))
+
+
 def test_pages_without_text_pass_through(tmp_path: Path) -> None:
     from scrapy.settings import Settings
 
@@ -290,8 +310,8 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
     from scrapy.exceptions import NotConfigured
 
     for mode in ({"SIMHASH_REDIS_VERIFIED": True}, {"SIMHASH_REDIS_THRESHOLD": 0.9}):
-        with pytest.raises(InvalidArgument, match=r"SIMHASH_REDIS_VERIFIED .*SIMHASH_REDIS_RETENTION"):
-            _from_settings(**mode, SIMHASH_REDIS_RETENTION="7d")
+        both = _from_settings(**mode, SIMHASH_REDIS_RETENTION="7d")  # a verified index with a window
+        assert both.verified and both.retention is not None
     refused = {
         "SIMHASH_REDIS_THRESHOLD": ("high", "1.5"),
         "SIMHASH_REDIS_K": ("three",),
@@ -309,11 +329,9 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
 
 
 def test_a_contradictory_configuration_stops_the_crawl(tmp_path: Path, site: str, redis_url: str) -> None:
-    """Verified with a retention used to disable the pipeline with a warning: the crawl ran on and kept
-    every copy. It stops at its start now, its error naming the settings, nothing crawled."""
-    done, out = _run_crawl(
-        tmp_path, site, redis_url, 1, SIMHASH_REDIS_VERIFIED="True", SIMHASH_REDIS_RETENTION="7d"
-    )
+    """A setting the pipeline cannot use stops the crawl at its start (it used to disable the pipeline
+    with a warning: the crawl ran on and kept every copy), its error naming the setting, nothing crawled."""
+    done, out = _run_crawl(tmp_path, site, redis_url, 1, SIMHASH_REDIS_SLIDING="True")
     assert done.returncode != 0
-    assert "SIMHASH_REDIS_VERIFIED cannot be combined with SIMHASH_REDIS_RETENTION" in done.stderr
+    assert "SIMHASH_REDIS_SLIDING" in done.stderr
     assert not out.exists() or not out.read_text().strip()

@@ -111,9 +111,6 @@ class NearDuplicatePipeline:
         verified: create the index verified (`VerifiedIndex`); an existing index keeps its mode, and
             one verified elsewhere is written verified whatever this says.
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
-
-    Raises:
-        InvalidArgument: verified with a retention (not combined yet).
     """
 
     def __init__(
@@ -129,10 +126,6 @@ class NearDuplicatePipeline:
         verified: bool = False,
         threshold: float | None = None,
     ) -> None:
-        if verified and retention is not None:
-            raise InvalidArgument(
-                "SIMHASH_REDIS_VERIFIED cannot be combined with SIMHASH_REDIS_RETENTION yet"
-            )
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
         self.k, self.prefix, self.retention = k, prefix, retention
         self.verified, self.threshold = verified, threshold

@@ -50,3 +50,31 @@ def test_a_sliding_window_from_the_command_line(invoke: Invoke, redis_client: re
     assert "periods of 4h), sliding" in invoke("stats", index="slide").stdout
     alone = invoke("--sliding", "add", "a", article(1), index="slide2")
     assert alone.exit_code == 2 and "--sliding needs --retention" in alone.stderr
+
+
+def test_a_verified_windowed_index_from_the_command_line(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    rows = [{"id": f"s{i}", "text": article(i)} for i in range(200)]
+    loaded = invoke(
+        "--verified", "--retention", "7d", "load", str(write_jsonl(tmp_path / "a.jsonl", rows)), index="vw"
+    )
+    assert loaded.exit_code == 0, loaded.output
+    meta = redis_client.hgetall(b"simhash:vw:meta")
+    assert meta[b"retention"] == b"604800;period=100800" and b"verified" in meta
+    # Every document's sketch and band values are in the current period, expiring with it.
+    band_keys = list(redis_client.scan_iter(b"simhash:vw:w*:b*"))
+    assert band_keys and all(redis_client.pttl(key) > 0 for key in band_keys)
+    assert not list(redis_client.scan_iter(b"simhash:vw:b*"))
+    found = invoke("near", article(7, copy=1), index="vw")
+    assert found.exit_code == 0 and found.stdout.split("\t")[0] == "s7", found.output
+    stats = invoke("stats", index="vw")
+    assert "retention      1w (periods of 28h)" in stats.stdout and "200 documents" in stats.stdout
+    copies = [{"id": f"c{i}", "text": article(i, copy=2)} for i in range(20)]
+    deduped = invoke("dedupe", str(write_jsonl(tmp_path / "b.jsonl", copies)), index="vw")
+    assert deduped.exit_code == 0, deduped.output
+    assert sorted(line.split("\t")[:2] for line in deduped.stdout.splitlines()) == sorted(
+        [f"c{i}", f"s{i}"] for i in range(20)
+    )
+    assert invoke("verify", index="vw").exit_code == 0
+    assert SimhashIndex(redis_client, "vw").count() == (200, 200)
