@@ -11,6 +11,7 @@ import asyncio
 import io
 import random
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,10 @@ from redis.cluster import RedisCluster
 from simhash_redis import Outcome, Retention, SimhashIndex, VerifiedIndex, VerifiedMatch, distance
 from simhash_redis.asyncio import AsyncVerifiedIndex
 from simhash_redis.jobs.dump import export_index, import_index
+from simhash_redis.transport.retry import Backoff
+from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
+from tests.test_verified_mode import K8, race
 from tests.test_verified_one_writer import one_word_edit, page, templated
 
 _WORDS = [f"w{n}" for n in range(400)]
@@ -296,3 +300,56 @@ def test_a_new_sketch_under_the_same_fingerprint_replaces_the_old_one(client: An
     assert index.near(one_word_edit(page(6), 1)) == []
     if not isinstance(client, RedisCluster):  # a cluster leaves the old bands to verify --repair
         assert index.index.verify().ok
+
+
+def test_racing_workers_store_one_document_per_group_across_periods(
+    client: Any, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Six processes adding one-word edits of the same stories while periods of one second go by."""
+    cluster = isinstance(client, RedisCluster)
+    url = request.getfixturevalue("redis_cluster").url if cluster else request.getfixturevalue("redis_url")
+    VerifiedIndex(SimhashIndex(client, "vrace", retention=Retention(60, 1), **K8))
+    race(url, client, tmp_path, groups=30 if cluster else 45)
+
+
+def test_the_race_catches_check_then_insert_across_periods(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    VerifiedIndex(SimhashIndex(redis_client, "vrace", retention=Retention(60, 1), **K8))
+    with pytest.raises(AssertionError):
+        race(redis_url, redis_client, tmp_path, groups=45, mode="naive")
+
+
+def test_lost_replies_change_nothing_more(redis_server: ServerProcess) -> None:
+    """Every write reply lost once (the server applied it): the retry finds the work done, the sketches
+    and band values where they belong."""
+    redis_server.flushall()
+    with FaultProxy(redis_server.port) as proxy:
+        client = redis.Redis.from_url(proxy.url, socket_timeout=10)
+        index = VerifiedIndex(
+            SimhashIndex(
+                client, "lost", retention=Retention(60, 1), backoff=Backoff(retries=3, base=0.001, cap=0.01)
+            )
+        )
+        index.add_many([("x", page(10)), ("y", page(11))])
+        wait_for_next_period(index.index)
+        for step in (
+            lambda: index.add("x", page(12)),  # a move into the new period and a replacement
+            lambda: index.add_if_new("z", page(13)),
+            lambda: index.remove("y"),
+        ):
+            proxy.arm()
+            step()
+            assert proxy.dropped_after_write == 1
+            proxy.disarm()
+            proxy.dropped_after_write = 0
+        expected = {"x": page(12), "y": None, "z": page(13)}
+        for doc_id, text in expected.items():
+            stored = index.sketch_of(doc_id)
+            assert stored == (
+                None if text is None else index.hasher.stored(index.hasher.sketch_many([text])[0])
+            )
+        assert index.index.count() == (2, 2) and index.index.verify().ok
+        assert [m.id for m in index.near(one_word_edit(page(12), 1))] == ["x"]
+        assert index.near(one_word_edit(page(10), 1)) == [] and index.near(one_word_edit(page(11), 1)) == []
+        client.close()
