@@ -67,9 +67,7 @@ def write(
                 retry.append((i, doc_id, new, current, window, guard))
             elif status != b"g":
                 outcomes[i] = outcome_of(status[:1], old)
-                if len(status) > 1:  # the sketch this write dropped, in the period where it was
-                    where, fp, sketch = status[1:].split(b":", 2)
-                    dropped.append((view.windows[int(where) - 1], fp, sketch))
+        dropped.extend(_dropped(statuses, view))
         return retry, moved
 
     in_rounds(
@@ -128,6 +126,8 @@ def refresh(
         store.run(functools.partial(steps, windows, f, tables, view, pending, acked, verification))
         # A large call goes as parts (`steps`): the statuses of every part up to one refused.
         statuses, refused_at = _statuses(acked)
+        if verification is not None and _dropped(statuses, view):
+            _drop_bands(store, windows, f, verification, _dropped(statuses, view))
         if refused_at is not None:
             windows.set_server_time(refused_at)
             return  # a period boundary passed: the documents will be seen again soon enough
@@ -269,6 +269,16 @@ def _drop_bands(
             store.run_script(BAND_DROP, calls)
         except SimhashRedisError:
             return
+
+
+def _dropped(statuses: list[bytes], view: View) -> list[tuple[int, bytes, bytes]]:
+    """(period, stored fingerprint, sketch) of each sketch the writes dropped (see write.lua, format 'w')."""
+    out = []
+    for status in statuses:
+        if len(status) > 1 and status[:1] in b"urd":
+            where, fp, sketch = status[1:].split(b":", 2)
+            out.append((view.windows[int(where) - 1], fp, sketch))
+    return out
 
 
 def _statuses(acked: list[list[bytes]]) -> tuple[list[bytes], int | None]:
