@@ -18,7 +18,15 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from simhash_redis import Outcome, Retention, SimhashIndex, VerifiedIndex, VerifiedMatch, distance
+from simhash_redis import (
+    ConfigurationMismatch,
+    Outcome,
+    Retention,
+    SimhashIndex,
+    VerifiedIndex,
+    VerifiedMatch,
+    distance,
+)
 from simhash_redis.asyncio import AsyncVerifiedIndex
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
@@ -362,3 +370,17 @@ def test_lost_replies_change_nothing_more(redis_server: ServerProcess) -> None:
         assert [m.id for m in index.near(one_word_edit(page(12), 1))] == ["x"]
         assert index.near(one_word_edit(page(10), 1)) == [] and index.near(one_word_edit(page(11), 1)) == []
         client.close()
+
+
+def test_a_lost_meta_is_restored_with_its_retention_and_mode(redis_client: redis.Redis) -> None:
+    index = windowed(redis_client, "lost", Retention.of("1d"))
+    index.add_many([(f"p{i}", page(i)) for i in range(5)])
+    mode = index.verification
+    redis_client.delete(b"simhash:lost:meta")
+    with pytest.raises(ConfigurationMismatch, match="verified"):
+        SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=1024, retention="1d")
+    with pytest.raises(ConfigurationMismatch, match="retention"):
+        SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=1024, verification=mode)
+    SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=1024, retention="1d", verification=mode)
+    restored = VerifiedIndex(SimhashIndex(redis_client, "lost"))
+    assert [m.id for m in restored.near(one_word_edit(page(3), 1))] == ["p3"]

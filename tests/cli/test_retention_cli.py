@@ -71,7 +71,10 @@ def test_a_verified_windowed_index_from_the_command_line(
     stats = invoke("stats", index="vw")
     assert "retention      1w (periods of 28h)" in stats.stdout and "200 documents" in stats.stdout
     copies = [{"id": f"c{i}", "text": article(i, copy=2)} for i in range(20)]
-    deduped = invoke("dedupe", str(write_jsonl(tmp_path / "b.jsonl", copies)), index="vw")
+    dry = invoke("dedupe", "--dry-run", str(write_jsonl(tmp_path / "b.jsonl", copies)), index="vw")
+    assert dry.exit_code == 0 and len(dry.stdout.splitlines()) == 20, dry.output
+    assert SimhashIndex(redis_client, "vw").count() == (200, 200)  # a dry run stores nothing
+    deduped = invoke("dedupe", str(tmp_path / "b.jsonl"), index="vw")
     assert deduped.exit_code == 0, deduped.output
     assert sorted(line.split("\t")[:2] for line in deduped.stdout.splitlines()) == sorted(
         [f"c{i}", f"s{i}"] for i in range(20)
