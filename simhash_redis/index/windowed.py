@@ -20,7 +20,8 @@ def verify_windows(
     repair: bool,
     verification: Verification | None = None,
 ) -> VerifyReport:
-    """Check each live period of an index as `check_consistency` checks an index, and every key's expiry.
+    """Check each live period of an index as `check_consistency` checks an index (with `verification`,
+    its sketches and band tables too), and every key's expiry.
 
     A period's keys all expire at the same moment; a key of a period without an expiry (a hand edit,
     a repair's own writes) would never be freed, and is set to expire with its period on repair.
@@ -34,9 +35,7 @@ def verify_windows(
     # Expiries first, so that the keys a repair below writes again are not reported as problems.
     _check_expiries(store, windows, report, repair, quiet=False)
     for window in windows.view().windows:
-        period = Store(store.sender, windows.schema(window))
-        period.sketched = verification is not None
-        part = check_consistency(period, f, tables, repair, verification)
+        part = check_consistency(Store(store.sender, windows.schema(window)), f, tables, repair, verification)
         report.docs += part.docs
         report.fingerprints += part.fingerprints
         report.garbage += part.garbage
