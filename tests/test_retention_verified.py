@@ -206,6 +206,12 @@ def test_near_equals_the_plain_windowed_index_confirmed_by_sketches(client: Any)
                 )
                 assert _seen(answer) == _oracle(verified, stored, probe, k)
         assert verified.index.count()[0] == plain.count()[0] == len(stored)
+        ids = [*sorted(stored), "never"]
+        assert (
+            verified.index.get_many(ids)
+            == plain.get_many(ids)
+            == [plain.fingerprint(stored[i]) if i in stored else None for i in ids]
+        )
         if phase < 2:
             wait_for_next_period(verified.index)
     report = verified.index.verify()

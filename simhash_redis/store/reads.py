@@ -283,10 +283,15 @@ class Reads:
             id_replies = yield READ, len(asked) * per_map
             if sketches is not None:  # one HMGET a fingerprint (and period): its ids and their sketches
                 lists = _with_sketches(id_replies, sketches)
-                for n, one in enumerate(asked):
-                    listed = lists[n * per_map : (n + 1) * per_map]
-                    if any(part is not None for part in listed):
-                        ids_of[one] = _merged(listed)
+                if per_map == 1:
+                    for one, listed in zip(asked, lists, strict=True):
+                        if listed is not None:
+                            ids_of[one] = listed
+                else:  # each period's map of one fingerprint, merged
+                    for n, one in enumerate(asked):
+                        parts = lists[n * per_map : (n + 1) * per_map]
+                        if any(part is not None for part in parts):
+                            ids_of[one] = _merged(parts)
             elif per_map == 1:
                 for one, reply in zip(asked, id_replies, strict=True):
                     if reply is not None:
