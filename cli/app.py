@@ -360,9 +360,8 @@ def _root(
             "--plain",
             help="A plain index, used when the index is created; an existing index must agree: SimHash "
             "fingerprints within distance k, no sketches (about 130 bytes per document, the fastest "
-            "loads), but it misses edits that move a fingerprint beyond k (see --verified). Needed for "
-            "--retention for now. An index loaded from precomputed fingerprints (--fingerprint-field, "
-            "a fingerprints file) is plain.",
+            "loads), but it misses edits that move a fingerprint beyond k (see --verified). An index "
+            "loaded from precomputed fingerprints (--fingerprint-field, a fingerprints file) is plain.",
         ),
     ] = False,
     threshold: Annotated[
@@ -380,7 +379,7 @@ def _root(
             "--retention",
             help="Forget each document this long after it was last written (90s, 30m, 12h, 7d, 2w: the "
             "unit is required), "
-            "used when the index is created (with --plain, for now); an existing index must agree. "
+            "used when the index is created, verified or plain; an existing index must agree. "
             "Redis frees the memory by "
             "itself: a document is found for the retention and gone within a sixth of it more "
             "(retention.md, under Docs below).",

@@ -41,7 +41,7 @@ __all__ = [
 #: The index used when --index is not given.
 DEFAULT_INDEX = "default"
 #: The command line's words for each mode, in the messages that tell the user to ask for one.
-CLI_ASKING = Asking(plain="--plain", verified="--verified", retention="--retention")
+CLI_ASKING = Asking(plain="--plain", verified="--verified")
 
 
 class ExitCode(enum.IntEnum):
@@ -134,7 +134,7 @@ class Settings:
             ConfigurationMismatch: --k, --layout, --scheme, --f, --verified, --plain, --threshold,
                 --retention, --id-buckets or --band-buckets disagrees with the stored index.
             InvalidArgument: --layout or --scheme names nothing, --f is not a supported width,
-                --threshold is out of (0, 1], or a new verified index is given a --retention.
+                or --threshold is out of (0, 1].
             RedisUnavailable: the server cannot be reached.
         """
         index_name = validate_name(name or self.index_name, "--index")
@@ -149,13 +149,7 @@ class Settings:
                     f"no index named {index_name!r} at {self.shown_url()}: check --index, or load documents "
                     "first (simhash-redis --index NAME load FILE)"
                 ) from None
-            verified = chosen_mode(
-                self.asked_mode(),
-                name=index_name,
-                from_text=from_text,
-                retention=config["retention"] is not None,
-                asking=CLI_ASKING,
-            )
+            verified = chosen_mode(self.asked_mode(), name=index_name, from_text=from_text, asking=CLI_ASKING)
             index = SimhashIndex(client, index_name, verification=self.verification(verified), **config)
         self._check_verified(index)
         return index

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from simhash_redis import ConfigurationMismatch, InvalidArgument, SimhashIndex, VerifiedIndex, open_index
-from simhash_redis.index.mode import LIBRARY, Asking, chosen_mode
+from simhash_redis.index.mode import chosen_mode
 
 TEXT = " ".join(f"word{i}" for i in range(60))
 
@@ -30,19 +30,6 @@ def test_an_existing_index_keeps_its_mode_and_a_mismatch_is_refused() -> None:
         assert chosen_mode(stored, name="x", stored=stored) is stored
         with pytest.raises(ConfigurationMismatch, match="'x' is" + ("" if stored else " not") + " verified"):
             chosen_mode(not stored, name="x", stored=stored)
-    # A stored mode is never refused for the retention a new index would have.
-    assert chosen_mode(None, name="x", stored=False, retention=True) is False
-
-
-def test_a_verified_index_with_a_retention_window_is_refused_naming_how_to_ask_for_plain() -> None:
-    cli = Asking(plain="--plain", verified="--verified", retention="--retention")
-    for asked, asking, words in ((None, LIBRARY, "pass verified=False"), (True, cli, "pass --plain")):
-        with pytest.raises(InvalidArgument) as caught:
-            chosen_mode(asked, name="x", retention=True, asking=asking)
-        assert words in str(caught.value) and asking.retention in str(caught.value)
-        assert "\n" not in str(caught.value)
-    with pytest.raises(InvalidArgument, match="the default for a new index made from texts"):
-        chosen_mode(None, name="x", retention=True)
 
 
 def test_open_index_creates_a_verified_index_by_default(redis_url: str, redis_client: redis.Redis) -> None:
@@ -69,14 +56,14 @@ def test_open_index_creates_a_plain_index_when_asked(redis_url: str, redis_clien
         open_index("other", redis_url, verified=False, threshold=0.9)
 
 
-def test_open_index_with_a_retention_window_needs_plain(redis_url: str, redis_client: redis.Redis) -> None:
-    with pytest.raises(InvalidArgument, match="pass verified=False"):
-        open_index("wire", redis_url, retention="7d")
-    assert not redis_client.exists(b"simhash:wire:meta")
-    index = open_index("wire", redis_url, retention="7d", verified=False)
+def test_open_index_with_a_retention_window_takes_the_default_mode(redis_url: str) -> None:
+    verified = open_index("wire", redis_url, retention="7d")
+    assert isinstance(verified, VerifiedIndex) and verified.index.config.retention is not None
+    index = open_index("plain-wire", redis_url, retention="7d", verified=False)
     assert type(index) is SimhashIndex and index.config.retention is not None
-    # Existing, it keeps its mode: the default opens it as it is.
-    assert type(open_index("wire", redis_url, retention="7d")) is SimhashIndex
+    # Existing, each keeps its mode: the default opens it as it is.
+    assert type(open_index("plain-wire", redis_url, retention="7d")) is SimhashIndex
+    assert isinstance(open_index("wire", redis_url, retention="7d"), VerifiedIndex)
 
 
 def test_the_asyncio_open_index_chooses_alike(redis_url: str, redis_client: redis.Redis) -> None:
@@ -96,8 +83,8 @@ def test_the_asyncio_open_index_chooses_alike(redis_url: str, redis_client: redi
             assert isinstance(again, AsyncSimhashIndex)
         with pytest.raises(ConfigurationMismatch):
             await open_async("anews", redis_url, verified=False)
-        with pytest.raises(InvalidArgument, match="pass verified=False"):
-            await open_async("awire", redis_url, retention="7d")
+        async with await open_async("awire", redis_url, retention="7d") as windowed:
+            assert isinstance(windowed, AsyncVerifiedIndex)
 
     asyncio.run(scenario())
     assert SimhashIndex(redis_client, "anews", create=False).config.verification is not None

@@ -26,7 +26,6 @@ from simhash_redis import (
     Retention,
     SimhashIndex,
     SimhashRedisError,
-    VerifiedIndex,
     distance,
 )
 from simhash_redis.codec import encode_fp
@@ -112,20 +111,6 @@ def test_the_retention_is_pinned_in_the_meta(redis_client: redis.Redis) -> None:
     with pytest.raises(ConfigurationMismatch, match="retention"):
         SimhashIndex(redis_client, "plain", retention="1d")
     assert redis_client.hget(b"simhash:plain:meta", b"format") == b"4"
-
-
-def test_combinations_not_built_yet_are_refused(redis_url: str, redis_client: redis.Redis) -> None:
-    with pytest.raises(InvalidArgument, match="cannot be combined"):
-        VerifiedIndex.from_url(redis_url, "vr", retention="1d")
-    assert not SimhashIndex.exists(redis_client, "vr")
-    # Wrapping an index created with a retention window: refused before anything is pinned or written
-    # (it was accepted, and wrote its documents outside the periods' keys: get() found nothing).
-    windowed = SimhashIndex(redis_client, "wr", retention="1d")
-    for opening in (lambda: VerifiedIndex(windowed), lambda: VerifiedIndex.from_url(redis_url, "wr")):
-        with pytest.raises(ConfigurationMismatch, match="retention window"):
-            opening()
-    assert redis_client.hget(b"simhash:wr:meta", b"verified") is None
-    assert redis_client.keys(b"simhash:wr:*") == [b"simhash:wr:meta"]
 
 
 def found_then_gone(index: SimhashIndex, client: Any, period_keys: Callable[[], list[bytes]]) -> None:

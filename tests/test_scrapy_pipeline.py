@@ -268,6 +268,26 @@ def test_verified_mode_drops_one_word_edits_the_plain_index_misses(
     assert again == [] and "'simhash_redis/dropped': 30" in log and "verified" in log
 
 
+def test_verified_mode_with_a_retention_window(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis
+) -> None:
+    """SIMHASH_REDIS_VERIFIED with SIMHASH_REDIS_RETENTION: a verified index whose pages expire."""
+    with _serve(_edited_site()) as url:
+        items, log = _crawl(
+            tmp_path,
+            url,
+            redis_url,
+            1,
+            TWISTED_REACTOR=REACTORS["blocking"],
+            SIMHASH_REDIS_VERIFIED="True",
+            SIMHASH_REDIS_RETENTION="7d",
+        )
+    assert len(items) == 20 and "'simhash_redis/dropped': 10" in log, log[-3000:]
+    meta = redis_client.hgetall(b"simhash:crawl:meta")
+    assert meta[b"retention"] == b"604800;period=100800" and b"verified" in meta
+    assert all(redis_client.pttl(key) > 0 for key in redis_client.scan_iter(b"simhash:crawl:w*"))
+
+
 def test_pages_without_text_pass_through(tmp_path: Path) -> None:
     from scrapy.settings import Settings
 
@@ -296,10 +316,8 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
     from scrapy.exceptions import NotConfigured
 
     for mode in ({"SIMHASH_REDIS_VERIFIED": True}, {"SIMHASH_REDIS_THRESHOLD": 0.9}):
-        with pytest.raises(
-            InvalidArgument, match=r"SIMHASH_REDIS_RETENTION.*set SIMHASH_REDIS_VERIFIED = False"
-        ):
-            _from_settings(**mode, SIMHASH_REDIS_RETENTION="7d")
+        both = _from_settings(**mode, SIMHASH_REDIS_RETENTION="7d")  # a verified index with a window
+        assert both.verified and both.retention is not None
     with pytest.raises(InvalidArgument, match="SIMHASH_REDIS_THRESHOLD needs a verified index"):
         _from_settings(SIMHASH_REDIS_VERIFIED=False, SIMHASH_REDIS_THRESHOLD=0.9)
     refused = {
@@ -342,21 +360,19 @@ def test_the_setting_chooses_the_mode_of_a_new_index(
     assert type(opened(SIMHASH_REDIS_INDEX="flat")) is SimhashIndex  # existing: its own mode
     with pytest.raises(ConfigurationMismatch, match="leave out SIMHASH_REDIS_VERIFIED = False"):
         opened(SIMHASH_REDIS_INDEX="new", SIMHASH_REDIS_VERIFIED="False")
-    with pytest.raises(InvalidArgument, match="set SIMHASH_REDIS_VERIFIED = False for a plain index"):
-        opened(SIMHASH_REDIS_INDEX="wire", SIMHASH_REDIS_RETENTION="7d")
-    assert not redis_client.exists(b"simhash:wire:meta")
+    verified_windowed = opened(SIMHASH_REDIS_INDEX="wire", SIMHASH_REDIS_RETENTION="7d")
+    assert isinstance(verified_windowed, VerifiedIndex)
+    assert verified_windowed.index.config.retention is not None
     windowed = opened(
-        SIMHASH_REDIS_INDEX="wire", SIMHASH_REDIS_RETENTION="7d", SIMHASH_REDIS_VERIFIED="False"
+        SIMHASH_REDIS_INDEX="plain-wire", SIMHASH_REDIS_RETENTION="7d", SIMHASH_REDIS_VERIFIED="False"
     )
     assert type(windowed) is SimhashIndex and windowed.config.retention is not None
 
 
 def test_a_contradictory_configuration_stops_the_crawl(tmp_path: Path, site: str, redis_url: str) -> None:
-    """Verified with a retention used to disable the pipeline with a warning: the crawl ran on and kept
-    every copy. It stops at its start now, its error naming the settings, nothing crawled."""
-    done, out = _run_crawl(
-        tmp_path, site, redis_url, 1, SIMHASH_REDIS_VERIFIED="True", SIMHASH_REDIS_RETENTION="7d"
-    )
+    """A setting the pipeline cannot use stops the crawl at its start (it used to disable the pipeline
+    with a warning: the crawl ran on and kept every copy), its error naming the setting, nothing crawled."""
+    done, out = _run_crawl(tmp_path, site, redis_url, 1, SIMHASH_REDIS_SLIDING="True")
     assert done.returncode != 0
-    assert "cannot have a retention window (SIMHASH_REDIS_RETENTION) yet" in done.stderr
+    assert "SIMHASH_REDIS_SLIDING" in done.stderr
     assert not out.exists() or not out.read_text().strip()

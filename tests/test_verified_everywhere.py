@@ -1,17 +1,16 @@
 """A verified index where the other tests of verified mode do not go: export and import across a cluster
-and a standalone server, verify and repair on a cluster, asyncio on pages of one template and on an index
-with a retention window."""
+and a standalone server, verify and repair on a cluster, asyncio on pages of one template (with a retention
+window: test_retention_verified.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 
-import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from simhash_redis import ConfigurationMismatch, SimhashIndex, VerifiedIndex
+from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.asyncio import AsyncVerifiedIndex
 from simhash_redis.codec import encode_fp, encode_sketches
 from simhash_redis.jobs.dump import export_index, import_index
@@ -63,7 +62,7 @@ def test_verify_and_repair_on_a_cluster(redis_cluster_client: RedisCluster) -> N
     assert not verified.index.verify().problems.get("sketch without a document")
 
 
-def test_asyncio_pages_of_one_template_and_a_retention_window(redis_server: ServerProcess) -> None:
+def test_asyncio_pages_of_one_template(redis_server: ServerProcess) -> None:
     redis_server.flushall()
     docs = templated(300, 30)
 
@@ -73,8 +72,5 @@ def test_asyncio_pages_of_one_template_and_a_retention_window(redis_server: Serv
             for (doc_id, _), match in zip(docs, found, strict=True):
                 if doc_id.startswith("e"):
                     assert match is not None and match.id == "p" + doc_id[1:]
-        SimhashIndex(redis_server.client(), "windowed", retention="1d")
-        with pytest.raises(ConfigurationMismatch, match="retention window"):
-            await AsyncVerifiedIndex.from_url(redis_server.url, "windowed")
 
     asyncio.run(main())

@@ -26,7 +26,7 @@ from scrapy.utils.misc import load_object
 from .. import defaults
 from ..errors import InvalidArgument
 from ..index import SimhashIndex, VerifiedIndex
-from ..index.mode import Asking, chosen_mode, open_in_mode
+from ..index.mode import Asking, open_in_mode
 from ..results import Match, VerifiedMatch
 from ..store import Retention
 from ..transport import client_from_url
@@ -43,8 +43,6 @@ logger = logging.getLogger(__name__)
 SETTINGS_ASKING = Asking(
     plain="SIMHASH_REDIS_VERIFIED = False",
     verified="SIMHASH_REDIS_VERIFIED = True",
-    retention="SIMHASH_REDIS_RETENTION",
-    verb="set",
 )
 
 #: Stats keys, under the crawl's stats.
@@ -124,7 +122,7 @@ class NearDuplicatePipeline:
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
 
     Raises:
-        InvalidArgument: verified with a retention (not combined yet), or plain with a threshold.
+        InvalidArgument: plain asked for with a threshold.
     """
 
     def __init__(
@@ -146,9 +144,6 @@ class NearDuplicatePipeline:
                     "SIMHASH_REDIS_THRESHOLD needs a verified index, not SIMHASH_REDIS_VERIFIED = False"
                 )
             verified = True
-        if verified is not None:
-            # Refused here, before the crawl starts: asked for, the mode of a new index is known now.
-            chosen_mode(verified, name=index, retention=retention is not None, asking=SETTINGS_ASKING)
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
         self.k, self.prefix, self.retention = k, prefix, retention
         self.verified, self.threshold = verified, threshold

@@ -108,6 +108,10 @@ class InBatch:
             # Guarded in every period read: the current one's sets are among them.
             fp, schema = self.fps[doc], self.windows.schema
             keys = [key for window in sets.windows for key in schema(window).tables(fp)]
+            # Then each period's band values (verified mode): only the current period's get this round's.
+            bands = self.bands.get(doc, [])
+            none = [b""] * len(bands)
+            keys += [key for window in sets.windows for key in (bands if window == self.current else none)]
         if len(keys) != len(sets):
             return sets
         expected = []

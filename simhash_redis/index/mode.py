@@ -18,11 +18,7 @@ from .simhash_index import SimhashIndex
 from .verified_index import VerifiedIndex
 from .verified_open import verifiable
 
-__all__ = ["LIBRARY", "RETENTION_NEEDS_PLAIN", "Asking", "chosen_mode", "open_in_mode"]
-
-#: Whether a new index with a retention window must be asked for plain: a verified index cannot hold
-#: one yet. When it can, this becomes False and such an index is verified by default like any other.
-RETENTION_NEEDS_PLAIN = True
+__all__ = ["LIBRARY", "Asking", "chosen_mode", "open_in_mode"]
 
 
 @dataclass(frozen=True)
@@ -32,18 +28,14 @@ class Asking:
     Attributes:
         plain: what asks for a plain index ("verified=False", "--plain").
         verified: what asks for a verified one ("verified=True", "--verified").
-        retention: what gives a retention window ("retention", "--retention").
-        verb: how the user gives them ("pass", "set").
     """
 
     plain: str
     verified: str
-    retention: str
-    verb: str = "pass"
 
 
 #: The library's words.
-LIBRARY = Asking(plain="verified=False", verified="verified=True", retention="retention")
+LIBRARY = Asking(plain="verified=False", verified="verified=True")
 
 
 def chosen_mode(
@@ -52,7 +44,6 @@ def chosen_mode(
     name: str,
     stored: bool | None = None,
     from_text: bool = True,
-    retention: bool = False,
     asking: Asking = LIBRARY,
 ) -> bool:
     """Whether an index is (to be) verified.
@@ -62,12 +53,10 @@ def chosen_mode(
         name: the index name, for messages.
         stored: the mode of the existing index (True: verified); None: the index is new.
         from_text: whether a new index is made from texts (not precomputed fingerprints).
-        retention: whether a new index gets a retention window.
         asking: how the caller's users ask for each mode.
 
     Raises:
         ConfigurationMismatch: the existing index has the other mode than the one asked for.
-        InvalidArgument: a new verified index (asked for, or by default) with a retention window.
     """
     if stored is not None:
         if asked is not None and asked != stored:
@@ -81,14 +70,7 @@ def chosen_mode(
                 f"{asking.verified}, or create another index (then load the documents into it)"
             )
         return stored
-    verified = asked if asked is not None else from_text
-    if verified and retention and RETENTION_NEEDS_PLAIN:
-        default = "" if asked else ", the default for a new index made from texts,"
-        raise InvalidArgument(
-            f"verified mode{default} cannot have a retention window ({asking.retention}) yet: "
-            f"{asking.verb} {asking.plain} for a plain index with one"
-        )
-    return verified
+    return asked if asked is not None else from_text
 
 
 def open_in_mode(
@@ -116,7 +98,7 @@ def open_in_mode(
         **options: the arguments of `SimhashIndex` (k, layout, retention, create, ...).
 
     Raises:
-        InvalidArgument: plain asked for with hasher, threshold or band_buckets; as `chosen_mode`.
+        InvalidArgument: plain asked for with hasher, threshold or band_buckets.
         ConfigurationMismatch, IndexNotFound, IndexCorrupted, InvalidType, RedisUnavailable: as
             `SimhashIndex`, `VerifiedIndex` and `chosen_mode`.
     """
@@ -129,13 +111,12 @@ def open_in_mode(
     asked = True if given else verified
     options = dict(options)
     create = options.pop("create", True)
-    retention = options.get("retention") is not None
     try:
         index = SimhashIndex(client, name, create=False, **options)
     except IndexNotFound:
         if not create:
             raise
-        if chosen_mode(asked, name=name, from_text=from_text, retention=retention, asking=asking):
+        if chosen_mode(asked, name=name, from_text=from_text, asking=asking):
             index = verifiable(client, name, hasher, threshold, options, band_buckets)
         else:
             index = SimhashIndex(client, name, **options)

@@ -272,7 +272,7 @@ class SimhashIndex:
         """
         if self.windows is None:
             return self.store.counts(sketched=self.config.verification is not None)
-        counts = self.windows.counts()
+        counts = self.windows.counts(sketched=self.config.verification is not None)
         return sum(docs for _, docs, _ in counts), sum(fps for _, _, fps in counts)
 
     def add(self, doc_id: str, doc: Document) -> Outcome:
@@ -436,7 +436,7 @@ class SimhashIndex:
         """
         tables = len(self.layout.tables)
         if self.windows is not None:
-            return verify_windows(self.store, self.windows, self.f, tables, repair)
+            return verify_windows(self.store, self.windows, self.f, tables, repair, self.config.verification)
         return check_consistency(self.store, self.f, tables, repair, self.config.verification)
 
     def _check_writable(self) -> None:

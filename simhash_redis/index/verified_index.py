@@ -55,7 +55,7 @@ class VerifiedIndex:
 
     Raises:
         ConfigurationMismatch: hasher, threshold or band_buckets differs from the mode pinned in the
-            index's meta; the index has a retention window, or holds documents without sketches.
+            index's meta; the index holds documents without sketches.
         IndexNotFound: the index was dropped before its mode could be pinned.
         IndexCorrupted: the pinned mode is malformed.
         InvalidArgument: threshold is out of (0, 1].
@@ -78,8 +78,8 @@ class VerifiedIndex:
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
         tables = len(index.layout.tables)
-        self._writes = Writes(self.store, index.f, tables, verification=self.verification)
-        self._reads = Reads(self.store, index.name, index.config)
+        self._writes = Writes(self.store, index.f, tables, index.windows, self.verification)
+        self._reads = Reads(self.store, index.name, index.config, index.windows)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, index.f, index.k)
 
     @classmethod
@@ -268,10 +268,18 @@ class VerifiedIndex:
             RedisUnavailable: the server cannot be reached.
         """
         raw = encode_id(doc_id)
-        keys = self.index.keys
+        keys, windows = self.index.keys, self.index.windows
         # The id's fingerprint, then its sketches: read again if a writer moved the id in between.
         for _ in range(_SKETCH_READS):
-            fp = self.store.execute([(b"HGET", keys.id_bucket(raw), raw)])[0]
+            if windows is not None:  # the newest period that has the id
+                view = windows.view()
+                found = self.store.execute([(b"HGET", key, raw) for key in view.id_keys(raw)])
+                where = [n for n, fp in enumerate(found) if fp is not None]
+                fp = found[where[-1]] if where else None
+                if where:
+                    keys = view.schemas[where[-1]]
+            else:
+                fp = self.store.execute([(b"HGET", keys.id_bucket(raw), raw)])[0]
             if fp is None:
                 return None
             fp = bytes(fp)
@@ -350,8 +358,9 @@ class VerifiedIndex:
             part = slice(start, start + self.index.batch_size)
             bands: Bands | None = None
             if mode.bands:
-                # A batch's band places as byte columns, in numpy; one by one where they have no such form.
-                bands = keys.band_columns(sketches[part], mode)
+                # A batch's band places as byte columns, in numpy; one by one where they have no such form
+                # (or in an index with a retention window, whose reads place them in each period).
+                bands = keys.band_columns(sketches[part], mode) if self.index.windows is None else None
                 if bands is None:
                     bands = [keys.band_places(s, mode) for s in sketches[part]]
             candidates = self._reads.near(checked[part], limit, stored, bands)

@@ -49,9 +49,8 @@ def verified_mode(
     """The verified mode of an index: the one pinned in its meta, else pinned now from the arguments.
 
     Raises:
-        ConfigurationMismatch: hasher, threshold or band_buckets differs from the pinned mode; the index
-            has a retention window (its writes go to its periods' keys, which hold no sketches yet), or
-            holds documents without sketches.
+        ConfigurationMismatch: hasher, threshold or band_buckets differs from the pinned mode, or the
+            index holds documents without sketches.
         IndexNotFound: the index was dropped before its mode could be pinned.
         IndexCorrupted: the pinned mode is malformed.
         InvalidArgument, InvalidType: hasher or threshold is malformed.
@@ -59,11 +58,6 @@ def verified_mode(
     """
     asked = 0.8 if threshold is None else threshold
     Verification.of(hasher, asked, (0, 0), band_buckets)  # checks the arguments before anything is read
-    if index.config.retention is not None:
-        raise ConfigurationMismatch(
-            f"index {index.name!r} has a retention window: verified mode and a retention window cannot be "
-            "combined yet; open it as a plain index, or create a verified index without a retention"
-        )
     pinned = index.config.verification or _pin(index, hasher, asked, band_buckets)
     if band_buckets is not None and band_buckets != pinned.band_buckets:
         raise ConfigurationMismatch(

@@ -5,15 +5,23 @@ Every key of a period must also expire with it; repair sets those that do not.
 
 from __future__ import annotations
 
-from ..store import Store, Windows
+from ..store import Store, Verification, Windows
 from .consistency import check_consistency, find_wrong_types
 from .report import EXAMPLES, VerifyReport
 
 __all__ = ["verify_windows"]
 
 
-def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: bool) -> VerifyReport:
-    """Check each live period of an index as `check_consistency` checks an index, and every key's expiry.
+def verify_windows(
+    store: Store,
+    windows: Windows,
+    f: int,
+    tables: int,
+    repair: bool,
+    verification: Verification | None = None,
+) -> VerifyReport:
+    """Check each live period of an index as `check_consistency` checks an index (with `verification`,
+    its sketches and band tables too), and every key's expiry.
 
     A period's keys all expire at the same moment; a key of a period without an expiry (a hand edit,
     a repair's own writes) would never be freed, and is set to expire with its period on repair.
@@ -27,7 +35,7 @@ def verify_windows(store: Store, windows: Windows, f: int, tables: int, repair: 
     # Expiries first, so that the keys a repair below writes again are not reported as problems.
     _check_expiries(store, windows, report, repair, quiet=False)
     for window in windows.view().windows:
-        part = check_consistency(Store(store.sender, windows.schema(window)), f, tables, repair)
+        part = check_consistency(Store(store.sender, windows.schema(window)), f, tables, repair, verification)
         report.docs += part.docs
         report.fingerprints += part.fingerprints
         report.garbage += part.garbage

@@ -20,7 +20,7 @@ from redis.cluster import RedisCluster
 from ..codec import decode_fp, decode_sketches, dump_fp, undump_fp
 from ..errors import IndexCorrupted, InputError, InvalidArgument, SimhashRedisError
 from ..index import Outcome, SimhashIndex, VerifiedIndex
-from ..store import IndexConfig, Store
+from ..store import IndexConfig, KeySchema, Store
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
 
@@ -55,10 +55,10 @@ def export_index(
     out.write(packer.pack(header))
     written = 0
     verified = index.config.verification is not None
-    for keys in _id_map_keys(index):
+    for schema, keys in _id_map_keys(index):
         chunk = bytearray()
         buckets = index.store.hashes(keys)
-        sketches = _sketches(index, buckets) if verified else {}
+        sketches = _sketches(index, schema, buckets) if verified else {}
         for bucket in buckets:
             for raw_id, raw_fp in bucket:
                 record = [raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)]
@@ -85,25 +85,27 @@ class ImportResult:
     unchanged: int = 0
 
 
-def _id_map_keys(index: SimhashIndex) -> Iterator[list[bytes]]:
-    """The id-map buckets of the index, a SCAN page at a time (of every live period, with retention)."""
+def _id_map_keys(index: SimhashIndex) -> Iterator[tuple[KeySchema, list[bytes]]]:
+    """The id-map buckets of the index, a SCAN page at a time, with the key names of their period (of
+    every live period, with retention)."""
     if index.windows is None:
-        yield from index.store.scan("id")
+        yield from ((index.keys, page) for page in index.store.scan("id"))
         return
     view = index.windows.view()
     for schema in view.schemas:
-        yield from Store(index.store.sender, schema).scan("id")
+        yield from ((schema, page) for page in Store(index.store.sender, schema).scan("id"))
     # A document rewritten during the export moves into the current period: periods begun since the
     # export began are read too (one read before and after its move is exported twice, the last wins).
     after = index.windows.view()
     for window, schema in zip(after.windows, after.schemas, strict=True):
         if window > view.windows[-1]:
-            yield from Store(index.store.sender, schema).scan("id")
+            yield from ((schema, page) for page in Store(index.store.sender, schema).scan("id"))
 
 
-def _sketches(index: SimhashIndex, buckets: list[list[tuple[bytes, bytes]]]) -> dict[bytes, bytes]:
-    """The sketches of the ids in these id-map buckets, in one round trip."""
-    keys = index.keys
+def _sketches(
+    index: SimhashIndex, keys: KeySchema, buckets: list[list[tuple[bytes, bytes]]]
+) -> dict[bytes, bytes]:
+    """The sketches of the ids in these id-map buckets (of the period `keys` names), in one round trip."""
     fps = list(dict.fromkeys(raw_fp for bucket in buckets for _, raw_fp in bucket))
     replies = index.store.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for fp in fps])
     fp_of = {raw_id: raw_fp for bucket in buckets for raw_id, raw_fp in bucket}

@@ -194,7 +194,7 @@ def _periods(index: SimhashIndex) -> list[PeriodStats]:
 
     return [
         PeriodStats(moment(w * windows.period_ms), moment(windows.expires_at(w)), docs, fps)
-        for w, docs, fps in windows.counts()
+        for w, docs, fps in windows.counts(sketched=index.config.verification is not None)
         if docs or fps
     ]
 

@@ -223,8 +223,6 @@ class IndexConfig:
             raise InvalidType(f"verification must be a Verification, got {type(verification).__name__}")
         if retention is not None and not isinstance(retention, Retention):
             raise InvalidType(f"retention must be a Retention, got {type(retention).__name__}")
-        if retention is not None and verification is not None:
-            raise InvalidArgument("verified mode and a retention window cannot be combined yet")
         for arg, value in (("k", k), ("f", f), ("id_buckets", id_buckets)):
             if value is not None and (not is_int(value)):
                 raise InvalidType(f"{arg} must be an int, got {type(value).__name__}")

@@ -16,8 +16,9 @@ For an index `news` under the default prefix::
     simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
 
 An index with a retention window keeps its documents in periods: the counts, tables, id, fingerprint
-and sketch keys above live under `simhash:news:w{period}:` (e.g. `simhash:news:w20514:t0:1f2e`), each
-period's keys expiring together (`store.windows`); the meta stays `simhash:news:meta`.
+and sketch keys above, and a verified index's band tables, live under `simhash:news:w{period}:` (e.g.
+`simhash:news:w20514:t0:1f2e`, `simhash:news:w20514:b3:1a2b`), each period's keys expiring together
+(`store.windows`); the meta stays `simhash:news:meta`.
 
 Names and prefixes may not contain ':' or glob characters, so the pattern `simhash:news:*` matches this
 index's keys and no other index's.
@@ -193,6 +194,12 @@ class KeySchema:
         prefixes = [f"{self.prefix}:{self.name}:w{window}:{kind}:".encode() for window in windows]
         bucket = self._fp_number if kind == "fp" else self._bucket
         return lambda doc_id: [prefix + number for number in (bucket(doc_id),) for prefix in prefixes]
+
+    def periods_key_builder(self, windows: Sequence[int]) -> Callable[[bytes], list[bytes]]:
+        """A key of these names (a band's bucket, say) as each of several periods names it."""
+        prefixes = [f"{self.prefix}:{self.name}:w{window}:".encode() for window in windows]
+        start = self._base_len
+        return lambda key: [prefix + key[start:] for prefix in prefixes]
 
     def table_builder(self) -> Callable[[int], list[bytes]]:
         """`tables` as a plain function, for loops that call it once per document."""

@@ -188,10 +188,19 @@ class Reads:
                     extend(table_keys(fp))
             first = [CommandPerKey(b"SMEMBERS", set_keys)]
             if exact is not None and sketches is not None:
-                first.append([(b"HMGET", fp_keys(exact)[0], exact, field(exact))])
+                first.append([(b"HMGET", key, exact, field(exact)) for key in fp_keys(exact)])
             elif exact is not None:
                 first.append(CommandPerKey(b"HGET", fp_keys(exact), exact))
         per_bands = 0
+        if view is not None and bands:
+            # Each period's band tables: a query's places period by period, as its table sets are read.
+            if isinstance(bands, BandColumns):
+                raise ValueError("an index with a retention window reads band places, not columns")
+            in_periods, placed = keys.periods_key_builder(windows), []
+            for query in bands:
+                spread = [(in_periods(key), value) for key, value in query]
+                placed.append([(each[n], value) for n in range(per_map) for each, value in spread])
+            bands = placed
         if isinstance(bands, BandColumns):
             per_bands = bands.per
             if len(bands.keys) != len(fps) * per_bands:
@@ -262,7 +271,8 @@ class Reads:
                     packed = [
                         hmget % (len(key), key, len(one), one, len(sketch), sketch)
                         for one in wanted
-                        for key, sketch in ((fp_keys(one)[0], field(one)),)
+                        for sketch in (field(one),)
+                        for key in fp_keys(one)
                     ]
                     yield SEND, [PackedCommands(b"".join(packed), len(packed))]
                 elif per_map == 1:
@@ -271,10 +281,17 @@ class Reads:
                     yield SEND, [CommandPerKey(b"HGET", fp_keys(one), one) for one in wanted]
         if asked:
             id_replies = yield READ, len(asked) * per_map
-            if sketches is not None:  # one HMGET a fingerprint: its ids and their sketches
-                for one, listed in zip(asked, _with_sketches(id_replies, sketches), strict=True):
-                    if listed is not None:
-                        ids_of[one] = listed
+            if sketches is not None:  # one HMGET a fingerprint (and period): its ids and their sketches
+                lists = _with_sketches(id_replies, sketches)
+                if per_map == 1:
+                    for one, listed in zip(asked, lists, strict=True):
+                        if listed is not None:
+                            ids_of[one] = listed
+                else:  # each period's map of one fingerprint, merged
+                    for n, one in enumerate(asked):
+                        parts = lists[n * per_map : (n + 1) * per_map]
+                        if any(part is not None for part in parts):
+                            ids_of[one] = _merged(parts)
             elif per_map == 1:
                 for one, reply in zip(asked, id_replies, strict=True):
                     if reply is not None:

@@ -13,6 +13,10 @@ periods. For each document:
    when the node's clock is in another period, which the worker then adopts);
 6. the id into the current period's fingerprint-map list.
 
+In verified mode, step 2 also puts the fingerprint into the sketch's band values in the current period,
+and step 6 sets the sketch beside the id; an id taken out of a list takes its sketch with it. A sliding
+window's move reads the sketch the id has in its period first, and moves it along.
+
 Every step is idempotent, and a document is never half-visible: between steps 3 and 6 `near` does not
 find it (as during a replacement on a cluster without windows), and `get` finds it in the newest period
 that has it. A batch cut off anywhere is completed by sending it again. A step that meets another
@@ -25,12 +29,13 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..codec import decode_fp
+from ..codec import decode_fp, decode_sketches, pack_fps
 from ..errors import WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
-from .scripts import FP_IDS, ID_CAS
+from .scripts import BAND_MEMBER, FP_IDS, ID_CAS
 from .store import Store
+from .verification import Verification
 from .windows import View, Windows
 from .write_ops import CONFLICT_ROUNDS, round_trip, too_many
 
@@ -97,7 +102,14 @@ def in_rounds(
 
 
 def write(
-    store: Store, windows: Windows, f: int, ops: list[tuple[bytes, bytes]], only_moves: bool = False
+    store: Store,
+    windows: Windows,
+    f: int,
+    ops: list[tuple[bytes, bytes]],
+    only_moves: bool = False,
+    *,
+    sketches: list[bytes | None] | None = None,
+    verification: Verification | None = None,
 ) -> list[Outcome | None]:
     """Apply writes that name each id once, on a cluster: rounds of the steps until no conflict is left.
 
@@ -105,6 +117,8 @@ def write(
         ops: (id, new fingerprint or b"" to remove); no guards (add-if-new on a cluster takes bucket locks).
         only_moves: move a document into the current period only if its id has that fingerprint in an
             older one (a sliding refresh); write nothing else.
+        sketches: in verified mode, each write's sketch (b"": stored without one; None: a plain write).
+        verification: the verified mode, whose band tables the sketches' fingerprints join.
 
     Raises:
         WriteContention: documents kept changing under concurrent writers.
@@ -117,7 +131,10 @@ def write(
         # A round started again (a lost connection) takes every step again: each is idempotent, and
         # outcomes are set only at its end, from what the round's first read found.
         return store.run(
-            lambda: steps(windows, f, view, ops, pending, outcomes, prior, only_moves), durable=True
+            lambda: steps(
+                windows, f, view, ops, pending, outcomes, prior, only_moves, sketches, verification
+            ),
+            durable=True,
         )
 
     in_rounds(windows, attempt, list(range(len(ops))))
@@ -133,6 +150,8 @@ def steps(
     outcomes: list[Outcome | None],
     prior: dict[int, bytes],
     only_moves: bool,
+    sketches: list[bytes | None] | None = None,
+    verification: Verification | None = None,
 ) -> Steps[tuple[list[int], int | None]]:
     """A round of the steps for the pending documents: those to try again, and a node's time if refused."""
     current = view.current
@@ -144,6 +163,9 @@ def steps(
     if only_moves:
         # A sliding refresh: only ids whose newest entry has that fingerprint, in an older period.
         pending = [i for i in pending if held[i] and held[i][-1][1] == ops[i][1] and held[i][-1][0] < current]
+        if verification is not None:  # each with the sketch its id has where it is, or not moved
+            sketches = yield from _sketches_of(windows, ops, held, pending)
+            pending = [i for i in pending if sketches[i] is not None]
     writing = [i for i in pending if ops[i][1]]
     removing = [i for i in pending if not ops[i][1]]
     expire = windows.expires_at(current)
@@ -152,6 +174,13 @@ def steps(
     for i in writing:
         for key in here.tables(decode_fp(ops[i][1], f)):
             tables += [(b"SADD", key, ops[i][1]), (b"PEXPIREAT", key, expire)]
+        sketch = sketches[i] if sketches is not None else None
+        if sketch:
+            packed = pack_fps([ops[i][1]], f)
+            tables += [
+                BAND_MEMBER.command([key], [b"+", field, packed, expire])
+                for key, field in here.band_places(sketch, verification)
+            ]
     yield from round_trip(tables)
     # 3. before a commit that changes the fingerprint: the id out of the other fingerprints' lists,
     # so that it is never listed under one it no longer has (a move with the same one stays found)
@@ -178,9 +207,13 @@ def steps(
         else:
             committed.append(i)
     # 5. the id into the current period's list
-    attach = [
-        FP_IDS.command([here.fp_bucket(ops[i][1])], [b"+", ops[i][1], ops[i][0], expire]) for i in committed
-    ]
+    attach = []
+    for i in committed:
+        args: list[bytes | int] = [b"+", ops[i][1], ops[i][0], expire]
+        sketch = None if sketches is None else sketches[i]
+        if sketch is not None:  # verified mode: the sketch beside the id (b"": none)
+            args.append(sketch)
+        attach.append(FP_IDS.command([here.fp_bucket(ops[i][1])], args))
     yield from round_trip(attach)
     # 6. the entries left behind, read again (another writer may have committed into an older period
     # meanwhile): out of their lists, then out of their id maps; for a removal, every entry
@@ -215,6 +248,26 @@ def _where(
         ]
         for n, i in enumerate(docs)
     }
+
+
+def _sketches_of(
+    windows: Windows,
+    ops: list[tuple[bytes, bytes]],
+    held: dict[int, list[tuple[int, bytes]]],
+    docs: list[int],
+) -> Steps[list[bytes | None]]:
+    """The sketch each document's id has in the period it is in (None where it has none), by position."""
+    places = [(i, held[i][-1]) for i in docs]
+    replies = yield from round_trip(
+        [(b"HGET", windows.schema(w).fp_bucket(v), windows.keys.sketch_field(v)) for _, (w, v) in places]
+    )
+    found: list[bytes | None] = [None] * len(ops)
+    for (i, _), stored in zip(places, replies, strict=True):
+        try:
+            found[i] = decode_sketches(stored).get(ops[i][0].decode()) if stored is not None else None
+        except (ValueError, UnicodeDecodeError):
+            found[i] = None  # malformed (verify reports it): not moved
+    return found
 
 
 def _unlist(

@@ -5,6 +5,10 @@ of `PART`): into the period of the server's clock, moving a rewritten document o
 in, every key written set to expire with its period (`store.windows`). The script finds each id in the
 newest period that has it; a call refused for another period than the call's view comes back with the
 server's time, which the rounds adopt (`windowed_writes_cluster.in_rounds`).
+
+In verified mode a document's sketch (`SketchedGuard`) is set with it in the current period, and it
+joins the sketch's band tables there, in the same step; a sketch the step drops is taken out of its
+period's band tables after it (`band_drop.lua`), best effort, as on an index without periods.
 """
 
 from __future__ import annotations
@@ -12,14 +16,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from ..codec import decode_fp
+from ..codec import decode_fp, decode_sketches, pack_fps
+from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import Command, Steps
-from .scripts import WRITE
+from .keys import KeySchema
+from .scripts import BAND_DROP, WRITE
 from .store import Store
+from .verification import Verification
 from .windowed_writes_cluster import in_rounds
 from .windows import View, WindowedSets, Windows
-from .write_ops import Guard, Write, in_parts, outcome_of, parts_of
+from .write_ops import Guard, SketchedGuard, Write, in_parts, outcome_of, parts_of
 
 __all__ = ["refresh", "write"]
 
@@ -28,21 +35,29 @@ __all__ = ["refresh", "write"]
 _InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
 
 
-def write(store: Store, windows: Windows, f: int, tables: int, ops: list[Write]) -> list[Outcome | None]:
-    """Apply writes that name each id once (guards: the `WindowedSets` a read returned): rounds until no
-    conflict is left.
+def write(
+    store: Store,
+    windows: Windows,
+    f: int,
+    tables: int,
+    ops: list[Write],
+    verification: Verification | None = None,
+) -> list[Outcome | None]:
+    """Apply writes that name each id once (guards: the `WindowedSets` a read returned, in verified mode
+    as a `SketchedGuard`): rounds until no conflict is left.
 
     Raises:
         WriteContention: documents kept changing under concurrent writers (nothing of them written).
     """
     outcomes: list[Outcome | None] = [None] * len(ops)
+    dropped: list[tuple[int, bytes, bytes]] = []
 
     def attempt(view: View, pending: list[_InPeriod]) -> tuple[list[_InPeriod], int | None]:
         # A guard that did not read every live period is not written with: read again (None).
         sent = [doc for doc in pending if _guard_covers(doc[5], view)]
         acked: list[list[bytes]] = []
         if sent:
-            store.run(lambda: steps(windows, f, tables, view, sent, acked))
+            store.run(lambda: steps(windows, f, tables, view, sent, acked, verification))
         statuses, moved = _statuses(acked)
         retry = sent[len(statuses) :]  # not sent, or refused by the clock: the same again
         for (i, doc_id, new, old, _, guard), status in zip(sent[: len(statuses)], statuses, strict=True):
@@ -51,17 +66,26 @@ def write(store: Store, windows: Windows, f: int, tables: int, ops: list[Write])
                 window = view.windows[int(where) - 1] if current else 0
                 retry.append((i, doc_id, new, current, window, guard))
             elif status != b"g":
-                outcomes[i] = outcome_of(status, old)
+                outcomes[i] = outcome_of(status[:1], old)
+        dropped.extend(_dropped(statuses, view))
         return retry, moved
 
     in_rounds(
         windows, attempt, [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)]
     )
+    if dropped and verification is not None:
+        _drop_bands(store, windows, f, verification, dropped)
     return outcomes
 
 
 def steps(
-    windows: Windows, f: int, tables: int, view: View, sent: list[_InPeriod], acked: list[list[bytes]]
+    windows: Windows,
+    f: int,
+    tables: int,
+    view: View,
+    sent: list[_InPeriod],
+    acked: list[list[bytes]],
+    verification: Verification | None = None,
 ) -> Steps[None]:
     """A round's script calls, each reply appended to `acked`: from the first not acknowledged, up to the
     last or to one refused for another period (the calls after it are not sent).
@@ -70,15 +94,25 @@ def steps(
     built while the server runs it.
     """
     parts = parts_of(sent, all(doc[5] is None for doc in sent))
-    yield from in_parts(len(parts), lambda n: command(windows, f, tables, view, parts[n]), acked, _refused)
+    yield from in_parts(
+        len(parts), lambda n: command(windows, f, tables, view, parts[n], verification), acked, _refused
+    )
 
 
-def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tuple[bytes, bytes]]) -> None:
+def refresh(
+    store: Store,
+    windows: Windows,
+    f: int,
+    tables: int,
+    docs: list[tuple[bytes, bytes]],
+    verification: Verification | None = None,
+) -> None:
     """Move documents found again into the current period (a sliding window), if still stored so.
 
     A document is moved only while its id still has that fingerprint: one script call finds it where it
     is (already in the current period: it changes nothing), a second moves it. One that was replaced or
-    removed meanwhile is left alone, never written back.
+    removed meanwhile is left alone, never written back. In verified mode its sketch, read from its
+    period in between, moves with it.
 
     Raises:
         SimhashRedisError: an error reply, or the server cannot be reached.
@@ -89,9 +123,11 @@ def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tupl
     ]
     for _ in range(2):
         acked: list[list[bytes]] = []
-        store.run(functools.partial(steps, windows, f, tables, view, pending, acked))
+        store.run(functools.partial(steps, windows, f, tables, view, pending, acked, verification))
         # A large call goes as parts (`steps`): the statuses of every part up to one refused.
         statuses, refused_at = _statuses(acked)
+        if verification is not None and _dropped(statuses, view):
+            _drop_bands(store, windows, f, verification, _dropped(statuses, view))
         if refused_at is not None:
             windows.set_server_time(refused_at)
             return  # a period boundary passed: the documents will be seen again soon enough
@@ -102,10 +138,17 @@ def refresh(store: Store, windows: Windows, f: int, tables: int, docs: list[tupl
                 moved.append((i, doc_id, fp, fp, view.windows[int(where) - 1], None))
         if not moved:
             return
-        pending = moved
+        pending = moved if verification is None else _with_sketches(store, windows, moved)
 
 
-def command(windows: Windows, f: int, tables: int, view: View, pending: Sequence[_InPeriod]) -> Command:
+def command(
+    windows: Windows,
+    f: int,
+    tables: int,
+    view: View,
+    pending: Sequence[_InPeriod],
+    verification: Verification | None = None,
+) -> Command:
     """A script call in format 'w' (see write.lua) for the documents, against the view's periods."""
     schemas, numbers = view.schemas, view.windows
     here = numbers.index(view.current) + 1
@@ -125,6 +168,9 @@ def command(windows: Windows, f: int, tables: int, view: View, pending: Sequence
         elif old != new or where != here:
             keys.append(schemas[where - 1].fp_bucket(old))
             keys.extend(schemas[where - 1].tables(decode_fp(old, f)))
+        if isinstance(guard, SketchedGuard):
+            _sketched(windows, f, tables, current, verification, keys, args, (doc_id, new, old, where, guard))
+            continue
         args.extend((doc_id, new, old, where or b"", b"" if guard is None else b"1"))
         if guard is not None:
             fp = decode_fp(new, f)
@@ -135,6 +181,104 @@ def command(windows: Windows, f: int, tables: int, view: View, pending: Sequence
             for members in guard:
                 args.extend(members)
     return WRITE.command(keys, args)
+
+
+def _sketched(
+    windows: Windows,
+    f: int,
+    tables: int,
+    current: KeySchema,
+    verification: Verification | None,
+    keys: list[bytes],
+    args: list[bytes | int],
+    doc: tuple[bytes, bytes, bytes, int, SketchedGuard],
+) -> None:
+    """A verified document's arguments and keys after its others (see write.lua, format 'w'): its bands
+    in the current period, its guard's sets (each period's tables, then its band values), its sketch."""
+    doc_id, new, old, where, guard = doc
+    places = current.band_places(guard.sketch, verification) if new else []
+    kind = b"m" if guard.moving else b"s" if guard.checks else b"k"
+    args.extend((doc_id, new, old, where or b"", kind, len(places)))
+    keys.extend(key for key, _ in places)
+    if places:
+        args.append(pack_fps([new], f))
+        args.extend(field for _, field in places)
+    if guard.checks:
+        read = guard.windows or ()
+        if len(guard) != len(read) * (tables + len(places)):
+            # The script reads each period's T + B member lists: any other count would shift every later
+            # document's arguments.
+            raise ValueError(
+                f"a guard of {len(guard)} sets, for {len(read)} periods of {tables} tables "
+                f"+ {len(places)} bands"
+            )
+        fp = decode_fp(new, f)
+        for window in read:
+            keys.extend(windows.schema(window).tables(fp))
+        for window in read:
+            keys.extend(key for key, _ in windows.schema(window).band_places(guard.sketch, verification))
+        args.append(len(guard))
+        args.extend(len(members) for members in guard)
+        at = tables * len(read)
+        for n, members in enumerate(guard):
+            # A band's value holds packed fingerprints: its members are compared packed.
+            args.extend(members if n < at else [pack_fps([member], f) for member in members])
+    args.append(guard.sketch)
+
+
+def _with_sketches(store: Store, windows: Windows, moved: list[_InPeriod]) -> list[_InPeriod]:
+    """Documents to move, each with the sketch its id has in its period (verified mode), to move with it.
+
+    A document whose id has none there (a writer changed it meanwhile) is left where it is.
+    """
+    replies = store.execute(
+        [
+            (b"HGET", windows.schema(w).fp_bucket(fp), windows.keys.sketch_field(fp))
+            for _, _, fp, _, w, _ in moved
+        ]
+    )
+    out: list[_InPeriod] = []
+    for (i, doc_id, fp, old, w, _), stored in zip(moved, replies, strict=True):
+        try:
+            sketch = decode_sketches(stored).get(doc_id.decode()) if stored is not None else None
+        except (ValueError, UnicodeDecodeError):
+            sketch = None  # malformed (verify reports it): not moved
+        if sketch is not None:
+            out.append((i, doc_id, fp, old, w, SketchedGuard(None, sketch, moving=True)))
+    return out
+
+
+def _drop_bands(
+    store: Store, windows: Windows, f: int, mode: Verification, dropped: list[tuple[int, bytes, bytes]]
+) -> None:
+    """Take (period, stored fingerprint, dropped sketch) out of the sketch's band tables in that period.
+
+    Best effort, after the documents are written: a failure leaves band members that near() reads as
+    unconfirmed candidates, and that go with their period (or `verify(repair=True)` removes).
+    """
+    calls = []
+    for window, fp, sketch in dropped:
+        if len(sketch) < mode.bands * mode.band_bytes:
+            continue
+        schema = windows.schema(window)
+        bucket, packed = schema.fp_bucket(fp), pack_fps([fp], f)
+        for i, (key, field) in enumerate(schema.band_places(sketch, mode)):
+            calls.append(BAND_DROP.command([key, bucket], [fp, i * mode.band_bytes, field, packed]))
+    if calls:
+        try:
+            store.run_script(BAND_DROP, calls)
+        except SimhashRedisError:
+            return
+
+
+def _dropped(statuses: list[bytes], view: View) -> list[tuple[int, bytes, bytes]]:
+    """(period, stored fingerprint, sketch) of each sketch the writes dropped (see write.lua, format 'w')."""
+    out = []
+    for status in statuses:
+        if len(status) > 1 and status[:1] in b"urd":
+            where, fp, sketch = status[1:].split(b":", 2)
+            out.append((view.windows[int(where) - 1], fp, sketch))
+    return out
 
 
 def _statuses(acked: list[list[bytes]]) -> tuple[list[bytes], int | None]:
@@ -168,7 +312,10 @@ def _guard_covers(guard: Guard | None, view: View) -> bool:
 
     The write script checks that the view names every live period.
     """
-    if guard is None:
+    if guard is None or (isinstance(guard, SketchedGuard) and not guard.checks):
         return True
+    if isinstance(guard, SketchedGuard):
+        read = set(guard.windows or ())
+        return all(window in read for window in view.windows if window <= view.current)
     read = set(_windows_of(guard))
     return all(window in read for window in view.windows if window <= view.current)

@@ -158,15 +158,16 @@ class Windows:
         self._view_until = min(changes)
         return self._view
 
-    def counts(self) -> list[tuple[int, int, int]]:
-        """(period, documents, fingerprints) of each live period (on a cluster, from its maps' sizes).
+    def counts(self, *, sketched: bool = False) -> list[tuple[int, int, int]]:
+        """(period, documents, fingerprints) of each live period (on a cluster, from its maps' sizes;
+        `sketched`, a verified index, counts the fingerprint maps' fields without their sketches).
 
         Raises:
             RedisUnavailable: the server cannot be reached.
         """
         view = self.view()
         if self._sender.cluster:  # no counts hash: the sizes of each period's maps
-            sizes = [Store(self._sender, schema).counts() for schema in view.schemas]
+            sizes = [Store(self._sender, schema).counts(sketched=sketched) for schema in view.schemas]
             return [(window, docs, fps) for window, (docs, fps) in zip(view.windows, sizes, strict=True)]
         replies = self._sender.execute(
             [(b"HMGET", schema.counts, b"docs", b"fingerprints") for schema in view.schemas]

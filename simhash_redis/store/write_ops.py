@@ -39,13 +39,17 @@ Guard = list[list[bytes]]
 class SketchedGuard(list[list[bytes]]):
     """A guard that also carries the document's sketch, stored with the document (beside its id in the
     fingerprint map: `KeySchema.sketch_field`). `members` None: no guard; `sketch` b"": the document is
-    stored without one (any sketch its id had goes).
+    stored without one (any sketch its id had goes). In an index with a retention window, `windows` are
+    the periods the members were read from (a `WindowedSets`'); `moving`, a sliding window's move, sets
+    the sketch only with a move into the current period.
     """
 
-    def __init__(self, members: Guard | None, sketch: bytes) -> None:
+    def __init__(self, members: Guard | None, sketch: bytes, *, moving: bool = False) -> None:
         super().__init__(members or [])
         self.checks = members is not None
         self.sketch = sketch
+        self.windows: tuple[int, ...] | None = getattr(members, "windows", None)
+        self.moving = moving
 
 
 Write = tuple[bytes, bytes, Guard | None]

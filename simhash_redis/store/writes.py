@@ -142,10 +142,17 @@ class Writes:
         try:
             if self.store.cluster:
                 windowed_writes_cluster.write(
-                    self.store, windows, self.f, list(dict(docs).items()), only_moves=True
+                    self.store,
+                    windows,
+                    self.f,
+                    list(dict(docs).items()),
+                    only_moves=True,
+                    verification=self.verification,
                 )
             else:
-                windowed_writes_standalone.refresh(self.store, windows, self.f, self.tables, docs)
+                windowed_writes_standalone.refresh(
+                    self.store, windows, self.f, self.tables, docs, self.verification
+                )
         except SimhashRedisError:
             return
 
@@ -157,10 +164,17 @@ class Writes:
         cluster, windows = self.store.cluster, self.windows
         if windows is not None and cluster:
             return windowed_writes_cluster.write(
-                self.store, windows, self.f, [(doc_id, new) for doc_id, new, _ in ops]
+                self.store,
+                windows,
+                self.f,
+                [(doc_id, new) for doc_id, new, _ in ops],
+                sketches=[g.sketch if isinstance(g, SketchedGuard) else None for _, _, g in ops],
+                verification=self.verification,
             )
         if windows is not None:
-            return windowed_writes_standalone.write(self.store, windows, self.f, self.tables, ops)
+            return windowed_writes_standalone.write(
+                self.store, windows, self.f, self.tables, ops, self.verification
+            )
         progress = Progress(ops, fps, tables)
         self.store.run(lambda: self.steps(progress), durable=cluster)
         if progress.dropped:

@@ -60,8 +60,7 @@ def open_index(
     Raises:
         ConfigurationMismatch: the index exists in the other mode than the one asked for, or with
             another configuration.
-        InvalidArgument: the URL is malformed; a new verified index with a retention window (pass
-            verified=False).
+        InvalidArgument: the URL is malformed.
         RedisUnavailable: the server cannot be reached, or no embedded server can be started.
     """
     client = client_from_url(url or default_url())

@@ -59,20 +59,52 @@ def test_a_sliding_window_from_the_command_line(invoke: Invoke, redis_client: re
     assert alone.exit_code == 2 and "--sliding needs --retention" in alone.stderr
 
 
-def test_a_retention_without_plain_is_refused_saying_to_pass_plain(
+def test_a_retention_on_a_new_index_is_verified_by_default(
     invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
-    """A new index is verified by default, which cannot have a retention window yet: the refusal says how
-    to get one (a usage error, one line, nothing created), for every command that creates an index."""
+    """A retention window takes the default mode like any new index made from texts: verified, or plain
+    with --plain; an existing windowed index is opened in its own mode, with or without the option."""
     rows = write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": article(1)}])
-    for args in (("add", "a", article(1)), ("load", str(rows)), ("dedupe", str(rows))):
-        refused = invoke("--retention", "7d", *args, index="r")
-        assert refused.exit_code == 2, refused.output
-        [line] = refused.stderr.splitlines()
-        assert "cannot have a retention window" in line and "pass --plain" in line, line
-        assert not redis_client.exists(b"simhash:r:meta")
-    refused = invoke("--verified", "--retention", "7d", "add", "a", article(1), index="r")
-    assert refused.exit_code == 2 and "pass --plain" in refused.stderr
-    # An existing plain index with a window is opened as it is, --plain or not.
-    assert invoke("--plain", "--retention", "7d", "add", "a", article(1), index="r").exit_code == 0
-    assert invoke("--retention", "7d", "add", "b", article(2), index="r").exit_code == 0
+    for name, args in (
+        ("ra", ("add", "a", article(1))),
+        ("rl", ("load", str(rows))),
+        ("rd", ("dedupe", str(rows))),
+    ):
+        made = invoke("--retention", "7d", *args, index=name)
+        assert made.exit_code == 0, made.output
+        meta = redis_client.hgetall(f"simhash:{name}:meta".encode())
+        assert b"verified" in meta and meta[b"retention"].startswith(b"604800"), meta
+    assert invoke("--plain", "--retention", "7d", "add", "a", article(1), index="rp").exit_code == 0
+    assert b"verified" not in redis_client.hgetall(b"simhash:rp:meta")
+    assert invoke("--retention", "7d", "add", "b", article(2), index="rp").exit_code == 0
+
+
+def test_a_verified_windowed_index_from_the_command_line(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    rows = [{"id": f"s{i}", "text": article(i)} for i in range(200)]
+    loaded = invoke(
+        "--verified", "--retention", "7d", "load", str(write_jsonl(tmp_path / "a.jsonl", rows)), index="vw"
+    )
+    assert loaded.exit_code == 0, loaded.output
+    meta = redis_client.hgetall(b"simhash:vw:meta")
+    assert meta[b"retention"] == b"604800;period=100800" and b"verified" in meta
+    # Every document's sketch and band values are in the current period, expiring with it.
+    band_keys = list(redis_client.scan_iter(b"simhash:vw:w*:b*"))
+    assert band_keys and all(redis_client.pttl(key) > 0 for key in band_keys)
+    assert not list(redis_client.scan_iter(b"simhash:vw:b*"))
+    found = invoke("near", article(7, copy=1), index="vw")
+    assert found.exit_code == 0 and found.stdout.split("\t")[0] == "s7", found.output
+    stats = invoke("stats", index="vw")
+    assert "retention      1w (periods of 28h)" in stats.stdout and "200 documents" in stats.stdout
+    copies = [{"id": f"c{i}", "text": article(i, copy=2)} for i in range(20)]
+    dry = invoke("dedupe", "--dry-run", str(write_jsonl(tmp_path / "b.jsonl", copies)), index="vw")
+    assert dry.exit_code == 0 and len(dry.stdout.splitlines()) == 20, dry.output
+    assert SimhashIndex(redis_client, "vw").count() == (200, 200)  # a dry run stores nothing
+    deduped = invoke("dedupe", str(tmp_path / "b.jsonl"), index="vw")
+    assert deduped.exit_code == 0, deduped.output
+    assert sorted(line.split("\t")[:2] for line in deduped.stdout.splitlines()) == sorted(
+        [f"c{i}", f"s{i}"] for i in range(20)
+    )
+    assert invoke("verify", index="vw").exit_code == 0
+    assert SimhashIndex(redis_client, "vw").count() == (200, 200)

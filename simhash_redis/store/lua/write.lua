@@ -34,10 +34,18 @@
 -- ARGV[4] = the retention, in milliseconds; ARGV[5] = the number W of live periods; ARGV[6] = the
 -- position (1..W) of the current period, into which documents are written; ARGV[7 .. 6 + W] = the
 -- periods' numbers, oldest first. Then per document: id, new, old, the position of old's period ('' with
--- no old), guard ('' or '1'); with '1', the number G of guarded sets, G counts, their members. KEYS[1 ..
--- W] = each period's counts hash; then per document: its id-map hash in each period, [if new ~= '':
--- new's fingerprint-map hash and T tables in the current period], [if old ~= '' and old is not new in
--- the current period: old's in its period], [the G guarded sets]. The script finds the id in the newest
+-- no old), guard ('', '1', 's', 'k' or 'm'); with 's', 'k' and 'm' (verified mode), B, then (B > 0) new
+-- packed and the B bands' fields; with '1' and 's', the number G of guarded sets, G counts, their
+-- members (with 's', the table sets of each period read, then its band values: G / (T + B) periods);
+-- with 's', 'k' and 'm', the sketch. KEYS[1 .. W] = each period's counts hash; then per document: its
+-- id-map hash in each period, [if new ~= '': new's fingerprint-map hash and T tables in the current
+-- period], [if old ~= '' and old is not new in the current period: old's in its period], [the bucket
+-- hashes of the B bands in the current period], [the G guarded sets, then band hashes]. The sketch is
+-- set (and new joins its bands, each key expiring with the current period) as the non-windowed formats
+-- do, also for a document already in the current period; 'm' (a sliding window's move) writes it only
+-- with a move: a document found in the current period is left as it is. A sketch dropped is reported
+-- after the status as its period's position, ':', the fingerprint, ':', the sketch (`band_drop.lua`
+-- takes the fingerprint out of that period's bands). The script finds the id in the newest
 -- period that has it; a document written moves there from an older period (its entries there are
 -- removed in the same step). If the server's clock is not in the current period, or the first period
 -- of the call is newer than the oldest live one, nothing is written and the reply is {'w' .. the
@@ -221,7 +229,7 @@ end
 -- Sets (or with sketch '' removes) the sketch of `id` among those of fingerprint `fp` in map hash `key`.
 -- The sketch it replaces or removes, if another and no other id of `fp` keeps it, is left in `dropped`
 -- (an exact copy's removal leaves the band tables alone: the copies still have its bands).
-local dropped = ''
+local dropped, dropped_w, dropped_fp = '', 0, ''
 local function set_sketch(key, fp, id, sketch)
   local field = 's:' .. fp
   local prev = redis.call('HGET', key, field)
@@ -233,7 +241,7 @@ local function set_sketch(key, fp, id, sketch)
     return  -- unchanged: nothing written (a resent or repeated write adds nothing to the AOF)
   end
   if had and not kept then
-    dropped = had
+    dropped, dropped_w, dropped_fp = had, j_period, fp
   end
   if rest == '' then
     hdel(key, field, prev)
@@ -430,11 +438,39 @@ local function expire(key, at)
     redis.call('PEXPIREAT', key, at)
   end
 end
-local function write_windowed(id, new, old, old_w, guard, guard_at)
+-- Format 'w' in verified mode: the sketch of `id` set among those of `fp` in the current period (map
+-- hash KEYS[at]), and fp into the sketch's `nb` band values (hashes from KEYS[band_at], new packed at
+-- ARGV[band_args], the fields after it), each key written expiring with the period.
+local function sketch_in(at, fp, id, sketch, nb, band_at, band_args)
+  set_sketch(KEYS[at], fp, id, sketch)
+  local expiry = expires(ci)
+  expire(KEYS[at], expiry)
+  if sketch == '' then
+    return
+  end
+  local packed = ARGV[band_args]
+  for b = 0, nb - 1 do
+    local key, field = KEYS[band_at + b], ARGV[band_args + 1 + b]
+    local value = redis.call('HGET', key, field)
+    if not value or not packed_at(value, packed) then
+      hset(key, field, (value or '') .. packed, value or false)
+    end
+    expire(key, expiry)
+  end
+end
+-- The status of a document written, with the sketch it dropped (see the header).
+local function with_dropped(status)
+  if dropped == '' then
+    return status
+  end
+  return status .. dropped_w .. ':' .. dropped_fp .. ':' .. dropped
+end
+local function write_windowed(id, new, old, old_w, guard, guard_at, nb, band_args, sketch)
   j_n = 0
+  dropped = ''
   local ids_at = k
   k = k + W
-  local new_at, old_at, sets_at, sets
+  local new_at, old_at, sets_at, sets, band_at
   if new ~= '' then
     new_at = k
     k = k + 1 + T
@@ -443,10 +479,17 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
     old_at = k
     k = k + 1 + T
   end
-  if guard == '1' then
+  band_at = k
+  k = k + nb
+  if guard == '1' or guard == 's' then
     sets = tonumber(ARGV[guard_at])
     sets_at = k
     k = k + sets
+  end
+  -- The guarded sets: the table sets of each period read, then (format 's') its band values.
+  local tabled = sets
+  if sets and guard == 's' and nb > 0 then
+    tabled = sets / (T + nb) * T
   end
   local cur, cur_w = '', 0
   for w = W, 1, -1 do
@@ -462,14 +505,23 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
     local at = guard_at + 1 + sets
     for g = 1, sets do
       local count = tonumber(ARGV[guard_at + g])
-      if intact and not unchanged(KEYS[sets_at + g - 1], count, at) then
-        intact = false
+      if intact then
+        if g <= tabled then
+          intact = unchanged(KEYS[sets_at + g - 1], count, at)
+        else
+          local field = ARGV[band_args + 1 + (g - tabled - 1) % nb]
+          intact = unchanged_band(KEYS[sets_at + g - 1], field, count, at)
+        end
       end
       at = at + count
     end
   end
   if here then
-    out[#out + 1] = 'u'
+    if sketch and guard ~= 'm' then
+      j_period = ci
+      sketch_in(new_at, new, id, sketch, nb, band_at, band_args)
+    end
+    out[#out + 1] = with_dropped('u')
   elseif new == '' and cur == '' then
     out[#out + 1] = 'n'
   elseif not intact then
@@ -487,6 +539,9 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
       local stays = old ~= '' and old_w == ci
       hset(id_key, id, new, stays and cur)
       fps_new = attach(new_at, new, id)
+      if sketch then
+        sketch_in(new_at, new, id, sketch, nb, band_at, band_args)
+      end
       if not stays then
         docs_new = 1
       end
@@ -514,11 +569,11 @@ local function write_windowed(id, new, old, old_w, guard, guard_at)
     if old == '' then
       out[#out + 1] = 'a'
     elseif new == '' then
-      out[#out + 1] = 'd'
+      out[#out + 1] = with_dropped('d')
     elseif old == new then
-      out[#out + 1] = 'u'
+      out[#out + 1] = with_dropped('u')
     else
-      out[#out + 1] = 'r'
+      out[#out + 1] = with_dropped('r')
     end
   end
 end
@@ -534,15 +589,30 @@ local ok, err = pcall(function()
     while a <= n do
       local id, new, old, old_w, guard = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
       a = a + 5
+      local sketched = guard == 's' or guard == 'k' or guard == 'm'
+      local nb, band_args = 0, 0
+      if sketched then
+        nb = tonumber(ARGV[a])
+        a = a + 1
+        if nb > 0 then
+          band_args = a
+          a = a + 1 + nb
+        end
+      end
       local guard_at = a
-      if guard == '1' then
+      if guard == '1' or guard == 's' then
         local sets = tonumber(ARGV[a])
         a = a + 1 + sets
         for g = 1, sets do
           a = a + tonumber(ARGV[guard_at + g])
         end
       end
-      write_windowed(id, new, old, tonumber(old_w) or 0, guard, guard_at)
+      local sketch
+      if sketched then
+        sketch = ARGV[a]
+        a = a + 1
+      end
+      write_windowed(id, new, old, tonumber(old_w) or 0, guard, guard_at, nb, band_args, sketch)
     end
     return
   end
