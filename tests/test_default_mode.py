@@ -21,7 +21,6 @@ def test_the_choice_for_a_new_index() -> None:
     assert chosen_mode(None, name="x", from_text=False) is False
     assert chosen_mode(False, name="x") is False
     assert chosen_mode(True, name="x") is True
-    assert chosen_mode(False, name="x", retention=True) is False
 
 
 def test_an_existing_index_keeps_its_mode_and_a_mismatch_is_refused() -> None:

@@ -36,6 +36,10 @@ class AsyncHandle(Generic[Sync]):
         #: Whether `aclose` closes the client (a client made by `from_url`).
         self.owns_client = False
 
+    def adopt(self, index: Sync) -> None:
+        """Use a synchronous index opened already on this handle's client: the first call opens nothing."""
+        self._index = index
+
     def _make(self, client: Any, name: str, options: dict[str, Any]) -> Sync:
         """The synchronous index, opened (run in the bridge: it may talk to the server)."""
         raise NotImplementedError

@@ -47,11 +47,11 @@ async def open_index(
         await client.aclose()
         raise
     handle: AsyncSimhashIndex | AsyncVerifiedIndex
-    handle = (
-        AsyncVerifiedIndex(client, name)
-        if isinstance(index, VerifiedIndex)
-        else AsyncSimhashIndex(client, name)
-    )
-    handle._index = index  # opened already: its first call needs no second opening
+    if isinstance(index, VerifiedIndex):
+        handle = AsyncVerifiedIndex(client, name)
+        handle.adopt(index)
+    else:
+        handle = AsyncSimhashIndex(client, name)
+        handle.adopt(index)
     handle.owns_client = True
     return handle
