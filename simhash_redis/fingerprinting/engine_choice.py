@@ -9,6 +9,7 @@ first use, not on import, so that a wrong value is an error of the call that nee
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from types import ModuleType
 
@@ -42,6 +43,9 @@ def _load_native() -> ModuleType | None:
                 f"{ENGINE_ENV}=native, but the compiled core cannot be imported ({exc}): install it from "
                 f"a checkout of simhash-redis with `pip install ./native` (needs Rust), or unset {ENGINE_ENV}"
             ) from None
+        if not isinstance(exc, ModuleNotFoundError):
+            # Installed but unusable (older than the package, or broken): said once, not silently slower.
+            warnings.warn(f"{exc}; the pure engine runs meanwhile", RuntimeWarning, stacklevel=2)
         return None
     return adapter
 

@@ -180,6 +180,9 @@ def test_a_compiled_core_older_than_the_package_is_refused(choice: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     if choice:
         assert done.returncode == 1
-        assert "older than this simhash-redis (no fingerprint_lines): rebuild it" in done.stderr
+        assert "older than this simhash-redis (no fingerprint_lines): upgrade it" in done.stderr
     else:
         assert (done.returncode, done.stdout) == (0, "python\n"), done.stderr
+        # Not silently slower: the warning names the cause and the way out.
+        assert "RuntimeWarning" in done.stderr and "pip install ./native" in done.stderr
+        assert "the pure engine runs meanwhile" in done.stderr

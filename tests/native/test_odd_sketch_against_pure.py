@@ -183,4 +183,4 @@ def test_a_compiled_core_without_the_banded_sketches_is_refused() -> None:
     env = dict(os.environ, SIMHASH_REDIS_ENGINE="native")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 1
-    assert "older than this simhash-redis (no OddSketch.banded_many): rebuild it" in done.stderr
+    assert "older than this simhash-redis (no OddSketch.banded_many): upgrade it" in done.stderr
