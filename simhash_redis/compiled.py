@@ -72,7 +72,7 @@ _missing = next((name for name in _KERNELS if not hasattr(_native, name)), None)
 if _missing is not None:
     raise ImportError(
         f"simhash_redis_native is older than this simhash-redis (no {_missing}): upgrade it, or rebuild it "
-        "from this checkout (pip install ./native)"
+        "from this checkout (`pip install ./native`)"
     )
 
 _native.set_error_types(InvalidArgument, InvalidType)
