@@ -209,16 +209,7 @@ class Settings:
     def asked_by(self) -> str | None:
         """What asked for verified mode, named in a refusal ("--threshold and --band-buckets"); None if
         nothing did."""
-        given = [
-            option
-            for option, value in (
-                ("verified", self.verified),
-                ("threshold", self.threshold is not None),
-                ("band_buckets", self.band_buckets is not None),
-            )
-            if value
-        ]
-        return CLI_ASKING.named(given) or None
+        return CLI_ASKING.asked_by(self.verified, threshold=self.threshold, band_buckets=self.band_buckets)
 
     def verification(self, verified: bool | None = None) -> Verification | None:
         """The verified mode of a new index, as --threshold and --band-buckets state it (None: plain).

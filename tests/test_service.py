@@ -61,9 +61,15 @@ def error_of(response: httpx.Response) -> str:
     return str(body["error"]["code"])
 
 
+def plain(redis_server: ServerProcess, name: str) -> None:
+    """Create a plain index (a write of texts would create it verified)."""
+    SimhashIndex(redis_server.client(), name, verification=None)
+
+
 def test_add_if_new_stores_once_and_names_the_duplicate(
     http: httpx.Client, redis_server: ServerProcess
 ) -> None:
+    plain(redis_server, "svc-a")
     first = http.post("/v1/indexes/svc-a/add_if_new", json={"id": "one", "text": TEXT})
     assert first.status_code == 200
     index = SimhashIndex(redis_server.client(), "svc-a", create=False)
@@ -80,6 +86,7 @@ def test_add_if_new_stores_once_and_names_the_duplicate(
 
 
 def test_near_get_remove_stats_and_fingerprint(http: httpx.Client, redis_server: ServerProcess) -> None:
+    plain(redis_server, "svc-b")
     assert http.post("/v1/indexes/svc-b/add", json={"id": "one", "text": TEXT}).json()["outcome"] == "added"
     again = http.post("/v1/indexes/svc-b/add", json={"id": "one", "text": TEXT})
     assert again.json()["outcome"] == "unchanged"
@@ -108,6 +115,7 @@ def test_near_get_remove_stats_and_fingerprint(http: httpx.Client, redis_server:
 
 
 def test_json_array_batches(http: httpx.Client, redis_server: ServerProcess) -> None:
+    plain(redis_server, "svc-c")
     docs = [{"id": "a", "text": TEXT}, {"id": "b", "text": TEXT + " "}, {"id": "c", "text": OTHER}]
     added = http.post("/v1/indexes/svc-c/add_if_new/batch", json=docs).json()
     # b is a near-duplicate of a, earlier in the same batch
@@ -227,7 +235,8 @@ def test_verified_index(http: httpx.Client, redis_server: ServerProcess) -> None
 def test_bad_requests_get_their_code_never_500(
     http: httpx.Client, method: str, path: str, body: bytes | None, status: int, code: str
 ) -> None:
-    http.post("/v1/indexes/svc-e/add", json={"id": "seed", "text": "seed"}).raise_for_status()
+    # Made from a precomputed fingerprint: plain (its near refuses a threshold).
+    http.post("/v1/indexes/svc-e/add", json={"id": "seed", "fingerprint": "0x1"}).raise_for_status()
     response = http.request(method, path, content=body)
     assert (response.status_code, error_of(response)) == (status, code), response.text
 

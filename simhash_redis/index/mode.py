@@ -39,6 +39,18 @@ class Asking:
     threshold: str = "threshold"
     band_buckets: str = "band_buckets"
 
+    def asked_by(self, verified: bool | None, **arguments: object) -> str | None:
+        """What asks for verified mode, in these words: verified=True, and each of the verified mode's
+        arguments that is given (not None); None if nothing does.
+
+        Args:
+            verified: the mode asked for (True: verified).
+            **arguments: hasher, threshold, band_buckets: their values.
+        """
+        given = ["verified"] if verified else []
+        given += [argument for argument, value in arguments.items() if value is not None]
+        return self.named(given) or None
+
     def named(self, arguments: Sequence[str]) -> str:
         """The caller's words for what asks for verified mode, by `open_in_mode`'s argument names
         ("verified", "threshold", ...), as a list: "--threshold and --band-buckets" ("" for none)."""
@@ -127,7 +139,6 @@ def open_in_mode(
             f"{asking.named(given)} belong to verified mode: leave them out, or leave out {asking.plain}"
         )
     asked = True if given else verified
-    askers = (["verified"] if verified else []) + given
     options = dict(options)
     create = options.pop("create", True)
     try:
@@ -146,5 +157,11 @@ def open_in_mode(
             index = SimhashIndex(client, name, create=False, **options)
     # Checked on the index as found: another process may have created it meanwhile, in another mode.
     stored = index.config.verification is not None
-    chosen_mode(asked, name=name, stored=stored, asking=asking, asked_by=asking.named(askers) or None)
+    chosen_mode(
+        asked,
+        name=name,
+        stored=stored,
+        asking=asking,
+        asked_by=asking.asked_by(verified, hasher=hasher, threshold=threshold, band_buckets=band_buckets),
+    )
     return VerifiedIndex(index, hasher, threshold, band_buckets) if stored else index
