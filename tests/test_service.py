@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import io
 import json
 import logging
 import os
@@ -478,6 +479,44 @@ def test_a_closed_stderr_never_fails_a_request() -> None:
         own.stream = closed
         sent = asyncio.run(_get(app, "/healthz"))
         assert sent[0]["status"] == 200 and sent[-1]["body"] == b'{"status":"ok"}'
+    finally:
+        for handler in access.handlers[:]:
+            access.removeHandler(handler)
+        for handler in before:
+            access.addHandler(handler)
+
+
+def test_the_access_log_honours_filters_and_levels_set_on_it() -> None:
+    """The service's own stderr handler is written to directly only as made: a filter on the logger or
+    the handler (dropping the probes' lines, the usual one), or a handler level above INFO, is honoured."""
+    access = logging.getLogger("simhash_redis.service.access")
+    before = access.handlers[:]
+    for handler in before:
+        access.removeHandler(handler)
+
+    class NoProbes(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "/healthz" not in record.getMessage()
+
+    try:
+        app = create_app(ServiceConfig(redis_url="redis://127.0.0.1:1", access_log=True))
+        (own,) = access.handlers
+        assert isinstance(own, logging.StreamHandler)
+
+        def logged() -> list[str]:
+            own.stream = io.StringIO()
+            for path in ("/healthz", "/openapi.json"):
+                asyncio.run(_get(app, path))
+            return [json.loads(line)["path"] for line in own.stream.getvalue().splitlines()]
+
+        assert logged() == ["/healthz", "/openapi.json"]
+        probes = NoProbes()
+        for where in (access, own):
+            where.addFilter(probes)
+            assert logged() == ["/openapi.json"], where
+            where.removeFilter(probes)
+        own.setLevel(logging.WARNING)
+        assert logged() == []
     finally:
         for handler in access.handlers[:]:
             access.removeHandler(handler)
