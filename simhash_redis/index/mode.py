@@ -4,7 +4,8 @@ A new index made from texts is verified (MinHash-confirmed: it finds what people
 docs/choosing.md) unless plain is asked for; one made from precomputed fingerprints is plain (a sketch
 needs the text); an existing index keeps the mode it was created with, and a caller that asks for the
 other one is refused rather than mixing the two. Every entry point (the command line, `open_index`,
-`simhash_redis.asyncio.open_index`, the Scrapy pipeline) calls `chosen_mode`.
+`simhash_redis.asyncio.open_index`, the Scrapy pipeline, `NewDocuments` and the datatrove step, the
+HTTP service) calls `chosen_mode`.
 """
 
 from __future__ import annotations
