@@ -41,7 +41,9 @@ __all__ = [
 #: The index used when --index is not given.
 DEFAULT_INDEX = "default"
 #: The command line's words for each mode, in the messages that tell the user to ask for one.
-CLI_ASKING = Asking(plain="--plain", verified="--verified")
+CLI_ASKING = Asking(
+    plain="--plain", verified="--verified", threshold="--threshold", band_buckets="--band-buckets"
+)
 
 
 class ExitCode(enum.IntEnum):
@@ -150,7 +152,12 @@ class Settings:
                     "first (simhash-redis --index NAME load FILE)"
                 ) from None
             verified = chosen_mode(self.asked_mode(), name=index_name, from_text=from_text, asking=CLI_ASKING)
-            index = SimhashIndex(client, index_name, verification=self.verification(verified), **config)
+            try:
+                index = SimhashIndex(client, index_name, verification=self.verification(verified), **config)
+            except ConfigurationMismatch:
+                # Another process created it between the look and the create, maybe in the other mode:
+                # opened as it was made, its stored mode decides (adopted unless the options ask another).
+                index = SimhashIndex(client, index_name, create=False, **config)
         self._check_verified(index)
         return index
 
@@ -199,6 +206,11 @@ class Settings:
             return True
         return None
 
+    def asked_by(self) -> str | None:
+        """What asked for verified mode, named in a refusal ("--threshold and --band-buckets"); None if
+        nothing did."""
+        return CLI_ASKING.asked_by(self.verified, threshold=self.threshold, band_buckets=self.band_buckets)
+
     def verification(self, verified: bool | None = None) -> Verification | None:
         """The verified mode of a new index, as --threshold and --band-buckets state it (None: plain).
 
@@ -214,7 +226,13 @@ class Settings:
         """Refuse --verified for a plain index and --plain for a verified one (`chosen_mode`), and a
         --threshold or --band-buckets other than a verified index's."""
         stored = index.config.verification
-        chosen_mode(self.asked_mode(), name=index.name, stored=stored is not None, asking=CLI_ASKING)
+        chosen_mode(
+            self.asked_mode(),
+            name=index.name,
+            stored=stored is not None,
+            asking=CLI_ASKING,
+            asked_by=self.asked_by(),
+        )
         if stored is not None and self.band_buckets is not None and self.band_buckets != stored.band_buckets:
             raise ConfigurationMismatch(
                 f"index {index.name!r} was created with --band-buckets {stored.band_buckets}, not "

@@ -64,8 +64,10 @@ def serve(
     """Serve the indexes over HTTP/JSON: near, add, add_if_new, remove, get, fingerprint, stats.
 
     Any index on the server can be used by name; a write to a missing index creates it with the
-    global options (--k, --verified, --retention, ...). Stop with SIGTERM or Ctrl-C: requests in
-    flight finish first. Needs the server extra: `pip install '.[server]'` in a checkout.
+    global options (--k, --retention, ...): verified for texts unless --plain, plain for precomputed
+    fingerprints unless --verified. An existing index keeps its mode (refused if --plain or --verified
+    asks for the other). Stop with SIGTERM or Ctrl-C: requests in flight finish first. Needs the
+    server extra: `pip install '.[server]'` in a checkout.
 
     \b
     Examples:
@@ -110,10 +112,12 @@ def serve(
         f=state.f,
         layout=state.layout,
         scheme=state.scheme,
-        verified=state.verified,
+        verified=False if state.plain else (True if state.verified else None),
         threshold=state.threshold,
+        band_buckets=state.band_buckets,
         retention=state.retention,
         sliding=state.sliding,
+        id_buckets=state.id_buckets,
         create=not no_create,
         token=token,
         max_body=max_body,

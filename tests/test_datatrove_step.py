@@ -110,3 +110,12 @@ def test_parquet_in_and_out_with_the_plain_index(redis_url: str, tmp_path: Path)
     ).run()
     out = pq.read_table(next((tmp_path / "out").glob("*.parquet")))
     assert out.column("id").to_pylist() == [f"doc-{i}" for i in range(12)]
+
+
+def test_the_step_takes_an_existing_indexs_mode_and_verifies_a_new_one(redis_url: str) -> None:
+    from simhash_redis import SimhashIndex, VerifiedIndex
+
+    SimhashIndex.from_url(redis_url, "flat")  # existing, plain and still empty
+    assert type(NearDuplicateFilter(redis_url, "flat").documents.open()) is SimhashIndex
+    assert SimhashIndex.from_url(redis_url, "flat", create=False).config.verification is None
+    assert isinstance(NearDuplicateFilter(redis_url, "fresh").documents.open(), VerifiedIndex)

@@ -87,3 +87,46 @@ def test_the_asyncio_open_index_chooses_alike(redis_url: str, redis_client: redi
 
     asyncio.run(scenario())
     assert SimhashIndex(redis_client, "anews", create=False).config.verification is not None
+
+
+def _plain_creator_wins_the_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a plain creator win every creation race: the index is created plain just before a verified
+    create (between the creator's look, which found nothing, and its create)."""
+    from simhash_redis.index import verified_open
+
+    real = verified_open.SimhashIndex
+
+    def racing(client: redis.Redis, name: str, **options: object) -> SimhashIndex:
+        if options.get("verification") is not None and options.get("create", True):
+            real(client, name)  # another process, creating it plain
+        return real(client, name, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(verified_open, "SimhashIndex", racing)
+
+
+def test_a_default_creator_that_loses_the_race_adopts_the_winners_mode(
+    redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _plain_creator_wins_the_race(monkeypatch)
+    index = open_index("race", redis_url)
+    assert type(index) is SimhashIndex and index.config.verification is None
+    # Asked for verified, the loser is refused with the mode's own message, naming what asked.
+    redis_client.flushall()
+    with pytest.raises(ConfigurationMismatch, match=r"'race' is not verified.*leave out verified=True,"):
+        open_index("race", redis_url, verified=True)
+    redis_client.flushall()
+    with pytest.raises(ConfigurationMismatch, match=r"'race' is not verified.*leave out threshold,"):
+        open_index("race", redis_url, threshold=0.9)
+
+
+def test_the_refusal_names_what_asked_for_verified_mode(redis_url: str) -> None:
+    open_index("flat", redis_url, verified=False)
+    for given, named in (
+        ({"threshold": 0.9}, "threshold"),
+        ({"band_buckets": 64}, "band_buckets"),
+        ({"verified": True, "threshold": 0.9}, "verified=True and threshold"),
+    ):
+        with pytest.raises(ConfigurationMismatch, match=f"leave out {named}, or create another index"):
+            open_index("flat", redis_url, **given)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="threshold and band_buckets belong to verified mode"):
+        open_index("other", redis_url, verified=False, threshold=0.9, band_buckets=64)

@@ -78,3 +78,17 @@ def test_a_batch_without_its_columns_is_refused(redis_url: str) -> None:
         NewDocuments(redis_url, "crawl")(rows[:1])
     by_name = NewDocuments(redis_url, "crawl", id_column="content", text_column="content")
     assert by_name(rows[:1]) == [True]
+
+
+def test_the_mode_is_the_stored_one_unless_asked_and_a_new_index_is_verified(redis_url: str) -> None:
+    from simhash_redis import ConfigurationMismatch, VerifiedIndex
+
+    # An existing plain index, still empty (its writer has not written yet), stays plain: opened by
+    # default it is used as it is, never pinned verified; asked for verified, it is refused.
+    SimhashIndex.from_url(redis_url, "flat")
+    assert type(NewDocuments(redis_url, "flat").open()) is SimhashIndex
+    with pytest.raises(ConfigurationMismatch, match="'flat' is not verified"):
+        NewDocuments(redis_url, "flat", verified=True).open()
+    assert SimhashIndex.from_url(redis_url, "flat", create=False).config.verification is None
+    assert isinstance(NewDocuments(redis_url, "fresh").open(), VerifiedIndex)
+    assert type(NewDocuments(redis_url, "plain-new", verified=False).open()) is SimhashIndex

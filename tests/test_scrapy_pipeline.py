@@ -360,6 +360,8 @@ def test_the_setting_chooses_the_mode_of_a_new_index(
     assert type(opened(SIMHASH_REDIS_INDEX="flat")) is SimhashIndex  # existing: its own mode
     with pytest.raises(ConfigurationMismatch, match="leave out SIMHASH_REDIS_VERIFIED = False"):
         opened(SIMHASH_REDIS_INDEX="new", SIMHASH_REDIS_VERIFIED="False")
+    with pytest.raises(ConfigurationMismatch, match="leave out SIMHASH_REDIS_THRESHOLD, or create"):
+        opened(SIMHASH_REDIS_INDEX="flat", SIMHASH_REDIS_THRESHOLD="0.9")
     verified_windowed = opened(SIMHASH_REDIS_INDEX="wire", SIMHASH_REDIS_RETENTION="7d")
     assert isinstance(verified_windowed, VerifiedIndex)
     assert verified_windowed.index.config.retention is not None

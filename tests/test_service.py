@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import io
 import json
 import logging
 import os
@@ -61,9 +62,15 @@ def error_of(response: httpx.Response) -> str:
     return str(body["error"]["code"])
 
 
+def plain(redis_server: ServerProcess, name: str) -> None:
+    """Create a plain index (a write of texts would create it verified)."""
+    SimhashIndex(redis_server.client(), name, verification=None)
+
+
 def test_add_if_new_stores_once_and_names_the_duplicate(
     http: httpx.Client, redis_server: ServerProcess
 ) -> None:
+    plain(redis_server, "svc-a")
     first = http.post("/v1/indexes/svc-a/add_if_new", json={"id": "one", "text": TEXT})
     assert first.status_code == 200
     index = SimhashIndex(redis_server.client(), "svc-a", create=False)
@@ -80,6 +87,7 @@ def test_add_if_new_stores_once_and_names_the_duplicate(
 
 
 def test_near_get_remove_stats_and_fingerprint(http: httpx.Client, redis_server: ServerProcess) -> None:
+    plain(redis_server, "svc-b")
     assert http.post("/v1/indexes/svc-b/add", json={"id": "one", "text": TEXT}).json()["outcome"] == "added"
     again = http.post("/v1/indexes/svc-b/add", json={"id": "one", "text": TEXT})
     assert again.json()["outcome"] == "unchanged"
@@ -108,6 +116,7 @@ def test_near_get_remove_stats_and_fingerprint(http: httpx.Client, redis_server:
 
 
 def test_json_array_batches(http: httpx.Client, redis_server: ServerProcess) -> None:
+    plain(redis_server, "svc-c")
     docs = [{"id": "a", "text": TEXT}, {"id": "b", "text": TEXT + " "}, {"id": "c", "text": OTHER}]
     added = http.post("/v1/indexes/svc-c/add_if_new/batch", json=docs).json()
     # b is a near-duplicate of a, earlier in the same batch
@@ -227,7 +236,8 @@ def test_verified_index(http: httpx.Client, redis_server: ServerProcess) -> None
 def test_bad_requests_get_their_code_never_500(
     http: httpx.Client, method: str, path: str, body: bytes | None, status: int, code: str
 ) -> None:
-    http.post("/v1/indexes/svc-e/add", json={"id": "seed", "text": "seed"}).raise_for_status()
+    # Made from a precomputed fingerprint: plain (its near refuses a threshold).
+    http.post("/v1/indexes/svc-e/add", json={"id": "seed", "fingerprint": "0x1"}).raise_for_status()
     response = http.request(method, path, content=body)
     assert (response.status_code, error_of(response)) == (status, code), response.text
 
@@ -469,6 +479,44 @@ def test_a_closed_stderr_never_fails_a_request() -> None:
         own.stream = closed
         sent = asyncio.run(_get(app, "/healthz"))
         assert sent[0]["status"] == 200 and sent[-1]["body"] == b'{"status":"ok"}'
+    finally:
+        for handler in access.handlers[:]:
+            access.removeHandler(handler)
+        for handler in before:
+            access.addHandler(handler)
+
+
+def test_the_access_log_honours_filters_and_levels_set_on_it() -> None:
+    """The service's own stderr handler is written to directly only as made: a filter on the logger or
+    the handler (dropping the probes' lines, the usual one), or a handler level above INFO, is honoured."""
+    access = logging.getLogger("simhash_redis.service.access")
+    before = access.handlers[:]
+    for handler in before:
+        access.removeHandler(handler)
+
+    class NoProbes(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "/healthz" not in record.getMessage()
+
+    try:
+        app = create_app(ServiceConfig(redis_url="redis://127.0.0.1:1", access_log=True))
+        (own,) = access.handlers
+        assert isinstance(own, logging.StreamHandler)
+
+        def logged() -> list[str]:
+            own.stream = io.StringIO()
+            for path in ("/healthz", "/openapi.json"):
+                asyncio.run(_get(app, path))
+            return [json.loads(line)["path"] for line in own.stream.getvalue().splitlines()]
+
+        assert logged() == ["/healthz", "/openapi.json"]
+        probes = NoProbes()
+        for where in (access, own):
+            where.addFilter(probes)
+            assert logged() == ["/openapi.json"], where
+            where.removeFilter(probes)
+        own.setLevel(logging.WARNING)
+        assert logged() == []
     finally:
         for handler in access.handlers[:]:
             access.removeHandler(handler)

@@ -27,7 +27,8 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
     Args:
         url: the Redis server's URL (credentials in it never appear in messages or logs).
         index: the index name every task (and every run) shares.
-        verified: confirm near-duplicates with stored sketches (default); False for plain SimHash.
+        verified: True to confirm near-duplicates with stored sketches, False for plain SimHash; None (the
+            default): verified for a new index, the stored mode for an existing one.
         batch_size: documents checked and stored per call.
         exclusion_writer: a datatrove writer that saves the dropped documents, each with the id of the stored
             near-duplicate that dropped it (metadata ``duplicate_of``).
@@ -41,7 +42,7 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
         url: str,
         index: str,
         *,
-        verified: bool = True,
+        verified: bool | None = None,
         batch_size: int = 500,
         exclusion_writer: DiskWriter | None = None,
         **options: Any,

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import InvalidArgument
 from ..index import Match, Outcome, SimhashIndex, VerifiedIndex
 from ..results import VerifiedMatch
+from ..tools.connect import open_index
 
 __all__ = ["NewDocuments"]
 
@@ -26,8 +27,10 @@ class NewDocuments:
     Args:
         url: the Redis server's URL (credentials in it never appear in messages).
         index: the index name every worker shares.
-        verified: confirm each near-duplicate with stored sketches (`VerifiedIndex`, the default); False for
-            the plain SimHash index (faster, less recall below Jaccard ~0.95).
+        verified: True to confirm each near-duplicate with stored sketches (`VerifiedIndex`); False for the
+            plain SimHash index (faster, less recall below Jaccard ~0.95); None (the default): verified for
+            a new index, the stored mode for an existing one (`open_index`). An existing index of the other
+            mode than the one asked for is refused.
         **options: the index's other settings (k, prefix, threshold, ...), used when it is created; an
             existing index keeps its own and refuses others.
     """
@@ -37,7 +40,7 @@ class NewDocuments:
         url: str,
         index: str,
         *,
-        verified: bool = True,
+        verified: bool | None = None,
         id_column: str = "id",
         text_column: str = "text",
         **options: Any,
@@ -56,16 +59,12 @@ class NewDocuments:
         """This process's index, opened (and created, the first time anywhere) on first use.
 
         Raises:
-            ConfigurationMismatch: the options disagree with the stored index.
+            ConfigurationMismatch: the options disagree with the stored index, or it has the other mode
+                than the one asked for.
             RedisUnavailable: the server cannot be reached.
         """
         if self._opened is None or self._opened[0] != os.getpid():
-            if self.verified:
-                opened: SimhashIndex | VerifiedIndex = VerifiedIndex.from_url(
-                    self.url, self.index, **self.options
-                )
-            else:
-                opened = SimhashIndex.from_url(self.url, self.index, **self.options)
+            opened = open_index(self.index, self.url, verified=self.verified, **self.options)
             self._opened = (os.getpid(), opened)
         return self._opened[1]
 

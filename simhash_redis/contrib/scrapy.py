@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 SETTINGS_ASKING = Asking(
     plain="SIMHASH_REDIS_VERIFIED = False",
     verified="SIMHASH_REDIS_VERIFIED = True",
+    threshold="SIMHASH_REDIS_THRESHOLD",
 )
 
 #: Stats keys, under the crawl's stats.
@@ -138,6 +139,8 @@ class NearDuplicatePipeline:
         verified: bool | None = None,
         threshold: float | None = None,
     ) -> None:
+        # As asked, for open_in_mode: a refusal names the settings that asked for verified mode.
+        self._asked = verified
         if threshold is not None:
             if verified is False:
                 raise InvalidArgument(
@@ -221,7 +224,7 @@ class NearDuplicatePipeline:
         options: dict[str, Any] = {
             "prefix": self.prefix,
             "retention": self.retention,
-            "verified": self.verified,
+            "verified": self._asked,
             "threshold": self.threshold,
             "asking": SETTINGS_ASKING,
         }

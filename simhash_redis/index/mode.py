@@ -4,11 +4,13 @@ A new index made from texts is verified (MinHash-confirmed: it finds what people
 docs/choosing.md) unless plain is asked for; one made from precomputed fingerprints is plain (a sketch
 needs the text); an existing index keeps the mode it was created with, and a caller that asks for the
 other one is refused rather than mixing the two. Every entry point (the command line, `open_index`,
-`simhash_redis.asyncio.open_index`, the Scrapy pipeline) calls `chosen_mode`.
+`simhash_redis.asyncio.open_index`, the Scrapy pipeline, `NewDocuments` and the datatrove step, the
+HTTP service) calls `chosen_mode`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,10 +30,33 @@ class Asking:
     Attributes:
         plain: what asks for a plain index ("verified=False", "--plain").
         verified: what asks for a verified one ("verified=True", "--verified").
+        hasher, threshold, band_buckets: how they give the verified mode's arguments, which also ask
+            for it ("threshold", "--threshold", "SIMHASH_REDIS_THRESHOLD").
     """
 
     plain: str
     verified: str
+    hasher: str = "hasher"
+    threshold: str = "threshold"
+    band_buckets: str = "band_buckets"
+
+    def asked_by(self, verified: bool | None, **arguments: object) -> str | None:
+        """What asks for verified mode, in these words: verified=True, and each of the verified mode's
+        arguments that is given (not None); None if nothing does.
+
+        Args:
+            verified: the mode asked for (True: verified).
+            **arguments: hasher, threshold, band_buckets: their values.
+        """
+        given = ["verified"] if verified else []
+        given += [argument for argument, value in arguments.items() if value is not None]
+        return self.named(given) or None
+
+    def named(self, arguments: Sequence[str]) -> str:
+        """The caller's words for what asks for verified mode, by `open_in_mode`'s argument names
+        ("verified", "threshold", ...), as a list: "--threshold and --band-buckets" ("" for none)."""
+        words = [getattr(self, argument) for argument in arguments]
+        return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
 
 #: The library's words.
@@ -45,6 +70,7 @@ def chosen_mode(
     stored: bool | None = None,
     from_text: bool = True,
     asking: Asking = LIBRARY,
+    asked_by: str | None = None,
 ) -> bool:
     """Whether an index is (to be) verified.
 
@@ -54,6 +80,8 @@ def chosen_mode(
         stored: the mode of the existing index (True: verified); None: the index is new.
         from_text: whether a new index is made from texts (not precomputed fingerprints).
         asking: how the caller's users ask for each mode.
+        asked_by: what asked for verified mode, in the caller's words, when it is not (only)
+            `asking.verified` ("--threshold"): the refusal names what to leave out.
 
     Raises:
         ConfigurationMismatch: the existing index has the other mode than the one asked for.
@@ -67,7 +95,7 @@ def chosen_mode(
                 )
             raise ConfigurationMismatch(
                 f"index {name!r} is not verified: it was created plain and stays so; leave out "
-                f"{asking.verified}, or create another index (then load the documents into it)"
+                f"{asked_by or asking.verified}, or create another index (then load the documents into it)"
             )
         return stored
     return asked if asked is not None else from_text
@@ -102,11 +130,14 @@ def open_in_mode(
         ConfigurationMismatch, IndexNotFound, IndexCorrupted, InvalidType, RedisUnavailable: as
             `SimhashIndex`, `VerifiedIndex` and `chosen_mode`.
     """
-    given = [arg for arg, value in (("hasher", hasher), ("threshold", threshold)) if value is not None]
-    given += ["band_buckets"] if band_buckets is not None else []
+    given = [
+        arg
+        for arg, value in (("hasher", hasher), ("threshold", threshold), ("band_buckets", band_buckets))
+        if value is not None
+    ]
     if given and verified is False:
         raise InvalidArgument(
-            f"{', '.join(given)} belong to verified mode: leave them out, or leave out {asking.plain}"
+            f"{asking.named(given)} belong to verified mode: leave them out, or leave out {asking.plain}"
         )
     asked = True if given else verified
     options = dict(options)
@@ -116,11 +147,22 @@ def open_in_mode(
     except IndexNotFound:
         if not create:
             raise
-        if chosen_mode(asked, name=name, from_text=from_text, asking=asking):
-            index = verifiable(client, name, hasher, threshold, options, band_buckets)
-        else:
-            index = SimhashIndex(client, name, **options)
+        try:
+            if chosen_mode(asked, name=name, from_text=from_text, asking=asking):
+                index = verifiable(client, name, hasher, threshold, options, band_buckets)
+            else:
+                index = SimhashIndex(client, name, **options)
+        except ConfigurationMismatch:
+            # Another process created it between the look and the create, maybe in the other mode: it is
+            # opened as it was made, and its stored mode decides below (adopted unless another was asked).
+            index = SimhashIndex(client, name, create=False, **options)
     # Checked on the index as found: another process may have created it meanwhile, in another mode.
     stored = index.config.verification is not None
-    chosen_mode(asked, name=name, stored=stored, asking=asking)
+    chosen_mode(
+        asked,
+        name=name,
+        stored=stored,
+        asking=asking,
+        asked_by=asking.asked_by(verified, hasher=hasher, threshold=threshold, band_buckets=band_buckets),
+    )
     return VerifiedIndex(index, hasher, threshold, band_buckets) if stored else index

@@ -70,6 +70,12 @@ def _params(op: str, call: Call, single: Any) -> tuple[Any, ...]:
     return (_number(call, "k", int), _number(call, "threshold", float))
 
 
+def _from_text(items: Sequence[Any]) -> bool:
+    """Whether the documents of a write make a new index from texts: unless they are all precomputed
+    fingerprints (then it is plain, a sketch needing the text), as the command line's fingerprint input."""
+    return not items or any(getattr(item, "text", None) is not None for item in items)
+
+
 def _bound(
     op: _Operation, index: Opened, params: tuple[Any, ...]
 ) -> Callable[[Sequence[Any]], Sequence[Any]]:
@@ -157,7 +163,7 @@ class Service:
                 await self._batch(call, name, parts[4], op)
                 return
             single = _SINGLE[parts[4]].decode(await call.body(self.config.max_body))
-            index = self.registry.get(name, create=op.create)
+            index = self.registry.get(name, create=op.create, from_text=_from_text((single,)))
             params = _params(parts[4], call, single)
             if alone():
                 # The worker's only request in flight: none can join its batch, so the library is called
@@ -188,13 +194,36 @@ class Service:
         """A batch: JSON Lines streamed in and out, or a JSON array in one library call."""
         params = _params(op_name, call, None)
         if call.json_lines():
-            index = self.registry.get(name, create=op.create)
-            run = _bound(op, index, params)
+            run = self._streamed(name, op, params)
             await call.stream(json_lines(call, op.item, run, self.config.batch, self.config.max_body))
             return
         items = _BATCH[op_name].decode(await call.body(self.config.max_body))
-        index = self.registry.get(name, create=op.create)
+        index = self.registry.get(name, create=op.create, from_text=_from_text(items))
         await call.answer(200, _encode(op.run(index, items, params)))
+
+    def _streamed(
+        self, name: str, op: _Operation, params: tuple[Any, ...]
+    ) -> Callable[[Sequence[Any]], Sequence[Any]]:
+        """The operation's call for a JSON Lines stream: on the index as it is, or, for a write to a missing
+        index, on the one its first part creates (in the mode its documents choose).
+
+        Raises:
+            IndexNotFound: the index does not exist and the operation does not create it.
+            InvalidArgument, ConfigurationMismatch, IndexCorrupted, RedisUnavailable: as `Registry.get`.
+        """
+        try:
+            return _bound(op, self.registry.get(name), params)
+        except IndexNotFound:
+            if not (op.create and self.config.create):
+                raise
+        opened: list[Opened] = []
+
+        def run(items: Sequence[Any]) -> Sequence[Any]:
+            if not opened:
+                opened.append(self.registry.get(name, create=True, from_text=_from_text(items)))
+            return op.run(opened[0], items, params)
+
+        return run
 
     def error(self, exc: BaseException, request: Request) -> Response:
         """The error response of an exception (its code noted for the metrics and the access log)."""

@@ -11,14 +11,19 @@ from typing import Any
 
 from .. import defaults
 from ..errors import InvalidArgument
+from ..index.mode import Asking
 from ..store import Retention, Verification
 
-__all__ = ["CONFIG_ENV", "TOKEN_ENV", "ServiceConfig"]
+__all__ = ["CONFIG_ENV", "SERVE_ASKING", "TOKEN_ENV", "ServiceConfig"]
 
 #: The environment variable carrying a `ServiceConfig` to the worker processes, as JSON.
 CONFIG_ENV = "SIMHASH_REDIS_SERVICE_CONFIG"
 #: The environment variable holding the bearer token, when not given on the command line.
 TOKEN_ENV = "SIMHASH_REDIS_TOKEN"
+#: serve's words for each mode, in the refusals that name them.
+SERVE_ASKING = Asking(
+    plain="--plain", verified="--verified", threshold="--threshold", band_buckets="--band-buckets"
+)
 
 
 @dataclass(frozen=True)
@@ -28,9 +33,13 @@ class ServiceConfig:
     Attributes:
         redis_url: the Redis URL; None: $SIMHASH_REDIS_URL, else the embedded server.
         index: the index /readyz checks when it exists.
-        k, f, layout, scheme, verified, threshold, retention, sliding: the configuration of an index
-            a write creates (the CLI's global options of those names); an existing index is used as
-            it was made.
+        k, f, layout, scheme, threshold, band_buckets, retention, sliding, id_buckets: the configuration
+            of an index a write creates (the CLI's global options of those names); an existing index is
+            used as it was made.
+        verified: the mode: True (--verified, also asked by threshold and band_buckets), False
+            (--plain), None (the default): an index a write of texts creates is verified, one a write of
+            precomputed fingerprints creates is plain (`chosen_mode`). An existing index keeps its
+            mode, and is refused (409) when another is asked for.
         create: whether a write to an unknown index creates it (else 404 index_not_found).
         token: the bearer token every /v1 call and /metrics must carry; None: no authentication.
         max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
@@ -47,10 +56,12 @@ class ServiceConfig:
     f: int | None = None
     layout: str | None = None
     scheme: str | None = None
-    verified: bool = False
+    verified: bool | None = None
     threshold: float | None = None
+    band_buckets: int | None = None
     retention: str | None = None
     sliding: bool = False
+    id_buckets: int | None = None
     create: bool = True
     token: str | None = field(default=None, repr=False)
     max_body: int = 16 * 1024 * 1024
@@ -84,25 +95,42 @@ class ServiceConfig:
         """This configuration, once its limits and index configuration are checked.
 
         Raises:
-            InvalidArgument: a limit is not positive, or the index configuration is malformed.
+            InvalidArgument: a limit is not positive, the index configuration is malformed, or plain
+                is asked for with a threshold or band buckets.
         """
         for name in ("max_body", "timeout", "batch"):
             if not getattr(self, name) > 0:
                 raise InvalidArgument(f"{name} must be > 0, got {getattr(self, name)!r}")
+        given = SERVE_ASKING.asked_by(None, threshold=self.threshold, band_buckets=self.band_buckets)
+        if self.verified is False and given:
+            raise InvalidArgument(f"--plain cannot go with {given}: they belong to verified mode")
         if self.token is not None and not self.token:
             raise InvalidArgument("the bearer token is empty")
         self.index_options()
         return self
 
+    def asked_mode(self) -> bool | None:
+        """The mode asked for: True (verified, threshold or band_buckets), False (plain), None (the
+        default)."""
+        if self.verified is None and (self.threshold is not None or self.band_buckets is not None):
+            return True
+        return self.verified
+
+    def asked_by(self) -> str | None:
+        """What asked for verified mode, in serve's options ("--threshold"), for a refusal; None if
+        nothing did."""
+        return SERVE_ASKING.asked_by(self.verified, threshold=self.threshold, band_buckets=self.band_buckets)
+
     def index_options(self) -> dict[str, Any]:
-        """The arguments of `SimhashIndex` that create an index as configured (k, f, layout, ...).
+        """The arguments of `SimhashIndex` that create an index as configured (k, f, layout, ...), the
+        mode aside (`open_in_mode`'s verified, threshold and band_buckets).
 
         Raises:
             InvalidArgument: a layout without k, a label that names nothing, --sliding without
-                --retention, or a malformed retention or threshold.
+                --retention, or a malformed retention.
         """
         width = defaults.F if self.f is None else self.f
-        options: dict[str, Any] = {"k": self.k, "f": self.f}
+        options: dict[str, Any] = {"k": self.k, "f": self.f, "id_buckets": self.id_buckets}
         if self.layout is not None:
             if self.k is None:
                 raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {self.layout}")
@@ -117,6 +145,9 @@ class ServiceConfig:
             raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
         if self.retention is not None:
             options["retention"] = Retention.of(self.retention, sliding=self.sliding)
-        if self.verified or self.threshold is not None:
-            options["verification"] = Verification.of(None, 0.8 if self.threshold is None else self.threshold)
+        if self.threshold is not None or self.band_buckets is not None:
+            # Checked now (serve refuses to start), not when a first write creates an index.
+            Verification.of(
+                None, 0.8 if self.threshold is None else self.threshold, band_buckets=self.band_buckets
+            )
         return options

@@ -153,10 +153,19 @@ class Guard:
             record["error"] = code
         line = _encode(record).decode()
         handlers = _log.handlers
-        if len(handlers) == 1 and handlers[0].get_name() == _OWN_HANDLER and not _log.disabled:
-            # Only the handler made above: the line goes to its stream as it would through logging,
-            # without a LogRecord, its formatting and its locks (20-25 us a request).
-            stream = handlers[0].stream  # type: ignore[attr-defined]
+        handler = handlers[0] if len(handlers) == 1 else None
+        if (
+            handler is not None
+            and handler.get_name() == _OWN_HANDLER
+            and not _log.disabled
+            and not _log.filters
+            and not handler.filters
+            and handler.level <= logging.INFO
+        ):
+            # Only the handler made above, as made (no filter, its level let through): the line goes
+            # to its stream as it would through logging, without a LogRecord, its formatting and its
+            # locks (20-25 us a request). A filter or a level set since then goes through logging.
+            stream = handler.stream  # type: ignore[attr-defined]
             try:
                 stream.write(line + "\n")
                 stream.flush()

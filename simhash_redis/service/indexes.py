@@ -16,10 +16,11 @@ from redis.cluster import RedisCluster
 
 from ..errors import IndexNotFound
 from ..index import SimhashIndex, VerifiedIndex
+from ..index.mode import chosen_mode, open_in_mode
 from ..store import validate_name
 from ..transport import client_from_url
 from .coalesce import Coalescer
-from .config import ServiceConfig
+from .config import SERVE_ASKING, ServiceConfig
 
 __all__ = ["Opened", "Registry"]
 
@@ -37,6 +38,17 @@ class Opened:
     plain: SimhashIndex
     verified: VerifiedIndex | None
     coalescers: dict[tuple[Any, ...], Coalescer[Any, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, index: SimhashIndex | VerifiedIndex) -> Opened:
+        """An index (either form) opened for serving.
+
+        Raises:
+            RedisUnavailable: the server cannot be reached (a plain index's verified form reads its mode).
+        """
+        if isinstance(index, VerifiedIndex):
+            return cls(index.index, index)
+        return cls(index, VerifiedIndex(index) if index.config.verification is not None else None)
 
     @property
     def name(self) -> str:
@@ -61,8 +73,9 @@ class Opened:
 class Registry:
     """Opens indexes by name, once each, on a client of the configured server.
 
-    An existing index is used as it was made; a write to a missing one creates it with the configured
-    options (`ServiceConfig.index_options`) unless creation is off.
+    An existing index is used as it was made (its mode checked against the one asked for, `chosen_mode`);
+    a write to a missing one creates it with the configured options (`ServiceConfig.index_options`), in
+    the mode `open_in_mode` chooses for its documents, unless creation is off.
     """
 
     def __init__(self, config: ServiceConfig, url: str) -> None:
@@ -83,22 +96,31 @@ class Registry:
             self._client = client_from_url(self._url)
         return self._client
 
-    def get(self, name: str, *, create: bool = False) -> Opened:
+    def get(self, name: str, *, create: bool = False, from_text: bool = True) -> Opened:
         """The open index of that name.
+
+        Args:
+            name: the index name.
+            create: whether a missing index is created (if the configuration allows it).
+            from_text: whether the documents that would create it are texts (else precomputed
+                fingerprints: the new index is then plain, unless verified mode is asked for).
 
         Raises:
             InvalidArgument, InvalidType: the name is malformed.
             IndexNotFound: the index does not exist and is not to be created.
-            ConfigurationMismatch, IndexCorrupted, RedisUnavailable: as `SimhashIndex`.
+            ConfigurationMismatch: the index exists in the other mode than the one asked for, or (made
+                meanwhile by another process) with another configuration.
+            IndexCorrupted, RedisUnavailable: as `SimhashIndex`.
         """
         found = self._opened.get(name)
         if found is None:
             validate_name(name, "index name")
-            found = self._opened[name] = self._open(name, create and self._config.create)
+            found = self._opened[name] = self._open(name, create and self._config.create, from_text)
         return found
 
-    def _open(self, name: str, create: bool) -> Opened:
+    def _open(self, name: str, create: bool, from_text: bool) -> Opened:
         client = self.client()
+        config = self._config
         try:
             plain = SimhashIndex(client, name, create=False)
         except IndexNotFound:
@@ -107,9 +129,23 @@ class Registry:
                     f"no index named {name!r}: a write (add, add_if_new) creates it, or load documents "
                     f"first (simhash-redis --index {name} load FILE)"
                 ) from None
-            plain = SimhashIndex(client, name, **self._options)
-        verified = VerifiedIndex(plain) if plain.config.verification is not None else None
-        return Opened(plain, verified)
+            return Opened.of(
+                open_in_mode(
+                    client,
+                    name,
+                    verified=config.verified,
+                    from_text=from_text,
+                    threshold=config.threshold,
+                    band_buckets=config.band_buckets,
+                    asking=SERVE_ASKING,
+                    **self._options,
+                )
+            )
+        stored = plain.config.verification is not None
+        chosen_mode(
+            config.asked_mode(), name=name, stored=stored, asking=SERVE_ASKING, asked_by=config.asked_by()
+        )
+        return Opened.of(plain)
 
     def forget(self, name: str) -> None:
         """Open the index afresh on its next use (after it was dropped, say)."""

@@ -149,29 +149,54 @@ def _too_large(size: int, limit: int) -> ServiceError:
 
 async def _lines(call: Call, limit: int) -> AsyncIterator[list[tuple[int, bytes]]]:
     """The body's lines with their 1-based numbers, blank ones left out: those each chunk completes
-    together (one step of the generator a chunk, not a line)."""
-    rest = b""
+    together (one step of the generator a chunk, not a line).
+
+    Only each new chunk is searched for line ends: the unfinished line is kept as its pieces (and their
+    length), joined once its end arrives, so a line over many chunks costs its length, not its square.
+
+    Raises:
+        _LineTooLong: a line is longer than the limit (the lines before it, of its chunk too, come first).
+    """
+    parts: list[bytes] = []  # the unfinished line, in pieces
+    size = 0  # their length
     number = 0
     async for chunk in call.chunks():
-        rest += chunk
-        *complete, rest = rest.split(b"\n")
-        lines = []
-        for line in complete:
+        *complete, last = chunk.split(b"\n")
+        lines: list[tuple[int, bytes]] = []
+        for piece in complete:
             number += 1
-            if len(line) > limit:
-                raise _line_too_long(number, limit)
+            size += len(piece)
+            if size > limit:
+                if lines:
+                    yield lines
+                raise _LineTooLong(number, limit)
+            line = b"".join([*parts, piece]) if parts else piece
+            parts.clear()
+            size = 0
             if line.strip():
                 lines.append((number, line))
+        if last:
+            parts.append(last)
+            size += len(last)
         if lines:
             yield lines
-        if len(rest) > limit:
-            raise _line_too_long(number + 1, limit)
-    if rest.strip():
-        yield [(number + 1, rest)]
+        if size > limit:
+            raise _LineTooLong(number + 1, limit)
+    line = b"".join(parts)
+    if line.strip():
+        yield [(number + 1, line)]
 
 
-def _line_too_long(number: int, limit: int) -> ServiceError:
-    return ServiceError(413, "body_too_large", f"line {number} is longer than the limit of {limit:,} bytes")
+class _LineTooLong(ServiceError):
+    """A JSON Lines line longer than the limit (413 body_too_large), with its 1-based number.
+
+    Attributes:
+        line: the line's number.
+    """
+
+    def __init__(self, line: int, limit: int) -> None:
+        super().__init__(413, "body_too_large", f"line {line} is longer than the limit of {limit:,} bytes")
+        self.line = line
 
 
 async def json_lines(
@@ -185,15 +210,22 @@ async def json_lines(
     decoder = msgspec.json.Decoder(item)
     pending: list[tuple[int, T]] = []
     try:
-        async for lines in _lines(call, limit):
-            for number, raw in lines:
-                try:
-                    pending.append((number, decoder.decode(raw)))
-                except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                    yield b"".join([*_flush(pending, run, call.state), _error_line(exc, call.state, number)])
-                    continue
-                if len(pending) >= batch:
-                    yield b"".join(_flush(pending, run, call.state))
+        try:
+            async for lines in _lines(call, limit):
+                for number, raw in lines:
+                    try:
+                        pending.append((number, decoder.decode(raw)))
+                    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                        yield b"".join(
+                            [*_flush(pending, run, call.state), _error_line(exc, call.state, number)]
+                        )
+                        continue
+                    if len(pending) >= batch:
+                        yield b"".join(_flush(pending, run, call.state))
+        except _LineTooLong as exc:
+            # The stream cannot be read past it: the lines before it are answered, then its error ends it.
+            yield b"".join([*_flush(pending, run, call.state), _error_line(exc, call.state, exc.line)])
+            return
         yield b"".join(_flush(pending, run, call.state))
     except Exception as exc:  # the stream ends here: its status is sent, so the error is its last line
         yield _error_line(exc, call.state, None)

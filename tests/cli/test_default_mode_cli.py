@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import redis
 
+from simhash_redis import SimhashIndex
 from tests.cli.conftest import Invoke, article, write_jsonl
 
 
@@ -71,6 +73,44 @@ def test_an_existing_index_keeps_its_mode(invoke: Invoke, redis_client: redis.Re
         assert refused.exit_code == 5, refused.output
         [line] = refused.stderr.splitlines()
         assert stored in line and asked in line and "Traceback" not in refused.output
+
+
+def test_the_refusal_names_the_option_that_asked_for_verified_mode(invoke: Invoke) -> None:
+    assert invoke("--plain", "add", "a", article(1), index="p").exit_code == 0
+    for options, named in (
+        (("--threshold", "0.9"), "--threshold"),
+        (("--band-buckets", "64"), "--band-buckets"),
+        (("--verified", "--threshold", "0.9"), "--verified and --threshold"),
+    ):
+        refused = invoke(*options, "add", "b", article(2), index="p")
+        assert refused.exit_code == 5, refused.output
+        [line] = refused.stderr.splitlines()
+        assert f"leave out {named}, or create another index" in line, line
+
+
+def test_a_creator_that_loses_the_race_to_a_plain_one_adopts_it_unless_it_asked(
+    invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simhash_redis.cli import common
+
+    real = common.SimhashIndex
+
+    def racing(client: redis.Redis, name: str, **options: object) -> SimhashIndex:
+        # Another process creates the index plain between this one's look (nothing) and its create.
+        if options.get("verification") is not None and options.get("create", True):
+            real(client, name)
+        return real(client, name, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(common, "SimhashIndex", racing)
+    made = invoke("add", "a", article(1), index="r")
+    assert made.exit_code == 0, made.output
+    assert not _verified(redis_client, "r") and real(redis_client, "r", create=False).get("a") is not None
+    for options, named in ((("--verified",), "--verified"), (("--threshold", "0.9"), "--threshold")):
+        redis_client.flushall()
+        refused = invoke(*options, "add", "a", article(1), index="r")
+        assert refused.exit_code == 5, refused.output
+        [line] = refused.stderr.splitlines()
+        assert "'r' is not verified" in line and f"leave out {named}," in line, line
 
 
 def test_verified_and_plain_together_are_a_usage_error(invoke: Invoke, redis_client: redis.Redis) -> None:
