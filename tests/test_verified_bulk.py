@@ -282,6 +282,35 @@ def test_a_load_interrupted_before_a_step(
     assert index.index.verify().ok
 
 
+def test_a_load_stopped_after_giving_a_stored_id_another_sketch(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window gives a stored id (same fingerprint) another sketch and stops after its sketches (3a),
+    before its band values (3b): the stored document is whole, with the band values of the sketch it
+    has; run again, the load ends as a clean one."""
+    index = verified_on(redis_client, "cut")
+    text, other_text, new_text = article(14, words=60), article(15, words=60), article(16, words=60)
+    ids, fps, sketches = sketched(index, [("x", text), ("new", new_text)])
+    atomic(index, (ids[:1], fps[:1], sketches[:1]))
+    sketches[0] = index.hasher.sketch_many([other_text])[0]
+
+    def stop(self: Any, *args: Any) -> None:
+        raise Interrupted
+
+    with monkeypatch.context() as patch:
+        patch.setattr(bulk_module.BulkWrites, "_bands", stop)
+        with pytest.raises(Interrupted):
+            bulk(index, (ids, fps, sketches), 10)
+    assert index.index.get("x") == fps[0]
+    assert_whole(index)
+    report = index.index.verify()
+    assert set(report.problems) <= LEFT, report.as_dict()
+    assert bulk(index, (ids, fps, sketches), 10) == [Outcome.UNCHANGED, Outcome.ADDED]
+    assert index.sketch_of("x") == index.hasher.stored(sketches[0])
+    assert_whole(index)
+    assert index.index.verify().ok
+
+
 def test_an_atomic_writer_dropping_a_shared_sketch_meanwhile_leaves_the_bands(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
