@@ -24,7 +24,7 @@ from simhash_redis.codec import decode_ids, decode_sketches, pack_fps, unpack_fp
 from simhash_redis.jobs.dump import export_index
 from simhash_redis.store import bulk as bulk_module
 from simhash_redis.store import chunks as chunks_module
-from simhash_redis.store.scripts import BULK_BAND, BULK_COMMIT, BULK_IDS, BULK_SKETCH
+from simhash_redis.store.scripts import BULK_BAND, BULK_COMMIT, BULK_IDS, BULK_SKETCH, WRITE
 from simhash_redis.transport.retry import Backoff
 from tests.bulk_helpers import INVISIBLE
 from tests.faultproxy import FaultProxy
@@ -423,6 +423,28 @@ def test_a_lost_reply_at_each_step(admin: redis.Redis, marker: bytes, skip: int)
     got = verified_on(admin, "lossy")
     assert_same(logical(clean), logical(got))
     assert got.index.verify().ok
+
+
+@pytest.mark.parametrize("marker", [WRITE.sha, BULK_SKETCH.sha])
+def test_a_lost_reply_giving_a_stored_id_another_sketch(admin: redis.Redis, marker: bytes) -> None:
+    """The reply to the write that gives a stored id (same fingerprint) another sketch is lost and the
+    write sent again: the old sketch's band values go all the same (no garbage for verify to repair)."""
+    index = verified_on(admin, "lossy")
+    text, other_text, new_text = article(17, words=60), article(18, words=60), article(19, words=60)
+    ids, fps, sketches = sketched(index, [("x", text), ("new", new_text)])
+    atomic(index, (ids[:1], fps[:1], sketches[:1]))
+    sketches[0] = index.hasher.sketch_many([other_text])[0]
+    with FaultProxy(admin.connection_pool.connection_kwargs["port"], write_marker=marker) as proxy:
+        client = redis.Redis.from_url(proxy.url, socket_timeout=10)
+        lossy = verified_on(client, "lossy", backoff=Backoff(retries=3, base=0.001, cap=0.01))
+        proxy.arm(0)
+        assert bulk(lossy, (ids, fps, sketches), 10) == [Outcome.UNCHANGED, Outcome.ADDED]
+        assert proxy.dropped == 1
+        client.close()
+    assert index.sketch_of("x") == index.hasher.stored(sketches[0])
+    assert_whole(index)
+    report = index.index.verify()
+    assert report.ok and report.garbage == 0, report.as_dict()
 
 
 @pytest.mark.usefixtures("small_chunks")

@@ -128,6 +128,7 @@ class BulkWrites:
         current = self._read(window, single)  # step 1
         outcomes: list[Outcome | None] = [Outcome.ADDED] * n
         replaced: list[int] = []
+        old_sketches: list[tuple[bytes, bytes]] = []
         chosen = single
         if current is not None:  # some ids are stored already
             grouped, stored = np.zeros(n, dtype=bool), window.stored.raw
@@ -138,7 +139,7 @@ class BulkWrites:
                 else:
                     replaced.append(pos)
             if sketches is not None:  # stored ids given another sketch go the atomic way (step 1b)
-                moved = self._new_sketches(
+                moved, old_sketches = self._new_sketches(
                     window, [p for p in single.tolist() if outcomes[p] is Outcome.UNCHANGED], sketches
                 )
                 grouped[moved] = False
@@ -154,6 +155,8 @@ class BulkWrites:
             ]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
+        if old_sketches:  # the write script reports them only on the call that replaces them
+            self.writes.drop_bands(old_sketches)
         if len(chosen):
             first = self._tables(window, chosen)  # step 3
             if sketches is not None:
@@ -223,9 +226,14 @@ class BulkWrites:
         if dropped:
             self.writes.drop_bands(dropped)
 
-    def _new_sketches(self, window: _Window, unchanged: list[int], sketches: Sequence[bytes]) -> list[int]:
+    def _new_sketches(
+        self, window: _Window, unchanged: list[int], sketches: Sequence[bytes]
+    ) -> tuple[list[int], list[tuple[bytes, bytes]]]:
         """Step 1b: the positions among `unchanged` (ids stored with their fingerprint) whose stored
-        sketch is not theirs, by one HMGET of their fingerprints' sketch fields per bucket.
+        sketch is not theirs, by one HMGET of their fingerprints' sketch fields per bucket, and each of
+        their (fingerprint, stored sketch), whose band values are dropped after the atomic path wrote
+        the new ones: also when a lost reply hid the drop the write reported (band_drop.lua keeps a
+        band another id of the fingerprint holds, so dropping again is harmless).
 
         Their new sketch's band values must be written before it replaces the old one, and the old one's
         dropped after (which the atomic path does): the grouped steps would replace the sketch (3a)
@@ -233,14 +241,15 @@ class BulkWrites:
         between.
         """
         if not unchanged:
-            return []
+            return [], []
         rows = np.array(unchanged, dtype=np.intp)
         groups = group(window.fp_buckets, rows, self.keys.fp_form)
         fields = Column([self.keys.sketch_field(raw) for raw in window.stored.raw])
         asked = commands((b"HMGET",), groups, [fields], self._packed)
         flat = list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
         ids = window.ids.raw
-        moved = []
+        moved, old = [], []
+        stored = window.stored.raw
         for pos, value in zip(groups.rows.tolist(), flat, strict=True):
             try:
                 had = decode_sketches(bytes(value)).get(ids[pos].decode()) if value else None
@@ -248,7 +257,9 @@ class BulkWrites:
                 had = None
             if (had or b"") != sketches[pos]:
                 moved.append(pos)
-        return sorted(moved)
+                if had:
+                    old.append((stored[pos], had))
+        return sorted(moved), old
 
     def _bands(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
         """Step 3b: each sketched document's fingerprint into its sketch's band values, by
