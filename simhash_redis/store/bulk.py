@@ -328,7 +328,7 @@ class BulkWrites:
             for doc_id, sketch in zip(ids, sketches, strict=True)
         ]
         fields = Column([self.keys.sketch_field(raw) for raw in stored])
-        columns = [window.stored, fields, window.ids, Column(values)]
+        columns = [window.stored, fields, Column([netstring(doc_id) for doc_id in ids]), Column(values)]
         per = ATTACH_PAIRS if self._packed else 1
         counts = None if self.store.cluster else self.keys.counts
         calls = script_runs(BULK_COMMIT.sha, counts, groups, columns, per, self._packed)

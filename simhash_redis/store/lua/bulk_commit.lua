@@ -7,8 +7,8 @@
 --
 -- KEYS = fingerprint-map hashes (on a cluster, one per call), then on a standalone server the counts
 -- hash; ARGV = for each fingerprint-map key in turn: the number m of its ids, then m quadruples: a
--- fingerprint, the field of its sketches, an id, and the id's sketch in the field's stored form (as
--- bulk_sketch.lua's; '' stores the id without one).
+-- fingerprint, the field of its sketches, an id's netstring, and the id's sketch in the field's stored
+-- form (as bulk_sketch.lua's; '' stores the id without one).
 -- Returns {created: the fingerprints that got an entry they did not have, dropped: flat (fingerprint,
 -- sketch) of each sketch replaced that no other id of the fingerprint keeps (the client drops its band
 -- values), set: the ids whose sketch this call had to set (the client puts back their band values)}.
@@ -26,7 +26,7 @@ if counts then
   redis.call('HINCRBY', counts, 'fingerprints', 0)
 end
 
--- Each id of the netstring list `raw`, as a set.
+-- Each id of the netstring list `raw`, as a set of their netstrings.
 local function listed_in(raw)
   local set, pos = {}, 1
   while pos <= #raw do
@@ -34,24 +34,28 @@ local function listed_in(raw)
     if not id then
       break -- malformed: read up to the fault (verify() reports it)
     end
-    set[id] = true
+    set[string.sub(raw, pos, after - 1)] = true
     pos = after
   end
   return set
 end
 
--- ARGV[first .. last] step apart, in slices (unpack() of thousands of values would overflow Lua's C
--- stack), as HMGET's replies.
-local function read(key, first, m, step)
+-- The values of the m fingerprints and sketch fields of the quadruples from ARGV[first], in turn, by
+-- HMGET in slices (unpack() of thousands of values would overflow Lua's C stack).
+local function read(key, first, m)
+  if m == 1 then
+    return redis.call('HMGET', key, ARGV[first], ARGV[first + 1])
+  end
   local got = {}
-  for from = 0, m - 1, 1000 do
+  for from = 0, m - 1, 500 do
     local fields = {}
-    for i = from, math.min(from + 999, m - 1) do
-      fields[#fields + 1] = ARGV[first + step * i]
+    for i = from, math.min(from + 499, m - 1) do
+      fields[#fields + 1] = ARGV[first + 4 * i]
+      fields[#fields + 1] = ARGV[first + 4 * i + 1]
     end
     local part = redis.call('HMGET', key, unpack(fields))
     for j = 1, #fields do
-      got[from + j] = part[j]
+      got[2 * from + j] = part[j]
     end
   end
   return got
@@ -64,62 +68,69 @@ a = 1
 local ok, err = pcall(function()
   for k = 1, groups do
     local key, m = KEYS[k], tonumber(ARGV[a])
-    local lists, sketch_values = read(key, a + 1, m, 4), read(key, a + 2, m, 4)
-    local values, listed, order, new = {}, {}, {}, 0
-    local function change(field, value)
-      if values[field] == nil then
-        order[#order + 1] = field
-      end
-      values[field] = value
-    end
-    for i = 1, m do
-      local at = a + 4 * i - 3
-      local fp, field, id, value = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
-      -- The id into its fingerprint's list.
-      local list = values[fp] or lists[i]
-      if not list then
-        change(fp, netstring(id))
-        listed[fp] = { [id] = true }
-        new = new + 1
-      else
-        local ids = listed[fp] or listed_in(list)
-        listed[fp] = ids
-        if not ids[id] then
-          ids[id] = true
-          change(fp, list .. netstring(id))
+    local got = read(key, a + 1, m)
+    -- The common case, a new fingerprint with the sketch 3a set: one HSET.
+    if m == 1 and not got[1] and (got[2] or '') == ARGV[a + 4] then
+      redis.call('HSET', key, ARGV[a + 1], ARGV[a + 3])
+      created = created + 1
+    else
+      local values, listed, order, new = {}, {}, {}, 0
+      local function change(field, value)
+        if values[field] == nil then
+          order[#order + 1] = field
         end
+        values[field] = value
       end
-      -- Its sketch, unless the field holds exactly it (the common case: the fingerprint's only id).
-      local cur = values[field] or sketch_values[i] or ''
-      if cur ~= value then
-        local sketch = value ~= '' and item_at(value, 1) or ''
-        local rest, had, kept = sketches_with(cur, id, sketch)
-        if had ~= sketch and (had or sketch ~= '') then
-          if had and not kept then
-            dropped[#dropped + 1] = string.sub(field, 3)
-            dropped[#dropped + 1] = had
+      for i = 1, m do
+        local at = a + 4 * i - 3
+        local fp, field, item, value = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+        -- The id into its fingerprint's list.
+        local list = values[fp] or got[2 * i - 1]
+        if not list then
+          change(fp, item)
+          listed[fp] = { [item] = true }
+          new = new + 1
+        else
+          local ids = listed[fp] or listed_in(list)
+          listed[fp] = ids
+          if not ids[item] then
+            ids[item] = true
+            change(fp, list .. item)
           end
-          change(field, rest)
-          set[#set + 1] = id
+        end
+        -- Its sketch, unless the field holds exactly it (the common case: the fingerprint's only id).
+        local cur = values[field] or got[2 * i] or ''
+        if cur ~= value then
+          local id = item_at(item, 1)
+          local sketch = value ~= '' and item_at(value, 1) or ''
+          local rest, had, kept = sketches_with(cur, id, sketch)
+          if had ~= sketch and (had or sketch ~= '') then
+            if had and not kept then
+              dropped[#dropped + 1] = string.sub(field, 3)
+              dropped[#dropped + 1] = had
+            end
+            change(field, rest)
+            set[#set + 1] = id
+          end
         end
       end
-    end
-    local sets, gone = {}, {}
-    for _, field in ipairs(order) do
-      if values[field] == '' then
-        gone[#gone + 1] = field
-      else
-        sets[#sets + 1] = field
-        sets[#sets + 1] = values[field]
+      local sets, gone = {}, {}
+      for _, field in ipairs(order) do
+        if values[field] == '' then
+          gone[#gone + 1] = field
+        else
+          sets[#sets + 1] = field
+          sets[#sets + 1] = values[field]
+        end
       end
+      for from = 1, #sets, 1000 do
+        redis.call('HSET', key, unpack(sets, from, math.min(from + 999, #sets)))
+      end
+      for from = 1, #gone, 1000 do
+        redis.call('HDEL', key, unpack(gone, from, math.min(from + 999, #gone)))
+      end
+      created = created + new -- once written: a refused HSET counts nothing
     end
-    for from = 1, #sets, 1000 do
-      redis.call('HSET', key, unpack(sets, from, math.min(from + 999, #sets)))
-    end
-    for from = 1, #gone, 1000 do
-      redis.call('HDEL', key, unpack(gone, from, math.min(from + 999, #gone)))
-    end
-    created = created + new -- once written: a refused HSET counts nothing
     a = a + 1 + 4 * m
   end
 end)
