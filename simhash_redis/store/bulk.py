@@ -17,19 +17,29 @@ Grouping pays when many entries share a key (a window of a million documents put
    fingerprints count by the entries it creates. Then one SMISMEMBER per table-0 key puts back into
    its tables any fingerprint an atomic writer removed meanwhile (`_check_tables`).
 
-A verified index's window (each document with its sketch) has two more steps between 3 and 4, so that
-its documents are whole before they are committed (no reader finds an id without its sketch, nor a
-document missing from its band tables):
+A verified index's window (each document with its sketch) has one more step after 1 and two between 3
+and 4, so that its documents are whole before they are committed (no reader finds an id without its
+sketch, nor a document missing from its band tables), and its step 5 sets the sketches again:
+
+1b. stored ids: one HMGET of their fingerprints' sketch fields per bucket; an id given another sketch
+    than its stored one goes through the atomic path (step 2), which writes the new sketch's band values
+    with it: the grouped steps would replace the sketch (3a) before writing its band values (3b), so a
+    load stopped between would leave a committed document without them;
 
 3a. sketches: lua/bulk_sketch.lua sets each id's sketch beside its fingerprint's ids (the field
     `KeySchema.sketch_field` of its fingerprint-map bucket), calls grouped per bucket as step 5's; a
-    sketch it replaces (an id stored with this fingerprint and another sketch) leaves its band tables
-    after (`Writes.drop_bands`, which keeps a band another sketch of the fingerprint holds);
+    sketch it replaces (one a concurrent writer set since step 1b) leaves its band tables after
+    (`Writes.drop_bands`, which keeps a band another sketch of the fingerprint holds);
 3b. band tables: lua/bulk_band.lua appends each fingerprint, packed, to its sketch's band values unless
     they hold it, calls grouped per band bucket (`KeySchema.band_numbers`), band by band, each band value
     once with the fingerprints of all of the window's documents that share it (near-duplicates share
     most of theirs). After 3a, so that a band drop of an atomic writer meanwhile finds the new sketch
     kept and leaves its bands.
+
+Step 5 of a verified window is lua/bulk_commit.lua: each id attached with its sketch, set again when
+the id lacks it or has another (a concurrent writer removed or replaced the id since step 3a, deleting
+its sketch and maybe its band values), in the same atomic step; the ids it did so for get their band
+values again after (step 3b's script, for them), as `_check_tables` puts back tables.
 
 Replacements and ids named twice take the atomic path with their sketches (`SketchedGuard`).
 
@@ -50,14 +60,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..codec import decode_fp, encode_sketches, netstring, pack_fps
+from ..codec import decode_fp, decode_sketches, encode_sketches, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
 from .grouped import Column, Groups, attach_calls, commands, group, script_runs
 from .keys import KeySchema
 from .layout import Layout
-from .scripts import BULK_BAND, BULK_FP, BULK_IDS, BULK_SKETCH
+from .scripts import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH
 from .store import Store
 from .write_ops import SketchedGuard, Write
 from .writes import Writes
@@ -118,6 +128,7 @@ class BulkWrites:
         current = self._read(window, single)  # step 1
         outcomes: list[Outcome | None] = [Outcome.ADDED] * n
         replaced: list[int] = []
+        old_sketches: list[tuple[bytes, bytes]] = []
         chosen = single
         if current is not None:  # some ids are stored already
             grouped, stored = np.zeros(n, dtype=bool), window.stored.raw
@@ -127,6 +138,12 @@ class BulkWrites:
                     grouped[pos] = True
                 else:
                     replaced.append(pos)
+            if sketches is not None:  # stored ids given another sketch go the atomic way (step 1b)
+                moved, old_sketches = self._new_sketches(
+                    window, [p for p in single.tolist() if outcomes[p] is Outcome.UNCHANGED], sketches
+                )
+                grouped[moved] = False
+                replaced += moved
             chosen = np.flatnonzero(grouped)
         if twice:  # every pair of an id named twice goes the atomic way, in the window's order
             replaced = sorted(replaced + [i for i, doc_id in enumerate(ids) if doc_id in twice])
@@ -138,13 +155,18 @@ class BulkWrites:
             ]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
+        if old_sketches:  # the write script reports them only on the call that replaces them
+            self.writes.drop_bands(old_sketches)
         if len(chosen):
             first = self._tables(window, chosen)  # step 3
             if sketches is not None:
                 self._sketches(window, chosen, sketches)  # step 3a
                 self._bands(window, chosen, sketches)  # step 3b
             self._id_map(window, chosen)  # step 4
-            self._fp_map(window, chosen)  # step 5
+            if sketches is None:
+                self._fp_map(window, chosen)  # step 5
+            else:
+                self._commit(window, chosen, sketches)  # step 5, with the sketches
             self._check_tables(window, first)
         return outcomes  # type: ignore[return-value]
 
@@ -204,6 +226,41 @@ class BulkWrites:
         if dropped:
             self.writes.drop_bands(dropped)
 
+    def _new_sketches(
+        self, window: _Window, unchanged: list[int], sketches: Sequence[bytes]
+    ) -> tuple[list[int], list[tuple[bytes, bytes]]]:
+        """Step 1b: the positions among `unchanged` (ids stored with their fingerprint) whose stored
+        sketch is not theirs, by one HMGET of their fingerprints' sketch fields per bucket, and each of
+        their (fingerprint, stored sketch), whose band values are dropped after the atomic path wrote
+        the new ones: also when a lost reply hid the drop the write reported (band_drop.lua keeps a
+        band another id of the fingerprint holds, so dropping again is harmless).
+
+        Their new sketch's band values must be written before it replaces the old one, and the old one's
+        dropped after (which the atomic path does): the grouped steps would replace the sketch (3a)
+        before writing its band values (3b), a committed document without them if the load stopped
+        between.
+        """
+        if not unchanged:
+            return [], []
+        rows = np.array(unchanged, dtype=np.intp)
+        groups = group(window.fp_buckets, rows, self.keys.fp_form)
+        fields = Column([self.keys.sketch_field(raw) for raw in window.stored.raw])
+        asked = commands((b"HMGET",), groups, [fields], self._packed)
+        flat = list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
+        ids = window.ids.raw
+        moved, old = [], []
+        stored = window.stored.raw
+        for pos, value in zip(groups.rows.tolist(), flat, strict=True):
+            try:
+                had = decode_sketches(bytes(value)).get(ids[pos].decode()) if value else None
+            except ValueError:  # malformed (verify reports it): the atomic path writes it anew
+                had = None
+            if (had or b"") != sketches[pos]:
+                moved.append(pos)
+                if had:
+                    old.append((stored[pos], had))
+        return sorted(moved), old
+
     def _bands(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
         """Step 3b: each sketched document's fingerprint into its sketch's band values, by
         lua/bulk_band.lua: a call per run of band buckets (one bucket on a cluster), band by band, each
@@ -253,6 +310,39 @@ class BulkWrites:
         stored, ids = window.stored, window.ids
         calls = attach_calls(BULK_FP.sha, counts, groups, stored, ids, joined, pairs, self._packed)
         send_step(self.store, calls, keep=False, durable=True)
+
+    def _commit(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
+        """Step 5 of a verified window: each id into its fingerprint's id list with its sketch, by
+        lua/bulk_commit.lua (calls as step 3a's).
+
+        A concurrent writer may have removed or replaced an id since step 3a (deleting its sketch, and
+        its band values with it): the script sets the sketch again with the commit, atomically, and the
+        band values of the ids it did so for are put back after (bulk_band.lua, idempotent), as
+        `_check_tables` puts back tables. A band drop since step 3b needs the sketch gone from its
+        fingerprint (band_drop.lua keeps a band a sketch there holds), so those ids are all it can hit.
+        """
+        groups = group(window.fp_buckets, chosen, self.keys.fp_form)
+        stored, ids = window.stored.raw, window.ids.raw
+        values = [
+            encode_sketches([(doc_id, sketch)]) if sketch else b""
+            for doc_id, sketch in zip(ids, sketches, strict=True)
+        ]
+        fields = Column([self.keys.sketch_field(raw) for raw in stored])
+        columns = [window.stored, fields, Column([netstring(doc_id) for doc_id in ids]), Column(values)]
+        per = ATTACH_PAIRS if self._packed else 1
+        counts = None if self.store.cluster else self.keys.counts
+        calls = script_runs(BULK_COMMIT.sha, counts, groups, columns, per, self._packed)
+        replies = send_step(self.store, calls, keep=True, durable=True)
+        dropped: list[tuple[bytes, bytes]] = []
+        again: set[bytes] = set()
+        for _, gone, set_ids in replies:
+            dropped += [(bytes(gone[i]), bytes(gone[i + 1])) for i in range(0, len(gone), 2)]
+            again.update(bytes(doc_id) for doc_id in set_ids)
+        if again:
+            rows = np.array([p for p in chosen.tolist() if ids[p] in again], dtype=np.intp)
+            self._bands(window, rows, sketches)
+        if dropped:
+            self.writes.drop_bands(dropped)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
         """After step 5: put back into its tables each fingerprint that is missing from table 0.

@@ -16,6 +16,7 @@ __all__ = [
     "BAND_DROP",
     "BAND_MEMBER",
     "BULK_BAND",
+    "BULK_COMMIT",
     "BULK_FP",
     "BULK_IDS",
     "BULK_SKETCH",
@@ -88,6 +89,8 @@ BULK_IDS = Script("bulk_ids")
 BULK_SKETCH = Script("bulk_sketch")
 #: The bulk path's band-table step (verified mode).
 BULK_BAND = Script("bulk_band")
+#: The bulk path's commit point of a verified index's window: ids attached with their sketches.
+BULK_COMMIT = Script("bulk_commit")
 #: The fingerprints of a fingerprint-map hash, leaving out the fields of their sketches (verified mode).
 COUNT_FPS = Script("count_fps")
 #: An index's meta hash, created unless it exists.
@@ -109,6 +112,7 @@ SCRIPTS = (
     BULK_IDS,
     BULK_SKETCH,
     BULK_BAND,
+    BULK_COMMIT,
     COUNT_FPS,
     CREATE_META,
     PIN_META,

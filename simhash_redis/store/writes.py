@@ -360,8 +360,10 @@ class Writes:
         return calls
 
     def drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
-        """`_drop_bands`, for the bulk path's sketches (`store.bulk`)."""
-        self._drop_bands(dropped)
+        """`_drop_bands`, for the bulk path's sketches (`store.bulk`); nothing on a cluster, as the
+        atomic path there (band_drop.lua names keys of two slots): `verify(repair=True)` removes them."""
+        if not self.store.cluster:
+            self._drop_bands(dropped)
 
     def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
         """Take (stored fingerprint, dropped sketch) pairs out of the sketch's band tables, in a round trip.
