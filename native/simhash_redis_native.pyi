@@ -94,6 +94,11 @@ class OddSketch:
     ) -> list[bytes]:
         """`BandedOddSketcher`'s query sketches (band values, odd sketches at the own level, below and
         above), each document's shingles made once; ValueError where `bands` has another n or seed."""
+    def banded_stored_many(
+        self, docs: list[str | bytes | list[str] | tuple[str, ...]], bands: MinHash
+    ) -> list[bytes]:
+        """`BandedOddSketcher`'s stored sketches (band values, odd sketch at the own level: the first
+        bytes of `banded_many`'s), each document's shingles made once; errors as `banded_many`."""
 
 def odd_estimate(a: bytes, b: bytes) -> float:
     """`OddSketcher.estimate` of two sketches, as the pure estimator gives it."""

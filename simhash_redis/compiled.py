@@ -64,7 +64,7 @@ _KERNELS = (
     "ScriptRuns",
 )
 # Methods added to a class after its first release, as "Class.method".
-_METHODS = ("OddSketch.banded_many",)
+_METHODS = ("OddSketch.banded_many", "OddSketch.banded_stored_many")
 _missing = next((name for name in _KERNELS if not hasattr(_native, name)), None) or next(
     (name for name in _METHODS if not hasattr(getattr(_native, name.split(".")[0]), name.split(".")[1])),
     None,

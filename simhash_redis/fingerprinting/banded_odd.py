@@ -201,6 +201,10 @@ class _StoringSketcher(BandedOddSketcher):
         Raises:
             InvalidType: a document is of another type (the message names it).
         """
+        native = engine_choice.native
+        if native is not None:
+            # One pass a document: its shingles made once for the band values and its own level.
+            return native.banded_stored_many(self.n, self.seed, self.bands, docs)  # type: ignore[no-any-return]
         bands = self.bands.sketch_many(docs)
         return [band + own for band, own in zip(bands, self.odd.sketch_many(docs), strict=True)]
 

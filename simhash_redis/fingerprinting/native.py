@@ -285,6 +285,15 @@ def banded_sketch_many(
     return _odd_sketcher(n, seed).banded_many(batch, _sketcher(bands), above)
 
 
+def banded_stored_many(
+    n: int, seed: int, bands: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]
+) -> list[bytes]:
+    """The stored sketches of `BandedOddSketcher` natively, byte for byte (arguments as
+    `banded_sketch_many`): each the first `sketch_bytes` of its query sketch, in one pass a document."""
+    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
+    return _odd_sketcher(n, seed).banded_stored_many(batch, _sketcher(bands))
+
+
 def fingerprint_lines(
     raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:
