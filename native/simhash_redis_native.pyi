@@ -206,6 +206,24 @@ def fingerprint_text_lines(
 ) -> tuple[list[str], list[int], list[int]]:
     """Ids and text fingerprints of the plain JSON lines, and the positions of the others."""
 
+def fingerprint_stored_many(
+    engine: Engine, odd: OddSketch, bands: MinHash, texts: list[str | bytes], chunk_chars: int
+) -> tuple[list[int], list[bytes]]:
+    """Fingerprints and stored `BandedOddSketcher` sketches of texts, each text tokenised once where the
+    scheme shares the sketches' tokens; ValueError where the engine and sketcher differ in Unicode rules."""
+
+def sketch_text_lines(
+    engine: Engine,
+    odd: OddSketch,
+    bands: MinHash,
+    raws: list[bytes],
+    id_field: str,
+    text_field: str,
+    max_id: int,
+    chunk_chars: int,
+) -> tuple[list[str], list[int], list[bytes], list[int]]:
+    """`fingerprint_text_lines` with the texts' stored sketches, as `fingerprint_stored_many` makes them."""
+
 def fingerprint_packed_texts(
     engine: Engine, data: bytes, offsets: bytes, wide: bool, chunk_chars: int
 ) -> tuple[list[int], list[int]]:

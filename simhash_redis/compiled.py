@@ -37,12 +37,14 @@ __all__ = [
     "column_buckets",
     "fingerprint_lines",
     "fingerprint_packed_texts",
+    "fingerprint_stored_many",
     "fingerprint_text_lines",
     "hash_values",
     "hits",
     "odd_estimate",
     "pack_column",
     "scan_sets",
+    "sketch_text_lines",
     "unpack_column",
 ]
 
@@ -61,6 +63,8 @@ _KERNELS = (
     "fingerprint_lines",
     "fingerprint_text_lines",
     "fingerprint_packed_texts",
+    "fingerprint_stored_many",
+    "sketch_text_lines",
     "ScriptRuns",
 )
 # Methods added to a class after its first release, as "Class.method".
@@ -86,6 +90,9 @@ check_tokens = _native.check_tokens
 fingerprint_lines = _native.fingerprint_lines
 fingerprint_text_lines = _native.fingerprint_text_lines
 fingerprint_packed_texts = _native.fingerprint_packed_texts
+#: A verified load's fingerprints and stored sketches of texts, and of JSON lines, made together.
+fingerprint_stored_many = _native.fingerprint_stored_many
+sketch_text_lines = _native.sketch_text_lines
 # The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.
 GroupedCommands = _native.GroupedCommands
 AttachCalls = _native.AttachCalls

@@ -20,8 +20,8 @@ fn level_of(py: Python<'_>, level: Option<i64>) -> PyResult<Option<Level>> {
 /// The odd sketches of an `OddSketcher` (n, seed).
 #[pyclass(frozen, module = "simhash_redis_native")]
 pub struct OddSketch {
-    sketcher: OddSketcher,
-    unicode: Py<Unicode>,
+    pub(super) sketcher: OddSketcher,
+    pub(super) unicode: Py<Unicode>,
 }
 
 #[pymethods]
