@@ -74,7 +74,7 @@ impl OddSketcher {
         })
     }
 
-    /// A document's distinct shingle hashes, sorted.
+    /// A document's distinct shingle hashes (`minhash::distinct_shingles`).
     pub fn shingles<N: Normalizer>(&self, job: &MinJob<'_>, normalizer: &mut N) -> Vec<u64> {
         distinct_shingles(&token_ids(job, normalizer, self.seed), self.n)
     }
