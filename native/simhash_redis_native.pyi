@@ -94,6 +94,11 @@ class OddSketch:
     ) -> list[bytes]:
         """`BandedOddSketcher`'s query sketches (band values, odd sketches at the own level, below and
         above), each document's shingles made once; ValueError where `bands` has another n or seed."""
+    def banded_stored_many(
+        self, docs: list[str | bytes | list[str] | tuple[str, ...]], bands: MinHash
+    ) -> list[bytes]:
+        """`BandedOddSketcher`'s stored sketches (band values, odd sketch at the own level: the first
+        bytes of `banded_many`'s), each document's shingles made once; errors as `banded_many`."""
 
 def odd_estimate(a: bytes, b: bytes) -> float:
     """`OddSketcher.estimate` of two sketches, as the pure estimator gives it."""
@@ -200,6 +205,24 @@ def fingerprint_text_lines(
     engine: Engine, raws: list[bytes], id_field: str, text_field: str, max_id: int, chunk_chars: int
 ) -> tuple[list[str], list[int], list[int]]:
     """Ids and text fingerprints of the plain JSON lines, and the positions of the others."""
+
+def fingerprint_stored_many(
+    engine: Engine, odd: OddSketch, bands: MinHash, texts: list[str | bytes], chunk_chars: int
+) -> tuple[list[int], list[bytes]]:
+    """Fingerprints and stored `BandedOddSketcher` sketches of texts, each text tokenised once where the
+    scheme shares the sketches' tokens; ValueError where the engine and sketcher differ in Unicode rules."""
+
+def sketch_text_lines(
+    engine: Engine,
+    odd: OddSketch,
+    bands: MinHash,
+    raws: list[bytes],
+    id_field: str,
+    text_field: str,
+    max_id: int,
+    chunk_chars: int,
+) -> tuple[list[str], list[int], list[bytes], list[int]]:
+    """`fingerprint_text_lines` with the texts' stored sketches, as `fingerprint_stored_many` makes them."""
 
 def fingerprint_packed_texts(
     engine: Engine, data: bytes, offsets: bytes, wide: bool, chunk_chars: int

@@ -37,12 +37,14 @@ __all__ = [
     "column_buckets",
     "fingerprint_lines",
     "fingerprint_packed_texts",
+    "fingerprint_stored_many",
     "fingerprint_text_lines",
     "hash_values",
     "hits",
     "odd_estimate",
     "pack_column",
     "scan_sets",
+    "sketch_text_lines",
     "unpack_column",
 ]
 
@@ -61,10 +63,12 @@ _KERNELS = (
     "fingerprint_lines",
     "fingerprint_text_lines",
     "fingerprint_packed_texts",
+    "fingerprint_stored_many",
+    "sketch_text_lines",
     "ScriptRuns",
 )
 # Methods added to a class after its first release, as "Class.method".
-_METHODS = ("OddSketch.banded_many",)
+_METHODS = ("OddSketch.banded_many", "OddSketch.banded_stored_many")
 _missing = next((name for name in _KERNELS if not hasattr(_native, name)), None) or next(
     (name for name in _METHODS if not hasattr(getattr(_native, name.split(".")[0]), name.split(".")[1])),
     None,
@@ -89,6 +93,9 @@ check_tokens = _native.check_tokens
 fingerprint_lines = _native.fingerprint_lines
 fingerprint_text_lines = _native.fingerprint_text_lines
 fingerprint_packed_texts = _native.fingerprint_packed_texts
+#: A verified load's fingerprints and stored sketches of texts, and of JSON lines, made together.
+fingerprint_stored_many = _native.fingerprint_stored_many
+sketch_text_lines = _native.sketch_text_lines
 # The bulk path's kernels, called as they are by `store.grouped`, whose pure code is their twin.
 GroupedCommands = _native.GroupedCommands
 AttachCalls = _native.AttachCalls

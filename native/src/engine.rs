@@ -189,7 +189,7 @@ fn run<L: Lanes, N: Normalizer>(
             for piece in split_chunks(text, size) {
                 text_tokens(cfg, piece, normalizer, scratch);
             }
-            count(cfg, scratch)
+            count(cfg, &scratch.hashes, &mut scratch.feats)
         }
         Job::Tokens(tokens) => {
             let Scratch {
@@ -212,7 +212,7 @@ fn run<L: Lanes, N: Normalizer>(
                     hashes.push(L::hash(bytes, cfg.seed));
                 }
             }
-            count(cfg, scratch)
+            count(cfg, &scratch.hashes, &mut scratch.feats)
         }
     }
 }
@@ -307,23 +307,38 @@ fn chars_text<L: Lanes, N: Normalizer>(
     if !any {
         return 0;
     }
-    count(cfg, scratch)
+    count(cfg, &scratch.hashes, &mut scratch.feats)
 }
 
-/// The fingerprint of a document from its token hashes.
-fn count<L: Lanes>(cfg: &Config, scratch: &mut Scratch<L>) -> u128 {
+/// Whether a text's fingerprint can be made from the token hashes `minhash::token_ids` gives with
+/// `seed` (`fingerprint_of_tokens`): the same tokens (no stopwords, one chunk, not "chars") hashed
+/// alike (one 64-bit lane, the same seed).
+pub fn shares_tokens(cfg: &Config, seed: u64, text: &str, chunk: usize) -> bool {
+    cfg.kind != Kind::Chars
+        && cfg.f <= 64
+        && cfg.seed == seed
+        && cfg.stop.is_empty()
+        && text.len() <= chunk.max(1)
+}
+
+/// The fingerprint of a text from its token hashes, where `shares_tokens` holds: `fingerprint`'s.
+pub fn fingerprint_of_tokens(cfg: &Config, hashes: &[u64]) -> u128 {
+    count(cfg, hashes, &mut Vec::new())
+}
+
+/// The fingerprint of a document from its token hashes (`feats`: a buffer).
+fn count<L: Lanes>(cfg: &Config, hashes: &[L], feats: &mut Vec<L>) -> u128 {
     let mut counter = Counter::new(cfg.f);
     if cfg.binary {
-        let feats = &mut scratch.feats;
         feats.clear();
-        for_each_feature(&scratch.hashes, cfg.n, |h| feats.push(h));
+        for_each_feature(hashes, cfg.n, |h| feats.push(h));
         feats.sort_unstable();
         feats.dedup();
         for &h in feats.iter() {
             counter.add(h.bits());
         }
     } else {
-        for_each_feature(&scratch.hashes, cfg.n, |h| counter.add(h.bits()));
+        for_each_feature(hashes, cfg.n, |h| counter.add(h.bits()));
     }
     counter.finish()
 }

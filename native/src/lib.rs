@@ -20,6 +20,7 @@ mod python;
 mod resolver;
 mod resp;
 mod setreplies;
+mod stored;
 mod sums;
 mod textlines;
 mod tokenize;

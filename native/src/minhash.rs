@@ -71,6 +71,16 @@ impl Sketcher {
     }
 }
 
+/// Permutations whose minima `Sketcher::sketch_of_shingles` keeps in registers at once.
+const LANES: usize = 4;
+
+/// A block of `LANES` words as an array (the blocks are exactly that long).
+fn lanes(block: &[u64]) -> [u64; LANES] {
+    let mut out = [0u64; LANES];
+    out.copy_from_slice(block);
+    out
+}
+
 /// `count` little-endian uint64 from their bytes; `name` is used in the message.
 fn le_words(data: &[u8], count: usize, name: &str) -> Result<Vec<u64>, Error> {
     if data.len() != 8 * count {
@@ -158,12 +168,58 @@ pub fn token_ids<N: Normalizer>(job: &MinJob<'_>, normalizer: &mut N, seed: u64)
     ids
 }
 
-/// The distinct hashes of a token sequence's n-shingles, sorted (`minhash.shingle_hashes`).
+/// The distinct hashes of a token sequence's n-shingles (`minhash.shingle_hashes`, then its
+/// `np.unique`), in no set order: every use of them (minima, parities, counts) is blind to order.
 pub fn distinct_shingles(ids: &[u64], n: usize) -> Vec<u64> {
-    let mut shingles = shingle_hashes(ids, n);
-    shingles.sort_unstable();
-    shingles.dedup();
-    shingles
+    distinct(shingle_hashes(ids, n))
+}
+
+/// Slots probed per value, on average, before `distinct` gives up its table for a sort: hashes
+/// crafted to share their top bits cannot make it quadratic.
+const PROBES: usize = 8;
+
+/// The distinct values of `values`, first seen first, through an open-addressing table indexed by
+/// the values' top bits (they are hashes, spread already); sorted instead past `PROBES`.
+fn distinct(mut values: Vec<u64>) -> Vec<u64> {
+    if values.len() < 2 {
+        return values;
+    }
+    let bits = (values.len() * 2).next_power_of_two().trailing_zeros();
+    let (mask, shift) = ((1usize << bits) - 1, 64 - bits);
+    // 0 marks an empty slot: the value 0 is noted apart.
+    let mut table = vec![0u64; 1 << bits];
+    let (mut zero, mut kept, mut budget) = (false, 0, PROBES * values.len());
+    for i in 0..values.len() {
+        let value = values[i];
+        let fresh = if value == 0 {
+            !std::mem::replace(&mut zero, true)
+        } else {
+            let mut at = (value >> shift) as usize;
+            loop {
+                let slot = &mut table[at];
+                if *slot == 0 {
+                    *slot = value;
+                    break true;
+                }
+                if *slot == value {
+                    break false;
+                }
+                at = (at + 1) & mask;
+                budget = budget.saturating_sub(1);
+                if budget == 0 {
+                    values.sort_unstable();
+                    values.dedup();
+                    return values;
+                }
+            }
+        };
+        if fresh {
+            values[kept] = value;
+            kept += 1;
+        }
+    }
+    values.truncate(kept);
+    values
 }
 
 impl Sketcher {
@@ -180,12 +236,29 @@ impl Sketcher {
     /// The sketch of a document given as its distinct shingle hashes (`distinct_shingles`).
     pub fn sketch_of_shingles(&self, shingles: &[u64]) -> Vec<u8> {
         let mut mins = vec![u64::MAX; self.a.len()];
-        for &h in shingles {
-            for ((m, &a), &b) in mins.iter_mut().zip(&self.a).zip(&self.b) {
-                let v = h.wrapping_mul(a).wrapping_add(b);
-                if v < *m {
-                    *m = v;
+        // Four permutations at a time over all the shingles: their minima, multipliers and offsets
+        // stay in registers (a minimum's order of visits does not change it).
+        let mut blocks = mins.chunks_exact_mut(LANES);
+        let mut a_blocks = self.a.chunks_exact(LANES);
+        let mut b_blocks = self.b.chunks_exact(LANES);
+        for ((m, a), b) in (&mut blocks).zip(&mut a_blocks).zip(&mut b_blocks) {
+            let mut low = [u64::MAX; LANES];
+            let (a, b): ([u64; LANES], [u64; LANES]) = (lanes(a), lanes(b));
+            for &h in shingles {
+                for j in 0..LANES {
+                    low[j] = low[j].min(h.wrapping_mul(a[j]).wrapping_add(b[j]));
                 }
+            }
+            m.copy_from_slice(&low);
+        }
+        let rest = blocks.into_remainder();
+        for ((m, &a), &b) in rest
+            .iter_mut()
+            .zip(a_blocks.remainder())
+            .zip(b_blocks.remainder())
+        {
+            for &h in shingles {
+                *m = (*m).min(h.wrapping_mul(a).wrapping_add(b));
             }
         }
         let shift = 64 - self.bits.clamp(8, 16);
@@ -346,6 +419,24 @@ mod tests {
             sketch(&sixteen, &text),
             "9da09274f86483363348c9e8247f35686ee09742d49ca736b253b139606f5ffb"
         );
+    }
+
+    #[test]
+    fn distinct_values_are_kept_once_even_when_they_crowd_the_table() {
+        let sorted = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            v
+        };
+        let spread: Vec<u64> = (0..5000u64).map(|i| mix(i % 1700)).collect();
+        let mut want = spread.clone();
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(sorted(distinct(spread)), want);
+        assert_eq!(distinct(vec![0, 5, 0, 5, 7]), vec![0, 5, 7]);
+        assert_eq!(distinct(vec![3]), vec![3]);
+        // Values that all share their top bits: the table gives way to the sort.
+        let crowded: Vec<u64> = (0..3000u64).map(|i| (i % 2000) + 1).collect();
+        assert_eq!(distinct(crowded), (1..=2000).collect::<Vec<u64>>());
     }
 
     #[test]

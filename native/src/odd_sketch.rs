@@ -74,7 +74,7 @@ impl OddSketcher {
         })
     }
 
-    /// A document's distinct shingle hashes, sorted.
+    /// A document's distinct shingle hashes (`minhash::distinct_shingles`).
     pub fn shingles<N: Normalizer>(&self, job: &MinJob<'_>, normalizer: &mut N) -> Vec<u64> {
         distinct_shingles(&token_ids(job, normalizer, self.seed), self.n)
     }
@@ -129,10 +129,8 @@ impl OddSketcher {
         normalizer: &mut N,
     ) -> Vec<u8> {
         let shingles = self.shingles(job, normalizer);
-        let mut out = bands.sketch_of_shingles(&shingles);
-        let own = self.sketch_of_shingles(&shingles, None);
-        let (size, level) = header(&own);
-        out.extend_from_slice(&own);
+        let mut out = self.stored_of_shingles(bands, &shingles);
+        let (size, level) = header(&out[out.len() - BYTES..]);
         if level > 0 {
             out.extend(self.sketch_of_shingles(&shingles, Some(Level(level - 1))));
         } else {
@@ -143,6 +141,25 @@ impl OddSketcher {
         } else {
             out.extend_from_slice(&[0u8; BYTES]);
         }
+        out
+    }
+
+    /// A document's stored sketch for `BandedOddSketcher`, its shingles made once: the band values
+    /// (`bands`' sketch; `banded_check` it first), then the odd sketch at the document's own level;
+    /// the first bytes of its `banded_query`, without the levels only a query needs.
+    pub fn banded_stored<N: Normalizer>(
+        &self,
+        bands: &Sketcher,
+        job: &MinJob<'_>,
+        normalizer: &mut N,
+    ) -> Vec<u8> {
+        self.stored_of_shingles(bands, &self.shingles(job, normalizer))
+    }
+
+    /// `banded_stored` of a document given as its distinct shingle hashes (`distinct_shingles`).
+    pub fn stored_of_shingles(&self, bands: &Sketcher, shingles: &[u64]) -> Vec<u8> {
+        let mut out = bands.sketch_of_shingles(shingles);
+        out.extend(self.sketch_of_shingles(shingles, None));
         out
     }
 
@@ -463,6 +480,8 @@ mod tests {
             want.extend(if up { at(level + 1) } else { vec![0; BYTES] });
             assert_eq!(hex(&got), hex(&want), "{text:.20}");
             assert_eq!(got.len(), 32 + 3 * BYTES);
+            let stored = three.banded_stored(&bands, &job, &mut resolver);
+            assert_eq!(hex(&stored), hex(&got[..32 + BYTES]), "{text:.20}");
         }
         let message = three
             .banded_check(&minhash(2, 0))

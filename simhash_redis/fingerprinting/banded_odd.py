@@ -18,6 +18,7 @@ from ..errors import InvalidArgument
 from . import engine_choice
 from .minhash import MinHasher
 from .odd_sketch import MAX_LEVEL, NATIVE_PAIRS, SKETCH_BYTES, OddSketcher
+from .scheme import Scheme
 
 __all__ = ["BAND_VALUES", "BandedOddSketcher", "Sketcher"]
 
@@ -28,6 +29,7 @@ BAND_VALUES = 32
 # for the sampling).
 _ABOVE = 480
 _EMPTY = bytes(SKETCH_BYTES)
+_TEXTS = (str, bytes)
 
 
 class BandedOddSketcher:
@@ -201,8 +203,38 @@ class _StoringSketcher(BandedOddSketcher):
         Raises:
             InvalidType: a document is of another type (the message names it).
         """
+        native = engine_choice.native
+        if native is not None:
+            # One pass a document: its shingles made once for the band values and its own level.
+            return native.banded_stored_many(self.n, self.seed, self.bands, docs)  # type: ignore[no-any-return]
         bands = self.bands.sketch_many(docs)
         return [band + own for band, own in zip(bands, self.odd.sketch_many(docs), strict=True)]
+
+
+def stores_only(hasher: Sketcher | None) -> bool:
+    """Whether a sketcher is a `storing` one's stored-form `BandedOddSketcher` (whose sketches the
+    compiled core makes with the fingerprints: `fingerprints_and_sketches`)."""
+    return type(hasher) is _StoringSketcher
+
+
+def fingerprints_and_sketches(
+    scheme: Scheme, hasher: Sketcher, texts: Sequence[str | bytes]
+) -> tuple[list[int], list[bytes]]:
+    """``scheme.fingerprint_many(texts)`` and ``hasher.sketch_many(texts)``: for a `storing` sketcher
+    under the compiled core, in one pass a text (normalised and tokenised once where the scheme's
+    tokens are the sketches': the default scheme's).
+
+    Raises:
+        InvalidType: a document is of another type (the message names it).
+    """
+    native = engine_choice.native
+    # Other documents (token lists, or of a wrong type) go to each call, which checks them.
+    if native is not None and stores_only(hasher) and texts and all(type(t) in _TEXTS for t in texts):
+        assert isinstance(hasher, BandedOddSketcher)
+        done = native.fingerprint_stored_many(scheme, hasher.n, hasher.seed, hasher.bands, texts)
+        if done is not None:
+            return done  # type: ignore[no-any-return]
+    return scheme.fingerprint_many(texts), hasher.sketch_many(texts)
 
 
 def storing(hasher: Sketcher) -> Sketcher:

@@ -285,6 +285,51 @@ def banded_sketch_many(
     return _odd_sketcher(n, seed).banded_many(batch, _sketcher(bands), above)
 
 
+def banded_stored_many(
+    n: int, seed: int, bands: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]
+) -> list[bytes]:
+    """The stored sketches of `BandedOddSketcher` natively, byte for byte (arguments as
+    `banded_sketch_many`): each the first `sketch_bytes` of its query sketch, in one pass a document."""
+    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
+    return _odd_sketcher(n, seed).banded_stored_many(batch, _sketcher(bands))
+
+
+def fingerprint_stored_many(
+    scheme: SchemeParams, n: int, seed: int, bands: MinHashParams, texts: Sequence[str | bytes]
+) -> tuple[list[int], list[bytes]] | None:
+    """`fingerprint_many(texts, scheme)` and `banded_stored_many(n, seed, bands, texts)` in one pass a
+    text, byte for byte; None where the scheme normalises by other Unicode rules than the sketches'
+    (each is then made on its own)."""
+    if scheme.unicode != PINNED.version:
+        return None
+    engine, odd = _engine(scheme), _odd_sketcher(n, seed)
+    return _native.fingerprint_stored_many(engine, odd, _sketcher(bands), list(texts), tokens.CHUNK_CHARS)
+
+
+def sketch_text_lines(
+    raws: list[bytes],
+    scheme: SchemeParams,
+    n: int,
+    seed: int,
+    bands: MinHashParams,
+    id_field: str,
+    text_field: str,
+    max_id: int,
+) -> tuple[list[str], list[int], list[bytes], list[int]] | None:
+    """`fingerprint_text_lines` with the stored sketches of the texts (`fingerprint_stored_many`):
+    `(ids, fingerprints, sketches, others)`; None where `fingerprint_stored_many` gives None.
+
+    Raises:
+        InvalidType: a line is not bytes.
+    """
+    if scheme.unicode != PINNED.version:
+        return None
+    engine, odd = _engine(scheme), _odd_sketcher(n, seed)
+    return _native.sketch_text_lines(
+        engine, odd, _sketcher(bands), raws, id_field, text_field, max_id, tokens.CHUNK_CHARS
+    )
+
+
 def fingerprint_lines(
     raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple, TypeVar
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument, SimhashRedisError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
+from ..fingerprinting.banded_odd import fingerprints_and_sketches
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record
@@ -116,17 +117,19 @@ def _computed(
     texts: list[str], scheme: Scheme, hasher: Sketcher | None
 ) -> tuple[list[int], list[bytes] | None]:
     """The texts' fingerprints, and their sketches when there is a hasher."""
-    return scheme.fingerprint_many(texts), None if hasher is None else hasher.sketch_many(texts)
+    if hasher is None:
+        return scheme.fingerprint_many(texts), None
+    return fingerprints_and_sketches(scheme, hasher, texts)
 
 
 def _fingerprinted_lines(
     lines: JsonLines, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
 ) -> Fingerprinted:
-    """A run of JSON lines parsed and fingerprinted (by the compiled core where it can, a verified
-    index's texts aside: their sketches need each text)."""
+    """A run of JSON lines parsed and fingerprinted (by the compiled core where it can: a verified
+    index's texts where it makes their stored sketches too)."""
     if lines.options.fingerprint_field is not None and hasher is None:
         return Fingerprinted(*lines.fingerprints(f, fp_base))
-    done = lines.texts_fingerprinted(scheme) if hasher is None else None
+    done = lines.texts_fingerprinted(scheme) if hasher is None else lines.texts_sketched(scheme, hasher)
     if done is not None:
         return Fingerprinted(*done)
     return _parse_lines(lines, scheme, hasher, f, fp_base)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import gzip
 import os
 from collections.abc import Iterator, Sequence
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, TypeVar
 
 from .. import defaults
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
-from ..fingerprinting import Scheme, engine_choice
+from ..fingerprinting import Scheme, Sketcher, engine_choice
+from ..fingerprinting.banded_odd import BandedOddSketcher, fingerprints_and_sketches, stores_only
 from .jsontext import loads, loads_object
 from .records import (
     ReadOptions,
@@ -28,6 +29,7 @@ from .records import (
     is_utf8,
     line_text,
 )
+from .text_rows import Sketched
 
 __all__ = [
     "Fingerprints",
@@ -118,6 +120,7 @@ def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator
             yield item
 
 
+_V = TypeVar("_V")
 #: What `JsonLines.fingerprints` gives: ids, fingerprints, and each error with the good lines before it.
 Fingerprints = tuple[list[str], list[int], list[tuple[int, InputError]]]
 
@@ -197,6 +200,47 @@ class JsonLines(NamedTuple):
         results = [(item.id, next(computed)) if isinstance(item, Record) else item for item in items]
         return _merged(ids, fps, others, results)
 
+    def texts_sketched(self, scheme: Scheme, hasher: Sketcher) -> Sketched | None:
+        """`texts_fingerprinted` with each text's stored sketch too (hasher: a load's `storing`
+        sketcher), the lines of the plain shape read, fingerprinted and sketched by the compiled core
+        in one pass; None where `texts_fingerprinted` gives None, or the compiled core does not make
+        these sketches with the fingerprints (`stores_only`)."""
+        core, options = engine_choice.native, self.options
+        if core is None or not stores_only(hasher) or options.fingerprint_field is not None:
+            return None
+        if (
+            options.encoding != "utf-8"
+            or options.namespace
+            or not is_utf8(options.id_field, options.text_field)
+        ):
+            return None
+        assert isinstance(hasher, BandedOddSketcher)
+        read: tuple[list[str], list[int], list[bytes], list[int]] | None = core.sketch_text_lines(
+            self.raws,
+            scheme,
+            hasher.n,
+            hasher.seed,
+            hasher.bands,
+            options.id_field,
+            options.text_field,
+            defaults.MAX_ID_BYTES,
+        )
+        if read is None:
+            return None
+        ids, fps, sketches, others = read
+        if not others:
+            return ids, fps, [], sketches
+        items = [
+            _json_record(self.raws[position], self.first + position, self.source, options)
+            for position in others
+        ]
+        texts = [str(item.doc) for item in items if isinstance(item, Record)]
+        fps_sketches = fingerprints_and_sketches(scheme, hasher, texts)
+        computed = iter(zip(*fps_sketches, strict=True))
+        results = [(item.id, next(computed)) if isinstance(item, Record) else item for item in items]
+        all_ids, pairs, errors = _merged(ids, list(zip(fps, sketches, strict=True)), others, results)
+        return all_ids, [fp for fp, _ in pairs], errors, [sketch for _, sketch in pairs]
+
     def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
         """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""
         options, source, number = self.options, self.source, self.first + position
@@ -224,16 +268,16 @@ class JsonLines(NamedTuple):
 
 def _merged(
     ids: list[str],
-    fps: list[int],
+    fps: list[_V],
     others: Sequence[int],
-    results: Sequence[tuple[str, int] | InputError | None],
-) -> Fingerprints:
-    """The compiled core's ids and fingerprints with the pure reader's `results` of the `others` lines
-    (their positions, ascending), each where it was: after the plain lines before it."""
+    results: Sequence[tuple[str, _V] | InputError | None],
+) -> tuple[list[str], list[_V], list[tuple[int, InputError]]]:
+    """The compiled core's ids and fingerprints (or other values) with the pure reader's `results` of
+    the `others` lines (their positions, ascending), each where it was: after the plain lines before it."""
     if not others:
         return ids, fps, []
     all_ids: list[str] = []
-    all_fps: list[int] = []
+    all_fps: list[_V] = []
     errors: list[tuple[int, InputError]] = []
     done = 0
     for count, (position, item) in enumerate(zip(others, results, strict=True)):

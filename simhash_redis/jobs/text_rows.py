@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
+from ..fingerprinting.banded_odd import fingerprints_and_sketches
 from .records import ReadOptions, Record, checked_doc, checked_id, decode
 
 __all__ = ["PackedTexts", "SharedTexts", "Sketched", "TextRows", "offsets_of", "records_of_lists", "sketched"]
@@ -85,8 +86,12 @@ def sketched(
             continue
         ids.append(doc_id)
         good.append(raw)
-    fps = scheme.fingerprint_many(good) if good else []
-    return ids, fps, errors, None if hasher is None else hasher.sketch_many(good)
+    if hasher is None:
+        return ids, scheme.fingerprint_many(good) if good else [], errors, None
+    fps, sketches = (
+        fingerprints_and_sketches(scheme, hasher, good) if good else ([], hasher.sketch_many(good))
+    )
+    return ids, fps, errors, sketches
 
 
 def _checked_row(raw_id: Any, raw: bytes | None, source: str, row: int, namespace: str) -> str | InputError:

@@ -3,7 +3,8 @@
 Texts of every kind (any code point, Chinese, empty, short), token lists, and long documents of more
 than 1,024 shingles at their own level and at every level, one by one, in batches and several levels
 at once; verified mode's query sketches (`BandedOddSketcher`: band values and three levels, made in
-one pass by the compiled core). The pure engine is the definition.
+one pass by the compiled core) and stored ones (band values and the own level). The pure engine is the
+definition.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_redis.compiled import odd_estimate
+from simhash_redis.errors import SimhashRedisError
 from simhash_redis.fingerprinting import BandedOddSketcher, engine_choice
+from simhash_redis.fingerprinting.banded_odd import storing
 from simhash_redis.fingerprinting.odd_sketch import MAX_LEVEL, SKETCH_BYTES, OddSketcher
 from tests.native.conftest import pure_engine
 from tests.native.test_native_equivalence import CHECK, FEW, MASK, SKETCH_DOCS, _case_id, same
@@ -95,6 +98,21 @@ def test_banded_query_sketches(sketcher: BandedOddSketcher, docs: list[Any]) -> 
     same(sketcher.sketch_many, sketcher.sketch_many, docs)
 
 
+@CHECK
+@given(sketcher=BANDED, docs=st.lists(st.one_of(DOCS, EDGES), max_size=5))
+def test_banded_stored_sketches(sketcher: BandedOddSketcher, docs: list[Any]) -> None:
+    # The stored form a load's workers make, in one pass by the compiled core: the pure stored form,
+    # and the first bytes of the query sketch.
+    assert engine_choice.native is not None, "the compiled core is not in use"
+    storer = storing(sketcher)
+    same(storer.sketch_many, storer.sketch_many, docs)
+    try:
+        queries = sketcher.sketch_many(docs)
+    except SimhashRedisError:
+        return  # a bad document: the same error, checked above
+    assert storer.sketch_many(docs) == [sketcher.stored(query) for query in queries]
+
+
 @pytest.mark.parametrize(
     "doc", [5, None, {"a": 1}, ["a", 1], ("a", None), iter(["a"]), range(3)], ids=_case_id
 )
@@ -106,6 +124,7 @@ def test_bad_documents(doc: Any) -> None:
     banded = BandedOddSketcher()
     same(banded.sketch, banded.sketch, doc)
     same(banded.sketch_many, banded.sketch_many, ["ok", doc])
+    same(storing(banded).sketch_many, storing(banded).sketch_many, ["ok", doc])
 
 
 def test_bad_levels_and_parameters() -> None:
@@ -165,8 +184,11 @@ def test_real_texts() -> None:
         assert sketcher.sketch_many(texts) == got
     assert {sketcher.size_and_level(s)[1] for s in got} != {0}
     banded = BandedOddSketcher().sketch_many(texts)
+    stored = storing(BandedOddSketcher()).sketch_many(texts)
+    assert stored == [BandedOddSketcher.stored(query) for query in banded]
     with pure_engine():
         assert BandedOddSketcher().sketch_many(texts) == banded
+        assert storing(BandedOddSketcher()).sketch_many(texts) == stored
 
 
 def test_a_compiled_core_without_the_banded_sketches_is_refused() -> None:

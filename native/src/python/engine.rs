@@ -105,8 +105,8 @@ fn job_bytes(job: &Job<'_>) -> usize {
 /// The fingerprint engine of one scheme.
 #[pyclass(frozen, module = "simhash_redis_native")]
 pub struct Engine {
-    cfg: Config,
-    unicode: Py<Unicode>,
+    pub(super) cfg: Config,
+    pub(super) unicode: Py<Unicode>,
 }
 
 impl Engine {

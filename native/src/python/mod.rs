@@ -10,6 +10,7 @@
 mod engine;
 mod odd;
 mod packing;
+mod stored;
 mod unicode;
 
 use std::borrow::Cow;
@@ -395,6 +396,8 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fingerprint_lines, m)?)?;
     m.add_function(wrap_pyfunction!(engine::fingerprint_text_lines, m)?)?;
     m.add_function(wrap_pyfunction!(engine::fingerprint_packed_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(stored::fingerprint_stored_many, m)?)?;
+    m.add_function(wrap_pyfunction!(stored::sketch_text_lines, m)?)?;
     m.add_function(wrap_pyfunction!(set_error_types, m)?)?;
     m.add("TOKENS", engine::TOKENS)?;
     m.add("WEIGHTED", engine::WEIGHTED)?;

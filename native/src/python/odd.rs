@@ -8,7 +8,9 @@ use pyo3::types::{PyBytes, PyList};
 use super::engine::{MinHash, MinRef};
 use super::unicode::Unicode;
 use super::Raise;
+use crate::minhash::{MinJob, Sketcher};
 use crate::odd_sketch::{self, Level, OddSketcher};
+use crate::resolver::Resolver;
 
 /// A level argument: None, or 0..=15.
 fn level_of(py: Python<'_>, level: Option<i64>) -> PyResult<Option<Level>> {
@@ -18,8 +20,8 @@ fn level_of(py: Python<'_>, level: Option<i64>) -> PyResult<Option<Level>> {
 /// The odd sketches of an `OddSketcher` (n, seed).
 #[pyclass(frozen, module = "simhash_redis_native")]
 pub struct OddSketch {
-    sketcher: OddSketcher,
-    unicode: Py<Unicode>,
+    pub(super) sketcher: OddSketcher,
+    pub(super) unicode: Py<Unicode>,
 }
 
 #[pymethods]
@@ -93,28 +95,23 @@ impl OddSketch {
         bands: PyRef<'py, MinHash>,
         above: usize,
     ) -> PyResult<Bound<'py, PyList>> {
-        let refs = docs
-            .iter()
-            .enumerate()
-            .map(|(i, doc)| MinRef::parse(doc, &format!("docs[{i}]")))
-            .collect::<PyResult<Vec<_>>>()?;
-        let jobs = refs.iter().map(MinRef::job).collect::<PyResult<Vec<_>>>()?;
-        let (sketcher, minhash) = (&self.sketcher, &bands.sketcher);
-        // The parameters are checked once, not per document.
-        sketcher.banded_check(minhash).raise(py)?;
-        let sketches =
-            self.unicode
-                .get()
-                .settle(py, jobs.len(), jobs.len() > 1, |i, resolver| {
-                    jobs.get(i)
-                        .map(|job| sketcher.banded_query(minhash, job, above, resolver))
-                        .unwrap_or_default()
-                })?;
-        let out = PyList::empty(py);
-        for sketch in sketches {
-            out.append(PyBytes::new(py, &sketch))?;
-        }
-        Ok(out)
+        self.banded(py, docs, &bands, |sketcher, minhash, job, resolver| {
+            sketcher.banded_query(minhash, job, above, resolver)
+        })
+    }
+
+    /// The stored sketches of `BandedOddSketcher` of many documents (the first bytes of their
+    /// `banded_many`), each document's shingles made once (`OddSketcher::banded_stored`), computed
+    /// detached from Python for more than one.
+    fn banded_stored_many<'py>(
+        &self,
+        py: Python<'py>,
+        docs: &Bound<'py, PyList>,
+        bands: PyRef<'py, MinHash>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.banded(py, docs, &bands, |sketcher, minhash, job, resolver| {
+            sketcher.banded_stored(minhash, job, resolver)
+        })
     }
 
     /// The sketches of one document at each of `levels`, its shingles made once.
@@ -138,6 +135,39 @@ impl OddSketch {
         let sketches = self.unicode.get().settle_one(py, false, |resolver| {
             sketcher.sketch_levels(&job, &levels, resolver)
         })?;
+        let out = PyList::empty(py);
+        for sketch in sketches {
+            out.append(PyBytes::new(py, &sketch))?;
+        }
+        Ok(out)
+    }
+}
+
+impl OddSketch {
+    /// `make` of each of the documents with the band MinHash `bands` (checked once, not per document).
+    fn banded<'py>(
+        &self,
+        py: Python<'py>,
+        docs: &Bound<'py, PyList>,
+        bands: &MinHash,
+        make: impl Fn(&OddSketcher, &Sketcher, &MinJob<'_>, &mut Resolver<'_>) -> Vec<u8> + Sync,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let refs = docs
+            .iter()
+            .enumerate()
+            .map(|(i, doc)| MinRef::parse(doc, &format!("docs[{i}]")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let jobs = refs.iter().map(MinRef::job).collect::<PyResult<Vec<_>>>()?;
+        let (sketcher, minhash) = (&self.sketcher, &bands.sketcher);
+        sketcher.banded_check(minhash).raise(py)?;
+        let sketches =
+            self.unicode
+                .get()
+                .settle(py, jobs.len(), jobs.len() > 1, |i, resolver| {
+                    jobs.get(i)
+                        .map(|job| make(sketcher, minhash, job, resolver))
+                        .unwrap_or_default()
+                })?;
         let out = PyList::empty(py);
         for sketch in sketches {
             out.append(PyBytes::new(py, &sketch))?;
