@@ -84,10 +84,12 @@ _worker_ring: mmap.mmap | None = None
 
 
 def _init_worker(scheme: Scheme, parent: int, hasher: Sketcher | None, ring: mmap.mmap | None = None) -> None:
-    # Ctrl-C reaches the whole process group: only the parent reacts, and it stops the pool. A SIGTERM
-    # sent to every process (systemd, Kubernetes) ends a worker quietly, without a traceback.
+    # Ctrl-C, or a SIGTERM sent to every process (systemd, Kubernetes), reaches the whole process group:
+    # only the parent reacts, and it stops the pool. A worker ended by the signal could die halfway
+    # through writing its result to the pool's pipe, and the pool's reader would then wait for the rest
+    # for ever, hanging the loader's exit; the parent's death ends the workers (`_end_with`).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _end_with(parent)
     global _worker_scheme, _worker_hasher, _worker_ring
     _worker_scheme, _worker_hasher, _worker_ring = scheme, hasher, ring

@@ -326,6 +326,26 @@ def test_sigterm_stops_a_load_like_ctrl_c(
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_leave_sigterm_to_the_loader(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGTERM to the whole group (systemd) once ended the workers too, one of them halfway through
+    writing its result to the pool's pipe: the pool's reader then waited for the rest for ever and the
+    loader never exited. The workers ignore it, as they ignore Ctrl-C; the loader stops the pool."""
+    worker, _ = _busy_pool(redis_client, monkeypatch)
+    try:
+        children = multiprocessing.active_children()
+        assert children
+        for child in children:
+            status = Path(f"/proc/{child.pid}/status").read_text()
+            [ignored] = [line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")]
+            assert int(ignored, 16) & (1 << (signal.SIGTERM - 1)), f"worker {child.pid} takes SIGTERM"
+            assert int(ignored, 16) & (1 << (signal.SIGINT - 1))
+    finally:
+        worker.close()
+
+
 def _busy_pool(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Fingerprinter, Iterator[object]]:
