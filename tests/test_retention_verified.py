@@ -62,6 +62,13 @@ def windowed(client: Any, name: str, retention: Retention, **options: Any) -> Ve
     return VerifiedIndex(SimhashIndex(client, name, id_buckets=1024, retention=retention, **options))
 
 
+#: The cluster's case of a scenario whose other checks on a cluster run in CI (the oracle, the races):
+#: minutes of the suite's time, run with `-m slow`.
+SLOW_ON_A_CLUSTER = pytest.mark.parametrize(
+    "client", ["server", pytest.param("cluster", marks=pytest.mark.slow)], indirect=True
+)
+
+
 @pytest.fixture(params=["server", "cluster"])
 def client(request: pytest.FixtureRequest) -> Any:
     name = "redis_client" if request.param == "server" else "redis_cluster_client"
@@ -109,6 +116,7 @@ def test_a_document_and_its_sketch_are_found_for_the_retention_and_gone_a_period
     assert index.add_if_new("b", edit) is None
 
 
+@SLOW_ON_A_CLUSTER
 def test_rewriting_moves_the_sketch_and_bands_into_the_current_period(client: Any) -> None:
     index = windowed(client, "moves", Retention(60, 1))
     windows = index.index.windows
@@ -222,6 +230,7 @@ def test_near_equals_the_plain_windowed_index_confirmed_by_sketches(client: Any)
     assert report.ok and report.docs == len(stored), report.examples
 
 
+@SLOW_ON_A_CLUSTER
 def test_add_if_new_finds_near_duplicates_across_periods(client: Any) -> None:
     index = windowed(client, "unique", Retention(60, 1))
     assert index.add_if_new("p0", page(0)) is None
@@ -243,6 +252,7 @@ def test_add_if_new_finds_near_duplicates_across_periods(client: Any) -> None:
     assert index.index.count()[0] == 120 and index.index.verify().ok  # e0 was not stored
 
 
+@SLOW_ON_A_CLUSTER
 def test_a_sliding_window_moves_the_sketch_of_what_is_seen_again(client: Any) -> None:
     index = windowed(client, "seen", Retention.of(60, 1, sliding=True))
     windows = index.index.windows
@@ -314,6 +324,7 @@ def test_export_and_import_carry_the_sketches(client: Any) -> None:
     assert copy.index.verify().ok
 
 
+@SLOW_ON_A_CLUSTER
 def test_a_new_sketch_under_the_same_fingerprint_replaces_the_old_one(client: Any) -> None:
     """Rewritten in its period with the fingerprint it has and another sketch: unchanged, found by the
     new sketch only (pages of one template are at Jaccard ~0.7 of each other, under the threshold)."""

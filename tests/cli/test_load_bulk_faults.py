@@ -81,7 +81,9 @@ def _finish(url: str, index: str, path: Path, verified: bool) -> dict[str, objec
     return summary
 
 
-@pytest.mark.parametrize("verified", [False, True])
+# The verified load's case: its steps' faults are tested at the library's level (tests/test_bulk_crash.py,
+# tests/test_verified_bulk.py) in CI; the whole command under faults takes half a minute, run with -m slow.
+@pytest.mark.parametrize("verified", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_kill_9_mid_load_then_the_same_command_converges_to_a_clean_load(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path, verified: bool
 ) -> None:
@@ -107,7 +109,9 @@ def test_kill_9_mid_load_then_the_same_command_converges_to_a_clean_load(
         assert_same(clean, _content(redis_client, "killed", verified))
 
 
-@pytest.mark.parametrize("verified", [False, True])
+# The verified load's case: its steps' faults are tested at the library's level (tests/test_bulk_crash.py,
+# tests/test_verified_bulk.py) in CI; the whole command under faults takes half a minute, run with -m slow.
+@pytest.mark.parametrize("verified", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_out_of_memory_mid_load_is_reported_and_the_same_command_resumes(
     tmp_path: Path, verified: bool
 ) -> None:
