@@ -436,21 +436,12 @@ mod tests {
         assert!(Level::new(-1, "level").is_err());
     }
 
-    fn minhash(n: usize, seed: u64) -> Sketcher {
-        let words = |salt: u64| -> Vec<u8> {
-            (0..32u64)
-                .flat_map(|i| (mix(i ^ salt) | 1).to_le_bytes())
-                .collect()
-        };
-        Sketcher::new(32, 8, n, seed, &words(1), &words(2)).unwrap()
-    }
-
     // The query sketch is the band values, then the sketches at the own level, below and above, as
     // `BandedOddSketcher.sketch_many` puts them together from the separate calls.
     #[test]
     fn banded_queries_are_the_separate_sketches_joined() {
         let three = OddSketcher::new(3, 0).unwrap();
-        let bands = minhash(3, 0);
+        let bands = testing::band_minhash(3, 0);
         three.banded_check(&bands).unwrap();
         let long: String = (0..3000).map(|i| format!("w{i} ")).collect();
         let middle: String = (0..600).map(|i| format!("w{i} ")).collect();
@@ -484,13 +475,13 @@ mod tests {
             assert_eq!(hex(&stored), hex(&got[..32 + BYTES]), "{text:.20}");
         }
         let message = three
-            .banded_check(&minhash(2, 0))
+            .banded_check(&testing::band_minhash(2, 0))
             .err()
             .map(|e| e.to_string());
         assert_eq!(
             message.as_deref(),
             Some("the band MinHash (n=2, seed=0) must share the odd sketch's n=3 and seed=0")
         );
-        assert!(three.banded_check(&minhash(3, 1)).is_err());
+        assert!(three.banded_check(&testing::band_minhash(3, 1)).is_err());
     }
 }

@@ -39,18 +39,8 @@ pub fn fingerprint_and_stored<N: Normalizer>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::mix;
     use crate::resolver::{Answers, Resolver};
     use crate::testing;
-
-    fn minhash(n: usize, seed: u64) -> Sketcher {
-        let words = |salt: u64| -> Vec<u8> {
-            (0..32u64)
-                .flat_map(|i| (mix(i ^ salt) | 1).to_le_bytes())
-                .collect()
-        };
-        Sketcher::new(32, 8, n, seed, &words(1), &words(2)).unwrap()
-    }
 
     // One pass or two, the values of the separate calls: shared tokens (the default scheme), and
     // schemes that cannot share them (stopwords, another seed, 128 bits, "chars", "words", binary,
@@ -76,7 +66,7 @@ mod tests {
             Config::new("chars", 4, 64, false, 0, vec![]).unwrap(),
         ];
         let odd = OddSketcher::new(3, 0).unwrap();
-        let bands = minhash(3, 0);
+        let bands = testing::band_minhash(3, 0);
         let state = testing::state();
         let answers = Answers::default();
         for cfg in &configs {

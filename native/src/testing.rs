@@ -58,3 +58,13 @@ pub fn state() -> UnicodeState {
     state.set_tables(tables);
     state
 }
+
+/// The band MinHash of verified mode's tests: 32 values of 8 bits, odd multipliers from `mix`.
+pub fn band_minhash(n: usize, seed: u64) -> crate::minhash::Sketcher {
+    let words = |salt: u64| -> Vec<u8> {
+        (0..32u64)
+            .flat_map(|i| (crate::hash::mix(i ^ salt) | 1).to_le_bytes())
+            .collect()
+    };
+    crate::minhash::Sketcher::new(32, 8, n, seed, &words(1), &words(2)).unwrap()
+}
