@@ -33,22 +33,11 @@ from simhash_redis.jobs.stats import collect
 from simhash_redis.transport.retry import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
+from tests.test_retention import server_ms, wait_for_next_period
 from tests.test_verified_mode import K8, race
 from tests.test_verified_one_writer import one_word_edit, page, templated
 
 _WORDS = [f"w{n}" for n in range(400)]
-
-
-def server_ms(client: Any) -> int:
-    seconds, micros = client.time()
-    return int(seconds) * 1000 + int(micros) // 1000
-
-
-def wait_for_next_period(index: SimhashIndex) -> None:
-    assert index.windows is not None
-    start, period = index.windows.view().current, index.windows.period_ms
-    while index.windows.view().current == start or server_ms(index.client) < (start + 1) * period:
-        time.sleep(0.02)
 
 
 def scan(client: Any, pattern: str) -> list[bytes]:
