@@ -12,7 +12,7 @@ from simhash_redis import SimhashIndex
 from simhash_redis.store import validate_name
 from simhash_redis.tools import demo as demo_job
 
-from .common import fail, registrar, settings
+from .common import CLI_ASKING, fail, registrar, settings
 
 __all__ = ["demo", "register"]
 
@@ -44,13 +44,15 @@ def demo(
 
     The sample holds licence texts (many MIT, BSD and Apache copies with other copyright lines) and
     successive releases of PyPI projects' READMEs. The index (--index, default 'demo') is dropped first,
-    so every run starts clean. With neither --redis-url nor SIMHASH_REDIS_URL, the embedded server is
+    so every run starts clean, and created verified unless --plain is given (as a new index made from
+    texts is). With neither --redis-url nor SIMHASH_REDIS_URL, the embedded server is
     started (or reused). The last line is 'near-duplicate groups found: N'.
 
     \b
     Examples:
       simhash-redis demo
       simhash-redis --k 5 demo --groups 20
+      simhash-redis --plain demo
       simhash-redis --redis-url redis://localhost:6379/0 demo
 
     \f
@@ -82,7 +84,14 @@ def demo(
                 f"the demo drops its index first, and index {name!r} exists: pass --replace to drop it, "
                 f"or leave out --index to use {demo_job.DEMO_INDEX!r}"
             )
-        index = demo_job.fresh_index(client, name, k=state.k)
+        index = demo_job.fresh_index(
+            client,
+            name,
+            k=state.k,
+            verified=state.asked_mode(),
+            threshold=state.threshold,
+            asking=CLI_ASKING,
+        )
         report = demo_job.run(index, docs)
         lines = demo_job.report_lines(
             report,

@@ -17,7 +17,7 @@ from simhash_redis.cli.common import Settings
 from simhash_redis.cli.demo import register
 from typer.testing import CliRunner
 
-from simhash_redis import SimhashIndex, distance, fingerprint_many
+from simhash_redis import SimhashIndex, VerifiedIndex, distance, fingerprint_many
 from simhash_redis.errors import InputError
 from simhash_redis.tools import demo as demo_job
 from simhash_redis.tools.server import EmbeddedServer
@@ -35,8 +35,9 @@ def _app() -> typer.Typer:
         redis_url: Annotated[str | None, typer.Option("--redis-url", envvar="SIMHASH_REDIS_URL")] = None,
         index: Annotated[str | None, typer.Option("--index")] = None,
         k: Annotated[int | None, typer.Option("--k")] = None,
+        plain: Annotated[bool, typer.Option("--plain")] = False,
     ) -> None:
-        ctx.obj = Settings(redis_url=redis_url, index=index, k=k)
+        ctx.obj = Settings(redis_url=redis_url, index=index, k=k, plain=plain)
 
     register(app)
     return app
@@ -73,30 +74,46 @@ def test_sample_has_real_near_duplicates_and_unrelated_documents(sample: list[de
 
 def test_run_groups_the_pairs(redis_client: redis.Redis, sample: list[demo_job.SampleDoc]) -> None:
     index = demo_job.fresh_index(redis_client)
+    assert isinstance(index, VerifiedIndex)  # as every new index made from texts
     report = demo_job.run(index, sample)
-    assert report.documents == len(sample) == len(index)
+    assert report.documents == len(sample) == len(index.index)
     assert len(report.groups) >= 10
     sizes = [len(g.ids) for g in report.groups]
     assert sizes == sorted(sizes, reverse=True)
     position = {d.id: i for i, d in enumerate(sample)}
     for pair in report.pairs:
-        assert position[pair.existing_id] < position[pair.new_id] and 0 <= pair.distance <= index.k
+        assert position[pair.existing_id] < position[pair.new_id]
+        assert pair.jaccard is not None and pair.jaccard >= index.threshold
     members = [doc_id for g in report.groups for doc_id in g.ids]
     assert len(members) == len(set(members)) == report.grouped
     assert {doc_id for p in report.pairs for doc_id in (p.new_id, p.existing_id)} == set(members)
     by_id = {doc_id: g for g in report.groups for doc_id in g.ids}
     assert by_id["requests-2.28.2/README"] is by_id["requests-2.32.3/README"]
     lines = demo_job.report_lines(report, index=index, where="test", elapsed=1.0)
+    assert "verified (Jaccard >= 0.8)" in lines[2] and " (Jaccard 0." in "\n".join(lines)
     assert lines[-1] == f"{demo_job.MARKER} {len(report.groups)}"
     assert len(lines) <= 32 and all(len(line) <= 100 for line in lines)
 
 
+def test_run_on_a_plain_index_groups_by_distance(
+    redis_client: redis.Redis, sample: list[demo_job.SampleDoc]
+) -> None:
+    index = demo_job.fresh_index(redis_client, verified=False)
+    assert isinstance(index, SimhashIndex) and index.config.verification is None
+    report = demo_job.run(index, sample)
+    assert len(report.groups) >= 10
+    assert all(p.jaccard is None and 0 <= p.distance <= index.k for p in report.pairs)
+    lines = demo_job.report_lines(report, index=index, where="test", elapsed=1.0)
+    assert f"(distance <= {index.k})" in "\n".join(lines) and "Jaccard" not in "\n".join(lines)
+
+
 def test_fresh_index_drops_the_previous_one(redis_client: redis.Redis) -> None:
-    old = SimhashIndex(redis_client, "demo", k=2)
+    old = SimhashIndex(redis_client, "demo", k=2, verification=None)
     old.add("stale", "a stale document from an earlier run")
-    index = demo_job.fresh_index(redis_client, k=4)
-    assert (len(index), index.k) == (0, 4)
-    assert demo_job.fresh_index(redis_client).k == 3
+    index = demo_job.fresh_index(redis_client, k=4, verified=False)
+    assert isinstance(index, SimhashIndex) and (len(index), index.k) == (0, 4)
+    verified = demo_job.fresh_index(redis_client)
+    assert isinstance(verified, VerifiedIndex) and (len(verified.index), verified.index.k) == (0, 3)
 
 
 def test_difference_shows_the_first_change() -> None:
@@ -127,7 +144,11 @@ def test_cli_demo_prints_groups_and_the_marker(redis_url: str) -> None:
     again = runner.invoke(_app(), ["--redis-url", redis_url, "demo"])
     assert again.exit_code == 0 and again.output.splitlines()[-1] == lines[-1]  # a clean rerun
     client = redis.Redis.from_url(redis_url)
-    assert len(SimhashIndex(client, "demo")) == len(demo_job.read_sample())
+    stored = SimhashIndex(client, "demo")
+    assert len(stored) == len(demo_job.read_sample()) and stored.config.verification is not None
+    plain = runner.invoke(_app(), ["--redis-url", redis_url, "--plain", "demo"])
+    assert plain.exit_code == 0, plain.output
+    assert "(distance <= 3)" in plain.output and SimhashIndex(client, "demo").config.verification is None
 
 
 def test_cli_demo_refuses_to_drop_another_index(redis_url: str) -> None:

@@ -71,5 +71,5 @@ def test_readme_demo_in_a_clean_copy(tmp_path: Path, request: pytest.FixtureRequ
     found = re.search(r"^near-duplicate groups found: (\d+)$", done.stdout, re.MULTILINE)
     assert found is not None, done.stdout[-3000:]
     assert int(found.group(1)) >= 10
-    assert re.search(r"^  \d+ copies: .*\(distance \d+(-\d+)?\)$", done.stdout, re.MULTILINE)
+    assert re.search(r"^  \d+ copies: .*\(Jaccard [01]\.\d\d(-[01]\.\d\d)?\)$", done.stdout, re.MULTILINE)
     assert "embedded server redis://127.0.0.1:" in done.stdout

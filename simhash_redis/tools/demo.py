@@ -12,12 +12,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
 
 from ..errors import InputError
-from ..index import SimhashIndex
+from ..index import SimhashIndex, VerifiedIndex, VerifiedMatch
+from ..index.mode import LIBRARY, Asking, open_in_mode
 from ..jobs.dedupe import Pair, groups
 from ..jobs.jsonlines import JsonLine, read_json_lines
 
@@ -51,11 +53,13 @@ class SampleDoc:
 
 @dataclass(frozen=True)
 class DemoGroup:
-    """A connected component of near-duplicate pairs: its ids in sample order, its pairs' distance range."""
+    """A connected component of near-duplicate pairs: its ids in sample order, its pairs' distance range,
+    and on a verified index their estimated Jaccard range."""
 
     ids: tuple[str, ...]
     low: int
     high: int
+    jaccard: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,47 +110,62 @@ def _documents(lines: Iterable[JsonLine | InputError]) -> list[SampleDoc]:
 
 
 def fresh_index(
-    client: redis.Redis | RedisCluster, name: str = DEMO_INDEX, *, k: int | None = None
-) -> SimhashIndex:
-    """Drop the index if it exists, then create it empty (with k, default the library's).
+    client: redis.Redis | RedisCluster,
+    name: str = DEMO_INDEX,
+    *,
+    k: int | None = None,
+    verified: bool | None = None,
+    threshold: float | None = None,
+    asking: Asking = LIBRARY,
+) -> SimhashIndex | VerifiedIndex:
+    """Drop the index if it exists, then create it empty: verified unless verified is False (as every
+    new index made from texts, `open_in_mode`), with k (default the library's).
 
     Raises:
+        InvalidArgument: threshold with verified=False, or out of (0, 1].
         RedisUnavailable: the server cannot be reached.
     """
     if SimhashIndex.exists(client, name):
         SimhashIndex(client, name).drop()
-    return SimhashIndex(client, name, k=k)
+    return open_in_mode(client, name, verified=verified, threshold=threshold, asking=asking, k=k)
 
 
-def run(index: SimhashIndex, docs: Sequence[SampleDoc]) -> DemoReport:
-    """Store the documents (distinct ids), find every pair within the index's k, and group the pairs.
+def run(index: SimhashIndex | VerifiedIndex, docs: Sequence[SampleDoc]) -> DemoReport:
+    """Store the documents (distinct ids), find every near-duplicate pair, and group the pairs.
 
     Raises:
         RedisUnavailable: the server cannot be reached.
     """
     started = time.perf_counter()
-    fps = index.fingerprint_many([d.text for d in docs])
-    index.add_many([(d.id, fp) for d, fp in zip(docs, fps, strict=True)])
-    loaded = time.perf_counter()
-    found = index.near_many(fps)
+    texts = [d.text for d in docs]
+    if isinstance(index, VerifiedIndex):
+        index.add_many(list(zip((d.id for d in docs), texts, strict=True)))
+        loaded = time.perf_counter()
+        found: Sequence[Sequence[Any]] = index.near_many(texts)
+    else:
+        fps = index.fingerprint_many(texts)
+        index.add_many([(d.id, fp) for d, fp in zip(docs, fps, strict=True)])
+        loaded = time.perf_counter()
+        found = index.near_many(fps)
     queried = time.perf_counter()
     position = {d.id: i for i, d in enumerate(docs)}
     pairs = [
-        Pair(doc.id, match.id, match.distance)
+        Pair(doc.id, match.id, match.distance, match.jaccard if isinstance(match, VerifiedMatch) else None)
         for doc, matches in zip(docs, found, strict=True)
         for match in matches
         if position.get(match.id, len(docs)) < position[doc.id]
     ]
-    distances: dict[str, list[int]] = {}
     components = groups(pairs)
     root_of = {doc_id: g.id for g in components for doc_id in (g.id, *g.copies)}
+    of_group: dict[str, list[Pair]] = {}
     for pair in pairs:
-        distances.setdefault(root_of[pair.new_id], []).append(pair.distance)
+        of_group.setdefault(root_of[pair.new_id], []).append(pair)
     demo_groups = tuple(
         DemoGroup(
             ids=tuple(sorted((g.id, *g.copies), key=position.__getitem__)),
-            low=min(distances[g.id]),
-            high=max(distances[g.id]),
+            low=min(p.distance for p in of_group[g.id]),
+            high=max(p.distance for p in of_group[g.id]),
+            jaccard=_jaccard_range(of_group[g.id]),
         )
         for g in components
     )
@@ -158,6 +177,11 @@ def run(index: SimhashIndex, docs: Sequence[SampleDoc]) -> DemoReport:
         query_seconds=queried - loaded,
         texts={d.id: d.text for d in docs},
     )
+
+
+def _jaccard_range(pairs: Sequence[Pair]) -> tuple[float, float] | None:
+    estimates = [p.jaccard for p in pairs if p.jaccard is not None]
+    return (min(estimates), max(estimates)) if estimates else None
 
 
 def _clip(text: str, width: int) -> str:
@@ -196,23 +220,35 @@ def difference(a: str, b: str, width: int = 90, context: int = 6) -> tuple[str, 
     return side(wa[i1:i2], wa[i2 : i2 + context]), side(wb[j1:j2], wb[j2 : j2 + context]), len(changes)
 
 
+def _remoteness(pair: Pair) -> float:
+    """How far apart a pair is: its distance, or on a verified index how far its Jaccard is below 1."""
+    return pair.distance if pair.jaccard is None else 1 - pair.jaccard
+
+
 def _examples(report: DemoReport, count: int) -> list[Pair]:
     """One pair per group, the most distant (ties: the first found), the most distant groups first."""
     best: dict[str, Pair] = {}
     group_of = {doc_id: g.ids[0] for g in report.groups for doc_id in g.ids}
     for pair in report.pairs:
         root = group_of[pair.new_id]
-        if root not in best or pair.distance > best[root].distance:
+        if root not in best or _remoteness(pair) > _remoteness(best[root]):
             best[root] = pair
     order = {g.ids[0]: i for i, g in enumerate(report.groups)}
-    ranked = sorted(best.items(), key=lambda item: (-item[1].distance, order[item[0]]))
+    ranked = sorted(best.items(), key=lambda item: (-_remoteness(item[1]), order[item[0]]))
     return [pair for _, pair in ranked[:count]]
+
+
+def _span(group: DemoGroup) -> str:
+    if group.jaccard is not None:
+        low, high = group.jaccard
+        return f" (Jaccard {low:.2f}{f'-{high:.2f}' if f'{high:.2f}' != f'{low:.2f}' else ''})"
+    return f" (distance {group.low}{f'-{group.high}' if group.high != group.low else ''})"
 
 
 def report_lines(
     report: DemoReport,
     *,
-    index: SimhashIndex,
+    index: SimhashIndex | VerifiedIndex,
     where: str,
     elapsed: float,
     max_groups: int = 8,
@@ -226,19 +262,27 @@ def report_lines(
         elapsed: seconds since the demo started, server start included.
         width: the longest line (ids are elided to fit).
     """
+    plain = index.index if isinstance(index, VerifiedIndex) else index
+    if isinstance(index, VerifiedIndex):
+        mode = f"verified (Jaccard >= {index.threshold:g})"
+        criterion = f"(estimated Jaccard >= {index.threshold:g})"
+        none_found = "No two documents are near-duplicates."
+    else:
+        mode, criterion = "plain", f"(distance <= {plain.k})"
+        none_found = f"No two documents are within distance {plain.k}."
     lines = [
         f"simhash-redis demo: {report.documents} documents (licence texts and successive PyPI READMEs)",
         f"Redis: {where}",
-        f"index {index.name!r}: f={index.f}, k={index.k}, {index.layout.describe()}",
+        f"index {plain.name!r}, {mode}: f={plain.f}, k={plain.k}, {plain.layout.describe()}",
         f"stored {report.documents} documents in {report.load_seconds:.2f} s; "
         f"{report.documents} near() queries in {report.query_seconds:.2f} s",
         "",
     ]
     if report.groups:
-        lines.append(f"Near-duplicate groups (distance <= {index.k}), largest first:")
+        lines.append(f"Near-duplicate groups {criterion}, largest first:")
         for group in report.groups[:max_groups]:
             head = f"  {len(group.ids)} copies: "
-            span = f" (distance {group.low}{f'-{group.high}' if group.high != group.low else ''})"
+            span = _span(group)
             lines.append(head + _id_list(group.ids, width - len(head) - len(span)) + span)
         hidden = report.groups[max_groups:]
         if hidden:
@@ -253,11 +297,12 @@ def report_lines(
             old, new, places = difference(texts[pair.existing_id], texts[pair.new_id], width - 6)
             differ = "s differ" if places > 1 else " differs"
             where_ = f"{places} place{differ}" if places else "identical words"
-            lines.append(f"  {pair.existing_id} ~ {pair.new_id}: distance {pair.distance}, {where_}")
+            similar = f"Jaccard {pair.jaccard:.2f}, " if pair.jaccard is not None else ""
+            lines.append(f"  {pair.existing_id} ~ {pair.new_id}: {similar}distance {pair.distance}, {where_}")
             lines.append(f"    - {old}")
             lines.append(f"    + {new}")
     else:
-        lines.append(f"No two documents are within distance {index.k}.")
+        lines.append(none_found)
     lines += [
         "",
         f"documents: {report.documents}, with a near-duplicate: {report.grouped}, "
