@@ -128,3 +128,29 @@ def test_plain_with_verified_modes_arguments_is_refused() -> None:
 
     with pytest.raises(InvalidArgument, match="--plain cannot go with --threshold"):
         ServiceConfig(verified=False, threshold=0.9).check()
+
+
+def test_an_existing_index_with_another_configuration_than_serves_is_refused(
+    redis_server: ServerProcess,
+) -> None:
+    open_index("m-v09", redis_server.url, threshold=0.9).add("a", TEXT)
+    open_index("m-k5", redis_server.url, k=5).add("a", TEXT)
+    near = {"json": {"text": TEXT}}
+    for config, name, named in (
+        ({"threshold": 0.8}, "m-v09", "threshold"),
+        ({"band_buckets": 64}, "m-v09", "band_buckets"),
+        ({"k": 3}, "m-k5", "k"),
+    ):
+        [refused] = served(redis_server, [(f"/v1/indexes/{name}/near", near)], **config)
+        error = refused.json()["error"]
+        assert refused.status_code == 409 and error["code"] == "configuration_mismatch", refused.text
+        assert named in error["message"], error
+    # Options that agree with the stored index, or none, serve it.
+    agreed = served(
+        redis_server,
+        [("/v1/indexes/m-v09/near", near), ("/v1/indexes/m-k5/near", near)],
+        k=None,
+    )
+    assert [a.status_code for a in agreed] == [200, 200]
+    [same] = served(redis_server, [("/v1/indexes/m-v09/near", near)], threshold=0.9)
+    assert same.status_code == 200 and same.json()["matches"][0]["id"] == "a"
