@@ -62,8 +62,7 @@ class SimhashIndex:
         verification: verified mode, pinned when the index is created; a verified index is written
             only through `VerifiedIndex` (its documents need sketches), read through either.
         retention: forget each document this long after it was last written: a timedelta, seconds,
-            a string such as "7d", "12h" or "90s" (with its unit), or a `Retention` (to choose the period
-            too); pinned when the index is created (docs/retention.md).
+            a string ("7d", "12h", "90s") or a `Retention`; pinned when the index is created.
         batch_size: documents per round trip in the batch methods.
         create: create the index when it does not exist (else IndexNotFound is raised).
 
@@ -102,9 +101,9 @@ class SimhashIndex:
         retained = lifecycle.as_retention(retention)
         wanted, given = lifecycle.requested(**asked, verification=verification, retention=retained)
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
-        self._f, self._k = self.config.f, self.config.k  # fixed by the layout: read once, not per call
+        self._f, self._k = self.config.f, self.config.k
         self.keys = KeySchema.of(self.prefix, self.name, self.config)
-        #: The index's Redis half: every command of this index (and of what works on it) goes through it.
+        #: Every command of this index (and of what works on it) goes through it.
         self.store = Store(sender, self.keys)
         #: The periods of an index with a retention window; None for one that keeps its documents.
         self.windows = lifecycle.open_windows(self.config, self.keys, sender)
@@ -135,10 +134,8 @@ class SimhashIndex:
 
     @classmethod
     def restore(cls, client: redis.Redis | RedisCluster, name: str, **config: Any) -> SimhashIndex:
-        """Open an index whose meta key was lost, writing it anew from the configuration stated here.
-
-        The configuration (`SimhashIndex`'s arguments, k required) must be the one the index was created
-        with: a sample of the stored documents is checked against it first.
+        """Open an index whose meta key was lost, writing it anew from the configuration it was created
+        with (`SimhashIndex`'s arguments, k required), once a sample of the data fits it.
 
         Raises:
             InvalidArgument: k is not given.
@@ -262,10 +259,8 @@ class SimhashIndex:
         return self.count()[0]
 
     def count(self) -> tuple[int, int]:
-        """The number of documents and of distinct fingerprints stored.
-
-        A fingerprint stored in two periods of a retention window counts twice. On a cluster the counts
-        are summed from the sizes of the maps (tens of milliseconds).
+        """The number of documents and of distinct fingerprints stored (a fingerprint in two periods of a
+        retention window counts twice).
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -384,9 +379,7 @@ class SimhashIndex:
         return bulk_add_columns(self, self._writes, batches, window, on_progress)
 
     def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
-        """Store a document unless a near-duplicate (distance <= k) is already stored, atomically.
-
-        On a standalone server the check and the write cannot interleave with another worker's: of
+        """Store a document unless a near-duplicate (distance <= k) is already stored, atomically: of
         several workers racing to add near-duplicates of each other, exactly one stores its document.
 
         Returns:
@@ -429,7 +422,7 @@ class SimhashIndex:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
 
         Args:
-            repair: also fix what is found, following the id map (see `simhash_redis.index.consistency`).
+            repair: also fix what is found, following the id map.
 
         Raises:
             RedisUnavailable: the server cannot be reached; run it again.
@@ -440,14 +433,11 @@ class SimhashIndex:
         return check_consistency(self.store, self.f, tables, repair, self.config.verification)
 
     def _check_writable(self) -> None:
-        """Refuse to write documents without sketches to a verified index."""
         if self.config.verification is not None:
             raise lifecycle.unsketched(self.name)
 
     def drop(self) -> int:
-        """Delete every key of this index (and only this index), meta last.
-
-        Returns the number of keys deleted.
+        """Delete every key of this index (and only this index), meta last; the number deleted.
 
         Raises:
             RedisUnavailable: the server cannot be reached; run drop again to finish.

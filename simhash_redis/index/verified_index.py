@@ -1,10 +1,4 @@
-"""A high-recall verified index: SimHash candidates at a loose k, each confirmed by a stored sketch.
-
-A sketch lives beside its id in the fingerprint map (store/keys.py) and is set and removed in the step
-that attaches and detaches its id, so every stored document has its sketch even with concurrent
-writers. The mode (sketch parameters, threshold, bands) is pinned in the meta, so every worker verifies
-alike, and a plain `SimhashIndex` of a verified index only reads.
-"""
+"""A high-recall verified index: SimHash candidates at a loose k, each confirmed by a stored sketch."""
 
 from __future__ import annotations
 
@@ -39,10 +33,9 @@ _SKETCH_READS = 5
 class VerifiedIndex:
     """Wraps a `SimhashIndex`: stores a sketch per document and verifies near() candidates with it.
 
-    Candidates come from the wrapped index's tables (within its k) and from LSH band tables of the
-    sketch (8 bands of 4 values: a pair at Jaccard 0.8 shares one with probability 0.986), which find
-    what a small k misses, so the default k = 3 layout serves. The first `VerifiedIndex` of an index
-    pins its mode in the meta; later ones adopt it, and refuse parameters that differ.
+    Candidates come from the wrapped index's tables (within its k) and from the sketch's band tables,
+    at any distance. The first `VerifiedIndex` of an index pins its mode in the meta; later ones adopt
+    it.
 
     Args:
         index: the wrapped index (its k bounds the Hamming candidates).
@@ -51,7 +44,7 @@ class VerifiedIndex:
         threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate (default:
             the pinned one, else 0.8).
         band_buckets: the hashes each band table is spread over, fixed when the mode is pinned (default:
-            the pinned number, else 16,384: about N / 100 for N documents, docs/operations.md).
+            the pinned number, else 16,384).
 
     Raises:
         ConfigurationMismatch: hasher, threshold or band_buckets differs from the mode pinned in the
@@ -125,7 +118,6 @@ class VerifiedIndex:
         """
         outcomes: list[Outcome] = []
         for ids, docs in self._batches(items):
-            # A document that cannot be fingerprinted or sketched raises before its batch is written.
             fps = self.index.fingerprint_many(docs)
             outcomes.extend(self._add_batch(ids, fps, self.hasher.sketch_many(docs)))
         return outcomes
@@ -158,13 +150,7 @@ class VerifiedIndex:
             raise InvalidArgument("ids, fps and sketches must be of one length")
         raws = [encode_id(doc_id) for doc_id in ids]
         checked = [check_fp(fp, self.index.f) for fp in fps]
-        # A stored sketch (an export's) is written as it is; a query's is needed to judge (unique).
-        query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
-        sizes = (query,) if unique else (query, stored)
-        for sketch in sketches:
-            if (sketch is not None or unique) and (not isinstance(sketch, bytes) or len(sketch) not in sizes):
-                size = f"{query}" if unique or query == stored else f"{query} (or, stored, {stored})"
-                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
+        self._check_sizes(sketches, unique)
         out: list[Outcome | VerifiedMatch] = []
         step = self.index.batch_size
         known = [sketch for sketch in sketches if sketch is not None]  # all of them when unique: checked
@@ -179,9 +165,8 @@ class VerifiedIndex:
     def bulk_add_sketched(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None]
     ) -> list[Outcome]:
-        """`add_sketched` (not unique) of one window of documents through the grouped bulk path: a
-        command per key and step, each document committed last (`store.bulk`), a window cut short
-        completed by writing it again.
+        """`add_sketched` (not unique) of one window of documents through the grouped bulk path, as
+        `SimhashIndex.bulk_add` (a window cut short is completed by writing it again).
 
         Raises:
             InvalidArgument, InvalidType, InvalidFingerprint: as `add_sketched`.
@@ -191,14 +176,20 @@ class VerifiedIndex:
             return [o for o in self.add_sketched(ids, fps, sketches) if isinstance(o, Outcome)]
         if not len(ids) == len(fps) == len(sketches):
             raise InvalidArgument("ids, fps and sketches must be of one length")
-        query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
-        for sketch in sketches:
-            if sketch is not None and (not isinstance(sketch, bytes) or len(sketch) not in (query, stored)):
-                size = f"{query}" if query == stored else f"{query} (or, stored, {stored})"
-                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
+        self._check_sizes(sketches, unique=False)
         store = self.hasher.stored
         forms = [store(sketch) if sketch else b"" for sketch in sketches]
         return bulk_add_sketched(self.index, self._writes, ids, fps, forms)
+
+    def _check_sizes(self, sketches: Sequence[bytes | None], unique: bool) -> None:
+        """Refuse a sketch of another size than a query's (unique: needed to judge) or a stored one's
+        (an export's, written as it is), or None with unique."""
+        query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
+        sizes = (query,) if unique else (query, stored)
+        for sketch in sketches:
+            if (sketch is not None or unique) and (not isinstance(sketch, bytes) or len(sketch) not in sizes):
+                size = f"{query}" if unique or query == stored else f"{query} (or, stored, {stored})"
+                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
 
     def _batches(
         self, items: Iterable[tuple[str, VerifiedDocument]]
@@ -214,7 +205,7 @@ class VerifiedIndex:
             yield [doc_id for doc_id, _ in batch], texts([doc for _, doc in batch])
 
     def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
-        """One batch, each document with its sketch (None drops the id's) in the step that stores it."""
+        """One batch, each document with its sketch (None drops the id's)."""
         stored = self.hasher.stored
         ops: list[Write] = [
             (
@@ -296,9 +287,8 @@ class VerifiedIndex:
     def near(
         self, query: VerifiedDocument, threshold: float | None = None, k: int | None = None
     ) -> list[VerifiedMatch]:
-        """Stored documents whose estimated Jaccard similarity with the query is >= threshold.
-
-        Most similar first, then nearest, then by id.
+        """Stored documents whose estimated Jaccard similarity with the query is >= threshold, most
+        similar first, then nearest, then by id.
 
         Args:
             threshold: the Jaccard threshold, in [0, 1] (default: the index's).
@@ -358,34 +348,22 @@ class VerifiedIndex:
             part = slice(start, start + self.index.batch_size)
             bands: Bands | None = None
             if mode.bands:
-                # A batch's band places as byte columns, in numpy; one by one where they have no such form
-                # (or in an index with a retention window, whose reads place them in each period).
+                # Byte columns where the band places have that form (not in an index with a retention
+                # window, whose reads place them in each period).
                 bands = keys.band_columns(sketches[part], mode) if self.index.windows is None else None
                 if bands is None:
                     bands = [keys.band_places(s, mode) for s in sketches[part]]
             candidates = self._reads.near(checked[part], limit, stored, bands)
-            results.extend(self._confirmed(sketches[part], candidates, stored, threshold))
+            results.extend(
+                [VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard) for m, jaccard in pairs]
+                for pairs in confirmed_many(self.hasher, sketches[part], candidates, stored, threshold)
+            )
         return results
 
-    def _confirmed(
-        self,
-        queries: Sequence[bytes],
-        candidates: list[list[Match]],
-        sketches: dict[str, bytes],
-        threshold: float,
-    ) -> list[list[VerifiedMatch]]:
-        """The candidates of each query that their sketches confirm, most similar first."""
-        return [
-            [VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard) for m, jaccard in pairs]
-            for pairs in confirmed_many(self.hasher, queries, candidates, sketches, threshold)
-        ]
-
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
-        """Store a document unless a verified near-duplicate is stored, atomically.
-
-        A candidate counts when its sketch estimates a Jaccard similarity of at least the index's
-        threshold. Of several workers racing to add near-duplicates of each other, exactly one stores
-        its document.
+        """Store a document unless a verified near-duplicate (a candidate whose sketch estimates a
+        Jaccard similarity at the threshold) is stored, atomically: of several workers racing to add
+        near-duplicates of each other, exactly one stores its document.
 
         Returns:
             None if stored; else the stored near-duplicate: the id's own entry when this id is stored
