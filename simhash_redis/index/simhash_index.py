@@ -47,7 +47,10 @@ class SimhashIndex:
     """A near-duplicate index that any number of processes share through one Redis.
 
     Opening an index that exists adopts its stored configuration; arguments given explicitly must agree
-    with it. Opening one that does not exist creates it from the arguments and the defaults.
+    with it. Opening one that does not exist creates it from the arguments and the defaults. Every
+    method refuses a malformed argument (InvalidArgument, InvalidType; InvalidFingerprint for an int
+    outside [0, 2**f)) before writing anything, and raises RedisUnavailable when the server cannot be
+    reached (every write is idempotent: run it again).
 
     Args:
         client: a redis-py client (decode_responses may be either).
@@ -70,8 +73,6 @@ class SimhashIndex:
         ConfigurationMismatch: the stored index disagrees with an explicitly given argument.
         IndexNotFound: the index does not exist and create is false.
         IndexCorrupted: the stored meta cannot be read, or is lost while the data stayed (see `restore`).
-        InvalidArgument, InvalidType: an argument is malformed.
-        RedisUnavailable: the server cannot be reached.
     """
 
     def __init__(
@@ -113,22 +114,12 @@ class SimhashIndex:
 
     @classmethod
     def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
-        """Open an index on the server at a redis://, rediss:// or unix:// URL (its password never shown).
-
-        Raises:
-            InvalidArgument: the URL is malformed.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Open an index on the server at a redis://, rediss:// or unix:// URL (its password never shown)."""
         return cls(client_from_url(url), name, **kwargs)
 
     @classmethod
     def exists(cls, client: redis.Redis | RedisCluster, name: str, *, prefix: str = defaults.PREFIX) -> bool:
-        """Tell whether an index of that name exists on the server.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed name or prefix.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Tell whether an index of that name exists on the server."""
         meta_key = KeySchema.meta_key(validate_name(prefix, "prefix"), validate_name(name, "name"))
         return bool(open_sender(client).execute([(b"EXISTS", meta_key)])[0])
 
@@ -138,10 +129,8 @@ class SimhashIndex:
         with (`SimhashIndex`'s arguments, k required), once a sample of the data fits it.
 
         Raises:
-            InvalidArgument: k is not given.
             ConfigurationMismatch: the stored data does not fit the stated configuration.
             IndexCorrupted: there is no data to check it against.
-            RedisUnavailable: the server cannot be reached.
         """
         lifecycle.restore(client, name, config)
         return cls(client, name, **config, create=False)
@@ -178,36 +167,18 @@ class SimhashIndex:
         )
 
     def fingerprint(self, doc: Document) -> int:
-        """The fingerprint this index stores for a document (an int fingerprint is checked and returned).
-
-        Raises:
-            InvalidFingerprint: an int outside [0, 2**f).
-            InvalidType: a document of an unsupported type.
-        """
+        """The fingerprint this index stores for a document (an int fingerprint is checked and returned)."""
         if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
             return check_fp(doc, self._f)
         return engine_choice.fingerprint(doc, self.config.scheme)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
-        """Fingerprints for many documents, texts fingerprinted in one vectorised batch.
-
-        Raises:
-            InvalidFingerprint: an int outside [0, 2**f).
-            InvalidType: a document of an unsupported type.
-        """
+        """Fingerprints for many documents, texts fingerprinted in one vectorised batch."""
         return fingerprints(docs, self.f, self.scheme.fingerprint_many)
 
     def near(self, query: Document, k: int | None = None) -> list[Match]:
-        """Every stored document within distance k of the query, nearest first, then by id.
-
-        Args:
-            k: the largest distance, at most the index's k (default: the index's k).
-
-        Raises:
-            InvalidArgument: k is out of range.
-            InvalidFingerprint: an int query outside [0, 2**f).
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Every stored document within distance k (at most, and by default, the index's k) of the query,
+        nearest first, then by id."""
         limit = self._k if k is None else check_k(k, self._k)
         return self._reads.near([self.fingerprint(query)], limit)[0]
 
@@ -218,11 +189,6 @@ class SimhashIndex:
 
         Args:
             on_progress: called after each batch with the queries done so far and that batch's results.
-
-        Raises:
-            InvalidArgument: k is out of range.
-            InvalidFingerprint: an int query outside [0, 2**f).
-            RedisUnavailable: the server cannot be reached.
         """
         limit, on_progress = check_k(k, self.k), check_progress(on_progress)
         batch = as_batch(queries, "queries")
@@ -233,19 +199,11 @@ class SimhashIndex:
         return batches.near_many(self, self._reads, fps, limit, on_progress)
 
     def get(self, doc_id: str) -> int | None:
-        """The fingerprint stored for an id, or None.
-
-        Raises:
-            InvalidArgument, InvalidType: the id is malformed.
-        """
+        """The fingerprint stored for an id, or None."""
         return self.get_many([doc_id])[0]
 
     def get_many(self, ids: Sequence[str]) -> list[int | None]:
-        """The fingerprints stored for many ids (None where absent), in one round trip.
-
-        Raises:
-            InvalidArgument, InvalidType: an id is malformed.
-        """
+        """The fingerprints stored for many ids (None where absent), in one round trip."""
         replies = self._reads.stored([encode_id(doc_id) for doc_id in as_batch(ids, "ids")])
         return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
 
@@ -260,11 +218,7 @@ class SimhashIndex:
 
     def count(self) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored (a fingerprint in two periods of a
-        retention window counts twice).
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        retention window counts twice)."""
         if self.windows is None:
             return self.store.counts(sketched=self.config.verification is not None)
         counts = self.windows.counts(sketched=self.config.verification is not None)
@@ -277,11 +231,7 @@ class SimhashIndex:
             doc_id: 1-512 UTF-8 bytes.
 
         Returns:
-            ADDED, REPLACED or UNCHANGED.
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
-            RedisUnavailable: the server cannot be reached; nothing of the document was half-written.
+            ADDED, REPLACED or UNCHANGED (a failed call leaves nothing of the document half-written).
         """
         self._check_writable()
         raw, fp = encode_id(doc_id), self.fingerprint(doc)
@@ -325,11 +275,8 @@ class SimhashIndex:
             as `add_if_new` does) in place of the outcome for each document that was not stored.
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (the whole call
-                is checked before anything of it is written).
             WriteContention: (unique) a document kept meeting concurrent writes; nothing of it was written.
-            RedisUnavailable: the server cannot be reached; batches already acknowledged are stored,
-                and no document is half-written.
+            RedisUnavailable: batches already acknowledged are stored, and no document is half-written.
         """
         self._check_writable()
         progress = check_progress(on_progress)
@@ -352,7 +299,6 @@ class SimhashIndex:
             on_progress: called after each window with the pairs done so far and that window's outcomes.
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed argument, id or document.
             RedisUnavailable: earlier windows are stored; running the same load again completes it.
         """
         self._check_writable()
@@ -370,10 +316,6 @@ class SimhashIndex:
         Args:
             batches: (ids, documents) of equal length, read lazily; windows are cut across them.
             window, on_progress: as `bulk_add`.
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint, RedisUnavailable: as `bulk_add`; also a
-                batch that is not two sequences of one length.
         """
         self._check_writable()
         return bulk_add_columns(self, self._writes, batches, window, on_progress)
@@ -388,9 +330,7 @@ class SimhashIndex:
             stored" from "duplicate of another"), else the nearest (ties by id).
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
             WriteContention: the document kept meeting concurrent writes (nothing of it was written).
-            RedisUnavailable: the server cannot be reached.
         """
         result = self.add_many([(doc_id, doc)], unique=True)[0]
         return result if isinstance(result, Match) else None
@@ -400,9 +340,6 @@ class SimhashIndex:
 
         Returns:
             True if the id was stored, False if it was unknown (nothing changed).
-
-        Raises:
-            InvalidArgument, InvalidType: the id is malformed.
         """
         return self.remove_many([doc_id])[0]
 
@@ -411,9 +348,6 @@ class SimhashIndex:
 
         Args:
             on_progress: called after each batch with the ids done so far and that batch's results.
-
-        Raises:
-            InvalidArgument, InvalidType: an id is malformed (the whole call is checked first).
         """
         self._check_writable()
         return batches.remove_many(self, self._writes, ids, check_progress(on_progress))
@@ -423,9 +357,6 @@ class SimhashIndex:
 
         Args:
             repair: also fix what is found, following the id map.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run it again.
         """
         tables = len(self.layout.tables)
         if self.windows is not None:
@@ -437,9 +368,5 @@ class SimhashIndex:
             raise lifecycle.unsketched(self.name)
 
     def drop(self) -> int:
-        """Delete every key of this index (and only this index), meta last; the number deleted.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run drop again to finish.
-        """
+        """Delete every key of this index (and only this index), meta last; the number deleted."""
         return self.store.drop()

@@ -35,7 +35,8 @@ class VerifiedIndex:
 
     Candidates come from the wrapped index's tables (within its k) and from the sketch's band tables,
     at any distance. The first `VerifiedIndex` of an index pins its mode in the meta; later ones adopt
-    it.
+    it. Every method refuses a malformed argument (InvalidArgument, InvalidType, InvalidFingerprint)
+    before writing anything of its batch, and raises RedisUnavailable when the server cannot be reached.
 
     Args:
         index: the wrapped index (its k bounds the Hamming candidates).
@@ -51,9 +52,6 @@ class VerifiedIndex:
             index's meta; the index holds documents without sketches.
         IndexNotFound: the index was dropped before its mode could be pinned.
         IndexCorrupted: the pinned mode is malformed.
-        InvalidArgument: threshold is out of (0, 1].
-        InvalidType: index or hasher is of the wrong type.
-        RedisUnavailable: the server cannot be reached.
     """
 
     def __init__(
@@ -86,12 +84,7 @@ class VerifiedIndex:
         band_buckets: int | None = None,
         **kwargs: Any,
     ) -> VerifiedIndex:
-        """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments).
-
-        Raises:
-            ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType, RedisUnavailable: as
-                `SimhashIndex` and the class.
-        """
+        """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments)."""
         client = client_from_url(url)
         try:
             index = verifiable(client, name, hasher, threshold, kwargs, band_buckets)
@@ -101,21 +94,11 @@ class VerifiedIndex:
             raise
 
     def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
-        """Store a document with its sketch, in one step: ADDED, REPLACED or UNCHANGED.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed id or document.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Store a document with its sketch, in one step: ADDED, REPLACED or UNCHANGED."""
         return self.add_many([(doc_id, doc)])[0]
 
     def add_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[Outcome]:
-        """Store many documents with their sketches, a batch per write; the outcome of each pair, in order.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Store many documents with their sketches, a batch per write; the outcome of each pair, in order."""
         outcomes: list[Outcome] = []
         for ids, docs in self._batches(items):
             fps = self.index.fingerprint_many(docs)
@@ -142,9 +125,7 @@ class VerifiedIndex:
             Each document's outcome, or (unique) its stored near-duplicate.
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: malformed or mismatched arguments (nothing
-                of the call is written).
-            WriteContention, RedisUnavailable: as `add_if_new`.
+            WriteContention: as `add_if_new`.
         """
         if not len(ids) == len(fps) == len(sketches):
             raise InvalidArgument("ids, fps and sketches must be of one length")
@@ -166,12 +147,7 @@ class VerifiedIndex:
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None]
     ) -> list[Outcome]:
         """`add_sketched` (not unique) of one window of documents through the grouped bulk path, as
-        `SimhashIndex.bulk_add` (a window cut short is completed by writing it again).
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: as `add_sketched`.
-            WriteContention, RedisUnavailable: as `SimhashIndex.bulk_add`.
-        """
+        `SimhashIndex.bulk_add` (a window cut short is completed by writing it again)."""
         if self.index.windows is not None:  # a period's keys expire with it, which the atomic path sets
             return [o for o in self.add_sketched(ids, fps, sketches) if isinstance(o, Outcome)]
         if not len(ids) == len(fps) == len(sketches):
@@ -233,30 +209,18 @@ class VerifiedIndex:
         return results
 
     def remove(self, doc_id: str) -> bool:
-        """Remove a document and its sketch; True if it was stored.
-
-        Raises:
-            InvalidArgument, InvalidType: the id is malformed.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Remove a document and its sketch; True if it was stored."""
         return self.remove_many([doc_id])[0]
 
     def remove_many(self, ids: Sequence[str]) -> list[bool]:
-        """Remove many documents, each with its sketch in the same step; for each id, whether it was stored.
-
-        Raises:
-            InvalidArgument, InvalidType: an id is malformed.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Remove many documents, each with its sketch; for each id, whether it was stored."""
         return batches.remove_many(self.index, self._writes, ids, None)
 
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None.
 
         Raises:
-            InvalidArgument, InvalidType: the id is malformed.
             IndexCorrupted: the fingerprint's sketches are malformed.
-            RedisUnavailable: the server cannot be reached.
         """
         raw = encode_id(doc_id)
         keys, windows = self.index.keys, self.index.windows
@@ -294,22 +258,13 @@ class VerifiedIndex:
             threshold: the Jaccard threshold, in [0, 1] (default: the index's).
             k: the Hamming candidates' largest distance (default and at most: the index's k; band
                 candidates come at any distance).
-
-        Raises:
-            InvalidArgument: threshold or k is out of range.
-            RedisUnavailable: the server cannot be reached.
         """
         return self.near_many([query], threshold, k)[0]
 
     def near_many(
         self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
-        """near() for many queries; a candidate without a sketch cannot be verified and is dropped.
-
-        Raises:
-            InvalidArgument: threshold or k is out of range.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """near() for many queries; a candidate without a sketch cannot be verified and is dropped."""
         docs = texts(queries)
         fps, sketches = self.index.fingerprint_many(docs), self.hasher.sketch_many(docs)
         return self.near_sketched(fps, sketches, threshold, k)
@@ -326,11 +281,6 @@ class VerifiedIndex:
         Args:
             sketches: their query sketches (the hasher's sketch_many).
             threshold, k: as `near_many`.
-
-        Raises:
-            InvalidArgument: threshold or k is out of range, or a sketch is missing or of another size.
-            InvalidFingerprint: a fingerprint is malformed.
-            RedisUnavailable: the server cannot be reached.
         """
         if threshold is None:
             threshold = self.threshold
@@ -370,19 +320,12 @@ class VerifiedIndex:
             with a confirmed near-duplicate text, else the most similar (then nearest, then by id).
 
         Raises:
-            InvalidArgument, InvalidType: a malformed id or document.
             WriteContention: the document kept meeting concurrent writes (nothing of it was written).
-            RedisUnavailable: the server cannot be reached.
         """
         return self.add_if_new_many([(doc_id, doc)])[0]
 
     def add_if_new_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[VerifiedMatch | None]:
-        """`add_if_new` for many documents, a batch at a time; also checked against earlier ones.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).
-            WriteContention, RedisUnavailable: as `add_if_new`.
-        """
+        """`add_if_new` for many documents, a batch at a time; also checked against earlier ones."""
         results: list[VerifiedMatch | None] = []
         for ids, docs in self._batches(items):
             raws = [doc_id.encode() for doc_id in ids]
