@@ -1,12 +1,5 @@
-"""Every stored or printed form of a fingerprint, and of the id lists stored with them.
-
-* In Redis (docs/redis-keys.md tells each): fingerprints of up to 64 bits as signed 64-bit decimals (intset
-  and listpack integers), 128-bit ones unsigned; the ids sharing a fingerprint as netstrings; verified mode's
-  sketches as groups of a sketch's netstring and that of its ids' list; a band table's fingerprints as f/8 (at
-  least 8) little-endian unsigned bytes each.
-* As text (CLI output, input files): 0x-prefixed hex; hex or decimal (negative: two's complement) read.
-* In a dump: a msgpack integer up to 64 bits, else f/8 big-endian bytes.
-"""
+"""Every stored (docs/redis-keys.md), printed or dumped form of a fingerprint, and of the id lists and
+sketches stored with them."""
 
 from __future__ import annotations
 
@@ -119,7 +112,8 @@ def decode_ids(raw: bytes) -> list[str]:
 
 
 def encode_sketches(pairs: list[tuple[bytes, bytes]]) -> bytes:
-    """The sketches of (encoded id, sketch) pairs sharing a fingerprint, in the stored form above."""
+    """The sketches of (encoded id, sketch) pairs sharing a fingerprint: each sketch's netstring, then that
+    of its ids' list."""
     groups: dict[bytes, list[bytes]] = {}
     for raw, sketch in pairs:
         groups.setdefault(sketch, []).append(raw)

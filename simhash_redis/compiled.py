@@ -1,13 +1,7 @@
 """The compiled core (`simhash_redis_native`, built from ``native/``): the one module that imports it.
 
-Importing this module imports the extension, checks that it has every kernel this package calls (a
-core built from an older checkout is refused as a whole), and makes bad arguments raise the package's
-InvalidArgument and InvalidType. It raises ImportError when the core is missing or older than the
-package: `fingerprinting.engine_choice` then runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native,
-says why it cannot), and `transport.wire` reads replies with hiredis alone.
-
-The extension's classes and kernels are re-exported as they are; the read path's candidate filter
-(`hits`, `hash_values`) is given its Python signature here.
+Importing it raises ImportError when the core is missing or lacks a kernel this package calls (one
+built from an older checkout is refused as a whole); the callers then run without it.
 """
 
 from __future__ import annotations
