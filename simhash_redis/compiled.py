@@ -111,14 +111,9 @@ _SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
 def hits(
     fps: list[int], replies: object, tables: int, k: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
-    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
-
-    Exactly `store.candidates.pure_hits`; None for arguments outside the kernel's types (the caller's
-    pure filter then answers).
-
-    Raises:
-        ValueError: a stored value is not an integer literal, or RESP bytes are not whole replies.
-    """
+    """`store.candidates.pure_hits`: for each query, {stored value: (fingerprint, distance)} of its
+    candidates within distance k; None for arguments outside the kernel's types (the pure filter answers);
+    ValueError for a stored value that is no integer literal, or RESP bytes that are no whole replies."""
     kind = type(replies)
     if (kind is list or kind is bytes) and _filter_arguments(fps, tables, k):
         kernel = _native.hits if kind is list else _native.hits_in_sets

@@ -113,12 +113,7 @@ def drop_index(client: redis.Redis | RedisCluster, name: str, *, prefix: str = d
 
 
 def list_indexes(client: redis.Redis | RedisCluster, *, prefix: str = defaults.PREFIX) -> list[str]:
-    """The names of the indexes on a server (those with a meta key under the prefix), sorted.
-
-    Raises:
-        InvalidArgument, InvalidType: a malformed prefix.
-        RedisUnavailable: the server cannot be reached.
-    """
+    """The names of the indexes on a server (those with a meta key under the prefix), sorted."""
     head = validate_name(prefix, "prefix") + ":"
     names = set()
     for keys in open_sender(client).scan(f"{head}*:meta", 10_000):

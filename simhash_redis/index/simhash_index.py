@@ -50,7 +50,8 @@ class SimhashIndex:
     with it. Opening one that does not exist creates it from the arguments and the defaults. Every
     method refuses a malformed argument (InvalidArgument, InvalidType; InvalidFingerprint for an int
     outside [0, 2**f)) before writing anything, and raises RedisUnavailable when the server cannot be
-    reached (every write is idempotent: run it again).
+    reached (every write is idempotent: run it again). An `on_progress` callback is called after each
+    batch (or window) with the items done so far and that batch's results.
 
     Args:
         client: a redis-py client (decode_responses may be either).
@@ -185,11 +186,7 @@ class SimhashIndex:
     def near_many(
         self, queries: Sequence[Document], k: int | None = None, *, on_progress: BatchProgress | None = None
     ) -> list[list[Match]]:
-        """near() for many queries, each batch (`batch_size` queries) in one conversation.
-
-        Args:
-            on_progress: called after each batch with the queries done so far and that batch's results.
-        """
+        """near() for many queries, each batch (`batch_size` queries) in one conversation."""
         limit, on_progress = check_k(k, self.k), check_progress(on_progress)
         batch = as_batch(queries, "queries")
         if all(type(q) is int for q in batch):  # precomputed fingerprints: no text engine to set up
@@ -268,7 +265,6 @@ class SimhashIndex:
             items: (id, document) pairs; a later pair for the same id wins.
             unique: store a document only if no near-duplicate (distance <= k) is stored, as
                 `add_if_new` does, also against the documents earlier in the same call.
-            on_progress: called after each batch with the pairs done so far and that batch's outcomes.
 
         Returns:
             The outcome of each pair, in order; with unique, a stored near-duplicate (a Match, chosen
@@ -296,7 +292,6 @@ class SimhashIndex:
         Args:
             items: (id, document) pairs, read lazily; a later pair for the same id wins.
             window: pairs grouped per round of commands (the larger, the more entries share a key).
-            on_progress: called after each window with the pairs done so far and that window's outcomes.
 
         Raises:
             RedisUnavailable: earlier windows are stored; running the same load again completes it.
@@ -311,12 +306,8 @@ class SimhashIndex:
         window: int = DEFAULT_WINDOW,
         on_progress: Progress | None = None,
     ) -> list[Outcome]:
-        """`bulk_add` of batches of two parallel lists, ids and documents (no pair per document).
-
-        Args:
-            batches: (ids, documents) of equal length, read lazily; windows are cut across them.
-            window, on_progress: as `bulk_add`.
-        """
+        """`bulk_add` of batches of two parallel lists, ids and documents of equal length (no pair per
+        document), read lazily; windows are cut across them."""
         self._check_writable()
         return bulk_add_columns(self, self._writes, batches, window, on_progress)
 
@@ -344,11 +335,7 @@ class SimhashIndex:
         return self.remove_many([doc_id])[0]
 
     def remove_many(self, ids: Iterable[str], *, on_progress: BatchProgress | None = None) -> list[bool]:
-        """Remove many ids, batch by batch; for each id, whether it was stored.
-
-        Args:
-            on_progress: called after each batch with the ids done so far and that batch's results.
-        """
+        """Remove many ids, batch by batch; for each id, whether it was stored."""
         self._check_writable()
         return batches.remove_many(self, self._writes, ids, check_progress(on_progress))
 
