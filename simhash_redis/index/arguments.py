@@ -88,13 +88,13 @@ def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def check_fp(value: Any, f: int, argument: str = "fingerprint") -> int:
+def check_fp(value: Any, f: int) -> int:
     """A fingerprint given as an int, checked against the index's width."""
     if isinstance(value, bool):
-        raise InvalidType(f"{argument} must be an int or a document, got bool")
+        raise InvalidType("fingerprint must be an int or a document, got bool")
     fp = operator.index(value)
     if not 0 <= fp < 1 << f:
-        raise InvalidFingerprint(f"{argument} must be in 0..2**{f}-1 for this index, got {fp}")
+        raise InvalidFingerprint(f"fingerprint must be in 0..2**{f}-1 for this index, got {fp}")
     return fp
 
 
