@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from ..codec import encode_fp
 from ..errors import InvalidType
 from ..results import Match, Outcome
-from ..store import Reads, Writes, encode_id
+from ..store import Layout, Reads, Store, Windows, Writes, encode_id
 from .arguments import as_batch, check_pairs
 from .unique import UniqueWrites
 
@@ -20,12 +20,17 @@ BatchProgress = Callable[[int, list[Any]], None]
 
 
 class Target(Protocol):
-    """What the batch calls need of the index (a `SimhashIndex`)."""
+    """What the batch calls and a bulk load need of the index (a `SimhashIndex`)."""
 
+    store: Store
+    windows: Windows | None
     batch_size: int
 
     @property
     def f(self) -> int: ...
+
+    @property
+    def layout(self) -> Layout: ...
 
     def fingerprint_many(self, docs: Sequence[Any]) -> list[int]: ...
 

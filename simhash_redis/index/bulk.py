@@ -4,7 +4,7 @@ the store's grouped bulk path (`store.bulk.BulkWrites`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -14,14 +14,13 @@ from ..checks import is_int
 from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
 from ..results import Outcome
-from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
+from ..store import BulkWrites, Writes, encode_id
 from .arguments import check_pairs, chunks, iterable
-from .batches import check_progress
+from .batches import Target, check_progress
 
 __all__ = [
     "DEFAULT_WINDOW",
     "Progress",
-    "Target",
     "bulk_add",
     "bulk_add_columns",
     "bulk_add_sketched",
@@ -33,19 +32,6 @@ __all__ = [
 DEFAULT_WINDOW = 1_000_000
 #: Called after each window: pairs done so far, and that window's outcomes.
 Progress = Callable[[int, list[Outcome]], None]
-
-
-class Target(Protocol):
-    """What a bulk load needs of the index it writes to (a `SimhashIndex`)."""
-
-    store: Store
-    windows: Windows | None
-    batch_size: int
-
-    @property
-    def layout(self) -> Layout: ...
-
-    def fingerprint_many(self, docs: Sequence[Any]) -> list[int]: ...
 
 
 def bulk_add(
