@@ -49,9 +49,10 @@ class SimhashIndex:
     Opening an index that exists adopts its stored configuration; arguments given explicitly must agree
     with it. Opening one that does not exist creates it from the arguments and the defaults. Every
     method refuses a malformed argument (InvalidArgument, InvalidType; InvalidFingerprint for an int
-    outside [0, 2**f)) before writing anything, and raises RedisUnavailable when the server cannot be
-    reached (every write is idempotent: run it again). An `on_progress` callback is called after each
-    batch (or window) with the items done so far and that batch's results.
+    outside [0, 2**f)) before writing anything of it (a bulk load: of its window), and raises
+    RedisUnavailable when the server cannot be reached (every write is idempotent: run it again).
+    An `on_progress` callback is called after each batch (or window) with the items done so far and
+    that batch's results.
 
     Args:
         client: a redis-py client (decode_responses may be either).
