@@ -15,12 +15,8 @@ def is_int(value: object) -> TypeGuard[int]:
 
 
 def check_int(name: str, value: object, low: int, high: int | None = None) -> int:
-    """The int argument `name`, checked against the inclusive range low..high (None: no upper bound).
-
-    Raises:
-        InvalidType: the value is not an int (a bool is refused).
-        InvalidArgument: the value is out of range.
-    """
+    """The int argument `name` (not a bool: InvalidType), checked against the inclusive range low..high
+    (None: no upper bound; else InvalidArgument)."""
     if not is_int(value):
         raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
     if value < low or (high is not None and value > high):

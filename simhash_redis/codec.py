@@ -1,12 +1,5 @@
-"""Every stored or printed form of a fingerprint, and of the id lists stored with them.
-
-* In Redis (docs/redis-keys.md tells each): fingerprints of up to 64 bits as signed 64-bit decimals (intset
-  and listpack integers), 128-bit ones unsigned; the ids sharing a fingerprint as netstrings; verified mode's
-  sketches as groups of a sketch's netstring and that of its ids' list; a band table's fingerprints as f/8 (at
-  least 8) little-endian unsigned bytes each.
-* As text (CLI output, input files): 0x-prefixed hex; hex or decimal (negative: two's complement) read.
-* In a dump: a msgpack integer up to 64 bits, else f/8 big-endian bytes.
-"""
+"""Every stored (docs/redis-keys.md), printed or dumped form of a fingerprint, and of the id lists and
+sketches stored with them."""
 
 from __future__ import annotations
 
@@ -62,11 +55,7 @@ def pack_fps(stored: list[bytes], f: int) -> bytes:
 
 
 def unpack_fps(raw: bytes, f: int) -> list[bytes]:
-    """The stored fingerprints (`encode_fp`'s) of a band table's packed value.
-
-    Raises:
-        ValueError: raw is not a whole number of packed fingerprints.
-    """
+    """The stored fingerprints (`encode_fp`'s) of a band table's packed value (else ValueError)."""
     width = _packed_width(f)
     if len(raw) % width:
         raise ValueError(f"a band value of {len(raw)} bytes is no list of {width}-byte fingerprints")
@@ -74,11 +63,7 @@ def unpack_fps(raw: bytes, f: int) -> list[bytes]:
 
 
 def unpack_fps_many(values: list[bytes | None], f: int) -> list[list[bytes]]:
-    """`unpack_fps` of many band values (None: an absent one, no fingerprints), decoded in one pass.
-
-    Raises:
-        ValueError: a value is not a whole number of packed fingerprints.
-    """
+    """`unpack_fps` of many band values (None: an absent one, no fingerprints), decoded in one pass."""
     width = _packed_width(f)
     if width != 8 or not any(values):
         return [unpack_fps(value, f) if value else [] for value in values]
@@ -110,16 +95,13 @@ def encode_ids(ids: list[str]) -> bytes:
 
 
 def decode_ids(raw: bytes) -> list[str]:
-    """The ids in a value written by `encode_ids` (or by the Lua write script).
-
-    Raises:
-        ValueError: the value is not a sequence of netstrings.
-    """
+    """The ids in a value written by `encode_ids` (or by the Lua write script), else ValueError."""
     return [item.decode() for item in _netstrings(raw)]
 
 
 def encode_sketches(pairs: list[tuple[bytes, bytes]]) -> bytes:
-    """The sketches of (encoded id, sketch) pairs sharing a fingerprint, in the stored form above."""
+    """The sketches of (encoded id, sketch) pairs sharing a fingerprint: each sketch's netstring, then that
+    of its ids' list."""
     groups: dict[bytes, list[bytes]] = {}
     for raw, sketch in pairs:
         groups.setdefault(sketch, []).append(raw)
@@ -129,11 +111,8 @@ def encode_sketches(pairs: list[tuple[bytes, bytes]]) -> bytes:
 
 
 def decode_sketches(raw: bytes) -> dict[str, bytes]:
-    """The sketch of each id in a value written by `encode_sketches` (or by the Lua scripts).
-
-    Raises:
-        ValueError: the value is not a sequence of groups of netstrings.
-    """
+    """The sketch of each id in a value written by `encode_sketches` (or by the Lua scripts), else
+    ValueError."""
     items = _netstrings(raw)
     if len(items) % 2:
         raise ValueError("a sketch without its ids")
@@ -224,11 +203,7 @@ def dump_fp(fingerprint: int, f: int) -> int | bytes:
 
 
 def undump_fp(value: object, f: int) -> int:
-    """The fingerprint of a dump record's (decoded msgpack) value written by `dump_fp`.
-
-    Raises:
-        ValueError: the value is not an f-bit fingerprint.
-    """
+    """The fingerprint of a dump record's (decoded msgpack) value written by `dump_fp`, else ValueError."""
     if isinstance(value, bytes) and len(value) == f // 8:
         return int.from_bytes(value, "big")
     if is_int(value) and f <= 64:

@@ -1,13 +1,7 @@
 """The compiled core (`simhash_redis_native`, built from ``native/``): the one module that imports it.
 
-Importing this module imports the extension, checks that it has every kernel this package calls (a
-core built from an older checkout is refused as a whole), and makes bad arguments raise the package's
-InvalidArgument and InvalidType. It raises ImportError when the core is missing or older than the
-package: `fingerprinting.engine_choice` then runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native,
-says why it cannot), and `transport.wire` reads replies with hiredis alone.
-
-The extension's classes and kernels are re-exported as they are; the read path's candidate filter
-(`hits`, `hash_values`) is given its Python signature here.
+Importing it raises ImportError when the core is missing or lacks a kernel this package calls (one
+built from an older checkout is refused as a whole); the callers then run without it.
 """
 
 from __future__ import annotations
@@ -117,14 +111,9 @@ _SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
 def hits(
     fps: list[int], replies: object, tables: int, k: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
-    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
-
-    Exactly `store.candidates.pure_hits`; None for arguments outside the kernel's types (the caller's
-    pure filter then answers).
-
-    Raises:
-        ValueError: a stored value is not an integer literal, or RESP bytes are not whole replies.
-    """
+    """`store.candidates.pure_hits`: for each query, {stored value: (fingerprint, distance)} of its
+    candidates within distance k; None for arguments outside the kernel's types (the pure filter answers);
+    ValueError for a stored value that is no integer literal, or RESP bytes that are no whole replies."""
     kind = type(replies)
     if (kind is list or kind is bytes) and _filter_arguments(fps, tables, k):
         kernel = _native.hits if kind is list else _native.hits_in_sets

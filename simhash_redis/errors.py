@@ -1,22 +1,4 @@
-"""Every error simhash-redis raises, under one root.
-
-The tree::
-
-    SimhashRedisError
-    ├── InvalidArgument (ValueError)      an argument is out of range or malformed; the message names it
-    │   └── InvalidFingerprint            an int that does not fit the index's f bits
-    ├── InvalidType (TypeError)           an argument of the wrong type; the message names it
-    ├── ConfigurationMismatch             the stored index has another f, k, layout or scheme
-    ├── IndexNotFound                     no index of that name exists (and the call may not create one)
-    ├── IndexCorrupted                    stored data this version cannot read (meta, format)
-    ├── WriteContention                   documents kept changing under concurrent writers; none written
-    ├── InputError (ValueError)           a malformed record in bulk input; carries source and line number
-    ├── TooManyErrors                     a bulk load met more bad records than it was allowed
-    └── RedisUnavailable (ConnectionError) the server could not be reached or did not answer in time
-        ├── RedisAuthError                credentials refused, or the ACL user lacks a permission
-        │   └── RedisPermissionError      the ACL user may not run a command (named when the server says)
-        ├── RedisTimeout (TimeoutError)   no reply within the socket timeout (a paused or stuck server)
-        └── RedisOutOfMemory              maxmemory reached under noeviction; nothing was half-applied
+"""Every error simhash-redis raises, under one root (the tree: docs/api.md).
 
 Messages never contain a Redis URL's password: use `redact_url` on anything that came from a URL.
 """
@@ -120,8 +102,7 @@ class InputError(SimhashRedisError, ValueError):
         super().__init__(f"{where}: {reason}")
 
     def __reduce__(self) -> tuple[type[InputError], tuple[str, int | None, str, bool]]:
-        # Found in a loader's worker process and sent back: BaseException's own pickling would call
-        # __init__ with the message alone.
+        # Sent back from a loader's worker process: BaseException's pickling would pass the message alone.
         return type(self), (self.source, self.line, self.reason, self.fatal)
 
 

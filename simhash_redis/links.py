@@ -1,8 +1,4 @@
-"""Where a reader finds the documentation: addresses built on the project's repository URL.
-
-A wheel ships no docs/ folder, so help and messages name a page by its address, built from pyproject.toml's
-[project.urls] Repository (tests/test_doc_links.py keeps the two equal).
-"""
+"""Where a reader finds the documentation (a wheel ships no docs/ folder): addresses on the repository URL."""
 
 from __future__ import annotations
 

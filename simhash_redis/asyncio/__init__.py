@@ -1,8 +1,7 @@
-"""The asyncio API: `AsyncSimhashIndex` and `AsyncVerifiedIndex` on redis.asyncio (standalone or cluster),
-and `open_index`, which opens either in the mode the library chooses.
+"""The asyncio API: `AsyncSimhashIndex`, `AsyncVerifiedIndex` and `open_index` on redis.asyncio.
 
 It runs the synchronous index's own code with its network I/O awaited (docs/asyncio.md), which needs
-greenlet: ``pip install greenlet`` (the ``asyncio`` extra: ``pip install '.[asyncio]'`` in a checkout).
+greenlet (the ``asyncio`` extra).
 """
 
 from __future__ import annotations

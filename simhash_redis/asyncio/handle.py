@@ -21,11 +21,7 @@ H = TypeVar("H", bound="AsyncHandle[Any]")
 
 class AsyncHandle(Generic[Sync]):
     """A synchronous index opened on first use inside the bridge, and the redis.asyncio client it talks
-    through.
-
-    Raises:
-        InvalidType: the client is not a redis.asyncio client.
-    """
+    through (InvalidType for another client)."""
 
     def __init__(self, client: Any, name: str, **options: Any) -> None:
         self.client = asyncio_client(client)
@@ -50,13 +46,8 @@ class AsyncHandle(Generic[Sync]):
 
     @classmethod
     async def from_url(cls: type[H], url: str, name: str, **kwargs: Any) -> H:
-        """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`).
-
-        Raises:
-            InvalidArgument: the URL is malformed.
-            RedisUnavailable: the server cannot be reached.
-            ConfigurationMismatch, IndexNotFound, IndexCorrupted: as the synchronous index.
-        """
+        """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`); errors
+        as the synchronous index's."""
         client = await run(client_from_url, url, asyncio=True)
         index = cls(client, name, **kwargs)
         index.owns_client = True
@@ -67,12 +58,7 @@ class AsyncHandle(Generic[Sync]):
             raise
 
     async def open(self: H) -> H:
-        """Open the index now (creating it, or checking it against the arguments); later calls return at once.
-
-        Raises:
-            ConfigurationMismatch, IndexNotFound, IndexCorrupted, InvalidArgument, RedisUnavailable: as
-                the synchronous index.
-        """
+        """Open the index now (creating it, or checking the arguments); later calls return at once."""
         await self._opened()
         return self
 
@@ -100,11 +86,8 @@ class AsyncHandle(Generic[Sync]):
 
     @property
     def index(self) -> Sync:
-        """The opened synchronous index (for its configuration and fingerprints: no I/O).
-
-        Raises:
-            SimhashRedisError: the index is not open yet (await `open()` or use `async with`).
-        """
+        """The opened synchronous index (for its configuration and fingerprints: no I/O); SimhashRedisError
+        before it is open (await `open()` or use `async with`)."""
         if self._index is None:
             raise SimhashRedisError(f"index {self.name!r} is not open yet: await index.open() first")
         return self._index
@@ -140,11 +123,7 @@ class AsyncHandle(Generic[Sync]):
 
 
 def asyncio_client(client: Any) -> Any:
-    """The client, if it is redis.asyncio's.
-
-    Raises:
-        InvalidType: a client of another kind (a synchronous one, say).
-    """
+    """The client, if it is redis.asyncio's (else InvalidType)."""
     if not is_asyncio_client(client):
         kind = type(client)
         raise InvalidType(

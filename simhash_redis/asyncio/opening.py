@@ -19,14 +19,10 @@ __all__ = ["open_index"]
 async def open_index(
     name: str, url: str | None = None, *, verified: bool | None = None, **kwargs: Any
 ) -> AsyncSimhashIndex | AsyncVerifiedIndex:
-    """Open (or create) an index, as `simhash_redis.open_index` does, for asyncio code (closed by
-    `aclose`, or `async with`).
-
-    A new index is verified (`AsyncVerifiedIndex`) unless verified=False asks for a plain
-    `AsyncSimhashIndex`; an existing index keeps the mode it was created with.
+    """`simhash_redis.open_index` for asyncio code: an `AsyncVerifiedIndex`, or an `AsyncSimhashIndex`
+    for a plain index (closed by `aclose`, or `async with`).
 
     Args:
-        name: the index name.
         url: a Redis URL; default: $SIMHASH_REDIS_URL, else the embedded server.
         verified: True for a verified index, False for a plain one; None (the default): verified for a
             new index, the stored mode for an existing one.
@@ -35,7 +31,6 @@ async def open_index(
     Raises:
         ConfigurationMismatch: the index exists in the other mode than the one asked for, or with
             another configuration.
-        InvalidArgument: the URL is malformed.
         RedisUnavailable: the server cannot be reached, or no embedded server can be started.
     """
     # The embedded server may have to be started: a blocking wait, kept off the event loop.

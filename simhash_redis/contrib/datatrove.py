@@ -1,7 +1,7 @@
 """A datatrove pipeline step that keeps a document only if the shared index stores it as new (`NewDocuments`).
 
-docs/pipelines.md tells how to use it (the ``datatrove`` extra). Give every snapshot's documents ids of their
-own (datatrove names a document by its file and row unless the reader is given an ``id_key``).
+Give every snapshot's documents ids of their own (datatrove names a document by its file and row unless the
+reader is given an ``id_key``); docs/pipelines.md tells more.
 """
 
 from __future__ import annotations
@@ -55,11 +55,8 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
         return self.filter_batch([doc])[0]
 
     def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
-        """Each document's verdict, the batch checked and stored in one call.
-
-        Raises:
-            RedisUnavailable, WriteContention: as `NewDocuments.check` (the task fails; run it again).
-        """
+        """Each document's verdict, the batch checked and stored in one call (on an error, the task fails:
+        run it again)."""
         found = self.documents.check([str(doc.id) for doc in batch], [doc.text for doc in batch])
         verdicts: list[bool | tuple[bool, str]] = []
         for doc, match in zip(batch, found, strict=True):

@@ -18,21 +18,16 @@ class NewDocuments:
     """Checks and stores batches of documents in a shared index, from any process: a Hugging Face ``datasets``
     filter (``dataset.filter(keep, batched=True, num_proc=8)``) or a datatrove step.
 
-    Each batch is checked and stored in one call, atomically per document: of the workers that meet copies of
-    one text, exactly one keeps it. A document is kept when it is stored now, or was stored before under its
-    own id (a run again after a crash keeps what it kept); it is dropped when another id's near-duplicate is
-    stored, so ids must name documents across every run and snapshot. Pickled, it is its settings alone: each
-    process opens its own connection on first use.
+    A document is kept when it is stored now, or was stored before under its own id (a run again after a
+    crash keeps what it kept); it is dropped when another id's near-duplicate is stored, so ids must name
+    documents across every run and snapshot. Pickled, it is its settings alone.
 
     Args:
         url: the Redis server's URL (credentials in it never appear in messages).
         index: the index name every worker shares.
-        verified: True to confirm each near-duplicate with stored sketches (`VerifiedIndex`); False for the
-            plain SimHash index (faster, less recall below Jaccard ~0.95); None (the default): verified for
-            a new index, the stored mode for an existing one (`open_index`). An existing index of the other
-            mode than the one asked for is refused.
-        **options: the index's other settings (k, prefix, threshold, ...), used when it is created; an
-            existing index keeps its own and refuses others.
+        verified: True to confirm each near-duplicate with stored sketches, False for plain SimHash; None
+            (the default): verified for a new index, the stored mode for an existing one.
+        **options: the index's other settings (k, prefix, threshold, ...), used when it is created.
     """
 
     def __init__(
@@ -56,25 +51,16 @@ class NewDocuments:
         return state
 
     def open(self) -> SimhashIndex | VerifiedIndex:
-        """This process's index, opened (and created, the first time anywhere) on first use.
-
-        Raises:
-            ConfigurationMismatch: the options disagree with the stored index, or it has the other mode
-                than the one asked for.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """This process's index, opened (and created, the first time anywhere) on first use."""
         if self._opened is None or self._opened[0] != os.getpid():
             opened = open_index(self.index, self.url, verified=self.verified, **self.options)
             self._opened = (os.getpid(), opened)
         return self._opened[1]
 
     def check(self, ids: Sequence[str], texts: Sequence[str]) -> list[Match | VerifiedMatch | None]:
-        """Store each document unless another id's near-duplicate is stored; in order, None for each
-        document kept, else the stored near-duplicate that drops it.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed id or text (nothing of the batch is written).
-            WriteContention, RedisUnavailable: as `add_if_new`.
+        """Store each document unless another id's near-duplicate is stored, atomically (of the workers
+        that meet copies of one text, exactly one keeps it); in order, None for each document kept, else
+        the stored near-duplicate that drops it. A malformed id or text: nothing of the batch is written.
         """
         if len(ids) != len(texts):
             raise InvalidArgument(f"{len(ids)} ids for {len(texts)} texts")
@@ -101,20 +87,12 @@ class NewDocuments:
         return [str(doc_id) for doc_id in batch[self.id_column]], list(batch[self.text_column])
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> list[bool]:
-        """For ``dataset.filter(keep, batched=True)``: True for each row of the batch kept.
-
-        Raises:
-            InvalidArgument: the batch lacks the id or text column.
-        """
+        """For ``dataset.filter(keep, batched=True)``: True for each row of the batch kept."""
         return [m is None for m in self.check(*self._columns(batch))]
 
     def verdicts(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
         """For ``dataset.map(keep.verdicts, batched=True)``: each row's ``duplicate_of`` (None: kept),
-        ``distance`` and ``jaccard`` (None unless verified), to filter or study later.
-
-        Raises:
-            InvalidArgument: the batch lacks the id or text column.
-        """
+        ``distance`` and ``jaccard`` (None unless verified), to filter or study later."""
         found = self.check(*self._columns(batch))
         return {
             "duplicate_of": [None if m is None else m.id for m in found],

@@ -1,12 +1,8 @@
 """A Scrapy item pipeline that drops near-duplicate items, with one index shared by every spider
 (docs/crawlers.md lists its SIMHASH_REDIS_* settings).
 
-Each item's text is stored with `add_if_new`, atomically: of the spiders that meet copies of one page,
-exactly one keeps its item; the others raise DropItem naming the stored copy. A setting the pipeline
-cannot use stops the crawl at its start, never NotConfigured (with which Scrapy would crawl on without
-the pipeline, keeping every copy). On Scrapy's asyncio reactor it uses `AsyncSimhashIndex`, so a write
-never blocks the crawl. It takes the hooks' current signatures and Scrapy 2.11-2.13's (which pass the
-spider, and await a Deferred but not a coroutine from open/close).
+A setting the pipeline cannot use stops the crawl at its start, never NotConfigured (with which Scrapy
+would crawl on without the pipeline, keeping every copy).
 """
 
 from __future__ import annotations
@@ -51,7 +47,7 @@ STORED, DROPPED, NO_TEXT = "simhash_redis/stored", "simhash_redis/dropped", "sim
 
 
 def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
-    """How an item's text is found: a callable (or its dotted path) if given, else the item's field."""
+    """An item's text: by a callable (or its dotted path) if given, else the item's field."""
     if setting is None:
         return lambda item: ItemAdapter(item).get(field)
     try:
@@ -64,8 +60,7 @@ def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
 
 
 def _typed(settings: Any, name: str, kind: str) -> Any:
-    """A setting read with its type's getter (getfloat, getint, getbool); InvalidArgument names a
-    malformed value."""
+    """A setting read with its type's getter (getfloat, getint, getbool), InvalidArgument if malformed."""
     try:
         return getattr(settings, f"get{kind}")(name)
     except ValueError:
@@ -83,7 +78,7 @@ def _on_asyncio() -> bool:
 
 def _hook_result(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
     """What open_spider / close_spider return to run a coroutine: itself where Scrapy awaits one, else a
-    Deferred (older Scrapy drops a coroutine unawaited)."""
+    Deferred (Scrapy 2.11-2.13 drop a coroutine unawaited)."""
     if hasattr(ItemPipelineManager, "open_spider_async"):
         return coroutine
     from scrapy.utils.defer import deferred_from_coro
@@ -104,7 +99,8 @@ def _retention(retention: object, sliding: bool) -> object:
 
 
 class NearDuplicatePipeline:
-    """Drops an item whose text is a near-duplicate of one already stored; stores the others' fingerprints.
+    """Drops an item whose text is a near-duplicate of one already stored (`add_if_new`: of the spiders
+    that meet copies of one page, exactly one keeps its item); stores the others.
 
     Args:
         url: the Redis server's URL (credentials never appear in messages or logs).
@@ -117,9 +113,8 @@ class NearDuplicatePipeline:
         prefix: the key prefix.
         retention: forget a page this long after it was stored ("30d", seconds, a timedelta, or a
             `Retention`), used when the index is created, like k.
-        verified: True for a verified index (`VerifiedIndex`), False for a plain one; None (the
-            default): verified for a new index, the stored mode for an existing one. An existing index
-            of the other mode than the one asked for is refused when the spider opens.
+        verified: True for a verified index, False for a plain one; None (the default): verified for a
+            new index, the stored mode for an existing one.
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
 
     Raises:
@@ -157,12 +152,8 @@ class NearDuplicatePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
-        """The pipeline as the crawl's settings describe it (SIMHASH_REDIS_*).
-
-        Raises:
-            InvalidArgument: a setting the pipeline cannot use (malformed, out of range, or contradicting
-                another); Scrapy then stops the crawl at its start.
-        """
+        """The pipeline as the crawl's settings describe it (SIMHASH_REDIS_*); InvalidArgument, which
+        stops the crawl at its start, for a setting it cannot use."""
         settings = crawler.settings
         threshold = _typed(settings, "SIMHASH_REDIS_THRESHOLD", "float") or None  # given: verified
         if threshold is not None and not 0 <= threshold <= 1:
@@ -190,13 +181,12 @@ class NearDuplicatePipeline:
         return pipeline
 
     def open_spider(self, spider: object = None) -> Awaitable[None] | None:
-        """Open (or create) the index; where the crawl runs on asyncio, return the awaitable that does.
+        """Open (or create) the index; where the crawl runs on asyncio (`AsyncSimhashIndex`: a write
+        never blocks the crawl), return the awaitable that does.
 
         Raises:
-            RedisUnavailable: the server cannot be reached.
             ConfigurationMismatch: the index exists with another k, retention or threshold, or in the
                 other mode than SIMHASH_REDIS_VERIFIED asks for.
-            InvalidArgument: a new index would be verified (the default) with a retention window.
         """
         if _on_asyncio():
             return _hook_result(self._open_async())
@@ -244,13 +234,8 @@ class NearDuplicatePipeline:
         return None
 
     async def process_item(self, item: Any, spider: object = None) -> Any:
-        """Store the item's fingerprint and pass the item on, or drop it as a near-duplicate.
-
-        Raises:
-            DropItem: a near-duplicate is stored (its id and distance in the message), or this id was
-                stored before with a near-identical text.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Store the item's fingerprint and pass the item on, or drop it (DropItem, naming the stored copy
+        and its distance) as a near-duplicate, also of this id's own stored text."""
         text = self.text(item)
         if not isinstance(text, str) or not text.strip():
             self._inc(NO_TEXT)
@@ -264,7 +249,6 @@ class NearDuplicatePipeline:
         return self._outcome(item, doc_id, match)
 
     def _outcome(self, item: Any, doc_id: str, match: Match | VerifiedMatch | None) -> Any:
-        """The item, if stored; else DropItem naming the stored copy."""
         if match is None:
             self._inc(STORED)
             return item

@@ -29,20 +29,12 @@ __all__ = [
 
 
 def as_batch(value: object, argument: str) -> list[Any]:
-    """A batch argument as a list; a str, bytes or non-iterable is refused rather than split up.
-
-    Raises:
-        InvalidType: a str, bytes, mapping or non-iterable.
-    """
+    """A batch argument as a list; InvalidType for a str, bytes, mapping or non-iterable."""
     return list(iterable(value, argument))
 
 
 def iterable(value: object, argument: str) -> Iterable[Any]:
-    """`as_batch` without reading the items.
-
-    Raises:
-        InvalidType: a str, bytes, mapping or non-iterable.
-    """
+    """`as_batch` without reading the items."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise InvalidType(
             f"{argument} must be a list (or other iterable) of items, got {type(value).__name__}"
@@ -51,12 +43,7 @@ def iterable(value: object, argument: str) -> Iterable[Any]:
 
 
 def check_options(backoff: object, batch_size: object) -> int:
-    """Check an index's backoff and batch size; the batch size.
-
-    Raises:
-        InvalidType: the backoff is of another type.
-        InvalidArgument: the batch size is not a positive int.
-    """
+    """The batch size, once it and the backoff are checked."""
     if backoff is not None and not isinstance(backoff, Backoff):
         raise InvalidType(f"backoff must be a simhash_redis.Backoff, got {type(backoff).__name__}")
     if not is_int(batch_size) or batch_size < 1:
@@ -65,12 +52,8 @@ def check_options(backoff: object, batch_size: object) -> int:
 
 
 def check_client(client: object) -> None:
-    """Refuse a client the index cannot use, saying what to use instead.
-
-    Raises:
-        InvalidType: not a redis.Redis or redis.cluster.RedisCluster (an asyncio client is taken only
-            inside a call of `simhash_redis.asyncio.AsyncSimhashIndex`, which runs this class).
-    """
+    """Refuse (InvalidType) a client the index cannot use, saying what to use instead (an asyncio
+    client is taken only inside a call of `AsyncSimhashIndex`, which runs this class)."""
     if isinstance(client, (redis.Redis, RedisCluster)) or (is_asyncio_client(client) and bridged()):
         return
     kind = type(client)
@@ -91,11 +74,7 @@ def is_integer(value: object) -> bool:
 
 
 def check_pairs(batch: list[Any]) -> list[tuple[str, Any]]:
-    """Check that every item of a batch is an (id, document) pair.
-
-    Raises:
-        InvalidType: an item is not a 2-tuple.
-    """
+    """The batch, once every item is checked to be an (id, document) pair."""
     for item in batch:
         if not isinstance(item, tuple) or len(item) != 2:
             raise InvalidType(f"items must be (id, document) pairs, got {type(item).__name__}")
@@ -109,28 +88,18 @@ def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def check_fp(value: Any, f: int, argument: str = "fingerprint") -> int:
-    """A fingerprint given as an int, checked against the index's width.
-
-    Raises:
-        InvalidType: a bool, or not an int.
-        InvalidFingerprint: outside 0..2**f-1.
-    """
+def check_fp(value: Any, f: int) -> int:
+    """A fingerprint given as an int, checked against the index's width."""
     if isinstance(value, bool):
-        raise InvalidType(f"{argument} must be an int or a document, got bool")
+        raise InvalidType("fingerprint must be an int or a document, got bool")
     fp = operator.index(value)
     if not 0 <= fp < 1 << f:
-        raise InvalidFingerprint(f"{argument} must be in 0..2**{f}-1 for this index, got {fp}")
+        raise InvalidFingerprint(f"fingerprint must be in 0..2**{f}-1 for this index, got {fp}")
     return fp
 
 
 def check_k(k: int | None, index_k: int) -> int:
-    """The distance a query asks for: its own k, or the index's.
-
-    Raises:
-        InvalidType: not an int.
-        InvalidArgument: outside 0..index_k.
-    """
+    """The distance a query asks for: its own k (checked), or the index's."""
     if k is None:
         return index_k
     if not is_int(k):
@@ -141,12 +110,7 @@ def check_k(k: int | None, index_k: int) -> int:
 
 
 def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], list[int]]) -> list[int]:
-    """The fingerprints of documents: ints checked, the others fingerprinted in one batch.
-
-    Raises:
-        InvalidFingerprint: an int outside [0, 2**f).
-        InvalidType: a document of an unsupported type.
-    """
+    """The fingerprints of documents: ints checked, the others fingerprinted in one batch."""
     docs = as_batch(docs, "docs")
     out: list[int | None] = [None] * len(docs)
     texts: list[Any] = []
@@ -163,11 +127,7 @@ def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], li
 
 
 def texts(docs: Sequence[object]) -> list[Any]:
-    """Documents a sketch can be made from: texts, UTF-8 bytes or tokens, not fingerprints.
-
-    Raises:
-        InvalidType: a document of another type (an int fingerprint, weighted features).
-    """
+    """Documents a sketch can be made from: texts, UTF-8 bytes or tokens, not fingerprints."""
     for i, doc in enumerate(docs):
         if isinstance(doc, (int, dict)) or not isinstance(doc, (str, bytes, Sequence)):
             raise InvalidType(

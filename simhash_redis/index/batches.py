@@ -1,8 +1,5 @@
-"""The batch forms of the index's calls: the whole argument checked first, then sent batch by batch.
-
-A malformed item anywhere in a call is refused before the first batch is written, so a refused call
-writes nothing. A long call reports its progress after each batch the server has answered.
-"""
+"""The batch forms of the index's calls: the whole argument checked first (a refused call writes
+nothing), then sent batch by batch, progress reported after each."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ from typing import Any, Protocol
 from ..codec import encode_fp
 from ..errors import InvalidType
 from ..results import Match, Outcome
-from ..store import Reads, Writes, encode_id
+from ..store import Layout, Reads, Store, Windows, Writes, encode_id
 from .arguments import as_batch, check_pairs
 from .unique import UniqueWrites
 
@@ -23,22 +20,23 @@ BatchProgress = Callable[[int, list[Any]], None]
 
 
 class Target(Protocol):
-    """What the batch calls need of the index (a `SimhashIndex`)."""
+    """What the batch calls and a bulk load need of the index (a `SimhashIndex`)."""
 
+    store: Store
+    windows: Windows | None
     batch_size: int
 
     @property
     def f(self) -> int: ...
 
+    @property
+    def layout(self) -> Layout: ...
+
     def fingerprint_many(self, docs: Sequence[Any]) -> list[int]: ...
 
 
 def check_progress(on_progress: object) -> BatchProgress | None:
-    """The progress callback, checked.
-
-    Raises:
-        InvalidType: it is neither.
-    """
+    """The progress callback (None or a callable), checked."""
     if on_progress is not None and not callable(on_progress):
         raise InvalidType(f"on_progress must be callable, got {type(on_progress).__name__}")
     return on_progress
@@ -51,12 +49,7 @@ def add_many(
     items: Iterable[tuple[str, Any]],
     on_progress: BatchProgress | None,
 ) -> list[Any]:
-    """Check every pair, fingerprint every document, then write a batch at a time.
-
-    Raises:
-        InvalidArgument, InvalidType, InvalidFingerprint: a malformed item (nothing is written).
-        RedisUnavailable: the batches before are stored.
-    """
+    """Check every pair, fingerprint every document, then write a batch at a time."""
     pairs = check_pairs(as_batch(items, "items"))
     ids = [encode_id(doc_id) for doc_id, _ in pairs]
     fps = index.fingerprint_many([doc for _, doc in pairs])
@@ -79,12 +72,7 @@ def add_many(
 def remove_many(
     index: Target, writes: Writes, ids: Iterable[str], on_progress: BatchProgress | None
 ) -> list[bool]:
-    """Check every id, then remove a batch at a time.
-
-    Raises:
-        InvalidArgument, InvalidType: a malformed id (nothing is removed).
-        RedisUnavailable: the batches before are removed.
-    """
+    """Check every id, then remove a batch at a time."""
     raws = [encode_id(doc_id) for doc_id in as_batch(ids, "ids")]
     removed: list[bool] = []
     for start in range(0, len(raws), index.batch_size):
@@ -103,11 +91,7 @@ def remove_many(
 def near_many(
     index: Target, reads: Reads, fps: list[int], limit: int, on_progress: BatchProgress | None
 ) -> list[list[Match]]:
-    """Look up checked fingerprints a batch (one conversation) at a time.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    """Look up checked fingerprints a batch (one conversation) at a time."""
     results: list[list[Match]] = []
     for start in range(0, len(fps), index.batch_size):
         done = reads.near(fps[start : start + index.batch_size], limit)

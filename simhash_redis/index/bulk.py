@@ -1,10 +1,10 @@
-"""`SimhashIndex.bulk_add`'s half on the index floor: pairs read a window at a time, checked and
-fingerprinted, then written by the store's grouped bulk path (`store.bulk.BulkWrites`)."""
+"""`SimhashIndex.bulk_add`: pairs read a window at a time, checked and fingerprinted, then written by
+the store's grouped bulk path (`store.bulk.BulkWrites`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -14,14 +14,13 @@ from ..checks import is_int
 from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
 from ..results import Outcome
-from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
+from ..store import BulkWrites, Writes, encode_id
 from .arguments import check_pairs, chunks, iterable
-from .batches import check_progress
+from .batches import Target, check_progress
 
 __all__ = [
     "DEFAULT_WINDOW",
     "Progress",
-    "Target",
     "bulk_add",
     "bulk_add_columns",
     "bulk_add_sketched",
@@ -35,19 +34,6 @@ DEFAULT_WINDOW = 1_000_000
 Progress = Callable[[int, list[Outcome]], None]
 
 
-class Target(Protocol):
-    """What a bulk load needs of the index it writes to (a `SimhashIndex`)."""
-
-    store: Store
-    windows: Windows | None
-    batch_size: int
-
-    @property
-    def layout(self) -> Layout: ...
-
-    def fingerprint_many(self, docs: Sequence[Any]) -> list[int]: ...
-
-
 def bulk_add(
     index: Target,
     writes: Writes,
@@ -55,13 +41,7 @@ def bulk_add(
     window: int = DEFAULT_WINDOW,
     on_progress: Progress | None = None,
 ) -> list[Outcome]:
-    """Write (id, document) pairs a window at a time, the counts moving with what each step adds.
-
-    Raises:
-        InvalidArgument, InvalidType, InvalidFingerprint: a malformed argument, id or document (a window
-            is checked before anything of it is written).
-        RedisUnavailable: the windows before are stored; running the same load again completes it.
-    """
+    """Write (id, document) pairs a window at a time, each window checked before it is written."""
     _check(window, on_progress)
     columns = (_unzipped(batch) for batch in chunks(iterable(items, "items"), window))
     return bulk_add_columns(index, writes, columns, window, on_progress)
@@ -74,13 +54,7 @@ def bulk_add_columns(
     window: int = DEFAULT_WINDOW,
     on_progress: Progress | None = None,
 ) -> list[Outcome]:
-    """`bulk_add` of documents given as batches of two parallel lists, ids and documents.
-
-    Raises:
-        InvalidArgument, InvalidType, InvalidFingerprint: as `bulk_add`; a batch that is not two lists of
-            one length.
-        RedisUnavailable: as `bulk_add`.
-    """
+    """`bulk_add` of documents given as batches of two parallel lists, ids and documents."""
     _check(window, on_progress)
     if index.windows is not None:
         return _through_script(index, writes, batches, window, on_progress)
@@ -97,14 +71,8 @@ def bulk_add_columns(
 def bulk_add_sketched(
     index: Target, writes: Writes, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes]
 ) -> list[Outcome]:
-    """One window of a verified index's documents, fingerprinted and sketched already, each written with
-    its sketch (stored form, b"" for none) by the grouped bulk path (`writes` in verified mode).
-
-    Raises:
-        InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or fingerprint (nothing of the
-            window is written).
-        RedisUnavailable: the window is partly written, never half-visible; writing it again completes it.
-    """
+    """One window of a verified index's documents, each written with its sketch (stored form, b"" for
+    none) by the grouped bulk path."""
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
     raws = _encode_ids(list(ids))
     return bulk.write(raws, _fingerprints(list(fps), bulk.f, index.fingerprint_many), sketches)
@@ -117,10 +85,8 @@ def _through_script(
     window: int,
     on_progress: Progress | None,
 ) -> list[Outcome]:
-    """A bulk load into an index with a retention window: atomic script calls, a batch at a time.
-
-    Every key such an index writes must expire with its period, which the grouped commands do not set.
-    """
+    """A bulk load into an index with a retention window: atomic script calls, a batch at a time (every
+    key must expire with its period, which the grouped commands do not set)."""
     outcomes: list[Outcome] = []
     f, size = index.layout.f, index.batch_size
     for ids, docs in windows(batches, window):
@@ -154,12 +120,7 @@ def _unzipped(batch: list[Any]) -> tuple[list[Any], list[Any]]:
 def windows(
     batches: Iterable[tuple[Sequence[Any], Sequence[Any]]], window: int
 ) -> Iterator[tuple[list[Any], list[Any]]]:
-    """The batches' ids and documents cut into windows of `window` (the last may be shorter).
-
-    Raises:
-        InvalidType: not an iterable of such tuples.
-        InvalidArgument: a batch's two sequences differ in length.
-    """
+    """The batches' ids and documents, checked, cut into windows of `window` (the last may be shorter)."""
     if isinstance(batches, (str, bytes, Mapping)) or not isinstance(batches, Iterable):
         raise InvalidType(f"batches must be an iterable of (ids, documents), got {type(batches).__name__}")
 
@@ -178,8 +139,7 @@ def windows(
 def column_windows(
     batches: Iterable[tuple[Sequence[Any], ...]], window: int
 ) -> Iterator[tuple[list[Any], ...]]:
-    """Batches of parallel sequences (checked: one length each) cut into windows of `window` (the last
-    may be shorter), each a tuple of lists."""
+    """Batches of parallel sequences of one length cut into windows of `window`, each a tuple of lists."""
     held: list[list[Any]] | None = None
     for batch in batches:
         if held is None:
@@ -198,7 +158,6 @@ def column_windows(
 
 
 def _is_list_like(value: object) -> bool:
-    """A list, tuple or other sequence of items (not a string, bytes or a mapping)."""
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
 
 
@@ -230,8 +189,7 @@ def _fingerprints(
             values = np.fromiter(docs, dtype=np.uint64, count=len(docs))
         except OverflowError:  # negative or too large: fingerprint_many says which one
             return fingerprint_many(docs)
-        # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for mypy
-        # targeting Python 3.10.
+        # np.max: numpy 2.5's stubs match no overload of ndarray.max() for mypy on Python 3.10.
         if f == 64 or not len(values) or int(np.max(values)) >> f == 0:
             return values
     return fingerprint_many(docs)

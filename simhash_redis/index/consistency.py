@@ -1,21 +1,4 @@
-"""Checking an index's internal consistency, and repairing it.
-
-A document is consistent when its id-map entry, its fingerprint-map entry and its fingerprint's membership
-in every table agree. On a standalone server every write is one atomic script, so an inconsistency can
-only come from outside (a partial restore, a hand edit, a cluster node lost mid-write). The rules of
-repair follow the id map, which is the commit record of a document:
-
-- an id whose fingerprint lacks the fingerprint-map entry or a table membership is completed;
-- a fingerprint-map entry listing an id that the id map does not give that fingerprint loses that id;
-- a table member with no fingerprint-map entry is removed (an uncommitted write; on a cluster also the
-  normal leftover of a fingerprint whose last id left, counted as garbage rather than a problem);
-- the counts are set to what the data holds;
-- in verified mode, sketches and band tables are checked as `sketch_check` says.
-
-Before all that, every key of the index is checked to hold its kind's type (TYPE): a key another
-program overwrote with a string, say, is listed, and nothing else is checked or repaired until a person
-has deleted it (no repair could write there, and the checks would stumble on it).
-"""
+"""Checking an index's internal consistency, and repairing it (the rules: docs/guarantees.md)."""
 
 from __future__ import annotations
 
@@ -37,8 +20,6 @@ WRONG_TYPE = "key of the wrong type"
 
 
 class _Target(NamedTuple):
-    """The index being checked: its store, width and number of tables."""
-
     store: Store
     f: int
     tables: int
@@ -55,13 +36,8 @@ class _Target(NamedTuple):
 def check_consistency(
     store: Store, f: int, tables: int, repair: bool = False, verification: Verification | None = None
 ) -> VerifyReport:
-    """Check every id, fingerprint and table entry of an index against the others.
-
-    Run it while no worker writes to the index: a write in flight can look like an inconsistency.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
-    """
+    """Check every id, fingerprint and table entry of an index against the others (while no worker
+    writes: a write in flight can look like an inconsistency)."""
     report = VerifyReport(repaired=repair)
     target = _Target(store, f, tables)
     if find_wrong_types(store, report, store.scan("all")):
@@ -130,11 +106,7 @@ def check_consistency(
 
 
 def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[bytes]]) -> bool:
-    """Report each of the keys that holds another type of value than its kind's; True if any does.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    """Report each of the keys that holds another type of value than its kind's; True if any does."""
     found = False
     for batch in batches:
         typed = [(key, kind) for key in batch if (kind := store.keys.stored_type(key)) is not None]
@@ -152,10 +124,8 @@ def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[
 def _move_sketches(
     target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]], repair: bool
 ) -> int:
-    """Sketch fields found in another bucket than their fingerprint's (bucket key, field, sketches):
-    reported, and on repair each stored document's sketch set where its id is listed (step 1 listed
-    it there), then the field removed; returns how many are of stored documents.
-    """
+    """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's;
+    on repair, move each stored document's sketch to where step 1 listed its id. The number of those."""
     keys, run = target.keys, target.store.execute
     pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
     for key, name, raw in entries:
@@ -216,13 +186,10 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
 def _check_fingerprints(
     target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]], repair: bool
 ) -> int:
-    """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; returns how many are in
-    use.
+    """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use.
 
-    An entry in another bucket than its fingerprint's (the placement of another format) is moved: its
-    ids added to the right bucket's entry, one by one, then the entry removed where it was. It counts as
-    in use once, where it lands, if that bucket held no entry for its fingerprint (the scan of that
-    bucket, before or after, counted the entry there).
+    An entry in another bucket than its fingerprint's (another format's placement) is moved, its ids
+    added one by one; it counts where it lands unless that bucket's own entry was counted by its scan.
     """
     keys, run = target.keys, target.store.execute
     parsed = []
@@ -300,8 +267,7 @@ def _check_tables(
 
 
 def _elsewhere(target: _Target, fps: list[bytes]) -> set[bytes]:
-    """Those of the fingerprints that have an entry in the bucket the other placement (by hash or by
-    bits) gives them, where that is another bucket than theirs."""
+    """The fingerprints with an entry in the other placement's (by hash or by bits) bucket, if another."""
     keys = target.keys
     other = keys.placed(not keys.fp_by_bits)
     asked = [(fp, other.fp_bucket(fp)) for fp in dict.fromkeys(fps)]

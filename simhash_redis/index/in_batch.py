@@ -1,13 +1,5 @@
 """Add-if-new within one batch: the documents of a round written in one script call, each guard expecting
-the fingerprints the documents before it add to its sets.
-
-A guard lists the members a document read from its table sets (and band tables); the write script
-refuses the document if a set holds anything else. Documents of one call that share a set would refuse
-each other (with a single writer, until the rounds ran out), so each guard also expects the fingerprints
-written before it in the same call into the same sets; a document near one of them by the index's rule
-(within k, or confirmed by its sketch) is not written in this round: the next round reads the earlier
-one from the index, and reports it as the near-duplicate.
-"""
+the fingerprints the documents before it add to its sets (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -25,17 +17,13 @@ class Near(Protocol):
     """Decides whether earlier documents of a batch count as near-duplicates of a document."""
 
     def confirms(self, doc: int, earlier: list[int]) -> bool:
-        """Whether any of the earlier documents (positions in the batch; candidates by the tables or
-        bands they share with doc) is a near-duplicate of doc."""
+        """Whether any of the earlier documents (positions in the batch) is a near-duplicate of doc."""
         ...
 
 
 class InBatch:
-    """The sets one round's writes add their fingerprints to, in the order the write script applies them.
-
-    `near` decides which candidates count (default: every one within distance k); `bands` are each
-    document's band table keys (verified mode), by position in the batch.
-    """
+    """The sets one round's writes add their fingerprints to, in the order the write script applies them;
+    `near` decides which candidates count (default: every one within k), `bands` are band table keys."""
 
     def __init__(
         self,
@@ -68,16 +56,11 @@ class InBatch:
 
     def admit(self, doc: int, sets: Guard, tables: list[bytes] | None = None) -> Guard | None:
         """The guard to write a document with after those admitted before it, or None to leave it to the
-        next round (an earlier document of the batch is its near-duplicate).
-
-        Args:
-            tables: the document's table keys, where the caller has built them (an index without a
-                retention window: its write's).
-        """
+        next round (an earlier document of the batch is its near-duplicate); `tables`: its table keys,
+        where the caller has built them."""
         fp, first = self.fps[doc], self._first
         if tables is None or self.windows is not None:
             tables = self._tables(fp)
-        # The sets its write adds fp to (tables, then bands).
         written = tables + self.bands.get(doc, [])
         if any(key in first for key in written):
             if self._near(doc, written):
@@ -101,8 +84,7 @@ class InBatch:
         return () if first is None else (first,)
 
     def _expecting(self, doc: int, sets: Guard, written: list[bytes]) -> Guard:
-        """The guard of a document whose sets the documents admitted before it add to: each set's members
-        read, and what those documents add to it."""
+        """The guard of a document whose sets earlier admitted documents add to: read, plus those."""
         keys = written
         if isinstance(sets, WindowedSets) and self.windows is not None:
             # Guarded in every period read: the current one's sets are among them.
@@ -124,10 +106,8 @@ class InBatch:
         return WindowedSets(expected, sets.windows) if isinstance(sets, WindowedSets) else expected
 
     def _near(self, doc: int, written: list[bytes]) -> bool:
-        """Whether a document admitted before doc is a candidate of it that counts as its near-duplicate.
-
-        Candidates as a read finds them: within k (sharing a table), or sharing a band at any distance.
-        """
+        """Whether a document admitted before doc is its near-duplicate: a candidate as a read finds
+        them (within k sharing a table, or sharing a band) that `near` confirms."""
         fp, added, tables = self.fps[doc], self._added, len(written) - len(self.bands.get(doc, ()))
         tabled = {other for key in written[:tables] for other in added(key)}
         found = {other for other in tabled if (fp ^ other).bit_count() <= self.k}

@@ -48,22 +48,14 @@ def unsketched(name: str) -> ConfigurationMismatch:
 
 
 def as_retention(retention: object) -> Retention | None:
-    """The retention window a worker asks for, in the forms `SimhashIndex` takes.
-
-    Raises:
-        InvalidArgument, InvalidType: a malformed retention.
-    """
+    """The retention window a worker asks for, in the forms `SimhashIndex` takes."""
     if retention is None:
         return None
     return retention if isinstance(retention, Retention) else Retention.of(retention)
 
 
 def requested(**args: Any) -> tuple[IndexConfig, set[str]]:
-    """The configuration a worker asks for, and which of its parts it named.
-
-    Raises:
-        InvalidArgument, InvalidType: the arguments contradict each other or are malformed.
-    """
+    """The configuration a worker asks for, and which of its parts it named."""
     return IndexConfig.build(**args), {arg for arg, value in args.items() if value is not None}
 
 
@@ -71,16 +63,7 @@ def open_config(
     sender: Sender, prefix: str, name: str, wanted: IndexConfig, given: set[str], create: bool
 ) -> IndexConfig:
     """The stored configuration of an index (created from `wanted` if allowed and missing), checked: the
-    parts named in `given` must agree with it.
-
-    Raises:
-        IndexNotFound: the index does not exist and create is false.
-        InvalidArgument: the index does not exist and the layout would make every query read back a
-            large part of what it holds (`defaults.MAX_READ_FRACTION`).
-        IndexCorrupted: the meta is missing while the index's data is there, or unreadable.
-        ConfigurationMismatch: a named part disagrees with the stored configuration.
-        RedisUnavailable: the server cannot be reached.
-    """
+    parts named in `given` must agree with it."""
     # A layout whose every query reads a large part of the index is refused for new indexes only: an
     # existing one keeps working as it was made.
     refusal = None
@@ -99,23 +82,12 @@ def open_config(
 
 
 def open_windows(config: IndexConfig, keys: KeySchema, sender: Sender) -> Windows | None:
-    """The periods of an index with a retention window (None for one without).
-
-    Raises:
-        RedisUnavailable: the server cannot be reached (its clock is read).
-    """
+    """The periods of an index with a retention window (None for one without); reads the server's clock."""
     return None if config.retention is None else Windows(keys, config.retention, sender)
 
 
 def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any]) -> None:
-    """Write a lost meta key from a stated configuration, once a sample of the data fits it.
-
-    Raises:
-        InvalidArgument: k is not given.
-        ConfigurationMismatch: the stored data does not fit the stated configuration.
-        IndexCorrupted: there is no data to check it against.
-        RedisUnavailable: the server cannot be reached.
-    """
+    """`SimhashIndex.restore`: write a lost meta key from a stated configuration the data fits."""
     if config.get("k") is None:
         raise InvalidArgument("restoring an index needs the k it was created with")
     stated = {arg: config.get(arg) for arg in CONFIG_ARGS}
@@ -127,9 +99,8 @@ def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any
 
 
 def drop_index(client: redis.Redis | RedisCluster, name: str, *, prefix: str = defaults.PREFIX) -> int:
-    """Delete every key of an index by its name, also when its meta is lost or unreadable.
-
-    `SimhashIndex.drop` does the same for an index that opens; this is for one that does not.
+    """Delete every key of an index by its name, also when its meta is lost or unreadable (an index
+    that opens: `SimhashIndex.drop`).
 
     Returns:
         The number of keys deleted.
@@ -142,12 +113,7 @@ def drop_index(client: redis.Redis | RedisCluster, name: str, *, prefix: str = d
 
 
 def list_indexes(client: redis.Redis | RedisCluster, *, prefix: str = defaults.PREFIX) -> list[str]:
-    """The names of the indexes on a server (those with a meta key under the prefix), sorted.
-
-    Raises:
-        InvalidArgument, InvalidType: a malformed prefix.
-        RedisUnavailable: the server cannot be reached.
-    """
+    """The names of the indexes on a server (those with a meta key under the prefix), sorted."""
     head = validate_name(prefix, "prefix") + ":"
     names = set()
     for keys in open_sender(client).scan(f"{head}*:meta", 10_000):

@@ -1,11 +1,7 @@
-"""The detection mode of an index: the one place that decides whether an index is verified or plain.
+"""The one place (`chosen_mode`, which every entry point calls) that decides whether an index is verified.
 
-A new index made from texts is verified (MinHash-confirmed: it finds what people call near-duplicates,
-docs/choosing.md) unless plain is asked for; one made from precomputed fingerprints is plain (a sketch
-needs the text); an existing index keeps the mode it was created with, and a caller that asks for the
-other one is refused rather than mixing the two. Every entry point (the command line, `open_index`,
-`simhash_redis.asyncio.open_index`, the Scrapy pipeline, `NewDocuments` and the datatrove step, the
-HTTP service) calls `chosen_mode`.
+A new index made from texts is verified unless plain is asked for; one made from precomputed fingerprints
+is plain (a sketch needs the text); an existing index keeps its mode, and asking for the other is refused.
 """
 
 from __future__ import annotations
@@ -25,14 +21,8 @@ __all__ = ["LIBRARY", "Asking", "chosen_mode", "open_in_mode"]
 
 @dataclass(frozen=True)
 class Asking:
-    """How a caller's users ask for each mode, for the messages that tell them to.
-
-    Attributes:
-        plain: what asks for a plain index ("verified=False", "--plain").
-        verified: what asks for a verified one ("verified=True", "--verified").
-        hasher, threshold, band_buckets: how they give the verified mode's arguments, which also ask
-            for it ("threshold", "--threshold", "SIMHASH_REDIS_THRESHOLD").
-    """
+    """How a caller's users ask for each mode ("verified=False", "--plain"; "--threshold", ...), for the
+    messages that tell them to."""
 
     plain: str
     verified: str
@@ -42,19 +32,13 @@ class Asking:
 
     def asked_by(self, verified: bool | None, **arguments: object) -> str | None:
         """What asks for verified mode, in these words: verified=True, and each of the verified mode's
-        arguments that is given (not None); None if nothing does.
-
-        Args:
-            verified: the mode asked for (True: verified).
-            **arguments: hasher, threshold, band_buckets: their values.
-        """
+        arguments (hasher, threshold, band_buckets) that is not None; None if nothing does."""
         given = ["verified"] if verified else []
         given += [argument for argument, value in arguments.items() if value is not None]
         return self.named(given) or None
 
     def named(self, arguments: Sequence[str]) -> str:
-        """The caller's words for what asks for verified mode, by `open_in_mode`'s argument names
-        ("verified", "threshold", ...), as a list: "--threshold and --band-buckets" ("" for none)."""
+        """The caller's words for `open_in_mode`'s arguments, as a list: "--threshold and --band-buckets"."""
         words = [getattr(self, argument) for argument in arguments]
         return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
@@ -76,12 +60,9 @@ def chosen_mode(
 
     Args:
         asked: True for verified, False for plain, None for the default.
-        name: the index name, for messages.
-        stored: the mode of the existing index (True: verified); None: the index is new.
+        stored: the mode of the existing index; None: the index is new.
         from_text: whether a new index is made from texts (not precomputed fingerprints).
-        asking: how the caller's users ask for each mode.
-        asked_by: what asked for verified mode, in the caller's words, when it is not (only)
-            `asking.verified` ("--threshold"): the refusal names what to leave out.
+        asked_by: what asked for verified mode in the caller's words, when not (only) `asking.verified`.
 
     Raises:
         ConfigurationMismatch: the existing index has the other mode than the one asked for.
@@ -116,19 +97,12 @@ def open_in_mode(
     """Open (or create) an index in the mode `chosen_mode` gives: a `VerifiedIndex` or a `SimhashIndex`.
 
     Args:
-        client: a synchronous Redis or RedisCluster client.
-        name: the index name.
-        verified: True for verified, False for plain, None for the default (as `chosen_mode`).
-        from_text: whether a new index is made from texts.
-        hasher, threshold, band_buckets: the verified mode's (as `VerifiedIndex`); giving one asks
-            for verified.
-        asking: how the caller's users ask for each mode.
+        verified, from_text: as `chosen_mode`'s asked and from_text.
+        hasher, threshold, band_buckets: the verified mode's (as `VerifiedIndex`); giving one asks for it.
         **options: the arguments of `SimhashIndex` (k, layout, retention, create, ...).
 
     Raises:
         InvalidArgument: plain asked for with hasher, threshold or band_buckets.
-        ConfigurationMismatch, IndexNotFound, IndexCorrupted, InvalidType, RedisUnavailable: as
-            `SimhashIndex`, `VerifiedIndex` and `chosen_mode`.
     """
     given = [
         arg

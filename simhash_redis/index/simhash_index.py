@@ -47,7 +47,12 @@ class SimhashIndex:
     """A near-duplicate index that any number of processes share through one Redis.
 
     Opening an index that exists adopts its stored configuration; arguments given explicitly must agree
-    with it. Opening one that does not exist creates it from the arguments and the defaults.
+    with it. Opening one that does not exist creates it from the arguments and the defaults. Every
+    method refuses a malformed argument (InvalidArgument, InvalidType; InvalidFingerprint for an int
+    outside [0, 2**f)) before writing anything of it (a bulk load: of its window), and raises
+    RedisUnavailable when the server cannot be reached (every write is idempotent: run it again).
+    An `on_progress` callback is called after each batch (or window) with the items done so far and
+    that batch's results.
 
     Args:
         client: a redis-py client (decode_responses may be either).
@@ -62,8 +67,7 @@ class SimhashIndex:
         verification: verified mode, pinned when the index is created; a verified index is written
             only through `VerifiedIndex` (its documents need sketches), read through either.
         retention: forget each document this long after it was last written: a timedelta, seconds,
-            a string such as "7d", "12h" or "90s" (with its unit), or a `Retention` (to choose the period
-            too); pinned when the index is created (docs/retention.md).
+            a string ("7d", "12h", "90s") or a `Retention`; pinned when the index is created.
         batch_size: documents per round trip in the batch methods.
         create: create the index when it does not exist (else IndexNotFound is raised).
 
@@ -71,8 +75,6 @@ class SimhashIndex:
         ConfigurationMismatch: the stored index disagrees with an explicitly given argument.
         IndexNotFound: the index does not exist and create is false.
         IndexCorrupted: the stored meta cannot be read, or is lost while the data stayed (see `restore`).
-        InvalidArgument, InvalidType: an argument is malformed.
-        RedisUnavailable: the server cannot be reached.
     """
 
     def __init__(
@@ -102,9 +104,9 @@ class SimhashIndex:
         retained = lifecycle.as_retention(retention)
         wanted, given = lifecycle.requested(**asked, verification=verification, retention=retained)
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
-        self._f, self._k = self.config.f, self.config.k  # fixed by the layout: read once, not per call
+        self._f, self._k = self.config.f, self.config.k
         self.keys = KeySchema.of(self.prefix, self.name, self.config)
-        #: The index's Redis half: every command of this index (and of what works on it) goes through it.
+        #: Every command of this index (and of what works on it) goes through it.
         self.store = Store(sender, self.keys)
         #: The periods of an index with a retention window; None for one that keeps its documents.
         self.windows = lifecycle.open_windows(self.config, self.keys, sender)
@@ -114,37 +116,23 @@ class SimhashIndex:
 
     @classmethod
     def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
-        """Open an index on the server at a redis://, rediss:// or unix:// URL (its password never shown).
-
-        Raises:
-            InvalidArgument: the URL is malformed.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Open an index on the server at a redis://, rediss:// or unix:// URL (its password never shown)."""
         return cls(client_from_url(url), name, **kwargs)
 
     @classmethod
     def exists(cls, client: redis.Redis | RedisCluster, name: str, *, prefix: str = defaults.PREFIX) -> bool:
-        """Tell whether an index of that name exists on the server.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed name or prefix.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Tell whether an index of that name exists on the server."""
         meta_key = KeySchema.meta_key(validate_name(prefix, "prefix"), validate_name(name, "name"))
         return bool(open_sender(client).execute([(b"EXISTS", meta_key)])[0])
 
     @classmethod
     def restore(cls, client: redis.Redis | RedisCluster, name: str, **config: Any) -> SimhashIndex:
-        """Open an index whose meta key was lost, writing it anew from the configuration stated here.
-
-        The configuration (`SimhashIndex`'s arguments, k required) must be the one the index was created
-        with: a sample of the stored documents is checked against it first.
+        """Open an index whose meta key was lost, writing it anew from the configuration it was created
+        with (`SimhashIndex`'s arguments, k required), once a sample of the data fits it.
 
         Raises:
-            InvalidArgument: k is not given.
             ConfigurationMismatch: the stored data does not fit the stated configuration.
             IndexCorrupted: there is no data to check it against.
-            RedisUnavailable: the server cannot be reached.
         """
         lifecycle.restore(client, name, config)
         return cls(client, name, **config, create=False)
@@ -181,52 +169,25 @@ class SimhashIndex:
         )
 
     def fingerprint(self, doc: Document) -> int:
-        """The fingerprint this index stores for a document (an int fingerprint is checked and returned).
-
-        Raises:
-            InvalidFingerprint: an int outside [0, 2**f).
-            InvalidType: a document of an unsupported type.
-        """
+        """The fingerprint this index stores for a document (an int fingerprint is checked and returned)."""
         if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
             return check_fp(doc, self._f)
         return engine_choice.fingerprint(doc, self.config.scheme)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
-        """Fingerprints for many documents, texts fingerprinted in one vectorised batch.
-
-        Raises:
-            InvalidFingerprint: an int outside [0, 2**f).
-            InvalidType: a document of an unsupported type.
-        """
+        """Fingerprints for many documents, texts fingerprinted in one vectorised batch."""
         return fingerprints(docs, self.f, self.scheme.fingerprint_many)
 
     def near(self, query: Document, k: int | None = None) -> list[Match]:
-        """Every stored document within distance k of the query, nearest first, then by id.
-
-        Args:
-            k: the largest distance, at most the index's k (default: the index's k).
-
-        Raises:
-            InvalidArgument: k is out of range.
-            InvalidFingerprint: an int query outside [0, 2**f).
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Every stored document within distance k (at most, and by default, the index's k) of the query,
+        nearest first, then by id."""
         limit = self._k if k is None else check_k(k, self._k)
         return self._reads.near([self.fingerprint(query)], limit)[0]
 
     def near_many(
         self, queries: Sequence[Document], k: int | None = None, *, on_progress: BatchProgress | None = None
     ) -> list[list[Match]]:
-        """near() for many queries, each batch (`batch_size` queries) in one conversation.
-
-        Args:
-            on_progress: called after each batch with the queries done so far and that batch's results.
-
-        Raises:
-            InvalidArgument: k is out of range.
-            InvalidFingerprint: an int query outside [0, 2**f).
-            RedisUnavailable: the server cannot be reached.
-        """
+        """near() for many queries, each batch (`batch_size` queries) in one conversation."""
         limit, on_progress = check_k(k, self.k), check_progress(on_progress)
         batch = as_batch(queries, "queries")
         if all(type(q) is int for q in batch):  # precomputed fingerprints: no text engine to set up
@@ -236,19 +197,11 @@ class SimhashIndex:
         return batches.near_many(self, self._reads, fps, limit, on_progress)
 
     def get(self, doc_id: str) -> int | None:
-        """The fingerprint stored for an id, or None.
-
-        Raises:
-            InvalidArgument, InvalidType: the id is malformed.
-        """
+        """The fingerprint stored for an id, or None."""
         return self.get_many([doc_id])[0]
 
     def get_many(self, ids: Sequence[str]) -> list[int | None]:
-        """The fingerprints stored for many ids (None where absent), in one round trip.
-
-        Raises:
-            InvalidArgument, InvalidType: an id is malformed.
-        """
+        """The fingerprints stored for many ids (None where absent), in one round trip."""
         replies = self._reads.stored([encode_id(doc_id) for doc_id in as_batch(ids, "ids")])
         return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
 
@@ -262,14 +215,8 @@ class SimhashIndex:
         return self.count()[0]
 
     def count(self) -> tuple[int, int]:
-        """The number of documents and of distinct fingerprints stored.
-
-        A fingerprint stored in two periods of a retention window counts twice. On a cluster the counts
-        are summed from the sizes of the maps (tens of milliseconds).
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        """The number of documents and of distinct fingerprints stored (a fingerprint in two periods of a
+        retention window counts twice)."""
         if self.windows is None:
             return self.store.counts(sketched=self.config.verification is not None)
         counts = self.windows.counts(sketched=self.config.verification is not None)
@@ -282,11 +229,7 @@ class SimhashIndex:
             doc_id: 1-512 UTF-8 bytes.
 
         Returns:
-            ADDED, REPLACED or UNCHANGED.
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
-            RedisUnavailable: the server cannot be reached; nothing of the document was half-written.
+            ADDED, REPLACED or UNCHANGED (a failed call leaves nothing of the document half-written).
         """
         self._check_writable()
         raw, fp = encode_id(doc_id), self.fingerprint(doc)
@@ -323,18 +266,14 @@ class SimhashIndex:
             items: (id, document) pairs; a later pair for the same id wins.
             unique: store a document only if no near-duplicate (distance <= k) is stored, as
                 `add_if_new` does, also against the documents earlier in the same call.
-            on_progress: called after each batch with the pairs done so far and that batch's outcomes.
 
         Returns:
             The outcome of each pair, in order; with unique, a stored near-duplicate (a Match, chosen
             as `add_if_new` does) in place of the outcome for each document that was not stored.
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (the whole call
-                is checked before anything of it is written).
             WriteContention: (unique) a document kept meeting concurrent writes; nothing of it was written.
-            RedisUnavailable: the server cannot be reached; batches already acknowledged are stored,
-                and no document is half-written.
+            RedisUnavailable: batches already acknowledged are stored, and no document is half-written.
         """
         self._check_writable()
         progress = check_progress(on_progress)
@@ -354,10 +293,8 @@ class SimhashIndex:
         Args:
             items: (id, document) pairs, read lazily; a later pair for the same id wins.
             window: pairs grouped per round of commands (the larger, the more entries share a key).
-            on_progress: called after each window with the pairs done so far and that window's outcomes.
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed argument, id or document.
             RedisUnavailable: earlier windows are stored; running the same load again completes it.
         """
         self._check_writable()
@@ -370,23 +307,13 @@ class SimhashIndex:
         window: int = DEFAULT_WINDOW,
         on_progress: Progress | None = None,
     ) -> list[Outcome]:
-        """`bulk_add` of batches of two parallel lists, ids and documents (no pair per document).
-
-        Args:
-            batches: (ids, documents) of equal length, read lazily; windows are cut across them.
-            window, on_progress: as `bulk_add`.
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint, RedisUnavailable: as `bulk_add`; also a
-                batch that is not two sequences of one length.
-        """
+        """`bulk_add` of batches of two parallel lists, ids and documents of equal length (no pair per
+        document), read lazily; windows are cut across them."""
         self._check_writable()
         return bulk_add_columns(self, self._writes, batches, window, on_progress)
 
     def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
-        """Store a document unless a near-duplicate (distance <= k) is already stored, atomically.
-
-        On a standalone server the check and the write cannot interleave with another worker's: of
+        """Store a document unless a near-duplicate (distance <= k) is already stored, atomically: of
         several workers racing to add near-duplicates of each other, exactly one stores its document.
 
         Returns:
@@ -395,9 +322,7 @@ class SimhashIndex:
             stored" from "duplicate of another"), else the nearest (ties by id).
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document.
             WriteContention: the document kept meeting concurrent writes (nothing of it was written).
-            RedisUnavailable: the server cannot be reached.
         """
         result = self.add_many([(doc_id, doc)], unique=True)[0]
         return result if isinstance(result, Match) else None
@@ -407,21 +332,11 @@ class SimhashIndex:
 
         Returns:
             True if the id was stored, False if it was unknown (nothing changed).
-
-        Raises:
-            InvalidArgument, InvalidType: the id is malformed.
         """
         return self.remove_many([doc_id])[0]
 
     def remove_many(self, ids: Iterable[str], *, on_progress: BatchProgress | None = None) -> list[bool]:
-        """Remove many ids, batch by batch; for each id, whether it was stored.
-
-        Args:
-            on_progress: called after each batch with the ids done so far and that batch's results.
-
-        Raises:
-            InvalidArgument, InvalidType: an id is malformed (the whole call is checked first).
-        """
+        """Remove many ids, batch by batch; for each id, whether it was stored."""
         self._check_writable()
         return batches.remove_many(self, self._writes, ids, check_progress(on_progress))
 
@@ -429,10 +344,7 @@ class SimhashIndex:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
 
         Args:
-            repair: also fix what is found, following the id map (see `simhash_redis.index.consistency`).
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run it again.
+            repair: also fix what is found, following the id map.
         """
         tables = len(self.layout.tables)
         if self.windows is not None:
@@ -440,16 +352,9 @@ class SimhashIndex:
         return check_consistency(self.store, self.f, tables, repair, self.config.verification)
 
     def _check_writable(self) -> None:
-        """Refuse to write documents without sketches to a verified index."""
         if self.config.verification is not None:
             raise lifecycle.unsketched(self.name)
 
     def drop(self) -> int:
-        """Delete every key of this index (and only this index), meta last.
-
-        Returns the number of keys deleted.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run drop again to finish.
-        """
+        """Delete every key of this index (and only this index), meta last; the number deleted."""
         return self.store.drop()

@@ -1,15 +1,5 @@
-"""Verify's checks of verified mode: the sketches kept beside their ids, and the band tables made of them.
-
-- A sketch kept for an id that does not have that fingerprint is removed (with the id, if it is listed
-  there); a fingerprint's malformed sketches are removed; one of the wrong size is reported only.
-- A stored document's fingerprint missing from one of its sketch's band tables is put back.
-- A band value's fingerprint none of whose sketches has that band is garbage (a sketch dropped
-  by a write interrupted before its band tables were cleaned, or on a cluster, where they are not):
-  near() only reads it as a candidate its sketches do not confirm, and repair removes it (checked again
-  by the same script as it goes on a standalone server; on a cluster, where the band's bucket and the
-  fingerprint's hash are in two slots, by the band's own script, as verify always assumes, while no
-  worker writes).
-"""
+"""Verify's checks of verified mode: the sketches kept beside their ids, and the band tables made of them
+(the rules: docs/guarantees.md)."""
 
 from __future__ import annotations
 
@@ -37,14 +27,7 @@ def check_sketches(
     f: int,
 ) -> int:
     """Check a chunk of (sketch field, sketches) entries of the fingerprint map, and the band tables of
-    the stored documents' sketches.
-
-    Returns:
-        How many of the sketches are of stored documents.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    the stored documents' sketches; how many of the sketches are of stored documents."""
     keys = store.keys
     pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
     for name, raw in chunk:
@@ -57,9 +40,7 @@ def check_sketches(
                 store.execute([(b"HDEL", keys.fp_bucket(fp), name)])
     owners = store.execute([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
     stored, orphans = 0, []
-    banded: list[
-        tuple[tuple[bytes, bytes], bytes]
-    ] = []  # ((hash, field), fingerprint) of the stored documents
+    banded: list[tuple[tuple[bytes, bytes], bytes]] = []  # ((hash, field), fingerprint) of stored ones
     for (fp, doc_id, sketch), owner in zip(pairs, owners, strict=True):
         if owner != fp:
             report.found("sketch without a document", f"{doc_id!r} under {fp.decode(errors='replace')}")
@@ -93,11 +74,7 @@ def check_sketches(
 
 
 def check_bands(store: Store, report: VerifyReport, verification: Verification, repair: bool, f: int) -> None:
-    """Count the band tables' members that none of their fingerprint's sketches puts there (garbage).
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    """Count the band tables' members that none of their fingerprint's sketches puts there (garbage)."""
     keys, width = store.keys, verification.band_bytes
     start = len(keys.base) + len(":b")
     for band_keys in store.scan("band"):

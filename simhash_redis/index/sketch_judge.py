@@ -10,15 +10,12 @@ from ..store import Guard, KeySchema, SketchedGuard, Verification
 
 __all__ = ["SketchJudge", "confirmed", "confirmed_many"]
 
-# From this many queries, their candidates' odd sketches are estimated in one numpy pass (fewer are
-# estimated pair by pair: numpy's fixed costs would be most of the time).
+# From this many queries, one numpy pass for all their candidates (below, numpy's fixed costs dominate).
 _PAIRS_MIN = 64
 
 
 class SketchJudge:
-    """Add-if-new's judge in verified mode: candidates confirmed by their sketches; each document's own
-    sketch stored with it, in the step that stores the document.
-    """
+    """Add-if-new's judge in verified mode (a `unique.Judge`): candidates confirmed by their sketches."""
 
     def __init__(
         self,
@@ -37,8 +34,6 @@ class SketchJudge:
     def duplicates(
         self, docs: list[int], found: list[list[Match]], stored: dict[str, bytes]
     ) -> list[list[Match]]:
-        """The candidates whose stored sketch (read with them) estimates a Jaccard similarity at the
-        threshold."""
         out: list[list[Match]] = []
         queries = [self.sketches[i] for i in docs]
         confirmed_all = confirmed_many(self.hasher, queries, found, stored, self.threshold)
@@ -48,12 +43,10 @@ class SketchJudge:
         return out
 
     def bands(self, docs: list[int]) -> list[list[bytes]] | None:
-        """The band tables of the documents' sketches (None for a mode without them)."""
         mode, keys = self.verification, self.keys
         return [keys.bands(self.sketches[i], mode) for i in docs] if mode.bands else None
 
     def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
-        """Where the band values of the documents' sketches are read (None for a mode without them)."""
         mode, keys = self.verification, self.keys
         return [keys.band_places(self.sketches[i], mode) for i in docs] if mode.bands else None
 
@@ -62,7 +55,6 @@ class SketchJudge:
         return SketchedGuard(members, self.hasher.stored(self.sketches[doc]))
 
     def confirms(self, doc: int, earlier: list[int]) -> bool:
-        """Whether an earlier document of the batch (a candidate of doc) has a sketch at the threshold."""
         stored = self.hasher.stored
         estimates = self.hasher.estimate_many(self.sketches[doc], [stored(self.sketches[j]) for j in earlier])
         return bool((estimates >= self.threshold).any())

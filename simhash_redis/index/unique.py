@@ -23,17 +23,12 @@ _CONTENTION_BACKOFF = Backoff(retries=_UNIQUE_ROUNDS, base=0.0005, cap=0.25)
 
 
 class Judge(Protocol):
-    """Decides which candidates within distance k count as near-duplicates, and what goes with a write.
-
-    The verified mode's judge keeps the candidates whose sketch estimates a Jaccard similarity at its
-    threshold, and stores each written document's sketch with it.
-    """
+    """Decides which candidates within distance k count as near-duplicates, and what goes with a write."""
 
     def duplicates(
         self, docs: list[int], found: list[list[Match]], sketches: dict[str, bytes]
     ) -> Sequence[Sequence[Match]]:
-        """The near-duplicates among each document's candidates (docs: positions in the batch), given
-        the candidates' stored sketches (read with them)."""
+        """The near-duplicates among each document's candidates (docs: positions in the batch)."""
         ...
 
     def bands(self, docs: list[int]) -> list[list[bytes]] | None:
@@ -45,8 +40,7 @@ class Judge(Protocol):
         ...
 
     def guarded(self, doc: int, members: Guard | None) -> Guard:
-        """The guard to write the document at this position with (members None: a cluster's write,
-        whose bucket locks stand in for the guard)."""
+        """The guard to write the document at this position with (members None: a cluster's)."""
         ...
 
     def confirms(self, doc: int, earlier: list[int]) -> bool:
@@ -62,19 +56,11 @@ class UniqueWrites:
         self.table_keys = store.keys.table_builder()
 
     def add(self, ids: list[bytes], fps: list[int], judge: Judge | None = None) -> list[Outcome | Match]:
-        """Read, check and write until every document is stored or found to have a near-duplicate.
-
-        `judge` decides which candidates count (default: every one within distance k).
+        """For each document, its outcome once stored, else its stored near-duplicate (by `judge`'s
+        rule; default: any within k); WriteContention if documents keep meeting concurrent writes.
 
         On a standalone server the write script re-checks the table sets the client read (the guard);
         on a cluster the documents' table buckets are locked from the read to the write instead.
-
-        Returns:
-            For each document, its outcome if stored, else the stored near-duplicate reported.
-
-        Raises:
-            WriteContention: documents kept meeting concurrent writes (nothing of them was written).
-            RedisUnavailable: the server cannot be reached.
         """
         results: list[Outcome | Match | None] = [None] * len(ids)
         pending = list(range(len(ids)))
@@ -137,8 +123,7 @@ class UniqueWrites:
             sketches: dict[str, bytes] | None = None if judge is None else {}
             bands = judge.band_places(ready) if judge is not None and bands_of is not None else None
             read = [fps[i] for i in ready]
-            # Each document's table keys built once, for its read, its in-batch guard and its write (an
-            # index with a retention window has each period's instead).
+            # Table keys built once, for the read, the guard and the write (without a retention window).
             tables = list(map(self.table_keys, read)) if self.reads.windows is None else None
             members, matches_read = self.reads.near_and_members(read, self.k, sketches, bands, tables)
             found: Sequence[Sequence[Match]] = matches_read

@@ -1,10 +1,4 @@
-"""A high-recall verified index: SimHash candidates at a loose k, each confirmed by a stored sketch.
-
-A sketch lives beside its id in the fingerprint map (store/keys.py) and is set and removed in the step
-that attaches and detaches its id, so every stored document has its sketch even with concurrent
-writers. The mode (sketch parameters, threshold, bands) is pinned in the meta, so every worker verifies
-alike, and a plain `SimhashIndex` of a verified index only reads.
-"""
+"""A high-recall verified index: SimHash candidates at a loose k, each confirmed by a stored sketch."""
 
 from __future__ import annotations
 
@@ -39,10 +33,10 @@ _SKETCH_READS = 5
 class VerifiedIndex:
     """Wraps a `SimhashIndex`: stores a sketch per document and verifies near() candidates with it.
 
-    Candidates come from the wrapped index's tables (within its k) and from LSH band tables of the
-    sketch (8 bands of 4 values: a pair at Jaccard 0.8 shares one with probability 0.986), which find
-    what a small k misses, so the default k = 3 layout serves. The first `VerifiedIndex` of an index
-    pins its mode in the meta; later ones adopt it, and refuse parameters that differ.
+    Candidates come from the wrapped index's tables (within its k) and from the sketch's band tables,
+    at any distance. The first `VerifiedIndex` of an index pins its mode in the meta; later ones adopt
+    it. Every method refuses a malformed argument (InvalidArgument, InvalidType, InvalidFingerprint)
+    before writing anything of its batch, and raises RedisUnavailable when the server cannot be reached.
 
     Args:
         index: the wrapped index (its k bounds the Hamming candidates).
@@ -51,16 +45,13 @@ class VerifiedIndex:
         threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate (default:
             the pinned one, else 0.8).
         band_buckets: the hashes each band table is spread over, fixed when the mode is pinned (default:
-            the pinned number, else 16,384: about N / 100 for N documents, docs/operations.md).
+            the pinned number, else 16,384).
 
     Raises:
         ConfigurationMismatch: hasher, threshold or band_buckets differs from the mode pinned in the
             index's meta; the index holds documents without sketches.
         IndexNotFound: the index was dropped before its mode could be pinned.
         IndexCorrupted: the pinned mode is malformed.
-        InvalidArgument: threshold is out of (0, 1].
-        InvalidType: index or hasher is of the wrong type.
-        RedisUnavailable: the server cannot be reached.
     """
 
     def __init__(
@@ -93,12 +84,7 @@ class VerifiedIndex:
         band_buckets: int | None = None,
         **kwargs: Any,
     ) -> VerifiedIndex:
-        """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments).
-
-        Raises:
-            ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType, RedisUnavailable: as
-                `SimhashIndex` and the class.
-        """
+        """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments)."""
         client = client_from_url(url)
         try:
             index = verifiable(client, name, hasher, threshold, kwargs, band_buckets)
@@ -108,24 +94,13 @@ class VerifiedIndex:
             raise
 
     def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
-        """Store a document with its sketch, in one step: ADDED, REPLACED or UNCHANGED.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed id or document.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Store a document with its sketch, in one step: ADDED, REPLACED or UNCHANGED."""
         return self.add_many([(doc_id, doc)])[0]
 
     def add_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[Outcome]:
-        """Store many documents with their sketches, a batch per write; the outcome of each pair, in order.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Store many documents with their sketches, a batch per write; the outcome of each pair, in order."""
         outcomes: list[Outcome] = []
         for ids, docs in self._batches(items):
-            # A document that cannot be fingerprinted or sketched raises before its batch is written.
             fps = self.index.fingerprint_many(docs)
             outcomes.extend(self._add_batch(ids, fps, self.hasher.sketch_many(docs)))
         return outcomes
@@ -150,21 +125,13 @@ class VerifiedIndex:
             Each document's outcome, or (unique) its stored near-duplicate.
 
         Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: malformed or mismatched arguments (nothing
-                of the call is written).
-            WriteContention, RedisUnavailable: as `add_if_new`.
+            WriteContention: as `add_if_new`.
         """
         if not len(ids) == len(fps) == len(sketches):
             raise InvalidArgument("ids, fps and sketches must be of one length")
         raws = [encode_id(doc_id) for doc_id in ids]
         checked = [check_fp(fp, self.index.f) for fp in fps]
-        # A stored sketch (an export's) is written as it is; a query's is needed to judge (unique).
-        query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
-        sizes = (query,) if unique else (query, stored)
-        for sketch in sketches:
-            if (sketch is not None or unique) and (not isinstance(sketch, bytes) or len(sketch) not in sizes):
-                size = f"{query}" if unique or query == stored else f"{query} (or, stored, {stored})"
-                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
+        self._check_sizes(sketches, unique)
         out: list[Outcome | VerifiedMatch] = []
         step = self.index.batch_size
         known = [sketch for sketch in sketches if sketch is not None]  # all of them when unique: checked
@@ -179,26 +146,26 @@ class VerifiedIndex:
     def bulk_add_sketched(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None]
     ) -> list[Outcome]:
-        """`add_sketched` (not unique) of one window of documents through the grouped bulk path: a
-        command per key and step, each document committed last (`store.bulk`), a window cut short
-        completed by writing it again.
-
-        Raises:
-            InvalidArgument, InvalidType, InvalidFingerprint: as `add_sketched`.
-            WriteContention, RedisUnavailable: as `SimhashIndex.bulk_add`.
-        """
+        """`add_sketched` (not unique) of one window of documents through the grouped bulk path, as
+        `SimhashIndex.bulk_add` (a window cut short is completed by writing it again)."""
         if self.index.windows is not None:  # a period's keys expire with it, which the atomic path sets
             return [o for o in self.add_sketched(ids, fps, sketches) if isinstance(o, Outcome)]
         if not len(ids) == len(fps) == len(sketches):
             raise InvalidArgument("ids, fps and sketches must be of one length")
-        query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
-        for sketch in sketches:
-            if sketch is not None and (not isinstance(sketch, bytes) or len(sketch) not in (query, stored)):
-                size = f"{query}" if query == stored else f"{query} (or, stored, {stored})"
-                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
+        self._check_sizes(sketches, unique=False)
         store = self.hasher.stored
         forms = [store(sketch) if sketch else b"" for sketch in sketches]
         return bulk_add_sketched(self.index, self._writes, ids, fps, forms)
+
+    def _check_sizes(self, sketches: Sequence[bytes | None], unique: bool) -> None:
+        """Refuse a sketch of another size than a query's (unique: needed to judge) or a stored one's
+        (an export's, written as it is), or None with unique."""
+        query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
+        sizes = (query,) if unique else (query, stored)
+        for sketch in sketches:
+            if (sketch is not None or unique) and (not isinstance(sketch, bytes) or len(sketch) not in sizes):
+                size = f"{query}" if unique or query == stored else f"{query} (or, stored, {stored})"
+                raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
 
     def _batches(
         self, items: Iterable[tuple[str, VerifiedDocument]]
@@ -214,7 +181,7 @@ class VerifiedIndex:
             yield [doc_id for doc_id, _ in batch], texts([doc for _, doc in batch])
 
     def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
-        """One batch, each document with its sketch (None drops the id's) in the step that stores it."""
+        """One batch, each document with its sketch (None drops the id's)."""
         stored = self.hasher.stored
         ops: list[Write] = [
             (
@@ -242,30 +209,18 @@ class VerifiedIndex:
         return results
 
     def remove(self, doc_id: str) -> bool:
-        """Remove a document and its sketch; True if it was stored.
-
-        Raises:
-            InvalidArgument, InvalidType: the id is malformed.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Remove a document and its sketch; True if it was stored."""
         return self.remove_many([doc_id])[0]
 
     def remove_many(self, ids: Sequence[str]) -> list[bool]:
-        """Remove many documents, each with its sketch in the same step; for each id, whether it was stored.
-
-        Raises:
-            InvalidArgument, InvalidType: an id is malformed.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Remove many documents, each with its sketch; for each id, whether it was stored."""
         return batches.remove_many(self.index, self._writes, ids, None)
 
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None.
 
         Raises:
-            InvalidArgument, InvalidType: the id is malformed.
             IndexCorrupted: the fingerprint's sketches are malformed.
-            RedisUnavailable: the server cannot be reached.
         """
         raw = encode_id(doc_id)
         keys, windows = self.index.keys, self.index.windows
@@ -296,30 +251,20 @@ class VerifiedIndex:
     def near(
         self, query: VerifiedDocument, threshold: float | None = None, k: int | None = None
     ) -> list[VerifiedMatch]:
-        """Stored documents whose estimated Jaccard similarity with the query is >= threshold.
-
-        Most similar first, then nearest, then by id.
+        """Stored documents whose estimated Jaccard similarity with the query is >= threshold, most
+        similar first, then nearest, then by id.
 
         Args:
             threshold: the Jaccard threshold, in [0, 1] (default: the index's).
             k: the Hamming candidates' largest distance (default and at most: the index's k; band
                 candidates come at any distance).
-
-        Raises:
-            InvalidArgument: threshold or k is out of range.
-            RedisUnavailable: the server cannot be reached.
         """
         return self.near_many([query], threshold, k)[0]
 
     def near_many(
         self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
-        """near() for many queries; a candidate without a sketch cannot be verified and is dropped.
-
-        Raises:
-            InvalidArgument: threshold or k is out of range.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """near() for many queries; a candidate without a sketch cannot be verified and is dropped."""
         docs = texts(queries)
         fps, sketches = self.index.fingerprint_many(docs), self.hasher.sketch_many(docs)
         return self.near_sketched(fps, sketches, threshold, k)
@@ -336,11 +281,6 @@ class VerifiedIndex:
         Args:
             sketches: their query sketches (the hasher's sketch_many).
             threshold, k: as `near_many`.
-
-        Raises:
-            InvalidArgument: threshold or k is out of range, or a sketch is missing or of another size.
-            InvalidFingerprint: a fingerprint is malformed.
-            RedisUnavailable: the server cannot be reached.
         """
         if threshold is None:
             threshold = self.threshold
@@ -358,53 +298,34 @@ class VerifiedIndex:
             part = slice(start, start + self.index.batch_size)
             bands: Bands | None = None
             if mode.bands:
-                # A batch's band places as byte columns, in numpy; one by one where they have no such form
-                # (or in an index with a retention window, whose reads place them in each period).
+                # Byte columns where the band places have that form (not in an index with a retention
+                # window, whose reads place them in each period).
                 bands = keys.band_columns(sketches[part], mode) if self.index.windows is None else None
                 if bands is None:
                     bands = [keys.band_places(s, mode) for s in sketches[part]]
             candidates = self._reads.near(checked[part], limit, stored, bands)
-            results.extend(self._confirmed(sketches[part], candidates, stored, threshold))
+            results.extend(
+                [VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard) for m, jaccard in pairs]
+                for pairs in confirmed_many(self.hasher, sketches[part], candidates, stored, threshold)
+            )
         return results
 
-    def _confirmed(
-        self,
-        queries: Sequence[bytes],
-        candidates: list[list[Match]],
-        sketches: dict[str, bytes],
-        threshold: float,
-    ) -> list[list[VerifiedMatch]]:
-        """The candidates of each query that their sketches confirm, most similar first."""
-        return [
-            [VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard) for m, jaccard in pairs]
-            for pairs in confirmed_many(self.hasher, queries, candidates, sketches, threshold)
-        ]
-
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
-        """Store a document unless a verified near-duplicate is stored, atomically.
-
-        A candidate counts when its sketch estimates a Jaccard similarity of at least the index's
-        threshold. Of several workers racing to add near-duplicates of each other, exactly one stores
-        its document.
+        """Store a document unless a verified near-duplicate (a candidate whose sketch estimates a
+        Jaccard similarity at the threshold) is stored, atomically: of several workers racing to add
+        near-duplicates of each other, exactly one stores its document.
 
         Returns:
             None if stored; else the stored near-duplicate: the id's own entry when this id is stored
             with a confirmed near-duplicate text, else the most similar (then nearest, then by id).
 
         Raises:
-            InvalidArgument, InvalidType: a malformed id or document.
             WriteContention: the document kept meeting concurrent writes (nothing of it was written).
-            RedisUnavailable: the server cannot be reached.
         """
         return self.add_if_new_many([(doc_id, doc)])[0]
 
     def add_if_new_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[VerifiedMatch | None]:
-        """`add_if_new` for many documents, a batch at a time; also checked against earlier ones.
-
-        Raises:
-            InvalidArgument, InvalidType: a malformed id or document (nothing of its batch is written).
-            WriteContention, RedisUnavailable: as `add_if_new`.
-        """
+        """`add_if_new` for many documents, a batch at a time; also checked against earlier ones."""
         results: list[VerifiedMatch | None] = []
         for ids, docs in self._batches(items):
             raws = [doc_id.encode() for doc_id in ids]

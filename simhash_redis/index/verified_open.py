@@ -1,5 +1,4 @@
-"""Opening the index a `VerifiedIndex` wraps: an existing one, or one created verified from the start; and
-its verified mode, pinned or adopted."""
+"""Opening the index a `VerifiedIndex` wraps, and its verified mode, pinned or adopted."""
 
 from __future__ import annotations
 
@@ -22,13 +21,7 @@ def verifiable(
     options: dict[str, Any],
     band_buckets: int | None = None,
 ) -> SimhashIndex:
-    """The index a `VerifiedIndex` of that name wraps: opened, or created verified from the start (its
-    band tables over `band_buckets` hashes each).
-
-    Raises:
-        InvalidArgument: options name `verification` (the mode is hasher and threshold).
-        IndexNotFound, ConfigurationMismatch, RedisUnavailable: as `SimhashIndex`.
-    """
+    """The index a `VerifiedIndex` of that name wraps: opened, or created verified from the start."""
     if "verification" in options:
         raise InvalidArgument("give the verified mode as hasher and threshold, not verification")
     options = dict(options)
@@ -46,16 +39,8 @@ def verifiable(
 def verified_mode(
     index: SimhashIndex, hasher: Sketcher | None, threshold: float | None, band_buckets: int | None = None
 ) -> Verification:
-    """The verified mode of an index: the one pinned in its meta, else pinned now from the arguments.
-
-    Raises:
-        ConfigurationMismatch: hasher, threshold or band_buckets differs from the pinned mode, or the
-            index holds documents without sketches.
-        IndexNotFound: the index was dropped before its mode could be pinned.
-        IndexCorrupted: the pinned mode is malformed.
-        InvalidArgument, InvalidType: hasher or threshold is malformed.
-        RedisUnavailable: the server cannot be reached.
-    """
+    """The verified mode of an index: the one pinned in its meta (checked against the arguments), else
+    pinned now from them (see `VerifiedIndex` for the errors)."""
     asked = 0.8 if threshold is None else threshold
     Verification.of(hasher, asked, (0, 0), band_buckets)  # checks the arguments before anything is read
     pinned = index.config.verification or _pin(index, hasher, asked, band_buckets)
@@ -83,11 +68,8 @@ def verified_mode(
 def _pin(
     index: SimhashIndex, hasher: Sketcher | None, threshold: float, band_buckets: int | None
 ) -> Verification:
-    """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile).
-
-    An index that holds documents without a pinned mode was made plain, and stays so: its documents
-    could never be confirmed.
-    """
+    """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile); one that
+    holds documents was made plain, and stays so (its documents could never be confirmed)."""
     docs = index.count()[0]
     if docs:
         raise ConfigurationMismatch(

@@ -1,7 +1,5 @@
-"""Verify for an index with a retention window: each period checked as an index of its own.
-
-Every key of a period must also expire with it; repair sets those that do not.
-"""
+"""Verify for an index with a retention window: each period checked as an index of its own, and every
+key's expiry (repair sets that of a key which has none)."""
 
 from __future__ import annotations
 
@@ -20,15 +18,8 @@ def verify_windows(
     repair: bool,
     verification: Verification | None = None,
 ) -> VerifyReport:
-    """Check each live period of an index as `check_consistency` checks an index (with `verification`,
-    its sketches and band tables too), and every key's expiry.
-
-    A period's keys all expire at the same moment; a key of a period without an expiry (a hand edit,
-    a repair's own writes) would never be freed, and is set to expire with its period on repair.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached; the check (and any repair) can be run again.
-    """
+    """Check each live period as `check_consistency` checks an index, and every key's expiry (a key
+    without one, from a hand edit or a repair's own writes, would never be freed)."""
     report = VerifyReport(repaired=repair)
     if find_wrong_types(store, report, [[store.keys.meta]]):  # the periods are checked, not repaired
         repair = report.repaired = False

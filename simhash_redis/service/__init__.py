@@ -1,12 +1,6 @@
-"""The index service: an HTTP/JSON API over the library, so a worker in any language can use an index.
+"""The index service (``simhash-redis serve``, docs/service.md): an HTTP/JSON API over the library.
 
-``simhash-redis serve`` runs it (docs/service.md). It needs the ``server`` extra
-(``pip install '.[server]'`` in a checkout): Starlette and msgspec on uvicorn, prometheus_client. Every
-import of those packages lives in this package, so the rest of the library never needs them.
-
-The service keeps no state of its own: every worker process opens the indexes it is asked for on the
-configured Redis, and any number of them (and of replicas) serve the same indexes, with the library's
-guarantees (of several racing ``add_if_new`` calls for near-duplicates, exactly one stores its document).
+It needs the ``server`` extra; every import of its packages lives in this package.
 """
 
 from __future__ import annotations

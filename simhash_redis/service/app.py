@@ -1,8 +1,5 @@
 """The ASGI application: the /v1 routes, the probes, /metrics and /openapi.json.
 
-Every /v1 operation is ``POST /v1/indexes/{name}/{operation}`` for one document, and
-``POST /v1/indexes/{name}/{operation}/batch`` for many: a JSON array in and out, or JSON Lines in and
-out (Content-Type: application/x-ndjson) for bulk. ``GET /v1/indexes/{name}/stats`` describes an index.
 The /v1 POSTs are served at the ASGI level (`streams.Call`, reached from `guard.Guard`), everything else
 by Starlette.
 """
@@ -42,8 +39,7 @@ _JSON = "application/json"
 
 @dataclass(frozen=True)
 class _Operation:
-    """One /v1 operation: the type of one document (alone and in a batch), whether it may create the
-    index, and its call (index, documents, parameters) -> results."""
+    """One /v1 operation: its document's type (in a batch, alone), whether it creates the index, its call."""
 
     item: type[Any]
     single: type[Any]
@@ -71,15 +67,13 @@ def _params(op: str, call: Call, single: Any) -> tuple[Any, ...]:
 
 
 def _from_text(items: Sequence[Any]) -> bool:
-    """Whether the documents of a write make a new index from texts: unless they are all precomputed
-    fingerprints (then it is plain, a sketch needing the text), as the command line's fingerprint input."""
+    """Whether the documents of a write make a new index from texts (not all precomputed fingerprints)."""
     return not items or any(getattr(item, "text", None) is not None for item in items)
 
 
 def _bound(
     op: _Operation, index: Opened, params: tuple[Any, ...]
 ) -> Callable[[Sequence[Any]], Sequence[Any]]:
-    """The operation's call on one index with these parameters: documents -> results."""
     return lambda items: op.run(index, items, params)
 
 
@@ -127,16 +121,15 @@ class Service:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _: Starlette) -> AsyncIterator[None]:
-        """Resolve the server's URL (starting the embedded server if it is the one), then close at the end."""
+        """Resolve the server's URL (starting the embedded server if need be); close at the end."""
         url = self.config.redis_url
         if not url:
             from ..tools.connect import default_url
 
             url = await asyncio.to_thread(default_url)
         self._registry = Registry(self.config, url)
-        # What the worker has loaded lives as long as it: out of the collector's sight, a full collection
-        # (which a batch's short-lived containers trigger now and then) no longer walks every module's
-        # objects (tens of milliseconds each on a loaded machine; a fifth of add_if_new/batch's CPU).
+        # What the worker has loaded lives as long as it: frozen, a full collection no longer walks every
+        # module's objects (tens of milliseconds each; a fifth of add_if_new/batch's CPU).
         gc.collect()
         gc.freeze()
         try:
@@ -167,11 +160,9 @@ class Service:
             params = _params(parts[4], call, single)
             if alone():
                 # The worker's only request in flight: none can join its batch, so the library is called
-                # at once (a batch of one, as the coalescer would have run it two turns later). What a
-                # coalescer may still hold is of requests already answered (504), which it skips.
+                # at once. What a coalescer may still hold is of requests already answered (504).
                 result = op.run(index, [single], params)[0]
             else:
-                # Gathered with the other requests of this turn of the event loop into one batch call.
                 coalescer = index.coalescer((parts[4], *params), _bound(op, index, params))
                 future = coalescer.submit(single)
                 timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
@@ -205,12 +196,7 @@ class Service:
         self, name: str, op: _Operation, params: tuple[Any, ...]
     ) -> Callable[[Sequence[Any]], Sequence[Any]]:
         """The operation's call for a JSON Lines stream: on the index as it is, or, for a write to a missing
-        index, on the one its first part creates (in the mode its documents choose).
-
-        Raises:
-            IndexNotFound: the index does not exist and the operation does not create it.
-            InvalidArgument, ConfigurationMismatch, IndexCorrupted, RedisUnavailable: as `Registry.get`.
-        """
+        index, on the one its first part creates (in the mode its documents choose)."""
         try:
             return _bound(op, self.registry.get(name), params)
         except IndexNotFound:
@@ -246,8 +232,8 @@ class Service:
     async def readyz(self, request: Request) -> Response:
         """``GET /readyz``: Redis answers, and the configured index (if it exists) can be read."""
         try:
-            # Opening the index reads its meta: that round trip is the check that Redis answers, with
-            # the commands the documented ACL allows (it has no PING).
+            # Opening the index reads its meta: the check that Redis answers, within the documented ACL
+            # (it has no PING).
             with contextlib.suppress(IndexNotFound):
                 operations.stats(self.registry.get(self.config.index))
             return Response(b'{"status":"ready"}', media_type=_JSON)

@@ -1,14 +1,7 @@
 """Micro-batching: single-document calls that arrive together in a worker go to the library as one batch.
 
-Requests that arrive while the event loop runs one library call are read together in its next turn;
-their single-document calls join a `Coalescer`, which runs them as one batch call (`near_many`,
-`add_many(unique=True)`, ...) in the turn after. An idle worker answers a lone request at once.
-
-Each request keeps its own result and its own error: the library checks a whole batch before writing
-any of it, so a batch refused for one malformed document is run again one document at a time, and each
-request gets its own answer. The batch forms keep the single calls' guarantees: an add_if_new batch
-also checks each document against those before it in the batch, as if they had come one after another
-(of racing near-duplicates, exactly one is stored).
+Each request keeps its own result and error: the library checks a whole batch before writing any of it,
+so a batch refused for one malformed document is run again one document at a time.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The service's settings, handed from ``simhash-redis serve`` to each worker process through one
-environment variable (workers are started afresh and import the app by name)."""
+environment variable."""
 
 from __future__ import annotations
 
@@ -34,19 +34,13 @@ class ServiceConfig:
         redis_url: the Redis URL; None: $SIMHASH_REDIS_URL, else the embedded server.
         index: the index /readyz checks when it exists.
         k, f, layout, scheme, threshold, band_buckets, retention, sliding, id_buckets: the configuration
-            of an index a write creates (the CLI's global options of those names); an existing index is
-            used as it was made.
-        verified: the mode: True (--verified, also asked by threshold and band_buckets), False
-            (--plain), None (the default): an index a write of texts creates is verified, one a write of
-            precomputed fingerprints creates is plain (`chosen_mode`). An existing index keeps its
-            mode, and is refused (409) when another is asked for.
+            of an index a write creates (the CLI's global options of those names).
+        verified: True (--verified), False (--plain), None (the default, as `chosen_mode`).
         create: whether a write to an unknown index creates it (else 404 index_not_found).
         token: the bearer token every /v1 call and /metrics must carry; None: no authentication.
         max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
-        timeout: seconds a single-document request may wait for its answer before it is answered 504
-            (a batch's library call is bounded by the library's socket timeouts and retries instead).
-        batch: documents per library call of a JSON Lines stream (the library's own batch size: each
-            part is one round of reads and writes, and fewer parts cost fewer round trips).
+        timeout: seconds a single-document request may wait for its answer before it is answered 504.
+        batch: documents per library call of a JSON Lines stream.
         access_log: write one JSON line per request on stderr.
     """
 
@@ -76,11 +70,7 @@ class ServiceConfig:
     @classmethod
     def from_env(cls) -> ServiceConfig:
         """The configuration `to_env` stored (defaults when none was), the token from $SIMHASH_REDIS_TOKEN
-        when none is stored.
-
-        Raises:
-            InvalidArgument: the stored configuration is malformed.
-        """
+        when none is stored; InvalidArgument if it is malformed."""
         raw = os.environ.get(CONFIG_ENV)
         try:
             values: dict[str, Any] = json.loads(raw) if raw else {}
@@ -92,12 +82,7 @@ class ServiceConfig:
         return config
 
     def check(self) -> ServiceConfig:
-        """This configuration, once its limits and index configuration are checked.
-
-        Raises:
-            InvalidArgument: a limit is not positive, the index configuration is malformed, or plain
-                is asked for with a threshold or band buckets.
-        """
+        """This configuration, once its limits and index configuration are checked (InvalidArgument)."""
         for name in ("max_body", "timeout", "batch"):
             if not getattr(self, name) > 0:
                 raise InvalidArgument(f"{name} must be > 0, got {getattr(self, name)!r}")
@@ -110,25 +95,18 @@ class ServiceConfig:
         return self
 
     def asked_mode(self) -> bool | None:
-        """The mode asked for: True (verified, threshold or band_buckets), False (plain), None (the
-        default)."""
+        """The mode asked for: True (verified, threshold or band_buckets), False (plain), None."""
         if self.verified is None and (self.threshold is not None or self.band_buckets is not None):
             return True
         return self.verified
 
     def asked_by(self) -> str | None:
-        """What asked for verified mode, in serve's options ("--threshold"), for a refusal; None if
-        nothing did."""
+        """What asked for verified mode, in serve's options ("--threshold"); None if nothing did."""
         return SERVE_ASKING.asked_by(self.verified, threshold=self.threshold, band_buckets=self.band_buckets)
 
     def index_options(self) -> dict[str, Any]:
         """The arguments of `SimhashIndex` that create an index as configured (k, f, layout, ...), the
-        mode aside (`open_in_mode`'s verified, threshold and band_buckets).
-
-        Raises:
-            InvalidArgument: a layout without k, a label that names nothing, --sliding without
-                --retention, or a malformed retention.
-        """
+        mode aside; InvalidArgument if they are malformed or contradict each other."""
         width = defaults.F if self.f is None else self.f
         options: dict[str, Any] = {"k": self.k, "f": self.f, "id_buckets": self.id_buckets}
         if self.layout is not None:

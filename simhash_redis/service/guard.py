@@ -1,10 +1,5 @@
 """What every request passes through: the bearer token, the access log and the metrics (pure ASGI, so
-a streamed body or response passes through untouched).
-
-The /v1 POSTs (the hot path) go to their handler as they are: it notes the status and size of its
-answer in the request's state (`STATUS`, `SENT`) for the log and the metrics. Every other request goes
-to the application through a `send` that notes them.
-"""
+a streamed body or response passes through untouched)."""
 
 from __future__ import annotations
 
@@ -69,11 +64,9 @@ def error_response(status: int, problem: Problem) -> tuple[dict[str, Any], bytes
 class Guard:
     """The ASGI middleware that checks the token (None: none needed), then logs and counts every request.
 
-    Args:
-        app: the application (lifespan, and every request but the /v1 POSTs).
-        operation: the handler of ``POST /v1/indexes/...``, which notes its answer in the state.
-        token: the bearer token, or None.
-        access_log: write one JSON line per request.
+    `operation` handles ``POST /v1/indexes/...`` (the hot path) and notes its answer's status and size
+    in the request's state (`STATUS`, `SENT`); `app` gets every other request, through a `send` that
+    notes them.
     """
 
     def __init__(self, app: ASGIApp, operation: ASGIApp, token: str | None, access_log: bool) -> None:
@@ -162,9 +155,8 @@ class Guard:
             and not handler.filters
             and handler.level <= logging.INFO
         ):
-            # Only the handler made above, as made (no filter, its level let through): the line goes
-            # to its stream as it would through logging, without a LogRecord, its formatting and its
-            # locks (20-25 us a request). A filter or a level set since then goes through logging.
+            # Only the handler made above, as made: the line goes to its stream as through logging,
+            # without a LogRecord, its formatting and its locks (20-25 us a request).
             stream = handler.stream  # type: ignore[attr-defined]
             try:
                 stream.write(line + "\n")
@@ -176,7 +168,6 @@ class Guard:
 
 
 def _noting(send: Send, state: dict[str, Any]) -> Send:
-    """`send`, noting the status and the body bytes sent in the state."""
     state[SENT] = 0
 
     async def sending(message: Message) -> None:

@@ -1,8 +1,7 @@
 """The indexes a worker process serves: opened on first use, on one client of the configured server.
 
 Each worker calls the synchronous library on its event loop's thread: a near() of the synchronous
-index costs about half the CPU of the asyncio API's (docs/benchmarks.md), and concurrent requests of one
-worker are gathered into the library's batch calls (`coalesce`) instead of interleaving round trips.
+index costs about half the CPU of the asyncio API's, and concurrent requests are gathered (`coalesce`).
 """
 
 from __future__ import annotations
@@ -27,13 +26,8 @@ __all__ = ["Opened", "Registry"]
 
 @dataclass
 class Opened:
-    """An open index: its plain form, its verified one when it is verified, and its coalescers.
-
-    Attributes:
-        plain: the index (reads; writes of a plain index).
-        verified: the verified form of a verified index (its near and writes), else None.
-        coalescers: the single-document calls being gathered, by kind and parameters.
-    """
+    """An open index: its plain form (reads), its verified one (None if it is plain), and its coalescers
+    (the single-document calls being gathered, by kind and parameters)."""
 
     plain: SimhashIndex
     verified: VerifiedIndex | None
@@ -41,23 +35,17 @@ class Opened:
 
     @classmethod
     def of(cls, index: SimhashIndex | VerifiedIndex) -> Opened:
-        """An index (either form) opened for serving.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached (a plain index's verified form reads its mode).
-        """
+        """An index (either form) opened for serving."""
         if isinstance(index, VerifiedIndex):
             return cls(index.index, index)
         return cls(index, VerifiedIndex(index) if index.config.verification is not None else None)
 
     @property
     def name(self) -> str:
-        """The index name."""
         return self.plain.name
 
     @property
     def f(self) -> int:
-        """The fingerprint width."""
         return self.plain.f
 
     def coalescer(
@@ -71,13 +59,8 @@ class Opened:
 
 
 class Registry:
-    """Opens indexes by name, once each, on a client of the configured server.
-
-    An existing index is used as it was made: the mode, threshold, band buckets and options serve was
-    given are checked against it, a mismatch refused (`open_in_mode`). A write to a missing one creates
-    it with the configured options (`ServiceConfig.index_options`), in the mode `open_in_mode` chooses
-    for its documents, unless creation is off.
-    """
+    """Opens indexes by name, once each, on a client of the configured server (an existing one as it was
+    made, serve's mode and options checked against it; a missing one, on a write, created as configured)."""
 
     def __init__(self, config: ServiceConfig, url: str) -> None:
         self._config = config
@@ -87,31 +70,19 @@ class Registry:
         self._opened: dict[str, Opened] = {}
 
     def client(self) -> redis.Redis | RedisCluster:
-        """The client (made on first use).
-
-        Raises:
-            InvalidArgument: the URL is malformed.
-            RedisUnavailable: a cluster cannot be reached.
-        """
+        """The client (made on first use)."""
         if self._client is None:
             self._client = client_from_url(self._url)
         return self._client
 
     def get(self, name: str, *, create: bool = False, from_text: bool = True) -> Opened:
-        """The open index of that name.
-
-        Args:
-            name: the index name.
-            create: whether a missing index is created (if the configuration allows it).
-            from_text: whether the documents that would create it are texts (else precomputed
-                fingerprints: the new index is then plain, unless verified mode is asked for).
+        """The open index of that name; a missing one created if `create` (and the configuration) allow,
+        in the mode `from_text` (documents that are texts, not fingerprints) chooses.
 
         Raises:
-            InvalidArgument, InvalidType: the name is malformed.
             IndexNotFound: the index does not exist and is not to be created.
             ConfigurationMismatch: the index exists in the other mode than the one asked for, or (made
                 meanwhile by another process) with another configuration.
-            IndexCorrupted, RedisUnavailable: as `SimhashIndex`.
         """
         found = self._opened.get(name)
         if found is None:

@@ -1,12 +1,8 @@
 """The service's Prometheus metrics: requests, latency, errors by code, Redis round trips.
 
-With several worker processes, ``simhash-redis serve`` points $PROMETHEUS_MULTIPROC_DIR at a directory
-of its own, so /metrics (answered by any worker) adds up every worker's figures.
-
-A request is tallied in plain counts, and a worker adds its tallies to the Prometheus figures at most
-`FLUSH_AFTER` seconds later (and before it answers /metrics itself, and when it stops): a Prometheus
-write of a worker of several is a locked write to a shared file, four of them a request, which cost
-a near() over HTTP more than its routing does.
+A request is tallied in plain counts, added to the Prometheus figures at most `FLUSH_AFTER` seconds
+later: with several workers each Prometheus write is a locked write to a shared file, four a request,
+which cost a near() over HTTP more than its routing does.
 """
 
 from __future__ import annotations
@@ -50,8 +46,8 @@ class _Histogram(Histogram):
     """prometheus_client's histogram, which can also take many observations at once."""
 
     def add(self, seconds: float, buckets: list[int]) -> None:
-        """Add observations: their total seconds, and how many fell in each bucket (not cumulative, the
-        last +Inf's), as that many calls of `observe` would have (it stores the same)."""
+        """Add observations as that many calls of `observe` would: their total seconds, and how many fell
+        in each bucket (not cumulative, the last +Inf's)."""
         self._sum.inc(seconds)
         for bucket, count in zip(self._buckets, buckets, strict=True):
             if count:

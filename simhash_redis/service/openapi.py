@@ -13,7 +13,7 @@ from .problems import CODES
 
 __all__ = ["document"]
 
-# operation -> (request item, result, summary)
+# operation -> (its document alone, in a batch, its result, summary)
 _OPERATIONS: dict[str, tuple[Any, Any, Any, str]] = {
     "fingerprint": (schemas.Text, schemas.Text, schemas.FingerprintResult, "A text's fingerprint (no Redis)"),
     "near": (

@@ -1,10 +1,5 @@
-"""What each endpoint does with an open index, for one document or a batch: the library's calls and
-their results in the service's JSON forms.
-
-Every call takes a batch (of one, for a lone request): it goes to the library as one batch
-(`near_many`, `add_many`, `add_if_new_many`...), so its documents share round trips; a batch of one goes
-to the single-document call, which is cheaper for one.
-"""
+"""What each endpoint does with an open index: a batch (of one, for a lone request, which goes to the
+cheaper single-document call) to the library, and its results in the service's JSON forms."""
 
 from __future__ import annotations
 
@@ -31,13 +26,7 @@ def near(
     k: int | None,
     threshold: float | None,
 ) -> list[schemas.NearResult]:
-    """The matches of each query.
-
-    Raises:
-        InvalidArgument: a query with neither or both of text and fingerprint, a fingerprint query of a
-            verified index, a threshold for a plain index, or k or threshold out of range.
-        InvalidFingerprint, RedisUnavailable: as the library's `near`.
-    """
+    """The matches of each query (a verified index's from texts only)."""
     f = index.f
     found: list[list[Match]] | list[list[VerifiedMatch]]
     if index.verified is not None:
@@ -57,12 +46,7 @@ def near(
 
 
 def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResult]:
-    """Store documents (replacing an id's previous fingerprint).
-
-    Raises:
-        InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (none is written).
-        RedisUnavailable: as the library's `add_many`.
-    """
+    """Store documents (replacing an id's previous fingerprint)."""
     ids, fps, texts = _prepared(index, docs)
     outcomes: list[Outcome]
     if index.verified is not None:
@@ -77,12 +61,7 @@ def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResu
 
 
 def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
-    """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically.
-
-    Raises:
-        InvalidArgument, InvalidType, InvalidFingerprint: a malformed id or document (none is written).
-        WriteContention, RedisUnavailable: as the library's `add_if_new`.
-    """
+    """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically."""
     ids, fps, texts = _prepared(index, docs)
     found: Sequence[Match | VerifiedMatch | Outcome | None]
     if index.verified is not None:
@@ -105,12 +84,7 @@ def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.
 
 
 def remove(index: Opened, ids: Sequence[str]) -> list[schemas.RemoveResult]:
-    """Remove documents by id (an unknown id is not an error: removed is false).
-
-    Raises:
-        InvalidArgument, InvalidType: a malformed id.
-        RedisUnavailable: as the library's `remove_many`.
-    """
+    """Remove documents by id (an unknown id is not an error: removed is false)."""
     if index.verified is not None:
         removed = index.verified.remove_many(list(ids))
     else:
@@ -119,12 +93,7 @@ def remove(index: Opened, ids: Sequence[str]) -> list[schemas.RemoveResult]:
 
 
 def get(index: Opened, ids: Sequence[str]) -> list[schemas.StoredResult]:
-    """The fingerprints stored for ids (null where not stored).
-
-    Raises:
-        InvalidArgument, InvalidType: a malformed id.
-        RedisUnavailable: the server cannot be reached.
-    """
+    """The fingerprints stored for ids (null where not stored)."""
     found = index.plain.get_many(list(ids))
     f = index.f
     return [
@@ -134,11 +103,7 @@ def get(index: Opened, ids: Sequence[str]) -> list[schemas.StoredResult]:
 
 
 def stats(index: Opened) -> schemas.Stats:
-    """The index's configuration and counts.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    """The index's configuration and counts."""
     documents, fps = index.plain.count()
     plain = index.plain
     return schemas.Stats(

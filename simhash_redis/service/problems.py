@@ -1,11 +1,7 @@
-"""The one place an error becomes an HTTP status and a JSON body with a stable code.
+"""The one place an error becomes an HTTP status and a JSON body with a stable code (docs/service.md).
 
-Every error a request can meet is mapped here: the library's typed errors (`simhash_redis.errors`) and
-the service's own (`ServiceError`: malformed JSON, a body too large, a missing token...). The body is
-``{"error": {"code": ..., "message": ...}}``; the code is stable (clients branch on it), the message is
-for people. A request the service cannot understand is a 4xx, never a 500; an unexpected failure is a
-500 whose message says nothing of it (the log has the traceback). No message holds a Redis URL's
-password or a token: the library's messages never do, and the service's never name either.
+A request the service cannot understand is a 4xx, never a 500; an unexpected failure is a 500 whose
+message says nothing of it (the log has the traceback). No message holds a password or a token.
 """
 
 from __future__ import annotations
@@ -43,13 +39,8 @@ class ServiceError(Exception):
 
 
 class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
-    """An error's JSON form (the value of "error" in a response body).
-
-    Attributes:
-        code: the stable error code.
-        message: what went wrong and what to do.
-        line: the 1-based line of a JSON Lines body it concerns, where it concerns one.
-    """
+    """An error's JSON form (the value of "error" in a response body): a stable code, a message for
+    people, and the 1-based line of a JSON Lines body it concerns, where it concerns one."""
 
     code: str
     message: str

@@ -1,15 +1,10 @@
 """The HTTP protocol of a worker: uvicorn's (httptools), counting the requests the worker has read and
 not yet answered, and sending each response's head together with its body.
 
-Two things a lone request's latency pays for that it need not:
-
-- When it is the only request the worker has read and not answered, nothing can join its batch:
-  every request that arrived with it was parsed (and counted) before any of them runs. The /v1
-  handler then calls the library at once instead of through the coalescer's two more turns of the
-  event loop (`alone`).
-- uvicorn writes a response's head as soon as the application starts it, then its body: two
-  segments, and a client that wakes up for the head goes back to sleep for the body. The head is held
-  until the body's first write, and both go in one.
+Both spare a lone request's latency: a request that is the only one read and not answered cannot be
+joined by another (all that arrived with it were parsed first), so it skips the coalescer's two turns of
+the event loop (`alone`); and a head held until the body's first write goes in one segment with it,
+where a client woken for the head would sleep again for the body.
 """
 
 from __future__ import annotations
@@ -36,9 +31,8 @@ def alone() -> bool:
 
 
 class _HeadWithBody:
-    """One response's transport: its head (the first write) is held back until the next write (the
-    body's first part), then both go in one call. A ``100 Continue`` goes at once: the client waits
-    for it before it sends the body."""
+    """One response's transport: its head (the first write) is held back until the body's first part,
+    then both go in one call. A ``100 Continue`` goes at once: the client waits for it to send the body."""
 
     __slots__ = ("_head", "_started", "_transport")
 
@@ -73,8 +67,7 @@ class _HeadWithBody:
 
 
 class Protocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, counting the requests read and not answered, and writing each
-    response's head with its body."""
+    """uvicorn's httptools protocol, counting the requests read and not answered, each head with its body."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -42,19 +42,15 @@ class Listen:
 
 
 def serve(config: ServiceConfig, listen: Listen) -> None:
-    """Serve until SIGTERM or SIGINT, then stop taking connections and let requests in flight finish.
-
-    Raises:
-        InvalidArgument: a malformed configuration, a worker count below 1, or a TLS key without its
-            certificate (or the reverse).
-    """
+    """Serve until SIGTERM or SIGINT, then stop taking connections and let requests in flight finish
+    (InvalidArgument for a malformed configuration)."""
     config.check()
     if listen.workers < 1:
         raise InvalidArgument(f"workers must be >= 1, got {listen.workers}")
     if (listen.tls_cert is None) != (listen.tls_key is None):
         raise InvalidArgument("TLS needs both a certificate and its key (--tls-cert and --tls-key)")
-    # Worker processes are started afresh and import the app by name: the configuration goes with them
-    # in the environment.
+    # Worker processes are started afresh and import the app by name: the configuration goes in the
+    # environment.
     os.environ.update(config.to_env())
     metrics_dir = None
     if listen.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

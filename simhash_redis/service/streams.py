@@ -1,14 +1,6 @@
-"""A /v1 call at the ASGI level: its body read under the size limit, its answer sent, and JSON Lines
-streamed in and out.
-
-The /v1 calls are the hot path, so they are served without a framework's request and response objects.
-A JSON Lines body is read as it arrives and answered as it goes: its documents go to the library a
-batch at a time, and each batch's results (one line per input line, in order) are sent before the next
-is read, so a bulk load of any size takes a bounded amount of memory. A malformed line (or a document
-the library refuses) gets an error line naming its line number, and the stream goes on; a failure of
-Redis ends the stream with an error line (the status was sent with the first line). Every write is
-idempotent: sending the same stream again completes it.
-"""
+"""A /v1 call at the ASGI level (the hot path: no framework's request and response objects): its body
+read under the size limit, its answer sent, and JSON Lines streamed in and out, a batch at a time, in
+bounded memory (docs/service.md)."""
 
 from __future__ import annotations
 
@@ -85,11 +77,7 @@ class Call:
                 return
 
     async def body(self, limit: int) -> bytes:
-        """The whole body, refused once it is larger than the limit.
-
-        Raises:
-            ServiceError: 413 body_too_large.
-        """
+        """The whole body, refused (413 body_too_large) once it is larger than the limit."""
         declared = self.header(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise _too_large(int(declared), limit)
@@ -148,14 +136,11 @@ def _too_large(size: int, limit: int) -> ServiceError:
 
 
 async def _lines(call: Call, limit: int) -> AsyncIterator[list[tuple[int, bytes]]]:
-    """The body's lines with their 1-based numbers, blank ones left out: those each chunk completes
-    together (one step of the generator a chunk, not a line).
+    """The body's non-blank lines with their 1-based numbers, those of each chunk together; _LineTooLong
+    (after the lines before it) for a line longer than the limit.
 
-    Only each new chunk is searched for line ends: the unfinished line is kept as its pieces (and their
-    length), joined once its end arrives, so a line over many chunks costs its length, not its square.
-
-    Raises:
-        _LineTooLong: a line is longer than the limit (the lines before it, of its chunk too, come first).
+    The unfinished line is kept as its pieces, joined once its end arrives, so a line over many chunks
+    costs its length, not its square.
     """
     parts: list[bytes] = []  # the unfinished line, in pieces
     size = 0  # their length
@@ -188,11 +173,7 @@ async def _lines(call: Call, limit: int) -> AsyncIterator[list[tuple[int, bytes]
 
 
 class _LineTooLong(ServiceError):
-    """A JSON Lines line longer than the limit (413 body_too_large), with its 1-based number.
-
-    Attributes:
-        line: the line's number.
-    """
+    """A JSON Lines line longer than the limit (413 body_too_large), with its 1-based number (`line`)."""
 
     def __init__(self, line: int, limit: int) -> None:
         super().__init__(413, "body_too_large", f"line {line} is longer than the limit of {limit:,} bytes")
@@ -235,7 +216,7 @@ def _flush(
     pending: list[tuple[int, T]], run: Callable[[Sequence[T]], Sequence[R]], state: dict[str, Any]
 ) -> list[bytes]:
     """The answer's lines for the pending lines (emptied): one batch, or line by line if the library
-    refuses a document of it (it checks a whole batch before writing any), to name the lines it refuses."""
+    refuses a document of it (nothing of it written), to name the lines it refuses."""
     if not pending:
         return []
     lines = list(pending)
