@@ -32,7 +32,7 @@ from benchmarks import corpus
 from benchmarks.eval_edits import _articles
 from simhash_redis import Layout, SimhashIndex, VerifiedIndex
 from simhash_redis.fingerprinting.tokens import tokenize
-from simhash_redis.tools.evaluation import jaccard_join, load_corpus, shingle_sets
+from simhash_redis.tools.evaluation import Doc, jaccard_join, load_corpus, shingle_sets
 from tests.servers import ServerProcess
 
 _CORPUS = Path(__file__).resolve().parent / "data" / "eval_corpus.jsonl.gz"
@@ -42,6 +42,33 @@ def _f1(tp: int, fp: int, fn: int) -> str:
     precision, recall = tp / max(1, tp + fp), tp / max(1, tp + fn)
     f1 = 2 * precision * recall / max(1e-12, precision + recall)
     return f"P {precision:.3f} R {recall:.3f} F1 {f1:.3f}"
+
+
+def pair_scores(docs: list[Doc], results: dict[str, list[list[str]]]) -> dict[str, dict[str, list[int]]]:
+    """[true positives, false positives, false negatives] per language, then overall, of each way's pairs.
+
+    Args:
+        docs: the corpus; a document's id is its position.
+        results: for each way, per query (in corpus order), the ids it found.
+    """
+    totals: dict[str, dict[str, list[int]]] = {}
+    for lang in sorted({d.lang for d in docs}):
+        members = [n for n, d in enumerate(docs) if d.lang == lang]
+        truth = jaccard_join(shingle_sets([tokenize(docs[n].text) for n in members], 3), 0.8)
+        pairs_ij = zip(truth.i.tolist(), truth.j.tolist(), strict=True)
+        positives = {(members[i], members[j]) for i, j in pairs_ij}
+        for name, found in results.items():
+            pairs = {(min(n, int(m)), max(n, int(m))) for n in members for m in found[n] if int(m) != n}
+            tp = len(pairs & positives)
+            counts = [tp, len(pairs) - tp, len(positives) - tp]
+            scores = totals.setdefault(name, {})
+            scores[lang] = counts
+            total = scores.setdefault("all", [0, 0, 0])
+            for i, value in enumerate(counts):
+                total[i] += value
+    for scores in totals.values():
+        scores["all"] = scores.pop("all")
+    return totals
 
 
 def corpus_quality(client: Any, plain_k: int) -> None:
@@ -54,28 +81,13 @@ def corpus_quality(client: Any, plain_k: int) -> None:
     verified.add_many(items)
     plain.add_many(items)
     texts = [d.text for d in docs]
-    found = {"verified": verified.near_many(texts), f"plain k={plain_k}": plain.near_many(texts)}
-    totals: dict[str, list[int]] = {}
-    for lang in sorted({d.lang for d in docs}):
-        members = [n for n, d in enumerate(docs) if d.lang == lang]
-        truth = jaccard_join(shingle_sets([tokenize(docs[n].text) for n in members], 3), 0.8)
-        pairs_ij = zip(truth.i.tolist(), truth.j.tolist(), strict=True)
-        positives = {(members[i], members[j]) for i, j in pairs_ij}
-        for name, results in found.items():
-            pairs = {
-                (min(n, int(m.id)), max(n, int(m.id)))
-                for n in members
-                for m in results[n]
-                if int(m.id) != n
-            }
-            tp = len(pairs & positives)
-            counts = [tp, len(pairs) - tp, len(positives) - tp]
-            total = totals.setdefault(name, [0, 0, 0])
-            for i, value in enumerate(counts):
-                total[i] += value
-            print(f"  {lang}, {name}: {_f1(*counts)} ({len(positives)} pairs at J >= 0.8)")
-    for name, counts in totals.items():
-        print(f"  all, {name}: {_f1(*counts)}")
+    ids = {
+        "verified": [[m.id for m in matches] for matches in verified.near_many(texts)],
+        f"plain k={plain_k}": [[m.id for m in matches] for matches in plain.near_many(texts)],
+    }
+    for name, scores in pair_scores(docs, ids).items():
+        for lang, counts in scores.items():
+            print(f"  {lang}, {name}: {_f1(*counts)} ({counts[0] + counts[2]} pairs at J >= 0.8)")
 
 
 def one_word_edits(client: Any, articles: int, trials: int) -> None:
