@@ -1,7 +1,7 @@
 """The compiled core (`simhash_redis_native`, built from ``native/``): the one module that imports it.
 
-Importing this module imports the extension, checks that it has every kernel this package calls (a
-core built from an older checkout is refused as a whole), and makes bad arguments raise the package's
+Importing this module imports the extension, checks that it has every kernel this package calls and
+estimates as this package does (a core built from an older checkout is refused as a whole), and makes bad arguments raise the package's
 InvalidArgument and InvalidType. It raises ImportError when the core is missing or older than the
 package: `fingerprinting.engine_choice` then runs the pure engine (or, with SIMHASH_REDIS_ENGINE=native,
 says why it cannot), and `transport.wire` reads replies with hiredis alone.
@@ -73,9 +73,16 @@ _missing = next((name for name in _KERNELS if not hasattr(_native, name)), None)
     (name for name in _METHODS if not hasattr(getattr(_native, name.split(".")[0]), name.split(".")[1])),
     None,
 )
-if _missing is not None:
+_why = None if _missing is None else f"no {_missing}"
+if _why is None:
+    # The odd sketch's estimator changed without a new name (D rounded to z plus an even number): a pair of
+    # 27 shingles each, 6 bits apart, is at Jaccard 24 / 30 = 0.8 exactly in this package's.
+    _size = (27).to_bytes(2, "little")
+    if _native.odd_estimate(bytes(126) + _size, b"\xfc" + bytes(125) + _size) != 0.8:
+        _why = "its odd_estimate is not rounded"
+if _why is not None:
     raise ImportError(
-        f"simhash_redis_native is older than this simhash-redis (no {_missing}): upgrade it, or rebuild it "
+        f"simhash_redis_native is older than this simhash-redis ({_why}): upgrade it, or rebuild it "
         "from this checkout (`pip install ./native`)"
     )
 
