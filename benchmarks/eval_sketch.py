@@ -174,7 +174,8 @@ def odd_estimates(
     """Jaccard from two odd sketches and the set sizes (Mitzenmacher, Pagh and Pham, WWW 2014).
 
     The XOR of two odd sketches is the odd sketch of the symmetric difference D; z of its `bits` bits
-    set gives D = -bits/2 * ln(1 - 2z/bits), and J = (|A| + |B| - D) / (|A| + |B| + D).
+    set gives D = -bits/2 * ln(1 - 2z/bits), rounded to the nearest z + 2c (c pairs of differing
+    shingles cancelled in a bit), and J = (|A| + |B| - D) / (|A| + |B| + D).
     """
     out = np.empty(len(ci), dtype=np.float64)
     for start in range(0, len(ci), _CHUNK):
@@ -182,7 +183,9 @@ def odd_estimates(
         z = np.unpackbits(packed[a] ^ packed[b], axis=1, count=bits).sum(axis=1)
         filled = np.minimum(2.0 * z / bits, 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            delta = -(bits / 2) * np.log(1.0 - filled)  # inf when saturated: never confirmed
+            expected = -(bits / 2) * np.log(1.0 - filled)  # inf when saturated: never confirmed
+            # Rounded to z plus an even number (the pairs cancelled), as the library's estimator.
+            delta = z + 2 * np.floor((expected - z) / 2 + 0.5)
             total = sizes[a] + sizes[b]
             out[start : start + _CHUNK] = np.nan_to_num(np.clip((total - delta) / (total + delta), 0.0, 1.0))
     return out

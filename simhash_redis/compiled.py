@@ -1,7 +1,8 @@
 """The compiled core (`simhash_redis_native`, built from ``native/``): the one module that imports it.
 
-Importing it raises ImportError when the core is missing or lacks a kernel this package calls (one
-built from an older checkout is refused as a whole); the callers then run without it.
+Importing it raises ImportError when the core is missing, lacks a kernel this package calls, or
+estimates otherwise than this package does (one built from an older checkout is refused as a whole);
+the callers then run without it.
 """
 
 from __future__ import annotations
@@ -67,9 +68,16 @@ _missing = next((name for name in _KERNELS if not hasattr(_native, name)), None)
     (name for name in _METHODS if not hasattr(getattr(_native, name.split(".")[0]), name.split(".")[1])),
     None,
 )
-if _missing is not None:
+_why = None if _missing is None else f"no {_missing}"
+if _why is None:
+    # The odd sketch's estimator changed without a new name (D rounded to z plus an even number): a pair of
+    # 27 shingles each, 6 bits apart, is at Jaccard 24 / 30 = 0.8 exactly in this package's.
+    _size = (27).to_bytes(2, "little")
+    if _native.odd_estimate(bytes(126) + _size, b"\xfc" + bytes(125) + _size) != 0.8:
+        _why = "its odd_estimate is not rounded"
+if _why is not None:
     raise ImportError(
-        f"simhash_redis_native is older than this simhash-redis (no {_missing}): upgrade it, or rebuild it "
+        f"simhash_redis_native is older than this simhash-redis ({_why}): upgrade it, or rebuild it "
         "from this checkout (`pip install ./native`)"
     )
 

@@ -206,6 +206,37 @@ def test_estimates_track_exact_jaccard(source: str) -> None:
     assert worst > 0.0  # the data did test something
 
 
+def test_a_pair_at_the_threshold_is_estimated_at_it() -> None:
+    # 27 shingles each, 24 shared: Jaccard 24 / 30 = 0.8 exactly, D = 6. Short documents of the
+    # evaluation corpus sit at such exact ratios; an estimate a hair below 0.8 lost them all.
+    sketcher = OddSketcher()
+    a = np.arange(1, 28, dtype=np.uint64)
+    b = np.concatenate([a[:24], np.arange(100, 103, dtype=np.uint64)])
+    sa, sb = sketcher.sketch_of_hashes(a), sketcher.sketch_of_hashes(b)
+    assert len(set(bits(sa)) ^ set(bits(sb))) == 6  # no two of the 6 differing shingles share a bit
+    assert sketcher.estimate(sa, sb) == 0.8
+    assert sketcher.estimate_many(sa, [sb] * 100).tolist() == [0.8] * 100  # numpy's pass too
+
+
+@pytest.mark.parametrize("z", [0, 1, 6, 30, 31, 32, 80, 126, 300, 503])
+def test_the_difference_is_z_plus_the_pairs_expected_to_cancel(z: int) -> None:
+    # D is z plus twice the differing shingles' pairs that share a bit: the expected D given z
+    # (-m/2 ln(1 - 2z/m)) rounded to the nearest value of z's parity.
+    sketcher = OddSketcher()
+    a = sketcher.sketch_of_hashes(np.zeros(0, dtype=np.uint64))
+    other = bytearray(a)
+    for i in range(z):
+        other[i // 8] |= 0x80 >> (i % 8)
+    size = 8000  # the two headers' sizes: a sum that keeps every estimate here in (0, 1]
+    head = (size // 2).to_bytes(2, "little")
+    a, b = a[:126] + head, bytes(other[:126]) + head
+    expected = -SKETCH_BITS / 2 * math.log(1 - 2 * z / SKETCH_BITS)
+    d = z + 2 * math.floor((expected - z) / 2 + 0.5)
+    want = (size - d) / (size + d)
+    assert sketcher.estimate(a, b) == want
+    assert sketcher.estimate_many(a, [b] * 100).tolist() == [want] * 100
+
+
 def test_unrelated_documents_estimate_near_zero() -> None:
     rng = random.Random(2)
     sketcher = OddSketcher()

@@ -221,11 +221,16 @@ fn header(sketch: &[u8]) -> (usize, u32) {
 }
 
 /// The symmetric difference estimated from `z` differing bits: infinite once half of them differ.
+///
+/// The expected D given z, -m/2 ln(1 - 2z/m), rounded to the nearest value of z's parity (z plus twice
+/// the pairs of differing shingles that cancelled in a bit), as `odd_sketch._deltas`.
 fn delta(z: u32) -> f64 {
     if 2 * z as usize >= BITS {
         return f64::INFINITY;
     }
-    -(BITS as f64 / 2.0) * (1.0 - 2.0 * f64::from(z) / BITS as f64).ln()
+    let z = f64::from(z);
+    let expected = -(BITS as f64 / 2.0) * (1.0 - 2.0 * z / BITS as f64).ln();
+    z + 2.0 * ((expected - z) / 2.0 + 0.5).floor()
 }
 
 /// `OddSketcher.estimate`: the Jaccard similarity of two sketches of one level, in [0, 1].
@@ -388,14 +393,21 @@ mod tests {
     fn estimates_follow_the_symmetric_difference() {
         let a = with(&[1, 2, 3], 500, 0);
         assert_eq!(estimate(&a, &a), Ok(1.0));
-        // 10 bits differ: D = -504 ln(1 - 20/1008), J = (1000 - D) / (1000 + D).
+        // 10 bits differ: D = -504 ln(1 - 20/1008) = 10.1, rounded to 10 (no pair expected to
+        // cancel), J = (1000 - D) / (1000 + D).
         let b = with(
             &[1, 2, 3, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109],
             500,
             0,
         );
-        let d = -504.0 * (1.0 - 20.0 / 1008.0f64).ln();
-        assert_eq!(estimate(&a, &b), Ok((1000.0 - d) / (1000.0 + d)));
+        assert_eq!(estimate(&a, &b), Ok(990.0 / 1010.0));
+        // 80 bits differ: D = -504 ln(1 - 160/1008) = 87.1, 3.6 pairs cancelled: rounded to 88.
+        let many: Vec<usize> = (200..280).collect();
+        assert_eq!(delta(80), 88.0);
+        assert_eq!(
+            estimate(&with(&many, 1000, 0), &with(&[], 1000, 0)),
+            Ok(1912.0 / 2088.0)
+        );
         // Half of the bits differ or more: saturated, 0; so are two empty sets (0 / 0).
         let half: Vec<usize> = (0..504).collect();
         assert_eq!(estimate(&with(&half, 900, 1), &with(&[], 900, 1)), Ok(0.0));

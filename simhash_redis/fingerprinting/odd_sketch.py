@@ -2,7 +2,8 @@
 
 The odd sketch of Mitzenmacher, Pagh and Pham (WWW 2014): bit i is the parity of the number of the document's
 distinct shingles (`minhash.shingle_hashes` of `minhash.doc_tokens`) that hash to i, of SKETCH_BITS. z bits of
-XOR set give the symmetric difference D = -m/2 ln(1 - 2z/m), and J = (|A| + |B| - D) / (|A| + |B| + D).
+XOR set give the symmetric difference D = -m/2 ln(1 - 2z/m), rounded to z plus an even number, and
+J = (|A| + |B| - D) / (|A| + |B| + D).
 docs/quality.md ("The stored sketch against its bytes") measures it.
 
 A document of more than SAMPLE_LIMIT distinct shingles sketches those whose sampling key is below 2**(64 -
@@ -55,12 +56,19 @@ _SAMPLE_SALT = 0x9E3779B97F4A7C15
 
 
 def _deltas() -> npt.NDArray[np.float64]:
-    """The symmetric difference D for each count z of differing bits (inf from half of them: saturated)."""
+    """The symmetric difference D for each count z of differing bits (inf from half of them: saturated).
+
+    D is z plus twice the number of pairs of differing shingles that cancelled in a bit: the D expected
+    from z, -m/2 ln(1 - 2z/m), rounded to the nearest value of z's parity. So D = z while under half a
+    pair is expected to cancel (z <= 31), exact when none did: pairs of small documents at a Jaccard of
+    exactly the threshold (24 / 30) estimate it, not a hair below (docs/quality.md).
+    """
     out = np.full(SKETCH_BITS + 1, np.inf)
     half = SKETCH_BITS / 2
     for z in range(SKETCH_BITS // 2):
         # math.log, the platform's C log, as the compiled core's ln: both engines give the same floats.
-        out[z] = -half * math.log(1.0 - 2.0 * z / SKETCH_BITS)
+        expected = -half * math.log(1.0 - 2.0 * z / SKETCH_BITS)
+        out[z] = z + 2 * math.floor((expected - z) / 2 + 0.5)
     return out
 
 

@@ -206,3 +206,20 @@ def test_a_compiled_core_without_the_banded_sketches_is_refused() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 1
     assert "older than this simhash-redis (no OddSketch.banded_many): upgrade it" in done.stderr
+
+
+def test_a_compiled_core_with_the_former_estimator_is_refused() -> None:
+    # Built before the estimate was rounded: odd_estimate of 6 bits apart at sizes 27 + 27 a hair below 0.8.
+    code = (
+        "import sys, types, simhash_redis_native as core\n"
+        "old = types.ModuleType('simhash_redis_native')\n"
+        "old.__dict__.update(vars(core))\n"
+        "old.odd_estimate = lambda a, b: 0.7998\n"
+        "sys.modules['simhash_redis_native'] = old\n"
+        "import simhash_redis\n"
+        "print(simhash_redis.engine())\n"
+    )
+    env = dict(os.environ, SIMHASH_REDIS_ENGINE="native")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 1
+    assert "older than this simhash-redis (its odd_estimate is not rounded): upgrade it" in done.stderr

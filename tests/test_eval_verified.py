@@ -1,0 +1,45 @@
+"""How `benchmarks.eval_verified` scores the pairs an index finds in the evaluation corpus."""
+
+from __future__ import annotations
+
+from benchmarks.eval_verified import pair_scores
+from simhash_redis.tools.evaluation import Doc
+
+_ARTICLE = "the council approved the new budget on tuesday after a long debate about school funding"
+
+
+def _docs() -> list[Doc]:
+    return [
+        Doc("0", "    T", "en"),
+        Doc("1", "\xa0\xa0\xa0 T", "en"),
+        Doc("2", "    t", "zh"),  # the same tokens as 0 and 1: Jaccard 1, across the corpus's languages
+        Doc("3", _ARTICLE, "en"),
+        Doc("4", _ARTICLE.replace("tuesday", "monday"), "en"),  # Jaccard 10 / 16: not a near-duplicate
+        Doc("5", "春眠不觉晓处处闻啼鸟夜来风雨声花落知多少", "zh"),
+        Doc("6", "春眠不觉晓处处闻啼鸟夜来风雨声花落知多少", "zh"),
+    ]
+
+
+def test_a_pair_across_languages_is_scored_once_by_its_jaccard() -> None:
+    # Each query finds every document of its tokens (itself too, never a pair), and 3 finds 4.
+    found = [
+        ["0", "1", "2"],
+        ["0", "1", "2"],
+        ["0", "1", "2"],
+        ["3", "4"],
+        ["4", "3"],
+        ["5", "6"],
+        ["6", "5"],
+    ]
+    scores = pair_scores(_docs(), {"way": found})["way"]
+    assert scores["en"] == [1, 1, 0]  # 0-1 found; 3-4 found and below 0.8
+    assert scores["zh"] == [1, 0, 0]  # 5-6; 0-2 and 1-2 are no pair of one language
+    assert scores["all"] == [4, 1, 0]  # with 0-2 and 1-2, near-duplicates whatever their labels
+
+
+def test_a_pair_across_languages_missed_is_a_false_negative_overall() -> None:
+    found = [["0", "1"], ["0", "1"], ["2"], ["3"], ["4"], ["5", "6"], ["6", "5"]]
+    scores = pair_scores(_docs(), {"way": found})["way"]
+    assert scores["en"] == [1, 0, 0]
+    assert scores["zh"] == [1, 0, 0]
+    assert scores["all"] == [2, 0, 2]
