@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..codec import decode_fp, decode_sketches, encode_sketches, netstring, pack_fps
+from ..codec import decode_fp, encode_sketches, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
@@ -25,7 +25,7 @@ from .keys import KeySchema
 from .layout import Layout
 from .scripts import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH
 from .store import Store
-from .write_ops import SketchedGuard, Write
+from .write_ops import SketchedGuard, Write, sketch_in
 from .writes import Writes
 
 __all__ = ["BulkWrites"]
@@ -185,10 +185,7 @@ class BulkWrites:
         moved, old = [], []
         stored = window.stored.raw
         for pos, value in zip(groups.rows.tolist(), flat, strict=True):
-            try:
-                had = decode_sketches(bytes(value)).get(ids[pos].decode()) if value else None
-            except ValueError:  # malformed (verify reports it): the atomic path writes it anew
-                had = None
+            had = sketch_in(value, ids[pos])  # malformed: the atomic path writes it anew
             if (had or b"") != sketches[pos]:
                 moved.append(pos)
                 if had:

@@ -346,15 +346,12 @@ def _one_id(ids: bytes) -> list[str] | None:
 
 
 def _merged(replies: list[list[str] | None]) -> list[str]:
-    """`_ids_in` of decoded replies."""
+    """`_ids_in` of decoded lists."""
     if len(replies) == 1:
         return replies[0] if replies[0] is not None else []
     return list(dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in reply))
 
 
 def _ids_in(replies: list[bytes | None]) -> list[str]:
-    if len(replies) == 1:
-        return decode_ids(replies[0]) if replies[0] is not None else []
-    return list(
-        dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in decode_ids(reply))
-    )
+    """The ids of each period's id list of one fingerprint, merged."""
+    return _merged([None if reply is None else decode_ids(reply) for reply in replies])

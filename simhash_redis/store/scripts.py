@@ -41,6 +41,10 @@ T = TypeVar("T")
 _LOADS = 2
 
 
+#: Every script, as made (lua/netstrings.lua and lua/bands.lua are only included in others).
+SCRIPTS: list[Script] = []
+
+
 class Script:
     """A Lua script from the package's lua/ folder, called with EVALSHA.
 
@@ -51,6 +55,7 @@ class Script:
         self.name = name
         self.source = _included(_read(name))
         self.sha = hashlib.sha1(self.source).hexdigest().encode()
+        SCRIPTS.append(self)
 
     def command(self, keys: list[bytes], args: list[bytes | int]) -> Command:
         """The EVALSHA command for one call."""
@@ -69,54 +74,22 @@ def _included(source: bytes) -> bytes:
     return _INCLUDE.sub(lambda match: _read(match.group(1).decode()).rstrip(b"\n"), source)
 
 
-#: A batch of document writes, atomic (a standalone server).
+# What each script does: the header of its lua/ file.
 WRITE = Script("write")
-#: A fingerprint into or out of a band value (verified mode: a cluster's writes, repairs).
 BAND_MEMBER = Script("band_member")
-#: A fingerprint out of a band table its sketches no longer have (verified mode).
 BAND_DROP = Script("band_drop")
-#: A document's commit point on a cluster: its id-map entry, compare-and-set.
 ID_CAS = Script("id_cas")
-#: An id into (or out of) a fingerprint's id list, with its sketch.
 FP_IDS = Script("fp_ids")
-#: The bulk path's fingerprint-map step.
 BULK_FP = Script("bulk_fp")
-#: The bulk path's id-map step.
 BULK_IDS = Script("bulk_ids")
-#: The bulk path's sketch step (verified mode).
 BULK_SKETCH = Script("bulk_sketch")
-#: The bulk path's band-table step (verified mode).
 BULK_BAND = Script("bulk_band")
-#: The bulk path's commit point of a verified index's window: ids attached with their sketches.
 BULK_COMMIT = Script("bulk_commit")
-#: The fingerprints of a fingerprint-map hash, leaving out the fields of their sketches (verified mode).
 COUNT_FPS = Script("count_fps")
-#: An index's meta hash, created unless it exists.
 CREATE_META = Script("create_meta")
-#: A field of an index's meta hash, set unless it is.
 PIN_META = Script("pin_meta")
-#: A bucket lock taken or kept.
 LOCK = Script("lock")
-#: A bucket lock given back.
 UNLOCK = Script("unlock")
-#: Every script (lua/netstrings.lua and lua/bands.lua are only included in others).
-SCRIPTS = (
-    WRITE,
-    BAND_MEMBER,
-    BAND_DROP,
-    ID_CAS,
-    FP_IDS,
-    BULK_FP,
-    BULK_IDS,
-    BULK_SKETCH,
-    BULK_BAND,
-    BULK_COMMIT,
-    COUNT_FPS,
-    CREATE_META,
-    PIN_META,
-    LOCK,
-    UNLOCK,
-)
 
 
 def with_scripts(

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..codec import decode_fp, decode_sketches, pack_fps
+from ..codec import decode_fp, pack_fps
 from ..errors import WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
@@ -18,7 +18,7 @@ from .scripts import BAND_MEMBER, FP_IDS, ID_CAS
 from .store import Store
 from .verification import Verification
 from .windows import View, Windows
-from .write_ops import CONFLICT_ROUNDS, round_trip, too_many
+from .write_ops import CONFLICT_ROUNDS, round_trip, sketch_in, too_many
 
 __all__ = ["in_rounds", "steps", "write"]
 
@@ -234,10 +234,7 @@ def _sketches_of(
     )
     found: list[bytes | None] = [None] * len(ops)
     for (i, _), stored in zip(places, replies, strict=True):
-        try:
-            found[i] = decode_sketches(stored).get(ops[i][0].decode()) if stored is not None else None
-        except (ValueError, UnicodeDecodeError):
-            found[i] = None  # malformed (verify reports it): not moved
+        found[i] = sketch_in(stored, ops[i][0])
     return found
 
 

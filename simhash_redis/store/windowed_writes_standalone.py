@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from ..codec import decode_fp, decode_sketches, pack_fps
+from ..codec import decode_fp, pack_fps
 from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import Command, Steps
@@ -20,7 +20,7 @@ from .store import Store
 from .verification import Verification
 from .windowed_writes_cluster import in_rounds
 from .windows import View, WindowedSets, Windows
-from .write_ops import Guard, SketchedGuard, Write, in_parts, outcome_of, parts_of
+from .write_ops import Guard, SketchedGuard, Write, in_parts, outcome_of, parts_of, sketch_in
 
 __all__ = ["refresh", "write"]
 
@@ -217,10 +217,7 @@ def _with_sketches(store: Store, windows: Windows, moved: list[_InPeriod]) -> li
     )
     out: list[_InPeriod] = []
     for (i, doc_id, fp, old, w, _), stored in zip(moved, replies, strict=True):
-        try:
-            sketch = decode_sketches(stored).get(doc_id.decode()) if stored is not None else None
-        except (ValueError, UnicodeDecodeError):
-            sketch = None  # malformed (verify reports it): not moved
+        sketch = sketch_in(stored, doc_id)
         if sketch is not None:
             out.append((i, doc_id, fp, old, w, SketchedGuard(None, sketch, moving=True)))
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from ..codec import decode_sketches
 from ..errors import WriteContention
 from ..results import Outcome
 from ..transport import READ, SEND, Command, Steps
@@ -24,6 +25,7 @@ __all__ = [
     "outcome_of",
     "parts_of",
     "round_trip",
+    "sketch_in",
     "too_many",
 ]
 
@@ -110,6 +112,14 @@ def outcome_of(status: bytes, old: bytes) -> Outcome:
     if status == b"n" and old:
         return Outcome.REMOVED
     return _OUTCOMES[status]
+
+
+def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
+    """The sketch of `doc_id` in a stored sketches field; None where none or malformed (verify reports it)."""
+    try:
+        return decode_sketches(bytes(stored)).get(doc_id.decode()) if stored else None
+    except ValueError:
+        return None
 
 
 def too_many(count: int) -> WriteContention:
