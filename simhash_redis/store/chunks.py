@@ -22,11 +22,7 @@ Piece = tuple[int, int, Any]
 
 
 def send_step(store: Store, parts: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
-    """Send a step's chunks of commands in order; their replies if `keep`.
-
-    Raises:
-        SimhashRedisError: the first error reply; nothing more of the step is sent after it.
-    """
+    """Send a step's chunks of commands in order; their replies if `keep` (none sent after an error reply)."""
     stream = Stream(parts, keep, 1 if store.cluster else IN_FLIGHT)
     store.run(stream.steps, durable=durable)
     return stream.replies

@@ -105,11 +105,7 @@ class Retention:
 
     @classmethod
     def of(cls, retention: object, period: object = None, *, sliding: bool = False) -> Retention:
-        """A retention from a timedelta, seconds or a string such as "7d"; the period defaults to a sixth.
-
-        Raises:
-            InvalidArgument, InvalidType: as the class.
-        """
+        """A retention from a timedelta, seconds or a string such as "7d"; the period defaults to a sixth."""
         seconds = parse_duration(retention, "retention")
         length = -(-seconds // _PERIODS) if period is None else parse_duration(period, "period")
         return cls(seconds, length, sliding)
@@ -120,11 +116,7 @@ class Retention:
 
     @classmethod
     def from_meta(cls, text: str) -> Retention:
-        """Read the meta field written by `to_meta`.
-
-        Raises:
-            ValueError: the text is not one `to_meta` writes.
-        """
+        """Read the meta field written by `to_meta` (ValueError for any other text)."""
         seconds, _, rest = text.partition(";period=")
         period, _, sliding = rest.partition(";")
         made = cls(int(seconds), int(period), sliding == "sliding")

@@ -71,11 +71,7 @@ def open_meta(
 
 
 def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | None:
-    """Set a field of an existing meta hash unless another worker set it first.
-
-    Returns:
-        The field's stored value (this one, or the one set first), or None when the meta is gone.
-    """
+    """Set a field of an existing meta hash unless set first; the stored value (None: no meta)."""
     call = PIN_META.command([meta_key], [field.encode(), value.encode()])
     reply = run_calls(sender, [call], (PIN_META,))[0]
     return None if reply is None else bytes(reply).decode()

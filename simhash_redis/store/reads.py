@@ -70,7 +70,6 @@ class Reads:
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
-            RedisUnavailable: the server cannot be reached.
         """
         if not fps:
             return []

@@ -116,7 +116,7 @@ def run_calls(
     """Send script calls in one round trip (per node), loading the scripts where a server lacks them.
 
     Raises:
-        SimhashRedisError: the first error reply (ScriptMissing: the server kept forgetting the scripts).
+        SimhashRedisError: the first error reply.
     """
     if not calls:
         return []

@@ -45,7 +45,6 @@ class Store:
             durable: on a cluster, wait for a replica to have the writes.
 
         Raises:
-            RedisUnavailable: the server could not be reached after the retries.
             SimhashRedisError: an error reply, when raise_on_error is set.
         """
         return self.sender.execute(commands, raise_on_error=raise_on_error, durable=durable)
@@ -58,7 +57,6 @@ class Store:
             durable: on a cluster, each round trip's writes wait for a replica.
 
         Raises:
-            RedisUnavailable: the server could not be reached after the retries.
             SimhashRedisError: an error reply.
         """
         return with_scripts(self.sender, lambda exchange: drive(steps(), exchange), durable=durable)

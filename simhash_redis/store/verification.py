@@ -81,11 +81,7 @@ class Verification:
         band_buckets: int | None = None,
     ) -> Verification:
         """The verified mode of a hasher (default `BandedOddSketcher()`), a threshold and (bands, rows)
-        (default `VERIFIED_BANDS` where the sketch has the values).
-
-        Raises:
-            InvalidArgument, InvalidType: as the class.
-        """
+        (default `VERIFIED_BANDS` where the sketch has the values)."""
         if hasher is not None and not isinstance(hasher, (MinHasher, BandedOddSketcher)):
             raise InvalidType(f"hasher must be a MinHasher or BandedOddSketcher, got {type(hasher).__name__}")
         if bands is not None and (not isinstance(bands, tuple) or len(bands) != 2):
@@ -135,11 +131,7 @@ class Verification:
 
     @classmethod
     def from_meta(cls, text: str) -> Verification:
-        """Read the meta field written by `to_meta`.
-
-        Raises:
-            ValueError: the text is not one `to_meta` writes.
-        """
+        """Read the meta field written by `to_meta` (ValueError for any other text)."""
         kind, *fields = text.split(";")
         values = dict(field.split("=", 1) for field in fields)
         given = set(values) - {"bands", "band_buckets"}

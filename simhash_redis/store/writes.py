@@ -58,11 +58,7 @@ class Progress:
         self.dropped: list[tuple[bytes, bytes]] = []
 
     def next_round(self, retry: list[Pending]) -> None:
-        """Start the round of the documents to send again.
-
-        Raises:
-            WriteContention: they kept changing under concurrent writers.
-        """
+        """Start the round of the documents to send again (WriteContention after `CONFLICT_ROUNDS`)."""
         self.rounds += 1
         if retry and self.rounds >= CONFLICT_ROUNDS:
             raise too_many(len(retry))
@@ -158,11 +154,7 @@ class Writes:
         return progress.outcomes
 
     def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
-        """The writes of a call that names each id once, from where `progress` says.
-
-        Raises:
-            WriteContention: documents kept changing under concurrent writers.
-        """
+        """The writes of a call that names each id once, from where `progress` says."""
         if self.store.cluster:
             yield from self._ordered(progress)
         else:
