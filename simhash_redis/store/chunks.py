@@ -34,7 +34,7 @@ class Stream:
     A cluster's go one at a time, so that nothing of a step is sent after an error reply.
     """
 
-    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, in_flight: int = IN_FLIGHT) -> None:
+    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, in_flight: int) -> None:
         self.chunks, self.keep, self.in_flight = chunks, keep, in_flight
         self.built: list[Sequence[Command] | None] = []
         self.acked = 0

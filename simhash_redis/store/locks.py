@@ -31,8 +31,8 @@ class BucketLocks:
     Each document has a token of its own, so the server arbitrates within a batch as between workers.
     """
 
-    def __init__(self, store: Store, ttl_ms: int = TTL_MS) -> None:
-        self.store, self.keys, self.ttl_ms = store, store.keys, ttl_ms
+    def __init__(self, store: Store) -> None:
+        self.store, self.keys, self.ttl_ms = store, store.keys, TTL_MS
         self.token = secrets.token_hex(16).encode()
         #: The locks kept across rounds by documents that got only some of theirs (a sorted prefix).
         self.kept: dict[int, list[bytes]] = {}
