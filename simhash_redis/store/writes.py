@@ -223,35 +223,15 @@ class Writes:
 
     def _calls(self, progress: Progress, first: bool) -> tuple[int, Callable[[int], Command]]:
         """A round's script calls: how many, and what builds call n (a large batch's parts)."""
-        if first:
-            parts = parts_of(range(len(progress.ops)), True)
-            return len(parts), lambda n: self._adds(progress, parts[n][0], len(parts[n]))
-        if progress.rounds == 0 and _guarded_adds(progress.ops, self.tables):
+        if first or (progress.rounds == 0 and _guarded_adds(progress.ops, self.tables)):
             # A later part's guards expect what the earlier parts add: parts keep one call's guarantees.
             parts = parts_of(range(len(progress.ops)), True)
-            return len(parts), lambda n: self._guarded(progress, parts[n][0], len(parts[n]))
+            return len(parts), lambda n: self._adds(progress, parts[n][0], len(parts[n]), not first)
         pending = progress.pending
         return 1, lambda _: self._command(pending)
 
-    def _adds(self, progress: Progress, start: int, count: int) -> Command:
-        """The first round's call for plain adds, `count` writes from `start` (format 'a')."""
-        ops = progress.ops[start : start + count]
-        fps = progress.fps
-        ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
-        keys = self.keys
-        id_bucket, fp_bucket, tables = keys.id_bucket, keys.fp_bucket, keys.table_builder()
-        key_list: list[bytes] = [keys.counts]
-        args: list[bytes | int] = [self.tables, b"a"]
-        add_keys, add_args = key_list.append, args.extend
-        for (doc_id, new, _), fp in zip(ops, ints, strict=True):
-            add_keys(id_bucket(doc_id))
-            add_keys(fp_bucket(new))
-            key_list += tables(fp)
-            add_args((doc_id, new))
-        return WRITE.command(key_list, args)
-
-    def _guarded(self, progress: Progress, start: int, count: int) -> Command:
-        """The first round's call for add-if-new's guarded adds, `count` writes from `start` (format 'g')."""
+    def _adds(self, progress: Progress, start: int, count: int, guarded: bool = False) -> Command:
+        """The first round's call for plain adds (format 'a') or add-if-new's guarded adds ('g')."""
         ops = progress.ops[start : start + count]
         fps = progress.fps
         ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
@@ -261,13 +241,15 @@ class Writes:
         built = progress.tables
         tables = map(keys.table_builder(), ints) if built is None else built[start : start + count]
         key_list: list[bytes] = [keys.counts]
-        args: list[bytes | int] = [self.tables, b"g"]
+        args: list[bytes | int] = [self.tables, b"g" if guarded else b"a"]
         add_key, add_keys, add_args = key_list.append, key_list.extend, args.extend
         for (doc_id, new, guard), fp, table_keys in zip(ops, ints, tables, strict=True):
             add_key(id_bucket(doc_id))
             add_key(fp_bucket_of(fp) if by_bits else fp_bucket(new))
             add_keys(table_keys)
-            add_args((doc_id, new, b" %s " % b" ".join([member for read in guard or () for member in read])))
+            add_args((doc_id, new))
+            if guarded:
+                args.append(b" %s " % b" ".join([member for read in guard or () for member in read]))
         return WRITE.command(key_list, args)
 
     def _command(self, pending: list[Pending]) -> Command:
