@@ -313,15 +313,9 @@ def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]
         if stored is None:
             continue
         # The common value, one sketch for exactly the ids listed, read without parsing it.
-        colon = stored.find(b":")
-        digits = stored[:colon]
-        end = (
-            colon + 1 + int(digits)
-            if colon > 0 and digits.isdigit() and (colon == 1 or digits[:1] != b"0")
-            else -1
-        )
+        start, end = _first_netstring(stored)
         if end > 0 and stored[end:] == b"%d:%s" % (len(ids), ids):
-            sketch = stored[colon + 1 : end]
+            sketch = stored[start:end]
             for doc_id in listed:
                 sketches[doc_id] = sketch
         else:
@@ -332,16 +326,17 @@ def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]
 
 def _one_id(ids: bytes) -> list[str] | None:
     """`decode_ids` of a list of exactly one id, without the loop; None for any other."""
-    colon = ids.find(b":")
-    digits = ids[:colon]
-    if (
-        colon > 0
-        and digits.isdigit()
-        and (colon == 1 or digits[:1] != b"0")
-        and int(digits) == len(ids) - colon - 1
-    ):
-        return [ids[colon + 1 :].decode()]
-    return None
+    start, end = _first_netstring(ids)
+    return [ids[start:].decode()] if end == len(ids) else None
+
+
+def _first_netstring(data: bytes) -> tuple[int, int]:
+    """Where the item of the netstring `data` starts with begins and ends; (0, -1) where it has none."""
+    colon = data.find(b":")
+    digits = data[:colon]
+    if colon > 0 and digits.isdigit() and (colon == 1 or digits[:1] != b"0"):
+        return colon + 1, colon + 1 + int(digits)
+    return 0, -1
 
 
 def _merged(replies: list[list[str] | None]) -> list[str]:
