@@ -300,9 +300,8 @@ def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]
 
 
 def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[list[str] | None]:
-    """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches put in
-    `sketches` by id, only for the ids listed (a cluster's interrupted write may leave a stale one).
-    """
+    """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches of the ids
+    listed put in `sketches` (a cluster's interrupted write may leave a stale one)."""
     out: list[list[str] | None] = []
     for ids, stored in replies:
         if ids is None:

@@ -103,9 +103,8 @@ class Windows:
         return (window + 1) * self.period_ms + self.retention_ms
 
     def view(self) -> View:
-        """The periods a call reads now: the live ones, and within the margin of a boundary, the one that
-        expires at it or the next one (a write needs no margin: the script checks the server's clock).
-        """
+        """The periods a call reads now: the live ones, and near a boundary the one that expires at it or
+        the next one (a write needs no margin: the script checks the server's clock)."""
         # Also when the wall clock moved against the monotonic one: a machine that slept (the monotonic
         # clock stands still meanwhile) or a stepped wall clock.
         if (

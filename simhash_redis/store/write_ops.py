@@ -90,9 +90,8 @@ def in_parts(
     acked: list[Any],
     refused: Callable[[Any], bool] = lambda _: False,
 ) -> Steps[None]:
-    """A round's script calls, one in flight, from the first not in `acked`; each built while the server
-    runs the one before. A reply `refused` stops the round.
-    """
+    """A round's script calls, one in flight, from the first not in `acked`, each built while the server
+    runs the one before; a reply `refused` stops the round."""
     if len(acked) == count or (acked and refused(acked[-1])):
         return
     yield SEND, [[call(len(acked))]]
