@@ -1,53 +1,9 @@
 """The grouped bulk path: a window of documents written with one variadic command per key and step.
 
-Grouping pays when many entries share a key (a window of a million documents puts 8-15 on each key of
-2^16-key tables). The steps of a window, each finished (every reply read and checked) before the next:
-
-1. read the id map: one HMGET per id bucket with all the window's ids in it (skipped on a standalone
-   server when none of those buckets exists: one EXISTS names them all);
-2. ids stored with another fingerprint (replacements), and every pair of an id named twice in the window,
-   go through the atomic path (`Writes.apply`, a batch at a time: the last pair wins);
-3. tables: one SADD per table key with all the window's members for it, table 0's keys first;
-4. id map: one HSET per id bucket, the commit point of `get`; on a standalone server by lua/bulk_ids.lua,
-   which moves the documents count by the ids it adds, in the same atomic step;
-5. fingerprint map: lua/bulk_fp.lua appends each id to its fingerprint's netstring list unless it is
-   there, atomically per bucket (on a standalone server one call covers a run of buckets, on a cluster
-   one bucket): the commit point of `near` and `add_if_new` (readers skip a table member without ids),
-   so no reader ever sees a document half-written; on a standalone server the script moves the
-   fingerprints count by the entries it creates. Then one SMISMEMBER per table-0 key puts back into
-   its tables any fingerprint an atomic writer removed meanwhile (`_check_tables`).
-
-A verified index's window (each document with its sketch) has one more step after 1 and two between 3
-and 4, so that its documents are whole before they are committed (no reader finds an id without its
-sketch, nor a document missing from its band tables), and its step 5 sets the sketches again:
-
-1b. stored ids: one HMGET of their fingerprints' sketch fields per bucket; an id given another sketch
-    than its stored one goes through the atomic path (step 2), which writes the new sketch's band values
-    with it: the grouped steps would replace the sketch (3a) before writing its band values (3b), so a
-    load stopped between would leave a committed document without them;
-
-3a. sketches: lua/bulk_sketch.lua sets each id's sketch beside its fingerprint's ids (the field
-    `KeySchema.sketch_field` of its fingerprint-map bucket), calls grouped per bucket as step 5's; a
-    sketch it replaces (one a concurrent writer set since step 1b) leaves its band tables after
-    (`Writes.drop_bands`, which keeps a band another sketch of the fingerprint holds);
-3b. band tables: lua/bulk_band.lua appends each fingerprint, packed, to its sketch's band values unless
-    they hold it, calls grouped per band bucket (`KeySchema.band_numbers`), band by band, each band value
-    once with the fingerprints of all of the window's documents that share it (near-duplicates share
-    most of theirs). After 3a, so that a band drop of an atomic writer meanwhile finds the new sketch
-    kept and leaves its bands.
-
-Step 5 of a verified window is lua/bulk_commit.lua: each id attached with its sketch, set again when
-the id lacks it or has another (a concurrent writer removed or replaced the id since step 3a, deleting
-its sketch and maybe its band values), in the same atomic step; the ids it did so for get their band
-values again after (step 3b's script, for them), as `_check_tables` puts back tables.
-
-Replacements and ids named twice take the atomic path with their sketches (`SketchedGuard`).
-
-Every step is idempotent, so a chunk resent after a lost reply changes nothing more (nor any count:
-each moves only with the entries its own atomic step adds, as the atomic path's do), and a load cut
-short anywhere (a crash, RedisOutOfMemory) is completed by running it again; the counts are exact
-throughout (a cluster has none: its counts are summed from the data on demand). On a cluster every
-write is followed by WAIT for a replica.
+Grouping pays when many entries share a key (a window of 10^6 documents puts 8-15 on each key of 2^16-key
+tables). The steps, their order and why a reader never sees a half-written document are in
+docs/guarantees.md ("Bulk loads"); each method below names its step. Every step is idempotent, so a load
+cut short anywhere is completed by running it again.
 """
 
 from __future__ import annotations
@@ -60,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..codec import decode_fp, decode_sketches, encode_sketches, netstring, pack_fps
+from ..codec import decode_fp, encode_sketches, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
 from .chunks import send_step
@@ -69,7 +25,7 @@ from .keys import KeySchema
 from .layout import Layout
 from .scripts import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH
 from .store import Store
-from .write_ops import SketchedGuard, Write
+from .write_ops import SketchedGuard, Write, sketch_in
 from .writes import Writes
 
 __all__ = ["BulkWrites"]
@@ -79,7 +35,7 @@ ATTACH_PAIRS = 512
 
 
 class BulkWrites:
-    """Writes windows of documents with one variadic command per key and step (see the module docstring)."""
+    """Writes windows of documents with one variadic command per key and step."""
 
     def __init__(self, store: Store, layout: Layout, writes: Writes, batch_size: int = 1000) -> None:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
@@ -88,28 +44,24 @@ class BulkWrites:
         self.verification = writes.verification
         self._packed = not store.cluster
 
-    # -- a window --------------------------------------------------------------------------------------
-
     def write(
         self,
         ids: list[bytes],
         fps: Sequence[int] | npt.NDArray[Any],
         sketches: Sequence[bytes] | None = None,
     ) -> list[Outcome]:
-        """Write one window of documents, in the steps of the module docstring.
+        """Write one window of documents; each pair's outcome.
 
         Args:
-            sketches: in verified mode (and only then), each document's sketch in its stored form (b""
-                stores one without a sketch, as the atomic path does).
+            sketches: in verified mode (and only then), each document's sketch in its stored form (b"": none).
 
         Returns:
-            Each pair's outcome: ADDED (a new id), UNCHANGED (the id had this fingerprint already; its
-            entries are written again all the same, which completes an interrupted load), or the atomic
-            path's outcome (REPLACED, ...) for replacements and ids named twice.
+            ADDED, UNCHANGED (its entries are written again all the same, which completes an interrupted
+            load), or the atomic path's outcome for replacements and ids named twice.
 
         Raises:
             RedisUnavailable: (RedisOutOfMemory among others) the window is partly written, never
-                half-visible to near(); writing it again completes it.
+                half-visible; writing it again completes it.
             WriteContention: the atomic path's documents kept changing under concurrent writers.
         """
         n = len(ids)
@@ -155,7 +107,7 @@ class BulkWrites:
             ]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
-        if old_sketches:  # the write script reports them only on the call that replaces them
+        if old_sketches:  # the write script reports them only on the call that replaced them
             self.writes.drop_bands(old_sketches)
         if len(chosen):
             first = self._tables(window, chosen)  # step 3
@@ -170,11 +122,8 @@ class BulkWrites:
             self._check_tables(window, first)
         return outcomes  # type: ignore[return-value]
 
-    # -- the steps -------------------------------------------------------------------------------------
-
     def _read(self, window: _Window, single: npt.NDArray[Any]) -> list[bytes | None] | None:
-        """Step 1: the stored fingerprint of each id at `single`, one HMGET per id bucket; None when none
-        of them is stored (a new window)."""
+        """Step 1: the stored fingerprint of each id at `single`; None when none is stored."""
         groups = group(window.id_buckets, single, self.keys.id_form)
         if self._packed and not self._any_exists(groups):
             return None
@@ -187,16 +136,13 @@ class BulkWrites:
         return current[single].tolist()  # type: ignore[no-any-return]
 
     def _any_exists(self, groups: Groups) -> bool:
-        """Whether any of the groups' id buckets exists: one EXISTS for all of them, so that a window
-        into an empty id map (a first load) skips the HMGETs of step 1 (a standalone server: one
-        command may name keys of any slot)."""
+        """Whether any of the groups' id buckets exists (one EXISTS: a standalone server's only)."""
         key_of = groups.form.key
         keys = [key_of(value) for value in groups.heads.tolist()]
         return bool(keys) and int(self.store.execute([(b"EXISTS", *keys)])[0]) > 0
 
     def _tables(self, window: _Window, chosen: npt.NDArray[Any]) -> Groups:
-        """Step 3: one SADD per table key, table by table, table 0's keys first (see `_check_tables`).
-        Returns table 0's groups, for that check."""
+        """Step 3: one SADD per table key, table 0's first (`_check_tables`, which gets its groups)."""
         forms = [self.keys.table_form(t) for t in range(len(self.layout.tables))]
         groups = [group(column, chosen, form) for column, form in zip(window.values, forms, strict=True)]
 
@@ -208,14 +154,10 @@ class BulkWrites:
         return groups[0]
 
     def _sketches(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
-        """Step 3a: each id's sketch beside its fingerprint's ids, by lua/bulk_sketch.lua (calls as step
-        5's); the band tables of the sketches it replaced are cleaned after."""
+        """Step 3a: each id's sketch beside its fingerprint's ids; those it replaced leave their bands."""
         groups = group(window.fp_buckets, chosen, self.keys.fp_form)
         field, stored, ids = self.keys.sketch_field, window.stored.raw, window.ids.raw
-        values = [
-            encode_sketches([(doc_id, sketch)]) if sketch else b""
-            for doc_id, sketch in zip(ids, sketches, strict=True)
-        ]
+        values = _sketch_values(ids, sketches)
         columns = [Column([field(raw) for raw in stored]), window.ids, Column(values)]
         per = ATTACH_PAIRS if self._packed else 1
         calls = script_runs(BULK_SKETCH.sha, None, groups, columns, per, self._packed)
@@ -229,17 +171,9 @@ class BulkWrites:
     def _new_sketches(
         self, window: _Window, unchanged: list[int], sketches: Sequence[bytes]
     ) -> tuple[list[int], list[tuple[bytes, bytes]]]:
-        """Step 1b: the positions among `unchanged` (ids stored with their fingerprint) whose stored
-        sketch is not theirs, by one HMGET of their fingerprints' sketch fields per bucket, and each of
-        their (fingerprint, stored sketch), whose band values are dropped after the atomic path wrote
-        the new ones: also when a lost reply hid the drop the write reported (band_drop.lua keeps a
-        band another id of the fingerprint holds, so dropping again is harmless).
-
-        Their new sketch's band values must be written before it replaces the old one, and the old one's
-        dropped after (which the atomic path does): the grouped steps would replace the sketch (3a)
-        before writing its band values (3b), a committed document without them if the load stopped
-        between.
-        """
+        """Step 1b: the positions among `unchanged` whose stored sketch is another, and each such
+        (fingerprint, stored sketch), whose bands are dropped after the atomic path writes the new one
+        (again harmless where a lost reply hid the write's own drop)."""
         if not unchanged:
             return [], []
         rows = np.array(unchanged, dtype=np.intp)
@@ -251,10 +185,7 @@ class BulkWrites:
         moved, old = [], []
         stored = window.stored.raw
         for pos, value in zip(groups.rows.tolist(), flat, strict=True):
-            try:
-                had = decode_sketches(bytes(value)).get(ids[pos].decode()) if value else None
-            except ValueError:  # malformed (verify reports it): the atomic path writes it anew
-                had = None
+            had = sketch_in(value, ids[pos])  # malformed: the atomic path writes it anew
             if (had or b"") != sketches[pos]:
                 moved.append(pos)
                 if had:
@@ -262,9 +193,7 @@ class BulkWrites:
         return sorted(moved), old
 
     def _bands(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
-        """Step 3b: each sketched document's fingerprint into its sketch's band values, by
-        lua/bulk_band.lua: a call per run of band buckets (one bucket on a cluster), band by band, each
-        band value once (with the fingerprints of all of the window's documents that share it)."""
+        """Step 3b: each sketched document's fingerprint into its sketch's band values, each value once."""
         mode = self.verification
         if mode is None or not mode.bands:
             return
@@ -289,8 +218,7 @@ class BulkWrites:
         send_step(self.store, steps(), keep=False, durable=True)
 
     def _id_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
-        """Step 4: one HSET id -> fingerprint per id bucket; on a standalone server by lua/bulk_ids.lua, a
-        call per run of buckets of about ATTACH_PAIRS ids, which counts the ids it adds."""
+        """Step 4: the id map (on a standalone server by lua/bulk_ids.lua, which counts the ids it adds)."""
         groups = group(window.id_buckets, chosen, self.keys.id_form)
         pairs = [window.ids, window.stored]
         if self.store.cluster:
@@ -300,9 +228,7 @@ class BulkWrites:
         send_step(self.store, calls, keep=False, durable=True)
 
     def _fp_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
-        """Step 5: each id into its fingerprint's id list, by lua/bulk_fp.lua: one call per bucket on a
-        cluster, per run of buckets of about ATTACH_PAIRS fingerprints on a standalone server (a call costs
-        the server about as much as a few dozen entries)."""
+        """Step 5: each id into its fingerprint's id list, the commit point of `near` (lua/bulk_fp.lua)."""
         rows, joined = window.attachments(chosen)
         groups = group(window.fp_buckets, rows, self.keys.fp_form)
         pairs = ATTACH_PAIRS if self._packed else 1
@@ -312,21 +238,14 @@ class BulkWrites:
         send_step(self.store, calls, keep=False, durable=True)
 
     def _commit(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
-        """Step 5 of a verified window: each id into its fingerprint's id list with its sketch, by
-        lua/bulk_commit.lua (calls as step 3a's).
+        """Step 5 of a verified window: each id into its fingerprint's id list with its sketch.
 
-        A concurrent writer may have removed or replaced an id since step 3a (deleting its sketch, and
-        its band values with it): the script sets the sketch again with the commit, atomically, and the
-        band values of the ids it did so for are put back after (bulk_band.lua, idempotent), as
-        `_check_tables` puts back tables. A band drop since step 3b needs the sketch gone from its
-        fingerprint (band_drop.lua keeps a band a sketch there holds), so those ids are all it can hit.
+        The script sets again a sketch a concurrent writer deleted since step 3a; those ids' band values
+        are put back after, the only ones a band drop since step 3b can have hit.
         """
         groups = group(window.fp_buckets, chosen, self.keys.fp_form)
         stored, ids = window.stored.raw, window.ids.raw
-        values = [
-            encode_sketches([(doc_id, sketch)]) if sketch else b""
-            for doc_id, sketch in zip(ids, sketches, strict=True)
-        ]
+        values = _sketch_values(ids, sketches)
         fields = Column([self.keys.sketch_field(raw) for raw in stored])
         columns = [window.stored, fields, Column([netstring(doc_id) for doc_id in ids]), Column(values)]
         per = ATTACH_PAIRS if self._packed else 1
@@ -345,13 +264,10 @@ class BulkWrites:
             self.writes.drop_bands(dropped)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
-        """After step 5: put back into its tables each fingerprint that is missing from table 0.
+        """After step 5: put back into its tables each fingerprint missing from table 0.
 
-        An atomic writer removes a fingerprint from its tables when its last id leaves it: if that
-        happened between steps 3 and 5, the fingerprint's entry in the fingerprint map is back (step 5)
-        but not its tables. Table 0's members were sent before the others' (and a resent chunk is
-        followed by every later one again), so a fingerprint still in table 0 is in every table; and
-        once its entry lists the window's id, no writer removes it any more.
+        An atomic writer may have removed it (its last id left) between steps 3 and 5. Table 0 was sent
+        first, so one still there is in every table; once step 5 lists the window's id, none removes it.
         """
         asked = commands((b"SMISMEMBER",), first, [window.stored], self._packed)
         replies = send_step(self.store, asked, keep=True, durable=False)
@@ -368,8 +284,7 @@ class BulkWrites:
 
 
 class _Window:
-    """One window's documents, in the window's order: ids and stored fingerprints (the columns every
-    step's commands gather from), each table's key values, and map buckets."""
+    """One window's documents: ids and stored fingerprints, each table's key values, map buckets."""
 
     def __init__(
         self, ids: list[bytes], fps: Sequence[int] | npt.NDArray[Any], layout: Layout, keys: KeySchema
@@ -389,8 +304,7 @@ class _Window:
         return Column([pack_fps([raw], f) for raw in self.stored.raw])
 
     def attachments(self, chosen: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], dict[int, bytes]]:
-        """The first of the positions `chosen` of each fingerprint, and for those whose fingerprint
-        several of them share, the list of all of their ids, in the window's order."""
+        """The first position of each fingerprint in `chosen`; the joined ids where several share it."""
         if self.fps is not None:
             ordered = np.sort(self.fps[chosen])
             if not len(ordered) or not (ordered[1:] == ordered[:-1]).any():
@@ -413,8 +327,8 @@ class _Window:
 def _shared_values(
     values: list[bytes], rows: npt.NDArray[Any], packed: list[bytes]
 ) -> tuple[npt.NDArray[np.intp], list[bytes]]:
-    """The first of the positions `rows` of each band value, and per position b"" or, for the first of
-    several sharing a value, the packed fingerprints of them all, in the window's order, each once."""
+    """The first position of each band value in `rows`, and per position b"" or, where several share the
+    value, their packed fingerprints, each once."""
     picked = [values[p] for p in rows.tolist()]
     lists = [b""] * len(values)
     if len(set(picked)) == len(picked):
@@ -436,8 +350,7 @@ def _shared_values(
 def _shared_numbers(
     values: npt.NDArray[np.uint64], rows: npt.NDArray[Any], fps: npt.NDArray[np.uint64]
 ) -> tuple[npt.NDArray[np.intp], list[bytes]]:
-    """`_shared_values` of a band whose values are ints, with fingerprints of 64 bits at most: in numpy
-    passes, but for a slice of the packed fingerprints per value shared."""
+    """`_shared_values` in numpy passes, for int band values and fingerprints of 64 bits at most."""
     lists = [b""] * len(values)
     ours, theirs = values[rows], fps[rows]
     by_value = np.lexsort((rows, ours))
@@ -482,6 +395,11 @@ def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[n
     # Narrow keys sort faster (a radix sort for 16 bits).
     narrow = [np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64 for bits in layout.key_bits]
     return [v.astype(dtype) for v, dtype in zip(values, narrow, strict=True)]
+
+
+def _sketch_values(ids: list[bytes], sketches: Sequence[bytes]) -> list[bytes]:
+    """Each id's sketch field entry (`codec.encode_sketches` of one), b"" for no sketch."""
+    return [encode_sketches([(i, s)]) if s else b"" for i, s in zip(ids, sketches, strict=True)]
 
 
 def _named_twice(ids: list[bytes]) -> set[bytes]:

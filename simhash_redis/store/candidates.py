@@ -34,13 +34,11 @@ def takes_raw() -> bool:
 def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict[bytes, tuple[int, int]]]:
     """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
 
-    The compiled core's filter when it runs, else `pure_hits`: the same exact result. `replies` are the
-    members of each table set, `tables` per query, query after query: as lists, or whole replies in
-    their RESP form (bytes).
+    The compiled core's filter when it runs, else `pure_hits` (the same result). `replies`: each table
+    set's members, `tables` per query, as lists or whole replies in their RESP form (bytes).
 
     Raises:
-        ValueError: a member is not a decimal integer (stored data this library did not write), or
-            RESP bytes are not whole replies.
+        ValueError: a member is not a decimal integer, or RESP bytes are not whole replies.
     """
     native = engine_choice.native
     if native is not None:
@@ -55,9 +53,7 @@ def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict
 def pure_hits(
     fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]]:
-    """`hits` in Python: each distinct member of a query's sets decoded (`codec.decode_fp`) and kept,
-    in the order met, when within distance k. Many plain decimal members of a width up to 64 bits are
-    compared in one numpy pass first; only those within k are decoded one by one."""
+    """`hits` in Python: each distinct member within k, in the order met (many in one numpy pass)."""
     found_all: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
     near = _near_members(fps, replies, tables, k, f)
     if near is not None:
@@ -82,13 +78,12 @@ def pure_hits(
 def band_hits(
     fps: list[int], values: list[bytes | None], per: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
-    """`hits` with k = f of band tables' packed values (`codec.unpack_fps_many`), `per` per query: every
-    member a candidate, in the order met, decoded and compared (a batch's in one numpy pass).
+    """`hits` with k = f of band tables' packed values (`codec.unpack_fps_many`), `per` per query.
 
     Returns:
-        For each query, {stored value: (fingerprint, distance)}; None where the members go the way of
-        `unpack_fps_many` and `hits`: fingerprints wider than 64 bits, a value that is not a whole
-        number of them or one wider than f, or many members of a few queries.
+        As `hits`; None where the caller must unpack them and call `hits` (fingerprints wider than 64
+        bits, a value that is not whole fingerprints or holds one wider than f, many members of a few
+        queries).
     """
     if f > 64 or len(values) != len(fps) * per or not per:
         return None
@@ -127,8 +122,7 @@ def band_hits(
 def _few_band_hits(
     fps: list[int], values: list[bytes | None], per: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
-    """`band_hits` of a few queries (a single lookup's), member by member: numpy's fixed costs would be
-    most of the time. None where a value is not whole fingerprints or holds one wider than f."""
+    """`band_hits` of a few queries, member by member (numpy's fixed costs would be most of the time)."""
     found: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
     for q, fp in enumerate(fps):
         mine = found[q]
@@ -151,8 +145,7 @@ def _few_band_hits(
 def _near_members(
     fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
 ) -> list[tuple[bytes, int]] | None:
-    """(member, query) of each member within distance k, in order, by numpy; None where the plain loop
-    must decide (few members, other widths, a member that is no plain decimal int64 of this width)."""
+    """(member, query) of each member within distance k, in order, by numpy; None where the loop decides."""
     if f > 64 or len(replies) != len(fps) * tables:
         return None
     try:
@@ -178,7 +171,7 @@ def _near_members(
 
 
 def _fromstring_warns() -> bool:
-    """Tell whether this numpy warns (before 2.3) rather than raises on text it cannot parse to the end."""
+    """Whether this numpy warns (before 2.3) rather than raises on text it cannot parse to the end."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         try:
@@ -195,11 +188,7 @@ _INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 
 def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
-    """Parse space-separated decimal int64s, the same on every numpy.
-
-    Returns:
-        The numbers, or None when they are not all plain decimals.
-    """
+    """Parse space-separated decimal int64s, the same on every numpy; None unless all plain decimals."""
     try:
         if _FROMSTRING_WARNS:
             # Only where numpy warns: catch_warnings is process-wide state, not for the hot path.
@@ -223,7 +212,7 @@ def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
 
 
 def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
-    """The matches of one query, nearest first, then by id, from its hits and the ids of each."""
+    """The matches of one query, nearest first, then by id."""
     if not found:
         return []
     matches = [

@@ -12,46 +12,36 @@ from .store import Store
 
 __all__ = ["BULK", "CHUNK_ARGS", "Piece", "chunks", "send_step"]
 
-#: Arguments per write of a step (a few hundred kB): large enough that round trips do not count, small
-#: enough that the client builds the next write while the server runs this one.
+#: Arguments per write of a step: round trips do not count, and the client builds the next meanwhile.
 CHUNK_ARGS = 16_384
-#: Chunks sent and not yet answered.
 IN_FLIGHT = 2
 #: The RESP form of one argument.
 BULK = b"$%d\r\n%b\r\n"
-#: A piece of a step: (arguments, commands, the byte strings whose concatenation is the commands packed)
-#: on a standalone server, (arguments, commands, the list of the commands) on a cluster.
+#: A piece of a step: (arguments, commands, their packed bytes, or on a cluster the commands).
 Piece = tuple[int, int, Any]
 
 
 def send_step(store: Store, parts: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
-    """Send a step's chunks of commands (`chunks`), in order; their replies if `keep`.
-
-    Raises:
-        SimhashRedisError: the first error reply (RedisOutOfMemory, ...); nothing more of the step is
-            sent after it.
-        RedisUnavailable: the server cannot be reached.
-    """
+    """Send a step's chunks of commands in order; their replies if `keep` (none sent after an error reply)."""
     stream = Stream(parts, keep, 1 if store.cluster else IN_FLIGHT)
     store.run(stream.steps, durable=durable)
     return stream.replies
 
 
 class Stream:
-    """A step's chunks as steps without I/O (`steps`), some in flight: on one connection the server runs
-    one while the client builds the next; on a cluster each goes to every node at once, one at a time,
-    so that nothing of a step is sent after an error reply. A conversation started again (a lost
-    connection) resumes at the first unacknowledged chunk: resending is idempotent.
+    """A step's chunks as steps without I/O, some in flight, resumed at the first unacknowledged one.
+
+    A cluster's go one at a time, so that nothing of a step is sent after an error reply.
     """
 
-    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, in_flight: int = IN_FLIGHT) -> None:
+    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, in_flight: int) -> None:
         self.chunks, self.keep, self.in_flight = chunks, keep, in_flight
         self.built: list[Sequence[Command] | None] = []
         self.acked = 0
         self.replies: list[Any] = []
 
     def chunk(self, i: int) -> Sequence[Command] | None:
-        """Chunk number i (built on first use, forgotten once acknowledged); None past the last."""
+        """Chunk i (built on first use, forgotten once acknowledged); None past the last."""
         while len(self.built) <= i:
             following = next(self.chunks, None)
             if following is None:
@@ -60,7 +50,7 @@ class Stream:
         return self.built[i]
 
     def steps(self) -> Steps[None]:
-        """The chunks from the first unacknowledged one, their replies read (an error reply raised)."""
+        """The chunks from the first unacknowledged one, their replies read."""
         flight: deque[Sequence[Command]] = deque()
         while True:
             while len(flight) < self.in_flight:

@@ -1,5 +1,4 @@
-"""An index's configuration, how it is stored in the meta hash, and how a worker's arguments are checked
-against it."""
+"""An index's configuration, its meta fields, and the check of a worker's arguments against it."""
 
 from __future__ import annotations
 
@@ -18,18 +17,13 @@ from .verification import Verification
 
 __all__ = ["FORMAT_VERSION", "FP_MAP_BITS", "FP_MAP_HASH", "IndexConfig", "Retention", "Verification"]
 
-#: Version of the Redis data format; a newer format is refused rather than misread. An index is written
-#: as format 4, its fingerprint map placed by the fingerprints' own low bits (`FP_MAP_BITS`); one with a
-#: retention window (`Retention`) as format 2, its map placed by hash. Formats 1 (plain) and 3 (verified)
-#: place the map by hash: a dump states them (the importer chooses the placement), and they still open.
+#: Version of the Redis data format (docs/redis-keys.md); a newer one is refused rather than misread.
 FORMAT_VERSION = 4
 _PLAIN_FORMAT = 1
 _WINDOWED_FORMAT = 2
 _VERIFIED_FORMAT = 3
 _BITS_FORMAT = 4
-#: How the fingerprint map is spread over its buckets: by a hash of the fingerprint (formats 1-3), or by
-#: the fingerprint's own value modulo the bucket count (format 4), so that one bucket holds every stored
-#: fingerprint that agrees with a query in those low bits, with its ids (`store.reads`).
+#: How the fingerprint map is spread over its buckets: by hash (formats 1-3) or by value (format 4).
 FP_MAP_HASH = "hash"
 FP_MAP_BITS = "bits"
 _FP_MAPS = (FP_MAP_HASH, FP_MAP_BITS)
@@ -37,19 +31,18 @@ _FP_MAPS = (FP_MAP_HASH, FP_MAP_BITS)
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _LONGEST = 100 * 365 * 86400
-#: Periods a retention is cut into by default: a document lives between retention and 7/6 of it, and
-#: a query reads the table sets of 7 periods (`store.windows`).
+#: Periods a retention is cut into by default (a document lives retention to 7/6 of it).
 _PERIODS = 6
 
 
 def parse_duration(value: object, argument: str) -> int:
-    """A duration in whole seconds, from a timedelta, a number of seconds, or a string such as "7d" (a
-    string must name its unit: a week's retention read as 7 seconds loses every document).
+    """A duration in whole seconds, from a timedelta, a number of seconds, or a string such as "7d".
+
+    A string must name its unit: a week's retention read as 7 seconds loses every document.
 
     Raises:
         InvalidType: another type.
-        InvalidArgument: not positive, not whole seconds, or a string of another form (a bare number
-            among them).
+        InvalidArgument: not positive, not whole seconds, or a string of another form (a bare number).
     """
     if isinstance(value, timedelta):
         seconds: float = value.total_seconds()
@@ -81,9 +74,7 @@ def parse_duration(value: object, argument: str) -> int:
 class Retention:
     """A retention window: each document is forgotten by itself a set time after it was last written.
 
-    Documents are written into periods; every key of a period expires (Redis key expiry, by the server's
-    clock) `seconds` after the period ends. A document written at time t is found until t + seconds and
-    never after t + seconds + period.
+    A document written at time t is found until t + seconds and never after t + seconds + period.
 
     Args:
         seconds: the retention, in whole seconds (also a timedelta or a string such as "7d" through `of`).
@@ -114,12 +105,7 @@ class Retention:
 
     @classmethod
     def of(cls, retention: object, period: object = None, *, sliding: bool = False) -> Retention:
-        """A retention from a timedelta, seconds, or a string such as "7d", the period (same forms)
-        defaulting to a sixth of it, rounded up to whole seconds.
-
-        Raises:
-            InvalidArgument, InvalidType: as the class.
-        """
+        """A retention from a timedelta, seconds or a string such as "7d"; the period defaults to a sixth."""
         seconds = parse_duration(retention, "retention")
         length = -(-seconds // _PERIODS) if period is None else parse_duration(period, "period")
         return cls(seconds, length, sliding)
@@ -130,11 +116,7 @@ class Retention:
 
     @classmethod
     def from_meta(cls, text: str) -> Retention:
-        """Read the meta field written by `to_meta`.
-
-        Raises:
-            ValueError: the text is not one `to_meta` writes.
-        """
+        """Read the meta field written by `to_meta` (ValueError for any other text)."""
         seconds, _, rest = text.partition(";period=")
         period, _, sliding = rest.partition(";")
         made = cls(int(seconds), int(period), sliding == "sliding")
@@ -143,7 +125,7 @@ class Retention:
         return made
 
     def describe(self) -> str:
-        """The retention and period for people, e.g. "7d (periods of 28h)", "7d (periods of 28h), sliding"."""
+        """The retention and period for people, e.g. "7d (periods of 28h), sliding"."""
         return f"{_human(self.seconds)} (periods of {_human(self.period)})" + (
             ", sliding" if self.sliding else ""
         )
@@ -239,14 +221,13 @@ class IndexConfig:
         buckets = defaults.ID_BUCKETS if id_buckets is None else id_buckets
         if not 1 <= buckets <= 1 << 30:
             raise InvalidArgument(f"id_buckets must be in 1..2**30, got {buckets!r}")
-        # New indexes place their fingerprint map by bits: a single lookup then gets the ids of most near
-        # hits in its first round trip. Only an index with a retention window, whose periods are written
-        # by their own scripts, places it by hash.
+        # By bits, a single lookup gets most near hits' ids in its first round trip; a retention
+        # window's periods are written by their own scripts, by hash.
         fp_map = FP_MAP_HASH if retention is not None else FP_MAP_BITS
         return cls(layout, scheme or Scheme(f=width), buckets, verification, retention, fp_map)
 
     def to_meta(self) -> dict[str, str]:
-        """The fields of the meta hash ("verified", "retention" and "fp_map" only for such an index)."""
+        """The fields of the meta hash."""
         fields = {
             "format": str(self.format),
             "f": str(self.f),

@@ -1,13 +1,7 @@
 """The bulk path's grouped commands: one command per key, carrying every entry of a window for that key.
 
-`group` sorts a window's positions by key value; `commands`, `script_runs` and `attach_calls` turn the
-groups into chunks of commands of at least `chunks.CHUNK_ARGS` arguments. On a standalone server the
-chunks are packed into their RESP form once: by the compiled core when it runs, else here, byte for byte
-the same (tests/native compares them). On a cluster they stay argument tuples, which its transport
-routes per node.
-
-A `Column` holds one entry per window position (an id, or a fingerprint's stored form); the commands
-gather entries by position, so one column serves every step of a window.
+On a standalone server the chunks are packed into RESP by the compiled core when it runs, else here,
+byte for byte the same (tests/native compares them); on a cluster they stay argument tuples.
 """
 
 from __future__ import annotations
@@ -28,14 +22,13 @@ from .keys import KeyForm, KeySchema
 
 __all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group"]
 
-#: A column as the compiled core takes it: (entries end to end, their ends as a uint64 array's bytes),
-#: or (fingerprints as a uint64 array's bytes, signed) whose entries are their stored forms.
+#: A column as the compiled core takes it: (entries end to end, their ends as uint64 bytes), or
+#: (fingerprints as uint64 bytes, signed) whose entries are their stored forms.
 NativeColumn = tuple[bytes, bytes] | tuple[bytes, bool]
 
 
 class Groups(NamedTuple):
-    """Window positions grouped by key: the positions in group order, where each group starts (and the
-    last ends), each group's key value, and how a value becomes its key."""
+    """Window positions grouped by key: positions in group order, group bounds, key values, key form."""
 
     rows: npt.NDArray[np.intp]
     bounds: npt.NDArray[np.int64]
@@ -63,11 +56,9 @@ def group(column: npt.NDArray[Any], rows: npt.NDArray[Any], form: KeyForm) -> Gr
 
 
 class Column:
-    """One entry per window position, as a list of bytes (`raw`) or in the compiled core's form
-    (`native`): entries end to end with their ends, or fingerprints whose entries are their stored forms
-    (8 bytes an entry instead of about 20: a window's columns are larger than the caches, and the packer
-    visits them in random order). Each form is built from the other when first asked for, and the pure
-    packer's RESP bulk strings from `raw`.
+    """One entry per window position (an id, a stored fingerprint), as bytes (`raw`) or in the compiled
+    core's form (`native`; fingerprints take 8 bytes an entry, not 20: the packer visits a column larger
+    than the caches in random order). Each form is built from the other on first use.
     """
 
     def __init__(self, raw: list[bytes] | None = None, native: NativeColumn | None = None) -> None:
@@ -77,7 +68,7 @@ class Column:
 
     @classmethod
     def of_fingerprints(cls, fps: Sequence[int] | npt.NDArray[Any], f: int) -> Column:
-        """The stored forms (`codec.encode_fp`) of checked fingerprints (ints, or uint64s for f <= 64)."""
+        """The stored forms (`codec.encode_fp`) of checked fingerprints."""
         if f > 64:
             return cls([b"%d" % int(fp) for fp in fps])
         arr = np.asarray(fps, dtype=np.uint64)
@@ -123,8 +114,8 @@ class Column:
 def commands(
     head: tuple[bytes, ...], groups: Groups, columns: Sequence[Column], packed: bool
 ) -> Iterator[Sequence[Command]]:
-    """For each group, the command `head`, the group's key, then for each of its positions that
-    position's entry of every column, in chunks (`packed`: in their RESP form, a standalone server's)."""
+    """For each group, `head`, its key, then each position's entry of every column, in chunks (`packed`:
+    RESP)."""
     native = engine_choice.native
     if packed and native is not None:
         found = native.GroupedCommands(
@@ -173,9 +164,8 @@ def script_runs(
     call_entries: int,
     packed: bool,
 ) -> Iterator[Sequence[Command]]:
-    """Calls of a script, each on a run of groups holding about `call_entries` positions: it names the
-    groups' keys (then `counts`, if given) and gives, for each group, its size, then each of its
-    positions' entry of every column; in chunks (`packed` as `commands`)."""
+    """Calls of a script, each on a run of groups of about `call_entries` positions: the groups' keys
+    (then `counts`), and per group its size, then each position's entry of every column; in chunks."""
     native = engine_choice.native
     if packed and native is not None:
         found = native.ScriptRuns(
@@ -234,13 +224,10 @@ def attach_calls(
     call_pairs: int,
     packed: bool,
 ) -> Iterator[Sequence[Command]]:
-    """The calls of lua/bulk_fp.lua: on a standalone server each call takes a run of groups holding about
-    `call_pairs` fingerprints, on a cluster one group (one key); each group gives its key and, in argv,
-    its size, its fingerprints, then each fingerprint again with its id list, in chunks.
+    """The calls of lua/bulk_fp.lua, each on a run of groups of about `call_pairs` fingerprints, in chunks.
 
     Args:
-        counts: the counts hash, named after the groups' keys in each call (the script then moves its
-            fingerprints count); None on a cluster.
+        counts: the counts hash, which the script moves; None on a cluster.
         ids: the ids, whose netstring is the id list of their fingerprint...
         joined: ...except at these positions, whose fingerprint several ids of the window share.
     """
@@ -317,7 +304,7 @@ def _attach_pieces(
 
 
 def _numbers(groups: Groups) -> tuple[bytes, bytes, bytes]:
-    """A group's numbers as the compiled core takes them: heads, bounds and rows as 8-byte ints."""
+    """Heads, bounds and rows as the compiled core takes them (8-byte ints)."""
     heads = groups.heads.astype(np.uint64).tobytes()
     return heads, groups.bounds.astype(np.int64).tobytes(), groups.rows.astype(np.int64).tobytes()
 

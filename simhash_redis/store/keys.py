@@ -1,24 +1,4 @@
-"""The names of every Redis key an index uses.
-
-For an index `news` under the default prefix::
-
-    simhash:news:meta            hash   configuration: format, f, k, layout, scheme, id_buckets, fp_map
-    simhash:news:counts          hash   docs, fingerprints (kept by the write and bulk scripts)
-    simhash:news:t{i}:{key hex}  set    fingerprints whose table-i key is {key hex}
-    simhash:news:id:{bucket}     hash   document id -> fingerprint
-    simhash:news:fp:{bucket}     hash   fingerprint -> ids having it (netstrings); in verified mode
-                                        also s:{fingerprint} -> each of those ids' sketch.
-                                        Format 4 places a fingerprint by its own value modulo the
-                                        bucket count, the formats before by a hash of it
-    simhash:news:b{i}:{bucket}   hash   verified mode's LSH band i: the band's bytes -> the fingerprints
-                                        (8 bytes each, little-endian) of the documents whose sketch holds
-                                        them; {bucket} (hex) is the band value modulo the band buckets
-    simhash:news:lock:t{i}:{hex} string add-if-new's bucket lock on Redis Cluster (expires by itself)
-
-An index with a retention window keeps its documents in periods: the counts, tables, id, fingerprint
-and sketch keys above, and a verified index's band tables, live under `simhash:news:w{period}:` (e.g.
-`simhash:news:w20514:t0:1f2e`, `simhash:news:w20514:b3:1a2b`), each period's keys expiring together
-(`store.windows`); the meta stays `simhash:news:meta`.
+"""The names of every Redis key an index uses (docs/redis-keys.md draws them).
 
 Names and prefixes may not contain ':' or glob characters, so the pattern `simhash:news:*` matches this
 index's keys and no other index's.
@@ -45,7 +25,7 @@ if TYPE_CHECKING:
     from .config import IndexConfig
     from .verification import Verification
 
-#: Table (t{i}:...) and band table (b{i}:...) keys, after the base: sets.
+#: Table (t{i}:...) and band table (b{i}:...) keys, after the base.
 _SET_KEY = re.compile(rb"t[0-9]+:")
 _BAND_KEY = re.compile(rb"b[0-9]+:")
 
@@ -59,14 +39,14 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
 class KeyForm(NamedTuple):
-    """How a number becomes a bucket's key: the prefix, then the number in lowercase hexadecimal padded
-    to `hex_width` digits (a table bucket), or in decimal when `hex_width` is 0 (a map bucket)."""
+    """How a number becomes a bucket's key: the prefix, then the number in hex padded to `hex_width`
+    digits, or in decimal when `hex_width` is 0 (a map bucket)."""
 
     prefix: bytes
     hex_width: int
 
     def key(self, value: int) -> bytes:
-        """The key of one bucket (a table key value or a map bucket number)."""
+        """The key of one bucket."""
         if self.hex_width:
             return self.prefix + b"%0*x" % (self.hex_width, value)
         return self.prefix + b"%d" % value
@@ -77,8 +57,7 @@ def validate_name(value: object, argument: str) -> str:
 
     Raises:
         InvalidType: the value is not a str.
-        InvalidArgument: empty, longer than 100 characters, containing characters other than
-            letters, digits, '.', '_' and '-', or '-' alone or only dots.
+        InvalidArgument: not 1-100 letters, digits, '.', '_' and '-', or '-' alone or only dots.
     """
     if not isinstance(value, str):
         raise InvalidType(f"{argument} must be a str, got {type(value).__name__}")
@@ -110,8 +89,8 @@ def encode_id(doc_id: object) -> bytes:
 
 
 class BandColumns(NamedTuple):
-    """The band places of a batch of sketches (`KeySchema.band_columns`), `per` a sketch, sketch after
-    sketch: place i's hash is keys[i, :key_lengths[i]], its field fields[i]."""
+    """The band places of a batch of sketches, `per` a sketch: place i's hash is keys[i, :key_lengths[i]],
+    its field fields[i]."""
 
     keys: npt.NDArray[np.uint8]
     key_lengths: npt.NDArray[np.intp]
@@ -136,8 +115,7 @@ class KeySchema:
     Args:
         id_buckets: how many buckets the id and fingerprint maps are spread over.
         window: the period whose keys these are, in an index with a retention window.
-        fp_by_bits: the fingerprint map is placed by the fingerprints' own value (format 4), not by a
-            hash of them.
+        fp_by_bits: the fingerprint map is placed by the fingerprints' own value (format 4), not by hash.
     """
 
     def __init__(
@@ -174,7 +152,7 @@ class KeySchema:
 
     @staticmethod
     def meta_key(prefix: str, name: str) -> bytes:
-        """The meta hash of an index: known before its layout, since it is where the layout is read."""
+        """The meta hash of an index (known before its layout, which is read there)."""
         return f"{prefix}:{name}:meta".encode()
 
     def tables(self, fingerprint: int) -> list[bytes]:
@@ -186,7 +164,7 @@ class KeySchema:
         return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window, self.fp_by_bits)
 
     def placed(self, by_bits: bool) -> KeySchema:
-        """These key names, the fingerprint map placed by the fingerprints' value (format 4) or by hash."""
+        """These key names, the fingerprint map placed by the fingerprints' value or by hash."""
         return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, self.window, by_bits)
 
     def periods_map_builder(self, windows: Sequence[int], kind: str) -> Callable[[bytes], list[bytes]]:
@@ -249,7 +227,7 @@ class KeySchema:
         )
 
     def stored_type(self, key: bytes) -> bytes | None:
-        """The type a key under `base` (or the meta key) holds, as TYPE names it; None for none of ours."""
+        """The type a key of ours holds, as TYPE names it; None for none of ours."""
         if key == self.meta:
             return b"hash"
         tail = key[self._base_len :] if key.startswith(self.base.encode() + b":") else b""
@@ -295,12 +273,8 @@ class KeySchema:
         return b"s:" + stored_fp
 
     def bands(self, sketch: bytes, mode: Verification | None) -> list[bytes]:
-        """The names of a sketch's bands: a band's bucket key, b"#", then the band's bytes.
-
-        A name stands for one band value, as a key for a table set (in-batch guards, locks); `band_places`
-        gives the hash and the field that hold its fingerprints. An empty sketch, or a mode that is None
-        or without band tables, has none.
-        """
+        """The names of a sketch's band values (bucket key, b"#", the band's bytes), as a table key names
+        a set (in-batch guards, locks); none without band tables or sketch."""
         return [key + b"#" + field for key, field in self.band_places(sketch, mode)]
 
     def band_places(self, sketch: bytes, mode: Verification | None) -> list[tuple[bytes, bytes]]:
@@ -319,9 +293,8 @@ class KeySchema:
         """`band_places` of many sketches as byte columns, for a batch's reads.
 
         Returns:
-            The columns; None where the sketches or the mode have no band tables, or these have no such
-            form (values past 64 bits, more than 10 bands), or the sketches are too few to pay numpy's
-            fixed costs (`band_places` of each is faster).
+            The columns; None without band tables, for bands past 64 bits or more than 10 of them, or
+            sketches too few to pay numpy's fixed costs (then `band_places` of each).
         """
         if mode is None or not mode.bands or len(sketches) < _COLUMNS_MIN:
             return None
@@ -336,7 +309,7 @@ class KeySchema:
         for j in range(1, width):  # big-endian, as int.from_bytes reads a band
             values = (values << np.uint64(8)) | digits[:, j]
         numbers = values % np.uint64(buckets)
-        # The key: the band's prefix (one width: bands 0-9), then the number in hex, no leading zeros.
+        # The band's prefix (one width: bands 0-9), then the number in hex without leading zeros.
         prefix_bytes = np.frombuffer(b"".join(self._band_prefixes_of(count)[:count]), dtype=np.uint8)
         prefixes = prefix_bytes.reshape(count, -1)
         top = max(1, (buckets - 1).bit_length() + 3 >> 2)
@@ -350,13 +323,12 @@ class KeySchema:
         return BandColumns(keys, prefixes.shape[1] + shown, fields, count)
 
     def band_form(self, band: int) -> KeyForm:
-        """How band `band`'s bucket numbers become its bucket keys (`band_places`'s: hex, no padding)."""
+        """How band `band`'s bucket numbers become its bucket keys (hex, no padding)."""
         return KeyForm(self._band_prefixes_of(band + 1)[band], 1)
 
     def band_numbers(self, sketches: Sequence[bytes], mode: Verification) -> BandNumbers:
-        """The bucket number (`band_form`) and field of each band of each sketch, as `band_places` places
-        them, for a bulk load's grouped writes. A sketch too short for the bands (an empty one) gets
-        numbers 0 and empty fields."""
+        """The bucket number and field of each band of each sketch, for a bulk load (an empty sketch:
+        numbers 0 and empty fields)."""
         count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
         span = count * width
         whole = [s if len(s) >= span else b"\0" * span for s in sketches]
@@ -389,7 +361,7 @@ class KeySchema:
         return prefixes
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
-        """The bucket number of each encoded id (or fingerprint placed by hash), as `id_bucket` places it."""
+        """The bucket number of each encoded id (or fingerprint placed by hash)."""
         hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, raws), dtype=np.uint64, count=len(raws))
         buckets: npt.NDArray[Any] = hashes % np.uint64(self.id_buckets)
         return buckets
@@ -402,7 +374,7 @@ class KeySchema:
         return np.frombuffer(numbers, dtype=np.uint64)
 
     def fp_bucket_numbers(self, fps: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
-        """The fingerprint-map bucket number of each checked fingerprint, in an index placing them by bits."""
+        """The fingerprint-map bucket number of each fingerprint, in an index placing them by bits."""
         if isinstance(fps, np.ndarray) and fps.dtype != object:  # 128-bit ones stay Python ints
             numbers: npt.NDArray[Any] = fps.astype(np.uint64, copy=False) % np.uint64(self.id_buckets)
             return numbers
@@ -427,7 +399,7 @@ _SUFFIXES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = 
 
 
 def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], list[bytes]]:
-    """One expression building every table key of a fingerprint: about 4x faster than a loop.
+    """One expression building every table key of a fingerprint (4x a loop's speed).
 
     The generated source holds only integers; the key formats are passed in as variables.
     """

@@ -14,8 +14,7 @@ from ..errors import IndexCorrupted, InvalidArgument
 
 __all__ = ["Layout"]
 
-# Block layout strings look like "blocks=16,16,16,16;tables=0/1/2/3" (tables are '/'-separated,
-# each a '+'-joined list of block numbers).
+# "blocks=16,16,16,16;tables=0/1/2/3": tables '/'-separated, each a '+'-joined list of blocks.
 _META_RE = re.compile(r"^blocks=(\d+(?:,\d+)*);tables=(\d+(?:\+\d+)*(?:/\d+(?:\+\d+)*)*)$")
 
 
@@ -29,10 +28,8 @@ def _split_bits(f: int, parts: int) -> tuple[int, ...]:
 class Layout:
     """The block partition of an f-bit fingerprint and the tables built from it.
 
-    Block 0 holds the most significant bits. Table t's key is the concatenation of the blocks listed in
-    `tables[t]`, in that order. A layout is exact for distance <= k when every choice of k blocks leaves
-    at least one table whose blocks are all outside that choice: two fingerprints within distance k
-    differ in at most k blocks, so they agree on that table's whole key (checked on construction).
+    Block 0 holds the most significant bits; table t's key is its blocks' bits, in `tables[t]`'s order.
+    A layout must be exact for distance <= k: every choice of k blocks leaves a table outside it.
 
     Args:
         f: fingerprint width in bits.
@@ -124,16 +121,12 @@ class Layout:
 
     @property
     def read_fraction(self) -> float:
-        """The share of the stored fingerprints a query reads back, uniformly spread ones assumed.
-
-        Each table's bucket holds 2**-bits of them. At 1 or more a query reads at least as many
-        candidates as the index holds: a brute-force scan would be cheaper.
-        """
+        """The share of (uniformly spread) stored fingerprints a query reads; from 1, a scan is cheaper."""
         return sum(2.0**-bits for bits in self.key_bits)
 
     @cached_property
     def _extract(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
-        # Per table: (shift, mask, position in key) for each block, precomputed for the hot path.
+        # Per table: (shift, mask, position in key) of each block.
         plans = []
         for table in self.tables:
             plan = []
@@ -187,7 +180,7 @@ class Layout:
             raise IndexCorrupted(f"invalid layout in index meta: {exc}") from None
 
     def describe(self) -> str:
-        """A one-line human description, e.g. '4 tables of 16-bit keys (blocks 16,16,16,16)'."""
+        """For people, e.g. '4 tables of 16-bit keys (blocks 16,16,16,16)'."""
         bits = sorted(set(self.key_bits))
         key = "/".join(str(b) for b in bits)
         return f"{len(self.tables)} tables of {key}-bit keys (blocks {','.join(map(str, self.blocks))})"

@@ -1,16 +1,8 @@
 """Table-bucket locks: how add-if-new stays race-free on Redis Cluster, where no script spans slots.
 
-Any two fingerprints within distance k share at least one table bucket (pigeonhole), so a worker that
-holds the locks of all its document's buckets while it checks and writes cannot race another add-if-new
-of a near-duplicate. Locks are keys with a token and a time to live, so a crashed worker's locks expire.
-
-Each document asks for its locks with a token of its own (the worker's, numbered), so the server
-arbitrates between the documents of one batch as between workers. A document asks for all its locks
-in one round trip; one that gets only some keeps those below its first miss in a global order (the
-keys' bytes) and asks for the rest next round. A document therefore only ever waits for locks above
-every lock it holds, so no cycle of documents waiting for each other can form, and of any number of
-contenders for the same buckets one always gets them all. Just before a document is written its locks
-are renewed; one that lost a lock meanwhile (its worker stalled past the time to live) is read again.
+Near-duplicates share a table bucket, so a worker holding all its document's bucket locks from its check
+to its write races no other add-if-new. Why no cycle of waiting documents forms, and what a lock's time
+to live guarantees: docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -25,9 +17,8 @@ from .store import Store
 
 __all__ = ["TTL_MS", "BucketLocks"]
 
-#: How long a lock outlives a worker that never releases it. Long enough that no stall of a live
-#: worker between its lock and its write (an event loop with hundreds of tasks, WAIT for a lagging
-#: replica) outlasts it; `renew` checks it just before the write anyway.
+#: How long a lock outlives a worker that never releases it: longer than a live worker's stalls
+#: (hundreds of tasks on an event loop, WAIT for a lagging replica); `renew` checks it anyway.
 TTL_MS = 30_000
 
 #: A lock and the token of the document holding it.
@@ -35,10 +26,13 @@ Held = tuple[bytes, bytes]
 
 
 class BucketLocks:
-    """Acquires and releases the locks of the table buckets of a batch of documents, round by round."""
+    """Acquires and releases the table-bucket locks of a batch of documents, round by round.
 
-    def __init__(self, store: Store, ttl_ms: int = TTL_MS) -> None:
-        self.store, self.keys, self.ttl_ms = store, store.keys, ttl_ms
+    Each document has a token of its own, so the server arbitrates within a batch as between workers.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store, self.keys, self.ttl_ms = store, store.keys, TTL_MS
         self.token = secrets.token_hex(16).encode()
         #: The locks kept across rounds by documents that got only some of theirs (a sorted prefix).
         self.kept: dict[int, list[bytes]] = {}
@@ -52,15 +46,16 @@ class BucketLocks:
         return b"%s:%d" % (self.token, doc)
 
     def acquire(self, documents: list[tuple[int, list[bytes]]]) -> tuple[list[bool], list[Held]]:
-        """Try to lock every bucket of each document.
+        """Try to lock every bucket of each document, in one round trip.
+
+        A document that gets only some keeps those below its first miss in the keys' order.
 
         Returns:
-            Whether each document got all its locks, and the locks to release once the round is over
-            (those of the documents that got all theirs).
+            Whether each document got all its locks, and the locks to release after the round.
 
         Raises:
-            RedisUnavailable: (or another library error) the locks could not be asked for; every lock
-                this call may have taken, and every lock kept, is given back first.
+            SimhashRedisError: the locks could not be asked for; every lock this call may have taken,
+                and every lock kept, is given back first.
         """
         self.holding.clear()
         self.blockers.clear()
@@ -86,13 +81,12 @@ class BucketLocks:
                     self.blockers[doc] = holder
                 if prefix:
                     self.kept[doc] = prefix
-                # Taken past its first miss: given back now, not after the round, since a document
-                # that keeps a lower lock of the same buckets may be waiting for it.
+                # Past its first miss: given back now, as a document keeping a lower lock may wait for it.
                 spare += [(lock, token) for lock in locks[len(prefix) :] if (lock, token) in taken]
             self.release(spare)
         except BaseException:
-            # The server may have taken any of them (a lost reply, a cancelled call): give them all
-            # back, as far as the server can be reached; a release checks the token.
+            # The server may have taken any of them (a lost reply, a cancelled call); a release checks
+            # the token.
             with contextlib.suppress(Exception):
                 self.release(asked)
             self.kept.clear()
@@ -103,8 +97,7 @@ class BucketLocks:
     def renew(self, docs: list[int]) -> list[bool]:
         """Extend the locks of documents about to be written; whether each still held all of its own.
 
-        A document whose lock expired since it was taken (its worker stalled past the time to live)
-        may have met a near-duplicate written meanwhile: it must be read again, not written.
+        One that lost a lock (its worker stalled past the time to live) must be read again, not written.
         """
         pairs = [(lock, self.token_of(doc)) for doc in docs for lock in self.holding[doc]]
         calls = [self._lock(lock, token, renew=True) for lock, token in pairs]
@@ -118,7 +111,7 @@ class BucketLocks:
             self.store.run_script(UNLOCK, [UNLOCK.command([lock], [token]) for lock, token in locks])
 
     def release_kept(self) -> None:
-        """Release the locks documents kept for a later round (the caller is done or gives up)."""
+        """Release the locks documents kept for a later round."""
         kept = [(lock, self.token_of(doc)) for doc, locks in self.kept.items() for lock in locks]
         self.kept.clear()
         self.release(kept)

@@ -1,9 +1,8 @@
 """An index's meta hash: read, created, and refused when the index's data is there without it.
 
-The meta hash names an index's configuration (f, k, layout, scheme, id buckets). Creating it anew over
-data stored under another configuration would make that data unfindable and let copies of it in, so a
-missing meta is only created where the index holds no data; otherwise the configuration must be stated
-and is checked against a sample of the data first (`restore`).
+A new meta over data of another configuration would make that data unfindable, so a missing meta is only
+created where the index holds no data; otherwise it is restored from a stated configuration checked
+against a sample of the data (`restore_meta`).
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ __all__ = ["drop_keys", "find_data", "open_meta", "pin_meta", "restore_meta"]
 _SCAN_COUNT = 10_000
 #: Id-map entries a restore checks against the stated configuration.
 _SAMPLE = 200
-#: How far a period's expiry may be from the one a stated retention gives (the TTL is read in the round
-#: trip of the clock).
+#: How far a period's expiry may be from the one a stated retention gives (TTL and clock in one trip).
 _EXPIRY_SLACK_MS = 250
 #: The hint of a stated configuration that does not fit the data.
 _STATE_IT = "state the configuration the index was created with (an export's first line names it)"
@@ -42,14 +40,11 @@ def open_meta(
     """Read an index's meta hash, creating it from `fields` first when it does not exist.
 
     Args:
-        fields: the configuration to create the index with; None to only read (then None is returned
-            when the index does not exist).
-        refusal: raised instead of creating the index (an existing one is read as usual).
+        fields: the configuration to create the index with; None to only read (None if no index).
+        refusal: raised instead of creating the index.
 
     Raises:
-        IndexCorrupted: the meta is missing but the index's data is there (see `restore_meta`), also when
-            only reading: "no such index" would send the user to create it anew.
-        RedisUnavailable: the server cannot be reached.
+        IndexCorrupted: the meta is missing but the index's data is there, also when only reading.
     """
     meta_key = KeySchema.meta_key(prefix, name)
     stored = _read(sender, meta_key)
@@ -57,8 +52,7 @@ def open_meta(
         return stored
     found = find_data(sender, prefix, name)
     if found is not None:
-        # Another worker may have created the index, and written to it, since the meta was read: then
-        # its meta is there now. Data is without a meta only if a second read still finds none.
+        # Another worker may have created the index and written to it since: read the meta again.
         stored = _read(sender, meta_key)
         if stored:
             return stored
@@ -77,28 +71,14 @@ def open_meta(
 
 
 def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | None:
-    """Set a field of an existing meta hash unless another worker set it first.
-
-    Returns:
-        The field's stored value (this one, or the one set first), or None when the meta is gone.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    """Set a field of an existing meta hash unless set first; the stored value (None: no meta)."""
     call = PIN_META.command([meta_key], [field.encode(), value.encode()])
     reply = run_calls(sender, [call], (PIN_META,))[0]
     return None if reply is None else bytes(reply).decode()
 
 
 def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
-    """A key of the index's data, if any exists (its counts hash, or any key under its name but the meta).
-
-    Without a counts hash (a cluster's index) this SCANs the whole key space: a second or so per hundred
-    million keys, once, when an index is first created.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    """A key of the index's data, if any exists (without a counts hash: a SCAN of the whole key space)."""
     counts = f"{prefix}:{name}:counts".encode()
     if sender.execute([(b"EXISTS", counts)])[0]:
         return counts
@@ -111,32 +91,23 @@ def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
 
 
 def drop_keys(sender: Sender, prefix: str, name: str) -> int:
-    """Delete every key under an index's name, the meta last (whatever its state); the number deleted.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached; run it again to finish.
-    """
+    """Delete every key under an index's name, the meta last; the number deleted (rerun to finish)."""
     meta, deleted = KeySchema.meta_key(prefix, name), 0
-    # Not remembering what SCAN gave: a key unlinked twice costs nothing, a set of every key of a large
-    # index would. One key per command, so no command spans hash slots on a cluster.
+    # SCAN's keys are not remembered: a key unlinked twice costs nothing. One key per command: no
+    # command spans hash slots.
     for keys in sender.scan(f"{prefix}:{name}:*", _SCAN_COUNT):
         deleted += sum(sender.execute([(b"UNLINK", key) for key in keys if key != meta]))
     return deleted + int(sender.execute([(b"UNLINK", meta)])[0])
 
 
 def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]) -> dict[str, str]:
-    """Write a missing meta hash for data stored under the stated configuration, after checking a sample.
+    """Write a missing meta hash for data stored under the stated configuration; the stored fields.
 
-    Up to a few hundred id-map entries must each be in the id bucket the configuration gives, with their
-    fingerprint's entry listing them and the fingerprint in each of its tables. An existing meta is
-    left as it is; the stored fields are returned.
+    A sample of id-map entries must each fit the configuration's keys; an existing meta is left as it is.
 
     Raises:
-        ConfigurationMismatch: the data does not fit the stated configuration (an example is named), it
-            holds sketches and the configuration is not verified, or it has periods and the
-            configuration states no retention window (or the other way round).
+        ConfigurationMismatch: the data does not fit the stated configuration (an example is named).
         IndexCorrupted: there is no data to check the configuration against.
-        RedisUnavailable: the server cannot be reached.
     """
     stored = _read(sender, keys.meta)
     if stored:
@@ -193,7 +164,7 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
 def _read(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
     reply = sender.execute([(b"HGETALL", meta_key)], raise_on_error=False)[0]
     if isinstance(reply, Exception) and str(reply).startswith("WRONGTYPE"):
-        # No index can be opened, so verify cannot list it: this message names it instead.
+        # No index can be opened, so verify cannot list it: the message names it.
         name = meta_key.decode(errors="replace")
         raise IndexCorrupted(
             f"the index's meta key {name} holds another type of value than a hash (another program wrote "
@@ -212,8 +183,7 @@ def _create(sender: Sender, meta_key: bytes, fields: dict[str, str]) -> dict[str
 
 
 def _window_with_data(sender: Sender, keys: KeySchema) -> tuple[KeySchema, bytes | None]:
-    """The key names of a period that holds id-map entries, and one of its id-map keys (the index's own
-    names and None, if no period does)."""
+    """The key names of a period that holds id-map entries and one of its id-map keys (else: keys, None)."""
     head = len(keys.base) + 2  # the key names go on with ":w" and the period's number
     for page in sender.scan(f"{keys.base}:w*:id:*", _SCAN_COUNT):
         for key in page:
@@ -224,7 +194,7 @@ def _window_with_data(sender: Sender, keys: KeySchema) -> tuple[KeySchema, bytes
 
 
 def _misfit_period(sender: Sender, keys: KeySchema, key: bytes, retention: str) -> str | None:
-    """Why a period's keys do not expire at (period + 1) x length + the stated retention (None if they do)."""
+    """Why a period's keys do not expire when the stated retention says (None if they do)."""
     seconds, _, rest = retention.partition(";period=")
     length = int(rest.partition(";")[0]) * 1000
     clock, ttl = sender.execute([(b"TIME",), (b"PTTL", key)])
@@ -241,7 +211,7 @@ def _misfit_period(sender: Sender, keys: KeySchema, key: bytes, retention: str) 
 
 
 def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:
-    """Up to _SAMPLE (id, stored fingerprint) entries of the id map, from whatever buckets SCAN gives."""
+    """Up to _SAMPLE (id, stored fingerprint) entries of the id map."""
     sample: list[tuple[bytes, bytes]] = []
     for bucket_keys in sender.scan(keys.pattern_of("id"), _SCAN_COUNT):
         for reply in sender.execute([(b"HGETALL", key) for key in bucket_keys[:_SAMPLE]]):
@@ -260,8 +230,7 @@ def _sketched(sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]]
 def _misfit_sketches(
     sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]], mode: Verification, f: int
 ) -> str | None:
-    """Why the sampled documents' sketches were not made in the stated verified mode (None if they were):
-    their size, and their band tables (present exactly when the mode has them)."""
+    """Why the sampled sketches were not made in the stated verified mode (None if they were)."""
     replies = sender.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
     sketches = []
     for (doc_id, fp), reply in zip(sample, replies, strict=True):
@@ -316,7 +285,7 @@ def _misfit(sender: Sender, keys: KeySchema, f: int, doc_id: bytes, fp: bytes) -
 
 
 def _shown_fp(stored: bytes, f: int) -> str:
-    """A stored fingerprint for a message: in hex, as the command line prints fingerprints."""
+    """A stored fingerprint for a message, as the command line prints it."""
     try:
         return format_fingerprint(decode_fp(stored, f), f)
     except ValueError:

@@ -24,7 +24,7 @@ __all__ = ["Reads"]
 #: Where a lookup reads band values: (hash, field) pairs of each query, or a batch's byte columns.
 Bands = list[list[tuple[bytes, bytes]]] | BandColumns
 
-# Queries checked per slice of a batch's replies while the server answers the rest (see Reads.lookup).
+# Queries checked per slice of a batch's replies while the server answers the rest.
 _SLICE = 64
 
 
@@ -34,9 +34,8 @@ class Reads:
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
         self.store, self.name, self.windows = store, name, windows
         self.f, self.tables = config.f, len(config.layout.tables)
-        # A single lookup reads its whole fingerprint-map bucket where the map is placed by bits, unless
-        # the map also holds sketches (verified mode: they would come with every hit's ids), or its
-        # buckets are fewer than one table's (then each would be larger than the table sets read).
+        # Not with sketches in the map (they would come with every hit's ids), nor with fewer map
+        # buckets than one table's (each would be larger than the table sets read).
         self.whole_buckets = (
             config.fp_map == FP_MAP_BITS
             and config.verification is None
@@ -45,9 +44,8 @@ class Reads:
         )
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
         self._fp_keys = _as_list(store.keys.fp_bucket)
-        # A single lookup's first write where it reads its bucket whole, in its RESP form with the keys
-        # left as %s: SMEMBERS of each table key (each table's keys are of one width), then HGETALL of
-        # the bucket (%d: its length). One format, where packing the commands costs a join per command.
+        # The first write of a single lookup reading its bucket whole, in RESP with its keys left as %s
+        # (each table's keys are of one width): packing it costs one format, not a join per command.
         widths = [len(key) for key in self._table_keys(0)]
         parts = [b"*2\r\n$8\r\nSMEMBERS\r\n$%d\r\n" % width + b"%s\r\n" for width in widths]
         self._whole_first = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
@@ -65,16 +63,13 @@ class Reads:
 
         Args:
             sketches: filled with the stored sketch of each match that has one (verified mode).
-            bands: for each fingerprint, the (bucket hash, field) of its band values (verified mode,
-                `KeySchema.band_places`; or a batch's, `KeySchema.band_columns`), whose every member
-                is a match too, at whatever distance.
+            bands: each fingerprint's band places (`KeySchema.band_places`, or a batch's `band_columns`),
+                whose every member is a match too, at whatever distance.
             members: filled with the members read from each fingerprint's table sets.
-            tables: each fingerprint's table keys (`KeySchema.tables`), where the caller has built them
-                (ignored in an index with a retention window, whose periods have keys of their own).
+            tables: each fingerprint's table keys, where the caller has built them (not with periods).
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
-            RedisUnavailable: the server cannot be reached.
         """
         if not fps:
             return []
@@ -97,22 +92,12 @@ class Reads:
         bands: list[list[tuple[bytes, bytes]]] | None = None,
         tables: list[list[bytes]] | None = None,
     ) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
-        """near() that also returns the members read from each fingerprint's table sets (add-if-new's
-        guard), the band tables' after them; in an index with a retention window, `WindowedSets`.
-
-        Raises:
-            IndexCorrupted: the index holds an entry this library did not write.
-            RedisUnavailable: the server cannot be reached.
-        """
+        """near() that also returns the members read from each fingerprint's sets (add-if-new's guard)."""
         members: list[list[list[bytes]]] = []
         return members, self.near(fps, k, sketches, bands, members, tables)
 
     def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
-        """The stored fingerprint of each encoded id (None where absent), in one round trip.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        """The stored fingerprint of each encoded id (None where absent), in one round trip."""
         if self.windows is None:
             return self.store.execute([(b"HGET", self.store.keys.id_bucket(raw), raw) for raw in raw_ids])
         view = self.windows.view()
@@ -134,23 +119,14 @@ class Reads:
         bands: Bands | None = None,
         built: list[list[bytes]] | None = None,
     ) -> Steps[list[list[Match]]]:
-        """The lookup of a batch, as steps (see `transport.Steps`): the one place its commands are decided.
+        """The lookup of a batch, as steps (`transport.Steps`): the one place its commands are decided.
 
-        Every SMEMBERS goes out in one write; the replies are checked a slice of queries at a time
-        while the server still answers the rest, and the HGETs for the ids of each slice's matches
-        go out as soon as it is checked, so only the last slice's ids cost a round trip of their own.
-        A single query also asks, in the first write, for the ids of its own exact fingerprint: exact
-        copies are the commonest near-duplicates, and then need no second round trip. Where the
-        fingerprint map is placed by bits (`whole_buckets`), it reads its whole bucket instead: the ids
-        of exact copies and of most near hits. Table sets (and that bucket) are read in their RESP
-        form for the compiled filter when it runs and `members` is not wanted.
+        The round trips are drawn in docs/architecture.md ("The path of a `near`").
 
         Args:
             fps: the fingerprints (at least one).
-            view: the periods read, in an index with a retention window: their table sets are read as
-                if they were more tables, and a matching fingerprint's ids are asked of each period's map.
-            members, sketches, bands: as `near`.
-            built: `near`'s tables.
+            view: the periods read, in an index with a retention window (as more tables).
+            members, sketches, bands: as `near`; built: `near`'s tables.
 
         Raises:
             ValueError: a stored entry this library did not write, or band tables of unequal counts.
@@ -193,7 +169,7 @@ class Reads:
                 first.append(CommandPerKey(b"HGET", fp_keys(exact), exact))
         per_bands = 0
         if view is not None and bands:
-            # Each period's band tables: a query's places period by period, as its table sets are read.
+            # A query's band places period by period, as its table sets are read.
             if isinstance(bands, BandColumns):
                 raise ValueError("an index with a retention window reads band places, not columns")
             in_periods, placed = keys.periods_key_builder(windows), []
@@ -216,7 +192,7 @@ class Reads:
                 packed = [
                     hget % (len(band), band, len(value), value) for query in bands for band, value in query
                 ]
-                # Packed once here: the generic packer's cost per command was a third of a batch's time.
+                # Packed here: the generic packer's cost per command was a third of a batch's time.
                 first.append(PackedCommands(b"".join(packed), len(packed)))
         yield SEND, first
         raw = RAW if takes_raw() else READ
@@ -233,8 +209,8 @@ class Reads:
                 members.extend(sets if view is None else [WindowedSets(one, windows) for one in sets])
             found = hits(chunk, replies, tables, k, self.f)
             per_query.extend(found)
-            # A single query is a single slice: its bucket (or exact copy's ids) came right after its
-            # table sets, and is read before any id is asked for, so that none is asked for twice.
+            # A single query's bucket (or exact copy's ids) is read before any id is asked for, so that
+            # none is asked for twice.
             if whole:
                 bucket = yield raw, 1
                 if found[0]:
@@ -246,8 +222,7 @@ class Reads:
                 else:
                     ids_of[exact] = _ids_in(exact_replies)
             if per_bands and start + step >= len(fps):
-                # The band tables' replies came after every table set's (and the exact copy's); each
-                # member is a candidate, at whatever distance: the filter with k = f.
+                # Every band member is a candidate, at whatever distance: the filter with k = f.
                 values = yield READ, len(fps) * per_bands
                 extras = band_hits(fps, values, per_bands, self.f) if members is None else None
                 if extras is None:
@@ -305,9 +280,7 @@ class Reads:
 def _bucket_ids(
     found: dict[bytes, tuple[int, int]], fp: int, keys: KeySchema, reply: Any
 ) -> dict[bytes, list[str]]:
-    """The ids of the matches in the fingerprint-map bucket of `fp`, from its HGETALL reply (RESP bytes
-    or parsed); none for a match absent from it (removed since its table sets were read).
-    """
+    """The ids of the matches in `fp`'s fingerprint-map bucket, from its HGETALL reply (RESP or parsed)."""
     own, bucket = keys.fp_bucket_of(fp), keys.fp_bucket
     mine = [stored for stored in found if bucket(stored) == own]
     if not mine:
@@ -327,11 +300,8 @@ def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]
 
 
 def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[list[str] | None]:
-    """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches put in
-    `sketches` by id.
-
-    Only the ids listed with the fingerprint count: a cluster's interrupted write may leave a stale one.
-    """
+    """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches of the ids
+    listed put in `sketches` (a cluster's interrupted write may leave a stale one)."""
     out: list[list[str] | None] = []
     for ids, stored in replies:
         if ids is None:
@@ -341,17 +311,10 @@ def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]
         out.append(listed)
         if stored is None:
             continue
-        # The common value: one sketch for exactly the ids listed (`encode_sketches` of them), read
-        # without parsing it; any other goes the way of decode_sketches.
-        colon = stored.find(b":")
-        digits = stored[:colon]
-        end = (
-            colon + 1 + int(digits)
-            if colon > 0 and digits.isdigit() and (colon == 1 or digits[:1] != b"0")
-            else -1
-        )
+        # The common value, one sketch for exactly the ids listed, read without parsing it.
+        start, end = _first_netstring(stored)
         if end > 0 and stored[end:] == b"%d:%s" % (len(ids), ids):
-            sketch = stored[colon + 1 : end]
+            sketch = stored[start:end]
             for doc_id in listed:
                 sketches[doc_id] = sketch
         else:
@@ -361,29 +324,27 @@ def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]
 
 
 def _one_id(ids: bytes) -> list[str] | None:
-    """`decode_ids` of a list of exactly one id (the common one), without the loop; None for any other."""
-    colon = ids.find(b":")
-    digits = ids[:colon]
-    if (
-        colon > 0
-        and digits.isdigit()
-        and (colon == 1 or digits[:1] != b"0")
-        and int(digits) == len(ids) - colon - 1
-    ):
-        return [ids[colon + 1 :].decode()]
-    return None
+    """`decode_ids` of a list of exactly one id, without the loop; None for any other."""
+    start, end = _first_netstring(ids)
+    return [ids[start:].decode()] if end == len(ids) else None
+
+
+def _first_netstring(data: bytes) -> tuple[int, int]:
+    """Where the item of the netstring `data` starts with begins and ends; (0, -1) where it has none."""
+    colon = data.find(b":")
+    digits = data[:colon]
+    if colon > 0 and digits.isdigit() and (colon == 1 or digits[:1] != b"0"):
+        return colon + 1, colon + 1 + int(digits)
+    return 0, -1
 
 
 def _merged(replies: list[list[str] | None]) -> list[str]:
-    """`_ids_in` of decoded replies."""
+    """`_ids_in` of decoded lists."""
     if len(replies) == 1:
         return replies[0] if replies[0] is not None else []
     return list(dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in reply))
 
 
 def _ids_in(replies: list[bytes | None]) -> list[str]:
-    if len(replies) == 1:
-        return decode_ids(replies[0]) if replies[0] is not None else []
-    return list(
-        dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in decode_ids(reply))
-    )
+    """The ids of each period's id list of one fingerprint, merged."""
+    return _merged([None if reply is None else decode_ids(reply) for reply in replies])

@@ -36,23 +36,26 @@ __all__ = [
 
 T = TypeVar("T")
 
-# Loads of the scripts for the calls of one read that met NOSCRIPT: a call refused again after a load
-# means a server that forgets them at once (a failover between the load and the call, say); refused
-# after the last, it is an error.
+# Loads of the scripts for the calls of one read that met NOSCRIPT (a failover may come between a load
+# and the call); refused after the last, it is an error.
 _LOADS = 2
+
+
+#: Every script, as made (lua/netstrings.lua and lua/bands.lua are only included in others).
+SCRIPTS: list[Script] = []
 
 
 class Script:
     """A Lua script from the package's lua/ folder, called with EVALSHA.
 
-    A line ``--! include NAME`` is replaced by lua/NAME.lua: helpers several scripts share (Redis runs
-    each script alone, so the server gets the script with its helpers in it).
+    A line ``--! include NAME`` is replaced by lua/NAME.lua (Redis runs each script alone).
     """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.source = _included(_read(name))
         self.sha = hashlib.sha1(self.source).hexdigest().encode()
+        SCRIPTS.append(self)
 
     def command(self, keys: list[bytes], args: list[bytes | int]) -> Command:
         """The EVALSHA command for one call."""
@@ -71,54 +74,22 @@ def _included(source: bytes) -> bytes:
     return _INCLUDE.sub(lambda match: _read(match.group(1).decode()).rstrip(b"\n"), source)
 
 
-#: A batch of document writes, atomic (a standalone server).
+# What each script does: the header of its lua/ file.
 WRITE = Script("write")
-#: A fingerprint into or out of a band value (verified mode: a cluster's writes, repairs).
 BAND_MEMBER = Script("band_member")
-#: A fingerprint out of a band table its sketches no longer have (verified mode).
 BAND_DROP = Script("band_drop")
-#: A document's commit point on a cluster: its id-map entry, compare-and-set.
 ID_CAS = Script("id_cas")
-#: An id into (or out of) a fingerprint's id list, with its sketch.
 FP_IDS = Script("fp_ids")
-#: The bulk path's fingerprint-map step.
 BULK_FP = Script("bulk_fp")
-#: The bulk path's id-map step.
 BULK_IDS = Script("bulk_ids")
-#: The bulk path's sketch step (verified mode).
 BULK_SKETCH = Script("bulk_sketch")
-#: The bulk path's band-table step (verified mode).
 BULK_BAND = Script("bulk_band")
-#: The bulk path's commit point of a verified index's window: ids attached with their sketches.
 BULK_COMMIT = Script("bulk_commit")
-#: The fingerprints of a fingerprint-map hash, leaving out the fields of their sketches (verified mode).
 COUNT_FPS = Script("count_fps")
-#: An index's meta hash, created unless it exists.
 CREATE_META = Script("create_meta")
-#: A field of an index's meta hash, set unless it is.
 PIN_META = Script("pin_meta")
-#: A bucket lock taken or kept.
 LOCK = Script("lock")
-#: A bucket lock given back.
 UNLOCK = Script("unlock")
-#: Every script (lua/netstrings.lua and lua/bands.lua are only included in others).
-SCRIPTS = (
-    WRITE,
-    BAND_MEMBER,
-    BAND_DROP,
-    ID_CAS,
-    FP_IDS,
-    BULK_FP,
-    BULK_IDS,
-    BULK_SKETCH,
-    BULK_BAND,
-    BULK_COMMIT,
-    COUNT_FPS,
-    CREATE_META,
-    PIN_META,
-    LOCK,
-    UNLOCK,
-)
 
 
 def with_scripts(
@@ -128,12 +99,10 @@ def with_scripts(
     *,
     durable: bool = False,
 ) -> T:
-    """Run a conversation that calls scripts; where a server lacks them, load them and send again only
-    the calls it refused.
+    """Run a conversation that calls scripts: the one place NOSCRIPT is handled.
 
-    The one place NOSCRIPT is handled (a restarted or failed-over server forgets its scripts): the refused
-    calls are sent again (every script call is idempotent) and their replies put in place, the replies
-    of the calls that ran kept, so each outcome is the one of the write that was made.
+    Where a server lacks them, they are loaded and only the refused calls sent again (each idempotent),
+    their replies put in place, so each outcome is the one of the write that was made.
 
     Raises:
         ScriptMissing: the server kept forgetting the scripts.
@@ -147,7 +116,7 @@ def run_calls(
     """Send script calls in one round trip (per node), loading the scripts where a server lacks them.
 
     Raises:
-        SimhashRedisError: the first error reply (ScriptMissing: the server kept forgetting the scripts).
+        SimhashRedisError: the first error reply.
     """
     if not calls:
         return []
@@ -157,12 +126,10 @@ def run_calls(
 
 
 class _Loading:
-    """An exchange whose calls refused with NOSCRIPT are sent again once the scripts are loaded, their
-    replies put in place of the refusals (see `with_scripts`).
+    """An exchange whose calls refused with NOSCRIPT are sent again once the scripts are loaded.
 
-    The scripts are loaded and the calls sent again on the conversation's own exchange (a shared pool
-    may have no other connection to spare), after the replies still due are read ahead; on a cluster
-    the scripts are loaded into every primary.
+    Loaded on the conversation's own exchange (a shared pool may have no other connection to spare),
+    after the replies still due are read ahead; on a cluster into every primary.
     """
 
     __slots__ = ("_ahead", "_exchange", "_read", "_scripts", "_sender", "_sent")
@@ -180,8 +147,7 @@ class _Loading:
         self._exchange.send(*batches)
 
     def read(self, count: int) -> list[Any]:
-        """The next `count` replies, error replies in place; a call the server refused for lack of a
-        script is sent again once the scripts are loaded, and its reply is the one in place."""
+        """The next `count` replies, error replies in place (a refused call's: its reply once sent again)."""
         replies, self._ahead = self._ahead[:count], self._ahead[count:]
         if count > len(replies):
             replies += self._exchange.read(count - len(replies))
@@ -196,8 +162,7 @@ class _Loading:
         return replies
 
     def read_sets(self, count: int) -> bytes | None:
-        """The next `count` replies in their RESP form where the exchange can (see `Exchange.read_sets`);
-        arrays of bulk strings, never a refusal."""
+        """`Exchange.read_sets`: arrays of bulk strings, never a refusal."""
         if self._ahead:
             return None  # read with `read`
         raw = self._exchange.read_sets(count)
@@ -224,7 +189,7 @@ class _Loading:
         return self.read(len(commands))
 
     def _taken(self, count: int) -> Callable[[int], Command]:
-        """Forget the next `count` commands sent; what looks up one of them by its place among those."""
+        """Forget the next `count` commands sent; a lookup of one of them by its place among those."""
         spans: list[tuple[Sequence[Command], int, int]] = []  # (batch, first, how many) of the count
         left = count
         while left:

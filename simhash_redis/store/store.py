@@ -22,13 +22,12 @@ _SCAN_COUNT = 1000
 
 
 class Store:
-    """One index's keys on one server or cluster."""
+    """One index's keys on one server or cluster (every call raises RedisUnavailable if unreachable)."""
 
     def __init__(self, sender: Sender, keys: KeySchema) -> None:
         self.sender = sender
         self.keys = keys
-        #: Whether the fingerprint map also holds sketches (set when a verified mode is pinned on an
-        #: index opened plain): a lookup then asks for ids field by field (`Reads`).
+        #: The fingerprint map also holds sketches (a verified mode pinned on an index opened plain).
         self.sketched = False
 
     @property
@@ -39,14 +38,13 @@ class Store:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send commands in one round trip (per node) and return their raw replies in order.
+        """Send commands in one round trip (per node); their replies in order.
 
         Args:
             raise_on_error: raise the first error reply; else error replies come back in place.
             durable: on a cluster, wait for a replica to have the writes.
 
         Raises:
-            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
             SimhashRedisError: an error reply, when raise_on_error is set.
         """
         return self.sender.execute(commands, raise_on_error=raise_on_error, durable=durable)
@@ -59,56 +57,36 @@ class Store:
             durable: on a cluster, each round trip's writes wait for a replica.
 
         Raises:
-            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
             SimhashRedisError: an error reply.
         """
         return with_scripts(self.sender, lambda exchange: drive(steps(), exchange), durable=durable)
 
     def run_script(self, script: Script, calls: list[Command], *, durable: bool = False) -> list[Any]:
-        """Run calls (built by `Script.command`) in one round trip, loading the script where it is missing.
-
-        Raises:
-            SimhashRedisError: an error reply.
-        """
+        """Run calls of a script in one round trip, loading it where it is missing (`run_calls`)."""
         return run_calls(self.sender, calls, (script,), durable=durable)
 
     def scan(self, kind: KeyKind = "all", *, once: bool = True) -> Iterator[list[bytes]]:
-        """The index's keys of one kind (`KeySchema.pattern_of`), in batches (on a cluster, every primary's).
+        """The index's keys of one kind (`KeySchema.pattern_of`), in batches, on every primary.
 
         Args:
             once: drop keys SCAN already gave (it may give one twice); off, nothing is remembered.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
         """
         return self._scan(self.keys.pattern_of(kind), once)
 
     def scan_table(self, table: int) -> Iterator[list[bytes]]:
-        """The bucket keys of one table, in batches; a key may come twice (too many to remember).
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        """The bucket keys of one table, in batches; a key may come twice (too many to remember)."""
         return self._scan(self.keys.table_pattern(table), False)
 
     def hashes(self, keys: list[bytes], *, raise_on_error: bool = True) -> list[Any]:
-        """The (field, value) pairs of each hash, in one round trip (error replies in place if asked).
-
-        Raises:
-            SimhashRedisError: an error reply, when raise_on_error is set.
-        """
+        """The (field, value) pairs of each hash, in one round trip (error replies in place if asked)."""
         replies = self.execute([(b"HGETALL", key) for key in keys], raise_on_error=raise_on_error)
         return [reply if isinstance(reply, Exception) else hash_pairs(reply) for reply in replies]
 
     def counts(self, *, sketched: bool = False) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored.
 
-        On a standalone server the write scripts keep these in the counts hash. On a cluster they are
-        summed from the sizes of the id and fingerprint maps (tens of milliseconds, not for a hot path;
-        `sketched`, a verified index, counts the fingerprint map's fields without its sketches).
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
+        On a cluster they are summed from the maps' sizes (tens of milliseconds; `sketched`: a verified
+        index, whose sketches are not counted).
         """
         keys = self.keys
         if not self.cluster:
@@ -122,19 +100,11 @@ class Store:
         return docs, sum(self.run_script(COUNT_FPS, calls))
 
     def set_counts(self, docs: int, fingerprints: int) -> None:
-        """Set the counts hash to what the data holds (after a check, an import).
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        """Set the counts hash to what the data holds (after a check, an import)."""
         self.execute([(b"HSET", self.keys.counts, b"docs", docs, b"fingerprints", fingerprints)])
 
     def used_memory(self) -> int | None:
-        """The server's used_memory, or None on a cluster (whose nodes each have their own).
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        """The server's used_memory, or None on a cluster (whose nodes each have their own)."""
         if self.cluster:
             return None
         info = self.execute([(b"INFO", b"memory")])[0]
@@ -144,11 +114,7 @@ class Store:
         return None
 
     def drop(self) -> int:
-        """Delete every key of the index (and only the index), meta last; the number deleted.
-
-        Raises:
-            RedisUnavailable: the server cannot be reached; run drop again to finish.
-        """
+        """Delete every key of the index (and only the index), meta last; the number deleted (`drop_keys`)."""
         return drop_keys(self.sender, self.keys.prefix, self.keys.name)
 
     def _scan(self, pattern: str, once: bool) -> Iterator[list[bytes]]:

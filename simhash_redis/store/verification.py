@@ -11,12 +11,10 @@ from ..fingerprinting.banded_odd import BAND_VALUES, Sketcher
 
 __all__ = ["VERIFIED_BANDS", "VERIFIED_BAND_BUCKETS", "Verification"]
 
-#: The LSH band tables of a new verified index: 8 bands of 4 sketch values each. A pair at Jaccard 0.8
-#: shares a band with probability 1 - (1 - 0.8^4)^8 = 0.986, which with the Hamming tables finds the
-#: near-duplicates a small k misses.
+#: The LSH band tables of a new verified index: 8 bands of 4 values, shared by a pair at Jaccard 0.8
+#: with probability 1 - (1 - 0.8^4)^8 = 0.986.
 VERIFIED_BANDS = (8, 4)
-#: The buckets (hashes) of each band table: ~61 band values a bucket at 10^6 documents, which keeps
-#: every bucket a listpack (Redis 7: 128 fields) to ~2 M documents (docs/redis-keys.md).
+#: The buckets of each band table: listpacks to ~2 M documents (docs/redis-keys.md).
 VERIFIED_BAND_BUCKETS = 1 << 14
 
 
@@ -26,15 +24,11 @@ class Verification:
 
     Args:
         threshold: the estimated Jaccard similarity from which a candidate is a near-duplicate, in (0, 1].
-        num_perm, bits, n, seed: the sketch's parameters (see `MinHasher`; an odd sketch's MinHash of
-            band values has `BAND_VALUES` of 8 bits).
-        bands, rows: the LSH band tables over the sketch's MinHash values: `bands` tables, each keyed by
-            `rows` consecutive values, whose members are candidates beside the Hamming tables' (0, 0:
-            none).
-        band_buckets: the hashes each band table is spread over (a band value's bucket is the value
-            modulo this).
-        kind: "odd" (`BandedOddSketcher`: an odd sketch estimates, a small MinHash keys the bands) or
-            "minhash" (`MinHasher`: one sketch does both).
+        num_perm, bits, n, seed: the sketch's parameters (`MinHasher`; an odd sketch's band values are
+            `BAND_VALUES` of 8 bits).
+        bands, rows: `bands` LSH band tables, each keyed by `rows` consecutive values (0, 0: none).
+        band_buckets: the hashes each band table is spread over.
+        kind: "odd" (`BandedOddSketcher`) or "minhash" (`MinHasher`).
 
     Raises:
         InvalidArgument: a value is out of range.
@@ -86,13 +80,8 @@ class Verification:
         bands: tuple[int, int] | None = None,
         band_buckets: int | None = None,
     ) -> Verification:
-        """The verified mode of a hasher (default: `BandedOddSketcher()`), a threshold and band tables as
-        (bands, rows) (default `VERIFIED_BANDS` where the sketch has the values; (0, 0): none) spread
-        over `band_buckets` hashes each (default `VERIFIED_BAND_BUCKETS`).
-
-        Raises:
-            InvalidArgument, InvalidType: as the class.
-        """
+        """The verified mode of a hasher (default `BandedOddSketcher()`), a threshold and (bands, rows)
+        (default `VERIFIED_BANDS` where the sketch has the values)."""
         if hasher is not None and not isinstance(hasher, (MinHasher, BandedOddSketcher)):
             raise InvalidType(f"hasher must be a MinHasher or BandedOddSketcher, got {type(hasher).__name__}")
         if bands is not None and (not isinstance(bands, tuple) or len(bands) != 2):
@@ -101,7 +90,7 @@ class Verification:
         kind, perm, bits = (
             ("minhash", h.num_perm, h.bits) if isinstance(h, MinHasher) else ("odd", BAND_VALUES, 8)
         )
-        if bands is None:  # the default band tables, where the sketch has the values for them
+        if bands is None:
             bands = VERIFIED_BANDS if perm >= VERIFIED_BANDS[0] * VERIFIED_BANDS[1] else (0, 0)
         count, rows = bands
         buckets = VERIFIED_BAND_BUCKETS if band_buckets is None else band_buckets
@@ -109,7 +98,7 @@ class Verification:
 
     @property
     def sketch_bytes(self) -> int:
-        """Size of one stored sketch in bytes (read per sketch by verify: no hasher is made for it)."""
+        """Size of one stored sketch in bytes (no hasher is made for it: verify reads it per sketch)."""
         return BandedOddSketcher.sketch_bytes if self.kind == "odd" else self.num_perm * self.bits // 8
 
     @property
@@ -142,11 +131,7 @@ class Verification:
 
     @classmethod
     def from_meta(cls, text: str) -> Verification:
-        """Read the meta field written by `to_meta`.
-
-        Raises:
-            ValueError: the text is not one `to_meta` writes.
-        """
+        """Read the meta field written by `to_meta` (ValueError for any other text)."""
         kind, *fields = text.split(";")
         values = dict(field.split("=", 1) for field in fields)
         given = set(values) - {"bands", "band_buckets"}

@@ -1,26 +1,7 @@
-"""Writes into an index with a retention window on Redis Cluster: ordered one-key steps over the periods,
-and the rounds of every windowed write (`in_rounds`).
+"""Writes into an index with a retention window on Redis Cluster, and the rounds of every windowed write.
 
-No script spans a cluster's slots, so the atomic move of the standalone path
-(`windowed_writes_standalone`) becomes the cluster's ordered steps (`writes.Writes`), taken over the
-periods. For each document:
-
-1. where its id is: the id-map entry of every live period (the newest one that has it is its value);
-2. the new fingerprint into the current period's tables, each key set to expire with the period;
-3. the id out of the fingerprint-map lists of every period that has it, except the one it stays in;
-4. the id out of the id maps of the older periods (compare-and-set against what step 1 read);
-5. the commit: the id in the current period's id map (compare-and-set; refused with the node's time
-   when the node's clock is in another period, which the worker then adopts);
-6. the id into the current period's fingerprint-map list.
-
-In verified mode, step 2 also puts the fingerprint into the sketch's band values in the current period,
-and step 6 sets the sketch beside the id; an id taken out of a list takes its sketch with it. A sliding
-window's move reads the sketch the id has in its period first, and moves it along.
-
-Every step is idempotent, and a document is never half-visible: between steps 3 and 6 `near` does not
-find it (as during a replacement on a cluster without windows), and `get` finds it in the newest period
-that has it. A batch cut off anywhere is completed by sending it again. A step that meets another
-writer's change (a compare-and-set mismatch) reads the document again.
+The steps (docs/retention.md, "On Redis Cluster") are idempotent and never show a document
+half-written; a batch cut off anywhere is completed by sending it again.
 """
 
 from __future__ import annotations
@@ -29,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..codec import decode_fp, decode_sketches, pack_fps
+from ..codec import decode_fp, pack_fps
 from ..errors import WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
@@ -37,18 +18,16 @@ from .scripts import BAND_MEMBER, FP_IDS, ID_CAS
 from .store import Store
 from .verification import Verification
 from .windows import View, Windows
-from .write_ops import CONFLICT_ROUNDS, round_trip, too_many
+from .write_ops import CONFLICT_ROUNDS, round_trip, sketch_in, too_many
 
 __all__ = ["in_rounds", "steps", "write"]
 
 T = TypeVar("T")
 
-# Rounds in a row that settled nothing, refused with a period the server's clock had already reported
-# (clocks that disagree: nodes apart, a period going back): one more gives up.
+# Rounds in a row that settled nothing, refused with a period reported before (clocks that disagree).
 _CLOCK_ROUNDS = 4
-# Seconds of rounds that settle nothing while the server's clock moves on to ever later periods (each
-# round slower than a period: a loaded machine, hundreds of tasks on one event loop) before giving up:
-# within the 30 s a bucket lock lives (`locks.TTL_MS`), which add-if-new on a cluster holds meanwhile.
+# Seconds of rounds that settle nothing while the clock moves on (each round slower than a period):
+# within the 30 s of a bucket lock (`locks.TTL_MS`), which add-if-new on a cluster holds meanwhile.
 _STALL_S = 20.0
 
 
@@ -57,27 +36,24 @@ def in_rounds(
 ) -> None:
     """Run rounds of a windowed write until nothing is left to retry, on the server's clock.
 
-    `attempt` runs one round against the current view: what to try again, and the server's time (ms)
-    when a write was refused for another period than the view's.
+    `attempt` runs one round: what to try again, and the server's time (ms) if refused for another period.
 
     Raises:
-        WriteContention: the server's clock kept reporting periods it had reported before with nothing
-            written, or moved on for `_STALL_S` with nothing written, or writes kept conflicting.
+        WriteContention: rounds kept settling nothing (clocks that disagree, rounds slower than a
+            period, writes that kept conflicting).
     """
     conflicts = clock = 0
     latest: int | None = None  # the latest period a refusal reported
-    progress = time.monotonic()  # when the last round that settled some ended (or the first began)
+    progress = time.monotonic()  # when a round last settled some
     while pending:
         retry, moved = attempt(windows.view(), pending)
-        # Refusals count only in a row of rounds that settle nothing (retry is a part of pending): a
-        # long batch may cross many boundaries, and each round that settles some leaves fewer to do.
+        # Refusals count only in a row of rounds that settle nothing: a long batch crosses many boundaries.
         settled = len(retry) < len(pending)
         if settled:
             clock, progress = 0, time.monotonic()
-        if moved is not None:  # the server's clock is in another period: adopt it
+        if moved is not None:
             period = moved // windows.period_ms
-            # A later period than any reported is the clock going on (a round slower than a period):
-            # the next round may fit. A period seen before is clocks that disagree.
+            # A later period than any reported is the clock going on; one seen before, clocks that disagree.
             onward = latest is None or period > latest
             latest = period if latest is None else max(latest, period)
             if not settled and not onward:
@@ -111,14 +87,13 @@ def write(
     sketches: list[bytes | None] | None = None,
     verification: Verification | None = None,
 ) -> list[Outcome | None]:
-    """Apply writes that name each id once, on a cluster: rounds of the steps until no conflict is left.
+    """Apply writes that name each id once, on a cluster, in rounds until no conflict is left.
 
     Args:
         ops: (id, new fingerprint or b"" to remove); no guards (add-if-new on a cluster takes bucket locks).
-        only_moves: move a document into the current period only if its id has that fingerprint in an
-            older one (a sliding refresh); write nothing else.
-        sketches: in verified mode, each write's sketch (b"": stored without one; None: a plain write).
-        verification: the verified mode, whose band tables the sketches' fingerprints join.
+        only_moves: only move a document whose id has that fingerprint in an older period (a sliding
+            refresh).
+        sketches: in verified mode, each write's sketch (b"": stored without one).
 
     Raises:
         WriteContention: documents kept changing under concurrent writers.
@@ -128,8 +103,7 @@ def write(
     prior: dict[int, bytes] = {}
 
     def attempt(view: View, pending: list[int]) -> tuple[list[int], int | None]:
-        # A round started again (a lost connection) takes every step again: each is idempotent, and
-        # outcomes are set only at its end, from what the round's first read found.
+        # A round started again takes every step again (each idempotent); outcomes are set at its end.
         return store.run(
             lambda: steps(
                 windows, f, view, ops, pending, outcomes, prior, only_moves, sketches, verification
@@ -153,7 +127,7 @@ def steps(
     sketches: list[bytes | None] | None = None,
     verification: Verification | None = None,
 ) -> Steps[tuple[list[int], int | None]]:
-    """A round of the steps for the pending documents: those to try again, and a node's time if refused."""
+    """A round of the steps: the documents to try again, and a node's time if refused."""
     current = view.current
     here = windows.schema(current)
     # 1. where each id is
@@ -161,9 +135,8 @@ def steps(
     for i in pending:
         prior.setdefault(i, held[i][-1][1] if held[i] else b"")
     if only_moves:
-        # A sliding refresh: only ids whose newest entry has that fingerprint, in an older period.
         pending = [i for i in pending if held[i] and held[i][-1][1] == ops[i][1] and held[i][-1][0] < current]
-        if verification is not None:  # each with the sketch its id has where it is, or not moved
+        if verification is not None:  # each moves with its sketch, or not at all
             sketches = yield from _sketches_of(windows, ops, held, pending)
             pending = [i for i in pending if sketches[i] is not None]
     writing = [i for i in pending if ops[i][1]]
@@ -182,8 +155,7 @@ def steps(
                 for key, field in here.band_places(sketch, verification)
             ]
     yield from round_trip(tables)
-    # 3. before a commit that changes the fingerprint: the id out of the other fingerprints' lists,
-    # so that it is never listed under one it no longer has (a move with the same one stays found)
+    # 3. the id out of other fingerprints' lists, never listed under one it no longer has
     yield from round_trip(
         _unlist(windows, [(i, w, v) for i in writing for w, v in held[i] if v != ops[i][1]], ops)
     )
@@ -215,8 +187,7 @@ def steps(
             args.append(sketch)
         attach.append(FP_IDS.command([here.fp_bucket(ops[i][1])], args))
     yield from round_trip(attach)
-    # 6. the entries left behind, read again (another writer may have committed into an older period
-    # meanwhile): out of their lists, then out of their id maps; for a removal, every entry
+    # 6. the entries left behind, read again (another writer may have committed meanwhile); a removal's all
     done = committed + removing
     again = yield from _where(view, ops, done)
     entries = [
@@ -256,29 +227,26 @@ def _sketches_of(
     held: dict[int, list[tuple[int, bytes]]],
     docs: list[int],
 ) -> Steps[list[bytes | None]]:
-    """The sketch each document's id has in the period it is in (None where it has none), by position."""
+    """The sketch each document's id has in its period (None where none), by position."""
     places = [(i, held[i][-1]) for i in docs]
     replies = yield from round_trip(
         [(b"HGET", windows.schema(w).fp_bucket(v), windows.keys.sketch_field(v)) for _, (w, v) in places]
     )
     found: list[bytes | None] = [None] * len(ops)
     for (i, _), stored in zip(places, replies, strict=True):
-        try:
-            found[i] = decode_sketches(stored).get(ops[i][0].decode()) if stored is not None else None
-        except (ValueError, UnicodeDecodeError):
-            found[i] = None  # malformed (verify reports it): not moved
+        found[i] = sketch_in(stored, ops[i][0])
     return found
 
 
 def _unlist(
     windows: Windows, entries: list[tuple[int, int, bytes]], ops: list[tuple[bytes, bytes]]
 ) -> list[Command]:
-    """Calls taking each id out of the fingerprint-map list of a period (idempotent)."""
+    """Calls taking each id out of a period's fingerprint-map list."""
     return [FP_IDS.command([windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]]) for i, w, v in entries]
 
 
 def _outcome(prior: bytes, new: bytes) -> Outcome:
-    """A document's outcome from the value its id had (b"" for none) and the one written (b"": removed)."""
+    """A document's outcome from its id's prior value and the one written (b"": none)."""
     if not new:
         return Outcome.REMOVED if prior else Outcome.MISSING
     if not prior:
@@ -287,6 +255,6 @@ def _outcome(prior: bytes, new: bytes) -> Outcome:
 
 
 def _superseded(window: int, entries: list[tuple[int, bytes]], current: int) -> bool:
-    """Whether an id's entry in a period gives way after a commit into `current`: the newest one stays."""
+    """Whether an id's entry in a period gives way after a commit into `current` (the newest stays)."""
     newest = max(w for w, _ in entries) if entries else current
     return window != max(newest, current)

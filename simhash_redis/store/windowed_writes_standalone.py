@@ -1,14 +1,8 @@
 """Writes into an index with a retention window on a standalone server, as steps.
 
-Each round is one call of the write script in its format 'w' (see write.lua; a large batch of adds: parts
-of `PART`): into the period of the server's clock, moving a rewritten document out of the period it was
-in, every key written set to expire with its period (`store.windows`). The script finds each id in the
-newest period that has it; a call refused for another period than the call's view comes back with the
-server's time, which the rounds adopt (`windowed_writes_cluster.in_rounds`).
-
-In verified mode a document's sketch (`SketchedGuard`) is set with it in the current period, and it
-joins the sketch's band tables there, in the same step; a sketch the step drops is taken out of its
-period's band tables after it (`band_drop.lua`), best effort, as on an index without periods.
+Each round is one call of write.lua's format 'w': into the period of the server's clock, a rewritten
+document moved out of its old period, atomically. A call refused for another period than its view comes
+back with the server's time, which the rounds adopt (`windowed_writes_cluster.in_rounds`).
 """
 
 from __future__ import annotations
@@ -16,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from ..codec import decode_fp, decode_sketches, pack_fps
+from ..codec import decode_fp, pack_fps
 from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import Command, Steps
@@ -26,12 +20,11 @@ from .store import Store
 from .verification import Verification
 from .windowed_writes_cluster import in_rounds
 from .windows import View, WindowedSets, Windows
-from .write_ops import Guard, SketchedGuard, Write, in_parts, outcome_of, parts_of
+from .write_ops import Guard, SketchedGuard, Write, in_parts, outcome_of, parts_of, sketch_in
 
 __all__ = ["refresh", "write"]
 
-# A document of a call: its position in the batch, id, new and old fingerprints, old's period (0: none
-# known), guard.
+# A document of a call: position, id, new and old fingerprints, old's period (0: none known), guard.
 _InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
 
 
@@ -43,8 +36,7 @@ def write(
     ops: list[Write],
     verification: Verification | None = None,
 ) -> list[Outcome | None]:
-    """Apply writes that name each id once (guards: the `WindowedSets` a read returned, in verified mode
-    as a `SketchedGuard`): rounds until no conflict is left.
+    """Apply writes that name each id once (guards: the `WindowedSets` a read returned) in rounds.
 
     Raises:
         WriteContention: documents kept changing under concurrent writers (nothing of them written).
@@ -87,12 +79,7 @@ def steps(
     acked: list[list[bytes]],
     verification: Verification | None = None,
 ) -> Steps[None]:
-    """A round's script calls, each reply appended to `acked`: from the first not acknowledged, up to the
-    last or to one refused for another period (the calls after it are not sent).
-
-    A large batch of adds goes in parts of `PART`, each sent as soon as the one before is answered and
-    built while the server runs it.
-    """
+    """A round's script calls (a large batch's parts), each reply appended to `acked`, up to one refused."""
     parts = parts_of(sent, all(doc[5] is None for doc in sent))
     yield from in_parts(
         len(parts), lambda n: command(windows, f, tables, view, parts[n], verification), acked, _refused
@@ -109,10 +96,7 @@ def refresh(
 ) -> None:
     """Move documents found again into the current period (a sliding window), if still stored so.
 
-    A document is moved only while its id still has that fingerprint: one script call finds it where it
-    is (already in the current period: it changes nothing), a second moves it. One that was replaced or
-    removed meanwhile is left alone, never written back. In verified mode its sketch, read from its
-    period in between, moves with it.
+    One call finds each where it is, a second moves it only while its id still has that fingerprint.
 
     Raises:
         SimhashRedisError: an error reply, or the server cannot be reached.
@@ -124,13 +108,12 @@ def refresh(
     for _ in range(2):
         acked: list[list[bytes]] = []
         store.run(functools.partial(steps, windows, f, tables, view, pending, acked, verification))
-        # A large call goes as parts (`steps`): the statuses of every part up to one refused.
         statuses, refused_at = _statuses(acked)
         if verification is not None and _dropped(statuses, view):
             _drop_bands(store, windows, f, verification, _dropped(statuses, view))
         if refused_at is not None:
             windows.set_server_time(refused_at)
-            return  # a period boundary passed: the documents will be seen again soon enough
+            return  # a boundary passed: the documents will be seen again soon enough
         moved: list[_InPeriod] = []
         for (i, doc_id, fp, _, _, _), status in zip(pending, statuses, strict=True):
             where, _, current = status[1:].partition(b":")
@@ -149,7 +132,7 @@ def command(
     pending: Sequence[_InPeriod],
     verification: Verification | None = None,
 ) -> Command:
-    """A script call in format 'w' (see write.lua) for the documents, against the view's periods."""
+    """A call of write.lua's format 'w' for the documents, against the view's periods."""
     schemas, numbers = view.schemas, view.windows
     here = numbers.index(view.current) + 1
     current = schemas[here - 1]
@@ -163,7 +146,7 @@ def command(
             keys.append(current.fp_bucket(new))
             keys.extend(current.tables(decode_fp(new, f)))
         where = numbers.index(old_window) + 1 if old and old_window in numbers else 0
-        if not where:  # its period expired since: the script says where the id is now
+        if not where:  # its period expired since: the script finds the id
             old = b""
         elif old != new or where != here:
             keys.append(schemas[where - 1].fp_bucket(old))
@@ -193,8 +176,7 @@ def _sketched(
     args: list[bytes | int],
     doc: tuple[bytes, bytes, bytes, int, SketchedGuard],
 ) -> None:
-    """A verified document's arguments and keys after its others (see write.lua, format 'w'): its bands
-    in the current period, its guard's sets (each period's tables, then its band values), its sketch."""
+    """A verified document's keys and arguments (write.lua, format 'w')."""
     doc_id, new, old, where, guard = doc
     places = current.band_places(guard.sketch, verification) if new else []
     kind = b"m" if guard.moving else b"s" if guard.checks else b"k"
@@ -206,8 +188,7 @@ def _sketched(
     if guard.checks:
         read = guard.windows or ()
         if len(guard) != len(read) * (tables + len(places)):
-            # The script reads each period's T + B member lists: any other count would shift every later
-            # document's arguments.
+            # Any other count would shift every later document's arguments.
             raise ValueError(
                 f"a guard of {len(guard)} sets, for {len(read)} periods of {tables} tables "
                 f"+ {len(places)} bands"
@@ -227,10 +208,7 @@ def _sketched(
 
 
 def _with_sketches(store: Store, windows: Windows, moved: list[_InPeriod]) -> list[_InPeriod]:
-    """Documents to move, each with the sketch its id has in its period (verified mode), to move with it.
-
-    A document whose id has none there (a writer changed it meanwhile) is left where it is.
-    """
+    """Documents to move, each with its id's sketch in its period; one without (changed since) stays."""
     replies = store.execute(
         [
             (b"HGET", windows.schema(w).fp_bucket(fp), windows.keys.sketch_field(fp))
@@ -239,10 +217,7 @@ def _with_sketches(store: Store, windows: Windows, moved: list[_InPeriod]) -> li
     )
     out: list[_InPeriod] = []
     for (i, doc_id, fp, old, w, _), stored in zip(moved, replies, strict=True):
-        try:
-            sketch = decode_sketches(stored).get(doc_id.decode()) if stored is not None else None
-        except (ValueError, UnicodeDecodeError):
-            sketch = None  # malformed (verify reports it): not moved
+        sketch = sketch_in(stored, doc_id)
         if sketch is not None:
             out.append((i, doc_id, fp, old, w, SketchedGuard(None, sketch, moving=True)))
     return out
@@ -253,8 +228,7 @@ def _drop_bands(
 ) -> None:
     """Take (period, stored fingerprint, dropped sketch) out of the sketch's band tables in that period.
 
-    Best effort, after the documents are written: a failure leaves band members that near() reads as
-    unconfirmed candidates, and that go with their period (or `verify(repair=True)` removes).
+    Best effort: what a failure leaves, near() reads as unconfirmed candidates, and it expires.
     """
     calls = []
     for window, fp, sketch in dropped:
@@ -272,7 +246,7 @@ def _drop_bands(
 
 
 def _dropped(statuses: list[bytes], view: View) -> list[tuple[int, bytes, bytes]]:
-    """(period, stored fingerprint, sketch) of each sketch the writes dropped (see write.lua, format 'w')."""
+    """(period, stored fingerprint, sketch) of each sketch the writes dropped."""
     out = []
     for status in statuses:
         if len(status) > 1 and status[:1] in b"urd":
@@ -292,30 +266,20 @@ def _statuses(acked: list[list[bytes]]) -> tuple[list[bytes], int | None]:
 
 
 def _refused(reply: list[bytes]) -> bool:
-    """Whether a call was refused because the server's clock is in another period than the call's."""
+    """Whether a call was refused for another period than the call's."""
     return bool(reply) and reply[0][:1] == b"w"
 
 
 def _windows_of(guard: Guard) -> tuple[int, ...]:
-    """The periods a guard was read from.
-
-    Raises:
-        TypeError: the guard was not read from the periods (a bug in the caller).
-    """
+    """The periods a guard was read from (TypeError for one not read from them: a caller's bug)."""
     if not isinstance(guard, WindowedSets):
         raise TypeError("a guard of an index with a retention window comes from its reads (WindowedSets)")
     return guard.windows
 
 
 def _guard_covers(guard: Guard | None, view: View) -> bool:
-    """Whether a guard read the sets of every period up to the current one (else: read again).
-
-    The write script checks that the view names every live period.
-    """
+    """Whether a guard read the sets of every period up to the current one (else: read again)."""
     if guard is None or (isinstance(guard, SketchedGuard) and not guard.checks):
         return True
-    if isinstance(guard, SketchedGuard):
-        read = set(guard.windows or ())
-        return all(window in read for window in view.windows if window <= view.current)
-    read = set(_windows_of(guard))
+    read = set(guard.windows or ()) if isinstance(guard, SketchedGuard) else set(_windows_of(guard))
     return all(window in read for window in view.windows if window <= view.current)

@@ -1,11 +1,7 @@
 """The periods of an index with a retention window: which are live, their keys, the server's clock.
 
-Documents are written into the period that holds the server's current time, and every key of period p
-expires at (p + 1) x period + retention (PEXPIREAT, by the server's clock): a document written at t is
-found until t + retention and is gone by t + retention + period, with no janitor and no SCAN. The write
-script checks the period against the server's clock (`TIME`), so workers whose clocks drift still write
-where the server's clock says. Reads cover every period that can still hold a document, with a margin
-for the error of the worker's estimate of the server's clock.
+Every key of period p expires at (p + 1) x period + retention, by the server's clock (docs/retention.md);
+reads cover every period that can still hold a document, with a margin for this worker's estimate of it.
 """
 
 from __future__ import annotations
@@ -23,22 +19,20 @@ __all__ = ["View", "WindowedSets", "Windows"]
 
 # Periods whose key names are kept built; a long-lived worker moves on to new ones.
 _SCHEMAS_KEPT = 64
-# How far this worker's estimate of the server's clock may be off (it is read from TIME, to within a
-# round trip, and corrected by every write that lands in another period than expected): reads cover
-# the periods that may be live within this margin of the estimate.
+# How far this worker's estimate of the server's clock may be off (read from TIME, to within a round
+# trip, and corrected by every write refused for another period).
 _MARGIN_MS = 1000
 # Seconds between readings of the server's clock.
 _RESYNC_S = 60.0
-# A TIME round trip under this is taken at once (an error under 50 ms, against the 1 s margin);
-# slower ones are asked again, up to three samples, and the quickest wins.
+# A TIME round trip under this is taken at once (an error under 50 ms, against the 1 s margin); of
+# slower ones, the quickest of three.
 _QUICK_S = 0.1
 _SAMPLES = 3
 
 
 @dataclass(frozen=True)
 class View:
-    """The periods a call reads and writes, fixed for the call: the live ones oldest first (near the
-    current one's end, the next one last), and the keys of each, period by period."""
+    """The periods a call reads and writes, fixed for the call: the live ones, oldest first, and keys."""
 
     windows: tuple[int, ...]
     current: int
@@ -57,11 +51,7 @@ class WindowedSets(list[list[bytes]]):
 
 
 class Windows:
-    """The periods of one index and the server's clock as this worker estimates it.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    """The periods of one index and the server's clock as this worker estimates it."""
 
     def __init__(self, keys: KeySchema, retention: Retention, sender: Sender) -> None:
         self.keys, self.retention = keys, retention
@@ -74,15 +64,10 @@ class Windows:
         self.sync()
 
     def sync(self) -> None:
-        """Estimate the server's clock again from its TIME (the middle of the round trip).
+        """Estimate the server's clock again from its TIME (the middle of the round trip)."""
 
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
-
-        # The estimate is off by at most half the round trip, which a busy client (an event loop with
-        # hundreds of tasks, a queue for a connection) can stretch: a slow sample is taken again.
-        # Timed inside the conversation: a wait for a connection does not count.
+        # Off by at most half the round trip, which a busy client stretches: a slow sample is taken
+        # again. Timed inside the conversation: a wait for a connection does not count.
         def sample(exchange: Exchange) -> tuple[float, int, float]:
             before = time.monotonic()
             replies = exchange.round_trip([(b"TIME",)])
@@ -103,8 +88,7 @@ class Windows:
 
     def set_server_time(self, server_ms: int, local: float | None = None) -> None:
         """Adopt the server's time, as a reply reported it."""
-        # Against the monotonic clock: a step of this machine's wall clock does not move the estimate;
-        # `view` reads TIME again after one (or a sleep), and once a minute against slow drift.
+        # Against the monotonic clock, which a step of the wall clock does not move (`view` resyncs).
         local = time.monotonic() if local is None else local
         self._offset_ms, self._synced = server_ms - local * 1000, local
         self._wall = time.time() - time.monotonic()
@@ -119,18 +103,10 @@ class Windows:
         return (window + 1) * self.period_ms + self.retention_ms
 
     def view(self) -> View:
-        """The periods a call reads now: the live ones, with a margin at each end.
-
-        Every period not expired up to the current one; within a margin of a boundary (the error this
-        worker's estimate of the server's clock may have), also the one that expires at it, or the next
-        one. A write needs none of the margins: the script writes only into the period of the server's
-        clock, and with a guard read in every live period before it (`windowed_writes_standalone`).
-
-        Raises:
-            RedisUnavailable: the server's clock is read again (once a minute) and cannot be.
-        """
-        # Read again once a minute, and when the wall clock moved against the monotonic one: a machine
-        # that slept (the monotonic clock stands still meanwhile) or a stepped wall clock.
+        """The periods a call reads now: the live ones, and near a boundary the one that expires at it or
+        the next one (a write needs no margin: the script checks the server's clock)."""
+        # Also when the wall clock moved against the monotonic one: a machine that slept (the monotonic
+        # clock stands still meanwhile) or a stepped wall clock.
         if (
             time.monotonic() - self._synced > _RESYNC_S
             or abs(time.time() - time.monotonic() - self._wall) > 0.5
@@ -159,12 +135,7 @@ class Windows:
         return self._view
 
     def counts(self, *, sketched: bool = False) -> list[tuple[int, int, int]]:
-        """(period, documents, fingerprints) of each live period (on a cluster, from its maps' sizes;
-        `sketched`, a verified index, counts the fingerprint maps' fields without their sketches).
-
-        Raises:
-            RedisUnavailable: the server cannot be reached.
-        """
+        """(period, documents, fingerprints) of each live period (`Store.counts` on a cluster)."""
         view = self.view()
         if self._sender.cluster:  # no counts hash: the sizes of each period's maps
             sizes = [Store(self._sender, schema).counts(sketched=sketched) for schema in view.schemas]

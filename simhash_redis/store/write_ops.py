@@ -1,10 +1,7 @@
-"""The writes a batch is made of: (id, new stored fingerprint or b'' to remove, guard), the guards of
-add-if-new, and the outcomes the write scripts report.
+"""The writes a batch is made of (id, new stored fingerprint or b'' to remove, guard), and their outcomes.
 
-The guard, used by add-if-new, lists the members the client read from each of the new fingerprint's
-table sets; a guarded document is only written while those sets are unchanged (its outcome is None
-otherwise, and the caller reads again). In verified mode the guard also carries the document's sketch
-(`SketchedGuard`), which is set with the document, or not at all.
+A guard (add-if-new's) lists the members read from each of the new fingerprint's table sets; a guarded
+document is only written while those sets are unchanged (else its outcome is None: read again).
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from ..codec import decode_sketches
 from ..errors import WriteContention
 from ..results import Outcome
 from ..transport import READ, SEND, Command, Steps
@@ -27,6 +25,7 @@ __all__ = [
     "outcome_of",
     "parts_of",
     "round_trip",
+    "sketch_in",
     "too_many",
 ]
 
@@ -37,11 +36,10 @@ Guard = list[list[bytes]]
 
 
 class SketchedGuard(list[list[bytes]]):
-    """A guard that also carries the document's sketch, stored with the document (beside its id in the
-    fingerprint map: `KeySchema.sketch_field`). `members` None: no guard; `sketch` b"": the document is
-    stored without one (any sketch its id had goes). In an index with a retention window, `windows` are
-    the periods the members were read from (a `WindowedSets`'); `moving`, a sliding window's move, sets
-    the sketch only with a move into the current period.
+    """A guard that also carries the document's sketch, set with the document or not at all.
+
+    `members` None: no guard; `sketch` b"": stored without one. `windows`: the periods the members were
+    read from (a `WindowedSets`'); `moving`: a sliding window's move, which sets the sketch only with it.
     """
 
     def __init__(self, members: Guard | None, sketch: bytes, *, moving: bool = False) -> None:
@@ -63,10 +61,9 @@ _OUTCOMES = {
     b"d": Outcome.REMOVED,
     b"n": Outcome.MISSING,
 }
-#: Documents per script call when a large batch of adds is sent as parts, each built while the server runs
-#: the one before.
+#: Documents per script call of a large batch of adds sent as parts.
 PART = 250
-#: Attempts at a write whose documents keep changing under it (other workers replacing the same ids).
+#: Attempts at a write whose documents keep changing under it.
 CONFLICT_ROUNDS = 16
 
 
@@ -80,10 +77,8 @@ def round_trip(commands: list[Command]) -> Steps[list[Any]]:
 
 
 def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
-    """The documents of a round as the documents of its script calls: one call, or, for a large batch
-    of plain adds (500 or more, no guard, no replacement known), parts of `PART`.
-    """
-    part = PART  # read at each call: one knob for every write path (tests make it small)
+    """A round's documents as its script calls': one call, or parts of `PART` for 2 x `PART` plain adds."""
+    part = PART  # read at each call: tests make it small
     if plain and len(docs) >= 2 * part:
         return [docs[i : i + part] for i in range(0, len(docs), part)]
     return [docs]
@@ -95,11 +90,8 @@ def in_parts(
     acked: list[Any],
     refused: Callable[[Any], bool] = lambda _: False,
 ) -> Steps[None]:
-    """A round's script calls, one at a time, from the first not acknowledged: each sent as soon as the
-    one before is answered, and built while the server runs that one (the client's work overlaps the
-    server's); each as atomic as a batch of its size. `acked` keeps the replies acknowledged across new
-    starts of the conversation; a reply `refused` stops the round.
-    """
+    """A round's script calls, one in flight, from the first not in `acked`, each built while the server
+    runs the one before; a reply `refused` stops the round."""
     if len(acked) == count or (acked and refused(acked[-1])):
         return
     yield SEND, [[call(len(acked))]]
@@ -119,6 +111,14 @@ def outcome_of(status: bytes, old: bytes) -> Outcome:
     if status == b"n" and old:
         return Outcome.REMOVED
     return _OUTCOMES[status]
+
+
+def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
+    """The sketch of `doc_id` in a stored sketches field; None where none or malformed (verify reports it)."""
+    try:
+        return decode_sketches(bytes(stored)).get(doc_id.decode()) if stored else None
+    except ValueError:
+        return None
 
 
 def too_many(count: int) -> WriteContention:

@@ -1,10 +1,4 @@
-"""How a batch of document writes reaches Redis, written once as steps without I/O (`Writes`).
-
-On a standalone server each batch is written atomically by the write script, on a cluster in single-key
-steps in a safe order; in an index with a retention window, into the period of the server's clock
-(`windowed_writes_standalone`, `windowed_writes_cluster`). The writes themselves, their guards and
-outcomes: `write_ops`.
-"""
+"""How a batch of document writes reaches Redis, written once as steps without I/O (`Writes`)."""
 
 from __future__ import annotations
 
@@ -43,9 +37,7 @@ class Progress:
 
     Args:
         ops: the writes, each id named once.
-        fps: each write's new fingerprint as an int, where the caller has them (not decoded again).
-        tables: each write's table keys (`KeySchema.tables` of its new fingerprint), where the caller
-            has built them.
+        fps, tables: each write's new fingerprint as an int and its table keys, where the caller has them.
     """
 
     def __init__(
@@ -53,25 +45,20 @@ class Progress:
     ) -> None:
         self.ops, self.fps, self.tables = ops, fps, tables
         self.outcomes: list[Outcome | None] = [None] * len(ops)
-        #: The documents of the current round (the first assumes every id is new).
+        #: The current round's documents (the first assumes every id is new).
         self.pending: list[Pending] = [
             (i, doc_id, new, b"", guard) for i, (doc_id, new, guard) in enumerate(ops)
         ]
         self.rounds = 0
-        #: The replies of the current round's script calls acknowledged so far (its parts).
+        #: The replies of the current round's script calls (its parts) acknowledged so far.
         self.acked: list[list[bytes]] = []
-        #: On a cluster, whether the fingerprints are in their tables, and whether the ids of the current
-        #: round are to be detached from the fingerprints they have first.
+        #: On a cluster: the fingerprints are in their tables; the round's ids are to be detached first.
         self.tabled = self.detaching = False
         #: (stored fingerprint, the sketch a write dropped for one of its ids): band tables to clean.
         self.dropped: list[tuple[bytes, bytes]] = []
 
     def next_round(self, retry: list[Pending]) -> None:
-        """Start the round of the documents to send again.
-
-        Raises:
-            WriteContention: they kept changing under concurrent writers.
-        """
+        """Start the round of the documents to send again (WriteContention after `CONFLICT_ROUNDS`)."""
         self.rounds += 1
         if retry and self.rounds >= CONFLICT_ROUNDS:
             raise too_many(len(retry))
@@ -81,20 +68,10 @@ class Progress:
 class Writes:
     """An index's writes, as steps without I/O: the one class through which every write of documents goes.
 
-    On a standalone server each round is one Lua script call (`write.lua`), so a document is never
-    half-written. On a cluster a document is written in idempotent single-key steps in an order that
-    never shows it half-written to near(): the fingerprint into every table (invisible until ids are
-    attached), the id's entry in the id map (the commit point, compare-and-set against the fingerprint
-    read), the id into the fingerprint's id list; for a replacement, the id leaves the old fingerprint's
-    list before the commit. A fingerprint whose last id leaves stays in the tables as an orphan that
-    near() ignores and `verify(repair=True)` removes. Guards are not used there: add-if-new on a cluster
-    takes bucket locks instead. An index with a retention window is written over its periods, on the
-    server's clock (`windowed_writes_standalone`, `windowed_writes_cluster`).
-
-    In verified mode (`SketchedGuard`), a document's sketch is set with it, and it joins its sketch's
-    band tables in the same step (standalone) or with its tables (cluster). The band tables of a sketch
-    the script drops are cleaned after it (`band_drop.lua`); on a cluster they are not, and
-    `verify(repair=True)` removes such members, which near() only reads as unconfirmed candidates.
+    A standalone server's round is one call of write.lua; a cluster's, ordered single-key steps that never
+    show a document half-written (docs/cluster.md; its guards are bucket locks, not checked here). An
+    index with a retention window is written over its periods (`windowed_writes_standalone`,
+    `windowed_writes_cluster`).
     """
 
     def __init__(
@@ -113,14 +90,11 @@ class Writes:
     ) -> list[Outcome | None]:
         """Apply the writes; None for a guarded write whose tables changed since they were read.
 
-        An id named several times is written as if the writes were applied one after another (a later
-        pair for the same id wins).
+        An id named several times is written as if the writes were applied in order (the last one wins).
 
         Args:
-            ops: the writes (in an index with a retention window, guards are the `WindowedSets` a read
-                returned).
-            fps, tables: each write's new fingerprint as an int and its table keys, where the caller
-                has them (see `Progress`).
+            ops: the writes (with a retention window, guards are the `WindowedSets` a read returned).
+            fps, tables: as `Progress`.
 
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
@@ -130,11 +104,9 @@ class Writes:
         return _in_waves(ops, fps, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """In a sliding window, move (id, stored fingerprint) documents found again by add-if-new into the
-        current period, if still stored so.
+        """In a sliding window, move (id, stored fingerprint) documents found again into the current period.
 
-        Best effort: when it cannot be made (a full server, an unreachable one), they keep their period,
-        and the caller's add-if-new, whose own writes are done, is not failed for it.
+        Best effort: on an error they keep their period, and the caller's add-if-new is not failed for it.
         """
         windows = self.windows
         if windows is None or not windows.retention.sliding or not docs:
@@ -182,11 +154,7 @@ class Writes:
         return progress.outcomes
 
     def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
-        """The writes of a call that names each id once, from where `progress` says (updated by replies).
-
-        Raises:
-            WriteContention: documents kept changing under concurrent writers.
-        """
+        """The writes of a call that names each id once, from where `progress` says."""
         if self.store.cluster:
             yield from self._ordered(progress)
         else:
@@ -194,7 +162,7 @@ class Writes:
         return progress.outcomes
 
     def _atomic(self, progress: Progress) -> Steps[None]:
-        """Rounds of script calls, until no document is left in conflict."""
+        """Rounds of script calls until no document is left in conflict."""
         while progress.pending:
             pending = progress.pending
             first = progress.rounds == 0 and _all_adds(progress.ops)
@@ -213,7 +181,7 @@ class Writes:
             progress.next_round(retry)
 
     def _ordered(self, progress: Progress) -> Steps[None]:
-        """A cluster's single-key steps (see the class)."""
+        """A cluster's single-key steps."""
         keys, ops = self.keys, progress.ops
         if not progress.tabled:
             sets: list[Command] = []
@@ -254,41 +222,16 @@ class Writes:
         yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
 
     def _calls(self, progress: Progress, first: bool) -> tuple[int, Callable[[int], Command]]:
-        """A round's script calls: how many, and what builds call n (a large batch of adds, or of
-        add-if-new's guarded adds: its parts, each built while the server runs the one before)."""
-        if first:
+        """A round's script calls: how many, and what builds call n (a large batch's parts)."""
+        if first or (progress.rounds == 0 and _guarded_adds(progress.ops, self.tables)):
+            # A later part's guards expect what the earlier parts add: parts keep one call's guarantees.
             parts = parts_of(range(len(progress.ops)), True)
-            return len(parts), lambda n: self._adds(progress, parts[n][0], len(parts[n]))
-        if progress.rounds == 0 and _guarded_adds(progress.ops, self.tables):
-            # Each document's guard is checked and its write made in one step of one call, and a
-            # later part's guards expect what the earlier parts add (add-if-new's in-batch guards),
-            # so parts keep every guarantee of one call.
-            parts = parts_of(range(len(progress.ops)), True)
-            return len(parts), lambda n: self._guarded(progress, parts[n][0], len(parts[n]))
+            return len(parts), lambda n: self._adds(progress, parts[n][0], len(parts[n]), not first)
         pending = progress.pending
         return 1, lambda _: self._command(pending)
 
-    def _adds(self, progress: Progress, start: int, count: int) -> Command:
-        """The first round's script call for adds only, of `count` writes from `start`: id, new per
-        document (format 'a'), keys built inline (a bulk load's)."""
-        ops = progress.ops[start : start + count]
-        fps = progress.fps
-        ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
-        keys = self.keys
-        id_bucket, fp_bucket, tables = keys.id_bucket, keys.fp_bucket, keys.table_builder()
-        key_list: list[bytes] = [keys.counts]
-        args: list[bytes | int] = [self.tables, b"a"]
-        add_keys, add_args = key_list.append, args.extend
-        for (doc_id, new, _), fp in zip(ops, ints, strict=True):
-            add_keys(id_bucket(doc_id))
-            add_keys(fp_bucket(new))
-            key_list += tables(fp)
-            add_args((doc_id, new))
-        return WRITE.command(key_list, args)
-
-    def _guarded(self, progress: Progress, start: int, count: int) -> Command:
-        """The first round's script call for add-if-new's guarded adds, of `count` writes from `start`
-        (format 'g': id, new, and the members of its guard's sets in one argument), keys built inline."""
+    def _adds(self, progress: Progress, start: int, count: int, guarded: bool = False) -> Command:
+        """The first round's call for plain adds (format 'a') or add-if-new's guarded adds ('g')."""
         ops = progress.ops[start : start + count]
         fps = progress.fps
         ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
@@ -298,13 +241,15 @@ class Writes:
         built = progress.tables
         tables = map(keys.table_builder(), ints) if built is None else built[start : start + count]
         key_list: list[bytes] = [keys.counts]
-        args: list[bytes | int] = [self.tables, b"g"]
+        args: list[bytes | int] = [self.tables, b"g" if guarded else b"a"]
         add_key, add_keys, add_args = key_list.append, key_list.extend, args.extend
         for (doc_id, new, guard), fp, table_keys in zip(ops, ints, tables, strict=True):
             add_key(id_bucket(doc_id))
             add_key(fp_bucket_of(fp) if by_bits else fp_bucket(new))
             add_keys(table_keys)
-            add_args((doc_id, new, b" %s " % b" ".join([member for read in guard or () for member in read])))
+            add_args((doc_id, new))
+            if guarded:
+                args.append(b" %s " % b" ".join([member for read in guard or () for member in read]))
         return WRITE.command(key_list, args)
 
     def _command(self, pending: list[Pending]) -> Command:
@@ -325,8 +270,7 @@ class Writes:
             if isinstance(guard, SketchedGuard):
                 bands = self._band_places(guard) if new else []
                 if checks and len(guard) != self.tables + len(bands):
-                    # The script reads T + B member lists: any other count would shift every later
-                    # document's arguments.
+                    # Any other count would shift every later document's arguments.
                     sets = f"{self.tables} tables + {len(bands)} bands"
                     raise ValueError(f"a guard of {len(guard)} sets, for {sets}")
                 keys.extend(key for key, _ in bands)
@@ -349,8 +293,7 @@ class Writes:
         return self.keys.band_places(sketch, self.verification)
 
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
-        """Calls attaching ('+') or detaching ('-') each id at its fingerprint, with its sketch where a
-        guard has one (a cluster)."""
+        """A cluster's calls attaching ('+') or detaching ('-') each id at its fingerprint."""
         calls = []
         for doc_id, fp, guard in pairs:
             args: list[bytes | int] = [op, fp, doc_id]
@@ -360,16 +303,14 @@ class Writes:
         return calls
 
     def drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
-        """`_drop_bands`, for the bulk path's sketches (`store.bulk`); nothing on a cluster, as the
-        atomic path there (band_drop.lua names keys of two slots): `verify(repair=True)` removes them."""
+        """`_drop_bands` for the bulk path; nothing on a cluster (band_drop.lua names keys of two slots)."""
         if not self.store.cluster:
             self._drop_bands(dropped)
 
     def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
-        """Take (stored fingerprint, dropped sketch) pairs out of the sketch's band tables, in a round trip.
+        """Take (stored fingerprint, dropped sketch) pairs out of the sketch's band tables.
 
-        Best effort, after the documents are written: a failure (or a lost reply) leaves band table
-        members that near() reads as unconfirmed candidates and `verify(repair=True)` removes.
+        Best effort: what a failure leaves, near() reads as unconfirmed candidates and verify removes.
         """
         v, calls = self.verification, []
         for fp, sketch in dropped:
@@ -391,10 +332,10 @@ def _in_waves(
     fps: list[int] | None,
     apply: Callable[[list[Write], list[int] | None], list[Outcome | None]],
 ) -> list[Outcome | None]:
-    """`apply` the writes, in waves that each hold an id once when some id is named several times.
+    """`apply` the writes in waves that each name an id once.
 
-    A conflict is resolved after the first round of the whole call, so two writes of one id in one
-    call would be judged against the same stored state (x -> A, x -> B, x -> A would leave B).
+    Within one call, writes of one id would be judged against the same stored state (x -> A, x -> B,
+    x -> A would leave B).
     """
     if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
         return apply(ops, fps)
@@ -420,8 +361,7 @@ def _packed(members: list[bytes], f: int) -> list[bytes]:
 
 
 def _guarded_adds(ops: list[Write], tables: int) -> bool:
-    """Whether every write adds a document with a plain guard (add-if-new's, with no sketch: a member
-    list per table), which format 'g' carries."""
+    """Whether every write adds a document with a plain guard (a member list per table: format 'g')."""
     return all(new and type(guard) is list and len(guard) == tables for _, new, guard in ops)
 
 
