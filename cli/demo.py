@@ -90,6 +90,7 @@ def demo(
             k=state.k,
             verified=state.asked_mode(),
             threshold=state.threshold,
+            band_buckets=state.band_buckets,
             asking=CLI_ASKING,
         )
         report = demo_job.run(index, docs)

@@ -18,7 +18,7 @@ from simhash_redis.cli.demo import register
 from typer.testing import CliRunner
 
 from simhash_redis import SimhashIndex, VerifiedIndex, distance, fingerprint_many
-from simhash_redis.errors import InputError
+from simhash_redis.errors import InputError, InvalidArgument
 from simhash_redis.tools import demo as demo_job
 from simhash_redis.tools.server import EmbeddedServer
 
@@ -90,7 +90,7 @@ def test_run_groups_the_pairs(redis_client: redis.Redis, sample: list[demo_job.S
     by_id = {doc_id: g for g in report.groups for doc_id in g.ids}
     assert by_id["requests-2.28.2/README"] is by_id["requests-2.32.3/README"]
     lines = demo_job.report_lines(report, index=index, where="test", elapsed=1.0)
-    assert "verified (Jaccard >= 0.8)" in lines[2] and " (Jaccard 0." in "\n".join(lines)
+    assert "verified (estimated Jaccard >= 0.8)" in "\n".join(lines) and " (Jaccard 0." in "\n".join(lines)
     assert lines[-1] == f"{demo_job.MARKER} {len(report.groups)}"
     assert len(lines) <= 32 and all(len(line) <= 100 for line in lines)
 
@@ -105,6 +105,24 @@ def test_run_on_a_plain_index_groups_by_distance(
     assert all(p.jaccard is None and 0 <= p.distance <= index.k for p in report.pairs)
     lines = demo_job.report_lines(report, index=index, where="test", elapsed=1.0)
     assert f"(distance <= {index.k})" in "\n".join(lines) and "Jaccard" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize(("k", "threshold"), [(0, 0.8), (5, 0.8), (8, 0.5), (6, None)])
+def test_report_lines_fit_the_width(
+    redis_client: redis.Redis, sample: list[demo_job.SampleDoc], k: int, threshold: float | None
+) -> None:
+    index = demo_job.fresh_index(redis_client, k=k, threshold=threshold, verified=threshold is not None)
+    lines = demo_job.report_lines(demo_job.run(index, sample), index=index, where="test", elapsed=1.0)
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+
+
+def test_fresh_index_checks_its_arguments_before_dropping(redis_client: redis.Redis) -> None:
+    SimhashIndex(redis_client, "demo").add("kept", "a document the demo must not drop for a bad argument")
+    with pytest.raises(InvalidArgument):
+        demo_job.fresh_index(redis_client, threshold=2.0)
+    assert SimhashIndex(redis_client, "demo").get("kept") is not None
+    index = demo_job.fresh_index(redis_client, band_buckets=64)
+    assert isinstance(index, VerifiedIndex) and index.verification.band_buckets == 64
 
 
 def test_fresh_index_drops_the_previous_one(redis_client: redis.Redis) -> None:

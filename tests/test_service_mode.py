@@ -130,27 +130,43 @@ def test_plain_with_verified_modes_arguments_is_refused() -> None:
         ServiceConfig(verified=False, threshold=0.9).check()
 
 
-def test_an_existing_index_with_another_configuration_than_serves_is_refused(
+def test_serve_creates_with_its_options_and_serves_existing_indexes_as_they_were_made(
     redis_server: ServerProcess,
 ) -> None:
+    # One service serves every index on the server: its options make the indexes it creates.
     open_index("m-v09", redis_server.url, threshold=0.9).add("a", TEXT)
     open_index("m-k5", redis_server.url, k=5).add("a", TEXT)
     near = {"json": {"text": TEXT}}
-    for config, name, named in (
-        ({"threshold": 0.8}, "m-v09", "threshold"),
-        ({"band_buckets": 64}, "m-v09", "band_buckets"),
-        ({"k": 3}, "m-k5", "k"),
-    ):
-        [refused] = served(redis_server, [(f"/v1/indexes/{name}/near", near)], **config)
-        error = refused.json()["error"]
-        assert refused.status_code == 409 and error["code"] == "configuration_mismatch", refused.text
-        assert named in error["message"], error
-    # Options that agree with the stored index, or none, serve it.
-    agreed = served(
+    answers = served(
         redis_server,
-        [("/v1/indexes/m-v09/near", near), ("/v1/indexes/m-k5/near", near)],
-        k=None,
+        [
+            ("/v1/indexes/m-v09/near", near),
+            ("/v1/indexes/m-k5/near", near),
+            ("/v1/indexes/m-new/add", {"json": {"id": "a", "text": TEXT}}),
+        ],
+        k=3,
+        threshold=0.8,
     )
-    assert [a.status_code for a in agreed] == [200, 200]
-    [same] = served(redis_server, [("/v1/indexes/m-v09/near", near)], threshold=0.9)
-    assert same.status_code == 200 and same.json()["matches"][0]["id"] == "a"
+    assert [a.status_code for a in answers] == [200, 200, 200], [a.text for a in answers]
+    assert [a.json()["matches"][0]["id"] for a in answers[:2]] == ["a", "a"]
+    client = redis_server.client()
+    assert SimhashIndex(client, "m-k5", create=False).k == 5
+    for name, threshold in (("m-v09", 0.9), ("m-new", 0.8)):
+        mode = SimhashIndex(client, name, create=False).config.verification
+        assert mode is not None and mode.threshold == threshold, name
+
+
+def test_readyz_is_503_while_the_configured_index_is_of_the_other_mode(redis_server: ServerProcess) -> None:
+    open_index("m-ready", redis_server.url, verified=True)
+    app = create_app(
+        ServiceConfig(redis_url=redis_server.url, access_log=False, index="m-ready", verified=False)
+    )
+
+    async def ready() -> httpx.Response:
+        async with app.app.router.lifespan_context(app.app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
+                return await client.get("/readyz")
+
+    answer = asyncio.run(ready())
+    assert answer.status_code == 503 and answer.json()["error"]["code"] == "configuration_mismatch"

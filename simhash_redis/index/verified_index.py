@@ -312,7 +312,7 @@ class VerifiedIndex:
 
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
         """Store a document unless a verified near-duplicate (a candidate whose sketch estimates a
-        Jaccard similarity at the threshold) is stored, atomically: of several workers racing to add
+        Jaccard similarity at least the threshold) is stored, atomically: of several workers racing to add
         near-duplicates of each other, exactly one stores its document.
 
         Returns:

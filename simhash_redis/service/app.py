@@ -238,7 +238,9 @@ class Service:
                 operations.stats(self.registry.get(self.config.index))
             return Response(b'{"status":"ready"}', media_type=_JSON)
         except Exception as exc:
-            return self.error(exc, request)
+            answer = self.error(exc, request)
+            answer.status_code = 503  # not ready, whatever the cause: the body says which
+            return answer
 
     async def metrics(self, request: Request) -> Response:
         """``GET /metrics``: Prometheus's text exposition."""

@@ -15,7 +15,7 @@ from redis.cluster import RedisCluster
 
 from ..errors import IndexNotFound
 from ..index import SimhashIndex, VerifiedIndex
-from ..index.mode import open_in_mode
+from ..index.mode import chosen_mode, open_in_mode
 from ..store import validate_name
 from ..transport import client_from_url
 from .coalesce import Coalescer
@@ -60,7 +60,7 @@ class Opened:
 
 class Registry:
     """Opens indexes by name, once each, on a client of the configured server (an existing one as it was
-    made, serve's mode and options checked against it; a missing one, on a write, created as configured)."""
+    made, its mode checked; a missing one, on a write, created as configured)."""
 
     def __init__(self, config: ServiceConfig, url: str) -> None:
         self._config = config
@@ -91,28 +91,33 @@ class Registry:
         return found
 
     def _open(self, name: str, create: bool, from_text: bool) -> Opened:
+        client = self.client()
         config = self._config
         try:
-            # Options given to serve are checked against an existing index, as the command line does.
-            index = open_in_mode(
-                self.client(),
-                name,
-                verified=config.verified,
-                from_text=from_text,
-                threshold=config.threshold,
-                band_buckets=config.band_buckets,
-                asking=SERVE_ASKING,
-                create=create,
-                **self._options,
-            )
+            plain = SimhashIndex(client, name, create=False)
         except IndexNotFound:
-            if create:
-                raise
-            raise IndexNotFound(
-                f"no index named {name!r}: a write (add, add_if_new) creates it, or load documents "
-                f"first (simhash-redis --index {name} load FILE)"
-            ) from None
-        return Opened.of(index)
+            if not create:
+                raise IndexNotFound(
+                    f"no index named {name!r}: a write (add, add_if_new) creates it, or load documents "
+                    f"first (simhash-redis --index {name} load FILE)"
+                ) from None
+            return Opened.of(
+                open_in_mode(
+                    client,
+                    name,
+                    verified=config.verified,
+                    from_text=from_text,
+                    threshold=config.threshold,
+                    band_buckets=config.band_buckets,
+                    asking=SERVE_ASKING,
+                    **self._options,
+                )
+            )
+        stored = plain.config.verification is not None
+        chosen_mode(
+            config.asked_mode(), name=name, stored=stored, asking=SERVE_ASKING, asked_by=config.asked_by()
+        )
+        return Opened.of(plain)
 
     def forget(self, name: str) -> None:
         """Open the index afresh on its next use (after it was dropped, say)."""

@@ -330,7 +330,7 @@ def _one_id(ids: bytes) -> list[str] | None:
 
 
 def _first_netstring(data: bytes) -> tuple[int, int]:
-    """Where the item of the netstring `data` starts with begins and ends; (0, -1) where it has none."""
+    """Where the item of the netstring at the start of `data` begins and ends; (0, -1) where it has none."""
     colon = data.find(b":")
     digits = data[:colon]
     if colon > 0 and digits.isdigit() and (colon == 1 or digits[:1] != b"0"):

@@ -22,6 +22,7 @@ from ..index import SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.mode import LIBRARY, Asking, open_in_mode
 from ..jobs.dedupe import Pair, groups
 from ..jobs.jsonlines import JsonLine, read_json_lines
+from ..store import Verification
 
 __all__ = [
     "DEMO_INDEX",
@@ -116,18 +117,23 @@ def fresh_index(
     k: int | None = None,
     verified: bool | None = None,
     threshold: float | None = None,
+    band_buckets: int | None = None,
     asking: Asking = LIBRARY,
 ) -> SimhashIndex | VerifiedIndex:
     """Drop the index if it exists, then create it empty: verified unless verified is False (as every
     new index made from texts, `open_in_mode`), with k (default the library's).
 
     Raises:
-        InvalidArgument: threshold with verified=False, or out of (0, 1].
+        InvalidArgument: threshold or band_buckets out of range (checked before anything is dropped),
+            or given with verified=False.
         RedisUnavailable: the server cannot be reached.
     """
+    Verification.of(None, 0.8 if threshold is None else threshold, band_buckets=band_buckets)
     if SimhashIndex.exists(client, name):
         SimhashIndex(client, name).drop()
-    return open_in_mode(client, name, verified=verified, threshold=threshold, asking=asking, k=k)
+    return open_in_mode(
+        client, name, verified=verified, threshold=threshold, band_buckets=band_buckets, asking=asking, k=k
+    )
 
 
 def run(index: SimhashIndex | VerifiedIndex, docs: Sequence[SampleDoc]) -> DemoReport:
@@ -264,22 +270,21 @@ def report_lines(
     """
     plain = index.index if isinstance(index, VerifiedIndex) else index
     if isinstance(index, VerifiedIndex):
-        mode = f"verified (Jaccard >= {index.threshold:g})"
-        criterion = f"(estimated Jaccard >= {index.threshold:g})"
+        criterion = f", verified (estimated Jaccard >= {index.threshold:g})"
         none_found = "No two documents are near-duplicates."
     else:
-        mode, criterion = "plain", f"(distance <= {plain.k})"
+        criterion = f" (distance <= {plain.k})"
         none_found = f"No two documents are within distance {plain.k}."
     lines = [
         f"simhash-redis demo: {report.documents} documents (licence texts and successive PyPI READMEs)",
         f"Redis: {where}",
-        f"index {plain.name!r}, {mode}: f={plain.f}, k={plain.k}, {plain.layout.describe()}",
+        f"index {plain.name!r}: f={plain.f}, k={plain.k}, {plain.layout.describe()}",
         f"stored {report.documents} documents in {report.load_seconds:.2f} s; "
         f"{report.documents} near() queries in {report.query_seconds:.2f} s",
         "",
     ]
     if report.groups:
-        lines.append(f"Near-duplicate groups {criterion}, largest first:")
+        lines.append(f"Near-duplicate groups{criterion}, largest first:")
         for group in report.groups[:max_groups]:
             head = f"  {len(group.ids)} copies: "
             span = _span(group)
@@ -298,7 +303,8 @@ def report_lines(
             differ = "s differ" if places > 1 else " differs"
             where_ = f"{places} place{differ}" if places else "identical words"
             similar = f"Jaccard {pair.jaccard:.2f}, " if pair.jaccard is not None else ""
-            lines.append(f"  {pair.existing_id} ~ {pair.new_id}: {similar}distance {pair.distance}, {where_}")
+            line = f"  {pair.existing_id} ~ {pair.new_id}: {similar}distance {pair.distance}, {where_}"
+            lines.append(_clip(line, width))
             lines.append(f"    - {old}")
             lines.append(f"    + {new}")
     else:
