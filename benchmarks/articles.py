@@ -87,7 +87,13 @@ def vocabulary(articles: list[Article]) -> list[str]:
 
 
 def edit(article: Article, vocab: list[str], rng: random.Random, count: int = 1) -> str:
-    """The article's text with `count` different words replaced, each by another word of `vocab`."""
+    """The article's text with `count` different words replaced, each by another word of `vocab`.
+
+    Raises:
+        ValueError: `vocab` has fewer than two words (none could differ from every word).
+    """
+    if len(vocab) < 2:
+        raise ValueError(f"a vocabulary of {len(vocab)} word(s) cannot replace a word by another")
     pieces = list(article.pieces)
     for i in rng.sample(article.words, count):
         new = rng.choice(vocab)
