@@ -67,7 +67,7 @@ def cut(lang: str, count: int, low: int, high: int, rng: random.Random) -> list[
     """
     pieces = _pieces(lang)
     tokens = len(pieces) // 2
-    out = []
+    out: list[Article] = []
     while len(out) < count:
         size = rng.randint(low, high)
         start = rng.randrange(0, tokens - size)

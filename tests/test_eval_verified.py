@@ -77,3 +77,9 @@ def test_a_run_between_spaces_was_not_a_word() -> None:
     assert tokenize("see | seahorse(1)") == ["see", "seahorse", "1"]
     article = articles.Article("en", ("see", " | ", "seahorse", "(", "1", ")\n", "now"))
     assert [article.pieces[i] for i in article.words] == ["see", "seahorse", "now"]
+
+
+def test_an_edit_needs_a_word_to_put_in_that_differs() -> None:
+    article = articles.Article("en", ("same", " ", "same"))
+    with pytest.raises(ValueError, match="cannot replace a word by another"):
+        articles.edit(article, articles.vocabulary([article]), random.Random(1))
