@@ -2,13 +2,15 @@
 
 Run from the repository root::
 
-    python -m benchmarks.eval_edits [--articles 300] [--trials 10]
+    python -m benchmarks.eval_edits [--articles 300] [--trials 10] [--runs]
 
 The question of the issue "Near-duplicates as users mean them": a story republished with one, two or
 three words changed (a date, a byline, a typo fixed) must be found. For articles cut from the real text
 of the evaluation corpus (English: 250-400 words; Chinese: 500-800 characters, about the same number of
-tokens; short texts: 40-100 words), each trial replaces random words (Chinese: characters) with others of
-the same text's vocabulary, and prints, per edit size and language:
+tokens; short texts: 40-100 words), each counted in the library's tokens (`benchmarks.articles`), each
+trial replaces random real words (Chinese: characters), each by a different word of the set's
+vocabulary (with --runs, as before: "words" are runs between spaces and Chinese "characters" any
+non-space ones, so a "word" may be no token or several), and prints, per edit size and language:
 
 * the SimHash distance of the default scheme (f = 64) between the article and its edit: its quantiles
   and the share within k for k = 3..12 (what a plain index, or a verified index's candidate step, finds);
@@ -28,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from benchmarks import corpus
+from benchmarks import articles, corpus
 from simhash_redis import distance
 from simhash_redis.fingerprinting import MinHasher, Scheme
 
@@ -54,27 +56,41 @@ def _banded(a: np.ndarray, b: np.ndarray, bands: int, rows: int) -> bool:
     return bool(same.all(axis=1).any())
 
 
-def measure(
-    name: str,
-    articles: list[list[str]],
-    join: Callable[[list[str]], str],
-    edits: int,
-    trials: int,
-    rng: random.Random,
-) -> None:
-    """Print the figures of `edits` random substitutions per trial over the articles."""
-    scheme, hasher = Scheme(), MinHasher()
-    vocab = sorted({t for art in articles for t in art})
-    dists, jaccards = [], []
-    banded = {shape: 0 for shape in BANDS}
-    for art in articles:
-        base = join(art)
-        fp, sketch = scheme.fingerprint(base), np.frombuffer(hasher.sketch(base), dtype=np.uint8)
+def _token_edits(
+    lang: str, count: int, low: int, high: int, edits: int, trials: int, rng: random.Random
+) -> list[tuple[str, list[str]]]:
+    """Articles of `low`..`high` tokens, each with `trials` copies of `edits` real words replaced."""
+    cut = articles.cut(lang, count, low, high, rng)
+    vocab = articles.vocabulary(cut)
+    return [(a.text, [articles.edit(a, vocab, rng, edits) for _ in range(trials)]) for a in cut]
+
+
+def _run_edits(
+    runs: list[list[str]], join: Callable[[list[str]], str], edits: int, trials: int, rng: random.Random
+) -> list[tuple[str, list[str]]]:
+    """The measure before: articles of runs between spaces (Chinese: non-space characters), each with
+    `trials` copies of `edits` runs replaced by others of the set's."""
+    vocab = sorted({t for art in runs for t in art})
+    out = []
+    for art in runs:
+        copies = []
         for _ in range(trials):
             tokens = list(art)
             for _ in range(edits):
                 tokens[rng.randrange(len(tokens))] = rng.choice(vocab)
-            edited = join(tokens)
+            copies.append(join(tokens))
+        out.append((join(art), copies))
+    return out
+
+
+def measure(name: str, edits: int, pairs: list[tuple[str, list[str]]]) -> None:
+    """Print the figures of the edited copies of each article (`edits` substitutions each)."""
+    scheme, hasher = Scheme(), MinHasher()
+    dists, jaccards = [], []
+    banded = {shape: 0 for shape in BANDS}
+    for base, copies in pairs:
+        fp, sketch = scheme.fingerprint(base), np.frombuffer(hasher.sketch(base), dtype=np.uint8)
+        for edited in copies:
             dists.append(distance(fp, scheme.fingerprint(edited)))
             other = np.frombuffer(hasher.sketch(edited), dtype=np.uint8)
             jaccards.append(float(hasher.estimate_many(sketch.tobytes(), [other.tobytes()])[0]))
@@ -99,6 +115,11 @@ def main() -> None:
     )
     parser.add_argument("--articles", type=int, default=300, help="articles per language")
     parser.add_argument("--trials", type=int, default=10, help="edited copies per article and edit size")
+    parser.add_argument(
+        "--runs",
+        action="store_true",
+        help="the measure before: words as runs between spaces (Chinese: non-space characters)",
+    )
     args = parser.parse_args()
     rng = random.Random(corpus.SEED)
     print(
@@ -109,13 +130,21 @@ def main() -> None:
         )
     )
     sets = (
-        ("English, 250-400 words", _articles("en", args.articles, 250, 400, rng), " ".join),
-        ("Chinese, 500-800 characters", _articles("zh", args.articles, 500, 800, rng), "".join),
-        ("English, 40-100 words", _articles("en", args.articles, 40, 100, rng), " ".join),
+        ("English, 250-400 words", "en", 250, 400),
+        ("Chinese, 500-800 characters", "zh", 500, 800),
+        ("English, 40-100 words", "en", 40, 100),
     )
-    for name, articles, join in sets:
+    if args.runs:
+        # Every set cut before any is edited, as before, so that the figures are the same.
+        cuts = [_articles(lang, args.articles, low, high, rng) for _, lang, low, high in sets]
+        for (name, lang, _, _), runs in zip(sets, cuts, strict=True):
+            join: Callable[[list[str]], str] = " ".join if lang == "en" else "".join
+            for edits in (1, 2, 3):
+                measure(name, edits, _run_edits(runs, join, edits, args.trials, rng))
+        return
+    for name, lang, low, high in sets:
         for edits in (1, 2, 3):
-            measure(name, articles, join, edits, args.trials, rng)
+            measure(name, edits, _token_edits(lang, args.articles, low, high, edits, args.trials, rng))
 
 
 if __name__ == "__main__":

@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks import articles as article_texts
 from benchmarks import corpus
-from benchmarks.eval_edits import _articles
 from simhash_redis.fingerprinting import MinHasher, Scheme
 from simhash_redis.fingerprinting.hashing import mix
 from simhash_redis.fingerprinting.minhash import shingle_hashes
@@ -269,9 +269,10 @@ def long_sets(sizes: list[int], bits: list[int], trials: int = 400) -> None:
 def edits(articles: int = 300, trials: int = 5, bits: int = 1008) -> None:
     """One-word edits of real text found (a candidate, then confirmed), by stored sketch.
 
-    Articles as `benchmarks.eval_edits` cuts them from the corpus's text; each trial replaces one token
-    by another of the same text. A pair is a candidate within k = 3 or when one band of 8 x 4 of the
-    full 8-bit values agrees, then confirmed by each sketch's estimate >= 0.8.
+    Articles as `benchmarks.articles` cuts them from the corpus's text (lengths in the library's
+    tokens); each trial replaces one real word by a different word of the same text. A pair is a
+    candidate within k = 3 or when one band of 8 x 4 of the full 8-bit values agrees, then confirmed by
+    each sketch's estimate >= 0.8.
     """
     rng = random.Random(3)
     scheme = Scheme()
@@ -281,15 +282,13 @@ def edits(articles: int = 300, trials: int = 5, bits: int = 1008) -> None:
         f"one-word edits found, {articles} articles x {trials} edits (k = 3 or a band of 8 x 4, then >= 0.8)"
     )
     for lang, low, high in (("en", 250, 400), ("zh", 500, 800), ("en", 40, 100)):
-        join = " ".join if lang == "en" else "".join
         found: dict[str, int] = {name: 0 for name in [*kinds, f"odd {bits}", "candidates"]}
         total = 0
-        for article in _articles(lang, articles, low, high, rng):
-            original = join(article)
+        for article in article_texts.cut(lang, articles, low, high, rng):
+            original = article.text
+            words = article_texts.vocabulary([article])
             for _ in range(trials):
-                edited = list(article)
-                edited[rng.randrange(len(edited))] = rng.choice(article)
-                text = join(edited)
+                text = article_texts.edit(article, words, rng)
                 near = bin(scheme.fingerprint(original) ^ scheme.fingerprint(text)).count("1") <= 3
                 total += 1
                 pair = [original, text]

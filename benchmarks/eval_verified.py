@@ -12,9 +12,10 @@ band tables of 4 values), each beside a plain index of the same server:
   language and overall, each pair once; the targets: F1 >= 0.97 overall and >= 0.96 per language,
   precision >= 0.95);
 * articles cut from the corpus's real text (English 250-400 words, Chinese 500-800 characters, short
-  English texts of 40-100 words) stored, then one-word edits of them queried: the share of edits whose
+  English texts of 40-100 words, each counted in the library's word tokens) stored, then one-word edits
+  of them queried (a real word replaced by another, `benchmarks.articles`): the share of edits whose
   article is found (the target: >= 99%), and that share among the edits that leave the article at
-  Jaccard >= 0.8.
+  Jaccard >= 0.8; then the same as measured before (a "word" a run between spaces), for comparison.
 
 It also prints the sketch's bytes per document and the p50 of near() on each index.
 """
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import articles as article_texts
 from benchmarks import corpus
 from benchmarks.eval_edits import _articles
 from simhash_redis import Layout, SimhashIndex, VerifiedIndex
@@ -105,39 +107,55 @@ def _jaccard(a: str, b: str) -> float:
     return len(one & two) / max(1, len(one | two))
 
 
+def _found(client: Any, name: str, items: list[tuple[str, str]], queries: list[tuple[str, str]]) -> None:
+    """Store `items` in a verified and a plain index, query the edits (owner id, text): print the shares."""
+    verified = VerifiedIndex(SimhashIndex(client, name))
+    plain = SimhashIndex(client, f"{name}-plain")
+    verified.add_many(items)
+    plain.add_many(items)
+    owners, texts = [o for o, _ in queries], [q for _, q in queries]
+    hits_v = [o in {m.id for m in r} for o, r in zip(owners, verified.near_many(texts), strict=True)]
+    hit_p = sum(o in {m.id for m in r} for o, r in zip(owners, plain.near_many(texts), strict=True))
+    near = [_jaccard(items[int(o)][1], q) >= 0.8 for o, q in queries]
+    at = sum(hit for hit, keep in zip(hits_v, near, strict=True) if keep)
+    shares = f"verified {sum(hits_v) / len(texts):.3f}, plain k = 3 {hit_p / len(texts):.3f}"
+    print(
+        f"  {shares} ({len(texts)} edits); verified {at / max(1, sum(near)):.3f} of the {sum(near)} "
+        "at Jaccard >= 0.8"
+    )
+
+
 def one_word_edits(client: Any, articles: int, trials: int) -> None:
-    """Store articles, query one-word edits of them: the share found, verified and plain k = 3."""
+    """Store articles, query one-word edits of them: the share found, verified and plain k = 3.
+
+    Lengths and edits in the library's word tokens (`benchmarks.articles`: the target's measure), then
+    as before, in runs between spaces (a run may be no token, a `|`, or several), for comparison.
+    """
     rng = random.Random(corpus.SEED)
-    sets: list[tuple[str, list[list[str]], Callable[[list[str]], str]]] = [
-        ("English, 250-400 words", _articles("en", articles, 250, 400, rng), " ".join),
-        ("Chinese, 500-800 characters", _articles("zh", articles, 500, 800, rng), "".join),
-        ("English, 40-100 words", _articles("en", articles, 40, 100, rng), " ".join),
-    ]
-    for n, (name, arts, join) in enumerate(sets):
-        verified = VerifiedIndex(SimhashIndex(client, f"edits{n}"))
-        plain = SimhashIndex(client, f"edits{n}-plain")
-        items = [(f"{i}", join(art)) for i, art in enumerate(arts)]
-        verified.add_many(items)
-        plain.add_many(items)
-        vocab = sorted({t for art in arts for t in art})
-        queries, owners = [], []
-        for i, art in enumerate(arts):
+    sets = [("English, 250-400 words", "en", 250, 400), ("Chinese, 500-800 characters", "zh", 500, 800)]
+    sets.append(("English, 40-100 words", "en", 40, 100))
+    for n, (name, lang, low, high) in enumerate(sets):
+        cut = article_texts.cut(lang, articles, low, high, rng)
+        vocab = article_texts.vocabulary(cut)
+        print(f" {name} (tokens; a real word replaced by another):")
+        queries = [
+            (f"{i}", article_texts.edit(a, vocab, rng)) for i, a in enumerate(cut) for _ in range(trials)
+        ]
+        _found(client, f"edits{n}", [(f"{i}", a.text) for i, a in enumerate(cut)], queries)
+    rng = random.Random(corpus.SEED)
+    # Every set cut before any is edited, as before, so that the figures are the same.
+    cuts = [_articles(lang, articles, low, high, rng) for _, lang, low, high in sets]
+    for n, ((name, lang, _, _), runs) in enumerate(zip(sets, cuts, strict=True)):
+        join: Callable[[list[str]], str] = " ".join if lang == "en" else "".join
+        vocab = sorted({t for art in runs for t in art})
+        print(f" {name} (before: runs between spaces, or non-space characters):")
+        queries = []
+        for i, art in enumerate(runs):
             for _ in range(trials):
                 tokens = list(art)
                 tokens[rng.randrange(len(tokens))] = rng.choice(vocab)
-                queries.append(join(tokens))
-                owners.append(f"{i}")
-        hits_v = [o in {m.id for m in r} for o, r in zip(owners, verified.near_many(queries), strict=True)]
-        hit_p = sum(o in {m.id for m in r} for o, r in zip(owners, plain.near_many(queries), strict=True))
-        # A "word" is a run between spaces: one may be several tokens of the library's, or none (a "|" or
-        # "#" of a manual), so an edit of a short text can leave its article below Jaccard 0.8.
-        near = [_jaccard(items[int(o)][1], q) >= 0.8 for o, q in zip(owners, queries, strict=True)]
-        at = sum(hit for hit, keep in zip(hits_v, near, strict=True) if keep)
-        shares = f"verified {sum(hits_v) / len(queries):.3f}, plain k = 3 {hit_p / len(queries):.3f}"
-        print(
-            f"  {name}: {shares} ({len(queries)} edits); verified {at / max(1, sum(near)):.3f} of the "
-            f"{sum(near)} at Jaccard >= 0.8"
-        )
+                queries.append((f"{i}", join(tokens)))
+        _found(client, f"runs{n}", [(f"{i}", join(art)) for i, art in enumerate(runs)], queries)
 
 
 def costs(client: Any) -> None:

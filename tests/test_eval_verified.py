@@ -1,8 +1,16 @@
-"""How `benchmarks.eval_verified` scores the pairs an index finds in the evaluation corpus."""
+"""How `benchmarks.eval_verified` scores the pairs an index finds in the evaluation corpus, and the
+articles and one-word edits it queries (`benchmarks.articles`)."""
 
 from __future__ import annotations
 
+import random
+import re
+
+import pytest
+
+from benchmarks import articles
 from benchmarks.eval_verified import pair_scores
+from simhash_redis.fingerprinting.tokens import tokenize
 from simhash_redis.tools.evaluation import Doc
 
 _ARTICLE = "the council approved the new budget on tuesday after a long debate about school funding"
@@ -43,3 +51,35 @@ def test_a_pair_across_languages_missed_is_a_false_negative_overall() -> None:
     assert scores["en"] == [1, 0, 0]
     assert scores["zh"] == [1, 0, 0]
     assert scores["all"] == [2, 0, 2]
+
+
+@pytest.mark.parametrize(("lang", "low", "high"), [("en", 250, 400), ("zh", 500, 800), ("en", 40, 100)])
+def test_an_article_counts_the_library_s_tokens_and_an_edit_replaces_one_word(
+    lang: str, low: int, high: int
+) -> None:
+    rng = random.Random(7)
+    cut = articles.cut(lang, 40, low, high, rng)
+    vocab = articles.vocabulary(cut)
+    word = re.compile("[a-z]+" if lang == "en" else "[\u4e00-\u9fff]")
+    for article in cut:
+        tokens = tokenize(article.text)
+        assert low <= len(tokens) <= high
+        for _ in range(3):
+            edited = tokenize(articles.edit(article, vocab, rng))
+            assert len(edited) == len(tokens)
+            changed = [(a, b) for a, b in zip(tokens, edited, strict=True) if a != b]
+            assert len(changed) == 1  # one token replaced, by a different one
+            assert all(word.fullmatch(t) for t in changed[0])  # real words, not punctuation or markup
+
+
+def test_a_run_between_spaces_was_not_a_word() -> None:
+    # What the benchmark counted before: "|" is no token of the library's, "seahorse(1)" is two.
+    assert tokenize("see | seahorse(1)") == ["see", "seahorse", "1"]
+    article = articles.Article("en", ("see", " | ", "seahorse", "(", "1", ")\n", "now"))
+    assert [article.pieces[i] for i in article.words] == ["see", "seahorse", "now"]
+
+
+def test_an_edit_needs_a_word_to_put_in_that_differs() -> None:
+    article = articles.Article("en", ("same", " ", "same"))
+    with pytest.raises(ValueError, match="cannot replace a word by another"):
+        articles.edit(article, articles.vocabulary([article]), random.Random(1))
