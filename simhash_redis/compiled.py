@@ -2,17 +2,17 @@
 
 Importing it raises ImportError when the core is missing, lacks a kernel this package calls, or
 estimates otherwise than this package does (one built from an older checkout is refused as a whole);
-the callers then run without it.
+the callers then run without it. It only loads: the one adapter of the kernels to the pure engine's API
+is `fingerprinting.native`; this sits below both floors that call the core (the transport finds the
+ends of replies with `scan_sets` without the fingerprint engines).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import simhash_redis_native as _native
 
-from .codec import decode_fp
 from .errors import InvalidArgument, InvalidType
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ __all__ = [
     "fingerprint_text_lines",
     "hash_values",
     "hits",
+    "hits_in_sets",
     "odd_estimate",
     "pack_column",
     "scan_sets",
@@ -111,45 +112,7 @@ scan_sets = _native.scan_sets
 #: and values in turn), only strings at field positions compared; ValueError if it is not one whole
 #: reply of bulk strings in pairs (`store.reads`, a single lookup's whole bucket).
 hash_values = _native.hash_values
-
-_WIDEST = 1 << 128
-_SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
-
-
-def hits(
-    fps: list[int], replies: object, tables: int, k: int, f: int
-) -> list[dict[bytes, tuple[int, int]]] | None:
-    """`store.candidates.pure_hits`: for each query, {stored value: (fingerprint, distance)} of its
-    candidates within distance k; None for arguments outside the kernel's types (the pure filter answers);
-    ValueError for a stored value that is no integer literal, or RESP bytes that are no whole replies."""
-    kind = type(replies)
-    if (kind is list or kind is bytes) and _filter_arguments(fps, tables, k):
-        kernel = _native.hits if kind is list else _native.hits_in_sets
-        return kernel(fps, replies, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))  # type: ignore[arg-type]
-    return None
-
-
-def _filter_arguments(fps: object, tables: object, k: object) -> bool:
-    return (
-        type(fps) is list
-        and type(tables) is int
-        and tables >= 1
-        and type(k) is int
-        and all(type(fp) is int and 0 <= fp < _WIDEST for fp in fps)
-    )
-
-
-def _slow_of(f: int) -> Callable[[object, int], tuple[int, int]]:
-    """The (fingerprint, distance) of a stored value other than plain decimal bytes, as `pure_hits`
-    decodes it (raising as `codec.decode_fp` does); kept for a few widths."""
-    slow = _SLOW.get(f) if type(f) is int else None
-    if slow is None:
-
-        def decode(raw: object, fp: int) -> tuple[int, int]:
-            candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
-            return candidate, (candidate ^ fp).bit_count()
-
-        slow = decode
-        if type(f) is int and len(_SLOW) < 8:
-            _SLOW[f] = slow
-    return slow
+#: The candidate filter's kernels, of parsed replies and of their RESP form: `fingerprinting.native.hits`
+#: checks their arguments.
+hits = _native.hits
+hits_in_sets = _native.hits_in_sets

@@ -1,27 +1,28 @@
 """The native engine: the compiled core (`simhash_redis.compiled`) behind the pure engine's API, bit for bit.
 
-Each function has exactly the semantics, accepted types, exceptions and results of its pure twin; documents
-are checked with the pure engine's helpers, the work is done in Rust, the GIL released for batches. Text is
-normalised through the tables of the scheme's `normalize.Normalizer`; where they do not suffice, the extension
-asks the normalizer what `Normalizer.classified_code_points` would.
+The one adapter of the extension's kernels (`compiled` only loads and checks it; `engine_choice` imports
+this or runs the pure engine). Each function has exactly the semantics, accepted types, exceptions and
+results of its pure twin; documents are checked with the pure engine's helpers, the work is done in Rust,
+the GIL released for batches. Text is normalised through the tables of the scheme's `normalize.Normalizer`;
+where they do not suffice, the extension asks the normalizer what `Normalizer.classified_code_points` would.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import compiled as _native
+from ..codec import decode_fp
 from ..compiled import (
     AttachCalls,
     GroupedCommands,
     ScriptRuns,
     column_buckets,
     hash_values,
-    hits,
     pack_column,
     unpack_column,
 )
@@ -380,3 +381,46 @@ def odd_estimates(query: bytes, others: Sequence[bytes]) -> list[float]:
     """`OddSketcher.estimate_many` of checked sketches (lengths, levels), natively, float for float."""
     estimate = _native.odd_estimate
     return [estimate(query, other) for other in others]
+
+
+_WIDEST = 1 << 128
+_SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
+
+
+def hits(
+    fps: list[int], replies: object, tables: int, k: int, f: int
+) -> list[dict[bytes, tuple[int, int]]] | None:
+    """`store.candidates.pure_hits`: for each query, {stored value: (fingerprint, distance)} of its
+    candidates within distance k; None for arguments outside the kernel's types (the pure filter answers);
+    ValueError for a stored value that is no integer literal, or RESP bytes that are no whole replies."""
+    kind = type(replies)
+    if (kind is list or kind is bytes) and _filter_arguments(fps, tables, k):
+        kernel = _native.hits if kind is list else _native.hits_in_sets
+        return kernel(fps, replies, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))  # type: ignore[arg-type]
+    return None
+
+
+def _filter_arguments(fps: object, tables: object, k: object) -> bool:
+    return (
+        type(fps) is list
+        and type(tables) is int
+        and tables >= 1
+        and type(k) is int
+        and all(type(fp) is int and 0 <= fp < _WIDEST for fp in fps)
+    )
+
+
+def _slow_of(f: int) -> Callable[[object, int], tuple[int, int]]:
+    """The (fingerprint, distance) of a stored value other than plain decimal bytes, as `pure_hits`
+    decodes it (raising as `codec.decode_fp` does); kept for a few widths."""
+    slow = _SLOW.get(f) if type(f) is int else None
+    if slow is None:
+
+        def decode(raw: object, fp: int) -> tuple[int, int]:
+            candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
+            return candidate, (candidate ^ fp).bit_count()
+
+        slow = decode
+        if type(f) is int and len(_SLOW) < 8:
+            _SLOW[f] = slow
+    return slow
