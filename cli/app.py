@@ -349,9 +349,9 @@ def _root(
             "of it; a candidate (within k, or sharing a band) counts as a near-duplicate only when its "
             "estimated Jaccard similarity reaches --threshold. Measured: F1 0.983 at Jaccard >= 0.8 on "
             "the evaluation corpus (plain: 0.764 at its best k); finds every one-word edit of a "
-            "250-400 word article (plain k = 3: 0.729 of them); 482 bytes of Redis per document at "
-            "10^6 documents, 447 at 10^7 with sized buckets (plain: about 130); loads about a third as "
-            "fast as plain (choosing.md, quality.md).",
+            "250-400 word article (plain k = 3: 0.754 of them); 482 bytes of Redis per document at "
+            "10^6 documents, 447 at 10^7 with sized buckets (plain: about 130); loads at about 0.6 of "
+            "plain's rate (choosing.md, quality.md).",
         ),
     ] = False,
     plain: Annotated[
