@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m benchmarks.eval_verified [--articles 300] [--trials 5] [--plain-k 8]
+    python -m benchmarks.eval_verified [--articles 300] [--trials 5] [--plain-k 8] [--max-candidates 256]
 
 Two measurements of `VerifiedIndex(SimhashIndex(client, name))` (its defaults: k = 3, odd sketches, 8 LSH
 band tables of 4 values), each beside a plain index of the same server:
@@ -34,6 +34,7 @@ from benchmarks import corpus
 from benchmarks.eval_edits import _articles
 from simhash_redis import Layout, SimhashIndex, VerifiedIndex
 from simhash_redis.fingerprinting.tokens import tokenize
+from simhash_redis.index.verified_index import MAX_CANDIDATES
 from simhash_redis.tools.evaluation import Doc, jaccard_join, load_corpus, shingle_sets
 from tests.servers import ServerProcess
 
@@ -80,10 +81,10 @@ def pair_scores(docs: list[Doc], results: dict[str, list[list[str]]]) -> dict[st
     return totals
 
 
-def corpus_quality(client: Any, plain_k: int) -> None:
+def corpus_quality(client: Any, plain_k: int, cap: int | None) -> None:
     """Store the evaluation corpus, query every document, score the pairs found per language."""
     docs = load_corpus(_CORPUS)
-    verified = VerifiedIndex(SimhashIndex(client, "quality"))
+    verified = VerifiedIndex(SimhashIndex(client, "quality"), max_candidates=cap)
     layout = Layout.permuted(64, plain_k, blocks=plain_k + 2)
     plain = SimhashIndex(client, "quality-plain", k=plain_k, layout=layout)
     items = [(f"{n}", d.text) for n, d in enumerate(docs)]
@@ -105,7 +106,7 @@ def _jaccard(a: str, b: str) -> float:
     return len(one & two) / max(1, len(one | two))
 
 
-def one_word_edits(client: Any, articles: int, trials: int) -> None:
+def one_word_edits(client: Any, articles: int, trials: int, cap: int | None) -> None:
     """Store articles, query one-word edits of them: the share found, verified and plain k = 3."""
     rng = random.Random(corpus.SEED)
     sets: list[tuple[str, list[list[str]], Callable[[list[str]], str]]] = [
@@ -114,7 +115,7 @@ def one_word_edits(client: Any, articles: int, trials: int) -> None:
         ("English, 40-100 words", _articles("en", articles, 40, 100, rng), " ".join),
     ]
     for n, (name, arts, join) in enumerate(sets):
-        verified = VerifiedIndex(SimhashIndex(client, f"edits{n}"))
+        verified = VerifiedIndex(SimhashIndex(client, f"edits{n}"), max_candidates=cap)
         plain = SimhashIndex(client, f"edits{n}-plain")
         items = [(f"{i}", join(art)) for i, art in enumerate(arts)]
         verified.add_many(items)
@@ -140,9 +141,9 @@ def one_word_edits(client: Any, articles: int, trials: int) -> None:
         )
 
 
-def costs(client: Any) -> None:
+def costs(client: Any, cap: int | None) -> None:
     """Bytes per document of the sketch, and near() p50, on the corpus indexes stored above."""
-    verified = VerifiedIndex(SimhashIndex(client, "quality"))
+    verified = VerifiedIndex(SimhashIndex(client, "quality"), max_candidates=cap)
     plain = SimhashIndex(client, "quality-plain")
     texts = [d.text for d in load_corpus(_CORPUS)][:300]
     for name, near in (("verified", verified.near), (f"plain k={plain.k}", plain.near)):
@@ -160,15 +161,23 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=300, help="articles per set")
     parser.add_argument("--trials", type=int, default=5, help="one-word edits per article")
     parser.add_argument("--plain-k", type=int, default=8, help="the plain index compared on the corpus")
+    parser.add_argument(
+        "--max-candidates",
+        type=lambda v: None if v == "none" else int(v),
+        default=MAX_CANDIDATES,
+        help="band candidates verified per query at most, or none (default: the library's)",
+    )
     args = parser.parse_args()
+    cap = args.max_candidates
+    print(f"max_candidates: {cap}")
     with ServerProcess() as server:
         client = server.client()
         print("Evaluation corpus, Jaccard >= 0.8 (every document queried):")
-        corpus_quality(client, args.plain_k)
+        corpus_quality(client, args.plain_k, cap)
         print("One-word edits (the article found):")
-        one_word_edits(client, args.articles, args.trials)
+        one_word_edits(client, args.articles, args.trials, cap)
         print("Costs:")
-        costs(client)
+        costs(client, cap)
         client.close()
 
 

@@ -12,7 +12,7 @@ from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.packing import CommandPerKey, PackedCommands, pack_columns
-from .candidates import band_hits, hits, matches_of, takes_raw
+from .candidates import band_hits, bounded, hits, matches_of, takes_raw
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import BandColumns, KeySchema
 from .replies import hash_pairs
@@ -29,7 +29,14 @@ _SLICE = 64
 
 
 class Reads:
-    """Lookups of fingerprints in an index's tables (and, with `windows`, in each period's)."""
+    """Lookups of fingerprints in an index's tables (and, with `windows`, in each period's).
+
+    Attributes:
+        band_cap: the band candidates a query reads the ids and sketches of at most (None: all of them),
+            the most likely to pass first (`candidates.bounded`).
+    """
+
+    band_cap: int | None = None
 
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
         self.store, self.name, self.windows = store, name, windows
@@ -231,9 +238,15 @@ class Reads:
                         for q, query_sets in enumerate(members):
                             query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])
                     extras = hits(fps, banded, per_bands, self.f, self.f)
-                for mine, extra in zip(per_query, extras, strict=True):
+                cap = self.band_cap if self.f <= 64 else None
+                for q, (mine, extra) in enumerate(zip(per_query, extras, strict=True)):
+                    tabled = len(mine)
                     for stored, hit in extra.items():
                         mine.setdefault(stored, hit)
+                    if cap is not None and len(mine) - tabled > cap:
+                        per_query[q] = bounded(
+                            mine, tabled, fps[q], values[q * per_bands : (q + 1) * per_bands], cap
+                        )
                 found = per_query
             if not any(found):
                 continue
