@@ -9,14 +9,15 @@ import pytest
 import redis
 
 from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex
-from simhash_redis.store.candidates import bounded
+from simhash_redis.store.candidates import top_band_hits
 from tests.test_verified_mode import article, one_word_edit
 
 
 def _oracle(
     found: dict[bytes, tuple[int, int]], tabled: int, fp: int, values: list[bytes | None], cap: int
 ) -> dict[bytes, tuple[int, int]]:
-    """`bounded` by brute force: every band member's shared bands counted, sorted, the first cap kept."""
+    """`top_band_hits` by brute force: every band member's shared bands counted, sorted, the first cap
+    kept (of those not among the table hits)."""
     shared: dict[int, int] = {}
     for value in values:
         for member in struct.unpack(f"<{len(value or b'') // 8}q", value or b""):
@@ -24,13 +25,11 @@ def _oracle(
     table = dict(list(found.items())[:tabled])
     ranked = sorted(shared, key=lambda m: (-shared[m], ((m & (2**64 - 1)) ^ fp).bit_count(), m))
     band = [b"%d" % m for m in ranked if b"%d" % m not in table and b"%d" % m in found]
-    if len(found) - tabled <= cap:
-        return found
-    return {**table, **{raw: found[raw] for raw in band[:cap]}}
+    return {raw: found[raw] for raw in band[:cap]}
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_bounded_keeps_the_table_hits_and_the_band_candidates_sharing_most_bands(seed: int) -> None:
+def test_the_band_candidates_kept_are_those_sharing_most_bands_then_the_nearest(seed: int) -> None:
     rng = random.Random(seed)
     fp = rng.getrandbits(64)
     pool = [rng.getrandbits(64) - 2**63 for _ in range(rng.randint(1, 60))]
@@ -49,7 +48,8 @@ def test_bounded_keeps_the_table_hits_and_the_band_candidates_sharing_most_bands
     for m in sorted(members_all):
         found.setdefault(b"%d" % m, ((m & (2**64 - 1)), ((m & (2**64 - 1)) ^ fp).bit_count()))
     for cap in (1, 2, 5, 30, 1000):
-        assert bounded(dict(found), tabled, fp, values, cap) == _oracle(found, tabled, fp, values, cap)
+        table = dict(list(found.items())[:tabled])
+        assert top_band_hits(table, fp, values, cap, 64) == _oracle(found, tabled, fp, values, cap)
 
 
 def _site(client: redis.Redis, name: str, pages: int, versions: int = 0) -> list[tuple[str, str]]:

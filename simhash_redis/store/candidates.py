@@ -16,7 +16,7 @@ from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport.packing import arrays
 
-__all__ = ["band_hits", "bounded", "hits", "matches_of", "pure_hits", "takes_raw"]
+__all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw", "top_band_hits"]
 
 # Below this many members, decoding them one by one beats numpy's fixed costs.
 _VECTOR_MIN = 48
@@ -120,35 +120,41 @@ def band_hits(
     return found
 
 
-def bounded(
-    found: dict[bytes, tuple[int, int]], tabled: int, fp: int, values: Sequence[bytes | None], cap: int
-) -> dict[bytes, tuple[int, int]]:
-    """One query's candidates, its band candidates bounded to the `cap` most likely to pass.
+def top_band_hits(
+    tabled: dict[bytes, tuple[int, int]], fp: int, values: Sequence[bytes | None], cap: int, f: int
+) -> dict[bytes, tuple[int, int]] | None:
+    """One query's `cap` band candidates most likely to pass, as `band_hits` gives them all.
 
     Pages built from one template share bands by the thousand, and each candidate kept costs the lookup
     its ids and its sketch. Band candidates are ranked by the number of the query's bands they share (a
     pair at Jaccard 0.8 shares each band of 4 values with probability 0.41, a template page at 0.5 with
-    0.06), then by Hamming distance, then by fingerprint.
+    0.06), then by Hamming distance, then by stored value; only the first `cap` are decoded.
 
     Args:
-        found: the query's candidates: its `tabled` table hits (within k, all kept) first, then band ones.
-        fp: the query's fingerprint (of up to 64 bits, as `band_hits` takes them).
+        tabled: the query's table hits (within k), which take no band candidate's place.
+        fp: the query's fingerprint.
         values: the query's band values, packed (`codec.unpack_fps_many`).
         cap: the band candidates kept at most.
+
+    Returns:
+        The kept candidates not in `tabled`; None where `band_hits` would return None (the caller's
+        general path then decodes, or refuses, them).
     """
-    if len(found) - tabled <= cap:
-        return found
+    if f > 64 or any(value and len(value) % 8 for value in values):
+        return None
     packed = b"".join([value for value in values if value])
     members, shared = np.unique(np.frombuffer(packed, dtype="<i8"), return_counts=True)
-    distances = np.bitwise_count(members.view(np.uint64) ^ np.uint64(fp))
-    items = iter(found.items())
-    out = dict(next(items) for _ in range(tabled))
-    # A table hit among the first ones takes no band candidate's place.
-    for member in members[np.lexsort((members, distances, -shared))[: cap + tabled]].tolist():
-        raw = b"%d" % member
-        if raw not in out and raw in found:
-            out[raw] = found[raw]
-            if len(out) == tabled + cap:
+    unsigned = members.view(np.uint64)
+    if f < 64 and len(members) and int(unsigned.max()) >> f:
+        return None
+    distances = np.bitwise_count(unsigned ^ np.uint64(fp))
+    order = np.lexsort((members, distances, -shared))[: cap + len(tabled)]
+    out: dict[bytes, tuple[int, int]] = {}
+    for member, d in zip(members[order].tolist(), distances[order].tolist(), strict=True):
+        raw = b"%d" % member  # stored as encode_fp writes it: signed where f is 64
+        if raw not in tabled:
+            out[raw] = (member & _MASK64, d)
+            if len(out) == cap:
                 break
     return out
 
