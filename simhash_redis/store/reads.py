@@ -123,9 +123,10 @@ class Reads:
     ) -> dict[int, dict[bytes, tuple[int, int]]]:
         """The band candidates kept of each query with more than `band_cap`, by position."""
         cap = self.band_cap
-        if cap is None:
+        # Members counted with repeats: at most cap of them cannot be more than cap candidates (the
+        # common case, decided without numpy's fixed costs).
+        if cap is None or sum(len(value) for value in values if value) <= 8 * cap:
             return {}
-        # Members counted with repeats: at most cap of them cannot be more than cap candidates.
         sizes = np.fromiter(
             (len(value) if value else 0 for value in values), dtype=np.int64, count=len(values)
         )
