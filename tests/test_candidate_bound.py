@@ -106,7 +106,7 @@ def test_a_cluster_larger_than_the_cap_shows_its_first_members_and_add_if_new_st
 
 def test_max_candidates_refuses_what_is_not_a_positive_int(redis_client: redis.Redis) -> None:
     index = VerifiedIndex(SimhashIndex(redis_client, "cap"))
-    assert index.max_candidates == 256
+    assert index.max_candidates == 64
     for bad in (0, -1, 2.5, True, "10"):
         with pytest.raises(InvalidArgument, match="max_candidates"):
             index.max_candidates = bad  # type: ignore[assignment]

@@ -31,7 +31,7 @@ _SKETCH_READS = 5
 
 #: The band candidates a lookup verifies at most by default (docs/quality.md, "A limit: pages that share
 #: a template").
-MAX_CANDIDATES = 256
+MAX_CANDIDATES = 64
 
 
 class VerifiedIndex:
