@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Iterator
 
 import pytest
 import redis
 
 from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex
+from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store.candidates import top_band_hits
 from tests.test_verified_mode import article, one_word_edit
+
+
+@pytest.fixture(params=["native", "python"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Each test on the compiled core and on the pure engine."""
+    if request.param == "python":
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
+        pytest.skip("the compiled core is not built")
+    yield request.param
 
 
 def _oracle(
@@ -112,3 +124,22 @@ def test_max_candidates_refuses_what_is_not_a_positive_int(redis_client: redis.R
             index.max_candidates = bad  # type: ignore[assignment]
     index.max_candidates = None
     assert index.max_candidates is None
+
+
+def test_a_batch_bounds_each_query_as_a_single_lookup_does_on_either_engine(
+    redis_client: redis.Redis, engine: str
+) -> None:
+    items = _site(redis_client, f"batch-{engine}", 300, versions=12)
+    template = article(10**6, 400) + " "
+    # Over the cap (the template's pages), under it (text of no site), and a version of the story: a
+    # batch of more queries than the numpy filter's threshold, in one order and the other.
+    queries = [template + article(10**5 + i, 150) for i in range(8)]
+    queries += [article(10**4 + i, 150) for i in range(6)]
+    queries += [one_word_edit(text, n) for n, (_, text) in enumerate(items[-6:])]
+    queries += queries[::-1]
+    capped = VerifiedIndex(SimhashIndex(redis_client, f"batch-{engine}"), max_candidates=3)
+    one_by_one = [capped.near(query) for query in queries]
+    assert capped.near_many(queries) == one_by_one
+    for found in one_by_one:
+        assert len([m for m in found if m.distance > capped.index.k]) <= 3
+    assert all(found for found in one_by_one[14:20])  # each version finds its story
