@@ -79,8 +79,6 @@ def _site(client: redis.Redis, name: str, pages: int, versions: int = 0) -> list
     return items
 
 
-
-
 def test_a_capped_lookup_finds_what_the_unbounded_one_finds_among_template_pages(
     redis_client: redis.Redis,
 ) -> None:
@@ -143,3 +141,18 @@ def test_a_batch_bounds_each_query_as_a_single_lookup_does_on_either_engine(
     for found in one_by_one:
         assert len([m for m in found if m.distance > capped.index.k]) <= 3
     assert all(found for found in one_by_one[14:20])  # each version finds its story
+
+
+def test_an_index_with_a_retention_window_bounds_its_lookups_too(redis_client: redis.Redis) -> None:
+    index = VerifiedIndex(SimhashIndex(redis_client, "bound-window", retention="7d"))
+    template = article(10**6, 400) + " "
+    items = [(f"p{i}", template + article(i, 150)) for i in range(200)]
+    index.add_many(items)
+    queries = [template + article(10**5, 150)]
+    queries += [one_word_edit(text, n) for n, (_, text) in enumerate(items[:5])]
+    index.max_candidates = None
+    every = index.near_many(queries)
+    index.max_candidates = 2
+    assert index.near_many(queries) == every
+    for (doc_id, _), found in zip(items[:5], every[1:], strict=True):
+        assert doc_id in {m.id for m in found}
