@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from redis.cluster import RedisCluster
 
 from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex
 from simhash_redis.fingerprinting import engine_choice
@@ -156,3 +157,19 @@ def test_an_index_with_a_retention_window_bounds_its_lookups_too(redis_client: r
     assert index.near_many(queries) == every
     for (doc_id, _), found in zip(items[:5], every[1:], strict=True):
         assert doc_id in {m.id for m in found}
+
+
+def test_a_cluster_bounds_its_lookups_as_one_server_does(redis_cluster_client: RedisCluster) -> None:
+    template = article(10**6, 400) + " "
+    items = [(f"p{i}", template + article(i, 150)) for i in range(150)]
+    index = VerifiedIndex(SimhashIndex(redis_cluster_client, "bound-cluster"), max_candidates=None)
+    index.add_many(items)
+    queries = [template + article(10**5, 150)]
+    queries += [one_word_edit(text, n) for n, (_, text) in enumerate(items[:5])]
+    every = index.near_many(queries)
+    index.max_candidates = 2
+    assert index.near_many(queries) == every == [index.near(query) for query in queries]
+    for (doc_id, _), found in zip(items[:5], every[1:], strict=True):
+        assert doc_id in {m.id for m in found}
+    found = index.add_if_new("again", queries[1])
+    assert found is not None and found.id == "p0"
