@@ -2,12 +2,14 @@
 
 Run from the repository root::
 
-    python -m benchmarks.bench_templates [--pages 3000] [--queries 100]
+    python -m benchmarks.bench_templates [--pages 3000] [--queries 100] [--caps none,256,64]
 
 Each page is a template of 0, 200 or 400 words followed by 150 words of its own; the queries are new
-pages of the same site. No two pages are near-duplicates (Jaccard about 0.4-0.6), but their sketches
-share bands often: the LSH curve of 8 bands of 4 makes a pair at Jaccard 0.5 a band candidate with
-probability 1 - (1 - 0.5^4)^8 = 0.41. Every band candidate costs the lookup its ids and its sketch.
+pages of the same site, then one-word edits of stored pages (whose page must be found). No two pages
+are near-duplicates (Jaccard about 0.4-0.6), but their sketches share bands often: the LSH curve of 8
+bands of 4 makes a pair at Jaccard 0.5 a band candidate with probability 1 - (1 - 0.5^4)^8 = 0.41.
+Every band candidate a lookup verifies costs it its ids and its sketch: `max_candidates` bounds them
+(each cap in `--caps` is a `VerifiedIndex` of the same stored index, "none" the unbounded lookup).
 Printed beside the plain index's lookup of the same pages, in the same run.
 """
 
@@ -16,51 +18,73 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.codec import unpack_fps
 from tests.servers import ServerProcess
-from tests.test_verified_mode import article
+from tests.test_verified_mode import article, one_word_edit
+
+
+def _timed(near: Callable[[str], list[object]], queries: list[str]) -> tuple[float, float]:
+    """p50 and p99 of near() over the queries, in microseconds."""
+    lat = []
+    for query in queries:
+        started = time.perf_counter()
+        near(query)
+        lat.append((time.perf_counter() - started) * 1e6)
+    lat.sort()
+    return statistics.median(lat), lat[max(0, int(len(lat) * 0.99) - 1)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=3000)
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--templates", default="0,200,400", help="template words, comma-separated")
+    parser.add_argument("--caps", default="none,256,64", help="max_candidates of each verified lookup")
     args = parser.parse_args()
+    caps = [None if cap == "none" else int(cap) for cap in args.caps.split(",")]
     with ServerProcess() as server:
         client = server.client()
-        for words in (0, 200, 400):
+        for words in map(int, args.templates.split(",")):
             client.flushall()
             template = article(10**6, words) + " " if words else ""
             pages = [(f"p{i}", template + article(i, 150)) for i in range(args.pages)]
             plain = SimhashIndex(client, "plain")
-            verified = VerifiedIndex(SimhashIndex(client, "verified"))
+            stored = VerifiedIndex(SimhashIndex(client, "verified"))
             plain.add_many(pages)
-            verified.add_many(pages)
+            stored.add_many(pages)
             queries = [template + article(10**5 + i, 150) for i in range(args.queries)]
+            step = max(1, args.pages // args.queries)
+            edits = [(f"p{i}", one_word_edit(pages[i][1], i)) for i in range(0, args.pages, step)]
             candidates = []
-            keys, mode = verified.store.keys, verified.verification
+            keys, mode = stored.store.keys, stored.verification
             for query in queries:
-                places = keys.band_places(verified.hasher.sketch(query), mode)
-                found = verified.store.execute([(b"HGET", key, field) for key, field in places])
+                places = keys.band_places(stored.hasher.sketch(query), mode)
+                found = stored.store.execute([(b"HGET", key, field) for key, field in places])
                 candidates.append(len({fp for value in found if value for fp in unpack_fps(value, 64)}))
-            timings = {}
-            for name, index in (("plain", plain), ("verified", verified)):
-                lat = []
-                for query in queries:
-                    started = time.perf_counter()
-                    index.near(query)
-                    lat.append((time.perf_counter() - started) * 1e6)
-                lat.sort()
-                timings[name] = (statistics.median(lat), lat[int(len(lat) * 0.99) - 1])
             print(
                 f"template of {words:3} words, {args.pages:,} pages: band candidates per query mean "
-                f"{statistics.mean(candidates):,.0f} (max {max(candidates):,}); near() p50 / p99: verified "
-                f"{timings['verified'][0]:,.0f} / {timings['verified'][1]:,.0f} us, plain "
-                f"{timings['plain'][0]:,.0f} / {timings['plain'][1]:,.0f} us",
+                f"{statistics.mean(candidates):,.0f} (max {max(candidates):,})",
                 flush=True,
             )
+            p50, p99 = _timed(plain.near, queries)
+            print(f"  plain near() p50 / p99: {p50:,.0f} / {p99:,.0f} us", flush=True)
+            for cap in caps:
+                verified = VerifiedIndex(SimhashIndex(client, "verified"), max_candidates=cap)
+                p50, p99 = _timed(verified.near, queries)
+                found_share = sum(
+                    owner in {m.id for m in matches}
+                    for (owner, _), matches in zip(
+                        edits, verified.near_many([text for _, text in edits]), strict=True
+                    )
+                ) / len(edits)
+                print(
+                    f"  verified, max_candidates {cap}: near() p50 / p99 {p50:,.0f} / {p99:,.0f} us; "
+                    f"one-word edits of stored pages found {found_share:.3f} ({len(edits)})",
+                    flush=True,
+                )
         client.close()
 
 

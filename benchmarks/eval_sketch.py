@@ -4,7 +4,7 @@ Run from the repository root::
 
     python -m benchmarks.eval_sketch [--perms 256,512,1024] [--bits 8] [--ks 3] [--seeds 0,1,2,3]
                                      [--bands 8x4] [--odd 1008] [--oph] [--edits] [--long] [--cost]
-                                     [--json FILE]
+                                     [--cap 64] [--json FILE]
 
 The quality targets of verified mode (F1 >= 0.97 at Jaccard >= 0.8 over the evaluation corpus, >= 0.96
 for English and Chinese each, precision >= 0.95) against the two parts of verified mode: the candidate
@@ -80,17 +80,39 @@ def _f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     return precision, recall, 2 * precision * recall / max(1e-12, precision + recall)
 
 
-def _banded(values: _U8, count: int, rows: int) -> set[tuple[int, int]]:
-    """The pairs (i < j) whose full 8-bit values agree on every value of at least one band."""
-    pairs: set[tuple[int, int]] = set()
+def _banded(values: _U8, count: int, rows: int) -> dict[tuple[int, int], int]:
+    """The pairs (i < j) whose full 8-bit values agree on every value of at least one band, each with
+    the number of bands they agree on."""
+    pairs: dict[tuple[int, int], int] = {}
     for band in range(count):
         groups: dict[bytes, list[int]] = {}
         for i, row in enumerate(values[:, band * rows : (band + 1) * rows]):
             groups.setdefault(row.tobytes(), []).append(i)
         for members in groups.values():
             if len(members) > 1:
-                pairs.update(itertools.combinations(members, 2))
+                for pair in itertools.combinations(members, 2):
+                    pairs[pair] = pairs.get(pair, 0) + 1
     return pairs
+
+
+def _capped(
+    banded: dict[tuple[int, int], int], fps: list[int], cap: int, tabled: set[tuple[int, int]]
+) -> set[tuple[int, int]]:
+    """The band pairs a lookup bounded to `cap` band candidates verifies (`VerifiedIndex`'s
+    max_candidates): each document's candidates outside its table hits ranked by the bands shared, then
+    Hamming distance, then position; a pair is verified if either document's lookup keeps it."""
+    of: dict[int, list[tuple[int, int, int]]] = {}
+    for (i, j), shared in banded.items():
+        if (i, j) in tabled:
+            continue
+        d = (fps[i] ^ fps[j]).bit_count()
+        of.setdefault(i, []).append((-shared, d, j))
+        of.setdefault(j, []).append((-shared, d, i))
+    kept: set[tuple[int, int]] = set()
+    for i, ranked in of.items():
+        for _, _, j in sorted(ranked)[:cap]:
+            kept.add((min(i, j), max(i, j)))
+    return kept
 
 
 def estimates(values: _U8, ci: _I64, cj: _I64, perms: int, bits: int) -> npt.NDArray[np.float64]:
@@ -377,7 +399,11 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                 chances.setdefault(f"minhash b={bits}", []).append(measured_chance(values, bits, seed))
             for (count, rows), k in itertools.product(args.bands, args.ks):
                 # The candidate step is the same for every sketch: k, then MinHash bands.
-                pairs = hamming[k] | (_banded(values, count, rows) if count else set())
+                banded = _banded(values, count, rows) if count else {}
+                if args.cap is None:
+                    pairs = hamming[k] | set(banded)
+                else:
+                    pairs = hamming[k] | _capped(banded, fps, args.cap, hamming[k])
                 ordered = sorted(pairs)
                 ci = np.array([a for a, _ in ordered], dtype=np.int64)
                 cj = np.array([b for _, b in ordered], dtype=np.int64)
@@ -446,6 +472,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=_ints, default=[0, 1, 2, 3], help="sketch seeds")
     parser.add_argument("--bands", type=_shapes, default=[(8, 4)], help="band tables as BANDSxROWS, ...")
     parser.add_argument("--cut", type=float, default=_THRESHOLD, help="the estimate that confirms a pair")
+    parser.add_argument(
+        "--cap", type=int, default=None, help="band candidates verified per query at most (max_candidates)"
+    )
     parser.add_argument(
         "--sample", type=int, default=0, help="also odd sketches sampled above this many shingles"
     )

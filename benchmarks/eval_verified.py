@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m benchmarks.eval_verified [--articles 300] [--trials 5] [--plain-k 8]
+    python -m benchmarks.eval_verified [--articles 300] [--trials 5] [--plain-k 8] [--max-candidates 256]
 
 Two measurements of `VerifiedIndex(SimhashIndex(client, name))` (its defaults: k = 3, odd sketches, 8 LSH
 band tables of 4 values), each beside a plain index of the same server:
@@ -36,6 +36,7 @@ from benchmarks import corpus
 from benchmarks.eval_edits import _articles
 from simhash_redis import Layout, SimhashIndex, VerifiedIndex
 from simhash_redis.fingerprinting.tokens import tokenize
+from simhash_redis.index.verified_index import MAX_CANDIDATES
 from simhash_redis.tools.evaluation import Doc, jaccard_join, load_corpus, shingle_sets
 from tests.servers import ServerProcess
 
@@ -82,10 +83,10 @@ def pair_scores(docs: list[Doc], results: dict[str, list[list[str]]]) -> dict[st
     return totals
 
 
-def corpus_quality(client: Any, plain_k: int) -> None:
+def corpus_quality(client: Any, plain_k: int, cap: int | None) -> None:
     """Store the evaluation corpus, query every document, score the pairs found per language."""
     docs = load_corpus(_CORPUS)
-    verified = VerifiedIndex(SimhashIndex(client, "quality"))
+    verified = VerifiedIndex(SimhashIndex(client, "quality"), max_candidates=cap)
     layout = Layout.permuted(64, plain_k, blocks=plain_k + 2)
     plain = SimhashIndex(client, "quality-plain", k=plain_k, layout=layout)
     items = [(f"{n}", d.text) for n, d in enumerate(docs)]
@@ -107,9 +108,11 @@ def _jaccard(a: str, b: str) -> float:
     return len(one & two) / max(1, len(one | two))
 
 
-def _found(client: Any, name: str, items: list[tuple[str, str]], queries: list[tuple[str, str]]) -> None:
+def _found(
+    client: Any, name: str, items: list[tuple[str, str]], queries: list[tuple[str, str]], cap: int | None
+) -> None:
     """Store `items` in a verified and a plain index, query the edits (owner id, text): print the shares."""
-    verified = VerifiedIndex(SimhashIndex(client, name))
+    verified = VerifiedIndex(SimhashIndex(client, name), max_candidates=cap)
     plain = SimhashIndex(client, f"{name}-plain")
     verified.add_many(items)
     plain.add_many(items)
@@ -125,7 +128,7 @@ def _found(client: Any, name: str, items: list[tuple[str, str]], queries: list[t
     )
 
 
-def one_word_edits(client: Any, articles: int, trials: int) -> None:
+def one_word_edits(client: Any, articles: int, trials: int, cap: int | None) -> None:
     """Store articles, query one-word edits of them: the share found, verified and plain k = 3.
 
     Lengths and edits in the library's word tokens (`benchmarks.articles`: the target's measure), then
@@ -141,7 +144,7 @@ def one_word_edits(client: Any, articles: int, trials: int) -> None:
         queries = [
             (f"{i}", article_texts.edit(a, vocab, rng)) for i, a in enumerate(cut) for _ in range(trials)
         ]
-        _found(client, f"edits{n}", [(f"{i}", a.text) for i, a in enumerate(cut)], queries)
+        _found(client, f"edits{n}", [(f"{i}", a.text) for i, a in enumerate(cut)], queries, cap)
     rng = random.Random(corpus.SEED)
     # Every set cut before any is edited, as before, so that the figures are the same.
     cuts = [_articles(lang, articles, low, high, rng) for _, lang, low, high in sets]
@@ -155,12 +158,12 @@ def one_word_edits(client: Any, articles: int, trials: int) -> None:
                 tokens = list(art)
                 tokens[rng.randrange(len(tokens))] = rng.choice(vocab)
                 queries.append((f"{i}", join(tokens)))
-        _found(client, f"runs{n}", [(f"{i}", join(art)) for i, art in enumerate(runs)], queries)
+        _found(client, f"runs{n}", [(f"{i}", join(art)) for i, art in enumerate(runs)], queries, cap)
 
 
-def costs(client: Any) -> None:
+def costs(client: Any, cap: int | None) -> None:
     """Bytes per document of the sketch, and near() p50, on the corpus indexes stored above."""
-    verified = VerifiedIndex(SimhashIndex(client, "quality"))
+    verified = VerifiedIndex(SimhashIndex(client, "quality"), max_candidates=cap)
     plain = SimhashIndex(client, "quality-plain")
     texts = [d.text for d in load_corpus(_CORPUS)][:300]
     for name, near in (("verified", verified.near), (f"plain k={plain.k}", plain.near)):
@@ -178,15 +181,23 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=300, help="articles per set")
     parser.add_argument("--trials", type=int, default=5, help="one-word edits per article")
     parser.add_argument("--plain-k", type=int, default=8, help="the plain index compared on the corpus")
+    parser.add_argument(
+        "--max-candidates",
+        type=lambda v: None if v == "none" else int(v),
+        default=MAX_CANDIDATES,
+        help="band candidates verified per query at most, or none (default: the library's)",
+    )
     args = parser.parse_args()
+    cap = args.max_candidates
+    print(f"max_candidates: {cap}")
     with ServerProcess() as server:
         client = server.client()
         print("Evaluation corpus, Jaccard >= 0.8 (every document queried):")
-        corpus_quality(client, args.plain_k)
+        corpus_quality(client, args.plain_k, cap)
         print("One-word edits (the article found):")
-        one_word_edits(client, args.articles, args.trials)
+        one_word_edits(client, args.articles, args.trials, cap)
         print("Costs:")
-        costs(client)
+        costs(client, cap)
         client.close()
 
 

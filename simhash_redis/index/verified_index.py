@@ -29,6 +29,10 @@ VerifiedDocument = str | bytes | Sequence[str]
 # Reads of an id's fingerprint and sketches, while writers keep moving the id to other fingerprints.
 _SKETCH_READS = 5
 
+#: The band candidates a lookup verifies at most by default (docs/quality.md, "A limit: pages that share
+#: a template").
+MAX_CANDIDATES = 64
+
 
 class VerifiedIndex:
     """Wraps a `SimhashIndex`: stores a sketch per document and verifies near() candidates with it.
@@ -46,6 +50,9 @@ class VerifiedIndex:
             the pinned one, else 0.8).
         band_buckets: the hashes each band table is spread over, fixed when the mode is pinned (default:
             the pinned number, else 16,384).
+        max_candidates: the band candidates a query verifies at most (None: every one), those sharing
+            the most bands with it first, then the nearest: what bounds a lookup among pages built from
+            one template. A cluster of more near-duplicates than this shows its first ones only.
 
     Raises:
         ConfigurationMismatch: hasher, threshold or band_buckets differs from the mode pinned in the
@@ -60,6 +67,7 @@ class VerifiedIndex:
         hasher: Sketcher | None = None,
         threshold: float | None = None,
         band_buckets: int | None = None,
+        max_candidates: int | None = MAX_CANDIDATES,
     ) -> None:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
@@ -71,7 +79,19 @@ class VerifiedIndex:
         tables = len(index.layout.tables)
         self._writes = Writes(self.store, index.f, tables, index.windows, self.verification)
         self._reads = Reads(self.store, index.name, index.config, index.windows)
+        self.max_candidates = max_candidates
         self._unique = UniqueWrites(self.store, self._reads, self._writes, index.f, index.k)
+
+    @property
+    def max_candidates(self) -> int | None:
+        """The band candidates a query verifies at most (None: every one)."""
+        return self._reads.band_cap
+
+    @max_candidates.setter
+    def max_candidates(self, cap: int | None) -> None:
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise InvalidArgument(f"max_candidates must be a positive int or None, got {cap!r}")
+        self._reads.band_cap = cap
 
     @classmethod
     def from_url(

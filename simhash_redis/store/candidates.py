@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import warnings
+from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
@@ -15,7 +16,7 @@ from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport.packing import arrays
 
-__all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw"]
+__all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw", "top_band_hits"]
 
 # Below this many members, decoding them one by one beats numpy's fixed costs.
 _VECTOR_MIN = 48
@@ -117,6 +118,45 @@ def band_hits(
     ):
         found[q][b"%d" % value] = (fp, d)
     return found
+
+
+def top_band_hits(
+    tabled: dict[bytes, tuple[int, int]], fp: int, values: Sequence[bytes | None], cap: int, f: int
+) -> dict[bytes, tuple[int, int]] | None:
+    """One query's `cap` band candidates most likely to pass, as `band_hits` gives them all.
+
+    Pages built from one template share bands by the thousand, and each candidate kept costs the lookup
+    its ids and its sketch. Band candidates are ranked by the number of the query's bands they share (a
+    pair at Jaccard 0.8 shares each band of 4 values with probability 0.41, a template page at 0.5 with
+    0.06), then by Hamming distance, then by stored value; only the first `cap` are decoded.
+
+    Args:
+        tabled: the query's table hits (within k), which take no band candidate's place.
+        fp: the query's fingerprint.
+        values: the query's band values, packed (`codec.unpack_fps_many`).
+        cap: the band candidates kept at most.
+
+    Returns:
+        The kept candidates not in `tabled`; None where `band_hits` would return None (the caller's
+        general path then decodes, or refuses, them).
+    """
+    if f > 64 or any(value and len(value) % 8 for value in values):
+        return None
+    packed = b"".join([value for value in values if value])
+    members, shared = np.unique(np.frombuffer(packed, dtype="<i8"), return_counts=True)
+    unsigned = members.view(np.uint64)
+    if f < 64 and len(members) and int(unsigned.max()) >> f:
+        return None
+    distances = np.bitwise_count(unsigned ^ np.uint64(fp))
+    order = np.lexsort((members, distances, -shared))[: cap + len(tabled)]
+    out: dict[bytes, tuple[int, int]] = {}
+    for member, d in zip(members[order].tolist(), distances[order].tolist(), strict=True):
+        raw = b"%d" % member  # stored as encode_fp writes it: signed where f is 64
+        if raw not in tabled:
+            out[raw] = (member & _MASK64, d)
+            if len(out) == cap:
+                break
+    return out
 
 
 def _few_band_hits(

@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..codec import decode_ids, decode_sketches, encode_fp, unpack_fps_many
 from ..errors import IndexCorrupted
 from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.packing import CommandPerKey, PackedCommands, pack_columns
-from .candidates import band_hits, hits, matches_of, takes_raw
+from .candidates import band_hits, hits, matches_of, takes_raw, top_band_hits
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import BandColumns, KeySchema
 from .replies import hash_pairs
@@ -29,7 +31,14 @@ _SLICE = 64
 
 
 class Reads:
-    """Lookups of fingerprints in an index's tables (and, with `windows`, in each period's)."""
+    """Lookups of fingerprints in an index's tables (and, with `windows`, in each period's).
+
+    Attributes:
+        band_cap: the band candidates a query reads the ids and sketches of at most (None: all of them),
+            the most likely to pass first (`candidates.top_band_hits`).
+    """
+
+    band_cap: int | None = None
 
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
         self.store, self.name, self.windows = store, name, windows
@@ -108,6 +117,25 @@ class Reads:
             next((r for r in reversed(replies[n * per : (n + 1) * per]) if r is not None), None)
             for n in range(len(raw_ids))
         ]
+
+    def _bounded(
+        self, fps: list[int], found: list[dict[bytes, tuple[int, int]]], values: list[Any], per: int
+    ) -> dict[int, dict[bytes, tuple[int, int]]]:
+        """The band candidates kept of each query with more than `band_cap`, by position."""
+        cap = self.band_cap
+        # Members counted with repeats: at most cap of them cannot be more than cap candidates (the
+        # common case, decided without numpy's fixed costs).
+        if cap is None or sum(len(value) for value in values if value) <= 8 * cap:
+            return {}
+        sizes = np.fromiter(
+            (len(value) if value else 0 for value in values), dtype=np.int64, count=len(values)
+        )
+        heavy = {}
+        for q in np.flatnonzero(sizes.reshape(len(fps), per).sum(axis=1) > 8 * cap).tolist():
+            kept = top_band_hits(found[q], fps[q], values[q * per : (q + 1) * per], cap, self.f)
+            if kept is not None:
+                heavy[q] = kept
+        return heavy
 
     def lookup(
         self,
@@ -224,14 +252,25 @@ class Reads:
             if per_bands and start + step >= len(fps):
                 # Every band member is a candidate, at whatever distance: the filter with k = f.
                 values = yield READ, len(fps) * per_bands
-                extras = band_hits(fps, values, per_bands, self.f) if members is None else None
+                heavy = self._bounded(fps, per_query, values, per_bands)
+                light = (
+                    [None if n // per_bands in heavy else v for n, v in enumerate(values)]
+                    if heavy
+                    else values
+                )
+                extras = band_hits(fps, light, per_bands, self.f) if members is None else None
                 if extras is None:
                     banded = unpack_fps_many(values, self.f)
                     if members is not None:
                         for q, query_sets in enumerate(members):
                             query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])
+                    if heavy:
+                        banded = [[] if n // per_bands in heavy else s for n, s in enumerate(banded)]
                     extras = hits(fps, banded, per_bands, self.f, self.f)
-                for mine, extra in zip(per_query, extras, strict=True):
+                for q, (mine, extra) in enumerate(zip(per_query, extras, strict=True)):
+                    if q in heavy:
+                        mine.update(heavy[q])
+                        continue
                     for stored, hit in extra.items():
                         mine.setdefault(stored, hit)
                 found = per_query

@@ -1,0 +1,175 @@
+"""The bound on a verified lookup's band candidates (`max_candidates`): pages built from one template."""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Iterator
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex
+from simhash_redis.fingerprinting import engine_choice
+from simhash_redis.store.candidates import top_band_hits
+from tests.test_verified_mode import article, one_word_edit
+
+
+@pytest.fixture(params=["native", "python"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Each test on the compiled core and on the pure engine."""
+    if request.param == "python":
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
+        pytest.skip("the compiled core is not built")
+    yield request.param
+
+
+def _oracle(
+    found: dict[bytes, tuple[int, int]], tabled: int, fp: int, values: list[bytes | None], cap: int
+) -> dict[bytes, tuple[int, int]]:
+    """`top_band_hits` by brute force: every band member's shared bands counted, sorted, the first cap
+    kept (of those not among the table hits)."""
+    shared: dict[int, int] = {}
+    for value in values:
+        for member in struct.unpack(f"<{len(value or b'') // 8}q", value or b""):
+            shared[member] = shared.get(member, 0) + 1
+    table = dict(list(found.items())[:tabled])
+    ranked = sorted(shared, key=lambda m: (-shared[m], ((m & (2**64 - 1)) ^ fp).bit_count(), m))
+    band = [b"%d" % m for m in ranked if b"%d" % m not in table and b"%d" % m in found]
+    return {raw: found[raw] for raw in band[:cap]}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_band_candidates_kept_are_those_sharing_most_bands_then_the_nearest(seed: int) -> None:
+    rng = random.Random(seed)
+    fp = rng.getrandbits(64)
+    pool = [rng.getrandbits(64) - 2**63 for _ in range(rng.randint(1, 60))]
+    # Few distinct distances and counts: ties decided by the later keys.
+    pool += [(fp ^ (1 << rng.randrange(64))) - 2**63 for _ in range(10)]
+    values: list[bytes | None] = []
+    for _ in range(8):
+        members = sorted(set(rng.sample(pool, rng.randint(0, len(pool)))))
+        values.append(struct.pack(f"<{len(members)}q", *members) if members else None)
+    members_all = {m for value in values if value for m in struct.unpack(f"<{len(value) // 8}q", value)}
+    tabled_members = rng.sample(sorted(members_all), min(len(members_all), rng.randint(0, 3)))
+    found = {b"%d" % m: ((m & (2**64 - 1)), ((m & (2**64 - 1)) ^ fp).bit_count()) for m in tabled_members}
+    tabled = len(found)
+    found[b"%d" % 12345] = (12345, (12345 ^ fp).bit_count())  # a table hit in no band
+    tabled += 1
+    for m in sorted(members_all):
+        found.setdefault(b"%d" % m, ((m & (2**64 - 1)), ((m & (2**64 - 1)) ^ fp).bit_count()))
+    for cap in (1, 2, 5, 30, 1000):
+        table = dict(list(found.items())[:tabled])
+        assert top_band_hits(table, fp, values, cap, 64) == _oracle(found, tabled, fp, values, cap)
+
+
+def _site(client: redis.Redis, name: str, pages: int, versions: int = 0) -> list[tuple[str, str]]:
+    """Pages of a 400-word template and 150 words of their own, and versions of one story (each a
+    few words away from the first), stored in a verified index."""
+    template = article(10**6, 400) + " "
+    items = [(f"p{i}", template + article(i, 150)) for i in range(pages)]
+    story = template + article(99, 150)
+    for v in range(versions):
+        text = story
+        for edit in range(4):
+            text = one_word_edit(text, 1000 * v + edit)
+        items.append((f"v{v}", text))
+    VerifiedIndex(SimhashIndex(client, name)).add_many(items)
+    return items
+
+
+def test_a_capped_lookup_finds_what_the_unbounded_one_finds_among_template_pages(
+    redis_client: redis.Redis,
+) -> None:
+    items = _site(redis_client, "tpl", 400)
+    capped = VerifiedIndex(SimhashIndex(redis_client, "tpl"), max_candidates=4)
+    unbounded = VerifiedIndex(SimhashIndex(redis_client, "tpl"), max_candidates=None)
+    template = article(10**6, 400) + " "
+    queries = [template + article(10**5 + i, 150) for i in range(10)]
+    queries += [one_word_edit(text, n) for n, (_, text) in enumerate(items[:40])]
+    assert capped.near_many(queries) == unbounded.near_many(queries)
+    for n, (doc_id, _) in enumerate(items[:40]):
+        assert doc_id in {m.id for m in capped.near_many([queries[10 + n]])[0]}
+
+
+def test_a_cluster_larger_than_the_cap_shows_its_first_members_and_add_if_new_still_finds_one(
+    redis_client: redis.Redis,
+) -> None:
+    items = _site(redis_client, "wire", 200, versions=30)
+    cap = 2
+    capped = VerifiedIndex(SimhashIndex(redis_client, "wire"), max_candidates=cap)
+    unbounded = VerifiedIndex(SimhashIndex(redis_client, "wire"), max_candidates=None)
+    query = one_word_edit(items[-1][1], 7)
+    every = unbounded.near(query)
+    few = capped.near(query)
+    k = capped.index.k
+    assert len([m for m in every if m.distance > k]) > cap  # the cluster is larger than the cap
+    assert set(few) <= set(every)
+    assert {m for m in every if m.distance <= k} <= set(few)  # table hits are never capped
+    assert len([m for m in few if m.distance > k]) <= cap
+    # One match is all add_if_new needs: the candidates sharing the most bands come first.
+    found = capped.add_if_new("new", query)
+    assert found is not None and found.id.startswith("v") and found.jaccard >= capped.threshold
+    assert capped.sketch_of("new") is None
+
+
+def test_max_candidates_refuses_what_is_not_a_positive_int(redis_client: redis.Redis) -> None:
+    index = VerifiedIndex(SimhashIndex(redis_client, "cap"))
+    assert index.max_candidates == 64
+    for bad in (0, -1, 2.5, True, "10"):
+        with pytest.raises(InvalidArgument, match="max_candidates"):
+            index.max_candidates = bad  # type: ignore[assignment]
+    index.max_candidates = None
+    assert index.max_candidates is None
+
+
+def test_a_batch_bounds_each_query_as_a_single_lookup_does_on_either_engine(
+    redis_client: redis.Redis, engine: str
+) -> None:
+    items = _site(redis_client, f"batch-{engine}", 300, versions=12)
+    template = article(10**6, 400) + " "
+    # Over the cap (the template's pages), under it (text of no site), and a version of the story: a
+    # batch of more queries than the numpy filter's threshold, in one order and the other.
+    queries = [template + article(10**5 + i, 150) for i in range(8)]
+    queries += [article(10**4 + i, 150) for i in range(6)]
+    queries += [one_word_edit(text, n) for n, (_, text) in enumerate(items[-6:])]
+    queries += queries[::-1]
+    capped = VerifiedIndex(SimhashIndex(redis_client, f"batch-{engine}"), max_candidates=3)
+    one_by_one = [capped.near(query) for query in queries]
+    assert capped.near_many(queries) == one_by_one
+    for found in one_by_one:
+        assert len([m for m in found if m.distance > capped.index.k]) <= 3
+    assert all(found for found in one_by_one[14:20])  # each version finds its story
+
+
+def test_an_index_with_a_retention_window_bounds_its_lookups_too(redis_client: redis.Redis) -> None:
+    index = VerifiedIndex(SimhashIndex(redis_client, "bound-window", retention="7d"))
+    template = article(10**6, 400) + " "
+    items = [(f"p{i}", template + article(i, 150)) for i in range(200)]
+    index.add_many(items)
+    queries = [template + article(10**5, 150)]
+    queries += [one_word_edit(text, n) for n, (_, text) in enumerate(items[:5])]
+    index.max_candidates = None
+    every = index.near_many(queries)
+    index.max_candidates = 2
+    assert index.near_many(queries) == every
+    for (doc_id, _), found in zip(items[:5], every[1:], strict=True):
+        assert doc_id in {m.id for m in found}
+
+
+def test_a_cluster_bounds_its_lookups_as_one_server_does(redis_cluster_client: RedisCluster) -> None:
+    template = article(10**6, 400) + " "
+    items = [(f"p{i}", template + article(i, 150)) for i in range(150)]
+    index = VerifiedIndex(SimhashIndex(redis_cluster_client, "bound-cluster"), max_candidates=None)
+    index.add_many(items)
+    queries = [template + article(10**5, 150)]
+    queries += [one_word_edit(text, n) for n, (_, text) in enumerate(items[:5])]
+    every = index.near_many(queries)
+    index.max_candidates = 2
+    assert index.near_many(queries) == every == [index.near(query) for query in queries]
+    for (doc_id, _), found in zip(items[:5], every[1:], strict=True):
+        assert doc_id in {m.id for m in found}
+    found = index.add_if_new("again", queries[1])
+    assert found is not None and found.id == "p0"
