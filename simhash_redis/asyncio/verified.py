@@ -6,7 +6,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..index import SimhashIndex, VerifiedIndex, VerifyReport
-from ..index.verified_index import VerifiedDocument
+from ..index.arguments import check_max_candidates
+from ..index.verified_index import MAX_CANDIDATES, VerifiedDocument
 from ..index.verified_open import verifiable
 from ..results import Outcome, VerifiedMatch
 from ..transport.greenlet_bridge import run
@@ -25,7 +26,7 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     Args:
         client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
         name: the index name.
-        hasher, threshold, band_buckets: as `VerifiedIndex`.
+        hasher, threshold, band_buckets, max_candidates: as `VerifiedIndex`.
         **options: the arguments of the wrapped `SimhashIndex` (k, layout, ...).
 
     Raises:
@@ -36,8 +37,9 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
         options = dict(options)
         hasher, threshold = options.pop("hasher", None), options.pop("threshold", None)
         band_buckets = options.pop("band_buckets", None)
+        cap = check_max_candidates(options.pop("max_candidates", MAX_CANDIDATES))
         index = verifiable(client, name, hasher, threshold, options, band_buckets)
-        return VerifiedIndex(index, hasher, threshold, band_buckets)
+        return VerifiedIndex(index, hasher, threshold, band_buckets, cap)
 
     def _plain(self, index: VerifiedIndex) -> SimhashIndex:
         return index.index

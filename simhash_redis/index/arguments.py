@@ -19,6 +19,7 @@ __all__ = [
     "check_client",
     "check_fp",
     "check_k",
+    "check_max_candidates",
     "check_options",
     "check_pairs",
     "chunks",
@@ -96,6 +97,22 @@ def check_fp(value: Any, f: int) -> int:
     if not 0 <= fp < 1 << f:
         raise InvalidFingerprint(f"fingerprint must be in 0..2**{f}-1 for this index, got {fp}")
     return fp
+
+
+def check_max_candidates(cap: object) -> int | None:
+    """A verified index's max_candidates: a positive integer (numpy's too) or None.
+
+    Raises:
+        InvalidArgument: 0, a negative number, a bool, or not an integer.
+    """
+    if cap is None:
+        return None
+    if not is_integer(cap):
+        raise InvalidArgument(f"max_candidates must be a positive int or None, got {cap!r:.40}")
+    checked = operator.index(cap)  # type: ignore[arg-type]
+    if checked < 1:
+        raise InvalidArgument(f"max_candidates must be a positive int or None, got {checked}")
+    return checked
 
 
 def check_k(k: int | None, index_k: int) -> int:

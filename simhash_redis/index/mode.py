@@ -12,8 +12,9 @@ from typing import Any
 
 from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from ..fingerprinting import Sketcher
+from .arguments import check_max_candidates
 from .simhash_index import SimhashIndex
-from .verified_index import VerifiedIndex
+from .verified_index import MAX_CANDIDATES, VerifiedIndex
 from .verified_open import verifiable
 
 __all__ = ["LIBRARY", "Asking", "chosen_mode", "open_in_mode"]
@@ -91,6 +92,7 @@ def open_in_mode(
     hasher: Sketcher | None = None,
     threshold: float | None = None,
     band_buckets: int | None = None,
+    max_candidates: int | None = MAX_CANDIDATES,
     asking: Asking = LIBRARY,
     **options: Any,
 ) -> SimhashIndex | VerifiedIndex:
@@ -99,6 +101,7 @@ def open_in_mode(
     Args:
         verified, from_text: as `chosen_mode`'s asked and from_text.
         hasher, threshold, band_buckets: the verified mode's (as `VerifiedIndex`); giving one asks for it.
+        max_candidates: as `VerifiedIndex` (a plain index has no band candidates to cap).
         **options: the arguments of `SimhashIndex` (k, layout, retention, create, ...).
 
     Raises:
@@ -113,6 +116,7 @@ def open_in_mode(
         raise InvalidArgument(
             f"{asking.named(given)} belong to verified mode: leave them out, or leave out {asking.plain}"
         )
+    cap = check_max_candidates(max_candidates)
     asked = True if given else verified
     options = dict(options)
     create = options.pop("create", True)
@@ -139,4 +143,4 @@ def open_in_mode(
         asking=asking,
         asked_by=asking.asked_by(verified, hasher=hasher, threshold=threshold, band_buckets=band_buckets),
     )
-    return VerifiedIndex(index, hasher, threshold, band_buckets) if stored else index
+    return VerifiedIndex(index, hasher, threshold, band_buckets, cap) if stored else index

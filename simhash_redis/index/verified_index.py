@@ -14,7 +14,7 @@ from ..store.keys import encode_id
 from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
-from .arguments import check_fp, check_k, texts
+from .arguments import check_fp, check_k, check_max_candidates, texts
 from .bulk import bulk_add_sketched
 from .simhash_index import Outcome, SimhashIndex
 from .sketch_judge import SketchJudge, confirmed_many
@@ -29,9 +29,10 @@ VerifiedDocument = str | bytes | Sequence[str]
 # Reads of an id's fingerprint and sketches, while writers keep moving the id to other fingerprints.
 _SKETCH_READS = 5
 
-#: The band candidates a lookup verifies at most by default (docs/quality.md, "A limit: pages that share
-#: a template").
-MAX_CANDIDATES = 64
+#: The band candidates a lookup verifies at most by default: every one. No cap kept the recall of
+#: near-duplicates at Jaccard 0.8 among pages of one template (docs/quality.md, "A limit: pages that share
+#: a template"); `max_candidates` trades some of it for speed there.
+MAX_CANDIDATES: int | None = None
 
 
 class VerifiedIndex:
@@ -50,9 +51,14 @@ class VerifiedIndex:
             the pinned one, else 0.8).
         band_buckets: the hashes each band table is spread over, fixed when the mode is pinned (default:
             the pinned number, else 16,384).
-        max_candidates: the band candidates a query verifies at most (None: every one), those sharing
-            the most bands with it first, then the nearest: what bounds a lookup among pages built from
-            one template. A cluster of more near-duplicates than this shows its first ones only.
+        max_candidates: the band candidates `near`, `near_many` and `near_sketched` verify at most per
+            query (None: every one), those sharing the most bands with it first, then the nearest: what
+            bounds a lookup among pages built from one template, at a cost in recall there
+            (docs/quality.md). Never capped: table hits within k; the add-if-new paths (`add_if_new`,
+            `add_if_new_many`, `add_sketched(unique=True)`), which judge every candidate, so that a
+            near-duplicate is never stored; an index of 128-bit fingerprints (its lookups read every
+            band candidate whatever the cap). Checked (a positive integer, numpy's too, or None) before
+            anything is written.
 
     Raises:
         ConfigurationMismatch: hasher, threshold or band_buckets differs from the mode pinned in the
@@ -71,6 +77,7 @@ class VerifiedIndex:
     ) -> None:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
+        cap = check_max_candidates(max_candidates)
         self.index = index
         self.store = index.store
         self.verification = verified_mode(index, hasher, threshold, band_buckets)
@@ -79,8 +86,11 @@ class VerifiedIndex:
         tables = len(index.layout.tables)
         self._writes = Writes(self.store, index.f, tables, index.windows, self.verification)
         self._reads = Reads(self.store, index.name, index.config, index.windows)
-        self.max_candidates = max_candidates
-        self._unique = UniqueWrites(self.store, self._reads, self._writes, index.f, index.k)
+        self._reads.band_cap = cap
+        # Add-if-new judges every candidate: a capped read can miss the stored near-duplicate of a
+        # template page, which would then be stored beside it.
+        every = Reads(self.store, index.name, index.config, index.windows)
+        self._unique = UniqueWrites(self.store, every, self._writes, index.f, index.k)
 
     @property
     def max_candidates(self) -> int | None:
@@ -89,9 +99,7 @@ class VerifiedIndex:
 
     @max_candidates.setter
     def max_candidates(self, cap: int | None) -> None:
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-            raise InvalidArgument(f"max_candidates must be a positive int or None, got {cap!r}")
-        self._reads.band_cap = cap
+        self._reads.band_cap = check_max_candidates(cap)
 
     @classmethod
     def from_url(
@@ -102,13 +110,15 @@ class VerifiedIndex:
         hasher: Sketcher | None = None,
         threshold: float | None = None,
         band_buckets: int | None = None,
+        max_candidates: int | None = MAX_CANDIDATES,
         **kwargs: Any,
     ) -> VerifiedIndex:
         """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments)."""
+        cap = check_max_candidates(max_candidates)
         client = client_from_url(url)
         try:
             index = verifiable(client, name, hasher, threshold, kwargs, band_buckets)
-            return cls(index, hasher, threshold, band_buckets)
+            return cls(index, hasher, threshold, band_buckets, cap)
         except BaseException:
             client.close()
             raise

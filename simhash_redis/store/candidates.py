@@ -121,7 +121,12 @@ def band_hits(
 
 
 def top_band_hits(
-    tabled: dict[bytes, tuple[int, int]], fp: int, values: Sequence[bytes | None], cap: int, f: int
+    tabled: dict[bytes, tuple[int, int]],
+    fp: int,
+    values: Sequence[bytes | None],
+    cap: int,
+    f: int,
+    bands: int | None = None,
 ) -> dict[bytes, tuple[int, int]] | None:
     """One query's `cap` band candidates most likely to pass, as `band_hits` gives them all.
 
@@ -135,6 +140,8 @@ def top_band_hits(
         fp: the query's fingerprint.
         values: the query's band values, packed (`codec.unpack_fps_many`).
         cap: the band candidates kept at most.
+        bands: the band tables of one period, where `values` holds several periods' (period after
+            period): a member in one band of several periods shares that band once.
 
     Returns:
         The kept candidates not in `tabled`; None where `band_hits` would return None (the caller's
@@ -142,8 +149,15 @@ def top_band_hits(
     """
     if f > 64 or any(value and len(value) % 8 for value in values):
         return None
-    packed = b"".join([value for value in values if value])
-    members, shared = np.unique(np.frombuffer(packed, dtype="<i8"), return_counts=True)
+    if bands is None or bands >= len(values):
+        packed = b"".join([value for value in values if value])
+        members, shared = np.unique(np.frombuffer(packed, dtype="<i8"), return_counts=True)
+    else:  # each band's members once, whichever periods hold them
+        per_band = [
+            np.unique(np.frombuffer(b"".join([v for v in values[band::bands] if v]), dtype="<i8"))
+            for band in range(bands)
+        ]
+        members, shared = np.unique(np.concatenate(per_band), return_counts=True)
     unsigned = members.view(np.uint64)
     if f < 64 and len(members) and int(unsigned.max()) >> f:
         return None

@@ -119,9 +119,15 @@ class Reads:
         ]
 
     def _bounded(
-        self, fps: list[int], found: list[dict[bytes, tuple[int, int]]], values: list[Any], per: int
+        self,
+        fps: list[int],
+        found: list[dict[bytes, tuple[int, int]]],
+        values: list[Any],
+        per: int,
+        periods: int,
     ) -> dict[int, dict[bytes, tuple[int, int]]]:
-        """The band candidates kept of each query with more than `band_cap`, by position."""
+        """The band candidates kept of each query with more than `band_cap`, by position (`per` values
+        a query: its band tables' in each of `periods` periods, period after period)."""
         cap = self.band_cap
         # Members counted with repeats: at most cap of them cannot be more than cap candidates (the
         # common case, decided without numpy's fixed costs).
@@ -132,7 +138,8 @@ class Reads:
         )
         heavy = {}
         for q in np.flatnonzero(sizes.reshape(len(fps), per).sum(axis=1) > 8 * cap).tolist():
-            kept = top_band_hits(found[q], fps[q], values[q * per : (q + 1) * per], cap, self.f)
+            mine = values[q * per : (q + 1) * per]
+            kept = top_band_hits(found[q], fps[q], mine, cap, self.f, per // periods)
             if kept is not None:
                 heavy[q] = kept
         return heavy
@@ -252,7 +259,7 @@ class Reads:
             if per_bands and start + step >= len(fps):
                 # Every band member is a candidate, at whatever distance: the filter with k = f.
                 values = yield READ, len(fps) * per_bands
-                heavy = self._bounded(fps, per_query, values, per_bands)
+                heavy = self._bounded(fps, per_query, values, per_bands, per_map if view is not None else 1)
                 light = (
                     [None if n // per_bands in heavy else v for n, v in enumerate(values)]
                     if heavy
@@ -260,7 +267,8 @@ class Reads:
                 )
                 extras = band_hits(fps, light, per_bands, self.f) if members is None else None
                 if extras is None:
-                    banded = unpack_fps_many(values, self.f)
+                    # The guard's members need every value; a lookup's, the light queries' only.
+                    banded = unpack_fps_many(values if members is not None else light, self.f)
                     if members is not None:
                         for q, query_sets in enumerate(members):
                             query_sets.extend(banded[q * per_bands : (q + 1) * per_bands])
