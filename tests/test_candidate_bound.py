@@ -6,14 +6,16 @@ import random
 import struct
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex
+from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex, VerifiedMatch
 from simhash_redis.fingerprinting import engine_choice
+from simhash_redis.store import reads as reads_module
 from simhash_redis.store.candidates import top_band_hits
-from tests.test_verified_mode import article, one_word_edit
+from tests.test_verified_mode import _VOCAB, article, one_word_edit
 
 
 @pytest.fixture(params=["native", "python"])
@@ -117,12 +119,103 @@ def test_a_cluster_larger_than_the_cap_shows_its_first_members_and_add_if_new_st
 
 def test_max_candidates_refuses_what_is_not_a_positive_int(redis_client: redis.Redis) -> None:
     index = VerifiedIndex(SimhashIndex(redis_client, "cap"))
-    assert index.max_candidates == 64
-    for bad in (0, -1, 2.5, True, "10"):
+    assert index.max_candidates is None  # no cap by default: docs/quality.md measures what one costs
+    for bad in (0, -1, 2.5, True, "10", np.int64(0)):
         with pytest.raises(InvalidArgument, match="max_candidates"):
             index.max_candidates = bad  # type: ignore[assignment]
+    index.max_candidates = np.int64(8)  # type: ignore[assignment]
+    assert index.max_candidates == 8 and type(index.max_candidates) is int
     index.max_candidates = None
     assert index.max_candidates is None
+
+
+def test_a_refused_max_candidates_pins_no_mode(redis_client: redis.Redis) -> None:
+    plain = SimhashIndex(redis_client, "refused")
+    meta = redis_client.hgetall(plain.keys.meta)
+    for bad in (0, -3, False):
+        with pytest.raises(InvalidArgument, match="max_candidates"):
+            VerifiedIndex(plain, max_candidates=bad)
+    assert redis_client.hgetall(plain.keys.meta) == meta  # still plain: a plain index can be verified later
+    assert VerifiedIndex(plain, max_candidates=np.int64(5)).max_candidates == 5  # type: ignore[arg-type]
+
+
+def _edit(text: str, words: int, seed: int) -> str:
+    """`words` of the page's own 150 words (after the 400 of the template) replaced."""
+    split = text.split()
+    rng = random.Random(seed)
+    for pos in rng.sample(range(400, len(split)), words):
+        split[pos] = rng.choice(_VOCAB)
+    return " ".join(split)
+
+
+@pytest.mark.parametrize("seed", [17, 38])
+def test_add_if_new_judges_every_candidate_whatever_the_cap(redis_client: redis.Redis, seed: int) -> None:
+    items = _site(redis_client, "judged", 300)
+    query = _edit(items[seed][1], 20, seed)  # Jaccard about 0.83 to its page
+    capped = VerifiedIndex(SimhashIndex(redis_client, "judged"), max_candidates=8)
+    default = VerifiedIndex(SimhashIndex(redis_client, "judged"))
+    assert [m.id for m in default.near(query)] == [f"p{seed}"]
+    assert capped.near(query) == []  # the page shares fewer bands than 8 others of the template
+    for index, doc_id in ((capped, "capped"), (default, "default")):
+        found = index.add_if_new(doc_id, query)
+        assert found is not None and found.id == f"p{seed}" and found.jaccard >= index.threshold
+        assert index.sketch_of(doc_id) is None
+    found_many = capped.add_if_new_many([("many", query)])[0]
+    assert found_many is not None and found_many.id == f"p{seed}"
+    sketch = capped.hasher.sketch_many([query])[0]
+    unique = capped.add_sketched(["sketched"], [capped.index.fingerprint(query)], [sketch], unique=True)
+    assert isinstance(unique[0], VerifiedMatch) and unique[0].id == f"p{seed}"
+    assert redis_client.exists(*(redis_client.keys(b"*many*") or [b"none"])) == 0
+    assert capped.index.get("many") is None and capped.index.get("sketched") is None
+
+
+def test_an_index_of_128_bit_fingerprints_reads_every_band_candidate(redis_client: redis.Redis) -> None:
+    template = article(10**6, 400) + " "
+    items = [(f"p{i}", template + article(i, 150)) for i in range(150)]
+    story = template + article(99, 150)
+    items += [(f"v{v}", one_word_edit(one_word_edit(story, 2 * v), 2 * v + 1)) for v in range(20)]
+    index = VerifiedIndex(SimhashIndex(redis_client, "wide", f=128), max_candidates=2)
+    index.add_many(items)
+    queries = [template + article(10**5, 150), one_word_edit(story, 7)]
+    capped = index.near_many(queries)
+    index.max_candidates = None
+    assert capped == index.near_many(queries)  # as the docstring says: not capped
+    assert len([m for m in capped[1] if m.distance > index.index.k]) > 2
+
+
+def test_a_band_shared_in_several_periods_counts_once() -> None:
+    def packed(*members: int) -> bytes:
+        return struct.pack(f"<{len(members)}q", *members)
+
+    fp, near_one, two_bands = 0, 1, 0b1111  # near_one is nearer; two_bands shares two distinct bands
+    # Two periods of 2 band tables, period after period: near_one in band 0 of both periods.
+    values: list[bytes | None] = [packed(near_one, two_bands), packed(two_bands), packed(near_one), None]
+    kept = top_band_hits({}, fp, values, 1, 64, bands=2)
+    assert kept == {b"%d" % two_bands: (two_bands, 4)}
+    # One period of 4 band tables: near_one shares two bands too, and is nearer.
+    assert top_band_hits({}, fp, values, 1, 64) == {b"%d" % near_one: (near_one, 1)}
+
+
+def test_a_lookup_decodes_the_band_values_of_the_queries_not_capped_only(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = _site(redis_client, "light", 200)
+    template = article(10**6, 400) + " "
+    index = VerifiedIndex(SimhashIndex(redis_client, "light"), max_candidates=2)
+    queries = [template + article(10**5, 150), article(10**4, 150), one_word_edit(items[4][1], 4)]
+    one_by_one = [index.near(query) for query in queries]
+    decoded: list[list[bytes | None]] = []
+    original = reads_module.unpack_fps_many
+
+    def spy(values: list[bytes | None], f: int) -> list[list[bytes]]:
+        decoded.append(list(values))
+        return original(values, f)
+
+    monkeypatch.setattr(reads_module, "band_hits", lambda *args: None)  # the general path decodes
+    monkeypatch.setattr(reads_module, "unpack_fps_many", spy)
+    assert index.near_many(queries) == one_by_one
+    per = len(decoded[0]) // len(queries)
+    assert not any(decoded[0][:per])  # the template page's values: capped, so never decoded
 
 
 def test_a_batch_bounds_each_query_as_a_single_lookup_does_on_either_engine(
