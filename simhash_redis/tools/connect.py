@@ -55,7 +55,7 @@ def open_index(
         verified: True for a verified index, False for a plain one; None (the default): verified for a
             new index, the stored mode for an existing one.
         **kwargs: the other arguments of `SimhashIndex` (k, layout, ...) and, for a verified index,
-            `VerifiedIndex`'s (hasher, threshold, band_buckets).
+            `VerifiedIndex`'s (hasher, threshold, band_buckets, max_candidates).
 
     Raises:
         ConfigurationMismatch: the index exists in the other mode than the one asked for, or with
