@@ -11,7 +11,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex, VerifiedMatch
+from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex, VerifiedMatch, codec
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import reads as reads_module
 from simhash_redis.store.candidates import top_band_hits
@@ -123,7 +123,7 @@ def test_max_candidates_refuses_what_is_not_a_positive_int(redis_client: redis.R
     for bad in (0, -1, 2.5, True, "10", np.int64(0)):
         with pytest.raises(InvalidArgument, match="max_candidates"):
             index.max_candidates = bad  # type: ignore[assignment]
-    index.max_candidates = np.int64(8)  # type: ignore[assignment]
+    index.max_candidates = np.int64(8)
     assert index.max_candidates == 8 and type(index.max_candidates) is int
     index.max_candidates = None
     assert index.max_candidates is None
@@ -136,7 +136,7 @@ def test_a_refused_max_candidates_pins_no_mode(redis_client: redis.Redis) -> Non
         with pytest.raises(InvalidArgument, match="max_candidates"):
             VerifiedIndex(plain, max_candidates=bad)
     assert redis_client.hgetall(plain.keys.meta) == meta  # still plain: a plain index can be verified later
-    assert VerifiedIndex(plain, max_candidates=np.int64(5)).max_candidates == 5  # type: ignore[arg-type]
+    assert VerifiedIndex(plain, max_candidates=np.int64(5)).max_candidates == 5
 
 
 def _edit(text: str, words: int, seed: int) -> str:
@@ -205,7 +205,7 @@ def test_a_lookup_decodes_the_band_values_of_the_queries_not_capped_only(
     queries = [template + article(10**5, 150), article(10**4, 150), one_word_edit(items[4][1], 4)]
     one_by_one = [index.near(query) for query in queries]
     decoded: list[list[bytes | None]] = []
-    original = reads_module.unpack_fps_many
+    original = codec.unpack_fps_many
 
     def spy(values: list[bytes | None], f: int) -> list[list[bytes]]:
         decoded.append(list(values))
