@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from simhash_redis import Match, Outcome, SimhashIndex, SimhashRedisError, distance
 from simhash_redis.transport.cluster import ClusterTransport, command_keys
+from simhash_redis.transport.connection import client_from_url
 from tests.servers import ClusterProcess
 
 pytestmark = pytest.mark.cluster
@@ -253,9 +254,40 @@ def _owner(client: redis.Redis, slot: int) -> int:
 def test_a_cluster_url_opens_a_cluster_index(redis_cluster: ClusterProcess) -> None:
     redis_cluster.flushall()
     index = SimhashIndex.from_url(redis_cluster.url, "byurl", id_buckets=BUCKETS)
-    assert index.cluster
-    index.add("a", A)
-    assert index.near(A) == [Match("a", A, 0)]
+    try:
+        assert index.cluster
+        index.add("a", A)
+        assert index.near(A) == [Match("a", A, 0)]
+    finally:
+        # Left to the garbage collector, a socket can be finalized before the connection that would
+        # close it: a ResourceWarning in whichever test runs then.
+        index.client.close()
+
+
+def test_closing_the_client_of_a_cluster_url_closes_every_node_connection(
+    redis_cluster: ClusterProcess,
+) -> None:
+    """close() on a client made from a cluster URL closes the connections it opened to every node
+    (redis-py's RedisCluster.from_url gives the nodes pools that its own close() leaves open)."""
+    redis_cluster.flushall()
+    client = client_from_url(redis_cluster.url, client_name="closing")
+    index = SimhashIndex(client, "closing", id_buckets=BUCKETS)
+    assert index.add_many([(f"d{i}", A ^ (i << 20)) for i in range(50)]) == [Outcome.ADDED] * 50
+    assert named_connections(redis_cluster, "closing") > 0
+    client.close()
+    deadline = time.monotonic() + 30  # the server drops a closed connection at its next event loop turn
+    while (left := named_connections(redis_cluster, "closing")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == 0
+
+
+def named_connections(cluster: ClusterProcess, name: str) -> int:
+    """How many connections named `name` the cluster's nodes hold, as they list them."""
+    count = 0
+    for node in cluster.nodes.values():
+        with node.client() as admin:
+            count += sum(entry.get("name") == name for entry in admin.client_list())
+    return count
 
 
 def test_cli_on_a_cluster(redis_cluster: ClusterProcess, tmp_path: Path) -> None:

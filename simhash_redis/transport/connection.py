@@ -108,7 +108,22 @@ class _Kinds(NamedTuple):
     retry: Any
 
 
-_SYNC = _Kinds(redis.Redis, RedisCluster, Retry)
+class _UrlCluster(RedisCluster):
+    """A `RedisCluster` made from a URL whose `close` closes its nodes' connections too.
+
+    redis-py's ``RedisCluster.from_url`` gives each node a pool that the node's client does not own, so
+    its ``close`` leaves their sockets open until the garbage collector finds them (with a
+    ResourceWarning when a socket goes before the connection that would close it).
+    """
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.disconnect_connection_pools()  # type: ignore[no-untyped-call]
+
+
+_SYNC = _Kinds(redis.Redis, _UrlCluster, Retry)
 
 
 def _asyncio_kinds() -> _Kinds:
