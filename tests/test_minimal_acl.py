@@ -52,7 +52,7 @@ COMMANDS = {command.name for command in app.registered_commands if command.name}
 WITHOUT_REDIS = {"eval", "fingerprint", "plan", "server"}
 RUN_COMMANDS: set[str] = set()
 #: The indexes' members that never talk to Redis.
-NO_IO = {"cluster", "f", "k", "layout", "scheme", "fingerprint", "fingerprint_many"}
+NO_IO = {"cluster", "f", "k", "layout", "scheme", "fingerprint", "fingerprint_many", "max_candidates"}
 
 
 def documented() -> tuple[str, set[str], set[str]]:
