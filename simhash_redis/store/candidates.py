@@ -159,7 +159,7 @@ def top_band_hits(
         ]
         members, shared = np.unique(np.concatenate(per_band), return_counts=True)
     unsigned = members.view(np.uint64)
-    if f < 64 and len(members) and int(unsigned.max()) >> f:
+    if f < 64 and len(members) and int(np.max(unsigned)) >> f:
         return None
     distances = np.bitwise_count(unsigned ^ np.uint64(fp))
     order = np.lexsort((members, distances, -shared))[: cap + len(tabled)]
