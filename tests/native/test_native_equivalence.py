@@ -122,10 +122,10 @@ def schemes(draw: st.DrawFn) -> Scheme:
 
 
 SCHEMES = schemes()
-# NATIVE_FUZZ_SCALE=20 multiplies every example count, for a deeper run than the suite's (~40 s).
+# NATIVE_FUZZ_SCALE=20 multiplies every example count, for a deeper run than the suite's (~30 s).
 SCALE = max(1, int(os.environ.get("NATIVE_FUZZ_SCALE", "1")))
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
-CHECK = settings(max_examples=600 * SCALE, deadline=None, suppress_health_check=_QUIET)
+CHECK = settings(max_examples=300 * SCALE, deadline=None, suppress_health_check=_QUIET)
 FEW = settings(max_examples=200 * SCALE, deadline=None, suppress_health_check=_QUIET)
 DEEP = settings(max_examples=5000 * SCALE, deadline=None, suppress_health_check=_QUIET)
 
