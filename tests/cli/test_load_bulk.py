@@ -334,16 +334,28 @@ def test_workers_leave_sigterm_to_the_loader(
     writing its result to the pool's pipe: the pool's reader then waited for the rest for ever and the
     loader never exited. The workers ignore it, as they ignore Ctrl-C; the loader stops the pool."""
     worker, _ = _busy_pool(redis_client, monkeypatch)
+    both = (1 << (signal.SIGTERM - 1)) | (1 << (signal.SIGINT - 1))
     try:
         children = multiprocessing.active_children()
         assert children
         for child in children:
-            status = Path(f"/proc/{child.pid}/status").read_text()
-            [ignored] = [line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")]
-            assert int(ignored, 16) & (1 << (signal.SIGTERM - 1)), f"worker {child.pid} takes SIGTERM"
-            assert int(ignored, 16) & (1 << (signal.SIGINT - 1))
+            # Forked workers all start at the first batch; one may still be running its initializer
+            # (which sets them) when another has answered: wait for its state, bounded.
+            deadline = time.monotonic() + 60
+            while (ignored := _ignored_signals(child.pid or 0)) & both != both:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+            assert ignored & (1 << (signal.SIGTERM - 1)), f"worker {child.pid} takes SIGTERM"
+            assert ignored & (1 << (signal.SIGINT - 1)), f"worker {child.pid} takes SIGINT"
     finally:
         worker.close()
+
+
+def _ignored_signals(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    [ignored] = [line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")]
+    return int(ignored, 16)
 
 
 def _busy_pool(
