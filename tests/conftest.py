@@ -16,6 +16,7 @@ import redis
 from hypothesis import HealthCheck, settings
 from redis.cluster import RedisCluster
 
+from simhash_redis.fingerprinting import engine_choice
 from tests.servers import ClusterProcess, ServerProcess
 
 # CI runs the suite on a loaded shared machine: one stall must not fail a property test on its timing
@@ -49,6 +50,16 @@ def _collect_after_asyncio_tests(request: pytest.FixtureRequest) -> Iterator[Non
 @functools.cache
 def _uses_asyncio(path: str) -> bool:
     return "asyncio" in Path(path).read_text(encoding="utf-8")
+
+
+@pytest.fixture(params=["native", "python"])
+def either_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Each test on the compiled core and on the pure engine."""
+    if request.param == "python":
+        monkeypatch.setattr(engine_choice, "native", None)
+    elif engine_choice.native is None:
+        pytest.skip("the compiled core is not built")
+    yield request.param
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import struct
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -12,20 +11,9 @@ import redis
 from redis.cluster import RedisCluster
 
 from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex, VerifiedMatch, codec
-from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import reads as reads_module
 from simhash_redis.store.candidates import top_band_hits
 from tests.test_verified_mode import _VOCAB, article, one_word_edit
-
-
-@pytest.fixture(params=["native", "python"])
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Each test on the compiled core and on the pure engine."""
-    if request.param == "python":
-        monkeypatch.setattr(engine_choice, "native", None)
-    elif engine_choice.native is None:
-        pytest.skip("the compiled core is not built")
-    yield request.param
 
 
 def _oracle(
@@ -219,9 +207,9 @@ def test_a_lookup_decodes_the_band_values_of_the_queries_not_capped_only(
 
 
 def test_a_batch_bounds_each_query_as_a_single_lookup_does_on_either_engine(
-    redis_client: redis.Redis, engine: str
+    redis_client: redis.Redis, either_engine: str
 ) -> None:
-    items = _site(redis_client, f"batch-{engine}", 300, versions=12)
+    items = _site(redis_client, f"batch-{either_engine}", 300, versions=12)
     template = article(10**6, 400) + " "
     # Over the cap (the template's pages), under it (text of no site), and a version of the story: a
     # batch of more queries than the numpy filter's threshold, in one order and the other.
@@ -229,7 +217,7 @@ def test_a_batch_bounds_each_query_as_a_single_lookup_does_on_either_engine(
     queries += [article(10**4 + i, 150) for i in range(6)]
     queries += [one_word_edit(text, n) for n, (_, text) in enumerate(items[-6:])]
     queries += queries[::-1]
-    capped = VerifiedIndex(SimhashIndex(redis_client, f"batch-{engine}"), max_candidates=3)
+    capped = VerifiedIndex(SimhashIndex(redis_client, f"batch-{either_engine}"), max_candidates=3)
     one_by_one = [capped.near(query) for query in queries]
     assert capped.near_many(queries) == one_by_one
     for found in one_by_one:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -25,7 +25,6 @@ from simhash_redis.codec import (
     encode_sketches,
     unpack_fps_many,
 )
-from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.index.sketch_judge import confirmed, confirmed_many
 from simhash_redis.results import Match
 from simhash_redis.store import Verification
@@ -38,16 +37,6 @@ from tests.test_verified_mode import article, one_word_edit
 
 _names = itertools.count()
 _SKETCHER = BandedOddSketcher()
-
-
-@pytest.fixture(params=["native", "python"])
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Each test on the compiled core and on the pure engine."""
-    if request.param == "python":
-        monkeypatch.setattr(engine_choice, "native", None)
-    elif engine_choice.native is None:
-        pytest.skip("the compiled core is not built")
-    yield request.param
 
 
 def _keys() -> KeySchema:
@@ -108,7 +97,7 @@ def test_band_columns_leave_what_has_no_such_form_to_band_places() -> None:
     assert keys.band_columns(many, None) is None
 
 
-@pytest.mark.usefixtures("engine")
+@pytest.mark.usefixtures("either_engine")
 @settings(max_examples=80, deadline=None)
 @given(data=st.data(), f=st.sampled_from([64, 32]))
 def test_band_hits_equal_unpacked_members_filtered(data: st.DataObject, f: int) -> None:
@@ -152,7 +141,7 @@ def _texts() -> list[str]:
     return out + [one_word_edit(text, rng.randrange(1000)) for text in out]
 
 
-@pytest.mark.usefixtures("engine")
+@pytest.mark.usefixtures("either_engine")
 def test_estimate_pairs_equal_estimate_many_of_each_query() -> None:
     texts = _texts()
     queries = _SKETCHER.sketch_many(texts)
@@ -168,7 +157,7 @@ def test_estimate_pairs_equal_estimate_many_of_each_query() -> None:
     assert (got > 0.8).any() and (got == 0).any()
 
 
-@pytest.mark.usefixtures("engine")
+@pytest.mark.usefixtures("either_engine")
 @pytest.mark.parametrize("hasher", [_SKETCHER, MinHasher(num_perm=64)], ids=["odd", "minhash"])
 def test_confirmed_many_equal_confirmed_of_each_query(hasher: BandedOddSketcher | MinHasher) -> None:
     texts = _texts()
@@ -185,7 +174,7 @@ def test_confirmed_many_equal_confirmed_of_each_query(hasher: BandedOddSketcher 
     assert any(want)
 
 
-@pytest.mark.usefixtures("engine")
+@pytest.mark.usefixtures("either_engine")
 def test_a_batch_finds_what_each_query_finds_alone(redis_client: redis.Redis) -> None:
     verified = VerifiedIndex(SimhashIndex(redis_client, f"batch{next(_names)}", k=3))
     texts = [article(seed) for seed in range(40)]

@@ -193,33 +193,29 @@ def test_real_texts() -> None:
 
 def test_a_compiled_core_without_the_banded_sketches_is_refused() -> None:
     # Built from an older checkout: an OddSketch without banded_many. =native says why.
-    code = (
-        "import sys, types, simhash_redis_native as core\n"
-        "old = types.ModuleType('simhash_redis_native')\n"
-        "old.__dict__.update(vars(core))\n"
-        "old.OddSketch = type('OddSketch', (), {})\n"
-        "sys.modules['simhash_redis_native'] = old\n"
-        "import simhash_redis\n"
-        "print(simhash_redis.engine())\n"
-    )
-    env = dict(os.environ, SIMHASH_REDIS_ENGINE="native")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    done = _engine_with_core_changed("old.OddSketch = type('OddSketch', (), {})")
     assert done.returncode == 1
     assert "older than this simhash-redis (no OddSketch.banded_many): upgrade it" in done.stderr
 
 
 def test_a_compiled_core_with_the_former_estimator_is_refused() -> None:
     # Built before the estimate was rounded: odd_estimate of 6 bits apart at sizes 27 + 27 a hair below 0.8.
+    done = _engine_with_core_changed("old.odd_estimate = lambda a, b: 0.7998")
+    assert done.returncode == 1
+    assert "older than this simhash-redis (its odd_estimate is not rounded): upgrade it" in done.stderr
+
+
+def _engine_with_core_changed(change: str) -> subprocess.CompletedProcess[str]:
+    """`simhash_redis.engine()` with SIMHASH_REDIS_ENGINE=native in a fresh process, over a copy of the
+    compiled core (`old`) that one statement changed."""
     code = (
         "import sys, types, simhash_redis_native as core\n"
         "old = types.ModuleType('simhash_redis_native')\n"
         "old.__dict__.update(vars(core))\n"
-        "old.odd_estimate = lambda a, b: 0.7998\n"
+        f"{change}\n"
         "sys.modules['simhash_redis_native'] = old\n"
         "import simhash_redis\n"
         "print(simhash_redis.engine())\n"
     )
     env = dict(os.environ, SIMHASH_REDIS_ENGINE="native")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
-    assert done.returncode == 1
-    assert "older than this simhash-redis (its odd_estimate is not rounded): upgrade it" in done.stderr
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
