@@ -1,10 +1,13 @@
-"""What both asyncio index classes share: a client, opening on first use, closing, `async with`."""
+"""What both asyncio index classes share: a client, opening on first use, closing, `async with`, and
+`awaited`, which makes a method of the synchronous index an awaited one."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from ..errors import InvalidType, SimhashRedisError
 from ..index import SimhashIndex
@@ -12,11 +15,13 @@ from ..store import IndexConfig, Layout
 from ..transport import client_from_url, is_asyncio_client
 from ..transport.greenlet_bridge import run
 
-__all__ = ["AsyncHandle", "asyncio_client"]
+__all__ = ["AsyncHandle", "asyncio_client", "awaited"]
 
 #: The synchronous index a handle opens (`SimhashIndex`, `VerifiedIndex`).
 Sync = TypeVar("Sync")
 H = TypeVar("H", bound="AsyncHandle[Any]")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class AsyncHandle(Generic[Sync]):
@@ -120,6 +125,20 @@ class AsyncHandle(Generic[Sync]):
     def __repr__(self) -> str:
         state = repr(self._index) if self._index is not None else f"name={self.name!r}, not open"
         return f"{type(self).__name__}({state})"
+
+
+def awaited(
+    method: Callable[Concatenate[Any, P], R], *, plain: bool = False
+) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """A handle's method that runs `method` of its opened index (with `plain`, of the `SimhashIndex` a
+    verified index wraps) in the bridge: the same signature, documentation, results and errors."""
+
+    async def call(self: AsyncHandle[Any], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        index = await self._opened()
+        return await run(method, self._plain(index) if plain else index, *args, **kwargs)
+
+    functools.update_wrapper(call, method)  # inspect.signature, help() and the API docs see `method`'s
+    return call
 
 
 def asyncio_client(client: Any) -> Any:

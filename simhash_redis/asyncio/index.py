@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, Literal, overload
 
 from .. import defaults
-from ..index import Document, SimhashIndex, VerifyReport
+from ..index import Document, SimhashIndex
 from ..index.batches import BatchProgress
-from ..index.bulk import DEFAULT_WINDOW, Progress
 from ..results import Match, Outcome
 from ..transport.greenlet_bridge import run
-from .handle import AsyncHandle, asyncio_client
+from .handle import AsyncHandle, asyncio_client, awaited
 
 __all__ = ["AsyncSimhashIndex"]
 
@@ -54,31 +53,12 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
         """`SimhashIndex.fingerprint` (CPU only), once open."""
         return self.index.fingerprint(doc)
 
-    async def near(self, query: Document, k: int | None = None) -> list[Match]:
-        """`SimhashIndex.near`, awaited: every stored document within distance k, nearest first."""
-        return await run((await self._opened()).near, query, k)
-
-    async def near_many(
-        self, queries: Sequence[Document], k: int | None = None, *, on_progress: BatchProgress | None = None
-    ) -> list[list[Match]]:
-        """`SimhashIndex.near_many`, awaited."""
-        return await run((await self._opened()).near_many, queries, k, on_progress=on_progress)
-
-    async def get(self, doc_id: str) -> int | None:
-        """`SimhashIndex.get`, awaited: the fingerprint stored for an id, or None."""
-        return await run((await self._opened()).get, doc_id)
-
-    async def get_many(self, ids: Sequence[str]) -> list[int | None]:
-        """`SimhashIndex.get_many`, awaited."""
-        return await run((await self._opened()).get_many, ids)
-
-    async def count(self) -> tuple[int, int]:
-        """`SimhashIndex.count`, awaited: the number of documents and of distinct fingerprints."""
-        return await run((await self._opened()).count)
-
-    async def add(self, doc_id: str, doc: Document) -> Outcome:
-        """`SimhashIndex.add`, awaited: store a document under an id."""
-        return await run((await self._opened()).add, doc_id, doc)
+    near = awaited(SimhashIndex.near)
+    near_many = awaited(SimhashIndex.near_many)
+    get = awaited(SimhashIndex.get)
+    get_many = awaited(SimhashIndex.get_many)
+    count = awaited(SimhashIndex.count)
+    add = awaited(SimhashIndex.add)
 
     @overload
     async def add_many(
@@ -105,41 +85,16 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
         unique: bool = False,
         on_progress: BatchProgress | None = None,
     ) -> list[Outcome] | list[Outcome | Match]:
-        """`SimhashIndex.add_many`, awaited."""
+        """`SimhashIndex.add_many`, awaited (its overloads kept, which `awaited` cannot carry)."""
         index = await self._opened()
         result: list[Outcome] | list[Outcome | Match] = await run(
             index.add_many, items, unique=unique, on_progress=on_progress
         )
         return result
 
-    async def bulk_add(
-        self,
-        items: Iterable[tuple[str, Document]],
-        *,
-        window: int = DEFAULT_WINDOW,
-        on_progress: Progress | None = None,
-    ) -> list[Outcome]:
-        """`SimhashIndex.bulk_add`, awaited (a synchronous iterable, read lazily)."""
-        return await run((await self._opened()).bulk_add, items, window=window, on_progress=on_progress)
-
-    async def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
-        """`SimhashIndex.add_if_new`, awaited: store unless a near-duplicate is stored, atomically."""
-        return await run((await self._opened()).add_if_new, doc_id, doc)
-
-    async def remove(self, doc_id: str) -> bool:
-        """`SimhashIndex.remove`, awaited: whether the id was stored."""
-        return await run((await self._opened()).remove, doc_id)
-
-    async def remove_many(
-        self, ids: Iterable[str], *, on_progress: BatchProgress | None = None
-    ) -> list[bool]:
-        """`SimhashIndex.remove_many`, awaited."""
-        return await run((await self._opened()).remove_many, ids, on_progress=on_progress)
-
-    async def verify(self, repair: bool = False) -> VerifyReport:
-        """`SimhashIndex.verify`, awaited: check (and with repair, fix) the index's consistency."""
-        return await run((await self._opened()).verify, repair)
-
-    async def drop(self) -> int:
-        """`SimhashIndex.drop`, awaited: delete every key of this index; the number deleted."""
-        return await run((await self._opened()).drop)
+    bulk_add = awaited(SimhashIndex.bulk_add)
+    add_if_new = awaited(SimhashIndex.add_if_new)
+    remove = awaited(SimhashIndex.remove)
+    remove_many = awaited(SimhashIndex.remove_many)
+    verify = awaited(SimhashIndex.verify)
+    drop = awaited(SimhashIndex.drop)
