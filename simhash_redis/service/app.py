@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import gc
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -27,24 +26,15 @@ from .guard import Guard, Receive, Scope, Send, refuse
 from .indexes import Opened, Registry
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .openapi import document
+from .operations import OPERATIONS, Operation
 from .problems import ServiceError
 from .protocol import alone
 from .streams import Call, json_lines
 
-__all__ = ["OPERATIONS", "create_app"]
+__all__ = ["create_app"]
 
 _encode = msgspec.json.Encoder().encode
 _JSON = "application/json"
-
-
-@dataclass(frozen=True)
-class _Operation:
-    """One /v1 operation: its document's type (in a batch, alone), whether it creates the index, its call."""
-
-    item: type[Any]
-    single: type[Any]
-    create: bool
-    run: Callable[[Opened, Sequence[Any], tuple[Any, ...]], Sequence[msgspec.Struct]]
 
 
 def _number(call: Call, name: str, kind: type[int] | type[float]) -> Any:
@@ -69,40 +59,6 @@ def _params(op: str, call: Call, single: Any) -> tuple[Any, ...]:
 def _from_text(items: Sequence[Any]) -> bool:
     """Whether the documents of a write make a new index from texts (not all precomputed fingerprints)."""
     return not items or any(getattr(item, "text", None) is not None for item in items)
-
-
-def _bound(
-    op: _Operation, index: Opened, params: tuple[Any, ...]
-) -> Callable[[Sequence[Any]], Sequence[Any]]:
-    return lambda items: op.run(index, items, params)
-
-
-#: The operations, by the name in their path.
-OPERATIONS: dict[str, _Operation] = {
-    "fingerprint": _Operation(
-        schemas.Text,
-        schemas.Text,
-        False,
-        lambda index, items, _: operations.fingerprint(index, [t.text for t in items]),
-    ),
-    "near": _Operation(
-        schemas.QueryItem, schemas.Query, False, lambda index, items, p: operations.near(index, items, *p)
-    ),
-    "add": _Operation(
-        schemas.Document, schemas.Document, True, lambda index, items, _: operations.add(index, items)
-    ),
-    "add_if_new": _Operation(
-        schemas.Document, schemas.Document, True, lambda index, items, _: operations.add_if_new(index, items)
-    ),
-    "remove": _Operation(
-        schemas.Id, schemas.Id, False, lambda index, items, _: operations.remove(index, [i.id for i in items])
-    ),
-    "get": _Operation(
-        schemas.Id, schemas.Id, False, lambda index, items, _: operations.get(index, [i.id for i in items])
-    ),
-}
-_SINGLE = {name: msgspec.json.Decoder(op.single) for name, op in OPERATIONS.items()}
-_BATCH = {name: msgspec.json.Decoder(list[op.item]) for name, op in OPERATIONS.items()}  # type: ignore[name-defined]
 
 
 class Service:
@@ -153,9 +109,9 @@ class Service:
             if op is None or (len(parts) == 6 and parts[5] != "batch"):
                 raise ServiceError(404, "not_found", f"no route {scope['path']!r}: see /openapi.json")
             if len(parts) == 6:
-                await self._batch(call, name, parts[4], op)
+                await self._batch(call, name, op)
                 return
-            single = _SINGLE[parts[4]].decode(await call.body(self.config.max_body))
+            single = op.decode_single(await call.body(self.config.max_body))
             index = self.registry.get(name, create=op.create, from_text=_from_text((single,)))
             params = _params(parts[4], call, single)
             if alone():
@@ -163,7 +119,7 @@ class Service:
                 # at once. What a coalescer may still hold is of requests already answered (504).
                 result = op.run(index, [single], params)[0]
             else:
-                coalescer = index.coalescer((parts[4], *params), _bound(op, index, params))
+                coalescer = index.coalescer((parts[4], *params), op.bound(index, params))
                 future = coalescer.submit(single)
                 timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
                 try:
@@ -181,24 +137,24 @@ class Service:
             message = f"the request took longer than {self.config.timeout:g} s: send smaller batches"
             future.set_exception(ServiceError(504, "timeout", message))
 
-    async def _batch(self, call: Call, name: str, op_name: str, op: _Operation) -> None:
+    async def _batch(self, call: Call, name: str, op: Operation) -> None:
         """A batch: JSON Lines streamed in and out, or a JSON array in one library call."""
-        params = _params(op_name, call, None)
+        params = _params(op.name, call, None)
         if call.json_lines():
             run = self._streamed(name, op, params)
             await call.stream(json_lines(call, op.item, run, self.config.batch, self.config.max_body))
             return
-        items = _BATCH[op_name].decode(await call.body(self.config.max_body))
+        items = op.decode_batch(await call.body(self.config.max_body))
         index = self.registry.get(name, create=op.create, from_text=_from_text(items))
         await call.answer(200, _encode(op.run(index, items, params)))
 
     def _streamed(
-        self, name: str, op: _Operation, params: tuple[Any, ...]
+        self, name: str, op: Operation, params: tuple[Any, ...]
     ) -> Callable[[Sequence[Any]], Sequence[Any]]:
         """The operation's call for a JSON Lines stream: on the index as it is, or, for a write to a missing
         index, on the one its first part creates (in the mode its documents choose)."""
         try:
-            return _bound(op, self.registry.get(name), params)
+            return op.bound(self.registry.get(name), params)
         except IndexNotFound:
             if not (op.create and self.config.create):
                 raise

@@ -9,124 +9,91 @@ from typing import Any
 import msgspec
 
 from . import schemas
+from .operations import OPERATIONS
 from .problems import CODES
 
 __all__ = ["document"]
-
-# operation -> (its document alone, in a batch, its result, summary)
-_OPERATIONS: dict[str, tuple[Any, Any, Any, str]] = {
-    "fingerprint": (schemas.Text, schemas.Text, schemas.FingerprintResult, "A text's fingerprint (no Redis)"),
-    "near": (
-        schemas.Query,
-        schemas.QueryItem,
-        schemas.NearResult,
-        "Stored documents near a text or fingerprint",
-    ),
-    "add": (schemas.Document, schemas.Document, schemas.AddResult, "Store a document"),
-    "add_if_new": (
-        schemas.Document,
-        schemas.Document,
-        schemas.AddIfNewResult,
-        "Store a document unless a near-duplicate is stored (atomically)",
-    ),
-    "remove": (schemas.Id, schemas.Id, schemas.RemoveResult, "Remove a document"),
-    "get": (schemas.Id, schemas.Id, schemas.StoredResult, "The fingerprint stored for an id"),
-}
 
 
 def _ref(kind: Any) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{kind.__name__}"}
 
 
-def _errors() -> dict[str, Any]:
-    statuses = sorted({status for status in CODES.values()})
-    error = {"content": {"application/json": {"schema": _ref(schemas.ErrorBody)}}}
+def _json(schema: Any) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _answers(description: str, content: dict[str, Any]) -> dict[str, Any]:
+    """The responses of a /v1 operation: 200 with its content, and every error status."""
+    error = {"description": "an error; body.error.code is stable", "content": _json(_ref(schemas.ErrorBody))}
     return {
-        str(status): {"description": "an error; body.error.code is stable", **error} for status in statuses
+        "200": {"description": description, "content": content},
+        **{str(status): error for status in sorted(set(CODES.values()))},
     }
 
 
 @functools.lru_cache(maxsize=1)
 def document() -> bytes:
     """The OpenAPI document, as JSON."""
-    kinds = {schemas.ErrorBody, schemas.Stats}
-    for single, item, result, _ in _OPERATIONS.values():
-        kinds |= {single, item, result}
+    kinds: set[Any] = {schemas.ErrorBody, schemas.Stats}
+    for op in OPERATIONS.values():
+        kinds |= {op.single, op.item, op.result}
     _, components = msgspec.json.schema_components(sorted(kinds, key=lambda k: k.__name__))
-    name_param = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+    name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
     paths: dict[str, Any] = {}
-    for op, (single, item, result, summary) in _OPERATIONS.items():
-        paths[f"/v1/indexes/{{name}}/{op}"] = {
+    for path, op in OPERATIONS.items():
+        paths[f"/v1/indexes/{{name}}/{path}"] = {
             "post": {
-                "summary": summary,
-                "operationId": op,
-                "parameters": [name_param],
-                "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(single)}}},
-                "responses": {
-                    "200": {
-                        "description": "the result",
-                        "content": {"application/json": {"schema": _ref(result)}},
-                    },
-                    **_errors(),
-                },
+                "summary": op.summary,
+                "operationId": path,
+                "parameters": [name],
+                "requestBody": {"required": True, "content": _json(_ref(op.single))},
+                "responses": _answers("the result", _json(_ref(op.result))),
             }
         }
-        params = [name_param]
-        if op == "near":
-            params = [
-                name_param,
-                {"name": "k", "in": "query", "required": False, "schema": {"type": "integer"}},
-                {"name": "threshold", "in": "query", "required": False, "schema": {"type": "number"}},
-            ]
-        many = {"type": "array", "items": _ref(item)}
-        lines = {"type": "string", "description": f"JSON Lines: one {item.__name__} a line"}
-        paths[f"/v1/indexes/{{name}}/{op}/batch"] = {
+        params = [name]
+        if path == "near":
+            params.append({"name": "k", "in": "query", "required": False, "schema": {"type": "integer"}})
+            params.append(
+                {"name": "threshold", "in": "query", "required": False, "schema": {"type": "number"}}
+            )
+        lines = {"type": "string", "description": f"JSON Lines: one {op.item.__name__} a line"}
+        results = {"type": "array", "items": _ref(op.result)}
+        paths[f"/v1/indexes/{{name}}/{path}/batch"] = {
             "post": {
-                "summary": f"{summary}: a batch (a JSON array, or JSON Lines streamed in and out)",
-                "operationId": f"{op}_batch",
+                "summary": f"{op.summary}: a batch (a JSON array, or JSON Lines streamed in and out)",
+                "operationId": f"{path}_batch",
                 "parameters": params,
                 "requestBody": {
                     "required": True,
                     "content": {
-                        "application/json": {"schema": many},
+                        **_json({"type": "array", "items": _ref(op.item)}),
                         "application/x-ndjson": {"schema": lines},
                     },
                 },
-                "responses": {
-                    "200": {
-                        "description": "a result per document, in order (JSON Lines: an error line for a "
-                        "malformed line)",
-                        "content": {
-                            "application/json": {"schema": {"type": "array", "items": _ref(result)}},
-                            "application/x-ndjson": {"schema": {"type": "string"}},
-                        },
-                    },
-                    **_errors(),
-                },
+                "responses": _answers(
+                    "a result per document, in order (JSON Lines: an error line for a malformed line)",
+                    {**_json(results), "application/x-ndjson": {"schema": {"type": "string"}}},
+                ),
             }
         }
     paths["/v1/indexes/{name}/stats"] = {
         "get": {
             "summary": "An index's configuration and counts",
             "operationId": "stats",
-            "parameters": [name_param],
-            "responses": {
-                "200": {
-                    "description": "the stats",
-                    "content": {"application/json": {"schema": _ref(schemas.Stats)}},
-                },
-                **_errors(),
-            },
+            "parameters": [name],
+            "responses": _answers("the stats", _json(_ref(schemas.Stats))),
         }
     }
-    plain = {"200": {"description": "ok"}, "503": {"description": "not ready"}}
-    paths["/healthz"] = {
-        "get": {"summary": "The process answers", "responses": {"200": {"description": "ok"}}}
+    ok = {"200": {"description": "ok"}}
+    paths["/healthz"] = {"get": {"summary": "The process answers", "responses": ok}}
+    paths["/readyz"] = {
+        "get": {
+            "summary": "Redis answers and the index can be read",
+            "responses": {**ok, "503": {"description": "not ready"}},
+        }
     }
-    paths["/readyz"] = {"get": {"summary": "Redis answers and the index can be read", "responses": plain}}
-    paths["/metrics"] = {
-        "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "ok"}}}
-    }
+    paths["/metrics"] = {"get": {"summary": "Prometheus metrics", "responses": ok}}
     doc = {
         "openapi": "3.1.0",
         "info": {"title": "simhash-redis", "version": importlib.metadata.version("simhash-redis")},

@@ -3,20 +3,58 @@ cheaper single-document call) to the library, and its results in the service's J
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
 
 from ..codec import format_fingerprint, parse_fingerprint
 from ..errors import InvalidArgument
 from ..results import Match, Outcome, VerifiedMatch
 from . import schemas
 from .indexes import Opened
+from .schemas import (
+    AddIfNewResult,
+    AddResult,
+    Document,
+    FingerprintResult,
+    Id,
+    NearResult,
+    Query,
+    QueryItem,
+    RemoveResult,
+    StoredResult,
+    Text,
+)
 
-__all__ = ["add", "add_if_new", "fingerprint", "get", "near", "remove", "stats"]
+__all__ = ["OPERATIONS", "Operation", "add", "add_if_new", "fingerprint", "get", "near", "remove", "stats"]
 
 
-def fingerprint(index: Opened, texts: Sequence[str]) -> list[schemas.FingerprintResult]:
+class Operation:
+    """One /v1 operation: its request alone and a batch's item (with their decoders), its result, whether
+    a write to a missing index creates it, and its summary (for OpenAPI)."""
+
+    def __init__(
+        self, name: str, single: type[Any], item: type[Any], result: type[Any], create: bool, summary: str
+    ) -> None:
+        self.name, self.single, self.item, self.result = name, single, item, result
+        self.create, self.summary = create, summary
+        self.decode_single = msgspec.json.Decoder(single).decode
+        self.decode_batch = msgspec.json.Decoder(list[item]).decode  # type: ignore[valid-type]
+
+    def run(self, index: Opened, items: Sequence[Any], params: tuple[Any, ...]) -> Sequence[msgspec.Struct]:
+        """This operation on a batch (its function looked up by name at each call: a replaced one is used)."""
+        function: Callable[..., Sequence[msgspec.Struct]] = globals()[self.name]
+        return function(index, items, *params)
+
+    def bound(self, index: Opened, params: tuple[Any, ...]) -> Callable[[Sequence[Any]], Sequence[Any]]:
+        """`run` on that index with those parameters."""
+        return lambda items: self.run(index, items, params)
+
+
+def fingerprint(index: Opened, texts: Sequence[schemas.Text]) -> list[schemas.FingerprintResult]:
     """The fingerprints of texts in the index's scheme (no Redis round trip)."""
-    fps = index.plain.fingerprint_many(list(texts))
+    fps = index.plain.fingerprint_many([t.text for t in texts])
     return [schemas.FingerprintResult(format_fingerprint(fp, index.f)) for fp in fps]
 
 
@@ -83,18 +121,17 @@ def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.
     return out
 
 
-def remove(index: Opened, ids: Sequence[str]) -> list[schemas.RemoveResult]:
+def remove(index: Opened, items: Sequence[schemas.Id]) -> list[schemas.RemoveResult]:
     """Remove documents by id (an unknown id is not an error: removed is false)."""
-    if index.verified is not None:
-        removed = index.verified.remove_many(list(ids))
-    else:
-        removed = index.plain.remove_many(list(ids))
+    ids = [i.id for i in items]
+    removed = (index.verified or index.plain).remove_many(ids)
     return [schemas.RemoveResult(i, r) for i, r in zip(ids, removed, strict=True)]
 
 
-def get(index: Opened, ids: Sequence[str]) -> list[schemas.StoredResult]:
+def get(index: Opened, items: Sequence[schemas.Id]) -> list[schemas.StoredResult]:
     """The fingerprints stored for ids (null where not stored)."""
-    found = index.plain.get_many(list(ids))
+    ids = [i.id for i in items]
+    found = index.plain.get_many(ids)
     f = index.f
     return [
         schemas.StoredResult(i, None if fp is None else format_fingerprint(fp, f))
@@ -155,3 +192,24 @@ def _prepared(index: Opened, docs: Sequence[schemas.Document]) -> tuple[list[str
     if all(type(v) is int for v in values):
         return ids, [int(v) for v in values], []
     return ids, index.plain.fingerprint_many(values), []
+
+
+#: The operations, by the name in their path.
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation("fingerprint", Text, Text, FingerprintResult, False, "A text's fingerprint (no Redis)"),
+        Operation("near", Query, QueryItem, NearResult, False, "Stored documents near a text or fingerprint"),
+        Operation("add", Document, Document, AddResult, True, "Store a document"),
+        Operation(
+            "add_if_new",
+            Document,
+            Document,
+            AddIfNewResult,
+            True,
+            "Store a document unless a near-duplicate is stored (atomically)",
+        ),
+        Operation("remove", Id, Id, RemoveResult, False, "Remove a document"),
+        Operation("get", Id, Id, StoredResult, False, "The fingerprint stored for an id"),
+    )
+}
