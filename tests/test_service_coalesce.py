@@ -15,8 +15,7 @@ from simhash_redis.errors import InvalidArgument, RedisUnavailable
 pytest.importorskip("msgspec")
 
 from simhash_redis.service import operations, schemas
-from simhash_redis.service.coalesce import MAX_BATCH, Coalescer
-from simhash_redis.service.indexes import Opened
+from simhash_redis.service.indexes import MAX_BATCH, Coalescer, Opened
 from simhash_redis.transport.wire import round_trips
 
 TEXT = "storm closes coastal roads as heavy rain hits the region on monday, and schools stay shut"

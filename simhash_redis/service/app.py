@@ -22,14 +22,14 @@ from starlette.routing import Route
 from ..errors import IndexNotFound, InvalidArgument
 from . import operations, schemas
 from .config import ServiceConfig
-from .guard import Guard, Receive, Scope, Send, refuse
+from .guard import Guard
 from .indexes import Opened, Registry
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .openapi import document
 from .operations import OPERATIONS, Operation
-from .problems import ServiceError
+from .problems import ServiceError, refuse
 from .protocol import alone
-from .streams import Call, json_lines
+from .streams import Call, Receive, Scope, Send, json_lines
 
 __all__ = ["create_app"]
 

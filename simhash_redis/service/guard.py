@@ -7,28 +7,18 @@ import hmac
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 
 from .metrics import Metrics
-from .problems import Problem, ServiceError, problem_of
-from .schemas import ErrorBody
+from .problems import ERROR_CODE, SENT, STATUS, ServiceError
+from .streams import Call, Message, Receive, Scope, Send
 
-__all__ = ["ERROR_CODE", "SENT", "STATUS", "Guard", "error_response", "route_of"]
+__all__ = ["Guard", "route_of"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-#: The key of a request's scope["state"] where the error code of its response is noted.
-ERROR_CODE = "error_code"
-#: The keys of a request's scope["state"] where the /v1 handler notes its answer's status and body bytes.
-STATUS = "status"
-SENT = "sent"
 _V1 = "/v1/indexes/"
 
 # Paths that answer without the token: a probe of a load balancer or an orchestrator carries none.
@@ -50,15 +40,6 @@ def route_of(path: str) -> str:
             return f"/v1/indexes/{{name}}/{parts[4]}{tail}"
         return "/v1/other"
     return path if path in _OPEN or path == "/metrics" else "other"
-
-
-def error_response(status: int, problem: Problem) -> tuple[dict[str, Any], bytes]:
-    """The ASGI start message and body of an error response."""
-    body = _encode(ErrorBody(problem))
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    return {"type": "http.response.start", "status": status, "headers": headers}, body
 
 
 class Guard:
@@ -94,13 +75,10 @@ class Guard:
         path = scope["path"]
         try:
             if self._token is not None and path not in _OPEN and not self._authorized(scope):
-                state[ERROR_CODE] = "unauthorized"
-                start, body = error_response(
-                    401, Problem("unauthorized", "this service needs an Authorization: Bearer token")
+                refused = ServiceError(
+                    401, "unauthorized", "this service needs an Authorization: Bearer token"
                 )
-                await send(start)
-                await send({"type": "http.response.body", "body": body})
-                state[STATUS], state[SENT] = 401, len(body)
+                await Call(scope, receive, send).refuse(refused)
             elif scope["method"] == "POST" and path.startswith(_V1):
                 await self.operation(scope, receive, send)
             else:
@@ -178,12 +156,3 @@ def _noting(send: Send, state: dict[str, Any]) -> Send:
         await send(message)
 
     return sending
-
-
-def refuse(exc: BaseException, state: dict[str, Any]) -> tuple[int, Problem]:
-    """The status and body of an error, its code noted in the request's state (for metrics and logs)."""
-    status, problem = problem_of(exc)
-    state[ERROR_CODE] = problem.code
-    if status >= 500 and not isinstance(exc, ServiceError) and problem.code == "internal":
-        logging.getLogger("simhash_redis.service").error("unexpected error", exc_info=exc)
-    return status, problem

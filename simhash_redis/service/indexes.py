@@ -1,27 +1,78 @@
 """The indexes a worker process serves: opened on first use, on one client of the configured server.
 
 Each worker calls the synchronous library on its event loop's thread: a near() of the synchronous
-index costs about half the CPU of the asyncio API's, and concurrent requests are gathered (`coalesce`).
+index costs about half the CPU of the asyncio API's. Single-document calls that arrive together go to
+the library as one batch (`Coalescer`), each keeping its own result and error: the library checks a
+whole batch before writing any of it, so a batch refused for one malformed document is run again one
+document at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import redis
 from redis.cluster import RedisCluster
 
-from ..errors import IndexNotFound
+from ..errors import IndexNotFound, InvalidArgument, InvalidType
 from ..index import SimhashIndex, VerifiedIndex
 from ..index.mode import chosen_mode, open_in_mode
 from ..store import validate_name
 from ..transport import client_from_url
-from .coalesce import Coalescer
 from .config import SERVE_ASKING, ServiceConfig
 
-__all__ = ["Opened", "Registry"]
+__all__ = ["MAX_BATCH", "Coalescer", "Opened", "Registry"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Most single calls in one batch (more wait for the next).
+MAX_BATCH = 256
+
+
+class Coalescer(Generic[T, R]):
+    """Gathers single calls of one kind made in one turn of the event loop, and runs them as one batch."""
+
+    def __init__(self, run: Callable[[Sequence[T]], Sequence[R]]) -> None:
+        self._run = run
+        self._pending: list[tuple[T, asyncio.Future[R]]] = []
+
+    def submit(self, item: T) -> asyncio.Future[R]:
+        """The future result of one item, run with the others submitted before the loop's next turn."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[R] = loop.create_future()
+        self._pending.append((item, future))
+        if len(self._pending) == 1:
+            loop.call_soon(self._flush)
+        return future
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+        if self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        batch = [(item, future) for item, future in batch if not future.done()]  # timed out meanwhile
+        if not batch:
+            return
+        try:
+            results = self._run([item for item, _ in batch])
+        except (InvalidArgument, InvalidType) as exc:
+            if len(batch) == 1:
+                batch[0][1].set_exception(exc)
+                return
+            for item, future in batch:  # whose document it is: each alone (nothing was written)
+                try:
+                    future.set_result(self._run([item])[0])
+                except Exception as alone:
+                    future.set_exception(alone)
+        except Exception as exc:
+            for _, future in batch:
+                future.set_exception(exc)
+        else:
+            for (_, future), result in zip(batch, results, strict=True):
+                future.set_result(result)
 
 
 @dataclass

@@ -6,6 +6,9 @@ message says nothing of it (the log has the traceback). No message holds a passw
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 import msgspec
 
 from ..errors import (
@@ -26,7 +29,13 @@ from ..errors import (
     WriteContention,
 )
 
-__all__ = ["CODES", "Problem", "ServiceError", "problem_of"]
+__all__ = ["CODES", "ERROR_CODE", "SENT", "STATUS", "Problem", "ServiceError", "problem_of", "refuse"]
+
+#: The keys of a request's scope["state"] where its answer's error code, status and body bytes are noted
+#: (for the metrics and the access log).
+ERROR_CODE = "error_code"
+STATUS = "status"
+SENT = "sent"
 
 
 class ServiceError(Exception):
@@ -101,3 +110,12 @@ def _message(exc: SimhashRedisError) -> str:
     if isinstance(exc, RedisUnavailable):
         return f"cannot reach Redis ({exc}); every write is idempotent: send the same request again"
     return str(exc)
+
+
+def refuse(exc: BaseException, state: dict[str, Any]) -> tuple[int, Problem]:
+    """The status and body of an error, its code noted in the request's state (for metrics and logs)."""
+    status, problem = problem_of(exc)
+    state[ERROR_CODE] = problem.code
+    if status >= 500 and not isinstance(exc, ServiceError) and problem.code == "internal":
+        logging.getLogger("simhash_redis.service").error("unexpected error", exc_info=exc)
+    return status, problem

@@ -4,18 +4,22 @@ bounded memory (docs/service.md)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 import msgspec
 
 from ..errors import InvalidArgument, InvalidType
-from .guard import SENT, STATUS, Message, Receive, Scope, Send, refuse
-from .problems import Problem, ServiceError
+from .problems import SENT, STATUS, Problem, ServiceError, refuse
 from .schemas import ErrorBody
 
-__all__ = ["JSON_LINES", "Call"]
+__all__ = ["JSON_LINES", "Call", "Message", "Receive", "Scope", "Send", "json_lines"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=msgspec.Struct)
