@@ -22,10 +22,10 @@ from scrapy.utils.misc import load_object
 from .. import defaults
 from ..errors import InvalidArgument
 from ..index import SimhashIndex, VerifiedIndex
-from ..index.mode import Asking, open_in_mode
+from ..index.mode import Asking
 from ..results import Match, VerifiedMatch
 from ..store import Retention
-from ..transport import client_from_url
+from ..tools.connect import open_index
 from ..transport.greenlet_bridge import greenlet_installed
 
 if TYPE_CHECKING:
@@ -190,20 +190,15 @@ class NearDuplicatePipeline:
         """
         if _on_asyncio():
             return _hook_result(self._open_async())
-        client = client_from_url(self.url)
-        try:
-            self.index = open_in_mode(client, self.index_name, **self._options())
-        except BaseException:
-            client.close()
-            raise
+        self.index = open_index(self.index_name, self.url, **self._options())
         self._opened("blocking", isinstance(self.index, VerifiedIndex))
         return None
 
     async def _open_async(self) -> None:
         from ..asyncio import AsyncVerifiedIndex
-        from ..asyncio.opening import open_index
+        from ..asyncio import open_index as open_async_index
 
-        self.async_index = await open_index(self.index_name, self.url, **self._options())
+        self.async_index = await open_async_index(self.index_name, self.url, **self._options())
         self._opened("asyncio", isinstance(self.async_index, AsyncVerifiedIndex))
 
     def _opened(self, client: str, verified: bool) -> None:

@@ -91,14 +91,6 @@ class Opened:
             return cls(index.index, index)
         return cls(index, VerifiedIndex(index) if index.config.verification is not None else None)
 
-    @property
-    def name(self) -> str:
-        return self.plain.name
-
-    @property
-    def f(self) -> int:
-        return self.plain.f
-
     def coalescer(
         self, key: tuple[Any, ...], run: Callable[[Sequence[Any]], Sequence[Any]]
     ) -> Coalescer[Any, Any]:

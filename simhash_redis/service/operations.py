@@ -55,7 +55,7 @@ class Operation:
 def fingerprint(index: Opened, texts: Sequence[schemas.Text]) -> list[schemas.FingerprintResult]:
     """The fingerprints of texts in the index's scheme (no Redis round trip)."""
     fps = index.plain.fingerprint_many([t.text for t in texts])
-    return [schemas.FingerprintResult(format_fingerprint(fp, index.f)) for fp in fps]
+    return [schemas.FingerprintResult(format_fingerprint(fp, index.plain.f)) for fp in fps]
 
 
 def near(
@@ -65,7 +65,7 @@ def near(
     threshold: float | None,
 ) -> list[schemas.NearResult]:
     """The matches of each query (a verified index's from texts only)."""
-    f = index.f
+    f = index.plain.f
     found: list[list[Match]] | list[list[VerifiedMatch]]
     if index.verified is not None:
         texts = [_text_of(q, index, "query") for q in queries]
@@ -76,7 +76,7 @@ def near(
     else:
         if threshold is not None:
             raise InvalidArgument(
-                f"index {index.name!r} is not verified: threshold applies to a verified index only"
+                f"index {index.plain.name!r} is not verified: threshold applies to a verified index only"
             )
         docs = [_document(q, f) for q in queries]
         found = [index.plain.near(docs[0], k)] if len(docs) == 1 else index.plain.near_many(docs, k)
@@ -91,7 +91,7 @@ def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResu
         outcomes = index.verified.add_many(list(zip(ids, texts, strict=True)))
     else:
         outcomes = index.plain.add_many(list(zip(ids, fps, strict=True)))
-    f = index.f
+    f = index.plain.f
     return [
         schemas.AddResult(i, o.value, format_fingerprint(fp, f))
         for i, o, fp in zip(ids, outcomes, fps, strict=True)
@@ -111,7 +111,7 @@ def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.
         found = [index.plain.add_if_new(ids[0], fps[0])]
     else:
         found = index.plain.add_many(list(zip(ids, fps, strict=True)), unique=True)
-    f = index.f
+    f = index.plain.f
     out: list[schemas.AddIfNewResult] = []
     for doc_id, fp, result in zip(ids, fps, found, strict=True):
         if isinstance(result, (Match, VerifiedMatch)):
@@ -132,7 +132,7 @@ def get(index: Opened, items: Sequence[schemas.Id]) -> list[schemas.StoredResult
     """The fingerprints stored for ids (null where not stored)."""
     ids = [i.id for i in items]
     found = index.plain.get_many(ids)
-    f = index.f
+    f = index.plain.f
     return [
         schemas.StoredResult(i, None if fp is None else format_fingerprint(fp, f))
         for i, fp in zip(ids, found, strict=True)
@@ -144,7 +144,7 @@ def stats(index: Opened) -> schemas.Stats:
     documents, fps = index.plain.count()
     plain = index.plain
     return schemas.Stats(
-        name=index.name,
+        name=plain.name,
         documents=documents,
         fingerprints=fps,
         f=plain.f,
@@ -174,7 +174,7 @@ def _text_of(item: schemas.QueryItem | schemas.Query | schemas.Document, index: 
     """The text of a query or document of a verified index (whose sketches are made from texts)."""
     if item.text is None:
         raise InvalidArgument(
-            f"index {index.name!r} is verified: a {what} needs its text (a sketch is made from it), "
+            f"index {index.plain.name!r} is verified: a {what} needs its text (a sketch is made from it), "
             "not a fingerprint"
         )
     if item.fingerprint is not None:
@@ -188,7 +188,7 @@ def _prepared(index: Opened, docs: Sequence[schemas.Document]) -> tuple[list[str
     if index.verified is not None:
         texts = [_text_of(d, index, "document") for d in docs]
         return ids, index.plain.fingerprint_many(texts), texts
-    values = [_document(d, index.f) for d in docs]
+    values = [_document(d, index.plain.f) for d in docs]
     if all(type(v) is int for v in values):
         return ids, [int(v) for v in values], []
     return ids, index.plain.fingerprint_many(values), []

@@ -51,11 +51,9 @@ class QueryItem(_In, frozen=True):
     fingerprint: str | None = None
 
 
-class Query(_In, frozen=True):
+class Query(QueryItem, frozen=True):
     """A `near` query: a text or a fingerprint, the largest distance k, and a verified index's threshold."""
 
-    text: str | None = None
-    fingerprint: str | None = None
     k: int | None = None
     threshold: float | None = None
 
