@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from .metrics import Metrics
+from .operations import OPERATIONS
 from .problems import ERROR_CODE, SENT, STATUS, ServiceError
 from .streams import Call, Message, Receive, Scope, Send
 
@@ -23,7 +24,7 @@ _V1 = "/v1/indexes/"
 
 # Paths that answer without the token: a probe of a load balancer or an orchestrator carries none.
 _OPEN = frozenset({"/healthz", "/readyz", "/openapi.json"})
-_OPS = frozenset({"fingerprint", "near", "add", "add_if_new", "remove", "get", "stats"})
+_OPS = frozenset({*OPERATIONS, "stats"})
 
 _log = logging.getLogger("simhash_redis.service.access")
 # The name of the handler the guard adds (to stderr) when the access log has none.
