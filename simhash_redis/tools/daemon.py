@@ -25,12 +25,11 @@ __all__ = [
     "find_client_binary",
     "find_server_binary",
     "free_port",
+    "is_server",
     "log_tail",
-    "looks_like_server",
     "pid_alive",
     "probe",
     "read_pid",
-    "server_version",
     "url_of",
     "wait_exit",
 ]
@@ -132,8 +131,11 @@ def wait_exit(pid: int, timeout: float) -> bool:
     return True
 
 
-def looks_like_server(pid: int, binary: str) -> bool:
-    """Whether pid runs a Valkey/Redis server started from `binary` ("" if unknown), not a reused pid."""
+def is_server(pid: int, binary: str) -> bool:
+    """Whether pid is alive and runs a Valkey/Redis server started from `binary` ("" if unknown), not a
+    reused pid."""
+    if pid <= 0 or not pid_alive(pid):
+        return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
@@ -183,9 +185,3 @@ def probe(port: int, pid: int) -> dict[str, Any] | None:
     except (redis.RedisError, OSError):
         return None
     return info if int(info.get("process_id", -1)) == pid else None
-
-
-def server_version(info: dict[str, Any]) -> str | None:
-    """The server version in what `probe` returned (e.g. ``8.1.8``), or None."""
-    version = info.get("valkey_version", info.get("redis_version"))
-    return None if version is None else str(version)

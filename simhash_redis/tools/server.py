@@ -20,28 +20,14 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import platformdirs
 import redis
 
 from ..checks import check_int
 from ..errors import RedisUnavailable
-from .daemon import (
-    HOST,
-    POLL,
-    client,
-    find_server_binary,
-    free_port,
-    log_tail,
-    looks_like_server,
-    pid_alive,
-    probe,
-    read_pid,
-    server_version,
-    url_of,
-    wait_exit,
-)
+from . import daemon
+from .daemon import HOST, POLL, find_server_binary, log_tail, pid_alive, read_pid, url_of
 
 __all__ = [
     "DEFAULT_PORT",
@@ -140,64 +126,44 @@ class EmbeddedServer:
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
-    def _state(self) -> tuple[int, int, str] | None:
-        # (pid, port, binary) of the recorded server; an unreadable file is a stale one.
+    def _running(self) -> tuple[int, int] | None:
+        # The recorded server's (pid, port) while it lives; None without a state file, or a stale one.
         try:
             raw = json.loads(self.state_file.read_text())
-            return int(raw["pid"]), int(raw["port"]), str(raw["binary"])
-        except FileNotFoundError:
-            return None
+            pid, port, binary = int(raw["pid"]), int(raw["port"]), str(raw["binary"])
         except (OSError, ValueError, KeyError, TypeError):
-            return 0, 0, ""
+            return None
+        return (pid, port) if daemon.is_server(pid, binary) else None
 
     def _write_state(self, pid: int, port: int, binary: str) -> None:
+        # Written whole, then renamed: a reader sees the old state or the new one (writers hold the lock).
         payload = {"pid": pid, "port": port, "binary": binary, "started_at": time.time()}
-        fd, tmp = tempfile.mkstemp(prefix=".server.", suffix=".json", dir=self.data_dir)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(payload, fh)
-            os.replace(tmp, self.state_file)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-
-    @staticmethod
-    def _check(pid: int, port: int, binary: str) -> tuple[str, dict[str, Any] | None]:
-        # ("running", info), ("dead", None) or ("unresponsive", None).
-        if pid <= 0 or not pid_alive(pid) or not looks_like_server(pid, binary):
-            return "dead", None
-        info = probe(port, pid)
-        return ("running", info) if info is not None else ("unresponsive", None)
+        tmp = self.data_dir / ".server.json.tmp"
+        tmp.write_text(json.dumps(payload))
+        os.replace(tmp, self.state_file)
 
     def start(self, port: int | None = None) -> str:
         """Start the server, or reuse it if it is already running; its URL, ``redis://127.0.0.1:<port>``.
 
         Args:
-            port: for a newly started server; default its last one (6390 for the default directory) if free,
-                else any free port.
+            port: of a new server; default its last one (6390 for the default directory) if free, else any.
 
         Raises:
             InvalidArgument: port is out of range.
             RedisUnavailable: no server binary is installed, the server did not come up in time (the message
-                ends with its log), or a process that looks like the server holds the data directory but does
-                not answer.
+                ends with its log), or a process that looks like the server holds the data directory silently.
         """
         if port is not None:
             check_int("port", port, 1, 65535)
         with self._locked():
-            state = self._state()
-            if state is not None:
-                verdict, _ = self._check(*state)
-                if verdict == "running":
-                    return url_of(state[1])
-                if verdict == "unresponsive":  # alive but silent: maybe still loading, wait for it
-                    with contextlib.suppress(_Exited):
-                        self._wait_ready(state[0], state[1], log_offset=0)
-                        return url_of(state[1])
-                self.state_file.unlink(missing_ok=True)
+            running = self._running()
+            if running is not None:  # maybe still loading its data: wait for it
+                with contextlib.suppress(_Exited):
+                    self._wait_ready(*running, log_offset=0)
+                    return url_of(running[1])
+            self.state_file.unlink(missing_ok=True)
             orphan = read_pid(self._pid_file)
-            if orphan is not None and pid_alive(orphan) and looks_like_server(orphan, self._binary or ""):
+            if orphan is not None and daemon.is_server(orphan, self._binary or ""):
                 raise RedisUnavailable(
                     f"a server process (pid {orphan}) is using {self.data_dir} but its state file is "
                     f"missing; stop it (kill {orphan}) and start again"
@@ -206,12 +172,12 @@ class EmbeddedServer:
             binary = self._binary or find_server_binary()
             attempts = 1 if port is not None else 3
             for attempt in range(attempts):
-                chosen = port if port is not None else free_port(self._home_port() if attempt == 0 else None)
+                chosen = port or daemon.free_port(self._home_port() if attempt == 0 else None)
                 try:
                     pid = self._spawn(binary, chosen)
-                except _PortTaken as exc:
+                except _PortTaken:
                     if attempt == attempts - 1:
-                        raise RedisUnavailable(str(exc)) from None
+                        raise
                     continue
                 self._write_state(pid, chosen, binary)
                 with contextlib.suppress(OSError):
@@ -270,11 +236,10 @@ class EmbeddedServer:
             time.sleep(POLL)
         try:
             self._wait_ready(pid, port, log_offset=log_offset)
-        except _Exited:
-            raise
-        except BaseException:  # timed out (or interrupted): do not leave a half-started daemon behind
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+        except BaseException as exc:  # timed out (or interrupted): do not leave a half-started daemon behind
+            if not isinstance(exc, _Exited):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
             raise
         return pid
 
@@ -290,7 +255,7 @@ class EmbeddedServer:
                 if "Address already in use" in log:
                     raise _PortTaken(f"port {port} on {HOST} is already in use")
                 raise _Exited(f"the server on port {port} exited; end of {self.log_file}:\n{log}")
-            info = probe(port, pid)
+            info = daemon.probe(port, pid)
             if info is not None:
                 if str(info.get("loading", "0")) in ("0", "False"):
                     return
@@ -313,41 +278,39 @@ class EmbeddedServer:
             RedisUnavailable: the server process could not be stopped.
         """
         with self._locked():
-            state = self._state()
-            if state is None:
+            running = self._running()
+            if running is None:
+                self.state_file.unlink(missing_ok=True)
                 return False
-            verdict, _ = self._check(*state)
-            if verdict != "dead":
-                self._end(state[0], state[1], answering=verdict == "running")
-            self.state_file.unlink(missing_ok=True)
-            return verdict != "dead"
-
-    @staticmethod
-    def _end(pid: int, port: int, *, answering: bool) -> None:
-        signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
-        if answering:
-            try:
-                with client(port, 30.0) as stopping:
-                    stopping.shutdown()
-                signals.insert(0, None)  # first wait for it to exit
-            except (redis.RedisError, OSError):
-                pass  # e.g. it refused to shut down: fall back to signals
-        for sig in signals:
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-            if wait_exit(pid, timeout=30.0 if sig is None else 10.0):
-                return
-        raise RedisUnavailable(f"could not stop the embedded server (pid {pid})")
+            pid, port = running
+            signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
+            if daemon.probe(port, pid) is not None:
+                try:
+                    with daemon.client(port, 30.0) as stopping:
+                        stopping.shutdown()
+                    signals.insert(0, None)  # first wait for it to exit
+                except (redis.RedisError, OSError):
+                    pass  # e.g. it refused to shut down: fall back to signals
+            for sig in signals:
+                if sig is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, sig)
+                if daemon.wait_exit(pid, timeout=30.0 if sig is None else 10.0):
+                    self.state_file.unlink(missing_ok=True)
+                    return True
+            raise RedisUnavailable(f"could not stop the embedded server (pid {pid})")
 
     def status(self) -> ServerStatus:
         """Whether the server is running, and where."""
-        state = self._state()
-        info = self._check(*state)[1] if state is not None else None
-        if state is None or info is None:
+        running = self._running()
+        info = daemon.probe(running[1], running[0]) if running is not None else None
+        if running is None or info is None:
             return ServerStatus(False, None, None, None, self.data_dir, None)
-        pid, port, _ = state
-        return ServerStatus(True, pid, port, url_of(port), self.data_dir, server_version(info))
+        pid, port = running
+        version = info.get("valkey_version", info.get("redis_version"))
+        return ServerStatus(
+            True, pid, port, url_of(port), self.data_dir, None if version is None else str(version)
+        )
 
     def url(self) -> str | None:
         """The URL of the running server, or None when it is not running."""
