@@ -19,6 +19,7 @@ from redis.cluster import RedisCluster
 
 from ..errors import InputError
 from ..index import SimhashIndex, VerifiedIndex, VerifiedMatch
+from ..index.lifecycle import drop_index
 from ..index.mode import LIBRARY, Asking, open_in_mode
 from ..jobs.dedupe import Pair, groups
 from ..store import Verification
@@ -109,8 +110,8 @@ def fresh_index(
     band_buckets: int | None = None,
     asking: Asking = LIBRARY,
 ) -> SimhashIndex | VerifiedIndex:
-    """Drop the index if it exists, then create it empty: verified unless verified is False (as every
-    new index made from texts, `open_in_mode`), with k (default the library's).
+    """Drop the index (every key of its name), then create it empty: verified unless verified is False
+    (`open_in_mode`), with k (default the library's).
 
     Raises:
         InvalidArgument: threshold or band_buckets out of range (checked before anything is dropped),
@@ -118,8 +119,7 @@ def fresh_index(
         RedisUnavailable: the server cannot be reached.
     """
     Verification.of(None, 0.8 if threshold is None else threshold, band_buckets=band_buckets)
-    if SimhashIndex.exists(client, name):
-        SimhashIndex(client, name).drop()
+    drop_index(client, name)
     return open_in_mode(
         client, name, verified=verified, threshold=threshold, band_buckets=band_buckets, asking=asking, k=k
     )

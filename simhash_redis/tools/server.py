@@ -106,6 +106,7 @@ class EmbeddedServer:
             self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise RedisUnavailable(f"cannot create the server data directory {self.data_dir}: {exc}") from exc
+        # Closing the file releases the lock (the server, started with close_fds, holds no copy of it).
         with (self.data_dir / "server.lock").open("a") as fh:
             deadline = time.monotonic() + _LOCK_TIMEOUT
             while True:
@@ -121,10 +122,7 @@ class EmbeddedServer:
                             f"for more than {_LOCK_TIMEOUT:g}s"
                         ) from None
                     time.sleep(POLL)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            yield
 
     def _running(self) -> tuple[int, int] | None:
         # The recorded server's (pid, port) while it lives; None without a state file, or a stale one.

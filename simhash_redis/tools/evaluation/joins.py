@@ -154,17 +154,14 @@ def hamming_pairs(
     """Arrays i, j and distance of every pair (i < j) of fingerprints of f bits within max_k, sorted,
     comparing `block` rows at a time (memory: block * N * f/8 bytes)."""
     words = fingerprint_words(fps, f)
-    count = len(fps)
-    found_i, found_j, found_d = [], [], []
-    for start in range(0, count, block):
-        rows = words[start : start + block]
-        dist = np.bitwise_count(rows[:, None, :] ^ words[None, :, :]).sum(axis=2, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    found = [(empty, empty, empty)]
+    for start in range(0, len(fps), block):
+        dist = np.bitwise_count(words[start : start + block, None, :] ^ words[None, :, :]).sum(
+            axis=2, dtype=np.int64
+        )
         ii, jj = np.nonzero(dist <= max_k)
         keep = jj > ii + start
-        found_i.append(ii[keep] + start)
-        found_j.append(jj[keep])
-        found_d.append(dist[ii[keep], jj[keep]])
-    if not found_i:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    i, j, d = (np.concatenate(found).astype(np.int64) for found in (found_i, found_j, found_d))
+        found.append((ii[keep] + start, jj[keep], dist[ii[keep], jj[keep]]))
+    i, j, d = (np.concatenate(column).astype(np.int64) for column in zip(*found, strict=True))
     return i, j, d

@@ -237,14 +237,8 @@ def _score(group: _Group, setting: Setting, max_k: int) -> SettingReport:
     for b, label in enumerate(labels):
         pb = pred_band == b
         predicted = [int((pb & (pd <= k)).sum()) for k in ks]
-        rows.append(
-            (
-                label,
-                int((pos_band == b).sum()),
-                predicted,
-                [int((pb & pred_true & (pd <= k)).sum()) for k in ks],
-            )
-        )
+        true = [int((pb & pred_true & (pd <= k)).sum()) for k in ks]
+        rows.append((label, int((pos_band == b).sum()), predicted, true))
     return SettingReport(
         group.lang, setting.name, setting.f, tuple(scores), band_recall, band_counts, tuple(rows)
     )
