@@ -113,28 +113,18 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data, with precision, recall and F1 spelled out."""
-        return {
-            **{name: getattr(self, name) for name in ("threshold", "max_k", "truth_n")},
-            "truths": [dataclasses.asdict(t) for t in self.truths],
-            "results": [
-                {
-                    "lang": r.lang,
-                    "setting": r.setting,
-                    "f": r.f,
-                    "scores": [
-                        {**dataclasses.asdict(s), "precision": s.precision, "recall": s.recall, "f1": s.f1}
-                        for s in r.scores
-                    ],
-                    "band_recall": r.band_recall,
-                    "band_counts": r.band_counts,
-                    "length": [
-                        {"band": b, "positives": p, "predicted": pred, "tp": tp}
-                        for b, p, pred, tp in r.length_rows
-                    ],
-                }
-                for r in self.results
-            ],
-        }
+        data = dataclasses.asdict(self)
+        for result, out in zip(self.results, data["results"], strict=True):
+            out["scores"] = [
+                {**dataclasses.asdict(s), "precision": s.precision, "recall": s.recall, "f1": s.f1}
+                for s in result.scores
+            ]
+            del out["length_rows"]
+            out["length"] = [
+                {"band": b, "positives": p, "predicted": pred, "tp": tp}
+                for b, p, pred, tp in result.length_rows
+            ]
+        return data
 
 
 def format_report(report: Report, ks: Sequence[int] | None = None) -> str:
