@@ -90,9 +90,7 @@ def free_port(preferred: int | None = None) -> int:
     Raises:
         RedisUnavailable: no port can be bound on the loopback address.
     """
-    for port in (preferred, 0):
-        if port is None:
-            continue
+    for port in (preferred or 0, 0):
         # SO_REUSEADDR like the server itself, so a port in TIME_WAIT counts as free.
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
