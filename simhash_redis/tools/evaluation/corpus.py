@@ -28,10 +28,8 @@ class Doc:
 def detect_lang(text: str) -> str:
     """A text's language group: "zh" when CJK characters are a fifth of its letters or more, else "en"."""
     letters = [ord(c) for c in text if c.isalnum()]
-    if not letters:
-        return "en"
     cjk = sum(1 for cp in letters if is_cjk(cp))
-    return "zh" if cjk * 5 >= len(letters) else "en"
+    return "zh" if letters and cjk * 5 >= len(letters) else "en"
 
 
 def json_objects(path: str | Path, source: str | None = None) -> Iterator[JsonLine]:
