@@ -155,9 +155,10 @@ class EmbeddedServer:
             check_int("port", port, 1, 65535)
         with self._locked():
             running = self._running()
-            if running is not None:  # maybe still loading its data: wait for it
+            if running is not None:
                 with contextlib.suppress(_Exited):
-                    self._wait_ready(*running, log_offset=0)
+                    if daemon.probe(running[1], running[0]) is None:  # silent: maybe still loading, wait
+                        self._wait_ready(*running, log_offset=0)
                     return url_of(running[1])
             self.state_file.unlink(missing_ok=True)
             orphan = read_pid(self._pid_file)
