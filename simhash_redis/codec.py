@@ -176,15 +176,11 @@ def _parse_any(text: str, f: int, base: str) -> int:
     raw = text.strip()
     lowered = raw.lower()
     digits = lowered.removeprefix("0x")
+    is_hex = base == "hex" or lowered.startswith("0x") or (base == "auto" and not _DECIMAL.match(lowered))
     # int() alone would also take '_' separators, '+', and a sign after '0x'.
-    if base == "hex" or lowered.startswith("0x") or (base == "auto" and not _DECIMAL.match(lowered)):
-        if not _HEX.match(digits):
-            raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
-        value = int(digits, 16)
-    else:
-        if not _DECIMAL.match(lowered):
-            raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
-        value = int(lowered, 10)
+    if not (_HEX.match(digits) if is_hex else _DECIMAL.match(lowered)):
+        raise InvalidArgument(f"{raw[:80]!r} is not a hex or decimal fingerprint")
+    value = int(digits, 16) if is_hex else int(lowered, 10)
     if -(1 << (f - 1)) <= value < 0:
         value += 1 << f
     if not 0 <= value < 1 << f:

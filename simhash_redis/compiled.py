@@ -44,28 +44,9 @@ __all__ = [
     "unpack_column",
 ]
 
-_KERNELS = (
-    "Engine",
-    "MinHash",
-    "OddSketch",
-    "odd_estimate",
-    "Unicode",
-    "hits",
-    "hits_in_sets",
-    "scan_sets",
-    "hash_values",
-    "pack_column",
-    "column_buckets",
-    "fingerprint_lines",
-    "fingerprint_text_lines",
-    "fingerprint_packed_texts",
-    "fingerprint_stored_many",
-    "sketch_text_lines",
-    "ScriptRuns",
-)
 # Methods added to a class after its first release, as "Class.method".
 _METHODS = ("OddSketch.banded_many", "OddSketch.banded_stored_many")
-_missing = next((name for name in _KERNELS if not hasattr(_native, name)), None) or next(
+_missing = next((name for name in __all__ if not hasattr(_native, name)), None) or next(
     (name for name in _METHODS if not hasattr(getattr(_native, name.split(".")[0]), name.split(".")[1])),
     None,
 )

@@ -134,6 +134,15 @@ def test_fresh_index_drops_the_previous_one(redis_client: redis.Redis) -> None:
     assert isinstance(verified, VerifiedIndex) and (len(verified.index), verified.index.k) == (0, 3)
 
 
+def test_fresh_index_drops_the_keys_of_an_index_whose_meta_is_lost(redis_client: redis.Redis) -> None:
+    old = SimhashIndex(redis_client, "demo", k=2, verification=None)
+    old.add("stale", "a stale document from an earlier run")
+    redis_client.delete("simhash:demo:meta")
+    index = demo_job.fresh_index(redis_client, verified=False)
+    assert isinstance(index, SimhashIndex) and index.get("stale") is None
+    assert redis_client.keys("simhash:demo:*") == [b"simhash:demo:meta"]
+
+
 def test_difference_shows_the_first_change() -> None:
     old, new, places = demo_job.difference("Copyright 2010 Pallets. Use it.", "Copyright 2007 Pallets. Use.")
     assert (old, new, places) == ("Copyright [2010] Pallets. Use it.", "Copyright [2007] Pallets. Use.", 2)

@@ -42,24 +42,17 @@ def open_index(
 def open_index(
     name: str, url: str | None = None, *, verified: bool | None = None, **kwargs: Any
 ) -> SimhashIndex | VerifiedIndex:
-    """Open (or create) an index on the server the CLI would use, so that a script and the command line
-    share it without a URL to copy.
-
-    A new index is verified (a `VerifiedIndex`: near-duplicates confirmed by their estimated Jaccard
-    similarity, docs/choosing.md) unless verified=False asks for a plain `SimhashIndex`; an existing
-    index keeps the mode it was created with.
+    """Open (or create) an index on the server the CLI would use, so a script and the command line share it.
 
     Args:
-        name: the index name.
         url: a Redis URL; default: $SIMHASH_REDIS_URL, else the embedded server.
-        verified: True for a verified index, False for a plain one; None (the default): verified for a
-            new index, the stored mode for an existing one.
+        verified: True for a verified index (`VerifiedIndex`, docs/choosing.md), False for a plain
+            `SimhashIndex`; None: verified for a new index, the stored mode for an existing one.
         **kwargs: the other arguments of `SimhashIndex` (k, layout, ...) and, for a verified index,
             `VerifiedIndex`'s (hasher, threshold, band_buckets, max_candidates).
 
     Raises:
-        ConfigurationMismatch: the index exists in the other mode than the one asked for, or with
-            another configuration.
+        ConfigurationMismatch: the index exists in the other mode, or with another configuration.
         InvalidArgument: the URL is malformed.
         RedisUnavailable: the server cannot be reached, or no embedded server can be started.
     """

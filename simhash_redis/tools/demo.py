@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,10 +19,11 @@ from redis.cluster import RedisCluster
 
 from ..errors import InputError
 from ..index import SimhashIndex, VerifiedIndex, VerifiedMatch
+from ..index.lifecycle import drop_index
 from ..index.mode import LIBRARY, Asking, open_in_mode
 from ..jobs.dedupe import Pair, groups
-from ..jobs.jsonlines import JsonLine, read_json_lines
 from ..store import Verification
+from .evaluation.corpus import json_objects
 
 __all__ = [
     "DEMO_INDEX",
@@ -54,13 +55,10 @@ class SampleDoc:
 
 @dataclass(frozen=True)
 class DemoGroup:
-    """A connected component of near-duplicate pairs: its ids in sample order, its pairs' distance range,
-    and on a verified index their estimated Jaccard range."""
+    """A connected component of near-duplicate pairs: its ids in sample order, and its pairs."""
 
     ids: tuple[str, ...]
-    low: int
-    high: int
-    jaccard: tuple[float, float] | None = None
+    pairs: tuple[Pair, ...]
 
 
 @dataclass(frozen=True)
@@ -92,22 +90,14 @@ def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
         InputError: a line is not a JSON object with string "id" and "text" fields.
         OSError: the file cannot be read.
     """
-    if path is None:
-        with resources.as_file(resources.files("simhash_redis.data").joinpath(_SAMPLE)) as bundled:
-            return _documents(read_json_lines(bundled, _SAMPLE))
-    return _documents(read_json_lines(path))
-
-
-def _documents(lines: Iterable[JsonLine | InputError]) -> list[SampleDoc]:
-    docs = []
-    for item in lines:
-        if isinstance(item, InputError):
-            raise item
-        doc_id, text = item.value.get("id"), item.value.get("text")
-        if not isinstance(doc_id, str) or not isinstance(text, str):
-            raise InputError(item.source, item.line, 'expected an object with string "id" and "text" fields')
-        docs.append(SampleDoc(doc_id, text))
-    return docs
+    with resources.as_file(resources.files("simhash_redis.data").joinpath(_SAMPLE)) as bundled:
+        docs = []
+        for source, line, value in json_objects(path or bundled, None if path else _SAMPLE):
+            doc_id, text = value.get("id"), value.get("text")
+            if not isinstance(doc_id, str) or not isinstance(text, str):
+                raise InputError(source, line, 'expected an object with string "id" and "text" fields')
+            docs.append(SampleDoc(doc_id, text))
+        return docs
 
 
 def fresh_index(
@@ -120,8 +110,8 @@ def fresh_index(
     band_buckets: int | None = None,
     asking: Asking = LIBRARY,
 ) -> SimhashIndex | VerifiedIndex:
-    """Drop the index if it exists, then create it empty: verified unless verified is False (as every
-    new index made from texts, `open_in_mode`), with k (default the library's).
+    """Drop the index (every key of its name), then create it empty: verified unless verified is False
+    (`open_in_mode`), with k (default the library's).
 
     Raises:
         InvalidArgument: threshold or band_buckets out of range (checked before anything is dropped),
@@ -129,8 +119,7 @@ def fresh_index(
         RedisUnavailable: the server cannot be reached.
     """
     Verification.of(None, 0.8 if threshold is None else threshold, band_buckets=band_buckets)
-    if SimhashIndex.exists(client, name):
-        SimhashIndex(client, name).drop()
+    drop_index(client, name)
     return open_in_mode(
         client, name, verified=verified, threshold=threshold, band_buckets=band_buckets, asking=asking, k=k
     )
@@ -167,12 +156,7 @@ def run(index: SimhashIndex | VerifiedIndex, docs: Sequence[SampleDoc]) -> DemoR
     for pair in pairs:
         of_group.setdefault(root_of[pair.new_id], []).append(pair)
     demo_groups = tuple(
-        DemoGroup(
-            ids=tuple(sorted((g.id, *g.copies), key=position.__getitem__)),
-            low=min(p.distance for p in of_group[g.id]),
-            high=max(p.distance for p in of_group[g.id]),
-            jaccard=_jaccard_range(of_group[g.id]),
-        )
+        DemoGroup(tuple(sorted((g.id, *g.copies), key=position.__getitem__)), tuple(of_group[g.id]))
         for g in components
     )
     return DemoReport(
@@ -183,11 +167,6 @@ def run(index: SimhashIndex | VerifiedIndex, docs: Sequence[SampleDoc]) -> DemoR
         query_seconds=queried - loaded,
         texts={d.id: d.text for d in docs},
     )
-
-
-def _jaccard_range(pairs: Sequence[Pair]) -> tuple[float, float] | None:
-    estimates = [p.jaccard for p in pairs if p.jaccard is not None]
-    return (min(estimates), max(estimates)) if estimates else None
 
 
 def _clip(text: str, width: int) -> str:
@@ -231,24 +210,12 @@ def _remoteness(pair: Pair) -> float:
     return pair.distance if pair.jaccard is None else 1 - pair.jaccard
 
 
-def _examples(report: DemoReport, count: int) -> list[Pair]:
-    """One pair per group, the most distant (ties: the first found), the most distant groups first."""
-    best: dict[str, Pair] = {}
-    group_of = {doc_id: g.ids[0] for g in report.groups for doc_id in g.ids}
-    for pair in report.pairs:
-        root = group_of[pair.new_id]
-        if root not in best or _remoteness(pair) > _remoteness(best[root]):
-            best[root] = pair
-    order = {g.ids[0]: i for i, g in enumerate(report.groups)}
-    ranked = sorted(best.items(), key=lambda item: (-_remoteness(item[1]), order[item[0]]))
-    return [pair for _, pair in ranked[:count]]
-
-
 def _span(group: DemoGroup) -> str:
-    if group.jaccard is not None:
-        low, high = group.jaccard
-        return f" (Jaccard {low:.2f}{f'-{high:.2f}' if f'{high:.2f}' != f'{low:.2f}' else ''})"
-    return f" (distance {group.low}{f'-{group.high}' if group.high != group.low else ''})"
+    """The range of a group's Jaccard estimates (a verified index's), else of its distances."""
+    estimates = [f"{p.jaccard:.2f}" for p in group.pairs if p.jaccard is not None]
+    name, values = ("Jaccard", estimates) if estimates else ("distance", [p.distance for p in group.pairs])
+    low, high = min(values), max(values)
+    return f" ({name} {low}{f'-{high}' if high != low else ''})"
 
 
 def report_lines(
@@ -269,12 +236,7 @@ def report_lines(
         width: the longest line (ids are elided to fit).
     """
     plain = index.index if isinstance(index, VerifiedIndex) else index
-    if isinstance(index, VerifiedIndex):
-        criterion = f", verified (estimated Jaccard >= {index.threshold:g})"
-        none_found = "No two documents are near-duplicates."
-    else:
-        criterion = f" (distance <= {plain.k})"
-        none_found = f"No two documents are within distance {plain.k}."
+    verified = isinstance(index, VerifiedIndex)
     lines = [
         f"simhash-redis demo: {report.documents} documents (licence texts and successive PyPI READMEs)",
         f"Redis: {where}",
@@ -284,6 +246,11 @@ def report_lines(
         "",
     ]
     if report.groups:
+        criterion = (
+            f", verified (estimated Jaccard >= {index.threshold:g})"
+            if isinstance(index, VerifiedIndex)
+            else f" (distance <= {plain.k})"
+        )
         lines.append(f"Near-duplicate groups{criterion}, largest first:")
         for group in report.groups[:max_groups]:
             head = f"  {len(group.ids)} copies: "
@@ -294,21 +261,24 @@ def report_lines(
             sizes = sorted({len(g.ids) for g in hidden})
             size_text = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
             lines.append(f"  ... and {len(hidden)} more groups of {size_text}")
-        examples = _examples(report, max_examples)
+        # One pair per group, the most distant (ties: the first found), the most distant groups first.
+        best = [max(g.pairs, key=_remoteness) for g in report.groups]
+        examples = sorted(best, key=lambda pair: -_remoteness(pair))[:max_examples]
         if examples:
             lines += ["", "What differs between near-duplicates ([...] marks the first change):"]
-        texts = report.texts
         for pair in examples:
-            old, new, places = difference(texts[pair.existing_id], texts[pair.new_id], width - 6)
+            old, new, places = difference(
+                report.texts[pair.existing_id], report.texts[pair.new_id], width - 6
+            )
             differ = "s differ" if places > 1 else " differs"
             where_ = f"{places} place{differ}" if places else "identical words"
             similar = f"Jaccard {pair.jaccard:.2f}, " if pair.jaccard is not None else ""
             line = f"  {pair.existing_id} ~ {pair.new_id}: {similar}distance {pair.distance}, {where_}"
-            lines.append(_clip(line, width))
-            lines.append(f"    - {old}")
-            lines.append(f"    + {new}")
+            lines += [_clip(line, width), f"    - {old}", f"    + {new}"]
+    elif verified:
+        lines.append("No two documents are near-duplicates.")
     else:
-        lines.append(none_found)
+        lines.append(f"No two documents are within distance {plain.k}.")
     lines += [
         "",
         f"documents: {report.documents}, with a near-duplicate: {report.grouped}, "

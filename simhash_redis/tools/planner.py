@@ -7,11 +7,12 @@ of bytes per fingerprint per table as a function of that load (`TABLE_BYTES_64`)
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from .. import defaults
 from ..errors import InvalidArgument
@@ -66,29 +67,20 @@ MAP_BYTES: tuple[tuple[float, float], ...] = (
 # fmt: on
 
 
-def _interpolate(points: tuple[tuple[float, float], ...], x: float) -> float:
-    """Piecewise-linear interpolation, constant beyond the measured range."""
-    xs = [p[0] for p in points]
-    if x <= xs[0]:
-        return points[0][1]
-    if x >= xs[-1]:
-        return points[-1][1]
-    i = bisect.bisect_right(xs, x)
-    (x0, y0), (x1, y1) = points[i - 1], points[i]
-    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+def _interpolate(points: tuple[tuple[float, float], ...], load: float) -> float:
+    """Piecewise-linear in log2(load), constant beyond the measured range."""
+    xs, ys = zip(*points, strict=True)
+    return float(np.interp(math.log2(max(load, 2.0**-60)), xs, ys))
 
 
 def table_bytes_per_fp(load: float, f: int = defaults.F) -> float:
-    """Measured Redis bytes per fingerprint of f bits in one table whose buckets hold `load` (N / 2^keybits)
-    members on average."""
-    points = TABLE_BYTES_128 if f == 128 else TABLE_BYTES_64
-    return _interpolate(points, math.log2(max(load, 2.0**-60)))
+    """Measured Redis bytes per fingerprint of f bits in a table of `load` (N / 2^keybits) per bucket."""
+    return _interpolate(TABLE_BYTES_128 if f == 128 else TABLE_BYTES_64, load)
 
 
 def map_bytes_per_doc(load: float) -> float:
-    """Measured Redis bytes per document (of a short id) of the id and fingerprint maps, for `load`
-    documents per id bucket (N / id_buckets)."""
-    return _interpolate(MAP_BYTES, math.log2(max(load, 2.0**-60)))
+    """Measured Redis bytes per document of the id and fingerprint maps, `load` (N / id_buckets) a bucket."""
+    return _interpolate(MAP_BYTES, load)
 
 
 def distinct_candidate_probability(layout: Layout) -> float:
@@ -96,9 +88,8 @@ def distinct_candidate_probability(layout: Layout) -> float:
     the expected number of distinct candidates)."""
     p = [2.0**-w for w in layout.blocks]
     sizes = {len(t) for t in layout.tables}
-    size = next(iter(sizes))
-    every = len(layout.tables) == math.comb(len(p), size) and len(sizes) == 1
-    if every:
+    size = min(sizes)
+    if len(sizes) == 1 and len(layout.tables) == math.comb(len(p), size):
         # Tables are all `size`-subsets of the blocks: a candidate agrees on at least `size` blocks.
         dist = [1.0] + [0.0] * len(p)
         for pj in p:

@@ -12,30 +12,22 @@ import contextlib
 import errno
 import json
 import os
+import signal
+import subprocess
 import tempfile
 import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import platformdirs
+import redis
 
-from ..errors import InvalidArgument, RedisUnavailable
-from .daemon import (
-    Daemon,
-    PortTaken,
-    ServerExited,
-    find_server_binary,
-    free_port,
-    looks_like_server,
-    pid_alive,
-    probe,
-    read_pid,
-    server_version,
-    url_of,
-)
+from ..checks import check_int
+from ..errors import RedisUnavailable
+from . import daemon
+from .daemon import HOST, POLL, find_server_binary, log_tail, pid_alive, read_pid, url_of
 
 __all__ = [
     "DEFAULT_PORT",
@@ -50,19 +42,19 @@ __all__ = [
 DEFAULT_PORT = 6390
 #: Environment variable that moves the simhash-redis home; the server's data dir is ``$HOME_ENV/server``.
 HOME_ENV = "SIMHASH_REDIS_HOME"
-
-_APP_NAME = "simhash-redis"
-_STATE_FILE = "server.json"
-# The last port the server listened on, kept across stops (the state file is not).
-_PORT_FILE = "port"
-# Ports derived from a data directory's path: a range above the usual services' and below the
-# kernel's ephemeral ports.
+# Ports derived from a data directory's path: above the usual services' and below the kernel's ephemeral ones.
 _PORT_BASE, _PORT_SPAN = 20000, 10000
-_LOCK_FILE = "server.lock"
-_POLL = 0.05
 # Seconds to wait for a new server to answer at all, then to load its data; for another process's
 # start or stop to finish.
 _START_TIMEOUT, _LOAD_TIMEOUT, _LOCK_TIMEOUT = 15.0, 600.0, 60.0
+
+
+class _Exited(RedisUnavailable):
+    """The server process exited while starting."""
+
+
+class _PortTaken(_Exited):
+    """The chosen port was taken between choosing it and the server binding it."""
 
 
 @dataclass(frozen=True)
@@ -77,16 +69,9 @@ class ServerStatus:
     version: str | None
 
 
-@dataclass(frozen=True)
-class _State:
-    pid: int
-    port: int
-    binary: str
-
-
 def _default_data_dir() -> Path:
     home = os.environ.get(HOME_ENV)
-    base = Path(home).expanduser() if home else Path(platformdirs.user_data_dir(_APP_NAME))
+    base = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("simhash-redis"))
     return base / "server"
 
 
@@ -103,25 +88,15 @@ class EmbeddedServer:
         """
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else _default_data_dir()
         self._binary = binary
-        self._daemon = Daemon(self.data_dir, _START_TIMEOUT, _LOAD_TIMEOUT)
+        #: The JSON file recording the running server's pid, port and binary.
+        self.state_file = self.data_dir / "server.json"
+        self.log_file = self.data_dir / "server.log"
+        self._pid_file = self.data_dir / "server.pid"
+        # The last port the server listened on, kept across stops (the state file is not).
+        self._port_file = self.data_dir / "port"
 
     def __repr__(self) -> str:
         return f"EmbeddedServer(data_dir={str(self.data_dir)!r})"
-
-    @property
-    def state_file(self) -> Path:
-        """The JSON file recording the running server's pid, port and binary."""
-        return self.data_dir / _STATE_FILE
-
-    @property
-    def pid_file(self) -> Path:
-        """The server's pid file."""
-        return self._daemon.pid_file
-
-    @property
-    def log_file(self) -> Path:
-        """The server's log file."""
-        return self._daemon.log_file
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -131,7 +106,8 @@ class EmbeddedServer:
             self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise RedisUnavailable(f"cannot create the server data directory {self.data_dir}: {exc}") from exc
-        with (self.data_dir / _LOCK_FILE).open("a") as fh:
+        # Closing the file releases the lock (the server, started with close_fds, holds no copy of it).
+        with (self.data_dir / "server.lock").open("a") as fh:
             deadline = time.monotonic() + _LOCK_TIMEOUT
             while True:
                 try:
@@ -145,132 +121,194 @@ class EmbeddedServer:
                             f"another process kept the embedded server lock in {self.data_dir} "
                             f"for more than {_LOCK_TIMEOUT:g}s"
                         ) from None
-                    time.sleep(_POLL)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+                    time.sleep(POLL)
+            yield
 
-    def _read_state(self) -> _State | None:
+    def _running(self) -> tuple[int, int] | None:
+        # The recorded server's (pid, port) while it lives; None without a state file, or a stale one.
         try:
             raw = json.loads(self.state_file.read_text())
-            return _State(pid=int(raw["pid"]), port=int(raw["port"]), binary=str(raw["binary"]))
-        except FileNotFoundError:
-            return None
+            pid, port, binary = int(raw["pid"]), int(raw["port"]), str(raw["binary"])
         except (OSError, ValueError, KeyError, TypeError):
-            return _State(pid=0, port=0, binary="")  # unreadable: treated as stale
+            return None
+        return (pid, port) if daemon.is_server(pid, binary) else None
 
-    def _write_state(self, state: _State) -> None:
-        payload = {"pid": state.pid, "port": state.port, "binary": state.binary, "started_at": time.time()}
-        fd, tmp = tempfile.mkstemp(prefix=".server.", suffix=".json", dir=self.data_dir)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(payload, fh)
-            os.replace(tmp, self.state_file)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-
-    def _clear_state(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.state_file.unlink()
-
-    def _check(self, state: _State) -> tuple[str, dict[str, Any] | None]:
-        # ("running", info), ("dead", None) or ("unresponsive", None).
-        if state.pid <= 0 or not pid_alive(state.pid) or not looks_like_server(state.pid, state.binary):
-            return "dead", None
-        info = probe(state.port, state.pid)
-        return ("running", info) if info is not None else ("unresponsive", None)
+    def _write_state(self, pid: int, port: int, binary: str) -> None:
+        # Written whole, then renamed: a reader sees the old state or the new one (writers hold the lock).
+        payload = {"pid": pid, "port": port, "binary": binary, "started_at": time.time()}
+        tmp = self.data_dir / ".server.json.tmp"
+        tmp.write_text(json.dumps(payload))
+        os.replace(tmp, self.state_file)
 
     def start(self, port: int | None = None) -> str:
         """Start the server, or reuse it if it is already running; its URL, ``redis://127.0.0.1:<port>``.
 
         Args:
-            port: for a newly started server; default its last one (6390 for the default directory) if free,
-                else any free port.
+            port: of a new server; default its last one (6390 for the default directory) if free, else any.
 
         Raises:
             InvalidArgument: port is out of range.
             RedisUnavailable: no server binary is installed, the server did not come up in time (the message
-                ends with its log), or a process that looks like the server holds the data directory but does
-                not answer.
+                ends with its log), or a process that looks like the server holds the data directory silently.
         """
-        if port is not None and not 0 < port < 65536:
-            raise InvalidArgument(f"port must be in 1..65535, got {port!r}")
+        if port is not None:
+            check_int("port", port, 1, 65535)
         with self._locked():
-            state = self._read_state()
-            if state is not None:
-                verdict, _ = self._check(state)
-                if verdict == "running":
-                    return url_of(state.port)
-                if verdict == "unresponsive":  # alive but silent: maybe still loading, wait for it
-                    try:
-                        self._daemon.wait_ready(state.pid, state.port, log_offset=0)
-                    except ServerExited:
-                        pass
-                    else:
-                        return url_of(state.port)
-                self._clear_state()
-            pid_file = self._daemon.pid_file
-            orphan = read_pid(pid_file)
-            if orphan is not None and pid_alive(orphan) and looks_like_server(orphan, self._binary or ""):
+            running = self._running()
+            if running is not None:
+                with contextlib.suppress(_Exited):
+                    if daemon.probe(running[1], running[0]) is None:  # silent: maybe still loading, wait
+                        self._wait_ready(*running, log_offset=0)
+                    return url_of(running[1])
+            self.state_file.unlink(missing_ok=True)
+            orphan = read_pid(self._pid_file)
+            if orphan is not None and daemon.is_server(orphan, self._binary or ""):
                 raise RedisUnavailable(
                     f"a server process (pid {orphan}) is using {self.data_dir} but its state file is "
                     f"missing; stop it (kill {orphan}) and start again"
                 )
-            with contextlib.suppress(FileNotFoundError):
-                pid_file.unlink()
+            self._pid_file.unlink(missing_ok=True)
             binary = self._binary or find_server_binary()
             attempts = 1 if port is not None else 3
             for attempt in range(attempts):
-                chosen = port if port is not None else free_port(self._home_port() if attempt == 0 else None)
+                chosen = port or daemon.free_port(self._home_port() if attempt == 0 else None)
                 try:
-                    pid = self._daemon.spawn(binary, chosen)
-                except PortTaken as exc:
+                    pid = self._spawn(binary, chosen)
+                except _PortTaken:
                     if attempt == attempts - 1:
-                        raise RedisUnavailable(str(exc)) from None
+                        raise
                     continue
-                self._write_state(_State(pid=pid, port=chosen, binary=binary))
+                self._write_state(pid, chosen, binary)
                 with contextlib.suppress(OSError):
-                    (self.data_dir / _PORT_FILE).write_text(str(chosen))
+                    self._port_file.write_text(str(chosen))
                 return url_of(chosen)
             raise AssertionError("unreachable")  # pragma: no cover
 
+    def _spawn(self, binary: str, port: int) -> int:
+        # Starts the binary as a daemon and waits until it is ready; its pid. _PortTaken: another process
+        # took the port first.
+        log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
+        args = [
+            binary,
+            "--bind", HOST,
+            "--port", str(port),
+            "--protected-mode", "yes",
+            "--daemonize", "yes",
+            "--pidfile", str(self._pid_file),
+            "--logfile", str(self.log_file),
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--save", "",  # the AOF is the persistence; a failing RDB save would block SHUTDOWN
+            # A verified index's 160-byte sketches stay in their buckets' compact listpacks: 482 bytes a
+            # document at 10^6 instead of 579 (docs/operations.md). The ziplist name: Redis 6 knows no other.
+            "--hash-max-ziplist-value", "256",
+        ]  # fmt: skip
+        with tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.run(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    cwd=self.data_dir,
+                    start_new_session=True,
+                    timeout=_START_TIMEOUT,
+                    check=False,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise RedisUnavailable(f"could not run {binary}: {exc}") from exc
+            if proc.returncode != 0:
+                err.seek(0)
+                message = err.read().decode(errors="replace").strip()
+                raise RedisUnavailable(
+                    f"{binary} exited with status {proc.returncode}:\n"
+                    f"{message or log_tail(self.log_file, log_offset)}"
+                )
+        deadline = time.monotonic() + _START_TIMEOUT
+        while (pid := read_pid(self._pid_file)) is None:
+            if time.monotonic() > deadline:
+                raise RedisUnavailable(
+                    f"the server on port {port} did not start within {_START_TIMEOUT:g}s; "
+                    f"end of {self.log_file}:\n{log_tail(self.log_file, log_offset)}"
+                )
+            time.sleep(POLL)
+        try:
+            self._wait_ready(pid, port, log_offset=log_offset)
+        except BaseException as exc:  # timed out (or interrupted): do not leave a half-started daemon behind
+            if not isinstance(exc, _Exited):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            raise
+        return pid
+
+    def _wait_ready(self, pid: int, port: int, *, log_offset: int) -> None:
+        # Until pid answers on port and has loaded its data; log_offset: where this start's log begins.
+        # _PortTaken, _Exited: it exited; RedisUnavailable: it did not answer, or finish loading, in time.
+        deadline = time.monotonic() + _START_TIMEOUT
+        answered = False
+        while True:
+            if not pid_alive(pid):
+                log = log_tail(self.log_file, log_offset)
+                self._pid_file.unlink(missing_ok=True)
+                if "Address already in use" in log:
+                    raise _PortTaken(f"port {port} on {HOST} is already in use")
+                raise _Exited(f"the server on port {port} exited; end of {self.log_file}:\n{log}")
+            info = daemon.probe(port, pid)
+            if info is not None:
+                if str(info.get("loading", "0")) in ("0", "False"):
+                    return
+                if not answered:  # it answers: allow the (longer) load timeout from now on
+                    answered = True
+                    deadline = time.monotonic() + _LOAD_TIMEOUT
+            if time.monotonic() > deadline:
+                what = "finish loading its data" if answered else "answer"
+                raise RedisUnavailable(
+                    f"the server (pid {pid}) on port {port} did not {what} in time; "
+                    f"end of {self.log_file}:\n{log_tail(self.log_file, log_offset)}"
+                )
+            time.sleep(POLL)
+
     def stop(self) -> bool:
-        """Stop the server (SHUTDOWN, else SIGTERM, else SIGKILL); False if none was running.
+        """Stop the server (SHUTDOWN, which flushes the append-only file, else SIGTERM, else SIGKILL); False
+        if none was running.
 
         Raises:
             RedisUnavailable: the server process could not be stopped.
         """
         with self._locked():
-            state = self._read_state()
-            if state is None:
+            running = self._running()
+            if running is None:
+                self.state_file.unlink(missing_ok=True)
                 return False
-            verdict, _ = self._check(state)
-            if verdict == "dead":
-                self._clear_state()
-                return False
-            self._daemon.stop(state.pid, state.port, answering=verdict == "running")
-            self._clear_state()
-            return True
+            pid, port = running
+            signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
+            if daemon.probe(port, pid) is not None:
+                try:
+                    with daemon.client(port, 30.0) as stopping:
+                        stopping.shutdown()
+                    signals.insert(0, None)  # first wait for it to exit
+                except (redis.RedisError, OSError):
+                    pass  # e.g. it refused to shut down: fall back to signals
+            for sig in signals:
+                if sig is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, sig)
+                if daemon.wait_exit(pid, timeout=30.0 if sig is None else 10.0):
+                    self.state_file.unlink(missing_ok=True)
+                    return True
+            raise RedisUnavailable(f"could not stop the embedded server (pid {pid})")
 
     def status(self) -> ServerStatus:
         """Whether the server is running, and where."""
-        state = self._read_state()
-        if state is not None:
-            verdict, info = self._check(state)
-            if verdict == "running" and info is not None:
-                return ServerStatus(
-                    running=True,
-                    pid=state.pid,
-                    port=state.port,
-                    url=url_of(state.port),
-                    data_dir=self.data_dir,
-                    version=server_version(info),
-                )
+        running = self._running()
+        info = daemon.probe(running[1], running[0]) if running is not None else None
+        if running is None or info is None:
+            return ServerStatus(False, None, None, None, self.data_dir, None)
+        pid, port = running
+        version = info.get("valkey_version", info.get("redis_version"))
         return ServerStatus(
-            running=False, pid=None, port=None, url=None, data_dir=self.data_dir, version=None
+            True, pid, port, url_of(port), self.data_dir, None if version is None else str(version)
         )
 
     def url(self) -> str | None:
@@ -281,7 +319,7 @@ class EmbeddedServer:
         # The port this directory's server takes when it can, so its URL stays the same: the last one
         # used, else 6390 for the default directory and one derived from the path for another.
         with contextlib.suppress(OSError, ValueError):
-            return int((self.data_dir / _PORT_FILE).read_text())
+            return int(self._port_file.read_text())
         if self.data_dir == _default_data_dir():
             return DEFAULT_PORT
         return _PORT_BASE + zlib.crc32(str(self.data_dir).encode()) % _PORT_SPAN

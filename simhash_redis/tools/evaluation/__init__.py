@@ -7,30 +7,14 @@ the library's tokens, every Han character one token; distances come from numpy p
 from __future__ import annotations
 
 from .corpus import Doc, detect_lang, load_corpus, load_pairs
-from .joins import Join, brute_force_join, hamming_pairs, jaccard_join, shingle_sets
-from .report import LanguageTruth, Report, Scores, SettingReport, format_report
-from .scoring import JACCARD_BANDS, LENGTH_BANDS, evaluate
-from .settings import (
-    CHINESE_STOPWORDS,
-    ENGLISH_STOPWORDS,
-    Setting,
-    jieba_settings,
-    scheme_setting,
-    standard_settings,
-)
+from .joins import brute_force_join, hamming_pairs, jaccard_join, shingle_sets
+from .scoring import Report, evaluate, format_report
+from .settings import Setting, jieba_settings, scheme_setting, standard_settings
 
 __all__ = [
-    "CHINESE_STOPWORDS",
-    "ENGLISH_STOPWORDS",
-    "JACCARD_BANDS",
-    "LENGTH_BANDS",
     "Doc",
-    "Join",
-    "LanguageTruth",
     "Report",
-    "Scores",
     "Setting",
-    "SettingReport",
     "brute_force_join",
     "detect_lang",
     "evaluate",

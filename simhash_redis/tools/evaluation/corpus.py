@@ -13,7 +13,7 @@ from ...fingerprinting.charclass import is_cjk
 from ...jobs.jsonlines import JsonLine, read_json_lines
 from ...jobs.records import gunzipped
 
-__all__ = ["Doc", "detect_lang", "load_corpus", "load_pairs"]
+__all__ = ["Doc", "detect_lang", "json_objects", "load_corpus", "load_pairs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,15 +28,13 @@ class Doc:
 def detect_lang(text: str) -> str:
     """A text's language group: "zh" when CJK characters are a fifth of its letters or more, else "en"."""
     letters = [ord(c) for c in text if c.isalnum()]
-    if not letters:
-        return "en"
     cjk = sum(1 for cp in letters if is_cjk(cp))
-    return "zh" if cjk * 5 >= len(letters) else "en"
+    return "zh" if letters and cjk * 5 >= len(letters) else "en"
 
 
-def _objects(path: str | Path) -> Iterator[JsonLine]:
-    """The objects of a JSON Lines file; its first bad line raises."""
-    for item in read_json_lines(path):
+def json_objects(path: str | Path, source: str | None = None) -> Iterator[JsonLine]:
+    """The objects of a JSON Lines file (`read_json_lines`); its first bad line raises its InputError."""
+    for item in read_json_lines(path, source):
         if isinstance(item, InputError):
             raise item
         yield item
@@ -53,7 +51,7 @@ def load_corpus(path: str | Path) -> list[Doc]:
     """
     docs: list[Doc] = []
     seen: set[str] = set()
-    for source, number, row in _objects(path):
+    for source, number, row in json_objects(path):
         doc_id, text, lang = row.get("id"), row.get("text"), row.get("lang")
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
             raise InputError(source, number, "id must be a string")
@@ -91,18 +89,13 @@ def load_pairs(path: str | Path) -> list[tuple[str, str, int | None]]:
         OSError: the file cannot be read.
     """
     path = Path(path)
+    out: list[tuple[str, str, int | None]] = []
     if ".jsonl" in path.suffixes or ".json" in path.suffixes:
-        out = []
-        for source, number, row in _objects(path):
+        for source, number, row in json_objects(path):
             if "id_a" not in row or "id_b" not in row:
                 raise InputError(source, number, "expected an object with id_a and id_b")
             out.append((str(row["id_a"]), str(row["id_b"]), _label(row.get("label"), source, number)))
         return out
-    return _csv_pairs(path)
-
-
-def _csv_pairs(path: Path) -> list[tuple[str, str, int | None]]:
-    out: list[tuple[str, str, int | None]] = []
     with path.open("rb") as raw, gunzipped(raw) as data, io.TextIOWrapper(data, encoding="utf-8") as text:
         for number, fields in enumerate(csv.reader(text), 1):
             if not fields or (number == 1 and fields[0].strip() == "id_a"):

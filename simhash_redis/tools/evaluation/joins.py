@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +18,7 @@ __all__ = [
     "check_threshold",
     "fingerprint_words",
     "hamming_pairs",
+    "jaccard",
     "jaccard_join",
     "pair_distances",
     "shingle_sets",
@@ -55,19 +57,18 @@ class Join:
 
 def _make_join(rows: list[tuple[int, int, float]]) -> Join:
     rows.sort()
-    if not rows:
-        empty = np.zeros(0, dtype=np.int64)
-        return Join(empty, empty.copy(), np.zeros(0, dtype=np.float64))
-    i, j, s = zip(*rows, strict=True)
-    return Join(np.array(i, dtype=np.int64), np.array(j, dtype=np.int64), np.array(s, dtype=np.float64))
+    columns = np.array(rows, dtype=np.float64).reshape(-1, 3).T
+    return Join(columns[0].astype(np.int64), columns[1].astype(np.int64), columns[2].copy())
+
+
+def jaccard(a: AbstractSet[int], b: AbstractSet[int]) -> float:
+    """The Jaccard similarity of two sets (0.0 for two empty ones)."""
+    inter = len(a & b)
+    return inter / max(1, len(a) + len(b) - inter)
 
 
 def check_threshold(threshold: float) -> None:
-    """Check a Jaccard similarity threshold.
-
-    Raises:
-        InvalidArgument: it is not in (0, 1].
-    """
+    """Raise InvalidArgument unless a Jaccard threshold is in (0, 1]."""
     if not 0.0 < threshold <= 1.0:
         raise InvalidArgument(f"threshold must be in (0, 1], got {threshold}")
 
@@ -112,8 +113,7 @@ def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Joi
             candidates.update(y for y in bucket if len(records[y]) >= least)
             bucket.append(x)
         for y in candidates:
-            inter = len(members[x] & members[y])
-            sim = inter / (size + len(records[y]) - inter)
+            sim = jaccard(members[x], members[y])
             if sim >= threshold:
                 rows.append((min(x, y), max(x, y), sim))
     return _make_join(rows)
@@ -127,16 +127,8 @@ def brute_force_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) ->
     """
     check_threshold(threshold)
     py = [set(s.tolist()) for s in sets]
-    rows = []
-    for x in range(len(py)):
-        for y in range(x + 1, len(py)):
-            if not py[x] or not py[y]:
-                continue
-            inter = len(py[x] & py[y])
-            sim = inter / (len(py[x]) + len(py[y]) - inter)
-            if sim >= threshold:
-                rows.append((x, y, sim))
-    return _make_join(rows)
+    pairs = ((x, y, jaccard(py[x], py[y])) for x in range(len(py)) for y in range(x + 1, len(py)))
+    return _make_join([(x, y, sim) for x, y, sim in pairs if py[x] and py[y] and sim >= threshold])
 
 
 def fingerprint_words(fps: Sequence[int], f: int) -> npt.NDArray[np.uint64]:
@@ -162,21 +154,14 @@ def hamming_pairs(
     """Arrays i, j and distance of every pair (i < j) of fingerprints of f bits within max_k, sorted,
     comparing `block` rows at a time (memory: block * N * f/8 bytes)."""
     words = fingerprint_words(fps, f)
-    count = len(fps)
-    found_i, found_j, found_d = [], [], []
-    for start in range(0, count, block):
-        rows = words[start : start + block]
-        dist = np.bitwise_count(rows[:, None, :] ^ words[None, :, :]).sum(axis=2, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    found = [(empty, empty, empty)]
+    for start in range(0, len(fps), block):
+        dist = np.bitwise_count(words[start : start + block, None, :] ^ words[None, :, :]).sum(
+            axis=2, dtype=np.int64
+        )
         ii, jj = np.nonzero(dist <= max_k)
         keep = jj > ii + start
-        found_i.append(ii[keep] + start)
-        found_j.append(jj[keep])
-        found_d.append(dist[ii[keep], jj[keep]])
-    if not found_i:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty.copy(), empty.copy()
-    return (
-        np.concatenate(found_i).astype(np.int64),
-        np.concatenate(found_j).astype(np.int64),
-        np.concatenate(found_d).astype(np.int64),
-    )
+        found.append((ii[keep] + start, jj[keep], dist[ii[keep], jj[keep]]))
+    i, j, d = (np.concatenate(column).astype(np.int64) for column in zip(*found, strict=True))
+    return i, j, d

@@ -1,11 +1,11 @@
-"""Scoring "distance <= k" against the truth: each language group's truth, then each setting's scores."""
+"""Scoring "distance <= k" against the truth, each language group on its own, and the report of it."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,24 +17,138 @@ from .joins import (
     check_threshold,
     fingerprint_words,
     hamming_pairs,
+    jaccard,
     jaccard_join,
     pair_distances,
     shingle_sets,
 )
-from .report import LanguageTruth, Report, Scores, SettingReport
 from .settings import Setting, standard_settings
 
-__all__ = ["JACCARD_BANDS", "LENGTH_BANDS", "evaluate"]
+__all__ = [
+    "JACCARD_BANDS",
+    "LENGTH_BANDS",
+    "LanguageTruth",
+    "Report",
+    "Scores",
+    "SettingReport",
+    "evaluate",
+    "format_report",
+]
 
 #: Lower edges of the Jaccard bands recall is reported for (the last band includes 1.0).
 JACCARD_BANDS = (0.80, 0.85, 0.90, 0.95)
 #: Lower edges of the length bands (tokens of the shorter document of a pair).
 LENGTH_BANDS = (0, 10, 20, 50, 100, 200, 500, 1000)
 
+_Ints = npt.NDArray[np.int64]
 
-def _band_labels(edges: Sequence[float], top: float) -> list[str]:
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """Confusion counts and scores of "distance <= k" at one k."""
+
+    k: int
+    tp: int
+    fp: int
+    fn: int
+
+    @property
+    def precision(self) -> float:
+        """TP / (TP + FP); 1.0 when nothing is predicted."""
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        """TP / (TP + FN); 1.0 when there is no positive."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    @property
+    def f1(self) -> float:
+        """The harmonic mean of precision and recall."""
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class LanguageTruth:
+    """The ground truth of one language group."""
+
+    lang: str
+    docs: int
+    empty_docs: int
+    pairs: int
+    positives: int
+    mode: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingReport:
+    """One setting's results on one language group.
+
+    Attributes:
+        band_recall: Jaccard band label -> recall at each k.
+        band_counts: Jaccard band label -> positive pairs in it.
+        length_rows: (band label, positives, predicted at each k, true positives at each k), by the
+            token count of the shorter document of the pair.
+    """
+
+    lang: str
+    setting: str
+    f: int
+    scores: tuple[Scores, ...]
+    band_recall: dict[str, list[float]]
+    band_counts: dict[str, int]
+    length_rows: tuple[tuple[str, int, list[int], list[int]], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """An evaluation's ground truth summary and per-setting results."""
+
+    threshold: float
+    max_k: int
+    truth_n: int
+    truths: tuple[LanguageTruth, ...]
+    results: tuple[SettingReport, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data, with precision, recall and F1 spelled out."""
+        data = dataclasses.asdict(self)
+        for result, out in zip(self.results, data["results"], strict=True):
+            out["scores"] = [
+                {**dataclasses.asdict(s), "precision": s.precision, "recall": s.recall, "f1": s.f1}
+                for s in result.scores
+            ]
+            del out["length_rows"]
+            out["length"] = [
+                {"band": b, "positives": p, "predicted": pred, "tp": tp}
+                for b, p, pred, tp in result.length_rows
+            ]
+        return data
+
+
+def format_report(report: Report, ks: Sequence[int] | None = None) -> str:
+    """A report as Markdown tables: the ground truth, then P/R/F1 per setting at each k of ks (default
+    0..max_k)."""
+    ks = list(ks if ks is not None else range(report.max_k + 1))
+    lines = ["| lang | docs | empty | pairs scored | positives | truth |", "|---|---|---|---|---|---|"]
+    for t in report.truths:
+        lines.append(f"| {t.lang} | {t.docs} | {t.empty_docs} | {t.pairs} | {t.positives} | {t.mode} |")
+    for lang in [t.lang for t in report.truths]:
+        lines += ["", f"**{lang}**: precision / recall / F1 at each k", ""]
+        lines.append("| setting | " + " | ".join(f"k={k}" for k in ks) + " |")
+        lines.append("|---|" + "---|" * len(ks))
+        for r in (r for r in report.results if r.lang == lang):
+            cells = [f"{r.scores[k].precision:.2f}/{r.scores[k].recall:.2f}/{r.scores[k].f1:.2f}" for k in ks]
+            lines.append(f"| {r.setting} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _bands(edges: Sequence[float], top: float, values: npt.NDArray[Any]) -> tuple[list[str], _Ints]:
+    """The labels of the bands with these lower edges, and the band of each value."""
     bounds = [*edges, top]
-    return [f"{bounds[i]:g}-{bounds[i + 1]:g}" for i in range(len(edges))]
+    labels = [f"{bounds[i]:g}-{bounds[i + 1]:g}" for i in range(len(edges))]
+    return labels, np.searchsorted(np.array(edges), values, side="right") - 1
 
 
 @dataclasses.dataclass
@@ -43,48 +157,38 @@ class _Group:
 
     lang: str
     texts: list[str]
-    lengths: npt.NDArray[np.int64]
-    empty: int
-    pos_i: npt.NDArray[np.int64]
-    pos_j: npt.NDArray[np.int64]
+    lengths: _Ints
+    pos_i: _Ints
+    pos_j: _Ints
     pos_sim: npt.NDArray[np.float64]
     # Labelled mode: the only pairs scored, with their labels; None scores all pairs.
-    universe: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None
+    universe: tuple[_Ints, _Ints, _Ints] | None
     mode: str
 
 
 def _prepare(
-    docs: Sequence[Doc],
-    lang: str,
-    threshold: float,
-    truth_n: int,
-    pairs: Sequence[tuple[str, str, int | None]] | None,
+    docs: Sequence[Doc], threshold: float, truth_n: int, pairs: Sequence[tuple[str, str, int | None]] | None
 ) -> _Group:
     tokens = [tokenize(d.text) for d in docs]
     lengths = np.array([len(t) for t in tokens], dtype=np.int64)
     sets = shingle_sets(tokens, truth_n)
-    group = functools.partial(_Group, lang, [d.text for d in docs], lengths, int((lengths == 0).sum()))
+    lang, texts = docs[0].lang, [d.text for d in docs]
     if pairs is None:
         join = jaccard_join(sets, threshold)
-        return group(join.i, join.j, join.sim, None, f"all pairs, Jaccard >= {threshold:g}")
+        return _Group(
+            lang, texts, lengths, join.i, join.j, join.sim, None, f"all pairs, Jaccard >= {threshold:g}"
+        )
     where = {d.id: i for i, d in enumerate(docs)}
     rows = [(where[a], where[b], label) for a, b, label in pairs if a in where and b in where and a != b]
-    labelled = any(label is not None for _, _, label in rows)
     ii = np.array([min(a, b) for a, b, _ in rows], dtype=np.int64)
     jj = np.array([max(a, b) for a, b, _ in rows], dtype=np.int64)
     py = [set(s.tolist()) for s in sets]
-    sims = np.array(
-        [
-            len(py[a] & py[b]) / max(1, len(py[a] | py[b]))
-            for a, b in zip(ii.tolist(), jj.tolist(), strict=True)
-        ],
-        dtype=np.float64,
-    )
-    if labelled:
+    sims = np.array([jaccard(py[a], py[b]) for a, b in zip(ii.tolist(), jj.tolist(), strict=True)])
+    if any(label is not None for _, _, label in rows):
         labels = np.array([1 if label is None else label for _, _, label in rows], dtype=np.int64)
         pos = labels == 1
-        return group(ii[pos], jj[pos], sims[pos], (ii, jj, labels), "labelled pairs")
-    return group(ii, jj, sims, None, "listed pairs positive, all others negative")
+        return _Group(lang, texts, lengths, ii[pos], jj[pos], sims[pos], (ii, jj, labels), "labelled pairs")
+    return _Group(lang, texts, lengths, ii, jj, sims, None, "listed pairs positive, all others negative")
 
 
 def _score(group: _Group, setting: Setting, max_k: int) -> SettingReport:
@@ -96,45 +200,35 @@ def _score(group: _Group, setting: Setting, max_k: int) -> SettingReport:
     else:
         ui, uj, _ = group.universe
         ud = pair_distances(words, ui, uj)
-        keep = ud <= max_k
-        pi, pj, pd = ui[keep], uj[keep], ud[keep]
+        pi, pj, pd = ui[ud <= max_k], uj[ud <= max_k], ud[ud <= max_k]
     # A document without any token has fingerprint 0 and no shingle: it is never a near-duplicate.
     real = (group.lengths[pi] > 0) & (group.lengths[pj] > 0)
     pi, pj, pd = pi[real], pj[real], pd[real]
-    n_pos = len(pos_d)
+    ks = range(max_k + 1)
     scores = []
-    for k in range(max_k + 1):
+    for k in ks:
         tp = int((pos_d <= k).sum())
-        scores.append(Scores(k, tp, int((pd <= k).sum()) - tp, n_pos - tp))
-    labels = _band_labels(JACCARD_BANDS, 1.0)
-    band_of = np.searchsorted(np.array(JACCARD_BANDS), group.pos_sim, side="right") - 1
+        scores.append(Scores(k, tp, int((pd <= k).sum()) - tp, len(pos_d) - tp))
     band_recall: dict[str, list[float]] = {}
     band_counts: dict[str, int] = {}
+    labels, band_of = _bands(JACCARD_BANDS, 1.0, group.pos_sim)
     for b, label in enumerate(labels):
-        in_band = band_of == b
-        band_counts[label] = int(in_band.sum())
-        d = pos_d[in_band]
-        band_recall[label] = [float((d <= k).mean()) if len(d) else float("nan") for k in range(max_k + 1)]
-    len_labels = _band_labels(LENGTH_BANDS, math.inf)
-    pos_len = np.minimum(group.lengths[group.pos_i], group.lengths[group.pos_j])
-    pred_len = np.minimum(group.lengths[pi], group.lengths[pj])
+        d = pos_d[band_of == b]
+        band_counts[label] = len(d)
+        band_recall[label] = [float((d <= k).mean()) if len(d) else float("nan") for k in ks]
     # A predicted pair is a true positive iff it is among the positives: match by pair code.
     count = len(group.texts)
-    pos_codes = group.pos_i * count + group.pos_j
-    pred_true = np.isin(pi * count + pj, pos_codes)
-    pos_band = np.searchsorted(np.array(LENGTH_BANDS), pos_len, side="right") - 1
-    pred_band = np.searchsorted(np.array(LENGTH_BANDS), pred_len, side="right") - 1
+    pred_true = np.isin(pi * count + pj, group.pos_i * count + group.pos_j)
+    labels, pos_band = _bands(
+        LENGTH_BANDS, math.inf, np.minimum(group.lengths[group.pos_i], group.lengths[group.pos_j])
+    )
+    _, pred_band = _bands(LENGTH_BANDS, math.inf, np.minimum(group.lengths[pi], group.lengths[pj]))
     rows = []
-    for b, label in enumerate(len_labels):
+    for b, label in enumerate(labels):
         pb = pred_band == b
-        rows.append(
-            (
-                label,
-                int((pos_band == b).sum()),
-                [int((pb & (pd <= k)).sum()) for k in range(max_k + 1)],
-                [int((pb & pred_true & (pd <= k)).sum()) for k in range(max_k + 1)],
-            )
-        )
+        predicted = [int((pb & (pd <= k)).sum()) for k in ks]
+        true = [int((pb & pred_true & (pd <= k)).sum()) for k in ks]
+        rows.append((label, int((pos_band == b).sum()), predicted, true))
     return SettingReport(
         group.lang, setting.name, setting.f, tuple(scores), band_recall, band_counts, tuple(rows)
     )
@@ -176,20 +270,17 @@ def evaluate(
     for doc in docs:
         if wanted is None or doc.lang in wanted:
             groups.setdefault(doc.lang, []).append(doc)
-    truths = []
-    results = []
-    for lang in sorted(groups):
-        members = groups[lang]
+    say = progress or (lambda message: None)
+    truths, results = [], []
+    for lang, members in sorted(groups.items()):
         if len(members) < 2:
             continue
-        if progress:
-            progress(f"{lang}: ground truth for {len(members)} documents")
-        group = _prepare(members, lang, threshold, truth_n, pairs)
+        say(f"{lang}: ground truth for {len(members)} documents")
+        group = _prepare(members, threshold, truth_n, pairs)
         total = len(members) * (len(members) - 1) // 2 if group.universe is None else len(group.universe[0])
-        truths.append(LanguageTruth(lang, len(members), group.empty, total, len(group.pos_i), group.mode))
-        chosen = settings(lang) if callable(settings) else settings or standard_settings(lang)
-        for setting in chosen:
-            if progress:
-                progress(f"{lang}: {setting.name}")
+        empty = int((group.lengths == 0).sum())
+        truths.append(LanguageTruth(lang, len(members), empty, total, len(group.pos_i), group.mode))
+        for setting in settings(lang) if callable(settings) else settings or standard_settings(lang):
+            say(f"{lang}: {setting.name}")
             results.append(_score(group, setting, max_k))
     return Report(threshold, max_k, truth_n, tuple(truths), tuple(results))

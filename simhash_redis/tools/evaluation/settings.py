@@ -8,29 +8,21 @@ from collections.abc import Callable, Sequence
 from ...errors import InvalidArgument
 from ...fingerprinting import Scheme
 
-__all__ = [
-    "CHINESE_STOPWORDS",
-    "ENGLISH_STOPWORDS",
-    "Setting",
-    "jieba_settings",
-    "scheme_named",
-    "scheme_setting",
-    "standard_settings",
-]
+__all__ = ["Setting", "jieba_settings", "scheme_named", "scheme_setting", "standard_settings"]
 
-#: A small English function-word list for the "with stopwords" settings.
-_ENGLISH = (
+# Small function-word lists for the "with stopwords" settings; Chinese in single characters, as the
+# library makes each Han character a token.
+_ENGLISH_WORDS = (
     "a about above after again all also am an and any are as at be because been before being below "
     "between both but by can could did do does doing down during each few for from further had has have "
     "having he her here hers him his how i if in into is it its itself just me more most my no nor not "
     "now of off on once only or other our ours out over own same she should so some such than that the "
     "their theirs them then there these they this those through to too under until up very was we were "
-    "what when where which while who whom why will with would you your yours "
+    "what when where which while who whom why will with would you your yours"
 )
-ENGLISH_STOPWORDS = tuple(_ENGLISH.split())
-#: A small Chinese function-word list (single characters: the library makes each Han character a token).
-_CHINESE = "的 了 是 在 和 与 及 或 也 就 都 而 之 其 这 那 个 为 以 于 被 把 对 从 中 上 下"
-CHINESE_STOPWORDS = tuple(_CHINESE.split())
+_ENGLISH = tuple(_ENGLISH_WORDS.split())
+_CHINESE_WORDS = "的 了 是 在 和 与 及 或 也 就 都 而 之 其 这 那 个 为 以 于 被 把 对 从 中 上 下"
+_CHINESE = tuple(_CHINESE_WORDS.split())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +39,7 @@ def scheme_setting(name: str, scheme: Scheme, tokenizer: Callable[[str], list[st
     `tokenizer` (e.g. jieba.lcut) if given."""
 
     def run(texts: Sequence[str]) -> list[int]:
-        if tokenizer is None:
-            return scheme.fingerprint_many(texts)
-        return scheme.fingerprint_many([tokenizer(text) for text in texts])
+        return scheme.fingerprint_many(texts if tokenizer is None else [tokenizer(text) for text in texts])
 
     return Setting(name, run, scheme.f)
 
@@ -77,14 +67,10 @@ def scheme_named(label: str, f: int = 64) -> Scheme:
 def standard_settings(lang: str, f: int = 64) -> list[Setting]:
     """The settings compared for one language ("zh" uses Chinese stopwords, any other English ones): chars
     n=2..5, words and shingles n=2..4, each tf and binary, plus words and 3-shingles without stopwords."""
-    stop = CHINESE_STOPWORDS if lang == "zh" else ENGLISH_STOPWORDS
-    out = []
-    for weighting in ("tf", "binary"):
-        for n in (2, 3, 4):
-            out.append(scheme_setting(f"shingles-{n}/{weighting}", Scheme("shingles", n, f, weighting)))
-        out.append(scheme_setting(f"words/{weighting}", Scheme("words", 1, f, weighting)))
-        for n in (2, 3, 4, 5):
-            out.append(scheme_setting(f"chars-{n}/{weighting}", Scheme("chars", n, f, weighting)))
+    stop = _CHINESE if lang == "zh" else _ENGLISH
+    kinds = ["shingles-2", "shingles-3", "shingles-4", "words", "chars-2", "chars-3", "chars-4", "chars-5"]
+    labels = [f"{kind}/{weighting}" for weighting in ("tf", "binary") for kind in kinds]
+    out = [scheme_setting(label, scheme_named(label, f)) for label in labels]
     out.append(scheme_setting("shingles-3/tf+stop", Scheme("shingles", 3, f, "tf", stopwords=stop)))
     out.append(scheme_setting("words/tf+stop", Scheme("words", 1, f, "tf", stopwords=stop)))
     return out
