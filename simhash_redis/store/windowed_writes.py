@@ -18,7 +18,7 @@ from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
 from .keys import KeySchema
-from .store import BAND_MEMBER, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
+from .store import FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
 from .windows import View, WindowedSets, Windows
 from .writes import (
@@ -30,6 +30,7 @@ from .writes import (
     outcome_of,
     parts_of,
     sketch_in,
+    table_calls,
     too_many,
 )
 
@@ -268,15 +269,8 @@ def cluster_steps(
     # 2. the new fingerprint into the current period's tables
     tables: list[Command] = []
     for i in writing:
-        for key in here.tables(decode_fp(ops[i][1], f)):
-            tables += [(b"SADD", key, ops[i][1]), (b"PEXPIREAT", key, expire)]
-        sketch = sketches[i] if sketches is not None else None
-        if sketch:
-            packed = pack_fps([ops[i][1]], f)
-            tables += [
-                BAND_MEMBER.command([key], [b"+", field, packed, expire])
-                for key, field in here.band_places(sketch, verification)
-            ]
+        sketch = (sketches[i] if sketches is not None else None) or b""
+        tables += table_calls(here, f, ops[i][1], sketch, verification, expire)
     yield from round_trip(tables)
     # 3. the id out of other fingerprints' lists, never listed under one it no longer has
     yield from round_trip(

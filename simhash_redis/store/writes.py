@@ -31,6 +31,7 @@ __all__ = [
     "outcome_of",
     "parts_of",
     "sketch_in",
+    "table_calls",
     "too_many",
 ]
 
@@ -97,6 +98,23 @@ def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
         return decode_sketches(bytes(stored)).get(doc_id.decode()) if stored else None
     except ValueError:
         return None
+
+
+def table_calls(
+    keys: KeySchema, f: int, new: bytes, sketch: bytes, mode: Verification | None, expire: int | None = None
+) -> list[Command]:
+    """A cluster's first step for a new stored fingerprint, a call per key: into its tables and its
+    sketch's band values (in a period, with their expiry)."""
+    tail = [] if expire is None else [expire]
+    calls: list[Command] = []
+    for key in keys.tables(decode_fp(new, f)):
+        calls += [(b"SADD", key, new)] + [(b"PEXPIREAT", key, *tail)] * len(tail)
+    packed = pack_fps([new], f)
+    calls += [
+        BAND_MEMBER.command([key], [b"+", field, packed, *tail])
+        for key, field in keys.band_places(sketch, mode)
+    ]
+    return calls
 
 
 def too_many(count: int) -> WriteContention:
@@ -217,12 +235,8 @@ class Writes:
             sets: list[Command] = []
             for _, new, guard in ops:
                 if new:
-                    sets.extend((b"SADD", key, new) for key in keys.tables(decode_fp(new, self.f)))
-                    packed = pack_fps([new], self.f)
-                    sets.extend(
-                        BAND_MEMBER.command([key], [b"+", field, packed])
-                        for key, field in self._band_places(guard)
-                    )
+                    sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
+                    sets += table_calls(keys, self.f, new, sketch, self.verification)
             yield from round_trip(sets)
             progress.tabled = True
         while progress.pending:
@@ -298,7 +312,7 @@ class Writes:
             args.extend((doc_id, new, old, kind))
             bands: list[tuple[bytes, bytes]] = []
             if isinstance(guard, SketchedGuard):
-                bands = self._band_places(guard) if new else []
+                bands = self.keys.band_places(guard.sketch, self.verification) if new else []
                 if checks and len(guard) != self.tables + len(bands):
                     # Any other count would shift every later document's arguments.
                     sets = f"{self.tables} tables + {len(bands)} bands"
@@ -316,11 +330,6 @@ class Writes:
             if isinstance(guard, SketchedGuard):
                 args.append(guard.sketch)
         return WRITE.command(keys, args)
-
-    def _band_places(self, guard: Guard | None) -> list[tuple[bytes, bytes]]:
-        """The (hash, field) of each band of a write's sketch (none without band tables, or for no sketch)."""
-        sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
-        return self.keys.band_places(sketch, self.verification)
 
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
         """A cluster's calls attaching ('+') or detaching ('-') each id at its fingerprint."""
