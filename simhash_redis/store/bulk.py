@@ -19,8 +19,7 @@ import numpy.typing as npt
 from ..codec import decode_fp, encode_sketches, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
-from .chunks import send_step
-from .grouped import Column, Groups, attach_calls, commands, group, script_runs
+from .grouped import Column, Groups, attach_calls, commands, group, script_runs, send_step
 from .keys import KeySchema
 from .layout import Layout
 from .store import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH, Store
