@@ -21,19 +21,7 @@ from ..transport.packing import PackedCommands
 from .keys import KeyForm, KeySchema
 from .store import Store
 
-__all__ = [
-    "BULK",
-    "CHUNK_ARGS",
-    "Column",
-    "Groups",
-    "NativeColumn",
-    "Piece",
-    "attach_calls",
-    "chunks",
-    "commands",
-    "group",
-    "send_step",
-]
+__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "send_step"]
 
 #: Arguments per write of a step: round trips do not count, and the client builds the next meanwhile.
 CHUNK_ARGS = 16_384
