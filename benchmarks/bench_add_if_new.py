@@ -26,7 +26,7 @@ import redis
 from benchmarks import corpus, percentile
 from simhash_redis import SimhashIndex
 from simhash_redis.codec import encode_fp
-from simhash_redis.store.scripts import WRITE
+from simhash_redis.store.store import WRITE
 
 
 def _script_us(client: redis.Redis, calls: Callable[[], None], count: int) -> float:

@@ -28,8 +28,8 @@ from simhash_redis import (
 )
 from simhash_redis.errors import RedisOutOfMemory, SimhashRedisError
 from simhash_redis.store import bulk as bulk_module
-from simhash_redis.store import chunks as chunks_module
-from simhash_redis.store.scripts import BULK_FP, BULK_IDS
+from simhash_redis.store import grouped as chunks_module
+from simhash_redis.store.store import BULK_FP, BULK_IDS
 from simhash_redis.transport.retry import Backoff
 from tests.bulk_helpers import (
     assert_model,

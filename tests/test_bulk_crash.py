@@ -55,10 +55,10 @@ LOADER = textwrap.dedent(
     import os, signal, sys
     import redis
     from simhash_redis import SimhashIndex
-    from simhash_redis.store import bulk, chunks
+    from simhash_redis.store import bulk, grouped
     from tests.test_bulk_crash import CHUNK_ARGS, NAME, WINDOW, items, open_index
     url, mode, stop_send, stop_chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    chunks.CHUNK_ARGS, bulk.ATTACH_PAIRS = CHUNK_ARGS, 64
+    grouped.CHUNK_ARGS, bulk.ATTACH_PAIRS = CHUNK_ARGS, 64
     sends = 0
     send_step = bulk.send_step
 

@@ -16,7 +16,7 @@ from simhash_redis.codec import encode_fp
 from simhash_redis.errors import IndexCorrupted, RedisAuthError, SimhashRedisError
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import reads as reads_module
-from simhash_redis.store import write_ops as writes_module
+from simhash_redis.store import writes as writes_module
 from simhash_redis.transport import wire
 from simhash_redis.transport.standalone import Transport
 from tests.servers import ServerProcess

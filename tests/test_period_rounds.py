@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from simhash_redis.errors import WriteContention
-from simhash_redis.store import windowed_writes_cluster
-from simhash_redis.store.windowed_writes_cluster import in_rounds
+from simhash_redis.store import windowed_writes
+from simhash_redis.store.windowed_writes import in_rounds
 
 
 class _Clock:
@@ -38,7 +38,7 @@ def test_a_long_batch_crosses_many_boundaries() -> None:
 
     in_rounds(clock, attempt, list(range(30)))  # type: ignore[arg-type]
     assert written == list(range(30))
-    assert len(clock.adopted) == 14 > windowed_writes_cluster._CLOCK_ROUNDS
+    assert len(clock.adopted) == 14 > windowed_writes._CLOCK_ROUNDS
 
 
 def test_clocks_that_disagree_with_nothing_written_give_up() -> None:
@@ -51,7 +51,7 @@ def test_clocks_that_disagree_with_nothing_written_give_up() -> None:
 
     with pytest.raises(WriteContention, match="clock kept moving between periods"):
         in_rounds(clock, attempt, [1, 2, 3])  # type: ignore[arg-type]
-    assert len(rounds) == windowed_writes_cluster._CLOCK_ROUNDS + 2  # the first refusal is the clock going on
+    assert len(rounds) == windowed_writes._CLOCK_ROUNDS + 2  # the first refusal is the clock going on
 
 
 def test_rounds_slower_than_a_period_go_on_while_the_clock_moves_on() -> None:
@@ -71,7 +71,7 @@ def test_rounds_slower_than_a_period_go_on_while_the_clock_moves_on() -> None:
 def test_a_clock_moving_on_faster_than_every_round_gives_up_after_the_stall_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(windowed_writes_cluster, "_STALL_S", -1.0)  # already spent
+    monkeypatch.setattr(windowed_writes, "_STALL_S", -1.0)  # already spent
     clock, rounds = _Clock(), list[int]()
 
     def attempt(view: Any, pending: list[int]) -> tuple[list[int], int | None]:

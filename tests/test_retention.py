@@ -31,8 +31,8 @@ from simhash_redis import (
 from simhash_redis.codec import encode_fp
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
-from simhash_redis.store import windowed_writes_standalone
-from simhash_redis.store import write_ops as writes_module
+from simhash_redis.store import WindowedWrites
+from simhash_redis.store import writes as writes_module
 from simhash_redis.transport.retry import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
@@ -501,7 +501,7 @@ def test_a_refresh_that_cannot_be_made_does_not_fail_add_if_new(
     def full(*_: object) -> None:
         raise RedisOutOfMemory("OOM command not allowed when used memory > 'maxmemory'")
 
-    monkeypatch.setattr(windowed_writes_standalone, "refresh", full)
+    monkeypatch.setattr(WindowedWrites, "_refresh", full)
     assert index.add_many([("new", A ^ 0xFFFF_0000_0000), ("b", A ^ 1)], unique=True) == [
         Outcome.ADDED,
         Match("a", A, 1),

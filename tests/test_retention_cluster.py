@@ -19,7 +19,8 @@ from simhash_redis.asyncio import AsyncSimhashIndex
 from simhash_redis.codec import encode_fp
 from simhash_redis.errors import WriteContention
 from simhash_redis.jobs.stats import collect
-from simhash_redis.store import Store, Writes, scripts
+from simhash_redis.store import Store, Writes
+from simhash_redis.store import store as scripts
 from simhash_redis.transport.cluster import ClusterTransport
 from tests.servers import ClusterProcess
 from tests.test_add_if_new import race
@@ -81,7 +82,7 @@ def test_hundreds_of_tasks_racing_across_periods(redis_cluster: ClusterProcess) 
 
     Periods of 2 s: a write round reads the id in every live period (31 here), and with 200 tasks
     sharing one loaded core a round of 1 s periods (62 of them) can take longer than a period for as
-    long as the writer waits (`windowed_writes_cluster._STALL_S`); a boundary still passes every other second.
+    long as the writer waits (`windowed_writes._STALL_S`); a boundary still passes every other second.
     """
     redis_cluster.flushall()
     docs = groups_of_near_duplicates(groups=20, size=10, seed=5)

@@ -22,9 +22,8 @@ from simhash_redis import (
     VerifiedIndex,
 )
 from simhash_redis.codec import decode_sketches, encode_fp, pack_fps, unpack_fps
-from simhash_redis.store import Verification
+from simhash_redis.store import Verification, hash_pairs
 from simhash_redis.store import reads as reads_module
-from simhash_redis.store.replies import hash_pairs
 from tests.test_verified_mode import article
 from tests.test_verified_sketches import _UNBANDED_MODE, K8, _stored_sketches
 

@@ -24,8 +24,8 @@ from simhash_redis import Outcome, SimhashIndex, VerifiedIndex
 from simhash_redis.codec import decode_ids, decode_sketches, pack_fps, unpack_fps
 from simhash_redis.jobs.dump import export_index
 from simhash_redis.store import bulk as bulk_module
-from simhash_redis.store import chunks as chunks_module
-from simhash_redis.store.scripts import BULK_BAND, BULK_COMMIT, BULK_IDS, BULK_SKETCH, WRITE
+from simhash_redis.store import grouped as chunks_module
+from simhash_redis.store.store import BULK_BAND, BULK_COMMIT, BULK_IDS, BULK_SKETCH, WRITE
 from simhash_redis.transport.retry import Backoff
 from tests.bulk_helpers import INVISIBLE
 from tests.faultproxy import FaultProxy

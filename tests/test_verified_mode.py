@@ -277,7 +277,7 @@ def test_a_refused_write_leaves_the_ids_sketch_as_it_was(
             redis_client.sadd(index.index.keys.tables(fps[0])[0], b"12345")
         return got
 
-    def watched(self: writes_module.Writes, ops: list[writes_module.write_ops.Write], *rest: Any) -> object:
+    def watched(self: writes_module.Writes, ops: list[writes_module.Write], *rest: Any) -> object:
         out = applied(self, ops, *rest)
         seen.append((out, index.sketch_of("y")))
         return out

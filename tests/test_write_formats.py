@@ -11,10 +11,9 @@ import redis
 
 from simhash_redis import Outcome, SimhashIndex, SimhashRedisError
 from simhash_redis.codec import encode_fp
-from simhash_redis.store import write_ops as writes_module
+from simhash_redis.store import writes as writes_module
 from simhash_redis.store import writes as writes_module_of_writes
-from simhash_redis.store.write_ops import Write
-from simhash_redis.store.writes import Writes
+from simhash_redis.store.writes import Write, Writes
 
 
 def _writes(index: SimhashIndex) -> Writes:

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
 from ..store import KeySchema, Store, Verification
-from ..store.scripts import FP_IDS
+from ..store.store import FP_IDS
 from ..transport import raise_first_error
 from .report import VerifyReport
 from .sketch_check import SKETCHES, check_bands, check_sketches

@@ -22,6 +22,7 @@ from ..store import (
     Retention,
     Store,
     Verification,
+    WindowedWrites,
     Writes,
     encode_id,
     validate_name,
@@ -111,7 +112,12 @@ class SimhashIndex:
         #: The periods of an index with a retention window; None for one that keeps its documents.
         self.windows = lifecycle.open_windows(self.config, self.keys, sender)
         self._reads = Reads(self.store, self.name, self.config, self.windows)
-        self._writes = Writes(self.store, self.f, len(self.layout.tables), self.windows)
+        tables = len(self.layout.tables)
+        self._writes = (
+            Writes(self.store, self.f, tables)
+            if self.windows is None
+            else WindowedWrites(self.store, self.f, tables, self.windows)
+        )
         self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
 
     @classmethod

@@ -7,8 +7,7 @@ from typing import Any
 
 from ..codec import decode_sketches, pack_fps, unpack_fps
 from ..store import KeySchema, Store, Verification
-from ..store.replies import hash_pairs
-from ..store.scripts import BAND_DROP, BAND_MEMBER, FP_IDS
+from ..store.store import BAND_DROP, BAND_MEMBER, FP_IDS, hash_pairs
 from ..transport import raise_first_error
 from .report import VerifyReport
 

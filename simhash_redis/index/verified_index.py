@@ -9,7 +9,7 @@ from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted, InvalidArgument, InvalidType
 from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
-from ..store import Reads, SketchedGuard, Write, Writes
+from ..store import Reads, SketchedGuard, WindowedWrites, Write, Writes
 from ..store.keys import encode_id
 from ..store.reads import Bands
 from ..transport import client_from_url
@@ -84,7 +84,11 @@ class VerifiedIndex:
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
         tables = len(index.layout.tables)
-        self._writes = Writes(self.store, index.f, tables, index.windows, self.verification)
+        self._writes = (
+            Writes(self.store, index.f, tables, self.verification)
+            if index.windows is None
+            else WindowedWrites(self.store, index.f, tables, index.windows, self.verification)
+        )
         self._reads = Reads(self.store, index.name, index.config, index.windows)
         self._reads.band_cap = cap
         # Add-if-new judges every candidate: a capped read can miss the stored near-duplicate of a

@@ -7,14 +7,13 @@ from .config import IndexConfig, Retention
 from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
-from .meta import drop_keys, find_data, open_meta, pin_meta, restore_meta
+from .meta import find_data, open_meta, pin_meta, restore_meta
 from .reads import Reads
-from .replies import hash_pairs
-from .store import Store
+from .store import Store, drop_keys, hash_pairs
 from .verification import Verification
+from .windowed_writes import WindowedWrites
 from .windows import Windows
-from .write_ops import Guard, SketchedGuard, Write
-from .writes import Writes
+from .writes import Guard, SketchedGuard, Write, Writes
 
 __all__ = [
     "BucketLocks",
@@ -28,6 +27,7 @@ __all__ = [
     "SketchedGuard",
     "Store",
     "Verification",
+    "WindowedWrites",
     "Windows",
     "Write",
     "Writes",

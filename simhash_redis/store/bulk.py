@@ -19,14 +19,11 @@ import numpy.typing as npt
 from ..codec import decode_fp, encode_sketches, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
-from .chunks import send_step
-from .grouped import Column, Groups, attach_calls, commands, group, script_runs
+from .grouped import Column, Groups, attach_calls, commands, group, script_runs, send_step
 from .keys import KeySchema
 from .layout import Layout
-from .scripts import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH
-from .store import Store
-from .write_ops import SketchedGuard, Write, sketch_in
-from .writes import Writes
+from .store import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH, Store
+from .writes import SketchedGuard, Write, Writes, sketch_in
 
 __all__ = ["BulkWrites"]
 
@@ -108,7 +105,7 @@ class BulkWrites:
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
         if old_sketches:  # the write script reports them only on the call that replaced them
-            self.writes.drop_bands(old_sketches)
+            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in old_sketches])
         if len(chosen):
             first = self._tables(window, chosen)  # step 3
             if sketches is not None:
@@ -166,7 +163,7 @@ class BulkWrites:
             (bytes(reply[i]), bytes(reply[i + 1])) for reply in replies for i in range(0, len(reply), 2)
         ]
         if dropped:
-            self.writes.drop_bands(dropped)
+            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in dropped])
 
     def _new_sketches(
         self, window: _Window, unchanged: list[int], sketches: Sequence[bytes]
@@ -261,7 +258,7 @@ class BulkWrites:
             rows = np.array([p for p in chosen.tolist() if ids[p] in again], dtype=np.intp)
             self._bands(window, rows, sketches)
         if dropped:
-            self.writes.drop_bands(dropped)
+            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in dropped])
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
         """After step 5: put back into its tables each fingerprint missing from table 0.

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import struct
-import warnings
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from ..codec import decode_fp, signed64
+from ..codec import decode_fp
 from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport.packing import arrays
 
 __all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw", "top_band_hits"]
 
-# Below this many members, decoding them one by one beats numpy's fixed costs.
-_VECTOR_MIN = 48
 # From this many queries, band members are filtered in numpy (below, its fixed costs are most of it).
 _BANDS_VECTOR_MIN = 16
 _MASK64 = (1 << 64) - 1
@@ -54,16 +49,8 @@ def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict
 def pure_hits(
     fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]]:
-    """`hits` in Python: each distinct member within k, in the order met (many in one numpy pass)."""
+    """`hits` in Python: each distinct member within k, in the order met."""
     found_all: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
-    near = _near_members(fps, replies, tables, k, f)
-    if near is not None:
-        for raw, q in near:
-            found = found_all[q]
-            if raw not in found:
-                candidate = decode_fp(raw, f)
-                found[raw] = (candidate, (candidate ^ fps[q]).bit_count())
-        return found_all
     for q, fp in enumerate(fps):
         found = found_all[q]
         for raws in replies[q * tables : (q + 1) * tables]:
@@ -194,75 +181,6 @@ def _few_band_hits(
                         return None
                     mine[raw] = (candidate, (candidate ^ fp).bit_count())
     return found
-
-
-def _near_members(
-    fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
-) -> list[tuple[bytes, int]] | None:
-    """(member, query) of each member within distance k, in order, by numpy; None where the loop decides."""
-    if f > 64 or len(replies) != len(fps) * tables:
-        return None
-    try:
-        count = sum(map(len, replies))
-        if count < _VECTOR_MIN:
-            return None
-        flat = list(chain.from_iterable(replies))
-        hash(tuple(flat))  # the plain loop hashes every member: an unhashable one (bytearray) raises there
-        values = _decimals(b" ".join(flat), count)
-    except TypeError:  # a reply or member of another type: the plain loop raises as it should
-        return None
-    if values is None or (f < 64 and count and np.min(values) < 0):
-        return None  # a negative member keeps its sign in the plain loop's distance
-    if len(fps) == 1:
-        near = np.flatnonzero(np.bitwise_count((values ^ np.int64(signed64(fps[0]))).view(np.uint64)) <= k)
-        return [(flat[i], 0) for i in near.tolist()]
-    sizes = np.fromiter(map(len, replies), dtype=np.int64, count=len(replies))
-    per_query = np.add.reduceat(sizes, np.arange(0, len(replies), tables))
-    queries = np.repeat(np.array([signed64(fp) for fp in fps], dtype=np.int64), per_query)
-    near = np.flatnonzero(np.bitwise_count((values ^ queries).view(np.uint64)) <= k)
-    owners = np.searchsorted(np.cumsum(per_query), near, side="right")
-    return [(flat[i], q) for i, q in zip(near.tolist(), owners.tolist(), strict=True)]
-
-
-def _fromstring_warns() -> bool:
-    """Whether this numpy warns (before 2.3) rather than raises on text it cannot parse to the end."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        try:
-            np.fromstring(b"1 x", dtype=np.int64, sep=" ")
-        except DeprecationWarning:
-            return True
-        except ValueError:
-            return False
-    return False
-
-
-_FROMSTRING_WARNS = _fromstring_warns()
-_INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-
-
-def _decimals(data: bytes, count: int) -> npt.NDArray[np.int64] | None:
-    """Parse space-separated decimal int64s, the same on every numpy; None unless all plain decimals."""
-    try:
-        if _FROMSTRING_WARNS:
-            # Only where numpy warns: catch_warnings is process-wide state, not for the hot path.
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", DeprecationWarning)
-                values = np.fromstring(data, dtype=np.int64, sep=" ")
-        else:
-            values = np.fromstring(data, dtype=np.int64, sep=" ")
-    except (ValueError, DeprecationWarning):
-        return None
-    if len(values) != count:
-        return None
-    # numpy saturates a number beyond int64 to its bounds: a bound is believed only where it is written.
-    bounds = np.flatnonzero((values == _INT64_MIN) | (values == _INT64_MAX))
-    if len(bounds):
-        # Split as numpy does: an empty table set leaves two spaces in a row, which make no number.
-        tokens = data.split()
-        if any(int(tokens[i]) != int(values[i]) for i in bounds.tolist()):
-            return None
-    return values
 
 
 def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:

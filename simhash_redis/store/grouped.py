@@ -1,4 +1,5 @@
-"""The bulk path's grouped commands: one command per key, carrying every entry of a window for that key.
+"""The bulk path's grouped commands: one command per key, carrying every entry of a window for that key,
+and how a step's commands reach the server: in chunks, two in flight (`Stream`).
 
 On a standalone server the chunks are packed into RESP by the compiled core when it runs, else here,
 byte for byte the same (tests/native compares them); on a cluster they stay argument tuples.
@@ -6,6 +7,7 @@ byte for byte the same (tests/native compares them); on a cluster they stay argu
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -14,13 +16,83 @@ import numpy.typing as npt
 
 from ..codec import netstring
 from ..fingerprinting import engine_choice
-from ..transport import Command
+from ..transport import READ, SEND, Command, Steps
 from ..transport.packing import PackedCommands
-from . import chunks
-from .chunks import BULK, Piece
 from .keys import KeyForm, KeySchema
+from .store import Store
 
-__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group"]
+__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "send_step"]
+
+#: Arguments per write of a step: round trips do not count, and the client builds the next meanwhile.
+CHUNK_ARGS = 16_384
+IN_FLIGHT = 2
+#: The RESP form of one argument.
+BULK = b"$%d\r\n%b\r\n"
+#: A piece of a step: (arguments, commands, their packed bytes, or on a cluster the commands).
+Piece = tuple[int, int, Any]
+
+
+def send_step(store: Store, parts: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
+    """Send a step's chunks of commands in order; their replies if `keep` (none sent after an error reply)."""
+    stream = Stream(parts, keep, 1 if store.cluster else IN_FLIGHT)
+    store.run(stream.steps, durable=durable)
+    return stream.replies
+
+
+class Stream:
+    """A step's chunks as steps without I/O, some in flight, resumed at the first unacknowledged one.
+
+    A cluster's go one at a time, so that nothing of a step is sent after an error reply.
+    """
+
+    def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, in_flight: int) -> None:
+        self.chunks, self.keep, self.in_flight = chunks, keep, in_flight
+        self.built: list[Sequence[Command] | None] = []
+        self.acked = 0
+        self.replies: list[Any] = []
+
+    def chunk(self, i: int) -> Sequence[Command] | None:
+        """Chunk i (built on first use, forgotten once acknowledged); None past the last."""
+        while len(self.built) <= i:
+            following = next(self.chunks, None)
+            if following is None:
+                return None
+            self.built.append(following)
+        return self.built[i]
+
+    def steps(self) -> Steps[None]:
+        """The chunks from the first unacknowledged one, their replies read."""
+        flight: deque[Sequence[Command]] = deque()
+        while True:
+            while len(flight) < self.in_flight:
+                following = self.chunk(self.acked + len(flight))
+                if following is None:
+                    break
+                yield SEND, [following]
+                flight.append(following)
+            if not flight:
+                return
+            replies = yield READ, len(flight.popleft())
+            if self.keep:
+                self.replies.extend(replies)
+            self.built[self.acked] = None
+            self.acked += 1
+
+
+def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]:
+    """Pieces gathered into chunks of about CHUNK_ARGS arguments."""
+    parts: list[Any] = []
+    args = commands = 0
+    for count, number, piece in pieces:
+        parts.extend(piece)
+        args += count
+        commands += number
+        if args >= CHUNK_ARGS:
+            yield PackedCommands(b"".join(parts), commands) if packed else parts
+            parts, args, commands = [], 0, 0
+    if parts:
+        yield PackedCommands(b"".join(parts), commands) if packed else parts
+
 
 #: A column as the compiled core takes it: (entries end to end, their ends as uint64 bytes), or
 #: (fingerprints as uint64 bytes, signed) whose entries are their stored forms.
@@ -124,11 +196,11 @@ def commands(
             (groups.form.prefix, groups.form.hex_width),
             _numbers(groups),
             [column.native() for column in columns],
-            chunks.CHUNK_ARGS,
+            CHUNK_ARGS,
         )
         yield from (PackedCommands(data, count) for data, count in found)
         return
-    yield from chunks.chunks(_pieces(head, groups, columns, packed), packed)
+    yield from chunks(_pieces(head, groups, columns, packed), packed)
 
 
 def _pieces(
@@ -175,11 +247,11 @@ def script_runs(
             _numbers(groups),
             [column.native() for column in columns],
             call_entries,
-            chunks.CHUNK_ARGS,
+            CHUNK_ARGS,
         )
         yield from (PackedCommands(data, count) for data, count in found)
         return
-    yield from chunks.chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
+    yield from chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
 
 
 def _run_pieces(
@@ -242,12 +314,12 @@ def attach_calls(
             ids.native(),
             joined,
             call_pairs,
-            chunks.CHUNK_ARGS,
+            CHUNK_ARGS,
         )
         yield from (PackedCommands(data, count) for data, count in found)
         return
     pieces = _attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed)
-    yield from chunks.chunks(pieces, packed)
+    yield from chunks(pieces, packed)
 
 
 def _attach_pieces(

@@ -12,8 +12,7 @@ import itertools
 import secrets
 
 from ..transport import Command
-from .scripts import LOCK, UNLOCK
-from .store import Store
+from .store import LOCK, UNLOCK, Store
 
 __all__ = ["TTL_MS", "BucketLocks"]
 

@@ -14,11 +14,10 @@ from ..codec import decode_fp, decode_ids, decode_sketches, format_fingerprint, 
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
 from ..transport import Sender, raise_first_error
 from .keys import KeySchema
-from .replies import hash_pairs
-from .scripts import CREATE_META, PIN_META, run_calls
+from .store import CREATE_META, PIN_META, hash_pairs, run_calls
 from .verification import Verification
 
-__all__ = ["drop_keys", "find_data", "open_meta", "pin_meta", "restore_meta"]
+__all__ = ["find_data", "open_meta", "pin_meta", "restore_meta"]
 
 #: Keys SCAN is asked for per page while looking for data of an index without meta.
 _SCAN_COUNT = 10_000
@@ -88,16 +87,6 @@ def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
             if key != meta and not key.startswith(locks):  # a lock is a writer's, not data
                 return bytes(key)
     return None
-
-
-def drop_keys(sender: Sender, prefix: str, name: str) -> int:
-    """Delete every key under an index's name, the meta last; the number deleted (rerun to finish)."""
-    meta, deleted = KeySchema.meta_key(prefix, name), 0
-    # SCAN's keys are not remembered: a key unlinked twice costs nothing. One key per command: no
-    # command spans hash slots.
-    for keys in sender.scan(f"{prefix}:{name}:*", _SCAN_COUNT):
-        deleted += sum(sender.execute([(b"UNLINK", key) for key in keys if key != meta]))
-    return deleted + int(sender.execute([(b"UNLINK", meta)])[0])
 
 
 def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]) -> dict[str, str]:

@@ -17,8 +17,7 @@ from ..transport.packing import CommandPerKey, PackedCommands, pack_columns
 from .candidates import band_hits, hits, matches_of, takes_raw, top_band_hits
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import BandColumns, KeySchema
-from .replies import hash_pairs
-from .store import Store
+from .store import Store, hash_pairs
 from .windows import View, WindowedSets, Windows
 
 __all__ = ["Reads"]

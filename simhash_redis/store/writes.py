@@ -1,35 +1,127 @@
-"""How a batch of document writes reaches Redis, written once as steps without I/O (`Writes`)."""
+"""How a batch of document writes reaches Redis, written once as steps without I/O (`Writes`).
+
+A write is (id, new stored fingerprint or b'' to remove, guard). A guard (add-if-new's) lists the members
+read from each of the new fingerprint's table sets; a guarded document is only written while those sets
+are unchanged (else its outcome is None: read again).
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-from ..codec import decode_fp, pack_fps
-from ..errors import SimhashRedisError
+from ..codec import decode_fp, decode_sketches, pack_fps
+from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
-from . import windowed_writes_cluster, windowed_writes_standalone
-from .scripts import BAND_DROP, BAND_MEMBER, FP_IDS, ID_CAS, WRITE
-from .store import Store
+from .keys import KeySchema
+from .store import BAND_DROP, BAND_MEMBER, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
-from .windows import Windows
-from .write_ops import (
-    CONFLICT_ROUNDS,
-    Guard,
-    Pending,
-    SketchedGuard,
-    Write,
-    in_parts,
-    outcome_of,
-    parts_of,
-    round_trip,
-    too_many,
-)
 
-__all__ = ["Progress", "Writes"]
+__all__ = [
+    "CONFLICT_ROUNDS",
+    "PART",
+    "Guard",
+    "Pending",
+    "Progress",
+    "SketchedGuard",
+    "Write",
+    "Writes",
+    "outcome_of",
+    "parts_of",
+    "sketch_in",
+    "table_calls",
+    "too_many",
+]
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: The members read from each table set of a document's fingerprint.
+Guard = list[list[bytes]]
+
+
+class SketchedGuard(list[list[bytes]]):
+    """A guard that also carries the document's sketch, set with the document or not at all.
+
+    `members` None: no guard; `sketch` b"": stored without one. `windows`: the periods the members were
+    read from (a `WindowedSets`'); `moving`: a sliding window's move, which sets the sketch only with it.
+    """
+
+    def __init__(self, members: Guard | None, sketch: bytes, *, moving: bool = False) -> None:
+        super().__init__(members or [])
+        self.checks = members is not None
+        self.sketch = sketch
+        self.windows: tuple[int, ...] | None = getattr(members, "windows", None)
+        self.moving = moving
+
+
+Write = tuple[bytes, bytes, Guard | None]
+#: A document of a round: its position in the batch, id, new and old fingerprints, guard.
+Pending = tuple[int, bytes, bytes, bytes, Guard | None]
+
+_OUTCOMES = {
+    b"a": Outcome.ADDED,
+    b"r": Outcome.REPLACED,
+    b"u": Outcome.UNCHANGED,
+    b"d": Outcome.REMOVED,
+    b"n": Outcome.MISSING,
+}
+#: Documents per script call of a large batch of adds sent as parts.
+PART = 250
+#: Attempts at a write whose documents keep changing under it.
+CONFLICT_ROUNDS = 16
+
+
+def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
+    """A round's documents as its script calls': one call, or parts of `PART` for 2 x `PART` plain adds."""
+    part = PART  # read at each call: tests make it small
+    if plain and len(docs) >= 2 * part:
+        return [docs[i : i + part] for i in range(0, len(docs), part)]
+    return [docs]
+
+
+def outcome_of(status: bytes, old: bytes) -> Outcome:
+    """A document's outcome from its status in the write script's reply."""
+    # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
+    # that earlier attempt of ours whose reply was lost and resent.
+    if status == b"n" and old:
+        return Outcome.REMOVED
+    return _OUTCOMES[status]
+
+
+def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
+    """The sketch of `doc_id` in a stored sketches field; None where none or malformed (verify reports it)."""
+    try:
+        return decode_sketches(bytes(stored)).get(doc_id.decode()) if stored else None
+    except ValueError:
+        return None
+
+
+def table_calls(
+    keys: KeySchema, f: int, new: bytes, sketch: bytes, mode: Verification | None, expire: int | None = None
+) -> list[Command]:
+    """A cluster's first step for a new stored fingerprint, a call per key: into its tables and its
+    sketch's band values (in a period, with their expiry)."""
+    tail = [] if expire is None else [expire]
+    calls: list[Command] = []
+    for key in keys.tables(decode_fp(new, f)):
+        calls += [(b"SADD", key, new)] + [(b"PEXPIREAT", key, *tail)] * len(tail)
+    packed = pack_fps([new], f)
+    calls += [
+        BAND_MEMBER.command([key], [b"+", field, packed, *tail])
+        for key, field in keys.band_places(sketch, mode)
+    ]
+    return calls
+
+
+def too_many(count: int) -> WriteContention:
+    """The error of documents that kept changing under concurrent writers."""
+    return WriteContention(
+        f"{count} documents kept changing under concurrent writers; nothing of them was written"
+    )
 
 
 class Progress:
@@ -70,20 +162,12 @@ class Writes:
 
     A standalone server's round is one call of write.lua; a cluster's, ordered single-key steps that never
     show a document half-written (docs/cluster.md; its guards are bucket locks, not checked here). An
-    index with a retention window is written over its periods (`windowed_writes_standalone`,
-    `windowed_writes_cluster`).
+    index with a retention window is written over its periods (`windowed_writes.WindowedWrites`).
     """
 
-    def __init__(
-        self,
-        store: Store,
-        f: int,
-        tables: int,
-        windows: Windows | None = None,
-        verification: Verification | None = None,
-    ) -> None:
+    def __init__(self, store: Store, f: int, tables: int, verification: Verification | None = None) -> None:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
-        self.windows, self.verification = windows, verification
+        self.verification = verification
 
     def apply(
         self, ops: list[Write], fps: list[int] | None = None, tables: list[list[bytes]] | None = None
@@ -104,53 +188,17 @@ class Writes:
         return _in_waves(ops, fps, self._apply_unique)
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """In a sliding window, move (id, stored fingerprint) documents found again into the current period.
-
-        Best effort: on an error they keep their period, and the caller's add-if-new is not failed for it.
-        """
-        windows = self.windows
-        if windows is None or not windows.retention.sliding or not docs:
-            return
-        try:
-            if self.store.cluster:
-                windowed_writes_cluster.write(
-                    self.store,
-                    windows,
-                    self.f,
-                    list(dict(docs).items()),
-                    only_moves=True,
-                    verification=self.verification,
-                )
-            else:
-                windowed_writes_standalone.refresh(
-                    self.store, windows, self.f, self.tables, docs, self.verification
-                )
-        except SimhashRedisError:
-            return
+        """In a sliding window, move (id, stored fingerprint) documents found again into the current period
+        (best effort); without a retention window, nothing."""
 
     def _apply_unique(
         self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
     ) -> list[Outcome | None]:
         if not ops:
             return []
-        cluster, windows = self.store.cluster, self.windows
-        if windows is not None and cluster:
-            return windowed_writes_cluster.write(
-                self.store,
-                windows,
-                self.f,
-                [(doc_id, new) for doc_id, new, _ in ops],
-                sketches=[g.sketch if isinstance(g, SketchedGuard) else None for _, _, g in ops],
-                verification=self.verification,
-            )
-        if windows is not None:
-            return windowed_writes_standalone.write(
-                self.store, windows, self.f, self.tables, ops, self.verification
-            )
         progress = Progress(ops, fps, tables)
-        self.store.run(lambda: self.steps(progress), durable=cluster)
-        if progress.dropped:
-            self._drop_bands(progress.dropped)
+        self.store.run(lambda: self.steps(progress), durable=self.store.cluster)
+        self.drop_bands([(self.keys, fp, sketch) for fp, sketch in progress.dropped])
         return progress.outcomes
 
     def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
@@ -187,12 +235,8 @@ class Writes:
             sets: list[Command] = []
             for _, new, guard in ops:
                 if new:
-                    sets.extend((b"SADD", key, new) for key in keys.tables(decode_fp(new, self.f)))
-                    packed = pack_fps([new], self.f)
-                    sets.extend(
-                        BAND_MEMBER.command([key], [b"+", field, packed])
-                        for key, field in self._band_places(guard)
-                    )
+                    sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
+                    sets += table_calls(keys, self.f, new, sketch, self.verification)
             yield from round_trip(sets)
             progress.tabled = True
         while progress.pending:
@@ -268,7 +312,7 @@ class Writes:
             args.extend((doc_id, new, old, kind))
             bands: list[tuple[bytes, bytes]] = []
             if isinstance(guard, SketchedGuard):
-                bands = self._band_places(guard) if new else []
+                bands = self.keys.band_places(guard.sketch, self.verification) if new else []
                 if checks and len(guard) != self.tables + len(bands):
                     # Any other count would shift every later document's arguments.
                     sets = f"{self.tables} tables + {len(bands)} bands"
@@ -287,11 +331,6 @@ class Writes:
                 args.append(guard.sketch)
         return WRITE.command(keys, args)
 
-    def _band_places(self, guard: Guard | None) -> list[tuple[bytes, bytes]]:
-        """The (hash, field) of each band of a write's sketch (none without band tables, or for no sketch)."""
-        sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
-        return self.keys.band_places(sketch, self.verification)
-
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
         """A cluster's calls attaching ('+') or detaching ('-') each id at its fingerprint."""
         calls = []
@@ -302,25 +341,19 @@ class Writes:
             calls.append(FP_IDS.command([self.keys.fp_bucket(fp)], args))
         return calls
 
-    def drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
-        """`_drop_bands` for the bulk path; nothing on a cluster (band_drop.lua names keys of two slots)."""
-        if not self.store.cluster:
-            self._drop_bands(dropped)
-
-    def _drop_bands(self, dropped: list[tuple[bytes, bytes]]) -> None:
-        """Take (stored fingerprint, dropped sketch) pairs out of the sketch's band tables.
+    def drop_bands(self, dropped: list[tuple[KeySchema, bytes, bytes]]) -> None:
+        """Take (keys of its period, stored fingerprint, dropped sketch) out of the sketch's band tables;
+        nothing on a cluster for the bulk path (band_drop.lua names keys of two slots).
 
         Best effort: what a failure leaves, near() reads as unconfirmed candidates and verify removes.
         """
         v, calls = self.verification, []
-        for fp, sketch in dropped:
+        for keys, fp, sketch in [] if self.store.cluster else dropped:
             if v is None or len(sketch) < v.bands * v.band_bytes:
                 continue
-            bucket, packed = self.keys.fp_bucket(fp), pack_fps([fp], self.f)
-            for i, (key, field) in enumerate(self.keys.band_places(sketch, v)):
+            bucket, packed = keys.fp_bucket(fp), pack_fps([fp], self.f)
+            for i, (key, field) in enumerate(keys.band_places(sketch, v)):
                 calls.append(BAND_DROP.command([key, bucket], [fp, i * v.band_bytes, field, packed]))
-        if not calls:
-            return
         try:
             self.store.run_script(BAND_DROP, calls)
         except SimhashRedisError as exc:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from simhash_redis.errors import InvalidArgument, InvalidType
 from simhash_redis.fingerprinting import engine_choice
-from simhash_redis.store import chunks
+from simhash_redis.store import grouped
 from simhash_redis.store.grouped import Column, attach_calls, commands, group, script_runs
 from simhash_redis.store.keys import KeyForm, KeySchema
 from simhash_redis.store.layout import Layout
@@ -53,7 +53,7 @@ def test_grouped_commands(
     rows = np.array([i for i in range(len(ids)) if i % 5 != 3], dtype=np.intp)
     groups = group(np.array(values, dtype=np.uint16), rows, KeyForm(b"s:n:t0:", width))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chunks, "CHUNK_ARGS", chunk_args)
+        patch.setattr(grouped, "CHUNK_ARGS", chunk_args)
         stored, named = Column.of_fingerprints(arr, f), Column(ids)
         for head, columns in (((b"SADD",), [stored]), ((b"HMGET",), [named]), ((b"HSET",), [named, stored])):
             native = sent(commands(head, groups, columns, packed=True))
@@ -77,7 +77,7 @@ def test_script_runs(
     rows = np.array([i for i in range(len(ids)) if i % 5 != 3], dtype=np.intp)
     groups = group(np.array(values, dtype=np.uint64), rows, KeyForm(b"s:n:id:", 0))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chunks, "CHUNK_ARGS", chunk_args)
+        patch.setattr(grouped, "CHUNK_ARGS", chunk_args)
         columns = [Column(ids), Column.of_fingerprints(arr, f)]
         native = sent(script_runs(SHA, counts, groups, columns, pairs, packed=True))
         pure_columns = [Column(list(column.raw)) for column in columns]
@@ -107,7 +107,7 @@ def test_attach_calls(
     joined = {p: b"%d:%b" % (len(ids[p]), ids[p]) * 2 for p in range(0, len(ids), 4)}
     groups = group(np.array(values, dtype=np.uint64), rows, KeyForm(b"s:n:fp:", 0))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chunks, "CHUNK_ARGS", chunk_args)
+        patch.setattr(grouped, "CHUNK_ARGS", chunk_args)
         stored = Column.of_fingerprints(arr, f)
         native = sent(attach_calls(SHA, counts, groups, stored, Column(ids), joined, pairs, packed=True))
         raw = Column(list(stored.raw))

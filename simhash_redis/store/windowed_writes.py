@@ -1,0 +1,493 @@
+"""Writes into an index with a retention window (docs/retention.md), in rounds on the server's clock.
+
+On a standalone server each round is one call of write.lua's format 'w': into the period of the server's
+clock, a rewritten document moved out of its old period, atomically; a call refused for another period
+comes back with the server's time, which the rounds adopt. On Redis Cluster the rounds are idempotent
+single-key steps ("On Redis Cluster") that never show a document half-written.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from ..codec import decode_fp, pack_fps
+from ..errors import SimhashRedisError, WriteContention
+from ..results import Outcome
+from ..transport import Command, Steps
+from .keys import KeySchema
+from .store import FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
+from .verification import Verification
+from .windows import View, WindowedSets, Windows
+from .writes import (
+    CONFLICT_ROUNDS,
+    Guard,
+    SketchedGuard,
+    Write,
+    Writes,
+    outcome_of,
+    parts_of,
+    sketch_in,
+    table_calls,
+    too_many,
+)
+
+__all__ = ["WindowedWrites", "cluster_steps", "in_rounds", "period_steps"]
+
+T = TypeVar("T")
+
+# A document of a call: position, id, new and old fingerprints, old's period (0: none known), guard.
+_InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
+# Rounds in a row that settled nothing, refused with a period reported before (clocks that disagree).
+_CLOCK_ROUNDS = 4
+# Seconds of rounds that settle nothing while the clock moves on (each round slower than a period):
+# within the 30 s of a bucket lock (`locks.TTL_MS`), which add-if-new on a cluster holds meanwhile.
+_STALL_S = 20.0
+_AGAIN = "; run the call again (the documents it had written already are left as they are)"
+
+
+class WindowedWrites(Writes):
+    """`Writes` of an index with a retention window: each round over the periods of the server's clock."""
+
+    def __init__(
+        self, store: Store, f: int, tables: int, windows: Windows, verification: Verification | None = None
+    ) -> None:
+        super().__init__(store, f, tables, verification)
+        self.windows = windows
+
+    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
+        """In a sliding window, move (id, stored fingerprint) documents found again into the current period.
+
+        Best effort: on an error they keep their period, and the caller's add-if-new is not failed for it.
+        """
+        if not self.windows.retention.sliding or not docs:
+            return
+        try:
+            if self.store.cluster:
+                self._on_cluster(list(dict(docs).items()), only_moves=True)
+            else:
+                self._refresh(docs)
+        except SimhashRedisError:
+            return
+
+    def _apply_unique(
+        self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
+    ) -> list[Outcome | None]:
+        if not ops:
+            return []
+        if self.store.cluster:
+            sketches = [g.sketch if isinstance(g, SketchedGuard) else None for _, _, g in ops]
+            return self._on_cluster([(doc_id, new) for doc_id, new, _ in ops], sketches=sketches)
+        return self._by_script(ops)
+
+    def _on_cluster(
+        self,
+        ops: list[tuple[bytes, bytes]],
+        only_moves: bool = False,
+        sketches: list[bytes | None] | None = None,
+    ) -> list[Outcome | None]:
+        """Apply writes that name each id once, on a cluster, in rounds until no conflict is left.
+
+        Args:
+            ops: (id, new fingerprint or b"" to remove); no guards (add-if-new on a cluster takes locks).
+            only_moves: only move a document whose id has that fingerprint in an older period (a sliding
+                refresh).
+            sketches: in verified mode, each write's sketch (b"": stored without one).
+        """
+        windows, f, verification = self.windows, self.f, self.verification
+        outcomes: list[Outcome | None] = [None] * len(ops)
+        # Each id's value before the call: a later round may find it half-moved by an earlier one.
+        prior: dict[int, bytes] = {}
+
+        def attempt(view: View, pending: list[int]) -> tuple[list[int], int | None]:
+            # A round started again takes every step again (each idempotent); outcomes are set at its end.
+            return self.store.run(
+                lambda: cluster_steps(
+                    windows, f, view, ops, pending, outcomes, prior, only_moves, sketches, verification
+                ),
+                durable=True,
+            )
+
+        in_rounds(windows, attempt, list(range(len(ops))))
+        return outcomes
+
+    def _by_script(self, ops: list[Write]) -> list[Outcome | None]:
+        """Apply writes that name each id once (guards: the `WindowedSets` a read returned) by write.lua."""
+        windows, store = self.windows, self.store
+        outcomes: list[Outcome | None] = [None] * len(ops)
+        dropped: list[tuple[KeySchema, bytes, bytes]] = []
+
+        def attempt(view: View, pending: list[_InPeriod]) -> tuple[list[_InPeriod], int | None]:
+            # A guard that did not read every live period is not written with: read again (None).
+            sent = [doc for doc in pending if _guard_covers(doc[5], view)]
+            acked: list[list[bytes]] = []
+            if sent:
+                store.run(
+                    lambda: period_steps(windows, self.f, self.tables, view, sent, acked, self.verification)
+                )
+            statuses, moved = _statuses(acked)
+            retry = sent[len(statuses) :]  # not sent, or refused by the clock: the same again
+            for (i, doc_id, new, old, _, guard), status in zip(sent[: len(statuses)], statuses, strict=True):
+                if status[:1] == b"c":
+                    where, _, current = status[1:].partition(b":")
+                    window = view.windows[int(where) - 1] if current else 0
+                    retry.append((i, doc_id, new, current, window, guard))
+                elif status != b"g":
+                    outcomes[i] = outcome_of(status[:1], old)
+            dropped.extend(self._dropped(statuses, view))
+            return retry, moved
+
+        in_rounds(
+            windows, attempt, [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)]
+        )
+        self.drop_bands(dropped)
+        return outcomes
+
+    def _refresh(self, docs: list[tuple[bytes, bytes]]) -> None:
+        """Move documents found again into the current period (a sliding window), if still stored so.
+
+        One call finds each where it is, a second moves it only while its id still has that fingerprint.
+        """
+        windows, view = self.windows, self.windows.view()
+        pending: list[_InPeriod] = [
+            (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
+        ]
+        for _ in range(2):
+            acked: list[list[bytes]] = []
+            self.store.run(
+                functools.partial(
+                    period_steps, windows, self.f, self.tables, view, pending, acked, self.verification
+                )
+            )
+            statuses, refused_at = _statuses(acked)
+            self.drop_bands(self._dropped(statuses, view))
+            if refused_at is not None:
+                windows.set_server_time(refused_at)
+                return  # a boundary passed: the documents will be seen again soon enough
+            moved: list[_InPeriod] = []
+            for (i, doc_id, fp, _, _, _), status in zip(pending, statuses, strict=True):
+                where, _, current = status[1:].partition(b":")
+                if status[:1] == b"c" and current == fp:  # in an older period, unchanged: move it
+                    moved.append((i, doc_id, fp, fp, view.windows[int(where) - 1], None))
+            if not moved:
+                return
+            if self.verification is not None:  # each moves with its sketch; one without (changed since) stays
+                places = [(w, fp, doc_id) for _, doc_id, fp, _, w, _ in moved]
+                found = self.store.run(functools.partial(_sketches_of, windows, places))
+                moved = [
+                    (i, doc_id, fp, old, w, SketchedGuard(None, sketch, moving=True))
+                    for (i, doc_id, fp, old, w, _), sketch in zip(moved, found, strict=True)
+                    if sketch is not None
+                ]
+            pending = moved
+
+    def _dropped(self, statuses: list[bytes], view: View) -> list[tuple[KeySchema, bytes, bytes]]:
+        """(keys of its period, stored fingerprint, sketch) of each sketch the writes dropped."""
+        out = []
+        for status in statuses:
+            if len(status) > 1 and status[:1] in b"urd":
+                where, fp, sketch = status[1:].split(b":", 2)
+                out.append((self.windows.schema(view.windows[int(where) - 1]), fp, sketch))
+        return out
+
+
+def in_rounds(
+    windows: Windows, attempt: Callable[[View, list[T]], tuple[list[T], int | None]], pending: list[T]
+) -> None:
+    """Run rounds of a windowed write until nothing is left to retry, on the server's clock; `attempt` runs
+    one round: what to try again, and the server's time (ms) if refused for another period.
+
+    Raises:
+        WriteContention: rounds kept settling nothing (clocks that disagree, rounds slower than a
+            period, writes that kept conflicting).
+    """
+    conflicts = clock = 0
+    latest: int | None = None  # the latest period a refusal reported
+    progress = time.monotonic()  # when a round last settled some
+    while pending:
+        retry, moved = attempt(windows.view(), pending)
+        # Refusals count only in a row of rounds that settle nothing: a long batch crosses many boundaries.
+        settled = len(retry) < len(pending)
+        if settled:
+            clock, progress = 0, time.monotonic()
+        if moved is not None:
+            period = moved // windows.period_ms
+            # A later period than any reported is the clock going on; one seen before, clocks that disagree.
+            onward = latest is None or period > latest
+            latest = period if latest is None else max(latest, period)
+            if not settled and not onward:
+                clock += 1
+            if clock > _CLOCK_ROUNDS:
+                raise WriteContention(
+                    "the server's clock kept moving between periods (clocks that disagree?)" + _AGAIN
+                )
+            if not settled and time.monotonic() - progress > _STALL_S:
+                raise WriteContention(
+                    f"each write round took longer than a period ({windows.period_ms / 1000:g} s) for "
+                    f"{_STALL_S:g} s" + _AGAIN
+                )
+            windows.set_server_time(moved)
+        elif retry:
+            conflicts += 1
+            if conflicts >= CONFLICT_ROUNDS:
+                raise too_many(len(retry))
+        pending = retry
+
+
+def cluster_steps(
+    windows: Windows,
+    f: int,
+    view: View,
+    ops: list[tuple[bytes, bytes]],
+    pending: list[int],
+    outcomes: list[Outcome | None],
+    prior: dict[int, bytes],
+    only_moves: bool,
+    sketches: list[bytes | None] | None = None,
+    verification: Verification | None = None,
+) -> Steps[tuple[list[int], int | None]]:
+    """A round of the steps: the documents to try again, and a node's time if refused."""
+    current = view.current
+    here = windows.schema(current)
+    # 1. where each id is
+    held = yield from _where(view, ops, pending)
+    for i in pending:
+        prior.setdefault(i, held[i][-1][1] if held[i] else b"")
+    if only_moves:
+        pending = [i for i in pending if held[i] and held[i][-1][1] == ops[i][1] and held[i][-1][0] < current]
+        if verification is not None:  # each moves with its sketch, or not at all
+            found = yield from _sketches_of(windows, [(*held[i][-1], ops[i][0]) for i in pending])
+            sketches = [None] * len(ops)
+            for i, sketch in zip(pending, found, strict=True):
+                sketches[i] = sketch
+            pending = [i for i in pending if sketches[i] is not None]
+    writing = [i for i in pending if ops[i][1]]
+    removing = [i for i in pending if not ops[i][1]]
+    expire = windows.expires_at(current)
+    # 2. the new fingerprint into the current period's tables
+    tables: list[Command] = []
+    for i in writing:
+        sketch = (sketches[i] if sketches is not None else None) or b""
+        tables += table_calls(here, f, ops[i][1], sketch, verification, expire)
+    yield from round_trip(tables)
+    # 3. the id out of other fingerprints' lists, never listed under one it no longer has
+    yield from round_trip(
+        _unlist(windows, [(i, w, v) for i in writing for w, v in held[i] if v != ops[i][1]], ops)
+    )
+    # 4. the commit
+    retry: set[int] = set()
+    moved = None
+    committed: list[int] = []
+    calls = [
+        ID_CAS.command(
+            [here.id_bucket(ops[i][0])],
+            [ops[i][0], ops[i][1], dict(held[i]).get(current, b""), windows.period_ms, current, expire],
+        )
+        for i in writing
+    ]
+    for i, status in zip(writing, (yield from round_trip(calls)), strict=True):
+        if status[:1] == b"w":
+            moved = int(status[1:])
+        (retry.add if status[:1] in (b"w", b"c") else committed.append)(i)
+    # 5. the id into the current period's list
+    attach = []
+    for i in committed:
+        args: list[bytes | int] = [b"+", ops[i][1], ops[i][0], expire]
+        sketch = None if sketches is None else sketches[i]
+        if sketch is not None:  # verified mode: the sketch beside the id (b"": none)
+            args.append(sketch)
+        attach.append(FP_IDS.command([here.fp_bucket(ops[i][1])], args))
+    yield from round_trip(attach)
+    # 6. the entries left behind, read again (another writer may have committed meanwhile); a removal's all
+    done = committed + removing
+    again = yield from _where(view, ops, done)
+    entries = [
+        (i, w, v) for i in done for w, v in again[i] if i in removing or _superseded(w, again[i], current)
+    ]
+    yield from round_trip(_unlist(windows, entries, ops))
+    calls = [
+        ID_CAS.command([windows.schema(w).id_bucket(ops[i][0])], [ops[i][0], b"", v]) for i, w, v in entries
+    ]
+    statuses = yield from round_trip(calls)
+    retry.update(i for (i, _, _), status in zip(entries, statuses, strict=True) if status[:1] == b"c")
+    for i in pending:
+        if i not in retry:
+            outcomes[i] = _outcome(prior[i], ops[i][1])
+    return sorted(retry), moved
+
+
+def _where(
+    view: View, ops: list[tuple[bytes, bytes]], docs: list[int]
+) -> Steps[dict[int, list[tuple[int, bytes]]]]:
+    """(period, fingerprint) of each document's id-map entries, oldest period first."""
+    per = len(view.windows)
+    found = yield from round_trip(
+        [(b"HGET", key, ops[i][0]) for i in docs for key in view.id_keys(ops[i][0])]
+    )
+    return {
+        i: [
+            (w, v) for w, v in zip(view.windows, found[n * per : (n + 1) * per], strict=True) if v is not None
+        ]
+        for n, i in enumerate(docs)
+    }
+
+
+def _sketches_of(windows: Windows, places: list[tuple[int, bytes, bytes]]) -> Steps[list[bytes | None]]:
+    """The sketch each (period, stored fingerprint, id) has in its period (None where none)."""
+    replies = yield from round_trip(
+        [(b"HGET", windows.schema(w).fp_bucket(v), windows.keys.sketch_field(v)) for w, v, _ in places]
+    )
+    return [sketch_in(stored, doc_id) for (_, _, doc_id), stored in zip(places, replies, strict=True)]
+
+
+def _unlist(
+    windows: Windows, entries: list[tuple[int, int, bytes]], ops: list[tuple[bytes, bytes]]
+) -> list[Command]:
+    """Calls taking each id out of a period's fingerprint-map list."""
+    return [FP_IDS.command([windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]]) for i, w, v in entries]
+
+
+def _outcome(prior: bytes, new: bytes) -> Outcome:
+    """A document's outcome from its id's prior value and the one written (b"": none)."""
+    if not new:
+        return Outcome.REMOVED if prior else Outcome.MISSING
+    if not prior:
+        return Outcome.ADDED
+    return Outcome.UNCHANGED if prior == new else Outcome.REPLACED
+
+
+def _superseded(window: int, entries: list[tuple[int, bytes]], current: int) -> bool:
+    """Whether an id's entry in a period gives way after a commit into `current` (the newest stays)."""
+    newest = max(w for w, _ in entries) if entries else current
+    return window != max(newest, current)
+
+
+def period_steps(
+    windows: Windows,
+    f: int,
+    tables: int,
+    view: View,
+    sent: list[_InPeriod],
+    acked: list[list[bytes]],
+    verification: Verification | None = None,
+) -> Steps[None]:
+    """A round's script calls (a large batch's parts), each reply appended to `acked`, up to one refused."""
+    parts = parts_of(sent, all(doc[5] is None for doc in sent))
+    yield from in_parts(
+        len(parts), lambda n: command(windows, f, tables, view, parts[n], verification), acked, _refused
+    )
+
+
+def command(
+    windows: Windows,
+    f: int,
+    tables: int,
+    view: View,
+    pending: Sequence[_InPeriod],
+    verification: Verification | None = None,
+) -> Command:
+    """A call of write.lua's format 'w' for the documents, against the view's periods."""
+    schemas, numbers = view.schemas, view.windows
+    here = numbers.index(view.current) + 1
+    current = schemas[here - 1]
+    id_keys = view.id_keys
+    keys: list[bytes] = [schema.counts for schema in schemas]
+    args: list[bytes | int] = [tables, b"w", windows.period_ms, windows.retention_ms]
+    args += [len(numbers), here, *numbers]
+    for _, doc_id, new, old, old_window, guard in pending:
+        keys += id_keys(doc_id)
+        if new:
+            keys.append(current.fp_bucket(new))
+            keys.extend(current.tables(decode_fp(new, f)))
+        where = numbers.index(old_window) + 1 if old and old_window in numbers else 0
+        if not where:  # its period expired since: the script finds the id
+            old = b""
+        elif old != new or where != here:
+            keys.append(schemas[where - 1].fp_bucket(old))
+            keys.extend(schemas[where - 1].tables(decode_fp(old, f)))
+        if isinstance(guard, SketchedGuard):
+            _sketched(windows, f, tables, current, verification, keys, args, (doc_id, new, old, where, guard))
+            continue
+        args.extend((doc_id, new, old, where or b"", b"" if guard is None else b"1"))
+        if guard is not None:
+            fp = decode_fp(new, f)
+            for window in _windows_of(guard):
+                keys.extend(windows.schema(window).tables(fp))
+            args.append(len(guard))
+            args.extend(len(members) for members in guard)
+            for members in guard:
+                args.extend(members)
+    return WRITE.command(keys, args)
+
+
+def _sketched(
+    windows: Windows,
+    f: int,
+    tables: int,
+    current: KeySchema,
+    verification: Verification | None,
+    keys: list[bytes],
+    args: list[bytes | int],
+    doc: tuple[bytes, bytes, bytes, int, SketchedGuard],
+) -> None:
+    """A verified document's keys and arguments (write.lua, format 'w')."""
+    doc_id, new, old, where, guard = doc
+    places = current.band_places(guard.sketch, verification) if new else []
+    kind = b"m" if guard.moving else b"s" if guard.checks else b"k"
+    args.extend((doc_id, new, old, where or b"", kind, len(places)))
+    keys.extend(key for key, _ in places)
+    if places:
+        args.append(pack_fps([new], f))
+        args.extend(field for _, field in places)
+    if guard.checks:
+        read = guard.windows or ()
+        if len(guard) != len(read) * (tables + len(places)):
+            # Any other count would shift every later document's arguments.
+            raise ValueError(
+                f"a guard of {len(guard)} sets, for {len(read)} periods of {tables} tables "
+                f"+ {len(places)} bands"
+            )
+        fp = decode_fp(new, f)
+        for window in read:
+            keys.extend(windows.schema(window).tables(fp))
+        for window in read:
+            keys.extend(key for key, _ in windows.schema(window).band_places(guard.sketch, verification))
+        args.append(len(guard))
+        args.extend(len(members) for members in guard)
+        at = tables * len(read)
+        for n, members in enumerate(guard):
+            # A band's value holds packed fingerprints: its members are compared packed.
+            args.extend(members if n < at else [pack_fps([member], f) for member in members])
+    args.append(guard.sketch)
+
+
+def _statuses(acked: list[list[bytes]]) -> tuple[list[bytes], int | None]:
+    """The statuses of the documents done, and the server's time (ms) if a call was refused."""
+    statuses: list[bytes] = []
+    for reply in acked:
+        if _refused(reply):
+            return statuses, int(reply[0][1:])
+        statuses += reply
+    return statuses, None
+
+
+def _refused(reply: list[bytes]) -> bool:
+    """Whether a call was refused for another period than the call's."""
+    return bool(reply) and reply[0][:1] == b"w"
+
+
+def _windows_of(guard: Guard) -> tuple[int, ...]:
+    """The periods a guard was read from (TypeError for one not read from them: a caller's bug)."""
+    if not isinstance(guard, WindowedSets):
+        raise TypeError("a guard of an index with a retention window comes from its reads (WindowedSets)")
+    return guard.windows
+
+
+def _guard_covers(guard: Guard | None, view: View) -> bool:
+    """Whether a guard read the sets of every period up to the current one (else: read again)."""
+    if guard is None or (isinstance(guard, SketchedGuard) and not guard.checks):
+        return True
+    read = set(guard.windows or ()) if isinstance(guard, SketchedGuard) else set(_windows_of(guard))
+    return all(window in read for window in view.windows if window <= view.current)
