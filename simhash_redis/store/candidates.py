@@ -14,7 +14,7 @@ import numpy.typing as npt
 from ..codec import decode_fp, signed64
 from ..fingerprinting import engine_choice
 from ..results import Match
-from ..transport.packing import arrays
+from ..transport.wire import arrays
 
 __all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw", "top_band_hits"]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..transport import READ, SEND, Command, Steps
-from ..transport.packing import PackedCommands
+from ..transport.wire import PackedCommands
 from .store import Store
 
 __all__ = ["BULK", "CHUNK_ARGS", "Piece", "chunks", "send_step"]

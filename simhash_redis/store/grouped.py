@@ -15,7 +15,7 @@ import numpy.typing as npt
 from ..codec import netstring
 from ..fingerprinting import engine_choice
 from ..transport import Command
-from ..transport.packing import PackedCommands
+from ..transport.wire import PackedCommands
 from . import chunks
 from .chunks import BULK, Piece
 from .keys import KeyForm, KeySchema

@@ -33,9 +33,8 @@ from ..errors import RedisUnavailable
 from . import wire
 from .cluster import ClusterTransport
 from .greenlet_bridge import wait
-from .protocols import Command
-from .retry import Backoff
-from .standalone import Transport
+from .standalone import Backoff, Transport
+from .wire import Command
 
 __all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport"]
 

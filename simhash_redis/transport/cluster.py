@@ -22,9 +22,8 @@ from redis.crc import key_slot
 
 from ..errors import RedisUnavailable, SimhashRedisError
 from . import wire
-from .protocols import Command, Exchange, scan_pages
-from .retry import Backoff
-from .translate import raise_first_error, translate_error
+from .standalone import Backoff, Exchange, raise_first_error, scan_pages, translate_error
+from .wire import Command
 
 __all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "command_keys"]
 
