@@ -425,15 +425,15 @@ class Exchange:
 
     def send(self, *batches: Sequence[Command]) -> None:
         """Send batches of commands in one write."""
-        data = payload(self.connection, batches)
+        data = self._pack(batches)
         self.unread += sum(map(len, batches))
-        _write(self.connection, data)
+        self._put(data)
 
     def read(self, count: int) -> list[Any]:
         """The next `count` replies."""
         self._due(count)
         self.tail = _feed(self.connection, self.tail)
-        replies = read(self.connection, count)
+        replies = self._get(count)
         self.unread -= count
         return replies
 
@@ -460,3 +460,14 @@ class Exchange:
     def _due(self, count: int) -> None:
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
+
+    # The connection's I/O, which the asyncio exchange awaits.
+
+    def _pack(self, batches: Sequence[Sequence[Command]]) -> list[bytes]:
+        return payload(self.connection, batches)
+
+    def _put(self, data: list[bytes]) -> None:
+        _write(self.connection, data)
+
+    def _get(self, count: int) -> list[Any]:
+        return read(self.connection, count)
