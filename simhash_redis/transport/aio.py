@@ -227,6 +227,8 @@ class AsyncClusterTransport(ClusterTransport):
         RedisUnavailable: the cluster cannot be reached.
     """
 
+    exchange = AsyncExchange
+
     def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
         super().__init__(client, backoff)
         try:
@@ -253,12 +255,6 @@ class AsyncClusterTransport(ClusterTransport):
                 node._free.append(connection)
         finally:
             _node_turns(self.client, node).release()
-
-    def _write(self, connection: Any, commands: Sequence[Command]) -> None:
-        _send(connection, _packed(connection, [commands]))
-
-    def _take(self, connection: Any, count: int) -> list[Any]:
-        return wait(_read(connection, count))
 
     def _drop(self, connection: Any) -> None:
         wait(connection.disconnect())

@@ -1,12 +1,8 @@
-"""Conversations with Redis and their driver for a standalone server.
+"""Conversations with Redis, and their driver for a standalone server (`Transport`).
 
-What the floors above send through: commands, conversations written without I/O as `Steps` (a generator
-that yields what to send and what to read, and takes the replies; `drive` runs it on any `Exchange`, and a
-test can feed it recorded replies) and the `Sender` protocol. Here too, shared with the cluster's and the
-asyncio transports: the one retry loop (`Backoff.call_with_retry`) and the one translation of error replies
-and redis-py exceptions into the library's (messages carry no credentials: redis-py's name hosts and ports,
-never passwords). Then the standalone server's sender, `Transport`: one round trip per batch over a pooled
-redis-py connection (redis-py's Pipeline costs tens of microseconds of client CPU per call).
+A conversation is written without I/O as `Steps`, which `drive` runs on any `Exchange` (recorded replies
+in tests). Shared with the cluster's and the asyncio senders: the one retry loop (`Backoff`) and the one
+translation of error replies and redis-py exceptions (messages carry no credentials).
 """
 
 from __future__ import annotations
@@ -71,8 +67,8 @@ Steps = Generator[Step, Any, T]
 
 
 class Exchange(Protocol):
-    """Commands sent and replies read in one conversation, replies in the order commands were sent (error
-    replies in place, untranslated): `wire.Exchange` is the model."""
+    """Commands sent and replies read in one conversation, in order, error replies in place: as
+    `wire.Exchange`."""
 
     def send(self, *batches: Sequence[Command]) -> None: ...
 
@@ -84,8 +80,7 @@ class Exchange(Protocol):
 
 
 class Sender(Protocol):
-    """Sends commands to the server (or the cluster's nodes) holding an index's keys: `Transport` is the
-    model, `ClusterTransport` the other."""
+    """Sends commands to the servers holding an index's keys: as `Transport` (or `ClusterTransport`)."""
 
     cluster: bool
 
@@ -204,11 +199,7 @@ _COMMAND = re.compile(r"permissions to run the '([^']+)' command", re.IGNORECASE
 
 
 def raise_first_error(replies: list[Any]) -> None:
-    """Raise the library exception for the first error reply among a batch's replies, if any.
-
-    Raises:
-        SimhashRedisError: (or a subclass) for the first error reply.
-    """
+    """Raise the library exception (a SimhashRedisError) for the first error reply among replies, if any."""
     for reply in replies:
         if isinstance(reply, rex.ResponseError):
             raise translate_error(reply) from None
@@ -271,7 +262,8 @@ def translate_error(exc: Exception) -> SimhashRedisError:
 
 
 class Transport:
-    """One round trip per batch of commands over a pooled connection of a redis-py client."""
+    """One round trip per batch of commands over a pooled connection of a redis-py client (redis-py's
+    Pipeline costs tens of microseconds of client CPU per call)."""
 
     cluster = False
 
@@ -283,11 +275,11 @@ class Transport:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send the commands in one round trip and return their raw replies in order (durable: unused here).
+        """Send the commands in one round trip (per node) and return their raw replies in order.
 
         Args:
-            raise_on_error: raise the first error reply; else error replies are ResponseError objects in
-                place.
+            raise_on_error: raise the first error reply, else return error replies in place.
+            durable: on a cluster, each node's share that writes waits for a replica.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -301,9 +293,9 @@ class Transport:
         return replies
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
-        """Run a conversation (its result returned) on one connection, again from the start on a new one after
-        a lost connection: `talk` must be safe to run again. Unread replies are never seen by anyone else (the
-        connection is closed). durable: unused here.
+        """Run a conversation on one connection, again from the start on a new one after a lost connection
+        (`talk` must allow that); its result. Unread replies are never seen by anyone else (the connection is
+        closed). durable: for a cluster's sends.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -317,19 +309,12 @@ class Transport:
             raise translate_error(exc) from None
 
     def broadcast(self, command: Command) -> None:
-        """Send a keyless command (SCRIPT LOAD) to the server.
-
-        Raises:
-            RedisUnavailable: the server could not be reached after the retries.
-        """
+        """Send a keyless command (SCRIPT LOAD) to every server holding keys (raises as `execute`)."""
         self.execute([command])
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
-        """The keys matching a pattern, a SCAN page of COUNT `count` at a time (a key may come twice).
-
-        Raises:
-            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
-        """
+        """The keys matching a pattern, a SCAN page of COUNT `count` at a time from every server holding
+        keys (a key may come twice; raises as `execute`)."""
         return scan_pages(lambda command: self.execute([command])[0], pattern, count)
 
     def _on_connection(self, talk: Callable[[Exchange], T]) -> T:

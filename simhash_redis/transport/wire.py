@@ -37,7 +37,6 @@ __all__ = [
     "payload",
     "read",
     "round_trips",
-    "send",
 ]
 
 try:  # the compiled core's scanner of whole replies, for `read_sets` (the transport parses no more)
@@ -279,21 +278,6 @@ def count_send() -> None:
     _SENDS[0] += 1
 
 
-def send(connection: Any, commands: Sequence[Command]) -> None:
-    """Send the commands on the connection (connecting it first if needed).
-
-    Raises:
-        redis.exceptions.ConnectionError, TimeoutError: the send failed (redis-py has disconnected).
-        redis.exceptions.DataError: an argument of an unsupported type.
-    """
-    _write(connection, payload(connection, [commands]))
-
-
-def _write(connection: Any, data: list[bytes]) -> None:
-    _SENDS[0] += 1
-    connection.send_packed_command(data, check_health=False)
-
-
 def read(connection: Any, count: int) -> list[Any]:
     """Read `count` replies, raw (not decoded), error replies as ResponseError objects in place.
 
@@ -412,7 +396,10 @@ class Exchange:
     """Commands sent and replies read on one connection (the caller's for the conversation), interleaved at
     will: replies in the order the commands were sent, raw, error replies in place.
 
-    The methods raise as `send` and `read` do, and RuntimeError for more replies than commands sent (a bug).
+    Raises (every method):
+        redis.exceptions.ConnectionError, TimeoutError: the send or read failed.
+        redis.exceptions.DataError: an argument of an unsupported type.
+        RuntimeError: more replies asked for than commands sent (a bug).
     """
 
     __slots__ = ("connection", "tail", "unread")
@@ -424,7 +411,7 @@ class Exchange:
         self.tail = b""
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands in one write."""
+        """Send batches of commands in one write (connecting first if needed)."""
         data = self._pack(batches)
         self.unread += sum(map(len, batches))
         self._put(data)
@@ -467,7 +454,8 @@ class Exchange:
         return payload(self.connection, batches)
 
     def _put(self, data: list[bytes]) -> None:
-        _write(self.connection, data)
+        _SENDS[0] += 1
+        self.connection.send_packed_command(data, check_health=False)
 
     def _get(self, count: int) -> list[Any]:
         return read(self.connection, count)
