@@ -161,14 +161,13 @@ def test_reader_handles_replies_split_across_reads(redis_client: redis.Redis) ->
 def test_reader_raises_on_a_closed_connection(redis_client: redis.Redis) -> None:
     connection = wire.checkout(redis_client.connection_pool)
     try:
-        exchange = wire.Exchange(connection)
-        exchange.send([(b"PING",)], [(b"PING",)])
+        wire.Exchange(connection).send([(b"PING",)])
         connection._parser._sock.shutdown(socket.SHUT_RD)
         connection._parser._reader = type(connection._parser._reader)(  # drop anything already fed
             notEnoughData=wire.NOT_ENOUGH_DATA
         )
         with pytest.raises(rex.ConnectionError):
-            exchange.read(2)
+            wire.read(connection, 2)
     finally:
         connection.disconnect()
         redis_client.connection_pool.release(connection)
