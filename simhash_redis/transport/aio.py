@@ -40,11 +40,6 @@ __all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport"]
 T = TypeVar("T")
 
 
-def _packed(connection: Any, batches: Sequence[Sequence[Command]]) -> list[bytes]:
-    standard = type(connection).pack_command is AbstractConnection.pack_command
-    return wire.payload(connection, batches, standard)
-
-
 def _send(connection: Any, payload: list[bytes]) -> None:
     # redis.asyncio's send_packed_command costs a task and two turns of the event loop per send. A
     # connected socket whose buffer is below its limit takes the bytes at once: written here, from the
@@ -87,11 +82,17 @@ async def _read(connection: Any, count: int) -> list[Any]:
     # One await for all `count` replies, taken straight from hiredis's reader, one socket read per chunk
     # of bytes: redis.asyncio's read_response costs tens of microseconds per reply.
     parser: Any = connection._parser
-    if not _hiredis(parser):
-        return await _read_each(connection, count)
+    kind: Any = type(parser)  # compared as Any: mypy would narrow `parser` to the parser class otherwise
+    out: list[Any] = []
+    if _HIREDIS is None or kind is not _HIREDIS or parser._reader is None:
+        for _ in range(count):
+            try:
+                out.append(await connection.read_response(disable_decoding=True))
+            except rex.ResponseError as exc:
+                out.append(exc)
+        return out
     gets = parser._reader.gets
     timeout = connection.socket_timeout
-    out: list[Any] = []
     append = out.append
     try:
         while len(out) < count:
@@ -124,21 +125,6 @@ async def _read(connection: Any, count: int) -> list[Any]:
     return out
 
 
-def _hiredis(parser: Any) -> bool:
-    kind: Any = type(parser)
-    return _HIREDIS is not None and kind is _HIREDIS and parser._reader is not None
-
-
-async def _read_each(connection: Any, count: int) -> list[Any]:
-    out: list[Any] = []
-    for _ in range(count):
-        try:
-            out.append(await connection.read_response(disable_decoding=True))
-        except rex.ResponseError as exc:
-            out.append(exc)
-    return out
-
-
 class AsyncExchange(wire.Exchange):
     """`wire.Exchange` on a redis.asyncio connection, its I/O awaited; replies are read with `read` only."""
 
@@ -148,7 +134,8 @@ class AsyncExchange(wire.Exchange):
         return None
 
     def _pack(self, batches: Sequence[Sequence[Command]]) -> list[bytes]:
-        return _packed(self.connection, batches)
+        standard = type(self.connection).pack_command is AbstractConnection.pack_command
+        return wire.payload(self.connection, batches, standard)
 
     def _put(self, data: list[bytes]) -> None:
         _send(self.connection, data)
