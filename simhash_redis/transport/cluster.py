@@ -356,32 +356,29 @@ class _Unreached(Exception):
         self.cause = cause
 
 
-class _QueuedExchange:
+class _QueuedExchange(wire.Exchange):
     """An exchange over a cluster: sends are queued, reads send the queue when the buffer runs dry."""
 
     __slots__ = ("_buffer", "_durable", "_queue", "_transport")
 
     def __init__(self, transport: ClusterTransport, durable: bool = False) -> None:
+        super().__init__(None)
         self._transport, self._durable = transport, durable
         self._queue: list[Command] = []
         self._buffer: list[Any] = []
 
-    def send(self, *batches: Sequence[Command]) -> None:
-        for batch in batches:
-            self._queue.extend(batch)
+    def read_sets(self, count: int) -> None:
+        return None
 
-    def read(self, count: int) -> list[Any]:
-        if count > len(self._buffer) + len(self._queue):
-            raise RuntimeError(f"{count} replies asked for, {len(self._buffer) + len(self._queue)} due")
+    def _pack(self, batches: Sequence[Sequence[Command]]) -> list[Any]:
+        return [command for batch in batches for command in batch]
+
+    def _put(self, data: list[Any]) -> None:
+        self._queue.extend(data)
+
+    def _get(self, count: int) -> list[Any]:
         if count > len(self._buffer):
             queued, self._queue = self._queue, []
             self._buffer.extend(self._transport.execute(queued, raise_on_error=False, durable=self._durable))
         replies, self._buffer = self._buffer[:count], self._buffer[count:]
         return replies
-
-    def read_sets(self, count: int) -> None:
-        return None
-
-    def round_trip(self, commands: Sequence[Command]) -> list[Any]:
-        self.send(commands)
-        return self.read(len(commands))

@@ -448,7 +448,7 @@ class Exchange:
         if count > self.unread:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
 
-    # The connection's I/O, which the asyncio exchange awaits.
+    # The I/O, which the asyncio exchange awaits and a cluster's exchange queues.
 
     def _pack(self, batches: Sequence[Sequence[Command]]) -> list[bytes]:
         return payload(self.connection, batches)
