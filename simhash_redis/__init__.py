@@ -42,8 +42,8 @@ from .index.verified_index import VerifiedIndex, VerifiedMatch
 from .store.config import Retention
 from .store.layout import Layout
 from .tools.connect import open_index
+from .transport import Backoff
 from .transport.connection import redact_url
-from .transport.retry import Backoff
 
 __version__ = "0.1.0"
 

@@ -30,7 +30,7 @@ from simhash_redis.errors import RedisOutOfMemory, SimhashRedisError
 from simhash_redis.store import bulk as bulk_module
 from simhash_redis.store import grouped as chunks_module
 from simhash_redis.store.store import BULK_FP, BULK_IDS
-from simhash_redis.transport.retry import Backoff
+from simhash_redis.transport import Backoff
 from tests.bulk_helpers import (
     assert_model,
     assert_nothing_half_visible,

@@ -104,7 +104,7 @@ def items() -> list[tuple[str, int]]:
 
 def open_index(client: redis.Redis, name: str = NAME) -> SimhashIndex:
     """The index every run of the load writes to."""
-    from simhash_redis.transport.retry import Backoff
+    from simhash_redis.transport import Backoff
 
     return SimhashIndex(
         client, name, k=3, id_buckets=64, batch_size=50, backoff=Backoff(retries=2, base=0.01, cap=0.05)

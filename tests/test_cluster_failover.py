@@ -14,7 +14,7 @@ import pytest
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from simhash_redis import SimhashIndex
-from simhash_redis.transport import Backoff, retry
+from simhash_redis.transport import Backoff, standalone
 from simhash_redis.transport.aio import AsyncClusterTransport
 from simhash_redis.transport.cluster import DEFAULT_NODE_TIMEOUT, ClusterTransport
 from simhash_redis.transport.greenlet_bridge import run
@@ -114,8 +114,8 @@ def test_the_failover_time_is_read_from_the_cluster(
 
 def test_retries_last_as_long_as_asked_once_counted_ones_are_spent(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [0.0]
-    monkeypatch.setattr(retry.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(retry, "pause", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    monkeypatch.setattr(standalone.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(standalone, "pause", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
     attempts: list[float] = []
 
     def fail() -> None:

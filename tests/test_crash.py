@@ -38,7 +38,7 @@ LOADER = textwrap.dedent(
     import sys
     import redis
     from simhash_redis import SimhashIndex
-    from simhash_redis.transport.retry import Backoff
+    from simhash_redis.transport import Backoff
     from tests.test_crash import BATCH, NAME, documents
     url, start = sys.argv[1], int(sys.argv[2])
     client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)

@@ -12,9 +12,14 @@ FLOORS = [
     "cli",
 ]
 BASE = {"errors", "defaults", "checks", "codec", "results", "links", "data", "compiled"}
-# The two modules that reach under redis-py's public API (see their docstrings), and the console
-# script's exit, which runs the atexit handlers itself (atexit._run_exitfuncs) before os._exit.
-PRIVATE_ALLOWED = {"simhash_redis/transport/wire.py", "simhash_redis/transport/aio.py", "cli/quick_exit.py"}
+# The modules that reach under redis-py's public API (see their docstrings), and the console script's
+# exit, which runs the atexit handlers itself (atexit._run_exitfuncs) before os._exit.
+PRIVATE_ALLOWED = {
+    "simhash_redis/transport/wire.py",
+    "simhash_redis/transport/standalone.py",
+    "simhash_redis/transport/aio.py",
+    "cli/quick_exit.py",
+}
 #: Underscored names that are public API: namedtuple methods, and os._exit.
 PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "_exit"}
 

@@ -24,7 +24,7 @@ import redis
 
 from simhash_redis import Match, Outcome, SimhashIndex
 from simhash_redis.store import writes as writes_module
-from simhash_redis.transport.retry import Backoff
+from simhash_redis.transport import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from simhash_redis import SimhashIndex
 from simhash_redis.errors import RedisOutOfMemory, RedisUnavailable
-from simhash_redis.transport.retry import Backoff
+from simhash_redis.transport import Backoff
 from tests.servers import ServerProcess
 
 MAXMEMORY = "3mb"

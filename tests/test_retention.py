@@ -33,7 +33,7 @@ from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
 from simhash_redis.store import WindowedWrites
 from simhash_redis.store import writes as writes_module
-from simhash_redis.transport.retry import Backoff
+from simhash_redis.transport import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
 from tests.test_add_if_new import race, shared_table

@@ -30,7 +30,7 @@ from simhash_redis import (
 from simhash_redis.asyncio import AsyncVerifiedIndex
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
-from simhash_redis.transport.retry import Backoff
+from simhash_redis.transport import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
 from tests.test_retention import server_ms, wait_for_next_period

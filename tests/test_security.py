@@ -33,8 +33,8 @@ import redis
 
 from simhash_redis import Outcome, SimhashIndex
 from simhash_redis.errors import RedisAuthError, RedisPermissionError, RedisUnavailable, SimhashRedisError
+from simhash_redis.transport import Backoff
 from simhash_redis.transport.connection import client_from_url, redact_url
-from simhash_redis.transport.retry import Backoff
 from tests.servers import HOST, ServerProcess, ServerStartError, free_port, server_supports_tls
 
 #: The commands the library needs, on keys under its prefix only: reads and the write scripts (commands

@@ -4,7 +4,7 @@ The server is paused with CLIENT PAUSE from another client. Each stalled call ru
 must finish within a generous bound (a correctness bound that catches a hang, not a performance
 assertion): with socket_timeout 0.3 s and 2 retries the call gives up after about 1 s, well before the
 pause ends. CLIENT UNPAUSE is itself held back by a PAUSE ALL, so every call is stalled by the same
-pause, concurrently, to keep the module short. Retry delays are unit-tested on `retry.Backoff.delays()`.
+pause, concurrently, to keep the module short. Retry delays are unit-tested on `Backoff.delays()`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import redis
 
 from simhash_redis import SimhashIndex, defaults
 from simhash_redis.errors import RedisTimeout, RedisUnavailable, SimhashRedisError
+from simhash_redis.transport import Backoff
 from simhash_redis.transport.connection import client_from_url
-from simhash_redis.transport.retry import Backoff
 from tests.servers import ServerProcess
 
 TIMEOUT = 0.3
@@ -165,7 +165,7 @@ def test_the_default_client_has_finite_timeouts() -> None:
     client.close()
 
 
-# -- retry.Backoff ---------------------------------------------------------------------------------------
+# -- Backoff ---------------------------------------------------------------------------------------------
 
 
 def test_backoff_upper_bounds_double_up_to_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,7 +32,7 @@ from simhash_redis.store.candidates import band_hits, hits
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.layout import Layout
 from simhash_redis.store.reads import _with_sketches
-from simhash_redis.transport.packing import pack, pack_columns
+from simhash_redis.transport.wire import pack, pack_columns
 from tests.test_verified_mode import article, one_word_edit
 
 _names = itertools.count()

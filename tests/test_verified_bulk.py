@@ -26,7 +26,7 @@ from simhash_redis.jobs.dump import export_index
 from simhash_redis.store import bulk as bulk_module
 from simhash_redis.store import grouped as chunks_module
 from simhash_redis.store.store import BULK_BAND, BULK_COMMIT, BULK_IDS, BULK_SKETCH, WRITE
-from simhash_redis.transport.retry import Backoff
+from simhash_redis.transport import Backoff
 from tests.bulk_helpers import INVISIBLE
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess

@@ -161,7 +161,7 @@ def test_reader_handles_replies_split_across_reads(redis_client: redis.Redis) ->
 def test_reader_raises_on_a_closed_connection(redis_client: redis.Redis) -> None:
     connection = wire.checkout(redis_client.connection_pool)
     try:
-        wire.send(connection, [(b"PING",)])
+        wire.Exchange(connection).send([(b"PING",)])
         connection._parser._sock.shutdown(socket.SHUT_RD)
         connection._parser._reader = type(connection._parser._reader)(  # drop anything already fed
             notEnoughData=wire.NOT_ENOUGH_DATA

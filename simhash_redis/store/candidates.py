@@ -11,7 +11,7 @@ import numpy as np
 from ..codec import decode_fp
 from ..fingerprinting import engine_choice
 from ..results import Match
-from ..transport.packing import arrays
+from ..transport.wire import arrays
 
 __all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw", "top_band_hits"]
 

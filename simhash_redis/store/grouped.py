@@ -17,7 +17,7 @@ import numpy.typing as npt
 from ..codec import netstring
 from ..fingerprinting import engine_choice
 from ..transport import READ, SEND, Command, Steps
-from ..transport.packing import PackedCommands
+from ..transport.wire import PackedCommands
 from .keys import KeyForm, KeySchema
 from .store import Store
 

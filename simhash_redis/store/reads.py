@@ -13,7 +13,7 @@ from ..errors import IndexCorrupted
 from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
-from ..transport.packing import CommandPerKey, PackedCommands, pack_columns
+from ..transport.wire import CommandPerKey, PackedCommands, pack_columns
 from .candidates import band_hits, hits, matches_of, takes_raw, top_band_hits
 from .config import FP_MAP_BITS, IndexConfig
 from .keys import BandColumns, KeySchema

@@ -15,10 +15,21 @@ from ..errors import InvalidType
 from .cluster import ClusterTransport
 from .connection import client_from_url
 from .greenlet_bridge import bridged, pause
-from .protocols import RAW, READ, SEND, Command, Exchange, Sender, Steps, drive
-from .retry import Backoff
-from .standalone import Transport
-from .translate import ScriptMissing, raise_first_error, translate_error
+from .standalone import (
+    RAW,
+    READ,
+    SEND,
+    Backoff,
+    Exchange,
+    ScriptMissing,
+    Sender,
+    Steps,
+    Transport,
+    drive,
+    raise_first_error,
+    translate_error,
+)
+from .wire import Command
 
 __all__ = [
     "RAW",

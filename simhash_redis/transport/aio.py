@@ -8,7 +8,6 @@ this module reaches under redis-py's public API (a connection's packer and parse
 from __future__ import annotations
 
 import asyncio
-import inspect
 import sys
 import weakref
 from collections.abc import Callable, Sequence
@@ -33,23 +32,12 @@ from ..errors import RedisUnavailable
 from . import wire
 from .cluster import ClusterTransport
 from .greenlet_bridge import wait
-from .protocols import Command
-from .retry import Backoff
-from .standalone import Transport
+from .standalone import Backoff, Transport
+from .wire import Command
 
 __all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport"]
 
 T = TypeVar("T")
-
-
-def _packed(connection: Any, batches: Sequence[Sequence[Command]]) -> list[bytes]:
-    # Our packer writes what redis.asyncio's writes for UTF-8 strict encoders; others keep their own.
-    encoder = connection.encoder
-    if type(connection).pack_command is AbstractConnection.pack_command and (
-        encoder.encoding in ("utf-8", "utf8") and encoder.encoding_errors == "strict"
-    ):
-        return [b"".join([wire.pack(batch) for batch in batches])]
-    return [part for batch in batches for part in connection.pack_commands(batch)]
 
 
 def _send(connection: Any, payload: list[bytes]) -> None:
@@ -94,11 +82,17 @@ async def _read(connection: Any, count: int) -> list[Any]:
     # One await for all `count` replies, taken straight from hiredis's reader, one socket read per chunk
     # of bytes: redis.asyncio's read_response costs tens of microseconds per reply.
     parser: Any = connection._parser
-    if not _hiredis(parser):
-        return await _read_each(connection, count)
+    kind: Any = type(parser)  # compared as Any: mypy would narrow `parser` to the parser class otherwise
+    out: list[Any] = []
+    if _HIREDIS is None or kind is not _HIREDIS or parser._reader is None:
+        for _ in range(count):
+            try:
+                out.append(await connection.read_response(disable_decoding=True))
+            except rex.ResponseError as exc:
+                out.append(exc)
+        return out
     gets = parser._reader.gets
     timeout = connection.socket_timeout
-    out: list[Any] = []
     append = out.append
     try:
         while len(out) < count:
@@ -131,52 +125,23 @@ async def _read(connection: Any, count: int) -> list[Any]:
     return out
 
 
-def _hiredis(parser: Any) -> bool:
-    kind: Any = type(parser)
-    return _HIREDIS is not None and kind is _HIREDIS and parser._reader is not None
+class AsyncExchange(wire.Exchange):
+    """`wire.Exchange` on a redis.asyncio connection, its I/O awaited; replies are read with `read` only."""
 
-
-async def _read_each(connection: Any, count: int) -> list[Any]:
-    out: list[Any] = []
-    for _ in range(count):
-        try:
-            out.append(await connection.read_response(disable_decoding=True))
-        except rex.ResponseError as exc:
-            out.append(exc)
-    return out
-
-
-class AsyncExchange:
-    """Commands sent and replies read on one redis.asyncio connection (see `wire.Exchange`)."""
-
-    __slots__ = ("connection", "unread")
-
-    def __init__(self, connection: Any) -> None:
-        self.connection = connection
-        self.unread = 0
-
-    def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands in one write."""
-        payload = _packed(self.connection, batches)
-        self.unread += sum(map(len, batches))
-        _send(self.connection, payload)
-
-    def read(self, count: int) -> list[Any]:
-        """The next `count` replies, raw, error replies in place."""
-        if count > self.unread:
-            raise RuntimeError(f"{count} replies asked for, {self.unread} due")
-        replies = wait(_read(self.connection, count))
-        self.unread -= count
-        return replies
+    __slots__ = ()
 
     def read_sets(self, count: int) -> None:
-        """None: replies are read with `read` here."""
         return None
 
-    def round_trip(self, commands: Sequence[Command]) -> list[Any]:
-        """Send the commands and read all their replies."""
-        self.send(commands)
-        return self.read(len(commands))
+    def _pack(self, batches: Sequence[Sequence[Command]]) -> list[bytes]:
+        standard = type(self.connection).pack_command is AbstractConnection.pack_command
+        return wire.payload(self.connection, batches, standard)
+
+    def _put(self, data: list[bytes]) -> None:
+        _send(self.connection, data)
+
+    def _get(self, count: int) -> list[Any]:
+        return wait(_read(self.connection, count))
 
 
 class AsyncTransport(Transport):
@@ -193,10 +158,10 @@ class AsyncTransport(Transport):
 
     async def _take(self) -> Any:
         # A turn, then a connection: one await for both.
-        turns = _turns_of(self.pool)
+        turns = _turns(self.pool, "pool", self.pool.max_connections)
         await turns.acquire()
         try:
-            return await _checkout(self.pool)
+            return await wire.checkout(self.pool)  # a coroutine here
         except BaseException:
             turns.release()
             raise
@@ -210,37 +175,36 @@ class AsyncTransport(Transport):
             finally:
                 await pool.release(connection)
         finally:
-            _turns_of(self.pool).release()
+            _turns(self.pool, "pool", self.pool.max_connections).release()
 
 
 # redis-py's pool refuses a connection past its limit instead of waiting for one: every index on a pool
 # takes a turn of the pool's one semaphore first, so hundreds of tasks on one client queue instead of
-# failing. (A semaphore belongs to one event loop: a client used under another loop gets a new one.)
-_TURNS: weakref.WeakKeyDictionary[Any, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = (
+# failing. redis.asyncio's cluster nodes do the same (MaxConnectionsError), which the retry loop would take
+# for a lost node: each call takes a turn of a semaphore per node name (a node replaced by a slot-map reload
+# keeps its turns) and client first. A call holds connections of several nodes at once, taken in the order
+# of their names (see `ClusterTransport._attempt`), so calls waiting for each other's turns never form a
+# cycle.
+def _turns(owner: Any, key: str, limit: object) -> asyncio.Semaphore:
+    bound = limit if isinstance(limit, int) and limit > 0 else 2**31
+    return _of_loop(owner, key, lambda: asyncio.Semaphore(bound))
+
+
+# What `_of_loop` made, by owner (a pool, a cluster client), for one event loop (which asyncio objects
+# belong to: an owner used under another loop gets new ones).
+_MADE: weakref.WeakKeyDictionary[Any, tuple[asyncio.AbstractEventLoop, dict[str, Any]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _turns_of(pool: Any) -> asyncio.Semaphore:
+def _of_loop(owner: Any, key: str, make: Callable[[], T]) -> T:
     loop = asyncio.get_running_loop()
-    turns = _TURNS.get(pool)
-    if turns is None or turns[0] is not loop:
-        limit = pool.max_connections
-        bound = limit if isinstance(limit, int) and limit > 0 else 2**31
-        turns = _TURNS[pool] = (loop, asyncio.Semaphore(bound))
-    return turns[1]
-
-
-async def _checkout(pool: Any) -> Any:
-    if _NAMED.get(type(pool)) is None:
-        parameter = inspect.signature(pool.get_connection).parameters.get("command_name")
-        _NAMED[type(pool)] = parameter is not None and parameter.default is inspect.Parameter.empty
-    if _NAMED[type(pool)]:  # redis-py < 5.3 requires a command name (and later ones warn of it)
-        return await pool.get_connection("EXECUTE")
-    return await pool.get_connection()
-
-
-_NAMED: dict[type, bool] = {}
+    made = _MADE.get(owner)
+    if made is None or made[0] is not loop:
+        made = _MADE[owner] = (loop, {})
+    if key not in made[1]:
+        made[1][key] = make()
+    return made[1][key]  # type: ignore[no-any-return]
 
 
 class AsyncClusterTransport(ClusterTransport):
@@ -249,6 +213,8 @@ class AsyncClusterTransport(ClusterTransport):
     Raises:
         RedisUnavailable: the cluster cannot be reached.
     """
+
+    exchange = AsyncExchange
 
     def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
         super().__init__(client, backoff)
@@ -259,9 +225,7 @@ class AsyncClusterTransport(ClusterTransport):
             raise RedisUnavailable(f"cannot reach the Redis Cluster: {exc}") from None
 
     def _checkout(self, node: Any) -> Any:
-        # A turn of the node's connections first (see _node_turns): hundreds of calls on one client
-        # queue for its connections instead of failing with MaxConnectionsError and retrying.
-        turns = _node_turns(self.client, node)
+        turns = _node_turns(self.client, node)  # see `_turns`
         wait(turns.acquire())
         try:
             return node.acquire_connection()
@@ -279,12 +243,6 @@ class AsyncClusterTransport(ClusterTransport):
         finally:
             _node_turns(self.client, node).release()
 
-    def _write(self, connection: Any, commands: Sequence[Command]) -> None:
-        _send(connection, _packed(connection, [commands]))
-
-    def _take(self, connection: Any, count: int) -> list[Any]:
-        return wait(_read(connection, count))
-
     def _drop(self, connection: Any) -> None:
         wait(connection.disconnect())
 
@@ -296,30 +254,11 @@ class AsyncClusterTransport(ClusterTransport):
         return node
 
     def _reload(self) -> None:
-        wait(_reloads_of(self.client).reload(self.client))
-
-
-# redis.asyncio's cluster nodes refuse a connection past their limit (MaxConnectionsError) instead of
-# waiting for one, which the retry loop would take for a lost node: each call takes a turn of a
-# semaphore per node name (a node replaced by a slot-map reload keeps its turns) and client first. A
-# call holds connections of several nodes at once, taken in the order of their names (see
-# `ClusterTransport._attempt`), so calls waiting for each other's turns never form a cycle.
-_NODE_TURNS: weakref.WeakKeyDictionary[
-    Any, tuple[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]
-] = weakref.WeakKeyDictionary()
+        wait(_of_loop(self.client, "reloads", _Reloads).reload(self.client))
 
 
 def _node_turns(client: Any, node: Any) -> asyncio.Semaphore:
-    loop = asyncio.get_running_loop()
-    turns = _NODE_TURNS.get(client)
-    if turns is None or turns[0] is not loop:
-        turns = _NODE_TURNS[client] = (loop, {})
-    semaphore = turns[1].get(node.name)
-    if semaphore is None:
-        limit = getattr(node, "max_connections", None)
-        bound = limit if isinstance(limit, int) and limit > 0 else 2**31
-        semaphore = turns[1][node.name] = asyncio.Semaphore(bound)
-    return semaphore
+    return _turns(client, f"node {node.name}", getattr(node, "max_connections", None))
 
 
 class _Reloads:
@@ -342,19 +281,8 @@ class _Reloads:
                     self.done += 1
 
 
-_RELOADS: weakref.WeakKeyDictionary[Any, tuple[asyncio.AbstractEventLoop, _Reloads]] = (
-    weakref.WeakKeyDictionary()
-)
 # Opening asks the cluster for its slot map a few times before it says the cluster is unreachable.
 _INITIAL = Backoff(retries=2, base=0.1, cap=0.5)
-
-
-def _reloads_of(client: Any) -> _Reloads:
-    loop = asyncio.get_running_loop()
-    reloads = _RELOADS.get(client)
-    if reloads is None or reloads[0] is not loop:
-        reloads = _RELOADS[client] = (loop, _Reloads())
-    return reloads[1]
 
 
 def _unreached(exc: Exception) -> bool:

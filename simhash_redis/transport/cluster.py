@@ -22,9 +22,8 @@ from redis.crc import key_slot
 
 from ..errors import RedisUnavailable, SimhashRedisError
 from . import wire
-from .protocols import Command, Exchange, scan_pages
-from .retry import Backoff
-from .translate import raise_first_error, translate_error
+from .standalone import Backoff, Exchange, raise_first_error, scan_pages, translate_error
+from .wire import Command
 
 __all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "command_keys"]
 
@@ -69,6 +68,8 @@ class ClusterTransport:
     """One concurrent round trip per batch over the nodes of a redis-py cluster client."""
 
     cluster = True
+    #: How commands are sent and replies read on a node's connection.
+    exchange = wire.Exchange
 
     def __init__(self, client: RedisCluster, backoff: Backoff | None = None) -> None:
         self.client = client
@@ -80,17 +81,9 @@ class ClusterTransport:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send the commands (each of one key's slot) to the nodes owning them; the replies in order.
-
-        Args:
-            raise_on_error: raise the first error reply instead of returning it in place.
-            durable: each node's share that writes ends with WAIT for one replica, so an acknowledged write
-                survives the failover of its primary.
-
-        Raises:
-            RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
-            SimhashRedisError: an error reply, when raise_on_error is set.
-        """
+        """Send the commands (each of one key's slot) to the nodes owning them: as `Transport.execute`.
+        Durable: each node's share that writes ends with WAIT for one replica, so an acknowledged write
+        survives the failover of its primary."""
         replies: list[Any] = [None] * len(commands)
         pending = list(range(len(commands)))
         redirections = 0
@@ -121,21 +114,12 @@ class ClusterTransport:
         return replies
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
-        """Run a conversation (its result returned) whose sends are queued; a read that outruns the buffered
-        replies sends the queue as one `execute` (durable as there): the same replies as on a standalone
-        server.
-
-        Raises:
-            RedisUnavailable: (or a subclass) the cluster did not recover within the retries.
-        """
+        """Run a conversation whose sends are queued; a read that outruns the buffered replies sends the
+        queue as one `execute` (durable as there): the same replies as on a standalone server."""
         return talk(_QueuedExchange(self, durable))
 
     def broadcast(self, command: Command) -> None:
-        """Send a keyless command (SCRIPT LOAD) to every primary.
-
-        Raises:
-            RedisUnavailable: a primary could not be reached.
-        """
+        """Send a keyless command (SCRIPT LOAD) to every primary (raises as `execute`)."""
 
         def attempt() -> None:
             for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
@@ -149,11 +133,7 @@ class ClusterTransport:
             raise translate_error(exc) from None
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
-        """The keys matching a pattern, a SCAN page of COUNT `count` at a time, from every primary.
-
-        Raises:
-            RedisUnavailable: (or a subclass) a primary could not be reached.
-        """
+        """The keys matching a pattern, a SCAN page of COUNT `count` at a time, from every primary."""
         for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
             yield from scan_pages(functools.partial(self._node_command, node), pattern, count)
 
@@ -179,7 +159,7 @@ class ClusterTransport:
                 continue
             groups.setdefault(node.name, (node, []))[1].append(i)
         sent: list[tuple[ClusterNode, list[int], Any, int, bool]] = []
-        handed = 0  # connections of `sent` passed to _read, which gives each back whatever happens
+        handed = 0  # exchanges of `sent` passed to _read, which gives each back whatever happens
         try:
             # Nodes in the order of their names: a transport that waits for a node's connections (the
             # asyncio one) then never waits in a cycle with another call.
@@ -189,22 +169,22 @@ class ClusterTransport:
                 if waits:
                     batch.append(_WAIT)
                 try:
-                    connection = self._send(node, batch)
-                    sent.append((node, indexes, connection, len(batch), waits))
+                    exchange = self._send(node, batch)
+                    sent.append((node, indexes, exchange, len(batch), waits))
                 except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                     failed.extend(indexes)
                     last_error = exc
             node_replies_of: list[list[Any] | Exception] = []
-            for node, _, connection, count, waits in sent:
+            for node, _, exchange, count, waits in sent:
                 handed += 1
                 try:
-                    node_replies_of.append(self._read(node, connection, count, waits))
+                    node_replies_of.append(self._read(node, exchange, count, waits))
                 except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
                     node_replies_of.append(exc)
         except BaseException:
             # Cancelled, say, between sends or reads: the other nodes' connections hold unread replies.
-            for node, _, connection, _, _ in sent[handed:]:
-                self._discard(node, connection)
+            for node, _, exchange, _, _ in sent[handed:]:
+                self._discard(node, exchange)
             raise
         asks: dict[str, list[int]] = defaultdict(list)
         for (node, indexes, _, _, waits), node_replies in zip(sent, node_replies_of, strict=True):
@@ -282,12 +262,6 @@ class ClusterTransport:
     def _release(self, node: ClusterNode, connection: Any) -> None:
         self._pool(node).release(connection)
 
-    def _write(self, connection: Any, commands: Sequence[Command]) -> None:
-        wire.send(connection, commands)
-
-    def _take(self, connection: Any, count: int) -> list[Any]:
-        return wire.read(connection, count)
-
     def _drop(self, connection: Any) -> None:
         connection.disconnect()
 
@@ -302,38 +276,37 @@ class ClusterTransport:
         connection = node.redis_connection or self.client.get_redis_connection(node)
         return connection.connection_pool
 
-    def _send(self, node: ClusterNode, commands: list[Command]) -> Any:
-        connection = self._checkout(node)
+    def _send(self, node: ClusterNode, commands: list[Command]) -> wire.Exchange:
+        exchange = self.exchange(self._checkout(node))
         try:
-            self._write(connection, commands)
+            exchange.send(commands)
         except BaseException:
-            self._discard(node, connection)
+            self._discard(node, exchange)
             raise
-        return connection
+        return exchange
 
-    def _discard(self, node: ClusterNode, connection: Any) -> None:
+    def _discard(self, node: ClusterNode, exchange: wire.Exchange) -> None:
         # A connection whose replies will not be read: closed, and given back to its pool in any case.
         try:
             with contextlib.suppress(Exception):
-                self._drop(connection)
+                self._drop(exchange.connection)
         finally:
-            self._release(node, connection)
+            self._release(node, exchange.connection)
 
-    def _read(self, node: ClusterNode, connection: Any, count: int, waits: bool = False) -> list[Any]:
+    def _read(self, node: ClusterNode, exchange: wire.Exchange, count: int, waits: bool = False) -> list[Any]:
         try:
-            replies = self._take(connection, count)
+            replies = exchange.read(count)
             # WAIT counts the replicas that have this connection's writes: asked again on the same one.
             for _ in range(_WAIT_ROUNDS if waits else 0):
                 if replies[-1] != 0:
                     break
-                self._write(connection, [_WAIT])
-                replies[-1] = self._take(connection, 1)[0]
+                replies[-1] = exchange.round_trip([_WAIT])[0]
             return replies
         except BaseException:
-            self._drop(connection)
+            self._drop(exchange.connection)
             raise
         finally:
-            self._release(node, connection)
+            self._release(node, exchange.connection)
 
     def _node_round_trip(self, node: ClusterNode, commands: list[Command]) -> list[Any]:
         return self._read(node, self._send(node, commands), len(commands))
@@ -364,7 +337,7 @@ def _unreachable(exc: Exception) -> bool:
 
 
 def _node_timeout(reply: Any) -> float | None:
-    """cluster-node-timeout in seconds from CONFIG GET's reply; None for a refusal (NOPERM) or none."""
+    # cluster-node-timeout in seconds from CONFIG GET's reply; None for a refusal (NOPERM) or none.
     if isinstance(reply, dict):  # RESP3
         reply = [item for pair in reply.items() for item in pair]
     if not isinstance(reply, list) or len(reply) != 2:
@@ -383,32 +356,29 @@ class _Unreached(Exception):
         self.cause = cause
 
 
-class _QueuedExchange:
+class _QueuedExchange(wire.Exchange):
     """An exchange over a cluster: sends are queued, reads send the queue when the buffer runs dry."""
 
     __slots__ = ("_buffer", "_durable", "_queue", "_transport")
 
     def __init__(self, transport: ClusterTransport, durable: bool = False) -> None:
+        super().__init__(None)
         self._transport, self._durable = transport, durable
         self._queue: list[Command] = []
         self._buffer: list[Any] = []
 
-    def send(self, *batches: Sequence[Command]) -> None:
-        for batch in batches:
-            self._queue.extend(batch)
+    def read_sets(self, count: int) -> None:
+        return None
 
-    def read(self, count: int) -> list[Any]:
-        if count > len(self._buffer) + len(self._queue):
-            raise RuntimeError(f"{count} replies asked for, {len(self._buffer) + len(self._queue)} due")
+    def _pack(self, batches: Sequence[Sequence[Command]]) -> list[Any]:
+        return [command for batch in batches for command in batch]
+
+    def _put(self, data: list[Any]) -> None:
+        self._queue.extend(data)
+
+    def _get(self, count: int) -> list[Any]:
         if count > len(self._buffer):
             queued, self._queue = self._queue, []
             self._buffer.extend(self._transport.execute(queued, raise_on_error=False, durable=self._durable))
         replies, self._buffer = self._buffer[:count], self._buffer[count:]
         return replies
-
-    def read_sets(self, count: int) -> None:
-        return None
-
-    def round_trip(self, commands: Sequence[Command]) -> list[Any]:
-        self.send(commands)
-        return self.read(len(commands))

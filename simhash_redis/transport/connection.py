@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, Literal, overload
 
 import redis
 import redis.exceptions as rex
@@ -71,17 +71,17 @@ def client_from_url(
     """
     if not isinstance(url, str):
         raise InvalidType(f"url must be a str, got {type(url).__name__}")
-    kinds = _asyncio_kinds() if asyncio else _SYNC
+    standalone, cluster_kind, retry = _asyncio_kinds() if asyncio else _SYNC
     settings: dict[str, object] = {
         "socket_timeout": defaults.SOCKET_TIMEOUT,
         "socket_connect_timeout": defaults.CONNECT_TIMEOUT,
-        # The index retries whole batches itself (see retry.Backoff); redis-py's own retries would
+        # The index retries whole batches itself (see `Backoff`); redis-py's own retries would
         # multiply with those and make a wrong password take seconds to report.
-        "retry": kinds.retry(NoBackoff(), 0),
+        "retry": retry(NoBackoff(), 0),
     }
     settings.update(options)
     try:
-        client = kinds.standalone.from_url(url, **settings)
+        client = standalone.from_url(url, **settings)
         if cluster is None and not url.startswith("unix:"):
             try:
                 cluster = _is_cluster(client, asyncio)
@@ -92,7 +92,7 @@ def client_from_url(
             return client
         _close(client, asyncio)
         settings.pop("retry")
-        return kinds.cluster.from_url(url, **settings)
+        return cluster_kind.from_url(url, **settings)
     except rex.RedisClusterException as exc:  # e.g. the nodes announce addresses this host cannot reach
         raise RedisUnavailable(f"cannot reach the Redis Cluster at {redact_url(url)}: {exc}") from None
     except (ValueError, TypeError) as exc:
@@ -100,12 +100,6 @@ def client_from_url(
         shown = redact_url(url)
         reason = f": {exc}" if shown == url else ""
         raise InvalidArgument(f"url {shown!r} is not a valid Redis URL{reason}") from None
-
-
-class _Kinds(NamedTuple):
-    standalone: Any
-    cluster: Any
-    retry: Any
 
 
 class _UrlCluster(RedisCluster):
@@ -123,16 +117,17 @@ class _UrlCluster(RedisCluster):
             self.disconnect_connection_pools()  # type: ignore[no-untyped-call]
 
 
-_SYNC = _Kinds(redis.Redis, _UrlCluster, Retry)
+#: The classes of a standalone client, a cluster client and redis-py's retries.
+_SYNC: tuple[Any, Any, Any] = (redis.Redis, _UrlCluster, Retry)
 
 
-def _asyncio_kinds() -> _Kinds:
+def _asyncio_kinds() -> tuple[Any, Any, Any]:
     # Imported only for the asyncio API's users.
     import redis.asyncio
     import redis.asyncio.cluster
     import redis.asyncio.retry
 
-    return _Kinds(redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster, redis.asyncio.retry.Retry)
+    return redis.asyncio.Redis, redis.asyncio.cluster.RedisCluster, redis.asyncio.retry.Retry
 
 
 def _is_cluster(client: Any, asyncio: bool) -> bool:

@@ -1,27 +1,269 @@
-"""The standalone server's transport: one round trip per batch over a pooled redis-py connection
-(redis-py's Pipeline costs tens of microseconds of client CPU per call)."""
+"""Conversations with Redis, and their driver for a standalone server (`Transport`).
+
+A conversation is written without I/O as `Steps`, which `drive` runs on any `Exchange` (recorded replies
+in tests). Shared with the cluster's and the asyncio senders: the one retry loop (`Backoff`) and the one
+translation of error replies and redis-py exceptions (messages carry no credentials).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+import contextlib
+import os
+import random
+import re
+import select
+import time
+import weakref
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import redis
 import redis.exceptions as rex
 
-from ..errors import SimhashRedisError
+from .. import defaults
+from ..errors import (
+    IndexCorrupted,
+    InvalidArgument,
+    RedisAuthError,
+    RedisOutOfMemory,
+    RedisPermissionError,
+    RedisTimeout,
+    RedisUnavailable,
+    SimhashRedisError,
+)
+from ..links import doc_url
 from . import wire
-from .protocols import Command, Exchange, scan_pages
-from .retry import Backoff
-from .translate import raise_first_error, translate_error
+from .greenlet_bridge import pause
+from .wire import Command
 
-__all__ = ["Transport"]
+__all__ = [
+    "RAW",
+    "READ",
+    "SEND",
+    "Backoff",
+    "Exchange",
+    "ScriptMissing",
+    "Sender",
+    "Step",
+    "Steps",
+    "Transport",
+    "drive",
+    "raise_first_error",
+    "scan_pages",
+    "translate_error",
+]
 
 T = TypeVar("T")
 
+#: A step's kinds: send batches of commands; read a count of replies (parsed); read a count of
+#: replies of table sets or hashes, in their RESP form (bytes) where the exchange can, else parsed.
+SEND, READ, RAW = "send", "read", "raw"
+#: A step: (SEND, batches) or (READ or RAW, count).
+Step = tuple[str, Any]
+#: A conversation without I/O: it yields steps, is sent the replies of each read (None after a send),
+#: and returns its result.
+Steps = Generator[Step, Any, T]
+
+
+class Exchange(Protocol):
+    """Commands sent and replies read in one conversation, in order, error replies in place: as
+    `wire.Exchange`."""
+
+    def send(self, *batches: Sequence[Command]) -> None: ...
+
+    def read(self, count: int) -> list[Any]: ...
+
+    def read_sets(self, count: int) -> bytes | None: ...
+
+    def round_trip(self, commands: Sequence[Command]) -> list[Any]: ...
+
+
+class Sender(Protocol):
+    """Sends commands to the servers holding an index's keys: as `Transport` (or `ClusterTransport`)."""
+
+    cluster: bool
+
+    def execute(
+        self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
+    ) -> list[Any]: ...
+
+    def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T: ...
+
+    def broadcast(self, command: Command) -> None: ...
+
+    def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]: ...
+
+
+def drive(steps: Steps[T], exchange: Exchange) -> T:
+    """Run a conversation's steps on an exchange; its result.
+
+    Raises:
+        SimhashRedisError: an error reply among replies read parsed, at once.
+    """
+    reply: Any = None
+    send, read, read_sets = exchange.send, exchange.read, exchange.read_sets
+    while True:
+        try:
+            kind, arg = steps.send(reply)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        if kind is SEND:
+            send(*arg)
+            reply = None
+            continue
+        reply = read_sets(arg) if kind is RAW else None
+        if reply is None:
+            reply = read(arg)
+            raise_first_error(reply)
+
+
+def scan_pages(round_trip: Callable[[Command], Any], pattern: str, count: int) -> Iterator[list[bytes]]:
+    """The keys matching a pattern on the server `round_trip` sends to, a SCAN page at a time (a key
+    may come twice)."""
+    cursor: bytes | int = b"0"
+    while True:
+        cursor, keys = round_trip((b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count))
+        if keys:
+            yield list(keys)
+        if cursor in (b"0", 0):
+            return
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff with full jitter and a cap (every command sent is a read or an idempotent write).
+
+    Args:
+        retries: attempts after the first one; 0 disables retrying.
+        base: the first delay's upper bound in seconds.
+        cap: no delay is longer than this, in seconds.
+        lasting: once the retries are spent, keep retrying (delays of up to `cap`) until this many seconds
+            after the first failure; a callable is asked at the first failure.
+    """
+
+    retries: int = defaults.RETRIES
+    base: float = defaults.BACKOFF_BASE
+    cap: float = defaults.BACKOFF_CAP
+    lasting: float | Callable[[], float] = 0.0
+
+    def delays(self) -> Iterator[float]:
+        """The delay before each retry, in seconds."""
+        for attempt in range(self.retries):
+            # The exponent stops growing long before a float would overflow; the cap rules by then.
+            yield random.uniform(0, min(self.cap, self.base * 2.0 ** min(attempt, 64)))
+
+    def call_with_retry(
+        self,
+        do: Callable[[], T],
+        retryable: Callable[[Exception], bool],
+        before_retry: Callable[[Exception], None] | None = None,
+    ) -> T:
+        """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error;
+        before_retry is called after the delay (to refresh a slot map).
+
+        Raises:
+            Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.
+        """
+        delays: Iterator[float] | None = None  # made at the first failure: most calls never need one
+        until = 0.0
+        while True:
+            try:
+                return do()
+            except Exception as exc:
+                if not retryable(exc):
+                    raise
+                if delays is None:
+                    delays = self.delays()
+                    lasting = self.lasting() if callable(self.lasting) else self.lasting
+                    until = time.monotonic() + lasting
+                delay = next(delays, None)
+                if delay is None:
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        raise
+                    delay = min(random.uniform(0, self.cap), left)  # the last one ends at the deadline
+                pause(delay)  # awaited when an asyncio index runs this
+                if before_retry is not None:
+                    before_retry(exc)
+
+
+class ScriptMissing(SimhashRedisError):
+    """NOSCRIPT: the server lost a loaded Lua script (a restart, a failover); load it and send again."""
+
+
+# How servers word an ACL refusal: NOPERM (Redis 6.2+, Valkey), "ACL failure" (some in-script errors),
+# and Redis 7.0's in-script form, which names no command.
+_REFUSED = ("NOPERM", "ACL failure", "can't run this command or subcommand", "has no permissions to run")
+_COMMAND = re.compile(r"permissions to run the '([^']+)' command", re.IGNORECASE)
+
+
+def raise_first_error(replies: list[Any]) -> None:
+    """Raise the library exception (a SimhashRedisError) for the first error reply among replies, if any."""
+    for reply in replies:
+        if isinstance(reply, rex.ResponseError):
+            raise translate_error(reply) from None
+
+
+def translate_error(exc: Exception) -> SimhashRedisError:
+    """The library exception for a redis-py exception (messages carry no credentials)."""
+    message = str(exc) or type(exc).__name__  # an asyncio timeout, say, carries no text
+    if isinstance(exc, rex.NoScriptError) or message.startswith("NOSCRIPT"):
+        return ScriptMissing(f"Redis lacks a script of the index: {message}")
+    if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS")):
+        return RedisAuthError(f"Redis refused the credentials: {message}")
+    if isinstance(exc, rex.NoPermissionError) or any(sign in message for sign in _REFUSED):
+        named = _COMMAND.search(message)
+        command = named.group(1).lower() if named else None
+        what = f"the {command!r} command" if command else "a command of the index's scripts"
+        return RedisPermissionError(
+            f"the Redis user may not run {what} ({doc_url('security.md')} lists the minimal ACL): {message}",
+            command,
+        )
+    if isinstance(exc, rex.MovedError) or message.startswith("MOVED "):  # redis-py < 5.1 does not parse it
+        slot, _, node = message.removeprefix("MOVED ").partition(" ")
+        return SimhashRedisError(
+            f"the server is a Redis Cluster node (slot {slot} is served by {node}): pass a "
+            "redis.cluster.RedisCluster client, or let the ACL user run INFO so that from_url can tell"
+        )
+    if "WRONGTYPE" in message:
+        return IndexCorrupted(
+            "a key in the index's key space holds the wrong type of value (another program wrote there?); "
+            f"no document was half-written: run verify to find it, delete it, then run the same operation "
+            f"again: {message}"
+        )
+    if isinstance(exc, (rex.ClusterDownError, rex.TryAgainError)) or message.startswith(
+        ("CLUSTERDOWN", "TRYAGAIN")
+    ):
+        return RedisUnavailable(
+            f"the Redis Cluster cannot serve the request now (a failover or a reshard?): {message}"
+        )
+    if "DB index is out of range" in message:
+        return InvalidArgument(
+            "the URL names a database number this server does not have (the path of redis://host:port/N; "
+            f"0 is the default): {message}"
+        )
+    if isinstance(exc, rex.InvalidResponse) or message.startswith("Protocol error"):
+        return RedisUnavailable(
+            "the server at that address does not speak the Redis protocol (an HTTP server? a TLS port "
+            f"given a redis:// URL?): {message}"
+        )
+    if isinstance(exc, rex.TimeoutError):
+        return RedisTimeout(f"Redis did not answer in time: {message}")
+    if message.startswith("OOM") or "OOM command not allowed" in message or "> 'maxmemory'" in message:
+        return RedisOutOfMemory(
+            "Redis is out of memory (maxmemory with noeviction): no document was half-written, but the "
+            "batch may be partly stored. Free memory or raise maxmemory, then run the same operation "
+            "again: it completes what is missing."
+        )
+    if isinstance(exc, (rex.ConnectionError, OSError)):
+        return RedisUnavailable(f"cannot reach Redis: {message}")
+    return SimhashRedisError(f"Redis error: {message}")
+
 
 class Transport:
-    """One round trip per batch of commands over a pooled connection of a redis-py client."""
+    """One round trip per batch of commands over a pooled connection of a redis-py client (redis-py's
+    Pipeline costs tens of microseconds of client CPU per call)."""
 
     cluster = False
 
@@ -33,11 +275,11 @@ class Transport:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send the commands in one round trip and return their raw replies in order (durable: unused here).
+        """Send the commands in one round trip (per node) and return their raw replies in order.
 
         Args:
-            raise_on_error: raise the first error reply; else error replies are ResponseError objects in
-                place.
+            raise_on_error: raise the first error reply, else return error replies in place.
+            durable: on a cluster, each node's share that writes waits for a replica.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -51,9 +293,9 @@ class Transport:
         return replies
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
-        """Run a conversation (its result returned) on one connection, again from the start on a new one after
-        a lost connection: `talk` must be safe to run again. Unread replies are never seen by anyone else (the
-        connection is closed). durable: unused here.
+        """Run a conversation on one connection, again from the start on a new one after a lost connection
+        (`talk` must allow that); its result. Unread replies are never seen by anyone else (the connection is
+        closed). durable: for a cluster's sends.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -67,25 +309,18 @@ class Transport:
             raise translate_error(exc) from None
 
     def broadcast(self, command: Command) -> None:
-        """Send a keyless command (SCRIPT LOAD) to the server.
-
-        Raises:
-            RedisUnavailable: the server could not be reached after the retries.
-        """
+        """Send a keyless command (SCRIPT LOAD) to every server holding keys (raises as `execute`)."""
         self.execute([command])
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
-        """The keys matching a pattern, a SCAN page of COUNT `count` at a time (a key may come twice).
-
-        Raises:
-            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
-        """
+        """The keys matching a pattern, a SCAN page of COUNT `count` at a time from every server holding
+        keys (a key may come twice; raises as `execute`)."""
         return scan_pages(lambda command: self.execute([command])[0], pattern, count)
 
     def _on_connection(self, talk: Callable[[Exchange], T]) -> T:
         held = self.__dict__.get("_held_connection")
         if held is None or held.pool is not self.pool:
-            held = self.__dict__["_held_connection"] = wire.HeldConnection(self.pool)
+            held = self.__dict__["_held_connection"] = HeldConnection(self.pool)
         connection = held.take()
         exchange = wire.Exchange(connection)
         try:
@@ -106,3 +341,99 @@ def _lost_connection(exc: Exception) -> bool:
     if isinstance(exc, (SimhashRedisError, rex.AuthenticationError)):
         return False
     return isinstance(exc, (rex.ConnectionError, rex.TimeoutError, OSError))
+
+
+class HeldConnection:
+    """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
+
+    Taking a connection from a redis-py pool and giving it back costs more than a small round trip. Only a
+    fast-path connection of a plain `redis.ConnectionPool` is held, while at most a quarter of the pool's
+    limit is in use; it is let go when garbage-collected, and a forked child forgets it.
+    """
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self._held: list[Any] = []
+        self._poller: tuple[Any, Any] | None = None
+        self._enabled = type(pool) is redis.ConnectionPool
+        _HELD_CONNECTIONS.add(self)
+        weakref.finalize(self, _release_all, pool, self._held, os.getpid())
+
+    def take(self) -> Any:
+        """A connection: the held one if it is still clean, else one from the pool."""
+        if self._held:
+            try:
+                connection = self._held.pop()
+            except IndexError:  # another thread took it
+                pass
+            else:
+                try:
+                    if self._idle(connection):
+                        return connection
+                except (rex.ConnectionError, OSError, ValueError):
+                    pass
+                connection.disconnect()
+                self.pool.release(connection)
+        return wire.checkout(self.pool)
+
+    def give(self, connection: Any, clean: bool) -> None:
+        """Take back a connection after a round trip; `clean`: every reply was read, nothing raised."""
+        if clean and self._enabled and not self._held and wire.fast(connection) and self._roomy():
+            self._held.append(connection)
+        else:
+            self.pool.release(connection)
+
+    def forget(self) -> None:
+        """Drop the held connection without touching it (in a forked child it is the parent's)."""
+        self._held.clear()
+        self._poller = None
+
+    def _idle(self, connection: Any) -> bool:
+        # What redis-py's can_read(0) checks, without allocating a poller on every call.
+        parser = connection._parser
+        sock, reader = getattr(parser, "_sock", None), getattr(parser, "_reader", None)
+        if sock is None or reader is None:
+            return False
+        if getattr(parser, "_next_response", wire.NOT_ENOUGH_DATA) is not wire.NOT_ENOUGH_DATA:
+            return False  # redis-py < 5.1 keeps a reply its can_read() took from the reader
+        buffered = getattr(reader, "has_data", None)  # hiredis >= 2.1
+        if not _HAS_POLL or buffered is None:
+            return not parser.can_read(0)
+        if buffered():
+            return False
+        pending = getattr(sock, "pending", None)  # TLS: decrypted bytes above the socket
+        if pending is not None and pending():
+            return False
+        cached = self._poller
+        if cached is None or cached[0] is not sock:
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            cached = self._poller = (sock, poller)
+        return not cached[1].poll(0)
+
+    def _roomy(self) -> bool:
+        # Hold a connection only while the pool has plenty left for everyone else.
+        limit = self.pool.max_connections
+        in_use = getattr(self.pool, "_in_use_connections", None)
+        return in_use is not None and (limit is None or len(in_use) <= limit // 4)
+
+
+_HAS_POLL = hasattr(select, "poll")
+_HELD_CONNECTIONS: weakref.WeakSet[HeldConnection] = weakref.WeakSet()
+
+
+def _forget_all() -> None:
+    for held in list(_HELD_CONNECTIONS):
+        held.forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_all)
+
+
+def _release_all(pool: Any, held: list[Any], pid: int) -> None:
+    if os.getpid() != pid:
+        return
+    while held:
+        with contextlib.suppress(Exception):  # the pool may be half torn down at interpreter exit
+            pool.release(held.pop())

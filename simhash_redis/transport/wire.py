@@ -1,4 +1,4 @@
-"""Hand-built RESP commands and hiredis-parsed replies over a pooled redis-py connection.
+"""RESP on the wire: commands packed byte for byte as redis-py packs them, replies read off its connections.
 
 It reaches under redis-py's public API: the hot paths send thousands of small commands per round trip, and
 redis-py's `pack_commands` / `read_response` cost microseconds each. Replies are read straight off a plain or
@@ -10,18 +10,34 @@ so no half-read connection goes back to a pool.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import select
 import socket
-import weakref
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
-import redis
+import hiredis
+import numpy as np
+import numpy.typing as npt
 import redis.exceptions as rex
 
-from .packing import Command, CommandPerKey, pack
+__all__ = [
+    "CLOSED",
+    "NOT_ENOUGH_DATA",
+    "PUSH",
+    "ByteColumn",
+    "Command",
+    "CommandPerKey",
+    "Exchange",
+    "PackedCommands",
+    "arrays",
+    "checkout",
+    "count_send",
+    "fast",
+    "pack",
+    "pack_columns",
+    "payload",
+    "read",
+    "round_trips",
+]
 
 try:  # the compiled core's scanner of whole replies, for `read_sets` (the transport parses no more)
     from ..compiled import scan_sets
@@ -39,31 +55,202 @@ except ImportError:  # pragma: no cover - a redis-py without it: always take the
     NOT_ENOUGH_DATA = None
     _HIREDIS_PARSER = None
 
-try:
-    import hiredis as _hiredis_module
-
-    PUSH: type | None = getattr(_hiredis_module, "PushNotification", None)
-except ImportError:  # pragma: no cover
-    PUSH = None
-
-__all__ = [
-    "CLOSED",
-    "NOT_ENOUGH_DATA",
-    "PUSH",
-    "Command",
-    "CommandPerKey",
-    "Exchange",
-    "HeldConnection",
-    "count_send",
-    "fast",
-    "pack",
-    "read",
-    "read_sets",
-    "round_trips",
-    "send",
-]
-
+#: hiredis's RESP3 out-of-band message (hiredis >= 3), which is no reply.
+PUSH: type | None = getattr(hiredis, "PushNotification", None)
 CLOSED = "Connection closed by server."
+
+Command = Sequence[bytes | str | int | float]
+#: Arguments of many commands, one a row: a uint8 matrix, and how many bytes of each row are the
+#: argument (None: all of them).
+ByteColumn = tuple[npt.NDArray[np.uint8], "npt.NDArray[np.intp] | None"]
+
+_CRLF = b"\r\n"
+_BULK = b"$%d\r\n%s\r\n"
+
+
+class CommandPerKey(Sequence[tuple[bytes, ...]]):
+    """The commands `(name, key)`, or `(name, key, field)` with one field, for each key; `pack` packs them
+    with one join when the keys have equal length."""
+
+    __slots__ = ("field", "keys", "name")
+
+    def __init__(self, name: bytes, keys: list[bytes], field: bytes | None = None) -> None:
+        self.name = name
+        self.keys = keys
+        self.field = field
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[bytes, ...]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> CommandPerKey: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[bytes, ...] | CommandPerKey:
+        if isinstance(i, slice):
+            return CommandPerKey(self.name, self.keys[i], self.field)
+        return self._command(self.keys[i])
+
+    def __iter__(self) -> Iterator[tuple[bytes, ...]]:
+        return map(self._command, self.keys)
+
+    def __repr__(self) -> str:
+        field = "" if self.field is None else f", field {self.field!r}"
+        return f"CommandPerKey({self.name!r}, {len(self.keys)} keys{field})"
+
+    def _command(self, key: bytes) -> tuple[bytes, ...]:
+        return (self.name, key) if self.field is None else (self.name, key, self.field)
+
+    def packed(self) -> bytes:
+        """The RESP form of all the commands."""
+        keys, name, field = self.keys, self.name, self.field
+        if not keys:
+            return b""
+        if b" " in name:  # redis-py sends "SCRIPT LOAD" as two arguments: so do we
+            return pack(list(self))
+        # Every command is head + "$width\r\n" + key + "\r\n" + tail (the field, if any).
+        head = b"*%d\r\n$%d\r\n%s\r\n" % (2 if field is None else 3, len(name), name)
+        tail = b"" if field is None else _BULK % (len(field), field)
+        widths = set(map(len, keys))
+        if len(widths) == 1:
+            prefix = b"$%d\r\n" % widths.pop()
+            return head + prefix + (_CRLF + tail + head + prefix).join(keys) + _CRLF + tail
+        return b"".join([head + _BULK % (len(key), key) + tail for key in keys])
+
+
+class PackedCommands(Sequence[tuple[bytes, ...]]):
+    """Commands packed once into their RESP form, which `pack` sends as is; indexing parses them back."""
+
+    __slots__ = ("_count", "_resp")
+
+    def __init__(self, resp: bytes, count: int) -> None:
+        self._resp, self._count = resp, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i: Any) -> Any:
+        return list(arrays(self._resp))[i]
+
+    def __iter__(self) -> Iterator[tuple[bytes, ...]]:
+        return arrays(self._resp)
+
+    def packed(self) -> bytes:
+        """The RESP form of the commands."""
+        return self._resp
+
+
+def pack(commands: Sequence[Command]) -> bytes:
+    """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends (a command name
+    with spaces, like b"SCRIPT LOAD", split into arguments as there).
+
+    Raises:
+        redis.exceptions.DataError: an argument of another type (bool included).
+    """
+    if isinstance(commands, (CommandPerKey, PackedCommands)):
+        return commands.packed()
+    out: list[bytes] = []
+    append = out.append
+    extend = out.extend
+    for command in commands:
+        first = command[0]
+        if isinstance(first, str) or b" " in first:  # type: ignore[operator]
+            command = (*_encode(first).split(), *command[1:])
+        append(b"*%d\r\n" % len(command))
+        extend([_BULK % (len(a), a) if type(a) is bytes else _bulk(a) for a in command])
+    return b"".join(out)
+
+
+def _bulk(arg: Any) -> bytes:
+    raw = _encode(arg)
+    return _BULK % (len(raw), raw)
+
+
+def _encode(arg: Any) -> bytes:
+    if isinstance(arg, bytes):
+        return arg
+    if isinstance(arg, str):
+        return arg.encode()
+    if isinstance(arg, int) and not isinstance(arg, bool):
+        return b"%d" % arg
+    if isinstance(arg, float):
+        return repr(arg).encode()
+    if isinstance(arg, (bytearray, memoryview)):
+        return bytes(arg)
+    raise rex.DataError(
+        f"Invalid input of type: '{type(arg).__name__}'. Convert to a bytes, string, int or float first."
+    )
+
+
+def pack_columns(name: bytes, columns: Sequence[ByteColumn]) -> bytes:
+    """The RESP form of one command a row, `name` then an argument from each column: what `pack`
+    makes of them, in numpy passes over the rows, not Python work per command."""
+    rows = len(columns[0][0])
+    parts: list[npt.NDArray[np.uint8]] = []
+    masks: list[npt.NDArray[np.bool_]] = []
+
+    def fixed(raw: bytes) -> None:
+        parts.append(np.broadcast_to(np.frombuffer(raw, dtype=np.uint8), (rows, len(raw))))
+        masks.append(np.ones((rows, len(raw)), dtype=bool))
+
+    fixed(b"*%d\r\n$%d\r\n%s\r\n" % (len(columns) + 1, len(name), name))
+    for matrix, lengths in columns:
+        width = matrix.shape[1]
+        if lengths is None:
+            fixed(b"$%d\r\n" % width)
+            parts.append(matrix)
+            masks.append(np.ones(matrix.shape, dtype=bool))
+        else:
+            # "$<length>\r\n" of each row, from the few lengths met, left-aligned in 22 bytes.
+            sizes, which = np.unique(lengths, return_inverse=True)
+            heads = [b"$%d\r\n" % size for size in sizes.tolist()]
+            table = np.frombuffer(b"".join(head.ljust(22, b"\0") for head in heads), dtype=np.uint8)
+            spans = np.array([len(head) for head in heads], dtype=np.intp)
+            parts.append(table.reshape(len(heads), 22)[which])
+            masks.append(np.arange(22) < spans[which][:, None])
+            parts.append(matrix)
+            masks.append(np.arange(width) < lengths[:, None])
+        fixed(_CRLF)
+    whole = np.concatenate(parts, axis=1)
+    return bytes(whole[np.concatenate(masks, axis=1)].tobytes())
+
+
+def arrays(resp: bytes) -> Iterator[tuple[bytes, ...]]:
+    """The arrays (or RESP3 sets) of bulk strings in a RESP payload: packed commands, or SMEMBERS replies.
+
+    Raises:
+        ValueError: the payload is not of that form.
+    """
+    pos = 0
+    while pos < len(resp):
+        end = resp.index(b"\r\n", pos)
+        count, pos = int(resp[pos + 1 : end]), end + 2
+        args = []
+        for _ in range(count):
+            end = resp.index(b"\r\n", pos)
+            size, pos = int(resp[pos + 1 : end]), end + 2
+            args.append(resp[pos : pos + size])
+            pos += size + 2
+        yield tuple(args)
+
+
+def payload(
+    connection: Any, batches: Sequence[Sequence[Command]], standard: bool | None = None
+) -> list[bytes]:
+    """What to write for the batches: packed by `pack` where the connection packs as redis-py's own packers
+    (`standard`; None: tell a synchronous connection's packer) and encodes str as strict UTF-8, else by the
+    connection's `pack_commands`."""
+    if standard is None:
+        packer = type(getattr(connection, "_command_packer", None)).__name__
+        standard = packer in ("HiredisRespSerializer", "PythonRespSerializer")
+    encoder = getattr(connection, "encoder", None)
+    if standard and (
+        encoder is None or (encoder.encoding in ("utf-8", "utf8") and encoder.encoding_errors == "strict")
+    ):
+        return [b"".join([pack(batch) for batch in batches])]
+    return [part for batch in batches for part in connection.pack_commands(batch)]
 
 
 def fast(connection: Any) -> bool:
@@ -91,30 +278,6 @@ def count_send() -> None:
     _SENDS[0] += 1
 
 
-def send(connection: Any, commands: Sequence[Command]) -> None:
-    """Send the commands on the connection (connecting it first if needed).
-
-    Raises:
-        redis.exceptions.ConnectionError, TimeoutError: the send failed (redis-py has disconnected).
-        redis.exceptions.DataError: an argument of an unsupported type.
-    """
-    payload = _payload(connection, [commands])
-    _SENDS[0] += 1
-    connection.send_packed_command(payload, check_health=False)
-
-
-def _payload(connection: Any, batches: Sequence[Sequence[Command]]) -> list[bytes]:
-    # Our packer writes what redis-py's packers write; a connection with its own packer (or a non-UTF-8
-    # encoder for str arguments) keeps its own.
-    packer = type(getattr(connection, "_command_packer", None)).__name__
-    encoder = getattr(connection, "encoder", None)
-    if packer in ("HiredisRespSerializer", "PythonRespSerializer") and (
-        encoder is None or (encoder.encoding in ("utf-8", "utf8") and encoder.encoding_errors == "strict")
-    ):
-        return [b"".join([pack(batch) for batch in batches])]
-    return [part for batch in batches for part in connection.pack_commands(batch)]
-
-
 def read(connection: Any, count: int) -> list[Any]:
     """Read `count` replies, raw (not decoded), error replies as ResponseError objects in place.
 
@@ -123,15 +286,17 @@ def read(connection: Any, count: int) -> list[Any]:
         redis.exceptions.TimeoutError: no reply within the connection's socket timeout.
     """
     if not fast(connection):
-        return _read_slow(connection, count)
+        out: list[Any] = []
+        for _ in range(count):
+            try:
+                out.append(connection.read_response(disable_decoding=True))
+            except rex.ResponseError as exc:
+                out.append(exc)
+        return out
     parser = connection._parser
-    reader = parser._reader
-    sock = parser._sock
-    buffer = parser._buffer
-    gets = reader.gets
-    feed = reader.feed
-    recv_into = sock.recv_into
-    out: list[Any] = []
+    gets, feed = parser._reader.gets, parser._reader.feed
+    recv_into, buffer = parser._sock.recv_into, parser._buffer
+    out = []
     append = out.append
     remaining = count
     try:
@@ -161,14 +326,10 @@ def read(connection: Any, count: int) -> list[Any]:
     return out
 
 
-def read_sets(connection: Any, count: int, head: bytes = b"") -> tuple[bytes | None, bytes]:
-    """The next `count` replies in their RESP form, and the bytes read past them, when each is an array, set
-    or map of bulk strings (SMEMBERS, HGETALL) and the compiled core can check them. Otherwise (None, b""):
-    every byte read, `head` (bytes an earlier call read past its replies) included, is left to the reader.
-
-    Raises:
-        redis.exceptions.ConnectionError, TimeoutError: see `read`.
-    """
+def _read_sets(connection: Any, count: int, head: bytes) -> tuple[bytes | None, bytes]:
+    # The next `count` replies in their RESP form and the bytes read past them, when each is an array, set or
+    # map of bulk strings (SMEMBERS, HGETALL) and the compiled core can check them; otherwise (None, b""),
+    # every byte read (`head`, read past an earlier call's replies, included) left to the reader.
     if _scan_sets is None or not fast(connection):
         return None, _feed(connection, head)
     parser = connection._parser
@@ -214,26 +375,13 @@ def _feed(connection: Any, data: bytes) -> bytes:
 def _read_error(connection: Any, exc: OSError) -> Exception:
     if isinstance(exc, rex.RedisError):
         return exc
-    if isinstance(exc, TimeoutError):
-        return rex.TimeoutError(f"Timeout reading from {_where(connection)}")
-    return rex.ConnectionError(f"Error while reading from {_where(connection)}: {exc.args}")
-
-
-def _read_slow(connection: Any, count: int) -> list[Any]:
-    out: list[Any] = []
-    for _ in range(count):
-        try:
-            out.append(connection.read_response(disable_decoding=True))
-        except rex.ResponseError as exc:
-            out.append(exc)
-    return out
-
-
-def _where(connection: Any) -> str:
     try:
-        return str(connection._host_error())
+        where = str(connection._host_error())
     except Exception:
-        return "Redis"
+        where = "Redis"
+    if isinstance(exc, TimeoutError):
+        return rex.TimeoutError(f"Timeout reading from {where}")
+    return rex.ConnectionError(f"Error while reading from {where}: {exc.args}")
 
 
 def checkout(pool: Any) -> Any:
@@ -246,10 +394,12 @@ def checkout(pool: Any) -> Any:
 
 class Exchange:
     """Commands sent and replies read on one connection (the caller's for the conversation), interleaved at
-    will.
+    will: replies in the order the commands were sent, raw, error replies in place.
 
-    Replies come back in the order the commands were sent, raw, error replies in place. The methods raise as
-    `send` and `read` do, and RuntimeError for more replies than commands sent (a bug).
+    Raises (every method):
+        redis.exceptions.ConnectionError, TimeoutError: the send or read failed.
+        redis.exceptions.DataError: an argument of an unsupported type.
+        RuntimeError: more replies asked for than commands sent (a bug).
     """
 
     __slots__ = ("connection", "tail", "unread")
@@ -261,32 +411,30 @@ class Exchange:
         self.tail = b""
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands in one write."""
-        payload = _payload(self.connection, batches)
+        """Send batches of commands in one write (connecting first if needed)."""
+        data = self._pack(batches)
         self.unread += sum(map(len, batches))
-        _SENDS[0] += 1
-        self.connection.send_packed_command(payload, check_health=False)
+        self._put(data)
 
     def read(self, count: int) -> list[Any]:
         """The next `count` replies."""
-        if count > self.unread:
-            raise RuntimeError(f"{count} replies asked for, {self.unread} due")
+        self._due(count)
         self.tail = _feed(self.connection, self.tail)
-        replies = read(self.connection, count)
+        replies = self._get(count)
         self.unread -= count
         return replies
 
     def read_sets(self, count: int) -> bytes | None:
-        """The next `count` replies in their RESP form (see `read_sets`); None: read them with `read`."""
-        if count > self.unread:
-            raise RuntimeError(f"{count} replies asked for, {self.unread} due")
+        """The next `count` replies in their RESP form when each is an array, set or map of bulk strings
+        (SMEMBERS, HGETALL) and the compiled core can check them; None: read them with `read`."""
+        self._due(count)
         tail = self.tail
         if tail and _scan_sets is not None:
             end, found, _ = _scan_sets(tail, 0, count)
             if found == count:  # read off the socket with earlier replies: the connection is not touched
                 self.tail, self.unread = tail[end:], self.unread - count
                 return tail[:end]
-        raw, self.tail = read_sets(self.connection, count, tail)
+        raw, self.tail = _read_sets(self.connection, count, tail)
         if raw is not None:
             self.unread -= count
         return raw
@@ -296,98 +444,18 @@ class Exchange:
         self.send(commands)
         return self.read(len(commands))
 
+    def _due(self, count: int) -> None:
+        if count > self.unread:
+            raise RuntimeError(f"{count} replies asked for, {self.unread} due")
 
-class HeldConnection:
-    """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
+    # The I/O, which the asyncio exchange awaits and a cluster's exchange queues.
 
-    Taking a connection from a redis-py pool and giving it back costs more than a small round trip. Only a
-    fast-path connection of a plain `redis.ConnectionPool` is held, while at most a quarter of the pool's
-    limit is in use; it is let go when garbage-collected, and a forked child forgets it.
-    """
+    def _pack(self, batches: Sequence[Sequence[Command]]) -> list[bytes]:
+        return payload(self.connection, batches)
 
-    def __init__(self, pool: Any) -> None:
-        self.pool = pool
-        self._held: list[Any] = []
-        self._poller: tuple[Any, Any] | None = None
-        self._enabled = type(pool) is redis.ConnectionPool
-        _HELD_CONNECTIONS.add(self)
-        weakref.finalize(self, _release_all, pool, self._held, os.getpid())
+    def _put(self, data: list[bytes]) -> None:
+        _SENDS[0] += 1
+        self.connection.send_packed_command(data, check_health=False)
 
-    def take(self) -> Any:
-        """A connection: the held one if it is still clean, else one from the pool."""
-        if self._held:
-            try:
-                connection = self._held.pop()
-            except IndexError:  # another thread took it
-                pass
-            else:
-                try:
-                    if self._idle(connection):
-                        return connection
-                except (rex.ConnectionError, OSError, ValueError):
-                    pass
-                connection.disconnect()
-                self.pool.release(connection)
-        return checkout(self.pool)
-
-    def give(self, connection: Any, clean: bool) -> None:
-        """Take back a connection after a round trip; `clean`: every reply was read, nothing raised."""
-        if clean and self._enabled and not self._held and fast(connection) and self._roomy():
-            self._held.append(connection)
-        else:
-            self.pool.release(connection)
-
-    def forget(self) -> None:
-        """Drop the held connection without touching it (in a forked child it is the parent's)."""
-        self._held.clear()
-        self._poller = None
-
-    def _idle(self, connection: Any) -> bool:
-        # What redis-py's can_read(0) checks, without allocating a poller on every call.
-        parser = connection._parser
-        sock, reader = getattr(parser, "_sock", None), getattr(parser, "_reader", None)
-        if sock is None or reader is None:
-            return False
-        if getattr(parser, "_next_response", NOT_ENOUGH_DATA) is not NOT_ENOUGH_DATA:
-            return False  # redis-py < 5.1 keeps a reply its can_read() took from the reader
-        buffered = getattr(reader, "has_data", None)  # hiredis >= 2.1
-        if not _HAS_POLL or buffered is None:
-            return not parser.can_read(0)
-        if buffered():
-            return False
-        pending = getattr(sock, "pending", None)  # TLS: decrypted bytes above the socket
-        if pending is not None and pending():
-            return False
-        cached = self._poller
-        if cached is None or cached[0] is not sock:
-            poller = select.poll()
-            poller.register(sock, select.POLLIN)
-            cached = self._poller = (sock, poller)
-        return not cached[1].poll(0)
-
-    def _roomy(self) -> bool:
-        # Hold a connection only while the pool has plenty left for everyone else.
-        limit = self.pool.max_connections
-        in_use = getattr(self.pool, "_in_use_connections", None)
-        return in_use is not None and (limit is None or len(in_use) <= limit // 4)
-
-
-_HAS_POLL = hasattr(select, "poll")
-_HELD_CONNECTIONS: weakref.WeakSet[HeldConnection] = weakref.WeakSet()
-
-
-def _forget_all() -> None:
-    for held in list(_HELD_CONNECTIONS):
-        held.forget()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_all)
-
-
-def _release_all(pool: Any, held: list[Any], pid: int) -> None:
-    if os.getpid() != pid:
-        return
-    while held:
-        with contextlib.suppress(Exception):  # the pool may be half torn down at interpreter exit
-            pool.release(held.pop())
+    def _get(self, count: int) -> list[Any]:
+        return read(self.connection, count)

@@ -21,7 +21,7 @@ from simhash_redis.store import grouped
 from simhash_redis.store.grouped import Column, attach_calls, commands, group, script_runs
 from simhash_redis.store.keys import KeyForm, KeySchema
 from simhash_redis.store.layout import Layout
-from simhash_redis.transport.packing import arrays
+from simhash_redis.transport.wire import arrays
 from tests.native.conftest import pure_engine
 
 SHA = b"0123456789abcdef0123456789abcdef01234567"

@@ -18,7 +18,7 @@ from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import candidates
 from simhash_redis.store import reads as reads_module
 from simhash_redis.transport import wire
-from simhash_redis.transport.packing import arrays
+from simhash_redis.transport.wire import arrays
 from tests.native.conftest import pure_engine
 from tests.native.test_native_equivalence import CHECK, FEW, GARBAGE, _hits_pure, hit_cases, same
 from tests.servers import ServerProcess
