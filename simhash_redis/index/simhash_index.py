@@ -113,6 +113,8 @@ class SimhashIndex:
         self._reads = Reads(self.store, self.name, self.config, self.windows)
         self._writes = Writes(self.store, self.f, len(self.layout.tables), self.windows)
         self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
+        # Chosen once: a lookup or a write calls the engine's own function.
+        self._engine = engine_choice.chosen()
 
     @classmethod
     def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
@@ -172,11 +174,13 @@ class SimhashIndex:
         """The fingerprint this index stores for a document (an int fingerprint is checked and returned)."""
         if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
             return check_fp(doc, self._f)
-        return engine_choice.fingerprint(doc, self.config.scheme)
+        return self._engine.fingerprint(doc, self.config.scheme)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
         """Fingerprints for many documents, texts fingerprinted in one vectorised batch."""
-        return fingerprints(docs, self.f, self.scheme.fingerprint_many)
+        return fingerprints(
+            docs, self.f, lambda texts: self._engine.fingerprint_many(texts, self.config.scheme)
+        )
 
     def near(self, query: Document, k: int | None = None) -> list[Match]:
         """Every stored document within distance k (at most, and by default, the index's k) of the query,
