@@ -1,8 +1,8 @@
 # ruff: noqa: RUF001  (full-width and look-alike characters are what these tests are about)
 """The fast paths of fingerprinting give the very bits of the plain ones.
 
-Vectorised xxh3 against the xxhash package, bit-sliced counters against unpacked bits, table-driven
-normalisation against `normalize`, and batches taking the fast paths against documents one by one.
+Bit-sliced counters against unpacked bits, windows combined in chunks against the plain combination,
+table-driven normalisation against `normalize`, and large batches against documents one by one.
 """
 
 from __future__ import annotations
@@ -14,18 +14,15 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_redis.fingerprinting import bit_votes, charclass, fingerprint, fingerprint_many, xxh3
+from simhash_redis.fingerprinting import bit_votes, charclass, fingerprint, fingerprint_many
 from simhash_redis.fingerprinting import normalize as normalize_module
 from simhash_redis.fingerprinting.scheme import Scheme
 
 # By module path: the package re-exports a function under the name "fingerprint".
 fp_module = importlib.import_module("simhash_redis.fingerprinting.hashing")
-documents_module = importlib.import_module("simhash_redis.fingerprinting.documents")
-engine_module = importlib.import_module("simhash_redis.fingerprinting.pure_engine")
 engine_choice = importlib.import_module("simhash_redis.fingerprinting.engine_choice")
 
 
@@ -58,43 +55,6 @@ WORDS = [
     "c" * 140,
 ]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _spans(rng: random.Random, lengths: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, bytes]:
-    """Random bytes holding strings of the given lengths, with gaps between them."""
-    starts, position = [], rng.randrange(3)
-    for length in lengths:
-        starts.append(position)
-        position += length + rng.randrange(3)
-    data = bytes(rng.randrange(256) for _ in range(position))
-    return (
-        np.frombuffer(data, dtype=np.uint8),
-        np.array(starts, dtype=np.intp),
-        np.array(lengths, dtype=np.intp),
-        data,
-    )
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_vectorised_xxh3_is_xxhash(seed: int) -> None:
-    rng = random.Random(seed)
-    lengths = [length for length in range(1, xxh3.VECTOR_MAX + 1) for _ in range(8)]
-    lengths += [rng.randint(1, 16) for _ in range(3000)]
-    rng.shuffle(lengths)
-    buf, starts, sizes, data = _spans(rng, lengths)
-    got = xxh3.hash_spans(buf, starts, sizes, seed)
-    want = [
-        xxhash.xxh3_64_intdigest(data[a : a + n], seed) for a, n in zip(starts.tolist(), lengths, strict=True)
-    ]
-    assert got.tolist() == want
-
-
-def test_vectorised_xxh3_reads_nothing_past_a_string_at_the_end() -> None:
-    for length in range(1, xxh3.VECTOR_MAX + 1):
-        data = bytes(range(length))
-        buf = np.frombuffer(data, dtype=np.uint8)
-        got = xxh3.hash_spans(buf, np.array([0]), np.array([length]), 0)
-        assert int(got[0]) == xxhash.xxh3_64_intdigest(data, 0)
 
 
 @pytest.mark.parametrize("f", [32, 64, 128])
@@ -211,14 +171,11 @@ def test_no_astral_composite_has_a_bmp_second_part() -> None:
 
 
 def _slow_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(documents_module, "VECTOR_MIN_CHARS", 1 << 62)
     monkeypatch.setattr(bit_votes, "SLICED_MIN_ROWS", 1 << 62)
 
 
-def _fast_paths(monkeypatch: pytest.MonkeyPatch, few_spans: int) -> None:
-    monkeypatch.setattr(documents_module, "VECTOR_MIN_CHARS", 0)
+def _fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bit_votes, "SLICED_MIN_ROWS", 0)
-    monkeypatch.setattr(fp_module, "_FEW_SPANS", few_spans)
 
 
 SCHEMES = [
@@ -238,11 +195,10 @@ def test_fast_paths_give_the_slow_paths_bits(docs: list[str]) -> None:
     with pytest.MonkeyPatch.context() as patch:
         _slow_paths(patch)
         expected = {scheme: [fingerprint(doc, scheme) for doc in docs] for scheme in SCHEMES}
-    for few_spans in (0, 64):
-        with pytest.MonkeyPatch.context() as patch:
-            _fast_paths(patch, few_spans)
-            for scheme in SCHEMES:
-                assert fingerprint_many(docs, scheme) == expected[scheme], scheme.to_meta()
+    with pytest.MonkeyPatch.context() as patch:
+        _fast_paths(patch)
+        for scheme in SCHEMES:
+            assert fingerprint_many(docs, scheme) == expected[scheme], scheme.to_meta()
 
 
 def _counting(function: Callable[..., object], calls: dict[str, int], name: str) -> Callable[..., object]:
@@ -266,15 +222,11 @@ def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest
         rng.shuffle(parts)
         docs.append(" ".join(parts))
         docs.append(" ".join([english] * rng.randint(0, 6)))
-    assert sum(len(doc) for doc in docs if doc.isascii()) > documents_module.VECTOR_MIN_CHARS
-    assert sum(len(doc) for doc in docs if not doc.isascii()) > documents_module.VECTOR_MIN_CHARS
-    calls = {"hash_spans": 0, "sliced_sums": 0}
-    # Each patched where it is looked up: fingerprint calls hash_spans, bit_votes.bit_sums calls sliced_sums.
-    for module, name in ((engine_module, "hash_spans"), (bit_votes, "sliced_sums")):
-        monkeypatch.setattr(module, name, _counting(getattr(module, name), calls, name))
+    calls = {"sliced_sums": 0}
+    # Patched where it is looked up: bit_votes.bit_sums calls sliced_sums.
+    monkeypatch.setattr(bit_votes, "sliced_sums", _counting(bit_votes.sliced_sums, calls, "sliced_sums"))
     for scheme in (Scheme(), Scheme(f=32, seed=11), Scheme(n=4)):
         assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs]
-    assert calls["hash_spans"] >= 6
     assert calls["sliced_sums"] >= 3
 
 
