@@ -1,8 +1,8 @@
 # ruff: noqa: RUF001  (full-width and look-alike characters are what these tests are about)
 """The fast paths of fingerprinting give the very bits of the plain ones.
 
-Bit-sliced counters against unpacked bits, windows combined in chunks against the plain combination,
-table-driven normalisation against `normalize`, and large batches against documents one by one.
+Windows combined in chunks against the plain combination, table-driven normalisation against
+`normalize`, and batches against documents one by one.
 """
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ from __future__ import annotations
 import importlib
 import random
 import unicodedata
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_redis.fingerprinting import bit_votes, charclass, fingerprint, fingerprint_many
+from simhash_redis.fingerprinting import charclass, fingerprint, fingerprint_many
 from simhash_redis.fingerprinting import normalize as normalize_module
 from simhash_redis.fingerprinting.scheme import Scheme
 
@@ -55,21 +54,6 @@ WORDS = [
     "c" * 140,
 ]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@pytest.mark.parametrize("f", [32, 64, 128])
-def test_bit_sliced_sums_are_the_unpacked_sums(f: int) -> None:
-    rng = np.random.default_rng(f)
-    lanes = 2 if f == 128 else 1
-    for docs, high in [(1, 40_000), (7, 3), (30, 300), (5, 2000), (60, 40)]:
-        per_doc = rng.integers(0, high, docs).astype(np.intp)
-        per_doc[0] = 0
-        feats = rng.integers(0, MASK, (int(per_doc.sum()), lanes), dtype=np.uint64, endpoint=True)
-        feats[: len(feats) // 3] = np.uint64(MASK)  # every counter at its largest in some blocks
-        expected = bit_votes.lane_sums(feats, per_doc, f)
-        assert (bit_votes.sliced_sums(feats, per_doc, f) == expected).all()
-    empty = np.zeros((0, lanes), dtype=np.uint64)
-    assert not bit_votes.sliced_sums(empty, np.zeros(3, dtype=np.intp), f).any()
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
@@ -170,14 +154,6 @@ def test_no_astral_composite_has_a_bmp_second_part() -> None:
             assert all(int(part, 16) > 0xFFFF for part in decomposition.split()[1:]), hex(cp)
 
 
-def _slow_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bit_votes, "SLICED_MIN_ROWS", 1 << 62)
-
-
-def _fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bit_votes, "SLICED_MIN_ROWS", 0)
-
-
 SCHEMES = [
     Scheme(),
     Scheme(f=32, n=2, seed=MASK),
@@ -191,27 +167,12 @@ SCHEMES = [
 
 @FAST
 @given(st.lists(st.one_of(TEXT, st.lists(st.sampled_from(WORDS), max_size=40).map(" ".join)), max_size=12))
-def test_fast_paths_give_the_slow_paths_bits(docs: list[str]) -> None:
-    with pytest.MonkeyPatch.context() as patch:
-        _slow_paths(patch)
-        expected = {scheme: [fingerprint(doc, scheme) for doc in docs] for scheme in SCHEMES}
-    with pytest.MonkeyPatch.context() as patch:
-        _fast_paths(patch)
-        for scheme in SCHEMES:
-            assert fingerprint_many(docs, scheme) == expected[scheme], scheme.to_meta()
+def test_a_batch_gives_each_documents_bits(docs: list[str]) -> None:
+    for scheme in SCHEMES:
+        assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs], scheme.to_meta()
 
 
-def _counting(function: Callable[..., object], calls: dict[str, int], name: str) -> Callable[..., object]:
-    """Wrap a function to count its calls under a name."""
-
-    def counted(*args: object) -> object:
-        calls[name] += 1
-        return function(*args)
-
-    return counted
-
-
-def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_batches_keep_the_bits() -> None:
     rng = random.Random(5)
     english = "The licenses for most software are designed to take away your FREEDOM to share it, 3.14"
     chinese = "近似重复检测是搜索引擎、网页抓取和数据清洗中的常见任务……它们之间的汉明距离很小。"
@@ -222,12 +183,8 @@ def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest
         rng.shuffle(parts)
         docs.append(" ".join(parts))
         docs.append(" ".join([english] * rng.randint(0, 6)))
-    calls = {"sliced_sums": 0}
-    # Patched where it is looked up: bit_votes.bit_sums calls sliced_sums.
-    monkeypatch.setattr(bit_votes, "sliced_sums", _counting(bit_votes.sliced_sums, calls, "sliced_sums"))
     for scheme in (Scheme(), Scheme(f=32, seed=11), Scheme(n=4)):
         assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs]
-    assert calls["sliced_sums"] >= 3
 
 
 def test_bmp_classes_equal_class_of_every_code_point() -> None:
