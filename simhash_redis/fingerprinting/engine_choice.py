@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from types import ModuleType
 from typing import Protocol, cast
 
-from ..errors import InvalidArgument, InvalidType, SimhashRedisError
+from ..errors import InvalidArgument, SimhashRedisError
 from . import documents
 from .documents import Document
 from .params import SchemeParams
 
-__all__ = ["ENGINE_ENV", "Engine", "chosen", "engine", "fingerprint", "fingerprint_many", "native"]
+__all__ = ["ENGINE_ENV", "Engine", "chosen", "engine", "native"]
 
 #: The environment variable that chooses the engine: "native", "python", or unset (native if installed).
 ENGINE_ENV = "SIMHASH_REDIS_ENGINE"
@@ -90,22 +90,11 @@ class Engine(Protocol):
 
 
 def chosen() -> Engine:
-    """The engine in use, for a caller that chooses once (an index, when it is opened).
+    """The engine in use (its module): chosen on first use, read again per call by a `Scheme`, once by an
+    index (when it is opened).
 
     Raises:
         As `engine`.
     """
     core = _core()
     return documents if core is None else cast(Engine, core)
-
-
-def fingerprint(doc: Document, scheme: SchemeParams) -> int:
-    """`simhash.fingerprint` by the engine in use (scheme validated)."""
-    return chosen().fingerprint(doc, scheme)
-
-
-def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
-    """`simhash.fingerprint_many` by the engine in use (scheme validated)."""
-    if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
-        raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
-    return chosen().fingerprint_many(docs, scheme)
