@@ -370,7 +370,7 @@ _PAIRS_MIN = 64
 
 
 class SketchJudge:
-    """Add-if-new's judge in verified mode (a `unique.Judge`): candidates confirmed by their sketches."""
+    """Add-if-new's judge in verified mode (an `in_batch.Judge`): candidates confirmed by their sketches."""
 
     def __init__(
         self,
