@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from .charclass import CJK_RANGES
 from .params import SchemeParams
 
 __all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K"]
@@ -84,46 +82,17 @@ class HashTable(dict[Key, int]):
             return self.hashes[rows]
 
 
-class CodePointTable:
-    """Code point → xxh3 hash of its UTF-8, for CJK single-character tokens, filled on first sight."""
-
-    def __init__(self, seed: int, lanes: int) -> None:
-        self.seed = seed
-        self.lanes = lanes
-        self.hashes: U64 = np.zeros((CJK_RANGES[-1][1] + 1, lanes), dtype=np.uint64)
-        self.known = np.zeros(len(self.hashes), dtype=bool)
-        self.lock = threading.Lock()
-
-    def filled(self, cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32]) -> U64:
-        """The whole (code points, lanes) table, hashed at least for cps (each within `CJK_RANGES`)."""
-        with self.lock:
-            if not np.take(self.known, cps).all():
-                missing = np.unique(cps[~np.take(self.known, cps)])
-                data = [chr(cp).encode("utf-8") for cp in missing.tolist()]
-                self.hashes[missing] = digest(data, self.seed, self.lanes)
-                self.known[missing] = True
-            return self.hashes
-
-    def lookup(self, cps: npt.NDArray[np.uint32]) -> U64:
-        """The (len(cps), lanes) hashes of CJK code points."""
-        return self.filled(cps)[cps]
-
-
 _token_tables: dict[tuple[int, int], HashTable] = {}
-_cp_token_tables: dict[tuple[int, int], CodePointTable] = {}
 _tables_lock = threading.Lock()
-_T = TypeVar("_T")
 
 
-def shared(
-    registry: dict[tuple[int, int], _T], factory: Callable[[int, int], _T], scheme: SchemeParams
-) -> _T:
-    """The process-wide table of one kind (made by factory(seed, lanes)) for a scheme, made once."""
+def token_table(scheme: SchemeParams) -> HashTable:
+    """The process-wide token hash table of a scheme's seed and width, made once."""
     key = (scheme.seed, 2 if scheme.f == 128 else 1)
-    table = registry.get(key)
+    table = _token_tables.get(key)
     if table is None:
         with _tables_lock:
-            table = registry.setdefault(key, factory(*key))
+            table = _token_tables.setdefault(key, HashTable(*key))
     return table
 
 

@@ -7,18 +7,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidType
 from .bit_votes import bit_sums
-from .hashing import (
-    U64,
-    CodePointTable,
-    HashTable,
-    Key,
-    _cp_token_tables,
-    _token_tables,
-    dedupe,
-    features_of,
-    shared,
-    to_ints,
-)
+from .hashing import U64, Key, dedupe, features_of, to_ints, token_table
 from .params import SchemeParams
 from .tokens import collapse_whitespace, has_token, token_parts
 
@@ -32,7 +21,7 @@ class Engine:
         self.scheme = scheme
         self.lanes = 2 if scheme.f == 128 else 1
         self.uni = scheme.normalizer
-        self.table = shared(_token_tables, HashTable, scheme)
+        self.table = token_table(scheme)
         self.n = 1 if scheme.features == "words" else scheme.n
         self.stop: frozenset[bytes] = frozenset(word.encode("utf-8") for word in scheme.stopwords)
         single = [ord(word) for word in scheme.stopwords if len(word) == 1]
@@ -80,7 +69,7 @@ class Engine:
             return self.hashes(list(words)), keep
         out = np.empty((len(is_cjk), self.lanes), dtype=np.uint64)
         out[~is_cjk] = self.hashes(list(words))
-        out[is_cjk] = shared(_cp_token_tables, CodePointTable, self.scheme).lookup(cjk)
+        out[is_cjk] = self.hashes([chr(cp).encode("utf-8") for cp in cjk.tolist()])
         return out, keep
 
     def given_tokens(self, tokens: list[str], name: str) -> U64:
