@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidType
-from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints
+from .charclass import CJK, LETTER, MARK, SEPARATOR
 from .normalize import PINNED, Normalizer, code_points
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "split_chunks",
     "token_bytes",
     "token_parts",
-    "token_parts_of",
     "tokenize",
 ]
 
@@ -43,27 +42,18 @@ def token_parts(
     norm: str, uni: Normalizer = PINNED
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
     """Tokenise a text normalised by uni, in text order: the word tokens (UTF-8), the CJK single-character
-    tokens' code points (hashed in bulk), and for each token whether it is a CJK one."""
+    tokens' code points, and for each token whether it is a CJK one; one numpy pass, however long."""
     if norm.isascii():
         words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
         return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
-    words, cjk, is_cjk, _ = token_parts_of(code_points(norm), None, uni)
-    return words, cjk, is_cjk
-
-
-def token_parts_of(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
-) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
-    """`token_parts` of a normalised text's code points (their classes, if known), plus each token's
-    first index; one numpy pass, however long the text."""
-    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
-    words = _words(cps, keep, after)
+    cps = code_points(norm)
+    keep, after, cjk_mask, starts = _scan(cps, uni.classes_of(cps))
     is_cjk = np.take(cjk_mask, starts)
-    return words, cps[starts[is_cjk]].astype(np.uint32), is_cjk, starts
+    return _words(cps, keep, after), cps[starts[is_cjk]], is_cjk
 
 
 def _scan(
-    cps: CodePoints, classes: npt.NDArray[np.uint8]
+    cps: npt.NDArray[np.uint32], classes: npt.NDArray[np.uint8]
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
     """Which code points of a normalised text belong to word tokens, which follow one that does, which
     are CJK tokens, and every token's first index."""
@@ -82,17 +72,15 @@ def _scan(
     return keep, after, cjk_mask, np.flatnonzero(cjk_mask | (keep & ~after))
 
 
-def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.bool_]) -> list[bytes]:
+def _words(
+    cps: npt.NDArray[np.uint32], keep: npt.NDArray[np.bool_], after: npt.NDArray[np.bool_]
+) -> list[bytes]:
     """Cut the word tokens out of a normalised text."""
     # Only word code points and the one separator after each word are decoded: CJK text has few words.
     chosen = keep | after
     kept = cps[chosen]
     kept[~keep[chosen]] = _SPACE
-    if kept.dtype == np.uint16:
-        # No surrogate code units: `classified_code_points` gives 16 bits for BMP texts only.
-        text = kept.astype("<u2", copy=False).tobytes().decode("utf-16-le")
-    else:
-        text = kept.astype("<u4", copy=False).tobytes().decode("utf-32-le")
+    text = kept.astype("<u4", copy=False).tobytes().decode("utf-32-le")
     # bytes.split() splits on ASCII whitespace only, which is all that separators have become.
     return text.encode("utf-8").split()
 
