@@ -7,8 +7,7 @@ from typing import Any, Literal, overload
 
 from .. import defaults
 from ..index import Document, SimhashIndex, VerifyReport
-from ..index.batches import BatchProgress
-from ..index.bulk import DEFAULT_WINDOW, Progress
+from ..index.batches import DEFAULT_WINDOW, BatchProgress, Progress
 from ..results import Match, Outcome
 from ..transport.greenlet_bridge import run
 from .handle import AsyncHandle, asyncio_client

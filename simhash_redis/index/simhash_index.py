@@ -29,12 +29,10 @@ from ..store import (
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
 from .arguments import as_batch, check_client, check_fp, check_k, check_options, fingerprints, is_integer
-from .batches import BatchProgress, check_progress
-from .bulk import DEFAULT_WINDOW, Progress, bulk_add, bulk_add_columns
-from .consistency import check_consistency
+from .batches import DEFAULT_WINDOW, BatchProgress, Progress, bulk_add, bulk_add_columns, check_progress
+from .consistency import check_consistency, verify_windows
 from .report import VerifyReport
 from .unique import UniqueWrites
-from .windowed import verify_windows
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 

@@ -15,7 +15,7 @@ from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
 from .arguments import check_fp, check_k, check_max_candidates, texts
-from .bulk import bulk_add_sketched
+from .batches import bulk_add_sketched
 from .simhash_index import Outcome, SimhashIndex
 from .unique import UniqueWrites
 from .verified_open import verifiable, verified_mode
