@@ -25,7 +25,8 @@ CACHE_MAX = 1 << 18
 _MIX_CHUNK = 1 << 15
 
 U64 = npt.NDArray[np.uint64]
-Key = str | bytes
+#: A token: its text, its UTF-8, or (a single character) its code point.
+Key = str | bytes | int
 
 _U64_MASK = (1 << 64) - 1
 _K, _C1, _C2 = np.uint64(MIX_K), np.uint64(MIX_C1), np.uint64(MIX_C2)
@@ -62,7 +63,10 @@ class HashTable(dict[Key, int]):
     def _flush(self) -> None:
         """Hash the tokens met since the last flush into `hashes`."""
         start = len(self) - len(self.pending)
-        data = [key.encode("utf-8") if isinstance(key, str) else key for key in self.pending]
+        data = [
+            key if isinstance(key, bytes) else (chr(key) if isinstance(key, int) else key).encode("utf-8")
+            for key in self.pending
+        ]
         self.pending = []
         rows = digest(data, self.seed, self.lanes)
         if len(self) > len(self.hashes):

@@ -69,7 +69,7 @@ class Engine:
             return self.hashes(list(words)), keep
         out = np.empty((len(is_cjk), self.lanes), dtype=np.uint64)
         out[~is_cjk] = self.hashes(list(words))
-        out[is_cjk] = self.hashes([chr(cp).encode("utf-8") for cp in cjk.tolist()])
+        out[is_cjk] = self.hashes(cjk.tolist())
         return out, keep
 
     def given_tokens(self, tokens: list[str], name: str) -> U64:
