@@ -1,7 +1,7 @@
 # ruff: noqa: RUF001  (full-width and look-alike characters are what these tests are about)
 """The fast paths of fingerprinting give the very bits of the plain ones.
 
-Windows combined in chunks against the plain combination, table-driven normalisation against
+Windows combined in numpy against the plain combination, table-driven normalisation against
 `normalize`, and batches against documents one by one.
 """
 
@@ -57,10 +57,7 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
-def test_windows_combined_in_chunks_are_the_plain_combination(
-    monkeypatch: pytest.MonkeyPatch, n: int
-) -> None:
-    monkeypatch.setattr(fp_module, "_MIX_CHUNK", 7)
+def test_windows_combined_in_numpy_are_the_plain_combination(n: int) -> None:
     rng = np.random.default_rng(n)
     column = rng.integers(0, MASK, 50, dtype=np.uint64, endpoint=True)
     padded = column.tolist() + [0] * (n - 1)
