@@ -3,8 +3,7 @@
 The compiled core (`simhash_redis_native`, `pip install ./native` in a checkout) is used when it can be
 imported, the pure numpy engine otherwise; both give the same results bit for bit. SIMHASH_REDIS_ENGINE=
 python forces the pure engine; =native makes a missing compiled core an error. The choice is made on
-first use (opening an index is one), not on import, so that a wrong value is an error of the call that
-needs an engine.
+first use, not on import, so that a wrong value is an error of the call that needs an engine.
 """
 
 from __future__ import annotations

@@ -9,17 +9,20 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidType
-from .charclass import CJK, LETTER, MARK, SEPARATOR
+from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints
 from .normalize import PINNED, Normalizer, code_points
 
 __all__ = [
     "CHUNK_CHARS",
     "FEATURE_KINDS",
+    "ascii_word_spans",
     "collapse_whitespace",
     "has_token",
     "split_chunks",
     "token_bytes",
     "token_parts",
+    "token_parts_of",
+    "token_spans_of",
     "tokenize",
 ]
 
@@ -42,18 +45,64 @@ def token_parts(
     norm: str, uni: Normalizer = PINNED
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
     """Tokenise a text normalised by uni, in text order: the word tokens (UTF-8), the CJK single-character
-    tokens' code points, and for each token whether it is a CJK one; one numpy pass, however long."""
+    tokens' code points (hashed in bulk), and for each token whether it is a CJK one."""
     if norm.isascii():
         words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
         return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
-    cps = code_points(norm)
-    keep, after, cjk_mask, starts = _scan(cps, uni.classes_of(cps))
+    words, cjk, is_cjk, _ = token_parts_of(code_points(norm), None, uni)
+    return words, cjk, is_cjk
+
+
+def token_parts_of(
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
+) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """`token_parts` of a normalised text's code points (their classes, if known), plus each token's
+    first index; one numpy pass, however long the text."""
+    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
+    words = _words(cps, keep, after)
     is_cjk = np.take(cjk_mask, starts)
-    return _words(cps, keep, after), cps[starts[is_cjk]], is_cjk
+    return words, cps[starts[is_cjk]].astype(np.uint32), is_cjk, starts
+
+
+def token_spans_of(
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
+) -> tuple[
+    npt.NDArray[np.intp],
+    npt.NDArray[np.intp],
+    npt.NDArray[np.bool_],
+    CodePoints,
+    npt.NDArray[np.bool_],
+    npt.NDArray[np.intp],
+]:
+    """`token_parts_of` with word tokens as spans: each word's first and past-the-end code point index and
+    whether it has a code point of 128 or more; then per token its first code point, whether it is CJK, and
+    its first index."""
+    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
+    # Word tokens are the runs of kept code points: each run starts and ends where `keep` changes.
+    edges = np.flatnonzero(keep != after)
+    if len(keep) and keep[-1]:
+        edges = np.append(edges, len(keep))
+    wide = np.zeros(len(edges) // 2, dtype=bool)
+    wide_at = np.flatnonzero(keep & (cps >= 0x80))
+    if len(wide_at):
+        # The word holding a code point is the last one starting at or before it.
+        wide[np.searchsorted(edges[0::2], wide_at, side="right") - 1] = True
+    return edges[0::2], edges[1::2], wide, cps[starts], np.take(cjk_mask, starts), starts
+
+
+def ascii_word_spans(
+    text: str,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Normalise and tokenise an ASCII text (raw or normalised) in one numpy pass: its bytes lower-cased
+    with every separator made a space, and each token's first and past-the-end byte index."""
+    data = np.frombuffer(text.encode("ascii").translate(_ASCII_TOKEN_TABLE), dtype=np.uint8)
+    # Tokens are the runs of non-space bytes: each starts and ends where that changes.
+    edges = np.flatnonzero(np.diff(data != _SPACE, prepend=False, append=False))
+    return data, edges[0::2], edges[1::2]
 
 
 def _scan(
-    cps: npt.NDArray[np.uint32], classes: npt.NDArray[np.uint8]
+    cps: CodePoints, classes: npt.NDArray[np.uint8]
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
     """Which code points of a normalised text belong to word tokens, which follow one that does, which
     are CJK tokens, and every token's first index."""
@@ -72,15 +121,17 @@ def _scan(
     return keep, after, cjk_mask, np.flatnonzero(cjk_mask | (keep & ~after))
 
 
-def _words(
-    cps: npt.NDArray[np.uint32], keep: npt.NDArray[np.bool_], after: npt.NDArray[np.bool_]
-) -> list[bytes]:
+def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.bool_]) -> list[bytes]:
     """Cut the word tokens out of a normalised text."""
     # Only word code points and the one separator after each word are decoded: CJK text has few words.
     chosen = keep | after
     kept = cps[chosen]
     kept[~keep[chosen]] = _SPACE
-    text = kept.astype("<u4", copy=False).tobytes().decode("utf-32-le")
+    if kept.dtype == np.uint16:
+        # No surrogate code units: `classified_code_points` gives 16 bits for BMP texts only.
+        text = kept.astype("<u2", copy=False).tobytes().decode("utf-16-le")
+    else:
+        text = kept.astype("<u4", copy=False).tobytes().decode("utf-32-le")
     # bytes.split() splits on ASCII whitespace only, which is all that separators have become.
     return text.encode("utf-8").split()
 
