@@ -16,7 +16,7 @@ import typer
 
 from simhash_redis import SimhashIndex
 from simhash_redis.errors import IndexNotFound, InputError, InvalidArgument, SimhashRedisError
-from simhash_redis.index.bulk import DEFAULT_WINDOW
+from simhash_redis.index.batches import DEFAULT_WINDOW
 from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
 from simhash_redis.jobs.readers import STDIN, ReadOptions, Record, detect_format, estimate_total, read_all

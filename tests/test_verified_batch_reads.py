@@ -25,7 +25,7 @@ from simhash_redis.codec import (
     encode_sketches,
     unpack_fps_many,
 )
-from simhash_redis.index.sketch_judge import confirmed, confirmed_many
+from simhash_redis.index.verified_index import confirmed_many
 from simhash_redis.results import Match
 from simhash_redis.store import Verification
 from simhash_redis.store.candidates import band_hits, hits
@@ -159,7 +159,7 @@ def test_estimate_pairs_equal_estimate_many_of_each_query() -> None:
 
 @pytest.mark.usefixtures("either_engine")
 @pytest.mark.parametrize("hasher", [_SKETCHER, MinHasher(num_perm=64)], ids=["odd", "minhash"])
-def test_confirmed_many_equal_confirmed_of_each_query(hasher: BandedOddSketcher | MinHasher) -> None:
+def test_confirmed_many_of_a_batch_equal_those_of_each_query(hasher: BandedOddSketcher | MinHasher) -> None:
     texts = _texts()
     sketches = hasher.sketch_many(texts)
     stored = {f"d{i}": hasher.stored(sketch) for i, sketch in enumerate(sketches)}
@@ -169,7 +169,10 @@ def test_confirmed_many_equal_confirmed_of_each_query(hasher: BandedOddSketcher 
     candidates = [
         [Match(doc_id, 0, rng.randrange(4)) for doc_id in rng.sample(sorted(stored), 5)] for _ in queries
     ]
-    want = [confirmed(hasher, q, found, stored, 0.5) for q, found in zip(queries, candidates, strict=True)]
+    want = [
+        confirmed_many(hasher, [q], [found], stored, 0.5)[0]
+        for q, found in zip(queries, candidates, strict=True)
+    ]
     assert confirmed_many(hasher, queries, candidates, stored, 0.5) == want
     assert any(want)
 

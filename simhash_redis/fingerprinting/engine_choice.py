@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from types import ModuleType
+from typing import Protocol, cast
 
-from ..errors import InvalidArgument, InvalidType, SimhashRedisError
+from ..errors import InvalidArgument, SimhashRedisError
 from . import documents
 from .documents import Document
 from .params import SchemeParams
 
-__all__ = ["ENGINE_ENV", "engine", "fingerprint", "fingerprint_many", "native"]
+__all__ = ["ENGINE_ENV", "Engine", "chosen", "engine", "native"]
 
 #: The environment variable that chooses the engine: "native", "python", or unset (native if installed).
 ENGINE_ENV = "SIMHASH_REDIS_ENGINE"
@@ -80,19 +81,20 @@ def engine() -> str:
     return "python" if _core() is None else "native"
 
 
-def fingerprint(doc: Document, scheme: SchemeParams) -> int:
-    """`simhash.fingerprint` by the engine in use (scheme validated)."""
-    core = _core()
-    if core is not None:
-        return core.fingerprint(doc, scheme)  # type: ignore[no-any-return]
-    return documents.fingerprint(doc, scheme)
+class Engine(Protocol):
+    """What both engines' modules offer (the native adapter and `documents`): schemes validated."""
+
+    def fingerprint(self, doc: Document, scheme: SchemeParams) -> int: ...
+
+    def fingerprint_many(self, docs: Iterable[Document], scheme: SchemeParams) -> list[int]: ...
 
 
-def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
-    """`simhash.fingerprint_many` by the engine in use (scheme validated)."""
-    if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
-        raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
+def chosen() -> Engine:
+    """The engine in use (its module): chosen on first use, read again per call by a `Scheme`, once by an
+    index (when it is opened).
+
+    Raises:
+        As `engine`.
+    """
     core = _core()
-    if core is not None:
-        return core.fingerprint_many(docs, scheme)  # type: ignore[no-any-return]
-    return documents.fingerprint_many(docs, scheme)
+    return documents if core is None else cast(Engine, core)

@@ -14,13 +14,13 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from ..checks import is_int
+from ..checks import check_int
 from ..errors import InvalidArgument, InvalidType
 from . import engine_choice
 from .hashing import mix
 from .tokens import tokenize
 
-__all__ = ["BITS", "MinHasher", "doc_tokens", "shingle_hashes"]
+__all__ = ["BITS", "MinHasher", "check_shingles", "doc_tokens", "shingle_hashes"]
 
 #: Bits kept per permutation: whole bytes, so sketches compare with one numpy equality.
 BITS = (8, 16)
@@ -35,6 +35,12 @@ _BLOCK = 4096
 def _mixed(z: _U64) -> _U64:
     """The splitmix64 finaliser of fresh values (mixed in place: the caller's temporary)."""
     return mix(z, np.empty_like(z))
+
+
+def check_shingles(n: object, seed: object) -> None:
+    """Check a sketcher's tokens per shingle and seed (InvalidType, InvalidArgument)."""
+    check_int("n", n, 1, 16)
+    check_int("seed", seed, 0, _MASK)
 
 
 def doc_tokens(doc: object, name: str) -> list[str]:
@@ -102,17 +108,10 @@ class MinHasher:
     """
 
     def __init__(self, num_perm: int = 256, bits: int = 8, n: int = 3, seed: int = 0) -> None:
-        for name, value in (("num_perm", num_perm), ("bits", bits), ("n", n), ("seed", seed)):
-            if not is_int(value):
-                raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
-        if not 16 <= num_perm <= 4096:
-            raise InvalidArgument(f"num_perm must be in 16..4096, got {num_perm}")
-        if bits not in BITS:
+        check_int("num_perm", num_perm, 16, 4096)
+        if check_int("bits", bits, 0) not in BITS:
             raise InvalidArgument(f"bits must be one of {BITS}, got {bits}")
-        if not 1 <= n <= 16:
-            raise InvalidArgument(f"n must be in 1..16, got {n}")
-        if not 0 <= seed <= _MASK:
-            raise InvalidArgument(f"seed must be in 0..2**64-1, got {seed}")
+        check_shingles(n, seed)
         self.num_perm = num_perm
         self.bits = bits
         self.n = n

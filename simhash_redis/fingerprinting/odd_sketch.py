@@ -31,7 +31,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument, InvalidType
 from . import engine_choice
 from .hashing import mix
-from .minhash import doc_tokens, shingle_hashes
+from .minhash import check_shingles, doc_tokens, shingle_hashes
 
 __all__ = ["MAX_LEVEL", "MAX_SIZE", "SAMPLE_LIMIT", "SKETCH_BITS", "SKETCH_BYTES", "OddSketcher"]
 
@@ -152,13 +152,7 @@ class OddSketcher:
     sketch_bytes = SKETCH_BYTES
 
     def __init__(self, n: int = 3, seed: int = 0) -> None:
-        for name, value in (("n", n), ("seed", seed)):
-            if not is_int(value):
-                raise InvalidType(f"{name} must be an int, got {type(value).__name__}")
-        if not 1 <= n <= 16:
-            raise InvalidArgument(f"n must be in 1..16, got {n}")
-        if not 0 <= seed <= _MASK:
-            raise InvalidArgument(f"seed must be in 0..2**64-1, got {seed}")
+        check_shingles(n, seed)
         self.n = n
         self.seed = seed
         self._slot_salt = np.uint64((_SLOT_SALT * (seed + 1)) & _MASK)

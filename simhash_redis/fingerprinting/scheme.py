@@ -7,7 +7,7 @@ the compatibility check, and the meta string is what an index stores next to its
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import xxhash
@@ -196,11 +196,13 @@ class Scheme:
 
     def fingerprint(self, doc: Document) -> int:
         """Fingerprint one document with this scheme; see `simhash_redis.fingerprint`."""
-        return engine_choice.fingerprint(doc, self)
+        return engine_choice.chosen().fingerprint(doc, self)
 
     def fingerprint_many(self, docs: Iterable[Document]) -> list[int]:
         """Fingerprint many documents with this scheme; see `simhash_redis.fingerprint_many`."""
-        return engine_choice.fingerprint_many(docs, self)
+        if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
+            raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
+        return engine_choice.chosen().fingerprint_many(docs, self)
 
 
 def _parse_meta(meta: str) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidType
-from . import engine_choice
 from .documents import Document
 from .scheme import DEFAULT_SCHEME, Scheme
 
@@ -51,7 +50,7 @@ def fingerprint(doc: Document, scheme: Scheme | None = None) -> int:
         InvalidType: doc or scheme is of no accepted type; the message names it.
         InvalidArgument: a weight is NaN or infinite.
     """
-    return engine_choice.fingerprint(doc, check_scheme(scheme))
+    return check_scheme(scheme).fingerprint(doc)
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: Scheme | None = None) -> list[int]:
@@ -63,7 +62,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: Scheme | None = None) -> 
             (``docs[i]``).
         InvalidArgument: a weight is NaN or infinite.
     """
-    return engine_choice.fingerprint_many(docs, check_scheme(scheme))
+    return check_scheme(scheme).fingerprint_many(docs)
 
 
 def distance(a: int, b: int) -> int:

@@ -1,19 +1,40 @@
 """The batch forms of the index's calls: the whole argument checked first (a refused call writes
-nothing), then sent batch by batch, progress reported after each."""
+nothing), then sent batch by batch, progress reported after each; and bulk loads (`bulk_add`): pairs
+read a window at a time, checked and fingerprinted, then written by the store's grouped bulk path
+(`store.bulk.BulkWrites`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
+from .. import defaults
+from ..checks import is_int
 from ..codec import encode_fp
-from ..errors import InvalidType
+from ..errors import InvalidArgument, InvalidType
 from ..results import Match, Outcome
-from ..store import Layout, Reads, Store, Windows, Writes, encode_id
-from .arguments import as_batch, check_pairs
+from ..store import BulkWrites, Layout, Reads, Store, Windows, Writes, encode_id
+from .arguments import as_batch, check_pairs, chunks, iterable
 from .unique import UniqueWrites
 
-__all__ = ["BatchProgress", "Target", "add_many", "check_progress", "near_many", "remove_many"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "BatchProgress",
+    "Progress",
+    "Target",
+    "add_many",
+    "bulk_add",
+    "bulk_add_columns",
+    "bulk_add_sketched",
+    "check_progress",
+    "column_windows",
+    "near_many",
+    "remove_many",
+    "windows",
+]
 
 #: Called after each batch: the items done so far, and that batch's results.
 BatchProgress = Callable[[int, list[Any]], None]
@@ -99,3 +120,170 @@ def near_many(
         if on_progress is not None:
             on_progress(len(results), done)
     return results
+
+
+#: Documents per window of a bulk load: enough that most keys get several entries per command.
+DEFAULT_WINDOW = 1_000_000
+#: Called after each window: pairs done so far, and that window's outcomes.
+Progress = Callable[[int, list[Outcome]], None]
+
+
+def bulk_add(
+    index: Target,
+    writes: Writes,
+    items: Iterable[tuple[str, Any]],
+    window: int = DEFAULT_WINDOW,
+    on_progress: Progress | None = None,
+) -> list[Outcome]:
+    """Write (id, document) pairs a window at a time, each window checked before it is written."""
+    _check(window, on_progress)
+    columns = (_unzipped(batch) for batch in chunks(iterable(items, "items"), window))
+    return bulk_add_columns(index, writes, columns, window, on_progress)
+
+
+def bulk_add_columns(
+    index: Target,
+    writes: Writes,
+    batches: Iterable[tuple[Sequence[Any], Sequence[Any]]],
+    window: int = DEFAULT_WINDOW,
+    on_progress: Progress | None = None,
+) -> list[Outcome]:
+    """`bulk_add` of documents given as batches of two parallel lists, ids and documents."""
+    _check(window, on_progress)
+    if index.windows is not None:
+        return _through_script(index, writes, batches, window, on_progress)
+    bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
+    outcomes: list[Outcome] = []
+    for ids, docs in windows(batches, window):
+        done = bulk.write(_encode_ids(ids), _fingerprints(docs, bulk.f, index.fingerprint_many))
+        outcomes.extend(done)
+        if on_progress is not None:
+            on_progress(len(outcomes), done)
+    return outcomes
+
+
+def bulk_add_sketched(
+    index: Target, writes: Writes, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes]
+) -> list[Outcome]:
+    """One window of a verified index's documents, each written with its sketch (stored form, b"" for
+    none) by the grouped bulk path."""
+    bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
+    raws = _encode_ids(list(ids))
+    return bulk.write(raws, _fingerprints(list(fps), bulk.f, index.fingerprint_many), sketches)
+
+
+def _through_script(
+    index: Target,
+    writes: Writes,
+    batches: Iterable[tuple[Sequence[Any], Sequence[Any]]],
+    window: int,
+    on_progress: Progress | None,
+) -> list[Outcome]:
+    """A bulk load into an index with a retention window: atomic script calls, a batch at a time (every
+    key must expire with its period, which the grouped commands do not set)."""
+    outcomes: list[Outcome] = []
+    f, size = index.layout.f, index.batch_size
+    for ids, docs in windows(batches, window):
+        raws, fps = _encode_ids(ids), _fingerprints(docs, f, index.fingerprint_many)
+        done: list[Outcome] = []
+        for start in range(0, len(raws), size):
+            ints = [int(fp) for fp in fps[start : start + size]]
+            part = zip(raws[start : start + size], ints, strict=True)
+            applied = writes.apply([(raw, encode_fp(fp, f), None) for raw, fp in part], ints)
+            done.extend(outcome for outcome in applied if outcome is not None)
+        outcomes.extend(done)
+        if on_progress is not None:
+            on_progress(len(outcomes), done)
+    return outcomes
+
+
+def _check(window: object, on_progress: object) -> None:
+    if not is_int(window) or window < 1:
+        raise InvalidArgument(f"window must be a positive int, got {window!r}")
+    check_progress(on_progress)
+
+
+def _unzipped(batch: list[Any]) -> tuple[list[Any], list[Any]]:
+    """A window of pairs as two lists, ids and documents."""
+    if set(map(type, batch)) != {tuple} or set(map(len, batch)) != {2}:
+        check_pairs(batch)  # says which item is not a pair
+    ids, docs = zip(*batch, strict=True)
+    return list(ids), list(docs)
+
+
+def windows(
+    batches: Iterable[tuple[Sequence[Any], Sequence[Any]]], window: int
+) -> Iterator[tuple[list[Any], list[Any]]]:
+    """The batches' ids and documents, checked, cut into windows of `window` (the last may be shorter)."""
+    if isinstance(batches, (str, bytes, Mapping)) or not isinstance(batches, Iterable):
+        raise InvalidType(f"batches must be an iterable of (ids, documents), got {type(batches).__name__}")
+
+    def checked() -> Iterator[tuple[Sequence[Any], ...]]:
+        for batch in batches:
+            if not isinstance(batch, tuple) or len(batch) != 2 or not all(map(_is_list_like, batch)):
+                shape = _shape(batch)
+                raise InvalidType(f"batches must hold (ids, documents) tuples of two lists, got {shape}")
+            if len(batch[0]) != len(batch[1]):
+                raise InvalidArgument(f"a batch holds {len(batch[0])} ids and {len(batch[1])} documents")
+            yield batch
+
+    yield from column_windows(checked(), window)  # type: ignore[misc]  # two columns: checked
+
+
+def column_windows(
+    batches: Iterable[tuple[Sequence[Any], ...]], window: int
+) -> Iterator[tuple[list[Any], ...]]:
+    """Batches of parallel sequences of one length cut into windows of `window`, each a tuple of lists."""
+    held: list[list[Any]] | None = None
+    for batch in batches:
+        if held is None:
+            held = [[] for _ in batch]
+        size, start = len(batch[0]), 0
+        while start < size:
+            take = min(window - len(held[0]), size - start)
+            for column, more in zip(held, batch, strict=True):
+                column.extend(more[start : start + take])
+            start += take
+            if len(held[0]) == window:
+                yield tuple(held)
+                held = [[] for _ in batch]
+    if held is not None and held[0]:
+        yield tuple(held)
+
+
+def _is_list_like(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+def _shape(batch: object) -> str:
+    if isinstance(batch, tuple):
+        return "(" + ", ".join(type(part).__name__ for part in batch) + ")"
+    return type(batch).__name__
+
+
+def _encode_ids(ids: list[Any]) -> list[bytes]:
+    """The window's ids encoded: plain str ids of a valid length in one pass, else `encode_id` each."""
+    if set(map(type, ids)) == {str}:
+        try:
+            raw = [doc_id.encode() for doc_id in ids]
+        except UnicodeEncodeError:  # a lone surrogate: encode_id says which id
+            return [encode_id(doc_id) for doc_id in ids]
+        lengths = set(map(len, raw))
+        if min(lengths) >= 1 and max(lengths) <= defaults.MAX_ID_BYTES:
+            return raw
+    return [encode_id(doc_id) for doc_id in ids]
+
+
+def _fingerprints(
+    docs: list[Any], f: int, fingerprint_many: Callable[[Sequence[Any]], list[int]]
+) -> npt.NDArray[Any] | list[int]:
+    """The window's fingerprints: precomputed ints checked in one numpy pass, else `fingerprint_many`."""
+    if f <= 64 and set(map(type, docs)) == {int}:
+        try:
+            values = np.fromiter(docs, dtype=np.uint64, count=len(docs))
+        except OverflowError:  # negative or too large: fingerprint_many says which one
+            return fingerprint_many(docs)
+        # np.max: numpy 2.5's stubs match no overload of ndarray.max() for mypy on Python 3.10.
+        if f == 64 or not len(values) or int(np.max(values)) >> f == 0:
+            return values
+    return fingerprint_many(docs)

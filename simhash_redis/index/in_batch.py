@@ -7,17 +7,36 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..codec import encode_fp
+from ..results import Match
 from ..store import Guard, Reads, Store
 from ..store.windows import WindowedSets
 
-__all__ = ["InBatch", "Near"]
+__all__ = ["InBatch", "Judge"]
 
 
-class Near(Protocol):
-    """Decides whether earlier documents of a batch count as near-duplicates of a document."""
+class Judge(Protocol):
+    """Decides which candidates within distance k count as near-duplicates, and what goes with a write."""
+
+    def duplicates(
+        self, docs: list[int], found: list[list[Match]], sketches: dict[str, bytes]
+    ) -> Sequence[Sequence[Match]]:
+        """The near-duplicates among each document's candidates (docs: positions in the batch)."""
+        ...
+
+    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
+        """The band tables whose members are candidates of the documents at these positions, or None."""
+        ...
+
+    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
+        """Where `bands`' band values are read: (bucket hash, field) each, or None."""
+        ...
+
+    def guarded(self, doc: int, members: Guard | None) -> Guard:
+        """The guard to write the document at this position with (members None: a cluster's)."""
+        ...
 
     def confirms(self, doc: int, earlier: list[int]) -> bool:
-        """Whether any of the earlier documents (positions in the batch) is a near-duplicate of doc."""
+        """Whether any of the earlier documents of the batch (candidates of doc) is its near-duplicate."""
         ...
 
 
@@ -33,7 +52,7 @@ class InBatch:
         f: int,
         k: int,
         bands: dict[int, list[bytes]] | None,
-        near: Near | None,
+        near: Judge | None,
     ) -> None:
         self.keys, self.windows, self.fps, self.f, self.k = store.keys, reads.windows, fps, f, k
         self.bands, self.near = bands or {}, near

@@ -30,12 +30,10 @@ from ..store import (
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
 from .arguments import as_batch, check_client, check_fp, check_k, check_options, fingerprints, is_integer
-from .batches import BatchProgress, check_progress
-from .bulk import DEFAULT_WINDOW, Progress, bulk_add, bulk_add_columns
-from .consistency import check_consistency
+from .batches import DEFAULT_WINDOW, BatchProgress, Progress, bulk_add, bulk_add_columns, check_progress
+from .consistency import check_consistency, verify_windows
 from .report import VerifyReport
 from .unique import UniqueWrites
-from .windowed import verify_windows
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
@@ -119,6 +117,8 @@ class SimhashIndex:
             else WindowedWrites(self.store, self.f, tables, self.windows)
         )
         self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
+        # Chosen once: a lookup or a write calls the engine's own function.
+        self._engine = engine_choice.chosen()
 
     @classmethod
     def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
@@ -178,11 +178,13 @@ class SimhashIndex:
         """The fingerprint this index stores for a document (an int fingerprint is checked and returned)."""
         if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
             return check_fp(doc, self._f)
-        return engine_choice.fingerprint(doc, self.config.scheme)
+        return self._engine.fingerprint(doc, self.config.scheme)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
         """Fingerprints for many documents, texts fingerprinted in one vectorised batch."""
-        return fingerprints(docs, self.f, self.scheme.fingerprint_many)
+        return fingerprints(
+            docs, self.f, lambda texts: self._engine.fingerprint_many(texts, self.config.scheme)
+        )
 
     def near(self, query: Document, k: int | None = None) -> list[Match]:
         """Every stored document within distance k (at most, and by default, the index's k) of the query,

@@ -6,46 +6,19 @@ import itertools
 import random
 import time
 from collections.abc import Sequence
-from typing import Protocol
 
 from ..codec import encode_fp
 from ..errors import WriteContention
 from ..results import Match, Outcome, duplicate_of
 from ..store import BucketLocks, Guard, Reads, Store, Write, Writes
 from ..transport import Backoff, pause
-from .in_batch import InBatch
+from .in_batch import InBatch, Judge
 
-__all__ = ["Judge", "UniqueWrites"]
+__all__ = ["UniqueWrites"]
 
 # Read-check-write rounds of add-if-new while other workers keep writing into the same tables.
 _UNIQUE_ROUNDS = 40
 _CONTENTION_BACKOFF = Backoff(retries=_UNIQUE_ROUNDS, base=0.0005, cap=0.25)
-
-
-class Judge(Protocol):
-    """Decides which candidates within distance k count as near-duplicates, and what goes with a write."""
-
-    def duplicates(
-        self, docs: list[int], found: list[list[Match]], sketches: dict[str, bytes]
-    ) -> Sequence[Sequence[Match]]:
-        """The near-duplicates among each document's candidates (docs: positions in the batch)."""
-        ...
-
-    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
-        """The band tables whose members are candidates of the documents at these positions, or None."""
-        ...
-
-    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
-        """Where `bands`' band values are read: (bucket hash, field) each, or None."""
-        ...
-
-    def guarded(self, doc: int, members: Guard | None) -> Guard:
-        """The guard to write the document at this position with (members None: a cluster's)."""
-        ...
-
-    def confirms(self, doc: int, earlier: list[int]) -> bool:
-        """Whether any of the earlier documents of the batch (candidates of doc) is its near-duplicate."""
-        ...
 
 
 class UniqueWrites:

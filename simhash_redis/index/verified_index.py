@@ -7,21 +7,20 @@ from typing import Any
 
 from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted, InvalidArgument, InvalidType
-from ..fingerprinting import Sketcher
+from ..fingerprinting import BandedOddSketcher, Sketcher
 from ..results import Match, VerifiedMatch
-from ..store import Reads, SketchedGuard, WindowedWrites, Write, Writes
+from ..store import Guard, KeySchema, Reads, SketchedGuard, Verification, WindowedWrites, Write, Writes
 from ..store.keys import encode_id
 from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
 from .arguments import check_fp, check_k, check_max_candidates, texts
-from .bulk import bulk_add_sketched
+from .batches import bulk_add_sketched
 from .simhash_index import Outcome, SimhashIndex
-from .sketch_judge import SketchJudge, confirmed_many
 from .unique import UniqueWrites
 from .verified_open import verifiable, verified_mode
 
-__all__ = ["VerifiedIndex", "VerifiedMatch"]
+__all__ = ["SketchJudge", "VerifiedIndex", "VerifiedMatch", "confirmed_many"]
 
 #: Text, UTF-8 bytes, or pre-segmented tokens: what both a fingerprint and a sketch can be made from.
 VerifiedDocument = str | bytes | Sequence[str]
@@ -368,3 +367,91 @@ class VerifiedIndex:
             )
             results.extend(r if isinstance(r, VerifiedMatch) else None for r in found)
         return results
+
+
+# From this many queries, one numpy pass for all their candidates (below, numpy's fixed costs dominate).
+_PAIRS_MIN = 64
+
+
+class SketchJudge:
+    """Add-if-new's judge in verified mode (an `in_batch.Judge`): candidates confirmed by their sketches."""
+
+    def __init__(
+        self,
+        hasher: Sketcher,
+        threshold: float,
+        verification: Verification,
+        keys: KeySchema,
+        ids: list[bytes],
+        sketches: list[bytes],
+    ) -> None:
+        self.hasher, self.threshold, self.verification, self.keys = hasher, threshold, verification, keys
+        self.ids, self.sketches = ids, sketches
+        #: (position in the batch, candidate id) -> estimated Jaccard, for the confirmed candidates.
+        self.jaccard: dict[tuple[int, str], float] = {}
+
+    def duplicates(
+        self, docs: list[int], found: list[list[Match]], stored: dict[str, bytes]
+    ) -> list[list[Match]]:
+        out: list[list[Match]] = []
+        queries = [self.sketches[i] for i in docs]
+        confirmed_all = confirmed_many(self.hasher, queries, found, stored, self.threshold)
+        for i, pairs in zip(docs, confirmed_all, strict=True):
+            self.jaccard.update(((i, match.id), estimate) for match, estimate in pairs)
+            out.append([match for match, _ in pairs])
+        return out
+
+    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
+        mode, keys = self.verification, self.keys
+        return [keys.bands(self.sketches[i], mode) for i in docs] if mode.bands else None
+
+    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
+        mode, keys = self.verification, self.keys
+        return [keys.band_places(self.sketches[i], mode) for i in docs] if mode.bands else None
+
+    def guarded(self, doc: int, members: Guard | None) -> Guard:
+        """The document's guard, carrying its sketch: stored with the document, or not at all."""
+        return SketchedGuard(members, self.hasher.stored(self.sketches[doc]))
+
+    def confirms(self, doc: int, earlier: list[int]) -> bool:
+        stored = self.hasher.stored
+        estimates = self.hasher.estimate_many(self.sketches[doc], [stored(self.sketches[j]) for j in earlier])
+        return bool((estimates >= self.threshold).any())
+
+
+def confirmed_many(
+    hasher: Sketcher,
+    queries: Sequence[bytes],
+    candidates: Sequence[list[Match]],
+    stored: dict[str, bytes],
+    threshold: float,
+) -> list[list[tuple[Match, float]]]:
+    """Per query, the candidates whose stored sketch estimates a Jaccard similarity with the query's of at
+    least threshold, with that estimate, most similar first, then nearest, then by id; a batch's odd
+    sketches estimated in one pass."""
+    size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
+    kept = [[m for m in matches if len(stored.get(m.id, b"")) == size] for matches in candidates]
+    if isinstance(hasher, BandedOddSketcher) and len(queries) >= _PAIRS_MIN:
+        owners = [q for q, matches in enumerate(kept) for _ in matches]
+        flat = hasher.estimate_pairs(queries, owners, [stored[m.id] for ms in kept for m in ms]).tolist()
+        at = 0
+        estimates = []
+        for matches in kept:
+            estimates.append(flat[at : at + len(matches)])
+            at += len(matches)
+    else:
+        estimates = [
+            hasher.estimate_many(query, [stored[m.id] for m in matches]).tolist() if matches else []
+            for query, matches in zip(queries, kept, strict=True)
+        ]
+    out = []
+    for matches, values in zip(kept, estimates, strict=True):
+        pairs = [(m, float(e)) for m, e in zip(matches, values, strict=True) if e >= threshold]
+        if len(pairs) > 1:
+            pairs.sort(key=_order)
+        out.append(pairs)
+    return out
+
+
+def _order(pair: tuple[Match, float]) -> tuple[float, int, str]:
+    return (-pair[1], pair[0].distance, pair[0].id)

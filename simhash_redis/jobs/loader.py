@@ -23,7 +23,7 @@ from ..checks import is_int
 from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
 from ..fingerprinting.banded_odd import storing
 from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
-from ..index.bulk import DEFAULT_WINDOW, column_windows
+from ..index.batches import DEFAULT_WINDOW, column_windows
 from .arrow import ArrowRows
 from .dedupe import DryRun, Pair, VerifiedDryRun
 from .fingerprinter import Fingerprinted, Fingerprinter
