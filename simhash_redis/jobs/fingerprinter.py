@@ -1,9 +1,7 @@
 """Parallel fingerprinting of what the readers yield: batches come back in input order, errors in place.
 
-The index's scheme (and, for a verified index, its sketcher) is pickled to each worker process once;
-runs of JSON lines are sent there unparsed, so that parsing runs on every core too. A worker that dies
-(killed, out of memory) ends the load with an error instead of leaving it waiting forever for that
-worker's batch.
+Runs of JSON lines are sent to the worker processes unparsed, so that parsing runs on every core too. A
+worker that dies (killed, out of memory) ends the load with an error, not a wait for ever.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple, TypeVar
 
 from ..errors import InputError, SimhashRedisError
-from ..fingerprinting import Scheme, Sketcher, engine_choice
+from ..fingerprinting import Scheme, Sketcher
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record, fingerprint_read
@@ -35,9 +33,8 @@ Batch = list[Record | InputError]
 
 
 class Fingerprinted(NamedTuple):
-    """A batch fingerprinted, in a form that comes back from a worker cheaply: the good records' ids
-    and fingerprints (and sketches, for a verified index), and each bad record with the number of good
-    ones before it."""
+    """A batch fingerprinted, as it comes back from a worker cheaply: the good records' ids and fingerprints
+    (and sketches, for a verified index), and each bad record with the number of good ones before it."""
 
     ids: list[str]
     fps: list[int]
@@ -240,12 +237,9 @@ class Fingerprinter:
         Raises:
             SimhashRedisError: a worker process died.
         """
-        # Up to two batches a worker are in the pool while the caller writes the one it was given. The
-        # oldest is given as soon as it is done once every worker has another: when reading is slower
-        # than the workers (a Parquet file decoded on a thread, at the start), the caller writes what is
-        # done meanwhile instead of waiting for the pool to fill before its first write, and no worker
-        # waits for work while it writes. At most one is given per batch submitted, so the pool never
-        # holds fewer once it is full.
+        # Up to two batches a worker are in the pool while the caller writes the one it was given; the
+        # oldest is given as soon as it is done once every worker has another, so that when reading is
+        # slower than the workers the caller writes meanwhile instead of waiting for the pool to fill.
         pending: deque[_Due] = deque()
         ahead = 2 * self.workers
         for unit in self._grouped(units):
@@ -310,7 +304,9 @@ class Fingerprinter:
                 return _Due(lambda: here)
             result = self._run(_in_worker, fingerprints_of, texts)
             return _Due(lambda: _compact(items, *_result(result)), result)
-        if isinstance(unit, JsonLines) and self._reads_fingerprints(unit):
+        if isinstance(unit, JsonLines) and unit.options.fingerprint_field is not None and self.hasher is None:
+            # Read by the compiled core in less time than the lines would take to travel to a worker and
+            # back (0.3 against 1.1 s a million on two cores).
             read = unit.fingerprints_here(self.f, self.fp_base)
             if read is not None:
                 return _Due(lambda: Fingerprinted(*read))
@@ -351,27 +347,18 @@ class Fingerprinter:
 
         return _Due(taken_back, future)
 
-    def _reads_fingerprints(self, lines: JsonLines) -> bool:
-        # Precomputed fingerprints of the plain shape are read by the compiled core in less time than
-        # the lines would take to travel to a worker and back (0.3 against 1.1 s a million on two cores).
-        precomputed = lines.options.fingerprint_field is not None
-        return engine_choice.native is not None and precomputed and self.hasher is None
-
     def _parallel(self, size: int) -> bool:
         # A handful of documents is not worth starting (or waiting on) the pool.
         return self.workers > 1 and size >= 64
 
     def _run(self, function: Callable[..., _T], *args: object) -> Future[_T]:
-        try:
-            return self._executor_of().submit(function, *args)
-        except BrokenProcessPool:
-            raise _worker_died() from None
-
-    def _executor_of(self) -> ProcessPoolExecutor:
         if self._executor is None:
             self._start(None)
         assert self._executor is not None
-        return self._executor
+        try:
+            return self._executor.submit(function, *args)
+        except BrokenProcessPool:
+            raise _worker_died() from None
 
     def _start(self, run_bytes: int | None) -> None:
         """Start the pool, with a ring shared with its workers when they are forked and the first run

@@ -8,10 +8,12 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, NamedTuple
 
 from .. import defaults
@@ -81,6 +83,16 @@ class ReadOptions:
                 "0x0A in it): convert the input to UTF-8 first (iconv -f ENCODING -t UTF-8)"
             )
         object.__setattr__(self, "encoding", name)
+
+
+def files_under(root: Path, hidden: str | tuple[str, ...]) -> Iterator[Path]:
+    """The files of a directory tree in name order, those and folders whose names start with `hidden` left
+    out."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(hidden))
+        for name in sorted(files):
+            if not name.startswith(hidden):
+                yield Path(folder) / name
 
 
 @contextmanager
