@@ -79,10 +79,9 @@ _worker_ring: mmap.mmap | None = None
 
 
 def _init_worker(scheme: Scheme, parent: int, hasher: Sketcher | None, ring: mmap.mmap | None = None) -> None:
-    # Ctrl-C, or a SIGTERM sent to every process (systemd, Kubernetes), reaches the whole process group:
-    # only the parent reacts, and it stops the pool. A worker ended by the signal could die halfway
-    # through writing its result to the pool's pipe, and the pool's reader would then wait for the rest
-    # for ever, hanging the loader's exit; the parent's death ends the workers (`_end_with`).
+    # Ctrl-C, or a SIGTERM to every process (systemd, Kubernetes), reaches the whole process group: only
+    # the parent reacts, and stops the pool. A worker ended by the signal could die halfway through writing
+    # its result, leaving the pool's reader waiting for ever; the parent's death ends it (`_end_with`).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _end_with(parent)
@@ -257,16 +256,14 @@ class Fingerprinter:
             reader = getattr(getattr(executor, "_call_queue", None), "_reader", None)  # shutdown drops it
             executor.shutdown(wait=False, cancel_futures=True)
             if manager is not None:
-                # The pool's clean-up closes a pipe that its exit hook writes to: were the interpreter to
-                # exit meanwhile, that hook would print an OSError traceback. Bounded, so that a stuck
-                # worker cannot hang the exit.
+                # Its clean-up closes a pipe its exit hook writes to: an exit meanwhile would print an
+                # OSError traceback. Bounded, so that a stuck worker cannot hang the exit.
                 manager.join(timeout=_STUCK_WAIT if _POOL_LEAVES_FEEDER_BLOCKED else _CLOSE_WAIT)
                 if manager.is_alive() and _POOL_LEAVES_FEEDER_BLOCKED:
-                    # Still running: its workers may be gone (a SIGTERM to the whole process group) and
-                    # its feeder thread blocked writing to a pipe no worker reads, which would hang the
-                    # exit. Closing the pipe's reading end here (this process never reads it) makes that
-                    # write fail and the pool wind down. Where the fix is in, the pool closes that end
-                    # itself, from its own thread: closing it here too could close a reused descriptor.
+                    # Its workers may be gone (a SIGTERM to the process group) and its feeder thread
+                    # blocked writing to a pipe no worker reads: closing the reading end (never read
+                    # here) makes that write fail. Where the fix is in, the pool closes that end itself:
+                    # closing it here too could close a reused descriptor.
                     if reader is not None:
                         with contextlib.suppress(OSError):  # closed meanwhile by the feeder thread
                             reader.close()
