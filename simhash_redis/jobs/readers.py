@@ -91,9 +91,6 @@ def detect_format(path: str) -> str:
     return fmt
 
 
-# -- plain text, fingerprints, directories -------------------------------------------------------------
-
-
 def _read_lines(
     stream: IO[bytes], source: str, path: str, options: ReadOptions
 ) -> Iterator[Record | InputError]:
@@ -164,9 +161,6 @@ def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
         return InputError(source, None, "empty file")
     checked = checked_id(doc_id, source, None)
     return checked if isinstance(checked, InputError) else Record(source, None, checked, text)
-
-
-# -- any format ----------------------------------------------------------------------------------------
 
 
 def read(
