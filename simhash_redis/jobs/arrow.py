@@ -307,9 +307,8 @@ def _offsets(texts: Any) -> tuple[bytes, Any, bool]:
 
 
 def _shared(texts: Any, ring: SharedRing) -> tuple[int, bytes, bool] | None:
-    """A column of texts with no null copied into the ring, as `SharedTexts` hold it: where they
-    start there, their offsets as an array's bytes, and whether those are of 64 bits; None when
-    the ring has no room for them now, or every text is empty."""
+    """A column of texts with no null copied into the ring, as `SharedTexts` hold it (start, offsets,
+    wide); None when the ring has no room for them now, or every text is empty."""
     values = texts.buffers()[2]
     ends, bounds, wide = _offsets(texts)
     if values is None:
@@ -319,9 +318,8 @@ def _shared(texts: Any, ring: SharedRing) -> tuple[int, bytes, bool] | None:
 
 
 def _packed(texts: Any) -> tuple[list[bytes], int, bytes, bool]:
-    """A column of texts with no null (string or large_string) as `PackedTexts` hold it: the texts'
-    bytes in pieces of about `_PIECE_BYTES` (a whole number of texts each), the texts per piece, their
-    offsets as an array's bytes, and whether those are of 64 bits."""
+    """A column of texts with no null as `PackedTexts` hold it (pieces of about `_PIECE_BYTES`, a whole
+    number of texts each; texts per piece; offsets; wide)."""
     values = texts.buffers()[2]
     ends, bounds, wide = _offsets(texts)
     rows = len(bounds) - 1

@@ -43,8 +43,7 @@ class Fingerprinted(NamedTuple):
 
 
 def _compact(items: Batch, fps: list[int], sketches: list[bytes] | None) -> Fingerprinted:
-    """The good items' ids and fingerprints (each text's from `fps`, in order), and each error with the
-    number of good items before it."""
+    """The good items' ids and fingerprints (a text's from `fps`), each error with the good before it."""
     ids: list[str] = []
     out: list[int] = []
     errors: list[tuple[int, InputError]] = []
@@ -135,8 +134,7 @@ def fingerprinted(
 
 
 def by_records(items: Batch, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str) -> Fingerprinted:
-    """Records and errors with every precomputed fingerprint read and every text fingerprinted (and
-    sketched), in one call each."""
+    """Records and errors, every precomputed fingerprint read and every text fingerprinted (and sketched)."""
     parsed = _all_parsed(items, f, fp_base, hasher)
     return _compact(parsed, *fingerprints_of(_texts(parsed), scheme, hasher))
 

@@ -285,8 +285,7 @@ class Loader:
         return self.stats
 
     def _good_batches(self, records: Units) -> Iterator[GoodBatch]:
-        """Each batch's ids, fingerprints (and sketches), its errors reported, up to the error beyond
-        max_errors."""
+        """Each batch's ids, fingerprints and sketches, its errors reported, up to the one past max_errors."""
         for ids, fps, errors, sketches in self._fingerprinter.batches(records):
             for position, error in errors:
                 self.stats.errors += 1

@@ -86,8 +86,7 @@ class ReadOptions:
 
 
 def files_under(root: Path, hidden: str | tuple[str, ...]) -> Iterator[Path]:
-    """The files of a directory tree in name order, those and folders whose names start with `hidden` left
-    out."""
+    """The files of a directory tree in name order, but those (and folders) whose names start `hidden`."""
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(hidden))
         for name in sorted(files):
@@ -209,8 +208,7 @@ def checked_record(
 
 
 def fingerprint_read(record: Record, f: int, fp_base: str) -> Record | InputError:
-    """The record with its precomputed fingerprint's text read (`codec.parse_fingerprint`), or why it
-    cannot be."""
+    """The record with its precomputed fingerprint's text read (`parse_fingerprint`), or why it cannot be."""
     try:
         return record._replace(doc=parse_fingerprint(str(record.doc), f, fp_base))
     except InvalidArgument as exc:

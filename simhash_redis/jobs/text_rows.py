@@ -184,8 +184,7 @@ def _text_rows(*fields: Any) -> TextRows:
 
 
 class SharedTexts(NamedTuple):
-    """`TextRows` whose texts (no null among them) were copied into a `SharedRing` that the worker
-    process shares: what is sent is where they are, and their offsets."""
+    """`TextRows` whose texts (no null) were copied into a `SharedRing` the worker shares: where they are."""
 
     source: str
     first: int
