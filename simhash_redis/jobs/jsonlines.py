@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any, NamedTuple
 
 from .. import defaults
-from ..errors import InputError
+from ..codec import parse_fingerprint
+from ..errors import InputError, InvalidArgument
 from ..fingerprinting import Scheme, Sketcher, engine_choice
 from ..fingerprinting.banded_odd import BandedOddSketcher, stores_only
 from .jsontext import loads, loads_object
@@ -21,7 +22,6 @@ from .records import (
     ReadOptions,
     Record,
     checked_record,
-    fingerprint_read,
     gunzipped,
     gzip_fault,
     is_blank,
@@ -130,8 +130,7 @@ class JsonLines(NamedTuple):
         if done is not None:
             return done
         everything = range(len(self.raws))
-        ids, (fps,), errors = _merged([], [[]], everything, [self._line(at, f, fp_base) for at in everything])
-        return ids, fps, errors
+        return _merged([], [], everything, [self._line(at, f, fp_base) for at in everything])
 
     def fingerprints_here(self, f: int, fp_base: str) -> Fingerprints | None:
         """`fingerprints` when the compiled core reads all but one line in 16 itself, else None (the
@@ -150,10 +149,7 @@ class JsonLines(NamedTuple):
         ids, fps, others = read
         if len(others) > most:
             return None
-        all_ids, (all_fps,), errors = _merged(
-            ids, [fps], others, [self._line(at, f, fp_base) for at in others]
-        )
-        return all_ids, all_fps, errors
+        return _merged(ids, fps, others, [self._line(at, f, fp_base) for at in others])
 
     def _plain(self, doc_field: str) -> bool:
         """Whether the compiled core can read these lines: UTF-8, ids as they are (no namespace), and
@@ -186,52 +182,67 @@ class JsonLines(NamedTuple):
             return ids, fps, [], sketches
         items = [_json_record(self.raws[at], self.first + at, self.source, options) for at in others]
         texts = [str(item.doc) for item in items if isinstance(item, Record)]
-        columns = [fps] if sketches is None else [fps, sketches]
-        computed = zip(*fingerprints_of(texts, scheme, hasher)[: len(columns)], strict=True)
-        results = [(item.id, *next(computed)) if isinstance(item, Record) else item for item in items]
-        all_ids, merged, errors = _merged(ids, columns, others, results)
-        return all_ids, merged[0], errors, None if sketches is None else merged[1]
+        new_fps, new_sketches = fingerprints_of(texts, scheme, hasher)
+        computed = iter(new_fps if new_sketches is None else zip(new_fps, new_sketches, strict=True))
+        results = [(item.id, next(computed)) if isinstance(item, Record) else item for item in items]
+        values = fps if sketches is None else list(zip(fps, sketches, strict=True))
+        all_ids, merged, errors = _merged(ids, values, others, results)
+        if sketches is None:
+            return all_ids, merged, errors, None
+        return all_ids, [fp for fp, _ in merged], errors, [sketch for _, sketch in merged]
 
-    def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int | str] | InputError | None:
+    def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
         """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""
-        record = _json_record(self.raws[position], self.first + position, self.source, self.options)
-        if isinstance(record, Record):
-            record = fingerprint_read(record, f, fp_base)
-        return (record.id, record.doc) if isinstance(record, Record) else record
+        options, source, number = self.options, self.source, self.first + position
+        obj = _json_object(self.raws[position], number, source, options.encoding)
+        if obj is None or isinstance(obj, InputError):
+            return obj
+        doc_id, text = obj.get(options.id_field), obj.get(options.fingerprint_field or options.text_field)
+        if options.namespace or not (
+            isinstance(doc_id, str)
+            and doc_id.isascii()
+            and 0 < len(doc_id) <= defaults.MAX_ID_BYTES
+            and isinstance(text, str)
+            and not is_blank(text)
+        ):  # the short way is what _record_of gives for these; anything else goes through it
+            record = _record_of(obj, number, source, options)
+            if isinstance(record, InputError):
+                return record
+            doc_id, text = record.id, str(record.doc)
+        try:
+            return doc_id, parse_fingerprint(text, f, fp_base)
+        except InvalidArgument as exc:
+            return InputError(source, number, str(exc))
 
 
 def _merged(
     ids: list[str],
-    columns: list[list[Any]],
+    values: list[Any],
     others: Sequence[int],
-    results: Sequence[tuple[Any, ...] | InputError | None],
-) -> tuple[list[str], list[list[Any]], list[tuple[int, InputError]]]:
-    """The compiled core's ids and columns (fingerprints, sketches) with the pure reader's `results` of
-    the `others` lines (their positions, ascending: an id and its values, an error, or None for a blank
-    line), each where it was: after the plain lines before it; and each error with the good lines
-    before it."""
+    results: Sequence[tuple[str, Any] | InputError | None],
+) -> tuple[list[str], list[Any], list[tuple[int, InputError]]]:
+    """The compiled core's ids and values (fingerprints, or fingerprints and sketches) with the pure reader's
+    `results` of the `others` lines (their positions, ascending), each where it was: after the plain lines
+    before it; and each error with the good lines before it."""
     if not others:
-        return ids, columns, []
+        return ids, values, []
     all_ids: list[str] = []
-    merged: list[list[Any]] = [[] for _ in columns]
+    all_values: list[Any] = []
     errors: list[tuple[int, InputError]] = []
     done = 0
     for count, (position, item) in enumerate(zip(others, results, strict=True)):
         plain = position - count  # plain lines before this one
         all_ids += ids[done:plain]
-        for mine, column in zip(merged, columns, strict=True):
-            mine += column[done:plain]
+        all_values += values[done:plain]
         done = plain
         if isinstance(item, InputError):
             errors.append((len(all_ids), item))
         elif item is not None:
             all_ids.append(item[0])
-            for mine, value in zip(merged, item[1:], strict=True):
-                mine.append(value)
+            all_values.append(item[1])
     all_ids += ids[done:]
-    for mine, column in zip(merged, columns, strict=True):
-        mine += column[done:]
-    return all_ids, merged, errors
+    all_values += values[done:]
+    return all_ids, all_values, errors
 
 
 def jsonl_chunks(
