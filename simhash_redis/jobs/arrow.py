@@ -355,7 +355,7 @@ def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterat
         source = source_name(file)
         row = 1
         try:
-            columns = None if file == STDIN else _columns_of(file, fmt, source, options)
+            columns = None if file == STDIN else list(checked_columns(schema_of(file, fmt), source, options))
             names: tuple[str, str] | None = None
             batches = record_batches(file, fmt, columns, size)
             if fmt == "parquet":  # decoded on a thread (without the GIL) while the loader writes
@@ -371,10 +371,6 @@ def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterat
             else:
                 reason = f"cannot be read as {what} file after row {row - 1}: {exc}"
                 yield InputError(source, row, reason, fatal=True)
-
-
-def _columns_of(file: str, fmt: str, source: str, options: ReadOptions) -> list[str]:
-    return list(checked_columns(schema_of(file, fmt), source, options))
 
 
 def count_rows(path: str, fmt: str) -> int | None:

@@ -131,16 +131,13 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
             rest = key[len(base) :]
             if rest[:1] == b"w" and index.windows is not None:  # a period's key: w{period}:...
                 rest = rest.partition(b":")[2]
+            kind = "other"
             if rest[:1] == b"t" and b":" in rest:
-                head = rest.partition(b":")[0]
-                table_keys.append((int(head[1:]), key))
-                kinds["tables"].offer(key)
-            elif rest.startswith(b"id:"):
-                kinds["id"].offer(key)
-            elif rest.startswith(b"fp:"):
-                kinds["fp"].offer(key)
-            else:
-                kinds["other"].offer(key)
+                table_keys.append((int(rest.partition(b":")[0][1:]), key))
+                kind = "tables"
+            elif rest.startswith((b"id:", b"fp:")):
+                kind = rest[:2].decode()
+            kinds[kind].offer(key)
         cards = store.execute([(b"SCARD", key) for _, key in table_keys])
         for (table, key), card in zip(table_keys, cards, strict=True):
             size = int(card)
