@@ -1,9 +1,7 @@
-"""Parquet and Arrow IPC (Feather) inputs: a table's rows as records, a record batch at a time.
+"""Parquet and Arrow IPC (Feather) inputs: the id and text (or fingerprint) columns, a record batch at a time.
 
-Only the id and text (or fingerprint) columns are read, `BATCH_ROWS` rows at a time (Parquet page by page, an
-Arrow file through a memory map). A directory of Parquet files (a dataset) is read file by file, in name
-order. Rows are numbered from 1 in each file: ``part-0003.parquet:1207: empty text``. pyarrow is an optional
-extra (``pip install '.[parquet]'``), imported where it is used.
+A directory of Parquet files (a dataset) is read file by file, in name order; rows are numbered from 1 in each
+file (``part-0003.parquet:1207: empty text``). pyarrow (the ``parquet`` extra) is imported where it is used.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from typing import Any, NamedTuple
 from ..errors import InputError, InvalidArgument, SimhashRedisError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
 from .read_ahead import read_ahead
-from .records import STDIN, ReadOptions, Record, source_name
+from .records import STDIN, ReadOptions, Record, files_under, source_name
 from .shared_ring import SharedRing
 from .text_rows import PackedTexts, SharedTexts, Sketched, TextRows, offsets_of, records_of_lists, sketched
 
@@ -34,7 +32,6 @@ __all__ = [
     "dataset_files",
     "is_dataset",
     "pyarrow",
-    "read_arrow",
     "record_batches",
     "records_of_batch",
     "schema_of",
@@ -76,34 +73,27 @@ def pyarrow() -> tuple[ModuleType, ModuleType, ModuleType]:
     return pa, pq, ipc
 
 
-def _visible(root: Path) -> Iterator[Path]:
-    """The files of a directory tree in name order, hidden and ``_``-prefixed ones (_SUCCESS) left out."""
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-        for name in sorted(files):
-            if not name.startswith((".", "_")):
-                yield Path(folder) / name
-
-
 def is_dataset(path: str) -> bool:
     """Tell whether a directory is a Parquet dataset: one ``.parquet`` file at least, nothing else visible."""
-    files = _visible(Path(path))
-    first = next(files, None)
-    if first is None:
-        return False
-    return all(EXTENSIONS.get(file.suffix.lower()) == "parquet" for file in (first, *files))
+    parquet = (
+        EXTENSIONS.get(file.suffix.lower()) == "parquet" for file in files_under(Path(path), (".", "_"))
+    )
+    return next(parquet, False) and all(parquet)
 
 
 def dataset_files(path: str, fmt: str) -> list[str]:
-    """The files an input (a file, a directory, or "-") stands for: a file itself, or a directory's of the
-    format.
+    """The files an input stands for: a file (or "-") itself, or a directory's files of the format.
 
     Raises:
         InvalidArgument: a directory that holds no file of the format.
     """
     if path == STDIN or not os.path.isdir(path):
         return [path]
-    files = [str(file) for file in _visible(Path(path)) if EXTENSIONS.get(file.suffix.lower()) == fmt]
+    files = [
+        str(file)
+        for file in files_under(Path(path), (".", "_"))
+        if EXTENSIONS.get(file.suffix.lower()) == fmt
+    ]
     if not files:
         raise InvalidArgument(f"{path!r} holds no {fmt} files")
     return files
@@ -171,23 +161,18 @@ def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = B
             yield from table.iter_batches(batch_size=rows, columns=columns, use_threads=False)
         return
     if path == STDIN:
-        reader = ipc.open_stream(sys.stdin.buffer)
-        yield from _selected(reader, columns, rows)
+        for batch in ipc.open_stream(sys.stdin.buffer):
+            yield from _sliced(batch, columns, rows)
         return
     with pa.memory_map(path) as source:
         try:
-            file_reader = ipc.open_file(source)
+            reader = ipc.open_file(source)
+            batches: Iterator[Any] = (reader.get_batch(at) for at in range(reader.num_record_batches))
         except pa.ArrowInvalid:  # not the file format: an IPC stream (.arrows)
             source.seek(0)
-            yield from _selected(ipc.open_stream(source), columns, rows)
-            return
-        for number in range(file_reader.num_record_batches):
-            yield from _sliced(file_reader.get_batch(number), columns, rows)
-
-
-def _selected(reader: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
-    for batch in reader:
-        yield from _sliced(batch, columns, rows)
+            batches = iter(ipc.open_stream(source))
+        for batch in batches:
+            yield from _sliced(batch, columns, rows)
 
 
 def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
@@ -227,11 +212,7 @@ def schema_of(path: str, fmt: str) -> Any:
 def records_of_batch(
     batch: Any, source: str, first: int, options: ReadOptions, id_name: str, doc_name: str
 ) -> list[Record | InputError]:
-    """The records of one record batch, and an InputError for each bad row, in row order.
-
-    Args:
-        first: the number of the batch's first row (rows are numbered from 1).
-    """
+    """The records of one record batch (its first row numbered `first`), an InputError for each bad row."""
     ids, docs = batch.column(id_name).to_pylist(), batch.column(doc_name).to_pylist()
     return records_of_lists(ids, docs, source, first, options)
 
@@ -326,9 +307,8 @@ def _offsets(texts: Any) -> tuple[bytes, Any, bool]:
 
 
 def _shared(texts: Any, ring: SharedRing) -> tuple[int, bytes, bool] | None:
-    """A column of texts with no null copied into the ring, as `SharedTexts` hold it: where they
-    start there, their offsets as an array's bytes, and whether those are of 64 bits; None when
-    the ring has no room for them now, or every text is empty."""
+    """A column of texts with no null copied into the ring, as `SharedTexts` hold it (start, offsets,
+    wide); None when the ring has no room for them now, or every text is empty."""
     values = texts.buffers()[2]
     ends, bounds, wide = _offsets(texts)
     if values is None:
@@ -338,9 +318,8 @@ def _shared(texts: Any, ring: SharedRing) -> tuple[int, bytes, bool] | None:
 
 
 def _packed(texts: Any) -> tuple[list[bytes], int, bytes, bool]:
-    """A column of texts with no null (string or large_string) as `PackedTexts` hold it: the texts'
-    bytes in pieces of about `_PIECE_BYTES` (a whole number of texts each), the texts per piece, their
-    offsets as an array's bytes, and whether those are of 64 bits."""
+    """A column of texts with no null as `PackedTexts` hold it (pieces of about `_PIECE_BYTES`, a whole
+    number of texts each; texts per piece; offsets; wide)."""
     values = texts.buffers()[2]
     ends, bounds, wide = _offsets(texts)
     rows = len(bounds) - 1
@@ -376,7 +355,7 @@ def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterat
         source = source_name(file)
         row = 1
         try:
-            columns = None if file == STDIN else _columns_of(file, fmt, source, options)
+            columns = None if file == STDIN else list(checked_columns(schema_of(file, fmt), source, options))
             names: tuple[str, str] | None = None
             batches = record_batches(file, fmt, columns, size)
             if fmt == "parquet":  # decoded on a thread (without the GIL) while the loader writes
@@ -392,24 +371,6 @@ def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterat
             else:
                 reason = f"cannot be read as {what} file after row {row - 1}: {exc}"
                 yield InputError(source, row, reason, fatal=True)
-
-
-def read_arrow(path: str, fmt: str, options: ReadOptions) -> Iterator[Record | InputError]:
-    """The records of a Parquet or Arrow input, and an InputError for each bad row (see `arrow_chunks`).
-
-    Raises:
-        InvalidArgument: a column the file does not have, or of a type that cannot hold what it should.
-        SimhashRedisError: pyarrow is not installed.
-    """
-    for chunk in arrow_chunks(path, fmt, options, BATCH_ROWS):
-        if isinstance(chunk, InputError):
-            yield chunk
-        else:
-            yield from chunk.records()
-
-
-def _columns_of(file: str, fmt: str, source: str, options: ReadOptions) -> list[str]:
-    return list(checked_columns(schema_of(file, fmt), source, options))
 
 
 def count_rows(path: str, fmt: str) -> int | None:

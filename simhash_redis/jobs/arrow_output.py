@@ -1,8 +1,6 @@
-"""A dedupe run's verdicts written back to Parquet or Arrow: the rows kept, the rows dropped, or every row.
-
-Each row keeps every column of its input, in the input's schema. `TableOutput` remembers the ids the run
-dropped, then reads the inputs again a record batch at a time and writes the rows asked for, beside the path,
-renamed into place once complete: an interrupted run leaves no partial output.
+"""A dedupe run's verdicts written back to Parquet or Arrow: the rows kept, the rows dropped, or every row,
+each with every column of its input. Written beside the path and renamed into place once complete: an
+interrupted run leaves no partial output.
 """
 
 from __future__ import annotations

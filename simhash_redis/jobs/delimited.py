@@ -9,9 +9,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ..errors import InputError, InvalidArgument
-from .records import ReadOptions, Record, checked_doc, checked_id, encoding_name, is_utf8
-
-__all__ = ["read_table"]
+from .records import ReadOptions, Record, checked_record, encoding_name, is_utf8
 
 # csv's default field limit (128 KiB) would reject ordinary long articles.
 _CSV_FIELD_LIMIT = 64 * 1024 * 1024
@@ -40,7 +38,29 @@ def read_table(
     encoding = "utf-8-sig" if options.encoding == "utf-8" else options.encoding
     text = io.TextIOWrapper(stream, encoding=encoding, errors="surrogateescape", newline="")
     try:
-        yield from _table_rows(_Rows(text, source, delimiter), source, options, delimiter)
+        rows = iter(_Rows(text, source, delimiter))
+        header: list[str] | None = None
+        if options.header:
+            first = next(rows, None)
+            if first is None:
+                return
+            if isinstance(first[1], InputError):
+                raise InvalidArgument(f"{source}:1: unreadable header row ({first[1].reason})") from None
+            header = first[1]
+        id_col = _column(options.id_field, header, source)
+        doc_col = _column(options.fingerprint_field or options.text_field, header, source)
+        need = max(id_col, doc_col) + 1
+        for number, row in rows:
+            if isinstance(row, InputError):
+                yield row
+            elif not row or row == [""]:
+                continue
+            elif len(row) < need:
+                yield InputError(source, number, f"has {len(row)} columns, need at least {need}")
+            elif not is_utf8(row[id_col], row[doc_col]):
+                yield InputError(source, number, f"not valid {encoding_name(options.encoding)}")
+            else:
+                yield checked_record(row[id_col], row[doc_col], source, number, options)
     finally:
         text.detach()  # the caller closes the byte stream; the wrapper must not (nor warn about it)
 
@@ -85,11 +105,11 @@ class _Rows:
             except StopIteration:
                 return
             except (csv.Error, _Runaway) as exc:
-                yield from self._fault(exc)
+                yield self._fault(exc)
                 continue
             yield self._record[0][0] if self._record else 0, row
 
-    def _fault(self, exc: Exception) -> Iterator[tuple[int, InputError]]:
+    def _fault(self, exc: Exception) -> tuple[int, InputError]:
         record = self._record
         first = record[0][0] if record else 0
         kind = "CSV" if self.delimiter == "," else "TSV"
@@ -97,42 +117,7 @@ class _Rows:
             reason = f"malformed {kind}: a quoted field opened here is never closed (a stray quote?)"
         else:
             reason = f"malformed {kind}: {exc}"
-        yield first, InputError(self.source, first, reason)
         # Read again what the bad row swallowed: the lines after its first.
         self._lines = itertools.chain(record[1:], self._lines)
         self._reader = self._new_reader()
-
-
-def _table_rows(
-    rows: _Rows, source: str, options: ReadOptions, delimiter: str
-) -> Iterator[Record | InputError]:
-    it = iter(rows)
-    header: list[str] | None = None
-    if options.header:
-        first = next(it, None)
-        if first is None:
-            return
-        if isinstance(first[1], InputError):
-            raise InvalidArgument(f"{source}:1: unreadable header row ({first[1].reason})") from None
-        header = first[1]
-    id_col = _column(options.id_field, header, source)
-    doc_col = _column(options.fingerprint_field or options.text_field, header, source)
-    need = max(id_col, doc_col) + 1
-    is_fp = options.fingerprint_field is not None
-    for number, row in it:
-        if isinstance(row, InputError):
-            yield row
-            continue
-        if not row or row == [""]:
-            continue
-        if len(row) < need:
-            yield InputError(source, number, f"has {len(row)} columns, need at least {need}")
-            continue
-        fields = (row[id_col], row[doc_col])
-        if not is_utf8(*fields):
-            yield InputError(source, number, f"not valid {encoding_name(options.encoding)}")
-            continue
-        doc_id = checked_id(fields[0], source, number, options.namespace)
-        doc = checked_doc(fields[1], source, number, options)
-        bad = doc_id if isinstance(doc_id, InputError) else doc
-        yield bad if isinstance(bad, InputError) else Record(source, number, str(doc_id), str(doc), is_fp)
+        return first, InputError(self.source, first, reason)

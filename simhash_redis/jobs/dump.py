@@ -1,10 +1,7 @@
 """Export and import a whole index as a msgpack stream (docs/cli.md, "export and import", has the format).
 
-A verified index's records are ``[id, fingerprint, sketch]`` (sketch: bytes, or nil for a document stored
-before the index was verified). Export SCANs the id-map buckets: bounded memory, no point-in-time snapshot
-while others write. Import writes idempotently, so importing a stream again (after an interruption, say) is
-safe. A retention window's documents are exported from every live period; imported, their retention starts
-again.
+Export SCANs the id-map buckets (of every live period, with retention): bounded memory, no point-in-time
+snapshot while others write. Import writes idempotently: importing a stream again is safe.
 """
 
 from __future__ import annotations
@@ -270,20 +267,15 @@ def _flush(
 ) -> None:
     if not batch:
         return
+    ids, fps, sketches = (list(column) for column in zip(*batch, strict=True))
     outcomes: list[Any]
     if verified is not None:
-        ids = [doc_id for doc_id, _, _ in batch]
-        fps = [fp for _, fp, _ in batch]
-        outcomes = verified.add_sketched(ids, fps, [sketch for _, _, sketch in batch])
+        outcomes = verified.add_sketched(ids, fps, sketches)
     else:
-        outcomes = index.add_many([(doc_id, fp) for doc_id, fp, _ in batch])
-    for outcome in outcomes:
-        if outcome is Outcome.ADDED:
-            result.added += 1
-        elif outcome is Outcome.REPLACED:
-            result.replaced += 1
-        else:
-            result.unchanged += 1
+        outcomes = index.add_many(list(zip(ids, fps, strict=True)))
+    result.added += outcomes.count(Outcome.ADDED)
+    result.replaced += outcomes.count(Outcome.REPLACED)
+    result.unchanged += len(outcomes) - outcomes.count(Outcome.ADDED) - outcomes.count(Outcome.REPLACED)
     result.records += len(batch)
     batch.clear()
     if on_progress is not None:

@@ -1,9 +1,7 @@
 """Parallel fingerprinting of what the readers yield: batches come back in input order, errors in place.
 
-The index's scheme (and, for a verified index, its sketcher) is pickled to each worker process once;
-runs of JSON lines are sent there unparsed, so that parsing runs on every core too. A worker that dies
-(killed, out of memory) ends the load with an error instead of leaving it waiting forever for that
-worker's batch.
+Runs of JSON lines are sent to the worker processes unparsed, so that parsing runs on every core too. A
+worker that dies (killed, out of memory) ends the load with an error, not a wait for ever.
 """
 
 from __future__ import annotations
@@ -22,26 +20,21 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple, TypeVar
 
-from ..codec import parse_fingerprint
-from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import Scheme, Sketcher, engine_choice
-from ..fingerprinting.banded_odd import fingerprints_and_sketches
+from ..errors import InputError, SimhashRedisError
+from ..fingerprinting import Scheme, Sketcher
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
-from .records import Record
+from .records import Record, fingerprint_read
 from .shared_ring import SharedRing
-from .text_rows import SharedTexts, TextRows
-
-__all__ = ["Batch", "Fingerprinted", "Fingerprinter"]
+from .text_rows import PackedTexts, SharedTexts, TextRows, fingerprints_of
 
 #: Records and bad records in input order, as the readers give them.
 Batch = list[Record | InputError]
 
 
 class Fingerprinted(NamedTuple):
-    """A batch fingerprinted, in a form that comes back from a worker cheaply: the good records' ids
-    and fingerprints (and sketches, for a verified index), and each bad record with the number of good
-    ones before it."""
+    """A batch fingerprinted, as it comes back from a worker cheaply: the good records' ids and fingerprints
+    (and sketches, for a verified index), and each bad record with the number of good ones before it."""
 
     ids: list[str]
     fps: list[int]
@@ -49,18 +42,19 @@ class Fingerprinted(NamedTuple):
     sketches: list[bytes] | None = None
 
 
-def _compact(items: Batch, sketches: list[bytes] | None = None) -> Fingerprinted:
+def _compact(items: Batch, fps: list[int], sketches: list[bytes] | None) -> Fingerprinted:
+    """The good items' ids and fingerprints (a text's from `fps`), each error with the good before it."""
     ids: list[str] = []
-    fps: list[int] = []
+    out: list[int] = []
     errors: list[tuple[int, InputError]] = []
+    computed = iter(fps)
     for item in items:
         if isinstance(item, InputError):
             errors.append((len(ids), item))
         else:
-            assert isinstance(item.doc, int)
             ids.append(item.id)
-            fps.append(item.doc)
-    return Fingerprinted(ids, fps, errors, sketches)
+            out.append(next(computed) if isinstance(item.doc, str) else item.doc)
+    return Fingerprinted(ids, out, errors, sketches)
 
 
 _T = TypeVar("_T")
@@ -84,10 +78,9 @@ _worker_ring: mmap.mmap | None = None
 
 
 def _init_worker(scheme: Scheme, parent: int, hasher: Sketcher | None, ring: mmap.mmap | None = None) -> None:
-    # Ctrl-C, or a SIGTERM sent to every process (systemd, Kubernetes), reaches the whole process group:
-    # only the parent reacts, and it stops the pool. A worker ended by the signal could die halfway
-    # through writing its result to the pool's pipe, and the pool's reader would then wait for the rest
-    # for ever, hanging the loader's exit; the parent's death ends the workers (`_end_with`).
+    # Ctrl-C, or a SIGTERM to every process (systemd, Kubernetes), reaches the whole process group: only
+    # the parent reacts, and stops the pool. A worker ended by the signal could die halfway through writing
+    # its result, leaving the pool's reader waiting for ever; the parent's death ends it (`_end_with`).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _end_with(parent)
@@ -115,96 +108,53 @@ def _in_worker(work: Callable[..., _T], unit: object, *rest: object) -> _T:
     return work(unit, _worker_scheme, _worker_hasher, *rest)
 
 
-def _computed(
-    texts: list[str], scheme: Scheme, hasher: Sketcher | None
-) -> tuple[list[int], list[bytes] | None]:
-    """The texts' fingerprints, and their sketches when there is a hasher."""
-    if hasher is None:
-        return scheme.fingerprint_many(texts), None
-    return fingerprints_and_sketches(scheme, hasher, texts)
-
-
-def _fingerprinted_lines(
-    lines: JsonLines, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
+def fingerprinted(
+    unit: Batch | JsonLines | ArrowRows | TextRows | SharedTexts,
+    scheme: Scheme,
+    hasher: Sketcher | None,
+    f: int,
+    fp_base: str,
 ) -> Fingerprinted:
-    """A run of JSON lines parsed and fingerprinted (by the compiled core where it can: a verified
-    index's texts where it makes their stored sketches too)."""
-    if lines.options.fingerprint_field is not None and hasher is None:
-        return Fingerprinted(*lines.fingerprints(f, fp_base))
-    done = lines.texts_fingerprinted(scheme) if hasher is None else lines.texts_sketched(scheme, hasher)
+    """A unit of the input read and fingerprinted: by the compiled core where it can (a run of JSON lines
+    or table rows; texts in the shared ring, in a forked worker), else a record at a time (`by_records`)."""
+    if isinstance(unit, list):
+        return by_records(unit, scheme, hasher, f, fp_base)
+    if isinstance(unit, SharedTexts):
+        assert _worker_ring is not None
+        done = unit.texts_fingerprinted(_worker_ring, scheme, hasher)
+        if done is not None:
+            return Fingerprinted(*done)
+        unit = unit.unpacked(_worker_ring)
+    if isinstance(unit, JsonLines) and unit.options.fingerprint_field is not None and hasher is None:
+        return Fingerprinted(*unit.fingerprints(f, fp_base))
+    done = unit.texts_fingerprinted(scheme, hasher)
     if done is not None:
         return Fingerprinted(*done)
-    return _parse_lines(lines, scheme, hasher, f, fp_base)
+    return by_records(unit.records(), scheme, hasher, f, fp_base)
 
 
-def _parse_lines(
-    lines: JsonLines, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
-) -> Fingerprinted:
-    """A run of JSON lines parsed a record at a time and fingerprinted (the general way)."""
-    return _fingerprinted(_all_parsed(lines.records(), f, fp_base, hasher), scheme, hasher)
+def by_records(items: Batch, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str) -> Fingerprinted:
+    """Records and errors, every precomputed fingerprint read and every text fingerprinted (and sketched)."""
+    parsed = _all_parsed(items, f, fp_base, hasher)
+    return _compact(parsed, *fingerprints_of(_texts(parsed), scheme, hasher))
 
 
-def _fingerprinted_rows(
-    rows: ArrowRows | TextRows, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
-) -> Fingerprinted:
-    """A run of table rows read and fingerprinted (in a worker: the ids and texts' UTF-8 bytes it got)."""
-    done = rows.texts_fingerprinted(scheme, hasher)
-    if done is not None:
-        return Fingerprinted(*done)
-    return _fingerprinted(_all_parsed(rows.records(), f, fp_base, hasher), scheme, hasher)
-
-
-def _fingerprinted_shared(
-    texts: SharedTexts, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str
-) -> Fingerprinted:
-    """A run of table rows whose texts are in the shared ring, fingerprinted (in a forked worker)."""
-    assert _worker_ring is not None
-    done = texts.texts_fingerprinted(_worker_ring, scheme, hasher)
-    if done is not None:
-        return Fingerprinted(*done)
-    return _fingerprinted_rows(texts.unpacked(_worker_ring), scheme, hasher, f, fp_base)
-
-
-def _parsed(record: Record, f: int, fp_base: str, hasher: Sketcher | None) -> Record | InputError:
-    """The record with a precomputed fingerprint's text read (other records as they are); a bad record
-    where a verified index (hasher) needs the text."""
-    if not record.is_fingerprint:
-        return record
-    if hasher is not None:
-        return InputError(
-            record.source, record.line, "a verified index needs the document's text, not a fingerprint"
-        )
-    if not isinstance(record.doc, str):
-        return record
-    try:
-        return record._replace(doc=parse_fingerprint(record.doc, f, fp_base))
-    except InvalidArgument as exc:
-        return InputError(record.source, record.line, str(exc))
-
-
-def _all_parsed(items: Iterable[Record | InputError], f: int, base: str, hasher: Sketcher | None) -> Batch:
-    return [item if isinstance(item, InputError) else _parsed(item, f, base, hasher) for item in items]
+def _all_parsed(items: Batch, f: int, fp_base: str, hasher: Sketcher | None) -> Batch:
+    """The items with each precomputed fingerprint's text read; a bad record where a verified index
+    (hasher) needs the text."""
+    out: Batch = []
+    for item in items:
+        if isinstance(item, Record) and item.is_fingerprint and hasher is not None:
+            reason = "a verified index needs the document's text, not a fingerprint"
+            item = InputError(item.source, item.line, reason)
+        elif isinstance(item, Record) and item.is_fingerprint and isinstance(item.doc, str):
+            item = fingerprint_read(item, f, fp_base)
+        out.append(item)
+    return out
 
 
 def _texts(items: Batch) -> list[str]:
     return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
-
-
-def _fingerprinted(items: Batch, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted:
-    """The items with every text replaced by its fingerprint (and sketched), in one call each."""
-    texts = _texts(items)
-    if not texts:
-        return _compact(items, [] if hasher is not None else None)
-    fps, sketches = _computed(texts, scheme, hasher)
-    return _compact(_filled(items, fps), sketches)
-
-
-def _filled(items: Batch, fps: list[int]) -> Batch:
-    computed = iter(fps)
-    return [
-        item._replace(doc=next(computed)) if isinstance(item, Record) and isinstance(item.doc, str) else item
-        for item in items
-    ]
 
 
 class _Due:
@@ -284,12 +234,9 @@ class Fingerprinter:
         Raises:
             SimhashRedisError: a worker process died.
         """
-        # Up to two batches a worker are in the pool while the caller writes the one it was given. The
-        # oldest is given as soon as it is done once every worker has another: when reading is slower
-        # than the workers (a Parquet file decoded on a thread, at the start), the caller writes what is
-        # done meanwhile instead of waiting for the pool to fill before its first write, and no worker
-        # waits for work while it writes. At most one is given per batch submitted, so the pool never
-        # holds fewer once it is full.
+        # Up to two batches a worker are in the pool while the caller writes the one it was given; the
+        # oldest is given as soon as it is done once every worker has another, so that when reading is
+        # slower than the workers the caller writes meanwhile instead of waiting for the pool to fill.
         pending: deque[_Due] = deque()
         ahead = 2 * self.workers
         for unit in self._grouped(units):
@@ -307,16 +254,14 @@ class Fingerprinter:
             reader = getattr(getattr(executor, "_call_queue", None), "_reader", None)  # shutdown drops it
             executor.shutdown(wait=False, cancel_futures=True)
             if manager is not None:
-                # The pool's clean-up closes a pipe that its exit hook writes to: were the interpreter to
-                # exit meanwhile, that hook would print an OSError traceback. Bounded, so that a stuck
-                # worker cannot hang the exit.
+                # Its clean-up closes a pipe its exit hook writes to: an exit meanwhile would print an
+                # OSError traceback. Bounded, so that a stuck worker cannot hang the exit.
                 manager.join(timeout=_STUCK_WAIT if _POOL_LEAVES_FEEDER_BLOCKED else _CLOSE_WAIT)
                 if manager.is_alive() and _POOL_LEAVES_FEEDER_BLOCKED:
-                    # Still running: its workers may be gone (a SIGTERM to the whole process group) and
-                    # its feeder thread blocked writing to a pipe no worker reads, which would hang the
-                    # exit. Closing the pipe's reading end here (this process never reads it) makes that
-                    # write fail and the pool wind down. Where the fix is in, the pool closes that end
-                    # itself, from its own thread: closing it here too could close a reused descriptor.
+                    # Its workers may be gone (a SIGTERM to the process group) and its feeder thread
+                    # blocked writing to a pipe no worker reads: closing the reading end (never read
+                    # here) makes that write fail. Where the fix is in, the pool closes that end itself:
+                    # closing it here too could close a reused descriptor.
                     if reader is not None:
                         with contextlib.suppress(OSError):  # closed meanwhile by the feeder thread
                             reader.close()
@@ -346,53 +291,43 @@ class Fingerprinter:
 
     def _submit(self, unit: Batch | JsonLines | ArrowRows) -> _Due:
         """What gives the unit's items with their fingerprints: a worker's result, or computed here."""
-        if isinstance(unit, ArrowRows):
-            if self._parallel(unit.batch.num_rows):
-                # Packed here, not by the pool's feeder thread as it pickles the call: made there, the
-                # same pieces (or one bytes per text) fault their pages in afresh run after run, 0.08 to
-                # 0.12 s more of this process's CPU for 20,000 3.5 KB texts (measured on Linux), a
-                # process that must keep up with the workers. Through shared memory when the workers are
-                # forked: see `SharedRing`.
-                if self._executor is None:
-                    self._start(unit.text_bytes())
-                sent = unit.for_worker(self._ring)
-                if isinstance(sent, SharedTexts):
-                    return self._shared(sent)
-                rows = self._run(_in_worker, _fingerprinted_rows, sent, self.f, self.fp_base)
-                return _Due(lambda: _result(rows), rows)
-            read = _fingerprinted_rows(unit, self.scheme, self.hasher, self.f, self.fp_base)
-            return _Due(lambda: read)
-        if isinstance(unit, JsonLines):
-            if self._reads_fingerprints(unit):
-                here = unit.fingerprints_here(self.f, self.fp_base)
-                if here is not None:
-                    return _Due(lambda: Fingerprinted(*here))
-            if self._parallel(len(unit.raws)):
-                future = self._run(_in_worker, _fingerprinted_lines, unit, self.f, self.fp_base)
-                return _Due(lambda: _result(future), future)
-            done = _fingerprinted_lines(unit, self.scheme, self.hasher, self.f, self.fp_base)
+        if isinstance(unit, list):
+            items = _all_parsed(unit, self.f, self.fp_base, self.hasher)
+            texts = _texts(items)
+            if not self._parallel(len(texts)):
+                here = _compact(items, *fingerprints_of(texts, self.scheme, self.hasher))
+                return _Due(lambda: here)
+            result = self._run(_in_worker, fingerprints_of, texts)
+            return _Due(lambda: _compact(items, *_result(result)), result)
+        if isinstance(unit, JsonLines) and unit.options.fingerprint_field is not None and self.hasher is None:
+            # Read by the compiled core in less time than the lines would take to travel to a worker and
+            # back (0.3 against 1.1 s a million on two cores).
+            read = unit.fingerprints_here(self.f, self.fp_base)
+            if read is not None:
+                return _Due(lambda: Fingerprinted(*read))
+        if not self._parallel(len(unit.raws) if isinstance(unit, JsonLines) else unit.batch.num_rows):
+            done = fingerprinted(unit, self.scheme, self.hasher, self.f, self.fp_base)
             return _Due(lambda: done)
-        items = _all_parsed(unit, self.f, self.fp_base, self.hasher)
-        texts = _texts(items)
-        if self._parallel(len(texts)):
-            result = self._run(_in_worker, _computed, texts)
-
-            def collected() -> Fingerprinted:
-                fps, sketches = _result(result)
-                return _compact(_filled(items, fps), sketches)
-
-            return _Due(collected, result)
-        fingerprinted = _fingerprinted(items, self.scheme, self.hasher)
-        return _Due(lambda: fingerprinted)
+        sent: JsonLines | ArrowRows | TextRows | PackedTexts | SharedTexts = unit
+        if isinstance(unit, ArrowRows):
+            # Packed here, not by the pool's feeder thread as it pickles the call: made there, the same
+            # pieces (or one bytes per text) fault their pages in afresh run after run, 0.08 to 0.12 s more
+            # of this process's CPU for 20,000 3.5 KB texts (measured on Linux), a process that must keep
+            # up with the workers. Through shared memory when the workers are forked: see `SharedRing`.
+            if self._executor is None:
+                self._start(unit.text_bytes())
+            sent = unit.for_worker(self._ring)
+            if isinstance(sent, SharedTexts):
+                return self._shared(sent)
+        future = self._run(_in_worker, fingerprinted, sent, self.f, self.fp_base)
+        return _Due(lambda: _result(future), future)
 
     def _shared(self, sent: SharedTexts) -> _Due:
         """The worker's result for texts placed in the ring; their span is taken back with it."""
         ring = self._ring
         assert ring is not None
         try:
-            future: Future[Fingerprinted] = self._run(
-                _in_worker, _fingerprinted_shared, sent, self.f, self.fp_base
-            )
+            future: Future[Fingerprinted] = self._run(_in_worker, fingerprinted, sent, self.f, self.fp_base)
         except BaseException:
             # The newest span, never handed over (older ones are still out): a dead pool's error, not
             # an out-of-order take-back, is what the caller sees.
@@ -407,27 +342,18 @@ class Fingerprinter:
 
         return _Due(taken_back, future)
 
-    def _reads_fingerprints(self, lines: JsonLines) -> bool:
-        # Precomputed fingerprints of the plain shape are read by the compiled core in less time than
-        # the lines would take to travel to a worker and back (0.3 against 1.1 s a million on two cores).
-        precomputed = lines.options.fingerprint_field is not None
-        return engine_choice.native is not None and precomputed and self.hasher is None
-
     def _parallel(self, size: int) -> bool:
         # A handful of documents is not worth starting (or waiting on) the pool.
         return self.workers > 1 and size >= 64
 
     def _run(self, function: Callable[..., _T], *args: object) -> Future[_T]:
-        try:
-            return self._executor_of().submit(function, *args)
-        except BrokenProcessPool:
-            raise _worker_died() from None
-
-    def _executor_of(self) -> ProcessPoolExecutor:
         if self._executor is None:
             self._start(None)
         assert self._executor is not None
-        return self._executor
+        try:
+            return self._executor.submit(function, *args)
+        except BrokenProcessPool:
+            raise _worker_died() from None
 
     def _start(self, run_bytes: int | None) -> None:
         """Start the pool, with a ring shared with its workers when they are forked and the first run

@@ -13,12 +13,9 @@ from collections.abc import Iterator
 from typing import IO
 
 from ..errors import InputError
-from .jsonlines import _json_object, _record_of
-from .records import ReadOptions, Record
+from .jsonlines import _json_record
+from .records import BOM, ReadOptions, Record
 
-__all__ = ["read_json_array", "starts_array"]
-
-_BOM = b"\xef\xbb\xbf"
 _WHITE = b" \t\r\n"
 #: What ends or nests an element outside strings.
 _OUTSIDE = re.compile(rb'[\[\]{}",]')
@@ -33,7 +30,7 @@ def starts_array(stream: IO[bytes]) -> bool:
     peek = getattr(stream, "peek", None)
     if peek is None:
         return False
-    head: bytes = peek(4096)[:4096].removeprefix(_BOM).lstrip(_WHITE)
+    head: bytes = peek(4096)[:4096].removeprefix(BOM).lstrip(_WHITE)
     return head[:1] == b"["
 
 
@@ -74,8 +71,8 @@ class _Scanner:
     def elements(self, source: str) -> Iterator[tuple[int, bytes] | InputError]:
         """(line, raw element) of each element, then an InputError if the array is malformed."""
         self._more()
-        if self.buf.startswith(_BOM):
-            self.pos = len(_BOM)
+        if self.buf.startswith(BOM):
+            self.pos = len(BOM)
         if self._skip_white() != b"[":
             yield InputError(source, self.line, "expected a JSON array")
             return
@@ -142,12 +139,6 @@ class _Scanner:
 def read_json_array(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
     """The records of a stream holding one JSON array of objects, an InputError for each bad element."""
     for item in _Scanner(stream).elements(source):
-        if isinstance(item, InputError):
-            yield item
-            continue
-        line, raw = item
-        obj = _json_object(raw, line, source, options.encoding)
-        if isinstance(obj, dict):
-            yield _record_of(obj, line, source, options)
-        elif isinstance(obj, InputError):
-            yield InputError(source, line, obj.reason)
+        record = item if isinstance(item, InputError) else _json_record(item[1], item[0], source, options)
+        if record is not None:
+            yield record

@@ -10,35 +10,25 @@ from __future__ import annotations
 import gzip
 import os
 from collections.abc import Iterator, Sequence
-from typing import IO, Any, NamedTuple, TypeVar
+from typing import IO, Any, NamedTuple
 
 from .. import defaults
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
 from ..fingerprinting import Scheme, Sketcher, engine_choice
-from ..fingerprinting.banded_odd import BandedOddSketcher, fingerprints_and_sketches, stores_only
+from ..fingerprinting.banded_odd import BandedOddSketcher, stores_only
 from .jsontext import loads, loads_object
 from .records import (
     ReadOptions,
     Record,
-    checked_doc,
-    checked_id,
+    checked_record,
     gunzipped,
     gzip_fault,
     is_blank,
     is_utf8,
     line_text,
 )
-from .text_rows import Sketched
-
-__all__ = [
-    "Fingerprints",
-    "JsonLine",
-    "JsonLines",
-    "jsonl_chunks",
-    "read_json_lines",
-    "read_jsonl",
-]
+from .text_rows import Sketched, fingerprints_of
 
 
 class JsonLine(NamedTuple):
@@ -93,23 +83,16 @@ def read_json_lines(
 def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
     """The record of one JSON line as read from the input (line end included), None for a blank line."""
     obj = _json_object(raw, number, source, options.encoding)
-    if not isinstance(obj, dict):
-        return obj
-    return _record_of(obj, number, source, options)
+    return _record_of(obj, number, source, options) if isinstance(obj, dict) else obj
 
 
 def _record_of(obj: dict[str, Any], number: int, source: str, options: ReadOptions) -> Record | InputError:
-    """The record of one JSON line's object."""
+    """The record of one JSON object (a line's, or a JSON array's element)."""
     doc_field = options.fingerprint_field or options.text_field
     missing = [name for name in (options.id_field, doc_field) if name not in obj]
     if missing:
         return InputError(source, number, f"no {missing[0]!r} field")
-    doc_id = checked_id(obj[options.id_field], source, number, options.namespace)
-    doc = checked_doc(obj[doc_field], source, number, options)
-    bad = doc_id if isinstance(doc_id, InputError) else doc
-    if isinstance(bad, InputError):
-        return bad
-    return Record(source, number, str(doc_id), str(doc), options.fingerprint_field is not None)
+    return checked_record(obj[options.id_field], obj[doc_field], source, number, options)
 
 
 def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
@@ -120,7 +103,6 @@ def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator
             yield item
 
 
-_V = TypeVar("_V")
 #: What `JsonLines.fingerprints` gives: ids, fingerprints, and each error with the good lines before it.
 Fingerprints = tuple[list[str], list[int], list[tuple[int, InputError]]]
 
@@ -137,15 +119,13 @@ class JsonLines(NamedTuple):
     def records(self) -> list[Record | InputError]:
         """The lines' records and errors, in input order (blank lines left out)."""
         items = (
-            _json_record(raw, number, self.source, self.options)
-            for number, raw in enumerate(self.raws, self.first)
+            _json_record(raw, at, self.source, self.options) for at, raw in enumerate(self.raws, self.first)
         )
         return [item for item in items if item is not None]
 
     def fingerprints(self, f: int, fp_base: str) -> Fingerprints:
         """The ids and precomputed fingerprints of lines read with `fingerprint_field`, and each error
-        with the number of good lines before it: what `records` and `codec.parse_fingerprint` (fp_base)
-        give, without a record per line (the compiled core reads the lines of the plain shape)."""
+        with the number of good lines before it, as `records` and `codec.parse_fingerprint` give them."""
         done = self._natively(f, fp_base, len(self.raws))
         if done is not None:
             return done
@@ -161,9 +141,7 @@ class JsonLines(NamedTuple):
         """`fingerprints` by the compiled core and, for at most `most` lines, the pure reader; else None."""
         core, options = engine_choice.native, self.options
         fp_field = options.fingerprint_field or options.text_field
-        if core is None or fp_base not in ("auto", "hex", "dec") or not is_utf8(options.id_field, fp_field):
-            return None
-        if options.encoding != "utf-8" or options.namespace:  # the compiled core reads UTF-8 ids as they are
+        if core is None or fp_base not in ("auto", "hex", "dec") or not self._plain(fp_field):
             return None
         read: tuple[list[str], list[int], list[int]] = core.fingerprint_lines(
             self.raws, options.id_field, fp_field, f, fp_base, defaults.MAX_ID_BYTES
@@ -171,75 +149,47 @@ class JsonLines(NamedTuple):
         ids, fps, others = read
         if len(others) > most:
             return None
-        return _merged(ids, fps, others, [self._line(position, f, fp_base) for position in others])
+        return _merged(ids, fps, others, [self._line(at, f, fp_base) for at in others])
 
-    def texts_fingerprinted(self, scheme: Scheme) -> Fingerprints | None:
-        """The ids and text fingerprints of lines read with `text_field`, and each error with the number
-        of good lines before it, as `records` and `scheme.fingerprint_many` give them, the lines of the
-        plain shape read by the compiled core; None under the pure engine, for lines of precomputed
-        fingerprints, or for field names no line can hold."""
-        core, options = engine_choice.native, self.options
-        # The compiled core reads UTF-8 ids as they are (without a namespace); a field name from a
-        # command line may hold lone surrogates, which no line can match.
-        if core is None or options.fingerprint_field is not None or options.encoding != "utf-8":
-            return None
-        if options.namespace or not is_utf8(options.id_field, options.text_field):
-            return None
-        read: tuple[list[str], list[int], list[int]] = core.fingerprint_text_lines(
-            self.raws, scheme, options.id_field, options.text_field, defaults.MAX_ID_BYTES
-        )
-        ids, fps, others = read
-        if not others:
-            return ids, fps, []
-        items = [
-            _json_record(self.raws[position], self.first + position, self.source, options)
-            for position in others
-        ]
-        texts = [str(item.doc) for item in items if isinstance(item, Record)]
-        computed = iter(scheme.fingerprint_many(texts))
-        results = [(item.id, next(computed)) if isinstance(item, Record) else item for item in items]
-        return _merged(ids, fps, others, results)
+    def _plain(self, doc_field: str) -> bool:
+        """Whether the compiled core can read these lines: UTF-8, ids as they are (no namespace), and
+        field names a line can hold (one from a command line may hold lone surrogates)."""
+        options = self.options
+        return options.encoding == "utf-8" and not options.namespace and is_utf8(options.id_field, doc_field)
 
-    def texts_sketched(self, scheme: Scheme, hasher: Sketcher) -> Sketched | None:
-        """`texts_fingerprinted` with each text's stored sketch too (hasher: a load's `storing`
-        sketcher), the lines of the plain shape read, fingerprinted and sketched by the compiled core
-        in one pass; None where `texts_fingerprinted` gives None, or the compiled core does not make
-        these sketches with the fingerprints (`stores_only`)."""
+    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None = None) -> Sketched | None:
+        """The ids and text fingerprints (with hasher, a load's `storing` sketcher: and sketches) of lines
+        read with `text_field`, and each error with the number of good lines before it, as `records` and
+        the pure engine give them, the lines of the plain shape read by the compiled core; None under
+        the pure engine, for precomputed fingerprints, lines it cannot read (`_plain`), or a hasher
+        whose sketches it does not make with the fingerprints (`stores_only`)."""
         core, options = engine_choice.native, self.options
-        if core is None or not stores_only(hasher) or options.fingerprint_field is not None:
+        if core is None or options.fingerprint_field is not None or not self._plain(options.text_field):
             return None
-        if (
-            options.encoding != "utf-8"
-            or options.namespace
-            or not is_utf8(options.id_field, options.text_field)
-        ):
+        fields = (options.id_field, options.text_field, defaults.MAX_ID_BYTES)
+        sketches: list[bytes] | None = None
+        if hasher is None:
+            ids, fps, others = core.fingerprint_text_lines(self.raws, scheme, *fields)
+        elif not stores_only(hasher):
             return None
-        assert isinstance(hasher, BandedOddSketcher)
-        read: tuple[list[str], list[int], list[bytes], list[int]] | None = core.sketch_text_lines(
-            self.raws,
-            scheme,
-            hasher.n,
-            hasher.seed,
-            hasher.bands,
-            options.id_field,
-            options.text_field,
-            defaults.MAX_ID_BYTES,
-        )
-        if read is None:
-            return None
-        ids, fps, sketches, others = read
+        else:
+            assert isinstance(hasher, BandedOddSketcher)
+            read = core.sketch_text_lines(self.raws, scheme, hasher.n, hasher.seed, hasher.bands, *fields)
+            if read is None:
+                return None
+            ids, fps, sketches, others = read
         if not others:
             return ids, fps, [], sketches
-        items = [
-            _json_record(self.raws[position], self.first + position, self.source, options)
-            for position in others
-        ]
+        items = [_json_record(self.raws[at], self.first + at, self.source, options) for at in others]
         texts = [str(item.doc) for item in items if isinstance(item, Record)]
-        fps_sketches = fingerprints_and_sketches(scheme, hasher, texts)
-        computed = iter(zip(*fps_sketches, strict=True))
+        new_fps, new_sketches = fingerprints_of(texts, scheme, hasher)
+        computed = iter(new_fps if new_sketches is None else zip(new_fps, new_sketches, strict=True))
         results = [(item.id, next(computed)) if isinstance(item, Record) else item for item in items]
-        all_ids, pairs, errors = _merged(ids, list(zip(fps, sketches, strict=True)), others, results)
-        return all_ids, [fp for fp, _ in pairs], errors, [sketch for _, sketch in pairs]
+        values = fps if sketches is None else list(zip(fps, sketches, strict=True))
+        all_ids, merged, errors = _merged(ids, values, others, results)
+        if sketches is None:
+            return all_ids, merged, errors, None
+        return all_ids, [fp for fp, _ in merged], errors, [sketch for _, sketch in merged]
 
     def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
         """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""
@@ -247,8 +197,7 @@ class JsonLines(NamedTuple):
         obj = _json_object(self.raws[position], number, source, options.encoding)
         if obj is None or isinstance(obj, InputError):
             return obj
-        id_field, fp_field = options.id_field, options.fingerprint_field or options.text_field
-        doc_id, text = obj.get(id_field), obj.get(fp_field)
+        doc_id, text = obj.get(options.id_field), obj.get(options.fingerprint_field or options.text_field)
         if options.namespace or not (
             isinstance(doc_id, str)
             and doc_id.isascii()
@@ -268,31 +217,32 @@ class JsonLines(NamedTuple):
 
 def _merged(
     ids: list[str],
-    fps: list[_V],
+    values: list[Any],
     others: Sequence[int],
-    results: Sequence[tuple[str, _V] | InputError | None],
-) -> tuple[list[str], list[_V], list[tuple[int, InputError]]]:
-    """The compiled core's ids and fingerprints (or other values) with the pure reader's `results` of
-    the `others` lines (their positions, ascending), each where it was: after the plain lines before it."""
+    results: Sequence[tuple[str, Any] | InputError | None],
+) -> tuple[list[str], list[Any], list[tuple[int, InputError]]]:
+    """The compiled core's ids and values (fingerprints, or fingerprints and sketches) with the pure reader's
+    `results` of the `others` lines (their positions, ascending), each where it was: after the plain lines
+    before it; and each error with the good lines before it."""
     if not others:
-        return ids, fps, []
+        return ids, values, []
     all_ids: list[str] = []
-    all_fps: list[_V] = []
+    all_values: list[Any] = []
     errors: list[tuple[int, InputError]] = []
     done = 0
     for count, (position, item) in enumerate(zip(others, results, strict=True)):
         plain = position - count  # plain lines before this one
         all_ids += ids[done:plain]
-        all_fps += fps[done:plain]
+        all_values += values[done:plain]
         done = plain
         if isinstance(item, InputError):
             errors.append((len(all_ids), item))
         elif item is not None:
             all_ids.append(item[0])
-            all_fps.append(item[1])
+            all_values.append(item[1])
     all_ids += ids[done:]
-    all_fps += fps[done:]
-    return all_ids, all_fps, errors
+    all_values += values[done:]
+    return all_ids, all_values, errors
 
 
 def jsonl_chunks(

@@ -1,11 +1,9 @@
-"""Bulk loading: parallel fingerprinting and idempotent writes of what the readers yield.
+"""Bulk loading: texts fingerprinted on every core (`Fingerprinter`), written by `SimhashIndex.bulk_add`
+(one variadic command per key for a window of many documents: large loads from files) or by
+`SimhashIndex.add_many` (one atomic script call per batch: small loads, standard input, unique loads).
 
-`Loader` fingerprints texts on every core (`Fingerprinter`) and writes them through one of two paths:
-`SimhashIndex.bulk_add`, one variadic command per key for a window of many documents (large loads from
-files), or `SimhashIndex.add_many`, one atomic script call per batch (small loads, standard input,
-unique loads). Every write is idempotent (re-adding an id with the same fingerprint is UNCHANGED), so
-an interrupted load is resumed by running it again: the loader keeps no state between runs and needs
-none.
+Every write is idempotent, so an interrupted load is resumed by running it again: the loader keeps no
+state between runs.
 """
 
 from __future__ import annotations
@@ -26,66 +24,35 @@ from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.batches import DEFAULT_WINDOW, column_windows
 from .arrow import ArrowRows
 from .dedupe import DryRun, Pair, VerifiedDryRun
-from .fingerprinter import Fingerprinted, Fingerprinter
+from .fingerprinter import Fingerprinter
 from .jsonlines import JsonLines
-from .readers import (
-    FORMATS,
-    STDIN,
-    ReadOptions,
-    Record,
-    check_inputs,
-    detect_format,
-    estimate_total,
-    holds_at_least,
-    read,
-    read_all,
-    read_chunks,
-)
+from .readers import STDIN, ReadOptions, Record, check_inputs, holds_at_least, read_chunks
 from .repeats import RepeatedIds
 
-__all__ = [
-    "BULK_MIN",
-    # The readers' names, kept here for code written against simhash-redis 0.1's loader module.
-    "FORMATS",
-    "STDIN",
-    "Bulk",
-    "LoadStats",
-    "Loader",
-    "Pair",
-    "ReadOptions",
-    "Record",
-    "detect_format",
-    "estimate_total",
-    "read",
-    "read_all",
-]
-
-
-# -- loading -------------------------------------------------------------------------------------------
-
+__all__ = ["BULK_MIN", "Bulk", "LoadStats", "Loader"]
 
 #: Lines (or documents) a load from files must reach before `Bulk.AUTO` takes the bulk path: below it
 #: the grouped commands carry about one entry per key, and the atomic path is as fast and keeps the
 #: counts current.
 BULK_MIN = 100_000
-#: Seconds a bulk window fills before it is written though not full: when fingerprinting sets the pace
-#: (a million documents take minutes on a few cores), the counts and the progress move, and an
-#: interruption loses at most these seconds of work, not the whole window.
+#: Seconds a bulk window fills before it is written though not full: when fingerprinting sets the pace,
+#: the counts and the progress move, and an interruption loses at most these seconds of work.
 WINDOW_SECONDS = 2.0
 #: Documents a window cut by time holds at least: fewer would lose the grouping the bulk path is for.
 WINDOW_MIN = 10_000
 
-
 #: A batch of a load: ids, fingerprints, and (a verified index) sketches.
 GoodBatch = tuple[list[str], list[int], list[bytes] | None]
+#: What a load reads: records and their errors, or runs of them (`read_chunks`).
+Units = Iterable[Record | InputError | JsonLines | ArrowRows]
 
 
 class Bulk(enum.Enum):
     """Which write path a load takes.
 
-    AUTO: `bulk_add` for a load from files of `BULK_MIN` lines (`holds_at_least`, before the first
-    document is loaded; a directory counts its files; a gzipped file's or a pipe's documents are held
-    until they reach it), `add_many` otherwise, and always for standard input, whose documents may trickle in.
+    AUTO: `bulk_add` for a load from files of `BULK_MIN` lines (told before the first document is
+    loaded; a gzipped file's or a pipe's documents are held until they reach it), `add_many` otherwise,
+    and always for standard input, whose documents may trickle in.
     ON: `bulk_add`.
     OFF: `add_many`, batch by batch, when other writers may write the same ids during the load
     (docs/guarantees.md).
@@ -148,19 +115,19 @@ class LoadStats:
 
     def as_dict(self) -> dict[str, float | int | bool | None]:
         """The counts, elapsed seconds and docs/s, for JSON output."""
-        return {
-            "read": self.read,
-            "added": self.added,
-            "replaced": self.replaced,
-            "unchanged": self.unchanged,
-            "duplicates": self.duplicates,
-            "errors": self.errors,
-            "written": self.written,
-            "repeated": self.repeated,
-            "bulk": self.bulk,
-            "elapsed": round(self.elapsed, 3),
-            "docs_per_s": round(self.rate, 1),
-        }
+        names = (
+            "read",
+            "added",
+            "replaced",
+            "unchanged",
+            "duplicates",
+            "errors",
+            "written",
+            "repeated",
+            "bulk",
+        )
+        counts: dict[str, float | int | bool | None] = {name: getattr(self, name) for name in names}
+        return {**counts, "elapsed": round(self.elapsed, 3), "docs_per_s": round(self.rate, 1)}
 
 
 class Loader:
@@ -238,7 +205,7 @@ class Loader:
         self._repeats: RepeatedIds | None = None
         self._window_ids: list[str] = []
 
-    def run(self, records: Iterable[Record | InputError | JsonLines | ArrowRows]) -> LoadStats:
+    def run(self, records: Units) -> LoadStats:
         """Load every record; bad ones are reported and skipped.
 
         Args:
@@ -258,20 +225,13 @@ class Loader:
             SimhashRedisError: a fingerprinting worker process died.
             KeyboardInterrupt: passed on after the workers are stopped; `self.stats` tells what was done.
         """
-        return self._run(records, self.bulk if self.bulk is not Bulk.AUTO or self.unique else Bulk.OFF)
+        return self._run(records, Bulk.OFF if self.bulk is Bulk.AUTO else self.bulk)
 
     def load(
         self, paths: Sequence[str], fmt: str | None = None, options: ReadOptions | None = None
     ) -> LoadStats:
-        """Read and load the inputs; JSON Lines are parsed where they are fingerprinted (`Fingerprinter`).
-
-        The same records, errors (in input order), stats and end state as
-        ``run(read_all(paths, fmt, options))``, with this process left to read lines and write.
-
-        Args:
-            paths: the inputs, as for `read_all`.
-            fmt: one of `FORMATS`, or None to detect each input's own.
-            options: where ids, texts and fingerprints are found.
+        """Read and load the inputs: the same records, errors (in input order), stats and end state as
+        ``run(read_all(paths, fmt, options))``, JSON Lines parsed where they are fingerprinted.
 
         Raises:
             InvalidArgument, OSError: as `read_all`, before anything is loaded; also precomputed
@@ -298,12 +258,12 @@ class Loader:
                 mode = Bulk.ON if enough else Bulk.OFF
         return self._run(chunks, mode)
 
-    def _run(self, records: Iterable[Record | InputError | JsonLines | ArrowRows], mode: Bulk) -> LoadStats:
+    def _run(self, records: Units, mode: Bulk) -> LoadStats:
         try:
-            batches = self._good_batches(self._fingerprinter.batches(records))
+            batches = self._good_batches(records)
             if mode is Bulk.OFF:
                 for ids, fps, sketches in batches:
-                    self._write(list(zip(ids, fps, strict=True)), sketches)
+                    self._write(ids, fps, sketches)
             else:
                 self._write_bulk(batches, mode)
             if self.stats.written and self.dry_run is None:
@@ -324,12 +284,13 @@ class Loader:
             )
         return self.stats
 
-    def _good_batches(self, batches: Iterator[Fingerprinted]) -> Iterator[GoodBatch]:
-        """Each batch's ids, fingerprints (and sketches), its errors reported, up to the error beyond
-        max_errors."""
-        for ids, fps, errors, sketches in batches:
+    def _good_batches(self, records: Units) -> Iterator[GoodBatch]:
+        """Each batch's ids, fingerprints and sketches, its errors reported, up to the one past max_errors."""
+        for ids, fps, errors, sketches in self._fingerprinter.batches(records):
             for position, error in errors:
-                self._error(error)
+                self.stats.errors += 1
+                if self.on_error is not None:
+                    self.on_error(error)
                 if error.fatal:  # the rest of that input is lost: the load goes on, then fails
                     self._fatal = self._fatal or error
                 if self._too_many():
@@ -345,7 +306,8 @@ class Loader:
 
     def _write_bulk(self, batches: Iterator[GoodBatch], mode: Bulk) -> None:
         if mode is Bulk.AUTO:
-            head, held = [], 0
+            head: list[GoodBatch] = []
+            held = 0
             for batch in batches:
                 head.append(batch)
                 held += len(batch[0])
@@ -353,10 +315,9 @@ class Loader:
                     break
             if held < BULK_MIN:
                 for ids, fps, sketches in head:
-                    for start in range(0, len(ids), self.batch_size):
-                        part = slice(start, start + self.batch_size)
-                        pairs = list(zip(ids[part], fps[part], strict=True))
-                        self._write(pairs, None if sketches is None else sketches[part])
+                    for at in range(0, len(ids), self.batch_size):
+                        part = slice(at, at + self.batch_size)
+                        self._write(ids[part], fps[part], None if sketches is None else sketches[part])
                 return
             batches = itertools.chain(head, batches)
         self.stats.bulk = True
@@ -392,24 +353,15 @@ class Loader:
     def _window_done(self, done: int, outcomes: list[Outcome]) -> None:
         # After each window: a vanished index stops the load before it writes again.
         self._check_index()
-        for outcome, times in Counter(outcomes).items():
-            self._count_outcome(outcome, times)
-        self._note_repeats(self._window_ids, outcomes)
-        self.stats.written += len(outcomes)
-        if self.on_progress is not None:
-            self.on_progress(self.stats)
+        self._count(self._window_ids, outcomes)
 
     def _too_many(self) -> bool:
         return self.max_errors is not None and self.stats.errors > self.max_errors
 
-    def _error(self, error: InputError) -> None:
-        self.stats.errors += 1
-        if self.on_error is not None:
-            self.on_error(error)
-
-    def _write(self, items: list[tuple[str, int]], sketches: list[bytes] | None = None) -> None:
+    def _write(self, ids: list[str], fps: list[int], sketches: list[bytes] | None) -> None:
         outcomes: Sequence[Outcome | Match | VerifiedMatch]
-        self.stats.sent += len(items)
+        self.stats.sent += len(ids)
+        items = list(zip(ids, fps, strict=True))
         if isinstance(self.dry_run, VerifiedDryRun):
             if sketches is None:  # never written instead: a dry run writes nothing
                 raise InvalidArgument(f"index {self.index.name!r} is verified: its dry run needs the texts")
@@ -417,26 +369,16 @@ class Loader:
         elif self.dry_run is not None:
             outcomes = self.dry_run(items)
         elif self.verified is not None and sketches is not None:
-            ids, fps = [doc_id for doc_id, _ in items], [fp for _, fp in items]
             outcomes = self.verified.add_sketched(ids, fps, sketches, unique=self.unique)
             self._check_index(now=False)
         else:
             outcomes = self.index.add_many(items, unique=True) if self.unique else self.index.add_many(items)
             self._check_index(now=False)
-        self._count(items, outcomes)
-        self.stats.written += len(items)
-        if self.on_progress is not None:
-            self.on_progress(self.stats)
+        self._count(ids, outcomes)
 
     def _check_index(self, *, now: bool = True) -> None:
-        """Raise if the index's meta is gone: writes would go on, but no worker could open the index again.
-
-        Args:
-            now: check at once; False: only if the last check is a second old (one round trip a second).
-
-        Raises:
-            IndexNotFound: the meta key is gone.
-        """
+        """Raise IndexNotFound if the index's meta is gone: writes would go on, but no worker could open the
+        index again. now False: only if the last check is a second old (one round trip a second)."""
         if not now and time.monotonic() - self._checked < 1.0:
             return
         self._checked = time.monotonic()
@@ -447,34 +389,34 @@ class Loader:
                 "run `verify` to see what is left, then create the index and load again"
             )
 
-    def _note_repeats(self, ids: Sequence[str], outcomes: Sequence[object]) -> None:
+    def _count(self, ids: Sequence[str], outcomes: Sequence[Outcome | Match | VerifiedMatch]) -> None:
+        """Count a written batch or window, and report its progress and near-duplicates."""
+        stats = self.stats
         if self._repeats is not None:
             self._repeats.written(ids, outcomes)
-            self.stats.repeated, self.stats.repeated_ids = self._repeats.count, self._repeats.first
-
-    def _count(
-        self, items: list[tuple[str, int]], outcomes: Sequence[Outcome | Match | VerifiedMatch]
-    ) -> None:
-        if self._repeats is not None:
-            self._note_repeats([doc_id for doc_id, _ in items], outcomes)
-        for (doc_id, _), outcome in zip(items, outcomes, strict=True):
-            if isinstance(outcome, Outcome):
-                self._count_outcome(outcome)
-            elif outcome.id == doc_id:
-                self.stats.unchanged += 1  # already stored by an earlier (interrupted) run
-            else:
-                self.stats.duplicates += 1
+            stats.repeated, stats.repeated_ids = self._repeats.count, self._repeats.first
+        kinds = Counter(outcomes)  # counted in C: a bulk window holds 10^5 outcomes
+        for kind, times in kinds.items():
+            if kind is Outcome.ADDED:
+                stats.added += times
+            elif kind is Outcome.REPLACED:
+                stats.replaced += times
+            elif isinstance(kind, Outcome):
+                stats.unchanged += times
+        if not all(isinstance(kind, Outcome) for kind in kinds):  # matches: documents not stored
+            for doc_id, outcome in zip(ids, outcomes, strict=True):
+                if isinstance(outcome, Outcome):
+                    continue
+                if outcome.id == doc_id:
+                    stats.unchanged += 1  # already stored by an earlier (interrupted) run
+                    continue
+                stats.duplicates += 1
                 if self.on_duplicate is not None:
                     similar = outcome.jaccard if isinstance(outcome, VerifiedMatch) else None
                     self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance, similar))
-
-    def _count_outcome(self, outcome: Outcome, times: int = 1) -> None:
-        if outcome is Outcome.ADDED:
-            self.stats.added += times
-        elif outcome is Outcome.REPLACED:
-            self.stats.replaced += times
-        else:
-            self.stats.unchanged += times
+        stats.written += len(outcomes)
+        if self.on_progress is not None:
+            self.on_progress(stats)
 
 
 def _batch(columns: list[list[Any]]) -> GoodBatch:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from ..codec import parse_fingerprint
-from ..errors import InputError, InvalidArgument
+from ..errors import InputError
 from ..index import Match, SimhashIndex, VerifiedIndex, VerifiedMatch
-from .records import Record
+from .records import Record, fingerprint_read
 
 __all__ = ["Answer", "near_records"]
 
@@ -43,7 +42,7 @@ def near_records(
             item if isinstance(item, InputError) else _query(item, index.f, fp_base, verified)
             for item in batch
         ]
-        queries = [query for query in read if not isinstance(query, InputError)]
+        queries = [query.doc for query in read if isinstance(query, Record)]
         found: list[list[Match]] | list[list[VerifiedMatch]]
         if verified is not None:
             found = verified.near_many([str(query) for query in queries], k=k)
@@ -58,15 +57,11 @@ def near_records(
                 yield item, next(answers)
 
 
-def _query(record: Record, f: int, fp_base: str, verified: VerifiedIndex | None) -> str | int | InputError:
-    """A record's query: its text, or its precomputed fingerprint read (an InputError if it cannot be)."""
+def _query(record: Record, f: int, fp_base: str, verified: VerifiedIndex | None) -> Record | InputError:
+    """A record as queried: its precomputed fingerprint read (an InputError if it cannot be)."""
     if not record.is_fingerprint:
-        return record.doc
+        return record
     if verified is not None:
-        return InputError(
-            record.source, record.line, "a verified index confirms matches from the text, not a fingerprint"
-        )
-    try:
-        return parse_fingerprint(str(record.doc), f, fp_base)
-    except InvalidArgument as exc:
-        return InputError(record.source, record.line, str(exc))
+        reason = "a verified index confirms matches from the text, not a fingerprint"
+        return InputError(record.source, record.line, reason)
+    return fingerprint_read(record, f, fp_base)

@@ -1,7 +1,7 @@
-"""Readers of every input format: JSON Lines, CSV, TSV, plain text, a directory of files, fingerprints.
+"""Readers of every input format: JSON Lines (or a JSON array), CSV, TSV, plain text, a directory of files,
+precomputed fingerprints, Parquet and Arrow.
 
 Readers yield `Record`s, or an `InputError` for a bad record, so that one bad line never stops the good ones.
-This is the package's only JSON Lines reader.
 """
 
 from __future__ import annotations
@@ -17,18 +17,20 @@ from typing import IO
 import xxhash
 
 from ..errors import InputError, InvalidArgument
-from .arrow import ARROW_FORMATS, ArrowRows, arrow_chunks, count_rows, is_dataset, read_arrow
+from .arrow import ARROW_FORMATS, BATCH_ROWS, ArrowRows, arrow_chunks, count_rows, is_dataset
 from .arrow import EXTENSIONS as ARROW_EXTENSIONS
 from .delimited import read_table
 from .jsonarray import read_json_array, starts_array
 from .jsonlines import JsonLines, jsonl_chunks, read_jsonl
 from .records import (
+    BOM,
     GZIP_MAGIC,
     STDIN,
     ReadOptions,
     Record,
     checked_id,
     decode,
+    files_under,
     gzip_fault,
     numbered_lines,
     open_input,
@@ -89,9 +91,6 @@ def detect_format(path: str) -> str:
     return fmt
 
 
-# -- plain text, fingerprints, directories -------------------------------------------------------------
-
-
 def _read_lines(
     stream: IO[bytes], source: str, path: str, options: ReadOptions
 ) -> Iterator[Record | InputError]:
@@ -132,20 +131,11 @@ def _read_fingerprints(stream: IO[bytes], source: str, options: ReadOptions) -> 
         )
 
 
-def _dir_files(root: Path) -> Iterator[Path]:
-    """The documents of a directory: its files and its folders' files, hidden ones left out, in order."""
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith("."):
-                yield Path(folder) / name
-
-
 def _read_dir(path: str, options: ReadOptions) -> Iterator[Record | InputError]:
     root = Path(path)
     # With prefix_input, the id is the file's path below the directory as given: folder/2024/a.txt.
     prefix = path.rstrip("/") + "/" if options.prefix_input else ""
-    for file in _dir_files(root):
+    for file in files_under(root, "."):
         yield _read_file(str(file), prefix + file.relative_to(root).as_posix(), options.encoding)
 
 
@@ -163,7 +153,7 @@ def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         return InputError(source, None, f"cannot read: {exc}")
     if encoding == "utf-8":
-        data = data.removeprefix(b"\xef\xbb\xbf")
+        data = data.removeprefix(BOM)
     text = decode(data, source, None, encoding)
     if isinstance(text, InputError):
         return text
@@ -171,9 +161,6 @@ def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
         return InputError(source, None, "empty file")
     checked = checked_id(doc_id, source, None)
     return checked if isinstance(checked, InputError) else Record(source, None, checked, text)
-
-
-# -- any format ----------------------------------------------------------------------------------------
 
 
 def read(
@@ -190,15 +177,14 @@ def read(
     fmt = _checked_format(path, fmt)
     if fmt == "dir":
         yield from _read_dir(path, options)
-        return
-    if fmt == "files":  # each file one document, named by its path as given
+    elif fmt == "files":  # each file one document, named by its path as given
         yield _read_file(path, path, options.encoding)
-        return
-    if fmt in ARROW_FORMATS:
-        yield from read_arrow(path, fmt, options)
-        return
-    with open_input(path) as stream:
-        yield from _records(stream, path, fmt, options)
+    elif fmt in ARROW_FORMATS:
+        for chunk in arrow_chunks(path, fmt, options, BATCH_ROWS):
+            yield from [chunk] if isinstance(chunk, InputError) else chunk.records()
+    else:
+        with open_input(path) as stream:
+            yield from _records(stream, path, fmt, options)
 
 
 def _records(stream: IO[bytes], path: str, fmt: str, options: ReadOptions) -> Iterator[Record | InputError]:
@@ -295,18 +281,17 @@ def read_chunks(
     """
     for path in paths:
         kind = _checked_format(path, fmt)
-        if kind in ARROW_FORMATS:
-            yield from arrow_chunks(path, kind, _of_input(options, path), size)
-            continue
-        if kind != "jsonl":
-            yield from read(path, kind, options)
-            continue
         own = _of_input(options, path)
-        with open_input(path) as stream:
-            if starts_array(stream):
-                yield from _records(stream, path, kind, own)
-            else:
-                yield from jsonl_chunks(stream, source_name(path), own, size)
+        if kind in ARROW_FORMATS:
+            yield from arrow_chunks(path, kind, own, size)
+        elif kind != "jsonl":
+            yield from read(path, kind, options)
+        else:
+            with open_input(path) as stream:
+                if starts_array(stream):
+                    yield from _records(stream, path, kind, own)
+                else:
+                    yield from jsonl_chunks(stream, source_name(path), own, size)
 
 
 def estimate_total(
@@ -332,7 +317,7 @@ def estimate_total(
             total += 1
             continue
         if kind == "dir":
-            total += sum(1 for _ in _dir_files(Path(path)))
+            total += sum(1 for _ in files_under(Path(path), "."))
             continue
         if kind in ARROW_FORMATS:
             rows = count_rows(path, kind)

@@ -1,7 +1,6 @@
 """What every input reader shares: the `Record` it yields, its `ReadOptions`, and the checks of a record.
 
-An input is a byte stream (gunzipped when it starts with the gzip magic number) whose lines are decoded
-one by one, so that a bad line is one `InputError` and never stops the good ones.
+Lines are decoded one by one, so that a bad line is one `InputError` and never stops the good ones.
 """
 
 from __future__ import annotations
@@ -9,41 +8,23 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, NamedTuple
 
 from .. import defaults
 from ..checks import is_int
+from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
-
-__all__ = [
-    "GZIP_MAGIC",
-    "STDIN",
-    "ReadOptions",
-    "Record",
-    "checked_doc",
-    "checked_id",
-    "decode",
-    "encoding_name",
-    "gunzipped",
-    "gzip_fault",
-    "is_blank",
-    "is_utf8",
-    "line_text",
-    "numbered_lines",
-    "open_input",
-    "source_name",
-]
 
 #: The name that means standard input.
 STDIN = "-"
-#: The first two bytes of gzip data.
 GZIP_MAGIC = b"\x1f\x8b"
-_STDIN_NAME = "<stdin>"
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"
 
 
 class Record(NamedTuple):
@@ -104,6 +85,15 @@ class ReadOptions:
         object.__setattr__(self, "encoding", name)
 
 
+def files_under(root: Path, hidden: str | tuple[str, ...]) -> Iterator[Path]:
+    """The files of a directory tree in name order, but those (and folders) whose names start `hidden`."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(hidden))
+        for name in sorted(files):
+            if not name.startswith(hidden):
+                yield Path(folder) / name
+
+
 @contextmanager
 def open_input(path: str) -> Iterator[IO[bytes]]:
     """Open a file, or "-" for standard input (left open), as a byte stream; gunzipped if it starts so.
@@ -138,7 +128,7 @@ def gzip_fault(source: str, exc: Exception, last: int) -> InputError:
 
 def source_name(path: str) -> str:
     """The name an input's errors carry: the path as given, or ``<stdin>`` for "-"."""
-    return _STDIN_NAME if path == STDIN else path
+    return "<stdin>" if path == STDIN else path
 
 
 def encoding_name(encoding: str) -> str:
@@ -147,8 +137,7 @@ def encoding_name(encoding: str) -> str:
 
 
 def decode(raw: bytes, source: str, line: int | None, encoding: str = "utf-8") -> str | InputError:
-    """Bytes of the input (a line without its end, or a whole file: line None) as text, or the
-    InputError that says they do not decode."""
+    """Bytes of the input (a line, or a whole file: line None) as text, or why they do not decode."""
     try:
         return raw.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -156,9 +145,9 @@ def decode(raw: bytes, source: str, line: int | None, encoding: str = "utf-8") -
 
 
 def line_text(raw: bytes, number: int, source: str, encoding: str = "utf-8") -> str | InputError:
-    """Line `number` (1-based) as read, decoded, without its line end or a UTF-8 BOM on line 1."""
-    if number == 1 and raw.startswith(_BOM) and encoding == "utf-8":
-        raw = raw[len(_BOM) :]
+    """Line `number` (1-based) decoded, without its line end or a UTF-8 BOM on line 1."""
+    if number == 1 and encoding == "utf-8":
+        raw = raw.removeprefix(BOM)
     return decode(raw.rstrip(b"\r\n"), source, number, encoding)
 
 
@@ -187,8 +176,7 @@ def is_utf8(*texts: str) -> bool:
 
 
 def checked_id(value: object, source: str, line: int | None, namespace: str = "") -> str | InputError:
-    """A record's id as read (a string, or an integer from JSON) as a string after namespace, or the
-    InputError that says why it cannot be one."""
+    """A record's id as read (a string, or an integer from JSON) after namespace, or why it cannot be one."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return InputError(source, line, f"the id must be a string or an integer, got {type(value).__name__}")
     doc_id = namespace + str(value)
@@ -201,13 +189,27 @@ def checked_id(value: object, source: str, line: int | None, namespace: str = ""
     return doc_id
 
 
-def checked_doc(value: object, source: str, line: int | None, options: ReadOptions) -> str | InputError:
-    """The text (or, with fingerprint_field, the fingerprint's text) of a record, or its InputError."""
-    what = "fingerprint" if options.fingerprint_field else "text"
-    if options.fingerprint_field and is_int(value):
-        return str(value)
-    if not isinstance(value, str):
-        return InputError(source, line, f"the {what} must be a string, got {type(value).__name__}")
-    if is_blank(value):
+def checked_record(
+    raw_id: object, raw_doc: object, source: str, line: int | None, options: ReadOptions
+) -> Record | InputError:
+    """The record of an id and a text (with fingerprint_field, a fingerprint) as read, or its InputError."""
+    doc_id = checked_id(raw_id, source, line, options.namespace)
+    if isinstance(doc_id, InputError):
+        return doc_id
+    is_fp = options.fingerprint_field is not None
+    what = "fingerprint" if is_fp else "text"
+    if is_fp and is_int(raw_doc):
+        return Record(source, line, doc_id, str(raw_doc), True)
+    if not isinstance(raw_doc, str):
+        return InputError(source, line, f"the {what} must be a string, got {type(raw_doc).__name__}")
+    if is_blank(raw_doc):
         return InputError(source, line, f"empty {what}")
-    return value
+    return Record(source, line, doc_id, raw_doc, is_fp)
+
+
+def fingerprint_read(record: Record, f: int, fp_base: str) -> Record | InputError:
+    """The record with its precomputed fingerprint's text read (`parse_fingerprint`), or why it cannot be."""
+    try:
+        return record._replace(doc=parse_fingerprint(str(record.doc), f, fp_base))
+    except InvalidArgument as exc:
+        return InputError(record.source, record.line, str(exc))

@@ -19,8 +19,7 @@ __all__ = ["RepeatedIds"]
 
 
 class RepeatedIds:
-    """The ids of one load that replaced a document the same load had written (all counted, the first
-    `keep` kept by name)."""
+    """The ids of one load that replaced a document the same load had written (the first `keep` by name)."""
 
     def __init__(self, keep: int = 5) -> None:
         self.keep = keep

@@ -16,8 +16,7 @@ __all__ = ["SharedRing"]
 
 
 class SharedRing:
-    """A fixed-size ring of anonymous shared memory (pages faulted in when first written), spans taken back in
-    order."""
+    """A fixed-size ring of anonymous shared memory, spans taken back in the order placed."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -27,8 +26,7 @@ class SharedRing:
         self._spans: deque[tuple[int, int]] = deque()
 
     def place(self, data: memoryview) -> int | None:
-        """Copy a contiguous buffer into the ring; its start, or None when there is no room now (or it is
-        empty)."""
+        """Copy a buffer into the ring; its start, or None when there is no room now (or it is empty)."""
         size = len(data)
         start = self._room_for(size) if size else None
         if start is None:

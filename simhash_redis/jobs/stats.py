@@ -1,7 +1,7 @@
 """What an index holds and costs: documents, table bucket sizes, the largest buckets and memory used.
 
-Read with SCAN (never KEYS), every key once: safe on a live server, about a second per few hundred thousand
-keys. Memory is MEMORY USAGE of a random sample of keys of each kind, extrapolated.
+Read with SCAN (never KEYS), every key once: safe on a live server. Memory is MEMORY USAGE of a random
+sample of keys of each kind, extrapolated.
 """
 
 from __future__ import annotations
@@ -89,12 +89,6 @@ class IndexStats:
         return asdict(self)
 
 
-def _size_range(size: int) -> str:
-    low = 1 << (size.bit_length() - 1)
-    high = 2 * low - 1
-    return str(low) if low == high else f"{low}-{high}"
-
-
 class _Reservoir:
     """A uniform random sample of at most `size` keys of one kind, and how many were seen."""
 
@@ -108,10 +102,8 @@ class _Reservoir:
         self.seen += 1
         if len(self.keys) < self.size:
             self.keys.append(key)
-        else:
-            j = self.rng.randrange(self.seen)
-            if j < self.size:
-                self.keys[j] = key
+        elif (j := self.rng.randrange(self.seen)) < self.size:
+            self.keys[j] = key
 
 
 def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexStats:
@@ -139,16 +131,13 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
             rest = key[len(base) :]
             if rest[:1] == b"w" and index.windows is not None:  # a period's key: w{period}:...
                 rest = rest.partition(b":")[2]
+            kind = "other"
             if rest[:1] == b"t" and b":" in rest:
-                head = rest.partition(b":")[0]
-                table_keys.append((int(head[1:]), key))
-                kinds["tables"].offer(key)
-            elif rest.startswith(b"id:"):
-                kinds["id"].offer(key)
-            elif rest.startswith(b"fp:"):
-                kinds["fp"].offer(key)
-            else:
-                kinds["other"].offer(key)
+                table_keys.append((int(rest.partition(b":")[0][1:]), key))
+                kind = "tables"
+            elif rest.startswith((b"id:", b"fp:")):
+                kind = rest[:2].decode()
+            kinds[kind].offer(key)
         cards = store.execute([(b"SCARD", key) for _, key in table_keys])
         for (table, key), card in zip(table_keys, cards, strict=True):
             size = int(card)
@@ -172,7 +161,7 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
         documents=docs,
         fingerprints=fps,
         tables=tables,
-        bucket_sizes={_size_range(b): histogram[b] for b in sorted(histogram)},
+        bucket_sizes={(str(b) if b == 1 else f"{b}-{2 * b - 1}"): histogram[b] for b in sorted(histogram)},
         largest=largest[:top],
         id_map_keys=kinds["id"].seen,
         fp_map_keys=kinds["fp"].seen,

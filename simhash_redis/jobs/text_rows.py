@@ -1,25 +1,30 @@
-"""Rows of a table read as lists, ids and texts' UTF-8 bytes: what a fingerprinting worker gets of a Parquet
-or Arrow input (`arrow.ArrowRows`), and reads without pyarrow.
-
-The texts travel packed (`PackedTexts`), or through shared memory to a forked worker (`SharedTexts`), and are
-cut into one bytes per text where they are fingerprinted.
+"""Rows of a table as a fingerprinting worker gets them (`arrow.ArrowRows` read without pyarrow): ids, and
+texts' UTF-8 bytes, sent packed (`PackedTexts`) or through shared memory to a forked worker (`SharedTexts`).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..fingerprinting import Scheme, Sketcher, engine_choice
 from ..fingerprinting.banded_odd import fingerprints_and_sketches
-from .records import ReadOptions, Record, checked_doc, checked_id, decode
+from .records import ReadOptions, Record, checked_id, checked_record, decode
 
-__all__ = ["PackedTexts", "SharedTexts", "Sketched", "TextRows", "offsets_of", "records_of_lists", "sketched"]
-
-#: What `ArrowRows.texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
+#: What a run's `texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
 #: and the sketches (a verified index) or None.
 Sketched = tuple[list[str], list[int], list[tuple[int, InputError]], list[bytes] | None]
+
+
+def fingerprints_of(
+    texts: Sequence[str | bytes], scheme: Scheme, hasher: Sketcher | None
+) -> tuple[list[int], list[bytes] | None]:
+    """The texts' fingerprints, and their sketches when there is a hasher."""
+    if hasher is None:
+        return (scheme.fingerprint_many(texts) if texts else []), None
+    return fingerprints_and_sketches(scheme, hasher, texts)
 
 
 def records_of_lists(
@@ -27,8 +32,7 @@ def records_of_lists(
 ) -> list[Record | InputError]:
     """The records of rows read as lists (ids, and texts or fingerprints), an InputError for each bad
     row, in row order; rows are numbered from `first`."""
-    is_fp = options.fingerprint_field is not None
-    what = "fingerprint" if is_fp else "text"
+    what = "fingerprint" if options.fingerprint_field is not None else "text"
     out: list[Record | InputError] = []
     for row, (raw_id, raw_doc) in enumerate(zip(ids, docs, strict=True), first):
         if raw_id is None or raw_doc is None:
@@ -38,12 +42,13 @@ def records_of_lists(
             raw_id = decode(raw_id, source, row)
         if isinstance(raw_doc, bytes):
             raw_doc = decode(raw_doc, source, row)
-        doc_id = (
-            raw_id if isinstance(raw_id, InputError) else checked_id(raw_id, source, row, options.namespace)
-        )
-        doc = raw_doc if isinstance(raw_doc, InputError) else checked_doc(raw_doc, source, row, options)
-        bad = doc_id if isinstance(doc_id, InputError) else doc
-        out.append(bad if isinstance(bad, InputError) else Record(source, row, str(doc_id), str(doc), is_fp))
+        if isinstance(raw_id, InputError):
+            out.append(raw_id)
+        elif isinstance(raw_doc, InputError):  # after the id's own error, as the id is checked first
+            doc_id = checked_id(raw_id, source, row, options.namespace)
+            out.append(doc_id if isinstance(doc_id, InputError) else raw_doc)
+        else:
+            out.append(checked_record(raw_id, raw_doc, source, row, options))
     return out
 
 
@@ -70,13 +75,23 @@ def sketched(
     scheme: Scheme,
     hasher: Sketcher | None,
     namespace: str = "",
+    done: list[int] | None = None,
 ) -> Sketched:
-    """`ArrowRows.texts_fingerprinted` of rows read as lists: ids, and texts as UTF-8 bytes."""
+    """`ArrowRows.texts_fingerprinted` of rows read as lists: ids, and texts as UTF-8 bytes.
+
+    Args:
+        done: the compiled core's fingerprints (in row order) of the texts it has read and checked, whose
+            bytes are None here; without it, a None text is a null.
+    """
     ids: list[str] = []
-    good: list[bytes] = []
+    fps: list[int] = []
     errors: list[tuple[int, InputError]] = []
+    here: list[bytes] = []  # the texts fingerprinted here, and where in fps each goes
+    slots: list[int] = []
+    core = iter(done or ())
     for row, (raw_id, raw) in enumerate(zip(ids_read, raws, strict=True), first):
-        if raw_id is None or raw is None:
+        fp = next(core) if done is not None and raw is None else 0
+        if raw_id is None or (raw is None and done is None):
             reason = f"the {'id' if raw_id is None else 'text'} is null"
             errors.append((len(ids), InputError(source, row, reason)))
             continue
@@ -84,13 +99,16 @@ def sketched(
         if isinstance(doc_id, InputError):
             errors.append((len(ids), doc_id))
             continue
+        if raw is not None:
+            slots.append(len(ids))
+            here.append(raw)
         ids.append(doc_id)
-        good.append(raw)
-    if hasher is None:
-        return ids, scheme.fingerprint_many(good) if good else [], errors, None
-    fps, sketches = (
-        fingerprints_and_sketches(scheme, hasher, good) if good else ([], hasher.sketch_many(good))
-    )
+        fps.append(fp)
+    computed, sketches = fingerprints_of(here, scheme, hasher)
+    if done is None:
+        return ids, computed, errors, sketches
+    for at, fp in zip(slots, computed, strict=True):
+        fps[at] = fp
     return ids, fps, errors, sketches
 
 
@@ -106,43 +124,6 @@ def _checked_row(raw_id: Any, raw: bytes | None, source: str, row: int, namespac
     if isinstance(text, InputError):
         return text
     return InputError(source, row, "empty text") if _blank(raw) else doc_id
-
-
-def _merged(
-    source: str,
-    first: int,
-    ids_read: list[Any],
-    fps: list[int],
-    others: dict[int, bytes],
-    scheme: Scheme,
-    namespace: str,
-) -> Sketched:
-    """`sketched` of rows with no null text, whose texts the compiled core fingerprinted (`fps`, in
-    row order) but for the `others` (their positions and bytes), read here as `sketched` reads them."""
-    ids: list[str] = []
-    good: list[int] = []
-    errors: list[tuple[int, InputError]] = []
-    pending: list[tuple[int, bytes]] = []  # where in `good`, and the text, of others to fingerprint
-    computed = iter(fps)
-    for position, raw_id in enumerate(ids_read):
-        raw = others.get(position)
-        fp = next(computed) if raw is None else 0
-        row = first + position
-        if raw_id is None:
-            errors.append((len(ids), InputError(source, row, "the id is null")))
-            continue
-        doc_id = _checked_row(raw_id, raw, source, row, namespace)
-        if isinstance(doc_id, InputError):
-            errors.append((len(ids), doc_id))
-            continue
-        if raw is not None:
-            pending.append((len(good), raw))
-        ids.append(doc_id)
-        good.append(fp)
-    if pending:
-        for (at, _), fp in zip(pending, scheme.fingerprint_many([raw for _, raw in pending]), strict=True):
-            good[at] = fp
-    return ids, good, errors, None
 
 
 class TextRows(NamedTuple):
@@ -203,8 +184,7 @@ def _text_rows(*fields: Any) -> TextRows:
 
 
 class SharedTexts(NamedTuple):
-    """`TextRows` whose texts (no null among them) were copied into a `SharedRing` that the worker
-    process shares: what is sent is where they are, and their offsets."""
+    """`TextRows` whose texts (no null) were copied into a `SharedRing` the worker shares: where they are."""
 
     source: str
     first: int
@@ -229,8 +209,10 @@ class SharedTexts(NamedTuple):
         data = memory[self.start : self.start + bounds[-1] - bounds[0]]
         fps, others = core.fingerprint_packed_texts(data, self.offsets, self.wide, scheme)
         base = bounds[0]
-        raws = {at: data[bounds[at] - base : bounds[at + 1] - base] for at in others}
-        return _merged(self.source, self.first, self.ids, fps, raws, scheme, self.options.namespace)
+        raws: list[bytes | None] = [None] * len(self.ids)
+        for at in others:
+            raws[at] = data[bounds[at] - base : bounds[at + 1] - base]
+        return sketched(self.source, self.first, self.ids, raws, scheme, None, self.options.namespace, fps)
 
     def unpacked(self, memory: Any) -> TextRows:
         """The rows, each text cut out of `memory` (the ring as this process maps it) as its own bytes."""

@@ -241,7 +241,7 @@ def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["string", "large_string"])
 def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     from simhash_redis.fingerprinting import engine_choice
-    from simhash_redis.jobs.fingerprinter import _fingerprinted
+    from simhash_redis.jobs.fingerprinter import by_records
 
     if engine_choice.native is None:
         pytest.skip("the bytes path is the compiled core's")
@@ -261,7 +261,7 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     rows = arrow.ArrowRows("t.parquet", 11, batch, ReadOptions(), "id", "text")
     done = rows.texts_fingerprinted(Scheme(), None)
     assert done is not None
-    expected = _fingerprinted(rows.records(), Scheme(), None)
+    expected = by_records(rows.records(), Scheme(), None, 64, "auto")
     assert done[:2] == (expected.ids, expected.fps) and expected.ids == ["a", "g", "h", "i"]
     assert [(at, str(e)) for at, e in done[2]] == [(at, str(e)) for at, e in expected.errors]
     assert str(done[2][0][1]) == "t.parquet:12: empty text"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from simhash_redis.errors import InvalidArgument
 from simhash_redis.fingerprinting import Scheme, engine_choice
 from simhash_redis.jobs.arrow import ArrowRows
-from simhash_redis.jobs.fingerprinter import Fingerprinted, _fingerprinted_rows
+from simhash_redis.jobs.fingerprinter import Fingerprinted, fingerprinted
 from simhash_redis.jobs.records import ReadOptions
 from simhash_redis.jobs.shared_ring import SharedRing
 from simhash_redis.jobs.text_rows import SharedTexts
@@ -69,7 +69,7 @@ def test_the_same_ids_fingerprints_and_errors(
         assert native is not None
         with pure_engine():
             assert sent.texts_fingerprinted(ring.memory, scheme, None) is None
-            pure = _fingerprinted_rows(sent.unpacked(ring.memory), scheme, None, scheme.f, "auto")
+            pure = fingerprinted(sent.unpacked(ring.memory), scheme, None, scheme.f, "auto")
         assert plain(native) == plain(pure)
     finally:
         ring.close()
@@ -115,7 +115,7 @@ def test_a_text_that_is_not_utf8_is_reported_with_its_row_by_both(bad: bytes) ->
         assert isinstance(sent, SharedTexts)
         native = plain(sent.texts_fingerprinted(ring.memory, Scheme(), None))  # type: ignore[arg-type]
         with pure_engine():
-            pure = plain(_fingerprinted_rows(sent.unpacked(ring.memory), Scheme(), None, 64, "auto"))
+            pure = plain(fingerprinted(sent.unpacked(ring.memory), Scheme(), None, 64, "auto"))
         assert native == pure
         ids, _, errors = native  # type: ignore[misc]
         assert ids == ["a", "c"] and [(e[1], e[2].split(" (")[0]) for _, e in errors] == [

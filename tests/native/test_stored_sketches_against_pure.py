@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from simhash_redis.fingerprinting import BandedOddSketcher, Scheme, engine_choice, tokens
 from simhash_redis.fingerprinting.banded_odd import fingerprints_and_sketches, storing
-from simhash_redis.jobs.fingerprinter import Fingerprinted, _fingerprinted_lines
+from simhash_redis.jobs.fingerprinter import Fingerprinted, fingerprinted
 from simhash_redis.jobs.jsonlines import JsonLines
 from simhash_redis.jobs.records import ReadOptions
 from tests.native.conftest import pure_engine
@@ -93,7 +93,7 @@ def both(sketcher: BandedOddSketcher, texts: list[Any]) -> tuple[list[int], list
 
 def worker(run: JsonLines, scheme: Scheme, sketcher: BandedOddSketcher) -> object:
     """What a load's worker gives for a run of lines: ids, fingerprints, errors and sketches."""
-    done: Fingerprinted = _fingerprinted_lines(run, scheme, storing(sketcher), scheme.f, "auto")
+    done: Fingerprinted = fingerprinted(run, scheme, storing(sketcher), scheme.f, "auto")
     errors = [(at, (e.source, e.line, e.reason, e.fatal)) for at, e in done.errors]
     return done.ids, done.fps, errors, done.sketches
 
@@ -121,19 +121,20 @@ def test_lines_are_read_fingerprinted_and_sketched_by_the_core() -> None:
         b'{"id": "d", "text": " \\u3000 "}\n',  # blank: an error, from the pure reader
     ]
     run = JsonLines("in.jsonl", 7, raws, ReadOptions())
-    done = run.texts_sketched(scheme, sketcher)
+    done = run.texts_fingerprinted(scheme, sketcher)
     assert done is not None
     texts = ['Café "au" lait\n', "\ufffd", "新闻 \U0001f600"]
     fps, sketches = separately(scheme, BandedOddSketcher(), texts)
     assert done[0] == ["a", "c", "42"] and done[1] == fps and done[3] == sketches
     assert [(at, error.line, error.reason) for at, error in done[2]] == [(3, 10, "empty text")]
     # A query sketcher, a fingerprint field, the pure engine: not this path.
-    assert run.texts_sketched(scheme, BandedOddSketcher()) is None
+    assert run.texts_fingerprinted(scheme, BandedOddSketcher()) is None
     assert (
-        JsonLines("in", 1, [], ReadOptions(fingerprint_field="fp")).texts_sketched(scheme, sketcher) is None
+        JsonLines("in", 1, [], ReadOptions(fingerprint_field="fp")).texts_fingerprinted(scheme, sketcher)
+        is None
     )
     with pure_engine():
-        assert run.texts_sketched(scheme, sketcher) is None
+        assert run.texts_fingerprinted(scheme, sketcher) is None
 
 
 def test_real_texts() -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from simhash_redis.errors import InvalidType
 from simhash_redis.fingerprinting import Scheme, engine_choice
-from simhash_redis.jobs.fingerprinter import Fingerprinted, _fingerprinted_lines
+from simhash_redis.jobs.fingerprinter import Fingerprinted, fingerprinted
 from simhash_redis.jobs.jsonlines import JsonLines
 from simhash_redis.jobs.records import ReadOptions
 from tests.native.conftest import pure_engine
@@ -78,9 +78,9 @@ def both(run: JsonLines, scheme: Scheme) -> tuple[object, object]:
         errors = [(at, (e.source, e.line, e.reason, e.fatal)) for at, e in done.errors]
         return done.ids, done.fps, errors
 
-    native = plain(_fingerprinted_lines(run, scheme, None, scheme.f, "auto"))
+    native = plain(fingerprinted(run, scheme, None, scheme.f, "auto"))
     with pure_engine():
-        pure = plain(_fingerprinted_lines(run, scheme, None, scheme.f, "auto"))
+        pure = plain(fingerprinted(run, scheme, None, scheme.f, "auto"))
     return native, pure
 
 
@@ -107,7 +107,7 @@ def test_the_plain_shape_is_read_by_the_core() -> None:
     assert ids == ["a", "42"]
     assert fps == scheme.fingerprint_many(['Café "au" lait\n', "新闻 \U0001f600"])
     assert others == [2, 3]
-    done = _fingerprinted_lines(JsonLines("in.jsonl", 7, raws, ReadOptions()), scheme, None, 64, "auto")
+    done = fingerprinted(JsonLines("in.jsonl", 7, raws, ReadOptions()), scheme, None, 64, "auto")
     assert done.ids == ["a", "42", "c"]
     assert [(at, error.line, error.reason) for at, error in done.errors] == [(3, 10, "empty text")]
 
