@@ -332,7 +332,6 @@ def test_texts_go_to_forked_workers_through_a_shared_ring(kind: str) -> None:
 def test_worker_processes_read_rows_as_the_loader_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ring_bytes: int | None
 ) -> None:
-    import multiprocessing
 
     from simhash_redis.jobs import fingerprinter as module
     from simhash_redis.jobs.fingerprinter import Fingerprinter
@@ -341,10 +340,13 @@ def test_worker_processes_read_rows_as_the_loader_does(
     # the loading process more: see Fingerprinter._submit); through shared memory to forked workers,
     # packed through the pipe for a run the ring has no room for (a ring of `ring_bytes`).
     sent: list[type] = []
+    started: set[str] = set()
     run = Fingerprinter._run
 
     def recorded(self: Fingerprinter, function: Callable[..., object], *args: object) -> object:
         sent.append(type(args[1]))  # _in_worker's arguments: the work, then the unit it is given
+        # Forked only where no other thread runs (an earlier test's pool may still be winding down).
+        started.add(self._executor._mp_context.get_start_method())  # type: ignore[union-attr]
         return run(self, function, *args)
 
     monkeypatch.setattr(Fingerprinter, "_run", recorded)
@@ -365,7 +367,7 @@ def test_worker_processes_read_rows_as_the_loader_does(
             fingerprinter.close()
         results.append([(b.ids, b.fps, [(at, str(e)) for at, e in b.errors]) for b in done])
     assert results[0] == results[1]
-    forked = "fork" in multiprocessing.get_all_start_methods() and sys.platform.startswith("linux")
+    forked = started == {"fork"}
     assert sent == [SharedTexts if forked and ring_bytes is None else PackedTexts] * 3
     assert results[1][0][2] == [(150, f"{path}:151: empty text")] and len(results[1][0][0]) == 999
 
