@@ -110,7 +110,7 @@ def test_a_refused_command_is_a_permission_error_at_once(user: ClusterProcess, n
         transport.broadcast((b"SCRIPT", b"LOAD", b"return 1"))
 
 
-def test_the_asyncio_transport_reports_a_rotated_password_at_once(user: ClusterProcess, no_retry: None) -> None:
+def test_the_asyncio_transport_reports_a_new_password_at_once(user: ClusterProcess, no_retry: None) -> None:
     async def rotated() -> BaseException:
         client = AsyncRedisCluster(host=HOST, port=user.primaries()[0], username=USER, password=PASSWORD)
         try:
