@@ -20,6 +20,7 @@ from simhash_redis.errors import RedisAuthError, RedisPermissionError
 from simhash_redis.transport import standalone
 from simhash_redis.transport.aio import AsyncClusterTransport
 from simhash_redis.transport.cluster import ClusterTransport
+from simhash_redis.transport.connection import client_from_url
 from simhash_redis.transport.greenlet_bridge import run
 from tests.servers import HOST, ClusterProcess
 
@@ -141,4 +142,14 @@ def test_the_asyncio_transport_refuses_a_wrong_password_at_once(user: ClusterPro
 
     with pytest.raises(RedisAuthError) as info:
         asyncio.run(opened())
+    no_secret(info.value)
+
+
+def test_a_cluster_url_with_a_wrong_password_is_an_auth_error(user: ClusterProcess, no_retry: None) -> None:
+    url = f"redis://{USER}:{NEW_PASSWORD}@{HOST}:{user.primaries()[0]}"
+    with pytest.raises(RedisAuthError) as info:
+        client_from_url(url, cluster=True)  # redis-py wraps the refusal in a RedisClusterException
+    no_secret(info.value)
+    with pytest.raises(RedisAuthError) as info:
+        SimhashIndex.from_url(url, "rotation")
     no_secret(info.value)
