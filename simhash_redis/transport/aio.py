@@ -32,7 +32,7 @@ from ..errors import RedisUnavailable
 from . import wire
 from .cluster import ClusterTransport
 from .greenlet_bridge import wait
-from .standalone import Backoff, Transport
+from .standalone import Backoff, Transport, refused, translate_error
 from .wire import Command
 
 __all__ = ["AsyncClusterTransport", "AsyncExchange", "AsyncTransport"]
@@ -221,6 +221,8 @@ class AsyncClusterTransport(ClusterTransport):
         try:
             _INITIAL.call_with_retry(lambda: wait(client.initialize()), _unreached)
         except (rex.RedisClusterException, rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            if refused(exc):  # the cluster answered: it refused the credentials
+                raise translate_error(exc) from None
             # redis.asyncio connects at first use, so here is where an unreachable cluster shows.
             raise RedisUnavailable(f"cannot reach the Redis Cluster: {exc}") from None
 

@@ -22,7 +22,7 @@ from redis.crc import key_slot
 
 from ..errors import RedisUnavailable, SimhashRedisError
 from . import wire
-from .standalone import Backoff, Exchange, raise_first_error, scan_pages, translate_error
+from .standalone import Backoff, Exchange, raise_first_error, refused, scan_pages, translate_error
 from .wire import Command
 
 __all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "command_keys"]
@@ -109,6 +109,8 @@ class ClusterTransport:
             )
         except _Unreached as exc:
             raise translate_error(exc.cause or RedisUnavailable("cluster unavailable")) from None
+        except rex.AuthenticationError as exc:  # raised at once by `_attempt`
+            raise translate_error(exc) from None
         if raise_on_error:
             raise_first_error(replies)
         return replies
@@ -172,6 +174,8 @@ class ClusterTransport:
                     exchange = self._send(node, batch)
                     sent.append((node, indexes, exchange, len(batch), waits))
                 except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                    if refused(exc):  # the node answered: no retry changes its answer
+                        raise
                     failed.extend(indexes)
                     last_error = exc
             node_replies_of: list[list[Any] | Exception] = []
@@ -180,6 +184,8 @@ class ClusterTransport:
                 try:
                     node_replies_of.append(self._read(node, exchange, count, waits))
                 except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                    if refused(exc):  # NOAUTH, say; the nodes left are discarded below
+                        raise
                     node_replies_of.append(exc)
         except BaseException:
             # Cancelled, say, between sends or reads: the other nodes' connections hold unread replies.
@@ -214,6 +220,8 @@ class ClusterTransport:
                     node = self._node_at(host, int(port))
                     reply = self._node_round_trip(node, [[b"ASKING"], commands[i]])[1]
                 except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+                    if refused(exc):
+                        raise
                     failed.append(i)
                     last_error = exc
                     continue

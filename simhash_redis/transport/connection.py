@@ -14,6 +14,7 @@ from redis.retry import Retry
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType, RedisUnavailable
 from .greenlet_bridge import wait
+from .standalone import refused, translate_error
 
 __all__ = ["client_from_url", "redact_url"]
 
@@ -94,6 +95,8 @@ def client_from_url(
         settings.pop("retry")
         return cluster_kind.from_url(url, **settings)
     except rex.RedisClusterException as exc:  # e.g. the nodes announce addresses this host cannot reach
+        if refused(exc):  # they answered, refusing the credentials
+            raise translate_error(exc) from None
         raise RedisUnavailable(f"cannot reach the Redis Cluster at {redact_url(url)}: {exc}") from None
     except (ValueError, TypeError) as exc:
         # redis-py's reason may quote pieces of the password; it is only shown for URLs without one.

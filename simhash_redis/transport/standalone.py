@@ -50,6 +50,7 @@ __all__ = [
     "Transport",
     "drive",
     "raise_first_error",
+    "refused",
     "scan_pages",
     "translate_error",
 ]
@@ -160,7 +161,8 @@ class Backoff:
         before_retry: Callable[[Exception], None] | None = None,
     ) -> T:
         """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error;
-        before_retry is called after the delay (to refresh a slot map).
+        before_retry is called after the delay (to refresh a slot map). A refusal (`refused`) is never
+        retried, whatever `retryable` says.
 
         Raises:
             Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.
@@ -171,7 +173,7 @@ class Backoff:
             try:
                 return do()
             except Exception as exc:
-                if not retryable(exc):
+                if refused(exc) or not retryable(exc):
                     raise
                 if delays is None:
                     delays = self.delays()
@@ -186,6 +188,20 @@ class Backoff:
                 pause(delay)  # awaited when an asyncio index runs this
                 if before_retry is not None:
                     before_retry(exc)
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether an error is the server refusing the credentials (WRONGPASS, NOAUTH) or a command (NOPERM):
+    retrying will not change its answer. redis-py's AuthenticationError is a ConnectionError, so a caller
+    that retries lost connections must ask this first. redis-py's cluster clients wrap a refusal met while
+    reading the slot map in a RedisClusterException: that counts too."""
+    return _refusal(exc) is not None
+
+
+def _refusal(exc: BaseException) -> BaseException | None:
+    if isinstance(exc, rex.RedisClusterException) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc if isinstance(exc, (rex.AuthenticationError, rex.NoPermissionError, RedisAuthError)) else None
 
 
 class ScriptMissing(SimhashRedisError):
@@ -207,6 +223,9 @@ def raise_first_error(replies: list[Any]) -> None:
 
 def translate_error(exc: Exception) -> SimhashRedisError:
     """The library exception for a redis-py exception (messages carry no credentials)."""
+    refusal = _refusal(exc)
+    if refusal is not None and refusal is not exc and isinstance(refusal, Exception):
+        return translate_error(refusal)  # a cluster client's wrapping: the server's own words are enough
     message = str(exc) or type(exc).__name__  # an asyncio timeout, say, carries no text
     if isinstance(exc, rex.NoScriptError) or message.startswith("NOSCRIPT"):
         return ScriptMissing(f"Redis lacks a script of the index: {message}")
@@ -337,8 +356,8 @@ class Transport:
 
 def _lost_connection(exc: Exception) -> bool:
     # An error reply a conversation translated (NOPERM, OOM, ...) is no lost connection, although
-    # RedisUnavailable and its kin are OSErrors; refused credentials will not get better by retrying.
-    if isinstance(exc, (SimhashRedisError, rex.AuthenticationError)):
+    # RedisUnavailable and its kin are OSErrors (refused credentials are never retried: `refused`).
+    if isinstance(exc, SimhashRedisError):
         return False
     return isinstance(exc, (rex.ConnectionError, rex.TimeoutError, OSError))
 

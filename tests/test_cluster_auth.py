@@ -1,0 +1,155 @@
+"""Refused credentials and ACL refusals on a Redis Cluster are reported at once, as on a standalone server
+(tests/test_security.py): not taken for an unreachable node and retried for the failover time.
+
+Each test makes an ACL user on every node of the session cluster, opens a transport as that user, then
+changes the password (or the user's rights) on every node and drops the client's connections: the next
+round trip connects again and the node refuses the AUTH. The retry loop's pause fails the test at its
+first call, so a retried refusal fails at once instead of waiting out the failover time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+
+from simhash_redis import SimhashIndex
+from simhash_redis.errors import RedisAuthError, RedisPermissionError
+from simhash_redis.transport import standalone
+from simhash_redis.transport.aio import AsyncClusterTransport
+from simhash_redis.transport.cluster import ClusterTransport
+from simhash_redis.transport.connection import client_from_url
+from simhash_redis.transport.greenlet_bridge import run
+from tests.servers import HOST, ClusterProcess
+
+pytestmark = pytest.mark.cluster
+
+USER = "rotated"
+PASSWORD = "old-pw-7f3a"
+NEW_PASSWORD = "new-pw-91c2"
+
+
+class Retried(AssertionError):
+    """The retry loop was about to wait before another attempt."""
+
+
+@pytest.fixture
+def no_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any pause of the retry loop fails the test at once."""
+
+    def pause(seconds: float) -> None:
+        raise Retried(f"the retry loop paused {seconds:.3f} s before another attempt")
+
+    monkeypatch.setattr(standalone, "pause", pause)
+
+
+def set_user(cluster: ClusterProcess, *rules: str) -> None:
+    for port in cluster.ports:
+        with cluster.nodes[port].client() as node:
+            node.execute_command("ACL", "SETUSER", USER, *rules)
+
+
+@pytest.fixture
+def user(redis_cluster: ClusterProcess) -> Iterator[ClusterProcess]:
+    """USER with PASSWORD and every right on every node of the session cluster (deleted after)."""
+    redis_cluster.wait_ok()
+    redis_cluster.flushall()
+    set_user(redis_cluster, "reset", "on", f">{PASSWORD}", "~*", "&*", "+@all")
+    yield redis_cluster
+    for port in redis_cluster.ports:
+        with redis_cluster.nodes[port].client() as node:
+            node.execute_command("ACL", "DELUSER", USER)
+
+
+def no_secret(error: BaseException) -> None:
+    for text in (str(error), repr(error)):
+        assert PASSWORD not in text and NEW_PASSWORD not in text
+
+
+def test_a_rotated_password_is_an_auth_error_at_once(user: ClusterProcess, no_retry: None) -> None:
+    client = user.client(username=USER, password=PASSWORD)
+    transport = ClusterTransport(client)
+    keys = [f"simhash:auth:{i}" for i in range(30)]  # on every primary
+    transport.execute([(b"HSET", key, b"f", b"1") for key in keys])
+    set_user(user, "resetpass", f">{NEW_PASSWORD}")
+    client.disconnect_connection_pools()  # the next round trip connects, and AUTHs, again
+    with pytest.raises(RedisAuthError) as info:
+        transport.execute([(b"HGET", key, b"f") for key in keys])
+    assert not isinstance(info.value, RedisPermissionError)
+    no_secret(info.value)
+    with pytest.raises(RedisAuthError) as info:
+        transport.broadcast((b"SCRIPT", b"LOAD", b"return 1"))
+    no_secret(info.value)
+    with pytest.raises(RedisAuthError) as info:
+        list(transport.scan("simhash:auth:*", 100))
+    no_secret(info.value)
+
+
+def test_an_index_opened_before_the_rotation_reports_it_at_once(user: ClusterProcess, no_retry: None) -> None:
+    client = user.client(username=USER, password=PASSWORD)
+    index = SimhashIndex(client, "rotation", k=3, id_buckets=64)
+    index.add("a", 1)
+    set_user(user, "resetpass", f">{NEW_PASSWORD}")
+    client.disconnect_connection_pools()
+    with pytest.raises(RedisAuthError) as info:
+        index.add_many([(f"d{i}", i << 20) for i in range(20)])
+    no_secret(info.value)
+    with pytest.raises(RedisAuthError):
+        index.near(1)
+
+
+def test_a_refused_command_is_a_permission_error_at_once(user: ClusterProcess, no_retry: None) -> None:
+    transport = ClusterTransport(user.client(username=USER, password=PASSWORD))
+    set_user(user, "-hset")
+    with pytest.raises(RedisPermissionError) as info:
+        transport.execute([(b"HSET", f"simhash:auth:{i}", b"f", b"1") for i in range(30)])
+    assert info.value.command == "hset"
+    set_user(user, "-script")
+    with pytest.raises(RedisPermissionError):
+        transport.broadcast((b"SCRIPT", b"LOAD", b"return 1"))
+
+
+def test_the_asyncio_transport_reports_a_new_password_at_once(user: ClusterProcess, no_retry: None) -> None:
+    async def rotated() -> BaseException:
+        client = AsyncRedisCluster(host=HOST, port=user.primaries()[0], username=USER, password=PASSWORD)
+        try:
+            transport = await run(lambda: AsyncClusterTransport(client))
+            keys = [f"simhash:auth:{i}" for i in range(30)]
+            await run(lambda: transport.execute([(b"HSET", key, b"f", b"1") for key in keys]))
+            set_user(user, "resetpass", f">{NEW_PASSWORD}")
+            for node in client.get_nodes():
+                await node.disconnect()
+            with pytest.raises(RedisAuthError) as info:
+                await run(lambda: transport.execute([(b"HGET", key, b"f") for key in keys]))
+            with pytest.raises(RedisAuthError):
+                await run(lambda: transport.broadcast((b"SCRIPT", b"LOAD", b"return 1")))
+            return info.value
+        finally:
+            await client.aclose()
+
+    no_secret(asyncio.run(rotated()))
+
+
+def test_the_asyncio_transport_refuses_a_wrong_password_at_once(user: ClusterProcess, no_retry: None) -> None:
+    async def opened() -> None:
+        client = AsyncRedisCluster(host=HOST, port=user.primaries()[0], username=USER, password=NEW_PASSWORD)
+        try:
+            await run(lambda: AsyncClusterTransport(client))
+        finally:
+            await client.aclose()
+
+    with pytest.raises(RedisAuthError) as info:
+        asyncio.run(opened())
+    no_secret(info.value)
+
+
+def test_a_cluster_url_with_a_wrong_password_is_an_auth_error(user: ClusterProcess, no_retry: None) -> None:
+    url = f"redis://{USER}:{NEW_PASSWORD}@{HOST}:{user.primaries()[0]}"
+    with pytest.raises(RedisAuthError) as info:
+        client_from_url(url, cluster=True)  # redis-py wraps the refusal in a RedisClusterException
+    no_secret(info.value)
+    with pytest.raises(RedisAuthError) as info:
+        SimhashIndex.from_url(url, "rotation")
+    no_secret(info.value)
