@@ -247,6 +247,30 @@ def test_opening_refuses_what_simhash_index_refuses(redis_server: ServerProcess)
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("kind", ["plain", "verified"])
+def test_a_call_with_wrong_arguments_writes_nothing(redis_server: ServerProcess, kind: str) -> None:
+    from simhash_redis.asyncio import AsyncVerifiedIndex
+
+    redis_server.flushall()
+
+    async def main() -> None:
+        client = redis.asyncio.Redis.from_url(redis_server.url)
+        index = AsyncSimhashIndex(client, "arity") if kind == "plain" else AsyncVerifiedIndex(client, "arity")
+        calls: list[Callable[[], Awaitable[object]]] = [
+            lambda: index.add("only-id"),  # type: ignore[call-arg]
+            lambda: index.near(),  # type: ignore[call-arg]
+            lambda: index.add_if_new("id", "text", "no such"),  # type: ignore[call-arg]
+            lambda: index.remove(),  # type: ignore[call-arg]
+        ]
+        for call in calls:
+            with pytest.raises(TypeError, match=type(index).__name__):
+                await call()
+        await client.aclose()
+
+    asyncio.run(main())
+    assert redis_server.client().keys("*") == []  # the refused calls opened (created) nothing
+
+
 def test_urls_and_clients_of_the_wrong_kind_are_refused_clearly() -> None:
     with pytest.raises(InvalidType, match=r"redis\.asyncio\.Redis.*got redis\.client\.Redis"):
         AsyncSimhashIndex(redis.Redis(), "x")

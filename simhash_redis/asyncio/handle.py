@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
@@ -133,9 +134,19 @@ def awaited(
     """A handle's method that runs `method` of its opened index (with `plain`, of the `SimhashIndex` a
     verified index wraps) in the bridge: the same signature, documentation, results and errors."""
 
+    signature = inspect.signature(method)
+    name = method.__name__
+
     async def call(self: AsyncHandle[Any], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._index is None:
+            # Checked before opening, which may create the index: a refused call writes nothing.
+            try:
+                signature.bind(self, *args, **kwargs)
+            except TypeError as error:
+                raise TypeError(f"{type(self).__name__}.{name}(): {error}") from None
         index = await self._opened()
-        return await run(method, self._plain(index) if plain else index, *args, **kwargs)
+        # By name, so that a subclass's override of the method is the one run.
+        return await run(getattr(self._plain(index) if plain else index, name), *args, **kwargs)
 
     functools.update_wrapper(call, method)  # inspect.signature, help() and the API docs see `method`'s
     return call
