@@ -91,7 +91,7 @@ class Engine(Protocol):
 
 def chosen() -> Engine:
     """The engine in use (its module): chosen on first use, read again per call by a `Scheme`, once by an
-    index (when it is opened).
+    index (at its first fingerprint).
 
     Raises:
         As `engine`.

@@ -117,8 +117,9 @@ class SimhashIndex:
             else WindowedWrites(self.store, self.f, tables, self.windows)
         )
         self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
-        # Chosen once: a lookup or a write calls the engine's own function.
-        self._engine = engine_choice.chosen()
+        # Chosen at the first fingerprint (a wrong SIMHASH_REDIS_ENGINE is an error of the calls that need
+        # an engine, not of opening), then kept: a lookup or a write calls the engine's own function.
+        self._engine: engine_choice.Engine | None = None
 
     @classmethod
     def from_url(cls, url: str, name: str, **kwargs: Any) -> SimhashIndex:
@@ -178,13 +179,19 @@ class SimhashIndex:
         """The fingerprint this index stores for a document (an int fingerprint is checked and returned)."""
         if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
             return check_fp(doc, self._f)
-        return self._engine.fingerprint(doc, self.config.scheme)
+        return (self._engine or self._choose_engine()).fingerprint(doc, self.config.scheme)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
         """Fingerprints for many documents, texts fingerprinted in one vectorised batch."""
         return fingerprints(
-            docs, self.f, lambda texts: self._engine.fingerprint_many(texts, self.config.scheme)
+            docs,
+            self.f,
+            lambda texts: (self._engine or self._choose_engine()).fingerprint_many(texts, self.config.scheme),
         )
+
+    def _choose_engine(self) -> engine_choice.Engine:
+        self._engine = engine_choice.chosen()
+        return self._engine
 
     def near(self, query: Document, k: int | None = None) -> list[Match]:
         """Every stored document within distance k (at most, and by default, the index's k) of the query,

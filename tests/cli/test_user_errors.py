@@ -55,6 +55,26 @@ def test_the_library_imports_and_names_a_wrong_engine_when_one_is_needed() -> No
     assert result.stdout.startswith("refused: ") and "SIMHASH_REDIS_ENGINE" in result.stdout
 
 
+def test_an_index_opens_and_serves_fingerprints_under_a_wrong_engine_value() -> None:
+    # Only the calls that fingerprint a text need an engine: opening, int fingerprints, get and count not.
+    code = (
+        "import fakeredis, simhash_redis\n"
+        "index = simhash_redis.SimhashIndex(fakeredis.FakeRedis(), 'x')\n"
+        "index.add('a', 12345)\n"
+        "assert index.get('a') == 12345 and index.count() == (1, 1)\n"
+        "try:\n"
+        "    index.add('b', 'some text')\n"
+        "except simhash_redis.InvalidArgument as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    env = {**os.environ, "SIMHASH_REDIS_ENGINE": "bogus"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("refused: ") and "SIMHASH_REDIS_ENGINE" in result.stdout
+
+
 # -- the mode of an index -----------------------------------------------------------------------------
 
 

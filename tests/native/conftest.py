@@ -22,7 +22,8 @@ if engine_choice.native is None:
 
 @contextlib.contextmanager
 def pure_engine() -> Iterator[None]:
-    """Run the pure engine for the duration (every dispatch point reads `engine_choice.native` per call)."""
+    """Run the pure engine for the duration (for indexes that fingerprint first meanwhile: an index keeps
+    the engine of its first fingerprint)."""
     saved, engine_choice.native = engine_choice.native, None
     try:
         yield
