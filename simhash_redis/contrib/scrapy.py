@@ -118,7 +118,7 @@ class NearDuplicatePipeline:
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
 
     Raises:
-        InvalidArgument: plain asked for with a threshold.
+        InvalidArgument: plain asked for with a threshold; an empty URL.
     """
 
     def __init__(
@@ -134,6 +134,9 @@ class NearDuplicatePipeline:
         verified: bool | None = None,
         threshold: float | None = None,
     ) -> None:
+        if not isinstance(url, str) or not url:
+            # An empty URL would open the embedded server (open_index's default) on the crawl's machine.
+            raise InvalidArgument(f"SIMHASH_REDIS_URL must be a Redis URL, got {url!r}")
         # As asked, for open_in_mode: a refusal names the settings that asked for verified mode.
         self._asked = verified
         if threshold is not None:
