@@ -33,6 +33,7 @@ from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
 from simhash_redis.store import WindowedWrites
 from simhash_redis.store import writes as writes_module
+from simhash_redis.store.writes import Progress
 from simhash_redis.transport import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
@@ -525,3 +526,14 @@ def test_a_large_batch_found_again_is_refreshed_in_parts(redis_client: redis.Red
     if before == after:  # no boundary passed meanwhile (the refresh gives way to one): all of them moved
         assert {w: docs for w, docs, _ in index.windows.counts()}[after] == 600
     assert index.count() == (600, 600) and index.verify().ok
+
+
+def test_a_windowed_index_never_takes_the_plain_write_steps(redis_client: redis.Redis) -> None:
+    # The steps it inherits write keys of no period, which would never expire.
+    index = SimhashIndex(redis_client, "no_plain_steps", retention=Retention(60, 1))
+    writes = index._writes
+    assert isinstance(writes, WindowedWrites)
+    with pytest.raises(TypeError, match="over the periods"):
+        writes.steps(Progress([(b"a", b"x", None)], None, None))
+    index.add("a", A)
+    assert index.get("a") == A

@@ -24,6 +24,7 @@ from .windows import View, WindowedSets, Windows
 from .writes import (
     CONFLICT_ROUNDS,
     Guard,
+    Progress,
     SketchedGuard,
     Write,
     Writes,
@@ -56,6 +57,10 @@ class WindowedWrites(Writes):
     ) -> None:
         super().__init__(store, f, tables, verification)
         self.windows = windows
+
+    def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
+        """Refused: the plain steps write keys of no period, which never expire (TypeError)."""
+        raise TypeError("a retention window's writes go through apply(), over the periods")
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
         """In a sliding window, move (id, stored fingerprint) documents found again into the current period.
