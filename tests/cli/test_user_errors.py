@@ -39,33 +39,24 @@ def test_an_unknown_engine_is_one_line_naming_the_valid_values(redis_url: str) -
     assert _run(["--help"], env).returncode == 0  # help needs no engine
 
 
-def test_the_library_imports_and_names_a_wrong_engine_when_one_is_needed() -> None:
+@pytest.mark.parametrize(
+    ("setup", "call"),
+    [
+        ("", "simhash_redis.Scheme().fingerprint('some text')"),
+        # An index opens, stores int fingerprints and counts without an engine: only a text needs one.
+        (
+            "index = simhash_redis.SimhashIndex(fakeredis.FakeRedis(), 'x')\n"
+            "index.add('a', 12345)\n"
+            "assert index.get('a') == 12345 and index.count() == (1, 1)\n",
+            "index.add('b', 'some text')",
+        ),
+    ],
+    ids=["scheme", "index"],
+)
+def test_the_library_imports_and_names_a_wrong_engine_when_one_is_needed(setup: str, call: str) -> None:
     code = (
-        "import simhash_redis\n"
-        "try:\n"
-        "    simhash_redis.Scheme().fingerprint('some text')\n"
-        "except simhash_redis.InvalidArgument as exc:\n"
-        "    print('refused:', exc)\n"
-    )
-    env = {**os.environ, "SIMHASH_REDIS_ENGINE": "bogus"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False, env=env
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("refused: ") and "SIMHASH_REDIS_ENGINE" in result.stdout
-
-
-def test_an_index_opens_and_serves_fingerprints_under_a_wrong_engine_value() -> None:
-    # Only the calls that fingerprint a text need an engine: opening, int fingerprints, get and count not.
-    code = (
-        "import fakeredis, simhash_redis\n"
-        "index = simhash_redis.SimhashIndex(fakeredis.FakeRedis(), 'x')\n"
-        "index.add('a', 12345)\n"
-        "assert index.get('a') == 12345 and index.count() == (1, 1)\n"
-        "try:\n"
-        "    index.add('b', 'some text')\n"
-        "except simhash_redis.InvalidArgument as exc:\n"
-        "    print('refused:', exc)\n"
+        f"import fakeredis, simhash_redis\n{setup}try:\n    {call}\n"
+        "except simhash_redis.InvalidArgument as exc:\n    print('refused:', exc)\n"
     )
     env = {**os.environ, "SIMHASH_REDIS_ENGINE": "bogus"}
     result = subprocess.run(
