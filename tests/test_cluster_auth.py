@@ -111,6 +111,19 @@ def test_a_refused_command_is_a_permission_error_at_once(user: ClusterProcess, n
         transport.broadcast((b"SCRIPT", b"LOAD", b"return 1"))
 
 
+def test_a_durable_write_refused_its_replica_check_is_a_permission_error(
+    user: ClusterProcess, no_retry: None
+) -> None:
+    # A write on a cluster first asks the primary (INFO replication) whether a replica can confirm it with
+    # WAIT: a user refused INFO is told so, not taken for a primary without replicas, written unconfirmed.
+    set_user(user, "-info")
+    index = SimhashIndex(user.client(username=USER, password=PASSWORD), "replica-check", k=3, id_buckets=64)
+    with pytest.raises(RedisPermissionError) as info:
+        index.add("a", 1)
+    assert info.value.command == "info"
+    no_secret(info.value)
+
+
 def test_the_asyncio_transport_reports_a_new_password_at_once(user: ClusterProcess, no_retry: None) -> None:
     async def rotated() -> BaseException:
         client = AsyncRedisCluster(host=HOST, port=user.primaries()[0], username=USER, password=PASSWORD)

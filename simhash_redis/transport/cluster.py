@@ -255,7 +255,10 @@ class ClusterTransport:
         if node.name not in self._replicas:
             try:
                 info = self._node_command(node, (b"INFO", b"replication"))
-            except RedisUnavailable:
+                raise_first_error([info])  # an error reply (NOPERM) is no replica count
+            except RedisUnavailable as exc:
+                if refused(exc):  # WRONGPASS, or an ACL user without INFO: no retry changes the answer
+                    raise
                 return False  # the write to it fails too, and the retry asks again
             text = info.decode() if isinstance(info, bytes) else str(info)
             found = re.search(r"^connected_slaves:(\d+)", text, flags=re.M)
