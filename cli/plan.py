@@ -97,8 +97,9 @@ def render(plans: list[planner.LayoutPlan], n: float, budget: float) -> str:
         )
     if best is not None:
         out.append(
-            f"* recommended: {best.label}, {best.layout.describe()}: {why}. A lookup is {best.commands} "
-            f"(2 round trips). Create it with --k {best.layout.k} --layout {best.label}."
+            f"* recommended: {best.label}, {best.layout.describe()}: {why}. A lookup is {best.commands}: "
+            "1 round trip, 2 when a match's ids need a command of their own. "
+            f"Create it with --k {best.layout.k} --layout {best.label}."
         )
     out.append(
         "Memory is measured Redis used_memory (tables + id/fingerprint maps, short ids) scaled to N; "

@@ -189,3 +189,25 @@ def test_cli_recommends_nothing_when_every_layout_is_refused() -> None:
     mixed = CliRunner().invoke(_app(), ["plan", "--n", "1e6", "--k", "12"])
     assert mixed.exit_code == 0 and "recommended: permuted-14" in mixed.output
     assert any(line.startswith("x  pigeonhole") for line in mixed.output.splitlines())
+
+
+def test_the_commands_of_a_lookup_are_the_ones_sent() -> None:
+    # docs/architecture.md, "The path of a `near`": the query's own fingerprint-map bucket is read whole
+    # where it holds no more than a table's bucket, else its fingerprint's field alone; verified mode adds
+    # the band HGETs and reads ids with sketches.
+    small, *_, paper = planner.plan(64, 3, 8e9)[:3]
+    assert (small.label, paper.label) == ("pigeonhole", "permuted-6")
+    assert small.commands.startswith("4 SMEMBERS + HGETALL of the query's own fingerprint-map bucket")
+    assert "then 1 HGET per matching fingerprint outside that bucket" in small.commands
+    assert paper.commands.startswith("20 SMEMBERS + HGET of the query's fingerprint in the fingerprint map")
+    assert "then 1 HGET per other matching fingerprint" in paper.commands
+    for row in (small, paper):
+        assert "verified adds 1 HGET per band" in row.commands and "(HMGET)" in row.commands
+    # Fewer map buckets than a pigeonhole table's 2^16: each would outgrow the sets read, so HGET.
+    (few,) = [p for p in planner.plan(64, 3, 8e9, id_buckets=1 << 15) if p.label == "pigeonhole"]
+    assert few.commands.startswith("4 SMEMBERS + HGET of the query's fingerprint")
+    result = CliRunner().invoke(_app(), ["plan", "--n", "8e9", "--k", "3"])
+    assert f"A lookup is {paper.commands}: 1 round trip" in " ".join(result.output.split())
+    assert "SMEMBERS + 1 HGET per matching fingerprint" not in result.output
+    payload = json.loads(CliRunner().invoke(_app(), ["plan", "--n", "8e9", "--k", "3", "--json"]).output)
+    assert payload["layouts"][0]["commands"] == small.commands

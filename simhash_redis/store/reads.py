@@ -20,13 +20,20 @@ from .keys import BandColumns, KeySchema
 from .store import Store, hash_pairs
 from .windows import View, WindowedSets, Windows
 
-__all__ = ["Reads"]
+__all__ = ["Reads", "reads_bucket_whole"]
 
 #: Where a lookup reads band values: (hash, field) pairs of each query, or a batch's byte columns.
 Bands = list[list[tuple[bytes, bytes]]] | BandColumns
 
 # Queries checked per slice of a batch's replies while the server answers the rest.
 _SLICE = 64
+
+
+def reads_bucket_whole(id_buckets: int, key_bits: Sequence[int]) -> bool:
+    """Whether a single lookup of a plain index (its fingerprint map placed by bits: no retention window,
+    not verified) reads the query's own map bucket whole (HGETALL) rather than HGET its fingerprint: not
+    with fewer map buckets than one table's, each of which would be larger than the table sets read."""
+    return id_buckets >= 1 << min(key_bits)
 
 
 class Reads:
@@ -42,13 +49,12 @@ class Reads:
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
         self.store, self.name, self.windows = store, name, windows
         self.f, self.tables = config.f, len(config.layout.tables)
-        # Not with sketches in the map (they would come with every hit's ids), nor with fewer map
-        # buckets than one table's (each would be larger than the table sets read).
+        # Not with sketches in the map (they would come with every hit's ids).
         self.whole_buckets = (
             config.fp_map == FP_MAP_BITS
             and config.verification is None
             and windows is None
-            and config.id_buckets >= 2 ** min(config.layout.key_bits)
+            and reads_bucket_whole(config.id_buckets, config.layout.key_bits)
         )
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
         self._fp_keys = _as_list(store.keys.fp_bucket)

@@ -17,6 +17,7 @@ import numpy as np
 from .. import defaults
 from ..errors import InvalidArgument
 from ..store.layout import Layout
+from ..store.reads import reads_bucket_whole
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -113,6 +114,7 @@ class LayoutPlan:
         candidates: expected fingerprints read back per query, summed over tables.
         distinct_candidates: expected distinct fingerprints among them.
         map_bytes: expected Redis memory of the id and fingerprint maps (the same for every layout).
+        id_buckets: buckets of the id and fingerprint maps.
     """
 
     label: str
@@ -124,6 +126,7 @@ class LayoutPlan:
     table_bytes: float
     map_bytes: float
     recommended: bool = False
+    id_buckets: int = defaults.ID_BUCKETS
 
     @property
     def memory_bytes(self) -> float:
@@ -143,8 +146,20 @@ class LayoutPlan:
 
     @property
     def commands(self) -> str:
-        """Commands per lookup."""
-        return f"{self.tables} SMEMBERS + 1 HGET per matching fingerprint"
+        """The commands one `near` sends to a new index of this layout (docs/architecture.md, "The path of a
+        `near`"), and what a retention window or the verified mode changes."""
+        if reads_bucket_whole(self.id_buckets, self.key_bits):
+            own = (
+                "HGETALL of the query's own fingerprint-map bucket (an HGET of its fingerprint with a "
+                "retention window or verified), then 1 HGET per matching fingerprint outside that bucket"
+            )
+        else:
+            own = "HGET of the query's fingerprint in the fingerprint map, then 1 HGET per other matching "
+            own += "fingerprint"
+        return (
+            f"{self.tables} SMEMBERS + {own}; verified adds 1 HGET per band to the first write and reads ids "
+            "with sketches (HMGET) in place of those HGETs"
+        )
 
     def to_dict(self) -> dict[str, object]:
         """The plan as JSON-ready values, with the layout in its meta form."""
@@ -160,6 +175,7 @@ class LayoutPlan:
             "map_bytes": round(self.map_bytes),
             "memory_bytes": round(self.memory_bytes),
             "smembers_per_query": self.tables,
+            "commands": self.commands,
             "round_trips_per_query": 2,
             "read_fraction": self.layout.read_fraction,
             "refused": self.refused,
@@ -225,6 +241,7 @@ def estimate(label: str, layout: Layout, n: float, *, id_buckets: int = defaults
         distinct_candidates=n * distinct_candidate_probability(layout),
         table_bytes=tables,
         map_bytes=n * map_bytes_per_doc(n / id_buckets),
+        id_buckets=id_buckets,
     )
 
 
