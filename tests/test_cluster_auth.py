@@ -16,6 +16,7 @@ import pytest
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from simhash_redis import SimhashIndex
+from simhash_redis.asyncio import AsyncSimhashIndex
 from simhash_redis.errors import RedisAuthError, RedisPermissionError
 from simhash_redis.transport import standalone
 from simhash_redis.transport.aio import AsyncClusterTransport
@@ -122,6 +123,22 @@ def test_a_durable_write_refused_its_replica_check_is_a_permission_error(
         index.add("a", 1)
     assert info.value.command == "info"
     no_secret(info.value)
+
+
+def test_an_asyncio_durable_write_refused_its_replica_check_is_a_permission_error(
+    user: ClusterProcess, no_retry: None
+) -> None:
+    async def add() -> None:
+        client = AsyncRedisCluster(host=HOST, port=user.primaries()[0], username=USER, password=PASSWORD)
+        try:
+            await AsyncSimhashIndex(client, "replica-check", k=3, id_buckets=64).add("a", 1)
+        finally:
+            await client.aclose()
+
+    set_user(user, "-info")
+    with pytest.raises(RedisPermissionError) as info:
+        asyncio.run(add())
+    assert info.value.command == "info"
 
 
 def test_the_asyncio_transport_reports_a_new_password_at_once(user: ClusterProcess, no_retry: None) -> None:
