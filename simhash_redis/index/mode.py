@@ -1,4 +1,5 @@
-"""The one place (`chosen_mode`, which every entry point calls) that decides whether an index is verified.
+"""The one place (`chosen_mode`, which every entry point calls) that decides whether an index is verified,
+and the calls that act on an index of either mode (`add_if_new_many`).
 
 A new index made from texts is verified unless plain is asked for; one made from precomputed fingerprints
 is plain (a sketch needs the text); an existing index keeps its mode, and asking for the other is refused.
@@ -12,12 +13,13 @@ from typing import Any
 
 from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from ..fingerprinting import Sketcher
+from ..results import Match, VerifiedMatch
 from .arguments import check_max_candidates
-from .simhash_index import SimhashIndex
+from .simhash_index import Document, SimhashIndex
 from .verified_index import MAX_CANDIDATES, VerifiedIndex
 from .verified_open import verifiable
 
-__all__ = ["LIBRARY", "Asking", "chosen_mode", "open_in_mode"]
+__all__ = ["LIBRARY", "Asking", "add_if_new_many", "chosen_mode", "open_in_mode"]
 
 
 @dataclass(frozen=True)
@@ -144,3 +146,22 @@ def open_in_mode(
         asked_by=asking.asked_by(verified, hasher=hasher, threshold=threshold, band_buckets=band_buckets),
     )
     return VerifiedIndex(index, hasher, threshold, band_buckets, cap) if stored else index
+
+
+def add_if_new_many(
+    index: SimhashIndex | VerifiedIndex, items: Sequence[tuple[str, Document]]
+) -> list[Match | VerifiedMatch | None]:
+    """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically,
+    in either mode: `VerifiedIndex.add_if_new_many`, or `SimhashIndex.add_many(unique=True)`.
+
+    Args:
+        index: the index, plain or verified.
+        items: (id, document) pairs; a verified index's documents are texts (a sketch is made from them).
+
+    Returns:
+        In order, None for each document stored, else the stored near-duplicate that kept it out (the
+        id's own entry when the id is stored already with a near fingerprint).
+    """
+    if isinstance(index, VerifiedIndex):
+        return list(index.add_if_new_many(items))  # type: ignore[arg-type]  # an int is refused there
+    return [r if isinstance(r, Match) else None for r in index.add_many(items, unique=True)]

@@ -10,6 +10,7 @@ import msgspec
 
 from ..codec import format_fingerprint, parse_fingerprint
 from ..errors import InvalidArgument
+from ..index.mode import add_if_new_many
 from ..results import Match, Outcome, VerifiedMatch
 from . import schemas
 from .indexes import Opened
@@ -101,16 +102,8 @@ def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResu
 def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
     """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically."""
     ids, fps, texts = _prepared(index, docs)
-    found: Sequence[Match | VerifiedMatch | Outcome | None]
-    if index.verified is not None:
-        if len(ids) == 1:
-            found = [index.verified.add_if_new(ids[0], texts[0])]
-        else:
-            found = index.verified.add_if_new_many(list(zip(ids, texts, strict=True)))
-    elif len(ids) == 1:
-        found = [index.plain.add_if_new(ids[0], fps[0])]
-    else:
-        found = index.plain.add_many(list(zip(ids, fps, strict=True)), unique=True)
+    values: Sequence[str | int] = fps if index.verified is None else texts
+    found = add_if_new_many(index.verified or index.plain, list(zip(ids, values, strict=True)))
     f = index.plain.f
     out: list[schemas.AddIfNewResult] = []
     for doc_id, fp, result in zip(ids, fps, found, strict=True):
