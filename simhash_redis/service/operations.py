@@ -32,21 +32,28 @@ __all__ = ["OPERATIONS", "Operation", "add", "add_if_new", "fingerprint", "get",
 
 
 class Operation:
-    """One /v1 operation: its request alone and a batch's item (with their decoders), its result, whether
-    a write to a missing index creates it, and its summary (for OpenAPI)."""
+    """One /v1 operation: its function (whose name is the operation's, in its path), its request alone and
+    a batch's item (with their decoders), its result, whether a write to a missing index creates it, and
+    its summary (for OpenAPI)."""
 
     def __init__(
-        self, name: str, single: type[Any], item: type[Any], result: type[Any], create: bool, summary: str
+        self,
+        function: Callable[..., Sequence[msgspec.Struct]],
+        single: type[Any],
+        item: type[Any],
+        result: type[Any],
+        create: bool,
+        summary: str,
     ) -> None:
-        self.name, self.single, self.item, self.result = name, single, item, result
+        self.function, self.name = function, function.__name__
+        self.single, self.item, self.result = single, item, result
         self.create, self.summary = create, summary
         self.decode_single = msgspec.json.Decoder(single).decode
         self.decode_batch = msgspec.json.Decoder(list[item]).decode  # type: ignore[valid-type]
 
     def run(self, index: Opened, items: Sequence[Any], params: tuple[Any, ...]) -> Sequence[msgspec.Struct]:
-        """This operation on a batch (its function looked up by name at each call: a replaced one is used)."""
-        function: Callable[..., Sequence[msgspec.Struct]] = globals()[self.name]
-        return function(index, items, *params)
+        """This operation's function on a batch."""
+        return self.function(index, items, *params)
 
     def bound(self, index: Opened, params: tuple[Any, ...]) -> Callable[[Sequence[Any]], Sequence[Any]]:
         """`run` on that index with those parameters."""
@@ -191,18 +198,18 @@ def _prepared(index: Opened, docs: Sequence[schemas.Document]) -> tuple[list[str
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
-        Operation("fingerprint", Text, Text, FingerprintResult, False, "A text's fingerprint (no Redis)"),
-        Operation("near", Query, QueryItem, NearResult, False, "Stored documents near a text or fingerprint"),
-        Operation("add", Document, Document, AddResult, True, "Store a document"),
+        Operation(fingerprint, Text, Text, FingerprintResult, False, "A text's fingerprint (no Redis)"),
+        Operation(near, Query, QueryItem, NearResult, False, "Stored documents near a text or fingerprint"),
+        Operation(add, Document, Document, AddResult, True, "Store a document"),
         Operation(
-            "add_if_new",
+            add_if_new,
             Document,
             Document,
             AddIfNewResult,
             True,
             "Store a document unless a near-duplicate is stored (atomically)",
         ),
-        Operation("remove", Id, Id, RemoveResult, False, "Remove a document"),
-        Operation("get", Id, Id, StoredResult, False, "The fingerprint stored for an id"),
+        Operation(remove, Id, Id, RemoveResult, False, "Remove a document"),
+        Operation(get, Id, Id, StoredResult, False, "The fingerprint stored for an id"),
     )
 }
