@@ -88,3 +88,32 @@ def test_every_awaited_method_takes_verified_index_arguments() -> None:
         assert [(p.name, p.kind, p.default) for p in ours] == [
             (p.name, p.kind, p.default) for p in inspect.signature(theirs).parameters.values()
         ], name
+
+
+def test_sync_and_async_open_through_one_function(
+    redis_server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`VerifiedIndex.from_url` and `AsyncVerifiedIndex` open through `VerifiedIndex.on_client`, with the
+    same arguments: the same index, mode and errors."""
+    redis_server.flushall()
+    seen: list[tuple[str, dict[str, object]]] = []
+    real = VerifiedIndex.on_client.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: type[VerifiedIndex], client: object, name: str, **kwargs: object) -> VerifiedIndex:
+        seen.append((name, {k: v for k, v in kwargs.items() if k != "max_candidates"}))
+        return real(cls, client, name, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(VerifiedIndex, "on_client", classmethod(spy))
+    sync = VerifiedIndex.from_url(redis_server.url, "once", threshold=0.7, band_buckets=64, **K8)
+    assert sync.threshold == 0.7 and sync.verification.band_buckets == 64
+
+    async def main() -> None:
+        async with await AsyncVerifiedIndex.from_url(redis_server.url, "once", threshold=0.7, **K8) as index:
+            assert index.threshold == 0.7 and index.index.verification.band_buckets == 64
+        with pytest.raises(ConfigurationMismatch, match="band_buckets=64, not 32"):
+            await AsyncVerifiedIndex.from_url(redis_server.url, "once", band_buckets=32)
+
+    asyncio.run(main())
+    assert [name for name, _ in seen] == ["once"] * 3
+    assert seen[0][1] == {"hasher": None, "threshold": 0.7, "band_buckets": 64, **K8}
+    assert seen[1][1] == {"threshold": 0.7, **K8}

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from simhash_redis import ConfigurationMismatch, InvalidArgument, SimhashIndex, VerifiedIndex, open_index
-from simhash_redis.index.mode import chosen_mode
+from simhash_redis.index.mode import add_if_new_many, chosen_mode
 
 TEXT = " ".join(f"word{i}" for i in range(60))
 
@@ -130,3 +130,17 @@ def test_the_refusal_names_what_asked_for_verified_mode(redis_url: str) -> None:
             open_index("flat", redis_url, **given)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="threshold and band_buckets belong to verified mode"):
         open_index("other", redis_url, verified=False, threshold=0.9, band_buckets=64)
+
+
+@pytest.mark.parametrize("verified", [True, False])
+def test_add_if_new_many_gives_one_shape_in_either_mode(verified: bool, redis_url: str) -> None:
+    """None for each document stored, else the stored near-duplicate (the id's own entry when it is stored
+    already): what the service, the datasets filter and the datatrove step read, in either mode."""
+    index = open_index("either", redis_url, verified=verified)
+    other = " ".join(f"other{i}" for i in range(60))
+    found = add_if_new_many(index, [("a", TEXT), ("b", TEXT), ("c", other)])
+    assert [None if m is None else m.id for m in found] == [None, "a", None]
+    again = add_if_new_many(index, [("a", TEXT)])
+    assert [None if m is None else m.id for m in again] == ["a"]
+    plain = index.index if isinstance(index, VerifiedIndex) else index
+    assert plain.get("b") is None and plain.get("c") is not None

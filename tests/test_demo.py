@@ -121,6 +121,9 @@ def test_fresh_index_checks_its_arguments_before_dropping(redis_client: redis.Re
     with pytest.raises(InvalidArgument):
         demo_job.fresh_index(redis_client, threshold=2.0)
     assert SimhashIndex(redis_client, "demo").get("kept") is not None
+    with pytest.raises(InvalidArgument, match="threshold belong to verified mode"):
+        demo_job.fresh_index(redis_client, threshold=0.9, verified=False)
+    assert SimhashIndex(redis_client, "demo").get("kept") is not None
     index = demo_job.fresh_index(redis_client, band_buckets=64)
     assert isinstance(index, VerifiedIndex) and index.verification.band_buckets == 64
 

@@ -162,6 +162,7 @@ def _library(url: str, admin: redis.Redis, recorder: Recorder) -> None:
     assert verified.near_sketched([verified.index.fingerprint(TEXTS[0])], [query])[0]
     assert verified.remove("a") and verified.remove_many(["b", "zz"]) == [True, False]
     assert verified.index.verify(repair=True).ok
+    assert VerifiedIndex.on_client(verified.index.client, "libv").threshold == verified.threshold
     assert drop_index(verified.index.client, "libv") > 0
     verified.index.client.close()
 

@@ -116,13 +116,13 @@ def test_a_lone_request_runs_at_once_and_requests_read_together_share_a_batch(
     service = Service(config)
     service._registry = Registry(config, redis_url)
     batches: list[int] = []
-    near = operations.near
+    near = operations.OPERATIONS["near"].function
 
     def counted(index: Opened, queries: Sequence[schemas.Query], *params: object) -> object:
         batches.append(len(queries))
         return near(index, queries, *params)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(operations, "near", counted)
+    monkeypatch.setattr(operations.OPERATIONS["near"], "function", counted)
 
     async def call(text: str) -> tuple[int, dict[str, object]]:
         sent: list[dict[str, object]] = []
@@ -258,3 +258,9 @@ def test_the_worker_counts_each_request_until_it_is_answered_or_its_connection_l
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+def test_each_operation_holds_its_function_under_its_path_name() -> None:
+    assert set(operations.OPERATIONS) == {"fingerprint", "near", "add", "add_if_new", "remove", "get"}
+    for name, op in operations.OPERATIONS.items():
+        assert op.name == name and op.function is getattr(operations, name)

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..index import SimhashIndex, VerifiedIndex
-from ..index.arguments import check_max_candidates
-from ..index.verified_index import MAX_CANDIDATES
-from ..index.verified_open import verifiable
 from .handle import AsyncHandle, awaited
 
 __all__ = ["AsyncVerifiedIndex"]
@@ -31,12 +28,7 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     """
 
     def _make(self, client: Any, name: str, options: dict[str, Any]) -> VerifiedIndex:
-        options = dict(options)
-        hasher, threshold = options.pop("hasher", None), options.pop("threshold", None)
-        band_buckets = options.pop("band_buckets", None)
-        cap = check_max_candidates(options.pop("max_candidates", MAX_CANDIDATES))
-        index = verifiable(client, name, hasher, threshold, options, band_buckets)
-        return VerifiedIndex(index, hasher, threshold, band_buckets, cap)
+        return VerifiedIndex.on_client(client, name, **options)
 
     def _plain(self, index: VerifiedIndex) -> SimhashIndex:
         return index.index

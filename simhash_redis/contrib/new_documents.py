@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidArgument
-from ..index import Match, Outcome, SimhashIndex, VerifiedIndex
+from ..index import Match, SimhashIndex, VerifiedIndex
+from ..index.mode import add_if_new_many
 from ..results import VerifiedMatch
 from ..tools.connect import open_index
 
@@ -64,17 +65,8 @@ class NewDocuments:
         """
         if len(ids) != len(texts):
             raise InvalidArgument(f"{len(ids)} ids for {len(texts)} texts")
-        index = self.open()
-        items = list(zip(ids, texts, strict=True))
-        found: Sequence[Match | VerifiedMatch | Outcome | None]
-        if isinstance(index, VerifiedIndex):
-            found = index.add_if_new_many(items)
-        else:
-            found = index.add_many(items, unique=True)
-        return [
-            m if isinstance(m, (Match, VerifiedMatch)) and m.id != doc_id else None
-            for doc_id, m in zip(ids, found, strict=True)
-        ]
+        found = add_if_new_many(self.open(), list(zip(ids, texts, strict=True)))
+        return [m if m is not None and m.id != doc_id else None for doc_id, m in zip(ids, found, strict=True)]
 
     def _columns(self, batch: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[str]]:
         missing = [name for name in (self.id_column, self.text_column) if name not in batch]

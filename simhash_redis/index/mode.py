@@ -1,4 +1,5 @@
-"""The one place (`chosen_mode`, which every entry point calls) that decides whether an index is verified.
+"""The one place (`chosen_mode`, which every entry point calls) that decides whether an index is verified,
+and the calls that act on an index of either mode (`add_if_new_many`).
 
 A new index made from texts is verified unless plain is asked for; one made from precomputed fingerprints
 is plain (a sketch needs the text); an existing index keeps its mode, and asking for the other is refused.
@@ -12,12 +13,14 @@ from typing import Any
 
 from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from ..fingerprinting import Sketcher
+from ..results import Match, VerifiedMatch
+from ..store import Verification
 from .arguments import check_max_candidates
-from .simhash_index import SimhashIndex
+from .simhash_index import Document, SimhashIndex
 from .verified_index import MAX_CANDIDATES, VerifiedIndex
 from .verified_open import verifiable
 
-__all__ = ["LIBRARY", "Asking", "chosen_mode", "open_in_mode"]
+__all__ = ["LIBRARY", "Asking", "add_if_new_many", "asked_mode", "chosen_mode", "open_in_mode"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,35 @@ def chosen_mode(
     return asked if asked is not None else from_text
 
 
+def asked_mode(
+    verified: bool | None,
+    *,
+    hasher: Sketcher | None = None,
+    threshold: float | None = None,
+    band_buckets: int | None = None,
+    asking: Asking = LIBRARY,
+) -> bool | None:
+    """The mode asked for (`chosen_mode`'s asked): verified when one of the verified mode's arguments is
+    given; the arguments checked before anything is read or dropped (`open_in_mode` calls it first).
+
+    Raises:
+        InvalidArgument: plain asked for with hasher, threshold or band_buckets; threshold or
+            band_buckets out of range.
+        InvalidType: hasher is not a MinHasher or BandedOddSketcher.
+    """
+    given = [
+        arg
+        for arg, value in (("hasher", hasher), ("threshold", threshold), ("band_buckets", band_buckets))
+        if value is not None
+    ]
+    if given and verified is False:
+        raise InvalidArgument(
+            f"{asking.named(given)} belong to verified mode: leave them out, or leave out {asking.plain}"
+        )
+    Verification.of(hasher, 0.8 if threshold is None else threshold, band_buckets=band_buckets)
+    return True if given else verified
+
+
 def open_in_mode(
     client: Any,
     name: str,
@@ -105,19 +137,10 @@ def open_in_mode(
         **options: the arguments of `SimhashIndex` (k, layout, retention, create, ...).
 
     Raises:
-        InvalidArgument: plain asked for with hasher, threshold or band_buckets.
+        InvalidArgument: as `asked_mode`, before the index is opened.
     """
-    given = [
-        arg
-        for arg, value in (("hasher", hasher), ("threshold", threshold), ("band_buckets", band_buckets))
-        if value is not None
-    ]
-    if given and verified is False:
-        raise InvalidArgument(
-            f"{asking.named(given)} belong to verified mode: leave them out, or leave out {asking.plain}"
-        )
+    asked = asked_mode(verified, hasher=hasher, threshold=threshold, band_buckets=band_buckets, asking=asking)
     cap = check_max_candidates(max_candidates)
-    asked = True if given else verified
     options = dict(options)
     create = options.pop("create", True)
     try:
@@ -144,3 +167,22 @@ def open_in_mode(
         asked_by=asking.asked_by(verified, hasher=hasher, threshold=threshold, band_buckets=band_buckets),
     )
     return VerifiedIndex(index, hasher, threshold, band_buckets, cap) if stored else index
+
+
+def add_if_new_many(
+    index: SimhashIndex | VerifiedIndex, items: Sequence[tuple[str, Document]]
+) -> list[Match | VerifiedMatch | None]:
+    """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically,
+    in either mode: `VerifiedIndex.add_if_new_many`, or `SimhashIndex.add_many(unique=True)`.
+
+    Args:
+        index: the index, plain or verified.
+        items: (id, document) pairs; a verified index's documents are texts (a sketch is made from them).
+
+    Returns:
+        In order, None for each document stored, else the stored near-duplicate that kept it out (the
+        id's own entry when the id is stored already with a near fingerprint).
+    """
+    if isinstance(index, VerifiedIndex):
+        return list(index.add_if_new_many(items))  # type: ignore[arg-type]  # an int is refused there
+    return [r if isinstance(r, Match) else None for r in index.add_many(items, unique=True)]

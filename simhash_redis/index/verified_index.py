@@ -120,11 +120,36 @@ class VerifiedIndex:
         cap = check_max_candidates(max_candidates)
         client = client_from_url(url)
         try:
-            index = verifiable(client, name, hasher, threshold, kwargs, band_buckets)
-            return cls(index, hasher, threshold, band_buckets, cap)
+            return cls.on_client(
+                client,
+                name,
+                hasher=hasher,
+                threshold=threshold,
+                band_buckets=band_buckets,
+                max_candidates=cap,
+                **kwargs,
+            )
         except BaseException:
             client.close()
             raise
+
+    @classmethod
+    def on_client(
+        cls,
+        client: Any,
+        name: str,
+        *,
+        hasher: Sketcher | None = None,
+        threshold: float | None = None,
+        band_buckets: int | None = None,
+        max_candidates: int | None = MAX_CANDIDATES,
+        **kwargs: Any,
+    ) -> VerifiedIndex:
+        """Open, or create verified from the start, the verified index of that name through a client
+        (kwargs: `SimhashIndex`'s arguments; the other arguments and errors as `VerifiedIndex`'s)."""
+        cap = check_max_candidates(max_candidates)
+        index = verifiable(client, name, hasher, threshold, kwargs, band_buckets)
+        return cls(index, hasher, threshold, band_buckets, cap)
 
     def add(self, doc_id: str, doc: VerifiedDocument) -> Outcome:
         """Store a document with its sketch, in one step: ADDED, REPLACED or UNCHANGED."""

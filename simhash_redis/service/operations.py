@@ -10,6 +10,7 @@ import msgspec
 
 from ..codec import format_fingerprint, parse_fingerprint
 from ..errors import InvalidArgument
+from ..index.mode import add_if_new_many
 from ..results import Match, Outcome, VerifiedMatch
 from . import schemas
 from .indexes import Opened
@@ -31,21 +32,28 @@ __all__ = ["OPERATIONS", "Operation", "add", "add_if_new", "fingerprint", "get",
 
 
 class Operation:
-    """One /v1 operation: its request alone and a batch's item (with their decoders), its result, whether
-    a write to a missing index creates it, and its summary (for OpenAPI)."""
+    """One /v1 operation: its function (whose name is the operation's, in its path), its request alone and
+    a batch's item (with their decoders), its result, whether a write to a missing index creates it, and
+    its summary (for OpenAPI)."""
 
     def __init__(
-        self, name: str, single: type[Any], item: type[Any], result: type[Any], create: bool, summary: str
+        self,
+        function: Callable[..., Sequence[msgspec.Struct]],
+        single: type[Any],
+        item: type[Any],
+        result: type[Any],
+        create: bool,
+        summary: str,
     ) -> None:
-        self.name, self.single, self.item, self.result = name, single, item, result
+        self.function, self.name = function, function.__name__
+        self.single, self.item, self.result = single, item, result
         self.create, self.summary = create, summary
         self.decode_single = msgspec.json.Decoder(single).decode
         self.decode_batch = msgspec.json.Decoder(list[item]).decode  # type: ignore[valid-type]
 
     def run(self, index: Opened, items: Sequence[Any], params: tuple[Any, ...]) -> Sequence[msgspec.Struct]:
-        """This operation on a batch (its function looked up by name at each call: a replaced one is used)."""
-        function: Callable[..., Sequence[msgspec.Struct]] = globals()[self.name]
-        return function(index, items, *params)
+        """This operation's function on a batch."""
+        return self.function(index, items, *params)
 
     def bound(self, index: Opened, params: tuple[Any, ...]) -> Callable[[Sequence[Any]], Sequence[Any]]:
         """`run` on that index with those parameters."""
@@ -101,16 +109,8 @@ def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResu
 def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
     """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically."""
     ids, fps, texts = _prepared(index, docs)
-    found: Sequence[Match | VerifiedMatch | Outcome | None]
-    if index.verified is not None:
-        if len(ids) == 1:
-            found = [index.verified.add_if_new(ids[0], texts[0])]
-        else:
-            found = index.verified.add_if_new_many(list(zip(ids, texts, strict=True)))
-    elif len(ids) == 1:
-        found = [index.plain.add_if_new(ids[0], fps[0])]
-    else:
-        found = index.plain.add_many(list(zip(ids, fps, strict=True)), unique=True)
+    values: Sequence[str | int] = fps if index.verified is None else texts
+    found = add_if_new_many(index.verified or index.plain, list(zip(ids, values, strict=True)))
     f = index.plain.f
     out: list[schemas.AddIfNewResult] = []
     for doc_id, fp, result in zip(ids, fps, found, strict=True):
@@ -198,18 +198,18 @@ def _prepared(index: Opened, docs: Sequence[schemas.Document]) -> tuple[list[str
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in (
-        Operation("fingerprint", Text, Text, FingerprintResult, False, "A text's fingerprint (no Redis)"),
-        Operation("near", Query, QueryItem, NearResult, False, "Stored documents near a text or fingerprint"),
-        Operation("add", Document, Document, AddResult, True, "Store a document"),
+        Operation(fingerprint, Text, Text, FingerprintResult, False, "A text's fingerprint (no Redis)"),
+        Operation(near, Query, QueryItem, NearResult, False, "Stored documents near a text or fingerprint"),
+        Operation(add, Document, Document, AddResult, True, "Store a document"),
         Operation(
-            "add_if_new",
+            add_if_new,
             Document,
             Document,
             AddIfNewResult,
             True,
             "Store a document unless a near-duplicate is stored (atomically)",
         ),
-        Operation("remove", Id, Id, RemoveResult, False, "Remove a document"),
-        Operation("get", Id, Id, StoredResult, False, "The fingerprint stored for an id"),
+        Operation(remove, Id, Id, RemoveResult, False, "Remove a document"),
+        Operation(get, Id, Id, StoredResult, False, "The fingerprint stored for an id"),
     )
 }

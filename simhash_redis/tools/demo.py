@@ -20,9 +20,8 @@ from redis.cluster import RedisCluster
 from ..errors import InputError
 from ..index import SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.lifecycle import drop_index
-from ..index.mode import LIBRARY, Asking, open_in_mode
+from ..index.mode import LIBRARY, Asking, asked_mode, open_in_mode
 from ..jobs.dedupe import Pair, groups
-from ..store import Verification
 from .evaluation.corpus import json_objects
 
 __all__ = [
@@ -114,11 +113,11 @@ def fresh_index(
     (`open_in_mode`), with k (default the library's).
 
     Raises:
-        InvalidArgument: threshold or band_buckets out of range (checked before anything is dropped),
-            or given with verified=False.
+        InvalidArgument: threshold or band_buckets out of range, or given with verified=False (checked
+            before anything is dropped).
         RedisUnavailable: the server cannot be reached.
     """
-    Verification.of(None, 0.8 if threshold is None else threshold, band_buckets=band_buckets)
+    asked_mode(verified, threshold=threshold, band_buckets=band_buckets, asking=asking)
     drop_index(client, name)
     return open_in_mode(
         client, name, verified=verified, threshold=threshold, band_buckets=band_buckets, asking=asking, k=k
