@@ -183,3 +183,29 @@ def test_a_cluster_url_with_a_wrong_password_is_an_auth_error(user: ClusterProce
     with pytest.raises(RedisAuthError) as info:
         SimhashIndex.from_url(url, "rotation")
     no_secret(info.value)
+
+
+def test_a_replica_check_answered_by_another_error_writes_without_waiting(
+    redis_cluster: ClusterProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A server where INFO is renamed or disabled answers an error that is no refusal: the write goes on
+    # without a replica to WAIT for, as it did before refusals were told apart.
+    from redis.exceptions import ResponseError
+
+    asked: list[bytes] = []
+    round_trip = ClusterTransport._node_round_trip
+
+    def info_unknown(self: ClusterTransport, node: object, commands: list[tuple[bytes, ...]]) -> list[object]:
+        if commands[0][0] == b"INFO":
+            asked.append(commands[0][0])
+            return [ResponseError("ERR unknown command 'INFO'")]
+        return round_trip(self, node, commands)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ClusterTransport, "_node_round_trip", info_unknown)
+    client = redis_cluster.client()
+    try:
+        index = SimhashIndex(client, "info-renamed", k=3, id_buckets=64)
+        index.add("a", 1)
+        assert index.get("a") == 1 and asked
+    finally:
+        client.close()

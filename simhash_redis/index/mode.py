@@ -172,8 +172,8 @@ def open_in_mode(
 def add_if_new_many(
     index: SimhashIndex | VerifiedIndex, items: Sequence[tuple[str, Document]]
 ) -> list[Match | VerifiedMatch | None]:
-    """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically,
-    in either mode: `VerifiedIndex.add_if_new_many`, or `SimhashIndex.add_many(unique=True)`.
+    """Store each document unless a near-duplicate is stored (also one earlier in the batch), in either
+    mode: `VerifiedIndex.add_if_new_many`, or `SimhashIndex.add_many(unique=True)`.
 
     Args:
         index: the index, plain or verified.
@@ -181,7 +181,8 @@ def add_if_new_many(
 
     Returns:
         In order, None for each document stored, else the stored near-duplicate that kept it out (the
-        id's own entry when the id is stored already with a near fingerprint).
+        id's own entry when the id is stored already with a near-duplicate: within k, and in verified
+        mode confirmed by its sketch; otherwise the id's entry is replaced and the answer is None).
     """
     if isinstance(index, VerifiedIndex):
         return list(index.add_if_new_many(items))  # type: ignore[arg-type]  # an int is refused there

@@ -256,10 +256,12 @@ class ClusterTransport:
             try:
                 info = self._node_command(node, (b"INFO", b"replication"))
                 raise_first_error([info])  # an error reply (NOPERM) is no replica count
-            except RedisUnavailable as exc:
+            except SimhashRedisError as exc:
                 if refused(exc):  # WRONGPASS, or an ACL user without INFO: no retry changes the answer
                     raise
-                return False  # the write to it fails too, and the retry asks again
+                if isinstance(exc, RedisUnavailable):
+                    return False  # the write to it fails too, and the retry asks again
+                info = b""  # another error reply (INFO renamed or disabled): no replica known, no WAIT
             text = info.decode() if isinstance(info, bytes) else str(info)
             found = re.search(r"^connected_slaves:(\d+)", text, flags=re.M)
             self._replicas[node.name] = int(found.group(1)) if found else 0
