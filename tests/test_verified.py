@@ -97,6 +97,21 @@ def test_arguments_are_checked(verified: VerifiedIndex) -> None:
     assert verified.sketch_of("a") is None
 
 
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [(("", "text"), InvalidArgument), (("x", 123), InvalidType), ("not a pair", InvalidType)],
+)
+def test_a_malformed_pair_past_the_first_batch_leaves_nothing_stored(
+    verified: VerifiedIndex, redis_client: redis.Redis, bad: object, error: type[Exception]
+) -> None:
+    verified.index.batch_size = 2
+    items = [(f"d{i}", _edit(BASE, 0.5, i)) for i in range(5)]
+    for call in (verified.add_many, verified.add_if_new_many):
+        with pytest.raises(error):
+            call([*items, bad])  # type: ignore[list-item]
+        assert verified.index.count() == (0, 0) and verified.sketch_of("d0") is None
+
+
 def test_verified_index_on_cluster(redis_cluster_client: RedisCluster) -> None:
     verified = VerifiedIndex(
         SimhashIndex(redis_cluster_client, "vc", k=8, layout=Layout.permuted(64, 8, blocks=10))

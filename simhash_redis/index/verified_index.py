@@ -228,15 +228,16 @@ class VerifiedIndex:
     def _batches(
         self, items: Iterable[tuple[str, VerifiedDocument]]
     ) -> Iterator[tuple[list[str], list[Any]]]:
-        """The pairs a batch at a time, as ids and documents, each batch checked before it is written."""
+        """The pairs a batch at a time, as ids and documents, all checked before the first is written (a
+        malformed pair leaves nothing of the call stored, as in a plain index)."""
         pairs = list(items)
+        for item in pairs:
+            if not isinstance(item, tuple) or len(item) != 2:
+                raise InvalidType("items must be (str id, document) pairs")
+            encode_id(item[0])
+        ids, docs = [doc_id for doc_id, _ in pairs], texts([doc for _, doc in pairs])
         for start in range(0, len(pairs), self.index.batch_size):
-            batch = pairs[start : start + self.index.batch_size]
-            for item in batch:
-                if not isinstance(item, tuple) or len(item) != 2:
-                    raise InvalidType("items must be (str id, document) pairs")
-                encode_id(item[0])  # a malformed id is refused before any sketch is written
-            yield [doc_id for doc_id, _ in batch], texts([doc for _, doc in batch])
+            yield ids[start : start + self.index.batch_size], docs[start : start + self.index.batch_size]
 
     def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
         """One batch, each document with its sketch (None drops the id's)."""
