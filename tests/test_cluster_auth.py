@@ -10,7 +10,8 @@ first call, so a retried refusal fails at once instead of waiting out the failov
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
@@ -64,13 +65,29 @@ def user(redis_cluster: ClusterProcess) -> Iterator[ClusterProcess]:
             node.execute_command("ACL", "DELUSER", USER)
 
 
+@pytest.fixture
+def login(user: ClusterProcess) -> Iterator[Callable[[], Any]]:
+    """Make clients of USER on the cluster, closed after the test (an open socket fails the next test)."""
+    made: list[Any] = []
+
+    def client() -> Any:
+        made.append(user.client(username=USER, password=PASSWORD))
+        return made[-1]
+
+    yield client
+    for client_made in made:
+        client_made.close()
+
+
 def no_secret(error: BaseException) -> None:
     for text in (str(error), repr(error)):
         assert PASSWORD not in text and NEW_PASSWORD not in text
 
 
-def test_a_rotated_password_is_an_auth_error_at_once(user: ClusterProcess, no_retry: None) -> None:
-    client = user.client(username=USER, password=PASSWORD)
+def test_a_rotated_password_is_an_auth_error_at_once(
+    user: ClusterProcess, no_retry: None, login: Callable[[], Any]
+) -> None:
+    client = login()
     transport = ClusterTransport(client)
     keys = [f"simhash:auth:{i}" for i in range(30)]  # on every primary
     transport.execute([(b"HSET", key, b"f", b"1") for key in keys])
@@ -88,8 +105,10 @@ def test_a_rotated_password_is_an_auth_error_at_once(user: ClusterProcess, no_re
     no_secret(info.value)
 
 
-def test_an_index_opened_before_the_rotation_reports_it_at_once(user: ClusterProcess, no_retry: None) -> None:
-    client = user.client(username=USER, password=PASSWORD)
+def test_an_index_opened_before_the_rotation_reports_it_at_once(
+    user: ClusterProcess, no_retry: None, login: Callable[[], Any]
+) -> None:
+    client = login()
     index = SimhashIndex(client, "rotation", k=3, id_buckets=64)
     index.add("a", 1)
     set_user(user, "resetpass", f">{NEW_PASSWORD}")
@@ -101,8 +120,10 @@ def test_an_index_opened_before_the_rotation_reports_it_at_once(user: ClusterPro
         index.near(1)
 
 
-def test_a_refused_command_is_a_permission_error_at_once(user: ClusterProcess, no_retry: None) -> None:
-    transport = ClusterTransport(user.client(username=USER, password=PASSWORD))
+def test_a_refused_command_is_a_permission_error_at_once(
+    user: ClusterProcess, no_retry: None, login: Callable[[], Any]
+) -> None:
+    transport = ClusterTransport(login())
     set_user(user, "-hset")
     with pytest.raises(RedisPermissionError) as info:
         transport.execute([(b"HSET", f"simhash:auth:{i}", b"f", b"1") for i in range(30)])
@@ -113,12 +134,12 @@ def test_a_refused_command_is_a_permission_error_at_once(user: ClusterProcess, n
 
 
 def test_a_durable_write_refused_its_replica_check_is_a_permission_error(
-    user: ClusterProcess, no_retry: None
+    user: ClusterProcess, no_retry: None, login: Callable[[], Any]
 ) -> None:
     # A write on a cluster first asks the primary (INFO replication) whether a replica can confirm it with
     # WAIT: a user refused INFO is told so, not taken for a primary without replicas, written unconfirmed.
     set_user(user, "-info")
-    index = SimhashIndex(user.client(username=USER, password=PASSWORD), "replica-check", k=3, id_buckets=64)
+    index = SimhashIndex(login(), "replica-check", k=3, id_buckets=64)
     with pytest.raises(RedisPermissionError) as info:
         index.add("a", 1)
     assert info.value.command == "info"
