@@ -14,11 +14,10 @@ from typing import Any
 from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
-from ..store import Verification
 from .arguments import check_max_candidates
 from .simhash_index import Document, SimhashIndex
 from .verified_index import MAX_CANDIDATES, VerifiedIndex
-from .verified_open import verifiable
+from .verified_open import checked_threshold, verifiable
 
 __all__ = ["LIBRARY", "Asking", "add_if_new_many", "asked_mode", "chosen_mode", "open_in_mode"]
 
@@ -111,7 +110,7 @@ def asked_mode(
         raise InvalidArgument(
             f"{asking.named(given)} belong to verified mode: leave them out, or leave out {asking.plain}"
         )
-    Verification.of(hasher, 0.8 if threshold is None else threshold, band_buckets=band_buckets)
+    checked_threshold(hasher, threshold, band_buckets)
     return True if given else verified
 
 

@@ -10,7 +10,20 @@ from ..fingerprinting import Sketcher
 from ..store import Verification, pin_meta
 from .simhash_index import SimhashIndex
 
-__all__ = ["verifiable", "verified_mode"]
+__all__ = ["checked_threshold", "verifiable", "verified_mode"]
+
+
+def checked_threshold(hasher: Sketcher | None, threshold: float | None, band_buckets: int | None) -> float:
+    """The threshold asked for (0.8 when None), the verified mode's arguments checked before anything is
+    read or written.
+
+    Raises:
+        InvalidArgument: threshold or band_buckets out of range.
+        InvalidType: hasher is not a MinHasher or BandedOddSketcher.
+    """
+    asked = 0.8 if threshold is None else threshold
+    Verification.of(hasher, asked, (0, 0), band_buckets)
+    return asked
 
 
 def verifiable(
@@ -32,7 +45,8 @@ def verifiable(
         if not create:
             raise
         # Created verified from the start: no plain writer can come between creation and pinning.
-        mode = Verification.of(hasher, 0.8 if threshold is None else threshold, band_buckets=band_buckets)
+        asked = checked_threshold(hasher, threshold, band_buckets)
+        mode = Verification.of(hasher, asked, band_buckets=band_buckets)
         return SimhashIndex(client, name, verification=mode, **options)
 
 
@@ -41,8 +55,7 @@ def verified_mode(
 ) -> Verification:
     """The verified mode of an index: the one pinned in its meta (checked against the arguments), else
     pinned now from them (see `VerifiedIndex` for the errors)."""
-    asked = 0.8 if threshold is None else threshold
-    Verification.of(hasher, asked, (0, 0), band_buckets)  # checks the arguments before anything is read
+    asked = checked_threshold(hasher, threshold, band_buckets)
     pinned = index.config.verification or _pin(index, hasher, asked, band_buckets)
     if band_buckets is not None and band_buckets != pinned.band_buckets:
         raise ConfigurationMismatch(
