@@ -46,7 +46,8 @@ demo: $(BIN)/.native
 # environment).
 MYPY_FLAGS ?=
 lint: $(BIN)/.native
-	$(BIN)/ruff check simhash_redis cli tests benchmarks
+	$(BIN)/ruff check simhash_redis cli tests benchmarks scripts
+	$(BIN)/ruff format --check simhash_redis cli tests benchmarks scripts
 	$(BIN)/mypy $(MYPY_FLAGS)
 
 # The Rust crate's own checks, where cargo is present.

@@ -83,10 +83,12 @@ def main() -> None:
         sample = [tables(fp)[0] for fp in stored[:2000]]
         set_bytes = statistics.mean(client.memory_usage(key) or 0 for key in sample)
         hash_bytes = statistics.mean(client.memory_usage(_hash_key(key)) or 0 for key in sample)
-        print(f"N={args.n:,}: today's index {(loaded - before) / args.n:.0f} B per document; the 4 table "
-              f"hashes {(hashed - loaded) / args.n:.0f} B more; one table key: set {set_bytes:.0f} B "
-              f"({client.object('encoding', sample[0]).decode()}), hash {hash_bytes:.0f} B "
-              f"({client.object('encoding', _hash_key(sample[0])).decode()})")
+        print(
+            f"N={args.n:,}: today's index {(loaded - before) / args.n:.0f} B per document; the 4 table "
+            f"hashes {(hashed - loaded) / args.n:.0f} B more; one table key: set {set_bytes:.0f} B "
+            f"({client.object('encoding', sample[0]).decode()}), hash {hash_bytes:.0f} B "
+            f"({client.object('encoding', _hash_key(sample[0])).decode()})"
+        )
         corpus.pin(0)
         queries = corpus.queries(stored, args.queries)
         floor = RawSocket(server.port)
@@ -110,13 +112,17 @@ def main() -> None:
             near_us.append((t3 - t2) / 1000)
         floor.close()
         p_sets, p_hashes, p_near = (percentile(x, 50) for x in (sets_us, hashes_us, near_us))
-        print(f"p50 raw 4 SMEMBERS {p_sets:.1f} us, raw 4 HGETALL {p_hashes:.1f} us "
-              f"({p_hashes / p_sets:.2f}x), today's near() {p_near:.1f} us ({p_near / p_sets:.2f}x)")
+        print(
+            f"p50 raw 4 SMEMBERS {p_sets:.1f} us, raw 4 HGETALL {p_hashes:.1f} us "
+            f"({p_hashes / p_sets:.2f}x), today's near() {p_near:.1f} us ({p_near / p_sets:.2f}x)"
+        )
         set_replies = [_replies(server.port, smembers[i], 4) for i in range(300)]
         hash_replies = [_replies(server.port, hgetall[i], 4) for i in range(300)]
-        print(f"reply bytes: SMEMBERS {statistics.mean(map(len, set_replies)):.0f}, HGETALL "
-              f"{statistics.mean(map(len, hash_replies)):.0f}; hiredis parse {_parse_us(set_replies, 4):.2f} "
-              f"/ {_parse_us(hash_replies, 4):.2f} us")
+        print(
+            f"reply bytes: SMEMBERS {statistics.mean(map(len, set_replies)):.0f}, HGETALL "
+            f"{statistics.mean(map(len, hash_replies)):.0f}; hiredis parse {_parse_us(set_replies, 4):.2f} "
+            f"/ {_parse_us(hash_replies, 4):.2f} us"
+        )
         client.close()
 
 

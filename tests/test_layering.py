@@ -8,7 +8,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: Lowest first. A module may import from its own floor and the ones below it.
 FLOORS = [
-    "base", "fingerprinting", "transport", "store", "index", "jobs", "tools", "asyncio", "contrib", "service",
+    "base",
+    "fingerprinting",
+    "transport",
+    "store",
+    "index",
+    "jobs",
+    "tools",
+    "asyncio",
+    "contrib",
+    "service",
     "cli",
 ]
 BASE = {"errors", "defaults", "checks", "codec", "results", "links", "data", "compiled"}

@@ -115,7 +115,7 @@ def test_one_fingerprints_ids_follow_adds_and_removals(
         adds = list(dict.fromkeys(doc_id for add, doc_id in batch if add))
         removals = [doc_id for add, doc_id in batch if not add and doc_id not in adds]
         # Padding ids removed in the same script as the batch's: the long list's marks move between them.
-        gone = sorted(model)[start :: 97][:3] if padding else []
+        gone = sorted(model)[start::97][:3] if padding else []
         index.add_many([(doc_id, 9) for doc_id in adds])
         index.remove_many(removals + [doc_id for doc_id in gone if doc_id not in adds])
         model = (model | set(adds)) - set(removals) - (set(gone) - set(adds))
