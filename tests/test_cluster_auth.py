@@ -230,3 +230,42 @@ def test_a_replica_check_answered_by_another_error_writes_without_waiting(
         assert index.get("a") == 1 and asked
     finally:
         client.close()
+
+
+@pytest.fixture
+def default_needs_password(redis_cluster: ClusterProcess) -> Iterator[int]:
+    """The session cluster's default user asks for PASSWORD on every node (nopass again after); the port of
+    a primary (the cluster's own helpers connect without a password)."""
+    redis_cluster.wait_ok()
+    primary = redis_cluster.primaries()[0]
+    set_default = ("ACL", "SETUSER", "default")
+    for port in redis_cluster.ports:
+        with redis_cluster.nodes[port].client() as node:
+            node.execute_command(*set_default, "resetpass", f">{PASSWORD}")
+    try:
+        yield primary
+    finally:
+        for port in redis_cluster.ports:
+            with redis_cluster.nodes[port].client(password=PASSWORD) as node:
+                node.execute_command(*set_default, "nopass")
+
+
+def test_a_cluster_asking_for_a_password_not_given_is_an_auth_error_at_once(
+    default_needs_password: int, no_retry: None
+) -> None:
+    url = f"redis://{HOST}:{default_needs_password}"
+    with pytest.raises(RedisAuthError) as info:
+        client_from_url(url, cluster=True)  # NOAUTH while reading the slot map
+    assert "the server asks for a password" in str(info.value)
+    with pytest.raises(RedisAuthError):
+        SimhashIndex.from_url(url, "no-password")
+
+    async def opened() -> None:
+        client = AsyncRedisCluster(host=HOST, port=default_needs_password)
+        try:
+            await run(lambda: AsyncClusterTransport(client))
+        finally:
+            await client.aclose()
+
+    with pytest.raises(RedisAuthError):
+        asyncio.run(opened())

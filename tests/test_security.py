@@ -413,6 +413,12 @@ def test_wrong_password_is_an_auth_error_without_the_password(server: TLSServer)
         assert "not-s3cr3t" not in str(exc) and "not-s3cr3t" not in repr(exc)
 
 
+def test_no_password_given_is_an_auth_error_that_says_so() -> None:
+    with ServerProcess({"requirepass": PASSWORD}) as guarded, pytest.raises(RedisAuthError) as info:
+        SimhashIndex.from_url(guarded.url, "secure", backoff=Backoff(retries=0))
+    assert "the server asks for a password" in str(info.value)
+
+
 def test_unknown_user_is_an_auth_error(server: TLSServer) -> None:
     with pytest.raises(RedisAuthError):
         SimhashIndex.from_url(server.url("nobody", PASSWORD), "secure", backoff=Backoff(retries=0))

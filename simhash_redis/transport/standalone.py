@@ -211,6 +211,8 @@ class ScriptMissing(SimhashRedisError):
 # How servers word an ACL refusal: NOPERM (Redis 6.2+, Valkey), "ACL failure" (some in-script errors),
 # and Redis 7.0's in-script form, which names no command.
 _REFUSED = ("NOPERM", "ACL failure", "can't run this command or subcommand", "has no permissions to run")
+# How servers word a command sent before any AUTH (NOAUTH; redis-py's HELLO handshake gets the last).
+_NONE_GIVEN = ("NOAUTH", "Authentication required", "client already authenticated")
 _COMMAND = re.compile(r"permissions to run the '([^']+)' command", re.IGNORECASE)
 
 
@@ -230,6 +232,8 @@ def translate_error(exc: Exception) -> SimhashRedisError:
     if isinstance(exc, rex.NoScriptError) or message.startswith("NOSCRIPT"):
         return ScriptMissing(f"Redis lacks a script of the index: {message}")
     if isinstance(exc, rex.AuthenticationError) or message.startswith(("NOAUTH", "WRONGPASS")):
+        if any(sign in message for sign in _NONE_GIVEN):
+            message += " (the server asks for a password: give one, redis://user:password@host:port)"
         return RedisAuthError(f"Redis refused the credentials: {message}")
     if isinstance(exc, rex.NoPermissionError) or any(sign in message for sign in _REFUSED):
         named = _COMMAND.search(message)
