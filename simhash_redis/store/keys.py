@@ -251,14 +251,6 @@ class KeySchema:
         """The id-map hash holding a (UTF-8 encoded) document id."""
         return self._id_prefix + self._bucket(doc_id)
 
-    def id_bucket_key(self, bucket: int) -> bytes:
-        """The key of id-map bucket number `bucket`."""
-        return self._id_prefix + b"%d" % bucket
-
-    def fp_bucket_key(self, bucket: int) -> bytes:
-        """The key of fingerprint-map bucket number `bucket`."""
-        return self._fp_prefix + b"%d" % bucket
-
     def fp_bucket(self, stored_fp: bytes) -> bytes:
         """The fingerprint-map hash holding a fingerprint as `codec.encode_fp` writes it."""
         return self._fp_prefix + self._fp_number(stored_fp)
@@ -405,13 +397,8 @@ def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], lis
     """
     names: dict[str, object] = {}
     parts = []
-    for t, (fmt, table) in enumerate(zip(formats, layout.tables, strict=True)):
+    for t, (fmt, plan) in enumerate(zip(formats, layout.plans, strict=True)):
         names[f"f{t}"] = fmt
-        position = sum(layout.blocks[b] for b in table)
-        terms = []
-        for b in table:
-            position -= layout.blocks[b]
-            shift, mask = layout.offsets[b], (1 << layout.blocks[b]) - 1
-            terms.append(f"((fp >> {int(shift)} & {int(mask)}) << {int(position)})")
+        terms = [f"((fp >> {int(shift)} & {int(mask)}) << {int(position)})" for shift, mask, position in plan]
         parts.append(f"f{t} % ({' | '.join(terms)})")
     return eval(f"lambda fp: [{', '.join(parts)}]", names)  # type: ignore[no-any-return]

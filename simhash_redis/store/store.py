@@ -94,7 +94,6 @@ def _read(name: str) -> bytes:
 
 
 def _included(source: bytes) -> bytes:
-    """The source with each ``--! include NAME`` line replaced by lua/NAME.lua."""
     return _INCLUDE.sub(lambda match: _read(match.group(1).decode()).rstrip(b"\n"), source)
 
 
@@ -312,10 +311,10 @@ class Store:
             docs, fps = self.execute([(b"HMGET", keys.counts, b"docs", b"fingerprints")])[0]
             return int(docs or 0), int(fps or 0)
         buckets = range(keys.id_buckets)
-        docs = sum(self.execute([(b"HLEN", keys.id_bucket_key(b)) for b in buckets]))
+        docs = sum(self.execute([(b"HLEN", keys.id_form.key(b)) for b in buckets]))
         if not sketched:
-            return docs, sum(self.execute([(b"HLEN", keys.fp_bucket_key(b)) for b in buckets]))
-        calls = [COUNT_FPS.command([keys.fp_bucket_key(b)], []) for b in buckets]
+            return docs, sum(self.execute([(b"HLEN", keys.fp_form.key(b)) for b in buckets]))
+        calls = [COUNT_FPS.command([keys.fp_form.key(b)], []) for b in buckets]
         return docs, sum(self.run_script(COUNT_FPS, calls))
 
     def set_counts(self, docs: int, fingerprints: int) -> None:
