@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["EXAMPLES", "VerifyReport"]
@@ -48,13 +48,4 @@ class VerifyReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain data (for --json)."""
-        return {
-            "ok": self.ok,
-            "docs": self.docs,
-            "fingerprints": self.fingerprints,
-            "problems": dict(self.problems),
-            "examples": self.examples,
-            "garbage": self.garbage,
-            "repaired": self.repaired,
-            "wrong_type": self.wrong_type,
-        }
+        return {"ok": self.ok, **asdict(self), "problems": dict(self.problems)}
