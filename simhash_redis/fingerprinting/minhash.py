@@ -8,7 +8,6 @@ are the library's tokens (`tokens.tokenize`) n at a time; fewer than n tokens ma
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -187,15 +186,11 @@ class MinHasher:
             for i, doc in enumerate(docs)
         ]
 
-    def _values(self, sketch: bytes) -> npt.NDArray[np.unsignedinteger[Any]]:
-        """A sketch's num_perm values.
-
-        Raises:
-            InvalidArgument: the sketch has the wrong length.
-        """
-        if len(sketch) != self.sketch_bytes:
-            raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
-        return np.frombuffer(sketch, dtype=self._dtype)
+    def _check_lengths(self, sketches: Sequence[bytes]) -> None:
+        """InvalidArgument for a sketch of another length than `sketch_bytes`."""
+        for sketch in sketches:
+            if len(sketch) != self.sketch_bytes:
+                raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
 
     def estimate(self, a: bytes, b: bytes) -> float:
         """The Jaccard estimate of two sketches, clipped to [0, 1].
@@ -212,12 +207,10 @@ class MinHasher:
         Raises:
             InvalidArgument: a sketch has the wrong length.
         """
-        mine = self._values(query)
+        self._check_lengths([query, *others])
         if not others:
             return np.zeros(0, dtype=np.float64)
-        for sketch in others:
-            if len(sketch) != self.sketch_bytes:
-                raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
+        mine = np.frombuffer(query, dtype=self._dtype)
         theirs = np.frombuffer(b"".join(others), dtype=self._dtype).reshape(len(others), self.num_perm)
         agree = (theirs == mine).mean(axis=1)
         out: npt.NDArray[np.float64] = np.clip((agree - self._chance) / (1.0 - self._chance), 0.0, 1.0)

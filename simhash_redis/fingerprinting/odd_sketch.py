@@ -86,8 +86,7 @@ def _words(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.intp]:
 def _estimates(
     rows: npt.NDArray[np.uint8], mine: npt.NDArray[np.uint8], totals: npt.NDArray[np.intp]
 ) -> npt.NDArray[np.float64]:
-    """The estimates of `rows` against `mine` (one row's parity bytes, or one per row), given each pair's size
-    sum."""
+    """The estimates of `rows` against `mine` (one row's parity bytes, or one per row)."""
     z = np.bitwise_count(rows[:, :_PARITY_BYTES] ^ mine).sum(axis=1, dtype=np.intp)
     delta = _DELTA[z]
     total = totals.astype(np.float64)
@@ -98,11 +97,7 @@ def _estimates(
 
 
 def _checked_level(level: object, name: str) -> int:
-    """A level argument, checked.
-
-    Raises:
-        InvalidType, InvalidArgument: it is not an int in 0..MAX_LEVEL.
-    """
+    """A level argument, checked (InvalidType, InvalidArgument: not an int in 0..MAX_LEVEL)."""
     if not is_int(level):
         raise InvalidType(f"{name} must be an int, got {type(level).__name__}")
     if not 0 <= level <= MAX_LEVEL:
@@ -111,11 +106,7 @@ def _checked_level(level: object, name: str) -> int:
 
 
 def _sketch_bytes(sketch: object) -> bytes:
-    """A sketch argument as bytes, checked.
-
-    Raises:
-        InvalidType, InvalidArgument: it is not SKETCH_BYTES bytes.
-    """
+    """A sketch argument as bytes, checked (InvalidType, InvalidArgument: not SKETCH_BYTES bytes)."""
     if not isinstance(sketch, (bytes, bytearray, memoryview)):
         raise InvalidType(f"an odd sketch must be bytes, got {type(sketch).__name__}")
     data = bytes(sketch)
@@ -254,8 +245,7 @@ class OddSketcher:
         return _header(_sketch_bytes(sketch))
 
     def estimate(self, a: bytes, b: bytes) -> float:
-        """The Jaccard estimate, in [0, 1], of two sketches of one level (0 when they differ too much to
-        tell).
+        """The Jaccard estimate, in [0, 1], of two sketches of one level (0: too different to tell).
 
         Raises:
             InvalidType: a sketch is not bytes.
@@ -292,8 +282,7 @@ class OddSketcher:
 
     @staticmethod
     def estimate_rows(mine: npt.NDArray[np.uint8], others: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
-        """`estimate_many` of row i of `mine` with row i of `others` (one level a pair, unchecked), in one
-        pass."""
+        """`estimate_many` of row i of `mine` with row i of `others` (one level a pair, unchecked)."""
         sizes = _words(mine) & MAX_SIZE
         return _estimates(others, mine[:, :_PARITY_BYTES], sizes + (_words(others) & MAX_SIZE))
 

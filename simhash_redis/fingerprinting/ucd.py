@@ -68,7 +68,6 @@ def _cut(images: str) -> Images:
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
-    """Parse "15.1.0" or "15.1" into integers for comparison."""
     return tuple(int(part) for part in version.split("."))
 
 
