@@ -394,7 +394,6 @@ def _sketch_values(ids: list[bytes], sketches: Sequence[bytes]) -> list[bytes]:
 
 
 def _named_twice(ids: list[bytes]) -> set[bytes]:
-    """The ids named more than once."""
     if len(set(ids)) == len(ids):
         return set()
     return {doc_id for doc_id, times in Counter(ids).items() if times > 1}
