@@ -92,6 +92,9 @@ def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
 class MinHasher:
     """Makes and compares b-bit MinHash sketches of documents' word (or CJK character) shingle sets.
 
+    Its methods raise InvalidType for a document of another type (naming it, ``docs[i]`` in a batch)
+    and InvalidArgument for a sketch of another length than `sketch_bytes`.
+
     Args:
         num_perm: permutations, 16 to 4096 (default 256).
         bits: bits kept per permutation, 8 or 16 (default 8).
@@ -138,11 +141,7 @@ class MinHasher:
         return query
 
     def stored_sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
-        """The sketch stored for a document: `sketch`'s.
-
-        Raises:
-            InvalidType: doc is of another type.
-        """
+        """The sketch stored for a document: `sketch`'s."""
         return self.sketch(doc)
 
     def describe(self) -> str:
@@ -164,21 +163,13 @@ class MinHasher:
         return bytes(top.astype(self._dtype).tobytes())
 
     def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
-        """The sketch (sketch_bytes) of one document: text, UTF-8 bytes, or str tokens.
-
-        Raises:
-            InvalidType: doc is of another type.
-        """
+        """The sketch (sketch_bytes) of one document: text, UTF-8 bytes, or str tokens."""
         if engine_choice.native is not None:
             return engine_choice.native.sketch(self, doc)  # type: ignore[no-any-return]
         return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed))
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-        """The sketches of many documents (as `sketch` takes), in order.
-
-        Raises:
-            InvalidType: a document is of another type; the message names it.
-        """
+        """The sketches of many documents (as `sketch` takes), in order."""
         if engine_choice.native is not None:
             return engine_choice.native.sketch_many(self, docs)  # type: ignore[no-any-return]
         return [
@@ -193,20 +184,12 @@ class MinHasher:
                 raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
 
     def estimate(self, a: bytes, b: bytes) -> float:
-        """The Jaccard estimate of two sketches, clipped to [0, 1].
-
-        Raises:
-            InvalidArgument: a sketch has the wrong length.
-        """
+        """The Jaccard estimate of two sketches, clipped to [0, 1]."""
         return float(self.estimate_many(a, [b])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
         """The Jaccard estimates of one sketch with many others, in order, clipped to [0, 1], in one numpy
-        pass.
-
-        Raises:
-            InvalidArgument: a sketch has the wrong length.
-        """
+        pass."""
         self._check_lengths([query, *others])
         if not others:
             return np.zeros(0, dtype=np.float64)

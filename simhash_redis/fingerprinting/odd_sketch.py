@@ -131,6 +131,11 @@ def _mismatch(mine: int, theirs: int) -> InvalidArgument:
 class OddSketcher:
     """Makes and compares odd sketches (SKETCH_BYTES bytes) of documents' word (or CJK character) shingles.
 
+    Its methods raise InvalidType for a document, level or sketch of another type (naming a batch's
+    document, ``docs[i]``), and InvalidArgument for a level outside 0..MAX_LEVEL, a sketch of another
+    length than SKETCH_BYTES, or sketches of different levels compared (`estimate_doc` compares a
+    document with sketches of any level).
+
     Args:
         n: tokens per shingle (default 3).
         seed: seed of the token hashes, the bits and the sampling keys.
@@ -171,9 +176,6 @@ class OddSketcher:
 
         Args:
             level: the sampling level, 0..MAX_LEVEL; None for the set's own.
-
-        Raises:
-            InvalidArgument, InvalidType: level is not a level.
         """
         if level is not None:
             level = _checked_level(level, "level")
@@ -193,10 +195,6 @@ class OddSketcher:
         Args:
             level: the sampling level, 0..MAX_LEVEL: a stored sketch's, to compare with it; None for the
                 document's own.
-
-        Raises:
-            InvalidType: doc is of another type, or level is not an int.
-            InvalidArgument: level is out of range.
         """
         if level is not None:
             level = _checked_level(level, "level")
@@ -207,12 +205,7 @@ class OddSketcher:
     def sketch_many(
         self, docs: Sequence[str | bytes | Sequence[str]], level: int | None = None
     ) -> list[bytes]:
-        """The odd sketches of many documents (as `sketch` takes), at one level or (None) each at its own.
-
-        Raises:
-            InvalidType: a document is of another type (the message names it), or level is not an int.
-            InvalidArgument: level is out of range.
-        """
+        """The odd sketches of many documents (as `sketch` takes), at one level or (None) each at its own."""
         if level is not None:
             level = _checked_level(level, "level")
         if engine_choice.native is not None:
@@ -223,12 +216,7 @@ class OddSketcher:
         ]
 
     def sketch_levels(self, doc: str | bytes | Sequence[str], levels: Sequence[int]) -> list[bytes]:
-        """The odd sketches of one document at several levels, in order, its shingles made once.
-
-        Raises:
-            InvalidType: doc is of another type, or a level is not an int.
-            InvalidArgument: a level is out of range.
-        """
+        """The odd sketches of one document at several levels, in order, its shingles made once."""
         wanted = [_checked_level(level, f"levels[{i}]") for i, level in enumerate(levels)]
         if engine_choice.native is not None:
             return engine_choice.native.odd_sketch_levels(self.n, self.seed, doc, wanted)  # type: ignore[no-any-return]
@@ -237,30 +225,15 @@ class OddSketcher:
 
     @staticmethod
     def size_and_level(sketch: bytes) -> tuple[int, int]:
-        """The number of shingles a sketch holds (at most MAX_SIZE) and its level.
-
-        Raises:
-            InvalidType, InvalidArgument: sketch is not SKETCH_BYTES bytes.
-        """
+        """The number of shingles a sketch holds (at most MAX_SIZE) and its level."""
         return _header(_sketch_bytes(sketch))
 
     def estimate(self, a: bytes, b: bytes) -> float:
-        """The Jaccard estimate, in [0, 1], of two sketches of one level (0: too different to tell).
-
-        Raises:
-            InvalidType: a sketch is not bytes.
-            InvalidArgument: a sketch has the wrong length, or the two are of different levels.
-        """
+        """The Jaccard estimate, in [0, 1], of two sketches of one level (0: too different to tell)."""
         return float(self.estimate_many(a, [b])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
-        """The Jaccard estimates of one sketch with many others of its level, in order.
-
-        Raises:
-            InvalidType: a sketch is not bytes.
-            InvalidArgument: a sketch has the wrong length, or another level than the query's (`estimate_doc`
-                compares a document with sketches of any level).
-        """
+        """The Jaccard estimates of one sketch with many others of its level, in order."""
         mine = _sketch_bytes(query)
         if not others:
             return np.zeros(0, dtype=np.float64)
@@ -289,12 +262,7 @@ class OddSketcher:
     def estimate_doc(
         self, doc: str | bytes | Sequence[str], stored: Sequence[bytes]
     ) -> npt.NDArray[np.float64]:
-        """The Jaccard estimates of a document with stored sketches of any levels, in order.
-
-        Raises:
-            InvalidType: doc is of another type, or a sketch is not bytes.
-            InvalidArgument: a sketch has the wrong length.
-        """
+        """The Jaccard estimates of a document with stored sketches of any levels, in order."""
         checked = [_sketch_bytes(s) for s in stored]
         levels = sorted({_header(s)[1] for s in checked})
         mine = dict(zip(levels, self.sketch_levels(doc, levels), strict=True))
