@@ -101,9 +101,6 @@ class MinHasher:
         n: tokens per shingle (default 3).
         seed: seed of the token hashes and of the permutations.
 
-    Attributes:
-        a, b: the permutations x -> a*x + b (uint64 arrays; read-only: the compiled core reads them too).
-
     Raises:
         InvalidArgument: an argument is out of range.
         InvalidType: an argument is not an int.
@@ -119,7 +116,8 @@ class MinHasher:
         self.n = n
         self.seed = seed
         rng = np.random.default_rng(seed)
-        # Odd multipliers make x -> a*x + b a bijection of uint64, i.e. a permutation of hash values.
+        #: The permutations x -> a*x + b, read-only (the compiled core reads them too). Odd multipliers
+        #: make each a bijection of uint64, i.e. a permutation of hash values.
         self.a = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
         self.b = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64)
         self._dtype = np.dtype(np.uint8) if bits == 8 else np.dtype("<u2")

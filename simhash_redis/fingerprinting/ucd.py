@@ -72,12 +72,9 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 
 class UnicodeData:
-    """The questions normalisation and tokenisation ask of Unicode; answered by the interpreter here.
+    """The questions normalisation and tokenisation ask of Unicode; answered by the interpreter here."""
 
-    Attributes:
-        version: "python" for the running interpreter's data, else the pinned Unicode version.
-    """
-
+    #: "python" for the running interpreter's data, else the pinned Unicode version.
     version = "python"
 
     def kind(self, cp: int) -> str:

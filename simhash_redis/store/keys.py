@@ -200,10 +200,6 @@ class KeySchema:
 
         return keys
 
-    def table(self, table: int, value: int) -> bytes:
-        """The key of one table bucket."""
-        return self._table_formats[table] % value
-
     def table_form(self, table: int) -> KeyForm:
         """How a table's key values become its bucket keys."""
         width = self._layout.hex_widths[table]

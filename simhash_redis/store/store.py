@@ -256,15 +256,7 @@ class Store:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send commands in one round trip (per node); their replies in order.
-
-        Args:
-            raise_on_error: raise the first error reply; else error replies come back in place.
-            durable: on a cluster, wait for a replica to have the writes.
-
-        Raises:
-            SimhashRedisError: an error reply, when raise_on_error is set.
-        """
+        """Send commands in one round trip (per node); their replies in order (as `Transport.execute`)."""
         return self.sender.execute(commands, raise_on_error=raise_on_error, durable=durable)
 
     def run(self, steps: Callable[[], Steps[T]], *, durable: bool = False) -> T:
