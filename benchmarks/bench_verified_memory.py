@@ -102,7 +102,7 @@ class Data:
 
 
 def _fp_map_keys(index: SimhashIndex) -> list[bytes]:
-    return [index.keys.fp_bucket_key(b) for b in range(index.keys.id_buckets)]
+    return [index.keys.fp_form.key(b) for b in range(index.keys.id_buckets)]
 
 
 def write_sketches(client: redis.Redis, index: SimhashIndex, data: Data, chunk: int) -> None:
@@ -255,7 +255,7 @@ def lookup_reads(
                 first.append((b"HGET", b"%s:b%d:%x" % (base, band, value >> (32 - extra)), field))
             else:
                 number = (value * _BANDS + band) % keys.id_buckets
-                first.append((b"HGET", keys.fp_bucket_key(number), bytes([band]) + field))
+                first.append((b"HGET", keys.fp_form.key(number), bytes([band]) + field))
     out: dict[str, float] = {}
     for name, commands in (("round trip 1 (bands)", first), ("round trip 2 (ids, sketch)", second)):
         pipe = client.pipeline(transaction=False)

@@ -334,7 +334,7 @@ def test_a_bucket_key_of_the_wrong_type_stops_a_call_with_its_counts_right(
     # step 1 read the id map): the buckets written before it stay written (Redis undoes nothing), and
     # the counts say so.
     index = index_on(redis_client)
-    bad = index.store.keys.id_bucket_key(5)
+    bad = index.store.keys.id_form.key(5)
     original = bulk_module.BulkWrites._id_map
 
     def spoiled(self: bulk_module.BulkWrites, *args: Any) -> None:
@@ -345,7 +345,7 @@ def test_a_bucket_key_of_the_wrong_type_stops_a_call_with_its_counts_right(
     with pytest.raises(SimhashRedisError, match="WRONGTYPE"):
         index.bulk_add(load(400, seed=12, twice=0))
     redis_client.delete(bad)
-    docs = sum(int(redis_client.hlen(index.store.keys.id_bucket_key(b))) for b in range(64))
+    docs = sum(int(redis_client.hlen(index.store.keys.id_form.key(b))) for b in range(64))
     assert 0 < docs < 400
     assert index.count()[0] == docs
     assert "counts differ from data" not in index.verify().problems

@@ -80,8 +80,8 @@ def test_one_write_and_the_bulk_path_place_a_fingerprint_alike(f: int, data: st.
     keys = KeySchema.of("simhash", "placed", config)
     fps = data.draw(st.lists(st.integers(0, (1 << f) - 1), min_size=1, max_size=20))
     numbers = keys.fp_bucket_numbers(np.array(fps, dtype=np.uint64) if f <= 64 else fps).tolist()
-    assert [keys.fp_bucket(encode_fp(fp, f)) for fp in fps] == [keys.fp_bucket_key(n) for n in numbers]
-    assert [keys.fp_bucket_of(fp) for fp in fps] == [keys.fp_bucket_key(n) for n in numbers]
+    assert [keys.fp_bucket(encode_fp(fp, f)) for fp in fps] == [keys.fp_form.key(n) for n in numbers]
+    assert [keys.fp_bucket_of(fp) for fp in fps] == [keys.fp_form.key(n) for n in numbers]
     assert numbers == [fp % config.id_buckets for fp in fps]
 
 

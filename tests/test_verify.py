@@ -45,7 +45,7 @@ def test_every_inconsistency_is_found_and_repaired(any_client: redis.Redis) -> N
     orphan = encode_fp(999, 64)
     any_client.sadd(keys.tables(999)[0], orphan)
     # a member in the wrong bucket, and counts that drifted
-    any_client.sadd(keys.table(1, 0x1234), fp_e)
+    any_client.sadd(keys.table_form(1).key(0x1234), fp_e)
     any_client.hincrby(keys.counts, "docs", 5)
 
     report = index.verify()

@@ -35,6 +35,10 @@ _TEXTS = (str, bytes)
 class BandedOddSketcher:
     """Makes and compares the default verified mode's sketches (see the module).
 
+    Its methods raise InvalidType for a document of another type (naming a batch's, ``docs[i]``) and
+    InvalidArgument for a sketch of the wrong length (or, in `estimate_pairs`, owners and others of
+    different lengths).
+
     Args:
         n: tokens per shingle (default 3).
         seed: seed of the shingle hashes.
@@ -58,19 +62,11 @@ class BandedOddSketcher:
         return self.odd.describe()
 
     def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
-        """A document's query sketch (`query_bytes`).
-
-        Raises:
-            InvalidType: doc is of another type.
-        """
+        """A document's query sketch (`query_bytes`)."""
         return self.sketch_many([doc])[0]
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-        """The query sketches of many documents (`query_bytes` each).
-
-        Raises:
-            InvalidType: a document is of another type (the message names it).
-        """
+        """The query sketches of many documents (`query_bytes` each)."""
         native = engine_choice.native
         if native is not None:
             # One pass a document: its shingles made once for the band values and every level.
@@ -93,28 +89,16 @@ class BandedOddSketcher:
         return query[: BandedOddSketcher.sketch_bytes]
 
     def stored_sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
-        """The sketch stored for a document (`sketch_bytes`).
-
-        Raises:
-            InvalidType: doc is of another type.
-        """
+        """The sketch stored for a document (`sketch_bytes`)."""
         return self.stored(self.sketch(doc))
 
     def estimate(self, query: bytes, other: bytes) -> float:
-        """The Jaccard estimate of a query and a stored document (either sketch of it).
-
-        Raises:
-            InvalidArgument: a sketch has the wrong length.
-        """
+        """The Jaccard estimate of a query and a stored document (either sketch of it)."""
         return float(self.estimate_many(query, [self.stored(other)])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
         """The Jaccard estimates of a query sketch (or a stored one, at its own level only) with stored
-        sketches.
-
-        Raises:
-            InvalidArgument: a sketch has the wrong length.
-        """
+        sketches."""
         odd = OddSketcher.size_and_level
         mine = [
             query[BAND_VALUES + i * SKETCH_BYTES : BAND_VALUES + (i + 1) * SKETCH_BYTES] for i in range(3)
@@ -150,11 +134,7 @@ class BandedOddSketcher:
         self, queries: Sequence[bytes], owners: Sequence[int], others: Sequence[bytes]
     ) -> npt.NDArray[np.float64]:
         """`estimate_many` of many queries at once: stored sketch i (`sketch_bytes`) against the query
-        sketch owners[i] of `queries`; the same floats, in one numpy pass.
-
-        Raises:
-            InvalidArgument: a sketch has the wrong length, or owners and others differ in length.
-        """
+        sketch owners[i] of `queries`; the same floats, in one numpy pass."""
         if len(owners) != len(others):
             raise InvalidArgument("give one query position per stored sketch")
         out = np.zeros(len(others), dtype=np.float64)
@@ -198,11 +178,7 @@ class _StoringSketcher(BandedOddSketcher):
     about a third of a query sketch."""
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-        """The stored sketches of many documents (`sketch_bytes` each).
-
-        Raises:
-            InvalidType: a document is of another type (the message names it).
-        """
+        """The stored sketches of many documents (`sketch_bytes` each)."""
         native = engine_choice.native
         if native is not None:
             # One pass a document: its shingles made once for the band values and its own level.

@@ -182,12 +182,7 @@ class _Batch:
         self.tokens = 0
 
     def add(self, doc: object, name: str) -> None:
-        """Take one document (name: its name in messages).
-
-        Raises:
-            InvalidType: doc is of no accepted form.
-            InvalidArgument: a weight is not finite.
-        """
+        """Take one document (name: its name in messages); raises as `fingerprint`."""
         engine = self.engine
         if isinstance(doc, (bytes, bytearray, memoryview)):
             doc = bytes(doc).decode("utf-8", errors="replace")

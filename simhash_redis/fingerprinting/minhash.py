@@ -8,7 +8,6 @@ are the library's tokens (`tokens.tokenize`) n at a time; fewer than n tokens ma
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -93,14 +92,14 @@ def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
 class MinHasher:
     """Makes and compares b-bit MinHash sketches of documents' word (or CJK character) shingle sets.
 
+    Its methods raise InvalidType for a document of another type (naming it, ``docs[i]`` in a batch)
+    and InvalidArgument for a sketch of another length than `sketch_bytes`.
+
     Args:
         num_perm: permutations, 16 to 4096 (default 256).
         bits: bits kept per permutation, 8 or 16 (default 8).
         n: tokens per shingle (default 3).
         seed: seed of the token hashes and of the permutations.
-
-    Attributes:
-        a, b: the permutations x -> a*x + b (uint64 arrays; read-only: the compiled core reads them too).
 
     Raises:
         InvalidArgument: an argument is out of range.
@@ -117,7 +116,8 @@ class MinHasher:
         self.n = n
         self.seed = seed
         rng = np.random.default_rng(seed)
-        # Odd multipliers make x -> a*x + b a bijection of uint64, i.e. a permutation of hash values.
+        #: The permutations x -> a*x + b, read-only (the compiled core reads them too). Odd multipliers
+        #: make each a bijection of uint64, i.e. a permutation of hash values.
         self.a = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
         self.b = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64)
         self._dtype = np.dtype(np.uint8) if bits == 8 else np.dtype("<u2")
@@ -139,11 +139,7 @@ class MinHasher:
         return query
 
     def stored_sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
-        """The sketch stored for a document: `sketch`'s.
-
-        Raises:
-            InvalidType: doc is of another type.
-        """
+        """The sketch stored for a document: `sketch`'s."""
         return self.sketch(doc)
 
     def describe(self) -> str:
@@ -165,21 +161,13 @@ class MinHasher:
         return bytes(top.astype(self._dtype).tobytes())
 
     def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
-        """The sketch (sketch_bytes) of one document: text, UTF-8 bytes, or str tokens.
-
-        Raises:
-            InvalidType: doc is of another type.
-        """
+        """The sketch (sketch_bytes) of one document: text, UTF-8 bytes, or str tokens."""
         if engine_choice.native is not None:
             return engine_choice.native.sketch(self, doc)  # type: ignore[no-any-return]
         return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed))
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-        """The sketches of many documents (as `sketch` takes), in order.
-
-        Raises:
-            InvalidType: a document is of another type; the message names it.
-        """
+        """The sketches of many documents (as `sketch` takes), in order."""
         if engine_choice.native is not None:
             return engine_choice.native.sketch_many(self, docs)  # type: ignore[no-any-return]
         return [
@@ -187,37 +175,23 @@ class MinHasher:
             for i, doc in enumerate(docs)
         ]
 
-    def _values(self, sketch: bytes) -> npt.NDArray[np.unsignedinteger[Any]]:
-        """A sketch's num_perm values.
-
-        Raises:
-            InvalidArgument: the sketch has the wrong length.
-        """
-        if len(sketch) != self.sketch_bytes:
-            raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
-        return np.frombuffer(sketch, dtype=self._dtype)
+    def _check_lengths(self, sketches: Sequence[bytes]) -> None:
+        """InvalidArgument for a sketch of another length than `sketch_bytes`."""
+        for sketch in sketches:
+            if len(sketch) != self.sketch_bytes:
+                raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
 
     def estimate(self, a: bytes, b: bytes) -> float:
-        """The Jaccard estimate of two sketches, clipped to [0, 1].
-
-        Raises:
-            InvalidArgument: a sketch has the wrong length.
-        """
+        """The Jaccard estimate of two sketches, clipped to [0, 1]."""
         return float(self.estimate_many(a, [b])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
         """The Jaccard estimates of one sketch with many others, in order, clipped to [0, 1], in one numpy
-        pass.
-
-        Raises:
-            InvalidArgument: a sketch has the wrong length.
-        """
-        mine = self._values(query)
+        pass."""
+        self._check_lengths([query, *others])
         if not others:
             return np.zeros(0, dtype=np.float64)
-        for sketch in others:
-            if len(sketch) != self.sketch_bytes:
-                raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
+        mine = np.frombuffer(query, dtype=self._dtype)
         theirs = np.frombuffer(b"".join(others), dtype=self._dtype).reshape(len(others), self.num_perm)
         agree = (theirs == mine).mean(axis=1)
         out: npt.NDArray[np.float64] = np.clip((agree - self._chance) / (1.0 - self._chance), 0.0, 1.0)

@@ -329,7 +329,6 @@ def code_points(text: str) -> npt.NDArray[np.uint32]:
 
 
 def _has_surrogates(text: str) -> bool:
-    """Tell whether a text holds a surrogate code point."""
     try:
         # Several times faster than a regular expression search, and strict UTF-16 refuses surrogates.
         text.encode("utf-16-le")

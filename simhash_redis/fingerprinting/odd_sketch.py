@@ -86,8 +86,7 @@ def _words(rows: npt.NDArray[np.uint8]) -> npt.NDArray[np.intp]:
 def _estimates(
     rows: npt.NDArray[np.uint8], mine: npt.NDArray[np.uint8], totals: npt.NDArray[np.intp]
 ) -> npt.NDArray[np.float64]:
-    """The estimates of `rows` against `mine` (one row's parity bytes, or one per row), given each pair's size
-    sum."""
+    """The estimates of `rows` against `mine` (one row's parity bytes, or one per row)."""
     z = np.bitwise_count(rows[:, :_PARITY_BYTES] ^ mine).sum(axis=1, dtype=np.intp)
     delta = _DELTA[z]
     total = totals.astype(np.float64)
@@ -98,11 +97,7 @@ def _estimates(
 
 
 def _checked_level(level: object, name: str) -> int:
-    """A level argument, checked.
-
-    Raises:
-        InvalidType, InvalidArgument: it is not an int in 0..MAX_LEVEL.
-    """
+    """A level argument, checked (InvalidType, InvalidArgument: not an int in 0..MAX_LEVEL)."""
     if not is_int(level):
         raise InvalidType(f"{name} must be an int, got {type(level).__name__}")
     if not 0 <= level <= MAX_LEVEL:
@@ -111,11 +106,7 @@ def _checked_level(level: object, name: str) -> int:
 
 
 def _sketch_bytes(sketch: object) -> bytes:
-    """A sketch argument as bytes, checked.
-
-    Raises:
-        InvalidType, InvalidArgument: it is not SKETCH_BYTES bytes.
-    """
+    """A sketch argument as bytes, checked (InvalidType, InvalidArgument: not SKETCH_BYTES bytes)."""
     if not isinstance(sketch, (bytes, bytearray, memoryview)):
         raise InvalidType(f"an odd sketch must be bytes, got {type(sketch).__name__}")
     data = bytes(sketch)
@@ -139,6 +130,11 @@ def _mismatch(mine: int, theirs: int) -> InvalidArgument:
 
 class OddSketcher:
     """Makes and compares odd sketches (SKETCH_BYTES bytes) of documents' word (or CJK character) shingles.
+
+    Its methods raise InvalidType for a document, level or sketch of another type (naming a batch's
+    document, ``docs[i]``), and InvalidArgument for a level outside 0..MAX_LEVEL, a sketch of another
+    length than SKETCH_BYTES, or sketches of different levels compared (`estimate_doc` compares a
+    document with sketches of any level).
 
     Args:
         n: tokens per shingle (default 3).
@@ -180,9 +176,6 @@ class OddSketcher:
 
         Args:
             level: the sampling level, 0..MAX_LEVEL; None for the set's own.
-
-        Raises:
-            InvalidArgument, InvalidType: level is not a level.
         """
         if level is not None:
             level = _checked_level(level, "level")
@@ -202,10 +195,6 @@ class OddSketcher:
         Args:
             level: the sampling level, 0..MAX_LEVEL: a stored sketch's, to compare with it; None for the
                 document's own.
-
-        Raises:
-            InvalidType: doc is of another type, or level is not an int.
-            InvalidArgument: level is out of range.
         """
         if level is not None:
             level = _checked_level(level, "level")
@@ -216,12 +205,7 @@ class OddSketcher:
     def sketch_many(
         self, docs: Sequence[str | bytes | Sequence[str]], level: int | None = None
     ) -> list[bytes]:
-        """The odd sketches of many documents (as `sketch` takes), at one level or (None) each at its own.
-
-        Raises:
-            InvalidType: a document is of another type (the message names it), or level is not an int.
-            InvalidArgument: level is out of range.
-        """
+        """The odd sketches of many documents (as `sketch` takes), at one level or (None) each at its own."""
         if level is not None:
             level = _checked_level(level, "level")
         if engine_choice.native is not None:
@@ -232,12 +216,7 @@ class OddSketcher:
         ]
 
     def sketch_levels(self, doc: str | bytes | Sequence[str], levels: Sequence[int]) -> list[bytes]:
-        """The odd sketches of one document at several levels, in order, its shingles made once.
-
-        Raises:
-            InvalidType: doc is of another type, or a level is not an int.
-            InvalidArgument: a level is out of range.
-        """
+        """The odd sketches of one document at several levels, in order, its shingles made once."""
         wanted = [_checked_level(level, f"levels[{i}]") for i, level in enumerate(levels)]
         if engine_choice.native is not None:
             return engine_choice.native.odd_sketch_levels(self.n, self.seed, doc, wanted)  # type: ignore[no-any-return]
@@ -246,31 +225,15 @@ class OddSketcher:
 
     @staticmethod
     def size_and_level(sketch: bytes) -> tuple[int, int]:
-        """The number of shingles a sketch holds (at most MAX_SIZE) and its level.
-
-        Raises:
-            InvalidType, InvalidArgument: sketch is not SKETCH_BYTES bytes.
-        """
+        """The number of shingles a sketch holds (at most MAX_SIZE) and its level."""
         return _header(_sketch_bytes(sketch))
 
     def estimate(self, a: bytes, b: bytes) -> float:
-        """The Jaccard estimate, in [0, 1], of two sketches of one level (0 when they differ too much to
-        tell).
-
-        Raises:
-            InvalidType: a sketch is not bytes.
-            InvalidArgument: a sketch has the wrong length, or the two are of different levels.
-        """
+        """The Jaccard estimate, in [0, 1], of two sketches of one level (0: too different to tell)."""
         return float(self.estimate_many(a, [b])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
-        """The Jaccard estimates of one sketch with many others of its level, in order.
-
-        Raises:
-            InvalidType: a sketch is not bytes.
-            InvalidArgument: a sketch has the wrong length, or another level than the query's (`estimate_doc`
-                compares a document with sketches of any level).
-        """
+        """The Jaccard estimates of one sketch with many others of its level, in order."""
         mine = _sketch_bytes(query)
         if not others:
             return np.zeros(0, dtype=np.float64)
@@ -292,20 +255,14 @@ class OddSketcher:
 
     @staticmethod
     def estimate_rows(mine: npt.NDArray[np.uint8], others: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
-        """`estimate_many` of row i of `mine` with row i of `others` (one level a pair, unchecked), in one
-        pass."""
+        """`estimate_many` of row i of `mine` with row i of `others` (one level a pair, unchecked)."""
         sizes = _words(mine) & MAX_SIZE
         return _estimates(others, mine[:, :_PARITY_BYTES], sizes + (_words(others) & MAX_SIZE))
 
     def estimate_doc(
         self, doc: str | bytes | Sequence[str], stored: Sequence[bytes]
     ) -> npt.NDArray[np.float64]:
-        """The Jaccard estimates of a document with stored sketches of any levels, in order.
-
-        Raises:
-            InvalidType: doc is of another type, or a sketch is not bytes.
-            InvalidArgument: a sketch has the wrong length.
-        """
+        """The Jaccard estimates of a document with stored sketches of any levels, in order."""
         checked = [_sketch_bytes(s) for s in stored]
         levels = sorted({_header(s)[1] for s in checked})
         mine = dict(zip(levels, self.sketch_levels(doc, levels), strict=True))

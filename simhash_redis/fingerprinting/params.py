@@ -17,27 +17,22 @@ __all__ = ["MinHashParams", "SchemeParams"]
 
 
 class SchemeParams(Protocol):
-    """A validated scheme, as the engines read it; a `Scheme` is one."""
+    """A validated scheme, as the engines read it; a `Scheme` is one (its docstring says what each is)."""
 
     @property
-    def features(self) -> str:
-        """The kind of features: "shingles", "words" or "chars"."""
+    def features(self) -> str: ...
 
     @property
-    def n(self) -> int:
-        """Tokens per shingle, or characters per n-gram (1 for "words")."""
+    def n(self) -> int: ...
 
     @property
-    def f(self) -> int:
-        """Fingerprint width in bits."""
+    def f(self) -> int: ...
 
     @property
-    def weighting(self) -> str:
-        """The weighting: "tf" or "binary"."""
+    def weighting(self) -> str: ...
 
     @property
-    def seed(self) -> int:
-        """The xxh3 seed."""
+    def seed(self) -> int: ...
 
     @property
     def stopwords(self) -> tuple[str, ...]:
@@ -48,28 +43,23 @@ class SchemeParams(Protocol):
         """The Unicode rules of the scheme's version."""
 
     @property
-    def unicode(self) -> str:
-        """The Unicode version the scheme normalises text by."""
+    def unicode(self) -> str: ...
 
 
 class MinHashParams(Protocol):
     """A MinHasher's parameters and permutations, as the native sketcher reads them; a `MinHasher` is one."""
 
     @property
-    def num_perm(self) -> int:
-        """Permutations."""
+    def num_perm(self) -> int: ...
 
     @property
-    def bits(self) -> int:
-        """Bits kept per permutation."""
+    def bits(self) -> int: ...
 
     @property
-    def n(self) -> int:
-        """Tokens per shingle."""
+    def n(self) -> int: ...
 
     @property
-    def seed(self) -> int:
-        """Seed of the token hashes and of the permutations."""
+    def seed(self) -> int: ...
 
     @property
     def a(self) -> npt.NDArray[np.uint64]:

@@ -58,7 +58,6 @@ def _normalizer_of(version: int) -> Normalizer:
 
 
 def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
-    """Check that an argument is a str among the allowed choices."""
     if not isinstance(value, str):
         raise InvalidType(f"{name} must be a str, got {type(value).__name__}")
     allowed = tuple(choices)

@@ -24,11 +24,7 @@ __all__ = [
 
 
 def check_scheme(scheme: object) -> Scheme:
-    """A Scheme argument, or `DEFAULT_SCHEME` for None.
-
-    Raises:
-        InvalidType: scheme is neither.
-    """
+    """A Scheme argument, or `DEFAULT_SCHEME` for None (InvalidType for anything else)."""
     if scheme is None:
         return DEFAULT_SCHEME
     if not isinstance(scheme, Scheme):

@@ -68,17 +68,13 @@ def _cut(images: str) -> Images:
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
-    """Parse "15.1.0" or "15.1" into integers for comparison."""
     return tuple(int(part) for part in version.split("."))
 
 
 class UnicodeData:
-    """The questions normalisation and tokenisation ask of Unicode; answered by the interpreter here.
+    """The questions normalisation and tokenisation ask of Unicode; answered by the interpreter here."""
 
-    Attributes:
-        version: "python" for the running interpreter's data, else the pinned Unicode version.
-    """
-
+    #: "python" for the running interpreter's data, else the pinned Unicode version.
     version = "python"
 
     def kind(self, cp: int) -> str:

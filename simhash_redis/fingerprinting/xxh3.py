@@ -73,7 +73,6 @@ def _xxh3_avalanche(h: _U64) -> _U64:
 def _xxh3_1to3(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """xxh3-64 of inputs of 1 to 3 bytes."""
     c1 = buf[starts].astype(np.uint64)
     c2 = buf[starts + (lengths >> 1)].astype(np.uint64)
     c3 = buf[starts + lengths - 1].astype(np.uint64)
@@ -91,7 +90,6 @@ def _xxh3_1to3(
 def _xxh3_4to8(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """xxh3-64 of inputs of 4 to 8 bytes."""
     words = _words32(buf)
     first = words[starts].astype(np.uint64)
     last = words[starts + lengths - 4].astype(np.uint64)
@@ -110,7 +108,6 @@ def _xxh3_4to8(
 def _xxh3_9to16(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """xxh3-64 of inputs of 9 to 16 bytes."""
     words = _words64(buf)
     low = words[starts] ^ np.uint64((_secret64(24) ^ _secret64(32)) + seed & _U64_MASK)
     high = words[starts + lengths - 8] ^ np.uint64((_secret64(40) ^ _secret64(48)) - seed & _U64_MASK)
@@ -128,7 +125,6 @@ def _mix16(words: npt.NDArray[np.uint64], at: npt.NDArray[np.intp], secret: int,
 def _xxh3_17to128(
     buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], seed: int
 ) -> _U64:
-    """xxh3-64 of inputs of 17 to 128 bytes."""
     words = _words64(buf)
     acc = lengths.astype(np.uint64) * _P64_1
     acc += _mix16(words, starts, 0, seed) + _mix16(words, starts + lengths - 16, 16, seed)

@@ -21,23 +21,18 @@ class Judge(Protocol):
         self, docs: list[int], found: list[list[Match]], sketches: dict[str, bytes]
     ) -> Sequence[Sequence[Match]]:
         """The near-duplicates among each document's candidates (docs: positions in the batch)."""
-        ...
 
     def bands(self, docs: list[int]) -> list[list[bytes]] | None:
         """The band tables whose members are candidates of the documents at these positions, or None."""
-        ...
 
     def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
         """Where `bands`' band values are read: (bucket hash, field) each, or None."""
-        ...
 
     def guarded(self, doc: int, members: Guard | None) -> Guard:
         """The guard to write the document at this position with (members None: a cluster's)."""
-        ...
 
     def confirms(self, doc: int, earlier: list[int]) -> bool:
         """Whether any of the earlier documents of the batch (candidates of doc) is its near-duplicate."""
-        ...
 
 
 class InBatch:

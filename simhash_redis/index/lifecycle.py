@@ -14,7 +14,6 @@ from ..store import (
     IndexConfig,
     KeySchema,
     Retention,
-    Windows,
     drop_keys,
     open_meta,
     restore_meta,
@@ -28,7 +27,6 @@ __all__ = [
     "drop_index",
     "list_indexes",
     "open_config",
-    "open_windows",
     "requested",
     "restore",
     "unsketched",
@@ -79,11 +77,6 @@ def open_config(
     stored = IndexConfig.from_meta(meta)
     wanted.check_against(stored, given, name)
     return stored
-
-
-def open_windows(config: IndexConfig, keys: KeySchema, sender: Sender) -> Windows | None:
-    """The periods of an index with a retention window (None for one without); reads the server's clock."""
-    return None if config.retention is None else Windows(keys, config.retention, sender)
 
 
 def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any]) -> None:

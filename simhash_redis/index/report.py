@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["EXAMPLES", "VerifyReport"]
@@ -14,25 +14,22 @@ EXAMPLES = 20
 
 @dataclass
 class VerifyReport:
-    """What `SimhashIndex.verify` found (and, with repair, fixed).
+    """What `SimhashIndex.verify` found (and, with repair, fixed)."""
 
-    Attributes:
-        docs: documents in the id map.
-        fingerprints: distinct fingerprints in the fingerprint map.
-        problems: how many of each kind of inconsistency were found.
-        examples: a few of them, described.
-        garbage: orphan table members on a cluster, which near() ignores and repair removes.
-        repaired: whether the problems (and garbage) were fixed.
-        wrong_type: every key holding another type of value than its kind's (each described); while
-            there is one, nothing else is checked.
-    """
-
+    #: Documents in the id map.
     docs: int = 0
+    #: Distinct fingerprints in the fingerprint map.
     fingerprints: int = 0
+    #: How many of each kind of inconsistency were found.
     problems: Counter[str] = field(default_factory=Counter)
+    #: A few of them, described.
     examples: list[str] = field(default_factory=list)
+    #: Orphan table members on a cluster, which near() ignores and repair removes.
     garbage: int = 0
+    #: Whether the problems (and garbage) were fixed.
     repaired: bool = False
+    #: Every key holding another type of value than its kind's (each described); while there is one,
+    #: nothing else is checked.
     wrong_type: list[str] = field(default_factory=list)
 
     @property
@@ -48,13 +45,4 @@ class VerifyReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain data (for --json)."""
-        return {
-            "ok": self.ok,
-            "docs": self.docs,
-            "fingerprints": self.fingerprints,
-            "problems": dict(self.problems),
-            "examples": self.examples,
-            "garbage": self.garbage,
-            "repaired": self.repaired,
-            "wrong_type": self.wrong_type,
-        }
+        return {"ok": self.ok, **asdict(self), "problems": dict(self.problems)}

@@ -23,6 +23,7 @@ from ..store import (
     Store,
     Verification,
     WindowedWrites,
+    Windows,
     Writes,
     encode_id,
     validate_name,
@@ -107,8 +108,11 @@ class SimhashIndex:
         self.keys = KeySchema.of(self.prefix, self.name, self.config)
         #: Every command of this index (and of what works on it) goes through it.
         self.store = Store(sender, self.keys)
-        #: The periods of an index with a retention window; None for one that keeps its documents.
-        self.windows = lifecycle.open_windows(self.config, self.keys, sender)
+        #: The periods of an index with a retention window (reads the server's clock); None for one that
+        #: keeps its documents.
+        self.windows = (
+            None if self.config.retention is None else Windows(self.keys, self.config.retention, sender)
+        )
         self._reads = Reads(self.store, self.name, self.config, self.windows)
         tables = len(self.layout.tables)
         self._writes = (

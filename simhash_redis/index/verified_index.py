@@ -14,7 +14,7 @@ from ..store.keys import encode_id
 from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
-from .arguments import check_fp, check_k, check_max_candidates, texts
+from .arguments import as_batch, check_fp, check_k, check_max_candidates, check_pairs, texts
 from .batches import bulk_add_sketched
 from .simhash_index import Outcome, SimhashIndex
 from .unique import UniqueWrites
@@ -56,8 +56,7 @@ class VerifiedIndex:
             (docs/quality.md). Never capped: table hits within k; the add-if-new paths (`add_if_new`,
             `add_if_new_many`, `add_sketched(unique=True)`), which judge every candidate, so that a
             near-duplicate is never stored; an index of 128-bit fingerprints (its lookups read every
-            band candidate whatever the cap). Checked (a positive integer, numpy's too, or None) before
-            anything is written.
+            band candidate whatever the cap). A positive integer (numpy's too) or None.
 
     Raises:
         ConfigurationMismatch: hasher, threshold or band_buckets differs from the mode pinned in the
@@ -185,11 +184,9 @@ class VerifiedIndex:
         Raises:
             WriteContention: as `add_if_new`.
         """
-        if not len(ids) == len(fps) == len(sketches):
-            raise InvalidArgument("ids, fps and sketches must be of one length")
+        self._check_sizes(ids, fps, sketches, unique)
         raws = [encode_id(doc_id) for doc_id in ids]
         checked = [check_fp(fp, self.index.f) for fp in fps]
-        self._check_sizes(sketches, unique)
         out: list[Outcome | VerifiedMatch] = []
         step = self.index.batch_size
         known = [sketch for sketch in sketches if sketch is not None]  # all of them when unique: checked
@@ -208,16 +205,18 @@ class VerifiedIndex:
         `SimhashIndex.bulk_add` (a window cut short is completed by writing it again)."""
         if self.index.windows is not None:  # a period's keys expire with it, which the atomic path sets
             return [o for o in self.add_sketched(ids, fps, sketches) if isinstance(o, Outcome)]
-        if not len(ids) == len(fps) == len(sketches):
-            raise InvalidArgument("ids, fps and sketches must be of one length")
-        self._check_sizes(sketches, unique=False)
+        self._check_sizes(ids, fps, sketches, unique=False)
         store = self.hasher.stored
         forms = [store(sketch) if sketch else b"" for sketch in sketches]
         return bulk_add_sketched(self.index, self._writes, ids, fps, forms)
 
-    def _check_sizes(self, sketches: Sequence[bytes | None], unique: bool) -> None:
-        """Refuse a sketch of another size than a query's (unique: needed to judge) or a stored one's
-        (an export's, written as it is), or None with unique."""
+    def _check_sizes(
+        self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None], unique: bool
+    ) -> None:
+        """Refuse columns of unequal lengths, a sketch of another size than a query's (unique: needed to
+        judge) or a stored one's (an export's, written as it is), or None with unique."""
+        if not len(ids) == len(fps) == len(sketches):
+            raise InvalidArgument("ids, fps and sketches must be of one length")
         query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
         sizes = (query,) if unique else (query, stored)
         for sketch in sketches:
@@ -230,11 +229,9 @@ class VerifiedIndex:
     ) -> Iterator[tuple[list[str], list[Any]]]:
         """The pairs a batch at a time, as ids and documents, all checked before the first is written (a
         malformed pair leaves nothing of the call stored, as in a plain index)."""
-        pairs = list(items)
-        for item in pairs:
-            if not isinstance(item, tuple) or len(item) != 2:
-                raise InvalidType("items must be (str id, document) pairs")
-            encode_id(item[0])
+        pairs = check_pairs(as_batch(items, "items"))
+        for doc_id, _ in pairs:
+            encode_id(doc_id)
         ids, docs = [doc_id for doc_id, _ in pairs], texts([doc for _, doc in pairs])
         for start in range(0, len(pairs), self.index.batch_size):
             yield ids[start : start + self.index.batch_size], docs[start : start + self.index.batch_size]

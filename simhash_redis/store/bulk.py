@@ -40,6 +40,9 @@ class BulkWrites:
         self.batch_size = batch_size
         self.verification = writes.verification
         self._packed = not store.cluster
+        # Entries per script call: a cluster's calls name one key each.
+        self._per_call = ATTACH_PAIRS if self._packed else 1
+        self._counts = None if store.cluster else self.keys.counts
 
     def write(
         self,
@@ -156,8 +159,7 @@ class BulkWrites:
         field, stored, ids = self.keys.sketch_field, window.stored.raw, window.ids.raw
         values = _sketch_values(ids, sketches)
         columns = [Column([field(raw) for raw in stored]), window.ids, Column(values)]
-        per = ATTACH_PAIRS if self._packed else 1
-        calls = script_runs(BULK_SKETCH.sha, None, groups, columns, per, self._packed)
+        calls = script_runs(BULK_SKETCH.sha, None, groups, columns, self._per_call, self._packed)
         replies = send_step(self.store, calls, keep=True, durable=True)
         dropped = [
             (bytes(reply[i]), bytes(reply[i + 1])) for reply in replies for i in range(0, len(reply), 2)
@@ -200,7 +202,6 @@ class BulkWrites:
             return
         numbers, fields, values = self.keys.band_numbers(sketches, mode)
         packed = window.packed(self.f)
-        per = ATTACH_PAIRS if self._packed else 1
 
         def steps() -> Iterator[Sequence[Command]]:
             for band in range(len(fields)):
@@ -210,7 +211,7 @@ class BulkWrites:
                     firsts, lists = _shared_values(fields[band], rows, packed.raw)
                 groups = group(numbers[:, band], firsts, self.keys.band_form(band))
                 columns = [Column(fields[band]), packed, Column(lists)]
-                yield from script_runs(BULK_BAND.sha, None, groups, columns, per, self._packed)
+                yield from script_runs(BULK_BAND.sha, None, groups, columns, self._per_call, self._packed)
 
         send_step(self.store, steps(), keep=False, durable=True)
 
@@ -228,10 +229,8 @@ class BulkWrites:
         """Step 5: each id into its fingerprint's id list, the commit point of `near` (lua/bulk_fp.lua)."""
         rows, joined = window.attachments(chosen)
         groups = group(window.fp_buckets, rows, self.keys.fp_form)
-        pairs = ATTACH_PAIRS if self._packed else 1
-        counts = None if self.store.cluster else self.keys.counts
-        stored, ids = window.stored, window.ids
-        calls = attach_calls(BULK_FP.sha, counts, groups, stored, ids, joined, pairs, self._packed)
+        columns = window.stored, window.ids, joined
+        calls = attach_calls(BULK_FP.sha, self._counts, groups, *columns, self._per_call, self._packed)
         send_step(self.store, calls, keep=False, durable=True)
 
     def _commit(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
@@ -245,9 +244,7 @@ class BulkWrites:
         values = _sketch_values(ids, sketches)
         fields = Column([self.keys.sketch_field(raw) for raw in stored])
         columns = [window.stored, fields, Column([netstring(doc_id) for doc_id in ids]), Column(values)]
-        per = ATTACH_PAIRS if self._packed else 1
-        counts = None if self.store.cluster else self.keys.counts
-        calls = script_runs(BULK_COMMIT.sha, counts, groups, columns, per, self._packed)
+        calls = script_runs(BULK_COMMIT.sha, self._counts, groups, columns, self._per_call, self._packed)
         replies = send_step(self.store, calls, keep=True, durable=True)
         dropped: list[tuple[bytes, bytes]] = []
         again: set[bytes] = set()
@@ -381,13 +378,10 @@ def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[n
     else:
         arr = np.asarray(fps, dtype=np.uint64)
         values = []
-        for table in layout.tables:
-            position = sum(layout.blocks[b] for b in table)
+        for plan in layout.plans:
             value = np.zeros(len(arr), dtype=np.uint64)
-            for b in table:
-                position -= layout.blocks[b]
-                block = (arr >> np.uint64(layout.offsets[b])) & np.uint64((1 << layout.blocks[b]) - 1)
-                value |= block << np.uint64(position)
+            for shift, mask, position in plan:
+                value |= ((arr >> np.uint64(shift)) & np.uint64(mask)) << np.uint64(position)
             values.append(value)
     # Narrow keys sort faster (a radix sort for 16 bits).
     narrow = [np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64 for bits in layout.key_bits]
@@ -400,7 +394,6 @@ def _sketch_values(ids: list[bytes], sketches: Sequence[bytes]) -> list[bytes]:
 
 
 def _named_twice(ids: list[bytes]) -> set[bytes]:
-    """The ids named more than once."""
     if len(set(ids)) == len(ids):
         return set()
     return {doc_id for doc_id, times in Counter(ids).items() if times > 1}

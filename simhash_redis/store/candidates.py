@@ -124,9 +124,7 @@ def top_band_hits(
 
     Args:
         tabled: the query's table hits (within k), which take no band candidate's place.
-        fp: the query's fingerprint.
         values: the query's band values, packed (`codec.unpack_fps_many`).
-        cap: the band candidates kept at most.
         bands: the band tables of one period, where `values` holds several periods' (period after
             period): a member in one band of several periods shares that band once.
 

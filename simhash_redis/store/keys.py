@@ -200,10 +200,6 @@ class KeySchema:
 
         return keys
 
-    def table(self, table: int, value: int) -> bytes:
-        """The key of one table bucket."""
-        return self._table_formats[table] % value
-
     def table_form(self, table: int) -> KeyForm:
         """How a table's key values become its bucket keys."""
         width = self._layout.hex_widths[table]
@@ -250,14 +246,6 @@ class KeySchema:
     def id_bucket(self, doc_id: bytes) -> bytes:
         """The id-map hash holding a (UTF-8 encoded) document id."""
         return self._id_prefix + self._bucket(doc_id)
-
-    def id_bucket_key(self, bucket: int) -> bytes:
-        """The key of id-map bucket number `bucket`."""
-        return self._id_prefix + b"%d" % bucket
-
-    def fp_bucket_key(self, bucket: int) -> bytes:
-        """The key of fingerprint-map bucket number `bucket`."""
-        return self._fp_prefix + b"%d" % bucket
 
     def fp_bucket(self, stored_fp: bytes) -> bytes:
         """The fingerprint-map hash holding a fingerprint as `codec.encode_fp` writes it."""
@@ -405,13 +393,8 @@ def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], lis
     """
     names: dict[str, object] = {}
     parts = []
-    for t, (fmt, table) in enumerate(zip(formats, layout.tables, strict=True)):
+    for t, (fmt, plan) in enumerate(zip(formats, layout.plans, strict=True)):
         names[f"f{t}"] = fmt
-        position = sum(layout.blocks[b] for b in table)
-        terms = []
-        for b in table:
-            position -= layout.blocks[b]
-            shift, mask = layout.offsets[b], (1 << layout.blocks[b]) - 1
-            terms.append(f"((fp >> {int(shift)} & {int(mask)}) << {int(position)})")
+        terms = [f"((fp >> {int(shift)} & {int(mask)}) << {int(position)})" for shift, mask, position in plan]
         parts.append(f"f{t} % ({' | '.join(terms)})")
     return eval(f"lambda fp: [{', '.join(parts)}]", names)  # type: ignore[no-any-return]

@@ -125,8 +125,8 @@ class Layout:
         return sum(2.0**-bits for bits in self.key_bits)
 
     @cached_property
-    def _extract(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
-        # Per table: (shift, mask, position in key) of each block.
+    def plans(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
+        """Per table: the (right shift, mask, position in the key) of each of its blocks."""
         plans = []
         for table in self.tables:
             plan = []
@@ -140,7 +140,7 @@ class Layout:
     def keys_of(self, fingerprint: int) -> list[int]:
         """Each table's key value for a fingerprint."""
         out = []
-        for plan in self._extract:
+        for plan in self.plans:
             if len(plan) == 1:  # one block per table (the default layout): no loop
                 shift, mask, _ = plan[0]
                 out.append((fingerprint >> shift) & mask)

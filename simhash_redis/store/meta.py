@@ -10,12 +10,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from ..codec import decode_fp, decode_ids, decode_sketches, format_fingerprint, unpack_fps
+from ..codec import decode_fp, decode_ids, format_fingerprint, unpack_fps
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument
 from ..transport import Sender, raise_first_error
 from .keys import KeySchema
 from .store import CREATE_META, PIN_META, hash_pairs, run_calls
 from .verification import Verification
+from .writes import sketch_in
 
 __all__ = ["find_data", "open_meta", "pin_meta", "restore_meta"]
 
@@ -212,8 +213,7 @@ def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:
 
 def _sketched(sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]]) -> bool:
     """Whether a sampled document's fingerprint has sketches kept beside its ids (verified mode)."""
-    replies = sender.execute([(b"HEXISTS", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
-    return any(replies)
+    return any(sender.execute([(b"HEXISTS", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample]))
 
 
 def _misfit_sketches(
@@ -221,14 +221,9 @@ def _misfit_sketches(
 ) -> str | None:
     """Why the sampled sketches were not made in the stated verified mode (None if they were)."""
     replies = sender.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
-    sketches = []
-    for (doc_id, fp), reply in zip(sample, replies, strict=True):
-        try:
-            sketch = decode_sketches(bytes(reply)).get(doc_id.decode()) if reply is not None else None
-        except (ValueError, UnicodeDecodeError):
-            continue  # verify reports it
-        if sketch is not None:
-            sketches.append((fp, sketch))
+    # A malformed sketch is verify's to report.
+    found = [(fp, sketch_in(reply, doc_id)) for (doc_id, fp), reply in zip(sample, replies, strict=True)]
+    sketches = [(fp, sketch) for fp, sketch in found if sketch is not None]
     for _, sketch in sketches:
         if len(sketch) != mode.sketch_bytes:
             return f"a sketch of {len(sketch)} bytes, not the {mode.sketch_bytes} of {mode.to_meta()!r}"

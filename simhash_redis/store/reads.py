@@ -37,13 +37,10 @@ def reads_bucket_whole(id_buckets: int, key_bits: Sequence[int]) -> bool:
 
 
 class Reads:
-    """Lookups of fingerprints in an index's tables (and, with `windows`, in each period's).
+    """Lookups of fingerprints in an index's tables (and, with `windows`, in each period's)."""
 
-    Attributes:
-        band_cap: the band candidates a query reads the ids and sketches of at most (None: all of them),
-            the most likely to pass first (`candidates.top_band_hits`).
-    """
-
+    #: The band candidates a query reads the ids and sketches of at most (None: all of them), the most
+    #: likely to pass first (`candidates.top_band_hits`).
     band_cap: int | None = None
 
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
@@ -57,7 +54,8 @@ class Reads:
             and reads_bucket_whole(config.id_buckets, config.layout.key_bits)
         )
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
-        self._fp_keys = _as_list(store.keys.fp_bucket)
+        fp_bucket = store.keys.fp_bucket
+        self._fp_keys: Callable[[bytes], list[bytes]] = lambda raw: [fp_bucket(raw)]
         # The first write of a single lookup reading its bucket whole, in RESP with its keys left as %s
         # (each table's keys are of one width): packing it costs one format, not a join per command.
         widths = [len(key) for key in self._table_keys(0)]
@@ -310,22 +308,17 @@ class Reads:
             id_replies = yield READ, len(asked) * per_map
             if sketches is not None:  # one HMGET a fingerprint (and period): its ids and their sketches
                 lists = _with_sketches(id_replies, sketches)
-                if per_map == 1:
-                    for one, listed in zip(asked, lists, strict=True):
-                        if listed is not None:
-                            ids_of[one] = listed
-                else:  # each period's map of one fingerprint, merged
-                    for n, one in enumerate(asked):
-                        parts = lists[n * per_map : (n + 1) * per_map]
-                        if any(part is not None for part in parts):
-                            ids_of[one] = _merged(parts)
-            elif per_map == 1:
-                for one, reply in zip(asked, id_replies, strict=True):
-                    if reply is not None:
-                        ids_of[one] = decode_ids(reply)
             else:
+                lists = [None if reply is None else decode_ids(reply) for reply in id_replies]
+            if per_map == 1:
+                for one, listed in zip(asked, lists, strict=True):
+                    if listed is not None:
+                        ids_of[one] = listed
+            else:  # each period's map of one fingerprint, merged
                 for n, one in enumerate(asked):
-                    ids_of[one] = _ids_in(id_replies[n * per_map : (n + 1) * per_map])
+                    parts = lists[n * per_map : (n + 1) * per_map]
+                    if any(part is not None for part in parts):
+                        ids_of[one] = _merged(parts)
         return [matches_of(hit, ids_of) for hit in per_query]
 
 
@@ -345,10 +338,6 @@ def _bucket_ids(
         values = [listed.get(field) for field in mine]
     pairs = zip(mine, values, strict=True)
     return {field: [] if value is None else decode_ids(value) for field, value in pairs}
-
-
-def _as_list(key_of: Callable[[bytes], bytes]) -> Callable[[bytes], list[bytes]]:
-    return lambda raw: [key_of(raw)]
 
 
 def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[list[str] | None]:

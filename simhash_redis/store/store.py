@@ -94,7 +94,6 @@ def _read(name: str) -> bytes:
 
 
 def _included(source: bytes) -> bytes:
-    """The source with each ``--! include NAME`` line replaced by lua/NAME.lua."""
     return _INCLUDE.sub(lambda match: _read(match.group(1).decode()).rstrip(b"\n"), source)
 
 
@@ -257,15 +256,7 @@ class Store:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send commands in one round trip (per node); their replies in order.
-
-        Args:
-            raise_on_error: raise the first error reply; else error replies come back in place.
-            durable: on a cluster, wait for a replica to have the writes.
-
-        Raises:
-            SimhashRedisError: an error reply, when raise_on_error is set.
-        """
+        """Send commands in one round trip (per node); their replies in order (as `Transport.execute`)."""
         return self.sender.execute(commands, raise_on_error=raise_on_error, durable=durable)
 
     def run(self, steps: Callable[[], Steps[T]], *, durable: bool = False) -> T:
@@ -312,10 +303,10 @@ class Store:
             docs, fps = self.execute([(b"HMGET", keys.counts, b"docs", b"fingerprints")])[0]
             return int(docs or 0), int(fps or 0)
         buckets = range(keys.id_buckets)
-        docs = sum(self.execute([(b"HLEN", keys.id_bucket_key(b)) for b in buckets]))
+        docs = sum(self.execute([(b"HLEN", keys.id_form.key(b)) for b in buckets]))
         if not sketched:
-            return docs, sum(self.execute([(b"HLEN", keys.fp_bucket_key(b)) for b in buckets]))
-        calls = [COUNT_FPS.command([keys.fp_bucket_key(b)], []) for b in buckets]
+            return docs, sum(self.execute([(b"HLEN", keys.fp_form.key(b)) for b in buckets]))
+        calls = [COUNT_FPS.command([keys.fp_form.key(b)], []) for b in buckets]
         return docs, sum(self.run_script(COUNT_FPS, calls))
 
     def set_counts(self, docs: int, fingerprints: int) -> None:

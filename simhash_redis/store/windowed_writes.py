@@ -28,6 +28,7 @@ from .writes import (
     SketchedGuard,
     Write,
     Writes,
+    guard_args,
     outcome_of,
     parts_of,
     sketch_in,
@@ -421,9 +422,7 @@ def command(
             for window in _windows_of(guard):
                 keys.extend(windows.schema(window).tables(fp))
             args.append(len(guard))
-            args.extend(len(members) for members in guard)
-            for members in guard:
-                args.extend(members)
+            args.extend(guard_args(guard, len(guard), f))
     return WRITE.command(keys, args)
 
 
@@ -460,11 +459,7 @@ def _sketched(
         for window in read:
             keys.extend(key for key, _ in windows.schema(window).band_places(guard.sketch, verification))
         args.append(len(guard))
-        args.extend(len(members) for members in guard)
-        at = tables * len(read)
-        for n, members in enumerate(guard):
-            # A band's value holds packed fingerprints: its members are compared packed.
-            args.extend(members if n < at else [pack_fps([member], f) for member in members])
+        args.extend(guard_args(guard, tables * len(read), f))
     args.append(guard.sketch)
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "SketchedGuard",
     "Write",
     "Writes",
+    "guard_args",
     "outcome_of",
     "parts_of",
     "sketch_in",
@@ -323,10 +324,7 @@ class Writes:
                     args.append(pack_fps([new], self.f))
                     args.extend(field for _, field in bands)
             if guard is not None and checks:
-                args.extend(len(members) for members in guard)
-                for t, members in enumerate(guard):
-                    # A band's value holds packed fingerprints: its members are compared packed.
-                    args.extend(members if t < self.tables else _packed(members, self.f))
+                args.extend(guard_args(guard, self.tables, self.f))
             if isinstance(guard, SketchedGuard):
                 args.append(guard.sketch)
         return WRITE.command(keys, args)
@@ -388,9 +386,13 @@ def _in_waves(
     return outcomes
 
 
-def _packed(members: list[bytes], f: int) -> list[bytes]:
-    """A band's guard members, as the band's value holds them."""
-    return [pack_fps([member], f) for member in members]
+def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
+    """A guard's set sizes, then its members: the first `tables` sets' as read, the bands' packed (a
+    band's value holds packed fingerprints: its members are compared packed)."""
+    args: list[bytes | int] = [len(members) for members in guard]
+    for t, members in enumerate(guard):
+        args.extend(members if t < tables else [pack_fps([member], f) for member in members])
+    return args
 
 
 def _guarded_adds(ops: list[Write], tables: int) -> bool:
