@@ -1,9 +1,5 @@
-"""JSON Lines inputs: an object per line, its record, and runs of raw lines parsed where they are used.
-
-A line is parsed by orjson where installed (`jsontext`), with the stdlib's values and errors either way.
-The compiled core, where it runs, reads the lines of the plain shape itself (every other line is read
-here), so a large load needs no record, and no str per text, per line.
-"""
+"""JSON Lines inputs: an object per line, its record, and runs of raw lines parsed where they are used
+(lines of the plain shape by the compiled core, where it runs: no record and no str per line)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Rows of a table as a fingerprinting worker gets them (`arrow.ArrowRows` read without pyarrow): ids, and
-texts' UTF-8 bytes, sent packed (`PackedTexts`) or through shared memory to a forked worker (`SharedTexts`).
-"""
+"""Rows of a table as a fingerprinting worker gets them, without pyarrow: ids, and texts' UTF-8 bytes sent
+packed (`PackedTexts`) or through shared memory to a forked worker (`SharedTexts`)."""
 
 from __future__ import annotations
 
