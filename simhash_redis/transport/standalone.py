@@ -1,9 +1,5 @@
-"""Conversations with Redis, and their driver for a standalone server (`Transport`).
-
-A conversation is written without I/O as `Steps`, which `drive` runs on any `Exchange` (recorded replies
-in tests). Shared with the cluster's and the asyncio senders: the one retry loop (`Backoff`) and the one
-translation of error replies and redis-py exceptions (messages carry no credentials).
-"""
+"""Conversations with Redis (`Steps`, without I/O, run by `drive` on any `Exchange`), the standalone server's
+`Transport`, and what every sender shares: the retry loop (`Backoff`) and the translation of errors."""
 
 from __future__ import annotations
 
@@ -49,6 +45,7 @@ __all__ = [
     "Steps",
     "Transport",
     "drive",
+    "lost_connection",
     "raise_first_error",
     "refused",
     "scan_pages",
@@ -321,7 +318,7 @@ class Transport:
             Exception: whatever else `talk` raises (a translated error reply, say), at once.
         """
         try:
-            return self.backoff.call_with_retry(lambda: self._on_connection(talk), _lost_connection)
+            return self.backoff.call_with_retry(lambda: self._on_connection(talk), lost_connection)
         except SimhashRedisError:
             raise
         except (rex.RedisError, OSError) as exc:
@@ -354,7 +351,8 @@ class Transport:
             held.give(connection, clean)
 
 
-def _lost_connection(exc: Exception) -> bool:
+def lost_connection(exc: Exception) -> bool:
+    """Whether an error is a connection refused, lost or timed out: worth a retry."""
     # An error reply a conversation translated (NOPERM, OOM, ...) is no lost connection, although
     # RedisUnavailable and its kin are OSErrors (refused credentials are never retried: `refused`).
     if isinstance(exc, SimhashRedisError):
@@ -363,12 +361,9 @@ def _lost_connection(exc: Exception) -> bool:
 
 
 class HeldConnection:
-    """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
-
-    Taking a connection from a redis-py pool and giving it back costs more than a small round trip. Only a
-    fast-path connection of a plain `redis.ConnectionPool` is held, while at most a quarter of the pool's
-    limit is in use; it is let go when garbage-collected, and a forked child forgets it.
-    """
+    """Keeps one connection of a pool checked out between round trips (a pool's checkout costs more than a
+    small round trip): only a fast-path one of a plain `redis.ConnectionPool`, while a quarter of its limit
+    at most is in use; let go when garbage-collected, forgotten by a forked child."""
 
     def __init__(self, pool: Any) -> None:
         self.pool = pool
