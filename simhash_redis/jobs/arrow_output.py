@@ -177,7 +177,6 @@ class TableOutput:
                     yield pa.RecordBatch.from_arrays(chosen.columns, schema=schema)
 
     def _with_verdicts(self, batch: Any, items: list[Record | Any], schema: Any) -> Any:
-        """The batch with the verdict columns added."""
         pa = pyarrow()[0]
         pairs = [self.dropped.get(item.id) if isinstance(item, Record) else None for item in items]
         status = [

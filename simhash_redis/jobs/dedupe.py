@@ -43,7 +43,6 @@ class MemoryIndex:
         self._tables: list[dict[int, list[tuple[int, str]]]] = [{} for _ in layout.tables]
 
     def add(self, doc_id: str, fp: int) -> None:
-        """Store a fingerprint under an id."""
         for table, key in zip(self._tables, self.layout.keys_of(fp), strict=True):
             table.setdefault(key, []).append((fp, doc_id))
 
