@@ -157,9 +157,8 @@ class Backoff:
         retryable: Callable[[Exception], bool],
         before_retry: Callable[[Exception], None] | None = None,
     ) -> T:
-        """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error;
-        before_retry is called after the delay (to refresh a slot map). A refusal (`refused`) is never
-        retried, whatever `retryable` says.
+        """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error
+        (never a `refused` one); before_retry is called after the delay (to refresh a slot map).
 
         Raises:
             Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.
@@ -188,10 +187,9 @@ class Backoff:
 
 
 def refused(exc: BaseException) -> bool:
-    """Whether an error is the server refusing the credentials (WRONGPASS, NOAUTH) or a command (NOPERM):
-    retrying will not change its answer. redis-py's AuthenticationError is a ConnectionError, so a caller
-    that retries lost connections must ask this first. redis-py's cluster clients wrap a refusal met while
-    reading the slot map in a RedisClusterException: that counts too."""
+    """Whether an error is the server refusing the credentials (WRONGPASS, NOAUTH) or a command (NOPERM),
+    also wrapped by a cluster client: no retry changes its answer (ask this before retrying a lost
+    connection: redis-py's AuthenticationError is a ConnectionError)."""
     return _refusal(exc) is not None
 
 
@@ -310,8 +308,7 @@ class Transport:
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
         """Run a conversation on one connection, again from the start on a new one after a lost connection
-        (`talk` must allow that); its result. Unread replies are never seen by anyone else (the connection is
-        closed). durable: for a cluster's sends.
+        (`talk` must allow that); its result. Unread replies are never seen by anyone else.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.

@@ -414,7 +414,6 @@ class Exchange:
         self._put(data)
 
     def read(self, count: int) -> list[Any]:
-        """The next `count` replies."""
         self._due(count)
         self.tail = _feed(self.connection, self.tail)
         replies = self._get(count)
@@ -437,7 +436,6 @@ class Exchange:
         return raw
 
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
-        """Send the commands and read all their replies."""
         self.send(commands)
         return self.read(len(commands))
 
