@@ -43,8 +43,6 @@ _SAMPLE = "sample.jsonl.gz"
 
 @dataclass(frozen=True)
 class SampleDoc:
-    """One document of the sample."""
-
     id: str
     text: str
 

@@ -110,7 +110,6 @@ class LayoutPlan:
         candidates: expected fingerprints read back per query, summed over tables.
         distinct_candidates: expected distinct fingerprints among them.
         map_bytes: expected Redis memory of the id and fingerprint maps (the same for every layout).
-        id_buckets: buckets of the id and fingerprint maps.
     """
 
     label: str
