@@ -36,6 +36,8 @@ WINDOW_SECONDS = 2.0
 #: Documents a window cut by time holds at least: fewer would lose the grouping the bulk path is for.
 WINDOW_MIN = 10_000
 
+#: The fields of `LoadStats.as_dict`, with elapsed seconds and docs/s.
+_COUNTS = ("read", "added", "replaced", "unchanged", "duplicates", "errors", "written", "repeated", "bulk")
 #: A batch of a load: ids, fingerprints, and (a verified index) sketches.
 GoodBatch = tuple[list[str], list[int], list[bytes] | None]
 #: What a load reads: records and their errors, or runs of them (`read_chunks`).
@@ -102,18 +104,7 @@ class LoadStats:
 
     def as_dict(self) -> dict[str, float | int | bool | None]:
         """The counts, elapsed seconds and docs/s, for JSON output."""
-        names = (
-            "read",
-            "added",
-            "replaced",
-            "unchanged",
-            "duplicates",
-            "errors",
-            "written",
-            "repeated",
-            "bulk",
-        )
-        counts: dict[str, float | int | bool | None] = {name: getattr(self, name) for name in names}
+        counts: dict[str, float | int | bool | None] = {name: getattr(self, name) for name in _COUNTS}
         return {**counts, "elapsed": round(self.elapsed, 3), "docs_per_s": round(self.rate, 1)}
 
 
