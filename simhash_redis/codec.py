@@ -127,7 +127,6 @@ def netstring(item: bytes) -> bytes:
 
 
 def _netstrings(raw: bytes) -> list[bytes]:
-    """The items of a concatenation of netstrings."""
     items = []
     pos, end = 0, len(raw)
     while pos < end:

@@ -1,10 +1,7 @@
 """The compiled core (`simhash_redis_native`, built from ``native/``): the one module that imports it.
 
-Importing it raises ImportError when the core is missing, lacks a kernel this package calls, or
-estimates otherwise than this package does (one built from an older checkout is refused as a whole);
-the callers then run without it. It only loads: the one adapter of the kernels to the pure engine's API
-is `fingerprinting.native`; this sits below both floors that call the core (the transport finds the
-ends of replies with `scan_sets` without the fingerprint engines).
+Importing it raises ImportError when the core is missing, lacks a kernel this package calls, or estimates
+otherwise than this package does (an older build is refused as a whole); the callers then run without it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Every error simhash-redis raises, under one root (the tree: docs/api.md).
-
-Messages never contain a Redis URL's password: use `redact_url` on anything that came from a URL.
-"""
+"""Every error simhash-redis raises, under one root (the tree: docs/api.md); messages never contain a Redis
+URL's password (`redact_url` anything that came from a URL)."""
 
 from __future__ import annotations
 
@@ -32,7 +30,6 @@ class SimhashRedisError(Exception):
     other words (the command line) can give its own advice.
 
     Args:
-        args: the exception's arguments, the first one the problem.
         hint: what to do, in the library's words.
         remedy: the advice's name: "merge" (pass merge=True), "another-name", "restore-meta" (restore
             the lost meta, or drop the index), "state-config", "state-retention", "state-verified",
@@ -88,7 +85,6 @@ class InputError(SimhashRedisError, ValueError):
     Attributes:
         source: the file name (or ``<stdin>``) the record came from.
         line: the 1-based line number of the record, or None where lines do not apply.
-        reason: what is wrong with it.
         fatal: the input cannot be read past this point (truncated or corrupt compressed data): a load
             stops there and fails.
     """

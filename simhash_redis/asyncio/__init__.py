@@ -1,8 +1,5 @@
-"""The asyncio API: `AsyncSimhashIndex`, `AsyncVerifiedIndex` and `open_index` on redis.asyncio.
-
-It runs the synchronous index's own code with its network I/O awaited (docs/asyncio.md), which needs
-greenlet (the ``asyncio`` extra).
-"""
+"""The asyncio API on redis.asyncio: the synchronous index's own code with its I/O awaited (docs/asyncio.md);
+needs greenlet (the ``asyncio`` extra)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,6 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
 
     Args:
         client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
-        name: the index name.
         **options: the other arguments of `SimhashIndex` (k, f, layout, scheme, retention, ...).
 
     Raises:

@@ -19,7 +19,6 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
 
     Args:
         client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
-        name: the index name.
         hasher, threshold, band_buckets, max_candidates: as `VerifiedIndex`.
         **options: the arguments of the wrapped `SimhashIndex` (k, layout, ...).
 

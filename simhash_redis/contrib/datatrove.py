@@ -1,8 +1,5 @@
-"""A datatrove pipeline step that keeps a document only if the shared index stores it as new (`NewDocuments`).
-
-Give every snapshot's documents ids of their own (datatrove names a document by its file and row unless the
-reader is given an ``id_key``); docs/pipelines.md tells more.
-"""
+"""A datatrove pipeline step that keeps a document only if the shared index stores it as new; give every
+snapshot's documents ids of their own (a reader's ``id_key``; docs/pipelines.md)."""
 
 from __future__ import annotations
 
@@ -29,7 +26,6 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
         index: the index name every task (and every run) shares.
         verified: True to confirm near-duplicates with stored sketches, False for plain SimHash; None (the
             default): verified for a new index, the stored mode for an existing one.
-        batch_size: documents checked and stored per call.
         exclusion_writer: a datatrove writer that saves the dropped documents, each with the id of the stored
             near-duplicate that dropped it (metadata ``duplicate_of``).
         **options: the index's other settings (k, prefix, threshold, ...), used when it is created.

@@ -1,9 +1,6 @@
-"""A Scrapy item pipeline that drops near-duplicate items, with one index shared by every spider
-(docs/crawlers.md lists its SIMHASH_REDIS_* settings).
-
-A setting the pipeline cannot use stops the crawl at its start, never NotConfigured (with which Scrapy
-would crawl on without the pipeline, keeping every copy).
-"""
+"""A Scrapy item pipeline that drops near-duplicate items, one index shared by every spider (settings:
+docs/crawlers.md). A bad setting stops the crawl at its start, never NotConfigured (which would keep every
+copy)."""
 
 from __future__ import annotations
 
@@ -105,12 +102,10 @@ class NearDuplicatePipeline:
     Args:
         url: the Redis server's URL (credentials never appear in messages or logs).
         index: the index name, shared by every spider that should see the same pages.
-        text: gives an item's text.
         id_field: the item field naming a document; an item without it is named by a hash of its text,
             one whose id is too long to store by a hash of the id.
         k: the largest distance of a near-duplicate, used when the index is created (an existing index
             keeps its own; another value given here is refused).
-        prefix: the key prefix.
         retention: forget a page this long after it was stored ("30d", seconds, a timedelta, or a
             `Retention`), used when the index is created, like k.
         verified: True for a verified index, False for a plain one; None (the default): verified for a

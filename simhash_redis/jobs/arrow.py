@@ -1,8 +1,5 @@
-"""Parquet and Arrow IPC (Feather) inputs: the id and text (or fingerprint) columns, a record batch at a time.
-
-A directory of Parquet files (a dataset) is read file by file, in name order; rows are numbered from 1 in each
-file (``part-0003.parquet:1207: empty text``). pyarrow (the ``parquet`` extra) is imported where it is used.
-"""
+"""Parquet and Arrow IPC (Feather) inputs, a record batch at a time; a dataset directory is read file by file
+in name order, rows numbered from 1 in each file (``part-0003.parquet:1207: empty text``)."""
 
 from __future__ import annotations
 
@@ -39,7 +36,6 @@ __all__ = [
 
 #: The formats read here: Parquet, and Arrow IPC (the file format, Feather v2, or a stream).
 ARROW_FORMATS = ("parquet", "arrow")
-#: File name extensions of these formats.
 EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
@@ -230,7 +226,6 @@ class ArrowRows(NamedTuple):
     doc_name: str
 
     def records(self) -> list[Record | InputError]:
-        """The rows' records and errors, in row order."""
         return records_of_batch(
             self.batch, self.source, self.first, self.options, self.id_name, self.doc_name
         )

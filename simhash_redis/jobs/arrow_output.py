@@ -1,7 +1,5 @@
-"""A dedupe run's verdicts written back to Parquet or Arrow: the rows kept, the rows dropped, or every row,
-each with every column of its input. Written beside the path and renamed into place once complete: an
-interrupted run leaves no partial output.
-"""
+"""A dedupe run's verdicts written back to Parquet or Arrow, every column of the input kept; written beside
+the path and renamed into place once complete (an interrupted run leaves no partial output)."""
 
 from __future__ import annotations
 
@@ -179,7 +177,6 @@ class TableOutput:
                     yield pa.RecordBatch.from_arrays(chosen.columns, schema=schema)
 
     def _with_verdicts(self, batch: Any, items: list[Record | Any], schema: Any) -> Any:
-        """The batch with the verdict columns added."""
         pa = pyarrow()[0]
         pairs = [self.dropped.get(item.id) if isinstance(item, Record) else None for item in items]
         status = [

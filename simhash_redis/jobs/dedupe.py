@@ -1,8 +1,5 @@
-"""Near-duplicate pairs and groups: unique adds, a dry-run check, and connected components of pairs.
-
-A document with a near-duplicate already stored (or earlier in the same stream) is a `Pair` and not stored;
-`groups` turns the pairs into connected components ("12 copies of this story").
-"""
+"""Near-duplicate pairs and groups: a document with a near-duplicate stored (or earlier in the stream) is a
+`Pair` and not stored; `groups` turns pairs into connected components ("12 copies of this story")."""
 
 from __future__ import annotations
 
@@ -46,7 +43,6 @@ class MemoryIndex:
         self._tables: list[dict[int, list[tuple[int, str]]]] = [{} for _ in layout.tables]
 
     def add(self, doc_id: str, fp: int) -> None:
-        """Store a fingerprint under an id."""
         for table, key in zip(self._tables, self.layout.keys_of(fp), strict=True):
             table.setdefault(key, []).append((fp, doc_id))
 

@@ -1,8 +1,5 @@
-"""Export and import a whole index as a msgpack stream (docs/cli.md, "export and import", has the format).
-
-Export SCANs the id-map buckets (of every live period, with retention): bounded memory, no point-in-time
-snapshot while others write. Import writes idempotently: importing a stream again is safe.
-"""
+"""Export and import a whole index as a msgpack stream (format: docs/cli.md, "export and import"). Export
+SCANs the id maps (bounded memory, no point-in-time snapshot); importing a stream again is safe."""
 
 from __future__ import annotations
 
@@ -165,7 +162,6 @@ def import_index(
 
     Args:
         name: the index name to import into (default: the name in the dump).
-        source_name: the stream's name, for error messages.
         on_progress: called with the number of records imported so far, after each batch.
         merge: import into an index that already holds documents (else refused): to merge two
             indexes, or to resume an interrupted import of the same dump.

@@ -1,8 +1,5 @@
-"""Parallel fingerprinting of what the readers yield: batches come back in input order, errors in place.
-
-Runs of JSON lines are sent to the worker processes unparsed, so that parsing runs on every core too. A
-worker that dies (killed, out of memory) ends the load with an error, not a wait for ever.
-"""
+"""Parallel fingerprinting of what the readers yield, in input order, errors in place; a worker that dies
+(killed, out of memory) ends the load with an error, not a wait for ever."""
 
 from __future__ import annotations
 
@@ -200,8 +197,6 @@ class Fingerprinter:
     """Fingerprints batches of records, on worker processes when there are several cores.
 
     Args:
-        f: the index's fingerprint width (precomputed fingerprints are checked against it).
-        fp_base: how precomputed fingerprints are written, see `parse_fingerprint`.
         workers: worker processes; 1 fingerprints in this process.
         hasher: also sketch each text with it (a verified index).
     """

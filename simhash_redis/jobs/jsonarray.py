@@ -1,9 +1,6 @@
-"""JSON array inputs: a `.json` file (or a JSON Lines input) that holds one array of objects.
+"""JSON array inputs, read element by element, never whole: a bad element is one `InputError` at its line.
 
-The array is read element by element, never whole: a scanner finds where each top-level element ends
-(outside strings, at depth 0, a comma or the closing bracket), and each element is parsed alone as a
-JSON Lines line is; a bad element is one `InputError` at the line it starts on. The scanner looks at
-ASCII bytes only, which no byte of a UTF-8 (or single-byte encoded) character can be.
+The scanner looks at ASCII bytes only, which no byte of a UTF-8 (or single-byte encoded) character can be.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""JSON Lines inputs: an object per line, its record, and runs of raw lines parsed where they are used.
-
-A line is parsed by orjson where installed (`jsontext`), with the stdlib's values and errors either way.
-The compiled core, where it runs, reads the lines of the plain shape itself (every other line is read
-here), so a large load needs no record, and no str per text, per line.
-"""
+"""JSON Lines inputs: an object per line, its record, and runs of raw lines parsed where they are used
+(lines of the plain shape by the compiled core, where it runs: no record and no str per line)."""
 
 from __future__ import annotations
 
@@ -158,11 +154,9 @@ class JsonLines(NamedTuple):
         return options.encoding == "utf-8" and not options.namespace and is_utf8(options.id_field, doc_field)
 
     def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None = None) -> Sketched | None:
-        """The ids and text fingerprints (with hasher, a load's `storing` sketcher: and sketches) of lines
-        read with `text_field`, and each error with the number of good lines before it, as `records` and
-        the pure engine give them, the lines of the plain shape read by the compiled core; None under
-        the pure engine, for precomputed fingerprints, lines it cannot read (`_plain`), or a hasher
-        whose sketches it does not make with the fingerprints (`stores_only`)."""
+        """The ids and text fingerprints (and sketches, with a `storing` hasher) of the lines, and each error
+        with the number of good lines before it, as `records` gives them; None under the pure engine, for
+        precomputed fingerprints, lines the core cannot read (`_plain`), or another hasher."""
         core, options = engine_choice.native, self.options
         if core is None or options.fingerprint_field is not None or not self._plain(options.text_field):
             return None
@@ -248,11 +242,8 @@ def _merged(
 def jsonl_chunks(
     stream: IO[bytes], source: str, options: ReadOptions, size: int
 ) -> Iterator[JsonLines | InputError]:
-    """A JSON Lines stream as runs of `size` raw lines, then the fatal error of truncated gzip data if any.
-
-    Read line by line: cutting bigger reads into runs measured slower (a fresh multi-megabyte allocation
-    each).
-    """
+    """A JSON Lines stream as runs of `size` raw lines, then the fatal error of truncated gzip data if any
+    (read line by line: cutting bigger reads into runs measured slower)."""
     first, raws = 1, []
     fault = None
     try:

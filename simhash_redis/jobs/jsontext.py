@@ -20,9 +20,8 @@ except ImportError:
 def loads(text: str) -> Any:
     """`json.loads`, by orjson where it is installed and gives the very same value.
 
-    orjson refuses what the stdlib accepts beyond the standard (NaN, 1e400, lone surrogates) and reads
-    integers beyond 64 bits as floats; so any error, and any float in its result, hands the text to the
-    stdlib, whose values and errors are then the ones given.
+    Any orjson error, or float in its result, hands the text to the stdlib (orjson refuses NaN, 1e400 and
+    lone surrogates, and reads integers beyond 64 bits as floats).
 
     Raises:
         ValueError: (json.JSONDecodeError) the text is not JSON, or nests more than 1,024 levels deep

@@ -1,10 +1,5 @@
-"""Bulk loading: texts fingerprinted on every core (`Fingerprinter`), written by `SimhashIndex.bulk_add`
-(one variadic command per key for a window of many documents: large loads from files) or by
-`SimhashIndex.add_many` (one atomic script call per batch: small loads, standard input, unique loads).
-
-Every write is idempotent, so an interrupted load is resumed by running it again: the loader keeps no
-state between runs.
-"""
+"""Bulk loading: texts fingerprinted on every core, written by `bulk_add` (large loads from files) or
+`add_many` (small loads, standard input, unique loads); idempotent, so running a load again resumes it."""
 
 from __future__ import annotations
 
@@ -41,6 +36,8 @@ WINDOW_SECONDS = 2.0
 #: Documents a window cut by time holds at least: fewer would lose the grouping the bulk path is for.
 WINDOW_MIN = 10_000
 
+#: The fields of `LoadStats.as_dict`, with elapsed seconds and docs/s.
+_COUNTS = ("read", "added", "replaced", "unchanged", "duplicates", "errors", "written", "repeated", "bulk")
 #: A batch of a load: ids, fingerprints, and (a verified index) sketches.
 GoodBatch = tuple[list[str], list[int], list[bytes] | None]
 #: What a load reads: records and their errors, or runs of them (`read_chunks`).
@@ -68,19 +65,13 @@ class LoadStats:
     """What a load has done so far; every count is of acknowledged writes.
 
     Attributes:
-        read: good records read.
         added: new ids stored (with dry_run: that would be stored).
-        replaced: ids that got another fingerprint.
         unchanged: ids already stored with the same fingerprint (all of them, when a load is resumed).
         duplicates: documents not stored because a near-duplicate was (unique loads only).
-        errors: bad records reported.
-        written: documents whose batch (or bulk window) Redis has acknowledged.
         sent: documents handed to a write (written, or being written).
         total: the expected number of records, when known.
-        bulk: whether the load took the bulk path.
         repeated: writes that replaced a document this load had written (an id named twice, in two
             inputs or one, with another text); counted in loads of several inputs.
-        repeated_ids: the first few of those ids.
         started: time.monotonic() at the start.
     """
 
@@ -100,12 +91,10 @@ class LoadStats:
 
     @property
     def elapsed(self) -> float:
-        """Seconds since the start."""
         return time.monotonic() - self.started
 
     @property
     def rate(self) -> float:
-        """Documents written per second."""
         return self.written / self.elapsed if self.elapsed > 0 else 0.0
 
     @property
@@ -115,18 +104,7 @@ class LoadStats:
 
     def as_dict(self) -> dict[str, float | int | bool | None]:
         """The counts, elapsed seconds and docs/s, for JSON output."""
-        names = (
-            "read",
-            "added",
-            "replaced",
-            "unchanged",
-            "duplicates",
-            "errors",
-            "written",
-            "repeated",
-            "bulk",
-        )
-        counts: dict[str, float | int | bool | None] = {name: getattr(self, name) for name in names}
+        counts: dict[str, float | int | bool | None] = {name: getattr(self, name) for name in _COUNTS}
         return {**counts, "elapsed": round(self.elapsed, 3), "docs_per_s": round(self.rate, 1)}
 
 
@@ -134,7 +112,6 @@ class Loader:
     """Loads records into an index: texts fingerprinted in parallel, writes grouped or batched, idempotent.
 
     Args:
-        index: the index to write to.
         workers: fingerprinting processes (default: every core); 1 fingerprints in this process.
         batch_size: documents per fingerprinting chunk and per `add_many` batch.
         max_errors: stop (raising TooManyErrors) when more records than this are bad; None: never.
@@ -145,7 +122,6 @@ class Loader:
         bulk: the write path (see `Bulk`); unique loads always take `add_many`. A verified index's
             documents are written with their sketches (computed by the workers too) either way.
         window: documents per `bulk_add` window.
-        on_error: called with each bad record's InputError.
         on_progress: called with the stats after each acknowledged batch or window.
         on_duplicate: called with each near-duplicate pair (unique loads).
 
@@ -390,7 +366,6 @@ class Loader:
             )
 
     def _count(self, ids: Sequence[str], outcomes: Sequence[Outcome | Match | VerifiedMatch]) -> None:
-        """Count a written batch or window, and report its progress and near-duplicates."""
         stats = self.stats
         if self._repeats is not None:
             self._repeats.written(ids, outcomes)
@@ -420,5 +395,4 @@ class Loader:
 
 
 def _batch(columns: list[list[Any]]) -> GoodBatch:
-    """Two or three columns (`Loader._windows`) as a batch."""
     return columns[0], columns[1], columns[2] if len(columns) > 2 else None

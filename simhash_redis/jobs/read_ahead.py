@@ -1,9 +1,8 @@
-"""Read-ahead: the items of an iterator produced on a thread of their own, a bounded few ahead.
+"""Read-ahead: an iterator's items produced on a thread of their own (pyarrow decodes Parquet without the GIL
+while the loader waits on Redis), a bounded few ahead.
 
-pyarrow decodes Parquet with the GIL released, so a thread reading the next batches while the loader waits on
-Redis takes that off the loader's path. The first item is read in the caller's thread: a loader forks its
-workers at its first run, and must not fork while another thread may hold a lock (pyarrow's memory pool's);
-after that, `fingerprinter._pool_context` forks nothing while other threads run.
+The first item is read in the caller's thread: a loader forks its workers at its first run, and must not fork
+while another thread may hold a lock (pyarrow's memory pool's).
 """
 
 from __future__ import annotations

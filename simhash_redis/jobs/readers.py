@@ -1,8 +1,5 @@
-"""Readers of every input format: JSON Lines (or a JSON array), CSV, TSV, plain text, a directory of files,
-precomputed fingerprints, Parquet and Arrow.
-
-Readers yield `Record`s, or an `InputError` for a bad record, so that one bad line never stops the good ones.
-"""
+"""Readers of every input format (JSON Lines or array, CSV, TSV, plain text, a directory of files, precomputed
+fingerprints, Parquet, Arrow): `Record`s, or an `InputError` for each bad record."""
 
 from __future__ import annotations
 

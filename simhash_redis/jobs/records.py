@@ -1,7 +1,5 @@
-"""What every input reader shares: the `Record` it yields, its `ReadOptions`, and the checks of a record.
-
-Lines are decoded one by one, so that a bad line is one `InputError` and never stops the good ones.
-"""
+"""What every input reader shares: the `Record` it yields, its `ReadOptions`, and the checks of a record
+(a bad line is one `InputError` and never stops the good ones)."""
 
 from __future__ import annotations
 

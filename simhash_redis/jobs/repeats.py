@@ -1,9 +1,5 @@
-"""Ids named again within one load with another text: each replaces the document the load wrote before.
-
-Two inputs of one run that name their documents alike overwrite each other's documents, each write a
-plain REPLACED. This tells such a replacement from an update of a document stored by an earlier run by
-a 64-bit hash of every id the load has written (8 bytes an id, in sorted runs merged as they grow).
-"""
+"""Ids named again within one load with another text, told from updates of an earlier run's documents by a
+64-bit hash of every id the load has written (8 bytes an id, in sorted runs merged as they grow)."""
 
 from __future__ import annotations
 

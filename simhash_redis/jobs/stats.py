@@ -1,8 +1,5 @@
-"""What an index holds and costs: documents, table bucket sizes, the largest buckets and memory used.
-
-Read with SCAN (never KEYS), every key once: safe on a live server. Memory is MEMORY USAGE of a random
-sample of keys of each kind, extrapolated.
-"""
+"""What an index holds and costs: documents, bucket sizes, the largest buckets, and memory (MEMORY USAGE of a
+sample of keys of each kind, extrapolated); read with SCAN, every key once: safe on a live server."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Rows of a table as a fingerprinting worker gets them (`arrow.ArrowRows` read without pyarrow): ids, and
-texts' UTF-8 bytes, sent packed (`PackedTexts`) or through shared memory to a forked worker (`SharedTexts`).
-"""
+"""Rows of a table as a fingerprinting worker gets them, without pyarrow: ids, and texts' UTF-8 bytes sent
+packed (`PackedTexts`) or through shared memory to a forked worker (`SharedTexts`)."""
 
 from __future__ import annotations
 
@@ -147,10 +146,8 @@ class TextRows(NamedTuple):
 
 
 class PackedTexts(NamedTuple):
-    """`TextRows` as sent to a worker process (unpickled, they are `TextRows`): the texts (no null) as UTF-8
-    bytes end to end, in pieces of `step` texts, and their offsets. A few dozen objects to pickle instead of
-    one per text, none as large as the run: the worker allocates nothing of the run's size, which the C
-    allocator would map afresh (and fault in) for each run."""
+    """`TextRows` as sent to a worker process (unpickled, they are `TextRows`): a few dozen pieces to pickle,
+    none of the run's size, which the C allocator would map afresh (and fault in) for each run."""
 
     source: str
     first: int
@@ -198,10 +195,8 @@ class SharedTexts(NamedTuple):
     options: ReadOptions
 
     def texts_fingerprinted(self, memory: Any, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
-        """As `ArrowRows.texts_fingerprinted`, the texts read by the compiled core where they lie in `memory`
-        (the ring as this process maps it), none made into a bytes but those it leaves to the pure reader
-        (blank, or not UTF-8); None under the pure engine, or for a verified index (its sketches need each
-        text)."""
+        """As `ArrowRows.texts_fingerprinted`, the texts read where they lie in `memory` (the ring as this
+        process maps it); None under the pure engine, or for a verified index (its sketches need texts)."""
         core = engine_choice.native
         if core is None or hasher is not None:
             return None

@@ -1,7 +1,4 @@
-"""The process behind the embedded server: its binaries, a free port, its pid, probing it.
-
-Stateless: `simhash_redis.tools.server.EmbeddedServer` starts and stops the process and records which it is.
-"""
+"""The process behind the embedded server, stateless: its binaries, a free port, its pid, probing it."""
 
 from __future__ import annotations
 

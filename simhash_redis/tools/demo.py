@@ -1,8 +1,5 @@
-"""The demo job: load the bundled sample of real documents into an index and report its near-duplicates.
-
-The sample (``simhash_redis/data/sample.jsonl.gz``, described in ``data/SOURCES.md``) holds licence texts and
-successive PyPI READMEs: real near-duplicates, and unrelated documents.
-"""
+"""The demo job: load the bundled sample of real documents (``simhash_redis/data/sample.jsonl.gz``, described
+in ``data/SOURCES.md``) into an index and report its near-duplicates."""
 
 from __future__ import annotations
 
@@ -46,8 +43,6 @@ _SAMPLE = "sample.jsonl.gz"
 
 @dataclass(frozen=True)
 class SampleDoc:
-    """One document of the sample."""
-
     id: str
     text: str
 

@@ -1,9 +1,5 @@
-"""Choose a table layout for f, k and the expected number of stored fingerprints N.
-
-Each candidate layout is rated by what a query costs (tables probed, candidates read back, assuming
-uniformly spread fingerprints: N / 2^b per bucket of b-bit keys) and by Redis memory, from measurements
-of bytes per fingerprint per table as a function of that load (`TABLE_BYTES_64`).
-"""
+"""Choose a table layout for f, k and N stored fingerprints, rated by a query's cost (uniformly spread
+fingerprints: N / 2^b per bucket of b-bit keys) and by Redis memory as measured (`TABLE_BYTES_64`)."""
 
 from __future__ import annotations
 
@@ -114,7 +110,6 @@ class LayoutPlan:
         candidates: expected fingerprints read back per query, summed over tables.
         distinct_candidates: expected distinct fingerprints among them.
         map_bytes: expected Redis memory of the id and fingerprint maps (the same for every layout).
-        id_buckets: buckets of the id and fingerprint maps.
     """
 
     label: str

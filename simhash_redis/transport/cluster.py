@@ -1,10 +1,5 @@
-"""Running the index on Redis Cluster: per-node round trips, redirections and failover.
-
-A batch is split by the node owning each key's slot (every command names one key, scripts included), and every
-node's share is sent before any reply is read. MOVED refreshes the slot map and resends; ASK resends to the
-importing node after ASKING; a lost node refreshes the slot map with backoff and resends (every write is
-idempotent).
-"""
+"""Running the index on Redis Cluster: a batch split by the node owning each key's slot, every share sent
+before any reply is read; MOVED, ASK and lost nodes refresh the slot map and resend (writes idempotent)."""
 
 from __future__ import annotations
 
@@ -22,7 +17,15 @@ from redis.crc import key_slot
 
 from ..errors import RedisUnavailable, SimhashRedisError
 from . import wire
-from .standalone import Backoff, Exchange, raise_first_error, refused, scan_pages, translate_error
+from .standalone import (
+    Backoff,
+    Exchange,
+    lost_connection,
+    raise_first_error,
+    refused,
+    scan_pages,
+    translate_error,
+)
 from .wire import Command
 
 __all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "command_keys"]
@@ -128,7 +131,7 @@ class ClusterTransport:
                 raise_first_error(self._node_round_trip(node, [command]))
 
         try:
-            self.backoff.call_with_retry(attempt, _unreachable, lambda _: self._refresh())
+            self.backoff.call_with_retry(attempt, lost_connection, lambda _: self._refresh())
         except SimhashRedisError:
             raise
         except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
@@ -340,13 +343,6 @@ class ClusterTransport:
 
 def _reads_only(commands: list[Command]) -> bool:
     return all(_as_bytes(command[0]).upper() in _READS for command in commands)
-
-
-def _unreachable(exc: Exception) -> bool:
-    # A node that could not be reached (a connection refused, lost or timed out); not an error reply.
-    return isinstance(exc, (rex.ConnectionError, rex.TimeoutError, OSError)) and not isinstance(
-        exc, SimhashRedisError
-    )
 
 
 def _node_timeout(reply: Any) -> float | None:

@@ -25,11 +25,8 @@ _QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#]*", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:
-    """The URL with its password replaced by '***', fit for logs and error messages.
-
-    Both places redis-py reads a password from are hidden: the userinfo (everything before the last '@', so a
-    password holding '/', '?', '#' or '@' is hidden too) and a ``password=`` query parameter.
-    """
+    """The URL with its password replaced by '***', fit for logs and error messages: the userinfo (all before
+    the last '@', so a password holding '/', '?', '#' or '@' too) and a ``password=`` query parameter."""
     scheme = _SCHEME.match(url)
     if not scheme:
         return url
@@ -106,12 +103,8 @@ def client_from_url(
 
 
 class _UrlCluster(RedisCluster):
-    """A `RedisCluster` made from a URL whose `close` closes its nodes' connections too.
-
-    redis-py's ``RedisCluster.from_url`` gives each node a pool that the node's client does not own, so
-    its ``close`` leaves their sockets open until the garbage collector finds them (with a
-    ResourceWarning when a socket goes before the connection that would close it).
-    """
+    """A `RedisCluster` made from a URL whose `close` closes its nodes' connections too (``from_url`` gives
+    each node a pool its client does not own: close would leave their sockets to the garbage collector)."""
 
     def close(self) -> None:
         try:

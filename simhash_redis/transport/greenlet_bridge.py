@@ -1,9 +1,5 @@
-"""Running the synchronous index on an event loop: its I/O awaited, everything else shared.
-
-The asyncio API runs the synchronous index's own code in a greenlet per call (SQLAlchemy's design):
-where that code needs the network or a pause, it hands an awaitable to `wait`, which switches to the
-task that started the call; the task awaits it and switches back with the result (or the exception).
-"""
+"""Running the synchronous index on an event loop, in a greenlet per call (SQLAlchemy's design): where it
+needs the network or a pause it hands an awaitable to `wait`, which the task that started the call awaits."""
 
 from __future__ import annotations
 

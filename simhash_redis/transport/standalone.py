@@ -1,9 +1,5 @@
-"""Conversations with Redis, and their driver for a standalone server (`Transport`).
-
-A conversation is written without I/O as `Steps`, which `drive` runs on any `Exchange` (recorded replies
-in tests). Shared with the cluster's and the asyncio senders: the one retry loop (`Backoff`) and the one
-translation of error replies and redis-py exceptions (messages carry no credentials).
-"""
+"""Conversations with Redis (`Steps`, without I/O, run by `drive` on any `Exchange`), the standalone server's
+`Transport`, and what every sender shares: the retry loop (`Backoff`) and the translation of errors."""
 
 from __future__ import annotations
 
@@ -49,6 +45,7 @@ __all__ = [
     "Steps",
     "Transport",
     "drive",
+    "lost_connection",
     "raise_first_error",
     "refused",
     "scan_pages",
@@ -160,9 +157,8 @@ class Backoff:
         retryable: Callable[[Exception], bool],
         before_retry: Callable[[Exception], None] | None = None,
     ) -> T:
-        """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error;
-        before_retry is called after the delay (to refresh a slot map). A refusal (`refused`) is never
-        retried, whatever `retryable` says.
+        """Call `do` (safe to repeat) until it returns, with a delay before each retry of a retryable error
+        (never a `refused` one); before_retry is called after the delay (to refresh a slot map).
 
         Raises:
             Exception: the last attempt's error once the retries are spent, or a non-retryable one at once.
@@ -191,10 +187,9 @@ class Backoff:
 
 
 def refused(exc: BaseException) -> bool:
-    """Whether an error is the server refusing the credentials (WRONGPASS, NOAUTH) or a command (NOPERM):
-    retrying will not change its answer. redis-py's AuthenticationError is a ConnectionError, so a caller
-    that retries lost connections must ask this first. redis-py's cluster clients wrap a refusal met while
-    reading the slot map in a RedisClusterException: that counts too."""
+    """Whether an error is the server refusing the credentials (WRONGPASS, NOAUTH) or a command (NOPERM),
+    also wrapped by a cluster client: no retry changes its answer (ask this before retrying a lost
+    connection: redis-py's AuthenticationError is a ConnectionError)."""
     return _refusal(exc) is not None
 
 
@@ -317,15 +312,14 @@ class Transport:
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
         """Run a conversation on one connection, again from the start on a new one after a lost connection
-        (`talk` must allow that); its result. Unread replies are never seen by anyone else (the connection is
-        closed). durable: for a cluster's sends.
+        (`talk` must allow that); its result. Unread replies are never seen by anyone else.
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
             Exception: whatever else `talk` raises (a translated error reply, say), at once.
         """
         try:
-            return self.backoff.call_with_retry(lambda: self._on_connection(talk), _lost_connection)
+            return self.backoff.call_with_retry(lambda: self._on_connection(talk), lost_connection)
         except SimhashRedisError:
             raise
         except (rex.RedisError, OSError) as exc:
@@ -358,7 +352,8 @@ class Transport:
             held.give(connection, clean)
 
 
-def _lost_connection(exc: Exception) -> bool:
+def lost_connection(exc: Exception) -> bool:
+    """Whether an error is a connection refused, lost or timed out: worth a retry."""
     # An error reply a conversation translated (NOPERM, OOM, ...) is no lost connection, although
     # RedisUnavailable and its kin are OSErrors (refused credentials are never retried: `refused`).
     if isinstance(exc, SimhashRedisError):
@@ -367,12 +362,9 @@ def _lost_connection(exc: Exception) -> bool:
 
 
 class HeldConnection:
-    """Keeps one connection of a pool checked out between round trips, for a sender's hot path.
-
-    Taking a connection from a redis-py pool and giving it back costs more than a small round trip. Only a
-    fast-path connection of a plain `redis.ConnectionPool` is held, while at most a quarter of the pool's
-    limit is in use; it is let go when garbage-collected, and a forked child forgets it.
-    """
+    """Keeps one connection of a pool checked out between round trips (a pool's checkout costs more than a
+    small round trip): only a fast-path one of a plain `redis.ConnectionPool`, while a quarter of its limit
+    at most is in use; let go when garbage-collected, forgotten by a forked child."""
 
     def __init__(self, pool: Any) -> None:
         self.pool = pool

@@ -1,11 +1,8 @@
 """RESP on the wire: commands packed byte for byte as redis-py packs them, replies read off its connections.
 
-It reaches under redis-py's public API: the hot paths send thousands of small commands per round trip, and
-redis-py's `pack_commands` / `read_response` cost microseconds each. Replies are read straight off a plain or
-TLS socket into the connection's `hiredis.Reader`, or kept raw for the compiled candidate filter
-(`read_sets`); any other connection goes through redis-py's own calls, with the same results. Error replies
-come back as `ResponseError` objects in place; the caller must disconnect the connection when anything raises,
-so no half-read connection goes back to a pool.
+It reaches under redis-py's public API, whose `pack_commands` / `read_response` cost microseconds a command.
+Error replies come back as `ResponseError` objects in place; the caller must disconnect the connection when
+anything raises, so no half-read connection goes back to a pool.
 """
 
 from __future__ import annotations
@@ -417,7 +414,6 @@ class Exchange:
         self._put(data)
 
     def read(self, count: int) -> list[Any]:
-        """The next `count` replies."""
         self._due(count)
         self.tail = _feed(self.connection, self.tail)
         replies = self._get(count)
@@ -440,7 +436,6 @@ class Exchange:
         return raw
 
     def round_trip(self, commands: Sequence[Command]) -> list[Any]:
-        """Send the commands and read all their replies."""
         self.send(commands)
         return self.read(len(commands))
 

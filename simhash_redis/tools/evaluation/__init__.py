@@ -1,8 +1,5 @@
-"""Fingerprint quality: precision, recall and F1 of "distance <= k" against exact Jaccard ground truth.
-
-The truth is the exact Jaccard similarity of the documents' sets of n-token shingles (3 by default) of
-the library's tokens, every Han character one token; distances come from numpy popcounts, without Redis.
-"""
+"""Fingerprint quality: precision, recall and F1 of "distance <= k" against the exact Jaccard similarity of
+the documents' n-token shingles (3 by default), distances from numpy popcounts, without Redis."""
 
 from __future__ import annotations
 

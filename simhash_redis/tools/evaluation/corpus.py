@@ -45,8 +45,7 @@ def load_corpus(path: str | Path) -> list[Doc]:
     (else `detect_lang`), in file order.
 
     Raises:
-        InputError: the file is malformed, an id repeats, or a field has the wrong type; the message
-            names the line.
+        InputError: the line of a malformed record, a repeated id, or a field of the wrong type.
         OSError: the file cannot be read.
     """
     docs: list[Doc] = []
