@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from simhash_redis import Retention, SimhashIndex, VerifiedIndex, defaults, redact_url
+from simhash_redis import SimhashIndex, VerifiedIndex, redact_url
 from simhash_redis.defaults import URL_ENV
-from simhash_redis.errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
+from simhash_redis.errors import ConfigurationMismatch, IndexNotFound
 from simhash_redis.index.mode import Asking, chosen_mode
+from simhash_redis.index.verified_open import checked_threshold
 from simhash_redis.store import Verification, validate_name
-from simhash_redis.store.config import parse_duration
-from simhash_redis.tools import planner
+from simhash_redis.tools.connect import index_options
 from simhash_redis.transport import client_from_url
 
 if TYPE_CHECKING:
@@ -162,40 +162,20 @@ class Settings:
         return index
 
     def configuration(self) -> dict[str, Any]:
-        """The index configuration the options state: k, f, layout, scheme, retention and id_buckets (None
-        where not given).
+        """The index configuration the options state (`connect.index_options`).
 
         Raises:
-            InvalidArgument: --layout without --k, a label that names nothing, --sliding without
-                --retention, or a malformed --retention (a bare number among them: it needs a unit).
+            InvalidArgument: as `connect.index_options`.
         """
-        width = defaults.F if self.f is None else self.f
-        layout = scheme = None
-        if self.layout is not None:
-            if self.k is None:
-                # The layout is cut for one k: a default k would not be the stored index's.
-                raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {self.layout}")
-            layout = planner.layout_named(self.layout, width, self.k)
-        if self.scheme is not None:
-            # Imported here: the evaluation package costs every command 15 ms to import.
-            from simhash_redis.tools.evaluation.settings import scheme_named
-
-            scheme = scheme_named(self.scheme, width)
-        retention: Retention | str | None = self.retention
-        if self.retention is not None:
-            parse_duration(self.retention, "--retention")  # refused in the option's own name
-        if self.sliding:
-            if self.retention is None:
-                raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
-            retention = Retention.of(self.retention, sliding=True)
-        return {
-            "k": self.k,
-            "f": self.f,
-            "layout": layout,
-            "scheme": scheme,
-            "retention": retention,
-            "id_buckets": self.id_buckets,
-        }
+        return index_options(
+            k=self.k,
+            f=self.f,
+            layout=self.layout,
+            scheme=self.scheme,
+            retention=self.retention,
+            sliding=self.sliding,
+            id_buckets=self.id_buckets,
+        )
 
     def asked_mode(self) -> bool | None:
         """The mode the options ask for: True (--verified, --threshold or --band-buckets), False
@@ -219,7 +199,7 @@ class Settings:
         """
         if not (self.asked_mode() if verified is None else verified):
             return None
-        threshold = 0.8 if self.threshold is None else self.threshold
+        threshold = checked_threshold(None, self.threshold, self.band_buckets)
         return Verification.of(None, threshold, band_buckets=self.band_buckets)
 
     def _check_verified(self, index: SimhashIndex) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .. import defaults
 from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument
 from ..fingerprinting import Sketcher
 from ..store import Verification, pin_meta
@@ -14,14 +15,14 @@ __all__ = ["checked_threshold", "verifiable", "verified_mode"]
 
 
 def checked_threshold(hasher: Sketcher | None, threshold: float | None, band_buckets: int | None) -> float:
-    """The threshold asked for (0.8 when None), the verified mode's arguments checked before anything is
-    read or written.
+    """The threshold asked for (`defaults.THRESHOLD` when None), the verified mode's arguments checked
+    before anything is read or written.
 
     Raises:
         InvalidArgument: threshold or band_buckets out of range.
         InvalidType: hasher is not a MinHasher or BandedOddSketcher.
     """
-    asked = 0.8 if threshold is None else threshold
+    asked = defaults.THRESHOLD if threshold is None else threshold
     Verification.of(hasher, asked, (0, 0), band_buckets)
     return asked
 

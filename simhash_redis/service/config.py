@@ -9,10 +9,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import defaults
 from ..errors import InvalidArgument
 from ..index.mode import Asking
-from ..store import Retention, Verification
+from ..index.verified_open import checked_threshold
+from ..tools.connect import index_options
 
 __all__ = ["CONFIG_ENV", "SERVE_ASKING", "TOKEN_ENV", "ServiceConfig"]
 
@@ -107,25 +107,14 @@ class ServiceConfig:
     def index_options(self) -> dict[str, Any]:
         """The arguments of `SimhashIndex` that create an index as configured (k, f, layout, ...), the
         mode aside; InvalidArgument if they are malformed or contradict each other."""
-        width = defaults.F if self.f is None else self.f
-        options: dict[str, Any] = {"k": self.k, "f": self.f, "id_buckets": self.id_buckets}
-        if self.layout is not None:
-            if self.k is None:
-                raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {self.layout}")
-            from ..tools.planner import layout_named
-
-            options["layout"] = layout_named(self.layout, width, self.k)
-        if self.scheme is not None:
-            from ..tools.evaluation.settings import scheme_named
-
-            options["scheme"] = scheme_named(self.scheme, width)
-        if self.sliding and self.retention is None:
-            raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
-        if self.retention is not None:
-            options["retention"] = Retention.of(self.retention, sliding=self.sliding)
-        if self.threshold is not None or self.band_buckets is not None:
-            # Checked now (serve refuses to start), not when a first write creates an index.
-            Verification.of(
-                None, 0.8 if self.threshold is None else self.threshold, band_buckets=self.band_buckets
-            )
-        return options
+        # The verified mode's arguments checked now (serve refuses to start), not by a first write.
+        checked_threshold(None, self.threshold, self.band_buckets)
+        return index_options(
+            k=self.k,
+            f=self.f,
+            layout=self.layout,
+            scheme=self.scheme,
+            retention=self.retention,
+            sliding=self.sliding,
+            id_buckets=self.id_buckets,
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import defaults
 from ..checks import is_int
 from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import BandedOddSketcher, MinHasher
@@ -35,7 +36,7 @@ class Verification:
         InvalidType: a value has the wrong type.
     """
 
-    threshold: float = 0.8
+    threshold: float = defaults.THRESHOLD
     num_perm: int = 256
     bits: int = 8
     n: int = 3
@@ -76,7 +77,7 @@ class Verification:
     def of(
         cls,
         hasher: Sketcher | None = None,
-        threshold: float = 0.8,
+        threshold: float = defaults.THRESHOLD,
         bands: tuple[int, int] | None = None,
         band_buckets: int | None = None,
     ) -> Verification:

@@ -5,12 +5,17 @@ from __future__ import annotations
 import os
 from typing import Any, Literal, overload
 
+from .. import defaults
 from ..defaults import URL_ENV
+from ..errors import InvalidArgument
 from ..index import SimhashIndex, VerifiedIndex
 from ..index.mode import open_in_mode
+from ..store import Retention
+from ..store.config import parse_duration
 from ..transport import client_from_url
+from .planner import layout_named
 
-__all__ = ["default_url", "open_index"]
+__all__ = ["default_url", "index_options", "open_index"]
 
 
 def default_url() -> str:
@@ -62,3 +67,40 @@ def open_index(
     except BaseException:
         client.close()
         raise
+
+
+def index_options(
+    *,
+    k: int | None,
+    f: int | None,
+    layout: str | None,
+    scheme: str | None,
+    retention: str | None,
+    sliding: bool,
+    id_buckets: int | None,
+) -> dict[str, Any]:
+    """The arguments of `SimhashIndex` (the mode aside) that the CLI's and the service's options of these
+    names state, in their words (layout and scheme labels, a retention such as "7d"); None where not given.
+
+    Raises:
+        InvalidArgument: --layout without --k, a label that names nothing, --sliding without
+            --retention, or a malformed --retention (a bare number among them: it needs a unit).
+    """
+    width = defaults.F if f is None else f
+    options: dict[str, Any] = {"k": k, "f": f, "id_buckets": id_buckets, "layout": None, "scheme": None}
+    if layout is not None:
+        if k is None:
+            # The layout is cut for one k: a default k would not be the stored index's.
+            raise InvalidArgument(f"--layout needs --k, as plan prints it: --k K --layout {layout}")
+        options["layout"] = layout_named(layout, width, k)
+    if scheme is not None:
+        # Imported here: the evaluation package costs every command 15 ms to import.
+        from .evaluation.settings import scheme_named
+
+        options["scheme"] = scheme_named(scheme, width)
+    if sliding and retention is None:
+        raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
+    if retention is not None:
+        parse_duration(retention, "--retention")  # refused in the option's own name
+    options["retention"] = None if retention is None else Retention.of(retention, sliding=sliding)
+    return options
