@@ -3,6 +3,7 @@
 Run from the repository root (needs the server extra, and wrk for the throughput figures)::
 
     python -m benchmarks.bench_service [--n 100000] [--queries 2000] [--seconds 5] [--workers 2]
+        [--only latency|throughput|batches]
 
 One private server on loopback holds N fingerprints and some texts; `simhash-redis serve` runs on it
 with W worker processes. Latency: a near() of a text over HTTP (one keep-alive connection, a minimal
@@ -451,8 +452,14 @@ def batches(port: int, pid: int, index: SimhashIndex, texts: list[str], command:
     ]
 
 
-def run(n: int, count: int, seconds: float, workers: int, command: str) -> list[Figure]:
-    """Load the index on a private server, start the service on it, and measure both."""
+SECTIONS = ("latency", "throughput", "batches")
+
+
+def run(
+    n: int, count: int, seconds: float, workers: int, command: str, only: tuple[str, ...] = SECTIONS
+) -> list[Figure]:
+    """Load the index on a private server, start the service on it, and measure both (the sections in
+    `only`: latency, throughput, batches)."""
     with corpus.server(cpu=None) as server:
         index = SimhashIndex(server.client(), INDEX, k=3)
         print(f"  loading {n:,} fingerprints ...", flush=True)
@@ -461,13 +468,16 @@ def run(n: int, count: int, seconds: float, workers: int, command: str) -> list[
         index.add_many([(f"text-{i}", t) for i, t in enumerate(texts[: count // 2])])
         figures = []
         with service(server.url, workers) as (port, pid):
-            figures += latency(port, index, texts, command)
-            if shutil.which("wrk"):
+            if "latency" in only:
+                figures += latency(port, index, texts, command)
+            if not shutil.which("wrk"):
+                print("  wrk is not installed (apt-get install wrk): no wrk figures", flush=True)
+            elif "latency" in only:
                 figures.append(latency_wrk(port, pid, index, texts, seconds, command))
+            if shutil.which("wrk") and "throughput" in only:
                 figures += throughput(port, index, texts, seconds, command)
-            else:
-                print("  wrk is not installed (apt-get install wrk): no throughput figures", flush=True)
-            figures += batches(port, pid, index, texts, command)
+            if "batches" in only:
+                figures += batches(port, pid, index, texts, command)
         return figures
 
 
@@ -479,9 +489,16 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=2_000, help="texts queried one by one")
     parser.add_argument("--seconds", type=float, default=5, help="seconds of each wrk run")
     parser.add_argument("--workers", type=int, default=2, help="service worker processes")
+    parser.add_argument(
+        "--only",
+        choices=SECTIONS,
+        action="append",
+        help="run only this section (repeat for several; default: all)",
+    )
     args = parser.parse_args()
-    command = "python -m benchmarks.bench_service"
-    for figure in run(args.n, args.queries, args.seconds, args.workers, command):
+    only = tuple(args.only or SECTIONS)
+    command = "python -m benchmarks.bench_service" + "".join(f" --only {s}" for s in args.only or ())
+    for figure in run(args.n, args.queries, args.seconds, args.workers, command, only):
         print(figure.line(), flush=True)
 
 
