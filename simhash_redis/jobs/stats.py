@@ -115,7 +115,6 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
     """
     sample = max(1, sample)
     store = index.store
-    base = index.keys.base.encode() + b":"
     rng = random.Random(0)
     kinds = {kind: _Reservoir(sample, rng) for kind in ("tables", "id", "fp", "other")}
     n_tables = len(index.layout.tables)
@@ -125,16 +124,11 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
     for keys in store.scan("all"):
         table_keys: list[tuple[int, bytes]] = []
         for key in keys:
-            rest = key[len(base) :]
-            if rest[:1] == b"w" and index.windows is not None:  # a period's key: w{period}:...
-                rest = rest.partition(b":")[2]
-            kind = "other"
-            if rest[:1] == b"t" and b":" in rest:
-                table_keys.append((int(rest.partition(b":")[0][1:]), key))
+            kind, number = index.keys.kind_of(key, periods=index.windows is not None) or ("other", 0)
+            if kind == "table":
+                table_keys.append((number, key))
                 kind = "tables"
-            elif rest.startswith((b"id:", b"fp:")):
-                kind = rest[:2].decode()
-            kinds[kind].offer(key)
+            kinds[kind if kind in kinds else "other"].offer(key)
         cards = store.execute([(b"SCARD", key) for _, key in table_keys])
         for (table, key), card in zip(table_keys, cards, strict=True):
             size = int(card)

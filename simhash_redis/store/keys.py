@@ -26,8 +26,18 @@ if TYPE_CHECKING:
     from .verification import Verification
 
 #: Table (t{i}:...) and band table (b{i}:...) keys, after the base.
-_SET_KEY = re.compile(rb"t[0-9]+:")
-_BAND_KEY = re.compile(rb"b[0-9]+:")
+_SET_KEY = re.compile(rb"t([0-9]+):")
+_BAND_KEY = re.compile(rb"b([0-9]+):")
+_PERIOD_KEY = re.compile(rb"w[0-9]+:")
+_TYPES = {
+    "table": b"set",
+    "band": b"hash",
+    "id": b"hash",
+    "fp": b"hash",
+    "counts": b"hash",
+    "meta": b"hash",
+    "lock": b"string",
+}
 
 __all__ = ["BandColumns", "BandNumbers", "KeyForm", "KeySchema", "encode_id", "validate_name"]
 
@@ -222,18 +232,31 @@ class KeySchema:
             + {"all": "*", "id": "id:*", "fp": "fp:*", "band": "b*:*", "windows": "w*:*"}[kind]
         )
 
+    def kind_of(self, key: bytes, *, periods: bool = False) -> tuple[str, int] | None:
+        """What a key of this index is: ("table", its number), ("band", its number), or ("id" | "fp" |
+        "counts" | "lock" | "meta", 0); None for none of ours.
+
+        Args:
+            periods: a period's key (w{period}:...) is what the same key outside periods is.
+        """
+        if key == self.meta:
+            return "meta", 0
+        tail = key[self._base_len :] if key.startswith(self.base.encode() + b":") else b""
+        if periods and (period := _PERIOD_KEY.match(tail)):
+            tail = tail[period.end() :]
+        for kind, pattern in (("table", _SET_KEY), ("band", _BAND_KEY)):
+            numbered = pattern.match(tail)
+            if numbered:
+                return kind, int(numbered.group(1))
+        if tail == b"counts":
+            return "counts", 0
+        named = tail.partition(b":")[0]
+        return (named.decode(), 0) if named in (b"id", b"fp", b"lock") and b":" in tail else None
+
     def stored_type(self, key: bytes) -> bytes | None:
         """The type a key of ours holds, as TYPE names it; None for none of ours."""
-        if key == self.meta:
-            return b"hash"
-        tail = key[self._base_len :] if key.startswith(self.base.encode() + b":") else b""
-        if tail == b"counts" or tail.startswith((b"id:", b"fp:")):
-            return b"hash"
-        if tail.startswith(b"lock:"):
-            return b"string"
-        if _BAND_KEY.match(tail):
-            return b"hash"
-        return b"set" if _SET_KEY.match(tail) else None
+        kind = self.kind_of(key)
+        return None if kind is None else _TYPES[kind[0]]
 
     def table_pattern(self, table: int) -> str:
         """The SCAN pattern of every bucket of one table."""
