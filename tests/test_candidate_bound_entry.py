@@ -12,12 +12,15 @@ import redis.asyncio
 from simhash_redis import InvalidArgument, SimhashIndex, VerifiedIndex, open_index
 from simhash_redis import asyncio as simhash_asyncio
 from simhash_redis.asyncio import AsyncVerifiedIndex
+from simhash_redis.index.verified_index import MAX_CANDIDATES
 from tests.servers import ServerProcess
 
 
 def test_from_url_and_open_index_take_max_candidates(redis_url: str) -> None:
     assert VerifiedIndex.from_url(redis_url, "by-url", max_candidates=8).max_candidates == 8
-    assert VerifiedIndex.from_url(redis_url, "by-url").max_candidates is None  # a read setting: not pinned
+    # A read setting, not pinned: the next one opened takes the default again.
+    assert VerifiedIndex.from_url(redis_url, "by-url").max_candidates == MAX_CANDIDATES
+    assert VerifiedIndex.from_url(redis_url, "by-url", max_candidates=None).max_candidates is None
     opened = open_index("opened", redis_url, max_candidates=np.int64(8))
     assert isinstance(opened, VerifiedIndex) and opened.max_candidates == 8
 

@@ -28,10 +28,10 @@ VerifiedDocument = str | bytes | Sequence[str]
 # Reads of an id's fingerprint and sketches, while writers keep moving the id to other fingerprints.
 _SKETCH_READS = 5
 
-#: The band candidates a lookup verifies at most by default: every one. No cap kept the recall of
-#: near-duplicates at Jaccard 0.8 among pages of one template (docs/quality.md, "A limit: pages that share
-#: a template"); `max_candidates` trades some of it for speed there.
-MAX_CANDIDATES: int | None = None
+#: The band candidates a lookup verifies at most by default: a lookup among thousands of pages of one
+#: template stays a few milliseconds, at 0.7-1.3 points of recall at Jaccard 0.83-0.85 there, none on the
+#: evaluation corpus (docs/quality.md, "A limit: pages that share a template").
+MAX_CANDIDATES: int | None = 256
 
 
 class VerifiedIndex:
@@ -51,8 +51,8 @@ class VerifiedIndex:
         band_buckets: the hashes each band table is spread over, fixed when the mode is pinned (default:
             the pinned number, else 16,384).
         max_candidates: the band candidates `near`, `near_many` and `near_sketched` verify at most per
-            query (None: every one), those sharing the most bands with it first, then the nearest: what
-            bounds a lookup among pages built from one template, at a cost in recall there
+            query (default 256; None: every one), half those sharing its rarest bands, half the nearest:
+            what bounds a lookup among pages built from one template, at a small cost in recall there
             (docs/quality.md). Never capped: table hits within k; the add-if-new paths (`add_if_new`,
             `add_if_new_many`, `add_sketched(unique=True)`), which judge every candidate, so that a
             near-duplicate is never stored; an index of 128-bit fingerprints (its lookups read every

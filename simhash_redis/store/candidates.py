@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..codec import decode_fp
 from ..fingerprinting import engine_choice
@@ -118,9 +119,10 @@ def top_band_hits(
     """One query's `cap` band candidates most likely to pass, as `band_hits` gives them all.
 
     Pages built from one template share bands by the thousand, and each candidate kept costs the lookup
-    its ids and its sketch. Band candidates are ranked by the number of the query's bands they share (a
-    pair at Jaccard 0.8 shares each band of 4 values with probability 0.41, a template page at 0.5 with
-    0.06), then by Hamming distance, then by stored value; only the first `cap` are decoded.
+    its ids and its sketch. Two signals of a near-duplicate each choose half: the bands shared with the
+    query, each counting for 1 / its member count (a band value a template's pages share says little,
+    one the query's own text makes says much), then the Hamming distance; and the Hamming distance, then
+    those bands. docs/quality.md has what each signal alone loses.
 
     Args:
         tabled: the query's table hits (within k), which take no band candidate's place.
@@ -135,27 +137,46 @@ def top_band_hits(
     if f > 64 or any(value and len(value) % 8 for value in values):
         return None
     if bands is None or bands >= len(values):
-        packed = b"".join([value for value in values if value])
-        members, shared = np.unique(np.frombuffer(packed, dtype="<i8"), return_counts=True)
+        per_band = [np.frombuffer(value, dtype="<i8") for value in values if value]
     else:  # each band's members once, whichever periods hold them
         per_band = [
             np.unique(np.frombuffer(b"".join([v for v in values[band::bands] if v]), dtype="<i8"))
             for band in range(bands)
         ]
-        members, shared = np.unique(np.concatenate(per_band), return_counts=True)
+    per_band = [members for members in per_band if len(members)]
+    if not per_band:
+        return {}
+    weights = np.concatenate([np.full(len(members), 1.0 / len(members)) for members in per_band])
+    members, where = np.unique(np.concatenate(per_band), return_inverse=True)
+    shared = np.bincount(where, weights=weights, minlength=len(members))
     unsigned = members.view(np.uint64)
     if f < 64 and len(members) and int(np.max(unsigned)) >> f:
         return None
     distances = np.bitwise_count(unsigned ^ np.uint64(fp))
-    order = np.lexsort((members, distances, -shared))[: cap + len(tabled)]
     out: dict[bytes, tuple[int, int]] = {}
-    for member, d in zip(members[order].tolist(), distances[order].tolist(), strict=True):
-        raw = b"%d" % member  # stored as encode_fp writes it: signed where f is 64
-        if raw not in tabled:
-            out[raw] = (member & _MASK64, d)
-            if len(out) == cap:
+    # The first half by bands, then up to the cap by distance (the candidates the first half took skipped).
+    wanted = cap + len(tabled)
+    by_bands = _first(wanted, -shared, distances, members)
+    by_distance = _first(wanted, distances, -shared, members)
+    for order, limit in ((by_bands, (cap + 1) // 2), (by_distance, cap)):
+        for member, d in zip(members[order].tolist(), distances[order].tolist(), strict=True):
+            if len(out) == limit:
                 break
+            raw = b"%d" % member  # stored as encode_fp writes it: signed where f is 64
+            if raw not in tabled and raw not in out:
+                out[raw] = (member & _MASK64, d)
     return out
+
+
+def _first(count: int, primary: npt.NDArray[Any], *later: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The positions of the first `count` in the order of primary, then each later key: sorted among
+    those that can be (a partition, ties at its edge kept), not among all."""
+    if count < len(primary):
+        edge = np.partition(primary, count - 1)[count - 1]
+        within = np.flatnonzero(primary <= edge)
+        keys = [key[within] for key in reversed(later)]
+        return within[np.lexsort((*keys, primary[within]))][:count]
+    return np.lexsort((*reversed(later), primary))[:count]
 
 
 def _few_band_hits(
