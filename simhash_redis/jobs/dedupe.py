@@ -91,7 +91,9 @@ class VerifiedDryRun:
     memory, with their sketches and band values, and judged as the verified index judges."""
 
     def __init__(self, verified: VerifiedIndex) -> None:
-        self.verified = verified
+        # add-if-new judges every band candidate, and so does its dry run, whatever cap the lookups take.
+        capped = verified.max_candidates is not None
+        self.verified = VerifiedIndex(verified.index, max_candidates=None) if capped else verified
         self.memory = MemoryIndex(verified.index.layout)
         self._bands: dict[bytes, list[tuple[str, int]]] = {}
         self._sketches: dict[tuple[str, int], bytes] = {}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import redis
 
-from simhash_redis import Layout, Match, Outcome, SimhashIndex
-from simhash_redis.jobs.dedupe import DryRun, MemoryIndex, Pair, groups
+from simhash_redis import Layout, Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
+from simhash_redis.jobs.dedupe import DryRun, MemoryIndex, Pair, VerifiedDryRun, groups
+from tests.test_candidate_bound import _edit, _site
 
 FAR = 0xFFFFFFFF << 32
 
@@ -44,3 +45,15 @@ def test_dry_run_writes_nothing(redis_client: redis.Redis) -> None:
     out = check([("new", 0b11), ("fresh", FAR)]) + check([("again", (FAR) | 2)])
     assert out == [Match("old", 0b1, 1), Outcome.ADDED, Match("fresh", FAR, 1)]
     assert index.count()[0] == 1
+
+
+def test_a_verified_dry_run_judges_every_candidate_as_add_if_new_does(redis_client: redis.Redis) -> None:
+    items = _site(redis_client, "dry-tpl", 300)
+    query = _edit(items[38][1], 20, 38)  # a page that 8 others of its template outrank (test_candidate_bound)
+    capped = VerifiedIndex(SimhashIndex(redis_client, "dry-tpl"), max_candidates=8)
+    assert capped.near(query) == []
+    sketch = capped.hasher.sketch_many([query])[0]
+    fp = capped.index.fingerprint(query)
+    (dry,) = VerifiedDryRun(capped)([("new", fp)], [sketch])
+    assert isinstance(dry, VerifiedMatch) and dry.id == "p38"
+    assert capped.add_sketched(["new"], [fp], [sketch], unique=True) == [dry]
