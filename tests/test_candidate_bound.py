@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import struct
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -23,11 +24,12 @@ def _oracle(
 ) -> dict[bytes, tuple[int, int]]:
     """`top_band_hits` by brute force: each band member's shared bands weighed (1 / the band's members),
     half the cap kept by those weights, the rest by distance (of those not among the table hits)."""
-    shared: dict[int, float] = {}
+    exact: dict[int, Fraction] = {}
     for value in values:
         members = struct.unpack(f"<{len(value or b'') // 8}q", value or b"")
         for member in members:
-            shared[member] = shared.get(member, 0.0) + 1.0 / len(members)
+            exact[member] = exact.get(member, Fraction(0)) + Fraction(1, len(members))
+    shared = {member: round(float(weight), 9) for member, weight in exact.items()}
 
     def distance(member: int) -> int:
         return ((member & (2**64 - 1)) ^ fp).bit_count()
@@ -279,3 +281,19 @@ def test_the_first_few_are_those_a_full_sort_puts_first(rows: list[tuple[int, in
     primary, second, third = (np.array(column, dtype=np.float64) for column in zip(*rows, strict=True))
     expected = np.lexsort((third, second, primary))[:count]
     assert _first(count, primary, second, third).tolist() == expected.tolist()
+
+
+def test_bands_shared_equally_in_exact_arithmetic_leave_the_tie_to_distance() -> None:
+    # 1/2 + 1/3 + 1/6 and 1/6 + 1/3 + 1/2 differ in their last bit as floats.
+    near, far = 0b1, 0xFF
+    fillers = iter(range(1000, 2000))
+
+    def band(*members: int, size: int) -> bytes:
+        padded = [*members, *(next(fillers) for _ in range(size - len(members)))]
+        return struct.pack(f"<{size}q", *padded)
+
+    values: list[bytes | None] = [
+        band(near, size=2), band(near, size=3), band(near, size=6),
+        band(far, size=6), band(far, size=3), band(far, size=2),
+    ]  # fmt: skip
+    assert top_band_hits({}, 0, values, 1, 64) == {b"1": (near, 1)}

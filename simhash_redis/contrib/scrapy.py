@@ -102,6 +102,8 @@ class NearDuplicatePipeline:
     Args:
         url: the Redis server's URL (credentials never appear in messages or logs).
         index: the index name, shared by every spider that should see the same pages.
+        text: a function of an item giving its text (from_crawler makes it from SIMHASH_REDIS_TEXT or
+            SIMHASH_REDIS_TEXT_FIELD).
         id_field: the item field naming a document; an item without it is named by a hash of its text,
             one whose id is too long to store by a hash of the id.
         k: the largest distance of a near-duplicate, used when the index is created (an existing index

@@ -1,5 +1,6 @@
 """Export and import a whole index as a msgpack stream (format: docs/cli.md, "export and import"). Export
-SCANs the id maps (bounded memory, no point-in-time snapshot); importing a stream again is safe."""
+SCANs the id maps, of every live period with a retention window (bounded memory, no point-in-time
+snapshot); importing a stream again is safe."""
 
 from __future__ import annotations
 

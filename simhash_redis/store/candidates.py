@@ -148,7 +148,8 @@ def top_band_hits(
         return {}
     weights = np.concatenate([np.full(len(members), 1.0 / len(members)) for members in per_band])
     members, where = np.unique(np.concatenate(per_band), return_inverse=True)
-    shared = np.bincount(where, weights=weights, minlength=len(members))
+    # Sums of 1/n equal in exact arithmetic may differ in their last bit: rounded, so that distance decides.
+    shared = np.round(np.bincount(where, weights=weights, minlength=len(members)), 9)
     unsigned = members.view(np.uint64)
     if f < 64 and len(members) and int(np.max(unsigned)) >> f:
         return None

@@ -312,7 +312,8 @@ class Transport:
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
         """Run a conversation on one connection, again from the start on a new one after a lost connection
-        (`talk` must allow that); its result. Unread replies are never seen by anyone else.
+        (`talk` must allow that); its result. Unread replies are never seen by anyone else; `durable`
+        is for a cluster's sends (a standalone server has no replica to wait for).
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
