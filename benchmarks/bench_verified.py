@@ -40,6 +40,15 @@ def _edit(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
+def article_queries(docs: list[Any], count: int) -> tuple[list[str], list[str]]:
+    """`count` English articles of the corpus (100 words or more, where a one-word edit is a
+    near-duplicate as users mean it) and a one-word edit of each, the same every run."""
+    rng = random.Random(5)
+    articles = [d.text for d in docs if d.lang == "en" and len(d.text.split()) >= 100]
+    sample = rng.sample(articles, min(count, len(articles)))
+    return sample, [_edit(text, rng) for text in sample]
+
+
 def _used_memory(client: Any) -> int:
     client.execute_command("MEMORY PURGE")
     return int(client.info("memory")["used_memory"])
@@ -67,11 +76,7 @@ def main() -> None:
     items = [(d.id, d.text) for d in docs]
     k = args.k
     layout = Layout.pigeonhole(64, 3) if k == 3 else Layout.permuted(64, k, blocks=k + 2)
-    rng = random.Random(5)
-    # Articles (English, 100 words or more), where a one-word edit is a near-duplicate as users mean it.
-    articles = [d.text for d in docs if d.lang == "en" and len(d.text.split()) >= 100]
-    sample = rng.sample(articles, min(args.queries, len(articles)))
-    edits = [_edit(text, rng) for text in sample]
+    sample, edits = article_queries(docs, args.queries)
     with ServerProcess() as server:
         client = server.client()
         base = _used_memory(client)

@@ -17,24 +17,18 @@ sets). The last lines say how many lookups one round trip could serve if that bu
 from __future__ import annotations
 
 import argparse
-import random
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_verified import article_queries
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.tools.evaluation import load_corpus
 from simhash_redis.transport import wire
 from tests.servers import ServerProcess
 
 _CORPUS = Path(__file__).resolve().parent / "data" / "eval_corpus.jsonl.gz"
-
-
-def _edit(text: str, rng: random.Random) -> str:
-    words = text.split()
-    words[rng.randrange(len(words))] = "edited"
-    return " ".join(words)
 
 
 def _round_trips(near: Callable[[str], object], queries: list[str]) -> Counter[int]:
@@ -88,10 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     docs = load_corpus(_CORPUS)
     items = [(d.id, d.text) for d in docs]
-    rng = random.Random(5)
-    articles = [d.text for d in docs if d.lang == "en" and len(d.text.split()) >= 100]
-    copies = rng.sample(articles, min(args.queries, len(articles)))
-    edits = [_edit(text, rng) for text in copies]
+    copies, edits = article_queries(docs, args.queries)
     with ServerProcess() as server:
         client = server.client()
         plain = SimhashIndex(client, "plain", k=3)

@@ -167,15 +167,7 @@ class Settings:
         Raises:
             InvalidArgument: as `connect.index_options`.
         """
-        return index_options(
-            k=self.k,
-            f=self.f,
-            layout=self.layout,
-            scheme=self.scheme,
-            retention=self.retention,
-            sliding=self.sliding,
-            id_buckets=self.id_buckets,
-        )
+        return index_options(self)
 
     def asked_mode(self) -> bool | None:
         """The mode the options ask for: True (--verified, --threshold or --band-buckets), False

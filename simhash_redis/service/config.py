@@ -109,12 +109,4 @@ class ServiceConfig:
         mode aside; InvalidArgument if they are malformed or contradict each other."""
         # The verified mode's arguments checked now (serve refuses to start), not by a first write.
         checked_threshold(None, self.threshold, self.band_buckets)
-        return index_options(
-            k=self.k,
-            f=self.f,
-            layout=self.layout,
-            scheme=self.scheme,
-            retention=self.retention,
-            sliding=self.sliding,
-            id_buckets=self.id_buckets,
-        )
+        return index_options(self)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, overload
+from typing import Any, Literal, Protocol, overload
 
 from .. import defaults
 from ..defaults import URL_ENV
@@ -15,7 +15,7 @@ from ..store.config import parse_duration
 from ..transport import client_from_url
 from .planner import layout_named
 
-__all__ = ["default_url", "index_options", "open_index"]
+__all__ = ["OptionWords", "default_url", "index_options", "open_index"]
 
 
 def default_url() -> str:
@@ -69,25 +69,35 @@ def open_index(
         raise
 
 
-def index_options(
-    *,
-    k: int | None,
-    f: int | None,
-    layout: str | None,
-    scheme: str | None,
-    retention: str | None,
-    sliding: bool,
-    id_buckets: int | None,
-) -> dict[str, Any]:
-    """The arguments of `SimhashIndex` (the mode aside) that the CLI's and the service's options of these
-    names state, in their words (layout and scheme labels, a retention such as "7d"); None where not given.
+class OptionWords(Protocol):
+    """The index options of the CLI and the service, in their words (a layout label, a retention "7d")."""
+
+    @property
+    def k(self) -> int | None: ...
+    @property
+    def f(self) -> int | None: ...
+    @property
+    def layout(self) -> str | None: ...
+    @property
+    def scheme(self) -> str | None: ...
+    @property
+    def retention(self) -> str | None: ...
+    @property
+    def sliding(self) -> bool: ...
+    @property
+    def id_buckets(self) -> int | None: ...
+
+
+def index_options(words: OptionWords) -> dict[str, Any]:
+    """The arguments of `SimhashIndex` (the mode aside) that the options state; None where not given.
 
     Raises:
         InvalidArgument: --layout without --k, a label that names nothing, --sliding without
             --retention, or a malformed --retention (a bare number among them: it needs a unit).
     """
+    k, f, layout, scheme, retention = words.k, words.f, words.layout, words.scheme, words.retention
     width = defaults.F if f is None else f
-    options: dict[str, Any] = {"k": k, "f": f, "id_buckets": id_buckets, "layout": None, "scheme": None}
+    options: dict[str, Any] = {"k": k, "f": f, "id_buckets": words.id_buckets, "layout": None, "scheme": None}
     if layout is not None:
         if k is None:
             # The layout is cut for one k: a default k would not be the stored index's.
@@ -98,9 +108,9 @@ def index_options(
         from .evaluation.settings import scheme_named
 
         options["scheme"] = scheme_named(scheme, width)
-    if sliding and retention is None:
+    if words.sliding and retention is None:
         raise InvalidArgument("--sliding needs --retention: --retention 7d --sliding")
     if retention is not None:
         parse_duration(retention, "--retention")  # refused in the option's own name
-    options["retention"] = None if retention is None else Retention.of(retention, sliding=sliding)
+    options["retention"] = None if retention is None else Retention.of(retention, sliding=words.sliding)
     return options
