@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -196,6 +198,24 @@ def test_the_library_hint_names_its_own_arguments(redis_client: redis.Redis) -> 
 # -- prompts ------------------------------------------------------------------------------------------
 
 
+# The read(2) system call's number, where /proc/PID/syscall names it.
+_READ = {"x86_64": 0, "aarch64": 63}.get(platform.machine())
+
+
+def _wait_reading_stdin(pid: int) -> None:
+    """Wait until a process is blocked reading its stdin (where /proc tells; elsewhere return at once)."""
+    where = Path(f"/proc/{pid}/syscall")
+    if _READ is None or not where.exists():
+        return
+    deadline = time.monotonic() + 60  # only stops a hang
+    while time.monotonic() < deadline:
+        fields = where.read_text().split()
+        if len(fields) > 1 and fields[0] == str(_READ) and int(fields[1], 16) == 0:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the command never waited for an answer: {where.read_text()!r}")
+
+
 def test_ctrl_c_at_a_prompt_is_an_interrupt(redis_url: str, redis_client: redis.Redis) -> None:
     SimhashIndex(redis_client, "asked").add("a", 1)
     primary, secondary = os.openpty()  # drop asks only when stdin is a terminal
@@ -213,6 +233,9 @@ def test_ctrl_c_at_a_prompt_is_an_interrupt(redis_url: str, redis_client: redis.
             chunk = drop.stdout.read1(1024)
             assert chunk, (shown, drop.wait(60), drop.stderr.read() if drop.stderr else b"")
             shown += chunk
+        # A signal that lands between the prompt and the read of the answer would leave the read waiting
+        # (Python handles it between bytecodes): sent once the command waits in that read.
+        _wait_reading_stdin(drop.pid)
         drop.send_signal(signal.SIGINT)  # what Ctrl-C at the terminal sends
         _, err = drop.communicate(timeout=60)
     finally:
