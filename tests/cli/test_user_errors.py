@@ -219,14 +219,20 @@ def _wait_reading_stdin(pid: int) -> None:
 def test_ctrl_c_at_a_prompt_is_an_interrupt(redis_url: str, redis_client: redis.Redis) -> None:
     SimhashIndex(redis_client, "asked").add("a", 1)
     primary, secondary = os.openpty()  # drop asks only when stdin is a terminal
+    # Ctrl-C ignored here (a shell's background job runs the suite so) would be ignored by the command:
+    # a handler of this process's own is reset to the default in the child, as a terminal's shell has it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        drop = subprocess.Popen(
-            [str(SCRIPT), "--index", "asked", "drop"],
-            stdin=secondary,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "SIMHASH_REDIS_URL": redis_url},
-        )
+        try:
+            drop = subprocess.Popen(
+                [str(SCRIPT), "--index", "asked", "drop"],
+                stdin=secondary,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "SIMHASH_REDIS_URL": redis_url},
+            )
+        finally:
+            signal.signal(signal.SIGINT, previous)
         assert drop.stdout is not None
         shown = b""
         while b"[y/N]" not in shown:  # the question is asked: the command waits for the answer
@@ -237,7 +243,14 @@ def test_ctrl_c_at_a_prompt_is_an_interrupt(redis_url: str, redis_client: redis.
         # (Python handles it between bytecodes): sent once the command waits in that read.
         _wait_reading_stdin(drop.pid)
         drop.send_signal(signal.SIGINT)  # what Ctrl-C at the terminal sends
-        _, err = drop.communicate(timeout=60)
+        try:
+            _, err = drop.communicate(timeout=60)  # only stops a hang
+        except subprocess.TimeoutExpired:
+            status = Path(f"/proc/{drop.pid}/status")
+            ignored = [line for line in status.read_text().splitlines() if line.startswith("Sig")]
+            drop.kill()
+            drop.communicate()
+            raise AssertionError(f"drop went on after SIGINT: {ignored}") from None
     finally:
         os.close(primary)
         os.close(secondary)
