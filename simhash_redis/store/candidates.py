@@ -172,12 +172,15 @@ def top_band_hits(
 def _first(count: int, primary: npt.NDArray[Any], *later: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """The positions of the first `count` in the order of primary, then each later key: sorted among
     those that can be (a partition, ties at its edge kept), not among all."""
+    order: npt.NDArray[Any]
     if count < len(primary):
         edge = np.partition(primary, count - 1)[count - 1]
         within = np.flatnonzero(primary <= edge)
         keys = [key[within] for key in reversed(later)]
-        return within[np.lexsort((*keys, primary[within]))][:count]
-    return np.lexsort((*reversed(later), primary))[:count]
+        order = within[np.lexsort((*keys, primary[within]))]
+    else:
+        order = np.lexsort((*reversed(later), primary))
+    return order[:count]
 
 
 def _few_band_hits(
