@@ -33,7 +33,7 @@ OLDEST_PYTHON=3.10
 COMPAT_PYTHON=3.12
 SERVERS=${MATRIX_SERVERS-"redis-6.2 valkey-9.1"}
 OLDEST_REDIS="redis==5.0.8"
-WORKERS=(-n auto --maxprocesses=4)   # as in the Makefile: parallel processes, each with its own servers
+WORKERS=(-n auto --maxprocesses=4 --dist worksteal)   # as in the Makefile: each process its own servers
 PYTHON_TESTS=(
   tests/test_index_contract.py tests/test_add_if_new.py
   tests/test_unicode_pinning.py tests/test_fingerprint.py tests/test_security.py tests/test_bad_input.py
@@ -69,7 +69,10 @@ SERVER_TESTS=(
   # and the contract on a windowed cluster index (the scripts of test_retention.py's windows, spread over
   # nodes; tests/test_retention_cluster.py in `make test`): in `make test` and the Python runs above
 )
-SERVER_SELECTION="not fake and not asyncio and not windowed_cluster"
+# What a client does when it is killed, and the CLI's words for a server's state: the client's code,
+# whatever the server (the server's part, its scripts under kill -9 and its OOM replies, runs here).
+SERVER_SELECTION="not fake and not asyncio and not windowed_cluster and not kill9_of_the_loader"
+SERVER_SELECTION="$SERVER_SELECTION and not kill9_of_a_verified_loader and not test_cli_"
 # The races of add-if-new (eight processes, a third of a server's run): their guard is a Lua script,
 # whose semantics no version changed; they run on the oldest server here and on the main run's in `make
 # test`. The races across retention periods, which also depend on the server's clock and expiry, run on
