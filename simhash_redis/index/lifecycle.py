@@ -23,7 +23,6 @@ from ..transport import Sender, open_sender
 
 __all__ = [
     "CONFIG_ARGS",
-    "as_retention",
     "drop_index",
     "list_indexes",
     "open_config",
@@ -45,16 +44,13 @@ def unsketched(name: str) -> ConfigurationMismatch:
     )
 
 
-def as_retention(retention: object) -> Retention | None:
-    """The retention window a worker asks for, in the forms `SimhashIndex` takes."""
-    if retention is None:
-        return None
-    return retention if isinstance(retention, Retention) else Retention.of(retention)
-
-
-def requested(**args: Any) -> tuple[IndexConfig, set[str]]:
-    """The configuration a worker asks for, and which of its parts it named."""
-    return IndexConfig.build(**args), {arg for arg, value in args.items() if value is not None}
+def requested(args: dict[str, Any]) -> tuple[IndexConfig, set[str]]:
+    """The configuration a worker asks for (`SimhashIndex`'s arguments), and which of its parts it named."""
+    stated = {arg: args.get(arg) for arg in CONFIG_ARGS}
+    retention = stated["retention"]
+    if retention is not None and not isinstance(retention, Retention):
+        stated["retention"] = Retention.of(retention)
+    return IndexConfig.build(**stated), {arg for arg, value in stated.items() if value is not None}
 
 
 def open_config(
@@ -83,9 +79,7 @@ def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any
     """`SimhashIndex.restore`: write a lost meta key from a stated configuration the data fits."""
     if config.get("k") is None:
         raise InvalidArgument("restoring an index needs the k it was created with")
-    stated = {arg: config.get(arg) for arg in CONFIG_ARGS}
-    stated["retention"] = as_retention(stated["retention"])
-    wanted, _ = requested(**stated)
+    wanted, _ = requested(config)
     prefix = validate_name(config.get("prefix", defaults.PREFIX), "prefix")
     keys = KeySchema.of(prefix, validate_name(name, "name"), wanted)
     restore_meta(open_sender(client, config.get("backoff")), keys, wanted.layout.f, wanted.to_meta())

@@ -101,8 +101,7 @@ class SimhashIndex:
         self.client = client
         sender = open_sender(client, backoff)
         asked = {"k": k, "f": f, "layout": layout, "scheme": scheme, "id_buckets": id_buckets}
-        retained = lifecycle.as_retention(retention)
-        wanted, given = lifecycle.requested(**asked, verification=verification, retention=retained)
+        wanted, given = lifecycle.requested({**asked, "verification": verification, "retention": retention})
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
         self._f, self._k = self.config.f, self.config.k
         self.keys = KeySchema.of(self.prefix, self.name, self.config)
@@ -113,14 +112,7 @@ class SimhashIndex:
         self.windows = (
             None if self.config.retention is None else Windows(self.keys, self.config.retention, sender)
         )
-        self._reads = Reads(self.store, self.name, self.config, self.windows)
-        tables = len(self.layout.tables)
-        self._writes = (
-            Writes(self.store, self.f, tables)
-            if self.windows is None
-            else WindowedWrites(self.store, self.f, tables, self.windows)
-        )
-        self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
+        self._reads, self._writes, self._unique = paths(self)
         # Chosen at the first fingerprint (a wrong SIMHASH_REDIS_ENGINE is an error of the calls that need
         # an engine, not of opening), then kept: a lookup or a write calls the engine's own function.
         self._engine: engine_choice.Engine | None = None
@@ -208,11 +200,7 @@ class SimhashIndex:
     ) -> list[list[Match]]:
         """near() for many queries, each batch (`batch_size` queries) in one conversation."""
         limit, on_progress = check_k(k, self.k), check_progress(on_progress)
-        batch = as_batch(queries, "queries")
-        if all(type(q) is int for q in batch):  # precomputed fingerprints: no text engine to set up
-            fps = [check_fp(q, self.f) for q in batch]
-        else:
-            fps = self.fingerprint_many(batch)
+        fps = self.fingerprint_many(as_batch(queries, "queries"))
         return batches.near_many(self, self._reads, fps, limit, on_progress)
 
     def get(self, doc_id: str) -> int | None:
@@ -377,3 +365,14 @@ class SimhashIndex:
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last; the number deleted."""
         return self.store.drop()
+
+
+def paths(index: SimhashIndex) -> tuple[Reads, Writes, UniqueWrites]:
+    """The lookups, writes and add-if-new of an index, in its mode (a verified index's carry sketches)."""
+    mode, tables = index.config.verification, len(index.layout.tables)
+    reads = Reads(index.store, index.name, index.config, index.windows)
+    if index.windows is None:
+        writes = Writes(index.store, index.f, tables, mode)
+    else:
+        writes = WindowedWrites(index.store, index.f, tables, index.windows, mode)
+    return reads, writes, UniqueWrites(index.store, reads, writes, index.f, index.k)
