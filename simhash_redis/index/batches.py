@@ -16,23 +16,22 @@ from .. import defaults
 from ..checks import is_int
 from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
-from ..results import Match, Outcome
-from ..store import BulkWrites, Layout, Reads, Store, Windows, Writes, encode_id
+from ..results import Outcome
+from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
 from .arguments import as_batch, check_pairs, chunks, iterable
-from .unique import UniqueWrites
 
 __all__ = [
     "DEFAULT_WINDOW",
     "BatchProgress",
     "Progress",
     "Target",
-    "add_many",
+    "apply",
     "bulk_add",
     "bulk_add_columns",
     "bulk_add_sketched",
     "check_progress",
     "column_windows",
-    "near_many",
+    "in_batches",
     "remove_many",
     "windows",
 ]
@@ -64,27 +63,12 @@ def check_progress(on_progress: object) -> BatchProgress | None:
     return on_progress
 
 
-def add_many(
-    index: Target,
-    writes: Writes,
-    unique: UniqueWrites | None,
-    items: Iterable[tuple[str, Any]],
-    on_progress: BatchProgress | None,
-) -> list[Any]:
-    """Check every pair, fingerprint every document, then write a batch at a time."""
-    pairs = check_pairs(as_batch(items, "items"))
-    ids = [encode_id(doc_id) for doc_id, _ in pairs]
-    fps = index.fingerprint_many([doc for _, doc in pairs])
-    write = unique.add if unique is not None else functools.partial(_apply, writes, index.f)
-    return _batched(index.batch_size, on_progress, write, ids, fps)
-
-
 def remove_many(
     index: Target, writes: Writes, ids: Iterable[str], on_progress: BatchProgress | None
 ) -> list[bool]:
     """Check every id, then remove a batch at a time."""
     raws = [encode_id(doc_id) for doc_id in as_batch(ids, "ids")]
-    return _batched(index.batch_size, on_progress, functools.partial(_remove, writes), raws)
+    return in_batches(index.batch_size, on_progress, functools.partial(_remove, writes), raws)
 
 
 def _remove(writes: Writes, batch: list[bytes]) -> list[bool]:
@@ -95,14 +79,7 @@ def _remove(writes: Writes, batch: list[bytes]) -> list[bool]:
     return [first.pop(raw, False) for raw in batch]
 
 
-def near_many(
-    index: Target, reads: Reads, fps: list[int], limit: int, on_progress: BatchProgress | None
-) -> list[list[Match]]:
-    """Look up checked fingerprints a batch (one conversation) at a time."""
-    return _batched(index.batch_size, on_progress, lambda part: reads.near(part, limit), fps)
-
-
-def _batched(
+def in_batches(
     size: int, on_progress: BatchProgress | None, run: Callable[..., list[Any]], *columns: Any
 ) -> list[Any]:
     """`run` on parallel columns a batch of `size` at a time, `on_progress` called after each."""
@@ -115,7 +92,7 @@ def _batched(
     return out
 
 
-def _apply(writes: Writes, f: int, raws: Sequence[bytes], fps: Sequence[int]) -> list[Outcome]:
+def apply(writes: Writes, f: int, raws: Sequence[bytes], fps: Sequence[int]) -> list[Outcome]:
     """One atomic script call storing documents (precomputed fingerprints: ints or numpy's)."""
     ints = [int(fp) for fp in fps]
     applied = writes.apply([(raw, encode_fp(fp, f), None) for raw, fp in zip(raws, ints, strict=True)], ints)
@@ -161,7 +138,7 @@ def bulk_add_columns(
         if bulk is not None:
             done = bulk.write(raws, fps)
         else:
-            done = _batched(index.batch_size, None, functools.partial(_apply, writes, f), raws, fps)
+            done = in_batches(index.batch_size, None, functools.partial(apply, writes, f), raws, fps)
         outcomes.extend(done)
         if on_progress is not None:
             on_progress(len(outcomes), done)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, overload
@@ -30,8 +31,25 @@ from ..store import (
 )
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
-from .arguments import as_batch, check_client, check_fp, check_k, check_options, fingerprints, is_integer
-from .batches import DEFAULT_WINDOW, BatchProgress, Progress, bulk_add, bulk_add_columns, check_progress
+from .arguments import (
+    as_batch,
+    check_client,
+    check_fp,
+    check_k,
+    check_options,
+    check_pairs,
+    fingerprints,
+    is_integer,
+)
+from .batches import (
+    DEFAULT_WINDOW,
+    BatchProgress,
+    Progress,
+    bulk_add,
+    bulk_add_columns,
+    check_progress,
+    in_batches,
+)
 from .consistency import check_consistency, verify_windows
 from .report import VerifyReport
 from .unique import UniqueWrites
@@ -201,7 +219,7 @@ class SimhashIndex:
         """near() for many queries, each batch (`batch_size` queries) in one conversation."""
         limit, on_progress = check_k(k, self.k), check_progress(on_progress)
         fps = self.fingerprint_many(as_batch(queries, "queries"))
-        return batches.near_many(self, self._reads, fps, limit, on_progress)
+        return in_batches(self.batch_size, on_progress, lambda part: self._reads.near(part, limit), fps)
 
     def get(self, doc_id: str) -> int | None:
         """The fingerprint stored for an id, or None."""
@@ -284,7 +302,11 @@ class SimhashIndex:
         """
         self._check_writable()
         progress = check_progress(on_progress)
-        return batches.add_many(self, self._writes, self._unique if unique else None, items, progress)
+        pairs = check_pairs(as_batch(items, "items"))
+        ids = [encode_id(doc_id) for doc_id, _ in pairs]
+        fps = self.fingerprint_many([doc for _, doc in pairs])
+        write = self._unique.add if unique else functools.partial(batches.apply, self._writes, self.f)
+        return in_batches(self.batch_size, progress, write, ids, fps)
 
     def bulk_add(
         self,

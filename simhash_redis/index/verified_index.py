@@ -15,7 +15,7 @@ from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
 from .arguments import as_batch, check_fp, check_k, check_max_candidates, check_pairs, texts
-from .batches import bulk_add_sketched
+from .batches import bulk_add_sketched, in_batches
 from .simhash_index import Outcome, SimhashIndex, paths
 from .verified_open import verifiable, verified_mode
 
@@ -167,15 +167,8 @@ class VerifiedIndex:
         self._check_sizes(ids, fps, sketches, unique)
         raws = [encode_id(doc_id) for doc_id in ids]
         checked = [check_fp(fp, self.index.f) for fp in fps]
-        out: list[Outcome | VerifiedMatch] = []
-        step = self.index.batch_size
-        for start in range(0, len(ids), step):
-            part = slice(start, start + step)
-            if unique:  # every sketch given: checked
-                out.extend(self._add_if_new_batch(raws[part], checked[part], sketches[part]))  # type: ignore[arg-type]
-            else:
-                out.extend(self._add_batch(raws[part], checked[part], sketches[part]))
-        return out
+        run = self._add_if_new_batch if unique else self._add_batch  # unique: every sketch given (checked)
+        return in_batches(self.index.batch_size, None, run, raws, checked, sketches)
 
     def bulk_add_sketched(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None]
