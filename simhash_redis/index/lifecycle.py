@@ -9,7 +9,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from .. import defaults
-from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
+from ..errors import IndexNotFound, InvalidArgument
 from ..store import (
     IndexConfig,
     KeySchema,
@@ -28,20 +28,10 @@ __all__ = [
     "open_config",
     "requested",
     "restore",
-    "unsketched",
 ]
 
 #: The arguments of `SimhashIndex` that make up an index's configuration.
 CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification", "retention")
-
-
-def unsketched(name: str) -> ConfigurationMismatch:
-    """The error of a plain index's write to a verified index (a document without a sketch would never
-    be found as anyone's near-duplicate)."""
-    return ConfigurationMismatch(
-        f"index {name!r} is verified (its documents carry sketches): write to it "
-        "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
-    )
 
 
 def requested(args: dict[str, Any]) -> tuple[IndexConfig, set[str]]:

@@ -38,8 +38,10 @@ class Asking:
         arguments (hasher, threshold, band_buckets) that is not None; None if nothing does."""
         given = ["verified"] if verified else []
         given += [argument for argument, value in arguments.items() if value is not None]
-        words = [getattr(self, argument) for argument in given]  # "--threshold and --band-buckets"
-        return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words) or None
+        words: list[str] = [getattr(self, argument) for argument in given]
+        if len(words) > 1:  # "--threshold and --band-buckets"
+            return ", ".join(words[:-1]) + " and " + words[-1]
+        return words[0] if words else None
 
 
 #: The library's words.

@@ -12,7 +12,7 @@ from redis.cluster import RedisCluster
 
 from .. import defaults
 from ..codec import decode_fp, encode_fp
-from ..errors import InvalidArgument
+from ..errors import ConfigurationMismatch, InvalidArgument
 from ..fingerprinting import Document as TextDocument
 from ..fingerprinting import Scheme, engine_choice
 from ..results import Match, Outcome
@@ -381,8 +381,11 @@ class SimhashIndex:
         return check_consistency(self.store, self.f, tables, repair, self.config.verification)
 
     def _check_writable(self) -> None:
-        if self.config.verification is not None:
-            raise lifecycle.unsketched(self.name)
+        if self.config.verification is not None:  # a document without a sketch would never be found
+            raise ConfigurationMismatch(
+                f"index {self.name!r} is verified (its documents carry sketches): write to it "
+                "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
+            )
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last; the number deleted."""

@@ -321,23 +321,23 @@ class VerifiedIndex:
         limit = check_k(k, self.index.k)
         checked = [check_fp(fp, self.index.f) for fp in fps]
         keys, mode = self.store.keys, self.verification
-        results: list[list[VerifiedMatch]] = []
         stored: dict[str, bytes] = {}
-        for start in range(0, len(checked), self.index.batch_size):
-            part = slice(start, start + self.index.batch_size)
+
+        def confirmed(fps: list[int], queries: Sequence[bytes]) -> list[list[VerifiedMatch]]:
             bands: Bands | None = None
             if mode.bands:
                 # Byte columns where the band places have that form (not in an index with a retention
                 # window, whose reads place them in each period).
-                bands = keys.band_columns(sketches[part], mode) if self.index.windows is None else None
+                bands = keys.band_columns(queries, mode) if self.index.windows is None else None
                 if bands is None:
-                    bands = [keys.band_places(s, mode) for s in sketches[part]]
-            candidates = self._reads.near(checked[part], limit, stored, bands)
-            results.extend(
+                    bands = [keys.band_places(s, mode) for s in queries]
+            candidates = self._reads.near(fps, limit, stored, bands)
+            return [
                 [VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard) for m, jaccard in pairs]
-                for pairs in confirmed_many(self.hasher, sketches[part], candidates, stored, threshold)
-            )
-        return results
+                for pairs in confirmed_many(self.hasher, queries, candidates, stored, threshold)
+            ]
+
+        return in_batches(self.index.batch_size, None, confirmed, checked, sketches)
 
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
         """Store a document unless a verified near-duplicate (a candidate whose sketch estimates a
