@@ -22,7 +22,6 @@ __all__ = [
     "netstring",
     "pack_fps",
     "parse_fingerprint",
-    "signed64",
     "undump_fp",
     "unpack_fps",
     "unpack_fps_many",
@@ -32,14 +31,9 @@ _SIGN = 1 << 63
 _WRAP = 1 << 64
 
 
-def signed64(fingerprint: int) -> int:
-    """A fingerprint of up to 64 bits as the signed 64-bit integer Redis stores for it."""
-    return fingerprint - _WRAP if fingerprint >= _SIGN else fingerprint
-
-
 def encode_fp(fingerprint: int, f: int) -> bytes:
-    """The stored form of a validated fingerprint of width f."""
-    return b"%d" % (signed64(fingerprint) if f == 64 else fingerprint)
+    """The stored form of a validated fingerprint of width f (at 64 bits, the signed integer Redis stores)."""
+    return b"%d" % (fingerprint - _WRAP if f == 64 and fingerprint >= _SIGN else fingerprint)
 
 
 def decode_fp(raw: bytes | int, f: int) -> int:

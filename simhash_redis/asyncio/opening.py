@@ -19,19 +19,8 @@ __all__ = ["open_index"]
 async def open_index(
     name: str, url: str | None = None, *, verified: bool | None = None, **kwargs: Any
 ) -> AsyncSimhashIndex | AsyncVerifiedIndex:
-    """`simhash_redis.open_index` for asyncio code: an `AsyncVerifiedIndex`, or an `AsyncSimhashIndex`
-    for a plain index (closed by `aclose`, or `async with`).
-
-    Args:
-        url: a Redis URL; default: $SIMHASH_REDIS_URL, else the embedded server.
-        verified: True for a verified index, False for a plain one; None (the default): verified for a
-            new index, the stored mode for an existing one.
-        **kwargs: as `simhash_redis.open_index`.
-
-    Raises:
-        ConfigurationMismatch: the index exists in the other mode than the one asked for, or with
-            another configuration.
-        RedisUnavailable: the server cannot be reached, or no embedded server can be started.
+    """`simhash_redis.open_index` for asyncio code, with its arguments and errors: an
+    `AsyncVerifiedIndex`, or an `AsyncSimhashIndex` for a plain index (closed by `aclose`, or `async with`).
     """
     # The embedded server may have to be started: a blocking wait, kept off the event loop.
     target = url or await asyncio.to_thread(default_url)

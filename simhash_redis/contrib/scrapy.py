@@ -264,7 +264,7 @@ class NearDuplicatePipeline:
                     return value
             except UnicodeEncodeError:  # a lone surrogate
                 pass
-            return "sha1:" + hashlib.sha1(value.encode("utf-8", "surrogatepass")).hexdigest()
+            text = value
         return "sha1:" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _inc(self, key: str) -> None:

@@ -107,12 +107,9 @@ def check_max_candidates(cap: object) -> int | None:
     """
     if cap is None:
         return None
-    if not is_integer(cap):
+    if not is_integer(cap) or operator.index(cap) < 1:  # type: ignore[arg-type]
         raise InvalidArgument(f"max_candidates must be a positive int or None, got {cap!r:.40}")
-    checked = operator.index(cap)  # type: ignore[arg-type]
-    if checked < 1:
-        raise InvalidArgument(f"max_candidates must be a positive int or None, got {checked}")
-    return checked
+    return operator.index(cap)  # type: ignore[arg-type]
 
 
 def check_k(k: int | None, index_k: int) -> int:
@@ -138,7 +135,8 @@ def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], li
         else:
             texts.append(doc)
             where.append(i)
-    for i, fp in zip(where, of_texts(texts), strict=True):
+    # Precomputed fingerprints alone: no text engine to set up.
+    for i, fp in zip(where, of_texts(texts) if texts else [], strict=True):
         out[i] = fp
     return out  # type: ignore[return-value]
 

@@ -5,6 +5,7 @@ read a window at a time, checked and fingerprinted, then written by the store's 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -15,23 +16,22 @@ from .. import defaults
 from ..checks import is_int
 from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
-from ..results import Match, Outcome
-from ..store import BulkWrites, Layout, Reads, Store, Windows, Writes, encode_id
+from ..results import Outcome
+from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
 from .arguments import as_batch, check_pairs, chunks, iterable
-from .unique import UniqueWrites
 
 __all__ = [
     "DEFAULT_WINDOW",
     "BatchProgress",
     "Progress",
     "Target",
-    "add_many",
+    "apply",
     "bulk_add",
     "bulk_add_columns",
     "bulk_add_sketched",
     "check_progress",
     "column_windows",
-    "near_many",
+    "in_batches",
     "remove_many",
     "windows",
 ]
@@ -63,63 +63,41 @@ def check_progress(on_progress: object) -> BatchProgress | None:
     return on_progress
 
 
-def add_many(
-    index: Target,
-    writes: Writes,
-    unique: UniqueWrites | None,
-    items: Iterable[tuple[str, Any]],
-    on_progress: BatchProgress | None,
-) -> list[Any]:
-    """Check every pair, fingerprint every document, then write a batch at a time."""
-    pairs = check_pairs(as_batch(items, "items"))
-    ids = [encode_id(doc_id) for doc_id, _ in pairs]
-    fps = index.fingerprint_many([doc for _, doc in pairs])
-    outcomes: list[Outcome | Match] = []
-    for start in range(0, len(ids), index.batch_size):
-        part_ids, part_fps = ids[start : start + index.batch_size], fps[start : start + index.batch_size]
-        if unique is not None:
-            done: list[Any] = unique.add(part_ids, part_fps)
-        else:
-            f = index.f
-            done = writes.apply(
-                [(i, encode_fp(fp, f), None) for i, fp in zip(part_ids, part_fps, strict=True)], part_fps
-            )
-        outcomes.extend(done)
-        if on_progress is not None:
-            on_progress(len(outcomes), done)
-    return outcomes
-
-
 def remove_many(
     index: Target, writes: Writes, ids: Iterable[str], on_progress: BatchProgress | None
 ) -> list[bool]:
     """Check every id, then remove a batch at a time."""
     raws = [encode_id(doc_id) for doc_id in as_batch(ids, "ids")]
-    removed: list[bool] = []
-    for start in range(0, len(raws), index.batch_size):
-        batch = raws[start : start + index.batch_size]
-        # An id named twice is removed once: the repeat reports False, as it would in a later call.
-        unique = list(dict.fromkeys(batch))
-        outcomes = writes.apply([(raw, b"", None) for raw in unique])
-        first = {raw: outcome is Outcome.REMOVED for raw, outcome in zip(unique, outcomes, strict=True)}
-        done = [first.pop(raw, False) for raw in batch]
-        removed.extend(done)
-        if on_progress is not None:
-            on_progress(len(removed), done)
-    return removed
+    return in_batches(index.batch_size, on_progress, functools.partial(_remove, writes), raws)
 
 
-def near_many(
-    index: Target, reads: Reads, fps: list[int], limit: int, on_progress: BatchProgress | None
-) -> list[list[Match]]:
-    """Look up checked fingerprints a batch (one conversation) at a time."""
-    results: list[list[Match]] = []
-    for start in range(0, len(fps), index.batch_size):
-        done = reads.near(fps[start : start + index.batch_size], limit)
-        results.extend(done)
+def _remove(writes: Writes, batch: list[bytes]) -> list[bool]:
+    # An id named twice is removed once: the repeat reports False, as it would in a later call.
+    unique = list(dict.fromkeys(batch))
+    outcomes = writes.apply([(raw, b"", None) for raw in unique])
+    first = {raw: outcome is Outcome.REMOVED for raw, outcome in zip(unique, outcomes, strict=True)}
+    return [first.pop(raw, False) for raw in batch]
+
+
+def in_batches(
+    size: int, on_progress: BatchProgress | None, run: Callable[..., list[Any]], *columns: Any
+) -> list[Any]:
+    """`run` on parallel columns a batch of `size` at a time, `on_progress` called after each."""
+    out: list[Any] = []
+    for start in range(0, len(columns[0]), size):
+        done = run(*(column[start : start + size] for column in columns))
+        out.extend(done)
         if on_progress is not None:
-            on_progress(len(results), done)
-    return results
+            on_progress(len(out), done)
+    return out
+
+
+def apply(writes: Writes, f: int, raws: Sequence[bytes], fps: Sequence[int]) -> list[Outcome]:
+    """One atomic script call storing documents (precomputed fingerprints: ints or numpy's)."""
+    ints = [int(fp) for fp in fps]
+    applied = writes.apply([(raw, encode_fp(fp, f), None) for raw, fp in zip(raws, ints, strict=True)], ints)
+    # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
+    return [outcome for outcome in applied if outcome is not None]
 
 
 #: Documents per window of a bulk load: enough that most keys get several entries per command.
@@ -150,12 +128,17 @@ def bulk_add_columns(
 ) -> list[Outcome]:
     """`bulk_add` of documents given as batches of two parallel lists, ids and documents."""
     _check(window, on_progress)
-    if index.windows is not None:
-        return _through_script(index, writes, batches, window, on_progress)
-    bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
+    # With a retention window, atomic script calls a batch at a time: every key must expire with its
+    # period, which the grouped commands do not set.
+    bulk = BulkWrites(index.store, index.layout, writes, index.batch_size) if index.windows is None else None
+    f = index.f
     outcomes: list[Outcome] = []
     for ids, docs in windows(batches, window):
-        done = bulk.write(_encode_ids(ids), _fingerprints(docs, bulk.f, index.fingerprint_many))
+        raws, fps = _encode_ids(ids), _fingerprints(docs, f, index.fingerprint_many)
+        if bulk is not None:
+            done = bulk.write(raws, fps)
+        else:
+            done = in_batches(index.batch_size, None, functools.partial(apply, writes, f), raws, fps)
         outcomes.extend(done)
         if on_progress is not None:
             on_progress(len(outcomes), done)
@@ -170,31 +153,6 @@ def bulk_add_sketched(
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
     raws = _encode_ids(list(ids))
     return bulk.write(raws, _fingerprints(list(fps), bulk.f, index.fingerprint_many), sketches)
-
-
-def _through_script(
-    index: Target,
-    writes: Writes,
-    batches: Iterable[tuple[Sequence[Any], Sequence[Any]]],
-    window: int,
-    on_progress: Progress | None,
-) -> list[Outcome]:
-    """A bulk load into an index with a retention window: atomic script calls, a batch at a time (every
-    key must expire with its period, which the grouped commands do not set)."""
-    outcomes: list[Outcome] = []
-    f, size = index.layout.f, index.batch_size
-    for ids, docs in windows(batches, window):
-        raws, fps = _encode_ids(ids), _fingerprints(docs, f, index.fingerprint_many)
-        done: list[Outcome] = []
-        for start in range(0, len(raws), size):
-            ints = [int(fp) for fp in fps[start : start + size]]
-            part = zip(raws[start : start + size], ints, strict=True)
-            applied = writes.apply([(raw, encode_fp(fp, f), None) for raw, fp in part], ints)
-            done.extend(outcome for outcome in applied if outcome is not None)
-        outcomes.extend(done)
-        if on_progress is not None:
-            on_progress(len(outcomes), done)
-    return outcomes
 
 
 def _check(window: object, on_progress: object) -> None:

@@ -10,6 +10,7 @@ from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
 from ..store import KeySchema, Store, Verification, Windows
 from ..store.store import FP_IDS
 from ..transport import raise_first_error
+from .arguments import chunks
 from .report import EXAMPLES, VerifyReport
 from .sketch_check import SKETCHES, check_bands, check_sketches
 
@@ -55,8 +56,8 @@ def check_consistency(
             else:
                 entries.append((doc_id, fp))
         report.docs += len(entries)
-        for start in range(0, len(entries), _BATCH):
-            _check_ids(target, report, entries[start : start + _BATCH], repair)
+        for chunk in chunks(entries, _BATCH):
+            _check_ids(target, report, chunk, repair)
 
     # 2. The fingerprint map: every listed id must map back to it; tables must hold it. Sketches kept
     # beside the ids (verified mode) must be of ids having that fingerprint.
@@ -74,10 +75,9 @@ def check_consistency(
                     sketches.append((name, value))
                 else:
                     moved.append((key, name, value))
-        for start in range(0, len(placed), _BATCH):
-            report.fingerprints += _check_fingerprints(target, report, placed[start : start + _BATCH], repair)
-        for start in range(0, len(sketches), _BATCH):
-            chunk = sketches[start : start + _BATCH]
+        for chunk in chunks(placed, _BATCH):
+            report.fingerprints += _check_fingerprints(target, report, chunk, repair)
+        for chunk in chunks(sketches, _BATCH):
             with_sketch += check_sketches(store, report, chunk, verification, repair, f)
         with_sketch += _move_sketches(target, report, moved, repair)
 
@@ -87,8 +87,8 @@ def check_consistency(
             replies = store.execute([(b"SMEMBERS", key) for key in table_keys], raise_on_error=False)
             members = _typed(report, table_keys, replies)
             found = [(key, fp) for key, fps in zip(table_keys, members, strict=True) for fp in fps]
-            for start in range(0, len(found), _BATCH):
-                _check_tables(target, report, t, found[start : start + _BATCH], repair)
+            for chunk in chunks(found, _BATCH):
+                _check_tables(target, report, t, chunk, repair)
 
     if verification is not None and verification.bands:
         check_bands(store, report, verification, repair, f)

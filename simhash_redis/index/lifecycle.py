@@ -9,7 +9,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from .. import defaults
-from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
+from ..errors import IndexNotFound, InvalidArgument
 from ..store import (
     IndexConfig,
     KeySchema,
@@ -23,38 +23,24 @@ from ..transport import Sender, open_sender
 
 __all__ = [
     "CONFIG_ARGS",
-    "as_retention",
     "drop_index",
     "list_indexes",
     "open_config",
     "requested",
     "restore",
-    "unsketched",
 ]
 
 #: The arguments of `SimhashIndex` that make up an index's configuration.
 CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification", "retention")
 
 
-def unsketched(name: str) -> ConfigurationMismatch:
-    """The error of a plain index's write to a verified index (a document without a sketch would never
-    be found as anyone's near-duplicate)."""
-    return ConfigurationMismatch(
-        f"index {name!r} is verified (its documents carry sketches): write to it "
-        "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
-    )
-
-
-def as_retention(retention: object) -> Retention | None:
-    """The retention window a worker asks for, in the forms `SimhashIndex` takes."""
-    if retention is None:
-        return None
-    return retention if isinstance(retention, Retention) else Retention.of(retention)
-
-
-def requested(**args: Any) -> tuple[IndexConfig, set[str]]:
-    """The configuration a worker asks for, and which of its parts it named."""
-    return IndexConfig.build(**args), {arg for arg, value in args.items() if value is not None}
+def requested(args: dict[str, Any]) -> tuple[IndexConfig, set[str]]:
+    """The configuration a worker asks for (`SimhashIndex`'s arguments), and which of its parts it named."""
+    stated = {arg: args.get(arg) for arg in CONFIG_ARGS}
+    retention = stated["retention"]
+    if retention is not None and not isinstance(retention, Retention):
+        stated["retention"] = Retention.of(retention)
+    return IndexConfig.build(**stated), {arg for arg, value in stated.items() if value is not None}
 
 
 def open_config(
@@ -83,9 +69,7 @@ def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any
     """`SimhashIndex.restore`: write a lost meta key from a stated configuration the data fits."""
     if config.get("k") is None:
         raise InvalidArgument("restoring an index needs the k it was created with")
-    stated = {arg: config.get(arg) for arg in CONFIG_ARGS}
-    stated["retention"] = as_retention(stated["retention"])
-    wanted, _ = requested(**stated)
+    wanted, _ = requested(config)
     prefix = validate_name(config.get("prefix", defaults.PREFIX), "prefix")
     keys = KeySchema.of(prefix, validate_name(name, "name"), wanted)
     restore_meta(open_sender(client, config.get("backoff")), keys, wanted.layout.f, wanted.to_meta())

@@ -38,12 +38,10 @@ class Asking:
         arguments (hasher, threshold, band_buckets) that is not None; None if nothing does."""
         given = ["verified"] if verified else []
         given += [argument for argument, value in arguments.items() if value is not None]
-        return self.named(given) or None
-
-    def named(self, arguments: Sequence[str]) -> str:
-        """The caller's words for `open_in_mode`'s arguments, as a list: "--threshold and --band-buckets"."""
-        words = [getattr(self, argument) for argument in arguments]
-        return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+        words: list[str] = [getattr(self, argument) for argument in given]
+        if len(words) > 1:  # "--threshold and --band-buckets"
+            return ", ".join(words[:-1]) + " and " + words[-1]
+        return words[0] if words else None
 
 
 #: The library's words.
@@ -101,15 +99,9 @@ def asked_mode(
             band_buckets out of range.
         InvalidType: hasher is not a MinHasher or BandedOddSketcher.
     """
-    given = [
-        arg
-        for arg, value in (("hasher", hasher), ("threshold", threshold), ("band_buckets", band_buckets))
-        if value is not None
-    ]
+    given = asking.asked_by(None, hasher=hasher, threshold=threshold, band_buckets=band_buckets)
     if given and verified is False:
-        raise InvalidArgument(
-            f"{asking.named(given)} belong to verified mode: leave them out, or leave out {asking.plain}"
-        )
+        raise InvalidArgument(f"{given} belong to verified mode: leave them out, or leave out {asking.plain}")
     checked_threshold(hasher, threshold, band_buckets)
     return True if given else verified
 
@@ -172,17 +164,8 @@ def add_if_new_many(
     index: SimhashIndex | VerifiedIndex, items: Sequence[tuple[str, Document]]
 ) -> list[Match | VerifiedMatch | None]:
     """Store each document unless a near-duplicate is stored (also one earlier in the batch), in either
-    mode: `VerifiedIndex.add_if_new_many`, or `SimhashIndex.add_many(unique=True)`.
-
-    Args:
-        index: the index, plain or verified.
-        items: (id, document) pairs; a verified index's documents are texts (a sketch is made from them).
-
-    Returns:
-        In order, None for each document stored, else the stored near-duplicate that kept it out (the
-        id's own entry when the id is stored already with a near-duplicate: within k, and in verified
-        mode confirmed by its sketch; otherwise the id's entry is replaced and the answer is None).
-    """
+    mode (a verified index's documents are texts); in order, None for each document stored, else the
+    stored near-duplicate that kept it out (the id's own entry first, as `add_if_new`)."""
     if isinstance(index, VerifiedIndex):
         return list(index.add_if_new_many(items))  # type: ignore[arg-type]  # an int is refused there
     return [r if isinstance(r, Match) else None for r in index.add_many(items, unique=True)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, overload
@@ -11,7 +12,7 @@ from redis.cluster import RedisCluster
 
 from .. import defaults
 from ..codec import decode_fp, encode_fp
-from ..errors import InvalidArgument
+from ..errors import ConfigurationMismatch, InvalidArgument
 from ..fingerprinting import Document as TextDocument
 from ..fingerprinting import Scheme, engine_choice
 from ..results import Match, Outcome
@@ -30,8 +31,25 @@ from ..store import (
 )
 from ..transport import Backoff, client_from_url, open_sender
 from . import batches, lifecycle
-from .arguments import as_batch, check_client, check_fp, check_k, check_options, fingerprints, is_integer
-from .batches import DEFAULT_WINDOW, BatchProgress, Progress, bulk_add, bulk_add_columns, check_progress
+from .arguments import (
+    as_batch,
+    check_client,
+    check_fp,
+    check_k,
+    check_options,
+    check_pairs,
+    fingerprints,
+    is_integer,
+)
+from .batches import (
+    DEFAULT_WINDOW,
+    BatchProgress,
+    Progress,
+    bulk_add,
+    bulk_add_columns,
+    check_progress,
+    in_batches,
+)
 from .consistency import check_consistency, verify_windows
 from .report import VerifyReport
 from .unique import UniqueWrites
@@ -101,8 +119,7 @@ class SimhashIndex:
         self.client = client
         sender = open_sender(client, backoff)
         asked = {"k": k, "f": f, "layout": layout, "scheme": scheme, "id_buckets": id_buckets}
-        retained = lifecycle.as_retention(retention)
-        wanted, given = lifecycle.requested(**asked, verification=verification, retention=retained)
+        wanted, given = lifecycle.requested({**asked, "verification": verification, "retention": retention})
         self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
         self._f, self._k = self.config.f, self.config.k
         self.keys = KeySchema.of(self.prefix, self.name, self.config)
@@ -113,14 +130,7 @@ class SimhashIndex:
         self.windows = (
             None if self.config.retention is None else Windows(self.keys, self.config.retention, sender)
         )
-        self._reads = Reads(self.store, self.name, self.config, self.windows)
-        tables = len(self.layout.tables)
-        self._writes = (
-            Writes(self.store, self.f, tables)
-            if self.windows is None
-            else WindowedWrites(self.store, self.f, tables, self.windows)
-        )
-        self._unique = UniqueWrites(self.store, self._reads, self._writes, self.f, self.k)
+        self._reads, self._writes, self._unique = paths(self)
         # Chosen at the first fingerprint (a wrong SIMHASH_REDIS_ENGINE is an error of the calls that need
         # an engine, not of opening), then kept: a lookup or a write calls the engine's own function.
         self._engine: engine_choice.Engine | None = None
@@ -208,12 +218,8 @@ class SimhashIndex:
     ) -> list[list[Match]]:
         """near() for many queries, each batch (`batch_size` queries) in one conversation."""
         limit, on_progress = check_k(k, self.k), check_progress(on_progress)
-        batch = as_batch(queries, "queries")
-        if all(type(q) is int for q in batch):  # precomputed fingerprints: no text engine to set up
-            fps = [check_fp(q, self.f) for q in batch]
-        else:
-            fps = self.fingerprint_many(batch)
-        return batches.near_many(self, self._reads, fps, limit, on_progress)
+        fps = self.fingerprint_many(as_batch(queries, "queries"))
+        return in_batches(self.batch_size, on_progress, lambda part: self._reads.near(part, limit), fps)
 
     def get(self, doc_id: str) -> int | None:
         """The fingerprint stored for an id, or None."""
@@ -296,7 +302,11 @@ class SimhashIndex:
         """
         self._check_writable()
         progress = check_progress(on_progress)
-        return batches.add_many(self, self._writes, self._unique if unique else None, items, progress)
+        pairs = check_pairs(as_batch(items, "items"))
+        ids = [encode_id(doc_id) for doc_id, _ in pairs]
+        fps = self.fingerprint_many([doc for _, doc in pairs])
+        write = self._unique.add if unique else functools.partial(batches.apply, self._writes, self.f)
+        return in_batches(self.batch_size, progress, write, ids, fps)
 
     def bulk_add(
         self,
@@ -371,9 +381,23 @@ class SimhashIndex:
         return check_consistency(self.store, self.f, tables, repair, self.config.verification)
 
     def _check_writable(self) -> None:
-        if self.config.verification is not None:
-            raise lifecycle.unsketched(self.name)
+        if self.config.verification is not None:  # a document without a sketch would never be found
+            raise ConfigurationMismatch(
+                f"index {self.name!r} is verified (its documents carry sketches): write to it "
+                "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
+            )
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last; the number deleted."""
         return self.store.drop()
+
+
+def paths(index: SimhashIndex) -> tuple[Reads, Writes, UniqueWrites]:
+    """The lookups, writes and add-if-new of an index, in its mode (a verified index's carry sketches)."""
+    mode, tables = index.config.verification, len(index.layout.tables)
+    reads = Reads(index.store, index.name, index.config, index.windows)
+    if index.windows is None:
+        writes = Writes(index.store, index.f, tables, mode)
+    else:
+        writes = WindowedWrites(index.store, index.f, tables, index.windows, mode)
+    return reads, writes, UniqueWrites(index.store, reads, writes, index.f, index.k)

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..codec import decode_ids, decode_sketches, encode_fp
 from ..errors import IndexCorrupted, InvalidArgument, InvalidType
 from ..fingerprinting import BandedOddSketcher, Sketcher
 from ..results import Match, VerifiedMatch
-from ..store import Guard, KeySchema, Reads, SketchedGuard, Verification, WindowedWrites, Write, Writes
+from ..store import Guard, KeySchema, Reads, SketchedGuard, Verification, Write
 from ..store.keys import encode_id
 from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
 from .arguments import as_batch, check_fp, check_k, check_max_candidates, check_pairs, texts
-from .batches import bulk_add_sketched
-from .simhash_index import Outcome, SimhashIndex
-from .unique import UniqueWrites
+from .batches import bulk_add_sketched, in_batches
+from .simhash_index import Outcome, SimhashIndex, paths
 from .verified_open import verifiable, verified_mode
 
 __all__ = ["SketchJudge", "VerifiedIndex", "VerifiedMatch", "confirmed_many"]
@@ -81,18 +80,11 @@ class VerifiedIndex:
         self.verification = verified_mode(index, hasher, threshold, band_buckets)
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
-        tables = len(index.layout.tables)
-        self._writes = (
-            Writes(self.store, index.f, tables, self.verification)
-            if index.windows is None
-            else WindowedWrites(self.store, index.f, tables, index.windows, self.verification)
-        )
+        # Add-if-new judges every candidate (through reads of its own): a capped read can miss the stored
+        # near-duplicate of a template page, which would then be stored beside it.
+        _, self._writes, self._unique = paths(index)
         self._reads = Reads(self.store, index.name, index.config, index.windows)
         self._reads.band_cap = cap
-        # Add-if-new judges every candidate: a capped read can miss the stored near-duplicate of a
-        # template page, which would then be stored beside it.
-        every = Reads(self.store, index.name, index.config, index.windows)
-        self._unique = UniqueWrites(self.store, every, self._writes, index.f, index.k)
 
     @property
     def max_candidates(self) -> int | None:
@@ -116,18 +108,10 @@ class VerifiedIndex:
         **kwargs: Any,
     ) -> VerifiedIndex:
         """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments)."""
-        cap = check_max_candidates(max_candidates)
         client = client_from_url(url)
+        mode: dict[str, Any] = {"hasher": hasher, "threshold": threshold, "band_buckets": band_buckets}
         try:
-            return cls.on_client(
-                client,
-                name,
-                hasher=hasher,
-                threshold=threshold,
-                band_buckets=band_buckets,
-                max_candidates=cap,
-                **kwargs,
-            )
+            return cls.on_client(client, name, **mode, max_candidates=max_candidates, **kwargs)
         except BaseException:
             client.close()
             raise
@@ -156,11 +140,7 @@ class VerifiedIndex:
 
     def add_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[Outcome]:
         """Store many documents with their sketches, a batch per write; the outcome of each pair, in order."""
-        outcomes: list[Outcome] = []
-        for ids, docs in self._batches(items):
-            fps = self.index.fingerprint_many(docs)
-            outcomes.extend(self._add_batch(ids, fps, self.hasher.sketch_many(docs)))
-        return outcomes
+        return self.add_sketched(*self._columns(items))  # type: ignore[return-value]  # not unique: outcomes
 
     def add_sketched(
         self,
@@ -187,16 +167,8 @@ class VerifiedIndex:
         self._check_sizes(ids, fps, sketches, unique)
         raws = [encode_id(doc_id) for doc_id in ids]
         checked = [check_fp(fp, self.index.f) for fp in fps]
-        out: list[Outcome | VerifiedMatch] = []
-        step = self.index.batch_size
-        known = [sketch for sketch in sketches if sketch is not None]  # all of them when unique: checked
-        for start in range(0, len(ids), step):
-            part = slice(start, start + step)
-            if unique:
-                out.extend(self._add_if_new_batch(raws[part], checked[part], known[part]))
-            else:
-                out.extend(self._add_batch(list(ids[part]), checked[part], sketches[part]))
-        return out
+        run = self._add_if_new_batch if unique else self._add_batch  # unique: every sketch given (checked)
+        return in_batches(self.index.batch_size, None, run, raws, checked, sketches)
 
     def bulk_add_sketched(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None]
@@ -224,28 +196,29 @@ class VerifiedIndex:
                 size = f"{query}" if unique or query == stored else f"{query} (or, stored, {stored})"
                 raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
 
-    def _batches(
+    def _columns(
         self, items: Iterable[tuple[str, VerifiedDocument]]
-    ) -> Iterator[tuple[list[str], list[Any]]]:
-        """The pairs a batch at a time, as ids and documents, all checked before the first is written (a
+    ) -> tuple[list[str], list[int], list[bytes]]:
+        """The pairs' ids, fingerprints and sketches, every pair checked before anything is written (a
         malformed pair leaves nothing of the call stored, as in a plain index)."""
         pairs = check_pairs(as_batch(items, "items"))
         for doc_id, _ in pairs:
             encode_id(doc_id)
-        ids, docs = [doc_id for doc_id, _ in pairs], texts([doc for _, doc in pairs])
-        for start in range(0, len(pairs), self.index.batch_size):
-            yield ids[start : start + self.index.batch_size], docs[start : start + self.index.batch_size]
+        docs = texts([doc for _, doc in pairs])
+        return (
+            [doc_id for doc_id, _ in pairs],
+            self.index.fingerprint_many(docs),
+            self.hasher.sketch_many(docs),
+        )
 
-    def _add_batch(self, ids: list[str], fps: list[int], sketches: Sequence[bytes | None]) -> list[Outcome]:
+    def _add_batch(
+        self, raws: list[bytes], fps: list[int], sketches: Sequence[bytes | None]
+    ) -> list[Outcome]:
         """One batch, each document with its sketch (None drops the id's)."""
-        stored = self.hasher.stored
+        stored, f = self.hasher.stored, self.index.f
         ops: list[Write] = [
-            (
-                doc_id.encode(),
-                encode_fp(fp, self.index.f),
-                SketchedGuard(None, stored(sketch) if sketch else b""),
-            )
-            for doc_id, fp, sketch in zip(ids, fps, sketches, strict=True)
+            (raw, encode_fp(fp, f), SketchedGuard(None, stored(sketch) if sketch else b""))
+            for raw, fp, sketch in zip(raws, fps, sketches, strict=True)
         ]
         # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
         return [outcome for outcome in self._writes.apply(ops) if outcome is not None]
@@ -348,23 +321,23 @@ class VerifiedIndex:
         limit = check_k(k, self.index.k)
         checked = [check_fp(fp, self.index.f) for fp in fps]
         keys, mode = self.store.keys, self.verification
-        results: list[list[VerifiedMatch]] = []
         stored: dict[str, bytes] = {}
-        for start in range(0, len(checked), self.index.batch_size):
-            part = slice(start, start + self.index.batch_size)
+
+        def confirmed(fps: list[int], queries: Sequence[bytes]) -> list[list[VerifiedMatch]]:
             bands: Bands | None = None
             if mode.bands:
                 # Byte columns where the band places have that form (not in an index with a retention
                 # window, whose reads place them in each period).
-                bands = keys.band_columns(sketches[part], mode) if self.index.windows is None else None
+                bands = keys.band_columns(queries, mode) if self.index.windows is None else None
                 if bands is None:
-                    bands = [keys.band_places(s, mode) for s in sketches[part]]
-            candidates = self._reads.near(checked[part], limit, stored, bands)
-            results.extend(
+                    bands = [keys.band_places(s, mode) for s in queries]
+            candidates = self._reads.near(fps, limit, stored, bands)
+            return [
                 [VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard) for m, jaccard in pairs]
-                for pairs in confirmed_many(self.hasher, sketches[part], candidates, stored, threshold)
-            )
-        return results
+                for pairs in confirmed_many(self.hasher, queries, candidates, stored, threshold)
+            ]
+
+        return in_batches(self.index.batch_size, None, confirmed, checked, sketches)
 
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
         """Store a document unless a verified near-duplicate (a candidate whose sketch estimates a
@@ -382,14 +355,8 @@ class VerifiedIndex:
 
     def add_if_new_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[VerifiedMatch | None]:
         """`add_if_new` for many documents, a batch at a time; also checked against earlier ones."""
-        results: list[VerifiedMatch | None] = []
-        for ids, docs in self._batches(items):
-            raws = [doc_id.encode() for doc_id in ids]
-            found = self._add_if_new_batch(
-                raws, self.index.fingerprint_many(docs), self.hasher.sketch_many(docs)
-            )
-            results.extend(r if isinstance(r, VerifiedMatch) else None for r in found)
-        return results
+        found = self.add_sketched(*self._columns(items), unique=True)
+        return [r if isinstance(r, VerifiedMatch) else None for r in found]
 
 
 # From this many queries, one numpy pass for all their candidates (below, numpy's fixed costs dominate).

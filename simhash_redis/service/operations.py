@@ -11,7 +11,7 @@ import msgspec
 from ..codec import format_fingerprint, parse_fingerprint
 from ..errors import InvalidArgument
 from ..index.mode import add_if_new_many
-from ..results import Match, Outcome, VerifiedMatch
+from ..results import Match, VerifiedMatch
 from . import schemas
 from .indexes import Opened
 from .schemas import (
@@ -73,32 +73,27 @@ def near(
     threshold: float | None,
 ) -> list[schemas.NearResult]:
     """The matches of each query (a verified index's from texts only)."""
-    f = index.plain.f
+    if threshold is not None and index.verified is None:
+        raise InvalidArgument(
+            f"index {index.plain.name!r} is not verified: threshold applies to a verified index only"
+        )
+    f, docs = index.plain.f, [_document(q, index, "query") for q in queries]
     found: list[list[Match]] | list[list[VerifiedMatch]]
     if index.verified is not None:
-        texts = [_text_of(q, index, "query") for q in queries]
+        texts: list[Any] = docs  # texts: `_document` refuses a fingerprint
         if len(texts) == 1:
             found = [index.verified.near(texts[0], threshold, k)]
         else:
             found = index.verified.near_many(texts, threshold, k)
     else:
-        if threshold is not None:
-            raise InvalidArgument(
-                f"index {index.plain.name!r} is not verified: threshold applies to a verified index only"
-            )
-        docs = [_document(q, f) for q in queries]
         found = [index.plain.near(docs[0], k)] if len(docs) == 1 else index.plain.near_many(docs, k)
     return [schemas.NearResult([_match(m, f) for m in matches]) for matches in found]
 
 
 def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResult]:
     """Store documents (replacing an id's previous fingerprint)."""
-    ids, fps, texts = _prepared(index, docs)
-    outcomes: list[Outcome]
-    if index.verified is not None:
-        outcomes = index.verified.add_many(list(zip(ids, texts, strict=True)))
-    else:
-        outcomes = index.plain.add_many(list(zip(ids, fps, strict=True)))
+    ids, fps, values = _prepared(index, docs)
+    outcomes = (index.verified or index.plain).add_many(list(zip(ids, values, strict=True)))  # type: ignore[arg-type]
     f = index.plain.f
     return [
         schemas.AddResult(i, o.value, format_fingerprint(fp, f))
@@ -108,8 +103,7 @@ def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResu
 
 def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
     """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically."""
-    ids, fps, texts = _prepared(index, docs)
-    values: Sequence[str | int] = fps if index.verified is None else texts
+    ids, fps, values = _prepared(index, docs)
     found = add_if_new_many(index.verified or index.plain, list(zip(ids, values, strict=True)))
     f = index.plain.f
     out: list[schemas.AddIfNewResult] = []
@@ -160,38 +154,31 @@ def _match(m: Match | VerifiedMatch, f: int) -> schemas.Match:
     return schemas.Match(m.id, m.distance, format_fingerprint(m.fingerprint, f), jaccard)
 
 
-def _document(item: schemas.QueryItem | schemas.Query | schemas.Document, f: int) -> str | int:
-    """The text, or the parsed fingerprint, of a query or document: exactly one of them."""
+def _document(
+    item: schemas.QueryItem | schemas.Query | schemas.Document, index: Opened, what: str
+) -> str | int:
+    """The text of a query or document, or (a plain index's) its parsed fingerprint: exactly one of them."""
+    if item.text is None and index.verified is not None:
+        raise InvalidArgument(
+            f"index {index.plain.name!r} is verified: a {what} needs its text (a sketch is made from it), "
+            "not a fingerprint"
+        )
     if (item.text is None) == (item.fingerprint is None):
         raise InvalidArgument("give exactly one of text and fingerprint")
     if item.text is not None:
         return item.text
     assert item.fingerprint is not None
-    return parse_fingerprint(item.fingerprint, f)
+    return parse_fingerprint(item.fingerprint, index.plain.f)
 
 
-def _text_of(item: schemas.QueryItem | schemas.Query | schemas.Document, index: Opened, what: str) -> str:
-    """The text of a query or document of a verified index (whose sketches are made from texts)."""
-    if item.text is None:
-        raise InvalidArgument(
-            f"index {index.plain.name!r} is verified: a {what} needs its text (a sketch is made from it), "
-            "not a fingerprint"
-        )
-    if item.fingerprint is not None:
-        raise InvalidArgument("give exactly one of text and fingerprint")
-    return item.text
-
-
-def _prepared(index: Opened, docs: Sequence[schemas.Document]) -> tuple[list[str], list[int], list[str]]:
-    """The ids, fingerprints and (verified) texts of documents to store."""
-    ids = [d.id for d in docs]
-    if index.verified is not None:
-        texts = [_text_of(d, index, "document") for d in docs]
-        return ids, index.plain.fingerprint_many(texts), texts
-    values = [_document(d, index.plain.f) for d in docs]
-    if all(type(v) is int for v in values):
-        return ids, [int(v) for v in values], []
-    return ids, index.plain.fingerprint_many(values), []
+def _prepared(
+    index: Opened, docs: Sequence[schemas.Document]
+) -> tuple[list[str], list[int], Sequence[str | int]]:
+    """The ids and fingerprints of documents, and what to store: a verified index's texts, else the
+    fingerprints."""
+    values = [_document(d, index, "document") for d in docs]
+    fps = index.plain.fingerprint_many(values)
+    return [d.id for d in docs], fps, values if index.verified is not None else fps
 
 
 #: The operations, by the name in their path.
