@@ -207,9 +207,7 @@ def fingerprints_and_sketches(
     # Other documents (token lists, or of a wrong type) go to each call, which checks them.
     if native is not None and stores_only(hasher) and texts and all(type(t) in _TEXTS for t in texts):
         assert isinstance(hasher, BandedOddSketcher)
-        done = native.fingerprint_stored_many(scheme, hasher.n, hasher.seed, hasher.bands, texts)
-        if done is not None:
-            return done  # type: ignore[no-any-return]
+        return native.fingerprint_stored_many(scheme, hasher.n, hasher.seed, hasher.bands, texts)  # type: ignore[no-any-return]
     return scheme.fingerprint_many(texts), hasher.sketch_many(texts)
 
 

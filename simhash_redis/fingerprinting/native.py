@@ -29,7 +29,7 @@ from ..compiled import (
 from ..errors import InvalidType
 from . import tokens
 from .documents import Document, not_a_document, weighted, weights_of
-from .normalize import PINNED, PYTHON, Normalizer
+from .normalize import PINNED
 from .params import MinHashParams, SchemeParams
 from .pure_engine import Engine
 
@@ -67,8 +67,9 @@ _ENGINES_MAX = 64
 _SAFE_WEIGHTS = 1e300
 
 
-def _native_unicode(uni: Normalizer) -> _native.Unicode:
-    """Hand one set of Unicode rules to the native engine: its tables and the questions Rust asks back."""
+def _native_unicode() -> _native.Unicode:
+    """Hand the pinned Unicode rules to the native engine: their tables and the questions Rust asks back."""
+    uni = PINNED
 
     def load_tables() -> tuple[bytes, bytes, bytes]:
         # The packed raw table, the class of every BMP code point, and 1 per BMP whitespace code point.
@@ -91,7 +92,7 @@ def _native_unicode(uni: Normalizer) -> _native.Unicode:
     return _native.Unicode(load_tables, image_parts, uni.normalize, char_info, uni.is_nfkc)
 
 
-_UNICODE = {uni.version: _native_unicode(uni) for uni in (PINNED, PYTHON)}
+_UNICODE = _native_unicode()
 _lock = threading.Lock()
 _engines: dict[int, tuple[SchemeParams, _native.Engine]] = {}
 _sketchers: dict[int, tuple[MinHashParams, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
@@ -104,7 +105,7 @@ def _engine(scheme: SchemeParams) -> _native.Engine:
     if entry is not None and entry[0] is scheme:
         return entry[1]
     engine = _native.Engine(
-        _UNICODE[scheme.unicode],
+        _UNICODE,
         scheme.features,
         scheme.n,
         scheme.f,
@@ -134,12 +135,12 @@ def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
     if isinstance(doc, str):
         return doc
     if isinstance(doc, Mapping):
-        return _weighted_doc(weights_of(doc, name, scheme.normalizer), scheme)
+        return _weighted_doc(weights_of(doc, name, PINNED), scheme)
     if not isinstance(doc, Iterable):
         raise not_a_document(doc, name)
     items: list[object] | tuple[object, ...] = doc if isinstance(doc, (list, tuple)) else list(doc)
     if items and not isinstance(items[0], str):
-        return _weighted_doc(weights_of(items, name, scheme.normalizer), scheme)
+        return _weighted_doc(weights_of(items, name, PINNED), scheme)
     step = tokens.CHUNK_CHARS
     if scheme.features != "chars" and step <= 0 < len(items):
         # The pure engine streams token lists longer than CHUNK_CHARS in slices of that many: with a
@@ -208,7 +209,7 @@ def _sketcher(hasher: MinHashParams) -> _native.MinHash:
     ):
         return entry[4]
     made = _native.MinHash(
-        _UNICODE[PINNED.version],
+        _UNICODE,
         hasher.num_perm,
         hasher.bits,
         hasher.n,
@@ -251,7 +252,7 @@ def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
     """Return the native odd sketcher of (n, seed), made once."""
     made = _odd_sketchers.get((n, seed))
     if made is None:
-        made = _native.OddSketch(_UNICODE[PINNED.version], n, seed)
+        made = _native.OddSketch(_UNICODE, n, seed)
         with _lock:
             if len(_odd_sketchers) >= _ENGINES_MAX:
                 _odd_sketchers.clear()
@@ -297,12 +298,9 @@ def banded_stored_many(
 
 def fingerprint_stored_many(
     scheme: SchemeParams, n: int, seed: int, bands: MinHashParams, texts: Sequence[str | bytes]
-) -> tuple[list[int], list[bytes]] | None:
+) -> tuple[list[int], list[bytes]]:
     """`fingerprint_many(texts, scheme)` and `banded_stored_many(n, seed, bands, texts)` in one pass a
-    text, byte for byte; None where the scheme normalises by other Unicode rules than the sketches'
-    (each is then made on its own)."""
-    if scheme.unicode != PINNED.version:
-        return None
+    text, byte for byte."""
     engine, odd = _engine(scheme), _odd_sketcher(n, seed)
     return _native.fingerprint_stored_many(engine, odd, _sketcher(bands), list(texts), tokens.CHUNK_CHARS)
 
@@ -316,15 +314,13 @@ def sketch_text_lines(
     id_field: str,
     text_field: str,
     max_id: int,
-) -> tuple[list[str], list[int], list[bytes], list[int]] | None:
+) -> tuple[list[str], list[int], list[bytes], list[int]]:
     """`fingerprint_text_lines` with the stored sketches of the texts (`fingerprint_stored_many`):
-    `(ids, fingerprints, sketches, others)`; None where `fingerprint_stored_many` gives None.
+    `(ids, fingerprints, sketches, others)`.
 
     Raises:
         InvalidType: a line is not bytes.
     """
-    if scheme.unicode != PINNED.version:
-        return None
     engine, odd = _engine(scheme), _odd_sketcher(n, seed)
     return _native.sketch_text_lines(
         engine, odd, _sketcher(bands), raws, id_field, text_field, max_id, tokens.CHUNK_CHARS

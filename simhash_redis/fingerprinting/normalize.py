@@ -1,7 +1,6 @@
 """Normalisation of texts (surrogates to U+FFFD, NFKC, casefold), by table lookups where they are exact.
 
-A `Normalizer` answers from one source of Unicode data (`ucd`): `PINNED` from Unicode 15.1, the same on
-every Python (fingerprint scheme 2), or `PYTHON` from the running interpreter (scheme 1).
+`PINNED` answers from Unicode 15.1 (`ucd`), the same on every Python.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .charclass import CodePoints, class_of_kind, classes_from_kinds
-from .ucd import BmpImages, PinnedUnicode, UnicodeData
+from .ucd import BmpImages, PinnedUnicode
 
-__all__ = ["PINNED", "PYTHON", "Normalizer", "code_points", "normalize"]
+__all__ = ["PINNED", "Normalizer", "code_points", "normalize"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -27,7 +26,7 @@ Parts = tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]
 class Normalizer:
     """Normalises and classifies text by one source of Unicode data; tables built on first use."""
 
-    def __init__(self, data: UnicodeData) -> None:
+    def __init__(self, data: PinnedUnicode) -> None:
         self.data = data
         self._nfkc_images: dict[int, str] = {}
         self._parts: dict[int, Parts | None] = {}
@@ -36,7 +35,7 @@ class Normalizer:
 
     @property
     def version(self) -> str:
-        """The Unicode version of the data, or "python" for the running interpreter's."""
+        """The Unicode version of the data."""
         return self.data.version
 
     @functools.cached_property
@@ -106,7 +105,7 @@ class Normalizer:
         Per BMP code point of a raw text: bits 0-15 its single-code-point NFKC image (or itself), bits
         16-35 that image's entry in the first table, bit 36 set where the NFKC image is longer or
         outside the BMP or its casefold image is, or where the code point is one the data answers for
-        by its own rules (`UnicodeData.special_bmp`): a closer look is needed.
+        by its own rules (`PinnedUnicode.special_bmp`): a closer look is needed.
         """
         classes, premap, long_image = self.bmp_tables
         odd = long_image | (premap > 0xFFFF) | self.special_bmp
@@ -355,9 +354,7 @@ def _splice_parts(
     return np.concatenate(cps_pieces), np.concatenate(class_pieces)
 
 
-#: Unicode 15.1, the same on every Python: fingerprint scheme 2 and MinHash sketches.
+#: Unicode 15.1, the same on every Python: fingerprints and sketches.
 PINNED = Normalizer(PinnedUnicode())
-#: The running interpreter's Unicode data: fingerprint scheme 1.
-PYTHON = Normalizer(UnicodeData())
 
 normalize = PINNED.normalize

@@ -21,7 +21,7 @@ from .hashing import (
     span_keys,
     to_ints,
 )
-from .normalize import code_points
+from .normalize import PINNED, code_points
 from .params import SchemeParams
 from .tokens import (
     ascii_word_spans,
@@ -42,7 +42,7 @@ class Engine:
     def __init__(self, scheme: SchemeParams) -> None:
         self.scheme = scheme
         self.lanes = 2 if scheme.f == 128 else 1
-        self.uni = scheme.normalizer
+        self.uni = PINNED
         self.table = shared(_token_tables, HashTable, scheme)
         self.n = 1 if scheme.features == "words" else scheme.n
         self.stop: frozenset[bytes] = frozenset(word.encode("utf-8") for word in scheme.stopwords)
