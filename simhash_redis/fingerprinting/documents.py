@@ -21,7 +21,6 @@ from .tokens import collapse_whitespace, has_token, split_chunks
 __all__ = [
     "BATCH_DOCS",
     "BATCH_TOKENS",
-    "VECTOR_MIN_CHARS",
     "WEIGHT_BLOCK",
     "Document",
     "fingerprint",
@@ -37,9 +36,6 @@ Document = str | bytes | bytearray | Iterable[str] | Mapping[str, float] | Itera
 BATCH_DOCS = 4096
 #: Tokens gathered into one vectorised batch of `fingerprint_many`.
 BATCH_TOKENS = 1 << 18
-#: Fewest characters of texts for which the vectorised xxh3 hashes word tokens: it makes about a
-#: hundred numpy calls, slower than the token cache on a text or two.
-VECTOR_MIN_CHARS = 1 << 14
 #: Weighted features whose counters are summed per block; bounds memory of huge weighted documents.
 WEIGHT_BLOCK = 1 << 15
 
@@ -177,8 +173,6 @@ class _Batch:
         self.slots: list[int] = []
         self.texts: list[str] = []
         self.text_slots: list[int] = []
-        self.ascii_texts: list[str] = []
-        self.ascii_slots: list[int] = []
         self.tokens = 0
 
     def add(self, doc: object, name: str) -> None:
@@ -190,14 +184,13 @@ class _Batch:
             if len(doc) > tokens.CHUNK_CHARS:
                 self.results.append(_long_text(engine, doc))
                 return
-            ascii_text = doc.isascii()
-            if engine.scheme.features == "chars" or (ascii_text and not engine.vector_words):
+            if engine.scheme.features == "chars":
                 self._unit(engine.text_unit(engine.uni.normalize(doc)))
                 return
             # Other texts are normalised and tokenised together at run time: numpy's per-call cost
-            # would dominate on texts of a few kilobytes. ASCII ones have a faster way of their own.
-            (self.ascii_slots if ascii_text else self.text_slots).append(len(self.results))
-            (self.ascii_texts if ascii_text else self.texts).append(doc)
+            # would dominate on texts of a few kilobytes.
+            self.text_slots.append(len(self.results))
+            self.texts.append(doc)
             self.results.append(0)
             self.tokens += len(doc)
             return
@@ -222,12 +215,10 @@ class _Batch:
             return
         self._unit(engine.given_tokens(list(items), name))
 
-    def _unit(self, unit: U64, slot: int | None = None) -> None:
+    def _unit(self, unit: U64) -> None:
         """Queue a document made of one token unit."""
-        if slot is None:
-            slot = len(self.results)
-            self.results.append(0)
-        self.slots.append(slot)
+        self.slots.append(len(self.results))
+        self.results.append(0)
         self.units.append(unit)
         self.tokens += len(unit)
 
@@ -238,25 +229,16 @@ class _Batch:
     def run(self) -> list[int]:
         """The fingerprints of every document taken, in order."""
         engine = self.engine
-        vector = sum(map(len, self.texts)) >= VECTOR_MIN_CHARS
-        if sum(map(len, self.ascii_texts)) < VECTOR_MIN_CHARS:
-            for slot, text in zip(self.ascii_slots, self.ascii_texts, strict=True):
-                self._unit(engine.text_unit(engine.uni.normalize(text)), slot)
-            self.ascii_texts = []
         # Every queued document is one token unit: units and tokenised texts are fingerprinted together,
         # their token hashes concatenated once.
         blocks = list(self.units)
         lengths = [np.fromiter(map(len, self.units), dtype=np.intp, count=len(self.units))]
         slots = list(self.slots)
-        for texts, text_slots, tokenizer in (
-            (self.ascii_texts, self.ascii_slots, engine.ascii_tokens),
-            (self.texts, self.text_slots, lambda texts: engine.texts_tokens(texts, vector)),
-        ):
-            if texts:
-                hashes, counts = tokenizer(texts)
-                blocks.append(hashes)
-                lengths.append(counts)
-                slots += text_slots
+        if self.texts:
+            hashes, counts = engine.texts_tokens(self.texts)
+            blocks.append(hashes)
+            lengths.append(counts)
+            slots += self.text_slots
         if blocks:
             joined = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
             for slot, value in zip(slots, engine.run_joined(joined, np.concatenate(lengths)), strict=True):

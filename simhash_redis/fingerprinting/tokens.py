@@ -15,14 +15,12 @@ from .normalize import PINNED, Normalizer, code_points
 __all__ = [
     "CHUNK_CHARS",
     "FEATURE_KINDS",
-    "ascii_word_spans",
     "collapse_whitespace",
     "has_token",
     "split_chunks",
     "token_bytes",
     "token_parts",
     "token_parts_of",
-    "token_spans_of",
     "tokenize",
 ]
 
@@ -62,43 +60,6 @@ def token_parts_of(
     words = _words(cps, keep, after)
     is_cjk = np.take(cjk_mask, starts)
     return words, cps[starts[is_cjk]].astype(np.uint32), is_cjk, starts
-
-
-def token_spans_of(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
-) -> tuple[
-    npt.NDArray[np.intp],
-    npt.NDArray[np.intp],
-    npt.NDArray[np.bool_],
-    CodePoints,
-    npt.NDArray[np.bool_],
-    npt.NDArray[np.intp],
-]:
-    """`token_parts_of` with word tokens as spans: each word's first and past-the-end code point index and
-    whether it has a code point of 128 or more; then per token its first code point, whether it is CJK, and
-    its first index."""
-    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
-    # Word tokens are the runs of kept code points: each run starts and ends where `keep` changes.
-    edges = np.flatnonzero(keep != after)
-    if len(keep) and keep[-1]:
-        edges = np.append(edges, len(keep))
-    wide = np.zeros(len(edges) // 2, dtype=bool)
-    wide_at = np.flatnonzero(keep & (cps >= 0x80))
-    if len(wide_at):
-        # The word holding a code point is the last one starting at or before it.
-        wide[np.searchsorted(edges[0::2], wide_at, side="right") - 1] = True
-    return edges[0::2], edges[1::2], wide, cps[starts], np.take(cjk_mask, starts), starts
-
-
-def ascii_word_spans(
-    text: str,
-) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """Normalise and tokenise an ASCII text (raw or normalised) in one numpy pass: its bytes lower-cased
-    with every separator made a space, and each token's first and past-the-end byte index."""
-    data = np.frombuffer(text.encode("ascii").translate(_ASCII_TOKEN_TABLE), dtype=np.uint8)
-    # Tokens are the runs of non-space bytes: each starts and ends where that changes.
-    edges = np.flatnonzero(np.diff(data != _SPACE, prepend=False, append=False))
-    return data, edges[0::2], edges[1::2]
 
 
 def _scan(
