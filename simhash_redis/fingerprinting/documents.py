@@ -13,7 +13,7 @@ from ..errors import InvalidArgument, InvalidType
 from . import tokens
 from .bit_votes import bit_sums
 from .hashing import U64, Key, to_ints
-from .normalize import Normalizer
+from .normalize import normalize
 from .params import SchemeParams
 from .pure_engine import Engine
 from .tokens import collapse_whitespace, has_token, split_chunks
@@ -40,8 +40,8 @@ BATCH_TOKENS = 1 << 18
 WEIGHT_BLOCK = 1 << 15
 
 
-def weights_of(doc: Iterable[object], name: str, uni: Normalizer) -> dict[str, float]:
-    """Validate weighted features (a mapping or (feature, weight) pairs), normalise them by uni and sum
+def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
+    """Validate weighted features (a mapping or (feature, weight) pairs), normalise them and sum
     duplicates, in first-seen order; empty features are dropped. name: the argument's, for messages.
 
     Raises:
@@ -61,7 +61,7 @@ def weights_of(doc: Iterable[object], name: str, uni: Normalizer) -> dict[str, f
         value = float(weight)
         if not math.isfinite(value):
             raise InvalidArgument(f"{name} weight must be finite, got {value} for {key!r}")
-        norm = uni.normalize(key)
+        norm = normalize(key)
         if norm:
             totals[norm] = totals.get(norm, 0.0) + value
     return totals
@@ -135,15 +135,13 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
 def _long_text(engine: Engine, text: str) -> int:
     """Fingerprint a text longer than `tokens.CHUNK_CHARS`, chunk by chunk."""
     if engine.scheme.features != "chars":
-        return _stream(
-            engine, (engine.text_tokens(engine.uni.normalize(chunk)) for chunk in split_chunks(text))
-        )
+        return _stream(engine, (engine.text_tokens(normalize(chunk)) for chunk in split_chunks(text)))
     state = {"any": False, "started": False, "space": False}
 
     def pieces() -> Iterator[U64]:
         for chunk in split_chunks(text):
-            norm = engine.uni.normalize(chunk)
-            state["any"] = state["any"] or has_token(norm, engine.uni)
+            norm = normalize(chunk)
+            state["any"] = state["any"] or has_token(norm)
             collapsed = collapse_whitespace(norm)
             # A whitespace run cut by a chunk boundary still collapses to one space between the pieces.
             lead = " " if state["started"] and (state["space"] or norm[:1].isspace()) and collapsed else ""
@@ -185,7 +183,7 @@ class _Batch:
                 self.results.append(_long_text(engine, doc))
                 return
             if engine.scheme.features == "chars":
-                self._unit(engine.text_unit(engine.uni.normalize(doc)))
+                self._unit(engine.text_unit(normalize(doc)))
                 return
             # Other texts are normalised and tokenised together at run time: numpy's per-call cost
             # would dominate on texts of a few kilobytes.
@@ -195,16 +193,16 @@ class _Batch:
             self.tokens += len(doc)
             return
         if isinstance(doc, Mapping):
-            self.results.append(weighted(weights_of(doc, name, engine.uni), engine))
+            self.results.append(weighted(weights_of(doc, name), engine))
             return
         if not isinstance(doc, Iterable):
             raise not_a_document(doc, name)
         items = doc if isinstance(doc, (list, tuple)) else list(doc)
         if items and not isinstance(items[0], str):
-            self.results.append(weighted(weights_of(items, name, engine.uni), engine))
+            self.results.append(weighted(weights_of(items, name), engine))
             return
         if engine.scheme.features == "chars":
-            self._unit(engine.text_unit(engine.uni.normalize(_join_tokens(items, name))))
+            self._unit(engine.text_unit(normalize(_join_tokens(items, name))))
             return
         if len(items) > tokens.CHUNK_CHARS:
             step = tokens.CHUNK_CHARS

@@ -135,12 +135,12 @@ def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
     if isinstance(doc, str):
         return doc
     if isinstance(doc, Mapping):
-        return _weighted_doc(weights_of(doc, name, PINNED), scheme)
+        return _weighted_doc(weights_of(doc, name), scheme)
     if not isinstance(doc, Iterable):
         raise not_a_document(doc, name)
     items: list[object] | tuple[object, ...] = doc if isinstance(doc, (list, tuple)) else list(doc)
     if items and not isinstance(items[0], str):
-        return _weighted_doc(weights_of(items, name, PINNED), scheme)
+        return _weighted_doc(weights_of(items, name), scheme)
     step = tokens.CHUNK_CHARS
     if scheme.features != "chars" and step <= 0 < len(items):
         # The pure engine streams token lists longer than CHUNK_CHARS in slices of that many: with a

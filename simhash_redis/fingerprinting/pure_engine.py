@@ -20,7 +20,7 @@ from .hashing import (
     shared,
     to_ints,
 )
-from .normalize import PINNED, code_points
+from .normalize import PINNED, code_points, normalize
 from .params import SchemeParams
 from .tokens import (
     collapse_whitespace,
@@ -38,7 +38,6 @@ class Engine:
     def __init__(self, scheme: SchemeParams) -> None:
         self.scheme = scheme
         self.lanes = 2 if scheme.f == 128 else 1
-        self.uni = PINNED
         self.table = shared(_token_tables, HashTable, scheme)
         self.n = 1 if scheme.features == "words" else scheme.n
         self.stop: frozenset[bytes] = frozenset(word.encode("utf-8") for word in scheme.stopwords)
@@ -66,7 +65,7 @@ class Engine:
 
     def text_tokens(self, norm: str) -> U64:
         """The token hashes of a normalised text, stopwords dropped, in text order."""
-        return self._hash_parts(*token_parts(norm, self.uni))[0]
+        return self._hash_parts(*token_parts(norm))[0]
 
     def texts_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
         """Normalise, tokenise and hash raw texts in one pass, stopwords dropped: the token hashes of all
@@ -75,17 +74,17 @@ class Engine:
         # texts joined by NUL normalise and tokenise exactly as each would alone.
         joined = "\x00".join(texts)
         if joined.count("\x00") == len(texts) - 1:
-            cps, classes = self.uni.classified_code_points(joined)
+            cps, classes = PINNED.classified_code_points(joined)
             ends = np.flatnonzero(cps == 0)
             firsts = np.concatenate([[0], ends + 1])
-            words, cjk, is_cjk, starts = token_parts_of(cps, classes, self.uni)
+            words, cjk, is_cjk, starts = token_parts_of(cps, classes)
         else:
-            norms = [self.uni.normalize(text) for text in texts]
+            norms = [normalize(text) for text in texts]
             norm = "\n".join(norms)
             lengths = np.fromiter(map(len, norms), dtype=np.intp, count=len(norms)) + 1
             firsts = np.cumsum(lengths) - lengths
             ends = firsts[1:] - 1
-            words, cjk, is_cjk, starts = token_parts_of(code_points(norm), None, self.uni)
+            words, cjk, is_cjk, starts = token_parts_of(code_points(norm), None)
         hashes, keep = self._hash_parts(words, cjk, is_cjk)
         if keep is not None:
             owner = np.searchsorted(firsts, starts[keep], side="right") - 1
@@ -127,9 +126,9 @@ class Engine:
             raise InvalidType(f"{name} must hold str tokens only, got {type(bad).__name__}") from None
         # NUL never composes under NFKC, so normalising the joined tokens normalises each on its own.
         if joined.count("\x00") == len(tokens) - 1:
-            parts = self.uni.normalize(joined).encode("utf-8").split(b"\x00")
+            parts = normalize(joined).encode("utf-8").split(b"\x00")
         else:
-            parts = [self.uni.normalize(token).encode("utf-8") for token in tokens]
+            parts = [normalize(token).encode("utf-8") for token in tokens]
         return self.hashes([part for part in parts if part and part not in self.stop])
 
     def text_unit(self, norm: str) -> U64:
@@ -137,4 +136,4 @@ class Engine:
         (none when the text has no token)."""
         if self.scheme.features != "chars":
             return self.text_tokens(norm)
-        return self.hashes(list(collapse_whitespace(norm)) if has_token(norm, self.uni) else [])
+        return self.hashes(list(collapse_whitespace(norm)) if has_token(norm) else [])

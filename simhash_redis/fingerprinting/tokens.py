@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidType
 from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints
-from .normalize import PINNED, Normalizer, code_points
+from .normalize import PINNED, code_points, normalize
 
 __all__ = [
     "CHUNK_CHARS",
@@ -39,24 +39,22 @@ _ASCII_TOKEN_TABLE = bytes(
 _NO_CODE_POINTS = np.zeros(0, dtype=np.uint32)
 
 
-def token_parts(
-    norm: str, uni: Normalizer = PINNED
-) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
-    """Tokenise a text normalised by uni, in text order: the word tokens (UTF-8), the CJK single-character
+def token_parts(norm: str) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+    """Tokenise a normalised text, in text order: the word tokens (UTF-8), the CJK single-character
     tokens' code points (hashed in bulk), and for each token whether it is a CJK one."""
     if norm.isascii():
         words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
         return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
-    words, cjk, is_cjk, _ = token_parts_of(code_points(norm), None, uni)
+    words, cjk, is_cjk, _ = token_parts_of(code_points(norm), None)
     return words, cjk, is_cjk
 
 
 def token_parts_of(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
     """`token_parts` of a normalised text's code points (their classes, if known), plus each token's
     first index; one numpy pass, however long the text."""
-    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
+    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else PINNED.classes_of(cps))
     words = _words(cps, keep, after)
     is_cjk = np.take(cjk_mask, starts)
     return words, cps[starts[is_cjk]].astype(np.uint32), is_cjk, starts
@@ -97,9 +95,9 @@ def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.b
     return text.encode("utf-8").split()
 
 
-def token_bytes(norm: str, uni: Normalizer = PINNED) -> list[bytes]:
-    """The UTF-8 tokens of a text normalised by uni, in text order."""
-    words, cjk, is_cjk = token_parts(norm, uni)
+def token_bytes(norm: str) -> list[bytes]:
+    """The UTF-8 tokens of a normalised text, in text order."""
+    words, cjk, is_cjk = token_parts(norm)
     if not len(cjk):
         return words
     tokens: list[bytes] = [b""] * len(is_cjk)
@@ -110,23 +108,23 @@ def token_bytes(norm: str, uni: Normalizer = PINNED) -> list[bytes]:
     return tokens
 
 
-def has_token(norm: str, uni: Normalizer = PINNED) -> bool:
-    """Tell whether a text normalised by uni holds at least one token (a letter or digit)."""
+def has_token(norm: str) -> bool:
+    """Tell whether a normalised text holds at least one token (a letter or digit)."""
     if norm.isascii():
         return bool(norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).strip())
-    classes = uni.classes_of(code_points(norm))
+    classes = PINNED.classes_of(code_points(norm))
     return bool(((classes == LETTER) | (classes == CJK)).any())
 
 
-def tokenize(text: str, uni: Normalizer = PINNED) -> list[str]:
-    """Normalise and tokenise a text by uni (default: Unicode 15.1), as text documents are before hashing.
+def tokenize(text: str) -> list[str]:
+    """Normalise and tokenise a text, as text documents are before hashing.
 
     Raises:
         InvalidType: text is not a str.
     """
     if not isinstance(text, str):
         raise InvalidType(f"text must be a str, got {type(text).__name__}")
-    return [token.decode("utf-8") for token in token_bytes(uni.normalize(text), uni)]
+    return [token.decode("utf-8") for token in token_bytes(normalize(text))]
 
 
 def collapse_whitespace(norm: str) -> str:
