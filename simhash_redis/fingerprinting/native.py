@@ -22,6 +22,7 @@ from ..compiled import (
     GroupedCommands,
     ScriptRuns,
     column_buckets,
+    fingerprint_lines,
     hash_values,
     pack_column,
     unpack_column,
@@ -57,6 +58,12 @@ __all__ = [
     "sketch_many",
     "unpack_column",
 ]
+
+# `fingerprint_lines(raws, id_field, fp_field, f, base, max_id)` is the kernel itself: the ids and
+# fingerprints of the JSON lines of the plain shape (a flat object of strings, numbers, true, false and
+# null; an ASCII id of 1 to max_id characters; a fingerprint string in hex, an optional 0x, or decimal,
+# an optional minus, that fits in f bits, without white space or escapes), and the positions of the
+# others; InvalidArgument for f or base.
 
 #: Documents, and about the characters, handed to the native engine per call of `fingerprint_many`.
 BATCH_DOCS = 4096
@@ -325,22 +332,6 @@ def sketch_text_lines(
     return _native.sketch_text_lines(
         engine, odd, _sketcher(bands), raws, id_field, text_field, max_id, tokens.CHUNK_CHARS
     )
-
-
-def fingerprint_lines(
-    raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
-) -> tuple[list[str], list[int], list[int]]:
-    """The ids and fingerprints of the JSON lines of the plain shape, and the positions of the others.
-
-    The plain shape: a flat object of strings, numbers, true, false and null; an ASCII id string of 1 to
-    `max_id` characters; a fingerprint string in hex (an optional 0x) or decimal (an optional minus) that fits
-    in f bits, without white space or escapes. base: as `parse_fingerprint`'s.
-
-    Raises:
-        InvalidArgument: f or base is out of range.
-        InvalidType: a line is not bytes.
-    """
-    return _native.fingerprint_lines(raws, id_field, fp_field, f, base, max_id)
 
 
 def fingerprint_text_lines(
