@@ -188,5 +188,5 @@ def test_large_batches_keep_the_bits() -> None:
 
 def test_bmp_classes_equal_class_of_every_code_point() -> None:
     uni = normalize_module.PINNED
-    expected = [charclass.class_of_kind(cp, uni.data.kind(cp)) for cp in range(0x10000)]
+    expected = [charclass.class_of_kind(cp, uni.kind(cp)) for cp in range(0x10000)]
     assert uni.bmp_classes.tolist() == expected

@@ -168,8 +168,9 @@ class PinnedUnicode:
         """Tell whether a code point is whitespace (what `str.split` splits on)."""
         return cp in self._space
 
+    @functools.cached_property
     def special_bmp(self) -> npt.NDArray[np.bool_]:
-        """Return `_special_cp` of every BMP code point."""
+        """`_special_cp` of every BMP code point."""
         table: npt.NDArray[np.bool_] = self._special_table[:0x10000].copy()
         return table
 
@@ -201,13 +202,14 @@ class PinnedUnicode:
         # composes with nothing and is its own image, so no image reaches across it), then the special ones.
         text = _bmp_text()
         images, folds = _cut(unicodedata.normalize("NFKC", text)), _cut(text.casefold())
-        for cp in np.flatnonzero(self.special_bmp()).tolist():
+        for cp in np.flatnonzero(self.special_bmp).tolist():
             for table, image in ((images, self._nfkc(chr(cp))), (folds, self._fold.get(cp, chr(cp)))):
                 table.first[cp], table.length[cp] = ord(image[0]), len(image)
         return images, folds
 
+    @functools.cached_property
     def bmp_spaces(self) -> npt.NDArray[np.bool_]:
-        """Return `isspace` of every BMP code point."""
+        """`isspace` of every BMP code point."""
         spaces = np.zeros(0x10000, dtype=bool)
         spaces[[cp for cp in self._space if cp <= 0xFFFF]] = True
         return spaces
