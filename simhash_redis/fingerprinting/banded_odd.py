@@ -119,7 +119,7 @@ class BandedOddSketcher:
                 raise InvalidArgument(f"a stored sketch is {self.sketch_bytes} bytes, got {len(other)}")
             at_level = by_level.get(other[-1] >> 4)  # the level: the header's top 4 bits
             if at_level is not None:
-                out[i] = native.odd_estimates(at_level, [other[BAND_VALUES:]])[0]
+                out[i] = native.odd_estimate(at_level, other[BAND_VALUES:])
         return out
 
     def estimate_pairs(

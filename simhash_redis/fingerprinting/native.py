@@ -24,6 +24,7 @@ from ..compiled import (
     column_buckets,
     fingerprint_lines,
     hash_values,
+    odd_estimate,
     pack_column,
     unpack_column,
 )
@@ -49,7 +50,7 @@ __all__ = [
     "fingerprint_text_lines",
     "hash_values",
     "hits",
-    "odd_estimates",
+    "odd_estimate",
     "odd_sketch",
     "odd_sketch_levels",
     "odd_sketch_many",
@@ -244,6 +245,13 @@ def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, 
     raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
 
 
+def _sketch_docs(
+    docs: Sequence[str | bytes | Sequence[str]],
+) -> list[str | bytes | list[str] | tuple[str, ...]]:
+    """`_sketch_doc` of each document of a batch, named ``docs[i]``."""
+    return [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
+
+
 def sketch(hasher: MinHashParams, doc: str | bytes | Sequence[str]) -> bytes:
     """`MinHasher.sketch` natively, byte for byte."""
     return _sketcher(hasher).sketch(_sketch_doc(doc, "doc"), "doc")
@@ -251,8 +259,7 @@ def sketch(hasher: MinHashParams, doc: str | bytes | Sequence[str]) -> bytes:
 
 def sketch_many(hasher: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
     """`MinHasher.sketch_many` natively, byte for byte."""
-    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return _sketcher(hasher).sketch_many(batch)
+    return _sketcher(hasher).sketch_many(_sketch_docs(docs))
 
 
 def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
@@ -276,8 +283,7 @@ def odd_sketch_many(
     n: int, seed: int, docs: Sequence[str | bytes | Sequence[str]], level: int | None
 ) -> list[bytes]:
     """`OddSketcher.sketch_many` natively (arguments as `odd_sketch`)."""
-    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return _odd_sketcher(n, seed).sketch_many(batch, level)
+    return _odd_sketcher(n, seed).sketch_many(_sketch_docs(docs), level)
 
 
 def odd_sketch_levels(n: int, seed: int, doc: str | bytes | Sequence[str], levels: list[int]) -> list[bytes]:
@@ -290,8 +296,7 @@ def banded_sketch_many(
 ) -> list[bytes]:
     """`BandedOddSketcher.sketch_many` natively, byte for byte: the band MinHash `bands` (of n and
     seed), the odd sketches of (n, seed), and the level above made from `above` shingles kept."""
-    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return _odd_sketcher(n, seed).banded_many(batch, _sketcher(bands), above)
+    return _odd_sketcher(n, seed).banded_many(_sketch_docs(docs), _sketcher(bands), above)
 
 
 def banded_stored_many(
@@ -299,8 +304,7 @@ def banded_stored_many(
 ) -> list[bytes]:
     """The stored sketches of `BandedOddSketcher` natively, byte for byte (arguments as
     `banded_sketch_many`): each the first `sketch_bytes` of its query sketch, in one pass a document."""
-    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return _odd_sketcher(n, seed).banded_stored_many(batch, _sketcher(bands))
+    return _odd_sketcher(n, seed).banded_stored_many(_sketch_docs(docs), _sketcher(bands))
 
 
 def fingerprint_stored_many(
@@ -362,12 +366,6 @@ def fingerprint_packed_texts(
     """
     engine = _engine(scheme)
     return _native.fingerprint_packed_texts(engine, data, offsets, wide, tokens.CHUNK_CHARS)
-
-
-def odd_estimates(query: bytes, others: Sequence[bytes]) -> list[float]:
-    """`OddSketcher.estimate_many` of checked sketches (lengths, levels), natively, float for float."""
-    estimate = _native.odd_estimate
-    return [estimate(query, other) for other in others]
 
 
 _WIDEST = 1 << 128
