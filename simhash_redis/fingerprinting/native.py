@@ -9,6 +9,7 @@ where they do not suffice, the extension asks the normalizer what `Normalizer.cl
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -102,30 +103,15 @@ def _native_unicode() -> _native.Unicode:
 
 _UNICODE = _native_unicode()
 _lock = threading.Lock()
-_engines: dict[int, tuple[SchemeParams, _native.Engine]] = {}
 _sketchers: dict[int, tuple[MinHashParams, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
-_odd_sketchers: dict[tuple[int, int], _native.OddSketch] = {}
 
 
+@functools.lru_cache(maxsize=_ENGINES_MAX)
 def _engine(scheme: SchemeParams) -> _native.Engine:
-    """Return the native engine of a scheme, made once per scheme object."""
-    entry = _engines.get(id(scheme))
-    if entry is not None and entry[0] is scheme:
-        return entry[1]
-    engine = _native.Engine(
-        _UNICODE,
-        scheme.features,
-        scheme.n,
-        scheme.f,
-        scheme.weighting == "binary",
-        scheme.seed,
-        list(scheme.stopwords),
-    )
-    with _lock:
-        if len(_engines) >= _ENGINES_MAX:
-            _engines.clear()
-        _engines[id(scheme)] = (scheme, engine)
-    return engine
+    """Return the native engine of a scheme (a hashable value), made once per scheme."""
+    binary = scheme.weighting == "binary"
+    stopwords = list(scheme.stopwords)
+    return _native.Engine(_UNICODE, scheme.features, scheme.n, scheme.f, binary, scheme.seed, stopwords)
 
 
 def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc | int:
@@ -262,16 +248,10 @@ def sketch_many(hasher: MinHashParams, docs: Sequence[str | bytes | Sequence[str
     return _sketcher(hasher).sketch_many(_sketch_docs(docs))
 
 
+@functools.lru_cache(maxsize=_ENGINES_MAX)
 def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
     """Return the native odd sketcher of (n, seed), made once."""
-    made = _odd_sketchers.get((n, seed))
-    if made is None:
-        made = _native.OddSketch(_UNICODE, n, seed)
-        with _lock:
-            if len(_odd_sketchers) >= _ENGINES_MAX:
-                _odd_sketchers.clear()
-            _odd_sketchers[(n, seed)] = made
-    return made
+    return _native.OddSketch(_UNICODE, n, seed)
 
 
 def odd_sketch(n: int, seed: int, doc: str | bytes | Sequence[str], level: int | None) -> bytes:
