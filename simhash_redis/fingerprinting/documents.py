@@ -183,7 +183,7 @@ class _Batch:
                 self.results.append(_long_text(engine, doc))
                 return
             if engine.scheme.features == "chars":
-                self._unit(engine.text_unit(normalize(doc)))
+                self._unit(engine.chars_unit(normalize(doc)))
                 return
             # Other texts are normalised and tokenised together at run time: numpy's per-call cost
             # would dominate on texts of a few kilobytes.
@@ -202,7 +202,7 @@ class _Batch:
             self.results.append(weighted(weights_of(items, name), engine))
             return
         if engine.scheme.features == "chars":
-            self._unit(engine.text_unit(normalize(_join_tokens(items, name))))
+            self._unit(engine.chars_unit(normalize(_join_tokens(items, name))))
             return
         if len(items) > tokens.CHUNK_CHARS:
             step = tokens.CHUNK_CHARS

@@ -131,9 +131,7 @@ class Engine:
             parts = [normalize(token).encode("utf-8") for token in tokens]
         return self.hashes([part for part in parts if part and part not in self.stop])
 
-    def text_unit(self, norm: str) -> U64:
-        """The token hashes of a normalised text; for "chars" those of its whitespace-collapsed characters
-        (none when the text has no token)."""
-        if self.scheme.features != "chars":
-            return self.text_tokens(norm)
+    def chars_unit(self, norm: str) -> U64:
+        """The hashes of a normalised text's whitespace-collapsed characters ("chars" features; none when
+        the text has no token)."""
         return self.hashes(list(collapse_whitespace(norm)) if has_token(norm) else [])
