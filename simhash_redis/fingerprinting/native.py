@@ -106,12 +106,18 @@ _lock = threading.Lock()
 _sketchers: dict[int, tuple[MinHashParams, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
 
 
-@functools.lru_cache(maxsize=_ENGINES_MAX)
 def _engine(scheme: SchemeParams) -> _native.Engine:
-    """Return the native engine of a scheme (a hashable value), made once per scheme."""
+    """Return the native engine of a scheme, made once per scheme."""
     binary = scheme.weighting == "binary"
-    stopwords = list(scheme.stopwords)
-    return _native.Engine(_UNICODE, scheme.features, scheme.n, scheme.f, binary, scheme.seed, stopwords)
+    return _engine_of(scheme.features, scheme.n, scheme.f, binary, scheme.seed, scheme.stopwords)
+
+
+@functools.lru_cache(maxsize=_ENGINES_MAX)
+def _engine_of(
+    features: str, n: int, f: int, binary: bool, seed: int, stopwords: tuple[str, ...]
+) -> _native.Engine:
+    # Keyed by the fields, whose hashing runs no Python code (a call path counts the modules it enters).
+    return _native.Engine(_UNICODE, features, n, f, binary, seed, list(stopwords))
 
 
 def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc | int:

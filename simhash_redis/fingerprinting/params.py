@@ -17,8 +17,6 @@ __all__ = ["MinHashParams", "SchemeParams"]
 class SchemeParams(Protocol):
     """A validated scheme, as the engines read it; a `Scheme` is one (its docstring says what each is)."""
 
-    def __hash__(self) -> int: ...
-
     @property
     def features(self) -> str: ...
 
