@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import corpus
-from simhash_redis.fingerprinting import Scheme, fingerprint, fingerprint_many
+from simhash_redis.fingerprinting import fingerprint, fingerprint_many
 
 
 def seconds(run: Callable[[], object]) -> float:
@@ -76,37 +76,6 @@ def bench(label: str, docs: Sequence[str], repeat: int, theirs_docs: int) -> Non
     print(f"{line}  simhash {theirs:7.0f} docs/s  {ratios}")
 
 
-def pinning(label: str, docs: Sequence[str], repeat: int) -> None:
-    """Print what pinning Unicode costs: scheme 2 (Unicode 15.1) against scheme 1 (the interpreter's).
-
-    Args:
-        label: the corpus name.
-        docs: its documents.
-        repeat: timing rounds; the best of each counts.
-    """
-    pinned, python = Scheme(), Scheme(version=1)
-    for scheme in (pinned, python):
-        fingerprint_many(docs[:50], scheme)
-    runs = {
-        "pinned single": lambda: [fingerprint(doc, pinned) for doc in docs],
-        "python single": lambda: [fingerprint(doc, python) for doc in docs],
-        "pinned many": lambda: fingerprint_many(docs, pinned),
-        "python many": lambda: fingerprint_many(docs, python),
-    }
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(repeat):
-        for name, run in runs.items():
-            best[name] = min(best[name], seconds(run))
-    us = {name: 1e6 * value / len(docs) for name, value in best.items()}
-    single = us["pinned single"] / us["python single"]
-    many = us["pinned many"] / us["python many"]
-    print(
-        f"{label:8} scheme 2 (Unicode 15.1) vs 1 (this Python's): single {us['pinned single']:6.1f} vs "
-        f"{us['python single']:6.1f} us/doc ({single:4.2f}x), many {us['pinned many']:6.1f} vs "
-        f"{us['python many']:6.1f} us/doc ({many:4.2f}x)"
-    )
-
-
 def main() -> None:
     """Parse arguments, pin to one CPU and run the benchmark."""
     parser = argparse.ArgumentParser(
@@ -123,12 +92,6 @@ def main() -> None:
     for label, lang in (("english", "en"), ("chinese", "zh")):
         docs = corpus.documents(lang, args.docs, args.size)
         bench(label, docs, args.repeat, min(args.theirs, len(docs)))
-    # Emoji put every document on the astral path; CJK Extension H (Unicode 15.0) is one the pinned
-    # data answers for by its own rules on Pythons before 3.12.
-    english = corpus.documents("en", args.docs // 4, args.size)
-    pinning("english", english, args.repeat)
-    pinning("emoji", [doc.replace(". ", ". \U0001f600 ") for doc in english], args.repeat)
-    pinning("ext-h", [doc.replace(". ", ". \U00031350 ") for doc in english], args.repeat)
 
 
 if __name__ == "__main__":

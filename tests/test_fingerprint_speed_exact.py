@@ -1,8 +1,8 @@
 # ruff: noqa: RUF001  (full-width and look-alike characters are what these tests are about)
 """The fast paths of fingerprinting give the very bits of the plain ones.
 
-Vectorised xxh3 against the xxhash package, bit-sliced counters against unpacked bits, table-driven
-normalisation against `normalize`, and batches taking the fast paths against documents one by one.
+Chunked shingle combining against the plain formula, table-driven normalisation against `normalize`, and
+batches against documents one by one.
 """
 
 from __future__ import annotations
@@ -10,22 +10,18 @@ from __future__ import annotations
 import importlib
 import random
 import unicodedata
-from collections.abc import Callable
 
 import numpy as np
 import pytest
-import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simhash_redis.fingerprinting import bit_votes, charclass, fingerprint, fingerprint_many, xxh3
+from simhash_redis.fingerprinting import charclass, fingerprint, fingerprint_many
 from simhash_redis.fingerprinting import normalize as normalize_module
 from simhash_redis.fingerprinting.scheme import Scheme
 
 # By module path: the package re-exports a function under the name "fingerprint".
 fp_module = importlib.import_module("simhash_redis.fingerprinting.hashing")
-documents_module = importlib.import_module("simhash_redis.fingerprinting.documents")
-engine_module = importlib.import_module("simhash_redis.fingerprinting.pure_engine")
 engine_choice = importlib.import_module("simhash_redis.fingerprinting.engine_choice")
 
 
@@ -36,7 +32,6 @@ def pure_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 MASK = (1 << 64) - 1
-SEEDS = [0, 1, 7, 0xFFFFFFFF, 1 << 32, 0x123456789ABCDEF0, MASK]
 _EXTRA = list(
     "中文日本語カタカナひらがな한국어😀👍🏽\u0301\u0308\u200d …，。ＡＢＣｱﾞ\u3000\nßİﬁ½①㎡ΣσςДж\x00_-'"
 )
@@ -58,58 +53,6 @@ WORDS = [
     "c" * 140,
 ]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _spans(rng: random.Random, lengths: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, bytes]:
-    """Random bytes holding strings of the given lengths, with gaps between them."""
-    starts, position = [], rng.randrange(3)
-    for length in lengths:
-        starts.append(position)
-        position += length + rng.randrange(3)
-    data = bytes(rng.randrange(256) for _ in range(position))
-    return (
-        np.frombuffer(data, dtype=np.uint8),
-        np.array(starts, dtype=np.intp),
-        np.array(lengths, dtype=np.intp),
-        data,
-    )
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_vectorised_xxh3_is_xxhash(seed: int) -> None:
-    rng = random.Random(seed)
-    lengths = [length for length in range(1, xxh3.VECTOR_MAX + 1) for _ in range(8)]
-    lengths += [rng.randint(1, 16) for _ in range(3000)]
-    rng.shuffle(lengths)
-    buf, starts, sizes, data = _spans(rng, lengths)
-    got = xxh3.hash_spans(buf, starts, sizes, seed)
-    want = [
-        xxhash.xxh3_64_intdigest(data[a : a + n], seed) for a, n in zip(starts.tolist(), lengths, strict=True)
-    ]
-    assert got.tolist() == want
-
-
-def test_vectorised_xxh3_reads_nothing_past_a_string_at_the_end() -> None:
-    for length in range(1, xxh3.VECTOR_MAX + 1):
-        data = bytes(range(length))
-        buf = np.frombuffer(data, dtype=np.uint8)
-        got = xxh3.hash_spans(buf, np.array([0]), np.array([length]), 0)
-        assert int(got[0]) == xxhash.xxh3_64_intdigest(data, 0)
-
-
-@pytest.mark.parametrize("f", [32, 64, 128])
-def test_bit_sliced_sums_are_the_unpacked_sums(f: int) -> None:
-    rng = np.random.default_rng(f)
-    lanes = 2 if f == 128 else 1
-    for docs, high in [(1, 40_000), (7, 3), (30, 300), (5, 2000), (60, 40)]:
-        per_doc = rng.integers(0, high, docs).astype(np.intp)
-        per_doc[0] = 0
-        feats = rng.integers(0, MASK, (int(per_doc.sum()), lanes), dtype=np.uint64, endpoint=True)
-        feats[: len(feats) // 3] = np.uint64(MASK)  # every counter at its largest in some blocks
-        expected = bit_votes.lane_sums(feats, per_doc, f)
-        assert (bit_votes.sliced_sums(feats, per_doc, f) == expected).all()
-    empty = np.zeros((0, lanes), dtype=np.uint64)
-    assert not bit_votes.sliced_sums(empty, np.zeros(3, dtype=np.intp), f).any()
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
@@ -149,12 +92,12 @@ def test_windows_combined_in_chunks_are_the_plain_combination(
     ],
 )
 def test_table_normalisation_is_normalize(text: str) -> None:
-    for uni in (normalize_module.PINNED, normalize_module.PYTHON):
-        cps, classes = uni.classified_code_points(text)
-        expected = normalize_module.code_points(uni.normalize(text))
-        assert cps.tolist() == expected.tolist()
-        if classes is not None:
-            assert classes.tolist() == uni.classes_of(expected).tolist()
+    uni = normalize_module.PINNED
+    cps, classes = uni.classified_code_points(text)
+    expected = normalize_module.code_points(uni.normalize(text))
+    assert cps.tolist() == expected.tolist()
+    if classes is not None:
+        assert classes.tolist() == uni.classes_of(expected).tolist()
 
 
 @FAST
@@ -210,17 +153,6 @@ def test_no_astral_composite_has_a_bmp_second_part() -> None:
             assert all(int(part, 16) > 0xFFFF for part in decomposition.split()[1:]), hex(cp)
 
 
-def _slow_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(documents_module, "VECTOR_MIN_CHARS", 1 << 62)
-    monkeypatch.setattr(bit_votes, "SLICED_MIN_ROWS", 1 << 62)
-
-
-def _fast_paths(monkeypatch: pytest.MonkeyPatch, few_spans: int) -> None:
-    monkeypatch.setattr(documents_module, "VECTOR_MIN_CHARS", 0)
-    monkeypatch.setattr(bit_votes, "SLICED_MIN_ROWS", 0)
-    monkeypatch.setattr(fp_module, "_FEW_SPANS", few_spans)
-
-
 SCHEMES = [
     Scheme(),
     Scheme(f=32, n=2, seed=MASK),
@@ -234,28 +166,12 @@ SCHEMES = [
 
 @FAST
 @given(st.lists(st.one_of(TEXT, st.lists(st.sampled_from(WORDS), max_size=40).map(" ".join)), max_size=12))
-def test_fast_paths_give_the_slow_paths_bits(docs: list[str]) -> None:
-    with pytest.MonkeyPatch.context() as patch:
-        _slow_paths(patch)
-        expected = {scheme: [fingerprint(doc, scheme) for doc in docs] for scheme in SCHEMES}
-    for few_spans in (0, 64):
-        with pytest.MonkeyPatch.context() as patch:
-            _fast_paths(patch, few_spans)
-            for scheme in SCHEMES:
-                assert fingerprint_many(docs, scheme) == expected[scheme], scheme.to_meta()
+def test_batches_give_each_documents_bits(docs: list[str]) -> None:
+    for scheme in SCHEMES:
+        assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs], scheme.to_meta()
 
 
-def _counting(function: Callable[..., object], calls: dict[str, int], name: str) -> Callable[..., object]:
-    """Wrap a function to count its calls under a name."""
-
-    def counted(*args: object) -> object:
-        calls[name] += 1
-        return function(*args)
-
-    return counted
-
-
-def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_batches_keep_the_bits() -> None:
     rng = random.Random(5)
     english = "The licenses for most software are designed to take away your FREEDOM to share it, 3.14"
     chinese = "近似重复检测是搜索引擎、网页抓取和数据清洗中的常见任务……它们之间的汉明距离很小。"
@@ -266,25 +182,11 @@ def test_large_batches_take_the_fast_paths_and_keep_the_bits(monkeypatch: pytest
         rng.shuffle(parts)
         docs.append(" ".join(parts))
         docs.append(" ".join([english] * rng.randint(0, 6)))
-    assert sum(len(doc) for doc in docs if doc.isascii()) > documents_module.VECTOR_MIN_CHARS
-    assert sum(len(doc) for doc in docs if not doc.isascii()) > documents_module.VECTOR_MIN_CHARS
-    calls = {"hash_spans": 0, "sliced_sums": 0}
-    # Each patched where it is looked up: fingerprint calls hash_spans, bit_votes.bit_sums calls sliced_sums.
-    for module, name in ((engine_module, "hash_spans"), (bit_votes, "sliced_sums")):
-        monkeypatch.setattr(module, name, _counting(getattr(module, name), calls, name))
     for scheme in (Scheme(), Scheme(f=32, seed=11), Scheme(n=4)):
         assert fingerprint_many(docs, scheme) == [fingerprint(doc, scheme) for doc in docs]
-    assert calls["hash_spans"] >= 6
-    assert calls["sliced_sums"] >= 3
 
 
 def test_bmp_classes_equal_class_of_every_code_point() -> None:
-    for uni in (normalize_module.PINNED, normalize_module.PYTHON):
-        expected = [charclass.class_of_kind(cp, uni.data.kind(cp)) for cp in range(0x10000)]
-        assert uni.bmp_classes.tolist() == expected
-    # The interpreter's kinds are its general categories' major classes.
-    majors = [unicodedata.category(chr(cp))[0] for cp in range(0x10000)]
-    python = normalize_module.PYTHON.bmp_classes.tolist()
-    assert all(
-        (python[cp] in (charclass.LETTER, charclass.CJK)) == (majors[cp] in "LN") for cp in range(0xD800)
-    )
+    uni = normalize_module.PINNED
+    expected = [charclass.class_of_kind(cp, uni.kind(cp)) for cp in range(0x10000)]
+    assert uni.bmp_classes.tolist() == expected

@@ -17,7 +17,7 @@ DEFAULT_META = (
     "simhash-redis/2;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;"
     "norm=nfkc-casefold;unicode=15.1;stopwords=none"
 )
-# The default scheme's meta before version 2: indexes holding it keep working as they are.
+# The default scheme's meta in version 1, which no release wrote: refused like any unknown version.
 VERSION_1_META = (
     "simhash-redis/1;features=shingles;n=3;f=64;weighting=tf;hash=xxh3;seed=0;"
     "norm=nfkc-casefold;stopwords=none"
@@ -34,7 +34,6 @@ def test_defaults() -> None:
         0,
     )
     assert scheme.stopwords == ()
-    assert scheme.version == 2
     assert scheme == DEFAULT_SCHEME
     assert scheme.to_meta() == DEFAULT_META
 
@@ -81,13 +80,12 @@ def test_from_meta_with_stopwords() -> None:
     assert Scheme.from_meta(DEFAULT_META, stopwords=[]) == DEFAULT_SCHEME
 
 
-def test_version_1_meta_reads_as_version_1() -> None:
-    scheme = Scheme.from_meta(VERSION_1_META)
-    assert (scheme.version, scheme.unicode, scheme.to_meta()) == (1, "python", VERSION_1_META)
-    assert Scheme(version=1, stopwords=["The"]).stopwords == ("the",)
-    # A meta string mixing the versions' fields is refused.
-    with pytest.raises(IndexCorrupted, match="unexpected fields"):
-        Scheme.from_meta(VERSION_1_META.replace("stopwords=", "unicode=15.1;stopwords="))
+def test_other_versions_and_their_fields_are_refused() -> None:
+    only_2 = r"^scheme version 1 is not supported \(this library computes version 2\)$"
+    with pytest.raises(IndexCorrupted, match=only_2):
+        Scheme.from_meta(VERSION_1_META)
+    with pytest.raises(IndexCorrupted, match=r"scheme version 3 is not supported .*: upgrade simhash-redis$"):
+        Scheme.from_meta(DEFAULT_META.replace("/2;", "/3;"))
     with pytest.raises(IndexCorrupted, match="unexpected fields"):
         Scheme.from_meta(DEFAULT_META.replace("unicode=15.1;", ""))
     with pytest.raises(IndexCorrupted, match="Unicode version"):
@@ -147,8 +145,6 @@ def test_from_meta_rejects_bad_bytes_and_types() -> None:
         ({"seed": -1}, InvalidArgument, "seed"),
         ({"seed": 1 << 64}, InvalidArgument, "seed"),
         ({"seed": False}, InvalidType, "seed"),
-        ({"version": 3}, InvalidArgument, "version"),
-        ({"version": 0}, InvalidArgument, "version"),
         ({"stopwords": "the"}, InvalidType, "stopwords"),
         ({"stopwords": ["ok", 3]}, InvalidType, "stopwords"),
         ({"stopwords": [""]}, InvalidArgument, "stopwords"),

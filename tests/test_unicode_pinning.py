@@ -2,8 +2,8 @@
 
 The golden values below were computed once; CI checks them on Python 3.10, 3.12 and 3.13 (Unicode
 13.0, 15.0, 15.1; 3.11's 14.0 on request), with both engines. The texts hold characters assigned in
-each of those Unicode versions (which scheme 1, on the interpreter's data, fingerprints differently
-from one Python to the next), unassigned code points, and text that composes under NFKC.
+each of those Unicode versions (which the interpreter's own data would fingerprint differently from
+one Python to the next), unassigned code points, and text that composes under NFKC.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 import simhash_redis
 from simhash_redis.fingerprinting import tokens
 from simhash_redis.fingerprinting.minhash import MinHasher
-from simhash_redis.fingerprinting.normalize import PINNED, PYTHON, Normalizer
+from simhash_redis.fingerprinting.normalize import PINNED, Normalizer
 from simhash_redis.fingerprinting.scheme import Scheme
-from simhash_redis.fingerprinting.ucd import PinnedUnicode, UnicodeData
+from simhash_redis.fingerprinting.ucd import PinnedUnicode
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog near the river bank",
@@ -146,14 +146,6 @@ def test_sketches_are_the_golden_ones() -> None:
     assert [MinHasher(num_perm=16).sketch(text).hex() for text in TEXTS] == GOLDEN_SKETCHES
 
 
-def test_version_1_differs_only_where_this_interpreter_lacks_a_character() -> None:
-    old = Scheme(version=1)
-    for text, golden in zip(TEXTS, GOLDEN[0], strict=True):
-        assert PYTHON.normalize(text) == unicodedata.normalize("NFKC", text).casefold()
-        if not DATA.is_special(text):
-            assert simhash_redis.fingerprint(text, scheme=old) == golden
-
-
 def test_the_data_file_agrees_with_this_interpreter() -> None:
     here = unicodedata.unidata_version
     if here != DATA._data["version"] and here not in DATA._data["unassigned_in"]:
@@ -171,21 +163,21 @@ def test_the_data_file_agrees_with_this_interpreter() -> None:
                 assert char.casefold() == DATA._fold.get(cp, char), hex(cp)
 
 
-@pytest.mark.parametrize("data", [PYTHON.data, DATA], ids=["python", "pinned"])
-def test_the_bmp_images_read_at_once_are_each_code_points_own(data: UnicodeData) -> None:
+def test_the_bmp_images_read_at_once_are_each_code_points_own() -> None:
     # The tables behind the compiled core come from one normalisation of every BMP code point at once,
     # cut at U+0000: each image must be the code point's image alone, as `nfkc_char` gives it.
-    images, folds = data.bmp_images()
+    images, folds = DATA.bmp_images()
+    special = DATA.special_bmp
     for cp in range(0x10000):
         if 0xD800 <= cp <= 0xDFFF:
             image = fold = chr(cp)
-        elif data is DATA and DATA.special_bmp()[cp]:
+        elif special[cp]:
             image, fold = DATA.nfkc_char(cp), DATA._fold.get(cp, chr(cp))
         else:
-            image, fold = data.nfkc_char(cp), chr(cp).casefold()
+            image, fold = DATA.nfkc_char(cp), chr(cp).casefold()
         assert (images.first[cp], images.length[cp]) == (ord(image[0]), len(image)), hex(cp)
         assert (folds.first[cp], folds.length[cp]) == (ord(fold[0]), len(fold)), hex(cp)
-    assert data.bmp_spaces().tolist() == [data.isspace(cp) for cp in range(0x10000)]
+    assert DATA.bmp_spaces.tolist() == [DATA.isspace(cp) for cp in range(0x10000)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -202,22 +194,16 @@ def test_tokens_of_recent_characters() -> None:
     assert tokens.tokenize("\U00031350\U0002ebf0") == ["\U00031350", "\U0002ebf0"]
 
 
-def test_an_index_of_scheme_1_keeps_working_as_it_is(redis_client: redis.Redis) -> None:
-    text = TEXTS[2]
-    old = Scheme(version=1)
-    created = simhash_redis.SimhashIndex(redis_client, "pin-old", k=3, scheme=old)
-    created.add("a", text)
-    # A worker that names no scheme opens the index with the scheme its meta records.
-    index = simhash_redis.SimhashIndex(redis_client, "pin-old", k=3)
-    assert index.scheme == old
-    assert index.get("a") == simhash_redis.fingerprint(text, scheme=old)
-    assert [match.id for match in index.near(text)] == ["a"]
-    # Naming the new scheme is refused rather than silently mixing the two.
-    with pytest.raises(simhash_redis.ConfigurationMismatch):
-        simhash_redis.SimhashIndex(redis_client, "pin-old", k=3, scheme=Scheme())
+def test_an_index_whose_meta_names_scheme_1_is_refused(redis_client: redis.Redis) -> None:
+    # Scheme 1 (the interpreter's Unicode data) was never released: a meta naming it is no index of ours.
+    simhash_redis.SimhashIndex(redis_client, "pin-old", k=3).add("a", TEXTS[2])
+    old = Scheme().to_meta().replace("simhash-redis/2;", "simhash-redis/1;").replace("unicode=15.1;", "")
+    redis_client.hset(b"simhash:pin-old:meta", "scheme", old)
+    with pytest.raises(simhash_redis.IndexCorrupted, match="scheme version 1 is not supported"):
+        simhash_redis.SimhashIndex(redis_client, "pin-old")
 
 
-class _MoreSpecial(PinnedUnicode):
+class _MoreSpecial(Normalizer):
     """Pinned data that also answers by its own rules for some common code points, to exercise the cuts."""
 
     @functools.cached_property
@@ -238,7 +224,7 @@ class _MoreSpecial(PinnedUnicode):
         return table
 
 
-_MIXED = Normalizer(_MoreSpecial())
+_MIXED = _MoreSpecial()
 _MIXED_TEXT = st.text(
     st.one_of(
         st.sampled_from(
@@ -257,10 +243,10 @@ _MIXED_TEXT = st.text(
 @settings(max_examples=400, deadline=None)
 @given(_MIXED_TEXT)
 def test_texts_cut_around_special_code_points_normalise_as_a_whole(text: str) -> None:
-    assert _MIXED.normalize(text) == _MIXED.data.own_normalize(text)
+    assert _MIXED.normalize(text) == _MIXED.own_normalize(text)
 
 
 def test_a_rare_character_costs_only_its_own_stretch() -> None:
     text = "中文新闻报道。" * 200 + "\U00031350" + "今天发布了新的消息。" * 200
-    assert _MIXED.normalize(text) == _MIXED.data.own_normalize(text)
-    assert PINNED.normalize(text) == PINNED.data.own_normalize(text)
+    assert _MIXED.normalize(text) == _MIXED.own_normalize(text)
+    assert PINNED.normalize(text) == PINNED.own_normalize(text)

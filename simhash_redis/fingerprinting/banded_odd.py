@@ -99,35 +99,27 @@ class BandedOddSketcher:
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
         """The Jaccard estimates of a query sketch (or a stored one, at its own level only) with stored
         sketches."""
-        odd = OddSketcher.size_and_level
+        native = engine_choice.native
+        if native is None or len(others) > NATIVE_PAIRS:
+            return self.estimate_pairs([query], [0] * len(others), others)
+        # A lookup's few candidates, pair by pair in the compiled core (numpy's fixed cost per call would
+        # be most of the time); the same floats as `estimate_pairs`.
         mine = [
             query[BAND_VALUES + i * SKETCH_BYTES : BAND_VALUES + (i + 1) * SKETCH_BYTES] for i in range(3)
         ]
-        level = odd(mine[0])[1]
+        level = OddSketcher.size_and_level(mine[0])[1]
         by_level = {level: mine[0]}
         if len(query) == self.query_bytes:
             for sketch, wanted in ((mine[1], level - 1), (mine[2], level + 1)):
-                if wanted >= 0 and sketch != _EMPTY and odd(sketch)[1] == wanted:
+                if wanted >= 0 and sketch != _EMPTY and OddSketcher.size_and_level(sketch)[1] == wanted:
                     by_level[wanted] = sketch
-        native = engine_choice.native
-        if native is not None and len(others) <= NATIVE_PAIRS:
-            # A lookup's few candidates, pair by pair in the compiled core (numpy's fixed cost per call
-            # would be most of the time); the same floats as `OddSketcher.estimate_many`.
-            out = np.zeros(len(others), dtype=np.float64)
-            for i, other in enumerate(others):
-                if len(other) != self.sketch_bytes:
-                    raise InvalidArgument(f"a stored sketch is {self.sketch_bytes} bytes, got {len(other)}")
-                at_level = by_level.get(other[-1] >> 4)  # the level: the header's top 4 bits
-                if at_level is not None:
-                    out[i] = native.odd_estimates(at_level, [other[BAND_VALUES:]])[0]
-            return out
-        stored = [other[BAND_VALUES:] for other in others]
-        out = np.zeros(len(stored), dtype=np.float64)
-        levels = [odd(sketch)[1] for sketch in stored]
-        for wanted, sketch in by_level.items():
-            at = [i for i, one in enumerate(levels) if one == wanted]
-            if at:
-                out[at] = self.odd.estimate_many(sketch, [stored[i] for i in at])
+        out = np.zeros(len(others), dtype=np.float64)
+        for i, other in enumerate(others):
+            if len(other) != self.sketch_bytes:
+                raise InvalidArgument(f"a stored sketch is {self.sketch_bytes} bytes, got {len(other)}")
+            at_level = by_level.get(other[-1] >> 4)  # the level: the header's top 4 bits
+            if at_level is not None:
+                out[i] = native.odd_estimate(at_level, other[BAND_VALUES:])
         return out
 
     def estimate_pairs(
@@ -207,9 +199,7 @@ def fingerprints_and_sketches(
     # Other documents (token lists, or of a wrong type) go to each call, which checks them.
     if native is not None and stores_only(hasher) and texts and all(type(t) in _TEXTS for t in texts):
         assert isinstance(hasher, BandedOddSketcher)
-        done = native.fingerprint_stored_many(scheme, hasher.n, hasher.seed, hasher.bands, texts)
-        if done is not None:
-            return done  # type: ignore[no-any-return]
+        return native.fingerprint_stored_many(scheme, hasher.n, hasher.seed, hasher.bands, texts)  # type: ignore[no-any-return]
     return scheme.fingerprint_many(texts), hasher.sketch_many(texts)
 
 

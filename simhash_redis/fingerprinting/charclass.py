@@ -34,7 +34,7 @@ CodePoints = npt.NDArray[np.uint16] | npt.NDArray[np.uint32]
 
 
 def classes_from_kinds(kinds: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-    """The class of every BMP code point, from their kinds (`ucd.UnicodeData.kind`, as ASCII codes)."""
+    """The class of every BMP code point, from their kinds (`ucd.PinnedUnicode.kind`, as ASCII codes)."""
     cjk = np.zeros(0x10000, dtype=bool)
     for lo, hi in CJK_RANGES:
         cjk[lo : min(hi, 0xFFFF) + 1] = True
@@ -48,7 +48,7 @@ def classes_from_kinds(kinds: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
 
 
 def class_of_kind(cp: int, kind: str) -> int:
-    """The class of one code point, from its kind (`ucd.UnicodeData.kind`)."""
+    """The class of one code point, from its kind (`ucd.PinnedUnicode.kind`)."""
     if 0xD800 <= cp <= 0xDFFF:
         return SEPARATOR
     if kind == "L":

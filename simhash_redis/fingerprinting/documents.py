@@ -13,7 +13,7 @@ from ..errors import InvalidArgument, InvalidType
 from . import tokens
 from .bit_votes import bit_sums
 from .hashing import U64, Key, to_ints
-from .normalize import Normalizer
+from .normalize import normalize
 from .params import SchemeParams
 from .pure_engine import Engine
 from .tokens import collapse_whitespace, has_token, split_chunks
@@ -21,7 +21,6 @@ from .tokens import collapse_whitespace, has_token, split_chunks
 __all__ = [
     "BATCH_DOCS",
     "BATCH_TOKENS",
-    "VECTOR_MIN_CHARS",
     "WEIGHT_BLOCK",
     "Document",
     "fingerprint",
@@ -37,15 +36,12 @@ Document = str | bytes | bytearray | Iterable[str] | Mapping[str, float] | Itera
 BATCH_DOCS = 4096
 #: Tokens gathered into one vectorised batch of `fingerprint_many`.
 BATCH_TOKENS = 1 << 18
-#: Fewest characters of texts for which the vectorised xxh3 hashes word tokens: it makes about a
-#: hundred numpy calls, slower than the token cache on a text or two.
-VECTOR_MIN_CHARS = 1 << 14
 #: Weighted features whose counters are summed per block; bounds memory of huge weighted documents.
 WEIGHT_BLOCK = 1 << 15
 
 
-def weights_of(doc: Iterable[object], name: str, uni: Normalizer) -> dict[str, float]:
-    """Validate weighted features (a mapping or (feature, weight) pairs), normalise them by uni and sum
+def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
+    """Validate weighted features (a mapping or (feature, weight) pairs), normalise them and sum
     duplicates, in first-seen order; empty features are dropped. name: the argument's, for messages.
 
     Raises:
@@ -65,7 +61,7 @@ def weights_of(doc: Iterable[object], name: str, uni: Normalizer) -> dict[str, f
         value = float(weight)
         if not math.isfinite(value):
             raise InvalidArgument(f"{name} weight must be finite, got {value} for {key!r}")
-        norm = uni.normalize(key)
+        norm = normalize(key)
         if norm:
             totals[norm] = totals.get(norm, 0.0) + value
     return totals
@@ -139,15 +135,13 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
 def _long_text(engine: Engine, text: str) -> int:
     """Fingerprint a text longer than `tokens.CHUNK_CHARS`, chunk by chunk."""
     if engine.scheme.features != "chars":
-        return _stream(
-            engine, (engine.text_tokens(engine.uni.normalize(chunk)) for chunk in split_chunks(text))
-        )
+        return _stream(engine, (engine.text_tokens(normalize(chunk)) for chunk in split_chunks(text)))
     state = {"any": False, "started": False, "space": False}
 
     def pieces() -> Iterator[U64]:
         for chunk in split_chunks(text):
-            norm = engine.uni.normalize(chunk)
-            state["any"] = state["any"] or has_token(norm, engine.uni)
+            norm = normalize(chunk)
+            state["any"] = state["any"] or has_token(norm)
             collapsed = collapse_whitespace(norm)
             # A whitespace run cut by a chunk boundary still collapses to one space between the pieces.
             lead = " " if state["started"] and (state["space"] or norm[:1].isspace()) and collapsed else ""
@@ -177,8 +171,6 @@ class _Batch:
         self.slots: list[int] = []
         self.texts: list[str] = []
         self.text_slots: list[int] = []
-        self.ascii_texts: list[str] = []
-        self.ascii_slots: list[int] = []
         self.tokens = 0
 
     def add(self, doc: object, name: str) -> None:
@@ -190,28 +182,27 @@ class _Batch:
             if len(doc) > tokens.CHUNK_CHARS:
                 self.results.append(_long_text(engine, doc))
                 return
-            ascii_text = doc.isascii()
-            if engine.scheme.features == "chars" or (ascii_text and not engine.vector_words):
-                self._unit(engine.text_unit(engine.uni.normalize(doc)))
+            if engine.scheme.features == "chars":
+                self._unit(engine.chars_unit(normalize(doc)))
                 return
             # Other texts are normalised and tokenised together at run time: numpy's per-call cost
-            # would dominate on texts of a few kilobytes. ASCII ones have a faster way of their own.
-            (self.ascii_slots if ascii_text else self.text_slots).append(len(self.results))
-            (self.ascii_texts if ascii_text else self.texts).append(doc)
+            # would dominate on texts of a few kilobytes.
+            self.text_slots.append(len(self.results))
+            self.texts.append(doc)
             self.results.append(0)
             self.tokens += len(doc)
             return
         if isinstance(doc, Mapping):
-            self.results.append(weighted(weights_of(doc, name, engine.uni), engine))
+            self.results.append(weighted(weights_of(doc, name), engine))
             return
         if not isinstance(doc, Iterable):
             raise not_a_document(doc, name)
         items = doc if isinstance(doc, (list, tuple)) else list(doc)
         if items and not isinstance(items[0], str):
-            self.results.append(weighted(weights_of(items, name, engine.uni), engine))
+            self.results.append(weighted(weights_of(items, name), engine))
             return
         if engine.scheme.features == "chars":
-            self._unit(engine.text_unit(engine.uni.normalize(_join_tokens(items, name))))
+            self._unit(engine.chars_unit(normalize(_join_tokens(items, name))))
             return
         if len(items) > tokens.CHUNK_CHARS:
             step = tokens.CHUNK_CHARS
@@ -222,12 +213,10 @@ class _Batch:
             return
         self._unit(engine.given_tokens(list(items), name))
 
-    def _unit(self, unit: U64, slot: int | None = None) -> None:
+    def _unit(self, unit: U64) -> None:
         """Queue a document made of one token unit."""
-        if slot is None:
-            slot = len(self.results)
-            self.results.append(0)
-        self.slots.append(slot)
+        self.slots.append(len(self.results))
+        self.results.append(0)
         self.units.append(unit)
         self.tokens += len(unit)
 
@@ -238,25 +227,16 @@ class _Batch:
     def run(self) -> list[int]:
         """The fingerprints of every document taken, in order."""
         engine = self.engine
-        vector = sum(map(len, self.texts)) >= VECTOR_MIN_CHARS
-        if sum(map(len, self.ascii_texts)) < VECTOR_MIN_CHARS:
-            for slot, text in zip(self.ascii_slots, self.ascii_texts, strict=True):
-                self._unit(engine.text_unit(engine.uni.normalize(text)), slot)
-            self.ascii_texts = []
         # Every queued document is one token unit: units and tokenised texts are fingerprinted together,
         # their token hashes concatenated once.
         blocks = list(self.units)
         lengths = [np.fromiter(map(len, self.units), dtype=np.intp, count=len(self.units))]
         slots = list(self.slots)
-        for texts, text_slots, tokenizer in (
-            (self.ascii_texts, self.ascii_slots, engine.ascii_tokens),
-            (self.texts, self.text_slots, lambda texts: engine.texts_tokens(texts, vector)),
-        ):
-            if texts:
-                hashes, counts = tokenizer(texts)
-                blocks.append(hashes)
-                lengths.append(counts)
-                slots += text_slots
+        if self.texts:
+            hashes, counts = engine.texts_tokens(self.texts)
+            blocks.append(hashes)
+            lengths.append(counts)
+            slots += self.text_slots
         if blocks:
             joined = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
             for slot, value in zip(slots, engine.run_joined(joined, np.concatenate(lengths)), strict=True):

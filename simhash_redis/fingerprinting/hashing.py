@@ -8,10 +8,10 @@ from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
 from .charclass import CJK_RANGES
 from .params import SchemeParams
-from .xxh3 import digest
 
 __all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K"]
 
@@ -23,8 +23,6 @@ MIX_C1 = 0xBF58476D1CE4E5B9
 MIX_C2 = 0x94D049BB133111EB
 #: Token hashes kept per (seed, width) before the cache is cleared; bounds memory in long-running processes.
 CACHE_MAX = 1 << 18
-# Spans of `span_keys` cut one by one below this count, else from the text decoded once.
-_FEW_SPANS = 64
 # Tokens mixed per chunk: 256 KiB per array, which stays in the CPU cache.
 _MIX_CHUNK = 1 << 15
 
@@ -33,6 +31,17 @@ Key = str | bytes
 
 _K, _C1, _C2 = np.uint64(MIX_K), np.uint64(MIX_C1), np.uint64(MIX_C2)
 _S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
+_U64_MASK = (1 << 64) - 1
+
+
+def digest(data: list[bytes], seed: int, lanes: int) -> U64:
+    """The (len(data), lanes) xxh3 hashes of byte strings: xxh3_64 for 1 lane, xxh3_128 (low, high) for 2."""
+    if lanes == 1:
+        digest64 = xxhash.xxh3_64_intdigest
+        return np.array([digest64(item, seed) for item in data], dtype=np.uint64).reshape(-1, 1)
+    digest128 = xxhash.xxh3_128_intdigest
+    wide = [digest128(item, seed) for item in data]
+    return np.array([(v & _U64_MASK, v >> 64) for v in wide], dtype=np.uint64).reshape(-1, 2)
 
 
 class HashTable(dict[Key, int]):
@@ -85,19 +94,15 @@ class CodePointTable:
         self.known = np.zeros(len(self.hashes), dtype=bool)
         self.lock = threading.Lock()
 
-    def filled(self, cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32]) -> U64:
-        """The whole (code points, lanes) table, hashed at least for cps (each within `CJK_RANGES`)."""
+    def lookup(self, cps: npt.NDArray[np.uint32]) -> U64:
+        """The (len(cps), lanes) hashes of CJK code points (each within `CJK_RANGES`)."""
         with self.lock:
             if not np.take(self.known, cps).all():
                 missing = np.unique(cps[~np.take(self.known, cps)])
                 data = [chr(cp).encode("utf-8") for cp in missing.tolist()]
                 self.hashes[missing] = digest(data, self.seed, self.lanes)
                 self.known[missing] = True
-            return self.hashes
-
-    def lookup(self, cps: npt.NDArray[np.uint32]) -> U64:
-        """The (len(cps), lanes) hashes of CJK code points."""
-        return self.filled(cps)[cps]
+            return self.hashes[cps]
 
 
 _token_tables: dict[tuple[int, int], HashTable] = {}
@@ -209,22 +214,6 @@ def dedupe(feats: U64, per_doc: npt.NDArray[np.intp]) -> tuple[U64, npt.NDArray[
     first = np.ones(len(feats), dtype=bool)
     first[1:] = (owner[1:] != owner[:-1]) | (feats[1:] != feats[:-1]).any(axis=1)
     return feats[first], np.bincount(owner[first], minlength=len(per_doc)).astype(np.intp)
-
-
-def span_keys(
-    cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32],
-    starts: npt.NDArray[np.intp],
-    ends: npt.NDArray[np.intp],
-) -> list[Key]:
-    """The UTF-8 of the spans [starts, ends) of a text given as code points."""
-    if len(starts) <= _FEW_SPANS:
-        return [
-            cps[a:b].astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
-            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
-        ]
-    # Many spans: decoding the whole text once is cheaper than a few numpy calls per span.
-    text = cps.astype("<u4").tobytes().decode("utf-32-le")
-    return [text[a:b].encode("utf-8") for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def counts_between(starts: npt.NDArray[np.intp], cuts: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:

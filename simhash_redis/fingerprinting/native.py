@@ -9,6 +9,7 @@ where they do not suffice, the extension asks the normalizer what `Normalizer.cl
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -22,14 +23,16 @@ from ..compiled import (
     GroupedCommands,
     ScriptRuns,
     column_buckets,
+    fingerprint_lines,
     hash_values,
+    odd_estimate,
     pack_column,
     unpack_column,
 )
 from ..errors import InvalidType
 from . import tokens
 from .documents import Document, not_a_document, weighted, weights_of
-from .normalize import PINNED, PYTHON, Normalizer
+from .normalize import PINNED
 from .params import MinHashParams, SchemeParams
 from .pure_engine import Engine
 
@@ -48,7 +51,7 @@ __all__ = [
     "fingerprint_text_lines",
     "hash_values",
     "hits",
-    "odd_estimates",
+    "odd_estimate",
     "odd_sketch",
     "odd_sketch_levels",
     "odd_sketch_many",
@@ -57,6 +60,12 @@ __all__ = [
     "sketch_many",
     "unpack_column",
 ]
+
+# `fingerprint_lines(raws, id_field, fp_field, f, base, max_id)` is the kernel itself: the ids and
+# fingerprints of the JSON lines of the plain shape (a flat object of strings, numbers, true, false and
+# null; an ASCII id of 1 to max_id characters; a fingerprint string in hex, an optional 0x, or decimal,
+# an optional minus, that fits in f bits, without white space or escapes), and the positions of the
+# others; InvalidArgument for f or base.
 
 #: Documents, and about the characters, handed to the native engine per call of `fingerprint_many`.
 BATCH_DOCS = 4096
@@ -67,8 +76,9 @@ _ENGINES_MAX = 64
 _SAFE_WEIGHTS = 1e300
 
 
-def _native_unicode(uni: Normalizer) -> _native.Unicode:
-    """Hand one set of Unicode rules to the native engine: its tables and the questions Rust asks back."""
+def _native_unicode() -> _native.Unicode:
+    """Hand the pinned Unicode rules to the native engine: their tables and the questions Rust asks back."""
+    uni = PINNED
 
     def load_tables() -> tuple[bytes, bytes, bytes]:
         # The packed raw table, the class of every BMP code point, and 1 per BMP whitespace code point.
@@ -91,32 +101,23 @@ def _native_unicode(uni: Normalizer) -> _native.Unicode:
     return _native.Unicode(load_tables, image_parts, uni.normalize, char_info, uni.is_nfkc)
 
 
-_UNICODE = {uni.version: _native_unicode(uni) for uni in (PINNED, PYTHON)}
+_UNICODE = _native_unicode()
 _lock = threading.Lock()
-_engines: dict[int, tuple[SchemeParams, _native.Engine]] = {}
 _sketchers: dict[int, tuple[MinHashParams, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
-_odd_sketchers: dict[tuple[int, int], _native.OddSketch] = {}
 
 
 def _engine(scheme: SchemeParams) -> _native.Engine:
-    """Return the native engine of a scheme, made once per scheme object."""
-    entry = _engines.get(id(scheme))
-    if entry is not None and entry[0] is scheme:
-        return entry[1]
-    engine = _native.Engine(
-        _UNICODE[scheme.unicode],
-        scheme.features,
-        scheme.n,
-        scheme.f,
-        scheme.weighting == "binary",
-        scheme.seed,
-        list(scheme.stopwords),
-    )
-    with _lock:
-        if len(_engines) >= _ENGINES_MAX:
-            _engines.clear()
-        _engines[id(scheme)] = (scheme, engine)
-    return engine
+    """Return the native engine of a scheme, made once per scheme."""
+    binary = scheme.weighting == "binary"
+    return _engine_of(scheme.features, scheme.n, scheme.f, binary, scheme.seed, scheme.stopwords)
+
+
+@functools.lru_cache(maxsize=_ENGINES_MAX)
+def _engine_of(
+    features: str, n: int, f: int, binary: bool, seed: int, stopwords: tuple[str, ...]
+) -> _native.Engine:
+    # Keyed by the fields, whose hashing runs no Python code (a call path counts the modules it enters).
+    return _native.Engine(_UNICODE, features, n, f, binary, seed, list(stopwords))
 
 
 def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc | int:
@@ -134,12 +135,12 @@ def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
     if isinstance(doc, str):
         return doc
     if isinstance(doc, Mapping):
-        return _weighted_doc(weights_of(doc, name, scheme.normalizer), scheme)
+        return _weighted_doc(weights_of(doc, name), scheme)
     if not isinstance(doc, Iterable):
         raise not_a_document(doc, name)
     items: list[object] | tuple[object, ...] = doc if isinstance(doc, (list, tuple)) else list(doc)
     if items and not isinstance(items[0], str):
-        return _weighted_doc(weights_of(items, name, scheme.normalizer), scheme)
+        return _weighted_doc(weights_of(items, name), scheme)
     step = tokens.CHUNK_CHARS
     if scheme.features != "chars" and step <= 0 < len(items):
         # The pure engine streams token lists longer than CHUNK_CHARS in slices of that many: with a
@@ -208,7 +209,7 @@ def _sketcher(hasher: MinHashParams) -> _native.MinHash:
     ):
         return entry[4]
     made = _native.MinHash(
-        _UNICODE[PINNED.version],
+        _UNICODE,
         hasher.num_perm,
         hasher.bits,
         hasher.n,
@@ -236,6 +237,13 @@ def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, 
     raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
 
 
+def _sketch_docs(
+    docs: Sequence[str | bytes | Sequence[str]],
+) -> list[str | bytes | list[str] | tuple[str, ...]]:
+    """`_sketch_doc` of each document of a batch, named ``docs[i]``."""
+    return [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
+
+
 def sketch(hasher: MinHashParams, doc: str | bytes | Sequence[str]) -> bytes:
     """`MinHasher.sketch` natively, byte for byte."""
     return _sketcher(hasher).sketch(_sketch_doc(doc, "doc"), "doc")
@@ -243,20 +251,13 @@ def sketch(hasher: MinHashParams, doc: str | bytes | Sequence[str]) -> bytes:
 
 def sketch_many(hasher: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
     """`MinHasher.sketch_many` natively, byte for byte."""
-    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return _sketcher(hasher).sketch_many(batch)
+    return _sketcher(hasher).sketch_many(_sketch_docs(docs))
 
 
+@functools.lru_cache(maxsize=_ENGINES_MAX)
 def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
     """Return the native odd sketcher of (n, seed), made once."""
-    made = _odd_sketchers.get((n, seed))
-    if made is None:
-        made = _native.OddSketch(_UNICODE[PINNED.version], n, seed)
-        with _lock:
-            if len(_odd_sketchers) >= _ENGINES_MAX:
-                _odd_sketchers.clear()
-            _odd_sketchers[(n, seed)] = made
-    return made
+    return _native.OddSketch(_UNICODE, n, seed)
 
 
 def odd_sketch(n: int, seed: int, doc: str | bytes | Sequence[str], level: int | None) -> bytes:
@@ -268,8 +269,7 @@ def odd_sketch_many(
     n: int, seed: int, docs: Sequence[str | bytes | Sequence[str]], level: int | None
 ) -> list[bytes]:
     """`OddSketcher.sketch_many` natively (arguments as `odd_sketch`)."""
-    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return _odd_sketcher(n, seed).sketch_many(batch, level)
+    return _odd_sketcher(n, seed).sketch_many(_sketch_docs(docs), level)
 
 
 def odd_sketch_levels(n: int, seed: int, doc: str | bytes | Sequence[str], levels: list[int]) -> list[bytes]:
@@ -282,8 +282,7 @@ def banded_sketch_many(
 ) -> list[bytes]:
     """`BandedOddSketcher.sketch_many` natively, byte for byte: the band MinHash `bands` (of n and
     seed), the odd sketches of (n, seed), and the level above made from `above` shingles kept."""
-    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return _odd_sketcher(n, seed).banded_many(batch, _sketcher(bands), above)
+    return _odd_sketcher(n, seed).banded_many(_sketch_docs(docs), _sketcher(bands), above)
 
 
 def banded_stored_many(
@@ -291,18 +290,14 @@ def banded_stored_many(
 ) -> list[bytes]:
     """The stored sketches of `BandedOddSketcher` natively, byte for byte (arguments as
     `banded_sketch_many`): each the first `sketch_bytes` of its query sketch, in one pass a document."""
-    batch = [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-    return _odd_sketcher(n, seed).banded_stored_many(batch, _sketcher(bands))
+    return _odd_sketcher(n, seed).banded_stored_many(_sketch_docs(docs), _sketcher(bands))
 
 
 def fingerprint_stored_many(
     scheme: SchemeParams, n: int, seed: int, bands: MinHashParams, texts: Sequence[str | bytes]
-) -> tuple[list[int], list[bytes]] | None:
+) -> tuple[list[int], list[bytes]]:
     """`fingerprint_many(texts, scheme)` and `banded_stored_many(n, seed, bands, texts)` in one pass a
-    text, byte for byte; None where the scheme normalises by other Unicode rules than the sketches'
-    (each is then made on its own)."""
-    if scheme.unicode != PINNED.version:
-        return None
+    text, byte for byte."""
     engine, odd = _engine(scheme), _odd_sketcher(n, seed)
     return _native.fingerprint_stored_many(engine, odd, _sketcher(bands), list(texts), tokens.CHUNK_CHARS)
 
@@ -316,35 +311,17 @@ def sketch_text_lines(
     id_field: str,
     text_field: str,
     max_id: int,
-) -> tuple[list[str], list[int], list[bytes], list[int]] | None:
+) -> tuple[list[str], list[int], list[bytes], list[int]]:
     """`fingerprint_text_lines` with the stored sketches of the texts (`fingerprint_stored_many`):
-    `(ids, fingerprints, sketches, others)`; None where `fingerprint_stored_many` gives None.
+    `(ids, fingerprints, sketches, others)`.
 
     Raises:
         InvalidType: a line is not bytes.
     """
-    if scheme.unicode != PINNED.version:
-        return None
     engine, odd = _engine(scheme), _odd_sketcher(n, seed)
     return _native.sketch_text_lines(
         engine, odd, _sketcher(bands), raws, id_field, text_field, max_id, tokens.CHUNK_CHARS
     )
-
-
-def fingerprint_lines(
-    raws: list[bytes], id_field: str, fp_field: str, f: int, base: str, max_id: int
-) -> tuple[list[str], list[int], list[int]]:
-    """The ids and fingerprints of the JSON lines of the plain shape, and the positions of the others.
-
-    The plain shape: a flat object of strings, numbers, true, false and null; an ASCII id string of 1 to
-    `max_id` characters; a fingerprint string in hex (an optional 0x) or decimal (an optional minus) that fits
-    in f bits, without white space or escapes. base: as `parse_fingerprint`'s.
-
-    Raises:
-        InvalidArgument: f or base is out of range.
-        InvalidType: a line is not bytes.
-    """
-    return _native.fingerprint_lines(raws, id_field, fp_field, f, base, max_id)
 
 
 def fingerprint_text_lines(
@@ -375,12 +352,6 @@ def fingerprint_packed_texts(
     """
     engine = _engine(scheme)
     return _native.fingerprint_packed_texts(engine, data, offsets, wide, tokens.CHUNK_CHARS)
-
-
-def odd_estimates(query: bytes, others: Sequence[bytes]) -> list[float]:
-    """`OddSketcher.estimate_many` of checked sketches (lengths, levels), natively, float for float."""
-    estimate = _native.odd_estimate
-    return [estimate(query, other) for other in others]
 
 
 _WIDEST = 1 << 128

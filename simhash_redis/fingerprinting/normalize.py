@@ -1,7 +1,6 @@
 """Normalisation of texts (surrogates to U+FFFD, NFKC, casefold), by table lookups where they are exact.
 
-A `Normalizer` answers from one source of Unicode data (`ucd`): `PINNED` from Unicode 15.1, the same on
-every Python (fingerprint scheme 2), or `PYTHON` from the running interpreter (scheme 1).
+`PINNED` answers from Unicode 15.1 (`ucd`), the same on every Python.
 """
 
 from __future__ import annotations
@@ -15,34 +14,28 @@ import numpy as np
 import numpy.typing as npt
 
 from .charclass import CodePoints, class_of_kind, classes_from_kinds
-from .ucd import BmpImages, PinnedUnicode, UnicodeData
+from .ucd import BmpImages, PinnedUnicode
 
-__all__ = ["PINNED", "PYTHON", "Normalizer", "code_points", "normalize"]
+__all__ = ["PINNED", "Normalizer", "code_points", "normalize"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 Parts = tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]
 
 
-class Normalizer:
-    """Normalises and classifies text by one source of Unicode data; tables built on first use."""
+class Normalizer(PinnedUnicode):
+    """Normalises and classifies text by the pinned Unicode data; tables built on first use."""
 
-    def __init__(self, data: UnicodeData) -> None:
-        self.data = data
+    def __init__(self) -> None:
         self._nfkc_images: dict[int, str] = {}
         self._parts: dict[int, Parts | None] = {}
         self._astral_class: dict[int, int] = {}
         self._lock = threading.Lock()
 
-    @property
-    def version(self) -> str:
-        """The Unicode version of the data, or "python" for the running interpreter's."""
-        return self.data.version
-
     @functools.cached_property
     def bmp_classes(self) -> npt.NDArray[np.uint8]:
         """The tokenisation class of every BMP code point (`charclass`)."""
-        return classes_from_kinds(self.data.bmp_kinds())
+        return classes_from_kinds(self.bmp_kinds())
 
     def class_of(self, cp: int) -> int:
         """The tokenisation class of one code point (`charclass`)."""
@@ -50,7 +43,7 @@ class Normalizer:
             return int(self.bmp_classes[cp])
         known = self._astral_class.get(cp)
         if known is None:
-            known = self._astral_class[cp] = class_of_kind(cp, self.data.kind(cp))
+            known = self._astral_class[cp] = class_of_kind(cp, self.kind(cp))
         return known
 
     def classes_of(self, cps: CodePoints) -> npt.NDArray[np.uint8]:
@@ -65,23 +58,9 @@ class Normalizer:
                 classes[astral] = [self.class_of(cp) for cp in cps[astral].tolist()]
         return classes
 
-    def isspace(self, cp: int) -> bool:
-        """Tell whether a code point is whitespace."""
-        return self.data.isspace(cp)
-
-    @functools.cached_property
-    def special_bmp(self) -> npt.NDArray[np.bool_]:
-        """Per BMP code point, whether the data answers for texts holding it by its own rules."""
-        return self.data.special_bmp()
-
-    @functools.cached_property
-    def bmp_spaces(self) -> npt.NDArray[np.bool_]:
-        """`isspace` of every BMP code point."""
-        return self.data.bmp_spaces()
-
     @functools.cached_property
     def _bmp_images(self) -> BmpImages:
-        return self.data.bmp_images()
+        return self.bmp_images()
 
     @functools.cached_property
     def bmp_tables(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
@@ -106,7 +85,7 @@ class Normalizer:
         Per BMP code point of a raw text: bits 0-15 its single-code-point NFKC image (or itself), bits
         16-35 that image's entry in the first table, bit 36 set where the NFKC image is longer or
         outside the BMP or its casefold image is, or where the code point is one the data answers for
-        by its own rules (`UnicodeData.special_bmp`): a closer look is needed.
+        by its own rules (`PinnedUnicode.special_bmp`): a closer look is needed.
         """
         classes, premap, long_image = self.bmp_tables
         odd = long_image | (premap > 0xFFFF) | self.special_bmp
@@ -138,7 +117,7 @@ class Normalizer:
         """
         composing = np.zeros(0x10000, dtype=bool)
         composing[0x1100:0x1200] = True
-        combining, decompositions = self.data.bmp_composition_data()
+        combining, decompositions = self.bmp_composition_data()
         composing[list(combining)] = True
         for decomposition in decompositions.values():
             if not decomposition.startswith("<"):
@@ -151,12 +130,8 @@ class Normalizer:
         """NFKC of one code point alone, cached."""
         image = self._nfkc_images.get(cp)
         if image is None:
-            image = self._nfkc_images[cp] = self.data.nfkc_char(cp)
+            image = self._nfkc_images[cp] = self.nfkc_char(cp)
         return image
-
-    def is_nfkc(self, text: str) -> bool:
-        """Tell whether a surrogate-free text is in NFKC form."""
-        return self.data.is_nfkc(text)
 
     def _premap(self, text: str) -> str:
         """Replace each character by its own NFKC image, which leaves the text's NFKC unchanged.
@@ -198,7 +173,7 @@ class Normalizer:
             return text.lower()
         if _has_surrogates(text):
             text = _SURROGATES.sub("\ufffd", text)
-        if self.data.is_special(text):
+        if self.is_special(text):
             return self._mixed(text)
         return self._plain(text)
 
@@ -224,7 +199,7 @@ class Normalizer:
         microsecond a character), cut at stable starters; the rest through `_plain`.
         """
         cps = code_points(text)
-        special = self.data.special_of(cps)
+        special = self.special_of(cps)
         cuts = np.flatnonzero(self.stable_starters[np.minimum(cps, 0xFFFF)] & (cps < 0xFFFF) & ~special)
         pieces: list[str] = []
         done = 0
@@ -236,7 +211,7 @@ class Normalizer:
             end = int(cuts[where]) if where < len(cuts) else len(text)
             if start > done:
                 pieces.append(self._plain(text[done:start]))
-            pieces.append(self.data.own_normalize(text[max(start, done) : end]))
+            pieces.append(self.own_normalize(text[max(start, done) : end]))
             done = end
         if done < len(text):
             pieces.append(self._plain(text[done:]))
@@ -250,7 +225,7 @@ class Normalizer:
         composition (nor a Hangul jamo): nothing before it composes with it or reorders across it.
         """
         _, premap, long_image = self.bmp_tables
-        combining, _ = self.data.bmp_composition_data()
+        combining, _ = self.bmp_composition_data()
         stable: npt.NDArray[np.bool_] = (premap == np.arange(0x10000)) & ~long_image & ~self.composing_flags()
         stable[list(combining)] = False
         stable[0xD800:0xE000] = False
@@ -355,9 +330,7 @@ def _splice_parts(
     return np.concatenate(cps_pieces), np.concatenate(class_pieces)
 
 
-#: Unicode 15.1, the same on every Python: fingerprint scheme 2 and MinHash sketches.
-PINNED = Normalizer(PinnedUnicode())
-#: The running interpreter's Unicode data: fingerprint scheme 1.
-PYTHON = Normalizer(UnicodeData())
+#: Unicode 15.1, the same on every Python: fingerprints and sketches.
+PINNED = Normalizer()
 
 normalize = PINNED.normalize

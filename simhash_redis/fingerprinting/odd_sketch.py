@@ -244,7 +244,8 @@ class OddSketcher:
             for other in checked:
                 if _header(other)[1] != level:
                     raise _mismatch(level, _header(other)[1])
-            return np.array(engine_choice.native.odd_estimates(mine, checked), dtype=np.float64)
+            estimate = engine_choice.native.odd_estimate
+            return np.array([estimate(mine, other) for other in checked], dtype=np.float64)
         rows = np.frombuffer(b"".join(checked), dtype=np.uint8).reshape(len(checked), SKETCH_BYTES)
         words = _words(rows)
         wrong = np.flatnonzero(words >> 12 != level)

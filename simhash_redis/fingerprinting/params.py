@@ -11,8 +11,6 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .normalize import Normalizer
-
 __all__ = ["MinHashParams", "SchemeParams"]
 
 
@@ -37,13 +35,6 @@ class SchemeParams(Protocol):
     @property
     def stopwords(self) -> tuple[str, ...]:
         """Normalised, sorted, distinct stopwords."""
-
-    @property
-    def normalizer(self) -> Normalizer:
-        """The Unicode rules of the scheme's version."""
-
-    @property
-    def unicode(self) -> str: ...
 
 
 class MinHashParams(Protocol):

@@ -18,20 +18,16 @@ from .hashing import (
     dedupe,
     features_of,
     shared,
-    span_keys,
     to_ints,
 )
-from .normalize import code_points
+from .normalize import PINNED, code_points, normalize
 from .params import SchemeParams
 from .tokens import (
-    ascii_word_spans,
     collapse_whitespace,
     has_token,
     token_parts,
     token_parts_of,
-    token_spans_of,
 )
-from .xxh3 import VECTOR_MAX, hash_spans
 
 __all__ = ["Engine"]
 
@@ -42,14 +38,11 @@ class Engine:
     def __init__(self, scheme: SchemeParams) -> None:
         self.scheme = scheme
         self.lanes = 2 if scheme.f == 128 else 1
-        self.uni = scheme.normalizer
         self.table = shared(_token_tables, HashTable, scheme)
         self.n = 1 if scheme.features == "words" else scheme.n
         self.stop: frozenset[bytes] = frozenset(word.encode("utf-8") for word in scheme.stopwords)
         single = [ord(word) for word in scheme.stopwords if len(word) == 1]
         self.stop_cps = np.array(single, dtype=np.uint32)
-        # Word tokens are hashed by the vectorised xxh3 when the hashes are 64-bit and none is dropped.
-        self.vector_words = self.lanes == 1 and not self.stop
 
     def hashes(self, keys: list[Key]) -> U64:
         """The (len(keys), lanes) hashes of tokens (str or UTF-8)."""
@@ -72,77 +65,31 @@ class Engine:
 
     def text_tokens(self, norm: str) -> U64:
         """The token hashes of a normalised text, stopwords dropped, in text order."""
-        return self._hash_parts(*token_parts(norm, self.uni))[0]
+        return self._hash_parts(*token_parts(norm))[0]
 
-    def span_hashes(
-        self, buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.intp], ends: npt.NDArray[np.intp]
-    ) -> U64:
-        """The (tokens, 1) hashes of non-empty tokens given as spans of a byte buffer (`vector_words`)."""
-        lengths = ends - starts
-        out = hash_spans(buf, starts, lengths, self.scheme.seed)
-        longer = np.flatnonzero(lengths > VECTOR_MAX)
-        if len(longer):
-            keys: list[Key] = [buf[starts[i] : ends[i]].tobytes() for i in longer.tolist()]
-            out[longer] = self.hashes(keys)[:, 0]
-        return out.reshape(-1, 1)
-
-    def ascii_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
-        """Normalise, tokenise and hash raw ASCII texts in one pass (`vector_words` only): the token
-        hashes of all texts, one after the other, and the number of tokens of each."""
-        # A space separates tokens, so the texts joined by spaces tokenise as each would alone.
-        buf, starts, ends = ascii_word_spans(" ".join(texts))
-        lengths = np.fromiter(map(len, texts), dtype=np.intp, count=len(texts)) + 1
-        return self.span_hashes(buf, starts, ends), counts_between(starts, np.cumsum(lengths)[:-1] - 1)
-
-    def texts_tokens(self, texts: list[str], vector: bool) -> tuple[U64, npt.NDArray[np.intp]]:
-        """`ascii_tokens` of any raw texts, stopwords dropped; vector: whether word tokens may be hashed
-        by the vectorised xxh3 (see `vector_words`)."""
+    def texts_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
+        """Normalise, tokenise and hash raw texts in one pass, stopwords dropped: the token hashes of all
+        texts, one after the other, and the number of tokens of each."""
         # NUL separates tokens, never composes under NFKC and is never made or removed by it, so the
         # texts joined by NUL normalise and tokenise exactly as each would alone.
         joined = "\x00".join(texts)
         if joined.count("\x00") == len(texts) - 1:
-            cps, classes = self.uni.classified_code_points(joined)
+            cps, classes = PINNED.classified_code_points(joined)
             ends = np.flatnonzero(cps == 0)
             firsts = np.concatenate([[0], ends + 1])
-            if vector and self.vector_words:
-                found = self._vector_text(cps, classes)
-                if found is not None:
-                    return found[0], counts_between(found[1], ends)
-            words, cjk, is_cjk, starts = token_parts_of(cps, classes, self.uni)
+            words, cjk, is_cjk, starts = token_parts_of(cps, classes)
         else:
-            norms = [self.uni.normalize(text) for text in texts]
+            norms = [normalize(text) for text in texts]
             norm = "\n".join(norms)
             lengths = np.fromiter(map(len, norms), dtype=np.intp, count=len(norms)) + 1
             firsts = np.cumsum(lengths) - lengths
             ends = firsts[1:] - 1
-            words, cjk, is_cjk, starts = token_parts_of(code_points(norm), None, self.uni)
+            words, cjk, is_cjk, starts = token_parts_of(code_points(norm), None)
         hashes, keep = self._hash_parts(words, cjk, is_cjk)
         if keep is not None:
             owner = np.searchsorted(firsts, starts[keep], side="right") - 1
             return hashes, np.bincount(owner, minlength=len(texts)).astype(np.intp)
         return hashes, counts_between(starts, ends)
-
-    def _vector_text(
-        self, cps: npt.NDArray[np.uint16] | npt.NDArray[np.uint32], classes: npt.NDArray[np.uint8] | None
-    ) -> tuple[U64, npt.NDArray[np.intp]] | None:
-        """The token hashes of a normalised text and each token's first index, word tokens hashed by the
-        vectorised xxh3; None when over a quarter of the words are not ASCII (the bytes path is faster)."""
-        word_starts, word_ends, wide, firsts, is_cjk, starts = token_spans_of(cps, classes, self.uni)
-        wide_at = np.flatnonzero(wide)
-        if 4 * len(wide_at) > len(wide):
-            return None
-        # Below 128 a code point is its own UTF-8 byte; the bytes of wider ones are never read.
-        word_hashes = self.span_hashes(cps.astype(np.uint8), word_starts, word_ends)
-        if len(wide_at):
-            word_hashes[wide_at] = self.hashes(span_keys(cps, word_starts[wide_at], word_ends[wide_at]))
-        if len(word_starts) == len(starts):
-            return word_hashes, starts
-        table = shared(_cp_token_tables, CodePointTable, self.scheme).filled(firsts[is_cjk])
-        # Every token looked up by its first code point, the words' rows then overwritten: fewer passes
-        # than putting CJK and word hashes in place each through a mask.
-        out = np.take(table[:, 0], firsts, mode="clip")
-        out[np.flatnonzero(~is_cjk)] = word_hashes[:, 0]
-        return out.reshape(-1, 1), starts
 
     def _hash_parts(
         self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]
@@ -179,14 +126,12 @@ class Engine:
             raise InvalidType(f"{name} must hold str tokens only, got {type(bad).__name__}") from None
         # NUL never composes under NFKC, so normalising the joined tokens normalises each on its own.
         if joined.count("\x00") == len(tokens) - 1:
-            parts = self.uni.normalize(joined).encode("utf-8").split(b"\x00")
+            parts = normalize(joined).encode("utf-8").split(b"\x00")
         else:
-            parts = [self.uni.normalize(token).encode("utf-8") for token in tokens]
+            parts = [normalize(token).encode("utf-8") for token in tokens]
         return self.hashes([part for part in parts if part and part not in self.stop])
 
-    def text_unit(self, norm: str) -> U64:
-        """The token hashes of a normalised text; for "chars" those of its whitespace-collapsed characters
-        (none when the text has no token)."""
-        if self.scheme.features != "chars":
-            return self.text_tokens(norm)
-        return self.hashes(list(collapse_whitespace(norm)) if has_token(norm, self.uni) else [])
+    def chars_unit(self, norm: str) -> U64:
+        """The hashes of a normalised text's whitespace-collapsed characters ("chars" features; none when
+        the text has no token)."""
+        return self.hashes(list(collapse_whitespace(norm)) if has_token(norm) else [])

@@ -17,44 +17,29 @@ from ..checks import check_int
 from ..errors import ConfigurationMismatch, IndexCorrupted, InvalidArgument, InvalidType
 from . import engine_choice
 from .documents import Document
-from .normalize import PINNED, PYTHON, Normalizer
+from .normalize import PINNED
 from .tokens import FEATURE_KINDS
 
 __all__ = [
     "DEFAULT_SCHEME",
     "MAX_N",
     "SCHEME_VERSION",
-    "SCHEME_VERSIONS",
     "WEIGHTINGS",
     "Scheme",
     "stopwords_digest",
 ]
 
-#: The scheme version of new schemes; bumped whenever any bit of any fingerprint changes. Version 2
-#: normalises and classifies text by Unicode 15.1 on every Python; version 1 by the running
-#: interpreter's Unicode data (the same on every Python except for characters assigned after 13.0).
+#: The scheme version, in the meta string; bumped whenever any bit of any fingerprint changes. Text is
+#: normalised and classified by Unicode 15.1 on every Python.
 SCHEME_VERSION = 2
-#: The scheme versions this library computes: indexes made with an older one keep working.
-SCHEME_VERSIONS = (1, 2)
-#: The Unicode version each scheme version normalises and classifies text by ("python": the
-#: interpreter's own).
-UNICODE_OF_VERSION = {1: "python", 2: PINNED.version}
 #: Weightings: term frequency, or 1 for each distinct feature.
 WEIGHTINGS = ("tf", "binary")
 #: Longest shingle or character n-gram, in tokens or characters.
 MAX_N = 16
 _META_PREFIX = "simhash-redis/"
-_META_KEYS = {
-    1: ("features", "n", "f", "weighting", "hash", "seed", "norm", "stopwords"),
-    2: ("features", "n", "f", "weighting", "hash", "seed", "norm", "unicode", "stopwords"),
-}
+_META_KEYS = ("features", "n", "f", "weighting", "hash", "seed", "norm", "unicode", "stopwords")
 _HASH_NAME = "xxh3"
 _NORM_NAME = "nfkc-casefold"
-
-
-def _normalizer_of(version: int) -> Normalizer:
-    """The Unicode rules of a scheme version: the interpreter's for 1, Unicode 15.1 from 2 on."""
-    return PYTHON if version == 1 else PINNED
 
 
 def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
@@ -65,7 +50,7 @@ def _check_choice(name: str, value: object, choices: Iterable[object]) -> None:
         raise InvalidArgument(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
 
 
-def _normalize_stopwords(stopwords: object, uni: Normalizer) -> tuple[str, ...]:
+def _normalize_stopwords(stopwords: object) -> tuple[str, ...]:
     """Normalise a stopword collection into the sorted tuple of distinct normalised words."""
     if isinstance(stopwords, (str, bytes)) or not isinstance(stopwords, Iterable):
         raise InvalidType(f"stopwords must be an iterable of str, got {type(stopwords).__name__}")
@@ -73,7 +58,7 @@ def _normalize_stopwords(stopwords: object, uni: Normalizer) -> tuple[str, ...]:
     for word in stopwords:
         if not isinstance(word, str):
             raise InvalidType(f"stopwords must hold str only, got {type(word).__name__}")
-        norm = uni.normalize(word)
+        norm = PINNED.normalize(word)
         if not norm:
             raise InvalidArgument(f"stopwords must not hold empty words, got {word!r}")
         words.add(norm)
@@ -105,8 +90,6 @@ class Scheme:
         seed: the xxh3 seed, 0 to 2**64-1.
         stopwords: tokens dropped before features are built; given as any iterable of str, stored
             normalised, de-duplicated and sorted. Not allowed with "chars".
-        version: the scheme version, 2 (the default: text normalised by Unicode 15.1 on every Python)
-            or 1 (by the running interpreter's Unicode data), for indexes made before version 2.
     """
 
     features: str = defaults.FEATURES
@@ -115,7 +98,6 @@ class Scheme:
     weighting: str = "tf"
     seed: int = defaults.SEED
     stopwords: tuple[str, ...] = ()
-    version: int = SCHEME_VERSION
 
     def __post_init__(self) -> None:
         """Validate every field (InvalidType, InvalidArgument name it) and normalise the stopwords."""
@@ -126,32 +108,20 @@ class Scheme:
             raise InvalidArgument(f"f must be one of {defaults.SUPPORTED_F}, got {self.f}")
         _check_choice("weighting", self.weighting, WEIGHTINGS)
         check_int("seed", self.seed, 0, (1 << 64) - 1)
-        check_int("version", self.version, min(SCHEME_VERSIONS), max(SCHEME_VERSIONS))
-        words = _normalize_stopwords(self.stopwords, self.normalizer)
+        words = _normalize_stopwords(self.stopwords)
         if words and self.features == "chars":
             raise InvalidArgument('stopwords apply to tokens; features="chars" cannot use them')
         object.__setattr__(self, "stopwords", words)
         if self.features == "words":
             object.__setattr__(self, "n", 1)
 
-    @property
-    def normalizer(self) -> Normalizer:
-        """The Unicode rules of the scheme's version."""
-        return _normalizer_of(self.version)
-
-    @property
-    def unicode(self) -> str:
-        """The Unicode version the scheme normalises text by; "python" for the running interpreter's."""
-        return UNICODE_OF_VERSION[self.version]
-
     def to_meta(self) -> str:
         """The scheme's compact, stable meta string, such as "simhash-redis/2;features=shingles;n=3;f=64;
         weighting=tf;hash=xxh3;seed=0;norm=nfkc-casefold;unicode=15.1;stopwords=none" (one line)."""
-        unicode = f"unicode={self.unicode};" if self.version > 1 else ""
         return (
-            f"{_META_PREFIX}{self.version};features={self.features};n={self.n};f={self.f};"
-            f"weighting={self.weighting};hash={_HASH_NAME};seed={self.seed};norm={_NORM_NAME};{unicode}"
-            f"stopwords={stopwords_digest(self.stopwords)}"
+            f"{_META_PREFIX}{SCHEME_VERSION};features={self.features};n={self.n};f={self.f};"
+            f"weighting={self.weighting};hash={_HASH_NAME};seed={self.seed};norm={_NORM_NAME};"
+            f"unicode={PINNED.version};stopwords={stopwords_digest(self.stopwords)}"
         )
 
     @classmethod
@@ -173,8 +143,7 @@ class Scheme:
             raise InvalidType(f"meta must be a str, got {type(meta).__name__}")
         fields = _parse_meta(meta)
         digest = fields.pop("stopwords")
-        uni = _normalizer_of(fields["version"])
-        words: tuple[str, ...] = () if stopwords is None else _normalize_stopwords(stopwords, uni)
+        words: tuple[str, ...] = () if stopwords is None else _normalize_stopwords(stopwords)
         if stopwords_digest(words) != digest:
             if digest != "none" and stopwords is None:
                 raise ConfigurationMismatch(
@@ -213,21 +182,18 @@ def _parse_meta(meta: str) -> dict[str, Any]:
     if not version_text.isdigit() or not version_text.isascii():
         raise IndexCorrupted(f"scheme meta has a malformed version: {meta[:200]!r}")
     version = int(version_text)
-    if version not in SCHEME_VERSIONS:
+    if version != SCHEME_VERSION:
+        upgrade = ": upgrade simhash-redis" if version > SCHEME_VERSION else ""
         raise IndexCorrupted(
-            f"scheme version {version} is not supported (this library computes versions "
-            f"{', '.join(map(str, SCHEME_VERSIONS))}): upgrade simhash-redis"
+            f"scheme version {version} is not supported (this library computes version "
+            f"{SCHEME_VERSION}){upgrade}"
         )
     pairs = [item.partition("=") for item in rest.split(";")]
     keys = tuple(key for key, _, _ in pairs)
-    if keys != _META_KEYS[version] or any(not sep for _, sep, _ in pairs):
+    if keys != _META_KEYS or any(not sep for _, sep, _ in pairs):
         raise IndexCorrupted(f"scheme meta has unexpected fields: {meta[:200]!r}")
     values = {key: value for key, _, value in pairs}
-    if (
-        values["hash"] != _HASH_NAME
-        or values["norm"] != _NORM_NAME
-        or values.get("unicode", "python") != (UNICODE_OF_VERSION[version])
-    ):
+    if values["hash"] != _HASH_NAME or values["norm"] != _NORM_NAME or values["unicode"] != PINNED.version:
         raise IndexCorrupted(
             f"scheme meta names an unknown hash, normalisation or Unicode version: {meta[:200]!r}"
         )
@@ -239,7 +205,6 @@ def _parse_meta(meta: str) -> dict[str, Any]:
     return {
         "features": values["features"],
         "weighting": values["weighting"],
-        "version": version,
         "stopwords": values["stopwords"],
         **numbers,
     }

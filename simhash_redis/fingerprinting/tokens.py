@@ -10,19 +10,17 @@ import numpy.typing as npt
 
 from ..errors import InvalidType
 from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints
-from .normalize import PINNED, Normalizer, code_points
+from .normalize import PINNED, code_points, normalize
 
 __all__ = [
     "CHUNK_CHARS",
     "FEATURE_KINDS",
-    "ascii_word_spans",
     "collapse_whitespace",
     "has_token",
     "split_chunks",
     "token_bytes",
     "token_parts",
     "token_parts_of",
-    "token_spans_of",
     "tokenize",
 ]
 
@@ -41,64 +39,25 @@ _ASCII_TOKEN_TABLE = bytes(
 _NO_CODE_POINTS = np.zeros(0, dtype=np.uint32)
 
 
-def token_parts(
-    norm: str, uni: Normalizer = PINNED
-) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
-    """Tokenise a text normalised by uni, in text order: the word tokens (UTF-8), the CJK single-character
+def token_parts(norm: str) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+    """Tokenise a normalised text, in text order: the word tokens (UTF-8), the CJK single-character
     tokens' code points (hashed in bulk), and for each token whether it is a CJK one."""
     if norm.isascii():
         words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
         return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
-    words, cjk, is_cjk, _ = token_parts_of(code_points(norm), None, uni)
+    words, cjk, is_cjk, _ = token_parts_of(code_points(norm), None)
     return words, cjk, is_cjk
 
 
 def token_parts_of(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
+    cps: CodePoints, classes: npt.NDArray[np.uint8] | None
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
     """`token_parts` of a normalised text's code points (their classes, if known), plus each token's
     first index; one numpy pass, however long the text."""
-    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
+    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else PINNED.classes_of(cps))
     words = _words(cps, keep, after)
     is_cjk = np.take(cjk_mask, starts)
     return words, cps[starts[is_cjk]].astype(np.uint32), is_cjk, starts
-
-
-def token_spans_of(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None, uni: Normalizer
-) -> tuple[
-    npt.NDArray[np.intp],
-    npt.NDArray[np.intp],
-    npt.NDArray[np.bool_],
-    CodePoints,
-    npt.NDArray[np.bool_],
-    npt.NDArray[np.intp],
-]:
-    """`token_parts_of` with word tokens as spans: each word's first and past-the-end code point index and
-    whether it has a code point of 128 or more; then per token its first code point, whether it is CJK, and
-    its first index."""
-    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else uni.classes_of(cps))
-    # Word tokens are the runs of kept code points: each run starts and ends where `keep` changes.
-    edges = np.flatnonzero(keep != after)
-    if len(keep) and keep[-1]:
-        edges = np.append(edges, len(keep))
-    wide = np.zeros(len(edges) // 2, dtype=bool)
-    wide_at = np.flatnonzero(keep & (cps >= 0x80))
-    if len(wide_at):
-        # The word holding a code point is the last one starting at or before it.
-        wide[np.searchsorted(edges[0::2], wide_at, side="right") - 1] = True
-    return edges[0::2], edges[1::2], wide, cps[starts], np.take(cjk_mask, starts), starts
-
-
-def ascii_word_spans(
-    text: str,
-) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """Normalise and tokenise an ASCII text (raw or normalised) in one numpy pass: its bytes lower-cased
-    with every separator made a space, and each token's first and past-the-end byte index."""
-    data = np.frombuffer(text.encode("ascii").translate(_ASCII_TOKEN_TABLE), dtype=np.uint8)
-    # Tokens are the runs of non-space bytes: each starts and ends where that changes.
-    edges = np.flatnonzero(np.diff(data != _SPACE, prepend=False, append=False))
-    return data, edges[0::2], edges[1::2]
 
 
 def _scan(
@@ -136,9 +95,9 @@ def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.b
     return text.encode("utf-8").split()
 
 
-def token_bytes(norm: str, uni: Normalizer = PINNED) -> list[bytes]:
-    """The UTF-8 tokens of a text normalised by uni, in text order."""
-    words, cjk, is_cjk = token_parts(norm, uni)
+def token_bytes(norm: str) -> list[bytes]:
+    """The UTF-8 tokens of a normalised text, in text order."""
+    words, cjk, is_cjk = token_parts(norm)
     if not len(cjk):
         return words
     tokens: list[bytes] = [b""] * len(is_cjk)
@@ -149,23 +108,23 @@ def token_bytes(norm: str, uni: Normalizer = PINNED) -> list[bytes]:
     return tokens
 
 
-def has_token(norm: str, uni: Normalizer = PINNED) -> bool:
-    """Tell whether a text normalised by uni holds at least one token (a letter or digit)."""
+def has_token(norm: str) -> bool:
+    """Tell whether a normalised text holds at least one token (a letter or digit)."""
     if norm.isascii():
         return bool(norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).strip())
-    classes = uni.classes_of(code_points(norm))
+    classes = PINNED.classes_of(code_points(norm))
     return bool(((classes == LETTER) | (classes == CJK)).any())
 
 
-def tokenize(text: str, uni: Normalizer = PINNED) -> list[str]:
-    """Normalise and tokenise a text by uni (default: Unicode 15.1), as text documents are before hashing.
+def tokenize(text: str) -> list[str]:
+    """Normalise and tokenise a text, as text documents are before hashing.
 
     Raises:
         InvalidType: text is not a str.
     """
     if not isinstance(text, str):
         raise InvalidType(f"text must be a str, got {type(text).__name__}")
-    return [token.decode("utf-8") for token in token_bytes(uni.normalize(text), uni)]
+    return [token.decode("utf-8") for token in token_bytes(normalize(text))]
 
 
 def collapse_whitespace(norm: str) -> str:

@@ -1,11 +1,10 @@
-"""The Unicode data behind normalisation and tokenisation: the running Python's, or a pinned version's.
+"""The Unicode data behind normalisation and tokenisation: Unicode 15.1 on every Python.
 
-Scheme 1 asks the running interpreter; scheme 2 pins Unicode 15.1, shipped in
-``simhash_redis/data/unicode-15.1.json.gz`` (made by ``scripts/gen_unicode_data.py``). Unicode's stability
-policies keep an assigned code point's NFKC image, case folding, combining class and composition, so where a
-text holds only code points both assign, the interpreter's fast C code gives the pinned answer; around any
-other ("special") code point this module's own NFKC applies. Character kinds always come from the pinned
-tables: general categories do change.
+The data ships in ``simhash_redis/data/unicode-15.1.json.gz`` (made by ``scripts/gen_unicode_data.py``).
+Unicode's stability policies keep an assigned code point's NFKC image, case folding, combining class and
+composition, so where a text holds only code points both assign, the interpreter's fast C code gives the
+pinned answer; around any other ("special") code point this module's own NFKC applies. Character kinds
+always come from the pinned tables: general categories do change.
 """
 
 from __future__ import annotations
@@ -21,9 +20,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PINNED_VERSION", "BmpImages", "Images", "PinnedUnicode", "UnicodeData"]
+__all__ = ["PINNED_VERSION", "BmpImages", "Images", "PinnedUnicode"]
 
-#: The Unicode version that scheme 2 pins.
+#: The Unicode version that fingerprints and sketches pin.
 PINNED_VERSION = "15.1"
 
 # Hangul syllables compose and decompose by arithmetic (Unicode section 3.12).
@@ -71,88 +70,15 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-class UnicodeData:
-    """The questions normalisation and tokenisation ask of Unicode; answered by the interpreter here."""
+class PinnedUnicode:
+    """The questions normalisation and tokenisation ask of Unicode, answered from the pinned data file."""
 
-    #: "python" for the running interpreter's data, else the pinned Unicode version.
-    version = "python"
-
-    def kind(self, cp: int) -> str:
-        """Return "L" (letter or number), "M" (mark), "O" (other assigned) or "U" (unassigned)."""
-        category = unicodedata.category(chr(cp))
-        if category == "Cn":
-            return "U"
-        return "L" if category[0] in "LN" else ("M" if category[0] == "M" else "O")
-
-    def bmp_kinds(self) -> npt.NDArray[np.uint8]:
-        """Return `kind` of every BMP code point, as ASCII codes."""
-        return np.frombuffer(
-            "".join([self.kind(cp) for cp in range(0x10000)]).encode("ascii"), dtype=np.uint8
-        )
-
-    def is_nfkc(self, text: str) -> bool:
-        """Tell whether a surrogate-free text is in NFKC form."""
-        return unicodedata.is_normalized("NFKC", text)
-
-    def nfkc_char(self, cp: int) -> str:
-        """Return the NFKC image of one code point (not a surrogate)."""
-        return unicodedata.normalize("NFKC", chr(cp))
-
-    def bmp_images(self) -> BmpImages:
-        """Return the NFKC images and the case foldings of the BMP code points (surrogates: themselves)."""
-        # Each code point's image from one call over all of them, cut apart at U+0000: a starter that
-        # composes with nothing and is its own image, so no image reaches across it. Case folding is
-        # per character anyway.
-        text = _bmp_text()
-        return _cut(unicodedata.normalize("NFKC", text)), _cut(text.casefold())
-
-    def bmp_composition_data(self) -> tuple[dict[int, int], dict[int, str]]:
-        """Return the BMP code points' non-zero combining classes and their decomposition mappings."""
-        combining = {cp: unicodedata.combining(chr(cp)) for cp in range(0x10000)}
-        decompositions = {cp: unicodedata.decomposition(chr(cp)) for cp in range(0x10000)}
-        return (
-            {cp: value for cp, value in combining.items() if value},
-            {cp: value for cp, value in decompositions.items() if value},
-        )
-
-    def isspace(self, cp: int) -> bool:
-        """Tell whether a code point is whitespace (what `str.split` splits on)."""
-        return chr(cp).isspace()
-
-    def bmp_spaces(self) -> npt.NDArray[np.bool_]:
-        """Return `isspace` of every BMP code point."""
-        chars = _bmp_text()[::2]
-        spaces: npt.NDArray[np.bool_] = np.fromiter(map(str.isspace, chars), dtype=bool, count=0x10000)
-        return spaces
-
-    def special_bmp(self) -> npt.NDArray[np.bool_]:
-        """Return, per BMP code point, whether texts holding it need this class's own normalisation."""
-        return np.zeros(0x10000, dtype=bool)
-
-    def is_special(self, text: str) -> bool:
-        """Tell whether a text holds a code point the interpreter may answer for differently."""
-        return False
-
-    def own_normalize(self, text: str) -> str:
-        """Return the case folding of the NFKC form of a surrogate-free text, by this data's own rules."""
-        return unicodedata.normalize("NFKC", text).casefold()
-
-    def special_of(self, cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
-        """Tell, per code point, whether the interpreter may answer for it differently (`is_special`)."""
-        return np.zeros(len(cps), dtype=bool)
-
-
-class PinnedUnicode(UnicodeData):
-    """A pinned Unicode version's data ("major.minor"), from the file the generator made."""
-
-    def __init__(self, version: str = PINNED_VERSION) -> None:
-        self.version = version
-        self._file = f"unicode-{version}.json.gz"
+    version = PINNED_VERSION
 
     @functools.cached_property
     def _data(self) -> dict[str, Any]:
         """The data file's content, read on first use."""
-        raw = resources.files("simhash_redis.data").joinpath(self._file).read_bytes()
+        raw = resources.files("simhash_redis.data").joinpath(f"unicode-{PINNED_VERSION}.json.gz").read_bytes()
         data: dict[str, Any] = json.loads(gzip.decompress(raw))
         return data
 
@@ -227,19 +153,24 @@ class PinnedUnicode(UnicodeData):
         return (unicodedata.category(chr(cp)) == "Cn") != (self.kind(cp) == "U")
 
     def kind(self, cp: int) -> str:
+        """Return "L" (letter or number), "M" (mark), "O" (other assigned) or "U" (unassigned)."""
         starts, kinds = self._kinds
         return kinds[bisect.bisect_right(starts, cp) - 1]
 
     def bmp_kinds(self) -> npt.NDArray[np.uint8]:
+        """Return `kind` of every BMP code point, as ASCII codes."""
         starts, kinds = self._kinds
         bounds = np.array([*starts, 0x110000], dtype=np.int64).clip(max=0x10000)
         codes = np.frombuffer(kinds.encode("ascii"), dtype=np.uint8)
         return np.repeat(codes, np.diff(bounds))
 
     def isspace(self, cp: int) -> bool:
+        """Tell whether a code point is whitespace (what `str.split` splits on)."""
         return cp in self._space
 
+    @functools.cached_property
     def special_bmp(self) -> npt.NDArray[np.bool_]:
+        """`_special_cp` of every BMP code point."""
         table: npt.NDArray[np.bool_] = self._special_table[:0x10000].copy()
         return table
 
@@ -252,29 +183,39 @@ class PinnedUnicode(UnicodeData):
         return bool(np.take(self._special_table, np.frombuffer(text.encode("utf-32-le"), dtype="<u4")).any())
 
     def special_of(self, cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
+        """Tell, per code point, whether the interpreter may answer for it differently."""
         found: npt.NDArray[np.bool_] = np.take(self._special_table, cps)
         return found
 
     def own_normalize(self, text: str) -> str:
+        """Return the case folding of the NFKC form of a surrogate-free text, by the pinned tables."""
         fold = self._fold
         return "".join([fold.get(ord(char), char) for char in self._nfkc(text)])
 
     def nfkc_char(self, cp: int) -> str:
+        """Return the NFKC image of one code point (not a surrogate)."""
         return self._nfkc(chr(cp)) if self._special_cp(cp) else unicodedata.normalize("NFKC", chr(cp))
 
     def bmp_images(self) -> BmpImages:
-        images, folds = super().bmp_images()
-        for cp in np.flatnonzero(self.special_bmp()).tolist():
+        """Return the NFKC images and the case foldings of the BMP code points (surrogates: themselves)."""
+        # The interpreter's images from one call over all code points, cut apart at U+0000 (a starter that
+        # composes with nothing and is its own image, so no image reaches across it), then the special ones.
+        text = _bmp_text()
+        images, folds = _cut(unicodedata.normalize("NFKC", text)), _cut(text.casefold())
+        for cp in np.flatnonzero(self.special_bmp).tolist():
             for table, image in ((images, self._nfkc(chr(cp))), (folds, self._fold.get(cp, chr(cp)))):
                 table.first[cp], table.length[cp] = ord(image[0]), len(image)
         return images, folds
 
+    @functools.cached_property
     def bmp_spaces(self) -> npt.NDArray[np.bool_]:
+        """`isspace` of every BMP code point."""
         spaces = np.zeros(0x10000, dtype=bool)
         spaces[[cp for cp in self._space if cp <= 0xFFFF]] = True
         return spaces
 
     def bmp_composition_data(self) -> tuple[dict[int, int], dict[int, str]]:
+        """Return the BMP code points' non-zero combining classes and their decomposition mappings."""
         return (
             {cp: value for cp, value in self._combining.items() if cp <= 0xFFFF},
             {cp: value for cp, value in self._decompositions.items() if cp <= 0xFFFF},
@@ -293,6 +234,7 @@ class PinnedUnicode(UnicodeData):
         return bool(self._special_table[cp])
 
     def is_nfkc(self, text: str) -> bool:
+        """Tell whether a surrogate-free text is in NFKC form."""
         return self._nfkc(text) == text if self.is_special(text) else unicodedata.is_normalized("NFKC", text)
 
     def _nfkc(self, text: str) -> str:

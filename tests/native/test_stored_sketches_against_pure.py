@@ -140,6 +140,6 @@ def test_lines_are_read_fingerprinted_and_sketched_by_the_core() -> None:
 def test_real_texts() -> None:
     corpus = pytest.importorskip("benchmarks.corpus")
     texts = [*corpus.documents("en", 30, 3500), *corpus.documents("zh", 30, 3500)]
-    for scheme in (Scheme(), Scheme(version=1), Scheme(stopwords=["the"])):
+    for scheme in (Scheme(), Scheme(stopwords=["the"])):
         got = fingerprints_and_sketches(scheme, storing(BandedOddSketcher()), texts)
         assert got == separately(scheme, BandedOddSketcher(), texts)
