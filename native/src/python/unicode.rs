@@ -1,4 +1,4 @@
-//! The link to the running Python's Unicode data: the `Unicode` object holding the process's tables
+//! The link to the pinned Unicode data in Python: the `Unicode` object holding the process's tables
 //! (`UnicodeState`) and the Python functions that complete them (`simhash_redis.fingerprinting`'s
 //! `Normalizer`: its tables, `image_parts`, `normalize`, `class_of`/`isspace`, `is_nfkc`).
 //!
@@ -19,7 +19,7 @@ use crate::unicode::{Fast, Norm, Parts, Tables, UnicodeState, BMP, CJK};
 /// process), one after Python's answers; one more to spare.
 const ROUNDS: usize = 4;
 
-/// The running Python's Unicode data, with the Python functions that complete it.
+/// The pinned Unicode data, with the Python functions that complete it.
 #[pyclass(frozen, module = "simhash_redis_native")]
 pub struct Unicode {
     pub(crate) state: Arc<UnicodeState>,
