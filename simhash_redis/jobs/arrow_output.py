@@ -13,11 +13,11 @@ from .arrow import (
     ARROW_FORMATS,
     BATCH_ROWS,
     EXTENSIONS,
+    ArrowRows,
     checked_columns,
     dataset_files,
     pyarrow,
     record_batches,
-    records_of_batch,
     schema_of,
 )
 from .dedupe import Pair
@@ -164,7 +164,7 @@ class TableOutput:
                 row = 1
                 for batch in record_batches(file, kind, None):
                     names = checked_columns(batch.schema, file, options)
-                    items = records_of_batch(batch, file, row, options, *names)
+                    items = ArrowRows(file, row, batch, options, *names).records()
                     row += batch.num_rows
                     if self.rows == "all":
                         yield self._with_verdicts(batch, items, schema)

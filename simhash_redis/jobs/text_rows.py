@@ -12,9 +12,15 @@ from ..fingerprinting import Scheme, Sketcher, engine_choice
 from ..fingerprinting.banded_odd import fingerprints_and_sketches
 from .records import ReadOptions, Record, checked_id, checked_record, decode
 
-#: What a run's `texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
-#: and the sketches (a verified index) or None.
-Sketched = tuple[list[str], list[int], list[tuple[int, InputError]], list[bytes] | None]
+
+class Fingerprinted(NamedTuple):
+    """A run fingerprinted, as it comes back from a worker cheaply: the good records' ids and fingerprints
+    (and sketches, for a verified index), and each bad record with the number of good ones before it."""
+
+    ids: list[str]
+    fps: list[int]
+    errors: list[tuple[int, InputError]]
+    sketches: list[bytes] | None = None
 
 
 def fingerprints_of(
@@ -75,7 +81,7 @@ def sketched(
     hasher: Sketcher | None,
     namespace: str = "",
     done: list[int] | None = None,
-) -> Sketched:
+) -> Fingerprinted:
     """`ArrowRows.texts_fingerprinted` of rows read as lists: ids, and texts as UTF-8 bytes.
 
     Args:
@@ -105,10 +111,10 @@ def sketched(
         fps.append(fp)
     computed, sketches = fingerprints_of(here, scheme, hasher)
     if done is None:
-        return ids, computed, errors, sketches
+        return Fingerprinted(ids, computed, errors, sketches)
     for at, fp in zip(slots, computed, strict=True):
         fps[at] = fp
-    return ids, fps, errors, sketches
+    return Fingerprinted(ids, fps, errors, sketches)
 
 
 def _checked_row(raw_id: Any, raw: bytes | None, source: str, row: int, namespace: str) -> str | InputError:
@@ -138,7 +144,7 @@ class TextRows(NamedTuple):
         """The rows' records and errors, in row order."""
         return records_of_lists(self.ids, self.raws, self.source, self.first, self.options)
 
-    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
+    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted | None:
         """As `ArrowRows.texts_fingerprinted`."""
         if engine_choice.native is None:
             return None
@@ -194,7 +200,9 @@ class SharedTexts(NamedTuple):
     wide: bool
     options: ReadOptions
 
-    def texts_fingerprinted(self, memory: Any, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
+    def texts_fingerprinted(
+        self, memory: Any, scheme: Scheme, hasher: Sketcher | None
+    ) -> Fingerprinted | None:
         """As `ArrowRows.texts_fingerprinted`, the texts read where they lie in `memory` (the ring as this
         process maps it); None under the pure engine, or for a verified index (its sketches need texts)."""
         core = engine_choice.native
