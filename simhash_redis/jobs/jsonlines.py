@@ -18,11 +18,11 @@ from .records import (
     ReadOptions,
     Record,
     checked_record,
-    gunzipped,
     gzip_fault,
     is_blank,
     is_utf8,
     line_text,
+    open_input,
 )
 from .text_rows import Fingerprinted, fingerprints_of
 
@@ -67,7 +67,7 @@ def read_json_lines(
         EOFError, gzip.BadGzipFile: the gzip data is truncated or corrupt.
     """
     name = source if source is not None else str(path)
-    with open(path, "rb") as file, gunzipped(file) as stream:
+    with open_input(str(path)) as stream:
         for number, raw in enumerate(stream, 1):
             obj = _json_object(raw, number, name)
             if isinstance(obj, dict):

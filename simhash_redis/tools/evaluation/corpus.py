@@ -11,7 +11,7 @@ from pathlib import Path
 from ...errors import InputError
 from ...fingerprinting.charclass import is_cjk
 from ...jobs.jsonlines import JsonLine, read_json_lines
-from ...jobs.records import gunzipped
+from ...jobs.records import open_input
 
 __all__ = ["Doc", "detect_lang", "json_objects", "load_corpus", "load_pairs"]
 
@@ -95,7 +95,7 @@ def load_pairs(path: str | Path) -> list[tuple[str, str, int | None]]:
                 raise InputError(source, number, "expected an object with id_a and id_b")
             out.append((str(row["id_a"]), str(row["id_b"]), _label(row.get("label"), source, number)))
         return out
-    with path.open("rb") as raw, gunzipped(raw) as data, io.TextIOWrapper(data, encoding="utf-8") as text:
+    with open_input(str(path)) as data, io.TextIOWrapper(data, encoding="utf-8") as text:
         for number, fields in enumerate(csv.reader(text), 1):
             if not fields or (number == 1 and fields[0].strip() == "id_a"):
                 continue
