@@ -12,19 +12,11 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import Scheme, Sketcher, engine_choice
+from ..fingerprinting import Scheme, Sketcher
 from .read_ahead import read_ahead
 from .records import STDIN, ReadOptions, Record, files_under, source_name
 from .shared_ring import SharedRing
-from .text_rows import (
-    Fingerprinted,
-    PackedTexts,
-    SharedTexts,
-    TextRows,
-    offsets_of,
-    records_of_lists,
-    sketched,
-)
+from .text_rows import Fingerprinted, PackedTexts, SharedTexts, TextRows, offsets_of, records_of_lists
 
 __all__ = [
     "ARROW_FORMATS",
@@ -237,12 +229,14 @@ class ArrowRows(NamedTuple):
         column of bytes, or under the pure engine. The compiled core reads the column's UTF-8 bytes: no str
         per text."""
         binary = self._binary()
-        if binary is None or engine_choice.native is None:
+        if binary is None:
             return None
         # A view, not a cast: the same buffers, and no import of pyarrow.compute (40 ms of each worker).
         raws = self.batch.column(self.doc_name).view(binary).to_pylist()
-        ids = self.batch.column(self.id_name).to_pylist()
-        return sketched(self.source, self.first, ids, raws, scheme, hasher, self.options.namespace)
+        rows = TextRows(
+            self.source, self.first, self.batch.column(self.id_name).to_pylist(), raws, self.options
+        )
+        return rows.texts_fingerprinted(scheme, hasher)
 
     def _binary(self) -> Any:
         """The binary type the text column can be viewed as (None: fingerprints, or texts of another
@@ -255,9 +249,7 @@ class ArrowRows(NamedTuple):
 
     def text_bytes(self) -> int | None:
         """The bytes of the rows' texts, about (None: fingerprints, or texts read by `records`)."""
-        if self._binary() is None:
-            return None
-        return int(self.batch.column(self.doc_name).nbytes)
+        return None if self._binary() is None else int(self.batch.column(self.doc_name).nbytes)
 
     def for_worker(self, ring: SharedRing | None = None) -> ArrowRows | TextRows | PackedTexts | SharedTexts:
         """What a worker process is sent of these rows: texts as `SharedTexts` when the ring (mapped by the

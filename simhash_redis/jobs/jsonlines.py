@@ -56,13 +56,12 @@ def _json_object(
     return obj
 
 
-def read_json_lines(
-    path: str | os.PathLike[str], source: str | None = None
-) -> Iterator[JsonLine | InputError]:
-    """The objects of a JSON Lines file (gzipped or not; blank lines skipped), and an InputError for each
-    bad line, named source (default: the path).
+def read_json_lines(path: str | os.PathLike[str], source: str | None = None) -> Iterator[JsonLine]:
+    """The objects of a JSON Lines file (gzipped or not; blank lines skipped), named source (default: the
+    path).
 
     Raises:
+        InputError: the first bad line.
         OSError: the file cannot be opened.
         EOFError, gzip.BadGzipFile: the gzip data is truncated or corrupt.
     """
@@ -70,10 +69,10 @@ def read_json_lines(
     with open_input(str(path)) as stream:
         for number, raw in enumerate(stream, 1):
             obj = _json_object(raw, number, name)
-            if isinstance(obj, dict):
+            if isinstance(obj, InputError):
+                raise obj
+            if obj is not None:
                 yield JsonLine(name, number, obj)
-            elif obj is not None:
-                yield obj
 
 
 def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
