@@ -224,23 +224,18 @@ class ArrowRows(NamedTuple):
         return records_of_lists(ids, docs, self.source, self.first, self.options)
 
     def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted | None:
-        """The ids and text fingerprints (and sketches, with a hasher) of the rows, and each error with the
-        number of good rows before it, as `records` would give them; None for precomputed fingerprints, a
-        column of bytes, or under the pure engine. The compiled core reads the column's UTF-8 bytes: no str
-        per text."""
+        """The rows' `Fingerprinted`, as `records` would give them, the compiled core reading the column's
+        UTF-8 bytes (no str per text); None for precomputed fingerprints, bytes, or under the pure engine."""
         binary = self._binary()
         if binary is None:
             return None
         # A view, not a cast: the same buffers, and no import of pyarrow.compute (40 ms of each worker).
         raws = self.batch.column(self.doc_name).view(binary).to_pylist()
-        rows = TextRows(
-            self.source, self.first, self.batch.column(self.id_name).to_pylist(), raws, self.options
-        )
-        return rows.texts_fingerprinted(scheme, hasher)
+        ids = self.batch.column(self.id_name).to_pylist()
+        return TextRows(self.source, self.first, ids, raws, self.options).texts_fingerprinted(scheme, hasher)
 
     def _binary(self) -> Any:
-        """The binary type the text column can be viewed as (None: fingerprints, or texts of another
-        type, read by `records`)."""
+        """The binary type the text column can be viewed as (None: fingerprints, or other types)."""
         pa = pyarrow()[0]
         if self.options.fingerprint_field is not None:
             return None

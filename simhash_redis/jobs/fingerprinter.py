@@ -124,8 +124,7 @@ def by_records(items: Batch, scheme: Scheme, hasher: Sketcher | None, f: int, fp
 
 
 def _all_parsed(items: Batch, f: int, fp_base: str, hasher: Sketcher | None) -> Batch:
-    """The items with each precomputed fingerprint's text read; a bad record where a verified index
-    (hasher) needs the text."""
+    """The items, precomputed fingerprints read (bad records where a verified index needs the text)."""
     out: Batch = []
     for item in items:
         if isinstance(item, Record) and item.is_fingerprint and hasher is not None:
