@@ -280,8 +280,7 @@ class ArrowRows(NamedTuple):
 
 
 def _offsets(texts: Any) -> tuple[bytes, Any, bool]:
-    """A column of texts' offsets (string or large_string) as an array's bytes, as a memoryview of
-    ints, and whether they are of 64 bits."""
+    """A column of texts' offsets as an array's bytes, as ints, and whether they are of 64 bits."""
     offsets = texts.buffers()[1]
     wide = pyarrow()[0].types.is_large_string(texts.type)
     width = 8 if wide else 4
