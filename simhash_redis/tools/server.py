@@ -170,15 +170,14 @@ class EmbeddedServer:
                 chosen = port or daemon.free_port(self._home_port() if attempt == 0 else None)
                 try:
                     pid = self._spawn(binary, chosen)
+                    break
                 except _PortTaken:
                     if attempt == attempts - 1:
                         raise
-                    continue
-                self._write_state(pid, chosen, binary)
-                with contextlib.suppress(OSError):
-                    self._port_file.write_text(str(chosen))
-                return url_of(chosen)
-            raise AssertionError("unreachable")  # pragma: no cover
+            self._write_state(pid, chosen, binary)
+            with contextlib.suppress(OSError):
+                self._port_file.write_text(str(chosen))
+            return url_of(chosen)
 
     def _spawn(self, binary: str, port: int) -> int:
         # Starts the binary as a daemon and waits until it is ready; its pid. _PortTaken: another process
