@@ -111,9 +111,9 @@ class Settings:
             if self.redis_url:
                 self._resolved = self.redis_url
             else:
-                from simhash_redis.tools.server import ensure_running
+                from simhash_redis.tools.server import EmbeddedServer
 
-                self._resolved = ensure_running()
+                self._resolved = EmbeddedServer().start()
         return self._resolved
 
     def shown_url(self) -> str:

@@ -88,7 +88,7 @@ def url() -> None:
     Raises:
         typer.Exit: 1, the server is not running.
     """
-    found = EmbeddedServer().url()
+    found = EmbeddedServer().status().url
     if found is None:
         raise fail("the embedded server is not running: simhash-redis server start")
     typer.echo(found)

@@ -206,7 +206,7 @@ def test_cli_demo_uses_the_embedded_server_that_workers_then_share(embedded_home
     result = CliRunner().invoke(_app(), ["demo", "--groups", "3", "--examples", "1"])
     assert result.exit_code == 0, result.output
     assert "embedded server redis://127.0.0.1:" in result.output
-    url = EmbeddedServer(embedded_home / "server").url()
+    url = EmbeddedServer(embedded_home / "server").status().url
     assert url is not None and url in result.output
     worker = SimhashIndex.from_url(url, "demo")  # what a worker given `simhash-redis server url` does
     assert len(worker) == len(demo_job.read_sample())

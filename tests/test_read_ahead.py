@@ -11,7 +11,7 @@ from simhash_redis.jobs.read_ahead import read_ahead
 
 
 def _alive() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name == "read-ahead"]
+    return [thread for thread in threading.enumerate() if thread.name.startswith("read-ahead")]
 
 
 def test_items_in_order_the_first_read_before_any_thread() -> None:

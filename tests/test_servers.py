@@ -20,7 +20,7 @@ from redis.retry import Retry
 from simhash_redis.errors import RedisUnavailable
 from simhash_redis.tools import server as server_module
 from simhash_redis.tools.daemon import pid_alive
-from simhash_redis.tools.server import EmbeddedServer, ensure_running, find_server_binary
+from simhash_redis.tools.server import EmbeddedServer, find_server_binary
 from tests.servers import ClusterProcess, ServerProcess, free_port, server_supports_tls
 
 REPO = Path(__file__).resolve().parents[1]
@@ -159,7 +159,7 @@ def test_data_dir_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
 
 def test_start_reuse_status_stop(embedded: EmbeddedServer) -> None:
     assert embedded.status().running is False
-    assert embedded.url() is None
+    assert embedded.status().url is None
     assert embedded.stop() is False
     port = free_port()
     url = embedded.start(port)
@@ -253,12 +253,12 @@ def test_stale_state_file_is_cleaned_up(embedded: EmbeddedServer) -> None:
     assert json.loads(embedded.state_file.read_text())["pid"] == status.pid
 
 
-def test_ensure_running_starts_then_reuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_start_starts_then_reuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(server_module.HOME_ENV, str(tmp_path))
     monkeypatch.setattr(server_module, "DEFAULT_PORT", free_port())
     try:
-        url = ensure_running()
-        assert ensure_running() == url
+        url = EmbeddedServer().start()
+        assert EmbeddedServer().start() == url
         with redis.Redis.from_url(url) as client:
             assert client.ping() is True
     finally:

@@ -12,11 +12,11 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import Scheme, Sketcher, engine_choice
+from ..fingerprinting import Scheme, Sketcher
 from .read_ahead import read_ahead
 from .records import STDIN, ReadOptions, Record, files_under, source_name
 from .shared_ring import SharedRing
-from .text_rows import PackedTexts, SharedTexts, Sketched, TextRows, offsets_of, records_of_lists, sketched
+from .text_rows import Fingerprinted, PackedTexts, SharedTexts, TextRows, offsets_of, records_of_lists
 
 __all__ = [
     "ARROW_FORMATS",
@@ -30,7 +30,6 @@ __all__ = [
     "is_dataset",
     "pyarrow",
     "record_batches",
-    "records_of_batch",
     "schema_of",
 ]
 
@@ -161,14 +160,20 @@ def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = B
             yield from _sliced(batch, columns, rows)
         return
     with pa.memory_map(path) as source:
-        try:
-            reader = ipc.open_file(source)
-            batches: Iterator[Any] = (reader.get_batch(at) for at in range(reader.num_record_batches))
-        except pa.ArrowInvalid:  # not the file format: an IPC stream (.arrows)
-            source.seek(0)
-            batches = iter(ipc.open_stream(source))
-        for batch in batches:
+        for batch in _ipc_opened(source)[1]:
             yield from _sliced(batch, columns, rows)
+
+
+def _ipc_opened(source: Any) -> tuple[Any, Iterator[Any]]:
+    """The schema and the record batches of an Arrow IPC file, or of an IPC stream (.arrows)."""
+    pa, _, ipc = pyarrow()
+    try:
+        reader = ipc.open_file(source)
+        return reader.schema, (reader.get_batch(at) for at in range(reader.num_record_batches))
+    except pa.ArrowInvalid:  # not the file format: a stream
+        source.seek(0)
+        stream = ipc.open_stream(source)
+        return stream.schema, iter(stream)
 
 
 def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
@@ -192,25 +197,13 @@ def schema_of(path: str, fmt: str) -> Any:
     Raises:
         pyarrow.ArrowException, OSError: the file is not of the format, or is corrupt.
     """
-    pa, pq, ipc = pyarrow()
+    pa, pq, _ = pyarrow()
     if path == STDIN:
         return None
     if fmt == "parquet":
         return pq.read_schema(path)
     with pa.memory_map(path) as source:
-        try:
-            return ipc.open_file(source).schema
-        except pa.ArrowInvalid:
-            source.seek(0)
-            return ipc.open_stream(source).schema
-
-
-def records_of_batch(
-    batch: Any, source: str, first: int, options: ReadOptions, id_name: str, doc_name: str
-) -> list[Record | InputError]:
-    """The records of one record batch (its first row numbered `first`), an InputError for each bad row."""
-    ids, docs = batch.column(id_name).to_pylist(), batch.column(doc_name).to_pylist()
-    return records_of_lists(ids, docs, source, first, options)
+        return _ipc_opened(source)[0]
 
 
 class ArrowRows(NamedTuple):
@@ -226,26 +219,23 @@ class ArrowRows(NamedTuple):
     doc_name: str
 
     def records(self) -> list[Record | InputError]:
-        return records_of_batch(
-            self.batch, self.source, self.first, self.options, self.id_name, self.doc_name
-        )
+        """The rows' records, an InputError for each bad row."""
+        ids, docs = self.batch.column(self.id_name).to_pylist(), self.batch.column(self.doc_name).to_pylist()
+        return records_of_lists(ids, docs, self.source, self.first, self.options)
 
-    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
-        """The ids and text fingerprints (and sketches, with a hasher) of the rows, and each error with the
-        number of good rows before it, as `records` would give them; None for precomputed fingerprints, a
-        column of bytes, or under the pure engine. The compiled core reads the column's UTF-8 bytes: no str
-        per text."""
+    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted | None:
+        """The rows' `Fingerprinted`, as `records` would give them, the compiled core reading the column's
+        UTF-8 bytes (no str per text); None for precomputed fingerprints, bytes, or under the pure engine."""
         binary = self._binary()
-        if binary is None or engine_choice.native is None:
+        if binary is None:
             return None
         # A view, not a cast: the same buffers, and no import of pyarrow.compute (40 ms of each worker).
         raws = self.batch.column(self.doc_name).view(binary).to_pylist()
         ids = self.batch.column(self.id_name).to_pylist()
-        return sketched(self.source, self.first, ids, raws, scheme, hasher, self.options.namespace)
+        return TextRows(self.source, self.first, ids, raws, self.options).texts_fingerprinted(scheme, hasher)
 
     def _binary(self) -> Any:
-        """The binary type the text column can be viewed as (None: fingerprints, or texts of another
-        type, read by `records`)."""
+        """The binary type the text column can be viewed as (None: fingerprints, or other types)."""
         pa = pyarrow()[0]
         if self.options.fingerprint_field is not None:
             return None
@@ -254,9 +244,7 @@ class ArrowRows(NamedTuple):
 
     def text_bytes(self) -> int | None:
         """The bytes of the rows' texts, about (None: fingerprints, or texts read by `records`)."""
-        if self._binary() is None:
-            return None
-        return int(self.batch.column(self.doc_name).nbytes)
+        return None if self._binary() is None else int(self.batch.column(self.doc_name).nbytes)
 
     def for_worker(self, ring: SharedRing | None = None) -> ArrowRows | TextRows | PackedTexts | SharedTexts:
         """What a worker process is sent of these rows: texts as `SharedTexts` when the ring (mapped by the
@@ -292,8 +280,7 @@ class ArrowRows(NamedTuple):
 
 
 def _offsets(texts: Any) -> tuple[bytes, Any, bool]:
-    """A column of texts' offsets (string or large_string) as an array's bytes, as a memoryview of
-    ints, and whether they are of 64 bits."""
+    """A column of texts' offsets as an array's bytes, as ints, and whether they are of 64 bits."""
     offsets = texts.buffers()[1]
     wide = pyarrow()[0].types.is_large_string(texts.type)
     width = 8 if wide else 4

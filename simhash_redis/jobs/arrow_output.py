@@ -13,11 +13,11 @@ from .arrow import (
     ARROW_FORMATS,
     BATCH_ROWS,
     EXTENSIONS,
+    ArrowRows,
     checked_columns,
     dataset_files,
     pyarrow,
     record_batches,
-    records_of_batch,
     schema_of,
 )
 from .dedupe import Pair
@@ -28,9 +28,9 @@ __all__ = ["ROWS", "TableOutput"]
 #: Which rows an output holds: those kept (stored as new, or already stored under their id), those
 #: dropped as near-duplicates, or all of them with their verdict.
 ROWS = ("kept", "dropped", "all")
-#: The columns `rows="all"` adds: the verdict, the id of the near-duplicate that dropped a row, its
-#: distance, and (a verified index) its estimated Jaccard similarity.
-VERDICT_COLUMNS = ("status", "duplicate_of", "distance", "jaccard")
+#: The columns `rows="all"` adds, with their Arrow types: the verdict, the id of the near-duplicate that
+#: dropped a row, its distance, and (a verified index) its estimated Jaccard similarity.
+VERDICT_COLUMNS = {"status": "string", "duplicate_of": "string", "distance": "int32", "jaccard": "float64"}
 
 
 class TableOutput:
@@ -114,11 +114,8 @@ class TableOutput:
         schema = self.check(inputs, fmt)
         pa = pyarrow()[0]
         if self.rows == "all":
-            schema = schema.append(pa.field("status", pa.string()))
-            schema = schema.append(pa.field("duplicate_of", pa.string()))
-            schema = schema.append(pa.field("distance", pa.int32()))
-            if jaccard:
-                schema = schema.append(pa.field("jaccard", pa.float64()))
+            for name in list(VERDICT_COLUMNS)[: 4 if jaccard else 3]:
+                schema = schema.append(pa.field(name, getattr(pa, VERDICT_COLUMNS[name])()))
         partial = f"{self.path}.{os.getpid()}.partial"
         written = 0
         try:
@@ -164,7 +161,7 @@ class TableOutput:
                 row = 1
                 for batch in record_batches(file, kind, None):
                     names = checked_columns(batch.schema, file, options)
-                    items = records_of_batch(batch, file, row, options, *names)
+                    items = ArrowRows(file, row, batch, options, *names).records()
                     row += batch.num_rows
                     if self.rows == "all":
                         yield self._with_verdicts(batch, items, schema)

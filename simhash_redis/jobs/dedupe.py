@@ -126,8 +126,7 @@ class VerifiedDryRun:
         return out
 
     def _earlier(self, fp: int, sketch: bytes) -> VerifiedMatch | None:
-        """The most similar (then nearest, then first by id) earlier document of the run it is a
-        near-duplicate of."""
+        """The most similar (then nearest, then first by id) earlier near-duplicate in the run."""
         candidates = {(m.id, m.fingerprint) for m in self.memory.within(fp, self.verified.index.k)}
         candidates.update(pair for key in self._band_keys(sketch) for pair in self._bands.get(key, ()))
         if not candidates:

@@ -81,8 +81,7 @@ class ImportResult:
 
 
 def _id_map_keys(index: SimhashIndex) -> Iterator[tuple[KeySchema, list[bytes]]]:
-    """The id-map buckets of the index, a SCAN page at a time, with the key names of their period (of
-    every live period, with retention)."""
+    """The id-map buckets (of every live period) a SCAN page at a time, with their period's key names."""
     if index.windows is None:
         yield from ((index.keys, page) for page in index.store.scan("id"))
         return

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from ..errors import InputError, SimhashRedisError
 from ..fingerprinting import Scheme, Sketcher
@@ -23,20 +23,10 @@ from .arrow import ArrowRows
 from .jsonlines import JsonLines
 from .records import Record, fingerprint_read
 from .shared_ring import SharedRing
-from .text_rows import PackedTexts, SharedTexts, TextRows, fingerprints_of
+from .text_rows import Fingerprinted, PackedTexts, SharedTexts, TextRows, fingerprints_of
 
 #: Records and bad records in input order, as the readers give them.
 Batch = list[Record | InputError]
-
-
-class Fingerprinted(NamedTuple):
-    """A batch fingerprinted, as it comes back from a worker cheaply: the good records' ids and fingerprints
-    (and sketches, for a verified index), and each bad record with the number of good ones before it."""
-
-    ids: list[str]
-    fps: list[int]
-    errors: list[tuple[int, InputError]]
-    sketches: list[bytes] | None = None
 
 
 def _compact(items: Batch, fps: list[int], sketches: list[bytes] | None) -> Fingerprinted:
@@ -120,14 +110,11 @@ def fingerprinted(
         assert _worker_ring is not None
         done = unit.texts_fingerprinted(_worker_ring, scheme, hasher)
         if done is not None:
-            return Fingerprinted(*done)
+            return done
         unit = unit.unpacked(_worker_ring)
     if isinstance(unit, JsonLines) and unit.options.fingerprint_field is not None and hasher is None:
-        return Fingerprinted(*unit.fingerprints(f, fp_base))
-    done = unit.texts_fingerprinted(scheme, hasher)
-    if done is not None:
-        return Fingerprinted(*done)
-    return by_records(unit.records(), scheme, hasher, f, fp_base)
+        return unit.fingerprints(f, fp_base)
+    return unit.texts_fingerprinted(scheme, hasher) or by_records(unit.records(), scheme, hasher, f, fp_base)
 
 
 def by_records(items: Batch, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str) -> Fingerprinted:
@@ -137,8 +124,7 @@ def by_records(items: Batch, scheme: Scheme, hasher: Sketcher | None, f: int, fp
 
 
 def _all_parsed(items: Batch, f: int, fp_base: str, hasher: Sketcher | None) -> Batch:
-    """The items with each precomputed fingerprint's text read; a bad record where a verified index
-    (hasher) needs the text."""
+    """The items, precomputed fingerprints read (bad records where a verified index needs the text)."""
     out: Batch = []
     for item in items:
         if isinstance(item, Record) and item.is_fingerprint and hasher is not None:
@@ -299,7 +285,7 @@ class Fingerprinter:
             # back (0.3 against 1.1 s a million on two cores).
             read = unit.fingerprints_here(self.f, self.fp_base)
             if read is not None:
-                return _Due(lambda: Fingerprinted(*read))
+                return _Due(lambda: read)
         if not self._parallel(len(unit.raws) if isinstance(unit, JsonLines) else unit.batch.num_rows):
             done = fingerprinted(unit, self.scheme, self.hasher, self.f, self.fp_base)
             return _Due(lambda: done)

@@ -22,8 +22,7 @@ _CHUNK = 1 << 20
 
 
 def starts_array(stream: IO[bytes]) -> bool:
-    """Tell whether a buffered byte stream holds a JSON array (its first byte after white space and a
-    BOM is "["), peeking at its buffer without reading."""
+    """Tell, by a peek, whether a buffered stream holds a JSON array ("[" after white space and a BOM)."""
     peek = getattr(stream, "peek", None)
     if peek is None:
         return False

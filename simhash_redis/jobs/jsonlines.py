@@ -18,13 +18,13 @@ from .records import (
     ReadOptions,
     Record,
     checked_record,
-    gunzipped,
     gzip_fault,
     is_blank,
     is_utf8,
     line_text,
+    open_input,
 )
-from .text_rows import Sketched, fingerprints_of
+from .text_rows import Fingerprinted, fingerprints_of
 
 
 class JsonLine(NamedTuple):
@@ -56,24 +56,23 @@ def _json_object(
     return obj
 
 
-def read_json_lines(
-    path: str | os.PathLike[str], source: str | None = None
-) -> Iterator[JsonLine | InputError]:
-    """The objects of a JSON Lines file (gzipped or not; blank lines skipped), and an InputError for each
-    bad line, named source (default: the path).
+def read_json_lines(path: str | os.PathLike[str], source: str | None = None) -> Iterator[JsonLine]:
+    """The objects of a JSON Lines file (gzipped or not; blank lines skipped), named source (default: the
+    path).
 
     Raises:
+        InputError: the first bad line.
         OSError: the file cannot be opened.
         EOFError, gzip.BadGzipFile: the gzip data is truncated or corrupt.
     """
     name = source if source is not None else str(path)
-    with open(path, "rb") as file, gunzipped(file) as stream:
+    with open_input(str(path)) as stream:
         for number, raw in enumerate(stream, 1):
             obj = _json_object(raw, number, name)
-            if isinstance(obj, dict):
+            if isinstance(obj, InputError):
+                raise obj
+            if obj is not None:
                 yield JsonLine(name, number, obj)
-            elif obj is not None:
-                yield obj
 
 
 def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
@@ -99,10 +98,6 @@ def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator
             yield item
 
 
-#: What `JsonLines.fingerprints` gives: ids, fingerprints, and each error with the good lines before it.
-Fingerprints = tuple[list[str], list[int], list[tuple[int, InputError]]]
-
-
 class JsonLines(NamedTuple):
     """Consecutive raw lines of a JSON Lines input, to be parsed where they are fingerprinted."""
 
@@ -119,21 +114,21 @@ class JsonLines(NamedTuple):
         )
         return [item for item in items if item is not None]
 
-    def fingerprints(self, f: int, fp_base: str) -> Fingerprints:
+    def fingerprints(self, f: int, fp_base: str) -> Fingerprinted:
         """The ids and precomputed fingerprints of lines read with `fingerprint_field`, and each error
         with the number of good lines before it, as `records` and `codec.parse_fingerprint` give them."""
         done = self._natively(f, fp_base, len(self.raws))
         if done is not None:
             return done
         everything = range(len(self.raws))
-        return _merged([], [], everything, [self._line(at, f, fp_base) for at in everything])
+        return Fingerprinted(*_merged([], [], everything, [self._line(at, f, fp_base) for at in everything]))
 
-    def fingerprints_here(self, f: int, fp_base: str) -> Fingerprints | None:
+    def fingerprints_here(self, f: int, fp_base: str) -> Fingerprinted | None:
         """`fingerprints` when the compiled core reads all but one line in 16 itself, else None (the
         others cost the pure reader 3-20 times more each: a worker process does them faster)."""
         return self._natively(f, fp_base, len(self.raws) // 16)
 
-    def _natively(self, f: int, fp_base: str, most: int) -> Fingerprints | None:
+    def _natively(self, f: int, fp_base: str, most: int) -> Fingerprinted | None:
         """`fingerprints` by the compiled core and, for at most `most` lines, the pure reader; else None."""
         core, options = engine_choice.native, self.options
         fp_field = options.fingerprint_field or options.text_field
@@ -145,7 +140,7 @@ class JsonLines(NamedTuple):
         ids, fps, others = read
         if len(others) > most:
             return None
-        return _merged(ids, fps, others, [self._line(at, f, fp_base) for at in others])
+        return Fingerprinted(*_merged(ids, fps, others, [self._line(at, f, fp_base) for at in others]))
 
     def _plain(self, doc_field: str) -> bool:
         """Whether the compiled core can read these lines: UTF-8, ids as they are (no namespace), and
@@ -153,7 +148,7 @@ class JsonLines(NamedTuple):
         options = self.options
         return options.encoding == "utf-8" and not options.namespace and is_utf8(options.id_field, doc_field)
 
-    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None = None) -> Sketched | None:
+    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None = None) -> Fingerprinted | None:
         """The ids and text fingerprints (and sketches, with a `storing` hasher) of the lines, and each error
         with the number of good lines before it, as `records` gives them; None under the pure engine, for
         precomputed fingerprints, lines the core cannot read (`_plain`), or another hasher."""
@@ -173,7 +168,7 @@ class JsonLines(NamedTuple):
                 return None
             ids, fps, sketches, others = read
         if not others:
-            return ids, fps, [], sketches
+            return Fingerprinted(ids, fps, [], sketches)
         items = [_json_record(self.raws[at], self.first + at, self.source, options) for at in others]
         texts = [str(item.doc) for item in items if isinstance(item, Record)]
         new_fps, new_sketches = fingerprints_of(texts, scheme, hasher)
@@ -182,8 +177,8 @@ class JsonLines(NamedTuple):
         values = fps if sketches is None else list(zip(fps, sketches, strict=True))
         all_ids, merged, errors = _merged(ids, values, others, results)
         if sketches is None:
-            return all_ids, merged, errors, None
-        return all_ids, [fp for fp, _ in merged], errors, [sketch for _, sketch in merged]
+            return Fingerprinted(all_ids, merged, errors)
+        return Fingerprinted(all_ids, [fp for fp, _ in merged], errors, [sketch for _, sketch in merged])
 
     def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
         """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""

@@ -238,8 +238,8 @@ class Loader:
         try:
             batches = self._good_batches(records)
             if mode is Bulk.OFF:
-                for ids, fps, sketches in batches:
-                    self._write(ids, fps, sketches)
+                for batch in batches:
+                    self._write(*batch)
             else:
                 self._write_bulk(batches, mode)
             if self.stats.written and self.dry_run is None:
@@ -289,11 +289,9 @@ class Loader:
                 held += len(batch[0])
                 if held >= BULK_MIN:
                     break
-            if held < BULK_MIN:
-                for ids, fps, sketches in head:
-                    for at in range(0, len(ids), self.batch_size):
-                        part = slice(at, at + self.batch_size)
-                        self._write(ids[part], fps[part], None if sketches is None else sketches[part])
+            if held < BULK_MIN:  # batches of batch_size documents at most, as the add_many path writes them
+                for batch in head:
+                    self._write(*batch)
                 return
             batches = itertools.chain(head, batches)
         self.stats.bulk = True

@@ -7,30 +7,20 @@ while another thread may hold a lock (pyarrow's memory pool's).
 
 from __future__ import annotations
 
-import contextlib
-import queue
-import threading
+from collections import deque
 from collections.abc import Generator, Iterator
-from typing import Generic, TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 __all__ = ["DEPTH", "read_ahead"]
 
 _T = TypeVar("_T")
-#: Items read ahead of the consumer at most (besides the one the thread is reading).
+#: Items read ahead of the consumer at most.
 DEPTH = 2
-#: Seconds between the consumer's checks that a thread it stopped has ended.
-_POLL = 0.05
-
-
-class _Failed(Generic[_T]):
-    """What the reading thread hands over when the iterator raised."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
 
 
 class _End:
-    """What the reading thread hands over after the last item."""
+    """What the reading thread gives after the last item."""
 
 
 def read_ahead(items: Iterator[_T], depth: int = DEPTH) -> Iterator[_T]:
@@ -44,35 +34,15 @@ def read_ahead(items: Iterator[_T], depth: int = DEPTH) -> Iterator[_T]:
     except StopIteration:
         return
     yield first
-    handed: queue.Queue[_T | _Failed[_T] | _End] = queue.Queue(depth)
-    stop = threading.Event()
-    thread = threading.Thread(target=_read, args=(items, handed, stop), name="read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = handed.get()
-            if isinstance(item, _End):
-                return
-            if isinstance(item, _Failed):
-                raise item.error
-            yield item
-    finally:
-        stop.set()
-        while thread.is_alive():  # a thread blocked on a full queue is freed by taking an item
-            with contextlib.suppress(queue.Empty):
-                handed.get(timeout=_POLL)
-        thread.join()
-
-
-def _read(items: Iterator[_T], handed: queue.Queue[_T | _Failed[_T] | _End], stop: threading.Event) -> None:
-    try:
-        for item in items:
-            handed.put(item)
-            if stop.is_set():
-                return
-        handed.put(_End())
-    except BaseException as exc:  # handed over, raised in the consumer's thread
-        handed.put(_Failed(exc))
-    finally:
-        if isinstance(items, Generator):
-            items.close()
+    # One thread: the iterator is never entered by two at once, and its items come in order.
+    with ThreadPoolExecutor(1, thread_name_prefix="read-ahead") as thread:
+        ahead: deque[Future[_T | _End]] = deque(thread.submit(next, items, _End()) for _ in range(depth))
+        try:
+            while not isinstance(item := ahead.popleft().result(), _End):
+                yield item
+                ahead.append(thread.submit(next, items, _End()))
+        finally:
+            for future in ahead:
+                future.cancel()
+            if isinstance(items, Generator):
+                thread.submit(items.close).result()

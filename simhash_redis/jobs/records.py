@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import io
 import os
@@ -99,23 +100,13 @@ def open_input(path: str) -> Iterator[IO[bytes]]:
     Raises:
         OSError: the file cannot be opened.
     """
-    if path == STDIN:
-        with gunzipped(sys.stdin.buffer) as stream:
-            yield stream
-    else:
-        with open(path, "rb") as raw, gunzipped(raw) as stream:
-            yield stream
-
-
-@contextmanager
-def gunzipped(raw: IO[bytes]) -> Iterator[IO[bytes]]:
-    """A byte stream (the caller closes it) read through gzip when it starts with the gzip magic number."""
-    buffered: io.BufferedReader = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
-    if buffered.peek(2)[:2] == GZIP_MAGIC:
-        with gzip.GzipFile(fileobj=buffered, mode="rb") as unzipped:
-            yield unzipped  # type: ignore[misc]
-    else:
-        yield buffered
+    with contextlib.ExitStack() as stack:
+        raw = sys.stdin.buffer if path == STDIN else stack.enter_context(open(path, "rb"))
+        buffered: io.BufferedReader = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+        if buffered.peek(2)[:2] == GZIP_MAGIC:
+            yield stack.enter_context(gzip.GzipFile(fileobj=buffered, mode="rb"))  # type: ignore[arg-type]
+        else:
+            yield buffered
 
 
 def gzip_fault(source: str, exc: Exception, last: int) -> InputError:

@@ -12,9 +12,15 @@ from ..fingerprinting import Scheme, Sketcher, engine_choice
 from ..fingerprinting.banded_odd import fingerprints_and_sketches
 from .records import ReadOptions, Record, checked_id, checked_record, decode
 
-#: What a run's `texts_fingerprinted` gives: ids, fingerprints, each error with the good rows before it,
-#: and the sketches (a verified index) or None.
-Sketched = tuple[list[str], list[int], list[tuple[int, InputError]], list[bytes] | None]
+
+class Fingerprinted(NamedTuple):
+    """A run fingerprinted, as it comes back from a worker cheaply: the good records' ids and fingerprints
+    (and sketches, for a verified index), and each bad record with the number of good ones before it."""
+
+    ids: list[str]
+    fps: list[int]
+    errors: list[tuple[int, InputError]]
+    sketches: list[bytes] | None = None
 
 
 def fingerprints_of(
@@ -66,51 +72,6 @@ def _blank(raw: bytes) -> bool:
     return first.isspace() and raw.decode("utf-8").isspace()
 
 
-def sketched(
-    source: str,
-    first: int,
-    ids_read: list[Any],
-    raws: list[bytes | None],
-    scheme: Scheme,
-    hasher: Sketcher | None,
-    namespace: str = "",
-    done: list[int] | None = None,
-) -> Sketched:
-    """`ArrowRows.texts_fingerprinted` of rows read as lists: ids, and texts as UTF-8 bytes.
-
-    Args:
-        done: the compiled core's fingerprints (in row order) of the texts it has read and checked, whose
-            bytes are None here; without it, a None text is a null.
-    """
-    ids: list[str] = []
-    fps: list[int] = []
-    errors: list[tuple[int, InputError]] = []
-    here: list[bytes] = []  # the texts fingerprinted here, and where in fps each goes
-    slots: list[int] = []
-    core = iter(done or ())
-    for row, (raw_id, raw) in enumerate(zip(ids_read, raws, strict=True), first):
-        fp = next(core) if done is not None and raw is None else 0
-        if raw_id is None or (raw is None and done is None):
-            reason = f"the {'id' if raw_id is None else 'text'} is null"
-            errors.append((len(ids), InputError(source, row, reason)))
-            continue
-        doc_id = _checked_row(raw_id, raw, source, row, namespace)
-        if isinstance(doc_id, InputError):
-            errors.append((len(ids), doc_id))
-            continue
-        if raw is not None:
-            slots.append(len(ids))
-            here.append(raw)
-        ids.append(doc_id)
-        fps.append(fp)
-    computed, sketches = fingerprints_of(here, scheme, hasher)
-    if done is None:
-        return ids, computed, errors, sketches
-    for at, fp in zip(slots, computed, strict=True):
-        fps[at] = fp
-    return ids, fps, errors, sketches
-
-
 def _checked_row(raw_id: Any, raw: bytes | None, source: str, row: int, namespace: str) -> str | InputError:
     """A row's document id, or why it is not stored: its id's error, or a text not UTF-8 or empty (raw
     None: a text the compiled core fingerprinted, having checked it)."""
@@ -138,11 +99,44 @@ class TextRows(NamedTuple):
         """The rows' records and errors, in row order."""
         return records_of_lists(self.ids, self.raws, self.source, self.first, self.options)
 
-    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
-        """As `ArrowRows.texts_fingerprinted`."""
+    def texts_fingerprinted(
+        self, scheme: Scheme, hasher: Sketcher | None, done: list[int] | None = None
+    ) -> Fingerprinted | None:
+        """As `ArrowRows.texts_fingerprinted`.
+
+        Args:
+            done: the compiled core's fingerprints (in row order) of the texts it has read and checked, whose
+                bytes are None here; without it, a None text is a null.
+        """
         if engine_choice.native is None:
             return None
-        return sketched(self.source, self.first, self.ids, self.raws, scheme, hasher, self.options.namespace)
+        ids: list[str] = []
+        fps: list[int] = []
+        errors: list[tuple[int, InputError]] = []
+        here: list[bytes] = []  # the texts fingerprinted here, and where in fps each goes
+        slots: list[int] = []
+        core = iter(done or ())
+        for row, (raw_id, raw) in enumerate(zip(self.ids, self.raws, strict=True), self.first):
+            fp = next(core) if done is not None and raw is None else 0
+            if raw_id is None or (raw is None and done is None):
+                reason = f"the {'id' if raw_id is None else 'text'} is null"
+                errors.append((len(ids), InputError(self.source, row, reason)))
+                continue
+            doc_id = _checked_row(raw_id, raw, self.source, row, self.options.namespace)
+            if isinstance(doc_id, InputError):
+                errors.append((len(ids), doc_id))
+                continue
+            if raw is not None:
+                slots.append(len(ids))
+                here.append(raw)
+            ids.append(doc_id)
+            fps.append(fp)
+        computed, sketches = fingerprints_of(here, scheme, hasher)
+        if done is None:
+            return Fingerprinted(ids, computed, errors, sketches)
+        for at, fp in zip(slots, computed, strict=True):
+            fps[at] = fp
+        return Fingerprinted(ids, fps, errors, sketches)
 
 
 class PackedTexts(NamedTuple):
@@ -194,7 +188,9 @@ class SharedTexts(NamedTuple):
     wide: bool
     options: ReadOptions
 
-    def texts_fingerprinted(self, memory: Any, scheme: Scheme, hasher: Sketcher | None) -> Sketched | None:
+    def texts_fingerprinted(
+        self, memory: Any, scheme: Scheme, hasher: Sketcher | None
+    ) -> Fingerprinted | None:
         """As `ArrowRows.texts_fingerprinted`, the texts read where they lie in `memory` (the ring as this
         process maps it); None under the pure engine, or for a verified index (its sketches need texts)."""
         core = engine_choice.native
@@ -207,7 +203,9 @@ class SharedTexts(NamedTuple):
         raws: list[bytes | None] = [None] * len(self.ids)
         for at in others:
             raws[at] = data[bounds[at] - base : bounds[at + 1] - base]
-        return sketched(self.source, self.first, self.ids, raws, scheme, None, self.options.namespace, fps)
+        return TextRows(self.source, self.first, self.ids, raws, self.options).texts_fingerprinted(
+            scheme, None, fps
+        )
 
     def unpacked(self, memory: Any) -> TextRows:
         """The rows, each text cut out of `memory` (the ring as this process maps it) as its own bytes."""

@@ -27,9 +27,9 @@ def default_url() -> str:
     from_env = os.environ.get(URL_ENV)
     if from_env:
         return from_env
-    from .server import ensure_running  # only when needed: importing simhash_redis stays as fast
+    from .server import EmbeddedServer  # only when needed: importing simhash_redis stays as fast
 
-    return ensure_running()
+    return EmbeddedServer().start()
 
 
 @overload

@@ -125,8 +125,7 @@ def wait_exit(pid: int, timeout: float) -> bool:
 
 
 def is_server(pid: int, binary: str) -> bool:
-    """Whether pid is alive and runs a Valkey/Redis server started from `binary` ("" if unknown), not a
-    reused pid."""
+    """Whether pid is a live Valkey/Redis server started from `binary` ("" if unknown), not a reused pid."""
     if pid <= 0 or not pid_alive(pid):
         return False
     try:
@@ -168,8 +167,7 @@ def client(port: int, timeout: float = _PROBE_TIMEOUT) -> redis.Redis:
 
 
 def probe(port: int, pid: int) -> dict[str, Any] | None:
-    """INFO server and persistence of process pid on port (answered while loading); None if it does not
-    answer."""
+    """INFO server and persistence of process pid on port (answered while loading); None: no answer."""
     try:
         with client(port) as probing:
             info: dict[str, Any] = probing.info("server")

@@ -19,7 +19,7 @@ from ..index import SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..index.lifecycle import drop_index
 from ..index.mode import LIBRARY, Asking, asked_mode, open_in_mode
 from ..jobs.dedupe import Pair, groups
-from .evaluation.corpus import json_objects
+from ..jobs.jsonlines import read_json_lines
 
 __all__ = [
     "DEMO_INDEX",
@@ -86,7 +86,7 @@ def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
     """
     with resources.as_file(resources.files("simhash_redis.data").joinpath(_SAMPLE)) as bundled:
         docs = []
-        for source, line, value in json_objects(path or bundled, None if path else _SAMPLE):
+        for source, line, value in read_json_lines(path or bundled, None if path else _SAMPLE):
             doc_id, text = value.get("id"), value.get("text")
             if not isinstance(doc_id, str) or not isinstance(text, str):
                 raise InputError(source, line, 'expected an object with string "id" and "text" fields')

@@ -81,8 +81,7 @@ def map_bytes_per_doc(load: float) -> float:
 
 
 def distinct_candidate_probability(layout: Layout) -> float:
-    """The chance that a random fingerprint shares at least one table key with a given query (times N:
-    the expected number of distinct candidates)."""
+    """The chance that a random fingerprint shares a table key with a query (times N: distinct candidates)."""
     p = [2.0**-w for w in layout.blocks]
     sizes = {len(t) for t in layout.tables}
     size = min(sizes)

@@ -31,7 +31,6 @@ __all__ = [
     "HOME_ENV",
     "EmbeddedServer",
     "ServerStatus",
-    "ensure_running",
     "find_server_binary",
 ]
 
@@ -171,15 +170,14 @@ class EmbeddedServer:
                 chosen = port or daemon.free_port(self._home_port() if attempt == 0 else None)
                 try:
                     pid = self._spawn(binary, chosen)
+                    break
                 except _PortTaken:
                     if attempt == attempts - 1:
                         raise
-                    continue
-                self._write_state(pid, chosen, binary)
-                with contextlib.suppress(OSError):
-                    self._port_file.write_text(str(chosen))
-                return url_of(chosen)
-            raise AssertionError("unreachable")  # pragma: no cover
+            self._write_state(pid, chosen, binary)
+            with contextlib.suppress(OSError):
+                self._port_file.write_text(str(chosen))
+            return url_of(chosen)
 
     def _spawn(self, binary: str, port: int) -> int:
         # Starts the binary as a daemon and waits until it is ready; its pid. _PortTaken: another process
@@ -308,10 +306,6 @@ class EmbeddedServer:
             True, pid, port, url_of(port), self.data_dir, None if version is None else str(version)
         )
 
-    def url(self) -> str | None:
-        """The URL of the running server, or None when it is not running."""
-        return self.status().url
-
     def _home_port(self) -> int:
         # The port this directory's server takes when it can, so its URL stays the same: the last one
         # used, else 6390 for the default directory and one derived from the path for another.
@@ -320,12 +314,3 @@ class EmbeddedServer:
         if self.data_dir == _default_data_dir():
             return DEFAULT_PORT
         return _PORT_BASE + zlib.crc32(str(self.data_dir).encode()) % _PORT_SPAN
-
-
-def ensure_running(data_dir: str | os.PathLike[str] | None = None) -> str:
-    """The URL of the embedded server of data_dir (default as in `EmbeddedServer`), started if needed.
-
-    Raises:
-        RedisUnavailable: no server binary is installed, or the server could not be started.
-    """
-    return EmbeddedServer(data_dir).start()

@@ -106,9 +106,9 @@ def plain(errors: list[tuple[int, InputError]]) -> list[tuple[int, tuple[str, in
 
 
 def both(run: JsonLines, f: int, base: str) -> tuple[Read, Read]:
-    ids, fps, errors = run.fingerprints(f, base)
+    ids, fps, errors, _ = run.fingerprints(f, base)
     with pure_engine():
-        pure_ids, pure_fps, pure_errors = run.fingerprints(f, base)
+        pure_ids, pure_fps, pure_errors, _ = run.fingerprints(f, base)
     return (ids, fps, plain(errors)), (pure_ids, pure_fps, plain(pure_errors))
 
 
@@ -135,7 +135,7 @@ def test_the_plain_shape_is_read_by_the_core() -> None:
     ids, fps, others = engine_choice.native.fingerprint_lines(raws, "id", "fp", 64, "auto", 512)  # type: ignore[union-attr]
     assert (ids, fps, others) == (["a", "b"], [0x8FFE, 2**64 - 1], [2])
     run = JsonLines("in.jsonl", 7, [*raws, b"\n", b"nope\n"], ReadOptions(fingerprint_field="fp"))
-    ids, fps, errors = run.fingerprints(64, "auto")
+    ids, fps, errors, _ = run.fingerprints(64, "auto")
     assert (ids, fps) == (["a", "b", "c"], [0x8FFE, 2**64 - 1, 0x1F])
     assert [(at, error.line) for at, error in errors] == [(3, 11)]
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 from ...errors import InputError
 from ...fingerprinting.charclass import is_cjk
-from ...jobs.jsonlines import JsonLine, read_json_lines
-from ...jobs.records import gunzipped
+from ...jobs.jsonlines import read_json_lines
+from ...jobs.records import open_input
 
-__all__ = ["Doc", "detect_lang", "json_objects", "load_corpus", "load_pairs"]
+__all__ = ["Doc", "detect_lang", "load_corpus", "load_pairs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,14 +31,6 @@ def detect_lang(text: str) -> str:
     return "zh" if letters and cjk * 5 >= len(letters) else "en"
 
 
-def json_objects(path: str | Path, source: str | None = None) -> Iterator[JsonLine]:
-    """The objects of a JSON Lines file (`read_json_lines`); its first bad line raises its InputError."""
-    for item in read_json_lines(path, source):
-        if isinstance(item, InputError):
-            raise item
-        yield item
-
-
 def load_corpus(path: str | Path) -> list[Doc]:
     """The documents of a JSON Lines corpus (gzipped or not) of objects with id, text and optional lang
     (else `detect_lang`), in file order.
@@ -50,7 +41,7 @@ def load_corpus(path: str | Path) -> list[Doc]:
     """
     docs: list[Doc] = []
     seen: set[str] = set()
-    for source, number, row in json_objects(path):
+    for source, number, row in read_json_lines(path):
         doc_id, text, lang = row.get("id"), row.get("text"), row.get("lang")
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
             raise InputError(source, number, "id must be a string")
@@ -90,12 +81,12 @@ def load_pairs(path: str | Path) -> list[tuple[str, str, int | None]]:
     path = Path(path)
     out: list[tuple[str, str, int | None]] = []
     if ".jsonl" in path.suffixes or ".json" in path.suffixes:
-        for source, number, row in json_objects(path):
+        for source, number, row in read_json_lines(path):
             if "id_a" not in row or "id_b" not in row:
                 raise InputError(source, number, "expected an object with id_a and id_b")
             out.append((str(row["id_a"]), str(row["id_b"]), _label(row.get("label"), source, number)))
         return out
-    with path.open("rb") as raw, gunzipped(raw) as data, io.TextIOWrapper(data, encoding="utf-8") as text:
+    with open_input(str(path)) as data, io.TextIOWrapper(data, encoding="utf-8") as text:
         for number, fields in enumerate(csv.reader(text), 1):
             if not fields or (number == 1 and fields[0].strip() == "id_a"):
                 continue

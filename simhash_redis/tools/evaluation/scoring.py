@@ -128,8 +128,7 @@ class Report:
 
 
 def format_report(report: Report, ks: Sequence[int] | None = None) -> str:
-    """A report as Markdown tables: the ground truth, then P/R/F1 per setting at each k of ks (default
-    0..max_k)."""
+    """A report as Markdown tables: the ground truth, then P/R/F1 per setting at each k (default 0..max_k)."""
     ks = list(ks if ks is not None else range(report.max_k + 1))
     lines = ["| lang | docs | empty | pairs scored | positives | truth |", "|---|---|---|---|---|---|"]
     for t in report.truths:

@@ -35,8 +35,7 @@ class Setting:
 
 
 def scheme_setting(name: str, scheme: Scheme, tokenizer: Callable[[str], list[str]] | None = None) -> Setting:
-    """A setting named `name` in reports, fingerprinting with a library scheme, on the tokens of
-    `tokenizer` (e.g. jieba.lcut) if given."""
+    """A setting named `name` fingerprinting with a library scheme, on `tokenizer`'s tokens if given."""
 
     def run(texts: Sequence[str]) -> list[int]:
         return scheme.fingerprint_many(texts if tokenizer is None else [tokenizer(text) for text in texts])
