@@ -198,9 +198,8 @@ def commands(
             [column.native() for column in columns],
             CHUNK_ARGS,
         )
-        yield from (PackedCommands(data, count) for data, count in found)
-        return
-    yield from chunks(_pieces(head, groups, columns, packed), packed)
+        return _packed(found)
+    return chunks(_pieces(head, groups, columns, packed), packed)
 
 
 def _pieces(
@@ -249,9 +248,8 @@ def script_runs(
             call_entries,
             CHUNK_ARGS,
         )
-        yield from (PackedCommands(data, count) for data, count in found)
-        return
-    yield from chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
+        return _packed(found)
+    return chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
 
 
 def _run_pieces(
@@ -316,10 +314,8 @@ def attach_calls(
             call_pairs,
             CHUNK_ARGS,
         )
-        yield from (PackedCommands(data, count) for data, count in found)
-        return
-    pieces = _attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed)
-    yield from chunks(pieces, packed)
+        return _packed(found)
+    return chunks(_attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed), packed)
 
 
 def _attach_pieces(
@@ -373,6 +369,11 @@ def _attach_pieces(
             )
             yield count, 1, [head, *keys, *argv]
             keys, argv, pairs = [], [], 0
+
+
+def _packed(found: Iterator[tuple[bytes, int]]) -> Iterator[Sequence[Command]]:
+    """The compiled core's chunks, as RESP bytes and their command counts."""
+    return (PackedCommands(data, count) for data, count in found)
 
 
 def _numbers(groups: Groups) -> tuple[bytes, bytes, bytes]:

@@ -315,11 +315,7 @@ class KeySchema:
             return None
         joined = np.frombuffer(b"".join([s[:span] for s in sketches]), dtype=np.uint8)
         fields = joined.reshape(len(sketches) * count, width)
-        digits = fields.astype(np.uint64)
-        values = digits[:, 0].copy()
-        for j in range(1, width):  # big-endian, as int.from_bytes reads a band
-            values = (values << np.uint64(8)) | digits[:, j]
-        numbers = values % np.uint64(buckets)
+        numbers = _big_endian(fields) % np.uint64(buckets)
         # The band's prefix (one width: bands 0-9), then the number in hex without leading zeros.
         prefix_bytes = np.frombuffer(b"".join(self._band_prefixes_of(count)[:count]), dtype=np.uint8)
         prefixes = prefix_bytes.reshape(count, -1)
@@ -346,10 +342,7 @@ class KeySchema:
         fields = [[s[i * width : (i + 1) * width] for s in whole] for i in range(count)]
         if width <= 8:
             joined = np.frombuffer(b"".join([s[:span] for s in whole]), dtype=np.uint8)
-            digits = joined.reshape(len(whole), count, width).astype(np.uint64)
-            values = digits[:, :, 0].copy()
-            for j in range(1, width):  # big-endian, as int.from_bytes reads a band
-                values = (values << np.uint64(8)) | digits[:, :, j]
+            values = _big_endian(joined.reshape(len(whole), count, width))
             numbers: npt.NDArray[np.uint64] = values % np.uint64(buckets)
         else:
             values = None
@@ -407,6 +400,14 @@ class KeySchema:
 # Compiled on first use, kept outside the instance so it stays picklable.
 _TABLES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
 _SUFFIXES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
+
+
+def _big_endian(digits: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """Byte rows (the last axis) as big-endian ints, as int.from_bytes reads a band."""
+    values = digits[..., 0].astype(np.uint64)
+    for j in range(1, digits.shape[-1]):
+        values = (values << np.uint64(8)) | digits[..., j]
+    return values
 
 
 def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], list[bytes]]:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..codec import decode_fp, pack_fps
+from ..codec import decode_fp
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
@@ -28,6 +28,7 @@ from .writes import (
     SketchedGuard,
     Write,
     Writes,
+    band_args,
     guard_args,
     outcome_of,
     parts_of,
@@ -438,20 +439,15 @@ def _sketched(
 ) -> None:
     """A verified document's keys and arguments (write.lua, format 'w')."""
     doc_id, new, old, where, guard = doc
-    places = current.band_places(guard.sketch, verification) if new else []
     kind = b"m" if guard.moving else b"s" if guard.checks else b"k"
-    args.extend((doc_id, new, old, where or b"", kind, len(places)))
-    keys.extend(key for key, _ in places)
-    if places:
-        args.append(pack_fps([new], f))
-        args.extend(field for _, field in places)
+    args.extend((doc_id, new, old, where or b"", kind))
+    bands = band_args(current, verification, f, new, guard, keys, args)
     if guard.checks:
         read = guard.windows or ()
-        if len(guard) != len(read) * (tables + len(places)):
+        if len(guard) != len(read) * (tables + bands):
             # Any other count would shift every later document's arguments.
             raise ValueError(
-                f"a guard of {len(guard)} sets, for {len(read)} periods of {tables} tables "
-                f"+ {len(places)} bands"
+                f"a guard of {len(guard)} sets, for {len(read)} periods of {tables} tables + {bands} bands"
             )
         fp = decode_fp(new, f)
         for window in read:
