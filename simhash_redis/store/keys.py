@@ -179,9 +179,9 @@ class KeySchema:
 
     def periods_map_builder(self, windows: Sequence[int], kind: str) -> Callable[[bytes], list[bytes]]:
         """`id_bucket` (kind "id") or `fp_bucket` ("fp") in each of several periods, hashed once."""
-        prefixes = [f"{self.prefix}:{self.name}:w{window}:{kind}:".encode() for window in windows]
-        bucket = self._fp_number if kind == "fp" else self._bucket
-        return lambda doc_id: [prefix + number for number in (bucket(doc_id),) for prefix in prefixes]
+        in_periods = self.periods_key_builder(windows)
+        bucket = self.fp_bucket if kind == "fp" else self.id_bucket
+        return lambda raw: in_periods(bucket(raw))
 
     def periods_key_builder(self, windows: Sequence[int]) -> Callable[[bytes], list[bytes]]:
         """A key of these names (a band's bucket, say) as each of several periods names it."""
@@ -257,10 +257,6 @@ class KeySchema:
         """The type a key of ours holds, as TYPE names it; None for none of ours."""
         kind = self.kind_of(key)
         return None if kind is None else _TYPES[kind[0]]
-
-    def table_pattern(self, table: int) -> str:
-        """The SCAN pattern of every bucket of one table."""
-        return f"{self.base}:t{table}:*"
 
     def lock(self, table_key: bytes) -> bytes:
         """The add-if-new lock of one table bucket (outside the table pattern, so scans skip it)."""

@@ -312,15 +312,10 @@ class Reads:
                 lists = _with_sketches(id_replies, sketches)
             else:
                 lists = [None if reply is None else decode_ids(reply) for reply in id_replies]
-            if per_map == 1:
-                for one, listed in zip(asked, lists, strict=True):
-                    if listed is not None:
-                        ids_of[one] = listed
-            else:  # each period's map of one fingerprint, merged
-                for n, one in enumerate(asked):
-                    parts = lists[n * per_map : (n + 1) * per_map]
-                    if any(part is not None for part in parts):
-                        ids_of[one] = _merged(parts)
+            for n, one in enumerate(asked):  # each period's map of one fingerprint, merged
+                parts = lists[n * per_map : (n + 1) * per_map]
+                if any(part is not None for part in parts):
+                    ids_of[one] = _merged(parts)
         return [matches_of(hit, ids_of) for hit in per_query]
 
 
