@@ -198,17 +198,8 @@ class KeySchema:
 
     def periods_builder(self, windows: Sequence[int]) -> Callable[[int], list[bytes]]:
         """`tables` of each of several periods, period by period, as one function."""
-        tails = _SUFFIXES.get(self)
-        if tails is None:
-            formats = [f"t{i}:%0{width}x".encode() for i, width in enumerate(self._layout.hex_widths)]
-            tails = _SUFFIXES[self] = _compile_tables(formats, self._layout)
-        prefixes = [f"{self.prefix}:{self.name}:w{window}:".encode() for window in windows]
-
-        def keys(fp: int) -> list[bytes]:
-            suffixes = tails(fp)
-            return [prefix + suffix for prefix in prefixes for suffix in suffixes]
-
-        return keys
+        in_periods, tables = self.periods_key_builder(windows), self.table_builder()
+        return lambda fp: [key for keys in zip(*map(in_periods, tables(fp)), strict=True) for key in keys]
 
     def table_form(self, table: int) -> KeyForm:
         """How a table's key values become its bucket keys."""
@@ -395,7 +386,6 @@ class KeySchema:
 
 # Compiled on first use, kept outside the instance so it stays picklable.
 _TABLES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
-_SUFFIXES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
 
 
 def _big_endian(digits: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
