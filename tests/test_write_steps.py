@@ -28,7 +28,7 @@ from simhash_redis.store import (
 )
 from simhash_redis.store import writes as writes_module
 from simhash_redis.store.store import FP_IDS, ID_CAS, WRITE, run_calls
-from simhash_redis.store.windows import View
+from simhash_redis.store.windows import View, WindowedSets
 from simhash_redis.store.writes import Progress
 from simhash_redis.transport import READ, SEND, ScriptMissing, Steps
 
@@ -322,6 +322,24 @@ def test_a_period_write_stops_at_a_call_refused_for_another_period(monkeypatch: 
     assert call_keys[:2] == [keys.in_window(7).counts, keys.in_window(8).counts]
     # Started again after a lost connection, the round resumes after what was acknowledged: nothing.
     assert _run(windowed_writes.period_steps(periods, 64, 4, view, sent, acked), lambda _: [])[1] == []  # type: ignore[arg-type]
+
+
+def test_a_period_write_refuses_a_guard_of_another_count_of_sets() -> None:
+    """A guard's sets are counted against its periods' tables and bands, plain or verified: another count
+    would shift every later document's arguments in the call."""
+    keys = _writes().keys
+    periods, view = _Periods(keys), _view(keys, (7, 8), 8)
+
+    def call(guard: Any) -> list[Any]:
+        command = windowed_writes.command(periods, 64, 4, view, [(0, b"a", FA, b"", 0, guard)])  # type: ignore[arg-type]
+        return _args(command)[2]
+
+    assert call(WindowedSets([[b"m"]] * 8, (7, 8)))[-18:] == [b"1", 8, *[1] * 8, *[b"m"] * 8]  # 2 x 4 tables
+    sketched = SketchedGuard(WindowedSets([[]] * 8, (7, 8)), b"sketch")
+    assert call(sketched)[-12:] == [b"s", 0, 8, *[0] * 8, b"sketch"]  # no band tables
+    for guard in (WindowedSets([[]] * 7, (7, 8)), SketchedGuard(WindowedSets([[]] * 4, (7, 8)), b"sketch")):
+        with pytest.raises(ValueError, match=r"a guard of (7|4) sets, for 2 periods of 4 tables"):
+            call(guard)
 
 
 def test_a_cluster_period_write_commits_into_the_current_period_and_clears_the_old_one() -> None:

@@ -213,9 +213,5 @@ def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str
     matches = [
         Match(doc_id, candidate, d) for raw, (candidate, d) in found.items() for doc_id in ids_of.get(raw, ())
     ]
-    matches.sort(key=_match_order)
+    matches.sort(key=lambda match: (match.distance, match.id))
     return matches
-
-
-def _match_order(match: Match) -> tuple[int, str]:
-    return (match.distance, match.id)

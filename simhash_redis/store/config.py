@@ -197,14 +197,11 @@ class IndexConfig:
             InvalidArgument: the arguments contradict each other or are out of range.
             InvalidType: an argument has the wrong type.
         """
-        if layout is not None and not isinstance(layout, Layout):
-            raise InvalidType(f"layout must be a Layout, got {type(layout).__name__}")
-        if scheme is not None and not isinstance(scheme, Scheme):
-            raise InvalidType(f"scheme must be a Scheme, got {type(scheme).__name__}")
-        if verification is not None and not isinstance(verification, Verification):
-            raise InvalidType(f"verification must be a Verification, got {type(verification).__name__}")
-        if retention is not None and not isinstance(retention, Retention):
-            raise InvalidType(f"retention must be a Retention, got {type(retention).__name__}")
+        typed = {"layout": layout, "scheme": scheme, "verification": verification, "retention": retention}
+        kinds = (Layout, Scheme, Verification, Retention)
+        for (arg, given), kind in zip(typed.items(), kinds, strict=True):
+            if given is not None and not isinstance(given, kind):
+                raise InvalidType(f"{arg} must be a {kind.__name__}, got {type(given).__name__}")
         for arg, value in (("k", k), ("f", f), ("id_buckets", id_buckets)):
             if value is not None and (not is_int(value)):
                 raise InvalidType(f"{arg} must be an int, got {type(value).__name__}")

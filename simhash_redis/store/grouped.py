@@ -28,8 +28,8 @@ CHUNK_ARGS = 16_384
 IN_FLIGHT = 2
 #: The RESP form of one argument.
 BULK = b"$%d\r\n%b\r\n"
-#: A piece of a step: (arguments, commands, their packed bytes, or on a cluster the commands).
-Piece = tuple[int, int, Any]
+#: A command of a step: its number of arguments, and its RESP bytes in parts, or on a cluster its arguments.
+Piece = tuple[int, Any]
 
 
 def send_step(store: Store, parts: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
@@ -83,15 +83,27 @@ def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]
     """Pieces gathered into chunks of about CHUNK_ARGS arguments."""
     parts: list[Any] = []
     args = commands = 0
-    for count, number, piece in pieces:
-        parts.extend(piece)
+    for count, piece in pieces:
+        if packed:
+            parts.extend(piece)
+        else:
+            parts.append(piece)
         args += count
-        commands += number
+        commands += 1
         if args >= CHUNK_ARGS:
             yield PackedCommands(b"".join(parts), commands) if packed else parts
             parts, args, commands = [], 0, 0
     if parts:
         yield PackedCommands(b"".join(parts), commands) if packed else parts
+
+
+def _piece(args: Sequence[bytes], units: Sequence[Any], packed: bool) -> Piece:
+    """The command of `args`, then `units` (each in its RESP form already where `packed`: then the
+    command's RESP bytes in parts)."""
+    count = len(args) + len(units)
+    if not packed:
+        return count, (*args, *units)
+    return count, [b"*%d\r\n" % count, *[BULK % (len(arg), arg) for arg in args], *units]
 
 
 #: A column as the compiled core takes it: (entries end to end, their ends as uint64 bytes), or
@@ -198,9 +210,8 @@ def commands(
             [column.native() for column in columns],
             CHUNK_ARGS,
         )
-        yield from (PackedCommands(data, count) for data, count in found)
-        return
-    yield from chunks(_pieces(head, groups, columns, packed), packed)
+        return _packed(found)
+    return chunks(_pieces(head, groups, columns, packed), packed)
 
 
 def _pieces(
@@ -210,12 +221,9 @@ def _pieces(
     if not packed:
         units = _interleaved([column.objects()[rows] for column in columns])
         for value, start, end in groups.spans():
-            yield (
-                len(head) + 1 + (end - start) * per,
-                1,
-                [(*head, key_of(value), *units[start * per : end * per])],
-            )
+            yield _piece((*head, key_of(value)), units[start * per : end * per], False)
         return
+    # Packed here rather than by `_piece`: a step of these has the most commands, and the shortest.
     gathered = [column.bulks()[rows].tolist() for column in columns]
     joined = gathered[0] if per == 1 else [b"".join(parts) for parts in zip(*gathered, strict=True)]
     prefix = b"".join([BULK % (len(arg), arg) for arg in head])
@@ -225,7 +233,7 @@ def _pieces(
         count = fixed + (end - start) * per
         piece = joined[start:end]
         piece.insert(0, b"*%d\r\n%b$%d\r\n%b\r\n" % (count, prefix, len(key), key))
-        yield count, 1, piece
+        yield count, piece
 
 
 def script_runs(
@@ -249,9 +257,8 @@ def script_runs(
             call_entries,
             CHUNK_ARGS,
         )
-        yield from (PackedCommands(data, count) for data, count in found)
-        return
-    yield from chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
+        return _packed(found)
+    return chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
 
 
 def _run_pieces(
@@ -263,9 +270,8 @@ def _run_pieces(
     packed: bool,
 ) -> Iterator[Piece]:
     per, key_of, tail = len(columns), groups.form.key, [] if counts is None else [counts]
-    rows = groups.rows
-    gather = Column.bulks if packed else Column.objects  # packed: each in its RESP form already
-    units = _interleaved([gather(column)[rows] for column in columns])
+    gather = Column.bulks if packed else Column.objects
+    units = _interleaved([gather(column)[groups.rows] for column in columns])
     spans = list(groups.spans())
     start = 0
     while start < len(spans):
@@ -274,15 +280,11 @@ def _run_pieces(
             entries += spans[end][2] - spans[end][1]
             end += 1
         keys = [key_of(value) for value, _, _ in spans[start:end]] + tail
-        head: list[Any] = [b"EVALSHA", sha, b"%d" % len(keys), *keys]
         argv: list[Any] = []
         for _, first, last in spans[start:end]:
             size = b"%d" % (last - first)
             argv += [BULK % (len(size), size) if packed else size, *units[first * per : last * per]]
-        count = len(head) + len(argv)
-        if packed:
-            head = [b"*%d\r\n" % count, *(BULK % (len(arg), arg) for arg in head)]
-        yield count, 1, [b"".join([*head, *argv])] if packed else [(*head, *argv)]
+        yield _piece([b"EVALSHA", sha, b"%d" % len(keys), *keys], argv, packed)
         start = end
 
 
@@ -316,10 +318,8 @@ def attach_calls(
             call_pairs,
             CHUNK_ARGS,
         )
-        yield from (PackedCommands(data, count) for data, count in found)
-        return
-    pieces = _attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed)
-    yield from chunks(pieces, packed)
+        return _packed(found)
+    return chunks(_attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed), packed)
 
 
 def _attach_pieces(
@@ -332,47 +332,30 @@ def _attach_pieces(
     call_pairs: int,
     packed: bool,
 ) -> Iterator[Piece]:
-    rows = groups.rows.tolist()
-    lists = [joined[p] if p in joined else netstring(ids.raw[p]) for p in rows]
-    key_of = groups.form.key
-    if not packed:
-        raw = fps.raw
-        for value, start, end in groups.spans():
-            fields = [raw[p] for p in rows[start:end]]
-            entries = _interleaved([_objects(fields), _objects(lists[start:end])])
-            named = (key_of(value),) if counts is None else (key_of(value), counts)
-            call = (b"EVALSHA", sha, len(named), *named, end - start, *fields, *entries)
-            yield len(call), 1, [call]
-        return
-    bulks = fps.bulks()[groups.rows].tolist()
+    lists = [joined[p] if p in joined else netstring(ids.raw[p]) for p in groups.rows.tolist()]
+    if packed:
+        lists = [BULK % (len(one), one) for one in lists]
+    stored = (Column.bulks if packed else Column.objects)(fps)[groups.rows].tolist()
     keys: list[bytes] = []
-    argv: list[bytes] = []
+    argv: list[Any] = []
     pairs = 0
     spans = list(groups.spans())
     for j, (value, start, end) in enumerate(spans):
-        key, size = key_of(value), b"%d" % (end - start)
-        keys.append(BULK % (len(key), key))
-        argv.append(BULK % (len(size), size))
-        argv.extend(bulks[start:end])
-        argv.extend(
-            b"%b$%d\r\n%b\r\n" % (s, len(one), one)
-            for s, one in zip(bulks[start:end], lists[start:end], strict=True)
-        )
+        # A size per group, each fingerprint, then each (fingerprint, its id list) pair.
+        keys.append(groups.form.key(value))
+        size = b"%d" % (end - start)
+        argv += [BULK % (len(size), size) if packed else size, *stored[start:end]]
+        argv += [unit for pair in zip(stored[start:end], lists[start:end], strict=True) for unit in pair]
         pairs += end - start
         if pairs >= call_pairs or j == len(spans) - 1:
-            if counts is not None:
-                keys.append(BULK % (len(counts), counts))
-            # argv holds a size per group, each fingerprint, and each pair as one entry of two items.
-            count, numkeys = 3 + len(keys) + len(argv) + pairs, b"%d" % len(keys)
-            head = b"*%d\r\n$7\r\nEVALSHA\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (
-                count,
-                len(sha),
-                sha,
-                len(numkeys),
-                numkeys,
-            )
-            yield count, 1, [head, *keys, *argv]
+            named = keys if counts is None else [*keys, counts]
+            yield _piece([b"EVALSHA", sha, b"%d" % len(named), *named], argv, packed)
             keys, argv, pairs = [], [], 0
+
+
+def _packed(found: Iterator[tuple[bytes, int]]) -> Iterator[Sequence[Command]]:
+    """The compiled core's chunks, as RESP bytes and their command counts."""
+    return (PackedCommands(data, count) for data, count in found)
 
 
 def _numbers(groups: Groups) -> tuple[bytes, bytes, bytes]:

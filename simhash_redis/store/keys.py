@@ -179,9 +179,9 @@ class KeySchema:
 
     def periods_map_builder(self, windows: Sequence[int], kind: str) -> Callable[[bytes], list[bytes]]:
         """`id_bucket` (kind "id") or `fp_bucket` ("fp") in each of several periods, hashed once."""
-        prefixes = [f"{self.prefix}:{self.name}:w{window}:{kind}:".encode() for window in windows]
-        bucket = self._fp_number if kind == "fp" else self._bucket
-        return lambda doc_id: [prefix + number for number in (bucket(doc_id),) for prefix in prefixes]
+        in_periods = self.periods_key_builder(windows)
+        bucket = self.fp_bucket if kind == "fp" else self.id_bucket
+        return lambda raw: in_periods(bucket(raw))
 
     def periods_key_builder(self, windows: Sequence[int]) -> Callable[[bytes], list[bytes]]:
         """A key of these names (a band's bucket, say) as each of several periods names it."""
@@ -198,17 +198,8 @@ class KeySchema:
 
     def periods_builder(self, windows: Sequence[int]) -> Callable[[int], list[bytes]]:
         """`tables` of each of several periods, period by period, as one function."""
-        tails = _SUFFIXES.get(self)
-        if tails is None:
-            formats = [f"t{i}:%0{width}x".encode() for i, width in enumerate(self._layout.hex_widths)]
-            tails = _SUFFIXES[self] = _compile_tables(formats, self._layout)
-        prefixes = [f"{self.prefix}:{self.name}:w{window}:".encode() for window in windows]
-
-        def keys(fp: int) -> list[bytes]:
-            suffixes = tails(fp)
-            return [prefix + suffix for prefix in prefixes for suffix in suffixes]
-
-        return keys
+        in_periods, tables = self.periods_key_builder(windows), self.table_builder()
+        return lambda fp: [key for keys in zip(*map(in_periods, tables(fp)), strict=True) for key in keys]
 
     def table_form(self, table: int) -> KeyForm:
         """How a table's key values become its bucket keys."""
@@ -257,10 +248,6 @@ class KeySchema:
         """The type a key of ours holds, as TYPE names it; None for none of ours."""
         kind = self.kind_of(key)
         return None if kind is None else _TYPES[kind[0]]
-
-    def table_pattern(self, table: int) -> str:
-        """The SCAN pattern of every bucket of one table."""
-        return f"{self.base}:t{table}:*"
 
     def lock(self, table_key: bytes) -> bytes:
         """The add-if-new lock of one table bucket (outside the table pattern, so scans skip it)."""
@@ -315,11 +302,7 @@ class KeySchema:
             return None
         joined = np.frombuffer(b"".join([s[:span] for s in sketches]), dtype=np.uint8)
         fields = joined.reshape(len(sketches) * count, width)
-        digits = fields.astype(np.uint64)
-        values = digits[:, 0].copy()
-        for j in range(1, width):  # big-endian, as int.from_bytes reads a band
-            values = (values << np.uint64(8)) | digits[:, j]
-        numbers = values % np.uint64(buckets)
+        numbers = _big_endian(fields) % np.uint64(buckets)
         # The band's prefix (one width: bands 0-9), then the number in hex without leading zeros.
         prefix_bytes = np.frombuffer(b"".join(self._band_prefixes_of(count)[:count]), dtype=np.uint8)
         prefixes = prefix_bytes.reshape(count, -1)
@@ -346,10 +329,7 @@ class KeySchema:
         fields = [[s[i * width : (i + 1) * width] for s in whole] for i in range(count)]
         if width <= 8:
             joined = np.frombuffer(b"".join([s[:span] for s in whole]), dtype=np.uint8)
-            digits = joined.reshape(len(whole), count, width).astype(np.uint64)
-            values = digits[:, :, 0].copy()
-            for j in range(1, width):  # big-endian, as int.from_bytes reads a band
-                values = (values << np.uint64(8)) | digits[:, :, j]
+            values = _big_endian(joined.reshape(len(whole), count, width))
             numbers: npt.NDArray[np.uint64] = values % np.uint64(buckets)
         else:
             values = None
@@ -406,7 +386,14 @@ class KeySchema:
 
 # Compiled on first use, kept outside the instance so it stays picklable.
 _TABLES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
-_SUFFIXES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
+
+
+def _big_endian(digits: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """Byte rows (the last axis) as big-endian ints, as int.from_bytes reads a band."""
+    values = digits[..., 0].astype(np.uint64)
+    for j in range(1, digits.shape[-1]):
+        values = (values << np.uint64(8)) | digits[..., j]
+    return values
 
 
 def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], list[bytes]]:

@@ -107,12 +107,7 @@ class Layout:
     @cached_property
     def offsets(self) -> tuple[int, ...]:
         """The right shift that brings each block to the low bits."""
-        out = []
-        remaining = self.f
-        for width in self.blocks:
-            remaining -= width
-            out.append(remaining)
-        return tuple(out)
+        return tuple(self.f - end for end in itertools.accumulate(self.blocks))
 
     @cached_property
     def key_bits(self) -> tuple[int, ...]:

@@ -131,7 +131,9 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         raise IndexCorrupted(
             "no documents to check the stated configuration against: create the index instead"
         )
-    if "verified" not in fields and _sketched(sender, keys, sample):
+    # A sampled document's fingerprint with sketches kept beside its ids: verified mode.
+    sketch_of = [(b"HEXISTS", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample]
+    if "verified" not in fields and any(sender.execute(sketch_of)):
         raise ConfigurationMismatch(
             "the index holds sketches, so it was created in verified mode",
             hint="state it too (verification=..., with the threshold it was created with)",
@@ -209,11 +211,6 @@ def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:
         if len(sample) >= _SAMPLE:
             break
     return sample[:_SAMPLE]
-
-
-def _sketched(sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]]) -> bool:
-    """Whether a sampled document's fingerprint has sketches kept beside its ids (verified mode)."""
-    return any(sender.execute([(b"HEXISTS", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample]))
 
 
 def _misfit_sketches(

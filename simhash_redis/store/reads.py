@@ -258,7 +258,9 @@ class Reads:
                 if sketches is not None:
                     ids_of[exact] = _merged(_with_sketches(exact_replies, sketches))
                 else:
-                    ids_of[exact] = _ids_in(exact_replies)
+                    ids_of[exact] = _merged(
+                        [None if one is None else decode_ids(one) for one in exact_replies]
+                    )
             if per_bands and start + step >= len(fps):
                 # Every band member is a candidate, at whatever distance: the filter with k = f.
                 values = yield READ, len(fps) * per_bands
@@ -310,15 +312,10 @@ class Reads:
                 lists = _with_sketches(id_replies, sketches)
             else:
                 lists = [None if reply is None else decode_ids(reply) for reply in id_replies]
-            if per_map == 1:
-                for one, listed in zip(asked, lists, strict=True):
-                    if listed is not None:
-                        ids_of[one] = listed
-            else:  # each period's map of one fingerprint, merged
-                for n, one in enumerate(asked):
-                    parts = lists[n * per_map : (n + 1) * per_map]
-                    if any(part is not None for part in parts):
-                        ids_of[one] = _merged(parts)
+            for n, one in enumerate(asked):  # each period's map of one fingerprint, merged
+                parts = lists[n * per_map : (n + 1) * per_map]
+                if any(part is not None for part in parts):
+                    ids_of[one] = _merged(parts)
         return [matches_of(hit, ids_of) for hit in per_query]
 
 
@@ -380,12 +377,7 @@ def _first_netstring(data: bytes) -> tuple[int, int]:
 
 
 def _merged(replies: list[list[str] | None]) -> list[str]:
-    """`_ids_in` of decoded lists."""
+    """The ids of each period's id list of one fingerprint, merged."""
     if len(replies) == 1:
         return replies[0] if replies[0] is not None else []
     return list(dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in reply))
-
-
-def _ids_in(replies: list[bytes | None]) -> list[str]:
-    """The ids of each period's id list of one fingerprint, merged."""
-    return _merged([None if reply is None else decode_ids(reply) for reply in replies])

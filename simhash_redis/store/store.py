@@ -275,17 +275,14 @@ class Store:
         """`run_calls` of one script's calls."""
         return run_calls(self.sender, calls, (script,), durable=durable)
 
-    def scan(self, kind: KeyKind = "all", *, once: bool = True) -> Iterator[list[bytes]]:
-        """The index's keys of one kind (`KeySchema.pattern_of`), in batches, on every primary.
-
-        Args:
-            once: drop keys SCAN already gave (it may give one twice); off, nothing is remembered.
-        """
-        return self._scan(self.keys.pattern_of(kind), once)
+    def scan(self, kind: KeyKind = "all") -> Iterator[list[bytes]]:
+        """The index's keys of one kind (`KeySchema.pattern_of`), in batches, on every primary, each once
+        (SCAN may give one twice)."""
+        return self._scan(self.keys.pattern_of(kind), True)
 
     def scan_table(self, table: int) -> Iterator[list[bytes]]:
         """The bucket keys of one table, in batches; a key may come twice (too many to remember)."""
-        return self._scan(self.keys.table_pattern(table), False)
+        return self._scan(f"{self.keys.base}:t{table}:*", False)
 
     def hashes(self, keys: list[bytes], *, raise_on_error: bool = True) -> list[Any]:
         """The (field, value) pairs of each hash, in one round trip (error replies in place if asked)."""

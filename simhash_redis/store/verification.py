@@ -142,9 +142,6 @@ class Verification:
         }
         if given != known.get(kind):
             raise ValueError(f"unknown verified mode {text!r}")
-        if "bands" in values and "band_buckets" not in values:
-            # One set per band value: a layout of development versions, which no release wrote.
-            raise ValueError(f"{text!r} keeps band tables as sets; recreate the index and load it")
         count, _, rows = values.get("bands", "0x0").partition("x")
         perm, bits = (int(values["perm"]), int(values["bits"])) if kind == "minhash" else (BAND_VALUES, 8)
         made = cls(

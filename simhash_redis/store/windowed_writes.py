@@ -13,11 +13,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..codec import decode_fp, pack_fps
+from ..codec import decode_fp
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
-from .keys import KeySchema
 from .store import FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
 from .windows import View, WindowedSets, Windows
@@ -28,6 +27,7 @@ from .writes import (
     SketchedGuard,
     Write,
     Writes,
+    band_args,
     guard_args,
     outcome_of,
     parts_of,
@@ -86,7 +86,29 @@ class WindowedWrites(Writes):
         if self.store.cluster:
             sketches = [g.sketch if isinstance(g, SketchedGuard) else None for _, _, g in ops]
             return self._on_cluster([(doc_id, new) for doc_id, new, _ in ops], sketches=sketches)
-        return self._by_script(ops)
+        # By write.lua (guards: the `WindowedSets` a read returned).
+        outcomes: list[Outcome | None] = [None] * len(ops)
+
+        def attempt(view: View, pending: list[_InPeriod]) -> tuple[list[_InPeriod], int | None]:
+            # A guard that did not read every live period is not written with: read again (None).
+            sent = [doc for doc in pending if _guard_covers(doc[5], view)]
+            statuses, moved = self._round(view, sent)
+            retry = sent[len(statuses) :]  # not sent, or refused by the clock: the same again
+            for (i, doc_id, new, old, _, guard), status in zip(sent[: len(statuses)], statuses, strict=True):
+                if status[:1] == b"c":
+                    where, _, current = status[1:].partition(b":")
+                    window = view.windows[int(where) - 1] if current else 0
+                    retry.append((i, doc_id, new, current, window, guard))
+                elif status != b"g":
+                    outcomes[i] = outcome_of(status[:1], old)
+            return retry, moved
+
+        in_rounds(
+            self.windows,
+            attempt,
+            [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)],
+        )
+        return outcomes
 
     def _on_cluster(
         self,
@@ -119,38 +141,6 @@ class WindowedWrites(Writes):
         in_rounds(windows, attempt, list(range(len(ops))))
         return outcomes
 
-    def _by_script(self, ops: list[Write]) -> list[Outcome | None]:
-        """Apply writes that name each id once (guards: the `WindowedSets` a read returned) by write.lua."""
-        windows, store = self.windows, self.store
-        outcomes: list[Outcome | None] = [None] * len(ops)
-        dropped: list[tuple[KeySchema, bytes, bytes]] = []
-
-        def attempt(view: View, pending: list[_InPeriod]) -> tuple[list[_InPeriod], int | None]:
-            # A guard that did not read every live period is not written with: read again (None).
-            sent = [doc for doc in pending if _guard_covers(doc[5], view)]
-            acked: list[list[bytes]] = []
-            if sent:
-                store.run(
-                    lambda: period_steps(windows, self.f, self.tables, view, sent, acked, self.verification)
-                )
-            statuses, moved = _statuses(acked)
-            retry = sent[len(statuses) :]  # not sent, or refused by the clock: the same again
-            for (i, doc_id, new, old, _, guard), status in zip(sent[: len(statuses)], statuses, strict=True):
-                if status[:1] == b"c":
-                    where, _, current = status[1:].partition(b":")
-                    window = view.windows[int(where) - 1] if current else 0
-                    retry.append((i, doc_id, new, current, window, guard))
-                elif status != b"g":
-                    outcomes[i] = outcome_of(status[:1], old)
-            dropped.extend(self._dropped(statuses, view))
-            return retry, moved
-
-        in_rounds(
-            windows, attempt, [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)]
-        )
-        self.drop_bands(dropped)
-        return outcomes
-
     def _refresh(self, docs: list[tuple[bytes, bytes]]) -> None:
         """Move documents found again into the current period (a sliding window), if still stored so.
 
@@ -161,14 +151,7 @@ class WindowedWrites(Writes):
             (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
         ]
         for _ in range(2):
-            acked: list[list[bytes]] = []
-            self.store.run(
-                functools.partial(
-                    period_steps, windows, self.f, self.tables, view, pending, acked, self.verification
-                )
-            )
-            statuses, refused_at = _statuses(acked)
-            self.drop_bands(self._dropped(statuses, view))
+            statuses, refused_at = self._round(view, pending)
             if refused_at is not None:
                 windows.set_server_time(refused_at)
                 return  # a boundary passed: the documents will be seen again soon enough
@@ -189,14 +172,22 @@ class WindowedWrites(Writes):
                 ]
             pending = moved
 
-    def _dropped(self, statuses: list[bytes], view: View) -> list[tuple[KeySchema, bytes, bytes]]:
-        """(keys of its period, stored fingerprint, sketch) of each sketch the writes dropped."""
-        out = []
+    def _round(self, view: View, sent: list[_InPeriod]) -> tuple[list[bytes], int | None]:
+        """A round's calls of write.lua: the statuses of the documents done, and the server's time (ms) if
+        a call was refused; the band tables of the sketches they dropped cleaned."""
+        acked: list[list[bytes]] = []
+        if sent:
+            self.store.run(
+                lambda: period_steps(self.windows, self.f, self.tables, view, sent, acked, self.verification)
+            )
+        statuses, refused_at = _statuses(acked)
+        dropped = []
         for status in statuses:
-            if len(status) > 1 and status[:1] in b"urd":
+            if len(status) > 1 and status[:1] in b"urd":  # the period, ':', the fingerprint, ':', the sketch
                 where, fp, sketch = status[1:].split(b":", 2)
-                out.append((self.windows.schema(view.windows[int(where) - 1]), fp, sketch))
-        return out
+                dropped.append((self.windows.schema(view.windows[int(where) - 1]), fp, sketch))
+        self.drop_bands(dropped)
+        return statuses, refused_at
 
 
 def in_rounds(
@@ -413,54 +404,30 @@ def command(
         elif old != new or where != here:
             keys.append(schemas[where - 1].fp_bucket(old))
             keys.extend(schemas[where - 1].tables(decode_fp(old, f)))
-        if isinstance(guard, SketchedGuard):
-            _sketched(windows, f, tables, current, verification, keys, args, (doc_id, new, old, where, guard))
-            continue
-        args.extend((doc_id, new, old, where or b"", b"" if guard is None else b"1"))
-        if guard is not None:
+        sketched = guard if isinstance(guard, SketchedGuard) else None
+        sketch = b"" if sketched is None else sketched.sketch
+        if sketched is None:
+            kind = b"" if guard is None else b"1"
+        else:  # verified mode
+            kind = b"m" if sketched.moving else b"s" if sketched.checks else b"k"
+        args.extend((doc_id, new, old, where or b"", kind))
+        bands = 0 if sketched is None else band_args(current, verification, f, new, sketched, keys, args)
+        if guard is not None and (sketched is None or sketched.checks):
+            read = _windows_of(guard) if sketched is None else sketched.windows or ()
+            if len(guard) != len(read) * (tables + bands):
+                # Any other count would shift every later document's arguments.
+                sets = f"{len(read)} periods of {tables} tables + {bands} bands"
+                raise ValueError(f"a guard of {len(guard)} sets, for {sets}")
             fp = decode_fp(new, f)
-            for window in _windows_of(guard):
+            for window in read:
                 keys.extend(windows.schema(window).tables(fp))
+            for window in read if sketched is not None else ():
+                keys.extend(key for key, _ in windows.schema(window).band_places(sketch, verification))
             args.append(len(guard))
-            args.extend(guard_args(guard, len(guard), f))
+            args.extend(guard_args(guard, tables * len(read), f))
+        if sketched is not None:
+            args.append(sketch)
     return WRITE.command(keys, args)
-
-
-def _sketched(
-    windows: Windows,
-    f: int,
-    tables: int,
-    current: KeySchema,
-    verification: Verification | None,
-    keys: list[bytes],
-    args: list[bytes | int],
-    doc: tuple[bytes, bytes, bytes, int, SketchedGuard],
-) -> None:
-    """A verified document's keys and arguments (write.lua, format 'w')."""
-    doc_id, new, old, where, guard = doc
-    places = current.band_places(guard.sketch, verification) if new else []
-    kind = b"m" if guard.moving else b"s" if guard.checks else b"k"
-    args.extend((doc_id, new, old, where or b"", kind, len(places)))
-    keys.extend(key for key, _ in places)
-    if places:
-        args.append(pack_fps([new], f))
-        args.extend(field for _, field in places)
-    if guard.checks:
-        read = guard.windows or ()
-        if len(guard) != len(read) * (tables + len(places)):
-            # Any other count would shift every later document's arguments.
-            raise ValueError(
-                f"a guard of {len(guard)} sets, for {len(read)} periods of {tables} tables "
-                f"+ {len(places)} bands"
-            )
-        fp = decode_fp(new, f)
-        for window in read:
-            keys.extend(windows.schema(window).tables(fp))
-        for window in read:
-            keys.extend(key for key, _ in windows.schema(window).band_places(guard.sketch, verification))
-        args.append(len(guard))
-        args.extend(guard_args(guard, tables * len(read), f))
-    args.append(guard.sketch)
 
 
 def _statuses(acked: list[list[bytes]]) -> tuple[list[bytes], int | None]:

@@ -28,6 +28,7 @@ __all__ = [
     "SketchedGuard",
     "Write",
     "Writes",
+    "band_args",
     "guard_args",
     "outcome_of",
     "parts_of",
@@ -184,9 +185,25 @@ class Writes:
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
         """
-        if tables is not None and len({doc_id for doc_id, _, _ in ops}) == len(ops):
+        if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
             return self._apply_unique(ops, fps, tables)
-        return _in_waves(ops, fps, self._apply_unique)
+        # Within one call, writes of one id would be judged against the same stored state (x -> A,
+        # x -> B, x -> A would leave B): the writes go in waves that each name an id once.
+        waves: list[list[int]] = []
+        seen: dict[bytes, int] = {}
+        for i, (doc_id, _, _) in enumerate(ops):
+            wave = seen[doc_id] = seen.get(doc_id, -1) + 1
+            if wave == len(waves):
+                waves.append([])
+            waves[wave].append(i)
+        outcomes: list[Outcome | None] = [None] * len(ops)
+        for members in waves:
+            wave_fps = None if fps is None else [fps[i] for i in members]
+            for i, outcome in zip(
+                members, self._apply_unique([ops[i] for i in members], wave_fps), strict=True
+            ):
+                outcomes[i] = outcome
+        return outcomes
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
         """In a sliding window, move (id, stored fingerprint) documents found again into the current period
@@ -214,7 +231,8 @@ class Writes:
         """Rounds of script calls until no document is left in conflict."""
         while progress.pending:
             pending = progress.pending
-            first = progress.rounds == 0 and _all_adds(progress.ops)
+            # A bulk load's: every write adds a document without a guard.
+            first = progress.rounds == 0 and all(new and guard is None for _, new, guard in progress.ops)
             yield from in_parts(*self._calls(progress, first), progress.acked)
             statuses = [status for reply in progress.acked for status in reply]
             retry = []
@@ -311,18 +329,13 @@ class Writes:
             checks = guard is not None and (not isinstance(guard, SketchedGuard) or guard.checks)
             kind = b"" if guard is None else (b"s" if checks else b"k") if sketched else b"1"
             args.extend((doc_id, new, old, kind))
-            bands: list[tuple[bytes, bytes]] = []
             if isinstance(guard, SketchedGuard):
-                bands = self.keys.band_places(guard.sketch, self.verification) if new else []
-                if checks and len(guard) != self.tables + len(bands):
+                bands = band_args(self.keys, self.verification, self.f, new, guard, keys, args)
+                if checks and len(guard) != self.tables + bands:
                     # Any other count would shift every later document's arguments.
-                    sets = f"{self.tables} tables + {len(bands)} bands"
-                    raise ValueError(f"a guard of {len(guard)} sets, for {sets}")
-                keys.extend(key for key, _ in bands)
-                args.append(len(bands))
-                if bands:
-                    args.append(pack_fps([new], self.f))
-                    args.extend(field for _, field in bands)
+                    raise ValueError(
+                        f"a guard of {len(guard)} sets, for {self.tables} tables + {bands} bands"
+                    )
             if guard is not None and checks:
                 args.extend(guard_args(guard, self.tables, self.f))
             if isinstance(guard, SketchedGuard):
@@ -358,32 +371,23 @@ class Writes:
             _log.warning("band tables not cleaned after a write (verify --repair removes the rest): %s", exc)
 
 
-def _in_waves(
-    ops: list[Write],
-    fps: list[int] | None,
-    apply: Callable[[list[Write], list[int] | None], list[Outcome | None]],
-) -> list[Outcome | None]:
-    """`apply` the writes in waves that each name an id once.
-
-    Within one call, writes of one id would be judged against the same stored state (x -> A, x -> B,
-    x -> A would leave B).
-    """
-    if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
-        return apply(ops, fps)
-    waves: list[list[int]] = []
-    seen: dict[bytes, int] = {}
-    for i, (doc_id, _, _) in enumerate(ops):
-        wave = seen.get(doc_id, 0)
-        seen[doc_id] = wave + 1
-        if wave == len(waves):
-            waves.append([])
-        waves[wave].append(i)
-    outcomes: list[Outcome | None] = [None] * len(ops)
-    for members in waves:
-        wave_fps = None if fps is None else [fps[i] for i in members]
-        for i, outcome in zip(members, apply([ops[i] for i in members], wave_fps), strict=True):
-            outcomes[i] = outcome
-    return outcomes
+def band_args(
+    keys: KeySchema,
+    mode: Verification | None,
+    f: int,
+    new: bytes,
+    guard: SketchedGuard,
+    key_list: list[bytes],
+    args: list[bytes | int],
+) -> int:
+    """Add a sketched write's band keys and arguments (write.lua); how many bands."""
+    places = keys.band_places(guard.sketch, mode) if new else []
+    key_list.extend(key for key, _ in places)
+    args.append(len(places))
+    if places:
+        args.append(pack_fps([new], f))
+        args.extend(field for _, field in places)
+    return len(places)
 
 
 def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
@@ -398,8 +402,3 @@ def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
 def _guarded_adds(ops: list[Write], tables: int) -> bool:
     """Whether every write adds a document with a plain guard (a member list per table: format 'g')."""
     return all(new and type(guard) is list and len(guard) == tables for _, new, guard in ops)
-
-
-def _all_adds(ops: list[Write]) -> bool:
-    """Whether every write adds a document without a guard (a bulk load's)."""
-    return all(new and guard is None for _, new, guard in ops)
