@@ -2,8 +2,8 @@
 //!
 //! Nothing here knows Unicode by itself: every table comes from a
 //! `simhash_redis.fingerprinting.normalize.Normalizer` (Unicode 15.1, pinned: `bmp16_tables`,
-//! `bmp_classes`, `bmp_spaces`, `image_parts`) and is handed over once per process. `UnicodeState::fast` is `Normalizer.classified_code_points` in
-//! Rust: a BMP text is mapped code point by code point through the packed table; whatever needs a
+//! `bmp_classes`, `bmp_spaces`, `image_parts`) and is handed over once per process.
+//! `UnicodeState::fast` is `Normalizer.classified_code_points` in Rust: a BMP text is mapped code point by code point through the packed table; whatever needs a
 //! closer look there (astral characters, long NFKC images without cached parts, images whose casefold
 //! grows, composing characters) is reported, and Python is asked by the boundary, never from here
 //! (see `crate::resolver` and `crate::python`).

@@ -108,6 +108,7 @@ class VerifiedIndex:
         **kwargs: Any,
     ) -> VerifiedIndex:
         """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments)."""
+        check_max_candidates(max_candidates)  # before the client, which probes the server
         client = client_from_url(url)
         mode: dict[str, Any] = {"hasher": hasher, "threshold": threshold, "band_buckets": band_buckets}
         try:
@@ -140,7 +141,7 @@ class VerifiedIndex:
 
     def add_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[Outcome]:
         """Store many documents with their sketches, a batch per write; the outcome of each pair, in order."""
-        return self.add_sketched(*self._columns(items))  # type: ignore[return-value]  # not unique: outcomes
+        return [r for r in self._sketching(items, unique=False) if isinstance(r, Outcome)]
 
     def add_sketched(
         self,
@@ -196,20 +197,23 @@ class VerifiedIndex:
                 size = f"{query}" if unique or query == stored else f"{query} (or, stored, {stored})"
                 raise InvalidArgument(f"a sketch of this index is {size} bytes, got {sketch!r:.40}")
 
-    def _columns(
-        self, items: Iterable[tuple[str, VerifiedDocument]]
-    ) -> tuple[list[str], list[int], list[bytes]]:
-        """The pairs' ids, fingerprints and sketches, every pair checked before anything is written (a
+    def _sketching(
+        self, items: Iterable[tuple[str, VerifiedDocument]], unique: bool
+    ) -> list[Outcome | VerifiedMatch]:
+        """`add_sketched` of the pairs a batch at a time, each batch sketched as it is written (a call's
+        sketches are never all held at once); every pair is checked before anything is written (a
         malformed pair leaves nothing of the call stored, as in a plain index)."""
         pairs = check_pairs(as_batch(items, "items"))
         for doc_id, _ in pairs:
             encode_id(doc_id)
-        docs = texts([doc for _, doc in pairs])
-        return (
-            [doc_id for doc_id, _ in pairs],
-            self.index.fingerprint_many(docs),
-            self.hasher.sketch_many(docs),
-        )
+        ids, docs = [doc_id for doc_id, _ in pairs], texts([doc for _, doc in pairs])
+        fps, step = self.index.fingerprint_many(docs), self.index.batch_size
+        out: list[Outcome | VerifiedMatch] = []
+        for start in range(0, len(ids), step):
+            part = slice(start, start + step)
+            sketches = self.hasher.sketch_many(docs[part])
+            out.extend(self.add_sketched(ids[part], fps[part], sketches, unique=unique))
+        return out
 
     def _add_batch(
         self, raws: list[bytes], fps: list[int], sketches: Sequence[bytes | None]
@@ -355,7 +359,7 @@ class VerifiedIndex:
 
     def add_if_new_many(self, items: Iterable[tuple[str, VerifiedDocument]]) -> list[VerifiedMatch | None]:
         """`add_if_new` for many documents, a batch at a time; also checked against earlier ones."""
-        found = self.add_sketched(*self._columns(items), unique=True)
+        found = self._sketching(items, unique=True)
         return [r if isinstance(r, VerifiedMatch) else None for r in found]
 
 

@@ -164,8 +164,6 @@ class JsonLines(NamedTuple):
         else:
             assert isinstance(hasher, BandedOddSketcher)
             read = core.sketch_text_lines(self.raws, scheme, hasher.n, hasher.seed, hasher.bands, *fields)
-            if read is None:
-                return None
             ids, fps, sketches, others = read
         if not others:
             return Fingerprinted(ids, fps, [], sketches)
