@@ -8,7 +8,6 @@ test_fp_map_bits.py) run the same steps through `transport.drive`.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from simhash_redis import Layout
 from simhash_redis.codec import encode_fp, encode_ids
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import Reads, Store
-from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig
+from simhash_redis.store.config import IndexConfig
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.transport import RAW, SEND, Steps
 from tests.test_index_property import brute_force, clustered
@@ -90,8 +89,8 @@ def _resp(reply: list[bytes]) -> bytes:
     return b"*%d\r\n" % len(reply) + b"".join(b"$%d\r\n%s\r\n" % (len(part), part) for part in reply)
 
 
-def _reads(layout: Layout, fp_map: str) -> Reads:
-    config = dataclasses.replace(IndexConfig.build(layout=layout), fp_map=fp_map)
+def _reads(layout: Layout) -> Reads:
+    config = IndexConfig.build(layout=layout)
     keys = KeySchema.of("simhash", "steps", config)
     return Reads(Store(None, keys), "steps", config)  # type: ignore[arg-type]  # never sends
 
@@ -115,7 +114,9 @@ def test_recorded_lookups_equal_brute_force(
 
     monkeypatch.setattr(reads_module, "_SLICE", data.draw(st.sampled_from([1, 2, 64])))
     layout = data.draw(st.sampled_from([Layout.pigeonhole(64, 3), Layout.permuted(64, 3, blocks=5)]))
-    reads = _reads(layout, data.draw(st.sampled_from([FP_MAP_BITS, FP_MAP_HASH])))
+    reads = _reads(layout)
+    # Not whole: a single lookup asks for its own fingerprint's ids (as with a retention window).
+    reads.whole_buckets = data.draw(st.booleans())
     stored = {f"id{i}": fp for i, fp in enumerate(data.draw(clustered(64, 5)))}
     stored.update({f"twin{i}": fp for i, fp in enumerate(list(stored.values())[:2])})
     answers.sets, answers.hashes = {}, {}
@@ -133,7 +134,7 @@ def test_recorded_lookups_equal_brute_force(
 
 
 def test_a_single_lookup_reads_its_bucket_whole_in_its_first_write(answers: Recorded) -> None:
-    reads = _reads(Layout.pigeonhole(64, 3), FP_MAP_BITS)
+    reads = _reads(Layout.pigeonhole(64, 3))
     keys = reads.store.keys
     far = BASE ^ (0b111 << 60)  # agrees with BASE in its low bits: the same bucket
     answers.store(keys, {"a": BASE, "b": BASE, "near": BASE ^ (1 << 40), "far": far}, 64)
@@ -151,7 +152,7 @@ def test_a_batch_asks_for_ids_slice_by_slice(answers: Recorded, monkeypatch: pyt
     from simhash_redis.store import reads as reads_module
 
     monkeypatch.setattr(reads_module, "_SLICE", 1)
-    reads = _reads(Layout.pigeonhole(64, 3), FP_MAP_BITS)
+    reads = _reads(Layout.pigeonhole(64, 3))
     keys = reads.store.keys
     queries = [BASE, BASE ^ 1, 7, BASE ^ 2]
     answers.store(keys, {"a": BASE, "z": 7}, 64)
@@ -168,7 +169,7 @@ def test_a_batch_asks_for_ids_slice_by_slice(answers: Recorded, monkeypatch: pyt
 
 def test_a_lookup_run_again_starts_afresh(answers: Recorded) -> None:
     # A lost reply makes the transport run the conversation again: what the first run filled is reset.
-    reads = _reads(Layout.pigeonhole(64, 3), FP_MAP_BITS)
+    reads = _reads(Layout.pigeonhole(64, 3))
     answers.store(reads.store.keys, {"a": BASE}, 64)
     members: list[list[list[bytes]]] = []
     first = reads.lookup([BASE, BASE ^ 1], 3, members=members)

@@ -15,7 +15,7 @@ from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.wire import CommandPerKey, PackedCommands, pack_columns
 from .candidates import band_hits, hits, matches_of, takes_raw, top_band_hits
-from .config import FP_MAP_BITS, IndexConfig
+from .config import IndexConfig
 from .keys import BandColumns, KeySchema
 from .store import Store, hash_pairs
 from .windows import View, WindowedSets, Windows
@@ -30,9 +30,9 @@ _SLICE = 64
 
 
 def reads_bucket_whole(id_buckets: int, key_bits: Sequence[int]) -> bool:
-    """Whether a single lookup of a plain index (its fingerprint map placed by bits: no retention window,
-    not verified) reads the query's own map bucket whole (HGETALL) rather than HGET its fingerprint: not
-    with fewer map buckets than one table's, each of which would be larger than the table sets read."""
+    """Whether a single lookup of a plain index (no retention window, not verified) reads the query's own
+    map bucket whole (HGETALL) rather than HGET its fingerprint: not with fewer map buckets than one
+    table's, each of which would be larger than the table sets read."""
     return id_buckets >= 1 << min(key_bits)
 
 
@@ -48,8 +48,7 @@ class Reads:
         self.f, self.tables = config.f, len(config.layout.tables)
         # Not with sketches in the map (they would come with every hit's ids).
         self.whole_buckets = (
-            config.fp_map == FP_MAP_BITS
-            and config.verification is None
+            config.verification is None
             and windows is None
             and reads_bucket_whole(config.id_buckets, config.layout.key_bits)
         )
