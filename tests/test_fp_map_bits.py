@@ -188,6 +188,14 @@ def test_a_windows_periods_are_placed_by_bits(redis_client: redis.Redis) -> None
         period = windows.schema(windows.view().current)
         for fp in (BASE, BASE ^ HIGH, BASE ^ 0b1):
             assert redis_client.hexists(period.fp_bucket_of(fp), encode_fp(fp, 64))
+        # Each live period's own bucket is read whole with the table sets: a and b need no HGET.
+        periods = {len(windows.view().windows)}
+        before = _calls(redis_client)
+        assert [m.id for m in index.near(BASE ^ HIGH ^ (HIGH << 1), k=2)] == ["b", "a"]
+        periods.add(len(windows.view().windows))  # a period may have begun meanwhile
+        assert (
+            _delta(redis_client, before, "hgetall") in periods and _delta(redis_client, before, "hget") == 0
+        )
         assert [m.id for m in index.near(BASE)] == ["a", "b", "c"]
         assert index.verify().ok
     finally:
