@@ -4,9 +4,9 @@ Run from the repository root::
 
     python -m benchmarks.bench_add_if_new [--n 1000000] [--calls 6000]
 
-N fingerprints are bulk-loaded into a format 4 index on a private server. Then, call by call in alternating
+N fingerprints are bulk-loaded into an index on a private server. Then, call by call in alternating
 order (so both see the same machine load), add_if_new of a new fingerprint and of a stored copy, with its read
-taking the query's fingerprint-map bucket whole (`Reads.whole_buckets`, format 4's single lookup) and asking
+taking the query's fingerprint-map bucket whole (`Reads.whole_buckets`) and asking
 for its exact copy's ids alone (then the other hits' ids); near() of a miss, add() of a new fingerprint and
 PING are timed beside them as same-run baselines (add_if_new of a new document takes two round trips: the
 check, then the guarded write). Last, the server's own time per write script call (`INFO commandstats`):

@@ -1,11 +1,10 @@
-"""Format 4: the fingerprint map placed by the fingerprints' low bits, read whole by a single lookup."""
+"""The fingerprint map placed by the fingerprints' low bits (format 4, every index), read whole by a single
+lookup."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import itertools
-from typing import Any
 
 import msgpack
 import numpy as np
@@ -16,11 +15,11 @@ from hypothesis import strategies as st
 
 from simhash_redis import MinHasher, SimhashIndex, drop_index
 from simhash_redis.codec import encode_fp
-from simhash_redis.errors import IndexCorrupted, InvalidArgument, SimhashRedisError
+from simhash_redis.errors import IndexCorrupted, SimhashRedisError
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.index.verified_index import VerifiedIndex
 from simhash_redis.jobs.dump import export_index, import_index
-from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig, Retention
+from simhash_redis.store.config import IndexConfig, Retention
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.verification import Verification
 from tests.servers import ServerProcess
@@ -40,37 +39,22 @@ def _delta(client: redis.Redis, before: dict[str, int], command: str) -> int:
     return _calls(client).get(f"cmdstat_{command}", 0) - before.get(f"cmdstat_{command}", 0)
 
 
-def old_index(client: redis.Redis, name: str, **config: Any) -> SimhashIndex:
-    """An index as versions before format 4 created it: its fingerprint map placed by hash.
-
-    Args:
-        client: the server.
-        name: the index name.
-        **config: `IndexConfig.build`'s arguments (default: k=3).
-    """
-    config = dataclasses.replace(IndexConfig.build(**(config or {"k": 3})), fp_map=FP_MAP_HASH)
-    client.hset(KeySchema.meta_key("simhash", name), mapping=config.to_meta())  # type: ignore[arg-type]
-    return SimhashIndex(client, name)
-
-
-def test_a_new_index_is_format_4_unless_it_has_a_retention_window() -> None:
+def test_every_new_index_is_format_4() -> None:
     verified = IndexConfig.build(k=3, verification=Verification.of(MinHasher(), 0.8))
-    for config in (IndexConfig.build(k=3), verified):
-        assert config.to_meta()["format"] == "4" and config.to_meta()["fp_map"] == FP_MAP_BITS
     windowed = IndexConfig.build(k=3, retention=Retention.of("7d"))
-    assert windowed.format == 2 and "fp_map" not in windowed.to_meta()
+    for config in (IndexConfig.build(k=3), verified, windowed):
+        assert config.to_meta()["format"] == "4"
+        assert IndexConfig.from_meta(config.to_meta()) == config
 
 
-def test_the_meta_of_format_4_reads_back_and_a_mixed_one_is_refused() -> None:
-    config = IndexConfig.build(k=3, f=32)
-    assert IndexConfig.from_meta(config.to_meta()) == config
-    without = {field: value for field, value in config.to_meta().items() if field != "fp_map"}
-    with pytest.raises(IndexCorrupted, match="fp_map"):
-        IndexConfig.from_meta(without)
-    with pytest.raises(IndexCorrupted, match="fp_map"):
-        IndexConfig.from_meta({**config.to_meta(), "format": "1"})
-    with pytest.raises(IndexCorrupted, match="fp_map"):
-        IndexConfig.from_meta({**config.to_meta(), "fp_map": "random"})
+def test_another_format_is_refused() -> None:
+    meta = IndexConfig.build(k=3, f=32).to_meta()
+    # Formats 1-3 placed the map by hash: read by bits, their entries would not be found.
+    for older in ("1", "2", "3"):
+        with pytest.raises(IndexCorrupted, match="reads format 4 only: create the index again"):
+            IndexConfig.from_meta({**meta, "format": older})
+    with pytest.raises(IndexCorrupted, match="reads format 4 only: upgrade simhash-redis"):
+        IndexConfig.from_meta({**meta, "format": "5"})
 
 
 @pytest.mark.parametrize("f", [32, 64, 128])
@@ -131,30 +115,12 @@ def test_a_hit_removed_from_its_bucket_is_not_asked_for_again(redis_client: redi
         index.drop()
 
 
-def test_an_index_placed_by_hash_keeps_its_placement(redis_client: redis.Redis) -> None:
-    name = f"old{next(_names)}"
-    index = old_index(redis_client, name)
-    try:
-        assert index.config.fp_map == FP_MAP_HASH and index.config.format == 1
-        index.add_many([("a", BASE), ("b", BASE ^ HIGH), ("c", BASE ^ 0b1)])
-        index.add("d", BASE ^ 0b11)
-        before = _calls(redis_client)
-        assert [m.id for m in index.near(BASE)] == ["a", "b", "c", "d"]
-        assert _delta(redis_client, before, "hgetall") == 0
-        assert index.verify().ok
-        assert redis_client.hget(index.keys.meta, "format") == b"1"
-        assert index.remove("b")
-        assert [m.id for m in SimhashIndex(redis_client, name).near(BASE ^ HIGH)] == ["a", "c", "d"]
-    finally:
-        index.drop()
-
-
 @pytest.mark.parametrize("buckets", [1, 2, 3, 1 << 17])
-def test_a_restored_meta_keeps_the_placement_the_data_has(redis_client: redis.Redis, buckets: int) -> None:
+def test_a_restored_meta_reads_the_data_back(redis_client: redis.Redis, buckets: int) -> None:
     name = f"restore{next(_names)}"
     index = SimhashIndex(redis_client, name, k=3, id_buckets=buckets)
     try:
-        # Fingerprints spread over the low bits too, so that the two placements differ for most.
+        # Fingerprints spread over the low bits too, over several buckets.
         index.add_many([(f"d{i}", BASE ^ (i << 20) ^ (i * 0x9E37)) for i in range(50)])
         meta = redis_client.hgetall(index.keys.meta)
         redis_client.delete(index.keys.meta)
@@ -167,7 +133,7 @@ def test_a_restored_meta_keeps_the_placement_the_data_has(redis_client: redis.Re
         index.drop()
 
 
-def test_a_dump_of_format_4_imports_anywhere_and_here_as_format_4(redis_client: redis.Redis) -> None:
+def test_a_dump_states_format_1_and_imports_as_format_4(redis_client: redis.Redis) -> None:
     index = SimhashIndex(redis_client, f"dump{next(_names)}", k=3)
     copy = f"copy{next(_names)}"
     try:
@@ -176,7 +142,7 @@ def test_a_dump_of_format_4_imports_anywhere_and_here_as_format_4(redis_client: 
         export_index(index, out)
         out.seek(0)
         header = msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False).unpack()
-        assert header["meta"]["format"] == "1" and "fp_map" not in header["meta"]
+        assert header["meta"]["format"] == "1"
         import_index(redis_client, out, name=copy)
         imported = SimhashIndex(redis_client, copy)
         assert imported.config == index.config
@@ -213,12 +179,27 @@ def test_near_equals_brute_force_with_crowded_buckets(
         index.drop()
 
 
-def test_a_window_keeps_the_placement_by_hash() -> None:
-    config = IndexConfig.build(k=3)
-    with pytest.raises(InvalidArgument, match="retention"):
-        dataclasses.replace(config, retention=Retention.of("7d"))
-    with pytest.raises(InvalidArgument, match="fp_map"):
-        dataclasses.replace(config, fp_map="random")
+def test_a_windows_periods_are_placed_by_bits(redis_client: redis.Redis) -> None:
+    index = SimhashIndex(redis_client, f"window{next(_names)}", k=3, retention="1d")
+    try:
+        index.add_many([("a", BASE), ("b", BASE ^ HIGH), ("c", BASE ^ 0b1)])
+        windows = index.windows
+        assert windows is not None
+        period = windows.schema(windows.view().current)
+        for fp in (BASE, BASE ^ HIGH, BASE ^ 0b1):
+            assert redis_client.hexists(period.fp_bucket_of(fp), encode_fp(fp, 64))
+        # Each live period's own bucket is read whole with the table sets: a and b need no HGET.
+        periods = {len(windows.view().windows)}
+        before = _calls(redis_client)
+        assert [m.id for m in index.near(BASE ^ HIGH ^ (HIGH << 1), k=2)] == ["b", "a"]
+        periods.add(len(windows.view().windows))  # a period may have begun meanwhile
+        assert (
+            _delta(redis_client, before, "hgetall") in periods and _delta(redis_client, before, "hget") == 0
+        )
+        assert [m.id for m in index.near(BASE)] == ["a", "b", "c"]
+        assert index.verify().ok
+    finally:
+        index.drop()
 
 
 def test_a_verified_index_of_format_4_reads_no_bucket_whole(redis_client: redis.Redis) -> None:
@@ -230,7 +211,7 @@ def test_a_verified_index_of_format_4_reads_no_bucket_whole(redis_client: redis.
         verified.add("a", text)
         verified.add("b", text + " more")
         plain = SimhashIndex(redis_client, name)
-        assert plain.config.format == 4 and plain.config.verification is not None
+        assert redis_client.hget(index.keys.meta, "format") == b"4" and plain.config.verification is not None
         before = _calls(redis_client)
         assert {m.id for m in plain.near(text)} == {"a", "b"}
         assert {m.id for m in index.near(text)} == {"a", "b"}  # the handle the mode was pinned on
@@ -241,34 +222,45 @@ def test_a_verified_index_of_format_4_reads_no_bucket_whole(redis_client: redis.
         out = io.BytesIO()
         export_index(plain, out)
         header = msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False).unpack()
-        # Format 3: a verified index, its placement left to the importer.
-        assert header["meta"]["format"] == "3" and "fp_map" not in header["meta"]
+        assert header["meta"]["format"] == "3"  # the dump's statement of a verified index
     finally:
         index.drop()
 
 
-def test_verify_moves_a_misplaced_entry_to_its_bucket(redis_client: redis.Redis) -> None:
+def _elsewhere(index: SimhashIndex, stored: bytes) -> tuple[bytes, bytes]:
+    """The fingerprint's own map bucket, and another one (as a hand edit could leave it)."""
+    right = index.keys.fp_bucket(stored)
+    return right, index.keys.fp_bucket_of(int(stored) + 1)
+
+
+def test_verify_deletes_a_misplaced_entry_and_lists_the_ids_in_their_bucket(
+    redis_client: redis.Redis,
+) -> None:
     index = SimhashIndex(redis_client, f"misplaced{next(_names)}", k=3)
     try:
         index.add_many([("a", BASE), ("b", BASE), ("c", BASE ^ HIGH)])
         stored = encode_fp(BASE, 64)
-        right, wrong = index.keys.fp_bucket(stored), index.keys.placed(False).fp_bucket(stored)
-        assert right != wrong
+        right, wrong = _elsewhere(index, stored)
         redis_client.hset(wrong, stored, redis_client.hget(right, stored))  # type: ignore[arg-type]
         redis_client.hdel(right, stored)
         report = index.verify()
-        # The entry alone is reported: its ids and table members are not missing or orphans.
-        assert dict(report.problems) == {"misplaced fingerprint-map entry": 1}
+        # Its table members look orphaned too until the repair lists the ids in their bucket (step 1).
+        assert dict(report.problems) == {
+            "misplaced fingerprint-map entry": 1,
+            "id missing from fingerprint map": 2,
+            "orphan table member": 4,
+            "counts differ from data": 1,
+        }
         assert index.verify(repair=True).repaired
         assert index.verify().ok
-        assert redis_client.hexists(wrong, stored) == 0 or wrong == right
+        assert redis_client.hexists(wrong, stored) == 0
         assert [m.id for m in index.near(BASE)] == ["a", "b", "c"]
         assert index.count() == (3, 2)
     finally:
         index.drop()
 
 
-def test_a_verified_entry_misplaced_with_its_sketches_is_moved(redis_client: redis.Redis) -> None:
+def test_verify_deletes_misplaced_sketches(redis_client: redis.Redis) -> None:
     name = f"verified{next(_names)}"
     index = SimhashIndex(redis_client, name, k=3)
     verified = VerifiedIndex(index)
@@ -276,17 +268,20 @@ def test_a_verified_entry_misplaced_with_its_sketches_is_moved(redis_client: red
         text = " ".join(f"word{i}" for i in range(300))
         verified.add("a", text)
         stored = encode_fp(index.fingerprint(text), 64)
-        right, wrong = index.keys.fp_bucket(stored), index.keys.placed(False).fp_bucket(stored)
+        right, wrong = _elsewhere(index, stored)
         sketch_field = index.keys.sketch_field(stored)
-        for field in (stored, sketch_field):
-            redis_client.hset(wrong, field, redis_client.hget(right, field))  # type: ignore[arg-type]
-            redis_client.hdel(right, field)
+        redis_client.hset(wrong, sketch_field, redis_client.hget(right, sketch_field))  # type: ignore[arg-type]
+        redis_client.hdel(right, sketch_field)
         assert verified.near(text) == []
-        assert dict(index.verify().problems) == {"misplaced fingerprint-map entry": 2}
+        problems = dict(index.verify().problems)
+        assert problems == {"misplaced fingerprint-map entry": 1, "documents without a sketch": 1}
         index.verify(repair=True)
+        assert redis_client.hlen(wrong) == 0
+        # The document is found again once added again with its text.
+        assert dict(index.verify().problems) == {"documents without a sketch": 1}
+        verified.add("a", text)
         assert index.verify().ok
         assert [m.id for m in verified.near(text)] == ["a"]
-        assert redis_client.hlen(wrong) == 0 or wrong == right
     finally:
         index.drop()
 

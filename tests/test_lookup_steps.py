@@ -8,7 +8,6 @@ test_fp_map_bits.py) run the same steps through `transport.drive`.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -16,11 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simhash_redis import Layout
-from simhash_redis.codec import encode_fp, encode_ids
+from simhash_redis.codec import decode_ids, encode_fp, encode_ids
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import Reads, Store
-from simhash_redis.store.config import FP_MAP_BITS, FP_MAP_HASH, IndexConfig
+from simhash_redis.store.config import IndexConfig
 from simhash_redis.store.keys import KeySchema
+from simhash_redis.store.windows import View
 from simhash_redis.transport import RAW, SEND, Steps
 from tests.test_index_property import brute_force, clustered
 
@@ -41,8 +41,9 @@ class Recorded:
         self.hashes: dict[bytes, dict[bytes, bytes]] = {}
         self.writes: list[list[tuple[bytes, ...]]] = []
 
-    def store(self, keys: KeySchema, stored: dict[str, int], f: int) -> None:
-        """Record documents as the write script stores them: the tables, then the fingerprint map."""
+    def store(self, keys: KeySchema, stored: dict[str, int], f: int, merge: bool = False) -> None:
+        """Record documents as the write script stores them: the tables, then the fingerprint map (merge:
+        beside the ids already recorded with a fingerprint)."""
         by_fp: dict[int, list[str]] = {}
         for doc_id, fp in stored.items():
             by_fp.setdefault(fp, []).append(doc_id)
@@ -50,7 +51,9 @@ class Recorded:
             raw = encode_fp(fp, f)
             for key in keys.tables(fp):
                 self.sets.setdefault(key, set()).add(raw)
-            self.hashes.setdefault(keys.fp_bucket(raw), {})[raw] = encode_ids(ids)
+            bucket = self.hashes.setdefault(keys.fp_bucket(raw), {})
+            before = decode_ids(bucket[raw]) if merge and raw in bucket else []
+            bucket[raw] = encode_ids(before + ids)
 
     def answer(self, command: tuple[bytes, ...]) -> Any:
         name, key, *args = command
@@ -90,8 +93,8 @@ def _resp(reply: list[bytes]) -> bytes:
     return b"*%d\r\n" % len(reply) + b"".join(b"$%d\r\n%s\r\n" % (len(part), part) for part in reply)
 
 
-def _reads(layout: Layout, fp_map: str) -> Reads:
-    config = dataclasses.replace(IndexConfig.build(layout=layout), fp_map=fp_map)
+def _reads(layout: Layout) -> Reads:
+    config = IndexConfig.build(layout=layout)
     keys = KeySchema.of("simhash", "steps", config)
     return Reads(Store(None, keys), "steps", config)  # type: ignore[arg-type]  # never sends
 
@@ -115,7 +118,9 @@ def test_recorded_lookups_equal_brute_force(
 
     monkeypatch.setattr(reads_module, "_SLICE", data.draw(st.sampled_from([1, 2, 64])))
     layout = data.draw(st.sampled_from([Layout.pigeonhole(64, 3), Layout.permuted(64, 3, blocks=5)]))
-    reads = _reads(layout, data.draw(st.sampled_from([FP_MAP_BITS, FP_MAP_HASH])))
+    reads = _reads(layout)
+    # Not whole: a single lookup asks for its own fingerprint's ids (as with a retention window).
+    reads.whole_buckets = data.draw(st.booleans())
     stored = {f"id{i}": fp for i, fp in enumerate(data.draw(clustered(64, 5)))}
     stored.update({f"twin{i}": fp for i, fp in enumerate(list(stored.values())[:2])})
     answers.sets, answers.hashes = {}, {}
@@ -133,7 +138,7 @@ def test_recorded_lookups_equal_brute_force(
 
 
 def test_a_single_lookup_reads_its_bucket_whole_in_its_first_write(answers: Recorded) -> None:
-    reads = _reads(Layout.pigeonhole(64, 3), FP_MAP_BITS)
+    reads = _reads(Layout.pigeonhole(64, 3))
     keys = reads.store.keys
     far = BASE ^ (0b111 << 60)  # agrees with BASE in its low bits: the same bucket
     answers.store(keys, {"a": BASE, "b": BASE, "near": BASE ^ (1 << 40), "far": far}, 64)
@@ -151,7 +156,7 @@ def test_a_batch_asks_for_ids_slice_by_slice(answers: Recorded, monkeypatch: pyt
     from simhash_redis.store import reads as reads_module
 
     monkeypatch.setattr(reads_module, "_SLICE", 1)
-    reads = _reads(Layout.pigeonhole(64, 3), FP_MAP_BITS)
+    reads = _reads(Layout.pigeonhole(64, 3))
     keys = reads.store.keys
     queries = [BASE, BASE ^ 1, 7, BASE ^ 2]
     answers.store(keys, {"a": BASE, "z": 7}, 64)
@@ -168,7 +173,7 @@ def test_a_batch_asks_for_ids_slice_by_slice(answers: Recorded, monkeypatch: pyt
 
 def test_a_lookup_run_again_starts_afresh(answers: Recorded) -> None:
     # A lost reply makes the transport run the conversation again: what the first run filled is reset.
-    reads = _reads(Layout.pigeonhole(64, 3), FP_MAP_BITS)
+    reads = _reads(Layout.pigeonhole(64, 3))
     answers.store(reads.store.keys, {"a": BASE}, 64)
     members: list[list[list[bytes]]] = []
     first = reads.lookup([BASE, BASE ^ 1], 3, members=members)
@@ -177,3 +182,31 @@ def test_a_lookup_run_again_starts_afresh(answers: Recorded) -> None:
     members.append([[b"stale"]])
     assert answers.run(reads.lookup([BASE, BASE ^ 1], 3, members=members))[0][0].id == "a"
     assert len(members) == 2 and [b"stale"] not in members[0]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_recorded_lookups_over_periods_equal_brute_force(answers: Recorded, data: st.DataObject) -> None:
+    # Each period's map placed as a plain index's; a single lookup reads each period's own bucket whole.
+    reads = _reads(Layout.pigeonhole(64, 3))
+    reads.whole_buckets = data.draw(st.booleans())
+    keys = reads.store.keys
+    windows = (7, 8, 9)
+    view = View(
+        windows,
+        9,
+        tuple(keys.in_window(w) for w in windows),
+        keys.periods_builder(windows),
+        keys.periods_map_builder(windows, "id"),
+        keys.periods_map_builder(windows, "fp"),
+    )
+    stored = {f"id{i}": fp for i, fp in enumerate(data.draw(clustered(64, 5)))}
+    stored.update({f"twin{i}": fp for i, fp in enumerate(list(stored.values())[:3])})
+    answers.sets, answers.hashes = {}, {}
+    for doc_id, fp in stored.items():  # a document lives in one period, its copies in any
+        answers.store(keys.in_window(data.draw(st.sampled_from(windows))), {doc_id: fp}, 64, merge=True)
+    probes = data.draw(clustered(64, 5)) + list(stored.values())[:3]
+    k = data.draw(st.integers(0, 3))
+    expected = [brute_force(stored, q, k) for q in probes]
+    assert answers.run(reads.lookup(probes, k, view)) == expected
+    assert [answers.run(reads.lookup([q], k, view))[0] for q in probes] == expected

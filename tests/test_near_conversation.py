@@ -20,7 +20,6 @@ from simhash_redis.store import writes as writes_module
 from simhash_redis.transport import wire
 from simhash_redis.transport.standalone import Transport
 from tests.servers import ServerProcess
-from tests.test_fp_map_bits import old_index
 from tests.test_index_property import brute_force, clustered
 
 _names = itertools.count()
@@ -58,8 +57,10 @@ def test_sliced_batches_equal_brute_force(
         index.drop()
 
 
-def test_an_exact_copy_needs_no_second_round_trip_placed_by_hash(redis_client: redis.Redis) -> None:
-    index = old_index(redis_client, "exact")
+def test_an_exact_copy_needs_no_second_round_trip_asked_for_by_field(redis_client: redis.Redis) -> None:
+    # Map buckets fewer than a table's (larger than its sets): a single lookup asks for its exact copy.
+    index = SimhashIndex(redis_client, "exact", k=3, id_buckets=16)
+    assert not index._reads.whole_buckets
     try:
         index.add_many([("a", BASE), ("b", BASE), ("c", BASE ^ 0b111), ("far", BASE ^ 0xFFFF_FFFF)])
         before = _hgets(redis_client)

@@ -102,8 +102,7 @@ def test_a_period_longer_than_the_retention_is_refused() -> None:
 def test_the_retention_is_pinned_in_the_meta(redis_client: redis.Redis) -> None:
     index = SimhashIndex(redis_client, "kept", retention="7d")
     meta = redis_client.hgetall(b"simhash:kept:meta")
-    # Format 2: versions that know nothing of periods refuse the index instead of writing beside them.
-    assert meta[b"format"] == b"2" and meta[b"retention"] == b"604800;period=100800"
+    assert meta[b"format"] == b"4" and meta[b"retention"] == b"604800;period=100800"
     assert SimhashIndex(redis_client, "kept").config.retention == index.config.retention
     assert SimhashIndex(redis_client, "kept", retention=timedelta(days=7)).config.retention is not None
     with pytest.raises(ConfigurationMismatch, match="retention"):

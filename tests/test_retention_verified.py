@@ -73,8 +73,7 @@ def client(request: pytest.FixtureRequest) -> Any:
 def test_created_verified_with_a_retention_window(redis_url: str, redis_client: redis.Redis) -> None:
     index = VerifiedIndex.from_url(redis_url, "vr", retention="1d")
     meta = redis_client.hgetall(b"simhash:vr:meta")
-    # Format 2 (periods): versions that know nothing of periods refuse it rather than write beside them.
-    assert meta[b"format"] == b"2" and meta[b"retention"] == b"86400;period=14400"
+    assert meta[b"format"] == b"4" and meta[b"retention"] == b"86400;period=14400"
     assert meta[b"verified"] == index.verification.to_meta().encode()
     again = VerifiedIndex.from_url(redis_url, "vr")
     assert (
@@ -300,7 +299,7 @@ def test_asyncio(client: Any, request: pytest.FixtureRequest) -> None:
             assert await index.remove("p3") is True and await index.near(one_word_edit(page(3), 9)) == []
 
     asyncio.run(main())
-    assert client.hget(b"simhash:man:meta", b"format") == b"2"
+    assert client.hget(b"simhash:man:meta", b"format") == b"4"
 
 
 def test_export_and_import_carry_the_sketches(client: Any) -> None:

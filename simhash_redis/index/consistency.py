@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
+from ..codec import decode_fp, decode_ids, encode_ids
 from ..store import KeySchema, Store, Verification, Windows
 from ..store.store import FP_IDS
 from ..transport import raise_first_error
@@ -66,7 +66,7 @@ def check_consistency(
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
         placed: list[tuple[bytes, bytes, bytes]] = []  # (bucket key, fingerprint, ids)
         sketches: list[tuple[bytes, bytes]] = []
-        moved: list[tuple[bytes, bytes, bytes]] = []  # sketch fields in another bucket than their own
+        misplaced: list[tuple[bytes, bytes]] = []  # sketch fields in another bucket than their own
         for key, reply in zip(bucket_keys, contents, strict=True):
             for name, value in reply:
                 if not name.startswith(SKETCHES):
@@ -74,12 +74,17 @@ def check_consistency(
                 elif key == store.keys.fp_bucket(name[len(SKETCHES) :]):
                     sketches.append((name, value))
                 else:
-                    moved.append((key, name, value))
+                    misplaced.append((key, name))
         for chunk in chunks(placed, _BATCH):
             report.fingerprints += _check_fingerprints(target, report, chunk, repair)
         for chunk in chunks(sketches, _BATCH):
             with_sketch += check_sketches(store, report, chunk, verification, repair, f)
-        with_sketch += _move_sketches(target, report, moved, repair)
+        for key, name in misplaced:
+            report.found(
+                "misplaced fingerprint-map entry", f"{name.decode(errors='replace')} in {key.decode()}"
+            )
+        if repair and misplaced:
+            store.execute([(b"HDEL", key, name) for key, name in misplaced])
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
@@ -122,32 +127,6 @@ def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[
     return found
 
 
-def _move_sketches(
-    target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]], repair: bool
-) -> int:
-    """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's;
-    on repair, move each stored document's sketch to where step 1 listed its id. The number of those."""
-    keys, run = target.keys, target.store.execute
-    pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
-    for key, name, raw in entries:
-        fp = name[len(SKETCHES) :]
-        report.found("misplaced fingerprint-map entry", f"{name.decode(errors='replace')} in {key.decode()}")
-        try:
-            pairs.extend((fp, doc_id.encode(), sketch) for doc_id, sketch in decode_sketches(raw).items())
-        except (ValueError, UnicodeDecodeError):
-            report.found("malformed sketches", f"{name.decode(errors='replace')}: {raw[:40]!r}")
-    owners = run([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
-    stored = [pair for pair, owner in zip(pairs, owners, strict=True) if owner == pair[0]]
-    if repair and entries:
-        calls = [
-            FP_IDS.command([keys.fp_bucket(fp)], [b"m", fp, doc_id, b"", sketch])
-            for fp, doc_id, sketch in stored
-        ]
-        target.store.run_script(FP_IDS, calls)
-        run([(b"HDEL", key, name) for key, name, _ in entries])
-    return len(stored)
-
-
 def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
     keys, run, tables = target.keys, target.store.execute, target.tables
@@ -159,9 +138,6 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
     additions: list[tuple[bytes, bytes]] = []
     table_fixes: list[Any] = []
     malformed: set[bytes] = set()
-    # A fingerprint whose entry sits in the other placement's bucket is reported by step 2, which moves
-    # it; its ids are listed here all the same.
-    misplaced = _elsewhere(target, [fp for (_, fp), raw in zip(chunk, lists, strict=True) if raw is None])
     for n, ((doc_id, fp), raw) in enumerate(zip(chunk, lists, strict=True)):
         ids = _ids(raw) if raw is not None else []
         if ids is None and fp not in malformed:
@@ -169,7 +145,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
             report.found("malformed fingerprint-map entry", f"{fp.decode()}: {raw!r}")
             resets.append((b"HDEL", keys.fp_bucket(fp), fp))
         if ids is None or doc_id.decode() not in ids:
-            if ids is not None and fp not in misplaced:
+            if ids is not None:
                 report.found("id missing from fingerprint map", f"{doc_id!r} -> {fp.decode()}")
             additions.append((doc_id, fp))
         for t, key in enumerate(keys.tables(decode_fp(fp, target.f))):
@@ -189,9 +165,8 @@ def _check_fingerprints(
 ) -> int:
     """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use.
 
-    An entry in another bucket than its fingerprint's (another format's placement) is moved, its ids
-    added one by one; it counts where it lands unless that bucket's own entry was counted by its scan.
-    """
+    An entry in another bucket than its fingerprint's is deleted (step 1 lists its stored ids where they
+    belong)."""
     keys, run = target.keys, target.store.execute
     parsed = []
     fixes: list[Any] = []
@@ -210,12 +185,11 @@ def _check_fingerprints(
             report.found("stale id in fingerprint map", f"{listed!r} listed under {fp.decode()}")
             stale.setdefault(fp, set()).add(listed)
     in_use = 0
-    moves: list[tuple[bytes, bytes, list[str]]] = []
     for key, fp, ids in parsed:
         kept = [d for d in ids if d not in stale.get(fp, ())]
         if key != keys.fp_bucket(fp):
             report.found("misplaced fingerprint-map entry", f"{fp.decode()} in {key.decode()}")
-            moves.append((key, fp, kept))
+            fixes.append((b"HDEL", key, fp))
             continue
         in_use += bool(kept)
         if fp in stale:
@@ -224,19 +198,8 @@ def _check_fingerprints(
             else:
                 fixes.append((b"HDEL", key, fp))
                 fixes.extend((b"SREM", t, fp) for t in keys.tables(decode_fp(fp, target.f)))
-    if moves:
-        there = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp, _ in moves])
-        in_use += sum(1 for (_, _, kept), held in zip(moves, there, strict=True) if kept and not held)
     if repair and fixes:
         run(fixes)
-    if repair and moves:
-        calls = [
-            FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id.encode()])
-            for _, fp, kept in moves
-            for doc_id in kept
-        ]
-        target.store.run_script(FP_IDS, calls)
-        run([(b"HDEL", key, fp) for key, fp, _ in moves])
     return in_use
 
 
@@ -246,13 +209,10 @@ def _check_tables(
     """Step 3 for a chunk of (table key, member) pairs of one table."""
     keys, run = target.keys, target.store.execute
     known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
-    # Listed in the other placement's bucket: not an orphan, but a map entry step 2 reports and moves.
-    elsewhere = _elsewhere(target, [fp for (_, fp), exists in zip(chunk, known, strict=True) if not exists])
     fixes = []
     for (key, fp), exists in zip(chunk, known, strict=True):
         value = _fingerprint(fp, target.f)
         misplaced = value is not None and keys.tables(value)[table] != key
-        exists = exists or fp in elsewhere
         if value is None:
             report.found("malformed table member", f"{fp!r} in {key.decode()}")
         elif misplaced:
@@ -265,16 +225,6 @@ def _check_tables(
             fixes.append((b"SREM", key, fp))
     if repair and fixes:
         run(fixes)
-
-
-def _elsewhere(target: _Target, fps: list[bytes]) -> set[bytes]:
-    """The fingerprints with an entry in the other placement's (by hash or by bits) bucket, if another."""
-    keys = target.keys
-    other = keys.placed(not keys.fp_by_bits)
-    asked = [(fp, other.fp_bucket(fp)) for fp in dict.fromkeys(fps)]
-    asked = [(fp, key) for fp, key in asked if key != keys.fp_bucket(fp)]
-    found = target.store.execute([(b"HEXISTS", key, fp) for fp, key in asked])
-    return {fp for (fp, _), there in zip(asked, found, strict=True) if there}
 
 
 def _ids(raw: bytes) -> list[str] | None:

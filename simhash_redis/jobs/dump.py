@@ -16,6 +16,7 @@ from ..codec import decode_fp, decode_sketches, dump_fp, undump_fp
 from ..errors import IndexCorrupted, InputError, InvalidArgument, SimhashRedisError
 from ..index import Outcome, SimhashIndex, VerifiedIndex
 from ..store import IndexConfig, KeySchema, Store
+from ..store.config import FORMAT_VERSION
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
 
@@ -122,12 +123,17 @@ def _sketches(
 
 
 def _portable(meta: dict[str, str]) -> dict[str, str]:
-    """The configuration as a dump states it: without the fingerprint map's placement, which the importing
-    version chooses (format 4 is stated as 3 for a verified index and 1 for a plain one)."""
-    if meta.get("format") != "4":
-        return meta
-    stated = {field: value for field, value in meta.items() if field != "fp_map"}
-    return {**stated, "format": "3" if "verified" in meta else "1"}
+    """The configuration as a dump states it, with the dump's own format number: 1 plain, 2 with a
+    retention window, 3 verified (`_config` reads it back)."""
+    return {**meta, "format": "2" if "retention" in meta else "3" if "verified" in meta else "1"}
+
+
+def _config(meta: dict[str, str]) -> IndexConfig:
+    """The configuration a dump's header states, read as this version's (a dump of a newer format:
+    IndexCorrupted)."""
+    if meta.get("format") == _portable(meta)["format"]:
+        meta = {**meta, "format": str(FORMAT_VERSION)}
+    return IndexConfig.from_meta(meta)
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:
@@ -177,7 +183,7 @@ def import_index(
     """
     unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
     header = _header(unpacker, source_name)
-    config = IndexConfig.from_meta({str(k): str(v) for k, v in header["meta"].items()})
+    config = _config({str(k): str(v) for k, v in header["meta"].items()})
     target = name or header["name"]
     existed = SimhashIndex.exists(client, target)
     index = SimhashIndex(

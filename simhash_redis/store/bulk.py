@@ -287,8 +287,7 @@ class _Window:
         self.ids, self.stored = Column(ids), Column.of_fingerprints(fps, layout.f)
         self.fps = np.asarray(fps, dtype=np.uint64) if layout.f <= 64 else None
         self.id_buckets = self.ids.buckets(keys)
-        by_bits = self.fps if self.fps is not None else fps
-        self.fp_buckets = keys.fp_bucket_numbers(by_bits) if keys.fp_by_bits else self.stored.buckets(keys)
+        self.fp_buckets = keys.fp_bucket_numbers(self.fps if self.fps is not None else fps)
 
     def packed(self, f: int) -> Column:
         """The fingerprints in a band value's packed form (`codec.pack_fps`), one per position."""

@@ -15,18 +15,10 @@ from ..fingerprinting import Scheme
 from .layout import Layout
 from .verification import Verification
 
-__all__ = ["FORMAT_VERSION", "FP_MAP_BITS", "FP_MAP_HASH", "IndexConfig", "Retention", "Verification"]
+__all__ = ["FORMAT_VERSION", "IndexConfig", "Retention", "Verification"]
 
-#: Version of the Redis data format (docs/redis-keys.md); a newer one is refused rather than misread.
+#: Version of the Redis data format (docs/redis-keys.md); any other is refused rather than misread.
 FORMAT_VERSION = 4
-_PLAIN_FORMAT = 1
-_WINDOWED_FORMAT = 2
-_VERIFIED_FORMAT = 3
-_BITS_FORMAT = 4
-#: How the fingerprint map is spread over its buckets: by hash (formats 1-3) or by value (format 4).
-FP_MAP_HASH = "hash"
-FP_MAP_BITS = "bits"
-_FP_MAPS = (FP_MAP_HASH, FP_MAP_BITS)
 
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -144,7 +136,6 @@ class IndexConfig:
 
     Args:
         layout: the table layout (which also fixes f and k).
-        fp_map: how the fingerprint map is spread over its buckets (`FP_MAP_HASH` or `FP_MAP_BITS`).
     """
 
     layout: Layout
@@ -152,13 +143,6 @@ class IndexConfig:
     id_buckets: int = defaults.ID_BUCKETS
     verification: Verification | None = None
     retention: Retention | None = None
-    fp_map: str = FP_MAP_HASH
-
-    def __post_init__(self) -> None:
-        if self.fp_map not in _FP_MAPS:
-            raise InvalidArgument(f"fp_map must be one of {_FP_MAPS}, got {self.fp_map!r}")
-        if self.fp_map == FP_MAP_BITS and self.retention is not None:
-            raise InvalidArgument("an index with a retention window places its fingerprint map by hash")
 
     @property
     def f(self) -> int:
@@ -169,15 +153,6 @@ class IndexConfig:
     def k(self) -> int:
         """The largest distance the index answers for."""
         return self.layout.k
-
-    @property
-    def format(self) -> int:
-        """The data format an index of this configuration is created with."""
-        if self.fp_map == FP_MAP_BITS:
-            return _BITS_FORMAT
-        if self.retention is not None:
-            return _WINDOWED_FORMAT
-        return _PLAIN_FORMAT if self.verification is None else _VERIFIED_FORMAT
 
     @classmethod
     def build(
@@ -218,15 +193,12 @@ class IndexConfig:
         buckets = defaults.ID_BUCKETS if id_buckets is None else id_buckets
         if not 1 <= buckets <= 1 << 30:
             raise InvalidArgument(f"id_buckets must be in 1..2**30, got {buckets!r}")
-        # By bits, a single lookup gets most near hits' ids in its first round trip; a retention
-        # window's periods are written by their own scripts, by hash.
-        fp_map = FP_MAP_HASH if retention is not None else FP_MAP_BITS
-        return cls(layout, scheme or Scheme(f=width), buckets, verification, retention, fp_map)
+        return cls(layout, scheme or Scheme(f=width), buckets, verification, retention)
 
     def to_meta(self) -> dict[str, str]:
         """The fields of the meta hash."""
         fields = {
-            "format": str(self.format),
+            "format": str(FORMAT_VERSION),
             "f": str(self.f),
             "k": str(self.k),
             "layout": self.layout.to_meta(),
@@ -238,8 +210,6 @@ class IndexConfig:
             fields["verified"] = self.verification.to_meta()
         if self.retention is not None:
             fields["retention"] = self.retention.to_meta()
-        if self.fp_map != FP_MAP_HASH:
-            fields["fp_map"] = self.fp_map
         return fields
 
     @classmethod
@@ -247,14 +217,15 @@ class IndexConfig:
         """Read a stored meta hash's decoded fields.
 
         Raises:
-            IndexCorrupted: a field is missing or malformed, or the format is newer than this version.
+            IndexCorrupted: a field is missing or malformed, or the format is not this version's.
         """
         try:
             version = int(meta["format"])
-            if version > FORMAT_VERSION:
+            if version != FORMAT_VERSION:
                 raise IndexCorrupted(
-                    f"the index uses data format {version}; this simhash-redis reads formats up to "
-                    f"{FORMAT_VERSION}: upgrade simhash-redis"
+                    f"the index uses data format {version}; this simhash-redis reads format "
+                    f"{FORMAT_VERSION} only: "
+                    + ("upgrade simhash-redis" if version > FORMAT_VERSION else "create the index again")
                 )
             f, k = int(meta["f"]), int(meta["k"])
             layout = Layout.from_meta(meta["layout"], f=f, k=k)
@@ -264,14 +235,7 @@ class IndexConfig:
             verification = None if verified is None else Verification.from_meta(verified)
             stated = meta.get("retention")
             retention = None if stated is None else Retention.from_meta(stated)
-            if (version == _WINDOWED_FORMAT) != (retention is not None):
-                raise ValueError(f"format {version} with retention {stated!r}")
-            if version == _VERIFIED_FORMAT and verification is None:
-                raise ValueError(f"format {version} without a verified mode")
-            fp_map = meta.get("fp_map", FP_MAP_HASH)
-            if (version == _BITS_FORMAT) != (fp_map == FP_MAP_BITS) or fp_map not in _FP_MAPS:
-                raise ValueError(f"format {version} with fp_map {fp_map!r}")
-            return cls(layout, scheme, int(meta["id_buckets"]), verification, retention, fp_map)
+            return cls(layout, scheme, int(meta["id_buckets"]), verification, retention)
         except IndexCorrupted:
             raise
         except (KeyError, ValueError, TypeError, InvalidArgument, ConfigurationMismatch) as exc:

@@ -18,7 +18,6 @@ import xxhash
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import engine_choice
-from .config import FP_MAP_BITS
 from .layout import Layout
 
 if TYPE_CHECKING:
@@ -125,7 +124,6 @@ class KeySchema:
     Args:
         id_buckets: how many buckets the id and fingerprint maps are spread over.
         window: the period whose keys these are, in an index with a retention window.
-        fp_by_bits: the fingerprint map is placed by the fingerprints' own value (format 4), not by hash.
     """
 
     def __init__(
@@ -135,9 +133,8 @@ class KeySchema:
         layout: Layout,
         id_buckets: int,
         window: int | None = None,
-        fp_by_bits: bool = False,
     ) -> None:
-        self.prefix, self.name, self.window, self.fp_by_bits = prefix, name, window, fp_by_bits
+        self.prefix, self.name, self.window = prefix, name, window
         self._fp_mask = (1 << layout.f) - 1
         self.base = f"{prefix}:{name}" if window is None else f"{prefix}:{name}:w{window}"
         self.meta = self.meta_key(prefix, name)
@@ -158,7 +155,7 @@ class KeySchema:
     @classmethod
     def of(cls, prefix: str, name: str, config: IndexConfig) -> KeySchema:
         """The key names of an index of a configuration."""
-        return cls(prefix, name, config.layout, config.id_buckets, fp_by_bits=config.fp_map == FP_MAP_BITS)
+        return cls(prefix, name, config.layout, config.id_buckets)
 
     @staticmethod
     def meta_key(prefix: str, name: str) -> bytes:
@@ -171,11 +168,7 @@ class KeySchema:
 
     def in_window(self, window: int) -> KeySchema:
         """The key names of one period (its start in Unix seconds divided by the period's length)."""
-        return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window, self.fp_by_bits)
-
-    def placed(self, by_bits: bool) -> KeySchema:
-        """These key names, the fingerprint map placed by the fingerprints' value or by hash."""
-        return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, self.window, by_bits)
+        return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window)
 
     def periods_map_builder(self, windows: Sequence[int], kind: str) -> Callable[[bytes], list[bytes]]:
         """`id_bucket` (kind "id") or `fp_bucket` ("fp") in each of several periods, hashed once."""
@@ -258,11 +251,17 @@ class KeySchema:
         return self._id_prefix + self._bucket(doc_id)
 
     def fp_bucket(self, stored_fp: bytes) -> bytes:
-        """The fingerprint-map hash holding a fingerprint as `codec.encode_fp` writes it."""
-        return self._fp_prefix + self._fp_number(stored_fp)
+        """The fingerprint-map hash holding a fingerprint as `codec.encode_fp` writes it (a value this
+        library never writes, found by verify in a hand-edited index: the first)."""
+        try:
+            value = int(stored_fp) & self._fp_mask
+        except ValueError:
+            value = 0
+        return self.fp_bucket_of(value)
 
     def fp_bucket_of(self, fingerprint: int) -> bytes:
-        """`fp_bucket` of a fingerprint given as an int, in an index placing them by bits."""
+        """`fp_bucket` of a fingerprint given as an int: placed by its low bits, so that a lookup reading
+        its own bucket whole gets most near hits' ids in its first round trip."""
         return self._fp_prefix + b"%d" % (fingerprint % self.id_buckets)
 
     @staticmethod
@@ -352,7 +351,7 @@ class KeySchema:
         return prefixes
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
-        """The bucket number of each encoded id (or fingerprint placed by hash)."""
+        """The bucket number of each encoded id."""
         hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, raws), dtype=np.uint64, count=len(raws))
         buckets: npt.NDArray[Any] = hashes % np.uint64(self.id_buckets)
         return buckets
@@ -365,20 +364,12 @@ class KeySchema:
         return np.frombuffer(numbers, dtype=np.uint64)
 
     def fp_bucket_numbers(self, fps: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
-        """The fingerprint-map bucket number of each fingerprint, in an index placing them by bits."""
+        """The fingerprint-map bucket number of each fingerprint (`fp_bucket_of`'s)."""
         if isinstance(fps, np.ndarray) and fps.dtype != object:  # 128-bit ones stay Python ints
             numbers: npt.NDArray[Any] = fps.astype(np.uint64, copy=False) % np.uint64(self.id_buckets)
             return numbers
         buckets = self.id_buckets
         return np.fromiter((int(fp) % buckets for fp in fps), dtype=np.uint64, count=len(fps))
-
-    def _fp_number(self, stored_fp: bytes) -> bytes:
-        if self.fp_by_bits:
-            try:
-                return b"%d" % ((int(stored_fp) & self._fp_mask) % self.id_buckets)
-            except ValueError:
-                pass  # not a fingerprint this library wrote: placed by hash, where verify finds it
-        return self._bucket(stored_fp)
 
     def _bucket(self, raw: bytes) -> bytes:
         return b"%d" % (xxhash.xxh3_64_intdigest(raw) % self.id_buckets)

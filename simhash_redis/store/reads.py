@@ -15,7 +15,7 @@ from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.wire import CommandPerKey, PackedCommands, pack_columns
 from .candidates import band_hits, hits, matches_of, takes_raw, top_band_hits
-from .config import FP_MAP_BITS, IndexConfig
+from .config import IndexConfig
 from .keys import BandColumns, KeySchema
 from .store import Store, hash_pairs
 from .windows import View, WindowedSets, Windows
@@ -30,9 +30,9 @@ _SLICE = 64
 
 
 def reads_bucket_whole(id_buckets: int, key_bits: Sequence[int]) -> bool:
-    """Whether a single lookup of a plain index (its fingerprint map placed by bits: no retention window,
-    not verified) reads the query's own map bucket whole (HGETALL) rather than HGET its fingerprint: not
-    with fewer map buckets than one table's, each of which would be larger than the table sets read."""
+    """Whether a single lookup of an index that is not verified reads the query's own map bucket whole
+    (HGETALL; each period's, with a retention window) rather than HGET its fingerprint: not with fewer
+    map buckets than one table's, each of which would be larger than the table sets read."""
     return id_buckets >= 1 << min(key_bits)
 
 
@@ -47,11 +47,8 @@ class Reads:
         self.store, self.name, self.windows = store, name, windows
         self.f, self.tables = config.f, len(config.layout.tables)
         # Not with sketches in the map (they would come with every hit's ids).
-        self.whole_buckets = (
-            config.fp_map == FP_MAP_BITS
-            and config.verification is None
-            and windows is None
-            and reads_bucket_whole(config.id_buckets, config.layout.key_bits)
+        self.whole_buckets = config.verification is None and reads_bucket_whole(
+            config.id_buckets, config.layout.key_bits
         )
         self._table_keys: Callable[[int], list[bytes]] = store.keys.table_builder()
         fp_bucket = store.keys.fp_bucket
@@ -188,9 +185,12 @@ class Reads:
         exact = encode_fp(fps[0], self.f) if single and not whole else None
         field = keys.sketch_field
         first: list[Sequence[Command]]
-        if whole:
+        if whole and view is None:
             own = keys.fp_bucket_of(fps[0])
             first = [PackedCommands(self._whole_first % (*table_keys(fps[0]), len(own), own), tables + 1)]
+        elif whole:  # each period's own bucket
+            own_keys = fp_keys(encode_fp(fps[0], self.f))
+            first = [CommandPerKey(b"SMEMBERS", table_keys(fps[0])), CommandPerKey(b"HGETALL", own_keys)]
         else:
             set_keys: list[bytes] = []
             extend = set_keys.extend
@@ -250,9 +250,13 @@ class Reads:
             # A single query's bucket (or exact copy's ids) is read before any id is asked for, so that
             # none is asked for twice.
             if whole:
-                bucket = yield raw, 1
-                if found[0]:
-                    ids_of.update(_bucket_ids(found[0], fps[0], keys, bucket))
+                buckets = yield (raw if per_map == 1 else READ), per_map
+                if found[0] and per_map == 1:
+                    ids_of.update(_bucket_ids(found[0], fps[0], keys, buckets))
+                elif found[0]:
+                    by_period = [_bucket_ids(found[0], fps[0], keys, [one]) for one in buckets]
+                    for stored in by_period[0]:
+                        ids_of[stored] = _merged([period[stored] for period in by_period])
             elif exact is not None:
                 exact_replies = yield READ, per_map
                 if sketches is not None:

@@ -299,8 +299,7 @@ class Writes:
         fps = progress.fps
         ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
         keys = self.keys
-        id_bucket, fp_bucket, fp_bucket_of = keys.id_bucket, keys.fp_bucket, keys.fp_bucket_of
-        by_bits = keys.fp_by_bits
+        id_bucket, fp_bucket_of = keys.id_bucket, keys.fp_bucket_of
         built = progress.tables
         tables = map(keys.table_builder(), ints) if built is None else built[start : start + count]
         key_list: list[bytes] = [keys.counts]
@@ -308,7 +307,7 @@ class Writes:
         add_key, add_keys, add_args = key_list.append, key_list.extend, args.extend
         for (doc_id, new, guard), fp, table_keys in zip(ops, ints, tables, strict=True):
             add_key(id_bucket(doc_id))
-            add_key(fp_bucket_of(fp) if by_bits else fp_bucket(new))
+            add_key(fp_bucket_of(fp))
             add_keys(table_keys)
             add_args((doc_id, new))
             if guarded:
