@@ -46,9 +46,13 @@ def scan(client: Any, pattern: str) -> list[bytes]:
     return list(client.scan_iter(pattern.encode()))
 
 
+#: Few id buckets: on a cluster count() sums their sizes in each live period (60 of them in most tests
+#: here), 2 x 1024 round trips a period with 1024 buckets; these indexes hold tens of documents.
+BUCKETS = 64
+
+
 def windowed(client: Any, name: str, retention: Retention, **options: Any) -> VerifiedIndex:
-    # Few id buckets: on a cluster count() sums their sizes.
-    return VerifiedIndex(SimhashIndex(client, name, id_buckets=1024, retention=retention, **options))
+    return VerifiedIndex(SimhashIndex(client, name, id_buckets=BUCKETS, retention=retention, **options))
 
 
 #: The cluster's case of a scenario whose other checks on a cluster run in CI (the oracle, the races):
@@ -179,7 +183,7 @@ def test_near_equals_the_plain_windowed_index_confirmed_by_sketches(client: Any)
     plain one's candidates equal the model's, the verified one's answers the brute force oracle's."""
     rng = random.Random(11)
     verified = windowed(client, "model", Retention(60, 1), batch_size=7)
-    plain = SimhashIndex(client, "plain", id_buckets=1024, retention=Retention(60, 1), batch_size=7)
+    plain = SimhashIndex(client, "plain", id_buckets=BUCKETS, retention=Retention(60, 1), batch_size=7)
     centres = [[rng.choice(_WORDS) for _ in range(80)] for _ in range(4)]
     stored: dict[str, str] = {}
     for phase in range(3):
@@ -393,9 +397,9 @@ def test_a_lost_meta_is_restored_with_its_retention_and_mode(redis_client: redis
     mode = index.verification
     redis_client.delete(b"simhash:lost:meta")
     with pytest.raises(ConfigurationMismatch, match="verified"):
-        SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=1024, retention="1d")
+        SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=BUCKETS, retention="1d")
     with pytest.raises(ConfigurationMismatch, match="retention"):
-        SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=1024, verification=mode)
-    SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=1024, retention="1d", verification=mode)
+        SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=BUCKETS, verification=mode)
+    SimhashIndex.restore(redis_client, "lost", k=3, id_buckets=BUCKETS, retention="1d", verification=mode)
     restored = VerifiedIndex(SimhashIndex(redis_client, "lost"))
     assert [m.id for m in restored.near(one_word_edit(page(3), 1))] == ["p3"]
