@@ -155,9 +155,10 @@ def _finish(proc: subprocess.Popen[str], reader: threading.Thread) -> int:
     return code
 
 
-def _wait_for(acked: list[int], count: int, timeout: float = 30) -> None:
+def _wait_for(proc: subprocess.Popen[str], acked: list[int], count: int, timeout: float = 30) -> None:
+    """Until the loader has acknowledged `count` documents, or ended, or `timeout` seconds went by."""
     deadline = time.monotonic() + timeout
-    while (not acked or acked[-1] < count) and time.monotonic() < deadline:
+    while (not acked or acked[-1] < count) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -182,16 +183,16 @@ def own_cluster() -> Iterator[ClusterProcess]:
 def test_primary_killed_during_load(own_cluster: ClusterProcess, tmp_path: Path) -> None:
     stop = tmp_path / "stop"
     proc, acked, reader = _load_in_background(own_cluster, stop)
-    _wait_for(acked, 2000)
+    _wait_for(proc, acked, 2000)
     victim = own_cluster.primaries()[0]
     own_cluster.kill9(victim)
     # Every batch writes to every primary: the loader acknowledges nothing more until the failover is
     # over, then goes on (4,000 documents more than it had acknowledged at the kill).
     after = acked[-1] + 4000
-    _wait_for(acked, after, timeout=120)
+    _wait_for(proc, acked, after, timeout=120)
     stop.touch()
-    assert acked[-1] >= after, "the load did not go on after the failover"
     assert _finish(proc, reader) == 0, "the load did not survive the failover"
+    assert acked[-1] >= after, "the load did not go on after the failover"
     own_cluster.wait_ok()
     _check_loaded(own_cluster.client(), acked[-1], acked[-1])
 
@@ -236,7 +237,7 @@ def _migrate(source: redis.Redis, target: redis.Redis, slot: int) -> None:
 def test_live_reshard_during_load(own_cluster: ClusterProcess, tmp_path: Path) -> None:
     stop = tmp_path / "stop"
     proc, acked, reader = _load_in_background(own_cluster, stop)
-    _wait_for(acked, 2000)
+    _wait_for(proc, acked, 2000)
     first, second = own_cluster.primaries()[:2]
     source = redis.Redis(port=first)
     target = redis.Redis(port=second)
