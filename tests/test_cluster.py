@@ -104,31 +104,35 @@ def test_no_command_spans_slots(redis_cluster_client: RedisCluster, monkeypatch:
         assert len({key_slot(k) for k in keys}) <= 1, keys
 
 
+# Adds docN (N from 0) in batches of 200 until the file named by its third argument exists: the test
+# stops it once the fault it causes is over, so the load spans the fault whatever the machine's speed,
+# and holds no more documents than that takes (verify() in _check_loaded takes seconds per 10,000).
 LOADER = textwrap.dedent(
     """
-    import random, sys
+    import os, random, sys
     from redis.cluster import RedisCluster, ClusterNode
     from simhash_redis import SimhashIndex
     ports = [int(p) for p in sys.argv[1].split(",")]
     client = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in ports], socket_timeout=2)
     index = SimhashIndex(client, "load", k=3, id_buckets=1024, batch_size=200)
     rng = random.Random(11)
-    docs = [(f"doc{i}", rng.getrandbits(64)) for i in range(int(sys.argv[2]))]
-    for start in range(0, len(docs), 200):
-        index.add_many(docs[start:start + 200])
-        print(start + 200, flush=True)
+    done = 0
+    while not os.path.exists(sys.argv[2]):
+        index.add_many([(f"doc{i}", rng.getrandbits(64)) for i in range(done, done + 200)])
+        done += 200
+        print(done, flush=True)
     """
 )
 
 
 def _load_in_background(
-    cluster: ClusterProcess, count: int
+    cluster: ClusterProcess, stop: Path
 ) -> tuple[subprocess.Popen[str], list[int], threading.Thread]:
-    """Start a loader process; `acked` collects the counts it reports after each acknowledged batch,
-    read by the thread returned (all of them once `_finish` returns)."""
+    """Start a loader process, which loads until `stop` exists; `acked` collects the counts it reports
+    after each acknowledged batch, read by the thread returned (all of them once `_finish` returns)."""
     ports = ",".join(str(p) for p in cluster.primaries())
     proc = subprocess.Popen(
-        [sys.executable, "-c", LOADER, ports, str(count)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", LOADER, ports, str(stop)], stdout=subprocess.PIPE, text=True
     )
     acked: list[int] = []
 
@@ -151,9 +155,10 @@ def _finish(proc: subprocess.Popen[str], reader: threading.Thread) -> int:
     return code
 
 
-def _wait_for(acked: list[int], count: int, timeout: float = 30) -> None:
+def _wait_for(proc: subprocess.Popen[str], acked: list[int], count: int, timeout: float = 30) -> None:
+    """Until the loader has acknowledged `count` documents, or ended, or `timeout` seconds went by."""
     deadline = time.monotonic() + timeout
-    while (not acked or acked[-1] < count) and time.monotonic() < deadline:
+    while (not acked or acked[-1] < count) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -175,15 +180,21 @@ def own_cluster() -> Iterator[ClusterProcess]:
         yield cluster
 
 
-def test_primary_killed_during_load(own_cluster: ClusterProcess) -> None:
-    proc, acked, reader = _load_in_background(own_cluster, 20_000)
-    _wait_for(acked, 4000)
+def test_primary_killed_during_load(own_cluster: ClusterProcess, tmp_path: Path) -> None:
+    stop = tmp_path / "stop"
+    proc, acked, reader = _load_in_background(own_cluster, stop)
+    _wait_for(proc, acked, 2000)
     victim = own_cluster.primaries()[0]
     own_cluster.kill9(victim)
+    # Every batch writes to every primary: the loader acknowledges nothing more until the failover is
+    # over, then goes on (4,000 documents more than it had acknowledged at the kill).
+    after = acked[-1] + 4000
+    _wait_for(proc, acked, after, timeout=120)
+    stop.touch()
     assert _finish(proc, reader) == 0, "the load did not survive the failover"
+    assert acked[-1] >= after, "the load did not go on after the failover"
     own_cluster.wait_ok()
-    assert acked[-1] == 20_000
-    _check_loaded(own_cluster.client(), 20_000, acked[-1])
+    _check_loaded(own_cluster.client(), acked[-1], acked[-1])
 
 
 def test_an_acknowledged_write_waits_for_a_lagging_replica(own_cluster: ClusterProcess) -> None:
@@ -223,9 +234,10 @@ def _migrate(source: redis.Redis, target: redis.Redis, slot: int) -> None:
         node.execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
 
 
-def test_live_reshard_during_load(own_cluster: ClusterProcess) -> None:
-    proc, acked, reader = _load_in_background(own_cluster, 20_000)
-    _wait_for(acked, 2000)
+def test_live_reshard_during_load(own_cluster: ClusterProcess, tmp_path: Path) -> None:
+    stop = tmp_path / "stop"
+    proc, acked, reader = _load_in_background(own_cluster, stop)
+    _wait_for(proc, acked, 2000)
     first, second = own_cluster.primaries()[:2]
     source = redis.Redis(port=first)
     target = redis.Redis(port=second)
@@ -234,14 +246,16 @@ def test_live_reshard_during_load(own_cluster: ClusterProcess) -> None:
         for start, end, primary, *_ in source.execute_command("CLUSTER SLOTS")
         if int(primary[1]) == first
         for slot in range(int(start), int(end) + 1)
-    ][:300]
+    ][:100]
     for slot in mine:
         _migrate(source, target, slot)
+    assert proc.poll() is None, "the loader ended before the slots had moved"
+    stop.touch()
     assert _finish(proc, reader) == 0
     assert _owner(source, mine[-1]) == second
     source.close()
     target.close()
-    _check_loaded(own_cluster.client(), 20_000, acked[-1])
+    _check_loaded(own_cluster.client(), acked[-1], acked[-1])
 
 
 def _owner(client: redis.Redis, slot: int) -> int:
