@@ -119,7 +119,7 @@ def test_recorded_lookups_equal_brute_force(
     monkeypatch.setattr(reads_module, "_SLICE", data.draw(st.sampled_from([1, 2, 64])))
     layout = data.draw(st.sampled_from([Layout.pigeonhole(64, 3), Layout.permuted(64, 3, blocks=5)]))
     reads = _reads(layout)
-    # Not whole: a single lookup asks for its own fingerprint's ids (as with a retention window).
+    # Not whole: a single lookup asks for its own fingerprint's ids.
     reads.whole_buckets = data.draw(st.booleans())
     stored = {f"id{i}": fp for i, fp in enumerate(data.draw(clustered(64, 5)))}
     stored.update({f"twin{i}": fp for i, fp in enumerate(list(stored.values())[:2])})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from ..codec import decode_fp, decode_ids, encode_ids
+from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
 from ..store import KeySchema, Store, Verification, Windows
 from ..store.store import FP_IDS
 from ..transport import raise_first_error
@@ -66,7 +66,7 @@ def check_consistency(
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
         placed: list[tuple[bytes, bytes, bytes]] = []  # (bucket key, fingerprint, ids)
         sketches: list[tuple[bytes, bytes]] = []
-        misplaced: list[tuple[bytes, bytes]] = []  # sketch fields in another bucket than their own
+        moved: list[tuple[bytes, bytes, bytes]] = []  # sketch fields in another bucket than their own
         for key, reply in zip(bucket_keys, contents, strict=True):
             for name, value in reply:
                 if not name.startswith(SKETCHES):
@@ -74,17 +74,12 @@ def check_consistency(
                 elif key == store.keys.fp_bucket(name[len(SKETCHES) :]):
                     sketches.append((name, value))
                 else:
-                    misplaced.append((key, name))
+                    moved.append((key, name, value))
         for chunk in chunks(placed, _BATCH):
             report.fingerprints += _check_fingerprints(target, report, chunk, repair)
         for chunk in chunks(sketches, _BATCH):
             with_sketch += check_sketches(store, report, chunk, verification, repair, f)
-        for key, name in misplaced:
-            report.found(
-                "misplaced fingerprint-map entry", f"{name.decode(errors='replace')} in {key.decode()}"
-            )
-        if repair and misplaced:
-            store.execute([(b"HDEL", key, name) for key, name in misplaced])
+        with_sketch += _move_sketches(target, report, moved, repair)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
@@ -125,6 +120,33 @@ def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[
                 report.wrong_type.append(detail)
                 report.found(WRONG_TYPE, f"{detail} (delete it by hand)")
     return found
+
+
+def _move_sketches(
+    target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]], repair: bool
+) -> int:
+    """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's
+    (a hand edit); on repair, move each stored document's sketch to where step 1 listed its id (a
+    sketch cannot be made again without the text). The number of those."""
+    keys, run = target.keys, target.store.execute
+    pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
+    for key, name, raw in entries:
+        fp = name[len(SKETCHES) :]
+        report.found("misplaced fingerprint-map entry", f"{name.decode(errors='replace')} in {key.decode()}")
+        try:
+            pairs.extend((fp, doc_id.encode(), sketch) for doc_id, sketch in decode_sketches(raw).items())
+        except (ValueError, UnicodeDecodeError):
+            report.found("malformed sketches", f"{name.decode(errors='replace')}: {raw[:40]!r}")
+    owners = run([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
+    stored = [pair for pair, owner in zip(pairs, owners, strict=True) if owner == pair[0]]
+    if repair and entries:
+        calls = [
+            FP_IDS.command([keys.fp_bucket(fp)], [b"m", fp, doc_id, b"", sketch])
+            for fp, doc_id, sketch in stored
+        ]
+        target.store.run_script(FP_IDS, calls)
+        run([(b"HDEL", key, name) for key, name, _ in entries])
+    return len(stored)
 
 
 def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool) -> None:

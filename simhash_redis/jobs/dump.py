@@ -129,11 +129,18 @@ def _portable(meta: dict[str, str]) -> dict[str, str]:
 
 
 def _config(meta: dict[str, str]) -> IndexConfig:
-    """The configuration a dump's header states, read as this version's (a dump of a newer format:
-    IndexCorrupted)."""
-    if meta.get("format") == _portable(meta)["format"]:
-        meta = {**meta, "format": str(FORMAT_VERSION)}
-    return IndexConfig.from_meta(meta)
+    """The configuration a dump's header states, read as this version's.
+
+    Raises:
+        IndexCorrupted: the dump states another format than this version writes for its configuration.
+    """
+    stated, ours = meta.get("format"), _portable(meta)["format"]
+    if stated != ours:
+        raise IndexCorrupted(
+            f"the dump states format {stated!r} for its configuration, where this simhash-redis writes "
+            f"format {ours}: import it with the simhash-redis that exported it, or upgrade simhash-redis"
+        )
+    return IndexConfig.from_meta({**meta, "format": str(FORMAT_VERSION)})
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:

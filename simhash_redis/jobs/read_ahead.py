@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Generator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 __all__ = ["DEPTH", "read_ahead"]
@@ -27,22 +27,25 @@ def read_ahead(items: Iterator[_T], depth: int = DEPTH) -> Iterator[_T]:
     """The items, in their order, those after the first read on a thread up to `depth` ahead.
 
     An exception of the iterator is raised here, after the items before it. Closing this generator stops the
-    thread and waits for it; the iterator is closed in that thread, where it ran.
+    thread and waits for its read in progress; the iterator is then closed in the caller's thread (no
+    new work is handed to a thread, which interpreter shutdown would refuse).
     """
     try:
         first = next(items)
     except StopIteration:
         return
     yield first
-    # One thread: the iterator is never entered by two at once, and its items come in order.
-    with ThreadPoolExecutor(1, thread_name_prefix="read-ahead") as thread:
-        ahead: deque[Future[_T | _End]] = deque(thread.submit(next, items, _End()) for _ in range(depth))
-        try:
-            while not isinstance(item := ahead.popleft().result(), _End):
-                yield item
-                ahead.append(thread.submit(next, items, _End()))
-        finally:
-            for future in ahead:
-                future.cancel()
-            if isinstance(items, Generator):
-                thread.submit(items.close).result()
+    try:
+        # One thread: the iterator is never entered by two at once, and its items come in order.
+        with ThreadPoolExecutor(1, thread_name_prefix="read-ahead") as thread:
+            ahead = deque(thread.submit(next, items, _End()) for _ in range(max(depth, 1)))
+            try:
+                while not isinstance(item := ahead.popleft().result(), _End):
+                    yield item
+                    ahead.append(thread.submit(next, items, _End()))
+            finally:
+                for future in ahead:
+                    future.cancel()
+    finally:  # the executor has shut down: the iterator is not running
+        if isinstance(items, Generator):
+            items.close()

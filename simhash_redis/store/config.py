@@ -225,7 +225,12 @@ class IndexConfig:
                 raise IndexCorrupted(
                     f"the index uses data format {version}; this simhash-redis reads format "
                     f"{FORMAT_VERSION} only: "
-                    + ("upgrade simhash-redis" if version > FORMAT_VERSION else "create the index again")
+                    + (
+                        "upgrade simhash-redis"
+                        if version > FORMAT_VERSION
+                        else "export it with the simhash-redis that wrote it and import the dump here "
+                        "(dumps do not depend on the format), or create the index again"
+                    )
                 )
             f, k = int(meta["f"]), int(meta["k"])
             layout = Layout.from_meta(meta["layout"], f=f, k=k)

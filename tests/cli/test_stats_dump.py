@@ -9,7 +9,7 @@ import msgpack
 import pytest
 import redis
 
-from simhash_redis import ConfigurationMismatch, InputError, SimhashIndex
+from simhash_redis import ConfigurationMismatch, IndexCorrupted, InputError, SimhashIndex
 from simhash_redis.errors import InvalidArgument
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
@@ -90,3 +90,13 @@ def test_import_bad_streams(redis_client: redis.Redis) -> None:
     bad = msgpack.packb(_records(data)[0]) + msgpack.packb(["a", "not-an-int"])
     with pytest.raises(InputError, match="record 1"):
         import_index(redis_client, io.BytesIO(bad), name="t3")
+
+
+def test_a_dump_of_another_format_is_refused_in_a_dumps_words(redis_client: redis.Redis) -> None:
+    data = _dump(_fill_and_return(SimhashIndex(redis_client, "newer")))
+    header, *rest = _records(data)
+    header["meta"]["format"] = "9"
+    stream = b"".join(msgpack.packb(record) for record in [header, *rest])
+    with pytest.raises(IndexCorrupted, match=r"the dump states format '9' .* writes format 1: import it"):
+        import_index(redis_client, io.BytesIO(stream), name="t9")
+    assert not SimhashIndex.exists(redis_client, "t9")
