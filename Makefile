@@ -71,10 +71,8 @@ lint-native:
 	fi
 
 # The suite in parallel processes (pytest-xdist): most of its time is spent waiting on servers it
-# started, so two workers on two cores take ~60% of one's time. Each worker starts its own servers; a
-# worker that runs out of tests takes some of those queued for another (worksteal) rather than idle
-# while the other works through its share.
-WORKERS := -n auto --maxprocesses=4 --dist worksteal
+# started, so two workers on two cores take ~60% of one's time. Each worker starts its own servers.
+WORKERS := -n auto --maxprocesses=4
 test: lint lint-native
 	$(BIN)/python -m pytest $(WORKERS)
 

@@ -33,7 +33,7 @@ OLDEST_PYTHON=3.10
 COMPAT_PYTHON=3.12
 SERVERS=${MATRIX_SERVERS-"redis-6.2 valkey-9.1"}
 OLDEST_REDIS="redis==5.0.8"
-WORKERS=(-n auto --maxprocesses=4 --dist worksteal)   # as in the Makefile: each process its own servers
+WORKERS=(-n auto --maxprocesses=4)   # as in the Makefile: parallel processes, each with its own servers
 PYTHON_TESTS=(
   tests/test_index_contract.py tests/test_add_if_new.py
   tests/test_unicode_pinning.py tests/test_fingerprint.py tests/test_security.py tests/test_bad_input.py
