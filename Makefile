@@ -22,7 +22,9 @@ EDITABLE := PYTHONWARNINGS='ignore:Editable installation'
 UV ?= $(shell command -v uv 2>/dev/null)
 ifneq ($(UV),)
 make_venv = $(UV) venv --quiet --allow-existing --python $(PYTHON) $(1)
-pip_install = $(UV) pip install --python $(1)
+# --compile-bytecode: as pip does; uv leaves it out by default, and where PYTHONDONTWRITEBYTECODE is set
+# every process would compile the packages it imports again (CI's suite took half as long again).
+pip_install = $(UV) pip install --compile-bytecode --python $(1)
 else
 make_venv = $(PYTHON) -m venv $(1)
 pip_install = $(1) -m pip install

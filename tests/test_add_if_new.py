@@ -60,22 +60,27 @@ def test_unique_replacement_of_far_fingerprint(client: redis.Redis) -> None:
     assert index.near(A) == []
 
 
-RACER = textwrap.dedent(
+#: The first lines of a racer's script: `retried` counts its pauses before another read-check-write
+#: round, each after it met another racer's write or lock.
+COUNT_RETRIES = textwrap.dedent(
     """
-    import json, random, sys, time
-    from simhash_redis import SimhashIndex
     from simhash_redis.index import unique
-    from simhash_redis.transport.connection import client_from_url
     retried = 0
     pause = unique.pause
 
     def counted(seconds):
-        # A pause before another read-check-write round: this racer met another's write or lock.
         global retried
         retried += 1
         pause(seconds)
 
     unique.pause = counted
+    """
+)
+RACER = COUNT_RETRIES + textwrap.dedent(
+    """
+    import json, random, sys, time
+    from simhash_redis import SimhashIndex
+    from simhash_redis.transport.connection import client_from_url
     url, me, groups, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     client = client_from_url(url)  # a cluster URL gives a cluster client
     index = SimhashIndex(client, "race", k=3, batch_size=4, id_buckets=1024)

@@ -29,6 +29,7 @@ from simhash_redis.store import Verification
 from simhash_redis.store import reads as reads_module
 from simhash_redis.store import writes as writes_module
 from tests.servers import ClusterProcess
+from tests.test_add_if_new import COUNT_RETRIES
 
 _VOCAB = [f"word{i}" for i in range(3000)]
 _CLIENTS = {"real": "redis_client", "fake": "fake_client", "cluster": "redis_cluster_client"}
@@ -156,22 +157,11 @@ def test_a_replacement_keeps_the_old_sketch_until_its_text_is_written(client: re
     ) == index.index.fingerprint(new)
 
 
-RACER = textwrap.dedent(
+RACER = COUNT_RETRIES + textwrap.dedent(
     """
     import json, sys, time
     from simhash_redis import Layout, SimhashIndex, VerifiedIndex
-    from simhash_redis.index import unique
     from simhash_redis.transport.connection import client_from_url
-    retried = 0
-    pause = unique.pause
-
-    def counted(seconds):
-        # A pause before another read-check-write round: this racer met another's write or lock.
-        global retried
-        retried += 1
-        pause(seconds)
-
-    unique.pause = counted
     url, me, path, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     groups = json.load(open(path))
     client = client_from_url(url)
