@@ -16,24 +16,10 @@ CONSTRAINTS := dev-constraints.txt
 # every other warning, still show.
 EDITABLE := PYTHONWARNINGS='ignore:Editable installation'
 
-# Environments are made by uv where it is on the PATH (seconds where pip takes a minute: CI installs it),
-# else by venv and pip; `make UV=` asks for pip. `$(call pip_install,PYTHON)` installs into PYTHON's
-# environment either way.
-UV ?= $(shell command -v uv 2>/dev/null)
-ifneq ($(UV),)
-make_venv = $(UV) venv --quiet --allow-existing --python $(PYTHON) $(1)
-# --compile-bytecode: as pip does; uv leaves it out by default, and where PYTHONDONTWRITEBYTECODE is set
-# every process would compile the packages it imports again (CI's suite took half as long again).
-pip_install = $(UV) pip install --compile-bytecode --python $(1)
-else
-make_venv = $(PYTHON) -m venv $(1)
-pip_install = $(1) -m pip install
-endif
-
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
-	$(call make_venv,$(VENV))
-	$(call pip_install,$(BIN)/python) --quiet --upgrade pip -c $(CONSTRAINTS)
-	$(EDITABLE) $(call pip_install,$(BIN)/python) --quiet -e '.[dev]' -c $(CONSTRAINTS)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip -c $(CONSTRAINTS)
+	$(EDITABLE) $(BIN)/python -m pip install --quiet -e '.[dev]' -c $(CONSTRAINTS)
 	touch $@
 
 # The compiled core (Rust, built by maturin from PyPI): optional, the pure engine runs without it.
@@ -43,9 +29,9 @@ NATIVE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml nati
 NATIVE_WHEEL ?=
 $(BIN)/.native: $(BIN)/.installed $(NATIVE_SOURCES)
 	@if [ -n "$(NATIVE_WHEEL)" ]; then \
-		$(call pip_install,$(BIN)/python) --quiet --force-reinstall --no-deps $(NATIVE_WHEEL) && touch $@; \
+		$(BIN)/python -m pip install --quiet --force-reinstall --no-deps $(NATIVE_WHEEL) && touch $@; \
 	elif command -v cargo >/dev/null 2>&1; then \
-		$(call pip_install,$(BIN)/python) --quiet ./native && touch $@; \
+		$(BIN)/python -m pip install --quiet ./native && touch $@; \
 	else \
 		echo "cargo not found: the pure Python engine runs (install Rust, then make native, for the compiled core)"; \
 	fi
@@ -94,9 +80,9 @@ test-pure: $(BIN)/.native
 # The oldest redis-py the project supports, on the tests that reach into redis-py's connections.
 COMPAT := .venv-redis5
 compat:
-	$(call make_venv,$(COMPAT))
-	$(EDITABLE) $(call pip_install,$(COMPAT)/bin/python) --quiet -e '.[test]' -c $(CONSTRAINTS)
-	$(call pip_install,$(COMPAT)/bin/python) --quiet 'redis==5.0.8'   # the oldest accepted, over the pin
+	$(PYTHON) -m venv $(COMPAT)
+	$(EDITABLE) $(COMPAT)/bin/python -m pip install --quiet -e '.[test]' -c $(CONSTRAINTS)
+	$(COMPAT)/bin/python -m pip install --quiet 'redis==5.0.8'   # the oldest accepted, over the pin
 	$(COMPAT)/bin/python -m pytest -q $(WORKERS) tests/test_index_contract.py tests/test_add_if_new.py \
 		tests/test_wire.py tests/test_cluster.py tests/test_lost_replies.py tests/test_stalls.py \
 		tests/test_security.py tests/test_near_conversation.py tests/test_asyncio.py

@@ -84,7 +84,7 @@ def test_numpy_is_pinned_at_both_ends_of_its_range() -> None:
 def test_the_makefile_installs_through_the_constraints() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert f"CONSTRAINTS := {CONSTRAINTS.name}" in makefile
-    installs = [line for line in makefile.splitlines() if "pip_install" in line and "'.[" in line]
+    installs = [line for line in makefile.splitlines() if "pip install" in line and "'.[" in line]
     assert installs
     for line in installs:
         assert "-c $(CONSTRAINTS)" in line, line

@@ -27,8 +27,7 @@ def _makefile_install_line() -> tuple[dict[str, str], list[str]]:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     done = subprocess.run(
-        # UV= : pip's line (uv, where installed, prints no backend notice to filter)
-        ["make", "-n", "-B", "UV=", "VENV=.venv-never-made", ".venv-never-made/bin/.installed"],
+        ["make", "-n", "-B", "VENV=.venv-never-made", ".venv-never-made/bin/.installed"],
         cwd=ROOT,
         capture_output=True,
         text=True,
