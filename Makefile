@@ -87,8 +87,8 @@ compat:
 		tests/test_wire.py tests/test_cluster.py tests/test_lost_replies.py tests/test_stalls.py \
 		tests/test_security.py tests/test_near_conversation.py tests/test_asyncio.py
 
-# The other supported Pythons (with CI's main run on 3.13: 3.10 with the oldest numpy, 3.12; 3.11 on request) and
-# servers (Redis 6.2, Valkey 9.1; Redis 7.0 on request): see scripts/matrix.sh.
+# The other supported Pythons (with CI's main run on 3.13: 3.10 with the oldest numpy and redis-py; 3.11 and
+# 3.12 on request) and servers (Redis 6.2, Valkey 9.1; Redis 7.0 on request): see scripts/matrix.sh.
 matrix: $(BIN)/.native
 	bash scripts/matrix.sh
 
