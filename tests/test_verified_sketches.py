@@ -75,13 +75,7 @@ def test_verified_near_takes_at_most_two_round_trips(
     edited = one_word_edit(stories[2], 1)
     assert verified.index.fingerprint(edited) != verified.index.fingerprint(stories[2])
     assert [m.id for m in verified.near(edited)] == ["s2"]
-    # The table sets and the band values with their members' ids and sketches (lua/band_entries.lua).
-    assert (counted.sends, counted.executes) == (1, 0)
-    counted.reset()
-    verified._reads.band_entries = False
-    assert [m.id for m in verified.near(edited)] == ["s2"]
     assert (counted.sends, counted.executes) == (2, 0)  # the table sets, then ids and sketches
-    verified._reads.band_entries = True
     counted.reset()
     assert [m.id for m in verified.near(stories[3])] == ["s3"]
     assert (counted.sends, counted.executes) == (1, 0)  # an exact copy: its sketch came with its ids

@@ -17,7 +17,7 @@ from ..transport.wire import CommandPerKey, PackedCommands, pack_columns
 from .candidates import band_hits, hits, matches_of, takes_raw, top_band_hits
 from .config import IndexConfig
 from .keys import BandColumns, KeySchema
-from .store import BAND_ENTRIES, Store, hash_pairs, with_scripts
+from .store import Store, hash_pairs
 from .windows import View, WindowedSets, Windows
 
 __all__ = ["Reads", "reads_bucket_whole"]
@@ -27,10 +27,6 @@ Bands = list[list[tuple[bytes, bytes]]] | BandColumns
 
 # Queries checked per slice of a batch's replies while the server answers the rest.
 _SLICE = 64
-
-# The most band members (counted with repeats) whose entries a single verified lookup reads with its band
-# values (lua/band_entries.lua); a template's values, of thousands, are read as today, within the cap.
-_ENTRIES_BOUND = b"32"
 
 
 def reads_bucket_whole(id_buckets: int, key_bits: Sequence[int]) -> bool:
@@ -46,11 +42,6 @@ class Reads:
     #: The band candidates a query reads the ids and sketches of at most (None: all of them), the most
     #: likely to pass first (`candidates.top_band_hits`).
     band_cap: int | None = None
-
-    #: Whether a single verified lookup on a standalone server reads its band members' entries with its
-    #: band values, in its first round trip (lua/band_entries.lua); off, the ids and sketches of every
-    #: candidate are asked for once the first reply names them, as on a cluster.
-    band_entries: bool = True
 
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
         self.store, self.name, self.windows = store, name, windows
@@ -92,29 +83,7 @@ class Reads:
         if not fps:
             return []
         view = None if self.windows is None else self.windows.view()
-        # The entries' hashes are not the script's keys: a cluster, whose nodes each hold some of them,
-        # reads them once the first reply names them.
-        entries = (
-            len(fps) == 1
-            and sketches is not None
-            and members is None
-            and view is None
-            and self.band_entries
-            and self.f <= 64
-            and isinstance(bands, list)
-            and len(bands) == 1
-            and bool(bands[0])
-            and not self.store.cluster
-        )
         try:
-            if entries:
-                return with_scripts(
-                    self.store.sender,
-                    lambda exchange: drive(
-                        self.lookup(fps, k, None, None, sketches, bands, tables, True), exchange
-                    ),
-                    (BAND_ENTRIES,),
-                )
             return self.store.sender.converse(
                 lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands, tables), exchange)
             )
@@ -184,7 +153,6 @@ class Reads:
         sketches: dict[str, bytes] | None = None,
         bands: Bands | None = None,
         built: list[list[bytes]] | None = None,
-        entries: bool = False,
     ) -> Steps[list[list[Match]]]:
         """The lookup of a batch, as steps (`transport.Steps`): the one place its commands are decided.
 
@@ -194,9 +162,6 @@ class Reads:
             fps: the fingerprints (at least one).
             view: the periods read, in an index with a retention window (as more tables).
             members, sketches, bands: as `near`; built: `near`'s tables.
-            entries: read the band values of a single query (with sketches, band places and neither
-                members nor view) with the entries of the fingerprints they list, by lua/band_entries.lua
-                (the caller loads it where the server lacks it: `store.with_scripts`).
 
         Raises:
             ValueError: a stored entry this library did not write, or band tables of unequal counts.
@@ -260,15 +225,7 @@ class Reads:
             per_bands = len(bands[0])
             if any(len(query) != per_bands for query in bands):
                 raise ValueError("every query needs as many band tables")  # replies are read in strides
-            if entries and per_bands:
-                own = fps[0].to_bytes(8, "little")
-                tail = [keys.fp_form.prefix, b"%d" % keys.id_buckets, _ENTRIES_BOUND, own]
-                args = [b"EVALSHA", BAND_ENTRIES.sha, b"%d" % per_bands]
-                args += [band for band, _ in bands[0]] + [value for _, value in bands[0]] + tail
-                bulk = b"$%d\r\n%s\r\n"
-                call = b"*%d\r\n%s" % (len(args), b"".join([bulk % (len(arg), arg) for arg in args]))
-                first.append(PackedCommands(call, 1))  # packed here: the generic packer's cost is most of it
-            elif per_bands:
+            if per_bands:
                 hget = b"*3\r\n$4\r\nHGET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
                 packed = [
                     hget % (len(band), band, len(value), value) for query in bands for band, value in query
@@ -282,8 +239,6 @@ class Reads:
         per_query: list[dict[bytes, tuple[int, int]]] = []
         asked: dict[bytes, None] = {}
         ids_of: dict[bytes, list[str]] = {}
-        # The band members' entries read with their values (`entries`): HMGET replies not to ask for.
-        known: dict[bytes, list[bytes | None]] = {}
         for start in range(0, len(fps), step):
             chunk = fps[start : start + step]
             replies = yield sets_read, len(chunk) * tables
@@ -312,14 +267,7 @@ class Reads:
                     )
             if per_bands and start + step >= len(fps):
                 # Every band member is a candidate, at whatever distance: the filter with k = f.
-                if entries:
-                    reply = (yield READ, 1)[0]
-                    values = [value or None for value in reply[:per_bands]]
-                    listed = reply[per_bands:]
-                    for n in range(0, len(listed), 3):
-                        known[listed[n]] = [listed[n + 1] or None, listed[n + 2] or None]
-                else:
-                    values = yield READ, len(fps) * per_bands
+                values = yield READ, len(fps) * per_bands
                 heavy = self._bounded(fps, per_query, values, per_bands, per_map if view is not None else 1)
                 light = (
                     [None if n // per_bands in heavy else v for n, v in enumerate(values)]
@@ -349,10 +297,6 @@ class Reads:
             if wanted:
                 wanted = list(dict.fromkeys(wanted))
                 asked.update(dict.fromkeys(wanted))
-                # Those whose entries came with the band values are not asked for again.
-                wanted = [one for one in wanted if one not in known] if known else wanted
-                if not wanted:
-                    continue
                 if sketches is not None:
                     hmget = b"*4\r\n$5\r\nHMGET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
                     packed = [
@@ -367,11 +311,7 @@ class Reads:
                 else:  # the periods' maps of one fingerprint: one field, packed with one join
                     yield SEND, [CommandPerKey(b"HGET", fp_keys(one), one) for one in wanted]
         if asked:
-            unknown = len(asked) - sum(one in known for one in asked) if known else len(asked)
-            id_replies = (yield READ, unknown * per_map) if unknown else []
-            if known:  # in the order asked, as if every one had been asked for
-                sent = iter(id_replies)
-                id_replies = [known[one] if one in known else next(sent) for one in asked]
+            id_replies = yield READ, len(asked) * per_map
             if sketches is not None:  # one HMGET a fingerprint (and period): its ids and their sketches
                 lists = _with_sketches(id_replies, sketches)
             else:

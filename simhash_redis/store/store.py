@@ -27,7 +27,6 @@ from .keys import KeySchema
 
 __all__ = [
     "BAND_DROP",
-    "BAND_ENTRIES",
     "BAND_MEMBER",
     "BULK_BAND",
     "BULK_COMMIT",
@@ -102,7 +101,6 @@ def _included(source: bytes) -> bytes:
 WRITE = Script("write")
 BAND_MEMBER = Script("band_member")
 BAND_DROP = Script("band_drop")
-BAND_ENTRIES = Script("band_entries")
 ID_CAS = Script("id_cas")
 FP_IDS = Script("fp_ids")
 BULK_FP = Script("bulk_fp")
