@@ -10,7 +10,8 @@ mode, 1,024-permutation sketches and 8 band tables; `--k 8` compares indexes of
 in one private server. Queries are one-word edits of stored documents (a near fingerprint: the ids and
 sketches need a second round trip) and exact copies (found in the first). Each query is timed on both
 indexes in turn, so the machine's drift hits both alike; the figures printed are the medians over rounds
-of each round's p50 and p99.
+of each round's p50 and p99, then the server's time per call of each command the timed lookups sent
+(`INFO commandstats`).
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ def main() -> None:
         after_verified = _used_memory(client)
         calls: dict[str, Callable[[str], object]] = {"plain": plain.near, "verified": verified.near}
         _timed(calls, sample[:50])  # warm-up: connections, scripts, the engine's first calls
+        client.config_resetstat()
         rounds: dict[str, list[tuple[float, float]]] = {}
         for _ in range(args.rounds):
             for kind, queries in (("one-word edit", edits), ("exact copy", sample)):
@@ -95,6 +97,7 @@ def main() -> None:
                     rounds.setdefault(f"{name} near(), {kind}", []).append(
                         (float(np.percentile(times, 50)), float(np.percentile(times, 99)))
                     )
+        stats = client.info("commandstats")
         found = sum(bool(verified.near(q)) for q in edits)
         client.close()
     n = len(docs)
@@ -110,6 +113,11 @@ def main() -> None:
         p50 = statistics.median(f[0] for f in figures)
         p99 = statistics.median(f[1] for f in figures)
         print(f"{name:<{width}}  {p50:7.1f}  {p99:7.1f}")
+    print("server time per call of the commands of the timed lookups (both indexes):")
+    for name in ("smembers", "hget", "hmget", "hgetall"):
+        if f"cmdstat_{name}" in stats:
+            one = stats[f"cmdstat_{name}"]
+            print(f"  {name.upper():<8} {one['calls']:>7,} calls  {one['usec_per_call']:6.2f} us a call")
     for kind in ("one-word edit", "exact copy"):
         ratio = statistics.median(
             v[0] / p[0]
