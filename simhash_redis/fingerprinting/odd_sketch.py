@@ -57,7 +57,7 @@ _SAMPLE_SALT = 0x9E3779B97F4A7C15
 
 def _deltas() -> npt.NDArray[np.float64]:
     """The symmetric difference D for each count z of differing bits (inf from half of them: saturated):
-    -m/2 ln(1 - 2z/m) rounded to z's parity, so D = z, exact, while few pairs cancel (docs/quality.md)."""
+    -m/2 ln(1 - 2z/m) rounded to z's parity: D = z while under half a pair is expected to cancel (z <= 31)."""
     out = np.full(SKETCH_BITS + 1, np.inf)
     half = SKETCH_BITS / 2
     for z in range(SKETCH_BITS // 2):

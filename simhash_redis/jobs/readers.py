@@ -287,9 +287,9 @@ def estimate_total(
     stop_at: int | None = None,
     sample: int | None = None,
 ) -> int | None:
-    """Roughly how many records the inputs hold (lines or files), or None if it cannot be known cheaply
-    (standard input, pipes, gzip); counting stops at `stop_at`, and a file's first `sample` bytes are
-    counted and scaled to its size."""
+    """Roughly how many records the inputs hold (lines or files; blank lines and multi-line CSV fields
+    over-estimate), or None if it cannot be known cheaply (standard input, pipes, gzip); counting stops at
+    `stop_at`, and a file's first `sample` bytes are counted and scaled to its size."""
     options = options or ReadOptions()
     total = 0
     for path in paths:

@@ -110,7 +110,7 @@ class Service:
             single = op.decode_single(await call.body(self.config.max_body))
             index = self.registry.get(name, create=op.create, from_text=_from_text((single,)))
             params = _params(parts[4], call, single)
-            if alone():  # the worker's only request in flight: none can join its batch
+            if alone():  # none can join its batch (a coalescer may hold only requests answered 504)
                 result = op.run(index, [single], params)[0]
             else:
                 coalescer = index.coalescer((parts[4], *params), op.bound(index, params))

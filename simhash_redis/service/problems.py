@@ -1,4 +1,5 @@
-"""The one place an error becomes an HTTP status and a JSON body with a stable code (docs/service.md)."""
+"""The one place an error becomes an HTTP status and a JSON body with a stable code (docs/service.md): a
+request the service cannot understand is a 4xx, an unexpected failure a 500 that tells nothing of it."""
 
 from __future__ import annotations
 
