@@ -1,6 +1,5 @@
 """A datatrove pipeline step that keeps a document only if the shared index stores it as new; give every
-snapshot's documents ids of their own (datatrove names a document by its file and row unless a reader
-is given an ``id_key``; docs/pipelines.md)."""
+snapshot's documents ids of their own (a reader's ``id_key``; docs/pipelines.md)."""
 
 from __future__ import annotations
 

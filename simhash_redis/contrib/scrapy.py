@@ -20,7 +20,7 @@ from .. import defaults
 from ..errors import InvalidArgument
 from ..index import SimhashIndex, VerifiedIndex
 from ..index.mode import Asking
-from ..results import Match, VerifiedMatch
+from ..results import VerifiedMatch
 from ..store import Retention
 from ..tools.connect import open_index
 from ..transport.greenlet_bridge import greenlet_installed
@@ -241,9 +241,6 @@ class NearDuplicatePipeline:
         else:
             assert self.index is not None, "open_spider was not called"
             match = self.index.add_if_new(doc_id, text)
-        return self._outcome(item, doc_id, match)
-
-    def _outcome(self, item: Any, doc_id: str, match: Match | VerifiedMatch | None) -> Any:
         if match is None:
             self._inc(STORED)
             return item

@@ -1,8 +1,5 @@
-"""The fingerprinting floor: text to normalised, weighted features to SimHash fingerprints and sketches.
-
-Pure computation, no Redis: the scheme (a value), normalisation and tokens, the pure numpy engine and
-the optional compiled one (`engine_choice.engine()` says which runs; both give the same bits).
-"""
+"""The fingerprinting floor, no Redis: text to normalised, weighted features to SimHash fingerprints and
+sketches, by the pure numpy engine or the compiled one (the same bits)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""Which engine computes fingerprints, MinHash sketches and the candidate filter: native or pure.
-
-The compiled core (`simhash_redis_native`, `pip install ./native` in a checkout) is used when it can be
-imported, the pure numpy engine otherwise; both give the same results bit for bit. SIMHASH_REDIS_ENGINE=
-python forces the pure engine; =native makes a missing compiled core an error. The choice is made on
-first use, not on import, so that a wrong value is an error of the call that needs an engine.
+"""Which engine computes fingerprints, MinHash sketches and the candidate filter: the compiled core
+(`pip install ./native`) when it can be imported, else the pure numpy engine (the same bits).
+SIMHASH_REDIS_ENGINE=python forces the pure engine; =native makes a missing compiled core an error.
+The choice is made on first use, so that a wrong value is an error of the call that needs an engine.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""b-bit MinHash sketches of shingle sets, vectorised with numpy: compact per-document Jaccard estimates.
-
-A sketch keeps `bits` bits of the smallest permuted shingle hash for each of `num_perm` permutations;
-`MinHasher.estimate` inverts the agreement rate C + (1 - C) J, C = 2**-bits (Li and König, WWW 2010). Shingles
-are the library's tokens (`tokens.tokenize`) n at a time; fewer than n tokens make one shingle.
-"""
+"""b-bit MinHash sketches (Li and König, WWW 2010) of the library's token n-shingles, vectorised with numpy:
+compact per-document Jaccard estimates."""
 
 from __future__ import annotations
 
@@ -43,11 +39,8 @@ def check_shingles(n: object, seed: object) -> None:
 
 
 def doc_tokens(doc: object, name: str) -> list[str]:
-    """The normalised tokens of a document: text, UTF-8 bytes or str tokens (normalised too, empty ones
-    dropped).
-
-    Args:
-        name: the document's name, for messages.
+    """The normalised tokens of a document (name: for messages): text, UTF-8 bytes or str tokens
+    (normalised too, empty ones dropped).
 
     Raises:
         InvalidType: doc is of another type, or holds a non-str token.
@@ -175,12 +168,6 @@ class MinHasher:
             for i, doc in enumerate(docs)
         ]
 
-    def _check_lengths(self, sketches: Sequence[bytes]) -> None:
-        """InvalidArgument for a sketch of another length than `sketch_bytes`."""
-        for sketch in sketches:
-            if len(sketch) != self.sketch_bytes:
-                raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
-
     def estimate(self, a: bytes, b: bytes) -> float:
         """The Jaccard estimate of two sketches, clipped to [0, 1]."""
         return float(self.estimate_many(a, [b])[0])
@@ -188,7 +175,9 @@ class MinHasher:
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
         """The Jaccard estimates of one sketch with many others, in order, clipped to [0, 1], in one numpy
         pass."""
-        self._check_lengths([query, *others])
+        for sketch in (query, *others):
+            if len(sketch) != self.sketch_bytes:
+                raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
         if not others:
             return np.zeros(0, dtype=np.float64)
         mine = np.frombuffer(query, dtype=self._dtype)

@@ -1,10 +1,7 @@
 """The native engine: the compiled core (`simhash_redis.compiled`) behind the pure engine's API, bit for bit.
 
-The one adapter of the extension's kernels (`compiled` only loads and checks it; `engine_choice` imports
-this or runs the pure engine). Each function has exactly the semantics, accepted types, exceptions and
-results of its pure twin; documents are checked with the pure engine's helpers, the work is done in Rust,
-the GIL released for batches. Text is normalised through the tables of the scheme's `normalize.Normalizer`;
-where they do not suffice, the extension asks the normalizer what `Normalizer.classified_code_points` would.
+The one adapter of the extension's kernels: each function has exactly the semantics, accepted types,
+exceptions and results of its pure twin; the work is done in Rust, the GIL released for batches.
 """
 
 from __future__ import annotations
@@ -62,10 +59,7 @@ __all__ = [
 ]
 
 # `fingerprint_lines(raws, id_field, fp_field, f, base, max_id)` is the kernel itself: the ids and
-# fingerprints of the JSON lines of the plain shape (a flat object of strings, numbers, true, false and
-# null; an ASCII id of 1 to max_id characters; a fingerprint string in hex, an optional 0x, or decimal,
-# an optional minus, that fits in f bits, without white space or escapes), and the positions of the
-# others; InvalidArgument for f or base.
+# fingerprints of the JSON lines of the plain shape, and the positions of the others.
 
 #: Documents, and about the characters, handed to the native engine per call of `fingerprint_many`.
 BATCH_DOCS = 4096
@@ -327,11 +321,8 @@ def sketch_text_lines(
 def fingerprint_text_lines(
     raws: list[bytes], scheme: SchemeParams, id_field: str, text_field: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:
-    """The ids and text fingerprints of the JSON lines of the plain shape, and the positions of the others.
-
-    The plain shape: a flat object of strings, numbers, true, false and null; an id string without escapes of
-    1 to `max_id` UTF-8 bytes, or an integer of at most `max_id` characters (not -0); a text string that is
-    not blank and holds no lone surrogate.
+    """The ids and text fingerprints of the JSON lines of the plain shape (a flat object, its id and text
+    read as the pure reader reads them), and the positions of the others.
 
     Raises:
         InvalidType: a line is not bytes.
@@ -365,20 +356,17 @@ def hits(
     candidates within distance k; None for arguments outside the kernel's types (the pure filter answers);
     ValueError for a stored value that is no integer literal, or RESP bytes that are no whole replies."""
     kind = type(replies)
-    if (kind is list or kind is bytes) and _filter_arguments(fps, tables, k):
-        kernel = _native.hits if kind is list else _native.hits_in_sets
-        return kernel(fps, replies, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))  # type: ignore[arg-type]
-    return None
-
-
-def _filter_arguments(fps: object, tables: object, k: object) -> bool:
-    return (
-        type(fps) is list
+    if (
+        (kind is list or kind is bytes)
+        and type(fps) is list
         and type(tables) is int
         and tables >= 1
         and type(k) is int
         and all(type(fp) is int and 0 <= fp < _WIDEST for fp in fps)
-    )
+    ):
+        kernel = _native.hits if kind is list else _native.hits_in_sets
+        return kernel(fps, replies, tables, min(max(k, -1), 129), k, f == 64, _slow_of(f))  # type: ignore[arg-type]
+    return None
 
 
 def _slow_of(f: int) -> Callable[[object, int], tuple[int, int]]:

@@ -64,11 +64,8 @@ class Normalizer(PinnedUnicode):
 
     @functools.cached_property
     def bmp_tables(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
-        """The BMP lookup tables, built on first use of a non-ASCII text (about 25 ms, once per process).
-
-        The class of every BMP code point, its single-code-point NFKC image (or itself), and whether
-        its NFKC image is longer than one code point (see `nfkc_image`).
-        """
+        """Per BMP code point: its class, its single-code-point NFKC image (or itself), and whether its
+        NFKC image is longer; built on first use (about 25 ms, once per process)."""
         images = self._bmp_images[0]
         single = images.length == 1
         premap = np.where(single, images.first, np.arange(0x10000, dtype=np.uint32)).astype(np.uint32)
@@ -109,12 +106,8 @@ class Normalizer(PinnedUnicode):
         return raw.astype(np.uint64), folded.astype(np.uint32)
 
     def composing_flags(self) -> npt.NDArray[np.bool_]:
-        """Per BMP code point, whether it may compose with what precedes it, or reorder, under NFKC.
-
-        That is: a combining class other than 0, a second part of a canonical decomposition (a superset
-        of NFKC's "maybe"), or a Hangul jamo. No code point outside the BMP has a canonical decomposition
-        with a second part inside it, so BMP ones suffice for BMP texts.
-        """
+        """Per BMP code point, whether it may compose with what precedes it, or reorder, under NFKC: a
+        combining class other than 0, a second part of a canonical decomposition, or a Hangul jamo."""
         composing = np.zeros(0x10000, dtype=bool)
         composing[0x1100:0x1200] = True
         combining, decompositions = self.bmp_composition_data()
@@ -134,11 +127,8 @@ class Normalizer(PinnedUnicode):
         return image
 
     def _premap(self, text: str) -> str:
-        """Replace each character by its own NFKC image, which leaves the text's NFKC unchanged.
-
-        NFKD(NFKC(c)) == NFKD(c); the result is usually normalised already, and CPython's NFKC is slow
-        on text that is not.
-        """
+        """Replace each character by its own NFKC image (the text's NFKC is unchanged: NFKD(NFKC(c)) ==
+        NFKD(c)), which is usually normalised already: CPython's NFKC is slow on text that is not."""
         cps = code_points(text)
         _, premap, long_image = self.bmp_tables
         bmp = np.minimum(cps, 0xFFFF)
@@ -171,7 +161,9 @@ class Normalizer(PinnedUnicode):
         """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold."""
         if text.isascii():
             return text.lower()
-        if _has_surrogates(text):
+        try:  # several times faster than a regular expression search: strict UTF-16 refuses surrogates
+            text.encode("utf-16-le")
+        except UnicodeEncodeError:
             text = _SURROGATES.sub("\ufffd", text)
         if self.is_special(text):
             return self._mixed(text)
@@ -193,11 +185,8 @@ class Normalizer(PinnedUnicode):
         return text.casefold()
 
     def _mixed(self, text: str) -> str:
-        """`normalize` of a surrogate-free text holding code points the data answers for by its own rules.
-
-        Only the stretch around each such code point goes through those rules (pure Python, about a
-        microsecond a character), cut at stable starters; the rest through `_plain`.
-        """
+        """`normalize` of a surrogate-free text holding code points the data answers for by its own rules:
+        only the stretch around each, cut at stable starters; the rest through `_plain`."""
         cps = code_points(text)
         special = self.special_of(cps)
         cuts = np.flatnonzero(self.stable_starters[np.minimum(cps, 0xFFFF)] & (cps < 0xFFFF) & ~special)
@@ -219,11 +208,8 @@ class Normalizer(PinnedUnicode):
 
     @functools.cached_property
     def stable_starters(self) -> npt.NDArray[np.bool_]:
-        """Per BMP code point, whether a text may be cut before it without changing its NFKC.
-
-        A stable starter has combining class 0, is its own NFKC image, and is no second part of a
-        composition (nor a Hangul jamo): nothing before it composes with it or reorders across it.
-        """
+        """Per BMP code point, whether a text may be cut before it without changing its NFKC: combining
+        class 0, its own NFKC image, and no second part of a composition (nor a Hangul jamo)."""
         _, premap, long_image = self.bmp_tables
         combining, _ = self.bmp_composition_data()
         stable: npt.NDArray[np.bool_] = (premap == np.arange(0x10000)) & ~long_image & ~self.composing_flags()
@@ -233,13 +219,8 @@ class Normalizer(PinnedUnicode):
 
     def classified_code_points(self, text: str) -> tuple[CodePoints, npt.NDArray[np.uint8] | None]:
         """The code points of ``normalize(text)`` (16-bit when from the tables, else 32-bit) and their
-        classes (None when not computed on the way), by table lookups when possible.
-
-        A text of BMP characters is mapped character by character: to its NFKC image, which leaves the
-        text's NFKC unchanged (see `_premap`), and when the result is NFKC already, to its casefold
-        image, as ``str.casefold`` does. One lookup in a packed table gives both images, the class and
-        whether a closer look is needed. Any other text goes through `normalize`.
-        """
+        classes (None when not computed on the way): a BMP text by one lookup a character in a packed
+        table (`bmp16_tables`), any other through `normalize`."""
         try:
             data = text.encode("utf-16-le")
         except UnicodeEncodeError:  # a surrogate
@@ -275,16 +256,10 @@ class Normalizer(PinnedUnicode):
 
     def image_parts(self, cp: int) -> Parts | None:
         """The casefold images and classes of the code points of a BMP code point's long NFKC image, and
-        whether one may compose with what precedes it; cached (a few thousand in the BMP).
-
-        None when the NFKC image is a single code point, has an astral one, or one whose casefold image
-        is not a single BMP code point, or when the data answers for cp by its own rules.
-        """
-        if cp in self._parts:
-            return self._parts[cp]
-        parts = None if self.special_bmp[cp] else self._image_parts(cp)
-        self._parts[cp] = parts
-        return parts
+        whether one may compose with what precedes it; cached. None where the tables cannot tell."""
+        if cp not in self._parts:
+            self._parts[cp] = None if self.special_bmp[cp] else self._image_parts(cp)
+        return self._parts[cp]
 
     def _image_parts(self, cp: int) -> Parts | None:
         image = self.nfkc_image(cp)
@@ -301,15 +276,6 @@ class Normalizer(PinnedUnicode):
 def code_points(text: str) -> npt.NDArray[np.uint32]:
     """The code points of a surrogate-free text, as a uint32 array."""
     return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
-
-
-def _has_surrogates(text: str) -> bool:
-    try:
-        # Several times faster than a regular expression search, and strict UTF-16 refuses surrogates.
-        text.encode("utf-16-le")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _splice_parts(

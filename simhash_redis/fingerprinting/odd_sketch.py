@@ -56,13 +56,8 @@ _SAMPLE_SALT = 0x9E3779B97F4A7C15
 
 
 def _deltas() -> npt.NDArray[np.float64]:
-    """The symmetric difference D for each count z of differing bits (inf from half of them: saturated).
-
-    D is z plus twice the number of pairs of differing shingles that cancelled in a bit: the D expected
-    from z, -m/2 ln(1 - 2z/m), rounded to the nearest value of z's parity. So D = z while under half a
-    pair is expected to cancel (z <= 31), exact when none did: pairs of small documents at a Jaccard of
-    exactly the threshold (24 / 30) estimate it, not a hair below (docs/quality.md).
-    """
+    """The symmetric difference D for each count z of differing bits (inf from half of them: saturated):
+    -m/2 ln(1 - 2z/m) rounded to z's parity: D = z while under half a pair is expected to cancel (z <= 31)."""
     out = np.full(SKETCH_BITS + 1, np.inf)
     half = SKETCH_BITS / 2
     for z in range(SKETCH_BITS // 2):

@@ -1,8 +1,4 @@
-"""What the engines read of a scheme and of a MinHasher, as protocols: `SchemeParams`, `MinHashParams`.
-
-`Scheme` and `MinHasher` sit above the engines (their methods run the engine in use), so the engines
-name them by what they read of them rather than by their classes.
-"""
+"""What the engines read of a scheme and of a MinHasher (which sit above them), as protocols."""
 
 from __future__ import annotations
 

@@ -70,8 +70,7 @@ class Engine:
     def texts_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
         """Normalise, tokenise and hash raw texts in one pass, stopwords dropped: the token hashes of all
         texts, one after the other, and the number of tokens of each."""
-        # NUL separates tokens, never composes under NFKC and is never made or removed by it, so the
-        # texts joined by NUL normalise and tokenise exactly as each would alone.
+        # NUL separates tokens and is untouched by NFKC: the joined texts tokenise as each would alone.
         joined = "\x00".join(texts)
         if joined.count("\x00") == len(texts) - 1:
             cps, classes = PINNED.classified_code_points(joined)

@@ -1,7 +1,5 @@
-"""SimHash fingerprints (Charikar): `fingerprint`, the batched `fingerprint_many`, and `distance`.
-
-docs/fingerprints.md defines every bit; `engine_choice` says which engine computes them (the same bits).
-"""
+"""SimHash fingerprints (Charikar; every bit defined in docs/fingerprints.md): `fingerprint`,
+`fingerprint_many` and `distance`."""
 
 from __future__ import annotations
 

@@ -133,13 +133,9 @@ def collapse_whitespace(norm: str) -> str:
 
 
 def split_chunks(text: str) -> Iterator[str]:
-    """Cut a raw text into consecutive pieces of about `CHUNK_CHARS` characters, at cuts safe for every rule.
-
-    Each cut falls just before an ASCII non-alphanumeric character, an ideographic comma or full stop,
-    or a CJK unified ideograph: none of them composes under NFKC with what precedes it, and each either
-    separates tokens or is a token of its own. So normalising and tokenising the pieces one by one gives
-    the tokens of the whole text. A piece runs on to the next such character, however far.
-    """
+    """Cut a raw text into consecutive pieces of about `CHUNK_CHARS` characters, each cut just before a
+    character that composes with nothing before it under NFKC and separates tokens or is one (`_SAFE_CUT`):
+    the pieces' tokens are the whole text's."""
     size = max(1, CHUNK_CHARS)
     start = 0
     while len(text) - start > size:

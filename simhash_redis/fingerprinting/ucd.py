@@ -1,10 +1,9 @@
-"""The Unicode data behind normalisation and tokenisation: Unicode 15.1 on every Python.
+"""The Unicode data behind normalisation and tokenisation: Unicode 15.1 on every Python, from
+``simhash_redis/data/unicode-15.1.json.gz`` (``scripts/gen_unicode_data.py``).
 
-The data ships in ``simhash_redis/data/unicode-15.1.json.gz`` (made by ``scripts/gen_unicode_data.py``).
-Unicode's stability policies keep an assigned code point's NFKC image, case folding, combining class and
-composition, so where a text holds only code points both assign, the interpreter's fast C code gives the
-pinned answer; around any other ("special") code point this module's own NFKC applies. Character kinds
-always come from the pinned tables: general categories do change.
+Unicode's stability policies keep an assigned code point's NFKC image and case folding, so where the
+interpreter assigns every code point of a text its fast C code gives the pinned answer; around any other
+("special") code point this module's own NFKC applies. Character kinds always come from the pinned data.
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str
 
 def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = BATCH_ROWS) -> Iterator[Any]:
     """The record batches of one file (or an Arrow stream on "-"), of `rows` rows at most, each holding its
-    own buffers (it pickles as small as it is); columns None reads all of them.
+    own buffers; columns None reads all of them.
 
     Raises:
         InvalidArgument: Parquet asked of standard input (it needs a file it can seek in).
@@ -149,9 +149,7 @@ def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = B
             raise InvalidArgument(
                 "Parquet cannot be read from standard input (it needs a file): give its path"
             )
-        # Streamed page by page: by default pyarrow reads (and pre-buffers) a whole row group, and a file
-        # written with pyarrow's defaults is one row group of up to a million rows (1.2 GB of RSS for a
-        # 1 GB file of one row group; 0.2 GB streamed).
+        # Streamed page by page: pyarrow's default pre-buffers a whole row group (up to a million rows).
         with pq.ParquetFile(path, buffer_size=_STREAM_BUFFER, pre_buffer=False) as table:
             yield from table.iter_batches(batch_size=rows, columns=columns, use_threads=False)
         return
@@ -247,9 +245,8 @@ class ArrowRows(NamedTuple):
         return None if self._binary() is None else int(self.batch.column(self.doc_name).nbytes)
 
     def for_worker(self, ring: SharedRing | None = None) -> ArrowRows | TextRows | PackedTexts | SharedTexts:
-        """What a worker process is sent of these rows: texts as `SharedTexts` when the ring (mapped by the
-        worker, forked after it was made) has room, else as `PackedTexts` (`TextRows` when some are null),
-        other columns as they are. The worker needs no pyarrow and copies no Arrow buffer."""
+        """What a worker process is sent of these rows (it needs no pyarrow): texts as `SharedTexts` when the
+        ring has room, else as `PackedTexts` (`TextRows` when some are null), other columns as they are."""
         binary = self._binary()
         if binary is None:
             return self
@@ -269,8 +266,7 @@ class ArrowRows(NamedTuple):
             return sent.__reduce__()
         if isinstance(sent, TextRows):
             return TextRows, tuple(sent)
-        # Other columns as an Arrow IPC stream: pickle's protocol 4 (which process pools use) copies
-        # Arrow buffers slowly, 0.27 s of the reading process for 70 MB of text, against 0.03 s this way.
+        # Other columns as an Arrow IPC stream: pickle's protocol 4 copies Arrow buffers slowly.
         pa, _, ipc = pyarrow()
         sink = pa.BufferOutputStream()
         with ipc.new_stream(sink, self.batch.schema) as writer:
@@ -323,10 +319,7 @@ def _rows_of_ipc(
 
 def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterator[ArrowRows | InputError]:
     """A Parquet or Arrow input (a file, a dataset directory, or an Arrow stream on "-") as runs of `size`
-    rows.
-
-    A file that is not of the format, or is corrupt, ends with a fatal InputError after its last good row (a
-    load goes on with the other inputs, then fails, as for truncated gzip data).
+    rows; a file that is not of the format, or is corrupt, ends with a fatal InputError.
 
     Raises:
         InvalidArgument: a column the file does not have, or of a type that cannot hold what it should.

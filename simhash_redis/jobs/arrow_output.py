@@ -59,8 +59,7 @@ class TableOutput:
         self.dropped[pair.new_id] = pair
 
     def check(self, inputs: Sequence[str], fmt: str | None) -> Any:
-        """Check, before the run, that the inputs (of format fmt, or None) can be written back; their common
-        schema.
+        """Check, before the run, that the inputs (of format fmt, or None) can be written back: their schema.
 
         Raises:
             InvalidArgument: an input is not Parquet or Arrow (or is standard input), the inputs' columns

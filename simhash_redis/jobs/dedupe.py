@@ -69,8 +69,7 @@ class DryRun:
         self.memory = MemoryIndex(index.layout)
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
-        """Classify (id, fingerprint) items as ``index.add_many(items, unique=True)`` would: ADDED, or the
-        Match.
+        """Classify (id, fingerprint) items as ``add_many(items, unique=True)`` would: ADDED, or the Match.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -101,8 +100,7 @@ class VerifiedDryRun:
     def __call__(
         self, items: Sequence[tuple[str, int]], sketches: Sequence[bytes]
     ) -> list[Outcome | VerifiedMatch]:
-        """Classify items and their sketches as ``add_sketched(..., unique=True)`` would: ADDED, or the
-        VerifiedMatch.
+        """Classify items and sketches as ``add_sketched(..., unique=True)`` would: ADDED, or the match.
 
         Raises:
             InvalidArgument: a sketch is missing or of another size.

@@ -71,8 +71,7 @@ class _Runaway(Exception):
 
 class _Rows:
     """CSV or TSV rows, each with the number of the line it starts on; a quoted field left open (a stray
-    quote), which Python's csv reader would silently run to the end, is an error at the line where it starts,
-    and the rows after that line are read again."""
+    quote) is an error at its line, and the rows after that line are read again."""
 
     #: Lines one quoted field may span (an article's paragraphs stay far below).
     MAX_FIELD_LINES = 2000

@@ -1,6 +1,5 @@
-"""Export and import a whole index as a msgpack stream (format: docs/cli.md, "export and import"). Export
-SCANs the id maps, of every live period with a retention window (bounded memory, no point-in-time
-snapshot); importing a stream again is safe."""
+"""Export and import a whole index as a msgpack stream (format: docs/cli.md, "export and import"): export
+SCANs (bounded memory, no point-in-time snapshot); importing a stream again is safe."""
 
 from __future__ import annotations
 
@@ -89,8 +88,7 @@ def _id_map_keys(index: SimhashIndex) -> Iterator[tuple[KeySchema, list[bytes]]]
     view = index.windows.view()
     for schema in view.schemas:
         yield from ((schema, page) for page in Store(index.store.sender, schema).scan("id"))
-    # A document rewritten during the export moves into the current period: periods begun since the
-    # export began are read too (one read before and after its move is exported twice, the last wins).
+    # A document rewritten during the export moves into the current period: periods begun since are read.
     after = index.windows.view()
     for window, schema in zip(after.windows, after.schemas, strict=True):
         if window > view.windows[-1]:

@@ -65,9 +65,8 @@ _worker_ring: mmap.mmap | None = None
 
 
 def _init_worker(scheme: Scheme, parent: int, hasher: Sketcher | None, ring: mmap.mmap | None = None) -> None:
-    # Ctrl-C, or a SIGTERM to every process (systemd, Kubernetes), reaches the whole process group: only
-    # the parent reacts, and stops the pool. A worker ended by the signal could die halfway through writing
-    # its result, leaving the pool's reader waiting for ever; the parent's death ends it (`_end_with`).
+    # A signal to the process group is the parent's to handle: a worker it killed mid-result would hang
+    # the pool's reader. The parent's death ends the worker instead (`_end_with`).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _end_with(parent)
@@ -215,9 +214,8 @@ class Fingerprinter:
         Raises:
             SimhashRedisError: a worker process died.
         """
-        # Up to two batches a worker are in the pool while the caller writes the one it was given; the
-        # oldest is given as soon as it is done once every worker has another, so that when reading is
-        # slower than the workers the caller writes meanwhile instead of waiting for the pool to fill.
+        # Up to two batches a worker in the pool; the oldest is given as soon as it is done once every
+        # worker has another, so that the caller writes instead of waiting for the pool to fill.
         pending: deque[_Due] = deque()
         ahead = 2 * self.workers
         for unit in self._grouped(units):
@@ -235,14 +233,11 @@ class Fingerprinter:
             reader = getattr(getattr(executor, "_call_queue", None), "_reader", None)  # shutdown drops it
             executor.shutdown(wait=False, cancel_futures=True)
             if manager is not None:
-                # Its clean-up closes a pipe its exit hook writes to: an exit meanwhile would print an
-                # OSError traceback. Bounded, so that a stuck worker cannot hang the exit.
+                # An exit during its clean-up would print an OSError traceback; bounded, not to hang.
                 manager.join(timeout=_STUCK_WAIT if _POOL_LEAVES_FEEDER_BLOCKED else _CLOSE_WAIT)
                 if manager.is_alive() and _POOL_LEAVES_FEEDER_BLOCKED:
-                    # Its workers may be gone (a SIGTERM to the process group) and its feeder thread
-                    # blocked writing to a pipe no worker reads: closing the reading end (never read
-                    # here) makes that write fail. Where the fix is in, the pool closes that end itself:
-                    # closing it here too could close a reused descriptor.
+                    # Its feeder thread may be blocked writing to a pipe no worker reads: closing the
+                    # reading end makes that write fail (where fixed, the pool closes it itself).
                     if reader is not None:
                         with contextlib.suppress(OSError):  # closed meanwhile by the feeder thread
                             reader.close()
@@ -281,8 +276,7 @@ class Fingerprinter:
             result = self._run(_in_worker, fingerprints_of, texts)
             return _Due(lambda: _compact(items, *_result(result)), result)
         if isinstance(unit, JsonLines) and unit.options.fingerprint_field is not None and self.hasher is None:
-            # Read by the compiled core in less time than the lines would take to travel to a worker and
-            # back (0.3 against 1.1 s a million on two cores).
+            # The compiled core reads them faster than they would travel to a worker and back.
             read = unit.fingerprints_here(self.f, self.fp_base)
             if read is not None:
                 return _Due(lambda: read)
@@ -291,10 +285,8 @@ class Fingerprinter:
             return _Due(lambda: done)
         sent: JsonLines | ArrowRows | TextRows | PackedTexts | SharedTexts = unit
         if isinstance(unit, ArrowRows):
-            # Packed here, not by the pool's feeder thread as it pickles the call: made there, the same
-            # pieces (or one bytes per text) fault their pages in afresh run after run, 0.08 to 0.12 s more
-            # of this process's CPU for 20,000 3.5 KB texts (measured on Linux), a process that must keep
-            # up with the workers. Through shared memory when the workers are forked: see `SharedRing`.
+            # Packed here, not by the pool's feeder thread, whose pieces would fault their pages in afresh
+            # run after run; through shared memory when the workers are forked (`SharedRing`).
             if self._executor is None:
                 self._start(unit.text_bytes())
             sent = unit.for_worker(self._ring)
@@ -310,8 +302,7 @@ class Fingerprinter:
         try:
             future: Future[Fingerprinted] = self._run(_in_worker, fingerprinted, sent, self.f, self.fp_base)
         except BaseException:
-            # The newest span, never handed over (older ones are still out): a dead pool's error, not
-            # an out-of-order take-back, is what the caller sees.
+            # Never handed over: withdrawn, so the caller sees the pool's error, not an out-of-order one.
             ring.withdraw(sent.start)
             raise
 

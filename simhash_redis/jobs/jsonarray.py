@@ -1,7 +1,5 @@
-"""JSON array inputs, read element by element, never whole: a bad element is one `InputError` at its line.
-
-The scanner looks at ASCII bytes only, which no byte of a UTF-8 (or single-byte encoded) character can be.
-"""
+"""JSON array inputs, read element by element, never whole: a bad element is one `InputError` at its line
+(the scanner looks at ASCII bytes only, which no byte of a UTF-8 character can be)."""
 
 from __future__ import annotations
 

@@ -57,8 +57,7 @@ def _json_object(
 
 
 def read_json_lines(path: str | os.PathLike[str], source: str | None = None) -> Iterator[JsonLine]:
-    """The objects of a JSON Lines file (gzipped or not; blank lines skipped), named source (default: the
-    path).
+    """The objects of a JSON Lines file (gzipped or not; blank lines skipped), named source (or the path).
 
     Raises:
         InputError: the first bad line.

@@ -47,12 +47,9 @@ Units = Iterable[Record | InputError | JsonLines | ArrowRows]
 class Bulk(enum.Enum):
     """Which write path a load takes.
 
-    AUTO: `bulk_add` for a load from files of `BULK_MIN` lines (told before the first document is
-    loaded; a gzipped file's or a pipe's documents are held until they reach it), `add_many` otherwise,
-    and always for standard input, whose documents may trickle in.
-    ON: `bulk_add`.
-    OFF: `add_many`, batch by batch, when other writers may write the same ids during the load
-    (docs/guarantees.md).
+    AUTO: `bulk_add` for a load from files of `BULK_MIN` lines or more, else (and for standard input)
+    `add_many`. ON: `bulk_add`. OFF: `add_many`, batch by batch, when other writers may write the same
+    ids during the load (docs/guarantees.md).
     """
 
     AUTO = "auto"
@@ -227,8 +224,7 @@ class Loader:
         if mode is Bulk.AUTO and STDIN in paths:
             mode = Bulk.OFF
         elif mode is Bulk.AUTO:
-            # Decided before the first document, so that writing overlaps fingerprinting; only an
-            # input that cannot be counted beforehand (gzip, a pipe) is held until it reaches BULK_MIN.
+            # Decided now, so that writing overlaps fingerprinting; else held until BULK_MIN (gzip, a pipe).
             enough = holds_at_least(paths, fmt, options, BULK_MIN)
             if enough is not None:
                 mode = Bulk.ON if enough else Bulk.OFF

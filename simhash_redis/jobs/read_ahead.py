@@ -1,9 +1,4 @@
-"""Read-ahead: an iterator's items produced on a thread of their own (pyarrow decodes Parquet without the GIL
-while the loader waits on Redis), a bounded few ahead.
-
-The first item is read in the caller's thread: a loader forks its workers at its first run, and must not fork
-while another thread may hold a lock (pyarrow's memory pool's).
-"""
+"""Read-ahead: an iterator's items produced on a thread of their own, a bounded few ahead."""
 
 from __future__ import annotations
 
@@ -24,12 +19,11 @@ class _End:
 
 
 def read_ahead(items: Iterator[_T], depth: int = DEPTH) -> Iterator[_T]:
-    """The items, in their order, those after the first read on a thread up to `depth` ahead.
-
-    An exception of the iterator is raised here, after the items before it. Closing this generator stops the
-    thread and waits for its read in progress; the iterator is then closed in the caller's thread (no
-    new work is handed to a thread, which interpreter shutdown would refuse).
-    """
+    """The items, in their order, those after the first read on a thread up to `depth` ahead; the
+    iterator's exception is raised after the items before it. Closing this stops the thread, then closes
+    the iterator in the caller's thread."""
+    # The first item is read here: a loader forks its workers at its first run, and must not fork while
+    # another thread may hold a lock (pyarrow's memory pool's).
     try:
         first = next(items)
     except StopIteration:

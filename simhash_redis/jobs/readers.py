@@ -91,9 +91,7 @@ def detect_format(path: str) -> str:
 def _read_lines(
     stream: IO[bytes], source: str, path: str, options: ReadOptions
 ) -> Iterator[Record | InputError]:
-    # Default ids name the line's text, not its number: tomorrow's batch piped in the same way must not
-    # replace today's documents line for line. --id-prefix keeps numbered ids, for inputs that are
-    # stable files.
+    # Default ids name the line's text, not its number: tomorrow's batch must not replace today's.
     numbered = options.id_prefix is not None
     prefix = options.id_prefix if numbered else ("stdin:" if path == STDIN else f"{path}:")
     for number, text in numbered_lines(stream, source, options.encoding):
@@ -126,14 +124,6 @@ def _read_fingerprints(stream: IO[bytes], source: str, options: ReadOptions) -> 
             if isinstance(doc_id, InputError)
             else Record(source, number, doc_id, parts[1].strip(), True)
         )
-
-
-def _read_dir(path: str, options: ReadOptions) -> Iterator[Record | InputError]:
-    root = Path(path)
-    # With prefix_input, the id is the file's path below the directory as given: folder/2024/a.txt.
-    prefix = path.rstrip("/") + "/" if options.prefix_input else ""
-    for file in files_under(root, "."):
-        yield _read_file(str(file), prefix + file.relative_to(root).as_posix(), options.encoding)
 
 
 def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
@@ -172,8 +162,10 @@ def read(
     """
     options = _of_input(options or ReadOptions(), path)
     fmt = _checked_format(path, fmt)
-    if fmt == "dir":
-        yield from _read_dir(path, options)
+    if fmt == "dir":  # with prefix_input, ids are paths below the directory as given: folder/2024/a.txt
+        prefix = path.rstrip("/") + "/" if options.prefix_input else ""
+        for file in files_under(Path(path), "."):
+            yield _read_file(str(file), prefix + file.relative_to(Path(path)).as_posix(), options.encoding)
     elif fmt == "files":  # each file one document, named by its path as given
         yield _read_file(path, path, options.encoding)
     elif fmt in ARROW_FORMATS:
@@ -255,11 +247,8 @@ def check_inputs(paths: Sequence[str], fmt: str | None) -> None:
 def holds_at_least(
     paths: Sequence[str], fmt: str | None, options: ReadOptions | None, count: int
 ) -> bool | None:
-    """Whether the inputs hold `count` records or more, as their lines tell; None when that is unknown.
-
-    Unknown for standard input, pipes and gzip. Judged from each file's first MiB when the estimate is far
-    from `count` (under half of it, or over twice), counted (up to `count`) when it is near.
-    """
+    """Whether the inputs hold `count` records or more, as their lines tell (sampled when far from it,
+    counted when near); None when that is unknown (standard input, pipes and gzip)."""
     rough = estimate_total(paths, fmt, options, sample=1 << 20)
     if rough is None or not count // 2 <= rough <= 2 * count:
         return None if rough is None else rough >= count
@@ -298,12 +287,9 @@ def estimate_total(
     stop_at: int | None = None,
     sample: int | None = None,
 ) -> int | None:
-    """Roughly how many records the inputs hold (lines or files), or None if it cannot be known cheaply.
-
-    Standard input, pipes and gzipped files make it unknown; blank lines and multi-line CSV fields make it an
-    over-estimate. Counting stops at `stop_at`; a file's lines are counted in its first `sample` bytes and
-    scaled to its size.
-    """
+    """Roughly how many records the inputs hold (lines or files; blank lines and multi-line CSV fields
+    over-estimate), or None if it cannot be known cheaply (standard input, pipes, gzip); counting stops at
+    `stop_at`, and a file's first `sample` bytes are counted and scaled to its size."""
     options = options or ReadOptions()
     total = 0
     for path in paths:

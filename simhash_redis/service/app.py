@@ -1,8 +1,5 @@
-"""The ASGI application: the /v1 routes, the probes, /metrics and /openapi.json.
-
-The /v1 POSTs are served at the ASGI level (`streams.Call`, reached from `guard.Guard`), everything else
-by Starlette.
-"""
+"""The ASGI application: the /v1 POSTs at the ASGI level (`streams.Call`), the probes, /metrics and
+/openapi.json by Starlette."""
 
 from __future__ import annotations
 
@@ -84,8 +81,7 @@ class Service:
 
             url = await asyncio.to_thread(default_url)
         self._registry = Registry(self.config, url)
-        # What the worker has loaded lives as long as it: frozen, a full collection no longer walks every
-        # module's objects (tens of milliseconds each; a fifth of add_if_new/batch's CPU).
+        # Frozen: a full collection no longer walks every module's objects (a fifth of a batch's CPU).
         gc.collect()
         gc.freeze()
         try:
@@ -114,9 +110,7 @@ class Service:
             single = op.decode_single(await call.body(self.config.max_body))
             index = self.registry.get(name, create=op.create, from_text=_from_text((single,)))
             params = _params(parts[4], call, single)
-            if alone():
-                # The worker's only request in flight: none can join its batch, so the library is called
-                # at once. What a coalescer may still hold is of requests already answered (504).
+            if alone():  # none can join its batch (a coalescer may hold only requests answered 504)
                 result = op.run(index, [single], params)[0]
             else:
                 coalescer = index.coalescer((parts[4], *params), op.bound(index, params))
@@ -188,8 +182,7 @@ class Service:
     async def readyz(self, request: Request) -> Response:
         """``GET /readyz``: Redis answers, and the configured index (if it exists) can be read."""
         try:
-            # Opening the index reads its meta: the check that Redis answers, within the documented ACL
-            # (it has no PING).
+            # Opening the index reads its meta: the check that Redis answers (the documented ACL has no PING).
             with contextlib.suppress(IndexNotFound):
                 operations.stats(self.registry.get(self.config.index))
             return Response(b'{"status":"ready"}', media_type=_JSON)

@@ -1,11 +1,5 @@
-"""The indexes a worker process serves: opened on first use, on one client of the configured server.
-
-Each worker calls the synchronous library on its event loop's thread: a near() of the synchronous
-index costs about half the CPU of the asyncio API's. Single-document calls that arrive together go to
-the library as one batch (`Coalescer`), each keeping its own result and error: the library checks a
-whole batch before writing any of it, so a batch refused for one malformed document is run again one
-document at a time.
-"""
+"""The indexes a worker process serves: opened on first use, on one client of the configured server,
+called synchronously on the event loop's thread (half the CPU of the asyncio API)."""
 
 from __future__ import annotations
 
@@ -62,7 +56,7 @@ class Coalescer(Generic[T, R]):
             if len(batch) == 1:
                 batch[0][1].set_exception(exc)
                 return
-            for item, future in batch:  # whose document it is: each alone (nothing was written)
+            for item, future in batch:  # refused before any write: each alone, to tell whose document
                 try:
                     future.set_result(self._run([item])[0])
                 except Exception as alone:

@@ -1,9 +1,5 @@
-"""The service's Prometheus metrics: requests, latency, errors by code, Redis round trips.
-
-A request is tallied in plain counts, added to the Prometheus figures at most `FLUSH_AFTER` seconds
-later: with several workers each Prometheus write is a locked write to a shared file, four a request,
-which cost a near() over HTTP more than its routing does.
-"""
+"""The service's Prometheus metrics: requests, latency, errors by code, Redis round trips; tallied in
+plain counts, flushed within `FLUSH_AFTER` seconds (each Prometheus write locks a shared file)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What each endpoint does with an open index: a batch (of one, for a lone request, which goes to the
-cheaper single-document call) to the library, and its results in the service's JSON forms."""
+"""What each endpoint does with an open index: a batch to the library, its results in the service's JSON."""
 
 from __future__ import annotations
 
@@ -108,10 +107,8 @@ def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.
     f = index.plain.f
     out: list[schemas.AddIfNewResult] = []
     for doc_id, fp, result in zip(ids, fps, found, strict=True):
-        if isinstance(result, (Match, VerifiedMatch)):
-            out.append(schemas.AddIfNewResult(doc_id, False, format_fingerprint(fp, f), _match(result, f)))
-        else:
-            out.append(schemas.AddIfNewResult(doc_id, True, format_fingerprint(fp, f)))
+        duplicate = _match(result, f) if isinstance(result, (Match, VerifiedMatch)) else None
+        out.append(schemas.AddIfNewResult(doc_id, duplicate is None, format_fingerprint(fp, f), duplicate))
     return out
 
 
@@ -135,8 +132,8 @@ def get(index: Opened, items: Sequence[schemas.Id]) -> list[schemas.StoredResult
 
 def stats(index: Opened) -> schemas.Stats:
     """The index's configuration and counts."""
-    documents, fps = index.plain.count()
     plain = index.plain
+    documents, fps = plain.count()
     return schemas.Stats(
         name=plain.name,
         documents=documents,

@@ -1,8 +1,5 @@
-"""The one place an error becomes an HTTP status and a JSON body with a stable code (docs/service.md).
-
-A request the service cannot understand is a 4xx, never a 500; an unexpected failure is a 500 whose
-message says nothing of it (the log has the traceback). No message holds a password or a token.
-"""
+"""The one place an error becomes an HTTP status and a JSON body with a stable code (docs/service.md): a
+request the service cannot understand is a 4xx, an unexpected failure a 500 that tells nothing of it."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The HTTP protocol of a worker: uvicorn's (httptools), counting the requests the worker has read and
-not yet answered, and sending each response's head together with its body.
-
-Both spare a lone request's latency: a request that is the only one read and not answered cannot be
-joined by another (all that arrived with it were parsed first), so it skips the coalescer's two turns of
-the event loop (`alone`); and a head held until the body's first write goes in one segment with it,
-where a client woken for the head would sleep again for the body.
-"""
+"""The HTTP protocol of a worker: uvicorn's (httptools), counting the requests read and not answered (a
+lone one skips the coalescer: `alone`) and sending each response's head in one segment with its body."""
 
 from __future__ import annotations
 

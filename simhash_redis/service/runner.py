@@ -49,9 +49,7 @@ def serve(config: ServiceConfig, listen: Listen) -> None:
         raise InvalidArgument(f"workers must be >= 1, got {listen.workers}")
     if (listen.tls_cert is None) != (listen.tls_key is None):
         raise InvalidArgument("TLS needs both a certificate and its key (--tls-cert and --tls-key)")
-    # Worker processes are started afresh and import the app by name: the configuration goes in the
-    # environment.
-    os.environ.update(config.to_env())
+    os.environ.update(config.to_env())  # workers start afresh and import the app by name
     metrics_dir = None
     if listen.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Each worker writes its metrics there, and /metrics (in any worker) adds them up.

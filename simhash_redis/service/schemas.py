@@ -1,9 +1,7 @@
-"""The JSON forms of requests and responses, as msgspec structs (decoded and checked in one pass; the
-OpenAPI document is generated from them).
+"""The JSON forms of requests and responses, as msgspec structs (the OpenAPI document is made from them).
 
-Fingerprints travel as 0x-prefixed, zero-padded hex strings, as the CLI prints them: a 64-bit number
-does not survive a JSON parser that reads numbers as doubles (JavaScript's). A request may also give
-one in decimal or bare hex, as a string.
+Fingerprints travel as hex strings, as the CLI prints them (a request may also give decimal, as a string):
+a 64-bit number does not survive a JSON parser that reads numbers as doubles (JavaScript's).
 """
 
 from __future__ import annotations

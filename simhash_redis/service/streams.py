@@ -141,12 +141,8 @@ def _too_large(size: int, limit: int) -> ServiceError:
 
 async def _lines(call: Call, limit: int) -> AsyncIterator[list[tuple[int, bytes]]]:
     """The body's non-blank lines with their 1-based numbers, those of each chunk together; _LineTooLong
-    (after the lines before it) for a line longer than the limit.
-
-    The unfinished line is kept as its pieces, joined once its end arrives, so a line over many chunks
-    costs its length, not its square.
-    """
-    parts: list[bytes] = []  # the unfinished line, in pieces
+    (after the lines before it) for a line longer than the limit."""
+    parts: list[bytes] = []  # the unfinished line, in pieces: joined once, at its end
     size = 0  # their length
     number = 0
     async for chunk in call.chunks():

@@ -29,19 +29,16 @@ __all__ = [
     "table_bytes_per_fp",
 ]
 
-#: Candidates per query the recommended layout may read back. Reading one candidate (server reply,
-#: parsing, decoding, popcount) measured ~0.23 us on loopback, one more table ~2.3 us, a round trip
-#: ~39 us: 256 candidates are ~1.5 round trips of work, so a layout under the budget spends its time
-#: on round trips rather than on candidates (benchmarks/bench_layouts.py; figures in docs/layouts.md).
+#: Candidates per query the recommended layout may read back: about 1.5 round trips of work
+#: (docs/layouts.md), so a layout under it spends its time on round trips rather than on candidates.
 DEFAULT_BUDGET = 256.0
 #: Layouts with more tables than this are not listed: each table is another copy of every fingerprint.
 DEFAULT_MAX_TABLES = 100
 #: Permuted layouts are listed until their narrowest key exceeds this many bits (buckets of ~1 member).
 DEFAULT_MAX_KEY_BITS = 40
 
-# Measured Redis bytes per fingerprint per table, as (log2 load, bytes) points, load = N / 2^keybits (the
-# mean bucket size), by `python benchmarks/bench_layouts.py --calibrate`; docs/layouts.md ("Measured memory
-# constants") tells how and why the curves bend (own keys, intsets, listpacks, hashtables).
+# Measured Redis bytes per fingerprint per table, as (log2 load, bytes) points, load = N / 2^keybits, by
+# `python benchmarks/bench_layouts.py --calibrate` (docs/layouts.md, "Measured memory constants").
 # fmt: off
 TABLE_BYTES_64: tuple[tuple[float, float], ...] = (
     (-20.068, 98.5), (-12.068, 98.9), (-8.068, 98.8), (-4.068, 105.2), (-2.068, 83.9),

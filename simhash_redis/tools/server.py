@@ -1,7 +1,5 @@
-"""The embedded default server: one private, persistent Valkey/Redis per user, on 127.0.0.1 only, its files
-in the data directory, starts serialised by an ``fcntl`` lock. It has no password: anyone who can open a
-loopback connection on this machine can use it.
-"""
+"""The embedded default server: one private, persistent Valkey/Redis per user, on 127.0.0.1 only (no
+password: any local user can use it), its files in the data directory, starts serialised by a lock."""
 
 from __future__ import annotations
 
@@ -129,13 +127,6 @@ class EmbeddedServer:
             return None
         return (pid, port) if daemon.is_server(pid, binary) else None
 
-    def _write_state(self, pid: int, port: int, binary: str) -> None:
-        # Written whole, then renamed: a reader sees the old state or the new one (writers hold the lock).
-        payload = {"pid": pid, "port": port, "binary": binary, "started_at": time.time()}
-        tmp = self.data_dir / ".server.json.tmp"
-        tmp.write_text(json.dumps(payload))
-        os.replace(tmp, self.state_file)
-
     def start(self, port: int | None = None) -> str:
         """Start the server, or reuse it if it is already running; its URL, ``redis://127.0.0.1:<port>``.
 
@@ -174,7 +165,11 @@ class EmbeddedServer:
                 except _PortTaken:
                     if attempt == attempts - 1:
                         raise
-            self._write_state(pid, chosen, binary)
+            # Written whole, then renamed: a reader sees the old state or the new one (writers hold the lock).
+            state = {"pid": pid, "port": chosen, "binary": binary, "started_at": time.time()}
+            tmp = self.data_dir / ".server.json.tmp"
+            tmp.write_text(json.dumps(state))
+            os.replace(tmp, self.state_file)
             with contextlib.suppress(OSError):
                 self._port_file.write_text(str(chosen))
             return url_of(chosen)
@@ -307,8 +302,7 @@ class EmbeddedServer:
         )
 
     def _home_port(self) -> int:
-        # The port this directory's server takes when it can, so its URL stays the same: the last one
-        # used, else 6390 for the default directory and one derived from the path for another.
+        """The port that keeps this directory's URL stable: the last used, else one of its own."""
         with contextlib.suppress(OSError, ValueError):
             return int(self._port_file.read_text())
         if self.data_dir == _default_data_dir():

@@ -74,11 +74,8 @@ def check_threshold(threshold: float) -> None:
 
 
 def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
-    """All pairs of sets (of distinct ints >= 0) with Jaccard similarity >= threshold, exactly.
-
-    A prefix-filtered all-pairs join (Bayardo et al., WWW 2007): elements ordered rarest first, two sets
-    with J >= t share an element within their first |x| - ceil(t|x|) + 1, and |y| >= t|x|; every
-    candidate is verified by an intersection. Empty sets are never paired.
+    """All pairs of non-empty sets (of distinct ints >= 0) with Jaccard similarity >= threshold, exactly
+    (a prefix-filtered join, Bayardo et al., WWW 2007).
 
     Raises:
         InvalidArgument: threshold is out of range.
@@ -87,8 +84,7 @@ def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Joi
     sizes = np.array([len(s) for s in sets], dtype=np.int64)
     if not len(sets) or not sizes.any():
         return _make_join([])
-    # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for mypy
-    # targeting Python 3.10.
+    # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for Python 3.10.
     vocab = int(max(int(np.max(s)) for s in sets if len(s))) + 1
     freq = np.bincount(np.concatenate([s for s in sets if len(s)]), minlength=vocab)
     rank = np.empty(vocab, dtype=np.int64)

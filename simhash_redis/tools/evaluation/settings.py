@@ -86,8 +86,7 @@ def jieba_settings() -> list[Setting]:
     jieba.setLogLevel(60)
 
     def cut(text: str) -> list[str]:
-        # Given tokens are hashed as they are: drop jieba's space and punctuation tokens, as the
-        # library's own tokenizer does.
+        # Given tokens are hashed as they are: drop jieba's space and punctuation tokens.
         return [t for t in jieba.lcut(text) if any(c.isalnum() for c in t)]
 
     return [
