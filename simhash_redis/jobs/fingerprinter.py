@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes
 import mmap
 import multiprocessing
@@ -156,12 +157,41 @@ class _Due:
         return self._future is None or self._future.done()
 
 
+class _Killed:
+    """A pool's worker whose `terminate()` is a SIGKILL: a broken pool terminates the workers left, then
+    waits for them holding the lock every call of the pool takes, and they ignore SIGTERM
+    (`_init_worker`): one blocked on the call queue's lock a killed sibling held would hang it for ever."""
+
+    def terminate(self) -> None:
+        self.kill()  # type: ignore[attr-defined]
+
+
+class _SpawnWorker(_Killed, multiprocessing.context.SpawnProcess):
+    """`_Killed`, spawned."""
+
+
+_WORKERS: dict[str, type[multiprocessing.process.BaseProcess]] = {"spawn": _SpawnWorker}
+if sys.platform != "win32":
+
+    class _ForkWorker(_Killed, multiprocessing.context.ForkProcess):
+        """`_Killed`, forked."""
+
+    class _ForkServerWorker(_Killed, multiprocessing.context.ForkServerProcess):
+        """`_Killed`, from the fork server."""
+
+    _WORKERS.update(fork=_ForkWorker, forkserver=_ForkServerWorker)
+
+
 def _pool_context() -> multiprocessing.context.BaseContext:
     # fork is fastest, but forking a process that runs other threads can deadlock the child.
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1 and sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        method = "fork"
+    else:
+        method = "forkserver" if "forkserver" in methods else "spawn"
+    context = copy.copy(multiprocessing.get_context(method))
+    context.Process = _WORKERS[method]  # type: ignore[attr-defined]
+    return context
 
 
 def _result(future: Future[_T]) -> _T:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -492,3 +493,28 @@ def test_a_verified_index_takes_the_bulk_path_with_the_atomic_paths_stored_data(
     again = invoke("--verified", "load", str(path), *options, "--bulk", index="vb")
     assert json.loads(again.stdout)["added"] == 0  # ids named twice are replaced twice again
     assert_same_verified(logical(index_a), logical(index_b))
+
+
+def test_one_worker_killed_ends_the_load_with_an_error_while_its_siblings_ignore_sigterm(
+    redis_client: redis.Redis,
+) -> None:
+    """A broken pool terminates the workers left and waits for them, holding the lock every call of the
+    pool takes: workers that ignore SIGTERM must still end (one blocked on the call queue's lock its
+    killed sibling held hung the load for ever)."""
+    index = SimhashIndex(redis_client, "one-killed")
+    units = [Record("in", i + 1, f"k{i}", article(i) * 4) for i in range(12 * 100)]
+    worker = Fingerprinter(index.scheme, index.f, "auto", 2, 100)
+    batches = worker.batches(iter(units))
+    next(batches)
+    pool: Any = worker._executor
+    workers = list(pool._processes.values())
+    os.kill(workers[0].pid, signal.SIGKILL)
+    try:
+        with pytest.raises(SimhashRedisError, match="worker process died"):
+            for _ in batches:
+                pass
+    finally:
+        worker.close()
+    for process in workers:
+        process.join(timeout=60)  # a bound against a hang, not a timing
+        assert process.exitcode is not None, f"worker {process.pid} outlived its broken pool"
