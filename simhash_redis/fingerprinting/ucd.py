@@ -2,8 +2,9 @@
 ``simhash_redis/data/unicode-15.1.json.gz`` (``scripts/gen_unicode_data.py``).
 
 Unicode's stability policies keep an assigned code point's NFKC image and case folding, so where the
-interpreter assigns every code point of a text its fast C code gives the pinned answer; around any other
-("special") code point this module's own NFKC applies. Character kinds always come from the pinned data.
+interpreter and the pinned data both assign every code point of a text, the interpreter's fast C code
+gives the pinned answer; around any other ("special") code point this module's own NFKC applies.
+Character kinds always come from the pinned data.
 """
 
 from __future__ import annotations
