@@ -9,13 +9,14 @@ import redis
 from redis.cluster import RedisCluster
 
 from .. import defaults
-from ..errors import IndexNotFound, InvalidArgument
+from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from ..store import (
     IndexConfig,
     KeySchema,
     Retention,
     drop_keys,
     open_meta,
+    read_meta,
     restore_meta,
     validate_name,
 )
@@ -23,6 +24,7 @@ from ..transport import Sender, open_sender
 
 __all__ = [
     "CONFIG_ARGS",
+    "check_unchanged",
     "drop_index",
     "list_indexes",
     "open_config",
@@ -63,6 +65,30 @@ def open_config(
     stored = IndexConfig.from_meta(meta)
     wanted.check_against(stored, given, name)
     return stored
+
+
+def check_unchanged(sender: Sender, meta_key: bytes, name: str, config: IndexConfig) -> None:
+    """Refuse to go on writing with a configuration the index no longer has.
+
+    Raises:
+        IndexNotFound: the index's meta is gone (dropped, or the database flushed).
+        ConfigurationMismatch: the index was created again with another configuration, or another
+            worker pinned its verified mode.
+    """
+    stored = read_meta(sender, meta_key)
+    if stored is None:
+        raise IndexNotFound(
+            f"index {name!r} was dropped since it was opened here: open it again to create it"
+        )
+    now, then = IndexConfig.from_meta(stored).to_meta(), config.to_meta()
+    if now != then:
+        changed = ", ".join(
+            sorted(field for field in now.keys() | then.keys() if now.get(field) != then.get(field))
+        )
+        raise ConfigurationMismatch(
+            f"index {name!r} changed since it was opened here (its {changed}: created again, or its verified "
+            "mode pinned by another worker); nothing was written: open it again"
+        )
 
 
 def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any]) -> None:

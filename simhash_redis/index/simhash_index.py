@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, overload
@@ -59,6 +60,10 @@ __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 #: What can be added or queried: anything `fingerprint()` takes (a text, pre-segmented tokens, weighted
 #: features), or a precomputed int fingerprint.
 Document = TextDocument | int
+
+
+#: Seconds a handle trusts the meta it read before a write reads it again (a round trip a second at most).
+META_TRUSTED = 1.0
 
 
 class SimhashIndex:
@@ -131,6 +136,7 @@ class SimhashIndex:
             None if self.config.retention is None else Windows(self.keys, self.config.retention, sender)
         )
         self._reads, self._writes, self._unique = paths(self)
+        self._meta_read = time.monotonic()
         # Chosen at the first fingerprint (a wrong SIMHASH_REDIS_ENGINE is an error of the calls that need
         # an engine, not of opening), then kept: a lookup or a write calls the engine's own function.
         self._engine: engine_choice.Engine | None = None
@@ -386,6 +392,21 @@ class SimhashIndex:
                 f"index {self.name!r} is verified (its documents carry sketches): write to it "
                 "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
             )
+        self.check_unchanged()
+
+    def check_unchanged(self) -> None:
+        """Refuse to write if the index was dropped, or made again with another configuration, since this
+        object read its meta; every write calls it (the meta is read again once a second at most, so a
+        write may still follow a drop by that long).
+
+        Raises:
+            IndexNotFound: the index was dropped.
+            ConfigurationMismatch: its configuration is no longer this handle's.
+        """
+        now = time.monotonic()
+        if now - self._meta_read >= META_TRUSTED:
+            lifecycle.check_unchanged(self.store.sender, self.keys.meta, self.name, self.config)
+            self._meta_read = now
 
     def drop(self) -> int:
         """Delete every key of this index (and only this index), meta last; the number deleted."""

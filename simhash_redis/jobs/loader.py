@@ -294,10 +294,14 @@ class Loader:
         for ids, fps, sketches in self._windows(batches):
             self.stats.sent += len(ids)
             self._window_ids = ids
-            if self.verified is None or sketches is None:
-                self.index.bulk_add_columns([(ids, fps)], window=len(ids), on_progress=self._window_done)
-            else:
-                self._window_done(len(ids), self.verified.bulk_add_sketched(ids, fps, sketches))
+            try:
+                if self.verified is None or sketches is None:
+                    self.index.bulk_add_columns([(ids, fps)], window=len(ids), on_progress=self._window_done)
+                else:
+                    self._window_done(len(ids), self.verified.bulk_add_sketched(ids, fps, sketches))
+            except IndexNotFound:
+                self._check_index()  # the load's own words, as `_write`
+                raise
 
     def _windows(self, batches: Iterator[GoodBatch]) -> Iterator[GoodBatch]:
         """Windows of `window` documents, or fewer (`WINDOW_MIN` at least) once one has been filling for
@@ -338,11 +342,16 @@ class Loader:
             outcomes = self.dry_run(items, sketches)
         elif self.dry_run is not None:
             outcomes = self.dry_run(items)
-        elif self.verified is not None and sketches is not None:
-            outcomes = self.verified.add_sketched(ids, fps, sketches, unique=self.unique)
-            self._check_index(now=False)
         else:
-            outcomes = self.index.add_many(items, unique=True) if self.unique else self.index.add_many(items)
+            try:
+                if self.verified is not None and sketches is not None:
+                    outcomes = self.verified.add_sketched(ids, fps, sketches, unique=self.unique)
+                else:
+                    add = self.index.add_many
+                    outcomes = add(items, unique=True) if self.unique else add(items)
+            except IndexNotFound:
+                self._check_index()  # the load's own words: what was acknowledged may be gone
+                raise
             self._check_index(now=False)
         self._count(ids, outcomes)
 

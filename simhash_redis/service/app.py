@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import IndexNotFound, InvalidArgument
+from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
 from . import operations, schemas
 from .config import ServiceConfig
 from .guard import Guard
@@ -91,8 +91,9 @@ class Service:
             self._registry.close()
 
     def forget_missing(self, exc: BaseException, name: str) -> None:
-        """After IndexNotFound, open the index afresh next time (it may have been dropped)."""
-        if isinstance(exc, IndexNotFound) and self._registry is not None:
+        """After IndexNotFound or ConfigurationMismatch, open the index afresh next time (it may have been
+        dropped, or made again with another configuration)."""
+        if isinstance(exc, (IndexNotFound, ConfigurationMismatch)) and self._registry is not None:
             self._registry.forget(name)
 
     async def operation(self, scope: Scope, receive: Receive, send: Send) -> None:

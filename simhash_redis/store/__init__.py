@@ -7,7 +7,7 @@ from .config import IndexConfig, Retention
 from .keys import KeySchema, encode_id, validate_name
 from .layout import Layout
 from .locks import BucketLocks
-from .meta import find_data, open_meta, pin_meta, restore_meta
+from .meta import find_data, open_meta, pin_meta, read_meta, restore_meta
 from .reads import Reads
 from .store import Store, drop_keys, hash_pairs
 from .verification import Verification
@@ -37,6 +37,7 @@ __all__ = [
     "hash_pairs",
     "open_meta",
     "pin_meta",
+    "read_meta",
     "restore_meta",
     "validate_name",
 ]

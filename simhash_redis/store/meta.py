@@ -18,7 +18,7 @@ from .store import CREATE_META, PIN_META, hash_pairs, run_calls
 from .verification import Verification
 from .writes import sketch_in
 
-__all__ = ["find_data", "open_meta", "pin_meta", "restore_meta"]
+__all__ = ["find_data", "open_meta", "pin_meta", "read_meta", "restore_meta"]
 
 #: Keys SCAN is asked for per page while looking for data of an index without meta.
 _SCAN_COUNT = 10_000
@@ -47,13 +47,13 @@ def open_meta(
         IndexCorrupted: the meta is missing but the index's data is there, also when only reading.
     """
     meta_key = KeySchema.meta_key(prefix, name)
-    stored = _read(sender, meta_key)
+    stored = read_meta(sender, meta_key)
     if stored:
         return stored
     found = find_data(sender, prefix, name)
     if found is not None:
         # Another worker may have created the index and written to it since: read the meta again.
-        stored = _read(sender, meta_key)
+        stored = read_meta(sender, meta_key)
         if stored:
             return stored
         raise IndexCorrupted(
@@ -99,7 +99,7 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         ConfigurationMismatch: the data does not fit the stated configuration (an example is named).
         IndexCorrupted: there is no data to check the configuration against.
     """
-    stored = _read(sender, keys.meta)
+    stored = read_meta(sender, keys.meta)
     if stored:
         return stored
     windowed = any(sender.scan(keys.pattern_of("windows"), _SCAN_COUNT))
@@ -153,7 +153,12 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
     return _create(sender, keys.meta, fields)
 
 
-def _read(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
+def read_meta(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
+    """An index's meta hash as it is stored; None if there is none.
+
+    Raises:
+        IndexCorrupted: the key holds another type of value.
+    """
     reply = sender.execute([(b"HGETALL", meta_key)], raise_on_error=False)[0]
     if isinstance(reply, Exception) and str(reply).startswith("WRONGTYPE"):
         # No index can be opened, so verify cannot list it: the message names it.
