@@ -273,3 +273,59 @@ def test_on_a_cluster_documents_waiting_for_their_own_batch_do_not_pause(
     assert results[:45] == [Outcome.ADDED] * 45
     assert results[45:] == [Match(f"d{i}", items[i][1], 1) for i in range(0, 45, 15)]
     assert pauses == []
+
+
+def test_rounds_too_long_to_settle_anything_are_shortened_until_they_do(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One writer whose rounds of more than 8 documents settle none (as a round that outlasts a retention
+    window's period loses its guards' documents): the rounds are halved until they settle, and every
+    document is stored (before: WriteContention after the round budget, with no other writer)."""
+    index = SimhashIndex(redis_client, "long-rounds", k=3)
+    real = unique.UniqueWrites._round
+    sizes: list[int] = []
+
+    def outlasting(
+        self: unique.UniqueWrites,
+        ids: Any,
+        fps: Any,
+        judge: Any,
+        locks: Any,
+        pending: list[int],
+        results: Any,
+    ) -> list[int]:
+        sizes.append(len(pending))
+        return list(pending) if len(pending) > 8 else real(self, ids, fps, judge, locks, pending, results)
+
+    monkeypatch.setattr(unique.UniqueWrites, "_round", outlasting)
+    monkeypatch.setattr(unique, "pause", lambda seconds: None)
+    rng = random.Random(8)
+    docs = [(f"d{i}", rng.getrandbits(64)) for i in range(100)]
+    assert index.add_many(docs, unique=True) == [Outcome.ADDED] * 100
+    assert [index.get(doc_id) for doc_id, _ in docs] == [fp for _, fp in docs]
+    assert sizes[:5] == [100, 50, 25, 12, 6] and max(sizes[4:]) <= 8
+
+
+def test_rounds_that_never_settle_still_end_in_write_contention(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = SimhashIndex(redis_client, "never", k=3)
+    rounds: list[int] = []
+
+    def never(
+        self: unique.UniqueWrites,
+        ids: Any,
+        fps: Any,
+        judge: Any,
+        locks: Any,
+        pending: list[int],
+        results: Any,
+    ) -> list[int]:
+        rounds.append(len(pending))
+        return list(pending)
+
+    monkeypatch.setattr(unique.UniqueWrites, "_round", never)
+    monkeypatch.setattr(unique, "pause", lambda seconds: None)
+    with pytest.raises(WriteContention):
+        index.add_many([(f"d{i}", i << 20) for i in range(64)], unique=True)
+    assert len(rounds) == unique._UNIQUE_ROUNDS and rounds[-1] == 1

@@ -46,16 +46,25 @@ class UniqueWrites:
         patience = time.monotonic() + wait
         blockers: dict[int, bytes] = {}
         siblings = False
+        # The documents a round takes, halved after a round that settles none of them: a shorter round
+        # meets fewer writes, and fewer turns of a retention window's period (a round that outlasts
+        # one loses its guards' documents to the next round whatever the others do).
+        limit = len(pending)
+        retries = 0  # rounds that left documents of their own to try again
         try:
-            for attempt in itertools.count():
-                if attempt >= _UNIQUE_ROUNDS and time.monotonic() > patience:
+            for _ in itertools.count():
+                if retries >= _UNIQUE_ROUNDS and time.monotonic() > patience:
                     break
-                if attempt and not siblings:
-                    # Others keep writing into these tables: let them finish before reading again.
-                    pause(next(delays, None) or random.uniform(0, _CONTENTION_BACKOFF.cap))
-                pending = self._round(ids, fps, judge, locks, pending, results)
+                part = pending[:limit]
+                left = self._round(ids, fps, judge, locks, part, results)
+                pending = left + pending[limit:]
                 if not pending:
                     return results  # type: ignore[return-value]
+                if not left:
+                    continue  # this part is done: the next one at once
+                retries += 1
+                if len(left) == len(part):
+                    limit = max(1, limit // 2)
                 if locks is not None:
                     if any(blockers.get(doc, holder) != holder for doc, holder in locks.blockers.items()):
                         patience = max(patience, time.monotonic() + wait)
@@ -64,6 +73,9 @@ class UniqueWrites:
                     # one template share buckets by the hundred): their turn comes at once, no pause.
                     own = locks.token + b":"
                     siblings = all(blockers.get(doc, b"").startswith(own) for doc in pending)
+                if not siblings:
+                    # Others keep writing into these tables: let them finish before reading again.
+                    pause(next(delays, None) or random.uniform(0, _CONTENTION_BACKOFF.cap))
         finally:
             if locks is not None and locks.kept:  # given up, or an error: nothing stays locked
                 locks.release_kept()
