@@ -48,7 +48,8 @@ def serve(
         typer.Option(
             "--timeout",
             min=0.001,
-            help="Seconds a single-document request may wait for its answer (then 504).",
+            help="Seconds a single-document request may wait for its answer (then 504), and each part "
+            "of a request body may take to come (then 408).",
         ),
     ] = 30.0,
     grace: Annotated[

@@ -179,7 +179,7 @@ def test_a_response_head_goes_with_its_body_in_one_write() -> None:
     head = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
     proceed = b"HTTP/1.1 100 Continue\r\n\r\n"
     transport = Transport()
-    held = _HeadWithBody(transport)  # type: ignore[arg-type]
+    held = _HeadWithBody(transport, lambda: None)  # type: ignore[arg-type]
     held.write(proceed)  # at once: the client waits for it before it sends the body
     held.write(head)
     assert transport.writes == [proceed]
@@ -188,10 +188,17 @@ def test_a_response_head_goes_with_its_body_in_one_write() -> None:
     assert transport.writes == [proceed, head + b"{}", b""]
     assert held.is_closing() is False  # the rest is the transport's
     cut = Transport()
-    held = _HeadWithBody(cut)  # type: ignore[arg-type]
+    held = _HeadWithBody(cut, lambda: None)  # type: ignore[arg-type]
     held.write(head)
     held.close()  # a response cut short after its head: the head still goes, then the connection closes
     assert cut.writes == [head] and cut.closed
+    # A HEAD's answer (no body): its head goes when its own response completes, before the connection
+    # goes on to the next request (of a pipeline, say).
+    bare, done = Transport(), []
+    held = _HeadWithBody(bare, lambda: done.append(bare.writes[:]))  # type: ignore[arg-type]
+    held.write(head)
+    held.complete()
+    assert done == [[head]]
 
 
 def test_the_worker_counts_each_request_until_it_is_answered_or_its_connection_lost(redis_url: str) -> None:

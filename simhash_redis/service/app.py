@@ -98,7 +98,7 @@ class Service:
 
     async def operation(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``POST /v1/indexes/{name}/{operation}[/batch]`` (an ASGI app)."""
-        call = Call(scope, receive, send)
+        call = Call(scope, receive, send, self.config.timeout)
         parts = scope["path"].split("/")  # "", "v1", "indexes", name, operation[, "batch"]
         name = parts[3] if len(parts) > 3 else ""
         try:

@@ -79,6 +79,7 @@ CODES: dict[str, int] = {
     "unauthorized": 401,
     "not_found": 404,
     "method_not_allowed": 405,
+    "request_timeout": 408,
     "body_too_large": 413,
     "timeout": 504,
     "internal": 500,

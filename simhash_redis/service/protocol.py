@@ -4,6 +4,7 @@ lone one skips the coalescer: `alone`) and sending each response's head in one s
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -28,10 +29,11 @@ class _HeadWithBody:
     """One response's transport: its head (the first write) is held back until the body's first part,
     then both go in one call. A ``100 Continue`` goes at once: the client waits for it to send the body."""
 
-    __slots__ = ("_head", "_started", "_transport")
+    __slots__ = ("_done", "_head", "_started", "_transport")
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, done: Callable[[], None]) -> None:
         self._transport = transport
+        self._done = done
         self._head: bytes | None = None
         self._started = False
 
@@ -51,6 +53,12 @@ class _HeadWithBody:
         head, self._head = self._head, None
         if head is not None:
             self._transport.write(head)
+
+    def complete(self) -> None:
+        """Its response ended: send the head still held, then let the connection go on (its cycle's
+        `on_response`)."""
+        self.flush()
+        self._done()
 
     def close(self) -> None:
         self.flush()
@@ -73,14 +81,14 @@ class Protocol(HttpToolsProtocol):
         cycle = self.cycle
         # A new request's cycle (not an upgrade's, which keeps the old one) writes through the holder.
         if cycle is not before and cycle is not None:
-            cycle.transport = _HeadWithBody(cycle.transport)  # type: ignore[assignment]
+            # Its own response's end flushes it: with pipelining, self.cycle is already the next request's.
+            holder = _HeadWithBody(cycle.transport, cycle.on_response)
+            cycle.transport = holder  # type: ignore[assignment]
+            cycle.on_response = holder.complete
             self._mine += 1
             _unanswered[0] += 1
 
     def on_response_complete(self) -> None:
-        transport = self.cycle.transport if self.cycle is not None else None
-        if isinstance(transport, _HeadWithBody):
-            transport.flush()
         if self._mine:
             self._mine -= 1
             _unanswered[0] -= 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -28,7 +29,8 @@ class Listen:
         workers: worker processes (each an event loop serving requests concurrently).
         tls_cert, tls_key: a PEM certificate and key to serve HTTPS; None: plain HTTP (put TLS in
             a proxy in front, docs/service.md).
-        grace: seconds a stop (SIGTERM, Ctrl-C) waits for requests in flight before cutting them.
+        grace: seconds a stop (SIGTERM, Ctrl-C) waits for requests in flight before cutting them
+            (rounded up to a whole second; 0: cut at once).
         keep_alive: seconds an idle keep-alive connection stays open.
     """
 
@@ -65,7 +67,8 @@ def serve(config: ServiceConfig, listen: Listen) -> None:
             workers=listen.workers,
             ssl_certfile=listen.tls_cert,
             ssl_keyfile=listen.tls_key,
-            timeout_graceful_shutdown=int(listen.grace) if listen.grace else None,
+            # uvicorn's wait takes whole seconds, and None (not 0) is its "for ever".
+            timeout_graceful_shutdown=math.ceil(listen.grace),
             timeout_keep_alive=int(listen.keep_alive),
             access_log=False,  # the service writes its own, as JSON lines
             log_level="warning",

@@ -4,8 +4,10 @@ bounded memory (docs/service.md)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
-from typing import Any, TypeVar
+import asyncio
+import types
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, MutableMapping, Sequence
+from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -39,12 +41,17 @@ _encode_lines = _encoder.encode_lines
 
 
 class Call:
-    """One HTTP call: what the /v1 routes read of it, and how they answer."""
+    """One HTTP call: what the /v1 routes read of it, and how they answer.
 
-    __slots__ = ("receive", "scope", "send", "started", "state")
+    Args:
+        timeout: seconds each part of the body may take to come (then 408 request_timeout); None: no limit.
+    """
 
-    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    __slots__ = ("receive", "scope", "send", "started", "state", "timeout")
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, timeout: float | None = None) -> None:
         self.scope, self.receive, self.send = scope, receive, send
+        self.timeout = timeout
         self.state: dict[str, Any] = scope.setdefault("state", {})
         #: Whether the answer's status was sent (an error after it can only end a stream).
         self.started = False
@@ -68,10 +75,29 @@ class Call:
         kind = (self.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
         return kind in _LINE_TYPES
 
+    async def _next(self) -> Message:
+        """The body's next message, refused (408 request_timeout) if it does not come within the timeout."""
+        if self.timeout is None:
+            return await self.receive()
+        # Run until it would wait: a body already read (a lone request's, usually) costs no timer.
+        step = cast(Coroutine[Any, Any, Message], self.receive())
+        try:
+            waiting = step.send(None)
+        except StopIteration as ready:
+            return cast(Message, ready.value)
+        try:
+            return await asyncio.wait_for(_finished(step, waiting), self.timeout)
+        except asyncio.TimeoutError:
+            raise _Unreadable(
+                408,
+                "request_timeout",
+                f"the request body stalled: its next part did not come within {self.timeout:g} s",
+            ) from None
+
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's chunks as they arrive."""
+        """The body's chunks as they arrive (408 request_timeout for one that does not come in time)."""
         while True:
-            message: Message = await self.receive()
+            message: Message = await self._next()
             if message["type"] == "http.disconnect":
                 return
             body = message.get("body", b"")
@@ -81,11 +107,12 @@ class Call:
                 return
 
     async def body(self, limit: int) -> bytes:
-        """The whole body, refused (413 body_too_large) once it is larger than the limit."""
+        """The whole body, refused (413 body_too_large) once it is larger than the limit, or (408
+        request_timeout) when a part of it does not come in time."""
         declared = self.header(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise _too_large(int(declared), limit)
-        first: Message = await self.receive()  # the common case: the whole body in one message
+        first: Message = await self._next()  # the common case: the whole body in one message
         body = first.get("body", b"")
         if len(body) > limit:  # a first part over the limit, whether more follows or not
             raise _too_large(len(body), limit)
@@ -105,6 +132,8 @@ class Call:
         headers = [*_JSON, (b"content-length", str(len(body)).encode())]
         if status == 401:
             headers.append((b"www-authenticate", b"Bearer"))
+        elif status == 408:  # the rest of a stalled body would be read as the next request
+            headers.append((b"connection", b"close"))
         self.started = True
         self.state[STATUS], self.state[SENT] = status, len(body)
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
@@ -128,6 +157,31 @@ class Call:
                 await self.send({"type": "http.response.body", "body": part, "more_body": True})
                 self.state[SENT] += len(part)
         await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+@types.coroutine
+def _finished(step: Coroutine[Any, Any, T], waiting: Any) -> Generator[Any, Any, T]:
+    """The rest of a coroutine run up to its first wait (what it yielded: `waiting`), as `await` would."""
+    while True:
+        try:
+            sent = yield waiting
+        except BaseException as exc:  # a cancellation (the timeout's): into the coroutine, as await does
+            try:
+                waiting = step.throw(exc)
+            except StopIteration as done:
+                return cast(T, done.value)
+        else:
+            try:
+                waiting = step.send(sent)
+            except StopIteration as done:
+                return cast(T, done.value)
+
+
+class _Unreadable(ServiceError):
+    """A body that cannot be read past a point: a JSON Lines stream answers the lines before it, then this
+    error ends it, naming its 1-based `line` if it concerns one."""
+
+    line: int | None = None
 
 
 def _too_large(size: int, limit: int) -> ServiceError:
@@ -172,7 +226,7 @@ async def _lines(call: Call, limit: int) -> AsyncIterator[list[tuple[int, bytes]
         yield [(number + 1, line)]
 
 
-class _LineTooLong(ServiceError):
+class _LineTooLong(_Unreadable):
     """A JSON Lines line longer than the limit (413 body_too_large), with its 1-based number (`line`)."""
 
     def __init__(self, line: int, limit: int) -> None:
@@ -203,7 +257,7 @@ async def json_lines(
                         continue
                     if len(pending) >= batch:
                         yield b"".join(_flush(pending, run, call.state))
-        except _LineTooLong as exc:
+        except _Unreadable as exc:
             # The stream cannot be read past it: the lines before it are answered, then its error ends it.
             yield b"".join([*_flush(pending, run, call.state), _error_line(exc, call.state, exc.line)])
             return
