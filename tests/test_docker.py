@@ -100,3 +100,11 @@ def test_worker_example_reports_duplicates(redis_url: str, tmp_path: Path) -> No
         [*command, "-"], input=line + "\n", capture_output=True, text=True, check=False, env=env
     )
     assert check.stdout.splitlines() == [f"duplicate\t{named}\tc.txt\t0"]
+
+
+def test_the_service_is_published_on_loopback_unless_a_host_is_given() -> None:
+    # Without a token the API answers anyone who reaches it: the default publishes it on this machine only.
+    text = (DOCKER / "compose.yml").read_text()
+    published = [line.strip() for line in text.splitlines() if line.strip().endswith(':8080"')]
+    assert published == ['- "${SIMHASH_SERVICE_HOST:-127.0.0.1}:${SIMHASH_SERVICE_PORT:-8080}:8080"']
+    assert "SIMHASH_REDIS_TOKEN: ${SIMHASH_REDIS_TOKEN:-}" in text  # the token reaches the replicas

@@ -343,6 +343,8 @@ def test_token_limits_and_no_secret_in_answers_or_logs(redis_server: ServerProce
         assert http.post("/v1/indexes/svc-g/add", json=doc, headers=auth).status_code == 200
         new = http.post("/v1/indexes/svc-new/add", json=doc, headers=auth)  # --no-create
         assert new.status_code == 404 and error_of(new) == "index_not_found"
+        assert "creates it" not in new.json()["error"]["message"]  # it does not, here
+        assert "--no-create" in new.json()["error"]["message"]
         big = {"id": "b", "text": "word " * 1000}
         too_large = http.post("/v1/indexes/svc-g/add", json=big, headers=auth)
         assert too_large.status_code == 413 and error_of(too_large) == "body_too_large"

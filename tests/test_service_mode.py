@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from simhash_redis import SimhashIndex, open_index
+from simhash_redis.errors import IndexNotFound
 from simhash_redis.service.app import create_app
 from simhash_redis.service.config import ServiceConfig
 from tests.servers import ServerProcess
@@ -82,14 +83,16 @@ def test_plain_and_verified_choose_the_mode_of_a_new_index(redis_server: ServerP
         redis_server, [("/v1/indexes/m-asked-plain/add", {"json": {"id": "a", "text": TEXT}})], verified=False
     )
     assert added.status_code == 200 and not verified(redis_server, "m-asked-plain")
-    # Asked for verified, a write of fingerprints creates a verified index, which refuses them.
+    # Asked for verified, a write of fingerprints is refused: the verified index it would create needs
+    # texts, and a refused write creates nothing.
     [refused] = served(
         redis_server,
         [("/v1/indexes/m-asked-v/add", {"json": {"id": "a", "fingerprint": "0x1"}})],
         verified=True,
     )
     assert refused.status_code == 400 and "needs its text" in refused.json()["error"]["message"]
-    assert verified(redis_server, "m-asked-v")
+    with pytest.raises(IndexNotFound):
+        verified(redis_server, "m-asked-v")
 
 
 def test_an_existing_index_keeps_its_mode_and_the_other_one_asked_for_is_refused(

@@ -16,17 +16,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
+from .. import defaults
+from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType
+from ..index.mode import chosen_mode
 from . import operations, schemas
-from .config import ServiceConfig
+from .config import SERVE_ASKING, ServiceConfig, check_url
 from .guard import Guard
 from .indexes import Opened, Registry
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .openapi import document
 from .operations import OPERATIONS, Operation
-from .problems import ServiceError, refuse
+from .problems import ServiceError, not_utf8, refuse
 from .protocol import alone
-from .streams import Call, Receive, Scope, Send, json_lines
+from .streams import Call, Receive, Scope, Send, json_lines, segments
 
 __all__ = ["create_app"]
 
@@ -34,8 +36,11 @@ _encode = msgspec.json.Encoder().encode
 _JSON = "application/json"
 
 
-def _number(call: Call, name: str, kind: type[int] | type[float]) -> Any:
-    raw = call.query(name)
+_NEAR_QUERY = ("k", "threshold")
+
+
+def _number(query: dict[str, str], name: str, kind: type[int] | type[float]) -> Any:
+    raw = query.get(name)
     if raw is None:
         return None
     try:
@@ -44,13 +49,23 @@ def _number(call: Call, name: str, kind: type[int] | type[float]) -> Any:
         raise InvalidArgument(f"query parameter {name} must be a number, got {raw[:40]!r}") from None
 
 
-def _params(op: str, call: Call, single: Any) -> tuple[Any, ...]:
-    """A call's parameters: near's k and threshold (from the query's body, or a batch's URL)."""
-    if op != "near":
-        return ()
-    if single is not None:
-        return (single.k, single.threshold)
-    return (_number(call, "k", int), _number(call, "threshold", float))
+def _params(op: Operation, call: Call) -> tuple[Any, ...]:
+    """A batch's parameters, from its URL: near's k and threshold (any other query parameter refused)."""
+    query = call.query()
+    takes = _NEAR_QUERY if op.name == "near" else ()
+    for name in query:
+        if name not in takes:
+            allowed = "takes k and threshold" if takes else "takes no query parameters"
+            raise InvalidArgument(f"unknown query parameter {name[:40]!r}: {op.name}/batch {allowed}")
+    return (_number(query, "k", int), _number(query, "threshold", float)) if takes else ()
+
+
+def _no_query(op: Operation, call: Call) -> None:
+    """Refuse a query string on a single call (its options are in its body: a misspelt one is refused
+    there, and one in the URL would be ignored)."""
+    name = next(iter(call.query()), "")
+    where = "k and threshold go in the body" if op.name == "near" else "it takes none"
+    raise InvalidArgument(f"query parameter {name[:40]!r} is not read by {op.name}: {where}")
 
 
 def _from_text(items: Sequence[Any]) -> bool:
@@ -80,6 +95,7 @@ class Service:
             from ..tools.connect import default_url
 
             url = await asyncio.to_thread(default_url)
+            check_url(url)  # $SIMHASH_REDIS_URL: a malformed one stops the worker, not each call
         self._registry = Registry(self.config, url)
         # Frozen: a full collection no longer walks every module's objects (a fifth of a batch's CPU).
         gc.collect()
@@ -99,22 +115,31 @@ class Service:
     async def operation(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``POST /v1/indexes/{name}/{operation}[/batch]`` (an ASGI app)."""
         call = Call(scope, receive, send, self.config.timeout)
-        parts = scope["path"].split("/")  # "", "v1", "indexes", name, operation[, "batch"]
+        parts = segments(scope)  # "", "v1", "indexes", name, operation[, "batch"]
         name = parts[3] if len(parts) > 3 else ""
         try:
             op = OPERATIONS.get(parts[4]) if len(parts) in (5, 6) else None
             if op is None or (len(parts) == 6 and parts[5] != "batch"):
+                if len(parts) == 5 and parts[4] == "stats":
+                    raise ServiceError(405, "method_not_allowed", "POST is not allowed here")
                 raise ServiceError(404, "not_found", f"no route {scope['path']!r}: see /openapi.json")
             if len(parts) == 6:
                 await self._batch(call, name, op)
                 return
-            single = op.decode_single(await call.body(self.config.max_body))
-            index = self.registry.get(name, create=op.create, from_text=_from_text((single,)))
-            params = _params(parts[4], call, single)
+            if scope.get("query_string"):
+                _no_query(op, call)
+            try:
+                single = op.decode_single(await call.body(self.config.max_body))
+            except UnicodeDecodeError as exc:
+                raise not_utf8(exc) from None
+            index = self._index(name, op, (single,))
+            params: tuple[Any, ...] = (single.k, single.threshold) if op.name == "near" else ()
             if alone():  # none can join its batch (a coalescer may hold only requests answered 504)
                 result = op.run(index, [single], params)[0]
             else:
-                coalescer = index.coalescer((parts[4], *params), op.bound(index, params))
+                if params:  # checked before they key a coalescer: each value refused would make one
+                    operations.check_near(index, *params)
+                coalescer = index.coalescer((op.name, *params), op.bound(index, params))
                 future = coalescer.submit(single)
                 timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
                 try:
@@ -126,6 +151,27 @@ class Service:
             self.forget_missing(exc, name)
             await call.refuse(exc)
 
+    def _index(self, name: str, op: Operation, items: Sequence[Any]) -> Opened:
+        """The index an operation runs on; for a write to a missing one, created once its documents are
+        checked (a refused write leaves nothing behind).
+
+        Raises:
+            IndexNotFound: it does not exist, and is not to be created.
+            InvalidArgument, InvalidType: a document the write to a new index would refuse.
+        """
+        registry = self.registry
+        if not (op.create and self.config.create):
+            return registry.get(name)
+        try:
+            return registry.get(name)
+        except IndexNotFound:
+            pass
+        from_text = _from_text(items)
+        config = self.config
+        verified = chosen_mode(config.asked_mode(), name=name, from_text=from_text, asking=SERVE_ASKING)
+        operations.check_documents(items, verified, defaults.F if config.f is None else config.f)
+        return registry.get(name, create=True, from_text=from_text)
+
     def _expire(self, future: asyncio.Future[Any]) -> None:
         """Answer 504 to a single call still waiting for its batch after the timeout (the batch skips it)."""
         if not future.done():
@@ -134,20 +180,33 @@ class Service:
 
     async def _batch(self, call: Call, name: str, op: Operation) -> None:
         """A batch: JSON Lines streamed in and out, or a JSON array in one library call."""
-        params = _params(op.name, call, None)
+        params = _params(op, call)
         if call.json_lines():
             run = self._streamed(name, op, params)
             await call.stream(json_lines(call, op.item, run, self.config.batch, self.config.max_body))
             return
-        items = op.decode_batch(await call.body(self.config.max_body))
-        index = self.registry.get(name, create=op.create, from_text=_from_text(items))
-        await call.answer(200, _encode(op.run(index, items, params)))
+        try:
+            items = op.decode_batch(await call.body(self.config.max_body))
+        except UnicodeDecodeError as exc:
+            raise not_utf8(exc) from None
+        if not items and op.create and self.config.create:  # nothing to write: no index is made for it
+            await call.answer(200, b"[]")
+            return
+        index = self._index(name, op, items)
+        try:
+            results = op.run(index, items, params)
+        except (InvalidArgument, InvalidType):
+            if op.create and len(items) > 1:  # refused before any write: tell which document
+                operations.check_documents(items, index.verified is not None, index.plain.f)
+            raise
+        await call.answer(200, _encode(results))
 
     def _streamed(
         self, name: str, op: Operation, params: tuple[Any, ...]
     ) -> Callable[[Sequence[Any]], Sequence[Any]]:
         """The operation's call for a JSON Lines stream: on the index as it is, or, for a write to a missing
-        index, on the one its first part creates (in the mode its documents choose)."""
+        index, on the one its first part creates (in the mode its documents choose, once they are
+        checked)."""
         try:
             return op.bound(self.registry.get(name), params)
         except IndexNotFound:
@@ -157,7 +216,7 @@ class Service:
 
         def run(items: Sequence[Any]) -> Sequence[Any]:
             if not opened:
-                opened.append(self.registry.get(name, create=True, from_text=_from_text(items)))
+                opened.append(self._index(name, op, items))
             return op.run(opened[0], items, params)
 
         return run
@@ -171,7 +230,10 @@ class Service:
     async def stats(self, request: Request) -> Response:
         """``GET /v1/indexes/{name}/stats``."""
         try:
-            index = self.registry.get(request.path_params["name"])
+            parts = segments(request.scope)
+            if len(parts) != 5:  # an encoded '/' in the name: the route matched its decoded path only
+                raise ServiceError(404, "not_found", f"no route {request.url.path!r}: see /openapi.json")
+            index = self.registry.get(parts[3])
             return Response(_encode(operations.stats(index)), media_type=_JSON)
         except Exception as exc:
             return self.error(exc, request)

@@ -14,7 +14,7 @@ from ..index.mode import Asking
 from ..index.verified_open import checked_threshold
 from ..tools.connect import index_options
 
-__all__ = ["CONFIG_ENV", "SERVE_ASKING", "TOKEN_ENV", "ServiceConfig"]
+__all__ = ["CONFIG_ENV", "SERVE_ASKING", "TOKEN_ENV", "ServiceConfig", "check_url"]
 
 #: The environment variable carrying a `ServiceConfig` to the worker processes, as JSON.
 CONFIG_ENV = "SIMHASH_REDIS_SERVICE_CONFIG"
@@ -24,6 +24,26 @@ TOKEN_ENV = "SIMHASH_REDIS_TOKEN"
 SERVE_ASKING = Asking(
     plain="--plain", verified="--verified", threshold="--threshold", band_buckets="--band-buckets"
 )
+
+
+def check_url(url: str) -> None:
+    """Refuse a malformed Redis URL at start (a bad port, say): every call would fail on it, blaming
+    the caller.
+
+    Raises:
+        InvalidArgument: the URL is malformed (the message shows it with its password masked).
+    """
+    from redis.connection import parse_url
+
+    from ..transport.connection import redact_url
+
+    try:
+        # What redis-py's from_url parses (a port out of range, say): it neither connects nor resolves.
+        parse_url(url)  # type: ignore[no-untyped-call]
+    except (ValueError, TypeError) as exc:
+        shown = redact_url(url)
+        reason = f": {exc}" if shown == url else ""  # redis-py's reason may quote the password's pieces
+        raise InvalidArgument(f"the Redis URL {shown!r} is malformed{reason}") from None
 
 
 @dataclass(frozen=True)
@@ -41,7 +61,7 @@ class ServiceConfig:
         max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
         timeout: seconds a single-document request may wait for its answer before it is answered 504, and
             each part of a request body may take to come before it is answered 408.
-        batch: documents per library call of a JSON Lines stream.
+        batch: documents per library call of a JSON Lines stream (fewer once they hold max_body bytes).
         access_log: write one JSON line per request on stderr.
     """
 
@@ -83,7 +103,8 @@ class ServiceConfig:
         return config
 
     def check(self) -> ServiceConfig:
-        """This configuration, once its limits and index configuration are checked (InvalidArgument)."""
+        """This configuration, once its limits, Redis URL and index configuration are checked
+        (InvalidArgument)."""
         for name in ("max_body", "timeout", "batch"):
             if not getattr(self, name) > 0:
                 raise InvalidArgument(f"{name} must be > 0, got {getattr(self, name)!r}")
@@ -92,6 +113,8 @@ class ServiceConfig:
             raise InvalidArgument(f"--plain cannot go with {given}: they belong to verified mode")
         if self.token is not None and not self.token:
             raise InvalidArgument("the bearer token is empty")
+        if self.redis_url:
+            check_url(self.redis_url)
         self.index_options()
         return self
 

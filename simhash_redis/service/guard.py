@@ -15,7 +15,7 @@ import msgspec
 from .metrics import Metrics
 from .operations import OPERATIONS
 from .problems import ERROR_CODE, SENT, STATUS, ServiceError
-from .streams import Call, Message, Receive, Scope, Send
+from .streams import Call, Message, Receive, Scope, Send, segments
 
 __all__ = ["Guard", "route_of"]
 
@@ -32,10 +32,11 @@ _OWN_HANDLER = "simhash_redis.service.access.stderr"
 _encode = msgspec.json.Encoder().encode
 
 
-def route_of(path: str) -> str:
-    """The route template of a path, for metrics and logs (ids and index names are unbounded)."""
-    if path.startswith("/v1/indexes/"):
-        parts = path.split("/")
+def route_of(scope: Scope) -> str:
+    """The route template of a request's path, for metrics and logs (ids and index names are unbounded)."""
+    path: str = scope["path"]
+    if path.startswith(_V1):
+        parts = segments(scope)  # as the service routes it: an encoded '/' stays in the name
         if len(parts) >= 5 and parts[4] in _OPS:
             tail = "/batch" if len(parts) == 6 and parts[5] == "batch" else ""
             return f"/v1/indexes/{{name}}/{parts[4]}{tail}"
@@ -82,7 +83,7 @@ class Guard:
                 await self.app(scope, receive, _noting(send, state))
         finally:
             seconds = time.perf_counter() - started
-            route = route_of(path)
+            route = route_of(scope)
             code = state.get(ERROR_CODE)
             status = state.get(STATUS, 500)  # none sent: the server answers 500 (or drops the connection)
             self._metrics.observe(route, scope["method"], status, seconds, code)

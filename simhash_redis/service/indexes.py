@@ -17,6 +17,7 @@ from ..index.mode import chosen_mode, open_in_mode
 from ..store import validate_name
 from ..transport import client_from_url
 from .config import SERVE_ASKING, ServiceConfig
+from .problems import ServiceError
 
 __all__ = ["MAX_BATCH", "Coalescer", "Opened", "Registry"]
 
@@ -30,9 +31,15 @@ MAX_BATCH = 256
 class Coalescer(Generic[T, R]):
     """Gathers single calls of one kind made in one turn of the event loop, and runs them as one batch."""
 
-    def __init__(self, run: Callable[[Sequence[T]], Sequence[R]]) -> None:
+    def __init__(
+        self,
+        run: Callable[[Sequence[T]], Sequence[R]],
+        owner: tuple[dict[tuple[Any, ...], Coalescer[Any, Any]], tuple[Any, ...]] | None = None,
+    ) -> None:
         self._run = run
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
+        #: The dict that holds it and its key there: it leaves it once it has nothing pending.
+        self._owner = owner
 
     def submit(self, item: T) -> asyncio.Future[R]:
         """The future result of one item, run with the others submitted before the loop's next turn."""
@@ -47,6 +54,11 @@ class Coalescer(Generic[T, R]):
         batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
         if self._pending:
             asyncio.get_running_loop().call_soon(self._flush)
+        elif self._owner is not None:
+            # Each distinct (k, threshold) a client sends has its own: kept, they would pile up for ever.
+            owners, key = self._owner
+            if owners.get(key) is self:
+                del owners[key]
         batch = [(item, future) for item, future in batch if not future.done()]  # timed out meanwhile
         if not batch:
             return
@@ -88,10 +100,11 @@ class Opened:
     def coalescer(
         self, key: tuple[Any, ...], run: Callable[[Sequence[Any]], Sequence[Any]]
     ) -> Coalescer[Any, Any]:
-        """The coalescer of single-document calls of one kind (key), made on first use."""
+        """The coalescer of single-document calls of one kind (key), made on first use (and dropped once
+        it has run what it gathered)."""
         found = self.coalescers.get(key)
         if found is None:
-            found = self.coalescers[key] = Coalescer(run)
+            found = self.coalescers[key] = Coalescer(run, (self.coalescers, key))
         return found
 
 
@@ -109,7 +122,12 @@ class Registry:
     def client(self) -> redis.Redis | RedisCluster:
         """The client (made on first use)."""
         if self._client is None:
-            self._client = client_from_url(self._url)
+            try:
+                self._client = client_from_url(self._url)
+            except InvalidArgument as exc:  # the service's URL (checked at start), not the caller's fault
+                raise ServiceError(
+                    503, "redis_unavailable", f"the service cannot use its Redis URL: {exc}"
+                ) from None
         return self._client
 
     def get(self, name: str, *, create: bool = False, from_text: bool = True) -> Opened:
@@ -134,9 +152,13 @@ class Registry:
             plain = SimhashIndex(client, name, create=False)
         except IndexNotFound:
             if not create:
+                how = (
+                    "a write (add, add_if_new) creates it, or load documents first"
+                    if config.create
+                    else "this service does not create indexes (serve --no-create): load documents first"
+                )
                 raise IndexNotFound(
-                    f"no index named {name!r}: a write (add, add_if_new) creates it, or load documents "
-                    f"first (simhash-redis --index {name} load FILE)"
+                    f"no index named {name!r}: {how} (simhash-redis --index {name} load FILE)"
                 ) from None
             return Opened.of(
                 open_in_mode(

@@ -8,9 +8,11 @@ from typing import Any
 import msgspec
 
 from ..codec import format_fingerprint, parse_fingerprint
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
+from ..index.arguments import check_k
 from ..index.mode import add_if_new_many
 from ..results import Match, VerifiedMatch
+from ..store.keys import encode_id
 from . import schemas
 from .indexes import Opened
 from .schemas import (
@@ -27,7 +29,19 @@ from .schemas import (
     Text,
 )
 
-__all__ = ["OPERATIONS", "Operation", "add", "add_if_new", "fingerprint", "get", "near", "remove", "stats"]
+__all__ = [
+    "OPERATIONS",
+    "Operation",
+    "add",
+    "add_if_new",
+    "check_documents",
+    "check_near",
+    "fingerprint",
+    "get",
+    "near",
+    "remove",
+    "stats",
+]
 
 
 class Operation:
@@ -73,9 +87,7 @@ def near(
 ) -> list[schemas.NearResult]:
     """The matches of each query (a verified index's from texts only)."""
     if threshold is not None and index.verified is None:
-        raise InvalidArgument(
-            f"index {index.plain.name!r} is not verified: threshold applies to a verified index only"
-        )
+        raise _not_verified(index)
     f, docs = index.plain.f, [_document(q, index, "query") for q in queries]
     found: list[list[Match]] | list[list[VerifiedMatch]]
     if index.verified is not None:
@@ -146,6 +158,45 @@ def stats(index: Opened) -> schemas.Stats:
     )
 
 
+def check_near(index: Opened, k: int | None, threshold: float | None) -> None:
+    """Refuse the k and threshold `near` would refuse, before they key a coalescer.
+
+    Raises:
+        InvalidArgument: k out of 0..the index's k, or a threshold out of [0, 1] or of a plain index.
+    """
+    check_k(k, index.plain.k)
+    if threshold is not None:
+        if index.verified is None:
+            raise _not_verified(index)
+        if not 0 <= threshold <= 1:
+            raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
+
+
+def check_documents(docs: Sequence[schemas.Document], verified: bool, f: int) -> None:
+    """Refuse the documents a write would refuse, naming the first: before an index is created for them
+    (a refused write leaves nothing behind, not even the index), or to tell which of a batch was refused.
+
+    Args:
+        verified, f: the mode and the fingerprint width of the index (to be created).
+
+    Raises:
+        InvalidArgument, InvalidType: an id or a document the write would refuse, named by its place.
+    """
+    for i, doc in enumerate(docs):
+        try:
+            encode_id(doc.id)
+            _check_document(doc, verified, f, "document")
+        except (InvalidArgument, InvalidType) as exc:
+            where = f"document {i}: " if len(docs) > 1 else ""
+            raise type(exc)(f"{where}{exc}") from None
+
+
+def _not_verified(index: Opened) -> InvalidArgument:
+    return InvalidArgument(
+        f"index {index.plain.name!r} is not verified: threshold applies to a verified index only"
+    )
+
+
 def _match(m: Match | VerifiedMatch, f: int) -> schemas.Match:
     jaccard = round(m.jaccard, 4) if isinstance(m, VerifiedMatch) else None
     return schemas.Match(m.id, m.distance, format_fingerprint(m.fingerprint, f), jaccard)
@@ -155,17 +206,27 @@ def _document(
     item: schemas.QueryItem | schemas.Query | schemas.Document, index: Opened, what: str
 ) -> str | int:
     """The text of a query or document, or (a plain index's) its parsed fingerprint: exactly one of them."""
-    if item.text is None and index.verified is not None:
+    return _check_document(item, index.verified is not None, index.plain.f, what, index.plain.name)
+
+
+def _check_document(
+    item: schemas.QueryItem | schemas.Query | schemas.Document,
+    verified: bool,
+    f: int,
+    what: str,
+    name: str | None = None,
+) -> str | int:
+    if item.text is None and verified:
+        index = "the index" if name is None else f"index {name!r}"
         raise InvalidArgument(
-            f"index {index.plain.name!r} is verified: a {what} needs its text (a sketch is made from it), "
-            "not a fingerprint"
+            f"{index} is verified: a {what} needs its text (a sketch is made from it), not a fingerprint"
         )
     if (item.text is None) == (item.fingerprint is None):
         raise InvalidArgument("give exactly one of text and fingerprint")
     if item.text is not None:
         return item.text
     assert item.fingerprint is not None
-    return parse_fingerprint(item.fingerprint, index.plain.f)
+    return parse_fingerprint(item.fingerprint, f)
 
 
 def _prepared(

@@ -26,7 +26,17 @@ from ..errors import (
     WriteContention,
 )
 
-__all__ = ["CODES", "ERROR_CODE", "SENT", "STATUS", "Problem", "ServiceError", "problem_of", "refuse"]
+__all__ = [
+    "CODES",
+    "ERROR_CODE",
+    "SENT",
+    "STATUS",
+    "Problem",
+    "ServiceError",
+    "not_utf8",
+    "problem_of",
+    "refuse",
+]
 
 #: The keys of a request's scope["state"] where its answer's error code, status and body bytes are noted
 #: (for the metrics and the access log).
@@ -102,9 +112,21 @@ def problem_of(exc: BaseException) -> tuple[int, Problem]:
     return 500, Problem("internal", "an unexpected error; the service's log has the details")
 
 
+def not_utf8(exc: UnicodeDecodeError) -> ServiceError:
+    """The error of a request body whose JSON strings hold bytes that are not UTF-8 (msgspec raises
+    UnicodeDecodeError for them, not DecodeError): 400 malformed_json."""
+    return ServiceError(
+        400,
+        "malformed_json",
+        f"the request body is not valid JSON: a string holds bytes that are not UTF-8 ({exc})",
+    )
+
+
 def _message(exc: SimhashRedisError) -> str:
-    if isinstance(exc, RedisOutOfMemory):
-        return f"Redis is out of memory (maxmemory with noeviction); nothing was half-written: {exc}"
+    # The library's own message says what an out-of-memory refusal left (no document half-written, the
+    # batch maybe partly stored), and a refused credential is not fixed by sending the request again.
+    if isinstance(exc, (RedisOutOfMemory, RedisAuthError)):
+        return str(exc)
     if isinstance(exc, RedisUnavailable):
         return f"cannot reach Redis ({exc}); every write is idempotent: send the same request again"
     return str(exc)
