@@ -26,6 +26,7 @@ from simhash_redis.errors import (
     TooManyErrors,
 )
 from simhash_redis.links import doc_url
+from simhash_redis.store import validate_name
 
 from .common import ExitCode, Settings, fail
 from .quick_exit import leave
@@ -423,6 +424,13 @@ def _root(
     ] = False,
 ) -> None:
     """Find near-duplicate documents with SimHash fingerprints in a shared Redis index."""
+    if index is not None:
+        # Checked here, not when the index is opened: an empty --index (a script's unset variable)
+        # would otherwise fall back to the default index, or to a dump's own name, even for drop.
+        try:
+            validate_name(index, "--index")
+        except InvalidArgument as exc:
+            raise fail(str(exc), ExitCode.USAGE) from None
     if plain:
         stated = [
             option

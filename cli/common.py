@@ -99,7 +99,7 @@ class Settings:
     @property
     def index_name(self) -> str:
         """The index name to use."""
-        return self.index or DEFAULT_INDEX
+        return DEFAULT_INDEX if self.index is None else self.index
 
     def url(self) -> str:
         """The Redis URL: --redis-url, else SIMHASH_REDIS_URL, else the embedded server (started now).
@@ -139,7 +139,7 @@ class Settings:
                 or --threshold is out of (0, 1].
             RedisUnavailable: the server cannot be reached.
         """
-        index_name = validate_name(name or self.index_name, "--index")
+        index_name = validate_name(self.index_name if name is None else name, "--index")
         config = self.configuration()
         client = client_from_url(self.url())
         try:

@@ -189,7 +189,7 @@ def import_index(
     unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
     header = _header(unpacker, source_name)
     config = _config({str(k): str(v) for k, v in header["meta"].items()})
-    target = name or header["name"]
+    target = header["name"] if name is None else name
     existed = SimhashIndex.exists(client, target)
     index = SimhashIndex(
         client,

@@ -327,3 +327,23 @@ def test_tab_separated_output_escapes_ids(invoke: Invoke, tmp_path: Path) -> Non
     near = invoke("near", article(2), index="tsv")
     [row] = [line.split("\t") for line in near.stdout.split("\n")[:-1]]
     assert _unescaped(row[0]) == "tab\there" and row[0] == "tab\\there" and row[1] == "0"
+
+
+# -- the index name -------------------------------------------------------------------------------------
+
+
+def test_an_empty_index_name_is_a_usage_error_not_the_default(
+    invoke: Invoke, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    # A script with an unset variable (--index "$IDX") must not act on the default index, or the dump's.
+    assert invoke("--plain", "add", "a", article(1)).exit_code == 0
+    assert invoke("--plain", "add", "a", article(1), index="src").exit_code == 0
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    for args in (["drop", "--yes"], ["stats"], ["add", "b", article(2)], ["import", str(dump)]):
+        refused = invoke(*args, index="")
+        assert refused.exit_code == 2, (args, refused.output)
+        assert refused.stderr.startswith("error: --index must be 1-100 characters"), refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert SimhashIndex(redis_client, "default", create=False).count()[0] == 1
+    assert SimhashIndex(redis_client, "src", create=False).count()[0] == 1
