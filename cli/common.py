@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -140,8 +141,13 @@ class Settings:
             RedisUnavailable: the server cannot be reached.
         """
         index_name = validate_name(self.index_name if name is None else name, "--index")
-        config = self.configuration()
         client = client_from_url(self.url())
+        width = None
+        if self.f is None and (self.layout is not None or self.scheme is not None):
+            # A label names a setting of one width: read it at an existing index's, not at 64 bits.
+            with contextlib.suppress(IndexNotFound):
+                width = SimhashIndex(client, index_name, create=False).f
+        config = self.configuration(width)
         try:
             index = SimhashIndex(client, index_name, create=False, **config)
         except IndexNotFound:
@@ -161,13 +167,16 @@ class Settings:
         self._check_verified(index)
         return index
 
-    def configuration(self) -> dict[str, Any]:
+    def configuration(self, width: int | None = None) -> dict[str, Any]:
         """The index configuration the options state (`connect.index_options`).
+
+        Args:
+            width: the fingerprint width --layout and --scheme are read at without --f; default 64.
 
         Raises:
             InvalidArgument: as `connect.index_options`.
         """
-        return index_options(self)
+        return index_options(self, width)
 
     def asked_mode(self) -> bool | None:
         """The mode the options ask for: True (--verified, --threshold or --band-buckets), False

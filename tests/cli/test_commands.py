@@ -512,3 +512,15 @@ def test_scheme_and_width_at_creation(invoke: Invoke, redis_client: redis.Redis)
     bad = invoke("--scheme", "lines-2/tf", "add", "b", text, index="other")
     assert bad.exit_code == 2 and "eval names its settings" in bad.output and "Traceback" not in bad.output
     assert invoke("--f", "48", "add", "b", text, index="other").exit_code == 2
+
+
+def test_a_scheme_or_layout_without_f_is_read_at_the_index_width(invoke: Invoke) -> None:
+    text = "the quick brown fox jumps over the lazy dog"
+    made = invoke("--f", "128", "--k", "3", "--scheme", "words/tf", "add", "a", text, index="f128")
+    assert made.exit_code == 0, made.output
+    # The index's own settings, without --f: read at its 128 bits, not at 64 (which refused them, exit 5).
+    for options in (["--scheme", "words/tf"], ["--k", "3", "--layout", "pigeonhole"]):
+        same = invoke(*options, "add", "b", text, index="f128")
+        assert same.exit_code == 0, (options, same.output)
+    other = invoke("--scheme", "chars-4/tf", "add", "c", text, index="f128")
+    assert other.exit_code == 5 and "f=128" in other.stderr, other.output
