@@ -347,3 +347,59 @@ def test_an_empty_index_name_is_a_usage_error_not_the_default(
         assert "Traceback" not in refused.stderr
     assert SimhashIndex(redis_client, "default", create=False).count()[0] == 1
     assert SimhashIndex(redis_client, "src", create=False).count()[0] == 1
+
+
+# -- import ---------------------------------------------------------------------------------------------
+
+
+def test_import_refuses_options_that_differ_from_the_dumps_configuration(
+    invoke: Invoke, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    made = invoke(
+        "--plain", "--f", "128", "--k", "4", "--scheme", "words/tf", "add", "a", article(1), index="src"
+    )
+    assert made.exit_code == 0, made.output
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    for options, said in (
+        (["--k", "3"], "k=4, not --k 3"),
+        (["--f", "64"], "f=128, not --f 64"),
+        (["--scheme", "chars-4/tf"], "not --scheme chars-4/tf"),
+        (["--layout", "pigeonhole", "--k", "3"], "k=4, not --k 3"),
+        (["--retention", "7d"], "no retention, not --retention 7d"),
+        (["--id-buckets", "64"], "id buckets, not --id-buckets 64"),
+        (["--verified"], "a plain index, not --verified"),
+        (["--threshold", "0.5"], "a plain index, not --threshold"),
+    ):
+        refused = invoke(*options, "import", str(dump), index="dst")
+        assert refused.exit_code == 5, (options, refused.output)
+        assert said in refused.stderr and "leave out the option" in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.output and not SimhashIndex.exists(redis_client, "dst")
+    # What the dump states, said again (labels read at its width), is accepted.
+    same = invoke(
+        "--k", "4", "--f", "128", "--scheme", "words/tf", "--plain", "import", str(dump), index="dst"
+    )
+    assert same.exit_code == 0, same.output
+    assert invoke("--verified", "add", "a", article(1), index="ver").exit_code == 0
+    verified = tmp_path / "ver.dump"
+    assert invoke("export", "-o", str(verified), index="ver").exit_code == 0
+    plain = invoke("--plain", "import", str(verified), index="dst2")
+    assert plain.exit_code == 5 and "a verified index, not --plain" in plain.stderr
+
+
+def test_a_bad_dump_record_is_bad_input_naming_the_file_and_record(invoke: Invoke, tmp_path: Path) -> None:
+    import io
+
+    import msgpack
+
+    assert invoke("--plain", "add", "a", article(1), index="src").exit_code == 0
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    header = next(iter(msgpack.Unpacker(io.BytesIO(dump.read_bytes()), raw=False)))
+    records = [[f"d{i}", i] for i in range(1500)] + [["", 1]]
+    bad = tmp_path / "bad.dump"
+    bad.write_bytes(b"".join(msgpack.packb(r) for r in [header, *records, {"type": "end", "records": 1501}]))
+    result = invoke("import", str(bad), index="dst")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith(f"error: {bad}: record 1501: ") and "Traceback" not in result.output
+    assert "documents      1,500\n" in invoke("stats", index="dst").stdout
