@@ -403,3 +403,27 @@ def test_a_bad_dump_record_is_bad_input_naming_the_file_and_record(invoke: Invok
     assert result.exit_code == 3, result.output
     assert result.stderr.startswith(f"error: {bad}: record 1501: ") and "Traceback" not in result.output
     assert "documents      1,500\n" in invoke("stats", index="dst").stdout
+
+
+# -- the Redis URL --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "user:wrongPW123@127.0.0.1:16392/0",
+        ":wrongPW123@127.0.0.1:16392/0",
+        "redis:/:wrongPW123@127.0.0.1:16392/0",
+        "redis:wrongPW123@127.0.0.1",
+        "127.0.0.1:16392/0?password=wrongPW123",
+    ],
+)
+def test_a_malformed_url_never_shows_its_password(url: str) -> None:
+    for args, env in (
+        (["--redis-url", url, "stats"], dict(os.environ)),
+        (["stats"], {**os.environ, "SIMHASH_REDIS_URL": url}),
+    ):
+        result = _run(args, env)
+        assert result.returncode == 2, result.stderr
+        assert "wrongPW" not in result.stderr + result.stdout and "Traceback" not in result.stderr
+        assert result.stderr.startswith("error: url ") and "***" in result.stderr, result.stderr
