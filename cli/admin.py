@@ -370,7 +370,8 @@ def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
 def restore_meta(ctx: typer.Context) -> None:
     """Write back the lost meta key of an index whose data is still there, from --k (and defaults).
 
-    Give every option the index was created with (--layout, --scheme, --f, --verified, --threshold).
+    Give every option the index was created with (--layout, --scheme, --f, --verified, --threshold,
+    --retention and --sliding, --id-buckets, --band-buckets).
 
     The configuration must be the one the index was created with (an export's first line names it):
     a sample of the stored documents is checked against it first, and a mismatch is refused.

@@ -129,6 +129,11 @@ def test_a_lost_meta_points_to_restore_meta_and_its_refusals_are_readable(
     assert "b'" not in wrong.stderr and 'b"' not in wrong.stderr, wrong.stderr
     assert "of id 'builtins.issubclass'" in wrong.stderr or "of id 'doc-2'" in wrong.stderr, wrong.stderr
     assert "0x" in wrong.stderr and "give restore-meta the options the index was created with" in wrong.stderr
+    # An index made with other buckets is restored only with them: the hints and the help name them.
+    assert "--id-buckets or --band-buckets" in wrong.stderr, wrong.stderr
+    assert "--id-buckets and --band-buckets" in invoke("stats", index="lost").stderr
+    help_text = " ".join(invoke("restore-meta", "--help").stdout.split())
+    assert "--id-buckets, --band-" in help_text, help_text  # (wrapped at its hyphen)
     windowed = invoke("--k", "5", "--retention", "1d", "restore-meta", index="lost")
     assert windowed.exit_code == 5 and windowed.stderr.endswith("leave out --retention\n"), windowed.stderr
     assert invoke("--k", "5", "restore-meta", index="lost").exit_code == 0
