@@ -174,11 +174,12 @@ def _portable(meta: dict[str, str]) -> dict[str, str]:
     return {**meta, "format": "2" if "retention" in meta else "3" if "verified" in meta else "1"}
 
 
-def _config(meta: dict[str, str]) -> IndexConfig:
+def _config(meta: dict[str, str], source: str) -> IndexConfig:
     """The configuration a dump's header states, read as this version's.
 
     Raises:
         IndexCorrupted: the dump states another format than this version writes for its configuration.
+        InputError: the configuration is malformed (a field missing or unreadable).
     """
     stated, ours = meta.get("format"), _portable(meta)["format"]
     if stated != ours:
@@ -186,7 +187,12 @@ def _config(meta: dict[str, str]) -> IndexConfig:
             f"the dump states format {stated!r} for its configuration, where this simhash-redis writes "
             f"format {ours}: import it with the simhash-redis that exported it, or upgrade simhash-redis"
         )
-    return IndexConfig.from_meta({**meta, "format": str(FORMAT_VERSION)})
+    try:
+        return IndexConfig.from_meta({**meta, "format": str(FORMAT_VERSION)})
+    except IndexCorrupted as exc:  # its words are an index's meta hash's: the dump's header is at fault
+        cause = exc if exc.__context__ is None else exc.__context__
+        reason = f"malformed dump header: its configuration cannot be read ({cause})"
+        raise InputError(source, None, reason) from None
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:
@@ -232,17 +238,18 @@ def import_index(
         InvalidArgument: the index already holds documents and merge is false, it is verified and the
             dump is not, or the dump's name is not a valid index name and no name is given (nothing is
             written).
-        InputError: the stream is not a dump, is malformed or truncated, or a record is malformed (an
-            empty or too long id, a fingerprint out of range, a verified dump's record without its
-            sketch): the records before the fault are imported, and importing a complete stream again
-            finishes the job. An index the import created is dropped when nothing was written to it.
+        InputError: the stream is not a dump, is malformed (its header's configuration unreadable
+            among them) or truncated, or a record is malformed (an empty or too long id, a fingerprint
+            out of range, a verified dump's record without its sketch): the records before the fault
+            are imported, and importing a complete stream again finishes the job. An index the import
+            created is dropped when nothing was written to it.
         ConfigurationMismatch: the destination index exists with another configuration.
         IndexCorrupted: the dump's configuration cannot be read by this version.
         RedisUnavailable: the server cannot be reached.
     """
     unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
     header = _header(unpacker, source_name)
-    config = _config({str(k): str(v) for k, v in header["meta"].items()})
+    config = _config({str(k): str(v) for k, v in header["meta"].items()}, source_name)
     if accept is not None:
         accept(config)
     if name is None:

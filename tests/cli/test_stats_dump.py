@@ -198,3 +198,14 @@ def test_export_leaves_out_a_document_without_a_sketch_and_says_so(redis_client:
     assert export_index(index, out, on_skipped=skipped.append) < 20 and "d3" in skipped
     result = import_index(redis_client, io.BytesIO(out.getvalue()), name="dst")
     assert result.added == 20 - len(skipped)
+
+
+@pytest.mark.parametrize(("field", "value"), [("k", "abc"), ("f", "65")])
+def test_a_dump_with_an_unreadable_configuration_is_bad_input(
+    redis_client: redis.Redis, field: str, value: str
+) -> None:
+    header = _records(_dump(_fill_and_return(SimhashIndex(redis_client, "src"))))[0]
+    header["meta"][field] = value  # type: ignore[index]
+    with pytest.raises(InputError, match=r"^x\.dump: malformed dump header: its configuration cannot"):
+        import_index(redis_client, io.BytesIO(_stream(header, [])), name="dst", source_name="x.dump")
+    assert not SimhashIndex.exists(redis_client, "dst")
