@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Annotated, cast
 
@@ -13,9 +14,9 @@ from simhash_redis.errors import IndexCorrupted, SimhashRedisError
 from simhash_redis.index import list_indexes
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import IndexStats, collect
-from simhash_redis.store import Verification
+from simhash_redis.store import IndexConfig, Verification
 
-from .common import ExitCode, echo_json, fail, plural, registrar, settings, stdin_is_terminal
+from .common import ExitCode, Settings, echo_json, fail, plural, registrar, settings, stdin_is_terminal
 from .options import JsonOut, Quiet
 from .progress import Progress
 
@@ -123,15 +124,23 @@ def export(
         )
     index = settings(ctx).open_index(create=False)
     progress = Progress(index.count()[0], enabled=not quiet, unit="records")
+    skipped: list[str] = []
     out: IO[bytes]
     if to_stdout:
         out = typer.get_binary_stream("stdout")
-        count = export_index(index, out, on_progress=progress.update)
+        count = export_index(index, out, on_progress=progress.update, on_skipped=skipped.append)
     else:
         assert output is not None
         with output.open("wb") as out:
-            count = export_index(index, out, on_progress=progress.update)
+            count = export_index(index, out, on_progress=progress.update, on_skipped=skipped.append)
     progress.close()
+    if skipped:  # said even with --quiet: the dump lacks documents of the index
+        typer.echo(
+            f"warning: left out {plural(len(skipped), 'document')} without a sketch (first: {skipped[0]!r}), "
+            "which an import would refuse and near never finds: add them again with their texts (verify "
+            "counts them)",
+            err=True,
+        )
     if not quiet:
         typer.echo(f"exported {plural(count, 'record')} of index {index.name!r}", err=True)
 
@@ -153,8 +162,10 @@ def import_(
     """Recreate an index from an export stream, under --index or else the dump's own name.
 
     An index that already holds documents is refused unless --merge (exit code 2), one with another
-    configuration always (exit code 5). With --merge, importing the same dump again, or after an
-    interruption, is safe and stores nothing twice.
+    configuration always (exit code 5), and so is a configuration option (--k, --f, --scheme, --plain,
+    ...) that differs from the dump's: the index takes the dump's configuration. A malformed record
+    exits with code 3 after importing the records before it. With --merge, importing the same dump
+    again, or after an interruption, is safe and stores nothing twice.
 
     \b
     Examples:
@@ -176,6 +187,7 @@ def import_(
     client = state.client()
     progress = Progress(None, enabled=not quiet, unit="records")
     source_name = "<stdin>" if file == "-" else file
+    accept = _dump_agrees(state, source_name)
     if file == "-":
         result = import_index(
             client,
@@ -184,6 +196,7 @@ def import_(
             source_name=source_name,
             on_progress=progress.update,
             merge=merge,
+            accept=accept,
         )
     else:
         with open(file, "rb") as fh:
@@ -194,6 +207,7 @@ def import_(
                 source_name=source_name,
                 on_progress=progress.update,
                 merge=merge,
+                accept=accept,
             )
     progress.close()
     if json_out:
@@ -204,6 +218,68 @@ def import_(
             f"{result.added:,} added, {result.replaced:,} replaced, {result.unchanged:,} unchanged",
             err=True,
         )
+
+
+def _dump_agrees(state: Settings, source: str) -> Callable[[IndexConfig], None]:
+    """What refuses a dump whose configuration differs from one the options state (exit code 5): the
+    index an import creates takes the dump's, so an option that says otherwise would be ignored."""
+
+    def refuse(dumped: str, option: str) -> typer.Exit:
+        return fail(
+            f"{source} is a dump of {dumped}, not {option}: the index an import creates takes the dump's "
+            "configuration (its first line names it); leave out the option, or load the documents again "
+            "to index them otherwise",
+            ExitCode.MISMATCH,
+        )
+
+    def check(dumped: IndexConfig) -> None:
+        mode = dumped.verification
+        asked = state.asked_mode()
+        if asked is not None and asked != (mode is not None):
+            raise refuse(
+                "a verified index" if mode is not None else "a plain index",
+                (state.asked_by() or "--verified") if asked else "--plain",
+            )
+        stated = state.configuration(dumped.f)  # labels read at the dump's width, as for its index
+        sliding = " --sliding" if state.sliding else ""
+        for option, words, value, theirs, shown in (
+            ("--k", state.k, state.k, dumped.k, f"k={dumped.k}"),
+            ("--f", state.f, state.f, dumped.f, f"f={dumped.f}"),
+            ("--layout", state.layout, stated["layout"], dumped.layout, f"layout={dumped.layout.to_meta()}"),
+            ("--scheme", state.scheme, stated["scheme"], dumped.scheme, f"scheme={dumped.scheme.to_meta()}"),
+            (
+                "--id-buckets",
+                state.id_buckets,
+                state.id_buckets,
+                dumped.id_buckets,
+                f"{dumped.id_buckets:,} id buckets",
+            ),
+            (
+                "--retention",
+                None if state.retention is None else state.retention + sliding,
+                stated["retention"],
+                dumped.retention,
+                "no retention" if dumped.retention is None else f"retention {dumped.retention.describe()}",
+            ),
+            (
+                "--threshold",
+                state.threshold,
+                state.threshold,
+                getattr(mode, "threshold", None),
+                f"threshold {getattr(mode, 'threshold', None)}",
+            ),
+            (
+                "--band-buckets",
+                state.band_buckets,
+                state.band_buckets,
+                getattr(mode, "band_buckets", None),
+                f"{getattr(mode, 'band_buckets', 0):,} band buckets",
+            ),
+        ):
+            if words is not None and value != theirs:
+                raise refuse(f"an index with {shown}", f"{option} {words}")
+
+    return check
 
 
 def drop(
@@ -294,7 +370,8 @@ def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
 def restore_meta(ctx: typer.Context) -> None:
     """Write back the lost meta key of an index whose data is still there, from --k (and defaults).
 
-    Give every option the index was created with (--layout, --scheme, --f, --verified, --threshold).
+    Give every option the index was created with (--layout, --scheme, --f, --verified, --threshold,
+    --retention and --sliding, --id-buckets, --band-buckets).
 
     The configuration must be the one the index was created with (an export's first line names it):
     a sample of the stored documents is checked against it first, and a mismatch is refused.

@@ -26,6 +26,7 @@ from simhash_redis.errors import (
     TooManyErrors,
 )
 from simhash_redis.links import doc_url
+from simhash_redis.store import validate_name
 
 from .common import ExitCode, Settings, fail
 from .quick_exit import leave
@@ -82,11 +83,11 @@ _REMEDIES = {
     "another --index",
     "another-name": "import it under another --index",
     "restore-meta": "restore the meta with the options the index was created with (simhash-redis --index "
-    "{index} --k K restore-meta; an export's first line names them), or drop the index (simhash-redis "
-    "--index {index} drop)",
+    "{index} --k K restore-meta, with --id-buckets and --band-buckets too where they were given; an "
+    "export's first line names them), or drop the index (simhash-redis --index {index} drop)",
     "state-config": "give restore-meta the options the index was created with (--k, and --layout, --scheme, "
-    "--f, --verified, --threshold or --retention where it was created with them; an export's first line "
-    "names them)",
+    "--f, --verified, --threshold, --retention, --id-buckets or --band-buckets where it was created with "
+    "them; an export's first line names them)",
     "state-retention": "give restore-meta the --retention (and --sliding) the index was created with",
     "no-retention": "leave out --retention",
     "state-verified": "give restore-meta --verified, and the --threshold the index was created with",
@@ -423,6 +424,13 @@ def _root(
     ] = False,
 ) -> None:
     """Find near-duplicate documents with SimHash fingerprints in a shared Redis index."""
+    if index is not None:
+        # Checked here, not when the index is opened: an empty --index (a script's unset variable)
+        # would otherwise fall back to the default index, or to a dump's own name, even for drop.
+        try:
+            validate_name(index, "--index")
+        except InvalidArgument as exc:
+            raise fail(str(exc), ExitCode.USAGE) from None
     if plain:
         stated = [
             option

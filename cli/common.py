@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -99,7 +100,7 @@ class Settings:
     @property
     def index_name(self) -> str:
         """The index name to use."""
-        return self.index or DEFAULT_INDEX
+        return DEFAULT_INDEX if self.index is None else self.index
 
     def url(self) -> str:
         """The Redis URL: --redis-url, else SIMHASH_REDIS_URL, else the embedded server (started now).
@@ -139,9 +140,14 @@ class Settings:
                 or --threshold is out of (0, 1].
             RedisUnavailable: the server cannot be reached.
         """
-        index_name = validate_name(name or self.index_name, "--index")
-        config = self.configuration()
+        index_name = validate_name(self.index_name if name is None else name, "--index")
         client = client_from_url(self.url())
+        width = None
+        if self.f is None and (self.layout is not None or self.scheme is not None):
+            # A label names a setting of one width: read it at an existing index's, not at 64 bits.
+            with contextlib.suppress(IndexNotFound):
+                width = SimhashIndex(client, index_name, create=False).f
+        config = self.configuration(width)
         try:
             index = SimhashIndex(client, index_name, create=False, **config)
         except IndexNotFound:
@@ -161,13 +167,16 @@ class Settings:
         self._check_verified(index)
         return index
 
-    def configuration(self) -> dict[str, Any]:
+    def configuration(self, width: int | None = None) -> dict[str, Any]:
         """The index configuration the options state (`connect.index_options`).
+
+        Args:
+            width: the fingerprint width --layout and --scheme are read at without --f; default 64.
 
         Raises:
             InvalidArgument: as `connect.index_options`.
         """
-        return index_options(self)
+        return index_options(self, width)
 
     def asked_mode(self) -> bool | None:
         """The mode the options ask for: True (--verified, --threshold or --band-buckets), False

@@ -69,7 +69,7 @@ def demo(
     """
     started = time.perf_counter()
     state = settings(ctx)
-    name = validate_name(state.index or demo_job.DEMO_INDEX, "--index")
+    name = validate_name(demo_job.DEMO_INDEX if state.index is None else state.index, "--index")
     docs = demo_job.read_sample(sample)
     url = state.url()
     where = state.shown_url() if state.redis_url else f"embedded server {url}"

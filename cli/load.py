@@ -19,7 +19,15 @@ from simhash_redis.errors import IndexNotFound, InputError, InvalidArgument, Sim
 from simhash_redis.index.batches import DEFAULT_WINDOW
 from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
-from simhash_redis.jobs.readers import STDIN, ReadOptions, Record, detect_format, estimate_total, read_all
+from simhash_redis.jobs.readers import (
+    STDIN,
+    ReadOptions,
+    Record,
+    detect_format,
+    estimate_total,
+    precomputed,
+    read_all,
+)
 
 from .common import ExitCode, echo_json, fail, plural, registrar, settings, tsv_row
 from .options import (
@@ -180,6 +188,14 @@ def _open_for_load(ctx: typer.Context, run: LoadRun, dry_run: bool) -> tuple[Sim
     try:
         return state.open_index(create=False), False
     except IndexNotFound:
+        if state.asked_mode() and precomputed(run.files, run.fmt, run.read):
+            # Refused before the index is made: a verified index could load none of it.
+            asked = state.asked_by() or "--verified"
+            raise fail(
+                f"a verified index ({asked}) needs each document's text for its sketch, and these inputs "
+                f"hold precomputed fingerprints: leave out {asked} to load them into a plain index",
+                ExitCode.USAGE,
+            ) from None
         return state.open_index(create=True, from_text=not _precomputed(run)), True
 
 

@@ -26,6 +26,13 @@ from simhash_redis.transport.connection import client_from_url, redact_url
         ),
         ("redis://u:pw@h/0?PASSWORD=x", "redis://u:***@h/0?PASSWORD=***"),
         ("unix:///run/redis.sock?password=q&db=0", "unix:///run/redis.sock?password=***&db=0"),
+        # Malformed (no "scheme://"): all before the last '@' but a user name is still hidden.
+        ("user:wrongPW123@127.0.0.1:16392/0", "user:***@127.0.0.1:16392/0"),
+        (":pw@h:1/0", "***@h:1/0"),
+        ("redis:/:pw@host", "redis:***@host"),
+        ("redis:pw@host", "redis:***@host"),
+        ("h:1/0?password=s3cret", "h:1/0?password=***"),
+        ("h:1/0", "h:1/0"),
     ],
 )
 def test_redact_url(url: str, shown: str) -> None:

@@ -3,13 +3,14 @@ in name order, rows numbered from 1 in each file (``part-0003.parquet:1207: empt
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from ..errors import InputError, InvalidArgument, SimhashRedisError
 from ..fingerprinting import Scheme, Sketcher
@@ -130,6 +131,8 @@ def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str
     }
     for name, (what, accepted) in checks.items():
         kind = schema.field(name).type
+        if types.is_dictionary(kind):  # pandas' categorical: read decoded (`record_batches`)
+            kind = kind.value_type
         if not any(check(kind) for check in accepted):
             raise InvalidArgument(f"{source}: column {name!r} is of type {kind}, which cannot hold {what}")
     return id_name, doc_name
@@ -151,15 +154,61 @@ def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = B
             )
         # Streamed page by page: pyarrow's default pre-buffers a whole row group (up to a million rows).
         with pq.ParquetFile(path, buffer_size=_STREAM_BUFFER, pre_buffer=False) as table:
-            yield from table.iter_batches(batch_size=rows, columns=columns, use_threads=False)
+            for batch in table.iter_batches(batch_size=rows, columns=columns, use_threads=False):
+                yield _decoded(batch)
         return
     if path == STDIN:
-        for batch in ipc.open_stream(sys.stdin.buffer):
+        for batch in ipc.open_stream(_stream_on_stdin()):
             yield from _sliced(batch, columns, rows)
         return
     with pa.memory_map(path) as source:
         for batch in _ipc_opened(source)[1]:
             yield from _sliced(batch, columns, rows)
+
+
+#: The magic bytes an Arrow IPC file (.arrow, .feather) begins with; a stream begins otherwise.
+_FILE_MAGIC = b"ARROW1"
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream's bytes read ahead, then the rest of it."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _stream_on_stdin() -> IO[bytes]:
+    """Standard input, for an Arrow IPC stream.
+
+    Raises:
+        InvalidArgument: it holds an Arrow IPC file, whose footer is read first (it needs a file).
+    """
+    head = b""
+    while len(head) < len(_FILE_MAGIC):
+        more = sys.stdin.buffer.read(len(_FILE_MAGIC) - len(head))
+        if not more:
+            break
+        head += more
+    if head == _FILE_MAGIC:
+        raise InvalidArgument(
+            "standard input holds an Arrow IPC file (.arrow, .feather), which cannot be read from standard "
+            "input (it needs a file): give its path, or pipe an Arrow IPC stream (.arrows)"
+        )
+    return io.BufferedReader(_Prefixed(head, sys.stdin.buffer))
 
 
 def _ipc_opened(source: Any) -> tuple[Any, Iterator[Any]]:
@@ -178,6 +227,7 @@ def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
     """A batch in copied batches of `rows`: a slice shares, and would pickle, all of its parent's buffers."""
     if columns is not None:
         batch = batch.select(columns)
+    batch = _decoded(batch)
     if batch.num_rows <= rows:
         yield batch
         return
@@ -187,6 +237,17 @@ def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
         yield pa.RecordBatch.from_arrays(
             [pa.concat_arrays([column]) for column in part.columns], schema=part.schema
         )
+
+
+def _decoded(batch: Any) -> Any:
+    """The batch with its dictionary-encoded columns (pandas' categorical) decoded to their values."""
+    types = pyarrow()[0].types
+    if not any(types.is_dictionary(kind) for kind in batch.schema.types):
+        return batch
+    columns = [
+        column.dictionary_decode() if types.is_dictionary(column.type) else column for column in batch.columns
+    ]
+    return type(batch).from_arrays(columns, names=batch.schema.names)
 
 
 def schema_of(path: str, fmt: str) -> Any:

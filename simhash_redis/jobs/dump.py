@@ -14,7 +14,7 @@ from redis.cluster import RedisCluster
 from ..codec import decode_fp, decode_sketches, dump_fp, undump_fp
 from ..errors import IndexCorrupted, InputError, InvalidArgument, SimhashRedisError
 from ..index import Outcome, SimhashIndex, VerifiedIndex
-from ..store import IndexConfig, KeySchema, Store
+from ..store import IndexConfig, KeySchema, Store, encode_id, validate_name
 from ..store.config import FORMAT_VERSION
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
@@ -28,10 +28,19 @@ _MAX_RECORD = 16 * 1024 * 1024
 
 
 def export_index(
-    index: SimhashIndex, out: IO[bytes], *, on_progress: Callable[[int], None] | None = None
+    index: SimhashIndex,
+    out: IO[bytes],
+    *,
+    on_progress: Callable[[int], None] | None = None,
+    on_skipped: Callable[[str], None] | None = None,
 ) -> int:
     """Write an index's configuration and every (id, fingerprint[, sketch]) to a binary stream; the
-    number of records written. on_progress: called with that number so far, after each SCAN batch.
+    number of records written.
+
+    Args:
+        on_progress: called with the number of records written so far, after each SCAN batch.
+        on_skipped: called with the id of each document of a verified index left out for having no
+            sketch (an import would refuse it; `VerifiedIndex.verify` finds them).
 
     Raises:
         IndexCorrupted: a verified index holds malformed sketches.
@@ -53,14 +62,19 @@ def export_index(
     for schema, keys in _id_map_keys(index):
         chunk = bytearray()
         buckets = index.store.hashes(keys)
-        sketches = _sketches(index, schema, buckets) if verified else {}
-        for bucket in buckets:
-            for raw_id, raw_fp in bucket:
-                record = [raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)]
-                if verified:
-                    record.append(sketches.get(raw_id))
-                chunk += packer.pack(record)
-                written += 1
+        pairs = [(raw_id, raw_fp) for bucket in buckets for raw_id, raw_fp in bucket]
+        sketches: dict[bytes, bytes] = {}
+        if verified:
+            sketches = _sketches(index, schema, buckets)
+            missing = [raw_id for raw_id, _ in pairs if raw_id not in sketches]
+            if missing:
+                pairs, sketches = _reread(index, schema, pairs, sketches, missing, on_skipped)
+        for raw_id, raw_fp in pairs:
+            record = [raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)]
+            if verified:
+                record.append(sketches[raw_id])
+            chunk += packer.pack(record)
+            written += 1
         out.write(bytes(chunk))
         if on_progress is not None:
             on_progress(written)
@@ -120,17 +134,52 @@ def _sketches(
     return found
 
 
+def _reread(
+    index: SimhashIndex,
+    keys: KeySchema,
+    pairs: list[tuple[bytes, bytes]],
+    sketches: dict[bytes, bytes],
+    missing: list[bytes],
+    on_skipped: Callable[[str], None] | None,
+) -> tuple[list[tuple[bytes, bytes]], dict[bytes, bytes]]:
+    """The pairs and sketches with the ids whose sketch was missing read again: an id rewritten between
+    the id-map read and the sketch read has its sketch under its new fingerprint; one removed meanwhile
+    is left out, and one still without a sketch (a damaged index) is left out and told to on_skipped."""
+    current: dict[bytes, bytes] = {}
+    pending = missing
+    for _ in range(3):  # a document rewritten again between the reads: read it once more
+        replies = index.store.execute([(b"HGET", keys.id_bucket(raw_id), raw_id) for raw_id in pending])
+        live = [(raw_id, bytes(fp)) for raw_id, fp in zip(pending, replies, strict=True) if fp is not None]
+        current.update(live)
+        sketches.update(_sketches(index, keys, [live]))
+        pending = [raw_id for raw_id, _ in live if raw_id not in sketches]
+        if not pending:
+            break
+    for raw_id in pending:
+        del current[raw_id]
+        if on_skipped is not None:
+            on_skipped(raw_id.decode())
+    wanted = set(missing)
+    kept = [
+        (raw_id, current[raw_id] if raw_id in wanted else fp)
+        for raw_id, fp in pairs
+        if raw_id not in wanted or raw_id in current
+    ]
+    return kept, sketches
+
+
 def _portable(meta: dict[str, str]) -> dict[str, str]:
     """The configuration as a dump states it, with the dump's own format number: 1 plain, 2 with a
     retention window, 3 verified (`_config` reads it back)."""
     return {**meta, "format": "2" if "retention" in meta else "3" if "verified" in meta else "1"}
 
 
-def _config(meta: dict[str, str]) -> IndexConfig:
+def _config(meta: dict[str, str], source: str) -> IndexConfig:
     """The configuration a dump's header states, read as this version's.
 
     Raises:
         IndexCorrupted: the dump states another format than this version writes for its configuration.
+        InputError: the configuration is malformed (a field missing or unreadable).
     """
     stated, ours = meta.get("format"), _portable(meta)["format"]
     if stated != ours:
@@ -138,7 +187,12 @@ def _config(meta: dict[str, str]) -> IndexConfig:
             f"the dump states format {stated!r} for its configuration, where this simhash-redis writes "
             f"format {ours}: import it with the simhash-redis that exported it, or upgrade simhash-redis"
         )
-    return IndexConfig.from_meta({**meta, "format": str(FORMAT_VERSION)})
+    try:
+        return IndexConfig.from_meta({**meta, "format": str(FORMAT_VERSION)})
+    except IndexCorrupted as exc:  # its words are an index's meta hash's: the dump's header is at fault
+        cause = exc if exc.__context__ is None else exc.__context__
+        reason = f"malformed dump header: its configuration cannot be read ({cause})"
+        raise InputError(source, None, reason) from None
 
 
 def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:
@@ -168,6 +222,7 @@ def import_index(
     batch_size: int = 1000,
     on_progress: Callable[[int], None] | None = None,
     merge: bool = False,
+    accept: Callable[[IndexConfig], None] | None = None,
 ) -> ImportResult:
     """Recreate an index from a binary stream written by `export_index`.
 
@@ -176,20 +231,35 @@ def import_index(
         on_progress: called with the number of records imported so far, after each batch.
         merge: import into an index that already holds documents (else refused): to merge two
             indexes, or to resume an interrupted import of the same dump.
+        accept: called with the dump's configuration before anything is written; what it raises
+            refuses the dump (a caller's stated configuration that differs, say).
 
     Raises:
-        InvalidArgument: the index already holds documents and merge is false, or it is verified and
-            the dump is not (nothing is written).
-        InputError: the stream is not a dump, is malformed or truncated (records before the fault
-            are imported; importing a complete stream again finishes the job).
+        InvalidArgument: the index already holds documents and merge is false, it is verified and the
+            dump is not, or the dump's name is not a valid index name and no name is given (nothing is
+            written).
+        InputError: the stream is not a dump, is malformed (its header's configuration unreadable
+            among them) or truncated, or a record is malformed (an empty or too long id, a fingerprint
+            out of range, a verified dump's record without its sketch): the records before the fault
+            are imported, and importing a complete stream again finishes the job. An index the import
+            created is dropped when nothing was written to it.
         ConfigurationMismatch: the destination index exists with another configuration.
         IndexCorrupted: the dump's configuration cannot be read by this version.
         RedisUnavailable: the server cannot be reached.
     """
     unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
     header = _header(unpacker, source_name)
-    config = _config({str(k): str(v) for k, v in header["meta"].items()})
-    target = name or header["name"]
+    config = _config({str(k): str(v) for k, v in header["meta"].items()}, source_name)
+    if accept is not None:
+        accept(config)
+    if name is None:
+        try:
+            validate_name(header["name"], "the index name the dump states")
+        except InvalidArgument as exc:
+            raise InvalidArgument(
+                f"{source_name}: {exc}", hint="import it under another name", remedy="another-name"
+            ) from None
+    target = header["name"] if name is None else name
     existed = SimhashIndex.exists(client, target)
     index = SimhashIndex(
         client,
@@ -201,32 +271,55 @@ def import_index(
         verification=config.verification,
         retention=config.retention,
     )
+    result = ImportResult(index.name)
+    try:
+        _check_target(index, config, existed, merge)
+        _import_records(index, unpacker, source_name, batch_size, result, on_progress)
+    except BaseException:
+        if not existed and result.records == 0:
+            _drop_if_empty(index)
+        raise
+    return result
+
+
+def _check_target(index: SimhashIndex, config: IndexConfig, existed: bool, merge: bool) -> None:
+    """Refuse an index the dump cannot go into: with a retention window or verified where the dump's is
+    not, or holding documents without merge."""
     if index.config.retention is not None and config.retention is None:
         raise InvalidArgument(
-            f"index {target!r} has a retention window, and this dump is of an index without one: its "
+            f"index {index.name!r} has a retention window, and this dump is of an index without one: its "
             "documents would be forgotten after the retention",
             hint="import it under another name",
             remedy="another-name",
         )
     if index.config.verification is not None and config.verification is None:
         raise InvalidArgument(
-            f"index {target!r} is verified, and this dump is of a plain index: its documents have no "
+            f"index {index.name!r} is verified, and this dump is of a plain index: its documents have no "
             "sketches to import with them",
             hint="import it under another name",
             remedy="another-name",
         )
-    verified = None if config.verification is None else VerifiedIndex(index)
-    size = 3 if verified is not None else 2
     held = index.count()[0] if existed and not merge else 0
     if held:
         raise InvalidArgument(
-            f"index {target!r} already holds {held:,} documents, and importing would merge the dump into "
-            "them",
+            f"index {index.name!r} already holds {held:,} documents, and importing would merge the dump "
+            "into them",
             hint="pass merge=True to do that, or to resume an interrupted import of this dump; or import "
             "under another name",
             remedy="merge",
         )
-    result = ImportResult(index.name)
+
+
+def _import_records(
+    index: SimhashIndex,
+    unpacker: msgpack.Unpacker,
+    source_name: str,
+    batch_size: int,
+    result: ImportResult,
+    on_progress: Callable[[int], None] | None,
+) -> None:
+    """Write the dump's records a batch at a time, then check its end record."""
+    verified = None if index.config.verification is None else VerifiedIndex(index)
     batch: list[tuple[str, int, bytes | None]] = []
     end: dict[str, Any] | None = None
     try:
@@ -235,15 +328,11 @@ def import_index(
                 end = record
                 break
             number = result.records + len(batch) + 1
-            if not (isinstance(record, list) and len(record) == size and isinstance(record[0], str)):
-                raise InputError(source_name, None, f"record {number} is malformed: {record!r}"[:200])
-            sketch = record[2] if verified is not None else None
-            if sketch is not None and not isinstance(sketch, bytes):
-                raise InputError(source_name, None, f"record {number}: a sketch must be bytes"[:200])
             try:
-                batch.append((record[0], undump_fp(record[1], index.f), sketch))
-            except ValueError as exc:
-                raise InputError(source_name, None, f"record {number}: {exc}") from None
+                batch.append(_record(record, number, index.f, verified, source_name))
+            except InputError:
+                _flush(index, verified, batch, result, on_progress)  # the records before the fault
+                raise
             if len(batch) >= batch_size:
                 _flush(index, verified, batch, result, on_progress)
         _flush(index, verified, batch, result, on_progress)
@@ -262,7 +351,47 @@ def import_index(
         raise InputError(
             source_name, None, f"the dump says {end.get('records')} records but holds {result.records}"
         )
-    return result
+
+
+def _record(
+    record: object, number: int, f: int, verified: VerifiedIndex | None, source: str
+) -> tuple[str, int, bytes | None]:
+    """A dump record checked as the index would (so that a bad one is an InputError naming it, before
+    the batch it is in is written): (id, fingerprint, sketch or None)."""
+    size = 2 if verified is None else 3
+    if not (isinstance(record, list) and len(record) == size and isinstance(record[0], str)):
+        raise InputError(source, None, f"record {number} is malformed: {record!r}"[:200])
+    try:
+        encode_id(record[0])
+        fp = undump_fp(record[1], f)
+        if not 0 <= fp < 1 << f:
+            raise ValueError(f"the fingerprint {fp} is out of the range of {f} bits")
+    except ValueError as exc:  # InvalidArgument among them
+        raise InputError(source, None, f"record {number}: {exc}"[:200]) from None
+    if verified is None:
+        return record[0], fp, None
+    sketch = record[2]
+    sizes = {verified.hasher.query_bytes, verified.hasher.sketch_bytes}
+    if sketch is None:
+        # A verified index's documents each have a sketch: one stored without is never found by near.
+        raise InputError(source, None, f"record {number} ({record[0]!r:.60}) has no sketch"[:200])
+    if not isinstance(sketch, bytes) or len(sketch) not in sizes:
+        raise InputError(
+            source,
+            None,
+            f"record {number}: a sketch of this index is {min(sizes)} bytes, got {sketch!r:.40}",
+        )
+    return record[0], fp, sketch
+
+
+def _drop_if_empty(index: SimhashIndex) -> None:
+    """Drop the index an import created when nothing was written to it (a bad first record, a dump
+    refused), so that `list_indexes` shows no empty index it left."""
+    try:
+        if index.count()[0] == 0:  # from the data: another writer may have stored documents meanwhile
+            index.drop()
+    except SimhashRedisError:
+        pass  # the import's own error is the one to report
 
 
 def _flush(

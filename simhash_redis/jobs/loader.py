@@ -21,7 +21,7 @@ from .arrow import ArrowRows
 from .dedupe import DryRun, Pair, VerifiedDryRun
 from .fingerprinter import Fingerprinter
 from .jsonlines import JsonLines
-from .readers import STDIN, ReadOptions, Record, check_inputs, holds_at_least, read_chunks
+from .readers import STDIN, ReadOptions, Record, check_inputs, holds_at_least, precomputed, read_chunks
 from .repeats import RepeatedIds
 
 __all__ = ["BULK_MIN", "Bulk", "LoadStats", "Loader"]
@@ -211,7 +211,8 @@ class Loader:
                 fingerprints for a verified index (its sketches need the texts).
             TooManyErrors, IndexNotFound, RedisUnavailable, SimhashRedisError, KeyboardInterrupt: as `run`.
         """
-        if self.verified is not None and options is not None and options.fingerprint_field is not None:
+        if self.verified is not None and precomputed(paths, fmt, options):
+            # Refused once, not line by line: no line of such an input could be loaded.
             raise InvalidArgument(
                 f"index {self.index.name!r} is verified: each document's sketch needs its text, so it cannot "
                 "load precomputed fingerprints"

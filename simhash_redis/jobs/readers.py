@@ -3,6 +3,7 @@ fingerprints, Parquet, Arrow): `Record`s, or an `InputError` for each bad record
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import os
@@ -43,6 +44,7 @@ __all__ = [
     "detect_format",
     "estimate_total",
     "holds_at_least",
+    "precomputed",
     "read",
     "read_all",
     "read_chunks",
@@ -86,6 +88,20 @@ def detect_format(path: str) -> str:
             f"cannot tell the format of {path!r} from its extension (known: {known}); pass --format"
         )
     return fmt
+
+
+def precomputed(paths: Sequence[str], fmt: str | None, options: ReadOptions | None) -> bool:
+    """Whether any of the inputs holds precomputed fingerprints (--fingerprint-field, the format
+    "fingerprints", or a path whose extension says so), not texts."""
+    if options is not None and options.fingerprint_field is not None:
+        return True
+    if fmt is not None:
+        return fmt == "fingerprints"
+    for path in paths:
+        with contextlib.suppress(InvalidArgument):  # the read itself says what is wrong with the path
+            if detect_format(path) == "fingerprints":
+                return True
+    return False
 
 
 def _read_lines(

@@ -63,7 +63,8 @@ class ReadOptions:
     namespace: str = ""
 
     def __post_init__(self) -> None:
-        """Keep the encoding's canonical name (``latin1`` -> ``iso8859-1``).
+        """Keep the encoding's canonical name (``latin1`` -> ``iso8859-1``; ``utf-8-sig`` -> ``utf-8``,
+        which skips a leading BOM already).
 
         Raises:
             InvalidArgument: no such codec, or one that does not encode a line end as the byte 0x0A.
@@ -72,6 +73,8 @@ class ReadOptions:
             name = codecs.lookup(self.encoding).name
         except (LookupError, TypeError):
             raise InvalidArgument(f"unknown encoding {self.encoding!r}") from None
+        if name == "utf-8-sig":  # its encoder writes a BOM first: the line-end check below would fail
+            name = "utf-8"
         try:
             splits = "a\nb".encode(name) == b"a\nb"
         except (UnicodeError, LookupError):

@@ -88,15 +88,20 @@ class OptionWords(Protocol):
     def id_buckets(self) -> int | None: ...
 
 
-def index_options(words: OptionWords) -> dict[str, Any]:
+def index_options(words: OptionWords, width: int | None = None) -> dict[str, Any]:
     """The arguments of `SimhashIndex` (the mode aside) that the options state; None where not given.
+
+    Args:
+        words: the options.
+        width: the fingerprint width a --layout or --scheme label is read at when --f is not given (an
+            existing index's); default 64.
 
     Raises:
         InvalidArgument: --layout without --k, a label that names nothing, --sliding without
             --retention, or a malformed --retention (a bare number among them: it needs a unit).
     """
     k, f, layout, scheme, retention = words.k, words.f, words.layout, words.scheme, words.retention
-    width = defaults.F if f is None else f
+    width = f if f is not None else defaults.F if width is None else width
     options: dict[str, Any] = {"k": k, "f": f, "id_buckets": words.id_buckets, "layout": None, "scheme": None}
     if layout is not None:
         if k is None:

@@ -26,17 +26,17 @@ _QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#]*", re.IGNORECASE)
 
 def redact_url(url: str) -> str:
     """The URL with its password replaced by '***', fit for logs and error messages: the userinfo (all before
-    the last '@', so a password holding '/', '?', '#' or '@' too) and a ``password=`` query parameter."""
+    the last '@', so a password holding '/', '?', '#' or '@' too) and a ``password=`` query parameter; a
+    malformed URL's too (no scheme, or "redis:/"), all before its last '@' but a user name."""
     scheme = _SCHEME.match(url)
-    if not scheme:
-        return url
-    rest = url[scheme.end() :]
+    prefix = scheme.group() if scheme else ""
+    rest = url[len(prefix) :]
     at = rest.rfind("@")
     if at >= 0:
         user, sep, _ = rest[:at].partition(":")
         shown = f"{user}:***" if sep and user else "***"
         rest = f"{shown}@{rest[at + 1 :]}"
-    return scheme.group() + _QUERY_PASSWORD.sub(r"\1***", rest)
+    return prefix + _QUERY_PASSWORD.sub(r"\1***", rest)
 
 
 @overload
@@ -99,6 +99,8 @@ def client_from_url(
         # redis-py's reason may quote pieces of the password; it is only shown for URLs without one.
         shown = redact_url(url)
         reason = f": {exc}" if shown == url else ""
+        if not reason and not _SCHEME.match(url):
+            reason = ": it must begin with redis://, rediss:// or unix://"
         raise InvalidArgument(f"url {shown!r} is not a valid Redis URL{reason}") from None
 
 

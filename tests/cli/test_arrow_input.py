@@ -431,3 +431,39 @@ def test_the_oldest_batch_is_given_once_done_before_the_pool_is_full(
     finally:
         fingerprinter.close()
     assert [b.ids for b in (first, *rest)] == [[f"k{i}"] for i in range(8)]
+
+
+def test_an_arrow_file_on_standard_input_is_refused_with_its_reason(invoke: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "kept.arrow"
+    with pa.ipc.new_file(path, _table(5).schema) as writer:
+        writer.write_table(_table(5))
+    piped = invoke("load", "--format", "arrow", "-", input=path.read_bytes())
+    assert piped.exit_code == 2, piped.output
+    assert "standard input holds an Arrow IPC file" in piped.stderr and "give its path" in piped.stderr
+    assert "metadata bytes" not in piped.stderr and "Traceback" not in piped.output
+    assert invoke("load", str(path)).exit_code == 0  # by its path it loads
+
+
+def test_dictionary_encoded_columns_are_read_as_their_values(invoke: Invoke, tmp_path: Path) -> None:
+    # pandas' categorical columns: written as dictionaries, of strings (ids, texts) or integers.
+    plain = _table(20)
+    table = pa.table(
+        {
+            "id": plain.column("id").combine_chunks().dictionary_encode(),
+            "text": plain.column("text").combine_chunks().dictionary_encode(),
+            "fp": pa.array([i + 1 for i in range(20)]).dictionary_encode(),
+        }
+    )
+    pq.write_table(table, tmp_path / "cat.parquet")
+    assert pa.types.is_dictionary(pq.read_schema(tmp_path / "cat.parquet").field("text").type)
+    with pa.ipc.new_file(tmp_path / "cat.arrow", table.schema) as writer:
+        writer.write_table(table)
+    for name, index in (("cat.parquet", "p"), ("cat.arrow", "a")):
+        loaded = invoke("--plain", "load", "--json", str(tmp_path / name), index=index)
+        assert loaded.exit_code == 0, loaded.output
+        assert json.loads(loaded.stdout)["added"] == 20
+        expected = format_fingerprint(Scheme().fingerprint(article(7)), 64)
+        assert invoke("get", "a7", index=index).stdout.strip() == expected
+    fps = invoke("load", "--json", "--fingerprint-field", "fp", str(tmp_path / "cat.parquet"), index="fp")
+    assert fps.exit_code == 0 and json.loads(fps.stdout)["added"] == 20, fps.output
+    assert invoke("get", "a3", index="fp").stdout.strip() == format_fingerprint(4, 64)

@@ -457,6 +457,26 @@ def test_text_that_is_not_utf8_is_an_error_unless_its_encoding_is_given(
     assert unknown.exit_code == 2 and "unknown --encoding" in unknown.stderr
 
 
+def test_utf8_sig_is_read_as_utf8_with_its_bom_skipped(invoke: Invoke, tmp_path: Path) -> None:
+    bom = "\ufeff".encode()
+    inputs = {
+        "a.jsonl": bom + b'{"id": "j1", "text": "caf\xc3\xa9 au lait"}\n',
+        "a.csv": bom + b"id,text\nc1,caf\xc3\xa9 au lait\n",
+        "a.txt": bom + b"caf\xc3\xa9 au lait\n",
+    }
+    for name, data in inputs.items():
+        (tmp_path / name).write_bytes(data)
+        for encoding, index in (("utf-8-sig", "sig"), ("utf-8", "plain")):
+            loaded = invoke("load", "--json", "--encoding", encoding, str(tmp_path / name), index=index)
+            assert loaded.exit_code == 0, (name, encoding, loaded.output)
+            assert json.loads(loaded.stdout)["added"] == 1
+    # The same documents under the same ids: the BOM is no part of the first line, either way.
+    for args in (["get", "j1"], ["get", "c1"], ["near", "café au lait"]):
+        found = invoke(*args, index="sig")
+        assert found.exit_code == 0 and found.stdout == invoke(*args, index="plain").stdout, args
+    assert len(invoke("near", "café au lait", index="sig").stdout.splitlines()) == 3
+
+
 def test_layout_recommended_by_plan_can_be_created(invoke: Invoke, redis_client: redis.Redis) -> None:
     plan = invoke("plan", "--n", "1e7", "--k", "8")
     assert plan.exit_code == 0 and "no listed layout stays within 256" in plan.stdout
@@ -512,3 +532,15 @@ def test_scheme_and_width_at_creation(invoke: Invoke, redis_client: redis.Redis)
     bad = invoke("--scheme", "lines-2/tf", "add", "b", text, index="other")
     assert bad.exit_code == 2 and "eval names its settings" in bad.output and "Traceback" not in bad.output
     assert invoke("--f", "48", "add", "b", text, index="other").exit_code == 2
+
+
+def test_a_scheme_or_layout_without_f_is_read_at_the_index_width(invoke: Invoke) -> None:
+    text = "the quick brown fox jumps over the lazy dog"
+    made = invoke("--f", "128", "--k", "3", "--scheme", "words/tf", "add", "a", text, index="f128")
+    assert made.exit_code == 0, made.output
+    # The index's own settings, without --f: read at its 128 bits, not at 64 (which refused them, exit 5).
+    for options in (["--scheme", "words/tf"], ["--k", "3", "--layout", "pigeonhole"]):
+        same = invoke(*options, "add", "b", text, index="f128")
+        assert same.exit_code == 0, (options, same.output)
+    other = invoke("--scheme", "chars-4/tf", "add", "c", text, index="f128")
+    assert other.exit_code == 5 and "f=128" in other.stderr, other.output

@@ -9,7 +9,7 @@ import msgpack
 import pytest
 import redis
 
-from simhash_redis import ConfigurationMismatch, IndexCorrupted, InputError, SimhashIndex
+from simhash_redis import ConfigurationMismatch, IndexCorrupted, InputError, SimhashIndex, VerifiedIndex
 from simhash_redis.errors import InvalidArgument
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
@@ -100,3 +100,112 @@ def test_a_dump_of_another_format_is_refused_in_a_dumps_words(redis_client: redi
     with pytest.raises(IndexCorrupted, match=r"the dump states format '9' .* writes format 1: import it"):
         import_index(redis_client, io.BytesIO(stream), name="t9")
     assert not SimhashIndex.exists(redis_client, "t9")
+
+
+def _stream(header: dict[str, object], records: list[object]) -> bytes:
+    end = {"type": "end", "records": len(records)}
+    return b"".join(msgpack.packb(item) for item in [header, *records, end])
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (["", 7], "id"),
+        (["x" * 513, 7], "id"),
+        (["neg", -1], "out of the range"),
+        (["big", 1 << 32], "out of the range of 32 bits"),
+    ],
+    ids=["empty-id", "long-id", "negative-fp", "wide-fp"],
+)
+def test_a_bad_record_is_an_input_error_naming_it_after_the_records_before_it(
+    redis_client: redis.Redis, bad: list[object], reason: str
+) -> None:
+    header = _records(_dump(_fill_and_return(SimhashIndex(redis_client, "src", f=32))))[0]
+    good = [[f"d{i}", i + 1] for i in range(1500)]
+    stream = _stream(header, [*good, bad, *good[:10]])
+    with pytest.raises(InputError, match=f"record 1501: .*{reason}") as caught:
+        import_index(redis_client, io.BytesIO(stream), name="dst", source_name="x.dump")
+    assert caught.value.source == "x.dump"
+    # Every record before the fault is imported, those of the batch it was in too (1,000 a batch).
+    assert SimhashIndex(redis_client, "dst").count()[0] == 1500
+
+
+def test_an_import_whose_first_record_is_bad_leaves_no_index(redis_client: redis.Redis) -> None:
+    header = _records(_dump(_fill_and_return(SimhashIndex(redis_client, "src"))))[0]
+    with pytest.raises(InputError, match="record 1: "):
+        import_index(redis_client, io.BytesIO(_stream(header, [["", 1]])), name="dst")
+    assert not SimhashIndex.exists(redis_client, "dst")
+    SimhashIndex(redis_client, "kept").add("a", 1)  # an index it did not create stays
+    with pytest.raises(InputError, match="record 1: "):
+        import_index(redis_client, io.BytesIO(_stream(header, [["", 1]])), name="kept", merge=True)
+    assert SimhashIndex(redis_client, "kept").count()[0] == 1
+
+
+def test_a_dump_naming_an_invalid_index_says_the_name_is_the_dumps(redis_client: redis.Redis) -> None:
+    header = _records(_dump(_fill_and_return(SimhashIndex(redis_client, "src"))))[0]
+    header["name"] = ""
+    with pytest.raises(InvalidArgument, match=r"x\.dump: the index name the dump states .* another name"):
+        import_index(redis_client, io.BytesIO(_stream(header, [])), source_name="x.dump")
+    assert import_index(redis_client, io.BytesIO(_stream(header, [["a", 1]])), name="named").added == 1
+
+
+def _verified(redis_client: redis.Redis, name: str) -> VerifiedIndex:
+    index = VerifiedIndex.on_client(redis_client, name)
+    index.add_many([(f"d{i}", f"document number {i} about things {i * 7}") for i in range(20)])
+    return index
+
+
+def test_a_verified_dumps_record_without_a_sketch_is_refused(redis_client: redis.Redis) -> None:
+    items = list(msgpack.Unpacker(io.BytesIO(_dump(_verified(redis_client, "ver").index)), raw=False))
+    header, records = items[0], items[1:-1]
+    records[5][2] = None
+    with pytest.raises(InputError, match=r"record 6 \('d\d+'\) has no sketch"):
+        import_index(redis_client, io.BytesIO(_stream(header, records)), name="dst")
+    records[5][2] = b"short"
+    with pytest.raises(InputError, match="record 6: a sketch of this index is"):
+        import_index(redis_client, io.BytesIO(_stream(header, records)), name="dst2")
+    assert SimhashIndex(redis_client, "dst").count()[0] == 5  # the records before it
+
+
+def test_export_reads_again_an_id_rewritten_between_its_reads(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _verified(redis_client, "ver").index
+    stale = str(index.get("d3")).encode()
+    index_store = index.store
+    read = index_store.hashes
+
+    def rewritten(keys: list[bytes], **kwargs: object) -> list[object]:
+        # As if d3 were rewritten after its id map was read: the fingerprint read is one it had before.
+        buckets = read(keys)
+        return [[(i, b"12345" if i == b"d3" else fp) for i, fp in bucket] for bucket in buckets]
+
+    monkeypatch.setattr(index_store, "hashes", rewritten)
+    skipped: list[str] = []
+    out = io.BytesIO()
+    assert export_index(index, out, on_skipped=skipped.append) == 20 and not skipped
+    records = {r[0]: r for r in list(msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False))[1:-1]}
+    assert records["d3"][1] == int(stale) and isinstance(records["d3"][2], bytes)
+
+
+def test_export_leaves_out_a_document_without_a_sketch_and_says_so(redis_client: redis.Redis) -> None:
+    index = _verified(redis_client, "ver").index
+    fp = redis_client.hget(index.keys.id_bucket(b"d3"), b"d3")
+    assert isinstance(fp, bytes)
+    redis_client.hdel(index.keys.fp_bucket(fp), index.keys.sketch_field(fp))
+    skipped: list[str] = []
+    out = io.BytesIO()
+    assert export_index(index, out, on_skipped=skipped.append) < 20 and "d3" in skipped
+    result = import_index(redis_client, io.BytesIO(out.getvalue()), name="dst")
+    assert result.added == 20 - len(skipped)
+
+
+@pytest.mark.parametrize(("field", "value"), [("k", "abc"), ("f", "65")])
+def test_a_dump_with_an_unreadable_configuration_is_bad_input(
+    redis_client: redis.Redis, field: str, value: str
+) -> None:
+    header = _records(_dump(_fill_and_return(SimhashIndex(redis_client, "src"))))[0]
+    header["meta"][field] = value  # type: ignore[index]
+    with pytest.raises(InputError, match=r"^x\.dump: malformed dump header: its configuration cannot"):
+        import_index(redis_client, io.BytesIO(_stream(header, [])), name="dst", source_name="x.dump")
+    assert not SimhashIndex.exists(redis_client, "dst")

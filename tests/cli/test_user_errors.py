@@ -129,6 +129,11 @@ def test_a_lost_meta_points_to_restore_meta_and_its_refusals_are_readable(
     assert "b'" not in wrong.stderr and 'b"' not in wrong.stderr, wrong.stderr
     assert "of id 'builtins.issubclass'" in wrong.stderr or "of id 'doc-2'" in wrong.stderr, wrong.stderr
     assert "0x" in wrong.stderr and "give restore-meta the options the index was created with" in wrong.stderr
+    # An index made with other buckets is restored only with them: the hints and the help name them.
+    assert "--id-buckets or --band-buckets" in wrong.stderr, wrong.stderr
+    assert "--id-buckets and --band-buckets" in invoke("stats", index="lost").stderr
+    help_text = " ".join(invoke("restore-meta", "--help").stdout.split())
+    assert "--id-buckets, --band-" in help_text, help_text  # (wrapped at its hyphen)
     windowed = invoke("--k", "5", "--retention", "1d", "restore-meta", index="lost")
     assert windowed.exit_code == 5 and windowed.stderr.endswith("leave out --retention\n"), windowed.stderr
     assert invoke("--k", "5", "restore-meta", index="lost").exit_code == 0
@@ -327,3 +332,103 @@ def test_tab_separated_output_escapes_ids(invoke: Invoke, tmp_path: Path) -> Non
     near = invoke("near", article(2), index="tsv")
     [row] = [line.split("\t") for line in near.stdout.split("\n")[:-1]]
     assert _unescaped(row[0]) == "tab\there" and row[0] == "tab\\there" and row[1] == "0"
+
+
+# -- the index name -------------------------------------------------------------------------------------
+
+
+def test_an_empty_index_name_is_a_usage_error_not_the_default(
+    invoke: Invoke, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    # A script with an unset variable (--index "$IDX") must not act on the default index, or the dump's.
+    assert invoke("--plain", "add", "a", article(1)).exit_code == 0
+    assert invoke("--plain", "add", "a", article(1), index="src").exit_code == 0
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    for args in (["drop", "--yes"], ["stats"], ["add", "b", article(2)], ["import", str(dump)]):
+        refused = invoke(*args, index="")
+        assert refused.exit_code == 2, (args, refused.output)
+        assert refused.stderr.startswith("error: --index must be 1-100 characters"), refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert SimhashIndex(redis_client, "default", create=False).count()[0] == 1
+    assert SimhashIndex(redis_client, "src", create=False).count()[0] == 1
+
+
+# -- import ---------------------------------------------------------------------------------------------
+
+
+def test_import_refuses_options_that_differ_from_the_dumps_configuration(
+    invoke: Invoke, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    made = invoke(
+        "--plain", "--f", "128", "--k", "4", "--scheme", "words/tf", "add", "a", article(1), index="src"
+    )
+    assert made.exit_code == 0, made.output
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    for options, said in (
+        (["--k", "3"], "k=4, not --k 3"),
+        (["--f", "64"], "f=128, not --f 64"),
+        (["--scheme", "chars-4/tf"], "not --scheme chars-4/tf"),
+        (["--layout", "pigeonhole", "--k", "3"], "k=4, not --k 3"),
+        (["--retention", "7d"], "no retention, not --retention 7d"),
+        (["--id-buckets", "64"], "id buckets, not --id-buckets 64"),
+        (["--verified"], "a plain index, not --verified"),
+        (["--threshold", "0.5"], "a plain index, not --threshold"),
+    ):
+        refused = invoke(*options, "import", str(dump), index="dst")
+        assert refused.exit_code == 5, (options, refused.output)
+        assert said in refused.stderr and "leave out the option" in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.output and not SimhashIndex.exists(redis_client, "dst")
+    # What the dump states, said again (labels read at its width), is accepted.
+    same = invoke(
+        "--k", "4", "--f", "128", "--scheme", "words/tf", "--plain", "import", str(dump), index="dst"
+    )
+    assert same.exit_code == 0, same.output
+    assert invoke("--verified", "add", "a", article(1), index="ver").exit_code == 0
+    verified = tmp_path / "ver.dump"
+    assert invoke("export", "-o", str(verified), index="ver").exit_code == 0
+    plain = invoke("--plain", "import", str(verified), index="dst2")
+    assert plain.exit_code == 5 and "a verified index, not --plain" in plain.stderr
+
+
+def test_a_bad_dump_record_is_bad_input_naming_the_file_and_record(invoke: Invoke, tmp_path: Path) -> None:
+    import io
+
+    import msgpack
+
+    assert invoke("--plain", "add", "a", article(1), index="src").exit_code == 0
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    header = next(iter(msgpack.Unpacker(io.BytesIO(dump.read_bytes()), raw=False)))
+    records = [[f"d{i}", i] for i in range(1500)] + [["", 1]]
+    bad = tmp_path / "bad.dump"
+    bad.write_bytes(b"".join(msgpack.packb(r) for r in [header, *records, {"type": "end", "records": 1501}]))
+    result = invoke("import", str(bad), index="dst")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith(f"error: {bad}: record 1501: ") and "Traceback" not in result.output
+    assert "documents      1,500\n" in invoke("stats", index="dst").stdout
+
+
+# -- the Redis URL --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "user:wrongPW123@127.0.0.1:16392/0",
+        ":wrongPW123@127.0.0.1:16392/0",
+        "redis:/:wrongPW123@127.0.0.1:16392/0",
+        "redis:wrongPW123@127.0.0.1",
+        "127.0.0.1:16392/0?password=wrongPW123",
+    ],
+)
+def test_a_malformed_url_never_shows_its_password(url: str) -> None:
+    for args, env in (
+        (["--redis-url", url, "stats"], dict(os.environ)),
+        (["stats"], {**os.environ, "SIMHASH_REDIS_URL": url}),
+    ):
+        result = _run(args, env)
+        assert result.returncode == 2, result.stderr
+        assert "wrongPW" not in result.stderr + result.stdout and "Traceback" not in result.stderr
+        assert result.stderr.startswith("error: url ") and "***" in result.stderr, result.stderr

@@ -217,3 +217,21 @@ def test_band_buckets_with_plain_is_a_usage_error(invoke: Invoke, redis_client: 
     for value in ("0", "x"):
         assert invoke("--verified", "--band-buckets", value, "add", "a", "t", index="cli-bad").exit_code == 2
     assert not redis_client.exists(b"simhash:cli-bad:meta")
+
+
+def test_fingerprint_files_are_refused_once_by_a_verified_index(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    assert invoke("--verified", "add", "a", story(1), index="v").exit_code == 0
+    fps = tmp_path / "a.fp"
+    fps.write_text("".join(f"f{i}\t{i + 1}\n" for i in range(50)))
+    for args in ([str(fps)], ["--format", "fingerprints", "-"], [str(fps), "--max-errors", "1000"]):
+        refused = invoke("load", *args, input=fps.read_text(), index="v")
+        assert refused.exit_code == 2, (args, refused.output)
+        assert refused.stderr.count("\n") == 1 and "precomputed fingerprints" in refused.stderr
+    assert len(SimhashIndex(redis_client, "v")) == 1
+    # --verified for a new index: refused before it is made, not made, failed line by line and dropped.
+    new = invoke("--verified", "load", str(fps), index="new")
+    assert new.exit_code == 2 and "leave out --verified" in new.stderr, new.output
+    assert not SimhashIndex.exists(redis_client, "new")
+    assert invoke("load", str(fps), index="new").exit_code == 0  # plain, made from fingerprints
