@@ -54,7 +54,7 @@ def _cut_short(client: redis.Redis, count: int) -> dict[str, float]:
         def call(sha: str = sha) -> None:
             fp = rng.getrandbits(64)
             new, doc = encode_fp(fp, 64), b"c%d" % rng.getrandbits(48)
-            names = [keys.counts, keys.id_bucket(doc), keys.fp_bucket(new), *keys.tables(fp)]
+            names = [keys.counts, keys.id_bucket(doc), keys.fp_bucket(new), *keys.tables(fp), keys.reply(doc)]
             client.evalsha(sha, len(names), *names, 4, b"a", doc, new)
 
         out[name] = _script_us(client, call, count)

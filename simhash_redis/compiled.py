@@ -54,6 +54,8 @@ if _why is None:
     _size = (27).to_bytes(2, "little")
     if _native.odd_estimate(bytes(126) + _size, b"\xfc" + bytes(125) + _size) != 0.8:
         _why = "its odd_estimate is not rounded"
+    elif _native.odd_estimate(bytes(128), bytes(128)) != 1.0:  # two empty sets: 0 before this release
+        _why = "its odd_estimate of two empty sets is not 1"
 if _why is not None:
     raise ImportError(
         f"simhash_redis_native is older than this simhash-redis ({_why}): upgrade it, or rebuild it "

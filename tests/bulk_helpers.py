@@ -38,9 +38,11 @@ def load(
 def content(index: SimhashIndex) -> Content:
     """The index's logical content: every key (without the index's prefix) with its type and value;
     hashes as dicts, the fingerprint map's id lists as sorted tuples (their order depends on the order
-    the ids arrived in), sets as sets."""
+    the ids arrived in), sets as sets; the write calls' reply records left out (named by each call)."""
     store = index.store
-    keys = sorted({key for batch in store.scan("all") for key in batch})
+    keys = sorted(
+        {key for batch in store.scan("all") for key in batch if index.keys.kind_of(key) != ("reply", 0)}
+    )
     kinds = [
         k.decode() if isinstance(k, bytes) else str(k) for k in store.execute([(b"TYPE", k) for k in keys])
     ]

@@ -56,6 +56,14 @@ def test_a_new_index_beside_other_data_is_created(redis_client: redis.Redis) -> 
     assert index.k == 4
 
 
+def test_a_writers_lock_or_reply_record_alone_is_no_data(redis_client: redis.Redis) -> None:
+    # What a writer leaves for a while (a cluster's bucket lock, a write call's reply record, each with
+    # its expiry) is not the index's data: an index dropped meanwhile is created anew, not refused.
+    redis_client.set("simhash:left:lock:t0:0123", "token", px=30_000)
+    redis_client.hset("simhash:left:reply:0123456789abcdef:0.0", "r", "1:a")
+    assert SimhashIndex(redis_client, "left", k=4).k == 4
+
+
 def test_an_index_another_worker_creates_meanwhile_is_opened(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -93,8 +93,18 @@ def test_empty_and_short_documents() -> None:
     assert sketcher.size_and_level(one) == (1, 0)
     assert len(bits(one)) == 1
     assert sketcher.estimate(one, one) == 1.0
-    # Two sets without shingles: 0 / 0, counted as 0.
-    assert sketcher.estimate(bytes(SKETCH_BYTES), bytes(SKETCH_BYTES)) == 0.0
+    # Two sets without shingles are identical (docs/fingerprints.md: texts with nothing to hash are
+    # near-duplicates), not 0 / 0; against one shingle, nothing in common.
+    empty = sketcher.sketch("")
+    assert sketcher.estimate(empty, empty) == 1.0
+    assert sketcher.estimate(empty, one) == sketcher.estimate(one, empty) == 0.0
+    assert list(sketcher.estimate_many(empty, [empty, one, empty])) == [1.0, 0.0, 1.0]
+    rows = np.frombuffer(empty + one, dtype=np.uint8).reshape(2, SKETCH_BYTES)
+    assert list(OddSketcher.estimate_rows(rows, rows[[0, 0]])) == [1.0, 0.0]
+    # At a level above 0 an empty sample may be of a document with shingles: it tells nothing (0).
+    sampled = sketcher.sketch("", level=3)
+    assert sketcher.size_and_level(sampled) == (0, 3)
+    assert sketcher.estimate(sampled, sampled) == 0.0
 
 
 def test_same_shingles_as_minhash_and_the_same_text_forms() -> None:

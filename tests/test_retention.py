@@ -287,19 +287,20 @@ def test_lost_replies_to_windowed_writes_change_nothing_more(redis_server: Serve
         )
         index.add_many([("x", A), ("y", A)])
         wait_for_next_period(index)
-        for step in (
-            lambda: index.add("x", A ^ 0xFF00),  # a move into the new period and a replacement
-            lambda: index.add_if_new("z", A ^ 0xF0F0_0000_0000),
-            lambda: index.remove("y"),
+        for step, outcome in (
+            (lambda: index.add("x", A ^ 0xFF00), Outcome.REPLACED),  # a move into the new period
+            (lambda: index.add_if_new("z", A ^ 0xF0F0_0000_0000), None),
+            (lambda: index.remove("y"), True),
+            (lambda: index.add("w", 0xFEDC_BA98_7654_3210), Outcome.ADDED),
         ):
             proxy.arm()
-            step()
+            assert step() == outcome  # the first attempt's, though its reply was lost
             assert proxy.dropped_after_write == 1
             proxy.disarm()
             proxy.dropped_after_write = 0
-        expected = {"x": A ^ 0xFF00, "y": None, "z": A ^ 0xF0F0_0000_0000}
+        expected = {"x": A ^ 0xFF00, "y": None, "z": A ^ 0xF0F0_0000_0000, "w": 0xFEDC_BA98_7654_3210}
         assert dict(zip(expected, index.get_many(list(expected)), strict=True)) == expected
-        assert index.count() == (2, 2) and index.verify().ok
+        assert index.count() == (3, 3) and index.verify().ok
         assert index.near(A) == []
         client.close()
 

@@ -83,9 +83,13 @@ def atomic(index: VerifiedIndex, docs: Docs) -> list[Any]:
 
 
 def raw(index: VerifiedIndex) -> dict[bytes, Any]:
-    """Every key of the index but its meta, with its value as stored (hashes' values byte for byte)."""
+    """Every key of the index but its meta and the write calls' reply records (named by each call), with
+    its value as stored (hashes' values byte for byte)."""
     store = index.store
-    keys = sorted({key for batch in store.scan("all") for key in batch} - {store.keys.meta})
+    keys = sorted(
+        {key for batch in store.scan("all") for key in batch if store.keys.kind_of(key) != ("reply", 0)}
+        - {store.keys.meta}
+    )
     kinds = store.execute([(b"TYPE", key) for key in keys])
     reads = [
         (b"HGETALL" if bytes(kind) == b"hash" else b"SMEMBERS", key)

@@ -23,8 +23,11 @@ def _writes(index: SimhashIndex) -> Writes:
 
 
 def _dump(client: redis.Redis) -> dict[bytes, object]:
+    """Every key but the write calls' reply records (named by each call), with its value."""
     out: dict[bytes, object] = {}
     for key in client.keys("*"):
+        if b":reply:" in key:
+            continue
         kind = client.type(key)
         if kind == b"hash":
             out[key] = client.hgetall(key)

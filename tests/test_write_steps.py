@@ -84,7 +84,8 @@ def _args(command: Any) -> tuple[bytes, list[Any], list[Any]]:
 def test_a_batch_of_adds_is_one_call_in_the_add_format() -> None:
     writes = _writes()
     ops: list[Write] = [(b"a", FA, None), (b"b", FB, None)]
-    outcomes, trips = _run(writes.steps(Progress(ops)), lambda asked: [[b"a", b"u"]])
+    progress = Progress(ops)
+    outcomes, trips = _run(writes.steps(progress), lambda asked: [[b"a", b"u"]])
     assert outcomes == [Outcome.ADDED, Outcome.UNCHANGED]
     [[call]] = trips
     sha, keys, args = _args(call)
@@ -98,6 +99,7 @@ def test_a_batch_of_adds_is_one_call_in_the_add_format() -> None:
         keys_of.id_bucket(b"b"),
         keys_of.fp_bucket(FB),
         *keys_of.tables(B),
+        keys_of.reply(progress.token + b":0.0"),  # the call's reply record, last
     ]
     assert args == [4, b"a", b"a", FA, b"b", FB]
 
@@ -122,13 +124,20 @@ def test_conflicts_without_end_are_write_contention() -> None:
 
 def test_a_guard_goes_with_its_document_and_a_changed_set_is_none() -> None:
     guard = [[FB], [], [], []]
-    outcomes, trips = _run(_writes().steps(Progress([(b"a", FA, guard)])), lambda _: [[b"g"]])
+    progress = Progress([(b"a", FA, guard)])
+    outcomes, trips = _run(_writes().steps(progress), lambda _: [[b"g"]])
     assert outcomes == [None]
     _, keys, args = _args(trips[0][0])
     # Format 'g' (add-if-new's guarded adds): id, new, the members its guard lists, between spaces.
     assert args == [4, b"g", b"a", FA, b" " + FB + b" "]
     keys_of = _writes().keys
-    assert keys == [keys_of.counts, keys_of.id_bucket(b"a"), keys_of.fp_bucket(FA), *keys_of.tables(A)]
+    assert keys == [
+        keys_of.counts,
+        keys_of.id_bucket(b"a"),
+        keys_of.fp_bucket(FA),
+        *keys_of.tables(A),
+        keys_of.reply(progress.token + b":0.0"),
+    ]
 
 
 def test_a_guarded_add_in_conflict_goes_again_in_the_general_format() -> None:
@@ -205,13 +214,16 @@ def test_a_large_batch_of_adds_goes_in_parts_and_resumes_after_the_last_acknowle
 def test_a_cluster_writes_tables_then_commits_then_attaches() -> None:
     writes = _writes(cluster=True)
     keys = writes.keys
-    replies = iter([[1] * 8, [b"a", b"c" + FB], [1], [b"r"], [1, 1]])
+    replies = iter([[1] * 8 + [None, FB], [b"a", b"c" + FB], [1], [b"r"], [1, 1]])
     outcomes, trips = _run(
         writes.steps(Progress([(b"a", FA, None), (b"b", FA, None)])), lambda _: next(replies)
     )
     assert outcomes == [Outcome.ADDED, Outcome.REPLACED]
     tables, commit, detach, recommit, attach = trips
-    assert tables == [(b"SADD", key, FA) for _ in "ab" for key in keys.tables(A)]
+    # Each id's value is read with the tables (what a commit resent after a lost reply is judged against).
+    assert tables == [(b"SADD", key, FA) for _ in "ab" for key in keys.tables(A)] + [
+        (b"HGET", keys.id_bucket(doc_id), doc_id) for doc_id in (b"a", b"b")
+    ]
     assert [_args(call) for call in commit] == [
         (ID_CAS.sha, [keys.id_bucket(b"a")], [b"a", FA, b""]),
         (ID_CAS.sha, [keys.id_bucket(b"b")], [b"b", FA, b""]),
@@ -220,6 +232,40 @@ def test_a_cluster_writes_tables_then_commits_then_attaches() -> None:
     assert [_args(call) for call in detach] == [(FP_IDS.sha, [keys.fp_bucket(FB)], [b"-", FB, b"b"])]
     assert [_args(call) for call in recommit] == [(ID_CAS.sha, [keys.id_bucket(b"b")], [b"b", FA, FB])]
     assert [_args(call)[2] for call in attach] == [[b"+", FA, b"a"], [b"+", FA, b"b"]]
+
+
+def _lost_at(steps: Steps[Any], replies: list[list[Any]]) -> None:
+    """Answer a conversation's reads with `replies`, then lose the connection at the next read (the
+    commands sent for it were applied, their replies never arrive)."""
+    reply: Any = None
+    answers = iter(replies)
+    while True:
+        kind, _ = steps.send(reply)
+        if kind == READ:
+            reply = next(answers, None)
+            if reply is None:
+                steps.close()
+                return
+        else:
+            reply = None
+
+
+def test_a_cluster_commit_sent_again_after_a_lost_reply_reports_its_own_write() -> None:
+    """Commits applied whose replies were lost: sent again, an id found with its new fingerprint ('u')
+    is judged against its value before the call, read with the tables: added, replaced, or unchanged
+    for one that had it already."""
+    writes = _writes(cluster=True)
+    progress = Progress([(b"new", FA, None), (b"moved", FA, None), (b"kept", FA, None)])
+    _lost_at(writes.steps(progress), [[1] * 12 + [None, FB, FA]])  # the first round's commits lost
+    replies = iter([[b"u", b"c" + FB, b"u"], [1]])  # sent again: 'new' had been added
+    _lost_at(writes.steps(progress), list(replies))  # the second round's commit ('moved') lost too
+    outcomes, trips = _run(writes.steps(progress), lambda asked: [b"u"] if len(asked) == 1 else [1] * 3)
+    assert [_args(call)[2] for call in trips[0]] == [[b"moved", FA, FB]]  # the commit, sent again
+    assert outcomes == [Outcome.ADDED, Outcome.REPLACED, Outcome.UNCHANGED]
+    # Without a lost reply, 'u' is another writer's doing: the call changed nothing.
+    progress = Progress([(b"new", FA, None)])
+    replies = iter([[1] * 4 + [None], [b"u"], [1]])
+    assert _run(writes.steps(progress), lambda _: next(replies))[0] == [Outcome.UNCHANGED]
 
 
 def _done(command: Any) -> Any:
@@ -377,8 +423,10 @@ def test_adds_with_the_callers_ints_send_what_decoding_sends() -> None:
     ops: list[Write] = [(b"a", FA, None), (b"b", FB, None), (b"c", encode_fp(7, 64), None)]
     writes = _writes()
     for start, count in ((0, 3), (1, 2)):
-        carried = writes._adds(Progress(ops, [A, B, 7]), start, count)
-        assert carried == writes._adds(Progress(ops), start, count)
+        with_ints, decoded = Progress(ops, [A, B, 7]), Progress(ops)
+        decoded.token = with_ints.token  # one call's reply record
+        carried = writes._adds(with_ints, 0, start, count)
+        assert carried == writes._adds(decoded, 0, start, count)
         assert _args(carried)[2][2:] == [
             v for doc_id, new, _ in ops[start : start + count] for v in (doc_id, new)
         ]

@@ -233,7 +233,8 @@ fn delta(z: u32) -> f64 {
     z + 2.0 * ((expected - z) / 2.0 + 0.5).floor()
 }
 
-/// `OddSketcher.estimate`: the Jaccard similarity of two sketches of one level, in [0, 1].
+/// `OddSketcher.estimate`: the Jaccard similarity of two sketches of one level, in [0, 1] (1 for two
+/// empty sets: size 0 at level 0).
 ///
 /// # Errors
 /// `Error::Value` for a sketch of the wrong length, or two sketches of different levels.
@@ -259,6 +260,10 @@ pub fn estimate(a: &[u8], b: &[u8]) -> Result<f64, Error> {
         .zip(&b[..PARITY_BYTES])
         .map(|(x, y)| (x ^ y).count_ones())
         .sum();
+    if size_a + size_b == 0 && z == 0 && level_a == 0 {
+        // Two empty sets (nothing sampled away at level 0): identical, though 0 / 0 below.
+        return Ok(1.0);
+    }
     let d = delta(z);
     let total = (size_a + size_b) as f64;
     let estimate = (total - d) / (total + d);
@@ -408,10 +413,15 @@ mod tests {
             estimate(&with(&many, 1000, 0), &with(&[], 1000, 0)),
             Ok(1912.0 / 2088.0)
         );
-        // Half of the bits differ or more: saturated, 0; so are two empty sets (0 / 0).
+        // Half of the bits differ or more: saturated, 0.
         let half: Vec<usize> = (0..504).collect();
         assert_eq!(estimate(&with(&half, 900, 1), &with(&[], 900, 1)), Ok(0.0));
-        assert_eq!(estimate(&with(&[], 0, 0), &with(&[], 0, 0)), Ok(0.0));
+        // Two empty sets are identical; two empty samples at a level above 0 tell nothing: 0.
+        assert_eq!(estimate(&with(&[], 0, 0), &with(&[], 0, 0)), Ok(1.0));
+        assert_eq!(estimate(&with(&[], 0, 2), &with(&[], 0, 2)), Ok(0.0));
+        // An empty set against one shingle, or a malformed empty header with bits set: 0.
+        assert_eq!(estimate(&with(&[], 0, 0), &with(&[5], 1, 0)), Ok(0.0));
+        assert_eq!(estimate(&with(&[], 0, 0), &with(&[5], 0, 0)), Ok(0.0));
         // D larger than both sets: clipped to 0.
         assert_eq!(estimate(&with(&[7], 0, 0), &with(&[8], 1, 0)), Ok(0.0));
     }

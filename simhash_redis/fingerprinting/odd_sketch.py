@@ -16,7 +16,11 @@ The stored form, stable (s the seed, arithmetic mod 2**64, mix the splitmix64 fi
   (0x9E3779B97F4A7C15 * (s + 3)))``;
 * bytes 0-125 are the bits, bit i in byte i // 8 under the mask 0x80 >> (i % 8) (numpy's `packbits`); bytes
   126-127 a little-endian uint16: the shingles sketched (at most MAX_SIZE, which can only lower an estimate)
-  in its low 12 bits, the level in its high 4. Two empty sets estimate 0.
+  in its low 12 bits, the level in its high 4.
+
+Two sketches of empty sets (size 0 at level 0: nothing sampled away, so the set itself is empty) estimate
+1, as documents with nothing to hash are near-duplicates (docs/fingerprints.md). Two of size 0 at another
+level estimate 0: sampled sets may be empty for non-empty documents.
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ def _estimates(
     with np.errstate(divide="ignore", invalid="ignore"):
         value = (total - delta) / (total + delta)
     out: npt.NDArray[np.float64] = np.nan_to_num(np.clip(value, 0.0, 1.0), nan=0.0)
+    # Both sets empty (the pair is of one level): 0 / 0 above, but identical sets.
+    out[(totals == 0) & (z == 0) & (_words(rows) >> 12 == 0)] = 1.0
     return out
 
 
@@ -224,7 +230,8 @@ class OddSketcher:
         return _header(_sketch_bytes(sketch))
 
     def estimate(self, a: bytes, b: bytes) -> float:
-        """The Jaccard estimate, in [0, 1], of two sketches of one level (0: too different to tell)."""
+        """The Jaccard estimate, in [0, 1], of two sketches of one level (0: too different to tell; 1 for
+        two empty sets)."""
         return float(self.estimate_many(a, [b])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:

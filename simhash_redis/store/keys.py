@@ -36,6 +36,7 @@ _TYPES = {
     "counts": b"hash",
     "meta": b"hash",
     "lock": b"string",
+    "reply": b"hash",
 }
 
 __all__ = ["BandColumns", "BandNumbers", "KeyForm", "KeySchema", "encode_id", "validate_name"]
@@ -148,6 +149,7 @@ class KeySchema:
         self._fp_prefix = f"{self.base}:fp:".encode()
         self._layout = layout
         self._lock_prefix = f"{self.base}:lock:".encode()
+        self._reply_prefix = f"{self.base}:reply:".encode()
         self._band_prefix = f"{self.base}:b".encode()
         self._band_prefixes: list[bytes] = []  # b"{base}:b{i}:" by band, made on first use
         self._base_len = len(self.base) + 1
@@ -218,7 +220,7 @@ class KeySchema:
 
     def kind_of(self, key: bytes, *, periods: bool = False) -> tuple[str, int] | None:
         """What a key of this index is: ("table", its number), ("band", its number), or ("id" | "fp" |
-        "counts" | "lock" | "meta", 0); None for none of ours.
+        "counts" | "lock" | "reply" | "meta", 0); None for none of ours.
 
         Args:
             periods: a period's key (w{period}:...) is what the same key outside periods is.
@@ -235,7 +237,7 @@ class KeySchema:
         if tail == b"counts":
             return "counts", 0
         named = tail.partition(b":")[0]
-        return (named.decode(), 0) if named in (b"id", b"fp", b"lock") and b":" in tail else None
+        return (named.decode(), 0) if named in (b"id", b"fp", b"lock", b"reply") and b":" in tail else None
 
     def stored_type(self, key: bytes) -> bytes | None:
         """The type a key of ours holds, as TYPE names it; None for none of ours."""
@@ -245,6 +247,10 @@ class KeySchema:
     def lock(self, table_key: bytes) -> bytes:
         """The add-if-new lock of one table bucket (outside the table pattern, so scans skip it)."""
         return self._lock_prefix + table_key[self._base_len :]
+
+    def reply(self, nonce: bytes) -> bytes:
+        """The record of one write script call's reply, kept a minute for a resend (lua/write.lua)."""
+        return self._reply_prefix + nonce
 
     def id_bucket(self, doc_id: bytes) -> bytes:
         """The id-map hash holding a (UTF-8 encoded) document id."""

@@ -82,10 +82,12 @@ def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
     counts = f"{prefix}:{name}:counts".encode()
     if sender.execute([(b"EXISTS", counts)])[0]:
         return counts
-    meta, locks = KeySchema.meta_key(prefix, name), f"{prefix}:{name}:lock:".encode()
+    meta = KeySchema.meta_key(prefix, name)
+    # A lock or a write's reply record is a writer's, not data.
+    writers = (f"{prefix}:{name}:lock:".encode(), f"{prefix}:{name}:reply:".encode())
     for keys in sender.scan(f"{prefix}:{name}:*", _SCAN_COUNT):
         for key in keys:
-            if key != meta and not key.startswith(locks):  # a lock is a writer's, not data
+            if key != meta and not key.startswith(writers):
                 return bytes(key)
     return None
 

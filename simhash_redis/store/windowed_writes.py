@@ -28,9 +28,11 @@ from .writes import (
     Write,
     Writes,
     band_args,
+    call_token,
     guard_args,
     outcome_of,
     parts_of,
+    reply_record,
     sketch_in,
     table_calls,
     too_many,
@@ -176,9 +178,12 @@ class WindowedWrites(Writes):
         """A round's calls of write.lua: the statuses of the documents done, and the server's time (ms) if
         a call was refused; the band tables of the sketches they dropped cleaned."""
         acked: list[list[bytes]] = []
+        token = call_token()  # the same for each new start of the conversation
         if sent:
             self.store.run(
-                lambda: period_steps(self.windows, self.f, self.tables, view, sent, acked, self.verification)
+                lambda: period_steps(
+                    self.windows, self.f, self.tables, view, sent, acked, self.verification, token
+                )
             )
         statuses, refused_at = _statuses(acked)
         dropped = []
@@ -369,12 +374,21 @@ def period_steps(
     sent: list[_InPeriod],
     acked: list[list[bytes]],
     verification: Verification | None = None,
+    token: bytes = b"",
 ) -> Steps[None]:
-    """A round's script calls (a large batch's parts), each reply appended to `acked`, up to one refused."""
+    """A round's script calls (a large batch's parts), each reply appended to `acked`, up to one refused.
+
+    Args:
+        token: names the round's calls' reply records (`writes.call_token`); b"": a token of its own.
+    """
     parts = parts_of(sent, all(doc[5] is None for doc in sent))
-    yield from in_parts(
-        len(parts), lambda n: command(windows, f, tables, view, parts[n], verification), acked, _refused
-    )
+    token = token or call_token()
+
+    def call(n: int) -> Command:
+        record = reply_record(windows.keys, token, 0, n)
+        return command(windows, f, tables, view, parts[n], verification, record)
+
+    yield from in_parts(len(parts), call, acked, _refused)
 
 
 def command(
@@ -384,8 +398,10 @@ def command(
     view: View,
     pending: Sequence[_InPeriod],
     verification: Verification | None = None,
+    record: bytes | None = None,
 ) -> Command:
-    """A call of write.lua's format 'w' for the documents, against the view's periods."""
+    """A call of write.lua's format 'w' for the documents, against the view's periods, its reply kept
+    under `record` (None: a record of its own)."""
     schemas, numbers = view.schemas, view.windows
     here = numbers.index(view.current) + 1
     current = schemas[here - 1]
@@ -427,6 +443,7 @@ def command(
             args.extend(guard_args(guard, tables * len(read), f))
         if sketched is not None:
             args.append(sketch)
+    keys.append(record or reply_record(windows.keys, call_token(), 0, 0))
     return WRITE.command(keys, args)
 
 

@@ -8,6 +8,7 @@ are unchanged (else its outcome is None: read again).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -29,9 +30,11 @@ __all__ = [
     "Write",
     "Writes",
     "band_args",
+    "call_token",
     "guard_args",
     "outcome_of",
     "parts_of",
+    "reply_record",
     "sketch_in",
     "table_calls",
     "too_many",
@@ -83,6 +86,16 @@ def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
     if plain and len(docs) >= 2 * part:
         return [docs[i : i + part] for i in range(0, len(docs), part)]
     return [docs]
+
+
+def call_token() -> bytes:
+    """A name no other write call has (random: forked workers share any counter's state)."""
+    return os.urandom(8).hex().encode()
+
+
+def reply_record(keys: KeySchema, token: bytes, round_: int, part: int) -> bytes:
+    """The key under which write.lua keeps the reply of a call (a round's part), for a resend of it."""
+    return keys.reply(b"%s:%d.%d" % (token, round_, part))
 
 
 def outcome_of(status: bytes, old: bytes) -> Outcome:
@@ -150,6 +163,16 @@ class Progress:
         self.tabled = self.detaching = False
         #: (stored fingerprint, the sketch a write dropped for one of its ids): band tables to clean.
         self.dropped: list[tuple[bytes, bytes]] = []
+        #: Names this call's script calls apart from any other's (`reply_record`).
+        self.token = call_token()
+        #: On a cluster: each id's value read before the first commit (b"": none), whether a round of
+        #: commits is on the wire, and whether the current one was sent again after a lost connection.
+        self.prior: list[bytes] = []
+        self.committing = self.resent = False
+
+    def record(self, keys: KeySchema, part: int) -> bytes:
+        """The reply record of the current round's script call `part`: the same each time it is sent."""
+        return reply_record(keys, self.token, self.rounds, part)
 
     def next_round(self, retry: list[Pending]) -> None:
         """Start the round of the documents to send again (WriteContention after `CONFLICT_ROUNDS`)."""
@@ -250,13 +273,19 @@ class Writes:
     def _ordered(self, progress: Progress) -> Steps[None]:
         """A cluster's single-key steps."""
         keys, ops = self.keys, progress.ops
+        # A commit whose reply was lost may have been applied: sent again, it finds its own write.
+        progress.resent = progress.resent or progress.committing
         if not progress.tabled:
             sets: list[Command] = []
             for _, new, guard in ops:
                 if new:
                     sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
                     sets += table_calls(keys, self.f, new, sketch, self.verification)
-            yield from round_trip(sets)
+            # Each id's value before the call, in the same round trip: what a resent commit that finds
+            # its own write was judged against.
+            sets += [(b"HGET", keys.id_bucket(doc_id), doc_id) for doc_id, _, _ in ops]
+            replies = yield from round_trip(sets)
+            progress.prior = [bytes(value or b"") for value in replies[len(sets) - len(ops) :]]
             progress.tabled = True
         while progress.pending:
             if progress.detaching:
@@ -273,13 +302,18 @@ class Writes:
                 for _, doc_id, new, old, _ in pending
             ]
             retry = []
-            for (i, doc_id, new, old, guard), status in zip(
-                pending, (yield from round_trip(calls)), strict=True
-            ):
+            progress.committing = True
+            statuses = yield from round_trip(calls)
+            for (i, doc_id, new, old, guard), status in zip(pending, statuses, strict=True):
                 if status[:1] == b"c":
                     retry.append((i, doc_id, new, status[1:], guard))
+                elif status == b"u" and progress.resent:
+                    # The first round expects no value (old b""): the value read before is the one judged.
+                    before = old or (progress.prior[i] if progress.rounds == 0 else b"")
+                    progress.outcomes[i] = _committed(before, new)
                 else:
                     progress.outcomes[i] = outcome_of(status, old)
+            progress.committing = progress.resent = False
             progress.next_round(retry)
             progress.detaching = True
         yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
@@ -289,12 +323,12 @@ class Writes:
         if first or (progress.rounds == 0 and _guarded_adds(progress.ops, self.tables)):
             # A later part's guards expect what the earlier parts add: parts keep one call's guarantees.
             parts = parts_of(range(len(progress.ops)), True)
-            return len(parts), lambda n: self._adds(progress, parts[n][0], len(parts[n]), not first)
+            return len(parts), lambda n: self._adds(progress, n, parts[n][0], len(parts[n]), not first)
         pending = progress.pending
-        return 1, lambda _: self._command(pending)
+        return 1, lambda _: self._command(pending, progress.record(self.keys, 0))
 
-    def _adds(self, progress: Progress, start: int, count: int, guarded: bool = False) -> Command:
-        """The first round's call for plain adds (format 'a') or add-if-new's guarded adds ('g')."""
+    def _adds(self, progress: Progress, part: int, start: int, count: int, guarded: bool = False) -> Command:
+        """The first round's call `part` for plain adds (format 'a') or add-if-new's guarded adds ('g')."""
         ops = progress.ops[start : start + count]
         fps = progress.fps
         ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
@@ -312,10 +346,12 @@ class Writes:
             add_args((doc_id, new))
             if guarded:
                 args.append(b" %s " % b" ".join([member for read in guard or () for member in read]))
+        add_key(progress.record(keys, part))
         return WRITE.command(key_list, args)
 
-    def _command(self, pending: list[Pending]) -> Command:
-        """A script call in the general argument format (id, new, old, guard per document)."""
+    def _command(self, pending: list[Pending], record: bytes) -> Command:
+        """A script call in the general argument format (id, new, old, guard per document), its reply
+        kept under `record`."""
         keys: list[bytes] = [self.keys.counts]
         args: list[bytes | int] = [self.tables, b""]
         for _, doc_id, new, old, guard in pending:
@@ -339,6 +375,7 @@ class Writes:
                 args.extend(guard_args(guard, self.tables, self.f))
             if isinstance(guard, SketchedGuard):
                 args.append(guard.sketch)
+        keys.append(record)
         return WRITE.command(keys, args)
 
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
@@ -396,6 +433,13 @@ def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
     for t, members in enumerate(guard):
         args.extend(members if t < tables else [pack_fps([member], f) for member in members])
     return args
+
+
+def _committed(before: bytes, new: bytes) -> Outcome:
+    """The outcome of a commit sent again that found its id with `new`: its own, from `before`."""
+    if before == new:
+        return Outcome.UNCHANGED
+    return Outcome.REPLACED if before else Outcome.ADDED
 
 
 def _guarded_adds(ops: list[Write], tables: int) -> bool:

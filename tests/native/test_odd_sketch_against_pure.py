@@ -198,11 +198,37 @@ def test_a_compiled_core_without_the_banded_sketches_is_refused() -> None:
     assert "older than this simhash-redis (no OddSketch.banded_many): upgrade it" in done.stderr
 
 
+def test_two_empty_sets_estimate_1_in_both_engines() -> None:
+    # Texts with nothing to hash are near-duplicates (docs/fingerprints.md); at a level above 0 an empty
+    # sample tells nothing.
+    for level, expected in ((0, 1.0), (3, 0.0)):
+        empty = bytes(126) + (level << 12).to_bytes(2, "little")
+        assert odd_estimate(empty, empty) == OddSketcher().estimate(empty, empty) == expected
+        with pure_engine():
+            assert OddSketcher().estimate(empty, empty) == expected
+    banded = BandedOddSketcher()
+    with pure_engine():
+        pure = banded.sketch_many(["", "!!!", "hello world"])
+    assert banded.sketch_many(["", "!!!", "hello world"]) == pure
+    stored = [banded.stored(one) for one in pure]
+    assert list(banded.estimate_many(pure[0], stored)) == [1.0, 1.0, 0.0]
+    assert list(banded.estimate_pairs(pure, [1, 0, 0], stored)) == [1.0, 1.0, 0.0]
+
+
 def test_a_compiled_core_with_the_former_estimator_is_refused() -> None:
     # Built before the estimate was rounded: odd_estimate of 6 bits apart at sizes 27 + 27 a hair below 0.8.
     done = _engine_with_core_changed("old.odd_estimate = lambda a, b: 0.7998")
     assert done.returncode == 1
     assert "older than this simhash-redis (its odd_estimate is not rounded): upgrade it" in done.stderr
+
+
+def test_a_compiled_core_that_estimates_two_empty_sets_0_is_refused() -> None:
+    # Built before two empty sets estimated 1: the engines would disagree on texts with nothing to hash.
+    done = _engine_with_core_changed(
+        "old.odd_estimate = lambda a, b, f=core.odd_estimate: 0.0 if a == b == bytes(128) else f(a, b)"
+    )
+    assert done.returncode == 1
+    assert "(its odd_estimate of two empty sets is not 1): upgrade it" in done.stderr
 
 
 def _engine_with_core_changed(change: str) -> subprocess.CompletedProcess[str]:

@@ -56,6 +56,33 @@
 -- so the client can resend it with the right keys. Each document is checked against the data before it
 -- is changed, so re-running the script after a lost reply changes nothing more: the counts move only
 -- when an id really appears or disappears.
+--
+-- In every format the last key, after the documents', is the call's reply record (`{base}:reply:` and a
+-- name the client makes unique to the call): a call that changed something keeps its reply there for
+-- REPLY_MS, and the same call resent after its reply was lost answers that reply again, changing
+-- nothing, so a document it added or replaced is not reported unchanged (judged against its own write).
+-- The record is best effort: kept only where TIME, HSET and PEXPIREAT may run.
+local REPLY_MS = 60000
+local record = KEYS[#KEYS]
+if not string.find(record, ':reply:', 1, true) then
+  return redis.error_reply('ERR the last key of a write call must be its reply record')
+end
+local kept = redis.call('HGET', record, 'r')
+if kept then
+  -- The statuses as netstrings, as written below.
+  local replay, pos = {}, 1
+  while pos <= #kept do
+    local colon = string.find(kept, ':', pos, true)
+    if not colon then
+      break
+    end
+    local len = tonumber(string.sub(kept, pos, colon - 1))
+    replay[#replay + 1] = string.sub(kept, colon + 1, colon + len)
+    pos = colon + len + 1
+  end
+  return replay
+end
+
 local T = tonumber(ARGV[1])
 local windowed = ARGV[2] == 'w'
 local counts = KEYS[1]
@@ -170,7 +197,10 @@ local j_kind, j_key, j_field, j_prev, j_n = {}, {}, {}, {}, 0
 -- Format 'w': the period (its position) of the keys being changed, journaled too, so that a key the undo
 -- creates again expires with its period.
 local j_at, j_period = {}, 0
+-- Whether the call changed anything (then its reply is recorded).
+local wrote = false
 local function log(kind, key, field, prev)
+  wrote = true
   j_n = j_n + 1
   j_kind[j_n], j_key[j_n], j_field[j_n], j_prev[j_n], j_at[j_n] = kind, key, field, prev, j_period
 end
@@ -685,5 +715,21 @@ if fp_delta ~= 0 then
 end
 if not ok then
   return redis.error_reply(type(err) == 'table' and err.err or tostring(err))
+end
+if wrote then
+  -- A call that changed nothing needs no record: sent again, it answers the same.
+  local timed, clock = pcall(redis.call, 'TIME')
+  if timed then
+    local parts = {}
+    for i = 1, #out do
+      parts[i] = #out[i] .. ':' .. out[i]
+    end
+    local expiry = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) + REPLY_MS
+    if pcall(redis.call, 'HSET', record, 'r', table.concat(parts)) then
+      if not pcall(redis.call, 'PEXPIREAT', record, expiry) then
+        pcall(redis.call, 'HDEL', record, 'r')  -- never a record without its expiry
+      end
+    end
+  end
 end
 return out
