@@ -128,6 +128,8 @@ def _library(url: str, admin: redis.Redis, recorder: Recorder) -> None:
         assert "a" in [m.id for m in index.near(TEXTS[0], k=0)] and index.near_many(TEXTS[:2])
         assert index.remove("b") and index.remove_many(["c", "zz"]) == [True, False]
         assert index.count()[0] > 0 and SimhashIndex.exists(index.client, name)
+        index._meta_read = float("-inf")  # its meta read again now, not a second after the last read
+        index.check_unchanged()
         assert index.verify().ok
         recorder.stop()
         _damage(admin, index)  # as the admin, between the recordings

@@ -40,7 +40,7 @@ def export_index(
     Args:
         on_progress: called with the number of records written so far, after each SCAN batch.
         on_skipped: called with the id of each document of a verified index left out for having no
-            sketch (an import would refuse it; `VerifiedIndex.verify` finds them).
+            sketch (an import would refuse it; `SimhashIndex.verify` finds them).
 
     Raises:
         IndexCorrupted: a verified index holds malformed sketches.
