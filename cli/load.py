@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from simhash_redis import SimhashIndex
-from simhash_redis.errors import IndexNotFound, InputError, InvalidArgument, SimhashRedisError
+from simhash_redis.errors import IndexNotFound, InputError, SimhashRedisError
 from simhash_redis.index.batches import DEFAULT_WINDOW
 from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
@@ -196,22 +196,9 @@ def _open_for_load(ctx: typer.Context, run: LoadRun, dry_run: bool) -> tuple[Sim
                 f"hold precomputed fingerprints: leave out {asked} to load them into a plain index",
                 ExitCode.USAGE,
             ) from None
-        return state.open_index(create=True, from_text=not _precomputed(run)), True
-
-
-def _precomputed(run: LoadRun) -> bool:
-    """Whether the inputs are precomputed fingerprints (--fingerprint-field, or fingerprints files): a
-    new index made from them is plain, a sketch needing the text."""
-    if run.read.fingerprint_field is not None:
-        return True
-    if run.fmt is not None:
-        return run.fmt == "fingerprints"
-    if STDIN in run.files:
-        return False
-    try:
-        return all(detect_format(path) == "fingerprints" for path in run.files)
-    except InvalidArgument:
-        return False  # the load itself says what is wrong with the input
+        # Any input of precomputed fingerprints (a mix with texts too) makes a new index plain: a
+        # verified one could store none of them.
+        return state.open_index(create=True, from_text=not precomputed(run.files, run.fmt, run.read)), True
 
 
 def _drop_if_unused(index: SimhashIndex, created: bool, stats: LoadStats) -> None:

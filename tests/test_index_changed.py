@@ -87,7 +87,24 @@ def test_a_verified_handle_refuses_writes_to_its_dropped_index(redis_client: red
     assert _keys(redis_client, "vgone") == []
 
 
-def test_while_the_meta_is_trusted_a_write_costs_no_round_trip_more(redis_client: redis.Redis) -> None:
+@pytest.mark.usefixtures("meta_read_each_write")
+def test_a_drop_in_the_middle_of_a_call_stops_its_next_batch(redis_client: redis.Redis) -> None:
+    worker = SimhashIndex(redis_client, "midway", batch_size=10)
+    other = SimhashIndex(redis_client, "midway")
+
+    def drop_after_the_first(done: int, outcomes: object) -> None:
+        if done == 10:
+            other.drop()
+
+    with pytest.raises(IndexNotFound):
+        worker.add_many([(f"d{i}", i << 20) for i in range(50)], on_progress=drop_after_the_first)
+    assert _keys(redis_client, "midway") == []
+
+
+def test_while_the_meta_is_trusted_a_write_costs_no_round_trip_more(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(simhash_index, "META_TRUSTED", float("inf"))  # however slow the machine
     worker = SimhashIndex(redis_client, "trusted")
     worker.add("a", 1)
     before = round_trips()
@@ -96,9 +113,10 @@ def test_while_the_meta_is_trusted_a_write_costs_no_round_trip_more(redis_client
 
 
 @pytest.mark.usefixtures("meta_read_each_write")
-def test_the_service_refuses_a_write_to_an_index_made_again_then_opens_it_afresh(
+def test_the_service_opens_afresh_an_index_dropped_or_made_again_under_it(
     redis_server: ServerProcess,
 ) -> None:
+    """Single calls, reads and JSON Lines streams alike: never the old configuration."""
     pytest.importorskip("starlette")
     import httpx
 
@@ -107,25 +125,33 @@ def test_the_service_refuses_a_write_to_an_index_made_again_then_opens_it_afresh
 
     app = create_app(ServiceConfig(redis_url=redis_server.url, access_log=False))
     client = redis_server.client()
+    lines = {"content-type": "application/x-ndjson"}
 
     async def run() -> list[httpx.Response]:
         async with app.app.router.lifespan_context(app.app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://service") as http:
-                answers = [await http.post("/v1/indexes/svc-remade/add", json={"id": "a", "text": TEXT})]
+                url = "/v1/indexes/svc-remade"
+                answers = [await http.post(f"{url}/add", json={"id": "a", "text": TEXT})]
                 SimhashIndex(client, "svc-remade").drop()
                 SimhashIndex(client, "svc-remade", k=5, f=32).add("z", 7)
-                for doc_id in ("b", "c"):
-                    answers.append(
-                        await http.post("/v1/indexes/svc-remade/add", json={"id": doc_id, "text": TEXT})
-                    )
+                answers.append(await http.post(f"{url}/near", json={"fingerprint": "0x7"}))
+                answers.append(await http.post(f"{url}/add", json={"id": "b", "text": TEXT}))
+                SimhashIndex(client, "svc-remade").drop()
+                SimhashIndex(client, "svc-remade", k=4, f=32).add("y", 9)
+                body = '{"id": "c", "fingerprint": "0x10"}\n'
+                answers.append(await http.post(f"{url}/add/batch", content=body, headers=lines))
                 return answers
 
     answers = asyncio.run(run())
-    # Refused once, then the index is opened afresh: as it is now (plain, 32-bit, k=5), whose mode an
-    # existing index keeps; "b" was never written.
-    assert [a.status_code for a in answers] == [200, 409, 200], [a.text for a in answers]
-    assert answers[1].json()["error"]["code"] == "configuration_mismatch"
+    assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers]
+    assert [m["id"] for m in answers[1].json()["matches"]] == ["z"]
+    assert "error" not in answers[3].text, answers[3].text
     index = SimhashIndex(client, "svc-remade", create=False)
-    assert (index.f, index.k, len(index), index.get("b")) == (32, 5, 2, None)
+    # "b" went to the index made in between, dropped since: the one there now holds "y" and "c".
+    assert (index.f, index.k, sorted(d for d in ("b", "c", "y") if index.get(d) is not None)) == (
+        32,
+        4,
+        ["c", "y"],
+    )
     assert index.verify().ok

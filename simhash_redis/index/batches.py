@@ -136,6 +136,7 @@ def bulk_add_columns(
     for ids, docs in windows(batches, window):
         raws, fps = _encode_ids(ids), _fingerprints(docs, f, index.fingerprint_many)
         if bulk is not None:
+            writes.check()  # the grouped commands go past `writes.apply`, which checks each batch
             done = bulk.write(raws, fps)
         else:
             done = in_batches(index.batch_size, None, functools.partial(apply, writes, f), raws, fps)
@@ -152,6 +153,7 @@ def bulk_add_sketched(
     none) by the grouped bulk path."""
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
     raws = _encode_ids(list(ids))
+    writes.check()
     return bulk.write(raws, _fingerprints(list(fps), bulk.f, index.fingerprint_many), sketches)
 
 

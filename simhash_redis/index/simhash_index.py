@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, overload
@@ -392,12 +393,11 @@ class SimhashIndex:
                 f"index {self.name!r} is verified (its documents carry sketches): write to it "
                 "through VerifiedIndex (simhash_redis.VerifiedIndex.from_url), or with the command line"
             )
-        self.check_unchanged()
 
     def check_unchanged(self) -> None:
         """Refuse to write if the index was dropped, or made again with another configuration, since this
-        object read its meta; every write calls it (the meta is read again once a second at most, so a
-        write may still follow a drop by that long).
+        object read its meta; every batch and bulk window written calls it (the meta is read again once a
+        second at most, so a write may still follow a drop by that long).
 
         Raises:
             IndexNotFound: the index was dropped.
@@ -417,8 +417,16 @@ def paths(index: SimhashIndex) -> tuple[Reads, Writes, UniqueWrites]:
     """The lookups, writes and add-if-new of an index, in its mode (a verified index's carry sketches)."""
     mode, tables = index.config.verification, len(index.layout.tables)
     reads = Reads(index.store, index.name, index.config, index.windows)
+    # Held weakly: the index holds its writes, and a cycle would leave its connections to the collector.
+    owner = weakref.ref(index)
+
+    def check() -> None:
+        live = owner()
+        if live is not None:
+            live.check_unchanged()
+
     if index.windows is None:
-        writes = Writes(index.store, index.f, tables, mode)
+        writes = Writes(index.store, index.f, tables, mode, check)
     else:
-        writes = WindowedWrites(index.store, index.f, tables, index.windows, mode)
+        writes = WindowedWrites(index.store, index.f, tables, index.windows, mode, check)
     return reads, writes, UniqueWrites(index.store, reads, writes, index.f, index.k)

@@ -46,9 +46,9 @@ class UniqueWrites:
         patience = time.monotonic() + wait
         blockers: dict[int, bytes] = {}
         siblings = False
-        # The documents a round takes, halved after a round that settles none of them: a shorter round
-        # meets fewer writes, and fewer turns of a retention window's period (a round that outlasts
-        # one loses its guards' documents to the next round whatever the others do).
+        # The documents a round takes, halved after a round that settles none of them (doubled after one
+        # that settles all): a shorter round meets fewer writes, and fewer turns of a retention window's
+        # period (a round that outlasts one loses its guards' documents whatever the others do).
         limit = len(pending)
         retries = 0  # rounds that left documents of their own to try again
         try:
@@ -61,7 +61,8 @@ class UniqueWrites:
                 if not pending:
                     return results  # type: ignore[return-value]
                 if not left:
-                    continue  # this part is done: the next one at once
+                    limit *= 2  # this part is done: the next one, larger, at once
+                    continue
                 retries += 1
                 if len(left) == len(part):
                     limit = max(1, limit // 2)
@@ -72,7 +73,7 @@ class UniqueWrites:
                     # Waiting only for documents of this batch, which are done and unlocked by now (pages of
                     # one template share buckets by the hundred): their turn comes at once, no pause.
                     own = locks.token + b":"
-                    siblings = all(blockers.get(doc, b"").startswith(own) for doc in pending)
+                    siblings = all(blockers.get(doc, b"").startswith(own) for doc in left)
                 if not siblings:
                     # Others keep writing into these tables: let them finish before reading again.
                     pause(next(delays, None) or random.uniform(0, _CONTENTION_BACKOFF.cap))

@@ -155,7 +155,7 @@ class VerifiedIndex:
 
         Args:
             sketches: as the hasher's sketch_many makes them (without unique, also as `sketch_of` gives
-                them); None stores a document without one (as an export may hold), never matched.
+                them); None stores a document without one, never matched (`verify` reports it).
             unique: as `add_if_new`: a stored near-duplicate in place of the outcome of each document
                 not stored (every sketch needed).
 
@@ -166,7 +166,6 @@ class VerifiedIndex:
             WriteContention: as `add_if_new`.
         """
         self._check_sizes(ids, fps, sketches, unique)
-        self.index.check_unchanged()
         raws = [encode_id(doc_id) for doc_id in ids]
         checked = [check_fp(fp, self.index.f) for fp in fps]
         run = self._add_if_new_batch if unique else self._add_batch  # unique: every sketch given (checked)
@@ -180,7 +179,6 @@ class VerifiedIndex:
         if self.index.windows is not None:  # a period's keys expire with it, which the atomic path sets
             return [o for o in self.add_sketched(ids, fps, sketches) if isinstance(o, Outcome)]
         self._check_sizes(ids, fps, sketches, unique=False)
-        self.index.check_unchanged()
         store = self.hasher.stored
         forms = [store(sketch) if sketch else b"" for sketch in sketches]
         return bulk_add_sketched(self.index, self._writes, ids, fps, forms)
@@ -249,7 +247,6 @@ class VerifiedIndex:
 
     def remove_many(self, ids: Sequence[str]) -> list[bool]:
         """Remove many documents, each with its sketch; for each id, whether it was stored."""
-        self.index.check_unchanged()
         return batches.remove_many(self.index, self._writes, ids, None)
 
     def sketch_of(self, doc_id: str) -> bytes | None:

@@ -149,8 +149,12 @@ def _reread(
     pending = missing
     for _ in range(3):  # a document rewritten again between the reads: read it once more
         replies = index.store.execute([(b"HGET", keys.id_bucket(raw_id), raw_id) for raw_id in pending])
-        live = [(raw_id, bytes(fp)) for raw_id, fp in zip(pending, replies, strict=True) if fp is not None]
-        current.update(live)
+        for raw_id, fp in zip(pending, replies, strict=True):
+            if fp is None:
+                current.pop(raw_id, None)  # removed meanwhile (perhaps after a rewrite read before)
+            else:
+                current[raw_id] = bytes(fp)
+        live = [(raw_id, current[raw_id]) for raw_id in pending if raw_id in current]
         sketches.update(_sketches(index, keys, [live]))
         pending = [raw_id for raw_id, _ in live if raw_id not in sketches]
         if not pending:

@@ -204,20 +204,19 @@ class Service:
     def _streamed(
         self, name: str, op: Operation, params: tuple[Any, ...]
     ) -> Callable[[Sequence[Any]], Sequence[Any]]:
-        """The operation's call for a JSON Lines stream: on the index as it is, or, for a write to a missing
-        index, on the one its first part creates (in the mode its documents choose, once they are
-        checked)."""
-        try:
-            return op.bound(self.registry.get(name), params)
-        except IndexNotFound:
-            if not (op.create and self.config.create):
-                raise
-        opened: list[Opened] = []
+        """The operation's call for a JSON Lines stream: each part on the index as it is then (one dropped
+        or made again meanwhile is opened afresh), or, for a write to a missing index, on the one its first
+        part creates (in the mode its documents choose, once they are checked).
+
+        Raises:
+            IndexNotFound: the index does not exist, and the operation may not create it (before the
+                stream's answer starts).
+        """
+        if not (op.create and self.config.create):
+            self.registry.get(name)  # missing: 404, before the stream's answer starts
 
         def run(items: Sequence[Any]) -> Sequence[Any]:
-            if not opened:
-                opened.append(self._index(name, op, items))
-            return op.run(opened[0], items, params)
+            return op.run(self._index(name, op, items), items, params)
 
         return run
 

@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 import redis
 from redis.cluster import RedisCluster
 
-from ..errors import IndexNotFound, InvalidArgument, InvalidType
+from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType
 from ..index import SimhashIndex, VerifiedIndex
 from ..index.mode import chosen_mode, open_in_mode
 from ..store import validate_name
@@ -132,7 +132,8 @@ class Registry:
 
     def get(self, name: str, *, create: bool = False, from_text: bool = True) -> Opened:
         """The open index of that name; a missing one created if `create` (and the configuration) allow,
-        in the mode `from_text` (documents that are texts, not fingerprints) chooses.
+        in the mode `from_text` (documents that are texts, not fingerprints) chooses. One dropped or made
+        again since it was opened (its meta read again once a second at most) is opened afresh.
 
         Raises:
             IndexNotFound: the index does not exist and is not to be created.
@@ -140,6 +141,13 @@ class Registry:
                 meanwhile by another process) with another configuration.
         """
         found = self._opened.get(name)
+        if found is not None:
+            try:
+                found.plain.check_unchanged()  # a meta read once a second at most
+            except (IndexNotFound, ConfigurationMismatch):
+                # Dropped, or made again, since it was opened: opened afresh, as it is now.
+                del self._opened[name]
+                found = None
         if found is None:
             validate_name(name, "index name")
             found = self._opened[name] = self._open(name, create and self._config.create, from_text)

@@ -56,9 +56,15 @@ class WindowedWrites(Writes):
     """`Writes` of an index with a retention window: each round over the periods of the server's clock."""
 
     def __init__(
-        self, store: Store, f: int, tables: int, windows: Windows, verification: Verification | None = None
+        self,
+        store: Store,
+        f: int,
+        tables: int,
+        windows: Windows,
+        verification: Verification | None = None,
+        check: Callable[[], None] | None = None,
     ) -> None:
-        super().__init__(store, f, tables, verification)
+        super().__init__(store, f, tables, verification, check)
         self.windows = windows
 
     def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:

@@ -190,9 +190,19 @@ class Writes:
     index with a retention window is written over its periods (`windowed_writes.WindowedWrites`).
     """
 
-    def __init__(self, store: Store, f: int, tables: int, verification: Verification | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        f: int,
+        tables: int,
+        verification: Verification | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> None:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
         self.verification = verification
+        #: Called before each write: raises if the index changed under this writer (the index's
+        #: `check_unchanged`).
+        self.check = check or (lambda: None)
 
     def apply(
         self, ops: list[Write], fps: list[int] | None = None, tables: list[list[bytes]] | None = None
@@ -207,7 +217,9 @@ class Writes:
 
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
+            IndexNotFound, ConfigurationMismatch: as `check` (nothing written).
         """
+        self.check()
         if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
             return self._apply_unique(ops, fps, tables)
         # Within one call, writes of one id would be judged against the same stored state (x -> A,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import msgpack
 import pytest
@@ -186,6 +187,32 @@ def test_export_reads_again_an_id_rewritten_between_its_reads(
     assert export_index(index, out, on_skipped=skipped.append) == 20 and not skipped
     records = {r[0]: r for r in list(msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False))[1:-1]}
     assert records["d3"][1] == int(stale) and isinstance(records["d3"][2], bytes)
+
+
+def test_export_leaves_out_an_id_rewritten_then_removed_between_its_reads(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _verified(redis_client, "ver").index
+    store = index.store
+    read, execute = store.hashes, store.execute
+    rereads: list[int] = []
+
+    def stale(keys: list[bytes], **kwargs: object) -> list[object]:
+        return [[(i, b"12345" if i == b"d3" else fp) for i, fp in bucket] for bucket in read(keys)]
+
+    def rewritten_then_removed(commands: list[Any], **kwargs: Any) -> list[Any]:
+        if commands and commands[0][0] == b"HGET" and commands[0][2] == b"d3":
+            rereads.append(1)  # first: a fingerprint whose sketch is not there yet; then: removed
+            return [b"67890" if len(rereads) == 1 else None]
+        return execute(commands, **kwargs)
+
+    monkeypatch.setattr(store, "hashes", stale)
+    monkeypatch.setattr(store, "execute", rewritten_then_removed)
+    skipped: list[str] = []
+    out = io.BytesIO()
+    assert export_index(index, out, on_skipped=skipped.append) == 19 and not skipped
+    records = {r[0] for r in list(msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False))[1:-1]}
+    assert "d3" not in records and len(rereads) == 2
 
 
 def test_export_leaves_out_a_document_without_a_sketch_and_says_so(redis_client: redis.Redis) -> None:

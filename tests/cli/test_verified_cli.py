@@ -235,3 +235,15 @@ def test_fingerprint_files_are_refused_once_by_a_verified_index(
     assert new.exit_code == 2 and "leave out --verified" in new.stderr, new.output
     assert not SimhashIndex.exists(redis_client, "new")
     assert invoke("load", str(fps), index="new").exit_code == 0  # plain, made from fingerprints
+
+
+def test_texts_and_fingerprint_files_loaded_together_make_a_plain_index(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    texts, fps = tmp_path / "a.txt", tmp_path / "b.fp"
+    texts.write_text("".join(story(i) + "\n" for i in range(5)))
+    fps.write_text("".join(f"f{i}\t{(i + 1) << 40}\n" for i in range(5)))
+    loaded = invoke("load", str(texts), str(fps), index="mix")
+    assert loaded.exit_code == 0, loaded.output
+    index = SimhashIndex(redis_client, "mix")
+    assert index.config.verification is None and len(index) == 10
