@@ -6,16 +6,19 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 
 from tests.servers import HOST, free_port
 
-__all__ = ["ServiceProcess"]
+__all__ = ["ServiceProcess", "in_thread", "until"]
 
 
 class ServiceProcess:
@@ -115,3 +118,35 @@ class ServiceProcess:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Wait for a server's state to come (30 s: a bound against a hang, not a timing)."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "the server's state never came"
+        time.sleep(0.01)
+
+
+@contextmanager
+def in_thread(redis_url: str) -> Iterator[tuple[Any, int]]:
+    """The service's app under uvicorn with the service's protocol, in a thread of this process (so a test
+    can read its state): the app and its port, once it has started."""
+    import uvicorn
+
+    from simhash_redis.service import protocol
+    from simhash_redis.service.app import create_app
+    from simhash_redis.service.config import ServiceConfig
+
+    port = free_port()
+    app = create_app(ServiceConfig(redis_url=redis_url, access_log=False))
+    config = uvicorn.Config(app, host=HOST, port=port, http=protocol.Protocol, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        until(lambda: server.started)
+        yield app, port
+    finally:
+        server.should_exit = True
+        thread.join(30)

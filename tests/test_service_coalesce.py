@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -203,36 +203,17 @@ def test_a_response_head_goes_with_its_body_in_one_write() -> None:
 
 def test_the_worker_counts_each_request_until_it_is_answered_or_its_connection_lost(redis_url: str) -> None:
     import socket
-    import threading
-    import time
-
-    import uvicorn
 
     from simhash_redis.service import protocol
-    from simhash_redis.service.app import create_app
-    from simhash_redis.service.config import ServiceConfig
-    from tests.servers import HOST, free_port
+    from tests.servers import HOST
+    from tests.service_process import in_thread, until
 
     SimhashIndex.from_url(redis_url, "counted").add("a", TEXT)
-    port = free_port()
-    app = create_app(ServiceConfig(redis_url=redis_url, access_log=False))
-    config = uvicorn.Config(app, host=HOST, port=port, http=protocol.Protocol, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-
-    def until(condition: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + 30
-        while not condition():
-            assert time.monotonic() < deadline, "the server's state never came"
-            time.sleep(0.01)
-
     body = json.dumps({"text": TEXT}).encode()
     request = (
         f"POST /v1/indexes/counted/near HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode() + body
-    try:
-        until(lambda: server.started)
+    with in_thread(redis_url) as (_, port):
         with socket.create_connection((HOST, port), timeout=30) as conn:
             conn.sendall(request * 3)  # pipelined: answered in order, each counted until answered
             received = b""
@@ -262,9 +243,6 @@ def test_the_worker_counts_each_request_until_it_is_answered_or_its_connection_l
             conn.sendall(request[:-10])  # a request whose body never comes, then the connection goes
             until(lambda: protocol._unanswered[0] == 1)
         until(lambda: protocol._unanswered[0] == 0)
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 def test_each_operation_holds_its_function_under_its_path_name() -> None:

@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,8 +18,8 @@ import pytest
 
 from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.errors import IndexNotFound, InvalidArgument
-from tests.servers import HOST, ServerProcess, free_port
-from tests.service_process import ServiceProcess
+from tests.servers import HOST, ServerProcess
+from tests.service_process import ServiceProcess, in_thread, until
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -167,48 +165,27 @@ def test_post_to_stats_is_405(http: httpx.Client) -> None:
 
 
 def test_refused_parameters_make_no_coalescer_and_a_coalescer_goes_once_idle(redis_url: str) -> None:
-    import uvicorn
-
     from simhash_redis.service import protocol
-    from simhash_redis.service.app import create_app
-    from simhash_redis.service.config import ServiceConfig
 
     VerifiedIndex(SimhashIndex.from_url(redis_url, "co")).add("a", TEXT)
-    port = free_port()
-    app = create_app(ServiceConfig(redis_url=redis_url, access_log=False))
-    config = uvicorn.Config(app, host=HOST, port=port, http=protocol.Protocol, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-
-    def until(condition: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + 30
-        while not condition():
-            assert time.monotonic() < deadline, "the server's state never came"
-            time.sleep(0.01)
-
-    try:
-        until(lambda: server.started)
-        with (
-            socket.create_connection((HOST, port), timeout=30) as held,
-            httpx.Client(base_url=f"http://{HOST}:{port}", timeout=30) as http,
-        ):
-            # A request whose body has not come yet: every other one is read while it is unanswered,
-            # so goes through a coalescer.
-            held.sendall(
-                f"POST /v1/indexes/co/near HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 99\r\n\r\n".encode()
-            )
-            until(lambda: protocol._unanswered[0] == 1)
-            for i in range(40):
-                refused = http.post("/v1/indexes/co/near", json={"text": TEXT, "k": 10**6 + i})
-                assert code_of(refused) == (400, "invalid_argument")
-                found = http.post("/v1/indexes/co/near", json={"text": TEXT, "threshold": 0.5 + i / 1000})
-                assert found.json()["matches"][0]["id"] == "a"
-            service = app.operation.__self__  # type: ignore[attr-defined]
-            assert service.registry.get("co").coalescers == {}
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with (
+        in_thread(redis_url) as (app, port),
+        socket.create_connection((HOST, port), timeout=30) as held,
+        httpx.Client(base_url=f"http://{HOST}:{port}", timeout=30) as http,
+    ):
+        # A request whose body has not come yet: every other one is read while it is unanswered,
+        # so goes through a coalescer.
+        held.sendall(
+            f"POST /v1/indexes/co/near HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 99\r\n\r\n".encode()
+        )
+        until(lambda: protocol._unanswered[0] == 1)
+        for i in range(40):
+            refused = http.post("/v1/indexes/co/near", json={"text": TEXT, "k": 10**6 + i})
+            assert code_of(refused) == (400, "invalid_argument")
+            found = http.post("/v1/indexes/co/near", json={"text": TEXT, "threshold": 0.5 + i / 1000})
+            assert found.json()["matches"][0]["id"] == "a"
+        service = app.operation.__self__  # type: ignore[attr-defined]
+        assert service.registry.get("co").coalescers == {}
 
 
 @pytest.mark.parametrize(
