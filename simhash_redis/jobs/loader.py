@@ -172,7 +172,6 @@ class Loader:
         self._fingerprinter = Fingerprinter(
             index.scheme, index.f, fp_base, self.workers, self.batch_size, hasher
         )
-        self._checked = time.monotonic()
         self._fatal: InputError | None = None
         #: Ids written by this load, to tell its own replacements; kept for loads of several inputs.
         self._repeats: RepeatedIds | None = None
@@ -350,18 +349,14 @@ class Loader:
                 else:
                     add = self.index.add_many
                     outcomes = add(items, unique=True) if self.unique else add(items)
-            except IndexNotFound:
+            except IndexNotFound:  # the index checks its meta before each batch, once a second at most
                 self._check_index()  # the load's own words: what was acknowledged may be gone
                 raise
-            self._check_index(now=False)
         self._count(ids, outcomes)
 
-    def _check_index(self, *, now: bool = True) -> None:
+    def _check_index(self) -> None:
         """Raise IndexNotFound if the index's meta is gone: writes would go on, but no worker could open the
-        index again. now False: only if the last check is a second old (one round trip a second)."""
-        if not now and time.monotonic() - self._checked < 1.0:
-            return
-        self._checked = time.monotonic()
+        index again."""
         if not SimhashIndex.exists(self.index.client, self.index.name, prefix=self.index.prefix):
             raise IndexNotFound(
                 f"index {self.index.name!r} vanished during the load (dropped, its meta key deleted or the "
