@@ -10,6 +10,7 @@ warning: Scrapy's deprecations of hook signatures are warnings, and would one da
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import http.server
@@ -338,6 +339,35 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
     # Unset, the mode is the library's default (verified for a new index, an existing one's own).
     assert _from_settings().verified is None
     assert _from_settings(SIMHASH_REDIS_VERIFIED="False").verified is False
+
+
+def test_zero_is_a_setting_and_bytes_are_a_text(
+    redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """K = 0 (exact copies only) and THRESHOLD = 0 are values, not "unset"; a text given as bytes (a
+    response's body) is deduplicated, not passed through as no text; an int id is its decimal form."""
+    from scrapy.exceptions import DropItem
+
+    from simhash_redis.contrib import scrapy as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "_on_asyncio", lambda: False)  # no reactor in this process
+    exact = _from_settings(SIMHASH_REDIS_K="0", SIMHASH_REDIS_VERIFIED="False")
+    assert exact.k == 0
+    with pytest.raises(InvalidArgument, match="SIMHASH_REDIS_THRESHOLD needs a verified index"):
+        _from_settings(SIMHASH_REDIS_VERIFIED=False, SIMHASH_REDIS_THRESHOLD=0)
+    SimhashIndex(redis_client, "k5", k=5)
+    with pytest.raises(ConfigurationMismatch):
+        _from_settings(SIMHASH_REDIS_URL=redis_url, SIMHASH_REDIS_INDEX="k5", SIMHASH_REDIS_K=0).open_spider()
+    pipeline = _from_settings(SIMHASH_REDIS_URL=redis_url, SIMHASH_REDIS_INDEX="bytes")
+    pipeline.open_spider()
+    try:
+        text = "storm closes coastal roads as heavy rain hits the region on monday and schools stay shut"
+        first = {"url": 123, "text": text}
+        assert asyncio.run(pipeline.process_item(first)) is first
+        with pytest.raises(DropItem, match="near-duplicate of 123"):
+            asyncio.run(pipeline.process_item({"url": "b", "text": text.encode()}))
+    finally:
+        pipeline.close_spider()
 
 
 def test_the_setting_chooses_the_mode_of_a_new_index(

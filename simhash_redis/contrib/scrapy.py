@@ -57,7 +57,10 @@ def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
 
 
 def _typed(settings: Any, name: str, kind: str) -> Any:
-    """A setting read with its type's getter (getfloat, getint, getbool), InvalidArgument if malformed."""
+    """A setting read with its type's getter (getfloat, getint, getbool), None if not set (0 is a value),
+    InvalidArgument if malformed."""
+    if settings.get(name) is None:
+        return None
     try:
         return getattr(settings, f"get{kind}")(name)
     except ValueError:
@@ -155,7 +158,7 @@ class NearDuplicatePipeline:
         """The pipeline as the crawl's settings describe it (SIMHASH_REDIS_*); InvalidArgument, which
         stops the crawl at its start, for a setting it cannot use."""
         settings = crawler.settings
-        threshold = _typed(settings, "SIMHASH_REDIS_THRESHOLD", "float") or None  # given: verified
+        threshold = _typed(settings, "SIMHASH_REDIS_THRESHOLD", "float")  # given: verified
         if threshold is not None and not 0 <= threshold <= 1:
             raise InvalidArgument(f"SIMHASH_REDIS_THRESHOLD must be a number in [0, 1], got {threshold!r}")
         pipeline = cls(
@@ -165,16 +168,13 @@ class NearDuplicatePipeline:
                 settings.get("SIMHASH_REDIS_TEXT"), settings.get("SIMHASH_REDIS_TEXT_FIELD", "text")
             ),
             id_field=settings.get("SIMHASH_REDIS_ID_FIELD", "url"),
-            k=_typed(settings, "SIMHASH_REDIS_K", "int") or None,
+            k=_typed(settings, "SIMHASH_REDIS_K", "int"),
             prefix=settings.get("SIMHASH_REDIS_PREFIX", defaults.PREFIX),
             retention=_retention(
-                settings.get("SIMHASH_REDIS_RETENTION"), _typed(settings, "SIMHASH_REDIS_SLIDING", "bool")
+                settings.get("SIMHASH_REDIS_RETENTION"),
+                bool(_typed(settings, "SIMHASH_REDIS_SLIDING", "bool")),
             ),
-            verified=(
-                None
-                if settings.get("SIMHASH_REDIS_VERIFIED") is None
-                else _typed(settings, "SIMHASH_REDIS_VERIFIED", "bool")
-            ),
+            verified=_typed(settings, "SIMHASH_REDIS_VERIFIED", "bool"),
             threshold=threshold,
         )
         pipeline.stats = crawler.stats
@@ -232,6 +232,8 @@ class NearDuplicatePipeline:
         """Store the item's fingerprint and pass the item on, or drop it (DropItem, naming the stored copy
         and its distance) as a near-duplicate, also of this id's own stored text."""
         text = self.text(item)
+        if isinstance(text, bytes):  # a response's body, say: deduplicated as text, not passed through
+            text = text.decode("utf-8", "replace")
         if not isinstance(text, str) or not text.strip():
             self._inc(NO_TEXT)
             return item
@@ -255,6 +257,8 @@ class NearDuplicatePipeline:
     @staticmethod
     def _doc_id(value: object, text: str) -> str:
         """The item's id field if it can be stored as one, else a hash of it (or of the text, if none)."""
+        if isinstance(value, int) and not isinstance(value, bool):  # a database's key, say
+            value = str(value)
         if isinstance(value, str) and value:
             try:
                 if len(value.encode()) <= defaults.MAX_ID_BYTES:
