@@ -71,6 +71,7 @@ class BandedOddSketcher:
         if native is not None:
             # One pass a document: its shingles made once for the band values and every level.
             return native.banded_sketch_many(self.n, self.seed, self.bands, docs, _ABOVE)  # type: ignore[no-any-return]
+        docs = list(docs)  # read three times below: a generator would be spent by the first
         bands = self.bands.sketch_many(docs)
         own = self.odd.sketch_many(docs)
         out = []
@@ -175,6 +176,7 @@ class _StoringSketcher(BandedOddSketcher):
         if native is not None:
             # One pass a document: its shingles made once for the band values and its own level.
             return native.banded_stored_many(self.n, self.seed, self.bands, docs)  # type: ignore[no-any-return]
+        docs = list(docs)  # read twice below: a generator would be spent by the first
         bands = self.bands.sketch_many(docs)
         return [band + own for band, own in zip(bands, self.odd.sketch_many(docs), strict=True)]
 

@@ -58,7 +58,10 @@ def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
             raise InvalidType(f"{name} feature must be a str, got {type(key).__name__}")
         if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
             raise InvalidType(f"{name} weight must be a real number, got {type(weight).__name__}")
-        value = float(weight)
+        try:
+            value = float(weight)
+        except OverflowError:  # an int or Fraction past a float's range
+            value = math.inf
         if not math.isfinite(value):
             raise InvalidArgument(f"{name} weight must be finite, got {value} for {key!r}")
         norm = normalize(key)

@@ -113,6 +113,8 @@ class MinHasher:
         #: make each a bijection of uint64, i.e. a permutation of hash values.
         self.a = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
         self.b = rng.integers(0, 1 << 63, size=num_perm, dtype=np.uint64)
+        # Read-only: the compiled core keeps its own copy, which a change in place would leave behind.
+        self.a.flags.writeable = self.b.flags.writeable = False
         self._dtype = np.dtype(np.uint8) if bits == 8 else np.dtype("<u2")
         self._chance = 2.0**-bits
 
