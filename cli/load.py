@@ -188,17 +188,17 @@ def _open_for_load(ctx: typer.Context, run: LoadRun, dry_run: bool) -> tuple[Sim
     try:
         return state.open_index(create=False), False
     except IndexNotFound:
-        if state.asked_mode() and precomputed(run.files, run.fmt, run.read):
-            # Refused before the index is made: a verified index could load none of it.
+        # Any input of precomputed fingerprints (a mix with texts too) makes a new index plain: a verified
+        # one could store none of them, and one asked for is refused before it is made.
+        fingerprints = precomputed(run.files, run.fmt, run.read)
+        if fingerprints and state.asked_mode():
             asked = state.asked_by() or "--verified"
             raise fail(
                 f"a verified index ({asked}) needs each document's text for its sketch, and these inputs "
                 f"hold precomputed fingerprints: leave out {asked} to load them into a plain index",
                 ExitCode.USAGE,
             ) from None
-        # Any input of precomputed fingerprints (a mix with texts too) makes a new index plain: a
-        # verified one could store none of them.
-        return state.open_index(create=True, from_text=not precomputed(run.files, run.fmt, run.read)), True
+        return state.open_index(create=True, from_text=not fingerprints), True
 
 
 def _drop_if_unused(index: SimhashIndex, created: bool, stats: LoadStats) -> None:

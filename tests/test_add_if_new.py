@@ -275,17 +275,13 @@ def test_on_a_cluster_documents_waiting_for_their_own_batch_do_not_pause(
     assert pauses == []
 
 
-def test_rounds_too_long_to_settle_anything_are_shortened_until_they_do(
-    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One writer whose rounds of more than 8 documents settle none (as a round that outlasts a retention
-    window's period loses its guards' documents): the rounds are halved until they settle, and every
-    document is stored (before: WriteContention after the round budget, with no other writer)."""
-    index = SimhashIndex(redis_client, "long-rounds", k=3)
+def _rounds_settling(monkeypatch: pytest.MonkeyPatch, most: int) -> list[int]:
+    """add_if_new's rounds made to settle none of their documents when they take more than `most` (as
+    one that outlasts a retention window's period); the sizes of the rounds run."""
     real = unique.UniqueWrites._round
     sizes: list[int] = []
 
-    def outlasting(
+    def rounds(
         self: unique.UniqueWrites,
         ids: Any,
         fps: Any,
@@ -295,10 +291,21 @@ def test_rounds_too_long_to_settle_anything_are_shortened_until_they_do(
         results: Any,
     ) -> list[int]:
         sizes.append(len(pending))
-        return list(pending) if len(pending) > 8 else real(self, ids, fps, judge, locks, pending, results)
+        return list(pending) if len(pending) > most else real(self, ids, fps, judge, locks, pending, results)
 
-    monkeypatch.setattr(unique.UniqueWrites, "_round", outlasting)
+    monkeypatch.setattr(unique.UniqueWrites, "_round", rounds)
     monkeypatch.setattr(unique, "pause", lambda seconds: None)
+    return sizes
+
+
+def test_rounds_too_long_to_settle_anything_are_shortened_until_they_do(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One writer whose rounds of more than 8 documents settle none: the rounds are halved until they
+    settle, and every document is stored (before: WriteContention after the round budget, with no other
+    writer)."""
+    index = SimhashIndex(redis_client, "long-rounds", k=3)
+    sizes = _rounds_settling(monkeypatch, 8)
     rng = random.Random(8)
     docs = [(f"d{i}", rng.getrandbits(64)) for i in range(100)]
     assert index.add_many(docs, unique=True) == [Outcome.ADDED] * 100
@@ -311,22 +318,7 @@ def test_rounds_that_never_settle_still_end_in_write_contention(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = SimhashIndex(redis_client, "never", k=3)
-    rounds: list[int] = []
-
-    def never(
-        self: unique.UniqueWrites,
-        ids: Any,
-        fps: Any,
-        judge: Any,
-        locks: Any,
-        pending: list[int],
-        results: Any,
-    ) -> list[int]:
-        rounds.append(len(pending))
-        return list(pending)
-
-    monkeypatch.setattr(unique.UniqueWrites, "_round", never)
-    monkeypatch.setattr(unique, "pause", lambda seconds: None)
+    rounds = _rounds_settling(monkeypatch, 0)
     with pytest.raises(WriteContention):
         index.add_many([(f"d{i}", i << 20) for i in range(64)], unique=True)
     assert len(rounds) == unique._UNIQUE_ROUNDS and rounds[-1] == 1
