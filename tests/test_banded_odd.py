@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from simhash_redis.errors import InvalidArgument
+from simhash_redis.errors import InvalidArgument, InvalidType
 from simhash_redis.fingerprinting import BandedOddSketcher, MinHasher, OddSketcher
 from simhash_redis.fingerprinting.banded_odd import BAND_VALUES
 from simhash_redis.fingerprinting.odd_sketch import SKETCH_BYTES
@@ -66,3 +66,28 @@ def test_a_few_pairs_and_many_give_the_same_floats() -> None:
     many = _SKETCHER.estimate_many(query, stored).tolist()
     few = [_SKETCHER.estimate_many(query, [one])[0] for one in stored]
     assert many == few and max(many) > 0.9
+
+
+@pytest.mark.parametrize(
+    "sketcher", [BandedOddSketcher(), MinHasher(), OddSketcher()], ids=["banded", "minhash", "odd"]
+)
+@pytest.mark.parametrize("docs", ["one text", b"one text", {"a": 1.0}, None, 5])
+def test_sketch_many_refuses_what_is_not_many_documents(sketcher: object, docs: object) -> None:
+    # A text's characters were each sketched as a document.
+    with pytest.raises(InvalidType, match="iterable of documents"):
+        sketcher.sketch_many(docs)  # type: ignore[attr-defined]
+
+
+def test_a_sketch_that_is_not_bytes_is_refused_as_such() -> None:
+    query = _SKETCHER.sketch("a b c d")
+    for call in (
+        lambda: _SKETCHER.estimate(query, 5),
+        lambda: _SKETCHER.estimate(5, query),
+        lambda: _SKETCHER.estimate_many(query, [5]),
+        lambda: _SKETCHER.estimate_many(None, [query]),
+        lambda: MinHasher().estimate(1, 2),
+    ):
+        with pytest.raises(InvalidType, match="must be bytes"):
+            call()  # type: ignore[no-untyped-call]
+    with pytest.raises(InvalidArgument, match="got 10"):
+        _SKETCHER.estimate_many(query[:10], [_SKETCHER.stored(query)])

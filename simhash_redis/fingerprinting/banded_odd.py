@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from . import engine_choice
-from .minhash import MinHasher
+from .minhash import MinHasher, check_many
 from .odd_sketch import MAX_LEVEL, NATIVE_PAIRS, SKETCH_BYTES, OddSketcher
 from .scheme import Scheme
 
@@ -67,6 +67,7 @@ class BandedOddSketcher:
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
         """The query sketches of many documents (`query_bytes` each)."""
+        check_many(docs)
         native = engine_choice.native
         if native is not None:
             # One pass a document: its shingles made once for the band values and every level.
@@ -87,7 +88,9 @@ class BandedOddSketcher:
     @staticmethod
     def stored(query: bytes) -> bytes:
         """The stored form of a query sketch."""
-        return query[: BandedOddSketcher.sketch_bytes]
+        return _sketch(query, (BandedOddSketcher.query_bytes, BandedOddSketcher.sketch_bytes), "a sketch")[
+            : BandedOddSketcher.sketch_bytes
+        ][: BandedOddSketcher.sketch_bytes]
 
     def stored_sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
         """The sketch stored for a document (`sketch_bytes`)."""
@@ -100,6 +103,7 @@ class BandedOddSketcher:
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
         """The Jaccard estimates of a query sketch (or a stored one, at its own level only) with stored
         sketches."""
+        query = _sketch(query, (self.query_bytes, self.sketch_bytes), "a query sketch")
         native = engine_choice.native
         if native is None or len(others) > NATIVE_PAIRS:
             return self.estimate_pairs([query], [0] * len(others), others)
@@ -116,8 +120,7 @@ class BandedOddSketcher:
                     by_level[wanted] = sketch
         out = np.zeros(len(others), dtype=np.float64)
         for i, other in enumerate(others):
-            if len(other) != self.sketch_bytes:
-                raise InvalidArgument(f"a stored sketch is {self.sketch_bytes} bytes, got {len(other)}")
+            other = _sketch(other, (self.sketch_bytes,), "a stored sketch")
             at_level = by_level.get(other[-1] >> 4)  # the level: the header's top 4 bits
             if at_level is not None:
                 out[i] = native.odd_estimate(at_level, other[BAND_VALUES:])
@@ -133,11 +136,8 @@ class BandedOddSketcher:
         out = np.zeros(len(others), dtype=np.float64)
         if not others:
             return out
-        if any(len(one) not in (self.query_bytes, self.sketch_bytes) for one in queries):
-            sizes = f"{self.query_bytes} bytes (or, stored, {self.sketch_bytes})"
-            raise InvalidArgument(f"a query sketch is {sizes}")
-        if any(len(other) != self.sketch_bytes for other in others):
-            raise InvalidArgument(f"a stored sketch is {self.sketch_bytes} bytes")
+        queries = [_sketch(one, (self.query_bytes, self.sketch_bytes), "a query sketch") for one in queries]
+        others = [_sketch(other, (self.sketch_bytes,), "a stored sketch") for other in others]
         pad = self.query_bytes - self.sketch_bytes  # a stored form has no sketch a level below or above
         joined = b"".join([one if len(one) == self.query_bytes else one + bytes(pad) for one in queries])
         whole = np.frombuffer(joined, dtype=np.uint8).reshape(len(queries), self.query_bytes)
@@ -172,6 +172,7 @@ class _StoringSketcher(BandedOddSketcher):
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
         """The stored sketches of many documents (`sketch_bytes` each)."""
+        check_many(docs)
         native = engine_choice.native
         if native is not None:
             # One pass a document: its shingles made once for the band values and its own level.
@@ -211,3 +212,12 @@ def storing(hasher: Sketcher) -> Sketcher:
     if type(hasher) is BandedOddSketcher:
         return _StoringSketcher(hasher.n, hasher.seed)
     return hasher  # a MinHash's query sketch is its stored one
+
+
+def _sketch(value: object, sizes: tuple[int, ...], what: str) -> bytes:
+    """A sketch argument checked: bytes (else InvalidType) of one of the sizes (else InvalidArgument)."""
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise InvalidType(f"{what} must be bytes, got {type(value).__name__}")
+    if len(value) not in sizes:
+        raise InvalidArgument(f"{what} is {' or '.join(map(str, sizes))} bytes, got {len(value)}")
+    return bytes(value)

@@ -3,7 +3,7 @@ compact per-document Jaccard estimates."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -58,6 +58,17 @@ def doc_tokens(doc: object, name: str) -> list[str]:
             out.append(" ".join(tokenize(token)))
         return [token for token in out if token]
     raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
+
+
+def check_many(docs: object) -> None:
+    """Refuse what is not many documents.
+
+    Raises:
+        InvalidType: docs is one text or bytes (each of its characters would be read as a document), a
+            mapping, or not iterable.
+    """
+    if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
+        raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
 
 
 def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
@@ -163,6 +174,7 @@ class MinHasher:
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
         """The sketches of many documents (as `sketch` takes), in order."""
+        check_many(docs)
         if engine_choice.native is not None:
             return engine_choice.native.sketch_many(self, docs)  # type: ignore[no-any-return]
         return [
@@ -178,6 +190,8 @@ class MinHasher:
         """The Jaccard estimates of one sketch with many others, in order, clipped to [0, 1], in one numpy
         pass."""
         for sketch in (query, *others):
+            if not isinstance(sketch, (bytes, bytearray, memoryview)):
+                raise InvalidType(f"a sketch must be bytes, got {type(sketch).__name__}")
             if len(sketch) != self.sketch_bytes:
                 raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
         if not others:

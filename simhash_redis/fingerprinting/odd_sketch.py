@@ -35,7 +35,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument, InvalidType
 from . import engine_choice
 from .hashing import mix
-from .minhash import check_shingles, doc_tokens, shingle_hashes
+from .minhash import check_many, check_shingles, doc_tokens, shingle_hashes
 
 __all__ = ["MAX_LEVEL", "MAX_SIZE", "SAMPLE_LIMIT", "SKETCH_BITS", "SKETCH_BYTES", "OddSketcher"]
 
@@ -207,6 +207,7 @@ class OddSketcher:
         self, docs: Sequence[str | bytes | Sequence[str]], level: int | None = None
     ) -> list[bytes]:
         """The odd sketches of many documents (as `sketch` takes), at one level or (None) each at its own."""
+        check_many(docs)
         if level is not None:
             level = _checked_level(level, "level")
         if engine_choice.native is not None:
