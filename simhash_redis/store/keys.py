@@ -148,8 +148,7 @@ class KeySchema:
         self._id_prefix = f"{self.base}:id:".encode()
         self._fp_prefix = f"{self.base}:fp:".encode()
         self._layout = layout
-        self._lock_prefix = f"{self.base}:lock:".encode()
-        self._reply_prefix = f"{self.base}:reply:".encode()
+        self._lock_prefix, self._reply_prefix = _writer_prefixes(self.base)
         self._band_prefix = f"{self.base}:b".encode()
         self._band_prefixes: list[bytes] = []  # b"{base}:b{i}:" by band, made on first use
         self._base_len = len(self.base) + 1
@@ -163,6 +162,13 @@ class KeySchema:
     def meta_key(prefix: str, name: str) -> bytes:
         """The meta hash of an index (known before its layout, which is read there)."""
         return f"{prefix}:{name}:meta".encode()
+
+    @staticmethod
+    def before_meta(prefix: str, name: str) -> tuple[bytes, tuple[bytes, bytes]]:
+        """What is known of an index's keys without its meta: its counts hash, and the prefixes of a
+        writer's own keys (add-if-new locks, write replies), which are not its data."""
+        base = f"{prefix}:{name}"
+        return f"{base}:counts".encode(), _writer_prefixes(base)
 
     def tables(self, fingerprint: int) -> list[bytes]:
         """The table key of each table for a fingerprint."""
@@ -383,6 +389,11 @@ class KeySchema:
 
 # Compiled on first use, kept outside the instance so it stays picklable.
 _TABLES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = weakref.WeakKeyDictionary()
+
+
+def _writer_prefixes(base: str) -> tuple[bytes, bytes]:
+    """The prefixes of the add-if-new locks and the write replies under a base."""
+    return f"{base}:lock:".encode(), f"{base}:reply:".encode()
 
 
 def _big_endian(digits: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:

@@ -79,12 +79,10 @@ def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | N
 
 def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
     """A key of the index's data, if any exists (without a counts hash: a SCAN of the whole key space)."""
-    counts = f"{prefix}:{name}:counts".encode()
+    counts, writers = KeySchema.before_meta(prefix, name)
     if sender.execute([(b"EXISTS", counts)])[0]:
         return counts
     meta = KeySchema.meta_key(prefix, name)
-    # A lock or a write's reply record is a writer's, not data.
-    writers = (f"{prefix}:{name}:lock:".encode(), f"{prefix}:{name}:reply:".encode())
     for keys in sender.scan(f"{prefix}:{name}:*", _SCAN_COUNT):
         for key in keys:
             if key != meta and not key.startswith(writers):
