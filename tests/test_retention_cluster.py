@@ -307,3 +307,34 @@ def test_only_round_trips_that_write_wait_for_a_replica(
     reads = [batch for batch in names if batch <= {b"HGET", b"WAIT"}]
     assert reads and all(b"WAIT" not in batch for batch in reads)
     assert any(b"WAIT" in batch for batch in names)  # the writes wait for a replica
+
+
+@pytest.mark.parametrize(
+    ("script", "arguments", "new"),
+    [
+        ("fp_ids", 7, A),  # a move with its fingerprint: cut before the old period's list lets it go
+        ("id_cas", 7, A ^ 0xFF),  # a replacement: cut before the old period's id map lets it go
+    ],
+)
+def test_a_move_cut_off_in_its_last_step_is_reported_and_repaired_by_verify(
+    redis_cluster_client: RedisCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    script: str,
+    arguments: int,
+    new: int,
+) -> None:
+    index = windowed(redis_cluster_client, f"superseded-{script}", Retention(60, 1))
+    index.add("a", A)
+    wait_for_next_period(index)
+    cuts = cut_at(index.store, monkeypatch, script, arguments)
+    with pytest.raises(SimhashRedisError):
+        index.add("a", new)
+    assert cuts
+    monkeypatch.undo()
+    # Before, verify saw each period consistent on its own (or, for the replacement, completed the old
+    # entry: near(A) then found the document under the fingerprint it no longer has).
+    assert "id in an older period too" in index.verify().problems
+    assert index.verify(repair=True).repaired
+    assert index.verify().ok and index.count() == (1, 1) and index.get("a") == new
+    assert index.near(new) == [Match("a", new, 0)]
+    assert new == A or index.near(A) == []

@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
 from ..store import KeySchema, Store, Verification, Windows
-from ..store.store import FP_IDS
+from ..store.store import FP_IDS, ID_CAS
+from ..store.windowed_writes import leaving
 from ..transport import raise_first_error
 from .arguments import chunks
 from .report import EXAMPLES, VerifyReport
@@ -292,6 +293,7 @@ def verify_windows(
         repair = report.repaired = False
     # Expiries first, so that the keys a repair below writes again are not reported as problems.
     _check_expiries(store, windows, report, repair, quiet=False)
+    _check_superseded(store, windows, report, repair)
     for window in windows.view().windows:
         part = check_consistency(Store(store.sender, windows.schema(window)), f, tables, repair, verification)
         report.docs += part.docs
@@ -305,6 +307,32 @@ def verify_windows(
     if repair:
         _check_expiries(store, windows, report, repair, quiet=True)
     return report
+
+
+def _check_superseded(store: Store, windows: Windows, report: VerifyReport, repair: bool) -> None:
+    """Find each id-map entry of a period that a newer period's entry of its id supersedes (a cluster's
+    move cut off in its last step); on repair, take it out of its period as that step would have."""
+    live = sorted(windows.view().windows)
+    for at, window in enumerate(live[:-1]):
+        older = Store(store.sender, windows.schema(window))
+        newer = [windows.schema(w) for w in live[at + 1 :]]
+        for bucket_keys in older.scan("id"):
+            replies = older.hashes(bucket_keys, raise_on_error=False)
+            # A key of the wrong type is reported by the period's own check.
+            entries = [pair for reply in replies if not isinstance(reply, Exception) for pair in reply]
+            for chunk in chunks(entries, _BATCH):
+                held = store.execute([(b"HEXISTS", k.id_bucket(i), i) for i, _ in chunk for k in newer])
+                stale = [
+                    (window, fp, doc_id)
+                    for row, (doc_id, fp) in enumerate(chunk)
+                    if any(held[row * len(newer) : (row + 1) * len(newer)])
+                ]
+                for _, _, doc_id in stale:
+                    report.found("id in an older period too", f"{doc_id!r} in period {window}")
+                if repair and stale:
+                    unlist, unmap = leaving(windows, stale)
+                    store.run_script(FP_IDS, unlist)
+                    store.run_script(ID_CAS, unmap)
 
 
 def _check_expiries(store: Store, windows: Windows, report: VerifyReport, repair: bool, quiet: bool) -> None:

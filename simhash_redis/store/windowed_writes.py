@@ -38,7 +38,7 @@ from .writes import (
     too_many,
 )
 
-__all__ = ["WindowedWrites", "cluster_steps", "in_rounds", "period_steps"]
+__all__ = ["WindowedWrites", "cluster_steps", "in_rounds", "leaving", "period_steps"]
 
 T = TypeVar("T")
 
@@ -282,7 +282,7 @@ def cluster_steps(
     yield from round_trip(tables)
     # 3. the id out of other fingerprints' lists, never listed under one it no longer has
     yield from round_trip(
-        _unlist(windows, [(i, w, v) for i in writing for w, v in held[i] if v != ops[i][1]], ops)
+        leaving(windows, [(w, v, ops[i][0]) for i in writing for w, v in held[i] if v != ops[i][1]])[0]
     )
     # 4. the commit
     retry: set[int] = set()
@@ -314,11 +314,9 @@ def cluster_steps(
     entries = [
         (i, w, v) for i in done for w, v in again[i] if i in removing or _superseded(w, again[i], current)
     ]
-    yield from round_trip(_unlist(windows, entries, ops))
-    calls = [
-        ID_CAS.command([windows.schema(w).id_bucket(ops[i][0])], [ops[i][0], b"", v]) for i, w, v in entries
-    ]
-    statuses = yield from round_trip(calls)
+    unlist, unmap = leaving(windows, [(w, v, ops[i][0]) for i, w, v in entries])
+    yield from round_trip(unlist)
+    statuses = yield from round_trip(unmap)
     retry.update(i for (i, _, _), status in zip(entries, statuses, strict=True) if status[:1] == b"c")
     for i in pending:
         if i not in retry:
@@ -350,11 +348,16 @@ def _sketches_of(windows: Windows, places: list[tuple[int, bytes, bytes]]) -> St
     return [sketch_in(stored, doc_id) for (_, _, doc_id), stored in zip(places, replies, strict=True)]
 
 
-def _unlist(
-    windows: Windows, entries: list[tuple[int, int, bytes]], ops: list[tuple[bytes, bytes]]
-) -> list[Command]:
-    """Calls taking each id out of a period's fingerprint-map list."""
-    return [FP_IDS.command([windows.schema(w).fp_bucket(v)], [b"-", v, ops[i][0]]) for i, w, v in entries]
+def leaving(
+    windows: Windows, entries: Sequence[tuple[int, bytes, bytes]]
+) -> tuple[list[Command], list[Command]]:
+    """The two round trips taking ids out of periods, each entry (period, stored fingerprint, id): out of
+    the fingerprint-map lists first (never listed without an id-map entry), then out of the id maps
+    (a compare-and-set: an id written again meanwhile stays)."""
+    return (
+        [FP_IDS.command([windows.schema(w).fp_bucket(v)], [b"-", v, doc_id]) for w, v, doc_id in entries],
+        [ID_CAS.command([windows.schema(w).id_bucket(doc_id)], [doc_id, b"", v]) for w, v, doc_id in entries],
+    )
 
 
 def _outcome(prior: bytes, new: bytes) -> Outcome:
