@@ -317,22 +317,22 @@ def _check_superseded(store: Store, windows: Windows, report: VerifyReport, repa
         older = Store(store.sender, windows.schema(window))
         newer = [windows.schema(w) for w in live[at + 1 :]]
         for bucket_keys in older.scan("id"):
-            replies = older.hashes(bucket_keys, raise_on_error=False)
             # A key of the wrong type is reported by the period's own check.
-            entries = [pair for reply in replies if not isinstance(reply, Exception) for pair in reply]
-            for chunk in chunks(entries, _BATCH):
-                held = store.execute([(b"HEXISTS", k.id_bucket(i), i) for i, _ in chunk for k in newer])
-                stale = [
-                    (window, fp, doc_id)
-                    for row, (doc_id, fp) in enumerate(chunk)
-                    if any(held[row * len(newer) : (row + 1) * len(newer)])
-                ]
-                for _, _, doc_id in stale:
-                    report.found("id in an older period too", f"{doc_id!r} in period {window}")
-                if repair and stale:
-                    unlist, unmap = leaving(windows, stale)
-                    store.run_script(FP_IDS, unlist)
-                    store.run_script(ID_CAS, unmap)
+            buckets = [
+                b for b in older.hashes(bucket_keys, raise_on_error=False) if b and isinstance(b, list)
+            ]
+            # An id's bucket has the same number in every period: one HKEYS a bucket and newer period.
+            held = store.execute([(b"HKEYS", k.id_bucket(b[0][0])) for b in buckets for k in newer])
+            stale = []
+            for row, bucket in enumerate(buckets):
+                later = {i for ids in held[row * len(newer) : (row + 1) * len(newer)] for i in ids}
+                stale += [(window, fp, doc_id) for doc_id, fp in bucket if doc_id in later]
+            for _, _, doc_id in stale:
+                report.found("id in an older period too", f"{doc_id!r} in period {window}")
+            if repair and stale:
+                unlist, unmap = leaving(windows, stale)
+                store.run_script(FP_IDS, unlist)
+                store.run_script(ID_CAS, unmap)
 
 
 def _check_expiries(store: Store, windows: Windows, report: VerifyReport, repair: bool, quiet: bool) -> None:
