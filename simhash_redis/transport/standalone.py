@@ -208,6 +208,8 @@ class ScriptMissing(SimhashRedisError):
 _REFUSED = ("NOPERM", "ACL failure", "can't run this command or subcommand", "has no permissions to run")
 # How servers word a command sent before any AUTH (NOAUTH; redis-py's HELLO handshake gets the last).
 _NONE_GIVEN = ("NOAUTH", "Authentication required", "client already authenticated")
+# Writes refused while the server is in a passing state (READONLY: a replica, say after a failover).
+_NOT_NOW = ("READONLY", "MISCONF", "NOREPLICAS", "BUSY ")
 _COMMAND = re.compile(r"permissions to run the '([^']+)' command", re.IGNORECASE)
 
 
@@ -255,6 +257,11 @@ def translate_error(exc: Exception) -> SimhashRedisError:
     ):
         return RedisUnavailable(
             f"the Redis Cluster cannot serve the request now (a failover or a reshard?): {message}"
+        )
+    if isinstance(exc, rex.ReadOnlyError) or message.startswith(_NOT_NOW):
+        return RedisUnavailable(
+            "Redis refuses writes for now (a read only replica: point the URL at the primary; a failed save; "
+            f"too few replicas; a script still running): {message}"
         )
     if "DB index is out of range" in message:
         return InvalidArgument(
