@@ -48,8 +48,10 @@ def serve(
         typer.Option(
             "--timeout",
             min=0.001,
-            help="Seconds a single-document request may wait for its answer (then 504), and each part "
-            "of a request body may take to come (then 408).",
+            help="Seconds a single-document request may wait behind others for its answer (then 504), "
+            "and each part of a request body may take to come (then 408). A stalled Redis holds a worker "
+            "for the socket timeout and retries instead (about 40 s; less with ?socket_timeout=S in the "
+            "URL).",
         ),
     ] = 30.0,
     grace: Annotated[

@@ -107,7 +107,8 @@ class TooManyErrors(SimhashRedisError):
 
 
 class RedisUnavailable(SimhashRedisError, ConnectionError):
-    """The Redis server could not be reached, or closed the connection, after the configured retries.
+    """The Redis server could not be reached, or closed the connection, after the configured retries (or
+    refuses writes for now: a read-only replica, a failed save).
 
     Every write is idempotent: repeat the operation as a whole once the server is back.
     """

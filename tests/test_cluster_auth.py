@@ -17,7 +17,7 @@ import pytest
 import redis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
-from simhash_redis import SimhashIndex
+from simhash_redis import SimhashIndex, drop_index
 from simhash_redis.asyncio import AsyncSimhashIndex
 from simhash_redis.errors import RedisAuthError, RedisPermissionError
 from simhash_redis.transport import standalone
@@ -132,6 +132,20 @@ def test_a_refused_command_is_a_permission_error_at_once(
     set_user(user, "-script")
     with pytest.raises(RedisPermissionError):
         transport.broadcast((b"SCRIPT", b"LOAD", b"return 1"))
+
+
+def test_a_refused_scan_is_a_permission_error(
+    user: ClusterProcess, no_retry: None, login: Callable[[], Any]
+) -> None:
+    # SCAN's error reply was unpacked as a page of keys: a TypeError from creating an index (which looks
+    # for data left without a meta), listing indexes, verify and drop.
+    client = login()
+    set_user(user, "-scan")
+    with pytest.raises(RedisPermissionError) as info:
+        SimhashIndex(client, "noscan", k=3, id_buckets=64)
+    assert info.value.command == "scan"
+    with pytest.raises(RedisPermissionError):
+        drop_index(client, "noscan")
 
 
 def test_a_durable_write_refused_its_replica_check_is_a_permission_error(

@@ -26,6 +26,11 @@ from simhash_redis.transport.connection import client_from_url, redact_url
         ),
         ("redis://u:pw@h/0?PASSWORD=x", "redis://u:***@h/0?PASSWORD=***"),
         ("unix:///run/redis.sock?password=q&db=0", "unix:///run/redis.sock?password=***&db=0"),
+        # The passphrase of the client's TLS key, which redis-py reads too.
+        (
+            "rediss://u:p@h/0?ssl_keyfile=/k.pem&ssl_password=s3cret&db=1",
+            "rediss://u:***@h/0?ssl_keyfile=/k.pem&ssl_password=***&db=1",
+        ),
         # Malformed (no "scheme://"): all before the last '@' but a user name is still hidden.
         ("user:wrongPW123@127.0.0.1:16392/0", "user:***@127.0.0.1:16392/0"),
         (":pw@h:1/0", "***@h:1/0"),

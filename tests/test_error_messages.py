@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +14,7 @@ from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
 from simhash_redis import InvalidArgument, RedisUnavailable, SimhashIndex
+from simhash_redis.service.problems import problem_of
 from simhash_redis.transport import translate_error
 from tests.servers import ServerProcess
 
@@ -63,3 +65,32 @@ def test_tls_to_a_plain_port_says_so(redis_server: ServerProcess) -> None:
 )
 def test_a_cluster_that_cannot_serve_is_unavailable(error: Exception) -> None:
     assert isinstance(translate_error(error), RedisUnavailable)
+
+
+def test_a_read_only_replica_is_unavailable(redis_server: ServerProcess) -> None:
+    # A primary demoted by a failover answers writes READONLY: the service answered 500 internal and
+    # the CLI exit code 1 for what sending again (to the new primary) fixes.
+    redis_server.flushall()
+    SimhashIndex.from_url(redis_server.url, "ro", k=3).add("a", 1)
+    with ServerProcess({"replicaof": ["127.0.0.1", str(redis_server.port)]}) as replica:
+        with replica.client() as client:
+            while client.info("replication").get("master_link_status") != "up":
+                time.sleep(0.02)
+            index = SimhashIndex(client, "ro")
+            with pytest.raises(RedisUnavailable, match="read only replica") as info:
+                index.add("b", 2)
+        result = CliRunner().invoke(app, ["--redis-url", replica.url, "--index", "ro", "add", "c", "text"])
+    assert result.exit_code == 4 and "read only replica" in result.output, result.output
+    assert problem_of(info.value)[0] == 503
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "MISCONF Errors writing to the AOF file: No space left on device",
+        "NOREPLICAS Not enough good replicas to write.",
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+    ],
+)
+def test_a_server_refusing_writes_for_now_is_unavailable(message: str) -> None:
+    assert isinstance(translate_error(rex.ResponseError(message)), RedisUnavailable)

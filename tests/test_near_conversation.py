@@ -117,6 +117,23 @@ def test_malformed_members_are_reported_and_the_connection_is_dropped(redis_clie
     assert [m.id for m in index.near(BASE)] == ["a"]
 
 
+@pytest.mark.parametrize("retention", [None, "1h"])
+def test_a_malformed_id_map_value_is_index_corrupted(
+    redis_client: redis.Redis, retention: str | None
+) -> None:
+    # Another program's value under an id: get, add and remove of that id raised ValueError from int()
+    # (a traceback from the CLI's get); verify reports it ("malformed id-map entry").
+    index = SimhashIndex(redis_client, f"badid{next(_names)}", k=3, retention=retention)
+    index.add("a", BASE)
+    key = next(k for k in redis_client.scan_iter(match=f"simhash:{index.name}:*id:*"))
+    redis_client.hset(key, "a", b"not-a-number")
+    for call in (lambda: index.get("a"), lambda: index.add("a", BASE ^ 1), lambda: index.remove("a")):
+        with pytest.raises(IndexCorrupted, match="verify"):
+            call()
+    redis_client.hset(key, "a", encode_fp(BASE, 64))
+    assert index.get("a") == BASE and index.remove("a")
+
+
 def test_exchange_interleaves_sends_and_reads(redis_client: redis.Redis) -> None:
     connection = wire.checkout(redis_client.connection_pool)
     try:

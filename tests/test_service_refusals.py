@@ -220,3 +220,16 @@ def test_refused_credentials_are_not_told_to_send_the_request_again(tmp_path: Pa
             answer = http.post("/v1/indexes/auth/near", json={"text": TEXT})
     assert code_of(answer) == (503, "redis_auth_failed"), answer.text
     assert "send the same request again" not in answer.text and "wrong-one" not in answer.text
+
+
+def test_a_json_lines_write_to_an_unreachable_redis_is_answered_503() -> None:
+    # A write stream opened its index only inside the stream: 200, then a lone error line, which a load
+    # balancer or a client's retry takes for success; a read stream was 503 already.
+    with socket.socket() as closed:
+        closed.bind((HOST, 0))
+        url = f"redis://{HOST}:{closed.getsockname()[1]}/0"
+        with in_thread(url) as (_, port), httpx.Client(base_url=f"http://{HOST}:{port}", timeout=60) as http:
+            for op in ("add", "add_if_new", "near"):
+                line = json.dumps({"id": "a", "text": TEXT} if op != "near" else {"text": TEXT})
+                answer = http.post(f"/v1/indexes/down/{op}/batch", content=line + "\n", headers=LINES)
+                assert code_of(answer) == (503, "redis_unavailable"), (op, answer.text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import redis
 from hypothesis import given, settings
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 
 from simhash_redis import IndexCorrupted, Match, SimhashIndex, VerifiedIndex
 from simhash_redis.codec import encode_fp, encode_ids
+from simhash_redis.jobs.dump import export_index
 from tests.servers import ServerProcess
 
 A = 0x0123456789ABCDEF
@@ -87,6 +90,21 @@ def test_malformed_entries_are_reported_not_raised(any_client: redis.Redis) -> N
     index.verify(repair=True)
     assert index.verify().ok
     assert [m.id for m in index.near(5, k=0)] == ["a"]
+
+
+def test_malformed_id_map_entries_are_reported_not_raised(any_client: redis.Redis) -> None:
+    # An id that is not UTF-8 (another program's field) failed verify itself with UnicodeDecodeError,
+    # and export with it (a traceback from either command); the repair left such entries, and the CLI
+    # said to run it again, for ever.
+    index = SimhashIndex(any_client, "v")
+    index.add_many([("a", 5), ("b", 7)])
+    any_client.hset(index.keys.id_bucket(b"\xff\xfe"), b"\xff\xfe", encode_fp(5, 64))
+    any_client.hset(index.keys.id_bucket(b"b"), b"b", b"zz")
+    assert index.verify().problems["malformed id-map entry"] == 2
+    with pytest.raises(IndexCorrupted, match="malformed id-map entry"):
+        export_index(index, io.BytesIO())
+    assert index.verify(repair=True).problems["malformed id-map entry"] == 2
+    assert index.verify().ok and index.count() == (1, 1) and index.get_many(["a", "b"]) == [5, None]
 
 
 @pytest.mark.parametrize("neighbours", [0, 100])  # the one-by-one and the vectorised candidate paths

@@ -50,12 +50,18 @@ def check_consistency(
     # 1. The id map: each id's fingerprint must be in the fingerprint map under that id, and in the tables.
     for bucket_keys in store.scan("id"):
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
-        entries = []
-        for doc_id, fp in (pair for reply in contents for pair in reply):
-            if _fingerprint(fp, target.f) is None:
-                report.found("malformed id-map entry", f"{doc_id!r} -> {fp!r} (not repaired)")
-            else:
-                entries.append((doc_id, fp))
+        entries, drops = [], []
+        for key, reply in zip(bucket_keys, contents, strict=True):
+            for doc_id, fp in reply:
+                # An id is UTF-8 (it decodes back to itself), a fingerprint one of this width: else no call
+                # can read the entry (another program's), and the repair deletes it.
+                if _fingerprint(fp, target.f) is None or doc_id.decode(errors="replace").encode() != doc_id:
+                    report.found("malformed id-map entry", f"{doc_id!r} -> {fp!r} in {key.decode()}")
+                    drops.append((b"HDEL", key, doc_id))
+                else:
+                    entries.append((doc_id, fp))
+        if repair and drops:
+            store.execute(drops)
         report.docs += len(entries)
         for chunk in chunks(entries, _BATCH):
             _check_ids(target, report, chunk, repair)

@@ -31,7 +31,7 @@ from ..store import (
     encode_id,
     validate_name,
 )
-from ..transport import Backoff, client_from_url, open_sender
+from ..transport import Backoff, client_from_url, malformed, open_sender
 from . import batches, lifecycle
 from .arguments import (
     as_batch,
@@ -235,7 +235,10 @@ class SimhashIndex:
     def get_many(self, ids: Sequence[str]) -> list[int | None]:
         """The fingerprints stored for many ids (None where absent), in one round trip."""
         replies = self._reads.stored([encode_id(doc_id) for doc_id in as_batch(ids, "ids")])
-        return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
+        try:
+            return [None if reply is None else decode_fp(reply, self.f) for reply in replies]
+        except ValueError as exc:
+            raise malformed(exc) from None
 
     def __contains__(self, doc_id: object) -> bool:
         try:

@@ -43,7 +43,7 @@ def export_index(
             sketch (an import would refuse it; `SimhashIndex.verify` finds them).
 
     Raises:
-        IndexCorrupted: a verified index holds malformed sketches.
+        IndexCorrupted: the index holds a malformed id-map entry, or a verified one malformed sketches.
         RedisUnavailable: the server cannot be reached (the stream lacks its end record then).
     """
     packer = msgpack.Packer(use_bin_type=True)
@@ -70,7 +70,13 @@ def export_index(
             if missing:
                 pairs, sketches = _reread(index, schema, pairs, sketches, missing, on_skipped)
         for raw_id, raw_fp in pairs:
-            record = [raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)]
+            try:
+                record = [raw_id.decode(), dump_fp(decode_fp(raw_fp, index.f), index.f)]
+            except (ValueError, UnicodeDecodeError):  # another program's entry: verify reports it too
+                raise IndexCorrupted(
+                    f"index {index.name!r} holds a malformed id-map entry {raw_id!r} -> {raw_fp!r}: "
+                    "verify(repair=True) (simhash-redis verify --repair) removes it"
+                ) from None
             if verified:
                 record.append(sketches[raw_id])
             chunk += packer.pack(record)

@@ -210,10 +210,15 @@ class Service:
 
         Raises:
             IndexNotFound: the index does not exist, and the operation may not create it (before the
-                stream's answer starts).
+                stream's answer starts, as the two below).
+            RedisUnavailable: Redis cannot be reached.
+            ConfigurationMismatch: the index exists in the other mode than the service asks for.
         """
-        if not (op.create and self.config.create):
-            self.registry.get(name)  # missing: 404, before the stream's answer starts
+        try:  # before the stream's answer starts: Redis unreachable (503), a missing index not to be made
+            self.registry.get(name)
+        except IndexNotFound:
+            if not (op.create and self.config.create):
+                raise
 
         def run(items: Sequence[Any]) -> Sequence[Any]:
             return op.run(self._index(name, op, items), items, params)

@@ -59,8 +59,9 @@ class ServiceConfig:
         create: whether a write to an unknown index creates it (else 404 index_not_found).
         token: the bearer token every /v1 call and /metrics must carry; None: no authentication.
         max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
-        timeout: seconds a single-document request may wait for its answer before it is answered 504, and
-            each part of a request body may take to come before it is answered 408.
+        timeout: seconds a single-document request may wait behind others for its answer before it is
+            answered 504, and each part of a request body may take to come before it is answered 408 (a
+            call to Redis is bounded by the URL's socket timeout and the retries instead).
         batch: documents per library call of a JSON Lines stream (fewer once they hold max_body bytes).
         access_log: write one JSON line per request on stderr.
     """

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from ..codec import decode_ids, decode_sketches, encode_fp, unpack_fps_many
-from ..errors import IndexCorrupted
 from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
@@ -83,15 +82,9 @@ class Reads:
         if not fps:
             return []
         view = None if self.windows is None else self.windows.view()
-        try:
-            return self.store.sender.converse(
-                lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands, tables), exchange)
-            )
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise IndexCorrupted(
-                f"index {self.name!r} holds a malformed entry ({exc}); run verify(repair=True) "
-                "(simhash-redis verify --repair)"
-            ) from None
+        return self.store.sender.converse(
+            lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands, tables), exchange)
+        )
 
     def near_and_members(
         self,

@@ -23,6 +23,7 @@ from .standalone import (
     Steps,
     Transport,
     drive,
+    malformed,
     raise_first_error,
     translate_error,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "client_from_url",
     "drive",
     "is_asyncio_client",
+    "malformed",
     "open_sender",
     "pause",
     "raise_first_error",

@@ -244,7 +244,7 @@ class ClusterTransport:
                 try:
                     reply = self._node_command(node, (b"CONFIG", b"GET", b"cluster-node-timeout"))
                 except SimhashRedisError:
-                    continue  # that node is down (the failover in progress), say: ask another
+                    continue  # that node is down (the failover in progress) or refuses it, say: ask another
                 read = _node_timeout(reply)
                 if read is not None:
                     timeout = read
@@ -258,7 +258,6 @@ class ClusterTransport:
         if node.name not in self._replicas:
             try:
                 info = self._node_command(node, (b"INFO", b"replication"))
-                raise_first_error([info])  # an error reply (NOPERM) is no replica count
             except SimhashRedisError as exc:
                 if refused(exc):  # WRONGPASS, or an ACL user without INFO: no retry changes the answer
                     raise
@@ -329,9 +328,11 @@ class ClusterTransport:
 
     def _node_command(self, node: ClusterNode, command: Command) -> Any:
         try:
-            return self._node_round_trip(node, [command])[0]
+            reply = self._node_round_trip(node, [command])[0]
         except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
             raise translate_error(exc) from None
+        raise_first_error([reply])  # a refused SCAN, say: an error of the library, never a reply to unpack
+        return reply
 
     def _refresh(self) -> None:
         # The slot map is stale (failover, reshard): ask the cluster again; while it is still electing
@@ -346,7 +347,7 @@ def _reads_only(commands: list[Command]) -> bool:
 
 
 def _node_timeout(reply: Any) -> float | None:
-    # cluster-node-timeout in seconds from CONFIG GET's reply; None for a refusal (NOPERM) or none.
+    # cluster-node-timeout in seconds from CONFIG GET's reply; None for none.
     if isinstance(reply, dict):  # RESP3
         reply = [item for pair in reply.items() for item in pair]
     if not isinstance(reply, list) or len(reply) != 2:

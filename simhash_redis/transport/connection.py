@@ -19,15 +19,16 @@ from .standalone import refused, translate_error
 __all__ = ["client_from_url", "redact_url"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-# A password query parameter (redis-py reads it, as it reads the userinfo's): its value, up to the next
-# parameter or fragment; case-insensitively, since a server's parser may be lenient.
-_QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&;#]*", re.IGNORECASE)
+# A password query parameter (redis-py reads it, as it reads the userinfo's; ssl_password unlocks the TLS
+# key): its value, up to the next parameter or fragment; case-insensitively, since a parser may be lenient.
+_QUERY_PASSWORD = re.compile(r"([?&;][^=&;#]*password=)[^&;#]*", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:
     """The URL with its password replaced by '***', fit for logs and error messages: the userinfo (all before
-    the last '@', so a password holding '/', '?', '#' or '@' too) and a ``password=`` query parameter; a
-    malformed URL's too (no scheme, or "redis:/"), all before its last '@' but a user name."""
+    the last '@', so a password holding '/', '?', '#' or '@' too) and a ``password=`` or ``ssl_password=``
+    query parameter; a malformed URL's too (no scheme, or "redis:/"), all before its last '@' but a user
+    name."""
     scheme = _SCHEME.match(url)
     prefix = scheme.group() if scheme else ""
     rest = url[len(prefix) :]

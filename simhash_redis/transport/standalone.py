@@ -46,6 +46,7 @@ __all__ = [
     "Transport",
     "drive",
     "lost_connection",
+    "malformed",
     "raise_first_error",
     "refused",
     "scan_pages",
@@ -98,6 +99,7 @@ def drive(steps: Steps[T], exchange: Exchange) -> T:
 
     Raises:
         SimhashRedisError: an error reply among replies read parsed, at once.
+        IndexCorrupted: a reply holds a value the library did not write (the steps could not parse it).
     """
     reply: Any = None
     send, read, read_sets = exchange.send, exchange.read, exchange.read_sets
@@ -106,6 +108,10 @@ def drive(steps: Steps[T], exchange: Exchange) -> T:
             kind, arg = steps.send(reply)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
+        except (ValueError, UnicodeDecodeError) as exc:
+            if isinstance(exc, SimhashRedisError):  # InvalidArgument
+                raise
+            raise malformed(exc) from None
         if kind is SEND:
             send(*arg)
             reply = None
@@ -114,6 +120,14 @@ def drive(steps: Steps[T], exchange: Exchange) -> T:
         if reply is None:
             reply = read(arg)
             raise_first_error(reply)
+
+
+def malformed(exc: Exception) -> IndexCorrupted:
+    """The error of a stored value the library did not write (another program's, say) that a call met."""
+    return IndexCorrupted(
+        f"the index holds a malformed entry ({exc}); run verify(repair=True) (simhash-redis verify --repair) "
+        "to find it"
+    )
 
 
 def scan_pages(round_trip: Callable[[Command], Any], pattern: str, count: int) -> Iterator[list[bytes]]:
@@ -208,6 +222,8 @@ class ScriptMissing(SimhashRedisError):
 _REFUSED = ("NOPERM", "ACL failure", "can't run this command or subcommand", "has no permissions to run")
 # How servers word a command sent before any AUTH (NOAUTH; redis-py's HELLO handshake gets the last).
 _NONE_GIVEN = ("NOAUTH", "Authentication required", "client already authenticated")
+# Writes refused while the server is in a passing state (READONLY: a replica, say after a failover).
+_NOT_NOW = ("READONLY", "MISCONF", "NOREPLICAS", "BUSY ")
 _COMMAND = re.compile(r"permissions to run the '([^']+)' command", re.IGNORECASE)
 
 
@@ -255,6 +271,11 @@ def translate_error(exc: Exception) -> SimhashRedisError:
     ):
         return RedisUnavailable(
             f"the Redis Cluster cannot serve the request now (a failover or a reshard?): {message}"
+        )
+    if isinstance(exc, rex.ReadOnlyError) or message.startswith(_NOT_NOW):
+        return RedisUnavailable(
+            "Redis refuses writes for now (a read only replica: point the URL at the primary; a failed save; "
+            f"too few replicas; a script still running): {message}"
         )
     if "DB index is out of range" in message:
         return InvalidArgument(
