@@ -77,15 +77,34 @@ def near(
         id_field, text_field, fingerprint_field: the table's columns (as `load` reads them).
 
     Raises:
-        typer.Exit: no text, or more than one query given (usage); bad rows in a table (input).
+        typer.Exit: no text, more than one query, or a table's options without a table (usage); bad
+            rows in a table (input).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
     table = None if file is None else _table_format(str(file), None if fmt is None else fmt.value)
+    stray = [
+        name
+        for name, given in (
+            ("--format", fmt is not None),
+            ("--id-field", id_field != "id"),
+            ("--text-field", text_field != "text"),
+            ("--fingerprint-field", fingerprint_field is not None),
+        )
+        if given
+    ]
+    if table is None and stray:
+        raise fail(
+            f"{', '.join(stray)} read a --file of many queries (.parquet, .arrow, or any input with "
+            "--format), not a query text",
+            ExitCode.USAGE,
+        )
     if table is not None and file is not None:
         if text is not None or fingerprint is not None:
             raise fail("give TEXT, --file or --fingerprint, only one", ExitCode.USAGE)
-        options = ReadOptions(id_field=id_field, text_field=text_field, fingerprint_field=fingerprint_field)
+        options = ReadOptions(
+            id_field=id_field, text_field=text_field, fingerprint_field=fingerprint_field, encoding=encoding
+        )
         index = state.open_index(create=False)
         _near_table(index, state.verified_of(index), read(str(file), table, options), k, json_out)
         return

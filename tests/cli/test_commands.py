@@ -243,6 +243,21 @@ def test_query_usage_errors(invoke: Invoke) -> None:
     assert nothing.exit_code == 2
 
 
+def test_near_refuses_table_options_without_a_table_and_reads_a_table_in_its_encoding(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    # A query text has no columns: --id-field and the rest were accepted and did nothing.
+    assert invoke("add", "s1", "café crème brûlée with vanilla and sugar and eggs").exit_code == 0
+    for option in (["--id-field", "qid"], ["--text-field", "body"], ["--format", "csv"]):
+        stray = invoke("near", "some text", *option)
+        assert stray.exit_code == 2 and option[0] in stray.stderr, stray.output
+    table = tmp_path / "q.jsonl"
+    row = {"id": "q", "text": "café crème brûlée with vanilla and sugar and eggs"}
+    table.write_bytes((json.dumps(row, ensure_ascii=False) + "\n").encode("latin-1"))
+    found = invoke("near", "--file", str(table), "--format", "jsonl", "--encoding", "latin-1")
+    assert found.exit_code == 0 and found.stdout.startswith("q\ts1\t0\t"), found.output
+
+
 def test_unknown_index(invoke: Invoke) -> None:
     for args in (["get", "x"], ["near", "text"], ["stats"], ["remove", "x"], ["export"], ["drop", "--yes"]):
         result = invoke(*args, index="nosuch")
