@@ -145,6 +145,18 @@ def test_load_usage_errors(invoke: Invoke, tmp_path: Path) -> None:
         assert "Traceback" not in result.output
 
 
+def test_id_prefix_of_an_input_that_is_not_plain_text_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    # It numbers plain text's lines only: a JSON Lines load stored its ids unprefixed, and the warning
+    # about replaced ids advised it for any input.
+    news = _news(tmp_path, n=3)
+    for args in (["load", str(news)], ["dedupe", "--format", "csv", "-"]):
+        result = invoke(*args[:1], "--id-prefix", "wire:", *args[1:], input="id,text\na,b\n", index="pre")
+        assert result.exit_code == 2 and "--id-prefix numbers the lines of plain text" in result.stderr
+    assert invoke("stats", index="pre").exit_code == 1  # nothing was loaded, no index made
+    lines = invoke("load", "--id-prefix", "wire:", "-", "--format", "lines", input="one story\n", index="pre")
+    assert lines.exit_code == 0 and invoke("get", "wire:1", index="pre").exit_code == 0
+
+
 def test_load_interrupted_prints_summary_and_resumes(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
