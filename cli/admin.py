@@ -227,7 +227,7 @@ def _dump_agrees(state: Settings, source: str) -> Callable[[IndexConfig], None]:
     def refuse(dumped: str, option: str) -> typer.Exit:
         return fail(
             f"{source} is a dump of {dumped}, not {option}: the index an import creates takes the dump's "
-            "configuration (its first line names it); leave out the option, or load the documents again "
+            "configuration (its header record names it); leave out the option, or load the documents again "
             "to index them otherwise",
             ExitCode.MISMATCH,
         )
@@ -373,7 +373,7 @@ def restore_meta(ctx: typer.Context) -> None:
     Give every option the index was created with (--layout, --scheme, --f, --verified, --threshold,
     --retention and --sliding, --id-buckets, --band-buckets).
 
-    The configuration must be the one the index was created with (an export's first line names it):
+    The configuration must be the one the index was created with (an export's header record names it):
     a sample of the stored documents is checked against it first, and a mismatch is refused.
 
     \b
