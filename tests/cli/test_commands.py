@@ -291,6 +291,32 @@ def test_fingerprint_command() -> None:
     assert bad.exit_code == 2 and "f must be one of" in bad.stderr
 
 
+def test_fingerprint_takes_the_scheme_an_index_was_created_with(invoke: Invoke) -> None:
+    # The global --scheme and --f were accepted and ignored: the default scheme's fingerprint was
+    # printed, not the one the index stores. -n was ignored with --features words.
+    text = "the quick brown fox jumps over the lazy dog"
+    assert (
+        invoke("--plain", "--scheme", "words/binary", "--f", "32", "add", "x", text, index="wb").exit_code
+        == 0
+    )
+    stored = invoke("get", "x", index="wb").stdout.strip()
+    for args in (
+        ["--scheme", "words/binary", "--f", "32", "fingerprint"],
+        ["fingerprint", "--scheme", "words/binary", "--f", "32"],
+    ):
+        printed = invoke(*args, text)
+        assert printed.exit_code == 0 and printed.stdout.strip() == stored, printed.output
+    assert invoke("--f", "32", "fingerprint", text).stdout.strip() == format_fingerprint(
+        Scheme(f=32).fingerprint(text), 32
+    )
+    for args in (
+        ["--scheme", "words/binary", "fingerprint", "--bits", "32"],
+        ["fingerprint", "--features", "words", "-n", "5"],
+    ):
+        refused = invoke(*args, text)
+        assert refused.exit_code == 2 and refused.stderr.startswith("error: "), refused.output
+
+
 def test_fingerprint_file(tmp_path: Path) -> None:
     (tmp_path / "t.txt").write_text("hello big world", encoding="utf-8")
     result = CliRunner().invoke(app, ["fingerprint", "--file", str(tmp_path / "t.txt")])
