@@ -216,6 +216,13 @@ def test_dedupe_pairs_groups_and_dry_run(invoke: Invoke, tmp_path: Path) -> None
 # -- near, add, get, remove, fingerprint -------------------------------------------------------------
 
 
+def test_dedupe_rows_without_output_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    # It was accepted and ignored: the pairs were printed and every new document stored.
+    refused = invoke("dedupe", "--rows", "dropped", str(_news(tmp_path, n=3)), index="rows")
+    assert refused.exit_code == 2 and "--output" in refused.stderr, refused.output
+    assert invoke("stats", index="rows").exit_code == 1  # nothing was stored
+
+
 def test_add_near_get_remove(invoke: Invoke, tmp_path: Path) -> None:
     # A plain index: its matches are by fingerprint alone (no Jaccard), near takes a --fingerprint.
     assert invoke("--plain", "add", "s1", article(1)).stdout.strip() == "added"
