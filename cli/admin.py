@@ -181,8 +181,13 @@ def import_(
         merge: import into an index that already holds documents.
 
     Raises:
+        typer.Exit: no file given while stdin is a terminal (usage).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
+    if file == "-" and stdin_is_terminal():  # a dump is binary: nobody types one
+        raise fail(
+            "give the dump's file, or pipe it into stdin (... export | simhash-redis import)", ExitCode.USAGE
+        )
     state = settings(ctx)
     client = state.client()
     progress = Progress(None, enabled=not quiet, unit="records")

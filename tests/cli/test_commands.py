@@ -377,6 +377,16 @@ def test_export_import(invoke: Invoke, tmp_path: Path) -> None:
     assert bad.exit_code == 3 and "not a simhash-redis dump" in bad.stderr
 
 
+def test_import_without_a_file_on_a_terminal_is_refused(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `simhash-redis import` with the file forgotten waited, silent, for a binary dump typed in.
+    monkeypatch.setattr(admin, "stdin_is_terminal", lambda: True)
+    for args in (["import"], ["import", "-"]):
+        refused = invoke(*args, index="typed")
+        assert refused.exit_code == 2 and "pipe it into stdin" in refused.stderr, refused.output
+
+
 def test_export_round_trip_equals(invoke: Invoke, tmp_path: Path) -> None:
     invoke("load", str(_news(tmp_path, 30)), index="a")
     first = invoke("export", index="a").stdout_bytes
