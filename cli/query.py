@@ -214,9 +214,9 @@ def add(
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
+    document = read_text(text, file, encoding)  # first: a text refused must not leave a new, empty index
     index = state.open_index(create=True)
     verified = state.verified_of(index)
-    document = read_text(text, file, encoding)
     fingerprint = index.fingerprint(document)
     # A verified index stores the text's sketch too, so it takes the text rather than the fingerprint.
     outcome = index.add(doc_id, fingerprint) if verified is None else verified.add(doc_id, document)

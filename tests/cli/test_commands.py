@@ -250,6 +250,15 @@ def test_add_near_get_remove(invoke: Invoke, tmp_path: Path) -> None:
     assert json.loads(invoke("get", "s1", "--json").stdout)["fingerprint"] is None
 
 
+def test_add_of_a_text_refused_creates_no_index(invoke: Invoke, tmp_path: Path) -> None:
+    # The index was made (and its mode and k pinned) before the text was read: an empty text or a
+    # missing --file left an empty index that a corrected `--plain add` was then refused (exit 5).
+    assert invoke("add", "x", "   ", index="fresh").exit_code == 2
+    assert invoke("add", "x", "--file", str(tmp_path / "nope.txt"), index="fresh").exit_code == 1
+    assert invoke("stats", index="fresh").exit_code == 1
+    assert invoke("--plain", "--k", "5", "add", "x", "the text at last", index="fresh").exit_code == 0
+
+
 def test_query_usage_errors(invoke: Invoke) -> None:
     invoke("--plain", "add", "s1", "some text to have an index")  # near takes a --fingerprint
     both = invoke("near", "text", "--fingerprint", "ff")
@@ -520,6 +529,7 @@ def test_text_that_is_not_utf8_is_an_error_unless_its_encoding_is_given(
         assert "Traceback" not in refused.output
         decoded = invoke("fingerprint", *args, "--encoding", "latin-1", input=stdin)
         assert decoded.exit_code == 0 and decoded.stdout == expected
+    assert invoke("add", "seed", "an index for near to read", index="enc").exit_code == 0
     for command in (["add", "x"], ["near"]):
         result = invoke(*command, "--file", str(latin), index="enc")
         assert result.exit_code == 3 and "--encoding" in result.stderr, result.output
