@@ -23,6 +23,7 @@ from simhash_redis.jobs.readers import (
     STDIN,
     ReadOptions,
     Record,
+    check_inputs,
     detect_format,
     estimate_total,
     precomputed,
@@ -251,6 +252,7 @@ def run_load(
         typer.Exit: 130 after Ctrl-C (143 after SIGTERM), with the summary so far and how to resume.
         SimhashRedisError: passed on (after the summary so far) for the app's handler to report.
     """
+    check_inputs(run.files, run.fmt)  # before a new index is made: a missing input would leave it empty
     index, created = _open_for_load(ctx, run, dry_run)
     total = None if run.quiet else estimate_total(run.files, run.fmt, run.read)
     _warn_if_files_look_like_documents(run)

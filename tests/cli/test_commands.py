@@ -136,6 +136,9 @@ def test_load_usage_errors(invoke: Invoke, tmp_path: Path) -> None:
     (tmp_path / "a.docx").write_text("x", encoding="utf-8")
     unknown = invoke("load", str(tmp_path / "a.docx"))
     assert unknown.exit_code == 2 and "--format" in unknown.stderr
+    # Neither left a new, empty index behind (pinned verified, k = 3: a `--plain load` was then refused).
+    assert invoke("dedupe", str(tmp_path / "nope.jsonl")).exit_code == 1
+    assert invoke("indexes").stdout == ""
     (tmp_path / "a.csv").write_text("id,text\n1,x\n", encoding="utf-8")
     column = invoke("load", "--text-field", "body", str(tmp_path / "a.csv"))
     assert column.exit_code == 2 and "no column 'body'" in column.stderr
