@@ -249,6 +249,10 @@ class VerifiedIndex:
         """Remove many documents, each with its sketch; for each id, whether it was stored."""
         return batches.remove_many(self.index, self._writes, ids, None)
 
+    def get(self, doc_id: str) -> int | None:
+        """The fingerprint stored for an id, or None (the wrapped index's, as the asyncio form's)."""
+        return self.index.get(doc_id)
+
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None.
 
