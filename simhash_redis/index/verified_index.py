@@ -302,7 +302,7 @@ class VerifiedIndex:
         self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
         """near() for many queries; a candidate without a sketch cannot be verified and is dropped."""
-        docs = texts(queries)
+        docs = texts(as_batch(queries, "queries"))
         fps, sketches = self.index.fingerprint_many(docs), self.hasher.sketch_many(docs)
         return self.near_sketched(fps, sketches, threshold, k)
 
