@@ -483,6 +483,11 @@ def test_server_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         assert started.exit_code == 0, started.output
         url = started.stdout.strip()
         assert runner.invoke(app, ["server", "url"]).stdout.strip() == url
+        # A running server was reused and its URL printed, whatever --port asked for.
+        other = int(url.rsplit(":", 1)[1]) % 60_000 + 1024
+        elsewhere = runner.invoke(app, ["server", "start", "--port", str(other)])
+        assert elsewhere.exit_code == 1 and f"runs already, at {url}" in elsewhere.stderr, elsewhere.output
+        assert runner.invoke(app, ["server", "start", "--port", url.rsplit(":", 1)[1]]).stdout.strip() == url
         status = json.loads(runner.invoke(app, ["server", "status", "--json"]).stdout)
         assert status["running"] and status["url"] == url
         monkeypatch.delenv("SIMHASH_REDIS_URL", raising=False)
