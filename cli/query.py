@@ -15,6 +15,7 @@ from simhash_redis.errors import InputError
 from simhash_redis.jobs.arrow import EXTENSIONS as TABLE_EXTENSIONS
 from simhash_redis.jobs.queries import near_records
 from simhash_redis.jobs.readers import STDIN, ReadOptions, Record, detect_format, read
+from simhash_redis.store.keys import encode_id
 
 from .common import ExitCode, echo_json, fail, registrar, settings, tsv_row
 from .fingerprint import read_text
@@ -214,7 +215,9 @@ def add(
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
-    document = read_text(text, file, encoding)  # first: a text refused must not leave a new, empty index
+    # First: an id or a text refused must not leave a new, empty index behind.
+    encode_id(doc_id)
+    document = read_text(text, file, encoding)
     index = state.open_index(create=True)
     verified = state.verified_of(index)
     fingerprint = index.fingerprint(document)

@@ -258,6 +258,7 @@ def test_add_of_a_text_refused_creates_no_index(invoke: Invoke, tmp_path: Path) 
     # missing --file left an empty index that a corrected `--plain add` was then refused (exit 5).
     assert invoke("add", "x", "   ", index="fresh").exit_code == 2
     assert invoke("add", "x", "--file", str(tmp_path / "nope.txt"), index="fresh").exit_code == 1
+    assert invoke("add", "", "a text with an empty id", index="fresh").exit_code == 2
     assert invoke("stats", index="fresh").exit_code == 1
     assert invoke("--plain", "--k", "5", "add", "x", "the text at last", index="fresh").exit_code == 0
 
