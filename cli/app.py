@@ -431,6 +431,11 @@ def _root(
             validate_name(index, "--index")
         except InvalidArgument as exc:
             raise fail(str(exc), ExitCode.USAGE) from None
+    if redis_url == "":  # a script's unset variable: not the embedded server, silently
+        raise fail(
+            "--redis-url is empty: give a URL, or leave the option out for the embedded server",
+            ExitCode.USAGE,
+        )
     if plain:
         stated = [
             option

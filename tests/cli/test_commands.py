@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from simhash_redis import IndexCorrupted, InvalidArgument, Scheme, SimhashIndex, defaults
 from simhash_redis.codec import format_fingerprint
+from simhash_redis.tools.server import EmbeddedServer
 from tests.cli.conftest import Invoke, article, write_jsonl
 from tests.servers import ServerProcess
 
@@ -469,6 +470,17 @@ def test_configuration_mismatch(invoke: Invoke) -> None:
 def test_bad_index_name(invoke: Invoke) -> None:
     result = invoke("get", "x", index="bad name!")
     assert result.exit_code == 2 and "--index" in result.stderr
+
+
+def test_an_empty_redis_url_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--redis-url "$REDIS_URL"` with the variable unset wrote to a private embedded server, exit 0.
+    monkeypatch.setenv("SIMHASH_REDIS_HOME", str(tmp_path))
+    try:
+        result = CliRunner().invoke(app, ["--redis-url", "", "add", "a", "a text meant for a shared server"])
+    finally:
+        started = EmbeddedServer(tmp_path / "server").stop()
+    assert result.exit_code == 2 and "--redis-url is empty" in result.stderr, result.output
+    assert not started  # no embedded server was started
 
 
 # -- server -----------------------------------------------------------------------------------------
