@@ -181,8 +181,13 @@ def import_(
         merge: import into an index that already holds documents.
 
     Raises:
+        typer.Exit: no file given while stdin is a terminal (usage).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
+    if file == "-" and stdin_is_terminal():  # a dump is binary: nobody types one
+        raise fail(
+            "give the dump's file, or pipe it into stdin (... export | simhash-redis import)", ExitCode.USAGE
+        )
     state = settings(ctx)
     client = state.client()
     progress = Progress(None, enabled=not quiet, unit="records")
@@ -227,7 +232,7 @@ def _dump_agrees(state: Settings, source: str) -> Callable[[IndexConfig], None]:
     def refuse(dumped: str, option: str) -> typer.Exit:
         return fail(
             f"{source} is a dump of {dumped}, not {option}: the index an import creates takes the dump's "
-            "configuration (its first line names it); leave out the option, or load the documents again "
+            "configuration (its header record names it); leave out the option, or load the documents again "
             "to index them otherwise",
             ExitCode.MISMATCH,
         )
@@ -373,7 +378,7 @@ def restore_meta(ctx: typer.Context) -> None:
     Give every option the index was created with (--layout, --scheme, --f, --verified, --threshold,
     --retention and --sliding, --id-buckets, --band-buckets).
 
-    The configuration must be the one the index was created with (an export's first line names it):
+    The configuration must be the one the index was created with (an export's header record names it):
     a sample of the stored documents is checked against it first, and a mismatch is refused.
 
     \b

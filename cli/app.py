@@ -84,10 +84,10 @@ _REMEDIES = {
     "another-name": "import it under another --index",
     "restore-meta": "restore the meta with the options the index was created with (simhash-redis --index "
     "{index} --k K restore-meta, with --id-buckets and --band-buckets too where they were given; an "
-    "export's first line names them), or drop the index (simhash-redis --index {index} drop)",
+    "export's header record names them), or drop the index (simhash-redis --index {index} drop)",
     "state-config": "give restore-meta the options the index was created with (--k, and --layout, --scheme, "
     "--f, --verified, --threshold, --retention, --id-buckets or --band-buckets where it was created with "
-    "them; an export's first line names them)",
+    "them; an export's header record names them)",
     "state-retention": "give restore-meta the --retention (and --sliding) the index was created with",
     "no-retention": "leave out --retention",
     "state-verified": "give restore-meta --verified, and the --threshold the index was created with",
@@ -431,6 +431,11 @@ def _root(
             validate_name(index, "--index")
         except InvalidArgument as exc:
             raise fail(str(exc), ExitCode.USAGE) from None
+    if redis_url == "":  # a script's unset variable: not the embedded server, silently
+        raise fail(
+            "--redis-url is empty: give a URL, or leave the option out for the embedded server",
+            ExitCode.USAGE,
+        )
     if plain:
         stated = [
             option

@@ -12,7 +12,7 @@ from simhash_redis.errors import IndexNotFound
 from simhash_redis.jobs.arrow_output import TableOutput
 from simhash_redis.jobs.dedupe import Pair, groups
 
-from .common import echo_json, registrar, settings, tsv_row
+from .common import ExitCode, echo_json, fail, registrar, settings, tsv_row
 from .load import LoadRun, format_pair, run_load
 from .options import (
     BatchSize,
@@ -120,9 +120,13 @@ def dedupe(
             too (see `LoadRun`).
 
     Raises:
-        typer.Exit: 130 after Ctrl-C.
+        typer.Exit: --rows without --output (usage), 130 after Ctrl-C.
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
+    if output is None and rows is not Rows.kept:
+        raise fail(
+            f"--rows {rows.value} chooses the rows --output writes: give --output FILE too", ExitCode.USAGE
+        )
     run = LoadRun.from_params(ctx.params)
     found: list[Pair] = []
     table = None if output is None else TableOutput(str(output), rows.value)

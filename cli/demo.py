@@ -45,8 +45,9 @@ def demo(
     The sample holds licence texts (many MIT, BSD and Apache copies with other copyright lines) and
     successive releases of PyPI projects' READMEs. The index (--index, default 'demo') is dropped first,
     so every run starts clean, and created verified unless --plain is given (as a new index made from
-    texts is). With neither --redis-url nor SIMHASH_REDIS_URL, the embedded server is
-    started (or reused). The last line is 'near-duplicate groups found: N'.
+    texts is), with the global options given (--k, --scheme, --layout, ...). With neither --redis-url
+    nor SIMHASH_REDIS_URL, the embedded server is started (or reused). The last line is
+    'near-duplicate groups found: N'.
 
     \b
     Examples:
@@ -87,11 +88,11 @@ def demo(
         index = demo_job.fresh_index(
             client,
             name,
-            k=state.k,
             verified=state.asked_mode(),
             threshold=state.threshold,
             band_buckets=state.band_buckets,
             asking=CLI_ASKING,
+            **state.configuration(),
         )
         report = demo_job.run(index, docs)
         lines = demo_job.report_lines(

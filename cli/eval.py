@@ -64,7 +64,9 @@ def eval_command(
     setting: Annotated[
         list[str] | None, typer.Option(help="Only these settings, e.g. shingles-3/tf (repeatable).")
     ] = None,
-    k: Annotated[list[int] | None, typer.Option("--k", help="Columns shown (default: all k).")] = None,
+    k: Annotated[
+        list[int] | None, typer.Option("--k", min=0, help="Columns shown, up to --max-k (default: all k).")
+    ] = None,
     jieba: Annotated[bool, typer.Option(help="Also score jieba-segmented settings on Chinese.")] = False,
     json_out: JsonOut = False,
     report_file: Annotated[
@@ -91,10 +93,12 @@ def eval_command(
 
     Raises:
         typer.Exit: 2, the corpus or the pairs cannot be read or are malformed.
-        typer.BadParameter: an unknown setting, or --jieba without jieba.
+        typer.BadParameter: an unknown setting, --jieba without jieba, or a --k past --max-k.
     """
     from simhash_redis.tools.evaluation import evaluate, format_report, load_corpus, load_pairs
 
+    if k and max(k) > max_k:
+        raise typer.BadParameter(f"--k {max(k)} is past --max-k {max_k}: give --max-k {max(k)} too")
     try:
         docs = load_corpus(corpus)
         pair_rows = load_pairs(pairs) if pairs is not None else None

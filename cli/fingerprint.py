@@ -13,7 +13,7 @@ from simhash_redis import Scheme
 from simhash_redis.codec import format_fingerprint
 from simhash_redis.fingerprinting.tokens import FEATURE_KINDS
 
-from .common import ExitCode, echo_json, fail, registrar
+from .common import ExitCode, echo_json, fail, registrar, settings
 from .options import Encoding, TextArg, TextFile
 
 __all__ = ["fingerprint", "read_text", "register"]
@@ -64,6 +64,7 @@ def _decoded(data: bytes, source: str, encoding: str) -> str:
 
 
 def fingerprint(
+    ctx: typer.Context,
     text: TextArg = None,
     file: TextFile = None,
     encoding: Encoding = "utf-8",
@@ -79,7 +80,8 @@ def fingerprint(
     """Print a text's fingerprint in hex (0x-prefixed, zero-padded), computed locally without Redis.
 
     The defaults are the default scheme, so the result matches an index created with default
-    options; an index with another scheme fingerprints differently.
+    options; for an index created with --scheme or --f, give them (before or after the command)
+    instead of --features, -n and --bits.
 
     \b
     Examples:
@@ -88,6 +90,7 @@ def fingerprint(
 
     \f
     Args:
+        ctx: the command's context (the global --scheme and --f).
         text: the text.
         file: read the text from this file.
         encoding: how the file or stdin is encoded.
@@ -97,9 +100,28 @@ def fingerprint(
         json_out: print JSON.
 
     Raises:
-        typer.Exit: no text, or both TEXT and --file (usage).
+        typer.Exit: no text, both TEXT and --file, --scheme or --f with this command's own scheme
+            options, or -n with --features words (usage).
     """
-    scheme = Scheme(features=features.value, n=n, f=bits)
+    state = settings(ctx)
+    own = [
+        name
+        for name, given in (
+            ("--features", features.value != "shingles"),
+            ("-n", n != 3),
+            ("--bits", bits != 64),
+        )
+        if given
+    ]
+    if (state.scheme is not None or state.f is not None) and own:
+        raise fail(f"give --scheme and --f, or {', '.join(own)}, not both", ExitCode.USAGE)
+    if features.value == "words" and n not in (1, 3):
+        raise fail(
+            "-n sets the tokens of a shingle or the characters of an n-gram: a word is one token",
+            ExitCode.USAGE,
+        )
+    scheme = state.configuration()["scheme"] or Scheme(features=features.value, n=n, f=state.f or bits)
+    bits = scheme.f
     value = scheme.fingerprint(read_text(text, file, encoding))
     if json_out:
         echo_json({"fingerprint": format_fingerprint(value, bits), "scheme": scheme.to_meta()})

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from simhash_redis import SimhashIndex
-from simhash_redis.errors import IndexNotFound, InputError, SimhashRedisError
+from simhash_redis.errors import IndexNotFound, InputError, InvalidArgument, SimhashRedisError
 from simhash_redis.index.batches import DEFAULT_WINDOW
 from simhash_redis.jobs.dedupe import Pair
 from simhash_redis.jobs.loader import BULK_MIN, Bulk, Loader, LoadStats
@@ -23,6 +23,7 @@ from simhash_redis.jobs.readers import (
     STDIN,
     ReadOptions,
     Record,
+    check_inputs,
     detect_format,
     estimate_total,
     precomputed,
@@ -75,11 +76,23 @@ class LoadRun:
 
         Args:
             params: the command's parameters by name (``ctx.params``).
+
+        Raises:
+            typer.Exit: --id-prefix for an input that is not plain text (usage).
         """
 
         def plain(value: Any) -> Any:
             return value.value if isinstance(value, enum.Enum) else value
 
+        for path in params["files"] if params["id_prefix"] is not None else []:
+            with contextlib.suppress(InvalidArgument):  # an unknown format: the load itself says so
+                if (plain(params["fmt"]) or detect_format(path)) != "lines":
+                    raise fail(
+                        f"--id-prefix numbers the lines of plain text (--format lines), and {path!r} is "
+                        "not plain text: its ids come from --id-field (--id-prefix-input starts them with "
+                        "its name)",
+                        ExitCode.USAGE,
+                    )
         return cls(
             files=list(params["files"]),
             fmt=plain(params["fmt"]),
@@ -239,6 +252,7 @@ def run_load(
         typer.Exit: 130 after Ctrl-C (143 after SIGTERM), with the summary so far and how to resume.
         SimhashRedisError: passed on (after the summary so far) for the app's handler to report.
     """
+    check_inputs(run.files, run.fmt)  # before a new index is made: a missing input would leave it empty
     index, created = _open_for_load(ctx, run, dry_run)
     total = None if run.quiet else estimate_total(run.files, run.fmt, run.read)
     _warn_if_files_look_like_documents(run)
@@ -322,7 +336,8 @@ def run_load(
         typer.echo(
             f"warning: {stats.replaced:,} of {plural(stats.written, 'document')} replaced stored ones of the "
             "same id with another text. If this input's ids repeat across runs (line numbers, counters), "
-            "give each run's documents their own ids (--id-field, or --id-prefix with a date).",
+            "give each run's documents their own ids (--id-field, or for plain text --id-prefix with a "
+            "date).",
             err=True,
         )
     return loader.stats

@@ -15,6 +15,7 @@ from simhash_redis.errors import InputError
 from simhash_redis.jobs.arrow import EXTENSIONS as TABLE_EXTENSIONS
 from simhash_redis.jobs.queries import near_records
 from simhash_redis.jobs.readers import STDIN, ReadOptions, Record, detect_format, read
+from simhash_redis.store.keys import encode_id
 
 from .common import ExitCode, echo_json, fail, registrar, settings, tsv_row
 from .fingerprint import read_text
@@ -77,15 +78,34 @@ def near(
         id_field, text_field, fingerprint_field: the table's columns (as `load` reads them).
 
     Raises:
-        typer.Exit: no text, or more than one query given (usage); bad rows in a table (input).
+        typer.Exit: no text, more than one query, or a table's options without a table (usage); bad
+            rows in a table (input).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
     table = None if file is None else _table_format(str(file), None if fmt is None else fmt.value)
+    stray = [
+        name
+        for name, given in (
+            ("--format", fmt is not None),
+            ("--id-field", id_field != "id"),
+            ("--text-field", text_field != "text"),
+            ("--fingerprint-field", fingerprint_field is not None),
+        )
+        if given
+    ]
+    if table is None and stray:
+        raise fail(
+            f"{', '.join(stray)} read a --file of many queries (.parquet, .arrow, or any input with "
+            "--format), not a query text",
+            ExitCode.USAGE,
+        )
     if table is not None and file is not None:
         if text is not None or fingerprint is not None:
             raise fail("give TEXT, --file or --fingerprint, only one", ExitCode.USAGE)
-        options = ReadOptions(id_field=id_field, text_field=text_field, fingerprint_field=fingerprint_field)
+        options = ReadOptions(
+            id_field=id_field, text_field=text_field, fingerprint_field=fingerprint_field, encoding=encoding
+        )
         index = state.open_index(create=False)
         _near_table(index, state.verified_of(index), read(str(file), table, options), k, json_out)
         return
@@ -195,9 +215,11 @@ def add(
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     state = settings(ctx)
+    # First: an id or a text refused must not leave a new, empty index behind.
+    encode_id(doc_id)
+    document = read_text(text, file, encoding)
     index = state.open_index(create=True)
     verified = state.verified_of(index)
-    document = read_text(text, file, encoding)
     fingerprint = index.fingerprint(document)
     # A verified index stores the text's sketch too, so it takes the text rather than the fingerprint.
     outcome = index.add(doc_id, fingerprint) if verified is None else verified.add(doc_id, document)

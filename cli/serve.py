@@ -15,6 +15,9 @@ from .common import ExitCode, fail, settings
 __all__ = ["register", "serve"]
 
 _TOKEN_ENV = "SIMHASH_REDIS_TOKEN"
+#: uvicorn's exit status when it cannot start (its config.STARTUP_FAILURE: only the service imports
+#: uvicorn).
+_STARTUP_FAILURE = 3
 
 
 def serve(
@@ -84,7 +87,8 @@ def serve(
             no_access_log: as the options say.
 
     Raises:
-        typer.Exit: the server extra is missing, or the token file cannot be read (usage).
+        typer.Exit: the server extra is missing, or the token file cannot be read (usage); uvicorn
+            cannot start (a port in use, say: error).
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     try:
@@ -135,7 +139,14 @@ def serve(
         tls_key=None if tls_key is None else str(tls_key),
         grace=grace,
     )
-    run(config.check(), listen)
+    try:
+        run(config.check(), listen)
+    except SystemExit as exc:
+        if exc.code != _STARTUP_FAILURE:
+            raise
+        # uvicorn logged why (a port in use, a certificate it cannot read); its own status, 3, is ours
+        # for bad input.
+        raise fail(f"cannot serve on {host}:{port}: the line above says why", ExitCode.ERROR) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -38,9 +38,16 @@ def start(
         port: the port of a newly started server.
 
     Raises:
+        typer.Exit: it runs already, on another port than --port.
         RedisUnavailable: the server cannot be started.
     """
-    typer.echo(EmbeddedServer().start(port))
+    url = EmbeddedServer().start(port)
+    if port is not None and not url.endswith(f":{port}"):
+        raise fail(
+            f"the embedded server runs already, at {url}: stop it first (simhash-redis server stop) to "
+            f"start it on port {port}"
+        )
+    typer.echo(url)
 
 
 @server_app.command("stop")

@@ -48,3 +48,12 @@ def test_a_malformed_url_never_quotes_its_password() -> None:
     with pytest.raises(InvalidArgument) as caught:
         client_from_url("redis://u:s3cr/et@127.0.0.1:6379/0")
     assert "s3cr" not in str(caught.value)
+    # The likely cause is named without quoting the URL: a reserved character left unencoded.
+    assert "percent-encode / ? # @ : %" in str(caught.value)
+
+
+@pytest.mark.parametrize("path", ["news", "0/1", "db0"])
+def test_a_path_that_is_not_a_database_number_is_refused(path: str) -> None:
+    # redis-py took redis://host/news for database 0 (and /0/1 for database 1), without a word.
+    with pytest.raises(InvalidArgument, match="names a database by number"):
+        client_from_url(f"redis://127.0.0.1:1/{path}")

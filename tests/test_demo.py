@@ -17,7 +17,7 @@ from simhash_redis.cli.common import Settings
 from simhash_redis.cli.demo import register
 from typer.testing import CliRunner
 
-from simhash_redis import SimhashIndex, VerifiedIndex, distance, fingerprint_many
+from simhash_redis import Layout, SimhashIndex, VerifiedIndex, distance, fingerprint_many
 from simhash_redis.errors import InputError, InvalidArgument
 from simhash_redis.tools import demo as demo_job
 from simhash_redis.tools.server import EmbeddedServer
@@ -179,6 +179,30 @@ def test_cli_demo_prints_groups_and_the_marker(redis_url: str) -> None:
     plain = runner.invoke(_app(), ["--redis-url", redis_url, "--plain", "demo"])
     assert plain.exit_code == 0, plain.output
     assert "(distance <= 3)" in plain.output and SimhashIndex(client, "demo").config.verification is None
+
+
+def test_cli_demo_creates_its_index_with_the_global_options(redis_url: str) -> None:
+    from simhash_redis.cli.app import app
+
+    # --k was taken; --scheme, --f, --layout, --retention and --id-buckets were accepted and ignored.
+    options = [
+        "--scheme",
+        "words/binary",
+        "--f",
+        "32",
+        "--k",
+        "2",
+        "--layout",
+        "permuted-4",
+        "--retention",
+        "1d",
+    ]
+    result = CliRunner().invoke(app, ["--redis-url", redis_url, *options, "--id-buckets", "64", "demo"])
+    assert result.exit_code == 0, result.output
+    config = SimhashIndex(redis.Redis.from_url(redis_url), "demo").config
+    assert (config.f, config.k, config.layout, config.id_buckets) == (32, 2, Layout.permuted(32, 2, 4), 64)
+    assert config.scheme.features == "words" and config.scheme.weighting == "binary"
+    assert config.retention is not None and config.retention.seconds == 86_400
 
 
 def test_cli_demo_refuses_to_drop_another_index(redis_url: str) -> None:

@@ -163,3 +163,7 @@ def test_cli_eval_command(tmp_path: Path) -> None:
     assert bad.exit_code == 2
     unknown = runner.invoke(app, ["eval", str(corpus), "--setting", "nope", "--quiet"])
     assert unknown.exit_code != 0
+    # A column past the k scored was a traceback (IndexError); a negative one showed k=8 as "k=-1".
+    for column in ("9", "-1"):
+        past = runner.invoke(app, ["eval", str(corpus), "--k", column, "-q"])
+        assert past.exit_code == 2 and "--k" in past.output, past.output

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +176,18 @@ def test_readyz_is_503_while_the_configured_index_is_of_the_other_mode(redis_ser
 
     answer = asyncio.run(ready())
     assert answer.status_code == 503 and answer.json()["error"]["code"] == "configuration_mismatch"
+
+
+def test_a_port_in_use_is_an_error_naming_it_not_bad_input(redis_server: ServerProcess) -> None:
+    # uvicorn's own exit status, 3, is this command's code for bad input; it came out as it was.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = ["--redis-url", redis_server.url, "serve", "--port", str(port), "--no-access-log"]
+        result = subprocess.run(
+            [sys.executable, "-m", "simhash_redis.cli", *args], capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last == f"error: cannot serve on 127.0.0.1:{port}: the line above says why", result.stderr

@@ -18,11 +18,13 @@ from simhash_redis import (
     ConfigurationMismatch,
     IndexCorrupted,
     IndexNotFound,
+    InvalidType,
     Layout,
     MinHasher,
     Outcome,
     SimhashIndex,
     VerifiedIndex,
+    open_index,
 )
 from simhash_redis.codec import encode_fp
 from simhash_redis.store import Verification
@@ -80,6 +82,18 @@ def test_from_url_creates_a_verified_index(redis_url: str, redis_client: redis.R
     again = VerifiedIndex.from_url(redis_url, "made")
     assert again.verification == index.verification
     assert SimhashIndex(redis_client, "made").config.verification == index.verification
+
+
+def test_get_and_a_text_given_as_a_batch_as_on_a_plain_index(redis_url: str) -> None:
+    # open_index's default (a VerifiedIndex) had no get: AttributeError, while AsyncVerifiedIndex had it.
+    index = open_index("got", redis_url)
+    assert isinstance(index, VerifiedIndex)
+    index.add("a", "The council approved the new budget on Tuesday after a long debate")
+    assert index.get("a") == index.index.get("a") is not None and index.get("b") is None
+    # A text given for a batch was read as one query per character (five of "hello"): refused, as the
+    # plain index refuses it.
+    with pytest.raises(InvalidType, match="queries must be a list"):
+        index.near_many("hello")
 
 
 def test_a_plain_handle_of_a_verified_index_reads_and_never_writes(redis_client: redis.Redis) -> None:

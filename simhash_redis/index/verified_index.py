@@ -249,6 +249,10 @@ class VerifiedIndex:
         """Remove many documents, each with its sketch; for each id, whether it was stored."""
         return batches.remove_many(self.index, self._writes, ids, None)
 
+    def get(self, doc_id: str) -> int | None:
+        """The fingerprint stored for an id, or None (the wrapped index's, as the asyncio form's)."""
+        return self.index.get(doc_id)
+
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None.
 
@@ -298,7 +302,7 @@ class VerifiedIndex:
         self, queries: Sequence[VerifiedDocument], threshold: float | None = None, k: int | None = None
     ) -> list[list[VerifiedMatch]]:
         """near() for many queries; a candidate without a sketch cannot be verified and is dropped."""
-        docs = texts(queries)
+        docs = texts(as_batch(queries, "queries"))
         fps, sketches = self.index.fingerprint_many(docs), self.hasher.sketch_many(docs)
         return self.near_sketched(fps, sketches, threshold, k)
 

@@ -27,7 +27,7 @@ _SAMPLE = 200
 #: How far a period's expiry may be from the one a stated retention gives (TTL and clock in one trip).
 _EXPIRY_SLACK_MS = 250
 #: The hint of a stated configuration that does not fit the data.
-_STATE_IT = "state the configuration the index was created with (an export's first line names it)"
+_STATE_IT = "state the configuration the index was created with (an export's header record names it)"
 
 
 def open_meta(
@@ -60,7 +60,7 @@ def open_meta(
             f"index {name!r} has data ({found.decode(errors='replace')}) but no meta key: it was deleted, or "
             "the index was flushed half-way, and creating it anew could mix configurations",
             hint="restore the meta with the configuration the index was created with (SimhashIndex.restore; "
-            "an export's first line names it), or drop the index (drop_index)",
+            "an export's header record names it), or drop the index (drop_index)",
             remedy="restore-meta",
         )
     if fields is None:

@@ -98,14 +98,14 @@ def fresh_index(
     client: redis.Redis | RedisCluster,
     name: str = DEMO_INDEX,
     *,
-    k: int | None = None,
     verified: bool | None = None,
     threshold: float | None = None,
     band_buckets: int | None = None,
     asking: Asking = LIBRARY,
+    **options: Any,
 ) -> SimhashIndex | VerifiedIndex:
     """Drop the index (every key of its name), then create it empty: verified unless verified is False
-    (`open_in_mode`), with k (default the library's).
+    (`open_in_mode`), with the options of `SimhashIndex` given (k, f, layout, scheme, retention, ...).
 
     Raises:
         InvalidArgument: threshold or band_buckets out of range, or given with verified=False (checked
@@ -115,7 +115,13 @@ def fresh_index(
     asked_mode(verified, threshold=threshold, band_buckets=band_buckets, asking=asking)
     drop_index(client, name)
     return open_in_mode(
-        client, name, verified=verified, threshold=threshold, band_buckets=band_buckets, asking=asking, k=k
+        client,
+        name,
+        verified=verified,
+        threshold=threshold,
+        band_buckets=band_buckets,
+        asking=asking,
+        **options,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal, overload
+from urllib.parse import unquote, urlsplit
 
 import redis
 import redis.exceptions as rex
@@ -80,6 +81,10 @@ def client_from_url(
     }
     settings.update(options)
     try:
+        # redis-py takes a path that is not a number (redis://host/news) for database 0, silently.
+        database = unquote(urlsplit(url).path).strip("/") if url.startswith(("redis:", "rediss:")) else ""
+        if database and not database.isdigit():
+            raise ValueError(f"its path names a database by number (redis://host:port/0), not {database!r}")
         client = standalone.from_url(url, **settings)
         if cluster is None and not url.startswith("unix:"):
             try:
@@ -100,8 +105,13 @@ def client_from_url(
         # redis-py's reason may quote pieces of the password; it is only shown for URLs without one.
         shown = redact_url(url)
         reason = f": {exc}" if shown == url else ""
-        if not reason and not _SCHEME.match(url):
-            reason = ": it must begin with redis://, rediss:// or unix://"
+        if not reason:
+            reason = (
+                ": check its host, port, database number and query, and percent-encode / ? # @ : % in the "
+                "user and password"
+                if _SCHEME.match(url)
+                else ": it must begin with redis://, rediss:// or unix://"
+            )
         raise InvalidArgument(f"url {shown!r} is not a valid Redis URL{reason}") from None
 
 

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from simhash_redis import IndexCorrupted, InvalidArgument, Scheme, SimhashIndex, defaults
 from simhash_redis.codec import format_fingerprint
+from simhash_redis.tools.server import EmbeddedServer
 from tests.cli.conftest import Invoke, article, write_jsonl
 from tests.servers import ServerProcess
 
@@ -136,6 +137,9 @@ def test_load_usage_errors(invoke: Invoke, tmp_path: Path) -> None:
     (tmp_path / "a.docx").write_text("x", encoding="utf-8")
     unknown = invoke("load", str(tmp_path / "a.docx"))
     assert unknown.exit_code == 2 and "--format" in unknown.stderr
+    # Neither left a new, empty index behind (pinned verified, k = 3: a `--plain load` was then refused).
+    assert invoke("dedupe", str(tmp_path / "nope.jsonl")).exit_code == 1
+    assert invoke("indexes").stdout == ""
     (tmp_path / "a.csv").write_text("id,text\n1,x\n", encoding="utf-8")
     column = invoke("load", "--text-field", "body", str(tmp_path / "a.csv"))
     assert column.exit_code == 2 and "no column 'body'" in column.stderr
@@ -143,6 +147,18 @@ def test_load_usage_errors(invoke: Invoke, tmp_path: Path) -> None:
     assert invoke("load", "--format", "xml", str(tmp_path / "a.csv")).exit_code == 2
     for result in (missing, unknown, column):
         assert "Traceback" not in result.output
+
+
+def test_id_prefix_of_an_input_that_is_not_plain_text_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    # It numbers plain text's lines only: a JSON Lines load stored its ids unprefixed, and the warning
+    # about replaced ids advised it for any input.
+    news = _news(tmp_path, n=3)
+    for args in (["load", str(news)], ["dedupe", "--format", "csv", "-"]):
+        result = invoke(*args[:1], "--id-prefix", "wire:", *args[1:], input="id,text\na,b\n", index="pre")
+        assert result.exit_code == 2 and "--id-prefix numbers the lines of plain text" in result.stderr
+    assert invoke("stats", index="pre").exit_code == 1  # nothing was loaded, no index made
+    lines = invoke("load", "--id-prefix", "wire:", "-", "--format", "lines", input="one story\n", index="pre")
+    assert lines.exit_code == 0 and invoke("get", "wire:1", index="pre").exit_code == 0
 
 
 def test_load_interrupted_prints_summary_and_resumes(
@@ -204,6 +220,13 @@ def test_dedupe_pairs_groups_and_dry_run(invoke: Invoke, tmp_path: Path) -> None
 # -- near, add, get, remove, fingerprint -------------------------------------------------------------
 
 
+def test_dedupe_rows_without_output_is_refused(invoke: Invoke, tmp_path: Path) -> None:
+    # It was accepted and ignored: the pairs were printed and every new document stored.
+    refused = invoke("dedupe", "--rows", "dropped", str(_news(tmp_path, n=3)), index="rows")
+    assert refused.exit_code == 2 and "--output" in refused.stderr, refused.output
+    assert invoke("stats", index="rows").exit_code == 1  # nothing was stored
+
+
 def test_add_near_get_remove(invoke: Invoke, tmp_path: Path) -> None:
     # A plain index: its matches are by fingerprint alone (no Jaccard), near takes a --fingerprint.
     assert invoke("--plain", "add", "s1", article(1)).stdout.strip() == "added"
@@ -231,6 +254,16 @@ def test_add_near_get_remove(invoke: Invoke, tmp_path: Path) -> None:
     assert json.loads(invoke("get", "s1", "--json").stdout)["fingerprint"] is None
 
 
+def test_add_of_a_text_refused_creates_no_index(invoke: Invoke, tmp_path: Path) -> None:
+    # The index was made (and its mode and k pinned) before the text was read: an empty text or a
+    # missing --file left an empty index that a corrected `--plain add` was then refused (exit 5).
+    assert invoke("add", "x", "   ", index="fresh").exit_code == 2
+    assert invoke("add", "x", "--file", str(tmp_path / "nope.txt"), index="fresh").exit_code == 1
+    assert invoke("add", "", "a text with an empty id", index="fresh").exit_code == 2
+    assert invoke("stats", index="fresh").exit_code == 1
+    assert invoke("--plain", "--k", "5", "add", "x", "the text at last", index="fresh").exit_code == 0
+
+
 def test_query_usage_errors(invoke: Invoke) -> None:
     invoke("--plain", "add", "s1", "some text to have an index")  # near takes a --fingerprint
     both = invoke("near", "text", "--fingerprint", "ff")
@@ -241,6 +274,21 @@ def test_query_usage_errors(invoke: Invoke) -> None:
     assert too_far.exit_code == 2 and "k must be in 0..3" in too_far.stderr
     nothing = invoke("near")
     assert nothing.exit_code == 2
+
+
+def test_near_refuses_table_options_without_a_table_and_reads_a_table_in_its_encoding(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    # A query text has no columns: --id-field and the rest were accepted and did nothing.
+    assert invoke("add", "s1", "café crème brûlée with vanilla and sugar and eggs").exit_code == 0
+    for option in (["--id-field", "qid"], ["--text-field", "body"], ["--format", "csv"]):
+        stray = invoke("near", "some text", *option)
+        assert stray.exit_code == 2 and option[0] in stray.stderr, stray.output
+    table = tmp_path / "q.jsonl"
+    row = {"id": "q", "text": "café crème brûlée with vanilla and sugar and eggs"}
+    table.write_bytes((json.dumps(row, ensure_ascii=False) + "\n").encode("latin-1"))
+    found = invoke("near", "--file", str(table), "--format", "jsonl", "--encoding", "latin-1")
+    assert found.exit_code == 0 and found.stdout.startswith("q\ts1\t0\t"), found.output
 
 
 def test_unknown_index(invoke: Invoke) -> None:
@@ -262,6 +310,32 @@ def test_fingerprint_command() -> None:
     assert len(data["fingerprint"]) == 2 + 32 and "features=chars;n=4;f=128" in data["scheme"]
     bad = runner.invoke(app, ["fingerprint", "--bits", "48", "x"])
     assert bad.exit_code == 2 and "f must be one of" in bad.stderr
+
+
+def test_fingerprint_takes_the_scheme_an_index_was_created_with(invoke: Invoke) -> None:
+    # The global --scheme and --f were accepted and ignored: the default scheme's fingerprint was
+    # printed, not the one the index stores. -n was ignored with --features words.
+    text = "the quick brown fox jumps over the lazy dog"
+    assert (
+        invoke("--plain", "--scheme", "words/binary", "--f", "32", "add", "x", text, index="wb").exit_code
+        == 0
+    )
+    stored = invoke("get", "x", index="wb").stdout.strip()
+    for args in (
+        ["--scheme", "words/binary", "--f", "32", "fingerprint"],
+        ["fingerprint", "--scheme", "words/binary", "--f", "32"],
+    ):
+        printed = invoke(*args, text)
+        assert printed.exit_code == 0 and printed.stdout.strip() == stored, printed.output
+    assert invoke("--f", "32", "fingerprint", text).stdout.strip() == format_fingerprint(
+        Scheme(f=32).fingerprint(text), 32
+    )
+    for args in (
+        ["--scheme", "words/binary", "fingerprint", "--bits", "32"],
+        ["fingerprint", "--features", "words", "-n", "5"],
+    ):
+        refused = invoke(*args, text)
+        assert refused.exit_code == 2 and refused.stderr.startswith("error: "), refused.output
 
 
 def test_fingerprint_file(tmp_path: Path) -> None:
@@ -315,6 +389,16 @@ def test_export_import(invoke: Invoke, tmp_path: Path) -> None:
     garbage.write_bytes(b"\x00\x01 not a dump")
     bad = invoke("import", str(garbage), index="g")
     assert bad.exit_code == 3 and "not a simhash-redis dump" in bad.stderr
+
+
+def test_import_without_a_file_on_a_terminal_is_refused(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `simhash-redis import` with the file forgotten waited, silent, for a binary dump typed in.
+    monkeypatch.setattr(admin, "stdin_is_terminal", lambda: True)
+    for args in (["import"], ["import", "-"]):
+        refused = invoke(*args, index="typed")
+        assert refused.exit_code == 2 and "pipe it into stdin" in refused.stderr, refused.output
 
 
 def test_export_round_trip_equals(invoke: Invoke, tmp_path: Path) -> None:
@@ -388,6 +472,17 @@ def test_bad_index_name(invoke: Invoke) -> None:
     assert result.exit_code == 2 and "--index" in result.stderr
 
 
+def test_an_empty_redis_url_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--redis-url "$REDIS_URL"` with the variable unset wrote to a private embedded server, exit 0.
+    monkeypatch.setenv("SIMHASH_REDIS_HOME", str(tmp_path))
+    try:
+        result = CliRunner().invoke(app, ["--redis-url", "", "add", "a", "a text meant for a shared server"])
+    finally:
+        started = EmbeddedServer(tmp_path / "server").stop()
+    assert result.exit_code == 2 and "--redis-url is empty" in result.stderr, result.output
+    assert not started  # no embedded server was started
+
+
 # -- server -----------------------------------------------------------------------------------------
 
 
@@ -401,6 +496,11 @@ def test_server_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         assert started.exit_code == 0, started.output
         url = started.stdout.strip()
         assert runner.invoke(app, ["server", "url"]).stdout.strip() == url
+        # A running server was reused and its URL printed, whatever --port asked for.
+        other = int(url.rsplit(":", 1)[1]) % 60_000 + 1024
+        elsewhere = runner.invoke(app, ["server", "start", "--port", str(other)])
+        assert elsewhere.exit_code == 1 and f"runs already, at {url}" in elsewhere.stderr, elsewhere.output
+        assert runner.invoke(app, ["server", "start", "--port", url.rsplit(":", 1)[1]]).stdout.strip() == url
         status = json.loads(runner.invoke(app, ["server", "status", "--json"]).stdout)
         assert status["running"] and status["url"] == url
         monkeypatch.delenv("SIMHASH_REDIS_URL", raising=False)
@@ -450,6 +550,7 @@ def test_text_that_is_not_utf8_is_an_error_unless_its_encoding_is_given(
         assert "Traceback" not in refused.output
         decoded = invoke("fingerprint", *args, "--encoding", "latin-1", input=stdin)
         assert decoded.exit_code == 0 and decoded.stdout == expected
+    assert invoke("add", "seed", "an index for near to read", index="enc").exit_code == 0
     for command in (["add", "x"], ["near"]):
         result = invoke(*command, "--file", str(latin), index="enc")
         assert result.exit_code == 3 and "--encoding" in result.stderr, result.output

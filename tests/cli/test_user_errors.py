@@ -123,6 +123,8 @@ def test_a_lost_meta_points_to_restore_meta_and_its_refusals_are_readable(
         assert result.exit_code == 1 and "Traceback" not in result.output, (args, result.output)
         assert "no meta key" in result.stderr
         assert "simhash-redis --index lost --k K restore-meta" in result.stderr
+        # A dump is msgpack: its configuration is in a header record, which no `head -1` shows.
+        assert "header record names them" in result.stderr and "first line" not in result.stderr
         assert "no index named" not in result.stderr and "SimhashIndex" not in result.stderr
     wrong = invoke("--k", "3", "restore-meta", index="lost")
     assert wrong.exit_code == 5, wrong.output
