@@ -288,7 +288,8 @@ class VerifiedIndex:
         similar first, then nearest, then by id.
 
         Args:
-            threshold: the Jaccard threshold, in [0, 1] (default: the index's).
+            threshold: the Jaccard threshold, in [0, 1] (default: the index's); below the index's, a pair
+                near it is found only if a candidate (the band tables are made for the index's: quality.md).
             k: the Hamming candidates' largest distance (default and at most: the index's k; band
                 candidates come at any distance).
         """
