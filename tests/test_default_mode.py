@@ -144,3 +144,16 @@ def test_add_if_new_many_gives_one_shape_in_either_mode(verified: bool, redis_ur
     assert [None if m is None else m.id for m in again] == ["a"]
     plain = index.index if isinstance(index, VerifiedIndex) else index
     assert plain.get("b") is None and plain.get("c") is not None
+
+
+def test_the_index_open_index_gives_by_default_answers_get_count_k_verify_and_drop(redis_url: str) -> None:
+    """A script moved to the default (verified) index, or from its asyncio form, met AttributeError for
+    get, count, k, verify and drop, which the plain index and `AsyncVerifiedIndex` answer."""
+    index = open_index("reads", redis_url, k=4)
+    assert isinstance(index, VerifiedIndex)
+    index.add("a", TEXT)
+    fp = index.index.fingerprint(TEXT)
+    assert (index.get("a"), index.get("b"), index.get_many(["b", "a"])) == (fp, None, [None, fp])
+    assert (index.count(), index.k, index.f) == ((1, 1), 4, 64)
+    assert index.verify().ok and index.drop() > 0
+    assert not SimhashIndex.exists(index.index.client, "reads")
