@@ -167,6 +167,21 @@ def test_its_own_entry_comes_before_a_nearer_other(client: redis.Redis) -> None:
     assert index.add_if_new("a", A) == Match("a", A ^ 1, 1)
 
 
+@pytest.mark.parametrize("other", ["x", "y"])
+def test_an_id_written_again_later_in_the_batch_keeps_its_last_text(client: redis.Redis, other: str) -> None:
+    """A document left to the next round (near an earlier one of its batch) was written after the batch's
+    later rewrite of that earlier id: [x: A, x: A, x: C] left x at A and reported C REPLACED; [x: A, y:
+    near A, x: C] stored y, a copy of a text x no longer has. As one add-if-new at a time: x ends at C."""
+    index = SimhashIndex(client, "again", k=3, id_buckets=1024)
+    far = A ^ (2**64 - 1)
+    assert index.add_many([("x", A), (other, A ^ 1), ("x", far)], unique=True) == [
+        Outcome.ADDED,
+        Match("x", A, 1),
+        Outcome.REPLACED,
+    ]
+    assert index.get("x") == far and index.count() == (1, 1)
+
+
 class _Clock:
     """time.monotonic for unique.py: ten seconds go by at each look."""
 

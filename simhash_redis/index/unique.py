@@ -122,18 +122,26 @@ class UniqueWrites:
             again: list[tuple[bytes, bytes]] = []
             # One script call writes the round: each guard expects what the documents before it add.
             batch = None if locks else InBatch(self.store, self.reads, fps, self.f, self.k, bands_of, judge)
+            # After the round's first document left to the next (near an earlier one of the batch, or
+            # waiting for a lock), one of an id the round met before is left too: written now, it would be
+            # overwritten by the one left, or take away the text that one is a near-duplicate of.
+            first = {ids[i]: i for i in reversed(pending)}
+            left_from = min(waiting, default=len(ids))
             keys_of: Sequence[list[bytes] | None] = tables or [None] * len(ready)
             for i, sets, matches, table_keys in zip(ready, members, found, keys_of, strict=True):
                 if matches:
                     results[i] = duplicate = duplicate_of(ids[i].decode(), list(matches))
                     if duplicate is not None:
                         again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
+                elif first[ids[i]] < i and i > left_from:
+                    changed.append(i)
                 else:
                     guard: Guard | None = None
                     if batch is not None:
                         guard = batch.admit(i, sets, table_keys)
                         if guard is None:  # near an earlier document of this call: found next round
                             changed.append(i)
+                            left_from = min(left_from, i)
                             continue
                     if judge is not None:
                         guard = judge.guarded(i, guard)
@@ -145,7 +153,7 @@ class UniqueWrites:
                 # A lock that expired since the read (a stall past its time to live) may have let a
                 # near-duplicate in: such a document is read again instead of written.
                 still = locks.renew(writing)
-                changed = [i for i, ok in zip(writing, still, strict=True) if not ok]
+                changed += [i for i, ok in zip(writing, still, strict=True) if not ok]
                 writes = [w for w, ok in zip(writes, still, strict=True) if ok]
                 writing = [i for i, ok in zip(writing, still, strict=True) if ok]
             if locks is not None or len(written_keys) != len(writes):
@@ -164,4 +172,4 @@ class UniqueWrites:
             if locks is not None:
                 locks.release(held)
         # In batch order: of near-duplicates within the batch, the earlier is the one stored.
-        return sorted(changed) + waiting
+        return sorted(changed + waiting)
