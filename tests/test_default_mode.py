@@ -10,7 +10,14 @@ import asyncio
 import pytest
 import redis
 
-from simhash_redis import ConfigurationMismatch, InvalidArgument, SimhashIndex, VerifiedIndex, open_index
+from simhash_redis import (
+    ConfigurationMismatch,
+    InvalidArgument,
+    InvalidType,
+    SimhashIndex,
+    VerifiedIndex,
+    open_index,
+)
 from simhash_redis.index.mode import add_if_new_many, chosen_mode
 
 TEXT = " ".join(f"word{i}" for i in range(60))
@@ -157,3 +164,18 @@ def test_the_index_open_index_gives_by_default_answers_get_count_k_verify_and_dr
     assert (index.count(), index.k, index.f) == ((1, 1), 4, 64)
     assert index.verify().ok and index.drop() > 0
     assert not SimhashIndex.exists(index.index.client, "reads")
+
+
+def test_a_verified_that_is_not_a_bool_is_refused_before_anything_is_made(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """verified="false" (a setting read as text) created a verified index, then was refused with a message
+    about verified=False, leaving the index behind."""
+    from simhash_redis.asyncio import open_index as open_async
+
+    for wrong in ("false", "yes", 1):
+        with pytest.raises(InvalidType, match="verified must be True, False or None"):
+            open_index("typo", redis_url, verified=wrong)  # type: ignore[call-overload]
+        with pytest.raises(InvalidType, match="verified must be True, False or None"):
+            asyncio.run(open_async("typo", redis_url, verified=wrong))  # type: ignore[arg-type]
+    assert not redis_client.keys(b"simhash:typo:*")
