@@ -182,6 +182,19 @@ def test_an_id_written_again_later_in_the_batch_keeps_its_last_text(client: redi
     assert index.get("x") == far and index.count() == (1, 1)
 
 
+def test_a_match_that_an_earlier_document_of_the_batch_rewrites_is_read_again(client: redis.Redis) -> None:
+    """x stored at A, then [x: C, y: A]: y was reported a copy of x's text A, which the same call replaced
+    (y dropped, nothing near it left); [x: C, x: near A] left x at C, its last text dropped as a copy."""
+    index = SimhashIndex(client, "moved", k=3, id_buckets=1024)
+    far = A ^ (2**64 - 1)
+    index.add("x", A)
+    assert index.add_many([("x", far), ("y", A)], unique=True) == [Outcome.REPLACED, Outcome.ADDED]
+    index.add("x", A)
+    index.remove("y")
+    assert index.add_many([("x", far), ("x", A ^ 1)], unique=True) == [Outcome.REPLACED, Outcome.REPLACED]
+    assert index.get("x") == A ^ 1
+
+
 class _Clock:
     """time.monotonic for unique.py: ten seconds go by at each look."""
 

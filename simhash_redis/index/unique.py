@@ -125,16 +125,21 @@ class UniqueWrites:
             # After the round's first document left to the next (near an earlier one of the batch, or
             # waiting for a lock), one of an id the round met before is left too: written now, it would be
             # overwritten by the one left, or take away the text that one is a near-duplicate of.
+            # So is one matching an id the round rewrites: it was read before that write.
             first = {ids[i]: i for i in reversed(pending)}
             left_from = min(waiting, default=len(ids))
+            rewritten: dict[str, int] = {}
             keys_of: Sequence[list[bytes] | None] = tables or [None] * len(ready)
             for i, sets, matches, table_keys in zip(ready, members, found, keys_of, strict=True):
-                if matches:
+                if any(rewritten.get(m.id, m.fingerprint) != m.fingerprint for m in matches) or (
+                    not matches and first[ids[i]] < i and i > left_from
+                ):
+                    changed.append(i)
+                    left_from = min(left_from, i)
+                elif matches:
                     results[i] = duplicate = duplicate_of(ids[i].decode(), list(matches))
                     if duplicate is not None:
                         again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
-                elif first[ids[i]] < i and i > left_from:
-                    changed.append(i)
                 else:
                     guard: Guard | None = None
                     if batch is not None:
@@ -147,6 +152,7 @@ class UniqueWrites:
                         guard = judge.guarded(i, guard)
                     writes.append((ids[i], encode_fp(fps[i], self.f), guard))
                     writing.append(i)
+                    rewritten[ids[i].decode()] = fps[i]
                     if table_keys is not None:
                         written_keys.append(table_keys)
             if locks is not None and writing:
