@@ -122,22 +122,27 @@ class UniqueWrites:
             again: list[tuple[bytes, bytes]] = []
             # One script call writes the round: each guard expects what the documents before it add.
             batch = None if locks else InBatch(self.store, self.reads, fps, self.f, self.k, bands_of, judge)
-            # After the round's first document left to the next (near an earlier one of the batch, or
-            # waiting for a lock), one of an id the round met before is left too: written now, it would be
-            # overwritten by the one left, or take away the text that one is a near-duplicate of.
-            # So is one matching an id the round rewrites: it was read before that write.
-            first = {ids[i]: i for i in reversed(pending)}
-            left_from = min(waiting, default=len(ids))
+            # One write of an id a round, in batch order: a document of an id written or left earlier in the
+            # round waits for the next one (written now, it would be overtaken by the one left, or meet the
+            # id's entry as it was before that write), as does one matching an id the round rewrites, and
+            # every document after them (which may be near one of them): what a round settles, add-if-new
+            # one at a time would. (A cluster's documents after one waiting for a lock go on, as holding
+            # them would make each such wait a round of the batch.)
             rewritten: dict[str, int] = {}
+            left = {ids[i].decode(): i for i in reversed(waiting)}
+            holding = False
             keys_of: Sequence[list[bytes] | None] = tables or [None] * len(ready)
             for i, sets, matches, table_keys in zip(ready, members, found, keys_of, strict=True):
-                if any(rewritten.get(m.id, m.fingerprint) != m.fingerprint for m in matches) or (
-                    not matches and first[ids[i]] < i and i > left_from
-                ):
+                doc_id = ids[i].decode()
+                holding = holding or (
+                    doc_id in rewritten
+                    or left.get(doc_id, i) < i
+                    or any(rewritten.get(m.id, m.fingerprint) != m.fingerprint for m in matches)
+                )
+                if holding:
                     changed.append(i)
-                    left_from = min(left_from, i)
                 elif matches:
-                    results[i] = duplicate = duplicate_of(ids[i].decode(), list(matches))
+                    results[i] = duplicate = duplicate_of(doc_id, list(matches))
                     if duplicate is not None:
                         again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
                 else:
@@ -146,13 +151,13 @@ class UniqueWrites:
                         guard = batch.admit(i, sets, table_keys)
                         if guard is None:  # near an earlier document of this call: found next round
                             changed.append(i)
-                            left_from = min(left_from, i)
+                            left.setdefault(doc_id, i)
                             continue
                     if judge is not None:
                         guard = judge.guarded(i, guard)
                     writes.append((ids[i], encode_fp(fps[i], self.f), guard))
                     writing.append(i)
-                    rewritten[ids[i].decode()] = fps[i]
+                    rewritten[doc_id] = fps[i]
                     if table_keys is not None:
                         written_keys.append(table_keys)
             if locks is not None and writing:
