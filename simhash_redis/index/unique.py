@@ -56,12 +56,14 @@ class UniqueWrites:
                 if retries >= _UNIQUE_ROUNDS and time.monotonic() > patience:
                     break
                 part = pending[:limit]
-                left = self._round(ids, fps, judge, locks, part, results)
+                left, ordered = self._round(ids, fps, judge, locks, part, results)
                 pending = left + pending[limit:]
                 if not pending:
                     return results  # type: ignore[return-value]
                 if not left:
                     limit *= 2  # this part is done: the next one, larger, at once
+                    continue
+                if ordered:  # left only to be written in batch order, after the ones written: at once
                     continue
                 retries += 1
                 if len(left) == len(part):
@@ -93,8 +95,9 @@ class UniqueWrites:
         locks: BucketLocks | None,
         pending: list[int],
         results: list[Outcome | Match | None],
-    ) -> list[int]:
-        """One read-check-write round over the pending documents; those to try again next round."""
+    ) -> tuple[list[int], bool]:
+        """One read-check-write round over the pending documents; those to try again next round, and
+        whether each was left only to keep the batch's order (no write or lock got in its way)."""
         ready, waiting, held = pending, [], list[tuple[bytes, bytes]]()
         banded = judge.bands(pending) if judge is not None else None
         bands_of = dict(zip(pending, banded, strict=True)) if banded is not None else None
@@ -129,6 +132,7 @@ class UniqueWrites:
             # one at a time would. (A cluster's documents after one waiting for a lock go on, as holding
             # them would make each such wait a round of the batch.)
             rewritten: dict[str, int] = {}
+            behind: list[int] = []  # held to keep the batch's order
             left = {ids[i].decode(): i for i in reversed(waiting)}
             holding = False
             keys_of: Sequence[list[bytes] | None] = tables or [None] * len(ready)
@@ -140,7 +144,7 @@ class UniqueWrites:
                     or any(rewritten.get(m.id, m.fingerprint) != m.fingerprint for m in matches)
                 )
                 if holding:
-                    changed.append(i)
+                    behind.append(i)
                 elif matches:
                     results[i] = duplicate = duplicate_of(doc_id, list(matches))
                     if duplicate is not None:
@@ -183,4 +187,4 @@ class UniqueWrites:
             if locks is not None:
                 locks.release(held)
         # In batch order: of near-duplicates within the batch, the earlier is the one stored.
-        return sorted(changed + waiting)
+        return sorted(changed + waiting + behind), not changed and not waiting
