@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from simhash_redis.index.consistency import WRONG_TYPE
+from simhash_redis.index.consistency import NO_SKETCH, WRONG_TYPE
 
 from .common import ExitCode, echo_json, fail, plural, registrar, settings
 
@@ -79,10 +79,13 @@ def verify(
 
 
 def _hint(name: str, problems: dict[str, int], repaired: bool) -> str:
-    """What to do about the problems left: keys of the wrong type by hand first, then a repair."""
+    """What to do about the problems left: keys of the wrong type by hand first, then a repair; documents
+    without a sketch alone, writing them again."""
     repair = f"simhash-redis --index {name} verify --repair (while no worker writes to the index)"
     if WRONG_TYPE in problems:  # no repair can help before they are gone, so none is suggested alone
         return f"delete the keys of the wrong type listed above (redis-cli DEL KEY), then run: {repair}"
+    if set(problems) == {NO_SKETCH}:  # nor with them, but the same writes again (load, add) do
+        return "add the documents without a sketch again with their texts (the load or add that stored them)"
     return f"run again: {repair}" if repaired else f"run: {repair}"
 
 

@@ -10,7 +10,14 @@ import asyncio
 import pytest
 import redis
 
-from simhash_redis import ConfigurationMismatch, InvalidArgument, SimhashIndex, VerifiedIndex, open_index
+from simhash_redis import (
+    ConfigurationMismatch,
+    InvalidArgument,
+    InvalidType,
+    SimhashIndex,
+    VerifiedIndex,
+    open_index,
+)
 from simhash_redis.index.mode import add_if_new_many, chosen_mode
 
 TEXT = " ".join(f"word{i}" for i in range(60))
@@ -144,3 +151,31 @@ def test_add_if_new_many_gives_one_shape_in_either_mode(verified: bool, redis_ur
     assert [None if m is None else m.id for m in again] == ["a"]
     plain = index.index if isinstance(index, VerifiedIndex) else index
     assert plain.get("b") is None and plain.get("c") is not None
+
+
+def test_the_index_open_index_gives_by_default_answers_get_count_k_verify_and_drop(redis_url: str) -> None:
+    """A script moved to the default (verified) index, or from its asyncio form, met AttributeError for
+    get, count, k, verify and drop, which the plain index and `AsyncVerifiedIndex` answer."""
+    index = open_index("reads", redis_url, k=4)
+    assert isinstance(index, VerifiedIndex)
+    index.add("a", TEXT)
+    fp = index.index.fingerprint(TEXT)
+    assert (index.get("a"), index.get("b"), index.get_many(["b", "a"])) == (fp, None, [None, fp])
+    assert (index.count(), index.k, index.f) == ((1, 1), 4, 64)
+    assert index.verify().ok and index.drop() > 0
+    assert not SimhashIndex.exists(index.index.client, "reads")
+
+
+def test_a_verified_that_is_not_a_bool_is_refused_before_anything_is_made(
+    redis_url: str, redis_client: redis.Redis
+) -> None:
+    """verified="false" (a setting read as text) created a verified index, then was refused with a message
+    about verified=False, leaving the index behind."""
+    from simhash_redis.asyncio import open_index as open_async
+
+    for wrong in ("false", "yes", 1):
+        with pytest.raises(InvalidType, match="verified must be True, False or None"):
+            open_index("typo", redis_url, verified=wrong)  # type: ignore[call-overload]
+        with pytest.raises(InvalidType, match="verified must be True, False or None"):
+            asyncio.run(open_async("typo", redis_url, verified=wrong))  # type: ignore[arg-type]
+    assert not redis_client.keys(b"simhash:typo:*")

@@ -409,3 +409,27 @@ def test_a_contradictory_configuration_stops_the_crawl(tmp_path: Path, site: str
     assert done.returncode != 0
     assert "SIMHASH_REDIS_SLIDING" in done.stderr
     assert not out.exists() or not out.read_text().strip()
+
+
+def test_a_text_without_a_word_passes_through_as_no_text(
+    redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed extraction (punctuation, an emoji, a zero-width space) has nothing to hash: stored, it was
+    the "near-duplicate" of every later page without a word, each dropped naming an unrelated page."""
+    from collections import Counter
+
+    from simhash_redis.contrib import scrapy as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "_on_asyncio", lambda: False)  # no reactor in this process
+    pipeline = _from_settings(SIMHASH_REDIS_URL=redis_url, SIMHASH_REDIS_INDEX="wordless")
+    counted: Counter[str] = Counter()
+    pipeline.stats = types.SimpleNamespace(inc_value=lambda key: counted.update([key]))
+    pipeline.open_spider()
+    try:
+        for n, text in enumerate(["— | —", "🙂", "\u200b", " ... ", "*** ***"]):
+            item = {"url": f"https://example.com/{n}", "text": text}
+            assert asyncio.run(pipeline.process_item(item)) is item
+    finally:
+        pipeline.close_spider()
+    assert counted == Counter({"simhash_redis/no_text": 5})
+    assert SimhashIndex(redis_client, "wordless", create=False).count() == (0, 0)

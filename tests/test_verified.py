@@ -162,3 +162,12 @@ def test_texts_with_nothing_to_hash_are_near_duplicates(redis_client: redis.Redi
     # Within one batch too: the first is stored, the second is its duplicate.
     fresh = VerifiedIndex.on_client(redis_client, "blank2")
     assert fresh.add_if_new_many([("w0", "?"), ("w1", "--")]) == [None, VerifiedMatch("w0", 0, 0, 1.0)]
+
+
+def test_near_many_takes_queries_as_a_plain_index_does(verified: VerifiedIndex) -> None:
+    """A generator of queries got [] (its texts were spent checking them), and a str was read as one
+    query per character; a plain index answers the one and refuses the other."""
+    verified.add("a", BASE)
+    assert [[m.id for m in found] for found in verified.near_many(q for q in [BASE, "other"])] == [["a"], []]
+    with pytest.raises(InvalidType, match="queries must be a list"):
+        verified.near_many(BASE)  # type: ignore[arg-type]

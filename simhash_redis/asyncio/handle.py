@@ -129,10 +129,10 @@ class AsyncHandle(Generic[Sync]):
 
 
 def awaited(
-    method: Callable[Concatenate[Any, P], R], *, plain: bool = False
+    method: Callable[Concatenate[Any, P], R],
 ) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
-    """A handle's method that runs `method` of its opened index (with `plain`, of the `SimhashIndex` a
-    verified index wraps) in the bridge: the same signature, documentation, results and errors."""
+    """A handle's method that runs the method of that name of its opened index in the bridge: `method`'s
+    signature, documentation, results and errors."""
 
     signature = inspect.signature(method)
     name = method.__name__
@@ -146,7 +146,7 @@ def awaited(
                 raise TypeError(f"{type(self).__name__}.{name}(): {error}") from None
         index = await self._opened()
         # By name, so that a subclass's override of the method is the one run.
-        return await run(getattr(self._plain(index) if plain else index, name), *args, **kwargs)
+        return await run(getattr(index, name), *args, **kwargs)
 
     functools.update_wrapper(call, method)  # inspect.signature, help() and the API docs see `method`'s
     return call

@@ -18,6 +18,8 @@ from scrapy.utils.misc import load_object
 
 from .. import defaults
 from ..errors import InvalidArgument
+from ..fingerprinting.normalize import normalize
+from ..fingerprinting.tokens import has_token
 from ..index import SimhashIndex, VerifiedIndex
 from ..index.mode import Asking
 from ..results import VerifiedMatch
@@ -234,7 +236,8 @@ class NearDuplicatePipeline:
         text = self.text(item)
         if isinstance(text, bytes):  # a response's body, say: deduplicated as text, not passed through
             text = text.decode("utf-8", "replace")
-        if not isinstance(text, str) or not text.strip():
+        # Without a word (a failed extraction: punctuation, emoji), its fingerprint is every such page's.
+        if not isinstance(text, str) or not has_token(normalize(text)):
             self._inc(NO_TEXT)
             return item
         doc_id = self._doc_id(ItemAdapter(item).get(self.id_field), text)

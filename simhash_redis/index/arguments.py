@@ -141,12 +141,13 @@ def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], li
     return out  # type: ignore[return-value]
 
 
-def texts(docs: Sequence[object]) -> list[Any]:
-    """Documents a sketch can be made from: texts, UTF-8 bytes or tokens, not fingerprints."""
+def texts(batch: Iterable[object]) -> list[Any]:
+    """Documents (queries) a sketch can be made from: texts, UTF-8 bytes or tokens, not fingerprints."""
+    docs = as_batch(batch, "queries")
     for i, doc in enumerate(docs):
         if isinstance(doc, (int, dict)) or not isinstance(doc, (str, bytes, Sequence)):
             raise InvalidType(
                 f"docs[{i}] must be a text, bytes or tokens (a sketch needs the text), "
                 f"got {type(doc).__name__}"
             )
-    return list(docs)
+    return docs

@@ -15,11 +15,13 @@ from .arguments import chunks
 from .report import EXAMPLES, VerifyReport
 from .sketch_check import SKETCHES, check_bands, check_sketches
 
-__all__ = ["WRONG_TYPE", "check_consistency", "find_wrong_types", "verify_windows"]
+__all__ = ["NO_SKETCH", "WRONG_TYPE", "check_consistency", "find_wrong_types", "verify_windows"]
 
 _BATCH = 500
 #: The problem no repair fixes: a key another program wrote, which only a person may delete.
 WRONG_TYPE = "key of the wrong type"
+#: What no repair fixes either: a sketch is made from the text, which the index does not keep.
+NO_SKETCH = "documents without a sketch"
 
 
 class _Target(NamedTuple):
@@ -100,10 +102,8 @@ def check_consistency(
     if verification is not None and verification.bands:
         check_bands(store, report, verification, repair, f)
     if verification is not None and with_sketch < report.docs:
-        report.found(
-            "documents without a sketch",
-            f"{report.docs - with_sketch} (not repaired: add them again with their texts)",
-        )
+        missing = report.docs - with_sketch
+        report.found(NO_SKETCH, f"{missing} (not repaired: add them again with their texts)", missing)
 
     docs, fps = store.counts(sketched=verification is not None)
     if (docs, fps) != (report.docs, report.fingerprints):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument
+from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType
 from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
 from .arguments import check_max_candidates
@@ -97,8 +97,10 @@ def asked_mode(
     Raises:
         InvalidArgument: plain asked for with hasher, threshold or band_buckets; threshold or
             band_buckets out of range.
-        InvalidType: hasher is not a MinHasher or BandedOddSketcher.
+        InvalidType: verified is not a bool (or None); hasher is not a MinHasher or BandedOddSketcher.
     """
+    if verified is not None and not isinstance(verified, bool):  # "false" would ask for verified
+        raise InvalidType(f"verified must be True, False or None, got {verified!r}")
     given = asking.asked_by(None, hasher=hasher, threshold=threshold, band_buckets=band_buckets)
     if given and verified is False:
         raise InvalidArgument(f"{given} belong to verified mode: leave them out, or leave out {asking.plain}")

@@ -37,9 +37,10 @@ class VerifyReport:
         """True when nothing was inconsistent."""
         return not self.problems
 
-    def found(self, kind: str, detail: str) -> None:
-        """Count a problem of a kind, and keep its description while there are few."""
-        self.problems[kind] += 1
+    def found(self, kind: str, detail: str, count: int = 1) -> None:
+        """Count a problem of a kind (count of them, told in one detail), and keep its description while
+        there are few."""
+        self.problems[kind] += count
         if len(self.examples) < EXAMPLES:
             self.examples.append(f"{kind}: {detail}")
 

@@ -56,12 +56,14 @@ class UniqueWrites:
                 if retries >= _UNIQUE_ROUNDS and time.monotonic() > patience:
                     break
                 part = pending[:limit]
-                left = self._round(ids, fps, judge, locks, part, results)
+                left, ordered = self._round(ids, fps, judge, locks, part, results)
                 pending = left + pending[limit:]
                 if not pending:
                     return results  # type: ignore[return-value]
                 if not left:
                     limit *= 2  # this part is done: the next one, larger, at once
+                    continue
+                if ordered:  # left only to be written in batch order, after the ones written: at once
                     continue
                 retries += 1
                 if len(left) == len(part):
@@ -93,8 +95,9 @@ class UniqueWrites:
         locks: BucketLocks | None,
         pending: list[int],
         results: list[Outcome | Match | None],
-    ) -> list[int]:
-        """One read-check-write round over the pending documents; those to try again next round."""
+    ) -> tuple[list[int], bool]:
+        """One read-check-write round over the pending documents; those to try again next round, and
+        whether each was left only to keep the batch's order (no write or lock got in its way)."""
         ready, waiting, held = pending, [], list[tuple[bytes, bytes]]()
         banded = judge.bands(pending) if judge is not None else None
         bands_of = dict(zip(pending, banded, strict=True)) if banded is not None else None
@@ -122,10 +125,28 @@ class UniqueWrites:
             again: list[tuple[bytes, bytes]] = []
             # One script call writes the round: each guard expects what the documents before it add.
             batch = None if locks else InBatch(self.store, self.reads, fps, self.f, self.k, bands_of, judge)
+            # One write of an id a round, in batch order: a document of an id written or left earlier in the
+            # round waits for the next one (written now, it would be overtaken by the one left, or meet the
+            # id's entry as it was before that write), as does one matching an id the round rewrites, and
+            # every document after them (which may be near one of them): what a round settles, add-if-new
+            # one at a time would. (A cluster's documents after one waiting for a lock go on, as holding
+            # them would make each such wait a round of the batch.)
+            rewritten: dict[str, int] = {}
+            behind: list[int] = []  # held to keep the batch's order
+            left = {ids[i].decode(): i for i in reversed(waiting)}
+            holding = False
             keys_of: Sequence[list[bytes] | None] = tables or [None] * len(ready)
             for i, sets, matches, table_keys in zip(ready, members, found, keys_of, strict=True):
-                if matches:
-                    results[i] = duplicate = duplicate_of(ids[i].decode(), list(matches))
+                doc_id = ids[i].decode()
+                holding = holding or (
+                    doc_id in rewritten
+                    or left.get(doc_id, i) < i
+                    or any(rewritten.get(m.id, m.fingerprint) != m.fingerprint for m in matches)
+                )
+                if holding:
+                    behind.append(i)
+                elif matches:
+                    results[i] = duplicate = duplicate_of(doc_id, list(matches))
                     if duplicate is not None:
                         again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
                 else:
@@ -134,18 +155,20 @@ class UniqueWrites:
                         guard = batch.admit(i, sets, table_keys)
                         if guard is None:  # near an earlier document of this call: found next round
                             changed.append(i)
+                            left.setdefault(doc_id, i)
                             continue
                     if judge is not None:
                         guard = judge.guarded(i, guard)
                     writes.append((ids[i], encode_fp(fps[i], self.f), guard))
                     writing.append(i)
+                    rewritten[doc_id] = fps[i]
                     if table_keys is not None:
                         written_keys.append(table_keys)
             if locks is not None and writing:
                 # A lock that expired since the read (a stall past its time to live) may have let a
                 # near-duplicate in: such a document is read again instead of written.
                 still = locks.renew(writing)
-                changed = [i for i, ok in zip(writing, still, strict=True) if not ok]
+                changed += [i for i, ok in zip(writing, still, strict=True) if not ok]
                 writes = [w for w, ok in zip(writes, still, strict=True) if ok]
                 writing = [i for i, ok in zip(writing, still, strict=True) if ok]
             if locks is not None or len(written_keys) != len(writes):
@@ -164,4 +187,4 @@ class UniqueWrites:
             if locks is not None:
                 locks.release(held)
         # In batch order: of near-duplicates within the batch, the earlier is the one stored.
-        return sorted(changed) + waiting
+        return sorted(changed + waiting + behind), not changed and not waiting

@@ -16,6 +16,7 @@ from ..transport import client_from_url
 from . import batches
 from .arguments import as_batch, check_fp, check_k, check_max_candidates, check_pairs, texts
 from .batches import bulk_add_sketched, in_batches
+from .report import VerifyReport
 from .simhash_index import Outcome, SimhashIndex, paths
 from .verified_open import verifiable, verified_mode
 
@@ -94,6 +95,33 @@ class VerifiedIndex:
     @max_candidates.setter
     def max_candidates(self, cap: int | None) -> None:
         self._reads.band_cap = check_max_candidates(cap)
+
+    @property
+    def k(self) -> int:
+        """The largest distance of the Hamming candidates (the wrapped index's k)."""
+        return self.index.k
+
+    @property
+    def f(self) -> int:
+        """Fingerprint width in bits."""
+        return self.index.f
+
+    def get(self, doc_id: str) -> int | None:
+        """The fingerprint stored for an id, or None (as `get_many`, `count`, `verify` and `drop`: the
+        wrapped index's)."""
+        return self.index.get(doc_id)
+
+    def get_many(self, ids: Sequence[str]) -> list[int | None]:
+        return self.index.get_many(ids)
+
+    def count(self) -> tuple[int, int]:
+        return self.index.count()
+
+    def verify(self, repair: bool = False) -> VerifyReport:
+        return self.index.verify(repair)
+
+    def drop(self) -> int:
+        return self.index.drop()
 
     @classmethod
     def from_url(
@@ -249,10 +277,6 @@ class VerifiedIndex:
         """Remove many documents, each with its sketch; for each id, whether it was stored."""
         return batches.remove_many(self.index, self._writes, ids, None)
 
-    def get(self, doc_id: str) -> int | None:
-        """The fingerprint stored for an id, or None (the wrapped index's, as the asyncio form's)."""
-        return self.index.get(doc_id)
-
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None.
 
@@ -292,7 +316,8 @@ class VerifiedIndex:
         similar first, then nearest, then by id.
 
         Args:
-            threshold: the Jaccard threshold, in [0, 1] (default: the index's).
+            threshold: the Jaccard threshold, in [0, 1] (default: the index's); below the index's, a pair
+                near it is found only if a candidate (the band tables are made for the index's: quality.md).
             k: the Hamming candidates' largest distance (default and at most: the index's k; band
                 candidates come at any distance).
         """

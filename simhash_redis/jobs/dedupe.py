@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..results import duplicate_of
 from ..store.layout import Layout
 
 __all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "VerifiedDryRun", "groups"]
+
+M = TypeVar("M", Match, VerifiedMatch)
 
 
 class Pair(NamedTuple):
@@ -46,10 +48,6 @@ class MemoryIndex:
         for table, key in zip(self._tables, self.layout.keys_of(fp), strict=True):
             table.setdefault(key, []).append((fp, doc_id))
 
-    def nearest(self, fp: int, k: int) -> Match | None:
-        """The nearest stored fingerprint within distance k (ties: the smallest id), or None."""
-        return min(self.within(fp, k), key=lambda m: (m.distance, m.id), default=None)
-
     def within(self, fp: int, k: int) -> list[Match]:
         """Every stored fingerprint within distance k, once each (a match met in several tables too)."""
         found: dict[tuple[str, int], Match] = {}
@@ -67,40 +65,57 @@ class DryRun:
     def __init__(self, index: SimhashIndex) -> None:
         self.index = index
         self.memory = MemoryIndex(index.layout)
+        #: The ids the run would have stored, with their fingerprints: their other entries are replaced.
+        self.written: dict[str, int] = {}
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
-        """Classify (id, fingerprint) items as ``add_many(items, unique=True)`` would: ADDED, or the Match.
+        """Classify (id, fingerprint) items as ``add_many(items, unique=True)`` would: ADDED or REPLACED, or
+        the Match.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
         """
         out: list[Outcome | Match] = []
-        for (doc_id, fp), found in zip(items, self.index.near_many([fp for _, fp in items]), strict=True):
-            match = duplicate_of(doc_id, found) or self.memory.nearest(fp, self.index.k)
+        found_all = self.index.near_many([fp for _, fp in items])
+        stored = self.index.get_many([doc_id for doc_id, _ in items])
+        for (doc_id, fp), found, before in zip(items, found_all, stored, strict=True):
+            earlier = sorted(self.memory.within(fp, self.index.k), key=lambda m: (m.distance, m.id))
+            match = duplicate_of(doc_id, self.current(found)) or duplicate_of(doc_id, self.current(earlier))
             if match is None:
                 self.memory.add(doc_id, fp)
-                out.append(Outcome.ADDED)
+                out.append(self.stored(doc_id, fp, before))
             else:
                 out.append(match)
         return out
 
+    def current(self, matches: list[M]) -> list[M]:
+        """The matches whose entries the run has not replaced."""
+        return [m for m in matches if self.written.get(m.id, m.fingerprint) == m.fingerprint]
 
-class VerifiedDryRun:
+    def stored(self, doc_id: str, fp: int, before: int | None) -> Outcome:
+        """The outcome of storing a document (before: its id's fingerprint in the index), remembered."""
+        replaced = before is not None or doc_id in self.written
+        self.written[doc_id] = fp
+        return Outcome.REPLACED if replaced else Outcome.ADDED
+
+
+class VerifiedDryRun(DryRun):
     """``VerifiedIndex.add_sketched(..., unique=True)`` that writes nothing: new documents are remembered in
     memory, with their sketches and band values, and judged as the verified index judges."""
 
     def __init__(self, verified: VerifiedIndex) -> None:
+        super().__init__(verified.index)
         # add-if-new judges every band candidate, and so does its dry run, whatever cap the lookups take.
         capped = verified.max_candidates is not None
         self.verified = VerifiedIndex(verified.index, max_candidates=None) if capped else verified
-        self.memory = MemoryIndex(verified.index.layout)
         self._bands: dict[bytes, list[tuple[str, int]]] = {}
         self._sketches: dict[tuple[str, int], bytes] = {}
 
-    def __call__(
+    def __call__(  # type: ignore[override]
         self, items: Sequence[tuple[str, int]], sketches: Sequence[bytes]
     ) -> list[Outcome | VerifiedMatch]:
-        """Classify items and sketches as ``add_sketched(..., unique=True)`` would: ADDED, or the match.
+        """Classify items and sketches as ``add_sketched(..., unique=True)`` would: ADDED or REPLACED, or
+        the match.
 
         Raises:
             InvalidArgument: a sketch is missing or of another size.
@@ -108,36 +123,46 @@ class VerifiedDryRun:
         """
         verified = self.verified
         found = verified.near_sketched([fp for _, fp in items], sketches)
+        stored = verified.get_many([doc_id for doc_id, _ in items])
         out: list[Outcome | VerifiedMatch] = []
-        for (doc_id, fp), sketch, matches in zip(items, sketches, found, strict=True):
+        for (doc_id, fp), sketch, matches, before in zip(items, sketches, found, stored, strict=True):
             # Its own entry first (stored by an earlier run), as add-if-new reports it.
+            matches = self.current(matches)
             match = next((m for m in matches if m.id == doc_id), matches[0] if matches else None)
-            match = match or self._earlier(fp, sketch)
+            match = match or self._earlier(doc_id, fp, sketch)
             if match is None:
                 self.memory.add(doc_id, fp)
                 self._sketches[(doc_id, fp)] = verified.hasher.stored(sketch)
                 for key in self._band_keys(sketch):
                     self._bands.setdefault(key, []).append((doc_id, fp))
-                out.append(Outcome.ADDED)
+                out.append(self.stored(doc_id, fp, before))
             else:
                 out.append(match)
         return out
 
-    def _earlier(self, fp: int, sketch: bytes) -> VerifiedMatch | None:
-        """The most similar (then nearest, then first by id) earlier near-duplicate in the run."""
-        candidates = {(m.id, m.fingerprint) for m in self.memory.within(fp, self.verified.index.k)}
-        candidates.update(pair for key in self._band_keys(sketch) for pair in self._bands.get(key, ()))
+    def _earlier(self, doc_id: str, fp: int, sketch: bytes) -> VerifiedMatch | None:
+        """The earlier near-duplicate in the run add-if-new would report: of the same id, else the most
+        similar (then nearest, then first by id)."""
+        candidates = {
+            (m.id, m.fingerprint) for m in self.current(self.memory.within(fp, self.verified.index.k))
+        }
+        candidates.update(
+            (i, other)
+            for key in self._band_keys(sketch)
+            for i, other in self._bands.get(key, ())
+            if self.written[i] == other
+        )
         if not candidates:
             return None
         pairs = sorted(candidates)
         hasher, threshold = self.verified.hasher, self.verified.threshold
         estimates = hasher.estimate_many(sketch, [self._sketches[pair] for pair in pairs]).tolist()
         confirmed = [
-            VerifiedMatch(doc_id, other, (other ^ fp).bit_count(), float(similar))
-            for (doc_id, other), similar in zip(pairs, estimates, strict=True)
+            VerifiedMatch(i, other, (other ^ fp).bit_count(), float(similar))
+            for (i, other), similar in zip(pairs, estimates, strict=True)
             if similar >= threshold
         ]
-        return min(confirmed, key=lambda m: (-m.jaccard, m.distance, m.id), default=None)
+        return min(confirmed, key=lambda m: (m.id != doc_id, -m.jaccard, m.distance, m.id), default=None)
 
     def _band_keys(self, sketch: bytes) -> list[bytes]:
         return self.verified.store.keys.bands(sketch, self.verified.verification)

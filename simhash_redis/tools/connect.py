@@ -59,6 +59,7 @@ def open_index(
     Raises:
         ConfigurationMismatch: the index exists in the other mode, or with another configuration.
         InvalidArgument: the URL is malformed.
+        InvalidType: verified is not True, False or None (checked before anything is made).
         RedisUnavailable: the server cannot be reached, or no embedded server can be started.
     """
     client = client_from_url(url or default_url())

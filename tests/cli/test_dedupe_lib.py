@@ -18,13 +18,12 @@ def test_groups_are_connected_components() -> None:
     assert groups([]) == []
 
 
-def test_memory_index_nearest() -> None:
+def test_memory_index_within() -> None:
     memory = MemoryIndex(Layout.pigeonhole(64, 3))
     memory.add("a", 0b1111)
     memory.add("b", 0b0111)
-    assert memory.nearest(0b0111, 3) == Match("b", 0b0111, 0)
-    assert memory.nearest(0b0011, 3) == Match("b", 0b0111, 1)
-    assert memory.nearest(0xFFFF << 40, 3) is None
+    assert sorted(memory.within(0b0011, 3)) == [Match("a", 0b1111, 2), Match("b", 0b0111, 1)]
+    assert memory.within(0xFFFF << 40, 3) == []
 
 
 def test_add_unique(redis_client: redis.Redis) -> None:
@@ -57,3 +56,31 @@ def test_a_verified_dry_run_judges_every_candidate_as_add_if_new_does(redis_clie
     (dry,) = VerifiedDryRun(capped)([("new", fp)], [sketch])
     assert isinstance(dry, VerifiedMatch) and dry.id == "p38"
     assert capped.add_sketched(["new"], [fp], [sketch], unique=True) == [dry]
+
+
+def test_a_dry_run_of_a_recrawl_answers_as_the_run_would(redis_client: redis.Redis) -> None:
+    """Pages crawled again with other texts: the dry run still matched their stored (old) texts and counted
+    them added, where the run replaces them (a copy of an old text is then new) and reports REPLACED."""
+    a, b, c = 0b1, FAR, 0xF0F0F0 << 20  # far from each other
+    plain = [("x", c), ("y", a), ("z", b | 1), ("w", c | 2)]
+    for name in ("run", "dry"):
+        SimhashIndex(redis_client, name).add_many([("x", a), ("z", b)])
+    ran = SimhashIndex(redis_client, "run").add_many(plain, unique=True)
+    assert ran == [Outcome.REPLACED, Outcome.ADDED, Match("z", b, 1), Match("x", c, 1)]
+    assert DryRun(SimhashIndex(redis_client, "dry"))(plain) == ran
+    texts = {name: _edit(_site(redis_client, "texts", 3)[n][1], 40, n) for n, name in enumerate("abc")}
+    verified = [VerifiedIndex(SimhashIndex(redis_client, f"v{name}")) for name in ("run", "dry")]
+    for index in verified:
+        index.add_many([("x", texts["a"]), ("z", texts["b"])])
+    docs = [("x", texts["c"]), ("y", texts["a"]), ("z", texts["b"] + " more"), ("w", texts["c"] + " more")]
+    fps = verified[0].index.fingerprint_many([doc for _, doc in docs])
+    sketches = verified[0].hasher.sketch_many([doc for _, doc in docs])
+    ran_verified = verified[0].add_sketched([i for i, _ in docs], fps, sketches, unique=True)
+    assert [r if isinstance(r, Outcome) else r.id for r in ran_verified] == [
+        Outcome.REPLACED,
+        Outcome.ADDED,
+        "z",
+        "x",
+    ]
+    dry = VerifiedDryRun(verified[1])([(i, fp) for (i, _), fp in zip(docs, fps, strict=True)], sketches)
+    assert dry == ran_verified

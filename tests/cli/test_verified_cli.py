@@ -142,6 +142,29 @@ def test_export_import_and_verify_keep_the_sketches(
     assert copy.sketch_of("ghost") is None
 
 
+def test_verify_counts_the_documents_without_a_sketch_and_says_what_mends_them(
+    invoke: Invoke, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """Three documents whose sketches were lost were counted as one problem ("documents without a sketch:
+    1"), and once --repair had done what it can (no sketch without the text), it said to run it again."""
+    rows = [{"id": f"s{i}", "text": story(300 + i)} for i in range(10)]
+    assert invoke("load", str(write_jsonl(tmp_path / "a.jsonl", rows)), "-q", index="lost").exit_code == 0
+    index = SimhashIndex(redis_client, "lost")
+    for doc_id in ("s1", "s4", "s7"):
+        fp = encode_fp(index.get(doc_id) or 0, 64)
+        redis_client.hdel(index.keys.fp_bucket(fp), index.keys.sketch_field(fp))
+    for options in ((), ("--repair",)):
+        checked = invoke("verify", *options, index="lost")
+        assert checked.exit_code == 1, checked.output
+        assert "  documents without a sketch: 3\n" in checked.stdout
+        assert "--repair" not in checked.stderr and "again with their texts" in checked.stderr
+    assert json.loads(invoke("verify", "--json", index="lost").stdout)["problems"] == {
+        "documents without a sketch": 3
+    }
+    assert invoke("load", str(tmp_path / "a.jsonl"), "-q", index="lost").exit_code == 0
+    assert invoke("verify", index="lost").exit_code == 0
+
+
 def test_a_plain_dump_is_not_merged_into_a_verified_index(invoke: Invoke, tmp_path: Path) -> None:
     assert invoke("--plain", "add", "a", story(1), index="plain").exit_code == 0
     dump = tmp_path / "plain.dump"
