@@ -107,20 +107,25 @@ class VerifiedIndex:
         return self.index.f
 
     def get(self, doc_id: str) -> int | None:
-        """The fingerprint stored for an id, or None (as `get_many`, `count`, `verify` and `drop`: the
-        wrapped index's)."""
+        """The fingerprint stored for an id, or None (`SimhashIndex.get`)."""
         return self.index.get(doc_id)
 
     def get_many(self, ids: Sequence[str]) -> list[int | None]:
+        """The fingerprint stored for each id, or None (`SimhashIndex.get_many`)."""
         return self.index.get_many(ids)
 
     def count(self) -> tuple[int, int]:
+        """The number of documents and of distinct fingerprints stored (`SimhashIndex.count`)."""
         return self.index.count()
 
     def verify(self, repair: bool = False) -> VerifyReport:
+        """Check that the maps, tables, sketches, band tables and counts agree; with repair, fix what is
+        found, following the id map (`SimhashIndex.verify`)."""
         return self.index.verify(repair)
 
     def drop(self) -> int:
+        """Delete every key of this index, sketches and band tables included, meta last; the number
+        deleted (`SimhashIndex.drop`)."""
         return self.index.drop()
 
     @classmethod
