@@ -167,6 +167,9 @@ def test_cli_eval_command(tmp_path: Path) -> None:
     assert missing.exit_code == 1 and "missing.jsonl" in missing.output, missing.output
     (tmp_path / "bad.jsonl").write_text('{"id": "a"}\n')
     assert runner.invoke(cli, ["eval", str(tmp_path / "bad.jsonl")]).exit_code == 3
+    # A language group without documents printed an empty table and exited 0.
+    nowhere = runner.invoke(cli, ["eval", str(corpus), "--lang", "xx", "-q"])
+    assert nowhere.exit_code == 2 and "no document of language group xx" in nowhere.output, nowhere.output
     unknown = runner.invoke(app, ["eval", str(corpus), "--setting", "nope", "--quiet"])
     assert unknown.exit_code != 0
     # A column past the k scored was a traceback (IndexError); a negative one showed k=8 as "k=-1".
