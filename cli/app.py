@@ -24,6 +24,7 @@ from simhash_redis.errors import (
     RedisUnavailable,
     SimhashRedisError,
     TooManyErrors,
+    detail,
 )
 from simhash_redis.links import doc_url
 from simhash_redis.store import validate_name
@@ -153,7 +154,7 @@ def _message(exc: SimhashRedisError, state: Settings | None, command: str | None
         )
     if isinstance(exc, RedisAuthError):
         return ExitCode.UNAVAILABLE, (
-            f"Redis at {where} refused the credentials ({exc}): check the user and password in "
+            f"Redis at {where} refused the credentials ({detail(exc)}): check the user and password in "
             f"--redis-url or {URL_ENV}"
         )
     if isinstance(exc, RedisOutOfMemory):
@@ -167,8 +168,8 @@ def _message(exc: SimhashRedisError, state: Settings | None, command: str | None
             # A TLS handshake sent to a port that does not speak TLS waits for an answer that never comes.
             tls = " (a rediss:// URL to a port without TLS times out like this: check scheme and port)"
         return ExitCode.UNAVAILABLE, (
-            f"cannot reach Redis at {where} ({exc}){tls}: check --redis-url or {URL_ENV}, or leave both "
-            "unset to use the embedded server (simhash-redis server start)"
+            f"cannot reach Redis at {where} ({detail(exc)}){tls}: check --redis-url or {URL_ENV}, or leave "
+            "both unset to use the embedded server (simhash-redis server start)"
         )
     if isinstance(exc, ConfigurationMismatch):
         return ExitCode.MISMATCH, text

@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from simhash_redis.errors import SimhashRedisError
-
 from .common import echo_json, registrar
 from .options import JsonOut, Quiet
 
@@ -92,29 +90,27 @@ def eval_command(
         quiet: no progress messages.
 
     Raises:
-        typer.Exit: 2, the corpus or the pairs cannot be read or are malformed.
+        OSError: the corpus or the pairs cannot be read.
+        SimhashRedisError: a malformed record (InputError), a value out of range or a --lang without
+            documents (InvalidArgument).
         typer.BadParameter: an unknown setting, --jieba without jieba, or a --k past --max-k.
     """
     from simhash_redis.tools.evaluation import evaluate, format_report, load_corpus, load_pairs
 
     if k and max(k) > max_k:
         raise typer.BadParameter(f"--k {max(k)} is past --max-k {max_k}: give --max-k {max(k)} too")
-    try:
-        docs = load_corpus(corpus)
-        pair_rows = load_pairs(pairs) if pairs is not None else None
-        report = evaluate(
-            docs,
-            _chooser(setting or [], jieba),
-            threshold=threshold,
-            pairs=pair_rows,
-            max_k=max_k,
-            truth_n=truth_n,
-            langs=lang or None,
-            progress=None if quiet else (lambda message: typer.echo(message, err=True)),
-        )
-    except (SimhashRedisError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    # The command line's handler maps what is raised (docs/cli.md): an unreadable file exits 1, a
+    # malformed record 3, a value out of range or a --lang without documents 2.
+    report = evaluate(
+        load_corpus(corpus),
+        _chooser(setting or [], jieba),
+        threshold=threshold,
+        pairs=load_pairs(pairs) if pairs is not None else None,
+        max_k=max_k,
+        truth_n=truth_n,
+        langs=lang or None,
+        progress=None if quiet else (lambda message: typer.echo(message, err=True)),
+    )
     if report_file is not None:
         report_file.write_text(json.dumps(report.to_dict(), indent=1))
     if json_out:

@@ -64,8 +64,9 @@ Encoding = Annotated[
     str,
     typer.Option(
         "--encoding",
-        help="How the input is encoded (any Python codec, e.g. latin-1, cp1252; load splits lines at the "
-        "byte 0x0A, so not UTF-16); bytes that do not decode are an error, never silently replaced.",
+        help="How the input is encoded (any Python codec, e.g. latin-1, cp1252; UTF-16 for a single text "
+        "only: input read line by line is split at the byte 0x0A); bytes that do not decode are an error, "
+        "never silently replaced.",
     ),
 ]
 

@@ -3,6 +3,8 @@ URL's password (`redact_url` anything that came from a URL)."""
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "ConfigurationMismatch",
     "IndexCorrupted",
@@ -141,3 +143,15 @@ class RedisTimeout(RedisUnavailable, TimeoutError):
 class RedisOutOfMemory(RedisUnavailable):
     """The server reached ``maxmemory`` under ``noeviction`` and refused a write (on a standalone server no
     document is left half-written): free memory, or raise maxmemory, and run the same operation again."""
+
+
+#: The openings of the transport's connection messages that a caller saying so itself leaves out.
+_LEAD = re.compile(
+    r"\A(?:cannot reach (?:Redis|the Redis Cluster)(?: at \S+)?|Redis refused the credentials): "
+)
+
+
+def detail(exc: BaseException) -> str:
+    """An error's message without an opening "cannot reach Redis: " or "Redis refused the credentials: ",
+    for a caller whose own words already say it."""
+    return _LEAD.sub("", str(exc))

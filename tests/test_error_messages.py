@@ -94,3 +94,15 @@ def test_a_read_only_replica_is_unavailable(redis_server: ServerProcess) -> None
 )
 def test_a_server_refusing_writes_for_now_is_unavailable(message: str) -> None:
     assert isinstance(translate_error(rex.ResponseError(message)), RedisUnavailable)
+
+
+def test_a_connection_error_says_its_opening_once() -> None:
+    refused = translate_error(rex.ConnectionError("Error 111 connecting to 127.0.0.1:1."))
+    message = problem_of(refused)[1].message
+    assert message.count("cannot reach Redis") == 1 and "Error 111" in message
+    cli = CliRunner().invoke(app, ["--redis-url", "redis://127.0.0.1:1/0", "stats"])
+    assert cli.exit_code == 4 and cli.output.count("cannot reach") == 1, cli.output
+    with ServerProcess({"requirepass": "s3cret"}) as secured:
+        wrong = f"redis://:wrong@127.0.0.1:{secured.port}/0"
+        cli = CliRunner().invoke(app, ["--redis-url", wrong, "stats"])
+    assert cli.exit_code == 4 and cli.output.count("refused the credentials") == 1, cli.output

@@ -159,8 +159,17 @@ def test_cli_eval_command(tmp_path: Path) -> None:
     as_json = runner.invoke(app, ["eval", str(corpus), "--setting", "shingles-3/tf", "--json", "-q"])
     assert as_json.exit_code == 0, as_json.output
     assert json.loads(as_json.stdout)["threshold"] == 0.8
-    bad = runner.invoke(app, ["eval", str(tmp_path / "missing.jsonl")])
-    assert bad.exit_code == 2
+    # Through the command line's handler, as docs/cli.md's exit codes say: 1 an unreadable file, 3 a
+    # malformed record (they were both 2, a usage error).
+    from cli.app import app as cli
+
+    missing = runner.invoke(cli, ["eval", str(tmp_path / "missing.jsonl")])
+    assert missing.exit_code == 1 and "missing.jsonl" in missing.output, missing.output
+    (tmp_path / "bad.jsonl").write_text('{"id": "a"}\n')
+    assert runner.invoke(cli, ["eval", str(tmp_path / "bad.jsonl")]).exit_code == 3
+    # A language group without documents printed an empty table and exited 0.
+    nowhere = runner.invoke(cli, ["eval", str(corpus), "--lang", "xx", "-q"])
+    assert nowhere.exit_code == 2 and "no document of language group xx" in nowhere.output, nowhere.output
     unknown = runner.invoke(app, ["eval", str(corpus), "--setting", "nope", "--quiet"])
     assert unknown.exit_code != 0
     # A column past the k scored was a traceback (IndexError); a negative one showed k=8 as "k=-1".

@@ -165,6 +165,9 @@ def test_cli_rejects_bad_n() -> None:
     result = CliRunner().invoke(_app(), ["plan", "--n", "-5"])
     assert result.exit_code == 2
     assert "n must be" in result.output
+    for tables in ("0", "-1"):  # were accepted, listing pigeonhole alone
+        refused = CliRunner().invoke(_app(), ["plan", "--n", "1e6", "--max-tables", tables])
+        assert refused.exit_code == 2 and "max_tables must be at least 1" in refused.output, refused.output
 
 
 @pytest.mark.parametrize("k", range(0, 64, 3))

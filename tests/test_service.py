@@ -134,6 +134,10 @@ def test_json_array_batches(http: httpx.Client, redis_server: ServerProcess) -> 
     assert removed == [{"id": "a", "removed": True}, {"id": "b", "removed": False}]
     assert http.post("/v1/indexes/svc-c/add/batch", json=[]).json() == []
     assert SimhashIndex(redis_server.client(), "svc-c", create=False).count()[0] == 2
+    # As docs/service.md says: digits only are decimal, bare hex has a letter, a negative is two's complement.
+    given = [{"id": f"n{i}", "fingerprint": fp} for i, fp in enumerate(["10", "ff", "-1"])]
+    written = [r["fingerprint"] for r in http.post("/v1/indexes/svc-c/add/batch", json=given).json()]
+    assert written == ["0x000000000000000a", "0x00000000000000ff", "0xffffffffffffffff"]
 
 
 def test_json_lines_stream_in_and_out(http: httpx.Client, redis_server: ServerProcess) -> None:

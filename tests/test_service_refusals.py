@@ -148,6 +148,7 @@ def test_an_encoded_slash_stays_in_the_index_name(http: httpx.Client, redis_serv
         "/v1/indexes/qp/near/batch?threshhold=0.5",
         "/v1/indexes/qp/near/batch?k=",
         "/v1/indexes/qp/get/batch?k=1",
+        "/v1/indexes/qp/near/batch?k=1&k=2",
     ],
 )
 def test_a_misspelt_or_misplaced_query_parameter_is_refused(http: httpx.Client, path: str) -> None:
@@ -157,6 +158,7 @@ def test_a_misspelt_or_misplaced_query_parameter_is_refused(http: httpx.Client, 
     single = http.post("/v1/indexes/qp/near?k=0", json={"fingerprint": "0x3"})
     assert code_of(single) == (400, "invalid_argument") and "body" in single.json()["error"]["message"]
     assert http.post("/v1/indexes/qp/near/batch?k=0", json=[{"fingerprint": "0x1"}]).status_code == 200
+    assert code_of(http.get("/v1/indexes/qp/stats?x=1")) == (400, "invalid_argument")
 
 
 def test_post_to_stats_is_405(http: httpx.Client) -> None:

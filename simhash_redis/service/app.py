@@ -237,6 +237,8 @@ class Service:
             parts = segments(request.scope)
             if len(parts) != 5:  # an encoded '/' in the name: the route matched its decoded path only
                 raise ServiceError(404, "not_found", f"no route {request.url.path!r}: see /openapi.json")
+            if request.url.query:  # as on a single call: refused, not ignored (docs/service.md)
+                raise InvalidArgument(f"stats takes no query parameters, got {request.url.query[:40]!r}")
             index = self.registry.get(parts[3])
             return Response(_encode(operations.stats(index)), media_type=_JSON)
         except Exception as exc:

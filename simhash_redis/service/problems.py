@@ -24,6 +24,7 @@ from ..errors import (
     SimhashRedisError,
     TooManyErrors,
     WriteContention,
+    detail,
 )
 
 __all__ = [
@@ -128,7 +129,7 @@ def _message(exc: SimhashRedisError) -> str:
     if isinstance(exc, (RedisOutOfMemory, RedisAuthError)):
         return str(exc)
     if isinstance(exc, RedisUnavailable):
-        return f"cannot reach Redis ({exc}); every write is idempotent: send the same request again"
+        return f"cannot reach Redis ({detail(exc)}); every write is idempotent: send the same request again"
     return str(exc)
 
 

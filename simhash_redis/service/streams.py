@@ -64,9 +64,18 @@ class Call:
         return None
 
     def query(self) -> dict[str, str]:
-        """The query parameters (a blank value kept, to be refused rather than ignored)."""
-        raw = self.scope.get("query_string", b"")
-        return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)) if raw else {}
+        """The query parameters (a blank value kept, to be refused rather than ignored).
+
+        Raises:
+            InvalidArgument: a parameter is given twice (which one to take would be a guess).
+        """
+        pairs = parse_qsl(self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        query = dict(pairs)
+        if len(query) < len(pairs):
+            names = [name for name, _ in pairs]
+            twice = next(name for name in names if names.count(name) > 1)
+            raise InvalidArgument(f"query parameter {twice[:40]!r} is given more than once")
+        return query
 
     def json_lines(self) -> bool:
         """Whether the body is JSON Lines (by its Content-Type)."""

@@ -267,9 +267,12 @@ class IndexConfig:
         for arg in sorted(given):
             for field in fields[arg]:
                 if mine.get(field) != theirs.get(field):
+                    old, new = (f"{field}={c.get(field, 'none')}" for c in (theirs, mine))
+                    if field == "retention":  # "1w (periods of 28h)", as import says it
+                        both = (stored.retention, self.retention)
+                        old, new = (f"retention {r.describe()}" if r else "no retention" for r in both)
                     raise ConfigurationMismatch(
-                        f"index {index!r} was created with {field}={theirs.get(field, 'none')}, not "
-                        f"{field}={mine.get(field, 'none')}",
+                        f"index {index!r} was created with {old}, not {new}",
                         hint=f"open it without {arg} to use the stored configuration, or choose another "
                         "index name",
                         remedy=f"without-{arg}",

@@ -251,10 +251,12 @@ def plan(
     memory), else the fewest candidates; never a `LayoutPlan.refused` one (none when all are).
 
     Raises:
-        InvalidArgument: f, k, n, budget or id_buckets is out of range.
+        InvalidArgument: f, k, n, budget, max_tables or id_buckets is out of range.
     """
     if not budget > 0:
         raise InvalidArgument(f"budget must be positive, got {budget!r}")
+    if max_tables < 1:
+        raise InvalidArgument(f"max_tables must be at least 1, got {max_tables}")
     plans = [
         estimate(label, layout, n, id_buckets=id_buckets)
         for label, layout in candidate_layouts(f, k, max_tables=max_tables, max_key_bits=max_key_bits)

@@ -554,6 +554,13 @@ def test_text_that_is_not_utf8_is_an_error_unless_its_encoding_is_given(
     for command in (["add", "x"], ["near"]):
         result = invoke(*command, "--file", str(latin), index="enc")
         assert result.exit_code == 3 and "--encoding" in result.stderr, result.output
+    # A whole text is read whole, so UTF-16 decodes (the help said "not UTF-16" for every command).
+    wide = tmp_path / "utf16.txt"
+    wide.write_bytes("café au lait et croissant".encode("utf-16"))
+    assert invoke("fingerprint", "--file", str(wide), "--encoding", "utf-16").stdout == expected
+    for command in ("add", "near", "fingerprint"):
+        said = " ".join(invoke(command, "--help").stdout.split())
+        assert "UTF-16 for a single text only" in said and "so not UTF-16" not in said, said
     unknown = invoke("fingerprint", "--file", str(latin), "--encoding", "no-such-codec")
     assert unknown.exit_code == 2 and "unknown --encoding" in unknown.stderr
 

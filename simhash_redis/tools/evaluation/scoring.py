@@ -257,7 +257,8 @@ def evaluate(
         progress: called with a short message as each step starts.
 
     Raises:
-        InvalidArgument: threshold, max_k or truth_n is out of range.
+        InvalidArgument: threshold, max_k or truth_n is out of range, or a language group of langs has no
+            document.
     """
     check_threshold(threshold)
     if not 0 <= max_k <= 64:
@@ -265,6 +266,12 @@ def evaluate(
     if truth_n < 1:
         raise InvalidArgument(f"truth_n must be >= 1, got {truth_n}")
     wanted = set(langs) if langs is not None else None
+    present = {doc.lang for doc in docs}
+    if wanted is not None and wanted - present:
+        missing = ", ".join(sorted(wanted - present))
+        raise InvalidArgument(
+            f"no document of language group {missing}; the corpus has {', '.join(sorted(present)) or 'none'}"
+        )
     groups: dict[str, list[Doc]] = {}
     for doc in docs:
         if wanted is None or doc.lang in wanted:
