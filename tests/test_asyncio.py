@@ -518,3 +518,40 @@ def test_a_subclass_of_the_asyncio_client_is_taken(redis_server: ServerProcess) 
             await client.aclose()
 
     assert asyncio.run(main()) == [Match("a", A, 0)]
+
+
+@pytest.mark.parametrize("retention", [None, "1h"])
+def test_tasks_writing_one_id_at_once_all_get_their_turn(
+    redis_server: ServerProcess, retention: str | None
+) -> None:
+    """Three tasks writing one id (add, remove, add_if_new) in turn on one event loop: each write that met
+    another's was sent again at once and, the loop running the tasks in lockstep, met the next one every
+    time, until WriteContention; every write now gets through."""
+    redis_server.flushall()
+
+    async def main() -> tuple[tuple[int, int], Any]:
+        index = await AsyncSimhashIndex.from_url(redis_server.url, "one-id", k=3, retention=retention)
+        rng = random.Random(5)
+        fps = [rng.getrandbits(64) for _ in range(120)]
+
+        async def adds() -> None:
+            for fp in fps[:60]:
+                await index.add("x", fp)
+
+        async def removes() -> None:
+            for _ in range(60):
+                await index.remove("x")
+
+        async def unique() -> None:
+            for fp in fps[60:]:
+                await index.add_if_new("x", fp)
+
+        try:
+            await asyncio.gather(adds(), removes(), unique())
+            return await index.count(), await index.verify()
+        finally:
+            await index.aclose()
+
+    counts, report = asyncio.run(main())
+    assert counts in ((0, 0), (1, 1))
+    assert report.ok

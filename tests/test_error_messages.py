@@ -9,13 +9,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import redis
 import redis.exceptions as rex
 from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
 from simhash_redis import InvalidArgument, RedisUnavailable, SimhashIndex
 from simhash_redis.service.problems import problem_of
-from simhash_redis.transport import translate_error
+from simhash_redis.transport import Backoff, translate_error
 from tests.servers import ServerProcess
 
 
@@ -106,3 +107,20 @@ def test_a_connection_error_says_its_opening_once() -> None:
         wrong = f"redis://:wrong@127.0.0.1:{secured.port}/0"
         cli = CliRunner().invoke(app, ["--redis-url", wrong, "stats"])
     assert cli.exit_code == 4 and cli.output.count("refused the credentials") == 1, cli.output
+
+
+def test_a_connection_pool_used_up_is_named_not_an_unreachable_server(redis_server: ServerProcess) -> None:
+    """More threads on one client than its pool has connections: redis-py refuses the next one ("Too many
+    connections"), which used to read "cannot reach Redis" of a server that answers."""
+    pool = redis.ConnectionPool.from_url(redis_server.url, max_connections=1)
+    client = redis.Redis(connection_pool=pool)
+    index = SimhashIndex(client, "pool", k=3, backoff=Backoff(retries=0))
+    taken = pool.get_connection()  # another thread's call, still running
+    try:
+        with pytest.raises(RedisUnavailable, match="connection pool") as caught:
+            index.add_if_new("a", 1)
+        assert "cannot reach" not in str(caught.value)
+        assert "BlockingConnectionPool" in str(caught.value)
+    finally:
+        pool.release(taken)
+        client.close()

@@ -382,6 +382,9 @@ class SimhashIndex:
     def verify(self, repair: bool = False) -> VerifyReport:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
 
+        Run it while no worker writes to the index: the check reads in many round trips, so a write in
+        flight looks like a problem, and a repair writes from what it read (undoing writes made meanwhile).
+
         Args:
             repair: also fix what is found, following the id map.
         """

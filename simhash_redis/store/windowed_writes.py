@@ -29,6 +29,7 @@ from .writes import (
     Writes,
     band_args,
     call_token,
+    conflict_pause,
     guard_args,
     outcome_of,
     parts_of,
@@ -241,6 +242,7 @@ def in_rounds(
             conflicts += 1
             if conflicts >= CONFLICT_ROUNDS:
                 raise too_many(len(retry))
+            conflict_pause(conflicts)
         pending = retry
 
 

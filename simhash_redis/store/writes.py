@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..codec import decode_fp, decode_sketches, pack_fps
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
-from ..transport import Command, Steps
+from ..transport import Command, Steps, pause
 from .keys import KeySchema
 from .store import BAND_DROP, BAND_MEMBER, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
@@ -31,6 +32,7 @@ __all__ = [
     "Writes",
     "band_args",
     "call_token",
+    "conflict_pause",
     "guard_args",
     "outcome_of",
     "parts_of",
@@ -132,6 +134,15 @@ def table_calls(
     return calls
 
 
+def conflict_pause(conflicts: int) -> None:
+    """Before a write's round after `conflicts` rounds that met another writer of its ids: none after the
+    first (a rewrite's first round only learns the stored value), then a random one, growing."""
+    # Writers of one id that each resend at once can meet each other every round (tasks of one event
+    # loop run in lockstep): a random pause breaks the step.
+    if conflicts >= 2:
+        pause(random.uniform(0, min(0.05, 0.0005 * 2.0**conflicts)))
+
+
 def too_many(count: int) -> WriteContention:
     """The error of documents that kept changing under concurrent writers."""
     return WriteContention(
@@ -179,6 +190,8 @@ class Progress:
         self.rounds += 1
         if retry and self.rounds >= CONFLICT_ROUNDS:
             raise too_many(len(retry))
+        if retry:
+            conflict_pause(self.rounds)
         self.pending, self.acked = retry, []
 
 

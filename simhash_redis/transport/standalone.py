@@ -295,6 +295,13 @@ def translate_error(exc: Exception) -> SimhashRedisError:
             "batch may be partly stored. Free memory or raise maxmemory, then run the same operation "
             "again: it completes what is missing."
         )
+    # By name or by text, whichever the redis-py version gives (a cluster's carries no text).
+    if type(exc).__name__ == "MaxConnectionsError" or message == "Too many connections":
+        return RedisUnavailable(
+            "the client's connection pool has no connection left (more threads use the client at once than "
+            "its max_connections): raise max_connections, or give the client a redis.BlockingConnectionPool, "
+            f"whose callers wait for a connection: {message}"
+        )
     if isinstance(exc, (rex.ConnectionError, OSError)):
         return RedisUnavailable(f"cannot reach Redis: {message}")
     return SimhashRedisError(f"Redis error: {message}")
