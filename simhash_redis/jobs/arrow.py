@@ -131,7 +131,7 @@ def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str
     }
     for name, (what, accepted) in checks.items():
         kind = schema.field(name).type
-        if types.is_dictionary(kind):  # pandas' categorical: read decoded (`record_batches`)
+        if types.is_dictionary(kind):  # pandas' categorical: read decoded (`arrow_chunks`)
             kind = kind.value_type
         if not any(check(kind) for check in accepted):
             raise InvalidArgument(f"{source}: column {name!r} is of type {kind}, which cannot hold {what}")
@@ -140,7 +140,7 @@ def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str
 
 def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = BATCH_ROWS) -> Iterator[Any]:
     """The record batches of one file (or an Arrow stream on "-"), of `rows` rows at most, each holding its
-    own buffers; columns None reads all of them.
+    own buffers, dictionary-encoded columns as they are stored; columns None reads all of them.
 
     Raises:
         InvalidArgument: Parquet asked of standard input (it needs a file it can seek in).
@@ -155,7 +155,7 @@ def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = B
         # Streamed page by page: pyarrow's default pre-buffers a whole row group (up to a million rows).
         with pq.ParquetFile(path, buffer_size=_STREAM_BUFFER, pre_buffer=False) as table:
             for batch in table.iter_batches(batch_size=rows, columns=columns, use_threads=False):
-                yield _decoded(batch)
+                yield batch
         return
     if path == STDIN:
         for batch in ipc.open_stream(_stream_on_stdin()):
@@ -227,7 +227,6 @@ def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
     """A batch in copied batches of `rows`: a slice shares, and would pickle, all of its parent's buffers."""
     if columns is not None:
         batch = batch.select(columns)
-    batch = _decoded(batch)
     if batch.num_rows <= rows:
         yield batch
         return
@@ -239,7 +238,7 @@ def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
         )
 
 
-def _decoded(batch: Any) -> Any:
+def decoded(batch: Any) -> Any:
     """The batch with its dictionary-encoded columns (pandas' categorical) decoded to their values."""
     types = pyarrow()[0].types
     if not any(types.is_dictionary(kind) for kind in batch.schema.types):
@@ -393,7 +392,7 @@ def arrow_chunks(path: str, fmt: str, options: ReadOptions, size: int) -> Iterat
         try:
             columns = None if file == STDIN else list(checked_columns(schema_of(file, fmt), source, options))
             names: tuple[str, str] | None = None
-            batches = record_batches(file, fmt, columns, size)
+            batches: Iterator[Any] = map(decoded, record_batches(file, fmt, columns, size))
             if fmt == "parquet":  # decoded on a thread (without the GIL) while the loader writes
                 batches = read_ahead(batches)
             for batch in batches:

@@ -4,6 +4,7 @@ the path and renamed into place once complete (an interrupted run leaves no part
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from .arrow import (
     ArrowRows,
     checked_columns,
     dataset_files,
+    decoded,
     pyarrow,
     record_batches,
     schema_of,
@@ -160,17 +162,24 @@ class TableOutput:
                 row = 1
                 for batch in record_batches(file, kind, None):
                     names = checked_columns(batch.schema, file, options)
-                    items = ArrowRows(file, row, batch, options, *names).records()
+                    # Read with its dictionaries, which the output keeps; its texts and ids decoded.
+                    items = ArrowRows(file, row, decoded(batch), options, *names).records()
                     row += batch.num_rows
                     if self.rows == "all":
                         yield self._with_verdicts(batch, items, schema)
                         continue
+                    batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
                     dropped = self.rows == "dropped"
                     mask = [
                         isinstance(item, Record) and (item.id in self.dropped) == dropped for item in items
                     ]
-                    chosen = batch.filter(pa.array(mask, type=pa.bool_()))
-                    yield pa.RecordBatch.from_arrays(chosen.columns, schema=schema)
+                    # Runs of rows sliced, not filtered: pyarrow cannot filter every type (string_view).
+                    start = 0
+                    for chosen, run in itertools.groupby(mask):
+                        length = len(list(run))
+                        if chosen:
+                            yield batch.slice(start, length)
+                        start += length
 
     def _with_verdicts(self, batch: Any, items: list[Record | Any], schema: Any) -> Any:
         pa = pyarrow()[0]

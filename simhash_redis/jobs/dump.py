@@ -28,7 +28,7 @@ _MAX_RECORD = 16 * 1024 * 1024
 
 
 def export_index(
-    index: SimhashIndex,
+    index: SimhashIndex | VerifiedIndex,
     out: IO[bytes],
     *,
     on_progress: Callable[[int], None] | None = None,
@@ -46,6 +46,7 @@ def export_index(
         IndexCorrupted: the index holds a malformed id-map entry, or a verified one malformed sketches.
         RedisUnavailable: the server cannot be reached (the stream lacks its end record then).
     """
+    index = index.index if isinstance(index, VerifiedIndex) else index
     packer = msgpack.Packer(use_bin_type=True)
     docs, fps = index.count()
     header = {

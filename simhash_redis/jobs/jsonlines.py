@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Iterator, Sequence
 from typing import IO, Any, NamedTuple
@@ -15,6 +14,7 @@ from ..fingerprinting import Scheme, Sketcher, engine_choice
 from ..fingerprinting.banded_odd import BandedOddSketcher, stores_only
 from .jsontext import loads, loads_object
 from .records import (
+    GZIP_ERRORS,
     ReadOptions,
     Record,
     checked_record,
@@ -62,7 +62,7 @@ def read_json_lines(path: str | os.PathLike[str], source: str | None = None) -> 
     Raises:
         InputError: the first bad line.
         OSError: the file cannot be opened.
-        EOFError, gzip.BadGzipFile: the gzip data is truncated or corrupt.
+        EOFError, gzip.BadGzipFile, zlib.error: the gzip data is truncated or corrupt.
     """
     name = source if source is not None else str(path)
     with open_input(str(path)) as stream:
@@ -245,7 +245,7 @@ def jsonl_chunks(
                 yield JsonLines(source, first, raws, options)
                 first += size
                 raws = []
-    except (EOFError, gzip.BadGzipFile) as exc:
+    except GZIP_ERRORS as exc:
         fault = gzip_fault(source, exc, first + len(raws) - 1)
     if raws:
         yield JsonLines(source, first, raws, options)

@@ -128,7 +128,7 @@ class Loader:
 
     def __init__(
         self,
-        index: SimhashIndex,
+        index: SimhashIndex | VerifiedIndex,
         *,
         workers: int | None = None,
         batch_size: int | None = None,
@@ -142,7 +142,7 @@ class Loader:
         on_progress: Callable[[LoadStats], None] | None = None,
         on_duplicate: Callable[[Pair], None] | None = None,
     ) -> None:
-        self.index = index
+        self.index = index = index.index if isinstance(index, VerifiedIndex) else index
         self.workers = workers if workers is not None else (os.cpu_count() or 1)
         self.batch_size = batch_size or index.batch_size
         if self.workers < 1 or self.batch_size < 1:

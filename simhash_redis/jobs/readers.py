@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gzip
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -22,6 +21,7 @@ from .jsonarray import read_json_array, starts_array
 from .jsonlines import JsonLines, jsonl_chunks, read_jsonl
 from .records import (
     BOM,
+    GZIP_ERRORS,
     GZIP_MAGIC,
     STDIN,
     ReadOptions,
@@ -153,7 +153,7 @@ def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
     try:
         with open_input(source) as stream:
             data = stream.read()
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, *GZIP_ERRORS) as exc:
         return InputError(source, None, f"cannot read: {exc}")
     if encoding == "utf-8":
         data = data.removeprefix(BOM)
@@ -210,7 +210,7 @@ def _records(stream: IO[bytes], path: str, fmt: str, options: ReadOptions) -> It
         for item in items:
             last = item.line or last
             yield item
-    except (EOFError, gzip.BadGzipFile) as exc:
+    except GZIP_ERRORS as exc:
         yield gzip_fault(source, exc, last)
 
 
@@ -290,10 +290,16 @@ def read_chunks(
             yield from read(path, kind, options)
         else:
             with open_input(path) as stream:
-                if starts_array(stream):
-                    yield from _records(stream, path, kind, own)
-                else:
-                    yield from jsonl_chunks(stream, source_name(path), own, size)
+                try:
+                    array = starts_array(stream)
+                except GZIP_ERRORS as exc:  # its header is damaged
+                    yield gzip_fault(source_name(path), exc, 0)
+                    continue
+                yield from (
+                    _records(stream, path, kind, own)
+                    if array
+                    else jsonl_chunks(stream, source_name(path), own, size)
+                )
 
 
 def estimate_total(

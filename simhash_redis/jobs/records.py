@@ -9,6 +9,7 @@ import gzip
 import io
 import os
 import sys
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -110,6 +111,10 @@ def open_input(path: str) -> Iterator[IO[bytes]]:
             yield stack.enter_context(gzip.GzipFile(fileobj=buffered, mode="rb"))  # type: ignore[arg-type]
         else:
             yield buffered
+
+
+#: What reading truncated or corrupt gzip data raises (zlib.error: a damaged deflate block or header).
+GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
 
 
 def gzip_fault(source: str, exc: Exception, last: int) -> InputError:

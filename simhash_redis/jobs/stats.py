@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ..index import SimhashIndex
+from ..index import SimhashIndex, VerifiedIndex
 from ..store import Store
 
 __all__ = ["Bucket", "IndexStats", "MemoryEstimate", "PeriodStats", "TableStats", "collect"]
@@ -103,7 +103,7 @@ class _Reservoir:
             self.keys[j] = key
 
 
-def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexStats:
+def collect(index: SimhashIndex | VerifiedIndex, *, sample: int = 2000, top: int = 10) -> IndexStats:
     """Gather an index's statistics from Redis.
 
     Args:
@@ -113,6 +113,7 @@ def collect(index: SimhashIndex, *, sample: int = 2000, top: int = 10) -> IndexS
     Raises:
         RedisUnavailable: the server cannot be reached.
     """
+    index = index.index if isinstance(index, VerifiedIndex) else index
     sample = max(1, sample)
     store = index.store
     rng = random.Random(0)

@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import threading
+import zlib
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,44 @@ def test_a_truncated_gzip_fails_the_run_with_its_line(tmp_path: Path, invoke: In
     items = list(read_all([str(path)], None, ReadOptions()))
     fault = [item for item in items if isinstance(item, InputError)]
     assert len(fault) == 1 and fault[0].line is not None and fault[0].line > 1
+
+
+def _damaged(packed: bytes) -> bytes:
+    """The gzip data with a deflate block overwritten past its middle, which zlib refuses (no CRC error)."""
+    for at in range(len(packed) // 2, len(packed) - 100, 97):
+        damaged = packed[:at] + b"\xff" * 64 + packed[at + 64 :]
+        try:
+            gzip.decompress(damaged)
+        except zlib.error:
+            return damaged
+        except (EOFError, OSError):
+            continue
+    raise AssertionError("no damage that zlib refuses")
+
+
+def test_a_damaged_gzip_is_a_bad_input_not_a_traceback(tmp_path: Path, invoke: Invoke) -> None:
+    # zlib.error (a damaged block, or a damaged header read by the JSON array peek) and EOFError at the
+    # peek escaped the readers: a traceback, or click's "Aborted!", with exit code 1.
+    lines = [json.dumps({"id": f"g{i}", "text": article(i)}) for i in range(3000)]
+    packed = gzip.compress("".join(line + "\n" for line in lines).encode())
+    (tmp_path / "dir").mkdir()
+    inputs = {
+        "block.jsonl.gz": _damaged(packed),
+        "block.txt.gz": _damaged(gzip.compress("\n".join(article(i) for i in range(3000)).encode())),
+        "flags.jsonl.gz": packed[:3] + b"\xff" + packed[4:],  # zlib.error at the peek
+        "extra.jsonl.gz": packed[:3] + b"\x04" + packed[4:12],  # EOFError at the peek
+        "dir/a.txt.gz": _damaged(packed),
+    }
+    for name, data in inputs.items():
+        (tmp_path / name).write_bytes(data)
+    for name in ("block.jsonl.gz", "block.txt.gz", "flags.jsonl.gz", "extra.jsonl.gz"):
+        result = invoke("load", str(tmp_path / name), index="damaged")
+        assert result.exit_code == 3, (name, result.output)
+        assert "truncated or corrupt gzip data" in result.output and "Traceback" not in result.output
+    (tmp_path / "dir" / "b.txt").write_text(article(1))
+    result = invoke("load", str(tmp_path / "dir"), "--json", index="damaged-dir")
+    assert result.exit_code == 0 and "a.txt.gz: cannot read" in result.stderr, result.output
+    assert json.loads(result.stdout)["written"] == 1
 
 
 def test_a_list_of_text_files_can_be_one_document_each(tmp_path: Path, invoke: Invoke) -> None:

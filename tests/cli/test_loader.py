@@ -241,3 +241,16 @@ def test_loader_fingerprint_records(redis_client: redis.Redis) -> None:
     stats = Loader(index, workers=1, on_error=errors.append).run(records)
     assert stats.added == 2 and errors[0].line == 3
     assert index.get_many(["a", "b"]) == [255, 2**64 - 1]
+
+
+def test_the_jobs_take_the_index_open_index_gives(redis_client: redis.Redis) -> None:
+    # open_index gives a VerifiedIndex by default: Loader, export_index and collect raised AttributeError.
+    from simhash_redis import VerifiedIndex
+    from simhash_redis.jobs.dump import export_index
+    from simhash_redis.jobs.stats import collect
+
+    index = VerifiedIndex(SimhashIndex(redis_client, "jobs"))
+    records = [Record("t", i, f"d{i}", article(i)) for i in range(20)]
+    assert Loader(index, workers=1).run(records).added == 20
+    assert export_index(index, io.BytesIO()) == 20 and collect(index).documents == 20
+    assert index.get("d3") == index.index.get("d3") is not None
