@@ -122,11 +122,13 @@ class TableOutput:
         try:
             with self._writer(partial, schema) as put:
                 held: list[Any] = []
+                rows = 0  # counted as they come: kept rows come in runs, up to a batch each
                 for batch in self._batches(inputs, fmt, options, schema):
                     held.append(batch)
-                    if sum(b.num_rows for b in held) >= BATCH_ROWS:
+                    rows += batch.num_rows
+                    if rows >= BATCH_ROWS:
                         written += put(held)
-                        held = []
+                        held, rows = [], 0
                 written += put(held)
             os.replace(partial, self.path)
         finally:
