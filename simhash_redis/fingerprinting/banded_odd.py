@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidArgument, InvalidType
+from ..errors import InvalidArgument
 from . import engine_choice
-from .minhash import MinHasher, check_many
+from .minhash import MinHasher, check_many, checked_sketch
 from .odd_sketch import MAX_LEVEL, NATIVE_PAIRS, SKETCH_BYTES, OddSketcher
 from .scheme import Scheme
 
@@ -88,9 +88,9 @@ class BandedOddSketcher:
     @staticmethod
     def stored(query: bytes) -> bytes:
         """The stored form of a query sketch."""
-        return _sketch(query, (BandedOddSketcher.query_bytes, BandedOddSketcher.sketch_bytes), "a sketch")[
-            : BandedOddSketcher.sketch_bytes
-        ][: BandedOddSketcher.sketch_bytes]
+        return checked_sketch(
+            query, (BandedOddSketcher.query_bytes, BandedOddSketcher.sketch_bytes), "a sketch"
+        )[: BandedOddSketcher.sketch_bytes]
 
     def stored_sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
         """The sketch stored for a document (`sketch_bytes`)."""
@@ -103,7 +103,7 @@ class BandedOddSketcher:
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
         """The Jaccard estimates of a query sketch (or a stored one, at its own level only) with stored
         sketches."""
-        query = _sketch(query, (self.query_bytes, self.sketch_bytes), "a query sketch")
+        query = checked_sketch(query, (self.query_bytes, self.sketch_bytes), "a query sketch")
         native = engine_choice.native
         if native is None or len(others) > NATIVE_PAIRS:
             return self.estimate_pairs([query], [0] * len(others), others)
@@ -120,7 +120,7 @@ class BandedOddSketcher:
                     by_level[wanted] = sketch
         out = np.zeros(len(others), dtype=np.float64)
         for i, other in enumerate(others):
-            other = _sketch(other, (self.sketch_bytes,), "a stored sketch")
+            other = checked_sketch(other, (self.sketch_bytes,), "a stored sketch")
             at_level = by_level.get(other[-1] >> 4)  # the level: the header's top 4 bits
             if at_level is not None:
                 out[i] = native.odd_estimate(at_level, other[BAND_VALUES:])
@@ -136,8 +136,10 @@ class BandedOddSketcher:
         out = np.zeros(len(others), dtype=np.float64)
         if not others:
             return out
-        queries = [_sketch(one, (self.query_bytes, self.sketch_bytes), "a query sketch") for one in queries]
-        others = [_sketch(other, (self.sketch_bytes,), "a stored sketch") for other in others]
+        queries = [
+            checked_sketch(one, (self.query_bytes, self.sketch_bytes), "a query sketch") for one in queries
+        ]
+        others = [checked_sketch(other, (self.sketch_bytes,), "a stored sketch") for other in others]
         pad = self.query_bytes - self.sketch_bytes  # a stored form has no sketch a level below or above
         joined = b"".join([one if len(one) == self.query_bytes else one + bytes(pad) for one in queries])
         whole = np.frombuffer(joined, dtype=np.uint8).reshape(len(queries), self.query_bytes)
@@ -212,12 +214,3 @@ def storing(hasher: Sketcher) -> Sketcher:
     if type(hasher) is BandedOddSketcher:
         return _StoringSketcher(hasher.n, hasher.seed)
     return hasher  # a MinHash's query sketch is its stored one
-
-
-def _sketch(value: object, sizes: tuple[int, ...], what: str) -> bytes:
-    """A sketch argument checked: bytes (else InvalidType) of one of the sizes (else InvalidArgument)."""
-    if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise InvalidType(f"{what} must be bytes, got {type(value).__name__}")
-    if len(value) not in sizes:
-        raise InvalidArgument(f"{what} is {' or '.join(map(str, sizes))} bytes, got {len(value)}")
-    return bytes(value)

@@ -71,6 +71,20 @@ def check_many(docs: object) -> None:
         raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
 
 
+def checked_sketch(value: object, sizes: tuple[int, ...], what: str) -> bytes:
+    """A sketch argument as bytes, checked.
+
+    Raises:
+        InvalidType: it is not bytes.
+        InvalidArgument: it is not of one of the sizes.
+    """
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise InvalidType(f"{what} must be bytes, got {type(value).__name__}")
+    if len(value) not in sizes:
+        raise InvalidArgument(f"{what} must be {' or '.join(map(str, sizes))} bytes, got {len(value)}")
+    return bytes(value)
+
+
 def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
     """The sorted distinct 64-bit hashes of the tokens' n-shingles (one for 1..n-1 tokens, none for 0)."""
     if not tokens:
@@ -190,10 +204,7 @@ class MinHasher:
         """The Jaccard estimates of one sketch with many others, in order, clipped to [0, 1], in one numpy
         pass."""
         for sketch in (query, *others):
-            if not isinstance(sketch, (bytes, bytearray, memoryview)):
-                raise InvalidType(f"a sketch must be bytes, got {type(sketch).__name__}")
-            if len(sketch) != self.sketch_bytes:
-                raise InvalidArgument(f"a sketch must be {self.sketch_bytes} bytes, got {len(sketch)}")
+            checked_sketch(sketch, (self.sketch_bytes,), "a sketch")
         if not others:
             return np.zeros(0, dtype=np.float64)
         mine = np.frombuffer(query, dtype=self._dtype)

@@ -35,7 +35,7 @@ from ..checks import is_int
 from ..errors import InvalidArgument, InvalidType
 from . import engine_choice
 from .hashing import mix
-from .minhash import check_many, check_shingles, doc_tokens, shingle_hashes
+from .minhash import check_many, check_shingles, checked_sketch, doc_tokens, shingle_hashes
 
 __all__ = ["MAX_LEVEL", "MAX_SIZE", "SAMPLE_LIMIT", "SKETCH_BITS", "SKETCH_BYTES", "OddSketcher"]
 
@@ -108,12 +108,7 @@ def _checked_level(level: object, name: str) -> int:
 
 def _sketch_bytes(sketch: object) -> bytes:
     """A sketch argument as bytes, checked (InvalidType, InvalidArgument: not SKETCH_BYTES bytes)."""
-    if not isinstance(sketch, (bytes, bytearray, memoryview)):
-        raise InvalidType(f"an odd sketch must be bytes, got {type(sketch).__name__}")
-    data = bytes(sketch)
-    if len(data) != SKETCH_BYTES:
-        raise InvalidArgument(f"an odd sketch must be {SKETCH_BYTES} bytes, got {len(data)}")
-    return data
+    return checked_sketch(sketch, (SKETCH_BYTES,), "an odd sketch")
 
 
 def _header(sketch: bytes) -> tuple[int, int]:
