@@ -64,7 +64,7 @@ def test_a_plain_handle_stops_writing_once_another_worker_pins_verified_mode(
     redis_client: redis.Redis,
 ) -> None:
     plain = SimhashIndex(redis_client, "switched")  # created plain and empty
-    verified = VerifiedIndex(SimhashIndex(redis_client, "switched"))  # pins verified mode
+    verified = VerifiedIndex(SimhashIndex(redis_client, "switched"), convert=True)  # pins verified mode
     with pytest.raises(ConfigurationMismatch, match="verified"):
         plain.add("doc2", TEXT)
     verified.add("doc1", TEXT)

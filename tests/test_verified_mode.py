@@ -126,6 +126,29 @@ def test_a_verified_index_made_before_pinning_is_pinned_by_its_first_opening(
     assert SimhashIndex(redis_client, "old").config.verification == Verification.of()
 
 
+def test_an_existing_plain_index_is_converted_only_when_asked(redis_client: redis.Redis) -> None:
+    """An index that exists without a pinned mode was made plain: VerifiedIndex refuses it as open_index
+    does (from_url and on_client included), and convert=True makes it verified while it is empty."""
+    SimhashIndex(redis_client, "made-plain", **K8)
+    url = "redis://{host}:{port}/0".format(**redis_client.connection_pool.connection_kwargs)
+    for opening in (
+        lambda: VerifiedIndex(SimhashIndex(redis_client, "made-plain")),
+        lambda: VerifiedIndex.on_client(redis_client, "made-plain"),
+        lambda: VerifiedIndex.from_url(url, "made-plain"),
+        lambda: open_index("made-plain", url=url, verified=True),
+    ):
+        with pytest.raises(ConfigurationMismatch, match="is not verified"):
+            opening()
+    assert SimhashIndex(redis_client, "made-plain").config.verification is None
+    verified = VerifiedIndex(SimhashIndex(redis_client, "made-plain"), convert=True)
+    assert verified.verification == Verification.of()
+    assert open_index("made-plain", url=url, verified=True).verification == Verification.of()
+    plain = SimhashIndex(redis_client, "loaded-plain", **K8)
+    plain.add("a", article(1))
+    with pytest.raises(ConfigurationMismatch, match="without sketches"):  # its documents have none
+        VerifiedIndex(SimhashIndex(redis_client, "loaded-plain"), convert=True)
+
+
 def test_add_if_new_decides_by_the_jaccard_threshold(client: redis.Redis) -> None:
     index = VerifiedIndex(SimhashIndex(client, "vnew", **K8))
     text = article(3)

@@ -47,9 +47,9 @@ def requested(args: dict[str, Any]) -> tuple[IndexConfig, set[str]]:
 
 def open_config(
     sender: Sender, prefix: str, name: str, wanted: IndexConfig, given: set[str], create: bool
-) -> IndexConfig:
+) -> tuple[IndexConfig, bool]:
     """The stored configuration of an index (created from `wanted` if allowed and missing), checked: the
-    parts named in `given` must agree with it."""
+    parts named in `given` must agree with it; and whether this call created the index."""
     # A layout whose every query reads a large part of the index is refused for new indexes only: an
     # existing one keeps working as it was made.
     refusal = None
@@ -59,12 +59,12 @@ def open_config(
             f"{wanted.layout.read_fraction:.0%} of the index (new indexes allow under "
             f"{defaults.MAX_READ_FRACTION:.0%}): choose a smaller k, or a layout from `simhash-redis plan`"
         )
-    meta = open_meta(sender, prefix, name, wanted.to_meta() if create else None, refusal)
+    meta, created = open_meta(sender, prefix, name, wanted.to_meta() if create else None, refusal)
     if meta is None:
         raise IndexNotFound(f"no index named {name!r}")
     stored = IndexConfig.from_meta(meta)
     wanted.check_against(stored, given, name)
-    return stored
+    return stored, created
 
 
 def check_unchanged(sender: Sender, meta_key: bytes, name: str, config: IndexConfig) -> None:

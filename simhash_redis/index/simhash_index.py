@@ -126,7 +126,10 @@ class SimhashIndex:
         sender = open_sender(client, backoff)
         asked = {"k": k, "f": f, "layout": layout, "scheme": scheme, "id_buckets": id_buckets}
         wanted, given = lifecycle.requested({**asked, "verification": verification, "retention": retention})
-        self.config = lifecycle.open_config(sender, self.prefix, self.name, wanted, given, create)
+        #: Whether this object created the index (a `VerifiedIndex` of it may then pin its mode).
+        self.config, self.created = lifecycle.open_config(
+            sender, self.prefix, self.name, wanted, given, create
+        )
         self._f, self._k = self.config.f, self.config.k
         self.keys = KeySchema.of(self.prefix, self.name, self.config)
         #: Every command of this index (and of what works on it) goes through it.

@@ -38,9 +38,10 @@ class VerifiedIndex:
     """Wraps a `SimhashIndex`: stores a sketch per document and verifies near() candidates with it.
 
     Candidates come from the wrapped index's tables (within its k) and from the sketch's band tables,
-    at any distance. The first `VerifiedIndex` of an index pins its mode in the meta; later ones adopt
-    it. Every method refuses a malformed argument (InvalidArgument, InvalidType, InvalidFingerprint)
-    before writing anything of its batch, and raises RedisUnavailable when the server cannot be reached.
+    at any distance. The first `VerifiedIndex` of an index that the wrapped `SimhashIndex` created (or
+    of an empty one, with convert) pins its mode in the meta; later ones adopt it. Every method refuses
+    a malformed argument (InvalidArgument, InvalidType, InvalidFingerprint) before writing anything of
+    its batch, and raises RedisUnavailable when the server cannot be reached.
 
     Args:
         index: the wrapped index (its k bounds the Hamming candidates).
@@ -57,10 +58,13 @@ class VerifiedIndex:
             `add_if_new_many`, `add_sketched(unique=True)`), which judge every candidate, so that a
             near-duplicate is never stored; an index of 128-bit fingerprints (its lookups read every
             band candidate whatever the cap). A positive integer (numpy's too) or None.
+        convert: make verified an existing plain index that holds no documents (without it, only an
+            index the wrapped `SimhashIndex` created is made verified, as `open_index` does).
 
     Raises:
         ConfigurationMismatch: hasher, threshold or band_buckets differs from the mode pinned in the
-            index's meta; the index holds documents without sketches.
+            index's meta; the index is plain (created elsewhere, and not converted), or holds documents
+            without sketches.
         IndexNotFound: the index was dropped before its mode could be pinned.
         IndexCorrupted: the pinned mode is malformed.
     """
@@ -72,13 +76,15 @@ class VerifiedIndex:
         threshold: float | None = None,
         band_buckets: int | None = None,
         max_candidates: int | None = MAX_CANDIDATES,
+        *,
+        convert: bool = False,
     ) -> None:
         if not isinstance(index, SimhashIndex):
             raise InvalidType(f"index must be a SimhashIndex, got {type(index).__name__}")
         cap = check_max_candidates(max_candidates)
         self.index = index
         self.store = index.store
-        self.verification = verified_mode(index, hasher, threshold, band_buckets)
+        self.verification = verified_mode(index, hasher, threshold, band_buckets, convert)
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
         # Add-if-new judges every candidate (through reads of its own): a capped read can miss the stored

@@ -52,12 +52,16 @@ def verifiable(
 
 
 def verified_mode(
-    index: SimhashIndex, hasher: Sketcher | None, threshold: float | None, band_buckets: int | None = None
+    index: SimhashIndex,
+    hasher: Sketcher | None,
+    threshold: float | None,
+    band_buckets: int | None = None,
+    convert: bool = False,
 ) -> Verification:
     """The verified mode of an index: the one pinned in its meta (checked against the arguments), else
-    pinned now from them (see `VerifiedIndex` for the errors)."""
+    pinned now from them where `index` created it, or `convert` asks (see `VerifiedIndex` for the errors)."""
     asked = checked_threshold(hasher, threshold, band_buckets)
-    pinned = index.config.verification or _pin(index, hasher, asked, band_buckets)
+    pinned = index.config.verification or _pin(index, hasher, asked, band_buckets, convert)
     if band_buckets is not None and band_buckets != pinned.band_buckets:
         raise ConfigurationMismatch(
             f"index {index.name!r} was created with band_buckets={pinned.band_buckets}, not {band_buckets}",
@@ -80,10 +84,19 @@ def verified_mode(
 
 
 def _pin(
-    index: SimhashIndex, hasher: Sketcher | None, threshold: float, band_buckets: int | None
+    index: SimhashIndex, hasher: Sketcher | None, threshold: float, band_buckets: int | None, convert: bool
 ) -> Verification:
-    """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile); one that
-    holds documents was made plain, and stays so (its documents could never be confirmed)."""
+    """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile): one `index`
+    created, or (convert) an empty one; one that holds documents was made plain, and stays so (its
+    documents could never be confirmed)."""
+    if not (convert or index.created):
+        # As open_index(verified=True): a mode is chosen when an index is created, and plain writers
+        # of this one would be refused from the pin on.
+        raise ConfigurationMismatch(
+            f"index {index.name!r} is not verified: it was created plain and stays so; open it as a "
+            "SimhashIndex, create another index (VerifiedIndex.from_url(url, name, ...) creates one "
+            "verified), or convert it while it is empty with VerifiedIndex(index, convert=True)"
+        )
     docs = index.count()[0]
     if docs:
         raise ConfigurationMismatch(

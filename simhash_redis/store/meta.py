@@ -36,8 +36,9 @@ def open_meta(
     name: str,
     fields: dict[str, str] | None,
     refusal: Exception | None = None,
-) -> dict[str, str] | None:
-    """Read an index's meta hash, creating it from `fields` first when it does not exist.
+) -> tuple[dict[str, str] | None, bool]:
+    """Read an index's meta hash, creating it from `fields` first when it does not exist; and whether
+    this call created it (as far as it can tell: another may have created it a moment before).
 
     Args:
         fields: the configuration to create the index with; None to only read (None if no index).
@@ -49,13 +50,13 @@ def open_meta(
     meta_key = KeySchema.meta_key(prefix, name)
     stored = read_meta(sender, meta_key)
     if stored:
-        return stored
+        return stored, False
     found = find_data(sender, prefix, name)
     if found is not None:
         # Another worker may have created the index and written to it since: read the meta again.
         stored = read_meta(sender, meta_key)
         if stored:
-            return stored
+            return stored, False
         raise IndexCorrupted(
             f"index {name!r} has data ({found.decode(errors='replace')}) but no meta key: it was deleted, or "
             "the index was flushed half-way, and creating it anew could mix configurations",
@@ -64,10 +65,10 @@ def open_meta(
             remedy="restore-meta",
         )
     if fields is None:
-        return None
+        return None, False
     if refusal is not None:
         raise refusal
-    return _create(sender, meta_key, fields)
+    return _create(sender, meta_key, fields), True
 
 
 def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | None:
