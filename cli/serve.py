@@ -52,9 +52,8 @@ def serve(
             "--timeout",
             min=0.001,
             help="Seconds a single-document request may wait behind others for its answer (then 504), "
-            "and each part of a request body may take to come (then 408). A stalled Redis holds a worker "
-            "for the socket timeout and retries instead (about 40 s; less with ?socket_timeout=S in the "
-            "URL).",
+            "each part of a request body may take to come (then 408), and a stalled Redis may hold a call "
+            "(socket timeouts of at most this, and no retry after it: then 504 redis_timeout).",
         ),
     ] = 30.0,
     grace: Annotated[

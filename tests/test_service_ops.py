@@ -4,6 +4,7 @@ stop, TLS with several workers, secrets kept out of answers and logs, and a clie
 from __future__ import annotations
 
 import json
+import os
 import random
 import select
 import shutil
@@ -106,6 +107,34 @@ def test_redis_down_then_back_and_no_password_anywhere(tmp_path: Path) -> None:
             assert [m["id"] for m in found["matches"]] == ["a"]
             assert password not in http.get("/metrics").text
         assert password not in service.log()
+
+
+def test_a_stalled_redis_holds_a_request_no_longer_than_the_timeout(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    """A Redis that stops answering (SIGSTOP) is answered 504 redis_timeout once serve's --timeout has
+    passed, not after the library's four attempts of 10 s (a worker runs its calls on its event loop:
+    meanwhile it answers nothing, /healthz included)."""
+    with (
+        ServiceProcess(server.url, tmp_path, serve_options=["--timeout", "1"]) as service,
+        httpx.Client(base_url=service.url, timeout=20) as http,  # a bound against the 40 s hang
+    ):
+        assert http.post("/v1/indexes/stall/add", json={"id": "a", "text": STORY}).status_code == 200
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            for operation, body in (
+                ("add", {"id": "b", "text": STORY + " Again."}),
+                ("near", {"text": STORY}),
+            ):
+                answer = http.post(f"/v1/indexes/stall/{operation}", json=body)
+                assert answer.status_code == 504, answer.text
+                assert answer.json()["error"]["code"] == "redis_timeout"
+            assert http.get("/healthz").status_code == 200
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        found = http.post("/v1/indexes/stall/near", json={"text": STORY}).json()
+        assert "a" in [m["id"] for m in found["matches"]]
 
 
 def test_redis_out_of_memory_is_507(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import redis
 
 from simhash_redis import SimhashIndex, defaults
 from simhash_redis.errors import RedisTimeout, RedisUnavailable, SimhashRedisError
-from simhash_redis.transport import Backoff
+from simhash_redis.transport import Backoff, standalone
 from simhash_redis.transport.connection import client_from_url
 from tests.servers import ServerProcess
 
@@ -210,3 +210,26 @@ def test_backoff_edge_cases() -> None:
 def test_backoff_with_very_many_retries_does_not_overflow() -> None:
     delays = list(Backoff(retries=1100, base=0.001, cap=0.01).delays())
     assert len(delays) == 1100 and max(delays) <= 0.01
+
+
+def test_no_retry_starts_past_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deadline ends the retries (their waits included) that many seconds after the call began, whatever
+    retries are left: attempts that each time out after 0.4 s, on a clock of the test's."""
+    clock = [100.0]
+    monkeypatch.setattr(standalone.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(standalone, "pause", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    attempts: list[float] = []
+
+    def stalled() -> None:
+        attempts.append(clock[0])
+        clock[0] += 0.4  # the socket timeout of an attempt
+        raise redis.exceptions.TimeoutError("Timeout reading from socket")
+
+    with pytest.raises(redis.exceptions.TimeoutError):
+        Backoff(retries=50, base=0.01, cap=0.05, deadline=1.0).call_with_retry(stalled, lambda exc: True)
+    assert 2 <= len(attempts) <= 3 and all(start < 101.0 for start in attempts)
+    assert clock[0] < 101.4  # the last attempt began before the deadline, and no wait went past it
+    attempts.clear()
+    with pytest.raises(redis.exceptions.TimeoutError):  # without one, every retry is made
+        Backoff(retries=5, base=0.01, cap=0.05).call_with_retry(stalled, lambda exc: True)
+    assert len(attempts) == 6

@@ -60,8 +60,8 @@ class ServiceConfig:
         token: the bearer token every /v1 call and /metrics must carry; None: no authentication.
         max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
         timeout: seconds a single-document request may wait behind others for its answer before it is
-            answered 504, and each part of a request body may take to come before it is answered 408 (a
-            call to Redis is bounded by the URL's socket timeout and the retries instead).
+            answered 504, each part of a request body may take to come before it is answered 408, and
+            a stalled Redis may hold a call (the sockets' timeouts and the retries' deadline).
         batch: documents per library call of a JSON Lines stream (fewer once they hold max_body bytes).
         access_log: write one JSON line per request on stderr.
     """

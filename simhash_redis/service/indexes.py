@@ -4,6 +4,7 @@ called synchronously on the event loop's thread (half the CPU of the asyncio API
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -11,11 +12,13 @@ from typing import Any, Generic, TypeVar
 import redis
 from redis.cluster import RedisCluster
 
+from .. import defaults
 from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType
 from ..index import SimhashIndex, VerifiedIndex
 from ..index.mode import chosen_mode, open_in_mode
 from ..store import validate_name
-from ..transport import client_from_url
+from ..transport import Backoff, client_from_url
+from ..transport.cluster import CLUSTER_BACKOFF
 from .config import SERVE_ASKING, ServiceConfig
 from .problems import ServiceError
 
@@ -117,17 +120,30 @@ class Registry:
         self._url = url
         self._options = config.index_options()
         self._client: redis.Redis | RedisCluster | None = None
+        self._backoff: Backoff | None = None
         self._opened: dict[str, Opened] = {}
 
     def client(self) -> redis.Redis | RedisCluster:
-        """The client (made on first use)."""
+        """The client (made on first use), whose sockets wait for Redis no longer than the timeout."""
         if self._client is None:
+            timeout = self._config.timeout
             try:
-                self._client = client_from_url(self._url)
+                self._client = client_from_url(
+                    self._url,
+                    socket_timeout=min(defaults.SOCKET_TIMEOUT, timeout),
+                    socket_connect_timeout=min(defaults.CONNECT_TIMEOUT, timeout),
+                )
             except InvalidArgument as exc:  # the service's URL (checked at start), not the caller's fault
                 raise ServiceError(
                     503, "redis_unavailable", f"the service cannot use its Redis URL: {exc}"
                 ) from None
+            # Calls run on the event loop's thread: a stalled Redis holds every request of the worker
+            # until the retries end, so they end with the timeout (a cluster's, which ride out a failover
+            # by default, retry until then).
+            if isinstance(self._client, RedisCluster):
+                self._backoff = dataclasses.replace(CLUSTER_BACKOFF, lasting=timeout, deadline=timeout)
+            else:
+                self._backoff = Backoff(deadline=timeout)
         return self._client
 
     def get(self, name: str, *, create: bool = False, from_text: bool = True) -> Opened:
@@ -157,7 +173,7 @@ class Registry:
         client = self.client()
         config = self._config
         try:
-            plain = SimhashIndex(client, name, create=False)
+            plain = SimhashIndex(client, name, create=False, backoff=self._backoff)
         except IndexNotFound:
             if not create:
                 how = (
@@ -177,6 +193,7 @@ class Registry:
                     threshold=config.threshold,
                     band_buckets=config.band_buckets,
                     asking=SERVE_ASKING,
+                    backoff=self._backoff,
                     **self._options,
                 )
             )

@@ -152,12 +152,15 @@ class Backoff:
         cap: no delay is longer than this, in seconds.
         lasting: once the retries are spent, keep retrying (delays of up to `cap`) until this many seconds
             after the first failure; a callable is asked at the first failure.
+        deadline: no retry starts, nor is waited for, this many seconds after the call began (None: no
+            deadline); an attempt under way is bounded by the socket timeout, not by this.
     """
 
     retries: int = defaults.RETRIES
     base: float = defaults.BACKOFF_BASE
     cap: float = defaults.BACKOFF_CAP
     lasting: float | Callable[[], float] = 0.0
+    deadline: float | None = None
 
     def delays(self) -> Iterator[float]:
         """The delay before each retry, in seconds."""
@@ -179,6 +182,9 @@ class Backoff:
         """
         delays: Iterator[float] | None = None  # made at the first failure: most calls never need one
         until = 0.0
+        deadline = self.deadline
+        if deadline is not None:
+            deadline += time.monotonic()
         while True:
             try:
                 return do()
@@ -194,7 +200,9 @@ class Backoff:
                     left = until - time.monotonic()
                     if left <= 0:
                         raise
-                    delay = min(random.uniform(0, self.cap), left)  # the last one ends at the deadline
+                    delay = min(random.uniform(0, self.cap), left)  # the last one ends with `lasting`
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise
                 pause(delay)  # awaited when an asyncio index runs this
                 if before_retry is not None:
                     before_retry(exc)
