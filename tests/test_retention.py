@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import redis
 
+from benchmarks.bench_retention import fill_period
 from simhash_redis import (
     ConfigurationMismatch,
     InvalidArgument,
@@ -419,6 +420,24 @@ def test_a_worker_whose_clock_estimate_is_off_writes_where_the_server_says(redis
     reader.windows.set_server_time(reader.windows.now_ms() - 20_000, time.monotonic() - 61)
     assert reader.near(A) == [Match("a", A, 0)]
     assert abs(reader.windows.now_ms() - server_ms(redis_client)) < 1000
+
+
+def test_a_server_clock_stepped_back_across_a_boundary_hides_nothing(redis_client: redis.Redis) -> None:
+    """What a server clock stepped back across a boundary leaves: documents in the period after the one
+    the server is in (written straight into that period's keys, as before the step). A worker reads
+    them: one opened after the step, and one open before it once it reads the clock again (a minute at
+    most); add_if_new then stores no near-duplicate of one."""
+    index = SimhashIndex(redis_client, "stepped", k=3, retention=Retention(6 * 3600, 3600))
+    assert index.windows is not None
+    ahead = index.windows.view().current + 1  # hours from the server's next boundary: no margin covers it
+    fill_period(index, ahead, [b"a"], [A])
+    reader = SimhashIndex(redis_client, "stepped")  # opened after the step
+    assert reader.near(A ^ 1) == [Match("a", A, 1)]
+    assert reader.get("a") == A
+    assert reader.add_if_new("b", A ^ 3) == Match("a", A, 2)
+    assert {w: docs for w, docs, _ in reader.windows.counts() if docs} == {ahead: 1}  # stats list it
+    index.windows.sync()  # what an open worker does within a minute
+    assert index.near(A) == [Match("a", A, 0)]
 
 
 def test_a_guard_that_missed_a_live_period_is_read_again(redis_client: redis.Redis) -> None:

@@ -121,6 +121,8 @@ class Windows:
         last = current + 1 if now >= end - margin else current
         first = (now - margin - self.retention_ms) // period - 1
         windows = tuple(w for w in range(first, last + 1) if self.expires_at(w) > now - margin)
+        if last == current and not self._sender.cluster:
+            windows += self._ahead(current)
         schemas = tuple(self.schema(w) for w in windows)
         self._view = View(
             windows,
@@ -133,6 +135,14 @@ class Windows:
         changes = [end, self.expires_at(windows[0]) + margin] + ([end - margin] if last == current else [])
         self._view_until = min(changes)
         return self._view
+
+    def _ahead(self, current: int) -> tuple[int, ...]:
+        # The periods after the server's that hold documents: written before its clock was stepped back
+        # (by up to a retention), they are read until they expire. A round trip a view, not a lookup
+        # (a period's counts hash exists once it holds anything; a cluster has none).
+        ahead = range(current + 1, current + 2 + self.retention_ms // self.period_ms)
+        found = self._sender.execute([(b"EXISTS", self.schema(w).counts) for w in ahead])
+        return tuple(w for w, exists in zip(ahead, found, strict=True) if exists)
 
     def counts(self, *, sketched: bool = False) -> list[tuple[int, int, int]]:
         """(period, documents, fingerprints) of each live period (`Store.counts` on a cluster)."""
