@@ -396,3 +396,38 @@ def test_rounds_that_never_settle_still_end_in_write_contention(
     with pytest.raises(WriteContention):
         index.add_many([(f"d{i}", i << 20) for i in range(64)], unique=True)
     assert len(rounds) == unique._UNIQUE_ROUNDS and rounds[-1] == 1
+
+
+@pytest.mark.parametrize("mode", ["plain", "verified", "windowed"])
+def test_a_racer_storing_the_same_document_first_makes_it_already_stored(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Two crawlers meeting one URL with one text at once: the one whose read came before the other's
+    write used to report it stored too (the script found the id stored as it would write it: unchanged),
+    so both kept the page. It is the other's now: the id's own entry, "already stored"."""
+    from simhash_redis import VerifiedIndex
+
+    text = " ".join(
+        random.Random(7).choice(["storm", "coast", "roads", "rain", "region", "bank"]) for _ in range(80)
+    )
+    options: dict[str, Any] = {"retention": "7d"} if mode == "windowed" else {}
+
+    def opened() -> SimhashIndex | VerifiedIndex:
+        if mode == "plain":
+            return SimhashIndex(redis_client, "same", k=3, **options)
+        return VerifiedIndex.on_client(redis_client, "same", k=3, **options)
+
+    first, second = opened(), opened()  # two workers
+    reads = first._unique.reads
+    read = reads.near_and_members
+
+    def the_other_stores_it_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        found = read(*args, **kwargs)
+        monkeypatch.setattr(reads, "near_and_members", read)
+        assert second.add_if_new("page", text) is None
+        return found
+
+    monkeypatch.setattr(reads, "near_and_members", the_other_stores_it_meanwhile)
+    duplicate = first.add_if_new("page", text)
+    assert duplicate is not None and (duplicate.id, duplicate.distance) == ("page", 0)
+    assert first.add_if_new("page", text) == duplicate  # as a later crawl of the page finds it
