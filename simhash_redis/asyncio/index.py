@@ -85,9 +85,8 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
         on_progress: BatchProgress | None = None,
     ) -> list[Outcome] | list[Outcome | Match]:
         """`SimhashIndex.add_many`, awaited (its overloads kept, which `awaited` cannot carry)."""
-        index = await self._opened()
-        result: list[Outcome] | list[Outcome | Match] = await run(
-            index.add_many, items, unique=unique, on_progress=on_progress
+        result: list[Outcome] | list[Outcome | Match] = await self._run(
+            "add_many", items, unique=unique, on_progress=on_progress
         )
         return result
 
