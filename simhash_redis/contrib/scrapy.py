@@ -236,6 +236,8 @@ class NearDuplicatePipeline:
         text = self.text(item)
         if isinstance(text, bytes):  # a response's body, say: deduplicated as text, not passed through
             text = text.decode("utf-8", "replace")
+        if isinstance(text, (list, tuple)) and all(isinstance(part, str) for part in text):
+            text = "\n".join(text)  # an ItemLoader's field, `.getall()`: the page's paragraphs
         # Without a word (a failed extraction: punctuation, emoji), its fingerprint is every such page's.
         if not isinstance(text, str) or not has_token(normalize(text)):
             self._inc(NO_TEXT)
@@ -260,6 +262,8 @@ class NearDuplicatePipeline:
     @staticmethod
     def _doc_id(value: object, text: str) -> str:
         """The item's id field if it can be stored as one, else a hash of it (or of the text, if none)."""
+        if isinstance(value, (list, tuple)) and len(value) == 1:  # an ItemLoader's field
+            value = value[0]
         if isinstance(value, int) and not isinstance(value, bool):  # a database's key, say
             value = str(value)
         if isinstance(value, str) and value:
