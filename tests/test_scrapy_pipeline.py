@@ -326,6 +326,7 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
         "SIMHASH_REDIS_K": ("three",),
         "SIMHASH_REDIS_VERIFIED": ("maybe",),
         "SIMHASH_REDIS_SLIDING": ("often", True),  # True: sliding without a retention
+        "SIMHASH_REDIS_RETENTION": ("7x", "604800", "-1d"),  # found when the spider opened, unnamed
         "SIMHASH_REDIS_TEXT": ("builtins.no_such_name", "builtins.__name__"),
         "SIMHASH_REDIS_URL": ("",),  # not the embedded server started on the crawl's machine
     }

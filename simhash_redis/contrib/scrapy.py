@@ -17,7 +17,7 @@ from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.misc import load_object
 
 from .. import defaults
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting.normalize import normalize
 from ..fingerprinting.tokens import has_token
 from ..index import SimhashIndex, VerifiedIndex
@@ -89,15 +89,19 @@ def _hook_result(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
     return deferred
 
 
-def _retention(retention: object, sliding: bool) -> object:
-    """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING."""
-    if sliding and retention is None:
-        raise InvalidArgument("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
-    if not sliding:
-        return retention
+def _retention(retention: object, sliding: bool) -> Retention | None:
+    """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING; read here, so that a malformed one
+    stops the crawl before it starts, named."""
+    if retention is None:
+        if sliding:
+            raise InvalidArgument("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
+        return None
     if isinstance(retention, Retention):
-        return dataclasses.replace(retention, sliding=True)
-    return Retention.of(retention, sliding=True)
+        return dataclasses.replace(retention, sliding=True) if sliding else retention
+    try:
+        return Retention.of(retention, sliding=sliding)
+    except (InvalidArgument, InvalidType) as exc:
+        raise InvalidArgument(f"SIMHASH_REDIS_RETENTION: {exc}") from None
 
 
 class NearDuplicatePipeline:
