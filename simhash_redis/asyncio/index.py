@@ -92,6 +92,7 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
 
     bulk_add = awaited(SimhashIndex.bulk_add)
     add_if_new = awaited(SimhashIndex.add_if_new)
+    add_if_new_many = awaited(SimhashIndex.add_if_new_many)
     remove = awaited(SimhashIndex.remove)
     remove_many = awaited(SimhashIndex.remove_many)
     verify = awaited(SimhashIndex.verify)
