@@ -337,7 +337,7 @@ def _confirm(yes: bool, question: str) -> None:
 
 
 def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
-    """List the indexes on the server: name, documents, k, f, and "verified" for a verified index.
+    """List the indexes on the server: name, documents, k, f, "verified" and the retention window.
 
     \b
     Example:
@@ -359,15 +359,17 @@ def indexes(ctx: typer.Context, json_out: JsonOut = False) -> None:
         except SimhashRedisError as exc:  # one unreadable meta does not hide the others
             row: dict[str, object] = {"name": name, "error": str(exc)}
         else:
-            verified = index.config.verification is not None
+            verified, retention = index.config.verification is not None, index.config.retention
             row = {"name": name, "documents": index.count()[0], "k": index.k, "f": index.f}
             row["verified"] = verified
+            row["retention"] = retention.to_meta() if retention else None
         if json_out:
             echo_json(row)
         elif "error" in row:
             typer.echo(f"{name}\t(unreadable: {row['error']})")
         else:
             mode = " verified" if row["verified"] else ""
+            mode += f" retention {retention.describe()}" if retention else ""
             documents = plural(cast(int, row["documents"]), "document")
             typer.echo(f"{name}\t{documents}\tk={row['k']} f={row['f']}{mode}")
 

@@ -396,3 +396,89 @@ def test_rounds_that_never_settle_still_end_in_write_contention(
     with pytest.raises(WriteContention):
         index.add_many([(f"d{i}", i << 20) for i in range(64)], unique=True)
     assert len(rounds) == unique._UNIQUE_ROUNDS and rounds[-1] == 1
+
+
+@pytest.mark.parametrize("mode", ["plain", "verified", "windowed"])
+def test_a_racer_storing_the_same_document_first_makes_it_already_stored(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Two crawlers meeting one URL with one text at once: the one whose read came before the other's
+    write used to report it stored too (the script found the id stored as it would write it: unchanged),
+    so both kept the page. It is the other's now: the id's own entry, "already stored"."""
+    from simhash_redis import VerifiedIndex
+
+    text = " ".join(
+        random.Random(7).choice(["storm", "coast", "roads", "rain", "region", "bank"]) for _ in range(80)
+    )
+    options: dict[str, Any] = {"retention": "7d"} if mode == "windowed" else {}
+
+    def opened() -> SimhashIndex | VerifiedIndex:
+        if mode == "plain":
+            return SimhashIndex(redis_client, "same", k=3, **options)
+        return VerifiedIndex.on_client(redis_client, "same", k=3, **options)
+
+    first, second = opened(), opened()  # two workers
+    reads = first._unique.reads
+    read = reads.near_and_members
+
+    def the_other_stores_it_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        found = read(*args, **kwargs)
+        monkeypatch.setattr(reads, "near_and_members", read)
+        assert second.add_if_new("page", text) is None
+        return found
+
+    monkeypatch.setattr(reads, "near_and_members", the_other_stores_it_meanwhile)
+    duplicate = first.add_if_new("page", text)
+    assert duplicate is not None and (duplicate.id, duplicate.distance) == ("page", 0)
+    assert first.add_if_new("page", text) == duplicate  # as a later crawl of the page finds it
+
+
+@pytest.mark.parametrize("retention", [None, "1h"])
+def test_a_rewrite_whose_pauses_others_write_in_still_gets_through(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, retention: str | None
+) -> None:
+    """A write of an id that others keep rewriting: each round learns the id's value, and the next one
+    sends the write against it. A pause came before every round from the second, so each was sent with
+    a value from before the pause, which busy writers had changed by then: it met them every round until
+    WriteContention (tests/test_asyncio.py's three tasks on one id, one run in five). After a pause, one
+    round learns the value and the next sends it at once."""
+    from simhash_redis.store import windowed_writes, writes
+
+    index = SimhashIndex(redis_client, "busy", k=3, retention=retention)
+    others = SimhashIndex(redis_client, "busy", k=3, retention=retention)
+    index.add("x", A)
+    values = iter(range(1, 1000))
+    busy = [False]  # the other writer's own rounds and pauses are left alone
+
+    def another_writes() -> None:
+        busy[0] = True
+        try:
+            others.add("x", A ^ (next(values) << 20))
+        finally:
+            busy[0] = False
+
+    # Another writer writes after this one's first round, and whenever this one pauses.
+    monkeypatch.setattr(writes, "pause", lambda seconds: None if busy[0] else another_writes())
+    next_round, in_rounds = writes.Progress.next_round, windowed_writes.in_rounds
+
+    def first_round_then_another(progress: writes.Progress, retry: list[Any]) -> None:
+        if progress.rounds == 0 and not busy[0]:
+            another_writes()
+        next_round(progress, retry)
+
+    def windowed_first_round_then_another(windows: Any, attempt: Any, pending: Any) -> None:
+        rounds = [0]
+
+        def counted(view: Any, part: Any) -> Any:
+            result = attempt(view, part)
+            rounds[0] += 1
+            if rounds[0] == 1 and not busy[0]:
+                another_writes()
+            return result
+
+        in_rounds(windows, counted, pending)
+
+    monkeypatch.setattr(writes.Progress, "next_round", first_round_then_another)
+    monkeypatch.setattr(windowed_writes, "in_rounds", windowed_first_round_then_another)
+    assert index.add("x", A ^ 0xFFFF) is Outcome.REPLACED
+    assert index.get("x") == A ^ 0xFFFF

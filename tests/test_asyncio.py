@@ -555,3 +555,33 @@ def test_tasks_writing_one_id_at_once_all_get_their_turn(
     counts, report = asyncio.run(main())
     assert counts in ((0, 0), (1, 1))
     assert report.ok
+
+
+@pytest.mark.parametrize("mode", ["plain", "verified"])
+def test_closing_while_calls_run_lets_them_finish_then_refuses_calls(
+    redis_server: ServerProcess, mode: str
+) -> None:
+    """aclose() while tasks' calls run (a crawler shutting down): it used to close the client under them,
+    and they reconnected and completed on connections nobody closed (a ResourceWarning each, at exit), as
+    did any call after it. aclose waits for the calls running, then closes; a later call is an error."""
+    from simhash_redis.asyncio import open_index
+
+    redis_server.flushall()
+    texts = [" ".join(f"w{i}x{j}" for j in range(40)) for i in range(40)]
+
+    async def main() -> None:
+        index = await open_index("closing", redis_server.url, verified=mode == "verified")
+        calls = [asyncio.create_task(index.add_if_new(f"d{i}", text)) for i, text in enumerate(texts)]
+        await asyncio.sleep(0)  # every call started
+        await index.aclose()
+        assert all(call.done() for call in calls) and [call.result() for call in calls] == [None] * 40
+        pool = index.client.connection_pool
+        assert not pool._in_use_connections and not any(c.is_connected for c in pool._available_connections)
+        with pytest.raises(SimhashRedisError, match="'closing' is closed"):
+            await index.near(texts[0])
+        await index.aclose()  # twice: nothing more to do
+
+    asyncio.run(main())
+    client = redis.Redis.from_url(redis_server.url)
+    assert SimhashIndex(client, "closing", create=False).count()[0] == 40
+    client.close()

@@ -10,6 +10,7 @@ import asyncio
 import pytest
 import redis
 
+import simhash_redis.asyncio
 from simhash_redis import (
     ConfigurationMismatch,
     InvalidArgument,
@@ -151,6 +152,17 @@ def test_add_if_new_many_gives_one_shape_in_either_mode(verified: bool, redis_ur
     assert [None if m is None else m.id for m in again] == ["a"]
     plain = index.index if isinstance(index, VerifiedIndex) else index
     assert plain.get("b") is None and plain.get("c") is not None
+    # The method too, on the index either open_index gives (a plain one had none: AttributeError).
+    assert [None if m is None else m.id for m in index.add_if_new_many([("d", TEXT), ("e", "x y z")])] == [
+        "a",
+        None,
+    ]
+
+    async def awaited() -> list[str | None]:
+        async with await simhash_redis.asyncio.open_index("either", redis_url) as handle:
+            return [None if m is None else m.id for m in await handle.add_if_new_many([("f", TEXT)])]
+
+    assert asyncio.run(awaited()) == ["a"]
 
 
 def test_the_index_open_index_gives_by_default_answers_get_count_k_verify_and_drop(redis_url: str) -> None:

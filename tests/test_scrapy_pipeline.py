@@ -326,6 +326,7 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
         "SIMHASH_REDIS_K": ("three",),
         "SIMHASH_REDIS_VERIFIED": ("maybe",),
         "SIMHASH_REDIS_SLIDING": ("often", True),  # True: sliding without a retention
+        "SIMHASH_REDIS_RETENTION": ("7x", "604800", "-1d"),  # found when the spider opened, unnamed
         "SIMHASH_REDIS_TEXT": ("builtins.no_such_name", "builtins.__name__"),
         "SIMHASH_REDIS_URL": ("",),  # not the embedded server started on the crawl's machine
     }
@@ -433,3 +434,34 @@ def test_a_text_without_a_word_passes_through_as_no_text(
         pipeline.close_spider()
     assert counted == Counter({"simhash_redis/no_text": 5})
     assert SimhashIndex(redis_client, "wordless", create=False).count() == (0, 0)
+
+
+def test_an_item_loaders_lists_are_a_text_and_an_id(
+    redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ItemLoader without TakeFirst, or `response.css(...).getall()`, gives each field as a list: the
+    text's paragraphs were taken for no text, so every copy passed through (counted as no_text). They are
+    the page's text, joined by newlines; a one-item list of an id is that id."""
+    from collections import Counter
+
+    from scrapy.exceptions import DropItem
+
+    from simhash_redis.contrib import scrapy as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "_on_asyncio", lambda: False)  # no reactor in this process
+    pipeline = _from_settings(SIMHASH_REDIS_URL=redis_url, SIMHASH_REDIS_INDEX="loader")
+    counted: Counter[str] = Counter()
+    pipeline.stats = types.SimpleNamespace(inc_value=lambda key: counted.update([key]))
+    paragraphs = [" ".join(_story(5, 60)), " ".join(_story(6, 60))]
+    pipeline.open_spider()
+    try:
+        first = {"url": ["https://example.com/a"], "text": paragraphs}
+        assert asyncio.run(pipeline.process_item(first)) is first
+        with pytest.raises(DropItem, match=r"near-duplicate of https://example\.com/a "):
+            asyncio.run(
+                pipeline.process_item({"url": ["https://example.com/b"], "text": "\n".join(paragraphs)})
+            )
+    finally:
+        pipeline.close_spider()
+    assert counted == Counter({"simhash_redis/stored": 1, "simhash_redis/dropped": 1})
+    assert SimhashIndex(redis_client, "loader", create=False).get("https://example.com/a") is not None

@@ -37,6 +37,9 @@ class AsyncHandle(Generic[Sync]):
         self._opening = asyncio.Lock()
         #: Whether `aclose` closes the client (a client made by `from_url`).
         self.owns_client = False
+        self._closed = False
+        self._running = 0  # calls `aclose` waits for, the last one of which sets `_idle`
+        self._idle: asyncio.Event | None = None
 
     def adopt(self, index: Sync) -> None:
         """Use a synchronous index opened already on this handle's client: the first call opens nothing."""
@@ -69,9 +72,24 @@ class AsyncHandle(Generic[Sync]):
         return self
 
     async def aclose(self) -> None:
-        """Close the client if `from_url` made it (a client passed in stays its owner's)."""
-        if self.owns_client:
+        """Close the client if `from_url` made it (a client passed in stays its owner's), once the calls
+        running have returned; a later call raises SimhashRedisError."""
+        if self.owns_client and not self._closed:
+            # Closed under running calls, the client would be reconnected by them, and never closed.
+            self._closed, self._idle = True, asyncio.Event()
+            if self._running:
+                await self._idle.wait()
             await self.client.aclose()
+
+    async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """The opened index's method `name`, run in the bridge (SimhashRedisError once closed)."""
+        self._running += 1  # from before opening, which `aclose` may otherwise close the client under
+        try:
+            return await run(getattr(await self._opened(), name), *args, **kwargs)
+        finally:
+            self._running -= 1
+            if not self._running and self._idle is not None:
+                self._idle.set()
 
     async def __aenter__(self: H) -> H:
         return await self.open()
@@ -82,6 +100,8 @@ class AsyncHandle(Generic[Sync]):
         await self.aclose()
 
     async def _opened(self) -> Sync:
+        if self._closed:
+            raise SimhashRedisError(f"index {self.name!r} is closed")
         index = self._index
         if index is None:
             async with self._opening:
@@ -144,9 +164,9 @@ def awaited(
                 signature.bind(self, *args, **kwargs)
             except TypeError as error:
                 raise TypeError(f"{type(self).__name__}.{name}(): {error}") from None
-        index = await self._opened()
         # By name, so that a subclass's override of the method is the one run.
-        return await run(getattr(index, name), *args, **kwargs)
+        result: R = await self._run(name, *args, **kwargs)
+        return result
 
     functools.update_wrapper(call, method)  # inspect.signature, help() and the API docs see `method`'s
     return call

@@ -85,14 +85,14 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
         on_progress: BatchProgress | None = None,
     ) -> list[Outcome] | list[Outcome | Match]:
         """`SimhashIndex.add_many`, awaited (its overloads kept, which `awaited` cannot carry)."""
-        index = await self._opened()
-        result: list[Outcome] | list[Outcome | Match] = await run(
-            index.add_many, items, unique=unique, on_progress=on_progress
+        result: list[Outcome] | list[Outcome | Match] = await self._run(
+            "add_many", items, unique=unique, on_progress=on_progress
         )
         return result
 
     bulk_add = awaited(SimhashIndex.bulk_add)
     add_if_new = awaited(SimhashIndex.add_if_new)
+    add_if_new_many = awaited(SimhashIndex.add_if_new_many)
     remove = awaited(SimhashIndex.remove)
     remove_many = awaited(SimhashIndex.remove_many)
     verify = awaited(SimhashIndex.verify)

@@ -14,8 +14,8 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     """A verified index (SimHash and band candidates confirmed by stored sketches) for asyncio code.
 
     Every method is `VerifiedIndex`'s, awaited, with its arguments, results, errors and guarantees;
-    `get`, `count`, `verify` and `drop` are the wrapped `SimhashIndex`'s. Opening creates the index
-    verified from the start, or adopts the mode pinned in its meta, as `VerifiedIndex.from_url` does.
+    `get`, `get_many`, `count`, `verify` and `drop` are the wrapped `SimhashIndex`'s. Opening creates the
+    index verified from the start, or adopts the mode pinned in its meta, as `VerifiedIndex.from_url` does.
 
     Args:
         client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
@@ -40,6 +40,7 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     near = awaited(VerifiedIndex.near)
     near_many = awaited(VerifiedIndex.near_many)
     get = awaited(SimhashIndex.get)
+    get_many = awaited(VerifiedIndex.get_many)
     sketch_of = awaited(VerifiedIndex.sketch_of)
     count = awaited(SimhashIndex.count)
     add = awaited(VerifiedIndex.add)

@@ -17,7 +17,7 @@ from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.misc import load_object
 
 from .. import defaults
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting.normalize import normalize
 from ..fingerprinting.tokens import has_token
 from ..index import SimhashIndex, VerifiedIndex
@@ -89,15 +89,19 @@ def _hook_result(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
     return deferred
 
 
-def _retention(retention: object, sliding: bool) -> object:
-    """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING."""
-    if sliding and retention is None:
-        raise InvalidArgument("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
-    if not sliding:
-        return retention
+def _retention(retention: object, sliding: bool) -> Retention | None:
+    """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING; read here, so that a malformed one
+    stops the crawl before it starts, named."""
+    if retention is None:
+        if sliding:
+            raise InvalidArgument("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
+        return None
     if isinstance(retention, Retention):
-        return dataclasses.replace(retention, sliding=True)
-    return Retention.of(retention, sliding=True)
+        return dataclasses.replace(retention, sliding=True) if sliding else retention
+    try:
+        return Retention.of(retention, sliding=sliding)
+    except (InvalidArgument, InvalidType) as exc:
+        raise InvalidArgument(f"SIMHASH_REDIS_RETENTION: {exc}") from None
 
 
 class NearDuplicatePipeline:
@@ -236,6 +240,8 @@ class NearDuplicatePipeline:
         text = self.text(item)
         if isinstance(text, bytes):  # a response's body, say: deduplicated as text, not passed through
             text = text.decode("utf-8", "replace")
+        if isinstance(text, (list, tuple)) and all(isinstance(part, str) for part in text):
+            text = "\n".join(text)  # an ItemLoader's field, `.getall()`: the page's paragraphs
         # Without a word (a failed extraction: punctuation, emoji), its fingerprint is every such page's.
         if not isinstance(text, str) or not has_token(normalize(text)):
             self._inc(NO_TEXT)
@@ -260,6 +266,8 @@ class NearDuplicatePipeline:
     @staticmethod
     def _doc_id(value: object, text: str) -> str:
         """The item's id field if it can be stored as one, else a hash of it (or of the text, if none)."""
+        if isinstance(value, (list, tuple)) and len(value) == 1:  # an ItemLoader's field
+            value = value[0]
         if isinstance(value, int) and not isinstance(value, bool):  # a database's key, say
             value = str(value)
         if isinstance(value, str) and value:

@@ -168,6 +168,4 @@ def add_if_new_many(
     """Store each document unless a near-duplicate is stored (also one earlier in the batch), in either
     mode (a verified index's documents are texts); in order, None for each document stored, else the
     stored near-duplicate that kept it out (the id's own entry first, as `add_if_new`)."""
-    if isinstance(index, VerifiedIndex):
-        return list(index.add_if_new_many(items))  # type: ignore[arg-type]  # an int is refused there
-    return [r if isinstance(r, Match) else None for r in index.add_many(items, unique=True)]
+    return list(index.add_if_new_many(items))  # type: ignore[arg-type]  # an int is refused when verified

@@ -366,8 +366,12 @@ class SimhashIndex:
         Raises:
             WriteContention: the document kept meeting concurrent writes (nothing of it was written).
         """
-        result = self.add_many([(doc_id, doc)], unique=True)[0]
-        return result if isinstance(result, Match) else None
+        return self.add_if_new_many([(doc_id, doc)])[0]
+
+    def add_if_new_many(self, items: Iterable[tuple[str, Document]]) -> list[Match | None]:
+        """`add_if_new` for many documents (also checked against earlier ones of the batch): None for each
+        one stored, else its stored near-duplicate; `add_many(unique=True)`, shaped as a verified index's."""
+        return [r if isinstance(r, Match) else None for r in self.add_many(items, unique=True)]
 
     def remove(self, doc_id: str) -> bool:
         """Remove a document id; its fingerprint leaves the tables unless another id still has it.

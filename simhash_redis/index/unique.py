@@ -116,6 +116,7 @@ class UniqueWrites:
             tables = list(map(self.table_keys, read)) if self.reads.windows is None else None
             members, matches_read = self.reads.near_and_members(read, self.k, sketches, bands, tables)
             found: Sequence[Sequence[Match]] = matches_read
+            read_of = dict(zip(ready, matches_read, strict=True))
             if judge is not None and sketches is not None:
                 found = judge.duplicates(ready, list(map(list, found)), sketches)
             writes: list[Write] = []
@@ -179,7 +180,10 @@ class UniqueWrites:
             )
             self.writes.seen(again)
             for i, outcome in zip(writing, applied, strict=True):
-                if outcome is None:  # a table set changed since it was read: read it again
+                # None: a table set changed since it was read. UNCHANGED for an id the read did not find:
+                # another worker stored this very document since, and the next read reports it.
+                raced = outcome is Outcome.UNCHANGED and all(m.id != ids[i].decode() for m in read_of[i])
+                if outcome is None or raced:
                     changed.append(i)
                 else:
                     results[i] = outcome

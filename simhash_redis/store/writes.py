@@ -138,8 +138,9 @@ def conflict_pause(conflicts: int) -> None:
     """Before a write's round after `conflicts` rounds that met another writer of its ids: none after the
     first (a rewrite's first round only learns the stored value), then a random one, growing."""
     # Writers of one id that each resend at once can meet each other every round (tasks of one event
-    # loop run in lockstep): a random pause breaks the step.
-    if conflicts >= 2:
+    # loop run in lockstep): a random pause breaks the step. Every other round only: the round after a
+    # pause learns the value others wrote meanwhile, and the one after it must resend that at once.
+    if conflicts >= 2 and conflicts % 2 == 0:
         pause(random.uniform(0, min(0.05, 0.0005 * 2.0**conflicts)))
 
 

@@ -82,6 +82,18 @@ def test_stats_and_indexes_show_a_verified_index(invoke: Invoke) -> None:
     assert listed.stdout.splitlines() == ["pla\t1 document\tk=3 f=64", "ver\t1 document\tk=3 f=64 verified"]
     rows = {row["name"]: row for row in map(json.loads, invoke("indexes", "--json").stdout.splitlines())}
     assert rows["ver"]["verified"] is True and rows["pla"]["verified"] is False
+    assert rows["ver"]["retention"] is None
+
+
+def test_indexes_shows_a_retention_window(invoke: Invoke) -> None:
+    """An index that forgets its documents was listed as one that keeps them: `stats` said so, `indexes`
+    did not."""
+    assert invoke("--retention", "7d", "--sliding", "add", "a", article(1), index="wire").exit_code == 0
+    listed = invoke("indexes")
+    line = "wire\t1 document\tk=3 f=64 verified retention 1w (periods of 28h), sliding"
+    assert listed.stdout.splitlines() == [line]
+    (row,) = map(json.loads, invoke("indexes", "--json").stdout.splitlines())
+    assert row["retention"] == "604800;period=100800;sliding"
 
 
 # -- retention units ----------------------------------------------------------------------------------
