@@ -3,6 +3,7 @@ was created in, prompts, and tab-separated output a script can split. Against th
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import redis
+import xxhash
 
 from simhash_redis import InvalidArgument, Retention, SimhashIndex
 from tests.cli.conftest import Invoke, article
@@ -405,11 +407,32 @@ def test_a_bad_dump_record_is_bad_input_naming_the_file_and_record(invoke: Invok
     header = next(iter(msgpack.Unpacker(io.BytesIO(dump.read_bytes()), raw=False)))
     records = [[f"d{i}", i] for i in range(1500)] + [["", 1]]
     bad = tmp_path / "bad.dump"
-    bad.write_bytes(b"".join(msgpack.packb(r) for r in [header, *records, {"type": "end", "records": 1501}]))
+    body = b"".join(msgpack.packb(r) for r in [header, *records])
+    end = {"type": "end", "records": 1501, "xxh3_64": xxhash.xxh3_64_intdigest(body)}
+    bad.write_bytes(body + msgpack.packb(end))
     result = invoke("import", str(bad), index="dst")
     assert result.exit_code == 3, result.output
     assert result.stderr.startswith(f"error: {bad}: record 1501: ") and "Traceback" not in result.output
     assert "documents      1,500\n" in invoke("stats", index="dst").stdout
+
+
+def test_an_altered_dump_is_refused_and_a_gzipped_one_imported(invoke: Invoke, tmp_path: Path) -> None:
+    assert invoke("--plain", "add", "a", article(1), index="src").exit_code == 0
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    data = dump.read_bytes()
+    altered = tmp_path / "altered.dump"
+    altered.write_bytes(data[:40] + bytes([data[40] ^ 4]) + data[41:])
+    result = invoke("import", str(altered), index="dst")
+    assert result.exit_code == 3 and result.stderr.startswith(
+        f"error: {altered}: the dump's checksum does not"
+    )
+    assert invoke("indexes").stdout.split("\t")[0] == "src"  # nothing written: no index dst
+    gzipped = tmp_path / "src.dump.gz"
+    gzipped.write_bytes(gzip.compress(data))
+    assert invoke("import", str(gzipped), index="dst").exit_code == 0
+    assert invoke("import", "-", index="piped", input=gzip.compress(data)).exit_code == 0
+    assert invoke("get", "a", index="piped").exit_code == 0
 
 
 # -- the Redis URL --------------------------------------------------------------------------------------
