@@ -181,6 +181,38 @@ def test_load_interrupted_prints_summary_and_resumes(
     assert (resumed["added"], resumed["unchanged"]) == (300, 200)
 
 
+def test_load_json_prints_its_summary_however_the_load_stops(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A caller parsing --json got nothing on stdout from a load that stopped (exit 3, 130, 143).
+    from simhash_redis.cli.load import Terminated
+
+    path = _news(tmp_path, 500)
+    for stop, code, why in [(KeyboardInterrupt, 130, "interrupted"), (Terminated, 143, "terminated")]:
+        calls = [stop, stop]  # raised at the second progress update
+
+        def interrupt(self: object, done: int, *, force: bool = False, calls: list[type] = calls) -> None:
+            raised = calls.pop()
+            if not calls:
+                raise raised
+
+        monkeypatch.setattr("simhash_redis.cli.load.Progress.update", interrupt)
+        result = invoke("load", "--batch-size", "100", "-j", "1", "--json", str(path), index=why)
+        assert result.exit_code == code, result.output
+        summary = json.loads(result.stdout)
+        assert (summary["added"], summary["stopped"], summary["in_flight"]) == (200, why, 0), summary
+    monkeypatch.undo()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(path.read_text() + '{"id": "x"}\n')
+    result = invoke("load", "--max-errors", "0", "--json", str(bad), index="bad")
+    assert result.exit_code == 3
+    summary = json.loads(result.stdout)
+    assert summary["added"] == 500 and summary["stopped"].startswith("stopped after 1 bad records"), summary
+    result = invoke("load", "--json", "-", input='{"id": "x"}\n', index="none")
+    assert result.exit_code == 3 and json.loads(result.stdout)["stopped"].startswith("nothing loaded")
+    assert json.loads(invoke("load", "--json", str(path), index="bad").stdout)["stopped"] is None
+
+
 def test_load_dedupe_writes_pairs(invoke: Invoke, tmp_path: Path) -> None:
     base = _news(tmp_path, 50)
     assert invoke("load", str(base)).exit_code == 0
