@@ -112,7 +112,7 @@ class LoadRun:
             quiet=params["quiet"],
             progress_every=params["progress_every"],
             bulk={None: Bulk.AUTO, True: Bulk.ON, False: Bulk.OFF}[params.get("bulk")],
-            window=params.get("window", DEFAULT_WINDOW),
+            window=params.get("window") or DEFAULT_WINDOW,
         )
 
 
@@ -414,14 +414,15 @@ def load(
         ),
     ] = None,
     window: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--window",
             min=1,
             help="Documents per bulk window: larger groups more entries per command; the client holds "
-            "about 0.5 KB per document of a window.",
+            "about 0.5 KB per document of a window. Bulk writes only (not --no-bulk or --dedupe).",
+            show_default=f"{DEFAULT_WINDOW:,}",
         ),
-    ] = DEFAULT_WINDOW,
+    ] = None,
 ) -> None:
     """Bulk-import documents: JSON Lines, CSV, TSV, plain text, a directory, or precomputed fingerprints.
 
@@ -452,8 +453,8 @@ def load(
         window: documents per bulk window.
 
     Raises:
-        typer.Exit: --pairs, --json or --bulk given where they do not apply (usage), 130 after Ctrl-C,
-            143 after SIGTERM.
+        typer.Exit: --pairs, --json, --bulk or --window given where they do not apply (usage), 130
+            after Ctrl-C, 143 after SIGTERM.
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     if pairs is not None and not dedupe:
@@ -461,6 +462,12 @@ def load(
     if bulk and dedupe:
         raise fail(
             "--bulk cannot go with --dedupe: each document is checked against the index", ExitCode.USAGE
+        )
+    if window is not None and (bulk is False or dedupe):
+        raise fail(
+            f"--window sizes the bulk path's windows, which {'--no-bulk' if bulk is False else '--dedupe'} "
+            "leaves out: its writes are batches of --batch-size documents, each atomic",
+            ExitCode.USAGE,
         )
     if json_out and dedupe and (pairs is None or str(pairs) == "-"):
         raise fail("--json with --dedupe needs --pairs FILE (stdout carries the summary)", ExitCode.USAGE)
