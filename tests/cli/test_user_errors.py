@@ -19,6 +19,7 @@ import xxhash
 
 from simhash_redis import InvalidArgument, Retention, SimhashIndex
 from tests.cli.conftest import Invoke, article
+from tests.servers import ServerProcess
 
 SCRIPT = Path(sys.executable).with_name("simhash-redis")
 
@@ -457,3 +458,25 @@ def test_a_malformed_url_never_shows_its_password(url: str) -> None:
         assert result.returncode == 2, result.stderr
         assert "wrongPW" not in result.stderr + result.stdout and "Traceback" not in result.stderr
         assert result.stderr.startswith("error: url ") and "***" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        ("ssl_cert_reqs=bogus", "Invalid SSL Certificate Requirements Flag: bogus"),
+        ("protocol=9", "protocol must be either 2 or 3"),
+    ],
+)
+def test_a_url_option_redis_py_checks_only_when_connecting_is_a_usage_error(
+    invoke: Invoke, redis_server: ServerProcess, query: str, reason: str
+) -> None:
+    # redis-py checks these when it makes a connection: the first command failed with exit 1 (a Redis
+    # error) or 4 (cannot reach Redis), sending the user after the server.
+    url = f"rediss://u:s3cr3t-pw@127.0.0.1:{redis_server.port}/0?{query}"
+    result = invoke("stats", index="x", url=url)
+    assert result.exit_code == 2, result.output
+    shown = url.replace("s3cr3t-pw", "***")
+    assert result.stderr == f"error: url {shown!r} is not a valid Redis URL: {reason}\n"
+    with pytest.raises(InvalidArgument, match=f"not a valid Redis URL: {reason}") as caught:
+        SimhashIndex.from_url(url, "x")
+    assert "s3cr3t-pw" not in str(caught.value)
