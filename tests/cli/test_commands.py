@@ -296,6 +296,20 @@ def test_add_of_a_text_refused_creates_no_index(invoke: Invoke, tmp_path: Path) 
     assert invoke("--plain", "--k", "5", "add", "x", "the text at last", index="fresh").exit_code == 0
 
 
+def test_an_empty_text_is_a_bad_record_and_the_others_load(invoke: Invoke, tmp_path: Path) -> None:
+    # One behaviour with the library and the service: an empty (or white-space) text is refused with a
+    # clear error, and nothing else is lost: a load reports it and stores the other records.
+    rows = [{"id": "a", "text": article(1)}, {"id": "e", "text": ""}, {"id": "w", "text": " \t"}]
+    path = write_jsonl(tmp_path / "crawl.jsonl", [*rows, {"id": "b", "text": article(2)}])
+    result = invoke("load", "--json", str(path), index="blank")
+    assert result.exit_code == 0, result.output
+    assert f"{path}:2: empty text\n{path}:3: empty text\n" in result.stderr
+    assert (json.loads(result.stdout)["added"], json.loads(result.stdout)["errors"]) == (2, 2)
+    for args in (["add", "e", ""], ["near", " "], ["fingerprint", ""]):
+        refused = invoke(*args, index="blank")
+        assert refused.exit_code == 2 and refused.stderr == "error: the text is empty\n", refused.output
+
+
 def test_query_usage_errors(invoke: Invoke) -> None:
     invoke("--plain", "add", "s1", "some text to have an index")  # near takes a --fingerprint
     both = invoke("near", "text", "--fingerprint", "ff")
