@@ -206,7 +206,8 @@ class SimhashIndex:
         """
         if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
             return check_fp(doc, self._f)
-        check_text(doc)
+        if not doc or (isinstance(doc, (str, bytes, bytearray)) and doc.isspace()):
+            check_text(doc)  # called for a likely blank text only: near's path stays in few modules
         return (self._engine or self._choose_engine()).fingerprint(doc, self.config.scheme)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:
