@@ -13,6 +13,7 @@ from simhash_redis import Retention, SimhashIndex, drop_index
 from simhash_redis.errors import IndexCorrupted, SimhashRedisError
 from simhash_redis.index import list_indexes
 from simhash_redis.jobs.dump import export_index, import_index
+from simhash_redis.jobs.records import open_input
 from simhash_redis.jobs.stats import IndexStats, collect
 from simhash_redis.store import IndexConfig, Verification
 
@@ -163,8 +164,9 @@ def import_(
 
     An index that already holds documents is refused unless --merge (exit code 2), one with another
     configuration always (exit code 5), and so is a configuration option (--k, --f, --scheme, --plain,
-    ...) that differs from the dump's: the index takes the dump's configuration. A malformed record
-    exits with code 3 after importing the records before it. With --merge, importing the same dump
+    ...) that differs from the dump's: the index takes the dump's configuration. The dump is read whole
+    first (gunzipped if it is gzip data): a truncated one, or one whose checksum differs from its content
+    (a byte altered), exits with code 3 with nothing written. With --merge, importing the same dump
     again, or after an interruption, is safe and stores nothing twice.
 
     \b
@@ -193,27 +195,16 @@ def import_(
     progress = Progress(None, enabled=not quiet, unit="records")
     source_name = "<stdin>" if file == "-" else file
     accept = _dump_agrees(state, source_name)
-    if file == "-":
+    with open_input(file) as stream:  # gunzipped if it is gzip data
         result = import_index(
             client,
-            typer.get_binary_stream("stdin"),
+            stream,
             name=state.index,
             source_name=source_name,
             on_progress=progress.update,
             merge=merge,
             accept=accept,
         )
-    else:
-        with open(file, "rb") as fh:
-            result = import_index(
-                client,
-                fh,
-                name=state.index,
-                source_name=source_name,
-                on_progress=progress.update,
-                merge=merge,
-                accept=accept,
-            )
     progress.close()
     if json_out:
         echo_json(vars(result))

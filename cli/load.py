@@ -112,7 +112,7 @@ class LoadRun:
             quiet=params["quiet"],
             progress_every=params["progress_every"],
             bulk={None: Bulk.AUTO, True: Bulk.ON, False: Bulk.OFF}[params.get("bulk")],
-            window=params.get("window", DEFAULT_WINDOW),
+            window=params.get("window") or DEFAULT_WINDOW,
         )
 
 
@@ -234,6 +234,7 @@ def run_load(
     dry_run: bool = False,
     on_duplicate: Callable[[Pair], None] | None = None,
     verb: str = "loaded",
+    json_out: bool = False,
 ) -> LoadStats:
     """Read, fingerprint and write the inputs with progress, error reports and a summary on stderr.
 
@@ -244,6 +245,8 @@ def run_load(
         dry_run: with unique, write nothing.
         on_duplicate: called with each near-duplicate pair.
         verb: the summary's first word.
+        json_out: also print the summary as JSON on stdout, with "stopped": why the run stopped short
+            (None when it did not), however it ends.
 
     Returns:
         The final stats.
@@ -286,6 +289,11 @@ def run_load(
         on_duplicate=on_duplicate,
     )
     loader.stats.total = total
+
+    def summarise(stopped: str | None) -> None:
+        if json_out:
+            echo_json({**loader.stats.as_dict(), "in_flight": loader.stats.in_flight, "stopped": stopped})
+
     try:
         with _sigterm_as_interrupt():
             loader.load(run.files, run.fmt, run.read)
@@ -295,15 +303,17 @@ def run_load(
         terminated = isinstance(exc, Terminated)
         verb = "terminated" if terminated else "interrupted"
         typer.echo(_summary(loader.stats, verb) + _unfinished(loader.stats), err=True)
+        summarise(verb)
         typer.echo(
             "to resume, run the same command again: documents already stored come back as unchanged, "
             "nothing is lost or stored twice",
             err=True,
         )
         raise typer.Exit(EXIT_TERMINATED if terminated else ExitCode.INTERRUPTED) from None
-    except SimhashRedisError:
+    except SimhashRedisError as exc:
         progress.close()
         _drop_if_unused(index, created, loader.stats)
+        summarise(str(exc))
         stats = loader.stats
         # Before the first record (a wrong column, an unreadable header) there is nothing to resume.
         if not run.quiet and (stats.sent or stats.errors):
@@ -316,11 +326,13 @@ def run_load(
         typer.echo(_summary(loader.stats, verb), err=True)
     stats = loader.stats
     if stats.errors and not stats.read:
-        raise fail(
+        nothing = (
             f"nothing loaded: every record was bad ({plural(stats.errors, 'error')}); fix the input or the "
-            "options that read it (--format, --id-field, --text-field, --encoding)",
-            ExitCode.INPUT,
+            "options that read it (--format, --id-field, --text-field, --encoding)"
         )
+        summarise(nothing)
+        raise fail(nothing, ExitCode.INPUT)
+    summarise(None)
     if stats.repeated:
         names = ", ".join(repr(doc_id) for doc_id in stats.repeated_ids)
         more = ", ..." if stats.repeated > len(stats.repeated_ids) else ""
@@ -402,14 +414,15 @@ def load(
         ),
     ] = None,
     window: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--window",
             min=1,
             help="Documents per bulk window: larger groups more entries per command; the client holds "
-            "about 0.5 KB per document of a window.",
+            "about 0.5 KB per document of a window. Bulk writes only (not --no-bulk or --dedupe).",
+            show_default=f"{DEFAULT_WINDOW:,}",
         ),
-    ] = DEFAULT_WINDOW,
+    ] = None,
 ) -> None:
     """Bulk-import documents: JSON Lines, CSV, TSV, plain text, a directory, or precomputed fingerprints.
 
@@ -440,8 +453,8 @@ def load(
         window: documents per bulk window.
 
     Raises:
-        typer.Exit: --pairs, --json or --bulk given where they do not apply (usage), 130 after Ctrl-C,
-            143 after SIGTERM.
+        typer.Exit: --pairs, --json, --bulk or --window given where they do not apply (usage), 130
+            after Ctrl-C, 143 after SIGTERM.
         SimhashRedisError: passed on, for the app to print and turn into an exit code.
     """
     if pairs is not None and not dedupe:
@@ -450,22 +463,26 @@ def load(
         raise fail(
             "--bulk cannot go with --dedupe: each document is checked against the index", ExitCode.USAGE
         )
+    if window is not None and (bulk is False or dedupe):
+        raise fail(
+            f"--window sizes the bulk path's windows, which {'--no-bulk' if bulk is False else '--dedupe'} "
+            "leaves out: its writes are batches of --batch-size documents, each atomic",
+            ExitCode.USAGE,
+        )
     if json_out and dedupe and (pairs is None or str(pairs) == "-"):
         raise fail("--json with --dedupe needs --pairs FILE (stdout carries the summary)", ExitCode.USAGE)
     run = LoadRun.from_params(ctx.params)
     if not dedupe:
-        stats = run_load(ctx, run)
+        run_load(ctx, run, json_out=json_out)
     elif pairs is None or str(pairs) == "-":
-        stats = run_load(ctx, run, unique=True, on_duplicate=lambda p: typer.echo(format_pair(p, False)))
+        run_load(ctx, run, unique=True, on_duplicate=lambda p: typer.echo(format_pair(p, False)))
     else:
         with pairs.open("w", encoding="utf-8") as out:
 
             def write(pair: Pair) -> None:
                 out.write(format_pair(pair, False) + "\n")
 
-            stats = run_load(ctx, run, unique=True, on_duplicate=write)
-    if json_out:
-        echo_json(stats.as_dict())
+            run_load(ctx, run, unique=True, on_duplicate=write, json_out=json_out)
 
 
 #: Adds this module's commands to the app.

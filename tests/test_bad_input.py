@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from simhash_redis import SimhashIndex
+from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.errors import InvalidArgument, InvalidFingerprint, InvalidType, SimhashRedisError
 
 A = 0x0123456789ABCDEF
@@ -114,6 +114,31 @@ def test_bad_document_anywhere_in_a_batch_writes_nothing_of_it(redis_client: red
             index.add_many([*good, bad], unique=True)  # type: ignore[list-item]
     assert index.count() == (0, 0)
     assert index.get_many([doc_id for doc_id, _ in good]) == [None] * len(good)
+
+
+@pytest.mark.parametrize("verified", [False, True])
+def test_an_empty_text_is_refused_naming_it_and_nothing_of_the_call_is_stored(
+    redis_client: redis.Redis, verified: bool
+) -> None:
+    # As the CLI and the service refuse it: stored, its fingerprint 0 made every later empty page (a
+    # crawler's failed fetch) a near-duplicate of the first.
+    index = (
+        VerifiedIndex.on_client(redis_client, "blank") if verified else SimhashIndex(redis_client, "blank")
+    )
+    good = [(f"g{i}", f"a story about the city council number {i}") for i in range(5)]
+    for blank in ("", "  \n\t", b"", b" "):
+        for method, args in (("add", ("e", blank)), ("add_if_new", ("e", blank)), ("near", (blank,))):
+            with pytest.raises(
+                InvalidArgument, match=r"^the text is empty or only white space: it has no word"
+            ):
+                getattr(index, method)(*args)
+        with pytest.raises(InvalidArgument, match=r"^the text \(document 5 of the call\) is empty"):
+            index.add_many([*good, ("e", blank)])
+        with pytest.raises(InvalidArgument, match=r"\(document 5 of the call\)"):
+            index.near_many([text for _, text in good] + [blank])
+    assert index.count() == (0, 0)
+    index.add("p", "!!!")  # no word either, but not blank: fingerprint 0, as docs/fingerprints.md says
+    assert index.get("p") == 0
 
 
 def test_a_malformed_url_never_shows_its_password(redis_client: redis.Redis) -> None:

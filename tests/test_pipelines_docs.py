@@ -83,7 +83,7 @@ def test_the_python_examples_run_as_written(
     hf, marks, trove = _blocks("python")
     exec(hf, namespace)
     kept = pq.read_table(tmp_path / "kept-hf.parquet").column("id").to_pylist()
-    # One of each story, and the blank text (the first text of no words, fingerprint 0, is new too).
+    # One of each story, and the blank text (kept and not stored: the index refuses an empty text).
     assert len(kept) == 41 and len({doc_id.rsplit("/", 1)[1] for doc_id in kept}) == 40
     exec(marks, namespace)
     # Run again over the same rows: each kept row is its own stored document, every other a copy.

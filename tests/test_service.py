@@ -37,6 +37,7 @@ TEXT = (
 )
 EDIT = TEXT.replace("Tuesday", "Wednesday")
 OTHER = "A recipe for bread: flour, water, salt and yeast, kneaded and left to rise overnight in a cool room."
+THIRD = "Scientists reported a new species of frog, found in mountain forests during a survey last spring."
 LINES = {"content-type": "application/x-ndjson"}
 
 
@@ -175,6 +176,33 @@ def test_json_lines_stream_in_and_out(http: httpx.Client, redis_server: ServerPr
     query = json.dumps({"fingerprint": hex(fps[0])}).encode() + b"\n"
     near = http.post("/v1/indexes/svc-d/near/batch?k=0", content=query, headers=LINES)
     assert json.loads(near.text)["matches"][0]["id"] == "doc-0"
+
+
+def test_an_empty_text_is_refused_as_the_library_and_the_cli_refuse_it(
+    http: httpx.Client, redis_server: ServerProcess
+) -> None:
+    # It was stored with the fingerprint 0, and every later empty page was its near-duplicate.
+    refused = http.post("/v1/indexes/svc-empty/add", json={"id": "e", "text": ""})
+    assert refused.status_code == 400 and error_of(refused) == "invalid_argument", refused.text
+    assert not SimhashIndex.exists(redis_server.client(), "svc-empty")  # no index made for it
+    http.post("/v1/indexes/svc-empty/add", json={"id": "s", "text": OTHER}).raise_for_status()
+    for path in ("add", "add_if_new", "near", "fingerprint"):
+        for text in ("", " \n\t"):
+            doc = {"text": text} if path in ("near", "fingerprint") else {"id": "e", "text": text}
+            refused = http.post(f"/v1/indexes/svc-empty/{path}", json=doc)
+            assert refused.status_code == 400 and error_of(refused) == "invalid_argument", refused.text
+            assert "empty or only white space" in refused.json()["error"]["message"]
+    batch = [{"id": "a", "text": TEXT}, {"id": "e", "text": ""}]
+    refused = http.post("/v1/indexes/svc-empty/add/batch", json=batch)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"].startswith("document 1: the text is empty or only white space")
+    assert SimhashIndex(redis_server.client(), "svc-empty", create=False).count()[0] == 1  # nothing of it
+    # A stream answers the empty text's line with its error and stores the others: nothing is lost.
+    body = "".join(json.dumps(doc) + "\n" for doc in [*batch, {"id": "c", "text": THIRD}]).encode()
+    out = http.post("/v1/indexes/svc-empty/add_if_new/batch", content=body, headers=LINES).text.splitlines()
+    answers = [json.loads(line) for line in out]
+    assert [a.get("id", a.get("error", {}).get("line")) for a in answers] == ["a", 2, "c"], answers
+    assert SimhashIndex(redis_server.client(), "svc-empty", create=False).count()[0] == 3
 
 
 def test_verified_index(http: httpx.Client, redis_server: ServerProcess) -> None:

@@ -196,7 +196,25 @@ def test_refused_parameters_make_no_coalescer_and_a_coalescer_goes_once_idle(red
 def test_serve_refuses_a_malformed_redis_url_at_start(url: str, tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exited") as failed:
         ServiceProcess(url, tmp_path).start()
-    assert "malformed" in str(failed.value) and "s3cr3t-pw" not in str(failed.value)
+    assert "not a valid Redis URL" in str(failed.value) and "s3cr3t-pw" not in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        ("ssl_cert_reqs=bogus", "Invalid SSL Certificate Requirements Flag: bogus"),
+        ("protocol=9", "protocol must"),
+    ],
+)
+def test_a_url_option_redis_py_checks_only_when_connecting_is_refused_at_start(
+    query: str, reason: str
+) -> None:
+    # ?protocol=9 stopped every request with 503 redis_unavailable, blaming the server.
+    from simhash_redis.service.config import check_url
+
+    with pytest.raises(InvalidArgument, match=f"is not a valid Redis URL: {reason}") as failed:
+        check_url(f"rediss://:s3cr3t-pw@127.0.0.1:6379/0?{query}")
+    assert "s3cr3t-pw" not in str(failed.value)
 
 
 def test_a_worker_refuses_a_malformed_redis_url_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,7 +228,7 @@ def test_a_worker_refuses_a_malformed_redis_url_from_the_environment(monkeypatch
         async with app.app.router.lifespan_context(app.app):
             raise AssertionError("the worker started")
 
-    with pytest.raises(InvalidArgument, match="malformed") as failed:
+    with pytest.raises(InvalidArgument, match="not a valid Redis URL") as failed:
         asyncio.run(start())
     assert "s3cr3t-pw" not in str(failed.value)
 

@@ -152,12 +152,16 @@ def test_texts_with_nothing_to_hash_are_near_duplicates(redis_client: redis.Redi
     # docs/fingerprints.md: they share fingerprint 0 and their sketches (of empty sets) estimate 1, so
     # add_if_new stores the first and reports every later one, as a plain index does (open_index's
     # default mode is this one).
+    # Empty and white-space texts are refused (as by the CLI and the service); texts of no word are not.
     verified = VerifiedIndex.on_client(redis_client, "blank")
-    assert verified.add_if_new("v0", "") is None
-    for i, doc in enumerate(["   ", "!!!", "...", "\U0001f600"], 1):
+    for doc in ("", "   "):
+        with pytest.raises(InvalidArgument, match="empty or only white space"):
+            verified.add_if_new("v", doc)
+    assert verified.add_if_new("v0", "!!!") is None
+    for i, doc in enumerate(["...", "\U0001f600"], 1):
         assert verified.add_if_new(f"v{i}", doc) == VerifiedMatch("v0", 0, 0, 1.0)
     assert verified.index.count() == (1, 1)
-    assert verified.near("") == [VerifiedMatch("v0", 0, 0, 1.0)]
+    assert verified.near("?") == [VerifiedMatch("v0", 0, 0, 1.0)]
     assert verified.near("a few words of text") == []
     # Within one batch too: the first is stored, the second is its duplicate.
     fresh = VerifiedIndex.on_client(redis_client, "blank2")

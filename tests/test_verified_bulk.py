@@ -108,11 +108,13 @@ def raw(index: VerifiedIndex) -> dict[bytes, Any]:
 
 
 def exported(index: VerifiedIndex) -> tuple[dict[str, Any], list[Any]]:
-    """`export_index`'s header without the index's name, and its records in order of id."""
+    """`export_index`'s header without the index's name, its records in order of id, and its end record
+    without the checksum (of the bytes in the order SCAN gave them)."""
     out = io.BytesIO()
     export_index(index.index, out)
     header, *records = msgpack.Unpacker(io.BytesIO(out.getvalue()), raw=False)
     header.pop("name")
+    records[-1].pop("xxh3_64")
     return header, sorted(records, key=lambda record: record[0] if isinstance(record, list) else "")
 
 

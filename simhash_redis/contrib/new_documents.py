@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..index import Match, SimhashIndex, VerifiedIndex
+from ..index.arguments import blank
 from ..index.mode import add_if_new_many
 from ..results import VerifiedMatch
 from ..tools.connect import open_index
@@ -61,12 +62,18 @@ class NewDocuments:
     def check(self, ids: Sequence[str], texts: Sequence[str]) -> list[Match | VerifiedMatch | None]:
         """Store each document unless another id's near-duplicate is stored, atomically (of the workers
         that meet copies of one text, exactly one keeps it); in order, None for each document kept, else
-        the stored near-duplicate that drops it. A malformed id or text: nothing of the batch is written.
+        the stored near-duplicate that drops it. An empty (or white-space) text is kept and not stored
+        (the index refuses it), as the Scrapy pipeline passes it on. A malformed id or text: nothing of
+        the batch is written.
         """
         if len(ids) != len(texts):
             raise InvalidArgument(f"{len(ids)} ids for {len(texts)} texts")
-        found = add_if_new_many(self.open(), list(zip(ids, texts, strict=True)))
-        return [m if m is not None and m.id != doc_id else None for doc_id, m in zip(ids, found, strict=True)]
+        pairs = [(doc_id, text) for doc_id, text in zip(ids, texts, strict=True) if not blank(text)]
+        found = iter(add_if_new_many(self.open(), pairs))
+        return [
+            None if blank(text) or (m := next(found)) is None or m.id == doc_id else m
+            for doc_id, text in zip(ids, texts, strict=True)
+        ]
 
     def _columns(self, batch: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[str]]:
         missing = [name for name in (self.id_column, self.text_column) if name not in batch]

@@ -16,12 +16,14 @@ from ..transport import Backoff, bridged, is_asyncio_client
 
 __all__ = [
     "as_batch",
+    "blank",
     "check_client",
     "check_fp",
     "check_k",
     "check_max_candidates",
     "check_options",
     "check_pairs",
+    "check_text",
     "chunks",
     "fingerprints",
     "is_integer",
@@ -123,8 +125,25 @@ def check_k(k: int | None, index_k: int) -> int:
     return k
 
 
+def blank(doc: object) -> bool:
+    """Tell an empty text, or one of white space only (str or bytes), from any other document."""
+    return isinstance(doc, (str, bytes, bytearray)) and (not doc or doc.isspace())
+
+
+def check_text(doc: object, position: int | None = None) -> None:
+    """Refuse (InvalidArgument) a `blank` text, as the CLI does: it has no word to fingerprint, and its
+    fingerprint, 0, would make it a near-duplicate of every other empty page."""
+    if blank(doc):
+        where = "" if position is None else f" (document {position} of the call)"
+        raise InvalidArgument(
+            f"the text{where} is empty or only white space: it has no word to fingerprint (its fingerprint, "
+            "0, would make it a near-duplicate of every other empty text); leave it out"
+        )
+
+
 def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], list[int]]) -> list[int]:
-    """The fingerprints of documents: ints checked, the others fingerprinted in one batch."""
+    """The fingerprints of documents: ints checked, texts checked (`check_text`), then fingerprinted in one
+    batch."""
     docs = as_batch(docs, "docs")
     out: list[int | None] = [None] * len(docs)
     texts: list[Any] = []
@@ -133,6 +152,7 @@ def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], li
         if isinstance(doc, int) or is_integer(doc):
             out[i] = check_fp(doc, f)
         else:
+            check_text(doc, i if len(docs) > 1 else None)
             texts.append(doc)
             where.append(i)
     # Precomputed fingerprints alone: no text engine to set up.

@@ -40,6 +40,7 @@ from .arguments import (
     check_k,
     check_options,
     check_pairs,
+    check_text,
     fingerprints,
     is_integer,
 )
@@ -200,9 +201,16 @@ class SimhashIndex:
         )
 
     def fingerprint(self, doc: Document) -> int:
-        """The fingerprint this index stores for a document (an int fingerprint is checked and returned)."""
+        """The fingerprint this index stores for a document (an int fingerprint is checked and returned).
+
+        Raises:
+            InvalidArgument: the text is empty or only white space, which every method that takes a
+                document refuses (`fingerprint_many` too, naming the document): nothing is stored.
+        """
         if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
             return check_fp(doc, self._f)
+        if not doc or (isinstance(doc, (str, bytes, bytearray)) and doc.isspace()):
+            check_text(doc)  # called for a likely blank text only: near's path stays in few modules
         return (self._engine or self._choose_engine()).fingerprint(doc, self.config.scheme)
 
     def fingerprint_many(self, docs: Sequence[Document]) -> list[int]:

@@ -53,12 +53,25 @@ class TableOutput:
         if kind is None:
             raise InvalidArgument(f"cannot tell the output format of {path!r}: name it .parquet or .arrow")
         self.path, self.rows, self.kind = path, rows, kind
-        #: The dropped ids, with the pair that dropped each.
-        self.dropped: dict[str, Pair] = {}
+        #: The dropped rows, by id and occurrence (0: the id's first row), with the pair that dropped each.
+        self.dropped: dict[tuple[str, int], Pair] = {}
+        self._ids: set[str] = set()
 
     def add(self, pair: Pair) -> None:
         """Remember a dropped document and the near-duplicate that dropped it (a run's on_duplicate)."""
-        self.dropped[pair.new_id] = pair
+        self.dropped[(pair.new_id, pair.occurrence)] = pair
+        self._ids.add(pair.new_id)
+
+    def _pairs(self, items: list[Record | Any], met: dict[str, int]) -> list[Pair | None]:
+        """The pair that dropped each row, None for a row kept or bad; met: the rows read of dropped ids."""
+        pairs: list[Pair | None] = []
+        for item in items:
+            if isinstance(item, Record) and item.id in self._ids:
+                met[item.id] = occurrence = met.get(item.id, -1) + 1
+                pairs.append(self.dropped.get((item.id, occurrence)))
+            else:
+                pairs.append(None)
+        return pairs
 
     def check(self, inputs: Sequence[str], fmt: str | None) -> Any:
         """Check, before the run, that the inputs (of format fmt, or None) can be written back: their schema.
@@ -158,6 +171,7 @@ class TableOutput:
     ) -> Iterator[Any]:
         """The rows asked for of each input batch, in input order."""
         pa = pyarrow()[0]
+        met: dict[str, int] = {}
         for path in inputs:
             kind = fmt or detect_format(path)
             for file in dataset_files(path, kind):
@@ -166,14 +180,16 @@ class TableOutput:
                     names = checked_columns(batch.schema, file, options)
                     # Read with its dictionaries, which the output keeps; its texts and ids decoded.
                     items = ArrowRows(file, row, decoded(batch), options, *names).records()
+                    pairs = self._pairs(items, met)
                     row += batch.num_rows
                     if self.rows == "all":
-                        yield self._with_verdicts(batch, items, schema)
+                        yield self._with_verdicts(batch, items, pairs, schema)
                         continue
                     batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
                     dropped = self.rows == "dropped"
                     mask = [
-                        isinstance(item, Record) and (item.id in self.dropped) == dropped for item in items
+                        isinstance(item, Record) and (pair is not None) == dropped
+                        for item, pair in zip(items, pairs, strict=True)
                     ]
                     # Runs of rows sliced, not filtered: pyarrow cannot filter every type (string_view).
                     start = 0
@@ -183,9 +199,10 @@ class TableOutput:
                             yield batch.slice(start, length)
                         start += length
 
-    def _with_verdicts(self, batch: Any, items: list[Record | Any], schema: Any) -> Any:
+    def _with_verdicts(
+        self, batch: Any, items: list[Record | Any], pairs: list[Pair | None], schema: Any
+    ) -> Any:
         pa = pyarrow()[0]
-        pairs = [self.dropped.get(item.id) if isinstance(item, Record) else None for item in items]
         status = [
             "bad" if not isinstance(item, Record) else "kept" if pair is None else "dropped"
             for item, pair in zip(items, pairs, strict=True)

@@ -23,6 +23,9 @@ class Pair(NamedTuple):
     distance: int
     #: The estimated Jaccard similarity, for a verified index's pair; else None.
     jaccard: float | None = None
+    #: Which of its id's rows in the run the new document is (0: the first); existing_id is new_id for a
+    #: copy of an earlier row of its id.
+    occurrence: int = 0
 
 
 class Group(NamedTuple):
@@ -184,6 +187,8 @@ def groups(pairs: Iterable[Pair]) -> list[Group]:
         return root
 
     for pair in pairs:
+        if pair.new_id == pair.existing_id:
+            continue  # a copy of an earlier row of its id: no other document in it
         for doc_id in (pair.existing_id, pair.new_id):
             if doc_id not in parent:
                 parent[doc_id] = doc_id

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ..errors import InputError, InvalidArgument
-from .records import ReadOptions, Record, checked_record, encoding_name, is_utf8
+from .records import ReadOptions, Record, checked_record, decode, encoding_name, is_utf8
 
 # csv's default field limit (128 KiB) would reject ordinary long articles.
 _CSV_FIELD_LIMIT = 64 * 1024 * 1024
@@ -38,7 +38,8 @@ def read_table(
     encoding = "utf-8-sig" if options.encoding == "utf-8" else options.encoding
     text = io.TextIOWrapper(stream, encoding=encoding, errors="surrogateescape", newline="")
     try:
-        rows = iter(_Rows(text, source, delimiter))
+        table = _Rows(text, source, delimiter)
+        rows = iter(table)
         header: list[str] | None = None
         if options.header:
             first = next(rows, None)
@@ -58,7 +59,7 @@ def read_table(
             elif len(row) < need:
                 yield InputError(source, number, f"has {len(row)} columns, need at least {need}")
             elif not is_utf8(row[id_col], row[doc_col]):
-                yield InputError(source, number, f"not valid {encoding_name(options.encoding)}")
+                yield table.undecodable(number, options.encoding)
             else:
                 yield checked_record(row[id_col], row[doc_col], source, number, options)
     finally:
@@ -104,6 +105,17 @@ class _Rows:
                 yield self._fault(exc)
                 continue
             yield self._record[0][0] if self._record else 0, row
+
+    def undecodable(self, number: int, encoding: str) -> InputError:
+        """The error of the row just read, which holds bytes that do not decode: where the first one is, in
+        bytes from the start of the row's first line (as a line's error of JSON Lines says)."""
+        raw = "".join(line for _, line in self._record).encode(encoding, "surrogateescape")
+        error = decode(raw, self.source, number, encoding)
+        return (
+            error
+            if isinstance(error, InputError)
+            else InputError(self.source, number, f"not valid {encoding_name(encoding)}")
+        )
 
     def _fault(self, exc: Exception) -> tuple[int, InputError]:
         record = self._record

@@ -1,14 +1,18 @@
 """Export and import a whole index as a msgpack stream (format: docs/cli.md, "export and import"): export
-SCANs (bounded memory, no point-in-time snapshot); importing a stream again is safe."""
+SCANs (bounded memory, no point-in-time snapshot); import checks the stream's checksum before it writes;
+importing a stream again is safe."""
 
 from __future__ import annotations
 
+import io
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
 import msgpack
 import redis
+import xxhash
 from redis.cluster import RedisCluster
 
 from ..codec import decode_fp, decode_sketches, dump_fp, undump_fp
@@ -16,15 +20,20 @@ from ..errors import IndexCorrupted, InputError, InvalidArgument, SimhashRedisEr
 from ..index import Outcome, SimhashIndex, VerifiedIndex
 from ..store import IndexConfig, KeySchema, Store, encode_id, validate_name
 from ..store.config import FORMAT_VERSION
+from .records import GZIP_ERRORS, GZIP_MAGIC
 
 __all__ = ["DUMP_TYPE", "DUMP_VERSION", "ImportResult", "export_index", "import_index"]
 
 #: The header's "type" field.
 DUMP_TYPE = "simhash-redis-dump"
-#: The stream format version this module writes and reads.
-DUMP_VERSION = 1
+#: The stream format version this module writes and reads (2: the end record holds a checksum).
+DUMP_VERSION = 2
 _END_TYPE = "end"
 _MAX_RECORD = 16 * 1024 * 1024
+#: Bytes read at a time by the checking pass; a stream that cannot be read twice is spooled to a temporary
+#: file (in memory up to _SPOOL_MEMORY).
+_CHUNK = 1 << 20
+_SPOOL_MEMORY = 64 << 20
 
 
 def export_index(
@@ -48,6 +57,12 @@ def export_index(
     """
     index = index.index if isinstance(index, VerifiedIndex) else index
     packer = msgpack.Packer(use_bin_type=True)
+    digest = xxhash.xxh3_64()
+
+    def write(data: bytes) -> None:
+        digest.update(data)
+        out.write(data)
+
     docs, fps = index.count()
     header = {
         "type": DUMP_TYPE,
@@ -57,7 +72,7 @@ def export_index(
         "documents": docs,
         "fingerprints": fps,
     }
-    out.write(packer.pack(header))
+    write(packer.pack(header))
     written = 0
     verified = index.config.verification is not None
     for schema, keys in _id_map_keys(index):
@@ -82,10 +97,10 @@ def export_index(
                 record.append(sketches[raw_id])
             chunk += packer.pack(record)
             written += 1
-        out.write(bytes(chunk))
+        write(bytes(chunk))
         if on_progress is not None:
             on_progress(written)
-    out.write(packer.pack({"type": _END_TYPE, "records": written}))
+    out.write(packer.pack({"type": _END_TYPE, "records": written, "xxh3_64": digest.intdigest()}))
     out.flush()
     return written
 
@@ -206,22 +221,73 @@ def _config(meta: dict[str, str], source: str) -> IndexConfig:
         raise InputError(source, None, reason) from None
 
 
-def _header(unpacker: msgpack.Unpacker, source: str) -> dict[str, Any]:
-    try:
-        header = next(unpacker)
-    except StopIteration:
-        raise InputError(source, None, "empty input: not a simhash-redis dump") from None
-    except (ValueError, msgpack.UnpackException) as exc:
-        raise InputError(source, None, f"not a simhash-redis dump ({exc})") from None
+def _header(header: object, source: str) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("type") != DUMP_TYPE:
         raise InputError(source, None, "not a simhash-redis dump (no header record)")
     if header.get("version") != DUMP_VERSION:
         raise InputError(
-            source, None, f"dump version {header.get('version')!r} is not supported (this version reads 1)"
+            source,
+            None,
+            f"dump version {header.get('version')!r} is not supported: this simhash-redis reads version "
+            f"{DUMP_VERSION} only (export the index again with it)",
         )
     if not isinstance(header.get("meta"), dict) or not isinstance(header.get("name"), str):
         raise InputError(source, None, "malformed dump header")
     return header
+
+
+def _checked(source: IO[bytes], source_name: str, spool: IO[bytes]) -> tuple[IO[bytes], dict[str, Any]]:
+    """Read a whole dump and check every byte before its end record against the checksum that record
+    holds; the stream to import from, at the dump's start, and the header, checked.
+
+    Args:
+        spool: where a stream that cannot be read twice (a pipe) is copied as it is read.
+
+    Raises:
+        InputError: the stream is gzip data, empty, not a dump, of another version, malformed, truncated,
+            or its checksum differs (a byte altered).
+    """
+    again = isinstance(source, (io.BufferedReader, io.BytesIO)) and source.seekable()
+    start = source.tell() if again else 0
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
+    digest = xxhash.xxh3_64()
+    pending = bytearray()  # the bytes read from offset `hashed` on: the last object's, and any after it
+    hashed = objects = 0
+    header: dict[str, Any] | None = None
+    last: object = None
+    try:
+        while chunk := source.read(_CHUNK):
+            if header is None and not pending and chunk.startswith(GZIP_MAGIC):
+                raise InputError(source_name, None, "a gzip-compressed dump: gunzip it first")
+            if not again:
+                spool.write(chunk)
+            unpacker.feed(chunk)
+            pending += chunk
+            begin = unpacker.tell()
+            for last in unpacker:
+                objects += 1
+                if header is None:
+                    header = _header(last, source_name)
+                # Each object read but the last is no end record: only the end record is out of the sum.
+                digest.update(pending[: begin - hashed])
+                del pending[: begin - hashed]
+                hashed, begin = begin, unpacker.tell()
+    except (ValueError, msgpack.UnpackException, *GZIP_ERRORS) as exc:
+        if isinstance(exc, SimhashRedisError):
+            raise
+        raise InputError(source_name, None, f"corrupt dump: nothing imported ({exc})") from None
+    if header is None and not pending:
+        raise InputError(source_name, None, "empty input: not a simhash-redis dump")
+    end = last if isinstance(last, dict) and last.get("type") == _END_TYPE and objects > 1 else None
+    if header is None or end is None or unpacker.tell() != hashed + len(pending):
+        raise InputError(source_name, None, "truncated dump: no end record (nothing imported)")
+    # The end record is out of the sum: its count is checked here, before anything is written.
+    if end.get("xxh3_64") != digest.intdigest() or end.get("records") != objects - 2:
+        reason = "the dump's checksum does not match its content: damaged or altered (nothing imported)"
+        raise InputError(source_name, None, reason)
+    stream = source if again else spool
+    stream.seek(start)
+    return stream, header
 
 
 def import_index(
@@ -249,48 +315,52 @@ def import_index(
         InvalidArgument: the index already holds documents and merge is false, it is verified and the
             dump is not, or the dump's name is not a valid index name and no name is given (nothing is
             written).
-        InputError: the stream is not a dump, is malformed (its header's configuration unreadable
-            among them) or truncated, or a record is malformed (an empty or too long id, a fingerprint
-            out of range, a verified dump's record without its sketch): the records before the fault
-            are imported, and importing a complete stream again finishes the job. An index the import
-            created is dropped when nothing was written to it.
+        InputError: the stream is not a dump (gzip data among them), is of another dump version, is
+            malformed or truncated, or its checksum differs from its content (a byte altered): nothing is
+            written. A record malformed in a dump whose checksum matches (an empty or too long id, a
+            fingerprint out of range, a verified dump's record without its sketch), or a header's
+            configuration unreadable: the records before the fault are imported, and importing a
+            complete stream again finishes the job. An index the import created is dropped when
+            nothing was written to it.
         ConfigurationMismatch: the destination index exists with another configuration.
         IndexCorrupted: the dump's configuration cannot be read by this version.
         RedisUnavailable: the server cannot be reached.
     """
-    unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
-    header = _header(unpacker, source_name)
-    config = _config({str(k): str(v) for k, v in header["meta"].items()}, source_name)
-    if accept is not None:
-        accept(config)
-    if name is None:
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_MEMORY) as spool:
+        stream, header = _checked(source, source_name, spool)
+        unpacker = msgpack.Unpacker(stream, raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
+        next(unpacker)  # the header, checked already
+        config = _config({str(k): str(v) for k, v in header["meta"].items()}, source_name)
+        if accept is not None:
+            accept(config)
+        if name is None:
+            try:
+                validate_name(header["name"], "the index name the dump states")
+            except InvalidArgument as exc:
+                raise InvalidArgument(
+                    f"{source_name}: {exc}", hint="import it under another name", remedy="another-name"
+                ) from None
+        target = header["name"] if name is None else name
+        existed = SimhashIndex.exists(client, target)
+        index = SimhashIndex(
+            client,
+            target,
+            layout=config.layout,
+            scheme=config.scheme,
+            id_buckets=config.id_buckets,
+            batch_size=batch_size,
+            verification=config.verification,
+            retention=config.retention,
+        )
+        result = ImportResult(index.name)
         try:
-            validate_name(header["name"], "the index name the dump states")
-        except InvalidArgument as exc:
-            raise InvalidArgument(
-                f"{source_name}: {exc}", hint="import it under another name", remedy="another-name"
-            ) from None
-    target = header["name"] if name is None else name
-    existed = SimhashIndex.exists(client, target)
-    index = SimhashIndex(
-        client,
-        target,
-        layout=config.layout,
-        scheme=config.scheme,
-        id_buckets=config.id_buckets,
-        batch_size=batch_size,
-        verification=config.verification,
-        retention=config.retention,
-    )
-    result = ImportResult(index.name)
-    try:
-        _check_target(index, config, existed, merge)
-        _import_records(index, unpacker, source_name, batch_size, result, on_progress)
-    except BaseException:
-        if not existed and result.records == 0:
-            _drop_if_empty(index)
-        raise
-    return result
+            _check_target(index, config, existed, merge)
+            _import_records(index, unpacker, source_name, batch_size, result, on_progress)
+        except BaseException:
+            if not existed and result.records == 0:
+                _drop_if_empty(index)
+            raise
+        return result
 
 
 def _check_target(index: SimhashIndex, config: IndexConfig, existed: bool, merge: bool) -> None:

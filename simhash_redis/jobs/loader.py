@@ -175,6 +175,8 @@ class Loader:
         self._fatal: InputError | None = None
         #: Ids written by this load, to tell its own replacements; kept for loads of several inputs.
         self._repeats: RepeatedIds | None = None
+        #: Ids a unique load has met, to tell a copy of its own earlier row from its resumed write.
+        self._met = RepeatedIds() if unique else None
         self._window_ids: list[str] = []
 
     def run(self, records: Units) -> LoadStats:
@@ -366,10 +368,14 @@ class Loader:
 
     def _count(self, ids: Sequence[str], outcomes: Sequence[Outcome | Match | VerifiedMatch]) -> None:
         stats = self.stats
+        kinds = Counter(outcomes)  # counted in C: a bulk window holds 10^5 outcomes
+        matched = not all(isinstance(kind, Outcome) for kind in kinds)
+        earlier = self._met.earlier(ids) if matched and self._met is not None else None
+        if self._met is not None:
+            self._met.written(ids, outcomes)
         if self._repeats is not None:
             self._repeats.written(ids, outcomes)
             stats.repeated, stats.repeated_ids = self._repeats.count, self._repeats.first
-        kinds = Counter(outcomes)  # counted in C: a bulk window holds 10^5 outcomes
         for kind, times in kinds.items():
             if kind is Outcome.ADDED:
                 stats.added += times
@@ -377,17 +383,19 @@ class Loader:
                 stats.replaced += times
             elif isinstance(kind, Outcome):
                 stats.unchanged += times
-        if not all(isinstance(kind, Outcome) for kind in kinds):  # matches: documents not stored
-            for doc_id, outcome in zip(ids, outcomes, strict=True):
+        if matched:  # documents not stored
+            for position, (doc_id, outcome) in enumerate(zip(ids, outcomes, strict=True)):
                 if isinstance(outcome, Outcome):
                     continue
-                if outcome.id == doc_id:
+                occurrence = 0 if earlier is None else earlier[position]
+                if outcome.id == doc_id and not occurrence:
                     stats.unchanged += 1  # already stored by an earlier (interrupted) run
                     continue
+                # Else another document's near-duplicate, or a copy of an earlier row of its id in this run.
                 stats.duplicates += 1
                 if self.on_duplicate is not None:
                     similar = outcome.jaccard if isinstance(outcome, VerifiedMatch) else None
-                    self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance, similar))
+                    self.on_duplicate(Pair(doc_id, outcome.id, outcome.distance, similar, occurrence))
         stats.written += len(outcomes)
         if self.on_progress is not None:
             self.on_progress(stats)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,11 +30,7 @@ class RepeatedIds:
         """Note a written batch: each id, in the order written, with its outcome (a `Match` if not stored)."""
         if not ids:
             return
-        hashes = np.fromiter(
-            (xxhash.xxh3_64_intdigest(doc_id.encode("utf-8", "surrogatepass")) for doc_id in ids),
-            dtype=np.uint64,
-            count=len(ids),
-        )
+        hashes = _hashes(ids)
         for position, outcome in enumerate(outcomes):
             if outcome is Outcome.REPLACED and (
                 self._seen(hashes[position]) or bool((hashes[:position] == hashes[position]).any())
@@ -47,6 +44,20 @@ class RepeatedIds:
             last = self._runs.pop()
             self._runs[-1] = np.sort(np.concatenate((self._runs[-1], last)))
 
+    def earlier(self, ids: Sequence[str]) -> list[int]:
+        """How many times each id of a batch (before `written` notes it) was written before: in the batches
+        noted, and earlier in this one."""
+        before = np.zeros(len(ids), dtype=np.int64)
+        hashes = _hashes(ids)
+        for run in self._runs:
+            before += np.searchsorted(run, hashes, "right") - np.searchsorted(run, hashes, "left")
+        met: Counter[str] = Counter()
+        counts = []
+        for doc_id, times in zip(ids, before.tolist(), strict=True):
+            counts.append(times + met[doc_id])
+            met[doc_id] += 1
+        return counts
+
     def _seen(self, value: np.uint64) -> bool:
         """Whether an earlier batch had an id of this hash."""
         for run in self._runs:
@@ -54,3 +65,11 @@ class RepeatedIds:
             if at < len(run) and run[at] == value:
                 return True
         return False
+
+
+def _hashes(ids: Sequence[str]) -> npt.NDArray[np.uint64]:
+    return np.fromiter(
+        (xxhash.xxh3_64_intdigest(doc_id.encode("utf-8", "surrogatepass")) for doc_id in ids),
+        dtype=np.uint64,
+        count=len(ids),
+    )

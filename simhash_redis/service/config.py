@@ -27,23 +27,15 @@ SERVE_ASKING = Asking(
 
 
 def check_url(url: str) -> None:
-    """Refuse a malformed Redis URL at start (a bad port, say): every call would fail on it, blaming
-    the caller.
+    """Refuse a malformed Redis URL at start (a bad port, an option's value redis-py refuses, say): every
+    call would fail on it, blaming the caller.
 
     Raises:
         InvalidArgument: the URL is malformed (the message shows it with its password masked).
     """
-    from redis.connection import parse_url
+    from ..transport.connection import client_from_url
 
-    from ..transport.connection import redact_url
-
-    try:
-        # What redis-py's from_url parses (a port out of range, say): it neither connects nor resolves.
-        parse_url(url)  # type: ignore[no-untyped-call]
-    except (ValueError, TypeError) as exc:
-        shown = redact_url(url)
-        reason = f": {exc}" if shown == url else ""  # redis-py's reason may quote the password's pieces
-        raise InvalidArgument(f"the Redis URL {shown!r} is malformed{reason}") from None
+    client_from_url(url, cluster=False).close()  # parses and checks what a client would; connects not
 
 
 @dataclass(frozen=True)

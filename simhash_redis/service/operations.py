@@ -9,7 +9,7 @@ import msgspec
 
 from ..codec import format_fingerprint, parse_fingerprint
 from ..errors import InvalidArgument, InvalidType
-from ..index.arguments import check_k
+from ..index.arguments import check_k, check_text
 from ..index.mode import add_if_new_many
 from ..results import Match, VerifiedMatch
 from ..store.keys import encode_id
@@ -223,6 +223,7 @@ def _check_document(
         )
     if (item.text is None) == (item.fingerprint is None):
         raise InvalidArgument("give exactly one of text and fingerprint")
+    check_text(item.text)  # as the library would, before an index is created for it
     if item.text is not None:
         return item.text
     assert item.fingerprint is not None

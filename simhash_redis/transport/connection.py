@@ -66,7 +66,8 @@ def client_from_url(
 
     Raises:
         InvalidType: url is not a str.
-        InvalidArgument: the URL is malformed (the message shows it without its password).
+        InvalidArgument: the URL is malformed, or an option of its query has a value redis-py refuses (the
+            message shows it without its password).
         RedisUnavailable: the URL names a cluster whose nodes cannot be reached.
     """
     if not isinstance(url, str):
@@ -86,6 +87,7 @@ def client_from_url(
         if database and not database.isdigit():
             raise ValueError(f"its path names a database by number (redis://host:port/0), not {database!r}")
         client = standalone.from_url(url, **settings)
+        _check_options(client, asyncio, url)
         if cluster is None and not url.startswith("unix:"):
             try:
                 cluster = _is_cluster(client, asyncio)
@@ -102,6 +104,8 @@ def client_from_url(
             raise translate_error(exc) from None
         raise RedisUnavailable(f"cannot reach the Redis Cluster at {redact_url(url)}: {exc}") from None
     except (ValueError, TypeError) as exc:
+        if isinstance(exc, InvalidArgument):
+            raise
         # redis-py's reason may quote pieces of the password; it is only shown for URLs without one.
         shown = redact_url(url)
         reason = f": {exc}" if shown == url else ""
@@ -113,6 +117,17 @@ def client_from_url(
                 else ": it must begin with redis://, rediss:// or unix://"
             )
         raise InvalidArgument(f"url {shown!r} is not a valid Redis URL{reason}") from None
+
+
+def _check_options(client: Any, asyncio: bool, url: str) -> None:
+    """Make, not open, a connection as the client's pool will: redis-py checks some of a URL's options
+    (ssl_cert_reqs, protocol) only then, failing the first command as if the server were at fault."""
+    pool = client.connection_pool
+    try:
+        pool.connection_class(**pool.connection_kwargs)
+    except rex.RedisError as exc:  # its reason is about an option's value, never the password
+        _close(client, asyncio)
+        raise InvalidArgument(f"url {redact_url(url)!r} is not a valid Redis URL: {exc}") from None
 
 
 class _UrlCluster(RedisCluster):

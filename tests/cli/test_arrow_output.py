@@ -67,6 +67,36 @@ def test_kept_dropped_and_all_rows(invoke: Invoke, tmp_path: Path) -> None:
     assert rows[23]["url"] == "https://example.org/a3-copy1" and rows[23]["meta"] == {"lang": "en", "n": 23}
 
 
+@pytest.mark.parametrize("mode", ["--plain", "--verified"])
+def test_each_row_of_an_id_met_again_gets_its_own_verdict(invoke: Invoke, tmp_path: Path, mode: str) -> None:
+    # Verdicts were kept by id: both rows of an id seen twice were `kept`, though the second, a copy of
+    # the first, was not stored (add_if_new one at a time answers Match(a, distance 0) for it).
+    rows = [("a", 1, 0), ("b", 2, 0), ("a", 1, 0), ("c", 3, 0), ("c", 4, 0), ("d", 4, 0), ("a", 1, 0)]
+    path = tmp_path / "in.parquet"
+    table = {"id": [r[0] for r in rows], "text": [article(n, copy) for _, n, copy in rows]}
+    pq.write_table(pa.table(table), path, row_group_size=3)
+    out = tmp_path / "all.parquet"
+    result = invoke(mode, "dedupe", "-q", str(path), "--output", str(out), "--rows", "all", index="twice")
+    assert result.exit_code == 0, result.output
+    verdicts = pq.read_table(out).select(["id", "status", "duplicate_of", "distance"]).to_pylist()
+    assert [tuple(v.values()) for v in verdicts] == [
+        ("a", "kept", None, None),
+        ("b", "kept", None, None),
+        ("a", "dropped", "a", 0),  # a copy of the first row of a
+        ("c", "kept", None, None),
+        ("c", "kept", None, None),  # another text: stored in the place of the first c
+        ("d", "dropped", "c", 0),
+        ("a", "dropped", "a", 0),
+    ]
+    kept = tmp_path / "kept.parquet"
+    assert invoke("dedupe", "-q", str(path), "--output", str(kept), index="again").exit_code == 0
+    assert pq.read_table(kept).column("id").to_pylist() == ["a", "b", "c", "c"]
+    # Run again: the first row of each id finds itself stored (not a pair); the copies are still copies.
+    pairs = invoke("dedupe", str(path), index="twice").stdout.splitlines()
+    assert pairs == ["a\ta\t0", "d\tc\t0", "a\ta\t0"]
+    assert invoke("dedupe", "--groups", str(path), index="twice").stdout == "2\tc\td\n"
+
+
 def test_a_verified_index_adds_the_jaccard(invoke: Invoke, tmp_path: Path) -> None:
     new = _crawl(tmp_path / "new.parquet", 8, copies=1)
     out = tmp_path / "all.parquet"

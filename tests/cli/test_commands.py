@@ -181,6 +181,38 @@ def test_load_interrupted_prints_summary_and_resumes(
     assert (resumed["added"], resumed["unchanged"]) == (300, 200)
 
 
+def test_load_json_prints_its_summary_however_the_load_stops(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A caller parsing --json got nothing on stdout from a load that stopped (exit 3, 130, 143).
+    from simhash_redis.cli.load import Terminated
+
+    path = _news(tmp_path, 500)
+    for stop, code, why in [(KeyboardInterrupt, 130, "interrupted"), (Terminated, 143, "terminated")]:
+        calls = [stop, stop]  # raised at the second progress update
+
+        def interrupt(self: object, done: int, *, force: bool = False, calls: list[type] = calls) -> None:
+            raised = calls.pop()
+            if not calls:
+                raise raised
+
+        monkeypatch.setattr("simhash_redis.cli.load.Progress.update", interrupt)
+        result = invoke("load", "--batch-size", "100", "-j", "1", "--json", str(path), index=why)
+        assert result.exit_code == code, result.output
+        summary = json.loads(result.stdout)
+        assert (summary["added"], summary["stopped"], summary["in_flight"]) == (200, why, 0), summary
+    monkeypatch.undo()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(path.read_text() + '{"id": "x"}\n')
+    result = invoke("load", "--max-errors", "0", "--json", str(bad), index="bad")
+    assert result.exit_code == 3
+    summary = json.loads(result.stdout)
+    assert summary["added"] == 500 and summary["stopped"].startswith("stopped after 1 bad records"), summary
+    result = invoke("load", "--json", "-", input='{"id": "x"}\n', index="none")
+    assert result.exit_code == 3 and json.loads(result.stdout)["stopped"].startswith("nothing loaded")
+    assert json.loads(invoke("load", "--json", str(path), index="bad").stdout)["stopped"] is None
+
+
 def test_load_dedupe_writes_pairs(invoke: Invoke, tmp_path: Path) -> None:
     base = _news(tmp_path, 50)
     assert invoke("load", str(base)).exit_code == 0
@@ -262,6 +294,20 @@ def test_add_of_a_text_refused_creates_no_index(invoke: Invoke, tmp_path: Path) 
     assert invoke("add", "", "a text with an empty id", index="fresh").exit_code == 2
     assert invoke("stats", index="fresh").exit_code == 1
     assert invoke("--plain", "--k", "5", "add", "x", "the text at last", index="fresh").exit_code == 0
+
+
+def test_an_empty_text_is_a_bad_record_and_the_others_load(invoke: Invoke, tmp_path: Path) -> None:
+    # One behaviour with the library and the service: an empty (or white-space) text is refused with a
+    # clear error, and nothing else is lost: a load reports it and stores the other records.
+    rows = [{"id": "a", "text": article(1)}, {"id": "e", "text": ""}, {"id": "w", "text": " \t"}]
+    path = write_jsonl(tmp_path / "crawl.jsonl", [*rows, {"id": "b", "text": article(2)}])
+    result = invoke("load", "--json", str(path), index="blank")
+    assert result.exit_code == 0, result.output
+    assert f"{path}:2: empty text\n{path}:3: empty text\n" in result.stderr
+    assert (json.loads(result.stdout)["added"], json.loads(result.stdout)["errors"]) == (2, 2)
+    for args in (["add", "e", ""], ["near", " "], ["fingerprint", ""]):
+        refused = invoke(*args, index="blank")
+        assert refused.exit_code == 2 and refused.stderr == "error: the text is empty\n", refused.output
 
 
 def test_query_usage_errors(invoke: Invoke) -> None:

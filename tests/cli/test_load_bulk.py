@@ -116,6 +116,22 @@ def test_bulk_with_dedupe_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> No
     assert "--bulk" in result.output and "Traceback" not in result.output
 
 
+def test_window_where_no_bulk_write_is_made_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
+    # --window with --no-bulk (or --dedupe, never bulk) was accepted and ignored.
+    path = write_jsonl(tmp_path / "t.jsonl", [{"id": "a", "text": article(1)}])
+    for option in ("--no-bulk", "--dedupe"):
+        result = invoke("load", str(path), option, "--window", "5", index="w")
+        assert result.exit_code == 2, result.output
+        assert (
+            result.stderr
+            == f"error: --window sizes the bulk path's windows, which {option} leaves out: its "
+            + ("writes are batches of --batch-size documents, each atomic\n")
+        )
+    assert invoke("stats", index="w").exit_code == 1  # refused before an index was made
+    assert invoke("load", str(path), "--window", "5", index="w").exit_code == 0
+    assert invoke("load", str(path), "--no-bulk", index="w").exit_code == 0
+
+
 def test_text_load_on_the_bulk_path_matches_the_atomic_one(
     redis_client: redis.Redis, tmp_path: Path, low_bulk_min: int
 ) -> None:
@@ -481,8 +497,8 @@ def test_a_verified_index_takes_the_bulk_path_with_the_atomic_paths_stored_data(
     rows = [{"id": f"d{i}", "text": article(i % 500, copy=i // 500)} for i in range(count)]
     rows += [{"id": f"d{i}", "text": article(10_000 + i)} for i in range(0, count, 11)]  # replacements
     path = write_jsonl(tmp_path / "texts.jsonl", rows)
-    options = ("--json", "-q", "--window", "400", "--workers", "1")
-    bulk = invoke("--verified", "load", str(path), *options, index="vb")
+    options = ("--json", "-q", "--workers", "1")
+    bulk = invoke("--verified", "load", str(path), *options, "--window", "400", index="vb")
     atomic = invoke("--verified", "load", str(path), *options, "--no-bulk", index="va")
     assert bulk.exit_code == 0, bulk.output
     assert atomic.exit_code == 0, atomic.output

@@ -96,6 +96,26 @@ def test_encoding_applies_to_every_format(tmp_path: Path) -> None:
     assert [r.doc for r in read(str(folder), None, options)] == [texts[0]]
 
 
+def test_a_csv_or_tsv_row_that_does_not_decode_names_the_byte(tmp_path: Path) -> None:
+    # As docs/cli.md shows and a JSON line's error says: FILE:LINE: not valid UTF-8 (byte N), N counted
+    # from the start of the row's first line (a quoted field may span lines).
+    for name, data, line, at in [
+        ("a.csv", b"id,text\na,fine\nb,caf\xe9 au lait\n", 3, 5),
+        ("a.tsv", b"id\ttext\nb\tna\xefve\n", 2, 4),
+        ("b.csv", b'id,text\nb,"two\nlin\xe9s"\n', 2, 10),
+    ]:
+        path = tmp_path / name
+        path.write_bytes(data)
+        errors = [str(item) for item in read(str(path)) if isinstance(item, InputError)]
+        assert errors == [f"{path}:{line}: not valid UTF-8 (byte {at})"]
+    cp1252 = tmp_path / "c.csv"
+    cp1252.write_bytes(b"id,text\nb,bad \x81 byte\n")  # 0x81 has no character in cp1252
+    errors = [
+        str(e) for e in read(str(cp1252), None, ReadOptions(encoding="cp1252")) if isinstance(e, InputError)
+    ]
+    assert errors == [f"{cp1252}:2: not valid cp1252 (byte 6)"]
+
+
 def test_an_unknown_or_unsplittable_encoding_is_a_usage_error(tmp_path: Path, invoke: Invoke) -> None:
     path = tmp_path / "a.txt"
     path.write_text("hello there\n")

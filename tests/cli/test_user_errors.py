@@ -3,6 +3,7 @@ was created in, prompts, and tab-separated output a script can split. Against th
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -14,9 +15,11 @@ from pathlib import Path
 
 import pytest
 import redis
+import xxhash
 
 from simhash_redis import InvalidArgument, Retention, SimhashIndex
 from tests.cli.conftest import Invoke, article
+from tests.servers import ServerProcess
 
 SCRIPT = Path(sys.executable).with_name("simhash-redis")
 
@@ -417,11 +420,32 @@ def test_a_bad_dump_record_is_bad_input_naming_the_file_and_record(invoke: Invok
     header = next(iter(msgpack.Unpacker(io.BytesIO(dump.read_bytes()), raw=False)))
     records = [[f"d{i}", i] for i in range(1500)] + [["", 1]]
     bad = tmp_path / "bad.dump"
-    bad.write_bytes(b"".join(msgpack.packb(r) for r in [header, *records, {"type": "end", "records": 1501}]))
+    body = b"".join(msgpack.packb(r) for r in [header, *records])
+    end = {"type": "end", "records": 1501, "xxh3_64": xxhash.xxh3_64_intdigest(body)}
+    bad.write_bytes(body + msgpack.packb(end))
     result = invoke("import", str(bad), index="dst")
     assert result.exit_code == 3, result.output
     assert result.stderr.startswith(f"error: {bad}: record 1501: ") and "Traceback" not in result.output
     assert "documents      1,500\n" in invoke("stats", index="dst").stdout
+
+
+def test_an_altered_dump_is_refused_and_a_gzipped_one_imported(invoke: Invoke, tmp_path: Path) -> None:
+    assert invoke("--plain", "add", "a", article(1), index="src").exit_code == 0
+    dump = tmp_path / "src.dump"
+    assert invoke("export", "-o", str(dump), index="src").exit_code == 0
+    data = dump.read_bytes()
+    altered = tmp_path / "altered.dump"
+    altered.write_bytes(data[:40] + bytes([data[40] ^ 4]) + data[41:])
+    result = invoke("import", str(altered), index="dst")
+    assert result.exit_code == 3 and result.stderr.startswith(
+        f"error: {altered}: the dump's checksum does not"
+    )
+    assert invoke("indexes").stdout.split("\t")[0] == "src"  # nothing written: no index dst
+    gzipped = tmp_path / "src.dump.gz"
+    gzipped.write_bytes(gzip.compress(data))
+    assert invoke("import", str(gzipped), index="dst").exit_code == 0
+    assert invoke("import", "-", index="piped", input=gzip.compress(data)).exit_code == 0
+    assert invoke("get", "a", index="piped").exit_code == 0
 
 
 # -- the Redis URL --------------------------------------------------------------------------------------
@@ -446,3 +470,25 @@ def test_a_malformed_url_never_shows_its_password(url: str) -> None:
         assert result.returncode == 2, result.stderr
         assert "wrongPW" not in result.stderr + result.stdout and "Traceback" not in result.stderr
         assert result.stderr.startswith("error: url ") and "***" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        ("ssl_cert_reqs=bogus", "Invalid SSL Certificate Requirements Flag: bogus"),
+        ("protocol=9", "protocol must be either 2 or 3"),
+    ],
+)
+def test_a_url_option_redis_py_checks_only_when_connecting_is_a_usage_error(
+    invoke: Invoke, redis_server: ServerProcess, query: str, reason: str
+) -> None:
+    # redis-py checks these when it makes a connection: the first command failed with exit 1 (a Redis
+    # error) or 4 (cannot reach Redis), sending the user after the server.
+    url = f"rediss://u:s3cr3t-pw@127.0.0.1:{redis_server.port}/0?{query}"
+    result = invoke("stats", index="x", url=url)
+    assert result.exit_code == 2, result.output
+    shown = url.replace("s3cr3t-pw", "***")
+    assert result.stderr == f"error: url {shown!r} is not a valid Redis URL: {reason}\n"
+    with pytest.raises(InvalidArgument, match=f"not a valid Redis URL: {reason}") as caught:
+        SimhashIndex.from_url(url, "x")
+    assert "s3cr3t-pw" not in str(caught.value)
