@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..transport import Exchange, Sender, raise_first_error
 from .config import Retention
 from .keys import KeySchema
-from .store import Store
+from .store import map_sizes
 
 __all__ = ["View", "WindowedSets", "Windows"]
 
@@ -135,10 +135,10 @@ class Windows:
         return self._view
 
     def counts(self, *, sketched: bool = False) -> list[tuple[int, int, int]]:
-        """(period, documents, fingerprints) of each live period (`Store.counts` on a cluster)."""
+        """(period, documents, fingerprints) of each live period (`map_sizes` on a cluster)."""
         view = self.view()
         if self._sender.cluster:  # no counts hash: the sizes of each period's maps
-            sizes = [Store(self._sender, schema).counts(sketched=sketched) for schema in view.schemas]
+            sizes = map_sizes(self._sender, view.schemas, sketched)
             return [(window, docs, fps) for window, (docs, fps) in zip(view.windows, sizes, strict=True)]
         replies = self._sender.execute(
             [(b"HMGET", schema.counts, b"docs", b"fingerprints") for schema in view.schemas]
