@@ -148,6 +148,17 @@ class Windows:
             for window, (docs, fps) in zip(view.windows, replies, strict=True)
         ]
 
+    def held(self, ids: list[bytes]) -> list[tuple[int, bytes]]:
+        """Each id's (period, stored value) in the newest live period holding it ((0, b"") for none), where
+        write.lua looks for it, in one round trip."""
+        view = self.view()
+        schemas, windows, n = view.schemas, view.windows, len(view.schemas)
+        got = self._sender.execute([(b"HGET", s.id_bucket(i), i) for i in ids for s in schemas])
+        return [
+            ([(w, v) for w, v in zip(windows, got[j * n : j * n + n], strict=True) if v] or [(0, b"")])[-1]
+            for j in range(len(ids))
+        ]
+
     def schema(self, window: int) -> KeySchema:
         """The key names of one period."""
         schema = self._schemas.get(window)
