@@ -382,8 +382,10 @@ class SimhashIndex:
     def verify(self, repair: bool = False) -> VerifyReport:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
 
-        Run it while no worker writes to the index: the check reads in many round trips, so a write in
-        flight looks like a problem, and a repair writes from what it read (undoing writes made meanwhile).
+        On a standalone server it may run beside writers: each problem of the id map, fingerprint map,
+        tables and counts is checked again, and fixed, in one atomic step with its keys. Not yet so the
+        checks of verified mode's sketches and bands, of a retention window's expiries and periods, or any
+        check on a cluster (whose writes are several steps): run those while no worker writes.
 
         Args:
             repair: also fix what is found, following the id map.

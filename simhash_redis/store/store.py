@@ -45,6 +45,7 @@ __all__ = [
     "PIN_META",
     "SCRIPTS",
     "UNLOCK",
+    "VERIFY_FIX",
     "WRITE",
     "KeyKind",
     "Script",
@@ -118,6 +119,7 @@ CREATE_META = Script("create_meta")
 PIN_META = Script("pin_meta")
 LOCK = Script("lock")
 UNLOCK = Script("unlock")
+VERIFY_FIX = Script("verify_fix")
 
 
 def with_scripts(
@@ -308,6 +310,18 @@ class Store:
     def set_counts(self, docs: int, fingerprints: int) -> None:
         """Set the counts hash to what the data holds (after a check, an import)."""
         self.execute([(b"HSET", self.keys.counts, b"docs", docs, b"fingerprints", fingerprints)])
+
+    def recount(
+        self, id_keys: list[bytes], fp_keys: list[bytes], *, sketched: bool, repair: bool
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """On a standalone server: the (documents, fingerprints) these id- and fingerprint-map buckets hold
+        and what the counts hash says, read in one atomic step (a writer beside it changes neither apart
+        from the other); with `repair`, the hash set to the buckets' sizes in that step. It blocks the
+        server for an HLEN of each bucket (sketched: an HKEYS of each fingerprint-map bucket)."""
+        args: list[bytes | int] = [len(id_keys), b"1" if sketched else b"0", b"1" if repair else b"0"]
+        call = MAP_SIZES.command([*id_keys, *fp_keys, self.keys.counts], args)
+        docs, fps, said_docs, said_fps = self.run_script(MAP_SIZES, [call])[0]
+        return (docs, fps), (said_docs, said_fps)
 
     def used_memory(self) -> int | None:
         """The server's used_memory, or None on a cluster (whose nodes each have their own)."""
