@@ -15,6 +15,7 @@ from simhash_redis import IndexCorrupted, Match, SimhashIndex, VerifiedIndex
 from simhash_redis.codec import encode_fp, encode_ids
 from simhash_redis.jobs.dump import export_index
 from tests.servers import ServerProcess
+from tests.test_verified_one_writer import page
 
 A = 0x0123456789ABCDEF
 
@@ -305,3 +306,14 @@ def test_verify_and_repair_beside_a_live_writer(redis_client: redis.Redis, reten
     final = index.verify()
     assert final.ok, final.examples
     assert index.count()[0] == sum(fp is not None for fp in last.values())
+
+
+def test_the_counts_of_a_verified_index_are_recounted_without_its_sketches(redis_client: redis.Redis) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_client, "recount", id_buckets=64))
+    verified.add_many([(f"p{i}", page(i)) for i in range(10)])
+    docs, fps = verified.index.count()
+    redis_client.hset(verified.index.keys.counts, "fingerprints", 99)
+    assert dict(verified.index.verify().problems) == {"counts differ from data": 1}
+    assert verified.index.verify(repair=True).repaired
+    assert verified.index.verify().ok
+    assert verified.index.count() == (docs, fps) == (10, 10)

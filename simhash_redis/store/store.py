@@ -317,7 +317,7 @@ class Store:
         """On a standalone server: the (documents, fingerprints) these id- and fingerprint-map buckets hold
         and what the counts hash says, read in one atomic step (a writer beside it changes neither apart
         from the other); with `repair`, the hash set to the buckets' sizes in that step. It blocks the
-        server for an HLEN of each bucket (sketched: an HKEYS of each fingerprint-map bucket)."""
+        server for an HLEN of each bucket (sketched: an HGETALL of each fingerprint-map bucket)."""
         args: list[bytes | int] = [len(id_keys), b"1" if sketched else b"0", b"1" if repair else b"0"]
         call = MAP_SIZES.command([*id_keys, *fp_keys, self.keys.counts], args)
         docs, fps, said_docs, said_fps = self.run_script(MAP_SIZES, [call])[0]
