@@ -383,9 +383,10 @@ class SimhashIndex:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
 
         On a standalone server it may run beside writers: each problem of the id map, fingerprint map,
-        tables and counts is checked again, and fixed, in one atomic step with its keys. Not yet so the
-        checks of verified mode's sketches and bands, of a retention window's expiries and periods, or any
-        check on a cluster (whose writes are several steps): run those while no worker writes.
+        tables, counts and of a sketch kept without its document is checked again, and fixed, in one
+        atomic step with its keys. Not yet so verified mode's "documents without a sketch" and band
+        checks, a retention window's expiry and period checks, or any check on a cluster (whose writes are
+        several steps): run those while no worker writes.
 
         Args:
             repair: also fix what is found, following the id map.

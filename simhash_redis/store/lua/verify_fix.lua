@@ -10,6 +10,8 @@
 --     none; fixed by unlisting it, and with the last id the entry and its table members go.
 --   'orphan' (a table member without a fingerprint-map entry): KEYS = the table set, the fingerprint-map
 --     hash. Fixed by removing the member.
+--   'sketched' (verified mode: a sketch kept for an id that has another fingerprint or none): KEYS = the
+--     fingerprint-map hash, the id-map hash. Fixed as fp_ids.lua's '-' does: the id and its sketch go.
 
 --! include netstrings
 
@@ -39,6 +41,32 @@ if problem == 'listed' or problem == 'stale' then
       for i = 3, #KEYS do
         redis.call('SREM', KEYS[i], fp)
       end
+    end
+  end
+  return 1
+end
+if problem == 'sketched' then
+  local field = 's:' .. fp
+  local raw = redis.call('HGET', KEYS[1], field)
+  if not raw or redis.call('HGET', KEYS[2], id) == fp then
+    return 0
+  end
+  local stored, had = sketches_with(raw, id, '')
+  if not had then
+    return 0
+  end
+  if fix then
+    if stored == '' then
+      redis.call('HDEL', KEYS[1], field)
+    else
+      redis.call('HSET', KEYS[1], field, stored)
+    end
+    local ids = redis.call('HGET', KEYS[1], fp)
+    local rest, listed = without(ids or '', id)
+    if listed and rest == '' then
+      redis.call('HDEL', KEYS[1], fp)
+    elseif listed then
+      redis.call('HSET', KEYS[1], fp, rest)
     end
   end
   return 1
