@@ -24,7 +24,10 @@ def verify(
     """Check that the id map, the fingerprint map, the tables and the counts of an index agree.
 
     Exits 0 when the index is consistent (after --repair: when it is consistent now), 1 when problems
-    remain. Run it while no worker writes to the index: a write in flight can look like a problem.
+    remain. On a standalone server the maps, tables, counts and sketches may be checked and repaired
+    beside writers; for verified mode's documents without a sketch and bands, a retention window's
+    expiries and a cluster's index, run it while no worker writes (a write in flight can look like a
+    problem).
     A crash of the server (kill -9, power loss) cannot half-write a document, so verify after a crash
     should find nothing; --repair is for damage from outside (a partial restore, a hand edit).
 

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -21,10 +22,12 @@ from redis.crc import key_slot
 from simhash_redis.cli.app import app
 from typer.testing import CliRunner
 
-from simhash_redis import Match, Outcome, SimhashIndex, SimhashRedisError, distance
-from simhash_redis.transport.cluster import ClusterTransport, command_keys
+from simhash_redis import Match, Outcome, Retention, SimhashIndex, SimhashRedisError, VerifiedIndex, distance
+from simhash_redis.transport.cluster import ClusterTransport, bucket_slots, command_keys
 from simhash_redis.transport.connection import client_from_url
+from simhash_redis.transport.wire import SlotCommands
 from tests.servers import ClusterProcess
+from tests.test_verified_one_writer import page
 
 pytestmark = pytest.mark.cluster
 
@@ -333,3 +336,42 @@ def test_a_plain_client_to_a_cluster_node_gets_a_clear_error(redis_cluster: Clus
     with pytest.raises(SimhashRedisError, match="Redis Cluster node"):
         SimhashIndex(client, "plain")
     client.close()
+
+
+def test_count_is_what_the_maps_hold(redis_cluster_client: RedisCluster) -> None:
+    """count() on a cluster sums the maps' sizes, one script call per hash slot routed by the slots it was
+    made with (checked against the keys it names): plain, verified (sketches not counted), a retention
+    window's periods, and on nodes that forgot the scripts."""
+    seen: list[tuple[int, list[bytes]]] = []
+    original = ClusterTransport.execute
+
+    def recording(self: ClusterTransport, commands: Any, **kwargs: Any) -> list[Any]:
+        if isinstance(commands, SlotCommands):
+            seen.extend(zip(commands.slots, map(command_keys, commands), strict=True))
+        return original(self, commands, **kwargs)
+
+    plain = SimhashIndex(redis_cluster_client, "sizes", k=3, id_buckets=BUCKETS)
+    pairs = [(f"d{i}", fp) for i, fp in enumerate(fps(300))]
+    plain.add_many(pairs + [(f"twin{i}", fp) for i, (_, fp) in enumerate(pairs[:40])])
+    plain.remove_many([f"d{i}" for i in range(10)])  # 10 fingerprints keep a twin
+    verified = VerifiedIndex(SimhashIndex(redis_cluster_client, "sizes-v", id_buckets=BUCKETS))
+    verified.add_many([(f"p{i}", page(i)) for i in range(20)] + [("copy", page(3))])
+    windowed = SimhashIndex(
+        redis_cluster_client, "sizes-w", k=3, id_buckets=BUCKETS, retention=Retention(600, 60)
+    )
+    windowed.add_many(pairs[:50])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ClusterTransport, "execute", recording)
+        assert plain.count() == (330, 300)
+        assert verified.count() == (21, 20)
+        assert windowed.count() == (50, 50)
+        for node in redis_cluster_client.get_primaries():
+            redis_cluster_client.execute_command("SCRIPT", "FLUSH", target_nodes=node)
+        assert plain.count() == (330, 300)
+    assert seen and all({key_slot(key) for key in keys} == {slot} for slot, keys in seen)
+    assert sum(len(keys) for _, keys in seen) == 2 * BUCKETS * (3 + len(windowed.windows.view().schemas))  # type: ignore[union-attr]
+
+
+def test_bucket_slots_are_the_slots_of_the_keys() -> None:
+    for prefix, count in ((b"simhash:news:id:", 131_072), (b"p:x.y:w123:fp:", 1000), (b"a:b:id:", 1)):
+        assert bucket_slots(prefix, count).tolist() == [key_slot(prefix + b"%d" % b) for b in range(count)]

@@ -9,11 +9,13 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from simhash_redis import SimhashIndex
+from simhash_redis.index import list_indexes
 from simhash_redis.transport import Backoff, standalone
 from simhash_redis.transport.aio import AsyncClusterTransport
 from simhash_redis.transport.cluster import DEFAULT_NODE_TIMEOUT, ClusterTransport
@@ -134,3 +136,48 @@ def test_retries_last_as_long_as_asked_once_counted_ones_are_spent(monkeypatch: 
     with pytest.raises(ConnectionError):
         Backoff(retries=3).call_with_retry(fail, lambda exc: True)
     assert len(attempts) == 4  # without `lasting`, the count alone
+
+
+@pytest.mark.cluster
+def test_listing_keys_outlasts_a_failover() -> None:
+    """verify, list_indexes and drop list keys with SCAN, primary by primary: a primary killed right after
+    it answered a page (mid-listing) is listed again from its successor once the failover is over, through
+    the transport's retry loop, instead of failing with RedisUnavailable."""
+    with ClusterProcess(node_timeout_ms=4000) as cluster:
+        client = cluster.client()
+        index = SimhashIndex(client, "listed", k=3, id_buckets=1024)
+        rng = random.Random(5)
+        pairs = [(f"d{i}", rng.getrandbits(64)) for i in range(20_000)]  # pages of every primary's keys
+        index.add_many(pairs)
+        cluster.wait_replicated(timeout=120)
+        promoted = set(cluster.replicas())  # a replica promoted has no replica of its own: never killed
+        eligible: set[int] = set()
+        killed: list[int] = []
+        original = ClusterTransport._node_round_trip
+
+        def killing(self: ClusterTransport, node: Any, commands: list[Any]) -> list[Any]:
+            replies = original(self, node, commands)
+            cursor = replies[0][0] if commands[0][0] == b"SCAN" else b"0"
+            if node.port in eligible and cursor not in (b"0", 0):  # more pages of this node to come
+                eligible.clear()
+                killed.append(node.port)
+                cluster.kill9(node.port)
+            return replies
+
+        def arm() -> None:
+            cluster.wait_ok(timeout=120)  # the last failover over
+            eligible.update(set(cluster.primaries()) - promoted)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ClusterTransport, "_node_round_trip", killing)
+            arm()
+            report = index.verify()
+            assert len(killed) == 1 and report.ok and report.docs == len(pairs), report.examples
+            arm()
+            assert "listed" in list_indexes(client)
+            assert len(killed) == 2
+            arm()
+            index.drop()
+            assert len(killed) == 3
+        cluster.wait_ok(timeout=120)
+        assert list(cluster.client().scan_iter(match="simhash:listed:*")) == []

@@ -244,12 +244,12 @@ def test_verify_deletes_a_misplaced_entry_and_lists_the_ids_in_their_bucket(
         redis_client.hset(wrong, stored, redis_client.hget(right, stored))  # type: ignore[arg-type]
         redis_client.hdel(right, stored)
         report = index.verify()
-        # Its table members look orphaned too until the repair lists the ids in their bucket (step 1).
+        # Its table members look orphaned too until the repair lists the ids in their bucket (step 1). The
+        # counts hash agrees with what the maps hold, read at one moment (the misplaced entry among them).
         assert dict(report.problems) == {
             "misplaced fingerprint-map entry": 1,
             "id missing from fingerprint map": 2,
             "orphan table member": 4,
-            "counts differ from data": 1,
         }
         assert index.verify(repair=True).repaired
         assert index.verify().ok

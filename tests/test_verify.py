@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import random
+import threading
 
 import pytest
 import redis
@@ -13,6 +15,7 @@ from simhash_redis import IndexCorrupted, Match, SimhashIndex, VerifiedIndex
 from simhash_redis.codec import encode_fp, encode_ids
 from simhash_redis.jobs.dump import export_index
 from tests.servers import ServerProcess
+from tests.test_verified_one_writer import page
 
 A = 0x0123456789ABCDEF
 
@@ -256,3 +259,107 @@ def test_a_meta_key_of_the_wrong_type_is_named(redis_url: str, redis_client: red
     result = CliRunner().invoke(app, ["--redis-url", redis_url, "--index", "typed", "verify"])
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "redis-cli DEL simhash:typed:meta" in result.output and "run verify" not in result.output
+
+
+@pytest.mark.parametrize("retention", [None, "1h"])
+def test_verify_and_repair_beside_a_live_writer(redis_client: redis.Redis, retention: str | None) -> None:
+    """verify() beside a thread that keeps adding, replacing and removing documents (ids sharing
+    fingerprints): each problem verify finds is checked again, and fixed, in one atomic step with its keys,
+    so nothing the writer is doing is reported (before: stale ids, fingerprints missing from tables and
+    counts that differ), and a repair undoes none of its writes: every id ends as the writer last wrote it."""
+    index = SimhashIndex(redis_client, "live", k=3, id_buckets=256, retention=retention)
+    rng = random.Random(9)
+    shared = [rng.getrandbits(64) for _ in range(40)]  # few fingerprints: many ids share one
+    ids = [f"d{i}" for i in range(300)]
+    last: dict[str, int | None] = {doc_id: shared[i % 40] for i, doc_id in enumerate(ids)}
+    index.add_many([(doc_id, fp) for doc_id, fp in last.items() if fp is not None])
+    writing, stop, errors = threading.Event(), threading.Event(), []
+
+    def write() -> None:
+        writer = SimhashIndex(redis_client, "live")
+        try:
+            while not stop.is_set():
+                doc_id = rng.choice(ids)
+                if rng.random() < 0.3:
+                    writer.remove(doc_id)
+                    last[doc_id] = None
+                else:
+                    fp = rng.choice(shared)
+                    writer.add(doc_id, fp)
+                    last[doc_id] = fp
+                writing.set()
+        except Exception as exc:  # reported by the test
+            errors.append(exc)
+            writing.set()
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        assert writing.wait(60)
+        reports = [index.verify() for _ in range(4)] + [index.verify(repair=True) for _ in range(2)]
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not errors, errors
+    assert all(report.ok for report in reports), [report.examples for report in reports if not report.ok]
+    assert index.get_many(ids) == [last[doc_id] for doc_id in ids]
+    final = index.verify()
+    assert final.ok, final.examples
+    assert index.count()[0] == sum(fp is not None for fp in last.values())
+
+
+def test_the_counts_of_a_verified_index_are_recounted_without_its_sketches(redis_client: redis.Redis) -> None:
+    verified = VerifiedIndex(SimhashIndex(redis_client, "recount", id_buckets=64))
+    verified.add_many([(f"p{i}", page(i)) for i in range(10)])
+    docs, fps = verified.index.count()
+    redis_client.hset(verified.index.keys.counts, "fingerprints", 99)
+    assert dict(verified.index.verify().problems) == {"counts differ from data": 1}
+    assert verified.index.verify(repair=True).repaired
+    assert verified.index.verify().ok
+    assert verified.index.count() == (docs, fps) == (10, 10)
+
+
+def test_verified_verify_and_repair_beside_a_live_writer(redis_client: redis.Redis) -> None:
+    """A verified index beside a writer: no sketch is reported without its document while the writer is
+    storing it, and a repair removes none (before: 'sketch without a document', and the repair's removal
+    of the id with its sketch). 'documents without a sketch' compares two counts taken apart: still
+    reported beside a writer (docs/guarantees.md)."""
+    verified = VerifiedIndex(SimhashIndex(redis_client, "live-v", id_buckets=256))
+    ids = [f"d{i}" for i in range(200)]
+    last: dict[str, int | None] = {doc_id: i % 30 for i, doc_id in enumerate(ids)}
+    verified.add_many([(doc_id, page(i)) for doc_id, i in last.items() if i is not None])
+    writing, stop, errors = threading.Event(), threading.Event(), []
+
+    def write() -> None:
+        writer, rng = VerifiedIndex(SimhashIndex(redis_client, "live-v")), random.Random(3)
+        try:
+            while not stop.is_set():
+                doc_id = rng.choice(ids)
+                if rng.random() < 0.3:
+                    writer.remove(doc_id)
+                    last[doc_id] = None
+                else:
+                    last[doc_id] = rng.randrange(30)
+                    writer.add(doc_id, page(last[doc_id]))  # type: ignore[arg-type]
+                writing.set()
+        except Exception as exc:  # reported by the test
+            errors.append(exc)
+            writing.set()
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        assert writing.wait(60)
+        reports = [verified.index.verify() for _ in range(3)] + [verified.index.verify(repair=True)]
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not errors, errors
+    assert all(set(report.problems) <= {"documents without a sketch"} for report in reports), [
+        report.examples for report in reports
+    ]
+    for doc_id, i in last.items():
+        assert verified.index.get(doc_id) == (None if i is None else verified.index.fingerprint(page(i)))
+        assert (verified.sketch_of(doc_id) is None) == (i is None)
+    final = verified.index.verify()
+    assert final.ok, final.examples

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
 from ..store import KeySchema, Store, Verification, Windows
-from ..store.store import FP_IDS, ID_CAS
+from ..store.store import FP_IDS, ID_CAS, VERIFY_FIX, KeyKind
 from ..store.windowed_writes import leaving
 from ..transport import raise_first_error
 from .arguments import chunks
@@ -18,6 +18,8 @@ from .sketch_check import SKETCHES, check_bands, check_sketches
 __all__ = ["NO_SKETCH", "WRONG_TYPE", "check_consistency", "find_wrong_types", "verify_windows"]
 
 _BATCH = 500
+#: Atomic recounts of the maps (`_recount`) while a writer keeps making buckets.
+_RECOUNTS = 3
 #: The problem no repair fixes: a key another program wrote, which only a person may delete.
 WRONG_TYPE = "key of the wrong type"
 #: What no repair fixes either: a sketch is made from the text, which the index does not keep.
@@ -28,6 +30,7 @@ class _Target(NamedTuple):
     store: Store
     f: int
     tables: int
+    repair: bool = False
 
     @property
     def keys(self) -> KeySchema:
@@ -41,16 +44,20 @@ class _Target(NamedTuple):
 def check_consistency(
     store: Store, f: int, tables: int, repair: bool = False, verification: Verification | None = None
 ) -> VerifyReport:
-    """Check every id, fingerprint and table entry of an index against the others (while no worker
-    writes: a write in flight can look like an inconsistency)."""
+    """Check every id, fingerprint and table entry of an index against the others. On a standalone server
+    each problem found is checked again, and fixed, in one atomic step with the keys it names, so writers
+    beside it cause no false problem and no fix undoes their writes; on a cluster a write in flight can
+    still look like an inconsistency (docs/guarantees.md)."""
     report = VerifyReport(repaired=repair)
-    target = _Target(store, f, tables)
+    target = _Target(store, f, tables, repair)
     if find_wrong_types(store, report, store.scan("all")):
         report.repaired = False
         return report
 
     # 1. The id map: each id's fingerprint must be in the fingerprint map under that id, and in the tables.
+    seen: dict[KeyKind, set[bytes]] = {"id": set(), "fp": set()}  # the map buckets, for `_recount`
     for bucket_keys in store.scan("id"):
+        seen["id"].update(bucket_keys)
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
         entries, drops = [], []
         for key, reply in zip(bucket_keys, contents, strict=True):
@@ -72,6 +79,7 @@ def check_consistency(
     # beside the ids (verified mode) must be of ids having that fingerprint.
     with_sketch = 0
     for bucket_keys in store.scan("fp"):
+        seen["fp"].update(bucket_keys)
         contents = _typed(report, bucket_keys, store.hashes(bucket_keys, raise_on_error=False))
         placed: list[tuple[bytes, bytes, bytes]] = []  # (bucket key, fingerprint, ids)
         sketches: list[tuple[bytes, bytes]] = []
@@ -105,12 +113,53 @@ def check_consistency(
         missing = report.docs - with_sketch
         report.found(NO_SKETCH, f"{missing} (not repaired: add them again with their texts)", missing)
 
-    docs, fps = store.counts(sketched=verification is not None)
-    if (docs, fps) != (report.docs, report.fingerprints):
+    held, (docs, fps) = (report.docs, report.fingerprints), store.counts(sketched=verification is not None)
+    if (docs, fps) != held and not store.cluster:  # writers beside the scan move both
+        held, (docs, fps) = _recount(store, seen, verification is not None, repair)
+    if (docs, fps) != held:
         report.found("counts differ from data", f"counts say {docs} docs/{fps} fingerprints")
-        if repair:
-            store.set_counts(report.docs, report.fingerprints)
+        if repair and store.cluster:
+            store.set_counts(*held)
     return report
+
+
+def _recount(
+    store: Store, seen: dict[KeyKind, set[bytes]], sketched: bool, repair: bool
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The maps' sizes and the counts hash read at one moment (`Store.recount`) over every map bucket listed
+    so far, listed again while new ones appear (a writer makes them); on repair the hash is set in a step
+    over the same buckets. As `Store.recount`."""
+    found = ((0, 0), (0, 0))
+    for _ in range(_RECOUNTS):
+        found = store.recount(sorted(seen["id"]), sorted(seen["fp"]), sketched=sketched, repair=False)
+        if found[0] == found[1]:
+            return found
+        new = {
+            kind: {key for batch in store.scan(kind) for key in batch} - known for kind, known in seen.items()
+        }
+        if not any(new.values()):  # a difference over every bucket there is: a real one
+            if repair:
+                found = store.recount(sorted(seen["id"]), sorted(seen["fp"]), sketched=sketched, repair=True)
+            return found
+        for kind, keys in new.items():
+            seen[kind] |= keys
+    return found
+
+
+#: A problem found: its name and detail, then `VERIFY_FIX`'s name of it, its keys, fingerprint and id.
+_Found = tuple[str, str, bytes, list[bytes], bytes, bytes]
+
+
+def _settle(target: _Target, report: VerifyReport, found: list[_Found]) -> set[tuple[bytes, bytes]]:
+    """Report each problem still there when checked again, each in one atomic step that also fixes it on
+    repair (a standalone server's); the (fingerprint, id) of those reported."""
+    flag = b"1" if target.repair else b"0"
+    calls = [VERIFY_FIX.command(keys, [kind, flag, fp, doc_id]) for _, _, kind, keys, fp, doc_id in found]
+    held = target.store.run_script(VERIFY_FIX, calls)
+    still = [problem for problem, there in zip(found, held, strict=True) if there]
+    for problem, detail, *_ in still:
+        report.found(problem, detail)
+    return {(fp, doc_id) for *_, fp, doc_id in still}
 
 
 def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[bytes]]) -> bool:
@@ -167,20 +216,49 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
     additions: list[tuple[bytes, bytes]] = []
     table_fixes: list[Any] = []
     malformed: set[bytes] = set()
+    found: list[_Found] = []  # on a cluster, reported and fixed at once
     for n, ((doc_id, fp), raw) in enumerate(zip(chunk, lists, strict=True)):
         ids = _ids(raw) if raw is not None else []
         if ids is None and fp not in malformed:
             malformed.add(fp)
             report.found("malformed fingerprint-map entry", f"{fp.decode()}: {raw!r}")
             resets.append((b"HDEL", keys.fp_bucket(fp), fp))
-        if ids is None or doc_id.decode() not in ids:
-            if ids is not None:
-                report.found("id missing from fingerprint map", f"{doc_id!r} -> {fp.decode()}")
+        if ids is None:
             additions.append((doc_id, fp))
+        elif doc_id.decode() not in ids:
+            id_keys = [keys.id_bucket(doc_id), keys.fp_bucket(fp)]
+            found.append(
+                (
+                    "id missing from fingerprint map",
+                    f"{doc_id!r} -> {fp.decode()}",
+                    b"listed",
+                    id_keys,
+                    fp,
+                    doc_id,
+                )
+            )
         for t, key in enumerate(keys.tables(decode_fp(fp, target.f))):
             if member[n * tables + t] == 0:
-                report.found("fingerprint missing from table", f"{fp.decode()} not in {key.decode()}")
-                table_fixes.append((b"SADD", key, fp))
+                detail = f"{fp.decode()} not in {key.decode()}"
+                found.append(
+                    (
+                        "fingerprint missing from table",
+                        detail,
+                        b"tabled",
+                        [keys.id_bucket(doc_id), key],
+                        fp,
+                        doc_id,
+                    )
+                )
+    if not target.cluster:
+        _settle(target, report, found)
+        found = []
+    for problem, detail, kind, problem_keys, fp, doc_id in found:
+        report.found(problem, detail)
+        if kind == b"listed":
+            additions.append((doc_id, fp))
+        else:
+            table_fixes.append((b"SADD", problem_keys[1], fp))
     if repair:
         # Ids are added one by one with the idempotent script, so several missing ids of one fingerprint
         # all land (rewriting the list from a stale read would keep only the last).
@@ -208,11 +286,26 @@ def _check_fingerprints(
             parsed.append((key, fp, ids))
     flat_ids = [(fp, doc_id) for _, fp, ids in parsed for doc_id in ids]
     owners = run([(b"HGET", keys.id_bucket(d.encode()), d.encode()) for _, d in flat_ids])
+    found: list[_Found] = [
+        (
+            "stale id in fingerprint map",
+            f"{listed!r} listed under {fp.decode()}",
+            b"stale",
+            [keys.fp_bucket(fp), keys.id_bucket(listed.encode()), *keys.tables(decode_fp(fp, target.f))],
+            fp,
+            listed.encode(),
+        )
+        for (fp, listed), owner in zip(flat_ids, owners, strict=True)
+        if owner != fp
+    ]
+    # Checked again and fixed by _settle on a standalone server (nothing of them left to `fixes`).
+    settled = _settle(target, report, found) if not target.cluster else None
     stale: dict[bytes, set[str]] = {}
-    for (fp, listed), owner in zip(flat_ids, owners, strict=True):
-        if owner != fp:
-            report.found("stale id in fingerprint map", f"{listed!r} listed under {fp.decode()}")
-            stale.setdefault(fp, set()).add(listed)
+    for problem, detail, _, _, fp, doc_id in found:
+        if settled is None:
+            report.found(problem, detail)
+        if settled is None or (fp, doc_id) in settled:
+            stale.setdefault(fp, set()).add(doc_id.decode())
     in_use = 0
     for key, fp, ids in parsed:
         kept = [d for d in ids if d not in stale.get(fp, ())]
@@ -221,7 +314,7 @@ def _check_fingerprints(
             fixes.append((b"HDEL", key, fp))
             continue
         in_use += bool(kept)
-        if fp in stale:
+        if fp in stale and settled is None:
             if kept:
                 fixes.append((b"HSET", key, fp, encode_ids(kept)))
             else:
@@ -239,6 +332,7 @@ def _check_tables(
     keys, run = target.keys, target.store.execute
     known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
     fixes = []
+    orphans: list[_Found] = []
     for (key, fp), exists in zip(chunk, known, strict=True):
         value = _fingerprint(fp, target.f)
         misplaced = value is not None and keys.tables(value)[table] != key
@@ -248,10 +342,21 @@ def _check_tables(
             report.found("misplaced table member", f"{fp.decode()} in {key.decode()}")
         elif not exists and target.cluster:
             report.garbage += 1
-        elif not exists:
-            report.found("orphan table member", f"{fp.decode()} in {key.decode()}")
+        elif not exists:  # checked again, and removed on repair, in one step
+            orphans.append(
+                (
+                    "orphan table member",
+                    f"{fp.decode()} in {key.decode()}",
+                    b"orphan",
+                    [key, keys.fp_bucket(fp)],
+                    fp,
+                    b"",
+                )
+            )
+            continue
         if value is None or misplaced or not exists:
             fixes.append((b"SREM", key, fp))
+    _settle(target, report, orphans)
     if repair and fixes:
         run(fixes)
 

@@ -397,8 +397,11 @@ class SimhashIndex:
     def verify(self, repair: bool = False) -> VerifyReport:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
 
-        Run it while no worker writes to the index: the check reads in many round trips, so a write in
-        flight looks like a problem, and a repair writes from what it read (undoing writes made meanwhile).
+        On a standalone server it may run beside writers: each problem of the id map, fingerprint map,
+        tables, counts and of a sketch kept without its document is checked again, and fixed, in one
+        atomic step with its keys. Not yet so verified mode's "documents without a sketch" and band
+        checks, a retention window's expiry and period checks, or any check on a cluster (whose writes are
+        several steps): run those while no worker writes.
 
         Args:
             repair: also fix what is found, following the id map.

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..codec import decode_sketches, pack_fps, unpack_fps
 from ..store import KeySchema, Store, Verification
-from ..store.store import BAND_DROP, BAND_MEMBER, FP_IDS, hash_pairs
+from ..store.store import BAND_DROP, BAND_MEMBER, FP_IDS, VERIFY_FIX, hash_pairs
 from ..transport import raise_first_error
 from .report import VerifyReport
 
@@ -39,11 +39,17 @@ def check_sketches(
                 store.execute([(b"HDEL", keys.fp_bucket(fp), name)])
     owners = store.execute([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
     stored, orphans = 0, []
+    checks: list[tuple[str, list[bytes], bytes, bytes]] = []  # on a standalone server: (detail, keys, fp, id)
     banded: list[tuple[tuple[bytes, bytes], bytes]] = []  # ((hash, field), fingerprint) of stored ones
+    flag = b"1" if repair else b"0"
     for (fp, doc_id, sketch), owner in zip(pairs, owners, strict=True):
         if owner != fp:
-            report.found("sketch without a document", f"{doc_id!r} under {fp.decode(errors='replace')}")
-            orphans.append(FP_IDS.command([keys.fp_bucket(fp)], [b"-", fp, doc_id]))
+            detail = f"{doc_id!r} under {fp.decode(errors='replace')}"
+            if store.cluster:
+                report.found("sketch without a document", detail)
+                orphans.append(FP_IDS.command([keys.fp_bucket(fp)], [b"-", fp, doc_id]))
+            else:  # checked again, and fixed on repair, in one step: a writer may have stored it since
+                checks.append((detail, [keys.fp_bucket(fp), keys.id_bucket(doc_id)], fp, doc_id))
             continue
         stored += 1
         size = verification.sketch_bytes if verification is not None else len(sketch)
@@ -51,6 +57,12 @@ def check_sketches(
             report.found("malformed sketch", f"{doc_id!r}: {len(sketch)} bytes, not {size} (not repaired)")
         elif verification is not None and verification.bands:
             banded.extend((place, fp) for place in keys.band_places(sketch, verification))
+    held = store.run_script(
+        VERIFY_FIX, [VERIFY_FIX.command(k, [b"sketched", flag, fp, d]) for _, k, fp, d in checks]
+    )
+    for (detail, *_), still in zip(checks, held, strict=True):
+        if still:
+            report.found("sketch without a document", detail)
     if repair and orphans:
         # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
         store.run_script(FP_IDS, orphans)

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from typing import Any, Literal, TypeVar
 
+import numpy as np
+
 from ..transport import (
     READ,
     SEND,
@@ -23,6 +25,8 @@ from ..transport import (
     raise_first_error,
     translate_error,
 )
+from ..transport.cluster import bucket_slots
+from ..transport.wire import SlotCommands
 from .keys import KeySchema
 
 __all__ = [
@@ -33,14 +37,15 @@ __all__ = [
     "BULK_FP",
     "BULK_IDS",
     "BULK_SKETCH",
-    "COUNT_FPS",
     "CREATE_META",
     "FP_IDS",
     "ID_CAS",
     "LOCK",
+    "MAP_SIZES",
     "PIN_META",
     "SCRIPTS",
     "UNLOCK",
+    "VERIFY_FIX",
     "WRITE",
     "KeyKind",
     "Script",
@@ -48,6 +53,7 @@ __all__ = [
     "drop_keys",
     "hash_pairs",
     "in_parts",
+    "map_sizes",
     "round_trip",
     "run_calls",
     "with_scripts",
@@ -108,11 +114,12 @@ BULK_IDS = Script("bulk_ids")
 BULK_SKETCH = Script("bulk_sketch")
 BULK_BAND = Script("bulk_band")
 BULK_COMMIT = Script("bulk_commit")
-COUNT_FPS = Script("count_fps")
+MAP_SIZES = Script("map_sizes")
 CREATE_META = Script("create_meta")
 PIN_META = Script("pin_meta")
 LOCK = Script("lock")
 UNLOCK = Script("unlock")
+VERIFY_FIX = Script("verify_fix")
 
 
 def with_scripts(
@@ -292,23 +299,29 @@ class Store:
     def counts(self, *, sketched: bool = False) -> tuple[int, int]:
         """The number of documents and of distinct fingerprints stored.
 
-        On a cluster they are summed from the maps' sizes (tens of milliseconds; `sketched`: a verified
-        index, whose sketches are not counted).
+        On a cluster they are summed from the maps' sizes, one script call per hash slot (`sketched`: a
+        verified index, whose sketches are not counted).
         """
-        keys = self.keys
         if not self.cluster:
-            docs, fps = self.execute([(b"HMGET", keys.counts, b"docs", b"fingerprints")])[0]
+            docs, fps = self.execute([(b"HMGET", self.keys.counts, b"docs", b"fingerprints")])[0]
             return int(docs or 0), int(fps or 0)
-        buckets = range(keys.id_buckets)
-        docs = sum(self.execute([(b"HLEN", keys.id_form.key(b)) for b in buckets]))
-        if not sketched:
-            return docs, sum(self.execute([(b"HLEN", keys.fp_form.key(b)) for b in buckets]))
-        calls = [COUNT_FPS.command([keys.fp_form.key(b)], []) for b in buckets]
-        return docs, sum(self.run_script(COUNT_FPS, calls))
+        return map_sizes(self.sender, [self.keys], sketched)[0]
 
     def set_counts(self, docs: int, fingerprints: int) -> None:
         """Set the counts hash to what the data holds (after a check, an import)."""
         self.execute([(b"HSET", self.keys.counts, b"docs", docs, b"fingerprints", fingerprints)])
+
+    def recount(
+        self, id_keys: list[bytes], fp_keys: list[bytes], *, sketched: bool, repair: bool
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """On a standalone server: the (documents, fingerprints) these id- and fingerprint-map buckets hold
+        and what the counts hash says, read in one atomic step (a writer beside it changes neither apart
+        from the other); with `repair`, the hash set to the buckets' sizes in that step. It blocks the
+        server for an HLEN of each bucket (sketched: an HGETALL of each fingerprint-map bucket)."""
+        args: list[bytes | int] = [len(id_keys), b"1" if sketched else b"0", b"1" if repair else b"0"]
+        call = MAP_SIZES.command([*id_keys, *fp_keys, self.keys.counts], args)
+        docs, fps, said_docs, said_fps = self.run_script(MAP_SIZES, [call])[0]
+        return (docs, fps), (said_docs, said_fps)
 
     def used_memory(self) -> int | None:
         """The server's used_memory, or None on a cluster (whose nodes each have their own)."""
@@ -342,6 +355,77 @@ def drop_keys(sender: Sender, prefix: str, name: str) -> int:
     for keys in sender.scan(f"{prefix}:{name}:*", 10 * _SCAN_COUNT):
         deleted += sum(sender.execute([(b"UNLINK", key) for key in keys if key != meta]))
     return deleted + int(sender.execute([(b"UNLINK", meta)])[0])
+
+
+def map_sizes(sender: Sender, schemas: Sequence[KeySchema], sketched: bool) -> list[tuple[int, int]]:
+    """The number of documents and of fingerprints in the maps of each of several key schemas (a retention
+    window's periods) on a cluster, in one round trip: what the data holds, summed by the server.
+
+    Args:
+        sketched: the fingerprint maps also hold sketches, which are not counted.
+    """
+    calls = [map_size_calls(schema, sketched) for schema in schemas]
+    every = SlotCommands([p for c in calls for p in c.packs], [slot for c in calls for slot in c.slots])
+    sizes = with_scripts(sender, lambda exchange: exchange.round_trip(every), (MAP_SIZES,))
+    raise_first_error(sizes)
+    found, low = [], 0
+    for c in calls:
+        share, low = sizes[low : low + len(c)], low + len(c)
+        found.append((sum(docs for docs, _ in share), sum(fps for _, fps in share)))
+    return found
+
+
+def map_size_calls(keys: KeySchema, sketched: bool) -> SlotCommands:
+    """`MAP_SIZES` calls for every bucket of an index's maps, one call per hash slot they fall in (a
+    cluster has 16,384; the maps 2 x 131,072 buckets by default), packed in numpy passes."""
+    count, prefixes = keys.id_buckets, (keys.id_form.prefix, keys.fp_form.prefix)
+    # Buckets sorted by slot, id-map buckets before fingerprint-map ones within a slot.
+    slots = np.concatenate([bucket_slots(prefix, count) for prefix in prefixes])
+    order = np.argsort(slots, kind="stable")  # a radix sort of uint16
+    numbers, forms = order % count, order // count
+    # Each key as a bulk string: "$<length>\r\n" + prefix (a head per form and digit count) + digits.
+    places = len(str(max(count - 1, 0)))
+    digits = np.ones(len(order), dtype=np.int64)
+    for place in range(1, places):
+        digits += numbers >= 10**place
+    heads = [
+        b"$%d\r\n%s" % (len(prefixes[f]) + d, prefixes[f]) for f in range(2) for d in range(1, places + 1)
+    ]
+    width = max(map(len, heads))
+    table = np.frombuffer(b"".join(head.ljust(width, b"\0") for head in heads), dtype=np.uint8)
+    which = forms * places + digits - 1
+    spans = np.array(list(map(len, heads)), dtype=np.int64)[which]
+    column = np.arange(places)
+    powers = 10 ** np.arange(places, dtype=np.int64)
+    text = (numbers[:, None] // powers[(digits[:, None] - 1 - column).clip(0)] % 10 + ord("0")).astype(
+        np.uint8
+    )
+    crlf = np.frombuffer(_CRLF, dtype=np.uint8)
+    whole = np.concatenate(
+        [table.reshape(len(heads), width)[which], text, np.broadcast_to(crlf, (len(order), 2))], 1
+    )
+    mask = np.concatenate(
+        [np.arange(width) < spans[:, None], column < digits[:, None], np.ones((len(order), 2), dtype=bool)], 1
+    )
+    packed = whole[mask].tobytes()
+    ends = np.cumsum(spans + digits + 2).tolist()
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(slots[order])) + 1])
+    ids = np.add.reduceat((forms == 0).astype(np.int64), starts).tolist()
+    bounds = [*starts.tolist(), len(order)]
+    call = b"*%%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$%%d\r\n%%d\r\n" % MAP_SIZES.sha
+    flag = b"$1\r\n%d\r\n" % sketched
+    # Few distinct key counts a slot: each call's head and tail made once.
+    openings = {n: call % (n + 5, len(str(n)), n) for n in set(np.diff(bounds).tolist())}
+    tails = {n: b"$%d\r\n%d\r\n" % (len(str(n)), n) + flag for n in set(ids)}
+    ends.insert(0, 0)
+    packs = [
+        b"".join([openings[high - low], packed[ends[low] : ends[high]], tails[ids_j]])
+        for low, high, ids_j in zip(bounds, bounds[1:], ids, strict=False)
+    ]
+    return SlotCommands(packs, slots[order][starts].tolist())
+
+
+_CRLF = b"\r\n"
 
 
 def hash_pairs(reply: Any) -> list[tuple[bytes, bytes]]:

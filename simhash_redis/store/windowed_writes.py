@@ -30,6 +30,7 @@ from .writes import (
     band_args,
     call_token,
     conflict_pause,
+    conflict_paused,
     guard_args,
     outcome_of,
     parts_of,
@@ -116,8 +117,13 @@ class WindowedWrites(Writes):
             self.windows,
             attempt,
             [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)],
+            self._read_again,
         )
         return outcomes
+
+    def _read_again(self, pending: list[_InPeriod]) -> list[_InPeriod]:
+        held = zip(pending, self.windows.held([d[1] for d in pending]), strict=True)
+        return [(d[0], d[1], d[2], value, window, d[5]) for d, (window, value) in held]
 
     def _on_cluster(
         self,
@@ -203,10 +209,14 @@ class WindowedWrites(Writes):
 
 
 def in_rounds(
-    windows: Windows, attempt: Callable[[View, list[T]], tuple[list[T], int | None]], pending: list[T]
+    windows: Windows,
+    attempt: Callable[[View, list[T]], tuple[list[T], int | None]],
+    pending: list[T],
+    read_again: Callable[[list[T]], list[T]] | None = None,
 ) -> None:
     """Run rounds of a windowed write until nothing is left to retry, on the server's clock; `attempt` runs
-    one round: what to try again, and the server's time (ms) if refused for another period.
+    one round: what to try again, and the server's time (ms) if refused for another period; `read_again`, the
+    documents to resend after a conflict's pause with their values read then.
 
     Raises:
         WriteContention: rounds kept settling nothing (clocks that disagree, rounds slower than a
@@ -243,6 +253,7 @@ def in_rounds(
             if conflicts >= CONFLICT_ROUNDS:
                 raise too_many(len(retry))
             conflict_pause(conflicts)
+            retry = read_again(retry) if read_again and conflict_paused(conflicts) else retry
         pending = retry
 
 

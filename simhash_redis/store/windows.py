@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..transport import Exchange, Sender, raise_first_error
 from .config import Retention
 from .keys import KeySchema
-from .store import Store
+from .store import map_sizes
 
 __all__ = ["View", "WindowedSets", "Windows"]
 
@@ -145,10 +145,10 @@ class Windows:
         return tuple(w for w, exists in zip(ahead, found, strict=True) if exists)
 
     def counts(self, *, sketched: bool = False) -> list[tuple[int, int, int]]:
-        """(period, documents, fingerprints) of each live period (`Store.counts` on a cluster)."""
+        """(period, documents, fingerprints) of each live period (`map_sizes` on a cluster)."""
         view = self.view()
         if self._sender.cluster:  # no counts hash: the sizes of each period's maps
-            sizes = [Store(self._sender, schema).counts(sketched=sketched) for schema in view.schemas]
+            sizes = map_sizes(self._sender, view.schemas, sketched)
             return [(window, docs, fps) for window, (docs, fps) in zip(view.windows, sizes, strict=True)]
         replies = self._sender.execute(
             [(b"HMGET", schema.counts, b"docs", b"fingerprints") for schema in view.schemas]
@@ -156,6 +156,17 @@ class Windows:
         return [
             (window, int(docs or 0), int(fps or 0))
             for window, (docs, fps) in zip(view.windows, replies, strict=True)
+        ]
+
+    def held(self, ids: list[bytes]) -> list[tuple[int, bytes]]:
+        """Each id's (period, stored value) in the newest live period holding it ((0, b"") for none), where
+        write.lua looks for it, in one round trip."""
+        view = self.view()
+        schemas, windows, n = view.schemas, view.windows, len(view.schemas)
+        got = self._sender.execute([(b"HGET", s.id_bucket(i), i) for i in ids for s in schemas])
+        return [
+            ([(w, v) for w, v in zip(windows, got[j * n : j * n + n], strict=True) if v] or [(0, b"")])[-1]
+            for j in range(len(ids))
         ]
 
     def schema(self, window: int) -> KeySchema:

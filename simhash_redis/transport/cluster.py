@@ -3,14 +3,16 @@ before any reply is read; MOVED, ASK and lost nodes refresh the slot map and res
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import dataclasses
-import functools
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 import redis.exceptions as rex
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
@@ -23,12 +25,11 @@ from .standalone import (
     lost_connection,
     raise_first_error,
     refused,
-    scan_pages,
     translate_error,
 )
 from .wire import Command
 
-__all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "command_keys"]
+__all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "bucket_slots", "command_keys"]
 
 #: How a cluster's transport retries, unless given another Backoff; then on until the cluster's
 #: failover time has passed since the first failure (`ClusterTransport.failover_time`).
@@ -59,6 +60,28 @@ def command_keys(command: Command) -> list[bytes]:
     if name in (b"SCRIPT", b"PING", b"ASKING", b"TIME"):
         return []
     return [_as_bytes(command[1])]
+
+
+# CRC16-XMODEM by byte, as redis.crc.key_slot (binascii.crc_hqx) computes it, for numpy passes.
+_CRC16 = np.array([binascii.crc_hqx(bytes([byte]), 0) for byte in range(256)], dtype=np.uint16)
+
+
+def bucket_slots(prefix: bytes, count: int) -> npt.NDArray[np.uint16]:
+    """The hash slots of the keys `prefix` + decimal 0..count-1 (a map's buckets), computed in numpy
+    passes; `prefix` holds no hash tag (no key name of an index has braces)."""
+    numbers = np.arange(count, dtype=np.int64)
+    slots = np.empty(count, dtype=np.uint16)
+    start = np.uint16(binascii.crc_hqx(prefix, 0))
+    low = 0
+    for digits in range(1, len(str(max(count - 1, 0))) + 1):
+        high = min(count, 10**digits)
+        crc = np.full(high - low, start, dtype=np.uint16)
+        for place in range(digits - 1, -1, -1):
+            digit = (numbers[low:high] // 10**place % 10 + ord("0")).astype(np.uint16)
+            crc = (crc << np.uint16(8)) ^ _CRC16[(crc >> np.uint16(8)) ^ digit]
+        slots[low:high] = crc & np.uint16(16383)
+        low = high
+    return slots
 
 
 def _as_bytes(value: bytes | str | int | float) -> bytes:
@@ -138,9 +161,47 @@ class ClusterTransport:
             raise translate_error(exc) from None
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
-        """The keys matching a pattern, a SCAN page of COUNT `count` at a time, from every primary."""
-        for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
-            yield from scan_pages(functools.partial(self._node_command, node), pattern, count)
+        """The keys matching a pattern, a SCAN page of COUNT `count` at a time, from every primary (raises
+        as `execute`). Each page is asked of the owner of a slot of that primary through the retry loop:
+        a primary lost mid-listing (a failover) is listed again from the start on its successor, whose
+        cursors are its own (a key may come twice)."""
+        for slot in self._slots_of_primaries():
+            scanned: list[Any] = [None, b"0"]  # the node listed, and its cursor
+            while True:
+                keys = self._scan_page(slot, scanned, (b"MATCH", pattern, b"COUNT", count))
+                if keys:
+                    yield list(keys)
+                if scanned[1] in (b"0", 0):
+                    break
+
+    def _slots_of_primaries(self) -> list[int]:
+        # A slot of each primary in the slot map: the owner of that slot is asked for each page.
+        first: dict[str, int] = {}
+        for slot, nodes in sorted(self.client.nodes_manager.slots_cache.items()):
+            if nodes:
+                first.setdefault(nodes[0].name, slot)
+        return sorted(first.values())
+
+    def _scan_page(self, slot: int, scanned: list[Any], options: Command) -> list[bytes]:
+        def attempt() -> Any:
+            node = self.client.nodes_manager.get_node_from_slot(slot)
+            if node.name != scanned[0]:
+                scanned[:] = [node.name, b"0"]  # another primary: from the start
+            reply = self._node_round_trip(node, [(b"SCAN", scanned[1], *options)])[0]
+            raise_first_error([reply])
+            return reply
+
+        try:
+            scanned[1], keys = self.backoff.call_with_retry(
+                attempt,
+                lambda exc: lost_connection(exc) or isinstance(exc, rex.RedisClusterException),
+                lambda _: self._refresh(),
+            )
+        except (rex.ConnectionError, rex.TimeoutError, OSError, rex.RedisClusterException) as exc:
+            if isinstance(exc, SimhashRedisError):
+                raise
+            raise translate_error(exc) from None
+        return keys  # type: ignore[no-any-return]
 
     def _attempt(
         self, commands: Sequence[Command], pending: list[int], replies: list[Any], durable: bool
@@ -149,15 +210,26 @@ class ClusterTransport:
         failed: list[int] = []
         redirected: list[int] = []
         last_error: Exception | None = None
+        # Each slot's owner asked once an attempt: redis-py's lookup costs microseconds, and a batch of a
+        # map's 131,072 buckets has only 16,384 slots.
+        owners: dict[int, ClusterNode] = {}
+        per_key = commands.keys if isinstance(commands, wire.CommandPerKey) else None
+        per_slot = commands.slots if isinstance(commands, wire.SlotCommands) else None
         for i in pending:
-            keys = command_keys(commands[i])
+            if per_slot is not None:
+                keys: list[bytes] = []
+            else:
+                keys = [per_key[i]] if per_key is not None else command_keys(commands[i])
             try:
-                if not keys:  # TIME, say: any node answers
+                if per_slot is None and not keys:  # TIME, say: any node answers
                     node = self.client.get_default_node()  # type: ignore[no-untyped-call]
                     if node is None:  # no node known (a client closed meanwhile): as an unknown slot
                         raise rex.RedisClusterException("no cluster node is known")
                 else:
-                    node = self.client.nodes_manager.get_node_from_slot(key_slot(keys[0]))
+                    slot = per_slot[i] if per_slot is not None else key_slot(keys[0])
+                    node = owners.get(slot)
+                    if node is None:
+                        node = owners[slot] = self.client.nodes_manager.get_node_from_slot(slot)
             except rex.RedisClusterException as exc:  # the slot has no known owner right now
                 failed.append(i)
                 last_error = exc
@@ -169,10 +241,10 @@ class ClusterTransport:
             # Nodes in the order of their names: a transport that waits for a node's connections (the
             # asyncio one) then never waits in a cycle with another call.
             for _, (node, indexes) in sorted(groups.items()):
-                batch = [commands[i] for i in indexes]
+                batch = _share(commands, indexes)
                 waits = durable and not _reads_only(batch) and self._has_replica(node)
                 if waits:
-                    batch.append(_WAIT)
+                    batch = [*batch, _WAIT]
                 try:
                     exchange = self._send(node, batch)
                     sent.append((node, indexes, exchange, len(batch), waits))
@@ -291,7 +363,7 @@ class ClusterTransport:
         connection = node.redis_connection or self.client.get_redis_connection(node)
         return connection.connection_pool
 
-    def _send(self, node: ClusterNode, commands: list[Command]) -> wire.Exchange:
+    def _send(self, node: ClusterNode, commands: Sequence[Command]) -> wire.Exchange:
         exchange = self.exchange(self._checkout(node))
         try:
             exchange.send(commands)
@@ -342,7 +414,17 @@ class ClusterTransport:
             self._reload()
 
 
-def _reads_only(commands: list[Command]) -> bool:
+def _share(commands: Sequence[Command], indexes: list[int]) -> Sequence[Command]:
+    """A node's share of a batch (commands of one name a key packed as one still: `wire.CommandPerKey`)."""
+    if isinstance(commands, wire.CommandPerKey):
+        keys = commands.keys
+        return wire.CommandPerKey(commands.name, [keys[i] for i in indexes], commands.field)
+    if isinstance(commands, wire.SlotCommands):
+        return commands.taken(indexes)
+    return [commands[i] for i in indexes]
+
+
+def _reads_only(commands: Sequence[Command]) -> bool:
     return all(_as_bytes(command[0]).upper() in _READS for command in commands)
 
 
@@ -374,16 +456,25 @@ class _QueuedExchange(wire.Exchange):
     def __init__(self, transport: ClusterTransport, durable: bool = False) -> None:
         super().__init__(None)
         self._transport, self._durable = transport, durable
-        self._queue: list[Command] = []
+        self._queue: Sequence[Command] = []
         self._buffer: list[Any] = []
 
     def read_sets(self, count: int) -> None:
         return None
 
+    def send(self, *batches: Sequence[Command]) -> None:
+        if len(batches) == 1 and isinstance(batches[0], wire.SlotCommands) and not self._queue:
+            self.unread += len(batches[0])
+            self._queue = batches[0]  # kept whole: routed by its slots, never parsed back
+            return
+        super().send(*batches)
+
     def _pack(self, batches: Sequence[Sequence[Command]]) -> list[Any]:
         return [command for batch in batches for command in batch]
 
     def _put(self, data: list[Any]) -> None:
+        if not isinstance(self._queue, list):
+            self._queue = list(self._queue)
         self._queue.extend(data)
 
     def _get(self, count: int) -> list[Any]:

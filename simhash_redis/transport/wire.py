@@ -7,6 +7,7 @@ anything raises, so no half-read connection goes back to a pool.
 
 from __future__ import annotations
 
+import itertools
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
@@ -25,6 +26,7 @@ __all__ = [
     "CommandPerKey",
     "Exchange",
     "PackedCommands",
+    "SlotCommands",
     "arrays",
     "checkout",
     "count_send",
@@ -110,11 +112,39 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
         # Every command is head + "$width\r\n" + key + "\r\n" + tail (the field, if any).
         head = b"*%d\r\n$%d\r\n%s\r\n" % (2 if field is None else 3, len(name), name)
         tail = b"" if field is None else _BULK % (len(field), field)
-        widths = set(map(len, keys))
-        if len(widths) == 1:
-            prefix = b"$%d\r\n" % widths.pop()
-            return head + prefix + (_CRLF + tail + head + prefix).join(keys) + _CRLF + tail
-        return b"".join([head + _BULK % (len(key), key) + tail for key in keys])
+        # One join for each run of keys of one length (a map's buckets in order: a run per digit count).
+        out: list[bytes] = []
+        for width, run in itertools.groupby(keys, len):
+            prefix = b"$%d\r\n" % width
+            out += [head, prefix, (_CRLF + tail + head + prefix).join(run), _CRLF, tail]
+        return b"".join(out)
+
+
+class SlotCommands(Sequence[tuple[bytes, ...]]):
+    """Commands packed one by one, each with the hash slot of its keys, so that a cluster routes them
+    without parsing them back (indexing does)."""
+
+    __slots__ = ("packs", "slots")
+
+    def __init__(self, packs: list[bytes], slots: list[int]) -> None:
+        self.packs, self.slots = packs, slots
+
+    def __len__(self) -> int:
+        return len(self.packs)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return SlotCommands(self.packs[i], self.slots[i])
+        return next(arrays(self.packs[i]))
+
+    def taken(self, indexes: list[int]) -> SlotCommands:
+        """The commands at these places."""
+        packs, slots = self.packs, self.slots
+        return SlotCommands([packs[i] for i in indexes], [slots[i] for i in indexes])
+
+    def packed(self) -> bytes:
+        """The RESP form of the commands."""
+        return b"".join(self.packs)
 
 
 class PackedCommands(Sequence[tuple[bytes, ...]]):
@@ -146,7 +176,7 @@ def pack(commands: Sequence[Command]) -> bytes:
     Raises:
         redis.exceptions.DataError: an argument of another type (bool included).
     """
-    if isinstance(commands, (CommandPerKey, PackedCommands)):
+    if isinstance(commands, (CommandPerKey, PackedCommands, SlotCommands)):
         return commands.packed()
     out: list[bytes] = []
     append = out.append
