@@ -173,10 +173,10 @@ class Loader:
             index.scheme, index.f, fp_base, self.workers, self.batch_size, hasher
         )
         self._fatal: InputError | None = None
-        #: Ids written by this load, to tell its own replacements; kept for loads of several inputs.
-        self._repeats: RepeatedIds | None = None
-        #: Ids a unique load has met, to tell a copy of its own earlier row from its resumed write.
-        self._met = RepeatedIds() if unique else None
+        #: Ids written by this load: in a unique load, to tell a copy of its own earlier row from its resumed
+        #: write; in a load of several inputs, to tell its own replacements (`_several`).
+        self._written = RepeatedIds() if unique else None
+        self._several = False
         self._window_ids: list[str] = []
 
     def run(self, records: Units) -> LoadStats:
@@ -221,7 +221,7 @@ class Loader:
         chunks = read_chunks(paths, fmt, options or ReadOptions(), self.batch_size)
         check_inputs(paths, fmt)  # at once, not at the first record
         if len(paths) > 1 and self.dry_run is None:
-            self._repeats = RepeatedIds()
+            self._several, self._written = True, self._written or RepeatedIds()
         mode = self.bulk
         if mode is Bulk.AUTO and STDIN in paths:
             mode = Bulk.OFF
@@ -370,12 +370,12 @@ class Loader:
         stats = self.stats
         kinds = Counter(outcomes)  # counted in C: a bulk window holds 10^5 outcomes
         matched = not all(isinstance(kind, Outcome) for kind in kinds)
-        earlier = self._met.earlier(ids) if matched and self._met is not None else None
-        if self._met is not None:
-            self._met.written(ids, outcomes)
-        if self._repeats is not None:
-            self._repeats.written(ids, outcomes)
-            stats.repeated, stats.repeated_ids = self._repeats.count, self._repeats.first
+        written = self._written
+        earlier = written.earlier(ids) if matched and written is not None else None
+        if written is not None:
+            written.written(ids, outcomes)
+            if self._several:
+                stats.repeated, stats.repeated_ids = written.count, written.first
         for kind, times in kinds.items():
             if kind is Outcome.ADDED:
                 stats.added += times
