@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_redis import IndexCorrupted, Match, SimhashIndex, VerifiedIndex
-from simhash_redis.codec import encode_fp, encode_ids
+from simhash_redis.codec import decode_ids, encode_fp, encode_ids
 from simhash_redis.jobs.dump import export_index
 from tests.servers import ServerProcess
 from tests.test_verified_one_writer import page
@@ -79,6 +79,23 @@ def test_repair_restores_every_missing_id_of_one_fingerprint(any_client: redis.R
     index.verify(repair=True)
     assert index.verify().ok
     assert [m.id for m in index.near(5)] == ["a", "b", "c"]
+
+
+def test_copies_of_one_page_are_decoded_once_a_chunk(
+    any_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A boilerplate page under 1,200 ids: the id step read and decoded the page's whole list once for
+    # each of its ids (quadratic: 2,000 copies took 6 s).
+    from simhash_redis.index import consistency
+
+    index = SimhashIndex(any_client, "copies")
+    index.add_many([(f"page{i}", 77) for i in range(1200)])
+    decoded: list[bytes] = []
+    monkeypatch.setattr(consistency, "decode_ids", lambda raw: decoded.append(raw) or decode_ids(raw))
+    assert index.verify().ok
+    # Once in each chunk of the id step (1,200 ids in 500s: 3) and once or twice in the others, not
+    # once an id.
+    assert len(decoded) < 10
 
 
 def test_malformed_entries_are_reported_not_raised(any_client: redis.Redis) -> None:
