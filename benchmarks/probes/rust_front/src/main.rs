@@ -325,12 +325,11 @@ async fn read_until(
     }
 }
 
+/// A reply's end, and where each of its bulk strings lies (None for a null).
+type Bulks = (usize, Vec<Option<(usize, usize)>>);
+
 /// The end of `want` bulk-string (or null) replies from `pos`, None while partial.
-fn bulks_end(
-    data: &[u8],
-    mut pos: usize,
-    want: usize,
-) -> Result<Option<(usize, Vec<Option<(usize, usize)>>)>, Refused> {
+fn bulks_end(data: &[u8], mut pos: usize, want: usize) -> Result<Option<Bulks>, Refused> {
     let mut spans = Vec::with_capacity(want);
     for _ in 0..want {
         if pos >= data.len() {
