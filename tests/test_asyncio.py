@@ -318,6 +318,19 @@ def test_the_cluster_client_is_initialised_by_the_index(redis_cluster: ClusterPr
     assert asyncio.run(main()) == (True, [Match("a", A, 0)])
 
 
+def test_count_and_verify_on_a_cluster_with_the_default_buckets(redis_cluster: ClusterProcess) -> None:
+    # They pack a call per slot of 2 x 131,072 bucket keys in numpy: numpy's temporary elision (arrays of
+    # 256 KiB or more) ran backtrace() inside the call's greenlet and the process died of a SIGSEGV.
+    redis_cluster.flushall()
+
+    async def main() -> tuple[tuple[int, int], bool]:
+        async with await AsyncSimhashIndex.from_url(redis_cluster.url, "default-buckets", k=3) as index:
+            await index.add("a", A)
+            return await index.count(), (await index.verify()).ok
+
+    assert asyncio.run(main()) == ((1, 1), True)
+
+
 def test_every_awaited_method_takes_simhash_index_arguments() -> None:
     awaited = [
         name

@@ -21,7 +21,7 @@ import sys
 import textwrap
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,11 +96,13 @@ def _pages() -> dict[str, str]:
 
 
 class _Site(http.server.BaseHTTPRequestHandler):
-    def __init__(self, pages: dict[str, str], *args: object) -> None:
-        self.pages = pages
+    def __init__(self, pages: dict[str, str], before: Callable[[str], None] | None, *args: object) -> None:
+        self.pages, self.before = pages, before
         super().__init__(*args)  # type: ignore[arg-type]
 
     def do_GET(self) -> None:
+        if self.before is not None:
+            self.before(self.path)
         body = self.pages.get(self.path)
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -138,8 +140,9 @@ def _edited_site() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _serve(pages: dict[str, str]) -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Site, pages))
+def _serve(pages: dict[str, str], before: Callable[[str], None] | None = None) -> Iterator[str]:
+    """The site on a loopback port; `before(path)` is called before each request is answered."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Site, pages, before))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -329,6 +332,7 @@ def test_settings_the_pipeline_cannot_use_are_errors_naming_them() -> None:
         "SIMHASH_REDIS_RETENTION": ("7x", "604800", "-1d"),  # found when the spider opened, unnamed
         "SIMHASH_REDIS_TEXT": ("builtins.no_such_name", "builtins.__name__"),
         "SIMHASH_REDIS_URL": ("",),  # not the embedded server started on the crawl's machine
+        "SIMHASH_REDIS_ON_ERROR": ("ignore", "Keep"),
     }
     for name, values in refused.items():
         for value in values:
@@ -465,3 +469,126 @@ def test_an_item_loaders_lists_are_a_text_and_an_id(
         pipeline.close_spider()
     assert counted == Counter({"simhash_redis/stored": 1, "simhash_redis/dropped": 1})
     assert SimhashIndex(redis_client, "loader", create=False).get("https://example.com/a") is not None
+
+
+def test_an_item_without_the_field_a_setting_names_is_warned_of_once(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A typo in SIMHASH_REDIS_TEXT_FIELD passed every item on unchecked, seen only in the no_text count, and
+    one in SIMHASH_REDIS_ID_FIELD named every page by a hash of its text: one warning a crawl names the
+    setting and the item's fields; a declared field an item leaves unset (a page without text) is none."""
+    from scrapy import Field, Item
+
+    from simhash_redis.contrib import scrapy as pipeline_module
+
+    class Page(Item):  # type: ignore[misc]
+        url = Field()
+        text = Field()
+
+    monkeypatch.setattr(pipeline_module, "_on_asyncio", lambda: False)  # no reactor in this process
+    pages = [{"url": f"https://example.com/{n}", "text": " ".join(_story(20 + n, 60))} for n in range(3)]
+
+    def warnings_of(**given: object) -> list[str]:
+        caplog.clear()
+        index = "fields-" + "-".join(sorted(given))  # its own index: the pages are new to it
+        pipeline = _from_settings(SIMHASH_REDIS_URL=redis_url, SIMHASH_REDIS_INDEX=index, **given)
+        pipeline.open_spider()
+        try:
+            for page in [*pages, Page(url="https://example.com/empty")]:
+                asyncio.run(pipeline.process_item(dict(page) if isinstance(page, dict) else page))
+        finally:
+            pipeline.close_spider()
+        return [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+
+    with caplog.at_level("WARNING", logger=pipeline_module.__name__):
+        assert warnings_of(SIMHASH_REDIS_TEXT_FIELD="body") == [
+            "SIMHASH_REDIS_TEXT_FIELD = 'body': an item has no field 'body' (its fields: 'url', 'text'); "
+            "such items pass on unchecked"
+        ]
+        assert warnings_of(SIMHASH_REDIS_ID_FIELD="link") == [
+            "SIMHASH_REDIS_ID_FIELD = 'link': an item has no field 'link' (its fields: 'url', 'text'); "
+            "such items are named by a hash of their text"
+        ]
+        assert warnings_of() == []  # the Item without text: its declared field, unset
+
+
+@pytest.mark.parametrize("client", ["asyncio", "blocking"])
+def test_a_configuration_mismatch_names_the_setting(
+    redis_url: str, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, client: str
+) -> None:
+    """The refusal of an index created otherwise said "k=5, not k=4: open it without k", the library's
+    argument; it names the setting, on either client."""
+    from simhash_redis.contrib import scrapy as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "_on_asyncio", lambda: client == "asyncio")
+    SimhashIndex(redis_client, "k5", k=5)
+    VerifiedIndex.on_client(redis_client, "verified", k=3)
+    refused = [
+        ("k5", {"SIMHASH_REDIS_K": "4"}, "SIMHASH_REDIS_K"),
+        ("k5", {"SIMHASH_REDIS_RETENTION": "7d"}, "SIMHASH_REDIS_RETENTION"),
+        ("verified", {"SIMHASH_REDIS_THRESHOLD": "0.9"}, "SIMHASH_REDIS_THRESHOLD"),
+    ]
+    for name, given, setting in refused:
+        pipeline = _from_settings(SIMHASH_REDIS_URL=redis_url, SIMHASH_REDIS_INDEX=name, **given)
+        with pytest.raises(ConfigurationMismatch) as caught:
+            opening = pipeline.open_spider()
+            if opening is not None:
+                asyncio.run(opening)  # type: ignore[arg-type]
+        message = str(caught.value)
+        assert message.startswith(f"the index disagrees with {setting}: index {name!r} "), message
+        assert message.endswith(
+            f": leave out {setting} to use the index's own, or set SIMHASH_REDIS_INDEX to another index"
+        )
+
+
+@pytest.mark.parametrize(
+    ("on_error", "client"),
+    [("drop", "asyncio"), ("keep", "asyncio"), ("stop", "asyncio"), ("stop", "blocking")],
+)
+def test_redis_stopped_mid_crawl_drops_keeps_or_stops_as_the_setting_says(
+    tmp_path: Path, on_error: str, client: str
+) -> None:
+    """SIMHASH_REDIS_ON_ERROR: an item that cannot be checked (Redis stopped) is dropped (the default, as
+    Scrapy drops an item whose pipeline raises), passed on unchecked and counted, or dropped as the crawl
+    closes with a reason. The last page is answered only once the two others are stored and Redis is
+    stopped (the site waits on the index, not on a clock)."""
+    from tests.servers import ServerProcess
+
+    texts = {f"p{n}": " ".join(_story(30 + n)) for n in range(3)}
+    with ServerProcess() as server:
+
+        def before(path: str) -> None:
+            if path != "/p2.html":
+                return
+            index = SimhashIndex(server.client(), "crawl", create=False)
+            stored = threading.Event()
+            for _ in range(3000):  # 60 s at most: a crawl that never stores them fails below
+                if index.count()[0] == 2:
+                    break
+                stored.wait(0.02)
+            server.stop()
+
+        with _serve(_site_of(texts), before) as site:
+            done, out = _run_crawl(
+                tmp_path,
+                site,
+                server.url,
+                1,
+                TWISTED_REACTOR=REACTORS[client],
+                SIMHASH_REDIS_ON_ERROR=on_error,
+            )
+    log = done.stderr
+    assert done.returncode == 0, log[-3000:]
+    assert not [line for line in log.splitlines() if "Warning" in line], log[-3000:]  # deprecations
+    kept = sorted(json.loads(line)["url"].rsplit("/", 1)[1] for line in out.read_text().splitlines())
+    assert "'simhash_redis/stored': 2" in log and "'simhash_redis/errors': 1" in log, log[-3000:]
+    if on_error == "keep":
+        assert kept == ["p0.html", "p1.html", "p2.html"]
+        assert "'simhash_redis/unchecked': 1" in log and "(SIMHASH_REDIS_ON_ERROR = keep" in log
+        assert "'finish_reason': 'finished'" in log
+    else:
+        assert kept == ["p0.html", "p1.html"]
+        assert "simhash_redis/unchecked" not in log
+        reason = "simhash_redis_error" if on_error == "stop" else "finished"
+        assert f"'finish_reason': '{reason}'" in log, log[-3000:]
+        assert ("closing the crawl (SIMHASH_REDIS_ON_ERROR = stop)" in log) == (on_error == "stop")

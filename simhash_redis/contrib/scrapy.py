@@ -17,7 +17,7 @@ from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.misc import load_object
 
 from .. import defaults
-from ..errors import InvalidArgument, InvalidType
+from ..errors import ConfigurationMismatch, InvalidArgument, InvalidType, RedisUnavailable, WriteContention
 from ..fingerprinting.normalize import normalize
 from ..fingerprinting.tokens import has_token
 from ..index import SimhashIndex, VerifiedIndex
@@ -43,6 +43,21 @@ SETTINGS_ASKING = Asking(
 
 #: Stats keys, under the crawl's stats.
 STORED, DROPPED, NO_TEXT = "simhash_redis/stored", "simhash_redis/dropped", "simhash_redis/no_text"
+#: Items whose check failed (Redis unreachable, say), and those of them passed on unchecked.
+ERRORS, UNCHECKED = "simhash_redis/errors", "simhash_redis/unchecked"
+
+#: What SIMHASH_REDIS_ON_ERROR may say to do with an item whose check failed.
+ON_ERROR = ("drop", "keep", "stop")
+#: The reason a crawl closed by SIMHASH_REDIS_ON_ERROR = "stop" finishes with (its finish_reason stat).
+STOP_REASON = "simhash_redis_error"
+
+#: The setting that states each argument of the index's configuration (a ConfigurationMismatch's remedy
+#: "without-ARG" names the argument).
+_SETTINGS = {
+    "k": "SIMHASH_REDIS_K",
+    "retention": "SIMHASH_REDIS_RETENTION",
+    "threshold": "SIMHASH_REDIS_THRESHOLD",
+}
 
 
 def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
@@ -67,6 +82,13 @@ def _typed(settings: Any, name: str, kind: str) -> Any:
         return getattr(settings, f"get{kind}")(name)
     except ValueError:
         raise InvalidArgument(f"{name} must be a {kind}, got {settings.get(name)!r}") from None
+
+
+def _on_error(value: object) -> str:
+    """SIMHASH_REDIS_ON_ERROR, checked."""
+    if value not in ON_ERROR:
+        raise InvalidArgument(f"SIMHASH_REDIS_ON_ERROR must be one of {', '.join(ON_ERROR)}, got {value!r}")
+    return str(value)
 
 
 def _on_asyncio() -> bool:
@@ -122,9 +144,14 @@ class NearDuplicatePipeline:
         verified: True for a verified index, False for a plain one; None (the default): verified for a
             new index, the stored mode for an existing one.
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
+        text_field: the item field `text` reads, if it reads one: items without it are warned of once.
+        on_error: what to do with an item whose check fails (Redis unreachable, say): "drop" it (the
+            error is raised, and Scrapy drops the item), "keep" it (passed on unchecked), or "stop" the
+            crawl (the item dropped; needs `crawler`).
+        crawler: the crawl, which "stop" closes.
 
     Raises:
-        InvalidArgument: plain asked for with a threshold; an empty URL.
+        InvalidArgument: plain asked for with a threshold; an empty URL; on_error none of the three.
     """
 
     def __init__(
@@ -139,6 +166,9 @@ class NearDuplicatePipeline:
         retention: object = None,
         verified: bool | None = None,
         threshold: float | None = None,
+        text_field: str | None = None,
+        on_error: str = "drop",
+        crawler: Crawler | None = None,
     ) -> None:
         if not isinstance(url, str) or not url:
             # An empty URL would open the embedded server (open_index's default) on the crawl's machine.
@@ -154,6 +184,13 @@ class NearDuplicatePipeline:
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
         self.k, self.prefix, self.retention = k, prefix, retention
         self.verified, self.threshold = verified, threshold
+        self.text_field, self.on_error, self.crawler = text_field, _on_error(on_error), crawler
+        #: The settings already warned of this crawl (a warning per crawl, not per item).
+        self._warned: set[str] = set()
+        #: Whether the last check failed (on_error "keep" warns once per outage), and the crawl is closing.
+        self._failing = self._stopping = False
+        #: The engine's closing of the crawl, once "stop" asked for it (kept: nothing else refers to it).
+        self._closing: object = None
         self.index: SimhashIndex | VerifiedIndex | None = None
         #: The index where the crawl runs on asyncio (then `index` stays None).
         self.async_index: AsyncSimhashIndex | AsyncVerifiedIndex | None = None
@@ -167,12 +204,14 @@ class NearDuplicatePipeline:
         threshold = _typed(settings, "SIMHASH_REDIS_THRESHOLD", "float")  # given: verified
         if threshold is not None and not 0 <= threshold <= 1:
             raise InvalidArgument(f"SIMHASH_REDIS_THRESHOLD must be a number in [0, 1], got {threshold!r}")
+        text, text_field = (
+            settings.get("SIMHASH_REDIS_TEXT"),
+            settings.get("SIMHASH_REDIS_TEXT_FIELD", "text"),
+        )
         pipeline = cls(
             settings.get("SIMHASH_REDIS_URL", "redis://localhost:6379/0"),
             settings.get("SIMHASH_REDIS_INDEX", "scrapy"),
-            _text_getter(
-                settings.get("SIMHASH_REDIS_TEXT"), settings.get("SIMHASH_REDIS_TEXT_FIELD", "text")
-            ),
+            _text_getter(text, text_field),
             id_field=settings.get("SIMHASH_REDIS_ID_FIELD", "url"),
             k=_typed(settings, "SIMHASH_REDIS_K", "int"),
             prefix=settings.get("SIMHASH_REDIS_PREFIX", defaults.PREFIX),
@@ -182,6 +221,9 @@ class NearDuplicatePipeline:
             ),
             verified=_typed(settings, "SIMHASH_REDIS_VERIFIED", "bool"),
             threshold=threshold,
+            text_field=text_field if text is None else None,
+            on_error=settings.get("SIMHASH_REDIS_ON_ERROR", "drop"),
+            crawler=crawler,
         )
         pipeline.stats = crawler.stats
         return pipeline
@@ -191,12 +233,15 @@ class NearDuplicatePipeline:
         never blocks the crawl), return the awaitable that does.
 
         Raises:
-            ConfigurationMismatch: the index exists with another k, retention or threshold, or in the
-                other mode than SIMHASH_REDIS_VERIFIED asks for.
+            ConfigurationMismatch: the index exists with another k, retention or threshold (the message
+                names the setting), or in the other mode than SIMHASH_REDIS_VERIFIED asks for.
         """
         if _on_asyncio():
             return _hook_result(self._open_async())
-        self.index = open_index(self.index_name, self.url, **self._options())
+        try:
+            self.index = open_index(self.index_name, self.url, **self._options())
+        except ConfigurationMismatch as exc:
+            raise self._in_settings_words(exc) from None
         self._opened("blocking", isinstance(self.index, VerifiedIndex))
         return None
 
@@ -204,8 +249,26 @@ class NearDuplicatePipeline:
         from ..asyncio import AsyncVerifiedIndex
         from ..asyncio import open_index as open_async_index
 
-        self.async_index = await open_async_index(self.index_name, self.url, **self._options())
+        try:
+            self.async_index = await open_async_index(self.index_name, self.url, **self._options())
+        except ConfigurationMismatch as exc:
+            raise self._in_settings_words(exc) from None
         self._opened("asyncio", isinstance(self.async_index, AsyncVerifiedIndex))
+
+    def _in_settings_words(self, exc: ConfigurationMismatch) -> ConfigurationMismatch:
+        """The refusal of a setting the stored index disagrees with, naming the setting (the library's
+        message names its argument: k)."""
+        argument = (exc.remedy or "").removeprefix("without-")
+        setting = _SETTINGS.get(argument) if (exc.remedy or "").startswith("without-") else None
+        if setting is None:
+            return exc
+        if argument == "retention" and getattr(self.retention, "sliding", False):
+            setting += " and SIMHASH_REDIS_SLIDING"
+        return ConfigurationMismatch(
+            f"the index disagrees with {setting}: {exc.problem}",
+            hint=f"leave out {setting} to use the index's own, or set SIMHASH_REDIS_INDEX to another index",
+            remedy=exc.remedy,
+        )
 
     def _opened(self, client: str, verified: bool) -> None:
         mode = " verified" if verified else ""
@@ -238,6 +301,8 @@ class NearDuplicatePipeline:
         """Store the item's fingerprint and pass the item on, or drop it (DropItem, naming the stored copy
         and its distance) as a near-duplicate, also of this id's own stored text."""
         text = self.text(item)
+        if self.text_field is not None and text is None:
+            self._warn_missing("SIMHASH_REDIS_TEXT_FIELD", self.text_field, item, "pass on unchecked")
         if isinstance(text, bytes):  # a response's body, say: deduplicated as text, not passed through
             text = text.decode("utf-8", "replace")
         if isinstance(text, (list, tuple)) and all(isinstance(part, str) for part in text):
@@ -246,12 +311,23 @@ class NearDuplicatePipeline:
         if not isinstance(text, str) or not has_token(normalize(text)):
             self._inc(NO_TEXT)
             return item
-        doc_id = self._doc_id(ItemAdapter(item).get(self.id_field), text)
-        if self.async_index is not None:
-            match = await self.async_index.add_if_new(doc_id, text)
-        else:
-            assert self.index is not None, "open_spider was not called"
-            match = self.index.add_if_new(doc_id, text)
+        id_value = ItemAdapter(item).get(self.id_field)
+        if id_value is None:
+            self._warn_missing(
+                "SIMHASH_REDIS_ID_FIELD", self.id_field, item, "are named by a hash of their text"
+            )
+        doc_id = self._doc_id(id_value, text)
+        try:
+            if self.async_index is not None:
+                match = await self.async_index.add_if_new(doc_id, text)
+            else:
+                assert self.index is not None, "open_spider was not called"
+                match = self.index.add_if_new(doc_id, text)
+        except (RedisUnavailable, WriteContention) as exc:
+            return self._failed(item, doc_id, exc)
+        if self._failing:
+            self._failing = False
+            logger.info("Redis answers again: items are checked for near-duplicates again")
         if match is None:
             self._inc(STORED)
             return item
@@ -262,6 +338,59 @@ class NearDuplicatePipeline:
         if match.id == doc_id:
             raise DropItem(f"{doc_id} is already stored ({how})")
         raise DropItem(f"near-duplicate of {match.id} ({how})")
+
+    def _failed(self, item: Any, doc_id: str, exc: Exception) -> Any:
+        """What SIMHASH_REDIS_ON_ERROR says to do with an item whose check failed: raise (drop), pass it on,
+        or drop it and close the crawl."""
+        self._inc(ERRORS)
+        if self.on_error == "keep":
+            self._inc(UNCHECKED)
+            if not self._failing:
+                logger.warning(
+                    "%s not checked for near-duplicates: %s; items pass on unchecked until Redis answers "
+                    "(SIMHASH_REDIS_ON_ERROR = keep, counted in %s)",
+                    doc_id,
+                    exc,
+                    UNCHECKED,
+                )
+            self._failing = True
+            return item
+        if self.on_error == "stop" and self.crawler is not None:
+            if not self._stopping:
+                self._stopping = True
+                logger.error("closing the crawl (SIMHASH_REDIS_ON_ERROR = stop): %s", exc)
+                self._close_crawl()
+            raise DropItem(
+                f"{doc_id} not checked for near-duplicates ({exc}): the crawl is closing"
+            ) from None
+        raise exc
+
+    def _close_crawl(self) -> None:
+        """Ask the engine to close the crawl, not waiting for it (it waits for the items in flight, this one
+        among them)."""
+        from scrapy.utils.defer import deferred_from_coro
+
+        assert self.crawler is not None and self.crawler.engine is not None
+        engine = self.crawler.engine
+        if hasattr(engine, "close_spider_async"):  # Scrapy 2.14+
+            self._closing = deferred_from_coro(engine.close_spider_async(reason=STOP_REASON))
+        else:
+            self._closing = engine.close_spider(self.crawler.spider, STOP_REASON)  # type: ignore[arg-type]
+
+    def _warn_missing(self, setting: str, field: str, item: Any, then: str) -> None:
+        """Warn, once a crawl, of items without the field a setting names (a typo, say)."""
+        fields = list(ItemAdapter(item).field_names())
+        if setting in self._warned or field in fields:
+            return
+        self._warned.add(setting)
+        logger.warning(
+            "%s = %r: an item has no field %r (its fields: %s); such items %s",
+            setting,
+            field,
+            field,
+            ", ".join(map(repr, fields)) or "none",
+            then,
+        )
 
     @staticmethod
     def _doc_id(value: object, text: str) -> str:

@@ -76,9 +76,11 @@ def verified_mode(
             pinned.threshold if threshold is None else threshold,
             (pinned.bands, pinned.rows),
         )
+        differs = "threshold" if threshold is not None and threshold != pinned.threshold else "hasher"
         raise ConfigurationMismatch(
-            f"index {index.name!r} is verified with {pinned.to_meta()!r}, not {given.to_meta()!r}; "
-            "open it without hasher and threshold to use the pinned mode"
+            f"index {index.name!r} is verified with {pinned.to_meta()!r}, not {given.to_meta()!r}",
+            hint="open it without hasher and threshold to use the pinned mode",
+            remedy=f"without-{differs}",
         )
     return pinned
 

@@ -22,6 +22,7 @@ from ..transport import (
     Sender,
     Steps,
     drive,
+    off_greenlet,
     raise_first_error,
     translate_error,
 )
@@ -364,7 +365,8 @@ def map_sizes(sender: Sender, schemas: Sequence[KeySchema], sketched: bool) -> l
     Args:
         sketched: the fingerprint maps also hold sketches, which are not counted.
     """
-    calls = [map_size_calls(schema, sketched) for schema in schemas]
+    # Packed off the asyncio API's greenlet: numpy would crash the process there (`off_greenlet`).
+    calls = [off_greenlet(map_size_calls, schema, sketched) for schema in schemas]
     every = SlotCommands([p for c in calls for p in c.packs], [slot for c in calls for slot in c.slots])
     sizes = with_scripts(sender, lambda exchange: exchange.round_trip(every), (MAP_SIZES,))
     raise_first_error(sizes)

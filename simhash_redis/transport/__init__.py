@@ -11,7 +11,7 @@ from redis.cluster import RedisCluster
 from ..errors import InvalidType
 from .cluster import ClusterTransport
 from .connection import client_from_url
-from .greenlet_bridge import bridged, pause
+from .greenlet_bridge import bridged, off_greenlet, pause
 from .standalone import (
     RAW,
     READ,
@@ -44,6 +44,7 @@ __all__ = [
     "drive",
     "is_asyncio_client",
     "malformed",
+    "off_greenlet",
     "open_sender",
     "pause",
     "raise_first_error",

@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-__all__ = ["GREENLET", "bridged", "greenlet_installed", "pause", "run", "wait"]
+__all__ = ["GREENLET", "bridged", "greenlet_installed", "off_greenlet", "pause", "run", "wait"]
 
 T = TypeVar("T")
 
@@ -71,6 +71,21 @@ def pause(seconds: float) -> None:
         wait(asyncio.sleep(seconds))
     else:
         time.sleep(seconds)
+
+
+def off_greenlet(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)`, run on the event loop's own stack when called inside `run` (else here).
+
+    For numpy code with arrays of 256 KiB or more: numpy checks its callers with backtrace() before
+    reusing a temporary array, and backtrace() cannot unwind a greenlet's stack (the process crashes).
+    """
+    if not bridged():
+        return fn(*args)
+    return wait(_called(fn, args))
+
+
+async def _called(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    return fn(*args)
 
 
 async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
