@@ -9,6 +9,7 @@ events, never timed sleeps.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -182,3 +183,45 @@ def test_an_add_between_a_replacement_and_its_attach_leaves_one_entry(
     stored = index.get("x")
     assert _listed(index, stored) == ["x"] and _listed(index, F ^ G ^ stored) == []
     assert index.near(F, k=0) == ([Match("x", F, 0)] if stored == F else [])
+
+
+def test_twelve_tasks_writing_one_id_leave_it_consistent(cluster: ClusterProcess) -> None:
+    """Twelve asyncio tasks on one id (4 each of add, remove and add_if_new, 60 calls each), as
+    tests/test_asyncio.py runs them on one server: before the id locks, the id was left listed under
+    fingerprints it no longer had."""
+    import asyncio
+
+    from simhash_redis.asyncio import AsyncSimhashIndex
+
+    url = f"redis://127.0.0.1:{cluster.startup_nodes[0].port}/0"
+
+    async def main() -> tuple[tuple[int, int], Any]:
+        index = await AsyncSimhashIndex.from_url(url, "twelve", k=3, id_buckets=BUCKETS)
+
+        async def adds(seed: int) -> None:
+            rng = random.Random(seed)
+            for _ in range(60):
+                await index.add("x", rng.getrandbits(64))
+
+        async def removes() -> None:
+            for _ in range(60):
+                await index.remove("x")
+
+        async def unique(seed: int) -> None:
+            rng = random.Random(seed)
+            for _ in range(60):
+                await index.add_if_new("x", rng.getrandbits(64))
+
+        try:
+            await asyncio.gather(
+                *(adds(i) for i in range(4)),
+                *(removes() for _ in range(4)),
+                *(unique(10 + i) for i in range(4)),
+            )
+            return await index.count(), await index.verify()
+        finally:
+            await index.aclose()
+
+    counts, report = asyncio.run(main())
+    assert report.ok, report.examples
+    assert counts in ((0, 0), (1, 1))
