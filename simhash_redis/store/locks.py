@@ -223,11 +223,13 @@ def in_id_turns(store: Store, ids: list[bytes], write: Callable[[list[int]], Non
     token, waits, keys = secrets.token_hex(8).encode(), LockWaits(), store.keys
     waiting = list(range(len(ids)))
     while waiting:
-        replies = store.run_script(LOCK, [id_lock_call(keys, ids[i], token) for i in waiting], durable=True)
-        turn = [i for i, reply in zip(waiting, replies, strict=True) if granted(reply)]
         try:
+            calls = [id_lock_call(keys, ids[i], token) for i in waiting]
+            replies = store.run_script(LOCK, calls, durable=True)
+            turn = [i for i, reply in zip(waiting, replies, strict=True) if granted(reply)]
             write(turn)
         except BaseException:
+            # The server may hold any of them (a lost reply): each released only if still the call's.
             release_ids(store, [ids[i] for i in waiting], token)
             raise
         store.run_script(UNLOCK, [unlock_call(keys, ids[i], token) for i in turn])
