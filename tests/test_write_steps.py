@@ -26,8 +26,10 @@ from simhash_redis.store import (
     Writes,
     windowed_writes,
 )
+from simhash_redis.store import locks as locks_module
 from simhash_redis.store import writes as writes_module
-from simhash_redis.store.store import FP_IDS, ID_CAS, WRITE, run_calls
+from simhash_redis.store.locks import TTL_MS
+from simhash_redis.store.store import FP_IDS, ID_CAS, LOCK, UNLOCK, WRITE, run_calls
 from simhash_redis.store.windows import View, WindowedSets
 from simhash_redis.store.writes import Progress
 from simhash_redis.transport import READ, SEND, ScriptMissing, Steps
@@ -224,15 +226,21 @@ def test_a_large_batch_of_adds_goes_in_parts_and_resumes_after_the_last_acknowle
 def test_a_cluster_writes_tables_then_commits_then_attaches() -> None:
     writes = _writes(cluster=True)
     keys = writes.keys
-    replies = iter([[1] * 8 + [None, FB], [b"a", b"c" + FB], [1], [b"r"], [1, 1]])
-    outcomes, trips = _run(
-        writes.steps(Progress([(b"a", FA, None), (b"b", FA, None)])), lambda _: next(replies)
-    )
+    replies = iter([[1] * 8 + [None, FB, b"OK", b"OK"], [b"a", b"c" + FB], [1], [b"r"], [1, 1], [1, 1]])
+    progress = Progress([(b"a", FA, None), (b"b", FA, None)])
+    outcomes, trips = _run(writes.steps(progress), lambda _: next(replies))
     assert outcomes == [Outcome.ADDED, Outcome.REPLACED]
-    tables, commit, detach, recommit, attach = trips
-    # Each id's value is read with the tables (what a commit resent after a lost reply is judged against).
-    assert tables == [(b"SADD", key, FA) for _ in "ab" for key in keys.tables(A)] + [
+    tables, commit, detach, recommit, attach, unlock = trips
+    # Each id's value is read with the tables (what a commit resent after a lost reply is judged against),
+    # and each id's lock taken, held to the end of its write.
+    assert tables[:10] == [(b"SADD", key, FA) for _ in "ab" for key in keys.tables(A)] + [
         (b"HGET", keys.id_bucket(doc_id), doc_id) for doc_id in (b"a", b"b")
+    ]
+    assert tables[10:] == [
+        (b"SET", keys.id_lock(doc_id), progress.token, b"NX", b"PX", TTL_MS) for doc_id in (b"a", b"b")
+    ]
+    assert [_args(call) for call in unlock] == [
+        (UNLOCK.sha, [keys.id_lock(doc_id)], [progress.token]) for doc_id in (b"a", b"b")
     ]
     assert [_args(call) for call in commit] == [
         (ID_CAS.sha, [keys.id_bucket(b"a")], [b"a", FA, b""]),
@@ -266,7 +274,7 @@ def test_a_cluster_commit_sent_again_after_a_lost_reply_reports_its_own_write() 
     for one that had it already."""
     writes = _writes(cluster=True)
     progress = Progress([(b"new", FA, None), (b"moved", FA, None), (b"kept", FA, None)])
-    _lost_at(writes.steps(progress), [[1] * 12 + [None, FB, FA]])  # the first round's commits lost
+    _lost_at(writes.steps(progress), [[1] * 12 + [None, FB, FA] + [1] * 3])  # the first commits lost
     replies = iter([[b"u", b"c" + FB, b"u"], [1]])  # sent again: 'new' had been added
     _lost_at(writes.steps(progress), list(replies))  # the second round's commit ('moved') lost too
     outcomes, trips = _run(writes.steps(progress), lambda asked: [b"u"] if len(asked) == 1 else [1] * 3)
@@ -274,8 +282,35 @@ def test_a_cluster_commit_sent_again_after_a_lost_reply_reports_its_own_write() 
     assert outcomes == [Outcome.ADDED, Outcome.REPLACED, Outcome.UNCHANGED]
     # Without a lost reply, 'u' is another writer's doing: the call changed nothing.
     progress = Progress([(b"new", FA, None)])
-    replies = iter([[1] * 4 + [None], [b"u"], [1]])
+    replies = iter([[1] * 4 + [None, 1], [b"u"], [1], [1]])
     assert _run(writes.steps(progress), lambda _: next(replies))[0] == [Outcome.UNCHANGED]
+
+
+def test_a_cluster_write_of_an_id_another_writer_holds_waits_for_its_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """b's lock is another writer's: a is written and released, then b's lock is asked for again with
+    b's value, so b leaves its fingerprint and is committed without a conflict first."""
+    pauses: list[float] = []
+    monkeypatch.setattr(locks_module, "pause", pauses.append)
+    writes = _writes(cluster=True)
+    keys = writes.keys
+    progress = Progress([(b"a", FA, None), (b"b", FA, None)])
+    replies = iter([[1] * 8 + [None, None, 1, b"other"], [b"a"], [1], [1], [1, FB], [1], [b"r"], [1], [1]])
+    outcomes, trips = _run(writes.steps(progress), lambda _: next(replies))
+    assert outcomes == [Outcome.ADDED, Outcome.REPLACED]
+    assert len(pauses) == 1
+    _, commit, attach, unlock, relock, detach, recommit, reattach, reunlock = trips
+    assert [_args(call)[2] for call in commit] == [[b"a", FA, b""]]
+    assert [_args(call)[2] for call in attach] == [[b"+", FA, b"a"]]
+    assert [_args(call)[1] for call in unlock] == [[keys.id_lock(b"a")]]
+    # Asked again with lock.lua, which knows this call's token (a first ask sent again finds its own lock).
+    assert _args(relock[0])[:2] == (LOCK.sha, [keys.id_lock(b"b")])
+    assert relock[1] == (b"HGET", keys.id_bucket(b"b"), b"b")
+    assert [_args(call)[2] for call in detach] == [[b"-", FB, b"b"]]
+    assert [_args(call)[2] for call in recommit] == [[b"b", FA, FB]]
+    assert [_args(call)[2] for call in reattach] == [[b"+", FA, b"b"]]
+    assert [_args(call)[1] for call in reunlock] == [[keys.id_lock(b"b")]]
 
 
 def _done(command: Any) -> Any:
@@ -440,3 +475,18 @@ def test_adds_with_the_callers_ints_send_what_decoding_sends() -> None:
         assert _args(carried)[2][2:] == [
             v for doc_id, new, _ in ops[start : start + count] for v in (doc_id, new)
         ]
+
+
+def test_a_cluster_first_ask_for_a_lock_sent_again_after_a_lost_reply_finds_its_own_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first round trip (tables, value, SET NX of the id's lock) applied, its replies lost: sent again,
+    the SET is refused by the call's own lock, which lock.lua then grants to the call's token."""
+    monkeypatch.setattr(locks_module, "pause", lambda _: None)
+    writes = _writes(cluster=True)
+    progress = Progress([(b"a", FA, None)])
+    _lost_at(writes.steps(progress), [])
+    replies = iter([[1] * 4 + [None, None], [1, None], [b"a"], [1], [1]])
+    outcomes, trips = _run(writes.steps(progress), lambda _: next(replies))
+    assert outcomes == [Outcome.ADDED]
+    assert trips[0][-1][0] == b"SET" and _args(trips[1][0])[0] == LOCK.sha

@@ -254,6 +254,10 @@ class KeySchema:
         """The add-if-new lock of one table bucket (outside the table pattern, so scans skip it)."""
         return self._lock_prefix + table_key[self._base_len :]
 
+    def id_lock(self, doc_id: bytes) -> bytes:
+        """The lock a cluster's write of one (UTF-8 encoded) id holds from its first step to its last."""
+        return self._lock_prefix + b"id:" + doc_id
+
     def reply(self, nonce: bytes) -> bytes:
         """The record of one write script call's reply, kept a minute for a resend (lua/write.lua)."""
         return self._reply_prefix + nonce

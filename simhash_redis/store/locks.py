@@ -1,20 +1,41 @@
-"""Table-bucket locks: how add-if-new stays race-free on Redis Cluster, where no script spans slots.
+"""Locks of Redis Cluster, where no script spans slots: add-if-new's table-bucket locks, and the id locks
+every cluster write holds.
 
 Near-duplicates share a table bucket, so a worker holding all its document's bucket locks from its check
-to its write races no other add-if-new. Why no cycle of waiting documents forms, and what a lock's time
-to live guarantees: docs/cluster.md.
+to its write races no other add-if-new. A write call holding its ids' locks from its first step to its
+last is never interleaved with another writer's steps of those ids. Why no cycle of waiting documents
+forms, and what a lock's time to live guarantees: docs/cluster.md.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
+import random
 import secrets
+import time
+from collections.abc import Callable
 
-from ..transport import Command
+from ..errors import SimhashRedisError, WriteContention
+from ..transport import Command, pause
+from .keys import KeySchema
 from .store import LOCK, UNLOCK, Store
 
-__all__ = ["TTL_MS", "BucketLocks"]
+__all__ = [
+    "TTL_MS",
+    "BucketLocks",
+    "LockWaits",
+    "first_id_lock",
+    "granted",
+    "holders_of",
+    "id_lock_call",
+    "in_id_turns",
+    "release_ids",
+    "unlock_call",
+]
+
+_log = logging.getLogger(__name__)
 
 #: How long a lock outlives a worker that never releases it: longer than a live worker's stalls
 #: (hundreds of tasks on an event loop, WAIT for a lagging replica); `renew` checks it anyway.
@@ -117,3 +138,102 @@ class BucketLocks:
 
     def _lock(self, lock: bytes, token: bytes, renew: bool = False) -> Command:
         return LOCK.command([lock], [token, self.ttl_ms, b"renew" if renew else b"take"])
+
+
+def id_lock_call(keys: KeySchema, doc_id: bytes, token: bytes) -> Command:
+    """The call taking (or keeping) an id's lock for a cluster's write call named by `token`."""
+    return LOCK.command([keys.id_lock(doc_id)], [token, TTL_MS, b"take"])
+
+
+def first_id_lock(keys: KeySchema, doc_id: bytes, token: bytes) -> Command:
+    """The first ask for an id's lock: a plain SET if free, cheaper than lock.lua on the server.
+
+    Sent again after a lost reply, it finds the call's own lock and is refused: the document then asks
+    with lock.lua, which knows the call's token, as one waiting for another writer's.
+    """
+    return (b"SET", keys.id_lock(doc_id), token, b"NX", b"PX", TTL_MS)
+
+
+def granted(reply: object) -> bool:
+    """Whether a lock was taken: lock.lua's 1, or a first ask's OK."""
+    return reply == 1 or reply == b"OK"
+
+
+def unlock_call(keys: KeySchema, doc_id: bytes, token: bytes) -> Command:
+    """The call releasing an id's lock if the write call named by `token` still holds it."""
+    return UNLOCK.command([keys.id_lock(doc_id)], [token])
+
+
+def release_ids(store: Store, ids: list[bytes], token: bytes) -> None:
+    """Release, best effort, the id locks a failed call may hold (each only if still its own)."""
+    try:
+        store.run_script(UNLOCK, [unlock_call(store.keys, doc_id, token) for doc_id in ids])
+    except SimhashRedisError as exc:
+        _log.warning("id locks left to their time to live after a failed write: %s", exc)
+
+
+class LockWaits:
+    """How long documents wait for id locks other writers hold: the holders seen, and the pauses."""
+
+    def __init__(self) -> None:
+        self.holders: dict[int, bytes] = {}
+        self.rounds = 0
+        #: Until when a lock that keeps its holder is waited for (monotonic seconds; 0: not waiting).
+        self.patience = 0.0
+
+    def refused(self, holders: dict[int, bytes]) -> None:
+        """Note the tokens holding the locks refused (by document); a lock that changed hands (others
+        progress: a loaded machine, not a stuck holder) is waited for afresh."""
+        if any(self.holders.get(i, holder) != holder for i, holder in holders.items()):
+            self.patience = 0.0
+        self.holders = holders
+
+    def wait(self, count: int) -> None:
+        """Pause before asking again for the locks of `count` documents: a random pause, growing.
+
+        Raises:
+            WriteContention: a lock kept its holder longer than a lock lives, plus 5 s (a crashed
+                holder's lock is waited out).
+        """
+        now = time.monotonic()
+        if not self.patience:
+            self.patience = now + TTL_MS / 1000 + 5
+        if now > self.patience:
+            raise WriteContention(
+                f"{count} documents kept changing under concurrent writers; nothing of them was written"
+            )
+        self.rounds += 1
+        pause(random.uniform(0, min(0.05, 0.0005 * 2.0**self.rounds)))
+
+
+def holders_of(replies: list[object]) -> dict[int, bytes]:
+    """The tokens holding the locks lock.lua refused, by position."""
+    return {
+        n: bytes(reply) for n, reply in enumerate(replies) if isinstance(reply, bytes) and not granted(reply)
+    }
+
+
+def in_id_turns(store: Store, ids: list[bytes], write: Callable[[list[int]], None]) -> None:
+    """Run `write` on the positions of the ids (each named once) whose lock a call holds, turn by turn:
+    a turn takes the locks it can, writes those ids, and releases them; the others wait for theirs.
+
+    Raises:
+        WriteContention: as `LockWaits.wait`; any error of `write` (the turn's locks released first).
+    """
+    token, waits, keys = secrets.token_hex(8).encode(), LockWaits(), store.keys
+    waiting = list(range(len(ids)))
+    while waiting:
+        try:
+            calls = [id_lock_call(keys, ids[i], token) for i in waiting]
+            replies = store.run_script(LOCK, calls, durable=True)
+            turn = [i for i, reply in zip(waiting, replies, strict=True) if granted(reply)]
+            write(turn)
+        except BaseException:
+            # The server may hold any of them (a lost reply): each released only if still the call's.
+            release_ids(store, [ids[i] for i in waiting], token)
+            raise
+        store.run_script(UNLOCK, [unlock_call(keys, ids[i], token) for i in turn])
+        waits.refused({waiting[n]: holder for n, holder in holders_of(replies).items()})
+        waiting = [i for i, reply in zip(waiting, replies, strict=True) if not granted(reply)]
+        if waiting:
+            waits.wait(len(waiting))

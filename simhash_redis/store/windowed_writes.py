@@ -17,6 +17,7 @@ from ..codec import decode_fp
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
+from .locks import in_id_turns
 from .store import FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
 from .windows import View, WindowedSets, Windows
@@ -131,7 +132,7 @@ class WindowedWrites(Writes):
         only_moves: bool = False,
         sketches: list[bytes | None] | None = None,
     ) -> list[Outcome | None]:
-        """Apply writes that name each id once, on a cluster, in rounds until no conflict is left.
+        """Apply writes that name each id once, on a cluster, under their id locks, in rounds.
 
         Args:
             ops: (id, new fingerprint or b"" to remove); no guards (add-if-new on a cluster takes locks).
@@ -153,7 +154,7 @@ class WindowedWrites(Writes):
                 durable=True,
             )
 
-        in_rounds(windows, attempt, list(range(len(ops))))
+        in_id_turns(self.store, [doc_id for doc_id, _ in ops], lambda turn: in_rounds(windows, attempt, turn))
         return outcomes
 
     def _refresh(self, docs: list[tuple[bytes, bytes]]) -> None:

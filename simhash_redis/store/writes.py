@@ -8,18 +8,31 @@ are unchanged (else its outcome is None: read again).
 from __future__ import annotations
 
 import logging
-import os
 import random
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..codec import decode_fp, decode_sketches, pack_fps
+from ..codec import decode_fp, pack_fps
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps, pause
+from ..transport.wire import Volatile
 from .keys import KeySchema
-from .store import BAND_DROP, BAND_MEMBER, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
+from .locks import LockWaits, first_id_lock, granted, holders_of, id_lock_call, release_ids, unlock_call
+from .store import BAND_DROP, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
+from .write_args import (
+    Guard,
+    Pending,
+    SketchedGuard,
+    Write,
+    band_args,
+    call_token,
+    guard_args,
+    reply_record,
+    sketch_in,
+    table_calls,
+)
 
 __all__ = [
     "CONFLICT_ROUNDS",
@@ -47,29 +60,6 @@ _log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: The members read from each table set of a document's fingerprint.
-Guard = list[list[bytes]]
-
-
-class SketchedGuard(list[list[bytes]]):
-    """A guard that also carries the document's sketch, set with the document or not at all.
-
-    `members` None: no guard; `sketch` b"": stored without one. `windows`: the periods the members were
-    read from (a `WindowedSets`'); `moving`: a sliding window's move, which sets the sketch only with it.
-    """
-
-    def __init__(self, members: Guard | None, sketch: bytes, *, moving: bool = False) -> None:
-        super().__init__(members or [])
-        self.checks = members is not None
-        self.sketch = sketch
-        self.windows: tuple[int, ...] | None = getattr(members, "windows", None)
-        self.moving = moving
-
-
-Write = tuple[bytes, bytes, Guard | None]
-#: A document of a round: its position in the batch, id, new and old fingerprints, guard.
-Pending = tuple[int, bytes, bytes, bytes, Guard | None]
-
 _OUTCOMES = {
     b"a": Outcome.ADDED,
     b"r": Outcome.REPLACED,
@@ -93,16 +83,6 @@ def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
     return [docs]
 
 
-def call_token() -> bytes:
-    """A name no other write call has (random: forked workers share any counter's state)."""
-    return os.urandom(8).hex().encode()
-
-
-def reply_record(keys: KeySchema, token: bytes, round_: int, part: int) -> bytes:
-    """The key under which write.lua keeps the reply of a call (a round's part), for a resend of it."""
-    return keys.reply(b"%s:%d.%d" % (token, round_, part))
-
-
 def outcome_of(status: bytes, old: bytes) -> Outcome:
     """A document's outcome from its status in the write script's reply."""
     # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
@@ -110,31 +90,6 @@ def outcome_of(status: bytes, old: bytes) -> Outcome:
     if status == b"n" and old:
         return Outcome.REMOVED
     return _OUTCOMES[status]
-
-
-def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
-    """The sketch of `doc_id` in a stored sketches field; None where none or malformed (verify reports it)."""
-    try:
-        return decode_sketches(bytes(stored)).get(doc_id.decode()) if stored else None
-    except ValueError:
-        return None
-
-
-def table_calls(
-    keys: KeySchema, f: int, new: bytes, sketch: bytes, mode: Verification | None, expire: int | None = None
-) -> list[Command]:
-    """A cluster's first step for a new stored fingerprint, a call per key: into its tables and its
-    sketch's band values (in a period, with their expiry)."""
-    tail = [] if expire is None else [expire]
-    calls: list[Command] = []
-    for key in keys.tables(decode_fp(new, f)):
-        calls += [(b"SADD", key, new)] + [(b"PEXPIREAT", key, *tail)] * len(tail)
-    packed = pack_fps([new], f)
-    calls += [
-        BAND_MEMBER.command([key], [b"+", field, packed, *tail])
-        for key, field in keys.band_places(sketch, mode)
-    ]
-    return calls
 
 
 def conflict_pause(conflicts: int) -> None:
@@ -188,6 +143,14 @@ class Progress:
         #: commits is on the wire, and whether the current one was sent again after a lost connection.
         self.prior: list[bytes] = []
         self.committing = self.resent = False
+        #: On a cluster, the turns of id locks: the ids whose lock this call holds (positions in `ops`),
+        #: the documents of the turn that holds them, whether the turn's ids are attached, the documents
+        #: waiting for a lock another writer holds, and whether a round trip asking for theirs is due.
+        self.locked: list[int] = []
+        self.turn: list[int] = []
+        self.attached = self.locking = False
+        self.waiting: list[Pending] = []
+        self.waits: LockWaits | None = None  # made on a cluster's first turn
 
     def record(self, keys: KeySchema, part: int) -> bytes:
         """The reply record of the current round's script call `part`: the same each time it is sent."""
@@ -271,7 +234,14 @@ class Writes:
         if not ops:
             return []
         progress = Progress(ops, fps, tables)
-        self.store.run(lambda: self.steps(progress), durable=self.store.cluster)
+        try:
+            self.store.run(lambda: self.steps(progress), durable=self.store.cluster)
+        except BaseException:
+            # The server may hold any of the call's id locks (a lost reply, an error mid-call): released,
+            # each only if still the call's, rather than left to their time to live.
+            if self.store.cluster:
+                release_ids(self.store, [doc_id for doc_id, _, _ in ops], progress.token)
+            raise
         self.drop_bands([(self.keys, fp, sketch) for fp, sketch in progress.dropped])
         return progress.outcomes
 
@@ -315,7 +285,7 @@ class Writes:
                 ]
 
     def _ordered(self, progress: Progress) -> Steps[None]:
-        """A cluster's single-key steps."""
+        """A cluster's single-key steps, each id's under its id lock (taken with the first step)."""
         keys, ops = self.keys, progress.ops
         # A commit whose reply was lost may have been applied: sent again, it finds its own write.
         progress.resent = progress.resent or progress.committing
@@ -326,11 +296,52 @@ class Writes:
                     sketch = guard.sketch if isinstance(guard, SketchedGuard) else b""
                     sets += table_calls(keys, self.f, new, sketch, self.verification)
             # Each id's value before the call, in the same round trip: what a resent commit that finds
-            # its own write was judged against.
+            # its own write was judged against. Then each id's lock.
             sets += [(b"HGET", keys.id_bucket(doc_id), doc_id) for doc_id, _, _ in ops]
+            sets += [first_id_lock(keys, doc_id, progress.token) for doc_id, _, _ in ops]
             replies = yield from round_trip(sets)
-            progress.prior = [bytes(value or b"") for value in replies[len(sets) - len(ops) :]]
+            count = len(ops)
+            progress.prior = [bytes(value or b"") for value in replies[len(sets) - 2 * count : -count]]
+            _take_turn(progress, progress.pending, replies[-count:])
             progress.tabled = True
+        while True:
+            if progress.locking:
+                # The ids' values are read with their locks: a detach and commit need no conflict first.
+                waiting = progress.waiting
+                calls = [id_lock_call(keys, doc[1], progress.token) for doc in waiting]
+                calls += [(b"HGET", keys.id_bucket(doc[1]), doc[1]) for doc in waiting]
+                replies = yield from round_trip(calls)
+                docs = [
+                    (i, doc_id, new, bytes(value or b""), guard)
+                    for (i, doc_id, new, _, guard), value in zip(
+                        waiting, replies[len(waiting) :], strict=True
+                    )
+                ]
+                for i, _, _, value, _ in docs:  # what a commit of this turn resent is judged against
+                    progress.prior[i] = value
+                _take_turn(progress, docs, replies[: len(waiting)])
+                progress.locking = False
+            yield from self._committed(progress)
+            if progress.turn and not progress.attached:
+                turn = [ops[i] for i in progress.turn]
+                yield from round_trip(
+                    self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in turn if new])
+                )
+                progress.attached = True
+            if progress.locked:
+                # A release lost in a failover only keeps others waiting until the lock's time to live.
+                releases = [unlock_call(keys, ops[i][0], progress.token) for i in progress.locked]
+                yield from round_trip(Volatile(releases))
+                progress.locked = []
+            if not progress.waiting:
+                return
+            if progress.waits is not None:
+                progress.waits.wait(len(progress.waiting))
+            progress.locking = True
+
+    def _committed(self, progress: Progress) -> Steps[None]:
+        """The current turn's detaches and commits, in rounds until no document is left in conflict."""
+        keys = self.keys
         while progress.pending:
             if progress.detaching:
                 # Each id leaves the fingerprint it has now before the new one is committed, so that a
@@ -360,7 +371,6 @@ class Writes:
             progress.committing = progress.resent = False
             progress.next_round(retry)
             progress.detaching = True
-        yield from round_trip(self._ids(b"+", [(doc_id, new, guard) for doc_id, new, guard in ops if new]))
 
     def _calls(self, progress: Progress, first: bool) -> tuple[int, Callable[[int], Command]]:
         """A round's script calls: how many, and what builds call n (a large batch's parts)."""
@@ -451,34 +461,6 @@ class Writes:
             _log.warning("band tables not cleaned after a write (verify --repair removes the rest): %s", exc)
 
 
-def band_args(
-    keys: KeySchema,
-    mode: Verification | None,
-    f: int,
-    new: bytes,
-    guard: SketchedGuard,
-    key_list: list[bytes],
-    args: list[bytes | int],
-) -> int:
-    """Add a sketched write's band keys and arguments (write.lua); how many bands."""
-    places = keys.band_places(guard.sketch, mode) if new else []
-    key_list.extend(key for key, _ in places)
-    args.append(len(places))
-    if places:
-        args.append(pack_fps([new], f))
-        args.extend(field for _, field in places)
-    return len(places)
-
-
-def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
-    """A guard's set sizes, then its members: the first `tables` sets' as read, the bands' packed (a
-    band's value holds packed fingerprints: its members are compared packed)."""
-    args: list[bytes | int] = [len(members) for members in guard]
-    for t, members in enumerate(guard):
-        args.extend(members if t < tables else [pack_fps([member], f) for member in members])
-    return args
-
-
 def _committed(before: bytes, new: bytes) -> Outcome:
     """The outcome of a commit sent again that found its id with `new`: its own, from `before`."""
     if before == new:
@@ -489,3 +471,20 @@ def _committed(before: bytes, new: bytes) -> Outcome:
 def _guarded_adds(ops: list[Write], tables: int) -> bool:
     """Whether every write adds a document with a plain guard (a member list per table: format 'g')."""
     return all(new and type(guard) is list and len(guard) == tables for _, new, guard in ops)
+
+
+def _take_turn(progress: Progress, docs: list[Pending], replies: list[object]) -> None:
+    """Start a turn with the documents whose id lock a round trip got; the others wait for theirs."""
+    turn = [doc for doc, reply in zip(docs, replies, strict=True) if granted(reply)]
+    progress.waiting = [doc for doc, reply in zip(docs, replies, strict=True) if not granted(reply)]
+    if progress.waits is None:
+        progress.waits = LockWaits()
+    progress.waits.refused({docs[n][0]: holder for n, holder in holders_of(replies).items()})
+    progress.pending = turn
+    progress.turn = [doc[0] for doc in turn]
+    progress.locked = list(progress.turn)
+    progress.attached = False
+    progress.detaching = True
+    # A turn's conflicts are its own (another writer's uncommitted value, read with the locks): its
+    # rounds count from 0, and its first compares with the values read (the prior ones).
+    progress.rounds = 0

@@ -242,7 +242,12 @@ class ClusterTransport:
             # asyncio one) then never waits in a cycle with another call.
             for _, (node, indexes) in sorted(groups.items()):
                 batch = _share(commands, indexes)
-                waits = durable and not _reads_only(batch) and self._has_replica(node)
+                waits = (
+                    durable
+                    and not isinstance(commands, wire.Volatile)
+                    and not _reads_only(batch)
+                    and self._has_replica(node)
+                )
                 if waits:
                     batch = [*batch, _WAIT]
                 try:
@@ -463,7 +468,11 @@ class _QueuedExchange(wire.Exchange):
         return None
 
     def send(self, *batches: Sequence[Command]) -> None:
-        if len(batches) == 1 and isinstance(batches[0], wire.SlotCommands) and not self._queue:
+        if (
+            len(batches) == 1
+            and isinstance(batches[0], (wire.SlotCommands, wire.Volatile))
+            and not self._queue
+        ):
             self.unread += len(batches[0])
             self._queue = batches[0]  # kept whole: routed by its slots, never parsed back
             return
@@ -473,7 +482,7 @@ class _QueuedExchange(wire.Exchange):
         return [command for batch in batches for command in batch]
 
     def _put(self, data: list[Any]) -> None:
-        if not isinstance(self._queue, list):
+        if type(self._queue) is not list:  # commands sent with volatile ones make them all durable
             self._queue = list(self._queue)
         self._queue.extend(data)
 

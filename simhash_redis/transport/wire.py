@@ -27,6 +27,7 @@ __all__ = [
     "Exchange",
     "PackedCommands",
     "SlotCommands",
+    "Volatile",
     "arrays",
     "checkout",
     "count_send",
@@ -118,6 +119,11 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
             prefix = b"$%d\r\n" % width
             out += [head, prefix, (_CRLF + tail + head + prefix).join(run), _CRLF, tail]
         return b"".join(out)
+
+
+class Volatile(list[Any]):
+    """Commands whose writes need not outlast a failover (a lock's release, which its time to live ends
+    anyway): a cluster sends them, alone in their round trip, without waiting for a replica."""
 
 
 class SlotCommands(Sequence[tuple[bytes, ...]]):
