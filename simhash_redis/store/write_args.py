@@ -1,9 +1,7 @@
-"""What the write paths send besides their order: guards, a document's write, the keys and arguments it
-adds to write.lua's call or a cluster's first step, and the name of a call's reply record."""
+"""What the write paths send besides their order: guards, a document's write, and the keys and arguments
+it adds to write.lua's call or a cluster's first step."""
 
 from __future__ import annotations
-
-import os
 
 from ..codec import decode_fp, decode_sketches, pack_fps
 from ..transport import Command
@@ -17,9 +15,7 @@ __all__ = [
     "SketchedGuard",
     "Write",
     "band_args",
-    "call_token",
     "guard_args",
-    "reply_record",
     "sketch_in",
     "table_calls",
 ]
@@ -46,16 +42,6 @@ class SketchedGuard(list[list[bytes]]):
 Write = tuple[bytes, bytes, Guard | None]
 #: A document of a round: its position in the batch, id, new and old fingerprints, guard.
 Pending = tuple[int, bytes, bytes, bytes, Guard | None]
-
-
-def call_token() -> bytes:
-    """A name no other write call has (random: forked workers share any counter's state)."""
-    return os.urandom(8).hex().encode()
-
-
-def reply_record(keys: KeySchema, token: bytes, round_: int, part: int) -> bytes:
-    """The key under which write.lua keeps the reply of a call (a round's part), for a resend of it."""
-    return keys.reply(b"%s:%d.%d" % (token, round_, part))
 
 
 def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:

@@ -8,6 +8,7 @@ are unchanged (else its outcome is None: read again).
 from __future__ import annotations
 
 import logging
+import os
 import random
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -27,9 +28,7 @@ from .write_args import (
     SketchedGuard,
     Write,
     band_args,
-    call_token,
     guard_args,
-    reply_record,
     sketch_in,
     table_calls,
 )
@@ -73,6 +72,16 @@ PART = 250
 #: that never pause can keep beating a resend (12 asyncio tasks on one id: with the read after each pause,
 #: 5 of 5 runs settled, in 13 rounds at most; with 16 rounds, 1 run in 6 still ended in WriteContention).
 CONFLICT_ROUNDS = 32
+
+
+def call_token() -> bytes:
+    """A name no other write call has (random: forked workers share any counter's state)."""
+    return os.urandom(8).hex().encode()
+
+
+def reply_record(keys: KeySchema, token: bytes, round_: int, part: int) -> bytes:
+    """The key under which write.lua keeps the reply of a call (a round's part), for a resend of it."""
+    return keys.reply(b"%s:%d.%d" % (token, round_, part))
 
 
 def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
