@@ -13,7 +13,7 @@ from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.wire import CommandPerKey, PackedCommands, pack_columns
-from .candidates import band_hits, hits, matches_of, takes_raw, top_band_hits
+from .candidates import Group, Listed, band_hits, grouped, hits, matches_of, takes_raw, top_band_hits
 from .config import IndexConfig
 from .keys import BandColumns, KeySchema
 from .store import Store, hash_pairs
@@ -79,11 +79,26 @@ class Reads:
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
         """
+        return [matches_of(groups) for groups in self.near_groups(fps, k, sketches, bands, members, tables)]
+
+    def near_groups(
+        self,
+        fps: list[int],
+        k: int,
+        sketches: dict[str, bytes] | None = None,
+        bands: Bands | None = None,
+        members: list[list[list[bytes]]] | None = None,
+        tables: list[list[bytes]] | None = None,
+    ) -> list[list[Group]]:
+        """`near`, each fingerprint's matches as groups (`candidates.Group`): a page copied under
+        thousands of ids is one, which those who want one of its ids need not expand."""
         if not fps:
             return []
         view = None if self.windows is None else self.windows.view()
         return self.store.sender.converse(
-            lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands, tables), exchange)
+            lambda exchange: drive(
+                self.lookup_groups(fps, k, view, members, sketches, bands, tables), exchange
+            )
         )
 
     def near_and_members(
@@ -93,10 +108,11 @@ class Reads:
         sketches: dict[str, bytes] | None = None,
         bands: list[list[tuple[bytes, bytes]]] | None = None,
         tables: list[list[bytes]] | None = None,
-    ) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
-        """near() that also returns the members read from each fingerprint's sets (add-if-new's guard)."""
+    ) -> tuple[list[list[list[bytes]]], list[list[Group]]]:
+        """`near_groups` that also returns the members read from each fingerprint's sets (add-if-new's
+        guard)."""
         members: list[list[list[bytes]]] = []
-        return members, self.near(fps, k, sketches, bands, members, tables)
+        return members, self.near_groups(fps, k, sketches, bands, members, tables)
 
     def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
         """The stored fingerprint of each encoded id (None where absent), in one round trip."""
@@ -147,6 +163,20 @@ class Reads:
         bands: Bands | None = None,
         built: list[list[bytes]] | None = None,
     ) -> Steps[list[list[Match]]]:
+        """The lookup of a batch, as steps (`transport.Steps`): `lookup_groups`, its matches one by one."""
+        found = yield from self.lookup_groups(fps, k, view, members, sketches, bands, built)
+        return [matches_of(groups) for groups in found]
+
+    def lookup_groups(
+        self,
+        fps: list[int],
+        k: int,
+        view: View | None = None,
+        members: list[list[list[bytes]]] | None = None,
+        sketches: dict[str, bytes] | None = None,
+        bands: Bands | None = None,
+        built: list[list[bytes]] | None = None,
+    ) -> Steps[list[list[Group]]]:
         """The lookup of a batch, as steps (`transport.Steps`): the one place its commands are decided.
 
         The round trips are drawn in docs/architecture.md ("The path of a `near`").
@@ -231,7 +261,7 @@ class Reads:
         step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
         per_query: list[dict[bytes, tuple[int, int]]] = []
         asked: dict[bytes, None] = {}
-        ids_of: dict[bytes, list[str]] = {}
+        ids_of: dict[bytes, Listed] = {}
         for start in range(0, len(fps), step):
             chunk = fps[start : start + step]
             replies = yield sets_read, len(chunk) * tables
@@ -245,18 +275,19 @@ class Reads:
             if whole:
                 buckets = yield (raw if per_map == 1 else READ), per_map
                 if found[0] and per_map == 1:
-                    ids_of.update(_bucket_ids(found[0], fps[0], keys, buckets))
+                    one_map = _bucket_ids(found[0], fps[0], keys, buckets)
+                    ids_of.update((stored, Listed(listed)) for stored, listed in one_map.items())
                 elif found[0]:
                     by_period = [_bucket_ids(found[0], fps[0], keys, [one]) for one in buckets]
                     for stored in by_period[0]:
-                        ids_of[stored] = _merged([period[stored] for period in by_period])
+                        ids_of[stored] = _merged([Listed(period[stored]) for period in by_period])
             elif exact is not None:
                 exact_replies = yield READ, per_map
                 if sketches is not None:
                     ids_of[exact] = _merged(_with_sketches(exact_replies, sketches))
                 else:
                     ids_of[exact] = _merged(
-                        [None if one is None else decode_ids(one) for one in exact_replies]
+                        [None if one is None else Listed(decode_ids(one)) for one in exact_replies]
                     )
             if per_bands and start + step >= len(fps):
                 # Every band member is a candidate, at whatever distance: the filter with k = f.
@@ -308,12 +339,12 @@ class Reads:
             if sketches is not None:  # one HMGET a fingerprint (and period): its ids and their sketches
                 lists = _with_sketches(id_replies, sketches)
             else:
-                lists = [None if reply is None else decode_ids(reply) for reply in id_replies]
+                lists = [None if reply is None else Listed(decode_ids(reply)) for reply in id_replies]
             for n, one in enumerate(asked):  # each period's map of one fingerprint, merged
                 parts = lists[n * per_map : (n + 1) * per_map]
                 if any(part is not None for part in parts):
                     ids_of[one] = _merged(parts)
-        return [matches_of(hit, ids_of) for hit in per_query]
+        return [grouped(hit, ids_of) for hit in per_query]
 
 
 def _bucket_ids(
@@ -334,25 +365,27 @@ def _bucket_ids(
     return {field: [] if value is None else decode_ids(value) for field, value in pairs}
 
 
-def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[list[str] | None]:
-    """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches of the ids
-    listed put in `sketches` (a cluster's interrupted write may leave a stale one)."""
-    out: list[list[str] | None] = []
+def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[Listed | None]:
+    """The ids of each reply of HMGETs of ids and sketches (None where absent), with their one sketch
+    where they share it; the sketches of the ids listed put in `sketches` (a cluster's interrupted write
+    may leave a stale one)."""
+    out: list[Listed | None] = []
     for ids, stored in replies:
         if ids is None:
             out.append(None)
             continue
         listed = _one_id(ids) or decode_ids(ids)
-        out.append(listed)
         if stored is None:
+            out.append(Listed(listed))
             continue
         # The common value, one sketch for exactly the ids listed, read without parsing it.
         start, end = _first_netstring(stored)
         if end > 0 and stored[end:] == b"%d:%s" % (len(ids), ids):
             sketch = stored[start:end]
-            for doc_id in listed:
-                sketches[doc_id] = sketch
+            sketches.update(dict.fromkeys(listed, sketch))
+            out.append(Listed(listed, sketch))
         else:
+            out.append(Listed(listed))
             known = set(listed)
             sketches.update(item for item in decode_sketches(stored).items() if item[0] in known)
     return out
@@ -373,8 +406,11 @@ def _first_netstring(data: bytes) -> tuple[int, int]:
     return 0, -1
 
 
-def _merged(replies: list[list[str] | None]) -> list[str]:
-    """The ids of each period's id list of one fingerprint, merged."""
+def _merged(replies: list[Listed | None]) -> Listed:
+    """The ids of each period's id list of one fingerprint, merged (with their sketch where every
+    period's share one)."""
     if len(replies) == 1:
-        return replies[0] if replies[0] is not None else []
-    return list(dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in reply))
+        return replies[0] if replies[0] is not None else Listed([])
+    parts = [reply for reply in replies if reply is not None]
+    sketch = parts[0].sketch if parts and all(part.sketch == parts[0].sketch for part in parts) else None
+    return Listed(list(dict.fromkeys(doc_id for part in parts for doc_id in part.ids)), sketch)
