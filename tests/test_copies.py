@@ -24,12 +24,13 @@ from simhash_redis.asyncio import AsyncVerifiedIndex
 from simhash_redis.codec import decode_ids, encode_ids, netstring
 from simhash_redis.index.verified_index import confirmed_many
 from simhash_redis.results import duplicate_of
-from simhash_redis.store import candidates
+from simhash_redis.store import candidates, reads
 from simhash_redis.store.candidates import (
     Group,
     Listed,
-    grouped,
+    grouped_all,
     matches_of,
+    matches_of_groups,
     reported,
     verified_matches_of,
 )
@@ -85,8 +86,9 @@ def test_groups_give_the_matches_and_the_duplicate_sorting_every_match_gave(
     # An id may be listed twice, and under two fingerprints (as a cluster's interrupted write leaves it).
     ids_of = {b"%d" % n: ids for n, ids in enumerate(lists) if n % 7}  # some fingerprints without an entry
     want = _matches_by_sorting(found, ids_of)
-    groups = grouped(found, {raw: Listed(ids) for raw, ids in ids_of.items()})
-    assert matches_of(groups) == want
+    assert matches_of(found, ids_of) == want
+    groups = grouped_all([found], ids_of, {})[0]
+    assert matches_of_groups(groups) == want  # the way of many matches
     assert reported(doc_id, groups) == duplicate_of(doc_id, want)
 
 
@@ -117,12 +119,13 @@ def test_verified_groups_confirm_as_each_id_estimated_did(
         for i, one in enumerate(ids):
             stored[one] = _STORED[sketch_of[n * 6 + (0 if uniform else i)]]
     queries = [_QUERIES[q] for q in query[: len(found)]]
-    listed = {}
+    sketch_of = {}  # the lookup's note of one sketch for all a fingerprint's ids (not always made)
     for raw, ids in ids_of.items():
         shared = {stored[one] for one in ids}
-        listed[raw] = Listed(ids, shared.pop() if uniform and len(shared) == 1 else None)
+        if uniform and len(shared) == 1:
+            sketch_of[raw] = shared.pop()
     want = _confirmed_by_id(queries, [_matches_by_sorting(one, ids_of) for one in found], stored, threshold)
-    got = confirmed_many(_SKETCHER, queries, [grouped(one, listed) for one in found], stored, threshold)
+    got = confirmed_many(_SKETCHER, queries, grouped_all(found, ids_of, sketch_of), stored, threshold)
     for pairs, groups in zip(want, got, strict=True):
         assert verified_matches_of(groups) == [VerifiedMatch(*m, e) for m, e in pairs]
         mine = f"d{doc_id % 41}-{doc_id % 3}"
@@ -143,6 +146,14 @@ class _Counts:
             return expand(groups, kind)
 
         monkeypatch.setattr(candidates, "_expanded", counted_expand)
+        plain = reads.matches_of
+
+        def counted_plain(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
+            matches = plain(found, ids_of)
+            self.expanded += len(matches)
+            return matches
+
+        monkeypatch.setattr(reads, "matches_of", counted_plain)
         if hasher is None:
             return
         many, pairs = hasher.estimate_many, hasher.estimate_pairs
@@ -198,9 +209,10 @@ def test_add_if_new_of_a_page_stored_under_many_ids_builds_no_match_per_id(
     many = verified.add_if_new_many([(f"new-{n}", page) for n in range(100)])  # one numpy pass
     assert {m.id for m in many if m is not None} == {least} and counts.estimated == 102
     assert counts.expanded == 0
+    assert [m.id for m in plain.near(page)] == sorted(ids) and counts.expanded == _COPIES
     # near() gives every match, still one estimate per distinct sketch.
     assert [m.id for m in verified.near(page)] == sorted(ids)
-    assert counts.expanded == _COPIES and counts.estimated == 103
+    assert counts.expanded == 2 * _COPIES and counts.estimated == 103
 
 
 def test_awaited_add_if_new_of_a_page_stored_under_many_ids(

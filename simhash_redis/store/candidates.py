@@ -21,9 +21,10 @@ __all__ = [
     "Group",
     "Listed",
     "band_hits",
-    "grouped",
+    "grouped_all",
     "hits",
     "matches_of",
+    "matches_of_groups",
     "pure_hits",
     "reported",
     "takes_raw",
@@ -273,14 +274,30 @@ class Group(NamedTuple):
     jaccard: float | None = None
 
 
-def grouped(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, Listed]) -> list[Group]:
-    """One query's matches as groups, in the order its candidates were met (fingerprints without ids
-    left out)."""
+def grouped_all(
+    per_query: list[dict[bytes, tuple[int, int]]],
+    ids_of: dict[bytes, list[str]],
+    sketch_of: dict[bytes, bytes],
+) -> list[list[Group]]:
+    """Each query's matches as groups, in the order its candidates were met (fingerprints without ids
+    left out): one `Listed` a stored fingerprint, shared by the queries that matched it.
+
+    Args:
+        sketch_of: the one sketch of all a fingerprint's ids, where the lookup read them so.
+    """
+    shared: dict[bytes, Listed] = {}
     out = []
-    for raw, (candidate, d) in found.items():
-        listed = ids_of.get(raw)
-        if listed is not None and listed.ids:
-            out.append(Group(candidate, d, listed))
+    for found in per_query:
+        groups = []
+        for raw, (candidate, d) in found.items():
+            listed = shared.get(raw)
+            if listed is None:
+                ids = ids_of.get(raw)
+                if not ids:
+                    continue
+                listed = shared[raw] = Listed(ids, sketch_of.get(raw))
+            groups.append(Group(candidate, d, listed))
+        out.append(groups)
     return out
 
 
@@ -289,8 +306,33 @@ def _rank(group: Group) -> tuple[float, int]:
     return (0.0 if group.jaccard is None else -group.jaccard, group.distance)
 
 
-def matches_of(groups: list[Group]) -> list[Match]:
+def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
     """The matches of one query, nearest first, then by id."""
+    if not found:
+        return []
+    if len(found) == 1:  # the common hit: one fingerprint, its ids sorted as strings
+        for raw, (candidate, d) in found.items():
+            ids = ids_of.get(raw)
+            if not ids:
+                return []
+            if len(ids) == 1:
+                return [Match(ids[0], candidate, d)]
+            return list(map(tuple.__new__, repeat(Match), zip(sorted(ids), repeat(candidate), repeat(d))))
+    if sum(len(ids_of.get(raw, ())) for raw in found) > _MANY:
+        return matches_of_groups(grouped_all([found], ids_of, {})[0])
+    matches = [
+        Match(doc_id, candidate, d) for raw, (candidate, d) in found.items() for doc_id in ids_of.get(raw, ())
+    ]
+    matches.sort(key=lambda match: (match.distance, match.id))
+    return matches
+
+
+# From this many matches of several fingerprints, they are sorted a group at a time (`_expanded`).
+_MANY = 64
+
+
+def matches_of_groups(groups: list[Group]) -> list[Match]:
+    """`matches_of` of a query's groups."""
     return _expanded(groups, Match)
 
 
