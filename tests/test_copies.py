@@ -360,3 +360,24 @@ def test_a_bulk_commit_of_many_ids_writes_what_each_in_turn_wrote(
         assert reply == [created, dropped, set_ids]
     finally:
         client.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ids=st.lists(_IDS, max_size=40),
+    written=st.dictionaries(_IDS, st.integers(0, 2)),
+    fp=st.integers(0, 2),
+    doc_id=_IDS,
+)
+def test_a_listed_group_answers_as_its_matches_did(
+    ids: list[str], written: dict[str, int], fp: int, doc_id: str
+) -> None:
+    """add_if_new's questions of a group (an id written this round with another fingerprint, its own
+    entry) as it asked them of each match."""
+    listed = Listed(ids)
+    matches = [Match(one, fp, 0) for one in ids]
+    assert listed.conflicts(written, fp) == any(
+        written.get(m.id, m.fingerprint) != m.fingerprint for m in matches
+    )
+    assert listed.has(doc_id) == any(m.id == doc_id for m in matches)
+    assert not ids or listed.least() == min(ids)
