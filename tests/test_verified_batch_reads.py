@@ -26,9 +26,8 @@ from simhash_redis.codec import (
     unpack_fps_many,
 )
 from simhash_redis.index.verified_index import confirmed_many
-from simhash_redis.results import Match
 from simhash_redis.store import Verification
-from simhash_redis.store.candidates import band_hits, hits
+from simhash_redis.store.candidates import Group, Listed, band_hits, hits, verified_matches_of
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.layout import Layout
 from simhash_redis.store.reads import _with_sketches
@@ -167,13 +166,14 @@ def test_confirmed_many_of_a_batch_equal_those_of_each_query(hasher: BandedOddSk
     rng = random.Random(7)
     queries = [sketches[rng.randrange(len(sketches))] for _ in range(70)]
     candidates = [
-        [Match(doc_id, 0, rng.randrange(4)) for doc_id in rng.sample(sorted(stored), 5)] for _ in queries
+        [Group(0, rng.randrange(4), Listed([doc_id])) for doc_id in rng.sample(sorted(stored), 5)]
+        for _ in queries
     ]
     want = [
-        confirmed_many(hasher, [q], [found], stored, 0.5)[0]
+        verified_matches_of(confirmed_many(hasher, [q], [found], stored, 0.5)[0])
         for q, found in zip(queries, candidates, strict=True)
     ]
-    assert confirmed_many(hasher, queries, candidates, stored, 0.5) == want
+    assert list(map(verified_matches_of, confirmed_many(hasher, queries, candidates, stored, 0.5))) == want
     assert any(want)
 
 

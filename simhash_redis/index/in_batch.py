@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..codec import encode_fp
-from ..results import Match
 from ..store import Guard, Reads, Store
+from ..store.candidates import Group
 from ..store.windows import WindowedSets
 
 __all__ = ["InBatch", "Judge"]
@@ -18,9 +18,10 @@ class Judge(Protocol):
     """Decides which candidates within distance k count as near-duplicates, and what goes with a write."""
 
     def duplicates(
-        self, docs: list[int], found: list[list[Match]], sketches: dict[str, bytes]
-    ) -> Sequence[Sequence[Match]]:
-        """The near-duplicates among each document's candidates (docs: positions in the batch)."""
+        self, docs: list[int], found: list[list[Group]], sketches: dict[str, bytes]
+    ) -> Sequence[list[Group]]:
+        """The near-duplicates among each document's candidates (docs: positions in the batch), as groups
+        of ids (`candidates.Group`), with their estimated similarity where it decides."""
 
     def bands(self, docs: list[int]) -> list[list[bytes]] | None:
         """The band tables whose members are candidates of the documents at these positions, or None."""

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 from ..codec import encode_fp
 from ..errors import WriteContention
-from ..results import Match, Outcome, duplicate_of
+from ..results import Match, Outcome, VerifiedMatch
 from ..store import BucketLocks, Guard, Reads, Store, Write, Writes
+from ..store.candidates import Group, reported
 from ..transport import Backoff, pause
 from .in_batch import InBatch, Judge
 
@@ -28,14 +29,17 @@ class UniqueWrites:
         self.store, self.reads, self.writes, self.f, self.k = store, reads, writes, f, k
         self.table_keys = store.keys.table_builder()
 
-    def add(self, ids: list[bytes], fps: list[int], judge: Judge | None = None) -> list[Outcome | Match]:
+    def add(
+        self, ids: list[bytes], fps: list[int], judge: Judge | None = None
+    ) -> list[Outcome | Match | VerifiedMatch]:
         """For each document, its outcome once stored, else its stored near-duplicate (by `judge`'s
-        rule; default: any within k); WriteContention if documents keep meeting concurrent writes.
+        rule; default: any within k; a VerifiedMatch where the judge confirms by sketches, as
+        `results.duplicate_of` picks it); WriteContention if documents keep meeting concurrent writes.
 
         On a standalone server the write script re-checks the table sets the client read (the guard);
         on a cluster the documents' table buckets are locked from the read to the write instead.
         """
-        results: list[Outcome | Match | None] = [None] * len(ids)
+        results: list[Outcome | Match | VerifiedMatch | None] = [None] * len(ids)
         pending = list(range(len(ids)))
         delays = _CONTENTION_BACKOFF.delays()
         locks = BucketLocks(self.store) if self.store.cluster else None
@@ -94,7 +98,7 @@ class UniqueWrites:
         judge: Judge | None,
         locks: BucketLocks | None,
         pending: list[int],
-        results: list[Outcome | Match | None],
+        results: list[Outcome | Match | VerifiedMatch | None],
     ) -> tuple[list[int], bool]:
         """One read-check-write round over the pending documents; those to try again next round, and
         whether each was left only to keep the batch's order (no write or lock got in its way)."""
@@ -114,11 +118,12 @@ class UniqueWrites:
             read = [fps[i] for i in ready]
             # Table keys built once, for the read, the guard and the write (without a retention window).
             tables = list(map(self.table_keys, read)) if self.reads.windows is None else None
-            members, matches_read = self.reads.near_and_members(read, self.k, sketches, bands, tables)
-            found: Sequence[Sequence[Match]] = matches_read
-            read_of = dict(zip(ready, matches_read, strict=True))
+            # Matches as groups: a page stored under thousands of ids is one, not a Match per id.
+            members, groups_read = self.reads.near_and_members(read, self.k, sketches, bands, tables)
+            found: Sequence[list[Group]] = groups_read
+            read_of = dict(zip(ready, groups_read, strict=True))
             if judge is not None and sketches is not None:
-                found = judge.duplicates(ready, list(map(list, found)), sketches)
+                found = judge.duplicates(ready, groups_read, sketches)
             writes: list[Write] = []
             writing: list[int] = []
             written_keys: list[list[bytes]] = []
@@ -137,17 +142,17 @@ class UniqueWrites:
             left = {ids[i].decode(): i for i in reversed(waiting)}
             holding = False
             keys_of: Sequence[list[bytes] | None] = tables or [None] * len(ready)
-            for i, sets, matches, table_keys in zip(ready, members, found, keys_of, strict=True):
+            for i, sets, groups, table_keys in zip(ready, members, found, keys_of, strict=True):
                 doc_id = ids[i].decode()
                 holding = holding or (
                     doc_id in rewritten
                     or left.get(doc_id, i) < i
-                    or any(rewritten.get(m.id, m.fingerprint) != m.fingerprint for m in matches)
+                    or any(group.listed.conflicts(rewritten, group.fingerprint) for group in groups)
                 )
                 if holding:
                     behind.append(i)
-                elif matches:
-                    results[i] = duplicate = duplicate_of(doc_id, list(matches))
+                elif groups:
+                    results[i] = duplicate = reported(doc_id, groups)
                     if duplicate is not None:
                         again.append((duplicate.id.encode(), encode_fp(duplicate.fingerprint, self.f)))
                 else:
@@ -182,7 +187,9 @@ class UniqueWrites:
             for i, outcome in zip(writing, applied, strict=True):
                 # None: a table set changed since it was read. UNCHANGED for an id the read did not find:
                 # another worker stored this very document since, and the next read reports it.
-                raced = outcome is Outcome.UNCHANGED and all(m.id != ids[i].decode() for m in read_of[i])
+                raced = outcome is Outcome.UNCHANGED and not any(
+                    group.listed.has(ids[i].decode()) for group in read_of[i]
+                )
                 if outcome is None or raced:
                     changed.append(i)
                 else:

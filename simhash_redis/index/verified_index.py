@@ -10,6 +10,7 @@ from ..errors import IndexCorrupted, InvalidArgument, InvalidType
 from ..fingerprinting import BandedOddSketcher, Sketcher
 from ..results import Match, VerifiedMatch
 from ..store import Guard, KeySchema, Reads, SketchedGuard, Verification, Write
+from ..store.candidates import Group, Listed, verified_matches_of
 from ..store.keys import encode_id
 from ..store.reads import Bands
 from ..transport import client_from_url
@@ -271,14 +272,8 @@ class VerifiedIndex:
     ) -> list[Outcome | VerifiedMatch]:
         """One batch of add-if-new: each document's outcome, or its confirmed near-duplicate."""
         judge = SketchJudge(self.hasher, self.threshold, self.verification, self.store.keys, raws, sketches)
-        results: list[Outcome | VerifiedMatch] = []
-        for i, result in enumerate(self._unique.add(raws, fps, judge)):
-            if isinstance(result, Match):
-                similar = judge.jaccard[(i, result.id)]
-                results.append(VerifiedMatch(result.id, result.fingerprint, result.distance, similar))
-            else:
-                results.append(result)
-        return results
+        # The judge's confirmed groups carry their estimates: a duplicate comes as a VerifiedMatch.
+        return [result for result in self._unique.add(raws, fps, judge) if not isinstance(result, Match)]
 
     def remove(self, doc_id: str) -> bool:
         """Remove a document and its sketch; True if it was stored."""
@@ -375,10 +370,10 @@ class VerifiedIndex:
                 bands = keys.band_columns(queries, mode) if self.index.windows is None else None
                 if bands is None:
                     bands = [keys.band_places(s, mode) for s in queries]
-            candidates = self._reads.near(fps, limit, stored, bands)
+            candidates = self._reads.near_groups(fps, limit, stored, bands)
             return [
-                [VerifiedMatch(m.id, m.fingerprint, m.distance, jaccard) for m, jaccard in pairs]
-                for pairs in confirmed_many(self.hasher, queries, candidates, stored, threshold)
+                verified_matches_of(groups)
+                for groups in confirmed_many(self.hasher, queries, candidates, stored, threshold)
             ]
 
         return in_batches(self.index.batch_size, None, confirmed, checked, sketches)
@@ -421,19 +416,12 @@ class SketchJudge:
     ) -> None:
         self.hasher, self.threshold, self.verification, self.keys = hasher, threshold, verification, keys
         self.ids, self.sketches = ids, sketches
-        #: (position in the batch, candidate id) -> estimated Jaccard, for the confirmed candidates.
-        self.jaccard: dict[tuple[int, str], float] = {}
 
     def duplicates(
-        self, docs: list[int], found: list[list[Match]], stored: dict[str, bytes]
-    ) -> list[list[Match]]:
-        out: list[list[Match]] = []
+        self, docs: list[int], found: list[list[Group]], stored: dict[str, bytes]
+    ) -> list[list[Group]]:
         queries = [self.sketches[i] for i in docs]
-        confirmed_all = confirmed_many(self.hasher, queries, found, stored, self.threshold)
-        for i, pairs in zip(docs, confirmed_all, strict=True):
-            self.jaccard.update(((i, match.id), estimate) for match, estimate in pairs)
-            out.append([match for match, _ in pairs])
-        return out
+        return confirmed_many(self.hasher, queries, found, stored, self.threshold)
 
     def bands(self, docs: list[int]) -> list[list[bytes]] | None:
         mode, keys = self.verification, self.keys
@@ -456,36 +444,56 @@ class SketchJudge:
 def confirmed_many(
     hasher: Sketcher,
     queries: Sequence[bytes],
-    candidates: Sequence[list[Match]],
+    candidates: Sequence[list[Group]],
     stored: dict[str, bytes],
     threshold: float,
-) -> list[list[tuple[Match, float]]]:
-    """Per query, the candidates whose stored sketch estimates a Jaccard similarity with the query's of at
-    least threshold, with that estimate, most similar first, then nearest, then by id; a batch's odd
-    sketches estimated in one pass."""
+) -> list[list[Group]]:
+    """Per query, its candidates' groups (`Reads.near_groups`) split by stored sketch, kept where that
+    sketch estimates a Jaccard similarity with the query's of at least threshold, with that estimate
+    (`candidates.verified_matches_of` orders their ids); each query's distinct sketches estimated once
+    (the ids of a page copied by the thousand share one), a batch's odd sketches in one pass."""
     size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
-    kept = [[m for m in matches if len(stored.get(m.id, b"")) == size] for matches in candidates]
+    parts_of: dict[int, list[tuple[bytes, Listed]]] = {}  # by the identity of the ids' list (shared)
+    split: list[list[tuple[Group, bytes]]] = []
+    distinct: list[list[bytes]] = []
+    for groups in candidates:
+        mine: list[tuple[Group, bytes]] = []
+        for group in groups:
+            parts = parts_of.get(id(group.listed))
+            if parts is None:
+                parts = parts_of[id(group.listed)] = _by_sketch(group.listed, stored, size)
+            mine.extend((group._replace(listed=listed), sketch) for sketch, listed in parts)
+        split.append(mine)
+        distinct.append(list(dict.fromkeys(sketch for _, sketch in mine)))
     if isinstance(hasher, BandedOddSketcher) and len(queries) >= _PAIRS_MIN:
-        owners = [q for q, matches in enumerate(kept) for _ in matches]
-        flat = hasher.estimate_pairs(queries, owners, [stored[m.id] for ms in kept for m in ms]).tolist()
-        at = 0
-        estimates = []
-        for matches in kept:
-            estimates.append(flat[at : at + len(matches)])
-            at += len(matches)
+        owners = [q for q, sketches in enumerate(distinct) for _ in sketches]
+        flat = hasher.estimate_pairs(queries, owners, [one for sketches in distinct for one in sketches])
+        values, at, estimates = flat.tolist(), 0, []
+        for sketches in distinct:
+            estimates.append(values[at : at + len(sketches)])
+            at += len(sketches)
     else:
         estimates = [
-            hasher.estimate_many(query, [stored[m.id] for m in matches]).tolist() if matches else []
-            for query, matches in zip(queries, kept, strict=True)
+            hasher.estimate_many(query, sketches).tolist() if sketches else []
+            for query, sketches in zip(queries, distinct, strict=True)
         ]
     out = []
-    for matches, values in zip(kept, estimates, strict=True):
-        pairs = [(m, float(e)) for m, e in zip(matches, values, strict=True) if e >= threshold]
-        if len(pairs) > 1:
-            pairs.sort(key=_order)
-        out.append(pairs)
+    for mine, sketches, values in zip(split, distinct, estimates, strict=True):
+        of = dict(zip(sketches, map(float, values), strict=True))
+        out.append([group._replace(jaccard=of[sketch]) for group, sketch in mine if of[sketch] >= threshold])
     return out
 
 
-def _order(pair: tuple[Match, float]) -> tuple[float, int, str]:
-    return (-pair[1], pair[0].distance, pair[0].id)
+def _by_sketch(listed: Listed, stored: dict[str, bytes], size: int) -> list[tuple[bytes, Listed]]:
+    """The ids of a list grouped by their stored sketch (those without one of `size` bytes left out), in
+    the order met."""
+    if listed.sketch is not None:  # the lookup read one sketch for them all
+        return [(listed.sketch, listed)] if len(listed.sketch) == size else []
+    by: dict[bytes, list[str]] = {}
+    for doc_id in listed.ids:
+        sketch = stored.get(doc_id, b"")
+        if len(sketch) == size:
+            by.setdefault(sketch, []).append(doc_id)
+    if len(by) == 1 and sum(map(len, by.values())) == len(listed.ids):
+        return [(sketch, Listed(listed.ids, sketch)) for sketch in by]
+    return [(sketch, Listed(ids, sketch)) for sketch, ids in by.items()]

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from ..codec import decode_fp
 from ..fingerprinting import engine_choice
-from ..results import Match
+from ..results import Match, VerifiedMatch
 from ..transport.wire import arrays
 
-__all__ = ["band_hits", "hits", "matches_of", "pure_hits", "takes_raw", "top_band_hits"]
+__all__ = [
+    "Group",
+    "Listed",
+    "band_hits",
+    "grouped_all",
+    "hits",
+    "matches_of",
+    "matches_of_groups",
+    "pure_hits",
+    "reported",
+    "takes_raw",
+    "top_band_hits",
+    "verified_matches_of",
+]
 
 # From this many queries, band members are filtered in numpy (below, its fixed costs are most of it).
 _BANDS_VECTOR_MIN = 16
@@ -206,12 +222,163 @@ def _few_band_hits(
     return found
 
 
+class Listed:
+    """The ids stored with one fingerprint (or, verified, those of them sharing one sketch), as a lookup
+    read them: one object for every query that matched it, so that what a batch asks of a page copied
+    under thousands of ids (is this id among them, which is least) is worked out once, not per query."""
+
+    __slots__ = ("_least", "_set", "ids", "sketch")
+
+    def __init__(self, ids: list[str], sketch: bytes | None = None) -> None:
+        self.ids = ids
+        #: The sketch of every id listed, where the lookup read one for them all (verified mode).
+        self.sketch = sketch
+        self._set: set[str] | frozenset[str] | None = None
+        self._least: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def has(self, doc_id: str) -> bool:
+        """Whether the id is listed."""
+        if len(self.ids) <= _FEW_IDS:
+            return doc_id in self.ids
+        if self._set is None:
+            self._set = set(self.ids)
+        return doc_id in self._set
+
+    def least(self) -> str:
+        """The least id listed (the list is not empty)."""
+        if self._least is None:
+            self._least = min(self.ids)
+        return self._least
+
+    def conflicts(self, written: dict[str, int], fp: int) -> bool:
+        """Whether an id listed has another fingerprint in `written` (id -> fingerprint) than fp."""
+        if len(written) < len(self.ids):
+            return any(other != fp for doc_id, other in written.items() if self.has(doc_id))
+        return any(written.get(doc_id, fp) != fp for doc_id in self.ids)
+
+
+# Up to this many ids, a list is searched as it is (a set would cost more than it saves).
+_FEW_IDS = 16
+
+
+class Group(NamedTuple):
+    """A query's matches sharing a stored fingerprint (and, verified, a sketch): every id listed."""
+
+    fingerprint: int
+    distance: int
+    listed: Listed
+    #: The estimated Jaccard similarity of the query with the ids' sketch (verified mode), else None.
+    jaccard: float | None = None
+
+
+def grouped_all(
+    per_query: list[dict[bytes, tuple[int, int]]],
+    ids_of: dict[bytes, list[str]],
+    sketch_of: dict[bytes, bytes],
+) -> list[list[Group]]:
+    """Each query's matches as groups, in the order its candidates were met (fingerprints without ids
+    left out): one `Listed` a stored fingerprint, shared by the queries that matched it.
+
+    Args:
+        sketch_of: the one sketch of all a fingerprint's ids, where the lookup read them so.
+    """
+    shared: dict[bytes, Listed] = {}
+    out = []
+    for found in per_query:
+        groups = []
+        for raw, (candidate, d) in found.items():
+            listed = shared.get(raw)
+            if listed is None:
+                ids = ids_of.get(raw)
+                if not ids:
+                    continue
+                listed = shared[raw] = Listed(ids, sketch_of.get(raw))
+            groups.append(Group(candidate, d, listed))
+        out.append(groups)
+    return out
+
+
+def _rank(group: Group) -> tuple[float, int]:
+    """Most similar first (verified), then nearest."""
+    return (0.0 if group.jaccard is None else -group.jaccard, group.distance)
+
+
 def matches_of(found: dict[bytes, tuple[int, int]], ids_of: dict[bytes, list[str]]) -> list[Match]:
     """The matches of one query, nearest first, then by id."""
     if not found:
         return []
+    if len(found) == 1:  # the common hit: one fingerprint, its ids sorted as strings
+        for raw, (candidate, d) in found.items():
+            ids = ids_of.get(raw)
+            if not ids:
+                return []
+            if len(ids) == 1:
+                return [Match(ids[0], candidate, d)]
+            return list(map(tuple.__new__, repeat(Match), zip(sorted(ids), repeat(candidate), repeat(d))))
+    if sum(len(ids_of.get(raw, ())) for raw in found) > _MANY:
+        return matches_of_groups(grouped_all([found], ids_of, {})[0])
     matches = [
         Match(doc_id, candidate, d) for raw, (candidate, d) in found.items() for doc_id in ids_of.get(raw, ())
     ]
     matches.sort(key=lambda match: (match.distance, match.id))
     return matches
+
+
+# From this many matches of several fingerprints, they are sorted a group at a time (`_expanded`).
+_MANY = 64
+
+
+def matches_of_groups(groups: list[Group]) -> list[Match]:
+    """`matches_of` of a query's groups."""
+    return _expanded(groups, Match)
+
+
+def verified_matches_of(groups: list[Group]) -> list[VerifiedMatch]:
+    """The matches of one query's confirmed groups, most similar first, then nearest, then by id."""
+    return _expanded(groups, VerifiedMatch)
+
+
+def _expanded(groups: list[Group], kind: type[Any]) -> list[Any]:
+    """A match of `kind` per id listed, as sorting every one by (rank, id), stably, would order them: each
+    group's ids sorted as strings, not each match built and compared through a key."""
+    if not groups:
+        return []
+    new, out = tuple.__new__, list[Any]()
+    verified = kind is VerifiedMatch
+    rows: Iterator[tuple[Any, ...]]
+    for _, tied in itertools.groupby(sorted(groups, key=_rank), key=_rank):
+        same = list(tied)
+        fp, d, listed, jaccard = same[0]
+        if len(same) == 1:
+            ids = sorted(listed.ids)
+            rows = zip(ids, repeat(fp), repeat(d), *([repeat(jaccard)] if verified else []))
+        else:
+            ranked = [(doc_id, g.fingerprint, d, jaccard) for g in same for doc_id in g.listed.ids]
+            ranked.sort(key=itemgetter(0))  # stable: an id listed twice keeps the order met
+            rows = iter(ranked) if verified else (row[:3] for row in ranked)
+        out.extend(map(new, repeat(kind), rows))
+    return out
+
+
+def reported(doc_id: str, groups: list[Group]) -> Match | VerifiedMatch | None:
+    """`results.duplicate_of(doc_id, matches_of(groups))` without a match per id listed: its own entry
+    when the id is listed, else the first by rank (most similar, verified; nearest), then by id. A
+    VerifiedMatch where the groups were confirmed by their sketches."""
+    if not groups:
+        return None
+    ranked = sorted(groups, key=_rank) if len(groups) > 1 else groups
+    chosen = next((group for group in ranked if group.listed.has(doc_id)), None)
+    if chosen is None:
+        best, chosen = _rank(ranked[0]), ranked[0]
+        for group in ranked[1:]:
+            if _rank(group) != best:
+                break
+            if group.listed.least() < chosen.listed.least():
+                chosen = group
+        doc_id = chosen.listed.least()
+    if chosen.jaccard is None:
+        return Match(doc_id, chosen.fingerprint, chosen.distance)
+    return VerifiedMatch(doc_id, chosen.fingerprint, chosen.distance, chosen.jaccard)

@@ -13,7 +13,7 @@ from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.wire import CommandPerKey, PackedCommands, pack_columns
-from .candidates import band_hits, hits, matches_of, takes_raw, top_band_hits
+from .candidates import Group, band_hits, grouped_all, hits, matches_of, takes_raw, top_band_hits
 from .config import IndexConfig
 from .keys import BandColumns, KeySchema
 from .store import Store, hash_pairs
@@ -86,6 +86,26 @@ class Reads:
             lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands, tables), exchange)
         )
 
+    def near_groups(
+        self,
+        fps: list[int],
+        k: int,
+        sketches: dict[str, bytes] | None = None,
+        bands: Bands | None = None,
+        members: list[list[list[bytes]]] | None = None,
+        tables: list[list[bytes]] | None = None,
+    ) -> list[list[Group]]:
+        """`near`, each fingerprint's matches as groups (`candidates.Group`): a page copied under
+        thousands of ids is one, which those who want one of its ids need not expand."""
+        if not fps:
+            return []
+        view = None if self.windows is None else self.windows.view()
+        return self.store.sender.converse(
+            lambda exchange: drive(
+                self.lookup_groups(fps, k, view, members, sketches, bands, tables), exchange
+            )
+        )
+
     def near_and_members(
         self,
         fps: list[int],
@@ -93,10 +113,11 @@ class Reads:
         sketches: dict[str, bytes] | None = None,
         bands: list[list[tuple[bytes, bytes]]] | None = None,
         tables: list[list[bytes]] | None = None,
-    ) -> tuple[list[list[list[bytes]]], list[list[Match]]]:
-        """near() that also returns the members read from each fingerprint's sets (add-if-new's guard)."""
+    ) -> tuple[list[list[list[bytes]]], list[list[Group]]]:
+        """`near_groups` that also returns the members read from each fingerprint's sets (add-if-new's
+        guard)."""
         members: list[list[list[bytes]]] = []
-        return members, self.near(fps, k, sketches, bands, members, tables)
+        return members, self.near_groups(fps, k, sketches, bands, members, tables)
 
     def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
         """The stored fingerprint of each encoded id (None where absent), in one round trip."""
@@ -147,6 +168,34 @@ class Reads:
         bands: Bands | None = None,
         built: list[list[bytes]] | None = None,
     ) -> Steps[list[list[Match]]]:
+        """The lookup of a batch, as steps (`transport.Steps`): `lookup_groups`, its matches one by one."""
+        per_query, ids_of, _ = yield from self._lookup(fps, k, view, members, sketches, bands, built)
+        return [matches_of(hit, ids_of) for hit in per_query]
+
+    def lookup_groups(
+        self,
+        fps: list[int],
+        k: int,
+        view: View | None = None,
+        members: list[list[list[bytes]]] | None = None,
+        sketches: dict[str, bytes] | None = None,
+        bands: Bands | None = None,
+        built: list[list[bytes]] | None = None,
+    ) -> Steps[list[list[Group]]]:
+        """The lookup of a batch as steps, each fingerprint's matches as groups (`candidates.Group`)."""
+        per_query, ids_of, sketch_of = yield from self._lookup(fps, k, view, members, sketches, bands, built)
+        return grouped_all(per_query, ids_of, sketch_of)
+
+    def _lookup(
+        self,
+        fps: list[int],
+        k: int,
+        view: View | None = None,
+        members: list[list[list[bytes]]] | None = None,
+        sketches: dict[str, bytes] | None = None,
+        bands: Bands | None = None,
+        built: list[list[bytes]] | None = None,
+    ) -> Steps[tuple[list[dict[bytes, tuple[int, int]]], dict[bytes, list[str]], dict[bytes, bytes]]]:
         """The lookup of a batch, as steps (`transport.Steps`): the one place its commands are decided.
 
         The round trips are drawn in docs/architecture.md ("The path of a `near`").
@@ -232,6 +281,8 @@ class Reads:
         per_query: list[dict[bytes, tuple[int, int]]] = []
         asked: dict[bytes, None] = {}
         ids_of: dict[bytes, list[str]] = {}
+        # The one sketch of every id of a fingerprint, where its reply had it so (verified mode).
+        sketch_of: dict[bytes, bytes] = {}
         for start in range(0, len(fps), step):
             chunk = fps[start : start + step]
             replies = yield sets_read, len(chunk) * tables
@@ -253,7 +304,9 @@ class Reads:
             elif exact is not None:
                 exact_replies = yield READ, per_map
                 if sketches is not None:
-                    ids_of[exact] = _merged(_with_sketches(exact_replies, sketches))
+                    shared: list[bytes | None] = []
+                    ids_of[exact] = _merged(_with_sketches(exact_replies, sketches, shared))
+                    _share(sketch_of, exact, shared)
                 else:
                     ids_of[exact] = _merged(
                         [None if one is None else decode_ids(one) for one in exact_replies]
@@ -305,15 +358,18 @@ class Reads:
                     yield SEND, [CommandPerKey(b"HGET", fp_keys(one), one) for one in wanted]
         if asked:
             id_replies = yield READ, len(asked) * per_map
+            shared = []
             if sketches is not None:  # one HMGET a fingerprint (and period): its ids and their sketches
-                lists = _with_sketches(id_replies, sketches)
+                lists = _with_sketches(id_replies, sketches, shared)
             else:
                 lists = [None if reply is None else decode_ids(reply) for reply in id_replies]
             for n, one in enumerate(asked):  # each period's map of one fingerprint, merged
                 parts = lists[n * per_map : (n + 1) * per_map]
                 if any(part is not None for part in parts):
                     ids_of[one] = _merged(parts)
-        return [matches_of(hit, ids_of) for hit in per_query]
+                    if shared:
+                        _share(sketch_of, one, shared[n * per_map : (n + 1) * per_map])
+        return per_query, ids_of, sketch_of
 
 
 def _bucket_ids(
@@ -334,27 +390,31 @@ def _bucket_ids(
     return {field: [] if value is None else decode_ids(value) for field, value in pairs}
 
 
-def _with_sketches(replies: list[list[bytes | None]], sketches: dict[str, bytes]) -> list[list[str] | None]:
+def _with_sketches(
+    replies: list[list[bytes | None]], sketches: dict[str, bytes], shared: list[bytes | None] | None = None
+) -> list[list[str] | None]:
     """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches of the ids
-    listed put in `sketches` (a cluster's interrupted write may leave a stale one)."""
+    listed put in `sketches` (a cluster's interrupted write may leave a stale one), and in `shared` each
+    reply's one sketch of all its ids (None where they have several, or none)."""
     out: list[list[str] | None] = []
+    one_sketch: bytes | None
     for ids, stored in replies:
+        one_sketch = None
         if ids is None:
             out.append(None)
-            continue
-        listed = _one_id(ids) or decode_ids(ids)
-        out.append(listed)
-        if stored is None:
-            continue
-        # The common value, one sketch for exactly the ids listed, read without parsing it.
-        start, end = _first_netstring(stored)
-        if end > 0 and stored[end:] == b"%d:%s" % (len(ids), ids):
-            sketch = stored[start:end]
-            for doc_id in listed:
-                sketches[doc_id] = sketch
         else:
-            known = set(listed)
-            sketches.update(item for item in decode_sketches(stored).items() if item[0] in known)
+            listed = _one_id(ids) or decode_ids(ids)
+            out.append(listed)
+            # The common value, one sketch for exactly the ids listed, read without parsing it.
+            start, end = _first_netstring(stored) if stored is not None else (0, 0)
+            if stored is not None and end > 0 and stored[end:] == b"%d:%s" % (len(ids), ids):
+                one_sketch = stored[start:end]
+                sketches.update(dict.fromkeys(listed, one_sketch))
+            elif stored is not None:
+                known = set(listed)
+                sketches.update(item for item in decode_sketches(stored).items() if item[0] in known)
+        if shared is not None:
+            shared.append(one_sketch)
     return out
 
 
@@ -378,3 +438,10 @@ def _merged(replies: list[list[str] | None]) -> list[str]:
     if len(replies) == 1:
         return replies[0] if replies[0] is not None else []
     return list(dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in reply))
+
+
+def _share(sketch_of: dict[bytes, bytes], stored: bytes, shared: list[bytes | None]) -> None:
+    """Note the one sketch of a fingerprint's ids where each period's reply had one, the same."""
+    present = [one for one in shared if one is not None]
+    if present and len(present) == len(shared) and all(one == present[0] for one in present):
+        sketch_of[stored] = present[0]

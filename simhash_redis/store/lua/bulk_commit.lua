@@ -41,22 +41,36 @@ local function listed_in(raw)
 end
 
 -- The values of the m fingerprints and sketch fields of the quadruples from ARGV[first], in turn, by
--- HMGET in slices (unpack() of thousands of values would overflow Lua's C stack).
+-- HMGET in slices (unpack() of thousands of values would overflow Lua's C stack). Each distinct field is
+-- read once: copies of one page name its fingerprint and sketches by the thousand, and each read of
+-- their long values would copy them.
 local function read(key, first, m)
   if m == 1 then
     return redis.call('HMGET', key, ARGV[first], ARGV[first + 1])
   end
+  local fields, slot, where = {}, {}, {}
+  for i = 0, m - 1 do
+    for j = 0, 1 do
+      local field = ARGV[first + 4 * i + j]
+      local n = slot[field]
+      if not n then
+        fields[#fields + 1] = field
+        n = #fields
+        slot[field] = n
+      end
+      where[2 * i + j + 1] = n
+    end
+  end
+  local values = {}
+  for from = 1, #fields, 1000 do
+    local part = redis.call('HMGET', key, unpack(fields, from, math.min(from + 999, #fields)))
+    for j = 1, #part do
+      values[from + j - 1] = part[j]
+    end
+  end
   local got = {}
-  for from = 0, m - 1, 500 do
-    local fields = {}
-    for i = from, math.min(from + 499, m - 1) do
-      fields[#fields + 1] = ARGV[first + 4 * i]
-      fields[#fields + 1] = ARGV[first + 4 * i + 1]
-    end
-    local part = redis.call('HMGET', key, unpack(fields))
-    for j = 1, #fields do
-      got[2 * from + j] = part[j]
-    end
+  for p = 1, 2 * m do
+    got[p] = values[where[p]]
   end
   return got
 end
@@ -75,11 +89,29 @@ local ok, err = pcall(function()
       created = created + 1
     else
       local values, listed, order, new = {}, {}, {}, 0
+      -- The ids appended to each fingerprint's list, joined once at the end: appending each to a list of
+      -- thousands (copies of one page) copied it each time.
+      local more = {}
       local function change(field, value)
         if values[field] == nil then
           order[#order + 1] = field
         end
         values[field] = value
+      end
+      -- A sketch field's one group, while the field is unchanged: its sketch and its ids' netstrings
+      -- (copies of one page share one sketch, which step 3a set: each id found there, not spliced).
+      local single = {}
+      local function in_group(field, cur, sketch, item)
+        local one = single[field]
+        if not one or one.cur ~= cur then
+          local group, ids, after = group_at(cur, 1)
+          one = { cur = cur }
+          if group and after == #cur + 1 then
+            one.sketch, one.ids = group, listed_in(ids)
+          end
+          single[field] = one
+        end
+        return one.sketch == sketch and one.ids[item]
       end
       for i = 1, m do
         local at = a + 4 * i - 3
@@ -95,14 +127,21 @@ local ok, err = pcall(function()
           listed[fp] = ids
           if not ids[item] then
             ids[item] = true
-            change(fp, list .. item)
+            local tail = more[fp]
+            if not tail then
+              tail = {}
+              more[fp] = tail
+              change(fp, list)
+            end
+            tail[#tail + 1] = item
           end
         end
-        -- Its sketch, unless the field holds exactly it (the common case: the fingerprint's only id).
+        -- Its sketch, unless the field holds exactly it (the common case: the fingerprint's only id), or
+        -- its one group has it with this id.
         local cur = values[field] or got[2 * i] or ''
-        if cur ~= value then
+        local sketch = value ~= '' and item_at(value, 1) or ''
+        if cur ~= value and not (sketch ~= '' and in_group(field, cur, sketch, item)) then
           local id = item_at(item, 1)
-          local sketch = value ~= '' and item_at(value, 1) or ''
           local rest, had, kept = sketches_with(cur, id, sketch)
           if had ~= sketch and (had or sketch ~= '') then
             if had and not kept then
@@ -113,6 +152,9 @@ local ok, err = pcall(function()
             set[#set + 1] = id
           end
         end
+      end
+      for fp, tail in pairs(more) do
+        values[fp] = values[fp] .. table.concat(tail)
       end
       local sets, gone = {}, {}
       for _, field in ipairs(order) do

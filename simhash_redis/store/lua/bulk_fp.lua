@@ -103,16 +103,17 @@ local ok, err = pcall(function()
           for _, id in items(raw) do
             listed[id] = true
           end
-          local grown = raw
+          -- Joined once: appending each to a list of thousands (copies of one page) copied it each time.
+          local more = {}
           for item, id in items(list) do
             if not listed[id] then
               listed[id] = true
-              grown = grown .. item
+              more[#more + 1] = item
             end
           end
-          if grown ~= raw then
+          if #more > 0 then
             out[#out + 1] = fp
-            out[#out + 1] = grown
+            out[#out + 1] = raw .. table.concat(more)
           end
         end
       end
