@@ -272,7 +272,8 @@ def _checked(source: IO[bytes], source_name: str, spool: IO[bytes]) -> tuple[IO[
                 digest.update(pending[: begin - hashed])
                 del pending[: begin - hashed]
                 hashed, begin = begin, unpacker.tell()
-    except (ValueError, msgpack.UnpackException, *GZIP_ERRORS) as exc:
+    # TypeError: a map whose key is a list or a map (msgpack's error for an unhashable key).
+    except (ValueError, TypeError, msgpack.UnpackException, *GZIP_ERRORS) as exc:
         if isinstance(exc, SimhashRedisError):
             raise
         raise InputError(source_name, None, f"corrupt dump: nothing imported ({exc})") from None
@@ -417,7 +418,7 @@ def _import_records(
             if len(batch) >= batch_size:
                 _flush(index, verified, batch, result, on_progress)
         _flush(index, verified, batch, result, on_progress)
-    except (ValueError, msgpack.UnpackException) as exc:
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
         if isinstance(exc, SimhashRedisError):
             raise
         _flush(index, verified, batch, result, on_progress)

@@ -119,6 +119,17 @@ def test_a_dump_with_any_byte_altered_is_refused_with_nothing_written(redis_clie
     assert import_index(redis_client, io.BytesIO(data), name="intact").added == 20
 
 
+def test_a_dump_with_a_map_keyed_by_a_list_is_refused_with_nothing_written(redis_client: redis.Redis) -> None:
+    # What a flipped bit can make of a record: msgpack raises TypeError (an unhashable key), which
+    # escaped the import as a traceback.
+    data = _dump(_fill_and_return(SimhashIndex(redis_client, "src")))
+    header, *_ = msgpack.Unpacker(io.BytesIO(data), raw=False)
+    odd = msgpack.packb(header) + bytes([0x81, 0x91, 0x01, 0x02]) + data[len(msgpack.packb(header)) :]
+    with pytest.raises(InputError, match="corrupt dump"):
+        import_index(redis_client, io.BytesIO(odd), name="odd")
+    assert not SimhashIndex.exists(redis_client, "odd")
+
+
 def test_a_dump_of_another_version_or_gzipped_is_refused_saying_why(redis_client: redis.Redis) -> None:
     data = _dump(_fill_and_return(SimhashIndex(redis_client, "src")))
     header, *rest = msgpack.Unpacker(io.BytesIO(data), raw=False)
