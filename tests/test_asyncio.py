@@ -600,16 +600,12 @@ def test_closing_while_calls_run_lets_them_finish_then_refuses_calls(
     client.close()
 
 
-@pytest.mark.parametrize("retention", [None, "1h"])
-def test_twelve_tasks_writing_one_id_all_complete(redis_server: ServerProcess, retention: str | None) -> None:
-    """Twelve tasks on one id (4 each of add, remove and add_if_new, 60 calls each): a write resent after a
-    conflict's pause carried the value the conflict answered, as old as the pause, so the tasks that never
-    paused had written the id meanwhile and it lost again, round after round, until WriteContention (every
-    run). A resend after a pause now reads the id's value first; every call completes."""
-    redis_server.flushall()
+def twelve_writers_of_one_id(url: str, **options: Any) -> tuple[tuple[int, int], Any]:
+    """Four tasks each of add, remove and add_if_new on one id, 60 calls each; the index's count and
+    verify report after (also run on a cluster by tests/test_cluster_same_id.py)."""
 
     async def main() -> tuple[tuple[int, int], Any]:
-        index = await AsyncSimhashIndex.from_url(redis_server.url, "twelve", k=3, retention=retention)
+        index = await AsyncSimhashIndex.from_url(url, "twelve", k=3, **options)
 
         async def adds(seed: int) -> None:
             rng = random.Random(seed)
@@ -635,6 +631,16 @@ def test_twelve_tasks_writing_one_id_all_complete(redis_server: ServerProcess, r
         finally:
             await index.aclose()
 
-    counts, report = asyncio.run(main())
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("retention", [None, "1h"])
+def test_twelve_tasks_writing_one_id_all_complete(redis_server: ServerProcess, retention: str | None) -> None:
+    """Twelve tasks on one id (4 each of add, remove and add_if_new, 60 calls each): a write resent after a
+    conflict's pause carried the value the conflict answered, as old as the pause, so the tasks that never
+    paused had written the id meanwhile and it lost again, round after round, until WriteContention (every
+    run). A resend after a pause now reads the id's value first; every call completes."""
+    redis_server.flushall()
+    counts, report = twelve_writers_of_one_id(redis_server.url, retention=retention)
     assert counts in ((0, 0), (1, 1))
     assert report.ok, report.examples

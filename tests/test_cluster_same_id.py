@@ -9,7 +9,6 @@ events, never timed sleeps.
 
 from __future__ import annotations
 
-import random
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from simhash_redis.store import locks as locks_module
 from simhash_redis.store.store import FP_IDS
 from simhash_redis.transport import SEND, Steps
 from tests.servers import ClusterProcess
+from tests.test_asyncio import twelve_writers_of_one_id
 
 pytestmark = pytest.mark.cluster
 
@@ -189,39 +189,7 @@ def test_twelve_tasks_writing_one_id_leave_it_consistent(cluster: ClusterProcess
     """Twelve asyncio tasks on one id (4 each of add, remove and add_if_new, 60 calls each), as
     tests/test_asyncio.py runs them on one server: before the id locks, the id was left listed under
     fingerprints it no longer had."""
-    import asyncio
-
-    from simhash_redis.asyncio import AsyncSimhashIndex
-
     url = f"redis://127.0.0.1:{cluster.startup_nodes[0].port}/0"
-
-    async def main() -> tuple[tuple[int, int], Any]:
-        index = await AsyncSimhashIndex.from_url(url, "twelve", k=3, id_buckets=BUCKETS)
-
-        async def adds(seed: int) -> None:
-            rng = random.Random(seed)
-            for _ in range(60):
-                await index.add("x", rng.getrandbits(64))
-
-        async def removes() -> None:
-            for _ in range(60):
-                await index.remove("x")
-
-        async def unique(seed: int) -> None:
-            rng = random.Random(seed)
-            for _ in range(60):
-                await index.add_if_new("x", rng.getrandbits(64))
-
-        try:
-            await asyncio.gather(
-                *(adds(i) for i in range(4)),
-                *(removes() for _ in range(4)),
-                *(unique(10 + i) for i in range(4)),
-            )
-            return await index.count(), await index.verify()
-        finally:
-            await index.aclose()
-
-    counts, report = asyncio.run(main())
+    counts, report = twelve_writers_of_one_id(url, id_buckets=BUCKETS)
     assert report.ok, report.examples
     assert counts in ((0, 0), (1, 1))
