@@ -267,3 +267,39 @@ def test_repair_mends_a_malformed_or_misplaced_band_value(redis_client: redis.Re
     assert verified.index.verify().ok
     assert redis_client.hget(*places[0]) == good and not redis_client.hexists(key, wrong)
     assert [m.id for m in verified.near(text)] == ["d"]
+
+
+def test_verify_reads_a_shared_band_value_once_per_chunk(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pages of a template share band values: verify checked each stored fingerprint's place by reading
+    # and splitting its whole band value again (quadratic in the pages). Each value is read once per
+    # chunk now, and the report (a member taken out of a shared value) is the same.
+    verified = VerifiedIndex(SimhashIndex(redis_client, "shared-verify"))
+    rng = random.Random(7)
+    size, width = verified.hasher.query_bytes, verified.verification.band_bytes
+    shared = rng.randbytes(width)
+    fps = [rng.getrandbits(64) for _ in range(300)]
+    sketches = [shared + rng.randbytes(size - width) for _ in fps]
+    verified.bulk_add_sketched([f"p{i}" for i in range(len(fps))], fps, sketches)
+    place = verified.store.keys.band_places(sketches[0], verified.verification)[0]
+    whole = redis_client.hget(*place) or b""
+    assert len(whole) == 8 * len(fps)
+    gone = {encode_fp(fps[3], 64), encode_fp(fps[200], 64)}
+    redis_client.hset(*place, pack_fps([m for m in unpack_fps(whole, 64) if m not in gone], 64))
+    reads: list[int] = []
+    execute = verified.store.execute
+
+    def counting(commands: Any, *args: Any, **kwargs: Any) -> Any:
+        commands = list(commands)
+        reads.append(sum(1 for c in commands if c[0] == b"HGET" and c[1:] == place))
+        return execute(commands, *args, **kwargs)
+
+    monkeypatch.setattr(verified.store, "execute", counting)
+    report = verified.index.verify()
+    assert report.problems == {"fingerprint missing from band table": 2}, report.problems
+    assert max(reads) == 1
+    monkeypatch.undo()
+    assert not verified.index.verify(repair=True).ok
+    assert verified.index.verify().ok
+    assert sorted(unpack_fps(redis_client.hget(*place) or b"", 64)) == sorted(unpack_fps(whole, 64))
