@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable
@@ -331,6 +333,45 @@ def test_count_and_verify_on_a_cluster_with_the_default_buckets(redis_cluster: C
     assert asyncio.run(main()) == ((1, 1), True)
 
 
+# Each numpy pass over one batch, run in a call of the bridge after a wait (its stack then copied back
+# below other frames): 40,000 fingerprints, a batch_size a caller may choose, make arrays over 256 KiB.
+_BATCH_PASSES = """
+import asyncio, random, sys
+from simhash_redis.store.bulk import _key_values
+from simhash_redis.store.candidates import band_hits
+from simhash_redis.store.layout import Layout
+from simhash_redis.transport import greenlet_bridge
+
+rng = random.Random(1)
+fps = [rng.getrandbits(64) for _ in range(40_000)]
+members = [rng.getrandbits(63).to_bytes(8, "little") for _ in range(4 * len(fps))]
+passes = {
+    "key_values": lambda: _key_values(fps, Layout.pigeonhole(64, 3)),
+    "band_hits": lambda: band_hits(fps, members, 4, 64),
+}
+
+
+def call():
+    greenlet_bridge.wait(asyncio.sleep(0))
+    return passes[sys.argv[1]]()
+
+
+async def main():
+    await asyncio.gather(*(greenlet_bridge.run(call) for _ in range(2)))
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("numpy_pass", ["key_values", "band_hits"])
+def test_a_batchs_numpy_passes_run_in_a_call_without_crashing(numpy_pass: str) -> None:
+    # numpy's temporary elision ran backtrace() on the call's greenlet stack: the process died of a
+    # SIGSEGV (bulk loads and near_many with a batch_size of 32,768 or more).
+    done = subprocess.run([sys.executable, "-c", _BATCH_PASSES, numpy_pass], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
 def test_every_awaited_method_takes_simhash_index_arguments() -> None:
     awaited = [
         name
@@ -377,6 +418,25 @@ def test_a_pause_inside_a_call_lets_other_tasks_run() -> None:
         return ticks
 
     assert asyncio.run(main()) >= 3  # a loop blocked by the pause would tick once at most
+
+
+def test_a_pass_on_the_loops_stack_runs_in_place_outside_a_call_and_raises_where_called() -> None:
+    @greenlet_bridge.on_loop_stack
+    def where(fail: bool = False) -> bool:
+        if fail:
+            raise ValueError("failed")
+        return greenlet_bridge.bridged()
+
+    def inside() -> tuple[bool, bool, bool]:
+        raised = False
+        try:
+            where(fail=True)
+        except ValueError:
+            raised = True  # raised in the call, which goes on
+        return greenlet_bridge.bridged(), where(), raised
+
+    assert where() is False  # the synchronous API: called here
+    assert asyncio.run(greenlet_bridge.run(inside)) == (True, False, True)
 
 
 def test_an_error_reply_is_the_same_typed_error(redis_server: ServerProcess) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -134,3 +136,27 @@ def test_the_asyncio_class_answers_every_read_of_the_synchronous_one(redis_serve
             assert await index.get_many(["a", "b"]) == [await index.get("a"), None]
 
     asyncio.run(main())
+
+
+_PAIRS = """
+import asyncio, sys
+from simhash_redis.asyncio import AsyncVerifiedIndex
+
+
+async def main(url):
+    text = "a page of a site about one topic, with a few words more"
+    async with await AsyncVerifiedIndex.from_url(url, "pairs", batch_size=11_000) as index:
+        await index.add("a", text)
+        assert all(await index.near_many([text] * 11_000))
+
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_near_many_of_a_large_batch_confirms_its_pairs_without_crashing(redis_server: ServerProcess) -> None:
+    # The pairs' estimates, in numpy passes over 3 x 11,000 query levels (over numpy's 256 KiB elision
+    # limit), ran backtrace() inside the call's greenlet: the process died of a SIGSEGV.
+    redis_server.flushall()
+    done = subprocess.run([sys.executable, "-c", _PAIRS, redis_server.url], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]

@@ -13,7 +13,7 @@ from ..store import Guard, KeySchema, Reads, SketchedGuard, Verification, Write
 from ..store.candidates import Group, Listed, verified_matches_of
 from ..store.keys import encode_id
 from ..store.reads import Bands
-from ..transport import client_from_url
+from ..transport import client_from_url, off_greenlet
 from . import batches
 from .arguments import as_batch, check_fp, check_k, check_max_candidates, check_pairs, texts
 from .batches import bulk_add_sketched, in_batches
@@ -467,7 +467,8 @@ def confirmed_many(
         distinct.append(list(dict.fromkeys(sketch for _, sketch in mine)))
     if isinstance(hasher, BandedOddSketcher) and len(queries) >= _PAIRS_MIN:
         owners = [q for q, sketches in enumerate(distinct) for _ in sketches]
-        flat = hasher.estimate_pairs(queries, owners, [one for sketches in distinct for one in sketches])
+        others = [one for sketches in distinct for one in sketches]
+        flat = off_greenlet(hasher.estimate_pairs, queries, owners, others)  # numpy: crashes in a greenlet
         values, at, estimates = flat.tolist(), 0, []
         for sketches in distinct:
             estimates.append(values[at : at + len(sketches)])

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from ..codec import decode_fp, encode_sketches, netstring, pack_fps
 from ..results import Outcome
 from ..transport import Command
+from ..transport.greenlet_bridge import on_loop_stack
 from .grouped import Column, Groups, attach_calls, commands, group, script_runs, send_step
 from .keys import KeySchema
 from .layout import Layout
@@ -340,6 +341,7 @@ def _shared_values(
     return np.array(keep, dtype=np.intp), lists
 
 
+@on_loop_stack
 def _shared_numbers(
     values: npt.NDArray[np.uint64], rows: npt.NDArray[Any], fps: npt.NDArray[np.uint64]
 ) -> tuple[npt.NDArray[np.intp], list[bytes]]:
@@ -368,6 +370,7 @@ def _shared_numbers(
     return np.asarray(firsts, dtype=np.intp), lists
 
 
+@on_loop_stack
 def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[npt.NDArray[Any]]:
     """Each table's key value per document, as narrow uint arrays."""
     if layout.f > 64:

@@ -15,6 +15,7 @@ import numpy.typing as npt
 from ..codec import decode_fp
 from ..fingerprinting import engine_choice
 from ..results import Match, VerifiedMatch
+from ..transport.greenlet_bridge import on_loop_stack
 from ..transport.wire import arrays
 
 __all__ = [
@@ -80,6 +81,7 @@ def pure_hits(
     return found_all
 
 
+@on_loop_stack
 def band_hits(
     fps: list[int], values: list[bytes | None], per: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:

@@ -18,6 +18,7 @@ import xxhash
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import engine_choice
+from ..transport.greenlet_bridge import on_loop_stack
 from .layout import Layout
 
 if TYPE_CHECKING:
@@ -302,6 +303,7 @@ class KeySchema:
             places.append((prefixes[i] + b"%x" % (int.from_bytes(value, "big") % buckets), value))
         return places
 
+    @on_loop_stack
     def band_columns(self, sketches: Sequence[bytes], mode: Verification | None) -> BandColumns | None:
         """`band_places` of many sketches as byte columns, for a batch's reads.
 
@@ -335,6 +337,7 @@ class KeySchema:
         """How band `band`'s bucket numbers become its bucket keys (hex, no padding)."""
         return KeyForm(self._band_prefixes_of(band + 1)[band], 1)
 
+    @on_loop_stack
     def band_numbers(self, sketches: Sequence[bytes], mode: Verification) -> BandNumbers:
         """The bucket number and field of each band of each sketch, for a bulk load (an empty sketch:
         numbers 0 and empty fields)."""
@@ -379,6 +382,7 @@ class KeySchema:
         numbers = engine_choice.native.column_buckets(column, self.id_buckets)
         return np.frombuffer(numbers, dtype=np.uint64)
 
+    @on_loop_stack
     def fp_bucket_numbers(self, fps: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
         """The fingerprint-map bucket number of each fingerprint (`fp_bucket_of`'s)."""
         if isinstance(fps, np.ndarray) and fps.dtype != object:  # 128-bit ones stay Python ints

@@ -4,14 +4,25 @@ needs the network or a pause it hands an awaitable to `wait`, which the task tha
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["GREENLET", "bridged", "greenlet_installed", "off_greenlet", "pause", "run", "wait"]
+__all__ = [
+    "GREENLET",
+    "bridged",
+    "greenlet_installed",
+    "off_greenlet",
+    "on_loop_stack",
+    "pause",
+    "run",
+    "wait",
+]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 #: What to do when greenlet is missing.
 GREENLET = "the asyncio API needs greenlet: `pip install greenlet` (the project's `asyncio` extra)"
@@ -82,6 +93,19 @@ def off_greenlet(fn: Callable[..., T], *args: Any) -> T:
     if not bridged():
         return fn(*args)
     return wait(_called(fn, args))
+
+
+def on_loop_stack(fn: Callable[P, T]) -> Callable[P, T]:
+    """`fn`, each of its calls made by `off_greenlet`: for a function of numpy passes over a batch (a
+    caller's batch_size, 128-bit fingerprints or many queries make their arrays 256 KiB or more)."""
+
+    @functools.wraps(fn)
+    def called(*args: P.args, **kwargs: P.kwargs) -> T:
+        if not bridged():
+            return fn(*args, **kwargs)
+        return wait(_called(functools.partial(fn, *args, **kwargs), ()))
+
+    return called
 
 
 async def _called(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
