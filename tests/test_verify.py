@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import random
 import threading
+from collections.abc import Callable
 
 import pytest
 import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhash_redis import IndexCorrupted, Match, SimhashIndex, VerifiedIndex
+from simhash_redis import IndexCorrupted, Match, SimhashIndex, VerifiedIndex, VerifyReport
 from simhash_redis.codec import decode_ids, encode_fp, encode_ids
 from simhash_redis.jobs.dump import export_index
 from tests.servers import ServerProcess
@@ -278,6 +279,37 @@ def test_a_meta_key_of_the_wrong_type_is_named(redis_url: str, redis_client: red
     assert "redis-cli DEL simhash:typed:meta" in result.output and "run verify" not in result.output
 
 
+def _beside_a_writer(
+    ids: list[str],
+    rng: random.Random,
+    write_one: Callable[[str], None],
+    verifies: Callable[[], list[VerifyReport]],
+) -> list[VerifyReport]:
+    """The reports of `verifies`, run while a thread keeps calling `write_one` on random ids (from its
+    first write on)."""
+    writing, stop, errors = threading.Event(), threading.Event(), []
+
+    def write() -> None:
+        try:
+            while not stop.is_set():
+                write_one(rng.choice(ids))
+                writing.set()
+        except Exception as exc:  # reported by the test
+            errors.append(exc)
+            writing.set()
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        assert writing.wait(60)
+        reports = verifies()
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not errors, errors
+    return reports
+
+
 @pytest.mark.parametrize("retention", [None, "1h"])
 def test_verify_and_repair_beside_a_live_writer(redis_client: redis.Redis, retention: str | None) -> None:
     """verify() beside a thread that keeps adding, replacing and removing documents (ids sharing
@@ -290,34 +322,23 @@ def test_verify_and_repair_beside_a_live_writer(redis_client: redis.Redis, reten
     ids = [f"d{i}" for i in range(300)]
     last: dict[str, int | None] = {doc_id: shared[i % 40] for i, doc_id in enumerate(ids)}
     index.add_many([(doc_id, fp) for doc_id, fp in last.items() if fp is not None])
-    writing, stop, errors = threading.Event(), threading.Event(), []
+    writer = SimhashIndex(redis_client, "live")
 
-    def write() -> None:
-        writer = SimhashIndex(redis_client, "live")
-        try:
-            while not stop.is_set():
-                doc_id = rng.choice(ids)
-                if rng.random() < 0.3:
-                    writer.remove(doc_id)
-                    last[doc_id] = None
-                else:
-                    fp = rng.choice(shared)
-                    writer.add(doc_id, fp)
-                    last[doc_id] = fp
-                writing.set()
-        except Exception as exc:  # reported by the test
-            errors.append(exc)
-            writing.set()
+    def write_one(doc_id: str) -> None:
+        if rng.random() < 0.3:
+            writer.remove(doc_id)
+            last[doc_id] = None
+        else:
+            fp = rng.choice(shared)
+            writer.add(doc_id, fp)
+            last[doc_id] = fp
 
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    try:
-        assert writing.wait(60)
-        reports = [index.verify() for _ in range(4)] + [index.verify(repair=True) for _ in range(2)]
-    finally:
-        stop.set()
-        thread.join(60)
-    assert not errors, errors
+    reports = _beside_a_writer(
+        ids,
+        rng,
+        write_one,
+        lambda: [index.verify() for _ in range(4)] + [index.verify(repair=True) for _ in range(2)],
+    )
     assert all(report.ok for report in reports), [report.examples for report in reports if not report.ok]
     assert index.get_many(ids) == [last[doc_id] for doc_id in ids]
     final = index.verify()
@@ -345,33 +366,23 @@ def test_verified_verify_and_repair_beside_a_live_writer(redis_client: redis.Red
     ids = [f"d{i}" for i in range(200)]
     last: dict[str, int | None] = {doc_id: i % 30 for i, doc_id in enumerate(ids)}
     verified.add_many([(doc_id, page(i)) for doc_id, i in last.items() if i is not None])
-    writing, stop, errors = threading.Event(), threading.Event(), []
+    writer = VerifiedIndex(SimhashIndex(redis_client, "live-v"))
+    rng = random.Random(3)
 
-    def write() -> None:
-        writer, rng = VerifiedIndex(SimhashIndex(redis_client, "live-v")), random.Random(3)
-        try:
-            while not stop.is_set():
-                doc_id = rng.choice(ids)
-                if rng.random() < 0.3:
-                    writer.remove(doc_id)
-                    last[doc_id] = None
-                else:
-                    last[doc_id] = rng.randrange(30)
-                    writer.add(doc_id, page(last[doc_id]))  # type: ignore[arg-type]
-                writing.set()
-        except Exception as exc:  # reported by the test
-            errors.append(exc)
-            writing.set()
+    def write_one(doc_id: str) -> None:
+        if rng.random() < 0.3:
+            writer.remove(doc_id)
+            last[doc_id] = None
+        else:
+            last[doc_id] = rng.randrange(30)
+            writer.add(doc_id, page(last[doc_id]))  # type: ignore[arg-type]
 
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    try:
-        assert writing.wait(60)
-        reports = [verified.index.verify() for _ in range(3)] + [verified.index.verify(repair=True)]
-    finally:
-        stop.set()
-        thread.join(60)
-    assert not errors, errors
+    reports = _beside_a_writer(
+        ids,
+        rng,
+        write_one,
+        lambda: [verified.index.verify() for _ in range(3)] + [verified.index.verify(repair=True)],
+    )
     assert all(set(report.problems) <= {"documents without a sketch"} for report in reports), [
         report.examples for report in reports
     ]
