@@ -5,13 +5,14 @@ Run from the repository root (needs the server extra; granian, FastAPI and wrk a
 installed: none is a dependency of the project)::
 
     python -m benchmarks.bench_http_servers [--rounds 5] [--requests 3000] [--seconds 3]
-        [--servers uvicorn,uvicorn-explicit,uvicorn-service,starlette,fastapi,granian-asgi,granian-rsgi]
-        [--granian-args "--runtime-mode st"]
+        [--servers uvicorn,uvicorn-explicit,uvicorn-service,starlette,fastapi,granian-asgi,granian-rsgi,uwsgi]
+        [--granian-args "--runtime-mode st"] [--uwsgi PATH]
 
 Each server runs one worker process serving a minimal app (no Redis): uvicorn with its defaults and
 with ``loop="uvloop", http="httptools"`` said, under a raw ASGI app; uvicorn with the service's own
 protocol (``service/protocol.py``) under the raw ASGI app, a Starlette route (msgspec) and a FastAPI
-route (pydantic); granian's ASGI and its RSGI interface (uvloop). All are started at once and measured
+route (pydantic); granian's ASGI and its RSGI interface (uvloop); uWSGI's HTTP/1.1 socket under a WSGI app
+(a server in C calling the app on its own thread: the sync design). All are started at once and measured
 round by round in a rotating order: a minimal client (bench_service's: a prepared request on a raw
 socket) times each request, then ``wrk -t1 -c1 --latency`` (a client in C) posts for some seconds; the
 server's CPU a request comes from /proc. Client and server share this machine's cores.
@@ -68,6 +69,13 @@ async def rsgi(scope: Any, protocol: Any) -> None:
     """The RSGI app (granian's own interface): the same answer."""
     await protocol()
     protocol.response_bytes(200, [("content-type", "application/json")], ANSWER)
+
+
+def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    """The WSGI app (uWSGI): reads the request's body, answers ANSWER."""
+    environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+    start_response("200 OK", [(k.decode(), v.decode()) for k, v in _HEADERS])
+    return [ANSWER]
 
 
 def starlette() -> Any:
@@ -144,10 +152,23 @@ SERVERS: dict[str, list[str]] = {
         "{port}",
         "benchmarks.bench_http_servers:rsgi",
     ],
+    # No master process: the one process started is the worker whose CPU is read.
+    "uwsgi": [
+        "uwsgi",
+        "--http11-socket",
+        f"{HOST}:{{port}}",
+        "--home",
+        sys.prefix,
+        "--module",
+        "benchmarks.bench_http_servers:wsgi",
+        "--processes",
+        "1",
+        "--disable-logging",
+    ],
 }
 
 
-#: The package each server needs beyond the server extra.
+#: The package each server needs beyond the server extra (uWSGI: its program, found by --uwsgi).
 NEEDS = {"fastapi": "fastapi", "granian-asgi": "granian", "granian-rsgi": "granian"}
 
 
@@ -233,11 +254,14 @@ def main() -> None:
     parser.add_argument(
         "--granian-args", default="", help='more options for granian, e.g. "--runtime-mode st"'
     )
+    parser.add_argument("--uwsgi", default=shutil.which("uwsgi"), help="uWSGI's program (pip install uwsgi)")
     args = parser.parse_args()
+    SERVERS["uwsgi"][0] = args.uwsgi or "uwsgi"
     for name in ("granian-asgi", "granian-rsgi"):  # before the app, the command's last argument
         SERVERS[name][-1:-1] = args.granian_args.split()
     names = [n for n in args.servers.split(",") if n]
     missing = [n for n in names if n in NEEDS and importlib.util.find_spec(NEEDS[n]) is None]
+    missing += ["uwsgi"] if "uwsgi" in names and args.uwsgi is None else []
     if missing:
         print(f"  not installed, not measured: {', '.join(missing)}", flush=True)
         names = [n for n in names if n not in missing]
