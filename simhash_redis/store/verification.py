@@ -99,16 +99,14 @@ class Verification:
 
     @property
     def sketch_bytes(self) -> int:
-        """Size of one stored sketch in bytes (no hasher is made for it: verify reads it per sketch)."""
+        # No hasher made for it: verify reads it per sketch.
         return BandedOddSketcher.sketch_bytes if self.kind == "odd" else self.num_perm * self.bits // 8
 
     @property
     def band_bytes(self) -> int:
-        """Bytes of the sketch that key one band table."""
         return self.rows * self.bits // 8
 
     def hasher(self) -> Sketcher:
-        """What makes and compares this mode's sketches."""
         if self.kind == "odd":
             return BandedOddSketcher(self.n, self.seed)
         return MinHasher(self.num_perm, self.bits, self.n, self.seed)
@@ -132,7 +130,6 @@ class Verification:
 
     @classmethod
     def from_meta(cls, text: str) -> Verification:
-        """Read the meta field written by `to_meta` (ValueError for any other text)."""
         kind, *fields = text.split(";")
         values = dict(field.split("=", 1) for field in fields)
         given = set(values) - {"bands", "band_buckets"}
