@@ -17,8 +17,6 @@ from ..transport.wire import PackedCommands
 from .keys import KeyForm, KeySchema
 from .store import Store
 
-__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "send_step"]
-
 #: Arguments per write of a step: round trips do not count, and the client builds the next meanwhile.
 CHUNK_ARGS = 16_384
 IN_FLIGHT = 2
@@ -156,8 +154,9 @@ class Column:
         return self._native
 
     def buckets(self, keys: KeySchema) -> npt.NDArray[Any]:
-        if engine_choice.native is not None:
-            return keys.native_bucket_numbers(self.native())
+        native = engine_choice.native
+        if native is not None:
+            return np.frombuffer(native.column_buckets(self.native(), keys.id_buckets), dtype=np.uint64)
         return keys.bucket_numbers(self.raw)
 
     def objects(self) -> npt.NDArray[Any]:
