@@ -62,11 +62,10 @@ class BulkWrites:
         if not n:
             return []
         window = _Window(ids, fps, self.layout, self.keys)
-        twice = _named_twice(ids)
+        twice = set() if len(set(ids)) == n else {i for i, times in Counter(ids).items() if times > 1}
+        single = np.arange(n, dtype=np.intp)
         if twice:
             single = np.array([i for i, doc_id in enumerate(ids) if doc_id not in twice], dtype=np.intp)
-        else:
-            single = np.arange(n, dtype=np.intp)
         current = self._read(window, single)  # step 1
         outcomes: list[Outcome | None] = [Outcome.ADDED] * n
         replaced: list[int] = []
@@ -97,8 +96,7 @@ class BulkWrites:
             ]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
-        if old_sketches:  # the write script reports them only on the call that replaced them
-            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in old_sketches])
+        self._drop(old_sketches)  # the write script reports them only on the call that replaced them
         if len(chosen):
             first = self._tables(window, chosen)  # step 3
             if sketches is not None:
@@ -115,19 +113,24 @@ class BulkWrites:
     def _read(self, window: _Window, single: npt.NDArray[Any]) -> list[bytes | None] | None:
         """Step 1: the stored fingerprint of each id at `single`; None when none is."""
         groups = group(window.id_buckets, single, self.keys.id_form)
-        if self._packed and not self._any_exists(groups):
+        keys = [groups.form.key(value) for value in groups.heads.tolist()]
+        # One EXISTS first, on a standalone server: a new index's load reads no id.
+        if self._packed and not (keys and int(self.store.execute([(b"EXISTS", *keys)])[0])):
             return None
-        asked = commands((b"HMGET",), groups, [window.ids], self._packed)
-        flat = list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
+        flat = self._hmget(groups, window.ids)
         if flat.count(None) == len(flat):
             return None
         current = np.empty(len(window.ids.raw), dtype=object)
         current[groups.rows] = np.fromiter(flat, dtype=object, count=len(flat))
         return current[single].tolist()  # type: ignore[no-any-return]
 
-    def _any_exists(self, groups: Groups) -> bool:
-        keys = [groups.form.key(value) for value in groups.heads.tolist()]
-        return bool(keys) and int(self.store.execute([(b"EXISTS", *keys)])[0]) > 0
+    def _hmget(self, groups: Groups, column: Column) -> list[Any]:
+        asked = commands((b"HMGET",), groups, [column], self._packed)
+        return list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
+
+    def _drop(self, dropped: list[tuple[bytes, bytes]]) -> None:
+        if dropped:
+            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in dropped])
 
     def _tables(self, window: _Window, chosen: npt.NDArray[Any]) -> Groups:
         """Step 3: one SADD per table key, table 0's first (`_check_tables`, which gets its groups)."""
@@ -149,11 +152,9 @@ class BulkWrites:
         columns = [Column([field(raw) for raw in stored]), window.ids, Column(values)]
         calls = script_runs(BULK_SKETCH.sha, None, groups, columns, self._per_call, self._packed)
         replies = send_step(self.store, calls, keep=True, durable=True)
-        dropped = [
-            (bytes(reply[i]), bytes(reply[i + 1])) for reply in replies for i in range(0, len(reply), 2)
-        ]
-        if dropped:
-            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in dropped])
+        self._drop(
+            [(bytes(reply[i]), bytes(reply[i + 1])) for reply in replies for i in range(0, len(reply), 2)]
+        )
 
     def _new_sketches(
         self, window: _Window, unchanged: list[int], sketches: Sequence[bytes]
@@ -164,9 +165,7 @@ class BulkWrites:
             return [], []
         rows = np.array(unchanged, dtype=np.intp)
         groups = group(window.fp_buckets, rows, self.keys.fp_form)
-        fields = Column([self.keys.sketch_field(raw) for raw in window.stored.raw])
-        asked = commands((b"HMGET",), groups, [fields], self._packed)
-        flat = list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
+        flat = self._hmget(groups, Column([self.keys.sketch_field(raw) for raw in window.stored.raw]))
         ids = window.ids.raw
         moved, old = [], []
         stored = window.stored.raw
@@ -238,8 +237,7 @@ class BulkWrites:
         if again:
             rows = np.array([p for p in chosen.tolist() if ids[p] in again], dtype=np.intp)
             self._bands(window, rows, sketches)
-        if dropped:
-            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in dropped])
+        self._drop(dropped)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
         """After step 5: put back into its tables each fingerprint an atomic writer removed from table 0
@@ -367,9 +365,3 @@ def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[n
 
 def _sketch_values(ids: list[bytes], sketches: Sequence[bytes]) -> list[bytes]:
     return [encode_sketches([(i, s)]) if s else b"" for i, s in zip(ids, sketches, strict=True)]
-
-
-def _named_twice(ids: list[bytes]) -> set[bytes]:
-    if len(set(ids)) == len(ids):
-        return set()
-    return {doc_id for doc_id, times in Counter(ids).items() if times > 1}

@@ -93,18 +93,17 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         return stored
     windowed = any(sender.scan(keys.pattern_of("windows"), _SCAN_COUNT))
     if windowed != ("retention" in fields):
-        raise (
-            ConfigurationMismatch(
-                "the index keeps its documents in periods, so it was created with a retention window",
-                hint="state it too (retention=...)",
-                remedy="state-retention",
+        held, hint, remedy = (
+            (
+                "keeps its documents in periods, so it was created with",
+                "state it too (retention=...)",
+                "state",
             )
             if windowed
-            else ConfigurationMismatch(
-                "the index holds no periods, so it was created without a retention window",
-                hint="do not state one (retention=None)",
-                remedy="no-retention",
-            )
+            else ("holds no periods, so it was created without", "do not state one (retention=None)", "no")
+        )
+        raise ConfigurationMismatch(
+            f"the index {held} a retention window", hint=hint, remedy=f"{remedy}-retention"
         )
     if windowed:
         keys, found = _window_with_data(sender, keys)

@@ -307,8 +307,7 @@ def map_sizes(sender: Sender, schemas: Sequence[KeySchema], sketched: bool) -> l
     # Packed off the asyncio API's greenlet: numpy would crash the process there (`off_greenlet`).
     calls = [off_greenlet(map_size_calls, schema, sketched) for schema in schemas]
     every = SlotCommands([p for c in calls for p in c.packs], [slot for c in calls for slot in c.slots])
-    sizes = with_scripts(sender, lambda exchange: exchange.round_trip(every), (MAP_SIZES,))
-    raise_first_error(sizes)
+    sizes = run_calls(sender, every, (MAP_SIZES,))
     found, low = [], 0
     for c in calls:
         share, low = sizes[low : low + len(c)], low + len(c)

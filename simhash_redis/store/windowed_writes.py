@@ -78,8 +78,6 @@ class WindowedWrites(Writes):
     def _apply_unique(
         self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
     ) -> list[Outcome | None]:
-        if not ops:
-            return []
         if self.store.cluster:
             sketches = [g.sketch if isinstance(g, SketchedGuard) else None for _, _, g in ops]
             return self._on_cluster([(doc_id, new) for doc_id, new, _ in ops], sketches=sketches)

@@ -160,6 +160,8 @@ class Writes:
             IndexNotFound, ConfigurationMismatch: as `check` (nothing written).
         """
         self.check()
+        if not ops:
+            return []
         if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
             return self._apply_unique(ops, fps, tables)
         # Within one call, writes of one id would be judged against the same stored state (x -> A,
@@ -186,8 +188,6 @@ class Writes:
     def _apply_unique(
         self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
     ) -> list[Outcome | None]:
-        if not ops:
-            return []
         progress = Progress(ops, fps, tables)
         try:
             self.store.run(lambda: self.steps(progress), durable=self.store.cluster)
