@@ -1,9 +1,7 @@
 """The grouped bulk path: a window of documents written with one variadic command per key and step.
 
-Grouping pays when many entries share a key (a window of 10^6 documents puts 8-15 on each key of 2^16-key
-tables). The steps, their order and why a reader never sees a half-written document are in
-docs/guarantees.md ("Bulk loads"); each method below names its step. Every step is idempotent, so a load
-cut short anywhere is completed by running it again.
+The steps, their order and why a reader never sees a half-written document: docs/guarantees.md ("Bulk
+loads"). Every step is idempotent, so a load cut short anywhere is completed by running it again.
 """
 
 from __future__ import annotations
@@ -24,17 +22,14 @@ from .grouped import Column, Groups, attach_calls, commands, group, script_runs,
 from .keys import KeySchema
 from .layout import Layout
 from .store import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH, Store
-from .writes import SketchedGuard, Write, Writes, sketch_in
-
-__all__ = ["BulkWrites"]
+from .write_args import SketchedGuard, Write, sketch_in
+from .writes import Writes
 
 #: Fingerprints per call of lua/bulk_fp.lua, and ids per call of lua/bulk_ids.lua, on a standalone server.
 ATTACH_PAIRS = 512
 
 
 class BulkWrites:
-    """Writes windows of documents with one variadic command per key and step."""
-
     def __init__(self, store: Store, layout: Layout, writes: Writes, batch_size: int = 1000) -> None:
         self.store, self.keys, self.layout, self.writes = store, store.keys, layout, writes
         self.f = layout.f
@@ -51,14 +46,8 @@ class BulkWrites:
         fps: Sequence[int] | npt.NDArray[Any],
         sketches: Sequence[bytes] | None = None,
     ) -> list[Outcome]:
-        """Write one window of documents; each pair's outcome.
-
-        Args:
-            sketches: in verified mode (and only then), each document's sketch in its stored form (b"": none).
-
-        Returns:
-            ADDED, UNCHANGED (its entries are written again all the same, which completes an interrupted
-            load), or the atomic path's outcome for replacements and ids named twice.
+        """Write one window of documents (`sketches`: verified mode's, stored form, b"": none); each outcome
+        (UNCHANGED: written again all the same, which completes an interrupted load).
 
         Raises:
             RedisUnavailable: (RedisOutOfMemory among others) the window is partly written, never
@@ -73,11 +62,10 @@ class BulkWrites:
         if not n:
             return []
         window = _Window(ids, fps, self.layout, self.keys)
-        twice = _named_twice(ids)
+        twice = set() if len(set(ids)) == n else {i for i, times in Counter(ids).items() if times > 1}
+        single = np.arange(n, dtype=np.intp)
         if twice:
             single = np.array([i for i, doc_id in enumerate(ids) if doc_id not in twice], dtype=np.intp)
-        else:
-            single = np.arange(n, dtype=np.intp)
         current = self._read(window, single)  # step 1
         outcomes: list[Outcome | None] = [Outcome.ADDED] * n
         replaced: list[int] = []
@@ -108,8 +96,7 @@ class BulkWrites:
             ]
             for pos, outcome in zip(part, self.writes.apply(ops), strict=True):
                 outcomes[pos] = outcome
-        if old_sketches:  # the write script reports them only on the call that replaced them
-            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in old_sketches])
+        self._drop(old_sketches)  # the write script reports them only on the call that replaced them
         if len(chosen):
             first = self._tables(window, chosen)  # step 3
             if sketches is not None:
@@ -124,23 +111,26 @@ class BulkWrites:
         return outcomes  # type: ignore[return-value]
 
     def _read(self, window: _Window, single: npt.NDArray[Any]) -> list[bytes | None] | None:
-        """Step 1: the stored fingerprint of each id at `single`; None when none is stored."""
+        """Step 1: the stored fingerprint of each id at `single`; None when none is."""
         groups = group(window.id_buckets, single, self.keys.id_form)
-        if self._packed and not self._any_exists(groups):
+        keys = [groups.form.key(value) for value in groups.heads.tolist()]
+        # One EXISTS first, on a standalone server: a new index's load reads no id.
+        if self._packed and not (keys and int(self.store.execute([(b"EXISTS", *keys)])[0])):
             return None
-        asked = commands((b"HMGET",), groups, [window.ids], self._packed)
-        flat = list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
+        flat = self._hmget(groups, window.ids)
         if flat.count(None) == len(flat):
             return None
         current = np.empty(len(window.ids.raw), dtype=object)
         current[groups.rows] = np.fromiter(flat, dtype=object, count=len(flat))
         return current[single].tolist()  # type: ignore[no-any-return]
 
-    def _any_exists(self, groups: Groups) -> bool:
-        """Whether any of the groups' id buckets exists (one EXISTS: a standalone server's only)."""
-        key_of = groups.form.key
-        keys = [key_of(value) for value in groups.heads.tolist()]
-        return bool(keys) and int(self.store.execute([(b"EXISTS", *keys)])[0]) > 0
+    def _hmget(self, groups: Groups, column: Column) -> list[Any]:
+        asked = commands((b"HMGET",), groups, [column], self._packed)
+        return list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
+
+    def _drop(self, dropped: list[tuple[bytes, bytes]]) -> None:
+        if dropped:
+            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in dropped])
 
     def _tables(self, window: _Window, chosen: npt.NDArray[Any]) -> Groups:
         """Step 3: one SADD per table key, table 0's first (`_check_tables`, which gets its groups)."""
@@ -162,25 +152,20 @@ class BulkWrites:
         columns = [Column([field(raw) for raw in stored]), window.ids, Column(values)]
         calls = script_runs(BULK_SKETCH.sha, None, groups, columns, self._per_call, self._packed)
         replies = send_step(self.store, calls, keep=True, durable=True)
-        dropped = [
-            (bytes(reply[i]), bytes(reply[i + 1])) for reply in replies for i in range(0, len(reply), 2)
-        ]
-        if dropped:
-            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in dropped])
+        self._drop(
+            [(bytes(reply[i]), bytes(reply[i + 1])) for reply in replies for i in range(0, len(reply), 2)]
+        )
 
     def _new_sketches(
         self, window: _Window, unchanged: list[int], sketches: Sequence[bytes]
     ) -> tuple[list[int], list[tuple[bytes, bytes]]]:
         """Step 1b: the positions among `unchanged` whose stored sketch is another, and each such
-        (fingerprint, stored sketch), whose bands are dropped after the atomic path writes the new one
-        (again harmless where a lost reply hid the write's own drop)."""
+        (fingerprint, stored sketch), whose bands are dropped after the atomic path writes the new one."""
         if not unchanged:
             return [], []
         rows = np.array(unchanged, dtype=np.intp)
         groups = group(window.fp_buckets, rows, self.keys.fp_form)
-        fields = Column([self.keys.sketch_field(raw) for raw in window.stored.raw])
-        asked = commands((b"HMGET",), groups, [fields], self._packed)
-        flat = list(itertools.chain.from_iterable(send_step(self.store, asked, keep=True, durable=False)))
+        flat = self._hmget(groups, Column([self.keys.sketch_field(raw) for raw in window.stored.raw]))
         ids = window.ids.raw
         moved, old = [], []
         stored = window.stored.raw
@@ -193,7 +178,7 @@ class BulkWrites:
         return sorted(moved), old
 
     def _bands(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
-        """Step 3b: each sketched document's fingerprint into its sketch's band values, each value once."""
+        """Step 3b: each sketched document's fingerprint into its sketch's band values."""
         mode = self.verification
         if mode is None or not mode.bands:
             return
@@ -217,7 +202,7 @@ class BulkWrites:
         send_step(self.store, steps(), keep=False, durable=True)
 
     def _id_map(self, window: _Window, chosen: npt.NDArray[Any]) -> None:
-        """Step 4: the id map (on a standalone server by lua/bulk_ids.lua, which counts the ids it adds)."""
+        """Step 4: the id map."""
         groups = group(window.id_buckets, chosen, self.keys.id_form)
         pairs = [window.ids, window.stored]
         if self.store.cluster:
@@ -235,11 +220,8 @@ class BulkWrites:
         send_step(self.store, calls, keep=False, durable=True)
 
     def _commit(self, window: _Window, chosen: npt.NDArray[Any], sketches: Sequence[bytes]) -> None:
-        """Step 5 of a verified window: each id into its fingerprint's id list with its sketch.
-
-        The script sets again a sketch a concurrent writer deleted since step 3a; those ids' band values
-        are put back after, the only ones a band drop since step 3b can have hit.
-        """
+        """Step 5 of a verified window: each id into its fingerprint's id list with its sketch (one a
+        concurrent writer deleted since step 3a set again, and its band values put back)."""
         groups = group(window.fp_buckets, chosen, self.keys.fp_form)
         stored, ids = window.stored.raw, window.ids.raw
         values = _sketch_values(ids, sketches)
@@ -255,15 +237,11 @@ class BulkWrites:
         if again:
             rows = np.array([p for p in chosen.tolist() if ids[p] in again], dtype=np.intp)
             self._bands(window, rows, sketches)
-        if dropped:
-            self.writes.drop_bands([(self.keys, fp, sketch) for fp, sketch in dropped])
+        self._drop(dropped)
 
     def _check_tables(self, window: _Window, first: Groups) -> None:
-        """After step 5: put back into its tables each fingerprint missing from table 0.
-
-        An atomic writer may have removed it (its last id left) between steps 3 and 5. Table 0 was sent
-        first, so one still there is in every table; once step 5 lists the window's id, none removes it.
-        """
+        """After step 5: put back into its tables each fingerprint an atomic writer removed from table 0
+        (sent first) between steps 3 and 5; once step 5 lists the window's id, none removes it."""
         asked = commands((b"SMISMEMBER",), first, [window.stored], self._packed)
         replies = send_step(self.store, asked, keep=True, durable=False)
         present = np.fromiter(itertools.chain.from_iterable(replies), dtype=np.int8, count=len(first.rows))
@@ -279,8 +257,6 @@ class BulkWrites:
 
 
 class _Window:
-    """One window's documents: ids and stored fingerprints, each table's key values, map buckets."""
-
     def __init__(
         self, ids: list[bytes], fps: Sequence[int] | npt.NDArray[Any], layout: Layout, keys: KeySchema
     ) -> None:
@@ -291,14 +267,12 @@ class _Window:
         self.fp_buckets = keys.fp_bucket_numbers(self.fps if self.fps is not None else fps)
 
     def packed(self, f: int) -> Column:
-        """The fingerprints in a band value's packed form (`codec.pack_fps`), one per position."""
         if self.fps is not None:
             data = self.fps.astype("<u8").tobytes()
             return Column([data[i : i + 8] for i in range(0, len(data), 8)])
         return Column([pack_fps([raw], f) for raw in self.stored.raw])
 
     def attachments(self, chosen: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], dict[int, bytes]]:
-        """The first position of each fingerprint in `chosen`; the joined ids where several share it."""
         if self.fps is not None:
             ordered = np.sort(self.fps[chosen])
             if not len(ordered) or not (ordered[1:] == ordered[:-1]).any():
@@ -345,7 +319,7 @@ def _shared_values(
 def _shared_numbers(
     values: npt.NDArray[np.uint64], rows: npt.NDArray[Any], fps: npt.NDArray[np.uint64]
 ) -> tuple[npt.NDArray[np.intp], list[bytes]]:
-    """`_shared_values` in numpy passes, for int band values and fingerprints of 64 bits at most."""
+    """`_shared_values` in numpy passes (int band values, fingerprints of 64 bits at most)."""
     lists = [b""] * len(values)
     ours, theirs = values[rows], fps[rows]
     by_value = np.lexsort((rows, ours))
@@ -372,7 +346,6 @@ def _shared_numbers(
 
 @on_loop_stack
 def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[npt.NDArray[Any]]:
-    """Each table's key value per document, as narrow uint arrays."""
     if layout.f > 64:
         ints = [int(fp) for fp in fps]
         columns = np.array([layout.keys_of(fp) for fp in ints], dtype=np.uint64).reshape(len(ints), -1)
@@ -391,11 +364,4 @@ def _key_values(fps: Sequence[int] | npt.NDArray[Any], layout: Layout) -> list[n
 
 
 def _sketch_values(ids: list[bytes], sketches: Sequence[bytes]) -> list[bytes]:
-    """Each id's sketch field entry (`codec.encode_sketches` of one), b"" for no sketch."""
     return [encode_sketches([(i, s)]) if s else b"" for i, s in zip(ids, sketches, strict=True)]
-
-
-def _named_twice(ids: list[bytes]) -> set[bytes]:
-    if len(set(ids)) == len(ids):
-        return set()
-    return {doc_id for doc_id, times in Counter(ids).items() if times > 1}

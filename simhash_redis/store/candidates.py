@@ -18,21 +18,6 @@ from ..results import Match, VerifiedMatch
 from ..transport.greenlet_bridge import on_loop_stack
 from ..transport.wire import arrays
 
-__all__ = [
-    "Group",
-    "Listed",
-    "band_hits",
-    "grouped_all",
-    "hits",
-    "matches_of",
-    "matches_of_groups",
-    "pure_hits",
-    "reported",
-    "takes_raw",
-    "top_band_hits",
-    "verified_matches_of",
-]
-
 # From this many queries, band members are filtered in numpy (below, its fixed costs are most of it).
 _BANDS_VECTOR_MIN = 16
 _MASK64 = (1 << 64) - 1
@@ -41,15 +26,12 @@ _FEW_MEMBERS = 64
 
 
 def takes_raw() -> bool:
-    """Whether the filter takes table sets' replies in their RESP form (the compiled core runs)."""
     return engine_choice.native is not None
 
 
 def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict[bytes, tuple[int, int]]]:
-    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k.
-
-    The compiled core's filter when it runs, else `pure_hits` (the same result). `replies`: each table
-    set's members, `tables` per query, as lists or whole replies in their RESP form (bytes).
+    """For each query, {stored value: (fingerprint, distance)} of its candidates within distance k, from
+    each table set's members (`tables` per query, as lists or RESP bytes).
 
     Raises:
         ValueError: a member is not a decimal integer, or RESP bytes are not whole replies.
@@ -67,7 +49,7 @@ def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict
 def pure_hits(
     fps: list[int], replies: list[list[bytes]], tables: int, k: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]]:
-    """`hits` in Python: each distinct member within k, in the order met."""
+    """`hits` in Python."""
     found_all: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
     for q, fp in enumerate(fps):
         found = found_all[q]
@@ -85,13 +67,8 @@ def pure_hits(
 def band_hits(
     fps: list[int], values: list[bytes | None], per: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
-    """`hits` with k = f of band tables' packed values (`codec.unpack_fps_many`), `per` per query.
-
-    Returns:
-        As `hits`; None where the caller must unpack them and call `hits` (fingerprints wider than 64
-        bits, a value that is not whole fingerprints or holds one wider than f, many members of a few
-        queries).
-    """
+    """`hits` with k = f of band tables' packed values, `per` per query; None where the caller must unpack
+    them and call `hits`."""
     if f > 64 or len(values) != len(fps) * per or not per:
         return None
     if len(fps) < _BANDS_VECTOR_MIN:
@@ -134,23 +111,11 @@ def top_band_hits(
     f: int,
     bands: int | None = None,
 ) -> dict[bytes, tuple[int, int]] | None:
-    """One query's `cap` band candidates most likely to pass, as `band_hits` gives them all.
+    """One query's `cap` band candidates most likely to pass, not in `tabled`; None as `band_hits`.
 
-    Pages built from one template share bands by the thousand, and each candidate kept costs the lookup
-    its ids and its sketch. Two signals of a near-duplicate each choose half: the bands shared with the
-    query, each counting for 1 / its member count (a band value a template's pages share says little,
-    one the query's own text makes says much), then the Hamming distance; and the Hamming distance, then
-    those bands. docs/quality.md has what each signal alone loses.
-
-    Args:
-        tabled: the query's table hits (within k), which take no band candidate's place.
-        values: the query's band values, packed (`codec.unpack_fps_many`).
-        bands: the band tables of one period, where `values` holds several periods' (period after
-            period): a member in one band of several periods shares that band once.
-
-    Returns:
-        The kept candidates not in `tabled`; None where `band_hits` would return None (the caller's
-        general path then decodes, or refuses, them).
+    Two signals each choose half: the bands shared with the query, each counting for 1 / its member count
+    (a band a template's pages share says little), then the distance; and the distance, then those
+    bands (docs/quality.md). `bands`: of one period, where `values` holds several periods'.
     """
     if f > 64 or any(value and len(value) % 8 for value in values):
         return None
@@ -188,8 +153,7 @@ def top_band_hits(
 
 
 def _first(count: int, primary: npt.NDArray[Any], *later: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """The positions of the first `count` in the order of primary, then each later key: sorted among
-    those that can be (a partition, ties at its edge kept), not among all."""
+    """The positions of the first `count` in the order of primary, then each later key (a partition first)."""
     order: npt.NDArray[Any]
     if count < len(primary):
         edge = np.partition(primary, count - 1)[count - 1]
@@ -204,7 +168,6 @@ def _first(count: int, primary: npt.NDArray[Any], *later: npt.NDArray[Any]) -> n
 def _few_band_hits(
     fps: list[int], values: list[bytes | None], per: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
-    """`band_hits` of a few queries, member by member (numpy's fixed costs would be most of the time)."""
     found: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
     for q, fp in enumerate(fps):
         mine = found[q]
@@ -225,15 +188,13 @@ def _few_band_hits(
 
 
 class Listed:
-    """The ids stored with one fingerprint (or, verified, those of them sharing one sketch), as a lookup
-    read them: one object for every query that matched it, so that what a batch asks of a page copied
-    under thousands of ids (is this id among them, which is least) is worked out once, not per query."""
+    """The ids stored with one fingerprint (verified: sharing one sketch), one object for every query that
+    matched it, so that what a batch asks of a page copied under thousands of ids is worked out once."""
 
     __slots__ = ("_least", "_set", "ids", "sketch")
 
     def __init__(self, ids: list[str], sketch: bytes | None = None) -> None:
         self.ids = ids
-        #: The sketch of every id listed, where the lookup read one for them all (verified mode).
         self.sketch = sketch
         self._set: set[str] | frozenset[str] | None = None
         self._least: str | None = None
@@ -242,7 +203,6 @@ class Listed:
         return len(self.ids)
 
     def has(self, doc_id: str) -> bool:
-        """Whether the id is listed."""
         if len(self.ids) <= _FEW_IDS:
             return doc_id in self.ids
         if self._set is None:
@@ -250,13 +210,11 @@ class Listed:
         return doc_id in self._set
 
     def least(self) -> str:
-        """The least id listed (the list is not empty)."""
         if self._least is None:
             self._least = min(self.ids)
         return self._least
 
     def conflicts(self, written: dict[str, int], fp: int) -> bool:
-        """Whether an id listed has another fingerprint in `written` (id -> fingerprint) than fp."""
         if len(written) < len(self.ids):
             return any(other != fp for doc_id, other in written.items() if self.has(doc_id))
         return any(written.get(doc_id, fp) != fp for doc_id in self.ids)
@@ -281,12 +239,8 @@ def grouped_all(
     ids_of: dict[bytes, list[str]],
     sketch_of: dict[bytes, bytes],
 ) -> list[list[Group]]:
-    """Each query's matches as groups, in the order its candidates were met (fingerprints without ids
-    left out): one `Listed` a stored fingerprint, shared by the queries that matched it.
-
-    Args:
-        sketch_of: the one sketch of all a fingerprint's ids, where the lookup read them so.
-    """
+    """Each query's matches as groups, in the order its candidates were met: one `Listed` a stored
+    fingerprint, shared by the queries that matched it."""
     shared: dict[bytes, Listed] = {}
     out = []
     for found in per_query:
@@ -304,7 +258,6 @@ def grouped_all(
 
 
 def _rank(group: Group) -> tuple[float, int]:
-    """Most similar first (verified), then nearest."""
     return (0.0 if group.jaccard is None else -group.jaccard, group.distance)
 
 
@@ -334,7 +287,6 @@ _MANY = 64
 
 
 def matches_of_groups(groups: list[Group]) -> list[Match]:
-    """`matches_of` of a query's groups."""
     return _expanded(groups, Match)
 
 
@@ -344,8 +296,7 @@ def verified_matches_of(groups: list[Group]) -> list[VerifiedMatch]:
 
 
 def _expanded(groups: list[Group], kind: type[Any]) -> list[Any]:
-    """A match of `kind` per id listed, as sorting every one by (rank, id), stably, would order them: each
-    group's ids sorted as strings, not each match built and compared through a key."""
+    """A match of `kind` per id listed, ordered as a stable sort by (rank, id), a group at a time."""
     if not groups:
         return []
     new, out = tuple.__new__, list[Any]()
@@ -366,9 +317,7 @@ def _expanded(groups: list[Group], kind: type[Any]) -> list[Any]:
 
 
 def reported(doc_id: str, groups: list[Group]) -> Match | VerifiedMatch | None:
-    """`results.duplicate_of(doc_id, matches_of(groups))` without a match per id listed: its own entry
-    when the id is listed, else the first by rank (most similar, verified; nearest), then by id. A
-    VerifiedMatch where the groups were confirmed by their sketches."""
+    """`results.duplicate_of(doc_id, matches_of(groups))` without a match per id listed."""
     if not groups:
         return None
     ranked = sorted(groups, key=_rank) if len(groups) > 1 else groups

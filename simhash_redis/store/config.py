@@ -15,8 +15,6 @@ from ..fingerprinting import Scheme
 from .layout import Layout
 from .verification import Verification
 
-__all__ = ["FORMAT_VERSION", "IndexConfig", "Retention", "Verification"]
-
 #: Version of the Redis data format (docs/redis-keys.md); any other is refused rather than misread.
 FORMAT_VERSION = 4
 
@@ -103,12 +101,11 @@ class Retention:
         return cls(seconds, length, sliding)
 
     def to_meta(self) -> str:
-        """The meta field, e.g. "604800;period=100800" (and ";sliding" for a sliding one)."""
+        """The meta field, e.g. "604800;period=100800;sliding"."""
         return f"{self.seconds};period={self.period}" + (";sliding" if self.sliding else "")
 
     @classmethod
     def from_meta(cls, text: str) -> Retention:
-        """Read the meta field written by `to_meta` (ValueError for any other text)."""
         seconds, _, rest = text.partition(";period=")
         period, _, sliding = rest.partition(";")
         made = cls(int(seconds), int(period), sliding == "sliding")
@@ -132,11 +129,7 @@ def _human(seconds: int) -> str:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """Everything that decides where a fingerprint is stored and how a text becomes one.
-
-    Args:
-        layout: the table layout (which also fixes f and k).
-    """
+    """Everything that decides where a fingerprint is stored and how a text becomes one."""
 
     layout: Layout
     scheme: Scheme
@@ -146,12 +139,10 @@ class IndexConfig:
 
     @property
     def f(self) -> int:
-        """Fingerprint width in bits."""
         return self.layout.f
 
     @property
     def k(self) -> int:
-        """The largest distance the index answers for."""
         return self.layout.k
 
     @classmethod
@@ -196,7 +187,6 @@ class IndexConfig:
         return cls(layout, scheme or Scheme(f=width), buckets, verification, retention)
 
     def to_meta(self) -> dict[str, str]:
-        """The fields of the meta hash."""
         fields = {
             "format": str(FORMAT_VERSION),
             "f": str(self.f),
@@ -214,11 +204,7 @@ class IndexConfig:
 
     @classmethod
     def from_meta(cls, meta: dict[str, str]) -> IndexConfig:
-        """Read a stored meta hash's decoded fields.
-
-        Raises:
-            IndexCorrupted: a field is missing or malformed, or the format is not this version's.
-        """
+        """Read a stored meta hash's decoded fields (IndexCorrupted: malformed, or of another format)."""
         try:
             version = int(meta["format"])
             if version != FORMAT_VERSION:

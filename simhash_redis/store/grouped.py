@@ -1,9 +1,5 @@
-"""The bulk path's grouped commands: one command per key, carrying every entry of a window for that key,
-and how a step's commands reach the server: in chunks, two in flight (`Stream`).
-
-On a standalone server the chunks are packed into RESP by the compiled core when it runs, else here,
-byte for byte the same (tests/native compares them); on a cluster they stay argument tuples.
-"""
+"""The bulk path's grouped commands (one per key, with every entry of a window for that key), sent in
+chunks, two in flight; packed into RESP by the compiled core or here alike, argument tuples on a cluster."""
 
 from __future__ import annotations
 
@@ -21,29 +17,23 @@ from ..transport.wire import PackedCommands
 from .keys import KeyForm, KeySchema
 from .store import Store
 
-__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "send_step"]
-
 #: Arguments per write of a step: round trips do not count, and the client builds the next meanwhile.
 CHUNK_ARGS = 16_384
 IN_FLIGHT = 2
-#: The RESP form of one argument.
 BULK = b"$%d\r\n%b\r\n"
 #: A command of a step: its number of arguments, and its RESP bytes in parts, or on a cluster its arguments.
 Piece = tuple[int, Any]
 
 
 def send_step(store: Store, parts: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
-    """Send a step's chunks of commands in order; their replies if `keep` (none sent after an error reply)."""
+    """Send a step's chunks of commands in order; their replies if `keep`."""
     stream = Stream(parts, keep, 1 if store.cluster else IN_FLIGHT)
     store.run(stream.steps, durable=durable)
     return stream.replies
 
 
 class Stream:
-    """A step's chunks as steps without I/O, some in flight, resumed at the first unacknowledged one.
-
-    A cluster's go one at a time, so that nothing of a step is sent after an error reply.
-    """
+    """A step's chunks as steps without I/O, some in flight, resumed at the first unacknowledged one."""
 
     def __init__(self, chunks: Iterator[Sequence[Command]], keep: bool, in_flight: int) -> None:
         self.chunks, self.keep, self.in_flight = chunks, keep, in_flight
@@ -52,7 +42,6 @@ class Stream:
         self.replies: list[Any] = []
 
     def chunk(self, i: int) -> Sequence[Command] | None:
-        """Chunk i (built on first use, forgotten once acknowledged); None past the last."""
         while len(self.built) <= i:
             following = next(self.chunks, None)
             if following is None:
@@ -61,7 +50,6 @@ class Stream:
         return self.built[i]
 
     def steps(self) -> Steps[None]:
-        """The chunks from the first unacknowledged one, their replies read."""
         flight: deque[Sequence[Command]] = deque()
         while True:
             while len(flight) < self.in_flight:
@@ -80,7 +68,6 @@ class Stream:
 
 
 def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]:
-    """Pieces gathered into chunks of about CHUNK_ARGS arguments."""
     parts: list[Any] = []
     args = commands = 0
     for count, piece in pieces:
@@ -98,16 +85,13 @@ def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]
 
 
 def _piece(args: Sequence[bytes], units: Sequence[Any], packed: bool) -> Piece:
-    """The command of `args`, then `units` (each in its RESP form already where `packed`: then the
-    command's RESP bytes in parts)."""
     count = len(args) + len(units)
     if not packed:
         return count, (*args, *units)
     return count, [b"*%d\r\n" % count, *[BULK % (len(arg), arg) for arg in args], *units]
 
 
-#: A column as the compiled core takes it: (entries end to end, their ends as uint64 bytes), or
-#: (fingerprints as uint64 bytes, signed) whose entries are their stored forms.
+#: A column as the compiled core takes it: (entries, their ends as uint64 bytes), or (fingerprints, signed).
 NativeColumn = tuple[bytes, bytes] | tuple[bytes, bool]
 
 
@@ -120,14 +104,12 @@ class Groups(NamedTuple):
     form: KeyForm
 
     def spans(self) -> Iterator[tuple[int, int, int]]:
-        """(key value, start, end) of each group, as Python ints."""
         bounds = self.bounds.tolist()
         for j, head in enumerate(self.heads.tolist()):
             yield head, bounds[j], bounds[j + 1]
 
 
 def group(column: npt.NDArray[Any], rows: npt.NDArray[Any], form: KeyForm) -> Groups:
-    """The window positions `rows` grouped by their key value in `column` (unsigned ints), stably."""
     values = column[rows]
     order = np.argsort(values, kind="stable")
     ordered = values[order]
@@ -140,10 +122,8 @@ def group(column: npt.NDArray[Any], rows: npt.NDArray[Any], form: KeyForm) -> Gr
 
 
 class Column:
-    """One entry per window position (an id, a stored fingerprint), as bytes (`raw`) or in the compiled
-    core's form (`native`; fingerprints take 8 bytes an entry, not 20: the packer visits a column larger
-    than the caches in random order). Each form is built from the other on first use.
-    """
+    """One entry per window position, as bytes (`raw`) or in the compiled core's form (`native`: 8 bytes a
+    fingerprint, not 20), each built from the other on first use."""
 
     def __init__(self, raw: list[bytes] | None = None, native: NativeColumn | None = None) -> None:
         self._raw, self._native = raw, native
@@ -152,7 +132,6 @@ class Column:
 
     @classmethod
     def of_fingerprints(cls, fps: Sequence[int] | npt.NDArray[Any], f: int) -> Column:
-        """The stored forms (`codec.encode_fp`) of checked fingerprints."""
         if f > 64:
             return cls([b"%d" % int(fp) for fp in fps])
         arr = np.asarray(fps, dtype=np.uint64)
@@ -162,14 +141,12 @@ class Column:
 
     @property
     def raw(self) -> list[bytes]:
-        """The entries."""
         if self._raw is None:
             assert self._native is not None and engine_choice.native is not None  # made only by the core
             self._raw = engine_choice.native.unpack_column(self._native)
         return self._raw
 
     def native(self) -> NativeColumn:
-        """The compiled core's form (RuntimeError without the core)."""
         if self._native is None:
             if engine_choice.native is None:
                 raise RuntimeError("this form needs the compiled core")
@@ -177,19 +154,17 @@ class Column:
         return self._native
 
     def buckets(self, keys: KeySchema) -> npt.NDArray[Any]:
-        """Each entry's map bucket (`KeySchema.bucket_numbers`)."""
-        if engine_choice.native is not None:
-            return keys.native_bucket_numbers(self.native())
+        native = engine_choice.native
+        if native is not None:
+            return np.frombuffer(native.column_buckets(self.native(), keys.id_buckets), dtype=np.uint64)
         return keys.bucket_numbers(self.raw)
 
     def objects(self) -> npt.NDArray[Any]:
-        """The entries as an array of objects (gathered by index arrays in one call)."""
         if self._objects is None:
             self._objects = _objects(self.raw)
         return self._objects
 
     def bulks(self) -> npt.NDArray[Any]:
-        """The entries' RESP bulk strings, as an array of objects."""
         if self._bulks is None:
             self._bulks = _objects([BULK % (len(raw), raw) for raw in self.raw])
         return self._bulks
@@ -198,8 +173,7 @@ class Column:
 def commands(
     head: tuple[bytes, ...], groups: Groups, columns: Sequence[Column], packed: bool
 ) -> Iterator[Sequence[Command]]:
-    """For each group, `head`, its key, then each position's entry of every column, in chunks (`packed`:
-    RESP)."""
+    """For each group, `head`, its key, then each position's entry of every column, in chunks."""
     native = engine_choice.native
     if packed and native is not None:
         found = native.GroupedCommands(
@@ -211,29 +185,27 @@ def commands(
             CHUNK_ARGS,
         )
         return _packed(found)
-    return chunks(_pieces(head, groups, columns, packed), packed)
 
-
-def _pieces(
-    head: tuple[bytes, ...], groups: Groups, columns: Sequence[Column], packed: bool
-) -> Iterator[Piece]:
-    per, rows, key_of = len(columns), groups.rows, groups.form.key
-    if not packed:
-        units = _interleaved([column.objects()[rows] for column in columns])
+    def pieces() -> Iterator[Piece]:
+        per, rows, key_of = len(columns), groups.rows, groups.form.key
+        if not packed:
+            units = _interleaved([column.objects()[rows] for column in columns])
+            for value, start, end in groups.spans():
+                yield _piece((*head, key_of(value)), units[start * per : end * per], False)
+            return
+        # Packed here rather than by `_piece`: a step of these has the most commands, and the shortest.
+        gathered = [column.bulks()[rows].tolist() for column in columns]
+        joined = gathered[0] if per == 1 else [b"".join(parts) for parts in zip(*gathered, strict=True)]
+        prefix = b"".join([BULK % (len(arg), arg) for arg in head])
+        fixed = len(head) + 1
         for value, start, end in groups.spans():
-            yield _piece((*head, key_of(value)), units[start * per : end * per], False)
-        return
-    # Packed here rather than by `_piece`: a step of these has the most commands, and the shortest.
-    gathered = [column.bulks()[rows].tolist() for column in columns]
-    joined = gathered[0] if per == 1 else [b"".join(parts) for parts in zip(*gathered, strict=True)]
-    prefix = b"".join([BULK % (len(arg), arg) for arg in head])
-    fixed = len(head) + 1
-    for value, start, end in groups.spans():
-        key = key_of(value)
-        count = fixed + (end - start) * per
-        piece = joined[start:end]
-        piece.insert(0, b"*%d\r\n%b$%d\r\n%b\r\n" % (count, prefix, len(key), key))
-        yield count, piece
+            key = key_of(value)
+            count = fixed + (end - start) * per
+            piece = joined[start:end]
+            piece.insert(0, b"*%d\r\n%b$%d\r\n%b\r\n" % (count, prefix, len(key), key))
+            yield count, piece
+
+    return chunks(pieces(), packed)
 
 
 def script_runs(
@@ -244,8 +216,8 @@ def script_runs(
     call_entries: int,
     packed: bool,
 ) -> Iterator[Sequence[Command]]:
-    """Calls of a script, each on a run of groups of about `call_entries` positions: the groups' keys
-    (then `counts`), and per group its size, then each position's entry of every column; in chunks."""
+    """Calls of a script on runs of groups of about `call_entries` positions: the keys (then `counts`), and
+    per group its size, then each position's entry of every column; in chunks."""
     native = engine_choice.native
     if packed and native is not None:
         found = native.ScriptRuns(
@@ -258,34 +230,27 @@ def script_runs(
             CHUNK_ARGS,
         )
         return _packed(found)
-    return chunks(_run_pieces(sha, counts, groups, columns, call_entries, packed), packed)
 
+    def pieces() -> Iterator[Piece]:
+        per, key_of, tail = len(columns), groups.form.key, [] if counts is None else [counts]
+        gather = Column.bulks if packed else Column.objects
+        units = _interleaved([gather(column)[groups.rows] for column in columns])
+        spans = list(groups.spans())
+        start = 0
+        while start < len(spans):
+            end, entries = start + 1, spans[start][2] - spans[start][1]
+            while end < len(spans) and entries < call_entries:
+                entries += spans[end][2] - spans[end][1]
+                end += 1
+            keys = [key_of(value) for value, _, _ in spans[start:end]] + tail
+            argv: list[Any] = []
+            for _, first, last in spans[start:end]:
+                size = b"%d" % (last - first)
+                argv += [BULK % (len(size), size) if packed else size, *units[first * per : last * per]]
+            yield _piece([b"EVALSHA", sha, b"%d" % len(keys), *keys], argv, packed)
+            start = end
 
-def _run_pieces(
-    sha: bytes,
-    counts: bytes | None,
-    groups: Groups,
-    columns: Sequence[Column],
-    call_entries: int,
-    packed: bool,
-) -> Iterator[Piece]:
-    per, key_of, tail = len(columns), groups.form.key, [] if counts is None else [counts]
-    gather = Column.bulks if packed else Column.objects
-    units = _interleaved([gather(column)[groups.rows] for column in columns])
-    spans = list(groups.spans())
-    start = 0
-    while start < len(spans):
-        end, entries = start + 1, spans[start][2] - spans[start][1]
-        while end < len(spans) and entries < call_entries:
-            entries += spans[end][2] - spans[end][1]
-            end += 1
-        keys = [key_of(value) for value, _, _ in spans[start:end]] + tail
-        argv: list[Any] = []
-        for _, first, last in spans[start:end]:
-            size = b"%d" % (last - first)
-            argv += [BULK % (len(size), size) if packed else size, *units[first * per : last * per]]
-        yield _piece([b"EVALSHA", sha, b"%d" % len(keys), *keys], argv, packed)
-        start = end
+    return chunks(pieces(), packed)
 
 
 def attach_calls(
@@ -298,13 +263,8 @@ def attach_calls(
     call_pairs: int,
     packed: bool,
 ) -> Iterator[Sequence[Command]]:
-    """The calls of lua/bulk_fp.lua, each on a run of groups of about `call_pairs` fingerprints, in chunks.
-
-    Args:
-        counts: the counts hash, which the script moves; None on a cluster.
-        ids: the ids, whose netstring is the id list of their fingerprint...
-        joined: ...except at these positions, whose fingerprint several ids of the window share.
-    """
+    """The calls of lua/bulk_fp.lua on runs of about `call_pairs` fingerprints, in chunks: each id's
+    netstring is its fingerprint's id list, but at `joined`'s positions (ids sharing a fingerprint)."""
     native = engine_choice.native
     if packed and native is not None:
         found = native.AttachCalls(
@@ -319,53 +279,42 @@ def attach_calls(
             CHUNK_ARGS,
         )
         return _packed(found)
-    return chunks(_attach_pieces(sha, counts, groups, fps, ids, joined, call_pairs, packed), packed)
 
+    def pieces() -> Iterator[Piece]:
+        lists = [joined[p] if p in joined else netstring(ids.raw[p]) for p in groups.rows.tolist()]
+        if packed:
+            lists = [BULK % (len(one), one) for one in lists]
+        stored = (Column.bulks if packed else Column.objects)(fps)[groups.rows].tolist()
+        keys: list[bytes] = []
+        argv: list[Any] = []
+        pairs = 0
+        spans = list(groups.spans())
+        for j, (value, start, end) in enumerate(spans):
+            # A size per group, each fingerprint, then each (fingerprint, its id list) pair.
+            keys.append(groups.form.key(value))
+            size = b"%d" % (end - start)
+            argv += [BULK % (len(size), size) if packed else size, *stored[start:end]]
+            argv += [unit for pair in zip(stored[start:end], lists[start:end], strict=True) for unit in pair]
+            pairs += end - start
+            if pairs >= call_pairs or j == len(spans) - 1:
+                named = keys if counts is None else [*keys, counts]
+                yield _piece([b"EVALSHA", sha, b"%d" % len(named), *named], argv, packed)
+                keys, argv, pairs = [], [], 0
 
-def _attach_pieces(
-    sha: bytes,
-    counts: bytes | None,
-    groups: Groups,
-    fps: Column,
-    ids: Column,
-    joined: dict[int, bytes],
-    call_pairs: int,
-    packed: bool,
-) -> Iterator[Piece]:
-    lists = [joined[p] if p in joined else netstring(ids.raw[p]) for p in groups.rows.tolist()]
-    if packed:
-        lists = [BULK % (len(one), one) for one in lists]
-    stored = (Column.bulks if packed else Column.objects)(fps)[groups.rows].tolist()
-    keys: list[bytes] = []
-    argv: list[Any] = []
-    pairs = 0
-    spans = list(groups.spans())
-    for j, (value, start, end) in enumerate(spans):
-        # A size per group, each fingerprint, then each (fingerprint, its id list) pair.
-        keys.append(groups.form.key(value))
-        size = b"%d" % (end - start)
-        argv += [BULK % (len(size), size) if packed else size, *stored[start:end]]
-        argv += [unit for pair in zip(stored[start:end], lists[start:end], strict=True) for unit in pair]
-        pairs += end - start
-        if pairs >= call_pairs or j == len(spans) - 1:
-            named = keys if counts is None else [*keys, counts]
-            yield _piece([b"EVALSHA", sha, b"%d" % len(named), *named], argv, packed)
-            keys, argv, pairs = [], [], 0
+    return chunks(pieces(), packed)
 
 
 def _packed(found: Iterator[tuple[bytes, int]]) -> Iterator[Sequence[Command]]:
-    """The compiled core's chunks, as RESP bytes and their command counts."""
     return (PackedCommands(data, count) for data, count in found)
 
 
 def _numbers(groups: Groups) -> tuple[bytes, bytes, bytes]:
-    """Heads, bounds and rows as the compiled core takes them (8-byte ints)."""
     heads = groups.heads.astype(np.uint64).tobytes()
     return heads, groups.bounds.astype(np.int64).tobytes(), groups.rows.astype(np.int64).tobytes()
 
 
 def _interleaved(parts: list[npt.NDArray[Any]]) -> list[Any]:
-    """Equal-length arrays as one flat list, entry by entry: a0, b0, a1, b1, ..."""
+    """Equal-length arrays as one flat list: a0, b0, a1, b1, ..."""
     if len(parts) == 1:
         single: list[Any] = parts[0].tolist()
         return single

@@ -1,8 +1,4 @@
-"""The names of every Redis key an index uses (docs/redis-keys.md draws them).
-
-Names and prefixes may not contain ':' or glob characters, so the pattern `simhash:news:*` matches this
-index's keys and no other index's.
-"""
+"""The names of every Redis key an index uses (docs/redis-keys.md); names hold no ':' nor glob characters."""
 
 from __future__ import annotations
 
@@ -17,7 +13,6 @@ import xxhash
 
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType
-from ..fingerprinting import engine_choice
 from ..transport.greenlet_bridge import on_loop_stack
 from .layout import Layout
 
@@ -40,8 +35,6 @@ _TYPES = {
     "reply": b"hash",
 }
 
-__all__ = ["BandColumns", "BandNumbers", "KeyForm", "KeySchema", "encode_id", "validate_name"]
-
 # From this many sketches `band_columns` pays: its numpy passes cost some 70 us however few they are.
 _COLUMNS_MIN = 32
 _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
@@ -50,14 +43,13 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
 class KeyForm(NamedTuple):
-    """How a number becomes a bucket's key: the prefix, then the number in hex padded to `hex_width`
-    digits, or in decimal when `hex_width` is 0 (a map bucket)."""
+    """How a number becomes a bucket's key: the prefix, then the number in hex of `hex_width` digits, or in
+    decimal for 0."""
 
     prefix: bytes
     hex_width: int
 
     def key(self, value: int) -> bytes:
-        """The key of one bucket."""
         if self.hex_width:
             return self.prefix + b"%0*x" % (self.hex_width, value)
         return self.prefix + b"%d" % value
@@ -100,8 +92,7 @@ def encode_id(doc_id: object) -> bytes:
 
 
 class BandColumns(NamedTuple):
-    """The band places of a batch of sketches, `per` a sketch: place i's hash is keys[i, :key_lengths[i]],
-    its field fields[i]."""
+    """A batch's band places, `per` a sketch: place i is (keys[i, :key_lengths[i]], fields[i])."""
 
     keys: npt.NDArray[np.uint8]
     key_lengths: npt.NDArray[np.intp]
@@ -110,23 +101,16 @@ class BandColumns(NamedTuple):
 
 
 class BandNumbers(NamedTuple):
-    """The band places of a window of sketches (`KeySchema.band_numbers`)."""
+    """The band places of a window of sketches: bucket numbers (a sketch per row, a band per column), each
+    band's fields, and the fields as big-endian ints shaped as `numbers` (None past 8 bytes)."""
 
-    #: Each sketch's bucket number in each band (a sketch per row, a band per column).
     numbers: npt.NDArray[np.uint64]
-    #: Each band's fields (its bytes), a sketch per entry.
     fields: list[list[bytes]]
-    #: The bands' bytes as big-endian ints, shaped as `numbers`; None for bands wider than 8 bytes.
     values: npt.NDArray[np.uint64] | None
 
 
 class KeySchema:
-    """Builds the key names of one index.
-
-    Args:
-        id_buckets: how many buckets the id and fingerprint maps are spread over.
-        window: the period whose keys these are, in an index with a retention window.
-    """
+    """Builds the key names of one index (`window`: of one period, in an index with a retention window)."""
 
     def __init__(
         self,
@@ -156,66 +140,55 @@ class KeySchema:
 
     @classmethod
     def of(cls, prefix: str, name: str, config: IndexConfig) -> KeySchema:
-        """The key names of an index of a configuration."""
         return cls(prefix, name, config.layout, config.id_buckets)
 
     @staticmethod
     def meta_key(prefix: str, name: str) -> bytes:
-        """The meta hash of an index (known before its layout, which is read there)."""
         return f"{prefix}:{name}:meta".encode()
 
     @staticmethod
     def before_meta(prefix: str, name: str) -> tuple[bytes, tuple[bytes, bytes]]:
-        """What is known of an index's keys without its meta: its counts hash, and the prefixes of a
-        writer's own keys (add-if-new locks, write replies), which are not its data."""
+        """An index's counts hash and the prefixes of a writer's own keys (not data), known without meta."""
         base = f"{prefix}:{name}"
         return f"{base}:counts".encode(), _writer_prefixes(base)
 
     def tables(self, fingerprint: int) -> list[bytes]:
-        """The table key of each table for a fingerprint."""
         return self.table_builder()(fingerprint)
 
     def in_window(self, window: int) -> KeySchema:
-        """The key names of one period (its start in Unix seconds divided by the period's length)."""
+        """The key names of one period (its start divided by the period's length)."""
         return KeySchema(self.prefix, self.name, self._layout, self.id_buckets, window)
 
     def periods_map_builder(self, windows: Sequence[int], kind: str) -> Callable[[bytes], list[bytes]]:
-        """`id_bucket` (kind "id") or `fp_bucket` ("fp") in each of several periods, hashed once."""
         in_periods = self.periods_key_builder(windows)
         bucket = self.fp_bucket if kind == "fp" else self.id_bucket
         return lambda raw: in_periods(bucket(raw))
 
     def periods_key_builder(self, windows: Sequence[int]) -> Callable[[bytes], list[bytes]]:
-        """A key of these names (a band's bucket, say) as each of several periods names it."""
         prefixes = [f"{self.prefix}:{self.name}:w{window}:".encode() for window in windows]
         start = self._base_len
         return lambda key: [prefix + key[start:] for prefix in prefixes]
 
     def table_builder(self) -> Callable[[int], list[bytes]]:
-        """`tables` as a plain function, for loops that call it once per document."""
         build = _TABLES.get(self)
         if build is None:
             build = _TABLES[self] = _compile_tables(self._table_formats, self._layout)
         return build
 
     def periods_builder(self, windows: Sequence[int]) -> Callable[[int], list[bytes]]:
-        """`tables` of each of several periods, period by period, as one function."""
         in_periods, tables = self.periods_key_builder(windows), self.table_builder()
         return lambda fp: [key for keys in zip(*map(in_periods, tables(fp)), strict=True) for key in keys]
 
     def table_form(self, table: int) -> KeyForm:
-        """How a table's key values become its bucket keys."""
         width = self._layout.hex_widths[table]
         return KeyForm(self._table_formats[table][: -len(b"%%0%dx" % width)], width)
 
     @property
     def id_form(self) -> KeyForm:
-        """How bucket numbers become id-map keys."""
         return KeyForm(self._id_prefix, 0)
 
     @property
     def fp_form(self) -> KeyForm:
-        """How bucket numbers become fingerprint-map keys."""
         return KeyForm(self._fp_prefix, 0)
 
     def pattern_of(self, kind: str) -> str:
@@ -226,12 +199,8 @@ class KeySchema:
         )
 
     def kind_of(self, key: bytes, *, periods: bool = False) -> tuple[str, int] | None:
-        """What a key of this index is: ("table", its number), ("band", its number), or ("id" | "fp" |
-        "counts" | "lock" | "reply" | "meta", 0); None for none of ours.
-
-        Args:
-            periods: a period's key (w{period}:...) is what the same key outside periods is.
-        """
+        """What a key of this index is: ("table" | "band", its number), or ("id" | "fp" | "counts" | "lock" |
+        "reply" | "meta", 0); None for none of ours (`periods`: a period's key as the same outside)."""
         if key == self.meta:
             return "meta", 0
         tail = key[self._base_len :] if key.startswith(self.base.encode() + b":") else b""
@@ -247,29 +216,23 @@ class KeySchema:
         return (named.decode(), 0) if named in (b"id", b"fp", b"lock", b"reply") and b":" in tail else None
 
     def stored_type(self, key: bytes) -> bytes | None:
-        """The type a key of ours holds, as TYPE names it; None for none of ours."""
         kind = self.kind_of(key)
         return None if kind is None else _TYPES[kind[0]]
 
     def lock(self, table_key: bytes) -> bytes:
-        """The add-if-new lock of one table bucket (outside the table pattern, so scans skip it)."""
         return self._lock_prefix + table_key[self._base_len :]
 
     def id_lock(self, doc_id: bytes) -> bytes:
-        """The lock a cluster's write of one (UTF-8 encoded) id holds from its first step to its last."""
         return self._lock_prefix + b"id:" + doc_id
 
     def reply(self, nonce: bytes) -> bytes:
-        """The record of one write script call's reply, kept a minute for a resend (lua/write.lua)."""
         return self._reply_prefix + nonce
 
     def id_bucket(self, doc_id: bytes) -> bytes:
-        """The id-map hash holding a (UTF-8 encoded) document id."""
-        return self._id_prefix + self._bucket(doc_id)
+        return self._id_prefix + b"%d" % (xxhash.xxh3_64_intdigest(doc_id) % self.id_buckets)
 
     def fp_bucket(self, stored_fp: bytes) -> bytes:
-        """The fingerprint-map hash holding a fingerprint as `codec.encode_fp` writes it (a value this
-        library never writes, found by verify in a hand-edited index: the first)."""
+        """The fingerprint-map hash of a stored fingerprint (a value this library never writes: bucket 0)."""
         try:
             value = int(stored_fp) & self._fp_mask
         except ValueError:
@@ -277,22 +240,18 @@ class KeySchema:
         return self.fp_bucket_of(value)
 
     def fp_bucket_of(self, fingerprint: int) -> bytes:
-        """`fp_bucket` of a fingerprint given as an int: placed by its low bits, so that a lookup reading
-        its own bucket whole gets most near hits' ids in its first round trip."""
+        # By its low bits: a lookup reading its own bucket whole gets most near hits' ids in one trip.
         return self._fp_prefix + b"%d" % (fingerprint % self.id_buckets)
 
     @staticmethod
     def sketch_field(stored_fp: bytes) -> bytes:
-        """The field of a fingerprint's `fp_bucket` hash that holds the sketches of its ids."""
         return b"s:" + stored_fp
 
     def bands(self, sketch: bytes, mode: Verification | None) -> list[bytes]:
-        """The names of a sketch's band values (bucket key, b"#", the band's bytes), as a table key names
-        a set (in-batch guards, locks); none without band tables or sketch."""
+        """The names of a sketch's band values (bucket key, b"#", the band's bytes), as of a table's set."""
         return [key + b"#" + field for key, field in self.band_places(sketch, mode)]
 
     def band_places(self, sketch: bytes, mode: Verification | None) -> list[tuple[bytes, bytes]]:
-        """The (bucket hash, field) of each of a sketch's bands, as `bands` names them."""
         if mode is None or not mode.bands or not sketch:
             return []
         count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
@@ -305,12 +264,8 @@ class KeySchema:
 
     @on_loop_stack
     def band_columns(self, sketches: Sequence[bytes], mode: Verification | None) -> BandColumns | None:
-        """`band_places` of many sketches as byte columns, for a batch's reads.
-
-        Returns:
-            The columns; None without band tables, for bands past 64 bits or more than 10 of them, or
-            sketches too few to pay numpy's fixed costs (then `band_places` of each).
-        """
+        """`band_places` of many sketches as byte columns; None where `band_places` of each serves (no band
+        tables, bands past 64 bits or more than 10, too few sketches)."""
         if mode is None or not mode.bands or len(sketches) < _COLUMNS_MIN:
             return None
         count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
@@ -334,13 +289,11 @@ class KeySchema:
         return BandColumns(keys, prefixes.shape[1] + shown, fields, count)
 
     def band_form(self, band: int) -> KeyForm:
-        """How band `band`'s bucket numbers become its bucket keys (hex, no padding)."""
         return KeyForm(self._band_prefixes_of(band + 1)[band], 1)
 
     @on_loop_stack
     def band_numbers(self, sketches: Sequence[bytes], mode: Verification) -> BandNumbers:
-        """The bucket number and field of each band of each sketch, for a bulk load (an empty sketch:
-        numbers 0 and empty fields)."""
+        """The bucket number and field of each band of each sketch (an empty sketch: 0 and b"")."""
         count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
         span = count * width
         whole = [s if len(s) >= span else b"\0" * span for s in sketches]
@@ -363,36 +316,23 @@ class KeySchema:
         return BandNumbers(numbers, fields, values)
 
     def _band_prefixes_of(self, count: int) -> list[bytes]:
-        """b"{base}:b{i}:" of each band, made on first use."""
         prefixes = self._band_prefixes
         while len(prefixes) < count:
             prefixes.append(b"%s%d:" % (self._band_prefix, len(prefixes)))
         return prefixes
 
     def bucket_numbers(self, raws: Sequence[bytes]) -> npt.NDArray[Any]:
-        """The bucket number of each encoded id."""
         hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, raws), dtype=np.uint64, count=len(raws))
         buckets: npt.NDArray[Any] = hashes % np.uint64(self.id_buckets)
         return buckets
 
-    def native_bucket_numbers(self, column: tuple[bytes, bytes] | tuple[bytes, bool]) -> npt.NDArray[Any]:
-        """`bucket_numbers` of a column in the compiled core's form (RuntimeError without the core)."""
-        if engine_choice.native is None:
-            raise RuntimeError("this form needs the compiled core")
-        numbers = engine_choice.native.column_buckets(column, self.id_buckets)
-        return np.frombuffer(numbers, dtype=np.uint64)
-
     @on_loop_stack
     def fp_bucket_numbers(self, fps: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:
-        """The fingerprint-map bucket number of each fingerprint (`fp_bucket_of`'s)."""
         if isinstance(fps, np.ndarray) and fps.dtype != object:  # 128-bit ones stay Python ints
             numbers: npt.NDArray[Any] = fps.astype(np.uint64, copy=False) % np.uint64(self.id_buckets)
             return numbers
         buckets = self.id_buckets
         return np.fromiter((int(fp) % buckets for fp in fps), dtype=np.uint64, count=len(fps))
-
-    def _bucket(self, raw: bytes) -> bytes:
-        return b"%d" % (xxhash.xxh3_64_intdigest(raw) % self.id_buckets)
 
 
 # Compiled on first use, kept outside the instance so it stays picklable.
@@ -400,12 +340,10 @@ _TABLES: weakref.WeakKeyDictionary[KeySchema, Callable[[int], list[bytes]]] = we
 
 
 def _writer_prefixes(base: str) -> tuple[bytes, bytes]:
-    """The prefixes of the add-if-new locks and the write replies under a base."""
     return f"{base}:lock:".encode(), f"{base}:reply:".encode()
 
 
 def _big_endian(digits: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
-    """Byte rows (the last axis) as big-endian ints, as int.from_bytes reads a band."""
     values = digits[..., 0].astype(np.uint64)
     for j in range(1, digits.shape[-1]):
         values = (values << np.uint64(8)) | digits[..., j]
@@ -413,10 +351,8 @@ def _big_endian(digits: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
 
 
 def _compile_tables(formats: list[bytes], layout: Layout) -> Callable[[int], list[bytes]]:
-    """One expression building every table key of a fingerprint (4x a loop's speed).
-
-    The generated source holds only integers; the key formats are passed in as variables.
-    """
+    """One expression building every table key of a fingerprint (4x a loop's speed); its source holds only
+    integers, the key formats passed in as variables."""
     names: dict[str, object] = {}
     parts = []
     for t, (fmt, plan) in enumerate(zip(formats, layout.plans, strict=True)):

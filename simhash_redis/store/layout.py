@@ -12,14 +12,11 @@ from ..checks import is_int
 from ..defaults import SUPPORTED_F
 from ..errors import IndexCorrupted, InvalidArgument
 
-__all__ = ["Layout"]
-
 # "blocks=16,16,16,16;tables=0/1/2/3": tables '/'-separated, each a '+'-joined list of blocks.
 _META_RE = re.compile(r"^blocks=(\d+(?:,\d+)*);tables=(\d+(?:\+\d+)*(?:/\d+(?:\+\d+)*)*)$")
 
 
 def _split_bits(f: int, parts: int) -> tuple[int, ...]:
-    """Cut f bits into `parts` block widths that differ by at most one, widest first."""
     base, extra = divmod(f, parts)
     return tuple(base + 1 if i < extra else base for i in range(parts))
 
@@ -78,11 +75,7 @@ class Layout:
 
     @classmethod
     def pigeonhole(cls, f: int, k: int) -> Layout:
-        """The default layout: k+1 blocks, one table per block.
-
-        Raises:
-            InvalidArgument: k is out of range for f.
-        """
+        """The default layout: k+1 blocks, one table per block (InvalidArgument: k out of range for f)."""
         if not is_int(k) or not 0 <= k < min(f, 64):
             raise InvalidArgument(f"k must be an int in 0..{min(f, 64) - 1}, got {k!r}")
         blocks = _split_bits(f, k + 1)
@@ -106,12 +99,10 @@ class Layout:
 
     @cached_property
     def offsets(self) -> tuple[int, ...]:
-        """The right shift that brings each block to the low bits."""
         return tuple(self.f - end for end in itertools.accumulate(self.blocks))
 
     @cached_property
     def key_bits(self) -> tuple[int, ...]:
-        """The width in bits of each table's key."""
         return tuple(sum(self.blocks[b] for b in t) for t in self.tables)
 
     @property
@@ -121,7 +112,6 @@ class Layout:
 
     @cached_property
     def plans(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
-        """Per table: the (right shift, mask, position in the key) of each of its blocks."""
         plans = []
         for table in self.tables:
             plan = []
@@ -133,7 +123,6 @@ class Layout:
         return tuple(plans)
 
     def keys_of(self, fingerprint: int) -> list[int]:
-        """Each table's key value for a fingerprint."""
         out = []
         for plan in self.plans:
             if len(plan) == 1:  # one block per table (the default layout): no loop
@@ -148,22 +137,16 @@ class Layout:
 
     @property
     def hex_widths(self) -> tuple[int, ...]:
-        """Hex digits of each table's key in a Redis key name."""
         return tuple(math.ceil(bits / 4) for bits in self.key_bits)
 
     def to_meta(self) -> str:
-        """The layout as the stable string stored in an index's meta."""
         blocks = ",".join(str(b) for b in self.blocks)
         tables = "/".join("+".join(str(b) for b in t) for t in self.tables)
         return f"blocks={blocks};tables={tables}"
 
     @classmethod
     def from_meta(cls, text: str, f: int, k: int) -> Layout:
-        """Parse a layout string written by `to_meta`.
-
-        Raises:
-            IndexCorrupted: the string is malformed or describes an invalid layout.
-        """
+        """Parse a layout string written by `to_meta` (IndexCorrupted for any other)."""
         match = _META_RE.match(text)
         if not match:
             raise IndexCorrupted(f"malformed layout in index meta: {text!r}")

@@ -1,10 +1,6 @@
-"""Locks of Redis Cluster, where no script spans slots: add-if-new's table-bucket locks, and the id locks
-every cluster write holds.
-
-Near-duplicates share a table bucket, so a worker holding all its document's bucket locks from its check
-to its write races no other add-if-new. A write call holding its ids' locks from its first step to its
-last is never interleaved with another writer's steps of those ids. Why no cycle of waiting documents
-forms, and what a lock's time to live guarantees: docs/cluster.md.
+"""Locks of Redis Cluster, where no script spans slots: add-if-new's table-bucket locks (near-duplicates
+share a bucket), and the id locks every cluster write holds from its first step to its last
+(docs/cluster.md: why no cycle of waiting documents forms, what a lock's time to live guarantees).
 """
 
 from __future__ import annotations
@@ -22,23 +18,9 @@ from ..transport import Command, pause
 from .keys import KeySchema
 from .store import LOCK, UNLOCK, Store
 
-__all__ = [
-    "TTL_MS",
-    "BucketLocks",
-    "LockWaits",
-    "first_id_lock",
-    "granted",
-    "holders_of",
-    "id_lock_call",
-    "in_id_turns",
-    "release_ids",
-    "unlock_call",
-]
-
 _log = logging.getLogger(__name__)
 
-#: How long a lock outlives a worker that never releases it: longer than a live worker's stalls
-#: (hundreds of tasks on an event loop, WAIT for a lagging replica); `renew` checks it anyway.
+#: How long a lock outlives a worker that never releases it: longer than a live worker's stalls.
 TTL_MS = 30_000
 
 #: A lock and the token of the document holding it.
@@ -46,36 +28,26 @@ Held = tuple[bytes, bytes]
 
 
 class BucketLocks:
-    """Acquires and releases the table-bucket locks of a batch of documents, round by round.
-
-    Each document has a token of its own, so the server arbitrates within a batch as between workers.
-    """
+    """The table-bucket locks of a batch of documents, round by round, a token each document."""
 
     def __init__(self, store: Store) -> None:
         self.store, self.keys, self.ttl_ms = store, store.keys, TTL_MS
         self.token = secrets.token_hex(16).encode()
-        #: The locks kept across rounds by documents that got only some of theirs (a sorted prefix).
+        # By document: the locks kept across rounds by those that got only some (a sorted prefix), those
+        # of the ones that got all this round, and the token holding a document's first missing lock.
         self.kept: dict[int, list[bytes]] = {}
-        #: The locks of the documents that got all theirs this round.
         self.holding: dict[int, list[bytes]] = {}
-        #: For each document that missed a lock this round, the token holding its first missing one.
         self.blockers: dict[int, bytes] = {}
 
     def token_of(self, doc: int) -> bytes:
-        """The token a document's locks hold."""
         return b"%s:%d" % (self.token, doc)
 
     def acquire(self, documents: list[tuple[int, list[bytes]]]) -> tuple[list[bool], list[Held]]:
-        """Try to lock every bucket of each document, in one round trip.
-
-        A document that gets only some keeps those below its first miss in the keys' order.
-
-        Returns:
-            Whether each document got all its locks, and the locks to release after the round.
+        """Try to lock every bucket of each document, in one round trip (one that gets only some keeps those
+        below its first miss); whether each got all, and the locks to release after the round.
 
         Raises:
-            SimhashRedisError: the locks could not be asked for; every lock this call may have taken,
-                and every lock kept, is given back first.
+            SimhashRedisError: the locks could not be asked for (every lock taken or kept given back).
         """
         self.holding.clear()
         self.blockers.clear()
@@ -105,8 +77,7 @@ class BucketLocks:
                 spare += [(lock, token) for lock in locks[len(prefix) :] if (lock, token) in taken]
             self.release(spare)
         except BaseException:
-            # The server may have taken any of them (a lost reply, a cancelled call); a release checks
-            # the token.
+            # The server may have taken any of them (a lost reply); a release checks the token.
             with contextlib.suppress(Exception):
                 self.release(asked)
             self.kept.clear()
@@ -115,10 +86,7 @@ class BucketLocks:
         return got, [(lock, self.token_of(doc)) for doc, locks in self.holding.items() for lock in locks]
 
     def renew(self, docs: list[int]) -> list[bool]:
-        """Extend the locks of documents about to be written; whether each still held all of its own.
-
-        One that lost a lock (its worker stalled past the time to live) must be read again, not written.
-        """
+        """Extend the locks of documents about to be written; whether each still held all of its own."""
         pairs = [(lock, self.token_of(doc)) for doc in docs for lock in self.holding[doc]]
         calls = [self._lock(lock, token, renew=True) for lock, token in pairs]
         replies = self.store.run_script(LOCK, calls)
@@ -126,12 +94,10 @@ class BucketLocks:
         return [all((lock, self.token_of(doc)) in still for lock in self.holding[doc]) for doc in docs]
 
     def release(self, locks: list[Held]) -> None:
-        """Release locks, each only if its document's token still holds it."""
         if locks:
             self.store.run_script(UNLOCK, [UNLOCK.command([lock], [token]) for lock, token in locks])
 
     def release_kept(self) -> None:
-        """Release the locks documents kept for a later round."""
         kept = [(lock, self.token_of(doc)) for doc, locks in self.kept.items() for lock in locks]
         self.kept.clear()
         self.release(kept)
@@ -141,31 +107,25 @@ class BucketLocks:
 
 
 def id_lock_call(keys: KeySchema, doc_id: bytes, token: bytes) -> Command:
-    """The call taking (or keeping) an id's lock for a cluster's write call named by `token`."""
     return LOCK.command([keys.id_lock(doc_id)], [token, TTL_MS, b"take"])
 
 
 def first_id_lock(keys: KeySchema, doc_id: bytes, token: bytes) -> Command:
-    """The first ask for an id's lock: a plain SET if free, cheaper than lock.lua on the server.
-
-    Sent again after a lost reply, it finds the call's own lock and is refused: the document then asks
-    with lock.lua, which knows the call's token, as one waiting for another writer's.
-    """
+    """The first ask for an id's lock: a plain SET, cheaper than lock.lua (refused when resent, the
+    document then asks with lock.lua, which knows the call's token)."""
     return (b"SET", keys.id_lock(doc_id), token, b"NX", b"PX", TTL_MS)
 
 
 def granted(reply: object) -> bool:
-    """Whether a lock was taken: lock.lua's 1, or a first ask's OK."""
     return reply == 1 or reply == b"OK"
 
 
 def unlock_call(keys: KeySchema, doc_id: bytes, token: bytes) -> Command:
-    """The call releasing an id's lock if the write call named by `token` still holds it."""
     return UNLOCK.command([keys.id_lock(doc_id)], [token])
 
 
 def release_ids(store: Store, ids: list[bytes], token: bytes) -> None:
-    """Release, best effort, the id locks a failed call may hold (each only if still its own)."""
+    """Release, best effort, the id locks a failed call may hold."""
     try:
         store.run_script(UNLOCK, [unlock_call(store.keys, doc_id, token) for doc_id in ids])
     except SimhashRedisError as exc:
@@ -173,27 +133,24 @@ def release_ids(store: Store, ids: list[bytes], token: bytes) -> None:
 
 
 class LockWaits:
-    """How long documents wait for id locks other writers hold: the holders seen, and the pauses."""
+    """How long documents wait for id locks other writers hold."""
 
     def __init__(self) -> None:
         self.holders: dict[int, bytes] = {}
         self.rounds = 0
-        #: Until when a lock that keeps its holder is waited for (monotonic seconds; 0: not waiting).
         self.patience = 0.0
 
     def refused(self, holders: dict[int, bytes]) -> None:
-        """Note the tokens holding the locks refused (by document); a lock that changed hands (others
-        progress: a loaded machine, not a stuck holder) is waited for afresh."""
+        """Note the tokens holding the locks refused; a lock that changed hands is waited for afresh."""
         if any(self.holders.get(i, holder) != holder for i, holder in holders.items()):
             self.patience = 0.0
         self.holders = holders
 
     def wait(self, count: int) -> None:
-        """Pause before asking again for the locks of `count` documents: a random pause, growing.
+        """Pause (random, growing) before asking again for the locks of `count` documents.
 
         Raises:
-            WriteContention: a lock kept its holder longer than a lock lives, plus 5 s (a crashed
-                holder's lock is waited out).
+            WriteContention: a lock kept its holder longer than a lock lives, plus 5 s.
         """
         now = time.monotonic()
         if not self.patience:
@@ -207,15 +164,13 @@ class LockWaits:
 
 
 def holders_of(replies: list[object]) -> dict[int, bytes]:
-    """The tokens holding the locks lock.lua refused, by position."""
     return {
         n: bytes(reply) for n, reply in enumerate(replies) if isinstance(reply, bytes) and not granted(reply)
     }
 
 
 def in_id_turns(store: Store, ids: list[bytes], write: Callable[[list[int]], None]) -> None:
-    """Run `write` on the positions of the ids (each named once) whose lock a call holds, turn by turn:
-    a turn takes the locks it can, writes those ids, and releases them; the others wait for theirs.
+    """Run `write` on the positions of the ids (each named once) whose lock a call holds, turn by turn.
 
     Raises:
         WriteContention: as `LockWaits.wait`; any error of `write` (the turn's locks released first).

@@ -1,8 +1,5 @@
-"""An index's meta hash: read, created, and refused when the index's data is there without it.
-
-A new meta over data of another configuration would make that data unfindable, so a missing meta is only
-created where the index holds no data; otherwise it is restored from a stated configuration checked
-against a sample of the data (`restore_meta`).
+"""An index's meta hash: read, created where the index holds no data, else restored from a stated
+configuration checked against a sample of the data (a new meta over data of another would lose it).
 """
 
 from __future__ import annotations
@@ -16,17 +13,13 @@ from ..transport import Sender, raise_first_error
 from .keys import KeySchema
 from .store import CREATE_META, PIN_META, hash_pairs, run_calls
 from .verification import Verification
-from .writes import sketch_in
+from .write_args import sketch_in
 
-__all__ = ["find_data", "open_meta", "pin_meta", "read_meta", "restore_meta"]
-
-#: Keys SCAN is asked for per page while looking for data of an index without meta.
 _SCAN_COUNT = 10_000
 #: Id-map entries a restore checks against the stated configuration.
 _SAMPLE = 200
 #: How far a period's expiry may be from the one a stated retention gives (TTL and clock in one trip).
 _EXPIRY_SLACK_MS = 250
-#: The hint of a stated configuration that does not fit the data.
 _STATE_IT = "state the configuration the index was created with (an export's header record names it)"
 
 
@@ -37,12 +30,8 @@ def open_meta(
     fields: dict[str, str] | None,
     refusal: Exception | None = None,
 ) -> tuple[dict[str, str] | None, bool]:
-    """Read an index's meta hash, creating it from `fields` first when it does not exist; and whether
-    this call created it (as far as it can tell: another may have created it a moment before).
-
-    Args:
-        fields: the configuration to create the index with; None to only read (None if no index).
-        refusal: raised instead of creating the index.
+    """Read an index's meta hash, creating it from `fields` (None: only read) unless it exists or
+    `refusal` is given (then raised); and whether this call created it, as far as it can tell.
 
     Raises:
         IndexCorrupted: the meta is missing but the index's data is there, also when only reading.
@@ -72,7 +61,7 @@ def open_meta(
 
 
 def pin_meta(sender: Sender, meta_key: bytes, field: str, value: str) -> str | None:
-    """Set a field of an existing meta hash unless set first; the stored value (None: no meta)."""
+    """Set a field of an existing meta hash unless set; the stored value (None: no meta)."""
     call = PIN_META.command([meta_key], [field.encode(), value.encode()])
     reply = run_calls(sender, [call], (PIN_META,))[0]
     return None if reply is None else bytes(reply).decode()
@@ -92,9 +81,8 @@ def find_data(sender: Sender, prefix: str, name: str) -> bytes | None:
 
 
 def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]) -> dict[str, str]:
-    """Write a missing meta hash for data stored under the stated configuration; the stored fields.
-
-    A sample of id-map entries must each fit the configuration's keys; an existing meta is left as it is.
+    """Write a missing meta hash for data stored under the stated configuration (a sample of id-map
+    entries must fit it); the stored fields.
 
     Raises:
         ConfigurationMismatch: the data does not fit the stated configuration (an example is named).
@@ -105,18 +93,17 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
         return stored
     windowed = any(sender.scan(keys.pattern_of("windows"), _SCAN_COUNT))
     if windowed != ("retention" in fields):
-        raise (
-            ConfigurationMismatch(
-                "the index keeps its documents in periods, so it was created with a retention window",
-                hint="state it too (retention=...)",
-                remedy="state-retention",
+        held, hint, remedy = (
+            (
+                "keeps its documents in periods, so it was created with",
+                "state it too (retention=...)",
+                "state",
             )
             if windowed
-            else ConfigurationMismatch(
-                "the index holds no periods, so it was created without a retention window",
-                hint="do not state one (retention=None)",
-                remedy="no-retention",
-            )
+            else ("holds no periods, so it was created without", "do not state one (retention=None)", "no")
+        )
+        raise ConfigurationMismatch(
+            f"the index {held} a retention window", hint=hint, remedy=f"{remedy}-retention"
         )
     if windowed:
         keys, found = _window_with_data(sender, keys)
@@ -155,7 +142,7 @@ def restore_meta(sender: Sender, keys: KeySchema, f: int, fields: dict[str, str]
 
 
 def read_meta(sender: Sender, meta_key: bytes) -> dict[str, str] | None:
-    """An index's meta hash as it is stored; None if there is none.
+    """An index's meta hash; None if there is none.
 
     Raises:
         IndexCorrupted: the key holds another type of value.
@@ -181,7 +168,6 @@ def _create(sender: Sender, meta_key: bytes, fields: dict[str, str]) -> dict[str
 
 
 def _window_with_data(sender: Sender, keys: KeySchema) -> tuple[KeySchema, bytes | None]:
-    """The key names of a period that holds id-map entries and one of its id-map keys (else: keys, None)."""
     head = len(keys.base) + 2  # the key names go on with ":w" and the period's number
     for page in sender.scan(f"{keys.base}:w*:id:*", _SCAN_COUNT):
         for key in page:
@@ -192,7 +178,6 @@ def _window_with_data(sender: Sender, keys: KeySchema) -> tuple[KeySchema, bytes
 
 
 def _misfit_period(sender: Sender, keys: KeySchema, key: bytes, retention: str) -> str | None:
-    """Why a period's keys do not expire when the stated retention says (None if they do)."""
     seconds, _, rest = retention.partition(";period=")
     length = int(rest.partition(";")[0]) * 1000
     clock, ttl = sender.execute([(b"TIME",), (b"PTTL", key)])
@@ -209,7 +194,6 @@ def _misfit_period(sender: Sender, keys: KeySchema, key: bytes, retention: str) 
 
 
 def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:
-    """Up to _SAMPLE (id, stored fingerprint) entries of the id map."""
     sample: list[tuple[bytes, bytes]] = []
     for bucket_keys in sender.scan(keys.pattern_of("id"), _SCAN_COUNT):
         for reply in sender.execute([(b"HGETALL", key) for key in bucket_keys[:_SAMPLE]]):
@@ -222,7 +206,6 @@ def _sample(sender: Sender, keys: KeySchema) -> list[tuple[bytes, bytes]]:
 def _misfit_sketches(
     sender: Sender, keys: KeySchema, sample: list[tuple[bytes, bytes]], mode: Verification, f: int
 ) -> str | None:
-    """Why the sampled sketches were not made in the stated verified mode (None if they were)."""
     replies = sender.execute([(b"HGET", keys.fp_bucket(fp), keys.sketch_field(fp)) for _, fp in sample])
     # A malformed sketch is verify's to report.
     found = [(fp, sketch_in(reply, doc_id)) for (doc_id, fp), reply in zip(sample, replies, strict=True)]
@@ -251,7 +234,6 @@ def _misfit_sketches(
 
 
 def _misfit(sender: Sender, keys: KeySchema, f: int, doc_id: bytes, fp: bytes) -> str | None:
-    """Why an id-map entry does not fit the key schema (None when it does)."""
     shown = repr(doc_id.decode(errors="replace"))
     try:
         tables = keys.tables(decode_fp(fp, f))
@@ -272,7 +254,6 @@ def _misfit(sender: Sender, keys: KeySchema, f: int, doc_id: bytes, fp: bytes) -
 
 
 def _shown_fp(stored: bytes, f: int) -> str:
-    """A stored fingerprint for a message, as the command line prints it."""
     try:
         return format_fingerprint(decode_fp(stored, f), f)
     except ValueError:

@@ -1,10 +1,9 @@
-"""The read protocol of an index: one lookup, written once as steps without I/O (`Reads.lookup`), run on
-a connection, a cluster's queue, or recorded replies alike (`transport.drive`)."""
+"""The read protocol of an index: one lookup, written once as steps without I/O (`Reads.lookup`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from .keys import BandColumns, KeySchema
 from .store import Store, hash_pairs
 from .windows import View, WindowedSets, Windows
 
-__all__ = ["Reads", "reads_bucket_whole"]
+T = TypeVar("T")
 
 #: Where a lookup reads band values: (hash, field) pairs of each query, or a batch's byte columns.
 Bands = list[list[tuple[bytes, bytes]]] | BandColumns
@@ -29,17 +28,15 @@ _SLICE = 64
 
 
 def reads_bucket_whole(id_buckets: int, key_bits: Sequence[int]) -> bool:
-    """Whether a single lookup of an index that is not verified reads the query's own map bucket whole
-    (HGETALL; each period's, with a retention window) rather than HGET its fingerprint: not with fewer
-    map buckets than one table's, each of which would be larger than the table sets read."""
+    """Whether a single plain lookup reads the query's own map bucket whole (HGETALL) rather than HGET its
+    fingerprint: not with fewer map buckets than one table's (each larger than the sets read)."""
     return id_buckets >= 1 << min(key_bits)
 
 
 class Reads:
     """Lookups of fingerprints in an index's tables (and, with `windows`, in each period's)."""
 
-    #: The band candidates a query reads the ids and sketches of at most (None: all of them), the most
-    #: likely to pass first (`candidates.top_band_hits`).
+    #: The band candidates a query reads the ids and sketches of at most (None: all of them).
     band_cap: int | None = None
 
     def __init__(self, store: Store, name: str, config: IndexConfig, windows: Windows | None = None) -> None:
@@ -59,13 +56,7 @@ class Reads:
         self._whole_first = b"".join(parts) + b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n"
 
     def near(
-        self,
-        fps: list[int],
-        k: int,
-        sketches: dict[str, bytes] | None = None,
-        bands: Bands | None = None,
-        members: list[list[list[bytes]]] | None = None,
-        tables: list[list[bytes]] | None = None,
+        self, fps: list[int], k: int, sketches: dict[str, bytes] | None = None, bands: Bands | None = None
     ) -> list[list[Match]]:
         """The stored documents within distance k of each fingerprint, in one conversation.
 
@@ -73,18 +64,11 @@ class Reads:
             sketches: filled with the stored sketch of each match that has one (verified mode).
             bands: each fingerprint's band places (`KeySchema.band_places`, or a batch's `band_columns`),
                 whose every member is a match too, at whatever distance.
-            members: filled with the members read from each fingerprint's table sets.
-            tables: each fingerprint's table keys, where the caller has built them (not with periods).
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
         """
-        if not fps:
-            return []
-        view = None if self.windows is None else self.windows.view()
-        return self.store.sender.converse(
-            lambda exchange: drive(self.lookup(fps, k, view, members, sketches, bands, tables), exchange)
-        )
+        return self._talk(lambda view: self.lookup(fps, k, view, None, sketches, bands)) if fps else []
 
     def near_groups(
         self,
@@ -95,15 +79,16 @@ class Reads:
         members: list[list[list[bytes]]] | None = None,
         tables: list[list[bytes]] | None = None,
     ) -> list[list[Group]]:
-        """`near`, each fingerprint's matches as groups (`candidates.Group`): a page copied under
-        thousands of ids is one, which those who want one of its ids need not expand."""
+        """`near`, each fingerprint's matches as groups (`candidates.Group`), one per stored fingerprint.
+
+        Args:
+            members: filled with the members read from each fingerprint's table sets.
+            tables: each fingerprint's table keys, where the caller has built them (not with periods).
+        """
         if not fps:
             return []
-        view = None if self.windows is None else self.windows.view()
-        return self.store.sender.converse(
-            lambda exchange: drive(
-                self.lookup_groups(fps, k, view, members, sketches, bands, tables), exchange
-            )
+        return grouped_all(
+            *self._talk(lambda view: self._lookup(fps, k, view, members, sketches, bands, tables))
         )
 
     def near_and_members(
@@ -114,23 +99,20 @@ class Reads:
         bands: list[list[tuple[bytes, bytes]]] | None = None,
         tables: list[list[bytes]] | None = None,
     ) -> tuple[list[list[list[bytes]]], list[list[Group]]]:
-        """`near_groups` that also returns the members read from each fingerprint's sets (add-if-new's
-        guard)."""
+        """`near_groups`, and the members read from each fingerprint's sets (add-if-new's guard)."""
         members: list[list[list[bytes]]] = []
         return members, self.near_groups(fps, k, sketches, bands, members, tables)
+
+    def _talk(self, steps: Callable[[View | None], Steps[T]]) -> T:
+        view = None if self.windows is None else self.windows.view()
+        return self.store.sender.converse(lambda exchange: drive(steps(view), exchange))
 
     def stored(self, raw_ids: list[bytes]) -> list[bytes | None]:
         """The stored fingerprint of each encoded id (None where absent), in one round trip."""
         if self.windows is None:
             return self.store.execute([(b"HGET", self.store.keys.id_bucket(raw), raw) for raw in raw_ids])
-        view = self.windows.view()
-        replies = self.store.execute([(b"HGET", key, raw) for raw in raw_ids for key in view.id_keys(raw)])
-        per = len(view.windows)
         # The newest period that has the id: the write script moves a rewritten id there.
-        return [
-            next((r for r in reversed(replies[n * per : (n + 1) * per]) if r is not None), None)
-            for n in range(len(raw_ids))
-        ]
+        return [value or None for _, value in self.windows.held(raw_ids)]
 
     def _bounded(
         self,
@@ -140,8 +122,7 @@ class Reads:
         per: int,
         periods: int,
     ) -> dict[int, dict[bytes, tuple[int, int]]]:
-        """The band candidates kept of each query with more than `band_cap`, by position (`per` values
-        a query: its band tables' in each of `periods` periods, period after period)."""
+        """The band candidates kept of each query with more than `band_cap`, by position."""
         cap = self.band_cap
         # Members counted with repeats: at most cap of them cannot be more than cap candidates (the
         # common case, decided without numpy's fixed costs).
@@ -168,46 +149,31 @@ class Reads:
         bands: Bands | None = None,
         built: list[list[bytes]] | None = None,
     ) -> Steps[list[list[Match]]]:
-        """The lookup of a batch, as steps (`transport.Steps`): `lookup_groups`, its matches one by one."""
+        """The lookup of a batch as steps (`transport.Steps`): `near`'s matches, without I/O.
+
+        Args:
+            fps: the fingerprints (at least one).
+            view: the periods read, in an index with a retention window (as more tables).
+            members, sketches, bands: as `near_groups`; built: its tables.
+
+        Raises:
+            ValueError: a stored entry this library did not write, or band tables of unequal counts.
+        """
         per_query, ids_of, _ = yield from self._lookup(fps, k, view, members, sketches, bands, built)
         return [matches_of(hit, ids_of) for hit in per_query]
-
-    def lookup_groups(
-        self,
-        fps: list[int],
-        k: int,
-        view: View | None = None,
-        members: list[list[list[bytes]]] | None = None,
-        sketches: dict[str, bytes] | None = None,
-        bands: Bands | None = None,
-        built: list[list[bytes]] | None = None,
-    ) -> Steps[list[list[Group]]]:
-        """The lookup of a batch as steps, each fingerprint's matches as groups (`candidates.Group`)."""
-        per_query, ids_of, sketch_of = yield from self._lookup(fps, k, view, members, sketches, bands, built)
-        return grouped_all(per_query, ids_of, sketch_of)
 
     def _lookup(
         self,
         fps: list[int],
         k: int,
-        view: View | None = None,
-        members: list[list[list[bytes]]] | None = None,
-        sketches: dict[str, bytes] | None = None,
-        bands: Bands | None = None,
-        built: list[list[bytes]] | None = None,
+        view: View | None,
+        members: list[list[list[bytes]]] | None,
+        sketches: dict[str, bytes] | None,
+        bands: Bands | None,
+        built: list[list[bytes]] | None,
     ) -> Steps[tuple[list[dict[bytes, tuple[int, int]]], dict[bytes, list[str]], dict[bytes, bytes]]]:
-        """The lookup of a batch, as steps (`transport.Steps`): the one place its commands are decided.
-
-        The round trips are drawn in docs/architecture.md ("The path of a `near`").
-
-        Args:
-            fps: the fingerprints (at least one).
-            view: the periods read, in an index with a retention window (as more tables).
-            members, sketches, bands: as `near`; built: `near`'s tables.
-
-        Raises:
-            ValueError: a stored entry this library did not write, or band tables of unequal counts.
-        """
+        """`lookup`'s candidates, the ids of each and their one sketch: where its commands are decided
+        (docs/architecture.md, "The path of a `near`")."""
         # A conversation run again after a lost connection starts afresh.
         if members is not None:
             members.clear()
@@ -375,7 +341,6 @@ class Reads:
 def _bucket_ids(
     found: dict[bytes, tuple[int, int]], fp: int, keys: KeySchema, reply: Any
 ) -> dict[bytes, list[str]]:
-    """The ids of the matches in `fp`'s fingerprint-map bucket, from its HGETALL reply (RESP or parsed)."""
     own, bucket = keys.fp_bucket_of(fp), keys.fp_bucket
     mine = [stored for stored in found if bucket(stored) == own]
     if not mine:
@@ -393,9 +358,8 @@ def _bucket_ids(
 def _with_sketches(
     replies: list[list[bytes | None]], sketches: dict[str, bytes], shared: list[bytes | None] | None = None
 ) -> list[list[str] | None]:
-    """The ids of each reply of HMGETs of ids and sketches (None where absent); the sketches of the ids
-    listed put in `sketches` (a cluster's interrupted write may leave a stale one), and in `shared` each
-    reply's one sketch of all its ids (None where they have several, or none)."""
+    """The ids of each reply of HMGETs of ids and sketches (None where absent); their sketches put in
+    `sketches`, and in `shared` each reply's one sketch of all its ids (None where not one)."""
     out: list[list[str] | None] = []
     one_sketch: bytes | None
     for ids, stored in replies:
@@ -419,13 +383,11 @@ def _with_sketches(
 
 
 def _one_id(ids: bytes) -> list[str] | None:
-    """`decode_ids` of a list of exactly one id, without the loop; None for any other."""
     start, end = _first_netstring(ids)
     return [ids[start:].decode()] if end == len(ids) else None
 
 
 def _first_netstring(data: bytes) -> tuple[int, int]:
-    """Where the item of the netstring at the start of `data` begins and ends; (0, -1) where it has none."""
     colon = data.find(b":")
     digits = data[:colon]
     if colon > 0 and digits.isdigit() and (colon == 1 or digits[:1] != b"0"):
@@ -434,14 +396,12 @@ def _first_netstring(data: bytes) -> tuple[int, int]:
 
 
 def _merged(replies: list[list[str] | None]) -> list[str]:
-    """The ids of each period's id list of one fingerprint, merged."""
     if len(replies) == 1:
         return replies[0] if replies[0] is not None else []
     return list(dict.fromkeys(doc_id for reply in replies if reply is not None for doc_id in reply))
 
 
 def _share(sketch_of: dict[bytes, bytes], stored: bytes, shared: list[bytes | None]) -> None:
-    """Note the one sketch of a fingerprint's ids where each period's reply had one, the same."""
     present = [one for one in shared if one is not None]
     if present and len(present) == len(shared) and all(one == present[0] for one in present):
         sketch_of[stored] = present[0]

@@ -1,6 +1,4 @@
-"""The index's Redis half: its sender (retries, error translation), its key schema, and the Lua scripts it
-runs (one `Script` per file of lua/, called by SHA); the one place a server that lacks them (NOSCRIPT) gets
-them is `with_scripts`."""
+"""The index's Redis half: its sender, its key schema, and the Lua scripts of lua/ (and NOSCRIPT)."""
 
 from __future__ import annotations
 
@@ -30,36 +28,6 @@ from ..transport.cluster import bucket_slots
 from ..transport.wire import SlotCommands
 from .keys import KeySchema
 
-__all__ = [
-    "BAND_DROP",
-    "BAND_MEMBER",
-    "BULK_BAND",
-    "BULK_COMMIT",
-    "BULK_FP",
-    "BULK_IDS",
-    "BULK_SKETCH",
-    "CREATE_META",
-    "FP_IDS",
-    "ID_CAS",
-    "LOCK",
-    "MAP_SIZES",
-    "PIN_META",
-    "SCRIPTS",
-    "UNLOCK",
-    "VERIFY_FIX",
-    "WRITE",
-    "KeyKind",
-    "Script",
-    "Store",
-    "drop_keys",
-    "hash_pairs",
-    "in_parts",
-    "map_sizes",
-    "round_trip",
-    "run_calls",
-    "with_scripts",
-]
-
 T = TypeVar("T")
 
 #: The kinds of key an index has, as `Store.scan` finds them.
@@ -68,7 +36,7 @@ KeyKind = Literal["all", "id", "fp", "band", "windows"]
 _SCAN_COUNT = 1000
 
 # Loads of the scripts for the calls of one read that met NOSCRIPT (a failover may come between a load
-# and the call); refused after the last, it is an error.
+# and the call).
 _LOADS = 2
 
 
@@ -77,10 +45,7 @@ SCRIPTS: list[Script] = []
 
 
 class Script:
-    """A Lua script from the package's lua/ folder, called with EVALSHA.
-
-    A line ``--! include NAME`` is replaced by lua/NAME.lua (Redis runs each script alone).
-    """
+    """A Lua script of lua/, called with EVALSHA; a line ``--! include NAME`` is replaced by lua/NAME.lua."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -89,7 +54,6 @@ class Script:
         SCRIPTS.append(self)
 
     def command(self, keys: list[bytes], args: list[bytes | int]) -> Command:
-        """The EVALSHA command for one call."""
         return [b"EVALSHA", self.sha, len(keys), *keys, *args]
 
 
@@ -130,10 +94,8 @@ def with_scripts(
     *,
     durable: bool = False,
 ) -> T:
-    """Run a conversation that calls scripts: the one place NOSCRIPT is handled.
-
-    Where a server lacks them, they are loaded and only the refused calls sent again (each idempotent),
-    their replies put in place, so each outcome is the one of the write that was made.
+    """Run a conversation that calls scripts: the one place NOSCRIPT is handled (the scripts loaded, only
+    the refused calls sent again).
 
     Raises:
         ScriptMissing: the server kept forgetting the scripts.
@@ -159,18 +121,17 @@ def run_calls(
 class _Loading:
     """An exchange whose calls refused with NOSCRIPT are sent again once the scripts are loaded.
 
-    Loaded on the conversation's own exchange (a shared pool may have no other connection to spare),
-    after the replies still due are read ahead; on a cluster into every primary.
+    Loaded on the conversation's own exchange (a shared pool may have no other connection to spare).
     """
 
     __slots__ = ("_ahead", "_exchange", "_read", "_scripts", "_sender", "_sent")
 
     def __init__(self, exchange: Exchange, sender: Sender, scripts: Sequence[Script]) -> None:
         self._exchange, self._sender, self._scripts = exchange, sender, scripts
-        #: The batches whose replies are not all read, and how many of the first one's are.
+        # The batches whose replies are not all read, how many of the first one's are, and the replies
+        # read ahead of the conversation (those due when a call was sent again).
         self._sent: deque[Sequence[Command]] = deque()
         self._read = 0
-        #: Replies read ahead of the conversation (those due when a call was sent again).
         self._ahead: list[Any] = []
 
     def send(self, *batches: Sequence[Command]) -> None:
@@ -178,7 +139,6 @@ class _Loading:
         self._exchange.send(*batches)
 
     def read(self, count: int) -> list[Any]:
-        """The next `count` replies, error replies in place (a refused call's: its reply once sent again)."""
         replies, self._ahead = self._ahead[:count], self._ahead[count:]
         if count > len(replies):
             replies += self._exchange.read(count - len(replies))
@@ -193,7 +153,6 @@ class _Loading:
         return replies
 
     def read_sets(self, count: int) -> bytes | None:
-        """`Exchange.read_sets`: arrays of bulk strings, never a refusal."""
         if self._ahead:
             return None  # read with `read`
         raw = self._exchange.read_sets(count)
@@ -202,7 +161,6 @@ class _Loading:
         return raw
 
     def _again(self, calls: list[Command]) -> list[Any]:
-        """Load the scripts, then send calls again; their replies."""
         due = sum(len(batch) for batch in self._sent) - self._read - len(self._ahead)
         if due:
             self._ahead += self._exchange.read(due)
@@ -264,15 +222,10 @@ class Store:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send commands in one round trip (per node); their replies in order (as `Transport.execute`)."""
         return self.sender.execute(commands, raise_on_error=raise_on_error, durable=durable)
 
     def run(self, steps: Callable[[], Steps[T]], *, durable: bool = False) -> T:
-        """Run a conversation written as steps (`transport.Steps`) that may call the index's scripts.
-
-        Args:
-            steps: makes the steps; called again for each new start of the conversation.
-            durable: on a cluster, each round trip's writes wait for a replica.
+        """Run steps (`transport.Steps`, made again for each new start) that may call the index's scripts.
 
         Raises:
             SimhashRedisError: an error reply.
@@ -280,12 +233,10 @@ class Store:
         return with_scripts(self.sender, lambda exchange: drive(steps(), exchange), durable=durable)
 
     def run_script(self, script: Script, calls: list[Command], *, durable: bool = False) -> list[Any]:
-        """`run_calls` of one script's calls."""
         return run_calls(self.sender, calls, (script,), durable=durable)
 
     def scan(self, kind: KeyKind = "all") -> Iterator[list[bytes]]:
-        """The index's keys of one kind (`KeySchema.pattern_of`), in batches, on every primary, each once
-        (SCAN may give one twice)."""
+        """The index's keys of one kind (`KeySchema.pattern_of`), in batches, each once."""
         return self._scan(self.keys.pattern_of(kind), True)
 
     def scan_table(self, table: int) -> Iterator[list[bytes]]:
@@ -298,27 +249,20 @@ class Store:
         return [reply if isinstance(reply, Exception) else hash_pairs(reply) for reply in replies]
 
     def counts(self, *, sketched: bool = False) -> tuple[int, int]:
-        """The number of documents and of distinct fingerprints stored.
-
-        On a cluster they are summed from the maps' sizes, one script call per hash slot (`sketched`: a
-        verified index, whose sketches are not counted).
-        """
+        """The number of documents and of distinct fingerprints stored (`sketched`: a verified index)."""
         if not self.cluster:
             docs, fps = self.execute([(b"HMGET", self.keys.counts, b"docs", b"fingerprints")])[0]
             return int(docs or 0), int(fps or 0)
         return map_sizes(self.sender, [self.keys], sketched)[0]
 
     def set_counts(self, docs: int, fingerprints: int) -> None:
-        """Set the counts hash to what the data holds (after a check, an import)."""
         self.execute([(b"HSET", self.keys.counts, b"docs", docs, b"fingerprints", fingerprints)])
 
     def recount(
         self, id_keys: list[bytes], fp_keys: list[bytes], *, sketched: bool, repair: bool
     ) -> tuple[tuple[int, int], tuple[int, int]]:
-        """On a standalone server: the (documents, fingerprints) these id- and fingerprint-map buckets hold
-        and what the counts hash says, read in one atomic step (a writer beside it changes neither apart
-        from the other); with `repair`, the hash set to the buckets' sizes in that step. It blocks the
-        server for an HLEN of each bucket (sketched: an HGETALL of each fingerprint-map bucket)."""
+        """On a standalone server: the (documents, fingerprints) these map buckets hold and what the counts
+        hash says, in one atomic step that blocks the server; with `repair`, the hash set to the former."""
         args: list[bytes | int] = [len(id_keys), b"1" if sketched else b"0", b"1" if repair else b"0"]
         call = MAP_SIZES.command([*id_keys, *fp_keys, self.keys.counts], args)
         docs, fps, said_docs, said_fps = self.run_script(MAP_SIZES, [call])[0]
@@ -335,7 +279,6 @@ class Store:
         return None
 
     def drop(self) -> int:
-        """Delete every key of the index (and only the index), meta last; the number deleted (`drop_keys`)."""
         return drop_keys(self.sender, self.keys.prefix, self.keys.name)
 
     def _scan(self, pattern: str, once: bool) -> Iterator[list[bytes]]:
@@ -359,17 +302,12 @@ def drop_keys(sender: Sender, prefix: str, name: str) -> int:
 
 
 def map_sizes(sender: Sender, schemas: Sequence[KeySchema], sketched: bool) -> list[tuple[int, int]]:
-    """The number of documents and of fingerprints in the maps of each of several key schemas (a retention
-    window's periods) on a cluster, in one round trip: what the data holds, summed by the server.
-
-    Args:
-        sketched: the fingerprint maps also hold sketches, which are not counted.
-    """
+    """The (documents, fingerprints) in the maps of each key schema on a cluster, in one round trip
+    (`sketched`: the fingerprint maps also hold sketches, not counted)."""
     # Packed off the asyncio API's greenlet: numpy would crash the process there (`off_greenlet`).
     calls = [off_greenlet(map_size_calls, schema, sketched) for schema in schemas]
     every = SlotCommands([p for c in calls for p in c.packs], [slot for c in calls for slot in c.slots])
-    sizes = with_scripts(sender, lambda exchange: exchange.round_trip(every), (MAP_SIZES,))
-    raise_first_error(sizes)
+    sizes = run_calls(sender, every, (MAP_SIZES,))
     found, low = [], 0
     for c in calls:
         share, low = sizes[low : low + len(c)], low + len(c)
@@ -378,8 +316,7 @@ def map_sizes(sender: Sender, schemas: Sequence[KeySchema], sketched: bool) -> l
 
 
 def map_size_calls(keys: KeySchema, sketched: bool) -> SlotCommands:
-    """`MAP_SIZES` calls for every bucket of an index's maps, one call per hash slot they fall in (a
-    cluster has 16,384; the maps 2 x 131,072 buckets by default), packed in numpy passes."""
+    """`MAP_SIZES` calls for every bucket of an index's maps, one per hash slot, packed in numpy passes."""
     count, prefixes = keys.id_buckets, (keys.id_form.prefix, keys.fp_form.prefix)
     # Buckets sorted by slot, id-map buckets before fingerprint-map ones within a slot.
     slots = np.concatenate([bucket_slots(prefix, count) for prefix in prefixes])
@@ -438,7 +375,6 @@ def hash_pairs(reply: Any) -> list[tuple[bytes, bytes]]:
 
 
 def round_trip(commands: list[Command]) -> Steps[list[Any]]:
-    """Steps that send commands and read their replies (none for no command)."""
     if not commands:
         return []
     yield SEND, [commands]

@@ -10,8 +10,6 @@ from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import BandedOddSketcher, MinHasher
 from ..fingerprinting.banded_odd import BAND_VALUES, Sketcher
 
-__all__ = ["VERIFIED_BANDS", "VERIFIED_BAND_BUCKETS", "Verification"]
-
 #: The LSH band tables of a new verified index: 8 bands of 4 values, shared by a pair at Jaccard 0.8
 #: with probability 1 - (1 - 0.8^4)^8 = 0.986.
 VERIFIED_BANDS = (8, 4)
@@ -99,16 +97,14 @@ class Verification:
 
     @property
     def sketch_bytes(self) -> int:
-        """Size of one stored sketch in bytes (no hasher is made for it: verify reads it per sketch)."""
+        # No hasher made for it: verify reads it per sketch.
         return BandedOddSketcher.sketch_bytes if self.kind == "odd" else self.num_perm * self.bits // 8
 
     @property
     def band_bytes(self) -> int:
-        """Bytes of the sketch that key one band table."""
         return self.rows * self.bits // 8
 
     def hasher(self) -> Sketcher:
-        """What makes and compares this mode's sketches."""
         if self.kind == "odd":
             return BandedOddSketcher(self.n, self.seed)
         return MinHasher(self.num_perm, self.bits, self.n, self.seed)
@@ -132,7 +128,6 @@ class Verification:
 
     @classmethod
     def from_meta(cls, text: str) -> Verification:
-        """Read the meta field written by `to_meta` (ValueError for any other text)."""
         kind, *fields = text.split(";")
         values = dict(field.split("=", 1) for field in fields)
         given = set(values) - {"bands", "band_buckets"}

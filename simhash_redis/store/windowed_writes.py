@@ -1,9 +1,8 @@
 """Writes into an index with a retention window (docs/retention.md), in rounds on the server's clock.
 
-On a standalone server each round is one call of write.lua's format 'w': into the period of the server's
-clock, a rewritten document moved out of its old period, atomically; a call refused for another period
-comes back with the server's time, which the rounds adopt. On Redis Cluster the rounds are idempotent
-single-key steps ("On Redis Cluster") that never show a document half-written.
+On a standalone server each round is one call of write.lua's format 'w' (a call refused for another
+period comes back with the server's time, which the rounds adopt); on Redis Cluster, idempotent
+single-key steps that never show a document half-written.
 """
 
 from __future__ import annotations
@@ -21,27 +20,19 @@ from .locks import in_id_turns
 from .store import FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
 from .windows import View, WindowedSets, Windows
+from .write_args import Guard, SketchedGuard, Write, band_args, guard_args, sketch_in, table_calls
 from .writes import (
     CONFLICT_ROUNDS,
-    Guard,
     Progress,
-    SketchedGuard,
-    Write,
     Writes,
-    band_args,
     call_token,
     conflict_pause,
     conflict_paused,
-    guard_args,
     outcome_of,
     parts_of,
     reply_record,
-    sketch_in,
-    table_calls,
     too_many,
 )
-
-__all__ = ["WindowedWrites", "cluster_steps", "in_rounds", "leaving", "period_steps"]
 
 T = TypeVar("T")
 
@@ -49,8 +40,7 @@ T = TypeVar("T")
 _InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
 # Rounds in a row that settled nothing, refused with a period reported before (clocks that disagree).
 _CLOCK_ROUNDS = 4
-# Seconds of rounds that settle nothing while the clock moves on (each round slower than a period):
-# within the 30 s of a bucket lock (`locks.TTL_MS`), which add-if-new on a cluster holds meanwhile.
+# Seconds of rounds that settle nothing while the clock moves on: within a bucket lock's 30 s.
 _STALL_S = 20.0
 _AGAIN = "; run the call again (the documents it had written already are left as they are)"
 
@@ -71,14 +61,10 @@ class WindowedWrites(Writes):
         self.windows = windows
 
     def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
-        """Refused: the plain steps write keys of no period, which never expire (TypeError)."""
         raise TypeError("a retention window's writes go through apply(), over the periods")
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """In a sliding window, move (id, stored fingerprint) documents found again into the current period.
-
-        Best effort: on an error they keep their period, and the caller's add-if-new is not failed for it.
-        """
+        """`Writes.seen`, best effort: on an error they keep their period."""
         if not self.windows.retention.sliding or not docs:
             return
         try:
@@ -92,8 +78,6 @@ class WindowedWrites(Writes):
     def _apply_unique(
         self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
     ) -> list[Outcome | None]:
-        if not ops:
-            return []
         if self.store.cluster:
             sketches = [g.sketch if isinstance(g, SketchedGuard) else None for _, _, g in ops]
             return self._on_cluster([(doc_id, new) for doc_id, new, _ in ops], sketches=sketches)
@@ -132,21 +116,14 @@ class WindowedWrites(Writes):
         only_moves: bool = False,
         sketches: list[bytes | None] | None = None,
     ) -> list[Outcome | None]:
-        """Apply writes that name each id once, on a cluster, under their id locks, in rounds.
-
-        Args:
-            ops: (id, new fingerprint or b"" to remove); no guards (add-if-new on a cluster takes locks).
-            only_moves: only move a document whose id has that fingerprint in an older period (a sliding
-                refresh).
-            sketches: in verified mode, each write's sketch (b"": stored without one).
-        """
+        """Apply (id, new fingerprint or b"") writes that name each id once, on a cluster, under their id
+        locks, in rounds; `only_moves`: a sliding refresh; `sketches`: verified mode's (b"": none)."""
         windows, f, verification = self.windows, self.f, self.verification
         outcomes: list[Outcome | None] = [None] * len(ops)
         # Each id's value before the call: a later round may find it half-moved by an earlier one.
         prior: dict[int, bytes] = {}
 
         def attempt(view: View, pending: list[int]) -> tuple[list[int], int | None]:
-            # A round started again takes every step again (each idempotent); outcomes are set at its end.
             return self.store.run(
                 lambda: cluster_steps(
                     windows, f, view, ops, pending, outcomes, prior, only_moves, sketches, verification
@@ -158,10 +135,8 @@ class WindowedWrites(Writes):
         return outcomes
 
     def _refresh(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """Move documents found again into the current period (a sliding window), if still stored so.
-
-        One call finds each where it is, a second moves it only while its id still has that fingerprint.
-        """
+        """Move documents found again into the current period, if still stored so: one call finds each
+        where it is, a second moves it only while its id still has that fingerprint."""
         windows, view = self.windows, self.windows.view()
         pending: list[_InPeriod] = [
             (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
@@ -190,7 +165,7 @@ class WindowedWrites(Writes):
 
     def _round(self, view: View, sent: list[_InPeriod]) -> tuple[list[bytes], int | None]:
         """A round's calls of write.lua: the statuses of the documents done, and the server's time (ms) if
-        a call was refused; the band tables of the sketches they dropped cleaned."""
+        a call was refused."""
         acked: list[list[bytes]] = []
         token = call_token()  # the same for each new start of the conversation
         if sent:
@@ -199,7 +174,9 @@ class WindowedWrites(Writes):
                     self.windows, self.f, self.tables, view, sent, acked, self.verification, token
                 )
             )
-        statuses, refused_at = _statuses(acked)
+        # A call refused for another period is the round's last (`in_parts` stops there).
+        refused_at = int(acked[-1][0][1:]) if acked and _refused(acked[-1]) else None
+        statuses = [status for reply in acked if not _refused(reply) for status in reply]
         dropped = []
         for status in statuses:
             if len(status) > 1 and status[:1] in b"urd":  # the period, ':', the fingerprint, ':', the sketch
@@ -215,13 +192,11 @@ def in_rounds(
     pending: list[T],
     read_again: Callable[[list[T]], list[T]] | None = None,
 ) -> None:
-    """Run rounds of a windowed write until nothing is left to retry, on the server's clock; `attempt` runs
-    one round: what to try again, and the server's time (ms) if refused for another period; `read_again`, the
-    documents to resend after a conflict's pause with their values read then.
+    """Run rounds of a windowed write on the server's clock until nothing is left; `attempt` runs one:
+    what to try again, and the server's time (ms) if refused for another period.
 
     Raises:
-        WriteContention: rounds kept settling nothing (clocks that disagree, rounds slower than a
-            period, writes that kept conflicting).
+        WriteContention: rounds kept settling nothing.
     """
     conflicts = clock = 0
     latest: int | None = None  # the latest period a refusal reported
@@ -270,7 +245,6 @@ def cluster_steps(
     sketches: list[bytes | None] | None = None,
     verification: Verification | None = None,
 ) -> Steps[tuple[list[int], int | None]]:
-    """A round of the steps: the documents to try again, and a node's time if refused."""
     current = view.current
     here = windows.schema(current)
     # 1. where each id is
@@ -341,7 +315,6 @@ def cluster_steps(
 def _where(
     view: View, ops: list[tuple[bytes, bytes]], docs: list[int]
 ) -> Steps[dict[int, list[tuple[int, bytes]]]]:
-    """(period, fingerprint) of each document's id-map entries, oldest period first."""
     per = len(view.windows)
     found = yield from round_trip(
         [(b"HGET", key, ops[i][0]) for i in docs for key in view.id_keys(ops[i][0])]
@@ -355,7 +328,6 @@ def _where(
 
 
 def _sketches_of(windows: Windows, places: list[tuple[int, bytes, bytes]]) -> Steps[list[bytes | None]]:
-    """The sketch each (period, stored fingerprint, id) has in its period (None where none)."""
     replies = yield from round_trip(
         [(b"HGET", windows.schema(w).fp_bucket(v), windows.keys.sketch_field(v)) for w, v, _ in places]
     )
@@ -365,9 +337,8 @@ def _sketches_of(windows: Windows, places: list[tuple[int, bytes, bytes]]) -> St
 def leaving(
     windows: Windows, entries: Sequence[tuple[int, bytes, bytes]]
 ) -> tuple[list[Command], list[Command]]:
-    """The two round trips taking ids out of periods, each entry (period, stored fingerprint, id): out of
-    the fingerprint-map lists first (never listed without an id-map entry), then out of the id maps
-    (a compare-and-set: an id written again meanwhile stays)."""
+    """The two round trips taking (period, stored fingerprint, id) entries out: of the fingerprint-map
+    lists first (never listed without an id-map entry), then of the id maps (a compare-and-set)."""
     return (
         [FP_IDS.command([windows.schema(w).fp_bucket(v)], [b"-", v, doc_id]) for w, v, doc_id in entries],
         [ID_CAS.command([windows.schema(w).id_bucket(doc_id)], [doc_id, b"", v]) for w, v, doc_id in entries],
@@ -375,7 +346,6 @@ def leaving(
 
 
 def _outcome(prior: bytes, new: bytes) -> Outcome:
-    """A document's outcome from its id's prior value and the one written (b"": none)."""
     if not new:
         return Outcome.REMOVED if prior else Outcome.MISSING
     if not prior:
@@ -384,7 +354,6 @@ def _outcome(prior: bytes, new: bytes) -> Outcome:
 
 
 def _superseded(window: int, entries: list[tuple[int, bytes]], current: int) -> bool:
-    """Whether an id's entry in a period gives way after a commit into `current` (the newest stays)."""
     newest = max(w for w, _ in entries) if entries else current
     return window != max(newest, current)
 
@@ -399,11 +368,8 @@ def period_steps(
     verification: Verification | None = None,
     token: bytes = b"",
 ) -> Steps[None]:
-    """A round's script calls (a large batch's parts), each reply appended to `acked`, up to one refused.
-
-    Args:
-        token: names the round's calls' reply records (`writes.call_token`); b"": a token of its own.
-    """
+    """A round's script calls, each reply appended to `acked`, up to one refused (`token`: of the reply
+    records; b"": one of its own)."""
     parts = parts_of(sent, all(doc[5] is None for doc in sent))
     token = token or call_token()
 
@@ -423,8 +389,7 @@ def command(
     verification: Verification | None = None,
     record: bytes | None = None,
 ) -> Command:
-    """A call of write.lua's format 'w' for the documents, against the view's periods, its reply kept
-    under `record` (None: a record of its own)."""
+    """A call of write.lua's format 'w' against the view's periods, its reply kept under `record`."""
     schemas, numbers = view.schemas, view.windows
     here = numbers.index(view.current) + 1
     current = schemas[here - 1]
@@ -470,30 +435,17 @@ def command(
     return WRITE.command(keys, args)
 
 
-def _statuses(acked: list[list[bytes]]) -> tuple[list[bytes], int | None]:
-    """The statuses of the documents done, and the server's time (ms) if a call was refused."""
-    statuses: list[bytes] = []
-    for reply in acked:
-        if _refused(reply):
-            return statuses, int(reply[0][1:])
-        statuses += reply
-    return statuses, None
-
-
 def _refused(reply: list[bytes]) -> bool:
-    """Whether a call was refused for another period than the call's."""
     return bool(reply) and reply[0][:1] == b"w"
 
 
 def _windows_of(guard: Guard) -> tuple[int, ...]:
-    """The periods a guard was read from (TypeError for one not read from them: a caller's bug)."""
     if not isinstance(guard, WindowedSets):
         raise TypeError("a guard of an index with a retention window comes from its reads (WindowedSets)")
     return guard.windows
 
 
 def _guard_covers(guard: Guard | None, view: View) -> bool:
-    """Whether a guard read the sets of every period up to the current one (else: read again)."""
     if guard is None or (isinstance(guard, SketchedGuard) and not guard.checks):
         return True
     read = set(guard.windows or ()) if isinstance(guard, SketchedGuard) else set(_windows_of(guard))

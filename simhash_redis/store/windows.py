@@ -1,8 +1,5 @@
-"""The periods of an index with a retention window: which are live, their keys, the server's clock.
-
-Every key of period p expires at (p + 1) x period + retention, by the server's clock (docs/retention.md);
-reads cover every period that can still hold a document, with a margin for this worker's estimate of it.
-"""
+"""The periods of an index with a retention window: which are live, their keys, the server's clock
+(every key of period p expires at (p + 1) x period + retention by that clock: docs/retention.md)."""
 
 from __future__ import annotations
 
@@ -15,14 +12,10 @@ from .config import Retention
 from .keys import KeySchema
 from .store import map_sizes
 
-__all__ = ["View", "WindowedSets", "Windows"]
-
-# Periods whose key names are kept built; a long-lived worker moves on to new ones.
 _SCHEMAS_KEPT = 64
 # How far this worker's estimate of the server's clock may be off (read from TIME, to within a round
 # trip, and corrected by every write refused for another period).
 _MARGIN_MS = 1000
-# Seconds between readings of the server's clock.
 _RESYNC_S = 60.0
 # A TIME round trip under this is taken at once (an error under 50 ms, against the 1 s margin); of
 # slower ones, the quickest of three.
@@ -32,7 +25,7 @@ _SAMPLES = 3
 
 @dataclass(frozen=True)
 class View:
-    """The periods a call reads and writes, fixed for the call: the live ones, oldest first, and keys."""
+    """The periods a call reads and writes: the live ones, oldest first, and their keys."""
 
     windows: tuple[int, ...]
     current: int
@@ -66,8 +59,7 @@ class Windows:
     def sync(self) -> None:
         """Estimate the server's clock again from its TIME (the middle of the round trip)."""
 
-        # Off by at most half the round trip, which a busy client stretches: a slow sample is taken
-        # again. Timed inside the conversation: a wait for a connection does not count.
+        # Timed inside the conversation: a wait for a connection does not count.
         def sample(exchange: Exchange) -> tuple[float, int, float]:
             before = time.monotonic()
             replies = exchange.round_trip([(b"TIME",)])
@@ -87,7 +79,6 @@ class Windows:
         self.set_server_time(best[1], best[2])
 
     def set_server_time(self, server_ms: int, local: float | None = None) -> None:
-        """Adopt the server's time, as a reply reported it."""
         # Against the monotonic clock, which a step of the wall clock does not move (`view` resyncs).
         local = time.monotonic() if local is None else local
         self._offset_ms, self._synced = server_ms - local * 1000, local
@@ -95,18 +86,15 @@ class Windows:
         self._view_until = 0  # the periods are worked out again by this clock
 
     def now_ms(self) -> int:
-        """The server's Unix time in milliseconds, as estimated."""
         return int(time.monotonic() * 1000 + self._offset_ms)
 
     def expires_at(self, window: int) -> int:
-        """When every key of a period expires, in Unix milliseconds."""
         return (window + 1) * self.period_ms + self.retention_ms
 
     def view(self) -> View:
         """The periods a call reads now: the live ones, and near a boundary the one that expires at it or
-        the next one (a write needs no margin: the script checks the server's clock)."""
-        # Also when the wall clock moved against the monotonic one: a machine that slept (the monotonic
-        # clock stands still meanwhile) or a stepped wall clock.
+        the next one."""
+        # Also when the wall clock moved against the monotonic one: a machine that slept, a stepped clock.
         if (
             time.monotonic() - self._synced > _RESYNC_S
             or abs(time.time() - time.monotonic() - self._wall) > 0.5
@@ -145,7 +133,7 @@ class Windows:
         return tuple(w for w, exists in zip(ahead, found, strict=True) if exists)
 
     def counts(self, *, sketched: bool = False) -> list[tuple[int, int, int]]:
-        """(period, documents, fingerprints) of each live period (`map_sizes` on a cluster)."""
+        """(period, documents, fingerprints) of each live period."""
         view = self.view()
         if self._sender.cluster:  # no counts hash: the sizes of each period's maps
             sizes = map_sizes(self._sender, view.schemas, sketched)
@@ -159,8 +147,7 @@ class Windows:
         ]
 
     def held(self, ids: list[bytes]) -> list[tuple[int, bytes]]:
-        """Each id's (period, stored value) in the newest live period holding it ((0, b"") for none), where
-        write.lua looks for it, in one round trip."""
+        """Each id's (period, stored value) in the newest live period holding it ((0, b"") for none)."""
         view = self.view()
         schemas, windows, n = view.schemas, view.windows, len(view.schemas)
         got = self._sender.execute([(b"HGET", s.id_bucket(i), i) for i in ids for s in schemas])
@@ -170,7 +157,6 @@ class Windows:
         ]
 
     def schema(self, window: int) -> KeySchema:
-        """The key names of one period."""
         schema = self._schemas.get(window)
         if schema is None:
             if len(self._schemas) >= _SCHEMAS_KEPT:

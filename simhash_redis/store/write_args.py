@@ -1,5 +1,4 @@
-"""What the write paths send besides their order: guards, a document's write, and the keys and arguments
-it adds to write.lua's call or a cluster's first step."""
+"""What the write paths send besides their order: guards, writes, and their keys and arguments."""
 
 from __future__ import annotations
 
@@ -9,27 +8,13 @@ from .keys import KeySchema
 from .store import BAND_MEMBER
 from .verification import Verification
 
-__all__ = [
-    "Guard",
-    "Pending",
-    "SketchedGuard",
-    "Write",
-    "band_args",
-    "guard_args",
-    "sketch_in",
-    "table_calls",
-]
-
 #: The members read from each table set of a document's fingerprint.
 Guard = list[list[bytes]]
 
 
 class SketchedGuard(list[list[bytes]]):
-    """A guard that also carries the document's sketch, set with the document or not at all.
-
-    `members` None: no guard; `sketch` b"": stored without one. `windows`: the periods the members were
-    read from (a `WindowedSets`'); `moving`: a sliding window's move, which sets the sketch only with it.
-    """
+    """A guard that also carries the document's sketch, set with the document or not at all (`members`
+    None: no guard; `sketch` b"": none; `moving`: a sliding window's move)."""
 
     def __init__(self, members: Guard | None, sketch: bytes, *, moving: bool = False) -> None:
         super().__init__(members or [])
@@ -55,8 +40,7 @@ def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
 def table_calls(
     keys: KeySchema, f: int, new: bytes, sketch: bytes, mode: Verification | None, expire: int | None = None
 ) -> list[Command]:
-    """A cluster's first step for a new stored fingerprint, a call per key: into its tables and its
-    sketch's band values (in a period, with their expiry)."""
+    """A cluster's first step for a new stored fingerprint: into its tables and its sketch's band values."""
     tail = [] if expire is None else [expire]
     calls: list[Command] = []
     for key in keys.tables(decode_fp(new, f)):
@@ -78,7 +62,6 @@ def band_args(
     key_list: list[bytes],
     args: list[bytes | int],
 ) -> int:
-    """Add a sketched write's band keys and arguments (write.lua); how many bands."""
     places = keys.band_places(guard.sketch, mode) if new else []
     key_list.extend(key for key, _ in places)
     args.append(len(places))
@@ -89,8 +72,7 @@ def band_args(
 
 
 def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
-    """A guard's set sizes, then its members: the first `tables` sets' as read, the bands' packed (a
-    band's value holds packed fingerprints: its members are compared packed)."""
+    """A guard's set sizes, then its members: the first `tables` sets' as read, the bands' packed."""
     args: list[bytes | int] = [len(members) for members in guard]
     for t, members in enumerate(guard):
         args.extend(members if t < tables else [pack_fps([member], f) for member in members])

@@ -1,8 +1,7 @@
 """How a batch of document writes reaches Redis, written once as steps without I/O (`Writes`).
 
-A write is (id, new stored fingerprint or b'' to remove, guard). A guard (add-if-new's) lists the members
-read from each of the new fingerprint's table sets; a guarded document is only written while those sets
-are unchanged (else its outcome is None: read again).
+A write is (id, new stored fingerprint or b'' to remove, guard): a guarded document (add-if-new's) is only
+written while the table sets it read are unchanged (else its outcome is None: read again).
 """
 
 from __future__ import annotations
@@ -22,38 +21,7 @@ from .keys import KeySchema
 from .locks import LockWaits, first_id_lock, granted, holders_of, id_lock_call, release_ids, unlock_call
 from .store import BAND_DROP, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
-from .write_args import (
-    Guard,
-    Pending,
-    SketchedGuard,
-    Write,
-    band_args,
-    guard_args,
-    sketch_in,
-    table_calls,
-)
-
-__all__ = [
-    "CONFLICT_ROUNDS",
-    "PART",
-    "Guard",
-    "Pending",
-    "Progress",
-    "SketchedGuard",
-    "Write",
-    "Writes",
-    "band_args",
-    "call_token",
-    "conflict_pause",
-    "conflict_paused",
-    "guard_args",
-    "outcome_of",
-    "parts_of",
-    "reply_record",
-    "sketch_in",
-    "table_calls",
-    "too_many",
-]
+from .write_args import Guard, Pending, SketchedGuard, Write, band_args, guard_args, table_calls
 
 _log = logging.getLogger(__name__)
 
@@ -68,24 +36,21 @@ _OUTCOMES = {
 }
 #: Documents per script call of a large batch of adds sent as parts.
 PART = 250
-#: Attempts at a write whose documents keep changing under it. A bound, not a guarantee: writers of one id
-#: that never pause can keep beating a resend (12 asyncio tasks on one id: with the read after each pause,
-#: 5 of 5 runs settled, in 13 rounds at most; with 16 rounds, 1 run in 6 still ended in WriteContention).
+#: Attempts at a write whose documents keep changing under it (16 were too few for 12 tasks on one id).
 CONFLICT_ROUNDS = 32
 
 
 def call_token() -> bytes:
-    """A name no other write call has (random: forked workers share any counter's state)."""
+    # Random: forked workers share any counter's state.
     return os.urandom(8).hex().encode()
 
 
 def reply_record(keys: KeySchema, token: bytes, round_: int, part: int) -> bytes:
-    """The key under which write.lua keeps the reply of a call (a round's part), for a resend of it."""
     return keys.reply(b"%s:%d.%d" % (token, round_, part))
 
 
 def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
-    """A round's documents as its script calls': one call, or parts of `PART` for 2 x `PART` plain adds."""
+    """A round's documents as its script calls': parts of `PART` for 2 x `PART` plain adds."""
     part = PART  # read at each call: tests make it small
     if plain and len(docs) >= 2 * part:
         return [docs[i : i + part] for i in range(0, len(docs), part)]
@@ -93,7 +58,6 @@ def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
 
 
 def outcome_of(status: bytes, old: bytes) -> Outcome:
-    """A document's outcome from its status in the write script's reply."""
     # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
     # that earlier attempt of ours whose reply was lost and resent.
     if status == b"n" and old:
@@ -102,33 +66,25 @@ def outcome_of(status: bytes, old: bytes) -> Outcome:
 
 
 def conflict_pause(conflicts: int) -> None:
-    """Before a write's round after `conflicts` rounds that met another writer of its ids: none after the
-    first (a rewrite's first round only learns the stored value), then a random one, growing."""
-    # Writers of one id that each resend at once can meet each other every round (tasks of one event
-    # loop run in lockstep): a random pause breaks the step.
+    """Pause before a round after `conflicts` rounds in conflict: none after the first, then a random one,
+    growing (tasks of one event loop run in lockstep: a random pause breaks the step)."""
     if conflict_paused(conflicts):
         pause(random.uniform(0, min(0.05, 0.0005 * 2.0**conflicts)))
 
 
 def conflict_paused(conflicts: int) -> bool:
-    """Whether `conflict_pause` pauses after `conflicts` rounds."""
     return conflicts >= 2
 
 
 def too_many(count: int) -> WriteContention:
-    """The error of documents that kept changing under concurrent writers."""
     return WriteContention(
         f"{count} documents kept changing under concurrent writers; nothing of them was written"
     )
 
 
 class Progress:
-    """What of a call of writes the server has acknowledged, kept across new starts of its conversation.
-
-    Args:
-        ops: the writes, each id named once.
-        fps, tables: each write's new fingerprint as an int and its table keys, where the caller has them.
-    """
+    """What of a call of writes (each id named once) the server has acknowledged, kept across new starts
+    of its conversation; `fps`, `tables`: each write's new fingerprint and table keys, if known."""
 
     def __init__(
         self, ops: list[Write], fps: list[int] | None = None, tables: list[list[bytes]] | None = None
@@ -162,11 +118,9 @@ class Progress:
         self.waits: LockWaits | None = None  # made on a cluster's first turn
 
     def record(self, keys: KeySchema, part: int) -> bytes:
-        """The reply record of the current round's script call `part`: the same each time it is sent."""
         return reply_record(keys, self.token, self.rounds, part)
 
     def next_round(self, retry: list[Pending]) -> None:
-        """Start the round of the documents to send again (WriteContention after `CONFLICT_ROUNDS`)."""
         self.rounds += 1
         if retry and self.rounds >= CONFLICT_ROUNDS:
             raise too_many(len(retry))
@@ -179,8 +133,7 @@ class Writes:
     """An index's writes, as steps without I/O: the one class through which every write of documents goes.
 
     A standalone server's round is one call of write.lua; a cluster's, ordered single-key steps that never
-    show a document half-written (docs/cluster.md; its guards are bucket locks, not checked here). An
-    index with a retention window is written over its periods (`windowed_writes.WindowedWrites`).
+    show a document half-written (docs/cluster.md; its guards are bucket locks, not checked here).
     """
 
     def __init__(
@@ -193,26 +146,22 @@ class Writes:
     ) -> None:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
         self.verification = verification
-        #: Called before each write: raises if the index changed under this writer (the index's
-        #: `check_unchanged`).
+        #: Raises if the index changed under this writer (called before each write).
         self.check = check or (lambda: None)
 
     def apply(
         self, ops: list[Write], fps: list[int] | None = None, tables: list[list[bytes]] | None = None
     ) -> list[Outcome | None]:
-        """Apply the writes; None for a guarded write whose tables changed since they were read.
-
-        An id named several times is written as if the writes were applied in order (the last one wins).
-
-        Args:
-            ops: the writes (with a retention window, guards are the `WindowedSets` a read returned).
-            fps, tables: as `Progress`.
+        """Apply the writes in order (an id named twice: the last wins); None for a guarded write whose tables
+        changed since they were read (with a retention window, guards are the `WindowedSets` read).
 
         Raises:
             WriteContention: documents kept changing under concurrent writers (nothing of them written).
             IndexNotFound, ConfigurationMismatch: as `check` (nothing written).
         """
         self.check()
+        if not ops:
+            return []
         if len({doc_id for doc_id, _, _ in ops}) == len(ops):  # the common case: no id twice
             return self._apply_unique(ops, fps, tables)
         # Within one call, writes of one id would be judged against the same stored state (x -> A,
@@ -234,14 +183,11 @@ class Writes:
         return outcomes
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """In a sliding window, move (id, stored fingerprint) documents found again into the current period
-        (best effort); without a retention window, nothing."""
+        """In a sliding window, move (id, stored fingerprint) documents found again into the current one."""
 
     def _apply_unique(
         self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
     ) -> list[Outcome | None]:
-        if not ops:
-            return []
         progress = Progress(ops, fps, tables)
         try:
             self.store.run(lambda: self.steps(progress), durable=self.store.cluster)
@@ -255,7 +201,6 @@ class Writes:
         return progress.outcomes
 
     def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
-        """The writes of a call that names each id once, from where `progress` says."""
         if self.store.cluster:
             yield from self._ordered(progress)
         else:
@@ -263,7 +208,6 @@ class Writes:
         return progress.outcomes
 
     def _atomic(self, progress: Progress) -> Steps[None]:
-        """Rounds of script calls until no document is left in conflict."""
         while progress.pending:
             pending = progress.pending
             # A bulk load's: every write adds a document without a guard.
@@ -282,9 +226,8 @@ class Writes:
                         progress.dropped.append((new if status[:1] == b"u" else old, status[1:]))
             progress.next_round(retry)
             if progress.pending and conflict_paused(progress.rounds):
-                # The value a conflict answered is as old as the pause: writers that never paused wrote
-                # the id meanwhile, and a write resent with it met theirs again, round after round, until
-                # WriteContention. Read the ids' values after the pause, right before the resend.
+                # The value a conflict answered is as old as the pause (writers that never paused wrote
+                # the id meanwhile): read the ids' values again right before the resend.
                 id_bucket = self.keys.id_bucket
                 reads: list[Command] = [(b"HGET", id_bucket(doc[1]), doc[1]) for doc in progress.pending]
                 values = yield from round_trip(reads)
@@ -294,7 +237,6 @@ class Writes:
                 ]
 
     def _ordered(self, progress: Progress) -> Steps[None]:
-        """A cluster's single-key steps, each id's under its id lock (taken with the first step)."""
         keys, ops = self.keys, progress.ops
         # A commit whose reply was lost may have been applied: sent again, it finds its own write.
         progress.resent = progress.resent or progress.committing
@@ -349,7 +291,6 @@ class Writes:
             progress.locking = True
 
     def _committed(self, progress: Progress) -> Steps[None]:
-        """The current turn's detaches and commits, in rounds until no document is left in conflict."""
         keys = self.keys
         while progress.pending:
             if progress.detaching:
@@ -382,7 +323,6 @@ class Writes:
             progress.detaching = True
 
     def _calls(self, progress: Progress, first: bool) -> tuple[int, Callable[[int], Command]]:
-        """A round's script calls: how many, and what builds call n (a large batch's parts)."""
         if first or (progress.rounds == 0 and _guarded_adds(progress.ops, self.tables)):
             # A later part's guards expect what the earlier parts add: parts keep one call's guarantees.
             parts = parts_of(range(len(progress.ops)), True)
@@ -391,7 +331,6 @@ class Writes:
         return 1, lambda _: self._command(pending, progress.record(self.keys, 0))
 
     def _adds(self, progress: Progress, part: int, start: int, count: int, guarded: bool = False) -> Command:
-        """The first round's call `part` for plain adds (format 'a') or add-if-new's guarded adds ('g')."""
         ops = progress.ops[start : start + count]
         fps = progress.fps
         ints = [decode_fp(new, self.f) for _, new, _ in ops] if fps is None else fps[start : start + count]
@@ -413,8 +352,6 @@ class Writes:
         return WRITE.command(key_list, args)
 
     def _command(self, pending: list[Pending], record: bytes) -> Command:
-        """A script call in the general argument format (id, new, old, guard per document), its reply
-        kept under `record`."""
         keys: list[bytes] = [self.keys.counts]
         args: list[bytes | int] = [self.tables, b""]
         for _, doc_id, new, old, guard in pending:
@@ -442,7 +379,6 @@ class Writes:
         return WRITE.command(keys, args)
 
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
-        """A cluster's calls attaching ('+') or detaching ('-') each id at its fingerprint."""
         calls = []
         for doc_id, fp, guard in pairs:
             args: list[bytes | int] = [op, fp, doc_id]
@@ -452,11 +388,8 @@ class Writes:
         return calls
 
     def drop_bands(self, dropped: list[tuple[KeySchema, bytes, bytes]]) -> None:
-        """Take (keys of its period, stored fingerprint, dropped sketch) out of the sketch's band tables;
-        nothing on a cluster for the bulk path (band_drop.lua names keys of two slots).
-
-        Best effort: what a failure leaves, near() reads as unconfirmed candidates and verify removes.
-        """
+        """Take (keys of its period, stored fingerprint, dropped sketch) out of the sketch's band tables, best
+        effort (near() reads what is left as unconfirmed candidates, verify removes it); not on a cluster."""
         v, calls = self.verification, []
         for keys, fp, sketch in [] if self.store.cluster else dropped:
             if v is None or len(sketch) < v.bands * v.band_bytes:
@@ -471,19 +404,16 @@ class Writes:
 
 
 def _committed(before: bytes, new: bytes) -> Outcome:
-    """The outcome of a commit sent again that found its id with `new`: its own, from `before`."""
     if before == new:
         return Outcome.UNCHANGED
     return Outcome.REPLACED if before else Outcome.ADDED
 
 
 def _guarded_adds(ops: list[Write], tables: int) -> bool:
-    """Whether every write adds a document with a plain guard (a member list per table: format 'g')."""
     return all(new and type(guard) is list and len(guard) == tables for _, new, guard in ops)
 
 
 def _take_turn(progress: Progress, docs: list[Pending], replies: list[object]) -> None:
-    """Start a turn with the documents whose id lock a round trip got; the others wait for theirs."""
     turn = [doc for doc, reply in zip(docs, replies, strict=True) if granted(reply)]
     progress.waiting = [doc for doc, reply in zip(docs, replies, strict=True) if not granted(reply)]
     if progress.waits is None:
