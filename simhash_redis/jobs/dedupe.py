@@ -72,8 +72,8 @@ class DryRun:
         self.written: dict[str, int] = {}
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
-        """Classify (id, fingerprint) items as ``add_many(items, unique=True)`` would: ADDED or REPLACED, or
-        the Match.
+        """Classify (id, fingerprint) items as ``add_many(items, unique=True)`` would: ADDED, REPLACED or the
+        Match.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -84,11 +84,7 @@ class DryRun:
         for (doc_id, fp), found, before in zip(items, found_all, stored, strict=True):
             earlier = sorted(self.memory.within(fp, self.index.k), key=lambda m: (m.distance, m.id))
             match = duplicate_of(doc_id, self.current(found)) or duplicate_of(doc_id, self.current(earlier))
-            if match is None:
-                self.memory.add(doc_id, fp)
-                out.append(self.stored(doc_id, fp, before))
-            else:
-                out.append(match)
+            out.append(self.stored(doc_id, fp, before) if match is None else match)
         return out
 
     def current(self, matches: list[M]) -> list[M]:
@@ -97,6 +93,7 @@ class DryRun:
 
     def stored(self, doc_id: str, fp: int, before: int | None) -> Outcome:
         """The outcome of storing a document (before: its id's fingerprint in the index), remembered."""
+        self.memory.add(doc_id, fp)
         replaced = before is not None or doc_id in self.written
         self.written[doc_id] = fp
         return Outcome.REPLACED if replaced else Outcome.ADDED
@@ -117,8 +114,7 @@ class VerifiedDryRun(DryRun):
     def __call__(  # type: ignore[override]
         self, items: Sequence[tuple[str, int]], sketches: Sequence[bytes]
     ) -> list[Outcome | VerifiedMatch]:
-        """Classify items and sketches as ``add_sketched(..., unique=True)`` would: ADDED or REPLACED, or
-        the match.
+        """Classify items and sketches as ``add_sketched(..., unique=True)`` would: ADDED, REPLACED, a match.
 
         Raises:
             InvalidArgument: a sketch is missing or of another size.
@@ -134,13 +130,10 @@ class VerifiedDryRun(DryRun):
             match = next((m for m in matches if m.id == doc_id), matches[0] if matches else None)
             match = match or self._earlier(doc_id, fp, sketch)
             if match is None:
-                self.memory.add(doc_id, fp)
                 self._sketches[(doc_id, fp)] = verified.hasher.stored(sketch)
                 for key in self._band_keys(sketch):
                     self._bands.setdefault(key, []).append((doc_id, fp))
-                out.append(self.stored(doc_id, fp, before))
-            else:
-                out.append(match)
+            out.append(self.stored(doc_id, fp, before) if match is None else match)
         return out
 
     def _earlier(self, doc_id: str, fp: int, sketch: bytes) -> VerifiedMatch | None:
