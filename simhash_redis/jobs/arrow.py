@@ -93,9 +93,8 @@ def _column(spec: str, names: list[str], source: str, option: str) -> str:
         return spec
     if spec.isdigit() and 1 <= int(spec) <= len(names):
         return names[int(spec) - 1]
-    raise InvalidArgument(
-        f"{source}: no column {spec!r} (columns: {', '.join(names)}); choose one with {option}"
-    )
+    columns = ", ".join(names)
+    raise InvalidArgument(f"{source}: no column {spec!r} (columns: {columns}); choose one with {option}")
 
 
 def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str, str]:
@@ -148,7 +147,15 @@ def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = B
         else:
             batches = _ipc_opened(stack.enter_context(pa.memory_map(path)))[1]
         for batch in batches:
-            yield from _sliced(batch, columns, rows)
+            batch = batch if columns is None else batch.select(columns)
+            if batch.num_rows <= rows:
+                yield batch
+                continue
+            # Copied in batches of `rows`: a slice shares, and would pickle, all of its parent's buffers.
+            for part in (batch.slice(start, rows) for start in range(0, batch.num_rows, rows)):
+                yield pa.RecordBatch.from_arrays(
+                    [pa.concat_arrays([c]) for c in part.columns], schema=part.schema
+                )
 
 
 #: The magic bytes an Arrow IPC file (.arrow, .feather) begins with; a stream begins otherwise.
@@ -165,12 +172,8 @@ class _Prefixed(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        if self._head:
-            n = min(len(buffer), len(self._head))
-            buffer[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._rest.read(len(buffer))
+        data = self._head[: len(buffer)] if self._head else self._rest.read(len(buffer))
+        self._head = self._head[len(data) :]
         buffer[: len(data)] = data
         return len(data)
 
@@ -198,21 +201,6 @@ def _ipc_opened(source: Any) -> tuple[Any, Iterator[Any]]:
         source.seek(0)
         stream = ipc.open_stream(source)
         return stream.schema, iter(stream)
-
-
-def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
-    """A batch in copied batches of `rows`: a slice shares, and would pickle, all of its parent's buffers."""
-    if columns is not None:
-        batch = batch.select(columns)
-    if batch.num_rows <= rows:
-        yield batch
-        return
-    pa = pyarrow()[0]
-    for start in range(0, batch.num_rows, rows):
-        part = batch.slice(start, rows)
-        yield pa.RecordBatch.from_arrays(
-            [pa.concat_arrays([column]) for column in part.columns], schema=part.schema
-        )
 
 
 def decoded(batch: Any) -> Any:

@@ -140,9 +140,8 @@ def _sketches(
         try:
             stored = decode_sketches(bytes(reply))
         except (ValueError, UnicodeDecodeError):
-            raise IndexCorrupted(
-                f"index {index.name!r} holds malformed sketches for {fp!r}; run verify(repair=True)"
-            ) from None
+            reason = f"index {index.name!r} holds malformed sketches for {fp!r}; run verify(repair=True)"
+            raise IndexCorrupted(reason) from None
         for doc_id, sketch in stored.items():
             raw_id = doc_id.encode()
             # Only under the fingerprint the id has (a cluster's interrupted write can leave one elsewhere).

@@ -262,8 +262,8 @@ class Fingerprinter:
                             reader.close()
                     manager.join(timeout=_CLOSE_WAIT)
         if self._ring is not None:
-            self._ring.close()
-            self._ring = None
+            ring, self._ring = self._ring, None
+            ring.close()
 
     def _grouped(
         self, units: Iterable[Record | InputError | JsonLines | ArrowRows]

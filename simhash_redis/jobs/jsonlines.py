@@ -299,13 +299,11 @@ class _Scanner:
         if self._skip_white() != b"[":
             yield InputError(source, self.line, "expected a JSON array")
             return
-        self.pos += 1
-        first = True
-        while True:
-            head = self._skip_white()
-            if head == b"]" and first:  # an empty array
-                self.pos += 1
-                break
+        self.pos, closer = self.pos + 1, b","
+        if self._skip_white() == b"]":  # an empty array
+            self.pos, closer = self.pos + 1, b"]"
+        while closer == b",":
+            self._skip_white()
             line = self.line
             end, closer = self._element_end()  # may read on: the element starts at pos still
             raw = self.buf[self.pos : end]
@@ -318,9 +316,6 @@ class _Scanner:
                 yield InputError(source, line, "not valid JSON (an empty element of the array)")
             else:
                 yield line, raw
-            first = False
-            if closer == b"]":
-                break
         if self._skip_white():
             yield InputError(source, self.line, "not valid JSON (more after the array's closing bracket)")
 

@@ -246,16 +246,10 @@ class Loader:
             raise TooManyErrors(
                 f"stopped after {self.stats.errors} bad records (more than --max-errors {self.max_errors})"
             )
-        if self._fatal is not None:
-            reason = (
-                "this input could not be read to its end (truncated or corrupt); everything else was loaded"
-            )
-            raise InputError(
-                self._fatal.source,
-                self._fatal.line,
-                f"{reason}: replace it, then run the same command again",
-                fatal=True,
-            )
+        if (fatal := self._fatal) is not None:
+            reason = "this input could not be read to its end (truncated or corrupt); everything else was "
+            reason += "loaded: replace it, then run the same command again"
+            raise InputError(fatal.source, fatal.line, reason, fatal=True)
         return self.stats
 
     def _good_batches(self, records: Units) -> Iterator[GoodBatch]:

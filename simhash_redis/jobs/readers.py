@@ -245,9 +245,8 @@ class _Rows:
                 kind = "CSV" if self.delimiter == "," else "TSV"
                 stray = isinstance(exc, _Runaway) or "unexpected end of data" in str(exc)
                 reason = "a quoted field opened here is never closed (a stray quote?)" if stray else str(exc)
-                row = InputError(
-                    self.source, self._record[0][0] if self._record else 0, f"malformed {kind}: {reason}"
-                )
+                first = self._record[0][0] if self._record else 0
+                row = InputError(self.source, first, f"malformed {kind}: {reason}")
                 # Read again what the bad row swallowed: the lines after its first.
                 self._lines = itertools.chain(self._record[1:], self._lines)
                 self._reader = self._new_reader()

@@ -112,9 +112,8 @@ GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
 
 def gzip_fault(source: str, exc: Exception, last: int) -> InputError:
     """The fatal error that ends a compressed input that cannot be read on, after the last line read."""
-    return InputError(
-        source, last + 1, f"truncated or corrupt gzip data after line {last}: {exc}", fatal=True
-    )
+    reason = f"truncated or corrupt gzip data after line {last}: {exc}"
+    return InputError(source, last + 1, reason, fatal=True)
 
 
 def source_name(path: str) -> str:
