@@ -13,7 +13,7 @@ from simhash_redis import Match, SimhashIndex, VerifiedIndex, VerifiedMatch
 from simhash_redis.codec import format_fingerprint, parse_fingerprint
 from simhash_redis.errors import InputError
 from simhash_redis.jobs.arrow import EXTENSIONS as TABLE_EXTENSIONS
-from simhash_redis.jobs.queries import near_records
+from simhash_redis.jobs.dedupe import near_records
 from simhash_redis.jobs.readers import STDIN, ReadOptions, Record, detect_format, read
 from simhash_redis.store.keys import encode_id
 

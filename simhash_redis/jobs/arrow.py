@@ -3,6 +3,7 @@ in name order, rows numbered from 1 in each file (``part-0003.parquet:1207: empt
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import os
@@ -36,14 +37,9 @@ __all__ = [
 
 #: The formats read here: Parquet, and Arrow IPC (the file format, Feather v2, or a stream).
 ARROW_FORMATS = ("parquet", "arrow")
-EXTENSIONS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".arrow": "arrow",
-    ".arrows": "arrow",
-    ".feather": "arrow",
-    ".ipc": "arrow",
-}
+EXTENSIONS = dict.fromkeys((".parquet", ".pq"), "parquet") | dict.fromkeys(
+    (".arrow", ".arrows", ".feather", ".ipc"), "arrow"
+)
 #: Rows per record batch read: what a reader holds at a time is a few of these, of the columns it reads.
 BATCH_ROWS = 4096
 #: Bytes of a Parquet column read at a time.
@@ -55,7 +51,7 @@ _MISSING = "reading Parquet or Arrow files needs pyarrow: `pip install pyarrow` 
 
 
 def pyarrow() -> tuple[ModuleType, ModuleType, ModuleType]:
-    """pyarrow, pyarrow.parquet and pyarrow.ipc, imported here only when a table is read or written.
+    """pyarrow, pyarrow.parquet and pyarrow.ipc, imported only when a table is read or written.
 
     Raises:
         SimhashRedisError: pyarrow is not installed (the message names the extra that installs it).
@@ -85,11 +81,7 @@ def dataset_files(path: str, fmt: str) -> list[str]:
     """
     if path == STDIN or not os.path.isdir(path):
         return [path]
-    files = [
-        str(file)
-        for file in files_under(Path(path), (".", "_"))
-        if EXTENSIONS.get(file.suffix.lower()) == fmt
-    ]
+    files = [str(f) for f in files_under(Path(path), (".", "_")) if EXTENSIONS.get(f.suffix.lower()) == fmt]
     if not files:
         raise InvalidArgument(f"{path!r} holds no {fmt} files")
     return files
@@ -101,9 +93,8 @@ def _column(spec: str, names: list[str], source: str, option: str) -> str:
         return spec
     if spec.isdigit() and 1 <= int(spec) <= len(names):
         return names[int(spec) - 1]
-    raise InvalidArgument(
-        f"{source}: no column {spec!r} (columns: {', '.join(names)}); choose one with {option}"
-    )
+    columns = ", ".join(names)
+    raise InvalidArgument(f"{source}: no column {spec!r} (columns: {columns}); choose one with {option}")
 
 
 def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str, str]:
@@ -112,23 +103,17 @@ def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str
     Raises:
         InvalidArgument: a column the schema does not have, or of a type that cannot hold what it should.
     """
-    pa = pyarrow()[0]
-    types = pa.types
-    names = list(schema.names)
+    types, names, fp = pyarrow()[0].types, list(schema.names), options.fingerprint_field is not None
     id_name = _column(options.id_field, names, source, "--id-field")
-    if options.fingerprint_field is not None:
-        doc_name = _column(options.fingerprint_field, names, source, "--fingerprint-field")
+    if fp:
+        doc_name = _column(str(options.fingerprint_field), names, source, "--fingerprint-field")
     else:
         doc_name = _column(options.text_field, names, source, "--text-field")
     texts: tuple[Any, ...] = (types.is_string, types.is_large_string, types.is_binary, types.is_large_binary)
     if hasattr(types, "is_string_view"):
         texts += (types.is_string_view, types.is_binary_view)
-    checks = {
-        id_name: ("an id", (*texts, types.is_integer)),
-        doc_name: ("a fingerprint", (*texts, types.is_integer))
-        if options.fingerprint_field is not None
-        else ("a text", texts),
-    }
+    ints = (*texts, types.is_integer)
+    checks = {id_name: ("an id", ints), doc_name: ("a fingerprint", ints) if fp else ("a text", texts)}
     for name, (what, accepted) in checks.items():
         kind = schema.field(name).type
         if types.is_dictionary(kind):  # pandas' categorical: read decoded (`arrow_chunks`)
@@ -140,7 +125,7 @@ def checked_columns(schema: Any, source: str, options: ReadOptions) -> tuple[str
 
 def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = BATCH_ROWS) -> Iterator[Any]:
     """The record batches of one file (or an Arrow stream on "-"), of `rows` rows at most, each holding its
-    own buffers, dictionary-encoded columns as they are stored; columns None reads all of them.
+    own buffers, dictionary-encoded columns as stored; columns None reads all of them.
 
     Raises:
         InvalidArgument: Parquet asked of standard input (it needs a file it can seek in).
@@ -154,16 +139,23 @@ def record_batches(path: str, fmt: str, columns: list[str] | None, rows: int = B
             )
         # Streamed page by page: pyarrow's default pre-buffers a whole row group (up to a million rows).
         with pq.ParquetFile(path, buffer_size=_STREAM_BUFFER, pre_buffer=False) as table:
-            for batch in table.iter_batches(batch_size=rows, columns=columns, use_threads=False):
+            yield from table.iter_batches(batch_size=rows, columns=columns, use_threads=False)
+        return
+    with contextlib.ExitStack() as stack:
+        if path == STDIN:
+            batches = iter(ipc.open_stream(_stream_on_stdin()))
+        else:
+            batches = _ipc_opened(stack.enter_context(pa.memory_map(path)))[1]
+        for batch in batches:
+            batch = batch if columns is None else batch.select(columns)
+            if batch.num_rows <= rows:
                 yield batch
-        return
-    if path == STDIN:
-        for batch in ipc.open_stream(_stream_on_stdin()):
-            yield from _sliced(batch, columns, rows)
-        return
-    with pa.memory_map(path) as source:
-        for batch in _ipc_opened(source)[1]:
-            yield from _sliced(batch, columns, rows)
+                continue
+            # Copied in batches of `rows`: a slice shares, and would pickle, all of its parent's buffers.
+            for part in (batch.slice(start, rows) for start in range(0, batch.num_rows, rows)):
+                yield pa.RecordBatch.from_arrays(
+                    [pa.concat_arrays([c]) for c in part.columns], schema=part.schema
+                )
 
 
 #: The magic bytes an Arrow IPC file (.arrow, .feather) begins with; a stream begins otherwise.
@@ -174,34 +166,22 @@ class _Prefixed(io.RawIOBase):
     """A stream's bytes read ahead, then the rest of it."""
 
     def __init__(self, head: bytes, rest: IO[bytes]) -> None:
-        self._head = head
-        self._rest = rest
+        self._head, self._rest = head, rest
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        if self._head:
-            n = min(len(buffer), len(self._head))
-            buffer[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._rest.read(len(buffer))
+        data = self._head[: len(buffer)] if self._head else self._rest.read(len(buffer))
+        self._head = self._head[len(data) :]
         buffer[: len(data)] = data
         return len(data)
 
 
 def _stream_on_stdin() -> IO[bytes]:
-    """Standard input, for an Arrow IPC stream.
-
-    Raises:
-        InvalidArgument: it holds an Arrow IPC file, whose footer is read first (it needs a file).
-    """
+    """Standard input as an Arrow IPC stream (InvalidArgument: it holds an Arrow IPC file, not a stream)."""
     head = b""
-    while len(head) < len(_FILE_MAGIC):
-        more = sys.stdin.buffer.read(len(_FILE_MAGIC) - len(head))
-        if not more:
-            break
+    while len(head) < len(_FILE_MAGIC) and (more := sys.stdin.buffer.read(len(_FILE_MAGIC) - len(head))):
         head += more
     if head == _FILE_MAGIC:
         raise InvalidArgument(
@@ -223,21 +203,6 @@ def _ipc_opened(source: Any) -> tuple[Any, Iterator[Any]]:
         return stream.schema, iter(stream)
 
 
-def _sliced(batch: Any, columns: list[str] | None, rows: int) -> Iterator[Any]:
-    """A batch in copied batches of `rows`: a slice shares, and would pickle, all of its parent's buffers."""
-    if columns is not None:
-        batch = batch.select(columns)
-    if batch.num_rows <= rows:
-        yield batch
-        return
-    pa = pyarrow()[0]
-    for start in range(0, batch.num_rows, rows):
-        part = batch.slice(start, rows)
-        yield pa.RecordBatch.from_arrays(
-            [pa.concat_arrays([column]) for column in part.columns], schema=part.schema
-        )
-
-
 def decoded(batch: Any) -> Any:
     """The batch with its dictionary-encoded columns (pandas' categorical) decoded to their values."""
     types = pyarrow()[0].types
@@ -250,7 +215,7 @@ def decoded(batch: Any) -> Any:
 
 
 def schema_of(path: str, fmt: str) -> Any:
-    """The schema of one Parquet or Arrow file (an Arrow stream on standard input: None, not read ahead).
+    """The schema of one Parquet or Arrow file (None for an Arrow stream on standard input: not read ahead).
 
     Raises:
         pyarrow.ArrowException, OSError: the file is not of the format, or is corrupt.
@@ -284,13 +249,16 @@ class ArrowRows(NamedTuple):
     def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted | None:
         """The rows' `Fingerprinted`, as `records` would give them, the compiled core reading the column's
         UTF-8 bytes (no str per text); None for precomputed fingerprints, bytes, or under the pure engine."""
-        binary = self._binary()
-        if binary is None:
+        if (binary := self._binary()) is None:
             return None
         # A view, not a cast: the same buffers, and no import of pyarrow.compute (40 ms of each worker).
         raws = self.batch.column(self.doc_name).view(binary).to_pylist()
-        ids = self.batch.column(self.id_name).to_pylist()
-        return TextRows(self.source, self.first, ids, raws, self.options).texts_fingerprinted(scheme, hasher)
+        return self._rows(raws).texts_fingerprinted(scheme, hasher)
+
+    def _rows(self, raws: list[bytes | None]) -> TextRows:
+        return TextRows(
+            self.source, self.first, self.batch.column(self.id_name).to_pylist(), raws, self.options
+        )
 
     def _binary(self) -> Any:
         """The binary type the text column can be viewed as (None: fingerprints, or other types)."""
@@ -307,17 +275,14 @@ class ArrowRows(NamedTuple):
     def for_worker(self, ring: SharedRing | None = None) -> ArrowRows | TextRows | PackedTexts | SharedTexts:
         """What a worker process is sent of these rows (it needs no pyarrow): texts as `SharedTexts` when the
         ring has room, else as `PackedTexts` (`TextRows` when some are null), other columns as they are."""
-        binary = self._binary()
-        if binary is None:
+        if (binary := self._binary()) is None:
             return self
-        ids = self.batch.column(self.id_name).to_pylist()
         texts = self.batch.column(self.doc_name)
         if texts.null_count or not len(texts):
-            return TextRows(self.source, self.first, ids, texts.view(binary).to_pylist(), self.options)
-        if ring is not None:
-            shared = _shared(texts, ring)
-            if shared is not None:
-                return SharedTexts(self.source, self.first, ids, *shared, self.options)
+            return self._rows(texts.view(binary).to_pylist())
+        ids = self.batch.column(self.id_name).to_pylist()
+        if ring is not None and (shared := _shared(texts, ring)) is not None:
+            return SharedTexts(self.source, self.first, ids, *shared, self.options)
         return PackedTexts(self.source, self.first, ids, *_packed(texts), self.options)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -335,20 +300,19 @@ class ArrowRows(NamedTuple):
         return _rows_of_ipc, (self.source, self.first, data, self.options, self.id_name, self.doc_name)
 
 
-def _offsets(texts: Any) -> tuple[bytes, Any, bool]:
-    """A column of texts' offsets as an array's bytes, as ints, and whether they are of 64 bits."""
-    offsets = texts.buffers()[1]
+def _offsets(texts: Any) -> tuple[Any, bytes, Any, bool]:
+    """A column of texts' values buffer, its offsets as an array's bytes and as ints, and whether wide."""
+    _, offsets, values = texts.buffers()
     wide = pyarrow()[0].types.is_large_string(texts.type)
     width = 8 if wide else 4
     ends = offsets.slice(texts.offset * width, (len(texts) + 1) * width).to_pybytes()
-    return ends, offsets_of(ends, wide), wide
+    return values, ends, offsets_of(ends, wide), wide
 
 
 def _shared(texts: Any, ring: SharedRing) -> tuple[int, bytes, bool] | None:
     """A column of texts with no null copied into the ring, as `SharedTexts` hold it (start, offsets,
     wide); None when the ring has no room for them now, or every text is empty."""
-    values = texts.buffers()[2]
-    ends, bounds, wide = _offsets(texts)
+    values, ends, bounds, wide = _offsets(texts)
     if values is None:
         return None
     start = ring.place(memoryview(values)[bounds[0] : bounds[-1]])
@@ -358,8 +322,7 @@ def _shared(texts: Any, ring: SharedRing) -> tuple[int, bytes, bool] | None:
 def _packed(texts: Any) -> tuple[list[bytes], int, bytes, bool]:
     """A column of texts with no null as `PackedTexts` hold it (pieces of about `_PIECE_BYTES`, a whole
     number of texts each; texts per piece; offsets; wide)."""
-    values = texts.buffers()[2]
-    ends, bounds, wide = _offsets(texts)
+    values, ends, bounds, wide = _offsets(texts)
     rows = len(bounds) - 1
     step = max(1, rows * _PIECE_BYTES // max(1, bounds[-1] - bounds[0]))
     cuts = [bounds[at] for at in range(0, rows, step)] + [bounds[-1]]

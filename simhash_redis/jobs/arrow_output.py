@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import InvalidArgument
@@ -62,16 +62,12 @@ class TableOutput:
         self.dropped[(pair.new_id, pair.occurrence)] = pair
         self._ids.add(pair.new_id)
 
-    def _pairs(self, items: list[Record | Any], met: dict[str, int]) -> list[Pair | None]:
-        """The pair that dropped each row, None for a row kept or bad; met: the rows read of dropped ids."""
-        pairs: list[Pair | None] = []
-        for item in items:
-            if isinstance(item, Record) and item.id in self._ids:
-                met[item.id] = occurrence = met.get(item.id, -1) + 1
-                pairs.append(self.dropped.get((item.id, occurrence)))
-            else:
-                pairs.append(None)
-        return pairs
+    def _pair(self, item: Record | Any, met: dict[str, int]) -> Pair | None:
+        """The pair that dropped a row, None for a row kept or bad; met: the rows read of dropped ids."""
+        if not (isinstance(item, Record) and item.id in self._ids):
+            return None
+        met[item.id] = occurrence = met.get(item.id, -1) + 1
+        return self.dropped.get((item.id, occurrence))
 
     def check(self, inputs: Sequence[str], fmt: str | None) -> Any:
         """Check, before the run, that the inputs (of format fmt, or None) can be written back: their schema.
@@ -86,24 +82,17 @@ class TableOutput:
         if not os.path.isdir(folder):
             raise InvalidArgument(f"the output's folder {folder!r} does not exist")
         schema = None
-        for path in inputs:
-            kind = fmt or detect_format(path)
-            if path == STDIN or kind not in ARROW_FORMATS:
+        for file, kind in _files(inputs, fmt):
+            if os.path.exists(self.path) and os.path.samefile(file, self.path):
+                raise InvalidArgument(f"the output {self.path!r} is one of the inputs: name another file")
+            mine = schema_of(file, kind)
+            if schema is None:
+                schema, first = mine, file
+            elif not mine.equals(schema):
                 raise InvalidArgument(
-                    f"{path!r}: an output table needs Parquet or Arrow inputs, read from files (their "
-                    "columns are written back)"
+                    f"{file}: its columns ({mine.to_string(show_schema_metadata=False)}) differ from "
+                    f"{first}'s: write each to its own output"
                 )
-            for file in dataset_files(path, kind):
-                if os.path.exists(self.path) and os.path.samefile(file, self.path):
-                    raise InvalidArgument(f"the output {self.path!r} is one of the inputs: name another file")
-                mine = schema_of(file, kind)
-                if schema is None:
-                    schema, first = mine, file
-                elif not mine.equals(schema):
-                    raise InvalidArgument(
-                        f"{file}: its columns ({mine.to_string(show_schema_metadata=False)}) differ from "
-                        f"{first}'s: write each to its own output"
-                    )
         if schema is not None and schema.metadata and b"pandas" in schema.metadata:
             # pandas' index of the input would not describe the rows written
             schema = schema.with_metadata({k: v for k, v in schema.metadata.items() if k != b"pandas"})
@@ -126,14 +115,21 @@ class TableOutput:
             pyarrow.ArrowException, OSError: an input cannot be read again, or the output written.
         """
         schema = self.check(inputs, fmt)
-        pa = pyarrow()[0]
+        pa, pq, ipc = pyarrow()
         if self.rows == "all":
             for name in list(VERDICT_COLUMNS)[: 4 if jaccard else 3]:
                 schema = schema.append(pa.field(name, getattr(pa, VERDICT_COLUMNS[name])()))
         partial = f"{self.path}.{os.getpid()}.partial"
         written = 0
+
+        def put(batches: list[Any]) -> int:  # as one row group
+            table = pa.Table.from_batches(batches, schema=schema)
+            if table.num_rows:
+                writer.write_table(table)
+            return int(table.num_rows)
+
         try:
-            with self._writer(partial, schema) as put:
+            with (pq.ParquetWriter if self.kind == "parquet" else ipc.new_file)(partial, schema) as writer:
                 held: list[Any] = []
                 rows = 0  # counted as they come: kept rows come in runs, up to a batch each
                 for batch in self._batches(inputs, fmt, options, schema):
@@ -149,55 +145,36 @@ class TableOutput:
                 os.unlink(partial)
         return written
 
-    @contextlib.contextmanager
-    def _writer(self, path: str, schema: Any) -> Iterator[Callable[[list[Any]], int]]:
-        """A function that writes batches (as one row group) and gives their rows."""
-        pa, pq, ipc = pyarrow()
-        writer = pq.ParquetWriter(path, schema) if self.kind == "parquet" else ipc.new_file(path, schema)
-
-        def put(batches: list[Any]) -> int:
-            table = pa.Table.from_batches(batches, schema=schema)
-            if table.num_rows:
-                writer.write_table(table)
-            return int(table.num_rows)
-
-        try:
-            yield put
-        finally:
-            writer.close()
-
     def _batches(
         self, inputs: Sequence[str], fmt: str | None, options: ReadOptions, schema: Any
     ) -> Iterator[Any]:
         """The rows asked for of each input batch, in input order."""
         pa = pyarrow()[0]
         met: dict[str, int] = {}
-        for path in inputs:
-            kind = fmt or detect_format(path)
-            for file in dataset_files(path, kind):
-                row = 1
-                for batch in record_batches(file, kind, None):
-                    names = checked_columns(batch.schema, file, options)
-                    # Read with its dictionaries, which the output keeps; its texts and ids decoded.
-                    items = ArrowRows(file, row, decoded(batch), options, *names).records()
-                    pairs = self._pairs(items, met)
-                    row += batch.num_rows
-                    if self.rows == "all":
-                        yield self._with_verdicts(batch, items, pairs, schema)
-                        continue
-                    batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
-                    dropped = self.rows == "dropped"
-                    mask = [
-                        isinstance(item, Record) and (pair is not None) == dropped
-                        for item, pair in zip(items, pairs, strict=True)
-                    ]
-                    # Runs of rows sliced, not filtered: pyarrow cannot filter every type (string_view).
-                    start = 0
-                    for chosen, run in itertools.groupby(mask):
-                        length = len(list(run))
-                        if chosen:
-                            yield batch.slice(start, length)
-                        start += length
+        for file, kind in _files(inputs, fmt):
+            row = 1
+            for batch in record_batches(file, kind, None):
+                names = checked_columns(batch.schema, file, options)
+                # Read with its dictionaries, which the output keeps; its texts and ids decoded.
+                items = ArrowRows(file, row, decoded(batch), options, *names).records()
+                pairs = [self._pair(item, met) for item in items]
+                row += batch.num_rows
+                if self.rows == "all":
+                    yield self._with_verdicts(batch, items, pairs, schema)
+                    continue
+                batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+                dropped = self.rows == "dropped"
+                mask = [
+                    isinstance(item, Record) and (pair is not None) == dropped
+                    for item, pair in zip(items, pairs, strict=True)
+                ]
+                # Runs of rows sliced, not filtered: pyarrow cannot filter every type (string_view).
+                start = 0
+                for chosen, run in itertools.groupby(mask):
+                    length = len(list(run))
+                    if chosen:
+                        yield batch.slice(start, length)
+                    start += length
 
     def _with_verdicts(
         self, batch: Any, items: list[Record | Any], pairs: list[Pair | None], schema: Any
@@ -213,3 +190,15 @@ class TableOutput:
         if "jaccard" in schema.names:
             columns.append(pa.array([None if p is None else p.jaccard for p in pairs], pa.float64()))
         return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _files(inputs: Sequence[str], fmt: str | None) -> Iterator[tuple[str, str]]:
+    """Each file of the inputs, with its format (InvalidArgument: one is not Parquet or Arrow, or is "-")."""
+    for path in inputs:
+        kind = fmt or detect_format(path)
+        if path == STDIN or kind not in ARROW_FORMATS:
+            raise InvalidArgument(
+                f"{path!r}: an output table needs Parquet or Arrow inputs, read from files (their columns "
+                "are written back)"
+            )
+        yield from ((file, kind) for file in dataset_files(path, kind))

@@ -1,16 +1,20 @@
 """Near-duplicate pairs and groups: a document with a near-duplicate stored (or earlier in the stream) is a
-`Pair` and not stored; `groups` turns pairs into connected components ("12 copies of this story")."""
+`Pair` and not stored; `groups` turns pairs into connected components ("12 copies of this story");
+`near_records` queries many records (``near --file``), a batch per conversation with the server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import NamedTuple, TypeVar
 
+from ..errors import InputError
 from ..index import Match, Outcome, SimhashIndex, VerifiedIndex, VerifiedMatch
 from ..results import duplicate_of
 from ..store.layout import Layout
+from .records import Record, fingerprint_read
 
-__all__ = ["DryRun", "Group", "MemoryIndex", "Pair", "VerifiedDryRun", "groups"]
+__all__ = ["Answer", "DryRun", "Group", "MemoryIndex", "Pair", "VerifiedDryRun", "groups", "near_records"]
 
 M = TypeVar("M", Match, VerifiedMatch)
 
@@ -72,8 +76,8 @@ class DryRun:
         self.written: dict[str, int] = {}
 
     def __call__(self, items: Sequence[tuple[str, int]]) -> list[Outcome | Match]:
-        """Classify (id, fingerprint) items as ``add_many(items, unique=True)`` would: ADDED or REPLACED, or
-        the Match.
+        """Classify (id, fingerprint) items as ``add_many(items, unique=True)`` would: ADDED, REPLACED or the
+        Match.
 
         Raises:
             RedisUnavailable: the server cannot be reached.
@@ -84,11 +88,7 @@ class DryRun:
         for (doc_id, fp), found, before in zip(items, found_all, stored, strict=True):
             earlier = sorted(self.memory.within(fp, self.index.k), key=lambda m: (m.distance, m.id))
             match = duplicate_of(doc_id, self.current(found)) or duplicate_of(doc_id, self.current(earlier))
-            if match is None:
-                self.memory.add(doc_id, fp)
-                out.append(self.stored(doc_id, fp, before))
-            else:
-                out.append(match)
+            out.append(self.stored(doc_id, fp, before) if match is None else match)
         return out
 
     def current(self, matches: list[M]) -> list[M]:
@@ -97,6 +97,7 @@ class DryRun:
 
     def stored(self, doc_id: str, fp: int, before: int | None) -> Outcome:
         """The outcome of storing a document (before: its id's fingerprint in the index), remembered."""
+        self.memory.add(doc_id, fp)
         replaced = before is not None or doc_id in self.written
         self.written[doc_id] = fp
         return Outcome.REPLACED if replaced else Outcome.ADDED
@@ -117,8 +118,7 @@ class VerifiedDryRun(DryRun):
     def __call__(  # type: ignore[override]
         self, items: Sequence[tuple[str, int]], sketches: Sequence[bytes]
     ) -> list[Outcome | VerifiedMatch]:
-        """Classify items and sketches as ``add_sketched(..., unique=True)`` would: ADDED or REPLACED, or
-        the match.
+        """Classify items and sketches as ``add_sketched(..., unique=True)`` would: ADDED, REPLACED, a match.
 
         Raises:
             InvalidArgument: a sketch is missing or of another size.
@@ -134,13 +134,10 @@ class VerifiedDryRun(DryRun):
             match = next((m for m in matches if m.id == doc_id), matches[0] if matches else None)
             match = match or self._earlier(doc_id, fp, sketch)
             if match is None:
-                self.memory.add(doc_id, fp)
                 self._sketches[(doc_id, fp)] = verified.hasher.stored(sketch)
                 for key in self._band_keys(sketch):
                     self._bands.setdefault(key, []).append((doc_id, fp))
-                out.append(self.stored(doc_id, fp, before))
-            else:
-                out.append(match)
+            out.append(self.stored(doc_id, fp, before) if match is None else match)
         return out
 
     def _earlier(self, doc_id: str, fp: int, sketch: bytes) -> VerifiedMatch | None:
@@ -209,3 +206,59 @@ def groups(pairs: Iterable[Pair]) -> list[Group]:
         result.append(Group(head, tuple(i for i in ids if i != head)))
     result.sort(key=lambda g: (-g.size, g.id))
     return result
+
+
+#: A record and its matches, nearest (or, verified, most similar) first.
+Answer = tuple[Record, list[Match] | list[VerifiedMatch]]
+
+
+def near_records(
+    index: SimhashIndex,
+    records: Iterable[Record | InputError],
+    *,
+    verified: VerifiedIndex | None = None,
+    k: int | None = None,
+    fp_base: str = "auto",
+    batch_size: int = 500,
+) -> Iterator[Answer | InputError]:
+    """Each record's stored near-duplicates, in input order; bad records passed on as their InputError.
+
+    Args:
+        verified: ask its confirmed matches instead (texts only).
+        k: the largest distance (default: the index's k).
+        fp_base: how precomputed fingerprints are written (`parse_fingerprint`).
+        batch_size: records per conversation with the server.
+
+    Raises:
+        InvalidArgument: k is out of range.
+        RedisUnavailable: the server cannot be reached.
+    """
+    items = iter(records)
+    while batch := list(islice(items, batch_size)):
+        read = [
+            item if isinstance(item, InputError) else _query(item, index.f, fp_base, verified)
+            for item in batch
+        ]
+        queries = [query.doc for query in read if isinstance(query, Record)]
+        found: list[list[Match]] | list[list[VerifiedMatch]]
+        if verified is not None:
+            found = verified.near_many([str(query) for query in queries], k=k)
+        else:
+            found = index.near_many(queries, k)
+        answers: Iterator[list[Match] | list[VerifiedMatch]] = iter(found)
+        for item, query in zip(batch, read, strict=True):
+            if isinstance(query, InputError):
+                yield query
+            else:
+                assert isinstance(item, Record)
+                yield item, next(answers)
+
+
+def _query(record: Record, f: int, fp_base: str, verified: VerifiedIndex | None) -> Record | InputError:
+    """A record as queried: its precomputed fingerprint read (an InputError if it cannot be)."""
+    if not record.is_fingerprint:
+        return record
+    if verified is not None:
+        reason = "a verified index confirms matches from the text, not a fingerprint"
+        return InputError(record.source, record.line, reason)
+    return fingerprint_read(record, f, fp_base)

@@ -4,6 +4,7 @@ importing a stream again is safe."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import tempfile
 from collections.abc import Callable, Iterator
@@ -64,15 +65,9 @@ def export_index(
         out.write(data)
 
     docs, fps = index.count()
-    header = {
-        "type": DUMP_TYPE,
-        "version": DUMP_VERSION,
-        "name": index.name,
-        "meta": _portable(index.config.to_meta()),
-        "documents": docs,
-        "fingerprints": fps,
-    }
-    write(packer.pack(header))
+    meta = _portable(index.config.to_meta())
+    header = {"type": DUMP_TYPE, "version": DUMP_VERSION, "name": index.name, "meta": meta}
+    write(packer.pack({**header, "documents": docs, "fingerprints": fps}))
     written = 0
     verified = index.config.verification is not None
     for schema, keys in _id_map_keys(index):
@@ -145,9 +140,8 @@ def _sketches(
         try:
             stored = decode_sketches(bytes(reply))
         except (ValueError, UnicodeDecodeError):
-            raise IndexCorrupted(
-                f"index {index.name!r} holds malformed sketches for {fp!r}; run verify(repair=True)"
-            ) from None
+            reason = f"index {index.name!r} holds malformed sketches for {fp!r}; run verify(repair=True)"
+            raise IndexCorrupted(reason) from None
         for doc_id, sketch in stored.items():
             raw_id = doc_id.encode()
             # Only under the fingerprint the id has (a cluster's interrupted write can leave one elsewhere).
@@ -196,17 +190,13 @@ def _reread(
 
 def _portable(meta: dict[str, str]) -> dict[str, str]:
     """The configuration as a dump states it, with the dump's own format number: 1 plain, 2 with a
-    retention window, 3 verified (`_config` reads it back)."""
+    retention window, 3 verified."""
     return {**meta, "format": "2" if "retention" in meta else "3" if "verified" in meta else "1"}
 
 
 def _config(meta: dict[str, str], source: str) -> IndexConfig:
-    """The configuration a dump's header states, read as this version's.
-
-    Raises:
-        IndexCorrupted: the dump states another format than this version writes for its configuration.
-        InputError: the configuration is malformed (a field missing or unreadable).
-    """
+    """The configuration a dump's header states, read as this version's (IndexCorrupted: another format;
+    InputError: a field missing or unreadable)."""
     stated, ours = meta.get("format"), _portable(meta)["format"]
     if stated != ours:
         raise IndexCorrupted(
@@ -225,12 +215,8 @@ def _header(header: object, source: str) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("type") != DUMP_TYPE:
         raise InputError(source, None, "not a simhash-redis dump (no header record)")
     if header.get("version") != DUMP_VERSION:
-        raise InputError(
-            source,
-            None,
-            f"dump version {header.get('version')!r} is not supported: this simhash-redis reads version "
-            f"{DUMP_VERSION} only (export the index again with it)",
-        )
+        reason = f"dump version {header.get('version')!r} is not supported: this simhash-redis reads version "
+        raise InputError(source, None, f"{reason}{DUMP_VERSION} only (export the index again with it)")
     if not isinstance(header.get("meta"), dict) or not isinstance(header.get("name"), str):
         raise InputError(source, None, "malformed dump header")
     return header
@@ -238,15 +224,8 @@ def _header(header: object, source: str) -> dict[str, Any]:
 
 def _checked(source: IO[bytes], source_name: str, spool: IO[bytes]) -> tuple[IO[bytes], dict[str, Any]]:
     """Read a whole dump and check every byte before its end record against the checksum that record
-    holds; the stream to import from, at the dump's start, and the header, checked.
-
-    Args:
-        spool: where a stream that cannot be read twice (a pipe) is copied as it is read.
-
-    Raises:
-        InputError: the stream is gzip data, empty, not a dump, of another version, malformed, truncated,
-            or its checksum differs (a byte altered).
-    """
+    holds; the stream to import from (`spool`, for a pipe), at the dump's start, and the header (InputError:
+    gzip data, empty, not a dump, of another version, malformed, truncated, or its checksum differs)."""
     again = isinstance(source, (io.BufferedReader, io.BytesIO)) and source.seekable()
     start = source.tell() if again else 0
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=_MAX_RECORD)
@@ -313,16 +292,14 @@ def import_index(
             refuses the dump (a caller's stated configuration that differs, say).
 
     Raises:
-        InvalidArgument: the index already holds documents and merge is false, it is verified and the
-            dump is not, or the dump's name is not a valid index name and no name is given (nothing is
-            written).
-        InputError: the stream is not a dump (gzip data among them), is of another dump version, is
-            malformed or truncated, or its checksum differs from its content (a byte altered): nothing is
-            written. A record malformed in a dump whose checksum matches (an empty or too long id, a
-            fingerprint out of range, a verified dump's record without its sketch), or a header's
-            configuration unreadable: the records before the fault are imported, and importing a
-            complete stream again finishes the job. An index the import created is dropped when
-            nothing was written to it.
+        InvalidArgument: the index already holds documents and merge is false, it is verified (or has a
+            retention window) and the dump's is not, or the dump's name is not a valid index name and no
+            name is given (nothing is written).
+        InputError: the stream is not a dump (gzip data among them), is of another dump version,
+            malformed, truncated, or altered (its checksum differs): nothing is written. A bad record in a
+            dump whose checksum matches (an empty or too long id, a fingerprint out of range, a missing
+            sketch), or an unreadable configuration: the records before it are imported (importing the
+            complete stream again finishes the job). An index the import created and left empty is dropped.
         ConfigurationMismatch: the destination index exists with another configuration.
         IndexCorrupted: the dump's configuration cannot be read by this version.
         RedisUnavailable: the server cannot be reached.
@@ -358,8 +335,12 @@ def import_index(
             _check_target(index, config, existed, merge)
             _import_records(index, unpacker, source_name, batch_size, result, on_progress)
         except BaseException:
-            if not existed and result.records == 0:
-                _drop_if_empty(index)
+            # An index the import created is dropped if it is left empty (counted from the data: another
+            # writer may have stored documents meanwhile), so that `list_indexes` shows none; the import's
+            # own error is the one to report.
+            with contextlib.suppress(SimhashRedisError):
+                if not existed and result.records == 0 and index.count()[0] == 0:
+                    index.drop()
             raise
         return result
 
@@ -368,18 +349,16 @@ def _check_target(index: SimhashIndex, config: IndexConfig, existed: bool, merge
     """Refuse an index the dump cannot go into: with a retention window or verified where the dump's is
     not, or holding documents without merge."""
     if index.config.retention is not None and config.retention is None:
+        reason = "has a retention window, and this dump is of an index without one: its documents would be "
+        reason += "forgotten after the retention"
+    elif index.config.verification is not None and config.verification is None:
+        reason = "is verified, and this dump is of a plain index: its documents have no sketches to import "
+        reason += "with them"
+    else:
+        reason = ""
+    if reason:
         raise InvalidArgument(
-            f"index {index.name!r} has a retention window, and this dump is of an index without one: its "
-            "documents would be forgotten after the retention",
-            hint="import it under another name",
-            remedy="another-name",
-        )
-    if index.config.verification is not None and config.verification is None:
-        raise InvalidArgument(
-            f"index {index.name!r} is verified, and this dump is of a plain index: its documents have no "
-            "sketches to import with them",
-            hint="import it under another name",
-            remedy="another-name",
+            f"index {index.name!r} {reason}", hint="import it under another name", remedy="another-name"
         )
     held = index.count()[0] if existed and not merge else 0
     if held:
@@ -404,6 +383,24 @@ def _import_records(
     verified = None if index.config.verification is None else VerifiedIndex(index)
     batch: list[tuple[str, int, bytes | None]] = []
     end: dict[str, Any] | None = None
+
+    def flush() -> None:
+        if not batch:
+            return
+        ids, fps, sketches = (list(column) for column in zip(*batch, strict=True))
+        outcomes: list[Any]
+        if verified is not None:
+            outcomes = verified.add_sketched(ids, fps, sketches)
+        else:
+            outcomes = index.add_many(list(zip(ids, fps, strict=True)))
+        added, replaced = outcomes.count(Outcome.ADDED), outcomes.count(Outcome.REPLACED)
+        result.added, result.replaced = result.added + added, result.replaced + replaced
+        result.unchanged += len(outcomes) - added - replaced
+        result.records += len(batch)
+        batch.clear()
+        if on_progress is not None:
+            on_progress(result.records)
+
     try:
         for record in unpacker:
             if isinstance(record, dict) and record.get("type") == _END_TYPE:
@@ -413,26 +410,22 @@ def _import_records(
             try:
                 batch.append(_record(record, number, index.f, verified, source_name))
             except InputError:
-                _flush(index, verified, batch, result, on_progress)  # the records before the fault
+                flush()  # the records before the fault
                 raise
             if len(batch) >= batch_size:
-                _flush(index, verified, batch, result, on_progress)
-        _flush(index, verified, batch, result, on_progress)
+                flush()
+        flush()
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         if isinstance(exc, SimhashRedisError):
             raise
-        _flush(index, verified, batch, result, on_progress)
+        flush()
         raise InputError(source_name, None, f"corrupt dump after {result.records} records ({exc})") from None
     if end is None:
-        raise InputError(
-            source_name,
-            None,
-            f"truncated dump: no end record after {result.records} records (those are imported)",
-        )
+        reason = f"truncated dump: no end record after {result.records} records (those are imported)"
+        raise InputError(source_name, None, reason)
     if end.get("records") != result.records:
-        raise InputError(
-            source_name, None, f"the dump says {end.get('records')} records but holds {result.records}"
-        )
+        reason = f"the dump says {end.get('records')} records but holds {result.records}"
+        raise InputError(source_name, None, reason)
 
 
 def _record(
@@ -458,43 +451,6 @@ def _record(
         # A verified index's documents each have a sketch: one stored without is never found by near.
         raise InputError(source, None, f"record {number} ({record[0]!r:.60}) has no sketch"[:200])
     if not isinstance(sketch, bytes) or len(sketch) not in sizes:
-        raise InputError(
-            source,
-            None,
-            f"record {number}: a sketch of this index is {min(sizes)} bytes, got {sketch!r:.40}",
-        )
+        reason = f"record {number}: a sketch of this index is {min(sizes)} bytes, got {sketch!r:.40}"
+        raise InputError(source, None, reason)
     return record[0], fp, sketch
-
-
-def _drop_if_empty(index: SimhashIndex) -> None:
-    """Drop the index an import created when nothing was written to it (a bad first record, a dump
-    refused), so that `list_indexes` shows no empty index it left."""
-    try:
-        if index.count()[0] == 0:  # from the data: another writer may have stored documents meanwhile
-            index.drop()
-    except SimhashRedisError:
-        pass  # the import's own error is the one to report
-
-
-def _flush(
-    index: SimhashIndex,
-    verified: VerifiedIndex | None,
-    batch: list[tuple[str, int, bytes | None]],
-    result: ImportResult,
-    on_progress: Callable[[int], None] | None,
-) -> None:
-    if not batch:
-        return
-    ids, fps, sketches = (list(column) for column in zip(*batch, strict=True))
-    outcomes: list[Any]
-    if verified is not None:
-        outcomes = verified.add_sketched(ids, fps, sketches)
-    else:
-        outcomes = index.add_many(list(zip(ids, fps, strict=True)))
-    result.added += outcomes.count(Outcome.ADDED)
-    result.replaced += outcomes.count(Outcome.REPLACED)
-    result.unchanged += len(outcomes) - outcomes.count(Outcome.ADDED) - outcomes.count(Outcome.REPLACED)
-    result.records += len(batch)
-    batch.clear()
-    if on_progress is not None:
-        on_progress(result.records)

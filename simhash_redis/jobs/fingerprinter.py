@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..errors import InputError, SimhashRedisError
 from ..fingerprinting import Scheme, Sketcher
@@ -140,21 +140,15 @@ def _texts(items: Batch) -> list[str]:
     return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
 
 
-class _Due:
-    """A batch's fingerprints to come: a worker's (its future), or computed here already."""
+class _Due(NamedTuple):
+    """A batch's fingerprints to come (`get`): a worker's (its future), or computed here already."""
 
-    __slots__ = ("_future", "_get")
-
-    def __init__(self, get: Callable[[], Fingerprinted], future: Future[Any] | None = None) -> None:
-        self._get = get
-        self._future = future
-
-    def __call__(self) -> Fingerprinted:
-        return self._get()
+    get: Callable[[], Fingerprinted]
+    future: Future[Any] | None = None
 
     def ready(self) -> bool:
-        """Whether calling it gives the fingerprints without waiting."""
-        return self._future is None or self._future.done()
+        """Whether `get` gives the fingerprints without waiting."""
+        return self.future is None or self.future.done()
 
 
 class _Killed:
@@ -194,18 +188,17 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return context
 
 
+_WORKER_DIED = (
+    "a fingerprinting worker process died (killed, or out of memory?); documents acknowledged so far are "
+    "stored: run the same command again to resume (--workers 1 uses no worker process)"
+)
+
+
 def _result(future: Future[_T]) -> _T:
     try:
         return future.result()
     except BrokenProcessPool:
-        raise _worker_died() from None
-
-
-def _worker_died() -> SimhashRedisError:
-    return SimhashRedisError(
-        "a fingerprinting worker process died (killed, or out of memory?); documents acknowledged "
-        "so far are stored: run the same command again to resume (--workers 1 uses no worker process)"
-    )
+        raise SimhashRedisError(_WORKER_DIED) from None
 
 
 class Fingerprinter:
@@ -225,12 +218,8 @@ class Fingerprinter:
         batch_size: int,
         hasher: Sketcher | None = None,
     ) -> None:
-        self.scheme = scheme
-        self.hasher = hasher
-        self.f = f
-        self.fp_base = fp_base
-        self.workers = workers
-        self.batch_size = batch_size
+        self.scheme, self.hasher, self.f, self.fp_base = scheme, hasher, f, fp_base
+        self.workers, self.batch_size = workers, batch_size
         self._executor: ProcessPoolExecutor | None = None
         #: Shared memory a table's texts cross to the workers through, when they are forked.
         self._ring: SharedRing | None = None
@@ -251,9 +240,9 @@ class Fingerprinter:
         for unit in self._grouped(units):
             pending.append(self._submit(unit))
             if len(pending) > ahead or (len(pending) > self.workers and pending[0].ready()):
-                yield pending.popleft()()
+                yield pending.popleft().get()
         while pending:
-            yield pending.popleft()()
+            yield pending.popleft().get()
 
     def close(self) -> None:
         """Stop the worker processes: batches not started are dropped, running ones end on their own."""
@@ -355,7 +344,7 @@ class Fingerprinter:
         try:
             return self._executor.submit(function, *args)
         except BrokenProcessPool:
-            raise _worker_died() from None
+            raise SimhashRedisError(_WORKER_DIED) from None
 
     def _start(self, run_bytes: int | None) -> None:
         """Start the pool, with a ring shared with its workers when they are forked and the first run

@@ -1,10 +1,12 @@
-"""JSON Lines inputs: an object per line, its record, and runs of raw lines parsed where they are used
-(lines of the plain shape by the compiled core, where it runs: no record and no str per line)."""
+"""JSON Lines inputs (runs of raw lines parsed where they are used: by the compiled core where it runs), and
+JSON arrays read element by element, never whole (the scanner looks at ASCII bytes only, which no byte of a
+UTF-8 character can be); a bad line or element is one `InputError` at its line."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, NamedTuple
 
 from .. import defaults
@@ -14,6 +16,7 @@ from ..fingerprinting import Scheme, Sketcher, engine_choice
 from ..fingerprinting.banded_odd import BandedOddSketcher, stores_only
 from .jsontext import loads, loads_object
 from .records import (
+    BOM,
     GZIP_ERRORS,
     ReadOptions,
     Record,
@@ -61,8 +64,8 @@ def read_json_lines(path: str | os.PathLike[str], source: str | None = None) -> 
 
     Raises:
         InputError: the first bad line.
-        OSError: the file cannot be opened.
-        EOFError, gzip.BadGzipFile, zlib.error: the gzip data is truncated or corrupt.
+        OSError, EOFError, gzip.BadGzipFile, zlib.error: the file cannot be opened, or its gzip data is
+            truncated or corrupt.
     """
     name = source if source is not None else str(path)
     with open_input(str(path)) as stream:
@@ -75,25 +78,24 @@ def read_json_lines(path: str | os.PathLike[str], source: str | None = None) -> 
 
 
 def _json_record(raw: bytes, number: int, source: str, options: ReadOptions) -> Record | InputError | None:
-    """The record of one JSON line as read from the input (line end included), None for a blank line."""
+    """The record of one raw JSON line (or array element), None for a blank line."""
     obj = _json_object(raw, number, source, options.encoding)
     return _record_of(obj, number, source, options) if isinstance(obj, dict) else obj
 
 
 def _record_of(obj: dict[str, Any], number: int, source: str, options: ReadOptions) -> Record | InputError:
-    """The record of one JSON object (a line's, or a JSON array's element)."""
     doc_field = options.fingerprint_field or options.text_field
-    missing = [name for name in (options.id_field, doc_field) if name not in obj]
-    if missing:
+    if missing := [name for name in (options.id_field, doc_field) if name not in obj]:
         return InputError(source, number, f"no {missing[0]!r} field")
     return checked_record(obj[options.id_field], obj[doc_field], source, number, options)
 
 
-def read_jsonl(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
-    """The records of a JSON Lines stream, and an InputError for each bad line (blank lines skipped)."""
-    for number, raw in enumerate(stream, 1):
-        item = _json_record(raw, number, source, options)
-        if item is not None:
+def read_jsonl(
+    lines: Iterable[tuple[int, bytes]], source: str, options: ReadOptions
+) -> Iterator[Record | InputError]:
+    """The records of numbered raw JSON lines, and an InputError for each bad line (blank lines skipped)."""
+    for number, raw in lines:
+        if (item := _json_record(raw, number, source, options)) is not None:
             yield item
 
 
@@ -108,16 +110,12 @@ class JsonLines(NamedTuple):
 
     def records(self) -> list[Record | InputError]:
         """The lines' records and errors, in input order (blank lines left out)."""
-        items = (
-            _json_record(raw, at, self.source, self.options) for at, raw in enumerate(self.raws, self.first)
-        )
-        return [item for item in items if item is not None]
+        return list(read_jsonl(enumerate(self.raws, self.first), self.source, self.options))
 
     def fingerprints(self, f: int, fp_base: str) -> Fingerprinted:
-        """The ids and precomputed fingerprints of lines read with `fingerprint_field`, and each error
-        with the number of good lines before it, as `records` and `codec.parse_fingerprint` give them."""
-        done = self._natively(f, fp_base, len(self.raws))
-        if done is not None:
+        """The ids and precomputed fingerprints of lines read with `fingerprint_field`, as `records` and
+        `codec.parse_fingerprint` give them."""
+        if (done := self._natively(f, fp_base, len(self.raws))) is not None:
             return done
         everything = range(len(self.raws))
         return Fingerprinted(*_merged([], [], everything, [self._line(at, f, fp_base) for at in everything]))
@@ -133,7 +131,8 @@ class JsonLines(NamedTuple):
         fp_field = options.fingerprint_field or options.text_field
         if core is None or fp_base not in ("auto", "hex", "dec") or not self._plain(fp_field):
             return None
-        read: tuple[list[str], list[int], list[int]] = core.fingerprint_lines(
+        read: tuple[list[str], list[int], list[int]]
+        read = core.fingerprint_lines(
             self.raws, options.id_field, fp_field, f, fp_base, defaults.MAX_ID_BYTES
         )
         ids, fps, others = read
@@ -142,15 +141,14 @@ class JsonLines(NamedTuple):
         return Fingerprinted(*_merged(ids, fps, others, [self._line(at, f, fp_base) for at in others]))
 
     def _plain(self, doc_field: str) -> bool:
-        """Whether the compiled core can read these lines: UTF-8, ids as they are (no namespace), and
-        field names a line can hold (one from a command line may hold lone surrogates)."""
+        """Whether the compiled core can read these lines: UTF-8, no namespace, and field names a line can
+        hold (one from a command line may hold lone surrogates)."""
         options = self.options
         return options.encoding == "utf-8" and not options.namespace and is_utf8(options.id_field, doc_field)
 
     def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None = None) -> Fingerprinted | None:
-        """The ids and text fingerprints (and sketches, with a `storing` hasher) of the lines, and each error
-        with the number of good lines before it, as `records` gives them; None under the pure engine, for
-        precomputed fingerprints, lines the core cannot read (`_plain`), or another hasher."""
+        """The lines' `Fingerprinted` (sketches too, with a `storing` hasher), as `records` gives them; None
+        under the pure engine, for precomputed fingerprints, lines the core cannot read, or another hasher."""
         core, options = engine_choice.native, self.options
         if core is None or options.fingerprint_field is not None or not self._plain(options.text_field):
             return None
@@ -207,9 +205,8 @@ def _merged(
     others: Sequence[int],
     results: Sequence[tuple[str, Any] | InputError | None],
 ) -> tuple[list[str], list[Any], list[tuple[int, InputError]]]:
-    """The compiled core's ids and values (fingerprints, or fingerprints and sketches) with the pure reader's
-    `results` of the `others` lines (their positions, ascending), each where it was: after the plain lines
-    before it; and each error with the good lines before it."""
+    """The compiled core's ids and values with the pure reader's `results` of the `others` lines (their
+    positions, ascending) each where it was, and each error with the number of good lines before it."""
     if not others:
         return ids, values, []
     all_ids: list[str] = []
@@ -236,8 +233,7 @@ def jsonl_chunks(
 ) -> Iterator[JsonLines | InputError]:
     """A JSON Lines stream as runs of `size` raw lines, then the fatal error of truncated gzip data if any
     (read line by line: cutting bigger reads into runs measured slower)."""
-    first, raws = 1, []
-    fault = None
+    first, raws, fault = 1, [], None
     try:
         for raw in stream:
             raws.append(raw)
@@ -251,3 +247,116 @@ def jsonl_chunks(
         yield JsonLines(source, first, raws, options)
     if fault is not None:
         yield fault
+
+
+_WHITE = b" \t\r\n"
+#: What ends or nests an element outside strings.
+_OUTSIDE = re.compile(rb'[\[\]{}",]')
+_NOT_WHITE = re.compile(rb"[^ \t\r\n]")
+_CHUNK = 1 << 20
+
+
+def starts_array(stream: IO[bytes]) -> bool:
+    """Tell, by a peek, whether a buffered stream holds a JSON array ("[" after white space and a BOM)."""
+    peek = getattr(stream, "peek", None)
+    if peek is None:
+        return False
+    head: bytes = peek(4096)[:4096].removeprefix(BOM).lstrip(_WHITE)
+    return head[:1] == b"["
+
+
+class _Scanner:
+    """The raw elements of the array a stream holds, each with the line it starts on."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream, self.buf, self.pos, self.eof = stream, b"", 0, False
+        self.line = 1  # the line at self.pos
+
+    def _more(self) -> bool:
+        """Read another chunk, dropping what is consumed; False at the end of the input."""
+        chunk = b"" if self.eof else self.stream.read(_CHUNK)
+        self.eof = not chunk
+        if chunk:
+            self.buf, self.pos = self.buf[self.pos :] + chunk, 0
+        return not self.eof
+
+    def _skip_white(self) -> bytes:
+        """Move past white space; the next byte, or b"" at the end of the input."""
+        while True:
+            found = _NOT_WHITE.search(self.buf, self.pos)
+            end = len(self.buf) if found is None else found.start()
+            self.line += self.buf.count(b"\n", self.pos, end)
+            self.pos = end
+            if found is not None:
+                return self.buf[end : end + 1]
+            if not self._more():
+                return b""
+
+    def elements(self, source: str) -> Iterator[tuple[int, bytes] | InputError]:
+        """(line, raw element) of each element, then an InputError if the array is malformed."""
+        self._more()
+        self.pos = len(BOM) if self.buf.startswith(BOM) else 0
+        if self._skip_white() != b"[":
+            yield InputError(source, self.line, "expected a JSON array")
+            return
+        self.pos, closer = self.pos + 1, b","
+        if self._skip_white() == b"]":  # an empty array
+            self.pos, closer = self.pos + 1, b"]"
+        while closer == b",":
+            self._skip_white()
+            line = self.line
+            end, closer = self._element_end()  # may read on: the element starts at pos still
+            raw = self.buf[self.pos : end]
+            self.line += raw.count(b"\n")
+            self.pos = end + 1
+            if closer == b"":
+                yield InputError(source, line, "the JSON array is not closed: the input ends inside it")
+                return
+            if not raw.strip(_WHITE):
+                yield InputError(source, line, "not valid JSON (an empty element of the array)")
+            else:
+                yield line, raw
+        if self._skip_white():
+            yield InputError(source, self.line, "not valid JSON (more after the array's closing bracket)")
+
+    def _element_end(self) -> tuple[int, bytes]:
+        """Where the element at `pos` ends (the offset of the "," or "]" after it) and that byte; b""
+        when the input ends first. The buffer may be read further (offsets stay relative to it)."""
+        depth, scan, in_string = 0, self.pos, False
+        while True:
+            if in_string:
+                # bytes.find (memchr) rather than a regular expression: strings are most of a document.
+                quote = self.buf.find(b'"', scan)
+                if quote >= 0:
+                    slash = self.buf.find(b"\\", scan, quote)
+                    if slash < 0:
+                        in_string, scan = False, quote + 1
+                        continue
+                    if slash + 1 < len(self.buf):  # else the escaped byte is in the next chunk
+                        scan = slash + 2
+                        continue
+            else:
+                found = _OUTSIDE.search(self.buf, scan)
+                if found is not None:
+                    byte, scan = found.group(), found.end()
+                    if byte == b'"':
+                        in_string = True
+                    elif byte in b"[{":
+                        depth += 1
+                    elif depth == 0 and byte in b",]":
+                        return found.start(), byte
+                    elif byte in b"]}":
+                        depth = max(0, depth - 1)  # a stray closer stays in the element: JSON refuses it
+                    continue
+            consumed = self.pos
+            if not self._more():
+                return len(self.buf), b""
+            scan -= consumed
+
+
+def read_json_array(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
+    """The records of a stream holding one JSON array of objects, an InputError for each bad element."""
+    for item in _Scanner(stream).elements(source):
+        record = item if isinstance(item, InputError) else _json_record(item[1], item[0], source, options)
+        if record is not None:  # an element of only Unicode white space (a form feed) reads as blank
+            yield record

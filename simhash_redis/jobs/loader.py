@@ -1,5 +1,7 @@
 """Bulk loading: texts fingerprinted on every core, written by `bulk_add` (large loads from files) or
-`add_many` (small loads, standard input, unique loads); idempotent, so running a load again resumes it."""
+`add_many` (small loads, standard input, unique loads); idempotent, so running a load again resumes it.
+Ids named again within one load with another text are told from updates of an earlier run's documents by a
+64-bit hash of every id the load has written (8 bytes an id, in sorted runs merged as they grow)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
 from ..checks import is_int
 from ..errors import IndexNotFound, InputError, InvalidArgument, TooManyErrors
 from ..fingerprinting.banded_odd import storing
@@ -22,7 +28,6 @@ from .dedupe import DryRun, Pair, VerifiedDryRun
 from .fingerprinter import Fingerprinter
 from .jsonlines import JsonLines
 from .readers import STDIN, ReadOptions, Record, check_inputs, holds_at_least, precomputed, read_chunks
-from .repeats import RepeatedIds
 
 __all__ = ["BULK_MIN", "Bulk", "LoadStats", "Loader"]
 
@@ -155,16 +160,12 @@ class Loader:
             raise InvalidArgument("a unique load checks every document against the index: it cannot be bulk")
         #: The index's verified form when it is one: every document is written with its sketch.
         self.verified = VerifiedIndex(index) if index.config.verification is not None else None
-        self.max_errors = max_errors
-        self.unique = unique
+        self.max_errors, self.unique, self.window = max_errors, unique, window
         self.dry_run: DryRun | VerifiedDryRun | None = None
         if dry_run:
             self.dry_run = DryRun(index) if self.verified is None else VerifiedDryRun(self.verified)
         self.bulk = Bulk.OFF if unique else Bulk(bulk)
-        self.window = window
-        self.on_error = on_error
-        self.on_progress = on_progress
-        self.on_duplicate = on_duplicate
+        self.on_error, self.on_progress, self.on_duplicate = on_error, on_progress, on_duplicate
         self.stats = LoadStats()
         hasher = None if self.verified is None else self.verified.hasher
         if hasher is not None and not unique:  # stored, never judged: no query sketch needed
@@ -223,13 +224,10 @@ class Loader:
         if len(paths) > 1 and self.dry_run is None:
             self._several, self._written = True, self._written or RepeatedIds()
         mode = self.bulk
-        if mode is Bulk.AUTO and STDIN in paths:
-            mode = Bulk.OFF
-        elif mode is Bulk.AUTO:
+        if mode is Bulk.AUTO:
             # Decided now, so that writing overlaps fingerprinting; else held until BULK_MIN (gzip, a pipe).
-            enough = holds_at_least(paths, fmt, options, BULK_MIN)
-            if enough is not None:
-                mode = Bulk.ON if enough else Bulk.OFF
+            enough = False if STDIN in paths else holds_at_least(paths, fmt, options, BULK_MIN)
+            mode = mode if enough is None else Bulk.ON if enough else Bulk.OFF
         return self._run(chunks, mode)
 
     def _run(self, records: Units, mode: Bulk) -> LoadStats:
@@ -248,14 +246,10 @@ class Loader:
             raise TooManyErrors(
                 f"stopped after {self.stats.errors} bad records (more than --max-errors {self.max_errors})"
             )
-        if self._fatal is not None:
-            raise InputError(
-                self._fatal.source,
-                self._fatal.line,
-                "this input could not be read to its end (truncated or corrupt); everything else was "
-                "loaded: replace it, then run the same command again",
-                fatal=True,
-            )
+        if (fatal := self._fatal) is not None:
+            reason = "this input could not be read to its end (truncated or corrupt); everything else was "
+            reason += "loaded: replace it, then run the same command again"
+            raise InputError(fatal.source, fatal.line, reason, fatal=True)
         return self.stats
 
     def _good_batches(self, records: Units) -> Iterator[GoodBatch]:
@@ -403,3 +397,61 @@ class Loader:
 
 def _batch(columns: list[list[Any]]) -> GoodBatch:
     return columns[0], columns[1], columns[2] if len(columns) > 2 else None
+
+
+class RepeatedIds:
+    """The ids of one load that replaced a document the same load had written (the first `keep` by name)."""
+
+    def __init__(self, keep: int = 5) -> None:
+        #: How many writes replaced a document of this load, and the first `keep` of their ids.
+        self.keep, self.count = keep, 0
+        self.first: list[str] = []
+        self._runs: list[npt.NDArray[np.uint64]] = []
+
+    def written(self, ids: Sequence[str], outcomes: Sequence[object]) -> None:
+        """Note a written batch: each id, in the order written, with its outcome (a `Match` if not stored)."""
+        if not ids:
+            return
+        hashes = _hashes(ids)
+        for position, outcome in enumerate(outcomes):
+            if outcome is Outcome.REPLACED and (
+                self._seen(hashes[position]) or bool((hashes[:position] == hashes[position]).any())
+            ):
+                self.count += 1
+                if len(self.first) < self.keep and ids[position] not in self.first:
+                    self.first.append(ids[position])
+        self._runs.append(np.sort(hashes))
+        # Merged like a binary counter: a few runs of growing sizes, each id sorted O(log n) times.
+        while len(self._runs) > 1 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
+            last = self._runs.pop()
+            self._runs[-1] = np.sort(np.concatenate((self._runs[-1], last)))
+
+    def earlier(self, ids: Sequence[str]) -> list[int]:
+        """How many times each id of a batch (before `written` notes it) was written before: in the batches
+        noted, and earlier in this one."""
+        before = np.zeros(len(ids), dtype=np.int64)
+        hashes = _hashes(ids)
+        for run in self._runs:
+            before += np.searchsorted(run, hashes, "right") - np.searchsorted(run, hashes, "left")
+        met: Counter[str] = Counter()
+        counts = []
+        for doc_id, times in zip(ids, before.tolist(), strict=True):
+            counts.append(times + met[doc_id])
+            met[doc_id] += 1
+        return counts
+
+    def _seen(self, value: np.uint64) -> bool:
+        """Whether an earlier batch had an id of this hash."""
+        for run in self._runs:
+            at = int(np.searchsorted(run, value))
+            if at < len(run) and run[at] == value:
+                return True
+        return False
+
+
+def _hashes(ids: Sequence[str]) -> npt.NDArray[np.uint64]:
+    return np.fromiter(
+        (xxhash.xxh3_64_intdigest(doc_id.encode("utf-8", "surrogatepass")) for doc_id in ids),
+        dtype=np.uint64,
+        count=len(ids),
+    )

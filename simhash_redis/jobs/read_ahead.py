@@ -10,7 +10,6 @@ from typing import TypeVar
 __all__ = ["DEPTH", "read_ahead"]
 
 _T = TypeVar("_T")
-#: Items read ahead of the consumer at most.
 DEPTH = 2
 
 

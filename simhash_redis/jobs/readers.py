@@ -1,24 +1,26 @@
 """Readers of every input format (JSON Lines or array, CSV, TSV, plain text, a directory of files, precomputed
-fingerprints, Parquet, Arrow): `Record`s, or an `InputError` for each bad record."""
+fingerprints, Parquet, Arrow): `Record`s, or an `InputError` for each bad record (CSV and TSV rows with the
+line each starts on, a stray quote caught where it opens)."""
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
+import io
+import itertools
 import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import xxhash
 
 from ..errors import InputError, InvalidArgument
 from .arrow import ARROW_FORMATS, BATCH_ROWS, ArrowRows, arrow_chunks, count_rows, is_dataset
 from .arrow import EXTENSIONS as ARROW_EXTENSIONS
-from .delimited import read_table
-from .jsonarray import read_json_array, starts_array
-from .jsonlines import JsonLines, jsonl_chunks, read_jsonl
+from .jsonlines import JsonLines, jsonl_chunks, read_json_array, read_jsonl, starts_array
 from .records import (
     BOM,
     GZIP_ERRORS,
@@ -27,9 +29,12 @@ from .records import (
     ReadOptions,
     Record,
     checked_id,
+    checked_record,
     decode,
+    encoding_name,
     files_under,
     gzip_fault,
+    is_utf8,
     numbered_lines,
     open_input,
     source_name,
@@ -55,17 +60,11 @@ __all__ = [
 #: Arrow IPC (Feather) tables.
 FORMATS = ("jsonl", "csv", "tsv", "lines", "files", "dir", "fingerprints", *ARROW_FORMATS)
 _EXTENSIONS = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".txt": "lines",
-    ".text": "lines",
-    ".fp": "fingerprints",
-    ".fps": "fingerprints",
-    ".fingerprints": "fingerprints",
+    **dict.fromkeys((".jsonl", ".ndjson", ".json"), "jsonl"),
+    **dict.fromkeys((".csv",), "csv"),
+    **dict.fromkeys((".tsv", ".tab"), "tsv"),
+    **dict.fromkeys((".txt", ".text"), "lines"),
+    **dict.fromkeys((".fp", ".fps", ".fingerprints"), "fingerprints"),
     **ARROW_EXTENSIONS,
 }
 
@@ -104,6 +103,13 @@ def precomputed(paths: Sequence[str], fmt: str | None, options: ReadOptions | No
     return False
 
 
+def _record(
+    raw_id: str, source: str, line: int | None, doc: str, namespace: str = "", is_fp: bool = False
+) -> Record | InputError:
+    doc_id = checked_id(raw_id, source, line, namespace)
+    return doc_id if isinstance(doc_id, InputError) else Record(source, line, doc_id, doc, is_fp)
+
+
 def _read_lines(
     stream: IO[bytes], source: str, path: str, options: ReadOptions
 ) -> Iterator[Record | InputError]:
@@ -115,55 +121,144 @@ def _read_lines(
             yield text
         elif text.strip():
             name = number if numbered else xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
-            doc_id = checked_id(f"{prefix}{name}", source, number, options.namespace if numbered else "")
-            yield doc_id if isinstance(doc_id, InputError) else Record(source, number, doc_id, text)
+            yield _record(f"{prefix}{name}", source, number, text, options.namespace if numbered else "")
 
 
 def _read_fingerprints(stream: IO[bytes], source: str, options: ReadOptions) -> Iterator[Record | InputError]:
     for number, text in numbered_lines(stream, source, options.encoding):
         if isinstance(text, InputError):
             yield text
-            continue
-        stripped = text.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        sep = "\t" if "\t" in stripped else ("," if "," in stripped else None)
-        parts = stripped.rsplit(sep, 1)
-        if len(parts) != 2 or not parts[0].strip():
-            yield InputError(
-                source, number, "expected an id and a fingerprint separated by a tab, comma or space"
-            )
-            continue
-        doc_id = checked_id(parts[0].strip(), source, number, options.namespace)
-        yield (
-            doc_id
-            if isinstance(doc_id, InputError)
-            else Record(source, number, doc_id, parts[1].strip(), True)
-        )
+        elif (stripped := text.strip()) and not stripped.startswith("#"):
+            parts = stripped.rsplit("\t" if "\t" in stripped else ("," if "," in stripped else None), 1)
+            if len(parts) != 2 or not parts[0].strip():
+                reason = "expected an id and a fingerprint separated by a tab, comma or space"
+                yield InputError(source, number, reason)
+            else:
+                yield _record(parts[0].strip(), source, number, parts[1].strip(), options.namespace, True)
 
 
 def _read_file(source: str, doc_id: str, encoding: str) -> Record | InputError:
     """A whole file as one document."""
     try:
-        regular = stat.S_ISREG(os.stat(source).st_mode)
-    except OSError as exc:
-        return InputError(source, None, f"cannot read: {exc}")
-    if not regular:  # opening a FIFO would wait for a writer forever
-        return InputError(source, None, "not a regular file (a FIFO, socket or device): skipped")
-    try:
+        if not stat.S_ISREG(os.stat(source).st_mode):  # opening a FIFO would wait for a writer forever
+            return InputError(source, None, "not a regular file (a FIFO, socket or device): skipped")
         with open_input(source) as stream:
             data = stream.read()
     except (OSError, *GZIP_ERRORS) as exc:
         return InputError(source, None, f"cannot read: {exc}")
-    if encoding == "utf-8":
-        data = data.removeprefix(BOM)
-    text = decode(data, source, None, encoding)
-    if isinstance(text, InputError):
-        return text
-    if not text.strip():
-        return InputError(source, None, "empty file")
-    checked = checked_id(doc_id, source, None)
-    return checked if isinstance(checked, InputError) else Record(source, None, checked, text)
+    text = decode(data.removeprefix(BOM) if encoding == "utf-8" else data, source, None, encoding)
+    if isinstance(text, InputError) or not text.strip():
+        return text if isinstance(text, InputError) else InputError(source, None, "empty file")
+    return _record(doc_id, source, None, text)
+
+
+# csv's default field limit (128 KiB) would reject ordinary long articles.
+_CSV_FIELD_LIMIT = 64 * 1024 * 1024
+
+
+def _column(spec: str, header: list[str] | None, source: str) -> int:
+    if spec.isdigit() and int(spec) >= 1:
+        return int(spec) - 1
+    if header is None:
+        raise InvalidArgument(f"{source}: column {spec!r} is not a number and the input has no header row")
+    if spec not in header:
+        raise InvalidArgument(f"{source}: no column {spec!r} in the header (columns: {', '.join(header)})")
+    return header.index(spec)
+
+
+def read_table(
+    stream: IO[bytes], source: str, options: ReadOptions, delimiter: str
+) -> Iterator[Record | InputError]:
+    """The records of a CSV (delimiter ",") or TSV ("\\t") input, an InputError for each bad row; columns
+    are named by header name or 1-based number.
+
+    Raises:
+        InvalidArgument: a column the header does not have, or an unreadable header row.
+    """
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
+    encoding = "utf-8-sig" if options.encoding == "utf-8" else options.encoding
+    text = io.TextIOWrapper(stream, encoding=encoding, errors="surrogateescape", newline="")
+    try:
+        table = _Rows(text, source, delimiter)
+        rows = iter(table)
+        header: list[str] | None = None
+        if options.header:
+            if (first := next(rows, None)) is None:
+                return
+            if isinstance(first[1], InputError):
+                raise InvalidArgument(f"{source}:1: unreadable header row ({first[1].reason})") from None
+            header = first[1]
+        id_col = _column(options.id_field, header, source)
+        doc_col = _column(options.fingerprint_field or options.text_field, header, source)
+        need = max(id_col, doc_col) + 1
+        for number, row in rows:
+            if isinstance(row, InputError):
+                yield row
+            elif not row or row == [""]:
+                continue
+            elif len(row) < need:
+                yield InputError(source, number, f"has {len(row)} columns, need at least {need}")
+            elif not is_utf8(row[id_col], row[doc_col]):
+                yield table.undecodable(number, options.encoding)
+            else:
+                yield checked_record(row[id_col], row[doc_col], source, number, options)
+    finally:
+        text.detach()  # the caller closes the byte stream; the wrapper must not (nor warn about it)
+
+
+class _Runaway(Exception):
+    """A quoted field that has gone on for more lines than any real field."""
+
+
+class _Rows:
+    """CSV or TSV rows, each with the number of the line it starts on; a quoted field left open (a stray
+    quote) is an error at its line, and the rows after that line are read again."""
+
+    #: Lines one quoted field may span (an article's paragraphs stay far below).
+    MAX_FIELD_LINES = 2000
+
+    def __init__(self, text: IO[str], source: str, delimiter: str) -> None:
+        self.source, self.delimiter = source, delimiter
+        self._lines: Iterator[tuple[int, str]] = enumerate(text, 1)
+        self._record: list[tuple[int, str]] = []  # the lines of the row being read
+        self._reader = self._new_reader()
+
+    def _new_reader(self) -> Any:
+        return csv.reader(self._feed(), delimiter=self.delimiter, strict=True)
+
+    def _feed(self) -> Iterator[str]:
+        for number, line in self._lines:
+            self._record.append((number, line))
+            if len(self._record) > self.MAX_FIELD_LINES:
+                raise _Runaway
+            yield line
+
+    def __iter__(self) -> Iterator[tuple[int, list[str] | InputError]]:
+        """(the row's first line number, its fields or the InputError that replaces it)."""
+        while True:
+            self._record = []
+            try:
+                row: list[str] | InputError = next(self._reader)
+            except StopIteration:
+                return
+            except (csv.Error, _Runaway) as exc:
+                kind = "CSV" if self.delimiter == "," else "TSV"
+                stray = isinstance(exc, _Runaway) or "unexpected end of data" in str(exc)
+                reason = "a quoted field opened here is never closed (a stray quote?)" if stray else str(exc)
+                first = self._record[0][0] if self._record else 0
+                row = InputError(self.source, first, f"malformed {kind}: {reason}")
+                # Read again what the bad row swallowed: the lines after its first.
+                self._lines = itertools.chain(self._record[1:], self._lines)
+                self._reader = self._new_reader()
+            yield self._record[0][0] if self._record else 0, row
+
+    def undecodable(self, number: int, encoding: str) -> InputError:
+        """The error of the row just read, which holds bytes that do not decode: where the first one is, in
+        bytes from the start of the row's first line (as a line's error of JSON Lines says)."""
+        raw = "".join(line for _, line in self._record).encode(encoding, "surrogateescape")
+        error = decode(raw, self.source, number, encoding)
+        reason = f"not valid {encoding_name(encoding)}"
+        return error if isinstance(error, InputError) else InputError(self.source, number, reason)
 
 
 def read(
@@ -193,14 +288,14 @@ def read(
 
 
 def _records(stream: IO[bytes], path: str, fmt: str, options: ReadOptions) -> Iterator[Record | InputError]:
-    """The records of an opened input of a format read from a stream, a truncated gzip's error last."""
+    """The records of an opened input, a truncated gzip's error last."""
     source = source_name(path)
     last = 0  # the last line read, for the message of a truncated input
     try:
         if fmt == "jsonl" and starts_array(stream):  # a .json file holding one array
             items = read_json_array(stream, source, options)
         elif fmt == "jsonl":
-            items = read_jsonl(stream, source, options)
+            items = read_jsonl(enumerate(stream, 1), source, options)
         elif fmt in ("csv", "tsv"):
             items = read_table(stream, source, options, "," if fmt == "csv" else "\t")
         elif fmt == "lines":
@@ -238,8 +333,7 @@ def read_all(
     """`read` over several inputs in turn; a format given applies to all of them.
 
     Raises:
-        InvalidArgument: as `read`, checked for every input before the first record.
-        OSError: an input cannot be opened.
+        InvalidArgument, OSError: as `read`, checked for every input before the first record.
     """
     check_inputs(paths, fmt)
     for path in paths:
@@ -276,11 +370,7 @@ def read_chunks(
     paths: Sequence[str], fmt: str | None, options: ReadOptions, size: int
 ) -> Iterator[Record | InputError | JsonLines | ArrowRows]:
     """`read_all` without its input checks, but JSON Lines come as `JsonLines` runs of `size` raw lines,
-    Parquet and Arrow tables as `ArrowRows` runs of `size` rows.
-
-    Raises:
-        InvalidArgument, OSError: as `read`.
-    """
+    Parquet and Arrow tables as `ArrowRows` runs of `size` rows."""
     for path in paths:
         kind = _checked_format(path, fmt)
         own = _of_input(options, path)
@@ -318,15 +408,11 @@ def estimate_total(
         if path == STDIN:
             return None
         kind = fmt or detect_format(path)
-        if kind == "files":
-            total += 1
-            continue
-        if kind == "dir":
-            total += sum(1 for _ in files_under(Path(path), "."))
+        if kind in ("files", "dir"):
+            total += 1 if kind == "files" else sum(1 for _ in files_under(Path(path), "."))
             continue
         if kind in ARROW_FORMATS:
-            rows = count_rows(path, kind)
-            if rows is None:
+            if (rows := count_rows(path, kind)) is None:
                 return None
             total += rows
             continue

@@ -11,7 +11,6 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, NamedTuple
@@ -21,7 +20,6 @@ from ..checks import is_int
 from ..codec import parse_fingerprint
 from ..errors import InputError, InvalidArgument
 
-#: The name that means standard input.
 STDIN = "-"
 GZIP_MAGIC = b"\x1f\x8b"
 BOM = b"\xef\xbb\xbf"
@@ -64,8 +62,7 @@ class ReadOptions:
     namespace: str = ""
 
     def __post_init__(self) -> None:
-        """Keep the encoding's canonical name (``latin1`` -> ``iso8859-1``; ``utf-8-sig`` -> ``utf-8``,
-        which skips a leading BOM already).
+        """Keep the encoding's canonical name (``latin1`` -> ``iso8859-1``; ``utf-8-sig`` -> ``utf-8``).
 
         Raises:
             InvalidArgument: no such codec, or one that does not encode a line end as the byte 0x0A.
@@ -74,8 +71,8 @@ class ReadOptions:
             name = codecs.lookup(self.encoding).name
         except (LookupError, TypeError):
             raise InvalidArgument(f"unknown encoding {self.encoding!r}") from None
-        if name == "utf-8-sig":  # its encoder writes a BOM first: the line-end check below would fail
-            name = "utf-8"
+        # utf-8-sig's encoder writes a BOM first: the check below would fail (the readers drop a BOM).
+        name = "utf-8" if name == "utf-8-sig" else name
         try:
             splits = "a\nb".encode(name) == b"a\nb"
         except (UnicodeError, LookupError):
@@ -97,13 +94,9 @@ def files_under(root: Path, hidden: str | tuple[str, ...]) -> Iterator[Path]:
                 yield Path(folder) / name
 
 
-@contextmanager
+@contextlib.contextmanager
 def open_input(path: str) -> Iterator[IO[bytes]]:
-    """Open a file, or "-" for standard input (left open), as a byte stream; gunzipped if it starts so.
-
-    Raises:
-        OSError: the file cannot be opened.
-    """
+    """Open a file, or "-" for standard input (left open), as a byte stream; gunzipped if it starts so."""
     with contextlib.ExitStack() as stack:
         raw = sys.stdin.buffer if path == STDIN else stack.enter_context(open(path, "rb"))
         buffered: io.BufferedReader = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
@@ -148,9 +141,7 @@ def line_text(raw: bytes, number: int, source: str, encoding: str = "utf-8") -> 
     return decode(raw.rstrip(b"\r\n"), source, number, encoding)
 
 
-def numbered_lines(
-    stream: IO[bytes], source: str, encoding: str = "utf-8"
-) -> Iterator[tuple[int, str | InputError]]:
+def numbered_lines(stream: IO[bytes], source: str, encoding: str) -> Iterator[tuple[int, str | InputError]]:
     """Numbered, decoded lines without their line ends (a leading BOM is dropped)."""
     for number, raw in enumerate(stream, 1):
         yield number, line_text(raw, number, source, encoding)
@@ -194,14 +185,14 @@ def checked_record(
     if isinstance(doc_id, InputError):
         return doc_id
     is_fp = options.fingerprint_field is not None
-    what = "fingerprint" if is_fp else "text"
     if is_fp and is_int(raw_doc):
         return Record(source, line, doc_id, str(raw_doc), True)
+    if isinstance(raw_doc, str) and not is_blank(raw_doc):
+        return Record(source, line, doc_id, raw_doc, is_fp)
+    what = "fingerprint" if is_fp else "text"
     if not isinstance(raw_doc, str):
         return InputError(source, line, f"the {what} must be a string, got {type(raw_doc).__name__}")
-    if is_blank(raw_doc):
-        return InputError(source, line, f"empty {what}")
-    return Record(source, line, doc_id, raw_doc, is_fp)
+    return InputError(source, line, f"empty {what}")
 
 
 def fingerprint_read(record: Record, f: int, fp_base: str) -> Record | InputError:

@@ -13,9 +13,8 @@ class SharedRing:
     """A fixed-size ring of anonymous shared memory, spans taken back in the order placed."""
 
     def __init__(self, size: int) -> None:
-        self.size = size
         # Anonymous and MAP_SHARED (mmap's default): a child forked after this sees the same pages.
-        self.memory = mmap.mmap(-1, size)
+        self.size, self.memory = size, mmap.mmap(-1, size)
         #: The (start, end) of each span not taken back, oldest first.
         self._spans: deque[tuple[int, int]] = deque()
 
@@ -30,21 +29,13 @@ class SharedRing:
         return start
 
     def take_back(self, start: int) -> None:
-        """Free the oldest span (spans are taken back in the order placed).
-
-        Raises:
-            ValueError: `start` is not the oldest span's.
-        """
+        """Free the oldest span, which starts at `start` (else ValueError: spans are taken back in order)."""
         if not self._spans or self._spans[0][0] != start:
             raise ValueError(f"span at {start} taken back out of order")
         self._spans.popleft()
 
     def withdraw(self, start: int) -> None:
-        """Free the newest span, never handed to a worker.
-
-        Raises:
-            ValueError: `start` is not the newest span's.
-        """
+        """Free the newest span, never handed to a worker, which starts at `start` (else ValueError)."""
         if not self._spans or self._spans[-1][0] != start:
             raise ValueError(f"span at {start} withdrawn out of order")
         self._spans.pop()

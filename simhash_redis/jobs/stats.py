@@ -4,6 +4,7 @@ sample of keys of each kind, extrapolated); read with SCAN, every key once: safe
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -90,9 +91,7 @@ class _Reservoir:
     """A uniform random sample of at most `size` keys of one kind, and how many were seen."""
 
     def __init__(self, size: int, rng: random.Random) -> None:
-        self.size = size
-        self.rng = rng
-        self.seen = 0
+        self.size, self.rng, self.seen = size, rng, 0
         self.keys: list[bytes] = []
 
     def offer(self, key: bytes) -> None:
@@ -121,7 +120,7 @@ def collect(index: SimhashIndex | VerifiedIndex, *, sample: int = 2000, top: int
     n_tables = len(index.layout.tables)
     sizes: list[list[int]] = [[] for _ in range(n_tables)]
     largest: list[Bucket] = []
-    histogram: dict[int, int] = {}
+    histogram: Counter[int] = Counter()
     for keys in store.scan("all"):
         table_keys: list[tuple[int, bytes]] = []
         for key in keys:
@@ -136,23 +135,21 @@ def collect(index: SimhashIndex | VerifiedIndex, *, sample: int = 2000, top: int
             if size == 0:
                 continue
             sizes[table].append(size)
-            bucket = 1 << (size.bit_length() - 1)
-            histogram[bucket] = histogram.get(bucket, 0) + 1
+            histogram[1 << (size.bit_length() - 1)] += 1
             largest.append(Bucket(table, key.rpartition(b":")[2].decode(), size))
             if len(largest) > 4 * top:  # keep the list short while scanning millions of buckets
                 largest.sort(key=lambda b: (-b.size, b.table, b.key))
                 del largest[top:]
     largest.sort(key=lambda b: (-b.size, b.table, b.key))
     docs, fps = index.count()
-    tables = [
-        TableStats(i, len(s), max(s, default=0), round(sum(s) / len(s), 3) if s else 0.0)
-        for i, s in enumerate(sizes)
-    ]
     return IndexStats(
         name=index.name,
         documents=docs,
         fingerprints=fps,
-        tables=tables,
+        tables=[
+            TableStats(i, len(s), max(s, default=0), round(sum(s) / len(s), 3) if s else 0.0)
+            for i, s in enumerate(sizes)
+        ],
         bucket_sizes={(str(b) if b == 1 else f"{b}-{2 * b - 1}"): histogram[b] for b in sorted(histogram)},
         largest=largest[:top],
         id_map_keys=kinds["id"].seen,
@@ -182,14 +179,9 @@ def _periods(index: SimhashIndex) -> list[PeriodStats]:
 
 def _memory(store: Store, kinds: list[_Reservoir]) -> MemoryEstimate:
     total = 0.0
-    sampled = seen = 0
-    for kind in kinds:
-        if not kind.keys:
-            continue
+    for kind in (kind for kind in kinds if kind.keys):
         replies = store.execute([(b"MEMORY", b"USAGE", key, b"SAMPLES", 0) for key in kind.keys])
-        usages = [int(u) for u in replies if u is not None]
-        if usages:
+        if usages := [int(u) for u in replies if u is not None]:
             total += sum(usages) / len(usages) * kind.seen
-        sampled += len(kind.keys)
-        seen += kind.seen
+    sampled, seen = sum(len(kind.keys) for kind in kinds), sum(kind.seen for kind in kinds)
     return MemoryEstimate(bytes=round(total), sampled_keys=sampled, total_keys=seen, exact=sampled == seen)

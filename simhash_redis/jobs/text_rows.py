@@ -35,8 +35,8 @@ def fingerprints_of(
 def records_of_lists(
     ids: list[Any], docs: list[Any], source: str, first: int, options: ReadOptions
 ) -> list[Record | InputError]:
-    """The records of rows read as lists (ids, and texts or fingerprints), an InputError for each bad
-    row, in row order; rows are numbered from `first`."""
+    """The records of rows read as lists (ids, and texts or fingerprints) numbered from `first`, an
+    InputError for each bad row."""
     what = "fingerprint" if options.fingerprint_field is not None else "text"
     out: list[Record | InputError] = []
     for row, (raw_id, raw_doc) in enumerate(zip(ids, docs, strict=True), first):
@@ -72,20 +72,6 @@ def _blank(raw: bytes) -> bool:
     return first.isspace() and raw.decode("utf-8").isspace()
 
 
-def _checked_row(raw_id: Any, raw: bytes | None, source: str, row: int, namespace: str) -> str | InputError:
-    """A row's document id, or why it is not stored: its id's error, or a text not UTF-8 or empty (raw
-    None: a text the compiled core fingerprinted, having checked it)."""
-    doc_id = checked_id(
-        decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id, source, row, namespace
-    )
-    if isinstance(doc_id, InputError) or raw is None:
-        return doc_id
-    text = decode(raw, source, row)
-    if isinstance(text, InputError):
-        return text
-    return InputError(source, row, "empty text") if _blank(raw) else doc_id
-
-
 class TextRows(NamedTuple):
     """`ArrowRows` of texts as a worker process gets them: the ids, and the texts' UTF-8 bytes."""
 
@@ -110,6 +96,7 @@ class TextRows(NamedTuple):
         """
         if engine_choice.native is None:
             return None
+        source = self.source
         ids: list[str] = []
         fps: list[int] = []
         errors: list[tuple[int, InputError]] = []
@@ -120,9 +107,15 @@ class TextRows(NamedTuple):
             fp = next(core) if done is not None and raw is None else 0
             if raw_id is None or (raw is None and done is None):
                 reason = f"the {'id' if raw_id is None else 'text'} is null"
-                errors.append((len(ids), InputError(self.source, row, reason)))
+                errors.append((len(ids), InputError(source, row, reason)))
                 continue
-            doc_id = _checked_row(raw_id, raw, self.source, row, self.options.namespace)
+            # Its id's error, else (a text the core has not checked) a text not UTF-8 or empty.
+            raw_id = decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id
+            doc_id = checked_id(raw_id, source, row, self.options.namespace)
+            if raw is not None and not isinstance(doc_id, InputError):
+                text = decode(raw, source, row)
+                if isinstance(text, InputError) or _blank(raw):
+                    doc_id = text if isinstance(text, InputError) else InputError(source, row, "empty text")
             if isinstance(doc_id, InputError):
                 errors.append((len(ids), doc_id))
                 continue
@@ -149,9 +142,9 @@ class PackedTexts(NamedTuple):
     #: The texts' UTF-8 bytes, end to end, cut every `step` texts.
     pieces: list[bytes]
     step: int
-    #: One offset more than there are texts, as an array's bytes (the Arrow column's own offsets).
+    #: One offset more than there are texts, as an array's bytes (the Arrow column's own offsets), of 64
+    #: bits if `wide` (a large_string column), else 32.
     offsets: bytes
-    #: Whether the offsets are of 64 bits (a large_string column), else 32.
     wide: bool
     options: ReadOptions
 
@@ -182,9 +175,8 @@ class SharedTexts(NamedTuple):
     ids: list[Any]
     #: Where the texts' UTF-8 bytes, end to end, start in the ring.
     start: int
-    #: One offset more than there are texts, as an array's bytes (the Arrow column's own offsets).
+    #: As `PackedTexts`'.
     offsets: bytes
-    #: Whether the offsets are of 64 bits (a large_string column), else 32.
     wide: bool
     options: ReadOptions
 
@@ -203,15 +195,13 @@ class SharedTexts(NamedTuple):
         raws: list[bytes | None] = [None] * len(self.ids)
         for at in others:
             raws[at] = data[bounds[at] - base : bounds[at + 1] - base]
-        return TextRows(self.source, self.first, self.ids, raws, self.options).texts_fingerprinted(
-            scheme, None, fps
-        )
+        return self._rows(raws).texts_fingerprinted(scheme, None, fps)
 
     def unpacked(self, memory: Any) -> TextRows:
         """The rows, each text cut out of `memory` (the ring as this process maps it) as its own bytes."""
         bounds = offsets_of(self.offsets, self.wide)
         shift = self.start - bounds[0]
-        raws: list[bytes | None] = [
-            memory[start + shift : end + shift] for start, end in itertools.pairwise(bounds)
-        ]
+        return self._rows([memory[start + shift : end + shift] for start, end in itertools.pairwise(bounds)])
+
+    def _rows(self, raws: list[bytes | None]) -> TextRows:
         return TextRows(self.source, self.first, self.ids, raws, self.options)

@@ -37,9 +37,9 @@ def test_a_stray_quote_is_an_error_at_its_line_and_the_rows_after_it_are_read(tm
 def test_a_runaway_quoted_field_closed_by_a_later_quote_is_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from simhash_redis.jobs import delimited
+    from simhash_redis.jobs import readers
 
-    monkeypatch.setattr(delimited._Rows, "MAX_FIELD_LINES", 50)
+    monkeypatch.setattr(readers._Rows, "MAX_FIELD_LINES", 50)
     rows = [f"r{i},{article(i)}" for i in range(300)]
     rows[5] = 'r5,"stray'
     rows[200] = 'r200,"quoted, with a comma"'
