@@ -1,5 +1,4 @@
-"""What both asyncio index classes share: a client, opening on first use, closing, `async with`, and
-`awaited`, which makes a method of the synchronous index an awaited one."""
+"""What both asyncio index classes share: a client, opening on first use, closing, and `awaited`."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ R = TypeVar("R")
 
 
 class AsyncHandle(Generic[Sync]):
-    """A synchronous index opened on first use inside the bridge, and the redis.asyncio client it talks
-    through (InvalidType for another client)."""
+    """A synchronous index opened on first use in the bridge, and its redis.asyncio client."""
 
     def __init__(self, client: Any, name: str, **options: Any) -> None:
         self.client = asyncio_client(client)
@@ -46,17 +44,14 @@ class AsyncHandle(Generic[Sync]):
         self._index = index
 
     def _make(self, client: Any, name: str, options: dict[str, Any]) -> Sync:
-        """The synchronous index, opened (run in the bridge: it may talk to the server)."""
-        raise NotImplementedError
+        raise NotImplementedError  # run in the bridge: it may talk to the server
 
     def _plain(self, index: Sync) -> SimhashIndex:
-        """The `SimhashIndex` of an opened index (itself, or the one a verified index wraps)."""
-        raise NotImplementedError
+        raise NotImplementedError  # the index itself, or the one a verified index wraps
 
     @classmethod
     async def from_url(cls: type[H], url: str, name: str, **kwargs: Any) -> H:
-        """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`); errors
-        as the synchronous index's."""
+        """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`)."""
         client = await run(client_from_url, url, asyncio=True)
         index = cls(client, name, **kwargs)
         index.owns_client = True
@@ -82,7 +77,6 @@ class AsyncHandle(Generic[Sync]):
             await self.client.aclose()
 
     async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """The opened index's method `name`, run in the bridge (SimhashRedisError once closed)."""
         self._running += 1  # from before opening, which `aclose` may otherwise close the client under
         try:
             return await run(getattr(await self._opened(), name), *args, **kwargs)
@@ -112,8 +106,7 @@ class AsyncHandle(Generic[Sync]):
 
     @property
     def index(self) -> Sync:
-        """The opened synchronous index (for its configuration and fingerprints: no I/O); SimhashRedisError
-        before it is open (await `open()` or use `async with`)."""
+        """The opened synchronous index (no I/O); SimhashRedisError before it is open."""
         if self._index is None:
             raise SimhashRedisError(f"index {self.name!r} is not open yet: await index.open() first")
         return self._index
@@ -151,9 +144,7 @@ class AsyncHandle(Generic[Sync]):
 def awaited(
     method: Callable[Concatenate[Any, P], R],
 ) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
-    """A handle's method that runs the method of that name of its opened index in the bridge: `method`'s
-    signature, documentation, results and errors."""
-
+    """A handle's method that runs the method of that name of its opened index in the bridge."""
     signature = inspect.signature(method)
     name = method.__name__
 
@@ -173,7 +164,6 @@ def awaited(
 
 
 def asyncio_client(client: Any) -> Any:
-    """The client, if it is redis.asyncio's (else InvalidType)."""
     if not is_asyncio_client(client):
         kind = type(client)
         raise InvalidType(

@@ -73,7 +73,7 @@ def check_consistency(
             store.execute(drops)
         report.docs += len(entries)
         for chunk in chunks(entries, _BATCH):
-            _check_ids(target, report, chunk, repair)
+            _check_ids(target, report, chunk)
 
     # 2. The fingerprint map: every listed id must map back to it; tables must hold it. Sketches kept
     # beside the ids (verified mode) must be of ids having that fingerprint.
@@ -93,10 +93,10 @@ def check_consistency(
                 else:
                     moved.append((key, name, value))
         for chunk in chunks(placed, _BATCH):
-            report.fingerprints += _check_fingerprints(target, report, chunk, repair)
+            report.fingerprints += _check_fingerprints(target, report, chunk)
         for chunk in chunks(sketches, _BATCH):
             with_sketch += check_sketches(store, report, chunk, verification, repair, f)
-        with_sketch += _move_sketches(target, report, moved, repair)
+        with_sketch += _move_sketches(target, report, moved)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
@@ -105,7 +105,7 @@ def check_consistency(
             members = _typed(report, table_keys, replies)
             found = [(key, fp) for key, fps in zip(table_keys, members, strict=True) for fp in fps]
             for chunk in chunks(found, _BATCH):
-                _check_tables(target, report, t, chunk, repair)
+                _check_tables(target, report, t, chunk)
 
     if verification is not None and verification.bands:
         check_bands(store, report, verification, repair, f)
@@ -178,9 +178,7 @@ def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[
     return found
 
 
-def _move_sketches(
-    target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]], repair: bool
-) -> int:
+def _move_sketches(target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]]) -> int:
     """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's
     (a hand edit); on repair, move each stored document's sketch to where step 1 listed its id (a
     sketch cannot be made again without the text). The number of those."""
@@ -195,7 +193,7 @@ def _move_sketches(
             report.found("malformed sketches", f"{name.decode(errors='replace')}: {raw[:40]!r}")
     owners = run([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
     stored = [pair for pair, owner in zip(pairs, owners, strict=True) if owner == pair[0]]
-    if repair and entries:
+    if target.repair and entries:
         calls = [
             FP_IDS.command([keys.fp_bucket(fp)], [b"m", fp, doc_id, b"", sketch])
             for fp, doc_id, sketch in stored
@@ -205,7 +203,7 @@ def _move_sketches(
     return len(stored)
 
 
-def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool) -> None:
+def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]]) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
     keys, run, tables = target.keys, target.store.execute, target.tables
     # Each fingerprint's list read and decoded once: a page copied under thousands of ids made this
@@ -233,30 +231,12 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
         if ids is None:
             additions.append((doc_id, fp))
         elif doc_id.decode() not in ids:
-            id_keys = [keys.id_bucket(doc_id), keys.fp_bucket(fp)]
-            found.append(
-                (
-                    "id missing from fingerprint map",
-                    f"{doc_id!r} -> {fp.decode()}",
-                    b"listed",
-                    id_keys,
-                    fp,
-                    doc_id,
-                )
-            )
+            detail, id_keys = f"{doc_id!r} -> {fp.decode()}", [keys.id_bucket(doc_id), keys.fp_bucket(fp)]
+            found.append(("id missing from fingerprint map", detail, b"listed", id_keys, fp, doc_id))
         for t, key in enumerate(keys.tables(decode_fp(fp, target.f))):
             if member[n * tables + t] == 0:
-                detail = f"{fp.decode()} not in {key.decode()}"
-                found.append(
-                    (
-                        "fingerprint missing from table",
-                        detail,
-                        b"tabled",
-                        [keys.id_bucket(doc_id), key],
-                        fp,
-                        doc_id,
-                    )
-                )
+                detail, id_keys = f"{fp.decode()} not in {key.decode()}", [keys.id_bucket(doc_id), key]
+                found.append(("fingerprint missing from table", detail, b"tabled", id_keys, fp, doc_id))
     if not target.cluster:
         _settle(target, report, found)
         found = []
@@ -266,7 +246,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
             additions.append((doc_id, fp))
         else:
             table_fixes.append((b"SADD", problem_keys[1], fp))
-    if repair:
+    if target.repair:
         # Ids are added one by one with the idempotent script, so several missing ids of one fingerprint
         # all land (rewriting the list from a stale read would keep only the last).
         run(resets + table_fixes)
@@ -275,7 +255,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
 
 
 def _check_fingerprints(
-    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]], repair: bool
+    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]]
 ) -> int:
     """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use.
 
@@ -327,13 +307,13 @@ def _check_fingerprints(
             else:
                 fixes.append((b"HDEL", key, fp))
                 fixes.extend((b"SREM", t, fp) for t in keys.tables(decode_fp(fp, target.f)))
-    if repair and fixes:
+    if target.repair and fixes:
         run(fixes)
     return in_use
 
 
 def _check_tables(
-    target: _Target, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]], repair: bool
+    target: _Target, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]]
 ) -> None:
     """Step 3 for a chunk of (table key, member) pairs of one table."""
     keys, run = target.keys, target.store.execute
@@ -350,21 +330,13 @@ def _check_tables(
         elif not exists and target.cluster:
             report.garbage += 1
         elif not exists:  # checked again, and removed on repair, in one step
-            orphans.append(
-                (
-                    "orphan table member",
-                    f"{fp.decode()} in {key.decode()}",
-                    b"orphan",
-                    [key, keys.fp_bucket(fp)],
-                    fp,
-                    b"",
-                )
-            )
+            detail = f"{fp.decode()} in {key.decode()}"
+            orphans.append(("orphan table member", detail, b"orphan", [key, keys.fp_bucket(fp)], fp, b""))
             continue
         if value is None or misplaced or not exists:
             fixes.append((b"SREM", key, fp))
     _settle(target, report, orphans)
-    if repair and fixes:
+    if target.repair and fixes:
         run(fixes)
 
 
