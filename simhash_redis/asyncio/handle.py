@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from ..errors import InvalidType, SimhashRedisError
-from ..index import SimhashIndex
+from ..index import SimhashIndex, VerifiedIndex
 from ..store import IndexConfig, Layout
 from ..transport import client_from_url, is_asyncio_client
 from ..transport.greenlet_bridge import run
@@ -27,6 +27,9 @@ R = TypeVar("R")
 class AsyncHandle(Generic[Sync]):
     """A synchronous index opened on first use in the bridge, and its redis.asyncio client."""
 
+    #: Opens the synchronous index (client, name, **options), in the bridge: it may talk to the server.
+    _opener: Callable[..., Sync]
+
     def __init__(self, client: Any, name: str, **options: Any) -> None:
         self.client = asyncio_client(client)
         self.name = name
@@ -42,12 +45,6 @@ class AsyncHandle(Generic[Sync]):
     def adopt(self, index: Sync) -> None:
         """Use a synchronous index opened already on this handle's client: the first call opens nothing."""
         self._index = index
-
-    def _make(self, client: Any, name: str, options: dict[str, Any]) -> Sync:
-        raise NotImplementedError  # run in the bridge: it may talk to the server
-
-    def _plain(self, index: Sync) -> SimhashIndex:
-        raise NotImplementedError  # the index itself, or the one a verified index wraps
 
     @classmethod
     async def from_url(cls: type[H], url: str, name: str, **kwargs: Any) -> H:
@@ -100,7 +97,7 @@ class AsyncHandle(Generic[Sync]):
         if index is None:
             async with self._opening:
                 if self._index is None:
-                    self._index = await run(self._make, self.client, self.name, self._options)
+                    self._index = await run(self._opener, self.client, self.name, **self._options)
                 index = self._index
         return index
 
@@ -112,29 +109,34 @@ class AsyncHandle(Generic[Sync]):
         return self._index
 
     @property
+    def _plain(self) -> SimhashIndex:
+        index = self.index
+        return index.index if isinstance(index, VerifiedIndex) else index  # type: ignore[return-value]
+
+    @property
     def config(self) -> IndexConfig:
         """The stored configuration (f, k, layout, scheme, ...), once open."""
-        return self._plain(self.index).config
+        return self._plain.config
 
     @property
     def f(self) -> int:
         """Fingerprint width in bits, once open."""
-        return self._plain(self.index).f
+        return self._plain.f
 
     @property
     def k(self) -> int:
         """The largest distance near() answers for, once open."""
-        return self._plain(self.index).k
+        return self._plain.k
 
     @property
     def layout(self) -> Layout:
         """The table layout, once open."""
-        return self._plain(self.index).layout
+        return self._plain.layout
 
     @property
     def cluster(self) -> bool:
         """Whether the index runs on Redis Cluster, once open."""
-        return self._plain(self.index).cluster
+        return self._plain.cluster
 
     def __repr__(self) -> str:
         state = repr(self._index) if self._index is not None else f"name={self.name!r}, not open"

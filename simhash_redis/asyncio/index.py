@@ -35,11 +35,7 @@ class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
         InvalidType: the client is not a redis.asyncio client.
     """
 
-    def _make(self, client: Any, name: str, options: dict[str, Any]) -> SimhashIndex:
-        return SimhashIndex(client, name, **options)
-
-    def _plain(self, index: SimhashIndex) -> SimhashIndex:
-        return index
+    _opener = SimhashIndex
 
     @classmethod
     async def exists(cls, client: Any, name: str, *, prefix: str = defaults.PREFIX) -> bool:
@@ -119,11 +115,8 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
         InvalidType: the client is not a redis.asyncio client.
     """
 
-    def _make(self, client: Any, name: str, options: dict[str, Any]) -> VerifiedIndex:
-        return VerifiedIndex.on_client(client, name, **options)
-
-    def _plain(self, index: VerifiedIndex) -> SimhashIndex:
-        return index.index
+    def _opener(self, client: Any, name: str, **options: Any) -> VerifiedIndex:
+        return VerifiedIndex.on_client(client, name, **options)  # looked up at each open: patchable
 
     @property
     def threshold(self) -> float:

@@ -44,10 +44,8 @@ class _Target(NamedTuple):
 def check_consistency(
     store: Store, f: int, tables: int, repair: bool = False, verification: Verification | None = None
 ) -> VerifyReport:
-    """Check every id, fingerprint and table entry of an index against the others. On a standalone server
-    each problem found is checked again, and fixed, in one atomic step with the keys it names, so writers
-    beside it cause no false problem and no fix undoes their writes; on a cluster a write in flight can
-    still look like an inconsistency (docs/guarantees.md)."""
+    """Check every id, fingerprint and table entry of an index against the others (on a standalone server
+    each problem is checked again, and fixed, in one atomic step with its keys: docs/guarantees.md)."""
     report = VerifyReport(repaired=repair)
     target = _Target(store, f, tables, repair)
     if find_wrong_types(store, report, store.scan("all")):
@@ -62,8 +60,7 @@ def check_consistency(
         entries, drops = [], []
         for key, reply in zip(bucket_keys, contents, strict=True):
             for doc_id, fp in reply:
-                # An id is UTF-8 (it decodes back to itself), a fingerprint one of this width: else no call
-                # can read the entry (another program's), and the repair deletes it.
+                # Else no call can read the entry (another program's): the repair deletes it.
                 if _fingerprint(fp, target.f) is None or doc_id.decode(errors="replace").encode() != doc_id:
                     report.found("malformed id-map entry", f"{doc_id!r} -> {fp!r} in {key.decode()}")
                     drops.append((b"HDEL", key, doc_id))
@@ -75,8 +72,7 @@ def check_consistency(
         for chunk in chunks(entries, _BATCH):
             _check_ids(target, report, chunk)
 
-    # 2. The fingerprint map: every listed id must map back to it; tables must hold it. Sketches kept
-    # beside the ids (verified mode) must be of ids having that fingerprint.
+    # 2. The fingerprint map: every listed id must map back to it, and its sketches be of such ids.
     with_sketch = 0
     for bucket_keys in store.scan("fp"):
         seen["fp"].update(bucket_keys)
@@ -126,9 +122,7 @@ def check_consistency(
 def _recount(
     store: Store, seen: dict[KeyKind, set[bytes]], sketched: bool, repair: bool
 ) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The maps' sizes and the counts hash read at one moment (`Store.recount`) over every map bucket listed
-    so far, listed again while new ones appear (a writer makes them); on repair the hash is set in a step
-    over the same buckets. As `Store.recount`."""
+    """`Store.recount` over every map bucket listed so far, listed again while writers make new ones."""
     found = ((0, 0), (0, 0))
     for _ in range(_RECOUNTS):
         found = store.recount(sorted(seen["id"]), sorted(seen["fp"]), sketched=sketched, repair=False)
@@ -179,9 +173,8 @@ def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[
 
 
 def _move_sketches(target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]]) -> int:
-    """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's
-    (a hand edit); on repair, move each stored document's sketch to where step 1 listed its id (a
-    sketch cannot be made again without the text). The number of those."""
+    """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's; on
+    repair, move each stored document's sketch to its own. The number of those."""
     keys, run = target.keys, target.store.execute
     pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
     for key, name, raw in entries:
@@ -206,16 +199,14 @@ def _move_sketches(target: _Target, report: VerifyReport, entries: list[tuple[by
 def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]]) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
     keys, run, tables = target.keys, target.store.execute, target.tables
-    # Each fingerprint's list read and decoded once: a page copied under thousands of ids made this
-    # step quadratic (2,000 copies, 6 s).
+    # Each fingerprint's list read and decoded once: a page copied under thousands of ids, else quadratic.
     distinct = list(dict.fromkeys(fp for _, fp in chunk))
     replies = run([(b"HGET", keys.fp_bucket(fp), fp) for fp in distinct])
     listed: dict[bytes, tuple[bytes | None, frozenset[str] | None]] = {}
     for fp, raw in zip(distinct, replies, strict=True):
         decoded = _ids(raw) if raw is not None else []
         listed[fp] = (raw, None if decoded is None else frozenset(decoded))
-    # Keys of the wrong type were listed first (and stopped the check): an error here is raised, not
-    # taken for a member (an ACL user without SISMEMBER once passed every check).
+    # An error here is raised, not taken for a member (an ACL refusal: keys of the wrong type stopped us).
     member = run([(b"SISMEMBER", t, fp) for _, fp in chunk for t in keys.tables(decode_fp(fp, target.f))])
     resets: list[Any] = []
     additions: list[tuple[bytes, bytes]] = []
@@ -247,8 +238,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
         else:
             table_fixes.append((b"SADD", problem_keys[1], fp))
     if target.repair:
-        # Ids are added one by one with the idempotent script, so several missing ids of one fingerprint
-        # all land (rewriting the list from a stale read would keep only the last).
+        # One by one with the idempotent script: several missing ids of one fingerprint all land.
         run(resets + table_fixes)
         calls = [FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id]) for doc_id, fp in additions]
         target.store.run_script(FP_IDS, calls)
@@ -257,10 +247,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
 def _check_fingerprints(
     target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]]
 ) -> int:
-    """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use.
-
-    An entry in another bucket than its fingerprint's is deleted (step 1 lists its stored ids where they
-    belong)."""
+    """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use."""
     keys, run = target.keys, target.store.execute
     parsed = []
     fixes: list[Any] = []

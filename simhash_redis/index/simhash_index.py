@@ -138,8 +138,7 @@ class SimhashIndex:
         )
         self._reads, self._writes, self._unique = paths(self)
         self._meta_read = time.monotonic()
-        # Chosen at the first fingerprint (a wrong SIMHASH_REDIS_ENGINE is an error of the calls that need
-        # an engine, not of opening), then kept: a lookup or a write calls the engine's own function.
+        # Chosen at the first fingerprint (a wrong SIMHASH_REDIS_ENGINE is not an error of opening).
         self._engine: engine_choice.Engine | None = None
 
     @classmethod

@@ -128,13 +128,22 @@ class VerifiedIndex:
 
     @classmethod
     def from_url(
-        cls, url: str, name: str, *, max_candidates: int | None = MAX_CANDIDATES, **kwargs: Any
+        cls,
+        url: str,
+        name: str,
+        *,
+        hasher: Sketcher | None = None,
+        threshold: float | None = None,
+        band_buckets: int | None = None,
+        max_candidates: int | None = MAX_CANDIDATES,
+        **kwargs: Any,
     ) -> VerifiedIndex:
-        """Open or create a verified index on the server at a URL (kwargs: `on_client`'s)."""
+        """Open or create a verified index on the server at a URL (kwargs: `SimhashIndex`'s arguments)."""
         check_max_candidates(max_candidates)  # before the client, which probes the server
         client = client_from_url(url)
+        mode: dict[str, Any] = {"hasher": hasher, "threshold": threshold, "band_buckets": band_buckets}
         try:
-            return cls.on_client(client, name, max_candidates=max_candidates, **kwargs)
+            return cls.on_client(client, name, **mode, max_candidates=max_candidates, **kwargs)
         except BaseException:
             client.close()
             raise
