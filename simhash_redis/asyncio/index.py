@@ -22,17 +22,14 @@ __all__ = ["AsyncSimhashIndex", "AsyncVerifiedIndex", "open_index"]
 class AsyncSimhashIndex(AsyncHandle[SimhashIndex]):
     """A near-duplicate index that any number of processes share, for asyncio code (redis.asyncio).
 
-    Every method is `SimhashIndex`'s, awaited: the same code, so the same arguments, results, errors and
-    guarantees (docs/asyncio.md); progress callbacks are called synchronously. Calls of one index may run
+    Every method is `SimhashIndex`'s, awaited: the same code, arguments, results, errors and guarantees
+    (docs/asyncio.md); progress callbacks are called synchronously. Calls of one index may run
     concurrently from many tasks. The index opens on first use (or `await index.open()`, or `async
     with`), creating it or checking the arguments against the stored configuration.
 
     Args:
-        client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
+        client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client (else InvalidType).
         **options: the other arguments of `SimhashIndex` (k, f, layout, scheme, retention, ...).
-
-    Raises:
-        InvalidType: the client is not a redis.asyncio client.
     """
 
     _opener = SimhashIndex
@@ -107,12 +104,9 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
     `VerifiedIndex.from_url` does.
 
     Args:
-        client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client.
+        client: a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster client (else InvalidType).
         hasher, threshold, band_buckets, max_candidates: as `VerifiedIndex`.
         **options: the arguments of the wrapped `SimhashIndex` (k, layout, ...).
-
-    Raises:
-        InvalidType: the client is not a redis.asyncio client.
     """
 
     def _opener(self, client: Any, name: str, **options: Any) -> VerifiedIndex:
@@ -142,9 +136,8 @@ class AsyncVerifiedIndex(AsyncHandle[VerifiedIndex]):
 async def open_index(
     name: str, url: str | None = None, *, verified: bool | None = None, **kwargs: Any
 ) -> AsyncSimhashIndex | AsyncVerifiedIndex:
-    """`simhash_redis.open_index` for asyncio code, with its arguments and errors: an
-    `AsyncVerifiedIndex`, or an `AsyncSimhashIndex` for a plain index (closed by `aclose`, or `async with`).
-    """
+    """`simhash_redis.open_index` for asyncio code: an `AsyncVerifiedIndex`, or an `AsyncSimhashIndex` for
+    a plain index (closed by `aclose`, or `async with`)."""
     # The embedded server may have to be started: a blocking wait, kept off the event loop.
     target = url or await asyncio.to_thread(default_url)
     client: Any = await run(client_from_url, target, asyncio=True)

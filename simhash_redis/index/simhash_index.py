@@ -300,8 +300,7 @@ class SimhashIndex:
                 `add_if_new` does, also against the documents earlier in the same call.
 
         Returns:
-            The outcome of each pair, in order; with unique, a stored near-duplicate (a Match, chosen
-            as `add_if_new` does) in place of the outcome for each document that was not stored.
+            The outcome of each pair, in order (unique: a stored near-duplicate for each one not stored).
 
         Raises:
             WriteContention: (unique) a document kept meeting concurrent writes; nothing of it was written.

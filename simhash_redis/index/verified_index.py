@@ -190,9 +190,6 @@ class VerifiedIndex:
             unique: as `add_if_new`: a stored near-duplicate in place of the outcome of each document
                 not stored (every sketch needed).
 
-        Returns:
-            Each document's outcome, or (unique) its stored near-duplicate.
-
         Raises:
             WriteContention: as `add_if_new`.
         """
