@@ -79,12 +79,7 @@ def _packed_width(f: int) -> int:
 
 def encode_ids(ids: list[str]) -> bytes:
     """A list of document ids as concatenated netstrings."""
-    out = bytearray()
-    for doc_id in ids:
-        raw = doc_id.encode()
-        out += b"%d:" % len(raw)
-        out += raw
-    return bytes(out)
+    return b"".join(netstring(doc_id.encode()) for doc_id in ids)
 
 
 def decode_ids(raw: bytes) -> list[str]:
