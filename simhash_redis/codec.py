@@ -63,8 +63,7 @@ def unpack_fps_many(values: list[bytes | None], f: int) -> list[list[bytes]]:
         return [unpack_fps(value, f) if value else [] for value in values]
     if any(value and len(value) % 8 for value in values):
         raise ValueError("a band value is no list of 8-byte fingerprints")
-    # Little-endian unsigned, read as signed: the stored form of a 64-bit fingerprint (and of a narrower
-    # one, which never has its top bit set).
+    # Little-endian unsigned, read as signed: the stored form of a fingerprint of 64 bits (or fewer).
     stored = [b"%d" % one for one in np.frombuffer(b"".join(v for v in values if v), dtype="<i8").tolist()]
     out, at = [], 0
     for value in values:
@@ -80,12 +79,7 @@ def _packed_width(f: int) -> int:
 
 def encode_ids(ids: list[str]) -> bytes:
     """A list of document ids as concatenated netstrings."""
-    out = bytearray()
-    for doc_id in ids:
-        raw = doc_id.encode()
-        out += b"%d:" % len(raw)
-        out += raw
-    return bytes(out)
+    return b"".join(netstring(doc_id.encode()) for doc_id in ids)
 
 
 def decode_ids(raw: bytes) -> list[str]:
@@ -128,8 +122,7 @@ def _netstrings(raw: bytes) -> list[bytes]:
     while pos < end:
         colon = raw.index(b":", pos)
         digits = raw[pos:colon]
-        # A sign or a space would let int() read a length that never advances; a leading zero is a length
-        # the Lua scripts, which find an id by its netstring's bytes, would not find.
+        # A sign or a space could make a length that never advances; a leading zero one Lua would not find.
         if not digits.isdigit() or (digits[:1] == b"0" and len(digits) > 1):
             raise ValueError(f"malformed netstring length {digits[:20]!r}")
         length = int(digits)
@@ -166,9 +159,8 @@ _PLAIN_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]+")
 
 
 def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
-    """Read a fingerprint written in hex or decimal (``0x8ffffffffffffff1``, ``8ffffffffffffff1``, ``-42``).
-
-    Negative decimals are read as f-bit two's complement (as Java longs and Redis store them).
+    """Read a fingerprint in hex or decimal (``0x8ffffffffffffff1``, ``8ffffffffffffff1``, ``-42``: f-bit
+    two's complement, as Java longs and Redis store them).
 
     Args:
         base: "auto", "hex" or "dec"; auto reads digits-only text as decimal.

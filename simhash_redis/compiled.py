@@ -1,8 +1,5 @@
 """The compiled core (`simhash_redis_native`, built from ``native/``): the one module that imports it.
-
-Importing it raises ImportError when the core is missing, lacks a kernel this package calls, or estimates
-otherwise than this package does (an older build is refused as a whole); the callers then run without it.
-"""
+ImportError when the core is missing, or older than this package (the callers then run without it)."""
 
 from __future__ import annotations
 
@@ -49,8 +46,7 @@ _missing = next((name for name in __all__ if not hasattr(_native, name)), None) 
 )
 _why = None if _missing is None else f"no {_missing}"
 if _why is None:
-    # The odd sketch's estimator changed without a new name (D rounded to z plus an even number): a pair of
-    # 27 shingles each, 6 bits apart, is at Jaccard 24 / 30 = 0.8 exactly in this package's.
+    # The odd sketch's estimator changed without a new name: 27 shingles each, 6 bits apart, is 0.8 here.
     _size = (27).to_bytes(2, "little")
     if _native.odd_estimate(bytes(126) + _size, b"\xfc" + bytes(125) + _size) != 0.8:
         _why = "its odd_estimate is not rounded"
@@ -88,11 +84,9 @@ unpack_column = _native.unpack_column
 column_buckets = _native.column_buckets
 #: How far whole SMEMBERS / HGETALL replies reach in bytes read off the wire (`wire.read_sets`).
 scan_sets = _native.scan_sets
-#: The value of each field (None where absent) in one HGETALL reply in its RESP form (a map, or fields
-#: and values in turn), only strings at field positions compared; ValueError if it is not one whole
-#: reply of bulk strings in pairs (`store.reads`, a single lookup's whole bucket).
+#: The value of each field (None where absent) in one HGETALL reply in its RESP form (ValueError if it is
+#: not one whole reply of bulk strings in pairs).
 hash_values = _native.hash_values
-#: The candidate filter's kernels, of parsed replies and of their RESP form: `fingerprinting.native.hits`
-#: checks their arguments.
+#: The candidate filter's kernels (`fingerprinting.native.hits` checks their arguments).
 hits = _native.hits
 hits_in_sets = _native.hits_in_sets

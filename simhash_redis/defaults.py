@@ -16,9 +16,8 @@ SHINGLE_SIZE = 3
 FEATURES = "shingles"
 #: Seed of every xxhash call: fixed, so fingerprints are identical on every machine and process.
 SEED = 0
-#: New indexes whose layout makes a query read back this share of the stored fingerprints or more are
-#: refused (`Layout.read_fraction`), and `plan` never recommends one: pigeonhole tables at f = 64 reach it
-#: at k = 11 (a quarter).
+#: New indexes whose layout makes a query read back this share of the fingerprints (`Layout.read_fraction`)
+#: are refused, and `plan` never recommends one.
 MAX_READ_FRACTION = 0.25
 #: Number of hash buckets for the id map; each stays a compact listpack while it holds <= 128 ids.
 ID_BUCKETS = 1 << 17

@@ -27,9 +27,8 @@ __all__ = [
 class SimhashRedisError(Exception):
     """The root of every exception simhash-redis raises.
 
-    A message whose advice names the library's own arguments or methods is "problem: hint", kept apart
-    in the attributes `problem`, `hint` and `remedy` (None without a hint), so that a caller which speaks
-    other words (the command line) can give its own advice.
+    A message with advice is "problem: hint", kept apart in `problem`, `hint` and `remedy` (None without
+    a hint), so that a caller which speaks other words (the command line) can give its own advice.
 
     Args:
         hint: what to do, in the library's words.
@@ -60,10 +59,7 @@ class InvalidType(SimhashRedisError, TypeError):
 
 
 class ConfigurationMismatch(SimhashRedisError):
-    """The index stored in Redis was created with another configuration (f, k, layout, scheme, ...).
-
-    Open it without configuration arguments to adopt the stored one, or use another index name.
-    """
+    """The index stored in Redis was created with another configuration (f, k, layout, scheme, ...)."""
 
 
 class IndexNotFound(SimhashRedisError):
@@ -75,10 +71,7 @@ class IndexCorrupted(SimhashRedisError):
 
 
 class WriteContention(SimhashRedisError):
-    """Documents kept meeting concurrent writes to the same ids or tables; nothing of them was written.
-
-    Every write is idempotent: run the same operation again once the other writers have moved on.
-    """
+    """Documents kept meeting concurrent writes to their ids or tables; nothing of them was written: rerun."""
 
 
 class InputError(SimhashRedisError, ValueError):
@@ -87,8 +80,7 @@ class InputError(SimhashRedisError, ValueError):
     Attributes:
         source: the file name (or ``<stdin>``) the record came from.
         line: the 1-based line number of the record, or None where lines do not apply.
-        fatal: the input cannot be read past this point (truncated or corrupt compressed data): a load
-            stops there and fails.
+        fatal: the input cannot be read past this point (corrupt compressed data): a load fails there.
     """
 
     def __init__(self, source: str, line: int | None, reason: str, fatal: bool = False) -> None:
@@ -110,10 +102,7 @@ class TooManyErrors(SimhashRedisError):
 
 class RedisUnavailable(SimhashRedisError, ConnectionError):
     """The Redis server could not be reached, or closed the connection, after the configured retries (or
-    refuses writes for now: a read-only replica, a failed save).
-
-    Every write is idempotent: repeat the operation as a whole once the server is back.
-    """
+    refuses writes for now: a read-only replica, a failed save); every write is idempotent: repeat it."""
 
 
 class RedisAuthError(RedisUnavailable):
@@ -141,8 +130,8 @@ class RedisTimeout(RedisUnavailable, TimeoutError):
 
 
 class RedisOutOfMemory(RedisUnavailable):
-    """The server reached ``maxmemory`` under ``noeviction`` and refused a write (on a standalone server no
-    document is left half-written): free memory, or raise maxmemory, and run the same operation again."""
+    """The server reached ``maxmemory`` under ``noeviction`` and refused a write (no document half-written
+    on a standalone server)."""
 
 
 #: The openings of the transport's connection messages that a caller saying so itself leaves out.
@@ -152,6 +141,5 @@ _LEAD = re.compile(
 
 
 def detail(exc: BaseException) -> str:
-    """An error's message without an opening "cannot reach Redis: " or "Redis refused the credentials: ",
-    for a caller whose own words already say it."""
+    """An error's message without its opening ("cannot reach Redis: ", ...), for a caller that says it."""
     return _LEAD.sub("", str(exc))

@@ -36,6 +36,5 @@ class Outcome(str, enum.Enum):
 
 
 def duplicate_of(doc_id: str, matches: list[Match]) -> Match | None:
-    """The stored near-duplicate to report for a document not stored, among its matches (nearest first):
-    its own entry when its id is among them (a resumed load then tells "already stored"), else the nearest."""
+    """The stored near-duplicate to report among a document's matches: its own entry, else the nearest."""
     return next((m for m in matches if m.id == doc_id), matches[0] if matches else None)

@@ -8,8 +8,6 @@ from ..transport.greenlet_bridge import GREENLET, greenlet_installed
 if not greenlet_installed():  # pragma: no cover - only without the `asyncio` extra
     raise ImportError(GREENLET)
 
-from .index import AsyncSimhashIndex
-from .opening import open_index
-from .verified import AsyncVerifiedIndex
+from .index import AsyncSimhashIndex, AsyncVerifiedIndex, open_index
 
 __all__ = ["AsyncSimhashIndex", "AsyncVerifiedIndex", "open_index"]

@@ -1,5 +1,4 @@
-"""What both asyncio index classes share: a client, opening on first use, closing, `async with`, and
-`awaited`, which makes a method of the synchronous index an awaited one."""
+"""What both asyncio index classes share: a client, opening on first use, closing, and `awaited`."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from ..errors import InvalidType, SimhashRedisError
-from ..index import SimhashIndex
+from ..index import SimhashIndex, VerifiedIndex
 from ..store import IndexConfig, Layout
 from ..transport import client_from_url, is_asyncio_client
 from ..transport.greenlet_bridge import run
@@ -26,8 +25,10 @@ R = TypeVar("R")
 
 
 class AsyncHandle(Generic[Sync]):
-    """A synchronous index opened on first use inside the bridge, and the redis.asyncio client it talks
-    through (InvalidType for another client)."""
+    """A synchronous index opened on first use in the bridge, and its redis.asyncio client."""
+
+    #: Opens the synchronous index (client, name, **options), in the bridge: it may talk to the server.
+    _opener: Callable[..., Sync]
 
     def __init__(self, client: Any, name: str, **options: Any) -> None:
         self.client = asyncio_client(client)
@@ -45,18 +46,9 @@ class AsyncHandle(Generic[Sync]):
         """Use a synchronous index opened already on this handle's client: the first call opens nothing."""
         self._index = index
 
-    def _make(self, client: Any, name: str, options: dict[str, Any]) -> Sync:
-        """The synchronous index, opened (run in the bridge: it may talk to the server)."""
-        raise NotImplementedError
-
-    def _plain(self, index: Sync) -> SimhashIndex:
-        """The `SimhashIndex` of an opened index (itself, or the one a verified index wraps)."""
-        raise NotImplementedError
-
     @classmethod
     async def from_url(cls: type[H], url: str, name: str, **kwargs: Any) -> H:
-        """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`); errors
-        as the synchronous index's."""
+        """Open an index on the server at a redis://, rediss:// or unix:// URL (closed by `aclose`)."""
         client = await run(client_from_url, url, asyncio=True)
         index = cls(client, name, **kwargs)
         index.owns_client = True
@@ -82,7 +74,6 @@ class AsyncHandle(Generic[Sync]):
             await self.client.aclose()
 
     async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """The opened index's method `name`, run in the bridge (SimhashRedisError once closed)."""
         self._running += 1  # from before opening, which `aclose` may otherwise close the client under
         try:
             return await run(getattr(await self._opened(), name), *args, **kwargs)
@@ -106,42 +97,46 @@ class AsyncHandle(Generic[Sync]):
         if index is None:
             async with self._opening:
                 if self._index is None:
-                    self._index = await run(self._make, self.client, self.name, self._options)
+                    self._index = await run(self._opener, self.client, self.name, **self._options)
                 index = self._index
         return index
 
     @property
     def index(self) -> Sync:
-        """The opened synchronous index (for its configuration and fingerprints: no I/O); SimhashRedisError
-        before it is open (await `open()` or use `async with`)."""
+        """The opened synchronous index (no I/O); SimhashRedisError before it is open."""
         if self._index is None:
             raise SimhashRedisError(f"index {self.name!r} is not open yet: await index.open() first")
         return self._index
 
     @property
+    def _plain(self) -> SimhashIndex:
+        index = self.index
+        return index.index if isinstance(index, VerifiedIndex) else index  # type: ignore[return-value]
+
+    @property
     def config(self) -> IndexConfig:
         """The stored configuration (f, k, layout, scheme, ...), once open."""
-        return self._plain(self.index).config
+        return self._plain.config
 
     @property
     def f(self) -> int:
         """Fingerprint width in bits, once open."""
-        return self._plain(self.index).f
+        return self._plain.f
 
     @property
     def k(self) -> int:
         """The largest distance near() answers for, once open."""
-        return self._plain(self.index).k
+        return self._plain.k
 
     @property
     def layout(self) -> Layout:
         """The table layout, once open."""
-        return self._plain(self.index).layout
+        return self._plain.layout
 
     @property
     def cluster(self) -> bool:
         """Whether the index runs on Redis Cluster, once open."""
-        return self._plain(self.index).cluster
+        return self._plain.cluster
 
     def __repr__(self) -> str:
         state = repr(self._index) if self._index is not None else f"name={self.name!r}, not open"
@@ -151,9 +146,7 @@ class AsyncHandle(Generic[Sync]):
 def awaited(
     method: Callable[Concatenate[Any, P], R],
 ) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
-    """A handle's method that runs the method of that name of its opened index in the bridge: `method`'s
-    signature, documentation, results and errors."""
-
+    """A handle's method that runs the method of that name of its opened index in the bridge."""
     signature = inspect.signature(method)
     name = method.__name__
 
@@ -173,7 +166,6 @@ def awaited(
 
 
 def asyncio_client(client: Any) -> Any:
-    """The client, if it is redis.asyncio's (else InvalidType)."""
     if not is_asyncio_client(client):
         kind = type(client)
         raise InvalidType(

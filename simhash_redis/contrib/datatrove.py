@@ -13,8 +13,7 @@ from .new_documents import NewDocuments
 
 __all__ = ["NearDuplicateFilter"]
 
-#: Why a document was dropped, in datatrove's stats (``dropped_near_duplicate``) and, with an exclusion
-#: writer, in its metadata (``filter_reason``, beside ``duplicate_of``).
+#: Why a document was dropped, in datatrove's stats and an exclusion writer's metadata (``filter_reason``).
 REASON = "near_duplicate"
 
 
@@ -26,8 +25,8 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
         index: the index name every task (and every run) shares.
         verified: True to confirm near-duplicates with stored sketches, False for plain SimHash; None (the
             default): verified for a new index, the stored mode for an existing one.
-        exclusion_writer: a datatrove writer that saves the dropped documents, each with the id of the stored
-            near-duplicate that dropped it (metadata ``duplicate_of``).
+        exclusion_writer: a datatrove writer that saves the dropped documents (``duplicate_of``: the stored
+            near-duplicate's id).
         **options: the index's other settings (k, prefix, threshold, ...), used when it is created.
     """
 
@@ -51,8 +50,7 @@ class NearDuplicateFilter(BaseFilter):  # type: ignore[misc]
         return self.filter_batch([doc])[0]
 
     def filter_batch(self, batch: list[Document]) -> list[bool | tuple[bool, str]]:
-        """Each document's verdict, the batch checked and stored in one call (on an error, the task fails:
-        run it again)."""
+        """Each document's verdict, the batch checked and stored in one call."""
         found = self.documents.check([str(doc.id) for doc in batch], [doc.text for doc in batch])
         verdicts: list[bool | tuple[bool, str]] = []
         for doc, match in zip(batch, found, strict=True):

@@ -20,9 +20,9 @@ class NewDocuments:
     """Checks and stores batches of documents in a shared index, from any process: a Hugging Face ``datasets``
     filter (``dataset.filter(keep, batched=True, num_proc=8)``) or a datatrove step.
 
-    A document is kept when it is stored now, or was stored before under its own id (a run again after a
-    crash keeps what it kept); it is dropped when another id's near-duplicate is stored, so ids must name
-    documents across every run and snapshot. Pickled, it is its settings alone.
+    A document is kept when it is stored now, or was stored before under its own id; it is dropped when
+    another id's near-duplicate is stored, so ids must name documents across every run and snapshot.
+    Pickled, it is its settings alone.
 
     Args:
         url: the Redis server's URL (credentials in it never appear in messages).
@@ -60,12 +60,9 @@ class NewDocuments:
         return self._opened[1]
 
     def check(self, ids: Sequence[str], texts: Sequence[str]) -> list[Match | VerifiedMatch | None]:
-        """Store each document unless another id's near-duplicate is stored, atomically (of the workers
-        that meet copies of one text, exactly one keeps it); in order, None for each document kept, else
-        the stored near-duplicate that drops it. An empty (or white-space) text is kept and not stored
-        (the index refuses it), as the Scrapy pipeline passes it on. A malformed id or text: nothing of
-        the batch is written.
-        """
+        """Store each document unless another id's near-duplicate is stored, atomically; in order, None
+        for each document kept, else the stored near-duplicate that drops it. An empty text is kept, not
+        stored; a malformed id or text: nothing of the batch is written."""
         if len(ids) != len(texts):
             raise InvalidArgument(f"{len(ids)} ids for {len(texts)} texts")
         pairs = [(doc_id, text) for doc_id, text in zip(ids, texts, strict=True) if not blank(text)]
@@ -91,7 +88,7 @@ class NewDocuments:
 
     def verdicts(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
         """For ``dataset.map(keep.verdicts, batched=True)``: each row's ``duplicate_of`` (None: kept),
-        ``distance`` and ``jaccard`` (None unless verified), to filter or study later."""
+        ``distance`` and ``jaccard`` (None unless verified)."""
         found = self.check(*self._columns(batch))
         return {
             "duplicate_of": [None if m is None else m.id for m in found],

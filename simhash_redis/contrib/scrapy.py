@@ -51,8 +51,7 @@ ON_ERROR = ("drop", "keep", "stop")
 #: The reason a crawl closed by SIMHASH_REDIS_ON_ERROR = "stop" finishes with (its finish_reason stat).
 STOP_REASON = "simhash_redis_error"
 
-#: The setting that states each argument of the index's configuration (a ConfigurationMismatch's remedy
-#: "without-ARG" names the argument).
+#: The setting of each argument a ConfigurationMismatch's remedy "without-ARG" may name.
 _SETTINGS = {
     "k": "SIMHASH_REDIS_K",
     "retention": "SIMHASH_REDIS_RETENTION",
@@ -74,8 +73,7 @@ def _text_getter(setting: object, field: str) -> Callable[[Any], object]:
 
 
 def _typed(settings: Any, name: str, kind: str) -> Any:
-    """A setting read with its type's getter (getfloat, getint, getbool), None if not set (0 is a value),
-    InvalidArgument if malformed."""
+    """A setting read with its type's getter, None if not set (0 is a value), InvalidArgument if malformed."""
     if settings.get(name) is None:
         return None
     try:
@@ -84,15 +82,8 @@ def _typed(settings: Any, name: str, kind: str) -> Any:
         raise InvalidArgument(f"{name} must be a {kind}, got {settings.get(name)!r}") from None
 
 
-def _on_error(value: object) -> str:
-    """SIMHASH_REDIS_ON_ERROR, checked."""
-    if value not in ON_ERROR:
-        raise InvalidArgument(f"SIMHASH_REDIS_ON_ERROR must be one of {', '.join(ON_ERROR)}, got {value!r}")
-    return str(value)
-
-
 def _on_asyncio() -> bool:
-    """Whether the crawl runs on an asyncio loop (and the asyncio API can run: it needs greenlet)."""
+    """Whether the crawl runs on an asyncio loop, and the asyncio API (greenlet) can run."""
     try:
         from scrapy.utils.asyncio import is_asyncio_available  # Scrapy 2.14+
     except ImportError:
@@ -101,8 +92,7 @@ def _on_asyncio() -> bool:
 
 
 def _hook_result(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
-    """What open_spider / close_spider return to run a coroutine: itself where Scrapy awaits one, else a
-    Deferred (Scrapy 2.11-2.13 drop a coroutine unawaited)."""
+    """A coroutine as open_spider / close_spider return it (a Deferred for Scrapy 2.11-2.13)."""
     if hasattr(ItemPipelineManager, "open_spider_async"):
         return coroutine
     from scrapy.utils.defer import deferred_from_coro
@@ -112,8 +102,7 @@ def _hook_result(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
 
 
 def _retention(retention: object, sliding: bool) -> Retention | None:
-    """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING; read here, so that a malformed one
-    stops the crawl before it starts, named."""
+    """SIMHASH_REDIS_RETENTION, made sliding by SIMHASH_REDIS_SLIDING (a malformed one named)."""
     if retention is None:
         if sliding:
             raise InvalidArgument("SIMHASH_REDIS_SLIDING needs SIMHASH_REDIS_RETENTION")
@@ -127,27 +116,25 @@ def _retention(retention: object, sliding: bool) -> Retention | None:
 
 
 class NearDuplicatePipeline:
-    """Drops an item whose text is a near-duplicate of one already stored (`add_if_new`: of the spiders
-    that meet copies of one page, exactly one keeps its item); stores the others.
+    """Drops an item whose text is a near-duplicate of one stored (`add_if_new`: of the spiders that meet
+    copies of one page, exactly one keeps its item); stores the others.
 
     Args:
         url: the Redis server's URL (credentials never appear in messages or logs).
         index: the index name, shared by every spider that should see the same pages.
         text: a function of an item giving its text (from_crawler makes it from SIMHASH_REDIS_TEXT or
             SIMHASH_REDIS_TEXT_FIELD).
-        id_field: the item field naming a document; an item without it is named by a hash of its text,
-            one whose id is too long to store by a hash of the id.
-        k: the largest distance of a near-duplicate, used when the index is created (an existing index
-            keeps its own; another value given here is refused).
+        id_field: the item field naming a document (without it: a hash of the text; too long: of the id).
+        k: the largest distance of a near-duplicate, used when the index is created (an existing
+            index's other k is refused).
         retention: forget a page this long after it was stored ("30d", seconds, a timedelta, or a
-            `Retention`), used when the index is created, like k.
+            `Retention`), like k.
         verified: True for a verified index, False for a plain one; None (the default): verified for a
             new index, the stored mode for an existing one.
         threshold: the verified mode's Jaccard threshold, used when the index is created (default 0.8).
         text_field: the item field `text` reads, if it reads one: items without it are warned of once.
-        on_error: what to do with an item whose check fails (Redis unreachable, say): "drop" it (the
-            error is raised, and Scrapy drops the item), "keep" it (passed on unchecked), or "stop" the
-            crawl (the item dropped; needs `crawler`).
+        on_error: what to do with an item whose check fails: "drop" it (the error is raised), "keep" it
+            (passed on unchecked), or "stop" the crawl (the item dropped; needs `crawler`).
         crawler: the crawl, which "stop" closes.
 
     Raises:
@@ -184,7 +171,11 @@ class NearDuplicatePipeline:
         self.url, self.index_name, self.text, self.id_field = url, index, text, id_field
         self.k, self.prefix, self.retention = k, prefix, retention
         self.verified, self.threshold = verified, threshold
-        self.text_field, self.on_error, self.crawler = text_field, _on_error(on_error), crawler
+        if on_error not in ON_ERROR:
+            raise InvalidArgument(
+                f"SIMHASH_REDIS_ON_ERROR must be one of {', '.join(ON_ERROR)}, got {on_error!r}"
+            )
+        self.text_field, self.on_error, self.crawler = text_field, on_error, crawler
         #: The settings already warned of this crawl (a warning per crawl, not per item).
         self._warned: set[str] = set()
         #: Whether the last check failed (on_error "keep" warns once per outage), and the crawl is closing.
@@ -198,8 +189,7 @@ class NearDuplicatePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
-        """The pipeline as the crawl's settings describe it (SIMHASH_REDIS_*); InvalidArgument, which
-        stops the crawl at its start, for a setting it cannot use."""
+        """The pipeline as the crawl's settings describe it; InvalidArgument for a setting it cannot use."""
         settings = crawler.settings
         threshold = _typed(settings, "SIMHASH_REDIS_THRESHOLD", "float")  # given: verified
         if threshold is not None and not 0 <= threshold <= 1:
@@ -229,12 +219,10 @@ class NearDuplicatePipeline:
         return pipeline
 
     def open_spider(self, spider: object = None) -> Awaitable[None] | None:
-        """Open (or create) the index; where the crawl runs on asyncio (`AsyncSimhashIndex`: a write
-        never blocks the crawl), return the awaitable that does.
+        """Open (or create) the index; on asyncio, return the awaitable that does (writes never block).
 
         Raises:
-            ConfigurationMismatch: the index exists with another k, retention or threshold (the message
-                names the setting), or in the other mode than SIMHASH_REDIS_VERIFIED asks for.
+            ConfigurationMismatch: the index exists with another k, retention, threshold or mode.
         """
         if _on_asyncio():
             return _hook_result(self._open_async())
@@ -256,8 +244,7 @@ class NearDuplicatePipeline:
         self._opened("asyncio", isinstance(self.async_index, AsyncVerifiedIndex))
 
     def _in_settings_words(self, exc: ConfigurationMismatch) -> ConfigurationMismatch:
-        """The refusal of a setting the stored index disagrees with, naming the setting (the library's
-        message names its argument: k)."""
+        """The refusal of a setting the stored index disagrees with, naming the setting."""
         argument = (exc.remedy or "").removeprefix("without-")
         setting = _SETTINGS.get(argument) if (exc.remedy or "").startswith("without-") else None
         if setting is None:
@@ -298,8 +285,7 @@ class NearDuplicatePipeline:
         return None
 
     async def process_item(self, item: Any, spider: object = None) -> Any:
-        """Store the item's fingerprint and pass the item on, or drop it (DropItem, naming the stored copy
-        and its distance) as a near-duplicate, also of this id's own stored text."""
+        """Store the item's fingerprint and pass it on, or drop it (DropItem) as a near-duplicate."""
         text = self.text(item)
         if self.text_field is not None and text is None:
             self._warn_missing("SIMHASH_REDIS_TEXT_FIELD", self.text_field, item, "pass on unchecked")
@@ -340,8 +326,6 @@ class NearDuplicatePipeline:
         raise DropItem(f"near-duplicate of {match.id} ({how})")
 
     def _failed(self, item: Any, doc_id: str, exc: Exception) -> Any:
-        """What SIMHASH_REDIS_ON_ERROR says to do with an item whose check failed: raise (drop), pass it on,
-        or drop it and close the crawl."""
         self._inc(ERRORS)
         if self.on_error == "keep":
             self._inc(UNCHECKED)
@@ -366,8 +350,7 @@ class NearDuplicatePipeline:
         raise exc
 
     def _close_crawl(self) -> None:
-        """Ask the engine to close the crawl, not waiting for it (it waits for the items in flight, this one
-        among them)."""
+        """Ask the engine to close the crawl, not waiting for it (it waits for this item)."""
         from scrapy.utils.defer import deferred_from_coro
 
         assert self.crawler is not None and self.crawler.engine is not None
@@ -394,7 +377,6 @@ class NearDuplicatePipeline:
 
     @staticmethod
     def _doc_id(value: object, text: str) -> str:
-        """The item's id field if it can be stored as one, else a hash of it (or of the text, if none)."""
         if isinstance(value, (list, tuple)) and len(value) == 1:  # an ItemLoader's field
             value = value[0]
         if isinstance(value, int) and not isinstance(value, bool):  # a database's key, say

@@ -55,8 +55,7 @@ def check_options(backoff: object, batch_size: object) -> int:
 
 
 def check_client(client: object) -> None:
-    """Refuse (InvalidType) a client the index cannot use, saying what to use instead (an asyncio
-    client is taken only inside a call of `AsyncSimhashIndex`, which runs this class)."""
+    """Refuse (InvalidType) a client the index cannot use (an asyncio one outside `AsyncSimhashIndex`)."""
     if isinstance(client, (redis.Redis, RedisCluster)) or (is_asyncio_client(client) and bridged()):
         return
     kind = type(client)
@@ -102,11 +101,7 @@ def check_fp(value: Any, f: int) -> int:
 
 
 def check_max_candidates(cap: object) -> int | None:
-    """A verified index's max_candidates: a positive integer (numpy's too) or None.
-
-    Raises:
-        InvalidArgument: 0, a negative number, a bool, or not an integer.
-    """
+    """A verified index's max_candidates: a positive integer (numpy's too) or None, else InvalidArgument."""
     if cap is None:
         return None
     if not is_integer(cap) or operator.index(cap) < 1:  # type: ignore[arg-type]
@@ -131,8 +126,7 @@ def blank(doc: object) -> bool:
 
 
 def check_text(doc: object, position: int | None = None) -> None:
-    """Refuse (InvalidArgument) a `blank` text, as the CLI does: it has no word to fingerprint, and its
-    fingerprint, 0, would make it a near-duplicate of every other empty page."""
+    """Refuse (InvalidArgument) a `blank` text, as the CLI does."""
     if blank(doc):
         where = "" if position is None else f" (document {position} of the call)"
         raise InvalidArgument(
@@ -142,8 +136,7 @@ def check_text(doc: object, position: int | None = None) -> None:
 
 
 def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], list[int]]) -> list[int]:
-    """The fingerprints of documents: ints checked, texts checked (`check_text`), then fingerprinted in one
-    batch."""
+    """The fingerprints of documents: ints checked, texts checked then fingerprinted in one batch."""
     docs = as_batch(docs, "docs")
     out: list[int | None] = [None] * len(docs)
     texts: list[Any] = []
@@ -155,7 +148,6 @@ def fingerprints(docs: Sequence[Any], f: int, of_texts: Callable[[list[Any]], li
             check_text(doc, i if len(docs) > 1 else None)
             texts.append(doc)
             where.append(i)
-    # Precomputed fingerprints alone: no text engine to set up.
     for i, fp in zip(where, of_texts(texts) if texts else [], strict=True):
         out[i] = fp
     return out  # type: ignore[return-value]

@@ -1,7 +1,5 @@
-"""The batch forms of the index's calls: the whole argument checked first (a refused call writes
-nothing), then sent batch by batch, progress reported after each; and bulk loads (`bulk_add`): pairs
-read a window at a time, checked and fingerprinted, then written by the store's grouped bulk path
-(`store.bulk.BulkWrites`)."""
+"""The batch forms of the index's calls (the whole argument checked first, then sent batch by batch), and
+bulk loads (`bulk_add`: a window at a time, written by the store's grouped bulk path)."""
 
 from __future__ import annotations
 
@@ -57,7 +55,6 @@ class Target(Protocol):
 
 
 def check_progress(on_progress: object) -> BatchProgress | None:
-    """The progress callback (None or a callable), checked."""
     if on_progress is not None and not callable(on_progress):
         raise InvalidType(f"on_progress must be callable, got {type(on_progress).__name__}")
     return on_progress
@@ -66,7 +63,6 @@ def check_progress(on_progress: object) -> BatchProgress | None:
 def remove_many(
     index: Target, writes: Writes, ids: Iterable[str], on_progress: BatchProgress | None
 ) -> list[bool]:
-    """Check every id, then remove a batch at a time."""
     raws = [encode_id(doc_id) for doc_id in as_batch(ids, "ids")]
     return in_batches(index.batch_size, on_progress, functools.partial(_remove, writes), raws)
 
@@ -93,7 +89,7 @@ def in_batches(
 
 
 def apply(writes: Writes, f: int, raws: Sequence[bytes], fps: Sequence[int]) -> list[Outcome]:
-    """One atomic script call storing documents (precomputed fingerprints: ints or numpy's)."""
+    """One atomic script call storing documents (fingerprints: ints or numpy's)."""
     ints = [int(fp) for fp in fps]
     applied = writes.apply([(raw, encode_fp(fp, f), None) for raw, fp in zip(raws, ints, strict=True)], ints)
     # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
@@ -113,7 +109,6 @@ def bulk_add(
     window: int = DEFAULT_WINDOW,
     on_progress: Progress | None = None,
 ) -> list[Outcome]:
-    """Write (id, document) pairs a window at a time, each window checked before it is written."""
     _check(window, on_progress)
     columns = (_unzipped(batch) for batch in chunks(iterable(items, "items"), window))
     return bulk_add_columns(index, writes, columns, window, on_progress)
@@ -126,10 +121,8 @@ def bulk_add_columns(
     window: int = DEFAULT_WINDOW,
     on_progress: Progress | None = None,
 ) -> list[Outcome]:
-    """`bulk_add` of documents given as batches of two parallel lists, ids and documents."""
     _check(window, on_progress)
-    # With a retention window, atomic script calls a batch at a time: every key must expire with its
-    # period, which the grouped commands do not set.
+    # With a retention window, atomic script calls: the grouped commands set no expiry.
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size) if index.windows is None else None
     f = index.f
     outcomes: list[Outcome] = []
@@ -149,8 +142,7 @@ def bulk_add_columns(
 def bulk_add_sketched(
     index: Target, writes: Writes, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes]
 ) -> list[Outcome]:
-    """One window of a verified index's documents, each written with its sketch (stored form, b"" for
-    none) by the grouped bulk path."""
+    """One window of a verified index's documents with their stored sketches (b"": none), grouped."""
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
     raws = _encode_ids(list(ids))
     writes.check()
@@ -164,7 +156,6 @@ def _check(window: object, on_progress: object) -> None:
 
 
 def _unzipped(batch: list[Any]) -> tuple[list[Any], list[Any]]:
-    """A window of pairs as two lists, ids and documents."""
     if set(map(type, batch)) != {tuple} or set(map(len, batch)) != {2}:
         check_pairs(batch)  # says which item is not a pair
     ids, docs = zip(*batch, strict=True)
@@ -222,7 +213,7 @@ def _shape(batch: object) -> str:
 
 
 def _encode_ids(ids: list[Any]) -> list[bytes]:
-    """The window's ids encoded: plain str ids of a valid length in one pass, else `encode_id` each."""
+    """The window's ids encoded (plain str ids of a valid length in one pass)."""
     if set(map(type, ids)) == {str}:
         try:
             raw = [doc_id.encode() for doc_id in ids]
@@ -237,7 +228,7 @@ def _encode_ids(ids: list[Any]) -> list[bytes]:
 def _fingerprints(
     docs: list[Any], f: int, fingerprint_many: Callable[[Sequence[Any]], list[int]]
 ) -> npt.NDArray[Any] | list[int]:
-    """The window's fingerprints: precomputed ints checked in one numpy pass, else `fingerprint_many`."""
+    """The window's fingerprints (precomputed ints checked in one numpy pass)."""
     if f <= 64 and set(map(type, docs)) == {int}:
         try:
             values = np.fromiter(docs, dtype=np.uint64, count=len(docs))

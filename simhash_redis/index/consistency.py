@@ -44,10 +44,8 @@ class _Target(NamedTuple):
 def check_consistency(
     store: Store, f: int, tables: int, repair: bool = False, verification: Verification | None = None
 ) -> VerifyReport:
-    """Check every id, fingerprint and table entry of an index against the others. On a standalone server
-    each problem found is checked again, and fixed, in one atomic step with the keys it names, so writers
-    beside it cause no false problem and no fix undoes their writes; on a cluster a write in flight can
-    still look like an inconsistency (docs/guarantees.md)."""
+    """Check every id, fingerprint and table entry of an index against the others (on a standalone server
+    each problem is checked again, and fixed, in one atomic step with its keys: docs/guarantees.md)."""
     report = VerifyReport(repaired=repair)
     target = _Target(store, f, tables, repair)
     if find_wrong_types(store, report, store.scan("all")):
@@ -62,8 +60,7 @@ def check_consistency(
         entries, drops = [], []
         for key, reply in zip(bucket_keys, contents, strict=True):
             for doc_id, fp in reply:
-                # An id is UTF-8 (it decodes back to itself), a fingerprint one of this width: else no call
-                # can read the entry (another program's), and the repair deletes it.
+                # Else no call can read the entry (another program's): the repair deletes it.
                 if _fingerprint(fp, target.f) is None or doc_id.decode(errors="replace").encode() != doc_id:
                     report.found("malformed id-map entry", f"{doc_id!r} -> {fp!r} in {key.decode()}")
                     drops.append((b"HDEL", key, doc_id))
@@ -73,10 +70,9 @@ def check_consistency(
             store.execute(drops)
         report.docs += len(entries)
         for chunk in chunks(entries, _BATCH):
-            _check_ids(target, report, chunk, repair)
+            _check_ids(target, report, chunk)
 
-    # 2. The fingerprint map: every listed id must map back to it; tables must hold it. Sketches kept
-    # beside the ids (verified mode) must be of ids having that fingerprint.
+    # 2. The fingerprint map: every listed id must map back to it, and its sketches be of such ids.
     with_sketch = 0
     for bucket_keys in store.scan("fp"):
         seen["fp"].update(bucket_keys)
@@ -93,10 +89,10 @@ def check_consistency(
                 else:
                     moved.append((key, name, value))
         for chunk in chunks(placed, _BATCH):
-            report.fingerprints += _check_fingerprints(target, report, chunk, repair)
+            report.fingerprints += _check_fingerprints(target, report, chunk)
         for chunk in chunks(sketches, _BATCH):
             with_sketch += check_sketches(store, report, chunk, verification, repair, f)
-        with_sketch += _move_sketches(target, report, moved, repair)
+        with_sketch += _move_sketches(target, report, moved)
 
     # 3. The tables: every member must have a fingerprint-map entry and sit in the right bucket.
     for t in range(tables):
@@ -105,7 +101,7 @@ def check_consistency(
             members = _typed(report, table_keys, replies)
             found = [(key, fp) for key, fps in zip(table_keys, members, strict=True) for fp in fps]
             for chunk in chunks(found, _BATCH):
-                _check_tables(target, report, t, chunk, repair)
+                _check_tables(target, report, t, chunk)
 
     if verification is not None and verification.bands:
         check_bands(store, report, verification, repair, f)
@@ -126,9 +122,7 @@ def check_consistency(
 def _recount(
     store: Store, seen: dict[KeyKind, set[bytes]], sketched: bool, repair: bool
 ) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The maps' sizes and the counts hash read at one moment (`Store.recount`) over every map bucket listed
-    so far, listed again while new ones appear (a writer makes them); on repair the hash is set in a step
-    over the same buckets. As `Store.recount`."""
+    """`Store.recount` over every map bucket listed so far, listed again while writers make new ones."""
     found = ((0, 0), (0, 0))
     for _ in range(_RECOUNTS):
         found = store.recount(sorted(seen["id"]), sorted(seen["fp"]), sketched=sketched, repair=False)
@@ -178,12 +172,9 @@ def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[
     return found
 
 
-def _move_sketches(
-    target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]], repair: bool
-) -> int:
-    """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's
-    (a hand edit); on repair, move each stored document's sketch to where step 1 listed its id (a
-    sketch cannot be made again without the text). The number of those."""
+def _move_sketches(target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]]) -> int:
+    """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's; on
+    repair, move each stored document's sketch to its own. The number of those."""
     keys, run = target.keys, target.store.execute
     pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
     for key, name, raw in entries:
@@ -195,7 +186,7 @@ def _move_sketches(
             report.found("malformed sketches", f"{name.decode(errors='replace')}: {raw[:40]!r}")
     owners = run([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
     stored = [pair for pair, owner in zip(pairs, owners, strict=True) if owner == pair[0]]
-    if repair and entries:
+    if target.repair and entries:
         calls = [
             FP_IDS.command([keys.fp_bucket(fp)], [b"m", fp, doc_id, b"", sketch])
             for fp, doc_id, sketch in stored
@@ -205,19 +196,17 @@ def _move_sketches(
     return len(stored)
 
 
-def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]], repair: bool) -> None:
+def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]]) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
     keys, run, tables = target.keys, target.store.execute, target.tables
-    # Each fingerprint's list read and decoded once: a page copied under thousands of ids made this
-    # step quadratic (2,000 copies, 6 s).
+    # Each fingerprint's list read and decoded once: a page copied under thousands of ids, else quadratic.
     distinct = list(dict.fromkeys(fp for _, fp in chunk))
     replies = run([(b"HGET", keys.fp_bucket(fp), fp) for fp in distinct])
     listed: dict[bytes, tuple[bytes | None, frozenset[str] | None]] = {}
     for fp, raw in zip(distinct, replies, strict=True):
         decoded = _ids(raw) if raw is not None else []
         listed[fp] = (raw, None if decoded is None else frozenset(decoded))
-    # Keys of the wrong type were listed first (and stopped the check): an error here is raised, not
-    # taken for a member (an ACL user without SISMEMBER once passed every check).
+    # An error here is raised, not taken for a member (an ACL refusal: keys of the wrong type stopped us).
     member = run([(b"SISMEMBER", t, fp) for _, fp in chunk for t in keys.tables(decode_fp(fp, target.f))])
     resets: list[Any] = []
     additions: list[tuple[bytes, bytes]] = []
@@ -233,30 +222,12 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
         if ids is None:
             additions.append((doc_id, fp))
         elif doc_id.decode() not in ids:
-            id_keys = [keys.id_bucket(doc_id), keys.fp_bucket(fp)]
-            found.append(
-                (
-                    "id missing from fingerprint map",
-                    f"{doc_id!r} -> {fp.decode()}",
-                    b"listed",
-                    id_keys,
-                    fp,
-                    doc_id,
-                )
-            )
+            detail, id_keys = f"{doc_id!r} -> {fp.decode()}", [keys.id_bucket(doc_id), keys.fp_bucket(fp)]
+            found.append(("id missing from fingerprint map", detail, b"listed", id_keys, fp, doc_id))
         for t, key in enumerate(keys.tables(decode_fp(fp, target.f))):
             if member[n * tables + t] == 0:
-                detail = f"{fp.decode()} not in {key.decode()}"
-                found.append(
-                    (
-                        "fingerprint missing from table",
-                        detail,
-                        b"tabled",
-                        [keys.id_bucket(doc_id), key],
-                        fp,
-                        doc_id,
-                    )
-                )
+                detail, id_keys = f"{fp.decode()} not in {key.decode()}", [keys.id_bucket(doc_id), key]
+                found.append(("fingerprint missing from table", detail, b"tabled", id_keys, fp, doc_id))
     if not target.cluster:
         _settle(target, report, found)
         found = []
@@ -266,21 +237,17 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
             additions.append((doc_id, fp))
         else:
             table_fixes.append((b"SADD", problem_keys[1], fp))
-    if repair:
-        # Ids are added one by one with the idempotent script, so several missing ids of one fingerprint
-        # all land (rewriting the list from a stale read would keep only the last).
+    if target.repair:
+        # One by one with the idempotent script: several missing ids of one fingerprint all land.
         run(resets + table_fixes)
         calls = [FP_IDS.command([keys.fp_bucket(fp)], [b"+", fp, doc_id]) for doc_id, fp in additions]
         target.store.run_script(FP_IDS, calls)
 
 
 def _check_fingerprints(
-    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]], repair: bool
+    target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]]
 ) -> int:
-    """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use.
-
-    An entry in another bucket than its fingerprint's is deleted (step 1 lists its stored ids where they
-    belong)."""
+    """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use."""
     keys, run = target.keys, target.store.execute
     parsed = []
     fixes: list[Any] = []
@@ -327,13 +294,13 @@ def _check_fingerprints(
             else:
                 fixes.append((b"HDEL", key, fp))
                 fixes.extend((b"SREM", t, fp) for t in keys.tables(decode_fp(fp, target.f)))
-    if repair and fixes:
+    if target.repair and fixes:
         run(fixes)
     return in_use
 
 
 def _check_tables(
-    target: _Target, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]], repair: bool
+    target: _Target, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]]
 ) -> None:
     """Step 3 for a chunk of (table key, member) pairs of one table."""
     keys, run = target.keys, target.store.execute
@@ -350,21 +317,13 @@ def _check_tables(
         elif not exists and target.cluster:
             report.garbage += 1
         elif not exists:  # checked again, and removed on repair, in one step
-            orphans.append(
-                (
-                    "orphan table member",
-                    f"{fp.decode()} in {key.decode()}",
-                    b"orphan",
-                    [key, keys.fp_bucket(fp)],
-                    fp,
-                    b"",
-                )
-            )
+            detail = f"{fp.decode()} in {key.decode()}"
+            orphans.append(("orphan table member", detail, b"orphan", [key, keys.fp_bucket(fp)], fp, b""))
             continue
         if value is None or misplaced or not exists:
             fixes.append((b"SREM", key, fp))
     _settle(target, report, orphans)
-    if repair and fixes:
+    if target.repair and fixes:
         run(fixes)
 
 

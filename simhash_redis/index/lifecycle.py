@@ -1,5 +1,4 @@
-"""An index's life: the configuration a worker asks for, checked against the meta; a lost meta restored;
-an index deleted by name whatever state its meta is in."""
+"""An index's life: its configuration checked against the meta; a lost meta restored; deleted by name."""
 
 from __future__ import annotations
 
@@ -37,7 +36,7 @@ CONFIG_ARGS = ("k", "f", "layout", "scheme", "id_buckets", "verification", "rete
 
 
 def requested(args: dict[str, Any]) -> tuple[IndexConfig, set[str]]:
-    """The configuration a worker asks for (`SimhashIndex`'s arguments), and which of its parts it named."""
+    """The configuration `SimhashIndex`'s arguments ask for, and which of its parts they name."""
     stated = {arg: args.get(arg) for arg in CONFIG_ARGS}
     retention = stated["retention"]
     if retention is not None and not isinstance(retention, Retention):
@@ -48,10 +47,9 @@ def requested(args: dict[str, Any]) -> tuple[IndexConfig, set[str]]:
 def open_config(
     sender: Sender, prefix: str, name: str, wanted: IndexConfig, given: set[str], create: bool
 ) -> tuple[IndexConfig, bool]:
-    """The stored configuration of an index (created from `wanted` if allowed and missing), checked: the
-    parts named in `given` must agree with it; and whether this call created the index."""
-    # A layout whose every query reads a large part of the index is refused for new indexes only: an
-    # existing one keeps working as it was made.
+    """The stored configuration (created from `wanted` if allowed and missing), checked against the parts
+    named in `given`; and whether this call created the index."""
+    # A layout whose every query reads a large part of the index is refused for new indexes only.
     refusal = None
     if wanted.layout.read_fraction >= defaults.MAX_READ_FRACTION:
         refusal = InvalidArgument(
@@ -68,13 +66,7 @@ def open_config(
 
 
 def check_unchanged(sender: Sender, meta_key: bytes, name: str, config: IndexConfig) -> None:
-    """Refuse to go on writing with a configuration the index no longer has.
-
-    Raises:
-        IndexNotFound: the index's meta is gone (dropped, or the database flushed).
-        ConfigurationMismatch: the index was created again with another configuration, or another
-            worker pinned its verified mode.
-    """
+    """Refuse to go on writing with a configuration the index no longer has (IndexNotFound: dropped)."""
     stored = read_meta(sender, meta_key)
     if stored is None:
         raise IndexNotFound(
@@ -102,11 +94,7 @@ def restore(client: redis.Redis | RedisCluster, name: str, config: dict[str, Any
 
 
 def drop_index(client: redis.Redis | RedisCluster, name: str, *, prefix: str = defaults.PREFIX) -> int:
-    """Delete every key of an index by its name, also when its meta is lost or unreadable (an index
-    that opens: `SimhashIndex.drop`).
-
-    Returns:
-        The number of keys deleted.
+    """Delete every key of an index by its name, also when its meta is lost or unreadable; the number deleted.
 
     Raises:
         InvalidArgument, InvalidType: a malformed name or prefix.

@@ -1,9 +1,5 @@
-"""The one place (`chosen_mode`, which every entry point calls) that decides whether an index is verified,
-and the calls that act on an index of either mode (`add_if_new_many`).
-
-A new index made from texts is verified unless plain is asked for; one made from precomputed fingerprints
-is plain (a sketch needs the text); an existing index keeps its mode, and asking for the other is refused.
-"""
+"""The one place (`chosen_mode`) that decides whether an index is verified: a new index made from texts is
+verified unless plain is asked for, one made from fingerprints plain; an existing one keeps its mode."""
 
 from __future__ import annotations
 
@@ -24,8 +20,7 @@ __all__ = ["LIBRARY", "Asking", "add_if_new_many", "asked_mode", "chosen_mode", 
 
 @dataclass(frozen=True)
 class Asking:
-    """How a caller's users ask for each mode ("verified=False", "--plain"; "--threshold", ...), for the
-    messages that tell them to."""
+    """How a caller's users ask for each mode ("verified=False", "--plain"; "--threshold", ...)."""
 
     plain: str
     verified: str
@@ -34,8 +29,7 @@ class Asking:
     band_buckets: str = "band_buckets"
 
     def asked_by(self, verified: bool | None, **arguments: object) -> str | None:
-        """What asks for verified mode, in these words: verified=True, and each of the verified mode's
-        arguments (hasher, threshold, band_buckets) that is not None; None if nothing does."""
+        """What asks for verified mode, in these words (verified, and each argument not None), or None."""
         given = ["verified"] if verified else []
         given += [argument for argument, value in arguments.items() if value is not None]
         words: list[str] = [getattr(self, argument) for argument in given]
@@ -62,8 +56,8 @@ def chosen_mode(
     Args:
         asked: True for verified, False for plain, None for the default.
         stored: the mode of the existing index; None: the index is new.
-        from_text: whether a new index is made from texts (not precomputed fingerprints).
-        asked_by: what asked for verified mode in the caller's words, when not (only) `asking.verified`.
+        from_text: whether a new index is made from texts.
+        asked_by: what asked for verified mode in the caller's words (default: `asking.verified`).
 
     Raises:
         ConfigurationMismatch: the existing index has the other mode than the one asked for.
@@ -91,8 +85,7 @@ def asked_mode(
     band_buckets: int | None = None,
     asking: Asking = LIBRARY,
 ) -> bool | None:
-    """The mode asked for (`chosen_mode`'s asked): verified when one of the verified mode's arguments is
-    given; the arguments checked before anything is read or dropped (`open_in_mode` calls it first).
+    """The mode asked for (verified when one of its arguments is given), the arguments checked first.
 
     Raises:
         InvalidArgument: plain asked for with hasher, threshold or band_buckets; threshold or
@@ -121,17 +114,8 @@ def open_in_mode(
     asking: Asking = LIBRARY,
     **options: Any,
 ) -> SimhashIndex | VerifiedIndex:
-    """Open (or create) an index in the mode `chosen_mode` gives: a `VerifiedIndex` or a `SimhashIndex`.
-
-    Args:
-        verified, from_text: as `chosen_mode`'s asked and from_text.
-        hasher, threshold, band_buckets: the verified mode's (as `VerifiedIndex`); giving one asks for it.
-        max_candidates: as `VerifiedIndex` (a plain index has no band candidates to cap).
-        **options: the arguments of `SimhashIndex` (k, layout, retention, create, ...).
-
-    Raises:
-        InvalidArgument: as `asked_mode`, before the index is opened.
-    """
+    """Open (or create) an index in the mode `chosen_mode` gives: a `VerifiedIndex` or a `SimhashIndex`
+    (verified, from_text: as `chosen_mode`'s; the others as `VerifiedIndex`'s and `SimhashIndex`'s)."""
     asked = asked_mode(verified, hasher=hasher, threshold=threshold, band_buckets=band_buckets, asking=asking)
     cap = check_max_candidates(max_candidates)
     options = dict(options)
@@ -147,10 +131,8 @@ def open_in_mode(
             else:
                 index = SimhashIndex(client, name, **options)
         except ConfigurationMismatch:
-            # Another process created it between the look and the create, maybe in the other mode: it is
-            # opened as it was made, and its stored mode decides below (adopted unless another was asked).
+            # Another process created it meanwhile, maybe in the other mode: its stored mode decides below.
             index = SimhashIndex(client, name, create=False, **options)
-    # Checked on the index as found: another process may have created it meanwhile, in another mode.
     stored = index.config.verification is not None
     chosen_mode(
         asked,
@@ -165,7 +147,5 @@ def open_in_mode(
 def add_if_new_many(
     index: SimhashIndex | VerifiedIndex, items: Sequence[tuple[str, Document]]
 ) -> list[Match | VerifiedMatch | None]:
-    """Store each document unless a near-duplicate is stored (also one earlier in the batch), in either
-    mode (a verified index's documents are texts); in order, None for each document stored, else the
-    stored near-duplicate that kept it out (the id's own entry first, as `add_if_new`)."""
+    """`add_if_new_many` of an index of either mode (a verified index's documents are texts)."""
     return list(index.add_if_new_many(items))  # type: ignore[arg-type]  # an int is refused when verified

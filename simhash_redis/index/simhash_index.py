@@ -59,8 +59,7 @@ from .unique import UniqueWrites
 
 __all__ = ["Document", "Match", "Outcome", "SimhashIndex"]
 
-#: What can be added or queried: anything `fingerprint()` takes (a text, pre-segmented tokens, weighted
-#: features), or a precomputed int fingerprint.
+#: What can be added or queried: a text, tokens, weighted features, or a precomputed int fingerprint.
 Document = TextDocument | int
 
 
@@ -71,13 +70,11 @@ META_TRUSTED = 1.0
 class SimhashIndex:
     """A near-duplicate index that any number of processes share through one Redis.
 
-    Opening an index that exists adopts its stored configuration; arguments given explicitly must agree
-    with it. Opening one that does not exist creates it from the arguments and the defaults. Every
-    method refuses a malformed argument (InvalidArgument, InvalidType; InvalidFingerprint for an int
-    outside [0, 2**f)) before writing anything of it (a bulk load: of its window), and raises
-    RedisUnavailable when the server cannot be reached (every write is idempotent: run it again).
-    An `on_progress` callback is called after each batch (or window) with the items done so far and
-    that batch's results.
+    Opening an existing index adopts its stored configuration (arguments given must agree); a missing
+    one is created. Every method refuses a malformed argument (InvalidArgument, InvalidType;
+    InvalidFingerprint for an int outside [0, 2**f)) before writing anything of it (a bulk load: of its
+    window), and raises RedisUnavailable when the server cannot be reached (every write is idempotent).
+    `on_progress` is called after each batch (or window) with the items done so far and its results.
 
     Args:
         client: a redis-py client (decode_responses may be either).
@@ -89,10 +86,10 @@ class SimhashIndex:
         prefix: the first part of every key name.
         id_buckets: buckets of the id map (only when creating).
         backoff: how to wait between retries after a connection error.
-        verification: verified mode, pinned when the index is created; a verified index is written
-            only through `VerifiedIndex` (its documents need sketches), read through either.
-        retention: forget each document this long after it was last written: a timedelta, seconds,
-            a string ("7d", "12h", "90s") or a `Retention`; pinned when the index is created.
+        verification: verified mode, pinned at creation; a verified index is written only through
+            `VerifiedIndex` (its documents need sketches), read through either.
+        retention: forget each document this long after it was last written (a timedelta, seconds,
+            "7d", "12h", "90s" or a `Retention`); pinned at creation.
         batch_size: documents per round trip in the batch methods.
         create: create the index when it does not exist (else IndexNotFound is raised).
 
@@ -135,15 +132,13 @@ class SimhashIndex:
         self.keys = KeySchema.of(self.prefix, self.name, self.config)
         #: Every command of this index (and of what works on it) goes through it.
         self.store = Store(sender, self.keys)
-        #: The periods of an index with a retention window (reads the server's clock); None for one that
-        #: keeps its documents.
+        #: The periods of an index with a retention window; None for one that keeps its documents.
         self.windows = (
             None if self.config.retention is None else Windows(self.keys, self.config.retention, sender)
         )
         self._reads, self._writes, self._unique = paths(self)
         self._meta_read = time.monotonic()
-        # Chosen at the first fingerprint (a wrong SIMHASH_REDIS_ENGINE is an error of the calls that need
-        # an engine, not of opening), then kept: a lookup or a write calls the engine's own function.
+        # Chosen at the first fingerprint (a wrong SIMHASH_REDIS_ENGINE is not an error of opening).
         self._engine: engine_choice.Engine | None = None
 
     @classmethod
@@ -159,8 +154,7 @@ class SimhashIndex:
 
     @classmethod
     def restore(cls, client: redis.Redis | RedisCluster, name: str, **config: Any) -> SimhashIndex:
-        """Open an index whose meta key was lost, writing it anew from the configuration it was created
-        with (`SimhashIndex`'s arguments, k required), once a sample of the data fits it.
+        """Open an index whose meta key was lost, writing it anew from its creation arguments (k required).
 
         Raises:
             ConfigurationMismatch: the stored data does not fit the stated configuration.
@@ -204,8 +198,7 @@ class SimhashIndex:
         """The fingerprint this index stores for a document (an int fingerprint is checked and returned).
 
         Raises:
-            InvalidArgument: the text is empty or only white space, which every method that takes a
-                document refuses (`fingerprint_many` too, naming the document): nothing is stored.
+            InvalidArgument: the text is empty or white space (every method taking a document refuses it).
         """
         if type(doc) is not str and (isinstance(doc, int) or is_integer(doc)):
             return check_fp(doc, self._f)
@@ -269,14 +262,7 @@ class SimhashIndex:
         return sum(docs for _, docs, _ in counts), sum(fps for _, _, fps in counts)
 
     def add(self, doc_id: str, doc: Document) -> Outcome:
-        """Store a document under an id, replacing the id's previous fingerprint if it had another.
-
-        Args:
-            doc_id: 1-512 UTF-8 bytes.
-
-        Returns:
-            ADDED, REPLACED or UNCHANGED (a failed call leaves nothing of the document half-written).
-        """
+        """Store a document under an id (1-512 UTF-8 bytes), never half-way: ADDED, REPLACED or UNCHANGED."""
         self._check_writable()
         raw, fp = encode_id(doc_id), self.fingerprint(doc)
         return self._writes.apply([(raw, encode_fp(fp, self._f), None)], [fp])[0]  # type: ignore[return-value]
@@ -314,8 +300,7 @@ class SimhashIndex:
                 `add_if_new` does, also against the documents earlier in the same call.
 
         Returns:
-            The outcome of each pair, in order; with unique, a stored near-duplicate (a Match, chosen
-            as `add_if_new` does) in place of the outcome for each document that was not stored.
+            The outcome of each pair, in order (unique: a stored near-duplicate for each one not stored).
 
         Raises:
             WriteContention: (unique) a document kept meeting concurrent writes; nothing of it was written.
@@ -363,13 +348,12 @@ class SimhashIndex:
         return bulk_add_columns(self, self._writes, batches, window, on_progress)
 
     def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
-        """Store a document unless a near-duplicate (distance <= k) is already stored, atomically: of
-        several workers racing to add near-duplicates of each other, exactly one stores its document.
+        """Store a document unless a near-duplicate (distance <= k) is stored, atomically: of workers
+        racing to add near-duplicates of each other, exactly one stores its document.
 
         Returns:
-            None if the document was stored; otherwise a stored near-duplicate: the id's own entry when
-            this id is already stored with a fingerprint within k (so a resumed load can tell "already
-            stored" from "duplicate of another"), else the nearest (ties by id).
+            None if stored; else a stored near-duplicate: the id's own entry when it is stored within k
+            (a resumed load tells "already stored"), else the nearest (ties by id).
 
         Raises:
             WriteContention: the document kept meeting concurrent writes (nothing of it was written).
@@ -382,11 +366,7 @@ class SimhashIndex:
         return [r if isinstance(r, Match) else None for r in self.add_many(items, unique=True)]
 
     def remove(self, doc_id: str) -> bool:
-        """Remove a document id; its fingerprint leaves the tables unless another id still has it.
-
-        Returns:
-            True if the id was stored, False if it was unknown (nothing changed).
-        """
+        """Remove a document id (its fingerprint stays while another id has it); whether it was stored."""
         return self.remove_many([doc_id])[0]
 
     def remove_many(self, ids: Iterable[str], *, on_progress: BatchProgress | None = None) -> list[bool]:
@@ -397,11 +377,9 @@ class SimhashIndex:
     def verify(self, repair: bool = False) -> VerifyReport:
         """Check that the id map, the fingerprint map, the tables and the counts agree.
 
-        On a standalone server it may run beside writers: each problem of the id map, fingerprint map,
-        tables, counts and of a sketch kept without its document is checked again, and fixed, in one
-        atomic step with its keys. Not yet so verified mode's "documents without a sketch" and band
-        checks, a retention window's expiry and period checks, or any check on a cluster (whose writes are
-        several steps): run those while no worker writes.
+        On a standalone server it may run beside writers (each problem is checked again, and fixed, in one
+        atomic step with its keys), except verified mode's missing-sketch and band checks and a retention
+        window's expiry and period checks; on a cluster, run it while no worker writes.
 
         Args:
             repair: also fix what is found, following the id map.
@@ -419,9 +397,8 @@ class SimhashIndex:
             )
 
     def check_unchanged(self) -> None:
-        """Refuse to write if the index was dropped, or made again with another configuration, since this
-        object read its meta; every batch and bulk window written calls it (the meta is read again once a
-        second at most, so a write may still follow a drop by that long).
+        """Refuse to write if the index was dropped, or made again otherwise, since this object read its
+        meta; every batch and bulk window calls it (the meta is read again once a second at most).
 
         Raises:
             IndexNotFound: the index was dropped.
@@ -441,7 +418,7 @@ def paths(index: SimhashIndex) -> tuple[Reads, Writes, UniqueWrites]:
     """The lookups, writes and add-if-new of an index, in its mode (a verified index's carry sketches)."""
     mode, tables = index.config.verification, len(index.layout.tables)
     reads = Reads(index.store, index.name, index.config, index.windows)
-    # Held weakly: the index holds its writes, and a cycle would leave its connections to the collector.
+    # Held weakly: a cycle would leave the index's connections to the collector.
     owner = weakref.ref(index)
 
     def check() -> None:

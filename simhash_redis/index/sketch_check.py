@@ -25,8 +25,8 @@ def check_sketches(
     repair: bool,
     f: int,
 ) -> int:
-    """Check a chunk of (sketch field, sketches) entries of the fingerprint map, and the band tables of
-    the stored documents' sketches; how many of the sketches are of stored documents."""
+    """Check a chunk of (sketch field, sketches) entries and their band tables; how many are of stored
+    documents."""
     keys = store.keys
     pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
     for name, raw in chunk:
@@ -67,10 +67,8 @@ def check_sketches(
         # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
         store.run_script(FP_IDS, orphans)
     if banded and verification is not None:
-        # Raised, not taken as "absent": an error here is an ACL refusal, say (verify's first pass
-        # lists keys of the wrong type, and checks nothing more while there are any).
-        # Each band value read and split once: a site template's band value holds thousands of the
-        # chunk's fingerprints, and reading it once per fingerprint made verify quadratic in them.
+        # An error here is raised (an ACL refusal: keys of the wrong type stopped verify before). Each band
+        # value read and split once: a template's holds thousands of the chunk's fingerprints.
         places = list(dict.fromkeys(place for place, _ in banded))
         values = store.execute([(b"HGET", key, field) for key, field in places])
         members = {place: _packed_members(value, f) for place, value in zip(places, values, strict=True)}
@@ -105,9 +103,8 @@ def check_bands(store: Store, report: VerifyReport, verification: Verification, 
             number, bucket = placed
             for field, value in hash_pairs(pairs):
                 fps = _members(value, f) if len(field) == width else None
-                # A field in another bucket than its value's is never read; one that is not a list of
-                # fingerprints would fail every read of it. Their stored documents' members were put
-                # back in their own places by `check_sketches`, which runs first.
+                # A field in another bucket is never read, a malformed one fails every read; their
+                # documents' members were put back in place by `check_sketches`, which runs first.
                 if fps is None or int.from_bytes(field, "big") % verification.band_buckets != bucket:
                     what = "malformed band value" if fps is None else "band value in another bucket"
                     report.found(what, f"{key.decode(errors='replace')} {field.hex()}")
@@ -156,8 +153,7 @@ def _members(value: bytes | None, f: int) -> list[bytes] | None:
 
 
 def _packed(fp: bytes, f: int) -> bytes | None:
-    """A stored fingerprint packed as a band value holds it; None if it is not in `encode_fp`'s form
-    (no band value holds it)."""
+    """A stored fingerprint packed as a band value holds it; None if not in `encode_fp`'s form."""
     try:
         number = decode_fp(fp, f)
     except ValueError:
@@ -166,8 +162,7 @@ def _packed(fp: bytes, f: int) -> bytes | None:
 
 
 def _packed_members(value: bytes | None, f: int) -> set[bytes]:
-    """The packed fingerprints of a band value, unsplit into stored forms (none when absent or malformed,
-    as `_members`: a malformed value's fingerprints are all missing from it)."""
+    """The packed fingerprints of a band value (none when absent or malformed)."""
     width = len(pack_fps([encode_fp(0, f)], f))
     if not value or len(value) % width:
         return set()

@@ -1,21 +1,148 @@
-"""Add-if-new: read, check and write until each document is stored or found to have a near-duplicate."""
+"""Add-if-new: read, check and write until each document is stored or found to have a near-duplicate; a
+round's documents written in one script call, each guard expecting what the documents before it add."""
 
 from __future__ import annotations
 
 import itertools
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from ..codec import encode_fp
 from ..errors import WriteContention
 from ..results import Match, Outcome, VerifiedMatch
 from ..store import BucketLocks, Guard, Reads, Store, Write, Writes
 from ..store.candidates import Group, reported
+from ..store.windows import WindowedSets
 from ..transport import Backoff, pause
-from .in_batch import InBatch, Judge
 
-__all__ = ["UniqueWrites"]
+__all__ = ["InBatch", "Judge", "UniqueWrites"]
+
+
+class Judge(Protocol):
+    """Decides which candidates within distance k count as near-duplicates, and what goes with a write."""
+
+    def duplicates(
+        self, docs: list[int], found: list[list[Group]], sketches: dict[str, bytes]
+    ) -> Sequence[list[Group]]:
+        """The near-duplicates among each document's candidates (docs: positions in the batch)."""
+
+    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
+        """The band tables whose members are candidates of the documents at these positions, or None."""
+
+    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
+        """Where `bands`' band values are read: (bucket hash, field) each, or None."""
+
+    def guarded(self, doc: int, members: Guard | None) -> Guard:
+        """The guard to write the document with (members None: a cluster's)."""
+
+    def confirms(self, doc: int, earlier: list[int]) -> bool:
+        """Whether any of the earlier documents of the batch is its near-duplicate."""
+
+
+class InBatch:
+    """The sets one round's writes add their fingerprints to, in the order the write script applies them;
+    `near` decides which candidates count (default: every one within k), `bands` are band table keys."""
+
+    def __init__(
+        self,
+        store: Store,
+        reads: Reads,
+        fps: Sequence[int],
+        f: int,
+        k: int,
+        bands: dict[int, list[bytes]] | None,
+        near: Judge | None,
+    ) -> None:
+        self.keys, self.windows, self.fps, self.f, self.k = store.keys, reads.windows, fps, f, k
+        self.bands, self.near = bands or {}, near
+        # The writes go into the current period (after a period boundary, the guards fail: read again).
+        self.current = self.windows.view().current if self.windows is not None else None
+        schema = self.keys
+        if self.windows is not None and self.current is not None:
+            schema = self.windows.schema(self.current)
+        self._tables: Callable[[int], list[bytes]] = schema.table_builder()
+        # set key -> the first fingerprint admitted documents add to it; for keys that get more (pages of
+        # one template), all of them, in order (most keys get one: no container for it).
+        self._first: dict[bytes, int] = {}
+        self._more: dict[bytes, dict[int, None]] = {}
+        # the fingerprints admitted this round -> the first document admitted with each, and the others.
+        self._admitted: dict[int, int] = {}
+        self._also: dict[int, list[int]] = {}
+        self._encoded: dict[int, bytes] = {}
+
+    def admit(self, doc: int, sets: Guard, tables: list[bytes] | None = None) -> Guard | None:
+        """The guard to write a document with after those admitted before it, or None to leave it to the
+        next round (an earlier document of the batch is its near-duplicate)."""
+        fp, first = self.fps[doc], self._first
+        if tables is None or self.windows is not None:
+            tables = self._tables(fp)
+        written = tables + self.bands.get(doc, [])
+        if any(key in first for key in written):
+            if self._near(doc, written):
+                return None
+            sets = self._expecting(doc, sets, written)
+        owner = self._admitted.setdefault(fp, doc)
+        if owner != doc:
+            self._also.setdefault(fp, []).append(doc)
+        for key in written:
+            owner = first.setdefault(key, fp)
+            if owner != fp:
+                self._more.setdefault(key, {owner: None})[fp] = None
+        return sets
+
+    def _added(self, key: bytes) -> Sequence[int]:
+        """The fingerprints the documents admitted so far add to a set, in order."""
+        more = self._more.get(key)
+        if more is not None:
+            return list(more)
+        first = self._first.get(key)
+        return () if first is None else (first,)
+
+    def _expecting(self, doc: int, sets: Guard, written: list[bytes]) -> Guard:
+        """The guard of a document whose sets earlier admitted documents add to: read, plus those."""
+        keys = written
+        if isinstance(sets, WindowedSets) and self.windows is not None:
+            # Guarded in every period read: the current one's sets are among them.
+            fp, schema = self.fps[doc], self.windows.schema
+            keys = [key for window in sets.windows for key in schema(window).tables(fp)]
+            # Then each period's band values (verified mode): only the current period's get this round's.
+            bands = self.bands.get(doc, [])
+            none = [b""] * len(bands)
+            keys += [key for window in sets.windows for key in (bands if window == self.current else none)]
+        if len(keys) != len(sets):
+            return sets
+        expected = []
+        for members, key in zip(sets, keys, strict=True):
+            more = self._added(key)
+            if more:
+                have = set(members)
+                members = list(members) + [e for e in map(self._encode, more) if e not in have]
+            expected.append(members)
+        return WindowedSets(expected, sets.windows) if isinstance(sets, WindowedSets) else expected
+
+    def _near(self, doc: int, written: list[bytes]) -> bool:
+        """Whether a document admitted before doc is a candidate of it that `near` confirms."""
+        fp, added, tables = self.fps[doc], self._added, len(written) - len(self.bands.get(doc, ()))
+        tabled = {other for key in written[:tables] for other in added(key)}
+        found = {other for other in tabled if (fp ^ other).bit_count() <= self.k}
+        found.update(other for key in written[tables:] for other in added(key))
+        if not found:
+            return False
+        if self.near is None:
+            return True
+        admitted, also = self._admitted, self._also
+        return self.near.confirms(
+            doc, sorted(j for other in found for j in [admitted[other], *also.get(other, ())])
+        )
+
+    def _encode(self, fp: int) -> bytes:
+        encoded = self._encoded.get(fp)
+        if encoded is None:
+            encoded = self._encoded[fp] = encode_fp(fp, self.f)
+        return encoded
+
 
 # Read-check-write rounds of add-if-new while other workers keep writing into the same tables.
 _UNIQUE_ROUNDS = 40
@@ -32,27 +159,24 @@ class UniqueWrites:
     def add(
         self, ids: list[bytes], fps: list[int], judge: Judge | None = None
     ) -> list[Outcome | Match | VerifiedMatch]:
-        """For each document, its outcome once stored, else its stored near-duplicate (by `judge`'s
-        rule; default: any within k; a VerifiedMatch where the judge confirms by sketches, as
-        `results.duplicate_of` picks it); WriteContention if documents keep meeting concurrent writes.
+        """For each document, its outcome once stored, else its stored near-duplicate (by `judge`'s rule;
+        default: any within k); WriteContention if documents keep meeting concurrent writes.
 
-        On a standalone server the write script re-checks the table sets the client read (the guard);
-        on a cluster the documents' table buckets are locked from the read to the write instead.
+        On a standalone server the write script re-checks the sets the client read (the guard); on a
+        cluster the documents' table buckets are locked from the read to the write instead.
         """
         results: list[Outcome | Match | VerifiedMatch | None] = [None] * len(ids)
         pending = list(range(len(ids)))
         delays = _CONTENTION_BACKOFF.delays()
         locks = BucketLocks(self.store) if self.store.cluster else None
-        # On a cluster, keep trying for longer than a lock lives, so one left by a crashed worker is
-        # waited out rather than reported as contention; and longer again whenever a lock a document
-        # waits for has changed hands (others progress: a loaded machine, not a stuck holder).
+        # On a cluster, try for longer than a lock lives (a crashed worker's is waited out), and longer
+        # again whenever a lock a document waits for changes hands (others progress).
         wait = locks.ttl_ms / 1000 + 5 if locks is not None else 0
         patience = time.monotonic() + wait
         blockers: dict[int, bytes] = {}
         siblings = False
-        # The documents a round takes, halved after a round that settles none of them (doubled after one
-        # that settles all): a shorter round meets fewer writes, and fewer turns of a retention window's
-        # period (a round that outlasts one loses its guards' documents whatever the others do).
+        # The documents a round takes, halved after a round that settles none (doubled after one that
+        # settles all): a shorter round meets fewer writes, and fewer turns of a retention period.
         limit = len(pending)
         retries = 0  # rounds that left documents of their own to try again
         try:
@@ -76,8 +200,7 @@ class UniqueWrites:
                     if any(blockers.get(doc, holder) != holder for doc, holder in locks.blockers.items()):
                         patience = max(patience, time.monotonic() + wait)
                     blockers = dict(locks.blockers)
-                    # Waiting only for documents of this batch, which are done and unlocked by now (pages of
-                    # one template share buckets by the hundred): their turn comes at once, no pause.
+                    # Waiting only for this batch's own documents, unlocked by now: no pause.
                     own = locks.token + b":"
                     siblings = all(blockers.get(doc, b"").startswith(own) for doc in left)
                 if not siblings:
@@ -132,11 +255,9 @@ class UniqueWrites:
             # One script call writes the round: each guard expects what the documents before it add.
             batch = None if locks else InBatch(self.store, self.reads, fps, self.f, self.k, bands_of, judge)
             # One write of an id a round, in batch order: a document of an id written or left earlier in the
-            # round waits for the next one (written now, it would be overtaken by the one left, or meet the
-            # id's entry as it was before that write), as does one matching an id the round rewrites, and
-            # every document after them (which may be near one of them): what a round settles, add-if-new
-            # one at a time would. (A cluster's documents after one waiting for a lock go on, as holding
-            # them would make each such wait a round of the batch.)
+            # round, or matching an id the round rewrites, waits for the next round, as does every document
+            # after it: what a round settles, add-if-new one at a time would. (A cluster's documents after
+            # one waiting for a lock go on: holding them would make each wait a round.)
             rewritten: dict[str, int] = {}
             behind: list[int] = []  # held to keep the batch's order
             left = {ids[i].decode(): i for i in reversed(waiting)}
@@ -171,8 +292,7 @@ class UniqueWrites:
                     if table_keys is not None:
                         written_keys.append(table_keys)
             if locks is not None and writing:
-                # A lock that expired since the read (a stall past its time to live) may have let a
-                # near-duplicate in: such a document is read again instead of written.
+                # A lock that expired since the read may have let a near-duplicate in: read again.
                 still = locks.renew(writing)
                 changed += [i for i, ok in zip(writing, still, strict=True) if not ok]
                 writes = [w for w, ok in zip(writes, still, strict=True) if ok]

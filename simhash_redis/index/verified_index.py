@@ -29,20 +29,17 @@ VerifiedDocument = str | bytes | Sequence[str]
 # Reads of an id's fingerprint and sketches, while writers keep moving the id to other fingerprints.
 _SKETCH_READS = 5
 
-#: The band candidates a lookup verifies at most by default: a lookup among thousands of pages of one
-#: template stays a few milliseconds, at 0.7-1.3 points of recall at Jaccard 0.83-0.85 there, none on the
-#: evaluation corpus (docs/quality.md, "A limit: pages that share a template").
+#: The band candidates a lookup verifies at most by default: fast among thousands of pages of one template,
+#: at a little recall there (docs/quality.md, "A limit: pages that share a template").
 MAX_CANDIDATES: int | None = 256
 
 
 class VerifiedIndex:
     """Wraps a `SimhashIndex`: stores a sketch per document and verifies near() candidates with it.
 
-    Candidates come from the wrapped index's tables (within its k) and from the sketch's band tables,
-    at any distance. The first `VerifiedIndex` of an index that the wrapped `SimhashIndex` created (or
-    of an empty one, with convert) pins its mode in the meta; later ones adopt it. Every method refuses
-    a malformed argument (InvalidArgument, InvalidType, InvalidFingerprint) before writing anything of
-    its batch, and raises RedisUnavailable when the server cannot be reached.
+    Candidates come from the wrapped index's tables (within its k) and from the sketch's band tables, at
+    any distance. The first `VerifiedIndex` of an index the wrapped `SimhashIndex` created (or of an empty
+    one, with convert) pins its mode in the meta; later ones adopt it. Errors as `SimhashIndex`'s.
 
     Args:
         index: the wrapped index (its k bounds the Hamming candidates).
@@ -52,13 +49,10 @@ class VerifiedIndex:
             the pinned one, else 0.8).
         band_buckets: the hashes each band table is spread over, fixed when the mode is pinned (default:
             the pinned number, else 16,384).
-        max_candidates: the band candidates `near`, `near_many` and `near_sketched` verify at most per
-            query (default 256; None: every one), half those sharing its rarest bands, half the nearest:
-            what bounds a lookup among pages built from one template, at a small cost in recall there
-            (docs/quality.md). Never capped: table hits within k; the add-if-new paths (`add_if_new`,
-            `add_if_new_many`, `add_sketched(unique=True)`), which judge every candidate, so that a
-            near-duplicate is never stored; an index of 128-bit fingerprints (its lookups read every
-            band candidate whatever the cap). A positive integer (numpy's too) or None.
+        max_candidates: the band candidates the near calls verify at most per query (default 256;
+            None: every one; else a positive int), half those sharing its rarest bands, half the nearest.
+            Never capped: table hits within k, the add-if-new paths (so that a near-duplicate is never
+            stored), an index of 128-bit fingerprints.
         convert: make verified an existing plain index that holds no documents (without it, only an
             index the wrapped `SimhashIndex` created is made verified, as `open_index` does).
 
@@ -88,8 +82,7 @@ class VerifiedIndex:
         self.verification = verified_mode(index, hasher, threshold, band_buckets, convert)
         self.hasher = self.verification.hasher()
         self.threshold = self.verification.threshold
-        # Add-if-new judges every candidate (through reads of its own): a capped read can miss the stored
-        # near-duplicate of a template page, which would then be stored beside it.
+        # Add-if-new judges every candidate (reads of its own): a capped read could let a duplicate in.
         _, self._writes, self._unique = paths(index)
         self._reads = Reads(self.store, index.name, index.config, index.windows)
         self._reads.band_cap = cap
@@ -126,13 +119,11 @@ class VerifiedIndex:
         return self.index.count()
 
     def verify(self, repair: bool = False) -> VerifyReport:
-        """Check that the maps, tables, sketches, band tables and counts agree; with repair, fix what is
-        found, following the id map (`SimhashIndex.verify`)."""
+        """Check that the maps, tables, sketches, band tables and counts agree (`SimhashIndex.verify`)."""
         return self.index.verify(repair)
 
     def drop(self) -> int:
-        """Delete every key of this index, sketches and band tables included, meta last; the number
-        deleted (`SimhashIndex.drop`)."""
+        """Delete every key of this index, meta last; the number deleted (`SimhashIndex.drop`)."""
         return self.index.drop()
 
     @classmethod
@@ -169,8 +160,8 @@ class VerifiedIndex:
         max_candidates: int | None = MAX_CANDIDATES,
         **kwargs: Any,
     ) -> VerifiedIndex:
-        """Open, or create verified from the start, the verified index of that name through a client
-        (kwargs: `SimhashIndex`'s arguments; the other arguments and errors as `VerifiedIndex`'s)."""
+        """Open, or create verified, the verified index of that name through a client (kwargs:
+        `SimhashIndex`'s arguments; the others and errors as `VerifiedIndex`'s)."""
         cap = check_max_candidates(max_candidates)
         index = verifiable(client, name, hasher, threshold, kwargs, band_buckets)
         return cls(index, hasher, threshold, band_buckets, cap)
@@ -199,9 +190,6 @@ class VerifiedIndex:
             unique: as `add_if_new`: a stored near-duplicate in place of the outcome of each document
                 not stored (every sketch needed).
 
-        Returns:
-            Each document's outcome, or (unique) its stored near-duplicate.
-
         Raises:
             WriteContention: as `add_if_new`.
         """
@@ -214,8 +202,7 @@ class VerifiedIndex:
     def bulk_add_sketched(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None]
     ) -> list[Outcome]:
-        """`add_sketched` (not unique) of one window of documents through the grouped bulk path, as
-        `SimhashIndex.bulk_add` (a window cut short is completed by writing it again)."""
+        """`add_sketched` (not unique) of one window by the grouped bulk path, as `SimhashIndex.bulk_add`."""
         if self.index.windows is not None:  # a period's keys expire with it, which the atomic path sets
             return [o for o in self.add_sketched(ids, fps, sketches) if isinstance(o, Outcome)]
         self._check_sizes(ids, fps, sketches, unique=False)
@@ -226,8 +213,8 @@ class VerifiedIndex:
     def _check_sizes(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None], unique: bool
     ) -> None:
-        """Refuse columns of unequal lengths, a sketch of another size than a query's (unique: needed to
-        judge) or a stored one's (an export's, written as it is), or None with unique."""
+        """Refuse unequal columns, a sketch of neither a query's nor (not unique) a stored one's size, or None
+        with unique."""
         if not len(ids) == len(fps) == len(sketches):
             raise InvalidArgument("ids, fps and sketches must be of one length")
         query, stored = self.hasher.query_bytes, self.hasher.sketch_bytes
@@ -240,9 +227,7 @@ class VerifiedIndex:
     def _sketching(
         self, items: Iterable[tuple[str, VerifiedDocument]], unique: bool
     ) -> list[Outcome | VerifiedMatch]:
-        """`add_sketched` of the pairs a batch at a time, each batch sketched as it is written (a call's
-        sketches are never all held at once); every pair is checked before anything is written (a
-        malformed pair leaves nothing of the call stored, as in a plain index)."""
+        """`add_sketched` of the pairs, each batch sketched as it is written; every pair is checked first."""
         pairs = check_pairs(as_batch(items, "items"))
         for doc_id, _ in pairs:
             encode_id(doc_id)
@@ -258,7 +243,6 @@ class VerifiedIndex:
     def _add_batch(
         self, raws: list[bytes], fps: list[int], sketches: Sequence[bytes | None]
     ) -> list[Outcome]:
-        """One batch, each document with its sketch (None drops the id's)."""
         stored, f = self.hasher.stored, self.index.f
         ops: list[Write] = [
             (raw, encode_fp(fp, f), SketchedGuard(None, stored(sketch) if sketch else b""))
@@ -270,7 +254,6 @@ class VerifiedIndex:
     def _add_if_new_batch(
         self, raws: list[bytes], fps: list[int], sketches: list[bytes]
     ) -> list[Outcome | VerifiedMatch]:
-        """One batch of add-if-new: each document's outcome, or its confirmed near-duplicate."""
         judge = SketchJudge(self.hasher, self.threshold, self.verification, self.store.keys, raws, sketches)
         # The judge's confirmed groups carry their estimates: a duplicate comes as a VerifiedMatch.
         return [result for result in self._unique.add(raws, fps, judge) if not isinstance(result, Match)]
@@ -284,14 +267,10 @@ class VerifiedIndex:
         return batches.remove_many(self.index, self._writes, ids, None)
 
     def sketch_of(self, doc_id: str) -> bytes | None:
-        """The sketch stored for an id, or None.
-
-        Raises:
-            IndexCorrupted: the fingerprint's sketches are malformed.
-        """
+        """The sketch stored for an id, or None (IndexCorrupted if the fingerprint's are malformed)."""
         raw = encode_id(doc_id)
         keys, windows = self.index.keys, self.index.windows
-        # The id's fingerprint, then its sketches: read again if a writer moved the id in between.
+        # Read again if a writer moved the id between reading its fingerprint and its sketches.
         for _ in range(_SKETCH_READS):
             if windows is not None:  # the newest period that has the id
                 view = windows.view()
@@ -322,10 +301,9 @@ class VerifiedIndex:
         similar first, then nearest, then by id.
 
         Args:
-            threshold: the Jaccard threshold, in [0, 1] (default: the index's); below the index's, a pair
-                near it is found only if a candidate (the band tables are made for the index's: quality.md).
-            k: the Hamming candidates' largest distance (default and at most: the index's k; band
-                candidates come at any distance).
+            threshold: the Jaccard threshold, in [0, 1] (default: the index's; the band tables are made
+                for that one: quality.md).
+            k: the Hamming candidates' largest distance (default and at most: the index's k).
         """
         return self.near_many([query], threshold, k)[0]
 
@@ -344,12 +322,7 @@ class VerifiedIndex:
         threshold: float | None = None,
         k: int | None = None,
     ) -> list[list[VerifiedMatch]]:
-        """near_many() of queries fingerprinted and sketched already (by a loader's worker processes).
-
-        Args:
-            sketches: their query sketches (the hasher's sketch_many).
-            threshold, k: as `near_many`.
-        """
+        """near_many() of queries fingerprinted and sketched (the hasher's sketch_many) already."""
         if threshold is None:
             threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
@@ -365,8 +338,7 @@ class VerifiedIndex:
         def confirmed(fps: list[int], queries: Sequence[bytes]) -> list[list[VerifiedMatch]]:
             bands: Bands | None = None
             if mode.bands:
-                # Byte columns where the band places have that form (not in an index with a retention
-                # window, whose reads place them in each period).
+                # Byte columns where the band places have that form (not with a retention window).
                 bands = keys.band_columns(queries, mode) if self.index.windows is None else None
                 if bands is None:
                     bands = [keys.band_places(s, mode) for s in queries]
@@ -379,16 +351,11 @@ class VerifiedIndex:
         return in_batches(self.index.batch_size, None, confirmed, checked, sketches)
 
     def add_if_new(self, doc_id: str, doc: VerifiedDocument) -> VerifiedMatch | None:
-        """Store a document unless a verified near-duplicate (a candidate whose sketch estimates a
-        Jaccard similarity at least the threshold) is stored, atomically: of several workers racing to add
-        near-duplicates of each other, exactly one stores its document.
+        """`SimhashIndex.add_if_new` with verified near-duplicates (estimated Jaccard >= threshold).
 
         Returns:
-            None if stored; else the stored near-duplicate: the id's own entry when this id is stored
-            with a confirmed near-duplicate text, else the most similar (then nearest, then by id).
-
-        Raises:
-            WriteContention: the document kept meeting concurrent writes (nothing of it was written).
+            None if stored; else the id's own entry when it is a confirmed near-duplicate, else the most
+            similar stored near-duplicate (then nearest, then by id).
         """
         return self.add_if_new_many([(doc_id, doc)])[0]
 
@@ -403,7 +370,7 @@ _PAIRS_MIN = 64
 
 
 class SketchJudge:
-    """Add-if-new's judge in verified mode (an `in_batch.Judge`): candidates confirmed by their sketches."""
+    """Add-if-new's judge in verified mode (a `unique.Judge`): candidates confirmed by their sketches."""
 
     def __init__(
         self,
@@ -448,10 +415,8 @@ def confirmed_many(
     stored: dict[str, bytes],
     threshold: float,
 ) -> list[list[Group]]:
-    """Per query, its candidates' groups (`Reads.near_groups`) split by stored sketch, kept where that
-    sketch estimates a Jaccard similarity with the query's of at least threshold, with that estimate
-    (`candidates.verified_matches_of` orders their ids); each query's distinct sketches estimated once
-    (the ids of a page copied by the thousand share one), a batch's odd sketches in one pass."""
+    """Per query, its candidates' groups split by stored sketch, kept with their estimate where it is at
+    least threshold; each distinct sketch estimated once, a batch's odd sketches in one pass."""
     size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
     parts_of: dict[int, list[tuple[bytes, Listed]]] = {}  # by the identity of the ids' list (shared)
     split: list[list[tuple[Group, bytes]]] = []
@@ -486,8 +451,7 @@ def confirmed_many(
 
 
 def _by_sketch(listed: Listed, stored: dict[str, bytes], size: int) -> list[tuple[bytes, Listed]]:
-    """The ids of a list grouped by their stored sketch (those without one of `size` bytes left out), in
-    the order met."""
+    """The ids of a list grouped by their stored sketch of `size` bytes, in the order met."""
     if listed.sketch is not None:  # the lookup read one sketch for them all
         return [(listed.sketch, listed)] if len(listed.sketch) == size else []
     by: dict[bytes, list[str]] = {}

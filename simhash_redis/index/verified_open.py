@@ -16,12 +16,7 @@ __all__ = ["checked_threshold", "verifiable", "verified_mode"]
 
 def checked_threshold(hasher: Sketcher | None, threshold: float | None, band_buckets: int | None) -> float:
     """The threshold asked for (`defaults.THRESHOLD` when None), the verified mode's arguments checked
-    before anything is read or written.
-
-    Raises:
-        InvalidArgument: threshold or band_buckets out of range.
-        InvalidType: hasher is not a MinHasher or BandedOddSketcher.
-    """
+    (InvalidArgument, InvalidType) before anything is read or written."""
     asked = defaults.THRESHOLD if threshold is None else threshold
     Verification.of(hasher, asked, (0, 0), band_buckets)
     return asked
@@ -58,8 +53,8 @@ def verified_mode(
     band_buckets: int | None = None,
     convert: bool = False,
 ) -> Verification:
-    """The verified mode of an index: the one pinned in its meta (checked against the arguments), else
-    pinned now from them where `index` created it, or `convert` asks (see `VerifiedIndex` for the errors)."""
+    """The verified mode pinned in an index's meta (checked against the arguments), else pinned now where
+    `index` created it, or `convert` asks (errors: `VerifiedIndex`'s)."""
     asked = checked_threshold(hasher, threshold, band_buckets)
     pinned = index.config.verification or _pin(index, hasher, asked, band_buckets, convert)
     if band_buckets is not None and band_buckets != pinned.band_buckets:
@@ -88,12 +83,9 @@ def verified_mode(
 def _pin(
     index: SimhashIndex, hasher: Sketcher | None, threshold: float, band_buckets: int | None, convert: bool
 ) -> Verification:
-    """Pin a mode in the meta of an index that has none yet (or adopt one pinned meanwhile): one `index`
-    created, or (convert) an empty one; one that holds documents was made plain, and stays so (its
-    documents could never be confirmed)."""
-    if not (convert or index.created):
-        # As open_index(verified=True): a mode is chosen when an index is created, and plain writers
-        # of this one would be refused from the pin on.
+    """Pin a mode in the meta of an index `index` created, or (convert) an empty one (or adopt one pinned
+    meanwhile); one that holds documents stays plain (they could never be confirmed)."""
+    if not (convert or index.created):  # its plain writers would be refused from the pin on
         raise ConfigurationMismatch(
             f"index {index.name!r} is not verified: it was created plain and stays so; open it as a "
             "SimhashIndex, create another index (VerifiedIndex.from_url(url, name, ...) creates one "
