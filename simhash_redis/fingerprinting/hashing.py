@@ -1,10 +1,11 @@
-"""Feature hashing for SimHash: token hash caches, the shingle combiner (splitmix64) and bit sums to ints."""
+"""Feature hashing for SimHash: token hash caches, the shingle combiner (splitmix64), the vote (per document
+and bit j, how many of its features have bit j, ``(hash >> j) & 1``, set) and bit sums to ints."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Iterable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +26,8 @@ MIX_C2 = 0x94D049BB133111EB
 CACHE_MAX = 1 << 18
 # Tokens mixed per chunk: 256 KiB per array, which stays in the CPU cache.
 _MIX_CHUNK = 1 << 15
+# Byte-lane counters of a uint64 word overflow past 255, so lanes are summed over at most this many rows.
+_LANE_ROWS = 255
 
 U64 = npt.NDArray[np.uint64]
 Key = str | bytes
@@ -105,22 +108,19 @@ class CodePointTable:
             return self.hashes[cps]
 
 
-_token_tables: dict[tuple[int, int], HashTable] = {}
-_cp_token_tables: dict[tuple[int, int], CodePointTable] = {}
+_tables: dict[tuple[type, int, int], Any] = {}
 _tables_lock = threading.Lock()
-_T = TypeVar("_T")
+_T = TypeVar("_T", HashTable, CodePointTable)
 
 
-def shared(
-    registry: dict[tuple[int, int], _T], factory: Callable[[int, int], _T], scheme: SchemeParams
-) -> _T:
-    """The process-wide table of one kind (made by factory(seed, lanes)) for a scheme, made once."""
-    key = (scheme.seed, 2 if scheme.f == 128 else 1)
-    table = registry.get(key)
+def shared(kind: type[_T], scheme: SchemeParams) -> _T:
+    """The process-wide table of a kind for a scheme, made once."""
+    key = (kind, scheme.seed, 2 if scheme.f == 128 else 1)
+    table = _tables.get(key)
     if table is None:
         with _tables_lock:
-            table = registry.setdefault(key, factory(*key))
-    return table
+            table = _tables.setdefault(key, kind(*key[1:]))
+    return cast(_T, table)
 
 
 def mix(z: U64, scratch: U64) -> U64:
@@ -220,3 +220,23 @@ def counts_between(starts: npt.NDArray[np.intp], cuts: npt.NDArray[np.intp]) -> 
     """Tokens per text of len(cuts) + 1 joined ones, from the tokens' and separators' ascending indices."""
     before = np.searchsorted(starts, cuts)
     return np.diff(before, prepend=0, append=len(starts)).astype(np.intp)
+
+
+def bit_sums(feats: npt.NDArray[np.uint64], per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
+    """The (documents, f) counts of features with each bit set, from (M, lanes) feature hashes holding
+    each document's contiguously, per_doc of them."""
+    sums = np.zeros((len(per_doc), f), dtype=np.int64)
+    if not len(feats):
+        return sums
+    # Bit j of a feature is (hash >> j) & 1 on every platform: little-endian bytes, little bit order.
+    octets = feats.astype("<u8", copy=False).view(np.uint8).reshape(len(feats), -1)[:, : f // 8]
+    bits = np.unpackbits(octets, axis=1, bitorder="little")
+    # Eight 0/1 bytes per uint64: adding up to 255 rows never carries from one byte into the next.
+    lanes = bits.view(np.uint64)
+    nonempty = np.flatnonzero(per_doc)
+    doc_starts = (np.cumsum(per_doc) - per_doc)[nonempty]
+    cuts = np.union1d(doc_starts, np.arange(0, len(feats), _LANE_ROWS, dtype=np.intp))
+    partial = np.add.reduceat(lanes, cuts, axis=0)
+    counts = partial.view(np.uint8).reshape(len(cuts), f).astype(np.int64)
+    sums[nonempty] = np.add.reduceat(counts, np.searchsorted(cuts, doc_starts), axis=0)
+    return sums

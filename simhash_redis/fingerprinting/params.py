@@ -15,43 +15,31 @@ class SchemeParams(Protocol):
 
     @property
     def features(self) -> str: ...
-
     @property
     def n(self) -> int: ...
-
     @property
     def f(self) -> int: ...
-
     @property
     def weighting(self) -> str: ...
-
     @property
     def seed(self) -> int: ...
-
     @property
-    def stopwords(self) -> tuple[str, ...]:
-        """Normalised, sorted, distinct stopwords."""
+    def stopwords(self) -> tuple[str, ...]: ...
 
 
 class MinHashParams(Protocol):
-    """A MinHasher's parameters and permutations, as the native sketcher reads them; a `MinHasher` is one."""
+    """A MinHasher's parameters and permutations (multipliers `a`, offsets `b`), as the native sketcher
+    reads them; a `MinHasher` is one."""
 
     @property
     def num_perm(self) -> int: ...
-
     @property
     def bits(self) -> int: ...
-
     @property
     def n(self) -> int: ...
-
     @property
     def seed(self) -> int: ...
-
     @property
-    def a(self) -> npt.NDArray[np.uint64]:
-        """The permutations' multipliers."""
-
+    def a(self) -> npt.NDArray[np.uint64]: ...
     @property
-    def b(self) -> npt.NDArray[np.uint64]:
-        """The permutations' offsets."""
+    def b(self) -> npt.NDArray[np.uint64]: ...

@@ -84,7 +84,6 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
 
     @overload
     def __getitem__(self, i: int) -> tuple[bytes, ...]: ...
-
     @overload
     def __getitem__(self, i: slice) -> CommandPerKey: ...
 
@@ -104,7 +103,6 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
         return (self.name, key) if self.field is None else (self.name, key, self.field)
 
     def packed(self) -> bytes:
-        """The RESP form of all the commands."""
         keys, name, field = self.keys, self.name, self.field
         if not keys:
             return b""
@@ -144,12 +142,10 @@ class SlotCommands(Sequence[tuple[bytes, ...]]):
         return next(arrays(self.packs[i]))
 
     def taken(self, indexes: list[int]) -> SlotCommands:
-        """The commands at these places."""
         packs, slots = self.packs, self.slots
         return SlotCommands([packs[i] for i in indexes], [slots[i] for i in indexes])
 
     def packed(self) -> bytes:
-        """The RESP form of the commands."""
         return b"".join(self.packs)
 
 
@@ -171,7 +167,6 @@ class PackedCommands(Sequence[tuple[bytes, ...]]):
         return arrays(self._resp)
 
     def packed(self) -> bytes:
-        """The RESP form of the commands."""
         return self._resp
 
 
@@ -251,11 +246,8 @@ def pack_columns(name: bytes, columns: Sequence[ByteColumn]) -> bytes:
 
 
 def arrays(resp: bytes) -> Iterator[tuple[bytes, ...]]:
-    """The arrays (or RESP3 sets) of bulk strings in a RESP payload: packed commands, or SMEMBERS replies.
-
-    Raises:
-        ValueError: the payload is not of that form.
-    """
+    """The arrays (or RESP3 sets) of bulk strings in a RESP payload (packed commands, SMEMBERS replies);
+    ValueError for a payload of another form."""
     pos = 0
     while pos < len(resp):
         end = resp.index(b"\r\n", pos)
@@ -312,12 +304,8 @@ def count_send() -> None:
 
 
 def read(connection: Any, count: int) -> list[Any]:
-    """Read `count` replies, raw (not decoded), error replies as ResponseError objects in place.
-
-    Raises:
-        redis.exceptions.ConnectionError: the connection was lost or answered a connection error.
-        redis.exceptions.TimeoutError: no reply within the connection's socket timeout.
-    """
+    """Read `count` replies, raw (not decoded), error replies as ResponseError objects in place; redis-py's
+    ConnectionError for a lost connection, its TimeoutError for none within the socket timeout."""
     if not fast(connection):
         out: list[Any] = []
         for _ in range(count):
@@ -427,13 +415,9 @@ def checkout(pool: Any) -> Any:
 
 class Exchange:
     """Commands sent and replies read on one connection (the caller's for the conversation), interleaved at
-    will: replies in the order the commands were sent, raw, error replies in place.
-
-    Raises (every method):
-        redis.exceptions.ConnectionError, TimeoutError: the send or read failed.
-        redis.exceptions.DataError: an argument of an unsupported type.
-        RuntimeError: more replies asked for than commands sent (a bug).
-    """
+    will: replies in the order the commands were sent, raw, error replies in place. Every method raises
+    redis-py's ConnectionError or TimeoutError for a failed send or read, its DataError for an argument of
+    an unsupported type, and RuntimeError for more replies asked for than commands sent (a bug)."""
 
     __slots__ = ("connection", "tail", "unread")
 
@@ -444,7 +428,6 @@ class Exchange:
         self.tail = b""
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands in one write (connecting first if needed)."""
         data = self._pack(batches)
         self.unread += sum(map(len, batches))
         self._put(data)
@@ -480,7 +463,6 @@ class Exchange:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
 
     # The I/O, which the asyncio exchange awaits and a cluster's exchange queues.
-
     def _pack(self, batches: Sequence[Sequence[Command]]) -> list[bytes]:
         return payload(self.connection, batches)
 
