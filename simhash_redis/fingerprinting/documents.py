@@ -17,6 +17,7 @@ from .hashing import (
     CodePointTable,
     HashTable,
     Key,
+    SchemeParams,
     bit_sums,
     counts_between,
     dedupe,
@@ -25,7 +26,6 @@ from .hashing import (
     to_ints,
 )
 from .normalize import PINNED, code_points, normalize
-from .params import SchemeParams
 from .tokens import collapse_whitespace, has_token, split_chunks, token_parts, token_parts_of
 
 __all__ = [
@@ -82,10 +82,6 @@ class Engine:
             feats, per_doc = dedupe(feats, per_doc)
         return self.finish(bit_sums(feats, per_doc, self.scheme.f), per_doc.astype(np.int64))
 
-    def text_tokens(self, norm: str) -> U64:
-        """The token hashes of a normalised text, stopwords dropped, in text order."""
-        return self._hash_parts(*token_parts(norm))[0]
-
     def texts_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
         """Normalise, tokenise and hash raw texts in one pass, stopwords dropped: the token hashes of all
         texts, one after the other, and the number of tokens of each."""
@@ -103,13 +99,13 @@ class Engine:
             firsts = np.cumsum(lengths) - lengths
             ends = firsts[1:] - 1
             words, cjk, is_cjk, starts = token_parts_of(code_points(norm), None)
-        hashes, keep = self._hash_parts(words, cjk, is_cjk)
+        hashes, keep = self.hash_parts(words, cjk, is_cjk)
         if keep is not None:
             owner = np.searchsorted(firsts, starts[keep], side="right") - 1
             return hashes, np.bincount(owner, minlength=len(texts)).astype(np.intp)
         return hashes, counts_between(starts, ends)
 
-    def _hash_parts(
+    def hash_parts(
         self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]
     ) -> tuple[U64, npt.NDArray[np.bool_] | None]:
         """Drop stopwords from tokens given as `tokens.token_parts` returns them, and hash the rest; the
@@ -132,16 +128,9 @@ class Engine:
         return out, keep
 
     def given_tokens(self, tokens: list[str], name: str) -> U64:
-        """Normalise caller-given tokens, drop empty ones and stopwords, and hash them.
-
-        Raises:
-            InvalidType: a token is not a str (the message names the argument).
-        """
-        try:
-            joined = "\x00".join(tokens)
-        except TypeError:
-            bad = next(token for token in tokens if not isinstance(token, str))
-            raise InvalidType(f"{name} must hold str tokens only, got {type(bad).__name__}") from None
+        """Normalise caller-given tokens, drop empty ones and stopwords, and hash them (InvalidType, naming
+        the argument, for a token that is not a str)."""
+        joined = _joined(tokens, "\x00", name)
         # NUL never composes under NFKC, so normalising the joined tokens normalises each on its own.
         if joined.count("\x00") == len(tokens) - 1:
             parts = normalize(joined).encode("utf-8").split(b"\x00")
@@ -156,13 +145,9 @@ class Engine:
 
 
 def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
-    """Validate weighted features (a mapping or (feature, weight) pairs), normalise them and sum
-    duplicates, in first-seen order; empty features are dropped. name: the argument's, for messages.
-
-    Raises:
-        InvalidType: a feature is not a str, a weight not a real number, or an item not a pair.
-        InvalidArgument: a weight is NaN or infinite.
-    """
+    """Validate weighted features, a mapping or (feature, weight) pairs (InvalidType for a wrong item,
+    feature or weight, InvalidArgument for a weight NaN or infinite, naming `name`), normalise them, sum
+    duplicates in first-seen order and drop empty ones."""
     items = doc.items() if isinstance(doc, Mapping) else doc
     totals: dict[str, float] = {}
     for item in items:
@@ -214,36 +199,32 @@ def weighted(totals: dict[str, float], engine: Engine) -> int:
 
 
 def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
-    """Fingerprint one long document from consecutive token pieces, in bounded memory.
+    """Fingerprint one long document from consecutive token pieces, in bounded memory (the last n-1 tokens
+    of a piece carried into the next, so the result is the whole document's)."""
+    n, f, binary = engine.n, engine.scheme.f, engine.scheme.weighting == "binary"
 
-    The last n-1 tokens of a piece are carried into the next, so the result is the whole document's.
-    """
-    n = engine.n
-    f = engine.scheme.f
-    carry: U64 = np.zeros((0, engine.lanes), dtype=np.uint64)
-    seen = 0
+    def feature_sets() -> Iterator[tuple[U64, npt.NDArray[np.intp]]]:
+        carry: U64 = np.zeros((0, engine.lanes), dtype=np.uint64)
+        seen = 0
+        for piece in pieces:
+            if len(piece):
+                seen += len(piece)
+                unit = np.concatenate([carry, piece])
+                yield engine.features(unit, False)
+                carry = unit[max(0, len(unit) - n + 1) :] if n > 1 else carry
+        if 0 < seen < n:
+            yield engine.features(carry, True)
+
     sums: npt.NDArray[np.int64] = np.zeros((1, f), dtype=np.int64)
     total = 0
     distinct: list[U64] = []
-    for piece in pieces:
-        if not len(piece):
-            continue
-        seen += len(piece)
-        unit = np.concatenate([carry, piece])
-        feats, per_doc = engine.features(unit, False)
-        if engine.scheme.weighting == "binary":
+    for feats, per_doc in feature_sets():
+        if binary:
             distinct.append(np.unique(feats, axis=0))
         else:
             sums += bit_sums(feats, per_doc, f)
             total += int(per_doc[0])
-        carry = unit[max(0, len(unit) - n + 1) :] if n > 1 else carry
-    if 0 < seen < n:
-        feats, per_doc = engine.features(carry, True)
-        distinct.append(feats)
-        if engine.scheme.weighting != "binary":
-            sums += bit_sums(feats, per_doc, f)
-            total += int(per_doc[0])
-    if engine.scheme.weighting == "binary" and distinct:
+    if binary and distinct:
         feats = np.unique(np.concatenate(distinct), axis=0)
         sums = bit_sums(feats, np.array([len(feats)], dtype=np.intp), f)
         total = len(feats)
@@ -253,7 +234,8 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
 def _long_text(engine: Engine, text: str) -> int:
     """Fingerprint a text longer than `tokens.CHUNK_CHARS`, chunk by chunk."""
     if engine.scheme.features != "chars":
-        return _stream(engine, (engine.text_tokens(normalize(chunk)) for chunk in split_chunks(text)))
+        hashes = (engine.hash_parts(*token_parts(normalize(chunk)))[0] for chunk in split_chunks(text))
+        return _stream(engine, hashes)
     state = {"any": False, "started": False, "space": False}
 
     def pieces() -> Iterator[U64]:
@@ -271,12 +253,13 @@ def _long_text(engine: Engine, text: str) -> int:
     return result if state["any"] else 0
 
 
-def _join_tokens(tokens: Sequence[object], name: str) -> str:
-    """Join caller-given tokens with spaces, the text that "chars" features are taken from."""
-    for token in tokens:
-        if not isinstance(token, str):
-            raise InvalidType(f"{name} must hold str tokens only, got {type(token).__name__}")
-    return " ".join(tokens)  # type: ignore[arg-type]
+def _joined(tokens: Sequence[object], separator: str, name: str) -> str:
+    """Caller-given tokens joined (InvalidType, naming the argument, for a token that is not a str)."""
+    try:
+        return separator.join(tokens)  # type: ignore[arg-type]
+    except TypeError:
+        bad = next(token for token in tokens if not isinstance(token, str))
+        raise InvalidType(f"{name} must hold str tokens only, got {type(bad).__name__}") from None
 
 
 class _Batch:
@@ -320,7 +303,7 @@ class _Batch:
             self.results.append(weighted(weights_of(items, name), engine))
             return
         if engine.scheme.features == "chars":
-            self._unit(engine.chars_unit(normalize(_join_tokens(items, name))))
+            self._unit(engine.chars_unit(normalize(_joined(items, " ", name))))
             return
         if len(items) > tokens.CHUNK_CHARS:
             step = tokens.CHUNK_CHARS

@@ -1,20 +1,20 @@
 """Feature hashing for SimHash: token hash caches, the shingle combiner (splitmix64), the vote (per document
-and bit j, how many of its features have bit j, ``(hash >> j) & 1``, set) and bit sums to ints."""
+and bit j, how many of its features have bit j, ``(hash >> j) & 1``, set) and bit sums to ints; what the
+engines read of a scheme and of a MinHasher (which sit above them), as protocols."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
 from .charclass import CJK_RANGES
-from .params import SchemeParams
 
-__all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K"]
+__all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K", "MinHashParams", "SchemeParams"]
 
 
 #: Multiplier of the shingle combiner (2**64 / golden ratio).
@@ -35,6 +35,41 @@ Key = str | bytes
 _K, _C1, _C2 = np.uint64(MIX_K), np.uint64(MIX_C1), np.uint64(MIX_C2)
 _S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
 _U64_MASK = (1 << 64) - 1
+
+
+class SchemeParams(Protocol):
+    """A validated scheme, as the engines read it; a `Scheme` is one (its docstring says what each is)."""
+
+    @property
+    def features(self) -> str: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def f(self) -> int: ...
+    @property
+    def weighting(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def stopwords(self) -> tuple[str, ...]: ...
+
+
+class MinHashParams(Protocol):
+    """A MinHasher's parameters and permutations (multipliers `a`, offsets `b`), as the native sketcher
+    reads them; a `MinHasher` is one."""
+
+    @property
+    def num_perm(self) -> int: ...
+    @property
+    def bits(self) -> int: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def a(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def b(self) -> npt.NDArray[np.uint64]: ...
 
 
 def digest(data: list[bytes], seed: int, lanes: int) -> U64:
@@ -167,13 +202,8 @@ def combine_short(column: U64, firsts: npt.NDArray[np.intp], length: int) -> U64
 def features_of(
     hashes: U64, lengths: npt.NDArray[np.intp], short: npt.NDArray[np.bool_], n: int
 ) -> tuple[U64, npt.NDArray[np.intp]]:
-    """The feature hashes (every window of n tokens) of consecutive token units, and each unit's count.
-
-    Args:
-        hashes: the token hashes of all units, concatenated, shape (T, lanes).
-        lengths: tokens per unit.
-        short: per unit, whether it has fewer than n tokens and gives one feature of all of them.
-    """
+    """The feature hashes (every window of n tokens) of consecutive token units (`hashes`, (T, lanes), of
+    `lengths` tokens each; `short` units give one feature of all their tokens), and each unit's count."""
     counts = np.where(short, lengths > 0, np.maximum(lengths - n + 1, 0)).astype(np.intp)
     total = int(counts.sum())
     firsts = np.cumsum(counts) - counts

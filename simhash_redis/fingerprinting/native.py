@@ -26,8 +26,8 @@ from ..compiled import (
 from ..errors import InvalidType
 from . import tokens
 from .documents import Document, Engine, not_a_document, weighted, weights_of
+from .hashing import MinHashParams, SchemeParams
 from .normalize import PINNED
-from .params import MinHashParams, SchemeParams
 
 if TYPE_CHECKING:
     from ..compiled import PreparedDoc
@@ -87,7 +87,7 @@ def _native_unicode() -> _native.Unicode:
 
 _UNICODE = _native_unicode()
 _lock = threading.Lock()
-_sketchers: dict[int, tuple[MinHashParams, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
+_sketchers: dict[tuple[int, ...], tuple[object, _native.MinHash]] = {}
 
 
 def _engine(scheme: SchemeParams) -> _native.Engine:
@@ -179,28 +179,17 @@ def _run(engine: _native.Engine, batch: list[PreparedDoc], done: dict[int, int])
 def _sketcher(hasher: MinHashParams) -> _native.MinHash:
     """The native sketcher of a MinHasher, made once per hasher (and its current parameters)."""
     params = (hasher.num_perm, hasher.bits, hasher.n, hasher.seed)
-    entry = _sketchers.get(id(hasher))
-    if (
-        entry is not None
-        and entry[0] is hasher
-        and entry[1] is hasher.a
-        and entry[2] is hasher.b
-        and entry[3] == params
-    ):
-        return entry[4]
-    made = _native.MinHash(
-        _UNICODE,
-        hasher.num_perm,
-        hasher.bits,
-        hasher.n,
-        hasher.seed,
-        hasher.a.astype("<u8").tobytes(),
-        hasher.b.astype("<u8").tobytes(),
-    )
+    # Keyed by the identities of objects its entry keeps alive (so never reused), and the parameters.
+    key = (id(hasher), id(hasher.a), id(hasher.b), *params)
+    entry = _sketchers.get(key)
+    if entry is not None:
+        return entry[1]
+    a, b = hasher.a.astype("<u8").tobytes(), hasher.b.astype("<u8").tobytes()
+    made = _native.MinHash(_UNICODE, *params, a, b)
     with _lock:
         if len(_sketchers) >= _ENGINES_MAX:
             _sketchers.clear()
-        _sketchers[id(hasher)] = (hasher, hasher.a, hasher.b, params, made)
+        _sketchers[key] = ((hasher, hasher.a, hasher.b), made)
     return made
 
 
@@ -314,7 +303,6 @@ def fingerprint_packed_texts(
 
 
 _WIDEST = 1 << 128
-_SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
 
 
 def hits(
@@ -337,17 +325,13 @@ def hits(
     return None
 
 
+@functools.lru_cache(maxsize=8)
 def _slow_of(f: int) -> Callable[[object, int], tuple[int, int]]:
     """The (fingerprint, distance) of a stored value other than plain decimal bytes, as `pure_hits`
-    decodes it (raising as `codec.decode_fp` does); kept for a few widths."""
-    slow = _SLOW.get(f) if type(f) is int else None
-    if slow is None:
+    decodes it (raising as `codec.decode_fp` does)."""
 
-        def decode(raw: object, fp: int) -> tuple[int, int]:
-            candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
-            return candidate, (candidate ^ fp).bit_count()
+    def decode(raw: object, fp: int) -> tuple[int, int]:
+        candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
+        return candidate, (candidate ^ fp).bit_count()
 
-        slow = decode
-        if type(f) is int and len(_SLOW) < 8:
-            _SLOW[f] = slow
-    return slow
+    return decode

@@ -245,20 +245,18 @@ class Normalizer(PinnedUnicode):
     def image_parts(self, cp: int) -> Parts | None:
         """The casefold images and classes of a BMP code point's long NFKC image's code points, and whether
         one may compose with what precedes it (None where the tables cannot tell); cached."""
-        if cp not in self._parts:
-            self._parts[cp] = None if self.special_bmp[cp] else self._image_parts(cp)
-        return self._parts[cp]
-
-    def _image_parts(self, cp: int) -> Parts | None:
-        image = self.nfkc_image(cp)
+        if cp in self._parts:
+            return self._parts[cp]
+        image = "" if self.special_bmp[cp] else self.nfkc_image(cp)
         data = image.encode("utf-16-le")
-        if len(image) == 1 or len(data) != 2 * len(image):
-            return None
-        entries = np.take(self.bmp16_tables[1], np.frombuffer(data, dtype="<u2").astype(np.intp))
-        if (entries & (1 << 18)).any():
-            return None
-        composing = bool((entries & (1 << 19)).any())
-        return (entries & 0xFFFF).astype(np.uint16), (entries >> 16 & 3).astype(np.uint16), composing
+        parts = None
+        if len(image) > 1 and len(data) == 2 * len(image):
+            entries = np.take(self.bmp16_tables[1], np.frombuffer(data, dtype="<u2").astype(np.intp))
+            if not (entries & (1 << 18)).any():
+                composing = bool((entries & (1 << 19)).any())
+                parts = (entries & 0xFFFF).astype(np.uint16), (entries >> 16 & 3).astype(np.uint16), composing
+        self._parts[cp] = parts
+        return parts
 
 
 def code_points(text: str) -> npt.NDArray[np.uint32]:

@@ -88,12 +88,8 @@ class Sender(Protocol):
 
 
 def drive(steps: Steps[T], exchange: Exchange) -> T:
-    """Run a conversation's steps on an exchange; its result.
-
-    Raises:
-        SimhashRedisError: an error reply among replies read parsed, at once.
-        IndexCorrupted: a reply holds a value the library did not write (the steps could not parse it).
-    """
+    """Run a conversation's steps on an exchange; its result. Raises the SimhashRedisError of an error
+    reply among replies read parsed, and IndexCorrupted for a value the steps could not parse."""
     reply: Any = None
     send, read, read_sets = exchange.send, exchange.read, exchange.read_sets
     while True:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import socket
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
 import hiredis
 import numpy as np
@@ -82,12 +82,7 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
     def __len__(self) -> int:
         return len(self.keys)
 
-    @overload
-    def __getitem__(self, i: int) -> tuple[bytes, ...]: ...
-    @overload
-    def __getitem__(self, i: slice) -> CommandPerKey: ...
-
-    def __getitem__(self, i: int | slice) -> tuple[bytes, ...] | CommandPerKey:
+    def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return CommandPerKey(self.name, self.keys[i], self.field)
         return self._command(self.keys[i])
@@ -171,12 +166,8 @@ class PackedCommands(Sequence[tuple[bytes, ...]]):
 
 
 def pack(commands: Sequence[Command]) -> bytes:
-    """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends (a command name
-    with spaces, like b"SCRIPT LOAD", split into arguments as there).
-
-    Raises:
-        redis.exceptions.DataError: an argument of another type (bool included).
-    """
+    """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends (b"SCRIPT LOAD"
+    split into arguments as there); redis-py's DataError for an argument of another type (bool included)."""
     if isinstance(commands, (CommandPerKey, PackedCommands, SlotCommands)):
         return commands.packed()
     out: list[bytes] = []
@@ -265,8 +256,7 @@ def payload(
     connection: Any, batches: Sequence[Sequence[Command]], standard: bool | None = None
 ) -> list[bytes]:
     """What to write for the batches: packed by `pack` where the connection packs as redis-py's own packers
-    (`standard`; None: tell a synchronous connection's packer) and encodes str as strict UTF-8, else by the
-    connection's `pack_commands`."""
+    (`standard`; None: tell a synchronous connection's packer) and encodes str as strict UTF-8."""
     if standard is None:
         packer = type(getattr(connection, "_command_packer", None)).__name__
         standard = packer in ("HiredisRespSerializer", "PythonRespSerializer")
@@ -298,8 +288,7 @@ def round_trips() -> int:
     return _SENDS[0]
 
 
-def count_send() -> None:
-    """Count a send made elsewhere (the asyncio transports' own)."""
+def count_send() -> None:  # a send made elsewhere (the asyncio transports' own)
     _SENDS[0] += 1
 
 
@@ -348,9 +337,8 @@ def read(connection: Any, count: int) -> list[Any]:
 
 
 def _read_sets(connection: Any, count: int, head: bytes) -> tuple[bytes | None, bytes]:
-    # The next `count` replies in their RESP form and the bytes read past them, when each is an array, set or
-    # map of bulk strings (SMEMBERS, HGETALL) and the compiled core can check them; otherwise (None, b""),
-    # every byte read (`head`, read past an earlier call's replies, included) left to the reader.
+    # `Exchange.read_sets`, and the bytes read past the replies; otherwise (None, b""), every byte read
+    # (`head`, read past an earlier call's replies, included) left to the reader.
     if _scan_sets is None or not fast(connection):
         return None, _feed(connection, head)
     parser = connection._parser
@@ -387,7 +375,7 @@ def _read_sets(connection: Any, count: int, head: bytes) -> tuple[bytes | None, 
 _RAW_MOST = 1 << 18
 
 
-def _feed(connection: Any, data: bytes) -> bytes:
+def _feed(connection: Any, data: bytes) -> bytes:  # b"": nothing left unfed
     if data:
         connection._parser._reader.feed(data)
     return b""
