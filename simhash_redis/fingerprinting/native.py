@@ -148,7 +148,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int
     engine = _engine(scheme)
     out: list[int] = []
     batch: list[PreparedDoc] = []
-    done: dict[int, int] = {}
+    done: dict[int, int] = {}  # fingerprints known already (`_weighted_doc`), by position
     chars = 0
     for index, doc in enumerate(docs):
         if type(doc) is str:
@@ -157,23 +157,18 @@ def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int
         else:
             prepared = _prepare(doc, f"docs[{index}]", scheme)
             if isinstance(prepared, int):
-                done[len(batch)] = prepared
+                done[index] = prepared
                 prepared = ""
             batch.append(prepared)
             chars += len(prepared[1]) if isinstance(prepared, tuple) else len(prepared)
         if len(batch) >= BATCH_DOCS or chars >= BATCH_CHARS:
-            out += _run(engine, batch, done)
-            batch, done, chars = [], {}, 0
+            out += engine.fingerprint_many(batch, tokens.CHUNK_CHARS)
+            batch, chars = [], 0
     if batch:
-        out += _run(engine, batch, done)
-    return out
-
-
-def _run(engine: _native.Engine, batch: list[PreparedDoc], done: dict[int, int]) -> list[int]:
-    results = engine.fingerprint_many(batch, tokens.CHUNK_CHARS)
+        out += engine.fingerprint_many(batch, tokens.CHUNK_CHARS)
     for at, value in done.items():
-        results[at] = value
-    return results
+        out[at] = value
+    return out
 
 
 def _sketcher(hasher: MinHashParams) -> _native.MinHash:

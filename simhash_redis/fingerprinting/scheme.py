@@ -204,17 +204,12 @@ def _parse_meta(meta: str) -> dict[str, Any]:
         raise IndexCorrupted(
             f"scheme meta names an unknown hash, normalisation or Unicode version: {meta[:200]!r}"
         )
-    numbers = {}
+    fields: dict[str, Any] = {key: values[key] for key in ("features", "weighting", "stopwords")}
     for key in ("n", "f", "seed"):
         if not values[key].isascii() or not values[key].isdigit():
             raise IndexCorrupted(f"scheme meta has a malformed {key}: {meta[:200]!r}")
-        numbers[key] = int(values[key])
-    return {
-        "features": values["features"],
-        "weighting": values["weighting"],
-        "stopwords": values["stopwords"],
-        **numbers,
-    }
+        fields[key] = int(values[key])
+    return fields
 
 
 #: The default scheme: word 3-shingles, 64 bits, term frequency, seed 0, no stopwords.

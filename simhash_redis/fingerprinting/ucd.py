@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import functools
 import gzip
+import itertools
 import json
 import unicodedata
 from importlib import resources
@@ -247,17 +248,9 @@ class PinnedUnicode:
                     decomposed.append(_T_BASE + index % _T_COUNT)
             else:
                 decomposed.extend(self._expand(cp))
-        ordered: list[int] = []
-        run: list[int] = []
-        for cp in decomposed:
-            if ccc.get(cp, 0):
-                run.append(cp)
-                continue
-            if run:
-                ordered += sorted(run, key=ccc.__getitem__)
-                run = []
-            ordered.append(cp)
-        ordered += sorted(run, key=ccc.__getitem__)
+        # Canonical ordering: each run of code points of non-zero combining class sorted by class, stably.
+        runs = itertools.groupby(decomposed, lambda cp: ccc.get(cp, 0) > 0)
+        ordered = [cp for marks, run in runs for cp in (sorted(run, key=ccc.__getitem__) if marks else run)]
         return "".join(map(chr, self._compose(ordered)))
 
     def _compose(self, cps: list[int]) -> list[int]:
