@@ -7,6 +7,7 @@ import functools
 import re
 import threading
 import unicodedata
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,7 @@ __all__ = ["PINNED", "Normalizer", "code_points", "normalize"]
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 Parts = tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]
+_Sliceable = TypeVar("_Sliceable", str, npt.NDArray[np.uint16])
 
 
 class Normalizer(PinnedUnicode):
@@ -138,13 +140,7 @@ class Normalizer(PinnedUnicode):
         return self._splice_images(text, np.flatnonzero(odd).tolist(), cps)
 
     def _splice_images(self, text: str, at: list[int], cps: CodePoints) -> str:
-        pieces = []
-        last = 0
-        for index in at:
-            pieces += [text[last:index], self.nfkc_image(int(cps[index]))]
-            last = index + 1
-        pieces.append(text[last:])
-        return "".join(pieces)
+        return "".join(_spliced(text, at, [self.nfkc_image(int(cps[index])) for index in at]))
 
     def normalize(self, text: str) -> str:
         """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold."""
@@ -229,7 +225,8 @@ class Normalizer(PinnedUnicode):
             parts = [part for part in map(self.image_parts, cps[flagged].tolist()) if part is not None]
             if len(parts) < len(flagged):
                 return code_points(self.normalize(text)), None
-            norm, classes = _splice_parts(norm, classes, flagged, parts)
+            norm = np.concatenate(_spliced(norm, flagged, [part[0] for part in parts]))
+            classes = np.concatenate(_spliced(classes, flagged, [part[1] for part in parts]))
             composing = composing or any(part[2] for part in parts)
         # Characters each of which is some NFKC image make a text that NFKC's quick check passes when
         # none may compose with what precedes it; otherwise the mapped text is checked in full.
@@ -264,21 +261,14 @@ def code_points(text: str) -> npt.NDArray[np.uint32]:
     return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
 
 
-def _splice_parts(
-    norm: npt.NDArray[np.uint16],
-    classes: npt.NDArray[np.uint16],
-    at: list[int],
-    parts: list[tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]],
-) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
-    cps_pieces, class_pieces = [], []
-    last = 0
-    for index, part in zip(at, parts, strict=True):
-        cps_pieces += [norm[last:index], part[0]]
-        class_pieces += [classes[last:index], part[1]]
+def _spliced(whole: _Sliceable, at: list[int], inserts: list[_Sliceable]) -> list[_Sliceable]:
+    """The pieces of `whole` with the single items at indices `at` replaced by `inserts`."""
+    pieces, last = [], 0
+    for index, insert in zip(at, inserts, strict=True):
+        pieces += [whole[last:index], insert]
         last = index + 1
-    cps_pieces.append(norm[last:])
-    class_pieces.append(classes[last:])
-    return np.concatenate(cps_pieces), np.concatenate(class_pieces)
+    pieces.append(whole[last:])
+    return pieces
 
 
 #: Unicode 15.1, the same on every Python: fingerprints and sketches.
