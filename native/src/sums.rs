@@ -2,7 +2,7 @@
 //!
 //! `Counter` counts, for each of the f bits, the features whose hash has that bit set, with byte-lane
 //! counters (eight counts per `u64`, added up to 255 times before they are flushed), the same counts
-//! as `simhash_redis.fingerprinting.bit_votes`. The fingerprint has bit j set where
+//! as `simhash_redis.fingerprinting.hashing.bit_sums`. The fingerprint has bit j set where
 //! `2 * count[j] > total`, that is where `C_j = count[j] - (total - count[j]) > 0`. `FloatSums` is
 //! the weighted vote: float64 sums taken feature by feature, starting at 0.0, as numpy's row-by-row
 //! reduction does.

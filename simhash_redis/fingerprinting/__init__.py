@@ -7,7 +7,7 @@ from .banded_odd import BandedOddSketcher, Sketcher
 from .engine_choice import ENGINE_ENV, engine
 from .minhash import MinHasher
 from .odd_sketch import OddSketcher
-from .simhash import DEFAULT_SCHEME, Document, Scheme, distance, fingerprint, fingerprint_many
+from .scheme import DEFAULT_SCHEME, Document, Scheme, distance, fingerprint, fingerprint_many
 
 __all__ = [
     "DEFAULT_SCHEME",

@@ -33,18 +33,12 @@ _TEXTS = (str, bytes)
 
 
 class BandedOddSketcher:
-    """Makes and compares the default verified mode's sketches (see the module).
+    """Makes and compares the default verified mode's sketches (see the module), of shingles of `n` tokens
+    (default 3) hashed with `seed`.
 
     Its methods raise InvalidType for a document of another type (naming a batch's, ``docs[i]``) and
     InvalidArgument for a sketch of the wrong length (or, in `estimate_pairs`, owners and others of
-    different lengths).
-
-    Args:
-        n: tokens per shingle (default 3).
-        seed: seed of the shingle hashes.
-
-    Raises:
-        InvalidArgument, InvalidType: as `OddSketcher`.
+    different lengths); the constructor raises as `OddSketcher`'s.
     """
 
     #: Bytes of a stored sketch: the band values, then the odd sketch at the document's own level.
@@ -73,10 +67,9 @@ class BandedOddSketcher:
             # One pass a document: its shingles made once for the band values and every level.
             return native.banded_sketch_many(self.n, self.seed, self.bands, docs, _ABOVE)  # type: ignore[no-any-return]
         docs = list(docs)  # read three times below: a generator would be spent by the first
-        bands = self.bands.sketch_many(docs)
-        own = self.odd.sketch_many(docs)
         out = []
-        for doc, band, mine in zip(docs, bands, own, strict=True):
+        own = self.odd.sketch_many(docs)
+        for doc, band, mine in zip(docs, self.bands.sketch_many(docs), own, strict=True):
             size, level = OddSketcher.size_and_level(mine)
             levels = [level - 1] if level > 0 else []
             if size >= _ABOVE and level < MAX_LEVEL:
@@ -101,8 +94,7 @@ class BandedOddSketcher:
         return float(self.estimate_many(query, [self.stored(other)])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
-        """The Jaccard estimates of a query sketch (or a stored one, at its own level only) with stored
-        sketches."""
+        """The Jaccard estimates of a query sketch (or a stored one: its own level only) with stored ones."""
         query = checked_sketch(query, (self.query_bytes, self.sketch_bytes), "a query sketch")
         native = engine_choice.native
         if native is None or len(others) > NATIVE_PAIRS:
@@ -168,12 +160,10 @@ Sketcher = MinHasher | BandedOddSketcher
 
 
 class _StoringSketcher(BandedOddSketcher):
-    """A `BandedOddSketcher` whose `sketch_many` makes stored sketches only (`sketch_bytes`, the query
-    sketches' stored form): the odd sketches a level below and above, which only a query needs, cost
-    about a third of a query sketch."""
+    """A `BandedOddSketcher` whose `sketch_many` makes stored sketches only: the odd sketches a level below
+    and above, which only a query needs, cost about a third of a query sketch."""
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-        """The stored sketches of many documents (`sketch_bytes` each)."""
         check_many(docs)
         native = engine_choice.native
         if native is not None:
@@ -193,13 +183,8 @@ def stores_only(hasher: Sketcher | None) -> bool:
 def fingerprints_and_sketches(
     scheme: Scheme, hasher: Sketcher, texts: Sequence[str | bytes]
 ) -> tuple[list[int], list[bytes]]:
-    """``scheme.fingerprint_many(texts)`` and ``hasher.sketch_many(texts)``: for a `storing` sketcher
-    under the compiled core, in one pass a text (normalised and tokenised once where the scheme's
-    tokens are the sketches': the default scheme's).
-
-    Raises:
-        InvalidType: a document is of another type (the message names it).
-    """
+    """``scheme.fingerprint_many(texts)`` and ``hasher.sketch_many(texts)`` (raising as they do): for a
+    `storing` sketcher under the compiled core, in one pass a text."""
     native = engine_choice.native
     # Other documents (token lists, or of a wrong type) go to each call, which checks them.
     if native is not None and stores_only(hasher) and texts and all(type(t) in _TEXTS for t in texts):

@@ -1,4 +1,5 @@
-"""The pure engine's documents of every form: detection, weights, long texts and batches into `Engine`."""
+"""The pure (numpy) fingerprint engine: tokens of texts hashed into features and summed to bits (`Engine`),
+and documents of every form (detection, weights, long texts, batches) fed to it."""
 
 from __future__ import annotations
 
@@ -11,18 +12,28 @@ import numpy.typing as npt
 
 from ..errors import InvalidArgument, InvalidType
 from . import tokens
-from .bit_votes import bit_sums
-from .hashing import U64, Key, to_ints
-from .normalize import normalize
-from .params import SchemeParams
-from .pure_engine import Engine
-from .tokens import collapse_whitespace, has_token, split_chunks
+from .hashing import (
+    U64,
+    CodePointTable,
+    HashTable,
+    Key,
+    SchemeParams,
+    bit_sums,
+    counts_between,
+    dedupe,
+    features_of,
+    shared,
+    to_ints,
+)
+from .normalize import PINNED, code_points, normalize
+from .tokens import collapse_whitespace, has_token, split_chunks, token_parts, token_parts_of
 
 __all__ = [
     "BATCH_DOCS",
     "BATCH_TOKENS",
     "WEIGHT_BLOCK",
     "Document",
+    "Engine",
     "fingerprint",
     "fingerprint_many",
     "not_a_document",
@@ -40,14 +51,103 @@ BATCH_TOKENS = 1 << 18
 WEIGHT_BLOCK = 1 << 15
 
 
-def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
-    """Validate weighted features (a mapping or (feature, weight) pairs), normalise them and sum
-    duplicates, in first-seen order; empty features are dropped. name: the argument's, for messages.
+class Engine:
+    """Fingerprints batches of token units for one scheme; a unit is the token hashes of a text."""
 
-    Raises:
-        InvalidType: a feature is not a str, a weight not a real number, or an item not a pair.
-        InvalidArgument: a weight is NaN or infinite.
-    """
+    def __init__(self, scheme: SchemeParams) -> None:
+        self.scheme = scheme
+        self.lanes = 2 if scheme.f == 128 else 1
+        self.table = shared(HashTable, scheme)
+        self.n = 1 if scheme.features == "words" else scheme.n
+        self.stop: frozenset[bytes] = frozenset(word.encode("utf-8") for word in scheme.stopwords)
+        single = [ord(word) for word in scheme.stopwords if len(word) == 1]
+        self.stop_cps = np.array(single, dtype=np.uint32)
+
+    def hashes(self, keys: list[Key]) -> U64:
+        """The (len(keys), lanes) hashes of tokens (str or UTF-8)."""
+        return self.table.lookup(keys, len(keys))
+
+    def features(self, unit: U64, short: bool) -> tuple[U64, npt.NDArray[np.intp]]:
+        """The feature hashes of one document's token unit, and their count (as a 1-element array)."""
+        return features_of(unit, np.array([len(unit)], dtype=np.intp), np.array([short]), self.n)
+
+    def finish(self, sums: npt.NDArray[np.int64], totals: npt.NDArray[np.int64]) -> list[int]:
+        """Fingerprints from (documents, f) bit counts and totals: bit j is set where 2 * sums[j] > total."""
+        return to_ints(2 * sums > totals[:, None], self.scheme.f)
+
+    def run_joined(self, hashes: U64, lengths: npt.NDArray[np.intp]) -> list[int]:
+        """Fingerprint whole documents given as one token unit each (lengths tokens), concatenated."""
+        feats, per_doc = features_of(hashes, lengths, lengths < self.n, self.n)
+        if self.scheme.weighting == "binary":
+            feats, per_doc = dedupe(feats, per_doc)
+        return self.finish(bit_sums(feats, per_doc, self.scheme.f), per_doc.astype(np.int64))
+
+    def texts_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
+        """Normalise, tokenise and hash raw texts in one pass, stopwords dropped: the token hashes of all
+        texts, one after the other, and the number of tokens of each."""
+        # NUL separates tokens and is untouched by NFKC: the joined texts tokenise as each would alone.
+        joined = "\x00".join(texts)
+        if joined.count("\x00") == len(texts) - 1:
+            cps, classes = PINNED.classified_code_points(joined)
+            ends = np.flatnonzero(cps == 0)
+            firsts = np.concatenate([[0], ends + 1])
+            words, cjk, is_cjk, starts = token_parts_of(cps, classes)
+        else:
+            norms = [normalize(text) for text in texts]
+            norm = "\n".join(norms)
+            lengths = np.fromiter(map(len, norms), dtype=np.intp, count=len(norms)) + 1
+            firsts = np.cumsum(lengths) - lengths
+            ends = firsts[1:] - 1
+            words, cjk, is_cjk, starts = token_parts_of(code_points(norm), None)
+        hashes, keep = self.hash_parts(words, cjk, is_cjk)
+        if keep is not None:
+            owner = np.searchsorted(firsts, starts[keep], side="right") - 1
+            return hashes, np.bincount(owner, minlength=len(texts)).astype(np.intp)
+        return hashes, counts_between(starts, ends)
+
+    def hash_parts(
+        self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]
+    ) -> tuple[U64, npt.NDArray[np.bool_] | None]:
+        """Drop stopwords from tokens given as `tokens.token_parts` returns them, and hash the rest; the
+        hashes in text order, and which tokens were kept (None: all)."""
+        keep = None
+        if self.stop:
+            kept_words = [word not in self.stop for word in words]
+            kept_cjk = ~np.isin(cjk, self.stop_cps)
+            words = [word for word, kept in zip(words, kept_words, strict=True) if kept]
+            cjk = cjk[kept_cjk]
+            keep = np.empty(len(is_cjk), dtype=bool)
+            keep[~is_cjk] = kept_words
+            keep[is_cjk] = kept_cjk
+            is_cjk = is_cjk[keep]
+        if not len(cjk):
+            return self.hashes(list(words)), keep
+        out = np.empty((len(is_cjk), self.lanes), dtype=np.uint64)
+        out[~is_cjk] = self.hashes(list(words))
+        out[is_cjk] = shared(CodePointTable, self.scheme).lookup(cjk)
+        return out, keep
+
+    def given_tokens(self, tokens: list[str], name: str) -> U64:
+        """Normalise caller-given tokens, drop empty ones and stopwords, and hash them (InvalidType, naming
+        the argument, for a token that is not a str)."""
+        joined = _joined(tokens, "\x00", name)
+        # NUL never composes under NFKC, so normalising the joined tokens normalises each on its own.
+        if joined.count("\x00") == len(tokens) - 1:
+            parts = normalize(joined).encode("utf-8").split(b"\x00")
+        else:
+            parts = [normalize(token).encode("utf-8") for token in tokens]
+        return self.hashes([part for part in parts if part and part not in self.stop])
+
+    def chars_unit(self, norm: str) -> U64:
+        """The hashes of a normalised text's whitespace-collapsed characters ("chars" features; none when
+        the text has no token)."""
+        return self.hashes(list(collapse_whitespace(norm)) if has_token(norm) else [])
+
+
+def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
+    """Validate weighted features, a mapping or (feature, weight) pairs (InvalidType for a wrong item,
+    feature or weight, InvalidArgument for a weight NaN or infinite, naming `name`), normalise them, sum
+    duplicates in first-seen order and drop empty ones."""
     items = doc.items() if isinstance(doc, Mapping) else doc
     totals: dict[str, float] = {}
     for item in items:
@@ -99,36 +199,32 @@ def weighted(totals: dict[str, float], engine: Engine) -> int:
 
 
 def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
-    """Fingerprint one long document from consecutive token pieces, in bounded memory.
+    """Fingerprint one long document from consecutive token pieces, in bounded memory (the last n-1 tokens
+    of a piece carried into the next, so the result is the whole document's)."""
+    n, f, binary = engine.n, engine.scheme.f, engine.scheme.weighting == "binary"
 
-    The last n-1 tokens of a piece are carried into the next, so the result is the whole document's.
-    """
-    n = engine.n
-    f = engine.scheme.f
-    carry: U64 = np.zeros((0, engine.lanes), dtype=np.uint64)
-    seen = 0
+    def feature_sets() -> Iterator[tuple[U64, npt.NDArray[np.intp]]]:
+        carry: U64 = np.zeros((0, engine.lanes), dtype=np.uint64)
+        seen = 0
+        for piece in pieces:
+            if len(piece):
+                seen += len(piece)
+                unit = np.concatenate([carry, piece])
+                yield engine.features(unit, False)
+                carry = unit[max(0, len(unit) - n + 1) :] if n > 1 else carry
+        if 0 < seen < n:
+            yield engine.features(carry, True)
+
     sums: npt.NDArray[np.int64] = np.zeros((1, f), dtype=np.int64)
     total = 0
     distinct: list[U64] = []
-    for piece in pieces:
-        if not len(piece):
-            continue
-        seen += len(piece)
-        unit = np.concatenate([carry, piece])
-        feats, per_doc = engine.features(unit, False)
-        if engine.scheme.weighting == "binary":
+    for feats, per_doc in feature_sets():
+        if binary:
             distinct.append(np.unique(feats, axis=0))
         else:
             sums += bit_sums(feats, per_doc, f)
             total += int(per_doc[0])
-        carry = unit[max(0, len(unit) - n + 1) :] if n > 1 else carry
-    if 0 < seen < n:
-        feats, per_doc = engine.features(carry, True)
-        distinct.append(feats)
-        if engine.scheme.weighting != "binary":
-            sums += bit_sums(feats, per_doc, f)
-            total += int(per_doc[0])
-    if engine.scheme.weighting == "binary" and distinct:
+    if binary and distinct:
         feats = np.unique(np.concatenate(distinct), axis=0)
         sums = bit_sums(feats, np.array([len(feats)], dtype=np.intp), f)
         total = len(feats)
@@ -138,7 +234,8 @@ def _stream(engine: Engine, pieces: Iterator[U64]) -> int:
 def _long_text(engine: Engine, text: str) -> int:
     """Fingerprint a text longer than `tokens.CHUNK_CHARS`, chunk by chunk."""
     if engine.scheme.features != "chars":
-        return _stream(engine, (engine.text_tokens(normalize(chunk)) for chunk in split_chunks(text)))
+        hashes = (engine.hash_parts(*token_parts(normalize(chunk)))[0] for chunk in split_chunks(text))
+        return _stream(engine, hashes)
     state = {"any": False, "started": False, "space": False}
 
     def pieces() -> Iterator[U64]:
@@ -156,12 +253,13 @@ def _long_text(engine: Engine, text: str) -> int:
     return result if state["any"] else 0
 
 
-def _join_tokens(tokens: Sequence[object], name: str) -> str:
-    """Join caller-given tokens with spaces, the text that "chars" features are taken from."""
-    for token in tokens:
-        if not isinstance(token, str):
-            raise InvalidType(f"{name} must hold str tokens only, got {type(token).__name__}")
-    return " ".join(tokens)  # type: ignore[arg-type]
+def _joined(tokens: Sequence[object], separator: str, name: str) -> str:
+    """Caller-given tokens joined (InvalidType, naming the argument, for a token that is not a str)."""
+    try:
+        return separator.join(tokens)  # type: ignore[arg-type]
+    except TypeError:
+        bad = next(token for token in tokens if not isinstance(token, str))
+        raise InvalidType(f"{name} must hold str tokens only, got {type(bad).__name__}") from None
 
 
 class _Batch:
@@ -205,7 +303,7 @@ class _Batch:
             self.results.append(weighted(weights_of(items, name), engine))
             return
         if engine.scheme.features == "chars":
-            self._unit(engine.chars_unit(normalize(_join_tokens(items, name))))
+            self._unit(engine.chars_unit(normalize(_joined(items, " ", name))))
             return
         if len(items) > tokens.CHUNK_CHARS:
             step = tokens.CHUNK_CHARS
@@ -248,14 +346,14 @@ class _Batch:
 
 
 def fingerprint(doc: Document, scheme: SchemeParams) -> int:
-    """The pure engine's `simhash.fingerprint` (scheme validated)."""
+    """The pure engine's `scheme.fingerprint` (scheme validated)."""
     batch = _Batch(Engine(scheme))
     batch.add(doc, "doc")
     return batch.run()[0]
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
-    """The pure engine's `simhash.fingerprint_many`, vectorised (scheme validated, docs an iterable)."""
+    """The pure engine's `scheme.fingerprint_many`, vectorised (scheme validated, docs an iterable)."""
     engine = Engine(scheme)
     out: list[int] = []
     batch = _Batch(engine)

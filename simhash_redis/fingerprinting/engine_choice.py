@@ -15,7 +15,7 @@ from typing import Protocol, cast
 from ..errors import InvalidArgument, SimhashRedisError
 from . import documents
 from .documents import Document
-from .params import SchemeParams
+from .hashing import SchemeParams
 
 __all__ = ["ENGINE_ENV", "Engine", "chosen", "engine", "native"]
 
@@ -24,7 +24,6 @@ ENGINE_ENV = "SIMHASH_REDIS_ENGINE"
 
 
 def _load_native() -> ModuleType | None:
-    """Import the native adapter when the environment allows it and the compiled core is installed."""
     given = os.environ.get(ENGINE_ENV, "")
     choice = given.strip().lower()
     if choice not in ("", "native", "python"):
@@ -58,13 +57,11 @@ def __getattr__(name: str) -> ModuleType | None:
     """``native``, chosen on first use (raises as `engine`)."""
     if name != "native":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    core = _load_native()
-    globals()["native"] = core
+    core = globals()["native"] = _load_native()
     return core
 
 
 def _core() -> ModuleType | None:
-    """`native`, chosen now if it has not been yet."""
     found = globals().get("native", _UNCHOSEN)
     return __getattr__("native") if found is _UNCHOSEN else found
 
@@ -83,16 +80,11 @@ class Engine(Protocol):
     """What both engines' modules offer (the native adapter and `documents`): schemes validated."""
 
     def fingerprint(self, doc: Document, scheme: SchemeParams) -> int: ...
-
     def fingerprint_many(self, docs: Iterable[Document], scheme: SchemeParams) -> list[int]: ...
 
 
 def chosen() -> Engine:
-    """The engine in use (its module): chosen on first use, read again per call by a `Scheme`, once by an
-    index (at its first fingerprint).
-
-    Raises:
-        As `engine`.
-    """
+    """The engine in use (its module; raises as `engine`): chosen on first use, read again per call by a
+    `Scheme`, once by an index (at its first fingerprint)."""
     core = _core()
     return documents if core is None else cast(Engine, core)

@@ -1,19 +1,20 @@
-"""Feature hashing for SimHash: token hash caches, the shingle combiner (splitmix64) and bit sums to ints."""
+"""Feature hashing for SimHash: token hash caches, the shingle combiner (splitmix64), the vote (per document
+and bit j, how many of its features have bit j, ``(hash >> j) & 1``, set) and bit sums to ints; what the
+engines read of a scheme and of a MinHasher (which sit above them), as protocols."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Iterable
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
 from .charclass import CJK_RANGES
-from .params import SchemeParams
 
-__all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K"]
+__all__ = ["CACHE_MAX", "MIX_C1", "MIX_C2", "MIX_K", "MinHashParams", "SchemeParams"]
 
 
 #: Multiplier of the shingle combiner (2**64 / golden ratio).
@@ -25,6 +26,8 @@ MIX_C2 = 0x94D049BB133111EB
 CACHE_MAX = 1 << 18
 # Tokens mixed per chunk: 256 KiB per array, which stays in the CPU cache.
 _MIX_CHUNK = 1 << 15
+# Byte-lane counters of a uint64 word overflow past 255, so lanes are summed over at most this many rows.
+_LANE_ROWS = 255
 
 U64 = npt.NDArray[np.uint64]
 Key = str | bytes
@@ -32,6 +35,41 @@ Key = str | bytes
 _K, _C1, _C2 = np.uint64(MIX_K), np.uint64(MIX_C1), np.uint64(MIX_C2)
 _S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
 _U64_MASK = (1 << 64) - 1
+
+
+class SchemeParams(Protocol):
+    """A validated scheme, as the engines read it; a `Scheme` is one (its docstring says what each is)."""
+
+    @property
+    def features(self) -> str: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def f(self) -> int: ...
+    @property
+    def weighting(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def stopwords(self) -> tuple[str, ...]: ...
+
+
+class MinHashParams(Protocol):
+    """A MinHasher's parameters and permutations (multipliers `a`, offsets `b`), as the native sketcher
+    reads them; a `MinHasher` is one."""
+
+    @property
+    def num_perm(self) -> int: ...
+    @property
+    def bits(self) -> int: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def a(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def b(self) -> npt.NDArray[np.uint64]: ...
 
 
 def digest(data: list[bytes], seed: int, lanes: int) -> U64:
@@ -105,22 +143,19 @@ class CodePointTable:
             return self.hashes[cps]
 
 
-_token_tables: dict[tuple[int, int], HashTable] = {}
-_cp_token_tables: dict[tuple[int, int], CodePointTable] = {}
+_tables: dict[tuple[type, int, int], Any] = {}
 _tables_lock = threading.Lock()
-_T = TypeVar("_T")
+_T = TypeVar("_T", HashTable, CodePointTable)
 
 
-def shared(
-    registry: dict[tuple[int, int], _T], factory: Callable[[int, int], _T], scheme: SchemeParams
-) -> _T:
-    """The process-wide table of one kind (made by factory(seed, lanes)) for a scheme, made once."""
-    key = (scheme.seed, 2 if scheme.f == 128 else 1)
-    table = registry.get(key)
+def shared(kind: type[_T], scheme: SchemeParams) -> _T:
+    """The process-wide table of a kind for a scheme, made once."""
+    key = (kind, scheme.seed, 2 if scheme.f == 128 else 1)
+    table = _tables.get(key)
     if table is None:
         with _tables_lock:
-            table = registry.setdefault(key, factory(*key))
-    return table
+            table = _tables.setdefault(key, kind(*key[1:]))
+    return cast(_T, table)
 
 
 def mix(z: U64, scratch: U64) -> U64:
@@ -167,13 +202,8 @@ def combine_short(column: U64, firsts: npt.NDArray[np.intp], length: int) -> U64
 def features_of(
     hashes: U64, lengths: npt.NDArray[np.intp], short: npt.NDArray[np.bool_], n: int
 ) -> tuple[U64, npt.NDArray[np.intp]]:
-    """The feature hashes (every window of n tokens) of consecutive token units, and each unit's count.
-
-    Args:
-        hashes: the token hashes of all units, concatenated, shape (T, lanes).
-        lengths: tokens per unit.
-        short: per unit, whether it has fewer than n tokens and gives one feature of all of them.
-    """
+    """The feature hashes (every window of n tokens) of consecutive token units (`hashes`, (T, lanes), of
+    `lengths` tokens each; `short` units give one feature of all their tokens), and each unit's count."""
     counts = np.where(short, lengths > 0, np.maximum(lengths - n + 1, 0)).astype(np.intp)
     total = int(counts.sum())
     firsts = np.cumsum(counts) - counts
@@ -220,3 +250,23 @@ def counts_between(starts: npt.NDArray[np.intp], cuts: npt.NDArray[np.intp]) -> 
     """Tokens per text of len(cuts) + 1 joined ones, from the tokens' and separators' ascending indices."""
     before = np.searchsorted(starts, cuts)
     return np.diff(before, prepend=0, append=len(starts)).astype(np.intp)
+
+
+def bit_sums(feats: npt.NDArray[np.uint64], per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
+    """The (documents, f) counts of features with each bit set, from (M, lanes) feature hashes holding
+    each document's contiguously, per_doc of them."""
+    sums = np.zeros((len(per_doc), f), dtype=np.int64)
+    if not len(feats):
+        return sums
+    # Bit j of a feature is (hash >> j) & 1 on every platform: little-endian bytes, little bit order.
+    octets = feats.astype("<u8", copy=False).view(np.uint8).reshape(len(feats), -1)[:, : f // 8]
+    bits = np.unpackbits(octets, axis=1, bitorder="little")
+    # Eight 0/1 bytes per uint64: adding up to 255 rows never carries from one byte into the next.
+    lanes = bits.view(np.uint64)
+    nonempty = np.flatnonzero(per_doc)
+    doc_starts = (np.cumsum(per_doc) - per_doc)[nonempty]
+    cuts = np.union1d(doc_starts, np.arange(0, len(feats), _LANE_ROWS, dtype=np.intp))
+    partial = np.add.reduceat(lanes, cuts, axis=0)
+    counts = partial.view(np.uint8).reshape(len(cuts), f).astype(np.int64)
+    sums[nonempty] = np.add.reduceat(counts, np.searchsorted(cuts, doc_starts), axis=0)
+    return sums

@@ -27,24 +27,15 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _BLOCK = 4096
 
 
-def _mixed(z: _U64) -> _U64:
-    """The splitmix64 finaliser of fresh values (mixed in place: the caller's temporary)."""
-    return mix(z, np.empty_like(z))
-
-
 def check_shingles(n: object, seed: object) -> None:
-    """Check a sketcher's tokens per shingle and seed (InvalidType, InvalidArgument)."""
+    """Check a sketcher's tokens per shingle and seed."""
     check_int("n", n, 1, 16)
     check_int("seed", seed, 0, _MASK)
 
 
 def doc_tokens(doc: object, name: str) -> list[str]:
     """The normalised tokens of a document (name: for messages): text, UTF-8 bytes or str tokens
-    (normalised too, empty ones dropped).
-
-    Raises:
-        InvalidType: doc is of another type, or holds a non-str token.
-    """
+    (normalised too, empty ones dropped); InvalidType for any other, or a non-str token."""
     if isinstance(doc, (bytes, bytearray, memoryview)):
         doc = bytes(doc).decode("utf-8", errors="replace")
     if isinstance(doc, str):
@@ -61,23 +52,14 @@ def doc_tokens(doc: object, name: str) -> list[str]:
 
 
 def check_many(docs: object) -> None:
-    """Refuse what is not many documents.
-
-    Raises:
-        InvalidType: docs is one text or bytes (each of its characters would be read as a document), a
-            mapping, or not iterable.
-    """
+    """Refuse (InvalidType) one text or bytes (each character would be a document), a mapping, or a
+    non-iterable as many documents."""
     if isinstance(docs, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(docs, Iterable):
         raise InvalidType(f"docs must be an iterable of documents, got {type(docs).__name__}")
 
 
 def checked_sketch(value: object, sizes: tuple[int, ...], what: str) -> bytes:
-    """A sketch argument as bytes, checked.
-
-    Raises:
-        InvalidType: it is not bytes.
-        InvalidArgument: it is not of one of the sizes.
-    """
+    """A sketch argument as bytes (InvalidType: not bytes; InvalidArgument: not of one of the sizes)."""
     if not isinstance(value, (bytes, bytearray, memoryview)):
         raise InvalidType(f"{what} must be bytes, got {type(value).__name__}")
     if len(value) not in sizes:
@@ -103,7 +85,8 @@ def shingle_hashes(tokens: Sequence[str], n: int, seed: int = 0) -> _U64:
     acc: _U64 = np.full(count, _GOLDEN, dtype=np.uint64)
     for offset in range(width):
         # Order-dependent: mixing after each step makes (a, b) and (b, a) hash differently.
-        acc = _mixed(acc * _GOLDEN + ids[offset : offset + count])
+        acc = acc * _GOLDEN + ids[offset : offset + count]
+        mix(acc, np.empty_like(acc))
     return np.unique(acc)
 
 
@@ -145,13 +128,10 @@ class MinHasher:
 
     @property
     def sketch_bytes(self) -> int:
-        """Size of one sketch in bytes."""
+        """Size of one sketch in bytes (a query's too, unlike `BandedOddSketcher`'s)."""
         return self.num_perm * self.bits // 8
 
-    @property
-    def query_bytes(self) -> int:
-        """Size of a query's sketch in bytes: a stored one's (`BandedOddSketcher`'s differ)."""
-        return self.sketch_bytes
+    query_bytes = sketch_bytes
 
     @staticmethod
     def stored(query: bytes) -> bytes:
@@ -177,11 +157,12 @@ class MinHasher:
     def sketch_of_hashes(self, hashes: _U64) -> bytes:
         """The b-bit sketch (sketch_bytes) of a set of shingle hashes."""
         # Keep high bits of a re-mixed minimum: the minimum's own high bits are biased towards zero.
-        top = _mixed(self.signature(hashes)) >> np.uint64(64 - self.bits)
+        mins = self.signature(hashes)
+        top = mix(mins, np.empty_like(mins)) >> np.uint64(64 - self.bits)
         return bytes(top.astype(self._dtype).tobytes())
 
     def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
-        """The sketch (sketch_bytes) of one document: text, UTF-8 bytes, or str tokens."""
+        """The sketch of one document: text, UTF-8 bytes, or str tokens."""
         if engine_choice.native is not None:
             return engine_choice.native.sketch(self, doc)  # type: ignore[no-any-return]
         return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed))
@@ -201,8 +182,7 @@ class MinHasher:
         return float(self.estimate_many(a, [b])[0])
 
     def estimate_many(self, query: bytes, others: Sequence[bytes]) -> npt.NDArray[np.float64]:
-        """The Jaccard estimates of one sketch with many others, in order, clipped to [0, 1], in one numpy
-        pass."""
+        """The Jaccard estimates of one sketch with many others, in order, clipped to [0, 1]."""
         for sketch in (query, *others):
             checked_sketch(sketch, (self.sketch_bytes,), "a sketch")
         if not others:

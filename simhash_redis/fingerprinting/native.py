@@ -1,8 +1,5 @@
-"""The native engine: the compiled core (`simhash_redis.compiled`) behind the pure engine's API, bit for bit.
-
-The one adapter of the extension's kernels: each function has exactly the semantics, accepted types,
-exceptions and results of its pure twin; the work is done in Rust, the GIL released for batches.
-"""
+"""The compiled core (`simhash_redis.compiled`) behind the pure engine's API: each function has its pure
+twin's semantics, accepted types, exceptions and results, bit for bit; the GIL released for batches."""
 
 from __future__ import annotations
 
@@ -28,10 +25,9 @@ from ..compiled import (
 )
 from ..errors import InvalidType
 from . import tokens
-from .documents import Document, not_a_document, weighted, weights_of
+from .documents import Document, Engine, not_a_document, weighted, weights_of
+from .hashing import MinHashParams, SchemeParams
 from .normalize import PINNED
-from .params import MinHashParams, SchemeParams
-from .pure_engine import Engine
 
 if TYPE_CHECKING:
     from ..compiled import PreparedDoc
@@ -58,9 +54,6 @@ __all__ = [
     "unpack_column",
 ]
 
-# `fingerprint_lines(raws, id_field, fp_field, f, base, max_id)` is the kernel itself: the ids and
-# fingerprints of the JSON lines of the plain shape, and the positions of the others.
-
 #: Documents, and about the characters, handed to the native engine per call of `fingerprint_many`.
 BATCH_DOCS = 4096
 BATCH_CHARS = 1 << 22
@@ -72,36 +65,33 @@ _SAFE_WEIGHTS = 1e300
 
 def _native_unicode() -> _native.Unicode:
     """Hand the pinned Unicode rules to the native engine: their tables and the questions Rust asks back."""
-    uni = PINNED
 
     def load_tables() -> tuple[bytes, bytes, bytes]:
         # The packed raw table, the class of every BMP code point, and 1 per BMP whitespace code point.
-        raw = uni.bmp16_tables[0]
-        space = uni.bmp_spaces.astype(np.uint8).tobytes()
-        return raw.astype("<u8").tobytes(), uni.bmp_classes.astype(np.uint8).tobytes(), space
+        raw, space = PINNED.bmp16_tables[0], PINNED.bmp_spaces.astype(np.uint8).tobytes()
+        return raw.astype("<u8").tobytes(), PINNED.bmp_classes.astype(np.uint8).tobytes(), space
 
     def image_parts(cp: int) -> tuple[list[int], list[int], bool, list[int]] | None:
         # `Normalizer.image_parts` as lists, plus the NFKC image; None where Python normalises instead.
-        parts = uni.image_parts(cp)
+        parts = PINNED.image_parts(cp)
         if parts is None:
             return None
-        image = [ord(char) for char in uni.nfkc_image(cp)]
+        image = [ord(char) for char in PINNED.nfkc_image(cp)]
         return [int(v) for v in parts[0].tolist()], [int(v) for v in parts[1].tolist()], bool(parts[2]), image
 
-    def char_info(cp: int) -> tuple[int, bool]:
-        # The class and whitespace flag of a code point outside the BMP.
-        return uni.class_of(cp), uni.isspace(cp)
+    def char_info(cp: int) -> tuple[int, bool]:  # of a code point outside the BMP
+        return PINNED.class_of(cp), PINNED.isspace(cp)
 
-    return _native.Unicode(load_tables, image_parts, uni.normalize, char_info, uni.is_nfkc)
+    return _native.Unicode(load_tables, image_parts, PINNED.normalize, char_info, PINNED.is_nfkc)
 
 
 _UNICODE = _native_unicode()
 _lock = threading.Lock()
-_sketchers: dict[int, tuple[MinHashParams, object, object, tuple[int, int, int, int], _native.MinHash]] = {}
+_sketchers: dict[tuple[int, ...], tuple[object, _native.MinHash]] = {}
 
 
 def _engine(scheme: SchemeParams) -> _native.Engine:
-    """Return the native engine of a scheme, made once per scheme."""
+    """The native engine of a scheme, made once per scheme."""
     binary = scheme.weighting == "binary"
     return _engine_of(scheme.features, scheme.n, scheme.f, binary, scheme.seed, scheme.stopwords)
 
@@ -146,22 +136,19 @@ def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
 
 
 def fingerprint(doc: Document, scheme: SchemeParams) -> int:
-    """`simhash.fingerprint` natively (scheme validated)."""
-    engine = _engine(scheme)
-    if type(doc) is str:
-        return engine.fingerprint(doc, tokens.CHUNK_CHARS)
-    prepared = _prepare(doc, "doc", scheme)
+    """`scheme.fingerprint` natively (scheme validated)."""
+    prepared = doc if type(doc) is str else _prepare(doc, "doc", scheme)
     if isinstance(prepared, int):
         return prepared
-    return engine.fingerprint(prepared, tokens.CHUNK_CHARS)
+    return _engine(scheme).fingerprint(prepared, tokens.CHUNK_CHARS)
 
 
 def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int]:
-    """`simhash.fingerprint_many` natively (scheme validated, docs an iterable)."""
+    """`scheme.fingerprint_many` natively (scheme validated, docs an iterable)."""
     engine = _engine(scheme)
     out: list[int] = []
     batch: list[PreparedDoc] = []
-    done: dict[int, int] = {}
+    done: dict[int, int] = {}  # fingerprints known already (`_weighted_doc`), by position
     chars = 0
     for index, doc in enumerate(docs):
         if type(doc) is str:
@@ -170,56 +157,39 @@ def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int
         else:
             prepared = _prepare(doc, f"docs[{index}]", scheme)
             if isinstance(prepared, int):
-                done[len(batch)] = prepared
+                done[index] = prepared
                 prepared = ""
             batch.append(prepared)
             chars += len(prepared[1]) if isinstance(prepared, tuple) else len(prepared)
         if len(batch) >= BATCH_DOCS or chars >= BATCH_CHARS:
-            out += _run(engine, batch, done)
-            batch, done, chars = [], {}, 0
+            out += engine.fingerprint_many(batch, tokens.CHUNK_CHARS)
+            batch, chars = [], 0
     if batch:
-        out += _run(engine, batch, done)
+        out += engine.fingerprint_many(batch, tokens.CHUNK_CHARS)
+    for at, value in done.items():
+        out[at] = value
     return out
 
 
-def _run(engine: _native.Engine, batch: list[PreparedDoc], done: dict[int, int]) -> list[int]:
-    """Fingerprint a batch of prepared documents natively, some of them known already."""
-    results = engine.fingerprint_many(batch, tokens.CHUNK_CHARS)
-    for at, value in done.items():
-        results[at] = value
-    return results
-
-
 def _sketcher(hasher: MinHashParams) -> _native.MinHash:
-    """Return the native sketcher of a MinHasher, made once per hasher (and its current parameters)."""
+    """The native sketcher of a MinHasher, made once per hasher (and its current parameters)."""
     params = (hasher.num_perm, hasher.bits, hasher.n, hasher.seed)
-    entry = _sketchers.get(id(hasher))
-    if (
-        entry is not None
-        and entry[0] is hasher
-        and entry[1] is hasher.a
-        and entry[2] is hasher.b
-        and entry[3] == params
-    ):
-        return entry[4]
-    made = _native.MinHash(
-        _UNICODE,
-        hasher.num_perm,
-        hasher.bits,
-        hasher.n,
-        hasher.seed,
-        hasher.a.astype("<u8").tobytes(),
-        hasher.b.astype("<u8").tobytes(),
-    )
+    # Keyed by the identities of objects its entry keeps alive (so never reused), and the parameters.
+    key = (id(hasher), id(hasher.a), id(hasher.b), *params)
+    entry = _sketchers.get(key)
+    if entry is not None:
+        return entry[1]
+    a, b = hasher.a.astype("<u8").tobytes(), hasher.b.astype("<u8").tobytes()
+    made = _native.MinHash(_UNICODE, *params, a, b)
     with _lock:
         if len(_sketchers) >= _ENGINES_MAX:
             _sketchers.clear()
-        _sketchers[id(hasher)] = (hasher, hasher.a, hasher.b, params, made)
+        _sketchers[key] = ((hasher, hasher.a, hasher.b), made)
     return made
 
 
 def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, ...]:
-    """Check a MinHash document and put it in the form the native sketcher takes."""
+    """A MinHash document checked, in the form the native sketcher takes."""
     if isinstance(doc, (bytes, bytearray, memoryview)):
         return doc if type(doc) is bytes else bytes(doc)
     if isinstance(doc, str):
@@ -234,7 +204,6 @@ def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, 
 def _sketch_docs(
     docs: Sequence[str | bytes | Sequence[str]],
 ) -> list[str | bytes | list[str] | tuple[str, ...]]:
-    """`_sketch_doc` of each document of a batch, named ``docs[i]``."""
     return [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
 
 
@@ -250,7 +219,6 @@ def sketch_many(hasher: MinHashParams, docs: Sequence[str | bytes | Sequence[str
 
 @functools.lru_cache(maxsize=_ENGINES_MAX)
 def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
-    """Return the native odd sketcher of (n, seed), made once."""
     return _native.OddSketch(_UNICODE, n, seed)
 
 
@@ -274,24 +242,21 @@ def odd_sketch_levels(n: int, seed: int, doc: str | bytes | Sequence[str], level
 def banded_sketch_many(
     n: int, seed: int, bands: MinHashParams, docs: Sequence[str | bytes | Sequence[str]], above: int
 ) -> list[bytes]:
-    """`BandedOddSketcher.sketch_many` natively, byte for byte: the band MinHash `bands` (of n and
-    seed), the odd sketches of (n, seed), and the level above made from `above` shingles kept."""
+    """`BandedOddSketcher.sketch_many` natively (`bands` its band MinHash, `above` its `_ABOVE`)."""
     return _odd_sketcher(n, seed).banded_many(_sketch_docs(docs), _sketcher(bands), above)
 
 
 def banded_stored_many(
     n: int, seed: int, bands: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]
 ) -> list[bytes]:
-    """The stored sketches of `BandedOddSketcher` natively, byte for byte (arguments as
-    `banded_sketch_many`): each the first `sketch_bytes` of its query sketch, in one pass a document."""
+    """The stored sketches of `BandedOddSketcher` natively (arguments as `banded_sketch_many`)."""
     return _odd_sketcher(n, seed).banded_stored_many(_sketch_docs(docs), _sketcher(bands))
 
 
 def fingerprint_stored_many(
     scheme: SchemeParams, n: int, seed: int, bands: MinHashParams, texts: Sequence[str | bytes]
 ) -> tuple[list[int], list[bytes]]:
-    """`fingerprint_many(texts, scheme)` and `banded_stored_many(n, seed, bands, texts)` in one pass a
-    text, byte for byte."""
+    """`fingerprint_many(texts, scheme)` and `banded_stored_many(n, seed, bands, texts)`, a pass a text."""
     engine, odd = _engine(scheme), _odd_sketcher(n, seed)
     return _native.fingerprint_stored_many(engine, odd, _sketcher(bands), list(texts), tokens.CHUNK_CHARS)
 
@@ -306,12 +271,7 @@ def sketch_text_lines(
     text_field: str,
     max_id: int,
 ) -> tuple[list[str], list[int], list[bytes], list[int]]:
-    """`fingerprint_text_lines` with the stored sketches of the texts (`fingerprint_stored_many`):
-    `(ids, fingerprints, sketches, others)`.
-
-    Raises:
-        InvalidType: a line is not bytes.
-    """
+    """`fingerprint_text_lines` with the texts' stored sketches: `(ids, fingerprints, sketches, others)`."""
     engine, odd = _engine(scheme), _odd_sketcher(n, seed)
     return _native.sketch_text_lines(
         engine, odd, _sketcher(bands), raws, id_field, text_field, max_id, tokens.CHUNK_CHARS
@@ -322,11 +282,7 @@ def fingerprint_text_lines(
     raws: list[bytes], scheme: SchemeParams, id_field: str, text_field: str, max_id: int
 ) -> tuple[list[str], list[int], list[int]]:
     """The ids and text fingerprints of the JSON lines of the plain shape (a flat object, its id and text
-    read as the pure reader reads them), and the positions of the others.
-
-    Raises:
-        InvalidType: a line is not bytes.
-    """
+    read as the pure reader reads them), and the positions of the others (InvalidType: a line not bytes)."""
     engine = _engine(scheme)
     return _native.fingerprint_text_lines(engine, raws, id_field, text_field, max_id, tokens.CHUNK_CHARS)
 
@@ -336,17 +292,12 @@ def fingerprint_packed_texts(
 ) -> tuple[list[int], list[int]]:
     """The fingerprints of the texts valid in UTF-8 and surely not blank of an Arrow string column (`data` its
     values from the first text's start, `offsets` one more than there are texts, native-endian, of 64 bits if
-    `wide` else 32), and the positions of the others, left to the pure reader (`jobs.text_rows`).
-
-    Raises:
-        InvalidArgument: offsets that are not those of the texts.
-    """
-    engine = _engine(scheme)
-    return _native.fingerprint_packed_texts(engine, data, offsets, wide, tokens.CHUNK_CHARS)
+    `wide` else 32), and the positions of the others, left to the pure reader (`jobs.text_rows`);
+    InvalidArgument for offsets that are not those of the texts."""
+    return _native.fingerprint_packed_texts(_engine(scheme), data, offsets, wide, tokens.CHUNK_CHARS)
 
 
 _WIDEST = 1 << 128
-_SLOW: dict[int, Callable[[object, int], tuple[int, int]]] = {}
 
 
 def hits(
@@ -369,17 +320,13 @@ def hits(
     return None
 
 
+@functools.lru_cache(maxsize=8)
 def _slow_of(f: int) -> Callable[[object, int], tuple[int, int]]:
     """The (fingerprint, distance) of a stored value other than plain decimal bytes, as `pure_hits`
-    decodes it (raising as `codec.decode_fp` does); kept for a few widths."""
-    slow = _SLOW.get(f) if type(f) is int else None
-    if slow is None:
+    decodes it (raising as `codec.decode_fp` does)."""
 
-        def decode(raw: object, fp: int) -> tuple[int, int]:
-            candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
-            return candidate, (candidate ^ fp).bit_count()
+    def decode(raw: object, fp: int) -> tuple[int, int]:
+        candidate = decode_fp(raw, f)  # type: ignore[arg-type]  # any value int() takes, as the pure code
+        return candidate, (candidate ^ fp).bit_count()
 
-        slow = decode
-        if type(f) is int and len(_SLOW) < 8:
-            _SLOW[f] = slow
-    return slow
+    return decode

@@ -1,7 +1,5 @@
-"""Normalisation of texts (surrogates to U+FFFD, NFKC, casefold), by table lookups where they are exact.
-
-`PINNED` answers from Unicode 15.1 (`ucd`), the same on every Python.
-"""
+"""Normalisation of texts (surrogates to U+FFFD, NFKC, casefold), by table lookups where they are exact;
+`PINNED` answers from Unicode 15.1 (`ucd`), the same on every Python."""
 
 from __future__ import annotations
 
@@ -9,6 +7,7 @@ import functools
 import re
 import threading
 import unicodedata
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +20,7 @@ __all__ = ["PINNED", "Normalizer", "code_points", "normalize"]
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 Parts = tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]
+_Sliceable = TypeVar("_Sliceable", str, npt.NDArray[np.uint16])
 
 
 class Normalizer(PinnedUnicode):
@@ -34,11 +34,10 @@ class Normalizer(PinnedUnicode):
 
     @functools.cached_property
     def bmp_classes(self) -> npt.NDArray[np.uint8]:
-        """The tokenisation class of every BMP code point (`charclass`)."""
+        """The tokenisation class (`charclass`) of every BMP code point."""
         return classes_from_kinds(self.bmp_kinds())
 
     def class_of(self, cp: int) -> int:
-        """The tokenisation class of one code point (`charclass`)."""
         if cp <= 0xFFFF:
             return int(self.bmp_classes[cp])
         known = self._astral_class.get(cp)
@@ -47,7 +46,6 @@ class Normalizer(PinnedUnicode):
         return known
 
     def classes_of(self, cps: CodePoints) -> npt.NDArray[np.uint8]:
-        """The tokenisation class of each code point of an array."""
         table = self.bmp_classes
         if cps.dtype == np.uint16:
             return np.take(table, cps)
@@ -69,21 +67,16 @@ class Normalizer(PinnedUnicode):
         images = self._bmp_images[0]
         single = images.length == 1
         premap = np.where(single, images.first, np.arange(0x10000, dtype=np.uint32)).astype(np.uint32)
-        long_image = ~single
-        return self.bmp_classes, premap, long_image
+        return self.bmp_classes, premap, ~single
 
     @functools.cached_property
     def bmp16_tables(self) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
-        """The packed tables of `classified_code_points`, built on first use (about 25 ms more).
-
-        Per BMP code point of a text mapped to NFKC images: bits 0-15 its casefold image (or itself),
-        bits 16-17 that image's class, bit 18 set where the casefold image is longer or outside the
-        BMP, bit 19 set where the code point may compose with what precedes it (see `composing_flags`).
-        Per BMP code point of a raw text: bits 0-15 its single-code-point NFKC image (or itself), bits
-        16-35 that image's entry in the first table, bit 36 set where the NFKC image is longer or
-        outside the BMP or its casefold image is, or where the code point is one the data answers for
-        by its own rules (`PinnedUnicode.special_bmp`): a closer look is needed.
-        """
+        """The packed tables of `classified_code_points` (about 25 ms more on first use): per BMP code point
+        of a raw text, bits 0-15 its single-code-point NFKC image (or itself), bits 16-35 that image's entry
+        in the second table, bit 36 set where a closer look is needed (the NFKC or casefold image is longer
+        or astral, or `PinnedUnicode.special_bmp`); per BMP code point of a text mapped to NFKC images,
+        bits 0-15 its casefold image (or itself), bits 16-17 that image's class, bit 18 set where the
+        casefold image is longer or astral, bit 19 where it may compose with what precedes it."""
         classes, premap, long_image = self.bmp_tables
         odd = long_image | (premap > 0xFFFF) | self.special_bmp
         premap16 = np.where(odd, np.arange(0x10000, dtype=np.uint32), premap).astype(np.uint16)
@@ -120,7 +113,6 @@ class Normalizer(PinnedUnicode):
         return composing
 
     def nfkc_image(self, cp: int) -> str:
-        """NFKC of one code point alone, cached."""
         image = self._nfkc_images.get(cp)
         if image is None:
             image = self._nfkc_images[cp] = self.nfkc_char(cp)
@@ -148,14 +140,7 @@ class Normalizer(PinnedUnicode):
         return self._splice_images(text, np.flatnonzero(odd).tolist(), cps)
 
     def _splice_images(self, text: str, at: list[int], cps: CodePoints) -> str:
-        """Put the NFKC images of some original code points in place of the characters at their indices."""
-        pieces = []
-        last = 0
-        for index in at:
-            pieces += [text[last:index], self.nfkc_image(int(cps[index]))]
-            last = index + 1
-        pieces.append(text[last:])
-        return "".join(pieces)
+        return "".join(_spliced(text, at, [self.nfkc_image(int(cps[index])) for index in at]))
 
     def normalize(self, text: str) -> str:
         """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold."""
@@ -170,8 +155,7 @@ class Normalizer(PinnedUnicode):
         return self._plain(text)
 
     def _plain(self, text: str) -> str:
-        """`normalize` of a surrogate-free text whose code points both the data and the interpreter assign:
-        the interpreter's answer, which is the data's (`ucd`)."""
+        """`normalize` of a surrogate-free text whose code points both the data and the interpreter assign."""
         if not unicodedata.is_normalized("NFKC", text):
             text = self._premap(text)
             if not unicodedata.is_normalized("NFKC", text):
@@ -241,7 +225,8 @@ class Normalizer(PinnedUnicode):
             parts = [part for part in map(self.image_parts, cps[flagged].tolist()) if part is not None]
             if len(parts) < len(flagged):
                 return code_points(self.normalize(text)), None
-            norm, classes = _splice_parts(norm, classes, flagged, parts)
+            norm = np.concatenate(_spliced(norm, flagged, [part[0] for part in parts]))
+            classes = np.concatenate(_spliced(classes, flagged, [part[1] for part in parts]))
             composing = composing or any(part[2] for part in parts)
         # Characters each of which is some NFKC image make a text that NFKC's quick check passes when
         # none may compose with what precedes it; otherwise the mapped text is checked in full.
@@ -255,22 +240,20 @@ class Normalizer(PinnedUnicode):
         return np.ascontiguousarray(norm), classes.astype(np.uint8)
 
     def image_parts(self, cp: int) -> Parts | None:
-        """The casefold images and classes of the code points of a BMP code point's long NFKC image, and
-        whether one may compose with what precedes it; cached. None where the tables cannot tell."""
-        if cp not in self._parts:
-            self._parts[cp] = None if self.special_bmp[cp] else self._image_parts(cp)
-        return self._parts[cp]
-
-    def _image_parts(self, cp: int) -> Parts | None:
-        image = self.nfkc_image(cp)
+        """The casefold images and classes of a BMP code point's long NFKC image's code points, and whether
+        one may compose with what precedes it (None where the tables cannot tell); cached."""
+        if cp in self._parts:
+            return self._parts[cp]
+        image = "" if self.special_bmp[cp] else self.nfkc_image(cp)
         data = image.encode("utf-16-le")
-        if len(image) == 1 or len(data) != 2 * len(image):
-            return None
-        entries = np.take(self.bmp16_tables[1], np.frombuffer(data, dtype="<u2").astype(np.intp))
-        if (entries & (1 << 18)).any():
-            return None
-        composing = bool((entries & (1 << 19)).any())
-        return (entries & 0xFFFF).astype(np.uint16), (entries >> 16 & 3).astype(np.uint16), composing
+        parts = None
+        if len(image) > 1 and len(data) == 2 * len(image):
+            entries = np.take(self.bmp16_tables[1], np.frombuffer(data, dtype="<u2").astype(np.intp))
+            if not (entries & (1 << 18)).any():
+                composing = bool((entries & (1 << 19)).any())
+                parts = (entries & 0xFFFF).astype(np.uint16), (entries >> 16 & 3).astype(np.uint16), composing
+        self._parts[cp] = parts
+        return parts
 
 
 def code_points(text: str) -> npt.NDArray[np.uint32]:
@@ -278,22 +261,14 @@ def code_points(text: str) -> npt.NDArray[np.uint32]:
     return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
 
 
-def _splice_parts(
-    norm: npt.NDArray[np.uint16],
-    classes: npt.NDArray[np.uint16],
-    at: list[int],
-    parts: list[tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]],
-) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
-    """Put the normalised code points and classes of long images in place of single entries."""
-    cps_pieces, class_pieces = [], []
-    last = 0
-    for index, part in zip(at, parts, strict=True):
-        cps_pieces += [norm[last:index], part[0]]
-        class_pieces += [classes[last:index], part[1]]
+def _spliced(whole: _Sliceable, at: list[int], inserts: list[_Sliceable]) -> list[_Sliceable]:
+    """The pieces of `whole` with the single items at indices `at` replaced by `inserts`."""
+    pieces, last = [], 0
+    for index, insert in zip(at, inserts, strict=True):
+        pieces += [whole[last:index], insert]
         last = index + 1
-    cps_pieces.append(norm[last:])
-    class_pieces.append(classes[last:])
-    return np.concatenate(cps_pieces), np.concatenate(class_pieces)
+    pieces.append(whole[last:])
+    return pieces
 
 
 #: Unicode 15.1, the same on every Python: fingerprints and sketches.

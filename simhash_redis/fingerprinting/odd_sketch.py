@@ -1,26 +1,19 @@
-"""Odd sketches of shingle sets: 128 bytes a document, Jaccard estimates that are precise for near pairs.
+"""Odd sketches (Mitzenmacher, Pagh and Pham, WWW 2014) of shingle sets: 128 bytes a document, Jaccard
+estimates precise for near pairs (docs/quality.md, "The stored sketch against its bytes").
 
-The odd sketch of Mitzenmacher, Pagh and Pham (WWW 2014): bit i is the parity of the number of the document's
-distinct shingles (`minhash.shingle_hashes` of `minhash.doc_tokens`) that hash to i, of SKETCH_BITS. z bits of
-XOR set give the symmetric difference D = -m/2 ln(1 - 2z/m), rounded to z plus an even number, and
-J = (|A| + |B| - D) / (|A| + |B| + D).
-docs/quality.md ("The stored sketch against its bytes") measures it.
+Bit i is the parity of the document's distinct shingles (`minhash.shingle_hashes`) that hash to i, of
+SKETCH_BITS; z bits of XOR give the symmetric difference D = -m/2 ln(1 - 2z/m), rounded to z plus an even
+number, and J = (|A| + |B| - D) / (|A| + |B| + D). A document of more than SAMPLE_LIMIT shingles sketches
+those whose sampling key is below 2**(64 - level), at the smallest level that leaves at most SAMPLE_LIMIT
+(MAX_LEVEL at most); sketches compare only at one level (`estimate_doc` sketches a text at the stored one's).
 
-A document of more than SAMPLE_LIMIT distinct shingles sketches those whose sampling key is below 2**(64 -
-level), at the smallest level that leaves at most SAMPLE_LIMIT (MAX_LEVEL at most). Sketches compare only at
-one level: a document given as text sketches itself at the stored one's (`estimate_doc`).
-
-The stored form, stable (s the seed, arithmetic mod 2**64, mix the splitmix64 finaliser):
-
-* a shingle hash h sets bit ``mix(h ^ (0x2545F4914F6CDD1D * (s + 1))) % 1008``; its sampling key is ``mix(h ^
-  (0x9E3779B97F4A7C15 * (s + 3)))``;
-* bytes 0-125 are the bits, bit i in byte i // 8 under the mask 0x80 >> (i % 8) (numpy's `packbits`); bytes
-  126-127 a little-endian uint16: the shingles sketched (at most MAX_SIZE, which can only lower an estimate)
-  in its low 12 bits, the level in its high 4.
-
-Two sketches of empty sets (size 0 at level 0: nothing sampled away, so the set itself is empty) estimate
-1, as documents with nothing to hash are near-duplicates (docs/fingerprints.md). Two of size 0 at another
-level estimate 0: sampled sets may be empty for non-empty documents.
+The stored form, stable (s the seed, arithmetic mod 2**64, mix the splitmix64 finaliser): a shingle hash h
+sets bit ``mix(h ^ (0x2545F4914F6CDD1D * (s + 1))) % 1008`` and has the sampling key ``mix(h ^
+(0x9E3779B97F4A7C15 * (s + 3)))``; bytes 0-125 are the bits (numpy's `packbits`: bit i in byte i // 8, mask
+0x80 >> (i % 8)), bytes 126-127 a little-endian uint16 of the shingles sketched (at most MAX_SIZE, which can
+only lower an estimate) in its low 12 bits and the level in its high 4. Two sketches of empty sets (size 0
+at level 0) estimate 1, as documents with nothing to hash are near-duplicates (docs/fingerprints.md); two
+of size 0 at another level estimate 0, as sampled sets may be empty for non-empty documents.
 """
 
 from __future__ import annotations
@@ -60,8 +53,7 @@ _SAMPLE_SALT = 0x9E3779B97F4A7C15
 
 
 def _deltas() -> npt.NDArray[np.float64]:
-    """The symmetric difference D for each count z of differing bits (inf from half of them: saturated):
-    -m/2 ln(1 - 2z/m) rounded to z's parity: D = z while under half a pair is expected to cancel (z <= 31)."""
+    """The symmetric difference D for each count z of differing bits (inf from half of them: saturated)."""
     out = np.full(SKETCH_BITS + 1, np.inf)
     half = SKETCH_BITS / 2
     for z in range(SKETCH_BITS // 2):
@@ -98,7 +90,7 @@ def _estimates(
 
 
 def _checked_level(level: object, name: str) -> int:
-    """A level argument, checked (InvalidType, InvalidArgument: not an int in 0..MAX_LEVEL)."""
+    """A level argument, checked to be an int in 0..MAX_LEVEL."""
     if not is_int(level):
         raise InvalidType(f"{name} must be an int, got {type(level).__name__}")
     if not 0 <= level <= MAX_LEVEL:
@@ -107,12 +99,10 @@ def _checked_level(level: object, name: str) -> int:
 
 
 def _sketch_bytes(sketch: object) -> bytes:
-    """A sketch argument as bytes, checked (InvalidType, InvalidArgument: not SKETCH_BYTES bytes)."""
     return checked_sketch(sketch, (SKETCH_BYTES,), "an odd sketch")
 
 
 def _header(sketch: bytes) -> tuple[int, int]:
-    """(size, level) of a sketch of the right length."""
     word = int.from_bytes(sketch[_PARITY_BYTES:], "little")
     return word & MAX_SIZE, word >> 12
 
@@ -154,9 +144,6 @@ class OddSketcher:
         """A stable description of the sketch parameters, e.g. "odd;bits=1008;n=3;seed=0"."""
         return f"odd;bits={SKETCH_BITS};n={self.n};seed={self.seed}"
 
-    def _keys(self, hashes: _U64) -> _U64:
-        return mix(hashes ^ self._sample_salt, np.empty_like(hashes))
-
     @staticmethod
     def _own_level(keys: _U64) -> int:
         """The smallest level that leaves at most SAMPLE_LIMIT of these sampling keys (MAX_LEVEL at most)."""
@@ -168,15 +155,12 @@ class OddSketcher:
         return MAX_LEVEL
 
     def sketch_of_hashes(self, hashes: _U64, level: int | None = None) -> bytes:
-        """The odd sketch (SKETCH_BYTES) of a set of shingle hashes (duplicates count once).
-
-        Args:
-            level: the sampling level, 0..MAX_LEVEL; None for the set's own.
-        """
+        """The odd sketch of a set of shingle hashes (duplicates count once) at a sampling level, 0..MAX_LEVEL
+        (None: the set's own)."""
         if level is not None:
             level = _checked_level(level, "level")
         hashes = np.unique(np.asarray(hashes, dtype=np.uint64))
-        keys = self._keys(hashes)
+        keys = mix(hashes ^ self._sample_salt, np.empty_like(hashes))
         if level is None:
             level = self._own_level(keys)
         kept = hashes[keys < np.uint64(1 << (64 - level))] if level else hashes
@@ -186,12 +170,8 @@ class OddSketcher:
         return bytes(np.packbits(parity).tobytes()) + header.to_bytes(2, "little")
 
     def sketch(self, doc: str | bytes | Sequence[str], level: int | None = None) -> bytes:
-        """The odd sketch (SKETCH_BYTES) of one document: text, UTF-8 bytes, or str tokens.
-
-        Args:
-            level: the sampling level, 0..MAX_LEVEL: a stored sketch's, to compare with it; None for the
-                document's own.
-        """
+        """The odd sketch of one document (text, UTF-8 bytes, or str tokens) at a sampling level,
+        0..MAX_LEVEL: a stored sketch's, to compare with it; None for the document's own."""
         if level is not None:
             level = _checked_level(level, "level")
         if engine_choice.native is not None:

@@ -26,8 +26,7 @@ __all__ = [
 
 #: Feature kinds a `Scheme` accepts: character n-grams, word tokens, word shingles.
 FEATURE_KINDS = ("chars", "shingles", "words")
-#: Texts longer than this many characters are processed in chunks, keeping memory bounded.
-#: Read at call time, so tests may monkeypatch it small.
+#: Texts longer than this many characters are processed in chunks (read at call time: tests make it small).
 CHUNK_CHARS = 1 << 20
 _SPACE = 0x20
 # A chunk may end before one of these: each is its own NFKC boundary and separates (or is) a token.
@@ -63,8 +62,8 @@ def token_parts_of(
 def _scan(
     cps: CodePoints, classes: npt.NDArray[np.uint8]
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
-    """Which code points of a normalised text belong to word tokens, which follow one that does, which
-    are CJK tokens, and every token's first index."""
+    """Which code points of a normalised text are in word tokens, follow one that is, are CJK tokens; and
+    every token's first index."""
     keep = classes == LETTER
     marks = classes == MARK
     if marks.any():
@@ -81,7 +80,6 @@ def _scan(
 
 
 def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.bool_]) -> list[bytes]:
-    """Cut the word tokens out of a normalised text."""
     # Only word code points and the one separator after each word are decoded: CJK text has few words.
     chosen = keep | after
     kept = cps[chosen]
@@ -117,11 +115,7 @@ def has_token(norm: str) -> bool:
 
 
 def tokenize(text: str) -> list[str]:
-    """Normalise and tokenise a text, as text documents are before hashing.
-
-    Raises:
-        InvalidType: text is not a str.
-    """
+    """Normalise and tokenise a text, as text documents are before hashing (InvalidType: not a str)."""
     if not isinstance(text, str):
         raise InvalidType(f"text must be a str, got {type(text).__name__}")
     return [token.decode("utf-8") for token in token_bytes(normalize(text))]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import functools
 import gzip
+import itertools
 import json
 import unicodedata
 from importlib import resources
@@ -33,8 +34,7 @@ _S_COUNT = _L_COUNT * _N_COUNT
 
 
 class Images(NamedTuple):
-    """One image (an NFKC image, a case folding) of every BMP code point: its first code point and its
-    length in code points."""
+    """One image (NFKC, case folding) of every BMP code point: its first code point, its length."""
 
     first: npt.NDArray[np.uint32]
     length: npt.NDArray[np.intp]
@@ -77,7 +77,6 @@ class PinnedUnicode:
 
     @functools.cached_property
     def _data(self) -> dict[str, Any]:
-        """The data file's content, read on first use."""
         raw = resources.files("simhash_redis.data").joinpath(f"unicode-{PINNED_VERSION}.json.gz").read_bytes()
         data: dict[str, Any] = json.loads(gzip.decompress(raw))
         return data
@@ -114,11 +113,10 @@ class PinnedUnicode:
 
     @functools.cached_property
     def _full(self) -> dict[int, tuple[int, ...]]:
-        """Full compatibility decompositions found so far (filled on demand by `_expand`)."""
         return {}
 
     def _expand(self, cp: int) -> tuple[int, ...]:
-        """Return a code point's full compatibility decomposition (Hangul syllables aside)."""
+        """A code point's full compatibility decomposition (Hangul syllables aside)."""
         found = self._full.get(cp)
         if found is None:
             mapping = self._decompositions.get(cp)
@@ -143,39 +141,40 @@ class PinnedUnicode:
         elif unicodedata.unidata_version in self._data["unassigned_in"]:
             ranges = self._data["unassigned_in"][unicodedata.unidata_version]
         else:
-            ranges = [[cp, cp] for cp in range(0x110000) if self._differs(cp)]
+            # The code points the interpreter and the data disagree on (assigned or not).
+            ranges = [
+                [cp, cp]
+                for cp in range(0x110000)
+                if (unicodedata.category(chr(cp)) == "Cn") != (self.kind(cp) == "U")
+            ]
         lows = np.array([lo for lo, _ in ranges], dtype=np.uint32)
         highs = np.array([hi for _, hi in ranges], dtype=np.uint32)
         return lows, highs
 
-    def _differs(self, cp: int) -> bool:
-        """Tell whether the interpreter and the pinned data disagree on whether a code point is assigned."""
-        return (unicodedata.category(chr(cp)) == "Cn") != (self.kind(cp) == "U")
-
     def kind(self, cp: int) -> str:
-        """Return "L" (letter or number), "M" (mark), "O" (other assigned) or "U" (unassigned)."""
+        """The kind of a code point: "L" (letter or number), "M" (mark), "O" (other assigned), "U"."""
         starts, kinds = self._kinds
         return kinds[bisect.bisect_right(starts, cp) - 1]
 
     def bmp_kinds(self) -> npt.NDArray[np.uint8]:
-        """Return `kind` of every BMP code point, as ASCII codes."""
+        """`kind` of every BMP code point, as ASCII codes."""
         starts, kinds = self._kinds
         bounds = np.array([*starts, 0x110000], dtype=np.int64).clip(max=0x10000)
         codes = np.frombuffer(kinds.encode("ascii"), dtype=np.uint8)
         return np.repeat(codes, np.diff(bounds))
 
     def isspace(self, cp: int) -> bool:
-        """Tell whether a code point is whitespace (what `str.split` splits on)."""
+        """Whether a code point is whitespace (what `str.split` splits on)."""
         return cp in self._space
 
     @functools.cached_property
     def special_bmp(self) -> npt.NDArray[np.bool_]:
-        """`_special_cp` of every BMP code point."""
+        """Per BMP code point, whether the interpreter may answer for it differently."""
         table: npt.NDArray[np.bool_] = self._special_table[:0x10000].copy()
         return table
 
     def is_special(self, text: str) -> bool:
-        """Tell whether a surrogate-free text holds a code point the interpreter may answer for otherwise."""
+        """Whether a surrogate-free text holds a code point the interpreter may answer for otherwise."""
         if not len(self._special[0]) or text.isascii():
             return False
         if len(text) <= 8:
@@ -183,21 +182,21 @@ class PinnedUnicode:
         return bool(np.take(self._special_table, np.frombuffer(text.encode("utf-32-le"), dtype="<u4")).any())
 
     def special_of(self, cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
-        """Tell, per code point, whether the interpreter may answer for it differently."""
+        """Per code point, whether the interpreter may answer for it differently."""
         found: npt.NDArray[np.bool_] = np.take(self._special_table, cps)
         return found
 
     def own_normalize(self, text: str) -> str:
-        """Return the case folding of the NFKC form of a surrogate-free text, by the pinned tables."""
+        """The case folding of the NFKC form of a surrogate-free text, by the pinned tables."""
         fold = self._fold
         return "".join([fold.get(ord(char), char) for char in self._nfkc(text)])
 
     def nfkc_char(self, cp: int) -> str:
-        """Return the NFKC image of one code point (not a surrogate)."""
+        """The NFKC image of one code point (not a surrogate)."""
         return self._nfkc(chr(cp)) if self._special_cp(cp) else unicodedata.normalize("NFKC", chr(cp))
 
     def bmp_images(self) -> BmpImages:
-        """Return the NFKC images and the case foldings of the BMP code points (surrogates: themselves)."""
+        """The NFKC images and the case foldings of the BMP code points (surrogates: themselves)."""
         # The interpreter's images from one call over all code points, cut apart at U+0000 (a starter that
         # composes with nothing and is its own image, so no image reaches across it), then the special ones.
         text = _bmp_text()
@@ -215,7 +214,7 @@ class PinnedUnicode:
         return spaces
 
     def bmp_composition_data(self) -> tuple[dict[int, int], dict[int, str]]:
-        """Return the BMP code points' non-zero combining classes and their decomposition mappings."""
+        """The BMP code points' non-zero combining classes and their decomposition mappings."""
         return (
             {cp: value for cp, value in self._combining.items() if cp <= 0xFFFF},
             {cp: value for cp, value in self._decompositions.items() if cp <= 0xFFFF},
@@ -230,11 +229,10 @@ class PinnedUnicode:
         return table
 
     def _special_cp(self, cp: int) -> bool:
-        """Tell whether the interpreter may answer for one code point differently."""
         return bool(self._special_table[cp])
 
     def is_nfkc(self, text: str) -> bool:
-        """Tell whether a surrogate-free text is in NFKC form."""
+        """Whether a surrogate-free text is in NFKC form."""
         return self._nfkc(text) == text if self.is_special(text) else unicodedata.is_normalized("NFKC", text)
 
     def _nfkc(self, text: str) -> str:
@@ -250,17 +248,9 @@ class PinnedUnicode:
                     decomposed.append(_T_BASE + index % _T_COUNT)
             else:
                 decomposed.extend(self._expand(cp))
-        ordered: list[int] = []
-        run: list[int] = []
-        for cp in decomposed:
-            if ccc.get(cp, 0):
-                run.append(cp)
-                continue
-            if run:
-                ordered += sorted(run, key=ccc.__getitem__)
-                run = []
-            ordered.append(cp)
-        ordered += sorted(run, key=ccc.__getitem__)
+        # Canonical ordering: each run of code points of non-zero combining class sorted by class, stably.
+        runs = itertools.groupby(decomposed, lambda cp: ccc.get(cp, 0) > 0)
+        ordered = [cp for marks, run in runs for cp in (sorted(run, key=ccc.__getitem__) if marks else run)]
         return "".join(map(chr, self._compose(ordered)))
 
     def _compose(self, cps: list[int]) -> list[int]:
@@ -285,7 +275,7 @@ class PinnedUnicode:
 
 
 def _hangul_pair(first: int, second: int) -> int | None:
-    """Return the Hangul syllable that a leading and a following jamo (or syllable) compose to, if any."""
+    """The Hangul syllable that a leading and a following jamo (or syllable) compose to, if any."""
     if _L_BASE <= first < _L_BASE + _L_COUNT and _V_BASE <= second < _V_BASE + _V_COUNT:
         return _S_BASE + ((first - _L_BASE) * _V_COUNT + second - _V_BASE) * _T_COUNT
     if (

@@ -53,11 +53,8 @@ __all__ = [
 
 
 def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = None) -> Sender:
-    """The sender for a redis-py client (a redis.asyncio one only inside the asyncio API's calls).
-
-    Raises:
-        InvalidType: an asyncio client outside the asyncio API.
-    """
+    """The sender for a redis-py client (a redis.asyncio one only inside the asyncio API's calls, else
+    InvalidType)."""
     if is_asyncio_client(client):
         if not bridged():
             raise InvalidType(

@@ -204,19 +204,18 @@ def _of_loop(owner: Any, key: str, make: Callable[[], T]) -> T:
 
 
 class AsyncClusterTransport(ClusterTransport):
-    """`ClusterTransport` over a redis.asyncio cluster client's nodes (initialised here if not yet).
-
-    Raises:
-        RedisUnavailable: the cluster cannot be reached.
-    """
+    """`ClusterTransport` over a redis.asyncio cluster client's nodes, initialised here if not yet
+    (RedisUnavailable: the cluster cannot be reached)."""
 
     exchange = AsyncExchange
 
     def __init__(self, client: Any, backoff: Backoff | None = None) -> None:
         super().__init__(client, backoff)
         try:
-            _INITIAL.call_with_retry(lambda: wait(client.initialize()), _unreached)
-        except (rex.RedisClusterException, rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+            _INITIAL.call_with_retry(
+                lambda: wait(client.initialize()), lambda exc: isinstance(exc, _UNREACHED)
+            )
+        except _UNREACHED as exc:
             if refused(exc):  # the cluster answered: it refused the credentials
                 raise translate_error(exc) from None
             # redis.asyncio connects at first use, so here is where an unreachable cluster shows.
@@ -260,10 +259,8 @@ def _node_turns(client: Any, node: Any) -> asyncio.Semaphore:
 
 
 class _Reloads:
-    """One slot-map reload at a time per cluster client, shared by everyone who found it stale.
-
-    redis-py < 6 closes the old nodes' connections on each reload, those other calls are using included.
-    """
+    """One slot-map reload at a time per cluster client, shared by everyone who found it stale (redis-py < 6
+    closes the old nodes' connections on each reload, those other calls are using included)."""
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
@@ -281,7 +278,4 @@ class _Reloads:
 
 # Opening asks the cluster for its slot map a few times before it says the cluster is unreachable.
 _INITIAL = Backoff(retries=2, base=0.1, cap=0.5)
-
-
-def _unreached(exc: Exception) -> bool:
-    return isinstance(exc, (rex.RedisClusterException, rex.ConnectionError, rex.TimeoutError, OSError))
+_UNREACHED = (rex.RedisClusterException, rex.ConnectionError, rex.TimeoutError, OSError)

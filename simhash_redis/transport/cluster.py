@@ -165,7 +165,11 @@ class ClusterTransport:
         as `execute`). Each page is asked of the owner of a slot of that primary through the retry loop:
         a primary lost mid-listing (a failover) is listed again from the start on its successor, whose
         cursors are its own (a key may come twice)."""
-        for slot in self._slots_of_primaries():
+        first: dict[str, int] = {}  # a slot of each primary in the slot map
+        for slot, nodes in sorted(self.client.nodes_manager.slots_cache.items()):
+            if nodes:
+                first.setdefault(nodes[0].name, slot)
+        for slot in sorted(first.values()):
             scanned: list[Any] = [None, b"0"]  # the node listed, and its cursor
             while True:
                 keys = self._scan_page(slot, scanned, (b"MATCH", pattern, b"COUNT", count))
@@ -173,14 +177,6 @@ class ClusterTransport:
                     yield list(keys)
                 if scanned[1] in (b"0", 0):
                     break
-
-    def _slots_of_primaries(self) -> list[int]:
-        # A slot of each primary in the slot map: the owner of that slot is asked for each page.
-        first: dict[str, int] = {}
-        for slot, nodes in sorted(self.client.nodes_manager.slots_cache.items()):
-            if nodes:
-                first.setdefault(nodes[0].name, slot)
-        return sorted(first.values())
 
     def _scan_page(self, slot: int, scanned: list[Any], options: Command) -> list[bytes]:
         def attempt() -> Any:
@@ -245,7 +241,7 @@ class ClusterTransport:
                 waits = (
                     durable
                     and not isinstance(commands, wire.Volatile)
-                    and not _reads_only(batch)
+                    and not all(_as_bytes(command[0]).upper() in _READS for command in batch)
                     and self._has_replica(node)
                 )
                 if waits:
@@ -274,13 +270,11 @@ class ClusterTransport:
             raise
         asks: dict[str, list[int]] = defaultdict(list)
         for (node, indexes, _, _, waits), node_replies in zip(sent, node_replies_of, strict=True):
+            if waits and not isinstance(node_replies, Exception) and node_replies[-1] == 0:
+                node_replies = RedisUnavailable(f"no replica of {node.name} confirmed the writes")
             if isinstance(node_replies, Exception):
                 failed.extend(indexes)
                 last_error = node_replies
-                continue
-            if waits and node_replies[-1] == 0:
-                failed.extend(indexes)
-                last_error = RedisUnavailable(f"no replica of {node.name} confirmed the writes")
                 continue
             for i, reply in zip(indexes, node_replies[: len(indexes)], strict=True):
                 if isinstance(reply, rex.AskError):  # "ASK 3999 127.0.0.1:6381"
@@ -322,10 +316,12 @@ class ClusterTransport:
                     reply = self._node_command(node, (b"CONFIG", b"GET", b"cluster-node-timeout"))
                 except SimhashRedisError:
                     continue  # that node is down (the failover in progress) or refuses it, say: ask another
-                read = _node_timeout(reply)
-                if read is not None:
-                    timeout = read
-                    break
+                if isinstance(reply, dict):  # RESP3
+                    reply = [item for pair in reply.items() for item in pair]
+                if isinstance(reply, list) and len(reply) == 2:
+                    with contextlib.suppress(TypeError, ValueError):
+                        timeout = int(reply[1]) / 1000
+                        break
             self._failover = 2 * timeout
         return self._failover
 
@@ -427,22 +423,6 @@ def _share(commands: Sequence[Command], indexes: list[int]) -> Sequence[Command]
     if isinstance(commands, wire.SlotCommands):
         return commands.taken(indexes)
     return [commands[i] for i in indexes]
-
-
-def _reads_only(commands: Sequence[Command]) -> bool:
-    return all(_as_bytes(command[0]).upper() in _READS for command in commands)
-
-
-def _node_timeout(reply: Any) -> float | None:
-    # cluster-node-timeout in seconds from CONFIG GET's reply; None for none.
-    if isinstance(reply, dict):  # RESP3
-        reply = [item for pair in reply.items() for item in pair]
-    if not isinstance(reply, list) or len(reply) != 2:
-        return None
-    try:
-        return int(reply[1]) / 1000
-    except (TypeError, ValueError):
-        return None
 
 
 class _Unreached(Exception):

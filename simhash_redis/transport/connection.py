@@ -120,8 +120,8 @@ def client_from_url(
 
 
 def _check_options(client: Any, asyncio: bool, url: str) -> None:
-    """Make, not open, a connection as the client's pool will: redis-py checks some of a URL's options
-    (ssl_cert_reqs, protocol) only then, failing the first command as if the server were at fault."""
+    # Make, not open, a connection as the client's pool will: redis-py checks some of a URL's options
+    # (ssl_cert_reqs, protocol) only then, failing the first command as if the server were at fault.
     pool = client.connection_pool
     try:
         pool.connection_class(**pool.connection_kwargs)
@@ -131,9 +131,8 @@ def _check_options(client: Any, asyncio: bool, url: str) -> None:
 
 
 class _UrlCluster(RedisCluster):
-    """A `RedisCluster` made from a URL whose `close` closes its nodes' connections too (``from_url`` gives
-    each node a pool its client does not own: close would leave their sockets to the garbage collector)."""
-
+    # `close` closes its nodes' connections too: ``from_url`` gives each node a pool its client does not
+    # own, whose sockets close would leave to the garbage collector.
     def close(self) -> None:
         try:
             super().close()
@@ -146,8 +145,7 @@ _SYNC: tuple[Any, Any, Any] = (redis.Redis, _UrlCluster, Retry)
 
 
 def _asyncio_kinds() -> tuple[Any, Any, Any]:
-    # Imported only for the asyncio API's users.
-    import redis.asyncio
+    import redis.asyncio  # only for the asyncio API's users
     import redis.asyncio.cluster
     import redis.asyncio.retry
 

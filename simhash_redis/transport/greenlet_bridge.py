@@ -45,8 +45,8 @@ except ImportError:  # pragma: no cover - only without the `asyncio` extra
     def _current() -> Any:
         return None
 
-    class _Call:  # type: ignore[no-redef]
-        """Never instantiated without greenlet."""
+    class _Call:  # type: ignore[no-redef]  # never instantiated without greenlet
+        pass
 
 
 def greenlet_installed() -> bool:
@@ -60,12 +60,8 @@ def bridged() -> bool:
 
 
 def wait(awaitable: Awaitable[T]) -> T:
-    """Await from synchronous code that `run` started: its task awaits, this call gets the result.
-
-    Raises:
-        RuntimeError: called outside `run` (the awaitable is closed, never left un-awaited).
-        BaseException: whatever awaiting it raises (CancelledError included).
-    """
+    """Await from synchronous code that `run` started: its task awaits, this call gets the result (or what
+    awaiting raised, CancelledError included); RuntimeError outside `run`, the awaitable closed."""
     current = _current()
     if not isinstance(current, _Call):
         close = getattr(awaitable, "close", None)
@@ -85,14 +81,10 @@ def pause(seconds: float) -> None:
 
 
 def off_greenlet(fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)`, run on the event loop's own stack when called inside `run` (else here).
-
-    For numpy code with arrays of 256 KiB or more: numpy checks its callers with backtrace() before
-    reusing a temporary array, and backtrace() cannot unwind a greenlet's stack (the process crashes).
-    """
-    if not bridged():
-        return fn(*args)
-    return wait(_called(fn, args))
+    """`fn(*args)`, run on the event loop's own stack when called inside `run` (else here): for numpy code
+    with arrays of 256 KiB or more, as numpy checks its callers with backtrace() before reusing a temporary
+    array, and backtrace() cannot unwind a greenlet's stack (the process crashes)."""
+    return wait(_called(fn, args)) if bridged() else fn(*args)
 
 
 def on_loop_stack(fn: Callable[P, T]) -> Callable[P, T]:
@@ -113,12 +105,8 @@ async def _called(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
 
 
 async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run `fn(*args, **kwargs)` in a greenlet, awaiting on its behalf whatever it passes to `wait`.
-
-    Raises:
-        ImportError: greenlet is not installed.
-        BaseException: whatever `fn` raises.
-    """
+    """Run `fn(*args, **kwargs)` in a greenlet, awaiting on its behalf whatever it passes to `wait`;
+    ImportError without greenlet."""
     if _greenlet is None:
         raise ImportError(GREENLET)
     call = _Call(fn, _current())

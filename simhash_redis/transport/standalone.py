@@ -49,7 +49,6 @@ __all__ = [
     "malformed",
     "raise_first_error",
     "refused",
-    "scan_pages",
     "translate_error",
 ]
 
@@ -70,11 +69,8 @@ class Exchange(Protocol):
     `wire.Exchange`."""
 
     def send(self, *batches: Sequence[Command]) -> None: ...
-
     def read(self, count: int) -> list[Any]: ...
-
     def read_sets(self, count: int) -> bytes | None: ...
-
     def round_trip(self, commands: Sequence[Command]) -> list[Any]: ...
 
 
@@ -86,21 +82,14 @@ class Sender(Protocol):
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]: ...
-
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T: ...
-
     def broadcast(self, command: Command) -> None: ...
-
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]: ...
 
 
 def drive(steps: Steps[T], exchange: Exchange) -> T:
-    """Run a conversation's steps on an exchange; its result.
-
-    Raises:
-        SimhashRedisError: an error reply among replies read parsed, at once.
-        IndexCorrupted: a reply holds a value the library did not write (the steps could not parse it).
-    """
+    """Run a conversation's steps on an exchange; its result. Raises the SimhashRedisError of an error
+    reply among replies read parsed, and IndexCorrupted for a value the steps could not parse."""
     reply: Any = None
     send, read, read_sets = exchange.send, exchange.read, exchange.read_sets
     while True:
@@ -128,18 +117,6 @@ def malformed(exc: Exception) -> IndexCorrupted:
         f"the index holds a malformed entry ({exc}); run verify(repair=True) (simhash-redis verify --repair) "
         "to find it"
     )
-
-
-def scan_pages(round_trip: Callable[[Command], Any], pattern: str, count: int) -> Iterator[list[bytes]]:
-    """The keys matching a pattern on the server `round_trip` sends to, a SCAN page at a time (a key
-    may come twice)."""
-    cursor: bytes | int = b"0"
-    while True:
-        cursor, keys = round_trip((b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count))
-        if keys:
-            yield list(keys)
-        if cursor in (b"0", 0):
-            return
 
 
 @dataclass(frozen=True)
@@ -210,8 +187,8 @@ class Backoff:
 
 def refused(exc: BaseException) -> bool:
     """Whether an error is the server refusing the credentials (WRONGPASS, NOAUTH) or a command (NOPERM),
-    also wrapped by a cluster client: no retry changes its answer (ask this before retrying a lost
-    connection: redis-py's AuthenticationError is a ConnectionError)."""
+    also wrapped by a cluster client: no retry changes its answer (redis-py's AuthenticationError is a
+    ConnectionError)."""
     return _refusal(exc) is not None
 
 
@@ -236,7 +213,7 @@ _COMMAND = re.compile(r"permissions to run the '([^']+)' command", re.IGNORECASE
 
 
 def raise_first_error(replies: list[Any]) -> None:
-    """Raise the library exception (a SimhashRedisError) for the first error reply among replies, if any."""
+    """Raise the library exception for the first error reply among replies, if any."""
     for reply in replies:
         if isinstance(reply, rex.ResponseError):
             raise translate_error(reply) from None
@@ -329,11 +306,9 @@ class Transport:
     def execute(
         self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
     ) -> list[Any]:
-        """Send the commands in one round trip (per node) and return their raw replies in order.
-
-        Args:
-            raise_on_error: raise the first error reply, else return error replies in place.
-            durable: on a cluster, each node's share that writes waits for a replica.
+        """Send the commands in one round trip (per node) and return their raw replies in order, error replies
+        in place unless `raise_on_error` (`durable`: on a cluster, each node's share that writes waits for a
+        replica).
 
         Raises:
             RedisUnavailable: (or a subclass) the server could not be reached after the retries.
@@ -348,13 +323,8 @@ class Transport:
 
     def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T:
         """Run a conversation on one connection, again from the start on a new one after a lost connection
-        (`talk` must allow that); its result. Unread replies are never seen by anyone else; `durable`
-        is for a cluster's sends (a standalone server has no replica to wait for).
-
-        Raises:
-            RedisUnavailable: (or a subclass) the server could not be reached after the retries.
-            Exception: whatever else `talk` raises (a translated error reply, say), at once.
-        """
+        (`talk` must allow that); its result. Unread replies are never seen by anyone else; `durable` is for
+        a cluster's sends. Raises as `execute`, and whatever else `talk` raises at once."""
         try:
             return self.backoff.call_with_retry(lambda: self._on_connection(talk), lost_connection)
         except SimhashRedisError:
@@ -369,7 +339,13 @@ class Transport:
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
         """The keys matching a pattern, a SCAN page of COUNT `count` at a time from every server holding
         keys (a key may come twice; raises as `execute`)."""
-        return scan_pages(lambda command: self.execute([command])[0], pattern, count)
+        cursor: bytes | int = b"0"
+        while True:
+            cursor, keys = self.execute([(b"SCAN", cursor, b"MATCH", pattern, b"COUNT", count)])[0]
+            if keys:
+                yield list(keys)
+            if cursor in (b"0", 0):
+                return
 
     def _on_connection(self, talk: Callable[[Exchange], T]) -> T:
         held = self.__dict__.get("_held_connection")
@@ -412,7 +388,6 @@ class HeldConnection:
         weakref.finalize(self, _release_all, pool, self._held, os.getpid())
 
     def take(self) -> Any:
-        """A connection: the held one if it is still clean, else one from the pool."""
         if self._held:
             try:
                 connection = self._held.pop()
@@ -429,14 +404,13 @@ class HeldConnection:
         return wire.checkout(self.pool)
 
     def give(self, connection: Any, clean: bool) -> None:
-        """Take back a connection after a round trip; `clean`: every reply was read, nothing raised."""
+        """Take back a connection; `clean`: every reply was read, nothing raised."""
         if clean and self._enabled and not self._held and wire.fast(connection) and self._roomy():
             self._held.append(connection)
         else:
             self.pool.release(connection)
 
     def forget(self) -> None:
-        """Drop the held connection without touching it (in a forked child it is the parent's)."""
         self._held.clear()
         self._poller = None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import socket
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
 import hiredis
 import numpy as np
@@ -82,13 +82,7 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
     def __len__(self) -> int:
         return len(self.keys)
 
-    @overload
-    def __getitem__(self, i: int) -> tuple[bytes, ...]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> CommandPerKey: ...
-
-    def __getitem__(self, i: int | slice) -> tuple[bytes, ...] | CommandPerKey:
+    def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return CommandPerKey(self.name, self.keys[i], self.field)
         return self._command(self.keys[i])
@@ -104,7 +98,6 @@ class CommandPerKey(Sequence[tuple[bytes, ...]]):
         return (self.name, key) if self.field is None else (self.name, key, self.field)
 
     def packed(self) -> bytes:
-        """The RESP form of all the commands."""
         keys, name, field = self.keys, self.name, self.field
         if not keys:
             return b""
@@ -144,12 +137,10 @@ class SlotCommands(Sequence[tuple[bytes, ...]]):
         return next(arrays(self.packs[i]))
 
     def taken(self, indexes: list[int]) -> SlotCommands:
-        """The commands at these places."""
         packs, slots = self.packs, self.slots
         return SlotCommands([packs[i] for i in indexes], [slots[i] for i in indexes])
 
     def packed(self) -> bytes:
-        """The RESP form of the commands."""
         return b"".join(self.packs)
 
 
@@ -171,17 +162,12 @@ class PackedCommands(Sequence[tuple[bytes, ...]]):
         return arrays(self._resp)
 
     def packed(self) -> bytes:
-        """The RESP form of the commands."""
         return self._resp
 
 
 def pack(commands: Sequence[Command]) -> bytes:
-    """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends (a command name
-    with spaces, like b"SCRIPT LOAD", split into arguments as there).
-
-    Raises:
-        redis.exceptions.DataError: an argument of another type (bool included).
-    """
+    """The RESP form of the commands, byte for byte what redis-py's `pack_commands` sends (b"SCRIPT LOAD"
+    split into arguments as there); redis-py's DataError for an argument of another type (bool included)."""
     if isinstance(commands, (CommandPerKey, PackedCommands, SlotCommands)):
         return commands.packed()
     out: list[bytes] = []
@@ -251,11 +237,8 @@ def pack_columns(name: bytes, columns: Sequence[ByteColumn]) -> bytes:
 
 
 def arrays(resp: bytes) -> Iterator[tuple[bytes, ...]]:
-    """The arrays (or RESP3 sets) of bulk strings in a RESP payload: packed commands, or SMEMBERS replies.
-
-    Raises:
-        ValueError: the payload is not of that form.
-    """
+    """The arrays (or RESP3 sets) of bulk strings in a RESP payload (packed commands, SMEMBERS replies);
+    ValueError for a payload of another form."""
     pos = 0
     while pos < len(resp):
         end = resp.index(b"\r\n", pos)
@@ -273,8 +256,7 @@ def payload(
     connection: Any, batches: Sequence[Sequence[Command]], standard: bool | None = None
 ) -> list[bytes]:
     """What to write for the batches: packed by `pack` where the connection packs as redis-py's own packers
-    (`standard`; None: tell a synchronous connection's packer) and encodes str as strict UTF-8, else by the
-    connection's `pack_commands`."""
+    (`standard`; None: tell a synchronous connection's packer) and encodes str as strict UTF-8."""
     if standard is None:
         packer = type(getattr(connection, "_command_packer", None)).__name__
         standard = packer in ("HiredisRespSerializer", "PythonRespSerializer")
@@ -306,18 +288,13 @@ def round_trips() -> int:
     return _SENDS[0]
 
 
-def count_send() -> None:
-    """Count a send made elsewhere (the asyncio transports' own)."""
+def count_send() -> None:  # a send made elsewhere (the asyncio transports' own)
     _SENDS[0] += 1
 
 
 def read(connection: Any, count: int) -> list[Any]:
-    """Read `count` replies, raw (not decoded), error replies as ResponseError objects in place.
-
-    Raises:
-        redis.exceptions.ConnectionError: the connection was lost or answered a connection error.
-        redis.exceptions.TimeoutError: no reply within the connection's socket timeout.
-    """
+    """Read `count` replies, raw (not decoded), error replies as ResponseError objects in place; redis-py's
+    ConnectionError for a lost connection, its TimeoutError for none within the socket timeout."""
     if not fast(connection):
         out: list[Any] = []
         for _ in range(count):
@@ -360,9 +337,8 @@ def read(connection: Any, count: int) -> list[Any]:
 
 
 def _read_sets(connection: Any, count: int, head: bytes) -> tuple[bytes | None, bytes]:
-    # The next `count` replies in their RESP form and the bytes read past them, when each is an array, set or
-    # map of bulk strings (SMEMBERS, HGETALL) and the compiled core can check them; otherwise (None, b""),
-    # every byte read (`head`, read past an earlier call's replies, included) left to the reader.
+    # `Exchange.read_sets`, and the bytes read past the replies; otherwise (None, b""), every byte read
+    # (`head`, read past an earlier call's replies, included) left to the reader.
     if _scan_sets is None or not fast(connection):
         return None, _feed(connection, head)
     parser = connection._parser
@@ -399,7 +375,7 @@ def _read_sets(connection: Any, count: int, head: bytes) -> tuple[bytes | None, 
 _RAW_MOST = 1 << 18
 
 
-def _feed(connection: Any, data: bytes) -> bytes:
+def _feed(connection: Any, data: bytes) -> bytes:  # b"": nothing left unfed
     if data:
         connection._parser._reader.feed(data)
     return b""
@@ -427,13 +403,9 @@ def checkout(pool: Any) -> Any:
 
 class Exchange:
     """Commands sent and replies read on one connection (the caller's for the conversation), interleaved at
-    will: replies in the order the commands were sent, raw, error replies in place.
-
-    Raises (every method):
-        redis.exceptions.ConnectionError, TimeoutError: the send or read failed.
-        redis.exceptions.DataError: an argument of an unsupported type.
-        RuntimeError: more replies asked for than commands sent (a bug).
-    """
+    will: replies in the order the commands were sent, raw, error replies in place. Every method raises
+    redis-py's ConnectionError or TimeoutError for a failed send or read, its DataError for an argument of
+    an unsupported type, and RuntimeError for more replies asked for than commands sent (a bug)."""
 
     __slots__ = ("connection", "tail", "unread")
 
@@ -444,7 +416,6 @@ class Exchange:
         self.tail = b""
 
     def send(self, *batches: Sequence[Command]) -> None:
-        """Send batches of commands in one write (connecting first if needed)."""
         data = self._pack(batches)
         self.unread += sum(map(len, batches))
         self._put(data)
@@ -480,7 +451,6 @@ class Exchange:
             raise RuntimeError(f"{count} replies asked for, {self.unread} due")
 
     # The I/O, which the asyncio exchange awaits and a cluster's exchange queues.
-
     def _pack(self, batches: Sequence[Sequence[Command]]) -> list[bytes]:
         return payload(self.connection, batches)
 
