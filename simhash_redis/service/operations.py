@@ -45,9 +45,8 @@ __all__ = [
 
 
 class Operation:
-    """One /v1 operation: its function (whose name is the operation's, in its path), its request alone and
-    a batch's item (with their decoders), its result, whether a write to a missing index creates it, and
-    its summary (for OpenAPI)."""
+    """One /v1 operation: its function (named as its path), its request alone and a batch's item, its
+    result, whether a write to a missing index creates it, and its summary (for OpenAPI)."""
 
     def __init__(
         self,
@@ -68,27 +67,21 @@ class Operation:
         """This operation's function on a batch."""
         return self.function(index, items, *params)
 
-    def bound(self, index: Opened, params: tuple[Any, ...]) -> Callable[[Sequence[Any]], Sequence[Any]]:
-        """`run` on that index with those parameters."""
-        return lambda items: self.run(index, items, params)
 
-
-def fingerprint(index: Opened, texts: Sequence[schemas.Text]) -> list[schemas.FingerprintResult]:
+def fingerprint(index: Opened, texts: Sequence[Text]) -> list[FingerprintResult]:
     """The fingerprints of texts in the index's scheme (no Redis round trip)."""
     fps = index.plain.fingerprint_many([t.text for t in texts])
-    return [schemas.FingerprintResult(format_fingerprint(fp, index.plain.f)) for fp in fps]
+    return [FingerprintResult(format_fingerprint(fp, index.plain.f)) for fp in fps]
 
 
 def near(
-    index: Opened,
-    queries: Sequence[schemas.QueryItem | schemas.Query],
-    k: int | None,
-    threshold: float | None,
-) -> list[schemas.NearResult]:
+    index: Opened, queries: Sequence[QueryItem | Query], k: int | None, threshold: float | None
+) -> list[NearResult]:
     """The matches of each query (a verified index's from texts only)."""
     if threshold is not None and index.verified is None:
         raise _not_verified(index)
-    f, docs = index.plain.f, [_document(q, index, "query") for q in queries]
+    verified, f, name = index.verified is not None, index.plain.f, index.plain.name
+    docs = [_document(q, verified, f, "query", name) for q in queries]
     found: list[list[Match]] | list[list[VerifiedMatch]]
     if index.verified is not None:
         texts: list[Any] = docs  # texts: `_document` refuses a fingerprint
@@ -98,46 +91,45 @@ def near(
             found = index.verified.near_many(texts, threshold, k)
     else:
         found = [index.plain.near(docs[0], k)] if len(docs) == 1 else index.plain.near_many(docs, k)
-    return [schemas.NearResult([_match(m, f) for m in matches]) for matches in found]
+    return [NearResult([_match(m, f) for m in matches]) for matches in found]
 
 
-def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResult]:
+def add(index: Opened, docs: Sequence[Document]) -> list[AddResult]:
     """Store documents (replacing an id's previous fingerprint)."""
     ids, fps, values = _prepared(index, docs)
     outcomes = (index.verified or index.plain).add_many(list(zip(ids, values, strict=True)))  # type: ignore[arg-type]
     f = index.plain.f
     return [
-        schemas.AddResult(i, o.value, format_fingerprint(fp, f))
-        for i, o, fp in zip(ids, outcomes, fps, strict=True)
+        AddResult(i, o.value, format_fingerprint(fp, f)) for i, o, fp in zip(ids, outcomes, fps, strict=True)
     ]
 
 
-def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
+def add_if_new(index: Opened, docs: Sequence[Document]) -> list[AddIfNewResult]:
     """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically."""
     ids, fps, values = _prepared(index, docs)
     found = add_if_new_many(index.verified or index.plain, list(zip(ids, values, strict=True)))
     f = index.plain.f
-    out: list[schemas.AddIfNewResult] = []
+    out: list[AddIfNewResult] = []
     for doc_id, fp, result in zip(ids, fps, found, strict=True):
         duplicate = _match(result, f) if isinstance(result, (Match, VerifiedMatch)) else None
-        out.append(schemas.AddIfNewResult(doc_id, duplicate is None, format_fingerprint(fp, f), duplicate))
+        out.append(AddIfNewResult(doc_id, duplicate is None, format_fingerprint(fp, f), duplicate))
     return out
 
 
-def remove(index: Opened, items: Sequence[schemas.Id]) -> list[schemas.RemoveResult]:
+def remove(index: Opened, items: Sequence[Id]) -> list[RemoveResult]:
     """Remove documents by id (an unknown id is not an error: removed is false)."""
     ids = [i.id for i in items]
     removed = (index.verified or index.plain).remove_many(ids)
-    return [schemas.RemoveResult(i, r) for i, r in zip(ids, removed, strict=True)]
+    return [RemoveResult(i, r) for i, r in zip(ids, removed, strict=True)]
 
 
-def get(index: Opened, items: Sequence[schemas.Id]) -> list[schemas.StoredResult]:
+def get(index: Opened, items: Sequence[Id]) -> list[StoredResult]:
     """The fingerprints stored for ids (null where not stored)."""
     ids = [i.id for i in items]
     found = index.plain.get_many(ids)
     f = index.plain.f
     return [
-        schemas.StoredResult(i, None if fp is None else format_fingerprint(fp, f))
+        StoredResult(i, None if fp is None else format_fingerprint(fp, f))
         for i, fp in zip(ids, found, strict=True)
     ]
 
@@ -146,16 +138,9 @@ def stats(index: Opened) -> schemas.Stats:
     """The index's configuration and counts."""
     plain = index.plain
     documents, fps = plain.count()
-    return schemas.Stats(
-        name=plain.name,
-        documents=documents,
-        fingerprints=fps,
-        f=plain.f,
-        k=plain.k,
-        layout=plain.layout.describe(),
-        verified=index.verified is not None,
-        threshold=None if index.verified is None else index.verified.threshold,
-    )
+    threshold = None if index.verified is None else index.verified.threshold
+    layout, verified = plain.layout.describe(), index.verified is not None
+    return schemas.Stats(plain.name, documents, fps, plain.f, plain.k, layout, verified, threshold)
 
 
 def check_near(index: Opened, k: int | None, threshold: float | None) -> None:
@@ -172,20 +157,17 @@ def check_near(index: Opened, k: int | None, threshold: float | None) -> None:
             raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
 
 
-def check_documents(docs: Sequence[schemas.Document], verified: bool, f: int) -> None:
-    """Refuse the documents a write would refuse, naming the first: before an index is created for them
-    (a refused write leaves nothing behind, not even the index), or to tell which of a batch was refused.
-
-    Args:
-        verified, f: the mode and the fingerprint width of the index (to be created).
+def check_documents(docs: Sequence[Document], verified: bool, f: int) -> None:
+    """Refuse the documents a write would refuse, the first named by its place: before an index is
+    created for them (a refused write leaves nothing behind), or to tell which of a batch was refused.
 
     Raises:
-        InvalidArgument, InvalidType: an id or a document the write would refuse, named by its place.
+        InvalidArgument, InvalidType: an id or a document the write would refuse.
     """
     for i, doc in enumerate(docs):
         try:
             encode_id(doc.id)
-            _check_document(doc, verified, f, "document")
+            _document(doc, verified, f, "document")
         except (InvalidArgument, InvalidType) as exc:
             where = f"document {i}: " if len(docs) > 1 else ""
             raise type(exc)(f"{where}{exc}") from None
@@ -203,19 +185,9 @@ def _match(m: Match | VerifiedMatch, f: int) -> schemas.Match:
 
 
 def _document(
-    item: schemas.QueryItem | schemas.Query | schemas.Document, index: Opened, what: str
+    item: QueryItem | Query | Document, verified: bool, f: int, what: str, name: str | None = None
 ) -> str | int:
     """The text of a query or document, or (a plain index's) its parsed fingerprint: exactly one of them."""
-    return _check_document(item, index.verified is not None, index.plain.f, what, index.plain.name)
-
-
-def _check_document(
-    item: schemas.QueryItem | schemas.Query | schemas.Document,
-    verified: bool,
-    f: int,
-    what: str,
-    name: str | None = None,
-) -> str | int:
     if item.text is None and verified:
         index = "the index" if name is None else f"index {name!r}"
         raise InvalidArgument(
@@ -230,12 +202,11 @@ def _check_document(
     return parse_fingerprint(item.fingerprint, f)
 
 
-def _prepared(
-    index: Opened, docs: Sequence[schemas.Document]
-) -> tuple[list[str], list[int], Sequence[str | int]]:
+def _prepared(index: Opened, docs: Sequence[Document]) -> tuple[list[str], list[int], Sequence[str | int]]:
     """The ids and fingerprints of documents, and what to store: a verified index's texts, else the
     fingerprints."""
-    values = [_document(d, index, "document") for d in docs]
+    verified, f, name = index.verified is not None, index.plain.f, index.plain.name
+    values = [_document(d, verified, f, "document", name) for d in docs]
     fps = index.plain.fingerprint_many(values)
     return [d.id for d in docs], fps, values if index.verified is not None else fps
 

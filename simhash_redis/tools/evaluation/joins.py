@@ -29,11 +29,7 @@ _EPS = 1e-9
 
 def shingle_sets(token_lists: Sequence[Sequence[str]], n: int) -> list[npt.NDArray[np.int64]]:
     """Each document's sorted distinct n-token shingles, interned to ints (a document of 1..n-1 tokens is
-    one shingle of all of them).
-
-    Raises:
-        InvalidArgument: n < 1.
-    """
+    one shingle of all of them); InvalidArgument if n < 1."""
     if n < 1:
         raise InvalidArgument(f"n must be >= 1, got {n}")
     ids: dict[tuple[str, ...], int] = {}
@@ -75,11 +71,7 @@ def check_threshold(threshold: float) -> None:
 
 def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
     """All pairs of non-empty sets (of distinct ints >= 0) with Jaccard similarity >= threshold, exactly
-    (a prefix-filtered join, Bayardo et al., WWW 2007).
-
-    Raises:
-        InvalidArgument: threshold is out of range.
-    """
+    (a prefix-filtered join, Bayardo et al., WWW 2007); InvalidArgument for a threshold out of range."""
     check_threshold(threshold)
     sizes = np.array([len(s) for s in sets], dtype=np.int64)
     if not len(sets) or not sizes.any():
@@ -116,11 +108,7 @@ def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Joi
 
 
 def brute_force_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
-    """`jaccard_join` by comparing every pair (for tests and tiny inputs).
-
-    Raises:
-        InvalidArgument: threshold is out of range.
-    """
+    """`jaccard_join` by comparing every pair (for tests and tiny inputs)."""
     check_threshold(threshold)
     py = [set(s.tolist()) for s in sets]
     pairs = ((x, y, jaccard(py[x], py[y])) for x in range(len(py)) for y in range(x + 1, len(py)))

@@ -83,14 +83,8 @@ class LanguageTruth:
 
 @dataclasses.dataclass(frozen=True)
 class SettingReport:
-    """One setting's results on one language group.
-
-    Attributes:
-        band_recall: Jaccard band label -> recall at each k.
-        band_counts: Jaccard band label -> positive pairs in it.
-        length_rows: (band label, positives, predicted at each k, true positives at each k), by the
-            token count of the shorter document of the pair.
-    """
+    """One setting's results on one language group: recall at each k and positives by Jaccard band, and
+    (band, positives, predicted and true positives at each k) by the shorter document's tokens."""
 
     lang: str
     setting: str
@@ -251,14 +245,11 @@ def evaluate(
         threshold: pairs with Jaccard >= threshold are near-duplicates (when no pairs are given).
         pairs: (id_a, id_b, label) triples: with labels, only these pairs are scored; without, they are the
             positives and every other pair within a language is a negative.
-        max_k: scores are given for k = 0..max_k.
-        truth_n: tokens per ground-truth shingle.
         langs: the language groups to evaluate (default: all present).
         progress: called with a short message as each step starts.
 
     Raises:
-        InvalidArgument: threshold, max_k or truth_n is out of range, or a language group of langs has no
-            document.
+        InvalidArgument: an argument out of range, or a language group of langs without documents.
     """
     check_threshold(threshold)
     if not 0 <= max_k <= 64:
