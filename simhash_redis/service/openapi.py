@@ -51,12 +51,11 @@ def document() -> bytes:
                 "responses": _answers("the result", _json(_ref(op.result))),
             }
         }
-        params = [name]
-        if path == "near":
-            params.append({"name": "k", "in": "query", "required": False, "schema": {"type": "integer"}})
-            params.append(
-                {"name": "threshold", "in": "query", "required": False, "schema": {"type": "number"}}
-            )
+        queries = (("k", "integer"), ("threshold", "number")) if path == "near" else ()
+        params = [
+            name,
+            *({"name": q, "in": "query", "required": False, "schema": {"type": t}} for q, t in queries),
+        ]
         lines = {"type": "string", "description": f"JSON Lines: one {op.item.__name__} a line"}
         results = {"type": "array", "items": _ref(op.result)}
         paths[f"/v1/indexes/{{name}}/{path}/batch"] = {

@@ -28,12 +28,7 @@ R = TypeVar("R", bound=msgspec.Struct)
 
 #: The media type of a JSON Lines response (requests may also say application/jsonl or json-lines).
 JSON_LINES = b"application/x-ndjson"
-_LINE_TYPES = (
-    b"application/x-ndjson",
-    b"application/jsonl",
-    b"application/json-lines",
-    b"application/x-jsonlines",
-)
+_LINE_TYPES = (JSON_LINES, b"application/jsonl", b"application/json-lines", b"application/x-jsonlines")
 _JSON = [(b"content-type", b"application/json")]
 _encoder = msgspec.json.Encoder()
 _encode = _encoder.encode

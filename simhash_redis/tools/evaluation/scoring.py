@@ -12,16 +12,8 @@ import numpy.typing as npt
 
 from ...errors import InvalidArgument
 from ...fingerprinting.tokens import tokenize
+from . import joins
 from .corpus import Doc
-from .joins import (
-    check_threshold,
-    fingerprint_words,
-    hamming_pairs,
-    jaccard,
-    jaccard_join,
-    pair_distances,
-    shingle_sets,
-)
 from .settings import Setting, standard_settings
 
 __all__ = [
@@ -164,10 +156,10 @@ def _prepare(
 ) -> _Group:
     tokens = [tokenize(d.text) for d in docs]
     lengths = np.array([len(t) for t in tokens], dtype=np.int64)
-    sets = shingle_sets(tokens, truth_n)
+    sets = joins.shingle_sets(tokens, truth_n)
     lang, texts = docs[0].lang, [d.text for d in docs]
     if pairs is None:
-        join = jaccard_join(sets, threshold)
+        join = joins.jaccard_join(sets, threshold)
         return _Group(
             lang, texts, lengths, join.i, join.j, join.sim, None, f"all pairs, Jaccard >= {threshold:g}"
         )
@@ -176,7 +168,7 @@ def _prepare(
     ii = np.array([min(a, b) for a, b, _ in rows], dtype=np.int64)
     jj = np.array([max(a, b) for a, b, _ in rows], dtype=np.int64)
     py = [set(s.tolist()) for s in sets]
-    sims = np.array([jaccard(py[a], py[b]) for a, b in zip(ii.tolist(), jj.tolist(), strict=True)])
+    sims = np.array([joins.jaccard(py[a], py[b]) for a, b in zip(ii.tolist(), jj.tolist(), strict=True)])
     if any(label is not None for _, _, label in rows):
         labels = np.array([1 if label is None else label for _, _, label in rows], dtype=np.int64)
         pos = labels == 1
@@ -186,13 +178,13 @@ def _prepare(
 
 def _score(group: _Group, setting: Setting, max_k: int) -> SettingReport:
     fps = list(setting.fingerprint_many(group.texts))
-    words = fingerprint_words(fps, setting.f)
-    pos_d = pair_distances(words, group.pos_i, group.pos_j)
+    words = joins.fingerprint_words(fps, setting.f)
+    pos_d = joins.pair_distances(words, group.pos_i, group.pos_j)
     if group.universe is None:
-        pi, pj, pd = hamming_pairs(fps, setting.f, max_k)
+        pi, pj, pd = joins.hamming_pairs(fps, setting.f, max_k)
     else:
         ui, uj, _ = group.universe
-        ud = pair_distances(words, ui, uj)
+        ud = joins.pair_distances(words, ui, uj)
         pi, pj, pd = ui[ud <= max_k], uj[ud <= max_k], ud[ud <= max_k]
     # A document without any token has fingerprint 0 and no shingle: it is never a near-duplicate.
     real = (group.lengths[pi] > 0) & (group.lengths[pj] > 0)
@@ -251,7 +243,7 @@ def evaluate(
     Raises:
         InvalidArgument: an argument out of range, or a language group of langs without documents.
     """
-    check_threshold(threshold)
+    joins.check_threshold(threshold)
     if not 0 <= max_k <= 64:
         raise InvalidArgument(f"max_k must be in 0..64, got {max_k}")
     if truth_n < 1:
