@@ -1,10 +1,12 @@
-"""Scoring "distance <= k" against the truth, each language group on its own, and the report of it."""
+"""Scoring "distance <= k" against the truth (exact Jaccard similarity of shingle sets, from all-pairs
+joins), each language group on its own, and the report of it."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,6 @@ import numpy.typing as npt
 
 from ...errors import InvalidArgument
 from ...fingerprinting.tokens import tokenize
-from . import joins
 from .corpus import Doc
 from .settings import Setting, standard_settings
 
@@ -23,9 +24,140 @@ __all__ = [
     "Report",
     "Scores",
     "SettingReport",
+    "brute_force_join",
     "evaluate",
     "format_report",
+    "hamming_pairs",
+    "jaccard_join",
+    "shingle_sets",
 ]
+
+_EPS = 1e-9
+
+
+def shingle_sets(token_lists: Sequence[Sequence[str]], n: int) -> list[npt.NDArray[np.int64]]:
+    """Each document's sorted distinct n-token shingles, interned to ints (a document of 1..n-1 tokens is
+    one shingle of all of them); InvalidArgument if n < 1."""
+    if n < 1:
+        raise InvalidArgument(f"n must be >= 1, got {n}")
+    ids: dict[tuple[str, ...], int] = {}
+    out = []
+    for tokens in token_lists:
+        width = min(n, len(tokens))
+        shingles = {tuple(tokens[i : i + width]) for i in range(len(tokens) - width + 1)} if tokens else set()
+        row = [ids.setdefault(s, len(ids)) for s in shingles]
+        out.append(np.array(sorted(row), dtype=np.int64))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Join:
+    """Pairs (i < j) of similarity >= a threshold, with their Jaccard similarities, sorted by (i, j)."""
+
+    i: npt.NDArray[np.int64]
+    j: npt.NDArray[np.int64]
+    sim: npt.NDArray[np.float64]
+
+
+def _make_join(rows: list[tuple[int, int, float]]) -> Join:
+    rows.sort()
+    columns = np.array(rows, dtype=np.float64).reshape(-1, 3).T
+    return Join(columns[0].astype(np.int64), columns[1].astype(np.int64), columns[2].copy())
+
+
+def jaccard(a: AbstractSet[int], b: AbstractSet[int]) -> float:
+    """The Jaccard similarity of two sets (0.0 for two empty ones)."""
+    inter = len(a & b)
+    return inter / max(1, len(a) + len(b) - inter)
+
+
+def check_threshold(threshold: float) -> None:
+    """Raise InvalidArgument unless a Jaccard threshold is in (0, 1]."""
+    if not 0.0 < threshold <= 1.0:
+        raise InvalidArgument(f"threshold must be in (0, 1], got {threshold}")
+
+
+def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
+    """All pairs of non-empty sets (of distinct ints >= 0) with Jaccard similarity >= threshold, exactly
+    (a prefix-filtered join, Bayardo et al., WWW 2007); InvalidArgument for a threshold out of range."""
+    check_threshold(threshold)
+    sizes = np.array([len(s) for s in sets], dtype=np.int64)
+    if not len(sets) or not sizes.any():
+        return _make_join([])
+    # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for Python 3.10.
+    vocab = int(max(int(np.max(s)) for s in sets if len(s))) + 1
+    freq = np.bincount(np.concatenate([s for s in sets if len(s)]), minlength=vocab)
+    rank = np.empty(vocab, dtype=np.int64)
+    rank[np.lexsort((np.arange(vocab), freq))] = np.arange(vocab)
+    records = [np.sort(rank[s]).tolist() for s in sets]
+    members = [frozenset(r) for r in records]
+    index: dict[int, list[int]] = {}
+    rows: list[tuple[int, int, float]] = []
+    for x in np.argsort(sizes, kind="stable").tolist():
+        size = len(records[x])
+        if not size:
+            continue
+        # The epsilon only lengthens the prefix and loosens the size bound: never loses a pair.
+        prefix = size - math.ceil(threshold * size - _EPS) + 1
+        least = threshold * size - _EPS
+        candidates: set[int] = set()
+        for token in records[x][:prefix]:
+            bucket = index.get(token)
+            if bucket is None:
+                index[token] = [x]
+                continue
+            candidates.update(y for y in bucket if len(records[y]) >= least)
+            bucket.append(x)
+        for y in candidates:
+            sim = jaccard(members[x], members[y])
+            if sim >= threshold:
+                rows.append((min(x, y), max(x, y), sim))
+    return _make_join(rows)
+
+
+def brute_force_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
+    """`jaccard_join` by comparing every pair (for tests and tiny inputs)."""
+    check_threshold(threshold)
+    py = [set(s.tolist()) for s in sets]
+    pairs = ((x, y, jaccard(py[x], py[y])) for x in range(len(py)) for y in range(x + 1, len(py)))
+    return _make_join([(x, y, sim) for x, y, sim in pairs if py[x] and py[y] and sim >= threshold])
+
+
+def fingerprint_words(fps: Sequence[int], f: int) -> npt.NDArray[np.uint64]:
+    """Fingerprints of f bits as an (N, f/64 rounded up) uint64 array, least significant word first."""
+    width = max(1, f // 64)
+    out = np.zeros((len(fps), width), dtype=np.uint64)
+    for w in range(width):
+        out[:, w] = np.fromiter(((fp >> (64 * w)) & ((1 << 64) - 1) for fp in fps), np.uint64, len(fps))
+    return out
+
+
+def pair_distances(
+    words: npt.NDArray[np.uint64], i: npt.NDArray[np.int64], j: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """The Hamming distances of pairs (i, j) of fingerprints, as `fingerprint_words` gives them."""
+    distances: npt.NDArray[np.int64] = np.bitwise_count(words[i] ^ words[j]).sum(axis=1).astype(np.int64)
+    return distances
+
+
+def hamming_pairs(
+    fps: Sequence[int], f: int, max_k: int, block: int = 512
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Arrays i, j and distance of every pair (i < j) of fingerprints of f bits within max_k, sorted,
+    comparing `block` rows at a time (memory: block * N * f/8 bytes)."""
+    words = fingerprint_words(fps, f)
+    empty = np.zeros(0, dtype=np.int64)
+    found = [(empty, empty, empty)]
+    for start in range(0, len(fps), block):
+        dist = np.bitwise_count(words[start : start + block, None, :] ^ words[None, :, :]).sum(
+            axis=2, dtype=np.int64
+        )
+        ii, jj = np.nonzero(dist <= max_k)
+        keep = jj > ii + start
+        found.append((ii[keep] + start, jj[keep], dist[ii[keep], jj[keep]]))
+    i, j, d = (np.concatenate(column).astype(np.int64) for column in zip(*found, strict=True))
+    return i, j, d
+
 
 #: Lower edges of the Jaccard bands recall is reported for (the last band includes 1.0).
 JACCARD_BANDS = (0.80, 0.85, 0.90, 0.95)
@@ -156,10 +288,10 @@ def _prepare(
 ) -> _Group:
     tokens = [tokenize(d.text) for d in docs]
     lengths = np.array([len(t) for t in tokens], dtype=np.int64)
-    sets = joins.shingle_sets(tokens, truth_n)
+    sets = shingle_sets(tokens, truth_n)
     lang, texts = docs[0].lang, [d.text for d in docs]
     if pairs is None:
-        join = joins.jaccard_join(sets, threshold)
+        join = jaccard_join(sets, threshold)
         return _Group(
             lang, texts, lengths, join.i, join.j, join.sim, None, f"all pairs, Jaccard >= {threshold:g}"
         )
@@ -168,7 +300,7 @@ def _prepare(
     ii = np.array([min(a, b) for a, b, _ in rows], dtype=np.int64)
     jj = np.array([max(a, b) for a, b, _ in rows], dtype=np.int64)
     py = [set(s.tolist()) for s in sets]
-    sims = np.array([joins.jaccard(py[a], py[b]) for a, b in zip(ii.tolist(), jj.tolist(), strict=True)])
+    sims = np.array([jaccard(py[a], py[b]) for a, b in zip(ii.tolist(), jj.tolist(), strict=True)])
     if any(label is not None for _, _, label in rows):
         labels = np.array([1 if label is None else label for _, _, label in rows], dtype=np.int64)
         pos = labels == 1
@@ -178,13 +310,13 @@ def _prepare(
 
 def _score(group: _Group, setting: Setting, max_k: int) -> SettingReport:
     fps = list(setting.fingerprint_many(group.texts))
-    words = joins.fingerprint_words(fps, setting.f)
-    pos_d = joins.pair_distances(words, group.pos_i, group.pos_j)
+    words = fingerprint_words(fps, setting.f)
+    pos_d = pair_distances(words, group.pos_i, group.pos_j)
     if group.universe is None:
-        pi, pj, pd = joins.hamming_pairs(fps, setting.f, max_k)
+        pi, pj, pd = hamming_pairs(fps, setting.f, max_k)
     else:
         ui, uj, _ = group.universe
-        ud = joins.pair_distances(words, ui, uj)
+        ud = pair_distances(words, ui, uj)
         pi, pj, pd = ui[ud <= max_k], uj[ud <= max_k], ud[ud <= max_k]
     # A document without any token has fingerprint 0 and no shingle: it is never a near-duplicate.
     real = (group.lengths[pi] > 0) & (group.lengths[pj] > 0)
@@ -243,7 +375,7 @@ def evaluate(
     Raises:
         InvalidArgument: an argument out of range, or a language group of langs without documents.
     """
-    joins.check_threshold(threshold)
+    check_threshold(threshold)
     if not 0 <= max_k <= 64:
         raise InvalidArgument(f"max_k must be in 0..64, got {max_k}")
     if truth_n < 1:
