@@ -24,8 +24,7 @@ from .config import SERVE_ASKING, ServiceConfig, check_url
 from .guard import Guard
 from .indexes import Opened, Registry
 from .metrics import CONTENT_TYPE_LATEST, Metrics
-from .openapi import document
-from .operations import OPERATIONS, Operation
+from .operations import OPERATIONS, Operation, document
 from .problems import ServiceError, not_utf8, refuse
 from .protocol import alone
 from .streams import Call, Receive, Scope, Send, json_lines, segments
