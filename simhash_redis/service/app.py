@@ -33,28 +33,25 @@ __all__ = ["create_app"]
 
 _encode = msgspec.json.Encoder().encode
 _JSON = "application/json"
-_NEAR_QUERY = ("k", "threshold")
-
-
-def _number(query: dict[str, str], name: str, kind: type[int] | type[float]) -> Any:
-    raw = query.get(name)
-    if raw is None:
-        return None
-    try:
-        return kind(raw)
-    except ValueError:
-        raise InvalidArgument(f"query parameter {name} must be a number, got {raw[:40]!r}") from None
+_NEAR_QUERY: dict[str, type[int] | type[float]] = {"k": int, "threshold": float}
 
 
 def _params(op: Operation, call: Call) -> tuple[Any, ...]:
     """A batch's parameters, from its URL: near's k and threshold (any other query parameter refused)."""
     query = call.query()
-    takes = _NEAR_QUERY if op.name == "near" else ()
+    takes = _NEAR_QUERY if op.name == "near" else {}
     for name in query:
         if name not in takes:
             allowed = "takes k and threshold" if takes else "takes no query parameters"
             raise InvalidArgument(f"unknown query parameter {name[:40]!r}: {op.name}/batch {allowed}")
-    return (_number(query, "k", int), _number(query, "threshold", float)) if takes else ()
+    params: list[Any] = []
+    for name, kind in takes.items():
+        raw = query.get(name)
+        try:
+            params.append(None if raw is None else kind(raw))
+        except ValueError:
+            raise InvalidArgument(f"query parameter {name} must be a number, got {str(raw)[:40]!r}") from None
+    return tuple(params)
 
 
 class Service:
