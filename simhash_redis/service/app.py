@@ -143,7 +143,6 @@ class Service:
             return registry.get(name)
         except IndexNotFound:
             pass
-        # Whether the documents make a new index from texts (not all precomputed fingerprints).
         from_text = not items or any(getattr(item, "text", None) is not None for item in items)
         config = self.config
         verified = chosen_mode(config.asked_mode(), name=name, from_text=from_text, asking=SERVE_ASKING)
