@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from simhash_redis.tools.daemon import find_client_binary, find_server_binary
-from simhash_redis.tools.server import EmbeddedServer
+from simhash_redis.tools.server import EmbeddedServer, find_client_binary, find_server_binary
 
 from .common import echo_json, fail, registrar
 from .options import JsonOut

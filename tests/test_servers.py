@@ -19,8 +19,7 @@ from redis.retry import Retry
 
 from simhash_redis.errors import RedisUnavailable
 from simhash_redis.tools import server as server_module
-from simhash_redis.tools.daemon import pid_alive
-from simhash_redis.tools.server import EmbeddedServer, find_server_binary
+from simhash_redis.tools.server import EmbeddedServer, find_server_binary, pid_alive
 from tests.servers import ClusterProcess, ServerProcess, free_port, server_supports_tls
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,6 +5,8 @@ It needs the ``server`` extra; every import of its packages lives in this packag
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from .config import ServiceConfig
 
 __all__ = ["ServiceConfig", "create_app", "serve"]
@@ -12,12 +14,6 @@ __all__ = ["ServiceConfig", "create_app", "serve"]
 
 def __getattr__(name: str) -> object:
     # The app and the runner import the server packages: only when asked for.
-    if name == "create_app":
-        from .app import create_app
-
-        return create_app
-    if name == "serve":
-        from .runner import serve
-
-        return serve
+    if name in ("create_app", "serve"):
+        return getattr(import_module(".app" if name == "create_app" else ".runner", __name__), name)
     raise AttributeError(name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -24,8 +24,7 @@ from .config import SERVE_ASKING, ServiceConfig, check_url
 from .guard import Guard
 from .indexes import Opened, Registry
 from .metrics import CONTENT_TYPE_LATEST, Metrics
-from .openapi import document
-from .operations import OPERATIONS, Operation
+from .operations import OPERATIONS, Operation, document
 from .problems import ServiceError, not_utf8, refuse
 from .protocol import alone
 from .streams import Call, Receive, Scope, Send, json_lines, segments
@@ -34,43 +33,25 @@ __all__ = ["create_app"]
 
 _encode = msgspec.json.Encoder().encode
 _JSON = "application/json"
-
-
-_NEAR_QUERY = ("k", "threshold")
-
-
-def _number(query: dict[str, str], name: str, kind: type[int] | type[float]) -> Any:
-    raw = query.get(name)
-    if raw is None:
-        return None
-    try:
-        return kind(raw)
-    except ValueError:
-        raise InvalidArgument(f"query parameter {name} must be a number, got {raw[:40]!r}") from None
+_NEAR_QUERY: dict[str, type[int] | type[float]] = {"k": int, "threshold": float}
 
 
 def _params(op: Operation, call: Call) -> tuple[Any, ...]:
     """A batch's parameters, from its URL: near's k and threshold (any other query parameter refused)."""
     query = call.query()
-    takes = _NEAR_QUERY if op.name == "near" else ()
+    takes = _NEAR_QUERY if op.name == "near" else {}
     for name in query:
         if name not in takes:
             allowed = "takes k and threshold" if takes else "takes no query parameters"
             raise InvalidArgument(f"unknown query parameter {name[:40]!r}: {op.name}/batch {allowed}")
-    return (_number(query, "k", int), _number(query, "threshold", float)) if takes else ()
-
-
-def _no_query(op: Operation, call: Call) -> None:
-    """Refuse a query string on a single call (its options are in its body: a misspelt one is refused
-    there, and one in the URL would be ignored)."""
-    name = next(iter(call.query()), "")
-    where = "k and threshold go in the body" if op.name == "near" else "it takes none"
-    raise InvalidArgument(f"query parameter {name[:40]!r} is not read by {op.name}: {where}")
-
-
-def _from_text(items: Sequence[Any]) -> bool:
-    """Whether the documents of a write make a new index from texts (not all precomputed fingerprints)."""
-    return not items or any(getattr(item, "text", None) is not None for item in items)
+    params: list[Any] = []
+    for name, kind in takes.items():
+        raw = query.get(name)
+        try:
+            params.append(None if raw is None else kind(raw))
+        except ValueError:
+            raise InvalidArgument(f"query parameter {name} must be a number, got {str(raw)[:40]!r}") from None
+    return tuple(params)
 
 
 class Service:
@@ -107,8 +88,7 @@ class Service:
             self._registry.close()
 
     def forget_missing(self, exc: BaseException, name: str) -> None:
-        """After IndexNotFound or ConfigurationMismatch, open the index afresh next time (it may have been
-        dropped, or made again with another configuration)."""
+        """After IndexNotFound or ConfigurationMismatch, open the index afresh next time."""
         if isinstance(exc, (IndexNotFound, ConfigurationMismatch)) and self._registry is not None:
             self._registry.forget(name)
 
@@ -126,8 +106,10 @@ class Service:
             if len(parts) == 6:
                 await self._batch(call, name, op)
                 return
-            if scope.get("query_string"):
-                _no_query(op, call)
+            if scope.get("query_string"):  # refused: one in the URL would be ignored (options go in the body)
+                given = next(iter(call.query()), "")
+                where = "k and threshold go in the body" if op.name == "near" else "it takes none"
+                raise InvalidArgument(f"query parameter {given[:40]!r} is not read by {op.name}: {where}")
             try:
                 single = op.decode_single(await call.body(self.config.max_body))
             except UnicodeDecodeError as exc:
@@ -139,7 +121,7 @@ class Service:
             else:
                 if params:  # checked before they key a coalescer: each value refused would make one
                     operations.check_near(index, *params)
-                coalescer = index.coalescer((op.name, *params), op.bound(index, params))
+                coalescer = index.coalescer((op.name, *params), lambda items: op.run(index, items, params))
                 future = coalescer.submit(single)
                 timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
                 try:
@@ -153,12 +135,7 @@ class Service:
 
     def _index(self, name: str, op: Operation, items: Sequence[Any]) -> Opened:
         """The index an operation runs on; for a write to a missing one, created once its documents are
-        checked (a refused write leaves nothing behind).
-
-        Raises:
-            IndexNotFound: it does not exist, and is not to be created.
-            InvalidArgument, InvalidType: a document the write to a new index would refuse.
-        """
+        checked (a refused write leaves nothing behind)."""
         registry = self.registry
         if not (op.create and self.config.create):
             return registry.get(name)
@@ -166,7 +143,7 @@ class Service:
             return registry.get(name)
         except IndexNotFound:
             pass
-        from_text = _from_text(items)
+        from_text = not items or any(getattr(item, "text", None) is not None for item in items)
         config = self.config
         verified = chosen_mode(config.asked_mode(), name=name, from_text=from_text, asking=SERVE_ASKING)
         operations.check_documents(items, verified, defaults.F if config.f is None else config.f)
@@ -205,15 +182,7 @@ class Service:
         self, name: str, op: Operation, params: tuple[Any, ...]
     ) -> Callable[[Sequence[Any]], Sequence[Any]]:
         """The operation's call for a JSON Lines stream: each part on the index as it is then (one dropped
-        or made again meanwhile is opened afresh), or, for a write to a missing index, on the one its first
-        part creates (in the mode its documents choose, once they are checked).
-
-        Raises:
-            IndexNotFound: the index does not exist, and the operation may not create it (before the
-                stream's answer starts, as the two below).
-            RedisUnavailable: Redis cannot be reached.
-            ConfigurationMismatch: the index exists in the other mode than the service asks for.
-        """
+        or made again meanwhile is opened afresh; a missing one a write may make, made by its first part)."""
         try:  # before the stream's answer starts: Redis unreachable (503), a missing index not to be made
             self.registry.get(name)
         except IndexNotFound:
@@ -244,10 +213,6 @@ class Service:
         except Exception as exc:
             return self.error(exc, request)
 
-    async def healthz(self, request: Request) -> Response:
-        """``GET /healthz``: the process answers."""
-        return Response(b'{"status":"ok"}', media_type=_JSON)
-
     async def readyz(self, request: Request) -> Response:
         """``GET /readyz``: Redis answers, and the configured index (if it exists) can be read."""
         try:
@@ -260,13 +225,14 @@ class Service:
             answer.status_code = 503  # not ready, whatever the cause: the body says which
             return answer
 
-    async def metrics(self, request: Request) -> Response:
-        """``GET /metrics``: Prometheus's text exposition."""
-        return Response(Metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
-    async def openapi(self, request: Request) -> Response:
-        """``GET /openapi.json``: the OpenAPI document of the API."""
-        return Response(document(), media_type=_JSON)
+def _fixed(body: Callable[[], bytes], media_type: str = _JSON) -> Callable[[Request], Awaitable[Response]]:
+    """A GET endpoint answering what `body` returns (/healthz, /metrics, /openapi.json)."""
+
+    async def endpoint(request: Request) -> Response:
+        return Response(body(), media_type=media_type)
+
+    return endpoint
 
 
 def create_app(config: ServiceConfig | None = None) -> Guard:
@@ -286,15 +252,16 @@ def create_app(config: ServiceConfig | None = None) -> Guard:
             error = ServiceError(404, "not_found", f"no route {request.url.path!r}: see /openapi.json")
         return service.error(error, request)
 
+    healthz = _fixed(lambda: b'{"status":"ok"}')
     routes = [
         Route("/v1/indexes/{name}/stats", service.stats, methods=["GET"]),
         # The POST routes, for the 405 of another method (POSTs never reach Starlette).
-        Route("/v1/indexes/{name}/{op}", service.healthz, methods=["POST"]),
-        Route("/v1/indexes/{name}/{op}/batch", service.healthz, methods=["POST"]),
-        Route("/healthz", service.healthz, methods=["GET"]),
+        Route("/v1/indexes/{name}/{op}", healthz, methods=["POST"]),
+        Route("/v1/indexes/{name}/{op}/batch", healthz, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", service.readyz, methods=["GET"]),
-        Route("/metrics", service.metrics, methods=["GET"]),
-        Route("/openapi.json", service.openapi, methods=["GET"]),
+        Route("/metrics", _fixed(Metrics.exposition, CONTENT_TYPE_LATEST), methods=["GET"]),
+        Route("/openapi.json", _fixed(document), methods=["GET"]),
     ]
     rest = Starlette(routes=routes, lifespan=service.lifespan, exception_handlers={HTTPException: refused})
     # The /v1 POSTs go straight to the service's handler (Starlette's routes above only answer 405).

@@ -27,8 +27,7 @@ SERVE_ASKING = Asking(
 
 
 def check_url(url: str) -> None:
-    """Refuse a malformed Redis URL at start (a bad port, an option's value redis-py refuses, say): every
-    call would fail on it, blaming the caller.
+    """Refuse a malformed Redis URL at start (every call would fail on it, blaming the caller).
 
     Raises:
         InvalidArgument: the URL is malformed (the message shows it with its password masked).
@@ -45,15 +44,13 @@ class ServiceConfig:
     Attributes:
         redis_url: the Redis URL; None: $SIMHASH_REDIS_URL, else the embedded server.
         index: the index /readyz checks when it exists.
-        k, f, layout, scheme, threshold, band_buckets, retention, sliding, id_buckets: the configuration
-            of an index a write creates (the CLI's global options of those names).
-        verified: True (--verified), False (--plain), None (the default, as `chosen_mode`).
+        k, f, layout, scheme, verified, threshold, band_buckets, retention, sliding, id_buckets: the
+            configuration of an index a write creates (the CLI's global options of those names).
         create: whether a write to an unknown index creates it (else 404 index_not_found).
         token: the bearer token every /v1 call and /metrics must carry; None: no authentication.
         max_body: the largest request body in bytes (of a JSON Lines body, the largest line).
-        timeout: seconds a single-document request may wait behind others for its answer before it is
-            answered 504, each part of a request body may take to come before it is answered 408, and
-            a stalled Redis may hold a call (the sockets' timeouts and the retries' deadline).
+        timeout: seconds a single call may wait for its batch (then 504), a part of a body may take to
+            come (then 408), and a stalled Redis may hold a call.
         batch: documents per library call of a JSON Lines stream (fewer once they hold max_body bytes).
         access_log: write one JSON line per request on stderr.
     """
@@ -83,8 +80,8 @@ class ServiceConfig:
 
     @classmethod
     def from_env(cls) -> ServiceConfig:
-        """The configuration `to_env` stored (defaults when none was), the token from $SIMHASH_REDIS_TOKEN
-        when none is stored; InvalidArgument if it is malformed."""
+        """The configuration `to_env` stored (else defaults; else the token from $SIMHASH_REDIS_TOKEN);
+        InvalidArgument if it is malformed."""
         raw = os.environ.get(CONFIG_ENV)
         try:
             values: dict[str, Any] = json.loads(raw) if raw else {}
@@ -96,8 +93,7 @@ class ServiceConfig:
         return config
 
     def check(self) -> ServiceConfig:
-        """This configuration, once its limits, Redis URL and index configuration are checked
-        (InvalidArgument)."""
+        """This configuration, once checked (InvalidArgument)."""
         for name in ("max_body", "timeout", "batch"):
             if not getattr(self, name) > 0:
                 raise InvalidArgument(f"{name} must be > 0, got {getattr(self, name)!r}")
@@ -122,8 +118,8 @@ class ServiceConfig:
         return SERVE_ASKING.asked_by(self.verified, threshold=self.threshold, band_buckets=self.band_buckets)
 
     def index_options(self) -> dict[str, Any]:
-        """The arguments of `SimhashIndex` that create an index as configured (k, f, layout, ...), the
-        mode aside; InvalidArgument if they are malformed or contradict each other."""
+        """The arguments of `SimhashIndex` that create an index as configured (the mode aside);
+        InvalidArgument if they are malformed or contradict each other."""
         # The verified mode's arguments checked now (serve refuses to start), not by a first write.
         checked_threshold(None, self.threshold, self.band_buckets)
         return index_options(self)

@@ -49,8 +49,7 @@ class Guard:
     ``POST /v1/indexes/...`` to `operation`, which notes its answer (`STATUS`, `SENT`), the rest to `app`."""
 
     def __init__(self, app: ASGIApp, operation: ASGIApp, token: str | None, access_log: bool) -> None:
-        self.app = app
-        self.operation = operation
+        self.app, self.operation = app, operation
         self._token = None if token is None else token.encode()
         self._metrics = Metrics.get()
         if access_log and not _log.handlers:
@@ -60,9 +59,7 @@ class Guard:
             _log.addHandler(handler)
             _log.setLevel(logging.INFO)
             _log.propagate = False
-        self._access_log = access_log
-        self._second = -1
-        self._stamp = ""
+        self._access_log, self._second, self._stamp = access_log, -1, ""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

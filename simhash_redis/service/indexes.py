@@ -41,8 +41,7 @@ class Coalescer(Generic[T, R]):
     ) -> None:
         self._run = run
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
-        #: The dict that holds it and its key there: it leaves it once it has nothing pending.
-        self._owner = owner
+        self._owner = owner  # the dict that holds it, and its key there: left once nothing is pending
 
     def submit(self, item: T) -> asyncio.Future[R]:
         """The future result of one item, run with the others submitted before the loop's next turn."""
@@ -87,7 +86,7 @@ class Coalescer(Generic[T, R]):
 @dataclass
 class Opened:
     """An open index: its plain form (reads), its verified one (None if it is plain), and its coalescers
-    (the single-document calls being gathered, by kind and parameters)."""
+    (by kind and parameters)."""
 
     plain: SimhashIndex
     verified: VerifiedIndex | None
@@ -103,8 +102,7 @@ class Opened:
     def coalescer(
         self, key: tuple[Any, ...], run: Callable[[Sequence[Any]], Sequence[Any]]
     ) -> Coalescer[Any, Any]:
-        """The coalescer of single-document calls of one kind (key), made on first use (and dropped once
-        it has run what it gathered)."""
+        """The coalescer of single calls of one kind (key), made on first use (dropped once it has run)."""
         found = self.coalescers.get(key)
         if found is None:
             found = self.coalescers[key] = Coalescer(run, (self.coalescers, key))
@@ -149,19 +147,18 @@ class Registry:
     def get(self, name: str, *, create: bool = False, from_text: bool = True) -> Opened:
         """The open index of that name; a missing one created if `create` (and the configuration) allow,
         in the mode `from_text` (documents that are texts, not fingerprints) chooses. One dropped or made
-        again since it was opened (its meta read again once a second at most) is opened afresh.
+        again since it was opened is opened afresh.
 
         Raises:
             IndexNotFound: the index does not exist and is not to be created.
-            ConfigurationMismatch: the index exists in the other mode than the one asked for, or (made
-                meanwhile by another process) with another configuration.
+            ConfigurationMismatch: the index exists in the other mode than the one asked for, or with
+                another configuration.
         """
         found = self._opened.get(name)
         if found is not None:
             try:
                 found.plain.check_unchanged()  # a meta read once a second at most
             except (IndexNotFound, ConfigurationMismatch):
-                # Dropped, or made again, since it was opened: opened afresh, as it is now.
                 del self._opened[name]
                 found = None
         if found is None:
@@ -204,7 +201,7 @@ class Registry:
         return Opened.of(plain)
 
     def forget(self, name: str) -> None:
-        """Open the index afresh on its next use (after it was dropped, say)."""
+        """Open the index afresh on its next use."""
         self._opened.pop(name, None)
 
     def close(self) -> None:

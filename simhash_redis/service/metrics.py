@@ -7,13 +7,7 @@ import asyncio
 import os
 from bisect import bisect_left
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from ..transport.wire import round_trips
@@ -27,23 +21,19 @@ FLUSH_AFTER = 1.0
 
 
 class _Tally:
-    """The requests of one label set not yet added: their count, total seconds, and count by bucket
-    (the last one +Inf's)."""
+    """The requests of one label set not yet added: count, total seconds, count by bucket (last: +Inf)."""
 
     __slots__ = ("buckets", "count", "seconds")
 
     def __init__(self) -> None:
-        self.count = 0
-        self.seconds = 0.0
-        self.buckets = [0] * (len(_BUCKETS) + 1)
+        self.count, self.seconds, self.buckets = 0, 0.0, [0] * (len(_BUCKETS) + 1)
 
 
 class _Histogram(Histogram):
     """prometheus_client's histogram, which can also take many observations at once."""
 
     def add(self, seconds: float, buckets: list[int]) -> None:
-        """Add observations as that many calls of `observe` would: their total seconds, and how many fell
-        in each bucket (not cumulative, the last +Inf's)."""
+        """As that many calls of `observe` would: their total seconds, and their count by bucket."""
         self._sum.inc(seconds)
         for bucket, count in zip(self._buckets, buckets, strict=True):
             if count:
@@ -115,8 +105,7 @@ class Metrics:
 
     @classmethod
     def exposition(cls) -> bytes:
-        """The text exposition of every worker's metrics (this process's without multiprocess mode),
-        this process's latest requests included."""
+        """The text exposition of every worker's metrics (this process's without multiprocess mode)."""
         if cls._instance is not None:
             cls._instance.flush()
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -1,7 +1,10 @@
-"""What each endpoint does with an open index: a batch to the library, its results in the service's JSON."""
+"""What each endpoint does with an open index: a batch to the library, its results in the service's JSON;
+and the OpenAPI 3.1 document of them, generated from their msgspec schemas (served at /openapi.json)."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +18,7 @@ from ..results import Match, VerifiedMatch
 from ..store.keys import encode_id
 from . import schemas
 from .indexes import Opened
+from .problems import CODES
 from .schemas import (
     AddIfNewResult,
     AddResult,
@@ -36,6 +40,7 @@ __all__ = [
     "add_if_new",
     "check_documents",
     "check_near",
+    "document",
     "fingerprint",
     "get",
     "near",
@@ -45,9 +50,8 @@ __all__ = [
 
 
 class Operation:
-    """One /v1 operation: its function (whose name is the operation's, in its path), its request alone and
-    a batch's item (with their decoders), its result, whether a write to a missing index creates it, and
-    its summary (for OpenAPI)."""
+    """One /v1 operation: its function (named as its path), its request alone and a batch's item, its
+    result, whether a write to a missing index creates it, and its summary (for OpenAPI)."""
 
     def __init__(
         self,
@@ -68,27 +72,21 @@ class Operation:
         """This operation's function on a batch."""
         return self.function(index, items, *params)
 
-    def bound(self, index: Opened, params: tuple[Any, ...]) -> Callable[[Sequence[Any]], Sequence[Any]]:
-        """`run` on that index with those parameters."""
-        return lambda items: self.run(index, items, params)
 
-
-def fingerprint(index: Opened, texts: Sequence[schemas.Text]) -> list[schemas.FingerprintResult]:
+def fingerprint(index: Opened, texts: Sequence[Text]) -> list[FingerprintResult]:
     """The fingerprints of texts in the index's scheme (no Redis round trip)."""
     fps = index.plain.fingerprint_many([t.text for t in texts])
-    return [schemas.FingerprintResult(format_fingerprint(fp, index.plain.f)) for fp in fps]
+    return [FingerprintResult(format_fingerprint(fp, index.plain.f)) for fp in fps]
 
 
 def near(
-    index: Opened,
-    queries: Sequence[schemas.QueryItem | schemas.Query],
-    k: int | None,
-    threshold: float | None,
-) -> list[schemas.NearResult]:
+    index: Opened, queries: Sequence[QueryItem | Query], k: int | None, threshold: float | None
+) -> list[NearResult]:
     """The matches of each query (a verified index's from texts only)."""
     if threshold is not None and index.verified is None:
         raise _not_verified(index)
-    f, docs = index.plain.f, [_document(q, index, "query") for q in queries]
+    verified, f, name = index.verified is not None, index.plain.f, index.plain.name
+    docs = [_document(q, verified, f, "query", name) for q in queries]
     found: list[list[Match]] | list[list[VerifiedMatch]]
     if index.verified is not None:
         texts: list[Any] = docs  # texts: `_document` refuses a fingerprint
@@ -98,46 +96,45 @@ def near(
             found = index.verified.near_many(texts, threshold, k)
     else:
         found = [index.plain.near(docs[0], k)] if len(docs) == 1 else index.plain.near_many(docs, k)
-    return [schemas.NearResult([_match(m, f) for m in matches]) for matches in found]
+    return [NearResult([_match(m, f) for m in matches]) for matches in found]
 
 
-def add(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddResult]:
+def add(index: Opened, docs: Sequence[Document]) -> list[AddResult]:
     """Store documents (replacing an id's previous fingerprint)."""
     ids, fps, values = _prepared(index, docs)
     outcomes = (index.verified or index.plain).add_many(list(zip(ids, values, strict=True)))  # type: ignore[arg-type]
     f = index.plain.f
     return [
-        schemas.AddResult(i, o.value, format_fingerprint(fp, f))
-        for i, o, fp in zip(ids, outcomes, fps, strict=True)
+        AddResult(i, o.value, format_fingerprint(fp, f)) for i, o, fp in zip(ids, outcomes, fps, strict=True)
     ]
 
 
-def add_if_new(index: Opened, docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
+def add_if_new(index: Opened, docs: Sequence[Document]) -> list[AddIfNewResult]:
     """Store each document unless a near-duplicate is stored (also one earlier in the batch), atomically."""
     ids, fps, values = _prepared(index, docs)
     found = add_if_new_many(index.verified or index.plain, list(zip(ids, values, strict=True)))
     f = index.plain.f
-    out: list[schemas.AddIfNewResult] = []
+    out: list[AddIfNewResult] = []
     for doc_id, fp, result in zip(ids, fps, found, strict=True):
         duplicate = _match(result, f) if isinstance(result, (Match, VerifiedMatch)) else None
-        out.append(schemas.AddIfNewResult(doc_id, duplicate is None, format_fingerprint(fp, f), duplicate))
+        out.append(AddIfNewResult(doc_id, duplicate is None, format_fingerprint(fp, f), duplicate))
     return out
 
 
-def remove(index: Opened, items: Sequence[schemas.Id]) -> list[schemas.RemoveResult]:
+def remove(index: Opened, items: Sequence[Id]) -> list[RemoveResult]:
     """Remove documents by id (an unknown id is not an error: removed is false)."""
     ids = [i.id for i in items]
     removed = (index.verified or index.plain).remove_many(ids)
-    return [schemas.RemoveResult(i, r) for i, r in zip(ids, removed, strict=True)]
+    return [RemoveResult(i, r) for i, r in zip(ids, removed, strict=True)]
 
 
-def get(index: Opened, items: Sequence[schemas.Id]) -> list[schemas.StoredResult]:
+def get(index: Opened, items: Sequence[Id]) -> list[StoredResult]:
     """The fingerprints stored for ids (null where not stored)."""
     ids = [i.id for i in items]
     found = index.plain.get_many(ids)
     f = index.plain.f
     return [
-        schemas.StoredResult(i, None if fp is None else format_fingerprint(fp, f))
+        StoredResult(i, None if fp is None else format_fingerprint(fp, f))
         for i, fp in zip(ids, found, strict=True)
     ]
 
@@ -146,16 +143,9 @@ def stats(index: Opened) -> schemas.Stats:
     """The index's configuration and counts."""
     plain = index.plain
     documents, fps = plain.count()
-    return schemas.Stats(
-        name=plain.name,
-        documents=documents,
-        fingerprints=fps,
-        f=plain.f,
-        k=plain.k,
-        layout=plain.layout.describe(),
-        verified=index.verified is not None,
-        threshold=None if index.verified is None else index.verified.threshold,
-    )
+    threshold = None if index.verified is None else index.verified.threshold
+    layout, verified = plain.layout.describe(), index.verified is not None
+    return schemas.Stats(plain.name, documents, fps, plain.f, plain.k, layout, verified, threshold)
 
 
 def check_near(index: Opened, k: int | None, threshold: float | None) -> None:
@@ -172,20 +162,17 @@ def check_near(index: Opened, k: int | None, threshold: float | None) -> None:
             raise InvalidArgument(f"threshold must be a number in [0, 1], got {threshold!r}")
 
 
-def check_documents(docs: Sequence[schemas.Document], verified: bool, f: int) -> None:
-    """Refuse the documents a write would refuse, naming the first: before an index is created for them
-    (a refused write leaves nothing behind, not even the index), or to tell which of a batch was refused.
-
-    Args:
-        verified, f: the mode and the fingerprint width of the index (to be created).
+def check_documents(docs: Sequence[Document], verified: bool, f: int) -> None:
+    """Refuse the documents a write would refuse, the first named by its place: before an index is
+    created for them (a refused write leaves nothing behind), or to tell which of a batch was refused.
 
     Raises:
-        InvalidArgument, InvalidType: an id or a document the write would refuse, named by its place.
+        InvalidArgument, InvalidType: an id or a document the write would refuse.
     """
     for i, doc in enumerate(docs):
         try:
             encode_id(doc.id)
-            _check_document(doc, verified, f, "document")
+            _document(doc, verified, f, "document")
         except (InvalidArgument, InvalidType) as exc:
             where = f"document {i}: " if len(docs) > 1 else ""
             raise type(exc)(f"{where}{exc}") from None
@@ -203,19 +190,9 @@ def _match(m: Match | VerifiedMatch, f: int) -> schemas.Match:
 
 
 def _document(
-    item: schemas.QueryItem | schemas.Query | schemas.Document, index: Opened, what: str
+    item: QueryItem | Query | Document, verified: bool, f: int, what: str, name: str | None = None
 ) -> str | int:
     """The text of a query or document, or (a plain index's) its parsed fingerprint: exactly one of them."""
-    return _check_document(item, index.verified is not None, index.plain.f, what, index.plain.name)
-
-
-def _check_document(
-    item: schemas.QueryItem | schemas.Query | schemas.Document,
-    verified: bool,
-    f: int,
-    what: str,
-    name: str | None = None,
-) -> str | int:
     if item.text is None and verified:
         index = "the index" if name is None else f"index {name!r}"
         raise InvalidArgument(
@@ -230,12 +207,11 @@ def _check_document(
     return parse_fingerprint(item.fingerprint, f)
 
 
-def _prepared(
-    index: Opened, docs: Sequence[schemas.Document]
-) -> tuple[list[str], list[int], Sequence[str | int]]:
+def _prepared(index: Opened, docs: Sequence[Document]) -> tuple[list[str], list[int], Sequence[str | int]]:
     """The ids and fingerprints of documents, and what to store: a verified index's texts, else the
     fingerprints."""
-    values = [_document(d, index, "document") for d in docs]
+    verified, f, name = index.verified is not None, index.plain.f, index.plain.name
+    values = [_document(d, verified, f, "document", name) for d in docs]
     fps = index.plain.fingerprint_many(values)
     return [d.id for d in docs], fps, values if index.verified is not None else fps
 
@@ -259,3 +235,94 @@ OPERATIONS: dict[str, Operation] = {
         Operation(get, Id, Id, StoredResult, False, "The fingerprint stored for an id"),
     )
 }
+
+
+def _ref(kind: Any) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{kind.__name__}"}
+
+
+def _json(schema: Any) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _answers(description: str, content: dict[str, Any]) -> dict[str, Any]:
+    """The responses of a /v1 operation: 200 with its content, and every error status."""
+    error = {"description": "an error; body.error.code is stable", "content": _json(_ref(schemas.ErrorBody))}
+    return {
+        "200": {"description": description, "content": content},
+        **{str(status): error for status in sorted(set(CODES.values()))},
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def document() -> bytes:
+    """The OpenAPI document, as JSON."""
+    kinds: set[Any] = {schemas.ErrorBody, schemas.Stats}
+    for op in OPERATIONS.values():
+        kinds |= {op.single, op.item, op.result}
+    _, components = msgspec.json.schema_components(sorted(kinds, key=lambda k: k.__name__))
+    name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+    paths: dict[str, Any] = {}
+    for path, op in OPERATIONS.items():
+        paths[f"/v1/indexes/{{name}}/{path}"] = {
+            "post": {
+                "summary": op.summary,
+                "operationId": path,
+                "parameters": [name],
+                "requestBody": {"required": True, "content": _json(_ref(op.single))},
+                "responses": _answers("the result", _json(_ref(op.result))),
+            }
+        }
+        queries = (("k", "integer"), ("threshold", "number")) if path == "near" else ()
+        params = [
+            name,
+            *({"name": q, "in": "query", "required": False, "schema": {"type": t}} for q, t in queries),
+        ]
+        lines = {"type": "string", "description": f"JSON Lines: one {op.item.__name__} a line"}
+        results = {"type": "array", "items": _ref(op.result)}
+        paths[f"/v1/indexes/{{name}}/{path}/batch"] = {
+            "post": {
+                "summary": f"{op.summary}: a batch (a JSON array, or JSON Lines streamed in and out)",
+                "operationId": f"{path}_batch",
+                "parameters": params,
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        **_json({"type": "array", "items": _ref(op.item)}),
+                        "application/x-ndjson": {"schema": lines},
+                    },
+                },
+                "responses": _answers(
+                    "a result per document, in order (JSON Lines: an error line for a malformed line)",
+                    {**_json(results), "application/x-ndjson": {"schema": {"type": "string"}}},
+                ),
+            }
+        }
+    paths["/v1/indexes/{name}/stats"] = {
+        "get": {
+            "summary": "An index's configuration and counts",
+            "operationId": "stats",
+            "parameters": [name],
+            "responses": _answers("the stats", _json(_ref(schemas.Stats))),
+        }
+    }
+    ok = {"200": {"description": "ok"}}
+    paths["/healthz"] = {"get": {"summary": "The process answers", "responses": ok}}
+    paths["/readyz"] = {
+        "get": {
+            "summary": "Redis answers and the index can be read",
+            "responses": {**ok, "503": {"description": "not ready"}},
+        }
+    }
+    paths["/metrics"] = {"get": {"summary": "Prometheus metrics", "responses": ok}}
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "simhash-redis", "version": importlib.metadata.version("simhash-redis")},
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{}, {"bearer": []}],
+    }
+    return msgspec.json.encode(doc)

@@ -8,24 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import (
-    ConfigurationMismatch,
-    IndexCorrupted,
-    IndexNotFound,
-    InputError,
-    InvalidArgument,
-    InvalidFingerprint,
-    InvalidType,
-    RedisAuthError,
-    RedisOutOfMemory,
-    RedisPermissionError,
-    RedisTimeout,
-    RedisUnavailable,
-    SimhashRedisError,
-    TooManyErrors,
-    WriteContention,
-    detail,
-)
+from .. import errors
 
 __all__ = [
     "CODES",
@@ -65,22 +48,24 @@ class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 #: Library errors, most specific first: (type, HTTP status, code).
-_LIBRARY: tuple[tuple[type[SimhashRedisError], int, str], ...] = (
-    (InvalidFingerprint, 400, "invalid_fingerprint"),
-    (InvalidArgument, 400, "invalid_argument"),
-    (InvalidType, 400, "invalid_type"),
-    (InputError, 400, "invalid_input"),
-    (TooManyErrors, 400, "too_many_errors"),
-    (IndexNotFound, 404, "index_not_found"),
-    (ConfigurationMismatch, 409, "configuration_mismatch"),
-    (WriteContention, 409, "write_contention"),
-    (IndexCorrupted, 500, "index_corrupted"),
-    (RedisOutOfMemory, 507, "redis_out_of_memory"),
-    (RedisPermissionError, 503, "redis_permission_denied"),
-    (RedisAuthError, 503, "redis_auth_failed"),
-    (RedisTimeout, 504, "redis_timeout"),
-    (RedisUnavailable, 503, "redis_unavailable"),
+_LIBRARY: tuple[tuple[type[errors.SimhashRedisError], int, str], ...] = (
+    (errors.InvalidFingerprint, 400, "invalid_fingerprint"),
+    (errors.InvalidArgument, 400, "invalid_argument"),
+    (errors.InvalidType, 400, "invalid_type"),
+    (errors.InputError, 400, "invalid_input"),
+    (errors.TooManyErrors, 400, "too_many_errors"),
+    (errors.IndexNotFound, 404, "index_not_found"),
+    (errors.ConfigurationMismatch, 409, "configuration_mismatch"),
+    (errors.WriteContention, 409, "write_contention"),
+    (errors.IndexCorrupted, 500, "index_corrupted"),
+    (errors.RedisOutOfMemory, 507, "redis_out_of_memory"),
+    (errors.RedisPermissionError, 503, "redis_permission_denied"),
+    (errors.RedisAuthError, 503, "redis_auth_failed"),
+    (errors.RedisTimeout, 504, "redis_timeout"),
+    (errors.RedisUnavailable, 503, "redis_unavailable"),
 )
+
+_OWN_MESSAGE = (errors.RedisOutOfMemory, errors.RedisAuthError)
 
 #: Every code a response can carry, with its status (docs/service.md lists them).
 CODES: dict[str, int] = {
@@ -101,11 +86,15 @@ def problem_of(exc: BaseException) -> tuple[int, Problem]:
     """The HTTP status and the error body of an exception."""
     if isinstance(exc, ServiceError):
         return exc.status, Problem(exc.code, str(exc))
-    if isinstance(exc, SimhashRedisError):
-        for kind, status, code in _LIBRARY:
-            if isinstance(exc, kind):
-                return status, Problem(code, _message(exc))
-        return 500, Problem("internal", _message(exc))
+    if isinstance(exc, errors.SimhashRedisError):
+        status, code = next(((s, c) for kind, s, c in _LIBRARY if isinstance(exc, kind)), (500, "internal"))
+        message = str(exc)
+        # An out-of-memory refusal's own message says what it left (no document half-written, the batch
+        # maybe partly stored), and a refused credential is not fixed by sending the request again.
+        if isinstance(exc, errors.RedisUnavailable) and not isinstance(exc, _OWN_MESSAGE):
+            message = f"cannot reach Redis ({errors.detail(exc)}); every write is idempotent: "
+            message += "send the same request again"
+        return status, Problem(code, message)
     if isinstance(exc, msgspec.ValidationError):
         return 422, Problem("invalid_request", f"the request body does not fit its schema: {exc}")
     if isinstance(exc, msgspec.DecodeError):
@@ -114,23 +103,12 @@ def problem_of(exc: BaseException) -> tuple[int, Problem]:
 
 
 def not_utf8(exc: UnicodeDecodeError) -> ServiceError:
-    """The error of a request body whose JSON strings hold bytes that are not UTF-8 (msgspec raises
-    UnicodeDecodeError for them, not DecodeError): 400 malformed_json."""
+    """400 malformed_json for a body whose JSON strings are not UTF-8 (msgspec raises UnicodeDecodeError)."""
     return ServiceError(
         400,
         "malformed_json",
         f"the request body is not valid JSON: a string holds bytes that are not UTF-8 ({exc})",
     )
-
-
-def _message(exc: SimhashRedisError) -> str:
-    # The library's own message says what an out-of-memory refusal left (no document half-written, the
-    # batch maybe partly stored), and a refused credential is not fixed by sending the request again.
-    if isinstance(exc, (RedisOutOfMemory, RedisAuthError)):
-        return str(exc)
-    if isinstance(exc, RedisUnavailable):
-        return f"cannot reach Redis ({detail(exc)}); every write is idempotent: send the same request again"
-    return str(exc)
 
 
 def refuse(exc: BaseException, state: dict[str, Any]) -> tuple[int, Problem]:

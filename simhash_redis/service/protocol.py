@@ -55,8 +55,7 @@ class _HeadWithBody:
             self._transport.write(head)
 
     def complete(self) -> None:
-        """Its response ended: send the head still held, then let the connection go on (its cycle's
-        `on_response`)."""
+        """Its response ended: send the head still held, then call its cycle's `on_response`."""
         self.flush()
         self._done()
 

@@ -25,10 +25,8 @@ class Listen:
 
     Attributes:
         host: the address to bind (127.0.0.1: this machine only; 0.0.0.0: every interface).
-        port: the port.
         workers: worker processes (each an event loop serving requests concurrently).
-        tls_cert, tls_key: a PEM certificate and key to serve HTTPS; None: plain HTTP (put TLS in
-            a proxy in front, docs/service.md).
+        tls_cert, tls_key: a PEM certificate and key to serve HTTPS; None: plain HTTP.
         grace: seconds a stop (SIGTERM, Ctrl-C) waits for requests in flight before cutting them
             (rounded up to a whole second; 0: cut at once).
         keep_alive: seconds an idle keep-alive connection stays open.

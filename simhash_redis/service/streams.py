@@ -28,12 +28,7 @@ R = TypeVar("R", bound=msgspec.Struct)
 
 #: The media type of a JSON Lines response (requests may also say application/jsonl or json-lines).
 JSON_LINES = b"application/x-ndjson"
-_LINE_TYPES = (
-    b"application/x-ndjson",
-    b"application/jsonl",
-    b"application/json-lines",
-    b"application/x-jsonlines",
-)
+_LINE_TYPES = (JSON_LINES, b"application/jsonl", b"application/json-lines", b"application/x-jsonlines")
 _JSON = [(b"content-type", b"application/json")]
 _encoder = msgspec.json.Encoder()
 _encode = _encoder.encode
@@ -41,11 +36,8 @@ _encode_lines = _encoder.encode_lines
 
 
 class Call:
-    """One HTTP call: what the /v1 routes read of it, and how they answer.
-
-    Args:
-        timeout: seconds each part of the body may take to come (then 408 request_timeout); None: no limit.
-    """
+    """One HTTP call: what the /v1 routes read of it, and how they answer (`timeout`: seconds each part of
+    the body may take to come, then 408 request_timeout; None: no limit)."""
 
     __slots__ = ("receive", "scope", "send", "started", "state", "timeout")
 
@@ -64,11 +56,8 @@ class Call:
         return None
 
     def query(self) -> dict[str, str]:
-        """The query parameters (a blank value kept, to be refused rather than ignored).
-
-        Raises:
-            InvalidArgument: a parameter is given twice (which one to take would be a guess).
-        """
+        """The query parameters (a blank value kept, to be refused rather than ignored); InvalidArgument
+        for one given twice."""
         pairs = parse_qsl(self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         query = dict(pairs)
         if len(query) < len(pairs):
@@ -169,32 +158,30 @@ class Call:
 @types.coroutine
 def _finished(step: Coroutine[Any, Any, T], waiting: Any) -> Generator[Any, Any, T]:
     """The rest of a coroutine run up to its first wait (what it yielded: `waiting`), as `await` would."""
+    resume: Callable[[Any], Any]
     while True:
         try:
             sent = yield waiting
         except BaseException as exc:  # a cancellation (the timeout's): into the coroutine, as await does
-            try:
-                waiting = step.throw(exc)
-            except StopIteration as done:
-                return cast(T, done.value)
+            resume, value = step.throw, exc
         else:
-            try:
-                waiting = step.send(sent)
-            except StopIteration as done:
-                return cast(T, done.value)
+            resume, value = step.send, sent
+        try:
+            waiting = resume(value)
+        except StopIteration as done:
+            return cast(T, done.value)
 
 
 class _Unreadable(ServiceError):
-    """A body that cannot be read past a point: a JSON Lines stream answers the lines before it, then this
-    error ends it, naming its 1-based `line` if it concerns one."""
+    """A body unreadable past a point: a JSON Lines stream answers the lines before it, then this error
+    (naming its 1-based `line`, if any) ends it."""
 
     line: int | None = None
 
 
 def segments(scope: Scope) -> list[str]:
-    """The request path's segments, each percent-decoded on its own: an encoded '/' (%2F) stays inside
-    its segment rather than making another (routing by the decoded path would let an index name pick
-    the operation)."""
+    """The request path's segments, each percent-decoded on its own: an encoded '/' (%2F) stays in its
+    segment (routing by the decoded path would let an index name pick the operation)."""
     raw = scope.get("raw_path")
     if raw is None or raw.find(b"%") < 0:  # find: a tenth of the time of `b"%" in raw` (40 vs 400 ns)
         return scope["path"].split("/")  # type: ignore[no-any-return]
@@ -211,8 +198,8 @@ def _too_large(size: int, limit: int) -> ServiceError:
 
 
 async def _lines(call: Call, limit: int) -> AsyncIterator[list[tuple[int, bytes]]]:
-    """The body's non-blank lines with their 1-based numbers, those of each chunk together; _LineTooLong
-    (after the lines before it) for a line longer than the limit."""
+    """The body's non-blank lines with their 1-based numbers, a chunk's together; then _LineTooLong for a
+    line longer than the limit."""
     parts: list[bytes] = []  # the unfinished line, in pieces: joined once, at its end
     size = 0  # their length
     number = 0
@@ -252,11 +239,7 @@ class _LineTooLong(_Unreadable):
 
 
 async def json_lines(
-    call: Call,
-    item: type[T],
-    run: Callable[[Sequence[T]], Sequence[R]],
-    batch: int,
-    limit: int,
+    call: Call, item: type[T], run: Callable[[Sequence[T]], Sequence[R]], batch: int, limit: int
 ) -> AsyncIterator[bytes]:
     """The answer's lines to a JSON Lines body: each line's result, or its error, in order."""
     decoder = msgspec.json.Decoder(item)
@@ -292,7 +275,7 @@ def _flush(
     pending: list[tuple[int, T]], run: Callable[[Sequence[T]], Sequence[R]], state: dict[str, Any]
 ) -> list[bytes]:
     """The answer's lines for the pending lines (emptied): one batch, or line by line if the library
-    refuses a document of it (nothing of it written), to name the lines it refuses."""
+    refuses a document of it (nothing written), to name those it refuses."""
     if not pending:
         return []
     lines = list(pending)

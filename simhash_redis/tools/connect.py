@@ -19,11 +19,8 @@ __all__ = ["OptionWords", "default_url", "index_options", "open_index"]
 
 
 def default_url() -> str:
-    """$SIMHASH_REDIS_URL if set, else the URL of the embedded server (started now if it is not running).
-
-    Raises:
-        RedisUnavailable: no embedded server can be started (no server binary installed).
-    """
+    """$SIMHASH_REDIS_URL if set, else the URL of the embedded server, started now if need be
+    (RedisUnavailable if it cannot be)."""
     from_env = os.environ.get(URL_ENV)
     if from_env:
         return from_env
@@ -93,9 +90,7 @@ def index_options(words: OptionWords, width: int | None = None) -> dict[str, Any
     """The arguments of `SimhashIndex` (the mode aside) that the options state; None where not given.
 
     Args:
-        words: the options.
-        width: the fingerprint width a --layout or --scheme label is read at when --f is not given (an
-            existing index's); default 64.
+        width: the fingerprint width a --layout or --scheme label is read at without --f; default 64.
 
     Raises:
         InvalidArgument: --layout without --k, a label that names nothing, --sliding without

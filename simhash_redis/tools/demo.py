@@ -57,12 +57,8 @@ class DemoGroup:
 
 @dataclass(frozen=True)
 class DemoReport:
-    """What the demo found.
-
-    Attributes:
-        pairs: every pair within k, the later document (in sample order) first.
-        groups: the connected components of the pairs, largest first.
-    """
+    """What the demo found: every pair within k (the later document in sample order first), and their
+    connected components (largest first)."""
 
     documents: int
     pairs: tuple[Pair, ...]
@@ -78,12 +74,8 @@ class DemoReport:
 
 
 def read_sample(path: str | Path | None = None) -> list[SampleDoc]:
-    """The documents of the bundled sample, or of another JSON Lines file of ``{"id", "text"}`` objects.
-
-    Raises:
-        InputError: a line is not a JSON object with string "id" and "text" fields.
-        OSError: the file cannot be read.
-    """
+    """The documents of the bundled sample, or of another JSON Lines file of ``{"id", "text"}`` objects
+    (InputError for a line that is not)."""
     with resources.as_file(resources.files("simhash_redis.data").joinpath(_SAMPLE)) as bundled:
         docs = []
         for source, line, value in read_json_lines(path or bundled, None if path else _SAMPLE):
@@ -104,12 +96,11 @@ def fresh_index(
     asking: Asking = LIBRARY,
     **options: Any,
 ) -> SimhashIndex | VerifiedIndex:
-    """Drop the index (every key of its name), then create it empty: verified unless verified is False
-    (`open_in_mode`), with the options of `SimhashIndex` given (k, f, layout, scheme, retention, ...).
+    """Drop the index (every key of its name), then create it empty, as `open_in_mode` (the arguments
+    checked before anything is dropped).
 
     Raises:
-        InvalidArgument: threshold or band_buckets out of range, or given with verified=False (checked
-            before anything is dropped).
+        InvalidArgument: threshold or band_buckets out of range, or given with verified=False.
         RedisUnavailable: the server cannot be reached.
     """
     asked_mode(verified, threshold=threshold, band_buckets=band_buckets, asking=asking)
@@ -126,11 +117,7 @@ def fresh_index(
 
 
 def run(index: SimhashIndex | VerifiedIndex, docs: Sequence[SampleDoc]) -> DemoReport:
-    """Store the documents (distinct ids), find every near-duplicate pair, and group the pairs.
-
-    Raises:
-        RedisUnavailable: the server cannot be reached.
-    """
+    """Store the documents (distinct ids), find every near-duplicate pair, and group the pairs."""
     started = time.perf_counter()
     texts = [d.text for d in docs]
     if isinstance(index, VerifiedIndex):
@@ -159,14 +146,8 @@ def run(index: SimhashIndex | VerifiedIndex, docs: Sequence[SampleDoc]) -> DemoR
         DemoGroup(tuple(sorted((g.id, *g.copies), key=position.__getitem__)), tuple(of_group[g.id]))
         for g in components
     )
-    return DemoReport(
-        documents=len(docs),
-        pairs=tuple(pairs),
-        groups=demo_groups,
-        load_seconds=loaded - started,
-        query_seconds=queried - loaded,
-        texts={d.id: d.text for d in docs},
-    )
+    by_id = {d.id: d.text for d in docs}
+    return DemoReport(len(docs), tuple(pairs), demo_groups, loaded - started, queried - loaded, by_id)
 
 
 def _clip(text: str, width: int) -> str:
@@ -175,15 +156,10 @@ def _clip(text: str, width: int) -> str:
 
 def _id_list(ids: Sequence[str], width: int) -> str:
     """Ids joined by ', ', as many as fit in width, then '+N more'."""
-    shown: list[str] = []
-    for i, doc_id in enumerate(ids):
-        rest = len(ids) - i - 1
-        tail = f", +{rest} more" if rest else ""
-        candidate = ", ".join([*shown, doc_id])
-        if shown and len(candidate + tail) > width:
-            return ", ".join(shown) + f", +{len(ids) - i} more"
-        shown.append(doc_id)
-    return ", ".join(shown)
+    for i in range(1, len(ids)):
+        if len(", ".join(ids[: i + 1]) + (f", +{len(ids) - i - 1} more" if i + 1 < len(ids) else "")) > width:
+            return ", ".join(ids[:i]) + f", +{len(ids) - i} more"
+    return ", ".join(ids)
 
 
 def difference(a: str, b: str, width: int = 90, context: int = 6) -> tuple[str, str, int]:

@@ -99,14 +99,8 @@ def distinct_candidate_probability(layout: Layout) -> float:
 
 @dataclass(frozen=True)
 class LayoutPlan:
-    """One candidate layout rated for N stored fingerprints.
-
-    Attributes:
-        label: 'pigeonhole' or 'permuted-<blocks>'.
-        candidates: expected fingerprints read back per query, summed over tables.
-        distinct_candidates: expected distinct fingerprints among them.
-        map_bytes: expected Redis memory of the id and fingerprint maps (the same for every layout).
-    """
+    """One candidate layout ('pigeonhole' or 'permuted-<blocks>') rated for N stored fingerprints: the
+    fingerprints a query reads back (summed over tables, and distinct), and the expected Redis memory."""
 
     label: str
     layout: Layout
@@ -178,11 +172,8 @@ def candidate_layouts(
     f: int, k: int, *, max_tables: int = DEFAULT_MAX_TABLES, max_key_bits: int = DEFAULT_MAX_KEY_BITS
 ) -> list[tuple[str, Layout]]:
     """(label, layout) pairs worth considering, fewest tables first: pigeonhole, then permuted with k+2, k+3,
-    ... blocks, until the tables exceed `max_tables`, the narrowest key `max_key_bits`, or keys pass 64 bits.
-
-    Raises:
-        InvalidArgument: f or k is out of range.
-    """
+    ... blocks, until the tables exceed `max_tables`, the narrowest key `max_key_bits`, or keys pass 64 bits
+    (InvalidArgument for f or k out of range)."""
     out = [("pigeonhole", Layout.pigeonhole(f, k))]
     for blocks in itertools.count(k + 2):
         if blocks > f or math.comb(blocks, k) > max_tables:
@@ -198,11 +189,8 @@ def candidate_layouts(
 
 
 def layout_named(label: str, f: int, k: int) -> Layout:
-    """The layout a `plan` row names: "pigeonhole" (k+1 tables) or "permuted-B" (B blocks).
-
-    Raises:
-        InvalidArgument: the label names no layout, or not one for this f and k.
-    """
+    """The layout a `plan` row names: "pigeonhole" (k+1 tables) or "permuted-B" (B blocks);
+    InvalidArgument for a label that names none for this f and k."""
     if label == "pigeonhole":
         return Layout.pigeonhole(f, k)
     prefix, _, blocks = label.partition("-")
@@ -212,11 +200,8 @@ def layout_named(label: str, f: int, k: int) -> Layout:
 
 
 def estimate(label: str, layout: Layout, n: float, *, id_buckets: int = defaults.ID_BUCKETS) -> LayoutPlan:
-    """Rate one layout, shown as `label`, for n stored fingerprints (one document each); not recommended.
-
-    Raises:
-        InvalidArgument: n is negative or id_buckets is not positive.
-    """
+    """Rate one layout, shown as `label`, for n stored fingerprints (one document each); not recommended
+    (InvalidArgument for a negative n or id_buckets)."""
     if not n >= 0 or math.isinf(n):
         raise InvalidArgument(f"n must be a finite number >= 0, got {n!r}")
     if id_buckets < 1:

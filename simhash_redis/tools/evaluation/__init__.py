@@ -4,8 +4,15 @@ the documents' n-token shingles (3 by default), distances from numpy popcounts, 
 from __future__ import annotations
 
 from .corpus import Doc, detect_lang, load_corpus, load_pairs
-from .joins import brute_force_join, hamming_pairs, jaccard_join, shingle_sets
-from .scoring import Report, evaluate, format_report
+from .scoring import (
+    Report,
+    brute_force_join,
+    evaluate,
+    format_report,
+    hamming_pairs,
+    jaccard_join,
+    shingle_sets,
+)
 from .settings import Setting, jieba_settings, scheme_setting, standard_settings
 
 __all__ = [

@@ -33,12 +33,7 @@ def detect_lang(text: str) -> str:
 
 def load_corpus(path: str | Path) -> list[Doc]:
     """The documents of a JSON Lines corpus (gzipped or not) of objects with id, text and optional lang
-    (else `detect_lang`), in file order.
-
-    Raises:
-        InputError: the line of a malformed record, a repeated id, or a field of the wrong type.
-        OSError: the file cannot be read.
-    """
+    (else `detect_lang`), in file order; InputError for a malformed record or a repeated id."""
     docs: list[Doc] = []
     seen: set[str] = set()
     for source, number, row in read_json_lines(path):
@@ -72,12 +67,8 @@ def _label(value: object, source: str, line: int) -> int | None:
 
 def load_pairs(path: str | Path) -> list[tuple[str, str, int | None]]:
     """(id_a, id_b, label) triples (label 1, 0 or None) from JSON Lines objects {id_a, id_b, label?} in a
-    .jsonl/.json(.gz) file, else from CSV rows id_a,id_b[,label] (a header row naming id_a is skipped).
-
-    Raises:
-        InputError: a row is malformed; the message names it.
-        OSError: the file cannot be read.
-    """
+    .jsonl/.json(.gz) file, else from CSV rows id_a,id_b[,label] (a header row naming id_a is skipped);
+    InputError for a malformed row."""
     path = Path(path)
     out: list[tuple[str, str, int | None]] = []
     if ".jsonl" in path.suffixes or ".json" in path.suffixes:

@@ -1,10 +1,12 @@
-"""Scoring "distance <= k" against the truth, each language group on its own, and the report of it."""
+"""Scoring "distance <= k" against the truth (exact Jaccard similarity of shingle sets, from all-pairs
+joins), each language group on its own, and the report of it."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -13,15 +15,6 @@ import numpy.typing as npt
 from ...errors import InvalidArgument
 from ...fingerprinting.tokens import tokenize
 from .corpus import Doc
-from .joins import (
-    check_threshold,
-    fingerprint_words,
-    hamming_pairs,
-    jaccard,
-    jaccard_join,
-    pair_distances,
-    shingle_sets,
-)
 from .settings import Setting, standard_settings
 
 __all__ = [
@@ -31,9 +24,140 @@ __all__ = [
     "Report",
     "Scores",
     "SettingReport",
+    "brute_force_join",
     "evaluate",
     "format_report",
+    "hamming_pairs",
+    "jaccard_join",
+    "shingle_sets",
 ]
+
+_EPS = 1e-9
+
+
+def shingle_sets(token_lists: Sequence[Sequence[str]], n: int) -> list[npt.NDArray[np.int64]]:
+    """Each document's sorted distinct n-token shingles, interned to ints (a document of 1..n-1 tokens is
+    one shingle of all of them); InvalidArgument if n < 1."""
+    if n < 1:
+        raise InvalidArgument(f"n must be >= 1, got {n}")
+    ids: dict[tuple[str, ...], int] = {}
+    out = []
+    for tokens in token_lists:
+        width = min(n, len(tokens))
+        shingles = {tuple(tokens[i : i + width]) for i in range(len(tokens) - width + 1)} if tokens else set()
+        row = [ids.setdefault(s, len(ids)) for s in shingles]
+        out.append(np.array(sorted(row), dtype=np.int64))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Join:
+    """Pairs (i < j) of similarity >= a threshold, with their Jaccard similarities, sorted by (i, j)."""
+
+    i: npt.NDArray[np.int64]
+    j: npt.NDArray[np.int64]
+    sim: npt.NDArray[np.float64]
+
+
+def _make_join(rows: list[tuple[int, int, float]]) -> Join:
+    rows.sort()
+    columns = np.array(rows, dtype=np.float64).reshape(-1, 3).T
+    return Join(columns[0].astype(np.int64), columns[1].astype(np.int64), columns[2].copy())
+
+
+def jaccard(a: AbstractSet[int], b: AbstractSet[int]) -> float:
+    """The Jaccard similarity of two sets (0.0 for two empty ones)."""
+    inter = len(a & b)
+    return inter / max(1, len(a) + len(b) - inter)
+
+
+def check_threshold(threshold: float) -> None:
+    """Raise InvalidArgument unless a Jaccard threshold is in (0, 1]."""
+    if not 0.0 < threshold <= 1.0:
+        raise InvalidArgument(f"threshold must be in (0, 1], got {threshold}")
+
+
+def jaccard_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
+    """All pairs of non-empty sets (of distinct ints >= 0) with Jaccard similarity >= threshold, exactly
+    (a prefix-filtered join, Bayardo et al., WWW 2007); InvalidArgument for a threshold out of range."""
+    check_threshold(threshold)
+    sizes = np.array([len(s) for s in sets], dtype=np.int64)
+    if not len(sets) or not sizes.any():
+        return _make_join([])
+    # np.max, not the method: numpy 2.5's stubs match no overload of ndarray.max() for Python 3.10.
+    vocab = int(max(int(np.max(s)) for s in sets if len(s))) + 1
+    freq = np.bincount(np.concatenate([s for s in sets if len(s)]), minlength=vocab)
+    rank = np.empty(vocab, dtype=np.int64)
+    rank[np.lexsort((np.arange(vocab), freq))] = np.arange(vocab)
+    records = [np.sort(rank[s]).tolist() for s in sets]
+    members = [frozenset(r) for r in records]
+    index: dict[int, list[int]] = {}
+    rows: list[tuple[int, int, float]] = []
+    for x in np.argsort(sizes, kind="stable").tolist():
+        size = len(records[x])
+        if not size:
+            continue
+        # The epsilon only lengthens the prefix and loosens the size bound: never loses a pair.
+        prefix = size - math.ceil(threshold * size - _EPS) + 1
+        least = threshold * size - _EPS
+        candidates: set[int] = set()
+        for token in records[x][:prefix]:
+            bucket = index.get(token)
+            if bucket is None:
+                index[token] = [x]
+                continue
+            candidates.update(y for y in bucket if len(records[y]) >= least)
+            bucket.append(x)
+        for y in candidates:
+            sim = jaccard(members[x], members[y])
+            if sim >= threshold:
+                rows.append((min(x, y), max(x, y), sim))
+    return _make_join(rows)
+
+
+def brute_force_join(sets: Sequence[npt.NDArray[np.int64]], threshold: float) -> Join:
+    """`jaccard_join` by comparing every pair (for tests and tiny inputs)."""
+    check_threshold(threshold)
+    py = [set(s.tolist()) for s in sets]
+    pairs = ((x, y, jaccard(py[x], py[y])) for x in range(len(py)) for y in range(x + 1, len(py)))
+    return _make_join([(x, y, sim) for x, y, sim in pairs if py[x] and py[y] and sim >= threshold])
+
+
+def fingerprint_words(fps: Sequence[int], f: int) -> npt.NDArray[np.uint64]:
+    """Fingerprints of f bits as an (N, f/64 rounded up) uint64 array, least significant word first."""
+    width = max(1, f // 64)
+    out = np.zeros((len(fps), width), dtype=np.uint64)
+    for w in range(width):
+        out[:, w] = np.fromiter(((fp >> (64 * w)) & ((1 << 64) - 1) for fp in fps), np.uint64, len(fps))
+    return out
+
+
+def pair_distances(
+    words: npt.NDArray[np.uint64], i: npt.NDArray[np.int64], j: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """The Hamming distances of pairs (i, j) of fingerprints, as `fingerprint_words` gives them."""
+    distances: npt.NDArray[np.int64] = np.bitwise_count(words[i] ^ words[j]).sum(axis=1).astype(np.int64)
+    return distances
+
+
+def hamming_pairs(
+    fps: Sequence[int], f: int, max_k: int, block: int = 512
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Arrays i, j and distance of every pair (i < j) of fingerprints of f bits within max_k, sorted,
+    comparing `block` rows at a time (memory: block * N * f/8 bytes)."""
+    words = fingerprint_words(fps, f)
+    empty = np.zeros(0, dtype=np.int64)
+    found = [(empty, empty, empty)]
+    for start in range(0, len(fps), block):
+        dist = np.bitwise_count(words[start : start + block, None, :] ^ words[None, :, :]).sum(
+            axis=2, dtype=np.int64
+        )
+        ii, jj = np.nonzero(dist <= max_k)
+        keep = jj > ii + start
+        found.append((ii[keep] + start, jj[keep], dist[ii[keep], jj[keep]]))
+    i, j, d = (np.concatenate(column).astype(np.int64) for column in zip(*found, strict=True))
+    return i, j, d
+
 
 #: Lower edges of the Jaccard bands recall is reported for (the last band includes 1.0).
 JACCARD_BANDS = (0.80, 0.85, 0.90, 0.95)
@@ -83,14 +207,8 @@ class LanguageTruth:
 
 @dataclasses.dataclass(frozen=True)
 class SettingReport:
-    """One setting's results on one language group.
-
-    Attributes:
-        band_recall: Jaccard band label -> recall at each k.
-        band_counts: Jaccard band label -> positive pairs in it.
-        length_rows: (band label, positives, predicted at each k, true positives at each k), by the
-            token count of the shorter document of the pair.
-    """
+    """One setting's results on one language group: recall at each k and positives by Jaccard band, and
+    (band, positives, predicted and true positives at each k) by the shorter document's tokens."""
 
     lang: str
     setting: str
@@ -251,14 +369,11 @@ def evaluate(
         threshold: pairs with Jaccard >= threshold are near-duplicates (when no pairs are given).
         pairs: (id_a, id_b, label) triples: with labels, only these pairs are scored; without, they are the
             positives and every other pair within a language is a negative.
-        max_k: scores are given for k = 0..max_k.
-        truth_n: tokens per ground-truth shingle.
         langs: the language groups to evaluate (default: all present).
         progress: called with a short message as each step starts.
 
     Raises:
-        InvalidArgument: threshold, max_k or truth_n is out of range, or a language group of langs has no
-            document.
+        InvalidArgument: an argument out of range, or a language group of langs without documents.
     """
     check_threshold(threshold)
     if not 0 <= max_k <= 64:

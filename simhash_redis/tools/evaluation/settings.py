@@ -45,11 +45,7 @@ def scheme_setting(name: str, scheme: Scheme, tokenizer: Callable[[str], list[st
 
 def scheme_named(label: str, f: int = 64) -> Scheme:
     """The scheme of f bits an `eval` setting names: "shingles-N/W", "words/W" or "chars-N/W" (W: tf or
-    binary; settings with stopwords or jieba excepted).
-
-    Raises:
-        InvalidArgument: the label names no such setting, or a value is out of range.
-    """
+    binary; settings with stopwords or jieba excepted); InvalidArgument for any other label."""
     kind, _, weighting = label.partition("/")
     features, _, n_text = kind.partition("-")
     n = 1
@@ -76,11 +72,8 @@ def standard_settings(lang: str, f: int = 64) -> list[Setting]:
 
 
 def jieba_settings() -> list[Setting]:
-    """jieba's words and word 2- and 3-shingles (tf), passed to the library as tokens (evaluation only).
-
-    Raises:
-        ImportError: jieba is not installed.
-    """
+    """jieba's words and word 2- and 3-shingles (tf), passed to the library as tokens (ImportError
+    without jieba)."""
     import jieba  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     jieba.setLogLevel(60)
