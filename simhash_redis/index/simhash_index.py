@@ -219,8 +219,7 @@ class SimhashIndex:
         return self._engine
 
     def near(self, query: Document, k: int | None = None) -> list[Match]:
-        """Every stored document within distance k (at most, and by default, the index's k) of the query,
-        nearest first, then by id."""
+        """Every stored document within distance k (default and at most: the index's), nearest first."""
         limit = self._k if k is None else check_k(k, self._k)
         return self._reads.near([self.fingerprint(query)], limit)[0]
 
@@ -342,8 +341,7 @@ class SimhashIndex:
         window: int = DEFAULT_WINDOW,
         on_progress: Progress | None = None,
     ) -> list[Outcome]:
-        """`bulk_add` of batches of two parallel lists, ids and documents of equal length (no pair per
-        document), read lazily; windows are cut across them."""
+        """`bulk_add` of batches of two parallel lists of equal length, ids and documents, read lazily."""
         self._check_writable()
         return bulk_add_columns(self, self._writes, batches, window, on_progress)
 
@@ -361,8 +359,7 @@ class SimhashIndex:
         return self.add_if_new_many([(doc_id, doc)])[0]
 
     def add_if_new_many(self, items: Iterable[tuple[str, Document]]) -> list[Match | None]:
-        """`add_if_new` for many documents (also checked against earlier ones of the batch): None for each
-        one stored, else its stored near-duplicate; `add_many(unique=True)`, shaped as a verified index's."""
+        """`add_if_new` for many documents (also checked against earlier ones of the batch)."""
         return [r if isinstance(r, Match) else None for r in self.add_many(items, unique=True)]
 
     def remove(self, doc_id: str) -> bool:
