@@ -19,14 +19,7 @@ from redis.crc import key_slot
 
 from ..errors import RedisUnavailable, SimhashRedisError
 from . import wire
-from .standalone import (
-    Backoff,
-    Exchange,
-    lost_connection,
-    raise_first_error,
-    refused,
-    translate_error,
-)
+from .standalone import Backoff, Exchange, lost_connection, raise_first_error, refused, translate_error
 from .wire import Command
 
 __all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "bucket_slots", "command_keys"]
@@ -85,9 +78,7 @@ def bucket_slots(prefix: bytes, count: int) -> npt.NDArray[np.uint16]:
 
 
 def _as_bytes(value: bytes | str | int | float) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    return str(value).encode()
+    return value if isinstance(value, bytes) else str(value).encode()
 
 
 class ClusterTransport:
