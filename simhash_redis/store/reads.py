@@ -111,14 +111,8 @@ class Reads:
         """The stored fingerprint of each encoded id (None where absent), in one round trip."""
         if self.windows is None:
             return self.store.execute([(b"HGET", self.store.keys.id_bucket(raw), raw) for raw in raw_ids])
-        view = self.windows.view()
-        replies = self.store.execute([(b"HGET", key, raw) for raw in raw_ids for key in view.id_keys(raw)])
-        per = len(view.windows)
         # The newest period that has the id: the write script moves a rewritten id there.
-        return [
-            next((r for r in reversed(replies[n * per : (n + 1) * per]) if r is not None), None)
-            for n in range(len(raw_ids))
-        ]
+        return [value or None for _, value in self.windows.held(raw_ids)]
 
     def _bounded(
         self,

@@ -174,7 +174,9 @@ class WindowedWrites(Writes):
                     self.windows, self.f, self.tables, view, sent, acked, self.verification, token
                 )
             )
-        statuses, refused_at = _statuses(acked)
+        # A call refused for another period is the round's last (`in_parts` stops there).
+        refused_at = int(acked[-1][0][1:]) if acked and _refused(acked[-1]) else None
+        statuses = [status for reply in acked if not _refused(reply) for status in reply]
         dropped = []
         for status in statuses:
             if len(status) > 1 and status[:1] in b"urd":  # the period, ':', the fingerprint, ':', the sketch
@@ -431,15 +433,6 @@ def command(
             args.append(sketch)
     keys.append(record or reply_record(windows.keys, call_token(), 0, 0))
     return WRITE.command(keys, args)
-
-
-def _statuses(acked: list[list[bytes]]) -> tuple[list[bytes], int | None]:
-    statuses: list[bytes] = []
-    for reply in acked:
-        if _refused(reply):
-            return statuses, int(reply[0][1:])
-        statuses += reply
-    return statuses, None
 
 
 def _refused(reply: list[bytes]) -> bool:
