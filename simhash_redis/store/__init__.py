@@ -13,8 +13,7 @@ from .store import Store, drop_keys, hash_pairs
 from .verification import Verification
 from .windowed_writes import WindowedWrites
 from .windows import Windows
-from .write_args import Guard, SketchedGuard, Write
-from .writes import Writes
+from .writes import Guard, SketchedGuard, Write, Writes
 
 __all__ = [
     "BucketLocks",

@@ -22,8 +22,9 @@ from .grouped import Column, Groups, attach_calls, commands, group, script_runs,
 from .keys import KeySchema
 from .layout import Layout
 from .store import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH, Store
-from .write_args import SketchedGuard, Write, sketch_in
-from .writes import Writes
+from .writes import SketchedGuard, Write, Writes, sketch_in
+
+__all__ = ["BulkWrites"]
 
 #: Fingerprints per call of lua/bulk_fp.lua, and ids per call of lua/bulk_ids.lua, on a standalone server.
 ATTACH_PAIRS = 512

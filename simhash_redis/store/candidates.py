@@ -18,6 +18,21 @@ from ..results import Match, VerifiedMatch
 from ..transport.greenlet_bridge import on_loop_stack
 from ..transport.wire import arrays
 
+__all__ = [
+    "Group",
+    "Listed",
+    "band_hits",
+    "grouped_all",
+    "hits",
+    "matches_of",
+    "matches_of_groups",
+    "pure_hits",
+    "reported",
+    "takes_raw",
+    "top_band_hits",
+    "verified_matches_of",
+]
+
 # From this many queries, band members are filtered in numpy (below, its fixed costs are most of it).
 _BANDS_VECTOR_MIN = 16
 _MASK64 = (1 << 64) - 1

@@ -15,6 +15,8 @@ from ..fingerprinting import Scheme
 from .layout import Layout
 from .verification import Verification
 
+__all__ = ["FORMAT_VERSION", "IndexConfig", "Retention", "Verification"]
+
 #: Version of the Redis data format (docs/redis-keys.md); any other is refused rather than misread.
 FORMAT_VERSION = 4
 

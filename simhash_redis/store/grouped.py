@@ -17,6 +17,8 @@ from ..transport.wire import PackedCommands
 from .keys import KeyForm, KeySchema
 from .store import Store
 
+__all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "group", "send_step"]
+
 #: Arguments per write of a step: round trips do not count, and the client builds the next meanwhile.
 CHUNK_ARGS = 16_384
 IN_FLIGHT = 2
@@ -154,9 +156,8 @@ class Column:
         return self._native
 
     def buckets(self, keys: KeySchema) -> npt.NDArray[Any]:
-        native = engine_choice.native
-        if native is not None:
-            return np.frombuffer(native.column_buckets(self.native(), keys.id_buckets), dtype=np.uint64)
+        if engine_choice.native is not None:
+            return keys.native_bucket_numbers(self.native())
         return keys.bucket_numbers(self.raw)
 
     def objects(self) -> npt.NDArray[Any]:

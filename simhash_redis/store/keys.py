@@ -13,6 +13,7 @@ import xxhash
 
 from .. import defaults
 from ..errors import InvalidArgument, InvalidType
+from ..fingerprinting import engine_choice
 from ..transport.greenlet_bridge import on_loop_stack
 from .layout import Layout
 
@@ -34,6 +35,8 @@ _TYPES = {
     "lock": b"string",
     "reply": b"hash",
 }
+
+__all__ = ["BandColumns", "BandNumbers", "KeyForm", "KeySchema", "encode_id", "validate_name"]
 
 # From this many sketches `band_columns` pays: its numpy passes cost some 70 us however few they are.
 _COLUMNS_MIN = 32
@@ -325,6 +328,12 @@ class KeySchema:
         hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, raws), dtype=np.uint64, count=len(raws))
         buckets: npt.NDArray[Any] = hashes % np.uint64(self.id_buckets)
         return buckets
+
+    def native_bucket_numbers(self, column: tuple[bytes, bytes] | tuple[bytes, bool]) -> npt.NDArray[Any]:
+        if engine_choice.native is None:
+            raise RuntimeError("this form needs the compiled core")
+        numbers = engine_choice.native.column_buckets(column, self.id_buckets)
+        return np.frombuffer(numbers, dtype=np.uint64)
 
     @on_loop_stack
     def fp_bucket_numbers(self, fps: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[Any]:

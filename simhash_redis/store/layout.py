@@ -12,6 +12,8 @@ from ..checks import is_int
 from ..defaults import SUPPORTED_F
 from ..errors import IndexCorrupted, InvalidArgument
 
+__all__ = ["Layout"]
+
 # "blocks=16,16,16,16;tables=0/1/2/3": tables '/'-separated, each a '+'-joined list of blocks.
 _META_RE = re.compile(r"^blocks=(\d+(?:,\d+)*);tables=(\d+(?:\+\d+)*(?:/\d+(?:\+\d+)*)*)$")
 

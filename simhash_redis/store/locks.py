@@ -18,6 +18,19 @@ from ..transport import Command, pause
 from .keys import KeySchema
 from .store import LOCK, UNLOCK, Store
 
+__all__ = [
+    "TTL_MS",
+    "BucketLocks",
+    "LockWaits",
+    "first_id_lock",
+    "granted",
+    "holders_of",
+    "id_lock_call",
+    "in_id_turns",
+    "release_ids",
+    "unlock_call",
+]
+
 _log = logging.getLogger(__name__)
 
 #: How long a lock outlives a worker that never releases it: longer than a live worker's stalls.

@@ -13,7 +13,9 @@ from ..transport import Sender, raise_first_error
 from .keys import KeySchema
 from .store import CREATE_META, PIN_META, hash_pairs, run_calls
 from .verification import Verification
-from .write_args import sketch_in
+from .writes import sketch_in
+
+__all__ = ["find_data", "open_meta", "pin_meta", "read_meta", "restore_meta"]
 
 _SCAN_COUNT = 10_000
 #: Id-map entries a restore checks against the stated configuration.

@@ -18,6 +18,8 @@ from .keys import BandColumns, KeySchema
 from .store import Store, hash_pairs
 from .windows import View, WindowedSets, Windows
 
+__all__ = ["Reads", "reads_bucket_whole"]
+
 T = TypeVar("T")
 
 #: Where a lookup reads band values: (hash, field) pairs of each query, or a batch's byte columns.

@@ -28,6 +28,36 @@ from ..transport.cluster import bucket_slots
 from ..transport.wire import SlotCommands
 from .keys import KeySchema
 
+__all__ = [
+    "BAND_DROP",
+    "BAND_MEMBER",
+    "BULK_BAND",
+    "BULK_COMMIT",
+    "BULK_FP",
+    "BULK_IDS",
+    "BULK_SKETCH",
+    "CREATE_META",
+    "FP_IDS",
+    "ID_CAS",
+    "LOCK",
+    "MAP_SIZES",
+    "PIN_META",
+    "SCRIPTS",
+    "UNLOCK",
+    "VERIFY_FIX",
+    "WRITE",
+    "KeyKind",
+    "Script",
+    "Store",
+    "drop_keys",
+    "hash_pairs",
+    "in_parts",
+    "map_sizes",
+    "round_trip",
+    "run_calls",
+    "with_scripts",
+]
+
 T = TypeVar("T")
 
 #: The kinds of key an index has, as `Store.scan` finds them.

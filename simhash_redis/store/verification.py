@@ -10,6 +10,8 @@ from ..errors import InvalidArgument, InvalidType
 from ..fingerprinting import BandedOddSketcher, MinHasher
 from ..fingerprinting.banded_odd import BAND_VALUES, Sketcher
 
+__all__ = ["VERIFIED_BANDS", "VERIFIED_BAND_BUCKETS", "Verification"]
+
 #: The LSH band tables of a new verified index: 8 bands of 4 values, shared by a pair at Jaccard 0.8
 #: with probability 1 - (1 - 0.8^4)^8 = 0.986.
 VERIFIED_BANDS = (8, 4)

@@ -20,19 +20,27 @@ from .locks import in_id_turns
 from .store import FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
 from .windows import View, WindowedSets, Windows
-from .write_args import Guard, SketchedGuard, Write, band_args, guard_args, sketch_in, table_calls
 from .writes import (
     CONFLICT_ROUNDS,
+    Guard,
     Progress,
+    SketchedGuard,
+    Write,
     Writes,
+    band_args,
     call_token,
     conflict_pause,
     conflict_paused,
+    guard_args,
     outcome_of,
     parts_of,
     reply_record,
+    sketch_in,
+    table_calls,
     too_many,
 )
+
+__all__ = ["WindowedWrites", "cluster_steps", "in_rounds", "leaving", "period_steps"]
 
 T = TypeVar("T")
 

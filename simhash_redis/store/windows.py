@@ -12,6 +12,8 @@ from .config import Retention
 from .keys import KeySchema
 from .store import map_sizes
 
+__all__ = ["View", "WindowedSets", "Windows"]
+
 _SCHEMAS_KEPT = 64
 # How far this worker's estimate of the server's clock may be off (read from TIME, to within a round
 # trip, and corrected by every write refused for another period).

@@ -8,6 +8,17 @@ from .keys import KeySchema
 from .store import BAND_MEMBER
 from .verification import Verification
 
+__all__ = [
+    "Guard",
+    "Pending",
+    "SketchedGuard",
+    "Write",
+    "band_args",
+    "guard_args",
+    "sketch_in",
+    "table_calls",
+]
+
 #: The members read from each table set of a document's fingerprint.
 Guard = list[list[bytes]]
 

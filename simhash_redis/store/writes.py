@@ -21,7 +21,38 @@ from .keys import KeySchema
 from .locks import LockWaits, first_id_lock, granted, holders_of, id_lock_call, release_ids, unlock_call
 from .store import BAND_DROP, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
-from .write_args import Guard, Pending, SketchedGuard, Write, band_args, guard_args, table_calls
+from .write_args import (
+    Guard,
+    Pending,
+    SketchedGuard,
+    Write,
+    band_args,
+    guard_args,
+    sketch_in,
+    table_calls,
+)
+
+__all__ = [
+    "CONFLICT_ROUNDS",
+    "PART",
+    "Guard",
+    "Pending",
+    "Progress",
+    "SketchedGuard",
+    "Write",
+    "Writes",
+    "band_args",
+    "call_token",
+    "conflict_pause",
+    "conflict_paused",
+    "guard_args",
+    "outcome_of",
+    "parts_of",
+    "reply_record",
+    "sketch_in",
+    "table_calls",
+    "too_many",
+]
 
 _log = logging.getLogger(__name__)
 
