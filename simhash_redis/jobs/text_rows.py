@@ -111,7 +111,11 @@ class TextRows(NamedTuple):
                 continue
             # Its id's error, else (a text the core has not checked) a text not UTF-8 or empty.
             raw_id = decode(raw_id, source, row) if isinstance(raw_id, bytes) else raw_id
-            doc_id = checked_id(raw_id, source, row, self.options.namespace)
+            doc_id = (
+                raw_id
+                if isinstance(raw_id, InputError)
+                else checked_id(raw_id, source, row, self.options.namespace)
+            )
             if raw is not None and not isinstance(doc_id, InputError):
                 text = decode(raw, source, row)
                 if isinstance(text, InputError) or _blank(raw):

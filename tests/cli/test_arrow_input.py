@@ -274,6 +274,23 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     assert [str(r) for r in sent.records()] == [str(r) for r in rows.records()]
 
 
+def test_a_binary_id_not_utf8_is_named_as_the_records_path_names_it() -> None:
+    from simhash_redis.fingerprinting import engine_choice
+    from simhash_redis.jobs.fingerprinter import by_records
+
+    if engine_choice.native is None:
+        pytest.skip("the bytes path is the compiled core's")
+    ids = pa.array([b"a", b"\xffb", b"c"], type=pa.binary())
+    batch = pa.record_batch({"id": ids, "text": [article(1), article(2), article(3)]})
+    rows = arrow.ArrowRows("t.parquet", 1, batch, ReadOptions(), "id", "text")
+    done = rows.texts_fingerprinted(Scheme(), None)
+    assert done is not None and done.ids == ["a", "c"]
+    # It said "the id must be a string or an integer, got InputError"
+    assert [(at, str(e)) for at, e in done.errors] == [(1, "t.parquet:2: not valid UTF-8 (byte 0)")]
+    expected = by_records(rows.records(), Scheme(), None, 64, "auto")
+    assert [str(e) for _, e in expected.errors] == [str(e) for _, e in done.errors]
+
+
 @pytest.mark.parametrize("kind", ["string", "large_string"])
 def test_texts_go_to_workers_packed_in_pieces(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Pieces of a few texts each, a text larger than a piece alone in its own, empty texts, and a batch
