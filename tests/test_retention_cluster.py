@@ -27,6 +27,7 @@ from tests.test_add_if_new import race
 from tests.test_asyncio import groups_of_near_duplicates
 from tests.test_asyncio import race as race_tasks
 from tests.test_retention import (
+    RACE_WINDOW,
     equals_the_model,
     found_then_gone,
     moves_into_the_current_period,
@@ -72,11 +73,11 @@ def test_near_equals_brute_force_across_periods(redis_cluster_client: RedisClust
 
 
 def test_eight_processes_racing_across_periods(redis_cluster: ClusterProcess) -> None:
-    """Exactly one document per group of near-duplicates, while periods of one second go by."""
+    """Exactly one document per group of near-duplicates, while periods go by."""
     redis_cluster.flushall()
     client = redis_cluster.client()
     # The racers' id buckets (tests/test_add_if_new.py's RACER opens the index with 1024).
-    SimhashIndex(client, "race", k=3, id_buckets=1024, retention=Retention(60, 1))
+    SimhashIndex(client, "race", k=3, id_buckets=1024, retention=RACE_WINDOW)
     race(redis_cluster.url, client, "single", groups=40)
 
 
