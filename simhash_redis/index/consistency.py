@@ -128,15 +128,12 @@ def _recount(
         found = store.recount(sorted(seen["id"]), sorted(seen["fp"]), sketched=sketched, repair=False)
         if found[0] == found[1]:
             return found
-        new = {
-            kind: {key for batch in store.scan(kind) for key in batch} - known for kind, known in seen.items()
-        }
-        if not any(new.values()):  # a difference over every bucket there is: a real one
-            if repair:
-                found = store.recount(sorted(seen["id"]), sorted(seen["fp"]), sketched=sketched, repair=True)
-            return found
-        for kind, keys in new.items():
-            seen[kind] |= keys
+        # Recounted even when the listing finds no new bucket: a writer may have made one, and emptied
+        # it, between the recount and the listing. A difference that outlasts every recount is real.
+        for kind, known in seen.items():
+            known.update(key for batch in store.scan(kind) for key in batch)
+    if repair:
+        found = store.recount(sorted(seen["id"]), sorted(seen["fp"]), sketched=sketched, repair=True)
     return found
 
 
