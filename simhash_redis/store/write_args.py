@@ -1,4 +1,4 @@
-"""What the write paths send besides their order: guards, writes, and their keys and arguments."""
+"""What the write paths send besides their order: guards, writes, and their commands (`write_command`)."""
 
 from __future__ import annotations
 
