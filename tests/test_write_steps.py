@@ -31,6 +31,7 @@ from simhash_redis.store import writes as writes_module
 from simhash_redis.store.locks import TTL_MS
 from simhash_redis.store.store import FP_IDS, ID_CAS, LOCK, UNLOCK, WRITE, run_calls
 from simhash_redis.store.windows import View, WindowedSets
+from simhash_redis.store.write_args import write_command
 from simhash_redis.store.writes import Progress
 from simhash_redis.transport import READ, SEND, ScriptMissing, Steps
 
@@ -422,7 +423,7 @@ def test_a_period_write_refuses_a_guard_of_another_count_of_sets() -> None:
     periods, view = _Periods(keys), _view(keys, (7, 8), 8)
 
     def call(guard: Any) -> list[Any]:
-        command = windowed_writes.command(periods, 64, 4, view, [(0, b"a", FA, b"", 0, guard)])  # type: ignore[arg-type]
+        command = write_command((periods, view), 64, 4, [(0, b"a", FA, b"", 0, guard)], b"r")  # type: ignore[arg-type]
         return _args(command)[2]
 
     assert call(WindowedSets([[b"m"]] * 8, (7, 8)))[-18:] == [b"1", 8, *[1] * 8, *[b"m"] * 8]  # 2 x 4 tables

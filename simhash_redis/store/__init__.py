@@ -13,7 +13,8 @@ from .store import Store, drop_keys, hash_pairs
 from .verification import Verification
 from .windowed_writes import WindowedWrites
 from .windows import Windows
-from .writes import Guard, SketchedGuard, Write, Writes
+from .write_args import Guard, SketchedGuard, Write
+from .writes import Writes
 
 __all__ = [
     "BucketLocks",

@@ -22,7 +22,8 @@ from .grouped import Column, Groups, attach_calls, commands, group, script_runs,
 from .keys import KeySchema
 from .layout import Layout
 from .store import BULK_BAND, BULK_COMMIT, BULK_FP, BULK_IDS, BULK_SKETCH, Store
-from .writes import SketchedGuard, Write, Writes, sketch_in
+from .write_args import SketchedGuard, Write, sketch_in
+from .writes import Writes
 
 __all__ = ["BulkWrites"]
 

@@ -12,6 +12,7 @@ import random
 import secrets
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from ..errors import SimhashRedisError, WriteContention
 from ..transport import Command, pause
@@ -24,10 +25,10 @@ __all__ = [
     "LockWaits",
     "first_id_lock",
     "granted",
-    "holders_of",
     "id_lock_call",
     "in_id_turns",
     "release_ids",
+    "too_many",
     "unlock_call",
 ]
 
@@ -35,6 +36,8 @@ _log = logging.getLogger(__name__)
 
 #: How long a lock outlives a worker that never releases it: longer than a live worker's stalls.
 TTL_MS = 30_000
+
+T = TypeVar("T")
 
 #: A lock and the token of the document holding it.
 Held = tuple[bytes, bytes]
@@ -145,6 +148,12 @@ def release_ids(store: Store, ids: list[bytes], token: bytes) -> None:
         _log.warning("id locks left to their time to live after a failed write: %s", exc)
 
 
+def too_many(count: int) -> WriteContention:
+    return WriteContention(
+        f"{count} documents kept changing under concurrent writers; nothing of them was written"
+    )
+
+
 class LockWaits:
     """How long documents wait for id locks other writers hold."""
 
@@ -153,11 +162,19 @@ class LockWaits:
         self.rounds = 0
         self.patience = 0.0
 
-    def refused(self, holders: dict[int, bytes]) -> None:
-        """Note the tokens holding the locks refused; a lock that changed hands is waited for afresh."""
+    def take(self, docs: list[T], replies: list[object], at: Callable[[T], int]) -> tuple[list[T], list[T]]:
+        """Split documents by their id locks' replies: the turn's (granted), and those left to wait (`at`:
+        a document's position in its call, by which a lock that changed hands is waited for afresh)."""
+        holders = {
+            at(docs[n]): bytes(reply)
+            for n, reply in enumerate(replies)
+            if isinstance(reply, bytes) and not granted(reply)
+        }
         if any(self.holders.get(i, holder) != holder for i, holder in holders.items()):
             self.patience = 0.0
         self.holders = holders
+        turn = [doc for doc, reply in zip(docs, replies, strict=True) if granted(reply)]
+        return turn, [doc for doc, reply in zip(docs, replies, strict=True) if not granted(reply)]
 
     def wait(self, count: int) -> None:
         """Pause (random, growing) before asking again for the locks of `count` documents.
@@ -169,17 +186,9 @@ class LockWaits:
         if not self.patience:
             self.patience = now + TTL_MS / 1000 + 5
         if now > self.patience:
-            raise WriteContention(
-                f"{count} documents kept changing under concurrent writers; nothing of them was written"
-            )
+            raise too_many(count)
         self.rounds += 1
         pause(random.uniform(0, min(0.05, 0.0005 * 2.0**self.rounds)))
-
-
-def holders_of(replies: list[object]) -> dict[int, bytes]:
-    return {
-        n: bytes(reply) for n, reply in enumerate(replies) if isinstance(reply, bytes) and not granted(reply)
-    }
 
 
 def in_id_turns(store: Store, ids: list[bytes], write: Callable[[list[int]], None]) -> None:
@@ -194,14 +203,13 @@ def in_id_turns(store: Store, ids: list[bytes], write: Callable[[list[int]], Non
         try:
             calls = [id_lock_call(keys, ids[i], token) for i in waiting]
             replies = store.run_script(LOCK, calls, durable=True)
-            turn = [i for i, reply in zip(waiting, replies, strict=True) if granted(reply)]
+            turn, left = waits.take(waiting, replies, int)
             write(turn)
         except BaseException:
             # The server may hold any of them (a lost reply): each released only if still the call's.
             release_ids(store, [ids[i] for i in waiting], token)
             raise
         store.run_script(UNLOCK, [unlock_call(keys, ids[i], token) for i in turn])
-        waits.refused({waiting[n]: holder for n, holder in holders_of(replies).items()})
-        waiting = [i for i, reply in zip(waiting, replies, strict=True) if not granted(reply)]
+        waiting = left
         if waiting:
             waits.wait(len(waiting))

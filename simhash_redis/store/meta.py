@@ -13,7 +13,7 @@ from ..transport import Sender, raise_first_error
 from .keys import KeySchema
 from .store import CREATE_META, PIN_META, hash_pairs, run_calls
 from .verification import Verification
-from .writes import sketch_in
+from .write_args import sketch_in
 
 __all__ = ["find_data", "open_meta", "pin_meta", "read_meta", "restore_meta"]
 

@@ -12,40 +12,39 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..codec import decode_fp
 from ..errors import SimhashRedisError, WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
-from .locks import in_id_turns
-from .store import FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
+from .locks import in_id_turns, too_many
+from .store import FP_IDS, ID_CAS, Store, in_parts, round_trip
 from .verification import Verification
-from .windows import View, WindowedSets, Windows
-from .writes import (
-    CONFLICT_ROUNDS,
+from .windows import View, Windows
+from .write_args import (
     Guard,
-    Progress,
+    InPeriod,
     SketchedGuard,
     Write,
+    sketch_in,
+    table_calls,
+    windows_of,
+    write_command,
+)
+from .writes import (
+    CONFLICT_ROUNDS,
+    Progress,
     Writes,
-    band_args,
     call_token,
     conflict_pause,
     conflict_paused,
-    guard_args,
     outcome_of,
     parts_of,
     reply_record,
-    sketch_in,
-    table_calls,
-    too_many,
 )
 
 __all__ = ["WindowedWrites", "cluster_steps", "in_rounds", "leaving", "period_steps"]
 
 T = TypeVar("T")
 
-# A document of a call: position, id, new and old fingerprints, old's period (0: none known), guard.
-_InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
 # Rounds in a row that settled nothing, refused with a period reported before (clocks that disagree).
 _CLOCK_ROUNDS = 4
 # Seconds of rounds that settle nothing while the clock moves on: within a bucket lock's 30 s.
@@ -92,7 +91,7 @@ class WindowedWrites(Writes):
         # By write.lua (guards: the `WindowedSets` a read returned).
         outcomes: list[Outcome | None] = [None] * len(ops)
 
-        def attempt(view: View, pending: list[_InPeriod]) -> tuple[list[_InPeriod], int | None]:
+        def attempt(view: View, pending: list[InPeriod]) -> tuple[list[InPeriod], int | None]:
             # A guard that did not read every live period is not written with: read again (None).
             sent = [doc for doc in pending if _guard_covers(doc[5], view)]
             statuses, moved = self._round(view, sent)
@@ -114,7 +113,7 @@ class WindowedWrites(Writes):
         )
         return outcomes
 
-    def _read_again(self, pending: list[_InPeriod]) -> list[_InPeriod]:
+    def _read_again(self, pending: list[InPeriod]) -> list[InPeriod]:
         held = zip(pending, self.windows.held([d[1] for d in pending]), strict=True)
         return [(d[0], d[1], d[2], value, window, d[5]) for d, (window, value) in held]
 
@@ -146,7 +145,7 @@ class WindowedWrites(Writes):
         """Move documents found again into the current period, if still stored so: one call finds each
         where it is, a second moves it only while its id still has that fingerprint."""
         windows, view = self.windows, self.windows.view()
-        pending: list[_InPeriod] = [
+        pending: list[InPeriod] = [
             (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
         ]
         for _ in range(2):
@@ -154,7 +153,7 @@ class WindowedWrites(Writes):
             if refused_at is not None:
                 windows.set_server_time(refused_at)
                 return  # a boundary passed: the documents will be seen again soon enough
-            moved: list[_InPeriod] = []
+            moved: list[InPeriod] = []
             for (i, doc_id, fp, _, _, _), status in zip(pending, statuses, strict=True):
                 where, _, current = status[1:].partition(b":")
                 if status[:1] == b"c" and current == fp:  # in an older period, unchanged: move it
@@ -171,7 +170,7 @@ class WindowedWrites(Writes):
                 ]
             pending = moved
 
-    def _round(self, view: View, sent: list[_InPeriod]) -> tuple[list[bytes], int | None]:
+    def _round(self, view: View, sent: list[InPeriod]) -> tuple[list[bytes], int | None]:
         """A round's calls of write.lua: the statuses of the documents done, and the server's time (ms) if
         a call was refused."""
         acked: list[list[bytes]] = []
@@ -371,7 +370,7 @@ def period_steps(
     f: int,
     tables: int,
     view: View,
-    sent: list[_InPeriod],
+    sent: list[InPeriod],
     acked: list[list[bytes]],
     verification: Verification | None = None,
     token: bytes = b"",
@@ -383,78 +382,17 @@ def period_steps(
 
     def call(n: int) -> Command:
         record = reply_record(windows.keys, token, 0, n)
-        return command(windows, f, tables, view, parts[n], verification, record)
+        return write_command((windows, view), f, tables, parts[n], record, verification)
 
     yield from in_parts(len(parts), call, acked, _refused)
-
-
-def command(
-    windows: Windows,
-    f: int,
-    tables: int,
-    view: View,
-    pending: Sequence[_InPeriod],
-    verification: Verification | None = None,
-    record: bytes | None = None,
-) -> Command:
-    """A call of write.lua's format 'w' against the view's periods, its reply kept under `record`."""
-    schemas, numbers = view.schemas, view.windows
-    here = numbers.index(view.current) + 1
-    current = schemas[here - 1]
-    id_keys = view.id_keys
-    keys: list[bytes] = [schema.counts for schema in schemas]
-    args: list[bytes | int] = [tables, b"w", windows.period_ms, windows.retention_ms]
-    args += [len(numbers), here, *numbers]
-    for _, doc_id, new, old, old_window, guard in pending:
-        keys += id_keys(doc_id)
-        if new:
-            keys.append(current.fp_bucket(new))
-            keys.extend(current.tables(decode_fp(new, f)))
-        where = numbers.index(old_window) + 1 if old and old_window in numbers else 0
-        if not where:  # its period expired since: the script finds the id
-            old = b""
-        elif old != new or where != here:
-            keys.append(schemas[where - 1].fp_bucket(old))
-            keys.extend(schemas[where - 1].tables(decode_fp(old, f)))
-        sketched = guard if isinstance(guard, SketchedGuard) else None
-        sketch = b"" if sketched is None else sketched.sketch
-        if sketched is None:
-            kind = b"" if guard is None else b"1"
-        else:  # verified mode
-            kind = b"m" if sketched.moving else b"s" if sketched.checks else b"k"
-        args.extend((doc_id, new, old, where or b"", kind))
-        bands = 0 if sketched is None else band_args(current, verification, f, new, sketched, keys, args)
-        if guard is not None and (sketched is None or sketched.checks):
-            read = _windows_of(guard) if sketched is None else sketched.windows or ()
-            if len(guard) != len(read) * (tables + bands):
-                # Any other count would shift every later document's arguments.
-                sets = f"{len(read)} periods of {tables} tables + {bands} bands"
-                raise ValueError(f"a guard of {len(guard)} sets, for {sets}")
-            fp = decode_fp(new, f)
-            for window in read:
-                keys.extend(windows.schema(window).tables(fp))
-            for window in read if sketched is not None else ():
-                keys.extend(key for key, _ in windows.schema(window).band_places(sketch, verification))
-            args.append(len(guard))
-            args.extend(guard_args(guard, tables * len(read), f))
-        if sketched is not None:
-            args.append(sketch)
-    keys.append(record or reply_record(windows.keys, call_token(), 0, 0))
-    return WRITE.command(keys, args)
 
 
 def _refused(reply: list[bytes]) -> bool:
     return bool(reply) and reply[0][:1] == b"w"
 
 
-def _windows_of(guard: Guard) -> tuple[int, ...]:
-    if not isinstance(guard, WindowedSets):
-        raise TypeError("a guard of an index with a retention window comes from its reads (WindowedSets)")
-    return guard.windows
-
-
 def _guard_covers(guard: Guard | None, view: View) -> bool:
     if guard is None or (isinstance(guard, SketchedGuard) and not guard.checks):
         return True
-    read = set(guard.windows or ()) if isinstance(guard, SketchedGuard) else set(_windows_of(guard))
+    read = set(guard.windows or ()) if isinstance(guard, SketchedGuard) else set(windows_of(guard))
     return all(window in read for window in view.windows if window <= view.current)

@@ -1,15 +1,20 @@
-"""What the write paths send besides their order: guards, writes, and their keys and arguments."""
+"""What the write paths send besides their order: guards, writes, and their commands (`write_command`)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
 
 from ..codec import decode_fp, decode_sketches, pack_fps
 from ..transport import Command
 from .keys import KeySchema
-from .store import BAND_MEMBER
+from .store import BAND_MEMBER, WRITE
 from .verification import Verification
+from .windows import View, WindowedSets, Windows
 
 __all__ = [
     "Guard",
+    "InPeriod",
     "Pending",
     "SketchedGuard",
     "Write",
@@ -17,6 +22,8 @@ __all__ = [
     "guard_args",
     "sketch_in",
     "table_calls",
+    "windows_of",
+    "write_command",
 ]
 
 #: The members read from each table set of a document's fingerprint.
@@ -38,6 +45,8 @@ class SketchedGuard(list[list[bytes]]):
 Write = tuple[bytes, bytes, Guard | None]
 #: A document of a round: its position in the batch, id, new and old fingerprints, guard.
 Pending = tuple[int, bytes, bytes, bytes, Guard | None]
+#: A document of a round with a retention window: `Pending`, old's period (0: none known) before its guard.
+InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
 
 
 def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
@@ -88,3 +97,79 @@ def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
     for t, members in enumerate(guard):
         args.extend(members if t < tables else [pack_fps([member], f) for member in members])
     return args
+
+
+def write_command(
+    into: KeySchema | tuple[Windows, View],
+    f: int,
+    tables: int,
+    pending: Sequence[Pending] | Sequence[InPeriod],
+    record: bytes,
+    verification: Verification | None = None,
+) -> Command:
+    """A call of write.lua, its reply kept under `record`: format '' into an index's keys, or with a
+    retention window format 'w' against a view's periods (`pending`: `InPeriod` documents)."""
+    if isinstance(into, KeySchema):
+        schemas: tuple[KeySchema, ...] = (into,)
+        numbers: tuple[int, ...] = ()
+        here, keys = 1, [into.counts]
+        args: list[bytes | int] = [tables, b""]
+    else:
+        windows, view = into
+        schemas, numbers = view.schemas, view.windows
+        here = numbers.index(view.current) + 1
+        keys = [schema.counts for schema in schemas]
+        args = [tables, b"w", windows.period_ms, windows.retention_ms, len(numbers), here, *numbers]
+    current = schemas[here - 1]
+    for doc in pending:
+        doc_id, new, old, guard = doc[1], doc[2], doc[3], doc[-1]
+        if not numbers:
+            keys.append(current.id_bucket(doc_id))
+            where = 1 if old else 0
+        else:
+            keys += view.id_keys(doc_id)
+            old_window = cast(int, doc[4])
+            where = numbers.index(old_window) + 1 if old and old_window in numbers else 0
+        if new:
+            keys.append(current.fp_bucket(new))
+            keys.extend(current.tables(decode_fp(new, f)))
+        if not where:  # its period expired since: the script finds the id
+            old = b""
+        elif old != new or where != here:
+            keys.append(schemas[where - 1].fp_bucket(old))
+            keys.extend(schemas[where - 1].tables(decode_fp(old, f)))
+        sketched = guard if isinstance(guard, SketchedGuard) else None
+        sketch = b"" if sketched is None else sketched.sketch
+        if sketched is None:
+            kind = b"" if guard is None else b"1"
+        else:  # verified mode
+            kind = b"m" if sketched.moving else b"s" if sketched.checks else b"k"
+        args.extend((doc_id, new, old, kind) if not numbers else (doc_id, new, old, where or b"", kind))
+        bands = 0 if sketched is None else band_args(current, verification, f, new, sketched, keys, args)
+        if guard is not None and (sketched is None or sketched.checks):
+            # Without a window the guard's sets are the new fingerprint's tables, whose keys are sent already.
+            read = None if not numbers else windows_of(guard) if sketched is None else sketched.windows or ()
+            count = 1 if read is None else len(read)
+            if (read is not None or sketched is not None) and len(guard) != count * (tables + bands):
+                # Any other count would shift every later document's arguments.
+                sets = f"{tables} tables" if read is None else f"{count} periods of {tables} tables"
+                raise ValueError(f"a guard of {len(guard)} sets, for {sets} + {bands} bands")
+            if read is not None:
+                fp = decode_fp(new, f)
+                for window in read:
+                    keys.extend(windows.schema(window).tables(fp))
+                for window in read if sketched is not None else ():
+                    keys.extend(key for key, _ in windows.schema(window).band_places(sketch, verification))
+                args.append(len(guard))
+            args.extend(guard_args(guard, tables * count, f))
+        if sketched is not None:
+            args.append(sketch)
+    keys.append(record)
+    return WRITE.command(keys, args)
+
+
+def windows_of(guard: Guard) -> tuple[int, ...]:
+    """The periods a guard of an index with a retention window read (TypeError: not a `WindowedSets`)."""
+    if not isinstance(guard, WindowedSets):
+        raise TypeError("a guard of an index with a retention window comes from its reads (WindowedSets)")
+    return guard.windows

@@ -10,15 +10,16 @@ import logging
 import os
 import random
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import TypeVar
 
 from ..codec import decode_fp, pack_fps
-from ..errors import SimhashRedisError, WriteContention
+from ..errors import SimhashRedisError
 from ..results import Outcome
 from ..transport import Command, Steps, pause
 from ..transport.wire import Volatile
 from .keys import KeySchema
-from .locks import LockWaits, first_id_lock, granted, holders_of, id_lock_call, release_ids, unlock_call
+from .locks import LockWaits, first_id_lock, id_lock_call, release_ids, too_many, unlock_call
 from .store import BAND_DROP, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
 from .verification import Verification
 from .write_args import (
@@ -26,32 +27,21 @@ from .write_args import (
     Pending,
     SketchedGuard,
     Write,
-    band_args,
-    guard_args,
-    sketch_in,
     table_calls,
+    write_command,
 )
 
 __all__ = [
     "CONFLICT_ROUNDS",
     "PART",
-    "Guard",
-    "Pending",
     "Progress",
-    "SketchedGuard",
-    "Write",
     "Writes",
-    "band_args",
     "call_token",
     "conflict_pause",
     "conflict_paused",
-    "guard_args",
     "outcome_of",
     "parts_of",
     "reply_record",
-    "sketch_in",
-    "table_calls",
-    "too_many",
 ]
 
 _log = logging.getLogger(__name__)
@@ -105,12 +95,6 @@ def conflict_pause(conflicts: int) -> None:
 
 def conflict_paused(conflicts: int) -> bool:
     return conflicts >= 2
-
-
-def too_many(count: int) -> WriteContention:
-    return WriteContention(
-        f"{count} documents kept changing under concurrent writers; nothing of them was written"
-    )
 
 
 class Progress:
@@ -359,7 +343,9 @@ class Writes:
             parts = parts_of(range(len(progress.ops)), True)
             return len(parts), lambda n: self._adds(progress, n, parts[n][0], len(parts[n]), not first)
         pending = progress.pending
-        return 1, lambda _: self._command(pending, progress.record(self.keys, 0))
+        return 1, lambda _: write_command(
+            self.keys, self.f, self.tables, pending, progress.record(self.keys, 0), self.verification
+        )
 
     def _adds(self, progress: Progress, part: int, start: int, count: int, guarded: bool = False) -> Command:
         ops = progress.ops[start : start + count]
@@ -381,33 +367,6 @@ class Writes:
                 args.append(b" %s " % b" ".join([member for read in guard or () for member in read]))
         add_key(progress.record(keys, part))
         return WRITE.command(key_list, args)
-
-    def _command(self, pending: list[Pending], record: bytes) -> Command:
-        keys: list[bytes] = [self.keys.counts]
-        args: list[bytes | int] = [self.tables, b""]
-        for _, doc_id, new, old, guard in pending:
-            keys.append(self.keys.id_bucket(doc_id))
-            for fp in (new, old if old != new else b""):
-                if fp:
-                    keys.append(self.keys.fp_bucket(fp))
-                    keys.extend(self.keys.tables(decode_fp(fp, self.f)))
-            sketched = isinstance(guard, SketchedGuard)
-            checks = guard is not None and (not isinstance(guard, SketchedGuard) or guard.checks)
-            kind = b"" if guard is None else (b"s" if checks else b"k") if sketched else b"1"
-            args.extend((doc_id, new, old, kind))
-            if isinstance(guard, SketchedGuard):
-                bands = band_args(self.keys, self.verification, self.f, new, guard, keys, args)
-                if checks and len(guard) != self.tables + bands:
-                    # Any other count would shift every later document's arguments.
-                    raise ValueError(
-                        f"a guard of {len(guard)} sets, for {self.tables} tables + {bands} bands"
-                    )
-            if guard is not None and checks:
-                args.extend(guard_args(guard, self.tables, self.f))
-            if isinstance(guard, SketchedGuard):
-                args.append(guard.sketch)
-        keys.append(record)
-        return WRITE.command(keys, args)
 
     def _ids(self, op: bytes, pairs: list[tuple[bytes, bytes, Guard | None]]) -> list[Command]:
         calls = []
@@ -445,11 +404,9 @@ def _guarded_adds(ops: list[Write], tables: int) -> bool:
 
 
 def _take_turn(progress: Progress, docs: list[Pending], replies: list[object]) -> None:
-    turn = [doc for doc, reply in zip(docs, replies, strict=True) if granted(reply)]
-    progress.waiting = [doc for doc, reply in zip(docs, replies, strict=True) if not granted(reply)]
     if progress.waits is None:
         progress.waits = LockWaits()
-    progress.waits.refused({docs[n][0]: holder for n, holder in holders_of(replies).items()})
+    turn, progress.waiting = progress.waits.take(docs, replies, itemgetter(0))
     progress.pending = turn
     progress.turn = [doc[0] for doc in turn]
     progress.locked = list(progress.turn)
