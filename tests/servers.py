@@ -39,7 +39,7 @@ from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
-from simhash_redis.tools.server import find_server_binary
+from simhash_redis.tools.server import find_server_binary, log_tail
 
 __all__ = [
     "HOST",
@@ -187,16 +187,6 @@ def _config_args(config: Mapping[str, ConfigValue]) -> list[str]:
 
 def _normalise(config: Mapping[str, ConfigValue] | None) -> dict[str, ConfigValue]:
     return {name.lstrip("-").replace("_", "-").lower(): value for name, value in (config or {}).items()}
-
-
-def _tail(path: Path, offset: int = 0, lines: int = 30) -> str:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            text = fh.read().decode(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
 
 
 def _probe_client(port: int, password: str | None = None) -> redis.Redis:
@@ -381,7 +371,7 @@ class ServerProcess:
         """The end of the log written since the last (re)start."""
         if self.dir is None:
             return "(not started)"
-        return _tail(self.log_path, self._log_offset, lines)
+        return log_tail(self.log_path, self._log_offset, lines)
 
     def _reap(self) -> None:
         if self.proc is not None:
