@@ -115,10 +115,11 @@ class BulkWrites:
     def _read(self, window: _Window, single: npt.NDArray[Any]) -> list[bytes | None] | None:
         """Step 1: the stored fingerprint of each id at `single`; None when none is."""
         groups = group(window.id_buckets, single, self.keys.id_form)
-        keys = [groups.form.key(value) for value in groups.heads.tolist()]
         # One EXISTS first, on a standalone server: a new index's load reads no id.
-        if self._packed and not (keys and int(self.store.execute([(b"EXISTS", *keys)])[0])):
-            return None
+        if self._packed:
+            keys = [groups.form.key(value) for value in groups.heads.tolist()]
+            if not (keys and int(self.store.execute([(b"EXISTS", *keys)])[0])):
+                return None
         flat = self._hmget(groups, window.ids)
         if flat.count(None) == len(flat):
             return None
