@@ -4,6 +4,7 @@ lost. The cluster's transport keeps retrying for its failover time, read from th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import random
 import threading
@@ -18,7 +19,7 @@ from simhash_redis import SimhashIndex
 from simhash_redis.index import list_indexes
 from simhash_redis.transport import Backoff, standalone
 from simhash_redis.transport.aio import AsyncClusterTransport
-from simhash_redis.transport.cluster import DEFAULT_NODE_TIMEOUT, ClusterTransport
+from simhash_redis.transport.cluster import CLUSTER_BACKOFF, DEFAULT_NODE_TIMEOUT, ClusterTransport
 from simhash_redis.transport.greenlet_bridge import run
 from tests.servers import HOST, ClusterProcess
 
@@ -150,7 +151,10 @@ def test_listing_keys_outlasts_a_failover() -> None:
     with RedisUnavailable. (One failover: each costs the cluster's node timeout and an election.)"""
     with ClusterProcess(node_timeout_ms=4000) as cluster:
         client = cluster.client()
-        index = SimhashIndex(client, "listed", k=3, id_buckets=1024)
+        # Patience of a minute, not the default twice the node timeout (8 s here), which a loaded machine's
+        # election outlasted (RedisUnavailable); the default is what the failover tests above check.
+        patient = dataclasses.replace(CLUSTER_BACKOFF, lasting=60.0)
+        index = SimhashIndex(client, "listed", k=3, id_buckets=1024, backoff=patient)
         rng = random.Random(5)
         pairs = [(f"d{i}", rng.getrandbits(64)) for i in range(20_000)]  # pages of every primary's keys
         index.add_many(pairs)
