@@ -19,7 +19,7 @@ from redis.crc import key_slot
 
 from ..errors import RedisUnavailable, SimhashRedisError
 from . import wire
-from .standalone import Backoff, Exchange, lost_connection, raise_first_error, refused, translate_error
+from .standalone import Backoff, Exchange, lost_connection, raise_first_error, refused, retried
 from .wire import Command
 
 __all__ = ["CLUSTER_BACKOFF", "DEFAULT_NODE_TIMEOUT", "ClusterTransport", "bucket_slots", "command_keys"]
@@ -31,6 +31,7 @@ CLUSTER_BACKOFF = Backoff(retries=12, base=0.05, cap=2.0)
 #: without it) or no primary answers it. A cluster configured with a longer one needs CONFIG GET.
 DEFAULT_NODE_TIMEOUT = 15.0
 _REDIRECTIONS = 16
+_ONCE = Backoff(retries=0)  # a node's own command, which the caller's attempt retries
 # Wait for one replica, a second at a time: a write counts as done once a replica has it. A replica
 # that lags (a loaded machine) gets _WAIT_ROUNDS more seconds on the same connection; a slot with no
 # live replica left (a failover in progress) fails the attempt, and the retry refreshes the slot map.
@@ -113,21 +114,14 @@ class ClusterTransport:
                 failed, redirected, last_error = self._attempt(commands, pending, replies, durable)
                 pending = failed + redirected
                 if failed:
-                    raise _Unreached(last_error)
+                    raise last_error or rex.ConnectionError("cluster unavailable")
                 if redirected:
                     redirections += 1
                     if redirections > _REDIRECTIONS:
                         raise RedisUnavailable("the cluster kept redirecting commands; is it resharding?")
                     self._refresh()
 
-        try:
-            self.backoff.call_with_retry(
-                attempt, lambda exc: isinstance(exc, _Unreached), lambda _: self._refresh()
-            )
-        except _Unreached as exc:
-            raise translate_error(exc.cause or RedisUnavailable("cluster unavailable")) from None
-        except rex.AuthenticationError as exc:  # raised at once by `_attempt`
-            raise translate_error(exc) from None
+        retried(self.backoff, attempt, _unreached, self._refresh)
         if raise_on_error:
             raise_first_error(replies)
         return replies
@@ -144,12 +138,7 @@ class ClusterTransport:
             for node in self.client.get_primaries():  # type: ignore[no-untyped-call]
                 raise_first_error(self._node_round_trip(node, [command]))
 
-        try:
-            self.backoff.call_with_retry(attempt, lost_connection, lambda _: self._refresh())
-        except SimhashRedisError:
-            raise
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
-            raise translate_error(exc) from None
+        retried(self.backoff, attempt, before_retry=self._refresh)
 
     def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]:
         """The keys matching a pattern, a SCAN page of COUNT `count` at a time, from every primary (raises
@@ -178,16 +167,7 @@ class ClusterTransport:
             raise_first_error([reply])
             return reply
 
-        try:
-            scanned[1], keys = self.backoff.call_with_retry(
-                attempt,
-                lambda exc: lost_connection(exc) or isinstance(exc, rex.RedisClusterException),
-                lambda _: self._refresh(),
-            )
-        except (rex.ConnectionError, rex.TimeoutError, OSError, rex.RedisClusterException) as exc:
-            if isinstance(exc, SimhashRedisError):
-                raise
-            raise translate_error(exc) from None
+        scanned[1], keys = retried(self.backoff, attempt, _unreached, self._refresh)
         return keys  # type: ignore[no-any-return]
 
     def _attempt(
@@ -262,7 +242,7 @@ class ClusterTransport:
         asks: dict[str, list[int]] = defaultdict(list)
         for (node, indexes, _, _, waits), node_replies in zip(sent, node_replies_of, strict=True):
             if waits and not isinstance(node_replies, Exception) and node_replies[-1] == 0:
-                node_replies = RedisUnavailable(f"no replica of {node.name} confirmed the writes")
+                node_replies = rex.ConnectionError(f"no replica of {node.name} confirmed the writes")
             if isinstance(node_replies, Exception):
                 failed.extend(indexes)
                 last_error = node_replies
@@ -391,14 +371,11 @@ class ClusterTransport:
         return self._read(node, self._send(node, commands), len(commands))
 
     def _node_command(self, node: ClusterNode, command: Command) -> Any:
-        try:
-            reply = self._node_round_trip(node, [command])[0]
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
-            raise translate_error(exc) from None
+        reply = retried(_ONCE, lambda: self._node_round_trip(node, [command])[0])
         raise_first_error([reply])  # a refused SCAN, say: an error of the library, never a reply to unpack
         return reply
 
-    def _refresh(self) -> None:
+    def _refresh(self, _: object = None) -> None:
         # The slot map is stale (failover, reshard): ask the cluster again; while it is still electing
         # a new primary this may fail, and the next attempt retries after a backoff delay.
         self._replicas.clear()
@@ -416,12 +393,12 @@ def _share(commands: Sequence[Command], indexes: list[int]) -> Sequence[Command]
     return [commands[i] for i in indexes]
 
 
-class _Unreached(Exception):
-    """Some commands of a batch could not reach their node this attempt."""
-
-    def __init__(self, cause: Exception | None) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
+def _unreached(exc: Exception) -> bool:
+    """Whether an error is a node out of reach for now (lost, down, a slot without owner, a failover or a
+    migration under way): worth a retry after refreshing the slot map."""
+    return lost_connection(exc) or isinstance(
+        exc, (rex.RedisClusterException, rex.TryAgainError, rex.ClusterDownError)
+    )
 
 
 class _QueuedExchange(wire.Exchange):

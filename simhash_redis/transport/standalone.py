@@ -49,6 +49,7 @@ __all__ = [
     "malformed",
     "raise_first_error",
     "refused",
+    "retried",
     "translate_error",
 ]
 
@@ -183,6 +184,22 @@ class Backoff:
                 pause(delay)  # awaited when an asyncio index runs this
                 if before_retry is not None:
                     before_retry(exc)
+
+
+def retried(
+    backoff: Backoff,
+    do: Callable[[], T],
+    retryable: Callable[[Exception], bool] | None = None,
+    before_retry: Callable[[Exception], None] | None = None,
+) -> T:
+    """`backoff.call_with_retry` (retrying a `lost_connection` unless told otherwise), the redis-py error it
+    ends with translated: the one retry loop and error translation of every sender."""
+    try:
+        return backoff.call_with_retry(do, retryable or lost_connection, before_retry)
+    except SimhashRedisError:
+        raise
+    except (rex.RedisError, rex.RedisClusterException, OSError) as exc:
+        raise translate_error(exc) from None
 
 
 def refused(exc: BaseException) -> bool:
@@ -325,12 +342,7 @@ class Transport:
         """Run a conversation on one connection, again from the start on a new one after a lost connection
         (`talk` must allow that); its result. Unread replies are never seen by anyone else; `durable` is for
         a cluster's sends. Raises as `execute`, and whatever else `talk` raises at once."""
-        try:
-            return self.backoff.call_with_retry(lambda: self._on_connection(talk), lost_connection)
-        except SimhashRedisError:
-            raise
-        except (rex.RedisError, OSError) as exc:
-            raise translate_error(exc) from None
+        return retried(self.backoff, lambda: self._on_connection(talk))
 
     def broadcast(self, command: Command) -> None:
         """Send a keyless command (SCRIPT LOAD) to every server holding keys (raises as `execute`)."""
