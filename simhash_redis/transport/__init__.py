@@ -3,7 +3,7 @@ retries; above it, only the library's exceptions are seen (redis-py's are transl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import redis
 from redis.cluster import RedisCluster
@@ -19,7 +19,6 @@ from .standalone import (
     Backoff,
     Exchange,
     ScriptMissing,
-    Sender,
     Steps,
     Transport,
     drive,
@@ -50,6 +49,9 @@ __all__ = [
     "raise_first_error",
     "translate_error",
 ]
+
+#: What sends an index's commands: a standalone server's transport or a cluster's (or their asyncio kin).
+Sender: TypeAlias = Transport | ClusterTransport
 
 
 def open_sender(client: redis.Redis | RedisCluster, backoff: Backoff | None = None) -> Sender:

@@ -74,51 +74,39 @@ async def _drain(connection: Any, writer: Any) -> None:
 _WRITE_LIMIT = 1 << 16
 
 
-async def _read(connection: Any, count: int) -> list[Any]:
-    # One await for all `count` replies, taken straight from hiredis's reader, one socket read per chunk
-    # of bytes: redis.asyncio's read_response costs tens of microseconds per reply.
-    parser: Any = connection._parser
-    kind: Any = type(parser)  # compared as Any: mypy would narrow `parser` to the parser class otherwise
+async def _read_each(connection: Any, count: int) -> list[Any]:
+    # Without an asyncio hiredis parser: redis.asyncio's read_response, reply by reply.
     out: list[Any] = []
-    if _HIREDIS is None or kind is not _HIREDIS or parser._reader is None:
-        for _ in range(count):
-            try:
-                out.append(await connection.read_response(disable_decoding=True))
-            except rex.ResponseError as exc:
-                out.append(exc)
-        return out
-    gets = parser._reader.gets
-    timeout = connection.socket_timeout
-    append = out.append
+    for _ in range(count):
+        try:
+            out.append(await connection.read_response(disable_decoding=True))
+        except rex.ResponseError as exc:
+            out.append(exc)
+    return out
+
+
+def _fill(connection: Any) -> None:
+    # `wire.read`'s reads of an asyncio connection: a socket read per chunk of bytes, awaited (redis.asyncio's
+    # read_response costs tens of microseconds per reply).
+    parser = connection._parser
+    if not parser._connected:
+        raise rex.ConnectionError(wire.CLOSED)
+    wait(_fill_within(parser, connection.socket_timeout))
+
+
+async def _fill_within(parser: Any, timeout: float | None) -> None:
     try:
-        while len(out) < count:
-            reply = gets(False)
-            if reply is wire.NOT_ENOUGH_DATA:
-                if not parser._connected:
-                    raise rex.ConnectionError(wire.CLOSED)
-                if timeout is None:
-                    await parser.read_from_socket()
-                else:
-                    async with async_timeout(timeout):
-                        await parser.read_from_socket()
-                continue
-            if isinstance(reply, rex.ConnectionError):
-                raise reply
-            if type(reply) is list and reply and isinstance(reply[0], rex.ConnectionError):
-                raise reply[0]
-            if wire.PUSH is not None and isinstance(reply, wire.PUSH):  # RESP3 out-of-band: not a reply
-                handle = getattr(parser, "handle_push_response", None)
-                if handle is not None:
-                    await handle(reply)
-                continue
-            append(reply)
+        if timeout is None:
+            await parser.read_from_socket()
+        else:
+            async with async_timeout(timeout):
+                await parser.read_from_socket()
     except asyncio.TimeoutError:
         raise rex.TimeoutError("Timeout reading from Redis") from None
     except rex.RedisError:
         raise
     except OSError as exc:
         raise rex.ConnectionError(f"Error while reading from Redis: {exc.args}") from None
-    return out
 
 
 class AsyncExchange(wire.Exchange):
@@ -137,7 +125,12 @@ class AsyncExchange(wire.Exchange):
         _send(self.connection, data)
 
     def _get(self, count: int) -> list[Any]:
-        return wait(_read(self.connection, count))
+        connection = self.connection
+        parser: Any = connection._parser
+        kind: Any = type(parser)  # compared as Any: mypy would narrow `parser` to the parser class otherwise
+        if _HIREDIS is None or kind is not _HIREDIS or parser._reader is None:
+            return wait(_read_each(connection, count))
+        return wire.read(connection, count, _fill)
 
 
 class AsyncTransport(Transport):

@@ -40,7 +40,6 @@ __all__ = [
     "Backoff",
     "Exchange",
     "ScriptMissing",
-    "Sender",
     "Step",
     "Steps",
     "Transport",
@@ -73,19 +72,6 @@ class Exchange(Protocol):
     def read(self, count: int) -> list[Any]: ...
     def read_sets(self, count: int) -> bytes | None: ...
     def round_trip(self, commands: Sequence[Command]) -> list[Any]: ...
-
-
-class Sender(Protocol):
-    """Sends commands to the servers holding an index's keys: as `Transport` (or `ClusterTransport`)."""
-
-    cluster: bool
-
-    def execute(
-        self, commands: Sequence[Command], *, raise_on_error: bool = True, durable: bool = False
-    ) -> list[Any]: ...
-    def converse(self, talk: Callable[[Exchange], T], *, durable: bool = False) -> T: ...
-    def broadcast(self, command: Command) -> None: ...
-    def scan(self, pattern: str, count: int) -> Iterator[list[bytes]]: ...
 
 
 def drive(steps: Steps[T], exchange: Exchange) -> T:

@@ -7,6 +7,7 @@ anything raises, so no half-read connection goes back to a pool.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import socket
 from collections.abc import Callable, Iterator, Sequence
@@ -16,6 +17,8 @@ import hiredis
 import numpy as np
 import numpy.typing as npt
 import redis.exceptions as rex
+
+from .greenlet_bridge import wait
 
 __all__ = [
     "CLOSED",
@@ -292,20 +295,23 @@ def count_send() -> None:  # a send made elsewhere (the asyncio transports' own)
     _SENDS[0] += 1
 
 
-def read(connection: Any, count: int) -> list[Any]:
+def read(connection: Any, count: int, fill: Callable[[Any], None] | None = None) -> list[Any]:
     """Read `count` replies, raw (not decoded), error replies as ResponseError objects in place; redis-py's
-    ConnectionError for a lost connection, its TimeoutError for none within the socket timeout."""
-    if not fast(connection):
-        out: list[Any] = []
-        for _ in range(count):
-            try:
-                out.append(connection.read_response(disable_decoding=True))
-            except rex.ResponseError as exc:
-                out.append(exc)
-        return out
+    ConnectionError for a lost connection, its TimeoutError for none within the socket timeout. `fill`
+    feeds an asyncio connection's hiredis reader more of its socket (awaited); None: a synchronous
+    connection's own socket, or redis-py's reads where its parser is not hiredis's."""
+    if fill is None:
+        if not fast(connection):
+            out: list[Any] = []
+            for _ in range(count):
+                try:
+                    out.append(connection.read_response(disable_decoding=True))
+                except rex.ResponseError as exc:
+                    out.append(exc)
+            return out
+        fill = _recv
     parser = connection._parser
-    gets, feed = parser._reader.gets, parser._reader.feed
-    recv_into, buffer = parser._sock.recv_into, parser._buffer
+    gets = parser._reader.gets
     out = []
     append = out.append
     remaining = count
@@ -313,10 +319,7 @@ def read(connection: Any, count: int) -> list[Any]:
         while remaining:
             reply = gets(False)
             if reply is NOT_ENOUGH_DATA:
-                received = recv_into(buffer)
-                if not received:
-                    raise rex.ConnectionError(CLOSED)
-                feed(buffer, 0, received)
+                fill(connection)
                 continue
             kind = type(reply)
             if kind is list:
@@ -325,7 +328,9 @@ def read(connection: Any, count: int) -> list[Any]:
             elif kind is not bytes:
                 if PUSH is not None and isinstance(reply, PUSH):
                     # RESP3 out-of-band message (e.g. a client-side-cache invalidation): not a reply.
-                    parser.handle_push_response(reply)
+                    handled = parser.handle_push_response(reply)
+                    if inspect.isawaitable(handled):  # an asyncio parser's handler
+                        wait(handled)
                     continue
                 if isinstance(reply, rex.ConnectionError):
                     raise reply
@@ -334,6 +339,14 @@ def read(connection: Any, count: int) -> list[Any]:
     except OSError as exc:
         raise _read_error(connection, exc) from None
     return out
+
+
+def _recv(connection: Any) -> None:
+    parser = connection._parser
+    received = parser._sock.recv_into(parser._buffer)
+    if not received:
+        raise rex.ConnectionError(CLOSED)
+    parser._reader.feed(parser._buffer, 0, received)
 
 
 def _read_sets(connection: Any, count: int, head: bytes) -> tuple[bytes | None, bytes]:
