@@ -23,7 +23,7 @@ from simhash_redis import SimhashIndex, VerifiedIndex
 from simhash_redis.codec import format_fingerprint
 from simhash_redis.service.app import create_app
 from simhash_redis.service.config import ServiceConfig
-from simhash_redis.service.metrics import Metrics
+from simhash_redis.service.guard import Metrics
 from tests.servers import HOST, ServerProcess
 from tests.service_process import ServiceProcess
 
@@ -411,7 +411,7 @@ def test_server_packages_are_imported_only_by_the_service() -> None:
 def test_metrics_are_tallied_then_added_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     from prometheus_client import generate_latest
 
-    from simhash_redis.service import metrics as metrics_module
+    from simhash_redis.service import guard as metrics_module
 
     monkeypatch.setattr(metrics_module, "FLUSH_AFTER", 0.0)
     route = "/test/tallied"

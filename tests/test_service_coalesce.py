@@ -14,7 +14,7 @@ from simhash_redis.errors import InvalidArgument, RedisUnavailable
 
 pytest.importorskip("msgspec")
 
-from simhash_redis.service import operations, schemas
+from simhash_redis.service import operations
 from simhash_redis.service.indexes import MAX_BATCH, Coalescer, Opened
 from simhash_redis.transport.wire import round_trips
 
@@ -25,18 +25,18 @@ def test_one_turns_calls_run_as_one_batch_each_with_its_answer(redis_url: str) -
     index = Opened(SimhashIndex.from_url(redis_url, "coalesce"), None)
     calls: list[int] = []
 
-    def run(docs: Sequence[schemas.Document]) -> list[schemas.AddIfNewResult]:
+    def run(docs: Sequence[operations.Document]) -> list[operations.AddIfNewResult]:
         calls.append(len(docs))
         return operations.add_if_new(index, docs)
 
-    coalescer: Coalescer[schemas.Document, schemas.AddIfNewResult] = Coalescer(run)
+    coalescer: Coalescer[operations.Document, operations.AddIfNewResult] = Coalescer(run)
 
-    async def race() -> list[schemas.AddIfNewResult | BaseException]:
+    async def race() -> list[operations.AddIfNewResult | BaseException]:
         futures = [
-            coalescer.submit(schemas.Document("a", TEXT)),
-            coalescer.submit(schemas.Document("b", TEXT + "!")),  # a near-duplicate of a
-            coalescer.submit(schemas.Document("", TEXT)),  # an id the library refuses
-            coalescer.submit(schemas.Document("c", "a different story about the harbour ferries")),
+            coalescer.submit(operations.Document("a", TEXT)),
+            coalescer.submit(operations.Document("b", TEXT + "!")),  # a near-duplicate of a
+            coalescer.submit(operations.Document("", TEXT)),  # an id the library refuses
+            coalescer.submit(operations.Document("c", "a different story about the harbour ferries")),
         ]
         return await asyncio.gather(*futures, return_exceptions=True)
 
@@ -44,11 +44,11 @@ def test_one_turns_calls_run_as_one_batch_each_with_its_answer(redis_url: str) -
     a, b, bad, c = asyncio.run(race())
     # One batch, refused whole for its bad id (nothing written), then each alone: its own answers.
     assert calls == [4, 1, 1, 1, 1]
-    assert isinstance(a, schemas.AddIfNewResult) and a.stored
-    assert isinstance(b, schemas.AddIfNewResult) and not b.stored and b.duplicate is not None
+    assert isinstance(a, operations.AddIfNewResult) and a.stored
+    assert isinstance(b, operations.AddIfNewResult) and not b.stored and b.duplicate is not None
     assert b.duplicate.id == "a"
     assert isinstance(bad, InvalidArgument)
-    assert isinstance(c, schemas.AddIfNewResult) and c.stored
+    assert isinstance(c, operations.AddIfNewResult) and c.stored
     assert index.plain.count() == (2, 2)
     assert round_trips() > before
 
@@ -118,7 +118,7 @@ def test_a_lone_request_runs_at_once_and_requests_read_together_share_a_batch(
     batches: list[int] = []
     near = operations.OPERATIONS["near"].function
 
-    def counted(index: Opened, queries: Sequence[schemas.Query], *params: object) -> object:
+    def counted(index: Opened, queries: Sequence[operations.Query], *params: object) -> object:
         batches.append(len(queries))
         return near(index, queries, *params)  # type: ignore[arg-type]
 

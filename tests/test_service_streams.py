@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("msgspec")
 
-from simhash_redis.service import schemas
+from simhash_redis.service import operations
 from simhash_redis.service.streams import json_lines
 
 
@@ -34,13 +34,13 @@ def answer(chunks: Sequence[bytes], limit: int, batch: int = 1000) -> list[Any]:
     """The answer's lines, parsed: each line's id, or its error."""
 
     async def run() -> list[bytes]:
-        ids = [part async for part in json_lines(Body(chunks), schemas.Id, _ids, batch, limit)]  # type: ignore[arg-type]
+        ids = [part async for part in json_lines(Body(chunks), operations.Id, _ids, batch, limit)]  # type: ignore[arg-type]
         return ids
 
     return [json.loads(line) for line in b"".join(asyncio.run(run())).splitlines()]
 
 
-def _ids(items: Sequence[schemas.Id]) -> list[schemas.Id]:
+def _ids(items: Sequence[operations.Id]) -> list[operations.Id]:
     return list(items)
 
 

@@ -19,13 +19,12 @@ from starlette.routing import Route
 from .. import defaults
 from ..errors import ConfigurationMismatch, IndexNotFound, InvalidArgument, InvalidType
 from ..index.mode import chosen_mode
-from . import operations, schemas
+from . import operations
 from .config import SERVE_ASKING, ServiceConfig, check_url
-from .guard import Guard
+from .guard import CONTENT_TYPE_LATEST, Guard, Metrics
 from .indexes import Opened, Registry
-from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .operations import OPERATIONS, Operation, document
-from .problems import ServiceError, not_utf8, refuse
+from .problems import ErrorBody, ServiceError, not_utf8, refuse
 from .protocol import alone
 from .streams import Call, Receive, Scope, Send, json_lines, segments
 
@@ -117,11 +116,13 @@ class Service:
             index = self._index(name, op, (single,))
             params: tuple[Any, ...] = (single.k, single.threshold) if op.name == "near" else ()
             if alone():  # none can join its batch (a coalescer may hold only requests answered 504)
-                result = op.run(index, [single], params)[0]
+                result = op.function(index, [single], *params)[0]
             else:
                 if params:  # checked before they key a coalescer: each value refused would make one
                     operations.check_near(index, *params)
-                coalescer = index.coalescer((op.name, *params), lambda items: op.run(index, items, params))
+                coalescer = index.coalescer(
+                    (op.name, *params), lambda items: op.function(index, items, *params)
+                )
                 future = coalescer.submit(single)
                 timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
                 try:
@@ -171,7 +172,7 @@ class Service:
             return
         index = self._index(name, op, items)
         try:
-            results = op.run(index, items, params)
+            results = op.function(index, items, *params)
         except (InvalidArgument, InvalidType):
             if op.create and len(items) > 1:  # refused before any write: tell which document
                 operations.check_documents(items, index.verified is not None, index.plain.f)
@@ -190,7 +191,7 @@ class Service:
                 raise
 
         def run(items: Sequence[Any]) -> Sequence[Any]:
-            return op.run(self._index(name, op, items), items, params)
+            return op.function(self._index(name, op, items), items, *params)
 
         return run
 
@@ -198,7 +199,7 @@ class Service:
         """The error response of an exception (its code noted for the metrics and the access log)."""
         status, problem = refuse(exc, request.scope.setdefault("state", {}))
         self.forget_missing(exc, request.path_params.get("name", ""))
-        return Response(_encode(schemas.ErrorBody(problem)), status, media_type=_JSON)
+        return Response(_encode(ErrorBody(problem)), status, media_type=_JSON)
 
     async def stats(self, request: Request) -> Response:
         """``GET /v1/indexes/{name}/stats``."""

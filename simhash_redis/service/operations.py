@@ -1,5 +1,9 @@
-"""What each endpoint does with an open index: a batch to the library, its results in the service's JSON;
-and the OpenAPI 3.1 document of them, generated from their msgspec schemas (served at /openapi.json)."""
+"""What each endpoint does with an open index: a batch to the library, its results in the service's JSON
+(msgspec structs); and the OpenAPI 3.1 document of them, generated from those (served at /openapi.json).
+
+Fingerprints travel as hex strings, as the CLI prints them (a request may also give decimal, as a string):
+a 64-bit number does not survive a JSON parser that reads numbers as doubles (JavaScript's).
+"""
 
 from __future__ import annotations
 
@@ -10,28 +14,14 @@ from typing import Any
 
 import msgspec
 
+from .. import results
 from ..codec import format_fingerprint, parse_fingerprint
 from ..errors import InvalidArgument, InvalidType
 from ..index.arguments import check_k, check_text
 from ..index.mode import add_if_new_many
-from ..results import Match, VerifiedMatch
 from ..store.keys import encode_id
-from . import schemas
 from .indexes import Opened
-from .problems import CODES
-from .schemas import (
-    AddIfNewResult,
-    AddResult,
-    Document,
-    FingerprintResult,
-    Id,
-    NearResult,
-    Query,
-    QueryItem,
-    RemoveResult,
-    StoredResult,
-    Text,
-)
+from .problems import CODES, ErrorBody
 
 __all__ = [
     "OPERATIONS",
@@ -47,6 +37,113 @@ __all__ = [
     "remove",
     "stats",
 ]
+
+
+class _In(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A request body: unknown fields are refused (a misspelt "k" would silently be ignored)."""
+
+
+class _Out(msgspec.Struct, omit_defaults=True, frozen=True):
+    """A response body: fields that do not apply are left out."""
+
+
+class Text(_In, frozen=True):
+    """A text to fingerprint."""
+
+    text: str
+
+
+class QueryItem(_In, frozen=True):
+    """One query of a batch of `near`: a text, or a fingerprint (of a plain index)."""
+
+    text: str | None = None
+    fingerprint: str | None = None
+
+
+class Query(QueryItem, frozen=True):
+    """A `near` query: a text or a fingerprint, the largest distance k, and a verified index's threshold."""
+
+    k: int | None = None
+    threshold: float | None = None
+
+
+class Document(_In, frozen=True):
+    """A document to store: its id and its text (or, in a plain index, its fingerprint)."""
+
+    id: str
+    text: str | None = None
+    fingerprint: str | None = None
+
+
+class Id(_In, frozen=True):
+    """A document id."""
+
+    id: str
+
+
+class Match(_Out, frozen=True):
+    """A stored near-duplicate: its id, Hamming distance, fingerprint, and (verified) estimated Jaccard."""
+
+    id: str
+    distance: int
+    fingerprint: str
+    jaccard: float | None = None
+
+
+class FingerprintResult(_Out, frozen=True):
+    """A text's fingerprint in the index's scheme."""
+
+    fingerprint: str
+
+
+class NearResult(_Out, frozen=True):
+    """The matches of a query: nearest first (verified: most similar first)."""
+
+    matches: list[Match]
+
+
+class AddResult(_Out, frozen=True):
+    """What `add` did: added, replaced or unchanged."""
+
+    id: str
+    outcome: str
+    fingerprint: str
+
+
+class AddIfNewResult(_Out, frozen=True):
+    """What `add_if_new` did: stored, or not, because of the stored near-duplicate `duplicate`."""
+
+    id: str
+    stored: bool
+    fingerprint: str
+    duplicate: Match | None = None
+
+
+class RemoveResult(_Out, frozen=True):
+    """Whether the id was stored (and is now removed)."""
+
+    id: str
+    removed: bool
+
+
+class StoredResult(msgspec.Struct, frozen=True):
+    """The fingerprint stored for an id, null when it is not stored."""
+
+    id: str
+    fingerprint: str | None
+
+
+class Stats(_Out, frozen=True):
+    """An index's configuration and counts."""
+
+    name: str
+    documents: int
+    fingerprints: int
+    f: int
+    k: int
+    layout: str
+    verified: bool
+    threshold: float | None = None
 
 
 class Operation:
@@ -68,10 +165,6 @@ class Operation:
         self.decode_single = msgspec.json.Decoder(single).decode
         self.decode_batch = msgspec.json.Decoder(list[item]).decode  # type: ignore[valid-type]
 
-    def run(self, index: Opened, items: Sequence[Any], params: tuple[Any, ...]) -> Sequence[msgspec.Struct]:
-        """This operation's function on a batch."""
-        return self.function(index, items, *params)
-
 
 def fingerprint(index: Opened, texts: Sequence[Text]) -> list[FingerprintResult]:
     """The fingerprints of texts in the index's scheme (no Redis round trip)."""
@@ -87,7 +180,7 @@ def near(
         raise _not_verified(index)
     verified, f, name = index.verified is not None, index.plain.f, index.plain.name
     docs = [_document(q, verified, f, "query", name) for q in queries]
-    found: list[list[Match]] | list[list[VerifiedMatch]]
+    found: list[list[results.Match]] | list[list[results.VerifiedMatch]]
     if index.verified is not None:
         texts: list[Any] = docs  # texts: `_document` refuses a fingerprint
         if len(texts) == 1:
@@ -116,7 +209,7 @@ def add_if_new(index: Opened, docs: Sequence[Document]) -> list[AddIfNewResult]:
     f = index.plain.f
     out: list[AddIfNewResult] = []
     for doc_id, fp, result in zip(ids, fps, found, strict=True):
-        duplicate = _match(result, f) if isinstance(result, (Match, VerifiedMatch)) else None
+        duplicate = _match(result, f) if isinstance(result, (results.Match, results.VerifiedMatch)) else None
         out.append(AddIfNewResult(doc_id, duplicate is None, format_fingerprint(fp, f), duplicate))
     return out
 
@@ -139,13 +232,13 @@ def get(index: Opened, items: Sequence[Id]) -> list[StoredResult]:
     ]
 
 
-def stats(index: Opened) -> schemas.Stats:
+def stats(index: Opened) -> Stats:
     """The index's configuration and counts."""
     plain = index.plain
     documents, fps = plain.count()
     threshold = None if index.verified is None else index.verified.threshold
     layout, verified = plain.layout.describe(), index.verified is not None
-    return schemas.Stats(plain.name, documents, fps, plain.f, plain.k, layout, verified, threshold)
+    return Stats(plain.name, documents, fps, plain.f, plain.k, layout, verified, threshold)
 
 
 def check_near(index: Opened, k: int | None, threshold: float | None) -> None:
@@ -184,9 +277,9 @@ def _not_verified(index: Opened) -> InvalidArgument:
     )
 
 
-def _match(m: Match | VerifiedMatch, f: int) -> schemas.Match:
-    jaccard = round(m.jaccard, 4) if isinstance(m, VerifiedMatch) else None
-    return schemas.Match(m.id, m.distance, format_fingerprint(m.fingerprint, f), jaccard)
+def _match(m: results.Match | results.VerifiedMatch, f: int) -> Match:
+    jaccard = round(m.jaccard, 4) if isinstance(m, results.VerifiedMatch) else None
+    return Match(m.id, m.distance, format_fingerprint(m.fingerprint, f), jaccard)
 
 
 def _document(
@@ -247,7 +340,7 @@ def _json(schema: Any) -> dict[str, Any]:
 
 def _answers(description: str, content: dict[str, Any]) -> dict[str, Any]:
     """The responses of a /v1 operation: 200 with its content, and every error status."""
-    error = {"description": "an error; body.error.code is stable", "content": _json(_ref(schemas.ErrorBody))}
+    error = {"description": "an error; body.error.code is stable", "content": _json(_ref(ErrorBody))}
     return {
         "200": {"description": description, "content": content},
         **{str(status): error for status in sorted(set(CODES.values()))},
@@ -257,7 +350,7 @@ def _answers(description: str, content: dict[str, Any]) -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def document() -> bytes:
     """The OpenAPI document, as JSON."""
-    kinds: set[Any] = {schemas.ErrorBody, schemas.Stats}
+    kinds: set[Any] = {ErrorBody, Stats}
     for op in OPERATIONS.values():
         kinds |= {op.single, op.item, op.result}
     _, components = msgspec.json.schema_components(sorted(kinds, key=lambda k: k.__name__))
@@ -303,7 +396,7 @@ def document() -> bytes:
             "summary": "An index's configuration and counts",
             "operationId": "stats",
             "parameters": [name],
-            "responses": _answers("the stats", _json(_ref(schemas.Stats))),
+            "responses": _answers("the stats", _json(_ref(Stats))),
         }
     }
     ok = {"200": {"description": "ok"}}

@@ -15,6 +15,7 @@ __all__ = [
     "ERROR_CODE",
     "SENT",
     "STATUS",
+    "ErrorBody",
     "Problem",
     "ServiceError",
     "not_utf8",
@@ -45,6 +46,12 @@ class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
     code: str
     message: str
     line: int | None = None
+
+
+class ErrorBody(msgspec.Struct, frozen=True):
+    """The body of every error response."""
+
+    error: Problem
 
 
 #: Library errors, most specific first: (type, HTTP status, code).

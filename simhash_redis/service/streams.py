@@ -13,8 +13,7 @@ from urllib.parse import parse_qsl, unquote
 import msgspec
 
 from ..errors import InvalidArgument, InvalidType
-from .problems import SENT, STATUS, Problem, ServiceError, not_utf8, refuse
-from .schemas import ErrorBody
+from .problems import SENT, STATUS, ErrorBody, Problem, ServiceError, not_utf8, refuse
 
 __all__ = ["JSON_LINES", "Call", "Message", "Receive", "Scope", "Send", "json_lines", "segments"]
 
