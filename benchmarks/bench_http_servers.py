@@ -10,7 +10,7 @@ installed: none is a dependency of the project)::
 
 Each server runs one worker process serving a minimal app (no Redis): uvicorn with its defaults and
 with ``loop="uvloop", http="httptools"`` said, under a raw ASGI app; uvicorn with the service's own
-protocol (``service/protocol.py``) under the raw ASGI app, a Starlette route (msgspec) and a FastAPI
+protocol (``service/runner.py``) under the raw ASGI app, a Starlette route (msgspec) and a FastAPI
 route (pydantic); granian's ASGI and its RSGI interface (uvloop); uWSGI's HTTP/1.1 socket under a WSGI app
 (a server in C calling the app on its own thread: the sync design). All are started at once and measured
 round by round in a rotating order: a minimal client (bench_service's: a prepared request on a raw
@@ -116,7 +116,7 @@ _UVICORN = (
     "import uvicorn; uvicorn.run('benchmarks.bench_http_servers:{app}', port={port}, access_log=False, "
     "log_level='warning', server_header=False{extra})"
 )
-_SERVICE_PROTOCOL = ", http='simhash_redis.service.protocol:Protocol'"
+_SERVICE_PROTOCOL = ", http='simhash_redis.service.runner:Protocol'"
 
 
 def _uvicorn(app: str = "asgi", extra: str = "") -> list[str]:

@@ -134,13 +134,13 @@ def in_thread(redis_url: str) -> Iterator[tuple[Any, int]]:
     can read its state): the app and its port, once it has started."""
     import uvicorn
 
-    from simhash_redis.service import protocol
+    from simhash_redis.service import runner
     from simhash_redis.service.app import create_app
     from simhash_redis.service.config import ServiceConfig
 
     port = free_port()
     app = create_app(ServiceConfig(redis_url=redis_url, access_log=False))
-    config = uvicorn.Config(app, host=HOST, port=port, http=protocol.Protocol, log_level="warning")
+    config = uvicorn.Config(app, host=HOST, port=port, http=runner.Protocol, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -106,7 +106,7 @@ def test_a_call_still_waiting_at_its_timeout_gets_504_and_leaves_the_batch() -> 
 def test_a_lone_request_runs_at_once_and_requests_read_together_share_a_batch(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from simhash_redis.service import protocol
+    from simhash_redis.service import runner
     from simhash_redis.service.app import Service
     from simhash_redis.service.config import ServiceConfig
     from simhash_redis.service.indexes import Registry
@@ -145,11 +145,11 @@ def test_a_lone_request_runs_at_once_and_requests_read_together_share_a_batch(
 
     try:
         with monkeypatch.context() as lone:
-            lone.setattr(protocol, "_unanswered", [1])
+            lone.setattr(runner, "_unanswered", [1])
             lone.setattr(Coalescer, "submit", refused)
             alone = asyncio.run(call(TEXT))
         assert batches == [1]
-        monkeypatch.setattr(protocol, "_unanswered", [2])
+        monkeypatch.setattr(runner, "_unanswered", [2])
         both = asyncio.run(gathered())
         assert batches == [1, 2]
     finally:
@@ -160,7 +160,7 @@ def test_a_lone_request_runs_at_once_and_requests_read_together_share_a_batch(
 
 
 def test_a_response_head_goes_with_its_body_in_one_write() -> None:
-    from simhash_redis.service.protocol import _HeadWithBody
+    from simhash_redis.service.runner import _HeadWithBody
 
     class Transport:
         def __init__(self) -> None:
@@ -204,7 +204,7 @@ def test_a_response_head_goes_with_its_body_in_one_write() -> None:
 def test_the_worker_counts_each_request_until_it_is_answered_or_its_connection_lost(redis_url: str) -> None:
     import socket
 
-    from simhash_redis.service import protocol
+    from simhash_redis.service import runner
     from tests.servers import HOST
     from tests.service_process import in_thread, until
 
@@ -222,7 +222,7 @@ def test_the_worker_counts_each_request_until_it_is_answered_or_its_connection_l
                 assert more
                 received += more
             assert received.count(b"HTTP/1.1 200") == 3
-            until(lambda: protocol._unanswered[0] == 0)
+            until(lambda: runner._unanswered[0] == 0)
         with socket.create_connection((HOST, port), timeout=30) as conn:
             # A HEAD response has no body to write: its held head goes when the response completes,
             # and the kept-alive connection serves the next request.
@@ -238,11 +238,11 @@ def test_the_worker_counts_each_request_until_it_is_answered_or_its_connection_l
                 more = conn.recv(65536)
                 assert more
                 received += more
-            until(lambda: protocol._unanswered[0] == 0)
+            until(lambda: runner._unanswered[0] == 0)
         with socket.create_connection((HOST, port), timeout=30) as conn:
             conn.sendall(request[:-10])  # a request whose body never comes, then the connection goes
-            until(lambda: protocol._unanswered[0] == 1)
-        until(lambda: protocol._unanswered[0] == 0)
+            until(lambda: runner._unanswered[0] == 1)
+        until(lambda: runner._unanswered[0] == 0)
 
 
 def test_each_operation_holds_its_function_under_its_path_name() -> None:

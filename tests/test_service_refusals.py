@@ -167,7 +167,7 @@ def test_post_to_stats_is_405(http: httpx.Client) -> None:
 
 
 def test_refused_parameters_make_no_coalescer_and_a_coalescer_goes_once_idle(redis_url: str) -> None:
-    from simhash_redis.service import protocol
+    from simhash_redis.service import runner
 
     VerifiedIndex(SimhashIndex.from_url(redis_url, "co")).add("a", TEXT)
     with (
@@ -180,7 +180,7 @@ def test_refused_parameters_make_no_coalescer_and_a_coalescer_goes_once_idle(red
         held.sendall(
             f"POST /v1/indexes/co/near HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 99\r\n\r\n".encode()
         )
-        until(lambda: protocol._unanswered[0] == 1)
+        until(lambda: runner._unanswered[0] == 1)
         for i in range(40):
             refused = http.post("/v1/indexes/co/near", json={"text": TEXT, "k": 10**6 + i})
             assert code_of(refused) == (400, "invalid_argument")

@@ -25,7 +25,7 @@ from .guard import CONTENT_TYPE_LATEST, Guard, Metrics
 from .indexes import Opened, Registry
 from .operations import OPERATIONS, Operation, document
 from .problems import ErrorBody, ServiceError, not_utf8, refuse
-from .protocol import alone
+from .runner import alone
 from .streams import Call, Receive, Scope, Send, json_lines, segments
 
 __all__ = ["create_app"]
@@ -137,18 +137,16 @@ class Service:
     def _index(self, name: str, op: Operation, items: Sequence[Any]) -> Opened:
         """The index an operation runs on; for a write to a missing one, created once its documents are
         checked (a refused write leaves nothing behind)."""
-        registry = self.registry
-        if not (op.create and self.config.create):
-            return registry.get(name)
         try:
-            return registry.get(name)
+            return self.registry.get(name)
         except IndexNotFound:
-            pass
+            if not (op.create and self.config.create):
+                raise
         from_text = not items or any(getattr(item, "text", None) is not None for item in items)
         config = self.config
         verified = chosen_mode(config.asked_mode(), name=name, from_text=from_text, asking=SERVE_ASKING)
         operations.check_documents(items, verified, defaults.F if config.f is None else config.f)
-        return registry.get(name, create=True, from_text=from_text)
+        return self.registry.get(name, create=True, from_text=from_text)
 
     def _expire(self, future: asyncio.Future[Any]) -> None:
         """Answer 504 to a single call still waiting for its batch after the timeout (the batch skips it)."""

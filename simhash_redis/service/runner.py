@@ -1,20 +1,25 @@
-"""Running the service: uvicorn with its worker processes, TLS, and a graceful stop on SIGTERM."""
+"""Running the service: uvicorn with its worker processes, TLS, and a graceful stop on SIGTERM; its HTTP
+protocol, uvicorn's (httptools), counting the requests read and not answered (a lone one skips the
+coalescer: `alone`) and sending each response's head in one segment with its body."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..errors import InvalidArgument
 from .config import ServiceConfig
-from .protocol import PROTOCOL
 
-__all__ = ["Listen", "serve"]
+__all__ = ["PROTOCOL", "Listen", "Protocol", "alone", "serve"]
 
 _APP = "simhash_redis.service.app:create_app"
 
@@ -75,3 +80,92 @@ def serve(config: ServiceConfig, listen: Listen) -> None:
     finally:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+#: What `uvicorn.run(http=...)` is given: importable by name in each worker process.
+PROTOCOL = "simhash_redis.service.runner:Protocol"
+
+# The requests this process has read through `Protocol` and not yet answered (none when the app runs
+# under another server, or in-process: then requests are always gathered).
+_unanswered = [0]
+_CONTINUE = b"HTTP/1.1 100 "
+
+
+def alone() -> bool:
+    """Whether the request being served is the only one this worker has read and not answered."""
+    return _unanswered[0] == 1
+
+
+class _HeadWithBody:
+    """One response's transport: its head (the first write) is held back until the body's first part,
+    then both go in one call. A ``100 Continue`` goes at once: the client waits for it to send the body."""
+
+    __slots__ = ("_done", "_head", "_started", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, done: Callable[[], None]) -> None:
+        self._transport = transport
+        self._done = done
+        self._head: bytes | None = None
+        self._started = False
+
+    def write(self, data: bytes) -> None:
+        head = self._head
+        if head is not None:
+            self._head = None
+            self._transport.write(head + data)
+        elif self._started or data.startswith(_CONTINUE):
+            self._transport.write(data)
+        else:
+            self._head = data
+            self._started = True
+
+    def flush(self) -> None:
+        """Send a head still held: its response ended without a body write (HEAD, or cut short)."""
+        head, self._head = self._head, None
+        if head is not None:
+            self._transport.write(head)
+
+    def complete(self) -> None:
+        """Its response ended: send the head still held, then call its cycle's `on_response`."""
+        self.flush()
+        self._done()
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class Protocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, counting the requests read and not answered, each head with its body."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._mine = 0  # this connection's share of the count (queued pipelined requests too)
+
+    def on_headers_complete(self) -> None:
+        before = self.cycle
+        super().on_headers_complete()
+        cycle = self.cycle
+        # A new request's cycle (not an upgrade's, which keeps the old one) writes through the holder.
+        if cycle is not before and cycle is not None:
+            # Its own response's end flushes it: with pipelining, self.cycle is already the next request's.
+            holder = _HeadWithBody(cycle.transport, cycle.on_response)
+            cycle.transport = holder  # type: ignore[assignment]
+            cycle.on_response = holder.complete
+            self._mine += 1
+            _unanswered[0] += 1
+
+    def on_response_complete(self) -> None:
+        if self._mine:
+            self._mine -= 1
+            _unanswered[0] -= 1
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Requests cut off with their connection are answered by no one.
+        _unanswered[0] -= self._mine
+        self._mine = 0
+        super().connection_lost(exc)
