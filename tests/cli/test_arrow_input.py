@@ -240,11 +240,8 @@ def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["string", "large_string"])
 def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
-    from simhash_redis.fingerprinting import engine_choice
-    from simhash_redis.jobs.fingerprinter import by_records
+    from simhash_redis.jobs.fingerprinter import fingerprinted
 
-    if engine_choice.native is None:
-        pytest.skip("the bytes path is the compiled core's")
     texts = [
         article(1),
         "\u3000 \u00a0",
@@ -259,36 +256,28 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     ids = ["a", "b", "c", None, "x" * 2000, "f", "g", "h", "i"]
     batch = pa.record_batch({"id": ids, "text": pa.array(texts, type=getattr(pa, kind)())})
     rows = arrow.ArrowRows("t.parquet", 11, batch, ReadOptions(), "id", "text")
-    done = rows.texts_fingerprinted(Scheme(), None)
-    assert done is not None
-    expected = by_records(rows.records(), Scheme(), None, 64, "auto")
-    assert done[:2] == (expected.ids, expected.fps) and expected.ids == ["a", "g", "h", "i"]
-    assert [(at, str(e)) for at, e in done[2]] == [(at, str(e)) for at, e in expected.errors]
+    done = fingerprinted(rows, Scheme(), None, 64, "auto")
+    assert done.ids == ["a", "g", "h", "i"] and done.fps == Scheme().fingerprint_many([texts[0], *texts[6:9]])
     assert str(done[2][0][1]) == "t.parquet:12: empty text"
     # What a worker process gets: the texts as lists (no pyarrow there), read as the batch is.
     sent = pickle.loads(pickle.dumps(rows, protocol=4))
     assert isinstance(sent, TextRows)
-    again = sent.texts_fingerprinted(Scheme(), None)
-    assert again is not None and again[:2] == done[:2]
+    again = fingerprinted(sent, Scheme(), None, 64, "auto")
+    assert again[:2] == done[:2]
     assert [(at, str(e)) for at, e in again[2]] == [(at, str(e)) for at, e in done[2]]
     assert [str(r) for r in sent.records()] == [str(r) for r in rows.records()]
 
 
 def test_a_binary_id_not_utf8_is_named_as_the_records_path_names_it() -> None:
-    from simhash_redis.fingerprinting import engine_choice
-    from simhash_redis.jobs.fingerprinter import by_records
+    from simhash_redis.jobs.fingerprinter import fingerprinted
 
-    if engine_choice.native is None:
-        pytest.skip("the bytes path is the compiled core's")
     ids = pa.array([b"a", b"\xffb", b"c"], type=pa.binary())
     batch = pa.record_batch({"id": ids, "text": [article(1), article(2), article(3)]})
     rows = arrow.ArrowRows("t.parquet", 1, batch, ReadOptions(), "id", "text")
-    done = rows.texts_fingerprinted(Scheme(), None)
-    assert done is not None and done.ids == ["a", "c"]
+    done = fingerprinted(rows, Scheme(), None, 64, "auto")
+    assert done.ids == ["a", "c"]
     # It said "the id must be a string or an integer, got InputError"
     assert [(at, str(e)) for at, e in done.errors] == [(1, "t.parquet:2: not valid UTF-8 (byte 0)")]
-    expected = by_records(rows.records(), Scheme(), None, 64, "auto")
-    assert [str(e) for _, e in expected.errors] == [str(e) for _, e in done.errors]
 
 
 @pytest.mark.parametrize("kind", ["string", "large_string"])
