@@ -282,12 +282,8 @@ class ArrowRows(NamedTuple):
         return PackedTexts(self.source, self.first, ids, *_packed(texts), self.options)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        sent = self.for_worker()
-        if isinstance(sent, PackedTexts):
-            return sent.__reduce__()
-        if isinstance(sent, TextRows):
-            return TextRows, tuple(sent)
-        # Other columns as an Arrow IPC stream: pickle's protocol 4 copies Arrow buffers slowly.
+        # As an Arrow IPC stream (texts go as `for_worker` gives them): pickle's protocol 4 copies Arrow
+        # buffers slowly.
         pa, _, ipc = pyarrow()
         sink = pa.BufferOutputStream()
         with ipc.new_stream(sink, self.batch.schema) as writer:

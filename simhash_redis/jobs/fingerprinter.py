@@ -103,10 +103,7 @@ def fingerprinted(
         return by_records(unit, scheme, hasher, f, fp_base)
     if isinstance(unit, SharedTexts):
         assert _worker_ring is not None
-        done = unit.texts_fingerprinted(_worker_ring, scheme, hasher)
-        if done is not None:
-            return done
-        unit = unit.unpacked(_worker_ring)
+        return unit.fingerprinted(_worker_ring, scheme, hasher)
     if not isinstance(unit, JsonLines):
         return (unit.rows() if isinstance(unit, ArrowRows) else unit).fingerprinted(
             scheme, hasher, f, fp_base

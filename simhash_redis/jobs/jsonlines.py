@@ -27,7 +27,7 @@ from .records import (
     line_text,
     open_input,
 )
-from .text_rows import Fingerprinted, completed, placed
+from .text_rows import Fingerprinted, fingerprints_of, placed, texts_of
 
 
 class JsonLine(NamedTuple):
@@ -145,7 +145,8 @@ class JsonLines(NamedTuple):
             read = core.sketch_text_lines(self.raws, scheme, *bands, *fields, defaults.MAX_ID_BYTES)
             ids, fps, sketches, others = read
         items = [_json_record(self.raws[at], self.first + at, self.source, options) for at in others]
-        return completed(items, scheme, hasher, Fingerprinted(ids, fps, [], sketches), others)
+        core_read = Fingerprinted(ids, fps, [], sketches)
+        return placed(items, *fingerprints_of(texts_of(items), scheme, hasher), core_read, others)
 
     def _line(self, position: int, f: int, fp_base: str) -> Record | InputError | None:
         """One line's record (its fingerprint read), its error, or None for a blank line (the pure reader)."""

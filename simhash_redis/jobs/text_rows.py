@@ -1,5 +1,6 @@
-"""Rows of a table as a fingerprinting worker gets them, without pyarrow: ids, and texts' UTF-8 bytes sent
-packed (`PackedTexts`) or through shared memory to a forked worker (`SharedTexts`)."""
+"""A run of input fingerprinted (`Fingerprinted`: the compiled core's results and the pure reader's placed in
+input order, `placed`), and rows of a table as a worker gets them, without pyarrow: ids, and texts' UTF-8
+bytes sent packed (`PackedTexts`) or through shared memory to a forked worker (`SharedTexts`)."""
 
 from __future__ import annotations
 
@@ -135,20 +136,10 @@ def placed(
     return Fingerprinted(ids, out, errors, kept)
 
 
-def completed(
-    items: Items,
-    scheme: Scheme,
-    hasher: Sketcher | None,
-    core: Fingerprinted | None = None,
-    others: Sequence[int] = (),
-) -> Fingerprinted:
-    """`placed`, the parsed items' texts fingerprinted (and sketched) here."""
-    return placed(items, *fingerprints_of(texts_of(items), scheme, hasher), core, others)
-
-
 def by_records(items: Items, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str) -> Fingerprinted:
     """Records and errors, every precomputed fingerprint read and every text fingerprinted (and sketched)."""
-    return completed(parsed(items, f, fp_base, hasher), scheme, hasher)
+    items = parsed(items, f, fp_base, hasher)
+    return placed(items, *fingerprints_of(texts_of(items), scheme, hasher))
 
 
 def offsets_of(offsets: bytes, wide: bool) -> memoryview:
@@ -177,8 +168,8 @@ class TextRows(NamedTuple):
 
 
 def _by_rows(items: Items, raws: Sequence[Any], scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted:
-    """`completed` of the records of rows (one item a row), each text fingerprinted from its row's UTF-8
-    bytes as read: the compiled core would encode its str again."""
+    """`by_records` of parsed records of rows (one item a row), each text fingerprinted from its row's
+    UTF-8 bytes as read: the compiled core would encode its str again."""
     texts = [
         raws[at] for at, item in enumerate(items) if isinstance(item, Record) and isinstance(item.doc, str)
     ]
@@ -233,29 +224,19 @@ class SharedTexts(NamedTuple):
     wide: bool
     options: ReadOptions
 
-    def texts_fingerprinted(
-        self, memory: Any, scheme: Scheme, hasher: Sketcher | None
-    ) -> Fingerprinted | None:
-        """As `ArrowRows.texts_fingerprinted`, the texts read where they lie in `memory` (the ring as this
-        process maps it); None under the pure engine, or for a verified index (its sketches need texts)."""
+    def fingerprinted(self, memory: Any, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted:
+        """`TextRows.fingerprinted`, the texts read where they lie in `memory` (the ring as this process
+        maps it): by the compiled core, but for a verified index (its sketches need the texts)."""
         core = engine_choice.native
-        if core is None or hasher is not None:
-            return None
         bounds = offsets_of(self.offsets, self.wide)
         data = memory[self.start : self.start + bounds[-1] - bounds[0]]
-        fps, others = core.fingerprint_packed_texts(data, self.offsets, self.wide, scheme)
+        fps: list[int] = []
+        others: Sequence[int] = range(len(self.ids))
+        if core is not None and hasher is None:
+            fps, others = core.fingerprint_packed_texts(data, self.offsets, self.wide, scheme)
         base = bounds[0]
         raws: list[bytes | None] = [None] * len(self.ids)
         for at in others:
             raws[at] = data[bounds[at] - base : bounds[at + 1] - base]
         items = records_of_lists(self.ids, raws, self.source, self.first, self.options, iter(fps))
-        return _by_rows(items, raws, scheme, None)
-
-    def unpacked(self, memory: Any) -> TextRows:
-        """The rows, each text cut out of `memory` (the ring as this process maps it) as its own bytes."""
-        bounds = offsets_of(self.offsets, self.wide)
-        shift = self.start - bounds[0]
-        raws: list[bytes | None] = [
-            memory[start + shift : end + shift] for start, end in itertools.pairwise(bounds)
-        ]
-        return TextRows(self.source, self.first, self.ids, raws, self.options)
+        return _by_rows(items, raws, scheme, hasher)

@@ -260,7 +260,7 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     assert done.ids == ["a", "g", "h", "i"] and done.fps == Scheme().fingerprint_many([texts[0], *texts[6:9]])
     assert str(done[2][0][1]) == "t.parquet:12: empty text"
     # What a worker process gets: the texts as lists (no pyarrow there), read as the batch is.
-    sent = pickle.loads(pickle.dumps(rows, protocol=4))
+    sent = pickle.loads(pickle.dumps(rows.for_worker(), protocol=4))
     assert isinstance(sent, TextRows)
     again = fingerprinted(sent, Scheme(), None, 64, "auto")
     assert again[:2] == done[:2]
@@ -296,7 +296,7 @@ def test_texts_go_to_workers_packed_in_pieces(kind: str, monkeypatch: pytest.Mon
         assert isinstance(got, TextRows) and got.first == 3
         assert got.raws == [t.encode() for t in batch.column(1).to_pylist()]
         assert got.ids == batch.column(0).to_pylist()
-        assert pickle.loads(pickle.dumps(rows, protocol=4)) == got
+        assert pickle.loads(pickle.dumps(rows, protocol=4)).rows() == got
     # Fewer objects to pickle than texts: pieces of several texts, but for the largest.
     packed = arrow.ArrowRows("t", 1, whole, ReadOptions(), "id", "text").for_worker()
     assert isinstance(packed, PackedTexts) and packed.step > 1
@@ -309,6 +309,8 @@ def test_texts_go_to_workers_packed_in_pieces(kind: str, monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("kind", ["string", "large_string"])
 def test_texts_go_to_forked_workers_through_a_shared_ring(kind: str) -> None:
+    from simhash_redis.jobs.fingerprinter import fingerprinted
+
     # Each text read back from the ring as it was, for a batch that is a slice of another (its offsets do
     # not start at 0) too; a run the ring has no room for goes packed through the pipe instead.
     texts = [article(i)[: i % 50] for i in range(60)] + ["\u4f60\u597d" * 200, "", "", article(7)]
@@ -319,9 +321,16 @@ def test_texts_go_to_forked_workers_through_a_shared_ring(kind: str) -> None:
         for batch in (whole, whole.slice(13, 40), whole.slice(55)):
             sent = arrow.ArrowRows("t.parquet", 3, batch, ReadOptions(), "id", "text").for_worker(ring)
             assert isinstance(sent, SharedTexts)
-            got = sent.unpacked(ring.memory)
-            assert got == TextRows("t.parquet", 3, batch.column(0).to_pylist(), got.raws, ReadOptions())
-            assert got.raws == [t.encode() for t in batch.column(1).to_pylist()]
+            got = sent.fingerprinted(ring.memory, Scheme(), None)
+            rows = arrow.ArrowRows("t.parquet", 3, batch, ReadOptions(), "id", "text")
+            expected = fingerprinted(rows, Scheme(), None, 64, "auto")
+            pairs = [(i, t) for i, t in zip(*batch.to_pydict().values(), strict=True) if t]
+            assert (
+                got[:2]
+                == expected[:2]
+                == ([i for i, _ in pairs], Scheme().fingerprint_many([t for _, t in pairs]))
+            )
+            assert [(at, str(e)) for at, e in got.errors] == [(at, str(e)) for at, e in expected.errors]
             placed.append(sent.start)
         tiny = SharedRing(100)
         sent = arrow.ArrowRows("t", 1, whole, ReadOptions(), "id", "text").for_worker(tiny)
