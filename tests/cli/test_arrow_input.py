@@ -482,3 +482,20 @@ def test_dictionary_encoded_columns_are_read_as_their_values(invoke: Invoke, tmp
     fps = invoke("load", "--json", "--fingerprint-field", "fp", str(tmp_path / "cat.parquet"), index="fp")
     assert fps.exit_code == 0 and json.loads(fps.stdout)["added"] == 20, fps.output
     assert invoke("get", "a3", index="fp").stdout.strip() == format_fingerprint(4, 64)
+
+
+def test_a_text_not_utf8_is_its_rows_error_when_read_as_records(tmp_path: Path) -> None:
+    # A string column's value that is not UTF-8 (Arrow does not check): read() and the pure engine gave
+    # a UnicodeDecodeError traceback; the compiled core's path already named the row.
+    import struct
+
+    texts = [b"good text", b"\xff bad", b"more"]
+    ends = [0, *(sum(len(t) for t in texts[: at + 1]) for at in range(3))]
+    column = pa.Array.from_buffers(
+        pa.string(), 3, [None, pa.py_buffer(struct.pack("4i", *ends)), pa.py_buffer(b"".join(texts))]
+    )
+    path = tmp_path / "bad.arrow"
+    with pa.ipc.new_file(path, pa.schema([("id", pa.string()), ("text", pa.string())])) as writer:
+        writer.write_batch(pa.record_batch({"id": ["a", "b", "c"], "text": column}))
+    got = [str(item) if isinstance(item, Exception) else item.id for item in read(str(path))]
+    assert got == ["a", f"{path}:2: not valid UTF-8 (byte 0)", "c"]
