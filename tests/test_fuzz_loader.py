@@ -317,11 +317,13 @@ def test_fingerprint_lines_short_way_matches_the_records(
 ) -> None:
     """A worker reads lines of precomputed fingerprints without a record per line: the same ids,
     fingerprints and errors as the records parsed one by one."""
-    from simhash_redis.jobs.fingerprinter import by_records
+    from simhash_redis.jobs.fingerprinter import fingerprinted
     from simhash_redis.jobs.jsonlines import JsonLines
+    from simhash_redis.jobs.text_rows import by_records
 
     def plain(ids: list[str], fps: list[int], errors: list[tuple[int, InputError]], *_: Any) -> Any:
         return ids, fps, [(at, str(error), error.line) for at, error in errors]
 
     chunk = JsonLines("in.jsonl", first, lines, ReadOptions(fingerprint_field="fp"))
-    assert plain(*chunk.fingerprints(f, base)) == plain(*by_records(chunk.records(), SCHEME, None, f, base))
+    expected = by_records(chunk.records(), SCHEME, None, f, base)
+    assert plain(*fingerprinted(chunk, SCHEME, None, f, base)) == plain(*expected)

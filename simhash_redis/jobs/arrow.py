@@ -14,11 +14,10 @@ from types import ModuleType
 from typing import IO, Any, NamedTuple
 
 from ..errors import InputError, InvalidArgument, SimhashRedisError
-from ..fingerprinting import Scheme, Sketcher
 from .read_ahead import read_ahead
 from .records import STDIN, ReadOptions, Record, files_under, source_name
 from .shared_ring import SharedRing
-from .text_rows import Fingerprinted, PackedTexts, SharedTexts, TextRows, offsets_of, records_of_lists
+from .text_rows import PackedTexts, SharedTexts, TextRows, offsets_of
 
 __all__ = [
     "ARROW_FORMATS",
@@ -242,20 +241,17 @@ class ArrowRows(NamedTuple):
     doc_name: str
 
     def records(self) -> list[Record | InputError]:
-        """The rows' records, an InputError for each bad row."""
-        ids, docs = self.batch.column(self.id_name).to_pylist(), self.batch.column(self.doc_name).to_pylist()
-        return records_of_lists(ids, docs, self.source, self.first, self.options)
+        """The rows' records, an InputError for each bad row (one not valid UTF-8 among them)."""
+        return self.rows().records()
 
-    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None) -> Fingerprinted | None:
-        """The rows' `Fingerprinted`, as `records` would give them, the compiled core reading the column's
-        UTF-8 bytes (no str per text); None for precomputed fingerprints, bytes, or under the pure engine."""
-        if (binary := self._binary()) is None:
-            return None
+    def rows(self) -> TextRows:
+        """The rows as lists, a text column as its UTF-8 bytes."""
+        texts = self.batch.column(self.doc_name)
         # A view, not a cast: the same buffers, and no import of pyarrow.compute (40 ms of each worker).
-        raws = self.batch.column(self.doc_name).view(binary).to_pylist()
-        return self._rows(raws).texts_fingerprinted(scheme, hasher)
+        texts = texts if (binary := self._binary()) is None else texts.view(binary)
+        return self._rows(texts.to_pylist())
 
-    def _rows(self, raws: list[bytes | None]) -> TextRows:
+    def _rows(self, raws: list[Any]) -> TextRows:
         return TextRows(
             self.source, self.first, self.batch.column(self.id_name).to_pylist(), raws, self.options
         )
@@ -286,12 +282,8 @@ class ArrowRows(NamedTuple):
         return PackedTexts(self.source, self.first, ids, *_packed(texts), self.options)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        sent = self.for_worker()
-        if isinstance(sent, PackedTexts):
-            return sent.__reduce__()
-        if isinstance(sent, TextRows):
-            return TextRows, tuple(sent)
-        # Other columns as an Arrow IPC stream: pickle's protocol 4 copies Arrow buffers slowly.
+        # As an Arrow IPC stream (texts go as `for_worker` gives them): pickle's protocol 4 copies Arrow
+        # buffers slowly.
         pa, _, ipc = pyarrow()
         sink = pa.BufferOutputStream()
         with ipc.new_stream(sink, self.batch.schema) as writer:

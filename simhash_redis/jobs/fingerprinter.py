@@ -22,27 +22,22 @@ from ..errors import InputError, SimhashRedisError
 from ..fingerprinting import Scheme, Sketcher
 from .arrow import ArrowRows
 from .jsonlines import JsonLines
-from .records import Record, fingerprint_read
+from .records import Record
 from .shared_ring import SharedRing
-from .text_rows import Fingerprinted, PackedTexts, SharedTexts, TextRows, fingerprints_of
+from .text_rows import (
+    Fingerprinted,
+    PackedTexts,
+    SharedTexts,
+    TextRows,
+    by_records,
+    fingerprints_of,
+    parsed,
+    placed,
+    texts_of,
+)
 
 #: Records and bad records in input order, as the readers give them.
 Batch = list[Record | InputError]
-
-
-def _compact(items: Batch, fps: list[int], sketches: list[bytes] | None) -> Fingerprinted:
-    """The good items' ids and fingerprints (a text's from `fps`), each error with the good before it."""
-    ids: list[str] = []
-    out: list[int] = []
-    errors: list[tuple[int, InputError]] = []
-    computed = iter(fps)
-    for item in items:
-        if isinstance(item, InputError):
-            errors.append((len(ids), item))
-        else:
-            ids.append(item.id)
-            out.append(next(computed) if isinstance(item.doc, str) else item.doc)
-    return Fingerprinted(ids, out, errors, sketches)
 
 
 _T = TypeVar("_T")
@@ -102,42 +97,19 @@ def fingerprinted(
     f: int,
     fp_base: str,
 ) -> Fingerprinted:
-    """A unit of the input read and fingerprinted: by the compiled core where it can (a run of JSON lines
-    or table rows; texts in the shared ring, in a forked worker), else a record at a time (`by_records`)."""
+    """A unit of the input read and fingerprinted: by the compiled core where it can (a run of JSON lines;
+    texts in the shared ring, in a forked worker), else a record at a time (`by_records`)."""
     if isinstance(unit, list):
         return by_records(unit, scheme, hasher, f, fp_base)
     if isinstance(unit, SharedTexts):
         assert _worker_ring is not None
-        done = unit.texts_fingerprinted(_worker_ring, scheme, hasher)
-        if done is not None:
-            return done
-        unit = unit.unpacked(_worker_ring)
-    if isinstance(unit, JsonLines) and unit.options.fingerprint_field is not None and hasher is None:
-        return unit.fingerprints(f, fp_base)
-    return unit.texts_fingerprinted(scheme, hasher) or by_records(unit.records(), scheme, hasher, f, fp_base)
-
-
-def by_records(items: Batch, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str) -> Fingerprinted:
-    """Records and errors, every precomputed fingerprint read and every text fingerprinted (and sketched)."""
-    parsed = _all_parsed(items, f, fp_base, hasher)
-    return _compact(parsed, *fingerprints_of(_texts(parsed), scheme, hasher))
-
-
-def _all_parsed(items: Batch, f: int, fp_base: str, hasher: Sketcher | None) -> Batch:
-    """The items, precomputed fingerprints read (bad records where a verified index needs the text)."""
-    out: Batch = []
-    for item in items:
-        if isinstance(item, Record) and item.is_fingerprint and hasher is not None:
-            reason = "a verified index needs the document's text, not a fingerprint"
-            item = InputError(item.source, item.line, reason)
-        elif isinstance(item, Record) and item.is_fingerprint and isinstance(item.doc, str):
-            item = fingerprint_read(item, f, fp_base)
-        out.append(item)
-    return out
-
-
-def _texts(items: Batch) -> list[str]:
-    return [item.doc for item in items if isinstance(item, Record) and isinstance(item.doc, str)]
+        return unit.fingerprinted(_worker_ring, scheme, hasher)
+    if not isinstance(unit, JsonLines):
+        return (unit.rows() if isinstance(unit, ArrowRows) else unit).fingerprinted(
+            scheme, hasher, f, fp_base
+        )
+    done = unit.fingerprints(scheme, hasher, f, fp_base)
+    return by_records(unit.records(), scheme, hasher, f, fp_base) if done is None else done
 
 
 class _Due(NamedTuple):
@@ -287,16 +259,16 @@ class Fingerprinter:
     def _submit(self, unit: Batch | JsonLines | ArrowRows) -> _Due:
         """What gives the unit's items with their fingerprints: a worker's result, or computed here."""
         if isinstance(unit, list):
-            items = _all_parsed(unit, self.f, self.fp_base, self.hasher)
-            texts = _texts(items)
+            items = parsed(unit, self.f, self.fp_base, self.hasher)
+            texts = texts_of(items)
             if not self._parallel(len(texts)):
-                here = _compact(items, *fingerprints_of(texts, self.scheme, self.hasher))
+                here = placed(items, *fingerprints_of(texts, self.scheme, self.hasher))
                 return _Due(lambda: here)
             result = self._run(_in_worker, fingerprints_of, texts)
-            return _Due(lambda: _compact(items, *_result(result)), result)
-        if isinstance(unit, JsonLines) and unit.options.fingerprint_field is not None and self.hasher is None:
+            return _Due(lambda: placed(items, *_result(result)), result)
+        if isinstance(unit, JsonLines) and unit.options.fingerprint_field is not None:
             # The compiled core reads them faster than they would travel to a worker and back.
-            read = unit.fingerprints_here(self.f, self.fp_base)
+            read = unit.fingerprints(self.scheme, self.hasher, self.f, self.fp_base, len(unit.raws) // 16)
             if read is not None:
                 return _Due(lambda: read)
         if not self._parallel(len(unit.raws) if isinstance(unit, JsonLines) else unit.batch.num_rows):

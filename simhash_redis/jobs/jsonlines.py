@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
 from .. import defaults
@@ -27,7 +27,7 @@ from .records import (
     line_text,
     open_input,
 )
-from .text_rows import Fingerprinted, fingerprints_of
+from .text_rows import Fingerprinted, fingerprints_of, placed, texts_of
 
 
 class JsonLine(NamedTuple):
@@ -112,71 +112,44 @@ class JsonLines(NamedTuple):
         """The lines' records and errors, in input order (blank lines left out)."""
         return list(read_jsonl(enumerate(self.raws, self.first), self.source, self.options))
 
-    def fingerprints(self, f: int, fp_base: str) -> Fingerprinted:
-        """The ids and precomputed fingerprints of lines read with `fingerprint_field`, as `records` and
-        `codec.parse_fingerprint` give them."""
-        if (done := self._natively(f, fp_base, len(self.raws))) is not None:
-            return done
-        everything = range(len(self.raws))
-        return Fingerprinted(*_merged([], [], everything, [self._line(at, f, fp_base) for at in everything]))
-
-    def fingerprints_here(self, f: int, fp_base: str) -> Fingerprinted | None:
-        """`fingerprints` when the compiled core reads all but one line in 16 itself, else None (the
-        others cost the pure reader 3-20 times more each: a worker process does them faster)."""
-        return self._natively(f, fp_base, len(self.raws) // 16)
-
-    def _natively(self, f: int, fp_base: str, most: int) -> Fingerprinted | None:
-        """`fingerprints` by the compiled core and, for at most `most` lines, the pure reader; else None."""
+    def fingerprints(
+        self, scheme: Scheme, hasher: Sketcher | None, f: int, fp_base: str, most: int | None = None
+    ) -> Fingerprinted | None:
+        """The lines' `Fingerprinted` as `records` gives them (sketches too, with a `storing` hasher), the
+        compiled core reading the lines of the plain shape; None where only the pure reader could read
+        texts (the pure engine, a namespace, another hasher), or (precomputed fingerprints) where more
+        than `most` lines are left to the pure reader (they cost it 3-20 times more: a worker does them)."""
         core, options = engine_choice.native, self.options
-        fp_field = options.fingerprint_field or options.text_field
-        if core is None or fp_base not in ("auto", "hex", "dec") or not self._plain(fp_field):
+        fp_field = options.fingerprint_field
+        fields = (options.id_field, fp_field or options.text_field)
+        # Field names from a command line may hold lone surrogates, which no line can.
+        plain = options.encoding == "utf-8" and not options.namespace and is_utf8(*fields)
+        if fp_field is not None and hasher is None:
+            ids, fps, others = [], [], range(len(self.raws))
+            if core is not None and plain and fp_base in ("auto", "hex", "dec"):
+                ids, fps, others = core.fingerprint_lines(
+                    self.raws, *fields, f, fp_base, defaults.MAX_ID_BYTES
+                )
+            if most is not None and len(others) > most:
+                return None
+            items = [self._line(at, f, fp_base) for at in others]
+            return placed(items, [], None, Fingerprinted(ids, fps, []), others)
+        if core is None or not plain or fp_field is not None or (hasher and not stores_only(hasher)):
             return None
-        read: tuple[list[str], list[int], list[int]]
-        read = core.fingerprint_lines(
-            self.raws, options.id_field, fp_field, f, fp_base, defaults.MAX_ID_BYTES
-        )
-        ids, fps, others = read
-        if len(others) > most:
-            return None
-        return Fingerprinted(*_merged(ids, fps, others, [self._line(at, f, fp_base) for at in others]))
-
-    def _plain(self, doc_field: str) -> bool:
-        """Whether the compiled core can read these lines: UTF-8, no namespace, and field names a line can
-        hold (one from a command line may hold lone surrogates)."""
-        options = self.options
-        return options.encoding == "utf-8" and not options.namespace and is_utf8(options.id_field, doc_field)
-
-    def texts_fingerprinted(self, scheme: Scheme, hasher: Sketcher | None = None) -> Fingerprinted | None:
-        """The lines' `Fingerprinted` (sketches too, with a `storing` hasher), as `records` gives them; None
-        under the pure engine, for precomputed fingerprints, lines the core cannot read, or another hasher."""
-        core, options = engine_choice.native, self.options
-        if core is None or options.fingerprint_field is not None or not self._plain(options.text_field):
-            return None
-        fields = (options.id_field, options.text_field, defaults.MAX_ID_BYTES)
         sketches: list[bytes] | None = None
         if hasher is None:
-            ids, fps, others = core.fingerprint_text_lines(self.raws, scheme, *fields)
-        elif not stores_only(hasher):
-            return None
+            ids, fps, others = core.fingerprint_text_lines(self.raws, scheme, *fields, defaults.MAX_ID_BYTES)
         else:
             assert isinstance(hasher, BandedOddSketcher)
-            read = core.sketch_text_lines(self.raws, scheme, hasher.n, hasher.seed, hasher.bands, *fields)
+            bands = (hasher.n, hasher.seed, hasher.bands)
+            read = core.sketch_text_lines(self.raws, scheme, *bands, *fields, defaults.MAX_ID_BYTES)
             ids, fps, sketches, others = read
-        if not others:
-            return Fingerprinted(ids, fps, [], sketches)
         items = [_json_record(self.raws[at], self.first + at, self.source, options) for at in others]
-        texts = [str(item.doc) for item in items if isinstance(item, Record)]
-        new_fps, new_sketches = fingerprints_of(texts, scheme, hasher)
-        computed = iter(new_fps if new_sketches is None else zip(new_fps, new_sketches, strict=True))
-        results = [(item.id, next(computed)) if isinstance(item, Record) else item for item in items]
-        values = fps if sketches is None else list(zip(fps, sketches, strict=True))
-        all_ids, merged, errors = _merged(ids, values, others, results)
-        if sketches is None:
-            return Fingerprinted(all_ids, merged, errors)
-        return Fingerprinted(all_ids, [fp for fp, _ in merged], errors, [sketch for _, sketch in merged])
+        core_read = Fingerprinted(ids, fps, [], sketches)
+        return placed(items, *fingerprints_of(texts_of(items), scheme, hasher), core_read, others)
 
-    def _line(self, position: int, f: int, fp_base: str) -> tuple[str, int] | InputError | None:
-        """One line's id and fingerprint, its error, or None for a blank line (the pure reader)."""
+    def _line(self, position: int, f: int, fp_base: str) -> Record | InputError | None:
+        """One line's record (its fingerprint read), its error, or None for a blank line (the pure reader)."""
         options, source, number = self.options, self.source, self.first + position
         obj = _json_object(self.raws[position], number, source, options.encoding)
         if obj is None or isinstance(obj, InputError):
@@ -194,38 +167,9 @@ class JsonLines(NamedTuple):
                 return record
             doc_id, text = record.id, str(record.doc)
         try:
-            return doc_id, parse_fingerprint(text, f, fp_base)
+            return Record(source, number, doc_id, parse_fingerprint(text, f, fp_base))
         except InvalidArgument as exc:
             return InputError(source, number, str(exc))
-
-
-def _merged(
-    ids: list[str],
-    values: list[Any],
-    others: Sequence[int],
-    results: Sequence[tuple[str, Any] | InputError | None],
-) -> tuple[list[str], list[Any], list[tuple[int, InputError]]]:
-    """The compiled core's ids and values with the pure reader's `results` of the `others` lines (their
-    positions, ascending) each where it was, and each error with the number of good lines before it."""
-    if not others:
-        return ids, values, []
-    all_ids: list[str] = []
-    all_values: list[Any] = []
-    errors: list[tuple[int, InputError]] = []
-    done = 0
-    for count, (position, item) in enumerate(zip(others, results, strict=True)):
-        plain = position - count  # plain lines before this one
-        all_ids += ids[done:plain]
-        all_values += values[done:plain]
-        done = plain
-        if isinstance(item, InputError):
-            errors.append((len(all_ids), item))
-        elif item is not None:
-            all_ids.append(item[0])
-            all_values.append(item[1])
-    all_ids += ids[done:]
-    all_values += values[done:]
-    return all_ids, all_values, errors
 
 
 def jsonl_chunks(

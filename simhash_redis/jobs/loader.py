@@ -365,9 +365,10 @@ class Loader:
         kinds = Counter(outcomes)  # counted in C: a bulk window holds 10^5 outcomes
         matched = not all(isinstance(kind, Outcome) for kind in kinds)
         written = self._written
-        earlier = written.earlier(ids) if matched and written is not None else None
+        replaced = Outcome.REPLACED in kinds
+        earlier = written.earlier(ids) if written is not None and (matched or replaced) else None
         if written is not None:
-            written.written(ids, outcomes)
+            written.written(ids, outcomes, earlier)
             if self._several:
                 stats.repeated, stats.repeated_ids = written.count, written.first
         for kind, times in kinds.items():
@@ -408,19 +409,17 @@ class RepeatedIds:
         self.first: list[str] = []
         self._runs: list[npt.NDArray[np.uint64]] = []
 
-    def written(self, ids: Sequence[str], outcomes: Sequence[object]) -> None:
-        """Note a written batch: each id, in the order written, with its outcome (a `Match` if not stored)."""
+    def written(self, ids: Sequence[str], outcomes: Sequence[object], earlier: list[int] | None) -> None:
+        """Note a written batch: each id, in the order written, with its outcome (a `Match` if not stored)
+        and (where any was REPLACED) `earlier`'s count of its writes before."""
         if not ids:
             return
-        hashes = _hashes(ids)
         for position, outcome in enumerate(outcomes):
-            if outcome is Outcome.REPLACED and (
-                self._seen(hashes[position]) or bool((hashes[:position] == hashes[position]).any())
-            ):
+            if outcome is Outcome.REPLACED and earlier is not None and earlier[position]:
                 self.count += 1
                 if len(self.first) < self.keep and ids[position] not in self.first:
                     self.first.append(ids[position])
-        self._runs.append(np.sort(hashes))
+        self._runs.append(np.sort(_hashes(ids)))
         # Merged like a binary counter: a few runs of growing sizes, each id sorted O(log n) times.
         while len(self._runs) > 1 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
             last = self._runs.pop()
@@ -439,14 +438,6 @@ class RepeatedIds:
             counts.append(times + met[doc_id])
             met[doc_id] += 1
         return counts
-
-    def _seen(self, value: np.uint64) -> bool:
-        """Whether an earlier batch had an id of this hash."""
-        for run in self._runs:
-            at = int(np.searchsorted(run, value))
-            if at < len(run) and run[at] == value:
-                return True
-        return False
 
 
 def _hashes(ids: Sequence[str]) -> npt.NDArray[np.uint64]:

@@ -240,11 +240,8 @@ def test_one_large_row_group_is_streamed_not_read_whole(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["string", "large_string"])
 def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
-    from simhash_redis.fingerprinting import engine_choice
-    from simhash_redis.jobs.fingerprinter import by_records
+    from simhash_redis.jobs.fingerprinter import fingerprinted
 
-    if engine_choice.native is None:
-        pytest.skip("the bytes path is the compiled core's")
     texts = [
         article(1),
         "\u3000 \u00a0",
@@ -259,36 +256,28 @@ def test_rows_fingerprinted_from_bytes_as_from_records(kind: str) -> None:
     ids = ["a", "b", "c", None, "x" * 2000, "f", "g", "h", "i"]
     batch = pa.record_batch({"id": ids, "text": pa.array(texts, type=getattr(pa, kind)())})
     rows = arrow.ArrowRows("t.parquet", 11, batch, ReadOptions(), "id", "text")
-    done = rows.texts_fingerprinted(Scheme(), None)
-    assert done is not None
-    expected = by_records(rows.records(), Scheme(), None, 64, "auto")
-    assert done[:2] == (expected.ids, expected.fps) and expected.ids == ["a", "g", "h", "i"]
-    assert [(at, str(e)) for at, e in done[2]] == [(at, str(e)) for at, e in expected.errors]
+    done = fingerprinted(rows, Scheme(), None, 64, "auto")
+    assert done.ids == ["a", "g", "h", "i"] and done.fps == Scheme().fingerprint_many([texts[0], *texts[6:9]])
     assert str(done[2][0][1]) == "t.parquet:12: empty text"
     # What a worker process gets: the texts as lists (no pyarrow there), read as the batch is.
-    sent = pickle.loads(pickle.dumps(rows, protocol=4))
+    sent = pickle.loads(pickle.dumps(rows.for_worker(), protocol=4))
     assert isinstance(sent, TextRows)
-    again = sent.texts_fingerprinted(Scheme(), None)
-    assert again is not None and again[:2] == done[:2]
+    again = fingerprinted(sent, Scheme(), None, 64, "auto")
+    assert again[:2] == done[:2]
     assert [(at, str(e)) for at, e in again[2]] == [(at, str(e)) for at, e in done[2]]
     assert [str(r) for r in sent.records()] == [str(r) for r in rows.records()]
 
 
 def test_a_binary_id_not_utf8_is_named_as_the_records_path_names_it() -> None:
-    from simhash_redis.fingerprinting import engine_choice
-    from simhash_redis.jobs.fingerprinter import by_records
+    from simhash_redis.jobs.fingerprinter import fingerprinted
 
-    if engine_choice.native is None:
-        pytest.skip("the bytes path is the compiled core's")
     ids = pa.array([b"a", b"\xffb", b"c"], type=pa.binary())
     batch = pa.record_batch({"id": ids, "text": [article(1), article(2), article(3)]})
     rows = arrow.ArrowRows("t.parquet", 1, batch, ReadOptions(), "id", "text")
-    done = rows.texts_fingerprinted(Scheme(), None)
-    assert done is not None and done.ids == ["a", "c"]
+    done = fingerprinted(rows, Scheme(), None, 64, "auto")
+    assert done.ids == ["a", "c"]
     # It said "the id must be a string or an integer, got InputError"
     assert [(at, str(e)) for at, e in done.errors] == [(1, "t.parquet:2: not valid UTF-8 (byte 0)")]
-    expected = by_records(rows.records(), Scheme(), None, 64, "auto")
-    assert [str(e) for _, e in expected.errors] == [str(e) for _, e in done.errors]
 
 
 @pytest.mark.parametrize("kind", ["string", "large_string"])
@@ -307,7 +296,7 @@ def test_texts_go_to_workers_packed_in_pieces(kind: str, monkeypatch: pytest.Mon
         assert isinstance(got, TextRows) and got.first == 3
         assert got.raws == [t.encode() for t in batch.column(1).to_pylist()]
         assert got.ids == batch.column(0).to_pylist()
-        assert pickle.loads(pickle.dumps(rows, protocol=4)) == got
+        assert pickle.loads(pickle.dumps(rows, protocol=4)).rows() == got
     # Fewer objects to pickle than texts: pieces of several texts, but for the largest.
     packed = arrow.ArrowRows("t", 1, whole, ReadOptions(), "id", "text").for_worker()
     assert isinstance(packed, PackedTexts) and packed.step > 1
@@ -320,6 +309,8 @@ def test_texts_go_to_workers_packed_in_pieces(kind: str, monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("kind", ["string", "large_string"])
 def test_texts_go_to_forked_workers_through_a_shared_ring(kind: str) -> None:
+    from simhash_redis.jobs.fingerprinter import fingerprinted
+
     # Each text read back from the ring as it was, for a batch that is a slice of another (its offsets do
     # not start at 0) too; a run the ring has no room for goes packed through the pipe instead.
     texts = [article(i)[: i % 50] for i in range(60)] + ["\u4f60\u597d" * 200, "", "", article(7)]
@@ -330,9 +321,16 @@ def test_texts_go_to_forked_workers_through_a_shared_ring(kind: str) -> None:
         for batch in (whole, whole.slice(13, 40), whole.slice(55)):
             sent = arrow.ArrowRows("t.parquet", 3, batch, ReadOptions(), "id", "text").for_worker(ring)
             assert isinstance(sent, SharedTexts)
-            got = sent.unpacked(ring.memory)
-            assert got == TextRows("t.parquet", 3, batch.column(0).to_pylist(), got.raws, ReadOptions())
-            assert got.raws == [t.encode() for t in batch.column(1).to_pylist()]
+            got = sent.fingerprinted(ring.memory, Scheme(), None)
+            rows = arrow.ArrowRows("t.parquet", 3, batch, ReadOptions(), "id", "text")
+            expected = fingerprinted(rows, Scheme(), None, 64, "auto")
+            pairs = [(i, t) for i, t in zip(*batch.to_pydict().values(), strict=True) if t]
+            assert (
+                got[:2]
+                == expected[:2]
+                == ([i for i, _ in pairs], Scheme().fingerprint_many([t for _, t in pairs]))
+            )
+            assert [(at, str(e)) for at, e in got.errors] == [(at, str(e)) for at, e in expected.errors]
             placed.append(sent.start)
         tiny = SharedRing(100)
         sent = arrow.ArrowRows("t", 1, whole, ReadOptions(), "id", "text").for_worker(tiny)
@@ -484,3 +482,20 @@ def test_dictionary_encoded_columns_are_read_as_their_values(invoke: Invoke, tmp
     fps = invoke("load", "--json", "--fingerprint-field", "fp", str(tmp_path / "cat.parquet"), index="fp")
     assert fps.exit_code == 0 and json.loads(fps.stdout)["added"] == 20, fps.output
     assert invoke("get", "a3", index="fp").stdout.strip() == format_fingerprint(4, 64)
+
+
+def test_a_text_not_utf8_is_its_rows_error_when_read_as_records(tmp_path: Path) -> None:
+    # A string column's value that is not UTF-8 (Arrow does not check): read() and the pure engine gave
+    # a UnicodeDecodeError traceback; the compiled core's path already named the row.
+    import struct
+
+    texts = [b"good text", b"\xff bad", b"more"]
+    ends = [0, *(sum(len(t) for t in texts[: at + 1]) for at in range(3))]
+    column = pa.Array.from_buffers(
+        pa.string(), 3, [None, pa.py_buffer(struct.pack("4i", *ends)), pa.py_buffer(b"".join(texts))]
+    )
+    path = tmp_path / "bad.arrow"
+    with pa.ipc.new_file(path, pa.schema([("id", pa.string()), ("text", pa.string())])) as writer:
+        writer.write_batch(pa.record_batch({"id": ["a", "b", "c"], "text": column}))
+    got = [str(item) if isinstance(item, Exception) else item.id for item in read(str(path))]
+    assert got == ["a", f"{path}:2: not valid UTF-8 (byte 0)", "c"]

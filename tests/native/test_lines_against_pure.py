@@ -18,10 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simhash_redis.errors import InputError, InvalidArgument, InvalidType
-from simhash_redis.fingerprinting import engine_choice
+from simhash_redis.fingerprinting import Scheme, engine_choice
+from simhash_redis.jobs.fingerprinter import fingerprinted
 from simhash_redis.jobs.jsonlines import JsonLines
 from simhash_redis.jobs.records import ReadOptions
 from tests.native.conftest import pure_engine
+
+SCHEME = Scheme()
 
 Read = tuple[list[str], list[int], list[tuple[int, tuple[str, int | None, str, bool]]]]
 
@@ -106,9 +109,9 @@ def plain(errors: list[tuple[int, InputError]]) -> list[tuple[int, tuple[str, in
 
 
 def both(run: JsonLines, f: int, base: str) -> tuple[Read, Read]:
-    ids, fps, errors, _ = run.fingerprints(f, base)
+    ids, fps, errors, _ = fingerprinted(run, SCHEME, None, f, base)
     with pure_engine():
-        pure_ids, pure_fps, pure_errors, _ = run.fingerprints(f, base)
+        pure_ids, pure_fps, pure_errors, _ = fingerprinted(run, SCHEME, None, f, base)
     return (ids, fps, plain(errors)), (pure_ids, pure_fps, plain(pure_errors))
 
 
@@ -135,7 +138,7 @@ def test_the_plain_shape_is_read_by_the_core() -> None:
     ids, fps, others = engine_choice.native.fingerprint_lines(raws, "id", "fp", 64, "auto", 512)  # type: ignore[union-attr]
     assert (ids, fps, others) == (["a", "b"], [0x8FFE, 2**64 - 1], [2])
     run = JsonLines("in.jsonl", 7, [*raws, b"\n", b"nope\n"], ReadOptions(fingerprint_field="fp"))
-    ids, fps, errors, _ = run.fingerprints(64, "auto")
+    ids, fps, errors, _ = fingerprinted(run, SCHEME, None, 64, "auto")
     assert (ids, fps) == (["a", "b", "c"], [0x8FFE, 2**64 - 1, 0x1F])
     assert [(at, error.line) for at, error in errors] == [(3, 11)]
 
@@ -144,14 +147,17 @@ def test_runs_of_mostly_other_lines_are_left_to_a_worker() -> None:
     options = ReadOptions(fingerprint_field="fp")
     plain = [b'{"id": "p%d", "fp": "1f"}\n' % i for i in range(32)]
     escaped = [b'{"id": "e\\/%d", "fp": "1f"}\n' % i for i in range(32)]
-    assert JsonLines("in", 1, plain + escaped[:2], options).fingerprints_here(64, "auto") is not None
+    assert (
+        JsonLines("in", 1, plain + escaped[:2], options).fingerprints(SCHEME, None, 64, "auto", 2) is not None
+    )
     mostly_other = JsonLines("in", 1, plain + escaped[:3], options)
-    assert mostly_other.fingerprints_here(64, "auto") is None
-    assert len(mostly_other.fingerprints(64, "auto")[0]) == 35
+    assert mostly_other.fingerprints(SCHEME, None, 64, "auto", 2) is None
+    assert len(fingerprinted(mostly_other, SCHEME, None, 64, "auto")[0]) == 35
     # A field name no line can hold (a lone surrogate from a command line): the pure reader's errors.
     odd = JsonLines("in", 1, plain[:1], ReadOptions(id_field="\udcff", fingerprint_field="fp"))
-    assert odd.fingerprints_here(64, "auto") is None
-    assert [error.reason for _, error in odd.fingerprints(64, "auto")[2]] == ["no '\\udcff' field"]
+    assert odd.fingerprints(SCHEME, None, 64, "auto", 0) is None
+    errors = fingerprinted(odd, SCHEME, None, 64, "auto").errors
+    assert [error.reason for _, error in errors] == ["no '\\udcff' field"]
 
 
 def test_bad_arguments_are_typed_errors() -> None:

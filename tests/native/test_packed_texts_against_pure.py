@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from simhash_redis.errors import InvalidArgument
 from simhash_redis.fingerprinting import Scheme, engine_choice
 from simhash_redis.jobs.arrow import ArrowRows
-from simhash_redis.jobs.fingerprinter import Fingerprinted, fingerprinted
+from simhash_redis.jobs.fingerprinter import Fingerprinted
 from simhash_redis.jobs.records import ReadOptions
 from simhash_redis.jobs.shared_ring import SharedRing
 from simhash_redis.jobs.text_rows import SharedTexts
@@ -65,11 +65,9 @@ def test_the_same_ids_fingerprints_and_errors(
         if not isinstance(sent, SharedTexts):  # every text empty: nothing to share
             assert all(not t for t in batch.column(1).to_pylist())
             return
-        native = sent.texts_fingerprinted(ring.memory, scheme, None)
-        assert native is not None
+        native = sent.fingerprinted(ring.memory, scheme, None)
         with pure_engine():
-            assert sent.texts_fingerprinted(ring.memory, scheme, None) is None
-            pure = fingerprinted(sent.unpacked(ring.memory), scheme, None, scheme.f, "auto")
+            pure = sent.fingerprinted(ring.memory, scheme, None)
         assert plain(native) == plain(pure)
     finally:
         ring.close()
@@ -113,9 +111,9 @@ def test_a_text_that_is_not_utf8_is_reported_with_its_row_by_both(bad: bytes) ->
     try:
         sent = ArrowRows("t.arrow", 5, batch, ReadOptions(), "id", "text").for_worker(ring)
         assert isinstance(sent, SharedTexts)
-        native = plain(sent.texts_fingerprinted(ring.memory, Scheme(), None))  # type: ignore[arg-type]
+        native = plain(sent.fingerprinted(ring.memory, Scheme(), None))
         with pure_engine():
-            pure = plain(fingerprinted(sent.unpacked(ring.memory), Scheme(), None, 64, "auto"))
+            pure = plain(sent.fingerprinted(ring.memory, Scheme(), None))
         assert native == pure
         ids, _, errors = native  # type: ignore[misc]
         assert ids == ["a", "c"] and [(e[1], e[2].split(" (")[0]) for _, e in errors] == [

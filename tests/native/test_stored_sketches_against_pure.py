@@ -121,20 +121,20 @@ def test_lines_are_read_fingerprinted_and_sketched_by_the_core() -> None:
         b'{"id": "d", "text": " \\u3000 "}\n',  # blank: an error, from the pure reader
     ]
     run = JsonLines("in.jsonl", 7, raws, ReadOptions())
-    done = run.texts_fingerprinted(scheme, sketcher)
+    done = run.fingerprints(scheme, sketcher, 64, "auto")
     assert done is not None
     texts = ['Café "au" lait\n', "\ufffd", "新闻 \U0001f600"]
     fps, sketches = separately(scheme, BandedOddSketcher(), texts)
     assert done[0] == ["a", "c", "42"] and done[1] == fps and done[3] == sketches
     assert [(at, error.line, error.reason) for at, error in done[2]] == [(3, 10, "empty text")]
     # A query sketcher, a fingerprint field, the pure engine: not this path.
-    assert run.texts_fingerprinted(scheme, BandedOddSketcher()) is None
+    assert run.fingerprints(scheme, BandedOddSketcher(), 64, "auto") is None
     assert (
-        JsonLines("in", 1, [], ReadOptions(fingerprint_field="fp")).texts_fingerprinted(scheme, sketcher)
+        JsonLines("in", 1, [], ReadOptions(fingerprint_field="fp")).fingerprints(scheme, sketcher, 64, "auto")
         is None
     )
     with pure_engine():
-        assert run.texts_fingerprinted(scheme, sketcher) is None
+        assert run.fingerprints(scheme, sketcher, 64, "auto") is None
 
 
 def test_real_texts() -> None:

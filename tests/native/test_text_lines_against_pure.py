@@ -115,10 +115,12 @@ def test_the_plain_shape_is_read_by_the_core() -> None:
 def test_the_core_reads_texts_only_under_the_native_engine_and_without_a_fingerprint_field() -> None:
     scheme = Scheme()
     run = JsonLines("in.jsonl", 1, [b'{"id": "a", "text": "one two three"}\n'], ReadOptions())
-    assert run.texts_fingerprinted(scheme) is not None
+    assert run.fingerprints(scheme, None, 64, "auto") is not None
     with pure_engine():
-        assert run.texts_fingerprinted(scheme) is None
-    assert JsonLines("in", 1, [], ReadOptions(fingerprint_field="fp")).texts_fingerprinted(scheme) is None
+        assert run.fingerprints(scheme, None, 64, "auto") is None
+    # With a fingerprint field, the field is read as a fingerprint, not fingerprinted as a text.
+    fp_run = JsonLines("in", 1, [b'{"id": "a", "fp": "1f"}\n'], ReadOptions(fingerprint_field="fp"))
+    assert fp_run.fingerprints(scheme, None, 64, "auto") == (["a"], [0x1F], [], None)
 
 
 def test_bad_lines_are_typed_errors() -> None:
