@@ -50,6 +50,9 @@ class BandedOddSketcher:
         self.odd = OddSketcher(n, seed)
         self.bands = MinHasher(BAND_VALUES, 8, n, seed)
         self.n, self.seed = n, seed
+        # Set by `storing`: `sketch_many` makes stored sketches only (the odd sketches a level below and
+        # above, which only a query needs, cost about a third of a query sketch).
+        self._stores_only = False
 
     def describe(self) -> str:
         """A stable description of the parameters, e.g. "odd;bits=1008;n=3;seed=0"."""
@@ -65,11 +68,17 @@ class BandedOddSketcher:
         native = engine_choice.native
         if native is not None:
             # One pass a document: its shingles made once for the band values and every level.
-            return native.banded_sketch_many(self.n, self.seed, self.bands, docs, _ABOVE)  # type: ignore[no-any-return]
-        docs = list(docs)  # read three times below: a generator would be spent by the first
+            odd, bands = native.odd(self.n, self.seed), native.minhash(self.bands)
+            if self._stores_only:
+                return odd.banded_stored_many(native.sketch_docs(docs), bands)  # type: ignore[no-any-return]
+            return odd.banded_many(native.sketch_docs(docs), bands, _ABOVE)  # type: ignore[no-any-return]
+        docs = list(docs)  # read more than once below: a generator would be spent by the first
         out = []
         own = self.odd.sketch_many(docs)
         for doc, band, mine in zip(docs, self.bands.sketch_many(docs), own, strict=True):
+            if self._stores_only:
+                out.append(band + mine)
+                continue
             size, level = OddSketcher.size_and_level(mine)
             levels = [level - 1] if level > 0 else []
             if size >= _ABOVE and level < MAX_LEVEL:
@@ -159,25 +168,10 @@ class BandedOddSketcher:
 Sketcher = MinHasher | BandedOddSketcher
 
 
-class _StoringSketcher(BandedOddSketcher):
-    """A `BandedOddSketcher` whose `sketch_many` makes stored sketches only: the odd sketches a level below
-    and above, which only a query needs, cost about a third of a query sketch."""
-
-    def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-        check_many(docs)
-        native = engine_choice.native
-        if native is not None:
-            # One pass a document: its shingles made once for the band values and its own level.
-            return native.banded_stored_many(self.n, self.seed, self.bands, docs)  # type: ignore[no-any-return]
-        docs = list(docs)  # read twice below: a generator would be spent by the first
-        bands = self.bands.sketch_many(docs)
-        return [band + own for band, own in zip(bands, self.odd.sketch_many(docs), strict=True)]
-
-
 def stores_only(hasher: Sketcher | None) -> bool:
     """Whether a sketcher is a `storing` one's stored-form `BandedOddSketcher` (whose sketches the
     compiled core makes with the fingerprints: `fingerprints_and_sketches`)."""
-    return type(hasher) is _StoringSketcher
+    return isinstance(hasher, BandedOddSketcher) and hasher._stores_only
 
 
 def fingerprints_and_sketches(
@@ -196,6 +190,8 @@ def fingerprints_and_sketches(
 def storing(hasher: Sketcher) -> Sketcher:
     """A sketcher of the same sketches whose `sketch_many` makes only what is stored: for the workers
     of a load that stores its documents without judging them (not add-if-new)."""
-    if type(hasher) is BandedOddSketcher:
-        return _StoringSketcher(hasher.n, hasher.seed)
-    return hasher  # a MinHash's query sketch is its stored one
+    if type(hasher) is not BandedOddSketcher:
+        return hasher  # a MinHash's query sketch is its stored one
+    made = BandedOddSketcher(hasher.n, hasher.seed)
+    made._stores_only = True
+    return made
