@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,7 +25,7 @@ from ..compiled import (
 )
 from ..errors import InvalidType
 from . import tokens
-from .documents import Document, Engine, not_a_document, weighted, weights_of
+from .documents import Document, Engine, document_form, weighted
 from .hashing import MinHashParams, SchemeParams
 from .normalize import PINNED
 
@@ -115,17 +115,11 @@ def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc
 
 def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
     """A document checked, in the form the native engine takes (or its fingerprint: see `_weighted_doc`)."""
-    if isinstance(doc, (bytes, bytearray, memoryview)):
-        return doc if type(doc) is bytes else bytes(doc)
-    if isinstance(doc, str):
-        return doc
-    if isinstance(doc, Mapping):
-        return _weighted_doc(weights_of(doc, name), scheme)
-    if not isinstance(doc, Iterable):
-        raise not_a_document(doc, name)
-    items: list[object] | tuple[object, ...] = doc if isinstance(doc, (list, tuple)) else list(doc)
-    if items and not isinstance(items[0], str):
-        return _weighted_doc(weights_of(items, name), scheme)
+    items = document_form(doc, name)
+    if isinstance(items, (str, bytes)):
+        return items
+    if isinstance(items, dict):
+        return _weighted_doc(items, scheme)
     step = tokens.CHUNK_CHARS
     if scheme.features != "chars" and step <= 0 < len(items):
         # The pure engine streams token lists longer than CHUNK_CHARS in slices of that many: with a
