@@ -45,14 +45,14 @@ class BandedOddSketcher:
     sketch_bytes = BAND_VALUES + SKETCH_BYTES
     #: Bytes of a query's sketch: the stored form, then the odd sketches a level below and above.
     query_bytes = BAND_VALUES + 3 * SKETCH_BYTES
+    # True in a `storing` one: `sketch_many` makes stored sketches only (the odd sketches a level below
+    # and above, which only a query needs, cost about a third of a query sketch).
+    _stores_only = False
 
     def __init__(self, n: int = 3, seed: int = 0) -> None:
         self.odd = OddSketcher(n, seed)
         self.bands = MinHasher(BAND_VALUES, 8, n, seed)
         self.n, self.seed = n, seed
-        # Set by `storing`: `sketch_many` makes stored sketches only (the odd sketches a level below and
-        # above, which only a query needs, cost about a third of a query sketch).
-        self._stores_only = False
 
     def describe(self) -> str:
         """A stable description of the parameters, e.g. "odd;bits=1008;n=3;seed=0"."""
@@ -168,10 +168,14 @@ class BandedOddSketcher:
 Sketcher = MinHasher | BandedOddSketcher
 
 
+class _StoringSketcher(BandedOddSketcher):
+    _stores_only = True
+
+
 def stores_only(hasher: Sketcher | None) -> bool:
     """Whether a sketcher is a `storing` one's stored-form `BandedOddSketcher` (whose sketches the
     compiled core makes with the fingerprints: `fingerprints_and_sketches`)."""
-    return isinstance(hasher, BandedOddSketcher) and hasher._stores_only
+    return type(hasher) is _StoringSketcher
 
 
 def fingerprints_and_sketches(
@@ -190,8 +194,6 @@ def fingerprints_and_sketches(
 def storing(hasher: Sketcher) -> Sketcher:
     """A sketcher of the same sketches whose `sketch_many` makes only what is stored: for the workers
     of a load that stores its documents without judging them (not add-if-new)."""
-    if type(hasher) is not BandedOddSketcher:
-        return hasher  # a MinHash's query sketch is its stored one
-    made = BandedOddSketcher(hasher.n, hasher.seed)
-    made._stores_only = True
-    return made
+    if type(hasher) is BandedOddSketcher:
+        return _StoringSketcher(hasher.n, hasher.seed)
+    return hasher  # a MinHash's query sketch is its stored one
