@@ -168,7 +168,7 @@ class Normalizer(PinnedUnicode):
         """`normalize` of a surrogate-free text holding code points the data answers for by its own rules:
         only the stretch around each, cut at stable starters; the rest through `_plain`."""
         cps = code_points(text)
-        special = self.special_of(cps)
+        special = np.take(self.special_table, cps)
         cuts = np.flatnonzero(self.stable_starters[np.minimum(cps, 0xFFFF)] & (cps < 0xFFFF) & ~special)
         pieces: list[str] = []
         done = 0
