@@ -168,24 +168,13 @@ def mix(z: U64, scratch: U64) -> U64:
 
 
 def combine_windows(column: U64, n: int) -> U64:
-    """Per token of one lane (1-D), the combined hash of the n >= 2 tokens from it, zeros past the end."""
+    """Per token of one lane (1-D), the combined hash of the n tokens from it, zeros past the end."""
     state: U64 = column.copy()
     scratch = np.empty_like(column)
     for j in range(1, n):
         state *= _K
         # Windows running past the last token add nothing for the missing tokens.
         state[: max(0, len(column) - j)] += column[j:]
-        mix(state, scratch)
-    return state
-
-
-def combine_short(column: U64, firsts: npt.NDArray[np.intp], length: int) -> U64:
-    """One lane's combined hash of all the tokens of each short unit of `length` tokens (from firsts)."""
-    state = column[firsts]
-    scratch = np.empty_like(state)
-    for j in range(1, length):
-        state *= _K
-        state += column[firsts + j]
         mix(state, scratch)
     return state
 
@@ -210,7 +199,8 @@ def features_of(
         for j in range(1, n):
             wanted = np.flatnonzero(short & (lengths == j))
             if len(wanted):
-                feats[firsts[wanted], lane] = combine_short(column, starts[wanted], j)
+                # The first window of a unit of j tokens is all of them.
+                feats[firsts[wanted], lane] = combine_windows(column, j)[starts[wanted]]
     return feats, counts
 
 
