@@ -20,7 +20,6 @@ from .hashing import (
     Key,
     SchemeParams,
     bit_sums,
-    counts_between,
     dedupe,
     features_of,
     shared,
@@ -92,10 +91,8 @@ class Engine:
         # A newline separates tokens: the joined texts tokenise as each would alone.
         words, cjk, is_cjk, starts = token_parts_of(code_points("\n".join(norms)))
         hashes, keep = self.hash_parts(words, cjk, is_cjk)
-        if keep is not None:
-            owner = np.searchsorted(firsts, starts[keep], side="right") - 1
-            return hashes, np.bincount(owner, minlength=len(texts)).astype(np.intp)
-        return hashes, counts_between(starts, firsts[1:] - 1)
+        owner = np.searchsorted(firsts, starts if keep is None else starts[keep], side="right") - 1
+        return hashes, np.bincount(owner, minlength=len(texts)).astype(np.intp)
 
     def hash_parts(
         self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]

@@ -227,12 +227,6 @@ def dedupe(feats: U64, per_doc: npt.NDArray[np.intp]) -> tuple[U64, npt.NDArray[
     return feats[first], np.bincount(owner[first], minlength=len(per_doc)).astype(np.intp)
 
 
-def counts_between(starts: npt.NDArray[np.intp], cuts: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-    """Tokens per text of len(cuts) + 1 joined ones, from the tokens' and separators' ascending indices."""
-    before = np.searchsorted(starts, cuts)
-    return np.diff(before, prepend=0, append=len(starts)).astype(np.intp)
-
-
 def bit_sums(feats: npt.NDArray[np.uint64], per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:
     """The (documents, f) counts of features with each bit set, from (M, lanes) feature hashes holding
     each document's contiguously, per_doc of them."""
