@@ -37,7 +37,6 @@ __all__ = [
     "document_form",
     "fingerprint",
     "fingerprint_many",
-    "sketch_form",
     "weighted",
     "weights_of",
 ]
@@ -178,16 +177,6 @@ def document_form(
         )
     items = doc if isinstance(doc, (list, tuple)) else list(doc)
     return weights_of(items, name) if items and not isinstance(items[0], str) else items
-
-
-def sketch_form(doc: object, name: str) -> str | bytes | Sequence[object]:
-    """A sketcher's document as a text (str, or bytes) or its tokens (unchecked); InvalidType (naming
-    `name`) for another type."""
-    if isinstance(doc, (bytes, bytearray, memoryview)):
-        return doc if type(doc) is bytes else bytes(doc)
-    if isinstance(doc, (str, Sequence)):
-        return doc
-    raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
 
 
 def weighted(totals: dict[str, float], engine: Engine) -> int:

@@ -12,7 +12,6 @@ import xxhash
 from ..checks import check_int
 from ..errors import InvalidArgument, InvalidType
 from . import engine_choice
-from .documents import sketch_form
 from .hashing import mix
 from .tokens import tokenize
 
@@ -37,16 +36,19 @@ def check_shingles(n: object, seed: object) -> None:
 def doc_tokens(doc: object, name: str) -> list[str]:
     """The normalised tokens of a document (name: for messages): text, UTF-8 bytes or str tokens
     (normalised too, empty ones dropped); InvalidType for any other, or a non-str token."""
-    form = sketch_form(doc, name)
-    if isinstance(form, (str, bytes)):
-        return tokenize(form if isinstance(form, str) else form.decode("utf-8", errors="replace"))
-    out: list[str] = []
-    for token in form:
-        if not isinstance(token, str):
-            raise InvalidType(f"{name} must hold str tokens only, got {type(token).__name__}")
-        # A given token stays one token even if it has inner spaces, as in the fingerprint.
-        out.append(" ".join(tokenize(token)))
-    return [token for token in out if token]
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        doc = bytes(doc).decode("utf-8", errors="replace")
+    if isinstance(doc, str):
+        return tokenize(doc)
+    if isinstance(doc, Sequence):
+        out: list[str] = []
+        for token in doc:
+            if not isinstance(token, str):
+                raise InvalidType(f"{name} must hold str tokens only, got {type(token).__name__}")
+            # A given token stays one token even if it has inner spaces, as in the fingerprint.
+            out.append(" ".join(tokenize(token)))
+        return [token for token in out if token]
+    raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
 
 
 def check_many(docs: object) -> None:

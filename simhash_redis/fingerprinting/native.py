@@ -23,8 +23,9 @@ from ..compiled import (
     pack_column,
     unpack_column,
 )
+from ..errors import InvalidType
 from . import tokens
-from .documents import Document, Engine, document_form, sketch_form, weighted
+from .documents import Document, Engine, document_form, weighted
 from .hashing import MinHashParams, SchemeParams
 from .normalize import PINNED
 
@@ -190,12 +191,15 @@ def odd(n: int, seed: int) -> _native.OddSketch:
 
 def sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, ...]:
     """A sketcher's document checked (naming it `name`), in the form the native sketchers take."""
-    form = sketch_form(doc, name)
-    if isinstance(form, (str, bytes)):
-        return form
-    tokens = form if isinstance(form, (list, tuple)) else list(form)
-    _native.check_tokens(tokens, name)
-    return tokens  # type: ignore[return-value]  # checked: str tokens only
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        return doc if type(doc) is bytes else bytes(doc)
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, Sequence):
+        tokens = doc if isinstance(doc, (list, tuple)) else list(doc)
+        _native.check_tokens(tokens, name)
+        return tokens  # checked: str tokens only
+    raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
 
 
 def sketch_docs(
