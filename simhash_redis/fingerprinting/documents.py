@@ -278,7 +278,8 @@ class _Batch:
     def add(self, doc: object, name: str) -> None:
         """Take one document (name: its name in messages); raises as `fingerprint`."""
         engine = self.engine
-        doc = document_form(doc, name)
+        if not isinstance(doc, (str, bytes)):
+            doc = document_form(doc, name)
         if isinstance(doc, bytes):
             doc = doc.decode("utf-8", errors="replace")
         if isinstance(doc, str):

@@ -115,6 +115,8 @@ def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc
 
 def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
     """A document checked, in the form the native engine takes (or its fingerprint: see `_weighted_doc`)."""
+    if type(doc) is bytes:
+        return doc
     items = document_form(doc, name)
     if isinstance(items, (str, bytes)):
         return items
