@@ -1,8 +1,7 @@
 # ruff: noqa: RUF001  (full-width and look-alike characters are what these tests are about)
 """The fast paths of fingerprinting give the very bits of the plain ones.
 
-Chunked shingle combining against the plain formula, table-driven normalisation against `normalize`, and
-batches against documents one by one.
+Vectorised shingle combining against the plain formula, and batches against documents one by one.
 """
 
 from __future__ import annotations
@@ -56,10 +55,7 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
-def test_windows_combined_in_chunks_are_the_plain_combination(
-    monkeypatch: pytest.MonkeyPatch, n: int
-) -> None:
-    monkeypatch.setattr(fp_module, "_MIX_CHUNK", 7)
+def test_windows_combined_are_the_plain_combination(n: int) -> None:
     rng = np.random.default_rng(n)
     column = rng.integers(0, MASK, 50, dtype=np.uint64, endpoint=True)
     padded = column.tolist() + [0] * (n - 1)
@@ -73,76 +69,6 @@ def test_windows_combined_in_chunks_are_the_plain_combination(
             h = z ^ (z >> 31)
         expected.append(h)
     assert fp_module.combine_windows(column, n).tolist() == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "",
-        "abc",
-        "中文…测试",
-        "Straße ﬁ",
-        "㎡ ½ ①",
-        "ｶﾞｷﾞ",
-        "e\u0301\u0301",
-        "한\u1161",
-        "😀中",
-        "a\ud800b",
-        "…" * 3,
-    ],
-)
-def test_table_normalisation_is_normalize(text: str) -> None:
-    uni = normalize_module.PINNED
-    cps, classes = uni.classified_code_points(text)
-    expected = normalize_module.code_points(uni.normalize(text))
-    assert cps.tolist() == expected.tolist()
-    if classes is not None:
-        assert classes.tolist() == uni.classes_of(expected).tolist()
-
-
-@FAST
-@given(TEXT)
-def test_table_normalisation_is_normalize_on_any_text(text: str) -> None:
-    test_table_normalisation_is_normalize(text)
-
-
-@FAST
-@given(
-    st.lists(
-        st.sampled_from([*_EXTRA, "…", "ᄀ", "\u1161", "\u11a8", "가", "\u0b47", "\u0b3e", "ｶ", "ﾞ"]),
-        max_size=30,
-    )
-)
-def test_table_normalisation_is_normalize_on_composing_text(chars: list[str]) -> None:
-    test_table_normalisation_is_normalize("".join(chars))
-
-
-# Scripts with combining marks, composing vowel signs, jamo, kana voicing marks and compatibility forms.
-_TRICKY_RANGES = [
-    (0x0041, 0x024F),
-    (0x0300, 0x036F),
-    (0x0900, 0x0DFF),
-    (0x0F00, 0x0FFF),
-    (0x1000, 0x109F),
-    (0x1100, 0x11FF),
-    (0x1B00, 0x1B7F),
-    (0x1E00, 0x1EFF),
-    (0x2000, 0x2BFF),
-    (0x3040, 0x30FF),
-    (0x3130, 0x318F),
-    (0xA960, 0xA97F),
-    (0xAC00, 0xAC40),
-    (0xD7B0, 0xD7FF),
-    (0xF900, 0xFDFF),
-    (0xFF60, 0xFFEF),
-]
-
-
-def test_table_normalisation_is_normalize_on_random_tricky_text() -> None:
-    rng = random.Random(3)
-    for _ in range(3000):
-        chars = [chr(rng.randint(*rng.choice(_TRICKY_RANGES))) for _ in range(rng.randint(1, 12))]
-        test_table_normalisation_is_normalize("".join(chars))
 
 
 def test_no_astral_composite_has_a_bmp_second_part() -> None:

@@ -20,7 +20,7 @@ use crate::unicode::{Fast, Norm, UnicodeState};
 pub struct Needs {
     /// The Unicode tables are not loaded yet.
     pub tables: bool,
-    /// Texts to normalise as Python does (`Normalizer.classified_code_points`).
+    /// Texts to normalise as Python does (`Normalizer.normalize`).
     pub texts: Vec<String>,
     /// Astral code points whose class and whitespace flag are unknown.
     pub astral: Vec<u32>,

@@ -3,7 +3,7 @@
 //! Nothing here knows Unicode by itself: every table comes from a
 //! `simhash_redis.fingerprinting.normalize.Normalizer` (Unicode 15.1, pinned: `bmp16_tables`,
 //! `bmp_classes`, `bmp_spaces`, `image_parts`) and is handed over once per process.
-//! `UnicodeState::fast` is `Normalizer.classified_code_points` in Rust: a BMP text is mapped code point by code point through the packed table; whatever needs a
+//! `UnicodeState::fast` gives `Normalizer.normalize`'s code points by the tables: a BMP text is mapped code point by code point through the packed table; whatever needs a
 //! closer look there (astral characters, long NFKC images without cached parts, images whose casefold
 //! grows, composing characters) is reported, and Python is asked by the boundary, never from here
 //! (see `crate::resolver` and `crate::python`).
@@ -206,7 +206,7 @@ impl UnicodeState {
         out
     }
 
-    /// `classified_code_points` by the tables: map a text code point by code point.
+    /// `Normalizer.normalize` by the tables: map a text code point by code point.
     pub fn fast(&self, text: &str, out: &mut Norm) -> Fast {
         out.clear();
         let Some(tables) = self.tables() else {
@@ -338,8 +338,8 @@ impl UnicodeState {
         true
     }
 
-    /// The text mapped to NFKC images code point by code point (what `classified_code_points` checks
-    /// with `unicodedata.is_normalized`); None when a part is unknown.
+    /// The text mapped to NFKC images code point by code point (what the boundary checks with
+    /// `Normalizer.is_nfkc`); None when a part is unknown.
     pub fn mapped_text(&self, text: &str) -> Option<String> {
         let tables = self.tables()?;
         let map = self.parts.read().unwrap_or_else(PoisonError::into_inner);

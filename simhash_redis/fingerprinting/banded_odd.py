@@ -45,6 +45,9 @@ class BandedOddSketcher:
     sketch_bytes = BAND_VALUES + SKETCH_BYTES
     #: Bytes of a query's sketch: the stored form, then the odd sketches a level below and above.
     query_bytes = BAND_VALUES + 3 * SKETCH_BYTES
+    # True in a `storing` one: `sketch_many` makes stored sketches only (the odd sketches a level below
+    # and above, which only a query needs, cost about a third of a query sketch).
+    _stores_only = False
 
     def __init__(self, n: int = 3, seed: int = 0) -> None:
         self.odd = OddSketcher(n, seed)
@@ -65,11 +68,17 @@ class BandedOddSketcher:
         native = engine_choice.native
         if native is not None:
             # One pass a document: its shingles made once for the band values and every level.
-            return native.banded_sketch_many(self.n, self.seed, self.bands, docs, _ABOVE)  # type: ignore[no-any-return]
-        docs = list(docs)  # read three times below: a generator would be spent by the first
+            odd, bands = native.odd(self.n, self.seed), native.minhash(self.bands)
+            if self._stores_only:
+                return odd.banded_stored_many(native.sketch_docs(docs), bands)  # type: ignore[no-any-return]
+            return odd.banded_many(native.sketch_docs(docs), bands, _ABOVE)  # type: ignore[no-any-return]
+        docs = list(docs)  # read more than once below: a generator would be spent by the first
         out = []
         own = self.odd.sketch_many(docs)
         for doc, band, mine in zip(docs, self.bands.sketch_many(docs), own, strict=True):
+            if self._stores_only:
+                out.append(band + mine)
+                continue
             size, level = OddSketcher.size_and_level(mine)
             levels = [level - 1] if level > 0 else []
             if size >= _ABOVE and level < MAX_LEVEL:
@@ -160,18 +169,7 @@ Sketcher = MinHasher | BandedOddSketcher
 
 
 class _StoringSketcher(BandedOddSketcher):
-    """A `BandedOddSketcher` whose `sketch_many` makes stored sketches only: the odd sketches a level below
-    and above, which only a query needs, cost about a third of a query sketch."""
-
-    def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-        check_many(docs)
-        native = engine_choice.native
-        if native is not None:
-            # One pass a document: its shingles made once for the band values and its own level.
-            return native.banded_stored_many(self.n, self.seed, self.bands, docs)  # type: ignore[no-any-return]
-        docs = list(docs)  # read twice below: a generator would be spent by the first
-        bands = self.bands.sketch_many(docs)
-        return [band + own for band, own in zip(bands, self.odd.sketch_many(docs), strict=True)]
+    _stores_only = True
 
 
 def stores_only(hasher: Sketcher | None) -> bool:

@@ -29,8 +29,6 @@ CJK_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 SEPARATOR, LETTER, MARK, CJK = 0, 1, 2, 3
-# Code points as `classified_code_points` gives them: 16 bits when all are in the BMP.
-CodePoints = npt.NDArray[np.uint16] | npt.NDArray[np.uint32]
 
 
 def classes_from_kinds(kinds: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:

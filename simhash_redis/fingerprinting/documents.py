@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,13 +20,12 @@ from .hashing import (
     Key,
     SchemeParams,
     bit_sums,
-    counts_between,
     dedupe,
     features_of,
     shared,
     to_ints,
 )
-from .normalize import PINNED, code_points, normalize
+from .normalize import code_points, normalize
 from .tokens import collapse_whitespace, has_token, split_chunks, token_parts, token_parts_of
 
 __all__ = [
@@ -34,9 +34,9 @@ __all__ = [
     "WEIGHT_BLOCK",
     "Document",
     "Engine",
+    "document_form",
     "fingerprint",
     "fingerprint_many",
-    "not_a_document",
     "weighted",
     "weights_of",
 ]
@@ -85,25 +85,14 @@ class Engine:
     def texts_tokens(self, texts: list[str]) -> tuple[U64, npt.NDArray[np.intp]]:
         """Normalise, tokenise and hash raw texts in one pass, stopwords dropped: the token hashes of all
         texts, one after the other, and the number of tokens of each."""
-        # NUL separates tokens and is untouched by NFKC: the joined texts tokenise as each would alone.
-        joined = "\x00".join(texts)
-        if joined.count("\x00") == len(texts) - 1:
-            cps, classes = PINNED.classified_code_points(joined)
-            ends = np.flatnonzero(cps == 0)
-            firsts = np.concatenate([[0], ends + 1])
-            words, cjk, is_cjk, starts = token_parts_of(cps, classes)
-        else:
-            norms = [normalize(text) for text in texts]
-            norm = "\n".join(norms)
-            lengths = np.fromiter(map(len, norms), dtype=np.intp, count=len(norms)) + 1
-            firsts = np.cumsum(lengths) - lengths
-            ends = firsts[1:] - 1
-            words, cjk, is_cjk, starts = token_parts_of(code_points(norm), None)
+        norms = [normalize(text) for text in texts]
+        lengths = np.fromiter(map(len, norms), dtype=np.intp, count=len(norms)) + 1
+        firsts = np.cumsum(lengths) - lengths
+        # A newline separates tokens: the joined texts tokenise as each would alone.
+        words, cjk, is_cjk, starts = token_parts_of(code_points("\n".join(norms)))
         hashes, keep = self.hash_parts(words, cjk, is_cjk)
-        if keep is not None:
-            owner = np.searchsorted(firsts, starts[keep], side="right") - 1
-            return hashes, np.bincount(owner, minlength=len(texts)).astype(np.intp)
-        return hashes, counts_between(starts, ends)
+        owner = np.searchsorted(firsts, starts if keep is None else starts[keep], side="right") - 1
+        return hashes, np.bincount(owner, minlength=len(texts)).astype(np.intp)
 
     def hash_parts(
         self, words: list[bytes], cjk: npt.NDArray[np.uint32], is_cjk: npt.NDArray[np.bool_]
@@ -127,7 +116,7 @@ class Engine:
         out[is_cjk] = shared(CodePointTable, self.scheme).lookup(cjk)
         return out, keep
 
-    def given_tokens(self, tokens: list[str], name: str) -> U64:
+    def given_tokens(self, tokens: Sequence[Any], name: str) -> U64:
         """Normalise caller-given tokens, drop empty ones and stopwords, and hash them (InvalidType, naming
         the argument, for a token that is not a str)."""
         joined = _joined(tokens, "\x00", name)
@@ -170,12 +159,24 @@ def weights_of(doc: Iterable[object], name: str) -> dict[str, float]:
     return totals
 
 
-def not_a_document(doc: object, name: str) -> InvalidType:
-    """The error for a document of no accepted form."""
-    return InvalidType(
-        f"{name} must be str, bytes, a sequence of str tokens or (feature, weight) pairs, "
-        f"got {type(doc).__name__}"
-    )
+def document_form(
+    doc: object, name: str
+) -> str | bytes | dict[str, float] | list[object] | tuple[object, ...]:
+    """A document as a text (str, or bytes), its weighted features (`weights_of`), or its tokens (unchecked);
+    InvalidType (naming `name`) for no accepted form."""
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        return doc if type(doc) is bytes else bytes(doc)
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, Mapping):
+        return weights_of(doc, name)
+    if not isinstance(doc, Iterable):
+        raise InvalidType(
+            f"{name} must be str, bytes, a sequence of str tokens or (feature, weight) pairs, "
+            f"got {type(doc).__name__}"
+        )
+    items = doc if isinstance(doc, (list, tuple)) else list(doc)
+    return weights_of(items, name) if items and not isinstance(items[0], str) else items
 
 
 def weighted(totals: dict[str, float], engine: Engine) -> int:
@@ -277,8 +278,10 @@ class _Batch:
     def add(self, doc: object, name: str) -> None:
         """Take one document (name: its name in messages); raises as `fingerprint`."""
         engine = self.engine
-        if isinstance(doc, (bytes, bytearray, memoryview)):
-            doc = bytes(doc).decode("utf-8", errors="replace")
+        if not isinstance(doc, (str, bytes)):
+            doc = document_form(doc, name)
+        if isinstance(doc, bytes):
+            doc = doc.decode("utf-8", errors="replace")
         if isinstance(doc, str):
             if len(doc) > tokens.CHUNK_CHARS:
                 self.results.append(_long_text(engine, doc))
@@ -293,26 +296,18 @@ class _Batch:
             self.results.append(0)
             self.tokens += len(doc)
             return
-        if isinstance(doc, Mapping):
-            self.results.append(weighted(weights_of(doc, name), engine))
-            return
-        if not isinstance(doc, Iterable):
-            raise not_a_document(doc, name)
-        items = doc if isinstance(doc, (list, tuple)) else list(doc)
-        if items and not isinstance(items[0], str):
-            self.results.append(weighted(weights_of(items, name), engine))
+        if isinstance(doc, dict):
+            self.results.append(weighted(doc, engine))
             return
         if engine.scheme.features == "chars":
-            self._unit(engine.chars_unit(normalize(_joined(items, " ", name))))
+            self._unit(engine.chars_unit(normalize(_joined(doc, " ", name))))
             return
-        if len(items) > tokens.CHUNK_CHARS:
+        if len(doc) > tokens.CHUNK_CHARS:
             step = tokens.CHUNK_CHARS
-            slices = (
-                engine.given_tokens(list(items[i : i + step]), name) for i in range(0, len(items), step)
-            )
+            slices = (engine.given_tokens(doc[i : i + step], name) for i in range(0, len(doc), step))
             self.results.append(_stream(engine, slices))
             return
-        self._unit(engine.given_tokens(list(items), name))
+        self._unit(engine.given_tokens(doc, name))
 
     def _unit(self, unit: U64) -> None:
         """Queue a document made of one token unit."""

@@ -50,7 +50,6 @@ def _load_native() -> ModuleType | None:
 
 #: The native adapter module, or None when the pure engine runs: chosen on first use (`__getattr__`).
 native: ModuleType | None
-_UNCHOSEN = object()
 
 
 def __getattr__(name: str) -> ModuleType | None:
@@ -62,8 +61,7 @@ def __getattr__(name: str) -> ModuleType | None:
 
 
 def _core() -> ModuleType | None:
-    found = globals().get("native", _UNCHOSEN)
-    return __getattr__("native") if found is _UNCHOSEN else found
+    return globals()["native"] if "native" in globals() else __getattr__("native")
 
 
 def engine() -> str:

@@ -24,8 +24,6 @@ MIX_C1 = 0xBF58476D1CE4E5B9
 MIX_C2 = 0x94D049BB133111EB
 #: Token hashes kept per (seed, width) before the cache is cleared; bounds memory in long-running processes.
 CACHE_MAX = 1 << 18
-# Tokens mixed per chunk: 256 KiB per array, which stays in the CPU cache.
-_MIX_CHUNK = 1 << 15
 # Byte-lane counters of a uint64 word overflow past 255, so lanes are summed over at most this many rows.
 _LANE_ROWS = 255
 
@@ -170,31 +168,13 @@ def mix(z: U64, scratch: U64) -> U64:
 
 
 def combine_windows(column: U64, n: int) -> U64:
-    """Per token of one lane (1-D), the combined hash of the n >= 2 tokens from it, zeros past the end."""
-    size = len(column)
-    out = np.empty(size, dtype=np.uint64)
-    scratch = np.empty(min(size, _MIX_CHUNK), dtype=np.uint64)
-    # Chunks small enough to stay in the CPU cache through all n-1 rounds: about twice as fast.
-    for start in range(0, size, _MIX_CHUNK):
-        stop = min(size, start + _MIX_CHUNK)
-        state = out[start:stop]
-        state[:] = column[start:stop]
-        for j in range(1, n):
-            state *= _K
-            # Windows running past the last token add nothing for the missing tokens.
-            inside = max(0, min(size, stop + j) - start - j)
-            state[:inside] += column[start + j : start + j + inside]
-            mix(state, scratch[: stop - start])
-    return out
-
-
-def combine_short(column: U64, firsts: npt.NDArray[np.intp], length: int) -> U64:
-    """One lane's combined hash of all the tokens of each short unit of `length` tokens (from firsts)."""
-    state = column[firsts]
-    scratch = np.empty_like(state)
-    for j in range(1, length):
+    """Per token of one lane (1-D), the combined hash of the n tokens from it, zeros past the end."""
+    state: U64 = column.copy()
+    scratch = np.empty_like(column)
+    for j in range(1, n):
         state *= _K
-        state += column[firsts + j]
+        # Windows running past the last token add nothing for the missing tokens.
+        state[: max(0, len(column) - j)] += column[j:]
         mix(state, scratch)
     return state
 
@@ -219,7 +199,8 @@ def features_of(
         for j in range(1, n):
             wanted = np.flatnonzero(short & (lengths == j))
             if len(wanted):
-                feats[firsts[wanted], lane] = combine_short(column, starts[wanted], j)
+                # The first window of a unit of j tokens is all of them.
+                feats[firsts[wanted], lane] = combine_windows(column, j)[starts[wanted]]
     return feats, counts
 
 
@@ -244,12 +225,6 @@ def dedupe(feats: U64, per_doc: npt.NDArray[np.intp]) -> tuple[U64, npt.NDArray[
     first = np.ones(len(feats), dtype=bool)
     first[1:] = (owner[1:] != owner[:-1]) | (feats[1:] != feats[:-1]).any(axis=1)
     return feats[first], np.bincount(owner[first], minlength=len(per_doc)).astype(np.intp)
-
-
-def counts_between(starts: npt.NDArray[np.intp], cuts: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-    """Tokens per text of len(cuts) + 1 joined ones, from the tokens' and separators' ascending indices."""
-    before = np.searchsorted(starts, cuts)
-    return np.diff(before, prepend=0, append=len(starts)).astype(np.intp)
 
 
 def bit_sums(feats: npt.NDArray[np.uint64], per_doc: npt.NDArray[np.intp], f: int) -> npt.NDArray[np.int64]:

@@ -163,15 +163,17 @@ class MinHasher:
 
     def sketch(self, doc: str | bytes | Sequence[str]) -> bytes:
         """The sketch of one document: text, UTF-8 bytes, or str tokens."""
-        if engine_choice.native is not None:
-            return engine_choice.native.sketch(self, doc)  # type: ignore[no-any-return]
+        native = engine_choice.native
+        if native is not None:
+            return native.minhash(self).sketch(native.sketch_doc(doc, "doc"), "doc")  # type: ignore[no-any-return]
         return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed))
 
     def sketch_many(self, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
         """The sketches of many documents (as `sketch` takes), in order."""
         check_many(docs)
-        if engine_choice.native is not None:
-            return engine_choice.native.sketch_many(self, docs)  # type: ignore[no-any-return]
+        native = engine_choice.native
+        if native is not None:
+            return native.minhash(self).sketch_many(native.sketch_docs(docs))  # type: ignore[no-any-return]
         return [
             self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, f"docs[{i}]"), self.n, self.seed))
             for i, doc in enumerate(docs)

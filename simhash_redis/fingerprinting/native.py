@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,7 +25,7 @@ from ..compiled import (
 )
 from ..errors import InvalidType
 from . import tokens
-from .documents import Document, Engine, not_a_document, weighted, weights_of
+from .documents import Document, Engine, document_form, weighted
 from .hashing import MinHashParams, SchemeParams
 from .normalize import PINNED
 
@@ -41,16 +41,17 @@ __all__ = [
     "fingerprint_lines",
     "fingerprint_many",
     "fingerprint_packed_texts",
+    "fingerprint_stored_many",
     "fingerprint_text_lines",
     "hash_values",
     "hits",
+    "minhash",
+    "odd",
     "odd_estimate",
-    "odd_sketch",
-    "odd_sketch_levels",
-    "odd_sketch_many",
     "pack_column",
-    "sketch",
-    "sketch_many",
+    "sketch_doc",
+    "sketch_docs",
+    "sketch_text_lines",
     "unpack_column",
 ]
 
@@ -114,17 +115,13 @@ def _weighted_doc(totals: dict[str, float], scheme: SchemeParams) -> PreparedDoc
 
 def _prepare(doc: object, name: str, scheme: SchemeParams) -> PreparedDoc | int:
     """A document checked, in the form the native engine takes (or its fingerprint: see `_weighted_doc`)."""
-    if isinstance(doc, (bytes, bytearray, memoryview)):
-        return doc if type(doc) is bytes else bytes(doc)
-    if isinstance(doc, str):
+    if type(doc) is bytes:
         return doc
-    if isinstance(doc, Mapping):
-        return _weighted_doc(weights_of(doc, name), scheme)
-    if not isinstance(doc, Iterable):
-        raise not_a_document(doc, name)
-    items: list[object] | tuple[object, ...] = doc if isinstance(doc, (list, tuple)) else list(doc)
-    if items and not isinstance(items[0], str):
-        return _weighted_doc(weights_of(items, name), scheme)
+    items = document_form(doc, name)
+    if isinstance(items, (str, bytes)):
+        return items
+    if isinstance(items, dict):
+        return _weighted_doc(items, scheme)
     step = tokens.CHUNK_CHARS
     if scheme.features != "chars" and step <= 0 < len(items):
         # The pure engine streams token lists longer than CHUNK_CHARS in slices of that many: with a
@@ -171,7 +168,7 @@ def fingerprint_many(docs: Iterable[Document], scheme: SchemeParams) -> list[int
     return out
 
 
-def _sketcher(hasher: MinHashParams) -> _native.MinHash:
+def minhash(hasher: MinHashParams) -> _native.MinHash:
     """The native sketcher of a MinHasher, made once per hasher (and its current parameters)."""
     params = (hasher.num_perm, hasher.bits, hasher.n, hasher.seed)
     # Keyed by the identities of objects its entry keeps alive (so never reused), and the parameters.
@@ -188,8 +185,14 @@ def _sketcher(hasher: MinHashParams) -> _native.MinHash:
     return made
 
 
-def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, ...]:
-    """A MinHash document checked, in the form the native sketcher takes."""
+@functools.lru_cache(maxsize=_ENGINES_MAX)
+def odd(n: int, seed: int) -> _native.OddSketch:
+    """The native odd sketcher of `OddSketcher(n, seed)`, made once."""
+    return _native.OddSketch(_UNICODE, n, seed)
+
+
+def sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, ...]:
+    """A sketcher's document checked (naming it `name`), in the form the native sketchers take."""
     if isinstance(doc, (bytes, bytearray, memoryview)):
         return doc if type(doc) is bytes else bytes(doc)
     if isinstance(doc, str):
@@ -201,64 +204,21 @@ def _sketch_doc(doc: object, name: str) -> str | bytes | list[str] | tuple[str, 
     raise InvalidType(f"{name} must be a str, bytes or a sequence of str tokens, got {type(doc).__name__}")
 
 
-def _sketch_docs(
+def sketch_docs(
     docs: Sequence[str | bytes | Sequence[str]],
 ) -> list[str | bytes | list[str] | tuple[str, ...]]:
-    return [_sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
-
-
-def sketch(hasher: MinHashParams, doc: str | bytes | Sequence[str]) -> bytes:
-    """`MinHasher.sketch` natively, byte for byte."""
-    return _sketcher(hasher).sketch(_sketch_doc(doc, "doc"), "doc")
-
-
-def sketch_many(hasher: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]) -> list[bytes]:
-    """`MinHasher.sketch_many` natively, byte for byte."""
-    return _sketcher(hasher).sketch_many(_sketch_docs(docs))
-
-
-@functools.lru_cache(maxsize=_ENGINES_MAX)
-def _odd_sketcher(n: int, seed: int) -> _native.OddSketch:
-    return _native.OddSketch(_UNICODE, n, seed)
-
-
-def odd_sketch(n: int, seed: int, doc: str | bytes | Sequence[str], level: int | None) -> bytes:
-    """`OddSketcher.sketch` natively (n, seed and level validated; level None: the document's own)."""
-    return _odd_sketcher(n, seed).sketch(_sketch_doc(doc, "doc"), level, "doc")
-
-
-def odd_sketch_many(
-    n: int, seed: int, docs: Sequence[str | bytes | Sequence[str]], level: int | None
-) -> list[bytes]:
-    """`OddSketcher.sketch_many` natively (arguments as `odd_sketch`)."""
-    return _odd_sketcher(n, seed).sketch_many(_sketch_docs(docs), level)
-
-
-def odd_sketch_levels(n: int, seed: int, doc: str | bytes | Sequence[str], levels: list[int]) -> list[bytes]:
-    """`OddSketcher.sketch_levels` natively (levels validated)."""
-    return _odd_sketcher(n, seed).sketch_levels(_sketch_doc(doc, "doc"), levels, "doc")
-
-
-def banded_sketch_many(
-    n: int, seed: int, bands: MinHashParams, docs: Sequence[str | bytes | Sequence[str]], above: int
-) -> list[bytes]:
-    """`BandedOddSketcher.sketch_many` natively (`bands` its band MinHash, `above` its `_ABOVE`)."""
-    return _odd_sketcher(n, seed).banded_many(_sketch_docs(docs), _sketcher(bands), above)
-
-
-def banded_stored_many(
-    n: int, seed: int, bands: MinHashParams, docs: Sequence[str | bytes | Sequence[str]]
-) -> list[bytes]:
-    """The stored sketches of `BandedOddSketcher` natively (arguments as `banded_sketch_many`)."""
-    return _odd_sketcher(n, seed).banded_stored_many(_sketch_docs(docs), _sketcher(bands))
+    """`sketch_doc` of a batch's documents, each named ``docs[i]``."""
+    return [sketch_doc(doc, f"docs[{index}]") for index, doc in enumerate(docs)]
 
 
 def fingerprint_stored_many(
     scheme: SchemeParams, n: int, seed: int, bands: MinHashParams, texts: Sequence[str | bytes]
 ) -> tuple[list[int], list[bytes]]:
-    """`fingerprint_many(texts, scheme)` and `banded_stored_many(n, seed, bands, texts)`, a pass a text."""
-    engine, odd = _engine(scheme), _odd_sketcher(n, seed)
-    return _native.fingerprint_stored_many(engine, odd, _sketcher(bands), list(texts), tokens.CHUNK_CHARS)
+    """`fingerprint_many(texts, scheme)` and the stored sketches of `BandedOddSketcher(n, seed)` (`bands`
+    its band MinHash), a pass a text."""
+    return _native.fingerprint_stored_many(
+        _engine(scheme), odd(n, seed), minhash(bands), list(texts), tokens.CHUNK_CHARS
+    )
 
 
 def sketch_text_lines(
@@ -272,9 +232,8 @@ def sketch_text_lines(
     max_id: int,
 ) -> tuple[list[str], list[int], list[bytes], list[int]]:
     """`fingerprint_text_lines` with the texts' stored sketches: `(ids, fingerprints, sketches, others)`."""
-    engine, odd = _engine(scheme), _odd_sketcher(n, seed)
     return _native.sketch_text_lines(
-        engine, odd, _sketcher(bands), raws, id_field, text_field, max_id, tokens.CHUNK_CHARS
+        _engine(scheme), odd(n, seed), minhash(bands), raws, id_field, text_field, max_id, tokens.CHUNK_CHARS
     )
 
 

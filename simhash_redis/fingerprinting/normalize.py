@@ -7,12 +7,11 @@ import functools
 import re
 import threading
 import unicodedata
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from .charclass import CodePoints, class_of_kind, classes_from_kinds
+from .charclass import class_of_kind, classes_from_kinds
 from .ucd import BmpImages, PinnedUnicode
 
 __all__ = ["PINNED", "Normalizer", "code_points", "normalize"]
@@ -20,7 +19,6 @@ __all__ = ["PINNED", "Normalizer", "code_points", "normalize"]
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 Parts = tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16], bool]
-_Sliceable = TypeVar("_Sliceable", str, npt.NDArray[np.uint16])
 
 
 class Normalizer(PinnedUnicode):
@@ -45,12 +43,9 @@ class Normalizer(PinnedUnicode):
             known = self._astral_class[cp] = class_of_kind(cp, self.kind(cp))
         return known
 
-    def classes_of(self, cps: CodePoints) -> npt.NDArray[np.uint8]:
-        table = self.bmp_classes
-        if cps.dtype == np.uint16:
-            return np.take(table, cps)
+    def classes_of(self, cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint8]:
         astral = cps > 0xFFFF
-        classes: npt.NDArray[np.uint8] = table[np.where(astral, 0, cps)]
+        classes: npt.NDArray[np.uint8] = np.take(self.bmp_classes, np.where(astral, 0, cps))
         if astral.any():
             with self._lock:
                 classes[astral] = [self.class_of(cp) for cp in cps[astral].tolist()]
@@ -71,7 +66,7 @@ class Normalizer(PinnedUnicode):
 
     @functools.cached_property
     def bmp16_tables(self) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
-        """The packed tables of `classified_code_points` (about 25 ms more on first use): per BMP code point
+        """The packed tables the compiled core normalises with (25 ms more on first use): per BMP code point
         of a raw text, bits 0-15 its single-code-point NFKC image (or itself), bits 16-35 that image's entry
         in the second table, bit 36 set where a closer look is needed (the NFKC or casefold image is longer
         or astral, or `PinnedUnicode.special_bmp`); per BMP code point of a text mapped to NFKC images,
@@ -137,10 +132,11 @@ class Normalizer(PinnedUnicode):
         text = mapped.astype("<u4").tobytes().decode("utf-32-le")
         if not odd.any():
             return text
-        return self._splice_images(text, np.flatnonzero(odd).tolist(), cps)
-
-    def _splice_images(self, text: str, at: list[int], cps: CodePoints) -> str:
-        return "".join(_spliced(text, at, [self.nfkc_image(int(cps[index])) for index in at]))
+        pieces, last = [], 0
+        for index in np.flatnonzero(odd).tolist():
+            pieces += [text[last:index], self.nfkc_image(int(cps[index]))]
+            last = index + 1
+        return "".join([*pieces, text[last:]])
 
     def normalize(self, text: str) -> str:
         """Normalise a text: surrogates to U+FFFD, then NFKC, then casefold."""
@@ -172,7 +168,7 @@ class Normalizer(PinnedUnicode):
         """`normalize` of a surrogate-free text holding code points the data answers for by its own rules:
         only the stretch around each, cut at stable starters; the rest through `_plain`."""
         cps = code_points(text)
-        special = self.special_of(cps)
+        special = np.take(self.special_table, cps)
         cuts = np.flatnonzero(self.stable_starters[np.minimum(cps, 0xFFFF)] & (cps < 0xFFFF) & ~special)
         pieces: list[str] = []
         done = 0
@@ -201,44 +197,6 @@ class Normalizer(PinnedUnicode):
         stable[0xD800:0xE000] = False
         return stable
 
-    def classified_code_points(self, text: str) -> tuple[CodePoints, npt.NDArray[np.uint8] | None]:
-        """The code points of ``normalize(text)`` (16-bit when from the tables, else 32-bit) and their
-        classes (None when not computed on the way): a BMP text by one lookup a character in a packed
-        table (`bmp16_tables`), any other through `normalize`."""
-        try:
-            data = text.encode("utf-16-le")
-        except UnicodeEncodeError:  # a surrogate
-            return code_points(self.normalize(text)), None
-        if len(data) != 2 * len(text):  # surrogate pairs: astral characters
-            return code_points(self.normalize(text)), None
-        raw = self.bmp16_tables[0]
-        cps = np.frombuffer(data, dtype="<u2")
-        # np.take with an intp index: several times faster than fancy indexing with 16-bit indices.
-        fields = np.take(raw, cps.astype(np.intp)).astype("<u8", copy=False).view("<u2").reshape(-1, 4)
-        flags = fields[:, 2]
-        norm, classes = fields[:, 1], flags & np.uint16(3)
-        composing = bool((flags & 8).any())
-        flagged = np.flatnonzero(flags & 16).tolist()
-        if flagged:
-            # The table keeps a code point itself where its NFKC image is long or astral, or where a
-            # casefold image is: splice the long images in; leave the rest to `normalize`.
-            parts = [part for part in map(self.image_parts, cps[flagged].tolist()) if part is not None]
-            if len(parts) < len(flagged):
-                return code_points(self.normalize(text)), None
-            norm = np.concatenate(_spliced(norm, flagged, [part[0] for part in parts]))
-            classes = np.concatenate(_spliced(classes, flagged, [part[1] for part in parts]))
-            composing = composing or any(part[2] for part in parts)
-        # Characters each of which is some NFKC image make a text that NFKC's quick check passes when
-        # none may compose with what precedes it; otherwise the mapped text is checked in full.
-        if composing:
-            mapped_text = fields[:, 0].tobytes().decode("utf-16-le")
-            if flagged:
-                mapped_text = self._splice_images(mapped_text, flagged, cps)
-            # No code point the data answers for by its own rules is left (`image_parts`).
-            if not unicodedata.is_normalized("NFKC", mapped_text):
-                return code_points(self.normalize(text)), None
-        return np.ascontiguousarray(norm), classes.astype(np.uint8)
-
     def image_parts(self, cp: int) -> Parts | None:
         """The casefold images and classes of a BMP code point's long NFKC image's code points, and whether
         one may compose with what precedes it (None where the tables cannot tell); cached."""
@@ -259,16 +217,6 @@ class Normalizer(PinnedUnicode):
 def code_points(text: str) -> npt.NDArray[np.uint32]:
     """The code points of a surrogate-free text, as a uint32 array."""
     return np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint32, copy=False)
-
-
-def _spliced(whole: _Sliceable, at: list[int], inserts: list[_Sliceable]) -> list[_Sliceable]:
-    """The pieces of `whole` with the single items at indices `at` replaced by `inserts`."""
-    pieces, last = [], 0
-    for index, insert in zip(at, inserts, strict=True):
-        pieces += [whole[last:index], insert]
-        last = index + 1
-    pieces.append(whole[last:])
-    return pieces
 
 
 #: Unicode 15.1, the same on every Python: fingerprints and sketches.

@@ -174,8 +174,9 @@ class OddSketcher:
         0..MAX_LEVEL: a stored sketch's, to compare with it; None for the document's own."""
         if level is not None:
             level = _checked_level(level, "level")
-        if engine_choice.native is not None:
-            return engine_choice.native.odd_sketch(self.n, self.seed, doc, level)  # type: ignore[no-any-return]
+        native = engine_choice.native
+        if native is not None:
+            return native.odd(self.n, self.seed).sketch(native.sketch_doc(doc, "doc"), level, "doc")  # type: ignore[no-any-return]
         return self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed), level)
 
     def sketch_many(
@@ -185,8 +186,9 @@ class OddSketcher:
         check_many(docs)
         if level is not None:
             level = _checked_level(level, "level")
-        if engine_choice.native is not None:
-            return engine_choice.native.odd_sketch_many(self.n, self.seed, docs, level)  # type: ignore[no-any-return]
+        native = engine_choice.native
+        if native is not None:
+            return native.odd(self.n, self.seed).sketch_many(native.sketch_docs(docs), level)  # type: ignore[no-any-return]
         return [
             self.sketch_of_hashes(shingle_hashes(doc_tokens(doc, f"docs[{i}]"), self.n, self.seed), level)
             for i, doc in enumerate(docs)
@@ -195,8 +197,9 @@ class OddSketcher:
     def sketch_levels(self, doc: str | bytes | Sequence[str], levels: Sequence[int]) -> list[bytes]:
         """The odd sketches of one document at several levels, in order, its shingles made once."""
         wanted = [_checked_level(level, f"levels[{i}]") for i, level in enumerate(levels)]
-        if engine_choice.native is not None:
-            return engine_choice.native.odd_sketch_levels(self.n, self.seed, doc, wanted)  # type: ignore[no-any-return]
+        native = engine_choice.native
+        if native is not None:
+            return native.odd(self.n, self.seed).sketch_levels(native.sketch_doc(doc, "doc"), wanted, "doc")  # type: ignore[no-any-return]
         hashes = shingle_hashes(doc_tokens(doc, "doc"), self.n, self.seed)
         return [self.sketch_of_hashes(hashes, level) for level in wanted]
 

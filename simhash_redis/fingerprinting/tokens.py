@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidType
-from .charclass import CJK, LETTER, MARK, SEPARATOR, CodePoints
+from .charclass import CJK, LETTER, MARK, SEPARATOR
 from .normalize import PINNED, code_points, normalize
 
 __all__ = [
@@ -44,26 +44,16 @@ def token_parts(norm: str) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDA
     if norm.isascii():
         words = norm.encode("ascii").translate(_ASCII_TOKEN_TABLE).split()
         return words, _NO_CODE_POINTS, np.zeros(len(words), dtype=bool)
-    words, cjk, is_cjk, _ = token_parts_of(code_points(norm), None)
+    words, cjk, is_cjk, _ = token_parts_of(code_points(norm))
     return words, cjk, is_cjk
 
 
 def token_parts_of(
-    cps: CodePoints, classes: npt.NDArray[np.uint8] | None
+    cps: npt.NDArray[np.uint32],
 ) -> tuple[list[bytes], npt.NDArray[np.uint32], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
-    """`token_parts` of a normalised text's code points (their classes, if known), plus each token's
-    first index; one numpy pass, however long the text."""
-    keep, after, cjk_mask, starts = _scan(cps, classes if classes is not None else PINNED.classes_of(cps))
-    words = _words(cps, keep, after)
-    is_cjk = np.take(cjk_mask, starts)
-    return words, cps[starts[is_cjk]].astype(np.uint32), is_cjk, starts
-
-
-def _scan(
-    cps: CodePoints, classes: npt.NDArray[np.uint8]
-) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
-    """Which code points of a normalised text are in word tokens, follow one that is, are CJK tokens; and
-    every token's first index."""
+    """`token_parts` of a normalised text's code points, plus each token's first index; one numpy pass,
+    however long the text."""
+    classes = PINNED.classes_of(cps)
     keep = classes == LETTER
     marks = classes == MARK
     if marks.any():
@@ -76,21 +66,15 @@ def _scan(
     after[1:] = keep[:-1]
     cjk_mask = classes == CJK
     # A token starts at a CJK letter or at a kept code point that does not follow one.
-    return keep, after, cjk_mask, np.flatnonzero(cjk_mask | (keep & ~after))
-
-
-def _words(cps: CodePoints, keep: npt.NDArray[np.bool_], after: npt.NDArray[np.bool_]) -> list[bytes]:
+    starts = np.flatnonzero(cjk_mask | (keep & ~after))
     # Only word code points and the one separator after each word are decoded: CJK text has few words.
     chosen = keep | after
     kept = cps[chosen]
     kept[~keep[chosen]] = _SPACE
-    if kept.dtype == np.uint16:
-        # No surrogate code units: `classified_code_points` gives 16 bits for BMP texts only.
-        text = kept.astype("<u2", copy=False).tobytes().decode("utf-16-le")
-    else:
-        text = kept.astype("<u4", copy=False).tobytes().decode("utf-32-le")
     # bytes.split() splits on ASCII whitespace only, which is all that separators have become.
-    return text.encode("utf-8").split()
+    words = kept.astype("<u4", copy=False).tobytes().decode("utf-32-le").encode("utf-8").split()
+    is_cjk = np.take(cjk_mask, starts)
+    return words, cps[starts[is_cjk]], is_cjk, starts
 
 
 def token_bytes(norm: str) -> list[bytes]:

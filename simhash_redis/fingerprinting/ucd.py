@@ -170,7 +170,7 @@ class PinnedUnicode:
     @functools.cached_property
     def special_bmp(self) -> npt.NDArray[np.bool_]:
         """Per BMP code point, whether the interpreter may answer for it differently."""
-        table: npt.NDArray[np.bool_] = self._special_table[:0x10000].copy()
+        table: npt.NDArray[np.bool_] = self.special_table[:0x10000].copy()
         return table
 
     def is_special(self, text: str) -> bool:
@@ -179,12 +179,7 @@ class PinnedUnicode:
             return False
         if len(text) <= 8:
             return any(self._special_cp(ord(char)) for char in text)
-        return bool(np.take(self._special_table, np.frombuffer(text.encode("utf-32-le"), dtype="<u4")).any())
-
-    def special_of(self, cps: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
-        """Per code point, whether the interpreter may answer for it differently."""
-        found: npt.NDArray[np.bool_] = np.take(self._special_table, cps)
-        return found
+        return bool(np.take(self.special_table, np.frombuffer(text.encode("utf-32-le"), dtype="<u4")).any())
 
     def own_normalize(self, text: str) -> str:
         """The case folding of the NFKC form of a surrogate-free text, by the pinned tables."""
@@ -221,15 +216,16 @@ class PinnedUnicode:
         )
 
     @functools.cached_property
-    def _special_table(self) -> npt.NDArray[np.bool_]:
-        # One flag per code point (1.1 MB): a single lookup per character is the fastest check.
+    def special_table(self) -> npt.NDArray[np.bool_]:
+        """Per code point, whether the interpreter may answer for it differently (1.1 MB: a single lookup
+        per character is the fastest check)."""
         table = np.zeros(0x110000, dtype=bool)
         for lo, hi in zip(*self._special, strict=True):
             table[lo : hi + 1] = True
         return table
 
     def _special_cp(self, cp: int) -> bool:
-        return bool(self._special_table[cp])
+        return bool(self.special_table[cp])
 
     def is_nfkc(self, text: str) -> bool:
         """Whether a surrogate-free text is in NFKC form."""

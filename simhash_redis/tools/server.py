@@ -118,16 +118,6 @@ def pid_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
-def wait_exit(pid: int, timeout: float) -> bool:
-    """Whether pid exits within timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while pid_alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(POLL)
-    return True
-
-
 def is_server(pid: int, binary: str) -> bool:
     """Whether pid is a live Valkey/Redis server started from `binary` ("" if unknown), not a reused pid."""
     if pid <= 0 or not pid_alive(pid):
@@ -415,7 +405,10 @@ class EmbeddedServer:
                 if sig is not None:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, sig)
-                if wait_exit(pid, timeout=30.0 if sig is None else 10.0):
+                deadline = time.monotonic() + (30.0 if sig is None else 10.0)
+                while pid_alive(pid) and time.monotonic() <= deadline:
+                    time.sleep(POLL)
+                if not pid_alive(pid):
                     self.state_file.unlink(missing_ok=True)
                     return True
             raise RedisUnavailable(f"could not stop the embedded server (pid {pid})")

@@ -234,8 +234,8 @@ impl Unicode {
         }
     }
 
-    /// Normalise a non-ASCII, surrogate-free text as `Normalizer.classified_code_points` does: the
-    /// table path where it holds, completed by Python exactly where that function asks `unicodedata`.
+    /// Normalise a non-ASCII, surrogate-free text as `Normalizer.normalize` does: the table path where
+    /// it holds, completed by Python where the tables cannot tell.
     fn normalize_text(&self, py: Python<'_>, text: &str, out: &mut Norm) -> PyResult<()> {
         self.tables(py)?;
         for _ in 0..3 {
