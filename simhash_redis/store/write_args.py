@@ -1,30 +1,39 @@
-"""What the write paths send besides their order: guards, writes, and their commands (`write_command`)."""
+"""What the write paths send besides their order: guards, writes, their commands (`write_command`), and
+how a round's replies and conflicts are read."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
-from typing import cast
+from typing import TypeVar, cast
 
 from ..codec import decode_fp, decode_sketches, pack_fps
-from ..transport import Command
+from ..results import Outcome
+from ..transport import Command, pause
 from .keys import KeySchema
 from .store import BAND_MEMBER, WRITE
 from .verification import Verification
 from .windows import View, WindowedSets, Windows
 
 __all__ = [
+    "CONFLICT_ROUNDS",
     "Guard",
     "InPeriod",
     "Pending",
     "SketchedGuard",
     "Write",
     "band_args",
+    "conflict_pause",
+    "conflict_paused",
     "guard_args",
+    "outcome_of",
     "sketch_in",
     "table_calls",
     "windows_of",
     "write_command",
 ]
+
+T = TypeVar("T")
 
 #: The members read from each table set of a document's fingerprint.
 Guard = list[list[bytes]]
@@ -47,6 +56,35 @@ Write = tuple[bytes, bytes, Guard | None]
 Pending = tuple[int, bytes, bytes, bytes, Guard | None]
 #: A document of a round with a retention window: `Pending`, old's period (0: none known) before its guard.
 InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
+
+_OUTCOMES = {
+    b"a": Outcome.ADDED,
+    b"r": Outcome.REPLACED,
+    b"u": Outcome.UNCHANGED,
+    b"d": Outcome.REMOVED,
+    b"n": Outcome.MISSING,
+}
+#: Attempts at a write whose documents keep changing under it (16 were too few for 12 tasks on one id).
+CONFLICT_ROUNDS = 32
+
+
+def outcome_of(status: bytes, old: bytes) -> Outcome:
+    # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
+    # that earlier attempt of ours whose reply was lost and resent.
+    if status == b"n" and old:
+        return Outcome.REMOVED
+    return _OUTCOMES[status]
+
+
+def conflict_pause(conflicts: int) -> None:
+    """Pause before a round after `conflicts` rounds in conflict: none after the first, then a random one,
+    growing (tasks of one event loop run in lockstep: a random pause breaks the step)."""
+    if conflict_paused(conflicts):
+        pause(random.uniform(0, min(0.05, 0.0005 * 2.0**conflicts)))
+
+
+def conflict_paused(conflicts: int) -> bool:
+    return conflicts >= 2
 
 
 def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
