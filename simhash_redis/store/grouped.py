@@ -1,5 +1,5 @@
 """The bulk path's grouped commands (one per key, with every entry of a window for that key), sent in
-chunks, two in flight; packed into RESP by the compiled core on a standalone server, else argument tuples."""
+chunks, two in flight; packed into RESP by the compiled core or here alike, argument tuples on a cluster."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ __all__ = ["Column", "Groups", "NativeColumn", "attach_calls", "commands", "grou
 CHUNK_ARGS = 16_384
 IN_FLIGHT = 2
 BULK = b"$%d\r\n%b\r\n"
-#: A command of a step: its number of arguments, and its arguments.
-Piece = tuple[int, tuple[Any, ...]]
+#: A command of a step: its number of arguments, and its RESP bytes in parts, or on a cluster its arguments.
+Piece = tuple[int, Any]
 
 
 def send_step(store: Store, parts: Iterator[Sequence[Command]], *, keep: bool, durable: bool) -> list[Any]:
@@ -69,21 +69,28 @@ class Stream:
             self.acked += 1
 
 
-def chunks(pieces: Iterator[Piece]) -> Iterator[Sequence[Command]]:
-    parts: list[Command] = []
-    args = 0
+def chunks(pieces: Iterator[Piece], packed: bool) -> Iterator[Sequence[Command]]:
+    parts: list[Any] = []
+    args = commands = 0
     for count, piece in pieces:
-        parts.append(piece)
+        if packed:
+            parts.extend(piece)
+        else:
+            parts.append(piece)
         args += count
+        commands += 1
         if args >= CHUNK_ARGS:
-            yield parts
-            parts, args = [], 0
+            yield PackedCommands(b"".join(parts), commands) if packed else parts
+            parts, args, commands = [], 0, 0
     if parts:
-        yield parts
+        yield PackedCommands(b"".join(parts), commands) if packed else parts
 
 
-def _piece(args: Sequence[bytes], units: Sequence[Any]) -> Piece:
-    return len(args) + len(units), (*args, *units)
+def _piece(args: Sequence[bytes], units: Sequence[Any], packed: bool) -> Piece:
+    count = len(args) + len(units)
+    if not packed:
+        return count, (*args, *units)
+    return count, [b"*%d\r\n" % count, *[BULK % (len(arg), arg) for arg in args], *units]
 
 
 #: A column as the compiled core takes it: (entries, their ends as uint64 bytes), or (fingerprints, signed).
@@ -123,6 +130,7 @@ class Column:
     def __init__(self, raw: list[bytes] | None = None, native: NativeColumn | None = None) -> None:
         self._raw, self._native = raw, native
         self._objects: npt.NDArray[Any] | None = None
+        self._bulks: npt.NDArray[Any] | None = None
 
     @classmethod
     def of_fingerprints(cls, fps: Sequence[int] | npt.NDArray[Any], f: int) -> Column:
@@ -157,6 +165,11 @@ class Column:
             self._objects = _objects(self.raw)
         return self._objects
 
+    def bulks(self) -> npt.NDArray[Any]:
+        if self._bulks is None:
+            self._bulks = _objects([BULK % (len(raw), raw) for raw in self.raw])
+        return self._bulks
+
 
 def commands(
     head: tuple[bytes, ...], groups: Groups, columns: Sequence[Column], packed: bool
@@ -175,12 +188,25 @@ def commands(
         return _packed(found)
 
     def pieces() -> Iterator[Piece]:
-        per, key_of = len(columns), groups.form.key
-        units = _interleaved([column.objects()[groups.rows] for column in columns])
+        per, rows, key_of = len(columns), groups.rows, groups.form.key
+        if not packed:
+            units = _interleaved([column.objects()[rows] for column in columns])
+            for value, start, end in groups.spans():
+                yield _piece((*head, key_of(value)), units[start * per : end * per], False)
+            return
+        # Packed here rather than by `_piece`: a step of these has the most commands, and the shortest.
+        gathered = [column.bulks()[rows].tolist() for column in columns]
+        joined = gathered[0] if per == 1 else [b"".join(parts) for parts in zip(*gathered, strict=True)]
+        prefix = b"".join([BULK % (len(arg), arg) for arg in head])
+        fixed = len(head) + 1
         for value, start, end in groups.spans():
-            yield _piece((*head, key_of(value)), units[start * per : end * per])
+            key = key_of(value)
+            count = fixed + (end - start) * per
+            piece = joined[start:end]
+            piece.insert(0, b"*%d\r\n%b$%d\r\n%b\r\n" % (count, prefix, len(key), key))
+            yield count, piece
 
-    return chunks(pieces())
+    return chunks(pieces(), packed)
 
 
 def script_runs(
@@ -208,7 +234,8 @@ def script_runs(
 
     def pieces() -> Iterator[Piece]:
         per, key_of, tail = len(columns), groups.form.key, [] if counts is None else [counts]
-        units = _interleaved([column.objects()[groups.rows] for column in columns])
+        gather = Column.bulks if packed else Column.objects
+        units = _interleaved([gather(column)[groups.rows] for column in columns])
         spans = list(groups.spans())
         start = 0
         while start < len(spans):
@@ -219,11 +246,12 @@ def script_runs(
             keys = [key_of(value) for value, _, _ in spans[start:end]] + tail
             argv: list[Any] = []
             for _, first, last in spans[start:end]:
-                argv += [b"%d" % (last - first), *units[first * per : last * per]]
-            yield _piece([b"EVALSHA", sha, b"%d" % len(keys), *keys], argv)
+                size = b"%d" % (last - first)
+                argv += [BULK % (len(size), size) if packed else size, *units[first * per : last * per]]
+            yield _piece([b"EVALSHA", sha, b"%d" % len(keys), *keys], argv, packed)
             start = end
 
-    return chunks(pieces())
+    return chunks(pieces(), packed)
 
 
 def attach_calls(
@@ -255,7 +283,9 @@ def attach_calls(
 
     def pieces() -> Iterator[Piece]:
         lists = [joined[p] if p in joined else netstring(ids.raw[p]) for p in groups.rows.tolist()]
-        stored = fps.objects()[groups.rows].tolist()
+        if packed:
+            lists = [BULK % (len(one), one) for one in lists]
+        stored = (Column.bulks if packed else Column.objects)(fps)[groups.rows].tolist()
         keys: list[bytes] = []
         argv: list[Any] = []
         pairs = 0
@@ -263,15 +293,16 @@ def attach_calls(
         for j, (value, start, end) in enumerate(spans):
             # A size per group, each fingerprint, then each (fingerprint, its id list) pair.
             keys.append(groups.form.key(value))
-            argv += [b"%d" % (end - start), *stored[start:end]]
+            size = b"%d" % (end - start)
+            argv += [BULK % (len(size), size) if packed else size, *stored[start:end]]
             argv += [unit for pair in zip(stored[start:end], lists[start:end], strict=True) for unit in pair]
             pairs += end - start
             if pairs >= call_pairs or j == len(spans) - 1:
                 named = keys if counts is None else [*keys, counts]
-                yield _piece([b"EVALSHA", sha, b"%d" % len(named), *named], argv)
+                yield _piece([b"EVALSHA", sha, b"%d" % len(named), *named], argv, packed)
                 keys, argv, pairs = [], [], 0
 
-    return chunks(pieces())
+    return chunks(pieces(), packed)
 
 
 def _packed(found: Iterator[tuple[bytes, int]]) -> Iterator[Sequence[Command]]:
