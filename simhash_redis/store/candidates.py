@@ -27,7 +27,6 @@ __all__ = [
     "matches_of_groups",
     "pure_hits",
     "reported",
-    "takes_raw",
     "top_band_hits",
     "verified_matches_of",
 ]
@@ -35,10 +34,6 @@ __all__ = [
 _MASK64 = (1 << 64) - 1
 # Up to this many band members a query on average, they are decoded one by one (`band_hits`).
 _FEW_MEMBERS = 64
-
-
-def takes_raw() -> bool:
-    return engine_choice.native is not None
 
 
 def hits(fps: list[int], replies: Any, tables: int, k: int, f: int) -> list[dict[bytes, tuple[int, int]]]:

@@ -12,7 +12,7 @@ from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
 from ..transport.wire import CommandPerKey, PackedCommands
-from .candidates import Group, band_hits, grouped_all, hits, matches_of, takes_raw, top_band_hits
+from .candidates import Group, band_hits, grouped_all, hits, matches_of, top_band_hits
 from .config import IndexConfig
 from .keys import KeySchema
 from .store import Store, hash_pairs
@@ -235,7 +235,7 @@ class Reads:
                 # Packed here: the generic packer's cost per command was a third of a batch's time.
                 first.append(PackedCommands(b"".join(packed), len(packed)))
         yield SEND, first
-        raw = RAW if takes_raw() else READ
+        raw = RAW if engine_choice.native is not None else READ
         sets_read = raw if members is None else READ
         step = _SLICE if len(fps) > 2 * _SLICE else len(fps)
         per_query: list[dict[bytes, tuple[int, int]]] = []

@@ -22,10 +22,8 @@ __all__ = [
     "Pending",
     "SketchedGuard",
     "Write",
-    "band_args",
     "conflict_pause",
     "conflict_paused",
-    "guard_args",
     "outcome_of",
     "sketch_in",
     "table_calls",
@@ -111,32 +109,6 @@ def table_calls(
     return calls
 
 
-def band_args(
-    keys: KeySchema,
-    mode: Verification | None,
-    f: int,
-    new: bytes,
-    guard: SketchedGuard,
-    key_list: list[bytes],
-    args: list[bytes | int],
-) -> int:
-    places = keys.band_places(guard.sketch, mode) if new else []
-    key_list.extend(key for key, _ in places)
-    args.append(len(places))
-    if places:
-        args.append(pack_fps([new], f))
-        args.extend(field for _, field in places)
-    return len(places)
-
-
-def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
-    """A guard's set sizes, then its members: the first `tables` sets' as read, the bands' packed."""
-    args: list[bytes | int] = [len(members) for members in guard]
-    for t, members in enumerate(guard):
-        args.extend(members if t < tables else [pack_fps([member], f) for member in members])
-    return args
-
-
 def write_command(
     into: KeySchema | tuple[Windows, View],
     f: int,
@@ -183,7 +155,13 @@ def write_command(
         else:  # verified mode
             kind = b"m" if sketched.moving else b"s" if sketched.checks else b"k"
         args.extend((doc_id, new, old, kind) if not numbers else (doc_id, new, old, where or b"", kind))
-        bands = 0 if sketched is None else band_args(current, verification, f, new, sketched, keys, args)
+        bands = 0
+        if sketched is not None:  # the band places of its sketch, the fingerprint packed, their fields
+            places = current.band_places(sketch, verification) if new else []
+            keys.extend(key for key, _ in places)
+            args.append(bands := len(places))
+            if places:
+                args += [pack_fps([new], f), *[field for _, field in places]]
         if guard is not None and (sketched is None or sketched.checks):
             # Without a window the guard's sets are the new fingerprint's tables, whose keys are sent already.
             read = None if not numbers else windows_of(guard) if sketched is None else sketched.windows or ()
@@ -199,7 +177,10 @@ def write_command(
                 for window in read if sketched is not None else ():
                     keys.extend(key for key, _ in windows.schema(window).band_places(sketch, verification))
                 args.append(len(guard))
-            args.extend(guard_args(guard, tables * count, f))
+            # Its set sizes, then its members: the tables' as read, the bands' packed.
+            args.extend(len(members) for members in guard)
+            for t, members in enumerate(guard):
+                args.extend(members if t < tables * count else [pack_fps([one], f) for one in members])
         if sketched is not None:
             args.append(sketch)
     keys.append(record)
