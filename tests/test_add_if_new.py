@@ -442,7 +442,7 @@ def test_a_rewrite_whose_pauses_others_write_in_still_gets_through(
     a value from before the pause, which busy writers had changed by then: it met them every round until
     WriteContention (tests/test_asyncio.py's three tasks on one id, one run in five). A resend after a
     pause now reads the id's value first."""
-    from simhash_redis.store import windowed_writes, writes
+    from simhash_redis.store import write_args, writes
 
     index = SimhashIndex(redis_client, "busy", k=3, retention=retention)
     others = SimhashIndex(redis_client, "busy", k=3, retention=retention)
@@ -458,8 +458,8 @@ def test_a_rewrite_whose_pauses_others_write_in_still_gets_through(
             busy[0] = False
 
     # Another writer writes after this one's first round, and whenever this one pauses.
-    monkeypatch.setattr(writes, "pause", lambda seconds: None if busy[0] else another_writes())
-    next_round, in_rounds = writes.Progress.next_round, windowed_writes.in_rounds
+    monkeypatch.setattr(write_args, "pause", lambda seconds: None if busy[0] else another_writes())
+    next_round, in_rounds = writes.Progress.next_round, writes.in_rounds
 
     def first_round_then_another(progress: writes.Progress, retry: list[Any]) -> None:
         if progress.rounds == 0 and not busy[0]:
@@ -481,6 +481,6 @@ def test_a_rewrite_whose_pauses_others_write_in_still_gets_through(
         in_rounds(windows, counted, pending, read_again)
 
     monkeypatch.setattr(writes.Progress, "next_round", first_round_then_another)
-    monkeypatch.setattr(windowed_writes, "in_rounds", windowed_first_round_then_another)
+    monkeypatch.setattr(writes, "in_rounds", windowed_first_round_then_another)
     assert index.add("x", A ^ 0xFFFF) is Outcome.REPLACED
     assert index.get("x") == A ^ 0xFFFF

@@ -23,7 +23,7 @@ import pytest
 import redis
 
 from simhash_redis import Match, Outcome, SimhashIndex
-from simhash_redis.store import writes as writes_module
+from simhash_redis.store import store as store_module
 from simhash_redis.transport import Backoff
 from tests.faultproxy import FaultProxy
 from tests.servers import ServerProcess
@@ -325,7 +325,7 @@ def test_lost_reply_to_one_part_of_a_large_batch(
     # A large batch of adds goes as parts (here of 3); the reply to one part is lost after the server
     # applied it: the conversation resumes at that part, its outcomes are the first attempt's, and
     # nothing is stored or counted twice.
-    monkeypatch.setattr(writes_module, "PART", 3)
+    monkeypatch.setattr(store_module, "PART", 3)
     index, proxy, _ = proxied
     index.add("warm", B)  # the script is loaded: the armed drop hits a part, not a NOSCRIPT reply
     docs = {f"p{i}": (A ^ (i << 40)) + i for i in range(12)}
@@ -365,7 +365,7 @@ def test_lost_reply_to_one_part_of_a_large_add_if_new_batch(
     # Add-if-new's guarded adds go as parts too (here of 3): a part's reply is lost after the server
     # applied it; sent again, its documents are reported added (the reply kept for the resend), no other
     # is refused, and nothing is stored or counted twice.
-    monkeypatch.setattr(writes_module, "PART", 3)
+    monkeypatch.setattr(store_module, "PART", 3)
     index, proxy, _ = proxied
     index.add("warm", B)
     rng = random.Random(12)

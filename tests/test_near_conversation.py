@@ -16,7 +16,7 @@ from simhash_redis.codec import encode_fp
 from simhash_redis.errors import IndexCorrupted, RedisAuthError, SimhashRedisError
 from simhash_redis.fingerprinting import engine_choice
 from simhash_redis.store import reads as reads_module
-from simhash_redis.store import writes as writes_module
+from simhash_redis.store import store as store_module
 from simhash_redis.transport import wire
 from simhash_redis.transport.standalone import Transport
 from tests.servers import ServerProcess
@@ -218,7 +218,7 @@ def test_an_error_reply_in_a_conversation_is_raised_at_once_with_its_own_type(
 ) -> None:
     # Typed errors (RedisAuthError, RedisOutOfMemory) are OSErrors like a lost connection: they must
     # not be retried and re-labelled "cannot reach Redis".
-    monkeypatch.setattr(writes_module, "PART", 2)
+    monkeypatch.setattr(store_module, "PART", 2)
     SimhashIndex(redis_client, "acl", k=3).add("a", BASE)
     redis_client.execute_command("ACL", "SETUSER", "nosmembers", "on", ">pw", "~*", "+@all", "-smembers")
     limited = redis_server.client(username="nosmembers", password="pw")

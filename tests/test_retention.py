@@ -32,8 +32,8 @@ from simhash_redis import (
 from simhash_redis.codec import encode_fp
 from simhash_redis.jobs.dump import export_index, import_index
 from simhash_redis.jobs.stats import collect
-from simhash_redis.store import WindowedWrites
-from simhash_redis.store import writes as writes_module
+from simhash_redis.store import Writes
+from simhash_redis.store import store as store_module
 from simhash_redis.store.writes import Progress
 from simhash_redis.transport import Backoff
 from tests.faultproxy import FaultProxy
@@ -493,7 +493,7 @@ def test_a_large_batch_crossing_a_period_boundary_is_written_whole(
     """Parts of 2 documents, each call built while the server runs the one before, for long enough
     that the server's clock moves into the next period mid-batch: the parts refused by the script are
     written again into the new period, nothing twice, nothing lost."""
-    monkeypatch.setattr(writes_module, "PART", 2)
+    monkeypatch.setattr(store_module, "PART", 2)
     index = SimhashIndex(redis_client, "parts", retention=Retention(60, 1), batch_size=5000)
     assert index.windows is not None
     while server_ms(redis_client) % 1000 < 700:  # start late in a period
@@ -526,7 +526,7 @@ def test_a_refresh_that_cannot_be_made_does_not_fail_add_if_new(
     def full(*_: object) -> None:
         raise RedisOutOfMemory("OOM command not allowed when used memory > 'maxmemory'")
 
-    monkeypatch.setattr(WindowedWrites, "_refresh", full)
+    monkeypatch.setattr(Writes, "_refresh", full)
     assert index.add_many([("new", A ^ 0xFFFF_0000_0000), ("b", A ^ 1)], unique=True) == [
         Outcome.ADDED,
         Match("a", A, 1),
@@ -556,7 +556,7 @@ def test_a_windowed_index_never_takes_the_plain_write_steps(redis_client: redis.
     # The steps it inherits write keys of no period, which would never expire.
     index = SimhashIndex(redis_client, "no_plain_steps", retention=Retention(60, 1))
     writes = index._writes
-    assert isinstance(writes, WindowedWrites)
+    assert writes.windows is not None
     with pytest.raises(TypeError, match="over the periods"):
         writes.steps(Progress([(b"a", b"x", None)], None, None))
     index.add("a", A)

@@ -12,7 +12,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from simhash_redis import Outcome, SimhashIndex
-from simhash_redis.store import writes
+from simhash_redis.store import store as store_module
 from simhash_redis.store.store import ID_CAS, WRITE
 from simhash_redis.transport import wire
 from simhash_redis.transport.cluster import ClusterTransport, command_keys
@@ -56,7 +56,7 @@ def test_a_server_that_forgot_the_scripts_mid_conversation_resumes_it(
 ) -> None:
     """A large batch of adds goes as parts (one script call each, on one connection); the server flushes
     its scripts after the first part's reply: the rest is sent again once loaded, every outcome ADDED."""
-    monkeypatch.setattr(writes, "PART", 10)
+    monkeypatch.setattr(store_module, "PART", 10)
     original = wire.Exchange.read
     reads: list[int] = []
 

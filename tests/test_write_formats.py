@@ -11,7 +11,7 @@ import redis
 
 from simhash_redis import Outcome, SimhashIndex, SimhashRedisError
 from simhash_redis.codec import encode_fp
-from simhash_redis.store import writes as writes_module
+from simhash_redis.store import store as store_module
 from simhash_redis.store import writes as writes_module_of_writes
 from simhash_redis.store.writes import Write, Writes
 
@@ -70,7 +70,7 @@ def test_a_batch_sent_in_parts_equals_one_call(
     batch = _ops(seed, 40, 30)
     results = {}
     for name, part in (("whole", 10**9), ("parts", 3)):
-        monkeypatch.setattr(writes_module, "PART", part)
+        monkeypatch.setattr(store_module, "PART", part)
         index = SimhashIndex(any_client, name, k=3, id_buckets=4)
         _writes(index).apply(before)
         outcomes = _writes(index).apply(batch)
@@ -92,7 +92,7 @@ def _script_loads(client: redis.Redis) -> int:
 def test_parts_survive_a_flushed_script_and_a_lost_connection(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writes_module, "PART", 2)
+    monkeypatch.setattr(store_module, "PART", 2)
     index = SimhashIndex(redis_client, "resume", k=3)
     writes = _writes(index)
     ops: list[Write] = [(b"id%d" % i, encode_fp(i * 7919 + 1, 64), None) for i in range(12)]
@@ -123,7 +123,7 @@ def test_parts_survive_a_flushed_script_and_a_lost_connection(
 def test_an_error_in_a_part_keeps_the_parts_before_it(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writes_module, "PART", 2)
+    monkeypatch.setattr(store_module, "PART", 2)
     index = SimhashIndex(redis_client, "stop", k=3)
     blocked = 0x5555_6666_7777_8888
     redis_client.set(index.keys.tables(blocked)[1], "not a set")
@@ -143,7 +143,7 @@ def test_an_error_in_a_part_keeps_the_parts_before_it(
 def test_a_later_pair_for_the_same_id_wins(
     any_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, part: int
 ) -> None:
-    monkeypatch.setattr(writes_module, "PART", part)
+    monkeypatch.setattr(store_module, "PART", part)
     index = SimhashIndex(any_client, "later", k=3)
     pairs = [("x", 1), ("y", 7), ("x", 2), ("x", 1), ("z", 9), ("y", 7)]
     assert index.add_many(pairs) == [

@@ -25,13 +25,13 @@ from simhash_redis.store import (
     Write,
     Writes,
     windowed_writes,
+    write_args,
 )
 from simhash_redis.store import locks as locks_module
-from simhash_redis.store import writes as writes_module
+from simhash_redis.store import store as store_module
 from simhash_redis.store.locks import TTL_MS
 from simhash_redis.store.store import FP_IDS, ID_CAS, LOCK, UNLOCK, WRITE, run_calls
 from simhash_redis.store.windows import View, WindowedSets
-from simhash_redis.store.write_args import write_command
 from simhash_redis.store.writes import Progress
 from simhash_redis.transport import READ, SEND, ScriptMissing, Steps
 
@@ -167,7 +167,7 @@ def test_a_guarded_add_in_conflict_goes_again_in_the_general_format() -> None:
 def test_a_large_batch_of_guarded_adds_goes_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Add-if-new's guarded adds are sent as parts like plain adds (each built while the server runs the
     one before); a part's reply lost, the conversation resumes at that part."""
-    monkeypatch.setattr(writes_module, "PART", 2)
+    monkeypatch.setattr(store_module, "PART", 2)
     writes = _writes()
     ops: list[Write] = [(b"id%d" % i, encode_fp(i + 1, 64), [[], [FA], [], []]) for i in range(5)]
     progress = Progress(ops, [i + 1 for i in range(5)])
@@ -206,7 +206,7 @@ def test_a_sketch_the_script_dropped_is_kept_for_its_band_tables() -> None:
 def test_a_large_batch_of_adds_goes_in_parts_and_resumes_after_the_last_acknowledged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(writes_module, "PART", 2)
+    monkeypatch.setattr(store_module, "PART", 2)
     writes = _writes()
     ops: list[Write] = [(b"id%d" % i, encode_fp(i + 1, 64), None) for i in range(5)]
     progress = Progress(ops)
@@ -400,12 +400,12 @@ def _view(keys: KeySchema, windows: tuple[int, ...], current: int) -> View:
 
 def test_a_period_write_stops_at_a_call_refused_for_another_period(monkeypatch: pytest.MonkeyPatch) -> None:
     """A large batch in parts: the second is refused by the server's clock, the third is not sent."""
-    monkeypatch.setattr(writes_module, "PART", 2)
+    monkeypatch.setattr(store_module, "PART", 2)
     keys = _writes().keys
     periods, view = _Periods(keys), _view(keys, (7, 8), 8)
     sent = [(i, b"id%d" % i, encode_fp(i + 1, 64), b"", 0, None) for i in range(5)]
     acked: list[list[bytes]] = []
-    steps = windowed_writes.period_steps(periods, 64, 4, view, sent, acked)  # type: ignore[arg-type]
+    steps = windowed_writes.period_steps(periods, 64, 4, view, sent, acked, b"t")  # type: ignore[arg-type]
     replies = iter([[[b"a", b"a"]], [[b"w9000"]]])
     _, trips = _run(steps, lambda _: next(replies))
     assert len(trips) == 2 and acked == [[b"a", b"a"], [b"w9000"]]
@@ -413,7 +413,7 @@ def test_a_period_write_stops_at_a_call_refused_for_another_period(monkeypatch: 
     assert args[:7] == [4, b"w", 1000, 60_000, 2, 2, 7]  # format 'w': 2 periods, the current 2nd of them
     assert call_keys[:2] == [keys.in_window(7).counts, keys.in_window(8).counts]
     # Started again after a lost connection, the round resumes after what was acknowledged: nothing.
-    assert _run(windowed_writes.period_steps(periods, 64, 4, view, sent, acked), lambda _: [])[1] == []  # type: ignore[arg-type]
+    assert _run(windowed_writes.period_steps(periods, 64, 4, view, sent, acked, b"t"), lambda _: [])[1] == []  # type: ignore[arg-type]
 
 
 def test_a_period_write_refuses_a_guard_of_another_count_of_sets() -> None:
@@ -423,7 +423,7 @@ def test_a_period_write_refuses_a_guard_of_another_count_of_sets() -> None:
     periods, view = _Periods(keys), _view(keys, (7, 8), 8)
 
     def call(guard: Any) -> list[Any]:
-        command = write_command((periods, view), 64, 4, [(0, b"a", FA, b"", 0, guard)], b"r")  # type: ignore[arg-type]
+        command = write_args.write_command((periods, view), 64, 4, [(0, b"a", FA, b"", 0, guard)], b"r")  # type: ignore[arg-type]
         return _args(command)[2]
 
     assert call(WindowedSets([[b"m"]] * 8, (7, 8)))[-18:] == [b"1", 8, *[1] * 8, *[b"m"] * 8]  # 2 x 4 tables

@@ -25,7 +25,6 @@ from ..store import (
     Retention,
     Store,
     Verification,
-    WindowedWrites,
     Windows,
     Writes,
     encode_id,
@@ -423,8 +422,5 @@ def paths(index: SimhashIndex) -> tuple[Reads, Writes, UniqueWrites]:
         if live is not None:
             live.check_unchanged()
 
-    if index.windows is None:
-        writes = Writes(index.store, index.f, tables, mode, check)
-    else:
-        writes = WindowedWrites(index.store, index.f, tables, index.windows, mode, check)
+    writes = Writes(index.store, index.f, tables, mode, check, index.windows)
     return reads, writes, UniqueWrites(index.store, reads, writes, index.f, index.k)

@@ -11,7 +11,6 @@ from .meta import find_data, open_meta, pin_meta, read_meta, restore_meta
 from .reads import Reads
 from .store import Store, drop_keys, hash_pairs
 from .verification import Verification
-from .windowed_writes import WindowedWrites
 from .windows import Windows
 from .write_args import Guard, SketchedGuard, Write
 from .writes import Writes
@@ -28,7 +27,6 @@ __all__ = [
     "SketchedGuard",
     "Store",
     "Verification",
-    "WindowedWrites",
     "Windows",
     "Write",
     "Writes",

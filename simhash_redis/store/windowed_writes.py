@@ -1,47 +1,46 @@
-"""Writes into an index with a retention window (docs/retention.md), in rounds on the server's clock.
+"""The rounds of writes into an index with a retention window (docs/retention.md), on the server's clock.
 
 On a standalone server each round is one call of write.lua's format 'w' (a call refused for another
 period comes back with the server's time, which the rounds adopt); on Redis Cluster, idempotent
-single-key steps that never show a document half-written.
+single-key steps that never show a document half-written (`cluster_steps`).
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..errors import SimhashRedisError, WriteContention
+from ..errors import WriteContention
 from ..results import Outcome
 from ..transport import Command, Steps
 from .locks import in_id_turns, too_many
-from .store import FP_IDS, ID_CAS, Store, in_parts, round_trip
+from .store import FP_IDS, ID_CAS, Store, in_parts, parts_of, round_trip
 from .verification import Verification
 from .windows import View, Windows
 from .write_args import (
+    CONFLICT_ROUNDS,
     Guard,
     InPeriod,
     SketchedGuard,
-    Write,
+    conflict_pause,
+    conflict_paused,
     sketch_in,
     table_calls,
     windows_of,
     write_command,
 )
-from .writes import (
-    CONFLICT_ROUNDS,
-    Progress,
-    Writes,
-    call_token,
-    conflict_pause,
-    conflict_paused,
-    outcome_of,
-    parts_of,
-    reply_record,
-)
 
-__all__ = ["WindowedWrites", "cluster_steps", "in_rounds", "leaving", "period_steps"]
+__all__ = [
+    "cluster_steps",
+    "guard_covers",
+    "in_rounds",
+    "leaving",
+    "on_cluster",
+    "period_steps",
+    "refused",
+    "sketches_of",
+]
 
 T = TypeVar("T")
 
@@ -50,147 +49,6 @@ _CLOCK_ROUNDS = 4
 # Seconds of rounds that settle nothing while the clock moves on: within a bucket lock's 30 s.
 _STALL_S = 20.0
 _AGAIN = "; run the call again (the documents it had written already are left as they are)"
-
-
-class WindowedWrites(Writes):
-    """`Writes` of an index with a retention window: each round over the periods of the server's clock."""
-
-    def __init__(
-        self,
-        store: Store,
-        f: int,
-        tables: int,
-        windows: Windows,
-        verification: Verification | None = None,
-        check: Callable[[], None] | None = None,
-    ) -> None:
-        super().__init__(store, f, tables, verification, check)
-        self.windows = windows
-
-    def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
-        raise TypeError("a retention window's writes go through apply(), over the periods")
-
-    def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """`Writes.seen`, best effort: on an error they keep their period."""
-        if not self.windows.retention.sliding or not docs:
-            return
-        try:
-            if self.store.cluster:
-                self._on_cluster(list(dict(docs).items()), only_moves=True)
-            else:
-                self._refresh(docs)
-        except SimhashRedisError:
-            return
-
-    def _apply_unique(
-        self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
-    ) -> list[Outcome | None]:
-        if self.store.cluster:
-            sketches = [g.sketch if isinstance(g, SketchedGuard) else None for _, _, g in ops]
-            return self._on_cluster([(doc_id, new) for doc_id, new, _ in ops], sketches=sketches)
-        # By write.lua (guards: the `WindowedSets` a read returned).
-        outcomes: list[Outcome | None] = [None] * len(ops)
-
-        def attempt(view: View, pending: list[InPeriod]) -> tuple[list[InPeriod], int | None]:
-            # A guard that did not read every live period is not written with: read again (None).
-            sent = [doc for doc in pending if _guard_covers(doc[5], view)]
-            statuses, moved = self._round(view, sent)
-            retry = sent[len(statuses) :]  # not sent, or refused by the clock: the same again
-            for (i, doc_id, new, old, _, guard), status in zip(sent[: len(statuses)], statuses, strict=True):
-                if status[:1] == b"c":
-                    where, _, current = status[1:].partition(b":")
-                    window = view.windows[int(where) - 1] if current else 0
-                    retry.append((i, doc_id, new, current, window, guard))
-                elif status != b"g":
-                    outcomes[i] = outcome_of(status[:1], old)
-            return retry, moved
-
-        in_rounds(
-            self.windows,
-            attempt,
-            [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)],
-            self._read_again,
-        )
-        return outcomes
-
-    def _read_again(self, pending: list[InPeriod]) -> list[InPeriod]:
-        held = zip(pending, self.windows.held([d[1] for d in pending]), strict=True)
-        return [(d[0], d[1], d[2], value, window, d[5]) for d, (window, value) in held]
-
-    def _on_cluster(
-        self,
-        ops: list[tuple[bytes, bytes]],
-        only_moves: bool = False,
-        sketches: list[bytes | None] | None = None,
-    ) -> list[Outcome | None]:
-        """Apply (id, new fingerprint or b"") writes that name each id once, on a cluster, under their id
-        locks, in rounds; `only_moves`: a sliding refresh; `sketches`: verified mode's (b"": none)."""
-        windows, f, verification = self.windows, self.f, self.verification
-        outcomes: list[Outcome | None] = [None] * len(ops)
-        # Each id's value before the call: a later round may find it half-moved by an earlier one.
-        prior: dict[int, bytes] = {}
-
-        def attempt(view: View, pending: list[int]) -> tuple[list[int], int | None]:
-            return self.store.run(
-                lambda: cluster_steps(
-                    windows, f, view, ops, pending, outcomes, prior, only_moves, sketches, verification
-                ),
-                durable=True,
-            )
-
-        in_id_turns(self.store, [doc_id for doc_id, _ in ops], lambda turn: in_rounds(windows, attempt, turn))
-        return outcomes
-
-    def _refresh(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """Move documents found again into the current period, if still stored so: one call finds each
-        where it is, a second moves it only while its id still has that fingerprint."""
-        windows, view = self.windows, self.windows.view()
-        pending: list[InPeriod] = [
-            (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
-        ]
-        for _ in range(2):
-            statuses, refused_at = self._round(view, pending)
-            if refused_at is not None:
-                windows.set_server_time(refused_at)
-                return  # a boundary passed: the documents will be seen again soon enough
-            moved: list[InPeriod] = []
-            for (i, doc_id, fp, _, _, _), status in zip(pending, statuses, strict=True):
-                where, _, current = status[1:].partition(b":")
-                if status[:1] == b"c" and current == fp:  # in an older period, unchanged: move it
-                    moved.append((i, doc_id, fp, fp, view.windows[int(where) - 1], None))
-            if not moved:
-                return
-            if self.verification is not None:  # each moves with its sketch; one without (changed since) stays
-                places = [(w, fp, doc_id) for _, doc_id, fp, _, w, _ in moved]
-                found = self.store.run(functools.partial(_sketches_of, windows, places))
-                moved = [
-                    (i, doc_id, fp, old, w, SketchedGuard(None, sketch, moving=True))
-                    for (i, doc_id, fp, old, w, _), sketch in zip(moved, found, strict=True)
-                    if sketch is not None
-                ]
-            pending = moved
-
-    def _round(self, view: View, sent: list[InPeriod]) -> tuple[list[bytes], int | None]:
-        """A round's calls of write.lua: the statuses of the documents done, and the server's time (ms) if
-        a call was refused."""
-        acked: list[list[bytes]] = []
-        token = call_token()  # the same for each new start of the conversation
-        if sent:
-            self.store.run(
-                lambda: period_steps(
-                    self.windows, self.f, self.tables, view, sent, acked, self.verification, token
-                )
-            )
-        # A call refused for another period is the round's last (`in_parts` stops there).
-        refused_at = int(acked[-1][0][1:]) if acked and _refused(acked[-1]) else None
-        statuses = [status for reply in acked if not _refused(reply) for status in reply]
-        dropped = []
-        for status in statuses:
-            if len(status) > 1 and status[:1] in b"urd":  # the period, ':', the fingerprint, ':', the sketch
-                where, fp, sketch = status[1:].split(b":", 2)
-                dropped.append((self.windows.schema(view.windows[int(where) - 1]), fp, sketch))
-        self.drop_bands(dropped)
-        return statuses, refused_at
 
 
 def in_rounds(
@@ -240,6 +98,33 @@ def in_rounds(
         pending = retry
 
 
+def on_cluster(
+    store: Store,
+    windows: Windows,
+    f: int,
+    verification: Verification | None,
+    ops: list[tuple[bytes, bytes]],
+    only_moves: bool = False,
+    sketches: list[bytes | None] | None = None,
+) -> list[Outcome | None]:
+    """Apply (id, new fingerprint or b"") writes that name each id once, on a cluster, under their id
+    locks, in rounds; `only_moves`: a sliding refresh; `sketches`: verified mode's (b"": none)."""
+    outcomes: list[Outcome | None] = [None] * len(ops)
+    # Each id's value before the call: a later round may find it half-moved by an earlier one.
+    prior: dict[int, bytes] = {}
+
+    def attempt(view: View, pending: list[int]) -> tuple[list[int], int | None]:
+        return store.run(
+            lambda: cluster_steps(
+                windows, f, view, ops, pending, outcomes, prior, only_moves, sketches, verification
+            ),
+            durable=True,
+        )
+
+    in_id_turns(store, [doc_id for doc_id, _ in ops], lambda turn: in_rounds(windows, attempt, turn))
+    return outcomes
+
+
 def cluster_steps(
     windows: Windows,
     f: int,
@@ -261,7 +146,7 @@ def cluster_steps(
     if only_moves:
         pending = [i for i in pending if held[i] and held[i][-1][1] == ops[i][1] and held[i][-1][0] < current]
         if verification is not None:  # each moves with its sketch, or not at all
-            found = yield from _sketches_of(windows, [(*held[i][-1], ops[i][0]) for i in pending])
+            found = yield from sketches_of(windows, [(*held[i][-1], ops[i][0]) for i in pending])
             sketches = [None] * len(ops)
             for i, sketch in zip(pending, found, strict=True):
                 sketches[i] = sketch
@@ -334,7 +219,7 @@ def _where(
     }
 
 
-def _sketches_of(windows: Windows, places: list[tuple[int, bytes, bytes]]) -> Steps[list[bytes | None]]:
+def sketches_of(windows: Windows, places: list[tuple[int, bytes, bytes]]) -> Steps[list[bytes | None]]:
     replies = yield from round_trip(
         [(b"HGET", windows.schema(w).fp_bucket(v), windows.keys.sketch_field(v)) for w, v, _ in places]
     )
@@ -372,26 +257,25 @@ def period_steps(
     view: View,
     sent: list[InPeriod],
     acked: list[list[bytes]],
+    token: bytes,
     verification: Verification | None = None,
-    token: bytes = b"",
 ) -> Steps[None]:
     """A round's script calls, each reply appended to `acked`, up to one refused (`token`: of the reply
-    records; b"": one of its own)."""
+    records)."""
     parts = parts_of(sent, all(doc[5] is None for doc in sent))
-    token = token or call_token()
 
     def call(n: int) -> Command:
-        record = reply_record(windows.keys, token, 0, n)
+        record = windows.keys.reply(b"%s:0.%d" % (token, n))
         return write_command((windows, view), f, tables, parts[n], record, verification)
 
-    yield from in_parts(len(parts), call, acked, _refused)
+    yield from in_parts(len(parts), call, acked, refused)
 
 
-def _refused(reply: list[bytes]) -> bool:
+def refused(reply: list[bytes]) -> bool:
     return bool(reply) and reply[0][:1] == b"w"
 
 
-def _guard_covers(guard: Guard | None, view: View) -> bool:
+def guard_covers(guard: Guard | None, view: View) -> bool:
     if guard is None or (isinstance(guard, SketchedGuard) and not guard.checks):
         return True
     read = set(guard.windows or ()) if isinstance(guard, SketchedGuard) else set(windows_of(guard))

@@ -1,30 +1,37 @@
-"""What the write paths send besides their order: guards, writes, and their commands (`write_command`)."""
+"""What the write paths send besides their order: guards, writes, their commands (`write_command`), and
+how a round's replies and conflicts are read."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
-from typing import cast
+from typing import TypeVar, cast
 
 from ..codec import decode_fp, decode_sketches, pack_fps
-from ..transport import Command
+from ..results import Outcome
+from ..transport import Command, pause
 from .keys import KeySchema
 from .store import BAND_MEMBER, WRITE
 from .verification import Verification
 from .windows import View, WindowedSets, Windows
 
 __all__ = [
+    "CONFLICT_ROUNDS",
     "Guard",
     "InPeriod",
     "Pending",
     "SketchedGuard",
     "Write",
-    "band_args",
-    "guard_args",
+    "conflict_pause",
+    "conflict_paused",
+    "outcome_of",
     "sketch_in",
     "table_calls",
     "windows_of",
     "write_command",
 ]
+
+T = TypeVar("T")
 
 #: The members read from each table set of a document's fingerprint.
 Guard = list[list[bytes]]
@@ -47,6 +54,35 @@ Write = tuple[bytes, bytes, Guard | None]
 Pending = tuple[int, bytes, bytes, bytes, Guard | None]
 #: A document of a round with a retention window: `Pending`, old's period (0: none known) before its guard.
 InPeriod = tuple[int, bytes, bytes, bytes, int, Guard | None]
+
+_OUTCOMES = {
+    b"a": Outcome.ADDED,
+    b"r": Outcome.REPLACED,
+    b"u": Outcome.UNCHANGED,
+    b"d": Outcome.REMOVED,
+    b"n": Outcome.MISSING,
+}
+#: Attempts at a write whose documents keep changing under it (16 were too few for 12 tasks on one id).
+CONFLICT_ROUNDS = 32
+
+
+def outcome_of(status: bytes, old: bytes) -> Outcome:
+    # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
+    # that earlier attempt of ours whose reply was lost and resent.
+    if status == b"n" and old:
+        return Outcome.REMOVED
+    return _OUTCOMES[status]
+
+
+def conflict_pause(conflicts: int) -> None:
+    """Pause before a round after `conflicts` rounds in conflict: none after the first, then a random one,
+    growing (tasks of one event loop run in lockstep: a random pause breaks the step)."""
+    if conflict_paused(conflicts):
+        pause(random.uniform(0, min(0.05, 0.0005 * 2.0**conflicts)))
+
+
+def conflict_paused(conflicts: int) -> bool:
+    return conflicts >= 2
 
 
 def sketch_in(stored: bytes | None, doc_id: bytes) -> bytes | None:
@@ -71,32 +107,6 @@ def table_calls(
         for key, field in keys.band_places(sketch, mode)
     ]
     return calls
-
-
-def band_args(
-    keys: KeySchema,
-    mode: Verification | None,
-    f: int,
-    new: bytes,
-    guard: SketchedGuard,
-    key_list: list[bytes],
-    args: list[bytes | int],
-) -> int:
-    places = keys.band_places(guard.sketch, mode) if new else []
-    key_list.extend(key for key, _ in places)
-    args.append(len(places))
-    if places:
-        args.append(pack_fps([new], f))
-        args.extend(field for _, field in places)
-    return len(places)
-
-
-def guard_args(guard: Guard, tables: int, f: int) -> list[bytes | int]:
-    """A guard's set sizes, then its members: the first `tables` sets' as read, the bands' packed."""
-    args: list[bytes | int] = [len(members) for members in guard]
-    for t, members in enumerate(guard):
-        args.extend(members if t < tables else [pack_fps([member], f) for member in members])
-    return args
 
 
 def write_command(
@@ -145,7 +155,13 @@ def write_command(
         else:  # verified mode
             kind = b"m" if sketched.moving else b"s" if sketched.checks else b"k"
         args.extend((doc_id, new, old, kind) if not numbers else (doc_id, new, old, where or b"", kind))
-        bands = 0 if sketched is None else band_args(current, verification, f, new, sketched, keys, args)
+        bands = 0
+        if sketched is not None:  # the band places of its sketch, the fingerprint packed, their fields
+            places = current.band_places(sketch, verification) if new else []
+            keys.extend(key for key, _ in places)
+            args.append(bands := len(places))
+            if places:
+                args += [pack_fps([new], f), *[field for _, field in places]]
         if guard is not None and (sketched is None or sketched.checks):
             # Without a window the guard's sets are the new fingerprint's tables, whose keys are sent already.
             read = None if not numbers else windows_of(guard) if sketched is None else sketched.windows or ()
@@ -161,7 +177,10 @@ def write_command(
                 for window in read if sketched is not None else ():
                     keys.extend(key for key, _ in windows.schema(window).band_places(sketch, verification))
                 args.append(len(guard))
-            args.extend(guard_args(guard, tables * count, f))
+            # Its set sizes, then its members: the tables' as read, the bands' packed.
+            args.extend(len(members) for members in guard)
+            for t, members in enumerate(guard):
+                args.extend(members if t < tables * count else [pack_fps([one], f) for one in members])
         if sketched is not None:
             args.append(sketch)
     keys.append(record)

@@ -1,100 +1,47 @@
 """How a batch of document writes reaches Redis, written once as steps without I/O (`Writes`).
 
 A write is (id, new stored fingerprint or b'' to remove, guard): a guarded document (add-if-new's) is only
-written while the table sets it read are unchanged (else its outcome is None: read again).
+written while the table sets it read are unchanged (else its outcome is None: read again). With a
+retention window (docs/retention.md), each round goes over the periods of the server's clock
+(`windowed_writes`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from operator import itemgetter
-from typing import TypeVar
 
 from ..codec import decode_fp, pack_fps
 from ..errors import SimhashRedisError
 from ..results import Outcome
-from ..transport import Command, Steps, pause
+from ..transport import Command, Steps
 from ..transport.wire import Volatile
 from .keys import KeySchema
 from .locks import LockWaits, first_id_lock, id_lock_call, release_ids, too_many, unlock_call
-from .store import BAND_DROP, FP_IDS, ID_CAS, WRITE, Store, in_parts, round_trip
+from .store import BAND_DROP, FP_IDS, ID_CAS, WRITE, Store, in_parts, parts_of, round_trip
 from .verification import Verification
+from .windowed_writes import guard_covers, in_rounds, on_cluster, period_steps, refused, sketches_of
+from .windows import View, Windows
 from .write_args import (
+    CONFLICT_ROUNDS,
     Guard,
+    InPeriod,
     Pending,
     SketchedGuard,
     Write,
+    conflict_pause,
+    conflict_paused,
+    outcome_of,
     table_calls,
     write_command,
 )
 
-__all__ = [
-    "CONFLICT_ROUNDS",
-    "PART",
-    "Progress",
-    "Writes",
-    "call_token",
-    "conflict_pause",
-    "conflict_paused",
-    "outcome_of",
-    "parts_of",
-    "reply_record",
-]
+__all__ = ["Progress", "Writes"]
 
 _log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-_OUTCOMES = {
-    b"a": Outcome.ADDED,
-    b"r": Outcome.REPLACED,
-    b"u": Outcome.UNCHANGED,
-    b"d": Outcome.REMOVED,
-    b"n": Outcome.MISSING,
-}
-#: Documents per script call of a large batch of adds sent as parts.
-PART = 250
-#: Attempts at a write whose documents keep changing under it (16 were too few for 12 tasks on one id).
-CONFLICT_ROUNDS = 32
-
-
-def call_token() -> bytes:
-    # Random: forked workers share any counter's state.
-    return os.urandom(8).hex().encode()
-
-
-def reply_record(keys: KeySchema, token: bytes, round_: int, part: int) -> bytes:
-    return keys.reply(b"%s:%d.%d" % (token, round_, part))
-
-
-def parts_of(docs: Sequence[T], plain: bool) -> list[Sequence[T]]:
-    """A round's documents as its script calls': parts of `PART` for 2 x `PART` plain adds."""
-    part = PART  # read at each call: tests make it small
-    if plain and len(docs) >= 2 * part:
-        return [docs[i : i + part] for i in range(0, len(docs), part)]
-    return [docs]
-
-
-def outcome_of(status: bytes, old: bytes) -> Outcome:
-    # A removal that finds nothing to remove, after an earlier round saw the id present, was done by
-    # that earlier attempt of ours whose reply was lost and resent.
-    if status == b"n" and old:
-        return Outcome.REMOVED
-    return _OUTCOMES[status]
-
-
-def conflict_pause(conflicts: int) -> None:
-    """Pause before a round after `conflicts` rounds in conflict: none after the first, then a random one,
-    growing (tasks of one event loop run in lockstep: a random pause breaks the step)."""
-    if conflict_paused(conflicts):
-        pause(random.uniform(0, min(0.05, 0.0005 * 2.0**conflicts)))
-
-
-def conflict_paused(conflicts: int) -> bool:
-    return conflicts >= 2
 
 
 class Progress:
@@ -117,8 +64,9 @@ class Progress:
         self.tabled = self.detaching = False
         #: (stored fingerprint, the sketch a write dropped for one of its ids): band tables to clean.
         self.dropped: list[tuple[bytes, bytes]] = []
-        #: Names this call's script calls apart from any other's (`reply_record`).
-        self.token = call_token()
+        #: Names this call's script calls apart from any other's (random: forked workers share any
+        #: counter's state).
+        self.token = os.urandom(8).hex().encode()
         #: On a cluster: each id's value read before the first commit (b"": none), whether a round of
         #: commits is on the wire, and whether the current one was sent again after a lost connection.
         self.prior: list[bytes] = []
@@ -133,7 +81,7 @@ class Progress:
         self.waits: LockWaits | None = None  # made on a cluster's first turn
 
     def record(self, keys: KeySchema, part: int) -> bytes:
-        return reply_record(keys, self.token, self.rounds, part)
+        return keys.reply(b"%s:%d.%d" % (self.token, self.rounds, part))
 
     def next_round(self, retry: list[Pending]) -> None:
         self.rounds += 1
@@ -148,7 +96,8 @@ class Writes:
     """An index's writes, as steps without I/O: the one class through which every write of documents goes.
 
     A standalone server's round is one call of write.lua; a cluster's, ordered single-key steps that never
-    show a document half-written (docs/cluster.md; its guards are bucket locks, not checked here).
+    show a document half-written (docs/cluster.md; its guards are bucket locks, not checked here). With
+    `windows`, each round goes over the periods of the server's clock.
     """
 
     def __init__(
@@ -158,9 +107,10 @@ class Writes:
         tables: int,
         verification: Verification | None = None,
         check: Callable[[], None] | None = None,
+        windows: Windows | None = None,
     ) -> None:
         self.store, self.keys, self.f, self.tables = store, store.keys, f, tables
-        self.verification = verification
+        self.verification, self.windows = verification, windows
         #: Raises if the index changed under this writer (called before each write).
         self.check = check or (lambda: None)
 
@@ -198,11 +148,30 @@ class Writes:
         return outcomes
 
     def seen(self, docs: list[tuple[bytes, bytes]]) -> None:
-        """In a sliding window, move (id, stored fingerprint) documents found again into the current one."""
+        """In a sliding window, move (id, stored fingerprint) documents found again into the current one,
+        best effort: on an error they keep their period."""
+        if self.windows is None or not self.windows.retention.sliding or not docs:
+            return
+        try:
+            if self.store.cluster:
+                on_cluster(
+                    self.store,
+                    self.windows,
+                    self.f,
+                    self.verification,
+                    list(dict(docs).items()),
+                    only_moves=True,
+                )
+            else:
+                self._refresh(self.windows, docs)
+        except SimhashRedisError:
+            return
 
     def _apply_unique(
         self, ops: list[Write], fps: list[int] | None, tables: list[list[bytes]] | None = None
     ) -> list[Outcome | None]:
+        if self.windows is not None:
+            return self._in_periods(self.windows, ops)
         progress = Progress(ops, fps, tables)
         try:
             self.store.run(lambda: self.steps(progress), durable=self.store.cluster)
@@ -216,13 +185,11 @@ class Writes:
         return progress.outcomes
 
     def steps(self, progress: Progress) -> Steps[list[Outcome | None]]:
-        if self.store.cluster:
-            yield from self._ordered(progress)
-        else:
-            yield from self._atomic(progress)
-        return progress.outcomes
+        if self.windows is not None:  # its steps would write keys of no period, which never expire
+            raise TypeError("a retention window's writes go through apply(), over the periods")
+        return self._ordered(progress) if self.store.cluster else self._atomic(progress)
 
-    def _atomic(self, progress: Progress) -> Steps[None]:
+    def _atomic(self, progress: Progress) -> Steps[list[Outcome | None]]:
         while progress.pending:
             pending = progress.pending
             # A bulk load's: every write adds a document without a guard.
@@ -250,8 +217,9 @@ class Writes:
                     (i, doc_id, new, value or b"", guard)
                     for (i, doc_id, new, _, guard), value in zip(progress.pending, values, strict=True)
                 ]
+        return progress.outcomes
 
-    def _ordered(self, progress: Progress) -> Steps[None]:
+    def _ordered(self, progress: Progress) -> Steps[list[Outcome | None]]:
         keys, ops = self.keys, progress.ops
         # A commit whose reply was lost may have been applied: sent again, it finds its own write.
         progress.resent = progress.resent or progress.committing
@@ -300,7 +268,7 @@ class Writes:
                 yield from round_trip(Volatile(releases))
                 progress.locked = []
             if not progress.waiting:
-                return
+                return progress.outcomes
             if progress.waits is not None:
                 progress.waits.wait(len(progress.waiting))
             progress.locking = True
@@ -376,6 +344,93 @@ class Writes:
                 args += [b"", guard.sketch]
             calls.append(FP_IDS.command([self.keys.fp_bucket(fp)], args))
         return calls
+
+    def _in_periods(self, windows: Windows, ops: list[Write]) -> list[Outcome | None]:
+        if self.store.cluster:
+            sketches = [g.sketch if isinstance(g, SketchedGuard) else None for _, _, g in ops]
+            return on_cluster(
+                self.store,
+                windows,
+                self.f,
+                self.verification,
+                [(doc_id, new) for doc_id, new, _ in ops],
+                sketches=sketches,
+            )
+        # By write.lua (guards: the `WindowedSets` a read returned).
+        outcomes: list[Outcome | None] = [None] * len(ops)
+
+        def attempt(view: View, pending: list[InPeriod]) -> tuple[list[InPeriod], int | None]:
+            # A guard that did not read every live period is not written with: read again (None).
+            sent = [doc for doc in pending if guard_covers(doc[5], view)]
+            statuses, moved = self._round(windows, view, sent)
+            retry = sent[len(statuses) :]  # not sent, or refused by the clock: the same again
+            for (i, doc_id, new, old, _, guard), status in zip(sent[: len(statuses)], statuses, strict=True):
+                if status[:1] == b"c":
+                    where, _, current = status[1:].partition(b":")
+                    window = view.windows[int(where) - 1] if current else 0
+                    retry.append((i, doc_id, new, current, window, guard))
+                elif status != b"g":
+                    outcomes[i] = outcome_of(status[:1], old)
+            return retry, moved
+
+        def read_again(pending: list[InPeriod]) -> list[InPeriod]:
+            held = zip(pending, windows.held([d[1] for d in pending]), strict=True)
+            return [(d[0], d[1], d[2], value, window, d[5]) for d, (window, value) in held]
+
+        pending = [(i, doc_id, new, b"", 0, guard) for i, (doc_id, new, guard) in enumerate(ops)]
+        in_rounds(windows, attempt, pending, read_again)
+        return outcomes
+
+    def _refresh(self, windows: Windows, docs: list[tuple[bytes, bytes]]) -> None:
+        """Move documents found again into the current period, if still stored so: one call finds each
+        where it is, a second moves it only while its id still has that fingerprint."""
+        view = windows.view()
+        pending: list[InPeriod] = [
+            (i, doc_id, fp, fp, view.current, None) for i, (doc_id, fp) in enumerate(dict(docs).items())
+        ]
+        for _ in range(2):
+            statuses, refused_at = self._round(windows, view, pending)
+            if refused_at is not None:
+                windows.set_server_time(refused_at)
+                return  # a boundary passed: the documents will be seen again soon enough
+            moved: list[InPeriod] = []
+            for (i, doc_id, fp, _, _, _), status in zip(pending, statuses, strict=True):
+                where, _, current = status[1:].partition(b":")
+                if status[:1] == b"c" and current == fp:  # in an older period, unchanged: move it
+                    moved.append((i, doc_id, fp, fp, view.windows[int(where) - 1], None))
+            if not moved:
+                return
+            if self.verification is not None:  # each moves with its sketch; one without (changed since) stays
+                places = [(w, fp, doc_id) for _, doc_id, fp, _, w, _ in moved]
+                found = self.store.run(functools.partial(sketches_of, windows, places))
+                moved = [
+                    (i, doc_id, fp, old, w, SketchedGuard(None, sketch, moving=True))
+                    for (i, doc_id, fp, old, w, _), sketch in zip(moved, found, strict=True)
+                    if sketch is not None
+                ]
+            pending = moved
+
+    def _round(self, windows: Windows, view: View, sent: list[InPeriod]) -> tuple[list[bytes], int | None]:
+        """A round's calls of write.lua: the statuses of the documents done, and the server's time (ms) if
+        a call was refused."""
+        acked: list[list[bytes]] = []
+        token = os.urandom(8).hex().encode()  # the same for each new start of the conversation
+        if sent:
+            self.store.run(
+                lambda: period_steps(
+                    windows, self.f, self.tables, view, sent, acked, token, self.verification
+                )
+            )
+        # A call refused for another period is the round's last (`in_parts` stops there).
+        refused_at = int(acked[-1][0][1:]) if acked and refused(acked[-1]) else None
+        statuses = [status for reply in acked if not refused(reply) for status in reply]
+        dropped = []
+        for status in statuses:
+            if len(status) > 1 and status[:1] in b"urd":  # the period, ':', the fingerprint, ':', the sketch
+                where, fp, sketch = status[1:].split(b":", 2)
+                dropped.append((windows.schema(view.windows[int(where) - 1]), fp, sketch))
+        self.drop_bands(dropped)
+        return statuses, refused_at
 
     def drop_bands(self, dropped: list[tuple[KeySchema, bytes, bytes]]) -> None:
         """Take (keys of its period, stored fingerprint, dropped sketch) out of the sketch's band tables, best
