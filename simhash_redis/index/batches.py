@@ -7,10 +7,6 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
-from .. import defaults
 from ..checks import is_int
 from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
@@ -127,7 +123,7 @@ def bulk_add_columns(
     f = index.f
     outcomes: list[Outcome] = []
     for ids, docs in windows(batches, window):
-        raws, fps = _encode_ids(ids), _fingerprints(docs, f, index.fingerprint_many)
+        raws, fps = [encode_id(doc_id) for doc_id in ids], index.fingerprint_many(docs)
         if bulk is not None:
             writes.check()  # the grouped commands go past `writes.apply`, which checks each batch
             done = bulk.write(raws, fps)
@@ -144,9 +140,9 @@ def bulk_add_sketched(
 ) -> list[Outcome]:
     """One window of a verified index's documents with their stored sketches (b"": none), grouped."""
     bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
-    raws = _encode_ids(list(ids))
+    raws = [encode_id(doc_id) for doc_id in ids]
     writes.check()
-    return bulk.write(raws, _fingerprints(list(fps), bulk.f, index.fingerprint_many), sketches)
+    return bulk.write(raws, index.fingerprint_many(fps), sketches)
 
 
 def _check(window: object, on_progress: object) -> None:
@@ -210,31 +206,3 @@ def _shape(batch: object) -> str:
     if isinstance(batch, tuple):
         return "(" + ", ".join(type(part).__name__ for part in batch) + ")"
     return type(batch).__name__
-
-
-def _encode_ids(ids: list[Any]) -> list[bytes]:
-    """The window's ids encoded (plain str ids of a valid length in one pass)."""
-    if set(map(type, ids)) == {str}:
-        try:
-            raw = [doc_id.encode() for doc_id in ids]
-        except UnicodeEncodeError:  # a lone surrogate: encode_id says which id
-            return [encode_id(doc_id) for doc_id in ids]
-        lengths = set(map(len, raw))
-        if min(lengths) >= 1 and max(lengths) <= defaults.MAX_ID_BYTES:
-            return raw
-    return [encode_id(doc_id) for doc_id in ids]
-
-
-def _fingerprints(
-    docs: list[Any], f: int, fingerprint_many: Callable[[Sequence[Any]], list[int]]
-) -> npt.NDArray[Any] | list[int]:
-    """The window's fingerprints (precomputed ints checked in one numpy pass)."""
-    if f <= 64 and set(map(type, docs)) == {int}:
-        try:
-            values = np.fromiter(docs, dtype=np.uint64, count=len(docs))
-        except OverflowError:  # negative or too large: fingerprint_many says which one
-            return fingerprint_many(docs)
-        # np.max: numpy 2.5's stubs match no overload of ndarray.max() for mypy on Python 3.10.
-        if f == 64 or not len(values) or int(np.max(values)) >> f == 0:
-            return values
-    return fingerprint_many(docs)
