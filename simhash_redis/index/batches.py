@@ -11,7 +11,7 @@ from ..checks import is_int
 from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
 from ..results import Outcome
-from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
+from ..store import BulkWrites, Guard, Layout, Store, Windows, Write, Writes, encode_id
 from .arguments import as_batch, check_pairs, chunks, iterable
 
 __all__ = [
@@ -84,10 +84,14 @@ def in_batches(
     return out
 
 
-def apply(writes: Writes, f: int, raws: Sequence[bytes], fps: Sequence[int]) -> list[Outcome]:
-    """One atomic script call storing documents (fingerprints: ints or numpy's)."""
+def apply(
+    writes: Writes, f: int, raws: Sequence[bytes], fps: Sequence[int], guards: Sequence[Guard] | None = None
+) -> list[Outcome]:
+    """One atomic script call storing documents (fingerprints: ints or numpy's; guards: verified mode's)."""
     ints = [int(fp) for fp in fps]
-    applied = writes.apply([(raw, encode_fp(fp, f), None) for raw, fp in zip(raws, ints, strict=True)], ints)
+    kept = [None] * len(ints) if guards is None else guards
+    ops: list[Write] = [(raw, encode_fp(fp, f), g) for raw, fp, g in zip(raws, ints, kept, strict=True)]
+    applied = writes.apply(ops, ints)
     # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
     return [outcome for outcome in applied if outcome is not None]
 

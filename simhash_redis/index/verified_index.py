@@ -7,11 +7,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import defaults
-from ..codec import decode_ids, decode_sketches, encode_fp
+from ..codec import decode_ids, decode_sketches
 from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument, InvalidType
 from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
-from ..store import Reads, SketchedGuard, Verification, Write, pin_meta
+from ..store import Reads, SketchedGuard, Verification, pin_meta
 from ..store.candidates import verified_matches_of
 from ..store.keys import encode_id
 from ..store.reads import Bands
@@ -245,13 +245,9 @@ class VerifiedIndex:
     def _add_batch(
         self, raws: list[bytes], fps: list[int], sketches: Sequence[bytes | None]
     ) -> list[Outcome]:
-        stored, f = self.hasher.stored, self.index.f
-        ops: list[Write] = [
-            (raw, encode_fp(fp, f), SketchedGuard(None, stored(sketch) if sketch else b""))
-            for raw, fp, sketch in zip(raws, fps, sketches, strict=True)
-        ]
-        # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
-        return [outcome for outcome in self._writes.apply(ops) if outcome is not None]
+        stored = self.hasher.stored
+        guards = [SketchedGuard(None, stored(sketch) if sketch else b"") for sketch in sketches]
+        return batches.apply(self._writes, self.index.f, raws, fps, guards)
 
     def _add_if_new_batch(
         self, raws: list[bytes], fps: list[int], sketches: list[bytes]
@@ -270,22 +266,16 @@ class VerifiedIndex:
 
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None (IndexCorrupted if the fingerprint's are malformed)."""
-        raw = encode_id(doc_id)
-        keys, windows = self.index.keys, self.index.windows
+        raw, windows = encode_id(doc_id), self.index.windows
         # Read again if a writer moved the id between reading its fingerprint and its sketches.
         for _ in range(_SKETCH_READS):
-            if windows is not None:  # the newest period that has the id
-                view = windows.view()
-                found = self.store.execute([(b"HGET", key, raw) for key in view.id_keys(raw)])
-                where = [n for n, fp in enumerate(found) if fp is not None]
-                fp = found[where[-1]] if where else None
-                if where:
-                    keys = view.schemas[where[-1]]
-            else:
-                fp = self.store.execute([(b"HGET", keys.id_bucket(raw), raw)])[0]
-            if fp is None:
+            # With a retention window, the newest period that has the id.
+            schemas = windows.view().schemas if windows is not None else (self.index.keys,)
+            found = self.store.execute([(b"HGET", keys.id_bucket(raw), raw) for keys in schemas])
+            where = [n for n, fp in enumerate(found) if fp is not None]
+            if not where:
                 return None
-            fp = bytes(fp)
+            keys, fp = schemas[where[-1]], bytes(found[where[-1]])
             ids, stored = self.store.execute([(b"HMGET", keys.fp_bucket(fp), fp, keys.sketch_field(fp))])[0]
             try:
                 if ids is not None and doc_id in decode_ids(ids):
