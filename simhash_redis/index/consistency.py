@@ -8,11 +8,11 @@ from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
 from ..store import KeySchema, Store, Verification, Windows
-from ..store.store import FP_IDS, ID_CAS, VERIFY_FIX, KeyKind
+from ..store.store import FP_IDS, ID_CAS, KeyKind
 from ..store.windowed_writes import leaving
 from ..transport import raise_first_error
 from .arguments import chunks
-from .report import EXAMPLES, VerifyReport
+from .report import EXAMPLES, Found, VerifyReport, settle
 from .sketch_check import SKETCHES, check_bands, check_sketches
 
 __all__ = ["NO_SKETCH", "WRONG_TYPE", "check_consistency", "find_wrong_types", "verify_windows"]
@@ -137,22 +137,6 @@ def _recount(
     return found
 
 
-#: A problem found: its name and detail, then `VERIFY_FIX`'s name of it, its keys, fingerprint and id.
-_Found = tuple[str, str, bytes, list[bytes], bytes, bytes]
-
-
-def _settle(target: _Target, report: VerifyReport, found: list[_Found]) -> set[tuple[bytes, bytes]]:
-    """Report each problem still there when checked again, each in one atomic step that also fixes it on
-    repair (a standalone server's); the (fingerprint, id) of those reported."""
-    flag = b"1" if target.repair else b"0"
-    calls = [VERIFY_FIX.command(keys, [kind, flag, fp, doc_id]) for _, _, kind, keys, fp, doc_id in found]
-    held = target.store.run_script(VERIFY_FIX, calls)
-    still = [problem for problem, there in zip(found, held, strict=True) if there]
-    for problem, detail, *_ in still:
-        report.found(problem, detail)
-    return {(fp, doc_id) for *_, fp, doc_id in still}
-
-
 def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[bytes]]) -> bool:
     """Report each of the keys that holds another type of value than its kind's; True if any does."""
     found = False
@@ -209,7 +193,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
     additions: list[tuple[bytes, bytes]] = []
     table_fixes: list[Any] = []
     malformed: set[bytes] = set()
-    found: list[_Found] = []  # on a cluster, reported and fixed at once
+    found: list[Found] = []  # on a cluster, fixed here
     for n, (doc_id, fp) in enumerate(chunk):
         raw, ids = listed[fp]
         if ids is None and fp not in malformed:
@@ -225,11 +209,8 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
             if member[n * tables + t] == 0:
                 detail, id_keys = f"{fp.decode()} not in {key.decode()}", [keys.id_bucket(doc_id), key]
                 found.append(("fingerprint missing from table", detail, b"tabled", id_keys, fp, doc_id))
-    if not target.cluster:
-        _settle(target, report, found)
-        found = []
-    for problem, detail, kind, problem_keys, fp, doc_id in found:
-        report.found(problem, detail)
+    still = settle(target.store, report, found, target.repair)
+    for _, _, kind, problem_keys, fp, doc_id in still if target.cluster else []:
         if kind == b"listed":
             additions.append((doc_id, fp))
         else:
@@ -257,7 +238,7 @@ def _check_fingerprints(
             parsed.append((key, fp, ids))
     flat_ids = [(fp, doc_id) for _, fp, ids in parsed for doc_id in ids]
     owners = run([(b"HGET", keys.id_bucket(d.encode()), d.encode()) for _, d in flat_ids])
-    found: list[_Found] = [
+    found: list[Found] = [
         (
             "stale id in fingerprint map",
             f"{listed!r} listed under {fp.decode()}",
@@ -269,14 +250,10 @@ def _check_fingerprints(
         for (fp, listed), owner in zip(flat_ids, owners, strict=True)
         if owner != fp
     ]
-    # Checked again and fixed by _settle on a standalone server (nothing of them left to `fixes`).
-    settled = _settle(target, report, found) if not target.cluster else None
+    # Checked again and fixed by `settle` on a standalone server (nothing of them left to `fixes`).
     stale: dict[bytes, set[str]] = {}
-    for problem, detail, _, _, fp, doc_id in found:
-        if settled is None:
-            report.found(problem, detail)
-        if settled is None or (fp, doc_id) in settled:
-            stale.setdefault(fp, set()).add(doc_id.decode())
+    for *_, fp, doc_id in settle(target.store, report, found, target.repair):
+        stale.setdefault(fp, set()).add(doc_id.decode())
     in_use = 0
     for key, fp, ids in parsed:
         kept = [d for d in ids if d not in stale.get(fp, ())]
@@ -285,7 +262,7 @@ def _check_fingerprints(
             fixes.append((b"HDEL", key, fp))
             continue
         in_use += bool(kept)
-        if fp in stale and settled is None:
+        if fp in stale and target.cluster:
             if kept:
                 fixes.append((b"HSET", key, fp, encode_ids(kept)))
             else:
@@ -303,7 +280,7 @@ def _check_tables(
     keys, run = target.keys, target.store.execute
     known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
     fixes = []
-    orphans: list[_Found] = []
+    orphans: list[Found] = []
     for (key, fp), exists in zip(chunk, known, strict=True):
         value = _fingerprint(fp, target.f)
         misplaced = value is not None and keys.tables(value)[table] != key
@@ -319,7 +296,7 @@ def _check_tables(
             continue
         if value is None or misplaced or not exists:
             fixes.append((b"SREM", key, fp))
-    _settle(target, report, orphans)
+    settle(target.store, report, orphans, target.repair)
     if target.repair and fixes:
         run(fixes)
 
