@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codec import decode_fp, decode_sketches, encode_fp, pack_fps, unpack_fps
+from ..codec import decode_sketches, pack_fps, unpack_fps
 from ..store import KeySchema, Store, Verification
 from ..store.store import BAND_DROP, BAND_MEMBER, FP_IDS, hash_pairs
 from ..transport import raise_first_error
@@ -61,10 +61,10 @@ def check_sketches(
         # value read and split once: a template's holds thousands of the chunk's fingerprints.
         places = list(dict.fromkeys(place for place, _ in banded))
         values = store.execute([(b"HGET", key, field) for key, field in places])
-        members = {place: _packed_members(value, f) for place, value in zip(places, values, strict=True)}
+        members = {place: set(_members(value, f) or ()) for place, value in zip(places, values, strict=True)}
         missing = []
         for (key, field), fp in banded:
-            if _packed(fp, f) not in members[(key, field)]:
+            if fp not in members[(key, field)]:
                 report.found(
                     "fingerprint missing from band table",
                     f"{fp.decode()} not in {key.decode()} {field.hex()}",
@@ -140,24 +140,6 @@ def _members(value: bytes | None, f: int) -> list[bytes] | None:
         return unpack_fps(bytes(value), f)
     except ValueError:
         return None
-
-
-def _packed(fp: bytes, f: int) -> bytes | None:
-    """A stored fingerprint packed as a band value holds it; None if not in `encode_fp`'s form."""
-    try:
-        number = decode_fp(fp, f)
-    except ValueError:
-        return None
-    return pack_fps([fp], f) if encode_fp(number, f) == fp else None
-
-
-def _packed_members(value: bytes | None, f: int) -> set[bytes]:
-    """The packed fingerprints of a band value (none when absent or malformed)."""
-    width = len(pack_fps([encode_fp(0, f)], f))
-    if not value or len(value) % width:
-        return set()
-    raw = bytes(value)
-    return {raw[i : i + width] for i in range(0, len(raw), width)}
 
 
 def _sketches(reply: bytes | None) -> list[bytes]:
