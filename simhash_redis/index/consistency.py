@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
-from ..store import KeySchema, Store, Verification, Windows
+from ..store import Store, Verification, Windows
 from ..store.store import FP_IDS, ID_CAS, KeyKind
 from ..store.windowed_writes import leaving
 from ..transport import raise_first_error
@@ -31,14 +31,6 @@ class _Target(NamedTuple):
     f: int
     tables: int
     repair: bool = False
-
-    @property
-    def keys(self) -> KeySchema:
-        return self.store.keys
-
-    @property
-    def cluster(self) -> bool:
-        return self.store.cluster
 
 
 def check_consistency(
@@ -156,7 +148,7 @@ def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[
 def _move_sketches(target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]]) -> int:
     """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's; on
     repair, move each stored document's sketch to its own. The number of those."""
-    keys, run = target.keys, target.store.execute
+    keys, run = target.store.keys, target.store.execute
     pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
     for key, name, raw in entries:
         fp = name[len(SKETCHES) :]
@@ -179,7 +171,7 @@ def _move_sketches(target: _Target, report: VerifyReport, entries: list[tuple[by
 
 def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]]) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
-    keys, run, tables = target.keys, target.store.execute, target.tables
+    keys, run, tables = target.store.keys, target.store.execute, target.tables
     # Each fingerprint's list read and decoded once: a page copied under thousands of ids, else quadratic.
     distinct = list(dict.fromkeys(fp for _, fp in chunk))
     replies = run([(b"HGET", keys.fp_bucket(fp), fp) for fp in distinct])
@@ -210,7 +202,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
                 detail, id_keys = f"{fp.decode()} not in {key.decode()}", [keys.id_bucket(doc_id), key]
                 found.append(("fingerprint missing from table", detail, b"tabled", id_keys, fp, doc_id))
     still = settle(target.store, report, found, target.repair)
-    for _, _, kind, problem_keys, fp, doc_id in still if target.cluster else []:
+    for _, _, kind, problem_keys, fp, doc_id in still if target.store.cluster else []:
         if kind == b"listed":
             additions.append((doc_id, fp))
         else:
@@ -226,7 +218,7 @@ def _check_fingerprints(
     target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]]
 ) -> int:
     """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use."""
-    keys, run = target.keys, target.store.execute
+    keys, run = target.store.keys, target.store.execute
     parsed = []
     fixes: list[Any] = []
     for key, fp, raw in chunk:
@@ -262,7 +254,7 @@ def _check_fingerprints(
             fixes.append((b"HDEL", key, fp))
             continue
         in_use += bool(kept)
-        if fp in stale and target.cluster:
+        if fp in stale and target.store.cluster:
             if kept:
                 fixes.append((b"HSET", key, fp, encode_ids(kept)))
             else:
@@ -277,7 +269,7 @@ def _check_tables(
     target: _Target, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]]
 ) -> None:
     """Step 3 for a chunk of (table key, member) pairs of one table."""
-    keys, run = target.keys, target.store.execute
+    keys, run = target.store.keys, target.store.execute
     known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
     fixes = []
     orphans: list[Found] = []
@@ -288,7 +280,7 @@ def _check_tables(
             report.found("malformed table member", f"{fp!r} in {key.decode()}")
         elif misplaced:
             report.found("misplaced table member", f"{fp.decode()} in {key.decode()}")
-        elif not exists and target.cluster:
+        elif not exists and target.store.cluster:
             report.garbage += 1
         elif not exists:  # checked again, and removed on repair, in one step
             detail = f"{fp.decode()} in {key.decode()}"
