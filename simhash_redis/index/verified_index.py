@@ -11,14 +11,14 @@ from ..codec import decode_ids, decode_sketches
 from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument, InvalidType
 from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
-from ..store import Reads, SketchedGuard, Verification, pin_meta
+from ..store import BulkWrites, Reads, SketchedGuard, Verification, pin_meta
 from ..store.candidates import verified_matches_of
 from ..store.keys import encode_id
 from ..store.reads import Bands
 from ..transport import client_from_url
 from . import batches
 from .arguments import as_batch, check_fp, check_k, check_max_candidates, check_pairs, texts
-from .batches import bulk_add_sketched, in_batches
+from .batches import in_batches
 from .report import VerifyReport
 from .simhash_index import Outcome, SimhashIndex, paths
 from .unique import SketchJudge, confirmed_many
@@ -210,7 +210,10 @@ class VerifiedIndex:
         self._check_sizes(ids, fps, sketches, unique=False)
         store = self.hasher.stored
         forms = [store(sketch) if sketch else b"" for sketch in sketches]
-        return bulk_add_sketched(self.index, self._writes, ids, fps, forms)
+        bulk = BulkWrites(self.store, self.index.layout, self._writes, self.index.batch_size)
+        raws = [encode_id(doc_id) for doc_id in ids]
+        self._writes.check()  # the grouped commands go past `writes.apply`, which checks each batch
+        return bulk.write(raws, self.index.fingerprint_many(fps), forms)
 
     def _check_sizes(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None], unique: bool
@@ -262,7 +265,7 @@ class VerifiedIndex:
 
     def remove_many(self, ids: Sequence[str]) -> list[bool]:
         """Remove many documents, each with its sketch; for each id, whether it was stored."""
-        return batches.remove_many(self.index, self._writes, ids, None)
+        return batches.remove_many(self.index.batch_size, self._writes, ids, None)
 
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None (IndexCorrupted if the fingerprint's are malformed)."""
