@@ -17,7 +17,7 @@ from simhash_redis import SimhashIndex, VerifiedIndex, redact_url
 from simhash_redis.defaults import URL_ENV
 from simhash_redis.errors import ConfigurationMismatch, IndexNotFound
 from simhash_redis.index.mode import Asking, chosen_mode
-from simhash_redis.index.verified_open import checked_threshold
+from simhash_redis.index.verified_index import checked_threshold
 from simhash_redis.store import Verification, validate_name
 from simhash_redis.tools.connect import index_options
 from simhash_redis.transport import client_from_url

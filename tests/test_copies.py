@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from simhash_redis import BandedOddSketcher, Match, SimhashIndex, VerifiedIndex, VerifiedMatch
 from simhash_redis.asyncio import AsyncVerifiedIndex
 from simhash_redis.codec import decode_ids, encode_ids, netstring
-from simhash_redis.index.verified_index import confirmed_many
+from simhash_redis.index.unique import confirmed_many
 from simhash_redis.results import duplicate_of
 from simhash_redis.store import candidates, reads
 from simhash_redis.store.candidates import (

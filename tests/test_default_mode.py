@@ -100,16 +100,16 @@ def test_the_asyncio_open_index_chooses_alike(redis_url: str, redis_client: redi
 def _plain_creator_wins_the_race(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make a plain creator win every creation race: the index is created plain just before a verified
     create (between the creator's look, which found nothing, and its create)."""
-    from simhash_redis.index import verified_open
+    from simhash_redis.index import verified_index
 
-    real = verified_open.SimhashIndex
+    real = verified_index.SimhashIndex
 
     def racing(client: redis.Redis, name: str, **options: object) -> SimhashIndex:
         if options.get("verification") is not None and options.get("create", True):
             real(client, name)  # another process, creating it plain
         return real(client, name, **options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(verified_open, "SimhashIndex", racing)
+    monkeypatch.setattr(verified_index, "SimhashIndex", racing)
 
 
 def test_a_default_creator_that_loses_the_race_adopts_the_winners_mode(

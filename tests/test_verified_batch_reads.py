@@ -23,7 +23,7 @@ from simhash_redis.codec import (
     encode_sketches,
     unpack_fps_many,
 )
-from simhash_redis.index.verified_index import confirmed_many
+from simhash_redis.index.unique import confirmed_many
 from simhash_redis.store.candidates import Group, Listed, band_hits, hits, verified_matches_of
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.layout import Layout

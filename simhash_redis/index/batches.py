@@ -1,57 +1,35 @@
 """The batch forms of the index's calls (the whole argument checked first, then sent batch by batch), and
-bulk loads (`bulk_add`: a window at a time, written by the store's grouped bulk path)."""
+the windows of bulk loads (`SimhashIndex.bulk_add`), checked."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from .. import defaults
 from ..checks import is_int
 from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
 from ..results import Outcome
-from ..store import BulkWrites, Layout, Store, Windows, Writes, encode_id
-from .arguments import as_batch, check_pairs, chunks, iterable
+from ..store import Guard, Write, Writes, encode_id
+from .arguments import as_batch, check_pairs
 
 __all__ = [
     "DEFAULT_WINDOW",
     "BatchProgress",
     "Progress",
-    "Target",
     "apply",
-    "bulk_add",
-    "bulk_add_columns",
-    "bulk_add_sketched",
     "check_progress",
+    "check_window",
     "column_windows",
     "in_batches",
     "remove_many",
+    "unzipped",
     "windows",
 ]
 
 #: Called after each batch: the items done so far, and that batch's results.
 BatchProgress = Callable[[int, list[Any]], None]
-
-
-class Target(Protocol):
-    """What the batch calls and a bulk load need of the index (a `SimhashIndex`)."""
-
-    store: Store
-    windows: Windows | None
-    batch_size: int
-
-    @property
-    def f(self) -> int: ...
-
-    @property
-    def layout(self) -> Layout: ...
-
-    def fingerprint_many(self, docs: Sequence[Any]) -> list[int]: ...
 
 
 def check_progress(on_progress: object) -> BatchProgress | None:
@@ -61,10 +39,10 @@ def check_progress(on_progress: object) -> BatchProgress | None:
 
 
 def remove_many(
-    index: Target, writes: Writes, ids: Iterable[str], on_progress: BatchProgress | None
+    size: int, writes: Writes, ids: Iterable[str], on_progress: BatchProgress | None
 ) -> list[bool]:
     raws = [encode_id(doc_id) for doc_id in as_batch(ids, "ids")]
-    return in_batches(index.batch_size, on_progress, functools.partial(_remove, writes), raws)
+    return in_batches(size, on_progress, functools.partial(_remove, writes), raws)
 
 
 def _remove(writes: Writes, batch: list[bytes]) -> list[bool]:
@@ -88,10 +66,14 @@ def in_batches(
     return out
 
 
-def apply(writes: Writes, f: int, raws: Sequence[bytes], fps: Sequence[int]) -> list[Outcome]:
-    """One atomic script call storing documents (fingerprints: ints or numpy's)."""
+def apply(
+    writes: Writes, f: int, raws: Sequence[bytes], fps: Sequence[int], guards: Sequence[Guard] | None = None
+) -> list[Outcome]:
+    """One atomic script call storing documents (fingerprints: ints or numpy's; guards: verified mode's)."""
     ints = [int(fp) for fp in fps]
-    applied = writes.apply([(raw, encode_fp(fp, f), None) for raw, fp in zip(raws, ints, strict=True)], ints)
+    kept = [None] * len(ints) if guards is None else guards
+    ops: list[Write] = [(raw, encode_fp(fp, f), g) for raw, fp, g in zip(raws, ints, kept, strict=True)]
+    applied = writes.apply(ops, ints)
     # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
     return [outcome for outcome in applied if outcome is not None]
 
@@ -102,60 +84,13 @@ DEFAULT_WINDOW = 1_000_000
 Progress = Callable[[int, list[Outcome]], None]
 
 
-def bulk_add(
-    index: Target,
-    writes: Writes,
-    items: Iterable[tuple[str, Any]],
-    window: int = DEFAULT_WINDOW,
-    on_progress: Progress | None = None,
-) -> list[Outcome]:
-    _check(window, on_progress)
-    columns = (_unzipped(batch) for batch in chunks(iterable(items, "items"), window))
-    return bulk_add_columns(index, writes, columns, window, on_progress)
-
-
-def bulk_add_columns(
-    index: Target,
-    writes: Writes,
-    batches: Iterable[tuple[Sequence[Any], Sequence[Any]]],
-    window: int = DEFAULT_WINDOW,
-    on_progress: Progress | None = None,
-) -> list[Outcome]:
-    _check(window, on_progress)
-    # With a retention window, atomic script calls: the grouped commands set no expiry.
-    bulk = BulkWrites(index.store, index.layout, writes, index.batch_size) if index.windows is None else None
-    f = index.f
-    outcomes: list[Outcome] = []
-    for ids, docs in windows(batches, window):
-        raws, fps = _encode_ids(ids), _fingerprints(docs, f, index.fingerprint_many)
-        if bulk is not None:
-            writes.check()  # the grouped commands go past `writes.apply`, which checks each batch
-            done = bulk.write(raws, fps)
-        else:
-            done = in_batches(index.batch_size, None, functools.partial(apply, writes, f), raws, fps)
-        outcomes.extend(done)
-        if on_progress is not None:
-            on_progress(len(outcomes), done)
-    return outcomes
-
-
-def bulk_add_sketched(
-    index: Target, writes: Writes, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes]
-) -> list[Outcome]:
-    """One window of a verified index's documents with their stored sketches (b"": none), grouped."""
-    bulk = BulkWrites(index.store, index.layout, writes, index.batch_size)
-    raws = _encode_ids(list(ids))
-    writes.check()
-    return bulk.write(raws, _fingerprints(list(fps), bulk.f, index.fingerprint_many), sketches)
-
-
-def _check(window: object, on_progress: object) -> None:
+def check_window(window: object, on_progress: object) -> None:
     if not is_int(window) or window < 1:
         raise InvalidArgument(f"window must be a positive int, got {window!r}")
     check_progress(on_progress)
 
 
-def _unzipped(batch: list[Any]) -> tuple[list[Any], list[Any]]:
+def unzipped(batch: list[Any]) -> tuple[list[Any], list[Any]]:
     if set(map(type, batch)) != {tuple} or set(map(len, batch)) != {2}:
         check_pairs(batch)  # says which item is not a pair
     ids, docs = zip(*batch, strict=True)
@@ -210,31 +145,3 @@ def _shape(batch: object) -> str:
     if isinstance(batch, tuple):
         return "(" + ", ".join(type(part).__name__ for part in batch) + ")"
     return type(batch).__name__
-
-
-def _encode_ids(ids: list[Any]) -> list[bytes]:
-    """The window's ids encoded (plain str ids of a valid length in one pass)."""
-    if set(map(type, ids)) == {str}:
-        try:
-            raw = [doc_id.encode() for doc_id in ids]
-        except UnicodeEncodeError:  # a lone surrogate: encode_id says which id
-            return [encode_id(doc_id) for doc_id in ids]
-        lengths = set(map(len, raw))
-        if min(lengths) >= 1 and max(lengths) <= defaults.MAX_ID_BYTES:
-            return raw
-    return [encode_id(doc_id) for doc_id in ids]
-
-
-def _fingerprints(
-    docs: list[Any], f: int, fingerprint_many: Callable[[Sequence[Any]], list[int]]
-) -> npt.NDArray[Any] | list[int]:
-    """The window's fingerprints (precomputed ints checked in one numpy pass)."""
-    if f <= 64 and set(map(type, docs)) == {int}:
-        try:
-            values = np.fromiter(docs, dtype=np.uint64, count=len(docs))
-        except OverflowError:  # negative or too large: fingerprint_many says which one
-            return fingerprint_many(docs)
-        # np.max: numpy 2.5's stubs match no overload of ndarray.max() for mypy on Python 3.10.
-        if f == 64 or not len(values) or int(np.max(values)) >> f == 0:
-            return values
-    return fingerprint_many(docs)

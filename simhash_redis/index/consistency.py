@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from ..codec import decode_fp, decode_ids, decode_sketches, encode_ids
-from ..store import KeySchema, Store, Verification, Windows
-from ..store.store import FP_IDS, ID_CAS, VERIFY_FIX, KeyKind
+from ..store import Store, Verification, Windows
+from ..store.store import FP_IDS, ID_CAS, KeyKind
 from ..store.windowed_writes import leaving
 from ..transport import raise_first_error
 from .arguments import chunks
-from .report import EXAMPLES, VerifyReport
+from .report import EXAMPLES, Found, VerifyReport, settle
 from .sketch_check import SKETCHES, check_bands, check_sketches
 
 __all__ = ["NO_SKETCH", "WRONG_TYPE", "check_consistency", "find_wrong_types", "verify_windows"]
@@ -31,14 +31,6 @@ class _Target(NamedTuple):
     f: int
     tables: int
     repair: bool = False
-
-    @property
-    def keys(self) -> KeySchema:
-        return self.store.keys
-
-    @property
-    def cluster(self) -> bool:
-        return self.store.cluster
 
 
 def check_consistency(
@@ -137,22 +129,6 @@ def _recount(
     return found
 
 
-#: A problem found: its name and detail, then `VERIFY_FIX`'s name of it, its keys, fingerprint and id.
-_Found = tuple[str, str, bytes, list[bytes], bytes, bytes]
-
-
-def _settle(target: _Target, report: VerifyReport, found: list[_Found]) -> set[tuple[bytes, bytes]]:
-    """Report each problem still there when checked again, each in one atomic step that also fixes it on
-    repair (a standalone server's); the (fingerprint, id) of those reported."""
-    flag = b"1" if target.repair else b"0"
-    calls = [VERIFY_FIX.command(keys, [kind, flag, fp, doc_id]) for _, _, kind, keys, fp, doc_id in found]
-    held = target.store.run_script(VERIFY_FIX, calls)
-    still = [problem for problem, there in zip(found, held, strict=True) if there]
-    for problem, detail, *_ in still:
-        report.found(problem, detail)
-    return {(fp, doc_id) for *_, fp, doc_id in still}
-
-
 def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[bytes]]) -> bool:
     """Report each of the keys that holds another type of value than its kind's; True if any does."""
     found = False
@@ -172,7 +148,7 @@ def find_wrong_types(store: Store, report: VerifyReport, batches: Iterable[list[
 def _move_sketches(target: _Target, report: VerifyReport, entries: list[tuple[bytes, bytes, bytes]]) -> int:
     """Report sketch fields (bucket key, field, sketches) in another bucket than their fingerprint's; on
     repair, move each stored document's sketch to its own. The number of those."""
-    keys, run = target.keys, target.store.execute
+    keys, run = target.store.keys, target.store.execute
     pairs: list[tuple[bytes, bytes, bytes]] = []  # (fingerprint, id, sketch)
     for key, name, raw in entries:
         fp = name[len(SKETCHES) :]
@@ -195,7 +171,7 @@ def _move_sketches(target: _Target, report: VerifyReport, entries: list[tuple[by
 
 def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes]]) -> None:
     """Step 1 for a chunk of (id, stored fingerprint) entries of the id map."""
-    keys, run, tables = target.keys, target.store.execute, target.tables
+    keys, run, tables = target.store.keys, target.store.execute, target.tables
     # Each fingerprint's list read and decoded once: a page copied under thousands of ids, else quadratic.
     distinct = list(dict.fromkeys(fp for _, fp in chunk))
     replies = run([(b"HGET", keys.fp_bucket(fp), fp) for fp in distinct])
@@ -209,7 +185,7 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
     additions: list[tuple[bytes, bytes]] = []
     table_fixes: list[Any] = []
     malformed: set[bytes] = set()
-    found: list[_Found] = []  # on a cluster, reported and fixed at once
+    found: list[Found] = []  # on a cluster, fixed here
     for n, (doc_id, fp) in enumerate(chunk):
         raw, ids = listed[fp]
         if ids is None and fp not in malformed:
@@ -225,11 +201,8 @@ def _check_ids(target: _Target, report: VerifyReport, chunk: list[tuple[bytes, b
             if member[n * tables + t] == 0:
                 detail, id_keys = f"{fp.decode()} not in {key.decode()}", [keys.id_bucket(doc_id), key]
                 found.append(("fingerprint missing from table", detail, b"tabled", id_keys, fp, doc_id))
-    if not target.cluster:
-        _settle(target, report, found)
-        found = []
-    for problem, detail, kind, problem_keys, fp, doc_id in found:
-        report.found(problem, detail)
+    still = settle(target.store, report, found, target.repair)
+    for _, _, kind, problem_keys, fp, doc_id in still if target.store.cluster else []:
         if kind == b"listed":
             additions.append((doc_id, fp))
         else:
@@ -245,7 +218,7 @@ def _check_fingerprints(
     target: _Target, report: VerifyReport, chunk: list[tuple[bytes, bytes, bytes]]
 ) -> int:
     """Step 2 for a chunk of (bucket key, stored fingerprint, id list) entries; how many are in use."""
-    keys, run = target.keys, target.store.execute
+    keys, run = target.store.keys, target.store.execute
     parsed = []
     fixes: list[Any] = []
     for key, fp, raw in chunk:
@@ -257,7 +230,7 @@ def _check_fingerprints(
             parsed.append((key, fp, ids))
     flat_ids = [(fp, doc_id) for _, fp, ids in parsed for doc_id in ids]
     owners = run([(b"HGET", keys.id_bucket(d.encode()), d.encode()) for _, d in flat_ids])
-    found: list[_Found] = [
+    found: list[Found] = [
         (
             "stale id in fingerprint map",
             f"{listed!r} listed under {fp.decode()}",
@@ -269,14 +242,10 @@ def _check_fingerprints(
         for (fp, listed), owner in zip(flat_ids, owners, strict=True)
         if owner != fp
     ]
-    # Checked again and fixed by _settle on a standalone server (nothing of them left to `fixes`).
-    settled = _settle(target, report, found) if not target.cluster else None
+    # Checked again and fixed by `settle` on a standalone server (nothing of them left to `fixes`).
     stale: dict[bytes, set[str]] = {}
-    for problem, detail, _, _, fp, doc_id in found:
-        if settled is None:
-            report.found(problem, detail)
-        if settled is None or (fp, doc_id) in settled:
-            stale.setdefault(fp, set()).add(doc_id.decode())
+    for *_, fp, doc_id in settle(target.store, report, found, target.repair):
+        stale.setdefault(fp, set()).add(doc_id.decode())
     in_use = 0
     for key, fp, ids in parsed:
         kept = [d for d in ids if d not in stale.get(fp, ())]
@@ -285,7 +254,7 @@ def _check_fingerprints(
             fixes.append((b"HDEL", key, fp))
             continue
         in_use += bool(kept)
-        if fp in stale and settled is None:
+        if fp in stale and target.store.cluster:
             if kept:
                 fixes.append((b"HSET", key, fp, encode_ids(kept)))
             else:
@@ -300,10 +269,10 @@ def _check_tables(
     target: _Target, report: VerifyReport, table: int, chunk: list[tuple[bytes, bytes]]
 ) -> None:
     """Step 3 for a chunk of (table key, member) pairs of one table."""
-    keys, run = target.keys, target.store.execute
+    keys, run = target.store.keys, target.store.execute
     known = run([(b"HEXISTS", keys.fp_bucket(fp), fp) for _, fp in chunk])
     fixes = []
-    orphans: list[_Found] = []
+    orphans: list[Found] = []
     for (key, fp), exists in zip(chunk, known, strict=True):
         value = _fingerprint(fp, target.f)
         misplaced = value is not None and keys.tables(value)[table] != key
@@ -311,7 +280,7 @@ def _check_tables(
             report.found("malformed table member", f"{fp!r} in {key.decode()}")
         elif misplaced:
             report.found("misplaced table member", f"{fp.decode()} in {key.decode()}")
-        elif not exists and target.cluster:
+        elif not exists and target.store.cluster:
             report.garbage += 1
         elif not exists:  # checked again, and removed on repair, in one step
             detail = f"{fp.decode()} in {key.decode()}"
@@ -319,7 +288,7 @@ def _check_tables(
             continue
         if value is None or misplaced or not exists:
             fixes.append((b"SREM", key, fp))
-    _settle(target, report, orphans)
+    settle(target.store, report, orphans, target.repair)
     if target.repair and fixes:
         run(fixes)
 

@@ -12,8 +12,7 @@ from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
 from .arguments import check_max_candidates
 from .simhash_index import Document, SimhashIndex
-from .verified_index import MAX_CANDIDATES, VerifiedIndex
-from .verified_open import checked_threshold, verifiable
+from .verified_index import MAX_CANDIDATES, VerifiedIndex, checked_threshold, verifiable
 
 __all__ = ["LIBRARY", "Asking", "add_if_new_many", "asked_mode", "chosen_mode", "open_in_mode"]
 

@@ -6,7 +6,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["EXAMPLES", "VerifyReport"]
+from ..store import Store
+from ..store.store import VERIFY_FIX
+
+__all__ = ["EXAMPLES", "Found", "VerifyReport", "settle"]
 
 #: Problems described in a report at most (all are counted).
 EXAMPLES = 20
@@ -47,3 +50,21 @@ class VerifyReport:
     def as_dict(self) -> dict[str, Any]:
         """The report as plain data (for --json)."""
         return {"ok": self.ok, **asdict(self), "problems": dict(self.problems)}
+
+
+#: A problem found: its name and detail, then `VERIFY_FIX`'s name of it, its keys, fingerprint and id.
+Found = tuple[str, str, bytes, list[bytes], bytes, bytes]
+
+
+def settle(store: Store, report: VerifyReport, found: list[Found], repair: bool) -> list[Found]:
+    """Report the problems still there, and return them: on a standalone server each checked again (and
+    fixed on repair) in one atomic step with its keys; on a cluster, every one (for the caller to fix)."""
+    still = found
+    if not store.cluster:
+        flag = b"1" if repair else b"0"
+        calls = [VERIFY_FIX.command(keys, [kind, flag, fp, doc_id]) for _, _, kind, keys, fp, doc_id in found]
+        held = store.run_script(VERIFY_FIX, calls)
+        still = [problem for problem, there in zip(found, held, strict=True) if there]
+    for problem, detail, *_ in still:
+        report.found(problem, detail)
+    return still

@@ -19,6 +19,7 @@ from ..fingerprinting import Document as TextDocument
 from ..fingerprinting import Scheme, engine_choice
 from ..results import Match, Outcome
 from ..store import (
+    BulkWrites,
     KeySchema,
     Layout,
     Reads,
@@ -31,7 +32,7 @@ from ..store import (
     validate_name,
 )
 from ..transport import Backoff, client_from_url, malformed, open_sender
-from . import batches, lifecycle
+from . import lifecycle
 from .arguments import (
     as_batch,
     check_client,
@@ -40,17 +41,22 @@ from .arguments import (
     check_options,
     check_pairs,
     check_text,
+    chunks,
     fingerprints,
     is_integer,
+    iterable,
 )
 from .batches import (
     DEFAULT_WINDOW,
     BatchProgress,
     Progress,
-    bulk_add,
-    bulk_add_columns,
+    apply,
     check_progress,
+    check_window,
     in_batches,
+    remove_many,
+    unzipped,
+    windows,
 )
 from .consistency import check_consistency, verify_windows
 from .report import VerifyReport
@@ -309,7 +315,7 @@ class SimhashIndex:
         pairs = check_pairs(as_batch(items, "items"))
         ids = [encode_id(doc_id) for doc_id, _ in pairs]
         fps = self.fingerprint_many([doc for _, doc in pairs])
-        write = self._unique.add if unique else functools.partial(batches.apply, self._writes, self.f)
+        write = self._unique.add if unique else functools.partial(apply, self._writes, self.f)
         return in_batches(self.batch_size, progress, write, ids, fps)
 
     def bulk_add(
@@ -331,7 +337,9 @@ class SimhashIndex:
             RedisUnavailable: earlier windows are stored; running the same load again completes it.
         """
         self._check_writable()
-        return bulk_add(self, self._writes, items, window, on_progress)
+        check_window(window, on_progress)
+        columns = (unzipped(batch) for batch in chunks(iterable(items, "items"), window))
+        return self.bulk_add_columns(columns, window=window, on_progress=on_progress)
 
     def bulk_add_columns(
         self,
@@ -342,7 +350,22 @@ class SimhashIndex:
     ) -> list[Outcome]:
         """`bulk_add` of batches of two parallel lists of equal length, ids and documents, read lazily."""
         self._check_writable()
-        return bulk_add_columns(self, self._writes, batches, window, on_progress)
+        check_window(window, on_progress)
+        writes, size = self._writes, self.batch_size
+        # With a retention window, atomic script calls: the grouped commands set no expiry.
+        bulk = BulkWrites(self.store, self.layout, writes, size) if self.windows is None else None
+        outcomes: list[Outcome] = []
+        for ids, docs in windows(batches, window):
+            raws, fps = [encode_id(doc_id) for doc_id in ids], self.fingerprint_many(docs)
+            if bulk is not None:
+                writes.check()  # the grouped commands go past `writes.apply`, which checks each batch
+                done = bulk.write(raws, fps)
+            else:
+                done = in_batches(size, None, functools.partial(apply, writes, self.f), raws, fps)
+            outcomes.extend(done)
+            if on_progress is not None:
+                on_progress(len(outcomes), done)
+        return outcomes
 
     def add_if_new(self, doc_id: str, doc: Document) -> Match | None:
         """Store a document unless a near-duplicate (distance <= k) is stored, atomically: of workers
@@ -368,7 +391,7 @@ class SimhashIndex:
     def remove_many(self, ids: Iterable[str], *, on_progress: BatchProgress | None = None) -> list[bool]:
         """Remove many ids, batch by batch; for each id, whether it was stored."""
         self._check_writable()
-        return batches.remove_many(self, self._writes, ids, check_progress(on_progress))
+        return remove_many(self.batch_size, self._writes, ids, check_progress(on_progress))
 
     def verify(self, repair: bool = False) -> VerifyReport:
         """Check that the id map, the fingerprint map, the tables and the counts agree.

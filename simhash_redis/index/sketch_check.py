@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codec import decode_fp, decode_sketches, encode_fp, pack_fps, unpack_fps
+from ..codec import decode_sketches, pack_fps, unpack_fps
 from ..store import KeySchema, Store, Verification
-from ..store.store import BAND_DROP, BAND_MEMBER, FP_IDS, VERIFY_FIX, hash_pairs
+from ..store.store import BAND_DROP, BAND_MEMBER, FP_IDS, hash_pairs
 from ..transport import raise_first_error
-from .report import VerifyReport
+from .report import Found, VerifyReport, settle
 
 __all__ = ["SKETCHES", "check_bands", "check_sketches"]
 
@@ -38,18 +38,13 @@ def check_sketches(
             if repair:
                 store.execute([(b"HDEL", keys.fp_bucket(fp), name)])
     owners = store.execute([(b"HGET", keys.id_bucket(doc_id), doc_id) for _, doc_id, _ in pairs])
-    stored, orphans = 0, []
-    checks: list[tuple[str, list[bytes], bytes, bytes]] = []  # on a standalone server: (detail, keys, fp, id)
+    stored, found = 0, list[Found]()
     banded: list[tuple[tuple[bytes, bytes], bytes]] = []  # ((hash, field), fingerprint) of stored ones
-    flag = b"1" if repair else b"0"
     for (fp, doc_id, sketch), owner in zip(pairs, owners, strict=True):
-        if owner != fp:
+        if owner != fp:  # a writer may have stored it since: `settle` checks it again
             detail = f"{doc_id!r} under {fp.decode(errors='replace')}"
-            if store.cluster:
-                report.found("sketch without a document", detail)
-                orphans.append(FP_IDS.command([keys.fp_bucket(fp)], [b"-", fp, doc_id]))
-            else:  # checked again, and fixed on repair, in one step: a writer may have stored it since
-                checks.append((detail, [keys.fp_bucket(fp), keys.id_bucket(doc_id)], fp, doc_id))
+            problem_keys = [keys.fp_bucket(fp), keys.id_bucket(doc_id)]
+            found.append(("sketch without a document", detail, b"sketched", problem_keys, fp, doc_id))
             continue
         stored += 1
         size = verification.sketch_bytes if verification is not None else len(sketch)
@@ -57,24 +52,19 @@ def check_sketches(
             report.found("malformed sketch", f"{doc_id!r}: {len(sketch)} bytes, not {size} (not repaired)")
         elif verification is not None and verification.bands:
             banded.extend((place, fp) for place in keys.band_places(sketch, verification))
-    held = store.run_script(
-        VERIFY_FIX, [VERIFY_FIX.command(k, [b"sketched", flag, fp, d]) for _, k, fp, d in checks]
-    )
-    for (detail, *_), still in zip(checks, held, strict=True):
-        if still:
-            report.found("sketch without a document", detail)
-    if repair and orphans:
+    orphans = settle(store, report, found, repair)
+    if repair and orphans and store.cluster:
         # The id leaves with its sketch if it is listed there: the id map says it has another fingerprint.
-        store.run_script(FP_IDS, orphans)
+        store.run_script(FP_IDS, [FP_IDS.command(k[:1], [b"-", fp, d]) for *_, k, fp, d in orphans])
     if banded and verification is not None:
         # An error here is raised (an ACL refusal: keys of the wrong type stopped verify before). Each band
         # value read and split once: a template's holds thousands of the chunk's fingerprints.
         places = list(dict.fromkeys(place for place, _ in banded))
         values = store.execute([(b"HGET", key, field) for key, field in places])
-        members = {place: _packed_members(value, f) for place, value in zip(places, values, strict=True)}
+        members = {place: set(_members(value, f) or ()) for place, value in zip(places, values, strict=True)}
         missing = []
         for (key, field), fp in banded:
-            if _packed(fp, f) not in members[(key, field)]:
+            if fp not in members[(key, field)]:
                 report.found(
                     "fingerprint missing from band table",
                     f"{fp.decode()} not in {key.decode()} {field.hex()}",
@@ -150,24 +140,6 @@ def _members(value: bytes | None, f: int) -> list[bytes] | None:
         return unpack_fps(bytes(value), f)
     except ValueError:
         return None
-
-
-def _packed(fp: bytes, f: int) -> bytes | None:
-    """A stored fingerprint packed as a band value holds it; None if not in `encode_fp`'s form."""
-    try:
-        number = decode_fp(fp, f)
-    except ValueError:
-        return None
-    return pack_fps([fp], f) if encode_fp(number, f) == fp else None
-
-
-def _packed_members(value: bytes | None, f: int) -> set[bytes]:
-    """The packed fingerprints of a band value (none when absent or malformed)."""
-    width = len(pack_fps([encode_fp(0, f)], f))
-    if not value or len(value) % width:
-        return set()
-    raw = bytes(value)
-    return {raw[i : i + width] for i in range(0, len(raw), width)}
 
 
 def _sketches(reply: bytes | None) -> list[bytes]:

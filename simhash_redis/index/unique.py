@@ -7,38 +7,17 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 from ..codec import encode_fp
 from ..errors import WriteContention
+from ..fingerprinting import BandedOddSketcher, Sketcher
 from ..results import Match, Outcome, VerifiedMatch
-from ..store import BucketLocks, Guard, Reads, Store, Write, Writes
-from ..store.candidates import Group, reported
+from ..store import BucketLocks, Guard, KeySchema, Reads, SketchedGuard, Store, Verification, Write, Writes
+from ..store.candidates import Group, Listed, reported
 from ..store.windows import WindowedSets
-from ..transport import Backoff, pause
+from ..transport import Backoff, off_greenlet, pause
 
-__all__ = ["InBatch", "Judge", "UniqueWrites"]
-
-
-class Judge(Protocol):
-    """Decides which candidates within distance k count as near-duplicates, and what goes with a write."""
-
-    def duplicates(
-        self, docs: list[int], found: list[list[Group]], sketches: dict[str, bytes]
-    ) -> Sequence[list[Group]]:
-        """The near-duplicates among each document's candidates (docs: positions in the batch)."""
-
-    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
-        """The band tables whose members are candidates of the documents at these positions, or None."""
-
-    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
-        """Where `bands`' band values are read: (bucket hash, field) each, or None."""
-
-    def guarded(self, doc: int, members: Guard | None) -> Guard:
-        """The guard to write the document with (members None: a cluster's)."""
-
-    def confirms(self, doc: int, earlier: list[int]) -> bool:
-        """Whether any of the earlier documents of the batch is its near-duplicate."""
+__all__ = ["InBatch", "SketchJudge", "UniqueWrites", "confirmed_many"]
 
 
 class InBatch:
@@ -53,7 +32,7 @@ class InBatch:
         f: int,
         k: int,
         bands: dict[int, list[bytes]] | None,
-        near: Judge | None,
+        near: SketchJudge | None,
     ) -> None:
         self.keys, self.windows, self.fps, self.f, self.k = store.keys, reads.windows, fps, f, k
         self.bands, self.near = bands or {}, near
@@ -157,7 +136,7 @@ class UniqueWrites:
         self.table_keys = store.keys.table_builder()
 
     def add(
-        self, ids: list[bytes], fps: list[int], judge: Judge | None = None
+        self, ids: list[bytes], fps: list[int], judge: SketchJudge | None = None
     ) -> list[Outcome | Match | VerifiedMatch]:
         """For each document, its outcome once stored, else its stored near-duplicate (by `judge`'s rule;
         default: any within k); WriteContention if documents keep meeting concurrent writes.
@@ -218,7 +197,7 @@ class UniqueWrites:
         self,
         ids: Sequence[bytes],
         fps: Sequence[int],
-        judge: Judge | None,
+        judge: SketchJudge | None,
         locks: BucketLocks | None,
         pending: list[int],
         results: list[Outcome | Match | VerifiedMatch | None],
@@ -319,3 +298,106 @@ class UniqueWrites:
                 locks.release(held)
         # In batch order: of near-duplicates within the batch, the earlier is the one stored.
         return sorted(changed + waiting + behind), not changed and not waiting
+
+
+# From this many queries, one numpy pass for all their candidates (below, numpy's fixed costs dominate).
+_PAIRS_MIN = 64
+
+
+class SketchJudge:
+    """Add-if-new's judge in verified mode: of the candidates within k, those its sketches confirm count as
+    near-duplicates (docs: positions in the batch)."""
+
+    def __init__(
+        self,
+        hasher: Sketcher,
+        threshold: float,
+        verification: Verification,
+        keys: KeySchema,
+        sketches: list[bytes],
+    ) -> None:
+        self.hasher, self.threshold, self.verification, self.keys = hasher, threshold, verification, keys
+        self.sketches = sketches
+
+    def duplicates(
+        self, docs: list[int], found: list[list[Group]], stored: dict[str, bytes]
+    ) -> list[list[Group]]:
+        """The near-duplicates among each document's candidates."""
+        queries = [self.sketches[i] for i in docs]
+        return confirmed_many(self.hasher, queries, found, stored, self.threshold)
+
+    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
+        """The band tables whose members are candidates of the documents, or None."""
+        mode, keys = self.verification, self.keys
+        return [keys.bands(self.sketches[i], mode) for i in docs] if mode.bands else None
+
+    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
+        """Where `bands`' band values are read: (bucket hash, field) each, or None."""
+        mode, keys = self.verification, self.keys
+        return [keys.band_places(self.sketches[i], mode) for i in docs] if mode.bands else None
+
+    def guarded(self, doc: int, members: Guard | None) -> Guard:
+        """The document's guard, carrying its sketch: stored with the document, or not at all."""
+        return SketchedGuard(members, self.hasher.stored(self.sketches[doc]))
+
+    def confirms(self, doc: int, earlier: list[int]) -> bool:
+        """Whether any of the earlier documents of the batch is its near-duplicate."""
+        stored = self.hasher.stored
+        estimates = self.hasher.estimate_many(self.sketches[doc], [stored(self.sketches[j]) for j in earlier])
+        return bool((estimates >= self.threshold).any())
+
+
+def confirmed_many(
+    hasher: Sketcher,
+    queries: Sequence[bytes],
+    candidates: Sequence[list[Group]],
+    stored: dict[str, bytes],
+    threshold: float,
+) -> list[list[Group]]:
+    """Per query, its candidates' groups split by stored sketch, kept with their estimate where it is at
+    least threshold; each distinct sketch estimated once, a batch's odd sketches in one pass."""
+    size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
+    parts_of: dict[int, list[tuple[bytes, Listed]]] = {}  # by the identity of the ids' list (shared)
+    split: list[list[tuple[Group, bytes]]] = []
+    distinct: list[list[bytes]] = []
+    for groups in candidates:
+        mine: list[tuple[Group, bytes]] = []
+        for group in groups:
+            parts = parts_of.get(id(group.listed))
+            if parts is None:
+                parts = parts_of[id(group.listed)] = _by_sketch(group.listed, stored, size)
+            mine.extend((group._replace(listed=listed), sketch) for sketch, listed in parts)
+        split.append(mine)
+        distinct.append(list(dict.fromkeys(sketch for _, sketch in mine)))
+    if isinstance(hasher, BandedOddSketcher) and len(queries) >= _PAIRS_MIN:
+        owners = [q for q, sketches in enumerate(distinct) for _ in sketches]
+        others = [one for sketches in distinct for one in sketches]
+        flat = off_greenlet(hasher.estimate_pairs, queries, owners, others)  # numpy: crashes in a greenlet
+        values, at, estimates = flat.tolist(), 0, []
+        for sketches in distinct:
+            estimates.append(values[at : at + len(sketches)])
+            at += len(sketches)
+    else:
+        estimates = [
+            hasher.estimate_many(query, sketches).tolist() if sketches else []
+            for query, sketches in zip(queries, distinct, strict=True)
+        ]
+    out = []
+    for mine, sketches, values in zip(split, distinct, estimates, strict=True):
+        of = dict(zip(sketches, map(float, values), strict=True))
+        out.append([group._replace(jaccard=of[sketch]) for group, sketch in mine if of[sketch] >= threshold])
+    return out
+
+
+def _by_sketch(listed: Listed, stored: dict[str, bytes], size: int) -> list[tuple[bytes, Listed]]:
+    """The ids of a list grouped by their stored sketch of `size` bytes, in the order met."""
+    if listed.sketch is not None:  # the lookup read one sketch for them all
+        return [(listed.sketch, listed)] if len(listed.sketch) == size else []
+    by: dict[bytes, list[str]] = {}
+    for doc_id in listed.ids:
+        sketch = stored.get(doc_id, b"")
+        if len(sketch) == size:
+            by.setdefault(sketch, []).append(doc_id)
+    if len(by) == 1 and sum(map(len, by.values())) == len(listed.ids):
+        return [(sketch, Listed(listed.ids, sketch)) for sketch in by]
+    return [(sketch, Listed(ids, sketch)) for sketch, ids in by.items()]

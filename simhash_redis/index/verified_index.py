@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..codec import decode_ids, decode_sketches, encode_fp
-from ..errors import IndexCorrupted, InvalidArgument, InvalidType
-from ..fingerprinting import BandedOddSketcher, Sketcher
+from .. import defaults
+from ..codec import decode_ids, decode_sketches
+from ..errors import ConfigurationMismatch, IndexCorrupted, IndexNotFound, InvalidArgument, InvalidType
+from ..fingerprinting import Sketcher
 from ..results import Match, VerifiedMatch
-from ..store import Guard, KeySchema, Reads, SketchedGuard, Verification, Write
-from ..store.candidates import Group, Listed, verified_matches_of
+from ..store import BulkWrites, Reads, SketchedGuard, Verification, pin_meta
+from ..store.candidates import verified_matches_of
 from ..store.keys import encode_id
 from ..store.reads import Bands
-from ..transport import client_from_url, off_greenlet
+from ..transport import client_from_url
 from . import batches
 from .arguments import as_batch, check_fp, check_k, check_max_candidates, check_pairs, texts
-from .batches import bulk_add_sketched, in_batches
+from .batches import in_batches
 from .report import VerifyReport
 from .simhash_index import Outcome, SimhashIndex, paths
-from .verified_open import verifiable, verified_mode
+from .unique import SketchJudge, confirmed_many
 
-__all__ = ["SketchJudge", "VerifiedIndex", "VerifiedMatch", "confirmed_many"]
+__all__ = ["VerifiedIndex", "VerifiedMatch", "checked_threshold", "verifiable", "verified_mode"]
 
 #: Text, UTF-8 bytes, or pre-segmented tokens: what both a fingerprint and a sketch can be made from.
 VerifiedDocument = str | bytes | Sequence[str]
@@ -208,7 +210,10 @@ class VerifiedIndex:
         self._check_sizes(ids, fps, sketches, unique=False)
         store = self.hasher.stored
         forms = [store(sketch) if sketch else b"" for sketch in sketches]
-        return bulk_add_sketched(self.index, self._writes, ids, fps, forms)
+        bulk = BulkWrites(self.store, self.index.layout, self._writes, self.index.batch_size)
+        raws = [encode_id(doc_id) for doc_id in ids]
+        self._writes.check()  # the grouped commands go past `writes.apply`, which checks each batch
+        return bulk.write(raws, self.index.fingerprint_many(fps), forms)
 
     def _check_sizes(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None], unique: bool
@@ -243,18 +248,14 @@ class VerifiedIndex:
     def _add_batch(
         self, raws: list[bytes], fps: list[int], sketches: Sequence[bytes | None]
     ) -> list[Outcome]:
-        stored, f = self.hasher.stored, self.index.f
-        ops: list[Write] = [
-            (raw, encode_fp(fp, f), SketchedGuard(None, stored(sketch) if sketch else b""))
-            for raw, fp, sketch in zip(raws, fps, sketches, strict=True)
-        ]
-        # Without a guard to refuse them, every write has an outcome (None is a refused guard's).
-        return [outcome for outcome in self._writes.apply(ops) if outcome is not None]
+        stored = self.hasher.stored
+        guards = [SketchedGuard(None, stored(sketch) if sketch else b"") for sketch in sketches]
+        return batches.apply(self._writes, self.index.f, raws, fps, guards)
 
     def _add_if_new_batch(
         self, raws: list[bytes], fps: list[int], sketches: list[bytes]
     ) -> list[Outcome | VerifiedMatch]:
-        judge = SketchJudge(self.hasher, self.threshold, self.verification, self.store.keys, raws, sketches)
+        judge = SketchJudge(self.hasher, self.threshold, self.verification, self.store.keys, sketches)
         # The judge's confirmed groups carry their estimates: a duplicate comes as a VerifiedMatch.
         return [result for result in self._unique.add(raws, fps, judge) if not isinstance(result, Match)]
 
@@ -264,26 +265,20 @@ class VerifiedIndex:
 
     def remove_many(self, ids: Sequence[str]) -> list[bool]:
         """Remove many documents, each with its sketch; for each id, whether it was stored."""
-        return batches.remove_many(self.index, self._writes, ids, None)
+        return batches.remove_many(self.index.batch_size, self._writes, ids, None)
 
     def sketch_of(self, doc_id: str) -> bytes | None:
         """The sketch stored for an id, or None (IndexCorrupted if the fingerprint's are malformed)."""
-        raw = encode_id(doc_id)
-        keys, windows = self.index.keys, self.index.windows
+        raw, windows = encode_id(doc_id), self.index.windows
         # Read again if a writer moved the id between reading its fingerprint and its sketches.
         for _ in range(_SKETCH_READS):
-            if windows is not None:  # the newest period that has the id
-                view = windows.view()
-                found = self.store.execute([(b"HGET", key, raw) for key in view.id_keys(raw)])
-                where = [n for n, fp in enumerate(found) if fp is not None]
-                fp = found[where[-1]] if where else None
-                if where:
-                    keys = view.schemas[where[-1]]
-            else:
-                fp = self.store.execute([(b"HGET", keys.id_bucket(raw), raw)])[0]
-            if fp is None:
+            # With a retention window, the newest period that has the id.
+            schemas = windows.view().schemas if windows is not None else (self.index.keys,)
+            found = self.store.execute([(b"HGET", keys.id_bucket(raw), raw) for keys in schemas])
+            where = [n for n, fp in enumerate(found) if fp is not None]
+            if not where:
                 return None
-            fp = bytes(fp)
+            keys, fp = schemas[where[-1]], bytes(found[where[-1]])
             ids, stored = self.store.execute([(b"HMGET", keys.fp_bucket(fp), fp, keys.sketch_field(fp))])[0]
             try:
                 if ids is not None and doc_id in decode_ids(ids):
@@ -360,100 +355,97 @@ class VerifiedIndex:
         return [r if isinstance(r, VerifiedMatch) else None for r in found]
 
 
-# From this many queries, one numpy pass for all their candidates (below, numpy's fixed costs dominate).
-_PAIRS_MIN = 64
+def checked_threshold(hasher: Sketcher | None, threshold: float | None, band_buckets: int | None) -> float:
+    """The threshold asked for (`defaults.THRESHOLD` when None), the verified mode's arguments checked
+    (InvalidArgument, InvalidType) before anything is read or written."""
+    asked = defaults.THRESHOLD if threshold is None else threshold
+    Verification.of(hasher, asked, (0, 0), band_buckets)
+    return asked
 
 
-class SketchJudge:
-    """Add-if-new's judge in verified mode (a `unique.Judge`): candidates confirmed by their sketches."""
-
-    def __init__(
-        self,
-        hasher: Sketcher,
-        threshold: float,
-        verification: Verification,
-        keys: KeySchema,
-        ids: list[bytes],
-        sketches: list[bytes],
-    ) -> None:
-        self.hasher, self.threshold, self.verification, self.keys = hasher, threshold, verification, keys
-        self.ids, self.sketches = ids, sketches
-
-    def duplicates(
-        self, docs: list[int], found: list[list[Group]], stored: dict[str, bytes]
-    ) -> list[list[Group]]:
-        queries = [self.sketches[i] for i in docs]
-        return confirmed_many(self.hasher, queries, found, stored, self.threshold)
-
-    def bands(self, docs: list[int]) -> list[list[bytes]] | None:
-        mode, keys = self.verification, self.keys
-        return [keys.bands(self.sketches[i], mode) for i in docs] if mode.bands else None
-
-    def band_places(self, docs: list[int]) -> list[list[tuple[bytes, bytes]]] | None:
-        mode, keys = self.verification, self.keys
-        return [keys.band_places(self.sketches[i], mode) for i in docs] if mode.bands else None
-
-    def guarded(self, doc: int, members: Guard | None) -> Guard:
-        """The document's guard, carrying its sketch: stored with the document, or not at all."""
-        return SketchedGuard(members, self.hasher.stored(self.sketches[doc]))
-
-    def confirms(self, doc: int, earlier: list[int]) -> bool:
-        stored = self.hasher.stored
-        estimates = self.hasher.estimate_many(self.sketches[doc], [stored(self.sketches[j]) for j in earlier])
-        return bool((estimates >= self.threshold).any())
+def verifiable(
+    client: Any,
+    name: str,
+    hasher: Sketcher | None,
+    threshold: float | None,
+    options: dict[str, Any],
+    band_buckets: int | None = None,
+) -> SimhashIndex:
+    """The index a `VerifiedIndex` of that name wraps: opened, or created verified from the start."""
+    if "verification" in options:
+        raise InvalidArgument("give the verified mode as hasher and threshold, not verification")
+    options = dict(options)
+    create = options.pop("create", True)
+    try:
+        return SimhashIndex(client, name, create=False, **options)
+    except IndexNotFound:
+        if not create:
+            raise
+        # Created verified from the start: no plain writer can come between creation and pinning.
+        asked = checked_threshold(hasher, threshold, band_buckets)
+        mode = Verification.of(hasher, asked, band_buckets=band_buckets)
+        return SimhashIndex(client, name, verification=mode, **options)
 
 
-def confirmed_many(
-    hasher: Sketcher,
-    queries: Sequence[bytes],
-    candidates: Sequence[list[Group]],
-    stored: dict[str, bytes],
-    threshold: float,
-) -> list[list[Group]]:
-    """Per query, its candidates' groups split by stored sketch, kept with their estimate where it is at
-    least threshold; each distinct sketch estimated once, a batch's odd sketches in one pass."""
-    size = hasher.sketch_bytes  # one of another size (verify reports it) is never confirmed
-    parts_of: dict[int, list[tuple[bytes, Listed]]] = {}  # by the identity of the ids' list (shared)
-    split: list[list[tuple[Group, bytes]]] = []
-    distinct: list[list[bytes]] = []
-    for groups in candidates:
-        mine: list[tuple[Group, bytes]] = []
-        for group in groups:
-            parts = parts_of.get(id(group.listed))
-            if parts is None:
-                parts = parts_of[id(group.listed)] = _by_sketch(group.listed, stored, size)
-            mine.extend((group._replace(listed=listed), sketch) for sketch, listed in parts)
-        split.append(mine)
-        distinct.append(list(dict.fromkeys(sketch for _, sketch in mine)))
-    if isinstance(hasher, BandedOddSketcher) and len(queries) >= _PAIRS_MIN:
-        owners = [q for q, sketches in enumerate(distinct) for _ in sketches]
-        others = [one for sketches in distinct for one in sketches]
-        flat = off_greenlet(hasher.estimate_pairs, queries, owners, others)  # numpy: crashes in a greenlet
-        values, at, estimates = flat.tolist(), 0, []
-        for sketches in distinct:
-            estimates.append(values[at : at + len(sketches)])
-            at += len(sketches)
-    else:
-        estimates = [
-            hasher.estimate_many(query, sketches).tolist() if sketches else []
-            for query, sketches in zip(queries, distinct, strict=True)
-        ]
-    out = []
-    for mine, sketches, values in zip(split, distinct, estimates, strict=True):
-        of = dict(zip(sketches, map(float, values), strict=True))
-        out.append([group._replace(jaccard=of[sketch]) for group, sketch in mine if of[sketch] >= threshold])
-    return out
+def verified_mode(
+    index: SimhashIndex,
+    hasher: Sketcher | None,
+    threshold: float | None,
+    band_buckets: int | None = None,
+    convert: bool = False,
+) -> Verification:
+    """The verified mode pinned in an index's meta (checked against the arguments), else pinned now where
+    `index` created it, or `convert` asks (errors: `VerifiedIndex`'s)."""
+    asked = checked_threshold(hasher, threshold, band_buckets)
+    pinned = index.config.verification or _pin(index, hasher, asked, band_buckets, convert)
+    if band_buckets is not None and band_buckets != pinned.band_buckets:
+        raise ConfigurationMismatch(
+            f"index {index.name!r} was created with band_buckets={pinned.band_buckets}, not {band_buckets}",
+            hint="open it without band_buckets to use the stored configuration, or choose another index name",
+            remedy="without-band_buckets",
+        )
+    if (hasher is not None and hasher.describe() != pinned.hasher().describe()) or (
+        threshold is not None and threshold != pinned.threshold
+    ):
+        given = Verification.of(
+            hasher or pinned.hasher(),
+            pinned.threshold if threshold is None else threshold,
+            (pinned.bands, pinned.rows),
+        )
+        differs = "threshold" if threshold is not None and threshold != pinned.threshold else "hasher"
+        raise ConfigurationMismatch(
+            f"index {index.name!r} is verified with {pinned.to_meta()!r}, not {given.to_meta()!r}",
+            hint="open it without hasher and threshold to use the pinned mode",
+            remedy=f"without-{differs}",
+        )
+    return pinned
 
 
-def _by_sketch(listed: Listed, stored: dict[str, bytes], size: int) -> list[tuple[bytes, Listed]]:
-    """The ids of a list grouped by their stored sketch of `size` bytes, in the order met."""
-    if listed.sketch is not None:  # the lookup read one sketch for them all
-        return [(listed.sketch, listed)] if len(listed.sketch) == size else []
-    by: dict[bytes, list[str]] = {}
-    for doc_id in listed.ids:
-        sketch = stored.get(doc_id, b"")
-        if len(sketch) == size:
-            by.setdefault(sketch, []).append(doc_id)
-    if len(by) == 1 and sum(map(len, by.values())) == len(listed.ids):
-        return [(sketch, Listed(listed.ids, sketch)) for sketch in by]
-    return [(sketch, Listed(ids, sketch)) for sketch, ids in by.items()]
+def _pin(
+    index: SimhashIndex, hasher: Sketcher | None, threshold: float, band_buckets: int | None, convert: bool
+) -> Verification:
+    """Pin a mode in the meta of an index `index` created, or (convert) an empty one (or adopt one pinned
+    meanwhile); one that holds documents stays plain (they could never be confirmed)."""
+    if not (convert or index.created):  # its plain writers would be refused from the pin on
+        raise ConfigurationMismatch(
+            f"index {index.name!r} is not verified: it was created plain and stays so; open it as a "
+            "SimhashIndex, create another index (VerifiedIndex.from_url(url, name, ...) creates one "
+            "verified), or convert it while it is empty with VerifiedIndex(index, convert=True)"
+        )
+    docs = index.count()[0]
+    if docs:
+        raise ConfigurationMismatch(
+            f"index {index.name!r} holds {docs:,} documents without sketches: verified mode "
+            "is chosen when an index is created; create a verified index and load the documents into it"
+        )
+    mode = Verification.of(hasher, threshold, band_buckets=band_buckets)
+    stored = pin_meta(index.store.sender, index.keys.meta, "verified", mode.to_meta())
+    if stored is None:
+        raise IndexNotFound(f"index {index.name!r} was dropped while it was being opened")
+    try:
+        pinned = Verification.from_meta(stored)
+    except ValueError as exc:
+        raise IndexCorrupted(f"index {index.name!r} has a malformed verified mode: {exc}") from None
+    index.config = dataclasses.replace(index.config, verification=pinned)
+    index.store.sketched = True  # the wrapped index's lookups read no bucket whole from now on
+    return pinned

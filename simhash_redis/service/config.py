@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..index.mode import Asking
-from ..index.verified_open import checked_threshold
+from ..index.verified_index import checked_threshold
 from ..tools.connect import index_options
 
 __all__ = ["CONFIG_ENV", "SERVE_ASKING", "TOKEN_ENV", "ServiceConfig", "check_url"]
