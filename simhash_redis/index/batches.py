@@ -7,6 +7,10 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from .. import defaults
 from ..checks import is_int
 from ..codec import encode_fp
 from ..errors import InvalidArgument, InvalidType
@@ -25,6 +29,8 @@ __all__ = [
     "in_batches",
     "remove_many",
     "unzipped",
+    "window_fingerprints",
+    "window_ids",
     "windows",
 ]
 
@@ -145,3 +151,31 @@ def _shape(batch: object) -> str:
     if isinstance(batch, tuple):
         return "(" + ", ".join(type(part).__name__ for part in batch) + ")"
     return type(batch).__name__
+
+
+def window_ids(ids: Sequence[Any]) -> list[bytes]:
+    """A bulk window's ids encoded (plain str ids of a valid length in one pass, as `encode_id` would)."""
+    if set(map(type, ids)) == {str}:
+        try:
+            raw = [doc_id.encode() for doc_id in ids]
+        except UnicodeEncodeError:  # a lone surrogate: encode_id says which id
+            return [encode_id(doc_id) for doc_id in ids]
+        lengths = set(map(len, raw))
+        if min(lengths) >= 1 and max(lengths) <= defaults.MAX_ID_BYTES:
+            return raw
+    return [encode_id(doc_id) for doc_id in ids]
+
+
+def window_fingerprints(
+    docs: Sequence[Any], f: int, fingerprint_many: Callable[[Sequence[Any]], list[int]]
+) -> npt.NDArray[Any] | list[int]:
+    """A bulk window's fingerprints (precomputed ints checked in one numpy pass, as `fingerprint_many`)."""
+    if f <= 64 and set(map(type, docs)) == {int}:
+        try:
+            values = np.fromiter(docs, dtype=np.uint64, count=len(docs))
+        except OverflowError:  # negative or too large: fingerprint_many says which one
+            return fingerprint_many(docs)
+        # np.max: numpy 2.5's stubs match no overload of ndarray.max() for mypy on Python 3.10.
+        if f == 64 or not len(values) or int(np.max(values)) >> f == 0:
+            return values
+    return fingerprint_many(docs)

@@ -56,6 +56,8 @@ from .batches import (
     in_batches,
     remove_many,
     unzipped,
+    window_fingerprints,
+    window_ids,
     windows,
 )
 from .consistency import check_consistency, verify_windows
@@ -356,7 +358,7 @@ class SimhashIndex:
         bulk = BulkWrites(self.store, self.layout, writes, size) if self.windows is None else None
         outcomes: list[Outcome] = []
         for ids, docs in windows(batches, window):
-            raws, fps = [encode_id(doc_id) for doc_id in ids], self.fingerprint_many(docs)
+            raws, fps = window_ids(ids), window_fingerprints(docs, self.f, self.fingerprint_many)
             if bulk is not None:
                 writes.check()  # the grouped commands go past `writes.apply`, which checks each batch
                 done = bulk.write(raws, fps)

@@ -211,9 +211,10 @@ class VerifiedIndex:
         store = self.hasher.stored
         forms = [store(sketch) if sketch else b"" for sketch in sketches]
         bulk = BulkWrites(self.store, self.index.layout, self._writes, self.index.batch_size)
-        raws = [encode_id(doc_id) for doc_id in ids]
+        raws = batches.window_ids(ids)
         self._writes.check()  # the grouped commands go past `writes.apply`, which checks each batch
-        return bulk.write(raws, self.index.fingerprint_many(fps), forms)
+        fingerprints = batches.window_fingerprints(fps, self.index.f, self.index.fingerprint_many)
+        return bulk.write(raws, fingerprints, forms)
 
     def _check_sizes(
         self, ids: Sequence[str], fps: Sequence[int], sketches: Sequence[bytes | None], unique: bool
