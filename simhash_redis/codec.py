@@ -155,6 +155,7 @@ def _ascii_netstrings(text: str) -> list[str]:
 
 _HEX = re.compile(r"^[0-9a-f]+$")
 _DECIMAL = re.compile(r"^-?[0-9]+$")
+_PLAIN_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]+")
 
 
 def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
@@ -169,6 +170,15 @@ def parse_fingerprint(text: str, f: int, base: str = "auto") -> int:
     """
     if base not in ("auto", "hex", "dec"):
         raise InvalidArgument(f"fp_base must be auto, hex or dec, got {base!r}")
+    # The common case of a load: plain hex digits that fit (digits-only text is decimal in auto).
+    if base != "dec" and _PLAIN_HEX.fullmatch(text) and (base == "hex" or not text.isdigit()):
+        value = int(text, 16)
+        if value >> f == 0:
+            return value
+    return _parse_any(text, f, base)
+
+
+def _parse_any(text: str, f: int, base: str) -> int:
     raw = text.strip()
     lowered = raw.lower()
     digits = lowered.removeprefix("0x")

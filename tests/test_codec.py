@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simhash_redis.codec import decode_fp, decode_ids, encode_fp, encode_ids
+from simhash_redis.codec import _parse_any, decode_fp, decode_ids, encode_fp, encode_ids, parse_fingerprint
+from simhash_redis.errors import InvalidArgument
 from simhash_redis.store import candidates
 
 
@@ -35,6 +38,27 @@ def test_ids_round_trip(ids: list[str]) -> None:
 
 def test_ids_readable() -> None:
     assert encode_ids(["doc-1", "d:2", "新闻"]) == "5:doc-13:d:26:新闻".encode()
+
+
+@given(
+    text=st.one_of(
+        st.text(alphabet="0123456789abcdefABCDEFxX -_+\n", max_size=40),
+        st.integers(min_value=0, max_value=2**130).map(lambda v: format(v, "x")),
+    ),
+    f=st.sampled_from([64, 32, 128, 8]),
+    base=st.sampled_from(["auto", "hex", "dec"]),
+)
+def test_parse_fingerprint_short_way(text: str, f: int, base: str) -> None:
+    """Plain hex digits take a short way through parse_fingerprint: the same value or error as the
+    general one."""
+
+    def outcome(parse: Callable[[str, int, str], int]) -> int | str:
+        try:
+            return parse(text, f, base)
+        except InvalidArgument as exc:
+            return str(exc)
+
+    assert outcome(parse_fingerprint) == outcome(_parse_any)
 
 
 @pytest.mark.parametrize(
