@@ -9,6 +9,7 @@ import os
 import random
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 import redis
 from hypothesis import given, settings
@@ -28,6 +29,7 @@ from simhash_redis.store.candidates import Group, Listed, band_hits, hits, verif
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.layout import Layout
 from simhash_redis.store.reads import _with_sketches
+from simhash_redis.transport.wire import pack, pack_columns
 from tests.test_verified_mode import article, one_word_edit
 
 _names = itertools.count()
@@ -36,6 +38,26 @@ _SKETCHER = BandedOddSketcher()
 
 def _keys() -> KeySchema:
     return KeySchema("simhash", "cols", Layout.pigeonhole(64, 3), 1 << 14)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_pack_columns_packs_as_pack_does(data: st.DataObject) -> None:
+    rows = data.draw(st.integers(1, 12))
+    widths = data.draw(st.lists(st.integers(1, 30), min_size=1, max_size=3))
+    rng = random.Random(data.draw(st.integers(0, 1000)))
+    columns = []
+    for width in widths:
+        matrix = np.frombuffer(rng.randbytes(rows * width), dtype=np.uint8).reshape(rows, width)
+        lengths = None
+        if data.draw(st.booleans()):
+            lengths = np.array([rng.randint(0, width) for _ in range(rows)], dtype=np.intp)
+        columns.append((matrix, lengths))
+    commands = [
+        (b"HGET", *(m[r, : (len(m[r]) if n is None else n[r])].tobytes() for m, n in columns))
+        for r in range(rows)
+    ]
+    assert pack_columns(b"HGET", columns) == pack(commands)
 
 
 @pytest.mark.usefixtures("either_engine")
