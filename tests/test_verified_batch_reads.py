@@ -8,6 +8,7 @@ import itertools
 import os
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from simhash_redis.codec import (
     unpack_fps_many,
 )
 from simhash_redis.index.unique import confirmed_many
+from simhash_redis.store import Verification
 from simhash_redis.store.candidates import Group, Listed, band_hits, hits, verified_matches_of
 from simhash_redis.store.keys import KeySchema
 from simhash_redis.store.layout import Layout
@@ -58,6 +60,40 @@ def test_pack_columns_packs_as_pack_does(data: st.DataObject) -> None:
         for r in range(rows)
     ]
     assert pack_columns(b"HGET", columns) == pack(commands)
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        Verification.of(),
+        Verification.of(MinHasher(num_perm=64, bits=16)),
+        Verification.of(MinHasher(num_perm=64, bits=16), bands=(8, 3)),
+        Verification.of(MinHasher(num_perm=64, bits=8), bands=(10, 3)),
+    ],
+    ids=["odd-8x4", "minhash16-8x4", "minhash16-8x3", "minhash8-10x3"],
+)
+@pytest.mark.parametrize("buckets", [1, 2, 15, 16, 17, 256, 1 << 14, (1 << 14) + 3, 1 << 24])
+def test_band_columns_name_the_places_band_places_names(mode: Verification, buckets: int) -> None:
+    mode = replace(mode, band_buckets=buckets)
+    rng = random.Random(buckets)
+    sketches = [rng.randbytes(mode.sketch_bytes) for _ in range(70)]
+    sketches += [bytes(mode.sketch_bytes), b"\xff" * mode.sketch_bytes]
+    columns = _keys().band_columns(sketches, mode)
+    assert columns is not None and columns.per == mode.bands
+    one_by_one = [(b"HGET", *place) for sketch in sketches for place in _keys().band_places(sketch, mode)]
+    fields = (columns.fields, None)
+    assert pack_columns(b"HGET", [(columns.keys, columns.key_lengths), fields]) == pack(one_by_one)
+
+
+def test_band_columns_leave_what_has_no_such_form_to_band_places() -> None:
+    keys, mode = _keys(), Verification.of()
+    many = [os.urandom(mode.sketch_bytes) for _ in range(64)]
+    assert keys.band_columns(many[:5], mode) is None  # too few to pay numpy's fixed costs
+    assert keys.band_columns(many, Verification.of(MinHasher(), 0.8, (0, 0))) is None
+    assert keys.band_columns(many, Verification.of(MinHasher(num_perm=64, bits=16), bands=(4, 5))) is None
+    assert keys.band_columns(many, Verification.of(MinHasher(num_perm=64, bits=8), bands=(11, 4))) is None
+    assert keys.band_columns([*many[:-1], b""], mode) is None
+    assert keys.band_columns(many, None) is None
 
 
 @pytest.mark.usefixtures("either_engine")

@@ -332,7 +332,12 @@ class VerifiedIndex:
         stored: dict[str, bytes] = {}
 
         def confirmed(fps: list[int], queries: Sequence[bytes]) -> list[list[VerifiedMatch]]:
-            bands: Bands | None = [keys.band_places(s, mode) for s in queries] if mode.bands else None
+            bands: Bands | None = None
+            if mode.bands:
+                # Byte columns where the band places have that form (not with a retention window).
+                bands = keys.band_columns(queries, mode) if self.index.windows is None else None
+                if bands is None:
+                    bands = [keys.band_places(s, mode) for s in queries]
             candidates = self._reads.near_groups(fps, limit, stored, bands)
             return [
                 verified_matches_of(groups)

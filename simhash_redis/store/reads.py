@@ -11,10 +11,10 @@ from ..codec import decode_ids, decode_sketches, encode_fp, unpack_fps_many
 from ..fingerprinting import engine_choice
 from ..results import Match
 from ..transport import RAW, READ, SEND, Command, Steps, drive
-from ..transport.wire import CommandPerKey, PackedCommands
+from ..transport.wire import CommandPerKey, PackedCommands, pack_columns
 from .candidates import Group, band_hits, grouped_all, hits, matches_of, top_band_hits
 from .config import IndexConfig
-from .keys import KeySchema
+from .keys import BandColumns, KeySchema
 from .store import Store, hash_pairs
 from .windows import View, WindowedSets, Windows
 
@@ -22,8 +22,8 @@ __all__ = ["Reads", "reads_bucket_whole"]
 
 T = TypeVar("T")
 
-#: Where a lookup reads band values: (hash, field) pairs of each query.
-Bands = list[list[tuple[bytes, bytes]]]
+#: Where a lookup reads band values: (hash, field) pairs of each query, or a batch's byte columns.
+Bands = list[list[tuple[bytes, bytes]]] | BandColumns
 
 # Queries checked per slice of a batch's replies while the server answers the rest.
 _SLICE = 64
@@ -64,8 +64,8 @@ class Reads:
 
         Args:
             sketches: filled with the stored sketch of each match that has one (verified mode).
-            bands: each fingerprint's band places (`KeySchema.band_places`), whose every member is a match
-                too, at whatever distance.
+            bands: each fingerprint's band places (`KeySchema.band_places`, or a batch's `band_columns`),
+                whose every member is a match too, at whatever distance.
 
         Raises:
             IndexCorrupted: the index holds an entry this library did not write.
@@ -218,12 +218,20 @@ class Reads:
         per_bands = 0
         if view is not None and bands:
             # A query's band places period by period, as its table sets are read.
+            if isinstance(bands, BandColumns):
+                raise ValueError("an index with a retention window reads band places, not columns")
             in_periods, placed = keys.periods_key_builder(windows), []
             for query in bands:
                 spread = [(in_periods(key), value) for key, value in query]
                 placed.append([(each[n], value) for n in range(per_map) for each, value in spread])
             bands = placed
-        if bands:
+        if isinstance(bands, BandColumns):
+            per_bands = bands.per
+            if len(bands.keys) != len(fps) * per_bands:
+                raise ValueError("every query needs as many band tables")
+            columns = [(bands.keys, bands.key_lengths), (bands.fields, None)]
+            first.append(PackedCommands(pack_columns(b"HGET", columns), len(bands.keys)))
+        elif bands:
             per_bands = len(bands[0])
             if any(len(query) != per_bands for query in bands):
                 raise ValueError("every query needs as many band tables")  # replies are read in strides
