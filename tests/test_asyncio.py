@@ -338,13 +338,16 @@ def test_count_and_verify_on_a_cluster_with_the_default_buckets(redis_cluster: C
 _BATCH_PASSES = """
 import asyncio, random, sys
 from simhash_redis.store.bulk import _key_values
+from simhash_redis.store.candidates import band_hits
 from simhash_redis.store.layout import Layout
 from simhash_redis.transport import greenlet_bridge
 
 rng = random.Random(1)
 fps = [rng.getrandbits(64) for _ in range(40_000)]
+members = [rng.getrandbits(63).to_bytes(8, "little") for _ in range(4 * len(fps))]
 passes = {
     "key_values": lambda: _key_values(fps, Layout.pigeonhole(64, 3)),
+    "band_hits": lambda: band_hits(fps, members, 4, 64),
 }
 
 
@@ -361,7 +364,7 @@ asyncio.run(main())
 """
 
 
-@pytest.mark.parametrize("numpy_pass", ["key_values"])
+@pytest.mark.parametrize("numpy_pass", ["key_values", "band_hits"])
 def test_a_batchs_numpy_passes_run_in_a_call_without_crashing(numpy_pass: str) -> None:
     # numpy's temporary elision ran backtrace() on the call's greenlet stack: the process died of a
     # SIGSEGV (bulk loads and near_many with a batch_size of 32,768 or more).

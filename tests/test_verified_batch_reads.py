@@ -101,7 +101,7 @@ def test_band_columns_leave_what_has_no_such_form_to_band_places() -> None:
 @given(data=st.data(), f=st.sampled_from([64, 32]))
 def test_band_hits_equal_unpacked_members_filtered(data: st.DataObject, f: int) -> None:
     per = data.draw(st.integers(1, 4))
-    queries = data.draw(st.integers(1, 24))
+    queries = data.draw(st.integers(1, 24))  # a few one by one, 16 and more in numpy
     fps = data.draw(st.lists(st.integers(0, (1 << f) - 1), min_size=queries, max_size=queries))
     pool = data.draw(st.lists(st.integers(0, (1 << f) - 1), min_size=1, max_size=6))  # members repeat
     values: list[bytes | None] = []
@@ -109,8 +109,8 @@ def test_band_hits_equal_unpacked_members_filtered(data: st.DataObject, f: int) 
         members = data.draw(st.lists(st.sampled_from(pool), max_size=4))
         values.append(b"".join(m.to_bytes(8, "little") for m in members) if members else None)
     got = band_hits(fps, values, per, f)
-    if sum(len(value or b"") for value in values) > 8 * 64 * queries:
-        assert got is None  # many members a query: the compiled filter's
+    if queries < 16 and sum(len(value or b"") for value in values) > 8 * 64:
+        assert got is None  # many members of a few queries: the compiled filter's
         return
     assert got == hits(fps, unpack_fps_many(values, f), per, f, f)
     assert got is not None and [list(found) for found in got] == [
@@ -126,7 +126,7 @@ def test_band_hits_leave_the_odd_cases_to_the_one_by_one_way(count: int) -> None
     assert band_hits(fps, [b"\1" * 16] * count, 1, 128) is None
     assert band_hits(fps, [None] * count, 1, 64) == [{} for _ in fps]
     many = b"".join(i.to_bytes(8, "little") for i in range(65))
-    assert band_hits(fps, [many] * count, 1, 64) is None  # many members a query
+    assert (band_hits(fps, [many] * count, 1, 64) is None) == (count < 16)  # many members of a few
     assert band_hits(fps, [b"\1" * 8] * count, 1, 64) == [
         {b"%d" % 0x0101010101010101: (0x0101010101010101, (0x0101010101010101 ^ fp).bit_count())}
         for fp in fps

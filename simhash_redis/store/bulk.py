@@ -189,12 +189,15 @@ class BulkWrites:
         rows = chosen[sketched[chosen]]
         if not len(rows):
             return
-        numbers, fields = self.keys.band_numbers(sketches, mode)
+        numbers, fields, values = self.keys.band_numbers(sketches, mode)
         packed = window.packed(self.f)
 
         def steps() -> Iterator[Sequence[Command]]:
             for band in range(len(fields)):
-                firsts, lists = _shared_values(fields[band], rows, packed.raw)
+                if values is not None and window.fps is not None:
+                    firsts, lists = _shared_numbers(values[:, band], rows, window.fps)
+                else:
+                    firsts, lists = _shared_values(fields[band], rows, packed.raw)
                 groups = group(numbers[:, band], firsts, self.keys.band_form(band))
                 columns = [Column(fields[band]), packed, Column(lists)]
                 yield from script_runs(BULK_BAND.sha, None, groups, columns, self._per_call, self._packed)
@@ -313,6 +316,35 @@ def _shared_values(
     for q, fps in shared.items():
         lists[q] = b"".join(fps)
     return np.array(keep, dtype=np.intp), lists
+
+
+@on_loop_stack
+def _shared_numbers(
+    values: npt.NDArray[np.uint64], rows: npt.NDArray[Any], fps: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.intp], list[bytes]]:
+    """`_shared_values` in numpy passes (int band values, fingerprints of 64 bits at most)."""
+    lists = [b""] * len(values)
+    ours, theirs = values[rows], fps[rows]
+    by_value = np.lexsort((rows, ours))
+    ordered = ours[by_value]
+    if not len(rows) or (ordered[1:] != ordered[:-1]).all():
+        return rows, lists
+    # Each (value, fingerprint) once, at its first position (exact copies share both), by value, then
+    # position: each value's fingerprints are then one run of the packed column.
+    pairs = np.lexsort((rows, theirs, ours))
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = (ours[pairs][1:] != ours[pairs][:-1]) | (theirs[pairs][1:] != theirs[pairs][:-1])
+    kept = pairs[first]
+    kept = kept[np.lexsort((rows[kept], ours[kept]))]
+    held = ours[kept]
+    starts = np.flatnonzero(np.concatenate(([True], held[1:] != held[:-1])))
+    ends = np.append(starts[1:], len(kept))
+    packed = theirs[kept].astype("<u8").tobytes()
+    firsts = rows[kept[starts]]
+    for at, start, end in zip(firsts.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        if end - start > 1:
+            lists[at] = packed[8 * start : 8 * end]
+    return np.asarray(firsts, dtype=np.intp), lists
 
 
 @on_loop_stack

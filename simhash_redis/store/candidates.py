@@ -15,6 +15,7 @@ import numpy.typing as npt
 from ..codec import decode_fp
 from ..fingerprinting import engine_choice
 from ..results import Match, VerifiedMatch
+from ..transport.greenlet_bridge import on_loop_stack
 from ..transport.wire import arrays
 
 __all__ = [
@@ -31,8 +32,10 @@ __all__ = [
     "verified_matches_of",
 ]
 
+# From this many queries, band members are filtered in numpy (below, its fixed costs are most of it).
+_BANDS_VECTOR_MIN = 16
 _MASK64 = (1 << 64) - 1
-# Up to this many band members a query on average, they are decoded one by one (`band_hits`).
+# Up to this many band members, a few queries' are decoded one by one (`_few_band_hits`).
 _FEW_MEMBERS = 64
 
 
@@ -70,32 +73,43 @@ def pure_hits(
     return found_all
 
 
+@on_loop_stack
 def band_hits(
     fps: list[int], values: list[bytes | None], per: int, f: int
 ) -> list[dict[bytes, tuple[int, int]]] | None:
     """`hits` with k = f of band tables' packed values, `per` per query; None where the caller must unpack
-    them and call `hits` (odd values, or many members: pages of one template, which the compiled filter
-    decodes faster)."""
+    them and call `hits`."""
     if f > 64 or len(values) != len(fps) * per or not per:
         return None
-    if sum(len(value) for value in values if value) > 8 * _FEW_MEMBERS * len(fps):
-        return None
+    if len(fps) < _BANDS_VECTOR_MIN:
+        if sum(len(value) for value in values if value) > 8 * _FEW_MEMBERS:
+            return None  # pages of one template: the compiled filter decodes many faster
+        return _few_band_hits(fps, values, per, f)
+    lengths = np.array([len(v) if v else 0 for v in values], dtype=np.int64)
     found: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
-    for q, fp in enumerate(fps):
-        mine = found[q]
-        for value in values[q * per : (q + 1) * per]:
-            if not value:
-                continue
-            if len(value) % 8:
-                return None
-            for signed in struct.unpack(f"<{len(value) // 8}q", value):
-                # Stored as encode_fp writes it: signed where f is 64.
-                raw = b"%d" % signed
-                if raw not in mine:
-                    candidate = signed & _MASK64
-                    if candidate >> f:
-                        return None
-                    mine[raw] = (candidate, (candidate ^ fp).bit_count())
+    if not lengths.any():
+        return found
+    if (lengths % 8).any():
+        return None
+    members = np.frombuffer(b"".join([v for v in values if v]), dtype="<u8")
+    if f < 64 and int(members.max()) >> f:
+        return None
+    owners = np.repeat(np.arange(len(fps)), lengths.reshape(len(fps), per).sum(axis=1) // 8)
+    # Each query's distinct members, at their first place: pairs sorted by (query, member), stably.
+    order = np.lexsort((members, owners))
+    ranked_owners, ranked = owners[order], members[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (ranked_owners[1:] != ranked_owners[:-1]) | (ranked[1:] != ranked[:-1])
+    kept = np.sort(order[first])
+    queries = np.array(fps, dtype=np.uint64)
+    kept_owners, kept_members = owners[kept], members[kept]
+    distances = np.bitwise_count(kept_members ^ queries[kept_owners])
+    # Stored as encode_fp writes it: signed where f is 64 (a narrower one never has its top bit set).
+    stored = kept_members.view("<i8")
+    for q, value, fp, d in zip(
+        kept_owners.tolist(), stored.tolist(), kept_members.tolist(), distances.tolist(), strict=True
+    ):
+        found[q][b"%d" % value] = (fp, d)
     return found
 
 
@@ -159,6 +173,28 @@ def _first(count: int, primary: npt.NDArray[Any], *later: npt.NDArray[Any]) -> n
     else:
         order = np.lexsort((*reversed(later), primary))
     return order[:count]
+
+
+def _few_band_hits(
+    fps: list[int], values: list[bytes | None], per: int, f: int
+) -> list[dict[bytes, tuple[int, int]]] | None:
+    found: list[dict[bytes, tuple[int, int]]] = [{} for _ in fps]
+    for q, fp in enumerate(fps):
+        mine = found[q]
+        for value in values[q * per : (q + 1) * per]:
+            if not value:
+                continue
+            if len(value) % 8:
+                return None
+            for signed in struct.unpack(f"<{len(value) // 8}q", value):
+                # Stored as encode_fp writes it: signed where f is 64.
+                raw = b"%d" % signed
+                if raw not in mine:
+                    candidate = signed & _MASK64
+                    if candidate >> f:
+                        return None
+                    mine[raw] = (candidate, (candidate ^ fp).bit_count())
+    return found
 
 
 class Listed:

@@ -36,7 +36,7 @@ _TYPES = {
     "reply": b"hash",
 }
 
-__all__ = ["BandColumns", "KeyForm", "KeySchema", "encode_id", "validate_name"]
+__all__ = ["BandColumns", "BandNumbers", "KeyForm", "KeySchema", "encode_id", "validate_name"]
 
 # From this many sketches `band_columns` pays: its numpy passes cost some 70 us however few they are.
 _COLUMNS_MIN = 32
@@ -101,6 +101,15 @@ class BandColumns(NamedTuple):
     key_lengths: npt.NDArray[np.intp]
     fields: npt.NDArray[np.uint8]
     per: int
+
+
+class BandNumbers(NamedTuple):
+    """The band places of a window of sketches: bucket numbers (a sketch per row, a band per column), each
+    band's fields, and the fields as big-endian ints shaped as `numbers` (None past 8 bytes)."""
+
+    numbers: npt.NDArray[np.uint64]
+    fields: list[list[bytes]]
+    values: npt.NDArray[np.uint64] | None
 
 
 class KeySchema:
@@ -286,19 +295,28 @@ class KeySchema:
         return KeyForm(self._band_prefixes_of(band + 1)[band], 1)
 
     @on_loop_stack
-    def band_numbers(
-        self, sketches: Sequence[bytes], mode: Verification
-    ) -> tuple[npt.NDArray[np.uint64], list[list[bytes]]]:
-        """The bucket numbers of a window of sketches (a sketch per row, a band per column) and each band's
-        fields (an empty sketch: 0 and b"")."""
+    def band_numbers(self, sketches: Sequence[bytes], mode: Verification) -> BandNumbers:
+        """The bucket number and field of each band of each sketch (an empty sketch: 0 and b"")."""
         count, width, buckets = mode.bands, mode.band_bytes, mode.band_buckets
         span = count * width
-        fields = [
-            [s[i * width : (i + 1) * width] if len(s) >= span else b"" for s in sketches]
-            for i in range(count)
-        ]
-        ints = [int.from_bytes(band[n], "big") % buckets for n in range(len(sketches)) for band in fields]
-        return np.array(ints, dtype=np.uint64).reshape(len(sketches), count), fields
+        whole = [s if len(s) >= span else b"\0" * span for s in sketches]
+        fields = [[s[i * width : (i + 1) * width] for s in whole] for i in range(count)]
+        if width <= 8:
+            joined = np.frombuffer(b"".join([s[:span] for s in whole]), dtype=np.uint8)
+            values = _big_endian(joined.reshape(len(whole), count, width))
+            numbers: npt.NDArray[np.uint64] = values % np.uint64(buckets)
+        else:
+            values = None
+            ints = [
+                int.from_bytes(fields[i][n], "big") % buckets for n in range(len(whole)) for i in range(count)
+            ]
+            numbers = np.array(ints, dtype=np.uint64).reshape(len(whole), count)
+        for n, s in enumerate(sketches):
+            if len(s) < span:
+                numbers[n] = 0
+                for band in fields:
+                    band[n] = b""
+        return BandNumbers(numbers, fields, values)
 
     def _band_prefixes_of(self, count: int) -> list[bytes]:
         prefixes = self._band_prefixes
