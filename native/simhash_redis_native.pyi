@@ -73,6 +73,42 @@ class MinHash:
     def estimate(self, a: bytes, b: bytes) -> float:
         """The Jaccard estimate of two sketches of this hasher."""
 
+class Lane:
+    """The service's fast lane: an HTTP/1.1 loop over the connections given to it, the whole plain requests
+    read together answered by one call of `answer` on the loop's thread (the GIL taken for it), a
+    connection given back to `hand_off` at the first request `answer` declines or the lane does not take
+    (one with a body of a `streamed` media type, at its head)."""
+
+    def __init__(
+        self,
+        answer: Callable[
+            [
+                list[
+                    tuple[
+                        str,
+                        bytes,
+                        list[tuple[bytes, bytes]],
+                        bytes,
+                        tuple[str, int] | None,
+                        tuple[str, int] | None,
+                        bool,
+                    ]
+                ]
+            ],
+            list[tuple[bytes, bool] | None],
+        ],
+        hand_off: Callable[[int, bytes], None],
+        keep_alive: float,
+        max_body: int,
+        streamed: list[bytes],
+    ) -> None: ...
+    def adopt(self, fd: int) -> None:
+        """Take a connected socket's descriptor: the lane owns it from now on."""
+    def stop(self) -> None:
+        """Take no more connections; answer the requests read, then let `run` return."""
+    def run(self) -> None:
+        """Serve on this thread, the GIL released, until stopped (once per lane)."""
+
 class OddSketch:
     """The odd sketches of one `OddSketcher` (n, seed)."""
 

@@ -18,6 +18,7 @@ __all__ = [
     "AttachCalls",
     "Engine",
     "GroupedCommands",
+    "Lane",
     "MinHash",
     "OddSketch",
     "ScriptRuns",
@@ -79,6 +80,8 @@ sketch_text_lines = _native.sketch_text_lines
 GroupedCommands = _native.GroupedCommands
 AttachCalls = _native.AttachCalls
 ScriptRuns = _native.ScriptRuns
+#: The service's fast lane: an HTTP/1.1 loop on a thread of its own (`service.lane`).
+Lane = _native.Lane
 pack_column = _native.pack_column
 unpack_column = _native.unpack_column
 column_buckets = _native.column_buckets

@@ -1,6 +1,7 @@
 """Which engine computes fingerprints, MinHash sketches and the candidate filter: the compiled core
 (`pip install ./native`) when it can be imported, else the pure numpy engine (the same bits).
-SIMHASH_REDIS_ENGINE=python forces the pure engine; =native makes a missing compiled core an error.
+SIMHASH_REDIS_ENGINE=python forces the pure engine (and the service without its fast lane); =native makes
+a missing compiled core an error.
 The choice is made on first use, so that a wrong value is an error of the call that needs an engine.
 """
 

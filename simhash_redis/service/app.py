@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -22,11 +23,11 @@ from ..index.mode import chosen_mode
 from . import operations
 from .config import SERVE_ASKING, ServiceConfig, check_url
 from .guard import CONTENT_TYPE_LATEST, Guard, Metrics
-from .indexes import Opened, Registry
+from .indexes import MAX_BATCH, Opened, Registry, together
 from .operations import OPERATIONS, Operation, document
 from .problems import ErrorBody, ServiceError, not_utf8, refuse
 from .runner import alone
-from .streams import Call, Receive, Scope, Send, json_lines, segments
+from .streams import Call, Receive, Scope, Send, json_lines, segments, too_large
 
 __all__ = ["create_app"]
 
@@ -51,6 +52,18 @@ def _params(op: Operation, call: Call) -> tuple[Any, ...]:
         except ValueError:
             raise InvalidArgument(f"query parameter {name} must be a number, got {str(raw)[:40]!r}") from None
     return tuple(params)
+
+
+def _decoded(op: Operation, body: bytes) -> Any:
+    """A single call's request (InvalidArgument and the like for a malformed one)."""
+    try:
+        return op.decode_single(body)
+    except UnicodeDecodeError as exc:
+        raise not_utf8(exc) from None
+
+
+def _run_part(op: Operation, index: Opened, params: Sequence[Any], items: Sequence[Any]) -> Sequence[Any]:
+    return op.function(index, items, *params)
 
 
 class Service:
@@ -109,30 +122,63 @@ class Service:
                 given = next(iter(call.query()), "")
                 where = "k and threshold go in the body" if op.name == "near" else "it takes none"
                 raise InvalidArgument(f"query parameter {given[:40]!r} is not read by {op.name}: {where}")
-            try:
-                single = op.decode_single(await call.body(self.config.max_body))
-            except UnicodeDecodeError as exc:
-                raise not_utf8(exc) from None
+            body = await call.body(self.config.max_body)
+            if alone(scope):  # none can join its batch (a coalescer may hold only requests answered 504)
+                await call.answer(*self.singles([(name, op, body)], [call.state])[0])
+                return
+            single = _decoded(op, body)
             index = self._index(name, op, (single,))
             params: tuple[Any, ...] = (single.k, single.threshold) if op.name == "near" else ()
-            if alone():  # none can join its batch (a coalescer may hold only requests answered 504)
-                result = op.function(index, [single], *params)[0]
-            else:
-                if params:  # checked before they key a coalescer: each value refused would make one
-                    operations.check_near(index, *params)
-                coalescer = index.coalescer(
-                    (op.name, *params), lambda items: op.function(index, items, *params)
-                )
-                future = coalescer.submit(single)
-                timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
-                try:
-                    result = await future
-                finally:
-                    timer.cancel()
+            if params:  # checked before they key a coalescer: each value refused would make one
+                operations.check_near(index, *params)
+            coalescer = index.coalescer((op.name, *params), lambda items: op.function(index, items, *params))
+            future = coalescer.submit(single)
+            timer = asyncio.get_running_loop().call_later(self.config.timeout, self._expire, future)
+            try:
+                result = await future
+            finally:
+                timer.cancel()
             await call.answer(200, _encode(result))
         except Exception as exc:
             self.forget_missing(exc, name)
             await call.refuse(exc)
+
+    def singles(
+        self, calls: Sequence[tuple[str, Operation, bytes]], states: Sequence[dict[str, Any]]
+    ) -> list[tuple[int, bytes]]:
+        """Single calls (index name, operation, body) run now, on this thread, those of one operation on
+        one index with the same parameters in one library call, as the coalescer runs them: each one's
+        status and JSON answer (an error's code noted in its state). A lone request's, and the fast lane's."""
+        outcomes: list[Any] = [None] * len(calls)
+        groups: dict[tuple[Any, ...], list[tuple[int, Any, Opened]]] = {}
+        for i, (name, op, body) in enumerate(calls):
+            try:
+                if len(body) > self.config.max_body:
+                    raise too_large(len(body), self.config.max_body)
+                single = _decoded(op, body)
+                index = self._index(name, op, (single,))  # one by one: a refused write leaves nothing behind
+            except Exception as exc:
+                outcomes[i] = exc
+                continue
+            key = (name, op.name, single.k, single.threshold) if op.name == "near" else (name, op.name)
+            groups.setdefault(key, []).append((i, single, index))
+        for (_, _, *params), members in groups.items():
+            op, index = calls[members[0][0]][1], members[0][2]
+            for start in range(0, len(members), MAX_BATCH):
+                part = members[start : start + MAX_BATCH]
+                run = functools.partial(_run_part, op, index, params)
+                done = together(run, [item for _, item, _ in part])
+                for (i, _, _), outcome in zip(part, done, strict=True):
+                    outcomes[i] = outcome
+        answers = []
+        for (name, _, _), state, outcome in zip(calls, states, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                self.forget_missing(outcome, name)
+                status, problem = refuse(outcome, state)
+                answers.append((status, _encode(ErrorBody(problem))))
+            else:
+                answers.append((200, _encode(outcome)))
+        return answers
 
     def _index(self, name: str, op: Operation, items: Sequence[Any]) -> Opened:
         """The index an operation runs on; for a write to a missing one, created once its documents are
@@ -264,4 +310,4 @@ def create_app(config: ServiceConfig | None = None) -> Guard:
     ]
     rest = Starlette(routes=routes, lifespan=service.lifespan, exception_handlers={HTTPException: refused})
     # The /v1 POSTs go straight to the service's handler (Starlette's routes above only answer 405).
-    return Guard(rest, service.operation, config.token, config.access_log)
+    return Guard(rest, service.operation, service.singles, config.token, config.access_log, config.max_body)

@@ -10,21 +10,22 @@ import hmac
 import logging
 import os
 import sys
+import threading
 import time
 from bisect import bisect_left
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NamedTuple
 
 import msgspec
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from ..transport.wire import round_trips
-from .operations import OPERATIONS
+from .operations import OPERATIONS, Operation
 from .problems import ERROR_CODE, SENT, STATUS, ServiceError
 from .streams import Call, Message, Receive, Scope, Send, segments
 
-__all__ = ["CONTENT_TYPE_LATEST", "FLUSH_AFTER", "Guard", "Metrics", "route_of"]
+__all__ = ["CONTENT_TYPE_LATEST", "FLUSH_AFTER", "Guard", "LaneCall", "Metrics", "route_of"]
 
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _V1 = "/v1/indexes/"
@@ -32,11 +33,24 @@ _V1 = "/v1/indexes/"
 # Paths that answer without the token: a probe of a load balancer or an orchestrator carries none.
 _OPEN = frozenset({"/healthz", "/readyz", "/openapi.json"})
 _OPS = frozenset({*OPERATIONS, "stats"})
+_SINGLE_ROUTES = {name: f"{_V1}{{name}}/{name}" for name in OPERATIONS}
 
 _log = logging.getLogger("simhash_redis.service.access")
 # The name of the handler the guard adds (to stderr) when the access log has none.
 _OWN_HANDLER = "simhash_redis.service.access.stderr"
 _encode = msgspec.json.Encoder().encode
+
+
+class LaneCall(NamedTuple):
+    """A single ``POST /v1/indexes/{name}/{op}`` the fast lane read: its path (no query), index name,
+    operation, body, Authorization header, and client address."""
+
+    path: str
+    name: str
+    op: Operation
+    body: bytes
+    authorization: bytes | None
+    client: tuple[str, int] | None
 
 
 def route_of(scope: Scope) -> str:
@@ -53,10 +67,23 @@ def route_of(scope: Scope) -> str:
 
 class Guard:
     """The ASGI middleware that checks the token (None: none needed), then logs and counts every request:
-    ``POST /v1/indexes/...`` to `operation`, which notes its answer (`STATUS`, `SENT`), the rest to `app`."""
+    ``POST /v1/indexes/...`` to `operation`, which notes its answer (`STATUS`, `SENT`), the rest to `app`;
+    and the same for the single calls the fast lane runs without ASGI (`lane_calls`, through `single`)."""
 
-    def __init__(self, app: ASGIApp, operation: ASGIApp, token: str | None, access_log: bool) -> None:
-        self.app, self.operation = app, operation
+    def __init__(
+        self,
+        app: ASGIApp,
+        operation: ASGIApp,
+        single: Callable[
+            [Sequence[tuple[str, Operation, bytes]], Sequence[dict[str, Any]]], list[tuple[int, bytes]]
+        ],
+        token: str | None,
+        access_log: bool,
+        max_body: int,
+    ) -> None:
+        self.app, self.operation, self.single = app, operation, single
+        #: The largest request body the service takes (for the fast lane, which reads bodies first).
+        self.max_body = max_body
         self._token = None if token is None else token.encode()
         self._metrics = Metrics.get()
         if access_log and not _log.handlers:
@@ -92,30 +119,78 @@ class Guard:
             status = state.get(STATUS, 500)  # none sent: the server answers 500 (or drops the connection)
             self._metrics.observe(route, scope["method"], status, seconds, code)
             if self._access_log:
-                self._log(scope, route, status, seconds, state.get(SENT, 0), code)
+                self._log(
+                    scope["method"],
+                    path,
+                    scope.get("client"),
+                    route,
+                    status,
+                    seconds,
+                    state.get(SENT, 0),
+                    code,
+                )
+
+    def lane_calls(self, calls: Sequence[LaneCall]) -> list[tuple[int, bytes] | None]:
+        """Single calls the fast lane runs without ASGI, together (`single`): each one's status and JSON
+        answer, counted and logged as `__call__` does (None for one whose token is missing or wrong: the
+        app answers it)."""
+        started = time.perf_counter()
+        admitted = [call for call in calls if self._token is None or self._bearer(call.authorization)]
+        states: list[dict[str, Any]] = [{} for _ in admitted]
+        answers = self.single([(call.name, call.op, call.body) for call in admitted], states)
+        seconds = time.perf_counter() - started
+        by_call = {
+            id(call): (answer, state) for call, answer, state in zip(admitted, answers, states, strict=True)
+        }
+        replies: list[tuple[int, bytes] | None] = []
+        for call in calls:
+            done = by_call.get(id(call))
+            if done is None:
+                replies.append(None)
+                continue
+            (status, answer), state = done
+            route, code = _SINGLE_ROUTES[call.op.name], state.get(ERROR_CODE)
+            self._metrics.observe(route, "POST", status, seconds, code)
+            if self._access_log:
+                self._log("POST", call.path, call.client, route, status, seconds, len(answer), code)
+            replies.append((status, answer))
+        return replies
 
     def _authorized(self, scope: Scope) -> bool:
-        assert self._token is not None
         for name, value in scope["headers"]:
             if name == b"authorization":
-                scheme, _, given = bytes(value).partition(b" ")
-                # Compared in constant time: the time taken tells nothing of the token.
-                return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
+                return self._bearer(bytes(value))
         return False
 
+    def _bearer(self, authorization: bytes | None) -> bool:
+        """Whether an Authorization header's value carries the token."""
+        assert self._token is not None
+        if authorization is None:
+            return False
+        scheme, _, given = authorization.partition(b" ")
+        # Compared in constant time: the time taken tells nothing of the token.
+        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
+
     def _log(
-        self, scope: Scope, route: str, status: int, seconds: float, sent: int, code: str | None
+        self,
+        method: str,
+        path: str,
+        client: Any,
+        route: str,
+        status: int,
+        seconds: float,
+        sent: int,
+        code: str | None,
     ) -> None:
         if not _log.isEnabledFor(logging.INFO):
             return
         now = int(time.time())
         if now != self._second:  # the time stamp, made once a second
             self._second, self._stamp = now, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
-        client = scope.get("client")
         record = {
             "time": self._stamp,
-            "method": scope["method"],
-            "path": scope["path"],  # never the query string or headers: a token may be there
+            "method": method,
+            "path": path,  # never the query string or headers: a token may be there
             "route": route,
             "status": status,
             "ms": round(seconds * 1000, 3),
@@ -144,6 +219,15 @@ class Guard:
                 pass
         else:  # handlers the application set up: through logging
             _log.info(line)
+
+
+def _on_a_loop() -> bool:
+    """Whether this thread runs an event loop (the fast lane's does not)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _noting(send: Send, state: dict[str, Any]) -> Send:
@@ -201,10 +285,18 @@ class Metrics:
         self.round_trips = Counter(
             "simhash_redis_redis_round_trips", "Round trips to Redis made by the index calls"
         )
+        self.handoffs = Counter(
+            "simhash_redis_lane_handoffs", "Connections the fast lane gave back to uvicorn"
+        )
         self._reported = round_trips()
         self._tallies: dict[tuple[str, str, int], _Tally] = {}
         self._codes: dict[str, int] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._armed = False  # a flush is due (its timer set, or being set on the loop)
+        # The fast lane's thread counts requests beside the event loop's.
+        self._lock = threading.Lock()
+        #: The worker's event loop, where the lane's requests arm the flush (None: they flush at once).
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def get(cls) -> Metrics:
@@ -216,37 +308,53 @@ class Metrics:
     def observe(self, route: str, method: str, status: int, seconds: float, code: str | None) -> None:
         """Count one answered request (added to the Prometheus figures within `FLUSH_AFTER` seconds)."""
         key = (route, method, status)
-        tally = self._tallies.get(key)
-        if tally is None:
-            tally = self._tallies[key] = _Tally()
-        tally.count += 1
-        tally.seconds += seconds
-        tally.buckets[bisect_left(_BUCKETS, seconds)] += 1  # Prometheus's le: the first bound >= seconds
-        if code is not None:
-            self._codes[code] = self._codes.get(code, 0) + 1
-        if self._timer is None:
+        with self._lock:
+            tally = self._tallies.get(key)
+            if tally is None:
+                tally = self._tallies[key] = _Tally()
+            tally.count += 1
+            tally.seconds += seconds
+            tally.buckets[bisect_left(_BUCKETS, seconds)] += 1  # Prometheus's le: the first bound >= seconds
+            if code is not None:
+                self._codes[code] = self._codes.get(code, 0) + 1
+            if self._armed:
+                return
+            self._armed = True
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the lane's thread: the flush is timed on the worker's loop
             try:
-                self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush)
-            except RuntimeError:  # no event loop: nothing would flush later
-                self.flush()
+                if self.loop is not None:
+                    self.loop.call_soon_threadsafe(self._arm)
+                    return
+            except RuntimeError:  # that loop is closed
+                pass
+            self.flush()  # no event loop: nothing would flush later
+            return
+        self._arm()
+
+    def _arm(self) -> None:
+        self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush)
 
     def flush(self) -> None:
         """Add the requests counted since the last flush to the Prometheus figures."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        tallies, self._tallies = self._tallies, {}
-        codes, self._codes = self._codes, {}
+        with self._lock:
+            timer, self._timer = self._timer, None
+            self._armed = False
+            tallies, self._tallies = self._tallies, {}
+            codes, self._codes = self._codes, {}
+            now, before = round_trips(), self._reported
+            self._reported = max(now, before)
+        if timer is not None and _on_a_loop():  # the lane's thread leaves it to fire (and flush little)
+            timer.cancel()
         for (route, method, status), tally in tallies.items():
             self.requests.labels(route, method, str(status)).inc(tally.count)
             self.latency.labels(route).add(tally.seconds, tally.buckets)
         for code, count in codes.items():
             self.errors.labels(code).inc(count)
         # The process's round trips since the last flush (concurrent requests share them).
-        now = round_trips()
-        if now > self._reported:
-            self.round_trips.inc(now - self._reported)
-            self._reported = now
+        if now > before:
+            self.round_trips.inc(now - before)
 
     @classmethod
     def exposition(cls) -> bytes:

@@ -1,10 +1,11 @@
 """The indexes a worker process serves: opened on first use, on one client of the configured server,
-called synchronously on the event loop's thread (half the CPU of the asyncio API)."""
+called synchronously (half the CPU of the asyncio API) on the event loop's thread and the fast lane's."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -22,7 +23,7 @@ from ..transport.cluster import CLUSTER_BACKOFF
 from .config import SERVE_ASKING, ServiceConfig
 from .problems import ServiceError
 
-__all__ = ["MAX_BATCH", "Coalescer", "Opened", "Registry"]
+__all__ = ["MAX_BATCH", "Coalescer", "Opened", "Registry", "together"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -64,23 +65,30 @@ class Coalescer(Generic[T, R]):
         batch = [(item, future) for item, future in batch if not future.done()]  # timed out meanwhile
         if not batch:
             return
-        try:
-            results = self._run([item for item, _ in batch])
-        except (InvalidArgument, InvalidType) as exc:
-            if len(batch) == 1:
-                batch[0][1].set_exception(exc)
-                return
-            for item, future in batch:  # refused before any write: each alone, to tell whose document
-                try:
-                    future.set_result(self._run([item])[0])
-                except Exception as alone:
-                    future.set_exception(alone)
-        except Exception as exc:
-            for _, future in batch:
-                future.set_exception(exc)
-        else:
-            for (_, future), result in zip(batch, results, strict=True):
-                future.set_result(result)
+        for (_, future), outcome in zip(batch, together(self._run, [item for item, _ in batch]), strict=True):
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+
+def together(run: Callable[[Sequence[T]], Sequence[R]], items: Sequence[T]) -> list[R | Exception]:
+    """Each item's result of one batch call, or its error: a refusal (InvalidArgument, InvalidType) of
+    several is run again one by one, to tell whose; any other error is every item's."""
+    try:
+        return list(run(items))
+    except (InvalidArgument, InvalidType) as exc:
+        if len(items) == 1:
+            return [exc]
+        outcomes: list[R | Exception] = []
+        for item in items:  # refused before any write: each alone, to tell whose document
+            try:
+                outcomes.append(run([item])[0])
+            except Exception as alone:
+                outcomes.append(alone)
+        return outcomes
+    except Exception as exc:
+        return [exc] * len(items)
 
 
 @dataclass
@@ -120,9 +128,15 @@ class Registry:
         self._client: redis.Redis | RedisCluster | None = None
         self._backoff: Backoff | None = None
         self._opened: dict[str, Opened] = {}
+        # The event loop's thread and the fast lane's open indexes: each is opened (or made) once.
+        self._opening = threading.RLock()
 
     def client(self) -> redis.Redis | RedisCluster:
         """The client (made on first use), whose sockets wait for Redis no longer than the timeout."""
+        with self._opening:
+            return self._made_client()
+
+    def _made_client(self) -> redis.Redis | RedisCluster:
         if self._client is None:
             timeout = self._config.timeout
             try:
@@ -135,7 +149,7 @@ class Registry:
                 raise ServiceError(
                     503, "redis_unavailable", f"the service cannot use its Redis URL: {exc}"
                 ) from None
-            # Calls run on the event loop's thread: a stalled Redis holds every request of the worker
+            # A worker's calls run one at a time on each of its threads: a stalled Redis holds its requests
             # until the retries end, so they end with the timeout (a cluster's, which ride out a failover
             # by default, retry until then).
             if isinstance(self._client, RedisCluster):
@@ -159,11 +173,15 @@ class Registry:
             try:
                 found.plain.check_unchanged()  # a meta read once a second at most
             except (IndexNotFound, ConfigurationMismatch):
-                del self._opened[name]
+                if self._opened.get(name) is found:  # another thread may have opened it afresh
+                    self._opened.pop(name, None)
                 found = None
         if found is None:
             validate_name(name, "index name")
-            found = self._opened[name] = self._open(name, create and self._config.create, from_text)
+            with self._opening:
+                found = self._opened.get(name)
+                if found is None:
+                    found = self._opened[name] = self._open(name, create and self._config.create, from_text)
         return found
 
     def _open(self, name: str, create: bool, from_text: bool) -> Opened:

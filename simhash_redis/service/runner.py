@@ -1,6 +1,7 @@
 """Running the service: uvicorn with its worker processes, TLS, and a graceful stop on SIGTERM; its HTTP
-protocol, uvicorn's (httptools), counting the requests read and not answered (a lone one skips the
-coalescer: `alone`) and sending each response's head in one segment with its body."""
+protocol, uvicorn's (httptools), giving each new plain-HTTP connection to the fast lane (`lane.Lane`),
+which gives back those it does not serve, counting the requests read and not answered (a lone one skips
+the coalescer: `alone`) and sending each response's head in one segment with its body."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..errors import InvalidArgument
 from .config import ServiceConfig
+from .lane import Lane
+from .streams import INLINE, Scope
 
 __all__ = ["PROTOCOL", "Listen", "Protocol", "alone", "serve"]
 
@@ -91,9 +94,10 @@ _unanswered = [0]
 _CONTINUE = b"HTTP/1.1 100 "
 
 
-def alone() -> bool:
-    """Whether the request being served is the only one this worker has read and not answered."""
-    return _unanswered[0] == 1
+def alone(scope: Scope) -> bool:
+    """Whether a request is answered on its own: the fast lane's always (one at a time, on its thread),
+    uvicorn's when it is the only one this worker has read and not answered."""
+    return _unanswered[0] == 1 or INLINE in scope.get("extensions", ())
 
 
 class _HeadWithBody:
@@ -139,11 +143,26 @@ class _HeadWithBody:
 
 
 class Protocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, counting the requests read and not answered, each head with its body."""
+    """uvicorn's httptools protocol, giving a new connection to the fast lane, counting the requests read
+    and not answered, each head with its body (`given`: a connection the lane gave back, with the bytes it
+    had read of it)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, given: bytes | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._mine = 0  # this connection's share of the count (queued pipelined requests too)
+        self._given = given
+        self._laned = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if self._given is None:
+            lane = Lane.of(self)
+            if lane is not None and lane.take(transport):
+                self._laned = True
+                return
+        super().connection_made(transport)
+        read, self._given = self._given, None
+        if read:
+            self.data_received(read)
 
     def on_headers_complete(self) -> None:
         before = self.cycle
@@ -165,6 +184,8 @@ class Protocol(HttpToolsProtocol):
         super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._laned:  # the lane's now: uvicorn never served it
+            return
         # Requests cut off with their connection are answered by no one.
         _unanswered[0] -= self._mine
         self._mine = 0

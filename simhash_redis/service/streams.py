@@ -15,7 +15,20 @@ import msgspec
 from ..errors import InvalidArgument, InvalidType
 from .problems import SENT, STATUS, ErrorBody, Problem, ServiceError, not_utf8, refuse
 
-__all__ = ["JSON_LINES", "Call", "Message", "Receive", "Scope", "Send", "json_lines", "segments"]
+__all__ = [
+    "INLINE",
+    "JSON_LINES",
+    "LINE_TYPES",
+    "Call",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "is_json_lines",
+    "json_lines",
+    "segments",
+    "too_large",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -27,8 +40,11 @@ R = TypeVar("R", bound=msgspec.Struct)
 
 #: The media type of a JSON Lines response (requests may also say application/jsonl or json-lines).
 JSON_LINES = b"application/x-ndjson"
-_LINE_TYPES = (JSON_LINES, b"application/jsonl", b"application/json-lines", b"application/x-jsonlines")
+#: The media types read as JSON Lines.
+LINE_TYPES = (JSON_LINES, b"application/jsonl", b"application/json-lines", b"application/x-jsonlines")
 _JSON = [(b"content-type", b"application/json")]
+#: The scope extension of a request the fast lane runs: no event loop runs on its thread.
+INLINE = "simhash_redis.inline"
 _encoder = msgspec.json.Encoder()
 _encode = _encoder.encode
 _encode_lines = _encoder.encode_lines
@@ -67,8 +83,7 @@ class Call:
 
     def json_lines(self) -> bool:
         """Whether the body is JSON Lines (by its Content-Type)."""
-        kind = (self.header(b"content-type") or b"").split(b";", 1)[0].strip().lower()
-        return kind in _LINE_TYPES
+        return is_json_lines(self.header(b"content-type") or b"")
 
     async def _next(self) -> Message:
         """The body's next message, refused (408 request_timeout) if it does not come within the timeout."""
@@ -106,11 +121,11 @@ class Call:
         request_timeout) when a part of it does not come in time."""
         declared = self.header(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise _too_large(int(declared), limit)
+            raise too_large(int(declared), limit)
         first: Message = await self._next()  # the common case: the whole body in one message
         body = first.get("body", b"")
         if len(body) > limit:  # a first part over the limit, whether more follows or not
-            raise _too_large(len(body), limit)
+            raise too_large(len(body), limit)
         if not first.get("more_body", False):
             return bytes(body)
         parts = [body]
@@ -118,7 +133,7 @@ class Call:
         async for chunk in self.chunks():
             size += len(chunk)
             if size > limit:
-                raise _too_large(size, limit)
+                raise too_large(size, limit)
             parts.append(chunk)
         return b"".join(parts)
 
@@ -178,6 +193,11 @@ class _Unreadable(ServiceError):
     line: int | None = None
 
 
+def is_json_lines(content_type: bytes) -> bool:
+    """Whether a Content-Type is one of JSON Lines."""
+    return content_type.split(b";", 1)[0].strip().lower() in LINE_TYPES
+
+
 def segments(scope: Scope) -> list[str]:
     """The request path's segments, each percent-decoded on its own: an encoded '/' (%2F) stays in its
     segment (routing by the decoded path would let an index name pick the operation)."""
@@ -187,7 +207,8 @@ def segments(scope: Scope) -> list[str]:
     return [unquote(part) for part in raw.decode("ascii", "replace").split("/")]
 
 
-def _too_large(size: int, limit: int) -> ServiceError:
+def too_large(size: int, limit: int) -> ServiceError:
+    """413 body_too_large, for a body of `size` bytes or more."""
     return ServiceError(
         413,
         "body_too_large",

@@ -8,6 +8,7 @@
 //! unwrap on input).
 
 mod engine;
+mod lane;
 mod odd;
 mod packing;
 mod stored;
@@ -381,6 +382,7 @@ fn simhash_redis_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<engine::Engine>()?;
     m.add_class::<engine::MinHash>()?;
     m.add_class::<odd::OddSketch>()?;
+    m.add_class::<lane::Lane>()?;
     m.add_function(wrap_pyfunction!(check_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(hits, m)?)?;
     m.add_function(wrap_pyfunction!(odd::odd_estimate, m)?)?;
