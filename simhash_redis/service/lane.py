@@ -1,9 +1,10 @@
 """The fast lane: a worker's plain-HTTP connections served by the compiled core's HTTP/1.1 loop on a thread
-of its own, each whole request answered by the ASGI app run to its end on that thread (no event loop, no
-task: the /v1 calls and the GET endpoints never wait on one there). At the first request it does not take
-(a JSON Lines stream, a chunked or 100-continue body, an upgrade, HTTP/1.0, a body over `MAX_BODY`, another
-method or route) the connection goes back to uvicorn for good, that request first. Without the compiled
-core, or with TLS, uvicorn serves every connection."""
+of its own, which hands over the whole requests that reached it together: single `/v1` calls to the guard,
+run together (`Guard.lane_calls`), the others through the ASGI app run to its end on that thread (no event
+loop, no task: the `/v1` POSTs and the GET endpoints never wait on one there). At the first request it does
+not take (a JSON Lines body, a chunked or 100-continue one, one over --max-body, an upgrade, HTTP/1.0,
+another method or route, a request that stops arriving) the connection goes back to uvicorn for good, that
+request first. Without the compiled core, or with TLS, uvicorn serves every connection."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ Request = tuple[
     str, bytes, list[tuple[bytes, bytes]], bytes, tuple[str, int] | None, tuple[str, int] | None, bool
 ]
 _log = logging.getLogger("uvicorn.error")
-_FAILED = STATUS_LINE[500] + (
+# uvicorn's answer when the app fails before answering (after its default headers).
+_FAILED = (
     b"content-type: text/plain; charset=utf-8\r\ncontent-length: 21\r\nconnection: close\r\n\r\n"
     b"Internal Server Error"
 )
@@ -116,8 +118,8 @@ class Lane:
         except OSError:
             return False
         try:
-            self._core.adopt(fd)  # the lane owns fd now (and closes it if it is stopping)
-        except OSError:
+            self._core.adopt(fd)  # the lane owns fd now
+        except OSError:  # stopping, or its loop cannot be woken: fd closed, uvicorn keeps the connection
             return False
         transport.close()  # closes uvicorn's descriptor of the socket only: the connection stays open
         return True
@@ -217,8 +219,8 @@ class Lane:
         except Exception:
             _log.exception("Exception in ASGI application\n")
             if not _complete(messages):  # as uvicorn: a 500 if no answer was sent, the connection closed
-                return _FAILED, False
-        return _response(messages, self.server_state.default_headers, keep_alive)
+                return STATUS_LINE[500] + self._default_headers() + _FAILED, False
+        return _response(messages, self._default_headers(), keep_alive)
 
     def _single(self, request: Request) -> LaneCall | None:
         """A plain single call, for the guard (None: the app runs it, or it is not one: a name or query to
@@ -326,19 +328,17 @@ def _complete(messages: list[Message]) -> bool:
     )
 
 
-def _response(
-    messages: list[Message], default_headers: list[tuple[bytes, bytes]], keep_alive: bool
-) -> tuple[bytes, bool]:
+def _response(messages: list[Message], defaults: bytes, keep_alive: bool) -> tuple[bytes, bool]:
     """The bytes of an ASGI response, as uvicorn writes them (its default headers first), and whether the
     connection stays open."""
     if not _complete(messages):
-        return _FAILED, False  # the app ended without answering: uvicorn answers 500
+        return STATUS_LINE[500] + defaults + _FAILED, False  # the app ended without answering
     start = messages[0]
     body = b"".join(m.get("body", b"") for m in messages[1:] if m["type"] == "http.response.body")
     status = int(start["status"])
-    head = [STATUS_LINE[status]]
+    head = [STATUS_LINE[status], defaults]
     length = False
-    for name, value in [*default_headers, *start.get("headers", ())]:
+    for name, value in start.get("headers", ()):
         name = bytes(name).lower()
         if name == b"content-length":
             length = True
