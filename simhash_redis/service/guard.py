@@ -135,20 +135,19 @@ class Guard:
         answer, counted and logged as `__call__` does (None for one whose token is missing or wrong: the
         app answers it)."""
         started = time.perf_counter()
-        admitted = [call for call in calls if self._token is None or self._bearer(call.authorization)]
-        states: list[dict[str, Any]] = [{} for _ in admitted]
-        answers = self.single([(call.name, call.op, call.body) for call in admitted], states)
+        admitted = [self._token is None or self._bearer(call.authorization) for call in calls]
+        taken = [call for call, ok in zip(calls, admitted, strict=True) if ok]
+        states: list[dict[str, Any]] = [{} for _ in taken]
+        answered = iter(
+            zip(self.single([(c.name, c.op, c.body) for c in taken], states), states, strict=True)
+        )
         seconds = time.perf_counter() - started
-        by_call = {
-            id(call): (answer, state) for call, answer, state in zip(admitted, answers, states, strict=True)
-        }
         replies: list[tuple[int, bytes] | None] = []
-        for call in calls:
-            done = by_call.get(id(call))
-            if done is None:
+        for call, ok in zip(calls, admitted, strict=True):
+            if not ok:
                 replies.append(None)
                 continue
-            (status, answer), state = done
+            (status, answer), state = next(answered)
             route, code = _SINGLE_ROUTES[call.op.name], state.get(ERROR_CODE)
             self._metrics.observe(route, "POST", status, seconds, code)
             if self._access_log:

@@ -24,7 +24,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from ..fingerprinting import engine_choice
 from .guard import Guard, LaneCall, Metrics
 from .operations import OPERATIONS
-from .streams import INLINE, LINE_TYPES, Message, Scope, is_json_lines
+from .streams import INLINE, LINE_TYPES, Message, Scope
 
 __all__ = ["MAX_BODY", "Lane"]
 
@@ -45,13 +45,11 @@ _FAILED = (
 )
 
 
-def _takes(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether the app answers this request without its event loop."""
+def _takes(method: str, path: str) -> bool:
+    """Whether the app answers this request without its event loop (a JSON Lines body, which it streams
+    on the loop, never reaches the lane's Python side: the core gives it back at its head)."""
     if method == "POST":
-        if not path.startswith(_V1):
-            return False
-        kind = next((value for name, value in headers if name == b"content-type"), b"")
-        return not is_json_lines(kind)  # a stream reads and answers part by part, on the loop
+        return path.startswith(_V1)
     return method == "GET" and (path in _GETS or (path.startswith(_V1) and path.endswith("/stats")))
 
 
@@ -195,7 +193,7 @@ class Lane:
             return None
         if "%" in path:
             path = unquote(path)
-        if not _takes(method, path, headers):
+        if not _takes(method, path):
             return None
         scope: Scope = {
             "type": "http",
@@ -224,7 +222,7 @@ class Lane:
 
     def _single(self, request: Request) -> LaneCall | None:
         """A plain single call, for the guard (None: the app runs it, or it is not one: a name or query to
-        decode, another route, JSON Lines, a proxy's headers)."""
+        decode, another route, a proxy's headers)."""
         _, target, headers, body, client, _, _ = request
         if b"%" in target or b"?" in target:
             return None
@@ -238,8 +236,6 @@ class Lane:
             return None
         authorization = None
         for name, value in headers:
-            if name == b"content-type" and is_json_lines(value):
-                return None
             if name == b"authorization" and authorization is None:  # the first, as the guard reads it
                 authorization = value
             elif name.startswith(b"x-forwarded-"):  # uvicorn's proxy middleware reads them
